@@ -1,0 +1,41 @@
+# beamlab: `make` builds ./beamlab, `make test` runs everything CI runs.
+REBAR ?= rebar3
+
+.PHONY: all escript compile test eunit ct dialyzer xref docs clean quickstart
+
+all: escript
+
+escript:
+	$(REBAR) escriptize
+	cp _build/default/bin/beamlab ./beamlab
+	chmod +x ./beamlab
+
+compile:
+	$(REBAR) compile
+
+eunit:
+	$(REBAR) eunit
+
+ct: escript
+	$(REBAR) ct
+
+dialyzer:
+	$(REBAR) dialyzer
+
+xref:
+	$(REBAR) xref
+
+docs:
+	$(REBAR) edoc
+
+# The full suite: unit tests, properties, CLI and integration tests through the
+# built escript, then the static checks.
+test:
+	./scripts/test.sh
+
+quickstart:
+	./scripts/quickstart.sh
+
+clean:
+	$(REBAR) clean
+	rm -f ./beamlab
