@@ -1,0 +1,134 @@
+%%% @doc Isolated mode (`-i'): every job runs in a fresh VM of its own,
+%%% started with OTP's `peer' (no distribution needed: the control
+%%% connection is the child's standard I/O). The user's emulator arguments
+%%% (`vm_args') and code paths (`code_paths', as `-pa') are passed to the
+%%% child; `ERL_LIBS' is inherited from the environment. beamlab's own
+%%% modules are loaded into the child from this VM's object code, so it
+%%% works from the escript too.
+%%%
+%%% Jobs run one after another (one VM at a time), so they never compete
+%%% for cores; they are not interleaved sample by sample. An interrupt
+%%% received while a child measures is forwarded to it, and the child
+%%% returns what it measured so far.
+-module(beamlab_engine_isolated).
+
+-export([run/3, remote_measure/3, format_error/1]).
+
+-define(RUNNER, beamlab_isolated_runner).
+
+%% @doc Measures each job in its own fresh VM; returns the outcomes in job
+%% order and whether an interrupt cut the run short. A VM that cannot be
+%% started or dies fails only its job.
+-spec run([beamlab_engine:job_spec()], map(), beamlab_engine:mode_opts()) ->
+          {[beamlab_engine:outcome()], boolean()}.
+run(Jobs, RunOpts, ModeOpts) ->
+    %% Compile here first: a syntax error is reported before any VM starts.
+    _ = [case beamlab_engine_code:compile(J) of
+             {ok, E} -> beamlab_engine_code:purge(E);
+             {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
+         end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
+    Remote = maps:without([progress, isolated], RunOpts#{checks => false}),
+    lists:foldl(
+      fun(_Job, {Acc, true}) ->
+              {Acc ++ [skipped()], true};
+         (Job, {Acc, false}) ->
+              {Outcome, Int} = one(Job, Remote, ModeOpts, RunOpts),
+              {Acc ++ [Outcome], Int}
+      end, {[], false}, Jobs).
+
+skipped() ->
+    #{samples => [], times => [], status => ok, concurrency => 0, label => <<>>}.
+
+label(#{label := L}) -> unicode:characters_to_binary(L);
+label(#{runner := R}) -> beamlab_engine_code:source_label(R).
+
+one(Job, Remote, ModeOpts, RunOpts) ->
+    case start_peer(RunOpts) of
+        {ok, Peer} ->
+            try measure_in(Peer, Job, Remote, ModeOpts)
+            after
+                catch peer:stop(Peer)
+            end;
+        {error, Reason} ->
+            {#{samples => [], times => [], status => {error, {isolated, Reason}},
+               concurrency => 0, label => <<>>}, false}
+    end.
+
+measure_in(Peer, Job, Remote, ModeOpts) ->
+    Self = self(),
+    Ref = make_ref(),
+    Caller = spawn_link(fun() ->
+                                R = try peer:call(Peer, ?MODULE, remote_measure,
+                                                  [Job, Remote, ModeOpts], infinity)
+                                    catch C:E -> {error, {isolated, {C, E}}}
+                                    end,
+                                Self ! {Ref, R}
+                        end),
+    wait(Peer, Ref, Caller, false).
+
+wait(Peer, Ref, Caller, Forwarded) ->
+    receive
+        {Ref, {ok, {[Outcome], Int}}} ->
+            {Outcome, Int orelse Forwarded};
+        {Ref, {error, Reason}} ->
+            {#{samples => [], times => [], status => {error, Reason}, concurrency => 0,
+               label => <<>>}, Forwarded};
+        {beamlab_interrupt, _} = Msg when not Forwarded ->
+            self() ! Msg,       % keep it visible to the caller
+            catch peer:send(Peer, ?RUNNER, Msg),
+            wait(Peer, Ref, Caller, true)
+    end.
+
+%% @doc Runs inside the child VM: measures one job and returns its outcome.
+-spec remote_measure(beamlab_engine:job_spec(), map(), beamlab_engine:mode_opts()) ->
+          {ok, {[beamlab_engine:outcome()], boolean()}} | {error, term()}.
+remote_measure(Job, RunOpts, ModeOpts) ->
+    true = register(?RUNNER, self()),
+    try
+        {ok, beamlab_engine:measure([Job], RunOpts, ModeOpts)}
+    catch
+        throw:{beamlab_engine, Reason} -> {error, Reason}
+    after
+        unregister(?RUNNER)
+    end.
+
+start_peer(RunOpts) ->
+    Args = string:lexemes(maps:get(vm_args, RunOpts, ""), " \t")
+        ++ lists:append([["-pa", P] || P <- maps:get(code_paths, RunOpts, [])]),
+    try peer:start_link(#{connection => standard_io, args => Args,
+                          wait_boot => 30000}) of
+        {ok, Peer} -> load_self(Peer);
+        {ok, Peer, _Node} -> load_self(Peer);
+        {error, Reason} -> {error, {peer_start, Reason}}
+    catch
+        C:E -> {error, {peer_start, {C, E}}}
+    end.
+
+%% Ship beamlab's modules (those loaded here, plus the engine's) as binaries.
+load_self(Peer) ->
+    Mods = lists:usort([M || {M, _} <- code:all_loaded(),
+                             lists:prefix("beamlab", atom_to_list(M)),
+                             not lists:prefix("beamlab_gen_", atom_to_list(M))]
+                       ++ [beamlab_engine, beamlab_engine_code, beamlab_engine_job,
+                           beamlab_engine_sampler, beamlab_engine_squeeze,
+                           beamlab_engine_isolated, beamlab_stats]),
+    try
+        _ = [begin
+                 {M, Bin, File} = code:get_object_code(M),
+                 {module, M} = peer:call(Peer, code, load_binary, [M, File, Bin])
+             end || M <- Mods],
+        {ok, Peer}
+    catch
+        C:E ->
+            catch peer:stop(Peer),
+            {error, {load_code, {C, E}}}
+    end.
+
+%% @doc One line for an isolation failure.
+-spec format_error(term()) -> iolist().
+format_error({peer_start, Reason}) ->
+    io_lib:format("could not start an isolated VM: ~0tP", [Reason, 15]);
+format_error({load_code, Reason}) ->
+    io_lib:format("could not load beamlab into the isolated VM: ~0tP", [Reason, 15]);
+format_error(Other) ->
+    io_lib:format("isolated VM failed: ~0tP", [Other, 15]).
