@@ -382,20 +382,21 @@ build(Parsed) ->
             {error, first_error(Errors, Parsed)}
     end.
 
-%% A compile error sits in one user function; its role is the one whose
-%% generated function holds it (found by the function name in the message
-%% when possible, else the runner).
-first_error([{_File, [{Loc, EMod, Desc} | _]} | _], _Parsed) ->
-    {role_of(Desc), {syntax, Loc, EMod, Desc}};
-first_error(Other, _Parsed) ->
-    {runner, Other}.
-
-role_of(Desc) ->
-    Text = lists:flatten(io_lib:format("~0tp", [Desc])),
-    Roles = [{"'$init_runner'", init_runner}, {"'$init'", init}, {"'$done'", done}],
-    case [R || {Needle, R} <- Roles, string:find(Text, Needle) =/= nomatch] of
-        [R | _] -> R;
-        [] -> runner
+%% Every role's code starts at line 1, so a location alone does not say
+%% whose code is wrong: compile each user function on its own to find it.
+first_error(Errors, Parsed) ->
+    Culprits = [{Role, Errs} || Role <- [runner, init, init_runner, done],
+                                {function, A, Clauses, _} <- [maps:get(Role, Parsed, none)],
+                                {error, Errs, _} <- [compile:forms(
+                                                       [{attribute, 0, module, beamlab_gen_check},
+                                                        {attribute, 0, export, [{'$f', A}]},
+                                                        function_form('$f', A, Clauses)],
+                                                       [binary, return_errors])]],
+    case Culprits of
+        [{Role, [{_File, [{Loc, EMod, Desc} | _]} | _]} | _] -> {Role, {syntax, Loc, EMod, Desc}};
+        _ ->
+            [{_File, [{Loc, EMod, Desc} | _]} | _] = Errors,
+            {runner, {syntax, Loc, EMod, Desc}}
     end.
 
 function_form(Name, Arity, Clauses) ->
