@@ -44,7 +44,7 @@ default_run_opts() ->
     #{concurrency => 1, samples => 3, duration => 1000, warmup => 0, loop => undefined,
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
       deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
-      confidence => 0.95, progress => undefined, command => [], checks => true,
+      confidence => 0.95, progress => undefined, command => beamlab_cli:argv(), checks => true,
       busy_wait => undefined}.
 
 %% @doc Runs a benchmark and returns the result document.
@@ -325,20 +325,15 @@ document(Outcomes, Base, RunOpts, ModeOpts, Findings, Timer, Interrupted, Starte
     BaseBench = lists:nth(Base, Benches0),
     Benches = [compare(B, BaseBench, I =:= Base, Conf)
                || {I, B} <- lists:zip(lists:seq(1, length(Benches0)), Benches0)],
-    #{schema => <<"beamlab.result">>, version => 1,
-      tool => #{name => <<"beamlab">>, version => version()},
-      kind => <<"bench">>,
-      command => maps:get(command, RunOpts),
-      started_at => Started, finished_at => now_rfc3339(),
-      partial => Interrupted,
-      env => #{},
-      params => params(Mode, RunOpts, ModeOpts, Base),
-      benchmarks => Benches,
-      telemetry => #{},
-      findings => Findings,
-      extra => #{timer => Timer,
-                 interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
-                 isolated => maps:get(isolated, RunOpts)}}.
+    Doc = beamlab_result:new(bench, #{params => params(Mode, RunOpts, ModeOpts, Base),
+                                      command => maps:get(command, RunOpts)}),
+    Doc1 = beamlab_result:add_benchmarks(Doc#{started_at := Started}, Benches),
+    beamlab_result:finish(
+      Doc1#{findings := Findings,
+            extra := #{timer => Timer,
+                       interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
+                       isolated => maps:get(isolated, RunOpts)}},
+      #{partial => Interrupted}).
 
 params(Mode, RunOpts, ModeOpts, Base) ->
     P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
@@ -425,17 +420,6 @@ compare(#{samples := S, extra := Extra} = B, #{samples := BS, extra := BExtra}, 
             B1#{comparison => beamlab_stats:compare(BS, S, #{better => Better, confidence => Conf})};
         false ->
             B1
-    end.
-
-version() ->
-    case application:get_key(beamlab, vsn) of
-        {ok, V} -> list_to_binary(V);
-        undefined ->
-            _ = application:load(beamlab),
-            case application:get_key(beamlab, vsn) of
-                {ok, V} -> list_to_binary(V);
-                undefined -> <<"0.1.0">>
-            end
     end.
 
 now_rfc3339() ->

@@ -1,9 +1,9 @@
 %%% @doc Isolated mode (`-i'): every job runs in a fresh VM of its own,
-%%% started with OTP's `peer' (no distribution needed: the control
-%%% connection is the child's standard I/O). The user's emulator arguments
-%%% (`vm_args') and code paths (`code_paths', as `-pa') are passed to the
-%%% child; `ERL_LIBS' is inherited from the environment. beamlab's own
-%%% modules are loaded into the child from this VM's object code, so it
+%%% started with {@link beamlab_peer} (OTP's `peer', no distribution: the
+%%% control connection is the child's standard I/O). The user's emulator
+%%% arguments (`vm_args') and code paths (`code_paths', as `-pa') are passed
+%%% to the child; `ERL_LIBS' is inherited from the environment. beamlab's
+%%% own modules are loaded into the child from this VM's object code, so it
 %%% works from the escript too.
 %%%
 %%% Jobs run one after another (one VM at a time), so they never compete
@@ -43,30 +43,32 @@ label(#{label := L}) -> unicode:characters_to_binary(L);
 label(#{runner := R}) -> beamlab_engine_code:source_label(R).
 
 one(Job, Remote, ModeOpts, RunOpts) ->
-    case start_peer(RunOpts) of
-        {ok, Peer} ->
-            try measure_in(Peer, Job, Remote, ModeOpts)
+    VmOpts = #{args => beamlab_peer:split_args(maps:get(vm_args, RunOpts, "")),
+               paths => maps:get(code_paths, RunOpts, [])},
+    case beamlab_peer:start(VmOpts) of
+        {ok, Vm} ->
+            try measure_in(Vm, Job, Remote, ModeOpts)
             after
-                catch peer:stop(Peer)
+                beamlab_peer:stop(Vm)
             end;
         {error, Reason} ->
             {#{samples => [], times => [], status => {error, {isolated, Reason}},
                concurrency => 0, label => <<>>}, false}
     end.
 
-measure_in(Peer, Job, Remote, ModeOpts) ->
+measure_in(Vm, Job, Remote, ModeOpts) ->
     Self = self(),
     Ref = make_ref(),
-    Caller = spawn_link(fun() ->
-                                R = try peer:call(Peer, ?MODULE, remote_measure,
-                                                  [Job, Remote, ModeOpts], infinity)
-                                    catch C:E -> {error, {isolated, {C, E}}}
-                                    end,
-                                Self ! {Ref, R}
-                        end),
-    wait(Peer, Ref, Caller, false).
+    _ = spawn_link(fun() ->
+                           R = try beamlab_peer:call(Vm, ?MODULE, remote_measure,
+                                                     [Job, Remote, ModeOpts], infinity)
+                               catch C:E -> {error, {isolated, {C, E}}}
+                               end,
+                           Self ! {Ref, R}
+                   end),
+    wait(maps:get(peer, Vm), Ref, false).
 
-wait(Peer, Ref, Caller, Forwarded) ->
+wait(Peer, Ref, Forwarded) ->
     receive
         {Ref, {ok, {[Outcome], Int}}} ->
             {Outcome, Int orelse Forwarded};
@@ -76,7 +78,7 @@ wait(Peer, Ref, Caller, Forwarded) ->
         {beamlab_interrupt, _} = Msg when not Forwarded ->
             self() ! Msg,       % keep it visible to the caller
             catch peer:send(Peer, ?RUNNER, Msg),
-            wait(Peer, Ref, Caller, true)
+            wait(Peer, Ref, true)
     end.
 
 %% @doc Runs inside the child VM: measures one job and returns its outcome.
@@ -92,43 +94,9 @@ remote_measure(Job, RunOpts, ModeOpts) ->
         unregister(?RUNNER)
     end.
 
-start_peer(RunOpts) ->
-    Args = string:lexemes(maps:get(vm_args, RunOpts, ""), " \t")
-        ++ lists:append([["-pa", P] || P <- maps:get(code_paths, RunOpts, [])]),
-    try peer:start_link(#{connection => standard_io, args => Args,
-                          wait_boot => 30000}) of
-        {ok, Peer} -> load_self(Peer);
-        {ok, Peer, _Node} -> load_self(Peer);
-        {error, Reason} -> {error, {peer_start, Reason}}
-    catch
-        C:E -> {error, {peer_start, {C, E}}}
-    end.
-
-%% Ship beamlab's modules (those loaded here, plus the engine's) as binaries.
-load_self(Peer) ->
-    Mods = lists:usort([M || {M, _} <- code:all_loaded(),
-                             lists:prefix("beamlab", atom_to_list(M)),
-                             not lists:prefix("beamlab_gen_", atom_to_list(M))]
-                       ++ [beamlab_engine, beamlab_engine_code, beamlab_engine_job,
-                           beamlab_engine_sampler, beamlab_engine_squeeze,
-                           beamlab_engine_isolated, beamlab_stats]),
-    try
-        _ = [begin
-                 {M, Bin, File} = code:get_object_code(M),
-                 {module, M} = peer:call(Peer, code, load_binary, [M, File, Bin])
-             end || M <- Mods],
-        {ok, Peer}
-    catch
-        C:E ->
-            catch peer:stop(Peer),
-            {error, {load_code, {C, E}}}
-    end.
-
 %% @doc One line for an isolation failure.
 -spec format_error(term()) -> iolist().
-format_error({peer_start, Reason}) ->
-    io_lib:format("could not start an isolated VM: ~0tP", [Reason, 15]);
-format_error({load_code, Reason}) ->
-    io_lib:format("could not load beamlab into the isolated VM: ~0tP", [Reason, 15]);
+format_error({C, E}) when C =:= error; C =:= exit; C =:= throw ->
+    io_lib:format("isolated VM failed: ~0tP", [{C, E}, 15]);
 format_error(Other) ->
-    io_lib:format("isolated VM failed: ~0tP", [Other, 15]).
+    beamlab_peer:format_error(Other).
