@@ -18,7 +18,10 @@
 %%%   <li>`isolated' (false), `vm_args' (string), `code_paths' ([string()]):
 %%%       run each job in a fresh VM;</li>
 %%%   <li>`confidence' (0.95), `progress' (fun((map()) -> any())),
-%%%       `command' ([binary()], recorded in the result), `checks' (true).</li>
+%%%       `command' ([binary()], recorded in the result), `checks' (true);</li>
+%%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_env_telemetry},
+%%%       with each job's iteration rate) into the result; `verbose' (false)
+%%%       also prints it live, one line a second, on stderr.</li>
 %%% </ul>
 %%% ModeOpts: `undefined', or a map with `min', `max', `step', `threshold'
 %%% for concurrency estimation (see {@link beamlab_engine_squeeze}).
@@ -45,7 +48,7 @@ default_run_opts() ->
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
       deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
       confidence => 0.95, progress => undefined, command => beamlab_cli:argv(), checks => true,
-      busy_wait => undefined}.
+      busy_wait => undefined, telemetry => false, verbose => false}.
 
 %% @doc Runs a benchmark and returns the result document.
 -spec run([job_spec()], run_opts(), mode_opts()) -> {ok, map()} | {error, term()}.
@@ -61,14 +64,15 @@ run(Jobs, RunOpts0, ModeOpts) ->
               Base = baseline_index(maps:get(baseline, RunOpts), Labels),
               {Findings, Timer} = checks(RunOpts),
               Opts1 = RunOpts#{busy_wait => maps:get(busy_wait, Timer)},
-              {Outcomes, Interrupted} =
+              #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
                   case maps:get(isolated, RunOpts) of
                       true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
-                      false -> measure(Jobs, Opts1, ModeOpts)
+                      false -> measure(Jobs, Opts1#{labels => Labels}, ModeOpts)
                   end,
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
-              {ok, document(Labelled, Base, Opts1, ModeOpts, Findings, Timer,
-                            Interrupted, Started)}
+              Doc = document(Labelled, Base, Opts1, ModeOpts, Findings, Timer,
+                             Interrupted, Started),
+              {ok, Doc#{telemetry := Telemetry}}
       end).
 
 maybe_result(Fun) ->
@@ -80,20 +84,37 @@ maybe_result(Fun) ->
 %% (used by `run/3' and, inside each fresh VM, by the isolated mode).
 %% A compile error in any job is an error of the whole run; a failing hook
 %% or runner only marks its own job.
--spec measure([job_spec()], run_opts(), mode_opts()) -> {[outcome()], boolean()}.
+-spec measure([job_spec()], run_opts(), mode_opts()) ->
+          #{outcomes := [outcome()], interrupted := boolean(), telemetry := map()}.
 measure(Jobs, RunOpts0, ModeOpts) ->
     RunOpts = maps:merge(default_run_opts(), RunOpts0),
     Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
     OldPrio = process_flag(priority, high),
     try
         Started = [start_job(E, RunOpts) || E <- Execs],
+        Monitor = start_telemetry(Started, RunOpts),
         Result = sample(Started, RunOpts, ModeOpts),
+        Telemetry = stop_telemetry(Monitor),
         Stopped = [stop_job(S) || S <- Started],
-        finish(Result, Stopped)
+        {Outcomes, Int} = finish(Result, Stopped),
+        #{outcomes => Outcomes, interrupted => Int, telemetry => Telemetry}
     after
         process_flag(priority, OldPrio),
         _ = [beamlab_engine_code:purge(E) || E <- Execs]
     end.
+
+%% The telemetry's rate columns are the jobs' iteration counters.
+start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->
+    Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
+    Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
+    Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
+    {ok, Pid} = beamlab_env_telemetry:start_link(#{print => V =:= true, rates => Rates}),
+    Pid;
+start_telemetry(_Started, _RunOpts) ->
+    undefined.
+
+stop_telemetry(undefined) -> #{};
+stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
 
 compile_job(I, Job) ->
     case beamlab_engine_code:compile(Job) of

@@ -20,21 +20,24 @@
 %% order and whether an interrupt cut the run short. A VM that cannot be
 %% started or dies fails only its job.
 -spec run([beamlab_engine:job_spec()], map(), beamlab_engine:mode_opts()) ->
-          {[beamlab_engine:outcome()], boolean()}.
+          #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(), telemetry := map()}.
 run(Jobs, RunOpts, ModeOpts) ->
     %% Compile here first: a syntax error is reported before any VM starts.
     _ = [case beamlab_engine_code:compile(J) of
              {ok, E} -> beamlab_engine_code:purge(E);
              {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
          end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
-    Remote = maps:without([progress, isolated], RunOpts#{checks => false}),
-    lists:foldl(
+    %% Telemetry and progress stay in this VM's domain; the child runs plain.
+    Remote = maps:without([progress, isolated, labels],
+                          RunOpts#{checks => false, telemetry => false, verbose => false}),
+    {Outcomes, Int} = lists:foldl(
       fun(_Job, {Acc, true}) ->
               {Acc ++ [skipped()], true};
          (Job, {Acc, false}) ->
               {Outcome, Int} = one(Job, Remote, ModeOpts, RunOpts),
               {Acc ++ [Outcome], Int}
-      end, {[], false}, Jobs).
+      end, {[], false}, Jobs),
+    #{outcomes => Outcomes, interrupted => Int, telemetry => #{}}.
 
 skipped() ->
     #{samples => [], times => [], status => ok, concurrency => 0, label => <<>>}.
@@ -70,7 +73,7 @@ measure_in(Vm, Job, Remote, ModeOpts) ->
 
 wait(Peer, Ref, Forwarded) ->
     receive
-        {Ref, {ok, {[Outcome], Int}}} ->
+        {Ref, {ok, #{outcomes := [Outcome], interrupted := Int}}} ->
             {Outcome, Int orelse Forwarded};
         {Ref, {error, Reason}} ->
             {#{samples => [], times => [], status => {error, Reason}, concurrency => 0,
@@ -83,7 +86,7 @@ wait(Peer, Ref, Forwarded) ->
 
 %% @doc Runs inside the child VM: measures one job and returns its outcome.
 -spec remote_measure(beamlab_engine:job_spec(), map(), beamlab_engine:mode_opts()) ->
-          {ok, {[beamlab_engine:outcome()], boolean()}} | {error, term()}.
+          {ok, map()} | {error, term()}.
 remote_measure(Job, RunOpts, ModeOpts) ->
     true = register(?RUNNER, self()),
     try
