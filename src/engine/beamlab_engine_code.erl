@@ -164,8 +164,10 @@ loc(Line) -> io_lib:format("~w", [Line]).
 parse(Role, Code) when is_binary(Code) ->
     parse(Role, unicode:characters_to_list(Code));
 parse(Role, Code) when is_list(Code) ->
-    case io_lib:printable_unicode_list(Code) of
-        true -> parse_text(Role, Code);
+    %% Deep lists (io_lib:format output) are text too.
+    Flat = try unicode:characters_to_list(Code) catch error:_ -> error end,
+    case is_list(Flat) andalso io_lib:printable_unicode_list(Flat) of
+        true -> parse_text(Role, Flat);
         false -> fail(Role, {bad_callable, Code})
     end;
 parse(Role, {M, F, A}) when is_atom(M), is_atom(F), is_list(A) ->
