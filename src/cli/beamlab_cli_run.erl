@@ -20,13 +20,13 @@ summary() ->
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
     [#{name => concurrency, short => "c", long => "concurrency", type => pos_integer, default => 1,
-       metavar => "N", help => "workers running the code concurrently (default 1)"},
+       metavar => "N", help => "workers running the code concurrently"},
      #{name => samples, short => "s", long => "samples", type => pos_integer, default => 3,
-       metavar => "N", help => "samples to take (the minimum with --rel-ci/--cv; default 3)"},
+       metavar => "N", help => "samples to take (the minimum with --rel-ci/--cv)"},
      #{name => duration, short => "d", long => "duration", type => pos_integer, default => 1000,
-       metavar => "MS", help => "sample duration in ms, continuous mode (default 1000)"},
+       metavar => "MS", help => "sample duration in ms, continuous mode"},
      #{name => warmup, short => "w", long => "warmup", type => non_neg_integer, default => 0,
-       metavar => "N", help => "warm-up samples, discarded (default 0)"},
+       metavar => "N", help => "warm-up samples, discarded"},
      #{name => loop, short => "l", long => "loop", type => quantity, metavar => "N",
        help => "timed mode: time N iterations per sample (K/M/G suffixes: 10M)"},
      #{name => squeeze, short => "q", long => "squeeze", type => boolean, default => false,
