@@ -207,7 +207,8 @@ ctrl_c_partial(_) ->
                               "-s", "100", "-d", "100"]},
                       {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
     Pgid = wait_pid(PidFile, 50),
-    timer:sleep(1500),
+    %% interrupt once a few samples are in (the progress line says so)
+    wait_progress(Err, 300),
     "" = os:cmd("kill -INT -" ++ Pgid),
     Code = receive {Port, {exit_status, S}} -> S after 30000 -> error(no_exit) end,
     130 = Code,
@@ -215,6 +216,19 @@ ctrl_c_partial(_) ->
     has(Text, "interrupted"),
     has(Text, "timer:sleep\\(1\\)\\. +1 +[0-9]+"),
     false = filelib:is_regular(filename:join(Dir, "erl_crash.dump")).
+
+wait_progress(_File, 0) ->
+    error(no_progress);
+wait_progress(File, N) ->
+    case file:read_file(File) of
+        {ok, B} when byte_size(B) > 0 ->
+            case binary:match(B, <<"round 3/">>) of
+                nomatch -> timer:sleep(100), wait_progress(File, N - 1);
+                _ -> ok
+            end;
+        _ ->
+            timer:sleep(100), wait_progress(File, N - 1)
+    end.
 
 wait_pid(_File, 0) ->
     error(no_pid_file);

@@ -122,6 +122,7 @@ run(Parsed) ->
     end.
 
 %% Compile errors and option errors are the user's mistakes (exit 2).
+-spec error_exit(term()) -> no_return().
 error_exit({compile, _, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
 error_exit({bad_option, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
 error_exit({conflict, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);

@@ -254,6 +254,7 @@ validate(RunOpts, ModeOpts) ->
             bad(mode_opts, Other)
     end.
 
+-spec bad(atom(), term()) -> no_return().
 bad(Key, Value) -> throw({beamlab_engine, {bad_option, Key, Value}}).
 
 labels(Jobs) ->

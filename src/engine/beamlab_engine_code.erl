@@ -260,7 +260,7 @@ expr_of(Tokens, Role) ->
 %% A direct remote call compiles to the fastest call; arguments that have no
 %% literal form (pids, refs, funs) fall back to apply/3.
 mfa_callable(_Role, M, F, Args, Anno) ->
-    try [erl_parse:abstract(A, [{location, Anno}]) || A <- Args] of
+    try [erl_parse:abstract(A, [{location, location(Anno)}]) || A <- Args] of
         AbsArgs ->
             Call = {call, Anno, {remote, Anno, {atom, Anno, M}, {atom, Anno, F}}, AbsArgs},
             {function, 0, [{clause, Anno, [], [], [Call]}], false}
@@ -268,6 +268,7 @@ mfa_callable(_Role, M, F, Args, Anno) ->
         _:_ -> {fn, fun() -> erlang:apply(M, F, Args) end}
     end.
 
+-spec fail(role(), term()) -> no_return().
 fail(Role, Reason) -> throw({beamlab_code, {Role, Reason}}).
 
 %% User functions become '$<role>'/Arity; their self-calls follow the rename.
