@@ -47,8 +47,8 @@ label(#{runner := R}) -> beamlab_engine_code:source_label(R).
 
 one(Job, Remote, ModeOpts, RunOpts) ->
     VmOpts = #{args => beamlab_peer:split_args(maps:get(vm_args, RunOpts, "")),
-               paths => maps:get(code_paths, RunOpts, []), load => false},
-    case start_vm(VmOpts) of
+               paths => maps:get(code_paths, RunOpts, [])},
+    case beamlab_peer:start(VmOpts) of
         {ok, Vm} ->
             try measure_in(Vm, Job, Remote, ModeOpts)
             after
@@ -59,39 +59,12 @@ one(Job, Remote, ModeOpts, RunOpts) ->
                concurrency => 0, label => <<>>}, false}
     end.
 
-%% On OTP 25 `peer:start/1' answers {ok, Pid, nonode@nohost} for a
-%% standard_io child, which beamlab_peer takes for a distributed node: its
-%% call/5 (and so its code loading) would then run in this VM. Until that
-%% is fixed there, talk to the child through its peer process directly.
-start_vm(VmOpts) ->
-    case beamlab_peer:start(VmOpts) of
-        {ok, Vm} ->
-            _ = application:load(beamlab),
-            {ok, Mods} = application:get_key(beamlab, modules),
-            try
-                _ = [begin
-                         {M, Bin, File} = code:get_object_code(M),
-                         {module, M} = vm_call(Vm, code, load_binary, [M, File, Bin])
-                     end || M <- Mods],
-                {ok, Vm}
-            catch
-                C:E ->
-                    beamlab_peer:stop(Vm),
-                    {error, {load_failed, {C, E}}}
-            end;
-        {error, _} = Error ->
-            Error
-    end.
-
-vm_call(#{peer := Peer}, M, F, A) ->
-    peer:call(Peer, M, F, A, infinity).
-
 measure_in(Vm, Job, Remote, ModeOpts) ->
     Self = self(),
     Ref = make_ref(),
     _ = spawn_link(fun() ->
-                           R = try vm_call(Vm, ?MODULE, remote_measure,
-                                           [Job, Remote, ModeOpts])
+                           R = try beamlab_peer:call(Vm, ?MODULE, remote_measure,
+                                                     [Job, Remote, ModeOpts])
                                catch C:E -> {error, {isolated, {C, E}}}
                                end,
                            Self ! {Ref, R}
