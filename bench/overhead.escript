@@ -8,29 +8,31 @@
 %%%       loop of the same call timed with timer:tc. Target: within 3%.
 %%%
 %%% The four measurements are interleaved over several rounds (so machine
-%%% drift hits all of them alike) and medians are compared. The bare loops
-%%% run in a fresh process each time, as beamlab's workers do.
+%%% drift hits all of them alike); each round gives a ratio of adjacent
+%%% measurements and the median ratio over the rounds is reported. The bare
+%%% loops run in a fresh process each time, as beamlab's workers do.
 %%% Usage (from the repository root, after `rebar3 compile'):
 %%%   escript bench/overhead.escript [Rounds] [SampleMs]
 -mode(compile).
 
 main(Args) ->
     {Rounds, Ms} = case Args of
-                       [] -> {7, 500};
-                       [R] -> {list_to_integer(R), 500};
+                       [] -> {31, 200};
+                       [R] -> {list_to_integer(R), 200};
                        [R, D | _] -> {list_to_integer(R), list_to_integer(D)}
                    end,
     Root = filename:dirname(filename:dirname(filename:absname(escript:script_name()))),
     true = code:add_patha(filename:join([Root, "_build", "default", "lib", "beamlab", "ebin"])),
     {module, _} = code:ensure_loaded(beamlab_engine),
     bare_module(),
+    Load0 = loadavg(),
     io:format("overhead: ~w interleaved rounds, ~w ms per measurement, ~ts ~ts, ~w schedulers~n",
               [Rounds, Ms, erlang:system_info(otp_release), erlang:system_info(emu_flavor),
                erlang:system_info(schedulers_online)]),
     %% Calibrate the bare loops to run about as long as one beamlab sample.
     OkN = calibrate(fun(N) -> bare_ok:loop(N) end, Ms),
     RandN = calibrate(fun(N) -> bare_rand:loop(N) end, Ms),
-    Results = [round_(Ms, OkN, RandN) || _ <- lists:seq(1, Rounds)],
+    Results = [round_(I, Ms, OkN, RandN) || I <- lists:seq(1, Rounds)],
     {BeamOk, BareOk, BeamRand, BareRand} = lists:foldl(
         fun({A, B, C, D}, {As, Bs, Cs, Ds}) -> {[A | As], [B | Bs], [C | Cs], [D | Ds]} end,
         {[], [], [], []}, Results),
@@ -39,22 +41,46 @@ main(Args) ->
     io:format("~-34s ~14s ~14s~n", ["", "beamlab", "bare loop"]),
     io:format("~-34s ~14.3f ~14.3f~n", ["ok.              ns/iteration", 1.0e9 / MBeamOk, 1.0e9 / MBareOk]),
     io:format("~-34s ~14.3f ~14.3f~n", ["rand:uniform().  ns/iteration", MBeamRand, MBareRand]),
-    OkRatio = MBareOk / MBeamOk,
-    RandRatio = MBeamRand / MBareRand,
+    %% Ratios are taken within each round (adjacent measurements see the
+    %% same machine state), then the median over rounds.
+    OkRatios = [BO / BE || {BE, BO, _, _} <- Results],
+    RandRatios = [BE / BA || {_, _, BE, BA} <- Results],
+    OkRatio = median(OkRatios),
+    RandRatio = median(RandRatios),
+    io:format("median of per-round ratios:~n"),
     io:format("(1) ok.             bare-loop rate / beamlab rate = ~.3f  (target <= 2.0)  ~s~n",
               [OkRatio, verdict(OkRatio =< 2.0)]),
     io:format("(2) rand:uniform()  beamlab time / bare time      = ~.4f (target 0.97..1.03) ~s~n",
               [RandRatio, verdict(abs(RandRatio - 1.0) =< 0.03)]),
+    io:format("spread of the per-round ratios (p25..p75): (1) ~.3f..~.3f  (2) ~.3f..~.3f~n",
+              [quartile(OkRatios, 1), quartile(OkRatios, 3),
+               quartile(RandRatios, 1), quartile(RandRatios, 3)]),
+    io:format("load average before/after: ~ts / ~ts~n", [Load0, loadavg()]),
     halt(0).
+
+quartile(L, Q) ->
+    S = lists:sort(L),
+    lists:nth(max(1, round(Q * length(S) / 4)), S).
+
+loadavg() ->
+    case file:read_file("/proc/loadavg") of
+        {ok, B} -> hd(string:lexemes(binary_to_list(B), " "));
+        _ -> "?"
+    end.
 
 verdict(true) -> "PASS";
 verdict(false) -> "FAIL".
 
-round_(Ms, OkN, RandN) ->
-    BeamOk = beam_rate("ok.", Ms),
-    BareOk = OkN * 1.0e6 / tc(fun() -> bare_ok:loop(OkN) end),
-    BeamRand = beam_iteration_ns("rand:uniform().", Ms),
-    BareRand = tc(fun() -> bare_rand:loop(RandN) end) * 1000 / RandN,
+%% Odd rounds measure beamlab first, even rounds the bare loop first
+%% (ABBA), so a linear drift within a round cancels out.
+round_(I, Ms, OkN, RandN) ->
+    Pair = fun(A, B) when I rem 2 =:= 1 -> {VA, VB} = {A(), B()}, {VA, VB};
+              (A, B) -> VB = B(), VA = A(), {VA, VB}
+           end,
+    {BeamOk, BareOk} = Pair(fun() -> beam_rate("ok.", Ms) end,
+                            fun() -> OkN * 1.0e6 / tc(fun() -> bare_ok:loop(OkN) end) end),
+    {BeamRand, BareRand} = Pair(fun() -> beam_iteration_ns("rand:uniform().", Ms) end,
+                                fun() -> tc(fun() -> bare_rand:loop(RandN) end) * 1000 / RandN end),
     {BeamOk, BareOk, BeamRand, BareRand}.
 
 beam_rate(Code, Ms) ->
