@@ -1,19 +1,24 @@
 -module(beamlab_engine_tests).
 -include_lib("eunit/include/eunit.hrl").
 
-parse_count_test_() ->
-    [?_assertEqual({ok, 1}, beamlab_engine:parse_count("1")),
-     ?_assertEqual({ok, 10000}, beamlab_engine:parse_count("10K")),
-     ?_assertEqual({ok, 10000}, beamlab_engine:parse_count("10k")),
-     ?_assertEqual({ok, 10000000}, beamlab_engine:parse_count("10M")),
-     ?_assertEqual({ok, 2000000000}, beamlab_engine:parse_count(<<"2G">>)),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("0")),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("-5")),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("0K")),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("10X")),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("1.5M")),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("")),
-     ?_assertMatch({error, _}, beamlab_engine:parse_count("M"))].
+%% `run' parses -l with K/M/G suffixes and its numbers strictly.
+run_options_test_() ->
+    P = fun(Args) -> beamlab_cli_args:parse(Args, beamlab_cli_run:options()) end,
+    Loop = fun(Args) -> {ok, R} = P(Args), beamlab_cli_args:get(loop, R) end,
+    [?_assertEqual(10000, Loop(["ok.", "-l", "10K"])),
+     ?_assertEqual(10000000, Loop(["ok.", "-l", "10M"])),
+     ?_assertEqual(2000000000, Loop(["ok.", "--loop", "2G"])),
+     ?_assertEqual(7, Loop(["ok.", "-l", "7"])),
+     ?_assertMatch({error, _}, P(["ok.", "-l", "0"])),
+     ?_assertMatch({error, _}, P(["ok.", "-l", "1.5M"])),
+     ?_assertMatch({error, _}, P(["ok.", "-l", "10X"])),
+     ?_assertMatch({error, _}, P(["ok.", "-c", "0"])),
+     ?_assertMatch({error, _}, P(["ok.", "-d", "-5"])),
+     ?_assertMatch({error, _}, P(["ok.", "-s", "x"])),
+     ?_assertMatch({error, _}, P(["--init", "ok.", "ok."])),
+     %% positional hooks attach to the code before them
+     ?_assertMatch({ok, #{args := ["a.", "b."], arg_opts := [#{init := "i."}, #{label := "B"}]}},
+                   P(["a.", "--init", "i.", "b.", "--label", "B"]))].
 
 validation_test_() ->
     Run = fun(Opts) -> beamlab_engine:run([#{runner => "ok."}], Opts#{checks => false}, undefined) end,

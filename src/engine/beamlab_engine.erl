@@ -27,7 +27,7 @@
 %%% for concurrency estimation (see {@link beamlab_engine_squeeze}).
 -module(beamlab_engine).
 
--export([run/3, measure/3, parse_count/1, format_error/1, default_run_opts/0]).
+-export([run/3, measure/3, format_error/1, default_run_opts/0]).
 
 -export_type([job_spec/0, run_opts/0, mode_opts/0, outcome/0]).
 
@@ -289,30 +289,6 @@ baseline_index(L, Labels) when is_binary(L); is_list(L) ->
 baseline_index(Other, _) ->
     throw({beamlab_engine, {bad_baseline, Other}}).
 
-%% @doc Parses an iteration count with an optional K/M/G suffix (decimal:
-%% 10K = 10000), e.g. `"10M"' -> 10000000. Zero and negatives are errors.
--spec parse_count(string() | binary()) -> {ok, pos_integer()} | {error, term()}.
-parse_count(Bin) when is_binary(Bin) ->
-    parse_count(binary_to_list(Bin));
-parse_count(Str) ->
-    case string:to_integer(string:trim(Str)) of
-        {N, Suffix} when is_integer(N) ->
-            Mult = case string:uppercase(Suffix) of
-                       "" -> 1;
-                       "K" -> 1000;
-                       "M" -> 1000000;
-                       "G" -> 1000000000;
-                       _ -> bad
-                   end,
-            if
-                Mult =:= bad -> {error, {bad_count, Str}};
-                N * Mult =< 0 -> {error, {bad_count, Str}};
-                true -> {ok, N * Mult}
-            end;
-        _ ->
-            {error, {bad_count, Str}}
-    end.
-
 %% @doc One line for an engine error.
 -spec format_error(term()) -> iolist().
 format_error(no_jobs) ->
@@ -325,8 +301,6 @@ format_error({conflict, A, B}) ->
     io_lib:format("~ts and ~ts cannot be used together", [A, B]);
 format_error({bad_baseline, B}) ->
     io_lib:format("baseline ~0tp is neither a job number nor a label", [B]);
-format_error({bad_count, S}) ->
-    io_lib:format("invalid count ~0tp (expected a positive integer with optional K, M or G)", [S]);
 format_error({isolated, Reason}) ->
     beamlab_engine_isolated:format_error(Reason);
 format_error(Other) ->
