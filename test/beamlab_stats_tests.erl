@@ -71,7 +71,8 @@ summary_known_values_test() ->
     ?near(7.665851, Hi, 1.0e-6),
     %% n = 10: ranks 2 and 9 cover 1 - 2 * 11/1024 = 97.9%.
     ?assertEqual({{2.0, 9.0}, true},
-                 {maps:get(ci_median, S), maps:get(ci_median_exact, S)}).
+                 {maps:get(ci_median, S), maps:get(ci_median_exact, S)}),
+    ?near(1 - 2 * 11 / 1024, maps:get(ci_median_coverage, S), 1.0e-12).
 
 summary_confidence_option_test() ->
     S90 = beamlab_stats:summary(lists:seq(1, 10), #{confidence => 0.9}),
@@ -84,12 +85,14 @@ summary_confidence_option_test() ->
 ci_median_small_n_test() ->
     %% n = 5: even (min, max) covers only 1 - 2/32 = 93.75% < 95%.
     S5 = beamlab_stats:summary([3, 1, 2, 5, 4]),
-    ?assertEqual({{1.0, 5.0}, false},
-                 {maps:get(ci_median, S5), maps:get(ci_median_exact, S5)}),
+    ?assertEqual({{1.0, 5.0}, false, 0.9375},
+                 {maps:get(ci_median, S5), maps:get(ci_median_exact, S5),
+                  maps:get(ci_median_coverage, S5)}),
     %% n = 6: (min, max) covers 1 - 2/64 = 96.9%.
     S6 = beamlab_stats:summary([3, 1, 2, 5, 4, 6]),
-    ?assertEqual({{1.0, 6.0}, true},
-                 {maps:get(ci_median, S6), maps:get(ci_median_exact, S6)}).
+    ?assertEqual({{1.0, 6.0}, true, 1 - 2 / 64},
+                 {maps:get(ci_median, S6), maps:get(ci_median_exact, S6),
+                  maps:get(ci_median_coverage, S6)}).
 
 ci_median_large_n_test() ->
     %% Large n must not underflow 2^-n; the interval is about
@@ -239,6 +242,14 @@ compare_constant_samples_test() ->
     ?assertMatch(#{verdict := slower, p_value := 0.0, ci := {0.2, 0.2}}, R),
     ?assertMatch(#{verdict := no_difference},
                  beamlab_stats:compare([5, 5, 5], [6, 6, 6], #{})).
+
+compare_min_change_test() ->
+    Base = [100, 101, 99, 100, 101, 99, 100, 101, 99, 100, 101, 99],
+    New = [X + 3 || X <- Base],              % +3%, clearly significant
+    ?assertMatch(#{verdict := slower},
+                 beamlab_stats:compare(Base, New, #{min_change => 0.02})),
+    ?assertMatch(#{verdict := no_difference},
+                 beamlab_stats:compare(Base, New, #{min_change => 0.05})).
 
 compare_zero_base_test() ->
     ?assertMatch(#{change := undefined, ci := undefined},

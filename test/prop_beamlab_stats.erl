@@ -8,6 +8,7 @@
 
 -export([prop_percentile_monotone_bounded/0, prop_mean_bounded/0,
          prop_ci_contains_estimate/0, prop_compare_self/0,
+         prop_histogram_counts/0, prop_outliers_counted/0,
          prop_compare_shifted/0, prop_t_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_merge/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
@@ -66,6 +67,32 @@ prop_ci_contains_estimate() ->
                 N =:= length(L) andalso Sd >= 0.0 andalso
                     L1 =< M andalso M =< H1 andalso
                     L2 =< Med andalso Med =< H2
+            end).
+
+prop_histogram_counts() ->
+    ?FORALL({L, Bins}, {samples(), range(1, 30)},
+            begin
+                H = beamlab_stats:histogram(L, Bins),
+                Edges = lists:append([[Lo, Hi] || {Lo, Hi, _} <- H]),
+                lists:sum([C || {_, _, C} <- H]) =:= length(L) andalso
+                    Edges =:= lists:sort(Edges) andalso
+                    hd(Edges) == lists:min(L) andalso
+                    lists:last(Edges) == lists:max(L)
+            end).
+
+prop_outliers_counted() ->
+    ?FORALL(L, samples(),
+            begin
+                #{p25 := Q1, p75 := Q3, iqr := I, outliers := O} =
+                    beamlab_stats:summary(L),
+                Count = fun(F) -> length(lists:filter(F, L)) end,
+                Safe = fun(Q, K) -> try Q + K * I
+                                    catch error:badarith -> K * 1.0e308 end
+                       end,
+                O =:= #{low => Count(fun(X) -> X < Safe(Q1, -1.5) end),
+                        low_severe => Count(fun(X) -> X < Safe(Q1, -3) end),
+                        high => Count(fun(X) -> X > Safe(Q3, 1.5) end),
+                        high_severe => Count(fun(X) -> X > Safe(Q3, 3) end)}
             end).
 
 prop_compare_self() ->
@@ -235,6 +262,8 @@ stats_props_test_() ->
      [?_test(check(prop_percentile_monotone_bounded(), 300)),
       ?_test(check(prop_mean_bounded(), 300)),
       ?_test(check(prop_ci_contains_estimate(), 300)),
+      ?_test(check(prop_histogram_counts(), 200)),
+      ?_test(check(prop_outliers_counted(), 300)),
       ?_test(check(prop_compare_self(), 200)),
       ?_test(check(prop_compare_shifted(), 150)),
       ?_test(check(prop_t_quantile_inverse(), 300))]}.
