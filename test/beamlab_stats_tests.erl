@@ -222,7 +222,11 @@ compare_verdicts_test() ->
                  beamlab_stats:compare(Slow, Base,
                                        #{better => lower, test => welch})),
     ?assertMatch(#{verdict := no_difference, change := 0.0},
-                 beamlab_stats:compare(Base, Base, #{})).
+                 beamlab_stats:compare(Base, Base, #{})),
+    ?assertMatch(#{verdict := faster},
+                 beamlab_stats:compare(Base, Slow, #{better => <<"higher">>})),
+    ?assertError({badarg, {better, up}},
+                 beamlab_stats:compare(Base, Slow, #{better => up})).
 
 compare_too_few_test() ->
     ?assertMatch(#{verdict := too_few_samples, test := none,

@@ -174,7 +174,8 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 %%====================================================================
 
 %% @doc Compare `New' against `Base'. Options: `better' (`higher' or
-%% `lower', default `lower', as for times), `confidence' (default 0.95),
+%% `lower', also as binaries like the result document's `better', default
+%% `lower', as for times), `confidence' (default 0.95),
 %% `test' (`mann_whitney', the default, or `welch') chooses which p-value
 %% gives the verdict, `min_change' (default 0.0) is the smallest relative
 %% change of the means worth reporting: a significant but smaller change
@@ -184,17 +185,24 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 %% base mean is not clearly non-zero). `change' and `ci' are `undefined'
 %% when the base mean is zero.
 -spec compare([number()], [number()],
-              #{better => higher | lower, confidence => float(),
+              #{better => higher | lower | binary(), confidence => float(),
                 test => mann_whitney | welch, min_change => number()}) ->
           comparison().
 compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
     Conf = confidence(Opts),
-    Better = maps:get(better, Opts, lower),
-    Test = maps:get(test, Opts, mann_whitney),
-    true = lists:member(Better, [higher, lower]),
-    true = lists:member(Test, [mann_whitney, welch]),
-    MinChange = maps:get(min_change, Opts, 0.0),
-    true = is_number(MinChange) andalso MinChange >= 0,
+    Better = case maps:get(better, Opts, lower) of
+                 B when B =:= higher; B =:= <<"higher">> -> higher;
+                 B when B =:= lower; B =:= <<"lower">> -> lower;
+                 B -> error({badarg, {better, B}})
+             end,
+    Test = case maps:get(test, Opts, mann_whitney) of
+               T when T =:= mann_whitney; T =:= welch -> T;
+               T -> error({badarg, {test, T}})
+           end,
+    MinChange = case maps:get(min_change, Opts, 0.0) of
+                    M when is_number(M), M >= 0 -> M;
+                    M -> error({badarg, {min_change, M}})
+                end,
     NB = length(Base0),
     NN = length(New0),
     Common = #{n_base => NB, n_new => NN, confidence => Conf},
