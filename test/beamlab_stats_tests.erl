@@ -151,6 +151,8 @@ histogram_test() ->
     ?assertEqual([{1.0, 4.0, 3}, {4.0, 7.0, 3}, {7.0, 10.0, 4}],
                  beamlab_stats:histogram(lists:seq(1, 10), 3)),
     ?assertEqual([{5.0, 5.0, 3}], beamlab_stats:histogram([5, 5, 5], 4)),
+    ?assertEqual([{5.0e-324, 1.0e-323, 2}],
+                 beamlab_stats:histogram([5.0e-324, 1.0e-323], 1000)),
     H = beamlab_stats:histogram([0, 0, 0, 100], 4),
     ?assertEqual([3, 0, 0, 1], [C || {_, _, C} <- H]).
 

@@ -140,21 +140,22 @@ percentile([_ | _] = Sorted, P) when is_number(P), P >= 0, P =< 100 ->
     T = list_to_tuple(to_floats(Sorted)),
     pct(T, tuple_size(T), P).
 
-%% @doc Equal-width histogram with `Bins' bins spanning [min, max]; the
-%% last bin includes max. All-equal samples give one bin `{X, X, N}'.
+%% @doc Equal-width histogram with `Bins' bins spanning [min, max]; bins
+%% are half-open except the last, which includes max. All-equal samples
+%% give one bin `{X, X, N}'.
 -spec histogram([number(), ...], pos_integer()) ->
           [{float(), float(), non_neg_integer()}].
 histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
     Fs = to_floats(Samples),
     Min = lists:min(Fs),
     Max = lists:max(Fs),
-    case Max > Min of
+    %% Half-range arithmetic avoids overflow for huge opposite-sign ranges.
+    HalfWidth = (Max / 2 - Min / 2) / Bins,
+    case HalfWidth > 0.0 of
         false ->
+            %% All equal, or a range too small to split (subnormals).
             [{Min, Max, length(Fs)}];
         true ->
-            %% Half-range arithmetic avoids overflow for huge opposite-sign
-            %% ranges.
-            HalfWidth = (Max / 2 - Min / 2) / Bins,
             Edge = fun(0) -> Min;
                       (I) when I =:= Bins -> Max;
                       (I) -> min(Max, Min + HalfWidth * I + HalfWidth * I)
