@@ -283,4 +283,19 @@ converged_test() ->
     ?assertNot(beamlab_stats:converged([-1, 0, 1], #{rel_ci => 0.01})),
     ?assertNot(beamlab_stats:converged([], #{min => 0, rel_ci => 0.1})).
 
+converged_from_stats_test() ->
+    Tight = [100.0, 100.1, 99.9, 100.0, 100.05],
+    Opts = [#{rel_ci => 0.01}, #{rel_ci => 0.0001}, #{cv => 0.01, min => 6},
+            #{cv => 0.01}],
+    Summary = beamlab_stats:summary(Tight),
+    Res = beamlab_stats_reservoir:summary(
+            beamlab_stats_reservoir:add_all(beamlab_stats_reservoir:new(2),
+                                            Tight)),
+    [?assertEqual(beamlab_stats:converged(Tight, O),
+                  beamlab_stats:converged(S, O))
+     || O <- Opts, S <- [Summary, Res]],
+    ?assertNot(beamlab_stats:converged(
+                 beamlab_stats_reservoir:summary(beamlab_stats_reservoir:new(2)),
+                 #{rel_ci => 0.1})).
+
 round6(X) -> round(X * 1000000) / 1000000.

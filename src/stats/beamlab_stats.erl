@@ -422,22 +422,39 @@ tie_sum([X | _] = L, Acc) ->
 %% samples (default 3) and every given target holds: the half-width of
 %% the confidence interval of the mean relative to |mean| is at most
 %% `rel_ci', and the coefficient of variation is at most `cv'. With no
-%% target set, only `min' counts.
--spec converged([number()],
+%% target set, only `min' counts. Instead of the samples, a map with the
+%% count (`n' or `count'), `mean' and `sd' may be given, e.g. a
+%% {@link summary/1} or a `beamlab_stats_reservoir:summary/1', so that
+%% long runs need not rescan every sample.
+-spec converged([number()] | #{n => non_neg_integer(),
+                               count => non_neg_integer(),
+                               mean := number() | undefined, sd := number(),
+                               _ => _},
                 #{rel_ci => float() | undefined, cv => float() | undefined,
                   min => non_neg_integer(), confidence => float()}) ->
           boolean().
 converged(Samples, Opts) when is_list(Samples), is_map(Opts) ->
+    N = length(Samples),
+    converged(N, Opts, fun() ->
+                               Fs = to_floats(Samples),
+                               mean_sd(Fs, N, lists:min(Fs), lists:max(Fs))
+                       end);
+converged(#{mean := Mean, sd := Sd} = Stats, Opts) when is_map(Opts) ->
+    N = case Stats of
+            #{n := N0} -> N0;
+            #{count := N0} -> N0
+        end,
+    converged(N, Opts, fun() -> {float(Mean), float(Sd)} end).
+
+converged(N, Opts, MeanSd) ->
     Min = max(1, maps:get(min, Opts, 3)),
     RelCi = maps:get(rel_ci, Opts, undefined),
     CvT = maps:get(cv, Opts, undefined),
-    N = length(Samples),
     case N >= Min of
         false -> false;
         true when RelCi =:= undefined, CvT =:= undefined -> true;
         true ->
-            Fs = to_floats(Samples),
-            {Mean, Sd} = mean_sd(Fs, N, lists:min(Fs), lists:max(Fs)),
+            {Mean, Sd} = MeanSd(),
             CiOk = RelCi =:= undefined orelse
                 (N >= 2 andalso
                  rel(half_width(Sd, N, confidence(Opts)), Mean) =< RelCi),
