@@ -116,3 +116,13 @@ bad_options_test() ->
                  beamlab_stats_hist:record(beamlab_stats_hist:new(), -1)),
     ?assertError({badarg, _},
                  beamlab_stats_hist:percentile(snap(#{}, [1]), 101)).
+
+summary_test() ->
+    S = snap(#{significant_digits => 3}, lists:seq(1, 1000)),
+    ?assertMatch(#{n := 1000, mean := 500.5, min := 1, max := 1000,
+                   median := 500, p99 := 990, p999 := 999, p1 := 10,
+                   overflow := 0, significant_digits := 3},
+                 beamlab_stats_hist:summary(S)),
+    ?assertEqual(#{n => 0, overflow => 0, significant_digits => 2},
+                 beamlab_stats_hist:summary(
+                   beamlab_stats_hist:empty(#{significant_digits => 2}))).

@@ -298,4 +298,47 @@ converged_from_stats_test() ->
                  beamlab_stats_reservoir:summary(beamlab_stats_reservoir:new(2)),
                  #{rel_ci => 0.1})).
 
+%%--------------------------------------------------------------------
+%% Calibration: with a fixed seed, the intervals cover and the tests reject
+%% at the advertised rates (simulated normal data; deterministic).
+
+calibration_test_() ->
+    {timeout, 60, fun calibration/0}.
+
+calibration() ->
+    rand:seed(exsss, 20261122),
+    Trials = 1000,
+    Draw = fun(N) -> [10 + rand:normal() || _ <- lists:seq(1, N)] end,
+    Covered = fun(Key, Truth) ->
+                      length([ok || _ <- lists:seq(1, Trials),
+                                    {Lo, Hi} <- [maps:get(Key, beamlab_stats:summary(Draw(15)))],
+                                    Lo =< Truth, Truth =< Hi]) / Trials
+              end,
+    CovMean = Covered(ci_mean, 10),
+    CovMedian = Covered(ci_median, 10),
+    %% Binomial sd of a 95% rate over 1000 trials is 0.7%; allow ~3 sd.
+    ?assert(CovMean > 0.93 andalso CovMean < 0.97),
+    %% n = 15: the order-statistic interval covers 96.5% by construction.
+    ?assert(CovMedian > 0.94 andalso CovMedian < 0.985),
+    FalsePositive =
+        fun(Test, N) ->
+                length([ok || _ <- lists:seq(1, Trials),
+                              #{verdict := V} <- [beamlab_stats:compare(
+                                                    Draw(N), Draw(N),
+                                                    #{test => Test})],
+                              V =/= no_difference]) / Trials
+        end,
+    %% Rejection rate under the null must not exceed 5% (the exact test is
+    %% conservative with 8 values; the normal approximation is used with 20).
+    [?assert(FalsePositive(Test, N) < 0.07)
+     || {Test, N} <- [{mann_whitney, 8}, {mann_whitney, 20}, {welch, 8}]],
+    %% Fieller's interval covers the true relative change (+10%).
+    CovChange = length([ok || _ <- lists:seq(1, Trials),
+                              #{ci := {Lo, Hi}} <- [beamlab_stats:compare(
+                                                      Draw(10),
+                                                      [X * 1.1 || X <- Draw(10)],
+                                                      #{})],
+                              Lo =< 0.1, 0.1 =< Hi]) / Trials,
+    ?assert(CovChange > 0.93 andalso CovChange < 0.97).
+
 round6(X) -> round(X * 1000000) / 1000000.

@@ -19,7 +19,7 @@
 -export([new/0, new/1, record/2, record_n/3, reset/1,
          snapshot/1, merge/2, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
-         percentile/2, percentiles/2, buckets/1,
+         percentile/2, percentiles/2, summary/1, buckets/1,
          to_map/1, from_map/1, format_error/1]).
 
 -export_type([hist/0, snapshot/0, options/0]).
@@ -256,6 +256,21 @@ walk([{R, Pos} | Rs] = Ranks, [{I, K} | Bs] = Buckets, Cum, Bits, Min, Max,
         false ->
             walk(Ranks, Bs, Cum + K, Bits, Min, Max, N, Acc)
     end.
+
+%% @doc The snapshot in the shape of `beamlab_stats:summary/1' (the keys
+%% a histogram can answer): `n', exact `mean', `min', `max', nearest-rank
+%% percentiles `median', `p1' ... `p999', plus `overflow' and
+%% `significant_digits'. Empty snapshots give `#{n => 0, overflow => 0, ...}'
+%% with no value keys.
+-spec summary(snapshot()) -> #{atom() => number()}.
+summary(#{count := 0, overflow := O, significant_digits := D}) ->
+    #{n => 0, overflow => O, significant_digits => D};
+summary(#{count := N, overflow := O, significant_digits := D} = Snap) ->
+    Keys = [p1, p5, p10, p25, median, p75, p90, p95, p99, p999],
+    Values = percentiles(Snap, [1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9]),
+    maps:merge(maps:from_list(lists:zip(Keys, Values)),
+               #{n => N, mean => mean(Snap), min => min(Snap), max => max(Snap),
+                 overflow => O, significant_digits => D}).
 
 %% @doc The non-empty buckets as `{Low, High, Count}' value ranges
 %% (inclusive), for plots.
