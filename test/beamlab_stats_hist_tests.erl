@@ -126,3 +126,19 @@ summary_test() ->
     ?assertEqual(#{n => 0, overflow => 0, significant_digits => 2},
                  beamlab_stats_hist:summary(
                    beamlab_stats_hist:empty(#{significant_digits => 2}))).
+
+inexact_test() ->
+    H = beamlab_stats_hist:new(#{significant_digits => 2, max => 100000,
+                                 exact => false}),
+    [beamlab_stats_hist:record(H, V) || V <- [3, 1000, 1001, 70000]],
+    beamlab_stats_hist:record_n(H, 500000, 2),
+    S = beamlab_stats_hist:snapshot(H),
+    %% 3 has an exact bucket; 1000/1001 share [1000, 1003] (middle 1002);
+    %% overflowed values count as max.
+    ?assertMatch(#{exact := false, count := 6, overflow := 2, min := 3,
+                   max := 100000}, S),
+    ?assertEqual(3 + 1002 + 1002 + beamlab_stats_hist:percentile(S, 60)
+                 + 2 * 100000, beamlab_stats_hist:sum(S)),
+    Merged = beamlab_stats_hist:merge(S, snap(#{significant_digits => 2}, [1])),
+    ?assertMatch(#{exact := false, count := 7, min := 1}, Merged),
+    ?assertEqual({ok, S}, beamlab_stats_hist:from_map(beamlab_stats_hist:to_map(S))).

@@ -10,7 +10,8 @@
          prop_ci_contains_estimate/0, prop_compare_self/0,
          prop_histogram_counts/0, prop_outliers_counted/0,
          prop_compare_shifted/0, prop_t_quantile_inverse/0,
-         prop_hist_precision/0, prop_hist_merge/0, prop_hist_exact_stats/0,
+         prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
+         prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
          prop_reservoir/0, prop_reservoir_roundtrip/0]).
 
@@ -159,6 +160,33 @@ prop_hist_precision() ->
                   end, lists:zip(AllPs, Reported))
             end).
 
+prop_hist_record_list() ->
+    ?FORALL({Vs, Max, Exact}, {latencies(), range(1, 1 bsl 41), boolean()},
+            begin
+                Opts = #{max => Max, write_concurrency => false, exact => Exact},
+                H = beamlab_stats_hist:new(Opts),
+                ok = beamlab_stats_hist:record_list(H, Vs),
+                beamlab_stats_hist:snapshot(H) =:= record_all(Opts, Vs)
+            end).
+
+prop_hist_inexact() ->
+    ?FORALL({D, Vs}, {digits(), non_empty(latencies())},
+            begin
+                Snap = record_all(#{significant_digits => D, exact => false}, Vs),
+                Sorted = lists:sort(Vs),
+                N = length(Vs),
+                Bound = 1 / (2 * math:pow(10, D)),
+                Near = fun(R, E) -> abs(R - E) =< Bound * E end,
+                Ps = [0, 1, 50, 90, 99.9, 100],
+                Reported = beamlab_stats_hist:percentiles(Snap, Ps),
+                beamlab_stats_hist:count(Snap) =:= N andalso
+                    Near(beamlab_stats_hist:min(Snap), hd(Sorted)) andalso
+                    Near(beamlab_stats_hist:max(Snap), lists:last(Sorted)) andalso
+                    Near(beamlab_stats_hist:sum(Snap), lists:sum(Vs)) andalso
+                    lists:all(fun({P, R}) -> Near(R, nearest_rank(Sorted, N, P)) end,
+                              lists:zip(Ps, Reported))
+            end).
+
 prop_hist_merge() ->
     ?FORALL({D, A, B}, {digits(), latencies(), latencies()},
             begin
@@ -209,7 +237,7 @@ via_json(Term) ->
     Decoded.
 
 %% Only what a JSON codec can carry: numbers, lists, maps with binary keys.
-json_like(X) when is_number(X) -> true;
+json_like(X) when is_number(X); is_boolean(X) -> true;
 json_like(L) when is_list(L) -> lists:all(fun json_like/1, L);
 json_like(M) when is_map(M) ->
     lists:all(fun({K, V}) -> is_binary(K) andalso json_like(V) end,
@@ -277,6 +305,8 @@ hist_props_test_() ->
     {timeout, 60,
      [?_test(check(prop_hist_precision(), 150)),
       ?_test(check(prop_hist_merge(), 100)),
+      ?_test(check(prop_hist_record_list(), 100)),
+      ?_test(check(prop_hist_inexact(), 100)),
       ?_test(check(prop_hist_merge_precisions(), 100)),
       ?_test(check(prop_hist_exact_stats(), 100)),
       ?_test(check(prop_hist_map_roundtrip(), 100))]}.
