@@ -142,3 +142,15 @@ inexact_test() ->
     Merged = beamlab_stats_hist:merge(S, snap(#{significant_digits => 2}, [1])),
     ?assertMatch(#{exact := false, count := 7, min := 1}, Merged),
     ?assertEqual({ok, S}, beamlab_stats_hist:from_map(beamlab_stats_hist:to_map(S))).
+
+decimal_percentile_rank_test() ->
+    %% With N = 41000, 99.9 * N / 100 computed in floats is slightly above
+    %% the integer 40959: a plain ceil would pick rank 40960.
+    N = 41000,
+    K = 40959,
+    ?assert(99.9 * N / 100 > K),
+    H = beamlab_stats_hist:new(#{write_concurrency => false}),
+    beamlab_stats_hist:record_n(H, 100, K),
+    beamlab_stats_hist:record_n(H, 1000000, N - K),
+    ?assertEqual(100, beamlab_stats_hist:percentile(
+                        beamlab_stats_hist:snapshot(H), 99.9)).

@@ -293,7 +293,11 @@ percentiles(#{count := N, bits := Bits, min := Min, max := Max,
 valid_p(P) when is_number(P), P >= 0, P =< 100 -> true;
 valid_p(P) -> error({badarg, {percentile, P}}).
 
-rank(P, N) -> erlang:max(1, ceil_int(P * N / 100)).
+%% P is usually a decimal such as 99.9 that floats cannot hold exactly;
+%% the tiny relative slack keeps 99.9% of 1000 at rank 999 and not 1000.
+rank(P, N) ->
+    X = P * N / 100,
+    erlang:max(1, ceil_int(X - X * 1.0e-12)).
 
 ceil_int(X) ->
     T = trunc(X),
