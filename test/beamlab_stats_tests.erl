@@ -46,7 +46,9 @@ normal_test() ->
     ?near(0.8413447460685429, beamlab_stats:normal_cdf(1), 1.0e-12),
     ?assertEqual(0.0, beamlab_stats:normal_quantile(0.5)),
     ?assertError(function_clause, beamlab_stats:normal_quantile(0.0)),
-    ?assertError(function_clause, beamlab_stats:normal_quantile(1)).
+    ?assertError(function_clause, beamlab_stats:normal_quantile(1)),
+    ?assertError(function_clause, beamlab_stats:t_quantile(0.9, 0)),
+    ?assertError(function_clause, beamlab_stats:t_cdf(1.0, -2)).
 
 %%--------------------------------------------------------------------
 %% Descriptive statistics

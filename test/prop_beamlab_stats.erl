@@ -10,6 +10,7 @@
          prop_ci_contains_estimate/0, prop_compare_self/0,
          prop_histogram_counts/0, prop_outliers_counted/0,
          prop_compare_shifted/0, prop_t_quantile_inverse/0,
+         prop_normal_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
@@ -130,6 +131,13 @@ prop_t_quantile_inverse() ->
             begin
                 T = beamlab_stats:t_quantile(P, Df),
                 abs(beamlab_stats:t_cdf(T, Df) - P) =< 1.0e-9
+            end).
+
+prop_normal_quantile_inverse() ->
+    ?FORALL(P, oneof([float(1.0e-300, 1.0e-10), float(1.0e-10, 0.999999)]),
+            begin
+                X = beamlab_stats:normal_quantile(P),
+                abs(beamlab_stats:normal_cdf(X) - P) =< 1.0e-12 * P
             end).
 
 %%--------------------------------------------------------------------
@@ -302,7 +310,8 @@ stats_props_test_() ->
       ?_test(check(prop_outliers_counted(), 300)),
       ?_test(check(prop_compare_self(), 200)),
       ?_test(check(prop_compare_shifted(), 150)),
-      ?_test(check(prop_t_quantile_inverse(), 300))]}.
+      ?_test(check(prop_t_quantile_inverse(), 300)),
+      ?_test(check(prop_normal_quantile_inverse(), 300))]}.
 
 hist_props_test_() ->
     {timeout, 60,

@@ -532,7 +532,8 @@ t_sf(X, Df) when is_number(Df), Df > 0 ->
 %% (0, 1): safeguarded Newton iteration on the upper tail, started from the
 %% normal quantile. `t_quantile(0.975, 10)' is 2.228...
 -spec t_quantile(float(), df()) -> float().
-t_quantile(P, Df) when is_number(P), P > 0, P < 1 ->
+t_quantile(P, Df) when is_number(P), P > 0, P < 1,
+                       Df =:= infinity orelse (is_number(Df) andalso Df > 0) ->
     if Df =:= infinity -> normal_quantile(P);
        P == 0.5 -> 0.0;
        P > 0.5 -> upper_t_quantile(1 - P, Df);
