@@ -17,7 +17,8 @@
 -type run_out() :: #{exit := integer(), result := map() | undefined, env := map()}.
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
-                  baseline => binary() | undefined, sweep => boolean()}.
+                  baseline => binary() | undefined, sweep => boolean(),
+                  inner => {module(), atom(), [term()]}, paths => [file:filename()]}.
 -export_type([config/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -151,7 +152,12 @@ grid([T | _], _) -> {error, {bad_grid_term, T}}.
 -spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
           {ok, map()} | {error, term()}.
 run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
-    Runner = maps:get(runner, Opts, fun run_in_vm/2),
+    %% `inner' replaces the CLI command by a function returning
+    %% {ExitCode, Result} in the fresh VM (embedding, tests); `paths' are
+    %% extra code paths for it.
+    Inner = maps:get(inner, Spec, {beamlab_cli, run_command, [Argv, #{quiet => true}]}),
+    Paths = maps:get(paths, Spec, []),
+    Runner = maps:get(runner, Opts, fun(C, _) -> run_in_vm(C, Inner, Paths) end),
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Baseline = case maps:get(baseline, Spec, undefined) of
                    undefined -> maps:get(name, hd(Configs));
@@ -317,15 +323,14 @@ online(_) -> null.
 %% One run in a fresh VM: start it, run the command through the CLI's
 %% programmatic entry (quiet: the document is returned, not printed), take
 %% the VM's own env report, stop it.
-run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
-    PeerOpts = maps:from_list([{args, Args}]
+run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
+    PeerOpts = maps:from_list([{args, Args}, {paths, Paths}, {load, false}]
                               ++ [{exec, Erl} || Erl =/= undefined]
                               ++ [{wrapper, Wrap} || Wrap =/= undefined]),
-    case beamlab_peer:start(PeerOpts) of
+    case start_vm(PeerOpts) of
         {ok, Vm} ->
             try
-                {Code, Result} = beamlab_peer:call(Vm, beamlab_cli, run_command,
-                                                   [Argv, #{quiet => true}], infinity),
+                {Code, Result} = beamlab_peer:call(Vm, M, F, A, infinity),
                 Env = beamlab_peer:call(Vm, beamlab_env, report, [], 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
@@ -335,6 +340,25 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
             end;
         {error, Reason} ->
             {error, {vm_start, Reason}}
+    end.
+
+%% Workaround: on OTP 25 peer:start/1 answers {ok, Pid, nonode@nohost} for
+%% a standard_io VM, which beamlab_peer takes for a distributed node, so
+%% its calls (and its code loading) would run in this VM. Correct the
+%% connection and load beamlab's code over standard_io here until
+%% beamlab_peer does.
+start_vm(Opts) ->
+    case beamlab_peer:start(Opts) of
+        {ok, #{node := nonode@nohost} = Vm0} ->
+            Vm = Vm0#{connection := standard_io, node := undefined},
+            _ = application:load(beamlab),
+            {ok, Mods} = application:get_key(beamlab, modules),
+            Code = [{M, F, B} || M <- Mods, {_, B, F} <- [code:get_object_code(M)]],
+            case beamlab_peer:call(Vm, code, atomic_load, [Code], 60000) of
+                ok -> {ok, Vm};
+                {error, Reason} -> beamlab_peer:stop(Vm), {error, {load_failed, Reason}}
+            end;
+        Other -> Other
     end.
 
 %%--------------------------------------------------------------------
