@@ -324,10 +324,10 @@ online(_) -> null.
 %% programmatic entry (quiet: the document is returned, not printed), take
 %% the VM's own env report, stop it.
 run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
-    PeerOpts = maps:from_list([{args, Args}, {paths, Paths}, {load, false}]
+    PeerOpts = maps:from_list([{args, Args}, {paths, Paths}]
                               ++ [{exec, Erl} || Erl =/= undefined]
                               ++ [{wrapper, Wrap} || Wrap =/= undefined]),
-    case start_vm(PeerOpts) of
+    case beamlab_peer:start(PeerOpts) of
         {ok, Vm} ->
             try
                 {Code, Result} = beamlab_peer:call(Vm, M, F, A, infinity),
@@ -340,25 +340,6 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
             end;
         {error, Reason} ->
             {error, {vm_start, Reason}}
-    end.
-
-%% Workaround: on OTP 25 peer:start/1 answers {ok, Pid, nonode@nohost} for
-%% a standard_io VM, which beamlab_peer takes for a distributed node, so
-%% its calls (and its code loading) would run in this VM. Correct the
-%% connection and load beamlab's code over standard_io here until
-%% beamlab_peer does.
-start_vm(Opts) ->
-    case beamlab_peer:start(Opts) of
-        {ok, #{node := nonode@nohost} = Vm0} ->
-            Vm = Vm0#{connection := standard_io, node := undefined},
-            _ = application:load(beamlab),
-            {ok, Mods} = application:get_key(beamlab, modules),
-            Code = [{M, F, B} || M <- Mods, {_, B, F} <- [code:get_object_code(M)]],
-            case beamlab_peer:call(Vm, code, atomic_load, [Code], 60000) of
-                ok -> {ok, Vm};
-                {error, Reason} -> beamlab_peer:stop(Vm), {error, {load_failed, Reason}}
-            end;
-        Other -> Other
     end.
 
 %%--------------------------------------------------------------------
