@@ -10,17 +10,18 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([negotiate/1, tune_limits/1, heartbeat_negotiation/1, publish_consume/1,
-         large_body/1, mandatory_return/1, confirms/1, nacks_reject_publish/1, prefetch/1,
+         large_body/1, batching/1, mandatory_return/1, confirms/1, nacks_reject_publish/1, prefetch/1,
          multi_ack/1, nack_reject_requeue/1, get_purge_delete/1, cancel/1,
          redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
-         channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1,
+         channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
          missed_heartbeats/1, broker_stops/1]).
 
 all() ->
-    [negotiate, tune_limits, heartbeat_negotiation, publish_consume, large_body,
+    [negotiate, tune_limits, heartbeat_negotiation, publish_consume, large_body, batching,
      mandatory_return, confirms, nacks_reject_publish, prefetch, multi_ack, nack_reject_requeue,
      get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
-     channel_owner_exit, connection_owner_exit, broker_closes_connection, missed_heartbeats,
+     channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
+     missed_heartbeats,
      %% Last: it stops the broker.
      broker_stops].
 
@@ -215,6 +216,24 @@ large_body(Config) ->
     ok = beamlab_amqp:publish(Ch, <<>>, Q, Body),
     ok = beamlab_amqp:publish(Ch, <<>>, Q, <<>>),
     [{_, _, Body}, {_, _, <<>>}] = deliveries(Ch, 2),
+    ok = beamlab_amqp:close(C).
+
+%% Sends waiting in the connection's mailbox go out in one socket write.
+batching(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    {ok, #{batch_writes := W0, batched_sends := S0}} = beamlab_amqp:info(C),
+    ok = sys:suspend(C),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, integer_to_binary(I)) || I <- lists:seq(1, 500)],
+    true = beamlab_amqp:pending(C) >= 500,
+    ok = sys:resume(C),
+    Got = deliveries(Ch, 500),
+    ?assertEqual([integer_to_binary(I) || I <- lists:seq(1, 500)], [B || {_, _, B} <- Got]),
+    {ok, #{batch_writes := W1, batched_sends := S1}} = beamlab_amqp:info(C),
+    ct:log("~b sends in ~b writes", [S1 - S0, W1 - W0]),
+    {500, 1} = {S1 - S0, W1 - W0},
     ok = beamlab_amqp:close(C).
 
 mandatory_return(Config) ->
@@ -419,6 +438,45 @@ broker_closes_connection(Config) ->
     {amqp_closed, C, 320, <<"CONNECTION_FORCED - closed by the test">>} = recv(),
     false = is_process_alive(C),
     {error, closed} = beamlab_amqp:open_channel(C).
+
+%% The TCP connection dies under the client (here: a proxy between client
+%% and broker drops both sockets without any AMQP close).
+socket_lost(Config) ->
+    {Proxy, ProxyPort} = start_proxy(?config(port, Config)),
+    {ok, C} = beamlab_amqp:connect(#{host => "127.0.0.1", port => ProxyPort}, #{}),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:declare_queue(Ch, Q, #{passive => true}),
+    Proxy ! cut,
+    Text = iolist_to_binary(["connection to 127.0.0.1:", integer_to_list(ProxyPort),
+                             " lost: socket closed"]),
+    {amqp_closed, Ch, socket_closed, Text} = recv(),
+    {amqp_closed, C, socket_closed, Text} = recv(),
+    "connection to 127.0.0.1:" ++ _ = binary_to_list(iolist_to_binary(beamlab_amqp:format_error({socket_closed, Text}))),
+    %% Calls after the loss fail cleanly; async sends are no-ops.
+    {error, closed} = beamlab_amqp:open_channel(C),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"into the void">>).
+
+%% A one-connection TCP proxy to the broker; `cut' closes both sides.
+start_proxy(BrokerPort) ->
+    Self = self(),
+    Pid = spawn_link(fun() ->
+              {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, true}]),
+              {ok, P} = inet:port(L),
+              Self ! {proxy_port, P},
+              {ok, A} = gen_tcp:accept(L),
+              {ok, B} = gen_tcp:connect({127, 0, 0, 1}, BrokerPort, [binary, {active, true}]),
+              proxy_loop(A, B)
+          end),
+    receive {proxy_port, Port} -> {Pid, Port} end.
+
+proxy_loop(A, B) ->
+    receive
+        {tcp, A, Data} -> ok = gen_tcp:send(B, Data), proxy_loop(A, B);
+        {tcp, B, Data} -> ok = gen_tcp:send(A, Data), proxy_loop(A, B);
+        cut -> gen_tcp:close(A), gen_tcp:close(B);
+        {tcp_closed, _} -> gen_tcp:close(A), gen_tcp:close(B)
+    end.
 
 broker_pidfile_dir(Config) ->
     filename:join([filename:dirname(filename:dirname(?config(script, Config))), "_build",

@@ -322,7 +322,7 @@ format_error({socket, Posix}) ->
     io_lib:format("socket error: ~s", [inet:format_error(Posix)]);
 format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
     %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...).
-    Text;
+    [Text];
 format_error(closed) ->
     "the connection or channel is closed";
 format_error(Other) ->

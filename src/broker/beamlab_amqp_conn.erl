@@ -50,6 +50,10 @@
              sent = false :: boolean(),
              idle_ticks = 0 :: non_neg_integer(),
              batch_msgs :: pos_integer(),
+             %% Hot-path counters: socket writes of batches, and the
+             %% '$amqp_send' messages they carried.
+             writes = 0 :: non_neg_integer(),
+             sends = 0 :: non_neg_integer(),
              batch_bytes :: pos_integer(),
              closing = none :: none | {gen_server:from() | none, term()}}).
 
@@ -350,7 +354,8 @@ handle_call(info, _From, St) ->
                    frame_max => St#st.frame_max, channel_max => St#st.channel_max,
                    heartbeat => St#st.heartbeat,
                    server_properties => St#st.server_properties,
-                   channels => maps:size(St#st.channels)}}, St};
+                   channels => maps:size(St#st.channels),
+                   batch_writes => St#st.writes, batched_sends => St#st.sends}}, St};
 handle_call(close, From, St) ->
     start_close(From, 200, <<"Goodbye">>, {closed, <<"connection closed by the client">>}, St).
 
@@ -448,15 +453,15 @@ drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Count)
             {Acc1, Size1} = add_send(N, Data, St, Acc, Size),
             drain(St, Acc1, Size1, Count + 1)
     after 0 ->
-        flush(Acc, St)
+        flush(Acc, Count, St)
     end;
-drain(St, Acc, _, _) ->
-    flush(Acc, St).
+drain(St, Acc, _, Count) ->
+    flush(Acc, Count, St).
 
-flush([], St) -> {noreply, St};
-flush(Acc, St) ->
+flush([], _, St) -> {noreply, St};
+flush(Acc, Count, #st{writes = W, sends = S} = St) ->
     case gen_tcp:send(St#st.sock, lists:reverse(Acc)) of
-        ok -> {noreply, St#st{sent = true}};
+        ok -> {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
         {error, R} -> lost(socket_error, send_error(R), St)
     end.
 
