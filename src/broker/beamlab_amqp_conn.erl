@@ -634,7 +634,7 @@ start_channel_close(Ch, From, Code, Text, St) ->
     Frame = beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close'{reply_code = Code,
                                                                           reply_text = Text}),
     %% Pending callers will not get their replies: the broker discards them.
-    [reply(F, {error, closed}) || {F, _} <- queue:to_list(Ch#ch.waiters)],
+    lists:foreach(fun({F, _}) -> reply(F, {error, closed}) end, queue:to_list(Ch#ch.waiters)),
     Ch1 = Ch#ch{state = closing, content = none,
                 waiters = queue:from_list([{From, ['channel.close_ok']}])},
     write(Frame, put_ch(Ch1, St)).
@@ -646,7 +646,10 @@ channel_gone(#ch{num = N, mon = Mon, waiters = W}, FirstReply, RestReply, St) ->
         [] -> ok;
         [{F, _} | Rest] ->
             reply(F, FirstReply),
-            [reply(F2, RestReply) || {F2, _} <- Rest, RestReply =/= none]
+            case RestReply of
+                none -> ok;
+                _ -> lists:foreach(fun({F2, _}) -> reply(F2, RestReply) end, Rest)
+            end
     end,
     demonitor(Mon, [flush]),
     {ok, St#st{channels = maps:remove(N, St#st.channels), mons = maps:remove(Mon, St#st.mons)}}.
@@ -695,15 +698,15 @@ shutdown(Code, Text, #st{closing = Closing} = St) ->
     Self = self(),
     maps:foreach(
       fun(_, #ch{owner = O, handle = H, waiters = W}) ->
-              [reply(F, Err) || {F, _} <- queue:to_list(W)],
+              lists:foreach(fun({F, _}) -> reply(F, Err) end, queue:to_list(W)),
               case O of
                   Self -> ok;     % orphaned channel being closed
-                  _ -> O ! {amqp_closed, H, Code, Text}
+                  _ -> O ! {amqp_closed, H, Code, Text}, ok
               end
       end, St#st.channels),
     case Closing of
         {_, _} when Code =:= closed -> ok;    % the owner asked for it
-        _ -> St#st.owner ! {amqp_closed, self(), Code, Text}
+        _ -> St#st.owner ! {amqp_closed, self(), Code, Text}, ok
     end,
     {stop, normal, St#st{channels = #{}}}.
 
