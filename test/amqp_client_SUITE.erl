@@ -14,14 +14,14 @@
          multi_ack/1, nack_reject_requeue/1, get_purge_delete/1, cancel/1,
          redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
          channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
-         missed_heartbeats/1, broker_stops/1]).
+         blocked/1, missed_heartbeats/1, broker_stops/1]).
 
 all() ->
     [negotiate, tune_limits, heartbeat_negotiation, publish_consume, large_body, batching,
      mandatory_return, confirms, nacks_reject_publish, prefetch, multi_ack, nack_reject_requeue,
      get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
      channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
-     missed_heartbeats,
+     blocked, missed_heartbeats,
      %% Last: it stops the broker.
      broker_stops].
 
@@ -48,9 +48,15 @@ end_per_suite(Config) ->
 init_per_testcase(_Case, Config) ->
     Config.
 
-end_per_testcase(_Case, Config) ->
+end_per_testcase(blocked, Config) ->
+    %% A failed `blocked' must not leave the broker in a memory alarm.
+    ctl(Config, "set_vm_memory_high_watermark 0.4"),
+    ok;
+end_per_testcase(missed_heartbeats, Config) ->
     %% A failed missed_heartbeats must not leave the broker frozen.
     _ = signal_broker(Config, "CONT"),
+    ok;
+end_per_testcase(_Case, _Config) ->
     ok.
 
 %% The repository root is the first ancestor of this file with the script.
@@ -73,9 +79,7 @@ rabbitmq(Script, Port, Action) ->
     {Out, list_to_integer(Rc)}.
 
 broker_pid(Config) ->
-    Dir = filename:join([filename:dirname(filename:dirname(?config(script, Config))), "_build",
-                         "rabbitmq", integer_to_list(?config(port, Config))]),
-    {ok, Bin} = file:read_file(filename:join(Dir, "rabbit.pid")),
+    {ok, Bin} = file:read_file(filename:join(broker_dir(Config), "rabbit.pid")),
     string:trim(binary_to_list(Bin)).
 
 signal_broker(Config, Sig) ->
@@ -429,15 +433,33 @@ connection_owner_exit(Config) ->
 broker_closes_connection(Config) ->
     C = connect(Config),
     Ch = channel(C),
-    Node = "beamlab-rabbit-" ++ integer_to_list(?config(port, Config)) ++ "@localhost",
-    Out = os:cmd("HOME=" ++ broker_pidfile_dir(Config) ++ " ERL_EPMD_ADDRESS=127.0.0.1 "
-                 "/usr/lib/rabbitmq/bin/rabbitmqctl -n " ++ Node ++
-                     " close_all_connections 'closed by the test' 2>&1"),
-    ct:log("~s", [Out]),
+    ctl(Config, "close_all_connections 'closed by the test'"),
     {amqp_closed, Ch, 320, <<"CONNECTION_FORCED - closed by the test">>} = recv(),
     {amqp_closed, C, 320, <<"CONNECTION_FORCED - closed by the test">>} = recv(),
     false = is_process_alive(C),
     {error, closed} = beamlab_amqp:open_channel(C).
+
+%% A memory alarm makes RabbitMQ block publishing connections
+%% (connection.blocked) until it clears (connection.unblocked).
+blocked(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    ctl(Config, "set_vm_memory_high_watermark absolute 1"),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"while the alarm is on">>),
+    {amqp_blocked, C, Reason} = recv(10000),
+    ct:log("blocked: ~s", [Reason]),
+    <<"low on memory">> = Reason,
+    ctl(Config, "set_vm_memory_high_watermark 0.4"),
+    {amqp_unblocked, C} = recv(10000),
+    1 = message_count(C, Q),
+    ok = beamlab_amqp:close(C).
+
+ctl(Config, Args) ->
+    Out = os:cmd("HOME=" ++ broker_dir(Config) ++ " ERL_EPMD_ADDRESS=127.0.0.1 "
+                 "/usr/lib/rabbitmq/bin/rabbitmqctl -n beamlab-rabbit-"
+                 ++ integer_to_list(?config(port, Config)) ++ "@localhost " ++ Args ++ " 2>&1"),
+    ct:log("rabbitmqctl ~s~n~s", [Args, Out]).
 
 %% The TCP connection dies under the client (here: a proxy between client
 %% and broker drops both sockets without any AMQP close).
@@ -478,7 +500,7 @@ proxy_loop(A, B) ->
         {tcp_closed, _} -> gen_tcp:close(A), gen_tcp:close(B)
     end.
 
-broker_pidfile_dir(Config) ->
+broker_dir(Config) ->
     filename:join([filename:dirname(filename:dirname(?config(script, Config))), "_build",
                    "rabbitmq", integer_to_list(?config(port, Config))]).
 
