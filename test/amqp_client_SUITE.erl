@@ -14,13 +14,14 @@
          multi_ack/1, nack_reject_requeue/1, get_purge_delete/1, cancel/1,
          redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
          channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
-         blocked/1, missed_heartbeats/1, broker_stops/1]).
+         blocked/1, missed_heartbeats/1, broker_stops/1,
+         silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
 
 all() ->
     [negotiate, tune_limits, heartbeat_negotiation, publish_consume, large_body, batching,
      mandatory_return, confirms, nacks_reject_publish, prefetch, multi_ack, nack_reject_requeue,
      get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
-     channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
+     silent_server, not_amqp_server, wrong_protocol_version, channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
      blocked, missed_heartbeats,
      %% Last: it stops the broker.
      broker_stops].
@@ -409,6 +410,44 @@ not_reachable(_Config) ->
     Expected = lists:flatten(beamlab_amqp:format_error(E)),
     {error, {uri, _} = E2} = beamlab_amqp:connect("amqp://h:99999", #{}),
     "amqp://h:99999: port must be 1..65535, got 99999" = lists:flatten(beamlab_amqp:format_error(E2)).
+
+%% Servers that are not RabbitMQ: one that accepts and says nothing, one
+%% that answers in HTTP, one that offers another AMQP version.
+silent_server(_Config) ->
+    {Port, Server} = fake_server(fun(_Sock) -> timer:sleep(5000) end),
+    {error, {timeout, start} = E} =
+        beamlab_amqp:connect(#{host => "127.0.0.1", port => Port, connection_timeout => 300}, #{}),
+    "timed out waiting for the broker (start)" = lists:flatten(beamlab_amqp:format_error(E)),
+    exit(Server, kill).
+
+not_amqp_server(_Config) ->
+    {Port, _} = fake_server(fun(Sock) ->
+                                    ok = gen_tcp:send(Sock, <<"HTTP/1.1 400 Bad Request\r\n\r\n">>),
+                                    timer:sleep(1000)
+                            end),
+    {error, E} = beamlab_amqp:connect(#{host => "127.0.0.1", port => Port}, #{}),
+    "AMQP protocol error: the server does not speak AMQP" = lists:flatten(beamlab_amqp:format_error(E)).
+
+wrong_protocol_version(_Config) ->
+    {Port, _} = fake_server(fun(Sock) ->
+                                    {ok, <<"AMQP", 0, 0, 9, 1>>} = gen_tcp:recv(Sock, 8),
+                                    ok = gen_tcp:send(Sock, <<"AMQP", 1, 1, 0, 10>>),
+                                    ok = gen_tcp:close(Sock)
+                            end),
+    {error, E} = beamlab_amqp:connect(#{host => "127.0.0.1", port => Port}, #{}),
+    "AMQP protocol error: the server does not speak AMQP 0-9-1 (it offers protocol 1-1-0-10)" =
+        lists:flatten(beamlab_amqp:format_error(E)).
+
+fake_server(Handle) ->
+    Self = self(),
+    Pid = spawn(fun() ->
+                        {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, false}]),
+                        {ok, P} = inet:port(L),
+                        Self ! {fake_port, P},
+                        {ok, S} = gen_tcp:accept(L),
+                        Handle(S)
+                end),
+    receive {fake_port, Port} -> {Port, Pid} end.
 
 channel_owner_exit(Config) ->
     C = connect(Config),

@@ -93,24 +93,28 @@ close_channel(Ch) ->
           {ok, #{queue := binary(), message_count := non_neg_integer(),
                  consumer_count := non_neg_integer()}} | {error, term()}.
 declare_queue(Ch, Name, Opts) ->
-    M = #'queue.declare'{queue = Name,
-                         passive = opt(passive, Opts), durable = opt(durable, Opts),
-                         exclusive = opt(exclusive, Opts), auto_delete = opt(auto_delete, Opts),
-                         arguments = args(Opts)},
-    case sync(Ch, M, Opts) of
-        {ok, #'queue.declare_ok'{queue = Q, message_count = Mc, consumer_count = Cc}} ->
-            {ok, #{queue => Q, message_count => Mc, consumer_count => Cc}};
-        Error -> Error
-    end.
+    encoding(fun() ->
+        M = #'queue.declare'{queue = Name,
+                             passive = opt(passive, Opts), durable = opt(durable, Opts),
+                             exclusive = opt(exclusive, Opts), auto_delete = opt(auto_delete, Opts),
+                             arguments = args(Opts)},
+        case sync(Ch, M, Opts) of
+            {ok, #'queue.declare_ok'{queue = Q, message_count = Mc, consumer_count = Cc}} ->
+                {ok, #{queue => Q, message_count => Mc, consumer_count => Cc}};
+            Error -> Error
+        end
+    end).
 
 %% @doc exchange.declare (`type' defaults to `<<"direct">>').
 -spec declare_exchange(channel(), binary(), map()) -> ok | {error, term()}.
 declare_exchange(Ch, Name, Opts) ->
-    M = #'exchange.declare'{exchange = Name, type = to_bin(maps:get(type, Opts, <<"direct">>)),
-                            passive = opt(passive, Opts), durable = opt(durable, Opts),
-                            auto_delete = opt(auto_delete, Opts), internal = opt(internal, Opts),
-                            arguments = args(Opts)},
-    ok(sync(Ch, M, Opts)).
+    encoding(fun() ->
+        M = #'exchange.declare'{exchange = Name, type = to_bin(maps:get(type, Opts, <<"direct">>)),
+                                passive = opt(passive, Opts), durable = opt(durable, Opts),
+                                auto_delete = opt(auto_delete, Opts), internal = opt(internal, Opts),
+                                arguments = args(Opts)},
+        ok(sync(Ch, M, Opts))
+    end).
 
 %% @doc exchange.delete.
 -spec delete_exchange(channel(), binary(), map()) -> ok | {error, term()}.
@@ -125,8 +129,10 @@ bind(Ch, Queue, Exchange, Key) ->
 %% @doc queue.bind with arguments (a field table or a map).
 -spec bind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
 bind(Ch, Queue, Exchange, Key, Args) ->
-    ok(sync(Ch, #'queue.bind'{queue = Queue, exchange = Exchange, routing_key = Key,
-                              arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+    encoding(fun() ->
+        ok(sync(Ch, #'queue.bind'{queue = Queue, exchange = Exchange, routing_key = Key,
+                                  arguments = beamlab_amqp_method:to_table(Args)}, #{}))
+    end).
 
 %% @doc queue.unbind.
 -spec unbind(channel(), binary(), binary(), binary()) -> ok | {error, term()}.
@@ -136,14 +142,18 @@ unbind(Ch, Queue, Exchange, Key) ->
 %% @doc queue.unbind with arguments.
 -spec unbind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
 unbind(Ch, Queue, Exchange, Key, Args) ->
-    ok(sync(Ch, #'queue.unbind'{queue = Queue, exchange = Exchange, routing_key = Key,
-                                arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+    encoding(fun() ->
+        ok(sync(Ch, #'queue.unbind'{queue = Queue, exchange = Exchange, routing_key = Key,
+                                    arguments = beamlab_amqp_method:to_table(Args)}, #{}))
+    end).
 
 %% @doc exchange.bind (messages flow from `Source' to `Destination').
 -spec bind_exchange(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
 bind_exchange(Ch, Destination, Source, Key, Args) ->
-    ok(sync(Ch, #'exchange.bind'{destination = Destination, source = Source, routing_key = Key,
-                                 arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+    encoding(fun() ->
+        ok(sync(Ch, #'exchange.bind'{destination = Destination, source = Source, routing_key = Key,
+                                     arguments = beamlab_amqp_method:to_table(Args)}, #{}))
+    end).
 
 %% @doc queue.purge; returns how many messages were removed.
 -spec purge(channel(), binary()) -> {ok, non_neg_integer()} | {error, term()}.
@@ -177,13 +187,15 @@ qos(Ch, Opts) when is_map(Opts) ->
 %% `{amqp_deliver, ...}' messages. Returns the consumer tag.
 -spec consume(channel(), binary(), map()) -> {ok, binary()} | {error, term()}.
 consume(Ch, Queue, Opts) ->
-    M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
-                         no_ack = opt(no_ack, Opts), exclusive = opt(exclusive, Opts),
-                         arguments = args(Opts)},
-    case sync(Ch, M, Opts) of
-        {ok, #'basic.consume_ok'{consumer_tag = Tag}} -> {ok, Tag};
-        Error -> Error
-    end.
+    encoding(fun() ->
+        M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
+                             no_ack = opt(no_ack, Opts), exclusive = opt(exclusive, Opts),
+                             arguments = args(Opts)},
+        case sync(Ch, M, Opts) of
+            {ok, #'basic.consume_ok'{consumer_tag = Tag}} -> {ok, Tag};
+            Error -> Error
+        end
+    end).
 
 %% @doc basic.cancel.
 -spec cancel(channel(), binary()) -> ok | {error, term()}.
@@ -217,6 +229,13 @@ recover(Ch, Requeue) ->
 
 sync({amqp_channel, Conn, N, _}, Method, Opts) ->
     beamlab_amqp_conn:sync(Conn, N, Method, maps:get(timeout, Opts, ?TIMEOUT)).
+
+%% Arguments given as maps are converted before the call; a value that has
+%% no AMQP type is the caller's error, returned rather than raised.
+encoding(Fun) ->
+    try Fun()
+    catch error:{amqp_encode, R} -> {error, {encode, R}}
+    end.
 
 ok({ok, _}) -> ok;
 ok(Error) -> Error.

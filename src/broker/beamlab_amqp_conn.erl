@@ -261,7 +261,7 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
                    tune -> 'connection.tune';
                    open -> 'connection.open_ok'
                end,
-    case beamlab_amqp_frame:parse(Buf) of
+    case negotiation_frame(Buf) of
         {ok, {method, 0, Payload}, Rest} ->
             case beamlab_amqp_method:decode(Payload) of
                 {ok, #'connection.close'{reply_code = Code, reply_text = Text}} ->
@@ -271,15 +271,20 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
                     throw({negotiate, {protocol, <<"broker asked for SASL challenge/response">>}});
                 {ok, Method} when element(1, Method) =:= Expected -> {Method, Rest};
                 {ok, Method} ->
-                    throw({negotiate, {protocol, {unexpected_method, element(1, Method), Expected}}});
-                {error, R} -> throw({negotiate, {protocol, R}})
+                    throw({negotiate, {protocol, fmt("got ~s while waiting for ~s",
+                                                     [element(1, Method), Expected])}});
+                {error, R} ->
+                    throw({negotiate, {protocol, iolist_to_binary(beamlab_amqp_method:format_error(R))}})
             end;
         {ok, heartbeat, Rest} ->
             recv_method(Sock, Rest, Deadline, Stage, Params);
         {ok, Other, _} ->
-            throw({negotiate, {protocol, {unexpected_frame, element(1, Other), Stage}}});
+            throw({negotiate, {protocol, fmt("unexpected ~s frame during negotiation (~s)",
+                                             [element(1, Other), Stage])}});
+        {error, not_amqp} ->
+            throw({negotiate, {protocol, <<"the server does not speak AMQP">>}});
         {error, R} ->
-            throw({negotiate, {protocol, R}});
+            throw({negotiate, {protocol, iolist_to_binary(beamlab_amqp_frame:format_error(R))}});
         more ->
             Left = Deadline - erlang:monotonic_time(millisecond),
             Left > 0 orelse throw({negotiate, {timeout, Stage}}),
@@ -296,6 +301,16 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
                     throw({negotiate, {socket, Posix}})
             end
     end.
+
+%% During negotiation only method and heartbeat frames on channel 0 (or the
+%% server's own protocol header) make sense; anything else is not AMQP, and
+%% waiting for a frame length read from, say, an HTTP reply would hang.
+negotiation_frame(<<"AMQP", _/binary>> = Buf) -> beamlab_amqp_frame:parse(Buf);
+negotiation_frame(<<T, 0, 0, _/binary>> = Buf) when T =:= 1; T =:= 8 -> beamlab_amqp_frame:parse(Buf);
+negotiation_frame(<<_, _, _, _/binary>>) -> {error, not_amqp};
+negotiation_frame(Buf) -> beamlab_amqp_frame:parse(Buf).
+
+fmt(Fmt, Args) -> iolist_to_binary(io_lib:format(Fmt, Args)).
 
 negotiation_close(_, 403, Text, #{user := User}) -> {access_refused, User, Text};
 negotiation_close(open, 530, Text, #{vhost := VHost}) -> {vhost_not_found, VHost, Text};
