@@ -39,9 +39,32 @@ connect(Uri, Opts) when is_list(Uri); is_binary(Uri) ->
     end;
 connect(Params, Opts) when is_map(Params), is_map(Opts) ->
     P = maps:merge(maps:merge(beamlab_amqp_uri:defaults(), Params), maps:remove(owner, Opts)),
-    P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
-            vhost => to_bin(maps:get(vhost, P)), host => to_host(maps:get(host, P))},
-    beamlab_amqp_conn:start(P1, maps:get(owner, Opts, self())).
+    case validate(P) of
+        ok ->
+            P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
+                    vhost => to_bin(maps:get(vhost, P)), host => to_host(maps:get(host, P))},
+            beamlab_amqp_conn:start(P1, maps:get(owner, Opts, self()));
+        Error ->
+            Error
+    end.
+
+%% Maps given by callers (not parsed from a URI) are checked here, so that a
+%% bad value is an error message and not a crash in the connection process.
+validate(P) ->
+    Checks = [{host, fun(H) -> is_list(H) orelse is_binary(H) orelse is_tuple(H) end},
+              {port, fun(V) -> is_integer(V) andalso V >= 1 andalso V =< 65535 end},
+              {heartbeat, fun(V) -> is_integer(V) andalso V >= 0 andalso V =< 16#FFFF end},
+              {channel_max, fun(V) -> is_integer(V) andalso V >= 0 andalso V =< 16#FFFF end},
+              {frame_max, fun(V) -> is_integer(V) andalso (V =:= 0 orelse (V >= 4096 andalso V < 1 bsl 32)) end},
+              {connection_timeout, fun(V) -> is_integer(V) andalso V > 0 end},
+              {user, fun is_text/1}, {password, fun is_text/1}, {vhost, fun is_text/1}],
+    case [{K, maps:get(K, P)} || {K, Ok} <- Checks, not Ok(maps:get(K, P))] of
+        [] -> ok;
+        [{K, V} | _] -> {error, {bad_param, K, V}}
+    end.
+
+is_text(V) ->
+    (is_binary(V) orelse is_list(V)) andalso is_binary(unicode:characters_to_binary(V)).
 
 to_bin(B) when is_binary(B) -> B;
 to_bin(L) when is_list(L) -> unicode:characters_to_binary(L).
@@ -317,6 +340,10 @@ format_error({timeout, connect}) ->
     "timed out connecting to the broker";
 format_error({timeout, Stage}) ->
     io_lib:format("timed out waiting for the broker (~s)", [Stage]);
+format_error({bad_param, frame_max, V}) ->
+    io_lib:format("bad connection parameter frame_max: ~0tp (0 or 4096..2^32-1)", [V]);
+format_error({bad_param, K, V}) ->
+    io_lib:format("bad connection parameter ~s: ~0tp", [K, V]);
 format_error({closed_during, Stage}) ->
     io_lib:format("the broker closed the connection during negotiation (~s)", [Stage]);
 format_error({uri, R}) ->
