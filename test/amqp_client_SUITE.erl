@@ -9,7 +9,7 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
--export([negotiate/1, tune_limits/1, heartbeat_negotiation/1, publish_consume/1,
+-export([negotiate/1, tune_limits/1, heartbeat_negotiation/1, heartbeats_sent/1, publish_consume/1,
          large_body/1, batching/1, mandatory_return/1, confirms/1, nacks_reject_publish/1, prefetch/1,
          multi_ack/1, nack_reject_requeue/1, get_purge_delete/1, cancel/1,
          redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
@@ -18,7 +18,7 @@
          silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
 
 all() ->
-    [negotiate, tune_limits, heartbeat_negotiation, publish_consume, large_body, batching,
+    [negotiate, tune_limits, heartbeat_negotiation, heartbeats_sent, publish_consume, large_body, batching,
      mandatory_return, confirms, nacks_reject_publish, prefetch, multi_ack, nack_reject_requeue,
      get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
      silent_server, not_amqp_server, wrong_protocol_version, channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
@@ -184,6 +184,15 @@ heartbeat_negotiation(Config) ->
          ok = beamlab_amqp:close(C)
      end || {Query, Expected} <- [{"?heartbeat=3", 3}, {"?heartbeat=0", 0}, {"?heartbeat=600", 60}]],
     ok.
+
+%% An idle connection with heartbeat=1 survives several seconds: RabbitMQ
+%% closes connections that miss two heartbeats, so ours must be flowing.
+heartbeats_sent(Config) ->
+    C = connect(Config, "?heartbeat=1"),
+    Ch = channel(C),
+    no_message(3500),
+    {ok, _} = beamlab_amqp:declare_queue(Ch, <<>>, #{exclusive => true}),
+    ok = beamlab_amqp:close(C).
 
 publish_consume(Config) ->
     C = connect(Config),
