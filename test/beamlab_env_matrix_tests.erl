@@ -85,7 +85,14 @@ interleaved_and_failures_test() ->
     ?assert(S > 1.98 andalso S < 2.02),
     ?assert(E > 0.99 andalso E < 1.01),
     ?assertMatch(#{status := <<"failed">>, runs := 1, ok_runs := 0, env := null,
-                   errors := [<<"the VM did not start: timeout">>]}, BrokenInfo).
+                   errors := [<<"the VM did not start: timeout">>]}, BrokenInfo),
+    Text = unicode:characters_to_binary(beamlab_env_matrix:format_text(R)),
+    io:format(user, "~ts", [Text]),
+    [?assertNotEqual(nomatch, binary:match(Text, P))
+     || P <- [<<"speedup">>, <<"efficiency">>, <<"baseline">>, <<"faster">>,
+              <<"broken: the VM did not start: timeout">>]],
+    %% the document survives JSON
+    #{kind := <<"matrix">>} = beamlab_result:normalize(R).
 
 unknown_baseline_test() ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),

@@ -17,7 +17,8 @@
 -type run_out() :: #{exit := integer(), result := map() | undefined, env := map()}.
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
-                  baseline => binary() | undefined, sweep => boolean()}.
+                  baseline => binary() | undefined, sweep => boolean(),
+                  inner => {module(), atom(), [term()]}, paths => [file:filename()]}.
 -export_type([config/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -66,7 +67,7 @@ config(Args, Erl, Wrap) ->
 default(D, []) -> D;
 default(_, L) -> L.
 
-split(S) -> string:lexemes(lists:flatten(S), " \t").
+split(S) -> beamlab_peer:split_args(lists:flatten(S)).
 
 check_execs(Erls, Wrappers) ->
     Missing = [{erl_not_found, E} || E <- Erls, not is_exec(E)]
@@ -151,7 +152,12 @@ grid([T | _], _) -> {error, {bad_grid_term, T}}.
 -spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
           {ok, map()} | {error, term()}.
 run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
-    Runner = maps:get(runner, Opts, fun run_in_vm/2),
+    %% `inner' replaces the CLI command by a function returning
+    %% {ExitCode, Result} in the fresh VM (embedding, tests); `paths' are
+    %% extra code paths for it.
+    Inner = maps:get(inner, Spec, {beamlab_cli, run_command, [Argv, #{quiet => true}]}),
+    Paths = maps:get(paths, Spec, []),
+    Runner = maps:get(runner, Opts, fun(C, _) -> run_in_vm(C, Inner, Paths) end),
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Baseline = case maps:get(baseline, Spec, undefined) of
                    undefined -> maps:get(name, hd(Configs));
@@ -160,9 +166,8 @@ run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
     case lists:member(Baseline, [maps:get(name, C) || C <- Configs]) of
         false -> {error, {unknown_baseline, Baseline}};
         true ->
-            Started = rfc3339(),
             Runs = interleave(Configs, R, Argv, Runner, Progress),
-            {ok, result(Spec#{baseline => Baseline}, Runs, Started)}
+            {ok, result(Spec#{baseline => Baseline}, Runs)}
     end.
 
 %% Rep 1 of every configuration, then rep 2, ... A configuration whose VM
@@ -204,7 +209,7 @@ exported(M, F, A) ->
 
 %% The matrix result document: one benchmark per configuration and inner
 %% metric, whose samples are the repetitions' primary values.
-result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs, Started) ->
+result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs) ->
     Sweep = maps:get(sweep, Spec, false),
     PerConfig = [{C, [Out || {N, _, Out} <- Runs, N =:= maps:get(name, C)]} || C <- Configs],
     Values = maps:from_list([{maps:get(name, C), primary_values(Outs)} || {C, Outs} <- PerConfig]),
@@ -215,21 +220,13 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                online(last_env(Outs)), online(BaseEnv))
          || {C, Outs} <- PerConfig,
             {Metric, {Info, Vals}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
-    ConfigInfo = [config_info(C, Outs) || {C, Outs} <- PerConfig],
-    Partial = interrupted(),
-    #{schema => <<"beamlab.result">>, version => 1,
-      tool => #{name => <<"beamlab">>, version => vsn()},
-      kind => <<"matrix">>,
-      command => [bin(A) || A <- maps:get(argv, Spec, ["matrix", "--" | Argv])],
-      started_at => Started, finished_at => rfc3339(),
-      partial => Partial,
-      env => beamlab_env:report(),
-      params => #{repeat => R, baseline => Base, sweep => Sweep,
-                  inner_command => [bin(A) || A <- Argv],
-                  order => <<"interleaved">>},
-      benchmarks => Benchmarks,
-      telemetry => #{}, findings => [],
-      extra => #{configs => ConfigInfo}}.
+    Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec, ["matrix", "--" | Argv]),
+                                       params => #{repeat => R, baseline => Base, sweep => Sweep,
+                                                   inner_command => [bin(A) || A <- Argv],
+                                                   order => <<"interleaved">>}}),
+    Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
+    beamlab_result:finish(Doc1#{extra => #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}},
+                          #{partial => interrupted()}).
 
 base_values(Metric, BaseVals) ->
     case BaseVals of
@@ -283,17 +280,12 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                       #{speedup => Speedup, efficiency => Speedup / (Sched / BaseSched)};
                   false -> #{}
               end,
-    maps:merge(Cmp,
-               #{name => <<Name/binary, " / ", Metric/binary>>,
-                 group => Name, metric => Metric,
-                 unit => maps:get(unit, Info, <<>>),
-                 better => atom_to_binary(Better),
-                 samples => Vals,
-                 sample_info => #{count => length(Vals), kept => length(Vals), method => <<"all">>},
-                 stats => beamlab_stats:summary(Vals),
-                 params => #{config => Name},
-                 extra => Scaling#{schedulers_online => Sched,
-                                   inner_metric => maps:get(metric, Info, Metric)}}).
+    beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
+                             Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
+                                  unit => maps:get(unit, Info, <<>>), better => Better,
+                                  params => #{config => Name},
+                                  extra => Scaling#{schedulers_online => Sched,
+                                                    inner_benchmark => Metric}}).
 
 config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
     Errors = [format_run_error(O) || O <- Outs, not ok_run(O)],
@@ -329,21 +321,22 @@ online(#{schedulers := #{online := N}}) -> N;
 online(_) -> null.
 
 %% One run in a fresh VM: start it, run the command through the CLI's
-%% programmatic entry, take the VM's own env report, stop it.
-run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
-    PeerOpts = maps:from_list([{args, Args}]
-                              ++ [{erl, Erl} || Erl =/= undefined]
-                              ++ [{wrap, Wrap} || Wrap =/= undefined]),
+%% programmatic entry (quiet: the document is returned, not printed), take
+%% the VM's own env report, stop it.
+run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
+    PeerOpts = maps:from_list([{args, Args}, {paths, Paths}]
+                              ++ [{exec, Erl} || Erl =/= undefined]
+                              ++ [{wrapper, Wrap} || Wrap =/= undefined]),
     case beamlab_peer:start(PeerOpts) of
-        {ok, Peer} ->
+        {ok, Vm} ->
             try
-                {Code, Result} = beamlab_peer:call(Peer, beamlab_cli, run_command, [Argv], infinity),
-                Env = beamlab_peer:call(Peer, beamlab_env, report, [], 60000),
+                {Code, Result} = beamlab_peer:call(Vm, M, F, A, infinity),
+                Env = beamlab_peer:call(Vm, beamlab_env, report, [], 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
                 Class:Reason -> {error, {vm_failed, Class, Reason}}
             after
-                beamlab_peer:stop(Peer)
+                beamlab_peer:stop(Vm)
             end;
         {error, Reason} ->
             {error, {vm_start, Reason}}
@@ -360,15 +353,16 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
 -spec format_text(map()) -> iolist().
 format_text(#{benchmarks := Bs, params := #{baseline := Base} = P, extra := #{configs := Cs}}) ->
     Sweep = maps:get(sweep, P, false),
-    Header = ["configuration", "metric", "mean", "+/- 95%", "vs " ++ binary_to_list(Base),
+    Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
               "change CI", "verdict", "schedulers"]
         ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
     Rows = [row(B, Base, Sweep) || B <- Bs],
     Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
               || #{name := N, errors := Es} <- Cs, Es =/= []],
-    [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts~n",
+    [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
                    [maps:get(repeat, P), Base]),
-     beamlab_format_table:render(Header, Rows, #{}),
+     beamlab_format_table:render(Header, Rows,
+                                 #{align => [left, left, right, right, right, left, left, right, right, right]}),
      case Failed of
          [] -> [];
          _ -> ["\nfailed runs:\n" | Failed]
@@ -384,7 +378,11 @@ row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {L
             {_, #{comparison := #{verdict := V}}} -> {"", "", atom_to_list(V)};
             _ -> {"", "", ""}
         end,
-    [G, M, [sig(Mean), " ", U], ["+/-", sig((Hi - Lo) / 2)], Change, Ci, Verdict,
+    Rel = case Mean == 0 of
+              true -> "";
+              false -> ["+/-", beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
+          end,
+    [G, maps:get(inner_benchmark, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
      case maps:get(schedulers_online, X) of null -> "?"; N -> integer_to_list(N) end]
         ++ case Sweep of
                true -> [case X of #{speedup := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,
@@ -392,13 +390,7 @@ row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {L
                false -> []
            end.
 
-pct(X) -> io_lib:format("~s~.1f%", [case X >= 0 of true -> "+"; false -> "" end, 100 * X]).
-
-%% Four significant digits without exponent for everyday magnitudes.
-sig(X) when X == 0 -> "0";
-sig(X) ->
-    Digits = max(0, 3 - floor(math:log10(abs(X)))),
-    float_to_list(float(X), [{decimals, Digits}, compact]).
+pct(X) -> [case X >= 0 of true -> "+"; false -> "" end, beamlab_format_units:percent(X)].
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
@@ -435,11 +427,3 @@ bin(B) when is_binary(B) -> B;
 bin(A) when is_atom(A) -> atom_to_binary(A);
 bin(L) -> unicode:characters_to_binary(L).
 
-vsn() ->
-    case application:get_key(beamlab, vsn) of
-        {ok, V} -> bin(V);
-        undefined -> <<"0.1.0">>
-    end.
-
-rfc3339() ->
-    unicode:characters_to_binary(calendar:system_time_to_rfc3339(erlang:system_time(second), [{offset, "Z"}])).
