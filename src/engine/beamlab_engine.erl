@@ -69,11 +69,20 @@ run(Jobs, RunOpts0, ModeOpts) ->
                       true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
                       false -> measure(Jobs, Opts1#{labels => Labels}, ModeOpts)
                   end,
+              flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
               Doc = document(Labelled, Base, Opts1, ModeOpts, Findings, Timer,
                              Interrupted, Started),
               {ok, Doc#{telemetry := Telemetry}}
       end).
+
+%% The sampler leaves an interrupt in the mailbox so every loop level sees
+%% it; once the run is over it has been acted upon and must not cut the
+%% caller's next run short.
+flush_interrupts() ->
+    receive {beamlab_interrupt, _} -> flush_interrupts()
+    after 0 -> ok
+    end.
 
 maybe_result(Fun) ->
     try Fun()

@@ -164,6 +164,9 @@ job_gone(_, Reason) -> {error, {job_down, Reason}}.
           {ok, #st{}} | {stop, term()}.
 init({Exec, Owner, Deadline}) ->
     process_flag(trap_exit, true),
+    %% Workers may occupy every scheduler; the job must still answer the
+    %% sampler's pause/resume at once.
+    _ = process_flag(priority, high),
     _ = monitor(process, Owner),
     St = #st{exec = Exec, owner = Owner, deadline = Deadline,
              counter = counters:new(1, [write_concurrency])},
