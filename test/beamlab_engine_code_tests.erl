@@ -149,3 +149,10 @@ bad_input_test_() ->
 source_label_test_() ->
     [?_assertEqual(<<"rand:uniform().">>, beamlab_engine_code:source_label("rand:uniform().")),
      ?_assertEqual(<<"{rand,uniform,[]}">>, beamlab_engine_code:source_label({rand, uniform, []}))].
+
+properties_test_() ->
+    Q = fun(P, N) -> ?_assert(proper:quickcheck(P, [{numtests, N}, {to_file, user}])) end,
+    {timeout, 60,
+     [Q(prop_beamlab_engine_code:prop_timed_runs_exactly_n(), 100),
+      Q(prop_beamlab_engine_code:prop_state_threads_through(), 100),
+      Q(prop_beamlab_engine_code:prop_continuous_never_overcounts(), 20)]}.

@@ -16,7 +16,7 @@ all() ->
      runner_raises, runner_exits, runner_throws, runner_hangs_continuous, runner_hangs_timed,
      init_fails, init_runner_fails, done_fails, init_hangs, slower_than_sample,
      several_jobs_baseline, baseline_by_label, interleaving_no_overlap, interrupt_gives_partial,
-     modules_purged, result_document_json, telemetry_recorded, public_api, isolated_fresh_vm,
+     busy_wait_timer, modules_purged, result_document_json, telemetry_recorded, public_api, isolated_fresh_vm,
      isolated_vm_args].
 
 suite() ->
@@ -276,6 +276,16 @@ interrupt_gives_partial(_) ->
     true = N >= 1 andalso N < 100,
     %% the interrupt was consumed: the next run is complete
     #{partial := false} = run([#{runner => "ok."}], #{samples => 2}).
+
+%% The busy-wait sample timer (chosen when timers fire late) measures the
+%% same way: full samples of the requested duration.
+busy_wait_timer(_) ->
+    Doc = run([#{runner => "timer:sleep(1)."}, #{runner => "ok."}],
+              #{busy_wait => true, samples => 2, duration => 100}),
+    #{extra := #{timer := #{busy_wait := true}}} = Doc,
+    [#{samples := [S1, S2]}, #{samples := [_, _]}] = maps:get(benchmarks, Doc),
+    %% ~1 ms per iteration in 100 ms samples
+    true = S1 > 10 andalso S2 > 10.
 
 modules_purged(_) ->
     Before = [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab_gen_", atom_to_list(M))],

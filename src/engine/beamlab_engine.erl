@@ -18,7 +18,9 @@
 %%%   <li>`isolated' (false), `vm_args' (string), `code_paths' ([string()]):
 %%%       run each job in a fresh VM;</li>
 %%%   <li>`confidence' (0.95), `progress' (fun((map()) -> any())),
-%%%       `command' ([binary()], recorded in the result), `checks' (true);</li>
+%%%       `command' ([binary()], recorded in the result), `checks' (true),
+%%%       `busy_wait' (true forces the busy-wait sample timer the timer check
+%%%       would choose when timers fire late);</li>
 %%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_env_telemetry},
 %%%       with each job's iteration rate) into the result; `verbose' (false)
 %%%       also prints it live, one line a second, on stderr.</li>
@@ -63,7 +65,9 @@ run(Jobs, RunOpts0, ModeOpts) ->
               Labels = labels(Jobs),
               Base = baseline_index(maps:get(baseline, RunOpts), Labels),
               {Findings, Timer} = checks(RunOpts),
-              Opts1 = RunOpts#{busy_wait => maps:get(busy_wait, Timer)},
+              %% `busy_wait => true' forces the busy-wait sample timer.
+              Busy = maps:get(busy_wait, RunOpts) =:= true orelse maps:get(busy_wait, Timer),
+              Opts1 = RunOpts#{busy_wait => Busy},
               #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
                   case maps:get(isolated, RunOpts) of
                       true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
@@ -71,7 +75,7 @@ run(Jobs, RunOpts0, ModeOpts) ->
                   end,
               flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
-              Doc = document(Labelled, Base, Opts1, ModeOpts, Findings, Timer,
+              Doc = document(Labelled, Base, Opts1, ModeOpts, Findings, Timer#{busy_wait := Busy},
                              Interrupted, Started),
               {ok, Doc#{telemetry := Telemetry}}
       end).
