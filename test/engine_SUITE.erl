@@ -17,7 +17,7 @@ all() ->
      init_fails, init_runner_fails, done_fails, init_hangs, slower_than_sample,
      several_jobs_baseline, baseline_by_label, interleaving_no_overlap, interrupt_gives_partial,
      busy_wait_timer, modules_purged, result_document_json, telemetry_recorded, public_api, isolated_fresh_vm,
-     isolated_vm_args].
+     isolated_vm_args, isolated_code_paths].
 
 suite() ->
     [{timetrap, {seconds, 60}}].
@@ -354,3 +354,15 @@ isolated_vm_args(_) ->
     <<"ok">> = status(B),
     B2 = bench(run([#{runner => Check}], #{samples => 1, isolated => true, vm_args => "+S 2"})),
     <<"failed">> = status(B2).
+
+%% code_paths reach the fresh VM (and the compile check here).
+isolated_code_paths(Config) ->
+    Dir = ?config(priv_dir, Config),
+    {ok, Mod, Bin} = compile:forms([{attribute, 1, module, engine_suite_pa_mod},
+                                    {attribute, 1, export, [{f, 0}]},
+                                    {function, 1, f, 0, [{clause, 1, [], [], [{atom, 1, ok}]}]}]),
+    ok = file:write_file(filename:join(Dir, atom_to_list(Mod) ++ ".beam"), Bin),
+    B = bench(run([#{runner => "engine_suite_pa_mod:f()."}],
+                  #{samples => 1, isolated => true, code_paths => [Dir]})),
+    <<"ok">> = status(B),
+    false = lists:member(Dir, code:get_path()).
