@@ -222,7 +222,7 @@ wait_progress(_File, 0) ->
 wait_progress(File, N) ->
     case file:read_file(File) of
         {ok, B} when byte_size(B) > 0 ->
-            case binary:match(B, <<"round 3/">>) of
+            case binary:match(B, <<"sampling round">>) of
                 nomatch -> timer:sleep(100), wait_progress(File, N - 1);
                 _ -> ok
             end;
