@@ -14,7 +14,7 @@ all() ->
      state_passing, hooks_order, hook_values_reach_runner, init_all_defaults_via_api,
      squeeze_mode, stopping_rule_rel_ci, stopping_rule_caps, warmup_discarded, single_sample,
      runner_raises, runner_exits, runner_throws, runner_hangs_continuous, runner_hangs_timed,
-     init_fails, init_runner_fails, done_fails, init_hangs, slower_than_sample,
+     init_fails, init_runner_fails, done_fails, init_hangs, init_runner_hangs, done_hangs, slower_than_sample,
      several_jobs_baseline, baseline_by_label, interleaving_no_overlap, interrupt_gives_partial,
      busy_wait_timer, modules_purged, result_document_json, telemetry_recorded, public_api, isolated_fresh_vm,
      isolated_vm_args, isolated_code_paths].
@@ -212,6 +212,18 @@ done_fails(_) ->
 init_hangs(_) ->
     B = bench(run([#{runner => "ok.", init => "timer:sleep(infinity)."}], #{deadline => 100})),
     <<"init hook did not return within 100 ms">> = err(B).
+
+init_runner_hangs(_) ->
+    B = bench(run([#{runner => "ok.", init_runner => "timer:sleep(infinity)."}], #{deadline => 100})),
+    <<"init_runner hook did not return within 100 ms">> = err(B),
+    B2 = bench(run([#{runner => "ok.", init_runner => "timer:sleep(infinity)."}],
+                   #{deadline => 100, loop => 10})),
+    <<"init_runner hook did not return within 100 ms">> = err(B2).
+
+done_hangs(_) ->
+    B = bench(run([#{runner => "ok.", done => "timer:sleep(infinity)."}], #{deadline => 100})),
+    <<"done hook did not return within 100 ms">> = err(B),
+    3 = length(maps:get(samples, B)).
 
 %% A runner slower than a sample: zero-iteration samples, no crash, honest figures.
 slower_than_sample(_) ->

@@ -64,7 +64,7 @@ start(Exec, #{deadline := Deadline}) ->
 stop(Job) ->
     case call(Job, deadline, 5000) of
         Deadline when is_integer(Deadline) ->
-            try gen_server:call(Job, stop, Deadline + 5000)
+            try gen_server:call(Job, stop, Deadline + 1000)
             catch
                 exit:{timeout, _} ->
                     exit(Job, kill),
@@ -103,8 +103,12 @@ pause(Job) -> call(Job, pause, infinity).
 %% job with `runner_timeout'.
 -spec measure(job(), pos_integer()) -> {ok, non_neg_integer()} | {error, failure()}.
 measure(Job, N) ->
-    case call(Job, deadline, 5000) of
-        Deadline when is_integer(Deadline) ->
+    %% The timed worker's init_runner has its own deadline, enforced by the
+    %% job; only then does the clock for the sample itself start.
+    case {call(Job, deadline, 5000), call(Job, prepare_timed, infinity)} of
+        {_, {error, _} = Error} ->
+            Error;
+        {Deadline, ok} when is_integer(Deadline) ->
             try gen_server:call(Job, {measure, N}, Deadline)
             catch
                 exit:{timeout, _} ->
@@ -114,7 +118,7 @@ measure(Job, N) ->
                 exit:{Reason, _} ->
                     {error, {job_down, Reason}}
             end;
-        Error ->
+        {Error, _} ->
             Error
     end.
 
@@ -206,6 +210,11 @@ handle_call(pause, _From, St) ->
                           (_Pid, State) -> State
                        end, St#st.workers),
     {reply, ok, St#st{workers = Workers, active = false}};
+handle_call(prepare_timed, _From, St) ->
+    case ensure_timed(St) of
+        {ok, _Pid, St1} -> {reply, ok, St1};
+        {error, St1} -> {reply, {error, St1#st.failure}, St1}
+    end;
 handle_call({measure, N}, From, St) ->
     case ensure_timed(St) of
         {ok, Pid, St1} ->
