@@ -27,7 +27,7 @@ run(Jobs, RunOpts, ModeOpts) ->
     %% user's modules are checked against them.
     Paths = [P || P <- maps:get(code_paths, RunOpts, []), not lists:member(P, code:get_path())],
     ok = code:add_pathsa(Paths),
-    try
+    _ = try
         [case beamlab_engine_code:compile(J) of
              {ok, E} -> beamlab_engine_code:purge(E);
              {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
