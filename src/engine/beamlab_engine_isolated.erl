@@ -28,13 +28,13 @@ run(Jobs, RunOpts, ModeOpts) ->
     Paths = [P || P <- maps:get(code_paths, RunOpts, []), not lists:member(P, code:get_path())],
     ok = code:add_pathsa(Paths),
     _ = try
-        [case beamlab_engine_code:compile(J) of
-             {ok, E} -> beamlab_engine_code:purge(E);
-             {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
-         end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)]
-    after
-        _ = [code:del_path(P) || P <- Paths]
-    end,
+            [case beamlab_engine_code:compile(J) of
+                 {ok, E} -> beamlab_engine_code:purge(E);
+                 {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
+             end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)]
+        after
+            _ = [code:del_path(P) || P <- Paths]
+        end,
     %% Telemetry and progress stay in this VM's domain; the child runs plain.
     Remote = maps:without([progress, isolated, labels],
                           RunOpts#{checks => false, telemetry => false, verbose => false}),
