@@ -11,7 +11,7 @@
 all() ->
     [bare_form, run_subcommand, single_sample, json_output, extended_report, timed_mode,
      squeeze_mode, hooks_positional, hooks_all_defaults, labels_and_baseline, stopping_rule,
-     verbose_telemetry, code_path_pa, failing_runner_keeps_others, bad_inputs, help_run,
+     verbose_telemetry, code_path_pa, slow_runner_note, failing_runner_keeps_others, bad_inputs, help_run,
      save_result, ctrl_c_partial].
 
 suite() ->
@@ -136,6 +136,14 @@ code_path_pa(Config) ->
     R = #{code := 2, err := Err} = cli(["cli_run_pa_mod:f().", "-d", "50", "-s", "1"]),
     beamlab_test_util:assert_one_line_error(R),
     has(Err, "undefined function cli_run_pa_mod:f/0").
+
+%% A runner slower than a sample: exit 0, figures from the totals, a note.
+slow_runner_note(_) ->
+    #{code := 0, out := Out} = cli(["timer:sleep(120).", "-d", "50", "-s", "4"]),
+    has(Out, "note: timer:sleep\\(120\\)\\. completed fewer than one iteration per sample"),
+    #{code := 0, out := Json} = cli(["timer:sleep(120).", "-d", "50", "-s", "4", "--format", "json"]),
+    #{benchmarks := [#{samples := S, extra := #{<<"less_than_one_per_sample">> := true}}]} = json(Json),
+    true = lists:member(0, S).
 
 failing_runner_keeps_others(_) ->
     #{code := 1, out := Out, err := Err} = cli(["erlang:error(boom).", "ok.", "-d", "50", "-s", "2"]),

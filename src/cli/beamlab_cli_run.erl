@@ -281,6 +281,10 @@ text(Doc, Parsed) ->
          false -> ""
      end,
      beamlab_format_table:render(Header, Rows),
+     [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
+                    "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
+                    [N, round(lists:sum(S))])
+      || #{name := N, samples := S, extra := #{less_than_one_per_sample := true}} <- Benches],
      squeeze_curves(Benches),
      case Report of
          full -> ["\n", beamlab_env:format_text(maps:get(env, Doc, #{}))];
