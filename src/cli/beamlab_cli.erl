@@ -196,5 +196,6 @@ internal_error(Class, Reason, Stack) ->
             io:format(standard_error, "beamlab: internal error~n~tp~n", [{Class, Reason, Stack}])
     end.
 
+-spec halt_flushed(exit_code()) -> no_return().
 halt_flushed(Code) ->
     erlang:halt(Code, [{flush, true}]).
