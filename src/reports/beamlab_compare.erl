@@ -22,8 +22,12 @@
                      <<"cgroup">>, <<"quota">>, <<"kernel">>, <<"os">>, <<"arch">>,
                      <<"hostname">>, <<"memory">>, <<"numa">>, <<"governor">>, <<"virt">>]).
 %% Env values that change between any two runs and explain nothing.
--define(NOISE, [<<"time">>, <<"date">>, <<"uptime">>, <<"pid">>, <<"load">>,
-                <<"free">>, <<"available">>, <<"started">>, <<"finished">>]).
+%% Matched against the last segment of a key; `time' alone would also hide
+%% `timer_resolution', so whole words are used where needed.
+-define(NOISE, [<<"date">>, <<"uptime">>, <<"timestamp">>, <<"pid">>, <<"load">>,
+                <<"free">>, <<"available">>, <<"started">>, <<"finished">>, <<"_at">>,
+                <<"now">>, <<"clock">>]).
+-define(NOISE_EXACT, [<<"time">>, <<"t">>, <<"ts">>]).
 
 %% @doc Compare runs at the default 95% confidence.
 -spec compare([run()]) -> {ok, comparison()} | {error, term()}.
@@ -149,18 +153,15 @@ cell(Label, B, BaseB, Better, Unit, Conf, Pos) ->
     end.
 
 change(BaseB, B, Better, Conf) ->
-    Base = maps:get(samples, BaseB, []),
-    New = maps:get(samples, B, []),
-    case length(Base) >= 2 andalso length(New) >= 2 of
-        false ->
-            #{verdict => too_few_samples};
-        true ->
-            C = beamlab_stats:compare(Base, New, #{better => binary_to_atom(Better, utf8),
-                                                    confidence => Conf}),
-            #{change => maps:get(change, C, null), ci => pair(maps:get(ci, C, null)),
-              p_value => maps:get(p_value, C, null), test => maps:get(test, C, null),
-              verdict => maps:get(verdict, C)}
-    end.
+    %% beamlab_stats:compare/3 itself says too_few_samples below 2 per side.
+    C = beamlab_stats:compare(maps:get(samples, BaseB, []), maps:get(samples, B, []),
+                              #{better => binary_to_atom(Better, utf8), confidence => Conf}),
+    #{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),
+      p_value => null_if_undefined(maps:get(p_value, C)), test => maps:get(test, C),
+      verdict => maps:get(verdict, C)}.
+
+null_if_undefined(undefined) -> null;
+null_if_undefined(V) -> V.
 
 stats_of(B, Samples) ->
     case maps:get(stats, B, #{}) of
@@ -239,8 +240,9 @@ explaining(Key) ->
     lists:any(fun(P) -> binary:match(Lower, P) =/= nomatch end, ?EXPLAINING).
 
 noise(Key) ->
-    Lower = string:lowercase(Key),
-    lists:any(fun(P) -> binary:match(Lower, P) =/= nomatch end, ?NOISE).
+    Last = lists:last(binary:split(string:lowercase(Key), <<".">>, [global])),
+    lists:member(Last, ?NOISE_EXACT)
+        orelse lists:any(fun(P) -> binary:match(Last, P) =/= nomatch end, ?NOISE).
 
 table_row(#{name := Name, unit := Unit, cells := Cells}) ->
     [Name, Unit]
