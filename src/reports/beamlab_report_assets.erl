@@ -52,7 +52,7 @@ table.only-diff tbody tr:not(.differs) { display: none; }
 .badge.warning { background: #fef3c7; color: #92400e; }
 .badge.critical { background: #fee2e2; color: #991b1b; }
 .badge.info { background: #dbeafe; color: #1e40af; }
-.note { margin: 6px 0 0; font-size: 12.5px; color: #92400e; }
+.note { width: 100%; margin: 6px 0 0; font-size: 12.5px; color: #92400e; }
 .finding { background: #fff; border-left: 4px solid #60a5fa; padding: 8px 12px; margin: 0 0 8px; width: 100%; }
 .finding.warning { border-color: #f59e0b; }
 .finding.critical { border-color: #ef4444; }
@@ -100,21 +100,24 @@ js() ->
   }
   function color(i) { return COLORS[i % COLORS.length]; }
 
-  // Numbers with SI prefixes and 3-4 significant digits.
-  function fmt(v) {
+  // Numbers with 4 significant digits (or P), SI prefixes from 10 000 up.
+  function fmt(v, p) {
     if (v === null || v === undefined || isNaN(v)) return '-';
+    p = p || 4;
     var a = Math.abs(v);
     if (a === 0) return '0';
-    var units = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+    var units = [[1e12, 1e12, 'T'], [1e9, 1e9, 'G'], [1e6, 1e6, 'M'], [1e4, 1e3, 'k']];
     for (var i = 0; i < units.length; i++) {
-      if (a >= units[i][0]) return trim((v / units[i][0]).toPrecision(3)) + units[i][1];
+      if (a >= units[i][0]) return trim((v / units[i][1]).toPrecision(p)) + units[i][2];
     }
-    if (a >= 1) return trim(v.toPrecision(4));
-    var small = [[1e-3, 'm'], [1e-6, 'u'], [1e-9, 'n']];
-    for (var j = 0; j < small.length; j++) {
-      if (a >= small[j][0]) return trim((v / small[j][0]).toPrecision(3)) + small[j][1];
-    }
+    if (a >= 1e-3) return trim(v.toPrecision(p));
     return v.toExponential(2);
+  }
+  // Tick labels need enough digits to tell neighbouring ticks apart.
+  function fmtTick(t, step) {
+    var a = Math.abs(t);
+    var digits = a > 0 && step > 0 ? Math.ceil(Math.log(a / step) / Math.LN10) + 1 : 1;
+    return fmt(t, Math.max(2, Math.min(12, digits + 1)));
   }
   function trim(str) {
     return str.indexOf('.') >= 0 && str.indexOf('e') < 0 ? str.replace(/0+$/, '').replace(/[.]$/, '') : str;
@@ -206,11 +209,15 @@ js() ->
     var X = function (v) { return L + (xm(v) - xe[0]) / (xe[1] - xe[0]) * pw; };
     var Y = function (v) { return T + ph - (v - ye[0]) / (ye[1] - ye[0]) * ph; };
     var svg = frame(opts.title, W, H);
+    var ystep = yt.length > 1 ? yt[1] - yt[0] : 1;
     yt.forEach(function (t) {
       svg.appendChild(s('line', { x1: L, x2: L + pw, y1: Y(t), y2: Y(t), 'class': 'grid' }));
-      svg.appendChild(s('text', { x: L - 6, y: Y(t) + 4, 'class': 'tick', 'text-anchor': 'end' }, fmt(t)));
+      svg.appendChild(s('text', { x: L - 6, y: Y(t) + 4, 'class': 'tick', 'text-anchor': 'end' }, fmtTick(t, ystep)));
     });
-    var xt = opts.xTicks || niceTicks(xe[0], xe[1], 6).map(function (t) { return [t, fmt(t)]; });
+    var xt = opts.xTicks || (function () {
+      var ts = niceTicks(xe[0], xe[1], 6), st = ts.length > 1 ? ts[1] - ts[0] : 1;
+      return ts.map(function (t) { return [t, fmtTick(t, st)]; });
+    })();
     xt.forEach(function (t) {
       var px = L + (opts.xTicks ? (xm(t[0]) - xe[0]) : (t[0] - xe[0])) / (xe[1] - xe[0]) * pw;
       if (px < L - 1 || px > L + pw + 1) return;
@@ -243,7 +250,7 @@ js() ->
 
   // One benchmark across runs: a bar per run with its CI as error bar.
   function barChart(parent, name, items, unit, better) {
-    var W = 420, rowH = 30, L = 70, R = 80, T = 8;
+    var W = 460, rowH = 30, L = 70, R = 120, T = 8;
     var H = T + items.length * rowH + 26;
     var card = box(name, (unit ? unit + ', ' : '') + (better === 'higher' ? 'higher is better' : 'lower is better'));
     var vals = [];
@@ -253,9 +260,10 @@ js() ->
     var pw = W - L - R;
     var X = function (v) { return L + (v - lo) / ((hi - lo) || 1) * pw; };
     var svg = frame(name, W, H);
-    niceTicks(lo, hi, 4).forEach(function (t) {
+    var bt = niceTicks(lo, hi, 4), bstep = bt.length > 1 ? bt[1] - bt[0] : 1;
+    bt.forEach(function (t) {
       svg.appendChild(s('line', { x1: X(t), x2: X(t), y1: T, y2: H - 22, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: X(t), y: H - 8, 'class': 'tick', 'text-anchor': 'middle' }, fmt(t)));
+      svg.appendChild(s('text', { x: X(t), y: H - 8, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, bstep)));
     });
     items.forEach(function (it, i) {
       var y = T + i * rowH;
@@ -311,9 +319,10 @@ js() ->
       g.appendChild(s('path', { d: 'M' + X(st.median) + ',' + (y + 1) + 'v14', 'stroke-width': 2.5 }));
       svg.appendChild(g);
     });
-    niceTicks(e[0], e[1], 5).forEach(function (t) {
+    var dt = niceTicks(e[0], e[1], 5), dstep = dt.length > 1 ? dt[1] - dt[0] : 1;
+    dt.forEach(function (t) {
       if (t < e[0] || t > e[1]) return;
-      svg.appendChild(s('text', { x: X(t), y: H - 6, 'class': 'tick', 'text-anchor': 'middle' }, fmt(t)));
+      svg.appendChild(s('text', { x: X(t), y: H - 6, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
     });
     card.appendChild(legend(items.map(function (it) { return { name: it.label + ' (n=' + it.samples.length + ')', color: it.color }; })));
     done(card, svg);
