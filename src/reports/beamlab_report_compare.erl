@@ -50,22 +50,12 @@ display_rows(#{runs := Runs, rows := Rows, confidence := Conf}) ->
                          || #{label := L} <- Later]),
     {Header, [display_row(R) || R <- Rows]}.
 
-%% @doc A value in its unit, e.g. `57.1 ns', `1.91 ms', `51.2 k msg/s'.
+%% @doc A value in its unit, e.g. `57.1 ns', `1.91 ms', `5120 Ki msg/s'.
 -spec value_text(number() | null, binary()) -> binary().
 value_text(null, _Unit) ->
     <<"-">>;
 value_text(V, Unit) ->
-    Ns = case Unit of
-             <<"ns">> -> V;
-             <<"us">> -> V * 1.0e3;
-             <<"ms">> -> V * 1.0e6;
-             <<"s">> -> V * 1.0e9;
-             _ -> undefined
-         end,
-    case Ns of
-        undefined -> iolist_to_binary([sig(V), [[" ", Unit] || Unit =/= <<>>]]);
-        _ -> iolist_to_binary(beamlab_format_units:duration(Ns))
-    end.
+    unicode:characters_to_binary(beamlab_format_units:value(V, Unit)).
 
 %% Internals
 
@@ -116,23 +106,6 @@ ci_text(_) -> <<"-">>.
 p_text(null) -> <<"-">>;
 p_text(P) when P < 0.001 -> <<"<0.001">>;
 p_text(P) -> iolist_to_binary(io_lib:format("~.3f", [P * 1.0])).
-
-%% Four significant digits with an SI prefix from 10 000 up.
-sig(V) when is_integer(V), abs(V) < 10000 -> integer_to_binary(V);
-sig(V) ->
-    A = abs(V),
-    {Scaled, Prefix} = if A >= 1.0e12 -> {V / 1.0e12, " T"};
-                          A >= 1.0e9 -> {V / 1.0e9, " G"};
-                          A >= 1.0e6 -> {V / 1.0e6, " M"};
-                          A >= 1.0e4 -> {V / 1.0e3, " k"};
-                          true -> {V, ""}
-                       end,
-    iolist_to_binary([significant(Scaled * 1.0, 4), Prefix]).
-
-significant(F, _Digits) when F == 0 -> "0";
-significant(F, Digits) ->
-    Decimals = max(0, Digits - 1 - floor(math:log10(abs(F)))),
-    float_to_list(F, [{decimals, Decimals}, compact]).
 
 legend_text(#{runs := Runs, confidence := Conf}, Opts) ->
     Files = maps:get(files, Opts, [null || _ <- Runs]),

@@ -62,7 +62,11 @@ write(Path, Runs) ->
 -spec write(file:filename_all(), [run()], opts()) -> ok | {error, term()}.
 write(Path, Runs, Opts) ->
     case render(Runs, Opts) of
-        {ok, Html} -> write_atomic(Path, Html);
+        {ok, Html} ->
+            case beamlab_result:write_atomic(Path, Html) of
+                ok -> ok;
+                {error, Reason} -> {error, {write, Path, Reason}}
+            end;
         {error, _} = E -> E
     end.
 
@@ -346,16 +350,3 @@ html_escape(S) ->
 to_bin(B) when is_binary(B) -> B;
 to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8);
 to_bin(L) when is_list(L) -> unicode:characters_to_binary(L).
-
-write_atomic(Path, Data) ->
-    Tmp = lists:concat([unicode:characters_to_list(Path), ".tmp.", os:getpid(), ".",
-                        erlang:unique_integer([positive])]),
-    case file:write_file(Tmp, Data) of
-        ok ->
-            case file:rename(Tmp, Path) of
-                ok -> ok;
-                {error, Reason} -> _ = file:delete(Tmp), {error, {write, Path, Reason}}
-            end;
-        {error, Reason} ->
-            {error, {write, Path, Reason}}
-    end.
