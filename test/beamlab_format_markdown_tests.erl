@@ -9,7 +9,8 @@ table_alignment_test() ->
 escaping_test() ->
     ?assertEqual(<<"a\\|b">>, beamlab_format_markdown:cell(<<"a|b">>)),
     ?assertEqual(<<"one<br>two<br>three">>, beamlab_format_markdown:cell("one\ntwo\r\nthree")),
-    ?assertEqual(<<"c:\\\\x">>, beamlab_format_markdown:cell(<<"c:\\x">>)).
+    ?assertEqual(<<"c:\\\\x">>, beamlab_format_markdown:cell(<<"c:\\x">>)),
+    ?assertEqual(<<"send &lt;tag&gt;">>, beamlab_format_markdown:cell(<<"send <tag>">>)).
 
 explicit_align_test() ->
     ?assertEqual(<<"| x |\n| :-: |\n| y |\n">>,

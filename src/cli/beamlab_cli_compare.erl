@@ -20,7 +20,7 @@ options() ->
               help => "exit 1 when a benchmark is significantly slower than the baseline by more "
                       "than PCT percent"},
             #{name => confidence, long => "confidence", type => percent, default => 95.0,
-              metavar => "PCT", help => "confidence level of intervals and tests (default 95)"}].
+              metavar => "PCT", help => "confidence level of intervals and tests, in percent"}].
 
 %% @doc Examples for `beamlab help compare'.
 -spec usage() -> iodata().
@@ -44,7 +44,7 @@ run(Parsed = #{args := Files}) ->
     Runs = load_runs(Files),
     {ok, Cmp} = beamlab_compare:compare(Runs, #{confidence => Conf}),
     Format = beamlab_output:format(Parsed),
-    io:put_chars(beamlab_report_compare:render(Cmp, Format, #{files => Files})),
+    beamlab_output:put_chars(beamlab_report_compare:render(Cmp, Format, #{files => Files})),
     case beamlab_cli_args:get(fail_if_slower, Parsed) of
         undefined ->
             0;

@@ -1,7 +1,7 @@
 %%% @doc GitHub-flavoured Markdown tables, ready to paste into a pull request.
 %%%
-%%% Cells are escaped so that no value can break the table: `|' is escaped and
-%%% line breaks become `<br>'. Numeric columns are right-aligned.
+%%% Cells are escaped so that no value can break the table: `|' is escaped,
+%%% `<' and `>' become entities and line breaks become `<br>'. Numeric columns are right-aligned.
 -module(beamlab_format_markdown).
 
 -export([table/2, table/3, cell/1]).
@@ -53,5 +53,8 @@ sep(center) -> ":-:".
 escape(B) ->
     B1 = binary:replace(B, <<"\\">>, <<"\\\\">>, [global]),
     B2 = binary:replace(B1, <<"|">>, <<"\\|">>, [global]),
-    B3 = binary:replace(B2, <<"\r\n">>, <<"<br>">>, [global]),
-    binary:replace(B3, [<<"\n">>, <<"\r">>], <<"<br>">>, [global]).
+    %% GitHub would take <tag> for HTML and hide it.
+    B3 = binary:replace(B2, <<"<">>, <<"&lt;">>, [global]),
+    B4 = binary:replace(B3, <<">">>, <<"&gt;">>, [global]),
+    B5 = binary:replace(B4, <<"\r\n">>, <<"<br>">>, [global]),
+    binary:replace(B5, [<<"\n">>, <<"\r">>], <<"<br>">>, [global]).

@@ -196,6 +196,15 @@ js() ->
   // xLabel, yLabel, xTicks (optional [[value, label]]), xMap (optional
   // function to a linear axis), yFromZero.
   function lineChart(parent, opts) {
+    // Gaps (null) in a series are skipped: the line joins its neighbours.
+    opts.series = opts.series.map(function (sr) {
+      var x = [], y = [];
+      for (var i = 0; i < sr.y.length; i++) {
+        if (typeof sr.y[i] === 'number' && typeof sr.x[i] === 'number') { x.push(sr.x[i]); y.push(sr.y[i]); }
+      }
+      return Object.assign({}, sr, { x: x, y: y });
+    }).filter(function (sr) { return sr.x.length > 0; });
+    if (!opts.series.length) return;
     var W = 620, H = 260, L = 58, R = 14, T = 12, B = 40;
     var pw = W - L - R, ph = H - T - B;
     var card = box(opts.title, opts.subtitle);

@@ -27,7 +27,8 @@ render(Cmp, csv, _Opts) ->
 render(Cmp, markdown, Opts) ->
     {Header, Rows} = display_rows(Cmp),
     [legend_md(Cmp, Opts), "\n",
-     beamlab_format_markdown:table(Header, Rows),
+     beamlab_format_markdown:table(Header, Rows, [case I of 1 -> left; _ -> right end
+                                                  || I <- lists:seq(1, length(Header))]),
      [["\n", [["> ", N, "\n"] || N <- maps:get(notes, Cmp)]] || maps:get(notes, Cmp) =/= []],
      env_md(Cmp)];
 render(Cmp, text, Opts) ->

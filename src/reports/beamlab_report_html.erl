@@ -192,7 +192,7 @@ numeric_lists(M, Prefix) ->
     lists:append(
       [case V of
            _ when is_map(V) -> numeric_lists(key_bins(V), <<Prefix/binary, K/binary, ".">>);
-           [_ | _] -> case is_num_list(V) of
+           [_ | _] -> case is_series(V) of
                           true -> [{<<Prefix/binary, K/binary>>, [num(X) || X <- V]}];
                           false -> []
                       end;
@@ -211,18 +211,16 @@ curves(Benchmarks) ->
        || B <- Benchmarks, is_map(B)]).
 
 hist_points(Map) ->
-    try beamlab_stats_hist:from_map(Map) of
+    case beamlab_stats_hist:from_map(Map) of
         {ok, Snap} -> percentile_points(Snap);
-        {error, _} -> [];
-        Snap -> percentile_points(Snap)
-    catch
-        _:_ -> []
+        {error, _} -> []
     end.
 
 percentile_points(Snap) ->
     case beamlab_stats_hist:count(Snap) of
         0 -> [];
-        _ -> [[P, num(beamlab_stats_hist:percentile(Snap, P))] || P <- ?CURVE_PS]
+        _ -> [[P, num(V)] || {P, V} <- lists:zip(?CURVE_PS, beamlab_stats_hist:percentiles(Snap, ?CURVE_PS)),
+                             is_number(V)]
     end.
 
 %% Matrix sweeps: value against scheduler count for each benchmark group,
@@ -309,6 +307,12 @@ key_bins(_) ->
 
 is_num_list([_ | _] = L) -> lists:all(fun erlang:is_number/1, L);
 is_num_list(_) -> false.
+
+%% A time series may have gaps (`null' where a sample lacked the metric).
+is_series([_ | _] = L) ->
+    lists:all(fun(X) -> is_number(X) orelse X =:= null end, L)
+        andalso lists:any(fun erlang:is_number/1, L);
+is_series(_) -> false.
 
 transpose([[] | _]) -> [];
 transpose(Rows) -> [[hd(R) || R <- Rows] | transpose([tl(R) || R <- Rows])].
