@@ -68,8 +68,10 @@ unit_mismatch_test() ->
 
 env_diff_test() ->
     EnvA = #{otp_release => <<"25">>, schedulers => 2, hostname => <<"h">>, now => <<"t1">>,
-             cpu => #{model => <<"X">>}},
-    EnvB = EnvA#{otp_release => <<"26">>, now => <<"t2">>, extra_key => 1},
+             cpu => #{model => <<"X">>}, memory => #{erlang => #{total => 1}},
+             load => #{load1 => 1.5}},
+    EnvB = EnvA#{otp_release => <<"26">>, now => <<"t2">>, extra_key => 1,
+                 memory => #{erlang => #{total => 2}}, load => #{load1 => 3.0}},
     {ok, Cmp} = beamlab_compare:compare([{<<"A">>, result([], EnvA)}, {<<"B">>, result([], EnvB)}]),
     Diff = maps:get(env_diff, Cmp),
     Keys = [K || #{key := K} <- Diff],

@@ -11,8 +11,9 @@ doc() ->
                                     comparison => #{change => -0.125, ci => {-0.2, -0.05},
                                                     p_value => 0.01, verdict => slower}}),
     R1 = beamlab_result:add_benchmarks(R0, [B1, B2]),
-    R1#{env => #{otp_release => <<"25">>, erts_version => <<"13.2">>, emu_flavor => <<"jit">>,
-                 schedulers_online => 2, cpu => #{model => <<"Test CPU">>}},
+    R1#{env => #{otp => #{release => <<"25">>, erts => <<"13.2">>, emu_flavor => <<"jit">>},
+                 schedulers => #{online => 2, total => 2, bind_type => <<"unbound">>},
+                 cpu => #{model => <<"Test CPU">>}, os => #{name => <<"linux">>}},
         finished_at => <<"2026-11-22T03:00:01Z">>}.
 
 csv_columns_and_quoting_test() ->
@@ -37,7 +38,7 @@ markdown_test() ->
     Md = beamlab_output:markdown(beamlab_result:normalize((doc())#{partial => true})),
     [Title, <<>>, Env, <<>>, Head, Sep, Row1, Row2 | _] = binary:split(Md, <<"\n">>, [global]),
     ?assertNotEqual(nomatch, binary:match(Title, <<"partial run">>)),
-    ?assertEqual(<<"OTP 25 · erts 13.2 · jit · 2 schedulers · Test CPU"/utf8>>, Env),
+    ?assertEqual(<<"OTP 25 · erts 13.2 · jit · 2 schedulers · bind unbound · Test CPU · linux"/utf8>>, Env),
     ?assertEqual(<<"| Benchmark | n | Mean | 95% CI | Median | P99 | Change | Verdict |">>, Head),
     ?assertEqual(<<"| --- | --: | --: | --: | --: | --: | --: | --- |">>, Sep),
     ?assertMatch(<<"| ok. | 12 | ", _/binary>>, Row1),

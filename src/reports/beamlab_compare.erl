@@ -19,14 +19,19 @@
 -define(EXPLAINING, [<<"otp">>, <<"release">>, <<"erts">>, <<"flavo">>, <<"jit">>,
                      <<"emu">>, <<"schedul">>, <<"cpu">>, <<"model">>, <<"bind">>,
                      <<"busy">>, <<"sbwt">>, <<"logical">>, <<"core">>, <<"thread">>,
-                     <<"cgroup">>, <<"quota">>, <<"kernel">>, <<"os">>, <<"arch">>,
-                     <<"hostname">>, <<"memory">>, <<"numa">>, <<"governor">>, <<"virt">>]).
-%% Env values that change between any two runs and explain nothing.
+                     <<"cgroup">>, <<"quota">>, <<"kernel">>, <<"os.">>, <<"arch">>,
+                     <<"hostname">>, <<"numa">>, <<"governor">>, <<"virt">>]).
+%% Env values that change between any two runs and explain nothing: the
+%% VM's own memory use, load, collection times, counters; the command line
+%% (its options show under params.*).
+-define(NOISE_PREFIX, [<<"env.memory.erlang">>, <<"env.memory.system.free">>,
+                       <<"env.memory.system.available">>, <<"env.memory.system.cached">>,
+                       <<"env.memory.system.swap_free">>, <<"env.load">>, <<"env.cgroup.stat">>,
+                       <<"env.vm_args.plain_arguments">>, <<"env.notes">>]).
 %% Matched against the last segment of a key; `time' alone would also hide
 %% `timer_resolution', so whole words are used where needed.
--define(NOISE, [<<"date">>, <<"uptime">>, <<"timestamp">>, <<"pid">>, <<"load">>,
-                <<"free">>, <<"available">>, <<"started">>, <<"finished">>, <<"_at">>,
-                <<"now">>, <<"clock">>]).
+-define(NOISE, [<<"date">>, <<"uptime">>, <<"timestamp">>, <<"pid">>, <<"started">>,
+                <<"finished">>, <<"_at">>, <<"now">>, <<"clock">>]).
 -define(NOISE_EXACT, [<<"time">>, <<"t">>, <<"ts">>]).
 
 %% @doc Compare runs at the default 95% confidence.
@@ -240,9 +245,12 @@ explaining(Key) ->
     lists:any(fun(P) -> binary:match(Lower, P) =/= nomatch end, ?EXPLAINING).
 
 noise(Key) ->
-    Last = lists:last(binary:split(string:lowercase(Key), <<".">>, [global])),
+    Lower = string:lowercase(Key),
+    Last = lists:last(binary:split(Lower, <<".">>, [global])),
     lists:member(Last, ?NOISE_EXACT)
-        orelse lists:any(fun(P) -> binary:match(Last, P) =/= nomatch end, ?NOISE).
+        orelse lists:any(fun(P) -> binary:match(Last, P) =/= nomatch end, ?NOISE)
+        orelse lists:any(fun(P) -> binary:longest_common_prefix([Lower, P]) =:= byte_size(P) end,
+                         ?NOISE_PREFIX).
 
 table_row(#{name := Name, unit := Unit, cells := Cells}) ->
     [Name, Unit]

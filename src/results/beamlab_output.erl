@@ -286,29 +286,37 @@ md_row(B) ->
     end.
 
 %% @doc One line describing the machine and VM of a run, e.g.
-%% `OTP 25 · erts 13.2 · jit · 2 schedulers · <CPU model> · <os>'; only
-%% the facts the env report has.
+%% `OTP 25 · erts 13.1.5 · jit · 2 schedulers · bind unbound · AMD EPYC ·
+%% linux · 6.18.44'; only the facts the env report has.
 -spec env_summary(beamlab_result:result()) -> binary().
 env_summary(Result) ->
     Flat = beamlab_compare:flat_env(Result#{params => #{}}),
-    Pick = fun(Patterns) ->
-                   case [V || P <- Patterns, {K, V} <- Flat, V =/= null, V =/= <<>>,
-                              lists:last(binary:split(K, <<".">>, [global])) =:= P] of
+    %% First key ending in one of the suffixes (env reports nest them, e.g.
+    %% env.otp.release; flat spellings are accepted too).
+    Pick = fun(Suffixes) ->
+                   case [V || Suf <- Suffixes, {K, V} <- Flat, V =/= null, V =/= <<>>,
+                              ends_with(K, <<".", Suf/binary>>)] of
                        [First | _] -> First;
                        [] -> undefined
                    end
            end,
-    Parts = [{"OTP ~ts", Pick([<<"otp_release">>, <<"otp">>])},
-             {"erts ~ts", Pick([<<"erts_version">>, <<"erts">>])},
-             {"~ts", Pick([<<"emu_flavor">>, <<"flavor">>, <<"flavour">>])},
-             {"~ts schedulers", Pick([<<"schedulers_online">>, <<"schedulers">>])},
-             {"~ts", Pick([<<"model">>, <<"cpu_model">>, <<"model_name">>])},
-             {"~ts", Pick([<<"os">>, <<"os_type">>, <<"system">>])}],
+    Parts = [{"OTP ~ts", Pick([<<"otp.release">>, <<"otp_release">>])},
+             {"erts ~ts", Pick([<<"otp.erts">>, <<"erts_version">>])},
+             {"~ts", Pick([<<"emu_flavor">>])},
+             {"~ts schedulers", Pick([<<"schedulers.online">>, <<"schedulers_online">>])},
+             {"bind ~ts", Pick([<<"bind_type">>])},
+             {"~ts", Pick([<<"cpu.model">>, <<"cpu_model">>])},
+             {"~ts", Pick([<<"os.name">>])},
+             {"~ts", Pick([<<"os.kernel_version">>])}],
     Text = [io_lib:format(F, [to_text(V)]) || {F, V} <- Parts, V =/= undefined],
     case Text of
         [] -> <<"env: not recorded">>;
         _ -> unicode:characters_to_binary(lists:join(" · ", Text))
     end.
+
+ends_with(Bin, Suffix) ->
+    byte_size(Bin) >= byte_size(Suffix) andalso
+        binary:part(Bin, byte_size(Bin) - byte_size(Suffix), byte_size(Suffix)) =:= Suffix.
 
 to_text(B) when is_binary(B) -> B;
 to_text(I) when is_integer(I) -> integer_to_binary(I);
