@@ -72,16 +72,20 @@ hist_map(#{samples := Samples}) ->
             #{}
     end.
 
-%% Per-second telemetry: total utilisation, run queue, memory, and
-%% per-scheduler utilisation where scheduler 2 collapses half way.
+%% Per-second telemetry in the shape of beamlab_env_telemetry:stop/1
+%% (abridged): utilisation in percent, run queue, memory, and per-scheduler
+%% utilisation where scheduler 2 collapses half way.
 telemetry(Secs, Scheds) ->
     Ts = lists:seq(0, Secs - 1),
-    #{t => Ts,
-      utilisation => [0.5 + 0.4 * math:sin(T / 7) || T <- Ts],
+    #{t_ms => [1000 * T || T <- Ts],
+      interval_ms => 1000,
+      samples => Secs,
+      util => [50 + 40 * math:sin(T / 7) || T <- Ts],
       run_queue => [T rem 5 || T <- Ts],
+      ets_tables => [20 || _ <- Ts],
       memory => #{total => [30000000 + 1000 * T || T <- Ts]},
-      scheduler_utilisation =>
+      util_schedulers =>
           [[case S =:= 2 andalso T > Secs div 2 of
-                true -> 0.02;
-                false -> 0.9 - 0.1 * S / Scheds
+                true -> 2.0;
+                false -> 90 - 10 * S / Scheds
             end || S <- lists:seq(1, Scheds)] || T <- Ts]}.

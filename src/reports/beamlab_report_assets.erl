@@ -59,6 +59,8 @@ table.only-diff tbody tr:not(.differs) { display: none; }
 .finding p { margin: 4px 0 0; }
 .advice { color: #065f46; }
 label { font-size: 12.5px; width: 100%; }
+details.more { width: 100%; }
+details.more summary { cursor: pointer; color: var(--muted); font-size: 12.5px; margin: 4px 0 10px; }
 "/utf8>>.
 
 %% @doc The drawing code.
@@ -108,10 +110,15 @@ js() ->
     if (a === 0) return '0';
     var units = [[1e12, 1e12, 'T'], [1e9, 1e9, 'G'], [1e6, 1e6, 'M'], [1e4, 1e3, 'k']];
     for (var i = 0; i < units.length; i++) {
-      if (a >= units[i][0]) return trim((v / units[i][1]).toPrecision(p)) + units[i][2];
+      if (a >= units[i][0]) return prec(v / units[i][1], p) + units[i][2];
     }
-    if (a >= 1e-3) return trim(v.toPrecision(p));
+    if (a >= 1e-3) return prec(v, p);
     return v.toExponential(2);
+  }
+  // toPrecision switches to exponents when the integer part is longer.
+  function prec(v, p) {
+    var digits = Math.floor(Math.log(Math.abs(v)) / Math.LN10) + 1;
+    return digits >= p ? String(Math.round(v)) : trim(v.toPrecision(p));
   }
   // Tick labels need enough digits to tell neighbouring ticks apart.
   function fmtTick(t, step) {
@@ -243,7 +250,7 @@ js() ->
       var attrs = { d: path, fill: 'none', stroke: sr.color, 'stroke-width': 1.5 };
       if (sr.dash) attrs['stroke-dasharray'] = '5,4';
       svg.appendChild(s('path', attrs));
-      if (sr.markers) {
+      if (sr.markers || d.x.length <= 3) {
         for (var j = 0; j < sr.x.length; j++) {
           svg.appendChild(s('circle', { cx: X(sr.x[j]), cy: Y(sr.y[j]), r: 3, fill: sr.color }));
         }
@@ -460,15 +467,40 @@ js() ->
       if (items.length) distChart(d, grp.name + ' (' + grp.entries[0].item.unit + ')', items);
     });
   }
+  // The series people look at first; the rest of the telemetry is drawn
+  // on demand under a closed <details>, which keeps long reports fast.
+  var PRIMARY = /^rates[.]|^util$|^util_dirty|^run_queue$|^processes$|^memory[.]total$|reductions_per_s|scheduler_busy_cores|steal_pct|machine_cpu_pct|throttled|monitor_cost_pct/;
   function series() {
     var groups = byName(function (r) { return r.series; });
     if (!groups.length) return;
-    var g = section('timeline', 'Over time', 'Telemetry and per-second series; long series are reduced to min/max per pixel column.');
-    groups.forEach(function (grp) {
-      lineChart(g, { title: grp.name, xLabel: 'seconds', series: grp.entries.map(function (e) {
+    var g = section('timeline', 'Over time', 'Telemetry and per-second series; long series are reduced to first/min/max/last per pixel column.');
+    var draw = function (parent, grp) {
+      lineChart(parent, { title: grp.name, xLabel: 'seconds', series: grp.entries.map(function (e) {
         return { name: e.run.label + ' (' + e.item.y.length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y };
       }) });
+    };
+    var flat = function (grp) {
+      var vals = [];
+      grp.entries.forEach(function (e) { e.item.y.forEach(function (v) { if (typeof v === 'number') vals.push(v); }); });
+      return vals.every(function (v) { return v === vals[0]; });
+    };
+    var primary = groups.filter(function (grp) {
+      return grp.entries[0].item.source !== 'telemetry' || (PRIMARY.test(grp.name) && !flat(grp));
     });
+    var rest = groups.filter(function (grp) { return primary.indexOf(grp) < 0; });
+    primary.forEach(function (grp) { draw(g, grp); });
+    if (rest.length) {
+      var more = h('details', { 'class': 'more' }, [h('summary', {}, ['More telemetry (' + rest.length + ' series): ' +
+                                                         rest.map(function (grp) { return grp.name; }).join(', ')])]);
+      var inner = h('div', { 'class': 'grid' });
+      more.appendChild(inner);
+      more.addEventListener('toggle', function () {
+        if (!more.open || inner.childNodes.length) return;
+        try { rest.forEach(function (grp) { draw(inner, grp); }); } catch (e) { noteError('more telemetry: ' + e.message); }
+        document.body.setAttribute('data-charts-rendered', String(rendered));
+      });
+      g.appendChild(more);
+    }
   }
   function curves() {
     var groups = byName(function (r) { return r.curves; });
