@@ -27,8 +27,8 @@ render(Cmp, csv, _Opts) ->
 render(Cmp, markdown, Opts) ->
     {Header, Rows} = display_rows(Cmp),
     [legend_md(Cmp, Opts), "\n",
-     beamlab_format_markdown:table(Header, Rows, [case I of 1 -> left; _ -> right end
-                                                  || I <- lists:seq(1, length(Header))]),
+     beamlab_format_markdown:table(Header, Rows, [left | [case H of <<"verdict">> -> left; _ -> right end
+                                                         || H <- tl(Header)]]),
      [["\n", [["> ", N, "\n"] || N <- maps:get(notes, Cmp)]] || maps:get(notes, Cmp) =/= []],
      env_md(Cmp)];
 render(Cmp, text, Opts) ->
@@ -112,9 +112,12 @@ legend_text(#{runs := Runs, confidence := Conf}, Opts) ->
     Files = maps:get(files, Opts, [null || _ <- Runs]),
     ["runs (", maps:get(label, hd(Runs)), " is the baseline; ",
      io_lib:format("~b", [round(Conf * 100)]), "% confidence; ~ = no significant difference):\n",
-     [["  ", L, "  ", file_text(F), "  ", to_bin(K), "  ", to_bin(S),
-       [[" (partial: interrupted run)"] || P], "\n"]
-      || {#{label := L, kind := K, started_at := S, partial := P}, F} <- lists:zip(Runs, Files)]].
+     beamlab_format_table:render([<<>>, <<>>, <<>>, <<>>, <<>>],
+                                 [[L, file_text(F), to_bin(K), to_bin(S),
+                                   case P of true -> <<"partial: interrupted run">>; false -> <<>> end]
+                                  || {#{label := L, kind := K, started_at := S, partial := P}, F}
+                                         <- lists:zip(Runs, Files)],
+                                 #{indent => 2, header => false, align => [left, left, left, left, left]})].
 
 legend_md(#{runs := Runs}, Opts) ->
     Files = maps:get(files, Opts, [null || _ <- Runs]),
