@@ -26,7 +26,7 @@ section { margin-top: 22px; }
 h2 { font-size: 17px; margin: 0 0 6px; border-bottom: 2px solid var(--line); padding-bottom: 4px; }
 .grid { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
 .card { margin: 0; background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; box-shadow: 0 1px 2px rgba(0,0,0,.04); }
-.card figcaption { font-weight: 600; margin-bottom: 2px; word-break: break-all; max-width: 620px; }
+.card figcaption { font-weight: 600; margin-bottom: 2px; word-break: break-all; max-width: 560px; }
 .muted { color: var(--muted); font-size: 12px; }
 svg.chart { display: block; font-size: 11px; }
 svg .grid { stroke: #eef0f3; }
@@ -212,7 +212,7 @@ js() ->
       return Object.assign({}, sr, { x: x, y: y });
     }).filter(function (sr) { return sr.x.length > 0; });
     if (!opts.series.length) return;
-    var W = 620, H = 260, L = 58, R = 14, T = 12, B = 40;
+    var W = 560, H = 240, L = 58, R = 14, T = 12, B = 40;
     var pw = W - L - R, ph = H - T - B;
     var card = box(opts.title, opts.subtitle);
     var xm = opts.xMap || function (v) { return v; };
@@ -349,13 +349,17 @@ js() ->
   // time averaged into at most one bucket per pixel column.
   function heatmap(parent, run, hm) {
     var rows = hm.z.length, n = hm.t.length;
-    var L = 44, W = 620, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
+    var L = 44, W = 560, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
     var pw = W - L - 10, H = rows * cellH + 30;
     var maxV = 0;
     hm.z.forEach(function (r) { r.forEach(function (v) { if (v > maxV) maxV = v; }); });
-    var scale = maxV > 1.0001 ? 100 : 1;
+    // Utilisation is a fraction or a percentage; other per-scheduler data
+    // (run queue lengths) is scaled to its own maximum.
+    var util = /util/.test(hm.name);
+    var scale = util ? (maxV > 1.0001 ? 100 : 1) : Math.max(1, maxV);
     var cols = Math.min(n, pw);
-    var card = box(run.label + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; dark = busy. A row going pale while others stay dark is a collapse.');
+    var card = box(run.label + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; ' +
+                   (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'));
     var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap' });
     var ctx = cv.getContext('2d');
     ctx.font = '11px sans-serif';
@@ -380,7 +384,8 @@ js() ->
     ctx.fillText(fmt(lastT) + ' s', L + pw - 40, H - 8);
     card.appendChild(cv);
     rendered++;
-    card.appendChild(h('div', { 'class': 'ramp' }, ['0% ', h('span', { style: 'background:linear-gradient(90deg,' + [0, 0.25, 0.5, 0.75, 1].map(ramp).join(',') + ')' }), ' 100%']));
+    card.appendChild(h('div', { 'class': 'ramp' }, [util ? '0% ' : '0 ', h('span', { style: 'background:linear-gradient(90deg,' + [0, 0.25, 0.5, 0.75, 1].map(ramp).join(',') + ')' }),
+                                                    util ? ' 100%' : ' ' + fmt(scale)]));
     parent.appendChild(card);
   }
   function ramp(u) {
