@@ -57,7 +57,7 @@ too_few_samples_test() ->
     ?assert(lists:any(fun(N) -> binary:match(N, <<"too few samples">>) =/= nomatch end,
                       maps:get(notes, Cmp))),
     {_, [TableRow]} = beamlab_compare:to_rows(Cmp),
-    ?assertEqual(<<"too few samples">>, lists:last(TableRow)).
+    ?assertEqual(<<"too_few_samples">>, lists:last(TableRow)).
 
 unit_mismatch_test() ->
     A = result([bench(<<"a">>, base())]),
@@ -84,10 +84,13 @@ three_runs_and_table_test() ->
     {ok, Cmp} = beamlab_compare:compare(Runs),
     {Header, [Row]} = beamlab_compare:to_rows(Cmp),
     ?assertEqual(length(Header), length(Row)),
-    ?assertEqual(2 + 3 * 3 + 2 * 4, length(Header)),
+    ?assertEqual(2 + 3 * 3 + 2 * 5, length(Header)),
     ?assert(lists:member(<<"B vs A">>, Header)),
     ?assert(lists:member(<<"C vs A">>, Header)),
-    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(15, Row), lists:nth(19, Row)]).
+    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(16, Row), lists:nth(21, Row)]),
+    %% Change and CI bounds are plain fractions for CSV and the HTML page.
+    [Change, Lo, Hi] = lists:sublist(Row, 12, 3),
+    ?assert(Lo < Change andalso Change < Hi andalso abs(Change - 0.3) < 1.0e-9).
 
 needs_two_runs_test() ->
     ?assertEqual({error, {too_few_runs, 1}}, beamlab_compare:compare([{<<"A">>, result([])}])),

@@ -56,7 +56,7 @@ run(Parsed = #{args := Files}) ->
                     io:format(standard_error, "beamlab: ~b benchmark(s) significantly slower by more "
                               "than ~ts%: ~ts~n",
                               [length(Slower), beamlab_format_units:number(Pct),
-                               lists:join(", ", [io_lib:format("~ts (~ts +~.1f%)", [N, L, P])
+                               lists:join(", ", [io_lib:format("~ts (~ts: ~.1f% worse)", [N, L, P])
                                                  || {N, L, P} <- Slower])]),
                     1
             end

@@ -77,15 +77,19 @@ worse_by(_, _) -> 0.0.
 
 %% @doc The comparison as a table: a header and one row per benchmark, cells
 %% as plain values (binaries, numbers, `null'), shared by every format.
-%% Columns: name, unit, then per run its mean and CI half-width (relative),
-%% n, and for each later run the change, its CI, p-value and verdict.
+%% Columns: name, unit, then per run its mean, CI half-width (percent of
+%% the mean) and n, and for each later run the change and its CI bounds
+%% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
+%% `slower', `no_difference', `too_few_samples', `unit_mismatch',
+%% `no_baseline', `missing').
 -spec to_rows(comparison()) -> {[binary()], [[binary() | number() | null]]}.
 to_rows(#{runs := Runs, rows := Rows}) ->
     [#{label := Base} | Later] = Runs,
     Header = [<<"name">>, <<"unit">>]
         ++ lists:append([[<<L/binary, " mean">>, <<L/binary, " ±%"/utf8>>, <<L/binary, " n">>]
                          || #{label := L} <- Runs])
-        ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI">>, <<"p">>, <<"verdict">>]
+        ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI low">>, <<"CI high">>, <<"p">>,
+                          <<"verdict">>]
                          || #{label := L} <- Later]),
     {Header, [table_row(R) || R <- Rows]}.
 
@@ -260,32 +264,18 @@ table_row(#{name := Name, unit := Unit, cells := Cells}) ->
 own_cols(#{present := false}) -> [null, null, null];
 own_cols(#{mean := Mean, ci_mean := CI, n := N}) -> [Mean, rel_halfwidth(Mean, CI), N].
 
-change_cols(#{present := false}) -> [null, null, null, <<"missing">>];
+change_cols(#{present := false}) -> [null, null, null, null, <<"missing">>];
 change_cols(#{verdict := V} = C) ->
-    [maps:get(change, C, null), ci_text(maps:get(ci, C, null)), maps:get(p_value, C, null),
-     verdict_text(V)];
-change_cols(_) -> [null, null, null, null].
+    {Lo, Hi} = case maps:get(ci, C, null) of
+                   [L, H] -> {L, H};
+                   _ -> {null, null}
+               end,
+    [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), atom_to_binary(V, utf8)];
+change_cols(_) -> [null, null, null, null, null].
 
 rel_halfwidth(Mean, [Lo, Hi]) when is_number(Mean), Mean /= 0 ->
     100 * (Hi - Lo) / 2 / abs(Mean);
 rel_halfwidth(_, _) -> null.
-
-ci_text([Lo, Hi]) when is_number(Lo), is_number(Hi) ->
-    fmt("[~ts, ~ts]", [pct(Lo), pct(Hi)]);
-ci_text(_) -> null.
-
-pct(F) -> iolist_to_binary(io_lib:format("~s~.1f%", [sign(F), 100 * F])).
-
-sign(F) when F >= 0 -> "+";
-sign(_) -> "".
-
-verdict_text(faster) -> <<"faster">>;
-verdict_text(slower) -> <<"slower">>;
-verdict_text(no_difference) -> <<"~ (no significant difference)">>;
-verdict_text(too_few_samples) -> <<"too few samples">>;
-verdict_text(unit_mismatch) -> <<"units differ">>;
-verdict_text(no_baseline) -> <<"no baseline">>;
-verdict_text(Other) -> to_bin(Other).
 
 jsonable({A, B}) -> [jsonable(A), jsonable(B)];
 jsonable(L) when is_list(L) -> [jsonable(X) || X <- L];

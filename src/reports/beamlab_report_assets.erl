@@ -412,10 +412,13 @@ js() ->
         }));
       }))]);
   }
+  var VERDICTS = { no_difference: '~ (no significant difference)', too_few_samples: 'too few samples',
+                   unit_mismatch: 'units differ', no_baseline: 'no baseline' };
   function cellText(v, head) {
     if (v === null || v === undefined) return '-';
+    if (head === 'verdict') return VERDICTS[v] || v;
     if (typeof v !== 'number') return v;
-    if (/ vs /.test(head)) return pct(v);
+    if (/ vs |^CI /.test(head)) return pct(v);
     if (head === 'p') return v < 0.001 ? '<0.001' : v.toFixed(3);
     if (/%$/.test(head)) return PM + v.toFixed(1) + '%';
     return fmt(v);
