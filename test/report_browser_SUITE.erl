@@ -53,7 +53,7 @@ every_kind_renders(Config) ->
     ?assertEqual(10, count(Dom, <<"class=\"errorbar\"">>)),
     [?assertNotEqual(nomatch, binary:match(Dom, <<"<section id=\"", Id/binary, "\"">>), Id)
      || Id <- [<<"runs">>, <<"compare">>, <<"results">>, <<"distributions">>, <<"timeline">>,
-               <<"schedulers">>, <<"scaling">>, <<"env">>, <<"findings">>]],
+               <<"percentiles">>, <<"schedulers">>, <<"scaling">>, <<"env">>, <<"findings">>]],
     ?assertNotEqual(nomatch, binary:match(Dom, <<"partial</span>">>)),
     %% Names with quotes and markup arrive as text, never as markup.
     ?assertNotEqual(nomatch, binary:match(Dom, <<"send_\"quoted\", &lt;tag&gt;">>)),
