@@ -64,7 +64,13 @@ every_kind_renders(Config) ->
     ok.
 
 single_run_renders(Config) ->
-    {Body, Dom} = render(Config, "one.html", [{<<"only">>, beamlab_results_fixtures:result(<<"bench">>)}]),
+    %% With a failed benchmark (no samples, no stats) beside a measured one.
+    R0 = beamlab_results_fixtures:result(<<"bench">>),
+    Failed = #{name => <<"crashed">>, group => <<"bench">>, metric => <<"time">>, unit => <<"ns">>,
+               better => <<"lower">>, samples => [], params => #{}, counters => #{},
+               extra => #{error => <<"badarith">>}},
+    R = R0#{benchmarks := maps:get(benchmarks, R0) ++ [Failed]},
+    {Body, Dom} = render(Config, "one.html", [{<<"only">>, R}]),
     ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
     ?assert(binary_to_integer(attr(Body, <<"data-charts-rendered">>)) >= 3),
     %% One run: nothing to compare against.

@@ -463,7 +463,10 @@ js() ->
     var g = section('results', 'Results', 'Mean of each benchmark with its confidence interval (error bar).');
     groups.forEach(function (grp) {
       var first = grp.entries[0].item;
-      barChart(g, grp.name, grp.entries.map(function (e) {
+      // A benchmark that failed has no statistics: nothing to draw.
+      var measured = grp.entries.filter(function (e) { return typeof e.item.stats.mean === 'number'; });
+      if (!measured.length) return;
+      barChart(g, grp.name, measured.map(function (e) {
         return { label: e.run.label + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
       }), first.unit, first.better);
     });
