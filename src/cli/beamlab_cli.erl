@@ -19,6 +19,9 @@
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
 -spec main([string()]) -> no_return().
 main(Argv) ->
+    %% An escript's standard output starts as latin1: µ, ± and sparklines
+    %% would be mangled.
+    ok = io:setopts(standard_io, [{encoding, unicode}]),
     beamlab_cli_signal:install(),
     put(beamlab_argv, Argv),
     {Code, _} = run_command(Argv),
