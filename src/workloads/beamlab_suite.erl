@@ -143,7 +143,7 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
             {[], {error, format_error(R)}};
         {ok, Where} ->
             (maps:get(progress, Opts))({point_start, Name, #{isolated => Where =/= local}}),
-            case start_vm(Where) of
+            case start_vm(Where, Mod) of
                 {ok, Node, Peer} ->
                     try
                         {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
@@ -194,11 +194,11 @@ available_memory() ->
             unknown
     end.
 
-start_vm(local) -> {ok, node(), none};
-start_vm({isolated, Need}) ->
+start_vm(local, _Mod) -> {ok, node(), none};
+start_vm({isolated, Need}, Mod) ->
     %% The VM rounds +P up to a power of two; ask for twice the need.
     Limit = integer_to_list(max(2 * Need, 1048576)),
-    case beamlab_suite_dist:start_peer(#{args => ["+P", Limit]}) of
+    case beamlab_suite_dist:start_peer(#{args => ["+P", Limit], modules => [Mod]}) of
         {ok, Peer, Node} -> {ok, Node, Peer};
         {error, R} -> {error, {isolated_vm, R}}
     end.
@@ -241,6 +241,15 @@ stop_worker(Pid, MRef) ->
     exit(Pid, kill),
     receive {'DOWN', MRef, process, Pid, _} -> ok end.
 
+stage_error(_Mod, Stage, {crashed, {Class, Reason, Stack}}) ->
+    Where = case Stack of
+                [{M, F, A, Loc} | _] ->
+                    Arity = if is_list(A) -> length(A); true -> A end,
+                    io_lib:format(" in ~s:~s/~b (line ~p)",
+                                  [M, F, Arity, proplists:get_value(line, Loc, '?')]);
+                _ -> ""
+            end,
+    io_lib:format("~s crashed: ~s:~0P~s", [Stage, Class, Reason, 12, Where]);
 stage_error(_Mod, Stage, {crashed, Reason}) ->
     io_lib:format("~s crashed: ~0P", [Stage, Reason, 12]);
 stage_error(Mod, Stage, Reason) ->

@@ -28,9 +28,10 @@ ensure_distributed() ->
     end.
 
 %% @doc Start a peer VM on this host, linked to the caller, connected over
-%% distribution, with every beamlab module loaded. `args' are extra
-%% emulator flags, e.g. `["+P", "2097152"]'.
--spec start_peer(#{args => [string()]}) -> {ok, pid(), node()} | {error, term()}.
+%% distribution, with every beamlab module and `modules' (e.g. a user's
+%% workload) loaded. `args' are extra emulator flags, e.g. `["+P", "2097152"]'.
+-spec start_peer(#{args => [string()], modules => [module()]}) ->
+          {ok, pid(), node()} | {error, term()}.
 start_peer(Opts) ->
     case ensure_distributed() of
         ok ->
@@ -39,7 +40,8 @@ start_peer(Opts) ->
                                   host => "127.0.0.1", longnames => true,
                                   args => Args, wait_boot => 60000}) of
                 {ok, Peer, Node} ->
-                    case load_modules(Node, beamlab_modules()) of
+                    case load_modules(Node, lists:usort(beamlab_modules() ++
+                                                       maps:get(modules, Opts, []))) of
                         ok -> {ok, Peer, Node};
                         {error, _} = E -> peer:stop(Peer), E
                     end;

@@ -1,0 +1,262 @@
+%% Common Test suite of the workload suite: every workload's definition
+%% (counts, conservation, parameters honoured) through beamlab_suite, the
+%% harness (isolation VM, timeout, interrupt, failures) and the CLI through
+%% the built ./beamlab.
+-module(suite_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
+-export([fib/1, spawn_variants/1, skynet/1, send/1, ping_pong_local/1,
+         ping_pong_peer/1, ring_hops/1, thread_ring/1, big/1, bang/1,
+         message_load_conservation/1, selective_receive_shapes/1,
+         selective_receive_asm/1, serialization/1, ets/1, gen_server/1,
+         failed_check_reported/1, isolated_vm_for_process_limit/1,
+         not_enough_memory/1, repetition_timeout/1, interrupt_partial/1,
+         crash_reported/1]).
+
+all() -> [{group, workloads}, {group, harness}].
+
+groups() ->
+    [{workloads, [], [fib, spawn_variants, skynet, send, ping_pong_local,
+                      ping_pong_peer, ring_hops, thread_ring, big, bang,
+                      message_load_conservation, selective_receive_shapes,
+                      selective_receive_asm, serialization, ets, gen_server]},
+     {harness, [], [failed_check_reported, isolated_vm_for_process_limit,
+                    not_enough_memory, repetition_timeout, interrupt_partial,
+                    crash_reported]}].
+
+init_per_suite(Config) ->
+    Dir = ?config(priv_dir, Config),
+    ok = compile_user_workloads(Dir),
+    true = code:add_patha(Dir),
+    [{workload_dir, Dir} | Config].
+
+end_per_suite(_Config) -> ok.
+
+%% Runs workload Name with textual overrides, returns the benchmarks.
+run(Name, Params) -> run(Name, Params, #{repeat => 1, warmup => false}).
+
+run(Name, Params, Opts) ->
+    {ok, Plan} = beamlab_suite:plan([Name], quick, #{list_to_binary(Name) => Params}),
+    {ok, Doc} = beamlab_suite:run(Plan, Opts),
+    ?assertEqual([], maps:get(failures, maps:get(extra, Doc))),
+    maps:get(benchmarks, Doc).
+
+ok_check(#{extra := #{check := C}}) -> ?assertEqual(<<"ok">>, C).
+
+fib(_) ->
+    [B] = run("fib", #{n => ["20"]}),
+    ok_check(B),
+    %% fib(20) makes 2*fib(21)-1 calls.
+    ?assertEqual(#{calls => 2 * 10946 - 1}, maps:get(counters, B)),
+    ?assertMatch(#{unit := <<"ms">>, params := #{<<"n">> := 20}}, B).
+
+spawn_variants(_) ->
+    Bs = run("spawn", #{n => ["500"]}),
+    ?assertEqual([<<"spawn[variant=plain]">>, <<"spawn[variant=link]">>,
+                  <<"spawn[variant=monitor]">>], [N || #{name := N} <- Bs]),
+    [begin ok_check(B),
+           ?assertEqual(#{spawned => 500, finished => 500}, maps:get(counters, B))
+     end || B <- Bs].
+
+skynet(_) ->
+    [B] = run("skynet", #{size => ["1000"]}),
+    ok_check(B),
+    ?assertEqual(#{processes => 1111, sum => 499500}, maps:get(counters, B)).
+
+send(_) ->
+    [B] = run("send", #{n => ["1234"]}),
+    ok_check(B),
+    ?assertEqual(#{sent => 1234, received => 1234}, maps:get(counters, B)).
+
+ping_pong_local(_) ->
+    Bs = run("ping_pong", #{n => ["300"], size => ["0", "100"], payload => ["list", "binary"]}),
+    ?assertEqual(4, length(Bs)),
+    [begin ok_check(B),
+           ?assertEqual(#{sent => 300, received => 300, ponged => 300}, maps:get(counters, B))
+     end || B <- Bs],
+    ?assertEqual(<<"ping_pong[size=100,payload=binary]">>, maps:get(name, lists:last(Bs))).
+
+ping_pong_peer(_) ->
+    [B] = run("ping_pong", #{n => ["200"], size => ["10"], payload => ["list"], vm => ["peer"]}),
+    ok_check(B),
+    ?assertEqual(#{sent => 200, received => 200, ponged => 200}, maps:get(counters, B)),
+    ?assertMatch(#{<<"vm">> := <<"peer">>}, maps:get(params, B)).
+
+ring_hops(_) ->
+    Bs = run("ring", #{n => ["1", "7", "100"], m => ["3"]}),
+    Hops = [C || #{metric := <<"hop">>, counters := C} <- Bs],
+    ?assertEqual([#{processes => 1, hops => 3}, #{processes => 7, hops => 21},
+                  #{processes => 100, hops => 300}], Hops),
+    [ok_check(B) || B <- Bs],
+    %% creation is reported as its own benchmark
+    ?assertEqual([<<"ring[n=1]/create">>, <<"ring[n=7]/create">>, <<"ring[n=100]/create">>],
+                 [N || #{metric := <<"create">>, name := N} <- Bs]).
+
+thread_ring(_) ->
+    [B] = run("thread_ring", #{n => ["503"], token => ["1000"]}),
+    ok_check(B),
+    ?assertEqual(#{hops => 1000, winner => 1000 rem 503 + 1}, maps:get(counters, B)).
+
+big(_) ->
+    [B] = run("big", #{n => ["10"], m => ["30"]}),
+    ok_check(B),
+    ?assertEqual(#{pings_sent => 300, pings_answered => 300, pongs_received => 300},
+                 maps:get(counters, B)).
+
+bang(_) ->
+    [B] = run("bang", #{senders => ["7"], m => ["50"]}),
+    ok_check(B),
+    ?assertEqual(#{sent => 350, received => 350}, maps:get(counters, B)).
+
+message_load_conservation(_) ->
+    Bs = run("message_load", #{procs => ["8"], wait => ["2"], warmup => ["100"],
+                               duration => ["1200"]}),
+    [Good | Secondary] = Bs,
+    ok_check(Good),
+    ?assertEqual([<<"flushput">>, <<"latency_mean">>, <<"latency_p99">>],
+                 [M || #{metric := M} <- Secondary]),
+    #{sent := S, received := R, flushed := F, in_flight := I,
+      measured_received := MR} = maps:get(counters, Good),
+    ?assertEqual(S, R + F + I),
+    ?assert(MR > 0 andalso MR =< R),
+    #{latency_us := Lat, series := Series} = maps:get(extra, Good),
+    ?assertEqual(MR, maps:get(count, Lat)),
+    #{p50 := P50, p99 := P99, max := Max} = Lat,
+    ?assert(P50 =< P99 andalso P99 =< Max),
+    %% 1.2 s measured: two per-second points, summing to the measured goodput
+    ?assertEqual([1, 2], [Sec || #{second := Sec} <- Series]),
+    ?assertEqual(MR, lists:sum([G || #{goodput := G} <- Series])).
+
+selective_receive_shapes(_) ->
+    Bs = run("selective_receive", #{queued => ["3000"], k => ["200"]}),
+    [Fresh, Opaque] = Bs,
+    [begin ok_check(B),
+           ?assertEqual(#{received => 200, queued => 3000}, maps:get(counters, B))
+     end || B <- Bs],
+    ?assertEqual(<<"selective_receive[ref=fresh]">>, maps:get(name, Fresh)),
+    ?assertEqual(<<"selective_receive[ref=opaque]">>, maps:get(name, Opaque)).
+
+%% The optimisation is a compile-time transformation: the fresh shape must
+%% carry receive-marker instructions, the opaque shape must not.
+selective_receive_asm(_) ->
+    Src = filename:join([code:lib_dir(beamlab), "src", "workloads",
+                         "beamlab_workload_selective_receive.erl"]),
+    Src1 = case filelib:is_regular(Src) of
+               true -> Src;
+               false -> proplists:get_value(source, beamlab_workload_selective_receive:module_info(compile))
+           end,
+    {ok, _, {_, _, _, Asm, _}} = compile:file(Src1, ['S', binary, return_errors]),
+    Markers = fun(Name) ->
+                      [Code] = [C || {function, N, 3, _, C} <- Asm, N =:= Name],
+                      [I || I <- Code, is_tuple(I),
+                            lists:member(element(1, I), [recv_marker_reserve, recv_marker_bind,
+                                                         recv_marker_use])]
+              end,
+    ?assertMatch([_, _, _], lists:usort([element(1, I) || I <- Markers(fresh_loop)])),
+    ?assertEqual([], Markers(opaque_loop)).
+
+serialization(_) ->
+    Bs = run("serialization", #{k => ["3"], compressed => ["0", "6"], term => ["map_of_lists"]}),
+    [Plain, Compressed] = Bs,
+    [ok_check(B) || B <- Bs],
+    #{encoded_bytes := S0} = maps:get(counters, Plain),
+    #{encoded_bytes := S6} = maps:get(counters, Compressed),
+    ?assertEqual(byte_size(term_to_binary(beamlab_workload_serialization:term(map_of_lists),
+                                          [{minor_version, 1}])), S0),
+    ?assert(S6 < S0).
+
+ets(_) ->
+    Bs = run("ets", #{readers => ["3"], writers => ["2"], ops => ["400"], keys => ["50"]}),
+    ?assertEqual(4, length(Bs)),
+    [begin ok_check(B),
+           ?assertEqual(#{lookups => 1200, found => 1200, inserts => 800}, maps:get(counters, B))
+     end || B <- Bs].
+
+gen_server(_) ->
+    [B] = run("gen_server", #{clients => ["5"], calls => ["40"]}),
+    ok_check(B),
+    ?assertEqual(#{calls => 200, replies => 200, handled => 200}, maps:get(counters, B)).
+
+%% --- harness -------------------------------------------------------------
+
+failed_check_reported(_) ->
+    [B] = run("suite_test_workload", #{mode => ["bad_check"]}),
+    ?assertEqual(<<"failed: answer: expected 42, got 41">>, maps:get(check, maps:get(extra, B))).
+
+isolated_vm_for_process_limit(_) ->
+    Limit = erlang:system_info(process_limit),
+    [B] = run("suite_test_workload", #{mode => ["ok"], procs => [integer_to_list(Limit + 1000)]}),
+    #{process_limit := L, node := N} = maps:get(counters, B),
+    ?assert(L > Limit),
+    ?assertNotEqual(atom_to_binary(node()), N).
+
+not_enough_memory(_) ->
+    {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
+                                    #{<<"suite_test_workload">> => #{procs => ["100000000000"]}}),
+    {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
+    [#{name := <<"suite_test_workload">>, error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    ?assertMatch({match, _}, re:run(Msg, "^needs about \\d+ MB for 100000010000 processes "
+                                         "but only \\d+ MB of memory is available$")),
+    ?assertEqual([], maps:get(benchmarks, Doc)).
+
+repetition_timeout(_) ->
+    {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
+                                    #{<<"suite_test_workload">> => #{mode => ["sleep"]}}),
+    {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 3, timeout => 300}),
+    [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    ?assertEqual(<<"a repetition took longer than the timeout (0 s)">>, Msg).
+
+interrupt_partial(_) ->
+    {ok, Plan} = beamlab_suite:plan(["fib", "suite_test_workload"], quick,
+                                    #{<<"fib">> => #{n => ["10"]},
+                                      <<"suite_test_workload">> => #{mode => ["sleep"]}}),
+    Self = self(),
+    Progress = fun({point_start, <<"suite_test_workload">>, _}) -> Self ! started;
+                  (_) -> ok end,
+    Runner = spawn(fun() ->
+                           Self ! {doc, beamlab_suite:run(Plan, #{repeat => 2, progress => Progress})}
+                   end),
+    receive started -> ok end,
+    Runner ! {beamlab_interrupt, sigterm},
+    {ok, Doc} = receive {doc, D} -> D after 10000 -> error(no_result) end,
+    ?assertEqual(true, maps:get(partial, Doc)),
+    ?assertEqual([<<"fib">>], [N || #{name := N} <- maps:get(benchmarks, Doc)]).
+
+crash_reported(_) ->
+    {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
+                                    #{<<"suite_test_workload">> => #{mode => ["crash"]}}),
+    {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
+    [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    ?assertMatch({match, _}, re:run(Msg, "^run crashed: error:\\{badmatch,41\\} in suite_test_workload:run/2 \\(line 14\\)$")).
+
+%% A user workload (not in beamlab) used by the harness and CLI tests.
+compile_user_workloads(Dir) ->
+    Src = filename:join(Dir, "suite_test_workload.erl"),
+    ok = file:write_file(Src, user_workload_source()),
+    {ok, suite_test_workload} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    ok.
+
+user_workload_source() ->
+    <<"-module(suite_test_workload).\n"
+      "-export([info/0, params/0, setup/1, run/2, teardown/1, processes/1]).\n"
+      "info() -> #{name => <<\"suite_test_workload\">>, summary => <<\"test workload\">>,\n"
+      "            definition => <<\"answers 42\">>, unit => <<\"us\">>, better => lower,\n"
+      "            checks => <<\"the answer is 42\">>}.\n"
+      "params() -> [#{key => mode, default => ok, full => ok,\n"
+      "               type => {enum, [ok, bad_check, sleep, crash]}, help => <<\"behaviour\">>},\n"
+      "             #{key => procs, default => 1, full => 1, type => pos_integer,\n"
+      "               help => <<\"claimed peak processes\">>}].\n"
+      "processes(#{procs := P}) -> P.\n"
+      "setup(_) -> {ok, none}.\n"
+      "run(none, #{mode := Mode}) ->\n"
+      "    Answer = case Mode of bad_check -> 41; _ -> 42 end,\n"
+      "    Mode =:= sleep andalso timer:sleep(60000),\n"
+      "    Mode =:= crash andalso begin 42 = Answer - 1 end,\n"
+      "    {ok, #{value => 1.5,\n"
+      "           counters => #{process_limit => erlang:system_info(process_limit),\n"
+      "                         node => atom_to_binary(node())},\n"
+      "           check => case Answer of 42 -> ok;\n"
+      "                      _ -> {failed, <<\"answer: expected 42, got 41\">>} end}}.\n"
+      "teardown(_) -> ok.\n">>.
