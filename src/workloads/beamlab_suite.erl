@@ -37,7 +37,8 @@
 %% @doc Resolve workload names (all built-ins when empty) and expand their
 %% parameters into points. Overrides map workload name (binary) to
 %% `#{Key => [Value]}' (textual values, parsed here with the param's type).
--spec plan([string()], beamlab_workload:profile(), #{binary() => #{atom() => [string()]}}) ->
+-spec plan([string()], beamlab_workload:profile(),
+           #{binary() => #{atom() | string() => [string()]}}) ->
           {ok, plan()} | {error, term()}.
 plan([], Profile, Overrides) ->
     plan_modules(beamlab_workload:builtin(), Profile, Overrides, []);
@@ -74,17 +75,24 @@ plan_modules([Mod | Rest], Profile, Overrides, Acc) ->
     end.
 
 parse_overrides(_Mod, _Name, [], Acc) -> {ok, Acc};
-parse_overrides(Mod, Name, [{Key, Strs} | Rest], Acc) ->
+parse_overrides(Mod, Name, [{Key0, Strs} | Rest], Acc) ->
     Specs = beamlab_workload:param_specs(Mod),
-    case [S || #{key := K} = S <- Specs, K =:= Key] of
+    %% Keys from the command line are strings: match them against the
+    %% workload's atoms rather than creating atoms from user input.
+    Key = key_text(Key0),
+    case [S || #{key := K} = S <- Specs, atom_to_list(K) =:= Key] of
         [] ->
             {error, {workload, {unknown_param, Name, Key, [K || #{key := K} <- Specs]}}};
-        [#{type := Type}] ->
+        [#{key := Key1, type := Type}] ->
             case parse_all(Type, Strs, []) of
-                {ok, Vs} -> parse_overrides(Mod, Name, Rest, Acc#{Key => Vs});
-                {error, R} -> {error, {bad_param, Name, Key, R}}
+                {ok, Vs} -> parse_overrides(Mod, Name, Rest, Acc#{Key1 => Vs});
+                {error, R} -> {error, {bad_param, Name, Key1, R}}
             end
     end.
+
+key_text(K) when is_atom(K) -> atom_to_list(K);
+key_text(K) when is_binary(K) -> binary_to_list(K);
+key_text(K) -> K.
 
 parse_all(_Type, [], Acc) -> {ok, lists:reverse(Acc)};
 parse_all(Type, [S | Rest], Acc) ->
@@ -101,11 +109,10 @@ parse_all(Type, [S | Rest], Acc) ->
 run(Plan, Opts0) ->
     Opts = maps:merge(#{profile => quick, repeat => default, warmup => true,
                         timeout => ?DEFAULT_TIMEOUT, progress => fun(_) -> ok end,
-                        command => [], params => #{}}, Opts0),
-    Started = now_rfc3339(),
+                        command => beamlab_cli:argv(), params => #{}}, Opts0),
     {Benchmarks, Failures, Partial} = run_plan(Plan, Opts, [], [], false),
     Workloads = [workload_doc(Mod) || {Mod, _} <- Plan],
-    {ok, document(Opts, Started, Benchmarks, Failures, Partial, Workloads)}.
+    {ok, document(Opts, Benchmarks, Failures, Partial, Workloads)}.
 
 run_plan([], _Opts, Bs, Fs, Partial) ->
     {lists:reverse(Bs), lists:reverse(Fs), Partial};
@@ -146,6 +153,8 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
             case start_vm(Where, Mod) of
                 {ok, Node, Peer} ->
                     try
+                        %% The worker is not linked: the harness outlives a
+                        %% crashing workload and reports it.
                         {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
                                                     [self(), Mod, Params, Reps, Warmup]),
                         collect(Pid, MRef, Name, Mod, Opts, [])
@@ -198,8 +207,12 @@ start_vm(local, _Mod) -> {ok, node(), none};
 start_vm({isolated, Need}, Mod) ->
     %% The VM rounds +P up to a power of two; ask for twice the need.
     Limit = integer_to_list(max(2 * Need, 1048576)),
-    case beamlab_suite_dist:start_peer(#{args => ["+P", Limit], modules => [Mod]}) of
-        {ok, Peer, Node} -> {ok, Node, Peer};
+    Paths = case code:which(Mod) of
+                File when is_list(File) -> [filename:dirname(File)];
+                _ -> []
+            end,
+    case beamlab_suite_dist:start_peer(#{args => ["+P", Limit], paths => Paths}) of
+        {ok, Vm, Node} -> {ok, Node, Vm};
         {error, R} -> {error, {isolated_vm, R}}
     end.
 
@@ -308,27 +321,19 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Last = lists:last(Reps),
     Check = combined_check(Reps),
     Common = #{group => maps:get(name, Info), params => beamlab_workload:params_to_map(Params)},
-    Primary = Common#{name => Name,
-                      metric => maps:get(metric, Info),
-                      unit => maps:get(unit, Info),
-                      better => atom_to_binary(maps:get(better, Info)),
-                      counters => maps:get(counters, Last, #{}),
-                      extra => (maps:get(extra, Last, #{}))#{check => Check}},
-    Secondary = [Common#{name => iolist_to_binary([Name, $/, atom_to_binary(K)]),
-                         metric => atom_to_binary(K), unit => U,
-                         better => atom_to_binary(B), counters => #{},
-                         extra => #{check => Check}}
+    Primary = beamlab_result:benchmark(
+                Name, [V || #{value := V} <- Reps],
+                Common#{metric => maps:get(metric, Info), unit => maps:get(unit, Info),
+                        better => maps:get(better, Info),
+                        counters => maps:get(counters, Last, #{}),
+                        extra => (maps:get(extra, Last, #{}))#{check => Check}}),
+    Secondary = [beamlab_result:benchmark(
+                   [Name, $/, atom_to_binary(K)],
+                   [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
+                   Common#{metric => atom_to_binary(K), unit => U, better => B,
+                           extra => #{check => Check}})
                  || #{key := K, unit := U, better := B} <- maps:get(metrics, Info)],
-    Values = [[V || #{value := V} <- Reps] |
-              [[maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps]
-               || #{key := K} <- maps:get(metrics, Info)]],
-    lists:reverse([with_samples(B, Vs) || {B, Vs} <- lists:zip([Primary | Secondary], Values)]).
-
-with_samples(Bench, Values) ->
-    Bench#{samples => Values,
-           sample_info => #{count => length(Values), kept => length(Values),
-                            method => <<"all">>},
-           stats => beamlab_stats:summary(Values)}.
+    lists:reverse([Primary | Secondary]).
 
 %% The point's check is the first failure over its repetitions, else the
 %% weakest status (unchecked if any repetition could not check itself).
@@ -349,45 +354,20 @@ workload_doc(Mod) ->
       unit => maps:get(unit, Info), checks => maps:get(checks, Info),
       module => atom_to_binary(Mod)}.
 
-document(Opts, Started, Benchmarks, Failures, Partial, Workloads) ->
-    #{schema => <<"beamlab.result">>, version => 1,
-      tool => #{name => <<"beamlab">>, version => tool_version()},
-      kind => <<"suite">>,
-      command => maps:get(command, Opts),
-      started_at => Started, finished_at => now_rfc3339(),
-      partial => Partial,
-      env => env_report(),
-      params => maps:get(params, Opts),
-      benchmarks => Benchmarks,
-      telemetry => #{},
-      findings => [],
-      extra => #{workloads => Workloads, failures => Failures}}.
+document(Opts, Benchmarks, Failures, Partial, Workloads) ->
+    Doc0 = beamlab_result:new(suite, #{params => maps:get(params, Opts),
+                                       command => maps:get(command, Opts)}),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
+    Doc2 = Doc1#{extra => #{workloads => Workloads, failures => Failures}},
+    beamlab_result:finish(with_env(Doc2), #{partial => Partial}).
 
-tool_version() ->
-    _ = application:load(beamlab),
-    case application:get_key(beamlab, vsn) of
-        {ok, V} -> list_to_binary(V);
-        undefined -> <<"0.0.0">>
+%% beamlab_result:finish/2 adds the environment report; a build without
+%% the env area still produces a valid document.
+with_env(Doc) ->
+    case code:ensure_loaded(beamlab_env) of
+        {module, beamlab_env} -> Doc;
+        _ -> Doc#{env => #{}}
     end.
-
-%% The environment report is another area's module; the suite runs (and is
-%% tested) without it.
-env_report() ->
-    case erlang:function_exported(beamlab_env, report, 0)
-        orelse code:ensure_loaded(beamlab_env) =:= {module, beamlab_env} of
-        true ->
-            try beamlab_env:report() of
-                Env when is_map(Env) -> Env;
-                {ok, Env} when is_map(Env) -> Env;
-                _ -> #{}
-            catch _:_ -> #{}
-            end;
-        false -> #{}
-    end.
-
-now_rfc3339() ->
-    list_to_binary(calendar:system_time_to_rfc3339(erlang:system_time(millisecond),
-                                                   [{unit, millisecond}, {offset, "Z"}])).
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().

@@ -286,7 +286,7 @@ format_error({not_a_workload, Mod}) ->
                   "setup/1, run/2 and teardown/1", [Mod]);
 format_error({unknown_param, W, K, Keys}) ->
     io_lib:format("workload ~ts has no parameter '~ts' (it has: ~ts)",
-                  [W, K, lists:join(", ", [atom_to_list(X) || X <- Keys])]);
+                  [W, if is_atom(K) -> atom_to_list(K); true -> K end, lists:join(", ", [atom_to_list(X) || X <- Keys])]);
 format_error({bad_value, Type, Str}) ->
     io_lib:format("bad value '~ts': expected ~ts", [Str, type_name(Type)]);
 format_error({invalid_params, Mod, R}) ->

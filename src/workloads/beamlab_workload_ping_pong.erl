@@ -55,8 +55,8 @@ setup(#{vm := local}) ->
     {ok, #{ponger => spawn_link(fun ponger/0), peer => none}};
 setup(#{vm := peer}) ->
     case beamlab_suite_dist:start_peer(#{}) of
-        {ok, Peer, Node} ->
-            {ok, #{ponger => spawn_link(Node, ?MODULE, ponger, []), peer => Peer}};
+        {ok, Vm, Node} ->
+            {ok, #{ponger => spawn_link(Node, ?MODULE, ponger, []), peer => Vm}};
         {error, _} = E ->
             E
     end;
