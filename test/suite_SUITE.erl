@@ -14,8 +14,10 @@
          failed_check_reported/1, isolated_vm_for_process_limit/1,
          not_enough_memory/1, repetition_timeout/1, interrupt_partial/1,
          crash_reported/1]).
+-export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
+         cli_text_report/1, cli_check_failure_exit_code/1]).
 
-all() -> [{group, workloads}, {group, harness}].
+all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
 groups() ->
     [{workloads, [], [fib, spawn_variants, skynet, send, ping_pong_local,
@@ -24,7 +26,9 @@ groups() ->
                       selective_receive_asm, serialization, ets, gen_server]},
      {harness, [], [failed_check_reported, isolated_vm_for_process_limit,
                     not_enough_memory, repetition_timeout, interrupt_partial,
-                    crash_reported]}].
+                    crash_reported]},
+     {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
+                cli_text_report, cli_check_failure_exit_code]}].
 
 init_per_suite(Config) ->
     Dir = ?config(priv_dir, Config),
@@ -229,7 +233,7 @@ crash_reported(_) ->
                                     #{<<"suite_test_workload">> => #{mode => ["crash"]}}),
     {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
     [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
-    ?assertMatch({match, _}, re:run(Msg, "^run crashed: error:\\{badmatch,41\\} in suite_test_workload:run/2 \\(line 14\\)$")).
+    ?assertMatch({match, _}, re:run(Msg, "^run crashed: error:\\{badmatch,41\\} in suite_test_workload:run/2 \\(line \\d+\\)$")).
 
 %% A user workload (not in beamlab) used by the harness and CLI tests.
 compile_user_workloads(Dir) ->
@@ -260,3 +264,84 @@ user_workload_source() ->
       "           check => case Answer of 42 -> ok;\n"
       "                      _ -> {failed, <<\"answer: expected 42, got 41\">>} end}}.\n"
       "teardown(_) -> ok.\n">>.
+
+%% --- CLI (the built ./beamlab) ---------------------------------------------
+
+cli(Args) -> beamlab_test_util:cli(Args).
+
+cli_list(_) ->
+    #{code := 0, out := Out} = cli(["suite", "--list"]),
+    [?assertMatch({match, _}, re:run(Out, ["^", N, "  \\("], [multiline]))
+     || N <- ["fib", "spawn", "skynet", "send", "ping_pong", "ring", "thread_ring", "big",
+              "bang", "message_load", "selective_receive", "serialization", "ets",
+              "gen_server"]],
+    %% params with quick and full defaults
+    ?assertMatch({match, _}, re:run(Out, "^  n +1000,40000 +40000,1000000 +pos_integer", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^  size +10000 +1000000 ", [multiline])).
+
+cli_bad_params(_) ->
+    Cases = [{["suite", "nosuch"], "unknown workload 'nosuch'"},
+             {["suite", "ring", "--param", "ring.q=1"], "workload ring has no parameter 'q' (it has: n, m)"},
+             {["suite", "ring", "--param", "ring.n=x"], "ring.n: bad value 'x': expected pos_integer"},
+             {["suite", "ring", "--param", "ring.n=0"], "ring.n: bad value '0': expected pos_integer"},
+             {["suite", "ring", "--param", "ring"], "--param ring: expected NAME.KEY=VALUE"},
+             {["suite", "ring", "--param", "fib.n=3"], "--param for workload 'fib', which is not selected"},
+             {["suite", "skynet", "--param", "skynet.size=99"], "skynet: size must be a power of 10"},
+             {["suite", "ping_pong", "--param", "ping_pong.vm=remote"], "vm=remote needs --param ping_pong.node"},
+             {["suite", "ring", "--profile", "huge"], "profile"},
+             {["suite", "-pa", "/no/such/dir", "x"], "-pa /no/such/dir: no such directory"}],
+    [begin
+         R = #{code := Code, err := Err} = cli(Args),
+         ?assertEqual({Args, 2}, {Args, Code}),
+         ok = beamlab_test_util:assert_one_line_error(R),
+         ?assertMatch({Args, {match, _}}, {Args, re:run(Err, re_quote(Expect))})
+     end || {Args, Expect} <- Cases].
+
+re_quote(S) -> re:replace(S, "[][(){}.*+?^$|\\\\]", "\\\\&", [global, {return, list}]).
+
+cli_user_workload_pa(Config) ->
+    Dir = ?config(workload_dir, Config),
+    #{code := 0, out := Out} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "2"]),
+    ?assertMatch({match, _}, re:run(Out, "^suite_test_workload +- +time +us +1\\.500 .* 2 +ok$",
+                                    [multiline])),
+    #{code := 0, out := List} = cli(["suite", "--list", "-pa", Dir, "suite_test_workload"]),
+    ?assertMatch({match, _}, re:run(List, "^  mode +ok +ok +ok\\|bad_check\\|sleep\\|crash", [multiline])),
+    %% without -pa the module is not found
+    #{code := 2} = cli(["suite", "suite_test_workload"]).
+
+cli_json_parsed_back(_) ->
+    #{code := 0, out := Out} = cli(["suite", "ring", "fib", "--param", "ring.n=10,20",
+                                    "--param", "ring.m=2", "--param", "fib.n=5",
+                                    "-n", "3", "--format", "json"]),
+    {ok, Json} = beamlab_json:decode(Out),
+    {ok, Doc} = beamlab_result:from_json(Json),
+    ?assertMatch(#{kind := <<"suite">>, partial := false}, Doc),
+    Bs = maps:get(benchmarks, Doc),
+    ?assertEqual([<<"ring[n=10]">>, <<"ring[n=10]/create">>, <<"ring[n=20]">>,
+                  <<"ring[n=20]/create">>, <<"fib">>], [N || #{name := N} <- Bs]),
+    [Ring10 | _] = Bs,
+    ?assertMatch(#{group := <<"ring">>, unit := <<"us">>, metric := <<"hop">>,
+                   counters := #{<<"hops">> := 20, <<"processes">> := 10},
+                   params := #{<<"n">> := 10, <<"m">> := 2},
+                   stats := #{n := 3}}, Ring10),
+    ?assertEqual(3, length(maps:get(samples, Ring10))).
+
+cli_text_report(_) ->
+    #{code := 0, out := Out} = cli(["suite", "message_load", "--param", "message_load.procs=4",
+                                    "--param", "message_load.duration=300",
+                                    "--param", "message_load.warmup=50", "-n", "1"]),
+    ?assertMatch({match, _}, re:run(Out, "^Workload +Params +Metric +Unit +Median +Mean \\+- CI95 +P99 +n +Check$",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^message_load +- +goodput +msg/s .* 1 +ok$", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "latency us \\(.*\\): p50 .* p90 .* p99 .* p99\\.9 .* max ",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "per second .*: 1:1 \\d+/\\d+/", [multiline])).
+
+cli_check_failure_exit_code(Config) ->
+    Dir = ?config(workload_dir, Config),
+    #{code := 1, out := Out} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "1",
+                                    "--param", "suite_test_workload.mode=bad_check"]),
+    ?assertMatch({match, _}, re:run(Out, "failed: answer: expected 42, got 41")),
+    #{code := 1, out := Out2} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "1",
+                                     "--param", "suite_test_workload.mode=crash"]),
+    ?assertMatch({match, _}, re:run(Out2, "^FAILED suite_test_workload: run crashed: ", [multiline])).

@@ -36,7 +36,7 @@ params() ->
        help => <<"external term format minor version">>},
      #{key => deterministic, default => false, full => [false, true], type => boolean,
        help => <<"deterministic map encoding (OTP 24+)">>},
-     #{key => k, default => 200, full => 2000, type => pos_integer,
+     #{key => k, default => 40, full => 1000, type => pos_integer,
        help => <<"encode+decode pairs per repetition">>}].
 
 %% @doc Build the term once.
