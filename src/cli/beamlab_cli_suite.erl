@@ -178,8 +178,11 @@ text(Doc) ->
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
          false -> ""
      end,
-     beamlab_format_table:render(Header, Rows,
-                                 #{align => [left, left, left, left, right, right, right, right, left]}),
+     case Rows of
+         [] -> "";
+         _ -> beamlab_format_table:render(Header, Rows, #{align => [left, left, left, left, right,
+                                                                    right, right, right, left]})
+     end,
      details(Bs),
      [io_lib:format("FAILED ~ts: ~ts~n", [N, E]) || #{name := N, error := E} <- Failures]].
 
