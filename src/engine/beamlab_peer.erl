@@ -42,10 +42,15 @@ start(Opts) ->
         Dist = maps:get(dist, Opts, false),
         Dist andalso ensure_dist(),
         PeerOpts = peer_opts(Opts, Dist),
-        case peer:start(PeerOpts) of
+        Started = try peer:start(PeerOpts)
+                  catch exit:BootExit -> {error, BootExit}
+                  end,
+        Stderr = read_stderr(PeerOpts),
+        case Started of
+            {ok, Pid, Node} when Dist -> loaded(#{peer => Pid, node => Node, connection => dist}, Opts);
+            {ok, Pid, _NoNode} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
             {ok, Pid} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
-            {ok, Pid, Node} -> loaded(#{peer => Pid, node => Node, connection => dist}, Opts);
-            {error, Reason} -> {error, {start_failed, describe(Opts), Reason}}
+            {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
         end
     catch
         throw:{beamlab_peer, Error} -> {error, Error};
@@ -128,7 +133,7 @@ peer_opts(Opts, Dist) ->
              env => [{"ERL_CRASH_DUMP_SECONDS", "0"}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}
                      | maps:get(env, Opts, [])],
              wait_boot => maps:get(timeout, Opts, ?START_TIMEOUT),
-             exec => exec(Opts)},
+             exec => exec(Opts, stderr_file())},
     case Dist of
         true ->
             Base#{name => peer:random_name("beamlab_vm"), host => "127.0.0.1",
@@ -137,14 +142,41 @@ peer_opts(Opts, Dist) ->
             Base#{connection => standard_io}
     end.
 
-exec(Opts) ->
+%% The VM runs under `sh -c' so that what it prints on stderr while booting
+%% (e.g. "bad amount of schedulers") lands in a file we can quote in the
+%% error, instead of a page of emulator usage text on the user's terminal.
+exec(Opts, StderrFile) ->
     Erl = case maps:find(exec, Opts) of
               {ok, E} -> find_exe(E);
               error -> default_erl()
           end,
-    case maps:get(wrapper, Opts, []) of
-        [] -> Erl;
-        [W | WArgs] -> {find_exe(W), WArgs ++ [Erl]}
+    Command = case maps:get(wrapper, Opts, []) of
+                  [] -> [Erl];
+                  [W | WArgs] -> [find_exe(W) | WArgs] ++ [Erl]
+              end,
+    {"/bin/sh", ["-c", "exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
+
+stderr_file() ->
+    Dir = case os:getenv("TMPDIR") of
+              false -> "/tmp";
+              T -> T
+          end,
+    filename:join(Dir, io_lib:format("beamlab-vm-~s-~b.stderr", [os:getpid(), erlang:unique_integer([positive])])).
+
+read_stderr(#{exec := {_, [_, _, File | _]}}) ->
+    Text = case file:read_file(File) of
+               {ok, Bin} -> Bin;
+               {error, _} -> <<>>
+           end,
+    _ = file:delete(File),
+    Text.
+
+first_line(<<>>, Reason) ->
+    Reason;
+first_line(Stderr, Reason) ->
+    case [L || L <- binary:split(Stderr, <<"\n">>, [global]), string:trim(L) =/= <<>>] of
+        [First | _] -> {vm_said, string:trim(First), Reason};
+        [] -> Reason
     end.
 
 default_erl() ->
@@ -224,6 +256,8 @@ describe(Opts) ->
           end,
     string:join(maps:get(wrapper, Opts, []) ++ [Exe | maps:get(args, Opts, [])], " ").
 
+reason_text({vm_said, Line, _}) ->
+    Line;
 reason_text(timeout) ->
     "it did not boot in time";
 reason_text({boot_failed, {exit_status, Code}}) ->
