@@ -23,3 +23,7 @@ plan_errors_test_() ->
                    Msg(beamlab_suite:plan(["fib"], quick, #{<<"ring">> => #{n => ["1"]}}))),
      ?_assertEqual("skynet: size must be a power of 10 (10, 100, ..., 1000000), not 20",
                    Msg(beamlab_suite:plan(["skynet"], quick, #{<<"skynet">> => #{size => ["20"]}})))].
+
+plan_dedupes_names_test() ->
+    {ok, Plan} = beamlab_suite:plan(["ring", "fib", "ring"], quick, #{}),
+    ?assertEqual([beamlab_workload_ring, beamlab_workload_fib], [M || {M, _} <- Plan]).

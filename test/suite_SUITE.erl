@@ -7,6 +7,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
+-export([ping_pong_remote/1, cli_interrupt_partial/1]).
 -export([fib/1, spawn_variants/1, skynet/1, send/1, ping_pong_local/1,
          ping_pong_peer/1, ring_hops/1, thread_ring/1, big/1, bang/1,
          message_load_conservation/1, selective_receive_shapes/1,
@@ -21,14 +22,14 @@ all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
 groups() ->
     [{workloads, [], [fib, spawn_variants, skynet, send, ping_pong_local,
-                      ping_pong_peer, ring_hops, thread_ring, big, bang,
+                      ping_pong_peer, ping_pong_remote, ring_hops, thread_ring, big, bang,
                       message_load_conservation, selective_receive_shapes,
                       selective_receive_asm, serialization, ets, gen_server]},
      {harness, [], [failed_check_reported, isolated_vm_for_process_limit,
                     not_enough_memory, repetition_timeout, interrupt_partial,
                     crash_reported]},
      {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
-                cli_text_report, cli_check_failure_exit_code]}].
+                cli_text_report, cli_check_failure_exit_code, cli_interrupt_partial]}].
 
 init_per_suite(Config) ->
     Dir = ?config(priv_dir, Config),
@@ -87,6 +88,23 @@ ping_pong_peer(_) ->
     ok_check(B),
     ?assertEqual(#{sent => 200, received => 200, ponged => 200}, maps:get(counters, B)),
     ?assertMatch(#{<<"vm">> := <<"peer">>}, maps:get(params, B)).
+
+%% A node the suite did not start, without beamlab's code: the workload
+%% loads its ponger module there.
+ping_pong_remote(_) ->
+    {ok, Vm} = beamlab_peer:start(#{dist => true, load => false}),
+    try
+        Node = beamlab_peer:node(Vm),
+        false = beamlab_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]),
+        [B] = run("ping_pong", #{n => ["100"], size => ["3"], payload => ["binary"],
+                                 node => [atom_to_list(Node)]}),
+        ok_check(B),
+        ?assertEqual(#{sent => 100, received => 100, ponged => 100}, maps:get(counters, B)),
+        ?assertMatch(#{<<"vm">> := <<"remote">>}, maps:get(params, B)),
+        ?assertMatch({file, _}, beamlab_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]))
+    after
+        beamlab_peer:stop(Vm)
+    end.
 
 ring_hops(_) ->
     Bs = run("ring", #{n => ["1", "7", "100"], m => ["3"]}),
@@ -345,3 +363,46 @@ cli_check_failure_exit_code(Config) ->
     #{code := 1, out := Out2} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "1",
                                      "--param", "suite_test_workload.mode=crash"]),
     ?assertMatch({match, _}, re:run(Out2, "^FAILED suite_test_workload: run crashed: ", [multiline])).
+
+%% SIGTERM to the launcher (what Ctrl-C becomes) during the second workload:
+%% the first one's results and the finished repetitions are printed, marked
+%% partial.
+cli_interrupt_partial(_) ->
+    Dir = beamlab_test_util:tmp_dir("suite-int"),
+    Port = open_port({spawn_executable, beamlab_test_util:escript()},
+                     [{args, ["suite", "fib", "message_load", "-n", "4", "-v",
+                              "--param", "message_load.procs=4",
+                              "--param", "message_load.warmup=0",
+                              "--param", "message_load.duration=1000",
+                              "--save", "partial.json"]},
+                      {cd, Dir}, exit_status, binary, use_stdio, stderr_to_stdout]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    %% -v reports every repetition: interrupt once message_load has one.
+    Seen = wait_for(Port, "suite: message_load\n  1: ", <<>>),
+    os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
+    {Code, Out} = drain_port(Port, [Seen]),
+    ?assertEqual(0, Code),
+    ?assertMatch({match, _}, re:run(Out, "^\\(partial: interrupted", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^fib ", [multiline])),
+    {ok, Doc} = beamlab_result:load(filename:join(Dir, "partial.json")),
+    ?assertEqual(true, maps:get(partial, Doc)),
+    [#{samples := Ml} | _] = [B || #{group := <<"message_load">>} = B <- maps:get(benchmarks, Doc)],
+    ?assert(length(Ml) >= 1 andalso length(Ml) < 4).
+
+wait_for(Port, Pattern, Acc) ->
+    case binary:match(Acc, list_to_binary(Pattern)) of
+        nomatch ->
+            receive
+                {Port, {data, D}} -> wait_for(Port, Pattern, <<Acc/binary, D/binary>>);
+                {Port, {exit_status, S}} -> error({exited_early, S, Acc})
+            after 60000 -> error({timeout, Acc})
+            end;
+        _ -> Acc
+    end.
+
+drain_port(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> drain_port(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    after 60000 -> error(no_exit)
+    end.

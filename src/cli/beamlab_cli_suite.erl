@@ -119,6 +119,7 @@ parse_param(Text) ->
         _ -> bad_param(Text)
     end.
 
+-spec bad_param(string()) -> no_return().
 bad_param(Text) ->
     beamlab_cli:usage_error("--param ~ts: expected NAME.KEY=VALUE (e.g. ring.n=1000 or "
                             "ping_pong.size=0,10,100)", [Text]).

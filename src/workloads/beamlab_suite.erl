@@ -48,7 +48,9 @@ plan(Names, Profile, Overrides) ->
         {error, _} = E -> E
     end.
 
-resolve_all([], Acc) -> {ok, lists:reverse(Acc)};
+%% A workload named twice runs once: benchmark names must stay unique.
+resolve_all([], Acc) ->
+    {ok, lists:foldr(fun(M, Seen) -> [M | lists:delete(M, Seen)] end, [], lists:reverse(Acc))};
 resolve_all([N | Rest], Acc) ->
     case beamlab_workload:resolve(N) of
         {ok, M} -> resolve_all(Rest, [M | Acc]);

@@ -52,7 +52,7 @@
 -callback info() -> info().
 -callback params() -> [param_spec()].
 -callback setup(params()) -> {ok, term()} | {error, term()}.
--callback run(term(), params()) -> {ok, rep()} | {error, term()}.
+-callback run(term(), params()) -> {ok, rep()} | {ok, rep(), term()} | {error, term()}.
 -callback teardown(term()) -> term().
 -callback normalize(params()) -> {ok, params()} | {error, term()}.
 -callback processes(params()) -> non_neg_integer().

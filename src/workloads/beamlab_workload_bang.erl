@@ -41,7 +41,7 @@ run(none, #{senders := S, m := M}) ->
     Senders = [spawn_link(fun() -> receive go -> send(Self, M) end end)
                || _ <- lists:seq(1, S)],
     T0 = erlang:monotonic_time(),
-    [P ! go || P <- Senders],
+    _ = [P ! go || P <- Senders],
     {Got, Sum} = receive_all(S * M, 0, 0),
     T1 = erlang:monotonic_time(),
     {ok, #{value => Got / (beamlab_workload:us(T1 - T0) / 1.0e6),

@@ -66,7 +66,7 @@ run(Tab, #{readers := R, writers := W, keys := Keys, ops := Ops}) ->
             end,
     Pids = [Spawn(read) || _ <- lists:seq(1, R)] ++ [Spawn(write) || _ <- lists:seq(1, W)],
     T0 = erlang:monotonic_time(),
-    [P ! go || P <- Pids],
+    _ = [P ! go || P <- Pids],
     {Found, Written} = collect(R + W, 0, 0),
     T1 = erlang:monotonic_time(),
     Size = ets:info(Tab, size),

@@ -42,7 +42,7 @@ run(Server, #{clients := N, calls := C}) ->
                                Parent ! {gs_done, client(Server, C, 0)}
                        end) || _ <- lists:seq(1, N)],
     T0 = erlang:monotonic_time(),
-    [P ! go || P <- Pids],
+    _ = [P ! go || P <- Pids],
     Replies = collect(N, 0),
     T1 = erlang:monotonic_time(),
     Handled = beamlab_workload_gen_server_srv:reset(Server),

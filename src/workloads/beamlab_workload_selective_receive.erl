@@ -50,7 +50,7 @@ setup(_) -> {ok, none}.
 -spec run(none, beamlab_workload:params()) -> {ok, beamlab_workload:rep()}.
 run(none, #{queued := N, ref := Shape, k := K}) ->
     Self = self(),
-    [Self ! {queued, I} || I <- lists:seq(1, N)],
+    _ = [Self ! {queued, I} || I <- lists:seq(1, N)],
     Loop = case Shape of
                fresh -> fun ?MODULE:fresh_loop/3;
                opaque -> fun ?MODULE:opaque_loop/3
