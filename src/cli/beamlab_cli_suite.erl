@@ -5,6 +5,9 @@
 
 -export([summary/0, options/0, usage/0, run/1, text/1, parse_param/1]).
 
+-define(TELEMETRY, beamlab_env_telemetry).
+-define(DETECT, beamlab_env_detect).
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() -> "run the actor workload suite (spawn, ring, ping-pong, message load, ...)".
@@ -97,14 +100,41 @@ measure(Names, Parsed) ->
            end,
     Verbose = beamlab_cli_args:get(verbose, Parsed, 0) > 0,
     ok = beamlab_cli_signal:subscribe(),
-    {ok, Doc} = beamlab_suite:run(Plan, #{profile => Profile,
+    Telemetry = telemetry_start(Verbose, ?TELEMETRY),
+    {ok, Doc0} = beamlab_suite:run(Plan, #{profile => Profile,
                                           repeat => beamlab_cli_args:get(repeat, Parsed, default),
                                           timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
                                           progress => progress(Verbose),
                                           params => doc_params(Profile, Names, Overrides, Parsed)}),
     ok = beamlab_cli_signal:unsubscribe(),
+    Doc = telemetry_stop(Telemetry, Doc0, ?DETECT),
     ok = beamlab_output:emit(Doc, Parsed, #{text => fun text/1}),
     exit_code(Doc).
+
+%% With -v, live VM telemetry (scheduler utilisation, run queues, memory,
+%% ...) is printed every second and recorded, and the pathology detectors
+%% run on it. Both live in the env area, which this command does not need
+%% in order to run: the modules are passed in, so a build without them
+%% still links (and xref stays clean).
+telemetry_start(false, _Mod) -> none;
+telemetry_start(true, Mod) ->
+    case code:ensure_loaded(Mod) of
+        {module, _} ->
+            {ok, Pid} = Mod:start_link(#{interval => 1000, print => true}),
+            {Mod, Pid};
+        _ -> none
+    end.
+
+telemetry_stop(none, Doc, _Detect) -> Doc;
+telemetry_stop({Mod, Pid}, Doc, Detect) ->
+    Series = Mod:stop(Pid),
+    Findings = case code:ensure_loaded(Detect) of
+                   {module, _} ->
+                       Detect:findings(#{telemetry => Series, result => Doc,
+                                         env => maps:get(env, Doc, #{})});
+                   _ -> []
+               end,
+    Doc#{telemetry => Series, findings => Findings}.
 
 %% @doc Parses `NAME.KEY=VALUE[,VALUE...]'; usage error when malformed.
 -spec parse_param(string()) -> {binary(), string(), [string()]}.
@@ -185,7 +215,8 @@ text(Doc) ->
                                                                     right, right, right, left]})
      end,
      details(Bs),
-     [io_lib:format("FAILED ~ts: ~ts~n", [N, E]) || #{name := N, error := E} <- Failures]].
+     [io_lib:format("FAILED ~ts: ~ts~n", [N, E]) || #{name := N, error := E} <- Failures],
+     beamlab_output:findings_text(maps:get(findings, Doc, []))].
 
 row(#{name := Name, group := Group, metric := Metric, unit := Unit} = B) ->
     #{n := N, median := Med, mean := Mean, p99 := P99, ci_mean := {Lo, Hi}} = maps:get(stats, B),
