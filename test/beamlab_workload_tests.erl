@@ -93,3 +93,8 @@ check_all_test_() ->
 params_to_map_test() ->
     ?assertEqual(#{<<"n">> => 3, <<"vm">> => <<"local">>, <<"b">> => true},
                  beamlab_workload:params_to_map(#{n => 3, vm => local, b => true})).
+
+sweep_property_test_() ->
+    {timeout, 60,
+     fun() -> ?assert(proper:quickcheck(prop_beamlab_workload:prop_sweep(),
+                                        [{numtests, 200}, {to_file, user}])) end}.
