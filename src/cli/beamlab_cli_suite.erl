@@ -21,7 +21,7 @@ options() ->
        metavar => "NAME.KEY=VALUE",
        help => "set a parameter; a comma list sweeps it (ping_pong.size=0,10,100)"},
      #{name => profile, long => "profile", type => {enum, [quick, full]}, default => quick,
-       help => "quick (default, < 60 s for all) or full (1M-process ring and skynet, ...)"},
+       help => "quick (all workloads in < 60 s) or full (1M-process ring and skynet, ...)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "N",
        help => "measured repetitions per point (default: per workload, 3-5 quick, 3-10 full)"},
      #{name => pa, short => "pa", type => string, multi => true, default => [], metavar => "DIR",

@@ -264,7 +264,11 @@ stage_error(_Mod, Stage, {crashed, {Class, Reason, Stack}}) ->
                                   [M, F, Arity, proplists:get_value(line, Loc, '?')]);
                 _ -> ""
             end,
-    io_lib:format("~s crashed: ~s:~0P~s", [Stage, Class, Reason, 12, Where]);
+    Hint = case Reason of
+               system_limit -> " (a VM limit was reached: processes, ports, atoms or ETS tables)";
+               _ -> ""
+           end,
+    io_lib:format("~s crashed: ~s:~0P~s~s", [Stage, Class, Reason, 12, Where, Hint]);
 stage_error(_Mod, Stage, {crashed, Reason}) ->
     io_lib:format("~s crashed: ~0P", [Stage, Reason, 12]);
 stage_error(Mod, Stage, Reason) ->
