@@ -25,6 +25,7 @@ info() ->
             "Erlang distribution on 127.0.0.1; vm=remote: the ponger runs on "
             "the node given by `node` (setting `node` implies vm=remote).">>,
       unit => <<"us">>, better => lower, metric => <<"round_trip">>,
+      repeat => #{quick => 5, full => 5},
       checks => <<"N replies received, the ponger counted N requests, the last "
                   "echoed payload equals the one sent">>}.
 
@@ -39,7 +40,7 @@ params() ->
        type => {enum, [local, peer, remote]}, help => <<"where the ponger runs">>},
      #{key => node, default => none, full => none, type => node,
        help => <<"remote node name@host for vm=remote (same cookie)">>},
-     #{key => n, default => 10000, full => 100000, type => pos_integer,
+     #{key => n, default => 10000, full => 20000, type => pos_integer,
        help => <<"round trips per repetition">>}].
 
 %% @doc `node' implies vm=remote; vm=remote needs a node.

@@ -39,7 +39,7 @@ params() ->
        type => non_neg_integer, help => <<"unrelated messages queued in front">>},
      #{key => ref, default => [fresh, opaque], full => [fresh, opaque],
        type => {enum, [fresh, opaque]}, help => <<"how the reference is made">>},
-     #{key => k, default => 2000, full => 10000, type => pos_integer,
+     #{key => k, default => 2000, full => 2000, type => pos_integer,
        help => <<"receives per repetition">>}].
 
 %% @doc No state.

@@ -22,6 +22,7 @@ info() ->
             "{compressed, Level} when Level > 0, {minor_version, V}, and "
             "deterministic when set. The encoded size is a counter.">>,
       unit => <<"us">>, better => lower, metric => <<"encode_decode">>,
+      repeat => #{quick => 5, full => 5},
       checks => <<"the last decoded term equals the original (=:=, untimed)">>}.
 
 %% @doc Parameters.
@@ -36,7 +37,7 @@ params() ->
        help => <<"external term format minor version">>},
      #{key => deterministic, default => false, full => [false, true], type => boolean,
        help => <<"deterministic map encoding (OTP 24+)">>},
-     #{key => k, default => 40, full => 1000, type => pos_integer,
+     #{key => k, default => 40, full => 100, type => pos_integer,
        help => <<"encode+decode pairs per repetition">>}].
 
 %% @doc Build the term once.
