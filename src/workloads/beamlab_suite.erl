@@ -33,6 +33,12 @@
 -define(PROC_MARGIN, 10000).
 -define(BYTES_PER_PROC, 4096).
 -define(DEFAULT_TIMEOUT, 600000).
+%% Minimum heap of the worker, in words (1.6 MB): like a long-lived process
+%% (a shell, an escript's main), not a fresh one whose first garbage
+%% collections would copy a large mailbox again and again (spawn's DOWN and
+%% EXIT messages, bang's flood, selective_receive's queue) and add 30% to
+%% spawn's time.
+-define(WORKER_HEAP, 200000).
 
 %% @doc Resolve workload names (all built-ins when empty) and expand their
 %% parameters into points. Overrides map workload name (binary) to
@@ -157,8 +163,9 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                     try
                         %% The worker is not linked: the harness outlives a
                         %% crashing workload and reports it.
-                        {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
-                                                    [self(), Mod, Params, Reps, Warmup]),
+                        {Pid, MRef} = spawn_opt(Node, ?MODULE, worker,
+                                                [self(), Mod, Params, Reps, Warmup],
+                                                [monitor, {min_heap_size, ?WORKER_HEAP}]),
                         collect(Pid, MRef, Name, Mod, Opts, [])
                     after
                         stop_vm(Peer)
