@@ -33,14 +33,6 @@
 -define(PROC_MARGIN, 10000).
 -define(BYTES_PER_PROC, 4096).
 -define(DEFAULT_TIMEOUT, 600000).
-%% Minimum heap of the worker, in words (46422, one of the VM's heap sizes,
-%% 370 KB): like a long-lived process (a shell, an escript's main), not a
-%% fresh one whose first garbage collections copy a large mailbox again and
-%% again (spawn's DOWN and EXIT messages, bang's flood, selective_receive's
-%% queue; +10-30% on spawn). Much larger heaps slow ping-pong instead (the
-%% young heap leaves the cache); this size matched a long-lived process on
-%% both in our measurements.
--define(WORKER_HEAP, 46422).
 
 %% @doc Resolve workload names (all built-ins when empty) and expand their
 %% parameters into points. Overrides map workload name (binary) to
@@ -165,9 +157,8 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                     try
                         %% The worker is not linked: the harness outlives a
                         %% crashing workload and reports it.
-                        {Pid, MRef} = spawn_opt(Node, ?MODULE, worker,
-                                                [self(), Mod, Params, Reps, Warmup],
-                                                [monitor, {min_heap_size, ?WORKER_HEAP}]),
+                        {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
+                                                    [self(), Mod, Params, Reps, Warmup]),
                         collect(Pid, MRef, Name, Mod, Opts, [])
                     after
                         stop_vm(Peer)
