@@ -1,0 +1,391 @@
+%%% @doc The workload suite runner: turns workload names, a profile and
+%%% parameter overrides into measurement points, runs every point (setup,
+%%% one warm-up repetition, N measured repetitions, teardown) in a fresh
+%%% worker process (or in a fresh VM with a larger process limit when the
+%%% point needs more processes than this VM allows), honours a
+%%% per-repetition timeout and interrupts, and builds the result document
+%%% (kind `suite').
+%%%
+%%% The workload times itself inside `run/2'; the harness only passes the
+%%% repetition's result back by one message, so its overhead is outside
+%%% every measured interval.
+-module(beamlab_suite).
+
+-export([plan/3, run/2, worker/5, format_error/1]).
+-export_type([plan/0, options/0, event/0]).
+
+-type point() :: {[atom()], beamlab_workload:params()}.
+-type plan() :: [{module(), [point()]}].
+-type event() :: {point_start, binary(), #{isolated := boolean()}}
+               | {repetition, binary(), warmup | pos_integer(), number()}
+               | {point_done, binary(), ok | {error, iodata()}}.
+-type options() :: #{profile => beamlab_workload:profile(),
+                     repeat => pos_integer() | default,
+                     warmup => boolean(),
+                     timeout => pos_integer(),          % ms per repetition
+                     progress => fun((event()) -> term()),
+                     command => [binary()],
+                     params => map()}.
+
+%% Per process, what the VM needs on top of the workload's processes, and
+%% the memory a minimal process takes (PCB + default heap, 64-bit), with
+%% headroom for messages in flight.
+-define(PROC_MARGIN, 10000).
+-define(BYTES_PER_PROC, 4096).
+-define(DEFAULT_TIMEOUT, 600000).
+
+%% @doc Resolve workload names (all built-ins when empty) and expand their
+%% parameters into points. Overrides map workload name (binary) to
+%% `#{Key => [Value]}' (textual values, parsed here with the param's type).
+-spec plan([string()], beamlab_workload:profile(),
+           #{binary() => #{atom() | string() => [string()]}}) ->
+          {ok, plan()} | {error, term()}.
+plan([], Profile, Overrides) ->
+    plan_modules(beamlab_workload:builtin(), Profile, Overrides, []);
+plan(Names, Profile, Overrides) ->
+    case resolve_all(Names, []) of
+        {ok, Mods} -> plan_modules(Mods, Profile, Overrides, []);
+        {error, _} = E -> E
+    end.
+
+%% A workload named twice runs once: benchmark names must stay unique.
+resolve_all([], Acc) ->
+    {ok, lists:foldr(fun(M, Seen) -> [M | lists:delete(M, Seen)] end, [], lists:reverse(Acc))};
+resolve_all([N | Rest], Acc) ->
+    case beamlab_workload:resolve(N) of
+        {ok, M} -> resolve_all(Rest, [M | Acc]);
+        {error, R} -> {error, {workload, R}}
+    end.
+
+plan_modules([], _Profile, Overrides, Acc) ->
+    Known = [maps:get(name, M:info()) || {M, _} <- Acc],
+    case [W || W <- maps:keys(Overrides), not lists:member(W, Known)] of
+        [] -> {ok, lists:reverse(Acc)};
+        [W | _] -> {error, {param_for_unselected, W}}
+    end;
+plan_modules([Mod | Rest], Profile, Overrides, Acc) ->
+    Name = maps:get(name, Mod:info()),
+    Raw = maps:get(Name, Overrides, #{}),
+    case parse_overrides(Mod, Name, maps:to_list(Raw), #{}) of
+        {ok, Typed} ->
+            case beamlab_workload:points(Mod, Profile, Typed) of
+                {ok, Points} -> plan_modules(Rest, Profile, Overrides, [{Mod, Points} | Acc]);
+                {error, R} -> {error, {workload, R}}
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+parse_overrides(_Mod, _Name, [], Acc) -> {ok, Acc};
+parse_overrides(Mod, Name, [{Key0, Strs} | Rest], Acc) ->
+    Specs = beamlab_workload:param_specs(Mod),
+    %% Keys from the command line are strings: match them against the
+    %% workload's atoms rather than creating atoms from user input.
+    Key = key_text(Key0),
+    case [S || #{key := K} = S <- Specs, atom_to_list(K) =:= Key] of
+        [] ->
+            {error, {workload, {unknown_param, Name, Key, [K || #{key := K} <- Specs]}}};
+        [#{key := Key1, type := Type}] ->
+            case parse_all(Type, Strs, []) of
+                {ok, Vs} -> parse_overrides(Mod, Name, Rest, Acc#{Key1 => Vs});
+                {error, R} -> {error, {bad_param, Name, Key1, R}}
+            end
+    end.
+
+key_text(K) when is_atom(K) -> atom_to_list(K);
+key_text(K) when is_binary(K) -> binary_to_list(K);
+key_text(K) -> K.
+
+parse_all(_Type, [], Acc) -> {ok, lists:reverse(Acc)};
+parse_all(Type, [S | Rest], Acc) ->
+    case beamlab_workload:parse_value(Type, S) of
+        {ok, V} -> parse_all(Type, Rest, [V | Acc]);
+        {error, _} = E -> E
+    end.
+
+%% @doc Run a plan and return the result document. Never throws for a
+%% failing workload: its point is reported in `extra.failures'. An
+%% interrupt (`{beamlab_interrupt, _}' in the caller's mailbox) stops the
+%% run; what was measured is returned with `partial => true'.
+-spec run(plan(), options()) -> {ok, map()}.
+run(Plan, Opts0) ->
+    Opts = maps:merge(#{profile => quick, repeat => default, warmup => true,
+                        timeout => ?DEFAULT_TIMEOUT, progress => fun(_) -> ok end,
+                        command => beamlab_cli:argv(), params => #{}}, Opts0),
+    {Benchmarks, Failures, Partial} = run_plan(Plan, Opts, [], [], false),
+    Workloads = [workload_doc(Mod) || {Mod, _} <- Plan],
+    {ok, document(Opts, Benchmarks, Failures, Partial, Workloads)}.
+
+run_plan([], _Opts, Bs, Fs, Partial) ->
+    {lists:reverse(Bs), lists:reverse(Fs), Partial};
+run_plan([{_Mod, []} | Rest], Opts, Bs, Fs, Partial) ->
+    run_plan(Rest, Opts, Bs, Fs, Partial);
+run_plan([{Mod, [Point | Points]} | Rest], Opts, Bs, Fs, _) ->
+    Info = beamlab_workload:info(Mod),
+    Name = beamlab_workload:point_name(maps:get(name, Info), Point),
+    {Reps, Status} = run_point(Mod, Info, Name, Point, Opts),
+    NewBs = benchmarks(Info, Name, Point, Reps) ++ Bs,
+    NewFs = case Status of
+                ok -> Fs;
+                interrupted -> Fs;
+                {error, Msg} -> [#{name => Name, error => iolist_to_binary(Msg)} | Fs]
+            end,
+    (maps:get(progress, Opts))({point_done, Name, case Status of
+                                                       interrupted -> {error, "interrupted"};
+                                                       _ -> Status
+                                                   end}),
+    case Status of
+        interrupted -> {lists:reverse(NewBs), lists:reverse(NewFs), true};
+        _ -> run_plan([{Mod, Points} | Rest], Opts, NewBs, NewFs, false)
+    end.
+
+%% Returns the measured repetitions (maps, in order) and the point's status.
+run_point(Mod, Info, Name, {_, Params}, Opts) ->
+    Reps = case maps:get(repeat, Opts) of
+               default -> maps:get(maps:get(profile, Opts), maps:get(repeat, Info),
+                                   default_repeat(maps:get(profile, Opts)));
+               N -> N
+           end,
+    Warmup = maps:get(warmup, Opts) andalso maps:get(warmup, Info),
+    case placement(Mod, Params) of
+        {error, R} ->
+            {[], {error, format_error(R)}};
+        {ok, Where} ->
+            (maps:get(progress, Opts))({point_start, Name, #{isolated => Where =/= local}}),
+            case start_vm(Where, Mod) of
+                {ok, Node, Peer} ->
+                    try
+                        %% The worker is not linked: the harness outlives a
+                        %% crashing workload and reports it.
+                        {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
+                                                    [self(), Mod, Params, Reps, Warmup]),
+                        collect(Pid, MRef, Name, Mod, Opts, [])
+                    after
+                        stop_vm(Peer)
+                    end;
+                {error, R} ->
+                    {[], {error, format_error(R)}}
+            end
+    end.
+
+default_repeat(quick) -> 5;
+default_repeat(full) -> 10.
+
+%% A point whose peak process count does not fit under this VM's limit runs
+%% in a fresh VM with +P large enough, after a memory estimate.
+placement(Mod, Params) ->
+    case erlang:function_exported(Mod, processes, 1) of
+        false -> {ok, local};
+        true ->
+            Need = Mod:processes(Params) + ?PROC_MARGIN,
+            Avail = erlang:system_info(process_limit) - erlang:system_info(process_count),
+            case memory_ok(Need) of
+                {error, _} = E -> E;
+                ok when Need =< Avail -> {ok, local};
+                ok -> {ok, {isolated, Need}}
+            end
+    end.
+
+memory_ok(Procs) ->
+    Need = Procs * ?BYTES_PER_PROC,
+    case available_memory() of
+        unknown -> ok;
+        Avail when Need =< Avail -> ok;
+        Avail -> {error, {not_enough_memory, Procs, Need, Avail}}
+    end.
+
+available_memory() ->
+    case file:read_file("/proc/meminfo") of
+        {ok, Bin} ->
+            case re:run(Bin, "MemAvailable:\\s+(\\d+) kB", [{capture, all_but_first, list}]) of
+                {match, [Kb]} -> list_to_integer(Kb) * 1024;
+                nomatch -> unknown
+            end;
+        {error, _} ->
+            unknown
+    end.
+
+start_vm(local, _Mod) -> {ok, node(), none};
+start_vm({isolated, Need}, Mod) ->
+    %% The VM rounds +P up to a power of two; ask for twice the need.
+    Limit = integer_to_list(max(2 * Need, 1048576)),
+    Paths = case code:which(Mod) of
+                File when is_list(File) -> [filename:dirname(File)];
+                _ -> []
+            end,
+    case beamlab_suite_dist:start_peer(#{args => ["+P", Limit], paths => Paths}) of
+        {ok, Vm, Node} -> {ok, Node, Vm};
+        {error, R} -> {error, {isolated_vm, R}}
+    end.
+
+stop_vm(none) -> ok;
+stop_vm(Peer) -> beamlab_suite_dist:stop_peer(Peer).
+
+collect(Pid, MRef, Name, Mod, Opts, Acc) ->
+    Timeout = maps:get(timeout, Opts),
+    Progress = maps:get(progress, Opts),
+    receive
+        {suite_rep, Pid, Which, #{value := V} = Rep} ->
+            _ = Progress({repetition, Name, Which, V}),
+            case Which of
+                warmup -> collect(Pid, MRef, Name, Mod, Opts, Acc);
+                _ -> collect(Pid, MRef, Name, Mod, Opts, [Rep | Acc])
+            end;
+        {suite_error, Pid, Stage, Reason} ->
+            stop_worker(Pid, MRef),
+            {lists:reverse(Acc), {error, stage_error(Mod, Stage, Reason)}};
+        {suite_done, Pid} ->
+            receive {'DOWN', MRef, process, Pid, _} -> ok end,
+            {lists:reverse(Acc), ok};
+        {'DOWN', MRef, process, Pid, noconnection} ->
+            {lists:reverse(Acc),
+             {error, "the VM running the workload went down (out of memory?)"}};
+        {'DOWN', MRef, process, Pid, Reason} ->
+            {lists:reverse(Acc), {error, stage_error(Mod, run, {crashed, Reason})}};
+        {beamlab_interrupt, _} ->
+            stop_worker(Pid, MRef),
+            {lists:reverse(Acc), interrupted}
+    after Timeout ->
+            stop_worker(Pid, MRef),
+            {lists:reverse(Acc),
+             {error, io_lib:format("a repetition took longer than the timeout (~b s)",
+                                   [Timeout div 1000])}}
+    end.
+
+stop_worker(Pid, MRef) ->
+    exit(Pid, kill),
+    receive {'DOWN', MRef, process, Pid, _} -> ok end.
+
+stage_error(_Mod, Stage, {crashed, {Class, Reason, Stack}}) ->
+    Where = case Stack of
+                [{M, F, A, Loc} | _] ->
+                    Arity = if is_list(A) -> length(A); true -> A end,
+                    io_lib:format(" in ~s:~s/~b (line ~p)",
+                                  [M, F, Arity, proplists:get_value(line, Loc, '?')]);
+                _ -> ""
+            end,
+    Hint = case Reason of
+               system_limit -> " (a VM limit was reached: processes, ports, atoms or ETS tables)";
+               _ -> ""
+           end,
+    io_lib:format("~s crashed: ~s:~0P~s~s", [Stage, Class, Reason, 12, Where, Hint]);
+stage_error(_Mod, Stage, {crashed, Reason}) ->
+    io_lib:format("~s crashed: ~0P", [Stage, Reason, 12]);
+stage_error(Mod, Stage, Reason) ->
+    Text = case erlang:function_exported(Mod, format_error, 1) of
+               true -> try Mod:format_error(Reason) catch _:_ -> io_lib:format("~0p", [Reason]) end;
+               false -> io_lib:format("~0p", [Reason])
+           end,
+    [atom_to_list(Stage), " failed: ", Text].
+
+%% @doc The worker process that runs one point: setup, optional warm-up
+%% repetition, `Reps' measured repetitions, teardown, reporting each
+%% repetition to `Harness' by one message. Runs in a fresh process so each
+%% point starts with a small heap and an empty mailbox.
+-spec worker(pid(), module(), beamlab_workload:params(), pos_integer(), boolean()) -> ok.
+worker(Harness, Mod, Params, Reps, Warmup) ->
+    case catch_stage(fun() -> Mod:setup(Params) end) of
+        {ok, {ok, State}} ->
+            Order = [warmup || Warmup] ++ lists:seq(1, Reps),
+            State1 = reps(Harness, Mod, Params, State, Order),
+            _ = catch_stage(fun() -> Mod:teardown(State1) end),
+            Harness ! {suite_done, self()},
+            ok;
+        {ok, {error, R}} -> Harness ! {suite_error, self(), setup, R}, ok;
+        {ok, Other} -> Harness ! {suite_error, self(), setup, {bad_return, Other}}, ok;
+        {crashed, R} -> Harness ! {suite_error, self(), setup, {crashed, R}}, ok
+    end.
+
+reps(_Harness, _Mod, _Params, State, []) -> State;
+reps(Harness, Mod, Params, State, [Which | Rest]) ->
+    case catch_stage(fun() -> Mod:run(State, Params) end) of
+        {ok, {ok, #{value := V} = Rep}} when is_number(V) ->
+            Harness ! {suite_rep, self(), Which, Rep},
+            reps(Harness, Mod, Params, State, Rest);
+        {ok, {ok, #{value := V} = Rep, State1}} when is_number(V) ->
+            Harness ! {suite_rep, self(), Which, Rep},
+            reps(Harness, Mod, Params, State1, Rest);
+        {ok, {error, R}} ->
+            Harness ! {suite_error, self(), run, R},
+            State;
+        {ok, Other} ->
+            Harness ! {suite_error, self(), run, {bad_return, Other}},
+            State;
+        {crashed, R} ->
+            Harness ! {suite_error, self(), run, {crashed, R}},
+            State
+    end.
+
+catch_stage(F) ->
+    try {ok, F()}
+    catch Class:Reason:Stack -> {crashed, {Class, Reason, Stack}}
+    end.
+
+%% One benchmark for the primary metric and one per secondary metric.
+benchmarks(_Info, _Name, _Point, []) -> [];
+benchmarks(Info, Name, {_, Params}, Reps) ->
+    Last = lists:last(Reps),
+    Check = combined_check(Reps),
+    Common = #{group => maps:get(name, Info), params => beamlab_workload:params_to_map(Params)},
+    Primary = beamlab_result:benchmark(
+                Name, [V || #{value := V} <- Reps],
+                Common#{metric => maps:get(metric, Info), unit => maps:get(unit, Info),
+                        better => maps:get(better, Info),
+                        counters => maps:get(counters, Last, #{}),
+                        extra => (maps:get(extra, Last, #{}))#{check => Check}}),
+    Secondary = [beamlab_result:benchmark(
+                   [Name, $/, atom_to_binary(K)],
+                   [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
+                   Common#{metric => atom_to_binary(K), unit => U, better => B,
+                           extra => #{check => Check}})
+                 || #{key := K, unit := U, better := B} <- maps:get(metrics, Info)],
+    lists:reverse([Primary | Secondary]).
+
+%% The point's check is the first failure over its repetitions, else the
+%% weakest status (unchecked if any repetition could not check itself).
+combined_check(Reps) ->
+    Checks = [maps:get(check, R, unchecked) || R <- Reps],
+    case [Why || {failed, Why} <- Checks] of
+        [Why | _] -> <<"failed: ", Why/binary>>;
+        [] ->
+            case lists:member(unchecked, Checks) of
+                true -> <<"unchecked">>;
+                false -> <<"ok">>
+            end
+    end.
+
+workload_doc(Mod) ->
+    Info = beamlab_workload:info(Mod),
+    #{name => maps:get(name, Info), definition => maps:get(definition, Info),
+      unit => maps:get(unit, Info), checks => maps:get(checks, Info),
+      module => atom_to_binary(Mod)}.
+
+document(Opts, Benchmarks, Failures, Partial, Workloads) ->
+    Doc0 = beamlab_result:new(suite, #{params => maps:get(params, Opts),
+                                       command => maps:get(command, Opts)}),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
+    Doc2 = Doc1#{extra => #{workloads => Workloads, failures => Failures}},
+    beamlab_result:finish(with_env(Doc2), #{partial => Partial}).
+
+%% beamlab_result:finish/2 adds the environment report; a build without
+%% the env area still produces a valid document.
+with_env(Doc) ->
+    case code:ensure_loaded(beamlab_env) of
+        {module, beamlab_env} -> Doc;
+        _ -> Doc#{env => #{}}
+    end.
+
+%% @doc One line per error.
+-spec format_error(term()) -> iolist().
+format_error({workload, R}) -> beamlab_workload:format_error(R);
+format_error({bad_param, W, K, R}) ->
+    [W, $., atom_to_list(K), ": ", beamlab_workload:format_error(R)];
+format_error({param_for_unselected, W}) ->
+    io_lib:format("--param for workload '~ts', which is not selected or does not exist", [W]);
+format_error({not_enough_memory, Procs, Need, Avail}) ->
+    io_lib:format("needs about ~b MB for ~b processes but only ~b MB of memory is available",
+                  [Need div 1048576, Procs, Avail div 1048576]);
+format_error({isolated_vm, R}) ->
+    ["could not start a VM with a larger process limit: ", beamlab_suite_dist:format_error(R)];
+format_error(Other) ->
+    io_lib:format("~0p", [Other]).

@@ -1,0 +1,118 @@
+%%% @doc Workload `ping_pong': round trips between two processes carrying a
+%%% payload, in one VM, to a second VM on this host (started with
+%%% `beamlab_peer', over Erlang distribution on loopback), or to a remote
+%%% node named by the user.
+-module(beamlab_workload_ping_pong).
+-behaviour(beamlab_workload).
+
+-export([info/0, params/0, setup/1, run/2, teardown/1, normalize/1,
+         format_error/1]).
+-export([ponger/0]).
+
+%% @doc Workload description.
+-spec info() -> beamlab_workload:info().
+info() ->
+    #{name => <<"ping_pong">>,
+      summary => <<"round trip of a payload between two processes: local, peer VM, remote node">>,
+      definition =>
+          <<"Time of N round trips divided by N. One round trip: the pinger "
+            "sends {self(), Payload} to the ponger and waits for "
+            "{pong, Payload} echoed back. Payload is a list of Size integers "
+            "(1..Size, as in Termite) or a binary of Size bytes (binaries over "
+            "64 bytes are reference-counted, so not copied within one VM). "
+            "vm=local: both processes in this VM; vm=peer: the ponger runs in "
+            "a second VM on this host started for the measurement, over "
+            "Erlang distribution on 127.0.0.1; vm=remote: the ponger runs on "
+            "the node given by `node` (setting `node` implies vm=remote).">>,
+      unit => <<"us">>, better => lower, metric => <<"round_trip">>,
+      repeat => #{quick => 5, full => 5},
+      checks => <<"N replies received, the ponger counted N requests, the last "
+                  "echoed payload equals the one sent">>}.
+
+%% @doc Parameters.
+-spec params() -> [beamlab_workload:param_spec()].
+params() ->
+    [#{key => size, default => [0, 10, 100, 1000], full => [0, 10, 100, 1000],
+       type => non_neg_integer, help => <<"payload elements (list) or bytes (binary)">>},
+     #{key => payload, default => [list, binary], full => [list, binary],
+       type => {enum, [list, binary]}, help => <<"payload shape">>},
+     #{key => vm, default => local, full => [local, peer],
+       type => {enum, [local, peer, remote]}, help => <<"where the ponger runs">>},
+     #{key => node, default => none, full => none, type => node,
+       help => <<"remote node name@host for vm=remote (same cookie)">>},
+     #{key => n, default => 10000, full => 20000, type => pos_integer,
+       help => <<"round trips per repetition">>}].
+
+%% @doc `node' implies vm=remote; vm=remote needs a node.
+-spec normalize(beamlab_workload:params()) -> {ok, beamlab_workload:params()} | {error, term()}.
+normalize(#{node := none, vm := remote}) -> {error, remote_needs_node};
+normalize(#{node := Node, vm := peer}) when Node =/= none -> {error, peer_and_node};
+normalize(#{node := Node} = P) when Node =/= none -> {ok, P#{vm => remote}};
+normalize(P) -> {ok, P}.
+
+%% @doc Start the ponger where `vm' says.
+-spec setup(beamlab_workload:params()) -> {ok, term()} | {error, term()}.
+setup(#{vm := local}) ->
+    {ok, #{ponger => spawn_link(fun ponger/0), peer => none}};
+setup(#{vm := peer}) ->
+    case beamlab_suite_dist:start_peer(#{}) of
+        {ok, Vm, Node} ->
+            {ok, #{ponger => spawn_link(Node, ?MODULE, ponger, []), peer => Vm}};
+        {error, _} = E ->
+            E
+    end;
+setup(#{vm := remote, node := Node}) ->
+    case beamlab_suite_dist:connect(Node, [?MODULE]) of
+        ok -> {ok, #{ponger => spawn_link(Node, ?MODULE, ponger, []), peer => none}};
+        {error, _} = E -> E
+    end.
+
+%% @doc One repetition.
+-spec run(map(), beamlab_workload:params()) -> {ok, beamlab_workload:rep()}.
+run(#{ponger := Ponger}, #{size := Size, payload := Shape, n := N}) ->
+    Payload = payload(Shape, Size),
+    T0 = erlang:monotonic_time(),
+    {Got, Last} = ping(Ponger, Payload, N, 0, none),
+    T1 = erlang:monotonic_time(),
+    Ponger ! {count, self()},
+    Counted = receive {ponger_count, C} -> C end,
+    {ok, #{value => beamlab_workload:us(T1 - T0) / N,
+           counters => #{sent => N, received => Got, ponged => Counted},
+           check => beamlab_workload:check_all([{"replies", N, Got},
+                                                {"ponger requests", N, Counted},
+                                                {"echoed payload", true, Last =:= Payload}])}}.
+
+%% @doc Stop the ponger (and the peer VM).
+-spec teardown(map()) -> ok.
+teardown(#{ponger := Ponger, peer := Peer}) ->
+    unlink(Ponger),
+    Ponger ! stop,
+    case Peer of
+        none -> ok;
+        _ -> beamlab_suite_dist:stop_peer(Peer)
+    end.
+
+%% @doc One line per error.
+-spec format_error(term()) -> iolist().
+format_error(remote_needs_node) -> "vm=remote needs --param ping_pong.node=NAME@HOST";
+format_error(peer_and_node) -> "vm=peer starts its own VM: do not also give node";
+format_error(Other) -> beamlab_suite_dist:format_error(Other).
+
+%% @doc The echoing process (exported to be spawned on other nodes).
+-spec ponger() -> ok.
+ponger() -> ponger(0).
+
+ponger(Count) ->
+    receive
+        {From, Msg} when is_pid(From) -> From ! {pong, Msg}, ponger(Count + 1);
+        {count, From} -> From ! {ponger_count, Count}, ponger(0);
+        stop -> ok
+    end.
+
+ping(_Ponger, _Payload, 0, Got, Last) -> {Got, Last};
+ping(Ponger, Payload, N, Got, _) ->
+    Ponger ! {self(), Payload},
+    receive {pong, Echo} -> ping(Ponger, Payload, N - 1, Got + 1, Echo) end.
+
+payload(list, Size) -> lists:seq(1, Size);
+payload(binary, Size) -> rand:bytes(Size).

@@ -1,0 +1,409 @@
+%% Common Test suite of the workload suite: every workload's definition
+%% (counts, conservation, parameters honoured) through beamlab_suite, the
+%% harness (isolation VM, timeout, interrupt, failures) and the CLI through
+%% the built ./beamlab.
+-module(suite_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
+-export([ping_pong_remote/1, cli_interrupt_partial/1]).
+-export([fib/1, spawn_variants/1, skynet/1, send/1, ping_pong_local/1,
+         ping_pong_peer/1, ring_hops/1, thread_ring/1, big/1, bang/1,
+         message_load_conservation/1, selective_receive_shapes/1,
+         selective_receive_asm/1, serialization/1, ets/1, gen_server/1,
+         failed_check_reported/1, isolated_vm_for_process_limit/1,
+         not_enough_memory/1, repetition_timeout/1, interrupt_partial/1,
+         crash_reported/1]).
+-export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
+         cli_text_report/1, cli_check_failure_exit_code/1]).
+
+all() -> [{group, workloads}, {group, harness}, {group, cli}].
+
+groups() ->
+    [{workloads, [], [fib, spawn_variants, skynet, send, ping_pong_local,
+                      ping_pong_peer, ping_pong_remote, ring_hops, thread_ring, big, bang,
+                      message_load_conservation, selective_receive_shapes,
+                      selective_receive_asm, serialization, ets, gen_server]},
+     {harness, [], [failed_check_reported, isolated_vm_for_process_limit,
+                    not_enough_memory, repetition_timeout, interrupt_partial,
+                    crash_reported]},
+     {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
+                cli_text_report, cli_check_failure_exit_code, cli_interrupt_partial]}].
+
+init_per_suite(Config) ->
+    Dir = ?config(priv_dir, Config),
+    ok = compile_user_workloads(Dir),
+    true = code:add_patha(Dir),
+    [{workload_dir, Dir} | Config].
+
+end_per_suite(_Config) -> ok.
+
+%% Runs workload Name with textual overrides, returns the benchmarks.
+run(Name, Params) -> run(Name, Params, #{repeat => 1, warmup => false}).
+
+run(Name, Params, Opts) ->
+    {ok, Plan} = beamlab_suite:plan([Name], quick, #{list_to_binary(Name) => Params}),
+    {ok, Doc} = beamlab_suite:run(Plan, Opts),
+    ?assertEqual([], maps:get(failures, maps:get(extra, Doc))),
+    maps:get(benchmarks, Doc).
+
+ok_check(#{extra := #{check := C}}) -> ?assertEqual(<<"ok">>, C).
+
+fib(_) ->
+    [B] = run("fib", #{n => ["20"]}),
+    ok_check(B),
+    %% fib(20) makes 2*fib(21)-1 calls.
+    ?assertEqual(#{calls => 2 * 10946 - 1}, maps:get(counters, B)),
+    ?assertMatch(#{unit := <<"ms">>, params := #{<<"n">> := 20}}, B).
+
+spawn_variants(_) ->
+    Bs = run("spawn", #{n => ["500"]}),
+    ?assertEqual([<<"spawn[variant=plain]">>, <<"spawn[variant=link]">>,
+                  <<"spawn[variant=monitor]">>], [N || #{name := N} <- Bs]),
+    [begin ok_check(B),
+           ?assertEqual(#{spawned => 500, finished => 500}, maps:get(counters, B))
+     end || B <- Bs].
+
+skynet(_) ->
+    [B] = run("skynet", #{size => ["1000"]}),
+    ok_check(B),
+    ?assertEqual(#{processes => 1111, sum => 499500}, maps:get(counters, B)).
+
+send(_) ->
+    [B] = run("send", #{n => ["1234"]}),
+    ok_check(B),
+    ?assertEqual(#{sent => 1234, received => 1234}, maps:get(counters, B)).
+
+ping_pong_local(_) ->
+    Bs = run("ping_pong", #{n => ["300"], size => ["0", "100"], payload => ["list", "binary"]}),
+    ?assertEqual(4, length(Bs)),
+    [begin ok_check(B),
+           ?assertEqual(#{sent => 300, received => 300, ponged => 300}, maps:get(counters, B))
+     end || B <- Bs],
+    ?assertEqual(<<"ping_pong[size=100,payload=binary]">>, maps:get(name, lists:last(Bs))).
+
+ping_pong_peer(_) ->
+    [B] = run("ping_pong", #{n => ["200"], size => ["10"], payload => ["list"], vm => ["peer"]}),
+    ok_check(B),
+    ?assertEqual(#{sent => 200, received => 200, ponged => 200}, maps:get(counters, B)),
+    ?assertMatch(#{<<"vm">> := <<"peer">>}, maps:get(params, B)).
+
+%% A node the suite did not start, without beamlab's code: the workload
+%% loads its ponger module there.
+ping_pong_remote(_) ->
+    {ok, Vm} = beamlab_peer:start(#{dist => true, load => false}),
+    try
+        Node = beamlab_peer:node(Vm),
+        false = beamlab_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]),
+        [B] = run("ping_pong", #{n => ["100"], size => ["3"], payload => ["binary"],
+                                 node => [atom_to_list(Node)]}),
+        ok_check(B),
+        ?assertEqual(#{sent => 100, received => 100, ponged => 100}, maps:get(counters, B)),
+        ?assertMatch(#{<<"vm">> := <<"remote">>}, maps:get(params, B)),
+        ?assertMatch({file, _}, beamlab_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]))
+    after
+        beamlab_peer:stop(Vm)
+    end.
+
+ring_hops(_) ->
+    Bs = run("ring", #{n => ["1", "7", "100"], m => ["3"]}),
+    Hops = [C || #{metric := <<"hop">>, counters := C} <- Bs],
+    ?assertEqual([#{processes => 1, hops => 3}, #{processes => 7, hops => 21},
+                  #{processes => 100, hops => 300}], Hops),
+    [ok_check(B) || B <- Bs],
+    %% creation is reported as its own benchmark
+    ?assertEqual([<<"ring[n=1]/create">>, <<"ring[n=7]/create">>, <<"ring[n=100]/create">>],
+                 [N || #{metric := <<"create">>, name := N} <- Bs]).
+
+thread_ring(_) ->
+    [B] = run("thread_ring", #{n => ["503"], token => ["1000"]}),
+    ok_check(B),
+    ?assertEqual(#{hops => 1000, winner => 1000 rem 503 + 1}, maps:get(counters, B)).
+
+big(_) ->
+    [B] = run("big", #{n => ["10"], m => ["30"]}),
+    ok_check(B),
+    ?assertEqual(#{pings_sent => 300, pings_answered => 300, pongs_received => 300},
+                 maps:get(counters, B)).
+
+bang(_) ->
+    [B] = run("bang", #{senders => ["7"], m => ["50"]}),
+    ok_check(B),
+    ?assertEqual(#{sent => 350, received => 350}, maps:get(counters, B)).
+
+message_load_conservation(_) ->
+    Bs = run("message_load", #{procs => ["8"], wait => ["2"], warmup => ["100"],
+                               duration => ["1200"]}),
+    [Good | Secondary] = Bs,
+    ok_check(Good),
+    ?assertEqual([<<"flushput">>, <<"latency_mean">>, <<"latency_p99">>],
+                 [M || #{metric := M} <- Secondary]),
+    #{sent := S, received := R, flushed := F, in_flight := I,
+      measured_received := MR} = maps:get(counters, Good),
+    ?assertEqual(S, R + F + I),
+    ?assert(MR > 0 andalso MR =< R),
+    #{latency_us := Lat, series := Series} = maps:get(extra, Good),
+    ?assertEqual(MR, maps:get(count, Lat)),
+    #{p50 := P50, p99 := P99, max := Max} = Lat,
+    ?assert(P50 =< P99 andalso P99 =< Max),
+    %% 1.2 s measured: two per-second points, summing to the measured goodput
+    ?assertEqual([1, 2], [Sec || #{second := Sec} <- Series]),
+    ?assertEqual(MR, lists:sum([G || #{goodput := G} <- Series])).
+
+selective_receive_shapes(_) ->
+    Bs = run("selective_receive", #{queued => ["3000"], k => ["200"]}),
+    [Fresh, Opaque] = Bs,
+    [begin ok_check(B),
+           ?assertEqual(#{received => 200, queued => 3000}, maps:get(counters, B))
+     end || B <- Bs],
+    ?assertEqual(<<"selective_receive[ref=fresh]">>, maps:get(name, Fresh)),
+    ?assertEqual(<<"selective_receive[ref=opaque]">>, maps:get(name, Opaque)).
+
+%% The optimisation is a compile-time transformation: the fresh shape must
+%% carry receive-marker instructions, the opaque shape must not.
+selective_receive_asm(_) ->
+    Src = filename:join([code:lib_dir(beamlab), "src", "workloads",
+                         "beamlab_workload_selective_receive.erl"]),
+    Src1 = case filelib:is_regular(Src) of
+               true -> Src;
+               false -> proplists:get_value(source, beamlab_workload_selective_receive:module_info(compile))
+           end,
+    {ok, _, {_, _, _, Asm, _}} = compile:file(Src1, ['S', binary, return_errors]),
+    Markers = fun(Name) ->
+                      [Code] = [C || {function, N, 3, _, C} <- Asm, N =:= Name],
+                      [I || I <- Code, is_tuple(I),
+                            lists:member(element(1, I), [recv_marker_reserve, recv_marker_bind,
+                                                         recv_marker_use])]
+              end,
+    ?assertMatch([_, _, _], lists:usort([element(1, I) || I <- Markers(fresh_loop)])),
+    ?assertEqual([], Markers(opaque_loop)).
+
+serialization(_) ->
+    Bs = run("serialization", #{k => ["3"], compressed => ["0", "6"], term => ["map_of_lists"]}),
+    [Plain, Compressed] = Bs,
+    [ok_check(B) || B <- Bs],
+    #{encoded_bytes := S0} = maps:get(counters, Plain),
+    #{encoded_bytes := S6} = maps:get(counters, Compressed),
+    ?assertEqual(byte_size(term_to_binary(beamlab_workload_serialization:term(map_of_lists),
+                                          [{minor_version, 1}])), S0),
+    ?assert(S6 < S0).
+
+ets(_) ->
+    Bs = run("ets", #{readers => ["3"], writers => ["2"], ops => ["400"], keys => ["50"]}),
+    ?assertEqual(4, length(Bs)),
+    [begin ok_check(B),
+           ?assertEqual(#{lookups => 1200, found => 1200, inserts => 800}, maps:get(counters, B))
+     end || B <- Bs].
+
+gen_server(_) ->
+    [B] = run("gen_server", #{clients => ["5"], calls => ["40"]}),
+    ok_check(B),
+    ?assertEqual(#{calls => 200, replies => 200, handled => 200}, maps:get(counters, B)).
+
+%% --- harness -------------------------------------------------------------
+
+failed_check_reported(_) ->
+    [B] = run("suite_test_workload", #{mode => ["bad_check"]}),
+    ?assertEqual(<<"failed: answer: expected 42, got 41">>, maps:get(check, maps:get(extra, B))).
+
+isolated_vm_for_process_limit(_) ->
+    Limit = erlang:system_info(process_limit),
+    [B] = run("suite_test_workload", #{mode => ["ok"], procs => [integer_to_list(Limit + 1000)]}),
+    #{process_limit := L, node := N} = maps:get(counters, B),
+    ?assert(L > Limit),
+    ?assertNotEqual(atom_to_binary(node()), N).
+
+not_enough_memory(_) ->
+    {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
+                                    #{<<"suite_test_workload">> => #{procs => ["100000000000"]}}),
+    {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
+    [#{name := <<"suite_test_workload">>, error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    ?assertMatch({match, _}, re:run(Msg, "^needs about \\d+ MB for 100000010000 processes "
+                                         "but only \\d+ MB of memory is available$")),
+    ?assertEqual([], maps:get(benchmarks, Doc)).
+
+repetition_timeout(_) ->
+    {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
+                                    #{<<"suite_test_workload">> => #{mode => ["sleep"]}}),
+    {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 3, timeout => 300}),
+    [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    ?assertEqual(<<"a repetition took longer than the timeout (0 s)">>, Msg).
+
+interrupt_partial(_) ->
+    {ok, Plan} = beamlab_suite:plan(["fib", "suite_test_workload"], quick,
+                                    #{<<"fib">> => #{n => ["10"]},
+                                      <<"suite_test_workload">> => #{mode => ["sleep"]}}),
+    Self = self(),
+    Progress = fun({point_start, <<"suite_test_workload">>, _}) -> Self ! started;
+                  (_) -> ok end,
+    Runner = spawn(fun() ->
+                           Self ! {doc, beamlab_suite:run(Plan, #{repeat => 2, progress => Progress})}
+                   end),
+    receive started -> ok end,
+    Runner ! {beamlab_interrupt, sigterm},
+    {ok, Doc} = receive {doc, D} -> D after 10000 -> error(no_result) end,
+    ?assertEqual(true, maps:get(partial, Doc)),
+    ?assertEqual([<<"fib">>], [N || #{name := N} <- maps:get(benchmarks, Doc)]).
+
+crash_reported(_) ->
+    {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
+                                    #{<<"suite_test_workload">> => #{mode => ["crash"]}}),
+    {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
+    [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    ?assertMatch({match, _}, re:run(Msg, "^run crashed: error:\\{badmatch,41\\} in suite_test_workload:run/2 \\(line \\d+\\)$")).
+
+%% A user workload (not in beamlab) used by the harness and CLI tests.
+compile_user_workloads(Dir) ->
+    Src = filename:join(Dir, "suite_test_workload.erl"),
+    ok = file:write_file(Src, user_workload_source()),
+    {ok, suite_test_workload} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    ok.
+
+user_workload_source() ->
+    <<"-module(suite_test_workload).\n"
+      "-export([info/0, params/0, setup/1, run/2, teardown/1, processes/1]).\n"
+      "info() -> #{name => <<\"suite_test_workload\">>, summary => <<\"test workload\">>,\n"
+      "            definition => <<\"answers 42\">>, unit => <<\"us\">>, better => lower,\n"
+      "            checks => <<\"the answer is 42\">>}.\n"
+      "params() -> [#{key => mode, default => ok, full => ok,\n"
+      "               type => {enum, [ok, bad_check, sleep, crash]}, help => <<\"behaviour\">>},\n"
+      "             #{key => procs, default => 1, full => 1, type => pos_integer,\n"
+      "               help => <<\"claimed peak processes\">>}].\n"
+      "processes(#{procs := P}) -> P.\n"
+      "setup(_) -> {ok, none}.\n"
+      "run(none, #{mode := Mode}) ->\n"
+      "    Answer = case Mode of bad_check -> 41; _ -> 42 end,\n"
+      "    Mode =:= sleep andalso timer:sleep(60000),\n"
+      "    Mode =:= crash andalso begin 42 = Answer - 1 end,\n"
+      "    {ok, #{value => 1.5,\n"
+      "           counters => #{process_limit => erlang:system_info(process_limit),\n"
+      "                         node => atom_to_binary(node())},\n"
+      "           check => case Answer of 42 -> ok;\n"
+      "                      _ -> {failed, <<\"answer: expected 42, got 41\">>} end}}.\n"
+      "teardown(_) -> ok.\n">>.
+
+%% --- CLI (the built ./beamlab) ---------------------------------------------
+
+cli(Args) -> beamlab_test_util:cli(Args).
+
+cli_list(_) ->
+    #{code := 0, out := Out} = cli(["suite", "--list"]),
+    [?assertMatch({match, _}, re:run(Out, ["^", N, "  \\("], [multiline]))
+     || N <- ["fib", "spawn", "skynet", "send", "ping_pong", "ring", "thread_ring", "big",
+              "bang", "message_load", "selective_receive", "serialization", "ets",
+              "gen_server"]],
+    %% params with quick and full defaults
+    ?assertMatch({match, _}, re:run(Out, "^  n +1000,40000 +40000,1000000 +pos_integer", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^  size +10000 +1000000 ", [multiline])).
+
+cli_bad_params(_) ->
+    Cases = [{["suite", "nosuch"], "unknown workload 'nosuch'"},
+             {["suite", "ring", "--param", "ring.q=1"], "workload ring has no parameter 'q' (it has: n, m)"},
+             {["suite", "ring", "--param", "ring.n=x"], "ring.n: bad value 'x': expected pos_integer"},
+             {["suite", "ring", "--param", "ring.n=0"], "ring.n: bad value '0': expected pos_integer"},
+             {["suite", "ring", "--param", "ring"], "--param ring: expected NAME.KEY=VALUE"},
+             {["suite", "ring", "--param", "fib.n=3"], "--param for workload 'fib', which is not selected"},
+             {["suite", "skynet", "--param", "skynet.size=99"], "skynet: size must be a power of 10"},
+             {["suite", "ping_pong", "--param", "ping_pong.vm=remote"], "vm=remote needs --param ping_pong.node"},
+             {["suite", "ring", "--profile", "huge"], "profile"},
+             {["suite", "-pa", "/no/such/dir", "x"], "-pa /no/such/dir: no such directory"}],
+    [begin
+         R = #{code := Code, err := Err} = cli(Args),
+         ?assertEqual({Args, 2}, {Args, Code}),
+         ok = beamlab_test_util:assert_one_line_error(R),
+         ?assertMatch({Args, {match, _}}, {Args, re:run(Err, re_quote(Expect))})
+     end || {Args, Expect} <- Cases].
+
+re_quote(S) -> re:replace(S, "[][(){}.*+?^$|\\\\]", "\\\\&", [global, {return, list}]).
+
+cli_user_workload_pa(Config) ->
+    Dir = ?config(workload_dir, Config),
+    #{code := 0, out := Out} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "2"]),
+    ?assertMatch({match, _}, re:run(Out, "^suite_test_workload +- +time +us +1\\.500 .* 2 +ok$",
+                                    [multiline])),
+    #{code := 0, out := List} = cli(["suite", "--list", "-pa", Dir, "suite_test_workload"]),
+    ?assertMatch({match, _}, re:run(List, "^  mode +ok +ok +ok\\|bad_check\\|sleep\\|crash", [multiline])),
+    %% without -pa the module is not found
+    #{code := 2} = cli(["suite", "suite_test_workload"]).
+
+cli_json_parsed_back(_) ->
+    #{code := 0, out := Out} = cli(["suite", "ring", "fib", "--param", "ring.n=10,20",
+                                    "--param", "ring.m=2", "--param", "fib.n=5",
+                                    "-n", "3", "--format", "json"]),
+    {ok, Json} = beamlab_json:decode(Out),
+    {ok, Doc} = beamlab_result:from_json(Json),
+    ?assertMatch(#{kind := <<"suite">>, partial := false}, Doc),
+    Bs = maps:get(benchmarks, Doc),
+    ?assertEqual([<<"ring[n=10]">>, <<"ring[n=10]/create">>, <<"ring[n=20]">>,
+                  <<"ring[n=20]/create">>, <<"fib">>], [N || #{name := N} <- Bs]),
+    [Ring10 | _] = Bs,
+    ?assertMatch(#{group := <<"ring">>, unit := <<"us">>, metric := <<"hop">>,
+                   counters := #{<<"hops">> := 20, <<"processes">> := 10},
+                   params := #{<<"n">> := 10, <<"m">> := 2},
+                   stats := #{n := 3}}, Ring10),
+    ?assertEqual(3, length(maps:get(samples, Ring10))).
+
+cli_text_report(_) ->
+    #{code := 0, out := Out} = cli(["suite", "message_load", "--param", "message_load.procs=4",
+                                    "--param", "message_load.duration=300",
+                                    "--param", "message_load.warmup=50", "-n", "1"]),
+    ?assertMatch({match, _}, re:run(Out, "^Workload +Params +Metric +Unit +Median +Mean \\+- CI95 +P99 +n +Check$",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^message_load +- +goodput +msg/s .* 1 +ok$", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "latency us \\(.*\\): p50 .* p90 .* p99 .* p99\\.9 .* max ",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "per second .*: 1:1 \\d+/\\d+/", [multiline])).
+
+cli_check_failure_exit_code(Config) ->
+    Dir = ?config(workload_dir, Config),
+    #{code := 1, out := Out} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "1",
+                                    "--param", "suite_test_workload.mode=bad_check"]),
+    ?assertMatch({match, _}, re:run(Out, "failed: answer: expected 42, got 41")),
+    #{code := 1, out := Out2} = cli(["suite", "-pa", Dir, "suite_test_workload", "-n", "1",
+                                     "--param", "suite_test_workload.mode=crash"]),
+    ?assertMatch({match, _}, re:run(Out2, "^FAILED suite_test_workload: run crashed: ", [multiline])).
+
+%% SIGTERM to the launcher (what Ctrl-C becomes) during the second workload:
+%% the first one's results and the finished repetitions are printed, marked
+%% partial.
+cli_interrupt_partial(_) ->
+    Dir = beamlab_test_util:tmp_dir("suite-int"),
+    Port = open_port({spawn_executable, beamlab_test_util:escript()},
+                     [{args, ["suite", "fib", "message_load", "-n", "4", "-v",
+                              "--param", "message_load.procs=4",
+                              "--param", "message_load.warmup=0",
+                              "--param", "message_load.duration=1000",
+                              "--save", "partial.json"]},
+                      {cd, Dir}, exit_status, binary, use_stdio, stderr_to_stdout]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    %% -v reports every repetition: interrupt once message_load has one.
+    %% (telemetry lines may come in between)
+    Seen = wait_for(Port, "suite: message_load\n(.*\n)*  1: ", <<>>),
+    os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
+    {Code, Out} = drain_port(Port, [Seen]),
+    ?assertEqual(0, Code),
+    ?assertMatch({match, _}, re:run(Out, "^\\(partial: interrupted", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^fib ", [multiline])),
+    {ok, Doc} = beamlab_result:load(filename:join(Dir, "partial.json")),
+    ?assertEqual(true, maps:get(partial, Doc)),
+    [#{samples := Ml} | _] = [B || #{group := <<"message_load">>} = B <- maps:get(benchmarks, Doc)],
+    ?assert(length(Ml) >= 1 andalso length(Ml) < 4).
+
+wait_for(Port, Pattern, Acc) ->
+    case re:run(Acc, Pattern) of
+        nomatch ->
+            receive
+                {Port, {data, D}} -> wait_for(Port, Pattern, <<Acc/binary, D/binary>>);
+                {Port, {exit_status, S}} -> error({exited_early, S, Acc})
+            after 60000 -> error({timeout, Acc})
+            end;
+        _ -> Acc
+    end.
+
+drain_port(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> drain_port(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    after 60000 -> error(no_exit)
+    end.
