@@ -1,0 +1,694 @@
+%%% @doc `beamlab amqp': a RabbitMQ load generator compatible with PerfTest's
+%%% options and output.
+%%%
+%%% The coordinator (the calling process) checks the broker, declares the
+%%% topology, splits producers, consumers and closed-loop channels over the
+%%% nodes of the run, starts one `beamlab_amqp_agent' per node, prints a
+%%% PerfTest line per interval from the agents' merged counters and
+%%% histogram snapshots, stops producers first, lets consumers drain, reads
+%%% the queues' depth and prints the summary and the accounting
+%%% (sent = received + returned + nacked + queued).
+-module(beamlab_amqp_perf).
+
+-export([run/1, defaults/0, queue_names/2, expand_pattern/3, result/3,
+         format_error/1]).
+
+-export_type([config/0, report/0]).
+
+-type config() :: map().
+-type report() :: map().
+
+-define(DRAIN_MAX_MS, 3000).
+-define(DRAIN_QUIET_MS, 500).
+-define(STOP_TIMEOUT_MS, 15000).
+-define(SAMPLE_TIMEOUT_MS, 5000).
+-define(LOOP_CHANNELS_PER_CONN, 50).
+
+%% @doc Default configuration (PerfTest's defaults where they make sense).
+-spec defaults() -> config().
+defaults() ->
+    #{uri => <<"amqp://guest:guest@localhost:5672/%2F">>,
+      producers => 1, consumers => 1, producer_channels => 1, consumer_channels => 1,
+      queue => undefined, queue_pattern => undefined,
+      exchange => <<"direct">>, exchange_type => <<"direct">>, routing_key => undefined,
+      persistent => false, mandatory => false, prefetch => 0, confirm => undefined,
+      autoack => false, multi_ack => 0, rate => infinity, body_size => 12,
+      duration => undefined, pmessages => 0, cmessages => 0, predeclared => false,
+      quorum => false, interval => 1, reconnect => false, nodes => [node()],
+      closed_loop => 0, id => undefined,
+      out => fun(Bin) -> io:put_chars(Bin) end}.
+
+%% @doc The queues of a run: the closed-loop queues, the expanded
+%% `--queue-pattern', the `-u' queue, or one queue named after the test id.
+-spec queue_names(config(), binary()) -> [binary()].
+queue_names(#{closed_loop := N}, Id) when N > 0 ->
+    [iolist_to_binary([<<"beamlab-loop-">>, Id, $-, integer_to_binary(I)]) || I <- lists:seq(1, N)];
+queue_names(#{queue_pattern := {Pattern, From, To}}, _Id) ->
+    expand_pattern(Pattern, From, To);
+queue_names(#{queue := Q}, _Id) when is_binary(Q) ->
+    [Q];
+queue_names(_, Id) ->
+    [<<"beamlab-", Id/binary>>].
+
+%% @doc Expands a PerfTest queue pattern (`%d' replaced by each number from
+%% `From' to `To'; other printf-style integer directives such as `%03d' are
+%% honoured too).
+-spec expand_pattern(binary() | string(), integer(), integer()) -> [binary()].
+expand_pattern(Pattern, From, To) ->
+    P = unicode:characters_to_list(Pattern),
+    [iolist_to_binary(subst(P, I)) || I <- lists:seq(From, To)].
+
+subst([], _I) -> [];
+subst("%%" ++ Rest, I) -> [$% | subst(Rest, I)];
+subst([$% | Rest], I) ->
+    {Flags, Rest1} = lists:splitwith(fun(C) -> C >= $0 andalso C =< $9 end, Rest),
+    case Rest1 of
+        [$d | Rest2] -> [pad(integer_to_list(I), Flags) | subst(Rest2, I)];
+        _ -> [$%, Flags | subst(Rest1, I)]
+    end;
+subst([C | Rest], I) -> [C | subst(Rest, I)].
+
+pad(S, "") -> S;
+pad(S, [$0 | W]) -> string:pad(S, list_to_integer(W), leading, $0);
+pad(S, W) -> string:pad(S, list_to_integer(W), leading, $\s).
+
+%% @doc Runs the load test. `{error, R}' when it could not start (broker,
+%% credentials, topology, nodes); otherwise a report, with `failure' set
+%% when the run ended early (broker gone, node down) and `partial' when it
+%% was interrupted or failed.
+-spec run(config()) -> {ok, report()} | {error, term()}.
+run(Cfg0) ->
+    Cfg1 = maps:merge(defaults(), Cfg0),
+    Id = case maps:get(id, Cfg1) of
+             undefined -> beamlab_amqp_report:test_id(erlang:system_time(millisecond));
+             I -> I
+         end,
+    Cfg = Cfg1#{id := Id},
+    case beamlab_amqp_uri:parse(maps:get(uri, Cfg)) of
+        {ok, Uri} ->
+            case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp ", Id/binary, " setup">>}) of
+                {ok, Conn} ->
+                    try setup_and_run(Conn, Cfg#{uri := Uri})
+                    after catch beamlab_amqp:close(Conn)
+                    end;
+                {error, _} = E ->
+                    E
+            end;
+        {error, R} ->
+            {error, {uri, R}}
+    end.
+
+setup_and_run(Conn, Cfg) ->
+    Queues = queue_names(Cfg, maps:get(id, Cfg)),
+    case declare_topology(Conn, Cfg, Queues) of
+        {ok, Topo} ->
+            try start_nodes(Cfg) of
+                {ok, Nodes, Cleanup} ->
+                    try start_run(Conn, Cfg#{nodes := Nodes}, Topo)
+                    after Cleanup()
+                    end;
+                {error, _} = E ->
+                    E
+            after
+                delete_queues(Conn, Topo)
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+%%%-------------------------------------------------------------------
+%%% Topology
+%%%-------------------------------------------------------------------
+
+%% Each queue is first looked up passively: an existing queue is used as it
+%% is (and left in place), a missing one is declared here and deleted at the
+%% end. With -p every queue must exist.
+declare_topology(Conn, Cfg, Queues) ->
+    {ok, Ch} = beamlab_amqp:open_channel(Conn),
+    #{exchange := Ex, exchange_type := Type, closed_loop := Loop} = Cfg,
+    ExOk = case Ex =:= <<>> orelse Loop > 0 orelse maps:get(predeclared, Cfg) of
+               true -> ok;
+               false ->
+                   beamlab_amqp:declare_exchange(Ch, Ex, #{type => Type,
+                                                           durable => maps:get(persistent, Cfg)})
+           end,
+    case ExOk of
+        ok -> declare_queues(Conn, Ch, Cfg, Queues, []);
+        {error, _} = E -> E
+    end.
+
+declare_queues(_Conn, Ch, _Cfg, [], Acc) ->
+    _ = catch beamlab_amqp:close_channel(Ch),
+    {ok, #{queues => lists:reverse(Acc)}};
+declare_queues(Conn, Ch, Cfg, [Q | Qs], Acc) ->
+    case beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) of
+        {ok, #{message_count := N}} ->
+            bind_and_continue(Conn, Ch, Cfg, Q, Qs, [{Q, N, existing} | Acc]);
+        {error, {amqp_closed, 404, _}} when not map_get(predeclared, Cfg) ->
+            %% The failed passive declare closed the channel.
+            {ok, Ch1} = beamlab_amqp:open_channel(Conn),
+            case beamlab_amqp:declare_queue(Ch1, Q, queue_opts(Cfg)) of
+                {ok, #{message_count := N}} ->
+                    bind_and_continue(Conn, Ch1, Cfg, Q, Qs, [{Q, N, ours} | Acc]);
+                {error, R} ->
+                    {error, {declare_queue, Q, R}}
+            end;
+        {error, R} ->
+            {error, {declare_queue, Q, R}}
+    end.
+
+bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc) ->
+    Bind = case needs_binding(Cfg) of
+               true -> beamlab_amqp:bind(Ch, Q, maps:get(exchange, Cfg), binding_key(Cfg, Q));
+               false -> ok
+           end,
+    case Bind of
+        ok -> declare_queues(Conn, Ch, Cfg, Qs, Acc);
+        {error, R} -> {error, {bind, Q, R}}
+    end.
+
+needs_binding(#{exchange := Ex, closed_loop := Loop, predeclared := Pre}) ->
+    Ex =/= <<>> andalso Loop =:= 0 andalso not Pre.
+
+binding_key(#{routing_key := undefined}, Q) -> Q;
+binding_key(#{routing_key := K}, _Q) -> K.
+
+queue_opts(#{quorum := true}) ->
+    #{durable => true, arguments => #{<<"x-queue-type">> => <<"quorum">>}};
+queue_opts(#{persistent := P}) ->
+    #{durable => P}.
+
+delete_queues(Conn, #{queues := Qs}) ->
+    Ours = [Q || {Q, _, ours} <- Qs],
+    case Ours =/= [] andalso beamlab_amqp:open_channel(Conn) of
+        {ok, Ch} ->
+            _ = [catch beamlab_amqp:delete_queue(Ch, Q, #{}) || Q <- Ours],
+            _ = catch beamlab_amqp:close_channel(Ch),
+            ok;
+        _ ->
+            ok
+    end.
+
+queue_depth(Conn, #{queues := Qs}) ->
+    case catch beamlab_amqp:open_channel(Conn) of
+        {ok, Ch} ->
+            Depths = [catch beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) || {Q, _, _} <- Qs],
+            _ = catch beamlab_amqp:close_channel(Ch),
+            case [N || {ok, #{message_count := N}} <- Depths] of
+                Ns when length(Ns) =:= length(Qs) ->
+                    lists:sum(Ns) - lists:sum([N0 || {_, N0, _} <- Qs]);
+                _ ->
+                    undefined
+            end;
+        _ ->
+            undefined
+    end.
+
+%%%-------------------------------------------------------------------
+%%% Nodes
+%%%-------------------------------------------------------------------
+
+start_nodes(#{nodes := {peers, N}}) when N > 1 ->
+    start_peers(N - 1, [], []);
+start_nodes(#{nodes := {peers, _}}) ->
+    {ok, [node()], fun() -> ok end};
+start_nodes(#{nodes := Nodes}) ->
+    case [Nd || Nd <- Nodes, Nd =/= node(), net_adm:ping(Nd) =/= pong] of
+        [] ->
+            case load_code([Nd || Nd <- Nodes, Nd =/= node()]) of
+                ok -> {ok, Nodes, fun() -> ok end};
+                {error, _} = E -> E
+            end;
+        Down ->
+            {error, {nodes_unreachable, Down}}
+    end.
+
+start_peers(0, Nodes, Stops) ->
+    {ok, [node() | lists:reverse(Nodes)],
+     fun() -> lists:foreach(fun(Stop) -> catch Stop() end, Stops) end};
+start_peers(N, Nodes, Stops) ->
+    case beamlab_peer:start(#{}) of
+        {ok, Peer, Node} ->
+            start_peers(N - 1, [Node | Nodes], [fun() -> beamlab_peer:stop(Peer) end | Stops]);
+        {error, R} ->
+            lists:foreach(fun(Stop) -> catch Stop() end, Stops),
+            {error, {peer, R}}
+    end.
+
+%% Named nodes may not have beamlab's code: send every beamlab module
+%% loaded here (the agent and what it calls are loaded by then).
+load_code([]) ->
+    ok;
+load_code(Nodes) ->
+    Needed = [beamlab_amqp, beamlab_amqp_conn, beamlab_amqp_frame, beamlab_amqp_method,
+              beamlab_amqp_uri, beamlab_amqp_agent, beamlab_amqp_producer,
+              beamlab_amqp_consumer, beamlab_amqp_loop, beamlab_amqp_rate,
+              beamlab_stats_hist],
+    _ = [code:ensure_loaded(M) || M <- Needed],
+    Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab", atom_to_list(M))],
+    Objs = [Obj || M <- Mods, {_, _, _} = Obj <- [code:get_object_code(M)]],
+    Results = [catch erpc:call(Nd, code, load_binary, [M, F, B], 10000)
+               || Nd <- Nodes, {M, B, F} <- Objs],
+    case [R || R <- Results, element(1, R) =/= module] of
+        [] -> ok;
+        [Bad | _] -> {error, {load_code, Bad}}
+    end.
+
+%%%-------------------------------------------------------------------
+%%% The run
+%%%-------------------------------------------------------------------
+
+start_run(Conn, Cfg, Topo) ->
+    Plans = plans(Cfg, [Q || {Q, _, _} <- maps:get(queues, Topo)]),
+    Self = self(),
+    Agents = maps:from_list(
+               [begin
+                    Pid = beamlab_amqp_agent:start(Node, Self, Plan),
+                    {Pid, #{node => Node, mon => monitor(process, Pid)}}
+                end || {Node, Plan} <- Plans]),
+    case await_ready(maps:keys(Agents)) of
+        ok ->
+            StartUs = erlang:system_time(microsecond),
+            T0 = erlang:monotonic_time(microsecond),
+            _ = [A ! {go, StartUs} || A <- maps:keys(Agents)],
+            subscribe_interrupts(),
+            measure(Conn, Cfg, Topo, Agents, T0);
+        {error, _} = E ->
+            _ = [exit(A, kill) || A <- maps:keys(Agents)],
+            E
+    end.
+
+await_ready([]) ->
+    ok;
+await_ready(Pending) ->
+    receive
+        {agent_ready, A} -> await_ready(lists:delete(A, Pending));
+        {agent_error, _A, Reason} -> {error, Reason};
+        {'DOWN', _, process, A, Reason} when is_pid(A) ->
+            case lists:member(A, Pending) of
+                true -> {error, {agent_down, node(A), Reason}};
+                false -> await_ready(Pending)
+            end
+    after 60000 ->
+        {error, {timeout, agents_start}}
+    end.
+
+subscribe_interrupts() ->
+    case code:ensure_loaded(beamlab_cli_signal) of
+        {module, _} -> _ = catch beamlab_cli_signal:subscribe(), ok;
+        _ -> ok
+    end.
+
+%% Worker specs per node. Producer/consumer i goes to node i mod n with all
+%% of its channels (they share its connection).
+plans(Cfg, Queues) ->
+    Nodes = maps:get(nodes, Cfg),
+    NQ = length(Queues),
+    QAt = fun(I) -> lists:nth(I rem NQ + 1, Queues) end,
+    NodeAt = fun(I) -> lists:nth(I rem length(Nodes) + 1, Nodes) end,
+    #{id := Id, uri := Uri} = Cfg,
+    Common = #{reconnect => maps:get(reconnect, Cfg)},
+    Specs =
+        case maps:get(closed_loop, Cfg) of
+            L when L > 0 ->
+                [{NodeAt(I), loops,
+                  Common#{queue => QAt(I), group => {l, I div ?LOOP_CHANNELS_PER_CONN},
+                          body_size => maps:get(body_size, Cfg),
+                          persistent => maps:get(persistent, Cfg)}}
+                 || I <- lists:seq(0, L - 1)];
+            0 ->
+                [{NodeAt(I), consumers,
+                  Common#{queue => QAt(I), group => {c, I}, prefetch => maps:get(prefetch, Cfg),
+                          autoack => maps:get(autoack, Cfg), multi_ack => maps:get(multi_ack, Cfg),
+                          count => maps:get(cmessages, Cfg)}}
+                 || I <- lists:seq(0, maps:get(consumers, Cfg) - 1),
+                    _ <- lists:seq(1, maps:get(consumer_channels, Cfg))]
+                ++
+                [{NodeAt(I), producers,
+                  Common#{exchange => maps:get(exchange, Cfg), key => producer_key(Cfg, QAt(I)),
+                          group => {p, I}, mandatory => maps:get(mandatory, Cfg),
+                          persistent => maps:get(persistent, Cfg), confirm => maps:get(confirm, Cfg),
+                          rate => maps:get(rate, Cfg), count => maps:get(pmessages, Cfg),
+                          body_size => maps:get(body_size, Cfg)}}
+                 || I <- lists:seq(0, maps:get(producers, Cfg) - 1),
+                    _ <- lists:seq(1, maps:get(producer_channels, Cfg))]
+        end,
+    Grouped = lists:foldl(
+                fun({Node, Kind, Spec}, Acc) ->
+                        P = maps:get(Node, Acc, #{uri => Uri, id => Id}),
+                        Acc#{Node => P#{Kind => maps:get(Kind, P, []) ++ [Spec]}}
+                end, #{}, Specs),
+    maps:to_list(Grouped).
+
+%% Messages go to the queue's name (bound with it) unless -k names a key.
+producer_key(#{routing_key := undefined}, Q) -> Q;
+producer_key(#{routing_key := K}, _Q) -> K.
+
+-record(m, {cfg, conn, topo, agents, t0, id, enabled,
+            last = #{}, last_t, samples = [], cons = [], conf = [],
+            done_p = 0, done_c = 0, failure, interrupted = false}).
+
+measure(Conn, Cfg, Topo, Agents, T0) ->
+    Interval = round(maps:get(interval, Cfg) * 1000),
+    Loop = maps:get(closed_loop, Cfg) > 0,
+    En = #{published => Loop orelse maps:get(producers, Cfg) > 0,
+           received => Loop orelse maps:get(consumers, Cfg) > 0,
+           returned => maps:get(mandatory, Cfg) andalso not Loop,
+           confirmed => maps:get(confirm, Cfg) =/= undefined andalso not Loop},
+    M = #m{cfg = Cfg, conn = Conn, topo = Topo, agents = Agents, t0 = T0,
+           id = maps:get(id, Cfg), enabled = En, last_t = T0,
+           last = #{sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}},
+    erlang:send_after(Interval, self(), {amqp_perf_tick, Interval}),
+    tick_loop(M).
+
+tick_loop(M) ->
+    case stop_reason(M) of
+        continue ->
+            receive
+                {amqp_perf_tick, Interval} ->
+                    erlang:send_after(Interval, self(), {amqp_perf_tick, Interval}),
+                    tick_loop(interval(M));
+                {agent_failure, _A, Reason} ->
+                    tick_loop(M#m{failure = Reason});
+                {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
+                    tick_loop(M#m{agents = maps:remove(A, M#m.agents),
+                                  failure = {agent_down, node(A), Reason}});
+                {beamlab_interrupt, _} ->
+                    tick_loop(M#m{interrupted = true})
+            after 100 ->
+                tick_loop(M)
+            end;
+        Why ->
+            finish(Why, M)
+    end.
+
+stop_reason(#m{failure = F}) when F =/= undefined -> failed;
+stop_reason(#m{interrupted = true}) -> interrupted;
+stop_reason(#m{cfg = Cfg, t0 = T0} = M) ->
+    Elapsed = erlang:monotonic_time(microsecond) - T0,
+    case maps:get(duration, Cfg) of
+        D when is_number(D), Elapsed >= D * 1000000 -> time_limit;
+        _ -> counts_reached(M)
+    end.
+
+%% -C: every producer has published its count; -D: every consumer has
+%% received its count. Both given: both must hold.
+counts_reached(#m{cfg = #{closed_loop := L}}) when L > 0 ->
+    continue;
+counts_reached(#m{cfg = Cfg, done_p = DP, done_c = DC}) ->
+    NP = maps:get(producers, Cfg) * maps:get(producer_channels, Cfg),
+    NC = maps:get(consumers, Cfg) * maps:get(consumer_channels, Cfg),
+    PDone = maps:get(pmessages, Cfg) > 0 andalso DP >= NP,
+    CDone = maps:get(cmessages, Cfg) > 0 andalso DC >= NC,
+    case {maps:get(pmessages, Cfg) > 0, maps:get(cmessages, Cfg) > 0} of
+        {true, true} when PDone, CDone -> counts;
+        {true, false} when PDone -> counts;
+        {false, true} when CDone -> counts;
+        _ -> continue
+    end.
+
+%% Sample every agent, merge, print one PerfTest line, keep the rates.
+interval(#m{last = Last, last_t = LastT, t0 = T0} = M) ->
+    case sample(maps:keys(M#m.agents)) of
+        {ok, S} ->
+            Now = erlang:monotonic_time(microsecond),
+            Dt = max(1, Now - LastT) / 1000000,
+            C = maps:get(counters, S),
+            Rates = maps:map(fun(K, V) -> (V - maps:get(K, Last)) / Dt end, C),
+            Cons = beamlab_amqp_report:latency(maps:get(consumer, S)),
+            Conf = beamlab_amqp_report:latency(maps:get(confirm, S)),
+            Line = beamlab_amqp_report:interval_line(
+                     M#m.id, Now - T0, Rates#{consumer => Cons, confirm => Conf}, M#m.enabled),
+            out(M, [Line, $\n]),
+            M#m{last = C, last_t = Now,
+                samples = [Rates#{time => (Now - T0) / 1000000} | M#m.samples],
+                cons = [Cons | M#m.cons], conf = [Conf | M#m.conf],
+                done_p = maps:get(producers_done, S), done_c = maps:get(consumers_done, S)};
+        {error, Reason} ->
+            M#m{failure = Reason}
+    end.
+
+sample(Agents) ->
+    Ref = make_ref(),
+    _ = [A ! {sample, self(), Ref} || A <- Agents],
+    collect_samples(Agents, Ref, []).
+
+collect_samples([], _Ref, Acc) ->
+    {ok, merge_samples(Acc)};
+collect_samples(Pending, Ref, Acc) ->
+    receive
+        {sample, Ref, A, S} -> collect_samples(lists:delete(A, Pending), Ref, [S | Acc])
+    after ?SAMPLE_TIMEOUT_MS ->
+        {error, {timeout, [node(A) || A <- Pending]}}
+    end.
+
+merge_samples([First | Rest]) ->
+    lists:foldl(
+      fun(S, Acc) ->
+              #{counters => maps:merge_with(fun(_, A, B) -> A + B end,
+                                            maps:get(counters, S), maps:get(counters, Acc)),
+                consumer => beamlab_stats_hist:merge(maps:get(consumer, S), maps:get(consumer, Acc)),
+                confirm => beamlab_stats_hist:merge(maps:get(confirm, S), maps:get(confirm, Acc)),
+                producers_done => maps:get(producers_done, S, 0) + maps:get(producers_done, Acc, 0),
+                consumers_done => maps:get(consumers_done, S, 0) + maps:get(consumers_done, Acc, 0)}
+      end, First, Rest).
+
+out(#m{cfg = #{out := Out}}, IoData) ->
+    Out(iolist_to_binary(IoData)).
+
+%% Stop producers, let consumers drain, stop consumers, collect totals.
+finish(Why, #m{t0 = T0} = M0) ->
+    ElapsedUs = erlang:monotonic_time(microsecond) - T0,
+    Agents = maps:keys(M0#m.agents),
+    _ = [A ! stop_producers || A <- Agents],
+    M1 = await_all(Agents, producers_stopped, M0),
+    M2 = drain(M1, erlang:monotonic_time(millisecond) + ?DRAIN_MAX_MS, undefined,
+               erlang:monotonic_time(millisecond)),
+    Live = maps:keys(M2#m.agents),
+    _ = [A ! stop_consumers || A <- Live],
+    {Finals, M3} = collect_finals(Live, [], M2),
+    Totals = case Finals of
+                 [] -> #{counters => M3#m.last, consumer => empty_snap(), confirm => empty_snap()};
+                 _ -> merge_samples(Finals)
+             end,
+    Queued = case M3#m.failure of
+                 undefined -> queue_depth(M3#m.conn, M3#m.topo);
+                 _ -> catch_depth(M3)
+             end,
+    report(Why, ElapsedUs, Totals, Queued, M3).
+
+catch_depth(M) ->
+    try queue_depth(M#m.conn, M#m.topo) catch _:_ -> undefined end.
+
+empty_snap() ->
+    beamlab_stats_hist:snapshot(beamlab_amqp_agent:new_hist()).
+
+await_all([], _Tag, M) ->
+    M;
+await_all(Pending, Tag, M) ->
+    receive
+        {Tag, A} -> await_all(lists:delete(A, Pending), Tag, M);
+        {agent_failure, _A, Reason} -> await_all(Pending, Tag, keep_failure(Reason, M));
+        {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
+            await_all(lists:delete(A, Pending), Tag,
+                      keep_failure({agent_down, node(A), Reason},
+                                   M#m{agents = maps:remove(A, M#m.agents)}))
+    after ?STOP_TIMEOUT_MS ->
+        keep_failure({timeout, Tag}, M)
+    end.
+
+keep_failure(R, #m{failure = undefined} = M) -> M#m{failure = R};
+keep_failure(_R, M) -> M.
+
+%% After the producers stop, consumers still receive what is queued or in
+%% flight: wait until everything sent is settled or nothing arrives for a
+%% while (bounded).
+drain(#m{failure = F} = M, _Deadline, _Prev, _Since) when F =/= undefined ->
+    M;
+drain(M, Deadline, Prev, Since) ->
+    Now = erlang:monotonic_time(millisecond),
+    case Now >= Deadline orelse maps:size(M#m.agents) =:= 0 of
+        true ->
+            M;
+        false ->
+            case sample(maps:keys(M#m.agents)) of
+                {ok, #{counters := C}} ->
+                    #{sent := S, received := R, returned := Ret, nacked := N} = C,
+                    Settled = R + Ret + N >= S,
+                    Quiet = R =:= Prev andalso Now - Since >= ?DRAIN_QUIET_MS,
+                    case Settled orelse Quiet of
+                        true -> M;
+                        false ->
+                            receive after 50 -> ok end,
+                            Since1 = case R =:= Prev of true -> Since; false -> Now end,
+                            drain(M, Deadline, R, Since1)
+                    end;
+                {error, Reason} ->
+                    keep_failure(Reason, M)
+            end
+    end.
+
+collect_finals([], Acc, M) ->
+    {Acc, M};
+collect_finals(Pending, Acc, M) ->
+    receive
+        {final, A, F} -> collect_finals(lists:delete(A, Pending), [F | Acc], M);
+        {agent_failure, _A, Reason} -> collect_finals(Pending, Acc, keep_failure(Reason, M));
+        {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
+            case lists:member(A, Pending) of
+                true ->
+                    collect_finals(lists:delete(A, Pending), Acc,
+                                   keep_failure({agent_down, node(A), Reason}, M));
+                false ->
+                    collect_finals(Pending, Acc, M)
+            end
+    after ?STOP_TIMEOUT_MS ->
+        {Acc, keep_failure({timeout, final}, M)}
+    end.
+
+report(Why, ElapsedUs, Totals, Queued, M) ->
+    #m{id = Id, enabled = En} = M,
+    C = maps:get(counters, Totals),
+    Secs = max(ElapsedUs, 1) / 1000000,
+    Cons = beamlab_amqp_report:latency(maps:get(consumer, Totals)),
+    Conf = beamlab_amqp_report:latency(maps:get(confirm, Totals)),
+    Summary = beamlab_amqp_report:summary_lines(
+                Id, #{sent => maps:get(sent, C) / Secs, received => maps:get(received, C) / Secs,
+                      consumer => Cons, confirm => Conf}, En, ElapsedUs),
+    Acc = beamlab_amqp_report:accounting(C, Queued),
+    Failure = M#m.failure,
+    _ = [out(M, [<<"id: ">>, Id, <<", test stopped (">>, format_error(Failure), <<")\n">>])
+         || Failure =/= undefined],
+    out(M, Summary),
+    out(M, [beamlab_amqp_report:accounting_line(Id, Acc), $\n]),
+    {ok, #{id => Id, stop => Why, elapsed_us => ElapsedUs, counters => C,
+           accounting => Acc, failure => Failure,
+           partial => Failure =/= undefined orelse Why =:= interrupted,
+           rates => lists:reverse(M#m.samples),
+           consumer_latency => Cons, confirm_latency => Conf,
+           consumer_hist => maps:get(consumer, Totals),
+           confirm_hist => maps:get(confirm, Totals),
+           interval_consumer_latency => lists:reverse(M#m.cons),
+           interval_confirm_latency => lists:reverse(M#m.conf),
+           enabled => En,
+           nodes => lists:usort([maps:get(node, V) || V <- maps:values(M#m.agents)]),
+           queues => [Q || {Q, _, _} <- maps:get(queues, M#m.topo)]}}.
+
+%%%-------------------------------------------------------------------
+%%% Result document
+%%%-------------------------------------------------------------------
+
+%% @doc The result-document parts of a report (`kind' <<"amqp">>): the
+%% benchmarks (sent and received msg/s per interval, consumer and confirm
+%% latency) and the `extra' section (accounting, histograms, percentiles).
+%% `Params' are the command's options; the caller adds env, command, times.
+-spec result(report(), map(), [binary()]) -> map().
+result(R, Params, Argv) ->
+    Rates = maps:get(rates, R),
+    Secs = max(maps:get(elapsed_us, R), 1) / 1000000,
+    C = maps:get(counters, R),
+    Tput = fun(Key, Name) ->
+                   Samples = [maps:get(Key, S) || S <- Rates],
+                   #{name => Name, group => <<"amqp">>, metric => <<"throughput">>,
+                     unit => <<"msg/s">>, better => <<"higher">>,
+                     samples => Samples,
+                     sample_info => #{count => length(Samples), kept => length(Samples),
+                                      method => <<"all">>},
+                     stats => stats(Samples),
+                     counters => #{total => maps:get(Key, C)},
+                     extra => #{average => maps:get(Key, C) / Secs}}
+           end,
+    Lat = fun(Key, HistKey, Name) ->
+                  Medians = [lists:nth(2, L) || L <- maps:get(Key, R),
+                                                L =/= [0, 0, 0, 0, 0]],
+                  Hist = maps:get(HistKey, R),
+                  #{name => Name, group => <<"amqp">>, metric => <<"latency">>,
+                    unit => <<"us">>, better => <<"lower">>,
+                    samples => Medians,
+                    sample_info => #{count => length(Medians), kept => length(Medians),
+                                     method => <<"all">>},
+                    stats => stats(Medians),
+                    extra => #{per_interval => <<"median">>,
+                               total => percentiles(Hist),
+                               histogram => beamlab_stats_hist:to_map(Hist)}}
+          end,
+    En = maps:get(enabled, R),
+    Benchmarks =
+        [Tput(sent, <<"sent">>) || maps:get(published, En)] ++
+        [Tput(received, <<"received">>) || maps:get(received, En)] ++
+        [Lat(interval_consumer_latency, consumer_hist, <<"consumer latency">>)
+         || maps:get(received, En)] ++
+        [Lat(interval_confirm_latency, confirm_hist, <<"confirm latency">>)
+         || maps:get(confirmed, En)],
+    Acc = maps:get(accounting, R),
+    #{kind => <<"amqp">>,
+      command => Argv,
+      partial => maps:get(partial, R),
+      params => Params,
+      benchmarks => Benchmarks,
+      extra => #{amqp => #{id => maps:get(id, R),
+                           stop => atom_to_binary(maps:get(stop, R)),
+                           elapsed_s => Secs,
+                           counters => C,
+                           accounting => maps:map(fun(_, undefined) -> null; (_, V) -> V end, Acc),
+                           failure => case maps:get(failure, R) of
+                                          undefined -> null;
+                                          F -> iolist_to_binary(format_error(F))
+                                      end,
+                           nodes => [atom_to_binary(N) || N <- maps:get(nodes, R)],
+                           queues => maps:get(queues, R),
+                           latency_unit => <<"us">>,
+                           latency_precision => <<"3 significant digits (log-linear histogram)">>}}}.
+
+stats([]) -> #{n => 0};
+stats(Samples) -> beamlab_stats:summary(Samples).
+
+percentiles(Hist) ->
+    case beamlab_stats_hist:count(Hist) of
+        0 -> #{count => 0};
+        N -> #{count => N, min => beamlab_stats_hist:min(Hist), max => beamlab_stats_hist:max(Hist),
+               mean => beamlab_stats_hist:mean(Hist),
+               p50 => beamlab_stats_hist:percentile(Hist, 50),
+               p75 => beamlab_stats_hist:percentile(Hist, 75),
+               p95 => beamlab_stats_hist:percentile(Hist, 95),
+               p99 => beamlab_stats_hist:percentile(Hist, 99),
+               p999 => beamlab_stats_hist:percentile(Hist, 99.9)}
+    end.
+
+%%%-------------------------------------------------------------------
+%%% Errors
+%%%-------------------------------------------------------------------
+
+%% @doc One line for every error `run/1' returns or a report carries.
+-spec format_error(term()) -> iolist().
+format_error({uri, R}) ->
+    ["malformed URI: ", beamlab_amqp_uri:format_error(R)];
+format_error({declare_queue, Q, {amqp_closed, 404, _}}) ->
+    io_lib:format("queue ~ts does not exist (-p expects predeclared queues)", [Q]);
+format_error({declare_queue, Q, R}) ->
+    io_lib:format("cannot declare queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
+format_error({bind, Q, R}) ->
+    io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
+format_error({connection_lost, Code, Text}) when is_integer(Code) ->
+    io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
+format_error({connection_lost, _Code, Text}) ->
+    io_lib:format("~ts", [Text]);
+format_error({consumer_cancelled, Q}) ->
+    io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
+format_error({agent_down, Node, Reason}) ->
+    io_lib:format("load generator on node ~s stopped: ~0p", [Node, Reason]);
+format_error({nodes_unreachable, Nodes}) ->
+    io_lib:format("cannot reach node(s) ~ts (same cookie? distribution started?)",
+                  [lists:join(", ", [atom_to_list(N) || N <- Nodes])]);
+format_error({load_code, R}) ->
+    io_lib:format("cannot load beamlab's code on a node: ~0p", [R]);
+format_error({peer, R}) ->
+    io_lib:format("cannot start a peer node: ~0p", [R]);
+format_error({timeout, What}) when is_list(What) ->
+    io_lib:format("no answer from node(s) ~0p", [What]);
+format_error({timeout, What}) ->
+    io_lib:format("timed out (~0p)", [What]);
+format_error({worker_crashed, R}) ->
+    io_lib:format("a load generator process crashed: ~0p", [R]);
+format_error(R) ->
+    beamlab_amqp:format_error(R).
