@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Start, stop or query a private RabbitMQ broker for beamlab's tests and
+# benchmarks: Debian's rabbitmq-server run directly (no systemd, no service),
+# AMQP and Erlang distribution on 127.0.0.1 only, all state under
+# _build/rabbitmq/<port>. Works as root (CI) and as a normal user.
+#
+#   scripts/rabbitmq.sh start|stop|status|restart|uri
+#
+# BEAMLAB_RABBIT_PORT (default 5673) picks the AMQP port; the node name,
+# distribution port and state directory derive from it, so several brokers
+# (e.g. one per test suite) can run side by side.
+set -euo pipefail
+
+PORT=${BEAMLAB_RABBIT_PORT:-5673}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR=${BEAMLAB_RABBIT_DIR:-$ROOT/_build/rabbitmq/$PORT}
+SBIN=${RABBITMQ_SBIN:-/usr/lib/rabbitmq/bin}
+NODE="beamlab-rabbit-$PORT@localhost"
+DIST_PORT=$((PORT + 20000))
+PIDFILE="$DIR/rabbit.pid"
+
+if [ ! -x "$SBIN/rabbitmq-server" ]; then
+    echo "rabbitmq.sh: $SBIN/rabbitmq-server not found (install Debian's rabbitmq-server package)" >&2
+    exit 1
+fi
+
+# Everything RabbitMQ and its CLI read comes from here, not from /etc or $HOME.
+export HOME="$DIR"
+export ERL_EPMD_ADDRESS=127.0.0.1
+export RABBITMQ_NODENAME="$NODE"
+export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+export RABBITMQ_NODE_PORT="$PORT"
+export RABBITMQ_DIST_PORT="$DIST_PORT"
+export RABBITMQ_CONF_ENV_FILE="$DIR/rabbitmq-env.conf"
+export RABBITMQ_CONFIG_FILE="$DIR/rabbitmq.conf"
+export RABBITMQ_ADVANCED_CONFIG_FILE="$DIR/advanced.config"
+export RABBITMQ_ENABLED_PLUGINS_FILE="$DIR/enabled_plugins"
+export RABBITMQ_MNESIA_BASE="$DIR/mnesia"
+export RABBITMQ_LOG_BASE="$DIR/log"
+export RABBITMQ_PID_FILE="$PIDFILE"
+export RABBITMQ_PLUGINS_EXPAND_DIR="$DIR/plugins-expand"
+# Erlang distribution (broker and CLI) listens on loopback only.
+export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+export RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+
+ctl() { "$SBIN/rabbitmqctl" -n "$NODE" "$@"; }
+
+amqp_open() {
+    # Succeeds when something accepts TCP connections on the AMQP port.
+    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null
+}
+
+running() { ctl -q status >/dev/null 2>&1; }
+
+prepare() {
+    mkdir -p "$DIR/mnesia" "$DIR/log"
+    : > "$RABBITMQ_CONF_ENV_FILE"
+    echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
+    echo "[]." > "$RABBITMQ_ADVANCED_CONFIG_FILE"
+    cat > "$RABBITMQ_CONFIG_FILE" <<CONF
+listeners.tcp.1 = 127.0.0.1:$PORT
+loopback_users.guest = true
+log.console = false
+log.file.level = warning
+disk_free_limit.absolute = 50MB
+CONF
+    # The Erlang cookie is private to this broker; the CLI finds it via HOME.
+    if [ ! -f "$DIR/.erlang.cookie" ]; then
+        head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/.erlang.cookie"
+        chmod 400 "$DIR/.erlang.cookie"
+    fi
+}
+
+start() {
+    if running; then
+        echo "rabbitmq: already running as $NODE on 127.0.0.1:$PORT"
+        return 0
+    fi
+    if amqp_open; then
+        echo "rabbitmq.sh: port $PORT is taken by another program; set BEAMLAB_RABBIT_PORT" >&2
+        exit 1
+    fi
+    prepare
+    rm -f "$PIDFILE"
+    # setsid: the broker must not die with the shell (or test run) that started it.
+    setsid "$SBIN/rabbitmq-server" >"$DIR/log/stdout.log" 2>&1 </dev/null &
+    local deadline=$((SECONDS + ${BEAMLAB_RABBIT_TIMEOUT:-120}))
+    until amqp_open && running; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "rabbitmq.sh: broker did not start within ${BEAMLAB_RABBIT_TIMEOUT:-120} s; see $DIR/log" >&2
+            tail -n 20 "$DIR/log/stdout.log" >&2 || true
+            exit 1
+        fi
+        sleep 0.5
+    done
+    ctl -q await_startup --timeout 60 >/dev/null
+    echo "rabbitmq: running as $NODE on amqp://guest:guest@127.0.0.1:$PORT/ (state in $DIR)"
+}
+
+stop() {
+    if ! running; then
+        echo "rabbitmq: not running ($NODE)"
+        return 0
+    fi
+    local pid=""
+    [ -f "$PIDFILE" ] && pid=$(cat "$PIDFILE")
+    ctl -q stop >/dev/null 2>&1 || true
+    # rabbitmqctl stop returns when the node is asked to stop; wait for the OS process.
+    local deadline=$((SECONDS + 60))
+    while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ]; then
+            kill -KILL "$pid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.2
+    done
+    echo "rabbitmq: stopped ($NODE)"
+}
+
+status() {
+    if running; then
+        echo "rabbitmq: running as $NODE on amqp://guest:guest@127.0.0.1:$PORT/"
+    else
+        echo "rabbitmq: not running ($NODE)"
+        return 3
+    fi
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    restart) stop; start ;;
+    status) status ;;
+    uri) echo "amqp://guest:guest@127.0.0.1:$PORT/" ;;
+    *) echo "usage: $0 start|stop|restart|status|uri   (BEAMLAB_RABBIT_PORT=$PORT)" >&2; exit 2 ;;
+esac

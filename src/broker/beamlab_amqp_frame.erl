@@ -1,0 +1,117 @@
+%%% @doc AMQP 0-9-1 frame codec: the protocol header, parsing of method,
+%%% content-header, body and heartbeat frames out of a byte stream, and
+%%% encoding of frames, including splitting a message body into body frames
+%%% that respect the negotiated `frame_max'.
+-module(beamlab_amqp_frame).
+
+-include("beamlab_amqp.hrl").
+
+-export([protocol_header/0, parse/1, parse/2,
+         encode_method/2, encode_header/4, encode_body/3, encode_heartbeat/0,
+         encode_content/5, encode_frame/3, format_error/1]).
+
+-export_type([frame/0]).
+
+-type frame() :: {method, char(), binary()} | {header, char(), binary()}
+               | {body, char(), binary()} | heartbeat.
+
+%% @doc The bytes a client sends first: "AMQP" 0 0 9 1.
+-spec protocol_header() -> binary().
+protocol_header() -> <<"AMQP", 0, 0, 9, 1>>.
+
+%% @doc Parse one frame off the front of `Bin' (no size limit).
+-spec parse(binary()) -> {ok, frame(), binary()} | more | {error, term()}.
+parse(Bin) -> parse(Bin, 0).
+
+%% @doc Parse one frame, rejecting frames larger than `FrameMax' bytes
+%% (0 = no limit). Payloads are sub-binaries of `Bin' (no copy).
+-spec parse(binary(), non_neg_integer()) -> {ok, frame(), binary()} | more | {error, term()}.
+parse(<<"AMQP", A, B, C, D, _/binary>>, _) ->
+    %% The server answers an unsupported protocol header with its own.
+    {error, {protocol_mismatch, {A, B, C, D}}};
+parse(<<Type:8, Ch:16, Size:32, Payload:Size/binary, ?AMQP_FRAME_END, Rest/binary>>, FrameMax)
+  when FrameMax =:= 0; Size + ?AMQP_FRAME_OVERHEAD =< FrameMax ->
+    case Type of
+        ?AMQP_FRAME_METHOD -> {ok, {method, Ch, Payload}, Rest};
+        ?AMQP_FRAME_HEADER -> {ok, {header, Ch, Payload}, Rest};
+        ?AMQP_FRAME_BODY -> {ok, {body, Ch, Payload}, Rest};
+        ?AMQP_FRAME_HEARTBEAT when Ch =:= 0 -> {ok, heartbeat, Rest};
+        ?AMQP_FRAME_HEARTBEAT -> {error, {heartbeat_on_channel, Ch}};
+        _ -> {error, {bad_frame_type, Type}}
+    end;
+parse(<<_:8, _:16, Size:32, _/binary>>, FrameMax)
+  when FrameMax > 0, Size + ?AMQP_FRAME_OVERHEAD > FrameMax ->
+    {error, {frame_too_large, Size + ?AMQP_FRAME_OVERHEAD, FrameMax}};
+parse(<<_:8, _:16, Size:32, _:Size/binary, End:8, _/binary>>, _) ->
+    {error, {bad_frame_end, End}};
+parse(_, _) ->
+    more.
+
+%% @doc A frame of any type around an iodata payload.
+-spec encode_frame(1..8, char(), iodata()) -> iodata().
+encode_frame(Type, Ch, Payload) ->
+    [<<Type:8, Ch:16, (iolist_size(Payload)):32>>, Payload, ?AMQP_FRAME_END].
+
+%% @doc A method frame.
+-spec encode_method(char(), beamlab_amqp_method:method()) -> iodata().
+encode_method(Ch, Method) ->
+    encode_frame(?AMQP_FRAME_METHOD, Ch, beamlab_amqp_method:encode(Method)).
+
+%% @doc A content header frame.
+-spec encode_header(char(), pos_integer(), non_neg_integer(), beamlab_amqp_method:props()) ->
+          iodata().
+encode_header(Ch, ClassId, BodySize, Props) ->
+    encode_frame(?AMQP_FRAME_HEADER, Ch, beamlab_amqp_method:encode_header(ClassId, BodySize, Props)).
+
+%% @doc Body frames carrying `Body', each at most `FrameMax' bytes long
+%% including the 8 bytes of frame overhead (0 = no limit). An empty body
+%% gives no frame, as the spec allows.
+-spec encode_body(char(), iodata(), non_neg_integer()) -> iodata().
+encode_body(Ch, Body, FrameMax) when is_binary(Body) ->
+    Chunk = case FrameMax of
+                0 -> byte_size(Body);
+                _ -> FrameMax - ?AMQP_FRAME_OVERHEAD
+            end,
+    split_body(Ch, Body, max(Chunk, 1));
+encode_body(Ch, Body, FrameMax) ->
+    encode_body(Ch, iolist_to_binary(Body), FrameMax).
+
+split_body(_Ch, <<>>, _) ->
+    [];
+split_body(Ch, Body, Chunk) when byte_size(Body) =< Chunk ->
+    [<<?AMQP_FRAME_BODY:8, Ch:16, (byte_size(Body)):32>>, Body, ?AMQP_FRAME_END];
+split_body(Ch, Body, Chunk) ->
+    <<Part:Chunk/binary, Rest/binary>> = Body,
+    [<<?AMQP_FRAME_BODY:8, Ch:16, Chunk:32>>, Part, ?AMQP_FRAME_END | split_body(Ch, Rest, Chunk)].
+
+%% @doc A heartbeat frame.
+-spec encode_heartbeat() -> binary().
+encode_heartbeat() ->
+    <<?AMQP_FRAME_HEARTBEAT:8, 0:16, 0:32, ?AMQP_FRAME_END>>.
+
+%% @doc A content-bearing method (basic.publish, basic.deliver, ...) with its
+%% content header and body frames, ready to send.
+-spec encode_content(char(), beamlab_amqp_method:method(), beamlab_amqp_method:props(),
+                     iodata(), non_neg_integer()) -> iodata().
+encode_content(Ch, Method, Props, Body, FrameMax) ->
+    Bin = iolist_to_binary(Body),
+    {ClassId, _} = beamlab_amqp_method:method_ids(Method),
+    [encode_method(Ch, Method),
+     encode_header(Ch, ClassId, byte_size(Bin), Props),
+     encode_body(Ch, Bin, FrameMax)].
+
+%% @doc One line for a frame error.
+-spec format_error(term()) -> iolist().
+format_error({frame_too_large, Size, Max}) ->
+    io_lib:format("frame of ~b bytes exceeds the negotiated frame_max of ~b", [Size, Max]);
+format_error({bad_frame_end, End}) ->
+    io_lib:format("frame does not end with 0xCE (got 0x~2.16.0B): stream out of sync", [End]);
+format_error({bad_frame_type, T}) ->
+    io_lib:format("unknown frame type ~b", [T]);
+format_error({heartbeat_on_channel, Ch}) ->
+    io_lib:format("heartbeat frame on channel ~b (must be 0)", [Ch]);
+format_error({protocol_mismatch, {A, B, C, D}}) ->
+    io_lib:format("the server does not speak AMQP 0-9-1 (it offers protocol ~b-~b-~b-~b)",
+                  [A, B, C, D]);
+format_error(R) ->
+    io_lib:format("bad AMQP frame: ~0tp", [R]).

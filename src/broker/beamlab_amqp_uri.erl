@@ -1,0 +1,144 @@
+%%% @doc Parser for `amqp://' URIs as RabbitMQ documents them:
+%%% `amqp://user:pass@host:port/vhost?heartbeat=10&frame_max=131072'.
+%%% Every part is optional (defaults guest/guest@localhost:5672, vhost "/");
+%%% user, password and vhost are percent-decoded, so vhost "/" is written
+%%% `%2F'. An empty path and a bare "/" both mean the default vhost "/"
+%%% (the empty vhost name is never useful and is a common typo).
+-module(beamlab_amqp_uri).
+
+-export([parse/1, defaults/0, format_error/1]).
+
+-export_type([params/0]).
+
+-type params() :: #{host := string(), port := 1..65535, user := binary(),
+                    password := binary(), vhost := binary(),
+                    heartbeat := non_neg_integer(), frame_max := non_neg_integer(),
+                    channel_max := non_neg_integer(), connection_timeout := pos_integer()}.
+
+-define(QUERY_KEYS, [{"heartbeat", heartbeat, 0, 16#FFFF},
+                     {"frame_max", frame_max, 0, 16#FFFFFFFF},
+                     {"channel_max", channel_max, 0, 16#FFFF},
+                     {"connection_timeout", connection_timeout, 1, 16#FFFFFFFF}]).
+
+%% @doc The connection parameters used for anything a URI leaves out.
+-spec defaults() -> params().
+defaults() ->
+    #{host => "localhost", port => 5672, user => <<"guest">>, password => <<"guest">>,
+      vhost => <<"/">>, heartbeat => 60, frame_max => 131072, channel_max => 2047,
+      connection_timeout => 10000}.
+
+%% @doc Parse an AMQP URI into connection parameters.
+-spec parse(string() | binary()) -> {ok, params()} | {error, term()}.
+parse(Uri) when is_binary(Uri) ->
+    case unicode:characters_to_list(Uri) of
+        L when is_list(L) -> parse(L);
+        _ -> {error, {malformed, Uri, "not valid UTF-8"}}
+    end;
+parse(Uri) when is_list(Uri) ->
+    try
+        {ok, parse_map(Uri, uri_string:parse(Uri))}
+    catch throw:{uri_error, Reason} -> {error, Reason}
+    end.
+
+parse_map(Uri, {error, _, _}) ->
+    throw({uri_error, {malformed, Uri, "not a valid URI"}});
+parse_map(Uri, #{scheme := Scheme} = M) ->
+    case string:lowercase(Scheme) of
+        "amqp" -> ok;
+        "amqps" -> throw({uri_error, {tls_unsupported, Uri}});
+        _ -> throw({uri_error, {bad_scheme, Uri, Scheme}})
+    end,
+    case maps:get(fragment, M, undefined) of
+        undefined -> ok;
+        _ -> throw({uri_error, {malformed, Uri, "fragments (#...) are not allowed"}})
+    end,
+    D = defaults(),
+    P1 = userinfo(Uri, maps:get(userinfo, M, undefined), D),
+    P2 = P1#{host => host(maps:get(host, M, ""))},
+    P3 = case maps:get(port, M, undefined) of
+             undefined -> P2;
+             Port when is_integer(Port), Port >= 1, Port =< 65535 -> P2#{port => Port};
+             Port -> throw({uri_error, {bad_port, Uri, Port}})
+         end,
+    P4 = P3#{vhost => vhost(Uri, maps:get(path, M, ""))},
+    query(Uri, maps:get(query, M, ""), P4);
+parse_map(Uri, _) ->
+    throw({uri_error, {malformed, Uri, "expected amqp://[user[:password]@]host[:port][/vhost]"}}).
+
+userinfo(_Uri, undefined, D) ->
+    D;
+userinfo(Uri, Info, D) ->
+    case string:split(Info, ":") of
+        [User] -> D#{user => decode(Uri, User)};
+        [User, Pass] -> D#{user => decode(Uri, User), password => decode(Uri, Pass)}
+    end.
+
+host("") -> "localhost";
+host(H) -> H.
+
+vhost(_Uri, "") -> <<"/">>;
+vhost(_Uri, "/") -> <<"/">>;
+vhost(Uri, "/" ++ Path) ->
+    case lists:member($/, Path) of
+        true -> throw({uri_error, {bad_vhost, Uri, Path}});
+        false -> decode(Uri, Path)
+    end.
+
+query(_Uri, "", P) ->
+    P;
+query(Uri, Query, P) ->
+    case uri_string:dissect_query(Query) of
+        Pairs when is_list(Pairs) ->
+            lists:foldl(fun(KV, Acc) -> query_param(Uri, KV, Acc) end, P, Pairs);
+        _ ->
+            throw({uri_error, {malformed, Uri, "bad query string"}})
+    end.
+
+query_param(Uri, {K, V}, P) when is_list(K), is_list(V) ->
+    case lists:keyfind(K, 1, ?QUERY_KEYS) of
+        {K, Key, Min, Max} ->
+            case string:to_integer(V) of
+                {N, ""} when N >= Min, N =< Max -> P#{Key => N};
+                _ -> throw({uri_error, {bad_query_value, Uri, K, V}})
+            end;
+        false ->
+            throw({uri_error, {unknown_query_param, Uri, K}})
+    end;
+query_param(Uri, {K, true}, _P) ->
+    throw({uri_error, {bad_query_value, Uri, K, ""}}).
+
+decode(Uri, S) ->
+    case uri_string:percent_decode(S) of
+        D when is_list(D) -> unicode:characters_to_binary(D);
+        _ -> throw({uri_error, {bad_percent_encoding, Uri, S}})
+    end.
+
+%% @doc One line for a URI error.
+-spec format_error(term()) -> iolist().
+format_error({malformed, Uri, Why}) ->
+    io_lib:format("malformed AMQP URI ~ts: ~ts", [redact(Uri), Why]);
+format_error({tls_unsupported, Uri}) ->
+    io_lib:format("~ts: amqps:// (TLS) is not supported, use amqp://", [redact(Uri)]);
+format_error({bad_scheme, Uri, Scheme}) ->
+    io_lib:format("~ts: scheme must be amqp://, not ~ts://", [redact(Uri), Scheme]);
+format_error({bad_port, Uri, Port}) ->
+    io_lib:format("~ts: port must be 1..65535, got ~p", [redact(Uri), Port]);
+format_error({bad_vhost, Uri, Path}) ->
+    io_lib:format("~ts: vhost \"~ts\" contains '/'; percent-encode it (e.g. %2F for \"/\")",
+                  [redact(Uri), Path]);
+format_error({bad_query_value, Uri, K, V}) ->
+    io_lib:format("~ts: bad value \"~ts\" for ~ts (expected an integer)", [redact(Uri), V, K]);
+format_error({unknown_query_param, Uri, K}) ->
+    io_lib:format("~ts: unknown parameter \"~ts\" (known: heartbeat, frame_max, channel_max,"
+                  " connection_timeout)", [redact(Uri), K]);
+format_error({bad_percent_encoding, Uri, S}) ->
+    io_lib:format("~ts: bad percent-encoding in \"~ts\"", [redact(Uri), S]).
+
+%% Never print a password back.
+redact(Uri) when is_list(Uri) ->
+    case re:run(Uri, "^([a-zA-Z]+://[^:/@]*:)[^@/]*@", [{capture, [1], list}, unicode]) of
+        {match, [Pre]} -> re:replace(Uri, "^[a-zA-Z]+://[^:/@]*:[^@/]*@", Pre ++ "****@",
+                                     [{return, list}, unicode]);
+        nomatch -> Uri
+    end;
+redact(Uri) -> Uri.
