@@ -1,0 +1,753 @@
+%%% @doc Descriptive and inferential statistics for benchmark samples.
+%%%
+%%% Pure functions: numbers in, floats and maps out. Every area of beamlab
+%%% uses this module for means, percentiles, confidence intervals,
+%%% comparisons of two runs and the engine's stopping rule, so that numbers
+%%% agree everywhere. Methods and formulas are documented in
+%%% `docs/statistics.md'.
+%%%
+%%% Robustness rules: integers and floats may be mixed (all results are
+%%% floats); zeros, all-equal samples and a single sample are valid; very
+%%% large and very small magnitudes are rescaled by a power of two before
+%%% squaring so that no intermediate overflows or underflows. Erlang has no
+%%% NaN or infinity, so every division is guarded.
+-module(beamlab_stats).
+
+-export([summary/1, summary/2, safe_summary/1,
+         mean/1, variance/1, sd/1, median/1,
+         percentile/2, histogram/2,
+         compare/3, converged/2,
+         mann_whitney/2, welch/2,
+         normal_cdf/1, normal_quantile/1, t_cdf/2, t_quantile/2]).
+
+-export_type([summary/0, comparison/0, interval/0, df/0]).
+
+-type interval() :: {float(), float()}.
+-type df() :: number() | infinity.
+-type summary() ::
+        #{n := pos_integer(),
+          mean := float(), sd := float(), cv := float(),
+          median := float(), min := float(), max := float(),
+          p1 := float(), p5 := float(), p10 := float(), p25 := float(),
+          p75 := float(), p90 := float(), p95 := float(), p99 := float(),
+          p999 := float(), iqr := float(),
+          ci_mean := interval(), ci_median := interval(),
+          ci_median_exact := boolean(),
+          confidence := float(),
+          outliers := #{low := non_neg_integer(), high := non_neg_integer(),
+                        low_severe := non_neg_integer(),
+                        high_severe := non_neg_integer()},
+          too_few := boolean()}.
+-type comparison() ::
+        #{change := float() | undefined,
+          ci := interval() | undefined,
+          ci_method := fieller | welch | none,
+          p_value := float() | undefined,
+          p_value_welch := float() | undefined,
+          p_value_mann_whitney := float() | undefined,
+          mann_whitney_method := exact | normal | none,
+          test := mann_whitney | welch | none,
+          verdict := faster | slower | no_difference | too_few_samples,
+          n_base := non_neg_integer(), n_new := non_neg_integer(),
+          mean_base := float() | undefined, mean_new := float() | undefined,
+          confidence := float()}.
+
+-define(DEFAULT_CONFIDENCE, 0.95).
+%% Beyond this many degrees of freedom Student's t equals the normal
+%% distribution to far better than 1e-9.
+-define(DF_NORMAL, 1.0e10).
+%% Magnitudes outside [SMALL, LARGE] are rescaled before squaring.
+-define(LARGE, 1.0e150).
+-define(SMALL, 1.0e-150).
+-define(MAX_FLOAT, 1.7976931348623157e308).
+
+%%====================================================================
+%% Descriptive statistics
+%%====================================================================
+
+%% @doc Full summary of a non-empty sample (confidence 0.95).
+-spec summary([number(), ...]) -> summary().
+summary(Samples) ->
+    summary(Samples, #{}).
+
+%% @doc Full summary of a non-empty sample. Options: `confidence' in (0,1).
+%% With a single sample both intervals are `{X, X}' and `too_few' is true.
+-spec summary([number(), ...], #{confidence => float()}) -> summary().
+summary([_ | _] = Samples, Opts) when is_map(Opts) ->
+    Conf = confidence(Opts),
+    Sorted = lists:sort(to_floats(Samples)),
+    T = list_to_tuple(Sorted),
+    N = tuple_size(T),
+    Min = element(1, T),
+    Max = element(N, T),
+    {Mean, Sd} = mean_sd(Sorted, N, Min, Max),
+    P = fun(Q) -> pct(T, N, Q) end,
+    P25 = P(25),
+    P75 = P(75),
+    Iqr = sub(P75, P25),
+    Median = P(50),
+    {CiMedian, Exact} = ci_median(T, N, Conf),
+    #{n => N,
+      mean => Mean, sd => Sd, cv => cv(Sd, Mean),
+      median => Median, min => Min, max => Max,
+      p1 => P(1), p5 => P(5), p10 => P(10), p25 => P25, p75 => P75,
+      p90 => P(90), p95 => P(95), p99 => P(99), p999 => P(99.9),
+      iqr => Iqr,
+      ci_mean => ci_mean(Mean, Sd, N, Conf),
+      ci_median => CiMedian, ci_median_exact => Exact,
+      confidence => Conf,
+      outliers => outliers(Sorted, P25, P75, Iqr),
+      too_few => N < 2}.
+
+%% @doc Like {@link summary/1} but `undefined' for an empty sample.
+-spec safe_summary([number()]) -> summary() | undefined.
+safe_summary([]) -> undefined;
+safe_summary(Samples) -> summary(Samples).
+
+%% @doc Arithmetic mean (compensated summation, never outside [min, max]).
+-spec mean([number(), ...]) -> float().
+mean([_ | _] = Samples) ->
+    Fs = to_floats(Samples),
+    {Mean, _} = mean_sd(Fs, length(Fs), lists:min(Fs), lists:max(Fs)),
+    Mean.
+
+%% @doc Sample variance (denominator n-1); 0.0 for a single sample.
+%% Saturates at the largest float instead of overflowing.
+-spec variance([number(), ...]) -> float().
+variance([_ | _] = Samples) ->
+    Fs = to_floats(Samples),
+    {_, _, Var} = moments(Fs, length(Fs), lists:min(Fs), lists:max(Fs)),
+    Var.
+
+%% @doc Sample standard deviation (denominator n-1); 0.0 for one sample.
+-spec sd([number(), ...]) -> float().
+sd([_ | _] = Samples) ->
+    Fs = to_floats(Samples),
+    {_, Sd} = mean_sd(Fs, length(Fs), lists:min(Fs), lists:max(Fs)),
+    Sd.
+
+%% @doc Median (the 50th percentile, interpolated).
+-spec median([number(), ...]) -> float().
+median([_ | _] = Samples) ->
+    percentile(lists:sort(Samples), 50).
+
+%% @doc Percentile `P' (0..100) of an already sorted non-empty list, with
+%% linear interpolation between closest ranks (Hyndman-Fan type 7, the
+%% default of R and NumPy).
+-spec percentile([number(), ...], number()) -> float().
+percentile([_ | _] = Sorted, P) when is_number(P), P >= 0, P =< 100 ->
+    T = list_to_tuple(to_floats(Sorted)),
+    pct(T, tuple_size(T), P).
+
+%% @doc Equal-width histogram with `Bins' bins spanning [min, max]; the
+%% last bin includes max. All-equal samples give one bin `{X, X, N}'.
+-spec histogram([number(), ...], pos_integer()) ->
+          [{float(), float(), non_neg_integer()}].
+histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
+    Fs = to_floats(Samples),
+    Min = lists:min(Fs),
+    Max = lists:max(Fs),
+    case Max > Min of
+        false ->
+            [{Min, Max, length(Fs)}];
+        true ->
+            %% Half-range arithmetic avoids overflow for huge opposite-sign
+            %% ranges.
+            HalfWidth = (Max / 2 - Min / 2) / Bins,
+            Edge = fun(I) when I =:= Bins -> Max;
+                      (I) -> Min + 2 * HalfWidth * I
+                   end,
+            Counts = lists:foldl(
+                       fun(X, Acc) ->
+                               I = min(Bins - 1,
+                                       trunc(((X / 2 - Min / 2) / HalfWidth))),
+                               maps:update_with(I, fun(C) -> C + 1 end, 1, Acc)
+                       end, #{}, Fs),
+            [{Edge(I), Edge(I + 1), maps:get(I, Counts, 0)}
+             || I <- lists:seq(0, Bins - 1)]
+    end.
+
+%%====================================================================
+%% Comparison of two samples
+%%====================================================================
+
+%% @doc Compare `New' against `Base'. Options: `better' (`higher' or
+%% `lower', default `lower', as for times), `confidence' (default 0.95),
+%% `test' (`mann_whitney', the default, or `welch') chooses which p-value
+%% gives the verdict. `change' is (mean(New) - mean(Base)) / mean(Base);
+%% its interval is Fieller's interval for the ratio of means minus one
+%% (Welch's interval on the difference divided by the base mean when the
+%% base mean is not clearly non-zero). `change' and `ci' are `undefined'
+%% when the base mean is zero.
+-spec compare([number()], [number()],
+              #{better => higher | lower, confidence => float(),
+                test => mann_whitney | welch}) -> comparison().
+compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
+    Conf = confidence(Opts),
+    Better = maps:get(better, Opts, lower),
+    Test = maps:get(test, Opts, mann_whitney),
+    true = lists:member(Better, [higher, lower]),
+    true = lists:member(Test, [mann_whitney, welch]),
+    NB = length(Base0),
+    NN = length(New0),
+    Common = #{n_base => NB, n_new => NN, confidence => Conf},
+    case NB < 2 orelse NN < 2 of
+        true ->
+            {MB, MN, Change} = means_change(Base0, New0),
+            Common#{change => Change, ci => undefined, ci_method => none,
+                    p_value => undefined, p_value_welch => undefined,
+                    p_value_mann_whitney => undefined,
+                    mann_whitney_method => none, test => none,
+                    verdict => too_few_samples,
+                    mean_base => MB, mean_new => MN};
+        false ->
+            compare2(to_floats(Base0), to_floats(New0), Conf, Better, Test,
+                     Common)
+    end.
+
+compare2(Base0, New0, Conf, Better, Test, Common) ->
+    %% Ratios, t and rank statistics are scale-invariant: rescale by a power
+    %% of two (exact) so that squares never overflow or underflow.
+    Scale = scale(lists:max([abs(X) || X <- Base0 ++ New0])),
+    Base = [X / Scale || X <- Base0],
+    New = [X / Scale || X <- New0],
+    W = welch(Base, New),
+    #{p_value := PW, mean_base := MB, mean_new := MN} = W,
+    MW = mann_whitney(Base, New),
+    #{p_value := PU} = MW,
+    {P, Direction} = case Test of
+                         mann_whitney -> {PU, maps:get(direction, MW)};
+                         welch -> {PW, sign(MN - MB)}
+                     end,
+    Alpha = 1 - Conf,
+    Verdict = if P < Alpha, Direction =/= 0 ->
+                      verdict(Direction, Better);
+                 true -> no_difference
+              end,
+    {Change, Ci, CiMethod} = change_ci(W, Conf),
+    Common#{change => Change, ci => Ci, ci_method => CiMethod,
+            p_value => P, p_value_welch => PW, p_value_mann_whitney => PU,
+            mann_whitney_method => maps:get(method, MW), test => Test,
+            verdict => Verdict,
+            mean_base => MB * Scale, mean_new => MN * Scale}.
+
+verdict(1, higher) -> faster;
+verdict(1, lower) -> slower;
+verdict(-1, higher) -> slower;
+verdict(-1, lower) -> faster.
+
+means_change(Base, New) ->
+    MB = safe_mean(Base),
+    MN = safe_mean(New),
+    Change = case {MB, MN} of
+                 {B, N} when is_float(B), is_float(N), B /= 0.0 -> (N - B) / B;
+                 _ -> undefined
+             end,
+    {MB, MN, Change}.
+
+safe_mean([]) -> undefined;
+safe_mean(L) -> mean(L).
+
+%% Fieller's interval for the ratio of two independent means: the set of r
+%% for which mean(New) - r*mean(Base) is not significantly different from
+%% zero, using Welch's standard errors and Satterthwaite's df.
+change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
+    {undefined, undefined, none};
+change_ci(#{mean_base := MB, mean_new := MN, se2_base := S1, se2_new := S2,
+            df := Df}, Conf) ->
+    Change = (MN - MB) / MB,
+    case S1 + S2 == 0.0 of
+        true ->
+            {Change, {Change, Change}, fieller};
+        false ->
+            T = t_quantile((1 + Conf) / 2, Df),
+            T2 = T * T,
+            A = MB * MB - T2 * S1,
+            case A > 0.0 of
+                true ->
+                    B = MB * MN,
+                    C = MN * MN - T2 * S2,
+                    Disc = max(0.0, B * B - A * C),
+                    Root = math:sqrt(Disc),
+                    R1 = (B - Root) / A,
+                    R2 = (B + Root) / A,
+                    {Change, {min(R1, R2) - 1, max(R1, R2) - 1}, fieller};
+                false ->
+                    H = T * math:sqrt(S1 + S2) / abs(MB),
+                    {Change, {Change - H, Change + H}, welch}
+            end
+    end.
+
+%% @doc Welch's unequal-variance t test of `New' vs `Base' (two-sided).
+%% Both samples need at least two values. Returns the statistic, the
+%% Satterthwaite degrees of freedom and the p-value.
+-spec welch([number(), ...], [number(), ...]) ->
+          #{t := float(), df := df(), p_value := float(),
+            mean_base := float(), mean_new := float(),
+            se2_base := float(), se2_new := float()}.
+welch([_, _ | _] = Base, [_, _ | _] = New) ->
+    NB = length(Base),
+    NN = length(New),
+    MB = mean(Base),
+    MN = mean(New),
+    S1 = variance(Base) / NB,
+    S2 = variance(New) / NN,
+    Se2 = S1 + S2,
+    Diff = MN - MB,
+    {T, Df, P} =
+        case Se2 == 0.0 of
+            true when Diff == 0.0 -> {0.0, infinity, 1.0};
+            %% No spread at all and different means: the difference is
+            %% certain, as far as these samples can tell.
+            true -> {float(sign(Diff)) * ?MAX_FLOAT, infinity, 0.0};
+            false ->
+                Den = S1 * S1 / max(1, NB - 1) + S2 * S2 / max(1, NN - 1),
+                Df0 = case Den == 0.0 of
+                          true -> infinity;
+                          false -> Se2 * Se2 / Den
+                      end,
+                T0 = Diff / math:sqrt(Se2),
+                {T0, Df0, min(1.0, 2 * t_sf(abs(T0), Df0))}
+        end,
+    #{t => T, df => Df, p_value => P, mean_base => MB, mean_new => MN,
+      se2_base => S1, se2_new => S2}.
+
+%% @doc Two-sided Mann-Whitney U (Wilcoxon rank-sum) test of `New' vs
+%% `Base'. Exact permutation distribution of the rank sum (ties handled by
+%% mid-ranks) when both samples have at most 10 values; otherwise the
+%% normal approximation with tie correction and continuity correction.
+%% `u' is the U statistic of `New'; `direction' is 1 when New tends to be
+%% larger, -1 when smaller, 0 when neither.
+-spec mann_whitney([number(), ...], [number(), ...]) ->
+          #{u := float(), p_value := float(), method := exact | normal,
+            direction := -1 | 0 | 1}.
+mann_whitney([_ | _] = Base, [_ | _] = New) ->
+    NB = length(Base),
+    NN = length(New),
+    N = NB + NN,
+    Tagged = lists:sort([{float(X), base} || X <- Base] ++
+                            [{float(X), new} || X <- New]),
+    %% Doubled mid-ranks are integers: exact arithmetic for the exact test.
+    Ranked = rank2(Tagged),
+    R2New = lists:sum([R || {R, new} <- Ranked]),
+    Mu2 = NN * (N + 1),
+    U = R2New / 2 - NN * (NN + 1) / 2,
+    Direction = sign(R2New - Mu2),
+    {P, Method} =
+        case NB =< 10 andalso NN =< 10 of
+            true ->
+                {exact_rank_sum_p([R || {R, _} <- Ranked], NN,
+                                  abs(R2New - Mu2)), exact};
+            false ->
+                {normal_rank_sum_p(Tagged, NB, NN, U), normal}
+        end,
+    #{u => float(U), p_value => P, method => Method, direction => Direction}.
+
+%% Sorted [{X, Tag}] -> [{DoubledRank, Tag}].
+rank2(Tagged) -> rank2(Tagged, 1, []).
+
+rank2([], _, Acc) -> lists:reverse(Acc);
+rank2([{X, _} | _] = L, Pos, Acc) ->
+    {Ties, Rest} = lists:splitwith(fun({Y, _}) -> Y == X end, L),
+    K = length(Ties),
+    R2 = 2 * Pos + K - 1,           % (first + last) position
+    rank2(Rest, Pos + K, [{R2, Tag} || {_, Tag} <- Ties] ++ Acc).
+
+%% P(|S - mu| >= D) where S is the doubled rank sum of K values drawn
+%% without replacement from the pooled doubled ranks.
+exact_rank_sum_p(Ranks, K, D) ->
+    Mu2 = K * (length(Ranks) + 1),
+    Dist = lists:foldl(
+             fun(R, Acc) ->
+                     maps:fold(
+                       fun({J, S}, C, A) when J < K ->
+                               maps:update_with({J + 1, S + R},
+                                                fun(V) -> V + C end, C, A);
+                          (_, _, A) -> A
+                       end, Acc, Acc)
+             end, #{{0, 0} => 1}, Ranks),
+    {Hit, Total} = maps:fold(
+                     fun({J, S}, C, {H, T}) when J =:= K ->
+                             case abs(S - Mu2) >= D of
+                                 true -> {H + C, T + C};
+                                 false -> {H, T + C}
+                             end;
+                        (_, _, Acc) -> Acc
+                     end, {0, 0}, Dist),
+    min(1.0, Hit / Total).
+
+normal_rank_sum_p(Tagged, NB, NN, U) ->
+    N = NB + NN,
+    TieSum = tie_sum([X || {X, _} <- Tagged]),
+    Var = NB * NN / 12 * ((N + 1) - TieSum / (N * (N - 1))),
+    Dev = abs(U - NB * NN / 2),
+    case Var =< 0.0 of
+        true -> 1.0;
+        false ->
+            Z = max(0.0, Dev - 0.5) / math:sqrt(Var),
+            min(1.0, math:erfc(Z / math:sqrt(2)))
+    end.
+
+%% Sum of t^3 - t over groups of tied values (input sorted).
+tie_sum(Sorted) -> tie_sum(Sorted, 0).
+
+tie_sum([], Acc) -> Acc;
+tie_sum([X | _] = L, Acc) ->
+    {Ties, Rest} = lists:splitwith(fun(Y) -> Y == X end, L),
+    T = length(Ties),
+    tie_sum(Rest, Acc + T * T * T - T).
+
+%%====================================================================
+%% Stopping rule
+%%====================================================================
+
+%% @doc The engine's stopping rule: true when there are at least `min'
+%% samples (default 3) and every given target holds: the half-width of
+%% the confidence interval of the mean relative to |mean| is at most
+%% `rel_ci', and the coefficient of variation is at most `cv'. With no
+%% target set, only `min' counts.
+-spec converged([number()],
+                #{rel_ci => float() | undefined, cv => float() | undefined,
+                  min => non_neg_integer(), confidence => float()}) ->
+          boolean().
+converged(Samples, Opts) when is_list(Samples), is_map(Opts) ->
+    Min = max(1, maps:get(min, Opts, 3)),
+    RelCi = maps:get(rel_ci, Opts, undefined),
+    CvT = maps:get(cv, Opts, undefined),
+    N = length(Samples),
+    case N >= Min of
+        false -> false;
+        true when RelCi =:= undefined, CvT =:= undefined -> true;
+        true ->
+            Fs = to_floats(Samples),
+            {Mean, Sd} = mean_sd(Fs, N, lists:min(Fs), lists:max(Fs)),
+            CiOk = RelCi =:= undefined orelse
+                (N >= 2 andalso
+                 rel(half_width(Sd, N, confidence(Opts)), Mean) =< RelCi),
+            CvOk = CvT =:= undefined orelse
+                (N >= 2 andalso rel(Sd, Mean) =< CvT),
+            CiOk andalso CvOk
+    end.
+
+%% X / |Mean|, where 0/0 is 0 and X/0 is "infinitely large".
+rel(X, _Mean) when X == 0.0 -> 0.0;
+rel(_X, Mean) when Mean == 0.0 -> ?MAX_FLOAT;
+rel(X, Mean) ->
+    try X / abs(Mean)
+    catch error:badarith -> ?MAX_FLOAT
+    end.
+
+%%====================================================================
+%% Distributions
+%%====================================================================
+
+%% @doc Standard normal cumulative distribution function.
+-spec normal_cdf(number()) -> float().
+normal_cdf(X) when is_number(X) ->
+    0.5 * math:erfc(-X / math:sqrt(2)).
+
+%% @doc Inverse of the standard normal CDF for `P' in (0, 1): a rational
+%% starting approximation refined by Halley steps on `erfc' (accurate to a
+%% few ulps for P >= 1e-300).
+-spec normal_quantile(float()) -> float().
+normal_quantile(P) when is_number(P), P > 0, P < 1 ->
+    if P == 0.5 -> 0.0;
+       P < 0.5 -> lower_normal_quantile(float(P));
+       true -> -lower_normal_quantile(1 - P)
+    end.
+
+%% Q in (0, 0.5): returns x <= 0 with Phi(x) = Q.
+lower_normal_quantile(Q) ->
+    %% Abramowitz & Stegun 26.2.23 (|error| < 4.5e-4) as the start.
+    T = math:sqrt(-2 * math:log(Q)),
+    X0 = -(T - (2.515517 + 0.802853 * T + 0.010328 * T * T) /
+               (1 + 1.432788 * T + 0.189269 * T * T + 0.001308 * T * T * T)),
+    case Q < 1.0e-300 of
+        true -> X0;
+        false -> halley(X0, Q, 3)
+    end.
+
+halley(X, _Q, 0) -> X;
+halley(X, Q, K) ->
+    E = 0.5 * math:erfc(-X / math:sqrt(2)) - Q,
+    U = E * math:sqrt(2 * math:pi()) * math:exp(X * X / 2),
+    halley(X - U / (1 + X * U / 2), Q, K - 1).
+
+%% @doc Student's t cumulative distribution function with `DF' degrees of
+%% freedom (any positive real, or `infinity' for the normal).
+-spec t_cdf(number(), df()) -> float().
+t_cdf(X, Df) when is_number(X) ->
+    case X >= 0 of
+        true -> 1 - t_sf(X, Df);
+        false -> t_sf(-X, Df)
+    end.
+
+%% Upper tail P(T > X), X >= 0, accurate in the far tail.
+t_sf(X, Df) when Df =:= infinity; Df > ?DF_NORMAL ->
+    0.5 * math:erfc(X / math:sqrt(2));
+t_sf(X, Df) when is_number(Df), Df > 0 ->
+    X2 = float(X) * X,
+    %% x = df / (df + t^2) computed without cancellation for huge t.
+    Z = case X2 > Df of
+            true -> 1 / (1 + X2 / Df);
+            false -> Df / (Df + X2)
+        end,
+    0.5 * reg_inc_beta(Df / 2, 0.5, Z).
+
+%% @doc Quantile of Student's t with `DF' degrees of freedom for `P' in
+%% (0, 1): safeguarded Newton iteration on the upper tail, started from the
+%% normal quantile. `t_quantile(0.975, 10)' is 2.228...
+-spec t_quantile(float(), df()) -> float().
+t_quantile(P, Df) when is_number(P), P > 0, P < 1 ->
+    if Df =:= infinity -> normal_quantile(P);
+       P == 0.5 -> 0.0;
+       P > 0.5 -> upper_t_quantile(1 - P, Df);
+       true -> -upper_t_quantile(float(P), Df)
+    end.
+
+%% Q in (0, 0.5): the t > 0 with P(T > t) = Q.
+upper_t_quantile(Q, Df) when Df > ?DF_NORMAL ->
+    -lower_normal_quantile(Q);
+upper_t_quantile(Q, Df) when Df == 1 ->
+    1 / math:tan(math:pi() * Q);
+upper_t_quantile(Q, Df) when Df == 2 ->
+    A = 1 - 2 * Q,
+    math:sqrt(2 * A * A / (4 * Q * (1 - Q)));
+upper_t_quantile(Q, Df) ->
+    Z = -lower_normal_quantile(Q),
+    %% Cornish-Fisher first term as the start.
+    X0 = Z + (Z * Z * Z + Z) / (4 * Df),
+    Hi = bracket_hi(Q, Df, max(X0, 1.0)),
+    LogC = lgamma((Df + 1) / 2) - lgamma(Df / 2) - 0.5 * math:log(Df * math:pi()),
+    newton_t(min(X0, Hi), 0.0, Hi, Q, Df, LogC, 200).
+
+bracket_hi(Q, Df, X) ->
+    case t_sf(X, Df) < Q of
+        true -> X;
+        false -> bracket_hi(Q, Df, X * 2)
+    end.
+
+newton_t(X, _Lo, _Hi, _Q, _Df, _LogC, 0) -> X;
+newton_t(X, Lo, Hi, Q, Df, LogC, K) ->
+    F = t_sf(X, Df) - Q,              % decreasing in X
+    {Lo1, Hi1} = if F > 0 -> {X, Hi};
+                    true -> {Lo, X}
+                 end,
+    Pdf = math:exp(LogC - (Df + 1) / 2 * math:log(1 + X * X / Df)),
+    Newton = case Pdf > 0.0 of
+                 true -> X + F / Pdf;
+                 false -> -1.0
+             end,
+    Next = case Newton > Lo1 andalso Newton < Hi1 of
+               true -> Newton;
+               false -> (Lo1 + Hi1) / 2
+           end,
+    case abs(Next - X) =< 1.0e-14 * abs(X) orelse F == 0.0 of
+        true -> Next;
+        false -> newton_t(Next, Lo1, Hi1, Q, Df, LogC, K - 1)
+    end.
+
+%% Regularized incomplete beta I_x(a, b) by its continued fraction
+%% (modified Lentz), using the symmetry I_x(a,b) = 1 - I_{1-x}(b,a) where
+%% the fraction converges slowly.
+reg_inc_beta(_A, _B, X) when X =< 0.0 -> 0.0;
+reg_inc_beta(_A, _B, X) when X >= 1.0 -> 1.0;
+reg_inc_beta(A, B, X) ->
+    LogFront = lgamma(A + B) - lgamma(A) - lgamma(B)
+        + A * math:log(X) + B * math:log(1 - X),
+    case X < (A + 1) / (A + B + 2) of
+        true -> exp0(LogFront) * beta_cf(A, B, X) / A;
+        false -> 1 - exp0(LogFront) * beta_cf(B, A, 1 - X) / B
+    end.
+
+exp0(X) when X < -745.0 -> 0.0;
+exp0(X) -> math:exp(X).
+
+-define(TINY, 1.0e-300).
+
+beta_cf(A, B, X) ->
+    D0 = nz(1 - (A + B) * X / (A + 1)),
+    D = 1 / D0,
+    beta_cf(A, B, X, 1, 1.0, D, D).
+
+beta_cf(_A, _B, _X, M, _C, _D, H) when M > 10000 -> H;
+beta_cf(A, B, X, M, C0, D0, H0) ->
+    M2 = 2 * M,
+    Even = M * (B - M) * X / ((A + M2 - 1) * (A + M2)),
+    D1 = 1 / nz(1 + Even * D0),
+    C1 = nz(1 + Even / C0),
+    H1 = H0 * D1 * C1,
+    Odd = -(A + M) * (A + B + M) * X / ((A + M2) * (A + M2 + 1)),
+    D2 = 1 / nz(1 + Odd * D1),
+    C2 = nz(1 + Odd / C1),
+    Del = D2 * C2,
+    H2 = H1 * Del,
+    case abs(Del - 1) < 1.0e-15 of
+        true -> H2;
+        false -> beta_cf(A, B, X, M + 1, C2, D2, H2)
+    end.
+
+nz(X) when abs(X) < ?TINY -> ?TINY;
+nz(X) -> X.
+
+%% log Gamma(x) for x > 0 (Lanczos, g = 7, 9 terms; ~1e-15 relative).
+lgamma(X) when X < 0.5 ->
+    math:log(math:pi() / math:sin(math:pi() * X)) - lgamma(1 - X);
+lgamma(X0) ->
+    X = X0 - 1,
+    Coefs = [676.5203681218851, -1259.1392167224028, 771.32342877765313,
+             -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+             9.9843695780195716e-6, 1.5056327351493116e-7],
+    {A, _} = lists:foldl(fun(C, {Acc, I}) -> {Acc + C / (X + I), I + 1} end,
+                         {0.99999999999980993, 1}, Coefs),
+    T = X + 7.5,
+    0.5 * math:log(2 * math:pi()) + (X + 0.5) * math:log(T) - T + math:log(A).
+
+%%====================================================================
+%% Internals
+%%====================================================================
+
+confidence(Opts) ->
+    case maps:get(confidence, Opts, ?DEFAULT_CONFIDENCE) of
+        C when is_number(C), C > 0, C < 1 -> float(C);
+        C -> error({badarg, {confidence, C}})
+    end.
+
+to_floats(L) -> [float(X) || X <- L].
+
+sign(X) when X > 0 -> 1;
+sign(X) when X < 0 -> -1;
+sign(_) -> 0.
+
+sub(A, B) ->
+    try A - B
+    catch error:badarith -> ?MAX_FLOAT
+    end.
+
+%% A power of two bringing magnitude M near 1 when M is extreme, else 1.
+scale(M) when M > ?LARGE; M < ?SMALL, M > 0.0 ->
+    math:pow(2, math:floor(math:log2(M)));
+scale(_) -> 1.0.
+
+mean_sd(Fs, N, Min, Max) ->
+    {Mean, Sd, _} = moments(Fs, N, Min, Max),
+    {Mean, Sd}.
+
+%% Mean (compensated sum), sample sd and variance, rescaled when extreme;
+%% the mean is clamped to [Min, Max] against rounding.
+moments(Fs, N, Min, Max) ->
+    S = scale(max(abs(Min), abs(Max))),
+    Xs = case S == 1.0 of
+             true -> Fs;
+             false -> [X / S || X <- Fs]
+         end,
+    M = neumaier(Xs) / N,
+    V = case N < 2 of
+            true -> 0.0;
+            false -> neumaier([(X - M) * (X - M) || X <- Xs]) / (N - 1)
+        end,
+    Mean = min(Max, max(Min, M * S)),
+    {Mean, mul_sat(math:sqrt(V), S), mul_sat(mul_sat(V, S), S)}.
+
+mul_sat(A, B) ->
+    try A * B
+    catch error:badarith -> ?MAX_FLOAT
+    end.
+
+%% Neumaier's compensated summation.
+neumaier([]) -> 0.0;
+neumaier([X | Xs]) -> neumaier(Xs, X, 0.0).
+
+neumaier([], S, C) -> S + C;
+neumaier([X | Xs], S, C) ->
+    T = S + X,
+    C1 = case abs(S) >= abs(X) of
+             true -> C + ((S - T) + X);
+             false -> C + ((X - T) + S)
+         end,
+    neumaier(Xs, T, C1).
+
+cv(_Sd, Mean) when Mean == 0.0 -> 0.0;
+cv(Sd, Mean) -> rel(Sd, Mean).
+
+%% Type-7 percentile of a sorted tuple.
+pct(T, N, P) ->
+    H = (N - 1) * P / 100,
+    Lo = min(N - 1, trunc(H)),
+    F = H - Lo,
+    XLo = element(Lo + 1, T),
+    case F == 0.0 orelse Lo + 1 >= N of
+        true -> XLo;
+        false -> lerp(XLo, element(Lo + 2, T), F)
+    end.
+
+%% Interpolation kept inside [A, B] (A =< B), so percentiles are monotone
+%% in P even with rounding.
+lerp(A, B, F) ->
+    V = try A + F * (B - A)
+        catch error:badarith -> A * (1 - F) + B * F
+        end,
+    min(B, max(A, V)).
+
+ci_mean(Mean, _Sd, 1, _Conf) -> {Mean, Mean};
+ci_mean(Mean, Sd, N, Conf) ->
+    H = half_width(Sd, N, Conf),
+    {sat_add(Mean, -H), sat_add(Mean, H)}.
+
+half_width(_Sd, N, _Conf) when N < 2 -> 0.0;
+half_width(Sd, N, Conf) ->
+    mul_sat(t_quantile((1 + Conf) / 2, N - 1), Sd / math:sqrt(N)).
+
+sat_add(A, B) ->
+    try A + B
+    catch error:badarith when B > 0 -> ?MAX_FLOAT;
+          error:badarith -> -?MAX_FLOAT
+    end.
+
+%% Distribution-free interval for the median from order statistics: the
+%% widest-coverage-sufficient symmetric pair (X(j), X(n+1-j)) with
+%% P(X(j) =< median =< X(n+1-j)) = 1 - 2 P(Bin(n, 1/2) =< j-1) >= Conf.
+ci_median(T, 1, _Conf) ->
+    X = element(1, T),
+    {{X, X}, false};
+ci_median(T, N, Conf) ->
+    Alpha2 = (1 - Conf) / 2,
+    case median_rank(N, Alpha2) of
+        0 -> {{element(1, T), element(N, T)}, false};
+        J -> {{element(J, T), element(N + 1 - J, T)}, true}
+    end.
+
+%% Largest j >= 1 with P(Bin(n,1/2) =< j-1) =< Alpha2, or 0 when even j=1
+%% fails. Binomial terms are accumulated in log space (n may be large).
+median_rank(N, Alpha2) ->
+    LogHalfN = -N * math:log(2),
+    median_rank(N, Alpha2, 0, LogHalfN, exp0(LogHalfN)).
+
+%% Cdf = P(Bin =< I), LogPmf = log P(Bin = I).
+median_rank(N, Alpha2, I, LogPmf, Cdf) ->
+    case Cdf =< Alpha2 andalso I < (N - 1) div 2 of
+        true ->
+            LogPmf1 = LogPmf + math:log(N - I) - math:log(I + 1),
+            median_rank(N, Alpha2, I + 1, LogPmf1, Cdf + exp0(LogPmf1));
+        false when Cdf =< Alpha2 -> I + 1;
+        false -> I      % j - 1 = I - 1 was the last valid one
+    end.
+
+outliers(Sorted, Q1, Q3, Iqr) ->
+    {LoMild, LoSevere} = {fence(Q1, -1.5, Iqr), fence(Q1, -3, Iqr)},
+    {HiMild, HiSevere} = {fence(Q3, 1.5, Iqr), fence(Q3, 3, Iqr)},
+    lists:foldl(
+      fun(X, #{low := L, high := H, low_severe := LS, high_severe := HS} = A) ->
+              A#{low := L + b(X < LoMild), low_severe := LS + b(X < LoSevere),
+                 high := H + b(X > HiMild), high_severe := HS + b(X > HiSevere)}
+      end,
+      #{low => 0, high => 0, low_severe => 0, high_severe => 0}, Sorted).
+
+fence(Q, K, Iqr) ->
+    try Q + K * Iqr
+    catch error:badarith when K > 0 -> ?MAX_FLOAT;
+          error:badarith -> -?MAX_FLOAT
+    end.
+
+b(true) -> 1;
+b(false) -> 0.

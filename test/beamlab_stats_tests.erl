@@ -1,0 +1,269 @@
+%%% @doc EUnit tests of beamlab_stats against published table values and
+%%% textbook examples, plus the corner cases it must survive.
+-module(beamlab_stats_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(near(Expected, Actual, Tol),
+        ?assert(abs((Expected) - (Actual)) =< (Tol))).
+
+%%--------------------------------------------------------------------
+%% Distributions (values from standard tables / R)
+
+t_quantile_table_test_() ->
+    [?_test(?near(E, beamlab_stats:t_quantile(P, Df), 1.0e-3))
+     || {P, Df, E} <- [{0.975, 1, 12.706}, {0.975, 2, 4.303},
+                       {0.975, 3, 3.182}, {0.975, 10, 2.228},
+                       {0.975, 30, 2.042}, {0.995, 5, 4.032},
+                       {0.95, 20, 1.725}, {0.9995, 1, 636.619},
+                       {0.975, infinity, 1.960}]].
+
+t_quantile_precise_test() ->
+    %% qt(0.975, 10) and qt(0.975, 1) in R, more digits.
+    ?near(2.228138851986274, beamlab_stats:t_quantile(0.975, 10), 1.0e-9),
+    ?near(12.70620473617471, beamlab_stats:t_quantile(0.975, 1), 1.0e-8),
+    ?near(-2.228138851986274, beamlab_stats:t_quantile(0.025, 10), 1.0e-9),
+    ?assertEqual(0.0, beamlab_stats:t_quantile(0.5, 7)),
+    %% Non-integer df (Welch) lies between its integer neighbours.
+    T = beamlab_stats:t_quantile(0.975, 17.5),
+    ?assert(T < beamlab_stats:t_quantile(0.975, 17)),
+    ?assert(T > beamlab_stats:t_quantile(0.975, 18)).
+
+t_cdf_test() ->
+    ?near(0.975, beamlab_stats:t_cdf(2.228138851986274, 10), 1.0e-9),
+    ?near(0.75, beamlab_stats:t_cdf(1.0, 1), 1.0e-12),
+    ?near(0.5, beamlab_stats:t_cdf(0.0, 4), 1.0e-15),
+    ?near(0.9303370, beamlab_stats:t_cdf(2.0, 3), 1.0e-6),
+    ?near(1 - 0.9303370, beamlab_stats:t_cdf(-2.0, 3), 1.0e-6),
+    %% Quantile and cdf are inverse for fractional df too.
+    [?near(P, beamlab_stats:t_cdf(beamlab_stats:t_quantile(P, Df), Df), 1.0e-9)
+     || P <- [0.001, 0.1, 0.6, 0.99, 0.99999], Df <- [0.7, 1, 2.5, 9, 250]].
+
+normal_test() ->
+    ?near(1.959963984540054, beamlab_stats:normal_quantile(0.975), 1.0e-12),
+    ?near(3.090232306167814, beamlab_stats:normal_quantile(0.999), 1.0e-12),
+    ?near(-6.361340902404056, beamlab_stats:normal_quantile(1.0e-10), 1.0e-9),
+    ?near(0.8413447460685429, beamlab_stats:normal_cdf(1), 1.0e-12),
+    ?assertEqual(0.0, beamlab_stats:normal_quantile(0.5)),
+    ?assertError(function_clause, beamlab_stats:normal_quantile(0.0)),
+    ?assertError(function_clause, beamlab_stats:normal_quantile(1)).
+
+%%--------------------------------------------------------------------
+%% Descriptive statistics
+
+percentile_type7_test() ->
+    %% numpy.percentile([1,2,3,4], [0, 25, 50, 90, 100])
+    L = [1, 2, 3, 4],
+    ?assertEqual([1.0, 1.75, 2.5, 3.7, 4.0],
+                 [round6(beamlab_stats:percentile(L, P))
+                  || P <- [0, 25, 50, 90, 100]]),
+    ?assertEqual(7.0, beamlab_stats:percentile([7], 99.9)).
+
+summary_known_values_test() ->
+    S = beamlab_stats:summary(lists:seq(1, 10)),
+    ?assertMatch(#{n := 10, mean := 5.5, median := 5.5, min := 1.0,
+                   max := 10.0, p25 := 3.25, p75 := 7.75, iqr := 4.5,
+                   too_few := false, confidence := 0.95}, S),
+    ?near(3.0276503540974917, maps:get(sd, S), 1.0e-12),
+    %% mean +- qt(0.975, 9) * sd / sqrt(10)
+    {Lo, Hi} = maps:get(ci_mean, S),
+    ?near(3.334149, Lo, 1.0e-6),
+    ?near(7.665851, Hi, 1.0e-6),
+    %% n = 10: ranks 2 and 9 cover 1 - 2 * 11/1024 = 97.9%.
+    ?assertEqual({{2.0, 9.0}, true},
+                 {maps:get(ci_median, S), maps:get(ci_median_exact, S)}).
+
+summary_confidence_option_test() ->
+    S90 = beamlab_stats:summary(lists:seq(1, 10), #{confidence => 0.9}),
+    S99 = beamlab_stats:summary(lists:seq(1, 10), #{confidence => 0.99}),
+    {L90, H90} = maps:get(ci_mean, S90),
+    {L99, H99} = maps:get(ci_mean, S99),
+    ?assert(L99 < L90 andalso H90 < H99),
+    ?assertEqual(0.9, maps:get(confidence, S90)).
+
+ci_median_small_n_test() ->
+    %% n = 5: even (min, max) covers only 1 - 2/32 = 93.75% < 95%.
+    S5 = beamlab_stats:summary([3, 1, 2, 5, 4]),
+    ?assertEqual({{1.0, 5.0}, false},
+                 {maps:get(ci_median, S5), maps:get(ci_median_exact, S5)}),
+    %% n = 6: (min, max) covers 1 - 2/64 = 96.9%.
+    S6 = beamlab_stats:summary([3, 1, 2, 5, 4, 6]),
+    ?assertEqual({{1.0, 6.0}, true},
+                 {maps:get(ci_median, S6), maps:get(ci_median_exact, S6)}).
+
+ci_median_large_n_test() ->
+    %% Large n must not underflow 2^-n; the interval is about
+    %% n/2 -+ 1.96 sqrt(n)/2 ranks.
+    N = 20000,
+    S = beamlab_stats:summary(lists:seq(1, N)),
+    {Lo, Hi} = maps:get(ci_median, S),
+    ?assert(maps:get(ci_median_exact, S)),
+    ?assert(abs(Lo - (N / 2 - 1.96 * math:sqrt(N) / 2)) < 3),
+    ?assertEqual(float(N + 1), Lo + Hi).
+
+single_sample_test() ->
+    S = beamlab_stats:summary([42]),
+    ?assertMatch(#{n := 1, mean := 42.0, sd := 0.0, cv := 0.0,
+                   ci_mean := {42.0, 42.0}, ci_median := {42.0, 42.0},
+                   ci_median_exact := false, too_few := true,
+                   p999 := 42.0}, S).
+
+all_equal_and_zeros_test() ->
+    S = beamlab_stats:summary([0, 0.0, 0, 0]),
+    ?assertMatch(#{mean := 0.0, sd := 0.0, cv := 0.0, ci_mean := {0.0, 0.0},
+                   outliers := #{low := 0, high := 0}}, S),
+    E = beamlab_stats:summary(lists:duplicate(7, 0.1)),
+    ?assertEqual(0.1, maps:get(mean, E)),
+    ?assertEqual({0.1, 0.1}, maps:get(ci_mean, E)).
+
+extreme_magnitudes_test() ->
+    Huge = beamlab_stats:summary([1.0e300, 1.7e308, 1.5e308]),
+    ?assert(maps:get(mean, Huge) > 1.0e308),
+    ?assert(maps:get(sd, Huge) > 0.0),
+    Tiny = beamlab_stats:summary([1.0e-310, 2.0e-310, 3.0e-310]),
+    ?near(2.0e-310, maps:get(mean, Tiny), 1.0e-320),
+    ?near(1.0e-310, maps:get(sd, Tiny), 1.0e-320),
+    Sub = beamlab_stats:summary([0.3, 0.25, 0.31, 0.28]),   % sub-ns
+    ?near(0.285, maps:get(mean, Sub), 1.0e-12),
+    ?assertEqual(2.0, beamlab_stats:mean([1, 2.0, 3])).
+
+outliers_test() ->
+    %% 14 values: q1 = 2.25, q3 = 8.75, iqr = 6.5; mild fences -7.5 / 18.5,
+    %% severe fences -17.25 / 28.25.
+    L = lists:seq(1, 10) ++ [-10, 20, 30, -50],
+    #{outliers := O} = beamlab_stats:summary(L),
+    ?assertMatch(#{low := 2, low_severe := 1, high := 2, high_severe := 1}, O).
+
+safe_summary_test() ->
+    ?assertEqual(undefined, beamlab_stats:safe_summary([])),
+    ?assertMatch(#{n := 2}, beamlab_stats:safe_summary([1, 2])).
+
+variance_median_test() ->
+    ?assertEqual(2.5, beamlab_stats:variance([1, 2, 3, 4, 5])),
+    ?assertEqual(0.0, beamlab_stats:variance([9])),
+    ?assertEqual(3.0, beamlab_stats:median([5, 1, 3])),
+    ?assertEqual(2.5, beamlab_stats:median([4, 1, 3, 2])).
+
+histogram_test() ->
+    ?assertEqual([{1.0, 4.0, 3}, {4.0, 7.0, 3}, {7.0, 10.0, 4}],
+                 beamlab_stats:histogram(lists:seq(1, 10), 3)),
+    ?assertEqual([{5.0, 5.0, 3}], beamlab_stats:histogram([5, 5, 5], 4)),
+    H = beamlab_stats:histogram([0, 0, 0, 100], 4),
+    ?assertEqual([3, 0, 0, 1], [C || {_, _, C} <- H]).
+
+%%--------------------------------------------------------------------
+%% Tests and comparisons
+
+mann_whitney_r_example_test() ->
+    %% R ?wilcox.test: W = 35, one-sided p = 0.1272 (exact, no ties).
+    X = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46],
+    Y = [1.15, 0.88, 0.90, 0.74, 1.21],
+    #{u := U, p_value := P, method := exact, direction := 1} =
+        beamlab_stats:mann_whitney(Y, X),
+    ?assertEqual(35.0, U),
+    ?near(2 * 0.1272, P, 5.0e-4).
+
+mann_whitney_scipy_example_test() ->
+    %% SciPy docs: males vs females, U = 17, exact p = 0.1111.
+    #{u := U, p_value := P} =
+        beamlab_stats:mann_whitney([20, 11, 17, 12], [19, 22, 16, 29, 24]),
+    ?assertEqual(17.0, U),
+    ?near(1 / 9, P, 1.0e-12).
+
+mann_whitney_complete_separation_test() ->
+    %% The most extreme of C(10,5) = 252 arrangements, two-sided: 2/252.
+    #{p_value := P} = beamlab_stats:mann_whitney([1, 2, 3, 4, 5],
+                                                 [6, 7, 8, 9, 10]),
+    ?near(2 / 252, P, 1.0e-12).
+
+mann_whitney_normal_test() ->
+    %% n > 10: normal approximation; 1..11 vs 12..22 gives U = 121,
+    %% mu = 60.5, sigma^2 = 11*11*23/12, z = 60/sigma.
+    #{u := U, p_value := P, method := normal} =
+        beamlab_stats:mann_whitney(lists:seq(1, 11), lists:seq(12, 22)),
+    ?assertEqual(121.0, U),
+    Z = 60 / math:sqrt(11 * 11 * 23 / 12),
+    ?near(math:erfc(Z / math:sqrt(2)), P, 1.0e-12),
+    ?near(8.15e-5, P, 1.0e-6).
+
+mann_whitney_ties_test() ->
+    %% All values tied: no evidence either way.
+    ?assertMatch(#{p_value := 1.0, direction := 0},
+                 beamlab_stats:mann_whitney([3, 3, 3], [3, 3])),
+    ?assertMatch(#{p_value := 1.0, method := normal},
+                 beamlab_stats:mann_whitney(lists:duplicate(12, 1),
+                                            lists:duplicate(12, 1))).
+
+welch_sleep_test() ->
+    %% R: t.test(extra ~ group, data = sleep): t = -1.8608,
+    %% df = 17.776, p = 0.07939.
+    G1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0],
+    G2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4],
+    #{t := T, df := Df, p_value := P} = beamlab_stats:welch(G2, G1),
+    ?near(-1.8608, T, 1.0e-4),
+    ?near(17.776, Df, 1.0e-3),
+    ?near(0.07939, P, 1.0e-5).
+
+compare_verdicts_test() ->
+    Base = [100, 102, 98, 101, 99, 100, 103, 97, 100, 101, 99, 100],
+    Slow = [X * 2 || X <- Base],
+    R1 = beamlab_stats:compare(Base, Slow, #{better => lower}),
+    ?assertMatch(#{verdict := slower, test := mann_whitney,
+                   n_base := 12, n_new := 12, confidence := 0.95}, R1),
+    ?near(1.0, maps:get(change, R1), 1.0e-12),
+    {Lo, Hi} = maps:get(ci, R1),
+    ?assert(Lo < 1.0 andalso 1.0 < Hi),
+    ?assertMatch(#{verdict := faster},
+                 beamlab_stats:compare(Base, Slow, #{better => higher})),
+    ?assertMatch(#{verdict := faster, test := welch},
+                 beamlab_stats:compare(Slow, Base,
+                                       #{better => lower, test => welch})),
+    ?assertMatch(#{verdict := no_difference, change := 0.0},
+                 beamlab_stats:compare(Base, Base, #{})).
+
+compare_too_few_test() ->
+    ?assertMatch(#{verdict := too_few_samples, test := none,
+                   p_value := undefined, ci := undefined, change := 1.0},
+                 beamlab_stats:compare([1], [2, 2, 2], #{})),
+    ?assertMatch(#{verdict := too_few_samples, change := undefined},
+                 beamlab_stats:compare([], [], #{})).
+
+compare_constant_samples_test() ->
+    %% Identical constants: nothing differs, p = 1.
+    ?assertMatch(#{verdict := no_difference, p_value := 1.0,
+                   ci := {0.0, 0.0}},
+                 beamlab_stats:compare([5, 5, 5], [5, 5, 5], #{})),
+    %% Distinct constants: Welch is certain; the exact rank test with
+    %% 3 + 3 values cannot go below p = 0.1.
+    R = beamlab_stats:compare([5, 5, 5], [6, 6, 6], #{test => welch}),
+    ?assertMatch(#{verdict := slower, p_value := 0.0, ci := {0.2, 0.2}}, R),
+    ?assertMatch(#{verdict := no_difference},
+                 beamlab_stats:compare([5, 5, 5], [6, 6, 6], #{})).
+
+compare_zero_base_test() ->
+    ?assertMatch(#{change := undefined, ci := undefined},
+                 beamlab_stats:compare([0, 0, 0], [1, 2, 3], #{})).
+
+compare_huge_values_test() ->
+    Base = [1.0e306, 1.1e306, 0.9e306, 1.0e306],
+    New = [1.5e307, 1.6e307, 1.4e307, 1.5e307],
+    R = beamlab_stats:compare(Base, New, #{better => higher}),
+    ?near(14.0, maps:get(change, R), 1.0e-9).
+
+converged_test() ->
+    Tight = [100.0, 100.1, 99.9, 100.0, 100.05],
+    ?assert(beamlab_stats:converged(Tight, #{rel_ci => 0.01, min => 3})),
+    ?assertNot(beamlab_stats:converged(Tight, #{rel_ci => 0.01, min => 6})),
+    ?assertNot(beamlab_stats:converged([1, 10, 100], #{rel_ci => 0.05})),
+    ?assert(beamlab_stats:converged([1, 10, 100], #{rel_ci => undefined,
+                                                    cv => undefined})),
+    ?assert(beamlab_stats:converged(Tight, #{cv => 0.01})),
+    ?assertNot(beamlab_stats:converged(Tight, #{cv => 0.0001})),
+    %% Both targets must hold.
+    ?assertNot(beamlab_stats:converged(Tight, #{rel_ci => 0.01,
+                                                cv => 0.0001})),
+    ?assert(beamlab_stats:converged([0, 0, 0], #{rel_ci => 0.01})),
+    ?assertNot(beamlab_stats:converged([-1, 0, 1], #{rel_ci => 0.01})),
+    ?assertNot(beamlab_stats:converged([], #{min => 0, rel_ci => 0.1})).
+
+round6(X) -> round(X * 1000000) / 1000000.
