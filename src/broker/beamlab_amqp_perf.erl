@@ -10,7 +10,7 @@
 %%% (sent = received + returned + nacked + queued).
 -module(beamlab_amqp_perf).
 
--export([run/1, defaults/0, queue_names/2, expand_pattern/3, result/3,
+-export([run/1, defaults/0, write_utf8/1, queue_names/2, expand_pattern/3, result/3,
          format_error/1]).
 
 -export_type([config/0, report/0]).
@@ -36,7 +36,17 @@ defaults() ->
       duration => undefined, pmessages => 0, cmessages => 0, predeclared => false,
       quorum => false, interval => 1, reconnect => false, nodes => [node()],
       closed_loop => 0, id => undefined,
-      out => fun(Bin) -> io:put_chars(Bin) end}.
+      out => fun write_utf8/1}.
+
+%% @doc Writes UTF-8 text to standard output as UTF-8 whatever the
+%% encoding of the output device (a latin1 device would otherwise turn
+%% "µ" into one byte).
+-spec write_utf8(binary()) -> ok.
+write_utf8(Bin) ->
+    case lists:keyfind(encoding, 1, io:getopts(standard_io)) of
+        {encoding, unicode} -> io:put_chars(standard_io, Bin);
+        _ -> ok = file:write(standard_io, Bin)
+    end.
 
 %% @doc The queues of a run: the closed-loop queues, the expanded
 %% `--queue-pattern', the `-u' queue, or one queue named after the test id.
@@ -213,25 +223,33 @@ start_nodes(#{nodes := {peers, N}}) when N > 1 ->
 start_nodes(#{nodes := {peers, _}}) ->
     {ok, [node()], fun() -> ok end};
 start_nodes(#{nodes := Nodes}) ->
-    case [Nd || Nd <- Nodes, Nd =/= node(), net_adm:ping(Nd) =/= pong] of
+    case Nodes -- [node()] of
         [] ->
-            case load_code([Nd || Nd <- Nodes, Nd =/= node()]) of
-                ok -> {ok, Nodes, fun() -> ok end};
-                {error, _} = E -> E
-            end;
-        Down ->
-            {error, {nodes_unreachable, Down}}
+            {ok, Nodes, fun() -> ok end};
+        Remote ->
+            _ = beamlab_peer:ensure_dist(),
+            case [Nd || Nd <- Remote, net_adm:ping(Nd) =/= pong] of
+                [] ->
+                    case load_code(Remote) of
+                        ok -> {ok, Nodes, fun() -> ok end};
+                        {error, _} = E -> E
+                    end;
+                Down ->
+                    {error, {nodes_unreachable, Down}}
+            end
     end.
 
-start_peers(0, Nodes, Stops) ->
+%% --nodes N: this VM plus N-1 fresh distributed VMs on loopback, which
+%% beamlab_peer starts with beamlab's code loaded.
+start_peers(0, Nodes, Vms) ->
     {ok, [node() | lists:reverse(Nodes)],
-     fun() -> lists:foreach(fun(Stop) -> catch Stop() end, Stops) end};
-start_peers(N, Nodes, Stops) ->
-    case beamlab_peer:start(#{}) of
-        {ok, Peer, Node} ->
-            start_peers(N - 1, [Node | Nodes], [fun() -> beamlab_peer:stop(Peer) end | Stops]);
+     fun() -> lists:foreach(fun beamlab_peer:stop/1, Vms) end};
+start_peers(N, Nodes, Vms) ->
+    case beamlab_peer:start(#{dist => true}) of
+        {ok, Vm} ->
+            start_peers(N - 1, [beamlab_peer:node(Vm) | Nodes], [Vm | Vms]);
         {error, R} ->
-            lists:foreach(fun(Stop) -> catch Stop() end, Stops),
+            lists:foreach(fun beamlab_peer:stop/1, Vms),
             {error, {peer, R}}
     end.
 
@@ -578,39 +596,37 @@ report(Why, ElapsedUs, Totals, Queued, M) ->
 %%% Result document
 %%%-------------------------------------------------------------------
 
-%% @doc The result-document parts of a report (`kind' <<"amqp">>): the
-%% benchmarks (sent and received msg/s per interval, consumer and confirm
-%% latency) and the `extra' section (accounting, histograms, percentiles).
-%% `Params' are the command's options; the caller adds env, command, times.
--spec result(report(), map(), [binary()]) -> map().
+%% @doc The result document of a run (`kind' <<"amqp">>): benchmarks for
+%% sent and received msg/s (one sample per interval) and for consumer and
+%% confirm latency (per-interval medians as samples; the run's exact
+%% percentiles and histogram in `extra'), and an `amqp' section in `extra'
+%% (accounting, counters, failure, nodes, queues). `Params' are the
+%% command's options, `Argv' its command line.
+-spec result(report(), map(), [string() | binary()]) -> map().
 result(R, Params, Argv) ->
     Rates = maps:get(rates, R),
     Secs = max(maps:get(elapsed_us, R), 1) / 1000000,
     C = maps:get(counters, R),
     Tput = fun(Key, Name) ->
-                   Samples = [maps:get(Key, S) || S <- Rates],
-                   #{name => Name, group => <<"amqp">>, metric => <<"throughput">>,
-                     unit => <<"msg/s">>, better => <<"higher">>,
-                     samples => Samples,
-                     sample_info => #{count => length(Samples), kept => length(Samples),
-                                      method => <<"all">>},
-                     stats => stats(Samples),
-                     counters => #{total => maps:get(Key, C)},
-                     extra => #{average => maps:get(Key, C) / Secs}}
+                   beamlab_result:benchmark(
+                     Name, [maps:get(Key, S) || S <- Rates],
+                     #{group => <<"amqp">>, metric => <<"throughput">>, unit => <<"msg/s">>,
+                       better => higher, counters => #{total => maps:get(Key, C)},
+                       extra => #{average => maps:get(Key, C) / Secs}})
            end,
     Lat = fun(Key, HistKey, Name) ->
-                  Medians = [lists:nth(2, L) || L <- maps:get(Key, R),
-                                                L =/= [0, 0, 0, 0, 0]],
                   Hist = maps:get(HistKey, R),
-                  #{name => Name, group => <<"amqp">>, metric => <<"latency">>,
-                    unit => <<"us">>, better => <<"lower">>,
-                    samples => Medians,
-                    sample_info => #{count => length(Medians), kept => length(Medians),
-                                     method => <<"all">>},
-                    stats => stats(Medians),
-                    extra => #{per_interval => <<"median">>,
-                               total => percentiles(Hist),
-                               histogram => beamlab_stats_hist:to_map(Hist)}}
+                  Medians = [lists:nth(2, L) || L <- maps:get(Key, R), L =/= [0, 0, 0, 0, 0]],
+                  Extra = #{per_interval => <<"median">>, total => percentiles(Hist),
+                            histogram => beamlab_stats_hist:to_map(Hist)},
+                  beamlab_result:benchmark(
+                    Name, Medians,
+                    #{group => <<"amqp">>, metric => <<"latency">>, unit => <<"us">>,
+                      better => lower,
+                      extra => case Medians of
+                                   [] -> Extra#{error => <<"no messages measured">>};
+                                   _ -> Extra
+                               end})
           end,
     En = maps:get(enabled, R),
     Benchmarks =
@@ -621,27 +637,22 @@ result(R, Params, Argv) ->
         [Lat(interval_confirm_latency, confirm_hist, <<"confirm latency">>)
          || maps:get(confirmed, En)],
     Acc = maps:get(accounting, R),
-    #{kind => <<"amqp">>,
-      command => Argv,
-      partial => maps:get(partial, R),
-      params => Params,
-      benchmarks => Benchmarks,
-      extra => #{amqp => #{id => maps:get(id, R),
-                           stop => atom_to_binary(maps:get(stop, R)),
-                           elapsed_s => Secs,
-                           counters => C,
-                           accounting => maps:map(fun(_, undefined) -> null; (_, V) -> V end, Acc),
-                           failure => case maps:get(failure, R) of
-                                          undefined -> null;
-                                          F -> iolist_to_binary(format_error(F))
-                                      end,
-                           nodes => [atom_to_binary(N) || N <- maps:get(nodes, R)],
-                           queues => maps:get(queues, R),
-                           latency_unit => <<"us">>,
-                           latency_precision => <<"3 significant digits (log-linear histogram)">>}}}.
-
-stats([]) -> #{n => 0};
-stats(Samples) -> beamlab_stats:summary(Samples).
+    Doc0 = beamlab_result:new(amqp, #{params => Params, command => Argv}),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
+    Amqp = #{id => maps:get(id, R),
+             stop => atom_to_binary(maps:get(stop, R)),
+             elapsed_s => Secs,
+             counters => C,
+             accounting => maps:map(fun(_, undefined) -> null; (_, V) -> V end, Acc),
+             failure => case maps:get(failure, R) of
+                            undefined -> null;
+                            F -> iolist_to_binary(format_error(F))
+                        end,
+             nodes => [atom_to_binary(N) || N <- maps:get(nodes, R)],
+             queues => maps:get(queues, R),
+             latency_unit => <<"us">>,
+             latency_precision => <<"log-linear histogram, 3 significant digits (relative error =< 0.05%)">>},
+    beamlab_result:finish(Doc1#{extra => #{amqp => Amqp}}, #{partial => maps:get(partial, R)}).
 
 percentiles(Hist) ->
     case beamlab_stats_hist:count(Hist) of
@@ -683,7 +694,7 @@ format_error({nodes_unreachable, Nodes}) ->
 format_error({load_code, R}) ->
     io_lib:format("cannot load beamlab's code on a node: ~0p", [R]);
 format_error({peer, R}) ->
-    io_lib:format("cannot start a peer node: ~0p", [R]);
+    ["cannot start a peer node: ", beamlab_peer:format_error(R)];
 format_error({timeout, What}) when is_list(What) ->
     io_lib:format("no answer from node(s) ~0p", [What]);
 format_error({timeout, What}) ->
