@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs what beamlab needs on Debian 12 (or says what to install).
+#   scripts/install-deps.sh          build and run: Erlang/OTP and rebar3
+#   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
+#                                    RabbitMQ (AMQP tests), Chromium (report tests)
+set -eu
+
+BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
+TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium"
+
+pkgs=$BUILD_PKGS
+[ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "beamlab needs these Debian packages:$missing" >&2
+    echo "install them with: sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+
+echo "installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# RabbitMQ must not be started as a system service: the tests start their own
+# broker on 127.0.0.1 and stop it afterwards.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null

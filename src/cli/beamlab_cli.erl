@@ -1,0 +1,200 @@
+%%% @doc The escript entry point: dispatches `beamlab COMMAND ...' to the
+%%% command modules, turns user mistakes into one line on stderr with the
+%%% right exit code, and never lets a stack trace or crash dump reach a user.
+%%%
+%%% Command modules export `summary/0', `options/0', `usage/0' and
+%%% `run/1' (see docs/architecture.md). They report problems with
+%%% {@link usage_error/2} (exit 2) and {@link fail/2} (exit 1).
+-module(beamlab_cli).
+
+-export([main/1, run_command/1, run_command/2, usage_error/2, fail/2,
+         commands/0, version/0, argv/0]).
+
+-define(EXIT_USAGE, 2).
+-define(EXIT_FAIL, 1).
+
+-type exit_code() :: non_neg_integer().
+-export_type([exit_code/0]).
+
+%% @doc Escript entry point. Never returns: halts with the command's exit code.
+-spec main([string()]) -> no_return().
+main(Argv) ->
+    beamlab_cli_signal:install(),
+    put(beamlab_argv, Argv),
+    {Code, _} = run_command(Argv),
+    halt_flushed(Code).
+
+%% @doc Runs a command line inside this VM and returns its exit code and the
+%% result document it emitted (if any). Used by `beamlab matrix' to run the
+%% inner command in a fresh VM, and by tests.
+-spec run_command([string()]) -> {exit_code(), map() | undefined}.
+run_command(Argv) ->
+    run_command(Argv, #{}).
+
+%% @doc As {@link run_command/1}; `#{quiet => true}' suppresses printing of
+%% results (the document is still returned).
+-spec run_command([string()], #{quiet => boolean()}) -> {exit_code(), map() | undefined}.
+run_command(Argv, Opts) ->
+    put(beamlab_argv, Argv),
+    put(beamlab_quiet, maps:get(quiet, Opts, false)),
+    erase(beamlab_last_result),
+    Code = try dispatch(Argv)
+           catch
+               throw:{beamlab_cli, usage, Msg} ->
+                   print_error(Msg),
+                   ?EXIT_USAGE;
+               throw:{beamlab_cli, fail, Msg} ->
+                   print_error(Msg),
+                   ?EXIT_FAIL;
+               Class:Reason:Stack ->
+                   internal_error(Class, Reason, Stack),
+                   ?EXIT_FAIL
+           end,
+    {Code, get(beamlab_last_result)}.
+
+%% @doc Aborts the current command with a usage error (exit code 2).
+-spec usage_error(io:format(), [term()]) -> no_return().
+usage_error(Fmt, Args) ->
+    throw({beamlab_cli, usage, io_lib:format(Fmt, Args)}).
+
+%% @doc Aborts the current command with a runtime failure (exit code 1).
+-spec fail(io:format(), [term()]) -> no_return().
+fail(Fmt, Args) ->
+    throw({beamlab_cli, fail, io_lib:format(Fmt, Args)}).
+
+%% @doc The command table: name, module.
+-spec commands() -> [{string(), module()}].
+commands() ->
+    [{"run", beamlab_cli_run},
+     {"suite", beamlab_cli_suite},
+     {"env", beamlab_cli_env},
+     {"matrix", beamlab_cli_matrix},
+     {"compare", beamlab_cli_compare},
+     {"report", beamlab_cli_report},
+     {"amqp", beamlab_cli_amqp}].
+
+%% @doc beamlab's version, from the application resource file.
+-spec version() -> string().
+version() ->
+    _ = application:load(beamlab),
+    case application:get_key(beamlab, vsn) of
+        {ok, Vsn} -> Vsn;
+        undefined -> "unknown"
+    end.
+
+%% @doc The command line of the current run (for the result document).
+-spec argv() -> [string()].
+argv() ->
+    case get(beamlab_argv) of
+        undefined -> [];
+        Argv -> Argv
+    end.
+
+%%--------------------------------------------------------------------
+%% Dispatch
+
+dispatch([]) ->
+    io:put_chars(standard_error, top_help()),
+    ?EXIT_USAGE;
+dispatch(["--version" | _]) ->
+    io:format("beamlab ~s (OTP ~s, erts ~s)~n",
+              [version(), erlang:system_info(otp_release), erlang:system_info(version)]),
+    0;
+dispatch([H | Rest]) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
+    help(Rest);
+dispatch([Cmd | Rest] = Argv) ->
+    case lists:keyfind(Cmd, 1, commands()) of
+        {Cmd, Mod} -> run_module(Cmd, Mod, Rest);
+        false ->
+            case looks_like_command(Cmd) of
+                true ->
+                    usage_error("unknown command '~ts' (commands: ~ts; or give Erlang code to "
+                                "benchmark, e.g. beamlab 'rand:uniform().')",
+                                [Cmd, string:join([N || {N, _} <- commands()], ", ")]);
+                false ->
+                    %% The bare form: `beamlab CODE...' is `beamlab run CODE...'.
+                    run_module("run", beamlab_cli_run, Argv)
+            end
+    end.
+
+run_module(Name, Mod, Args) ->
+    ensure_available(Name, Mod),
+    case lists:member("--help", Args) orelse lists:member("-h", Args) andalso Name =/= "amqp" of
+        true ->
+            io:put_chars(command_help(Name, Mod)),
+            0;
+        false ->
+            Parsed = case beamlab_cli_args:parse(Args, Mod:options()) of
+                         {ok, P} -> P;
+                         {error, Msg} ->
+                             usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
+                     end,
+            Mod:run(Parsed#{command => Name})
+    end.
+
+ensure_available(Name, Mod) ->
+    case code:ensure_loaded(Mod) of
+        {module, Mod} -> ok;
+        {error, _} -> fail("command '~ts' is not available in this build", [Name])
+    end.
+
+%% A word of letters only that names no command is a mistyped command, not
+%% Erlang code (code always has punctuation: a dot, parentheses, braces).
+looks_like_command(Word) ->
+    Word =/= [] andalso lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse C =:= $- orelse C =:= $_ end, Word).
+
+help([]) ->
+    io:put_chars(top_help()),
+    0;
+help([Cmd | _]) ->
+    case lists:keyfind(Cmd, 1, commands()) of
+        {Cmd, Mod} ->
+            ensure_available(Cmd, Mod),
+            io:put_chars(command_help(Cmd, Mod)),
+            0;
+        false ->
+            usage_error("no help for unknown command '~ts' (try: beamlab help)", [Cmd])
+    end.
+
+top_help() ->
+    Available = [{N, M} || {N, M} <- commands(), code:ensure_loaded(M) =:= {module, M}],
+    Width = lists:max([length(N) || {N, _} <- Available] ++ [4]),
+    ["beamlab ", version(), ": a performance lab for the Erlang VM\n\n"
+     "Usage:\n"
+     "  beamlab CODE... [OPTIONS]        benchmark Erlang code (same as: beamlab run)\n"
+     "  beamlab COMMAND [ARGS] [OPTIONS]\n"
+     "  beamlab help [COMMAND]\n"
+     "  beamlab --version\n\n"
+     "Commands:\n",
+     [io_lib:format("  ~-*s  ~ts~n", [Width, N, M:summary()]) || {N, M} <- Available],
+     "\nExamples:\n"
+     "  beamlab 'rand:uniform().'\n"
+     "  beamlab 'rand:uniform().' 'crypto:strong_rand_bytes(2).' -s 10 -w 1\n"
+     "  beamlab suite ping_pong --param ping_pong.size=0,100,1000\n"
+     "  beamlab env\n"].
+
+command_help(Name, Mod) ->
+    ["beamlab ", Name, ": ", Mod:summary(), "\n\n",
+     Mod:usage(), "\n",
+     "Options:\n", beamlab_cli_args:help(Mod:options())].
+
+%%--------------------------------------------------------------------
+%% Errors
+
+print_error(Msg) ->
+    io:put_chars(standard_error, ["beamlab: ", one_line(Msg), "\n"]).
+
+one_line(Msg) ->
+    string:trim(lists:flatten(string:replace(unicode:characters_to_list(Msg), "\n", " ", all))).
+
+internal_error(Class, Reason, Stack) ->
+    case os:getenv("BEAMLAB_DEBUG") of
+        Debug when Debug =:= false; Debug =:= ""; Debug =:= "0" ->
+            print_error(io_lib:format("internal error: ~0tP (rerun with BEAMLAB_DEBUG=1 for details, and "
+                                      "please report it)", [{Class, Reason}, 12]));
+        _ ->
+            io:format(standard_error, "beamlab: internal error~n~tp~n", [{Class, Reason, Stack}])
+    end.
+
+halt_flushed(Code) ->
+    erlang:halt(Code, [{flush, true}]).

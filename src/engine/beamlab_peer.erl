@@ -1,0 +1,275 @@
+%%% @doc Fresh VMs with beamlab's code loaded, for isolated jobs (`run -i'),
+%%% the matrix of VM configurations, the second VM of ping-pong and the
+%%% load-generator nodes of `amqp --nodes'.
+%%%
+%%% A VM is started with OTP's `peer' module. By default it talks to us over
+%%% its standard input/output (no distribution, no epmd); with
+%%% `dist => true' it is a distributed node on 127.0.0.1 (both sides use
+%%% loopback only). beamlab's modules are sent to it as binaries, so this
+%%% works from the escript, whose code lives in an archive.
+%%%
+%%% ```
+%%% {ok, Vm} = beamlab_peer:start(#{args => ["+S", "1"]}),
+%%% 1 = beamlab_peer:call(Vm, erlang, system_info, [schedulers_online]),
+%%% beamlab_peer:stop(Vm).
+%%% '''
+-module(beamlab_peer).
+
+-compile({no_auto_import, [node/1]}).
+
+-export([start/1, stop/1, call/4, call/5, node/1, split_args/1, ensure_dist/0,
+         format_error/1]).
+
+-type opts() :: #{args => [string()],          % emulator arguments, one per element
+                  exec => file:filename(),     % an `erl' executable (another OTP install)
+                  wrapper => [string()],       % e.g. ["taskset", "-c", "0"]
+                  dist => boolean(),
+                  paths => [file:filename()],  % extra code paths (-pa)
+                  env => [{string(), string()}],
+                  timeout => timeout(),
+                  load => boolean()}.          % load beamlab's modules (default true)
+-type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist}.
+-export_type([opts/0, vm/0]).
+
+-define(START_TIMEOUT, 30000).
+
+%% @doc Starts a VM. Fails with a reason {@link format_error/1} explains
+%% (a bad `erl' path, emulator arguments the VM refused, a wrapper that is
+%% not installed).
+-spec start(opts()) -> {ok, vm()} | {error, term()}.
+start(Opts) ->
+    try
+        Dist = maps:get(dist, Opts, false),
+        Dist andalso ensure_dist(),
+        PeerOpts = peer_opts(Opts, Dist),
+        Started = try peer:start(PeerOpts)
+                  catch exit:BootExit -> {error, BootExit}
+                  end,
+        Stderr = read_stderr(PeerOpts),
+        case Started of
+            {ok, Pid, Node} when Dist -> loaded(#{peer => Pid, node => Node, connection => dist}, Opts);
+            {ok, Pid, _NoNode} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+            {ok, Pid} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+            {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
+        end
+    catch
+        throw:{beamlab_peer, Error} -> {error, Error};
+        exit:Exit -> {error, {start_failed, describe(Opts), Exit}};
+        error:Error -> {error, {start_failed, describe(Opts), Error}}
+    end.
+
+%% @doc Stops a VM (and waits until it is gone).
+-spec stop(vm()) -> ok.
+stop(#{peer := Pid}) ->
+    try peer:stop(Pid)
+    catch exit:_ -> ok
+    end.
+
+%% @doc Calls `M:F(A)' in the VM; raises what the call raised there.
+-spec call(vm(), module(), atom(), [term()]) -> term().
+call(Vm, M, F, A) ->
+    call(Vm, M, F, A, infinity).
+
+%% @doc As {@link call/4} with a timeout in milliseconds.
+-spec call(vm(), module(), atom(), [term()], timeout()) -> term().
+call(#{connection := dist, node := Node}, M, F, A, Timeout) ->
+    erpc:call(Node, M, F, A, Timeout);
+call(#{peer := Pid}, M, F, A, Timeout) ->
+    peer:call(Pid, M, F, A, Timeout).
+
+%% @doc The node name of a distributed VM (`undefined' for standard_io).
+-spec node(vm()) -> node() | undefined.
+node(#{node := Node}) ->
+    Node.
+
+%% @doc Splits a user's emulator-argument string (`"+S 2 +sbt db"') into
+%% arguments. Single and double quotes group words.
+-spec split_args(string()) -> [string()].
+split_args(S) ->
+    split(S, [], [], none).
+
+%% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
+%% loopback when none runs), unless it is one already.
+-spec ensure_dist() -> true.
+ensure_dist() ->
+    case node() of
+        nonode@nohost ->
+            _ = application:set_env(kernel, inet_dist_use_interface, {127, 0, 0, 1}),
+            start_epmd(),
+            Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
+            case net_kernel:start(Name, #{name_domain => longnames}) of
+                {ok, _} -> true;
+                {error, {already_started, _}} -> true;
+                {error, Reason} -> throw({beamlab_peer, {no_distribution, Reason}})
+            end;
+        _ ->
+            true
+    end.
+
+%% @doc One line for an error returned by this module.
+-spec format_error(term()) -> iolist().
+format_error({start_failed, What, Reason}) ->
+    io_lib:format("could not start a VM (~ts): ~ts", [What, reason_text(Reason)]);
+format_error({no_executable, Exe}) ->
+    io_lib:format("executable not found: ~ts", [Exe]);
+format_error({no_distribution, Reason}) ->
+    io_lib:format("could not start Erlang distribution on 127.0.0.1 (is epmd available?): ~0tp",
+                  [Reason]);
+format_error({load_failed, Reason}) ->
+    io_lib:format("could not load beamlab's code into the new VM: ~0tp", [Reason]);
+format_error(Other) ->
+    io_lib:format("~0tp", [Other]).
+
+%%--------------------------------------------------------------------
+
+peer_opts(Opts, Dist) ->
+    Args = maps:get(args, Opts, []) ++
+           lists:append([["-pa", P] || P <- maps:get(paths, Opts, [])]) ++
+           case Dist of
+               true -> ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"];
+               false -> []
+           end,
+    Base = #{args => Args,
+             env => [{"ERL_CRASH_DUMP_SECONDS", "0"}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}
+                     | maps:get(env, Opts, [])],
+             wait_boot => maps:get(timeout, Opts, ?START_TIMEOUT),
+             exec => exec(Opts, stderr_file())},
+    case Dist of
+        true ->
+            Base#{name => peer:random_name("beamlab_vm"), host => "127.0.0.1",
+                  longnames => true, connection => 0};
+        false ->
+            Base#{connection => standard_io}
+    end.
+
+%% The VM runs under `sh -c' so that what it prints on stderr while booting
+%% (e.g. "bad amount of schedulers") lands in a file we can quote in the
+%% error, instead of a page of emulator usage text on the user's terminal.
+exec(Opts, StderrFile) ->
+    Erl = case maps:find(exec, Opts) of
+              {ok, E} -> find_exe(E);
+              error -> default_erl()
+          end,
+    Command = case maps:get(wrapper, Opts, []) of
+                  [] -> [Erl];
+                  [W | WArgs] -> [find_exe(W) | WArgs] ++ [Erl]
+              end,
+    {"/bin/sh", ["-c", "exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
+
+stderr_file() ->
+    Dir = case os:getenv("TMPDIR") of
+              false -> "/tmp";
+              T -> T
+          end,
+    filename:join(Dir, io_lib:format("beamlab-vm-~s-~b.stderr", [os:getpid(), erlang:unique_integer([positive])])).
+
+read_stderr(#{exec := {_, [_, _, File | _]}}) ->
+    Text = case file:read_file(File) of
+               {ok, Bin} -> Bin;
+               {error, _} -> <<>>
+           end,
+    _ = file:delete(File),
+    Text.
+
+first_line(<<>>, Reason) ->
+    Reason;
+first_line(Stderr, Reason) ->
+    case [L || L <- binary:split(Stderr, <<"\n">>, [global]), string:trim(L) =/= <<>>] of
+        [First | _] -> {vm_said, string:trim(First), Reason};
+        [] -> Reason
+    end.
+
+default_erl() ->
+    %% The erl of the running OTP install, so a fresh VM matches this one.
+    Local = filename:join([code:root_dir(), "bin", "erl"]),
+    case filelib:is_regular(Local) of
+        true -> Local;
+        false -> find_exe("erl")
+    end.
+
+find_exe(Name) ->
+    case filename:pathtype(Name) of
+        relative when not (hd(Name) =:= $.) ->
+            case os:find_executable(Name) of
+                false -> throw({beamlab_peer, {no_executable, Name}});
+                Path -> Path
+            end;
+        _ ->
+            case filelib:is_regular(Name) of
+                true -> Name;
+                false -> throw({beamlab_peer, {no_executable, Name}})
+            end
+    end.
+
+loaded(Vm, Opts) ->
+    case maps:get(load, Opts, true) of
+        false -> {ok, Vm};
+        true ->
+            case load_code(Vm) of
+                ok -> {ok, Vm};
+                {error, Reason} -> stop(Vm), {error, {load_failed, Reason}}
+            end
+    end.
+
+load_code(Vm) ->
+    Mods = [{M, File, Bin} || M <- beamlab_modules(),
+                              {_, Bin, File} <- [code:get_object_code(M)]],
+    try call(Vm, code, atomic_load, [Mods], 60000) of
+        ok -> ok;
+        {error, Reason} -> {error, Reason}
+    catch
+        Class:Reason -> {error, {Class, Reason}}
+    end.
+
+beamlab_modules() ->
+    _ = application:load(beamlab),
+    case application:get_key(beamlab, modules) of
+        {ok, Mods} -> Mods;
+        undefined -> [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab", atom_to_list(M))]
+    end.
+
+start_epmd() ->
+    case erl_epmd:names() of
+        {ok, _} -> ok;
+        {error, _} ->
+            Epmd = case os:find_executable("epmd") of
+                       false -> filename:join([code:root_dir(), "erts-" ++ erlang:system_info(version),
+                                               "bin", "epmd"]);
+                       Path -> Path
+                   end,
+            _ = os:cmd(Epmd ++ " -daemon -address 127.0.0.1"),
+            wait_epmd(50)
+    end.
+
+wait_epmd(0) ->
+    ok;
+wait_epmd(N) ->
+    case erl_epmd:names() of
+        {ok, _} -> ok;
+        {error, _} -> timer:sleep(100), wait_epmd(N - 1)
+    end.
+
+describe(Opts) ->
+    Exe = case maps:find(exec, Opts) of
+              {ok, E} -> E;
+              error -> "erl"
+          end,
+    string:join(maps:get(wrapper, Opts, []) ++ [Exe | maps:get(args, Opts, [])], " ").
+
+reason_text({vm_said, Line, _}) ->
+    Line;
+reason_text(timeout) ->
+    "it did not boot in time";
+reason_text({boot_failed, {exit_status, Code}}) ->
+    io_lib:format("the VM exited with status ~b while booting (are the emulator arguments valid?)",
+                  [Code]);
+reason_text(Other) ->
+    io_lib:format("~0tp", [Other]).
+
+split([], [], Acc, _) -> lists:reverse(Acc);
+split([], Word, Acc, _) -> lists:reverse([lists:reverse(Word) | Acc]);
+split([Q | T], Word, Acc, none) when Q =:= $"; Q =:= $' -> split(T, Word, Acc, Q);
+split([Q | T], Word, Acc, Q) -> split(T, Word, Acc, none);
+split([C | T], [], Acc, none) when C =:= $\s; C =:= $\t -> split(T, [], Acc, none);
+split([C | T], Word, Acc, none) when C =:= $\s; C =:= $\t -> split(T, [], [lists:reverse(Word) | Acc], none);
+split([C | T], Word, Acc, Q) -> split(T, [C | Word], Acc, Q).

@@ -1,0 +1,100 @@
+%%% @doc Human units for numbers that people read in a terminal.
+%%%
+%%% Counts follow erlperf's habit so its users read them alike: `Ki', `Mi',
+%%% `Gi' are thousands, millions, billions (decimal). Durations pick the
+%%% unit that keeps the number short: ns, us, ms, s. Byte sizes use binary
+%%% prefixes (KiB = 1024 B). Every function returns a flat string.
+%%%
+%%% ```
+%%% 1> beamlab_format_units:count(17266000).
+%%% "17266 Ki"
+%%% 2> beamlab_format_units:duration(57.3).
+%%% "57.3 ns"
+%%% 3> beamlab_format_units:duration(2001000).
+%%% "2001 us"
+%%% '''
+-module(beamlab_format_units).
+
+-export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, number/1,
+         value/2, sig/2]).
+
+%% @doc A count of iterations or messages: `"982"', `"17266 Ki"', `"1402 Mi"'.
+-spec count(number()) -> string().
+count(N) when N >= 100000000000 -> scaled(N / 1000000000, " Gi");
+count(N) when N >= 100000000 -> scaled(N / 1000000, " Mi");
+count(N) when N >= 100000 -> scaled(N / 1000, " Ki");
+count(N) when is_integer(N) -> integer_to_list(N);
+count(N) when N == 0 -> "0";
+count(N) when N >= 100 -> integer_to_list(round(N));
+count(N) -> sig(N, 3).
+
+scaled(V, Suffix) -> integer_to_list(round(V)) ++ Suffix.
+
+%% @doc A duration given in nanoseconds: `"0.42 ns"', `"57 ns"', `"2001 us"'.
+-spec duration(number()) -> string().
+duration(Ns) ->
+    duration(Ns, ns).
+
+%% @doc A duration given in `Unit' (ns, us, ms or s).
+-spec duration(number(), ns | us | ms | s) -> string().
+duration(V, Unit) ->
+    Ns = V * case Unit of ns -> 1; us -> 1000; ms -> 1000000; s -> 1000000000 end,
+    A = abs(Ns),
+    if
+        A < 10000 -> sig(Ns, 3) ++ " ns";
+        A < 10000000 -> sig(Ns / 1000, 3) ++ " us";
+        A < 10000000000 -> sig(Ns / 1000000, 3) ++ " ms";
+        true -> sig(Ns / 1000000000, 3) ++ " s"
+    end.
+
+%% @doc A byte size: `"512 B"', `"24.2 KiB"', `"3.00 GiB"'.
+-spec bytes(number()) -> string().
+bytes(B) when abs(B) < 1024 -> sig(B, 3) ++ " B";
+bytes(B) when abs(B) < 1048576 -> sig(B / 1024, 3) ++ " KiB";
+bytes(B) when abs(B) < 1073741824 -> sig(B / 1048576, 3) ++ " MiB";
+bytes(B) -> sig(B / 1073741824, 3) ++ " GiB".
+
+%% @doc A rate per second: `"17266 Ki/s"'.
+-spec rate(number()) -> string().
+rate(R) ->
+    count(R) ++ "/s".
+
+%% @doc A fraction as a percentage: `percent(0.0123)' is `"1.23%"'.
+-spec percent(number()) -> string().
+percent(F) ->
+    sig(F * 100, 3) ++ "%".
+
+%% @doc A plain number with at most 3 significant decimals (integers as is).
+-spec number(number()) -> string().
+number(N) when is_integer(N) -> integer_to_list(N);
+number(N) -> sig(N, 3).
+
+%% @doc A value in a result document unit (`<<"ns">>', `<<"ops/s">>', ...).
+-spec value(number(), binary() | string()) -> string().
+value(V, Unit) when is_list(Unit) -> value(V, list_to_binary(Unit));
+value(V, <<"ns">>) -> duration(V, ns);
+value(V, <<"us">>) -> duration(V, us);
+value(V, <<"ms">>) -> duration(V, ms);
+value(V, <<"s">>) -> duration(V, s);
+value(V, <<"bytes">>) -> bytes(V);
+value(V, <<"B">>) -> bytes(V);
+value(V, <<"ratio">>) -> sig(V, 3) ++ "x";
+value(V, <<"%">>) -> sig(V, 3) ++ "%";
+value(V, <<"iterations">>) -> count(V);
+value(V, Unit) ->
+    case binary:split(Unit, <<"/">>) of
+        [_, <<"s">>] -> count(V) ++ " " ++ binary_to_list(Unit);
+        _ -> number(V) ++ " " ++ binary_to_list(Unit)
+    end.
+
+%% @doc `V' with `Digits' significant digits, without exponent notation;
+%% numbers of `Digits' or more integer digits are rounded to an integer.
+-spec sig(number(), pos_integer()) -> string().
+sig(V, _Digits) when V == 0 -> "0";
+sig(V, Digits) ->
+    Magnitude = floor(math:log10(abs(V))) + 1,
+    Decimals = max(0, Digits - Magnitude),
+    case Decimals of
+        0 -> integer_to_list(round(V));
+        _ -> float_to_list(float(V), [{decimals, Decimals}])
+    end.

@@ -1,0 +1,40 @@
+%%% Command dispatch through the built escript: help, version, unknown
+%%% commands and the one-line error contract.
+-module(cli_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, version/1, help/1, no_arguments/1, unknown_command/1, help_unknown/1,
+         bad_option_is_usage_error/1]).
+
+all() ->
+    [version, help, no_arguments, unknown_command, help_unknown, bad_option_is_usage_error].
+
+cli(Args) -> beamlab_test_util:cli(Args).
+
+version(_) ->
+    #{code := 0, out := Out} = cli(["--version"]),
+    {match, _} = re:run(Out, "^beamlab \\d+\\.\\d+\\.\\d+ \\(OTP \\d+, erts [0-9.]+\\)\n$").
+
+help(_) ->
+    #{code := 0, out := Out} = cli(["help"]),
+    [?assertNotEqual(nomatch, binary:match(Out, S)) || S <- [<<"Usage:">>, <<"Commands:">>, <<"beamlab help [COMMAND]">>]],
+    #{code := 0, out := Out} = cli(["--help"]).
+
+no_arguments(_) ->
+    #{code := 2, err := Err} = cli([]),
+    ?assertNotEqual(nomatch, binary:match(Err, <<"Usage:">>)).
+
+unknown_command(_) ->
+    R = #{code := 2, err := Err} = cli(["frobnicate"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "unknown command 'frobnicate'")).
+
+help_unknown(_) ->
+    R = #{code := 2} = cli(["help", "nope"]),
+    beamlab_test_util:assert_one_line_error(R).
+
+bad_option_is_usage_error(_) ->
+    R = #{code := 2, err := Err} = cli(["env", "--no-such-option"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "unknown option '--no-such-option'")).
