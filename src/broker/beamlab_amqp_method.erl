@@ -14,12 +14,12 @@
 
 -include("beamlab_amqp.hrl").
 
--export([encode/1, decode/1, method_ids/1, name/2, all_names/0,
+-export([encode/1, decode/1, spec/1, method_ids/1, name/2, all_names/0,
          encode_table/1, decode_table/1, encode_array/1, decode_array/1,
          encode_header/3, decode_header/1, encode_props/1, decode_props/2,
          to_table/1, format_error/1]).
 
--export_type([method/0, table/0, array/0, field_type/0, props/0]).
+-export_type([method/0, table/0, array/0, field_type/0, props/0, arg_type/0]).
 
 -type method() :: tuple().
 -type field_type() :: bool | byte | unsignedbyte | short | unsignedshort | signedint

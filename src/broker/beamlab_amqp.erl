@@ -1,0 +1,329 @@
+%%% @doc beamlab's AMQP 0-9-1 client: the functions a load generator (or a
+%%% test) calls. Connections are {@link beamlab_amqp_conn} processes;
+%%% channels are plain terms naming the connection and channel number, so
+%%% that publishing and acking are a local encode plus one message to the
+%%% connection process, with no call and no reply. See docs/amqp-client.md.
+-module(beamlab_amqp).
+
+-include("beamlab_amqp.hrl").
+
+-export([connect/2, close/1, info/1, pending/1,
+         open_channel/1, open_channel/2, close_channel/1,
+         declare_queue/3, declare_exchange/3, delete_exchange/3,
+         bind/4, bind/5, unbind/4, unbind/5, bind_exchange/5,
+         purge/2, delete_queue/3, qos/2, consume/3, cancel/2, confirm_select/1,
+         get/3, recover/2,
+         publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
+         format_error/1]).
+
+-export_type([conn/0, channel/0]).
+
+-type conn() :: pid().
+-type channel() :: {amqp_channel, pid(), char(), non_neg_integer()}.
+
+-define(TIMEOUT, 30000).
+
+%%====================================================================
+%% Connections and channels
+%%====================================================================
+
+%% @doc Connect and negotiate. `UriOrMap' is an `amqp://' URI or a map as
+%% returned by {@link beamlab_amqp_uri:parse/1}; `Opts' may override its
+%% settings and set `owner', `name', `batch_msgs', `batch_bytes', `sndbuf',
+%% `recbuf'.
+-spec connect(string() | binary() | map(), map()) -> {ok, conn()} | {error, term()}.
+connect(Uri, Opts) when is_list(Uri); is_binary(Uri) ->
+    case beamlab_amqp_uri:parse(Uri) of
+        {ok, Params} -> connect(Params, Opts);
+        {error, R} -> {error, {uri, R}}
+    end;
+connect(Params, Opts) when is_map(Params), is_map(Opts) ->
+    P = maps:merge(maps:merge(beamlab_amqp_uri:defaults(), Params), maps:remove(owner, Opts)),
+    P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
+            vhost => to_bin(maps:get(vhost, P)), host => to_host(maps:get(host, P))},
+    beamlab_amqp_conn:start(P1, maps:get(owner, Opts, self())).
+
+to_bin(B) when is_binary(B) -> B;
+to_bin(L) when is_list(L) -> unicode:characters_to_binary(L).
+
+to_host(H) when is_binary(H) -> binary_to_list(H);
+to_host(H) -> H.
+
+%% @doc Close the connection and every channel on it. Channel owners get
+%% `{amqp_closed, Ch, closed, Text}'; the caller gets no message.
+-spec close(conn()) -> ok.
+close(Conn) ->
+    beamlab_amqp_conn:close(Conn, ?TIMEOUT).
+
+%% @doc Negotiated parameters (frame_max, channel_max, heartbeat) and the
+%% broker's properties.
+-spec info(conn()) -> {ok, map()} | {error, term()}.
+info(Conn) ->
+    beamlab_amqp_conn:info(Conn).
+
+%% @doc How many messages wait in the connection process's mailbox: a cheap
+%% back-pressure signal for publishers without confirms.
+-spec pending(conn() | channel()) -> non_neg_integer().
+pending({amqp_channel, Conn, _, _}) -> beamlab_amqp_conn:pending(Conn);
+pending(Conn) -> beamlab_amqp_conn:pending(Conn).
+
+%% @doc Open a channel owned by the caller.
+-spec open_channel(conn()) -> {ok, channel()} | {error, term()}.
+open_channel(Conn) ->
+    open_channel(Conn, #{}).
+
+%% @doc Open a channel; `#{owner => Pid}' names the process that gets its
+%% messages.
+-spec open_channel(conn(), map()) -> {ok, channel()} | {error, term()}.
+open_channel(Conn, Opts) ->
+    beamlab_amqp_conn:open_channel(Conn, maps:get(owner, Opts, self()),
+                                   maps:get(timeout, Opts, ?TIMEOUT)).
+
+%% @doc Close a channel.
+-spec close_channel(channel()) -> ok | {error, term()}.
+close_channel(Ch) ->
+    beamlab_amqp_conn:close_channel(Ch, ?TIMEOUT).
+
+%%====================================================================
+%% Synchronous methods
+%%====================================================================
+
+%% @doc queue.declare. `Name' `<<>>' lets the broker name the queue.
+-spec declare_queue(channel(), binary(), map()) ->
+          {ok, #{queue := binary(), message_count := non_neg_integer(),
+                 consumer_count := non_neg_integer()}} | {error, term()}.
+declare_queue(Ch, Name, Opts) ->
+    M = #'queue.declare'{queue = Name,
+                         passive = opt(passive, Opts), durable = opt(durable, Opts),
+                         exclusive = opt(exclusive, Opts), auto_delete = opt(auto_delete, Opts),
+                         arguments = args(Opts)},
+    case sync(Ch, M, Opts) of
+        {ok, #'queue.declare_ok'{queue = Q, message_count = Mc, consumer_count = Cc}} ->
+            {ok, #{queue => Q, message_count => Mc, consumer_count => Cc}};
+        Error -> Error
+    end.
+
+%% @doc exchange.declare (`type' defaults to `<<"direct">>').
+-spec declare_exchange(channel(), binary(), map()) -> ok | {error, term()}.
+declare_exchange(Ch, Name, Opts) ->
+    M = #'exchange.declare'{exchange = Name, type = to_bin(maps:get(type, Opts, <<"direct">>)),
+                            passive = opt(passive, Opts), durable = opt(durable, Opts),
+                            auto_delete = opt(auto_delete, Opts), internal = opt(internal, Opts),
+                            arguments = args(Opts)},
+    ok(sync(Ch, M, Opts)).
+
+%% @doc exchange.delete.
+-spec delete_exchange(channel(), binary(), map()) -> ok | {error, term()}.
+delete_exchange(Ch, Name, Opts) ->
+    ok(sync(Ch, #'exchange.delete'{exchange = Name, if_unused = opt(if_unused, Opts)}, Opts)).
+
+%% @doc queue.bind.
+-spec bind(channel(), binary(), binary(), binary()) -> ok | {error, term()}.
+bind(Ch, Queue, Exchange, Key) ->
+    bind(Ch, Queue, Exchange, Key, []).
+
+%% @doc queue.bind with arguments (a field table or a map).
+-spec bind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
+bind(Ch, Queue, Exchange, Key, Args) ->
+    ok(sync(Ch, #'queue.bind'{queue = Queue, exchange = Exchange, routing_key = Key,
+                              arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+
+%% @doc queue.unbind.
+-spec unbind(channel(), binary(), binary(), binary()) -> ok | {error, term()}.
+unbind(Ch, Queue, Exchange, Key) ->
+    unbind(Ch, Queue, Exchange, Key, []).
+
+%% @doc queue.unbind with arguments.
+-spec unbind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
+unbind(Ch, Queue, Exchange, Key, Args) ->
+    ok(sync(Ch, #'queue.unbind'{queue = Queue, exchange = Exchange, routing_key = Key,
+                                arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+
+%% @doc exchange.bind (messages flow from `Source' to `Destination').
+-spec bind_exchange(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
+bind_exchange(Ch, Destination, Source, Key, Args) ->
+    ok(sync(Ch, #'exchange.bind'{destination = Destination, source = Source, routing_key = Key,
+                                 arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+
+%% @doc queue.purge; returns how many messages were removed.
+-spec purge(channel(), binary()) -> {ok, non_neg_integer()} | {error, term()}.
+purge(Ch, Queue) ->
+    case sync(Ch, #'queue.purge'{queue = Queue}, #{}) of
+        {ok, #'queue.purge_ok'{message_count = N}} -> {ok, N};
+        Error -> Error
+    end.
+
+%% @doc queue.delete; returns how many messages were deleted with it.
+-spec delete_queue(channel(), binary(), map()) -> {ok, non_neg_integer()} | {error, term()}.
+delete_queue(Ch, Queue, Opts) ->
+    M = #'queue.delete'{queue = Queue, if_unused = opt(if_unused, Opts),
+                        if_empty = opt(if_empty, Opts)},
+    case sync(Ch, M, Opts) of
+        {ok, #'queue.delete_ok'{message_count = N}} -> {ok, N};
+        Error -> Error
+    end.
+
+%% @doc basic.qos: a prefetch count, or a map with `prefetch_count',
+%% `prefetch_size' and `global'.
+-spec qos(channel(), non_neg_integer() | map()) -> ok | {error, term()}.
+qos(Ch, Count) when is_integer(Count) ->
+    qos(Ch, #{prefetch_count => Count});
+qos(Ch, Opts) when is_map(Opts) ->
+    ok(sync(Ch, #'basic.qos'{prefetch_count = maps:get(prefetch_count, Opts, 0),
+                             prefetch_size = maps:get(prefetch_size, Opts, 0),
+                             global = opt(global, Opts)}, Opts)).
+
+%% @doc basic.consume; deliveries go to the channel owner as
+%% `{amqp_deliver, ...}' messages. Returns the consumer tag.
+-spec consume(channel(), binary(), map()) -> {ok, binary()} | {error, term()}.
+consume(Ch, Queue, Opts) ->
+    M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
+                         no_ack = opt(no_ack, Opts), exclusive = opt(exclusive, Opts),
+                         arguments = args(Opts)},
+    case sync(Ch, M, Opts) of
+        {ok, #'basic.consume_ok'{consumer_tag = Tag}} -> {ok, Tag};
+        Error -> Error
+    end.
+
+%% @doc basic.cancel.
+-spec cancel(channel(), binary()) -> ok | {error, term()}.
+cancel(Ch, Tag) ->
+    ok(sync(Ch, #'basic.cancel'{consumer_tag = Tag}, #{})).
+
+%% @doc confirm.select: from now on the broker confirms every publish on
+%% this channel with `{amqp_confirm, Ch, ack | nack, SeqNo, Multiple}'.
+-spec confirm_select(channel()) -> ok | {error, term()}.
+confirm_select(Ch) ->
+    ok(sync(Ch, #'confirm.select'{}, #{})).
+
+%% @doc basic.get.
+-spec get(channel(), binary(), boolean()) ->
+          {ok, {non_neg_integer(), boolean(), binary(), binary(), non_neg_integer(), map(), binary()}}
+          | empty | {error, term()}.
+get(Ch, Queue, NoAck) ->
+    case sync(Ch, #'basic.get'{queue = Queue, no_ack = NoAck}, #{}) of
+        {ok, {#'basic.get_ok'{delivery_tag = T, redelivered = R, exchange = X,
+                              routing_key = K, message_count = C}, Props, Body}} ->
+            {ok, {T, R, X, K, C, Props, Body}};
+        {ok, #'basic.get_empty'{}} ->
+            empty;
+        Error -> Error
+    end.
+
+%% @doc basic.recover: redeliver unacknowledged messages.
+-spec recover(channel(), boolean()) -> ok | {error, term()}.
+recover(Ch, Requeue) ->
+    ok(sync(Ch, #'basic.recover'{requeue = Requeue}, #{})).
+
+sync({amqp_channel, Conn, N, _}, Method, Opts) ->
+    beamlab_amqp_conn:sync(Conn, N, Method, maps:get(timeout, Opts, ?TIMEOUT)).
+
+ok({ok, _}) -> ok;
+ok(Error) -> Error.
+
+opt(Key, Opts) -> maps:get(Key, Opts, false).
+
+args(Opts) -> beamlab_amqp_method:to_table(maps:get(arguments, Opts, [])).
+
+%%====================================================================
+%% Hot path: asynchronous, encoded in the caller
+%%====================================================================
+
+%% @doc basic.publish without properties.
+-spec publish(channel(), binary(), binary(), iodata()) -> ok.
+publish(Ch, Exchange, Key, Body) ->
+    publish(Ch, Exchange, Key, Body, #{}).
+
+%% @doc basic.publish. `Opts': `props' (basic properties map) and
+%% `mandatory'. Returns at once; the frames are built here and handed to
+%% the connection process, which batches them into its next socket write.
+-spec publish(channel(), binary(), binary(), iodata(), map()) -> ok.
+publish({amqp_channel, Conn, N, FrameMax}, Exchange, Key, Body, Opts)
+  when byte_size(Exchange) =< 255, byte_size(Key) =< 255 ->
+    Bin = iolist_to_binary(Body),
+    Props = maps:get(props, Opts, #{}),
+    Method = <<60:16, 40:16, 0:16, (byte_size(Exchange)):8, Exchange/binary,
+               (byte_size(Key)):8, Key/binary, (bool(maps:get(mandatory, Opts, false))):8>>,
+    Header = beamlab_amqp_method:encode_header(?AMQP_CLASS_BASIC, byte_size(Bin), Props),
+    Frames = [<<?AMQP_FRAME_METHOD, N:16, (byte_size(Method)):32>>, Method, ?AMQP_FRAME_END,
+              beamlab_amqp_frame:encode_frame(?AMQP_FRAME_HEADER, N, Header)
+              | beamlab_amqp_frame:encode_body(N, Bin, FrameMax)],
+    Conn ! {'$amqp_send', N, Frames},
+    ok.
+
+bool(true) -> 1;
+bool(false) -> 0.
+
+%% @doc basic.ack (asynchronous).
+-spec ack(channel(), non_neg_integer(), boolean()) -> ok.
+ack({amqp_channel, Conn, N, _}, Tag, Multiple) ->
+    Conn ! {'$amqp_send', N, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 80:16, Tag:64,
+                               (bool(Multiple)):8, ?AMQP_FRAME_END>>},
+    ok.
+
+%% @doc basic.nack with requeue (asynchronous).
+-spec nack(channel(), non_neg_integer(), boolean()) -> ok.
+nack(Ch, Tag, Multiple) ->
+    nack(Ch, Tag, Multiple, true).
+
+%% @doc basic.nack (asynchronous).
+-spec nack(channel(), non_neg_integer(), boolean(), boolean()) -> ok.
+nack({amqp_channel, Conn, N, _}, Tag, Multiple, Requeue) ->
+    Conn ! {'$amqp_send', N, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 120:16, Tag:64,
+                               (bool(Multiple) bor (bool(Requeue) bsl 1)):8, ?AMQP_FRAME_END>>},
+    ok.
+
+%% @doc basic.reject (asynchronous). AMQP's reject has no `multiple' bit.
+-spec reject(channel(), non_neg_integer(), boolean()) -> ok.
+reject({amqp_channel, Conn, N, _}, Tag, Requeue) ->
+    Conn ! {'$amqp_send', N, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 90:16, Tag:64,
+                               (bool(Requeue)):8, ?AMQP_FRAME_END>>},
+    ok.
+
+%%====================================================================
+%% Errors
+%%====================================================================
+
+%% @doc One line for every error this client returns.
+-spec format_error(term()) -> iolist().
+format_error({unreachable, Host, Port, econnrefused}) ->
+    io_lib:format("broker not reachable at ~s:~b (connection refused)", [Host, Port]);
+format_error({unreachable, Host, Port, Posix}) ->
+    io_lib:format("broker not reachable at ~s:~b (~s)", [Host, Port, inet:format_error(Posix)]);
+format_error({access_refused, User, Text}) ->
+    io_lib:format("wrong credentials for user \"~ts\" (~ts)", [User, Text]);
+format_error({vhost_not_found, VHost, Text}) ->
+    io_lib:format("virtual host \"~ts\" not found or not allowed (~ts)", [VHost, Text]);
+format_error({timeout, connect}) ->
+    "timed out connecting to the broker";
+format_error({timeout, Stage}) ->
+    io_lib:format("timed out waiting for the broker (~s)", [Stage]);
+format_error({closed_during, Stage}) ->
+    io_lib:format("the broker closed the connection during negotiation (~s)", [Stage]);
+format_error({uri, R}) ->
+    beamlab_amqp_uri:format_error(R);
+format_error({amqp_closed, Code, Text}) ->
+    io_lib:format("broker closed the channel: ~b ~ts", [Code, Text]);
+format_error({connection_closed, Code, Text}) ->
+    io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
+format_error({no_plain_auth, Mechs}) ->
+    io_lib:format("the broker does not offer PLAIN authentication (offers: ~ts)", [Mechs]);
+format_error({frame_max_too_small, F}) ->
+    io_lib:format("negotiated frame_max ~b is below the protocol minimum 4096", [F]);
+format_error({channel_max, Max}) ->
+    io_lib:format("no free channel (channel_max is ~b)", [Max]);
+format_error({encode, R}) ->
+    beamlab_amqp_method:format_error({amqp_encode, R});
+format_error({protocol, R}) when is_binary(R) ->
+    io_lib:format("AMQP protocol error: ~ts", [R]);
+format_error({protocol, R}) ->
+    io_lib:format("AMQP protocol error: ~0tp", [R]);
+format_error({socket, Posix}) ->
+    io_lib:format("socket error: ~s", [inet:format_error(Posix)]);
+format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
+    %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...).
+    Text;
+format_error(closed) ->
+    "the connection or channel is closed";
+format_error(Other) ->
+    io_lib:format("AMQP error: ~0tp", [Other]).

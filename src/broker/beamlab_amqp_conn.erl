@@ -1,0 +1,711 @@
+%%% @doc One AMQP 0-9-1 connection: the only process that touches its
+%%% socket. It negotiates the connection (protocol header, PLAIN
+%%% start/start-ok, tune/tune-ok, open), exchanges heartbeats, opens and
+%%% closes numbered channels, routes inbound frames to each channel's owner
+%%% as plain messages, and answers synchronous methods.
+%%%
+%%% Hot path: publishers and ackers encode their frames themselves and send
+%%% `{'$amqp_send', Channel, IoData}' to this process (see
+%%% {@link beamlab_amqp:publish/5}); each time one arrives, the process also
+%%% drains every such message already waiting in its mailbox (up to
+%%% `batch_msgs' messages or `batch_bytes' bytes) and writes them all with
+%%% one `gen_tcp:send/2'.
+%%%
+%%% The process is started unlinked and monitors its owner; it always exits
+%%% `normal' and reports why it ended by message to the owners.
+-module(beamlab_amqp_conn).
+-behaviour(gen_server).
+
+-include("beamlab_amqp.hrl").
+
+-export([start/2, sync/4, open_channel/3, close_channel/2, close/2, info/1, pending/1]).
+-export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+
+-define(ACTIVE_N, 64).
+-define(DEFAULT_BATCH_MSGS, 1000).
+-define(DEFAULT_BATCH_BYTES, 1 bsl 20).
+-define(CLOSE_WAIT, 5000).
+
+-record(ch, {num :: char(),
+             handle :: tuple(),
+             owner :: pid(),
+             mon :: reference(),
+             state = opening :: opening | open | closing,
+             waiters = queue:new() :: queue:queue({gen_server:from() | none, [atom()]}),
+             %% A content-bearing method waiting for its header and body frames.
+             content = none :: none | {tuple(), beamlab_amqp_method:props() | undefined,
+                                       non_neg_integer(), [binary()]}}).
+
+-record(st, {sock :: gen_tcp:socket(),
+             owner :: pid(),
+             owner_mon :: reference(),
+             params :: map(),
+             frame_max :: non_neg_integer(),
+             channel_max :: char(),
+             heartbeat :: non_neg_integer(),
+             server_properties :: beamlab_amqp_method:table(),
+             buf = <<>> :: binary(),
+             channels = #{} :: #{char() => #ch{}},
+             mons = #{} :: #{reference() => char()},
+             sent = false :: boolean(),
+             idle_ticks = 0 :: non_neg_integer(),
+             batch_msgs :: pos_integer(),
+             batch_bytes :: pos_integer(),
+             closing = none :: none | {gen_server:from() | none, term()}}).
+
+%%====================================================================
+%% API (used by beamlab_amqp)
+%%====================================================================
+
+%% @doc Connect and negotiate; returns once the connection is open. The
+%% connection process is not linked to the caller.
+%% `Params' is a {@link beamlab_amqp_uri:params()} map merged with options.
+-spec start(map(), pid()) -> {ok, pid()} | {error, term()}.
+start(Params, Owner) ->
+    Timeout = maps:get(connection_timeout, Params),
+    %% init/1 negotiates with its own deadlines; the extra second only keeps
+    %% gen_server from giving up first.
+    proc_lib:start(?MODULE, init_it, [Params, Owner], 3 * Timeout + 1000).
+
+%% @doc Send a synchronous method on a channel and wait for the reply named
+%% in `Expect'.
+-spec sync(pid(), char(), tuple(), timeout()) -> {ok, tuple() | {tuple(), map(), binary()}} | {error, term()}.
+sync(Conn, Ch, Method, Timeout) ->
+    call(Conn, {sync, Ch, Method, expect(Method)}, Timeout).
+
+%% @doc Open a channel owned by `Owner'.
+-spec open_channel(pid(), pid(), timeout()) -> {ok, tuple()} | {error, term()}.
+open_channel(Conn, Owner, Timeout) ->
+    call(Conn, {open_channel, Owner}, Timeout).
+
+%% @doc Close a channel (channel.close, waits for close-ok).
+-spec close_channel(tuple(), timeout()) -> ok | {error, term()}.
+close_channel({amqp_channel, Conn, N, _}, Timeout) ->
+    case call(Conn, {close_channel, N}, Timeout) of
+        {ok, _} -> ok;
+        {error, {amqp_closed, _, _}} -> ok;
+        {error, closed} -> ok;
+        Error -> Error
+    end.
+
+%% @doc Close the connection (connection.close, waits for close-ok).
+-spec close(pid(), timeout()) -> ok.
+close(Conn, Timeout) ->
+    _ = call(Conn, close, Timeout),
+    ok.
+
+%% @doc Negotiated parameters and the server's properties.
+-spec info(pid()) -> {ok, map()} | {error, term()}.
+info(Conn) ->
+    call(Conn, info, 5000).
+
+%% @doc Messages waiting in the connection process's mailbox.
+-spec pending(pid()) -> non_neg_integer().
+pending(Conn) ->
+    case erlang:process_info(Conn, message_queue_len) of
+        {message_queue_len, N} -> N;
+        undefined -> 0
+    end.
+
+call(Conn, Request, Timeout) ->
+    try gen_server:call(Conn, Request, Timeout)
+    catch
+        exit:{timeout, _} -> {error, {timeout, request_name(Request)}};
+        exit:{noproc, _} -> {error, closed};
+        exit:{normal, _} -> {error, closed};
+        exit:{shutdown, _} -> {error, closed}
+    end.
+
+request_name({sync, _, Method, _}) -> element(1, Method);
+request_name({open_channel, _}) -> 'channel.open';
+request_name({close_channel, _}) -> 'channel.close';
+request_name(close) -> 'connection.close';
+request_name(Other) -> Other.
+
+expect(#'exchange.declare'{}) -> ['exchange.declare_ok'];
+expect(#'exchange.delete'{}) -> ['exchange.delete_ok'];
+expect(#'exchange.bind'{}) -> ['exchange.bind_ok'];
+expect(#'exchange.unbind'{}) -> ['exchange.unbind_ok'];
+expect(#'queue.declare'{}) -> ['queue.declare_ok'];
+expect(#'queue.bind'{}) -> ['queue.bind_ok'];
+expect(#'queue.unbind'{}) -> ['queue.unbind_ok'];
+expect(#'queue.purge'{}) -> ['queue.purge_ok'];
+expect(#'queue.delete'{}) -> ['queue.delete_ok'];
+expect(#'basic.qos'{}) -> ['basic.qos_ok'];
+expect(#'basic.consume'{}) -> ['basic.consume_ok'];
+expect(#'basic.cancel'{}) -> ['basic.cancel_ok'];
+expect(#'basic.get'{}) -> ['basic.get_ok', 'basic.get_empty'];
+expect(#'basic.recover'{}) -> ['basic.recover_ok'];
+expect(#'confirm.select'{}) -> ['confirm.select_ok'];
+expect(#'channel.flow'{}) -> ['channel.flow_ok'].
+
+%%====================================================================
+%% Negotiation
+%%====================================================================
+
+%% @private
+%% proc_lib rather than gen_server:start so that a refused connection is an
+%% ordinary `{error, Reason}' for the caller, not a crash report (OTP 25 has
+%% no `{error, R}' return from init/1).
+-spec init_it(map(), pid()) -> ok.
+init_it(Params, Owner) ->
+    case connect(Params, Owner) of
+        {ok, St} ->
+            proc_lib:init_ack({ok, self()}),
+            gen_server:enter_loop(?MODULE, [], St);
+        {stop, Reason} ->
+            proc_lib:init_ack({error, Reason})
+    end.
+
+%% @private
+-spec init(term()) -> {stop, not_used}.
+init(_) ->
+    {stop, not_used}.
+
+connect(Params, Owner) ->
+    #{host := Host, port := Port, connection_timeout := Timeout} = Params,
+    Deadline = erlang:monotonic_time(millisecond) + Timeout,
+    SockOpts = [binary, {active, false}, {packet, raw}, {nodelay, true}, {keepalive, true}]
+        ++ [{K, V} || K <- [sndbuf, recbuf], {ok, V} <- [maps:find(K, Params)]],
+    case gen_tcp:connect(Host, Port, SockOpts, Timeout) of
+        {ok, Sock} ->
+            try negotiate(Sock, Params, Deadline) of
+                {ok, Tuned, ServerProps} ->
+                    ok = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
+                    St = #st{sock = Sock, owner = Owner, owner_mon = monitor(process, Owner),
+                             params = Params,
+                             frame_max = maps:get(frame_max, Tuned),
+                             channel_max = maps:get(channel_max, Tuned),
+                             heartbeat = maps:get(heartbeat, Tuned),
+                             server_properties = ServerProps,
+                             batch_msgs = maps:get(batch_msgs, Params, ?DEFAULT_BATCH_MSGS),
+                             batch_bytes = maps:get(batch_bytes, Params, ?DEFAULT_BATCH_BYTES)},
+                    schedule_tick(St),
+                    {ok, St}
+            catch throw:{negotiate, Reason} ->
+                gen_tcp:close(Sock),
+                {stop, Reason}
+            end;
+        {error, timeout} ->
+            {stop, {timeout, connect}};
+        {error, Posix} ->
+            {stop, {unreachable, Host, Port, Posix}}
+    end.
+
+negotiate(Sock, Params, Deadline) ->
+    #{user := User, password := Pass, vhost := VHost} = Params,
+    send_raw(Sock, beamlab_amqp_frame:protocol_header()),
+    {#'connection.start'{mechanisms = Mechs, server_properties = ServerProps}, Buf1} =
+        recv_method(Sock, <<>>, Deadline, start, Params),
+    lists:member(<<"PLAIN">>, binary:split(Mechs, <<" ">>, [global]))
+        orelse throw({negotiate, {no_plain_auth, Mechs}}),
+    StartOk = #'connection.start_ok'{client_properties = client_properties(Params),
+                                     mechanism = <<"PLAIN">>,
+                                     response = <<0, User/binary, 0, Pass/binary>>,
+                                     locale = <<"en_US">>},
+    send_raw(Sock, beamlab_amqp_frame:encode_method(0, StartOk)),
+    {Tune, Buf2} = recv_method(Sock, Buf1, Deadline, tune, Params),
+    #'connection.tune'{channel_max = SCh, frame_max = SFr, heartbeat = SHb} = Tune,
+    Tuned = #{channel_max => negotiate_max(maps:get(channel_max, Params), SCh, 16#FFFF),
+              frame_max => negotiate_max(maps:get(frame_max, Params), SFr, 16#FFFFFFFF),
+              %% A client asking for 0 switches heartbeats off; otherwise the
+              %% lower non-zero value wins.
+              heartbeat => case maps:get(heartbeat, Params) of
+                               0 -> 0;
+                               C when SHb =:= 0 -> C;
+                               C -> min(C, SHb)
+                           end},
+    #{channel_max := ChMax, frame_max := FrMax, heartbeat := Hb} = Tuned,
+    FrMax =:= 0 orelse FrMax >= ?AMQP_FRAME_MIN_SIZE
+        orelse throw({negotiate, {frame_max_too_small, FrMax}}),
+    send_raw(Sock, [beamlab_amqp_frame:encode_method(0, #'connection.tune_ok'{
+                                                          channel_max = ChMax,
+                                                          frame_max = FrMax,
+                                                          heartbeat = Hb}),
+                    beamlab_amqp_frame:encode_method(0, #'connection.open'{virtual_host = VHost})]),
+    {#'connection.open_ok'{}, _} = recv_method(Sock, Buf2, Deadline, open, Params),
+    {ok, Tuned#{channel_max => case ChMax of 0 -> 16#FFFF; _ -> ChMax end}, ServerProps}.
+
+%% Spec 4.2.3 (tune): 0 means "no limit", so the non-zero value wins;
+%% between two limits the lower one.
+negotiate_max(0, Server, _Max) -> Server;
+negotiate_max(Client, 0, _Max) -> Client;
+negotiate_max(Client, Server, _Max) -> min(Client, Server).
+
+client_properties(Params) ->
+    Caps = [{<<"publisher_confirms">>, bool, true},
+            {<<"exchange_exchange_bindings">>, bool, true},
+            {<<"basic.nack">>, bool, true},
+            {<<"consumer_cancel_notify">>, bool, true},
+            {<<"connection.blocked">>, bool, true},
+            {<<"authentication_failure_close">>, bool, true}],
+    Vsn = case application:get_key(beamlab, vsn) of
+              {ok, V} -> list_to_binary(V);
+              undefined -> <<"dev">>
+          end,
+    [{<<"product">>, longstr, <<"beamlab">>},
+     {<<"version">>, longstr, Vsn},
+     {<<"platform">>, longstr, iolist_to_binary(["Erlang/OTP ", erlang:system_info(otp_release)])},
+     {<<"information">>, longstr, <<"beamlab AMQP 0-9-1 load generator">>},
+     {<<"capabilities">>, table, Caps}]
+        ++ [{<<"connection_name">>, longstr, Name} || #{name := Name} <- [Params]].
+
+%% Wait for the next method on channel 0 during negotiation.
+recv_method(Sock, Buf, Deadline, Stage, Params) ->
+    Expected = case Stage of
+                   start -> 'connection.start';
+                   tune -> 'connection.tune';
+                   open -> 'connection.open_ok'
+               end,
+    case beamlab_amqp_frame:parse(Buf) of
+        {ok, {method, 0, Payload}, Rest} ->
+            case beamlab_amqp_method:decode(Payload) of
+                {ok, #'connection.close'{reply_code = Code, reply_text = Text}} ->
+                    send_raw(Sock, beamlab_amqp_frame:encode_method(0, #'connection.close_ok'{})),
+                    throw({negotiate, negotiation_close(Stage, Code, Text, Params)});
+                {ok, #'connection.secure'{}} ->
+                    throw({negotiate, {protocol, <<"broker asked for SASL challenge/response">>}});
+                {ok, Method} when element(1, Method) =:= Expected -> {Method, Rest};
+                {ok, Method} ->
+                    throw({negotiate, {protocol, {unexpected_method, element(1, Method), Expected}}});
+                {error, R} -> throw({negotiate, {protocol, R}})
+            end;
+        {ok, heartbeat, Rest} ->
+            recv_method(Sock, Rest, Deadline, Stage, Params);
+        {ok, Other, _} ->
+            throw({negotiate, {protocol, {unexpected_frame, element(1, Other), Stage}}});
+        {error, R} ->
+            throw({negotiate, {protocol, R}});
+        more ->
+            Left = Deadline - erlang:monotonic_time(millisecond),
+            Left > 0 orelse throw({negotiate, {timeout, Stage}}),
+            case gen_tcp:recv(Sock, 0, Left) of
+                {ok, Data} -> recv_method(Sock, <<Buf/binary, Data/binary>>, Deadline, Stage, Params);
+                {error, timeout} -> throw({negotiate, {timeout, Stage}});
+                {error, closed} when Stage =:= tune ->
+                    %% Brokers without authentication_failure_close just hang up.
+                    throw({negotiate, {access_refused, maps:get(user, Params),
+                                       <<"connection closed during authentication">>}});
+                {error, closed} ->
+                    throw({negotiate, {closed_during, Stage}});
+                {error, Posix} ->
+                    throw({negotiate, {socket, Posix}})
+            end
+    end.
+
+negotiation_close(_, 403, Text, #{user := User}) -> {access_refused, User, Text};
+negotiation_close(open, 530, Text, #{vhost := VHost}) -> {vhost_not_found, VHost, Text};
+negotiation_close(_, Code, Text, _) -> {connection_closed, Code, Text}.
+
+send_raw(Sock, Data) ->
+    case gen_tcp:send(Sock, Data) of
+        ok -> ok;
+        {error, R} -> throw({negotiate, {socket, R}})
+    end.
+
+%%====================================================================
+%% Calls
+%%====================================================================
+
+%% @private
+-spec handle_call(term(), gen_server:from(), #st{}) -> {noreply, #st{}} | {reply, term(), #st{}}.
+handle_call(_Req, _From, #st{closing = {_, _}} = St) ->
+    {reply, {error, closed}, St};
+handle_call({sync, N, Method, Expect}, From, St) ->
+    case St#st.channels of
+        #{N := #ch{state = open} = Ch} ->
+            case encode_method(N, Method) of
+                {ok, Frame} ->
+                    Ch1 = Ch#ch{waiters = queue:in({From, Expect}, Ch#ch.waiters)},
+                    {noreply, write(Frame, put_ch(Ch1, St))};
+                {error, _} = E ->
+                    {reply, E, St}
+            end;
+        _ ->
+            {reply, {error, closed}, St}
+    end;
+handle_call({open_channel, Owner}, From, St) ->
+    case free_channel(St) of
+        {ok, N} ->
+            Mon = monitor(process, Owner),
+            Ch = #ch{num = N, handle = {amqp_channel, self(), N, St#st.frame_max},
+                     owner = Owner, mon = Mon,
+                     waiters = queue:from_list([{From, ['channel.open_ok']}])},
+            St1 = St#st{mons = maps:put(Mon, N, St#st.mons)},
+            {noreply, write(beamlab_amqp_frame:encode_method(N, #'channel.open'{}), put_ch(Ch, St1))};
+        error ->
+            {reply, {error, {channel_max, St#st.channel_max}}, St}
+    end;
+handle_call({close_channel, N}, From, St) ->
+    case St#st.channels of
+        #{N := #ch{state = open} = Ch} ->
+            {noreply, start_channel_close(Ch, From, 200, <<"Goodbye">>, St)};
+        _ ->
+            {reply, {error, closed}, St}
+    end;
+handle_call(info, _From, St) ->
+    #st{params = P} = St,
+    {reply, {ok, #{host => maps:get(host, P), port => maps:get(port, P),
+                   user => maps:get(user, P), vhost => maps:get(vhost, P),
+                   frame_max => St#st.frame_max, channel_max => St#st.channel_max,
+                   heartbeat => St#st.heartbeat,
+                   server_properties => St#st.server_properties,
+                   channels => maps:size(St#st.channels)}}, St};
+handle_call(close, From, St) ->
+    start_close(From, 200, <<"Goodbye">>, {closed, <<"connection closed by the client">>}, St).
+
+encode_method(N, Method) ->
+    try {ok, iolist_to_binary(beamlab_amqp_frame:encode_method(N, Method))}
+    catch error:{amqp_encode, R} -> {error, {encode, R}}
+    end.
+
+free_channel(#st{channels = Chs, channel_max = Max}) ->
+    free_channel(1, Max, Chs).
+
+free_channel(N, Max, _) when N > Max -> error;
+free_channel(N, Max, Chs) when is_map_key(N, Chs) -> free_channel(N + 1, Max, Chs);
+free_channel(N, _, _) -> {ok, N}.
+
+%% @private
+-spec handle_cast(term(), #st{}) -> {noreply, #st{}}.
+handle_cast(_Msg, St) ->
+    {noreply, St}.
+
+%%====================================================================
+%% Hot path and socket
+%%====================================================================
+
+%% @private
+-spec handle_info(term(), #st{}) -> {noreply, #st{}} | {stop, normal, #st{}}.
+handle_info({'$amqp_send', N, Data}, St) ->
+    {Acc, Size} = add_send(N, Data, St, [], 0),
+    drain(St, Acc, Size, 1);
+handle_info({tcp, Sock, Data}, #st{sock = Sock, buf = Buf} = St) ->
+    Buf1 = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
+    frames(Buf1, St#st{idle_ticks = 0});
+handle_info({tcp_passive, Sock}, #st{sock = Sock} = St) ->
+    ok = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
+    {noreply, St};
+handle_info({tcp_closed, Sock}, #st{sock = Sock} = St) ->
+    lost(socket_closed, "socket closed", St);
+handle_info({tcp_error, Sock, Reason}, #st{sock = Sock} = St) ->
+    lost(socket_error, io_lib:format("~s", [inet:format_error(Reason)]), St);
+handle_info(tick, #st{closing = {_, _}} = St) ->
+    {noreply, St};
+handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
+    schedule_tick(St),
+    %% Ticks come every heartbeat/2: four idle ticks are two missed heartbeats.
+    case Idle + 1 >= 4 of
+        true ->
+            Text = io_lib:format("missed heartbeats from ~s (no data for ~b s)",
+                                 [peer(St), (Idle + 1) * Hb div 2]),
+            shutdown(heartbeat_timeout, iolist_to_binary(Text), St);
+        false ->
+            St1 = case St#st.sent of
+                      true -> St;
+                      false -> write(beamlab_amqp_frame:encode_heartbeat(), St)
+                  end,
+            {noreply, St1#st{sent = false, idle_ticks = Idle + 1}}
+    end;
+handle_info(close_timeout, #st{closing = {From, {Code, Text}}} = St) ->
+    reply_close(From),
+    shutdown(Code, Text, St);
+handle_info({'DOWN', Mon, process, _, _}, #st{owner_mon = Mon} = St) ->
+    start_close(none, 320, <<"CONNECTION_FORCED - owner process exited">>,
+                {owner_down, <<"connection owner exited">>}, St);
+handle_info({'DOWN', Mon, process, _, _}, #st{mons = Mons} = St) ->
+    case Mons of
+        #{Mon := N} ->
+            St1 = St#st{mons = maps:remove(Mon, Mons)},
+            case St1#st.channels of
+                #{N := #ch{state = closing} = Ch} ->
+                    {noreply, put_ch(Ch#ch{owner = self()}, St1)};
+                #{N := Ch} ->
+                    %% Nobody to tell: close it quietly.
+                    Ch1 = Ch#ch{owner = self()},
+                    {noreply, start_channel_close(Ch1, none, 200, <<"channel owner exited">>, St1)};
+                _ ->
+                    {noreply, St1}
+            end;
+        _ ->
+            {noreply, St}
+    end;
+handle_info(_Other, St) ->
+    {noreply, St}.
+
+add_send(N, Data, #st{channels = Chs}, Acc, Size) ->
+    case Chs of
+        #{N := #ch{state = open}} -> {[Data | Acc], Size + iolist_size(Data)};
+        %% Frames for a channel that is closing or gone would be a protocol
+        %% error; the owner already has (or will get) its amqp_closed message.
+        _ -> {Acc, Size}
+    end.
+
+drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Count)
+  when Count < MaxN, Size < MaxB ->
+    receive
+        {'$amqp_send', N, Data} ->
+            {Acc1, Size1} = add_send(N, Data, St, Acc, Size),
+            drain(St, Acc1, Size1, Count + 1)
+    after 0 ->
+        flush(Acc, St)
+    end;
+drain(St, Acc, _, _) ->
+    flush(Acc, St).
+
+flush([], St) -> {noreply, St};
+flush(Acc, St) ->
+    case gen_tcp:send(St#st.sock, lists:reverse(Acc)) of
+        ok -> {noreply, St#st{sent = true}};
+        {error, R} -> lost(socket_error, send_error(R), St)
+    end.
+
+send_error(closed) -> "socket closed";
+send_error(R) -> inet:format_error(R).
+
+%% Writes from the connection process itself (replies, control methods).
+write(Data, St) ->
+    case gen_tcp:send(St#st.sock, Data) of
+        ok -> ok;
+        %% The socket's closed/error message follows and ends the connection.
+        {error, _} -> ok
+    end,
+    St#st{sent = true}.
+
+schedule_tick(#st{heartbeat = 0}) -> ok;
+schedule_tick(#st{heartbeat = Hb}) -> erlang:send_after(Hb * 500, self(), tick), ok.
+
+%%====================================================================
+%% Inbound frames
+%%====================================================================
+
+frames(Buf, St) ->
+    case beamlab_amqp_frame:parse(Buf, St#st.frame_max) of
+        {ok, Frame, Rest} ->
+            case frame(Frame, St) of
+                {ok, St1} -> frames(Rest, St1);
+                {stop, _, _} = Stop -> Stop
+            end;
+        more ->
+            {noreply, St#st{buf = Buf}};
+        {error, R} ->
+            protocol_error(501, beamlab_amqp_frame:format_error(R), St)
+    end.
+
+frame(heartbeat, St) ->
+    {ok, St};
+frame({method, 0, Payload}, St) ->
+    case beamlab_amqp_method:decode(Payload) of
+        {ok, M} -> connection_method(M, St);
+        {error, R} -> protocol_error(502, beamlab_amqp_method:format_error(R), St)
+    end;
+frame({Type, N, Payload}, #st{channels = Chs} = St) ->
+    case Chs of
+        #{N := Ch} -> channel_frame(Type, Payload, Ch, St);
+        _ -> protocol_error(504, io_lib:format("frame on unknown channel ~b", [N]), St)
+    end.
+
+connection_method(#'connection.close'{reply_code = Code, reply_text = Text}, St) ->
+    _ = write(beamlab_amqp_frame:encode_method(0, #'connection.close_ok'{}), St),
+    case St#st.closing of
+        {From, _} -> reply_close(From);
+        none -> ok
+    end,
+    shutdown(Code, Text, St);
+connection_method(#'connection.close_ok'{}, #st{closing = {From, {Code, Text}}} = St) ->
+    reply_close(From),
+    shutdown(Code, Text, St);
+connection_method(#'connection.blocked'{reason = Reason}, St) ->
+    St#st.owner ! {amqp_blocked, self(), Reason},
+    {ok, St};
+connection_method(#'connection.unblocked'{}, St) ->
+    St#st.owner ! {amqp_unblocked, self()},
+    {ok, St};
+connection_method(M, St) ->
+    protocol_error(503, io_lib:format("unexpected ~s on channel 0", [element(1, M)]), St).
+
+channel_frame(method, Payload, #ch{content = none} = Ch, St) ->
+    case beamlab_amqp_method:decode(Payload) of
+        {ok, M} -> channel_method(M, Ch, St);
+        {error, R} -> protocol_error(502, beamlab_amqp_method:format_error(R), St)
+    end;
+channel_frame(header, Payload, #ch{content = {M, undefined, _, []}} = Ch, St) ->
+    case beamlab_amqp_method:decode_header(Payload) of
+        {ok, _Class, 0, Props} -> content_done(M, Props, <<>>, Ch#ch{content = none}, St);
+        {ok, _Class, Size, Props} -> {ok, put_ch(Ch#ch{content = {M, Props, Size, []}}, St)};
+        {error, R} -> protocol_error(502, beamlab_amqp_method:format_error(R), St)
+    end;
+channel_frame(body, Payload, #ch{content = {M, Props, Left, Acc}} = Ch, St)
+  when Props =/= undefined ->
+    case Left - byte_size(Payload) of
+        0 when Acc =:= [] -> content_done(M, Props, Payload, Ch#ch{content = none}, St);
+        0 -> content_done(M, Props, iolist_to_binary(lists:reverse(Acc, [Payload])),
+                          Ch#ch{content = none}, St);
+        L when L > 0 -> {ok, put_ch(Ch#ch{content = {M, Props, L, [Payload | Acc]}}, St)};
+        _ -> protocol_error(501, "body frames longer than the content header's body size", St)
+    end;
+channel_frame(_Type, _, #ch{state = closing} = Ch, St) ->
+    %% Content of a delivery that raced with our channel.close: discard.
+    {ok, put_ch(Ch, St)};
+channel_frame(Type, _, Ch, St) ->
+    protocol_error(505, io_lib:format("unexpected ~s frame on channel ~b", [Type, Ch#ch.num]), St).
+
+content_done(_M, _Props, _Body, #ch{state = closing} = Ch, St) ->
+    {ok, put_ch(Ch, St)};
+content_done(#'basic.deliver'{delivery_tag = Tag, redelivered = R, exchange = X, routing_key = K},
+             Props, Body, #ch{owner = Owner, handle = H} = Ch, St) ->
+    Owner ! {amqp_deliver, H, Tag, R, X, K, Props, Body},
+    {ok, put_ch(Ch, St)};
+content_done(#'basic.return'{reply_code = C, reply_text = T, exchange = X, routing_key = K},
+             Props, Body, #ch{owner = Owner, handle = H} = Ch, St) ->
+    Owner ! {amqp_return, H, C, T, X, K, Props, Body},
+    {ok, put_ch(Ch, St)};
+content_done(#'basic.get_ok'{} = M, Props, Body, Ch, St) ->
+    reply_waiter({M, Props, Body}, Ch, St).
+
+channel_method(M, #ch{state = closing} = Ch, St) ->
+    %% Spec: after sending channel.close, discard everything but close/close-ok.
+    case M of
+        #'channel.close_ok'{} -> channel_gone(Ch, {ok, M}, none, St);
+        #'channel.close'{} ->
+            St1 = write(beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close_ok'{}), St),
+            channel_gone(Ch, {ok, M}, none, St1);
+        _ -> {ok, St}
+    end;
+channel_method(#'basic.deliver'{} = M, Ch, St) ->
+    {ok, put_ch(Ch#ch{content = {M, undefined, 0, []}}, St)};
+channel_method(#'basic.ack'{delivery_tag = Tag, multiple = Mu}, #ch{owner = O, handle = H}, St) ->
+    O ! {amqp_confirm, H, ack, Tag, Mu},
+    {ok, St};
+channel_method(#'basic.nack'{delivery_tag = Tag, multiple = Mu}, #ch{owner = O, handle = H}, St) ->
+    O ! {amqp_confirm, H, nack, Tag, Mu},
+    {ok, St};
+channel_method(#'basic.return'{} = M, Ch, St) ->
+    {ok, put_ch(Ch#ch{content = {M, undefined, 0, []}}, St)};
+channel_method(#'basic.get_ok'{} = M, Ch, St) ->
+    {ok, put_ch(Ch#ch{content = {M, undefined, 0, []}}, St)};
+channel_method(#'channel.open_ok'{}, #ch{state = opening} = Ch, St) ->
+    reply_waiter({ok, Ch#ch.handle}, Ch#ch{state = open}, St, raw);
+channel_method(#'channel.close'{reply_code = Code, reply_text = Text}, Ch, St) ->
+    St1 = write(beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close_ok'{}), St),
+    Ch#ch.owner ! {amqp_closed, Ch#ch.handle, Code, Text},
+    channel_gone(Ch, {error, {amqp_closed, Code, Text}}, {error, {amqp_closed, Code, Text}}, St1);
+channel_method(#'channel.flow'{active = A}, Ch, St) ->
+    St1 = write(beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.flow_ok'{active = A}), St),
+    Ch#ch.owner ! {amqp_flow, Ch#ch.handle, A},
+    {ok, St1};
+channel_method(#'basic.cancel'{consumer_tag = Tag}, Ch, St) ->
+    %% Broker-initiated cancel (consumer_cancel_notify), e.g. queue deleted.
+    Ch#ch.owner ! {amqp_cancelled, Ch#ch.handle, Tag},
+    {ok, St};
+channel_method(M, Ch, St) ->
+    reply_waiter({ok, M}, Ch, St).
+
+reply_waiter(Reply, Ch, St) ->
+    reply_waiter(Reply, Ch, St, checked).
+
+reply_waiter(Reply, #ch{waiters = W} = Ch, St, Mode) ->
+    case queue:out(W) of
+        {{value, {From, Expect}}, W1} ->
+            Name = reply_name(Reply),
+            case Mode =:= raw orelse lists:member(Name, Expect) of
+                true ->
+                    reply(From, case Reply of {ok, _} -> Reply; _ -> {ok, Reply} end),
+                    {ok, put_ch(Ch#ch{waiters = W1}, St)};
+                false ->
+                    protocol_error(505, io_lib:format("got ~s, expected ~p", [Name, Expect]), St)
+            end;
+        {empty, _} ->
+            protocol_error(505, io_lib:format("unexpected ~s", [reply_name(Reply)]), St)
+    end.
+
+reply_name({ok, M}) when is_tuple(M) -> element(1, M);
+reply_name({M, _Props, _Body}) -> element(1, M).
+
+reply(none, _) -> ok;
+reply(From, Reply) -> gen_server:reply(From, Reply).
+
+start_channel_close(Ch, From, Code, Text, St) ->
+    Frame = beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close'{reply_code = Code,
+                                                                          reply_text = Text}),
+    %% Pending callers will not get their replies: the broker discards them.
+    [reply(F, {error, closed}) || {F, _} <- queue:to_list(Ch#ch.waiters)],
+    Ch1 = Ch#ch{state = closing, content = none,
+                waiters = queue:from_list([{From, ['channel.close_ok']}])},
+    write(Frame, put_ch(Ch1, St)).
+
+%% The channel ended: answer its waiters (first gets FirstReply, the rest
+%% RestReply) and forget it.
+channel_gone(#ch{num = N, mon = Mon, waiters = W}, FirstReply, RestReply, St) ->
+    case queue:to_list(W) of
+        [] -> ok;
+        [{F, _} | Rest] ->
+            reply(F, FirstReply),
+            [reply(F2, RestReply) || {F2, _} <- Rest, RestReply =/= none]
+    end,
+    demonitor(Mon, [flush]),
+    {ok, St#st{channels = maps:remove(N, St#st.channels), mons = maps:remove(Mon, St#st.mons)}}.
+
+put_ch(#ch{num = N} = Ch, St) ->
+    St#st{channels = maps:put(N, Ch, St#st.channels)}.
+
+%%====================================================================
+%% Ending the connection
+%%====================================================================
+
+%% We close: send connection.close and wait (bounded) for close-ok.
+start_close(From, Code, Text, Why, St) ->
+    St1 = write(beamlab_amqp_frame:encode_method(0, #'connection.close'{reply_code = Code,
+                                                                        reply_text = Text}), St),
+    erlang:send_after(?CLOSE_WAIT, self(), close_timeout),
+    {noreply, St1#st{closing = {From, Why}}}.
+
+reply_close(none) -> ok;
+reply_close(From) -> gen_server:reply(From, {ok, closed}).
+
+protocol_error(Code, Detail, St) ->
+    Text = iolist_to_binary(Detail),
+    _ = write(beamlab_amqp_frame:encode_method(0, #'connection.close'{reply_code = Code,
+                                                                       reply_text = Text}), St),
+    shutdown(protocol_error, Text, St).
+
+lost(Code, Detail, St) ->
+    case St#st.closing of
+        {From, {C, T}} ->
+            %% We were closing anyway: the broker closed the socket first.
+            reply_close(From),
+            shutdown(C, T, St);
+        none ->
+            shutdown(Code, iolist_to_binary(io_lib:format("connection to ~s lost: ~s",
+                                                          [peer(St), Detail])), St)
+    end.
+
+%% Tell everybody why the connection ended, then stop.
+shutdown(Code, Text, #st{closing = Closing} = St) ->
+    gen_tcp:close(St#st.sock),
+    Err = case is_integer(Code) of
+              true -> {error, {connection_closed, Code, Text}};
+              false -> {error, {Code, Text}}
+          end,
+    Self = self(),
+    maps:foreach(
+      fun(_, #ch{owner = O, handle = H, waiters = W}) ->
+              [reply(F, Err) || {F, _} <- queue:to_list(W)],
+              case O of
+                  Self -> ok;     % orphaned channel being closed
+                  _ -> O ! {amqp_closed, H, Code, Text}
+              end
+      end, St#st.channels),
+    case Closing of
+        {_, _} when Code =:= closed -> ok;    % the owner asked for it
+        _ -> St#st.owner ! {amqp_closed, self(), Code, Text}
+    end,
+    {stop, normal, St#st{channels = #{}}}.
+
+peer(#st{params = #{host := H, port := P}}) ->
+    io_lib:format("~s:~b", [H, P]).
+
+%% @private
+-spec terminate(term(), #st{}) -> ok.
+terminate(_Reason, _St) ->
+    ok.
