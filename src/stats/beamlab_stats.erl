@@ -301,11 +301,11 @@ welch([_, _ | _] = Base, [_, _ | _] = New) ->
             %% certain, as far as these samples can tell.
             true -> {float(sign(Diff)) * ?MAX_FLOAT, infinity, 0.0};
             false ->
-                Den = S1 * S1 / max(1, NB - 1) + S2 * S2 / max(1, NN - 1),
-                Df0 = case Den == 0.0 of
-                          true -> infinity;
-                          false -> Se2 * Se2 / Den
-                      end,
+                %% Satterthwaite's df with the shares of Se2 (each =< 1),
+                %% so nothing is squared that could overflow.
+                F1 = S1 / Se2,
+                F2 = S2 / Se2,
+                Df0 = 1 / (F1 * F1 / (NB - 1) + F2 * F2 / (NN - 1)),
                 T0 = Diff / math:sqrt(Se2),
                 {T0, Df0, min(1.0, 2 * t_sf(abs(T0), Df0))}
         end,
@@ -529,7 +529,11 @@ bracket_hi(Q, Df, X) ->
 
 newton_t(X, _Lo, _Hi, _Q, _Df, _LogC, 0) -> X;
 newton_t(X, Lo, Hi, Q, Df, LogC, K) ->
-    F = t_sf(X, Df) - Q,              % decreasing in X
+    newton_t(X, t_sf(X, Df) - Q, Lo, Hi, Q, Df, LogC, K).
+
+newton_t(X, F, _Lo, _Hi, _Q, _Df, _LogC, _K) when F == 0.0 -> X;
+newton_t(X, F, Lo, Hi, Q, Df, LogC, K) ->
+    %% F = sf(X) - Q is decreasing in X.
     {Lo1, Hi1} = if F > 0 -> {X, Hi};
                     true -> {Lo, X}
                  end,
@@ -542,7 +546,7 @@ newton_t(X, Lo, Hi, Q, Df, LogC, K) ->
                true -> Newton;
                false -> (Lo1 + Hi1) / 2
            end,
-    case abs(Next - X) =< 1.0e-14 * abs(X) orelse F == 0.0 of
+    case abs(Next - X) =< 1.0e-14 * abs(X) of
         true -> Next;
         false -> newton_t(Next, Lo1, Hi1, Q, Df, LogC, K - 1)
     end.

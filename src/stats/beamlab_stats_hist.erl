@@ -1,0 +1,385 @@
+%%% @doc Log-linear (HdrHistogram-style) histogram of non-negative integers,
+%%% for latencies recorded concurrently by many processes.
+%%%
+%%% A histogram is a handle on `counters' and `atomics' arrays: any process
+%%% on the node may call {@link record/2} without messages or locks.
+%%% {@link snapshot/1} turns it into a plain sparse map that can be sent to
+%%% other nodes, merged, queried and stored as JSON.
+%%%
+%%% Layout. With `B' sub-bucket bits (2^B >= 2 * 10^digits) and H = 2^(B-1),
+%%% values below 2^B have exact buckets of width 1. A larger value V with
+%%% bit length L is shifted right by S = L - B, leaving a B-bit mantissa M in
+%%% [H, 2H); its bucket index is H*S + M, its bucket covers
+%%% [M*2^S, (M+1)*2^S). Percentiles report the bucket middle, so the
+%%% relative error of a reported value is at most 2^S/2 / (H*2^S) =
+%%% 1/2^B =< 1/(2 * 10^digits): within 0.5% for 2 digits, 0.05% for 3.
+%%% Bucket-width-1 values, the minimum and the maximum are exact.
+-module(beamlab_stats_hist).
+
+-export([new/0, new/1, record/2, record_n/3, reset/1,
+         snapshot/1, merge/2, empty/1,
+         count/1, sum/1, mean/1, min/1, max/1, overflow/1,
+         percentile/2, percentiles/2, buckets/1,
+         to_map/1, from_map/1, format_error/1]).
+
+-export_type([hist/0, snapshot/0, options/0]).
+
+-record(hist, {counts :: counters:counters_ref(),  % buckets, then sum, overflow
+               extremes :: atomics:atomics_ref(),  % min, max
+               bits :: pos_integer(),
+               max :: pos_integer(),
+               nbuckets :: pos_integer()}).
+
+-opaque hist() :: #hist{}.
+-type options() :: #{significant_digits => 1..4, max => pos_integer(),
+                     write_concurrency => boolean()}.
+-type snapshot() :: #{significant_digits := 1..4,
+                      bits := pos_integer(),
+                      max_trackable := pos_integer(),
+                      count := non_neg_integer(),
+                      sum := non_neg_integer(),
+                      min := non_neg_integer() | undefined,
+                      max := non_neg_integer() | undefined,
+                      overflow := non_neg_integer(),
+                      buckets := [{non_neg_integer(), pos_integer()}]}.
+
+-define(DEFAULT_DIGITS, 3).
+%% 2^40 ns is 18 minutes, 2^40 us is 12 days.
+-define(DEFAULT_MAX, (1 bsl 40)).
+%% Larger values would leave the small-integer range of the atomics.
+-define(LIMIT_MAX, ((1 bsl 62) - 1)).
+-define(EMPTY_MIN, ((1 bsl 63) - 1)).
+
+%% @equiv new(#{})
+-spec new() -> hist().
+new() -> new(#{}).
+
+%% @doc A new empty histogram. `significant_digits' (1..4, default 3) sets
+%% the precision, `max' (default 2^40) the largest trackable value: larger
+%% values are recorded as `max' and counted in `overflow'. Memory is about
+%% 8 bytes per bucket (per scheduler with `write_concurrency', the default):
+%% 3 digits and max 2^40 need 31744 buckets.
+-spec new(options()) -> hist().
+new(Opts) when is_map(Opts) ->
+    Digits = maps:get(significant_digits, Opts, ?DEFAULT_DIGITS),
+    Max = maps:get(max, Opts, ?DEFAULT_MAX),
+    (is_integer(Digits) andalso Digits >= 1 andalso Digits =< 4)
+        orelse error({badarg, {significant_digits, Digits}}),
+    (is_integer(Max) andalso Max >= 1 andalso Max =< ?LIMIT_MAX)
+        orelse error({badarg, {max, Max}}),
+    Bits = bits(Digits),
+    NBuckets = index(Max, Bits) + 1,
+    CounterOpts = case maps:get(write_concurrency, Opts, true) of
+                      true -> [write_concurrency];
+                      false -> []
+                  end,
+    Counts = counters:new(NBuckets + 2, CounterOpts),
+    Extremes = atomics:new(2, [{signed, true}]),
+    atomics:put(Extremes, 1, ?EMPTY_MIN),
+    atomics:put(Extremes, 2, -1),
+    #hist{counts = Counts, extremes = Extremes, bits = Bits, max = Max,
+          nbuckets = NBuckets}.
+
+%% @doc Record one value.
+-spec record(hist(), non_neg_integer()) -> ok.
+record(H, V) -> record_n(H, V, 1).
+
+%% @doc Record value `V' `N' times.
+-spec record_n(hist(), non_neg_integer(), non_neg_integer()) -> ok.
+record_n(_H, V, 0) when is_integer(V), V >= 0 -> ok;
+record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
+         V0, N) when is_integer(V0), V0 >= 0, is_integer(N), N >= 0 ->
+    V = case V0 > Max of
+            true ->
+                counters:add(C, NB + 2, N),
+                Max;
+            false -> V0
+        end,
+    counters:add(C, index(V, Bits) + 1, N),
+    counters:add(C, NB + 1, V * N),
+    %% Extremes change rarely: a plain read first keeps the common case
+    %% free of compare-and-swap traffic.
+    atomics:get(E, 1) > V andalso lower_min(E, V),
+    atomics:get(E, 2) < V andalso raise_max(E, V),
+    ok.
+
+lower_min(E, V) ->
+    Cur = atomics:get(E, 1),
+    Cur > V andalso
+        (atomics:compare_exchange(E, 1, Cur, V) =:= ok orelse lower_min(E, V)).
+
+raise_max(E, V) ->
+    Cur = atomics:get(E, 2),
+    Cur < V andalso
+        (atomics:compare_exchange(E, 2, Cur, V) =:= ok orelse raise_max(E, V)).
+
+%% @doc Forget everything recorded. Not atomic with respect to concurrent
+%% recorders: a value recorded during the reset may be partly kept.
+-spec reset(hist()) -> ok.
+reset(#hist{counts = C, extremes = E, nbuckets = NB}) ->
+    lists:foreach(fun(I) -> counters:put(C, I, 0) end, lists:seq(1, NB + 2)),
+    atomics:put(E, 1, ?EMPTY_MIN),
+    atomics:put(E, 2, -1),
+    ok.
+
+%% @doc A plain sparse copy of the histogram (non-empty buckets only).
+%% Concurrent recording during a snapshot may make count and sum differ by
+%% the values in flight; each bucket is read once.
+-spec snapshot(hist()) -> snapshot().
+snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
+               nbuckets = NB}) ->
+    Buckets = [{I - 1, K} || I <- lists:seq(1, NB),
+                             K <- [counters:get(C, I)], K > 0],
+    Count = lists:sum([K || {_, K} <- Buckets]),
+    {Min, MaxV} = case Count of
+                      0 -> {undefined, undefined};
+                      _ -> {atomics:get(E, 1), atomics:get(E, 2)}
+                  end,
+    #{significant_digits => digits(Bits), bits => Bits, max_trackable => Max,
+      count => Count, sum => counters:get(C, NB + 1),
+      min => Min, max => MaxV, overflow => counters:get(C, NB + 2),
+      buckets => Buckets}.
+
+%% @doc An empty snapshot with the precision of `Opts' (see {@link new/1}).
+-spec empty(options()) -> snapshot().
+empty(Opts) ->
+    Digits = maps:get(significant_digits, Opts, ?DEFAULT_DIGITS),
+    #{significant_digits => Digits, bits => bits(Digits),
+      max_trackable => maps:get(max, Opts, ?DEFAULT_MAX),
+      count => 0, sum => 0, min => undefined, max => undefined,
+      overflow => 0, buckets => []}.
+
+%% @doc Merge two snapshots, e.g. from several nodes. With different
+%% precisions the result has the coarser one: every finer bucket lies
+%% inside exactly one coarser bucket, so nothing is approximated twice.
+-spec merge(snapshot(), snapshot()) -> snapshot().
+merge(#{bits := B1} = S1, #{bits := B2} = S2) when B1 > B2 -> merge(S2, S1);
+merge(#{bits := Bits} = S1, #{bits := B2} = S2) ->
+    Buckets2 = case B2 =:= Bits of
+                   true -> maps:get(buckets, S2);
+                   false -> rebucket(maps:get(buckets, S2), B2, Bits)
+               end,
+    S1#{max_trackable := erlang:max(maps:get(max_trackable, S1),
+                                    maps:get(max_trackable, S2)),
+        count := maps:get(count, S1) + maps:get(count, S2),
+        sum := maps:get(sum, S1) + maps:get(sum, S2),
+        min := opt(fun erlang:min/2, maps:get(min, S1), maps:get(min, S2)),
+        max := opt(fun erlang:max/2, maps:get(max, S1), maps:get(max, S2)),
+        overflow := maps:get(overflow, S1) + maps:get(overflow, S2),
+        buckets := merge_buckets(maps:get(buckets, S1), Buckets2)}.
+
+opt(_F, undefined, B) -> B;
+opt(_F, A, undefined) -> A;
+opt(F, A, B) -> F(A, B).
+
+rebucket(Buckets, FromBits, ToBits) ->
+    Moved = [{index(lowest(I, FromBits), ToBits), K} || {I, K} <- Buckets],
+    %% Re-indexing is monotone, so adjacent equal indices are the only
+    %% duplicates.
+    merge_buckets(Moved, []).
+
+%% Merge two index-sorted bucket lists, summing equal indices.
+merge_buckets(A, B) -> sum_adjacent(lists:merge(A, B)).
+
+sum_adjacent([{I, K1}, {I, K2} | Rest]) -> sum_adjacent([{I, K1 + K2} | Rest]);
+sum_adjacent([X | Rest]) -> [X | sum_adjacent(Rest)];
+sum_adjacent([]) -> [].
+
+%% @doc Number of recorded values (overflowed ones included).
+-spec count(snapshot()) -> non_neg_integer().
+count(#{count := N}) -> N.
+
+%% @doc Exact sum of the recorded values (overflowed ones as max).
+-spec sum(snapshot()) -> non_neg_integer().
+sum(#{sum := S}) -> S.
+
+%% @doc Exact mean, `undefined' when empty.
+-spec mean(snapshot()) -> float() | undefined.
+mean(#{count := 0}) -> undefined;
+mean(#{count := N, sum := S}) -> S / N.
+
+%% @doc Exact smallest recorded value, `undefined' when empty.
+-spec min(snapshot()) -> non_neg_integer() | undefined.
+min(#{min := Min}) -> Min.
+
+%% @doc Exact largest recorded value (after clamping), `undefined' when empty.
+-spec max(snapshot()) -> non_neg_integer() | undefined.
+max(#{max := Max}) -> Max.
+
+%% @doc How many values exceeded the trackable maximum.
+-spec overflow(snapshot()) -> non_neg_integer().
+overflow(#{overflow := O}) -> O.
+
+%% @doc Nearest-rank percentile `P' (0..100): the value of rank
+%% max(1, ceil(P/100 * count)), reported as its bucket middle clamped to
+%% [min, max] (exact for rank 1, rank count and width-1 buckets).
+%% `undefined' when empty.
+-spec percentile(snapshot(), number()) -> non_neg_integer() | undefined.
+percentile(Snap, P) ->
+    [V] = percentiles(Snap, [P]),
+    V.
+
+%% @doc Several percentiles in one pass over the buckets, in the given
+%% order.
+-spec percentiles(snapshot(), [number()]) -> [non_neg_integer() | undefined].
+percentiles(#{count := 0}, Ps) ->
+    [undefined || P <- Ps, valid_p(P)];
+percentiles(#{count := N, bits := Bits, min := Min, max := Max,
+              buckets := Buckets}, Ps) ->
+    Ranks = [{rank(P, N), Pos} || {Pos, P} <- lists:enumerate(Ps), valid_p(P)],
+    Found = walk(lists:sort(Ranks), Buckets, 0, Bits, Min, Max, N, []),
+    [V || {_, V} <- lists:sort(Found)].
+
+valid_p(P) when is_number(P), P >= 0, P =< 100 -> true;
+valid_p(P) -> error({badarg, {percentile, P}}).
+
+rank(P, N) -> erlang:max(1, ceil_int(P * N / 100)).
+
+ceil_int(X) ->
+    T = trunc(X),
+    case X > T of
+        true -> T + 1;
+        false -> T
+    end.
+
+walk([], _, _, _, _, _, _, Acc) -> Acc;
+walk([{1, Pos} | Rs], Bs, Cum, Bits, Min, Max, N, Acc) ->
+    walk(Rs, Bs, Cum, Bits, Min, Max, N, [{Pos, Min} | Acc]);
+walk([{R, Pos} | Rs], Bs, Cum, Bits, Min, Max, N, Acc) when R >= N ->
+    walk(Rs, Bs, Cum, Bits, Min, Max, N, [{Pos, Max} | Acc]);
+walk([{R, Pos} | Rs] = Ranks, [{I, K} | Bs] = Buckets, Cum, Bits, Min, Max,
+     N, Acc) ->
+    case Cum + K >= R of
+        true ->
+            V = erlang:min(Max, erlang:max(Min, middle(I, Bits))),
+            walk(Rs, Buckets, Cum, Bits, Min, Max, N, [{Pos, V} | Acc]);
+        false ->
+            walk(Ranks, Bs, Cum + K, Bits, Min, Max, N, Acc)
+    end.
+
+%% @doc The non-empty buckets as `{Low, High, Count}' value ranges
+%% (inclusive), for plots.
+-spec buckets(snapshot()) ->
+          [{non_neg_integer(), non_neg_integer(), pos_integer()}].
+buckets(#{bits := Bits, buckets := Buckets}) ->
+    [{lowest(I, Bits), lowest(I, Bits) + width(I, Bits) - 1, K}
+     || {I, K} <- Buckets].
+
+%% @doc The snapshot as a JSON-ready map: binary keys, numbers and lists
+%% only (`min'/`max' are left out when empty; buckets are `[Index, Count]'
+%% pairs).
+-spec to_map(snapshot()) -> #{binary() => number() | [[non_neg_integer()]]}.
+to_map(#{significant_digits := D, max_trackable := MT, count := N, sum := S,
+         min := Min, max := Max, overflow := O, buckets := Bs}) ->
+    Base = #{<<"significant_digits">> => D, <<"max_trackable">> => MT,
+             <<"count">> => N, <<"sum">> => S, <<"overflow">> => O,
+             <<"buckets">> => [[I, K] || {I, K} <- Bs]},
+    case Min of
+        undefined -> Base;
+        _ -> Base#{<<"min">> => Min, <<"max">> => Max}
+    end.
+
+%% @doc Inverse of {@link to_map/1}; validates what it reads.
+-spec from_map(map()) -> {ok, snapshot()} | {error, term()}.
+from_map(M) when is_map(M) ->
+    try
+        D = get_int(<<"significant_digits">>, M),
+        (D >= 1 andalso D =< 4) orelse throw({bad_field, <<"significant_digits">>}),
+        Bits = bits(D),
+        Buckets = [bucket(B) || B <- get_list(<<"buckets">>, M)],
+        Sorted = lists:usort(fun({A, _}, {B, _}) -> A =< B end, Buckets),
+        length(Sorted) =:= length(Buckets)
+            orelse throw({bad_field, <<"buckets">>}),
+        Count = get_int(<<"count">>, M),
+        Count =:= lists:sum([K || {_, K} <- Buckets])
+            orelse throw({bad_field, <<"count">>}),
+        {Min, Max} = case Count of
+                         0 -> {undefined, undefined};
+                         _ -> {get_int(<<"min">>, M), get_int(<<"max">>, M)}
+                     end,
+        {ok, #{significant_digits => D, bits => Bits,
+               max_trackable => get_int(<<"max_trackable">>, M),
+               count => Count, sum => get_int(<<"sum">>, M),
+               min => Min, max => Max,
+               overflow => get_int(<<"overflow">>, M),
+               buckets => Sorted}}
+    catch
+        throw:Reason -> {error, Reason}
+    end;
+from_map(_) ->
+    {error, not_a_map}.
+
+get_int(K, M) ->
+    case maps:get(K, M, undefined) of
+        V when is_integer(V), V >= 0 -> V;
+        undefined -> throw({missing_field, K});
+        _ -> throw({bad_field, K})
+    end.
+
+get_list(K, M) ->
+    case maps:get(K, M, undefined) of
+        V when is_list(V) -> V;
+        undefined -> throw({missing_field, K});
+        _ -> throw({bad_field, K})
+    end.
+
+bucket([I, K]) when is_integer(I), I >= 0, is_integer(K), K > 0 -> {I, K};
+bucket(_) -> throw({bad_field, <<"buckets">>}).
+
+%% @doc One line describing a {@link from_map/1} error.
+-spec format_error(term()) -> iolist().
+format_error({missing_field, K}) ->
+    io_lib:format("histogram: missing field \"~ts\"", [K]);
+format_error({bad_field, K}) ->
+    io_lib:format("histogram: invalid field \"~ts\"", [K]);
+format_error(not_a_map) ->
+    "histogram: expected a JSON object";
+format_error(Other) ->
+    io_lib:format("histogram: ~tp", [Other]).
+
+%%====================================================================
+%% Bucket arithmetic
+%%====================================================================
+
+%% Smallest B with 2^B >= 2 * 10^Digits.
+bits(Digits) -> bits(Digits, 1).
+
+bits(Digits, B) ->
+    case 1 bsl B >= 2 * pow10(Digits) of
+        true -> B;
+        false -> bits(Digits, B + 1)
+    end.
+
+pow10(0) -> 1;
+pow10(D) -> 10 * pow10(D - 1).
+
+digits(Bits) -> hd([D || D <- [1, 2, 3, 4], bits(D) =:= Bits]).
+
+index(V, Bits) when V < (1 bsl Bits) -> V;
+index(V, Bits) ->
+    S = bit_length(V) - Bits,
+    (S bsl (Bits - 1)) + (V bsr S).
+
+%% Shift of bucket I (0 for the exact region).
+shift(I, Bits) ->
+    H = 1 bsl (Bits - 1),
+    erlang:max(0, (I div H) - 1).
+
+width(I, Bits) -> 1 bsl shift(I, Bits).
+
+lowest(I, Bits) ->
+    S = shift(I, Bits),
+    (I - (S bsl (Bits - 1))) bsl S.
+
+middle(I, Bits) -> lowest(I, Bits) + (width(I, Bits) bsr 1).
+
+%% Number of significant bits of V > 0, by binary search on shifts.
+bit_length(V) -> bit_length(V, 0).
+
+bit_length(V, Acc) when V >= (1 bsl 32) -> bit_length(V bsr 32, Acc + 32);
+bit_length(V, Acc) when V >= (1 bsl 16) -> bit_length(V bsr 16, Acc + 16);
+bit_length(V, Acc) when V >= (1 bsl 8) -> bit_length(V bsr 8, Acc + 8);
+bit_length(V, Acc) when V >= (1 bsl 4) -> bit_length(V bsr 4, Acc + 4);
+bit_length(V, Acc) when V >= 4 -> bit_length(V bsr 2, Acc + 2);
+bit_length(V, Acc) when V >= 2 -> Acc + 2;
+bit_length(V, Acc) -> Acc + V.

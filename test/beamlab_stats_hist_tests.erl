@@ -1,0 +1,118 @@
+%%% @doc EUnit tests of beamlab_stats_hist: layout, precision corners,
+%%% overflow, concurrent recording, reset and the JSON map.
+-module(beamlab_stats_hist_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+snap(Opts, Vs) ->
+    H = beamlab_stats_hist:new(Opts),
+    [beamlab_stats_hist:record(H, V) || V <- Vs],
+    beamlab_stats_hist:snapshot(H).
+
+empty_test() ->
+    S = beamlab_stats_hist:snapshot(beamlab_stats_hist:new()),
+    ?assertEqual(0, beamlab_stats_hist:count(S)),
+    ?assertEqual(undefined, beamlab_stats_hist:mean(S)),
+    ?assertEqual([undefined, undefined], beamlab_stats_hist:percentiles(S, [50, 99])),
+    ?assertEqual(S, beamlab_stats_hist:empty(#{})),
+    ?assertEqual({ok, S}, beamlab_stats_hist:from_map(beamlab_stats_hist:to_map(S))).
+
+small_values_exact_test() ->
+    %% Below 2^bits every value has its own bucket: percentiles are exact.
+    S = snap(#{significant_digits => 2}, lists:seq(0, 255)),
+    ?assertEqual([0, 25, 127, 253, 255],
+                 beamlab_stats_hist:percentiles(S, [0, 10, 50, 99, 100])),
+    ?assertEqual(127.5, beamlab_stats_hist:mean(S)).
+
+bucket_layout_test() ->
+    %% 2 digits -> 8 bits: width 1 up to 255, then width 2, 4, ...
+    S = snap(#{significant_digits => 2}, [255, 256, 257, 511, 512, 1023, 1024]),
+    ?assertEqual([{255, 255, 1}, {256, 257, 2}, {510, 511, 1}, {512, 515, 1},
+                  {1020, 1023, 1}, {1024, 1031, 1}],
+                 beamlab_stats_hist:buckets(S)),
+    ?assertEqual(8, maps:get(bits, S)),
+    ?assertEqual(11, maps:get(bits, snap(#{significant_digits => 3}, []))).
+
+precision_bound_test() ->
+    %% One value per bucket boundary region, far from the exact zone.
+    Vs = [1000003, 123456789, 987654321012, 3 bsl 38],
+    [begin
+         S = snap(#{significant_digits => D}, [V]),
+         %% 1 value: rank 1 is the exact min; use two equal values and P50.
+         S2 = beamlab_stats_hist:merge(S, S),
+         R = beamlab_stats_hist:percentile(S2, 50),
+         ?assertEqual(V, R),
+         %% A value in the middle of a bucket reports the bucket middle.
+         S3 = snap(#{significant_digits => D}, [V, V, V + 1, V + 2, V + 3]),
+         [?assert(abs(P - V) =< V / (2 * math:pow(10, D)))
+          || P <- beamlab_stats_hist:percentiles(S3, [40, 50, 60])]
+     end || V <- Vs, D <- [2, 3]].
+
+overflow_test() ->
+    H = beamlab_stats_hist:new(#{max => 1000}),
+    beamlab_stats_hist:record(H, 10),
+    beamlab_stats_hist:record_n(H, 5000, 3),
+    S = beamlab_stats_hist:snapshot(H),
+    ?assertEqual(4, beamlab_stats_hist:count(S)),
+    ?assertEqual(3, beamlab_stats_hist:overflow(S)),
+    ?assertEqual(1000, beamlab_stats_hist:max(S)),
+    ?assertEqual(3010, beamlab_stats_hist:sum(S)),
+    ?assertEqual(1000, beamlab_stats_hist:percentile(S, 99.9)).
+
+record_n_test() ->
+    H = beamlab_stats_hist:new(#{write_concurrency => false}),
+    beamlab_stats_hist:record_n(H, 7, 5),
+    beamlab_stats_hist:record_n(H, 9, 0),
+    S = beamlab_stats_hist:snapshot(H),
+    ?assertMatch(#{count := 5, sum := 35, min := 7, max := 7}, S).
+
+concurrent_record_test() ->
+    H = beamlab_stats_hist:new(#{significant_digits => 2}),
+    Self = self(),
+    Pids = [spawn_link(fun() ->
+                               [beamlab_stats_hist:record(H, I * 1000 + V)
+                                || V <- lists:seq(1, 1000)],
+                               Self ! {done, self()}
+                       end) || I <- lists:seq(1, 8)],
+    [receive {done, P} -> ok end || P <- Pids],
+    S = beamlab_stats_hist:snapshot(H),
+    ?assertEqual(8000, beamlab_stats_hist:count(S)),
+    ?assertEqual(1001, beamlab_stats_hist:min(S)),
+    ?assertEqual(9000, beamlab_stats_hist:max(S)),
+    ?assertEqual(lists:sum([I * 1000 + V || I <- lists:seq(1, 8),
+                                           V <- lists:seq(1, 1000)]),
+                 beamlab_stats_hist:sum(S)).
+
+reset_test() ->
+    H = beamlab_stats_hist:new(),
+    beamlab_stats_hist:record(H, 123),
+    ok = beamlab_stats_hist:reset(H),
+    ?assertEqual(beamlab_stats_hist:empty(#{}), beamlab_stats_hist:snapshot(H)),
+    beamlab_stats_hist:record(H, 5),
+    ?assertMatch(#{count := 1, min := 5, max := 5},
+                 beamlab_stats_hist:snapshot(H)).
+
+snapshot_survives_term_to_binary_test() ->
+    S = snap(#{}, [1, 20, 300, 4000, 50000]),
+    ?assertEqual(S, binary_to_term(term_to_binary(S))).
+
+from_map_errors_test() ->
+    M = beamlab_stats_hist:to_map(snap(#{}, [1, 2, 3])),
+    ?assertEqual({error, {missing_field, <<"count">>}},
+                 beamlab_stats_hist:from_map(maps:remove(<<"count">>, M))),
+    ?assertEqual({error, {bad_field, <<"count">>}},
+                 beamlab_stats_hist:from_map(M#{<<"count">> => 4})),
+    ?assertEqual({error, {bad_field, <<"buckets">>}},
+                 beamlab_stats_hist:from_map(M#{<<"buckets">> => [[1, -1]]})),
+    ?assertEqual({error, not_a_map}, beamlab_stats_hist:from_map([])),
+    ?assertEqual("histogram: missing field \"count\"",
+                 lists:flatten(beamlab_stats_hist:format_error(
+                                 {missing_field, <<"count">>}))).
+
+bad_options_test() ->
+    ?assertError({badarg, _}, beamlab_stats_hist:new(#{significant_digits => 7})),
+    ?assertError({badarg, _}, beamlab_stats_hist:new(#{max => 0})),
+    ?assertError(function_clause,
+                 beamlab_stats_hist:record(beamlab_stats_hist:new(), -1)),
+    ?assertError({badarg, _},
+                 beamlab_stats_hist:percentile(snap(#{}, [1]), 101)).

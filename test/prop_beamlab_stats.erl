@@ -1,0 +1,253 @@
+%%% @doc PropEr properties of beamlab_stats, beamlab_stats_hist and
+%%% beamlab_stats_reservoir; the `_test_' functions at the end let
+%%% `rebar3 eunit' run them.
+-module(prop_beamlab_stats).
+
+-include_lib("proper/include/proper.hrl").
+-include_lib("eunit/include/eunit.hrl").
+
+-export([prop_percentile_monotone_bounded/0, prop_mean_bounded/0,
+         prop_ci_contains_estimate/0, prop_compare_self/0,
+         prop_compare_shifted/0, prop_t_quantile_inverse/0,
+         prop_hist_precision/0, prop_hist_merge/0, prop_hist_exact_stats/0,
+         prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
+         prop_reservoir/0, prop_reservoir_roundtrip/0]).
+
+%%--------------------------------------------------------------------
+%% Generators
+
+%% Integers and floats mixed, over many magnitudes, zeros included.
+sample() ->
+    oneof([range(-5, 1000), 0, real(),
+           ?LET({M, E}, {float(0.0, 10.0), range(-300, 300)},
+                M * math:pow(10, E))]).
+
+samples() -> non_empty(list(sample())).
+
+positive_samples() ->
+    ?LET(L, vector_between(5, 20, float(1.0, 100.0)), L).
+
+vector_between(Lo, Hi, G) ->
+    ?LET(N, range(Lo, Hi), vector(N, G)).
+
+latency() ->
+    oneof([range(0, 5000), range(0, 1 bsl 20), range(0, 1 bsl 40)]).
+
+latencies() -> list(latency()).
+
+digits() -> oneof([2, 3]).
+
+%%--------------------------------------------------------------------
+%% beamlab_stats
+
+prop_percentile_monotone_bounded() ->
+    ?FORALL({L, P1, P2}, {samples(), float(0.0, 100.0), float(0.0, 100.0)},
+            begin
+                S = lists:sort(L),
+                {Lo, Hi} = {min(P1, P2), max(P1, P2)},
+                VLo = beamlab_stats:percentile(S, Lo),
+                VHi = beamlab_stats:percentile(S, Hi),
+                VLo =< VHi andalso VLo >= hd(S) andalso VHi =< lists:last(S)
+            end).
+
+prop_mean_bounded() ->
+    ?FORALL(L, samples(),
+            begin
+                M = beamlab_stats:mean(L),
+                M >= lists:min(L) andalso M =< lists:max(L)
+            end).
+
+prop_ci_contains_estimate() ->
+    ?FORALL({L, C}, {samples(), oneof([0.8, 0.9, 0.95, 0.99])},
+            begin
+                #{mean := M, median := Med, ci_mean := {L1, H1},
+                  ci_median := {L2, H2}, sd := Sd, n := N} =
+                    beamlab_stats:summary(L, #{confidence => C}),
+                N =:= length(L) andalso Sd >= 0.0 andalso
+                    L1 =< M andalso M =< H1 andalso
+                    L2 =< Med andalso Med =< H2
+            end).
+
+prop_compare_self() ->
+    ?FORALL({L, Better, Test},
+            {samples(), oneof([higher, lower]), oneof([mann_whitney, welch])},
+            begin
+                #{verdict := V} = beamlab_stats:compare(
+                                    L, L, #{better => Better, test => Test}),
+                lists:member(V, [no_difference, too_few_samples])
+            end).
+
+prop_compare_shifted() ->
+    ?FORALL({A, B, Factor, Better, Test},
+            {positive_samples(), positive_samples(), float(2.0, 1.0e6),
+             oneof([higher, lower]), oneof([mann_whitney, welch])},
+            begin
+                %% A shift far beyond the spread (samples lie in [1, 100]).
+                New = [X + 100 * Factor || X <- B],
+                #{verdict := V, change := Ch, ci := {Lo, Hi}} =
+                    beamlab_stats:compare(A, New, #{better => Better,
+                                                    test => Test}),
+                Expected = case Better of
+                               higher -> faster;
+                               lower -> slower
+                           end,
+                ?WHENFAIL(io:format("verdict ~p change ~p~n", [V, Ch]),
+                          V =:= Expected andalso Ch > 1.0 andalso
+                          Lo =< Ch andalso Ch =< Hi)
+            end).
+
+prop_t_quantile_inverse() ->
+    ?FORALL({P, Df}, {float(1.0e-6, 0.999999),
+                      oneof([range(1, 1000), float(0.5, 200.0)])},
+            begin
+                T = beamlab_stats:t_quantile(P, Df),
+                abs(beamlab_stats:t_cdf(T, Df) - P) =< 1.0e-9
+            end).
+
+%%--------------------------------------------------------------------
+%% beamlab_stats_hist
+
+record_all(Opts, Vs) ->
+    H = beamlab_stats_hist:new(Opts#{write_concurrency => false}),
+    [beamlab_stats_hist:record(H, V) || V <- Vs],
+    beamlab_stats_hist:snapshot(H).
+
+nearest_rank(Sorted, N, P) ->
+    lists:nth(max(1, ceil(P * N / 100)), Sorted).
+
+prop_hist_precision() ->
+    ?FORALL({D, Vs, Ps}, {digits(), non_empty(latencies()),
+                          list(float(0.0, 100.0))},
+            begin
+                Snap = record_all(#{significant_digits => D}, Vs),
+                Sorted = lists:sort(Vs),
+                N = length(Vs),
+                AllPs = [0, 50, 99, 99.9, 100 | Ps],
+                Reported = beamlab_stats_hist:percentiles(Snap, AllPs),
+                Bound = 1 / (2 * math:pow(10, D)),
+                lists:all(
+                  fun({P, R}) ->
+                          E = nearest_rank(Sorted, N, P),
+                          abs(R - E) =< Bound * E
+                  end, lists:zip(AllPs, Reported))
+            end).
+
+prop_hist_merge() ->
+    ?FORALL({D, A, B}, {digits(), latencies(), latencies()},
+            begin
+                Opts = #{significant_digits => D},
+                beamlab_stats_hist:merge(record_all(Opts, A),
+                                         record_all(Opts, B))
+                    =:= record_all(Opts, A ++ B)
+            end).
+
+prop_hist_merge_precisions() ->
+    ?FORALL({A, B}, {latencies(), latencies()},
+            begin
+                Coarse = #{significant_digits => 2},
+                Merged = beamlab_stats_hist:merge(
+                           record_all(#{significant_digits => 3}, A),
+                           record_all(Coarse, B)),
+                Merged =:= record_all(Coarse, A ++ B)
+            end).
+
+prop_hist_exact_stats() ->
+    ?FORALL({D, Vs}, {digits(), latencies()},
+            begin
+                Snap = record_all(#{significant_digits => D}, Vs),
+                case Vs of
+                    [] ->
+                        beamlab_stats_hist:count(Snap) =:= 0 andalso
+                            beamlab_stats_hist:min(Snap) =:= undefined andalso
+                            beamlab_stats_hist:mean(Snap) =:= undefined;
+                    _ ->
+                        beamlab_stats_hist:count(Snap) =:= length(Vs) andalso
+                            beamlab_stats_hist:min(Snap) =:= lists:min(Vs) andalso
+                            beamlab_stats_hist:max(Snap) =:= lists:max(Vs) andalso
+                            beamlab_stats_hist:sum(Snap) =:= lists:sum(Vs)
+                end
+            end).
+
+prop_hist_map_roundtrip() ->
+    ?FORALL({D, Vs}, {digits(), latencies()},
+            begin
+                Snap = record_all(#{significant_digits => D}, Vs),
+                Map = beamlab_stats_hist:to_map(Snap),
+                json_like(Map) andalso
+                    beamlab_stats_hist:from_map(Map) =:= {ok, Snap}
+            end).
+
+%% Only what a JSON codec can carry: numbers, lists, maps with binary keys.
+json_like(X) when is_number(X) -> true;
+json_like(L) when is_list(L) -> lists:all(fun json_like/1, L);
+json_like(M) when is_map(M) ->
+    lists:all(fun({K, V}) -> is_binary(K) andalso json_like(V) end,
+              maps:to_list(M));
+json_like(_) -> false.
+
+%%--------------------------------------------------------------------
+%% beamlab_stats_reservoir
+
+prop_reservoir() ->
+    ?FORALL({Cap, Xs, Seed}, {range(1, 20), list(range(-1000, 1000)), integer()},
+            begin
+                R = beamlab_stats_reservoir:add_all(
+                      beamlab_stats_reservoir:new(Cap, #{seed => Seed}), Xs),
+                Kept = beamlab_stats_reservoir:samples(R),
+                Again = beamlab_stats_reservoir:add_all(
+                          beamlab_stats_reservoir:new(Cap, #{seed => Seed}), Xs),
+                S = beamlab_stats_reservoir:summary(R),
+                length(Kept) =:= min(Cap, length(Xs)) andalso
+                    Kept -- Xs =:= [] andalso
+                    beamlab_stats_reservoir:count(R) =:= length(Xs) andalso
+                    Kept =:= beamlab_stats_reservoir:samples(Again) andalso
+                    exact_summary(S, Xs)
+            end).
+
+exact_summary(#{count := 0, mean := undefined}, []) -> true;
+exact_summary(#{mean := M, variance := V, min := Min, max := Max}, Xs) ->
+    abs(M - beamlab_stats:mean(Xs)) =< 1.0e-9 * max(1.0, abs(M)) andalso
+        abs(V - beamlab_stats:variance(Xs)) =< 1.0e-9 * max(1.0, V) andalso
+        Min =:= lists:min(Xs) andalso Max =:= lists:max(Xs).
+
+prop_reservoir_roundtrip() ->
+    ?FORALL({Cap, Xs, Ys, Seed},
+            {range(1, 10), list(integer()), list(integer()), integer()},
+            begin
+                R = beamlab_stats_reservoir:add_all(
+                      beamlab_stats_reservoir:new(Cap, #{seed => Seed}), Xs),
+                Map = beamlab_stats_reservoir:to_map(R),
+                {ok, R2} = beamlab_stats_reservoir:from_map(Map),
+                Cont = fun(Res) -> beamlab_stats_reservoir:to_map(
+                                     beamlab_stats_reservoir:add_all(Res, Ys))
+                       end,
+                json_like(Map) andalso Cont(R) =:= Cont(R2)
+            end).
+
+%%--------------------------------------------------------------------
+%% EUnit wrappers
+
+check(Prop, N) ->
+    ?assertEqual(true, proper:quickcheck(Prop, [{numtests, N}, {to_file, user}])).
+
+stats_props_test_() ->
+    {timeout, 60,
+     [?_test(check(prop_percentile_monotone_bounded(), 300)),
+      ?_test(check(prop_mean_bounded(), 300)),
+      ?_test(check(prop_ci_contains_estimate(), 300)),
+      ?_test(check(prop_compare_self(), 200)),
+      ?_test(check(prop_compare_shifted(), 150)),
+      ?_test(check(prop_t_quantile_inverse(), 300))]}.
+
+hist_props_test_() ->
+    {timeout, 60,
+     [?_test(check(prop_hist_precision(), 150)),
+      ?_test(check(prop_hist_merge(), 100)),
+      ?_test(check(prop_hist_merge_precisions(), 100)),
+      ?_test(check(prop_hist_exact_stats(), 100)),
+      ?_test(check(prop_hist_map_roundtrip(), 100))]}.
+
+reservoir_props_test_() ->
+    {timeout, 60,
+     [?_test(check(prop_reservoir(), 200)),
+      ?_test(check(prop_reservoir_roundtrip(), 200))]}.
