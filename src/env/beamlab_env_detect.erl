@@ -1,0 +1,332 @@
+%%% @doc Pathology detectors: turn a telemetry series, the environment
+%%% report and a result into findings, each with its evidence and advice.
+%%%
+%%% Detectors: scheduler imbalance/collapse, schedulers left offline while
+%%% work waits, cgroup CPU throttling, busy-wait inflating OS CPU, timer
+%%% inaccuracy, a machine overloaded by other processes (steal, load,
+%%% others' CPU) and measurements too noisy to trust. Each looks only at the
+%%% data it is given, so tests can feed real or constructed series.
+-module(beamlab_env_detect).
+
+-export([findings/1, timer_check/0, timer_check/1, format_text/1]).
+
+-type finding() :: #{id := binary(), severity := binary(), title := binary(),
+                     evidence := binary(), advice := binary(), data := map()}.
+-type input() :: #{telemetry => map(), env => map(), result => map(),
+                   timer => map() | skip}.
+-export_type([finding/0]).
+
+%% Thresholds. Busy/idle are per-scheduler utilisation in percent.
+-define(BUSY, 80).
+-define(IDLE, 20).
+-define(CONSECUTIVE, 3).
+-define(REL_CI, 0.05).
+-define(CV, 0.10).
+-define(TIMER_MEDIAN_US, 2000).
+
+%% @doc All findings for the given data. Missing inputs skip the detectors
+%% that need them. `timer' is a {@link timer_check/1} result; when absent a
+%% short check runs now, `skip' disables it.
+-spec findings(input()) -> [finding()].
+findings(In) ->
+    T = maps:get(telemetry, In, #{}),
+    Env = maps:get(env, In, #{}),
+    Result = maps:get(result, In, #{}),
+    Timer = case maps:get(timer, In, undefined) of
+                undefined -> timer_check();
+                Tc -> Tc
+            end,
+    lists:append([scheduler_imbalance(T), schedulers_offline(T, Env), throttling(T, Env),
+                  busy_wait(T), timer(Timer), overloaded(T, Env), noisy(Result)]).
+
+%%--------------------------------------------------------------------
+%% Schedulers
+%%--------------------------------------------------------------------
+
+%% Some online schedulers busy, others idle, runnable work queued: the
+%% load is not spreading (collapse, as seen on some cloud instance types).
+scheduler_imbalance(T) ->
+    Online = online(T),
+    Rows = per_sample(T),
+    Hit = fun(#{utils := U, rq := Rq}) ->
+                  On = lists:sublist(U, Online),
+                  Rq > 0 andalso lists:any(fun(X) -> X >= ?BUSY end, On)
+                      andalso lists:any(fun(X) -> X =< ?IDLE end, On)
+          end,
+    case longest_run(Hit, Rows) of
+        Run when length(Run) >= ?CONSECUTIVE ->
+            Idle = lists:max([length([X || X <- lists:sublist(U, Online), X =< ?IDLE])
+                              || #{utils := U} <- Run]),
+            #{t := T0} = hd(Run),
+            #{t := T1} = lists:last(Run),
+            MaxRq = lists:max([Rq || #{rq := Rq} <- Run]),
+            [finding(<<"scheduler_imbalance">>,
+                     case Idle * 2 >= Online of true -> <<"critical">>; false -> <<"warning">> end,
+                     "Scheduler imbalance: runnable work waits while schedulers idle",
+                     io_lib:format("for ~b consecutive samples (~.1f-~.1f s) up to ~b of ~b online "
+                                   "schedulers were idle (<= ~b%) while others were busy and up to ~b "
+                                   "processes waited in run queues; per-scheduler utilisation at ~.1f s: ~s",
+                                   [length(Run), T0 / 1000, T1 / 1000, Idle, Online, ?IDLE, MaxRq,
+                                    T0 / 1000, utils_text(maps:get(utils, hd(Run)), Online)]),
+                     "Work is not spreading over the schedulers. Compare scheduler settings in fresh VMs "
+                     "with `beamlab matrix`: fewer schedulers (+S N), binding (+sbt db / +sbt ns), "
+                     "utilisation balancing (+sub true), no load compaction (+scl false), busy wait (+sbwt). "
+                     "Also check for processes pinned to one scheduler and for long NIFs.",
+                     #{samples => length(Run), from_ms => T0, to_ms => T1,
+                       max_idle => Idle, online => Online, max_run_queue => MaxRq})];
+        _ -> []
+    end.
+
+%% All online schedulers busy, work queued, and schedulers left offline
+%% (e.g. +S 8:1 or system_flag(schedulers_online, 1)).
+schedulers_offline(T, Env) ->
+    Online = online(T),
+    Total = maps:get(normal, maps:get(schedulers, T, #{}), Online),
+    Cpus = case maps:get(cpu, Env, #{}) of
+               #{logical_processors_available := N} when is_integer(N) -> N;
+               _ -> Total
+           end,
+    Hit = fun(#{utils := U, rq := Rq}) ->
+                  Rq > 0 andalso lists:all(fun(X) -> X >= ?BUSY end, lists:sublist(U, Online))
+          end,
+    case Online < min(Total, Cpus) andalso longest_run(Hit, per_sample(T)) of
+        Run when is_list(Run), length(Run) >= ?CONSECUTIVE ->
+            MaxRq = lists:max([Rq || #{rq := Rq} <- Run]),
+            [finding(<<"schedulers_offline">>, <<"warning">>,
+                     "Schedulers offline while work waits",
+                     io_lib:format("only ~b of ~b schedulers were online (~b CPUs available); all online "
+                                   "ones were busy and up to ~b processes waited for ~b consecutive samples",
+                                   [Online, Total, Cpus, MaxRq, length(Run)]),
+                     "Bring more schedulers online (+S N:N or erlang:system_flag(schedulers_online, N)) "
+                     "unless the limit is deliberate; `beamlab matrix --sweep-schedulers` shows the scaling.",
+                     #{online => Online, total => Total, cpus => Cpus, samples => length(Run),
+                       max_run_queue => MaxRq})];
+        _ -> []
+    end.
+
+%%--------------------------------------------------------------------
+%% OS: cgroup, busy wait, overload
+%%--------------------------------------------------------------------
+
+throttling(T, Env) ->
+    Throttled = sum(maps:get(cgroup_nr_throttled, T, [])),
+    Periods = sum(maps:get(cgroup_nr_periods, T, [])),
+    Usec = sum(maps:get(cgroup_throttled_usec, T, [])),
+    case Throttled > 0 of
+        true ->
+            Share = case Periods of 0 -> 1.0; _ -> Throttled / Periods end,
+            Quota = case maps:get(cgroup, Env, #{}) of
+                        #{quota_cores := Q} when is_number(Q) -> io_lib:format("; quota ~.2f cores", [Q * 1.0]);
+                        _ -> ""
+                    end,
+            [finding(<<"cgroup_throttling">>,
+                     case Share >= 0.1 of true -> <<"critical">>; false -> <<"warning">> end,
+                     "CPU throttled by the cgroup quota",
+                     io_lib:format("throttled in ~b of ~b scheduling periods (~.1f%), ~.1f ms of CPU "
+                                   "time withheld during the run~s",
+                                   [Throttled, Periods, 100 * Share, Usec / 1000, Quota]),
+                     "The container's CPU quota stalls the VM in bursts, which shows as latency spikes "
+                     "and lower throughput. Raise the quota, or match the schedulers to it (+S N with N = "
+                     "quota cores, +sbwt none so spinning does not burn quota).",
+                     #{nr_throttled => Throttled, nr_periods => Periods, throttled_usec => Usec})];
+        false -> []
+    end.
+
+%% The OS charges busy-waiting to the VM; scheduler_wall_time does not count
+%% it as active. A large gap means spinning (or non-scheduler threads).
+busy_wait(T) ->
+    Os = nums(maps:get(os_cpu_cores, T, [])),
+    Busy = nums(maps:get(scheduler_busy_cores, T, [])),
+    case {Os, Busy} of
+        {[_, _, _ | _], [_ | _]} when length(Os) =:= length(Busy) ->
+            MeanOs = mean(Os),
+            MeanBusy = mean(Busy),
+            Gap = MeanOs - MeanBusy,
+            case Gap >= 0.25 andalso MeanOs >= 1.3 * MeanBusy of
+                true ->
+                    [finding(<<"busy_wait">>, <<"warning">>,
+                             "Busy-wait inflates OS CPU",
+                             io_lib:format("the OS charged the VM ~.2f cores on average while its schedulers "
+                                           "did work for ~.2f cores: ~.2f cores (~b%) went to spinning "
+                                           "schedulers or other VM threads",
+                                           [MeanOs, MeanBusy, Gap, round(100 * Gap / MeanOs)]),
+                             "OS CPU (top, cloud billing, cgroup quota) overstates the load. On a shared "
+                             "machine or under a quota try +sbwt none +sbwtdcpu none +sbwtdio none; on a "
+                             "dedicated machine spinning buys latency and is harmless.",
+                             #{os_cpu_cores => MeanOs, scheduler_busy_cores => MeanBusy})];
+                false -> []
+            end;
+        _ -> []
+    end.
+
+overloaded(T, Env) ->
+    Cpus = case maps:get(cpu, Env, #{}) of
+               #{logical_processors_online := N} when is_integer(N) -> N;
+               _ -> erlang:system_info(logical_processors_online)
+           end,
+    Steal = mean(nums(maps:get(steal_pct, T, []))),
+    Load = case nums(maps:get(load1, T, [])) of
+               [] -> case maps:get(load, Env, #{}) of
+                         #{load1 := L} when is_number(L) -> L;
+                         _ -> 0
+                     end;
+               Ls -> lists:max(Ls)
+           end,
+    %% CPU used on the machine by everything but this VM, in cores.
+    Others = case {nums(maps:get(machine_cpu_pct, T, [])), nums(maps:get(os_cpu_cores, T, []))} of
+                 {[_ | _] = M, [_ | _] = O} when length(M) =:= length(O) ->
+                     max(0.0, mean(M) * Cpus / 100 - mean(O));
+                 _ -> 0.0
+             end,
+    Reasons = [io_lib:format("steal time ~.1f% (the hypervisor ran other guests)", [Steal]) || Steal >= 5]
+        ++ [io_lib:format("load average ~.2f above ~b CPUs", [Load * 1.0, Cpus]) || Load > Cpus]
+        ++ [io_lib:format("other processes used ~.2f of ~b CPUs", [Others, Cpus]) || Others >= 0.5 * Cpus],
+    case Reasons of
+        [] -> [];
+        _ ->
+            [finding(<<"machine_overloaded">>,
+                     case Steal >= 20 orelse Load > 2 * Cpus of true -> <<"critical">>; false -> <<"warning">> end,
+                     "The machine is busy with other work",
+                     lists:join("; ", Reasons),
+                     "Numbers measured now are not comparable with a quiet machine. Stop other jobs, use "
+                     "a dedicated or larger instance (steal), or interleave and repeat runs so drift hits "
+                     "every variant (`beamlab matrix -n`).",
+                     #{steal_pct => Steal, load1 => Load, cpus => Cpus, others_cores => Others})]
+    end.
+
+%%--------------------------------------------------------------------
+%% Timer
+%%--------------------------------------------------------------------
+
+%% @doc {@link timer_check/1} with 20 sleeps of 1 ms.
+-spec timer_check() -> map().
+timer_check() ->
+    timer_check(#{}).
+
+%% @doc Sleep `samples' times for `sleep_ms' and measure the overshoot of
+%% each wake-up in microseconds (median, p90, max, mean).
+-spec timer_check(#{samples => pos_integer(), sleep_ms => pos_integer()}) -> map().
+timer_check(Opts) ->
+    N = maps:get(samples, Opts, 20),
+    Ms = maps:get(sleep_ms, Opts, 1),
+    Over = lists:sort([begin
+                           T0 = erlang:monotonic_time(microsecond),
+                           receive after Ms -> ok end,
+                           erlang:monotonic_time(microsecond) - T0 - Ms * 1000
+                       end || _ <- lists:seq(1, N)]),
+    #{sleep_ms => Ms, samples => N,
+      overshoot_us => #{median => lists:nth((N + 1) div 2, Over),
+                        p90 => lists:nth(max(1, (N * 9 + 9) div 10), Over),
+                        max => lists:last(Over),
+                        mean => lists:sum(Over) / N}}.
+
+timer(skip) -> [];
+timer(#{overshoot_us := #{median := Med, max := Max}, sleep_ms := Ms} = C) when Med > ?TIMER_MEDIAN_US ->
+    [finding(<<"timer_inaccuracy">>,
+             case Med > 10 * ?TIMER_MEDIAN_US of true -> <<"critical">>; false -> <<"warning">> end,
+             "Timers fire late",
+             io_lib:format("~b sleeps of ~b ms overshot by ~b us (median), ~b us (max)",
+                           [maps:get(samples, C), Ms, Med, Max]),
+             "Timeouts, `receive after` and rate-limited loads run slow: the schedulers are overloaded "
+             "(long run queues, NIFs without yielding) or the OS deschedules the VM (quota, steal). "
+             "Check run queues and throttling findings.",
+             C)];
+timer(_) -> [].
+
+%%--------------------------------------------------------------------
+%% Noise
+%%--------------------------------------------------------------------
+
+noisy(Result) ->
+    lists:append([noisy_bench(B) || B <- maps:get(benchmarks, Result, []), is_map(B)]).
+
+noisy_bench(#{stats := #{mean := Mean} = S} = B) when is_number(Mean), Mean /= 0 ->
+    Cv = case S of #{cv := C} when is_number(C) -> C; _ -> 0 end,
+    RelCi = case ci(maps:get(ci_mean, S, undefined)) of
+                {Lo, Hi} -> abs(Hi - Lo) / 2 / abs(Mean);
+                undefined -> 0
+            end,
+    Name = maps:get(name, B, <<"benchmark">>),
+    case RelCi > ?REL_CI orelse Cv > ?CV of
+        true ->
+            [finding(<<"noisy_measurement">>,
+                     case RelCi > 4 * ?REL_CI orelse Cv > 4 * ?CV of true -> <<"critical">>; false -> <<"warning">> end,
+                     ["Measurement too noisy to trust: ", Name],
+                     io_lib:format("~ts: confidence interval of the mean is +/-~.1f% of the mean, "
+                                   "cv ~.1f% over ~p samples (limits: +/-~b%, cv ~b%)",
+                                   [Name, 100 * RelCi, 100 * Cv, maps:get(n, S, length(maps:get(samples, B, []))),
+                                    round(100 * ?REL_CI), round(100 * ?CV)]),
+                     "Take more samples (-s) or longer ones (-d), run in a fresh isolated VM (-i), pin "
+                     "the VM to CPUs (taskset, +sbt db), stop other load, and compare with repetitions "
+                     "(`beamlab matrix -n`).",
+                     #{benchmark => Name, rel_ci => RelCi, cv => Cv})];
+        false -> []
+    end;
+noisy_bench(_) -> [].
+
+%% The CI may be a tuple in memory, a list after JSON, or a map.
+ci({Lo, Hi}) when is_number(Lo), is_number(Hi) -> {Lo, Hi};
+ci([Lo, Hi]) when is_number(Lo), is_number(Hi) -> {Lo, Hi};
+ci(#{lo := Lo, hi := Hi}) -> ci({Lo, Hi});
+ci(_) -> undefined.
+
+%%--------------------------------------------------------------------
+%% Text
+%%--------------------------------------------------------------------
+
+%% @doc Findings as text for the end of a run; empty when there are none.
+-spec format_text([finding()]) -> iolist().
+format_text(Findings) ->
+    [io_lib:format("~ts: ~ts~n  evidence: ~ts~n  advice: ~ts~n",
+                   [string:uppercase(S), Title, E, A])
+     || #{severity := S, title := Title, evidence := E, advice := A} <- Findings].
+
+%%--------------------------------------------------------------------
+%% Helpers
+%%--------------------------------------------------------------------
+
+finding(Id, Sev, Title, Evidence, Advice, Data) ->
+    #{id => Id, severity => Sev, title => bin(Title), evidence => bin(Evidence),
+      advice => bin(Advice), data => Data}.
+
+online(T) ->
+    case maps:get(schedulers, T, #{}) of
+        #{online := O} -> O;
+        _ -> erlang:system_info(schedulers_online)
+    end.
+
+%% [#{t, utils, rq}] per sample.
+per_sample(T) ->
+    Utils = maps:get(util_schedulers, T, []),
+    Rqs = maps:get(run_queue, T, []),
+    Ts = maps:get(t_ms, T, lists:seq(1, length(Utils))),
+    case length(Utils) =:= length(Rqs) andalso length(Rqs) =:= length(Ts) of
+        true -> [#{t => Tm, utils => nums(U), rq => Rq}
+                 || {Tm, U, Rq} <- lists:zip3(Ts, Utils, Rqs), is_list(U), is_number(Rq)];
+        false -> []
+    end.
+
+%% The longest run of consecutive elements satisfying Pred.
+longest_run(Pred, L) ->
+    {Best, Cur} = lists:foldl(fun(X, {B, C}) ->
+                                      case Pred(X) of
+                                          true -> {B, [X | C]};
+                                          false -> {longer(B, C), []}
+                                      end
+                              end, {[], []}, L),
+    lists:reverse(longer(Best, Cur)).
+
+longer(A, B) when length(B) > length(A) -> B;
+longer(A, _) -> A.
+
+utils_text(U, Online) ->
+    ["[", lists:join(" ", [integer_to_list(round(X)) || X <- lists:sublist(U, Online)]), "]"].
+
+nums(L) -> [X || X <- L, is_number(X)].
+
+sum(L) -> lists:sum(nums(L)).
+
+mean([]) -> 0.0;
+mean(L) -> lists:sum(L) / length(L).
+
+bin(X) -> unicode:characters_to_binary(X).

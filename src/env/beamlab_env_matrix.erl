@@ -1,0 +1,424 @@
+%%% @doc The VM-configuration matrix: run one beamlab command in a fresh VM
+%%% per configuration (emulator arguments, `erl' executable, wrapper
+%%% command such as `taskset'), repeat with interleaved order (A1 B1 A2 B2
+%%% ...) so machine drift spreads over every configuration, and compare the
+%%% repetitions' primary values against a baseline configuration.
+%%%
+%%% Every run also returns the VM's own `beamlab_env:report()', which is
+%%% kept per configuration: it proves which flags the VM really ran with
+%%% (e.g. the scheduler count of a `+S 2' VM). A configuration whose VM
+%%% fails to start is reported with its error; the others go on.
+-module(beamlab_env_matrix).
+
+-export([configs/1, parse_range/1, read_grid/1, run/2, format_text/1, format_error/1]).
+
+-type config() :: #{name := binary(), args := [string()],
+                    erl := string() | undefined, wrap := [string()] | undefined}.
+-type run_out() :: #{exit := integer(), result := map() | undefined, env := map()}.
+-type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
+-type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
+                  baseline => binary() | undefined, sweep => boolean()}.
+-export_type([config/0, spec/0, runner/0]).
+
+%%--------------------------------------------------------------------
+%% Configurations
+%%--------------------------------------------------------------------
+
+%% @doc The configurations of a grid: the cross product of the VM argument
+%% sets (`vm', plus `+S K:K' for each K of `sweep'), the `erl' executables
+%% and the wrappers. A missing dimension contributes one default entry;
+%% wrapper "none" means no wrapper. Wrappers must be executable.
+-spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
+                wrap => [string()]}) -> {ok, [config()]} | {error, term()}.
+configs(Dims) ->
+    Vms = [split(V) || V <- maps:get(vm, Dims, [])]
+        ++ [["+S", io_lib:format("~b:~b", [K, K])] || K <- maps:get(sweep, Dims, [])],
+    Erls = maps:get(erl, Dims, []),
+    Wraps = [case split(W) of
+                 ["none"] -> none;
+                 [] -> none;
+                 Ws -> Ws
+             end || W <- maps:get(wrap, Dims, [])],
+    case check_execs(Erls, [hd(W) || W <- Wraps, W =/= none]) of
+        ok ->
+            Cs = [config([lists:flatten(X) || X <- A], E, W)
+                  || A <- default([[]], Vms), E <- default([undefined], Erls),
+                     W <- default([none], Wraps)],
+            Names = [maps:get(name, C) || C <- Cs],
+            case Names -- lists:usort(Names) of
+                [] -> {ok, Cs};
+                [Dup | _] -> {error, {duplicate_config, Dup}}
+            end;
+        Error -> Error
+    end.
+
+config(Args, Erl, Wrap) ->
+    Parts = [string:join(Args, " ") || Args =/= []]
+        ++ ["erl=" ++ Erl || Erl =/= undefined]
+        ++ ["wrap=" ++ string:join(Wrap, " ") || Wrap =/= none],
+    Name = case Parts of
+               [] -> <<"default">>;
+               _ -> unicode:characters_to_binary(lists:join(" ", Parts))
+           end,
+    #{name => Name, args => Args, erl => Erl,
+      wrap => case Wrap of none -> undefined; _ -> Wrap end}.
+
+default(D, []) -> D;
+default(_, L) -> L.
+
+split(S) -> beamlab_peer:split_args(lists:flatten(S)).
+
+check_execs(Erls, Wrappers) ->
+    Missing = [{erl_not_found, E} || E <- Erls, not is_exec(E)]
+        ++ [{wrapper_not_found, W} || W <- Wrappers, os:find_executable(W) =:= false],
+    case Missing of
+        [] -> ok;
+        [M | _] -> {error, M}
+    end.
+
+is_exec(Path) ->
+    case lists:member($/, Path) of
+        true -> filelib:is_regular(Path);
+        false -> os:find_executable(Path) =/= false
+    end.
+
+%% @doc "1..4" -> [1,2,3,4]; "1,2,4" -> [1,2,4]; "1..max" ends at the
+%% logical processors available.
+-spec parse_range(string()) -> {ok, [pos_integer()]} | {error, term()}.
+parse_range(S) ->
+    try
+        Ks = lists:append(
+               [case string:split(Part, "..") of
+                    [A, "max"] -> lists:seq(list_to_integer(A), cpus());
+                    [A, B] -> lists:seq(list_to_integer(A), list_to_integer(B));
+                    [A] -> [list_to_integer(A)]
+                end || Part <- string:lexemes(S, ",")]),
+        case Ks =/= [] andalso lists:all(fun(K) -> K >= 1 andalso K =< 1024 end, Ks) of
+            true -> {ok, lists:usort(Ks)};
+            false -> {error, {bad_range, S}}
+        end
+    catch error:_ -> {error, {bad_range, S}}
+    end.
+
+cpus() ->
+    case erlang:system_info(logical_processors_available) of
+        N when is_integer(N) -> N;
+        _ -> erlang:system_info(schedulers)
+    end.
+
+%% @doc Read a grid file of Erlang terms:
+%% `{vm, "+S 1"}.' `{sweep, "1..4"}.' `{erl, "/opt/otp26/bin/erl"}.'
+%% `{wrap, "taskset -c 0"}.' `{baseline, "+S 1"}.' `{repeat, 5}.'
+%% `{command, ["suite", "ping_pong"]}.' Every key may repeat where it makes
+%% sense; the result has the shape of the `configs/1' dimensions plus
+%% `baseline', `repeat' and `command'.
+-spec read_grid(file:filename()) -> {ok, map()} | {error, term()}.
+read_grid(File) ->
+    case file:consult(File) of
+        {ok, Terms} -> grid(Terms, #{});
+        {error, Reason} -> {error, {grid_file, File, Reason}}
+    end.
+
+grid([], Acc) -> {ok, Acc};
+grid([{Key, V} | Rest], Acc) when Key =:= vm; Key =:= erl; Key =:= wrap ->
+    case io_lib:char_list(V) of
+        true -> grid(Rest, maps:update_with(Key, fun(L) -> L ++ [V] end, [V], Acc));
+        false -> {error, {bad_grid_term, {Key, V}}}
+    end;
+grid([{sweep, V} | Rest], Acc) ->
+    case parse_range(V) of
+        {ok, Ks} -> grid(Rest, maps:update_with(sweep, fun(L) -> L ++ Ks end, Ks, Acc));
+        Error -> Error
+    end;
+grid([{baseline, V} | Rest], Acc) when is_list(V) ->
+    grid(Rest, Acc#{baseline => unicode:characters_to_binary(V)});
+grid([{repeat, N} | Rest], Acc) when is_integer(N), N >= 1 ->
+    grid(Rest, Acc#{repeat => N});
+grid([{command, Argv} | Rest], Acc) when is_list(Argv) ->
+    case lists:all(fun io_lib:char_list/1, Argv) of
+        true -> grid(Rest, Acc#{command => Argv});
+        false -> {error, {bad_grid_term, {command, Argv}}}
+    end;
+grid([T | _], _) -> {error, {bad_grid_term, T}}.
+
+%%--------------------------------------------------------------------
+%% Running
+%%--------------------------------------------------------------------
+
+%% @doc Run the matrix. `runner' (default: a fresh VM per run through
+%% `beamlab_peer') runs the command for one configuration; `progress' gets
+%% one line per run.
+-spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
+          {ok, map()} | {error, term()}.
+run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
+    Runner = maps:get(runner, Opts, fun run_in_vm/2),
+    Progress = maps:get(progress, Opts, fun(_) -> ok end),
+    Baseline = case maps:get(baseline, Spec, undefined) of
+                   undefined -> maps:get(name, hd(Configs));
+                   B -> B
+               end,
+    case lists:member(Baseline, [maps:get(name, C) || C <- Configs]) of
+        false -> {error, {unknown_baseline, Baseline}};
+        true ->
+            Runs = interleave(Configs, R, Argv, Runner, Progress),
+            {ok, result(Spec#{baseline => Baseline}, Runs)}
+    end.
+
+%% Rep 1 of every configuration, then rep 2, ... A configuration whose VM
+%% failed to start is not retried. Returns [{Config, Rep, Outcome}].
+interleave(Configs, R, Argv, Runner, Progress) ->
+    Order = [{Rep, C} || Rep <- lists:seq(1, R), C <- Configs],
+    {Runs, _} =
+        lists:foldl(
+          fun({Rep, #{name := Name} = C}, {Acc, Dead}) ->
+                  case lists:member(Name, Dead) orelse interrupted() of
+                      true -> {Acc, Dead};
+                      false ->
+                          Out = Runner(C, Argv),
+                          Progress(progress_line(Name, Rep, R, Out)),
+                          Dead1 = case Out of
+                                      {error, _} -> [Name | Dead];
+                                      {ok, _} -> Dead
+                                  end,
+                          {[{Name, Rep, Out} | Acc], Dead1}
+                  end
+          end, {[], []}, Order),
+    lists:reverse(Runs).
+
+progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
+    io_lib:format("[~ts] rep ~b/~b done (~b schedulers online)~n",
+                  [Name, Rep, R, online(Env)]);
+progress_line(Name, Rep, R, {ok, #{exit := Code}}) ->
+    io_lib:format("[~ts] rep ~b/~b: command exited with ~b~n", [Name, Rep, R, Code]);
+progress_line(Name, Rep, R, {error, E}) ->
+    io_lib:format("[~ts] rep ~b/~b: ~ts~n", [Name, Rep, R, format_error(E)]).
+
+interrupted() ->
+    %% The CLI's interrupt flag; absent when used as a library.
+    exported(beamlab_cli_signal, interrupted, 0) andalso beamlab_cli_signal:interrupted().
+
+exported(M, F, A) ->
+    _ = code:ensure_loaded(M),
+    erlang:function_exported(M, F, A).
+
+%% The matrix result document: one benchmark per configuration and inner
+%% metric, whose samples are the repetitions' primary values.
+result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs) ->
+    Sweep = maps:get(sweep, Spec, false),
+    PerConfig = [{C, [Out || {N, _, Out} <- Runs, N =:= maps:get(name, C)]} || C <- Configs],
+    Values = maps:from_list([{maps:get(name, C), primary_values(Outs)} || {C, Outs} <- PerConfig]),
+    BaseVals = maps:get(Base, Values),
+    BaseEnv = last_env(proplists:get_value(Base, [{maps:get(name, C), O} || {C, O} <- PerConfig])),
+    Benchmarks =
+        [bench(C, Metric, Info, Vals, base_values(Metric, BaseVals), Base, Sweep,
+               online(last_env(Outs)), online(BaseEnv))
+         || {C, Outs} <- PerConfig,
+            {Metric, {Info, Vals}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
+    Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec, ["matrix", "--" | Argv]),
+                                       params => #{repeat => R, baseline => Base, sweep => Sweep,
+                                                   inner_command => [bin(A) || A <- Argv],
+                                                   order => <<"interleaved">>}}),
+    Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
+    beamlab_result:finish(Doc1#{extra => #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}},
+                          #{partial => interrupted()}).
+
+base_values(Metric, BaseVals) ->
+    case BaseVals of
+        #{Metric := {_, Vs}} -> Vs;
+        _ -> undefined
+    end.
+
+%% Per inner metric: {Info, [primary value per successful repetition]}.
+primary_values(Outs) ->
+    lists:foldl(
+      fun({ok, #{exit := 0, result := #{benchmarks := Bs}}}, Acc) ->
+              lists:foldl(fun(B, A) ->
+                                  case primary(B) of
+                                      undefined -> A;
+                                      V ->
+                                          Name = maps:get(name, B),
+                                          Info = maps:with([unit, better, metric], B),
+                                          maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [V]} end,
+                                                           {Info, [V]}, A)
+                                  end
+                          end, Acc, Bs);
+         (_, Acc) -> Acc
+      end, #{}, Outs).
+
+%% A repetition's primary value: the mean of its samples.
+primary(#{stats := #{mean := M}}) when is_number(M) -> M;
+primary(#{samples := [_ | _] = S}) -> lists:sum(S) / length(S);
+primary(_) -> undefined.
+
+bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSched) ->
+    Better = case maps:get(better, Info, <<"higher">>) of
+                 <<"lower">> -> lower;
+                 _ -> higher
+             end,
+    Cmp = case BaseVals of
+              undefined -> #{};
+              _ when Name =:= Base -> #{};
+              %% Repetitions' means are close to normal, and with a few
+              %% repetitions Mann-Whitney cannot reach significance at all
+              %% (n = 3 + 3 gives p >= 0.1): Welch decides.
+              _ -> #{comparison => beamlab_stats:compare(BaseVals, Vals,
+                                                         #{better => Better, test => welch})}
+          end,
+    Scaling = case Sweep andalso is_integer(Sched) andalso is_integer(BaseSched)
+                  andalso BaseVals =/= undefined andalso mean(Vals) /= 0 andalso mean(BaseVals) /= 0 of
+                  true ->
+                      Speedup = case Better of
+                                    higher -> mean(Vals) / mean(BaseVals);
+                                    lower -> mean(BaseVals) / mean(Vals)
+                                end,
+                      #{speedup => Speedup, efficiency => Speedup / (Sched / BaseSched)};
+                  false -> #{}
+              end,
+    beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
+                             Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
+                                  unit => maps:get(unit, Info, <<>>), better => Better,
+                                  params => #{config => Name},
+                                  extra => Scaling#{schedulers_online => Sched,
+                                                    inner_benchmark => Metric}}).
+
+config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
+    Errors = [format_run_error(O) || O <- Outs, not ok_run(O)],
+    Env = last_env(Outs),
+    #{name => Name, args => [bin(A) || A <- Args],
+      erl => case Erl of undefined -> null; _ -> bin(Erl) end,
+      wrap => case Wrap of undefined -> null; _ -> [bin(W) || W <- Wrap] end,
+      runs => length(Outs), ok_runs => length([O || O <- Outs, ok_run(O)]),
+      status => case {Outs, Errors} of
+                    {[], _} -> <<"not run">>;
+                    {_, []} -> <<"ok">>;
+                    _ -> <<"failed">>
+                end,
+      errors => Errors,
+      schedulers_online => online(Env),
+      env => case Env of undefined -> null; _ -> Env end}.
+
+ok_run({ok, #{exit := 0}}) -> true;
+ok_run(_) -> false.
+
+format_run_error({ok, #{exit := Code}}) ->
+    bin(io_lib:format("command exited with status ~b", [Code]));
+format_run_error({error, E}) ->
+    bin(format_error(E)).
+
+last_env(Outs) ->
+    case [Env || {ok, #{env := Env}} <- Outs, is_map(Env)] of
+        [] -> undefined;
+        Envs -> lists:last(Envs)
+    end.
+
+online(#{schedulers := #{online := N}}) -> N;
+online(_) -> null.
+
+%% One run in a fresh VM: start it, run the command through the CLI's
+%% programmatic entry (quiet: the document is returned, not printed), take
+%% the VM's own env report, stop it.
+run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
+    PeerOpts = maps:from_list([{args, Args}]
+                              ++ [{exec, Erl} || Erl =/= undefined]
+                              ++ [{wrapper, Wrap} || Wrap =/= undefined]),
+    case beamlab_peer:start(PeerOpts) of
+        {ok, Vm} ->
+            try
+                {Code, Result} = beamlab_peer:call(Vm, beamlab_cli, run_command,
+                                                   [Argv, #{quiet => true}], infinity),
+                Env = beamlab_peer:call(Vm, beamlab_env, report, [], 60000),
+                {ok, #{exit => Code, result => Result, env => Env}}
+            catch
+                Class:Reason -> {error, {vm_failed, Class, Reason}}
+            after
+                beamlab_peer:stop(Vm)
+            end;
+        {error, Reason} ->
+            {error, {vm_start, Reason}}
+    end.
+
+%%--------------------------------------------------------------------
+%% Output
+%%--------------------------------------------------------------------
+
+%% @doc The matrix as text: configuration x metric with the mean of the
+%% repetitions, its confidence interval, the change against the baseline
+%% with its interval and verdict, the scheduler count each VM reported, and
+%% speedup/efficiency for scheduler sweeps; then failed configurations.
+-spec format_text(map()) -> iolist().
+format_text(#{benchmarks := Bs, params := #{baseline := Base} = P, extra := #{configs := Cs}}) ->
+    Sweep = maps:get(sweep, P, false),
+    Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
+              "change CI", "verdict", "schedulers"]
+        ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
+    Rows = [row(B, Base, Sweep) || B <- Bs],
+    Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
+              || #{name := N, errors := Es} <- Cs, Es =/= []],
+    [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
+                   [maps:get(repeat, P), Base]),
+     beamlab_format_table:render(Header, Rows,
+                                 #{align => [left, left, right, right, right, left, left, right, right, right]}),
+     case Failed of
+         [] -> [];
+         _ -> ["\nfailed runs:\n" | Failed]
+     end].
+
+row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
+      extra := X} = B, Base, Sweep) ->
+    {Change, Ci, Verdict} =
+        case {G, B} of
+            {Base, _} -> {"baseline", "", ""};
+            {_, #{comparison := #{change := C, ci := {CLo, CHi}, verdict := V}}} when is_number(C) ->
+                {pct(C), [pct(CLo), " .. ", pct(CHi)], atom_to_list(V)};
+            {_, #{comparison := #{verdict := V}}} -> {"", "", atom_to_list(V)};
+            _ -> {"", "", ""}
+        end,
+    Rel = case Mean == 0 of
+              true -> "";
+              false -> ["+/-", beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
+          end,
+    [G, maps:get(inner_benchmark, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
+     case maps:get(schedulers_online, X) of null -> "?"; N -> integer_to_list(N) end]
+        ++ case Sweep of
+               true -> [case X of #{speedup := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,
+                        case X of #{efficiency := E} -> io_lib:format("~b%", [round(100 * E)]); _ -> "" end];
+               false -> []
+           end.
+
+pct(X) -> [case X >= 0 of true -> "+"; false -> "" end, beamlab_format_units:percent(X)].
+
+%% @doc One line for each error of this module.
+-spec format_error(term()) -> iolist().
+format_error({duplicate_config, Name}) ->
+    io_lib:format("configuration \"~ts\" is given twice", [Name]);
+format_error({erl_not_found, E}) ->
+    io_lib:format("--erl ~ts: no such executable", [E]);
+format_error({wrapper_not_found, W}) ->
+    io_lib:format("--wrap: ~ts is not installed (not found on PATH)", [W]);
+format_error({bad_range, S}) ->
+    io_lib:format("bad scheduler range \"~ts\" (use 1..4, 1,2,4 or 1..max)", [S]);
+format_error({grid_file, File, Reason}) ->
+    io_lib:format("~ts: ~ts", [File, file:format_error(Reason)]);
+format_error({bad_grid_term, T}) ->
+    io_lib:format("grid file: unknown or malformed term ~0p", [T]);
+format_error({unknown_baseline, B}) ->
+    io_lib:format("baseline \"~ts\" is not one of the configurations", [B]);
+format_error({vm_start, Reason}) ->
+    ["the VM did not start: ", peer_error(Reason)];
+format_error({vm_failed, Class, Reason}) ->
+    io_lib:format("the VM failed while running: ~p:~0p", [Class, Reason]);
+format_error(Other) ->
+    io_lib:format("~0p", [Other]).
+
+peer_error(Reason) ->
+    case exported(beamlab_peer, format_error, 1) of
+        true -> beamlab_peer:format_error(Reason);
+        false -> io_lib:format("~0p", [Reason])
+    end.
+
+mean(L) -> lists:sum(L) / length(L).
+
+bin(B) when is_binary(B) -> B;
+bin(A) when is_atom(A) -> atom_to_binary(A);
+bin(L) -> unicode:characters_to_binary(L).
+

@@ -1,0 +1,352 @@
+%%% @doc Live VM telemetry: a process that samples the VM every interval
+%%% (default 1 s) and keeps a time series of what explains a benchmark:
+%%% scheduler utilisation (total and per scheduler, normal/dirty CPU/dirty
+%%% IO, from `scheduler_wall_time_all' deltas), run queues, process/port/ETS
+%%% counts, memory by type, reductions and GC per second, the job's own
+%%% rates, the OS-visible CPU time of the VM, cgroup throttling, steal time,
+%%% load average and, with `msacc => true', microstate accounting.
+%%%
+%%% The monitor measures its own cost (time spent sampling per second of
+%%% wall time, reductions it used) so a reader can judge the disturbance.
+%%% `scheduler_wall_time' is enabled for this process only (the flag is
+%%% reference counted per process); microstate accounting is global and is
+%%% restored to its previous state when the monitor stops.
+%%%
+%%% With `print => true' one aligned line per sample goes to stderr.
+-module(beamlab_env_telemetry).
+-behaviour(gen_server).
+
+-export([start_link/1, stop/1, last/1, header/1, line/2]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+
+-type opts() :: #{interval => pos_integer(), print => boolean(),
+                  rates => fun(() -> [{binary() | atom() | string(), number()}]),
+                  msacc => boolean(), root => file:filename()}.
+-type series() :: #{atom() => term()}.
+-export_type([opts/0, series/0]).
+
+-record(st, {interval :: pos_integer(),
+             print :: boolean(),
+             rates :: undefined | fun(() -> [{term(), number()}]),
+             msacc :: boolean(),
+             root :: file:filename(),
+             t0 :: integer(),
+             tick = 0 :: non_neg_integer(),
+             timer :: reference() | undefined,
+             old_swt = false :: boolean(),
+             old_msacc = false :: boolean(),
+             shape :: map(),
+             prev :: map(),
+             samples = [] :: [map()]}).
+
+%% @doc Start sampling. Options: `interval' (ms, default 1000), `print'
+%% (default false), `rates' (a fun returning cumulative counters; their
+%% per-second rates are recorded), `msacc' (default false), `root' (where
+%% /proc and /sys are, default "/").
+-spec start_link(opts()) -> {ok, pid()} | {error, term()}.
+start_link(Opts) ->
+    gen_server:start_link(?MODULE, Opts, []).
+
+%% @doc Take a final sample, stop the monitor and return the series: a
+%% JSON-safe map of lists, one element per sample.
+-spec stop(pid()) -> series().
+stop(Pid) ->
+    gen_server:call(Pid, stop, infinity).
+
+%% @doc The latest sample (single values), or `undefined' before the first.
+-spec last(pid()) -> map() | undefined.
+last(Pid) ->
+    gen_server:call(Pid, last, infinity).
+
+%%--------------------------------------------------------------------
+%% gen_server
+%%--------------------------------------------------------------------
+
+%% @private
+-spec init(opts()) -> {ok, #st{}}.
+init(Opts) ->
+    Interval = maps:get(interval, Opts, 1000),
+    Msacc = maps:get(msacc, Opts, false),
+    OldSwt = erlang:system_flag(scheduler_wall_time, true),
+    OldMsacc = case Msacc of
+                   true ->
+                       Old = erlang:system_flag(microstate_accounting, true),
+                       _ = erlang:system_flag(microstate_accounting, reset),
+                       Old;
+                   false -> false
+               end,
+    process_flag(trap_exit, true),
+    Shape = #{normal => erlang:system_info(schedulers),
+              online => erlang:system_info(schedulers_online),
+              dirty_cpu => sysinfo(dirty_cpu_schedulers, 0),
+              dirty_io => sysinfo(dirty_io_schedulers, 0)},
+    St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
+              rates = maps:get(rates, Opts, undefined), msacc = Msacc,
+              root = maps:get(root, Opts, "/"), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
+              t0 = now_ms(), prev = #{}},
+    St = St0#st{prev = raw(St0)},
+    _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
+    {ok, schedule(St)}.
+
+%% @private
+-spec handle_call(stop | last, gen_server:from(), #st{}) ->
+          {reply, term(), #st{}} | {stop, normal, series(), #st{}}.
+handle_call(stop, _From, St) ->
+    %% A short tail (< 1/4 interval) would give a noisy last point: drop it.
+    St1 = case now_ms() - maps:get(t, St#st.prev) >= St#st.interval div 4 of
+              true -> sample(St);
+              false -> St
+          end,
+    {stop, normal, series(St1), St1};
+handle_call(last, _From, St = #st{samples = []}) ->
+    {reply, undefined, St};
+handle_call(last, _From, St = #st{samples = [S | _]}) ->
+    {reply, S, St}.
+
+%% @private
+-spec handle_cast(term(), #st{}) -> {noreply, #st{}}.
+handle_cast(_, St) ->
+    {noreply, St}.
+
+%% @private
+-spec handle_info(term(), #st{}) -> {noreply, #st{}} | {stop, term(), #st{}}.
+handle_info({timeout, Ref, tick}, St = #st{timer = Ref}) ->
+    {noreply, schedule(sample(St))};
+handle_info({'EXIT', _, Reason}, St) ->
+    {stop, Reason, St};
+handle_info(_, St) ->
+    {noreply, St}.
+
+%% @private
+-spec terminate(term(), #st{}) -> ok.
+terminate(_Reason, #st{msacc = Msacc, old_swt = OldSwt, old_msacc = Old}) ->
+    _ = OldSwt orelse erlang:system_flag(scheduler_wall_time, false),
+    _ = Msacc andalso erlang:system_flag(microstate_accounting, Old),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Sampling
+%%--------------------------------------------------------------------
+
+%% Absolute timer targets: sampling does not drift by its own cost.
+schedule(St = #st{t0 = T0, tick = K, interval = I}) ->
+    Ref = erlang:start_timer(T0 + (K + 1) * I, self(), tick, [{abs, true}]),
+    St#st{timer = Ref, tick = K + 1}.
+
+sample(St = #st{prev = Prev, samples = Samples, print = Print}) ->
+    Start = erlang:monotonic_time(microsecond),
+    Raw = raw(St),
+    S0 = derive(Prev, Raw, St),
+    CostUs = erlang:monotonic_time(microsecond) - Start,
+    {reductions, MonReds} = process_info(self(), reductions),
+    DtUs = max(1, (maps:get(t, Raw) - maps:get(t, Prev)) * 1000),
+    S = S0#{monitor_cost_pct => 100 * CostUs / DtUs,
+            monitor_reductions => MonReds - maps:get(mon_reds, Prev, MonReds)},
+    _ = Print andalso io:put_chars(standard_error, line(line_info(St), S)),
+    St#st{prev = Raw#{mon_reds => MonReds}, samples = [S | Samples]}.
+
+%% Cumulative counters at one instant.
+raw(#st{rates = Rates, msacc = Msacc, root = Root}) ->
+    {Reds, _} = erlang:statistics(reductions),
+    {GCs, _, _} = erlang:statistics(garbage_collection),
+    M = #{t => now_ms(),
+          swt => lists:sort(erlang:statistics(scheduler_wall_time_all)),
+          reds => Reds, gcs => GCs,
+          rq => erlang:statistics(run_queue_lengths_all),
+          processes => erlang:system_info(process_count),
+          ports => erlang:system_info(port_count),
+          ets => ets_count(),
+          memory => maps:from_list(erlang:memory()),
+          rates => case Rates of
+                       undefined -> [];
+                       F -> [{label(L), C} || {L, C} <- F()]
+                   end},
+    Os = [{os_cpu_us, beamlab_env:process_cpu_ticks(Root)},
+          {cgroup, beamlab_env:cgroup_cpu_stat(Root)},
+          {cpu_times, beamlab_env:cpu_times(Root)},
+          {load, beamlab_env:loadavg(Root)}],
+    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os])),
+    case Msacc of
+        true -> M1#{msacc => msacc_totals()};
+        false -> M1
+    end.
+
+%% One sample from two cumulative snapshots.
+derive(P, R, #st{t0 = T0, shape = Shape}) ->
+    DtMs = max(1, maps:get(t, R) - maps:get(t, P)),
+    PerS = fun(D) -> D * 1000 / DtMs end,
+    #{normal := N, online := Online, dirty_cpu := DC} = Shape,
+    Util = [{Id, pct(A1 - A0, W1 - W0)}
+            || {{Id, A0, W0}, {Id, A1, W1}} <- lists:zip(maps:get(swt, P), maps:get(swt, R))],
+    Normal = [U || {Id, U} <- Util, Id =< N],
+    DirtyCpu = [U || {Id, U} <- Util, Id > N, Id =< N + DC],
+    DirtyIo = [U || {Id, U} <- Util, Id > N + DC],
+    {RqNormal, RqRest} = lists:split(N, maps:get(rq, R)),
+    Base = #{t_ms => maps:get(t, R) - T0,
+             util => mean(lists:sublist(Normal, Online)),
+             util_schedulers => Normal,
+             util_dirty_cpu => mean(DirtyCpu),
+             util_dirty_io => mean(DirtyIo),
+             scheduler_busy_cores => lists:sum(Normal ++ DirtyCpu ++ DirtyIo) / 100,
+             run_queue => lists:sum(RqNormal),
+             run_queues => RqNormal,
+             run_queue_dirty_cpu => nth_or_zero(1, RqRest),
+             run_queue_dirty_io => nth_or_zero(2, RqRest),
+             processes => maps:get(processes, R),
+             ports => maps:get(ports, R),
+             ets_tables => maps:get(ets, R),
+             memory => maps:get(memory, R),
+             reductions_per_s => PerS(maps:get(reds, R) - maps:get(reds, P)),
+             gc_per_s => PerS(maps:get(gcs, R) - maps:get(gcs, P)),
+             rates => maps:from_list(
+                        [{L, PerS(C - proplists:get_value(L, maps:get(rates, P), C))}
+                         || {L, C} <- maps:get(rates, R)])},
+    lists:foldl(fun(F, Acc) -> maps:merge(Acc, F(P, R, DtMs)) end, Base,
+                [fun os_cpu/3, fun cgroup/3, fun machine/3, fun msacc/3]).
+
+%% CPU time the OS charged to the VM, in cores (1.0 = one CPU all the time).
+os_cpu(#{os_cpu_us := A}, #{os_cpu_us := B}, DtMs) ->
+    #{os_cpu_cores => (B - A) / (DtMs * 1000)};
+os_cpu(_, _, _) -> #{}.
+
+cgroup(#{cgroup := A}, #{cgroup := B}, _) ->
+    #{cgroup_nr_periods => maps:get(nr_periods, B) - maps:get(nr_periods, A),
+      cgroup_nr_throttled => maps:get(nr_throttled, B) - maps:get(nr_throttled, A),
+      cgroup_throttled_usec => maps:get(throttled_usec, B) - maps:get(throttled_usec, A)};
+cgroup(_, _, _) -> #{}.
+
+%% Whole-machine view from /proc/stat: steal and non-idle share.
+machine(P, R, _) ->
+    M = case {P, R} of
+            {#{cpu_times := A}, #{cpu_times := B}} ->
+                D = maps:map(fun(K, V) -> V - maps:get(K, A, V) end, B),
+                Total = lists:sum(maps:values(D)),
+                Idle = maps:get(idle, D, 0) + maps:get(iowait, D, 0),
+                #{steal_pct => pct(maps:get(steal, D, 0), Total),
+                  machine_cpu_pct => pct(Total - Idle, Total)};
+            _ -> #{}
+        end,
+    case R of
+        #{load := #{load1 := L1}} -> M#{load1 => L1};
+        _ -> M
+    end.
+
+msacc(#{msacc := A}, #{msacc := B}, _) ->
+    D = maps:map(fun(K, V) -> V - maps:get(K, A, 0) end, B),
+    Total = lists:sum(maps:values(D)),
+    #{msacc => maps:map(fun(_, V) -> pct(V, Total) end, D)};
+msacc(_, _, _) -> #{}.
+
+%% Microstate counters summed over the normal scheduler threads. The BIF
+%% behind the `msacc' tool is part of erts, so it works in the escript too.
+msacc_totals() ->
+    case erlang:statistics(microstate_accounting) of
+        undefined -> #{};
+        Threads ->
+            lists:foldl(fun(#{type := scheduler, counters := C}, Acc) ->
+                                maps:fold(fun(K, V, A) -> maps:update_with(K, fun(X) -> X + V end, V, A) end,
+                                          Acc, C);
+                           (_, Acc) -> Acc
+                        end, #{}, Threads)
+    end.
+
+%%--------------------------------------------------------------------
+%% Series
+%%--------------------------------------------------------------------
+
+%% Samples (newest first) -> one list per metric, maps of lists for the
+%% nested metrics (memory, rates, msacc).
+series(#st{samples = Rev, interval = I, shape = Shape, msacc = Msacc}) ->
+    Samples = lists:reverse(Rev),
+    Keys = lists:usort(lists:append([maps:keys(S) || S <- Samples])),
+    Nested = [memory, rates, msacc],
+    Flat = maps:from_list([{K, [maps:get(K, S, null) || S <- Samples]}
+                           || K <- Keys, not lists:member(K, Nested)]),
+    Sub = maps:from_list([{K, columns([maps:get(K, S, #{}) || S <- Samples])}
+                          || K <- Nested, lists:member(K, Keys)]),
+    maps:merge(Flat, Sub#{interval_ms => I, samples => length(Samples),
+                          schedulers => Shape, msacc_enabled => Msacc}).
+
+columns(Maps) ->
+    Keys = lists:usort(lists:append([maps:keys(M) || M <- Maps])),
+    maps:from_list([{K, [maps:get(K, M, null) || M <- Maps]} || K <- Keys]).
+
+%%--------------------------------------------------------------------
+%% Printing
+%%--------------------------------------------------------------------
+
+line_info(#st{shape = Shape, rates = Rates, prev = Prev}) ->
+    Labels = case Rates of
+                 undefined -> [];
+                 _ -> [L || {L, _} <- maps:get(rates, Prev, [])]
+             end,
+    Shape#{labels => Labels}.
+
+%% @doc The header line for `print': `Info' is the scheduler shape plus
+%% the rate labels.
+-spec header(map()) -> iolist().
+header(#{labels := Labels} = Info) ->
+    io_lib:format("~8s ~-*s ~5s ~5s ~6s ~7s ~9s ~9s ~7s~ts ~6s~n",
+                  ["time", util_width(Info), "util [per scheduler]", "dcpu", "dio", "runq",
+                   "procs", "memory", "reds/s", "gc/s",
+                   [io_lib:format(" ~12ts", [L]) || L <- Labels], "mon"]).
+
+%% @doc One aligned line for a sample.
+-spec line(map(), map()) -> iolist().
+line(#{labels := Labels} = Info, S) ->
+    Per = per_scheduler(maps:get(util_schedulers, S), maps:get(online, Info)),
+    Util = io_lib:format("~3b% [~s]", [round(maps:get(util, S)), Per]),
+    io_lib:format("~7.1fs ~-*s ~4b% ~4b% ~6b ~7b ~9ts ~9ts ~7ts~ts ~5.2f%~n",
+                  [maps:get(t_ms, S) / 1000, util_width(Info), Util,
+                   round(maps:get(util_dirty_cpu, S)), round(maps:get(util_dirty_io, S)),
+                   maps:get(run_queue, S), maps:get(processes, S),
+                   beamlab_format_units:bytes(maps:get(total, maps:get(memory, S))),
+                   beamlab_format_units:count(round(maps:get(reductions_per_s, S))),
+                   beamlab_format_units:count(round(maps:get(gc_per_s, S))),
+                   [io_lib:format(" ~12ts", [beamlab_format_units:rate(maps:get(L, maps:get(rates, S), 0))])
+                    || L <- Labels],
+                   maps:get(monitor_cost_pct, S)]).
+
+%% Up to 16 online schedulers are listed; more are condensed to counts.
+per_scheduler(Utils, Online) ->
+    On = [round(U) || U <- lists:sublist(Utils, Online)],
+    case length(On) =< 16 of
+        true -> lists:join(" ", [io_lib:format("~3b", [U]) || U <- On]);
+        false ->
+            Busy = length([U || U <- On, U >= 80]),
+            Idle = length([U || U <- On, U =< 20]),
+            io_lib:format("busy ~b idle ~b of ~b", [Busy, Idle, length(On)])
+    end.
+
+util_width(#{online := Online}) when Online =< 16 -> 8 + 4 * Online;
+util_width(_) -> 32.
+
+%%--------------------------------------------------------------------
+%% Helpers
+%%--------------------------------------------------------------------
+
+pct(_, 0) -> 0.0;
+pct(A, B) -> 100 * A / B.
+
+mean([]) -> 0.0;
+mean(L) -> lists:sum(L) / length(L).
+
+nth_or_zero(N, L) when length(L) >= N -> lists:nth(N, L);
+nth_or_zero(_, _) -> 0.
+
+label(L) when is_binary(L) -> L;
+label(L) when is_atom(L) -> atom_to_binary(L);
+label(L) -> unicode:characters_to_binary(io_lib:format("~ts", [L])).
+
+ets_count() ->
+    try erlang:system_info(ets_count)
+    catch error:badarg -> length(ets:all())
+    end.
+
+sysinfo(Item, Default) ->
+    try erlang:system_info(Item)
+    catch error:badarg -> Default
+    end.
+
+now_ms() ->
+    erlang:monotonic_time(millisecond).

@@ -1,0 +1,126 @@
+-module(beamlab_env_detect_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+-define(QUIET_TIMER, #{sleep_ms => 1, samples => 20,
+                       overshoot_us => #{median => 80, p90 => 120, max => 300, mean => 90.0}}).
+
+ids(Fs) -> [maps:get(id, F) || F <- Fs].
+
+%% A series of N samples on a 4-scheduler VM; Overrides replace metrics.
+series(N, Overrides) ->
+    maps:merge(#{schedulers => #{normal => 4, online => 4, dirty_cpu => 4, dirty_io => 10},
+                 t_ms => [I * 1000 || I <- lists:seq(1, N)],
+                 util_schedulers => lists:duplicate(N, [95.0, 97.0, 96.0, 98.0]),
+                 run_queue => lists:duplicate(N, 2),
+                 os_cpu_cores => lists:duplicate(N, 3.9),
+                 scheduler_busy_cores => lists:duplicate(N, 3.86),
+                 steal_pct => lists:duplicate(N, 0.0),
+                 machine_cpu_pct => lists:duplicate(N, 97.0),
+                 load1 => lists:duplicate(N, 3.5),
+                 cgroup_nr_periods => lists:duplicate(N, 10),
+                 cgroup_nr_throttled => lists:duplicate(N, 0),
+                 cgroup_throttled_usec => lists:duplicate(N, 0)}, Overrides).
+
+env() -> #{cpu => #{logical_processors_online => 4, logical_processors_available => 4}}.
+
+find(Series) ->
+    beamlab_env_detect:findings(#{telemetry => Series, env => env(), timer => ?QUIET_TIMER}).
+
+healthy_is_quiet_test() ->
+    ?assertEqual([], find(series(10, #{}))),
+    %% idle VM: nothing queued, nothing busy
+    ?assertEqual([], find(series(10, #{util_schedulers => lists:duplicate(10, [0.0, 1.0, 0.0, 0.0]),
+                                       run_queue => lists:duplicate(10, 0),
+                                       os_cpu_cores => lists:duplicate(10, 0.01),
+                                       scheduler_busy_cores => lists:duplicate(10, 0.01),
+                                       machine_cpu_pct => lists:duplicate(10, 1.0),
+                                       load1 => lists:duplicate(10, 0.1)}))),
+    %% empty input: nothing to say
+    ?assertEqual([], beamlab_env_detect:findings(#{timer => skip})).
+
+imbalance_needs_three_consecutive_samples_test() ->
+    Bad = [100.0, 0.0, 0.0, 100.0],
+    Good = [90.0, 90.0, 90.0, 90.0],
+    Two = series(6, #{util_schedulers => [Bad, Bad, Good, Bad, Bad, Good]}),
+    ?assertEqual([], find(Two)),
+    Three = series(6, #{util_schedulers => [Good, Bad, Bad, Bad, Good, Good]}),
+    [F] = find(Three),
+    ?assertMatch(#{id := <<"scheduler_imbalance">>, severity := <<"critical">>,
+                   data := #{samples := 3, from_ms := 2000, to_ms := 4000, max_idle := 2}}, F),
+    ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"[100 0 0 100]">>)),
+    %% idle schedulers but nothing runnable: quiet
+    ?assertEqual([], find(series(6, #{util_schedulers => lists:duplicate(6, Bad),
+                                      run_queue => lists:duplicate(6, 0)}))).
+
+schedulers_offline_test() ->
+    S = series(5, #{schedulers => #{normal => 4, online => 1, dirty_cpu => 4, dirty_io => 10},
+                    util_schedulers => lists:duplicate(5, [100.0, 0.0, 0.0, 0.0]),
+                    run_queue => lists:duplicate(5, 7),
+                    os_cpu_cores => lists:duplicate(5, 1.0),
+                    scheduler_busy_cores => lists:duplicate(5, 1.0),
+                    machine_cpu_pct => lists:duplicate(5, 26.0)}),
+    [F] = find(S),
+    ?assertMatch(#{id := <<"schedulers_offline">>, data := #{online := 1, total := 4, max_run_queue := 7}}, F).
+
+throttling_test() ->
+    S = series(5, #{cgroup_nr_throttled => [0, 3, 4, 0, 1],
+                    cgroup_throttled_usec => [0, 30000, 41000, 0, 9000]}),
+    Env = (env())#{cgroup => #{quota_cores => 1.5}},
+    [F] = beamlab_env_detect:findings(#{telemetry => S, env => Env, timer => skip}),
+    ?assertMatch(#{id := <<"cgroup_throttling">>, severity := <<"critical">>,
+                   data := #{nr_throttled := 8, nr_periods := 50, throttled_usec := 80000}}, F),
+    ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"quota 1.50 cores">>)).
+
+busy_wait_test() ->
+    S = series(5, #{os_cpu_cores => lists:duplicate(5, 2.0),
+                    scheduler_busy_cores => lists:duplicate(5, 0.6),
+                    util_schedulers => lists:duplicate(5, [15.0, 15.0, 15.0, 15.0]),
+                    run_queue => lists:duplicate(5, 0)}),
+    [F] = find(S),
+    ?assertMatch(#{id := <<"busy_wait">>}, F),
+    ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"2.00 cores">>)).
+
+overloaded_test() ->
+    Steal = series(5, #{steal_pct => lists:duplicate(5, 25.0)}),
+    [F] = find(Steal),
+    ?assertMatch(#{id := <<"machine_overloaded">>, severity := <<"critical">>}, F),
+    Others = series(5, #{os_cpu_cores => lists:duplicate(5, 0.5),
+                         scheduler_busy_cores => lists:duplicate(5, 0.5),
+                         util_schedulers => lists:duplicate(5, [50.0, 0.0, 0.0, 0.0]),
+                         run_queue => lists:duplicate(5, 0),
+                         machine_cpu_pct => lists:duplicate(5, 90.0),
+                         load1 => lists:duplicate(5, 6.0)}),
+    [G] = find(Others),
+    ?assertNotEqual(nomatch, binary:match(maps:get(evidence, G), <<"load average 6.00 above 4 CPUs">>)),
+    ?assertNotEqual(nomatch, binary:match(maps:get(evidence, G), <<"other processes used 3.10 of 4 CPUs">>)).
+
+timer_test() ->
+    Late = #{sleep_ms => 1, samples => 20,
+             overshoot_us => #{median => 4000, p90 => 9000, max => 12000, mean => 5000.0}},
+    [F] = beamlab_env_detect:findings(#{timer => Late}),
+    ?assertMatch(#{id := <<"timer_inaccuracy">>, severity := <<"warning">>}, F),
+    ?assertEqual([], beamlab_env_detect:findings(#{timer => ?QUIET_TIMER})).
+
+timer_check_test() ->
+    #{samples := 5, sleep_ms := 2, overshoot_us := #{median := Med, max := Max, p90 := P90}} =
+        beamlab_env_detect:timer_check(#{samples => 5, sleep_ms => 2}),
+    ?assert(Med =< P90 andalso P90 =< Max),
+    %% a sleep never returns early
+    ?assert(Med >= 0).
+
+noisy_test() ->
+    Result = #{benchmarks =>
+                   [#{name => <<"tight">>, stats => #{mean => 100.0, cv => 0.01, n => 50,
+                                                      ci_mean => {99.5, 100.5}}},
+                    #{name => <<"wide_ci">>, stats => #{mean => 100.0, cv => 0.08, n => 5,
+                                                        ci_mean => [88.0, 112.0]}},
+                    #{name => <<"high_cv">>, stats => #{mean => 10.0, cv => 0.5, n => 1000,
+                                                        ci_mean => {9.9, 10.1}}}]},
+    Fs = beamlab_env_detect:findings(#{result => Result, timer => skip}),
+    ?assertEqual([<<"noisy_measurement">>, <<"noisy_measurement">>], ids(Fs)),
+    [W, H] = Fs,
+    ?assertMatch(#{data := #{benchmark := <<"wide_ci">>}, severity := <<"warning">>}, W),
+    ?assertNotEqual(nomatch, binary:match(maps:get(evidence, W), <<"+/-12.0%">>)),
+    ?assertMatch(#{data := #{benchmark := <<"high_cv">>}, severity := <<"critical">>}, H),
+    Text = iolist_to_binary(beamlab_env_detect:format_text(Fs)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"WARNING: Measurement too noisy to trust: wide_ci">>)).

@@ -1,0 +1,101 @@
+-module(beamlab_env_matrix_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+names(Cs) -> [maps:get(name, C) || C <- Cs].
+
+configs_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2  +sbt db"]}),
+    ?assertEqual([<<"+S 1">>, <<"+S 2 +sbt db">>], names(Cs)),
+    ?assertMatch([#{args := ["+S", "1"], erl := undefined, wrap := undefined} | _], Cs),
+    {ok, Sweep} = beamlab_env_matrix:configs(#{sweep => [1, 2, 4]}),
+    ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>, <<"+S 4:4">>], names(Sweep)),
+    {ok, [D]} = beamlab_env_matrix:configs(#{}),
+    ?assertEqual(<<"default">>, maps:get(name, D)),
+    Erl = os:find_executable("erl"),
+    {ok, Cross} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"], erl => [Erl],
+                                               wrap => ["none", "env"]}),
+    ?assertEqual(4, length(Cross)),
+    ?assertEqual(<<"+S 2 erl=", (list_to_binary(Erl))/binary, " wrap=env">>, lists:last(names(Cross))).
+
+configs_errors_test() ->
+    ?assertEqual({error, {wrapper_not_found, "no-such-wrapper-xyz"}},
+                 beamlab_env_matrix:configs(#{wrap => ["no-such-wrapper-xyz -c 0"]})),
+    ?assertEqual({error, {erl_not_found, "/nonexistent/bin/erl"}},
+                 beamlab_env_matrix:configs(#{erl => ["/nonexistent/bin/erl"]})),
+    ?assertEqual({error, {duplicate_config, <<"+S 1">>}},
+                 beamlab_env_matrix:configs(#{vm => ["+S 1", "+S  1"]})),
+    ?assertNotEqual([], beamlab_env_matrix:format_error({wrapper_not_found, "x"})).
+
+parse_range_test_() ->
+    [?_assertEqual({ok, [1, 2, 3, 4]}, beamlab_env_matrix:parse_range("1..4")),
+     ?_assertEqual({ok, [1, 2, 4]}, beamlab_env_matrix:parse_range("4,1,2")),
+     ?_assertMatch({ok, [1 | _]}, beamlab_env_matrix:parse_range("1..max")),
+     ?_assertEqual({error, {bad_range, "0..2"}}, beamlab_env_matrix:parse_range("0..2")),
+     ?_assertEqual({error, {bad_range, "a..b"}}, beamlab_env_matrix:parse_range("a..b"))].
+
+read_grid_test() ->
+    File = filename:join("/tmp", "beamlab_grid_" ++ os:getpid() ++ ".config"),
+    ok = file:write_file(File, "{vm, \"+S 1\"}.\n{vm, \"+S 2\"}.\n{sweep, \"3..4\"}.\n"
+                               "{baseline, \"+S 2\"}.\n{repeat, 4}.\n{command, [\"run\", \"ok.\"]}.\n"),
+    ?assertEqual({ok, #{vm => ["+S 1", "+S 2"], sweep => [3, 4], baseline => <<"+S 2">>,
+                        repeat => 4, command => ["run", "ok."]}},
+                 beamlab_env_matrix:read_grid(File)),
+    ok = file:write_file(File, "{colour, blue}.\n"),
+    ?assertEqual({error, {bad_grid_term, {colour, blue}}}, beamlab_env_matrix:read_grid(File)),
+    ok = file:write_file(File, "{vm, \"+S 1\"\n"),
+    ?assertMatch({error, {grid_file, _, _}}, beamlab_env_matrix:read_grid(File)),
+    file:delete(File).
+
+%% A runner that records the call order and answers like a VM with
+%% K schedulers whose throughput is 100 * K (+ a little noise).
+fake_runner(Log) ->
+    fun(#{name := <<"broken">>}, _Argv) ->
+            Log ! {ran, <<"broken">>},
+            {error, {vm_start, timeout}};
+       (#{name := Name, args := ["+S", KK]}, Argv) ->
+            Log ! {ran, Name},
+            ["run", "x"] = Argv,
+            K = list_to_integer(hd(string:split(KK, ":"))),
+            V = 100.0 * K + rand:uniform(),
+            {ok, #{exit => 0, env => #{schedulers => #{online => K}},
+                   result => #{benchmarks => [#{name => <<"x">>, unit => <<"ops/s">>,
+                                                better => <<"higher">>,
+                                                stats => #{mean => V}}]}}}
+    end.
+
+collect(Acc) ->
+    receive {ran, N} -> collect([N | Acc])
+    after 0 -> lists:reverse(Acc)
+    end.
+
+interleaved_and_failures_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{sweep => [1, 2]}),
+    Broken = #{name => <<"broken">>, args => [], erl => undefined, wrap => undefined},
+    Spec = #{configs => Cs ++ [Broken], command => ["run", "x"], repeat => 3, sweep => true},
+    {ok, R} = beamlab_env_matrix:run(Spec, #{runner => fake_runner(self())}),
+    %% A1 B1 C1 A2 B2 A3 B3: interleaved, the broken VM is not retried
+    ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>, <<"broken">>,
+                  <<"+S 1:1">>, <<"+S 2:2">>, <<"+S 1:1">>, <<"+S 2:2">>], collect([])),
+    #{kind := <<"matrix">>, benchmarks := [B1, B2], params := #{baseline := <<"+S 1:1">>},
+      extra := #{configs := [_, _, BrokenInfo]}} = R,
+    ?assertEqual(3, length(maps:get(samples, B1))),
+    ?assertNot(maps:is_key(comparison, B1)),
+    ?assertMatch(#{comparison := #{verdict := faster}}, B2),
+    #{extra := #{speedup := S, efficiency := E, schedulers_online := 2}} = B2,
+    ?assert(S > 1.98 andalso S < 2.02),
+    ?assert(E > 0.99 andalso E < 1.01),
+    ?assertMatch(#{status := <<"failed">>, runs := 1, ok_runs := 0, env := null,
+                   errors := [<<"the VM did not start: timeout">>]}, BrokenInfo),
+    Text = unicode:characters_to_binary(beamlab_env_matrix:format_text(R)),
+    io:format(user, "~ts", [Text]),
+    [?assertNotEqual(nomatch, binary:match(Text, P))
+     || P <- [<<"speedup">>, <<"efficiency">>, <<"baseline">>, <<"faster">>,
+              <<"broken: the VM did not start: timeout">>]],
+    %% the document survives JSON
+    #{kind := <<"matrix">>} = beamlab_result:normalize(R).
+
+unknown_baseline_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
+    ?assertEqual({error, {unknown_baseline, <<"+S 9">>}},
+                 beamlab_env_matrix:run(#{configs => Cs, command => ["run", "x"], repeat => 1,
+                                          baseline => <<"+S 9">>}, #{runner => fake_runner(self())})).

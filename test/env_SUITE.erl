@@ -1,0 +1,226 @@
+%%% Common Test suite for the environment lab: the env report of this
+%%% machine, the telemetry series, detectors provoked on purpose in fresh
+%%% VMs (and quiet on healthy runs).
+-module(env_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1]).
+-export([env_report_here/1, telemetry_series_shape/1, telemetry_restores_flags/1,
+         collapse_provoked/1, schedulers_offline_provoked/1, healthy_run_quiet/1,
+         throttling_from_fake_cgroup/1, noisy_result/1, timer_provoked_and_quiet/1]).
+%% run inside peer VMs
+-export([busy/1, busy_pinned/2, observe/2]).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() ->
+    [env_report_here, telemetry_series_shape, telemetry_restores_flags,
+     collapse_provoked, schedulers_offline_provoked, healthy_run_quiet,
+     throttling_from_fake_cgroup, noisy_result, timer_provoked_and_quiet].
+
+init_per_suite(Config) -> Config.
+end_per_suite(_Config) -> ok.
+
+%%--------------------------------------------------------------------
+
+env_report_here(_Config) ->
+    R = beamlab_env:report(),
+    #{schedulers := #{online := Online, total := Total}, cpu := Cpu, os := Os} = R,
+    ?assertEqual(erlang:system_info(schedulers_online), Online),
+    ?assertEqual(erlang:system_info(schedulers), Total),
+    ?assertEqual(erlang:system_info(logical_processors_available),
+                 maps:get(logical_processors_available, Cpu)),
+    {ok, Host} = inet:gethostname(),
+    ?assertEqual(list_to_binary(Host), maps:get(hostname, Os)),
+    case os:type() of
+        {unix, linux} ->
+            ?assert(is_integer(maps:get(threads, Cpu))),
+            ?assert(is_binary(maps:get(model, Cpu)));
+        _ -> ok
+    end,
+    Text = iolist_to_binary(beamlab_env:format_text(R)),
+    ct:log("~ts", [Text]),
+    ?assertNotEqual(nomatch, binary:match(Text, maps:get(erts, maps:get(otp, R)))).
+
+telemetry_series_shape(_Config) ->
+    C = counters:new(1, []),
+    W = spawn(fun() -> count_loop(C) end),
+    {ok, P} = beamlab_env_telemetry:start_link(#{interval => 200, msacc => true,
+                                                 rates => fun() -> [{<<"ops">>, counters:get(C, 1)}] end}),
+    timer:sleep(1100),
+    Last = beamlab_env_telemetry:last(P),
+    ?assert(is_map(Last)),
+    S = beamlab_env_telemetry:stop(P),
+    exit(W, kill),
+    #{samples := N, t_ms := Ts, util := U, util_schedulers := Per, run_queue := Rq,
+      memory := #{total := Mem}, rates := #{<<"ops">> := Ops}, msacc := Msacc,
+      monitor_cost_pct := Cost, reductions_per_s := Reds} = S,
+    ?assert(N >= 5),
+    [?assertEqual(N, length(L)) || L <- [Ts, U, Per, Rq, Mem, Ops, Cost, Reds]],
+    ?assertEqual(lists:sort(Ts), Ts),
+    [?assertEqual(erlang:system_info(schedulers), length(P1)) || P1 <- Per],
+    %% the counting loop keeps about one scheduler busy
+    ?assert(lists:max(U) > 20),
+    ?assert(lists:min(Ops) > 0),
+    ?assert(lists:all(fun(X) -> X >= 0 andalso X < 50 end, Cost)),
+    ?assert(lists:member(emulator, maps:keys(Msacc))),
+    ct:log("~p", [S]).
+
+telemetry_restores_flags(_Config) ->
+    false = erlang:system_flag(microstate_accounting, false),
+    {ok, P} = beamlab_env_telemetry:start_link(#{interval => 100, msacc => true}),
+    ?assertEqual(true, erlang:system_flag(microstate_accounting, true)),
+    _ = beamlab_env_telemetry:stop(P),
+    ?assertEqual(false, erlang:system_flag(microstate_accounting, false)).
+
+%% Three busy processes pinned to scheduler 1 of 2: the run queue of
+%% scheduler 1 holds runnable work that scheduler 2 may not steal.
+collapse_provoked(Config) ->
+    {Peer, _} = start_peer(["+S", "2"], Config),
+    try
+        case peer:call(Peer, ?MODULE, busy_pinned, [3, 1]) of
+            unsupported -> {skip, "spawn_opt {scheduler, N} unsupported here"};
+            ok ->
+                {Series, Env} = peer:call(Peer, ?MODULE, observe, [250, 1500]),
+                Fs = beamlab_env_detect:findings(#{telemetry => Series, env => Env, timer => skip}),
+                ct:log("~p~n~p", [maps:get(util_schedulers, Series), Fs]),
+                [F] = [F || F = #{id := <<"scheduler_imbalance">>} <- Fs],
+                ?assert(maps:get(samples, maps:get(data, F)) >= 3)
+        end
+    after
+        peer:stop(Peer)
+    end.
+
+%% +S 2:1: one of two schedulers online while three processes want CPU.
+schedulers_offline_provoked(Config) ->
+    {Peer, _} = start_peer(["+S", "2:1"], Config),
+    try
+        ok = peer:call(Peer, ?MODULE, busy, [3]),
+        {Series, Env} = peer:call(Peer, ?MODULE, observe, [250, 1250]),
+        ?assertEqual(1, maps:get(online, maps:get(schedulers, Env))),
+        Fs = beamlab_env_detect:findings(#{telemetry => Series, env => Env, timer => skip}),
+        ct:log("~p", [Fs]),
+        [F] = [F || F = #{id := <<"schedulers_offline">>} <- Fs],
+        ?assertMatch(#{online := 1, total := 2}, maps:get(data, F))
+    after
+        peer:stop(Peer)
+    end.
+
+%% Four CPU-bound processes on two schedulers: both busy, nothing wrong
+%% with the VM. Machine-wide findings may appear on a shared host, but only
+%% with evidence that holds.
+healthy_run_quiet(Config) ->
+    {Peer, _} = start_peer(["+S", "2"], Config),
+    try
+        ok = peer:call(Peer, ?MODULE, busy, [4]),
+        {Series, Env} = peer:call(Peer, ?MODULE, observe, [250, 1250]),
+        Fs = beamlab_env_detect:findings(#{telemetry => Series, env => Env, timer => skip}),
+        ct:log("~p~n~p", [Series, Fs]),
+        VmIds = [Id || #{id := Id} <- Fs, Id =/= <<"machine_overloaded">>],
+        ?assertEqual([], VmIds),
+        [begin
+             #{data := #{steal_pct := St, load1 := L, cpus := Cpus, others_cores := O}} = F,
+             ?assert(St >= 5 orelse L > Cpus orelse O >= 0.5 * Cpus)
+         end || F = #{id := <<"machine_overloaded">>} <- Fs]
+    after
+        peer:stop(Peer)
+    end.
+
+%% Telemetry reads cgroup cpu.stat below `root': a fake tree whose
+%% throttling counters grow while the monitor samples.
+throttling_from_fake_cgroup(Config) ->
+    Root = filename:join(?config(priv_dir, Config), "fakeroot"),
+    Cg = filename:join(Root, "sys/fs/cgroup"),
+    ok = filelib:ensure_dir(filename:join(Cg, "x")),
+    ok = filelib:ensure_dir(filename:join([Root, "proc", "self", "x"])),
+    ok = file:write_file(filename:join(Root, "proc/self/cgroup"), "0::/\n"),
+    ok = file:write_file(filename:join(Cg, "cpu.max"), "50000 100000\n"),
+    Write = fun(I) ->
+                    file:write_file(filename:join(Cg, "cpu.stat"),
+                                    io_lib:format("usage_usec ~b\nnr_periods ~b\nnr_throttled ~b\nthrottled_usec ~b\n",
+                                                  [I * 50000, I * 10, I * 4, I * 20000]))
+            end,
+    ok = Write(0),
+    {ok, P} = beamlab_env_telemetry:start_link(#{interval => 200, root => Root}),
+    lists:foreach(fun(I) -> timer:sleep(100), ok = Write(I) end, lists:seq(1, 10)),
+    S = beamlab_env_telemetry:stop(P),
+    %% Every rewrite adds 4; the tail after the last sample may be dropped.
+    Throttled = lists:sum(maps:get(cgroup_nr_throttled, S)),
+    ?assert(Throttled >= 16 andalso Throttled =< 40 andalso Throttled rem 4 =:= 0),
+    Env = beamlab_env:report(#{root => Root}),
+    ?assertMatch(#{version := 2, quota_cores := 0.5}, maps:get(cgroup, Env)),
+    [F] = beamlab_env_detect:findings(#{telemetry => S, env => Env, timer => skip}),
+    ct:log("~p", [F]),
+    ?assertMatch(#{id := <<"cgroup_throttling">>, severity := <<"critical">>}, F).
+
+%% Durations of randomly long sleeps are noisy; 20 ms sleeps are not.
+noisy_result(_Config) ->
+    Measure = fun(SleepFun) ->
+                      [begin
+                           T0 = erlang:monotonic_time(microsecond),
+                           timer:sleep(SleepFun()),
+                           erlang:monotonic_time(microsecond) - T0
+                       end || _ <- lists:seq(1, 15)]
+              end,
+    Noisy = Measure(fun() -> rand:uniform(20) end),
+    Steady = Measure(fun() -> 20 end),
+    Bench = fun(Name, Samples) -> #{name => Name, samples => Samples,
+                                    stats => beamlab_stats:summary(Samples)} end,
+    Result = #{benchmarks => [Bench(<<"random_sleep">>, Noisy), Bench(<<"sleep_20ms">>, Steady)]},
+    Fs = beamlab_env_detect:findings(#{result => Result, timer => skip}),
+    ct:log("~p", [Fs]),
+    ?assertEqual([<<"random_sleep">>],
+                 [B || #{id := <<"noisy_measurement">>, data := #{benchmark := B}} <- Fs]).
+
+%% 2000 busy processes on one scheduler delay every timer wake-up; an idle
+%% fresh VM wakes on time.
+timer_provoked_and_quiet(Config) ->
+    {Busy, _} = start_peer(["+S", "1"], Config),
+    {Idle, _} = start_peer(["+S", "1"], Config),
+    try
+        ok = peer:call(Busy, ?MODULE, busy, [2000]),
+        Late = peer:call(Busy, beamlab_env_detect, timer_check, []),
+        OnTime = peer:call(Idle, beamlab_env_detect, timer_check, []),
+        ct:log("late ~p~non time ~p", [Late, OnTime]),
+        [#{id := <<"timer_inaccuracy">>}] = beamlab_env_detect:findings(#{timer => Late}),
+        [] = beamlab_env_detect:findings(#{timer => OnTime})
+    after
+        peer:stop(Busy),
+        peer:stop(Idle)
+    end.
+
+%%--------------------------------------------------------------------
+%% Inside peers
+%%--------------------------------------------------------------------
+
+busy(N) ->
+    _ = [spawn(fun spin/0) || _ <- lists:seq(1, N)],
+    ok.
+
+busy_pinned(N, Sched) ->
+    try
+        _ = [spawn_opt(fun spin/0, [{scheduler, Sched}]) || _ <- lists:seq(1, N)],
+        ok
+    catch error:badarg -> unsupported
+    end.
+
+observe(Interval, Ms) ->
+    {ok, P} = beamlab_env_telemetry:start_link(#{interval => Interval}),
+    timer:sleep(Ms),
+    Series = beamlab_env_telemetry:stop(P),
+    {Series, beamlab_env:report()}.
+
+spin() -> spin().
+
+count_loop(C) ->
+    counters:add(C, 1, 1),
+    count_loop(C).
+
+%%--------------------------------------------------------------------
+
+start_peer(Args, _Config) ->
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, beamlab_env]]),
+    {ok, Peer, Node} = peer:start_link(#{connection => standard_io,
+                                         args => Args ++ ["-pa" | Paths]}),
+    {Peer, Node}.
