@@ -126,8 +126,8 @@ config(P) ->
     Uri = G(uri),
     case beamlab_amqp_uri:parse(Uri) of
         {ok, _} -> ok;
-        {error, R} -> beamlab_cli:usage_error("malformed URI '~ts': ~ts",
-                                              [Uri, beamlab_amqp_uri:format_error(R)])
+        {error, UriErr} -> beamlab_cli:usage_error("malformed URI '~ts': ~ts",
+                                              [Uri, beamlab_amqp_uri:format_error(UriErr)])
     end,
     Flags = case G(flag) of
                 undefined -> [];
@@ -150,11 +150,11 @@ config(P) ->
       routing_key => bin(G(routing_key)),
       persistent => lists:member(persistent, Flags), mandatory => lists:member(mandatory, Flags),
       prefetch => G(qos), confirm => G(confirm), autoack => G(autoack), multi_ack => G(multi_ack),
-      rate => case G(rate) of undefined -> infinity; R -> R end,
+      rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
       body_size => G(size), duration => G(time),
       pmessages => G(pmessages), cmessages => G(cmessages),
       predeclared => G(predeclared), quorum => G(quorum), interval => G(interval),
-      reconnect => G(reconnect), nodes => nodes(G(nodes)),
+      reconnect => G(reconnect), nodes => node_list(G(nodes)),
       closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
       id => bin(G(id))}.
 
@@ -175,9 +175,9 @@ pattern(_P, From, To) when is_integer(From), is_integer(To) ->
 pattern(_P, _, _) ->
     beamlab_cli:usage_error("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
-nodes(undefined) ->
+node_list(undefined) ->
     [node()];
-nodes(S) ->
+node_list(S) ->
     case string:to_integer(S) of
         {N, ""} when N >= 1 -> {peers, N};
         {_, ""} -> beamlab_cli:usage_error("--nodes needs at least 1 node", []);
