@@ -158,15 +158,20 @@ worker_exit(Pid, Reason, #st{producers = Ps, consumers = Cs, coord = C} = St) ->
     IsC = lists:member(Pid, Cs),
     case Reason of
         normal when IsP ->
-            maybe_stopped(St#st{producers = Ps -- [Pid], done_p = St#st.done_p + 1});
+            maybe_stopped(done(St#st{producers = Ps -- [Pid], done_p = St#st.done_p + 1}));
         normal when IsC ->
-            maybe_stopped(St#st{consumers = Cs -- [Pid], done_c = St#st.done_c + 1});
+            maybe_stopped(done(St#st{consumers = Cs -- [Pid], done_c = St#st.done_c + 1}));
         _ when IsP; IsC ->
             C ! {agent_failure, self(), failure_reason(Reason)},
             maybe_stopped(St#st{producers = Ps -- [Pid], consumers = Cs -- [Pid]});
         _ ->
             St
     end.
+
+%% The coordinator ends a -C/-D run as soon as every worker is done.
+done(#st{coord = C, done_p = P, done_c = D} = St) ->
+    C ! {workers_done, self(), P, D},
+    St.
 
 failure_reason({shutdown, R}) -> R;
 failure_reason(R) -> {worker_crashed, R}.

@@ -10,7 +10,7 @@
 %%% (sent = received + returned + nacked + queued).
 -module(beamlab_amqp_perf).
 
--export([run/1, defaults/0, write_utf8/1, queue_names/2, expand_pattern/3, result/3,
+-export([run/1, defaults/0, write_utf8/1, write_utf8/2, queue_names/2, expand_pattern/3, result/3,
          format_error/1]).
 
 -export_type([config/0, report/0]).
@@ -43,9 +43,14 @@ defaults() ->
 %% "µ" into one byte).
 -spec write_utf8(binary()) -> ok.
 write_utf8(Bin) ->
-    case lists:keyfind(encoding, 1, io:getopts(standard_io)) of
-        {encoding, unicode} -> io:put_chars(standard_io, Bin);
-        _ -> ok = file:write(standard_io, Bin)
+    write_utf8(standard_io, Bin).
+
+%% @doc As {@link write_utf8/1} on `Device' (e.g. `standard_error').
+-spec write_utf8(io:device(), binary()) -> ok.
+write_utf8(Device, Bin) ->
+    case lists:keyfind(encoding, 1, io:getopts(Device)) of
+        {encoding, unicode} -> io:put_chars(Device, Bin);
+        _ -> ok = file:write(Device, Bin)
     end.
 
 %% @doc The queues of a run: the closed-loop queues, the expanded
@@ -130,41 +135,56 @@ setup_and_run(Conn, Cfg) ->
 %%% Topology
 %%%-------------------------------------------------------------------
 
-%% Each queue is first looked up passively: an existing queue is used as it
-%% is (and left in place), a missing one is declared here and deleted at the
-%% end. With -p every queue must exist.
 declare_topology(Conn, Cfg, Queues) ->
     {ok, Ch} = beamlab_amqp:open_channel(Conn),
     #{exchange := Ex, exchange_type := Type, closed_loop := Loop} = Cfg,
-    ExOk = case Ex =:= <<>> orelse Loop > 0 orelse maps:get(predeclared, Cfg) of
-               true -> ok;
-               false ->
-                   beamlab_amqp:declare_exchange(Ch, Ex, #{type => Type,
-                                                           durable => maps:get(persistent, Cfg)})
+    Skip = Ex =:= <<>> orelse Loop > 0 orelse maps:get(predeclared, Cfg),
+    %% An existing exchange is used as it is (whatever its durability);
+    %% a missing one is declared non-durable, as PerfTest does.
+    ExOk = case Skip orelse beamlab_amqp:declare_exchange(Ch, Ex, #{passive => true}) of
+               true -> {ok, Ch};
+               ok -> {ok, Ch};
+               {error, {amqp_closed, 404, _}} ->
+                   {ok, Ch1} = beamlab_amqp:open_channel(Conn),
+                   case beamlab_amqp:declare_exchange(Ch1, Ex, #{type => Type}) of
+                       ok -> {ok, Ch1};
+                       {error, _} = E -> E
+                   end;
+               {error, _} = E ->
+                   E
            end,
     case ExOk of
-        ok -> declare_queues(Conn, Ch, Cfg, Queues, []);
-        {error, _} = E -> E
+        {ok, Ch2} -> declare_queues(Conn, Ch2, Cfg, Queues, []);
+        {error, R} -> {error, {declare_exchange, Ex, R}}
     end.
 
+%% Each queue is first looked up passively, to learn whether it exists
+%% (a queue created here is deleted at the end) and its depth (the
+%% accounting counts what the run adds). Then, unless -p, it is declared
+%% with the run's arguments as PerfTest does, so a queue that exists with
+%% other arguments fails with the broker's reply (406 PRECONDITION_FAILED).
 declare_queues(_Conn, Ch, _Cfg, [], Acc) ->
     _ = catch beamlab_amqp:close_channel(Ch),
     {ok, #{queues => lists:reverse(Acc)}};
 declare_queues(Conn, Ch, Cfg, [Q | Qs], Acc) ->
+    Pre = maps:get(predeclared, Cfg),
     case beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) of
-        {ok, #{message_count := N}} ->
+        {ok, #{message_count := N}} when Pre ->
             bind_and_continue(Conn, Ch, Cfg, Q, Qs, [{Q, N, existing} | Acc]);
-        {error, {amqp_closed, 404, _}} when not map_get(predeclared, Cfg) ->
+        {ok, #{message_count := N}} ->
+            declare_active(Conn, Ch, Cfg, Q, Qs, [{Q, N, existing} | Acc]);
+        {error, {amqp_closed, 404, _}} when not Pre ->
             %% The failed passive declare closed the channel.
             {ok, Ch1} = beamlab_amqp:open_channel(Conn),
-            case beamlab_amqp:declare_queue(Ch1, Q, queue_opts(Cfg)) of
-                {ok, #{message_count := N}} ->
-                    bind_and_continue(Conn, Ch1, Cfg, Q, Qs, [{Q, N, ours} | Acc]);
-                {error, R} ->
-                    {error, {declare_queue, Q, R}}
-            end;
+            declare_active(Conn, Ch1, Cfg, Q, Qs, [{Q, 0, ours} | Acc]);
         {error, R} ->
             {error, {declare_queue, Q, R}}
+    end.
+
+declare_active(Conn, Ch, Cfg, Q, Qs, Acc) ->
+    case beamlab_amqp:declare_queue(Ch, Q, queue_opts(Cfg)) of
+        {ok, _} -> bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc);
+        {error, R} -> {error, {declare_queue, Q, R}}
     end.
 
 bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc) ->
@@ -364,7 +384,7 @@ producer_key(#{routing_key := K}, _Q) -> K.
 
 -record(m, {cfg, conn, topo, agents, t0, id, enabled,
             last = #{}, last_t, samples = [], cons = [], conf = [],
-            done_p = 0, done_c = 0, failure, interrupted = false}).
+            done = #{}, done_p = 0, done_c = 0, failure, interrupted = false}).
 
 measure(Conn, Cfg, Topo, Agents, T0) ->
     Interval = round(maps:get(interval, Cfg) * 1000),
@@ -388,6 +408,11 @@ tick_loop(M) ->
                     tick_loop(interval(M));
                 {agent_failure, _A, Reason} ->
                     tick_loop(M#m{failure = Reason});
+                {workers_done, A, P, C} ->
+                    Done = (M#m.done)#{A => {P, C}},
+                    tick_loop(M#m{done = Done,
+                                  done_p = lists:sum([X || {X, _} <- maps:values(Done)]),
+                                  done_c = lists:sum([X || {_, X} <- maps:values(Done)])});
                 {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
                     tick_loop(M#m{agents = maps:remove(A, M#m.agents),
                                   failure = {agent_down, node(A), Reason}});
@@ -440,8 +465,7 @@ interval(#m{last = Last, last_t = LastT, t0 = T0} = M) ->
             out(M, [Line, $\n]),
             M#m{last = C, last_t = Now,
                 samples = [Rates#{time => (Now - T0) / 1000000} | M#m.samples],
-                cons = [Cons | M#m.cons], conf = [Conf | M#m.conf],
-                done_p = maps:get(producers_done, S), done_c = maps:get(consumers_done, S)};
+                cons = [Cons | M#m.cons], conf = [Conf | M#m.conf]};
         {error, Reason} ->
             M#m{failure = Reason}
     end.
@@ -608,15 +632,24 @@ result(R, Params, Argv) ->
     Secs = max(maps:get(elapsed_us, R), 1) / 1000000,
     C = maps:get(counters, R),
     Tput = fun(Key, Name) ->
+                   %% A run shorter than one interval has no interval
+                   %% sample: its average is the one sample.
+                   Samples = case [maps:get(Key, S) || S <- Rates] of
+                                 [] -> [maps:get(Key, C) / Secs];
+                                 L -> L
+                             end,
                    beamlab_result:benchmark(
-                     Name, [maps:get(Key, S) || S <- Rates],
+                     Name, Samples,
                      #{group => <<"amqp">>, metric => <<"throughput">>, unit => <<"msg/s">>,
                        better => higher, counters => #{total => maps:get(Key, C)},
                        extra => #{average => maps:get(Key, C) / Secs}})
            end,
     Lat = fun(Key, HistKey, Name) ->
                   Hist = maps:get(HistKey, R),
-                  Medians = [lists:nth(2, L) || L <- maps:get(Key, R), L =/= [0, 0, 0, 0, 0]],
+                  Medians = case [lists:nth(2, L) || L <- maps:get(Key, R), L =/= [0, 0, 0, 0, 0]] of
+                                [] when map_get(count, Hist) > 0 -> [beamlab_stats_hist:percentile(Hist, 50)];
+                                Ms -> Ms
+                            end,
                   Extra = #{per_interval => <<"median">>, total => percentiles(Hist),
                             histogram => beamlab_stats_hist:to_map(Hist)},
                   beamlab_result:benchmark(
@@ -678,6 +711,8 @@ format_error({declare_queue, Q, {amqp_closed, 404, _}}) ->
     io_lib:format("queue ~ts does not exist (-p expects predeclared queues)", [Q]);
 format_error({declare_queue, Q, R}) ->
     io_lib:format("cannot declare queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
+format_error({declare_exchange, Ex, R}) ->
+    io_lib:format("cannot declare exchange ~ts: ~ts", [Ex, beamlab_amqp:format_error(R)]);
 format_error({bind, Q, R}) ->
     io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
 format_error({connection_lost, Code, Text}) when is_integer(Code) ->

@@ -101,7 +101,7 @@ run(Parsed) ->
     %% stdout carries only the document.
     Out = case Format of
               text -> fun beamlab_amqp_perf:write_utf8/1;
-              _ -> fun(Bin) -> io:put_chars(standard_error, Bin) end
+              _ -> fun(Bin) -> beamlab_amqp_perf:write_utf8(standard_error, Bin) end
           end,
     Telemetry = start_telemetry(Parsed),
     Result = beamlab_amqp_perf:run(Cfg0#{out => Out}),
