@@ -140,13 +140,14 @@ declare_topology(Conn, Cfg, Queues) ->
     #{exchange := Ex, exchange_type := Type, closed_loop := Loop} = Cfg,
     Skip = Ex =:= <<>> orelse Loop > 0 orelse maps:get(predeclared, Cfg),
     %% An existing exchange is used as it is (whatever its durability);
-    %% a missing one is declared non-durable, as PerfTest does.
+    %% a missing one is declared durable, as PerfTest does, so that the two
+    %% tools can take turns on one broker.
     ExOk = case Skip orelse beamlab_amqp:declare_exchange(Ch, Ex, #{passive => true}) of
                true -> {ok, Ch};
                ok -> {ok, Ch};
                {error, {amqp_closed, 404, _}} ->
                    {ok, Ch1} = beamlab_amqp:open_channel(Conn),
-                   case beamlab_amqp:declare_exchange(Ch1, Ex, #{type => Type}) of
+                   case beamlab_amqp:declare_exchange(Ch1, Ex, #{type => Type, durable => true}) of
                        ok -> {ok, Ch1};
                        {error, _} = E -> E
                    end;
