@@ -10,13 +10,13 @@
          mandatory_unroutable_returned/1, confirms_and_nacks/1, prefetch_honoured/1,
          multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1,
          quorum_queue/1, nodes_peer/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
-         unreachable/1, broker_stops_mid_run/1]).
+         unreachable/1, broker_stops_mid_run/1, connections_closed/1, reconnect/1]).
 
 -define(PORT, "5684").
 -define(URI, <<"amqp://guest:guest@127.0.0.1:" ?PORT "/%2F">>).
 
 all() ->
-    [{group, library}, {group, cli}, broker_stops_mid_run].
+    [{group, library}, {group, cli}, connections_closed, reconnect, broker_stops_mid_run].
 
 groups() ->
     [{library, [], [counts_exact, consumer_count_below_producer_count,
@@ -291,3 +291,45 @@ broker_stops_mid_run(_) ->
     ?assertMatch({match, _}, re:run(Out, "test stopped \\(")),
     ?assertMatch({match, _}, re:run(Out, "sending rate avg: [0-9.]+ msg/s")),
     ?assertMatch({match, _}, re:run(Out, "time [0-9.]+ s, sent: [1-9]")).
+
+%% The broker's rabbitmqctl for the suite's node (same environment as
+%% scripts/rabbitmq.sh gives it).
+ctl(Args) ->
+    Dir = filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT]),
+    Port = open_port({spawn_executable, "/usr/lib/rabbitmq/bin/rabbitmqctl"},
+                     [{args, ["-n", "beamlab-rabbit-" ?PORT "@localhost" | Args]},
+                      {env, [{"HOME", Dir}, {"ERL_EPMD_ADDRESS", "127.0.0.1"},
+                             {"RABBITMQ_CTL_ERL_ARGS", "-kernel inet_dist_use_interface {127,0,0,1}"}]},
+                      exit_status, stderr_to_stdout, binary]),
+    collect(Port, []).
+
+close_connections_after(Ms) ->
+    spawn_link(fun() ->
+                       timer:sleep(Ms),
+                       {0, _} = ctl(["close_all_connections", "beamlab test"])
+               end).
+
+%% The broker closes every connection (320 CONNECTION_FORCED): the run
+%% stops, reports what it measured and the reason.
+connections_closed(_) ->
+    Q = uniq(<<"forced">>),
+    close_connections_after(2500),
+    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 30}),
+    ?assertMatch({connection_lost, 320, _}, maps:get(failure, R)),
+    ?assert(maps:get(partial, R)),
+    ?assert(maps:get(sent, counters(R)) > 0),
+    ?assertMatch({match, _}, re:run(Text, "test stopped \\(broker closed the connection: 320 CONNECTION_FORCED")),
+    with_channel(fun(Ch) -> catch beamlab_amqp:delete_queue(Ch, Q, #{}) end).
+
+%% With reconnect the same event is survived: connections are reopened and
+%% the run goes on to its time limit.
+reconnect(_) ->
+    Q = uniq(<<"reconnect">>),
+    close_connections_after(1500),
+    {R, _} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true}),
+    ?assertEqual(undefined, maps:get(failure, R)),
+    ?assertEqual(time_limit, maps:get(stop, R)),
+    %% Messages flowed after the reconnect: the last intervals received some.
+    Late = [maps:get(received, S) || S <- maps:get(rates, R), maps:get(time, S) > 3.5],
+    ?assert(lists:sum(Late) > 0),
+    with_channel(fun(Ch) -> catch beamlab_amqp:delete_queue(Ch, Q, #{}) end).
