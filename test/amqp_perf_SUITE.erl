@@ -329,6 +329,10 @@ reconnect(_) ->
     {R, _} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true}),
     ?assertEqual(undefined, maps:get(failure, R)),
     ?assertEqual(time_limit, maps:get(stop, R)),
+    %% Both connections (producer's and consumer's) were reopened.
+    ?assertEqual(2, maps:get(reconnects, counters(R))),
+    %% The queue depth was read on a reopened setup connection.
+    ?assertMatch(#{queued := N} when is_integer(N), acc(R)),
     %% Messages flowed after the reconnect: the last intervals received some.
     Late = [maps:get(received, S) || S <- maps:get(rates, R), maps:get(time, S) > 3.5],
     ?assert(lists:sum(Late) > 0),

@@ -28,6 +28,8 @@
              pending = [] :: [pid()],               % started, not yet ready
              done_p = 0 :: non_neg_integer(),
              done_c = 0 :: non_neg_integer(),
+             reconnects = 0 :: non_neg_integer(),
+             opened = #{} :: #{term() => true},        % groups ever connected
              phase = starting :: starting | running | stopping_p | stopping_c}).
 
 %% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
@@ -105,7 +107,7 @@ handle({go, StartUs}, St) ->
 handle({sample, From, Ref}, #st{ctx = Ctx} = St) ->
     {_, ConsI} = maps:get(cons_hists, Ctx),
     {_, ConfI} = maps:get(conf_hists, Ctx),
-    From ! {sample, Ref, self(), #{counters => counts(Ctx),
+    From ! {sample, Ref, self(), #{counters => counts(St),
                                    consumer => snap_reset(ConsI),
                                    confirm => snap_reset(ConfI),
                                    producers_done => St#st.done_p,
@@ -137,16 +139,25 @@ get_connection(Group, #st{conns = Cs, plan = Plan} = St) ->
         {ok, Conn} ->
             case is_process_alive(Conn) of
                 true -> {{ok, Conn}, St};
-                false -> connect(Group, St#st{conns = maps:remove(Group, Cs)}, Plan)
+                false -> reconnect(Group, St#st{conns = maps:remove(Group, Cs)}, Plan)
             end;
+        error when is_map_key(Group, St#st.opened) ->
+            reconnect(Group, St, Plan);
         error ->
             connect(Group, St, Plan)
+    end.
+
+reconnect(Group, St, Plan) ->
+    case connect(Group, St, Plan) of
+        {{ok, _}, St1} = Ok -> setelement(2, Ok, St1#st{reconnects = St1#st.reconnects + 1});
+        Error -> Error
     end.
 
 connect(Group, #st{conns = Cs} = St, Plan) ->
     Name = iolist_to_binary(["beamlab amqp ", maps:get(id, Plan, <<>>), " ", group_name(Group)]),
     case beamlab_amqp:connect(maps:get(uri, Plan), #{name => Name}) of
-        {ok, Conn} -> {{ok, Conn}, St#st{conns = Cs#{Group => Conn}}};
+        {ok, Conn} -> {{ok, Conn}, St#st{conns = Cs#{Group => Conn},
+                                         opened = (St#st.opened)#{Group => true}}};
         {error, _} = E -> {E, St}
     end.
 
@@ -183,7 +194,7 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
                   coord = C, ctx = Ctx} = St) ->
     {ConsT, _} = maps:get(cons_hists, Ctx),
     {ConfT, _} = maps:get(conf_hists, Ctx),
-    C ! {final, self(), #{counters => counts(Ctx),
+    C ! {final, self(), #{counters => counts(St),
                           consumer => beamlab_stats_hist:snapshot(ConsT),
                           confirm => beamlab_stats_hist:snapshot(ConfT)}},
     close_all(St),
@@ -191,8 +202,9 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
 maybe_stopped(St) ->
     St.
 
-counts(#{counters := C}) ->
-    #{sent => counters:get(C, ?C_SENT),
+counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
+    #{reconnects => Rc,
+      sent => counters:get(C, ?C_SENT),
       returned => counters:get(C, ?C_RETURNED),
       confirmed => counters:get(C, ?C_CONFIRMED),
       nacked => counters:get(C, ?C_NACKED),

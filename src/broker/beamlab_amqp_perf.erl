@@ -104,7 +104,7 @@ run(Cfg0) ->
             case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp ", Id/binary, " setup">>}) of
                 {ok, Conn} ->
                     try setup_and_run(Conn, Cfg#{uri := Uri})
-                    after catch beamlab_amqp:close(Conn)
+                    after catch beamlab_amqp:close(live_conn(Conn, Uri))
                     end;
                 {error, _} = E ->
                     E
@@ -125,7 +125,7 @@ setup_and_run(Conn, Cfg) ->
                 {error, _} = E ->
                     E
             after
-                delete_queues(Conn, Topo)
+                delete_queues(live_conn(Conn, maps:get(uri, Cfg)), Topo)
             end;
         {error, _} = E ->
             E
@@ -233,6 +233,29 @@ queue_depth(Conn, #{queues := Qs}) ->
             end;
         _ ->
             undefined
+    end.
+
+%% The setup connection may have been closed by the broker during the run
+%% (it survives with --reconnect): open a new one for the final queue
+%% depths and deletions, remembered for the rest of the run.
+live_conn(Conn, Uri) ->
+    case get({?MODULE, live_conn}) of
+        Pid when is_pid(Pid) ->
+            case is_process_alive(Pid) of
+                true -> Pid;
+                false -> new_conn(Conn, Uri)
+            end;
+        _ ->
+            case is_process_alive(Conn) of
+                true -> Conn;
+                false -> new_conn(Conn, Uri)
+            end
+    end.
+
+new_conn(Conn, Uri) ->
+    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>}) of
+        {ok, C} -> put({?MODULE, live_conn}, C), C;
+        {error, _} -> Conn
     end.
 
 %%%-------------------------------------------------------------------
@@ -396,7 +419,7 @@ measure(Conn, Cfg, Topo, Agents, T0) ->
            confirmed => maps:get(confirm, Cfg) =/= undefined andalso not Loop},
     M = #m{cfg = Cfg, conn = Conn, topo = Topo, agents = Agents, t0 = T0,
            id = maps:get(id, Cfg), enabled = En, last_t = T0,
-           last = #{sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}},
+           last = #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}},
     erlang:send_after(Interval, self(), {amqp_perf_tick, Interval}),
     tick_loop(M).
 
@@ -511,17 +534,15 @@ finish(Why, #m{t0 = T0} = M0) ->
     _ = [A ! stop_consumers || A <- Live],
     {Finals, M3} = collect_finals(Live, [], M2),
     Totals = case Finals of
-                 [] -> #{counters => M3#m.last, consumer => empty_snap(), confirm => empty_snap()};
+                 [] -> #{counters => maps:merge(#{reconnects => 0}, M3#m.last),
+                         consumer => empty_snap(), confirm => empty_snap()};
                  _ -> merge_samples(Finals)
              end,
-    Queued = case M3#m.failure of
-                 undefined -> queue_depth(M3#m.conn, M3#m.topo);
-                 _ -> catch_depth(M3)
-             end,
+    Queued = catch_depth(M3),
     report(Why, ElapsedUs, Totals, Queued, M3).
 
-catch_depth(M) ->
-    try queue_depth(M#m.conn, M#m.topo) catch _:_ -> undefined end.
+catch_depth(#m{conn = Conn, cfg = #{uri := Uri}} = M) ->
+    try queue_depth(live_conn(Conn, Uri), M#m.topo) catch _:_ -> undefined end.
 
 empty_snap() ->
     beamlab_stats_hist:snapshot(beamlab_amqp_agent:new_hist()).
@@ -603,6 +624,8 @@ report(Why, ElapsedUs, Totals, Queued, M) ->
     _ = [out(M, [<<"id: ">>, Id, <<", test stopped (">>, format_error(Failure), <<")\n">>])
          || Failure =/= undefined],
     out(M, Summary),
+    _ = [out(M, [<<"id: ">>, Id, <<", reconnects: ">>, integer_to_binary(Rc), $\n])
+         || Rc <- [maps:get(reconnects, C, 0)], Rc > 0],
     out(M, [beamlab_amqp_report:accounting_line(Id, Acc), $\n]),
     {ok, #{id => Id, stop => Why, elapsed_us => ElapsedUs, counters => C,
            accounting => Acc, failure => Failure,
