@@ -420,15 +420,20 @@ measure(Conn, Cfg, Topo, Agents, T0) ->
     M = #m{cfg = Cfg, conn = Conn, topo = Topo, agents = Agents, t0 = T0,
            id = maps:get(id, Cfg), enabled = En, last_t = T0,
            last = #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}},
-    erlang:send_after(Interval, self(), {amqp_perf_tick, Interval}),
+    schedule_tick(T0, Interval, 1),
     tick_loop(M).
+
+%% Ticks at absolute times T0 + K * Interval, so that lines do not drift.
+schedule_tick(T0, Interval, K) ->
+    At = erlang:convert_time_unit(T0, microsecond, millisecond) + K * Interval,
+    erlang:send_after(At, self(), {amqp_perf_tick, Interval, K}, [{abs, true}]).
 
 tick_loop(M) ->
     case stop_reason(M) of
         continue ->
             receive
-                {amqp_perf_tick, Interval} ->
-                    erlang:send_after(Interval, self(), {amqp_perf_tick, Interval}),
+                {amqp_perf_tick, Interval, K} ->
+                    _ = schedule_tick(M#m.t0, Interval, K + 1),
                     tick_loop(interval(M));
                 {agent_failure, _A, Reason} ->
                     tick_loop(M#m{failure = Reason});
@@ -446,8 +451,18 @@ tick_loop(M) ->
                 tick_loop(M)
             end;
         Why ->
-            finish(Why, M)
+            finish(Why, last_interval(M))
     end.
+
+%% A run that ends more than half an interval after the last line gets a
+%% last line for that stretch (as -z 3 gives lines at 1, 2 and 3 s).
+last_interval(#m{failure = undefined, last_t = LastT, cfg = #{interval := I}} = M) ->
+    case erlang:monotonic_time(microsecond) - LastT > I * 500000 of
+        true -> interval(M);
+        false -> M
+    end;
+last_interval(M) ->
+    M.
 
 stop_reason(#m{failure = F}) when F =/= undefined -> failed;
 stop_reason(#m{interrupted = true}) -> interrupted;
@@ -528,8 +543,13 @@ finish(Why, #m{t0 = T0} = M0) ->
     Agents = maps:keys(M0#m.agents),
     _ = [A ! stop_producers || A <- Agents],
     M1 = await_all(Agents, producers_stopped, M0),
-    M2 = drain(M1, erlang:monotonic_time(millisecond) + ?DRAIN_MAX_MS, undefined,
-               erlang:monotonic_time(millisecond)),
+    %% Closed-loop channels publish until told to stop: no drain for them
+    %% (their message in flight stays queued and is accounted as such).
+    M2 = case maps:get(closed_loop, M1#m.cfg) > 0 of
+             true -> M1;
+             false -> drain(M1, erlang:monotonic_time(millisecond) + ?DRAIN_MAX_MS, undefined,
+                            erlang:monotonic_time(millisecond))
+         end,
     Live = maps:keys(M2#m.agents),
     _ = [A ! stop_consumers || A <- Live],
     {Finals, M3} = collect_finals(Live, [], M2),
