@@ -6,7 +6,9 @@
 -define(C_CONFIRMED, 3).
 -define(C_NACKED, 4).
 -define(C_RECEIVED, 5).
--define(C_PUBLISH_ERRORS, 6).
+%% Set to 1 when the run stops publishing: closed-loop channels check it
+%% before each publish so that the count of sent messages ends at once.
+-define(C_STOPPING, 6).
 -define(C_SIZE, 6).
 
 %% Body: intended send time (Erlang system time, microseconds, signed 64),

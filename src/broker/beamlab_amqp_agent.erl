@@ -113,7 +113,8 @@ handle({sample, From, Ref}, #st{ctx = Ctx} = St) ->
                                    producers_done => St#st.done_p,
                                    consumers_done => St#st.done_c}},
     St;
-handle(stop_producers, St) ->
+handle(stop_producers, #st{ctx = #{counters := C}} = St) ->
+    counters:put(C, ?C_STOPPING, 1),
     _ = [P ! stop || P <- St#st.producers],
     maybe_stopped(St#st{phase = stopping_p});
 handle(stop_consumers, St) ->

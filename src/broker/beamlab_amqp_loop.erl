@@ -70,7 +70,10 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
             beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - T)),
             counters:add(C, ?C_RECEIVED, 1),
             ok = beamlab_amqp:ack(Ch, Tag, false),
-            publish(Ch, Q, Pad, Opts, N, Ctx),
+            case counters:get(C, ?C_STOPPING) of
+                0 -> publish(Ch, Q, Pad, Opts, N, Ctx);
+                _ -> ok
+            end,
             loop(Ch, Q, Pad, Opts, N + 1, Ctx, Spec);
         {amqp_closed, Ch, Code, Text} ->
             case maps:get(reconnect, Spec) of
