@@ -220,6 +220,7 @@ close_all(#st{conns = Cs}) ->
     _ = [catch beamlab_amqp:close(Conn) || Conn <- maps:values(Cs)],
     ok.
 
+-spec shutdown(#st{}) -> no_return().
 shutdown(St) ->
     _ = [exit(W, kill) || W <- St#st.producers ++ St#st.consumers],
     close_all(St),

@@ -128,6 +128,7 @@ connection_lost(Code, Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} =
 connection_lost(Code, Text, _St) ->
     exit({shutdown, {connection_lost, Code, Text}}).
 
+-spec finish(#st{}) -> no_return().
 finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
     _ = case U > 0 of
             true -> beamlab_amqp:ack(Ch, Tag, true);

@@ -299,8 +299,6 @@ start_peers(N, Nodes, Vms) ->
 
 %% Named nodes may not have beamlab's code: send every beamlab module
 %% loaded here (the agent and what it calls are loaded by then).
-load_code([]) ->
-    ok;
 load_code(Nodes) ->
     Needed = [beamlab_amqp, beamlab_amqp_conn, beamlab_amqp_frame, beamlab_amqp_method,
               beamlab_amqp_uri, beamlab_amqp_agent, beamlab_amqp_producer,

@@ -215,6 +215,7 @@ connection_lost(Code, Text, _St) ->
 
 %% Stop publishing; wait (bounded) for outstanding confirms and late returns
 %% so that the counts are final, then close the channel.
+-spec finish(#st{}) -> no_return().
 finish(#st{spec = #{confirm := undefined}} = St) ->
     Deadline = erlang:monotonic_time(millisecond) + ?RETURN_GRACE_MS,
     St1 = drain(St, Deadline),
@@ -243,6 +244,7 @@ drain(St, Deadline) ->
         St
     end.
 
+-spec close(#st{}) -> no_return().
 close(#st{ch = Ch}) ->
     _ = catch beamlab_amqp:close_channel(Ch),
     exit(normal).
