@@ -539,6 +539,12 @@ out(#m{cfg = #{out := Out}}, IoData) ->
 finish(Why, #m{t0 = T0} = M0) ->
     ElapsedUs = erlang:monotonic_time(microsecond) - T0,
     Agents = maps:keys(M0#m.agents),
+    %% The averages cover the measured window only: what is received while
+    %% draining after the stop counts in the accounting, not in the rates.
+    AtStop = case M0#m.failure =:= undefined andalso sample(Agents) of
+                 {ok, #{counters := Cs}} -> Cs;
+                 _ -> M0#m.last
+             end,
     _ = [A ! stop_producers || A <- Agents],
     M1 = await_all(Agents, producers_stopped, M0),
     %% Closed-loop channels publish until told to stop: no drain for them
@@ -557,7 +563,7 @@ finish(Why, #m{t0 = T0} = M0) ->
                  _ -> merge_samples(Finals)
              end,
     Queued = catch_depth(M3),
-    report(Why, ElapsedUs, Totals, Queued, M3).
+    report(Why, ElapsedUs, AtStop, Totals, Queued, M3).
 
 catch_depth(#m{conn = Conn, cfg = #{uri := Uri}} = M) ->
     try queue_depth(live_conn(Conn, Uri), M#m.topo) catch _:_ -> undefined end.
@@ -628,14 +634,15 @@ collect_finals(Pending, Acc, M) ->
         {Acc, keep_failure({timeout, final}, M)}
     end.
 
-report(Why, ElapsedUs, Totals, Queued, M) ->
+report(Why, ElapsedUs, AtStop, Totals, Queued, M) ->
     #m{id = Id, enabled = En} = M,
     C = maps:get(counters, Totals),
     Secs = max(ElapsedUs, 1) / 1000000,
     Cons = beamlab_amqp_report:latency(maps:get(consumer, Totals)),
     Conf = beamlab_amqp_report:latency(maps:get(confirm, Totals)),
     Summary = beamlab_amqp_report:summary_lines(
-                Id, #{sent => maps:get(sent, C) / Secs, received => maps:get(received, C) / Secs,
+                Id, #{sent => maps:get(sent, AtStop) / Secs,
+                      received => maps:get(received, AtStop) / Secs,
                       consumer => Cons, confirm => Conf}, En, ElapsedUs),
     Acc = beamlab_amqp_report:accounting(C, Queued),
     Failure = M#m.failure,
@@ -645,7 +652,7 @@ report(Why, ElapsedUs, Totals, Queued, M) ->
     _ = [out(M, [<<"id: ">>, Id, <<", reconnects: ">>, integer_to_binary(Rc), $\n])
          || Rc <- [maps:get(reconnects, C, 0)], Rc > 0],
     out(M, [beamlab_amqp_report:accounting_line(Id, Acc), $\n]),
-    {ok, #{id => Id, stop => Why, elapsed_us => ElapsedUs, counters => C,
+    {ok, #{id => Id, stop => Why, elapsed_us => ElapsedUs, counters => C, at_stop => AtStop,
            accounting => Acc, failure => Failure,
            partial => Failure =/= undefined orelse Why =:= interrupted,
            rates => lists:reverse(M#m.samples),
@@ -677,14 +684,14 @@ result(R, Params, Argv) ->
                    %% A run shorter than one interval has no interval
                    %% sample: its average is the one sample.
                    Samples = case [maps:get(Key, S) || S <- Rates] of
-                                 [] -> [maps:get(Key, C) / Secs];
+                                 [] -> [maps:get(Key, maps:get(at_stop, R)) / Secs];
                                  L -> L
                              end,
                    beamlab_result:benchmark(
                      Name, Samples,
                      #{group => <<"amqp">>, metric => <<"throughput">>, unit => <<"msg/s">>,
                        better => higher, counters => #{total => maps:get(Key, C)},
-                       extra => #{average => maps:get(Key, C) / Secs}})
+                       extra => #{average => maps:get(Key, maps:get(at_stop, R)) / Secs}})
            end,
     Lat = fun(Key, HistKey, Name) ->
                   Hist = maps:get(HistKey, R),
