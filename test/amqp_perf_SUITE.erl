@@ -6,7 +6,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
--export([cli_short_run/1, cli_json/1, counts_exact/1, consumer_count_below_producer_count/1,
+-export([cli_short_run/1, cli_json/1, cli_interrupt/1, counts_exact/1, consumer_count_below_producer_count/1,
          mandatory_unroutable_returned/1, confirms_and_nacks/1, prefetch_honoured/1,
          multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1,
          quorum_queue/1, nodes_peer/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
@@ -23,7 +23,7 @@ groups() ->
                     mandatory_unroutable_returned, confirms_and_nacks, prefetch_honoured,
                     multi_ack, queue_pattern, closed_loop, rate_never_overshoots,
                     quorum_queue, nodes_peer]},
-     {cli, [], [cli_short_run, cli_json, inequivalent_queue, bad_uri, wrong_credentials,
+     {cli, [], [cli_short_run, cli_json, cli_interrupt, inequivalent_queue, bad_uri, wrong_credentials,
                 unreachable]}].
 
 init_per_suite(Config) ->
@@ -241,6 +241,29 @@ cli_json(_) ->
                                        <<"accounting">> := #{<<"balanced">> := true}}}} = Doc,
     %% The PerfTest lines went to stderr.
     ?assertMatch({match, _}, re:run(Err, "sending rate avg")).
+
+%% Ctrl-C (SIGTERM to the launcher): the run stops, prints what it measured,
+%% drains and balances, and the document says partial.
+cli_interrupt(_) ->
+    Dir = beamlab_test_util:tmp_dir("amqp-int"),
+    %% exec: the port's OS process becomes the escript's launcher, which
+    %% forwards SIGTERM to the VM; its PerfTest lines (stderr) are dropped.
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", beamlab_test_util:escript(),
+                              "amqp", "-h", binary_to_list(?URI), "-c", "20", "-z", "60",
+                              "--format", "json", "-u", binary_to_list(uniq(<<"int">>))]},
+                      {cd, Dir}, exit_status, binary, use_stdio]),
+    {os_pid, Pid} = erlang:port_info(Port, os_pid),
+    timer:sleep(3000),
+    os:cmd("kill -TERM " ++ integer_to_list(Pid)),
+    {Code, Out} = collect(Port, []),
+    ct:log("exit ~p~n~ts", [Code, Out]),
+    ?assertEqual(0, Code),
+    {ok, Doc} = beamlab_json:decode(Out),
+    ?assertMatch(#{<<"partial">> := true,
+                   <<"extra">> := #{<<"amqp">> := #{<<"stop">> := <<"interrupted">>,
+                                                    <<"accounting">> := #{<<"balanced">> := true}}}},
+                 Doc).
 
 inequivalent_queue(_) ->
     Q = uniq(<<"ineq">>),
