@@ -116,3 +116,41 @@ bad_options_test() ->
                  beamlab_stats_hist:record(beamlab_stats_hist:new(), -1)),
     ?assertError({badarg, _},
                  beamlab_stats_hist:percentile(snap(#{}, [1]), 101)).
+
+summary_test() ->
+    S = snap(#{significant_digits => 3}, lists:seq(1, 1000)),
+    ?assertMatch(#{n := 1000, mean := 500.5, min := 1, max := 1000,
+                   median := 500, p99 := 990, p999 := 999, p1 := 10,
+                   overflow := 0, significant_digits := 3},
+                 beamlab_stats_hist:summary(S)),
+    ?assertEqual(#{n => 0, overflow => 0, significant_digits => 2},
+                 beamlab_stats_hist:summary(
+                   beamlab_stats_hist:empty(#{significant_digits => 2}))).
+
+inexact_test() ->
+    H = beamlab_stats_hist:new(#{significant_digits => 2, max => 100000,
+                                 exact => false}),
+    [beamlab_stats_hist:record(H, V) || V <- [3, 1000, 1001, 70000]],
+    beamlab_stats_hist:record_n(H, 500000, 2),
+    S = beamlab_stats_hist:snapshot(H),
+    %% 3 has an exact bucket; 1000/1001 share [1000, 1003] (middle 1002);
+    %% overflowed values count as max.
+    ?assertMatch(#{exact := false, count := 6, overflow := 2, min := 3,
+                   max := 100000}, S),
+    ?assertEqual(3 + 1002 + 1002 + beamlab_stats_hist:percentile(S, 60)
+                 + 2 * 100000, beamlab_stats_hist:sum(S)),
+    Merged = beamlab_stats_hist:merge(S, snap(#{significant_digits => 2}, [1])),
+    ?assertMatch(#{exact := false, count := 7, min := 1}, Merged),
+    ?assertEqual({ok, S}, beamlab_stats_hist:from_map(beamlab_stats_hist:to_map(S))).
+
+decimal_percentile_rank_test() ->
+    %% With N = 41000, 99.9 * N / 100 computed in floats is slightly above
+    %% the integer 40959: a plain ceil would pick rank 40960.
+    N = 41000,
+    K = 40959,
+    ?assert(99.9 * N / 100 > K),
+    H = beamlab_stats_hist:new(#{write_concurrency => false}),
+    beamlab_stats_hist:record_n(H, 100, K),
+    beamlab_stats_hist:record_n(H, 1000000, N - K),
+    ?assertEqual(100, beamlab_stats_hist:percentile(
+                        beamlab_stats_hist:snapshot(H), 99.9)).

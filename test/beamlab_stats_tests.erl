@@ -46,7 +46,9 @@ normal_test() ->
     ?near(0.8413447460685429, beamlab_stats:normal_cdf(1), 1.0e-12),
     ?assertEqual(0.0, beamlab_stats:normal_quantile(0.5)),
     ?assertError(function_clause, beamlab_stats:normal_quantile(0.0)),
-    ?assertError(function_clause, beamlab_stats:normal_quantile(1)).
+    ?assertError(function_clause, beamlab_stats:normal_quantile(1)),
+    ?assertError(function_clause, beamlab_stats:t_quantile(0.9, 0)),
+    ?assertError(function_clause, beamlab_stats:t_cdf(1.0, -2)).
 
 %%--------------------------------------------------------------------
 %% Descriptive statistics
@@ -71,7 +73,8 @@ summary_known_values_test() ->
     ?near(7.665851, Hi, 1.0e-6),
     %% n = 10: ranks 2 and 9 cover 1 - 2 * 11/1024 = 97.9%.
     ?assertEqual({{2.0, 9.0}, true},
-                 {maps:get(ci_median, S), maps:get(ci_median_exact, S)}).
+                 {maps:get(ci_median, S), maps:get(ci_median_exact, S)}),
+    ?near(1 - 2 * 11 / 1024, maps:get(ci_median_coverage, S), 1.0e-12).
 
 summary_confidence_option_test() ->
     S90 = beamlab_stats:summary(lists:seq(1, 10), #{confidence => 0.9}),
@@ -84,12 +87,14 @@ summary_confidence_option_test() ->
 ci_median_small_n_test() ->
     %% n = 5: even (min, max) covers only 1 - 2/32 = 93.75% < 95%.
     S5 = beamlab_stats:summary([3, 1, 2, 5, 4]),
-    ?assertEqual({{1.0, 5.0}, false},
-                 {maps:get(ci_median, S5), maps:get(ci_median_exact, S5)}),
+    ?assertEqual({{1.0, 5.0}, false, 0.9375},
+                 {maps:get(ci_median, S5), maps:get(ci_median_exact, S5),
+                  maps:get(ci_median_coverage, S5)}),
     %% n = 6: (min, max) covers 1 - 2/64 = 96.9%.
     S6 = beamlab_stats:summary([3, 1, 2, 5, 4, 6]),
-    ?assertEqual({{1.0, 6.0}, true},
-                 {maps:get(ci_median, S6), maps:get(ci_median_exact, S6)}).
+    ?assertEqual({{1.0, 6.0}, true, 1 - 2 / 64},
+                 {maps:get(ci_median, S6), maps:get(ci_median_exact, S6),
+                  maps:get(ci_median_coverage, S6)}).
 
 ci_median_large_n_test() ->
     %% Large n must not underflow 2^-n; the interval is about
@@ -148,6 +153,8 @@ histogram_test() ->
     ?assertEqual([{1.0, 4.0, 3}, {4.0, 7.0, 3}, {7.0, 10.0, 4}],
                  beamlab_stats:histogram(lists:seq(1, 10), 3)),
     ?assertEqual([{5.0, 5.0, 3}], beamlab_stats:histogram([5, 5, 5], 4)),
+    ?assertEqual([{5.0e-324, 1.0e-323, 2}],
+                 beamlab_stats:histogram([5.0e-324, 1.0e-323], 1000)),
     H = beamlab_stats:histogram([0, 0, 0, 100], 4),
     ?assertEqual([3, 0, 0, 1], [C || {_, _, C} <- H]).
 
@@ -219,7 +226,11 @@ compare_verdicts_test() ->
                  beamlab_stats:compare(Slow, Base,
                                        #{better => lower, test => welch})),
     ?assertMatch(#{verdict := no_difference, change := 0.0},
-                 beamlab_stats:compare(Base, Base, #{})).
+                 beamlab_stats:compare(Base, Base, #{})),
+    ?assertMatch(#{verdict := faster},
+                 beamlab_stats:compare(Base, Slow, #{better => <<"higher">>})),
+    ?assertError({badarg, {better, up}},
+                 beamlab_stats:compare(Base, Slow, #{better => up})).
 
 compare_too_few_test() ->
     ?assertMatch(#{verdict := too_few_samples, test := none,
@@ -239,6 +250,14 @@ compare_constant_samples_test() ->
     ?assertMatch(#{verdict := slower, p_value := 0.0, ci := {0.2, 0.2}}, R),
     ?assertMatch(#{verdict := no_difference},
                  beamlab_stats:compare([5, 5, 5], [6, 6, 6], #{})).
+
+compare_min_change_test() ->
+    Base = [100, 101, 99, 100, 101, 99, 100, 101, 99, 100, 101, 99],
+    New = [X + 3 || X <- Base],              % +3%, clearly significant
+    ?assertMatch(#{verdict := slower},
+                 beamlab_stats:compare(Base, New, #{min_change => 0.02})),
+    ?assertMatch(#{verdict := no_difference},
+                 beamlab_stats:compare(Base, New, #{min_change => 0.05})).
 
 compare_zero_base_test() ->
     ?assertMatch(#{change := undefined, ci := undefined},
@@ -265,5 +284,64 @@ converged_test() ->
     ?assert(beamlab_stats:converged([0, 0, 0], #{rel_ci => 0.01})),
     ?assertNot(beamlab_stats:converged([-1, 0, 1], #{rel_ci => 0.01})),
     ?assertNot(beamlab_stats:converged([], #{min => 0, rel_ci => 0.1})).
+
+converged_from_stats_test() ->
+    Tight = [100.0, 100.1, 99.9, 100.0, 100.05],
+    Opts = [#{rel_ci => 0.01}, #{rel_ci => 0.0001}, #{cv => 0.01, min => 6},
+            #{cv => 0.01}],
+    Summary = beamlab_stats:summary(Tight),
+    Res = beamlab_stats_reservoir:summary(
+            beamlab_stats_reservoir:add_all(beamlab_stats_reservoir:new(2),
+                                            Tight)),
+    [?assertEqual(beamlab_stats:converged(Tight, O),
+                  beamlab_stats:converged(S, O))
+     || O <- Opts, S <- [Summary, Res]],
+    ?assertNot(beamlab_stats:converged(
+                 beamlab_stats_reservoir:summary(beamlab_stats_reservoir:new(2)),
+                 #{rel_ci => 0.1})).
+
+%%--------------------------------------------------------------------
+%% Calibration: with a fixed seed, the intervals cover and the tests reject
+%% at the advertised rates (simulated normal data; deterministic).
+
+calibration_test_() ->
+    {timeout, 60, fun calibration/0}.
+
+calibration() ->
+    rand:seed(exsss, 20261122),
+    Trials = 500,
+    Draw = fun(N) -> [10 + rand:normal() || _ <- lists:seq(1, N)] end,
+    Covered = fun(Key, Truth) ->
+                      length([ok || _ <- lists:seq(1, Trials),
+                                    {Lo, Hi} <- [maps:get(Key, beamlab_stats:summary(Draw(15)))],
+                                    Lo =< Truth, Truth =< Hi]) / Trials
+              end,
+    CovMean = Covered(ci_mean, 10),
+    CovMedian = Covered(ci_median, 10),
+    %% Binomial sd of a 95% rate over 500 trials is 1%; the seed is fixed, so
+    %% the outcome is deterministic.
+    ?assert(CovMean > 0.93 andalso CovMean < 0.97),
+    %% n = 15: the order-statistic interval covers 96.5% by construction.
+    ?assert(CovMedian > 0.94 andalso CovMedian < 0.985),
+    FalsePositive =
+        fun(Test, N) ->
+                length([ok || _ <- lists:seq(1, Trials),
+                              #{verdict := V} <- [beamlab_stats:compare(
+                                                    Draw(N), Draw(N),
+                                                    #{test => Test})],
+                              V =/= no_difference]) / Trials
+        end,
+    %% Rejection rate under the null must not exceed 5% (the exact test is
+    %% conservative with 8 values; the normal approximation is used with 20).
+    [?assert(FalsePositive(Test, N) < 0.07)
+     || {Test, N} <- [{mann_whitney, 8}, {mann_whitney, 20}, {welch, 8}]],
+    %% Fieller's interval covers the true relative change (+10%).
+    CovChange = length([ok || _ <- lists:seq(1, Trials),
+                              #{ci := {Lo, Hi}} <- [beamlab_stats:compare(
+                                                      Draw(10),
+                                                      [X * 1.1 || X <- Draw(10)],
+                                                      #{})],
+                              Lo =< 0.1, 0.1 =< Hi]) / Trials,
+    ?assert(CovChange > 0.93 andalso CovChange < 0.97).
 
 round6(X) -> round(X * 1000000) / 1000000.

@@ -8,8 +8,11 @@
 
 -export([prop_percentile_monotone_bounded/0, prop_mean_bounded/0,
          prop_ci_contains_estimate/0, prop_compare_self/0,
+         prop_histogram_counts/0, prop_outliers_counted/0,
          prop_compare_shifted/0, prop_t_quantile_inverse/0,
-         prop_hist_precision/0, prop_hist_merge/0, prop_hist_exact_stats/0,
+         prop_normal_quantile_inverse/0,
+         prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
+         prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
          prop_reservoir/0, prop_reservoir_roundtrip/0]).
 
@@ -68,6 +71,32 @@ prop_ci_contains_estimate() ->
                     L2 =< Med andalso Med =< H2
             end).
 
+prop_histogram_counts() ->
+    ?FORALL({L, Bins}, {samples(), range(1, 30)},
+            begin
+                H = beamlab_stats:histogram(L, Bins),
+                Edges = lists:append([[Lo, Hi] || {Lo, Hi, _} <- H]),
+                lists:sum([C || {_, _, C} <- H]) =:= length(L) andalso
+                    Edges =:= lists:sort(Edges) andalso
+                    hd(Edges) == lists:min(L) andalso
+                    lists:last(Edges) == lists:max(L)
+            end).
+
+prop_outliers_counted() ->
+    ?FORALL(L, samples(),
+            begin
+                #{p25 := Q1, p75 := Q3, iqr := I, outliers := O} =
+                    beamlab_stats:summary(L),
+                Count = fun(F) -> length(lists:filter(F, L)) end,
+                Safe = fun(Q, K) -> try Q + K * I
+                                    catch error:badarith -> K * 1.0e308 end
+                       end,
+                O =:= #{low => Count(fun(X) -> X < Safe(Q1, -1.5) end),
+                        low_severe => Count(fun(X) -> X < Safe(Q1, -3) end),
+                        high => Count(fun(X) -> X > Safe(Q3, 1.5) end),
+                        high_severe => Count(fun(X) -> X > Safe(Q3, 3) end)}
+            end).
+
 prop_compare_self() ->
     ?FORALL({L, Better, Test},
             {samples(), oneof([higher, lower]), oneof([mann_whitney, welch])},
@@ -104,6 +133,13 @@ prop_t_quantile_inverse() ->
                 abs(beamlab_stats:t_cdf(T, Df) - P) =< 1.0e-9
             end).
 
+prop_normal_quantile_inverse() ->
+    ?FORALL(P, oneof([float(1.0e-300, 1.0e-10), float(1.0e-10, 0.999999)]),
+            begin
+                X = beamlab_stats:normal_quantile(P),
+                abs(beamlab_stats:normal_cdf(X) - P) =< 1.0e-12 * P
+            end).
+
 %%--------------------------------------------------------------------
 %% beamlab_stats_hist
 
@@ -112,8 +148,11 @@ record_all(Opts, Vs) ->
     [beamlab_stats_hist:record(H, V) || V <- Vs],
     beamlab_stats_hist:snapshot(H).
 
+%% Rank max(1, ceil(P/100 * N)), with the same slack for decimal P as the
+%% implementation (99.9 is not exactly representable).
 nearest_rank(Sorted, N, P) ->
-    lists:nth(max(1, ceil(P * N / 100)), Sorted).
+    X = P * N / 100,
+    lists:nth(max(1, ceil(X - X * 1.0e-12)), Sorted).
 
 prop_hist_precision() ->
     ?FORALL({D, Vs, Ps}, {digits(), non_empty(latencies()),
@@ -130,6 +169,33 @@ prop_hist_precision() ->
                           E = nearest_rank(Sorted, N, P),
                           abs(R - E) =< Bound * E
                   end, lists:zip(AllPs, Reported))
+            end).
+
+prop_hist_record_list() ->
+    ?FORALL({Vs, Max, Exact}, {latencies(), range(1, 1 bsl 41), boolean()},
+            begin
+                Opts = #{max => Max, write_concurrency => false, exact => Exact},
+                H = beamlab_stats_hist:new(Opts),
+                ok = beamlab_stats_hist:record_list(H, Vs),
+                beamlab_stats_hist:snapshot(H) =:= record_all(Opts, Vs)
+            end).
+
+prop_hist_inexact() ->
+    ?FORALL({D, Vs}, {digits(), non_empty(latencies())},
+            begin
+                Snap = record_all(#{significant_digits => D, exact => false}, Vs),
+                Sorted = lists:sort(Vs),
+                N = length(Vs),
+                Bound = 1 / (2 * math:pow(10, D)),
+                Near = fun(R, E) -> abs(R - E) =< Bound * E end,
+                Ps = [0, 1, 50, 90, 99.9, 100],
+                Reported = beamlab_stats_hist:percentiles(Snap, Ps),
+                beamlab_stats_hist:count(Snap) =:= N andalso
+                    Near(beamlab_stats_hist:min(Snap), hd(Sorted)) andalso
+                    Near(beamlab_stats_hist:max(Snap), lists:last(Sorted)) andalso
+                    Near(beamlab_stats_hist:sum(Snap), lists:sum(Vs)) andalso
+                    lists:all(fun({P, R}) -> Near(R, nearest_rank(Sorted, N, P)) end,
+                              lists:zip(Ps, Reported))
             end).
 
 prop_hist_merge() ->
@@ -174,11 +240,15 @@ prop_hist_map_roundtrip() ->
                 Snap = record_all(#{significant_digits => D}, Vs),
                 Map = beamlab_stats_hist:to_map(Snap),
                 json_like(Map) andalso
-                    beamlab_stats_hist:from_map(Map) =:= {ok, Snap}
+                    beamlab_stats_hist:from_map(via_json(Map)) =:= {ok, Snap}
             end).
 
+via_json(Term) ->
+    {ok, Decoded} = beamlab_json:decode(beamlab_json:encode(Term)),
+    Decoded.
+
 %% Only what a JSON codec can carry: numbers, lists, maps with binary keys.
-json_like(X) when is_number(X) -> true;
+json_like(X) when is_number(X); is_boolean(X) -> true;
 json_like(L) when is_list(L) -> lists:all(fun json_like/1, L);
 json_like(M) when is_map(M) ->
     lists:all(fun({K, V}) -> is_binary(K) andalso json_like(V) end,
@@ -212,12 +282,13 @@ exact_summary(#{mean := M, variance := V, min := Min, max := Max}, Xs) ->
 
 prop_reservoir_roundtrip() ->
     ?FORALL({Cap, Xs, Ys, Seed},
-            {range(1, 10), list(integer()), list(integer()), integer()},
+            {range(1, 10), list(oneof([integer(), real()])), list(integer()),
+             integer()},
             begin
                 R = beamlab_stats_reservoir:add_all(
                       beamlab_stats_reservoir:new(Cap, #{seed => Seed}), Xs),
                 Map = beamlab_stats_reservoir:to_map(R),
-                {ok, R2} = beamlab_stats_reservoir:from_map(Map),
+                {ok, R2} = beamlab_stats_reservoir:from_map(via_json(Map)),
                 Cont = fun(Res) -> beamlab_stats_reservoir:to_map(
                                      beamlab_stats_reservoir:add_all(Res, Ys))
                        end,
@@ -235,14 +306,19 @@ stats_props_test_() ->
      [?_test(check(prop_percentile_monotone_bounded(), 300)),
       ?_test(check(prop_mean_bounded(), 300)),
       ?_test(check(prop_ci_contains_estimate(), 300)),
+      ?_test(check(prop_histogram_counts(), 200)),
+      ?_test(check(prop_outliers_counted(), 300)),
       ?_test(check(prop_compare_self(), 200)),
       ?_test(check(prop_compare_shifted(), 150)),
-      ?_test(check(prop_t_quantile_inverse(), 300))]}.
+      ?_test(check(prop_t_quantile_inverse(), 300)),
+      ?_test(check(prop_normal_quantile_inverse(), 300))]}.
 
 hist_props_test_() ->
     {timeout, 60,
      [?_test(check(prop_hist_precision(), 150)),
       ?_test(check(prop_hist_merge(), 100)),
+      ?_test(check(prop_hist_record_list(), 100)),
+      ?_test(check(prop_hist_inexact(), 100)),
       ?_test(check(prop_hist_merge_precisions(), 100)),
       ?_test(check(prop_hist_exact_stats(), 100)),
       ?_test(check(prop_hist_map_roundtrip(), 100))]}.

@@ -12,7 +12,7 @@
 -module(beamlab_env).
 
 -export([report/0, report/1, format_text/1,
-         cgroup_cpu_stat/1, cpu_times/1, process_cpu_ticks/1, loadavg/1,
+         cgroup_cpu_stat/1, cgroup_locate/1, cgroup_cpu_stat_at/1, cpu_times/1, process_cpu_ticks/1, loadavg/1,
          parse_cpulist/1, parse_meminfo/1, parse_kv/1]).
 
 -type report() :: #{atom() => term()}.
@@ -310,7 +310,19 @@ parse_cpu_max(Text) ->
 -spec cgroup_cpu_stat(file:filename()) ->
           {ok, #{atom() => non_neg_integer()}} | {error, no_cgroup}.
 cgroup_cpu_stat(Root) ->
-    case cgroup_paths(Root) of
+    cgroup_cpu_stat_at(cgroup_locate(Root)).
+
+%% @doc Where this process's cgroup CPU controller is below `Root', for
+%% repeated reads with {@link cgroup_cpu_stat_at/1}.
+-spec cgroup_locate(file:filename()) -> {v1 | v2, file:filename()} | none.
+cgroup_locate(Root) ->
+    cgroup_paths(Root).
+
+%% @doc As {@link cgroup_cpu_stat/1} for a located controller.
+-spec cgroup_cpu_stat_at({v1 | v2, file:filename()} | none) ->
+          {ok, #{atom() => non_neg_integer()}} | {error, no_cgroup}.
+cgroup_cpu_stat_at(Loc) ->
+    case Loc of
         none -> {error, no_cgroup};
         {Version, Dir} ->
             case read(filename:join(Dir, "cpu.stat")) of

@@ -16,9 +16,13 @@
                    timer => map() | skip}.
 -export_type([finding/0]).
 
-%% Thresholds. Busy/idle are per-scheduler utilisation in percent.
--define(BUSY, 80).
--define(IDLE, 20).
+%% Thresholds, per-scheduler utilisation in percent. With runnable work
+%% queued, a healthy VM keeps every online scheduler near 100% (idle ones
+%% steal); one under IDLE is not getting work. On an overloaded host the
+%% idle scheduler's own overhead shows as 50-60% "active" wall time, hence
+%% the generous IDLE.
+-define(BUSY, 90).
+-define(IDLE, 75).
 -define(CONSECUTIVE, 3).
 -define(REL_CI, 0.05).
 -define(CV, 0.10).
@@ -64,7 +68,7 @@ scheduler_imbalance(T) ->
                      case Idle * 2 >= Online of true -> <<"critical">>; false -> <<"warning">> end,
                      "Scheduler imbalance: runnable work waits while schedulers idle",
                      io_lib:format("for ~b consecutive samples (~.1f-~.1f s) up to ~b of ~b online "
-                                   "schedulers were idle (<= ~b%) while others were busy and up to ~b "
+                                   "schedulers were at most ~b% busy while others were busy and up to ~b "
                                    "processes waited in run queues; per-scheduler utilisation at ~.1f s: ~s",
                                    [length(Run), T0 / 1000, T1 / 1000, Idle, Online, ?IDLE, MaxRq,
                                     T0 / 1000, utils_text(maps:get(utils, hd(Run)), Online)]),
@@ -87,7 +91,7 @@ schedulers_offline(T, Env) ->
                _ -> Total
            end,
     Hit = fun(#{utils := U, rq := Rq}) ->
-                  Rq > 0 andalso lists:all(fun(X) -> X >= ?BUSY end, lists:sublist(U, Online))
+                  Rq > 0 andalso lists:all(fun(X) -> X >= ?BUSY - 10 end, lists:sublist(U, Online))
           end,
     case Online < min(Total, Cpus) andalso longest_run(Hit, per_sample(T)) of
         Run when is_list(Run), length(Run) >= ?CONSECUTIVE ->

@@ -17,7 +17,8 @@
 -type run_out() :: #{exit := integer(), result := map() | undefined, env := map()}.
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
-                  baseline => binary() | undefined, sweep => boolean()}.
+                  baseline => binary() | undefined, sweep => boolean(),
+                  inner => {module(), atom(), [term()]}, paths => [file:filename()]}.
 -export_type([config/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -151,7 +152,12 @@ grid([T | _], _) -> {error, {bad_grid_term, T}}.
 -spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
           {ok, map()} | {error, term()}.
 run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
-    Runner = maps:get(runner, Opts, fun run_in_vm/2),
+    %% `inner' replaces the CLI command by a function returning
+    %% {ExitCode, Result} in the fresh VM (embedding, tests); `paths' are
+    %% extra code paths for it.
+    Inner = maps:get(inner, Spec, {beamlab_cli, run_command, [Argv, #{quiet => true}]}),
+    Paths = maps:get(paths, Spec, []),
+    Runner = maps:get(runner, Opts, fun(C, _) -> run_in_vm(C, Inner, Paths) end),
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Baseline = case maps:get(baseline, Spec, undefined) of
                    undefined -> maps:get(name, hd(Configs));
@@ -317,15 +323,14 @@ online(_) -> null.
 %% One run in a fresh VM: start it, run the command through the CLI's
 %% programmatic entry (quiet: the document is returned, not printed), take
 %% the VM's own env report, stop it.
-run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
-    PeerOpts = maps:from_list([{args, Args}]
+run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
+    PeerOpts = maps:from_list([{args, Args}, {paths, Paths}]
                               ++ [{exec, Erl} || Erl =/= undefined]
                               ++ [{wrapper, Wrap} || Wrap =/= undefined]),
     case beamlab_peer:start(PeerOpts) of
         {ok, Vm} ->
             try
-                {Code, Result} = beamlab_peer:call(Vm, beamlab_cli, run_command,
-                                                   [Argv, #{quiet => true}], infinity),
+                {Code, Result} = beamlab_peer:call(Vm, M, F, A, infinity),
                 Env = beamlab_peer:call(Vm, beamlab_env, report, [], 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch

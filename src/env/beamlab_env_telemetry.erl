@@ -30,6 +30,7 @@
              rates :: undefined | fun(() -> [{term(), number()}]),
              msacc :: boolean(),
              root :: file:filename(),
+             cgroup :: {v1 | v2, file:filename()} | none,
              t0 :: integer(),
              tick = 0 :: non_neg_integer(),
              timer :: reference() | undefined,
@@ -76,13 +77,16 @@ init(Opts) ->
                    false -> false
                end,
     process_flag(trap_exit, true),
+    %% Sample on time even when the measured work saturates the schedulers.
+    process_flag(priority, high),
+    Root = maps:get(root, Opts, "/"),
     Shape = #{normal => erlang:system_info(schedulers),
               online => erlang:system_info(schedulers_online),
               dirty_cpu => sysinfo(dirty_cpu_schedulers, 0),
               dirty_io => sysinfo(dirty_io_schedulers, 0)},
     St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
               rates = maps:get(rates, Opts, undefined), msacc = Msacc,
-              root = maps:get(root, Opts, "/"), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
+              root = Root, cgroup = beamlab_env:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
               t0 = now_ms(), prev = #{}},
     St = St0#st{prev = raw(St0)},
     _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
@@ -146,7 +150,7 @@ sample(St = #st{prev = Prev, samples = Samples, print = Print}) ->
     St#st{prev = Raw#{mon_reds => MonReds}, samples = [S | Samples]}.
 
 %% Cumulative counters at one instant.
-raw(#st{rates = Rates, msacc = Msacc, root = Root}) ->
+raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup}) ->
     {Reds, _} = erlang:statistics(reductions),
     {GCs, _, _} = erlang:statistics(garbage_collection),
     M = #{t => now_ms(),
@@ -162,7 +166,7 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root}) ->
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
     Os = [{os_cpu_us, beamlab_env:process_cpu_ticks(Root)},
-          {cgroup, beamlab_env:cgroup_cpu_stat(Root)},
+          {cgroup, beamlab_env:cgroup_cpu_stat_at(Cgroup)},
           {cpu_times, beamlab_env:cpu_times(Root)},
           {load, beamlab_env:loadavg(Root)}],
     M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os])),
@@ -287,7 +291,7 @@ line_info(#st{shape = Shape, rates = Rates, prev = Prev}) ->
 -spec header(map()) -> iolist().
 header(#{labels := Labels} = Info) ->
     io_lib:format("~8s ~-*s ~5s ~5s ~6s ~7s ~9s ~9s ~7s~ts ~6s~n",
-                  ["time", util_width(Info), "util [per scheduler]", "dcpu", "dio", "runq",
+                  ["time", util_width(Info), "util [schedulers]", "dcpu", "dio", "runq",
                    "procs", "memory", "reds/s", "gc/s",
                    [io_lib:format(" ~12ts", [L]) || L <- Labels], "mon"]).
 
@@ -318,7 +322,7 @@ per_scheduler(Utils, Online) ->
             io_lib:format("busy ~b idle ~b of ~b", [Busy, Idle, length(On)])
     end.
 
-util_width(#{online := Online}) when Online =< 16 -> 8 + 4 * Online;
+util_width(#{online := Online}) when Online =< 16 -> max(17, 6 + 4 * Online);
 util_width(_) -> 32.
 
 %%--------------------------------------------------------------------

@@ -196,7 +196,8 @@ format_error({load, Path, Reason}) ->
          n, mean, sd, cv, median, min, max, p1, p5, p10, p25, p75, p90, p95, p99, p999,
          ci_mean, ci_median, ci_median_exact, confidence, outliers, low, high, low_severe,
          high_severe, iqr, too_few, change, ci, p_value, p_value_welch, test, verdict, n_base,
-         n_new, baseline, id, severity, title, evidence, advice, data]).
+         n_new, baseline, id, severity, title, evidence, advice, data, ci_median_coverage, ci_method,
+         p_value_mann_whitney, mann_whitney_method, mean_base, mean_new, min_change, exact]).
 -define(OPAQUE, [<<"params">>, <<"counters">>, <<"extra">>, <<"env">>, <<"telemetry">>,
                  <<"data">>]).
 -define(INTERVALS, [<<"ci">>, <<"ci_mean">>, <<"ci_median">>]).

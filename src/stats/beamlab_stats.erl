@@ -32,7 +32,7 @@
           p75 := float(), p90 := float(), p95 := float(), p99 := float(),
           p999 := float(), iqr := float(),
           ci_mean := interval(), ci_median := interval(),
-          ci_median_exact := boolean(),
+          ci_median_exact := boolean(), ci_median_coverage := float(),
           confidence := float(),
           outliers := #{low := non_neg_integer(), high := non_neg_integer(),
                         low_severe := non_neg_integer(),
@@ -86,7 +86,7 @@ summary([_ | _] = Samples, Opts) when is_map(Opts) ->
     P75 = P(75),
     Iqr = sub(P75, P25),
     Median = P(50),
-    {CiMedian, Exact} = ci_median(T, N, Conf),
+    {CiMedian, Exact, Coverage} = ci_median(T, N, Conf),
     #{n => N,
       mean => Mean, sd => Sd, cv => cv(Sd, Mean),
       median => Median, min => Min, max => Max,
@@ -95,8 +95,9 @@ summary([_ | _] = Samples, Opts) when is_map(Opts) ->
       iqr => Iqr,
       ci_mean => ci_mean(Mean, Sd, N, Conf),
       ci_median => CiMedian, ci_median_exact => Exact,
+      ci_median_coverage => Coverage,
       confidence => Conf,
-      outliers => outliers(Sorted, P25, P75, Iqr),
+      outliers => outliers(T, N, P25, P75, Iqr),
       too_few => N < 2}.
 
 %% @doc Like {@link summary/1} but `undefined' for an empty sample.
@@ -139,28 +140,30 @@ percentile([_ | _] = Sorted, P) when is_number(P), P >= 0, P =< 100 ->
     T = list_to_tuple(to_floats(Sorted)),
     pct(T, tuple_size(T), P).
 
-%% @doc Equal-width histogram with `Bins' bins spanning [min, max]; the
-%% last bin includes max. All-equal samples give one bin `{X, X, N}'.
+%% @doc Equal-width histogram with `Bins' bins spanning [min, max]; bins
+%% are half-open except the last, which includes max. All-equal samples
+%% give one bin `{X, X, N}'.
 -spec histogram([number(), ...], pos_integer()) ->
           [{float(), float(), non_neg_integer()}].
 histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
     Fs = to_floats(Samples),
     Min = lists:min(Fs),
     Max = lists:max(Fs),
-    case Max > Min of
+    %% Half-range arithmetic avoids overflow for huge opposite-sign ranges.
+    HalfWidth = (Max / 2 - Min / 2) / Bins,
+    case HalfWidth > 0.0 of
         false ->
+            %% All equal, or a range too small to split (subnormals).
             [{Min, Max, length(Fs)}];
         true ->
-            %% Half-range arithmetic avoids overflow for huge opposite-sign
-            %% ranges.
-            HalfWidth = (Max / 2 - Min / 2) / Bins,
-            Edge = fun(I) when I =:= Bins -> Max;
-                      (I) -> Min + 2 * HalfWidth * I
+            Edge = fun(0) -> Min;
+                      (I) when I =:= Bins -> Max;
+                      (I) -> min(Max, Min + HalfWidth * I + HalfWidth * I)
                    end,
             Counts = lists:foldl(
                        fun(X, Acc) ->
-                               I = min(Bins - 1,
-                                       trunc(((X / 2 - Min / 2) / HalfWidth))),
+                               I = max(0, min(Bins - 1,
+                                              trunc((X / 2 - Min / 2) / HalfWidth))),
                                maps:update_with(I, fun(C) -> C + 1 end, 1, Acc)
                        end, #{}, Fs),
             [{Edge(I), Edge(I + 1), maps:get(I, Counts, 0)}
@@ -172,22 +175,35 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 %%====================================================================
 
 %% @doc Compare `New' against `Base'. Options: `better' (`higher' or
-%% `lower', default `lower', as for times), `confidence' (default 0.95),
+%% `lower', also as binaries like the result document's `better', default
+%% `lower', as for times), `confidence' (default 0.95),
 %% `test' (`mann_whitney', the default, or `welch') chooses which p-value
-%% gives the verdict. `change' is (mean(New) - mean(Base)) / mean(Base);
+%% gives the verdict, `min_change' (default 0.0) is the smallest relative
+%% change of the means worth reporting: a significant but smaller change
+%% is `no_difference'. `change' is (mean(New) - mean(Base)) / mean(Base);
 %% its interval is Fieller's interval for the ratio of means minus one
 %% (Welch's interval on the difference divided by the base mean when the
 %% base mean is not clearly non-zero). `change' and `ci' are `undefined'
 %% when the base mean is zero.
 -spec compare([number()], [number()],
-              #{better => higher | lower, confidence => float(),
-                test => mann_whitney | welch}) -> comparison().
+              #{better => higher | lower | binary(), confidence => float(),
+                test => mann_whitney | welch, min_change => number()}) ->
+          comparison().
 compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
     Conf = confidence(Opts),
-    Better = maps:get(better, Opts, lower),
-    Test = maps:get(test, Opts, mann_whitney),
-    true = lists:member(Better, [higher, lower]),
-    true = lists:member(Test, [mann_whitney, welch]),
+    Better = case maps:get(better, Opts, lower) of
+                 B when B =:= higher; B =:= <<"higher">> -> higher;
+                 B when B =:= lower; B =:= <<"lower">> -> lower;
+                 B -> error({badarg, {better, B}})
+             end,
+    Test = case maps:get(test, Opts, mann_whitney) of
+               T when T =:= mann_whitney; T =:= welch -> T;
+               T -> error({badarg, {test, T}})
+           end,
+    MinChange = case maps:get(min_change, Opts, 0.0) of
+                    M when is_number(M), M >= 0 -> M;
+                    M -> error({badarg, {min_change, M}})
+                end,
     NB = length(Base0),
     NN = length(New0),
     Common = #{n_base => NB, n_new => NN, confidence => Conf},
@@ -202,10 +218,10 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                     mean_base => MB, mean_new => MN};
         false ->
             compare2(to_floats(Base0), to_floats(New0), Conf, Better, Test,
-                     Common)
+                     MinChange, Common)
     end.
 
-compare2(Base0, New0, Conf, Better, Test, Common) ->
+compare2(Base0, New0, Conf, Better, Test, MinChange, Common) ->
     %% Ratios, t and rank statistics are scale-invariant: rescale by a power
     %% of two (exact) so that squares never overflow or underflow.
     Scale = scale(lists:max([abs(X) || X <- Base0 ++ New0])),
@@ -219,12 +235,13 @@ compare2(Base0, New0, Conf, Better, Test, Common) ->
                          mann_whitney -> {PU, maps:get(direction, MW)};
                          welch -> {PW, sign(MN - MB)}
                      end,
-    Alpha = 1 - Conf,
-    Verdict = if P < Alpha, Direction =/= 0 ->
-                      verdict(Direction, Better);
-                 true -> no_difference
-              end,
     {Change, Ci, CiMethod} = change_ci(W, Conf),
+    Relevant = MinChange == 0 orelse
+        (is_float(Change) andalso abs(Change) >= MinChange),
+    Verdict = case P < 1 - Conf andalso Direction =/= 0 andalso Relevant of
+                  true -> verdict(Direction, Better);
+                  false -> no_difference
+              end,
     Common#{change => Change, ci => Ci, ci_method => CiMethod,
             p_value => P, p_value_welch => PW, p_value_mann_whitney => PU,
             mann_whitney_method => maps:get(method, MW), test => Test,
@@ -405,22 +422,39 @@ tie_sum([X | _] = L, Acc) ->
 %% samples (default 3) and every given target holds: the half-width of
 %% the confidence interval of the mean relative to |mean| is at most
 %% `rel_ci', and the coefficient of variation is at most `cv'. With no
-%% target set, only `min' counts.
--spec converged([number()],
+%% target set, only `min' counts. Instead of the samples, a map with the
+%% count (`n' or `count'), `mean' and `sd' may be given, e.g. a
+%% {@link summary/1} or a `beamlab_stats_reservoir:summary/1', so that
+%% long runs need not rescan every sample.
+-spec converged([number()] | #{n => non_neg_integer(),
+                               count => non_neg_integer(),
+                               mean := number() | undefined, sd := number(),
+                               _ => _},
                 #{rel_ci => float() | undefined, cv => float() | undefined,
                   min => non_neg_integer(), confidence => float()}) ->
           boolean().
 converged(Samples, Opts) when is_list(Samples), is_map(Opts) ->
+    N = length(Samples),
+    converged(N, Opts, fun() ->
+                               Fs = to_floats(Samples),
+                               mean_sd(Fs, N, lists:min(Fs), lists:max(Fs))
+                       end);
+converged(#{mean := Mean, sd := Sd} = Stats, Opts) when is_map(Opts) ->
+    N = case Stats of
+            #{n := N0} -> N0;
+            #{count := N0} -> N0
+        end,
+    converged(N, Opts, fun() -> {float(Mean), float(Sd)} end).
+
+converged(N, Opts, MeanSd) ->
     Min = max(1, maps:get(min, Opts, 3)),
     RelCi = maps:get(rel_ci, Opts, undefined),
     CvT = maps:get(cv, Opts, undefined),
-    N = length(Samples),
     case N >= Min of
         false -> false;
         true when RelCi =:= undefined, CvT =:= undefined -> true;
         true ->
-            Fs = to_floats(Samples),
-            {Mean, Sd} = mean_sd(Fs, N, lists:min(Fs), lists:max(Fs)),
+            {Mean, Sd} = MeanSd(),
             CiOk = RelCi =:= undefined orelse
                 (N >= 2 andalso
                  rel(half_width(Sd, N, confidence(Opts)), Mean) =< RelCi),
@@ -498,7 +532,8 @@ t_sf(X, Df) when is_number(Df), Df > 0 ->
 %% (0, 1): safeguarded Newton iteration on the upper tail, started from the
 %% normal quantile. `t_quantile(0.975, 10)' is 2.228...
 -spec t_quantile(float(), df()) -> float().
-t_quantile(P, Df) when is_number(P), P > 0, P < 1 ->
+t_quantile(P, Df) when is_number(P), P > 0, P < 1,
+                       Df =:= infinity orelse (is_number(Df) andalso Df > 0) ->
     if Df =:= infinity -> normal_quantile(P);
        P == 0.5 -> 0.0;
        P > 0.5 -> upper_t_quantile(1 - P, Df);
@@ -709,49 +744,66 @@ sat_add(A, B) ->
     end.
 
 %% Distribution-free interval for the median from order statistics: the
-%% widest-coverage-sufficient symmetric pair (X(j), X(n+1-j)) with
-%% P(X(j) =< median =< X(n+1-j)) = 1 - 2 P(Bin(n, 1/2) =< j-1) >= Conf.
+%% narrowest symmetric pair (X(j), X(n+1-j)) whose coverage
+%% P(X(j) =< median =< X(n+1-j)) = 1 - 2 P(Bin(n, 1/2) =< j-1) is >= Conf.
+%% Returns the interval, whether the coverage reached Conf, and the
+%% coverage.
 ci_median(T, 1, _Conf) ->
     X = element(1, T),
-    {{X, X}, false};
+    {{X, X}, false, 0.0};
 ci_median(T, N, Conf) ->
     Alpha2 = (1 - Conf) / 2,
     case median_rank(N, Alpha2) of
-        0 -> {{element(1, T), element(N, T)}, false};
-        J -> {{element(J, T), element(N + 1 - J, T)}, true}
+        {0, Tail} -> {{element(1, T), element(N, T)}, false, 1 - 2 * Tail};
+        {J, Tail} -> {{element(J, T), element(N + 1 - J, T)}, true, 1 - 2 * Tail}
     end.
 
-%% Largest j >= 1 with P(Bin(n,1/2) =< j-1) =< Alpha2, or 0 when even j=1
-%% fails. Binomial terms are accumulated in log space (n may be large).
+%% {J, P(Bin(n,1/2) =< J-1)} for the largest J >= 1 with that probability
+%% =< Alpha2, or {0, P(Bin = 0)} when even J = 1 fails. Binomial terms are
+%% accumulated in log space (n may be large).
 median_rank(N, Alpha2) ->
     LogHalfN = -N * math:log(2),
-    median_rank(N, Alpha2, 0, LogHalfN, exp0(LogHalfN)).
+    Cdf0 = exp0(LogHalfN),
+    median_rank(N, Alpha2, 0, LogHalfN, Cdf0, Cdf0).
 
-%% Cdf = P(Bin =< I), LogPmf = log P(Bin = I).
-median_rank(N, Alpha2, I, LogPmf, Cdf) ->
-    case Cdf =< Alpha2 andalso I < (N - 1) div 2 of
-        true ->
+%% Cdf = P(Bin =< I), LogPmf = log P(Bin = I), Prev = P(Bin =< I-1).
+median_rank(N, Alpha2, I, LogPmf, Cdf, Prev) ->
+    case Cdf =< Alpha2 of
+        true when I < (N - 1) div 2 ->
             LogPmf1 = LogPmf + math:log(N - I) - math:log(I + 1),
-            median_rank(N, Alpha2, I + 1, LogPmf1, Cdf + exp0(LogPmf1));
-        false when Cdf =< Alpha2 -> I + 1;
-        false -> I      % j - 1 = I - 1 was the last valid one
+            median_rank(N, Alpha2, I + 1, LogPmf1, Cdf + exp0(LogPmf1), Cdf);
+        true -> {I + 1, Cdf};
+        false when I =:= 0 -> {0, Cdf};
+        false -> {I, Prev}     % J - 1 = I - 1 was the last valid one
     end.
 
-outliers(Sorted, Q1, Q3, Iqr) ->
-    {LoMild, LoSevere} = {fence(Q1, -1.5, Iqr), fence(Q1, -3, Iqr)},
-    {HiMild, HiSevere} = {fence(Q3, 1.5, Iqr), fence(Q3, 3, Iqr)},
-    lists:foldl(
-      fun(X, #{low := L, high := H, low_severe := LS, high_severe := HS} = A) ->
-              A#{low := L + b(X < LoMild), low_severe := LS + b(X < LoSevere),
-                 high := H + b(X > HiMild), high_severe := HS + b(X > HiSevere)}
-      end,
-      #{low => 0, high => 0, low_severe => 0, high_severe => 0}, Sorted).
+%% Tukey's fences; counts come from binary searches on the sorted tuple.
+outliers(T, N, Q1, Q3, Iqr) ->
+    Below = fun(F) -> count_below(T, F, 0, N) end,
+    Above = fun(F) -> N - count_at_most(T, F, 0, N) end,
+    #{low => Below(fence(Q1, -1.5, Iqr)), low_severe => Below(fence(Q1, -3, Iqr)),
+      high => Above(fence(Q3, 1.5, Iqr)), high_severe => Above(fence(Q3, 3, Iqr))}.
+
+%% Number of elements < F (resp. =< F) in the sorted tuple, searching the
+%% half-open position range [Lo, Hi).
+count_below(_T, _F, Lo, Lo) -> Lo;
+count_below(T, F, Lo, Hi) ->
+    Mid = (Lo + Hi) div 2,
+    case element(Mid + 1, T) < F of
+        true -> count_below(T, F, Mid + 1, Hi);
+        false -> count_below(T, F, Lo, Mid)
+    end.
+
+count_at_most(_T, _F, Lo, Lo) -> Lo;
+count_at_most(T, F, Lo, Hi) ->
+    Mid = (Lo + Hi) div 2,
+    case element(Mid + 1, T) =< F of
+        true -> count_at_most(T, F, Mid + 1, Hi);
+        false -> count_at_most(T, F, Lo, Mid)
+    end.
 
 fence(Q, K, Iqr) ->
     try Q + K * Iqr
     catch error:badarith when K > 0 -> ?MAX_FLOAT;
           error:badarith -> -?MAX_FLOAT
     end.
-
-b(true) -> 1;
-b(false) -> 0.

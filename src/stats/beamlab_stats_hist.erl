@@ -14,12 +14,18 @@
 %%% relative error of a reported value is at most 2^S/2 / (H*2^S) =
 %%% 1/2^B =< 1/(2 * 10^digits): within 0.5% for 2 digits, 0.05% for 3.
 %%% Bucket-width-1 values, the minimum and the maximum are exact.
+%%%
+%%% Cost. By default `count', `sum', `min' and `max' are exact, which costs
+%%% a record two `counters:add' and two `atomics:get'. With
+%%% `exact => false' a record is the bucket `counters:add' alone; sum, min
+%%% and max are then derived from the buckets at snapshot time (bucket
+%%% middles, so within the same relative bound as percentiles).
 -module(beamlab_stats_hist).
 
--export([new/0, new/1, record/2, record_n/3, reset/1,
+-export([new/0, new/1, record/2, record_n/3, record_list/2, reset/1,
          snapshot/1, merge/2, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
-         percentile/2, percentiles/2, buckets/1,
+         percentile/2, percentiles/2, summary/1, buckets/1,
          to_map/1, from_map/1, format_error/1]).
 
 -export_type([hist/0, snapshot/0, options/0]).
@@ -28,11 +34,12 @@
                extremes :: atomics:atomics_ref(),  % min, max
                bits :: pos_integer(),
                max :: pos_integer(),
-               nbuckets :: pos_integer()}).
+               nbuckets :: pos_integer(),
+               exact :: boolean()}).
 
 -opaque hist() :: #hist{}.
 -type options() :: #{significant_digits => 1..4, max => pos_integer(),
-                     write_concurrency => boolean()}.
+                     write_concurrency => boolean(), exact => boolean()}.
 -type snapshot() :: #{significant_digits := 1..4,
                       bits := pos_integer(),
                       max_trackable := pos_integer(),
@@ -41,6 +48,7 @@
                       min := non_neg_integer() | undefined,
                       max := non_neg_integer() | undefined,
                       overflow := non_neg_integer(),
+                      exact := boolean(),
                       buckets := [{non_neg_integer(), pos_integer()}]}.
 
 -define(DEFAULT_DIGITS, 3).
@@ -58,7 +66,8 @@ new() -> new(#{}).
 %% the precision, `max' (default 2^40) the largest trackable value: larger
 %% values are recorded as `max' and counted in `overflow'. Memory is about
 %% 8 bytes per bucket (per scheduler with `write_concurrency', the default):
-%% 3 digits and max 2^40 need 31744 buckets.
+%% 3 digits and max 2^40 need 31744 buckets. `exact' (default true): see
+%% the module documentation.
 -spec new(options()) -> hist().
 new(Opts) when is_map(Opts) ->
     Digits = maps:get(significant_digits, Opts, ?DEFAULT_DIGITS),
@@ -67,6 +76,8 @@ new(Opts) when is_map(Opts) ->
         orelse error({badarg, {significant_digits, Digits}}),
     (is_integer(Max) andalso Max >= 1 andalso Max =< ?LIMIT_MAX)
         orelse error({badarg, {max, Max}}),
+    Exact = maps:get(exact, Opts, true),
+    is_boolean(Exact) orelse error({badarg, {exact, Exact}}),
     Bits = bits(Digits),
     NBuckets = index(Max, Bits) + 1,
     CounterOpts = case maps:get(write_concurrency, Opts, true) of
@@ -78,7 +89,7 @@ new(Opts) when is_map(Opts) ->
     atomics:put(Extremes, 1, ?EMPTY_MIN),
     atomics:put(Extremes, 2, -1),
     #hist{counts = Counts, extremes = Extremes, bits = Bits, max = Max,
-          nbuckets = NBuckets}.
+          nbuckets = NBuckets, exact = Exact}.
 
 %% @doc Record one value.
 -spec record(hist(), non_neg_integer()) -> ok.
@@ -87,8 +98,13 @@ record(H, V) -> record_n(H, V, 1).
 %% @doc Record value `V' `N' times.
 -spec record_n(hist(), non_neg_integer(), non_neg_integer()) -> ok.
 record_n(_H, V, 0) when is_integer(V), V >= 0 -> ok;
+record_n(#hist{exact = false, counts = C, bits = Bits, max = Max}, V, N)
+  when is_integer(V), V >= 0, V =< Max, is_integer(N), N > 0 ->
+    counters:add(C, index(V, Bits) + 1, N);
+%% Exact histograms, and overflowing values of inexact ones (their extremes
+%% and sum are then updated needlessly, which is harmless and rare).
 record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
-         V0, N) when is_integer(V0), V0 >= 0, is_integer(N), N >= 0 ->
+         V0, N) when is_integer(V0), V0 >= 0, is_integer(N), N > 0 ->
     V = case V0 > Max of
             true ->
                 counters:add(C, NB + 2, N),
@@ -102,6 +118,36 @@ record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
     atomics:get(E, 1) > V andalso lower_min(E, V),
     atomics:get(E, 2) < V andalso raise_max(E, V),
     ok.
+
+%% @doc Record every value of a list. Cheaper per value than
+%% {@link record/2} for batches: the sum, overflow and extremes are updated
+%% once per call.
+-spec record_list(hist(), [non_neg_integer()]) -> ok.
+record_list(_H, []) -> ok;
+record_list(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB} = H,
+            [_ | _] = Vs) ->
+    {Lo, Hi, Sum, Over} = record_each(C, Bits, Max, Vs, Max, 0, 0, 0),
+    counters:add(C, NB + 2, Over),
+    case H#hist.exact of
+        true ->
+            counters:add(C, NB + 1, Sum),
+            atomics:get(E, 1) > Lo andalso lower_min(E, Lo),
+            atomics:get(E, 2) < Hi andalso raise_max(E, Hi),
+            ok;
+        false ->
+            ok
+    end.
+
+record_each(_C, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
+record_each(C, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
+  when is_integer(V0), V0 >= 0 ->
+    {V, Over1} = case V0 > Max of
+                     true -> {Max, Over + 1};
+                     false -> {V0, Over}
+                 end,
+    counters:add(C, index(V, Bits) + 1, 1),
+    record_each(C, Bits, Max, Vs, erlang:min(Lo, V), erlang:max(Hi, V),
+                Sum + V, Over1).
 
 lower_min(E, V) ->
     Cur = atomics:get(E, 1),
@@ -127,18 +173,28 @@ reset(#hist{counts = C, extremes = E, nbuckets = NB}) ->
 %% the values in flight; each bucket is read once.
 -spec snapshot(hist()) -> snapshot().
 snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
-               nbuckets = NB}) ->
+               nbuckets = NB, exact = Exact}) ->
     Buckets = [{I - 1, K} || I <- lists:seq(1, NB),
                              K <- [counters:get(C, I)], K > 0],
     Count = lists:sum([K || {_, K} <- Buckets]),
-    {Min, MaxV} = case Count of
-                      0 -> {undefined, undefined};
-                      _ -> {atomics:get(E, 1), atomics:get(E, 2)}
-                  end,
+    {Min, MaxV, Sum} =
+        case {Count, Exact} of
+            {0, _} -> {undefined, undefined, 0};
+            {_, true} -> {atomics:get(E, 1), atomics:get(E, 2),
+                          counters:get(C, NB + 1)};
+            {_, false} -> bucket_stats(Buckets, Bits, Max)
+        end,
     #{significant_digits => digits(Bits), bits => Bits, max_trackable => Max,
-      count => Count, sum => counters:get(C, NB + 1),
-      min => Min, max => MaxV, overflow => counters:get(C, NB + 2),
+      count => Count, sum => Sum, min => Min, max => MaxV,
+      overflow => counters:get(C, NB + 2), exact => Exact,
       buckets => Buckets}.
+
+%% Min, max and sum estimated from bucket middles (clamped to the largest
+%% trackable value, which is what overflowed values were recorded as).
+bucket_stats([{First, _} | _] = Buckets, Bits, Max) ->
+    Mid = fun(I) -> erlang:min(Max, middle(I, Bits)) end,
+    {Last, _} = lists:last(Buckets),
+    {Mid(First), Mid(Last), lists:sum([Mid(I) * K || {I, K} <- Buckets])}.
 
 %% @doc An empty snapshot with the precision of `Opts' (see {@link new/1}).
 -spec empty(options()) -> snapshot().
@@ -147,7 +203,7 @@ empty(Opts) ->
     #{significant_digits => Digits, bits => bits(Digits),
       max_trackable => maps:get(max, Opts, ?DEFAULT_MAX),
       count => 0, sum => 0, min => undefined, max => undefined,
-      overflow => 0, buckets => []}.
+      overflow => 0, exact => maps:get(exact, Opts, true), buckets => []}.
 
 %% @doc Merge two snapshots, e.g. from several nodes. With different
 %% precisions the result has the coarser one: every finer bucket lies
@@ -166,6 +222,7 @@ merge(#{bits := Bits} = S1, #{bits := B2} = S2) ->
         min := opt(fun erlang:min/2, maps:get(min, S1), maps:get(min, S2)),
         max := opt(fun erlang:max/2, maps:get(max, S1), maps:get(max, S2)),
         overflow := maps:get(overflow, S1) + maps:get(overflow, S2),
+        exact := maps:get(exact, S1) andalso maps:get(exact, S2),
         buckets := merge_buckets(maps:get(buckets, S1), Buckets2)}.
 
 opt(_F, undefined, B) -> B;
@@ -185,24 +242,27 @@ sum_adjacent([{I, K1}, {I, K2} | Rest]) -> sum_adjacent([{I, K1 + K2} | Rest]);
 sum_adjacent([X | Rest]) -> [X | sum_adjacent(Rest)];
 sum_adjacent([]) -> [].
 
-%% @doc Number of recorded values (overflowed ones included).
+%% @doc Number of recorded values (overflowed ones included); always exact.
 -spec count(snapshot()) -> non_neg_integer().
 count(#{count := N}) -> N.
 
-%% @doc Exact sum of the recorded values (overflowed ones as max).
+%% @doc Sum of the recorded values (overflowed ones as max); exact unless
+%% the histogram was created with `exact => false'.
 -spec sum(snapshot()) -> non_neg_integer().
 sum(#{sum := S}) -> S.
 
-%% @doc Exact mean, `undefined' when empty.
+%% @doc Mean (exact unless `exact => false'), `undefined' when empty.
 -spec mean(snapshot()) -> float() | undefined.
 mean(#{count := 0}) -> undefined;
 mean(#{count := N, sum := S}) -> S / N.
 
-%% @doc Exact smallest recorded value, `undefined' when empty.
+%% @doc Smallest recorded value (exact unless `exact => false'),
+%% `undefined' when empty.
 -spec min(snapshot()) -> non_neg_integer() | undefined.
 min(#{min := Min}) -> Min.
 
-%% @doc Exact largest recorded value (after clamping), `undefined' when empty.
+%% @doc Largest recorded value after clamping (exact unless
+%% `exact => false'), `undefined' when empty.
 -spec max(snapshot()) -> non_neg_integer() | undefined.
 max(#{max := Max}) -> Max.
 
@@ -233,7 +293,11 @@ percentiles(#{count := N, bits := Bits, min := Min, max := Max,
 valid_p(P) when is_number(P), P >= 0, P =< 100 -> true;
 valid_p(P) -> error({badarg, {percentile, P}}).
 
-rank(P, N) -> erlang:max(1, ceil_int(P * N / 100)).
+%% P is usually a decimal such as 99.9 that floats cannot hold exactly;
+%% the tiny relative slack keeps 99.9% of 1000 at rank 999 and not 1000.
+rank(P, N) ->
+    X = P * N / 100,
+    erlang:max(1, ceil_int(X - X * 1.0e-12)).
 
 ceil_int(X) ->
     T = trunc(X),
@@ -257,6 +321,21 @@ walk([{R, Pos} | Rs] = Ranks, [{I, K} | Bs] = Buckets, Cum, Bits, Min, Max,
             walk(Ranks, Bs, Cum + K, Bits, Min, Max, N, Acc)
     end.
 
+%% @doc The snapshot in the shape of `beamlab_stats:summary/1' (the keys
+%% a histogram can answer): `n', exact `mean', `min', `max', nearest-rank
+%% percentiles `median', `p1' ... `p999', plus `overflow' and
+%% `significant_digits'. Empty snapshots give `#{n => 0, overflow => 0, ...}'
+%% with no value keys.
+-spec summary(snapshot()) -> #{atom() => number()}.
+summary(#{count := 0, overflow := O, significant_digits := D}) ->
+    #{n => 0, overflow => O, significant_digits => D};
+summary(#{count := N, overflow := O, significant_digits := D} = Snap) ->
+    Keys = [p1, p5, p10, p25, median, p75, p90, p95, p99, p999],
+    Values = percentiles(Snap, [1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9]),
+    maps:merge(maps:from_list(lists:zip(Keys, Values)),
+               #{n => N, mean => mean(Snap), min => min(Snap), max => max(Snap),
+                 overflow => O, significant_digits => D}).
+
 %% @doc The non-empty buckets as `{Low, High, Count}' value ranges
 %% (inclusive), for plots.
 -spec buckets(snapshot()) ->
@@ -265,14 +344,16 @@ buckets(#{bits := Bits, buckets := Buckets}) ->
     [{lowest(I, Bits), lowest(I, Bits) + width(I, Bits) - 1, K}
      || {I, K} <- Buckets].
 
-%% @doc The snapshot as a JSON-ready map: binary keys, numbers and lists
-%% only (`min'/`max' are left out when empty; buckets are `[Index, Count]'
-%% pairs).
--spec to_map(snapshot()) -> #{binary() => number() | [[non_neg_integer()]]}.
+%% @doc The snapshot as a JSON-ready map: binary keys, numbers, lists and
+%% the boolean `exact' only (`min'/`max' are left out when empty; buckets
+%% are `[Index, Count]' pairs).
+-spec to_map(snapshot()) ->
+          #{binary() => number() | boolean() | [[non_neg_integer()]]}.
 to_map(#{significant_digits := D, max_trackable := MT, count := N, sum := S,
-         min := Min, max := Max, overflow := O, buckets := Bs}) ->
+         min := Min, max := Max, overflow := O, exact := Exact, buckets := Bs}) ->
     Base = #{<<"significant_digits">> => D, <<"max_trackable">> => MT,
              <<"count">> => N, <<"sum">> => S, <<"overflow">> => O,
+             <<"exact">> => Exact,
              <<"buckets">> => [[I, K] || {I, K} <- Bs]},
     case Min of
         undefined -> Base;
@@ -297,7 +378,11 @@ from_map(M) when is_map(M) ->
                          0 -> {undefined, undefined};
                          _ -> {get_int(<<"min">>, M), get_int(<<"max">>, M)}
                      end,
-        {ok, #{significant_digits => D, bits => Bits,
+        Exact = case maps:get(<<"exact">>, M, true) of
+                    E when is_boolean(E) -> E;
+                    _ -> throw({bad_field, <<"exact">>})
+                end,
+        {ok, #{significant_digits => D, bits => Bits, exact => Exact,
                max_trackable => get_int(<<"max_trackable">>, M),
                count => Count, sum => get_int(<<"sum">>, M),
                min => Min, max => Max,

@@ -1,0 +1,107 @@
+%%% @doc `beamlab matrix': run one beamlab command in a fresh VM per VM
+%%% configuration (emulator flags, scheduler sweeps, `erl' installs,
+%%% wrappers such as taskset), with interleaved repetitions, and compare
+%%% the configurations against a baseline. See `beamlab_env_matrix'.
+-module(beamlab_cli_matrix).
+
+-export([summary/0, options/0, usage/0, run/1]).
+
+%% @doc One line for `beamlab help'.
+-spec summary() -> string().
+summary() ->
+    "run a benchmark or suite across VM configurations, each in a fresh VM".
+
+%% @doc Options of `beamlab matrix'.
+-spec options() -> [beamlab_cli_args:option()].
+options() ->
+    [#{name => vm, long => "vm", type => string, multi => true, metavar => "'ARGS'",
+       help => "emulator arguments of one configuration, e.g. '+S 2 +sbt db' (repeat)"},
+     #{name => sweep, long => "sweep-schedulers", type => string, metavar => "RANGE",
+       help => "one configuration per scheduler count: 1..4, 1,2,4 or 1..max (+S K:K)"},
+     #{name => erl, long => "erl", type => string, multi => true, metavar => "PATH",
+       help => "an erl executable (another OTP install) as a dimension (repeat)"},
+     #{name => wrap, long => "wrap", type => string, multi => true, metavar => "'CMD'",
+       help => "a wrapper command, e.g. 'taskset -c 0' or 'numactl -N 0'; 'none' for no wrapper (repeat)"},
+     #{name => file, long => "file", type => string, metavar => "FILE",
+       help => "a grid of Erlang terms: {vm, \"+S 1\"}. {sweep, \"1..4\"}. {erl, Path}. "
+               "{wrap, Cmd}. {baseline, Name}. {repeat, N}. {command, [Arg, ...]}."},
+     #{name => baseline, long => "baseline", type => string, metavar => "CONFIG",
+       help => "the configuration others are compared with (default: the first)"},
+     #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
+       help => "fresh VMs per configuration, interleaved (default 3)"}
+     | beamlab_cli_args:common_options()].
+
+%% @doc Examples for `beamlab help matrix'.
+-spec usage() -> iodata().
+usage() ->
+    "Usage: beamlab matrix [DIMENSIONS] [-n R] [--baseline CONFIG] -- COMMAND [ARGS]\n\n"
+    "COMMAND is any beamlab command that produces a result (run, suite, ...). Every\n"
+    "configuration is the cross product of --vm/--sweep-schedulers, --erl and --wrap.\n"
+    "Repetitions are interleaved (A1 B1 A2 B2 ...) so machine drift hits all alike;\n"
+    "each repetition is a fresh VM and contributes its mean. Each VM's own env\n"
+    "report is kept, so the table shows the schedulers the VM really had.\n\n"
+    "Examples:\n"
+    "  beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong\n"
+    "  beamlab matrix --sweep-schedulers 1..max -n 5 -- run 'lists:seq(1, 1000).' -d 1000\n"
+    "  beamlab matrix --vm '+sbwt none' --vm '+sbwt very_long' --wrap 'taskset -c 0' -- suite ring\n"
+    "  beamlab matrix --erl /opt/otp26/bin/erl --erl /opt/otp27/bin/erl -- run 'ok.'\n"
+    "  beamlab matrix --file grid.config --format json --save\n".
+
+%% @doc Runs the matrix and prints the comparison.
+-spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+run(Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Grid = case Get(file) of
+               undefined -> #{};
+               File -> ok_or_usage(beamlab_env_matrix:read_grid(File))
+           end,
+    Sweep = case Get(sweep) of
+                undefined -> maps:get(sweep, Grid, []);
+                Range -> maps:get(sweep, Grid, []) ++ ok_or_usage(beamlab_env_matrix:parse_range(Range))
+            end,
+    Dims = #{vm => maps:get(vm, Grid, []) ++ list(Get(vm)),
+             sweep => Sweep,
+             erl => maps:get(erl, Grid, []) ++ list(Get(erl)),
+             wrap => maps:get(wrap, Grid, []) ++ list(Get(wrap))},
+    Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
+                  {[], []} -> maps:get(command, Grid, []);
+                  {Rest, []} -> Rest;
+                  {_, Args} -> beamlab_cli:usage_error("unexpected arguments before '--': ~ts "
+                                                       "(the inner command goes after --)",
+                                                       [lists:join(" ", Args)])
+              end,
+    case Command of
+        [] -> beamlab_cli:usage_error("no command to run: give one after '--', e.g. "
+                                      "beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong", []);
+        ["matrix" | _] -> beamlab_cli:usage_error("a matrix cannot run a matrix", []);
+        _ -> ok
+    end,
+    Configs = ok_or_usage(beamlab_env_matrix:configs(Dims)),
+    Baseline = case Get(baseline) of
+                   undefined -> maps:get(baseline, Grid, undefined);
+                   B -> unicode:characters_to_binary(B)
+               end,
+    Spec = #{configs => Configs, command => Command, baseline => Baseline,
+             repeat => case Get(repeat) of
+                           undefined -> maps:get(repeat, Grid, 3);
+                           R -> R
+                       end,
+             sweep => Sweep =/= [], argv => beamlab_cli:argv()},
+    beamlab_cli_signal:subscribe(),
+    Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
+    case beamlab_env_matrix:run(Spec, #{progress => Progress}) of
+        {ok, Result} ->
+            beamlab_output:emit(Result, Parsed, #{text => fun beamlab_env_matrix:format_text/1}),
+            case [C || C = #{ok_runs := N} <- maps:get(configs, maps:get(extra, Result)), N > 0] of
+                [] -> beamlab_cli:fail("no configuration ran successfully", []);
+                _ -> 0
+            end;
+        {error, Reason} ->
+            beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)])
+    end.
+
+ok_or_usage({ok, V}) -> V;
+ok_or_usage({error, Reason}) -> beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)]).
+
+list(undefined) -> [];
+list(L) when is_list(L) -> L.
