@@ -98,13 +98,21 @@ start() {
 }
 
 stop() {
-    if ! running; then
+    local pid=""
+    [ -f "$PIDFILE" ] && pid=$(cat "$PIDFILE")
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        # A test may have frozen it (SIGSTOP) and failed before thawing it.
+        kill -CONT "$pid" 2>/dev/null || true
+    fi
+    if running; then
+        ctl -q stop >/dev/null 2>&1 || true
+    elif [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        # Alive but not answering the CLI (still booting, or wedged).
+        kill -TERM "$pid" 2>/dev/null || true
+    else
         echo "rabbitmq: not running ($NODE)"
         return 0
     fi
-    local pid=""
-    [ -f "$PIDFILE" ] && pid=$(cat "$PIDFILE")
-    ctl -q stop >/dev/null 2>&1 || true
     # rabbitmqctl stop returns when the node is asked to stop; wait for the OS process.
     local deadline=$((SECONDS + 60))
     while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do

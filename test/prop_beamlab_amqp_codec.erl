@@ -252,3 +252,25 @@ frame_errors_test() ->
                  beamlab_amqp_frame:parse(<<9, 0, 0, 0, 0, 0, 0, 16#CE>>)),
     ?assertMatch({error, {unknown_method, 99, 1}}, beamlab_amqp_method:decode(<<99:16, 1:16>>)),
     ?assertMatch({error, {'queue.declare_ok', _}}, beamlab_amqp_method:decode(<<50:16, 11:16, 5, "ab">>)).
+
+%% Mistakes in values are reported, not silently dropped or mis-encoded.
+encode_errors_test() ->
+    ?assertError({amqp_encode, {unknown_properties, [persistent]}},
+                 beamlab_amqp_method:encode_props(#{persistent => true})),
+    ?assertError({amqp_encode, {shortstr_too_long, 256}},
+                 beamlab_amqp_method:encode({'queue.declare', binary:copy(<<"q">>, 256),
+                                             false, false, false, false, false, []})),
+    ?assertError({amqp_encode, {bad_value, byte, 128}},
+                 beamlab_amqp_method:encode_table([{<<"k">>, byte, 128}])),
+    ?assertError({amqp_encode, {cannot_infer_type, {1, 2}}},
+                 beamlab_amqp_method:to_table(#{<<"k">> => {1, 2}})),
+    ?assertEqual([{<<"a">>, long, 1}, {<<"b">>, longstr, <<"x">>}, {<<"c">>, bool, true},
+                  {<<"d">>, double, 1.5}, {<<"e">>, array, [{long, 1}, {longstr, <<"y">>}]},
+                  {<<"f">>, table, [{<<"g">>, long, 2}]}],
+                 beamlab_amqp_method:to_table(#{<<"a">> => 1, <<"b">> => <<"x">>, c => true,
+                                                <<"d">> => 1.5, <<"e">> => [1, <<"y">>],
+                                                <<"f">> => #{<<"g">> => 2}})),
+    %% The facade returns such mistakes as errors (no broker needed to see it).
+    Ch = {amqp_channel, self(), 1, 131072},
+    ?assertEqual({error, {encode, {cannot_infer_type, {1, 2}}}},
+                 beamlab_amqp:declare_queue(Ch, <<"q">>, #{arguments => #{<<"k">> => {1, 2}}})).

@@ -39,9 +39,32 @@ connect(Uri, Opts) when is_list(Uri); is_binary(Uri) ->
     end;
 connect(Params, Opts) when is_map(Params), is_map(Opts) ->
     P = maps:merge(maps:merge(beamlab_amqp_uri:defaults(), Params), maps:remove(owner, Opts)),
-    P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
-            vhost => to_bin(maps:get(vhost, P)), host => to_host(maps:get(host, P))},
-    beamlab_amqp_conn:start(P1, maps:get(owner, Opts, self())).
+    case validate(P) of
+        ok ->
+            P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
+                    vhost => to_bin(maps:get(vhost, P)), host => to_host(maps:get(host, P))},
+            beamlab_amqp_conn:start(P1, maps:get(owner, Opts, self()));
+        Error ->
+            Error
+    end.
+
+%% Maps given by callers (not parsed from a URI) are checked here, so that a
+%% bad value is an error message and not a crash in the connection process.
+validate(P) ->
+    Checks = [{host, fun(H) -> is_list(H) orelse is_binary(H) orelse is_tuple(H) end},
+              {port, fun(V) -> is_integer(V) andalso V >= 1 andalso V =< 65535 end},
+              {heartbeat, fun(V) -> is_integer(V) andalso V >= 0 andalso V =< 16#FFFF end},
+              {channel_max, fun(V) -> is_integer(V) andalso V >= 0 andalso V =< 16#FFFF end},
+              {frame_max, fun(V) -> is_integer(V) andalso (V =:= 0 orelse (V >= 4096 andalso V < 1 bsl 32)) end},
+              {connection_timeout, fun(V) -> is_integer(V) andalso V > 0 end},
+              {user, fun is_text/1}, {password, fun is_text/1}, {vhost, fun is_text/1}],
+    case [{K, maps:get(K, P)} || {K, Ok} <- Checks, not Ok(maps:get(K, P))] of
+        [] -> ok;
+        [{K, V} | _] -> {error, {bad_param, K, V}}
+    end.
+
+is_text(V) ->
+    (is_binary(V) orelse is_list(V)) andalso is_binary(unicode:characters_to_binary(V)).
 
 to_bin(B) when is_binary(B) -> B;
 to_bin(L) when is_list(L) -> unicode:characters_to_binary(L).
@@ -93,24 +116,28 @@ close_channel(Ch) ->
           {ok, #{queue := binary(), message_count := non_neg_integer(),
                  consumer_count := non_neg_integer()}} | {error, term()}.
 declare_queue(Ch, Name, Opts) ->
-    M = #'queue.declare'{queue = Name,
-                         passive = opt(passive, Opts), durable = opt(durable, Opts),
-                         exclusive = opt(exclusive, Opts), auto_delete = opt(auto_delete, Opts),
-                         arguments = args(Opts)},
-    case sync(Ch, M, Opts) of
-        {ok, #'queue.declare_ok'{queue = Q, message_count = Mc, consumer_count = Cc}} ->
-            {ok, #{queue => Q, message_count => Mc, consumer_count => Cc}};
-        Error -> Error
-    end.
+    encoding(fun() ->
+        M = #'queue.declare'{queue = Name,
+                             passive = opt(passive, Opts), durable = opt(durable, Opts),
+                             exclusive = opt(exclusive, Opts), auto_delete = opt(auto_delete, Opts),
+                             arguments = args(Opts)},
+        case sync(Ch, M, Opts) of
+            {ok, #'queue.declare_ok'{queue = Q, message_count = Mc, consumer_count = Cc}} ->
+                {ok, #{queue => Q, message_count => Mc, consumer_count => Cc}};
+            Error -> Error
+        end
+    end).
 
 %% @doc exchange.declare (`type' defaults to `<<"direct">>').
 -spec declare_exchange(channel(), binary(), map()) -> ok | {error, term()}.
 declare_exchange(Ch, Name, Opts) ->
-    M = #'exchange.declare'{exchange = Name, type = to_bin(maps:get(type, Opts, <<"direct">>)),
-                            passive = opt(passive, Opts), durable = opt(durable, Opts),
-                            auto_delete = opt(auto_delete, Opts), internal = opt(internal, Opts),
-                            arguments = args(Opts)},
-    ok(sync(Ch, M, Opts)).
+    encoding(fun() ->
+        M = #'exchange.declare'{exchange = Name, type = to_bin(maps:get(type, Opts, <<"direct">>)),
+                                passive = opt(passive, Opts), durable = opt(durable, Opts),
+                                auto_delete = opt(auto_delete, Opts), internal = opt(internal, Opts),
+                                arguments = args(Opts)},
+        ok(sync(Ch, M, Opts))
+    end).
 
 %% @doc exchange.delete.
 -spec delete_exchange(channel(), binary(), map()) -> ok | {error, term()}.
@@ -125,8 +152,10 @@ bind(Ch, Queue, Exchange, Key) ->
 %% @doc queue.bind with arguments (a field table or a map).
 -spec bind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
 bind(Ch, Queue, Exchange, Key, Args) ->
-    ok(sync(Ch, #'queue.bind'{queue = Queue, exchange = Exchange, routing_key = Key,
-                              arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+    encoding(fun() ->
+        ok(sync(Ch, #'queue.bind'{queue = Queue, exchange = Exchange, routing_key = Key,
+                                  arguments = beamlab_amqp_method:to_table(Args)}, #{}))
+    end).
 
 %% @doc queue.unbind.
 -spec unbind(channel(), binary(), binary(), binary()) -> ok | {error, term()}.
@@ -136,14 +165,18 @@ unbind(Ch, Queue, Exchange, Key) ->
 %% @doc queue.unbind with arguments.
 -spec unbind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
 unbind(Ch, Queue, Exchange, Key, Args) ->
-    ok(sync(Ch, #'queue.unbind'{queue = Queue, exchange = Exchange, routing_key = Key,
-                                arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+    encoding(fun() ->
+        ok(sync(Ch, #'queue.unbind'{queue = Queue, exchange = Exchange, routing_key = Key,
+                                    arguments = beamlab_amqp_method:to_table(Args)}, #{}))
+    end).
 
 %% @doc exchange.bind (messages flow from `Source' to `Destination').
 -spec bind_exchange(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
 bind_exchange(Ch, Destination, Source, Key, Args) ->
-    ok(sync(Ch, #'exchange.bind'{destination = Destination, source = Source, routing_key = Key,
-                                 arguments = beamlab_amqp_method:to_table(Args)}, #{})).
+    encoding(fun() ->
+        ok(sync(Ch, #'exchange.bind'{destination = Destination, source = Source, routing_key = Key,
+                                     arguments = beamlab_amqp_method:to_table(Args)}, #{}))
+    end).
 
 %% @doc queue.purge; returns how many messages were removed.
 -spec purge(channel(), binary()) -> {ok, non_neg_integer()} | {error, term()}.
@@ -177,13 +210,15 @@ qos(Ch, Opts) when is_map(Opts) ->
 %% `{amqp_deliver, ...}' messages. Returns the consumer tag.
 -spec consume(channel(), binary(), map()) -> {ok, binary()} | {error, term()}.
 consume(Ch, Queue, Opts) ->
-    M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
-                         no_ack = opt(no_ack, Opts), exclusive = opt(exclusive, Opts),
-                         arguments = args(Opts)},
-    case sync(Ch, M, Opts) of
-        {ok, #'basic.consume_ok'{consumer_tag = Tag}} -> {ok, Tag};
-        Error -> Error
-    end.
+    encoding(fun() ->
+        M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
+                             no_ack = opt(no_ack, Opts), exclusive = opt(exclusive, Opts),
+                             arguments = args(Opts)},
+        case sync(Ch, M, Opts) of
+            {ok, #'basic.consume_ok'{consumer_tag = Tag}} -> {ok, Tag};
+            Error -> Error
+        end
+    end).
 
 %% @doc basic.cancel.
 -spec cancel(channel(), binary()) -> ok | {error, term()}.
@@ -217,6 +252,13 @@ recover(Ch, Requeue) ->
 
 sync({amqp_channel, Conn, N, _}, Method, Opts) ->
     beamlab_amqp_conn:sync(Conn, N, Method, maps:get(timeout, Opts, ?TIMEOUT)).
+
+%% Arguments given as maps are converted before the call; a value that has
+%% no AMQP type is the caller's error, returned rather than raised.
+encoding(Fun) ->
+    try Fun()
+    catch error:{amqp_encode, R} -> {error, {encode, R}}
+    end.
 
 ok({ok, _}) -> ok;
 ok(Error) -> Error.
@@ -298,6 +340,10 @@ format_error({timeout, connect}) ->
     "timed out connecting to the broker";
 format_error({timeout, Stage}) ->
     io_lib:format("timed out waiting for the broker (~s)", [Stage]);
+format_error({bad_param, frame_max, V}) ->
+    io_lib:format("bad connection parameter frame_max: ~0tp (0 or 4096..2^32-1)", [V]);
+format_error({bad_param, K, V}) ->
+    io_lib:format("bad connection parameter ~s: ~0tp", [K, V]);
 format_error({closed_during, Stage}) ->
     io_lib:format("the broker closed the connection during negotiation (~s)", [Stage]);
 format_error({uri, R}) ->
@@ -322,7 +368,7 @@ format_error({socket, Posix}) ->
     io_lib:format("socket error: ~s", [inet:format_error(Posix)]);
 format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
     %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...).
-    Text;
+    [Text];
 format_error(closed) ->
     "the connection or channel is closed";
 format_error(Other) ->

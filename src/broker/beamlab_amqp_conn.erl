@@ -50,6 +50,10 @@
              sent = false :: boolean(),
              idle_ticks = 0 :: non_neg_integer(),
              batch_msgs :: pos_integer(),
+             %% Hot-path counters: socket writes of batches, and the
+             %% '$amqp_send' messages they carried.
+             writes = 0 :: non_neg_integer(),
+             sends = 0 :: non_neg_integer(),
              batch_bytes :: pos_integer(),
              closing = none :: none | {gen_server:from() | none, term()}}).
 
@@ -257,7 +261,7 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
                    tune -> 'connection.tune';
                    open -> 'connection.open_ok'
                end,
-    case beamlab_amqp_frame:parse(Buf) of
+    case negotiation_frame(Buf) of
         {ok, {method, 0, Payload}, Rest} ->
             case beamlab_amqp_method:decode(Payload) of
                 {ok, #'connection.close'{reply_code = Code, reply_text = Text}} ->
@@ -267,15 +271,20 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
                     throw({negotiate, {protocol, <<"broker asked for SASL challenge/response">>}});
                 {ok, Method} when element(1, Method) =:= Expected -> {Method, Rest};
                 {ok, Method} ->
-                    throw({negotiate, {protocol, {unexpected_method, element(1, Method), Expected}}});
-                {error, R} -> throw({negotiate, {protocol, R}})
+                    throw({negotiate, {protocol, fmt("got ~s while waiting for ~s",
+                                                     [element(1, Method), Expected])}});
+                {error, R} ->
+                    throw({negotiate, {protocol, iolist_to_binary(beamlab_amqp_method:format_error(R))}})
             end;
         {ok, heartbeat, Rest} ->
             recv_method(Sock, Rest, Deadline, Stage, Params);
         {ok, Other, _} ->
-            throw({negotiate, {protocol, {unexpected_frame, element(1, Other), Stage}}});
+            throw({negotiate, {protocol, fmt("unexpected ~s frame during negotiation (~s)",
+                                             [element(1, Other), Stage])}});
+        {error, not_amqp} ->
+            throw({negotiate, {protocol, <<"the server does not speak AMQP">>}});
         {error, R} ->
-            throw({negotiate, {protocol, R}});
+            throw({negotiate, {protocol, iolist_to_binary(beamlab_amqp_frame:format_error(R))}});
         more ->
             Left = Deadline - erlang:monotonic_time(millisecond),
             Left > 0 orelse throw({negotiate, {timeout, Stage}}),
@@ -292,6 +301,16 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
                     throw({negotiate, {socket, Posix}})
             end
     end.
+
+%% During negotiation only method and heartbeat frames on channel 0 (or the
+%% server's own protocol header) make sense; anything else is not AMQP, and
+%% waiting for a frame length read from, say, an HTTP reply would hang.
+negotiation_frame(<<"AMQP", _/binary>> = Buf) -> beamlab_amqp_frame:parse(Buf);
+negotiation_frame(<<T, 0, 0, _/binary>> = Buf) when T =:= 1; T =:= 8 -> beamlab_amqp_frame:parse(Buf);
+negotiation_frame(<<_, _, _, _/binary>>) -> {error, not_amqp};
+negotiation_frame(Buf) -> beamlab_amqp_frame:parse(Buf).
+
+fmt(Fmt, Args) -> iolist_to_binary(io_lib:format(Fmt, Args)).
 
 negotiation_close(_, 403, Text, #{user := User}) -> {access_refused, User, Text};
 negotiation_close(open, 530, Text, #{vhost := VHost}) -> {vhost_not_found, VHost, Text};
@@ -350,7 +369,8 @@ handle_call(info, _From, St) ->
                    frame_max => St#st.frame_max, channel_max => St#st.channel_max,
                    heartbeat => St#st.heartbeat,
                    server_properties => St#st.server_properties,
-                   channels => maps:size(St#st.channels)}}, St};
+                   channels => maps:size(St#st.channels),
+                   batch_writes => St#st.writes, batched_sends => St#st.sends}}, St};
 handle_call(close, From, St) ->
     start_close(From, 200, <<"Goodbye">>, {closed, <<"connection closed by the client">>}, St).
 
@@ -448,15 +468,15 @@ drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Count)
             {Acc1, Size1} = add_send(N, Data, St, Acc, Size),
             drain(St, Acc1, Size1, Count + 1)
     after 0 ->
-        flush(Acc, St)
+        flush(Acc, Count, St)
     end;
-drain(St, Acc, _, _) ->
-    flush(Acc, St).
+drain(St, Acc, _, Count) ->
+    flush(Acc, Count, St).
 
-flush([], St) -> {noreply, St};
-flush(Acc, St) ->
+flush([], _, St) -> {noreply, St};
+flush(Acc, Count, #st{writes = W, sends = S} = St) ->
     case gen_tcp:send(St#st.sock, lists:reverse(Acc)) of
-        ok -> {noreply, St#st{sent = true}};
+        ok -> {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
         {error, R} -> lost(socket_error, send_error(R), St)
     end.
 
@@ -629,7 +649,7 @@ start_channel_close(Ch, From, Code, Text, St) ->
     Frame = beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close'{reply_code = Code,
                                                                           reply_text = Text}),
     %% Pending callers will not get their replies: the broker discards them.
-    [reply(F, {error, closed}) || {F, _} <- queue:to_list(Ch#ch.waiters)],
+    lists:foreach(fun({F, _}) -> reply(F, {error, closed}) end, queue:to_list(Ch#ch.waiters)),
     Ch1 = Ch#ch{state = closing, content = none,
                 waiters = queue:from_list([{From, ['channel.close_ok']}])},
     write(Frame, put_ch(Ch1, St)).
@@ -641,7 +661,10 @@ channel_gone(#ch{num = N, mon = Mon, waiters = W}, FirstReply, RestReply, St) ->
         [] -> ok;
         [{F, _} | Rest] ->
             reply(F, FirstReply),
-            [reply(F2, RestReply) || {F2, _} <- Rest, RestReply =/= none]
+            case RestReply of
+                none -> ok;
+                _ -> lists:foreach(fun({F2, _}) -> reply(F2, RestReply) end, Rest)
+            end
     end,
     demonitor(Mon, [flush]),
     {ok, St#st{channels = maps:remove(N, St#st.channels), mons = maps:remove(Mon, St#st.mons)}}.
@@ -690,15 +713,15 @@ shutdown(Code, Text, #st{closing = Closing} = St) ->
     Self = self(),
     maps:foreach(
       fun(_, #ch{owner = O, handle = H, waiters = W}) ->
-              [reply(F, Err) || {F, _} <- queue:to_list(W)],
+              lists:foreach(fun({F, _}) -> reply(F, Err) end, queue:to_list(W)),
               case O of
                   Self -> ok;     % orphaned channel being closed
-                  _ -> O ! {amqp_closed, H, Code, Text}
+                  _ -> O ! {amqp_closed, H, Code, Text}, ok
               end
       end, St#st.channels),
     case Closing of
         {_, _} when Code =:= closed -> ok;    % the owner asked for it
-        _ -> St#st.owner ! {amqp_closed, self(), Code, Text}
+        _ -> St#st.owner ! {amqp_closed, self(), Code, Text}, ok
     end,
     {stop, normal, St#st{channels = #{}}}.
 

@@ -379,7 +379,8 @@ dec_field(<<>>) -> throw({amqp_decode, truncated_table}).
 -spec to_table(map() | table()) -> table().
 to_table(Table) when is_list(Table) -> Table;
 to_table(Map) when is_map(Map) ->
-    [begin {T, V1} = infer(V), {key(K), T, V1} end || {K, V} <- lists:sort(maps:to_list(Map))].
+    [begin {T, V1} = infer(V), {K, T, V1} end
+     || {K, V} <- lists:sort([{key(K0), V0} || {K0, V0} <- maps:to_list(Map)])].
 
 key(K) when is_binary(K) -> K;
 key(K) when is_atom(K) -> atom_to_binary(K, utf8);
@@ -416,6 +417,8 @@ encode_header(ClassId, BodySize, Props) ->
 encode_props(Props) when map_size(Props) =:= 0 ->
     <<0:16>>;
 encode_props(Props) when is_map(Props) ->
+    Unknown = maps:keys(maps:without([K || {K, _} <- ?PROPS], Props)),
+    Unknown =:= [] orelse error({amqp_encode, {unknown_properties, Unknown}}),
     {Flags, Values, _} =
         lists:foldl(
           fun({Key, Type}, {F, Acc, Bit}) ->

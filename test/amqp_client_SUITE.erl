@@ -1,0 +1,592 @@
+%%% Integration tests of beamlab's AMQP 0-9-1 client against a real RabbitMQ
+%%% (Debian's rabbitmq-server, started on 127.0.0.1 by scripts/rabbitmq.sh in
+%%% init_per_suite and stopped in end_per_suite). BEAMLAB_RABBIT_PORT picks
+%%% the broker's port (default 5673).
+-module(amqp_client_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([negotiate/1, tune_limits/1, heartbeat_negotiation/1, heartbeats_sent/1, publish_consume/1,
+         large_body/1, batching/1, mandatory_return/1, confirms/1, nacks_reject_publish/1, prefetch/1,
+         multi_ack/1, nack_reject_requeue/1, get_purge_delete/1, cancel/1,
+         redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
+         channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
+         blocked/1, missed_heartbeats/1, broker_stops/1,
+         silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
+
+all() ->
+    [negotiate, tune_limits, heartbeat_negotiation, heartbeats_sent, publish_consume, large_body, batching,
+     mandatory_return, confirms, nacks_reject_publish, prefetch, multi_ack, nack_reject_requeue,
+     get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
+     silent_server, not_amqp_server, wrong_protocol_version, channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
+     blocked, missed_heartbeats,
+     %% Last: it stops the broker.
+     broker_stops].
+
+suite() ->
+    [{timetrap, {minutes, 3}}].
+
+%%====================================================================
+%% Setup
+%%====================================================================
+
+init_per_suite(Config) ->
+    Port = list_to_integer(os:getenv("BEAMLAB_RABBIT_PORT", "5673")),
+    Script = script(),
+    {Out, 0} = rabbitmq(Script, Port, "start"),
+    ct:log("~s", [Out]),
+    [{port, Port}, {script, Script}, {uri, "amqp://guest:guest@127.0.0.1:" ++ integer_to_list(Port)}
+     | Config].
+
+end_per_suite(Config) ->
+    {Out, _} = rabbitmq(?config(script, Config), ?config(port, Config), "stop"),
+    ct:log("~s", [Out]),
+    ok.
+
+init_per_testcase(_Case, Config) ->
+    Config.
+
+end_per_testcase(blocked, Config) ->
+    %% A failed `blocked' must not leave the broker in a memory alarm.
+    ctl(Config, "set_vm_memory_high_watermark 0.4"),
+    ok;
+end_per_testcase(missed_heartbeats, Config) ->
+    %% A failed missed_heartbeats must not leave the broker frozen.
+    _ = signal_broker(Config, "CONT"),
+    ok;
+end_per_testcase(_Case, _Config) ->
+    ok.
+
+%% The repository root is the first ancestor of this file with the script.
+script() ->
+    script(filename:dirname(filename:absname(?FILE))).
+
+script("/") -> error(no_rabbitmq_script);
+script(Dir) ->
+    S = filename:join([Dir, "scripts", "rabbitmq.sh"]),
+    case filelib:is_regular(S) of
+        true -> S;
+        false -> script(filename:dirname(Dir))
+    end.
+
+rabbitmq(Script, Port, Action) ->
+    Cmd = io_lib:format("BEAMLAB_RABBIT_PORT=~b ~s ~s 2>&1; echo \"rc=$?\"", [Port, Script, Action]),
+    Out = os:cmd(lists:flatten(Cmd)),
+    [RcLine | _] = lists:reverse(string:lexemes(Out, "\n")),
+    "rc=" ++ Rc = RcLine,
+    {Out, list_to_integer(Rc)}.
+
+broker_pid(Config) ->
+    {ok, Bin} = file:read_file(filename:join(broker_dir(Config), "rabbit.pid")),
+    string:trim(binary_to_list(Bin)).
+
+signal_broker(Config, Sig) ->
+    try os:cmd("kill -" ++ Sig ++ " " ++ broker_pid(Config))
+    catch _:_ -> ok
+    end.
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+connect(Config) -> connect(Config, "").
+
+connect(Config, Query) ->
+    {ok, C} = beamlab_amqp:connect(?config(uri, Config) ++ "/" ++ Query, #{}),
+    C.
+
+channel(C) ->
+    {ok, Ch} = beamlab_amqp:open_channel(C),
+    Ch.
+
+%% An exclusive, auto-deleted queue named after the test case.
+queue(Ch, Name) -> queue(Ch, Name, #{}).
+
+queue(Ch, Name, Args) ->
+    Q = atom_to_binary(Name, utf8),
+    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch, Q, #{exclusive => true, arguments => Args}),
+    Q.
+
+recv() -> recv(5000).
+
+recv(Timeout) ->
+    receive M -> M after Timeout -> ct:fail(no_message) end.
+
+no_message(Timeout) ->
+    receive M -> ct:fail({unexpected, M}) after Timeout -> ok end.
+
+deliveries(Ch, N) ->
+    [receive {amqp_deliver, Ch, Tag, _, _, _, Props, Body} -> {Tag, Props, Body}
+     after 5000 -> ct:fail({missing_delivery, I, N})
+     end || I <- lists:seq(1, N)].
+
+%% Collect confirms until every sequence number 1..N is confirmed; returns
+%% #{SeqNo => ack | nack} and how many confirms had multiple = true.
+confirms(Ch, N) -> confirms(Ch, N, #{}, 0, 0).
+
+confirms(_Ch, N, Acc, _Max, Multi) when map_size(Acc) =:= N -> {Acc, Multi};
+confirms(Ch, N, Acc, Max, Multi) ->
+    receive
+        {amqp_confirm, Ch, Kind, Seq, false} ->
+            ?assertNot(maps:is_key(Seq, Acc)),
+            confirms(Ch, N, Acc#{Seq => Kind}, max(Max, Seq), Multi);
+        {amqp_confirm, Ch, Kind, Seq, true} ->
+            %% Everything not yet confirmed up to Seq.
+            New = maps:from_list([{S, Kind} || S <- lists:seq(1, Seq), not maps:is_key(S, Acc)]),
+            ?assert(map_size(New) > 0),
+            confirms(Ch, N, maps:merge(Acc, New), max(Max, Seq), Multi + 1)
+    after 10000 ->
+        ct:fail({missing_confirms, N - map_size(Acc)})
+    end.
+
+message_count(C, Q) ->
+    Ch = channel(C),
+    {ok, #{message_count := N}} = beamlab_amqp:declare_queue(Ch, Q, #{passive => true}),
+    ok = beamlab_amqp:close_channel(Ch),
+    N.
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+negotiate(Config) ->
+    C = connect(Config),
+    {ok, Info} = beamlab_amqp:info(C),
+    ct:log("~p", [Info]),
+    #{frame_max := 131072, channel_max := 2047, heartbeat := 60, vhost := <<"/">>,
+      server_properties := Props} = Info,
+    {<<"product">>, longstr, <<"RabbitMQ">>} = lists:keyfind(<<"product">>, 1, Props),
+    {<<"capabilities">>, table, Caps} = lists:keyfind(<<"capabilities">>, 1, Props),
+    {_, bool, true} = lists:keyfind(<<"publisher_confirms">>, 1, Caps),
+    ok = beamlab_amqp:close(C),
+    false = is_process_alive(C),
+    no_message(100).
+
+tune_limits(Config) ->
+    C = connect(Config, "?frame_max=8192&channel_max=3"),
+    {ok, #{frame_max := 8192, channel_max := 3}} = beamlab_amqp:info(C),
+    Chs = [channel(C) || _ <- lists:seq(1, 3)],
+    [1, 2, 3] = [N || {amqp_channel, _, N, 8192} <- Chs],
+    {error, {channel_max, 3} = E} = beamlab_amqp:open_channel(C),
+    "no free channel (channel_max is 3)" = lists:flatten(beamlab_amqp:format_error(E)),
+    %% Channel numbers are reused once free.
+    ok = beamlab_amqp:close_channel(lists:nth(2, Chs)),
+    {amqp_channel, _, 2, _} = channel(C),
+    ok = beamlab_amqp:close(C).
+
+heartbeat_negotiation(Config) ->
+    [begin
+         C = connect(Config, Query),
+         {ok, #{heartbeat := Expected}} = beamlab_amqp:info(C),
+         ok = beamlab_amqp:close(C)
+     end || {Query, Expected} <- [{"?heartbeat=3", 3}, {"?heartbeat=0", 0}, {"?heartbeat=600", 60}]],
+    ok.
+
+%% An idle connection with heartbeat=1 survives several seconds: RabbitMQ
+%% closes connections that miss two heartbeats, so ours must be flowing.
+heartbeats_sent(Config) ->
+    C = connect(Config, "?heartbeat=1"),
+    Ch = channel(C),
+    no_message(3500),
+    {ok, _} = beamlab_amqp:declare_queue(Ch, <<>>, #{exclusive => true}),
+    ok = beamlab_amqp:close(C).
+
+publish_consume(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, Tag} = beamlab_amqp:consume(Ch, Q, #{consumer_tag => <<"my-tag">>}),
+    <<"my-tag">> = Tag,
+    Props = #{content_type => <<"text/plain">>, delivery_mode => 2, priority => 3,
+              message_id => <<"m">>, timestamp => 1700000000,
+              headers => #{<<"n">> => 42, <<"s">> => <<"str">>, <<"nested">> => #{<<"b">> => true}}},
+    N = 500,
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, integer_to_binary(I), #{props => Props})
+     || I <- lists:seq(1, N)],
+    Got = deliveries(Ch, N),
+    Bodies = [integer_to_binary(I) || I <- lists:seq(1, N)],
+    Bodies = [B || {_, _, B} <- Got],
+    {_, P1, _} = hd(Got),
+    #{content_type := <<"text/plain">>, delivery_mode := 2, priority := 3, message_id := <<"m">>,
+      timestamp := 1700000000, headers := Headers} = P1,
+    {_, long, 42} = lists:keyfind(<<"n">>, 1, Headers),
+    {_, table, [{<<"b">>, bool, true}]} = lists:keyfind(<<"nested">>, 1, Headers),
+    ?assertEqual(lists:seq(1, N), [T || {T, _, _} <- Got]),
+    [ok = beamlab_amqp:ack(Ch, T, false) || {T, _, _} <- Got],
+    ok = beamlab_amqp:close_channel(Ch),
+    0 = message_count(C, Q),
+    ok = beamlab_amqp:close(C).
+
+%% A body larger than frame_max travels split into several body frames.
+large_body(Config) ->
+    C = connect(Config, "?frame_max=4096"),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    Body = crypto:strong_rand_bytes(100000),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, Body),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<>>),
+    [{_, _, Body}, {_, _, <<>>}] = deliveries(Ch, 2),
+    ok = beamlab_amqp:close(C).
+
+%% Sends waiting in the connection's mailbox go out in one socket write.
+batching(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    {ok, #{batch_writes := W0, batched_sends := S0}} = beamlab_amqp:info(C),
+    ok = sys:suspend(C),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, integer_to_binary(I)) || I <- lists:seq(1, 500)],
+    true = beamlab_amqp:pending(C) >= 500,
+    ok = sys:resume(C),
+    Got = deliveries(Ch, 500),
+    ?assertEqual([integer_to_binary(I) || I <- lists:seq(1, 500)], [B || {_, _, B} <- Got]),
+    {ok, #{batch_writes := W1, batched_sends := S1}} = beamlab_amqp:info(C),
+    ct:log("~b sends in ~b writes", [S1 - S0, W1 - W0]),
+    {500, 1} = {S1 - S0, W1 - W0},
+    ok = beamlab_amqp:close(C).
+
+mandatory_return(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    ok = beamlab_amqp:publish(Ch, <<>>, <<"no-such-queue">>, <<"lost">>,
+                              #{mandatory => true, props => #{message_id => <<"r1">>}}),
+    {amqp_return, Ch, 312, <<"NO_ROUTE">>, <<>>, <<"no-such-queue">>, #{message_id := <<"r1">>},
+     <<"lost">>} = recv(),
+    %% Without mandatory the broker drops it silently.
+    ok = beamlab_amqp:publish(Ch, <<>>, <<"no-such-queue">>, <<"dropped">>),
+    no_message(300),
+    ok = beamlab_amqp:close(C).
+
+confirms(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    ok = beamlab_amqp:confirm_select(Ch),
+    %% One at a time: each publish is confirmed on its own.
+    [begin
+         ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"one">>),
+         {amqp_confirm, Ch, ack, Seq, false} = recv()
+     end || Seq <- [1, 2, 3]],
+    %% A burst: the broker confirms several at once with multiple = true;
+    %% every sequence number must come out acked exactly once.
+    N = 3000,
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"burst">>) || _ <- lists:seq(1, N)],
+    {Acks, Multi} = confirms(Ch, N + 3, #{1 => ack, 2 => ack, 3 => ack}, 3, 0),
+    ct:log("~b confirms with multiple=true", [Multi]),
+    true = lists:all(fun(K) -> K =:= ack end, maps:values(Acks)),
+    true = Multi > 0,
+    N = message_count(C, Q) - 3,
+    ok = beamlab_amqp:close(C).
+
+nacks_reject_publish(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME, #{<<"x-max-length">> => 1, <<"x-overflow">> => <<"reject-publish">>}),
+    ok = beamlab_amqp:confirm_select(Ch),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"m">>) || _ <- lists:seq(1, 5)],
+    {Result, _} = confirms(Ch, 5),
+    #{1 := ack, 2 := nack, 3 := nack, 4 := nack, 5 := nack} = Result,
+    1 = message_count(C, Q),
+    ok = beamlab_amqp:close(C).
+
+prefetch(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    ok = beamlab_amqp:qos(Ch, 5),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{}),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"p">>) || _ <- lists:seq(1, 20)],
+    Five = deliveries(Ch, 5),
+    no_message(300),
+    %% Each ack lets exactly one more in.
+    {T5, _, _} = lists:last(Five),
+    ok = beamlab_amqp:ack(Ch, T5, false),
+    [{6, _, _}] = deliveries(Ch, 1),
+    no_message(300),
+    ok = beamlab_amqp:close(C).
+
+multi_ack(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{}),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"m">>) || _ <- lists:seq(1, 10)],
+    _ = deliveries(Ch, 10),
+    %% One ack for the first seven; closing the channel requeues the rest.
+    ok = beamlab_amqp:ack(Ch, 7, true),
+    ok = beamlab_amqp:close_channel(Ch),
+    Ch2 = channel(C),
+    {ok, #{message_count := 3}} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
+    ok = beamlab_amqp:close(C).
+
+nack_reject_requeue(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{}),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, B) || B <- [<<"a">>, <<"b">>, <<"c">>]],
+    [{1, _, <<"a">>}, {2, _, <<"b">>}, {3, _, <<"c">>}] = deliveries(Ch, 3),
+    ok = beamlab_amqp:reject(Ch, 1, false),             % dropped
+    ok = beamlab_amqp:nack(Ch, 3, true, true),          % b and c come back
+    Again = [receive {amqp_deliver, Ch, _, Redelivered, <<>>, Q, _, B} -> {Redelivered, B}
+             after 5000 -> ct:fail(not_requeued) end || _ <- [1, 2]],
+    [{true, <<"b">>}, {true, <<"c">>}] = lists:sort(Again),
+    no_message(300),
+    ok = beamlab_amqp:close(C).
+
+get_purge_delete(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    empty = beamlab_amqp:get(Ch, Q, true),
+    [ok = beamlab_amqp:publish(Ch, <<>>, Q, B) || B <- [<<"x">>, <<"y">>, <<"z">>]],
+    timer:sleep(100),
+    {ok, {_Tag, false, <<>>, Q, 2, _, <<"x">>}} = beamlab_amqp:get(Ch, Q, true),
+    {ok, 2} = beamlab_amqp:purge(Ch, Q),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"w">>),
+    timer:sleep(100),
+    {ok, 1} = beamlab_amqp:delete_queue(Ch, Q, #{}),
+    %% Exchanges and bindings.
+    ok = beamlab_amqp:declare_exchange(Ch, <<"beamlab.test.x">>, #{type => <<"fanout">>, auto_delete => true}),
+    Q2 = queue(Ch, get_purge_delete_2),
+    ok = beamlab_amqp:bind(Ch, Q2, <<"beamlab.test.x">>, <<>>),
+    {ok, _} = beamlab_amqp:consume(Ch, Q2, #{no_ack => true}),
+    ok = beamlab_amqp:publish(Ch, <<"beamlab.test.x">>, <<"any">>, <<"fan">>),
+    [{_, _, <<"fan">>}] = deliveries(Ch, 1),
+    ok = beamlab_amqp:unbind(Ch, Q2, <<"beamlab.test.x">>, <<>>),
+    ok = beamlab_amqp:delete_exchange(Ch, <<"beamlab.test.x">>, #{}),
+    ok = beamlab_amqp:close(C).
+
+cancel(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, Tag} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    ok = beamlab_amqp:cancel(Ch, Tag),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"after cancel">>),
+    no_message(300),
+    %% A consumer on a queue that gets deleted is cancelled by the broker.
+    Ch2 = channel(C),
+    {ok, #{queue := Q2}} = beamlab_amqp:declare_queue(Ch2, <<>>, #{}),
+    {ok, Tag2} = beamlab_amqp:consume(Ch2, Q2, #{}),
+    {ok, 0} = beamlab_amqp:delete_queue(Ch, Q2, #{}),
+    {amqp_cancelled, Ch2, Tag2} = recv(),
+    ok = beamlab_amqp:close(C).
+
+redeclare_406(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME, #{<<"x-max-length">> => 10}),
+    {error, {amqp_closed, 406, Text} = E} =
+        beamlab_amqp:declare_queue(Ch, Q, #{exclusive => true,
+                                            arguments => #{<<"x-max-length">> => 20}}),
+    ct:log("~s", [beamlab_amqp:format_error(E)]),
+    <<"PRECONDITION_FAILED - inequivalent arg 'x-max-length'", _/binary>> = Text,
+    {amqp_closed, Ch, 406, Text} = recv(),
+    %% The channel is gone, the connection is not.
+    {error, closed} = beamlab_amqp:declare_queue(Ch, Q, #{passive => true}),
+    Ch2 = channel(C),
+    {ok, _} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
+    ok = beamlab_amqp:close(C).
+
+wrong_credentials(Config) ->
+    Uri = "amqp://guest:wrong@127.0.0.1:" ++ integer_to_list(?config(port, Config)),
+    {error, {access_refused, <<"guest">>, <<"ACCESS_REFUSED", _/binary>>} = E} =
+        beamlab_amqp:connect(Uri, #{}),
+    Msg = lists:flatten(beamlab_amqp:format_error(E)),
+    ct:log("~s", [Msg]),
+    "wrong credentials for user \"guest\" (ACCESS_REFUSED" ++ _ = Msg,
+    no_message(100).
+
+wrong_vhost(Config) ->
+    {error, {vhost_not_found, <<"no-such-vhost">>, Text} = E} =
+        beamlab_amqp:connect(?config(uri, Config) ++ "/no-such-vhost", #{}),
+    ct:log("~s", [beamlab_amqp:format_error(E)]),
+    <<"NOT_ALLOWED - vhost no-such-vhost not found">> = Text.
+
+not_reachable(_Config) ->
+    %% A port nobody listens on: bind one, note it, close it.
+    {ok, L} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(L),
+    ok = gen_tcp:close(L),
+    {error, E} = beamlab_amqp:connect(#{host => "127.0.0.1", port => Port}, #{}),
+    Expected = "broker not reachable at 127.0.0.1:" ++ integer_to_list(Port) ++ " (connection refused)",
+    Expected = lists:flatten(beamlab_amqp:format_error(E)),
+    {error, {uri, _} = E2} = beamlab_amqp:connect("amqp://h:99999", #{}),
+    "amqp://h:99999: port must be 1..65535, got 99999" = lists:flatten(beamlab_amqp:format_error(E2)).
+
+%% Servers that are not RabbitMQ: one that accepts and says nothing, one
+%% that answers in HTTP, one that offers another AMQP version.
+silent_server(_Config) ->
+    {Port, Server} = fake_server(fun(_Sock) -> timer:sleep(5000) end),
+    {error, {timeout, start} = E} =
+        beamlab_amqp:connect(#{host => "127.0.0.1", port => Port, connection_timeout => 300}, #{}),
+    "timed out waiting for the broker (start)" = lists:flatten(beamlab_amqp:format_error(E)),
+    exit(Server, kill).
+
+not_amqp_server(_Config) ->
+    {Port, _} = fake_server(fun(Sock) ->
+                                    ok = gen_tcp:send(Sock, <<"HTTP/1.1 400 Bad Request\r\n\r\n">>),
+                                    timer:sleep(1000)
+                            end),
+    {error, E} = beamlab_amqp:connect(#{host => "127.0.0.1", port => Port}, #{}),
+    "AMQP protocol error: the server does not speak AMQP" = lists:flatten(beamlab_amqp:format_error(E)).
+
+wrong_protocol_version(_Config) ->
+    {Port, _} = fake_server(fun(Sock) ->
+                                    {ok, <<"AMQP", 0, 0, 9, 1>>} = gen_tcp:recv(Sock, 8),
+                                    ok = gen_tcp:send(Sock, <<"AMQP", 1, 1, 0, 10>>),
+                                    ok = gen_tcp:close(Sock)
+                            end),
+    {error, E} = beamlab_amqp:connect(#{host => "127.0.0.1", port => Port}, #{}),
+    "AMQP protocol error: the server does not speak AMQP 0-9-1 (it offers protocol 1-1-0-10)" =
+        lists:flatten(beamlab_amqp:format_error(E)).
+
+fake_server(Handle) ->
+    Self = self(),
+    Pid = spawn(fun() ->
+                        {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, false}]),
+                        {ok, P} = inet:port(L),
+                        Self ! {fake_port, P},
+                        {ok, S} = gen_tcp:accept(L),
+                        Handle(S)
+                end),
+    receive {fake_port, Port} -> {Port, Pid} end.
+
+channel_owner_exit(Config) ->
+    C = connect(Config),
+    Self = self(),
+    Pid = spawn(fun() -> Self ! {ch, channel(C)}, receive stop -> ok end end),
+    Ch = receive {ch, X} -> X end,
+    {ok, #{channels := 1}} = beamlab_amqp:info(C),
+    Pid ! stop,
+    ok = wait_until(fun() -> {ok, I} = beamlab_amqp:info(C), maps:get(channels, I) =:= 0 end),
+    {error, closed} = beamlab_amqp:qos(Ch, 1),
+    true = is_process_alive(C),
+    ok = beamlab_amqp:close(C).
+
+connection_owner_exit(Config) ->
+    Self = self(),
+    Pid = spawn(fun() -> Self ! {conn, connect(Config)}, receive stop -> ok end end),
+    C = receive {conn, X} -> X end,
+    Mon = monitor(process, C),
+    Pid ! stop,
+    receive {'DOWN', Mon, process, C, normal} -> ok after 6000 -> ct:fail(connection_lives_on) end.
+
+broker_closes_connection(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    ctl(Config, "close_all_connections 'closed by the test'"),
+    {amqp_closed, Ch, 320, <<"CONNECTION_FORCED - closed by the test">>} = recv(),
+    {amqp_closed, C, 320, <<"CONNECTION_FORCED - closed by the test">>} = recv(),
+    false = is_process_alive(C),
+    {error, closed} = beamlab_amqp:open_channel(C).
+
+%% A memory alarm makes RabbitMQ block publishing connections
+%% (connection.blocked) until it clears (connection.unblocked).
+blocked(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    ctl(Config, "set_vm_memory_high_watermark absolute 1"),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"while the alarm is on">>),
+    {amqp_blocked, C, Reason} = recv(10000),
+    ct:log("blocked: ~s", [Reason]),
+    <<"low on memory">> = Reason,
+    ctl(Config, "set_vm_memory_high_watermark 0.4"),
+    {amqp_unblocked, C} = recv(10000),
+    1 = message_count(C, Q),
+    ok = beamlab_amqp:close(C).
+
+ctl(Config, Args) ->
+    Out = os:cmd("HOME=" ++ broker_dir(Config) ++ " ERL_EPMD_ADDRESS=127.0.0.1 "
+                 "/usr/lib/rabbitmq/bin/rabbitmqctl -n beamlab-rabbit-"
+                 ++ integer_to_list(?config(port, Config)) ++ "@localhost " ++ Args ++ " 2>&1"),
+    ct:log("rabbitmqctl ~s~n~s", [Args, Out]).
+
+%% The TCP connection dies under the client (here: a proxy between client
+%% and broker drops both sockets without any AMQP close).
+socket_lost(Config) ->
+    {Proxy, ProxyPort} = start_proxy(?config(port, Config)),
+    {ok, C} = beamlab_amqp:connect(#{host => "127.0.0.1", port => ProxyPort}, #{}),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    {ok, _} = beamlab_amqp:declare_queue(Ch, Q, #{passive => true}),
+    Proxy ! cut,
+    Text = iolist_to_binary(["connection to 127.0.0.1:", integer_to_list(ProxyPort),
+                             " lost: socket closed"]),
+    {amqp_closed, Ch, socket_closed, Text} = recv(),
+    {amqp_closed, C, socket_closed, Text} = recv(),
+    "connection to 127.0.0.1:" ++ _ = binary_to_list(iolist_to_binary(beamlab_amqp:format_error({socket_closed, Text}))),
+    %% Calls after the loss fail cleanly; async sends are no-ops.
+    {error, closed} = beamlab_amqp:open_channel(C),
+    ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"into the void">>).
+
+%% A one-connection TCP proxy to the broker; `cut' closes both sides.
+start_proxy(BrokerPort) ->
+    Self = self(),
+    Pid = spawn_link(fun() ->
+              {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, true}]),
+              {ok, P} = inet:port(L),
+              Self ! {proxy_port, P},
+              {ok, A} = gen_tcp:accept(L),
+              {ok, B} = gen_tcp:connect({127, 0, 0, 1}, BrokerPort, [binary, {active, true}]),
+              proxy_loop(A, B)
+          end),
+    receive {proxy_port, Port} -> {Pid, Port} end.
+
+proxy_loop(A, B) ->
+    receive
+        {tcp, A, Data} -> ok = gen_tcp:send(B, Data), proxy_loop(A, B);
+        {tcp, B, Data} -> ok = gen_tcp:send(A, Data), proxy_loop(A, B);
+        cut -> gen_tcp:close(A), gen_tcp:close(B);
+        {tcp_closed, _} -> gen_tcp:close(A), gen_tcp:close(B)
+    end.
+
+broker_dir(Config) ->
+    filename:join([filename:dirname(filename:dirname(?config(script, Config))), "_build",
+                   "rabbitmq", integer_to_list(?config(port, Config))]).
+
+%% Freeze the broker (SIGSTOP): with heartbeat=1 the client must notice
+%% within about two heartbeat intervals and report it.
+missed_heartbeats(Config) ->
+    C = connect(Config, "?heartbeat=1"),
+    Ch = channel(C),
+    T0 = erlang:monotonic_time(millisecond),
+    _ = signal_broker(Config, "STOP"),
+    try
+        {amqp_closed, Ch, heartbeat_timeout, Text} = recv(10000),
+        {amqp_closed, C, heartbeat_timeout, Text} = recv(1000),
+        Elapsed = erlang:monotonic_time(millisecond) - T0,
+        ct:log("~s after ~b ms", [Text, Elapsed]),
+        <<"missed heartbeats from 127.0.0.1:", _/binary>> = Text,
+        true = Elapsed >= 1500
+    after
+        signal_broker(Config, "CONT")
+    end.
+
+%% The broker shuts down under an open connection.
+broker_stops(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    {_, 0} = rabbitmq(?config(script, Config), ?config(port, Config), "stop"),
+    {amqp_closed, Ch, Code, Text} = recv(),
+    {amqp_closed, C, Code, Text} = recv(),
+    ct:log("~p ~s", [Code, Text]),
+    true = (Code =:= 320) orelse (Code =:= socket_closed),
+    {error, E} = beamlab_amqp:connect(?config(uri, Config), #{}),
+    "broker not reachable at 127.0.0.1:" ++ _ = lists:flatten(beamlab_amqp:format_error(E)).
+
+wait_until(F) -> wait_until(F, 50).
+
+wait_until(_, 0) -> ct:fail(condition_never_true);
+wait_until(F, N) ->
+    case F() of
+        true -> ok;
+        false -> timer:sleep(50), wait_until(F, N - 1)
+    end.
