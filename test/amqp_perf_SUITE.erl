@@ -9,7 +9,7 @@
 -export([cli_short_run/1, cli_json/1, cli_interrupt/1, counts_exact/1, consumer_count_below_producer_count/1,
          mandatory_unroutable_returned/1, confirms_and_nacks/1, prefetch_honoured/1,
          multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1,
-         quorum_queue/1, nodes_peer/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
+         quorum_queue/1, nodes_peer/1, named_node_without_code/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
          unreachable/1, broker_stops_mid_run/1, connections_closed/1, reconnect/1]).
 
 -define(PORT, "5684").
@@ -22,7 +22,7 @@ groups() ->
     [{library, [], [counts_exact, consumer_count_below_producer_count,
                     mandatory_unroutable_returned, confirms_and_nacks, prefetch_honoured,
                     multi_ack, queue_pattern, closed_loop, rate_never_overshoots,
-                    quorum_queue, nodes_peer]},
+                    quorum_queue, nodes_peer, named_node_without_code]},
      {cli, [], [cli_short_run, cli_json, cli_interrupt, inequivalent_queue, bad_uri, wrong_credentials,
                 unreachable]}].
 
@@ -161,7 +161,7 @@ queue_pattern(_) ->
     P = <<(uniq(<<"pat">>))/binary, "-%d">>,
     {R, _} = ok_run(#{queue_pattern => {P, 1, 3}, producers => 3, consumers => 3,
                       pmessages => 100, cmessages => 100, confirm => 20, mandatory => true}),
-    Qs = beamlab_amqp_perf:expand_pattern(P, 1, 3),
+    Qs = beamlab_amqp_topology:expand_pattern(P, 1, 3),
     ?assertEqual(Qs, maps:get(queues, R)),
     %% Producer i publishes to queue i, consumer i reads queue i.
     ?assertMatch(#{sent := 300, received := 300, returned := 0}, counters(R)),
@@ -206,6 +206,22 @@ nodes_peer(_) ->
     ?assertEqual(400, beamlab_stats_hist:count(maps:get(consumer_hist, R))),
     ?assertEqual(400, beamlab_stats_hist:count(maps:get(confirm_hist, R))),
     ?assertMatch(#{balanced := true}, acc(R)).
+
+%% --nodes with a running node that has no beamlab code: the run loads it.
+named_node_without_code(_) ->
+    {ok, Vm} = beamlab_peer:start(#{dist => true, load => false}),
+    Peer = beamlab_peer:node(Vm),
+    try
+        ?assertEqual(non_existing, erpc:call(Peer, code, which, [beamlab_amqp_agent])),
+        Q = uniq(<<"named">>),
+        {R, _} = ok_run(#{queue => Q, nodes => [node(), Peer], producers => 2, consumers => 2,
+                          pmessages => 100, cmessages => 100, confirm => 20}),
+        ?assertEqual(lists:sort([node(), Peer]), maps:get(nodes, R)),
+        ?assertMatch(#{sent := 200, received := 200}, counters(R)),
+        ?assertMatch(#{balanced := true}, acc(R))
+    after
+        beamlab_peer:stop(Vm)
+    end.
 
 %%--------------------------------------------------------------------
 %% CLI

@@ -10,7 +10,7 @@
 %%% (sent = received + returned + nacked + queued).
 -module(beamlab_amqp_perf).
 
--export([run/1, defaults/0, write_utf8/1, write_utf8/2, queue_names/2, expand_pattern/3, result/3,
+-export([run/1, defaults/0, write_utf8/1, write_utf8/2, result/3,
          format_error/1]).
 
 -export_type([config/0, report/0]).
@@ -53,40 +53,6 @@ write_utf8(Device, Bin) ->
         _ -> ok = file:write(Device, Bin)
     end.
 
-%% @doc The queues of a run: the closed-loop queues, the expanded
-%% `--queue-pattern', the `-u' queue, or one queue named after the test id.
--spec queue_names(config(), binary()) -> [binary()].
-queue_names(#{closed_loop := N}, Id) when N > 0 ->
-    [iolist_to_binary([<<"beamlab-loop-">>, Id, $-, integer_to_binary(I)]) || I <- lists:seq(1, N)];
-queue_names(#{queue_pattern := {Pattern, From, To}}, _Id) ->
-    expand_pattern(Pattern, From, To);
-queue_names(#{queue := Q}, _Id) when is_binary(Q) ->
-    [Q];
-queue_names(_, Id) ->
-    [<<"beamlab-", Id/binary>>].
-
-%% @doc Expands a PerfTest queue pattern (`%d' replaced by each number from
-%% `From' to `To'; other printf-style integer directives such as `%03d' are
-%% honoured too).
--spec expand_pattern(binary() | string(), integer(), integer()) -> [binary()].
-expand_pattern(Pattern, From, To) ->
-    P = unicode:characters_to_list(Pattern),
-    [iolist_to_binary(subst(P, I)) || I <- lists:seq(From, To)].
-
-subst([], _I) -> [];
-subst("%%" ++ Rest, I) -> [$% | subst(Rest, I)];
-subst([$% | Rest], I) ->
-    {Flags, Rest1} = lists:splitwith(fun(C) -> C >= $0 andalso C =< $9 end, Rest),
-    case Rest1 of
-        [$d | Rest2] -> [pad(integer_to_list(I), Flags) | subst(Rest2, I)];
-        _ -> [$%, Flags | subst(Rest1, I)]
-    end;
-subst([C | Rest], I) -> [C | subst(Rest, I)].
-
-pad(S, "") -> S;
-pad(S, [$0 | W]) -> string:pad(S, list_to_integer(W), leading, $0);
-pad(S, W) -> string:pad(S, list_to_integer(W), leading, $\s).
-
 %% @doc Runs the load test. `{error, R}' when it could not start (broker,
 %% credentials, topology, nodes); otherwise a report, with `failure' set
 %% when the run ended early (broker gone, node down) and `partial' when it
@@ -114,10 +80,10 @@ run(Cfg0) ->
     end.
 
 setup_and_run(Conn, Cfg) ->
-    Queues = queue_names(Cfg, maps:get(id, Cfg)),
-    case declare_topology(Conn, Cfg, Queues) of
+    Queues = beamlab_amqp_topology:queue_names(Cfg, maps:get(id, Cfg)),
+    case beamlab_amqp_topology:declare(Conn, Cfg, Queues) of
         {ok, Topo} ->
-            try start_nodes(Cfg) of
+            try beamlab_amqp_nodes:start(Cfg) of
                 {ok, Nodes, Cleanup} ->
                     try start_run(Conn, Cfg#{nodes := Nodes}, Topo)
                     after Cleanup()
@@ -125,114 +91,10 @@ setup_and_run(Conn, Cfg) ->
                 {error, _} = E ->
                     E
             after
-                delete_queues(live_conn(Conn, maps:get(uri, Cfg)), Topo)
+                beamlab_amqp_topology:delete(live_conn(Conn, maps:get(uri, Cfg)), Topo)
             end;
         {error, _} = E ->
             E
-    end.
-
-%%%-------------------------------------------------------------------
-%%% Topology
-%%%-------------------------------------------------------------------
-
-declare_topology(Conn, Cfg, Queues) ->
-    {ok, Ch} = beamlab_amqp:open_channel(Conn),
-    #{exchange := Ex, exchange_type := Type, closed_loop := Loop} = Cfg,
-    Skip = Ex =:= <<>> orelse Loop > 0 orelse maps:get(predeclared, Cfg),
-    %% An existing exchange is used as it is (whatever its durability);
-    %% a missing one is declared durable, as PerfTest does, so that the two
-    %% tools can take turns on one broker.
-    ExOk = case Skip orelse beamlab_amqp:declare_exchange(Ch, Ex, #{passive => true}) of
-               true -> {ok, Ch};
-               ok -> {ok, Ch};
-               {error, {amqp_closed, 404, _}} ->
-                   {ok, Ch1} = beamlab_amqp:open_channel(Conn),
-                   case beamlab_amqp:declare_exchange(Ch1, Ex, #{type => Type, durable => true}) of
-                       ok -> {ok, Ch1};
-                       {error, _} = E -> E
-                   end;
-               {error, _} = E ->
-                   E
-           end,
-    case ExOk of
-        {ok, Ch2} -> declare_queues(Conn, Ch2, Cfg, Queues, []);
-        {error, R} -> {error, {declare_exchange, Ex, R}}
-    end.
-
-%% Each queue is first looked up passively, to learn whether it exists
-%% (a queue created here is deleted at the end) and its depth (the
-%% accounting counts what the run adds). Then, unless -p, it is declared
-%% with the run's arguments as PerfTest does, so a queue that exists with
-%% other arguments fails with the broker's reply (406 PRECONDITION_FAILED).
-declare_queues(_Conn, Ch, _Cfg, [], Acc) ->
-    _ = catch beamlab_amqp:close_channel(Ch),
-    {ok, #{queues => lists:reverse(Acc)}};
-declare_queues(Conn, Ch, Cfg, [Q | Qs], Acc) ->
-    Pre = maps:get(predeclared, Cfg),
-    case beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) of
-        {ok, #{message_count := N}} when Pre ->
-            bind_and_continue(Conn, Ch, Cfg, Q, Qs, [{Q, N, existing} | Acc]);
-        {ok, #{message_count := N}} ->
-            declare_active(Conn, Ch, Cfg, Q, Qs, [{Q, N, existing} | Acc]);
-        {error, {amqp_closed, 404, _}} when not Pre ->
-            %% The failed passive declare closed the channel.
-            {ok, Ch1} = beamlab_amqp:open_channel(Conn),
-            declare_active(Conn, Ch1, Cfg, Q, Qs, [{Q, 0, ours} | Acc]);
-        {error, R} ->
-            {error, {declare_queue, Q, R}}
-    end.
-
-declare_active(Conn, Ch, Cfg, Q, Qs, Acc) ->
-    case beamlab_amqp:declare_queue(Ch, Q, queue_opts(Cfg)) of
-        {ok, _} -> bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc);
-        {error, R} -> {error, {declare_queue, Q, R}}
-    end.
-
-bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc) ->
-    Bind = case needs_binding(Cfg) of
-               true -> beamlab_amqp:bind(Ch, Q, maps:get(exchange, Cfg), binding_key(Cfg, Q));
-               false -> ok
-           end,
-    case Bind of
-        ok -> declare_queues(Conn, Ch, Cfg, Qs, Acc);
-        {error, R} -> {error, {bind, Q, R}}
-    end.
-
-needs_binding(#{exchange := Ex, closed_loop := Loop, predeclared := Pre}) ->
-    Ex =/= <<>> andalso Loop =:= 0 andalso not Pre.
-
-binding_key(#{routing_key := undefined}, Q) -> Q;
-binding_key(#{routing_key := K}, _Q) -> K.
-
-queue_opts(#{quorum := true}) ->
-    #{durable => true, arguments => #{<<"x-queue-type">> => <<"quorum">>}};
-queue_opts(#{persistent := P}) ->
-    #{durable => P}.
-
-delete_queues(Conn, #{queues := Qs}) ->
-    Ours = [Q || {Q, _, ours} <- Qs],
-    case Ours =/= [] andalso beamlab_amqp:open_channel(Conn) of
-        {ok, Ch} ->
-            _ = [catch beamlab_amqp:delete_queue(Ch, Q, #{}) || Q <- Ours],
-            _ = catch beamlab_amqp:close_channel(Ch),
-            ok;
-        _ ->
-            ok
-    end.
-
-queue_depth(Conn, #{queues := Qs}) ->
-    case catch beamlab_amqp:open_channel(Conn) of
-        {ok, Ch} ->
-            Depths = [catch beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) || {Q, _, _} <- Qs],
-            _ = catch beamlab_amqp:close_channel(Ch),
-            case [N || {ok, #{message_count := N}} <- Depths] of
-                Ns when length(Ns) =:= length(Qs) ->
-                    lists:sum(Ns) - lists:sum([N0 || {_, N0, _} <- Qs]);
-                _ ->
-                    undefined
-            end;
-        _ ->
-            undefined
     end.
 
 %% The setup connection may have been closed by the broker during the run
@@ -256,62 +118,6 @@ new_conn(Conn, Uri) ->
     case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>}) of
         {ok, C} -> put({?MODULE, live_conn}, C), C;
         {error, _} -> Conn
-    end.
-
-%%%-------------------------------------------------------------------
-%%% Nodes
-%%%-------------------------------------------------------------------
-
-start_nodes(#{nodes := {peers, N}}) when N > 1 ->
-    start_peers(N - 1, [], []);
-start_nodes(#{nodes := {peers, _}}) ->
-    {ok, [node()], fun() -> ok end};
-start_nodes(#{nodes := Nodes}) ->
-    case Nodes -- [node()] of
-        [] ->
-            {ok, Nodes, fun() -> ok end};
-        Remote ->
-            _ = beamlab_peer:ensure_dist(),
-            case [Nd || Nd <- Remote, net_adm:ping(Nd) =/= pong] of
-                [] ->
-                    case load_code(Remote) of
-                        ok -> {ok, Nodes, fun() -> ok end};
-                        {error, _} = E -> E
-                    end;
-                Down ->
-                    {error, {nodes_unreachable, Down}}
-            end
-    end.
-
-%% --nodes N: this VM plus N-1 fresh distributed VMs on loopback, which
-%% beamlab_peer starts with beamlab's code loaded.
-start_peers(0, Nodes, Vms) ->
-    {ok, [node() | lists:reverse(Nodes)],
-     fun() -> lists:foreach(fun beamlab_peer:stop/1, Vms) end};
-start_peers(N, Nodes, Vms) ->
-    case beamlab_peer:start(#{dist => true}) of
-        {ok, Vm} ->
-            start_peers(N - 1, [beamlab_peer:node(Vm) | Nodes], [Vm | Vms]);
-        {error, R} ->
-            lists:foreach(fun beamlab_peer:stop/1, Vms),
-            {error, {peer, R}}
-    end.
-
-%% Named nodes may not have beamlab's code: send every beamlab module
-%% loaded here (the agent and what it calls are loaded by then).
-load_code(Nodes) ->
-    Needed = [beamlab_amqp, beamlab_amqp_conn, beamlab_amqp_frame, beamlab_amqp_method,
-              beamlab_amqp_uri, beamlab_amqp_agent, beamlab_amqp_producer,
-              beamlab_amqp_consumer, beamlab_amqp_loop, beamlab_amqp_rate,
-              beamlab_stats_hist],
-    _ = [code:ensure_loaded(M) || M <- Needed],
-    Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab", atom_to_list(M))],
-    Objs = [Obj || M <- Mods, {_, _, _} = Obj <- [code:get_object_code(M)]],
-    Results = [catch erpc:call(Nd, code, load_binary, [M, F, B], 10000)
-               || Nd <- Nodes, {M, B, F} <- Objs],
-    case [R || R <- Results, element(1, R) =/= module] of
-        [] -> ok;
-        [Bad | _] -> {error, {load_code, Bad}}
     end.
 
 %%%-------------------------------------------------------------------
@@ -566,7 +372,7 @@ finish(Why, #m{t0 = T0} = M0) ->
     report(Why, ElapsedUs, AtStop, Totals, Queued, M3).
 
 catch_depth(#m{conn = Conn, cfg = #{uri := Uri}} = M) ->
-    try queue_depth(live_conn(Conn, Uri), M#m.topo) catch _:_ -> undefined end.
+    try beamlab_amqp_topology:depth(live_conn(Conn, Uri), M#m.topo) catch _:_ -> undefined end.
 
 empty_snap() ->
     beamlab_stats_hist:snapshot(beamlab_amqp_agent:new_hist()).
@@ -756,14 +562,11 @@ percentiles(Hist) ->
 -spec format_error(term()) -> iolist().
 format_error({uri, R}) ->
     ["malformed URI: ", beamlab_amqp_uri:format_error(R)];
-format_error({declare_queue, Q, {amqp_closed, 404, _}}) ->
-    io_lib:format("queue ~ts does not exist (-p expects predeclared queues)", [Q]);
-format_error({declare_queue, Q, R}) ->
-    io_lib:format("cannot declare queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
-format_error({declare_exchange, Ex, R}) ->
-    io_lib:format("cannot declare exchange ~ts: ~ts", [Ex, beamlab_amqp:format_error(R)]);
-format_error({bind, Q, R}) ->
-    io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
+format_error({Kind, _, _} = E) when Kind =:= declare_queue; Kind =:= declare_exchange;
+                                    Kind =:= bind ->
+    beamlab_amqp_topology:format_error(E);
+format_error({Kind, _} = E) when Kind =:= nodes_unreachable; Kind =:= load_code; Kind =:= peer ->
+    beamlab_amqp_nodes:format_error(E);
 format_error({connection_lost, Code, Text}) when is_integer(Code) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
 format_error({connection_lost, _Code, Text}) ->
@@ -772,13 +575,6 @@ format_error({consumer_cancelled, Q}) ->
     io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
 format_error({agent_down, Node, Reason}) ->
     io_lib:format("load generator on node ~s stopped: ~0p", [Node, Reason]);
-format_error({nodes_unreachable, Nodes}) ->
-    io_lib:format("cannot reach node(s) ~ts (same cookie? distribution started?)",
-                  [lists:join(", ", [atom_to_list(N) || N <- Nodes])]);
-format_error({load_code, R}) ->
-    io_lib:format("cannot load beamlab's code on a node: ~0p", [R]);
-format_error({peer, R}) ->
-    ["cannot start a peer node: ", beamlab_peer:format_error(R)];
 format_error({timeout, What}) when is_list(What) ->
     io_lib:format("no answer from node(s) ~0p", [What]);
 format_error({timeout, What}) ->
