@@ -37,8 +37,9 @@ options() ->
        multi => true, metavar => "FLAG", help => "message flag, repeatable: persistent, mandatory"},
      #{name => qos, short => "q", long => "qos", type => non_neg_integer, default => 0,
        metavar => "N", help => "consumer prefetch count (0: unlimited)"},
-     #{name => confirm, short => "c", long => "confirm", type => pos_integer, metavar => "N",
-       help => "publisher confirms with at most N unconfirmed messages per producer channel"},
+     #{name => confirm, short => "c", long => "confirm", type => integer, metavar => "N",
+       help => "publisher confirms with at most N unconfirmed messages per producer channel "
+               "(0 or -1, PerfTest's default: no confirms)"},
      #{name => autoack, short => "a", long => "autoack", type => boolean, default => false,
        help => "consume without acknowledgements"},
      #{name => multi_ack, short => "A", long => "multi-ack-every", type => non_neg_integer,
@@ -149,7 +150,11 @@ config(P) ->
       exchange => list_to_binary(G(exchange)), exchange_type => atom_to_binary(G(exchange_type)),
       routing_key => bin(G(routing_key)),
       persistent => lists:member(persistent, Flags), mandatory => lists:member(mandatory, Flags),
-      prefetch => G(qos), confirm => G(confirm), autoack => G(autoack), multi_ack => G(multi_ack),
+      prefetch => G(qos),
+      confirm => case G(confirm) of
+                     C when is_integer(C), C > 0 -> C;
+                     _ -> undefined
+                 end, autoack => G(autoack), multi_ack => G(multi_ack),
       rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
       body_size => G(size), duration => G(time),
       pmessages => G(pmessages), cmessages => G(cmessages),
