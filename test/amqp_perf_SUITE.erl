@@ -65,6 +65,8 @@ lines() ->
 
 ok_run(Cfg) ->
     {{ok, R}, Lines} = run(Cfg),
+    %% Nothing of the run is left in the caller's mailbox.
+    ?assertEqual({messages, []}, process_info(self(), messages)),
     {R, iolist_to_binary(Lines)}.
 
 uniq(Name) ->
@@ -74,7 +76,13 @@ uniq(Name) ->
 with_channel(Fun) ->
     {ok, Conn} = beamlab_amqp:connect(?URI, #{}),
     {ok, Ch} = beamlab_amqp:open_channel(Conn),
-    try Fun(Ch) after beamlab_amqp:close(Conn) end.
+    try Fun(Ch)
+    after
+        _ = beamlab_amqp:close(Conn),
+        %% Our own notices (owner of the connection and of the channel).
+        receive {amqp_closed, Conn, _, _} -> ok after 100 -> ok end,
+        receive {amqp_closed, Ch, _, _} -> ok after 0 -> ok end
+    end.
 
 queue_exists(Q) ->
     with_channel(fun(Ch) ->

@@ -70,7 +70,7 @@ run(Cfg0) ->
             case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp ", Id/binary, " setup">>}) of
                 {ok, Conn} ->
                     try setup_and_run(Conn, Cfg#{uri := Uri})
-                    after catch beamlab_amqp:close(live_conn(Conn, Uri))
+                    after close_setup(Conn)
                     end;
                 {error, _} = E ->
                     E
@@ -114,6 +114,23 @@ live_conn(Conn, Uri) ->
             end
     end.
 
+%% Close the setup connection(s) and drop their notices to us, the owner.
+close_setup(Conn) ->
+    Conns = lists:usort([Conn | [C || C <- [erase({?MODULE, live_conn})], is_pid(C)]]),
+    _ = [catch beamlab_amqp:close(C) || C <- Conns],
+    flush_closed(Conns).
+
+flush_closed(Conns) ->
+    lists:foreach(fun flush_conn/1, Conns).
+
+flush_conn(C) ->
+    receive
+        {amqp_closed, C, _, _} -> flush_conn(C);
+        {amqp_closed, {amqp_channel, C, _, _}, _, _} -> flush_conn(C)
+    after 0 ->
+        ok
+    end.
+
 new_conn(Conn, Uri) ->
     case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>}) of
         {ok, C} -> put({?MODULE, live_conn}, C), C;
@@ -138,10 +155,33 @@ start_run(Conn, Cfg, Topo) ->
             T0 = erlang:monotonic_time(microsecond),
             _ = [A ! {go, StartUs} || A <- maps:keys(Agents)],
             subscribe_interrupts(),
-            measure(Conn, Cfg, Topo, Agents, T0);
+            try measure(Conn, Cfg, Topo, Agents, T0)
+            after cleanup(Agents)
+            end;
         {error, _} = E ->
             _ = [exit(A, kill) || A <- maps:keys(Agents)],
+            cleanup(Agents),
             E
+    end.
+
+%% Leave the caller's mailbox as it was: a library caller (or a test) runs
+%% many of these in one process.
+cleanup(Agents) ->
+    _ = [demonitor(Mon, [flush]) || #{mon := Mon} <- maps:values(Agents)],
+    case code:is_loaded(beamlab_cli_signal) of
+        {file, _} -> _ = catch beamlab_cli_signal:unsubscribe(), ok;
+        false -> ok
+    end,
+    flush().
+
+flush() ->
+    receive
+        {amqp_perf_tick, _, _} -> flush();
+        {workers_done, _, _, _} -> flush();
+        {sample, Ref, _, _} when is_reference(Ref) -> flush();
+        {agent_failure, _, _} -> flush()
+    after 0 ->
+        ok
     end.
 
 await_ready([]) ->
@@ -210,7 +250,7 @@ plans(Cfg, Queues) ->
 producer_key(#{routing_key := undefined}, Q) -> Q;
 producer_key(#{routing_key := K}, _Q) -> K.
 
--record(m, {cfg, conn, topo, agents, t0, id, enabled,
+-record(m, {cfg, conn, topo, agents, t0, id, enabled, timer,
             last = #{}, last_t, samples = [], cons = [], conf = [],
             done = #{}, done_p = 0, done_c = 0, failure, interrupted = false}).
 
@@ -224,8 +264,7 @@ measure(Conn, Cfg, Topo, Agents, T0) ->
     M = #m{cfg = Cfg, conn = Conn, topo = Topo, agents = Agents, t0 = T0,
            id = maps:get(id, Cfg), enabled = En, last_t = T0,
            last = #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}},
-    schedule_tick(T0, Interval, 1),
-    tick_loop(M).
+    tick_loop(M#m{timer = schedule_tick(T0, Interval, 1)}).
 
 %% Ticks at absolute times T0 + K * Interval, so that lines do not drift.
 schedule_tick(T0, Interval, K) ->
@@ -237,8 +276,8 @@ tick_loop(M) ->
         continue ->
             receive
                 {amqp_perf_tick, Interval, K} ->
-                    _ = schedule_tick(M#m.t0, Interval, K + 1),
-                    tick_loop(interval(M));
+                    Timer = schedule_tick(M#m.t0, Interval, K + 1),
+                    tick_loop(interval(M#m{timer = Timer}));
                 {agent_failure, _A, Reason} ->
                     tick_loop(M#m{failure = Reason});
                 {workers_done, A, P, C} ->
@@ -342,7 +381,8 @@ out(#m{cfg = #{out := Out}}, IoData) ->
     Out(iolist_to_binary(IoData)).
 
 %% Stop producers, let consumers drain, stop consumers, collect totals.
-finish(Why, #m{t0 = T0} = M0) ->
+finish(Why, #m{t0 = T0, timer = Timer} = M0) ->
+    _ = erlang:cancel_timer(Timer),
     ElapsedUs = erlang:monotonic_time(microsecond) - T0,
     Agents = maps:keys(M0#m.agents),
     %% The averages cover the measured window only: what is received while

@@ -55,12 +55,12 @@ declare(Conn, Cfg, Queues) ->
     %% An existing exchange is used as it is (whatever its durability);
     %% a missing one is declared durable, as PerfTest does, so that the two
     %% tools can take turns on one broker.
-    ExOk = case Skip orelse beamlab_amqp:declare_exchange(Ch, Ex, #{passive => true}) of
+    ExOk = case Skip orelse quiet(Ch, beamlab_amqp:declare_exchange(Ch, Ex, #{passive => true})) of
                true -> {ok, Ch};
                ok -> {ok, Ch};
                {error, {amqp_closed, 404, _}} ->
                    {ok, Ch1} = beamlab_amqp:open_channel(Conn),
-                   case beamlab_amqp:declare_exchange(Ch1, Ex, #{type => Type, durable => true}) of
+                   case quiet(Ch1, beamlab_amqp:declare_exchange(Ch1, Ex, #{type => Type, durable => true})) of
                        ok -> {ok, Ch1};
                        {error, _} = E -> E
                    end;
@@ -82,7 +82,7 @@ declare_queues(_Conn, Ch, _Cfg, [], Acc) ->
     {ok, #{queues => lists:reverse(Acc)}};
 declare_queues(Conn, Ch, Cfg, [Q | Qs], Acc) ->
     Pre = maps:get(predeclared, Cfg),
-    case beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) of
+    case quiet(Ch, beamlab_amqp:declare_queue(Ch, Q, #{passive => true})) of
         {ok, #{message_count := N}} when Pre ->
             bind_and_continue(Conn, Ch, Cfg, Q, Qs, [{Q, N, existing} | Acc]);
         {ok, #{message_count := N}} ->
@@ -96,14 +96,14 @@ declare_queues(Conn, Ch, Cfg, [Q | Qs], Acc) ->
     end.
 
 declare_active(Conn, Ch, Cfg, Q, Qs, Acc) ->
-    case beamlab_amqp:declare_queue(Ch, Q, queue_opts(Cfg)) of
+    case quiet(Ch, beamlab_amqp:declare_queue(Ch, Q, queue_opts(Cfg))) of
         {ok, _} -> bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc);
         {error, R} -> {error, {declare_queue, Q, R}}
     end.
 
 bind_and_continue(Conn, Ch, Cfg, Q, Qs, Acc) ->
     Bind = case needs_binding(Cfg) of
-               true -> beamlab_amqp:bind(Ch, Q, maps:get(exchange, Cfg), binding_key(Cfg, Q));
+               true -> quiet(Ch, beamlab_amqp:bind(Ch, Q, maps:get(exchange, Cfg), binding_key(Cfg, Q)));
                false -> ok
            end,
     case Bind of
@@ -141,7 +141,7 @@ delete(Conn, #{queues := Qs}) ->
 depth(Conn, #{queues := Qs}) ->
     case catch beamlab_amqp:open_channel(Conn) of
         {ok, Ch} ->
-            Depths = [catch beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) || {Q, _, _} <- Qs],
+            Depths = [catch quiet(Ch, beamlab_amqp:declare_queue(Ch, Q, #{passive => true})) || {Q, _, _} <- Qs],
             _ = catch beamlab_amqp:close_channel(Ch),
             case [N || {ok, #{message_count := N}} <- Depths] of
                 Ns when length(Ns) =:= length(Qs) ->
@@ -164,3 +164,13 @@ format_error({declare_exchange, Ex, R}) ->
     io_lib:format("cannot declare exchange ~ts: ~ts", [Ex, beamlab_amqp:format_error(R)]);
 format_error({bind, Q, R}) ->
     io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]).
+
+%% A failed synchronous operation also sends the channel owner (us) an
+%% amqp_closed message, already in the mailbox when the call returns: drop
+%% it, the error is handled from the return value.
+quiet(Ch, {error, _} = E) ->
+    receive {amqp_closed, Ch, _, _} -> E
+    after 0 -> E
+    end;
+quiet(_Ch, Ok) ->
+    Ok.
