@@ -397,6 +397,9 @@ handle_cast(_Msg, St) ->
 
 %% @private
 -spec handle_info(term(), #st{}) -> {noreply, #st{}} | {stop, normal, #st{}}.
+handle_info({'$amqp_send', _, _}, #st{closing = {_, _}} = St) ->
+    %% Once connection.close is sent, the spec allows nothing but close-ok.
+    {noreply, St};
 handle_info({'$amqp_send', N, Data}, St) ->
     {Acc, Size} = add_send(N, Data, St, [], 0),
     drain(St, Acc, Size, 1);
@@ -404,7 +407,8 @@ handle_info({tcp, Sock, Data}, #st{sock = Sock, buf = Buf} = St) ->
     Buf1 = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
     frames(Buf1, St#st{idle_ticks = 0});
 handle_info({tcp_passive, Sock}, #st{sock = Sock} = St) ->
-    ok = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
+    %% If the socket just closed this fails; tcp_closed follows and ends us.
+    _ = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
     {noreply, St};
 handle_info({tcp_closed, Sock}, #st{sock = Sock} = St) ->
     lost(socket_closed, "socket closed", St);

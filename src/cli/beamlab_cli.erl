@@ -19,6 +19,9 @@
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
 -spec main([string()]) -> no_return().
 main(Argv) ->
+    %% An escript's standard output starts as latin1: µ, ± and sparklines
+    %% would be mangled.
+    ok = io:setopts(standard_io, [{encoding, unicode}]),
     beamlab_cli_signal:install(),
     put(beamlab_argv, Argv),
     {Code, _} = run_command(Argv),
@@ -196,5 +199,6 @@ internal_error(Class, Reason, Stack) ->
             io:format(standard_error, "beamlab: internal error~n~tp~n", [{Class, Reason, Stack}])
     end.
 
+-spec halt_flushed(exit_code()) -> no_return().
 halt_flushed(Code) ->
     erlang:halt(Code, [{flush, true}]).

@@ -281,6 +281,7 @@ check(Value, Pred, Shown, Raw, What) ->
         false -> bad(Shown, Raw, What)
     end.
 
+-spec bad(string(), string(), string()) -> no_return().
 bad(Shown, V, What) ->
     throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [V, Shown, What])}).
 

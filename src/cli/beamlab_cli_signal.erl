@@ -76,7 +76,7 @@ handle_event(sigterm, Subscribers) ->
             erlang:halt(130);
         false ->
             persistent_term:put(?FLAG, true),
-            [Pid ! {beamlab_interrupt, sigterm} || Pid <- Subscribers],
+            _ = [Pid ! {beamlab_interrupt, sigterm} || Pid <- Subscribers],
             case Subscribers of
                 [] -> erlang:halt(130);  % nothing is measuring: just stop
                 _ -> ok

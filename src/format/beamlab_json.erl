@@ -183,6 +183,7 @@ array(Bin, Acc) ->
         Other -> fail(Other)
     end.
 
+-spec fail(binary()) -> no_return().
 fail(<<>>) -> throw({json_error, unexpected_end, <<>>});
 fail(Bin) -> throw({json_error, unexpected_char, Bin}).
 

@@ -1,0 +1,376 @@
+%%% @doc `beamlab run CODE...' (also the bare form `beamlab CODE...'):
+%%% benchmark Erlang code with erlperf's command-line habits.
+%%%
+%%% Hook and label options are positional, as in erlperf: `--init',
+%%% `--init_runner', `--done' and `--label' apply to the code given just
+%%% before them; `--init_all', `--init_runner_all' and `--done_all' are
+%%% defaults for every code that has none of its own.
+-module(beamlab_cli_run).
+
+-export([summary/0, options/0, usage/0, run/1]).
+
+-define(EXIT_INTERRUPTED, 130).
+
+%% @doc One line for `beamlab help'.
+-spec summary() -> string().
+summary() ->
+    "benchmark Erlang code (continuous, timed and concurrency-estimation modes)".
+
+%% @doc The options of `beamlab run'.
+-spec options() -> [beamlab_cli_args:option()].
+options() ->
+    [#{name => concurrency, short => "c", long => "concurrency", type => pos_integer, default => 1,
+       metavar => "N", help => "workers running the code concurrently"},
+     #{name => samples, short => "s", long => "samples", type => pos_integer, default => 3,
+       metavar => "N", help => "samples to take (the minimum with --rel-ci/--cv)"},
+     #{name => duration, short => "d", long => "duration", type => pos_integer, default => 1000,
+       metavar => "MS", help => "sample duration in ms, continuous mode"},
+     #{name => warmup, short => "w", long => "warmup", type => non_neg_integer, default => 0,
+       metavar => "N", help => "warm-up samples, discarded"},
+     #{name => loop, short => "l", long => "loop", type => quantity, metavar => "N",
+       help => "timed mode: time N iterations per sample (K/M/G suffixes: 10M)"},
+     #{name => squeeze, short => "q", long => "squeeze", type => boolean, default => false,
+       help => "concurrency estimation: add workers until throughput stops growing"},
+     #{name => min, long => "min", type => pos_integer, metavar => "N",
+       help => "squeeze: first concurrency (default 1)"},
+     #{name => max, long => "max", type => pos_integer, metavar => "N",
+       help => "squeeze: last concurrency (default 2 x schedulers)"},
+     #{name => step, long => "step", type => pos_integer, metavar => "N",
+       help => "squeeze: concurrency increment (default 1)"},
+     #{name => threshold, short => "t", long => "threshold", type => pos_integer, metavar => "N",
+       help => "squeeze: stop after N steps without gain (default 3)"},
+     #{name => init, long => "init", type => string, attach => true, metavar => "CODE",
+       help => "run once before the code before it; result goes to init_runner and done"},
+     #{name => init_runner, long => "init_runner", type => string, attach => true,
+       metavar => "CODE", help => "run in every worker before the loop; result goes to the runner"},
+     #{name => done, long => "done", type => string, attach => true, metavar => "CODE",
+       help => "run once after the code before it"},
+     #{name => label, long => "label", type => string, attach => true, metavar => "TEXT",
+       help => "name for the code before it (default: the code)"},
+     #{name => init_all, long => "init_all", type => string, metavar => "CODE",
+       help => "--init for every code without its own"},
+     #{name => init_runner_all, long => "init_runner_all", type => string, metavar => "CODE",
+       help => "--init_runner for every code without its own"},
+     #{name => done_all, long => "done_all", type => string, metavar => "CODE",
+       help => "--done for every code without its own"},
+     #{name => baseline, long => "baseline", type => string, metavar => "N|LABEL",
+       help => "job the others are compared to (default: the first)"},
+     #{name => rel_ci, long => "rel-ci", type => percent, metavar => "PCT",
+       help => "sample until the 95% CI of the mean is within +-PCT% of it"},
+     #{name => cv, long => "cv", type => percent, metavar => "PCT",
+       help => "sample until the coefficient of variation is at most PCT%"},
+     #{name => max_samples, long => "max-samples", type => pos_integer, metavar => "N",
+       help => "stopping rule cap on samples (default 1000)"},
+     #{name => max_time, long => "max-time", type => pos_number, metavar => "SEC",
+       help => "stopping rule cap on time in seconds (default 600)"},
+     #{name => deadline, long => "deadline", type => pos_integer, metavar => "MS",
+       help => "fail a job whose hook or runner makes no progress for MS (default 30000)"},
+     #{name => pa, short => "pa", type => string, multi => true, metavar => "DIR",
+       help => "add a code path (repeatable); ERL_LIBS is honoured too"},
+     #{name => isolated, short => "i", long => "isolated", type => boolean, default => false,
+       help => "run each job in a fresh VM"},
+     #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
+       help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
+     #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
+       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"}
+     | beamlab_cli_args:common_options()].
+
+%% @doc Examples for `beamlab help run'.
+-spec usage() -> iodata().
+usage() ->
+    "Usage: beamlab [run] CODE [--init C] [--init_runner C] [--done C] [--label L] [CODE ...] [OPTIONS]\n\n"
+    "CODE is an expression ('rand:uniform().'), a function with 0, 1 or 2 arguments\n"
+    "('r(X) -> X * 2.'; with 2: r(InitRunnerResult, State) -> NextState) or an MFA\n"
+    "tuple ('{rand,uniform,[]}'). It is compiled, not interpreted.\n"
+    "Several CODEs run interleaved (one at a time, order rotating every sample) and\n"
+    "are compared with the first (or --baseline).\n\n"
+    "Examples:\n"
+    "  beamlab 'rand:uniform().'\n"
+    "  beamlab 'rand:uniform().' -c 4\n"
+    "  beamlab 'rand:uniform().' 'crypto:strong_rand_bytes(2).' -s 10 -w 1\n"
+    "  beamlab 'r(_, S) -> {_, N} = rand:uniform_s(S), N.' --init_runner 'rand:seed(exsss).'\n"
+    "  beamlab 'rand:uniform().' -l 10M\n"
+    "  beamlab 'code:is_loaded(local_udp).' -q --max 8\n"
+    "  beamlab 'lists:seq(1, 100).' --rel-ci 1 --max-time 20\n"
+    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
+
+%% @doc Runs the benchmark and prints the result; returns the exit code.
+-spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+run(Parsed) ->
+    Jobs = jobs(Parsed),
+    {RunOpts, ModeOpts} = run_opts(Parsed, length(Jobs)),
+    add_paths(beamlab_cli_args:get(pa, Parsed, [])),
+    ok = beamlab_cli_signal:subscribe(),
+    Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
+             after
+                 ok = beamlab_cli_signal:unsubscribe(),
+                 clear_progress()
+             end,
+    case Result of
+        {ok, Doc} ->
+            beamlab_output:emit(Doc, Parsed, #{text => fun(D) -> text(D, Parsed) end}),
+            Failed = [B || B = #{extra := #{status := <<"failed">>}} <- maps:get(benchmarks, Doc)],
+            _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
+                 || #{name := N, extra := #{error := E}} <- Failed],
+            if
+                map_get(partial, Doc) -> ?EXIT_INTERRUPTED;
+                Failed =/= [] -> 1;
+                true -> 0
+            end;
+        {error, Reason} ->
+            error_exit(Reason)
+    end.
+
+%% Compile errors and option errors are the user's mistakes (exit 2).
+-spec error_exit(term()) -> no_return().
+error_exit({compile, _, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_option, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
+error_exit({conflict, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_baseline, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
+error_exit(R) -> beamlab_cli:fail("~ts", [beamlab_engine:format_error(R)]).
+
+%%====================================================================
+%% Options to engine options
+%%====================================================================
+
+jobs(#{args := []}) ->
+    beamlab_cli:usage_error("no code to benchmark (example: beamlab 'rand:uniform().')", []);
+jobs(#{args := Codes, arg_opts := ArgOpts} = Parsed) ->
+    Defaults = [{init, beamlab_cli_args:get(init_all, Parsed)},
+                {init_runner, beamlab_cli_args:get(init_runner_all, Parsed)},
+                {done, beamlab_cli_args:get(done_all, Parsed)}],
+    [begin
+         Own = maps:with([init, init_runner, done, label], AO),
+         WithDefaults = lists:foldl(fun({_K, undefined}, M) -> M;
+                                       ({K, V}, M) -> maps:merge(#{K => V}, M)
+                                    end, Own, Defaults),
+         WithDefaults#{runner => Code}
+     end || {Code, AO} <- lists:zip(Codes, ArgOpts)].
+
+run_opts(Parsed, NJobs) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Given = fun(K) -> lists:member(K, maps:get(given, Parsed)) end,
+    Squeeze = Get(squeeze),
+    Loop = Get(loop),
+    Rule = Get(rel_ci) =/= undefined orelse Get(cv) =/= undefined,
+    Loop =/= undefined andalso Given(concurrency)
+        andalso beamlab_cli:usage_error("-l (timed mode) runs one worker; it cannot be combined with -c", []),
+    Loop =/= undefined andalso Squeeze
+        andalso beamlab_cli:usage_error("-l (timed mode) and -q (concurrency estimation) cannot be combined", []),
+    Squeeze andalso Given(concurrency)
+        andalso beamlab_cli:usage_error("-q chooses the concurrency itself; drop -c or use --min", []),
+    Loop =/= undefined andalso Given(duration)
+        andalso beamlab_cli:usage_error("-d sets the sample time of continuous mode; -l (timed mode) "
+                                        "counts iterations instead", []),
+    _ = [beamlab_cli:usage_error("--~ts needs -q", [option_text(K)])
+         || K <- [min, max, step, threshold], Given(K), not Squeeze],
+    _ = [beamlab_cli:usage_error("--~ts needs --rel-ci or --cv", [option_text(K)])
+         || K <- [max_samples, max_time], Given(K), not Rule],
+    Given(vm_args) andalso not Get(isolated)
+        andalso beamlab_cli:usage_error("--vm-args applies to the fresh VMs of -i; add -i", []),
+    Given(baseline) andalso NJobs < 2
+        andalso beamlab_cli:usage_error("--baseline needs at least two codes to compare", []),
+    Samples = Get(samples),
+    Duration = Get(duration),
+    Base = #{concurrency => Get(concurrency), samples => Samples, duration => Duration,
+             warmup => Get(warmup), loop => Loop,
+             rel_ci => percent(Get(rel_ci)), cv => percent(Get(cv)),
+             isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
+             code_paths => beamlab_cli_args:get(pa, Parsed, []),
+             command => [list_to_binary(A) || A <- beamlab_cli:argv()],
+             verbose => Get(verbose) > 0, telemetry => Get(verbose) > 0,
+             progress => progress_fun(Parsed, NJobs)},
+    Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
+                                     {max_time, case Get(max_time) of
+                                                    undefined -> undefined;
+                                                    S -> max(1, round(S * 1000))
+                                                end},
+                                     {deadline, Get(deadline)},
+                                     {baseline, Get(baseline)}],
+                          V =/= undefined],
+    ModeOpts = case Squeeze of
+                   false -> undefined;
+                   true -> maps:from_list([{K, Get(K)} || K <- [min, max, step, threshold],
+                                                          Get(K) =/= undefined])
+               end,
+    {maps:merge(Base, maps:from_list(Optional)), ModeOpts}.
+
+option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
+
+percent(undefined) -> undefined;
+percent(P) -> P / 100.
+
+add_paths(Paths) ->
+    _ = [case filelib:is_dir(P) of
+             true -> code:add_patha(P);
+             false -> beamlab_cli:usage_error("-pa ~ts: no such directory", [P])
+         end || P <- Paths],
+    ok.
+
+%% Progress on stderr for runs expected to take more than a few seconds
+%% (not with -v, whose telemetry lines already show progress): one line
+%% rewritten in place on a terminal, else a plain line at most once a second
+%% so logs stay readable.
+progress_fun(Parsed, NJobs) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Rounds = Get(samples) + Get(warmup),
+    Expected = case Get(loop) of
+                   undefined -> Rounds * NJobs * Get(duration);
+                   _ -> infinity
+               end,
+    case Get(verbose) > 0 orelse beamlab_output:format(Parsed) =/= text
+        orelse (is_integer(Expected) andalso Expected < 3000) of
+        true ->
+            undefined;
+        false ->
+            Tty = stderr_is_terminal(),
+            Of = case Get(rel_ci) =:= undefined andalso Get(cv) =:= undefined of
+                     true -> io_lib:format("/~w", [Rounds]);
+                     false -> ""
+                 end,
+            fun(#{round := R, warmup := W}) ->
+                    What = case W of true -> "warm-up"; false -> "sampling" end,
+                    Now = erlang:monotonic_time(millisecond),
+                    case Tty of
+                        true ->
+                            put(beamlab_run_progress, true),
+                            io:format(standard_error, "\r~ts round ~w~ts ", [What, R, Of]);
+                        false ->
+                            case get(beamlab_run_progress_at) of
+                                Last when is_integer(Last), Now - Last < 1000 -> ok;
+                                _ ->
+                                    put(beamlab_run_progress_at, Now),
+                                    io:format(standard_error, "beamlab: ~ts round ~w~ts~n",
+                                              [What, R, Of])
+                            end
+                    end
+            end
+    end.
+
+%% Linux tells through /proc which file our stderr is; elsewhere assume a
+%% log file (plain lines are safe everywhere).
+stderr_is_terminal() ->
+    case file:read_link("/proc/self/fd/2") of
+        {ok, "/dev/pts/" ++ _} -> true;
+        {ok, "/dev/tty" ++ _} -> true;
+        _ -> false
+    end.
+
+clear_progress() ->
+    erase(beamlab_run_progress_at),
+    case erase(beamlab_run_progress) of
+        true -> io:put_chars(standard_error, "\r\e[K");
+        _ -> ok
+    end.
+
+%%====================================================================
+%% Text output (erlperf-style table)
+%%====================================================================
+
+text(Doc, Parsed) ->
+    Benches = maps:get(benchmarks, Doc),
+    Report = report_kind(Parsed, Benches),
+    Timed = maps:get(mode, maps:get(params, Doc)) =:= <<"timed">>,
+    Many = length(Benches) > 1,
+    {Header, Rows} = case Report of
+                         basic -> basic(Benches, Timed, Many);
+                         _ -> extended(Benches, Timed, Many)
+                     end,
+    [case maps:get(partial, Doc) of
+         true -> "(interrupted: showing what was measured so far)\n";
+         false -> ""
+     end,
+     beamlab_format_table:render(Header, Rows),
+     [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
+                    "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
+                    [N, round(lists:sum(S))])
+      || #{name := N, samples := S, extra := #{less_than_one_per_sample := true}} <- Benches],
+     squeeze_curves(Benches),
+     case Report of
+         full -> ["\n", beamlab_env:format_text(maps:get(env, Doc, #{}))];
+         _ -> ""
+     end,
+     beamlab_output:findings_text(maps:get(findings, Doc, []))].
+
+report_kind(Parsed, Benches) ->
+    case beamlab_cli_args:get(report, Parsed) of
+        undefined ->
+            Max = lists:max([length(maps:get(samples, B)) || B <- Benches]),
+            case Max >= 10 of
+                true -> extended;
+                false -> basic
+            end;
+        Kind ->
+            Kind
+    end.
+
+basic(Benches, _Timed, Many) ->
+    Header = ["Code", "||", "QPS", "Time"] ++ [ "Rel" || Many],
+    {Header, [[name(B), conc(B), qps(B), iter(B)] ++ [rel(B) || Many] || B <- Benches]}.
+
+extended(Benches, Timed, Many) ->
+    Header = ["Code", "||", "Samples", "Avg", "StdDev", "Median", "P99", "Iteration", "95% CI",
+              "Outliers"] ++ [H || Many, H <- ["Rel", "vs baseline"]],
+    V = fun(X) -> case Timed of
+                      true -> beamlab_format_units:duration(X);
+                      false -> beamlab_format_units:count(X)
+                  end
+        end,
+    Rows = [case maps:find(stats, B) of
+                {ok, #{n := N, mean := Mean, cv := Cv, median := Med, p99 := P99,
+                       ci_mean := {Lo, Hi}, outliers := Out}} ->
+                    [name(B), conc(B), N, V(Mean), beamlab_format_units:percent(Cv), V(Med), V(P99),
+                     iter(B), ci(Mean, Lo, Hi), outliers(Out)]
+                    ++ [X || Many, X <- [rel(B), verdict(B)]];
+                error ->
+                    [name(B), conc(B), 0, "-", "-", "-", "-", iter(B), "-", "-"]
+                    ++ [X || Many, X <- [rel(B), verdict(B)]]
+            end || B <- Benches],
+    {Header, Rows}.
+
+name(#{name := N}) -> N.
+
+conc(#{params := #{concurrency := C}}) -> C.
+
+qps(#{extra := #{status := <<"failed">>}}) -> "failed";
+qps(#{extra := #{qps := Q}}) when is_number(Q) -> beamlab_format_units:count(Q);
+qps(_) -> "-".
+
+%% "< 1 iteration per sample" is reported as such rather than a fake time.
+iter(#{extra := #{status := <<"failed">>}}) -> "-";
+iter(#{extra := #{iteration_ns := I}}) when is_number(I) -> beamlab_format_units:duration(I);
+iter(#{extra := #{less_than_one_per_sample := true}}) -> "> sample";
+iter(_) -> "-".
+
+rel(#{extra := #{rel := R}}) when is_number(R) -> io_lib:format("~w%", [round(R * 100)]);
+rel(_) -> "-".
+
+ci(Mean, _Lo, _Hi) when Mean == 0 -> "-";
+ci(Mean, Lo, Hi) -> ["+-", beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))].
+
+outliers(#{low := L, high := H}) -> integer_to_list(L + H).
+
+verdict(#{extra := #{baseline := true}}) -> "baseline";
+verdict(#{comparison := #{verdict := V, change := C}}) ->
+    Name = case V of
+               faster -> "faster";
+               slower -> "slower";
+               no_difference -> "no difference";
+               too_few_samples -> "too few samples"
+           end,
+    case C of
+        undefined -> Name;
+        _ -> io_lib:format("~ts ~ts~ts", [Name, sign(C), beamlab_format_units:percent(C)])
+    end;
+verdict(_) -> "-".
+
+sign(C) when C > 0 -> "+";
+sign(_) -> "".
+
+squeeze_curves(Benches) ->
+    [["\nConcurrency curve for ", Name, ":\n",
+      beamlab_format_table:render(["||", "QPS"],
+                                  [[C, beamlab_format_units:count(Q)]
+                                   || #{concurrency := C, qps := Q} <- Curve],
+                                  #{indent => 2})]
+     || #{name := Name, extra := #{squeeze_curve := Curve}} <- Benches, Curve =/= []].

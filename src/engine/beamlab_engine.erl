@@ -1,0 +1,436 @@
+%%% @doc Entry point of the micro-benchmark engine, shared by the CLI
+%%% (`beamlab run') and the API ({@link beamlab}).
+%%%
+%%% `run(Jobs, RunOpts, ModeOpts)' compiles every job, runs the pre-flight
+%%% checks, starts the jobs, samples them (continuous, timed or concurrency
+%%% estimation), stops them and returns the result document (kind `bench').
+%%%
+%%% RunOpts (all optional):
+%%% <ul>
+%%%   <li>`concurrency' (1), `samples' (3), `duration' ms (1000), `warmup' (0);</li>
+%%%   <li>`loop' N: timed mode, N iterations per sample;</li>
+%%%   <li>`rel_ci', `cv' (fractions, e.g. 0.02): stopping rule, with
+%%%       `max_samples' (1000) and `max_time' ms (600000);</li>
+%%%   <li>`deadline' ms (30000): a hook that does not return, or a runner that
+%%%       completes no iteration, within it fails its job;</li>
+%%%   <li>`baseline': 1-based index or label of the job others are compared
+%%%       to (default the first);</li>
+%%%   <li>`isolated' (false), `vm_args' (string), `code_paths' ([string()]):
+%%%       run each job in a fresh VM;</li>
+%%%   <li>`confidence' (0.95), `progress' (fun((map()) -> any())),
+%%%       `command' ([binary()], recorded in the result), `checks' (true),
+%%%       `busy_wait' (true forces the busy-wait sample timer the timer check
+%%%       would choose when timers fire late);</li>
+%%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_env_telemetry},
+%%%       with each job's iteration rate) into the result; `verbose' (false)
+%%%       also prints it live, one line a second, on stderr.</li>
+%%% </ul>
+%%% ModeOpts: `undefined', or a map with `min', `max', `step', `threshold'
+%%% for concurrency estimation (see {@link beamlab_engine_squeeze}).
+-module(beamlab_engine).
+
+-export([run/3, measure/3, format_error/1, default_run_opts/0]).
+
+-export_type([job_spec/0, run_opts/0, mode_opts/0, outcome/0]).
+
+-type job_spec() :: beamlab_engine_code:code_map().
+-type run_opts() :: map().
+-type mode_opts() :: undefined | map().
+-type outcome() :: #{label := binary(),
+                     samples := [number()],
+                     times := [non_neg_integer()],
+                     status := ok | {error, term()},
+                     concurrency := non_neg_integer(),
+                     curve => [map()]}.
+
+%% @doc Defaults of every run option.
+-spec default_run_opts() -> map().
+default_run_opts() ->
+    #{concurrency => 1, samples => 3, duration => 1000, warmup => 0, loop => undefined,
+      rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
+      deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
+      confidence => 0.95, progress => undefined, command => beamlab_cli:argv(), checks => true,
+      busy_wait => undefined, telemetry => false, verbose => false}.
+
+%% @doc Runs a benchmark and returns the result document.
+-spec run([job_spec()], run_opts(), mode_opts()) -> {ok, map()} | {error, term()}.
+run([], _RunOpts, _ModeOpts) ->
+    {error, no_jobs};
+run(Jobs, RunOpts0, ModeOpts) ->
+    Started = now_rfc3339(),
+    RunOpts = maps:merge(default_run_opts(), RunOpts0),
+    maybe_result(
+      fun() ->
+              ok = validate(RunOpts, ModeOpts),
+              Labels = labels(Jobs),
+              Base = baseline_index(maps:get(baseline, RunOpts), Labels),
+              {Findings, Timer} = checks(RunOpts),
+              %% `busy_wait => true' forces the busy-wait sample timer.
+              Busy = maps:get(busy_wait, RunOpts) =:= true orelse maps:get(busy_wait, Timer),
+              Opts1 = RunOpts#{busy_wait => Busy},
+              #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
+                  case maps:get(isolated, RunOpts) of
+                      true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
+                      false -> measure(Jobs, Opts1#{labels => Labels}, ModeOpts)
+                  end,
+              flush_interrupts(),
+              Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
+              Doc = document(Labelled, Base, Opts1, ModeOpts, Findings, Timer#{busy_wait := Busy},
+                             Interrupted, Started),
+              {ok, Doc#{telemetry := Telemetry}}
+      end).
+
+%% The sampler leaves an interrupt in the mailbox so every loop level sees
+%% it; once the run is over it has been acted upon and must not cut the
+%% caller's next run short.
+flush_interrupts() ->
+    receive {beamlab_interrupt, _} -> flush_interrupts()
+    after 0 -> ok
+    end.
+
+maybe_result(Fun) ->
+    try Fun()
+    catch throw:{beamlab_engine, Reason} -> {error, Reason}
+    end.
+
+%% @doc Measures the jobs in this VM and returns one raw outcome per job
+%% (used by `run/3' and, inside each fresh VM, by the isolated mode).
+%% A compile error in any job is an error of the whole run; a failing hook
+%% or runner only marks its own job.
+-spec measure([job_spec()], run_opts(), mode_opts()) ->
+          #{outcomes := [outcome()], interrupted := boolean(), telemetry := map()}.
+measure(Jobs, RunOpts0, ModeOpts) ->
+    RunOpts = maps:merge(default_run_opts(), RunOpts0),
+    Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
+    OldPrio = process_flag(priority, high),
+    try
+        Started = [start_job(E, RunOpts) || E <- Execs],
+        Monitor = start_telemetry(Started, RunOpts),
+        Result = sample(Started, RunOpts, ModeOpts),
+        Telemetry = stop_telemetry(Monitor),
+        Stopped = [stop_job(S) || S <- Started],
+        {Outcomes, Int} = finish(Result, Stopped),
+        #{outcomes => Outcomes, interrupted => Int, telemetry => Telemetry}
+    after
+        process_flag(priority, OldPrio),
+        _ = [beamlab_engine_code:purge(E) || E <- Execs]
+    end.
+
+%% The telemetry's rate columns are the jobs' iteration counters.
+start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->
+    Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
+    Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
+    Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
+    {ok, Pid} = beamlab_env_telemetry:start_link(#{print => V =:= true, rates => Rates}),
+    Pid;
+start_telemetry(_Started, _RunOpts) ->
+    undefined.
+
+stop_telemetry(undefined) -> #{};
+stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
+
+compile_job(I, Job) ->
+    case beamlab_engine_code:compile(Job) of
+        {ok, Exec} -> Exec;
+        {error, Reason} -> throw({beamlab_engine, {compile, I, label_of(Job), Reason}})
+    end.
+
+start_job(Exec, #{deadline := Deadline}) ->
+    case beamlab_engine_job:start(Exec, #{deadline => Deadline}) of
+        {ok, Job} -> {ok, Job};
+        {error, Failure} -> {error, Failure}
+    end.
+
+stop_job({ok, Job}) -> beamlab_engine_job:stop(Job);
+stop_job({error, _} = E) -> E.
+
+%% Returns per job either {outcome, Outcome, Concurrency, Curve} or a failure.
+sample(Started, RunOpts, ModeOpts) ->
+    SOpts = sampler_opts(RunOpts),
+    case ModeOpts of
+        undefined ->
+            Live = [J || {ok, J} <- Started],
+            C = case maps:get(mode, SOpts) of
+                    timed -> 1;
+                    continuous -> maps:get(concurrency, RunOpts)
+                end,
+            Ready = [case maps:get(mode, SOpts) of
+                         timed -> ok;
+                         continuous -> beamlab_engine_job:set_concurrency(J, C)
+                     end || J <- Live],
+            Runnable = [J || {J, ok} <- lists:zip(Live, Ready)],
+            {Outs, #{interrupted := Int}} = case Runnable of
+                                                 [] -> {[], #{interrupted => false}};
+                                                 _ -> beamlab_engine_sampler:run(Runnable, SOpts)
+                                             end,
+            ByJob = maps:from_list(lists:zip(Runnable, Outs)),
+            {[case S of
+                  {ok, J} ->
+                      case maps:find(J, ByJob) of
+                          {ok, O} -> {O, C, undefined};
+                          error -> {empty(beamlab_engine_job:status(J)), C, undefined}
+                      end;
+                  {error, F} ->
+                      {empty({error, F}), 0, undefined}
+              end || S <- Started], Int};
+        Squeeze when is_map(Squeeze) ->
+            squeeze(Started, SOpts, Squeeze, [], false)
+    end.
+
+%% Each job is searched on its own; an interrupt ends the whole run.
+squeeze([], _SOpts, _Q, Acc, Int) ->
+    {lists:reverse(Acc), Int};
+squeeze([{error, F} | Rest], SOpts, Q, Acc, Int) ->
+    squeeze(Rest, SOpts, Q, [{empty({error, F}), 0, []} | Acc], Int);
+squeeze([{ok, _J} | Rest], SOpts, Q, Acc, true) ->
+    squeeze(Rest, SOpts, Q, [{empty(ok), 0, []} | Acc], true);
+squeeze([{ok, J} | Rest], SOpts, Q, Acc, false) ->
+    #{best := Best, curve := Curve, interrupted := Int, status := Status} =
+        beamlab_engine_squeeze:run(J, SOpts, Q),
+    Entry = case Best of
+                undefined -> {empty(Status), 0, Curve};
+                #{concurrency := C, outcome := O} -> {O#{status := Status}, C, Curve}
+            end,
+    _ = beamlab_engine_job:set_concurrency(J, 0),
+    squeeze(Rest, SOpts, Q, [Entry | Acc], Int).
+
+empty(Status) -> #{samples => [], times => [], status => Status}.
+
+finish({PerJob, Int}, Stopped) ->
+    Outcomes = [begin
+                    Status = case {maps:get(status, O), Stop} of
+                                 {ok, {error, F}} -> {error, F};
+                                 {S, _} -> S
+                             end,
+                    Base = #{samples => maps:get(samples, O), times => maps:get(times, O),
+                             status => Status, concurrency => C, label => <<>>},
+                    case Curve of
+                        undefined -> Base;
+                        _ -> Base#{curve => [#{concurrency => PC, mean => PM, samples => PS}
+                                             || #{concurrency := PC, mean := PM,
+                                                  outcome := #{samples := PS}} <- Curve]}
+                    end
+                end || {{O, C, Curve}, Stop} <- lists:zip(PerJob, Stopped)],
+    {Outcomes, Int}.
+
+sampler_opts(RunOpts) ->
+    Mode = case maps:get(loop, RunOpts) of
+               undefined -> continuous;
+               _ -> timed
+           end,
+    #{mode => Mode, duration => maps:get(duration, RunOpts),
+      loop => case maps:get(loop, RunOpts) of undefined -> 1; L -> L end,
+      samples => maps:get(samples, RunOpts), warmup => maps:get(warmup, RunOpts),
+      rel_ci => maps:get(rel_ci, RunOpts), cv => maps:get(cv, RunOpts),
+      max_samples => maps:get(max_samples, RunOpts), max_time => maps:get(max_time, RunOpts),
+      deadline => maps:get(deadline, RunOpts),
+      busy_wait => maps:get(busy_wait, RunOpts) =:= true,
+      progress => maps:get(progress, RunOpts)}.
+
+checks(#{checks := false}) ->
+    {[], #{busy_wait => false, overshoot_us => 0}};
+checks(RunOpts) ->
+    beamlab_engine_checks:run(#{duration => maps:get(duration, RunOpts)}).
+
+%%====================================================================
+%% Validation
+%%====================================================================
+
+validate(RunOpts, ModeOpts) ->
+    Pos = [concurrency, samples, duration, max_samples, max_time, deadline],
+    _ = [bad(K, maps:get(K, RunOpts)) || K <- Pos,
+                                         not (is_integer(maps:get(K, RunOpts))
+                                              andalso maps:get(K, RunOpts) > 0)],
+    W = maps:get(warmup, RunOpts),
+    (is_integer(W) andalso W >= 0) orelse bad(warmup, W),
+    L = maps:get(loop, RunOpts),
+    (L =:= undefined orelse (is_integer(L) andalso L > 0)) orelse bad(loop, L),
+    _ = [bad(K, maps:get(K, RunOpts))
+         || K <- [rel_ci, cv],
+            not (maps:get(K, RunOpts) =:= undefined
+                 orelse (is_number(maps:get(K, RunOpts)) andalso maps:get(K, RunOpts) > 0))],
+    L =/= undefined andalso maps:get(concurrency, RunOpts) > 1
+        andalso throw({beamlab_engine, {conflict, loop, concurrency}}),
+    L =/= undefined andalso ModeOpts =/= undefined
+        andalso throw({beamlab_engine, {conflict, loop, squeeze}}),
+    case ModeOpts of
+        undefined ->
+            ok;
+        Q when is_map(Q) ->
+            _ = [bad(K, V) || {K, V} <- maps:to_list(maps:with([min, max, step, threshold], Q)),
+                              not (is_integer(V) andalso V > 0)],
+            M = maps:merge(beamlab_engine_squeeze:defaults(), Q),
+            maps:get(min, M) =< maps:get(max, M)
+                orelse throw({beamlab_engine, {conflict, min, max}}),
+            ok;
+        Other ->
+            bad(mode_opts, Other)
+    end.
+
+-spec bad(atom(), term()) -> no_return().
+bad(Key, Value) -> throw({beamlab_engine, {bad_option, Key, Value}}).
+
+labels(Jobs) ->
+    Raw = [label_of(J) || J <- Jobs],
+    unique(Raw, #{}).
+
+label_of(#{label := L}) when is_binary(L); is_list(L) -> unicode:characters_to_binary(L);
+label_of(#{runner := R}) -> beamlab_engine_code:source_label(R);
+label_of(_) -> <<"?">>.
+
+%% Duplicate labels get " #2", " #3", ... (names are unique in a result).
+unique([], _Seen) -> [];
+unique([L | Rest], Seen) ->
+    N = maps:get(L, Seen, 0) + 1,
+    Name = case N of
+               1 -> L;
+               _ -> <<L/binary, " #", (integer_to_binary(N))/binary>>
+           end,
+    [Name | unique(Rest, Seen#{L => N})].
+
+baseline_index(I, Labels) when is_integer(I), I >= 1, I =< length(Labels) -> I;
+baseline_index(L, Labels) when is_binary(L); is_list(L) ->
+    Bin = unicode:characters_to_binary(L),
+    case string:to_integer(Bin) of
+        {I, <<>>} when is_integer(I) -> baseline_index(I, Labels);
+        _ ->
+            case [I || {I, X} <- lists:zip(lists:seq(1, length(Labels)), Labels), X =:= Bin] of
+                [I | _] -> I;
+                [] -> throw({beamlab_engine, {bad_baseline, Bin}})
+            end
+    end;
+baseline_index(Other, _) ->
+    throw({beamlab_engine, {bad_baseline, Other}}).
+
+%% @doc One line for an engine error.
+-spec format_error(term()) -> iolist().
+format_error(no_jobs) ->
+    "no code to benchmark";
+format_error({compile, _I, Label, Reason}) ->
+    io_lib:format("~ts: ~ts", [Label, beamlab_engine_code:format_error(Reason)]);
+format_error({bad_option, Key, Value}) ->
+    io_lib:format("invalid ~ts: ~0tp", [Key, Value]);
+format_error({conflict, A, B}) ->
+    io_lib:format("~ts and ~ts cannot be used together", [A, B]);
+format_error({bad_baseline, B}) ->
+    io_lib:format("baseline ~0tp is neither a job number nor a label", [B]);
+format_error({isolated, Reason}) ->
+    beamlab_engine_isolated:format_error(Reason);
+format_error(Other) ->
+    beamlab_engine_job:format_error(Other).
+
+%%====================================================================
+%% Result document
+%%====================================================================
+
+document(Outcomes, Base, RunOpts, ModeOpts, Findings, Timer, Interrupted, Started) ->
+    Mode = case maps:get(loop, RunOpts) of
+               undefined when ModeOpts =:= undefined -> continuous;
+               undefined -> squeeze;
+               _ -> timed
+           end,
+    Conf = maps:get(confidence, RunOpts),
+    Benches0 = [benchmark(O, Mode, RunOpts) || O <- Outcomes],
+    BaseBench = lists:nth(Base, Benches0),
+    Benches = [compare(B, BaseBench, I =:= Base, Conf)
+               || {I, B} <- lists:zip(lists:seq(1, length(Benches0)), Benches0)],
+    Doc = beamlab_result:new(bench, #{params => params(Mode, RunOpts, ModeOpts, Base),
+                                      command => maps:get(command, RunOpts)}),
+    Doc1 = beamlab_result:add_benchmarks(Doc#{started_at := Started}, Benches),
+    beamlab_result:finish(
+      Doc1#{findings := Findings,
+            extra := #{timer => Timer,
+                       interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
+                       isolated => maps:get(isolated, RunOpts)}},
+      #{partial => Interrupted}).
+
+params(Mode, RunOpts, ModeOpts, Base) ->
+    P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
+                   max_time, deadline, isolated], RunOpts),
+    P1 = maps:filter(fun(_, V) -> V =/= undefined end, P),
+    Q = case ModeOpts of
+            undefined -> #{};
+            _ -> #{squeeze => maps:merge(beamlab_engine_squeeze:defaults(),
+                                         maps:with([min, max, step, threshold], ModeOpts))}
+        end,
+    maps:merge(P1#{mode => atom_to_binary(Mode), baseline => Base}, Q).
+
+benchmark(#{label := Label, samples := Samples, times := Times, status := Status,
+            concurrency := C} = O, Mode, RunOpts) ->
+    Timed = Mode =:= timed,
+    {Metric, Unit, Better} = case Timed of
+                                 true -> {<<"time">>, <<"ns">>, <<"lower">>};
+                                 false -> {<<"throughput">>, <<"iterations">>, <<"higher">>}
+                             end,
+    N = length(Samples),
+    Rates = rates(Mode, Samples, Times, C, RunOpts),
+    Extra0 = Rates#{status => status_name(Status), mode => atom_to_binary(Mode)},
+    Extra1 = case Status of
+                 ok -> Extra0;
+                 {error, F} -> Extra0#{error => iolist_to_binary(format_error(F))}
+             end,
+    Extra = case maps:find(curve, O) of
+                {ok, Curve} -> Extra1#{squeeze_curve => [curve_point(P, RunOpts) || P <- Curve]};
+                error -> Extra1
+            end,
+    B = #{name => Label, group => <<"run">>, metric => Metric, unit => Unit, better => Better,
+          samples => Samples,
+          sample_info => #{count => N, kept => N, method => <<"all">>},
+          params => #{concurrency => C, mode => atom_to_binary(Mode),
+                      sample => case Timed of
+                                    true -> #{iterations => maps:get(loop, RunOpts)};
+                                    false -> #{duration_ms => maps:get(duration, RunOpts)}
+                                end},
+          counters => #{},
+          extra => Extra},
+    case N of
+        0 -> B;
+        _ -> B#{stats => beamlab_stats:summary(Samples, #{confidence => maps:get(confidence, RunOpts)})}
+    end.
+
+curve_point(#{concurrency := C, mean := Mean, samples := S}, #{duration := D}) ->
+    #{concurrency => C, mean => Mean, samples => S, qps => Mean * 1000 / D}.
+
+status_name(ok) -> <<"ok">>;
+status_name({error, _}) -> <<"failed">>.
+
+%% Per-second throughput and per-iteration time from the totals (actual
+%% elapsed time, not the nominal duration), so a runner slower than a
+%% sample, or a late timer, still gives an honest figure.
+rates(_Mode, [], _Times, _C, _RunOpts) ->
+    #{qps => null, iteration_ns => null};
+rates(timed, Samples, _Times, _C, #{loop := Loop}) ->
+    TotalNs = lists:sum(Samples),
+    Iter = TotalNs / (Loop * length(Samples)),
+    #{qps => case TotalNs of 0 -> null; _ -> Loop * length(Samples) * 1.0e9 / TotalNs end,
+      iteration_ns => Iter,
+      iterations_per_sample => Loop};
+rates(_Continuous, Samples, Times, C, _RunOpts) ->
+    Iters = lists:sum(Samples),
+    Ns = lists:sum(Times),
+    Base = #{mean_iterations_per_sample => lists:sum(Samples) / length(Samples),
+             less_than_one_per_sample => lists:sum(Samples) < length(Samples)},
+    case Iters of
+        0 -> Base#{qps => 0.0, iteration_ns => null};
+        _ -> Base#{qps => Iters * 1.0e9 / Ns, iteration_ns => Ns * C / Iters}
+    end.
+
+compare(B, _BaseBench, true, _Conf) ->
+    B#{extra := (maps:get(extra, B))#{baseline => true, rel => 1.0}};
+compare(#{samples := S, extra := Extra} = B, #{samples := BS, extra := BExtra}, false, Conf) ->
+    Rel = case {maps:get(qps, Extra), maps:get(qps, BExtra)} of
+              {Q, BQ} when is_number(Q), is_number(BQ), BQ > 0 -> Q / BQ;
+              _ -> null
+          end,
+    B1 = B#{extra := Extra#{baseline => false, rel => Rel}},
+    case S =/= [] andalso BS =/= [] of
+        true ->
+            Better = binary_to_atom(maps:get(better, B)),
+            B1#{comparison => beamlab_stats:compare(BS, S, #{better => Better, confidence => Conf})};
+        false ->
+            B1
+    end.
+
+now_rfc3339() ->
+    list_to_binary(calendar:system_time_to_rfc3339(erlang:system_time(millisecond),
+                                                   [{unit, millisecond}, {offset, "Z"}])).

@@ -1,0 +1,113 @@
+%%% @doc Isolated mode (`-i'): every job runs in a fresh VM of its own,
+%%% started with {@link beamlab_peer} (OTP's `peer', no distribution: the
+%%% control connection is the child's standard I/O). The user's emulator
+%%% arguments (`vm_args') and code paths (`code_paths', as `-pa') are passed
+%%% to the child; `ERL_LIBS' is inherited from the environment. beamlab's
+%%% own modules are loaded into the child from this VM's object code, so it
+%%% works from the escript too.
+%%%
+%%% Jobs run one after another (one VM at a time), so they never compete
+%%% for cores; they are not interleaved sample by sample. An interrupt
+%%% received while a child measures is forwarded to it, and the child
+%%% returns what it measured so far.
+-module(beamlab_engine_isolated).
+
+-export([run/3, remote_measure/3, format_error/1]).
+
+-define(RUNNER, beamlab_isolated_runner).
+
+%% @doc Measures each job in its own fresh VM; returns the outcomes in job
+%% order and whether an interrupt cut the run short. A VM that cannot be
+%% started or dies fails only its job.
+-spec run([beamlab_engine:job_spec()], map(), beamlab_engine:mode_opts()) ->
+          #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(), telemetry := map()}.
+run(Jobs, RunOpts, ModeOpts) ->
+    %% Compile here first: a syntax error is reported before any VM starts.
+    %% The children's code paths are added meanwhile, so calls into the
+    %% user's modules are checked against them.
+    Paths = [P || P <- maps:get(code_paths, RunOpts, []), not lists:member(P, code:get_path())],
+    ok = code:add_pathsa(Paths),
+    _ = try
+            [case beamlab_engine_code:compile(J) of
+                 {ok, E} -> beamlab_engine_code:purge(E);
+                 {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
+             end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)]
+        after
+            _ = [code:del_path(P) || P <- Paths]
+        end,
+    %% Telemetry and progress stay in this VM's domain; the child runs plain.
+    Remote = maps:without([progress, isolated, labels],
+                          RunOpts#{checks => false, telemetry => false, verbose => false}),
+    {Outcomes, Int} = lists:foldl(
+      fun(_Job, {Acc, true}) ->
+              {Acc ++ [skipped()], true};
+         (Job, {Acc, false}) ->
+              {Outcome, Int} = one(Job, Remote, ModeOpts, RunOpts),
+              {Acc ++ [Outcome], Int}
+      end, {[], false}, Jobs),
+    #{outcomes => Outcomes, interrupted => Int, telemetry => #{}}.
+
+skipped() ->
+    #{samples => [], times => [], status => ok, concurrency => 0, label => <<>>}.
+
+label(#{label := L}) -> unicode:characters_to_binary(L);
+label(#{runner := R}) -> beamlab_engine_code:source_label(R).
+
+one(Job, Remote, ModeOpts, RunOpts) ->
+    VmOpts = #{args => beamlab_peer:split_args(maps:get(vm_args, RunOpts, "")),
+               paths => maps:get(code_paths, RunOpts, [])},
+    case beamlab_peer:start(VmOpts) of
+        {ok, Vm} ->
+            try measure_in(Vm, Job, Remote, ModeOpts)
+            after
+                beamlab_peer:stop(Vm)
+            end;
+        {error, Reason} ->
+            {#{samples => [], times => [], status => {error, {isolated, Reason}},
+               concurrency => 0, label => <<>>}, false}
+    end.
+
+measure_in(Vm, Job, Remote, ModeOpts) ->
+    Self = self(),
+    Ref = make_ref(),
+    _ = spawn_link(fun() ->
+                           R = try beamlab_peer:call(Vm, ?MODULE, remote_measure,
+                                                     [Job, Remote, ModeOpts])
+                               catch C:E -> {error, {isolated, {C, E}}}
+                               end,
+                           Self ! {Ref, R}
+                   end),
+    wait(maps:get(peer, Vm), Ref, false).
+
+wait(Peer, Ref, Forwarded) ->
+    receive
+        {Ref, {ok, #{outcomes := [Outcome], interrupted := Int}}} ->
+            {Outcome, Int orelse Forwarded};
+        {Ref, {error, Reason}} ->
+            {#{samples => [], times => [], status => {error, Reason}, concurrency => 0,
+               label => <<>>}, Forwarded};
+        {beamlab_interrupt, _} = Msg when not Forwarded ->
+            self() ! Msg,       % keep it visible to the caller
+            catch peer:send(Peer, ?RUNNER, Msg),
+            wait(Peer, Ref, true)
+    end.
+
+%% @doc Runs inside the child VM: measures one job and returns its outcome.
+-spec remote_measure(beamlab_engine:job_spec(), map(), beamlab_engine:mode_opts()) ->
+          {ok, map()} | {error, term()}.
+remote_measure(Job, RunOpts, ModeOpts) ->
+    true = register(?RUNNER, self()),
+    try
+        {ok, beamlab_engine:measure([Job], RunOpts, ModeOpts)}
+    catch
+        throw:{beamlab_engine, Reason} -> {error, Reason}
+    after
+        unregister(?RUNNER)
+    end.
+
+%% @doc One line for an isolation failure.
+-spec format_error(term()) -> iolist().
+format_error({C, E}) when C =:= error; C =:= exit; C =:= throw ->
+    io_lib:format("isolated VM failed: ~0tP", [{C, E}, 15]);
+format_error(Other) ->
+    beamlab_peer:format_error(Other).

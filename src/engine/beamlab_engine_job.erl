@@ -1,0 +1,398 @@
+%%% @doc One benchmark job: runs the `init' hook, owns the worker processes
+%%% (each runs `init_runner' and then the runner loop), starts, pauses and
+%%% resumes them, runs timed samples, and runs `done' when stopped.
+%%%
+%%% All workers of a job add to one `counters' slot (see
+%%% {@link beamlab_engine_code}); the sampler reads it directly, without a
+%%% message to the job. Pausing uses `erlang:suspend_process/1', so a paused
+%%% job keeps its workers (and their `init_runner' state) but uses no CPU:
+%%% this is what lets the sampler interleave several jobs.
+%%%
+%%% A worker that raises, exits or throws marks the whole job failed with
+%%% the reason; the job then stops its other workers. The job watches its
+%%% owner and stops if the owner dies.
+-module(beamlab_engine_job).
+-behaviour(gen_server).
+
+-export([start/2, stop/1, counter/1, set_concurrency/2, concurrency/1,
+         resume/1, pause/1, measure/2, status/1, abort/2, format_error/1]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+
+-export_type([job/0, failure/0]).
+
+-type job() :: pid().
+-type failure() :: {runner_failed, Class :: atom(), Reason :: term()}
+                 | {hook_failed, Hook :: atom(), Class :: atom(), Reason :: term()}
+                 | {hook_timeout, Hook :: atom(), Ms :: non_neg_integer()}
+                 | {runner_timeout, Ms :: non_neg_integer()}
+                 | {job_down, term()}.
+
+-record(st, {exec :: beamlab_engine_code:exec(),
+             owner :: pid(),
+             init_result :: term(),
+             counter :: counters:counters_ref(),
+             deadline :: non_neg_integer(),
+             workers = #{} :: #{pid() => waiting | running | suspended},
+             active = false :: boolean(),
+             timed :: undefined | pid(),
+             timed_from :: undefined | gen_server:from(),
+             failure :: undefined | failure(),
+             init_ok = true :: boolean()}).
+
+%%====================================================================
+%% API
+%%====================================================================
+
+%% @doc Starts a job for compiled code and runs its `init' hook (in the job
+%% process, so resources it links to live as long as the job). `deadline'
+%% (ms) bounds every hook call and every wait for a runner.
+-spec start(beamlab_engine_code:exec(), #{deadline := non_neg_integer()}) ->
+          {ok, job()} | {error, failure()}.
+start(Exec, #{deadline := Deadline}) ->
+    case gen_server:start(?MODULE, {Exec, self(), Deadline}, [{timeout, Deadline}]) of
+        {ok, Pid} ->
+            case status(Pid) of
+                ok -> {ok, Pid};
+                {error, F} -> _ = stop(Pid), {error, F}
+            end;
+        {error, timeout} -> {error, {hook_timeout, init, Deadline}};
+        {error, Other} -> {error, {job_down, Other}}
+    end.
+
+%% @doc Stops the workers, runs `done' and ends the job.
+-spec stop(job()) -> ok | {error, failure()}.
+stop(Job) ->
+    case call(Job, deadline, 5000) of
+        Deadline when is_integer(Deadline) ->
+            try gen_server:call(Job, stop, Deadline + 1000)
+            catch
+                exit:{timeout, _} ->
+                    exit(Job, kill),
+                    {error, {hook_timeout, done, Deadline}};
+                exit:_ ->
+                    ok
+            end;
+        _ ->
+            ok
+    end.
+
+%% @doc The `counters' reference holding the job's completed iterations (slot 1).
+-spec counter(job()) -> counters:counters_ref().
+counter(Job) -> call(Job, counter, infinity).
+
+%% @doc Sets the number of workers. New workers run `init_runner' and wait
+%% (or start at once when the job is running). Returns the failure if a
+%% worker's `init_runner' fails or hangs past the deadline.
+-spec set_concurrency(job(), non_neg_integer()) -> ok | {error, failure()}.
+set_concurrency(Job, N) -> call(Job, {set_concurrency, N}, infinity).
+
+%% @doc Current number of workers.
+-spec concurrency(job()) -> non_neg_integer().
+concurrency(Job) -> call(Job, concurrency, infinity).
+
+%% @doc Lets the workers run.
+-spec resume(job()) -> ok | {error, failure()}.
+resume(Job) -> call(Job, resume, infinity).
+
+%% @doc Suspends the workers (they keep their state).
+-spec pause(job()) -> ok | {error, failure()}.
+pause(Job) -> call(Job, pause, infinity).
+
+%% @doc Timed mode: runs exactly `N' iterations in one worker, returns
+%% nanoseconds. A sample that does not finish within the deadline fails the
+%% job with `runner_timeout'.
+-spec measure(job(), pos_integer()) -> {ok, non_neg_integer()} | {error, failure()}.
+measure(Job, N) ->
+    %% The timed worker's init_runner has its own deadline, enforced by the
+    %% job; only then does the clock for the sample itself start.
+    case {call(Job, deadline, 5000), call(Job, prepare_timed, infinity)} of
+        {_, {error, _} = Error} ->
+            Error;
+        {Deadline, ok} when is_integer(Deadline) ->
+            try gen_server:call(Job, {measure, N}, Deadline)
+            catch
+                exit:{timeout, _} ->
+                    Failure = {runner_timeout, Deadline},
+                    ok = abort(Job, Failure),
+                    {error, Failure};
+                exit:{Reason, _} ->
+                    {error, {job_down, Reason}}
+            end;
+        {Error, _} ->
+            Error
+    end.
+
+%% @doc `ok' or the reason the job failed.
+-spec status(job()) -> ok | {error, failure()}.
+status(Job) -> call(Job, status, infinity).
+
+%% @doc Marks the job failed (used by the sampler when a runner hangs) and
+%% kills its workers.
+-spec abort(job(), failure()) -> ok.
+abort(Job, Failure) ->
+    _ = call(Job, {abort, Failure}, infinity),
+    ok.
+
+%% @doc One line for a job failure.
+-spec format_error(failure() | term()) -> iolist().
+format_error({runner_failed, Class, Reason}) ->
+    io_lib:format("runner failed: ~ts", [class_reason(Class, Reason)]);
+format_error({hook_failed, Hook, Class, Reason}) ->
+    io_lib:format("~ts hook failed: ~ts", [Hook, class_reason(Class, Reason)]);
+format_error({hook_timeout, Hook, Ms}) ->
+    io_lib:format("~ts hook did not return within ~w ms", [Hook, Ms]);
+format_error({runner_timeout, Ms}) ->
+    io_lib:format("runner hung: no iteration completed within ~w ms", [Ms]);
+format_error({job_down, Reason}) ->
+    io_lib:format("job process died: ~0tP", [Reason, 20]);
+format_error(Other) ->
+    io_lib:format("~0tP", [Other, 20]).
+
+class_reason(error, Reason) -> io_lib:format("error ~0tP", [Reason, 20]);
+class_reason(Class, Reason) -> io_lib:format("~w ~0tP", [Class, Reason, 20]).
+
+call(Job, Req, Timeout) ->
+    try gen_server:call(Job, Req, Timeout)
+    catch exit:{Reason, _} when Reason =/= timeout -> job_gone(Req, Reason)
+    end.
+
+job_gone(concurrency, _) -> 0;
+job_gone(_, Reason) -> {error, {job_down, Reason}}.
+
+%%====================================================================
+%% gen_server
+%%====================================================================
+
+%% @private
+-spec init({beamlab_engine_code:exec(), pid(), non_neg_integer()}) ->
+          {ok, #st{}} | {stop, term()}.
+init({Exec, Owner, Deadline}) ->
+    process_flag(trap_exit, true),
+    %% Workers may occupy every scheduler; the job must still answer the
+    %% sampler's pause/resume at once.
+    _ = process_flag(priority, high),
+    _ = monitor(process, Owner),
+    St = #st{exec = Exec, owner = Owner, deadline = Deadline,
+             counter = counters:new(1, [write_concurrency])},
+    %% A failing init is reported through status/1 rather than by stopping
+    %% here, which would print a crash report at the user.
+    try beamlab_engine_code:call_init(Exec) of
+        IR -> {ok, St#st{init_result = IR}}
+    catch
+        Class:Reason ->
+            {ok, St#st{init_ok = false, failure = {hook_failed, init, Class, Reason}}}
+    end.
+
+%% @private
+-spec handle_call(term(), gen_server:from(), #st{}) -> {reply, term(), #st{}} |
+          {noreply, #st{}} | {stop, normal, term(), #st{}}.
+handle_call(deadline, _From, St) ->
+    {reply, St#st.deadline, St};
+handle_call(counter, _From, St) ->
+    {reply, St#st.counter, St};
+handle_call(concurrency, _From, St) ->
+    {reply, map_size(St#st.workers), St};
+handle_call(status, _From, St) ->
+    {reply, status_reply(St), St};
+handle_call(_Req, _From, #st{failure = F} = St) when F =/= undefined, _Req =/= stop ->
+    {reply, {error, F}, St};
+handle_call({set_concurrency, N}, _From, St) ->
+    St1 = adjust(N, St),
+    {reply, status_reply(St1), St1};
+handle_call(resume, _From, St) ->
+    Workers = maps:map(fun(Pid, waiting) -> Pid ! go, running;
+                          (Pid, suspended) -> _ = resume_quiet(Pid), running;
+                          (_Pid, running) -> running
+                       end, St#st.workers),
+    {reply, ok, St#st{workers = Workers, active = true}};
+handle_call(pause, _From, St) ->
+    Workers = maps:map(fun(Pid, running) -> suspend_quiet(Pid);
+                          (_Pid, State) -> State
+                       end, St#st.workers),
+    {reply, ok, St#st{workers = Workers, active = false}};
+handle_call(prepare_timed, _From, St) ->
+    case ensure_timed(St) of
+        {ok, _Pid, St1} -> {reply, ok, St1};
+        {error, St1} -> {reply, {error, St1#st.failure}, St1}
+    end;
+handle_call({measure, N}, From, St) ->
+    case ensure_timed(St) of
+        {ok, Pid, St1} ->
+            Pid ! {measure, N},
+            {noreply, St1#st{timed_from = From}};
+        {error, St1} ->
+            {reply, {error, St1#st.failure}, St1}
+    end;
+handle_call({abort, Failure}, _From, St) ->
+    {reply, ok, fail(Failure, St)};
+handle_call(stop, _From, #st{init_ok = false} = St) ->
+    {stop, normal, status_reply(St), St};
+handle_call(stop, _From, St) ->
+    St1 = kill_all(St),
+    Reply = try beamlab_engine_code:call_done(St1#st.exec, St1#st.init_result) of
+                _ -> status_reply(St1)
+            catch Class:Reason ->
+                    case St1#st.failure of
+                        undefined -> {error, {hook_failed, done, Class, Reason}};
+                        F -> {error, F}
+                    end
+            end,
+    {stop, normal, Reply, St1}.
+
+%% @private
+-spec handle_cast(term(), #st{}) -> {noreply, #st{}}.
+handle_cast(_Msg, St) ->
+    {noreply, St}.
+
+%% @private
+-spec handle_info(term(), #st{}) -> {noreply, #st{}} | {stop, term(), #st{}}.
+handle_info({measured, Pid, Ns}, #st{timed = Pid, timed_from = From} = St) ->
+    From =/= undefined andalso gen_server:reply(From, {ok, Ns}),
+    {noreply, St#st{timed_from = undefined}};
+handle_info({'EXIT', Pid, Reason}, St) ->
+    case is_map_key(Pid, St#st.workers) orelse Pid =:= St#st.timed of
+        true ->
+            St1 = St#st{workers = maps:remove(Pid, St#st.workers),
+                        timed = case St#st.timed of Pid -> undefined; T -> T end},
+            {noreply, fail(exit_failure(Reason), St1)};
+        false ->
+            {noreply, St}
+    end;
+handle_info({'DOWN', _, process, Owner, Reason}, #st{owner = Owner} = St) ->
+    {stop, {shutdown, {owner_down, Reason}}, St};
+handle_info(_Msg, St) ->
+    {noreply, St}.
+
+%% @private
+-spec terminate(term(), #st{}) -> ok.
+terminate(normal, _St) ->
+    ok;
+terminate(_Reason, #st{init_ok = false}) ->
+    ok;
+terminate(_Reason, St) ->
+    %% Abnormal end (owner gone): still release what init acquired.
+    _ = kill_all(St),
+    _ = catch beamlab_engine_code:call_done(St#st.exec, St#st.init_result),
+    ok.
+
+%%====================================================================
+%% Internal
+%%====================================================================
+
+status_reply(#st{failure = undefined}) -> ok;
+status_reply(#st{failure = F}) -> {error, F}.
+
+exit_failure({beamlab_worker, Failure}) -> Failure;
+exit_failure(Other) -> {runner_failed, exit, Other}.
+
+fail(Failure, #st{failure = undefined} = St) ->
+    St1 = kill_all(St#st{failure = Failure}),
+    case St1#st.timed_from of
+        undefined -> ok;
+        From -> gen_server:reply(From, {error, Failure})
+    end,
+    St1#st{timed_from = undefined};
+fail(_Failure, St) ->
+    kill_all(St).
+
+adjust(N, #st{workers = Workers} = St) when map_size(Workers) > N ->
+    %% Drop the most recently started ones first.
+    Extra = lists:sublist(lists:reverse(lists:sort(maps:keys(Workers))), map_size(Workers) - N),
+    _ = [kill_wait(P) || P <- Extra],
+    St#st{workers = maps:without(Extra, Workers)};
+adjust(N, #st{workers = Workers} = St) when map_size(Workers) < N ->
+    New = [spawn_worker(St) || _ <- lists:seq(1, N - map_size(Workers))],
+    case await_ready(New, St#st.deadline) of
+        ok ->
+            State = case St#st.active of
+                        true -> [P ! go || P <- New], running;
+                        false -> waiting
+                    end,
+            St#st{workers = maps:merge(Workers, maps:from_list([{P, State} || P <- New]))};
+        {error, Failure} ->
+            _ = [kill_wait(P) || P <- New],
+            fail(Failure, St)
+    end;
+adjust(_N, St) ->
+    St.
+
+spawn_worker(#st{exec = Exec, init_result = IR, counter = Counter}) ->
+    Job = self(),
+    spawn_link(fun() -> worker(Job, Exec, IR, Counter) end).
+
+worker(Job, Exec, InitResult, Counter) ->
+    RunnerInit = try beamlab_engine_code:call_init_runner(Exec, InitResult)
+                 catch Class:Reason -> exit({beamlab_worker, {hook_failed, init_runner, Class, Reason}})
+                 end,
+    Job ! {ready, self()},
+    receive go -> ok end,
+    try beamlab_engine_code:continuous(Exec, Counter, RunnerInit)
+    catch Class2:Reason2 -> exit({beamlab_worker, {runner_failed, Class2, Reason2}})
+    end.
+
+timed_worker(Job, Exec, InitResult) ->
+    RunnerInit = try beamlab_engine_code:call_init_runner(Exec, InitResult)
+                 catch Class:Reason -> exit({beamlab_worker, {hook_failed, init_runner, Class, Reason}})
+                 end,
+    Job ! {ready, self()},
+    timed_loop(Job, Exec, RunnerInit).
+
+timed_loop(Job, Exec, RunnerInit) ->
+    receive
+        {measure, N} ->
+            Ns = try beamlab_engine_code:timed(Exec, N, RunnerInit)
+                 catch Class:Reason -> exit({beamlab_worker, {runner_failed, Class, Reason}})
+                 end,
+            Job ! {measured, self(), Ns},
+            timed_loop(Job, Exec, RunnerInit)
+    end.
+
+ensure_timed(#st{timed = undefined, exec = Exec, init_result = IR} = St) ->
+    Job = self(),
+    Pid = spawn_link(fun() -> timed_worker(Job, Exec, IR) end),
+    case await_ready([Pid], St#st.deadline) of
+        ok -> {ok, Pid, St#st{timed = Pid}};
+        {error, Failure} -> kill_wait(Pid), {error, fail(Failure, St)}
+    end;
+ensure_timed(#st{timed = Pid} = St) ->
+    {ok, Pid, St}.
+
+%% Waits for every new worker's `ready'; a worker dying in init_runner
+%% arrives as an 'EXIT' carrying the failure.
+await_ready(Pids, Deadline) ->
+    End = erlang:monotonic_time(millisecond) + Deadline,
+    await_ready_loop(Pids, End, Deadline).
+
+await_ready_loop([], _End, _Deadline) ->
+    ok;
+await_ready_loop([Pid | Rest], End, Deadline) ->
+    Left = max(0, End - erlang:monotonic_time(millisecond)),
+    receive
+        {ready, Pid} -> await_ready_loop(Rest, End, Deadline);
+        {'EXIT', Pid, Reason} -> {error, exit_failure(Reason)}
+    after Left ->
+            {error, {hook_timeout, init_runner, Deadline}}
+    end.
+
+kill_all(#st{workers = Workers, timed = Timed} = St) ->
+    _ = [kill_wait(P) || P <- maps:keys(Workers)],
+    Timed =/= undefined andalso kill_wait(Timed),
+    St#st{workers = #{}, timed = undefined, active = false}.
+
+%% Kill is reliable even for a suspended process; waiting for the 'EXIT'
+%% guarantees no worker still runs old code when the module is purged.
+kill_wait(Pid) ->
+    exit(Pid, kill),
+    receive {'EXIT', Pid, _} -> ok
+    after 5000 -> ok
+    end.
+
+suspend_quiet(Pid) ->
+    try erlang:suspend_process(Pid), suspended
+    catch error:badarg -> running
+    end.
+
+resume_quiet(Pid) ->
+    try erlang:resume_process(Pid)
+    catch error:badarg -> false
+    end.

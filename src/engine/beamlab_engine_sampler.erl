@@ -1,0 +1,255 @@
+%%% @doc Collects samples from one or more jobs.
+%%%
+%%% Sampling is done in rounds. With several jobs, a round runs the jobs one
+%%% after another (the others are suspended), and the order rotates every
+%%% round: job 1, 2, 3, then 2, 3, 1, then 3, 1, 2, ... So jobs never compete
+%%% for cores, and a slow drift of machine speed (thermal throttling, a
+%%% neighbour's load) is spread evenly over all jobs instead of hitting the
+%%% one that happened to run last. A single job simply keeps running and is
+%%% read at every sample boundary.
+%%%
+%%% Continuous mode: a sample is the number of iterations the job's workers
+%%% completed during one sample duration (read from the job's counter).
+%%% Timed mode: a sample is the time in nanoseconds that one worker took to
+%%% run exactly `loop' iterations.
+%%%
+%%% The first `warmup' rounds are discarded. Then sampling stops after
+%%% `samples' rounds, or, with a stopping rule (`rel_ci' or `cv'), when every
+%%% job satisfies {@link beamlab_stats:converged/2} (at least `samples'
+%%% rounds), capped by `max_samples' rounds and `max_time' ms.
+%%%
+%%% A `{beamlab_interrupt, _}' message to the calling process ends sampling
+%%% early; the result then says `interrupted => true'. A continuous job whose
+%%% counter does not move for `deadline' ms of its own running time, or a
+%%% timed sample that takes longer than `deadline', fails that job; the
+%%% other jobs carry on.
+-module(beamlab_engine_sampler).
+
+-export([run/2, timer_overshoot/0, default_opts/0]).
+
+-export_type([opts/0, outcome/0]).
+
+-type opts() :: #{mode := continuous | timed,
+                  duration := pos_integer(),          % ms per sample (continuous)
+                  loop := pos_integer(),              % iterations per sample (timed)
+                  samples := pos_integer(),
+                  warmup := non_neg_integer(),
+                  rel_ci := undefined | float(),
+                  cv := undefined | float(),
+                  max_samples := pos_integer(),
+                  max_time := pos_integer(),          % ms
+                  deadline := pos_integer(),          % ms
+                  busy_wait := boolean(),
+                  progress := undefined | fun((map()) -> any())}.
+-type outcome() :: #{samples := [number()],
+                     times := [non_neg_integer()],    % actual ns per sample
+                     status := ok | {error, beamlab_engine_job:failure()}}.
+
+%% @doc Default sampling options (erlperf's defaults: 3 samples of 1 s).
+-spec default_opts() -> opts().
+default_opts() ->
+    #{mode => continuous, duration => 1000, loop => 1, samples => 3, warmup => 0,
+      rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
+      deadline => 30000, busy_wait => false, progress => undefined}.
+
+%% @doc Samples the jobs. Returns each job's outcome (in the given order)
+%% and whether the run was interrupted.
+-spec run([beamlab_engine_job:job()], opts()) ->
+          {[outcome()], #{interrupted := boolean(), rounds := non_neg_integer()}}.
+run(Jobs, Opts0) ->
+    Opts = maps:merge(default_opts(), Opts0),
+    Ids = lists:seq(1, length(Jobs)),
+    JobMap = maps:from_list(lists:zip(Ids, Jobs)),
+    Init = maps:from_list([{I, #{samples => [], times => [], status => ok, idle => 0}}
+                           || I <- Ids]),
+    Solo = length(Jobs) =:= 1 andalso maps:get(mode, Opts) =:= continuous,
+    _ = Solo andalso resume(JobMap, 1, Init),
+    Start = erlang:monotonic_time(millisecond),
+    {Final, Interrupted, Rounds} = rounds(0, Ids, JobMap, Init, Opts#{solo => Solo}, Start),
+    _ = Solo andalso maps:get(status, maps:get(1, Final)) =:= ok
+        andalso beamlab_engine_job:pause(maps:get(1, JobMap)),
+    Outcomes = [begin
+                    #{samples := S, times := T, status := St} = maps:get(I, Final),
+                    #{samples => lists:reverse(S), times => lists:reverse(T), status => St}
+                end || I <- Ids],
+    {Outcomes, #{interrupted => Interrupted, rounds => Rounds}}.
+
+%% @doc Median overshoot, in microseconds, of a 1 ms `receive ... after'
+%% over a few tries: how late the VM's timers fire right now.
+-spec timer_overshoot() -> non_neg_integer().
+timer_overshoot() ->
+    Tries = [begin
+                 T0 = erlang:monotonic_time(microsecond),
+                 receive after 1 -> ok end,
+                 erlang:monotonic_time(microsecond) - T0 - 1000
+             end || _ <- lists:seq(1, 9)],
+    max(0, lists:nth(5, lists:sort(Tries))).
+
+%%====================================================================
+%% Rounds
+%%====================================================================
+
+rounds(Round, Ids, JobMap, Acc, Opts, Start) ->
+    Alive = [I || I <- rotate(Ids, Round), maps:get(status, maps:get(I, Acc)) =:= ok],
+    case Alive =:= [] orelse finished(Round, Acc, Opts, Start) of
+        true ->
+            {Acc, false, kept_rounds(Round, Opts)};
+        false ->
+            case round(Alive, JobMap, Acc, Round < maps:get(warmup, Opts), Opts) of
+                {interrupted, Acc1} ->
+                    {Acc1, true, kept_rounds(Round, Opts)};
+                {ok, Acc1} ->
+                    report(Round + 1, Acc1, Opts),
+                    rounds(Round + 1, Ids, JobMap, Acc1, Opts, Start)
+            end
+    end.
+
+kept_rounds(Round, #{warmup := W}) -> max(0, Round - W).
+
+rotate(Ids, Round) ->
+    K = Round rem length(Ids),
+    {A, B} = lists:split(K, Ids),
+    B ++ A.
+
+finished(Round, Acc, #{warmup := W, samples := S} = Opts, Start) ->
+    Kept = Round - W,
+    Rule = maps:get(rel_ci, Opts) =/= undefined orelse maps:get(cv, Opts) =/= undefined,
+    if
+        Kept < S ->
+            false;
+        not Rule ->
+            true;
+        Kept >= map_get(max_samples, Opts) ->
+            true;
+        true ->
+            Elapsed = erlang:monotonic_time(millisecond) - Start,
+            Elapsed >= map_get(max_time, Opts) orelse all_converged(Acc, Opts)
+    end.
+
+all_converged(Acc, Opts) ->
+    Crit = #{rel_ci => maps:get(rel_ci, Opts), cv => maps:get(cv, Opts),
+             min => max(2, maps:get(samples, Opts))},
+    lists:all(fun(#{status := ok, samples := S}) -> beamlab_stats:converged(S, Crit);
+                 (_) -> true
+              end, maps:values(Acc)).
+
+report(Round, Acc, #{progress := Progress, warmup := W}) when is_function(Progress, 1) ->
+    _ = Progress(#{round => Round, warmup => Round =< W,
+                   samples => [{I, length(S)} || {I, #{samples := S}} <- lists:sort(maps:to_list(Acc))]}),
+    ok;
+report(_, _, _) ->
+    ok.
+
+round([], _JobMap, Acc, _Warm, _Opts) ->
+    {ok, Acc};
+round([I | Rest], JobMap, Acc, Warm, Opts) ->
+    Job = maps:get(I, JobMap),
+    case sample(Job, Opts) of
+        interrupted ->
+            {interrupted, Acc};
+        {ok, Value, Ns} ->
+            Acc1 = case Warm of
+                       true -> Acc;
+                       false -> record(I, Value, Ns, Acc)
+                   end,
+            round(Rest, JobMap, check_idle(I, Job, Value, Ns, Acc1, Opts), Warm, Opts);
+        {error, Failure} ->
+            round(Rest, JobMap, set_status(I, {error, Failure}, Acc), Warm, Opts)
+    end.
+
+record(I, Value, Ns, Acc) ->
+    maps:update_with(I, fun(#{samples := S, times := T} = M) ->
+                                M#{samples := [Value | S], times := [Ns | T]}
+                        end, Acc).
+
+set_status(I, Status, Acc) ->
+    maps:update_with(I, fun(M) -> M#{status := Status} end, Acc).
+
+%% A continuous job with no completed iteration for `deadline' ms of its own
+%% running time is hung: fail it so the other jobs can finish.
+check_idle(I, Job, Value, Ns, Acc, #{mode := continuous, deadline := Deadline}) ->
+    #{idle := Idle} = maps:get(I, Acc),
+    Idle1 = case Value of
+                0 -> Idle + Ns;
+                _ -> 0
+            end,
+    case Idle1 >= Deadline * 1000000 of
+        true ->
+            Failure = {runner_timeout, Deadline},
+            ok = beamlab_engine_job:abort(Job, Failure),
+            maps:update_with(I, fun(M) -> M#{idle := Idle1, status := {error, Failure}} end, Acc);
+        false ->
+            maps:update_with(I, fun(M) -> M#{idle := Idle1} end, Acc)
+    end;
+check_idle(_I, _Job, _Value, _Ns, Acc, _Opts) ->
+    Acc.
+
+%%====================================================================
+%% One sample
+%%====================================================================
+
+sample(Job, #{mode := timed, loop := N}) ->
+    case interrupt_pending() of
+        true ->
+            interrupted;
+        false ->
+            case beamlab_engine_job:measure(Job, N) of
+                {ok, Ns} -> {ok, Ns, Ns};
+                {error, _} = E -> E
+            end
+    end;
+sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
+    Counter = beamlab_engine_job:counter(Job),
+    case Solo orelse beamlab_engine_job:resume(Job) of
+        {error, _} = E ->
+            E;
+        _ ->
+            C0 = counters:get(Counter, 1),
+            T0 = erlang:monotonic_time(),
+            Waited = wait(T0 + erlang:convert_time_unit(D, millisecond, native), Opts),
+            C1 = counters:get(Counter, 1),
+            T1 = erlang:monotonic_time(),
+            Solo orelse beamlab_engine_job:pause(Job),
+            case Waited of
+                interrupted ->
+                    interrupted;
+                ok ->
+                    case beamlab_engine_job:status(Job) of
+                        ok -> {ok, C1 - C0, erlang:convert_time_unit(T1 - T0, native, nanosecond)};
+                        {error, _} = E -> E
+                    end
+            end
+    end.
+
+resume(JobMap, I, _Acc) ->
+    beamlab_engine_job:resume(maps:get(I, JobMap)).
+
+%% Sleeps until the native-time deadline; returns early on an interrupt.
+wait(Until, #{busy_wait := true}) ->
+    busy_wait(Until);
+wait(Until, _Opts) ->
+    Ms = erlang:convert_time_unit(Until - erlang:monotonic_time(), native, millisecond),
+    receive
+        {beamlab_interrupt, _} = Msg -> self() ! Msg, interrupted
+    after max(0, Ms) ->
+            %% `after' has millisecond resolution; finish the remainder exactly.
+            busy_wait(Until)
+    end.
+
+busy_wait(Until) ->
+    case erlang:monotonic_time() >= Until of
+        true ->
+            ok;
+        false ->
+            case interrupt_pending() of
+                true -> interrupted;
+                false -> busy_wait(Until)
+            end
+    end.
+
+%% The interrupt stays in the mailbox so later checks (and the caller) see it.
+interrupt_pending() ->
+    receive
+        {beamlab_interrupt, _} = Msg -> self() ! Msg, true
+    after 0 -> false
+    end.

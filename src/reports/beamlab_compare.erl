@@ -1,0 +1,290 @@
+%%% @doc Comparison of saved runs: pairs benchmarks by name, measures the
+%%% change of every later run against the first with `beamlab_stats:compare/3',
+%%% lists unpaired benchmarks and the `env'/`params' differences that might
+%%% explain a change. Pure: takes loaded result documents, returns a map the
+%%% CLI renders in any format (`to_rows/1' gives the shared table).
+-module(beamlab_compare).
+
+-export([compare/1, compare/2, slower_than/2, to_rows/1, to_json/1, worse_by/2,
+         flat_env/1, format_error/1]).
+
+-type run() :: {Label :: binary(), Result :: map()}.
+-type opts() :: #{confidence => float(), labels => [binary()]}.
+-type comparison() :: #{runs := [map()], rows := [map()], unpaired := [map()],
+                        env_diff := [map()], notes := [binary()],
+                        confidence := float()}.
+-export_type([run/0, opts/0, comparison/0]).
+
+%% Env keys that commonly explain a performance change, shown first.
+-define(EXPLAINING, [<<"otp">>, <<"release">>, <<"erts">>, <<"flavo">>, <<"jit">>,
+                     <<"emu">>, <<"schedul">>, <<"cpu">>, <<"model">>, <<"bind">>,
+                     <<"busy">>, <<"sbwt">>, <<"logical">>, <<"core">>, <<"thread">>,
+                     <<"cgroup">>, <<"quota">>, <<"kernel">>, <<"os.">>, <<"arch">>,
+                     <<"hostname">>, <<"numa">>, <<"governor">>, <<"virt">>]).
+%% Env values that change between any two runs and explain nothing: the
+%% VM's own memory use, load, collection times, counters; the command line
+%% (its options show under params.*).
+-define(NOISE_PREFIX, [<<"env.memory.erlang">>, <<"env.memory.system.free">>,
+                       <<"env.memory.system.available">>, <<"env.memory.system.cached">>,
+                       <<"env.memory.system.swap_free">>, <<"env.load">>, <<"env.cgroup.stat">>,
+                       <<"env.vm_args.plain_arguments">>, <<"env.notes">>]).
+%% Matched against the last segment of a key; `time' alone would also hide
+%% `timer_resolution', so whole words are used where needed.
+-define(NOISE, [<<"date">>, <<"uptime">>, <<"timestamp">>, <<"pid">>, <<"started">>,
+                <<"finished">>, <<"_at">>, <<"now">>, <<"clock">>]).
+-define(NOISE_EXACT, [<<"time">>, <<"t">>, <<"ts">>]).
+
+%% @doc Compare runs at the default 95% confidence.
+-spec compare([run()]) -> {ok, comparison()} | {error, term()}.
+compare(Runs) ->
+    compare(Runs, #{}).
+
+%% @doc Compare two or more runs; the first one is the baseline.
+-spec compare([run()], opts()) -> {ok, comparison()} | {error, term()}.
+compare(Runs, _Opts) when length(Runs) < 2 ->
+    {error, {too_few_runs, length(Runs)}};
+compare(Runs, Opts) ->
+    Conf = maps:get(confidence, Opts, 0.95),
+    Names = ordered_names(Runs),
+    Rows = [row(Name, Runs, Conf) || Name <- Names],
+    Labels = [L || {L, _} <- Runs],
+    Unpaired = [#{name => maps:get(name, R),
+                  missing_in => [L || {L, #{present := false}} <- lists:zip(Labels, maps:get(cells, R))]}
+                || R <- Rows, lists:any(fun(#{present := P}) -> not P end, maps:get(cells, R))],
+    {ok, #{runs => [run_info(L, Res) || {L, Res} <- Runs],
+           rows => Rows,
+           unpaired => Unpaired,
+           env_diff => env_diff(Runs),
+           notes => notes(Runs, Rows, Unpaired),
+           confidence => Conf}}.
+
+%% @doc Benchmarks significantly worse than the baseline by more than `Pct'
+%% percent in any later run (the `--fail-if-slower' rule: verdict `slower'
+%% and the point estimate of the change beyond the threshold).
+-spec slower_than(comparison(), number()) -> [{Name :: binary(), Label :: binary(), Pct :: float()}].
+slower_than(#{rows := Rows}, Pct) ->
+    [{maps:get(name, R), maps:get(label, C), 100 * worse_by(C, maps:get(better, R))}
+     || R <- Rows, C <- tl(maps:get(cells, R)),
+        maps:get(verdict, C, undefined) =:= slower,
+        100 * worse_by(C, maps:get(better, R)) > Pct].
+
+%% @doc How much worse (as a fraction, positive = worse) a cell's change is,
+%% given the benchmark's `better' direction.
+-spec worse_by(map(), binary()) -> float().
+worse_by(#{change := Change}, <<"higher">>) when is_number(Change) -> -Change * 1.0;
+worse_by(#{change := Change}, _Lower) when is_number(Change) -> Change * 1.0;
+worse_by(_, _) -> 0.0.
+
+%% @doc The comparison as a table: a header and one row per benchmark, cells
+%% as plain values (binaries, numbers, `null'), shared by every format.
+%% Columns: name, unit, then per run its mean, CI half-width (percent of
+%% the mean) and n, and for each later run the change and its CI bounds
+%% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
+%% `slower', `no_difference', `too_few_samples', `unit_mismatch',
+%% `no_baseline', `missing').
+-spec to_rows(comparison()) -> {[binary()], [[binary() | number() | null]]}.
+to_rows(#{runs := Runs, rows := Rows}) ->
+    [#{label := Base} | Later] = Runs,
+    Header = [<<"name">>, <<"unit">>]
+        ++ lists:append([[<<L/binary, " mean">>, <<L/binary, " ±%"/utf8>>, <<L/binary, " n">>]
+                         || #{label := L} <- Runs])
+        ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI low">>, <<"CI high">>, <<"p">>,
+                          <<"verdict">>]
+                         || #{label := L} <- Later]),
+    {Header, [table_row(R) || R <- Rows]}.
+
+%% @doc The comparison as a JSON-ready map (tuples become lists, atoms stay
+%% atoms for `beamlab_json').
+-spec to_json(comparison()) -> map().
+to_json(Cmp) ->
+    jsonable(Cmp#{schema => <<"beamlab.compare">>, version => 1}).
+
+%% @doc The `env' and `params' of a result as sorted `{DottedPath, Value}'
+%% pairs with scalar values (long lists shortened), for side-by-side views.
+-spec flat_env(map()) -> [{binary(), binary() | number() | boolean() | null}].
+flat_env(Result) ->
+    flatten(<<"env">>, maps:get(env, Result, #{})) ++ flatten(<<"params">>, maps:get(params, Result, #{})).
+
+%% @doc One line for each error `compare/2' returns.
+-spec format_error(term()) -> iolist().
+format_error({too_few_runs, N}) ->
+    io_lib:format("compare needs at least two runs, got ~b", [N]);
+format_error(Other) ->
+    io_lib:format("compare: ~p", [Other]).
+
+%% Internals
+
+%% Names in first-seen order across runs: the baseline's order first, then
+%% benchmarks only later runs have.
+ordered_names(Runs) ->
+    All = [maps:get(name, B) || {_, Res} <- Runs, B <- maps:get(benchmarks, Res, [])],
+    dedup(All, #{}, []).
+
+dedup([], _Seen, Acc) -> lists:reverse(Acc);
+dedup([N | T], Seen, Acc) when is_map_key(N, Seen) -> dedup(T, Seen, Acc);
+dedup([N | T], Seen, Acc) -> dedup(T, Seen#{N => true}, [N | Acc]).
+
+find(Name, Res) ->
+    case [B || B <- maps:get(benchmarks, Res, []), maps:get(name, B) =:= Name] of
+        [B | _] -> B;
+        [] -> undefined
+    end.
+
+row(Name, Runs, Conf) ->
+    Found = [{L, find(Name, Res)} || {L, Res} <- Runs],
+    Present = [B || {_, B} <- Found, B =/= undefined],
+    First = hd(Present),
+    Better = maps:get(better, First, <<"lower">>),
+    Unit = maps:get(unit, First, <<>>),
+    [{_, BaseB} | _] = Found,
+    Cells = [cell(L, B, BaseB, Better, Unit, Conf, Pos) || {Pos, {L, B}} <- enumerate(Found)],
+    #{name => Name, unit => Unit, better => Better,
+      metric => maps:get(metric, First, <<>>), group => maps:get(group, First, <<>>),
+      cells => Cells}.
+
+enumerate(L) -> lists:zip(lists:seq(1, length(L)), L).
+
+cell(Label, undefined, _BaseB, _Better, _Unit, _Conf, _Pos) ->
+    #{label => Label, present => false};
+cell(Label, B, BaseB, Better, Unit, Conf, Pos) ->
+    Samples = maps:get(samples, B, []),
+    Stats = stats_of(B, Samples),
+    Own = #{label => Label, present => true, n => sample_count(B, Stats),
+            mean => maps:get(mean, Stats, null), ci_mean => pair(maps:get(ci_mean, Stats, null))},
+    case Pos of
+        1 -> Own;
+        _ when BaseB =:= undefined -> Own#{verdict => no_baseline};
+        _ ->
+            case maps:get(unit, B, Unit) =:= maps:get(unit, BaseB, Unit) of
+                false -> Own#{verdict => unit_mismatch};
+                true -> maps:merge(Own, change(BaseB, B, Better, Conf))
+            end
+    end.
+
+change(BaseB, B, Better, Conf) ->
+    %% beamlab_stats:compare/3 itself says too_few_samples below 2 per side.
+    C = beamlab_stats:compare(maps:get(samples, BaseB, []), maps:get(samples, B, []),
+                              #{better => binary_to_atom(Better, utf8), confidence => Conf}),
+    #{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),
+      p_value => null_if_undefined(maps:get(p_value, C)), test => maps:get(test, C),
+      verdict => maps:get(verdict, C)}.
+
+null_if_undefined(undefined) -> null;
+null_if_undefined(V) -> V.
+
+stats_of(B, Samples) ->
+    case maps:get(stats, B, #{}) of
+        #{mean := _} = S -> S;
+        _ when Samples =/= [] -> beamlab_stats:summary(Samples);
+        _ -> #{}
+    end.
+
+%% The number of measurements behind the statistics, not only those kept.
+sample_count(B, Stats) ->
+    case maps:get(sample_info, B, #{}) of
+        #{count := N} -> N;
+        _ -> maps:get(n, Stats, length(maps:get(samples, B, [])))
+    end.
+
+pair({Lo, Hi}) -> [Lo, Hi];
+pair([Lo, Hi]) -> [Lo, Hi];
+pair(_) -> null.
+
+run_info(Label, Res) ->
+    #{label => Label, kind => maps:get(kind, Res, null),
+      partial => maps:get(partial, Res, false) =:= true,
+      started_at => maps:get(started_at, Res, null),
+      command => maps:get(command, Res, []),
+      benchmarks => length(maps:get(benchmarks, Res, []))}.
+
+notes(Runs, Rows, Unpaired) ->
+    Kinds = lists:usort([maps:get(kind, R, null) || {_, R} <- Runs]),
+    Partial = [L || {L, R} <- Runs, maps:get(partial, R, false) =:= true],
+    TooFew = [maps:get(name, R) || R <- Rows,
+                                   lists:any(fun(C) -> maps:get(verdict, C, x) =:= too_few_samples end,
+                                             maps:get(cells, R))],
+    Mismatch = [maps:get(name, R) || R <- Rows,
+                                     lists:any(fun(C) -> maps:get(verdict, C, x) =:= unit_mismatch end,
+                                               maps:get(cells, R))],
+    lists:append(
+      [[fmt("runs are of different kinds (~ts): names may not measure the same thing",
+            [lists:join(", ", [to_bin(K) || K <- Kinds])]) || length(Kinds) > 1],
+       [fmt("partial (interrupted) run: ~ts", [lists:join(", ", Partial)]) || Partial =/= []],
+       [fmt("too few samples to tell (need at least 2 on each side): ~ts",
+            [lists:join(", ", TooFew)]) || TooFew =/= []],
+       [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
+       [fmt("~b benchmark(s) missing from some runs: ~ts",
+            [length(Unpaired), lists:join(", ", [maps:get(name, U) || U <- Unpaired])])
+        || Unpaired =/= []]]).
+
+%% Paths of env and params whose values differ between runs.
+env_diff(Runs) ->
+    Flat = [maps:from_list(flat_env(R)) || {_, R} <- Runs],
+    Keys = lists:usort(lists:append([maps:keys(F) || F <- Flat])),
+    Diffs = [#{key => K, values => [maps:get(K, F, null) || F <- Flat]}
+             || K <- Keys, not noise(K),
+                length(lists:usort([maps:get(K, F, null) || F <- Flat])) > 1],
+    {Important, Rest} = lists:partition(fun(#{key := K}) -> explaining(K) end, Diffs),
+    Important ++ Rest.
+
+flatten(Prefix, M) when is_map(M) ->
+    lists:append([flatten(<<Prefix/binary, ".", (to_bin(K))/binary>>, V)
+                  || {K, V} <- lists:sort(maps:to_list(M))]);
+flatten(Prefix, V) ->
+    [{Prefix, scalar(V)}].
+
+%% Lists are summarised to one comparable value; long ones (e.g. CPU
+%% topologies) are shortened to keep the table readable.
+scalar(V) when is_binary(V); is_number(V); is_boolean(V); V =:= null -> V;
+scalar(V) when is_atom(V) -> atom_to_binary(V, utf8);
+scalar(V) ->
+    B = iolist_to_binary(beamlab_json:encode(V)),
+    case byte_size(B) > 60 of
+        true -> <<(binary:part(B, 0, 57))/binary, "...">>;
+        false -> B
+    end.
+
+explaining(Key) ->
+    Lower = string:lowercase(Key),
+    lists:any(fun(P) -> binary:match(Lower, P) =/= nomatch end, ?EXPLAINING).
+
+noise(Key) ->
+    Lower = string:lowercase(Key),
+    Last = lists:last(binary:split(Lower, <<".">>, [global])),
+    lists:member(Last, ?NOISE_EXACT)
+        orelse lists:any(fun(P) -> binary:match(Last, P) =/= nomatch end, ?NOISE)
+        orelse lists:any(fun(P) -> binary:longest_common_prefix([Lower, P]) =:= byte_size(P) end,
+                         ?NOISE_PREFIX).
+
+table_row(#{name := Name, unit := Unit, cells := Cells}) ->
+    [Name, Unit]
+        ++ lists:append([own_cols(C) || C <- Cells])
+        ++ lists:append([change_cols(C) || C <- tl(Cells)]).
+
+own_cols(#{present := false}) -> [null, null, null];
+own_cols(#{mean := Mean, ci_mean := CI, n := N}) -> [Mean, rel_halfwidth(Mean, CI), N].
+
+change_cols(#{present := false}) -> [null, null, null, null, <<"missing">>];
+change_cols(#{verdict := V} = C) ->
+    {Lo, Hi} = case maps:get(ci, C, null) of
+                   [L, H] -> {L, H};
+                   _ -> {null, null}
+               end,
+    [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), atom_to_binary(V, utf8)];
+change_cols(_) -> [null, null, null, null, null].
+
+rel_halfwidth(Mean, [Lo, Hi]) when is_number(Mean), Mean /= 0 ->
+    100 * (Hi - Lo) / 2 / abs(Mean);
+rel_halfwidth(_, _) -> null.
+
+jsonable({A, B}) -> [jsonable(A), jsonable(B)];
+jsonable(L) when is_list(L) -> [jsonable(X) || X <- L];
+jsonable(M) when is_map(M) -> maps:map(fun(_, V) -> jsonable(V) end, M);
+jsonable(X) -> X.
+
+to_bin(B) when is_binary(B) -> B;
+to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8);
+to_bin(I) when is_integer(I) -> integer_to_binary(I);
+to_bin(L) when is_list(L) -> unicode:characters_to_binary(L).
+
+fmt(F, A) -> unicode:characters_to_binary(io_lib:format(F, A)).

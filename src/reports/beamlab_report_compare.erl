@@ -1,0 +1,167 @@
+%%% @doc Renders a `beamlab_compare' comparison in every output format:
+%%% `text' (aligned table, benchstat spirit, with notes and the env
+%%% differences), `markdown' (ready to paste into a pull request), `csv'
+%%% (raw numbers, one row per benchmark) and `json' (the whole comparison).
+-module(beamlab_report_compare).
+
+-export([render/2, render/3, display_rows/1, value_text/2]).
+
+-type format() :: text | markdown | csv | json.
+-export_type([format/0]).
+
+%% Env differences listed in text/markdown before "... N more".
+-define(MAX_ENV_LINES, 12).
+
+%% @doc Render in `Format' with default options.
+-spec render(beamlab_compare:comparison(), format()) -> iodata().
+render(Cmp, Format) ->
+    render(Cmp, Format, #{}).
+
+%% @doc Render; options: `files' (the path of each run, shown in the legend).
+-spec render(beamlab_compare:comparison(), format(), map()) -> iodata().
+render(Cmp, json, _Opts) ->
+    [beamlab_json:encode(beamlab_compare:to_json(Cmp)), $\n];
+render(Cmp, csv, _Opts) ->
+    {Header, Rows} = beamlab_compare:to_rows(Cmp),
+    beamlab_format_csv:encode([Header | Rows]);
+render(Cmp, markdown, Opts) ->
+    {Header, Rows} = display_rows(Cmp),
+    [legend_md(Cmp, Opts), "\n",
+     beamlab_format_markdown:table(Header, Rows, [left | [case H of <<"verdict">> -> left; _ -> right end
+                                                         || H <- tl(Header)]]),
+     [["\n", [["> ", N, "\n"] || N <- maps:get(notes, Cmp)]] || maps:get(notes, Cmp) =/= []],
+     env_md(Cmp)];
+render(Cmp, text, Opts) ->
+    {Header, Rows} = display_rows(Cmp),
+    [legend_text(Cmp, Opts), "\n",
+     beamlab_format_table:render(Header, Rows, #{}),
+     [["\n", [["note: ", N, "\n"] || N <- maps:get(notes, Cmp)]] || maps:get(notes, Cmp) =/= []],
+     env_text(Cmp)].
+
+%% @doc The comparison as human-readable cells (units, percentages): name,
+%% unit, each run's mean with its CI half-width, then for each later run the
+%% change, its CI, the p-value and the verdict.
+-spec display_rows(beamlab_compare:comparison()) -> {[binary()], [[binary()]]}.
+display_rows(#{runs := Runs, rows := Rows, confidence := Conf}) ->
+    [#{label := Base} | Later] = Runs,
+    CiHead = iolist_to_binary(io_lib:format("~b% CI", [round(Conf * 100)])),
+    Header = [<<"name">>]
+        ++ [mark(R) || R <- Runs]
+        ++ lists:append([[<<L/binary, " vs ", Base/binary>>, CiHead, <<"p">>, <<"verdict">>]
+                         || #{label := L} <- Later]),
+    {Header, [display_row(R) || R <- Rows]}.
+
+%% @doc A value in its unit, e.g. `57.1 ns', `1.91 ms', `5120 Ki msg/s'.
+-spec value_text(number() | null, binary()) -> binary().
+value_text(null, _Unit) ->
+    <<"-">>;
+value_text(V, Unit) ->
+    unicode:characters_to_binary(beamlab_format_units:value(V, Unit)).
+
+%% Internals
+
+mark(#{label := L, partial := true}) -> <<L/binary, " (partial)">>;
+mark(#{label := L}) -> L.
+
+display_row(#{name := Name, unit := Unit, cells := Cells}) ->
+    [Name]
+        ++ [own_text(C, Unit) || C <- Cells]
+        ++ lists:append([change_text(C) || C <- tl(Cells)]).
+
+own_text(#{present := false}, _Unit) ->
+    <<"missing">>;
+own_text(#{mean := Mean, ci_mean := CI, n := N}, Unit) ->
+    Half = case {Mean, CI} of
+               {M, [Lo, Hi]} when is_number(M), M /= 0, is_number(Lo), is_number(Hi) ->
+                   io_lib:format(" ±~.1f%", [100 * (Hi - Lo) / 2 / abs(M)]);
+               _ -> ""
+           end,
+    unicode:characters_to_binary([value_text(Mean, Unit), Half, io_lib:format(" n=~b", [N])]).
+
+change_text(#{present := false}) ->
+    [<<"-">>, <<"-">>, <<"-">>, <<"missing">>];
+change_text(#{verdict := V} = C) ->
+    [pct(maps:get(change, C, null)), ci_text(maps:get(ci, C, null)),
+     p_text(maps:get(p_value, C, null)), verdict(V)];
+change_text(_) ->
+    [<<"-">>, <<"-">>, <<"-">>, <<"-">>].
+
+verdict(faster) -> <<"faster">>;
+verdict(slower) -> <<"SLOWER">>;
+verdict(no_difference) -> <<"~">>;
+verdict(too_few_samples) -> <<"too few samples">>;
+verdict(unit_mismatch) -> <<"units differ">>;
+verdict(no_baseline) -> <<"no baseline">>;
+verdict(Other) -> atom_to_binary(Other, utf8).
+
+pct(null) -> <<"-">>;
+pct(F) -> iolist_to_binary(io_lib:format("~s~.1f%", [sign(F), 100 * F])).
+
+sign(F) when F >= 0 -> "+";
+sign(_) -> "".
+
+ci_text([Lo, Hi]) when is_number(Lo), is_number(Hi) ->
+    iolist_to_binary(["[", pct(Lo), ", ", pct(Hi), "]"]);
+ci_text(_) -> <<"-">>.
+
+p_text(null) -> <<"-">>;
+p_text(P) when P < 0.001 -> <<"<0.001">>;
+p_text(P) -> iolist_to_binary(io_lib:format("~.3f", [P * 1.0])).
+
+legend_text(#{runs := Runs, confidence := Conf}, Opts) ->
+    Files = maps:get(files, Opts, [null || _ <- Runs]),
+    ["runs (", maps:get(label, hd(Runs)), " is the baseline; ",
+     io_lib:format("~b", [round(Conf * 100)]), "% confidence; ~ = no significant difference):\n",
+     beamlab_format_table:render([<<>>, <<>>, <<>>, <<>>, <<>>],
+                                 [[L, file_text(F), to_bin(K), to_bin(S),
+                                   case P of true -> <<"partial: interrupted run">>; false -> <<>> end]
+                                  || {#{label := L, kind := K, started_at := S, partial := P}, F}
+                                         <- lists:zip(Runs, Files)],
+                                 #{indent => 2, header => false, align => [left, left, left, left, left]})].
+
+legend_md(#{runs := Runs}, Opts) ->
+    Files = maps:get(files, Opts, [null || _ <- Runs]),
+    ["Baseline **", maps:get(label, hd(Runs)), "**. Runs: ",
+     lists:join("; ", [["**", L, "** ", beamlab_format_markdown:cell(file_text(F)), " (", to_bin(K),
+                        [[", partial"] || P], ")"]
+                       || {#{label := L, kind := K, partial := P}, F} <- lists:zip(Runs, Files)]),
+     "\n"].
+
+file_text(null) -> <<>>;
+file_text(F) -> unicode:characters_to_binary(F).
+
+env_text(#{env_diff := []}) ->
+    [];
+env_text(#{env_diff := Diff, runs := Runs}) ->
+    {Shown, More} = split(Diff),
+    ["\nenv differences that might explain a change:\n",
+     beamlab_format_table:render([<<"key">> | [L || #{label := L} <- Runs]],
+                                 [[K | [value(V) || V <- Vs]] || #{key := K, values := Vs} <- Shown], #{}),
+     [io_lib:format("... ~b more (see --format json)~n", [More]) || More > 0]].
+
+env_md(#{env_diff := []}) ->
+    [];
+env_md(#{env_diff := Diff, runs := Runs}) ->
+    {Shown, More} = split(Diff),
+    ["\n<details><summary>env differences that might explain a change</summary>\n\n",
+     beamlab_format_markdown:table([<<"key">> | [L || #{label := L} <- Runs]],
+                                   [[K | [value(V) || V <- Vs]] || #{key := K, values := Vs} <- Shown]),
+     [io_lib:format("~n... ~b more~n", [More]) || More > 0],
+     "\n</details>\n"].
+
+split(Diff) when length(Diff) > ?MAX_ENV_LINES ->
+    {Shown, Rest} = lists:split(?MAX_ENV_LINES, Diff),
+    {Shown, length(Rest)};
+split(Diff) ->
+    {Diff, 0}.
+
+value(null) -> <<"-">>;
+value(true) -> <<"true">>;
+value(false) -> <<"false">>;
+value(B) when is_binary(B) -> B;
+value(I) when is_integer(I) -> integer_to_binary(I);
+value(F) when is_float(F) -> float_to_binary(F, [short]).
+
+to_bin(null) -> <<"-">>;
+to_bin(B) when is_binary(B) -> B;
+to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8).

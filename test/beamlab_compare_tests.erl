@@ -1,0 +1,106 @@
+-module(beamlab_compare_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+bench(Name, Samples) ->
+    bench(Name, Samples, <<"lower">>).
+bench(Name, Samples, Better) ->
+    #{name => Name, group => <<"g">>, metric => <<"time">>, unit => <<"ns">>, better => Better,
+      samples => Samples, stats => beamlab_stats:summary(Samples)}.
+
+result(Benchmarks) ->
+    result(Benchmarks, #{}).
+result(Benchmarks, Env) ->
+    #{kind => <<"bench">>, partial => false, env => Env, params => #{}, benchmarks => Benchmarks}.
+
+base() -> [100.0 + X / 10 || X <- lists:seq(1, 20)].
+shifted(F) -> [X * F || X <- base()].
+
+verdicts_test() ->
+    A = result([bench(<<"same">>, base()), bench(<<"slow">>, base()), bench(<<"fast">>, base()),
+                bench(<<"thr">>, base(), <<"higher">>)]),
+    B = result([bench(<<"same">>, base()), bench(<<"slow">>, shifted(1.2)),
+                bench(<<"fast">>, shifted(0.8)), bench(<<"thr">>, shifted(1.2), <<"higher">>)]),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    V = maps:from_list([{maps:get(name, R), maps:get(verdict, lists:last(maps:get(cells, R)))}
+                        || R <- maps:get(rows, Cmp)]),
+    ?assertEqual(#{<<"same">> => no_difference, <<"slow">> => slower, <<"fast">> => faster,
+                   <<"thr">> => faster}, V),
+    [Slow] = [R || R <- maps:get(rows, Cmp), maps:get(name, R) =:= <<"slow">>],
+    #{change := Change, ci := [Lo, Hi]} = lists:last(maps:get(cells, Slow)),
+    ?assert(abs(Change - 0.2) < 1.0e-9),
+    ?assert(Lo < 0.2 andalso 0.2 < Hi).
+
+fail_if_slower_threshold_test() ->
+    A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), <<"higher">>)]),
+    B = result([bench(<<"x">>, shifted(1.1)), bench(<<"y">>, shifted(0.7), <<"higher">>)]),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    ?assertMatch([{<<"x">>, <<"B">>, _}, {<<"y">>, <<"B">>, _}], beamlab_compare:slower_than(Cmp, 5)),
+    ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_compare:slower_than(Cmp, 15)),
+    ?assertEqual([], beamlab_compare:slower_than(Cmp, 40)).
+
+unpaired_are_reported_test() ->
+    A = result([bench(<<"a">>, base()), bench(<<"only_a">>, base())]),
+    B = result([bench(<<"a">>, base()), bench(<<"only_b">>, base())]),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    ?assertEqual([<<"a">>, <<"only_a">>, <<"only_b">>], [maps:get(name, R) || R <- maps:get(rows, Cmp)]),
+    ?assertEqual([#{name => <<"only_a">>, missing_in => [<<"B">>]},
+                  #{name => <<"only_b">>, missing_in => [<<"A">>]}], maps:get(unpaired, Cmp)),
+    ?assert(lists:any(fun(N) -> binary:match(N, <<"missing from some runs">>) =/= nomatch end,
+                      maps:get(notes, Cmp))).
+
+too_few_samples_test() ->
+    A = result([bench(<<"a">>, [5.0])]),
+    B = result([bench(<<"a">>, [6.0])]),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    [Row] = maps:get(rows, Cmp),
+    ?assertEqual(too_few_samples, maps:get(verdict, lists:last(maps:get(cells, Row)))),
+    ?assert(lists:any(fun(N) -> binary:match(N, <<"too few samples">>) =/= nomatch end,
+                      maps:get(notes, Cmp))),
+    {_, [TableRow]} = beamlab_compare:to_rows(Cmp),
+    ?assertEqual(<<"too_few_samples">>, lists:last(TableRow)).
+
+unit_mismatch_test() ->
+    A = result([bench(<<"a">>, base())]),
+    B = result([(bench(<<"a">>, base()))#{unit => <<"us">>}]),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    [Row] = maps:get(rows, Cmp),
+    ?assertEqual(unit_mismatch, maps:get(verdict, lists:last(maps:get(cells, Row)))).
+
+env_diff_test() ->
+    EnvA = #{otp_release => <<"25">>, schedulers => 2, hostname => <<"h">>, now => <<"t1">>,
+             cpu => #{model => <<"X">>}, memory => #{erlang => #{total => 1}},
+             load => #{load1 => 1.5}},
+    EnvB = EnvA#{otp_release => <<"26">>, now => <<"t2">>, extra_key => 1,
+                 memory => #{erlang => #{total => 2}}, load => #{load1 => 3.0}},
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, result([], EnvA)}, {<<"B">>, result([], EnvB)}]),
+    Diff = maps:get(env_diff, Cmp),
+    Keys = [K || #{key := K} <- Diff],
+    %% OTP is explanatory, so it sorts first; a key one run lacks shows as null.
+    ?assertEqual([<<"env.otp_release">>, <<"env.extra_key">>], Keys),
+    ?assertMatch([#{values := [<<"25">>, <<"26">>]}, #{values := [null, 1]}], Diff).
+
+three_runs_and_table_test() ->
+    Runs = [{L, result([bench(<<"a">>, shifted(F))])} || {L, F} <- [{<<"A">>, 1.0}, {<<"B">>, 1.3}, {<<"C">>, 0.7}]],
+    {ok, Cmp} = beamlab_compare:compare(Runs),
+    {Header, [Row]} = beamlab_compare:to_rows(Cmp),
+    ?assertEqual(length(Header), length(Row)),
+    ?assertEqual(2 + 3 * 3 + 2 * 5, length(Header)),
+    ?assert(lists:member(<<"B vs A">>, Header)),
+    ?assert(lists:member(<<"C vs A">>, Header)),
+    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(16, Row), lists:nth(21, Row)]),
+    %% Change and CI bounds are plain fractions for CSV and the HTML page.
+    [Change, Lo, Hi] = lists:sublist(Row, 12, 3),
+    ?assert(Lo < Change andalso Change < Hi andalso abs(Change - 0.3) < 1.0e-9).
+
+needs_two_runs_test() ->
+    ?assertEqual({error, {too_few_runs, 1}}, beamlab_compare:compare([{<<"A">>, result([])}])),
+    ?assertMatch([_ | _], lists:flatten(beamlab_compare:format_error({too_few_runs, 1}))).
+
+partial_and_kinds_notes_test() ->
+    A = result([bench(<<"a">>, base())]),
+    B = (result([bench(<<"a">>, base())]))#{kind => <<"suite">>, partial => true},
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    Notes = iolist_to_binary(maps:get(notes, Cmp)),
+    ?assertNotEqual(nomatch, binary:match(Notes, <<"partial (interrupted) run: B">>)),
+    ?assertNotEqual(nomatch, binary:match(Notes, <<"different kinds (bench, suite)">>)),
+    ?assertMatch([_, #{partial := true}], maps:get(runs, Cmp)).

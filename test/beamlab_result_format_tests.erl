@@ -1,0 +1,49 @@
+%%% The versioned result format as compare/report read it: version checks,
+%%% property-based round trips of whole documents.
+-module(beamlab_result_format_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+doc() ->
+    beamlab_results_fixtures:result(<<"bench">>, #{seconds => 3}).
+
+version_older_and_current_accepted_test() ->
+    {ok, Json} = beamlab_json:decode(beamlab_result:to_json(doc())),
+    ?assertMatch({ok, #{kind := <<"bench">>}}, beamlab_result:from_json(Json)),
+    %% A reader accepts every version up to its own.
+    Current = beamlab_result:version(),
+    [?assertMatch({ok, _}, beamlab_result:from_json(Json#{<<"version">> => V}))
+     || V <- lists:seq(1, Current)].
+
+version_newer_rejected_test() ->
+    Dir = beamlab_test_util:tmp_dir("version"),
+    Path = filename:join(Dir, "new.json"),
+    {ok, Json} = beamlab_json:decode(beamlab_result:to_json(doc())),
+    Newer = beamlab_result:version() + 1,
+    ok = file:write_file(Path, beamlab_json:encode(Json#{<<"version">> => Newer})),
+    {error, Reason} = beamlab_result:load(Path),
+    Msg = lists:flatten(beamlab_result:format_error(Reason)),
+    ?assertNotEqual(nomatch, string:find(Msg, "newer than this beamlab reads")),
+    ?assertEqual(1, length(string:split(Msg, "\n", all))).
+
+not_a_result_rejected_test() ->
+    ?assertEqual({error, not_a_result}, beamlab_result:from_json(#{<<"schema">> => <<"x">>})),
+    ?assertEqual({error, not_a_result}, beamlab_result:from_json([1, 2])).
+
+saved_document_compares_and_reports_test() ->
+    %% What `--save' writes is exactly what compare and report consume.
+    Dir = beamlab_test_util:tmp_dir("saved"),
+    Path = filename:join(Dir, "a.json"),
+    {ok, _} = beamlab_result:save(beamlab_output:bound_samples(doc(), 10), Path),
+    {ok, Loaded} = beamlab_result:load(Path),
+    {ok, Cmp} = beamlab_compare:compare([{<<"a">>, Loaded}, {<<"b">>, Loaded}]),
+    ?assertEqual([no_difference], [maps:get(verdict, lists:last(maps:get(cells, R))) || R <- maps:get(rows, Cmp)]),
+    {ok, Html} = beamlab_report_html:render([{<<"a">>, Loaded}]),
+    ?assertNotEqual(nomatch, binary:match(Html, <<"id=\"beamlab-data\"">>)).
+
+roundtrip_property_test_() ->
+    {timeout, 60, ?_assert(proper:quickcheck(prop_beamlab_result:prop_roundtrip(),
+                                             [{numtests, 100}, {to_file, user}]))}.
+
+bounded_roundtrip_property_test_() ->
+    {timeout, 60, ?_assert(proper:quickcheck(prop_beamlab_result:prop_bounded_roundtrip(),
+                                             [{numtests, 100}, {to_file, user}]))}.

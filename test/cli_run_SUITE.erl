@@ -1,0 +1,247 @@
+%%% `beamlab run' and the bare form `beamlab CODE...' through the built
+%%% escript: output shapes, JSON, every bad input (one line, exit 2, no
+%%% crash dump), failing runners (exit 1, other jobs still reported) and
+%%% Ctrl-C (partial output, exit 130). Samples are short (-d 50..100).
+-module(cli_run_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-compile([export_all, nowarn_export_all]).
+
+all() ->
+    [bare_form, run_subcommand, single_sample, json_output, extended_report, timed_mode,
+     squeeze_mode, hooks_positional, hooks_all_defaults, labels_and_baseline, stopping_rule,
+     verbose_telemetry, code_path_pa, slow_runner_note, failing_runner_keeps_others, bad_inputs, help_run,
+     save_result, ctrl_c_partial].
+
+suite() ->
+    [{timetrap, {seconds, 120}}].
+
+cli(Args) -> beamlab_test_util:cli(Args).
+
+lines(Bin) -> [L || L <- binary:split(Bin, <<"\n">>, [global]), L =/= <<>>].
+
+has(Bin, Pattern) ->
+    case re:run(Bin, Pattern) of
+        {match, _} -> true;
+        nomatch -> error({no_match, Pattern, Bin})
+    end.
+
+json(Out) ->
+    {ok, Decoded} = beamlab_json:decode(Out),
+    {ok, Doc} = beamlab_result:from_json(Decoded),
+    Doc.
+
+%%--------------------------------------------------------------------
+
+bare_form(_) ->
+    #{code := 0, out := Out} = cli(["rand:uniform().", "-d", "50", "-s", "2"]),
+    [Header, Row | _] = lines(Out),
+    has(Header, "^Code +\\|\\| +QPS +Time$"),
+    has(Row, "^rand:uniform\\(\\)\\. +1 +[0-9]+( [KMG]i)? +[0-9.]+ (ns|us)$").
+
+run_subcommand(_) ->
+    #{code := 0, out := Out} = cli(["run", "ok.", "-d", "50", "-s", "2", "-c", "2"]),
+    [_, Row | _] = lines(Out),
+    has(Row, "^ok\\. +2 ").
+
+single_sample(_) ->
+    #{code := 0, out := Out} = cli(["ok.", "-s", "1", "-d", "50", "--format", "json"]),
+    #{benchmarks := [#{samples := [_], stats := #{n := 1}}]} = json(Out).
+
+json_output(_) ->
+    #{code := 0, out := Out} = cli(["ok.", "timer:sleep(1).", "-d", "50", "-s", "3",
+                                     "--format", "json"]),
+    Doc = json(Out),
+    #{kind := <<"bench">>, schema := <<"beamlab.result">>, partial := false,
+      benchmarks := [A, B], params := #{<<"mode">> := <<"continuous">>}} = Doc,
+    #{name := <<"ok.">>, samples := [_, _, _], unit := <<"iterations">>} = A,
+    #{name := <<"timer:sleep(1).">>, comparison := #{verdict := _}} = B,
+    #{<<"qps">> := Q} = maps:get(extra, A),
+    true = Q > 0.
+
+extended_report(_) ->
+    #{code := 0, out := Out} = cli(["ok.", "timer:sleep(1).", "-d", "50", "-s", "3", "-r", "extended"]),
+    [Header, R1, R2 | _] = lines(Out),
+    has(Header, "^Code +\\|\\| +Samples +Avg +StdDev +Median +P99 +Iteration +95% CI +Outliers +Rel +vs baseline$"),
+    has(R1, "baseline$"),
+    has(R2, "(slower|faster|no difference)"),
+    %% 10 samples switch to the extended report by default
+    #{code := 0, out := Out2} = cli(["ok.", "-d", "20", "-s", "10"]),
+    has(hd(lines(Out2)), "Samples").
+
+timed_mode(_) ->
+    #{code := 0, out := Out} = cli(["rand:uniform().", "-l", "10K", "-s", "2", "--format", "json"]),
+    #{benchmarks := [#{unit := <<"ns">>, samples := [_, _]}],
+      params := #{<<"loop">> := 10000, <<"mode">> := <<"timed">>}} = json(Out),
+    #{code := 0, out := Text} = cli(["rand:uniform().", "-l", "10K", "-s", "2"]),
+    has(Text, "rand:uniform\\(\\)\\. +1 ").
+
+squeeze_mode(_) ->
+    #{code := 0, out := Out} = cli(["timer:sleep(2).", "-q", "--max", "3", "-t", "2", "-d", "50",
+                                     "-s", "1"]),
+    has(Out, "Concurrency curve for timer:sleep\\(2\\)\\.:"),
+    has(Out, "\n +3 +[0-9]+").
+
+hooks_positional(_) ->
+    %% --init_runner applies to the code before it (erlperf's example 4)
+    #{code := 0, out := Out} =
+        cli(["r(_, S) -> {_, N} = rand:uniform_s(S), N.", "--init_runner", "rand:seed(exsss).",
+             "r() -> rand:uniform().", "-d", "50", "-s", "2"]),
+    [_, R1, R2 | _] = lines(Out),
+    has(R1, "^r\\(_, S\\)"),
+    has(R2, "^r\\(\\) -> rand:uniform\\(\\)\\."),
+    %% a hook given before any code is a usage error
+    R = #{code := 2} = cli(["--init", "ok.", "ok."]),
+    beamlab_test_util:assert_one_line_error(R).
+
+hooks_all_defaults(_) ->
+    %% every runner needs the init_runner value; the second has its own
+    #{code := 0, out := Out} =
+        cli(["r(X) -> X = 5.", "r(X) -> X = 6.", "--init_runner", "6.",
+             "--init_runner_all", "5.", "-d", "50", "-s", "1", "--format", "json"]),
+    #{benchmarks := Bs} = json(Out),
+    [<<"ok">>, <<"ok">>] = [maps:get(<<"status">>, maps:get(extra, B)) || B <- Bs],
+    #{code := 0} = cli(["ok.", "--init_all", "ets:new(t, [named_table, public]).",
+                        "--done_all", "ets:delete(t).", "-d", "50", "-s", "1"]).
+
+labels_and_baseline(_) ->
+    #{code := 0, out := Out} =
+        cli(["timer:sleep(5).", "--label", "slow", "timer:sleep(1).", "--label", "fast",
+             "--baseline", "fast", "-d", "50", "-s", "3", "--format", "json"]),
+    #{benchmarks := [#{name := <<"slow">>}, #{name := <<"fast">>, extra := #{<<"baseline">> := true}}]} =
+        json(Out).
+
+stopping_rule(_) ->
+    #{code := 0, out := Out} = cli(["timer:sleep(1).", "--rel-ci", "50", "--max-samples", "20",
+                                     "-d", "50", "--format", "json"]),
+    #{benchmarks := [#{samples := S}]} = json(Out),
+    true = length(S) >= 3 andalso length(S) =< 20.
+
+verbose_telemetry(_) ->
+    #{code := 0, err := Err, out := Out} = cli(["ok.", "-v", "-d", "700", "-s", "2",
+                                                 "--format", "json"]),
+    %% a live line per second on stderr, the series in the result
+    true = length(lines(Err)) >= 2,
+    #{telemetry := T} = json(Out),
+    true = map_size(T) > 0.
+
+code_path_pa(Config) ->
+    Dir = ?config(priv_dir, Config),
+    {ok, Mod, Bin} = compile:forms([{attribute, 1, module, cli_run_pa_mod},
+                                    {attribute, 1, export, [{f, 0}]},
+                                    {function, 1, f, 0, [{clause, 1, [], [], [{atom, 1, ok}]}]}]),
+    ok = file:write_file(filename:join(Dir, atom_to_list(Mod) ++ ".beam"), Bin),
+    #{code := 0} = cli(["cli_run_pa_mod:f().", "-pa", Dir, "-d", "50", "-s", "1"]),
+    R = #{code := 2, err := Err} = cli(["cli_run_pa_mod:f().", "-d", "50", "-s", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    has(Err, "undefined function cli_run_pa_mod:f/0").
+
+%% A runner slower than a sample: exit 0, figures from the totals, a note.
+slow_runner_note(_) ->
+    #{code := 0, out := Out} = cli(["timer:sleep(120).", "-d", "50", "-s", "4"]),
+    has(Out, "note: timer:sleep\\(120\\)\\. completed fewer than one iteration per sample"),
+    #{code := 0, out := Json} = cli(["timer:sleep(120).", "-d", "50", "-s", "4", "--format", "json"]),
+    #{benchmarks := [#{samples := S, extra := #{<<"less_than_one_per_sample">> := true}}]} = json(Json),
+    true = lists:member(0, S).
+
+failing_runner_keeps_others(_) ->
+    #{code := 1, out := Out, err := Err} = cli(["erlang:error(boom).", "ok.", "-d", "50", "-s", "2"]),
+    has(Out, "erlang:error\\(boom\\)\\. +1 +failed"),
+    has(Out, "\nok\\. +1 +[0-9]"),
+    [<<"beamlab: erlang:error(boom).: runner failed: error boom">>] = lines(Err),
+    #{code := 1, err := Err2} = cli(["ok.", "--init", "exit(nope).", "-d", "50", "-s", "1"]),
+    has(Err2, "init hook failed: exit nope"),
+    #{code := 1, err := Err3} = cli(["receive after infinity -> ok end.", "--deadline", "150",
+                                     "-d", "50", "-s", "6"]),
+    has(Err3, "runner hung").
+
+bad_inputs(_) ->
+    Cases = [{["ok.", "-c", "0"], "-c"},
+             {["ok.", "-d", "-5"], "-d"},
+             {["ok.", "-l", "0"], "-l"},
+             {["ok.", "-s", "0"], "-s"},
+             {["ok.", "--bogus"], "unknown option"},
+             {["ok.", "-l", "10", "-c", "2"], "-l"},
+             {["ok.", "-q", "-l", "10"], "-q"},
+             {["ok.", "--max", "4"], "needs -q"},
+             {["ok.", "--max-samples", "4"], "needs --rel-ci"},
+             {["ok.", "--vm-args", "+S 1"], "-i"},
+             {["ok.", "-r", "fancy"], "-r"},
+             {["ok.", "--baseline", "2"], "baseline"},
+             {["ok.", "ok.", "--baseline", "nope"], "baseline"},
+             {["r(X) -> X + ."], "1:13: syntax error before: '.'"},
+             {["nomod:f()."], "undefined function nomod:f/0"},
+             {["foo()."], "function foo/0 undefined"},
+             {["ok.", "--init_runner", "bad("], "init_runner: 1:4: syntax error"},
+             {["r(X) -> X."], "needs an init_runner"},
+             {["run"], "no code"},
+             {["ok.", "-pa", "/nonexistent/dir"], "no such directory"}],
+    [begin
+         R = #{code := Code, err := Err} = cli(Args ++ ["-d", "20", "-s", "1"]),
+         {2, _} = {Code, Args},
+         beamlab_test_util:assert_one_line_error(R),
+         case binary:match(Err, list_to_binary(Expect)) of
+             nomatch -> error({missing, Expect, Args, Err});
+             _ -> ok
+         end
+     end || {Args, Expect} <- Cases],
+    ok.
+
+help_run(_) ->
+    #{code := 0, out := Out} = cli(["help", "run"]),
+    has(Out, "--init_runner"),
+    has(Out, "beamlab 'rand:uniform\\(\\)\\.' -c 4").
+
+save_result(_) ->
+    R = #{code := 0, dir := Dir} = cli(["ok.", "-d", "50", "-s", "1", "--save", "out.json"]),
+    ct:log("~p", [R]),
+    {ok, Doc} = beamlab_result:load(filename:join(Dir, "out.json")),
+    #{kind := <<"bench">>} = Doc.
+
+%% Ctrl-C: SIGINT to the process group, as a terminal does. The run stops,
+%% prints the samples taken so far and exits 130.
+ctrl_c_partial(_) ->
+    Dir = beamlab_test_util:tmp_dir("ctrlc"),
+    Out = filename:join(Dir, "out"),
+    Err = filename:join(Dir, "err"),
+    PidFile = filename:join(Dir, "pid"),
+    %% rebar3 starts the test VM with +B, which leaves SIGINT ignored in its
+    %% children; a shell cannot trap an ignored signal, so restore it first.
+    Env = os:find_executable("env"),
+    Port = open_port({spawn_executable, Env},
+                     [{args, ["--default-signal=INT", "setsid", "-w", "sh", "-c", "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
+                              "sh", PidFile, beamlab_test_util:escript(), "timer:sleep(1).",
+                              "-s", "100", "-d", "100"]},
+                      {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
+    Pgid = wait_pid(PidFile, 50),
+    %% interrupt once a few samples are in (the progress line says so)
+    wait_progress(Err, 300),
+    "" = os:cmd("kill -INT -" ++ Pgid),
+    Code = receive {Port, {exit_status, S}} -> S after 30000 -> error(no_exit) end,
+    130 = Code,
+    {ok, Text} = file:read_file(Out),
+    has(Text, "interrupted"),
+    has(Text, "timer:sleep\\(1\\)\\. +1 +[0-9]+"),
+    false = filelib:is_regular(filename:join(Dir, "erl_crash.dump")).
+
+wait_progress(_File, 0) ->
+    error(no_progress);
+wait_progress(File, N) ->
+    case file:read_file(File) of
+        {ok, B} when byte_size(B) > 0 ->
+            case binary:match(B, <<"sampling round">>) of
+                nomatch -> timer:sleep(100), wait_progress(File, N - 1);
+                _ -> ok
+            end;
+        _ ->
+            timer:sleep(100), wait_progress(File, N - 1)
+    end.
+
+wait_pid(_File, 0) ->
+    error(no_pid_file);
+wait_pid(File, N) ->
+    case file:read_file(File) of
+        {ok, <<_, _/binary>> = B} -> string:trim(binary_to_list(B));
+        _ -> timer:sleep(100), wait_pid(File, N - 1)
+    end.

@@ -1,0 +1,65 @@
+%%% PropEr properties of saved result documents (run from
+%%% beamlab_result_format_tests): JSON round-trips through beamlab_json and
+%%% beamlab_result:from_json/1 give back the same document.
+-module(prop_beamlab_result).
+-include_lib("proper/include/proper.hrl").
+
+-export([prop_roundtrip/0, prop_bounded_roundtrip/0]).
+
+%% A document as producers build it, with user data under binary keys (as
+%% it always reads back), survives encode -> decode -> from_json unchanged.
+prop_roundtrip() ->
+    ?FORALL(Doc, document(),
+            begin
+                {ok, Json} = beamlab_json:decode(beamlab_result:to_json(Doc)),
+                {ok, Back} = beamlab_result:from_json(Json),
+                Back =:= Doc
+            end).
+
+%% Bounding samples for saving keeps documents valid and round-trippable,
+%% and never keeps more than the bound.
+prop_bounded_roundtrip() ->
+    ?FORALL({Doc, Max}, {document(), range(1, 20)},
+            begin
+                Bounded = beamlab_output:bound_samples(Doc, Max),
+                {ok, Json} = beamlab_json:decode(beamlab_result:to_json(Bounded)),
+                {ok, Back} = beamlab_result:from_json(Json),
+                Back =:= Bounded andalso
+                    lists:all(fun(#{samples := S, sample_info := #{kept := K, count := C}}) ->
+                                      length(S) =:= K andalso K =< max(Max, C) andalso
+                                          (C =< Max orelse K =:= Max)
+                              end, maps:get(benchmarks, Bounded))
+            end).
+
+document() ->
+    ?LET({Kind, Benchmarks, Params, Env, Partial, Findings},
+         {oneof([<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]),
+          list(benchmark()), user_map(), user_map(), boolean(), list(finding())},
+         begin
+             R = beamlab_result:new(Kind, #{params => Params, command => [<<"beamlab">>, Kind]}),
+             R#{benchmarks := unique(Benchmarks), env => Env, partial := Partial,
+                findings := Findings, finished_at => <<"2026-11-22T03:00:00Z">>,
+                telemetry := #{<<"t_ms">> => [0, 1000], <<"util">> => [1.5, 2.5]}}
+         end).
+
+benchmark() ->
+    ?LET({Name, Samples, Unit, Better, Params},
+         {name(), non_empty(list(oneof([integer(), float()]))),
+          oneof([<<"ns">>, <<"ops/s">>, <<"msg/s">>, <<"us">>]),
+          oneof([higher, lower]), user_map()},
+         beamlab_result:benchmark(Name, Samples, #{unit => Unit, better => Better, params => Params})).
+
+finding() ->
+    ?LET({Title, Sev}, {name(), oneof([<<"info">>, <<"warning">>, <<"critical">>])},
+         #{id => <<"f">>, severity => Sev, title => Title, evidence => Title, advice => <<>>,
+           data => #{}}).
+
+name() ->
+    ?LET(S, non_empty(utf8()), S).
+
+user_map() ->
+    ?LET(KVs, list({name(), oneof([integer(), name(), boolean(), null, list(integer())])}),
+         maps:from_list(KVs)).
+
+unique(Benchmarks) ->
+    maps:values(maps:from_list([{maps:get(name, B), B} || B <- Benchmarks])).

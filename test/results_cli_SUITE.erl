@@ -1,0 +1,255 @@
+%%% Saved runs, `beamlab compare' and `beamlab report' through the built
+%%% escript: every output format, the --fail-if-slower exit code, partial
+%%% (interrupted) runs and bad inputs. Runs made by the real `run' command
+%%% where that command is in the build; result documents of every kind
+%%% (bench, suite, matrix, amqp) from fixtures.
+-module(results_cli_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
+-export([compare_every_kind/1, compare_formats/1, compare_three_runs/1, fail_if_slower/1,
+         compare_unpaired/1, bad_inputs/1, report_every_kind/1, report_bad_inputs/1,
+         run_save_compare_report/1, run_formats/1, interrupted_run_is_partial/1,
+         save_default_path/1]).
+
+all() ->
+    [{group, fixtures}, {group, real_runs}].
+
+groups() ->
+    [{fixtures, [], [compare_every_kind, compare_formats, compare_three_runs, fail_if_slower,
+                     compare_unpaired, bad_inputs, report_every_kind, report_bad_inputs]},
+     {real_runs, [], [run_save_compare_report, run_formats, interrupted_run_is_partial,
+                      save_default_path]}].
+
+init_per_suite(Config) ->
+    _ = beamlab_test_util:escript(),
+    Dir = beamlab_test_util:tmp_dir("results"),
+    F = fun beamlab_results_fixtures:result/2,
+    Docs = [{"bench-a", F(<<"bench">>, #{})},
+            {"bench-b", F(<<"bench">>, #{factor => 1.2})},
+            {"bench-same", F(<<"bench">>, #{})},
+            {"suite-a", F(<<"suite">>, #{})},
+            {"suite-b", (F(<<"suite">>, #{factor => 0.9, partial => true}))},
+            {"matrix-a", F(<<"matrix">>, #{})},
+            {"matrix-b", F(<<"matrix">>, #{factor => 1.05, schedulers => 8})},
+            {"amqp-a", F(<<"amqp">>, #{})},
+            {"amqp-b", F(<<"amqp">>, #{factor => 0.8})}],
+    Paths = [begin
+                 Path = filename:join(Dir, Name ++ ".json"),
+                 {ok, _} = beamlab_result:save(Doc, Path),
+                 {Name, Path}
+             end || {Name, Doc} <- Docs],
+    [{dir, Dir}, {files, maps:from_list(Paths)} | Config].
+
+end_per_suite(_Config) ->
+    ok.
+
+init_per_group(real_runs, Config) ->
+    %% The `run' command belongs to the engine; in a build without it these
+    %% cases cannot run (the integrated build has it).
+    case cli(["help", "run"]) of
+        #{code := 0} -> Config;
+        _ -> {skip, "the 'run' command is not in this build"}
+    end;
+init_per_group(_, Config) ->
+    Config.
+
+end_per_group(_, _Config) ->
+    ok.
+
+cli(Args) -> beamlab_test_util:cli(Args).
+file(Config, Name) -> maps:get(Name, ?config(files, Config)).
+
+%% Fixtures ------------------------------------------------------------------
+
+compare_every_kind(Config) ->
+    [begin
+         #{code := 0, out := Out} = cli(["compare", file(Config, K ++ "-a"), file(Config, K ++ "-b")]),
+         ct:log("~s:~n~ts", [K, Out]),
+         ?assertNotEqual(nomatch, binary:match(Out, <<"vs ", (list_to_binary(K))/binary, "-a">>))
+     end || K <- ["bench", "suite", "matrix", "amqp"]],
+    %% The partial run is marked, and said to be partial.
+    #{out := S} = cli(["compare", file(Config, "suite-a"), file(Config, "suite-b")]),
+    ?assertNotEqual(nomatch, binary:match(S, <<"suite-b (partial)">>)),
+    ?assertNotEqual(nomatch, binary:match(S, <<"partial (interrupted) run: suite-b">>)),
+    %% suite-b is 10% faster (lower ns), matrix-b 5% more ops/s.
+    ?assertEqual(3, count(S, <<"faster">>)),
+    #{out := M} = cli(["compare", file(Config, "matrix-a"), file(Config, "matrix-b")]),
+    ?assertEqual(4, count(M, <<"faster">>)),
+    %% ...and the env difference that might explain it is shown.
+    ?assertMatch({match, _}, re:run(M, <<"env.schedulers.online +4 +8">>)),
+    %% ...but not the VM's own memory use, which differs on every run.
+    ?assertEqual(nomatch, binary:match(M, <<"env.memory.erlang">>)).
+
+compare_formats(Config) ->
+    A = file(Config, "bench-a"),
+    B = file(Config, "bench-b"),
+    #{code := 0, out := Json} = cli(["compare", A, B, "--format", "json"]),
+    {ok, #{<<"schema">> := <<"beamlab.compare">>, <<"rows">> := [Row]}} = beamlab_json:decode(Json),
+    #{<<"name">> := <<"ok.">>, <<"cells">> := [_, #{<<"verdict">> := <<"slower">>, <<"change">> := Ch}]} = Row,
+    ?assert(abs(Ch - 0.2) < 0.05),
+    #{code := 0, out := Csv} = cli(["compare", A, B, "--format", "csv"]),
+    {ok, [Header, CsvRow]} = beamlab_format_csv:decode(Csv),
+    ?assertEqual(<<"name">>, hd(Header)),
+    ?assertEqual(length(Header), length(CsvRow)),
+    ?assertEqual(<<"slower">>, lists:last(CsvRow)),
+    #{code := 0, out := Md} = cli(["compare", A, B, "--format", "markdown"]),
+    ?assertMatch({match, _}, re:run(Md, <<"^\\| name \\| bench-a \\| bench-b \\| bench-b vs bench-a \\| 95% CI \\| p \\| verdict \\|$">>, [multiline])),
+    ?assertMatch({match, _}, re:run(Md, <<"^\\| ok\\. \\| .* \\| \\+2\\d\\.\\d% \\| .* \\| SLOWER \\|$">>, [multiline])),
+    #{code := 0, out := Text} = cli(["compare", A, B, "--format", "text"]),
+    ?assertMatch({match, _}, re:run(Text, <<"^ok\\. .* \\+2\\d\\.\\d% +\\[\\+\\d+\\.\\d%, \\+\\d+\\.\\d%\\] +<0\\.001 +SLOWER$">>, [multiline])),
+    %% Same run against itself: no significant difference.
+    #{out := Same} = cli(["compare", A, file(Config, "bench-same")]),
+    ?assertMatch({match, _}, re:run(Same, <<"^ok\\. .* ~$">>, [multiline])).
+
+compare_three_runs(Config) ->
+    #{code := 0, out := Out} = cli(["compare", file(Config, "bench-a"), file(Config, "bench-b"),
+                                    file(Config, "bench-same")]),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"bench-b vs bench-a">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"bench-same vs bench-a">>)).
+
+fail_if_slower(Config) ->
+    A = file(Config, "bench-a"),
+    B = file(Config, "bench-b"),
+    R = #{code := 1, err := Err} = cli(["compare", A, B, "--fail-if-slower", "5"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertNotEqual(nomatch, binary:match(Err, <<"1 benchmark(s) significantly slower by more than 5%: ok. (bench-b: 2">>)),
+    %% 20% slower passes a 50% threshold; faster runs never fail.
+    #{code := 0} = cli(["compare", A, B, "--fail-if-slower", "50"]),
+    #{code := 0} = cli(["compare", B, A, "--fail-if-slower", "1"]),
+    #{code := 0} = cli(["compare", A, file(Config, "bench-same"), "--fail-if-slower", "1"]),
+    %% Throughput: amqp-b publishes 20% less (higher is better): slower.
+    #{code := 1} = cli(["compare", file(Config, "amqp-a"), file(Config, "amqp-b"), "--fail-if-slower", "10%"]).
+
+compare_unpaired(Config) ->
+    #{code := 0, out := Out} = cli(["compare", file(Config, "bench-a"), file(Config, "suite-a")]),
+    %% Nothing in common: every benchmark is listed and said to be missing.
+    [?assertNotEqual(nomatch, binary:match(Out, N)) || N <- [<<"ok.">>, <<"ping_pong">>, <<"skynet">>]],
+    ?assertNotEqual(nomatch, binary:match(Out, <<"4 benchmark(s) missing from some runs">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"runs are of different kinds (bench, suite)">>)).
+
+bad_inputs(Config) ->
+    Dir = ?config(dir, Config),
+    A = file(Config, "bench-a"),
+    Garbage = filename:join(Dir, "garbage.json"),
+    ok = file:write_file(Garbage, <<"{not json">>),
+    Other = filename:join(Dir, "other.json"),
+    ok = file:write_file(Other, <<"{\"hello\": 1}">>),
+    Newer = filename:join(Dir, "newer.json"),
+    {ok, Doc} = file:read_file(A),
+    ok = file:write_file(Newer, binary:replace(Doc, <<"\"version\": 1">>, <<"\"version\": 99">>)),
+    Cases = [{["compare", A], <<"at least two result files">>},
+             {["compare", A, filename:join(Dir, "missing.json")], <<"missing.json: no such file">>},
+             {["compare", A, Garbage], <<"garbage.json is not a beamlab result">>},
+             {["compare", A, Other], <<"other.json is not a beamlab result file">>},
+             {["compare", A, Newer], <<"newer than this beamlab reads">>},
+             {["compare", A, A, "--fail-if-slower", "x"], <<"fail-if-slower">>},
+             {["compare", A, A, "--format", "yaml"], <<"format">>}],
+    [begin
+         R = #{code := 2, err := Err} = cli(Args),
+         beamlab_test_util:assert_one_line_error(R),
+         ?assertNotEqual(nomatch, binary:match(Err, Expect), {Args, Err})
+     end || {Args, Expect} <- Cases].
+
+report_every_kind(Config) ->
+    Out = filename:join(?config(dir, Config), "all.html"),
+    Files = [file(Config, N) || N <- ["bench-a", "suite-b", "matrix-a", "amqp-a"]],
+    #{code := 0, out := Msg} = cli(["report" | Files] ++ ["-o", Out, "--title", "All <kinds>"]),
+    ?assertMatch({match, _}, re:run(Msg, <<"^wrote .*all.html \\(4 run\\(s\\), .*\\)$">>, [multiline])),
+    {ok, Html} = file:read_file(Out),
+    ?assertNotEqual(nomatch, binary:match(Html, <<"<title>All &lt;kinds&gt;</title>">>)),
+    %% Self-contained: no external script, style or image.
+    ?assertEqual(nomatch, re:run(Html, <<"<script[^>]+src=|<link |https?://(?!www.w3.org/2000/svg)">>)),
+    {match, [Json]} = re:run(Html, <<"<script type=\"application/json\" id=\"beamlab-data\">(.*?)</script>">>,
+                             [dotall, {capture, all_but_first, binary}]),
+    {ok, #{<<"runs">> := Runs}} = beamlab_json:decode(binary:replace(Json, <<"<\\/">>, <<"</">>, [global])),
+    ?assertEqual([<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>], [maps:get(<<"kind">>, R) || R <- Runs]),
+    [_, #{<<"partial">> := true}, #{<<"scaling">> := [_]}, #{<<"curves">> := [_]}] = Runs,
+    %% No temporary file left behind by the atomic write.
+    ?assertEqual([], filelib:wildcard(Out ++ ".*")).
+
+report_bad_inputs(Config) ->
+    R1 = #{code := 2} = cli(["report"]),
+    beamlab_test_util:assert_one_line_error(R1),
+    R2 = #{code := 2, err := E2} = cli(["report", "/nonexistent/x.json"]),
+    beamlab_test_util:assert_one_line_error(R2),
+    ?assertNotEqual(nomatch, binary:match(E2, <<"no such file">>)),
+    %% A regular file where a directory should be: cannot be created.
+    Blocked = filename:join(file(Config, "bench-a"), "r.html"),
+    R3 = #{code := 1, err := E3} = cli(["report", file(Config, "bench-a"), "-o", Blocked]),
+    beamlab_test_util:assert_one_line_error(R3),
+    ?assertNotEqual(nomatch, binary:match(E3, <<"cannot write">>)).
+
+%% Real runs -----------------------------------------------------------------
+
+run_save_compare_report(Config) ->
+    Dir = ?config(dir, Config),
+    A = filename:join(Dir, "run-a.json"),
+    B = filename:join(Dir, "run-b.json"),
+    #{code := 0, err := ErrA} = cli(["ok.", "-d", "50", "-s", "5", "--save", A]),
+    ?assertNotEqual(nomatch, binary:match(ErrA, <<"saved: ">>)),
+    #{code := 0} = cli(["ok.", "-d", "50", "-s", "5", "--save", B]),
+    {ok, #{kind := <<"bench">>, partial := false, benchmarks := [Bench]}} = beamlab_result:load(A),
+    #{sample_info := #{count := 5, kept := 5, method := <<"all">>}} = Bench,
+    #{code := 0, out := Out} = cli(["compare", A, B]),
+    ct:log("~ts", [Out]),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"run-b vs run-a">>)),
+    Html = filename:join(Dir, "run.html"),
+    #{code := 0} = cli(["report", A, B, "-o", Html]),
+    ?assert(filelib:file_size(Html) > 10000).
+
+run_formats(Config) ->
+    Dir = ?config(dir, Config),
+    Base = ["ok.", "-d", "50", "-s", "5"],
+    #{code := 0, out := Text} = cli(Base),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"ok.">>)),
+    #{code := 0, out := Json} = cli(Base ++ ["--format", "json"]),
+    %% JSON printed is a result document compare and report read.
+    J = filename:join(Dir, "printed.json"),
+    ok = file:write_file(J, Json),
+    {ok, #{kind := <<"bench">>}} = beamlab_result:load(J),
+    #{code := 0} = cli(["compare", J, J]),
+    #{code := 0, out := Csv} = cli(Base ++ ["--format", "csv"]),
+    {ok, [Header, _Row]} = beamlab_format_csv:decode(Csv),
+    ?assertEqual(beamlab_output:csv_header(), Header),
+    #{code := 0, out := Md} = cli(Base ++ ["--format", "markdown"]),
+    ?assertMatch({match, _}, re:run(Md, <<"^\\| Benchmark \\| n \\| Mean ">>, [multiline])).
+
+%% Ctrl-C during a run: the launcher turns SIGINT into SIGTERM for the VM,
+%% which stops measuring and still saves, marked partial. The escript is
+%% started directly (a shell would start a background job with SIGINT
+%% ignored, and the launcher could not trap it).
+interrupted_run_is_partial(Config) ->
+    Dir = ?config(dir, Config),
+    P = filename:join(Dir, "partial.json"),
+    Port = open_port({spawn_executable, beamlab_test_util:escript()},
+                     [{args, ["timer:sleep(1).", "-d", "200", "-s", "1000", "--save", P]},
+                      {cd, Dir}, exit_status, binary, stderr_to_stdout]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    timer:sleep(4000),
+    _ = os:cmd("kill -INT " ++ integer_to_list(OsPid)),
+    {Code, Out} = collect(Port, <<>>),
+    ct:log("exit ~p~n~ts", [Code, Out]),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"saved: ">>)),
+    {ok, #{partial := true, benchmarks := [#{samples := S}]}} = beamlab_result:load(P),
+    ?assert(length(S) >= 1 andalso length(S) < 1000),
+    #{code := 0, out := Cmp} = cli(["compare", P, P]),
+    ?assertNotEqual(nomatch, binary:match(Cmp, <<"(partial)">>)),
+    #{code := 0} = cli(["report", P, "-o", filename:join(Dir, "partial.html")]).
+
+save_default_path(_Config) ->
+    #{code := 0, err := Err, dir := Dir} = cli(["ok.", "-d", "50", "-s", "3", "--save"]),
+    {match, [Path]} = re:run(Err, <<"saved: (beamlab-results/bench-\\d{8}-\\d{6}\\.json)">>,
+                             [{capture, all_but_first, list}]),
+    {ok, _} = beamlab_result:load(filename:join(Dir, Path)).
+
+collect(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect(Port, <<Acc/binary, D/binary>>);
+        {Port, {exit_status, Code}} -> {Code, Acc}
+    after 60000 -> error(timeout)
+    end.
+
+count(Bin, Pattern) ->
+    length(binary:matches(Bin, Pattern)).
