@@ -1,0 +1,19 @@
+%% Shared between the load generator's agent and its workers: the counter
+%% slots of the per-node `counters' array and the message body layout.
+
+-define(C_SENT, 1).
+-define(C_RETURNED, 2).
+-define(C_CONFIRMED, 3).
+-define(C_NACKED, 4).
+-define(C_RECEIVED, 5).
+%% Set to 1 when the run stops publishing: closed-loop channels check it
+%% before each publish so that the count of sent messages ends at once.
+-define(C_STOPPING, 6).
+-define(C_SIZE, 6).
+
+%% Body: intended send time (Erlang system time, microseconds, signed 64),
+%% then a 32-bit per-producer sequence number, then zero padding.
+-define(BODY_MIN, 12).
+
+%% Clock used for every timestamp written into or compared with a body.
+-define(NOW_US(), erlang:system_time(microsecond)).

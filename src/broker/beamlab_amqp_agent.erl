@@ -1,0 +1,227 @@
+%%% @doc The load generator's per-node agent: one process on every node
+%%% taking part in a run (the local one, started peers, or named nodes).
+%%%
+%%% It owns the node's AMQP connections (one per producer, consumer, or
+%%% group of closed-loop channels, reopened on request with `--reconnect'),
+%%% the node's `counters' array and latency histograms shared by its
+%%% workers, and answers the coordinator (`beamlab_amqp_perf') with counter
+%%% values and histogram snapshots, which are plain terms that cross nodes.
+%%% Per-interval histograms are snapshotted and reset on each sample; the
+%%% run totals are kept in separate histograms that are never reset.
+-module(beamlab_amqp_agent).
+
+-include("beamlab_amqp_perf.hrl").
+
+-export([start/3, connection/2, record/2, new_hist/0, hist_max/0]).
+
+%% Internal entry point (spawned, possibly on another node).
+-export([init/2]).
+
+-define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
+
+-record(st, {coord :: pid(),
+             plan :: map(),
+             ctx :: map(),
+             conns = #{} :: #{term() => pid()},
+             producers = [] :: [pid()],
+             consumers = [] :: [pid()],             % consumers and loop workers
+             pending = [] :: [pid()],               % started, not yet ready
+             done_p = 0 :: non_neg_integer(),
+             done_c = 0 :: non_neg_integer(),
+             reconnects = 0 :: non_neg_integer(),
+             opened = #{} :: #{term() => true},        % groups ever connected
+             phase = starting :: starting | running | stopping_p | stopping_c}).
+
+%% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
+%% (`uri', `producers', `consumers', `loops': lists of worker specs). The
+%% agent sends `{agent_ready, Pid}' or `{agent_error, Pid, Reason}'. Not
+%% linked: the coordinator monitors the agent, the agent monitors the
+%% coordinator and stops its workers when the coordinator is gone.
+-spec start(node(), pid(), map()) -> pid().
+start(Node, Coord, Plan) ->
+    proc_lib:spawn(Node, ?MODULE, init, [Coord, Plan]).
+
+%% @doc A live connection for the worker's group, asked of the agent
+%% (reconnecting when the previous one is gone).
+-spec connection(map(), map()) -> {ok, pid()} | {error, term()}.
+connection(#{agent := Agent}, #{group := Group}) ->
+    Ref = monitor(process, Agent),
+    Agent ! {connection, self(), Ref, Group},
+    receive
+        {Ref, Reply} ->
+            demonitor(Ref, [flush]),
+            Reply;
+        {'DOWN', Ref, process, _, Reason} ->
+            {error, {agent_down, Reason}}
+    end.
+
+%% @doc Records one latency (microseconds) in the total and interval
+%% histograms of a worker context.
+-spec record({term(), term()}, non_neg_integer()) -> ok.
+record({Total, Interval}, V) ->
+    _ = beamlab_stats_hist:record(Total, V),
+    _ = beamlab_stats_hist:record(Interval, V),
+    ok.
+
+%% @doc A latency histogram as used by every node of a run: microseconds,
+%% 3 significant digits.
+-spec new_hist() -> term().
+new_hist() ->
+    beamlab_stats_hist:new(#{significant_digits => 3, max => ?HIST_MAX_US}).
+
+%% @doc The largest latency (microseconds) recorded without clamping.
+-spec hist_max() -> pos_integer().
+hist_max() -> ?HIST_MAX_US.
+
+%% @private
+-spec init(pid(), map()) -> no_return().
+init(Coord, Plan) ->
+    process_flag(trap_exit, true),
+    _ = monitor(process, Coord),
+    Ctx = #{agent => self(),
+            counters => counters:new(?C_SIZE, [write_concurrency]),
+            cons_hists => {new_hist(), new_hist()},
+            conf_hists => {new_hist(), new_hist()}},
+    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx},
+    %% Consumers first: they must be subscribed before anything is published.
+    Cons = [beamlab_amqp_consumer:start_link(Ctx, S) || S <- maps:get(consumers, Plan, [])]
+        ++ [beamlab_amqp_loop:start_link(Ctx, S) || S <- maps:get(loops, Plan, [])],
+    Prods = [beamlab_amqp_producer:start_link(Ctx, S) || S <- maps:get(producers, Plan, [])],
+    loop(St0#st{consumers = Cons, producers = Prods, pending = Cons ++ Prods}).
+
+loop(St) ->
+    receive Msg -> loop(handle(Msg, St)) end.
+
+handle({Pid, ready}, #st{pending = P} = St) ->
+    ready_check(St#st{pending = lists:delete(Pid, P)});
+handle({Pid, {error, Reason}}, #st{coord = C} = St) when is_pid(Pid) ->
+    C ! {agent_error, self(), Reason},
+    shutdown(St);
+handle({connection, From, Ref, Group}, St) ->
+    {Reply, St1} = get_connection(Group, St),
+    From ! {Ref, Reply},
+    St1;
+handle({go, StartUs}, St) ->
+    _ = [W ! {go, StartUs} || W <- St#st.producers ++ St#st.consumers],
+    St#st{phase = running};
+handle({sample, From, Ref}, #st{ctx = Ctx} = St) ->
+    {_, ConsI} = maps:get(cons_hists, Ctx),
+    {_, ConfI} = maps:get(conf_hists, Ctx),
+    From ! {sample, Ref, self(), #{counters => counts(St),
+                                   consumer => snap_reset(ConsI),
+                                   confirm => snap_reset(ConfI),
+                                   producers_done => St#st.done_p,
+                                   consumers_done => St#st.done_c}},
+    St;
+handle(stop_producers, #st{ctx = #{counters := C}} = St) ->
+    counters:put(C, ?C_STOPPING, 1),
+    _ = [P ! stop || P <- St#st.producers],
+    maybe_stopped(St#st{phase = stopping_p});
+handle(stop_consumers, St) ->
+    _ = [W ! stop || W <- St#st.consumers],
+    maybe_stopped(St#st{phase = stopping_c});
+handle({'DOWN', _, process, Coord, _}, #st{coord = Coord} = St) ->
+    shutdown(St);
+handle({'EXIT', Pid, Reason}, St) ->
+    worker_exit(Pid, Reason, St);
+handle({amqp_closed, Conn, _Code, _Text}, #st{conns = Cs} = St) when is_pid(Conn) ->
+    St#st{conns = maps:filter(fun(_, C) -> C =/= Conn end, Cs)};
+handle(_Other, St) ->
+    St.
+
+ready_check(#st{pending = [], coord = C} = St) ->
+    C ! {agent_ready, self()},
+    St;
+ready_check(St) ->
+    St.
+
+get_connection(Group, #st{conns = Cs, plan = Plan} = St) ->
+    case maps:find(Group, Cs) of
+        {ok, Conn} ->
+            case is_process_alive(Conn) of
+                true -> {{ok, Conn}, St};
+                false -> reconnect(Group, St#st{conns = maps:remove(Group, Cs)}, Plan)
+            end;
+        error when is_map_key(Group, St#st.opened) ->
+            reconnect(Group, St, Plan);
+        error ->
+            connect(Group, St, Plan)
+    end.
+
+reconnect(Group, St, Plan) ->
+    case connect(Group, St, Plan) of
+        {{ok, _}, St1} = Ok -> setelement(2, Ok, St1#st{reconnects = St1#st.reconnects + 1});
+        Error -> Error
+    end.
+
+connect(Group, #st{conns = Cs} = St, Plan) ->
+    Name = iolist_to_binary(["beamlab amqp ", maps:get(id, Plan, <<>>), " ", group_name(Group)]),
+    case beamlab_amqp:connect(maps:get(uri, Plan), #{name => Name}) of
+        {ok, Conn} -> {{ok, Conn}, St#st{conns = Cs#{Group => Conn},
+                                         opened = (St#st.opened)#{Group => true}}};
+        {error, _} = E -> {E, St}
+    end.
+
+group_name({Kind, N}) ->
+    io_lib:format("~s~b", [Kind, N]).
+
+worker_exit(Pid, Reason, #st{producers = Ps, consumers = Cs, coord = C} = St) ->
+    IsP = lists:member(Pid, Ps),
+    IsC = lists:member(Pid, Cs),
+    case Reason of
+        normal when IsP ->
+            maybe_stopped(done(St#st{producers = Ps -- [Pid], done_p = St#st.done_p + 1}));
+        normal when IsC ->
+            maybe_stopped(done(St#st{consumers = Cs -- [Pid], done_c = St#st.done_c + 1}));
+        _ when IsP; IsC ->
+            C ! {agent_failure, self(), failure_reason(Reason)},
+            maybe_stopped(St#st{producers = Ps -- [Pid], consumers = Cs -- [Pid]});
+        _ ->
+            St
+    end.
+
+%% The coordinator ends a -C/-D run as soon as every worker is done.
+done(#st{coord = C, done_p = P, done_c = D} = St) ->
+    C ! {workers_done, self(), P, D},
+    St.
+
+failure_reason({shutdown, R}) -> R;
+failure_reason(R) -> {worker_crashed, R}.
+
+maybe_stopped(#st{phase = stopping_p, producers = [], coord = C} = St) ->
+    C ! {producers_stopped, self()},
+    St#st{phase = running};
+maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
+                  coord = C, ctx = Ctx} = St) ->
+    {ConsT, _} = maps:get(cons_hists, Ctx),
+    {ConfT, _} = maps:get(conf_hists, Ctx),
+    C ! {final, self(), #{counters => counts(St),
+                          consumer => beamlab_stats_hist:snapshot(ConsT),
+                          confirm => beamlab_stats_hist:snapshot(ConfT)}},
+    close_all(St),
+    exit(normal);
+maybe_stopped(St) ->
+    St.
+
+counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
+    #{reconnects => Rc,
+      sent => counters:get(C, ?C_SENT),
+      returned => counters:get(C, ?C_RETURNED),
+      confirmed => counters:get(C, ?C_CONFIRMED),
+      nacked => counters:get(C, ?C_NACKED),
+      received => counters:get(C, ?C_RECEIVED)}.
+
+snap_reset(H) ->
+    S = beamlab_stats_hist:snapshot(H),
+    _ = beamlab_stats_hist:reset(H),
+    S.
+
+close_all(#st{conns = Cs}) ->
+    _ = [catch beamlab_amqp:close(Conn) || Conn <- maps:values(Cs)],
+    ok.
+
+-spec shutdown(#st{}) -> no_return().
+shutdown(St) ->
+    _ = [exit(W, kill) || W <- St#st.producers ++ St#st.consumers],
+    close_all(St),
+    exit(normal).

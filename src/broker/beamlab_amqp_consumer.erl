@@ -1,0 +1,152 @@
+%%% @doc One consuming channel of the load generator (PerfTest's "consumer
+%%% #i, channel #j").
+%%%
+%%% Consumes a queue with the given prefetch, acknowledges every message,
+%%% every Nth message with `multiple' (multi-ack), or not at all (autoack),
+%%% and records consumer latency: receive time minus the intended send time
+%%% the producer wrote into the body. On stop it acknowledges what it has
+%%% counted before closing the channel, so a message is either counted as
+%%% received or left in the queue, never both.
+-module(beamlab_amqp_consumer).
+
+-include("beamlab_amqp_perf.hrl").
+
+-export([start_link/2]).
+
+%% Internal entry point (spawned).
+-export([init/3]).
+
+-record(st, {ctx :: map(),
+             spec :: map(),
+             ch :: term(),
+             left :: non_neg_integer() | infinity,
+             unacked = 0 :: non_neg_integer(),
+             last_tag = 0 :: non_neg_integer()}).
+
+%% @doc Starts a consumer for `Spec' (queue, group, prefetch, autoack,
+%% multi_ack, count, reconnect). It sends `{self(), ready}' to its parent
+%% once the broker confirmed the subscription (basic.consume-ok), so no
+%% message published afterwards is missed, or `{self(), {error, R}}'.
+-spec start_link(map(), map()) -> pid().
+start_link(Ctx, Spec) ->
+    proc_lib:spawn_link(?MODULE, init, [self(), Ctx, Spec]).
+
+%% @private
+-spec init(pid(), map(), map()) -> no_return().
+init(Parent, Ctx, Spec) ->
+    case subscribe(Ctx, Spec) of
+        {ok, Ch} ->
+            Parent ! {self(), ready},
+            loop(#st{ctx = Ctx, spec = Spec, ch = Ch,
+                     left = case maps:get(count, Spec) of
+                                0 -> infinity;
+                                C -> C
+                            end});
+        {error, _} = E ->
+            Parent ! {self(), E},
+            exit(normal)
+    end.
+
+subscribe(Ctx, Spec) ->
+    case beamlab_amqp_agent:connection(Ctx, Spec) of
+        {ok, Conn} ->
+            with_channel(beamlab_amqp:open_channel(Conn), Spec);
+        {error, _} = E ->
+            E
+    end.
+
+with_channel({ok, Ch}, Spec) ->
+    Qos = case maps:get(prefetch, Spec) of
+              0 -> ok;
+              P -> beamlab_amqp:qos(Ch, P)
+          end,
+    case Qos of
+        ok ->
+            case beamlab_amqp:consume(Ch, maps:get(queue, Spec),
+                                      #{no_ack => maps:get(autoack, Spec)}) of
+                {ok, _Tag} -> {ok, Ch};
+                {error, _} = E -> E
+            end;
+        {error, _} = E ->
+            E
+    end;
+with_channel({error, _} = E, _Spec) ->
+    E.
+
+loop(#st{left = 0} = St) ->
+    finish(St);
+loop(#st{ch = Ch} = St) ->
+    receive
+        {amqp_deliver, Ch, Tag, _Redelivered, _Ex, _Key, _Props, Body} ->
+            loop(deliver(Tag, Body, St));
+        {amqp_closed, Ch, Code, Text} ->
+            loop(connection_lost(Code, Text, St));
+        {amqp_cancelled, Ch, _} ->
+            exit({shutdown, {consumer_cancelled, maps:get(queue, St#st.spec)}});
+        stop ->
+            finish(St);
+        _ ->
+            loop(St)
+    end.
+
+deliver(Tag, Body, #st{ctx = #{counters := C, cons_hists := Hs}} = St) ->
+    case Body of
+        <<Intended:64/signed, _/binary>> ->
+            beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - Intended));
+        _ ->
+            ok   % a foreign message in the queue: counted, no latency
+    end,
+    counters:add(C, ?C_RECEIVED, 1),
+    ack(Tag, St#st{left = case St#st.left of
+                              infinity -> infinity;
+                              L -> L - 1
+                          end}).
+
+ack(_Tag, #st{spec = #{autoack := true}} = St) ->
+    St;
+ack(Tag, #st{spec = #{multi_ack := N}, ch = Ch, unacked = U} = St) when N > 1 ->
+    case U + 1 >= N of
+        true ->
+            ok = beamlab_amqp:ack(Ch, Tag, true),
+            St#st{unacked = 0, last_tag = Tag};
+        false ->
+            St#st{unacked = U + 1, last_tag = Tag}
+    end;
+ack(Tag, #st{ch = Ch} = St) ->
+    ok = beamlab_amqp:ack(Ch, Tag, false),
+    St#st{last_tag = Tag}.
+
+connection_lost(Code, Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
+    %% Unacked deliveries go back to the queue with the old channel.
+    case subscribe(Ctx, Spec) of
+        {ok, Ch} ->
+            St#st{ch = Ch, unacked = 0, last_tag = 0};
+        {error, _} ->
+            receive after 1000 -> ok end,
+            connection_lost(Code, Text, St)
+    end;
+connection_lost(Code, Text, _St) ->
+    exit({shutdown, {connection_lost, Code, Text}}).
+
+-spec finish(#st{}) -> no_return().
+finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
+    _ = case U > 0 of
+            true -> beamlab_amqp:ack(Ch, Tag, true);
+            false -> ok
+        end,
+    _ = catch beamlab_amqp:close_channel(Ch),
+    %% With autoack, deliveries still in the mailbox have left the queue:
+    %% count them. With acks they return to the queue with the channel.
+    case maps:get(autoack, St#st.spec) of
+        true -> drain_autoack(St);
+        false -> ok
+    end,
+    exit(normal).
+
+drain_autoack(#st{ch = Ch} = St) ->
+    receive
+        {amqp_deliver, Ch, Tag, _, _, _, _, Body} ->
+            drain_autoack(deliver(Tag, Body, St#st{left = infinity}))
+    after 0 ->
+        ok
+    end.

@@ -1,0 +1,101 @@
+%%% @doc Closed-loop worker: one channel with its own queue that publishes
+%%% its next message only when the previous one has been delivered back (the
+%%% channel-per-queue stress test of the NUMA investigation). Throughput is
+%%% then bounded by the round trip, and the consumer latency is that round
+%%% trip.
+-module(beamlab_amqp_loop).
+
+-include("beamlab_amqp_perf.hrl").
+
+-export([start_link/2]).
+
+%% Internal entry point (spawned).
+-export([init/3]).
+
+%% @doc Starts a loop worker for `Spec' (queue, group, body_size, persistent,
+%% reconnect); it subscribes, sends `{self(), ready}' to its parent, then
+%% waits for `{go, StartUs}' to publish its first message.
+-spec start_link(map(), map()) -> pid().
+start_link(Ctx, Spec) ->
+    proc_lib:spawn_link(?MODULE, init, [self(), Ctx, Spec]).
+
+%% @private
+-spec init(pid(), map(), map()) -> no_return().
+init(Parent, Ctx, Spec) ->
+    case open(Ctx, Spec) of
+        {ok, Ch} ->
+            Parent ! {self(), ready},
+            Size = max(?BODY_MIN, maps:get(body_size, Spec)),
+            Pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+            Opts = #{props => case maps:get(persistent, Spec) of
+                                  true -> #{delivery_mode => 2};
+                                  false -> #{}
+                              end},
+            receive
+                {go, _StartUs} ->
+                    Q = maps:get(queue, Spec),
+                    publish(Ch, Q, Pad, Opts, 0, Ctx),
+                    loop(Ch, Q, Pad, Opts, 1, Ctx, Spec)
+            end;
+        {error, _} = E ->
+            Parent ! {self(), E},
+            exit(normal)
+    end.
+
+open(Ctx, Spec) ->
+    case beamlab_amqp_agent:connection(Ctx, Spec) of
+        {ok, Conn} ->
+            case beamlab_amqp:open_channel(Conn) of
+                {ok, Ch} ->
+                    case beamlab_amqp:consume(Ch, maps:get(queue, Spec), #{}) of
+                        {ok, _} -> {ok, Ch};
+                        {error, _} = E -> E
+                    end;
+                {error, _} = E ->
+                    E
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+publish(Ch, Q, Pad, Opts, N, #{counters := C}) ->
+    ok = beamlab_amqp:publish(Ch, <<>>, Q,
+                              beamlab_amqp_producer:body(?NOW_US(), N band 16#FFFFFFFF, Pad),
+                              Opts),
+    counters:add(C, ?C_SENT, 1).
+
+loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
+    receive
+        {amqp_deliver, Ch, Tag, _, _, _, _, <<T:64/signed, _/binary>>} ->
+            beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - T)),
+            counters:add(C, ?C_RECEIVED, 1),
+            ok = beamlab_amqp:ack(Ch, Tag, false),
+            case counters:get(C, ?C_STOPPING) of
+                0 -> publish(Ch, Q, Pad, Opts, N, Ctx);
+                _ -> ok
+            end,
+            loop(Ch, Q, Pad, Opts, N + 1, Ctx, Spec);
+        {amqp_closed, Ch, Code, Text} ->
+            case maps:get(reconnect, Spec) of
+                true ->
+                    {ok, Ch1} = reopen(Ctx, Spec),
+                    %% The message in flight may be lost with the connection.
+                    publish(Ch1, Q, Pad, Opts, N, Ctx),
+                    loop(Ch1, Q, Pad, Opts, N + 1, Ctx, Spec);
+                false ->
+                    exit({shutdown, {connection_lost, Code, Text}})
+            end;
+        stop ->
+            _ = catch beamlab_amqp:close_channel(Ch),
+            exit(normal);
+        _ ->
+            loop(Ch, Q, Pad, Opts, N, Ctx, Spec)
+    end.
+
+reopen(Ctx, Spec) ->
+    case open(Ctx, Spec) of
+        {ok, _} = Ok -> Ok;
+        {error, _} ->
+            receive after 1000 -> ok end,
+            reopen(Ctx, Spec)
+    end.

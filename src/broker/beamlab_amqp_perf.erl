@@ -1,0 +1,625 @@
+%%% @doc `beamlab amqp': a RabbitMQ load generator compatible with PerfTest's
+%%% options and output.
+%%%
+%%% The coordinator (the calling process) checks the broker, declares the
+%%% topology, splits producers, consumers and closed-loop channels over the
+%%% nodes of the run, starts one `beamlab_amqp_agent' per node, prints a
+%%% PerfTest line per interval from the agents' merged counters and
+%%% histogram snapshots, stops producers first, lets consumers drain, reads
+%%% the queues' depth and prints the summary and the accounting
+%%% (sent = received + returned + nacked + queued).
+-module(beamlab_amqp_perf).
+
+-export([run/1, defaults/0, write_utf8/1, write_utf8/2, result/3,
+         format_error/1]).
+
+-export_type([config/0, report/0]).
+
+-type config() :: map().
+-type report() :: map().
+
+-define(DRAIN_MAX_MS, 3000).
+-define(DRAIN_QUIET_MS, 500).
+-define(STOP_TIMEOUT_MS, 15000).
+-define(SAMPLE_TIMEOUT_MS, 5000).
+-define(LOOP_CHANNELS_PER_CONN, 50).
+
+%% @doc Default configuration (PerfTest's defaults where they make sense).
+-spec defaults() -> config().
+defaults() ->
+    #{uri => <<"amqp://guest:guest@localhost:5672/%2F">>,
+      producers => 1, consumers => 1, producer_channels => 1, consumer_channels => 1,
+      queue => undefined, queue_pattern => undefined,
+      exchange => <<"direct">>, exchange_type => <<"direct">>, routing_key => undefined,
+      persistent => false, mandatory => false, prefetch => 0, confirm => undefined,
+      autoack => false, multi_ack => 0, rate => infinity, body_size => 12,
+      duration => undefined, pmessages => 0, cmessages => 0, predeclared => false,
+      quorum => false, interval => 1, reconnect => false, nodes => [node()],
+      closed_loop => 0, id => undefined,
+      out => fun write_utf8/1}.
+
+%% @doc Writes UTF-8 text to standard output as UTF-8 whatever the
+%% encoding of the output device (a latin1 device would otherwise turn
+%% "µ" into one byte).
+-spec write_utf8(binary()) -> ok.
+write_utf8(Bin) ->
+    write_utf8(standard_io, Bin).
+
+%% @doc As {@link write_utf8/1} on `Device' (e.g. `standard_error').
+-spec write_utf8(io:device(), binary()) -> ok.
+write_utf8(Device, Bin) ->
+    case lists:keyfind(encoding, 1, io:getopts(Device)) of
+        {encoding, unicode} -> io:put_chars(Device, Bin);
+        _ -> ok = file:write(Device, Bin)
+    end.
+
+%% @doc Runs the load test. `{error, R}' when it could not start (broker,
+%% credentials, topology, nodes); otherwise a report, with `failure' set
+%% when the run ended early (broker gone, node down) and `partial' when it
+%% was interrupted or failed.
+-spec run(config()) -> {ok, report()} | {error, term()}.
+run(Cfg0) ->
+    Cfg1 = maps:merge(defaults(), Cfg0),
+    Id = case maps:get(id, Cfg1) of
+             undefined -> beamlab_amqp_report:test_id(erlang:system_time(millisecond));
+             I -> I
+         end,
+    Cfg = Cfg1#{id := Id},
+    case beamlab_amqp_uri:parse(maps:get(uri, Cfg)) of
+        {ok, Uri} ->
+            case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp ", Id/binary, " setup">>}) of
+                {ok, Conn} ->
+                    try setup_and_run(Conn, Cfg#{uri := Uri})
+                    after close_setup(Conn)
+                    end;
+                {error, _} = E ->
+                    E
+            end;
+        {error, R} ->
+            {error, {uri, R}}
+    end.
+
+setup_and_run(Conn, Cfg) ->
+    Queues = beamlab_amqp_topology:queue_names(Cfg, maps:get(id, Cfg)),
+    case beamlab_amqp_topology:declare(Conn, Cfg, Queues) of
+        {ok, Topo} ->
+            try beamlab_amqp_nodes:start(Cfg) of
+                {ok, Nodes, Cleanup} ->
+                    try start_run(Conn, Cfg#{nodes := Nodes}, Topo)
+                    after Cleanup()
+                    end;
+                {error, _} = E ->
+                    E
+            after
+                beamlab_amqp_topology:delete(live_conn(Conn, maps:get(uri, Cfg)), Topo)
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+%% The setup connection may have been closed by the broker during the run
+%% (it survives with --reconnect): open a new one for the final queue
+%% depths and deletions, remembered for the rest of the run.
+live_conn(Conn, Uri) ->
+    case get({?MODULE, live_conn}) of
+        Pid when is_pid(Pid) ->
+            case is_process_alive(Pid) of
+                true -> Pid;
+                false -> new_conn(Conn, Uri)
+            end;
+        _ ->
+            case is_process_alive(Conn) of
+                true -> Conn;
+                false -> new_conn(Conn, Uri)
+            end
+    end.
+
+%% Close the setup connection(s) and drop their notices to us, the owner.
+close_setup(Conn) ->
+    Conns = lists:usort([Conn | [C || C <- [erase({?MODULE, live_conn})], is_pid(C)]]),
+    _ = [catch beamlab_amqp:close(C) || C <- Conns],
+    flush_closed(Conns).
+
+flush_closed(Conns) ->
+    lists:foreach(fun flush_conn/1, Conns).
+
+flush_conn(C) ->
+    receive
+        {amqp_closed, C, _, _} -> flush_conn(C);
+        {amqp_closed, {amqp_channel, C, _, _}, _, _} -> flush_conn(C)
+    after 0 ->
+        ok
+    end.
+
+new_conn(Conn, Uri) ->
+    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>}) of
+        {ok, C} -> put({?MODULE, live_conn}, C), C;
+        {error, _} -> Conn
+    end.
+
+%%%-------------------------------------------------------------------
+%%% The run
+%%%-------------------------------------------------------------------
+
+start_run(Conn, Cfg, Topo) ->
+    Plans = plans(Cfg, [Q || {Q, _, _} <- maps:get(queues, Topo)]),
+    Self = self(),
+    Agents = maps:from_list(
+               [begin
+                    Pid = beamlab_amqp_agent:start(Node, Self, Plan),
+                    {Pid, #{node => Node, mon => monitor(process, Pid)}}
+                end || {Node, Plan} <- Plans]),
+    case await_ready(maps:keys(Agents)) of
+        ok ->
+            StartUs = erlang:system_time(microsecond),
+            T0 = erlang:monotonic_time(microsecond),
+            _ = [A ! {go, StartUs} || A <- maps:keys(Agents)],
+            subscribe_interrupts(),
+            try measure(Conn, Cfg, Topo, Agents, T0)
+            after cleanup(Agents)
+            end;
+        {error, _} = E ->
+            _ = [exit(A, kill) || A <- maps:keys(Agents)],
+            cleanup(Agents),
+            E
+    end.
+
+%% Leave the caller's mailbox as it was: a library caller (or a test) runs
+%% many of these in one process.
+cleanup(Agents) ->
+    _ = [demonitor(Mon, [flush]) || #{mon := Mon} <- maps:values(Agents)],
+    case code:is_loaded(beamlab_cli_signal) of
+        {file, _} -> _ = catch beamlab_cli_signal:unsubscribe(), ok;
+        false -> ok
+    end,
+    flush().
+
+flush() ->
+    receive
+        {amqp_perf_tick, _, _} -> flush();
+        {workers_done, _, _, _} -> flush();
+        {sample, Ref, _, _} when is_reference(Ref) -> flush();
+        {agent_failure, _, _} -> flush()
+    after 0 ->
+        ok
+    end.
+
+await_ready([]) ->
+    ok;
+await_ready(Pending) ->
+    receive
+        {agent_ready, A} -> await_ready(lists:delete(A, Pending));
+        {agent_error, _A, Reason} -> {error, Reason};
+        {'DOWN', _, process, A, Reason} when is_pid(A) ->
+            case lists:member(A, Pending) of
+                true -> {error, {agent_down, node(A), Reason}};
+                false -> await_ready(Pending)
+            end
+    after 60000 ->
+        {error, {timeout, agents_start}}
+    end.
+
+subscribe_interrupts() ->
+    case code:ensure_loaded(beamlab_cli_signal) of
+        {module, _} -> _ = catch beamlab_cli_signal:subscribe(), ok;
+        _ -> ok
+    end.
+
+%% Worker specs per node. Producer/consumer i goes to node i mod n with all
+%% of its channels (they share its connection).
+plans(Cfg, Queues) ->
+    Nodes = maps:get(nodes, Cfg),
+    NQ = length(Queues),
+    QAt = fun(I) -> lists:nth(I rem NQ + 1, Queues) end,
+    NodeAt = fun(I) -> lists:nth(I rem length(Nodes) + 1, Nodes) end,
+    #{id := Id, uri := Uri} = Cfg,
+    Common = #{reconnect => maps:get(reconnect, Cfg)},
+    Specs =
+        case maps:get(closed_loop, Cfg) of
+            L when L > 0 ->
+                [{NodeAt(I), loops,
+                  Common#{queue => QAt(I), group => {l, I div ?LOOP_CHANNELS_PER_CONN},
+                          body_size => maps:get(body_size, Cfg),
+                          persistent => maps:get(persistent, Cfg)}}
+                 || I <- lists:seq(0, L - 1)];
+            0 ->
+                [{NodeAt(I), consumers,
+                  Common#{queue => QAt(I), group => {c, I}, prefetch => maps:get(prefetch, Cfg),
+                          autoack => maps:get(autoack, Cfg), multi_ack => maps:get(multi_ack, Cfg),
+                          count => maps:get(cmessages, Cfg)}}
+                 || I <- lists:seq(0, maps:get(consumers, Cfg) - 1),
+                    _ <- lists:seq(1, maps:get(consumer_channels, Cfg))]
+                ++
+                [{NodeAt(I), producers,
+                  Common#{exchange => maps:get(exchange, Cfg), key => producer_key(Cfg, QAt(I)),
+                          group => {p, I}, mandatory => maps:get(mandatory, Cfg),
+                          persistent => maps:get(persistent, Cfg), confirm => maps:get(confirm, Cfg),
+                          rate => maps:get(rate, Cfg), count => maps:get(pmessages, Cfg),
+                          body_size => maps:get(body_size, Cfg)}}
+                 || I <- lists:seq(0, maps:get(producers, Cfg) - 1),
+                    _ <- lists:seq(1, maps:get(producer_channels, Cfg))]
+        end,
+    Grouped = lists:foldl(
+                fun({Node, Kind, Spec}, Acc) ->
+                        P = maps:get(Node, Acc, #{uri => Uri, id => Id}),
+                        Acc#{Node => P#{Kind => maps:get(Kind, P, []) ++ [Spec]}}
+                end, #{}, Specs),
+    maps:to_list(Grouped).
+
+%% Messages go to the queue's name (bound with it) unless -k names a key.
+producer_key(#{routing_key := undefined}, Q) -> Q;
+producer_key(#{routing_key := K}, _Q) -> K.
+
+-record(m, {cfg, conn, topo, agents, t0, id, enabled, timer,
+            last = #{}, last_t, samples = [], cons = [], conf = [],
+            done = #{}, done_p = 0, done_c = 0, failure, interrupted = false}).
+
+measure(Conn, Cfg, Topo, Agents, T0) ->
+    Interval = round(maps:get(interval, Cfg) * 1000),
+    Loop = maps:get(closed_loop, Cfg) > 0,
+    En = #{published => Loop orelse maps:get(producers, Cfg) > 0,
+           received => Loop orelse maps:get(consumers, Cfg) > 0,
+           returned => maps:get(mandatory, Cfg) andalso not Loop,
+           confirmed => maps:get(confirm, Cfg) =/= undefined andalso not Loop},
+    M = #m{cfg = Cfg, conn = Conn, topo = Topo, agents = Agents, t0 = T0,
+           id = maps:get(id, Cfg), enabled = En, last_t = T0,
+           last = #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}},
+    tick_loop(M#m{timer = schedule_tick(T0, Interval, 1)}).
+
+%% Ticks at absolute times T0 + K * Interval, so that lines do not drift.
+schedule_tick(T0, Interval, K) ->
+    At = erlang:convert_time_unit(T0, microsecond, millisecond) + K * Interval,
+    erlang:send_after(At, self(), {amqp_perf_tick, Interval, K}, [{abs, true}]).
+
+tick_loop(M) ->
+    case stop_reason(M) of
+        continue ->
+            receive
+                {amqp_perf_tick, Interval, K} ->
+                    Timer = schedule_tick(M#m.t0, Interval, K + 1),
+                    tick_loop(interval(M#m{timer = Timer}));
+                {agent_failure, _A, Reason} ->
+                    tick_loop(M#m{failure = Reason});
+                {workers_done, A, P, C} ->
+                    Done = (M#m.done)#{A => {P, C}},
+                    tick_loop(M#m{done = Done,
+                                  done_p = lists:sum([X || {X, _} <- maps:values(Done)]),
+                                  done_c = lists:sum([X || {_, X} <- maps:values(Done)])});
+                {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
+                    tick_loop(M#m{agents = maps:remove(A, M#m.agents),
+                                  failure = {agent_down, node(A), Reason}});
+                {beamlab_interrupt, _} ->
+                    tick_loop(M#m{interrupted = true})
+            after 100 ->
+                tick_loop(M)
+            end;
+        Why ->
+            finish(Why, last_interval(M))
+    end.
+
+%% A run that ends more than half an interval after the last line gets a
+%% last line for that stretch (as -z 3 gives lines at 1, 2 and 3 s).
+last_interval(#m{failure = undefined, last_t = LastT, cfg = #{interval := I}} = M) ->
+    case erlang:monotonic_time(microsecond) - LastT > I * 500000 of
+        true -> interval(M);
+        false -> M
+    end;
+last_interval(M) ->
+    M.
+
+stop_reason(#m{failure = F}) when F =/= undefined -> failed;
+stop_reason(#m{interrupted = true}) -> interrupted;
+stop_reason(#m{cfg = Cfg, t0 = T0} = M) ->
+    Elapsed = erlang:monotonic_time(microsecond) - T0,
+    case maps:get(duration, Cfg) of
+        D when is_number(D), Elapsed >= D * 1000000 -> time_limit;
+        _ -> counts_reached(M)
+    end.
+
+%% -C: every producer has published its count; -D: every consumer has
+%% received its count. Both given: both must hold.
+counts_reached(#m{cfg = #{closed_loop := L}}) when L > 0 ->
+    continue;
+counts_reached(#m{cfg = Cfg, done_p = DP, done_c = DC}) ->
+    NP = maps:get(producers, Cfg) * maps:get(producer_channels, Cfg),
+    NC = maps:get(consumers, Cfg) * maps:get(consumer_channels, Cfg),
+    PDone = maps:get(pmessages, Cfg) > 0 andalso DP >= NP,
+    CDone = maps:get(cmessages, Cfg) > 0 andalso DC >= NC,
+    case {maps:get(pmessages, Cfg) > 0, maps:get(cmessages, Cfg) > 0} of
+        {true, true} when PDone, CDone -> counts;
+        {true, false} when PDone -> counts;
+        {false, true} when CDone -> counts;
+        _ -> continue
+    end.
+
+%% Sample every agent, merge, print one PerfTest line, keep the rates.
+interval(#m{last = Last, last_t = LastT, t0 = T0} = M) ->
+    case sample(maps:keys(M#m.agents)) of
+        {ok, S} ->
+            Now = erlang:monotonic_time(microsecond),
+            Dt = max(1, Now - LastT) / 1000000,
+            C = maps:get(counters, S),
+            Rates = maps:map(fun(K, V) -> (V - maps:get(K, Last)) / Dt end, C),
+            Cons = beamlab_amqp_report:latency(maps:get(consumer, S)),
+            Conf = beamlab_amqp_report:latency(maps:get(confirm, S)),
+            Line = beamlab_amqp_report:interval_line(
+                     M#m.id, Now - T0, Rates#{consumer => Cons, confirm => Conf}, M#m.enabled),
+            out(M, [Line, $\n]),
+            M#m{last = C, last_t = Now,
+                samples = [Rates#{time => (Now - T0) / 1000000} | M#m.samples],
+                cons = [Cons | M#m.cons], conf = [Conf | M#m.conf]};
+        {error, Reason} ->
+            M#m{failure = Reason}
+    end.
+
+sample(Agents) ->
+    Ref = make_ref(),
+    _ = [A ! {sample, self(), Ref} || A <- Agents],
+    collect_samples(Agents, Ref, []).
+
+collect_samples([], _Ref, Acc) ->
+    {ok, merge_samples(Acc)};
+collect_samples(Pending, Ref, Acc) ->
+    receive
+        {sample, Ref, A, S} -> collect_samples(lists:delete(A, Pending), Ref, [S | Acc])
+    after ?SAMPLE_TIMEOUT_MS ->
+        {error, {timeout, [node(A) || A <- Pending]}}
+    end.
+
+merge_samples([First | Rest]) ->
+    lists:foldl(
+      fun(S, Acc) ->
+              #{counters => maps:merge_with(fun(_, A, B) -> A + B end,
+                                            maps:get(counters, S), maps:get(counters, Acc)),
+                consumer => beamlab_stats_hist:merge(maps:get(consumer, S), maps:get(consumer, Acc)),
+                confirm => beamlab_stats_hist:merge(maps:get(confirm, S), maps:get(confirm, Acc)),
+                producers_done => maps:get(producers_done, S, 0) + maps:get(producers_done, Acc, 0),
+                consumers_done => maps:get(consumers_done, S, 0) + maps:get(consumers_done, Acc, 0)}
+      end, First, Rest).
+
+out(#m{cfg = #{out := Out}}, IoData) ->
+    Out(iolist_to_binary(IoData)).
+
+%% Stop producers, let consumers drain, stop consumers, collect totals.
+finish(Why, #m{t0 = T0, timer = Timer} = M0) ->
+    _ = erlang:cancel_timer(Timer),
+    ElapsedUs = erlang:monotonic_time(microsecond) - T0,
+    Agents = maps:keys(M0#m.agents),
+    %% The averages cover the measured window only: what is received while
+    %% draining after the stop counts in the accounting, not in the rates.
+    AtStop = case M0#m.failure =:= undefined andalso sample(Agents) of
+                 {ok, #{counters := Cs}} -> Cs;
+                 _ -> M0#m.last
+             end,
+    _ = [A ! stop_producers || A <- Agents],
+    M1 = await_all(Agents, producers_stopped, M0),
+    %% Closed-loop channels publish until told to stop: no drain for them
+    %% (their message in flight stays queued and is accounted as such).
+    M2 = case maps:get(closed_loop, M1#m.cfg) > 0 of
+             true -> M1;
+             false -> drain(M1, erlang:monotonic_time(millisecond) + ?DRAIN_MAX_MS, undefined,
+                            erlang:monotonic_time(millisecond))
+         end,
+    Live = maps:keys(M2#m.agents),
+    _ = [A ! stop_consumers || A <- Live],
+    {Finals, M3} = collect_finals(Live, [], M2),
+    Totals = case Finals of
+                 [] -> #{counters => maps:merge(#{reconnects => 0}, M3#m.last),
+                         consumer => empty_snap(), confirm => empty_snap()};
+                 _ -> merge_samples(Finals)
+             end,
+    Queued = catch_depth(M3),
+    report(Why, ElapsedUs, AtStop, Totals, Queued, M3).
+
+catch_depth(#m{conn = Conn, cfg = #{uri := Uri}} = M) ->
+    try beamlab_amqp_topology:depth(live_conn(Conn, Uri), M#m.topo) catch _:_ -> undefined end.
+
+empty_snap() ->
+    beamlab_stats_hist:snapshot(beamlab_amqp_agent:new_hist()).
+
+await_all([], _Tag, M) ->
+    M;
+await_all(Pending, Tag, M) ->
+    receive
+        {Tag, A} -> await_all(lists:delete(A, Pending), Tag, M);
+        {agent_failure, _A, Reason} -> await_all(Pending, Tag, keep_failure(Reason, M));
+        {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
+            await_all(lists:delete(A, Pending), Tag,
+                      keep_failure({agent_down, node(A), Reason},
+                                   M#m{agents = maps:remove(A, M#m.agents)}))
+    after ?STOP_TIMEOUT_MS ->
+        keep_failure({timeout, Tag}, M)
+    end.
+
+keep_failure(R, #m{failure = undefined} = M) -> M#m{failure = R};
+keep_failure(_R, M) -> M.
+
+%% After the producers stop, consumers still receive what is queued or in
+%% flight: wait until everything sent is settled or nothing arrives for a
+%% while (bounded).
+drain(#m{failure = F} = M, _Deadline, _Prev, _Since) when F =/= undefined ->
+    M;
+drain(M, Deadline, Prev, Since) ->
+    Now = erlang:monotonic_time(millisecond),
+    case Now >= Deadline orelse maps:size(M#m.agents) =:= 0 of
+        true ->
+            M;
+        false ->
+            case sample(maps:keys(M#m.agents)) of
+                {ok, #{counters := C}} ->
+                    #{sent := S, received := R, returned := Ret, nacked := N} = C,
+                    Settled = R + Ret + N >= S,
+                    Quiet = R =:= Prev andalso Now - Since >= ?DRAIN_QUIET_MS,
+                    case Settled orelse Quiet of
+                        true -> M;
+                        false ->
+                            receive after 50 -> ok end,
+                            Since1 = case R =:= Prev of true -> Since; false -> Now end,
+                            drain(M, Deadline, R, Since1)
+                    end;
+                {error, Reason} ->
+                    keep_failure(Reason, M)
+            end
+    end.
+
+collect_finals([], Acc, M) ->
+    {Acc, M};
+collect_finals(Pending, Acc, M) ->
+    receive
+        {final, A, F} -> collect_finals(lists:delete(A, Pending), [F | Acc], M);
+        {agent_failure, _A, Reason} -> collect_finals(Pending, Acc, keep_failure(Reason, M));
+        {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
+            case lists:member(A, Pending) of
+                true ->
+                    collect_finals(lists:delete(A, Pending), Acc,
+                                   keep_failure({agent_down, node(A), Reason}, M));
+                false ->
+                    collect_finals(Pending, Acc, M)
+            end
+    after ?STOP_TIMEOUT_MS ->
+        {Acc, keep_failure({timeout, final}, M)}
+    end.
+
+report(Why, ElapsedUs, AtStop, Totals, Queued, M) ->
+    #m{id = Id, enabled = En} = M,
+    C = maps:get(counters, Totals),
+    Secs = max(ElapsedUs, 1) / 1000000,
+    Cons = beamlab_amqp_report:latency(maps:get(consumer, Totals)),
+    Conf = beamlab_amqp_report:latency(maps:get(confirm, Totals)),
+    Summary = beamlab_amqp_report:summary_lines(
+                Id, #{sent => maps:get(sent, AtStop) / Secs,
+                      received => maps:get(received, AtStop) / Secs,
+                      consumer => Cons, confirm => Conf}, En, ElapsedUs),
+    Acc = beamlab_amqp_report:accounting(C, Queued),
+    Failure = M#m.failure,
+    _ = [out(M, [<<"id: ">>, Id, <<", test stopped (">>, format_error(Failure), <<")\n">>])
+         || Failure =/= undefined],
+    out(M, Summary),
+    _ = [out(M, [<<"id: ">>, Id, <<", reconnects: ">>, integer_to_binary(Rc), $\n])
+         || Rc <- [maps:get(reconnects, C, 0)], Rc > 0],
+    out(M, [beamlab_amqp_report:accounting_line(Id, Acc), $\n]),
+    {ok, #{id => Id, stop => Why, elapsed_us => ElapsedUs, counters => C, at_stop => AtStop,
+           accounting => Acc, failure => Failure,
+           partial => Failure =/= undefined orelse Why =:= interrupted,
+           rates => lists:reverse(M#m.samples),
+           consumer_latency => Cons, confirm_latency => Conf,
+           consumer_hist => maps:get(consumer, Totals),
+           confirm_hist => maps:get(confirm, Totals),
+           interval_consumer_latency => lists:reverse(M#m.cons),
+           interval_confirm_latency => lists:reverse(M#m.conf),
+           enabled => En,
+           nodes => lists:usort([maps:get(node, V) || V <- maps:values(M#m.agents)]),
+           queues => [Q || {Q, _, _} <- maps:get(queues, M#m.topo)]}}.
+
+%%%-------------------------------------------------------------------
+%%% Result document
+%%%-------------------------------------------------------------------
+
+%% @doc The result document of a run (`kind' <<"amqp">>): benchmarks for
+%% sent and received msg/s (one sample per interval) and for consumer and
+%% confirm latency (per-interval medians as samples; the run's exact
+%% percentiles and histogram in `extra'), and an `amqp' section in `extra'
+%% (accounting, counters, failure, nodes, queues). `Params' are the
+%% command's options, `Argv' its command line.
+-spec result(report(), map(), [string() | binary()]) -> map().
+result(R, Params, Argv) ->
+    Rates = maps:get(rates, R),
+    Secs = max(maps:get(elapsed_us, R), 1) / 1000000,
+    C = maps:get(counters, R),
+    Tput = fun(Key, Name) ->
+                   %% A run shorter than one interval has no interval
+                   %% sample: its average is the one sample.
+                   Samples = case [maps:get(Key, S) || S <- Rates] of
+                                 [] -> [maps:get(Key, maps:get(at_stop, R)) / Secs];
+                                 L -> L
+                             end,
+                   beamlab_result:benchmark(
+                     Name, Samples,
+                     #{group => <<"amqp">>, metric => <<"throughput">>, unit => <<"msg/s">>,
+                       better => higher, counters => #{total => maps:get(Key, C)},
+                       extra => #{average => maps:get(Key, maps:get(at_stop, R)) / Secs}})
+           end,
+    Lat = fun(Key, HistKey, Name) ->
+                  Hist = maps:get(HistKey, R),
+                  Medians = case [lists:nth(2, L) || L <- maps:get(Key, R), L =/= [0, 0, 0, 0, 0]] of
+                                [] when map_get(count, Hist) > 0 -> [beamlab_stats_hist:percentile(Hist, 50)];
+                                Ms -> Ms
+                            end,
+                  Extra = #{per_interval => <<"median">>, total => percentiles(Hist),
+                            histogram => beamlab_stats_hist:to_map(Hist)},
+                  beamlab_result:benchmark(
+                    Name, Medians,
+                    #{group => <<"amqp">>, metric => <<"latency">>, unit => <<"us">>,
+                      better => lower,
+                      extra => case Medians of
+                                   [] -> Extra#{error => <<"no messages measured">>};
+                                   _ -> Extra
+                               end})
+          end,
+    En = maps:get(enabled, R),
+    Benchmarks =
+        [Tput(sent, <<"sent">>) || maps:get(published, En)] ++
+        [Tput(received, <<"received">>) || maps:get(received, En)] ++
+        [Lat(interval_consumer_latency, consumer_hist, <<"consumer latency">>)
+         || maps:get(received, En)] ++
+        [Lat(interval_confirm_latency, confirm_hist, <<"confirm latency">>)
+         || maps:get(confirmed, En)],
+    Acc = maps:get(accounting, R),
+    Doc0 = beamlab_result:new(amqp, #{params => Params, command => Argv}),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
+    Amqp = #{id => maps:get(id, R),
+             stop => atom_to_binary(maps:get(stop, R)),
+             elapsed_s => Secs,
+             counters => C,
+             accounting => maps:map(fun(_, undefined) -> null; (_, V) -> V end, Acc),
+             failure => case maps:get(failure, R) of
+                            undefined -> null;
+                            F -> iolist_to_binary(format_error(F))
+                        end,
+             nodes => [atom_to_binary(N) || N <- maps:get(nodes, R)],
+             queues => maps:get(queues, R),
+             latency_unit => <<"us">>,
+             latency_precision => <<"log-linear histogram, 3 significant digits (relative error =< 0.05%)">>},
+    beamlab_result:finish(Doc1#{extra => #{amqp => Amqp}}, #{partial => maps:get(partial, R)}).
+
+percentiles(Hist) ->
+    case beamlab_stats_hist:count(Hist) of
+        0 -> #{count => 0};
+        N -> #{count => N, min => beamlab_stats_hist:min(Hist), max => beamlab_stats_hist:max(Hist),
+               mean => beamlab_stats_hist:mean(Hist),
+               p50 => beamlab_stats_hist:percentile(Hist, 50),
+               p75 => beamlab_stats_hist:percentile(Hist, 75),
+               p95 => beamlab_stats_hist:percentile(Hist, 95),
+               p99 => beamlab_stats_hist:percentile(Hist, 99),
+               p999 => beamlab_stats_hist:percentile(Hist, 99.9)}
+    end.
+
+%%%-------------------------------------------------------------------
+%%% Errors
+%%%-------------------------------------------------------------------
+
+%% @doc One line for every error `run/1' returns or a report carries.
+-spec format_error(term()) -> iolist().
+format_error({uri, R}) ->
+    ["malformed URI: ", beamlab_amqp_uri:format_error(R)];
+format_error({Kind, _, _} = E) when Kind =:= declare_queue; Kind =:= declare_exchange;
+                                    Kind =:= bind ->
+    beamlab_amqp_topology:format_error(E);
+format_error({Kind, _} = E) when Kind =:= nodes_unreachable; Kind =:= load_code; Kind =:= peer ->
+    beamlab_amqp_nodes:format_error(E);
+format_error({connection_lost, Code, Text}) when is_integer(Code) ->
+    io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
+format_error({connection_lost, _Code, Text}) ->
+    io_lib:format("~ts", [Text]);
+format_error({consumer_cancelled, Q}) ->
+    io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
+format_error({agent_down, Node, Reason}) ->
+    io_lib:format("load generator on node ~s stopped: ~0p", [Node, Reason]);
+format_error({timeout, What}) when is_list(What) ->
+    io_lib:format("no answer from node(s) ~0p", [What]);
+format_error({timeout, What}) ->
+    io_lib:format("timed out (~0p)", [What]);
+format_error({worker_crashed, R}) ->
+    io_lib:format("a load generator process crashed: ~0p", [R]);
+format_error(R) ->
+    beamlab_amqp:format_error(R).

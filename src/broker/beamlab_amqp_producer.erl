@@ -1,0 +1,250 @@
+%%% @doc One publishing channel of the load generator (PerfTest's "producer
+%%% #i, channel #j").
+%%%
+%%% Publishes bodies stamped with their intended send time (see
+%%% `beamlab_amqp_rate'), keeps at most `confirm' publishes unconfirmed when
+%%% publisher confirms are on, measures confirm latency per sequence number
+%%% and counts sent, returned, confirmed and nacked messages in the node's
+%%% shared `counters'. Without confirms it watches the connection's backlog
+%%% so that an unlimited producer cannot flood the connection process.
+-module(beamlab_amqp_producer).
+
+-include("beamlab_amqp_perf.hrl").
+
+-export([start_link/2, body/3]).
+
+%% Internal entry point (spawned).
+-export([init/3]).
+
+-define(BACKLOG_CHECK, 128).     % publishes between backlog checks
+-define(BACKLOG_MAX, 2000).      % connection mailbox length that pauses us
+-define(SETTLE_MS, 5000).        % max wait for outstanding confirms at the end
+-define(RETURN_GRACE_MS, 200).   % wait for late basic.return without confirms
+
+-record(st, {ctx :: map(),
+             spec :: map(),
+             conn :: pid(),
+             ch :: term(),
+             limiter :: beamlab_amqp_rate:limiter(),
+             seq = 1 :: pos_integer(),         % next confirm sequence number
+             low = 1 :: pos_integer(),         % lowest possibly unconfirmed
+             outstanding = #{} :: #{pos_integer() => integer()},
+             left :: non_neg_integer() | infinity,
+             n = 0 :: non_neg_integer(),       % messages published by us
+             opts :: map(),
+             pad :: binary()}).
+
+%% @doc Starts a producer for `Spec' (exchange, key, mandatory, persistent,
+%% confirm, rate, count, body_size, group, reconnect) with the agent's
+%% context `Ctx' (counters, histograms, agent pid). It sends `{self(), ready}'
+%% to its parent once the channel is open (and in confirm mode when asked),
+%% then waits for `{go, StartUs}'.
+-spec start_link(map(), map()) -> pid().
+start_link(Ctx, Spec) ->
+    proc_lib:spawn_link(?MODULE, init, [self(), Ctx, Spec]).
+
+%% @doc The message body: intended send time, sequence number, zero padding
+%% up to `Size' bytes (at least 12).
+-spec body(integer(), non_neg_integer(), binary()) -> binary().
+body(IntendedUs, N, Pad) ->
+    <<IntendedUs:64/signed, N:32, Pad/binary>>.
+
+%% @private
+-spec init(pid(), map(), map()) -> no_return().
+init(Parent, Ctx, Spec) ->
+    case open(Ctx, Spec) of
+        {ok, Conn, Ch} ->
+            Parent ! {self(), ready},
+            Size = max(?BODY_MIN, maps:get(body_size, Spec)),
+            Props = case maps:get(persistent, Spec) of
+                        true -> #{delivery_mode => 2};
+                        false -> #{}
+                    end,
+            Opts = #{props => Props, mandatory => maps:get(mandatory, Spec)},
+            St0 = #st{ctx = Ctx, spec = Spec, conn = Conn, ch = Ch, opts = Opts,
+                      pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+                      left = case maps:get(count, Spec) of
+                                 0 -> infinity;
+                                 C -> C
+                             end,
+                      limiter = beamlab_amqp_rate:new(infinity, 0)},
+            receive
+                {go, StartUs} ->
+                    L = beamlab_amqp_rate:new(maps:get(rate, Spec), StartUs),
+                    loop(St0#st{limiter = L})
+            end;
+        {error, _} = E ->
+            Parent ! {self(), E},
+            exit(normal)
+    end.
+
+open(Ctx, Spec) ->
+    maybe_open(beamlab_amqp_agent:connection(Ctx, Spec), Spec).
+
+maybe_open({ok, Conn}, Spec) ->
+    case beamlab_amqp:open_channel(Conn) of
+        {ok, Ch} ->
+            case maps:get(confirm, Spec) of
+                undefined ->
+                    {ok, Conn, Ch};
+                _ ->
+                    case beamlab_amqp:confirm_select(Ch) of
+                        ok -> {ok, Conn, Ch};
+                        {error, _} = E -> E
+                    end
+            end;
+        {error, _} = E ->
+            E
+    end;
+maybe_open({error, _} = E, _Spec) ->
+    E.
+
+%% The main loop: handle what arrived, then publish if the window, the
+%% schedule and the message count allow.
+loop(St) ->
+    receive
+        Msg -> loop(handle(Msg, St))
+    after 0 ->
+        publish_or_wait(St)
+    end.
+
+publish_or_wait(#st{left = 0} = St) ->
+    finish(St);
+publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
+  when is_integer(Max), map_size(Out) >= Max ->
+    receive Msg -> loop(handle(Msg, St)) end;
+publish_or_wait(#st{limiter = L} = St) ->
+    case beamlab_amqp_rate:next(L, ?NOW_US()) of
+        {go, Intended, L1} ->
+            loop(throttle(publish(Intended, St#st{limiter = L1})));
+        {wait, Us} ->
+            receive
+                Msg -> loop(handle(Msg, St))
+            after (Us + 999) div 1000 ->
+                loop(St)
+            end
+    end.
+
+publish(Intended, #st{ch = Ch, spec = Spec, opts = Opts, pad = Pad, n = N,
+                      left = Left, ctx = #{counters := C}} = St) ->
+    ok = beamlab_amqp:publish(Ch, maps:get(exchange, Spec), maps:get(key, Spec),
+                              body(Intended, N band 16#FFFFFFFF, Pad), Opts),
+    counters:add(C, ?C_SENT, 1),
+    St1 = St#st{n = N + 1, left = dec(Left)},
+    case maps:get(confirm, Spec) of
+        undefined ->
+            St1;
+        _ ->
+            Seq = St#st.seq,
+            St1#st{seq = Seq + 1, outstanding = maps:put(Seq, Intended, St#st.outstanding)}
+    end.
+
+dec(infinity) -> infinity;
+dec(N) -> N - 1.
+
+%% Without confirms nothing stops a producer from outrunning the socket; the
+%% connection's mailbox is the backlog, so pause while it is long.
+throttle(#st{spec = #{confirm := undefined}, n = N, conn = Conn} = St)
+  when N rem ?BACKLOG_CHECK =:= 0 ->
+    wait_backlog(Conn),
+    St;
+throttle(St) ->
+    St.
+
+wait_backlog(Conn) ->
+    case beamlab_amqp:pending(Conn) of
+        P when is_integer(P), P > ?BACKLOG_MAX ->
+            receive after 1 -> ok end,
+            wait_backlog(Conn);
+        _ ->
+            ok
+    end.
+
+handle({amqp_confirm, Ch, Kind, Seq, Multiple}, #st{ch = Ch} = St) ->
+    confirm(Kind, Seq, Multiple, St);
+handle({amqp_return, Ch, _Code, _Text, _Ex, _Key, _Props, _Body},
+       #st{ch = Ch, ctx = #{counters := C}} = St) ->
+    counters:add(C, ?C_RETURNED, 1),
+    St;
+handle({amqp_closed, Ch, Code, Text}, #st{ch = Ch} = St) ->
+    connection_lost(Code, Text, St);
+handle(stop, St) ->
+    finish(St);
+handle(_Other, St) ->
+    St.
+
+confirm(Kind, Seq, false, #st{outstanding = Out} = St) ->
+    case maps:take(Seq, Out) of
+        {Intended, Out1} ->
+            settle(Kind, 1, [Intended], St#st{outstanding = Out1});
+        error ->
+            St
+    end;
+confirm(Kind, Seq, true, #st{outstanding = Out, low = Low} = St) ->
+    {Ts, Out1} = take_upto(Low, Seq, Out, []),
+    settle(Kind, length(Ts), Ts, St#st{outstanding = Out1, low = Seq + 1}).
+
+take_upto(I, Seq, Out, Acc) when I > Seq ->
+    {Acc, Out};
+take_upto(I, Seq, Out, Acc) ->
+    case maps:take(I, Out) of
+        {T, Out1} -> take_upto(I + 1, Seq, Out1, [T | Acc]);
+        error -> take_upto(I + 1, Seq, Out, Acc)
+    end.
+
+settle(_Kind, 0, _Ts, St) ->
+    St;
+settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
+    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, N),
+    Now = ?NOW_US(),
+    _ = [beamlab_amqp_agent:record(Hs, max(0, Now - T)) || T <- Ts],
+    St.
+
+connection_lost(Code, Text, #st{spec = #{reconnect := true}} = St) ->
+    %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
+    %% from the window; the accounting shows them as unaccounted.
+    case open(St#st.ctx, St#st.spec) of
+        {ok, Conn, Ch} ->
+            St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}};
+        {error, _} ->
+            receive after 1000 -> ok end,
+            connection_lost(Code, Text, St)
+    end;
+connection_lost(Code, Text, _St) ->
+    exit({shutdown, {connection_lost, Code, Text}}).
+
+%% Stop publishing; wait (bounded) for outstanding confirms and late returns
+%% so that the counts are final, then close the channel.
+-spec finish(#st{}) -> no_return().
+finish(#st{spec = #{confirm := undefined}} = St) ->
+    Deadline = erlang:monotonic_time(millisecond) + ?RETURN_GRACE_MS,
+    St1 = drain(St, Deadline),
+    close(St1);
+finish(St) ->
+    Deadline = erlang:monotonic_time(millisecond) + ?SETTLE_MS,
+    close(settle_all(St, Deadline)).
+
+settle_all(#st{outstanding = Out} = St, _Deadline) when map_size(Out) =:= 0 ->
+    St;
+settle_all(St, Deadline) ->
+    Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+    receive
+        stop -> settle_all(St, Deadline);
+        Msg -> settle_all(handle(Msg, St), Deadline)
+    after Left ->
+        St
+    end.
+
+drain(St, Deadline) ->
+    Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+    receive
+        stop -> drain(St, Deadline);
+        Msg -> drain(handle(Msg, St), Deadline)
+    after Left ->
+        St
+    end.
+
+-spec close(#st{}) -> no_return().
+close(#st{ch = Ch}) ->
+    _ = catch beamlab_amqp:close_channel(Ch),
+    exit(normal).

@@ -1,0 +1,223 @@
+%%% @doc `beamlab amqp': load-test a RabbitMQ broker with PerfTest's options
+%%% and output format (see `beamlab_amqp_perf').
+-module(beamlab_cli_amqp).
+
+-export([summary/0, options/0, usage/0, run/1, config/1]).
+
+%% @doc One line for `beamlab help'.
+-spec summary() -> string().
+summary() ->
+    "load-test RabbitMQ (AMQP 0-9-1) with PerfTest's options and output".
+
+%% @doc The command's options: PerfTest's (same letters, same meaning) plus
+%% beamlab's `--closed-loop', `--nodes', `--cookie', `--reconnect'.
+-spec options() -> [beamlab_cli_args:option()].
+options() ->
+    [#{name => uri, short => "h", long => "uri", type => string,
+       default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
+       help => "broker URI amqp://user:pass@host:port/vhost (-h is the URI, as in PerfTest)"},
+     #{name => producers, short => "x", long => "producers", type => non_neg_integer, default => 1,
+       metavar => "N", help => "producer count (one connection each)"},
+     #{name => consumers, short => "y", long => "consumers", type => non_neg_integer, default => 1,
+       metavar => "N", help => "consumer count (one connection each)"},
+     #{name => producer_channels, short => "X", long => "producer-channel-count",
+       type => pos_integer, default => 1, metavar => "N", help => "channels per producer"},
+     #{name => consumer_channels, short => "Y", long => "consumer-channel-count",
+       type => pos_integer, default => 1, metavar => "N", help => "channels per consumer"},
+     #{name => queue, short => "u", long => "queue", type => string, metavar => "NAME",
+       help => "queue name (default: one queue named after the test id, deleted at the end)"},
+     #{name => exchange, short => "e", long => "exchange", type => string, default => "direct",
+       metavar => "NAME", help => "exchange name (\"\" is the default exchange)"},
+     #{name => exchange_type, short => "t", long => "type",
+       type => {enum, [direct, fanout, topic, headers]}, default => direct, metavar => "TYPE",
+       help => "exchange type"},
+     #{name => routing_key, short => "k", long => "routing-key", type => string, metavar => "KEY",
+       help => "routing key (default: the queue's name, to which the queue is bound)"},
+     #{name => flag, short => "f", long => "flag", type => {enum, [persistent, mandatory]},
+       multi => true, metavar => "FLAG", help => "message flag, repeatable: persistent, mandatory"},
+     #{name => qos, short => "q", long => "qos", type => non_neg_integer, default => 0,
+       metavar => "N", help => "consumer prefetch count (0: unlimited)"},
+     #{name => confirm, short => "c", long => "confirm", type => integer, metavar => "N",
+       help => "publisher confirms with at most N unconfirmed messages per producer channel "
+               "(0 or -1, PerfTest's default: no confirms)"},
+     #{name => autoack, short => "a", long => "autoack", type => boolean, default => false,
+       help => "consume without acknowledgements"},
+     #{name => multi_ack, short => "A", long => "multi-ack-every", type => non_neg_integer,
+       default => 0, metavar => "N", help => "acknowledge every N messages at once (multiple)"},
+     #{name => rate, short => "r", long => "rate", type => pos_number, metavar => "MSG/S",
+       help => "rate limit of each producer channel (default: unlimited)"},
+     #{name => size, short => "s", long => "size", type => non_neg_integer, default => 12,
+       metavar => "BYTES", help => "message body size (at least 12: time stamp and sequence)"},
+     #{name => time, short => "z", long => "time", type => pos_number, metavar => "SECONDS",
+       help => "run duration (default: until -C/-D counts are reached or Ctrl-C)"},
+     #{name => pmessages, short => "C", long => "pmessages", type => non_neg_integer, default => 0,
+       metavar => "N", help => "messages each producer channel publishes, then stops (0: no limit)"},
+     #{name => cmessages, short => "D", long => "cmessages", type => non_neg_integer, default => 0,
+       metavar => "N", help => "messages each consumer channel receives, then stops (0: no limit)"},
+     #{name => queue_pattern, short => "qp", long => "queue-pattern", type => string,
+       metavar => "PATTERN", help => "queue name pattern, e.g. 'perf-test-%d'"},
+     #{name => queue_pattern_from, short => "qpf", long => "queue-pattern-from", type => integer,
+       metavar => "N", help => "first number of the queue pattern"},
+     #{name => queue_pattern_to, short => "qpt", long => "queue-pattern-to", type => integer,
+       metavar => "N", help => "last number of the queue pattern"},
+     #{name => predeclared, short => "p", long => "predeclared", type => boolean, default => false,
+       help => "use existing queues as they are (no declaration, no binding)"},
+     #{name => quorum, short => "qq", long => "quorum-queue", type => boolean, default => false,
+       help => "declare quorum queues"},
+     #{name => interval, short => "i", long => "interval", type => pos_number, default => 1,
+       metavar => "SECONDS", help => "reporting interval"},
+     #{name => id, short => "d", long => "id", type => string, metavar => "ID",
+       help => "test id printed on every line (default: test-HHMMSS-mmm)"},
+     #{name => reconnect, long => "reconnect", type => boolean, default => false,
+       help => "reopen lost connections and carry on instead of stopping the run"},
+     #{name => closed_loop, long => "closed-loop", type => pos_integer, metavar => "N",
+       help => "N channels, each with its own queue, publishing the next message when the "
+               "previous one is delivered (ignores -x/-y/-u/-r)"},
+     #{name => nodes, long => "nodes", type => string, metavar => "N|NODES",
+       help => "spread the load over N VMs (this one and N-1 started peers) or over the "
+               "named nodes a@host,b@host"},
+     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+       help => "distribution cookie for --nodes with named nodes"}]
+        ++ beamlab_cli_args:common_options().
+
+%% @doc Examples for `beamlab help amqp'.
+-spec usage() -> iodata().
+usage() ->
+    "Examples:\n"
+    "  beamlab amqp -h amqp://guest:guest@127.0.0.1:5672/%2F -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
+    "  beamlab amqp -x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern 'perf-test-%d' \\\n"
+    "               --queue-pattern-from 1 --queue-pattern-to 10 -z 60\n"
+    "  beamlab amqp --closed-loop 500 -z 60              # the NUMA stress test\n"
+    "  beamlab amqp -x 4 -y 4 -r 1000 --nodes 2 -z 30    # 2 VMs, 1000 msg/s per producer\n"
+    "Output: one PerfTest line per interval, PerfTest's summary, the accounting\n"
+    "(sent = received + returned + nacked + queued), then beamlab's table.\n".
+
+%% @doc Runs the command; the exit code is non-zero when the run could not
+%% start or ended early (broker gone, node down).
+-spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+run(Parsed) ->
+    Cfg0 = config(Parsed),
+    Format = beamlab_output:format(Parsed),
+    %% PerfTest's lines go to stdout in text mode; with a machine format
+    %% stdout carries only the document.
+    Out = case Format of
+              text -> fun beamlab_amqp_perf:write_utf8/1;
+              _ -> fun(Bin) -> beamlab_amqp_perf:write_utf8(standard_error, Bin) end
+          end,
+    Telemetry = start_telemetry(Parsed),
+    Result = beamlab_amqp_perf:run(Cfg0#{out => Out}),
+    Series = stop_telemetry(Telemetry),
+    case Result of
+        {ok, Report} ->
+            Doc = beamlab_amqp_perf:result(Report, params(Cfg0), beamlab_cli:argv()),
+            beamlab_output:emit(Doc#{telemetry => Series}, Parsed),
+            case maps:get(failure, Report) of
+                undefined -> 0;
+                F -> beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(F)])
+            end;
+        {error, Reason} ->
+            beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
+    end.
+
+%% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
+%% options; user mistakes end in `beamlab_cli:usage_error/2'.
+-spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:config().
+config(P) ->
+    G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
+    Uri = G(uri),
+    case beamlab_amqp_uri:parse(Uri) of
+        {ok, _} -> ok;
+        {error, UriErr} -> beamlab_cli:usage_error("malformed URI '~ts': ~ts",
+                                              [Uri, beamlab_amqp_uri:format_error(UriErr)])
+    end,
+    Flags = case G(flag) of
+                undefined -> [];
+                L -> L
+            end,
+    G(multi_ack) > 0 andalso G(autoack) =:= true andalso
+        beamlab_cli:usage_error("-A (multi-ack) and -a (autoack) exclude each other", []),
+    Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
+    Pattern =/= undefined andalso G(queue) =/= undefined andalso
+        beamlab_cli:usage_error("give either -u or --queue-pattern, not both", []),
+    G(predeclared) =:= true andalso Pattern =:= undefined andalso G(queue) =:= undefined
+        andalso G(closed_loop) =:= undefined andalso
+        beamlab_cli:usage_error("-p needs the queue(s): -u or --queue-pattern", []),
+    G(cookie) =/= undefined andalso set_cookie(G(cookie)),
+    #{uri => list_to_binary(Uri),
+      producers => G(producers), consumers => G(consumers),
+      producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),
+      queue => bin(G(queue)), queue_pattern => Pattern,
+      exchange => list_to_binary(G(exchange)), exchange_type => atom_to_binary(G(exchange_type)),
+      routing_key => bin(G(routing_key)),
+      persistent => lists:member(persistent, Flags), mandatory => lists:member(mandatory, Flags),
+      prefetch => G(qos),
+      confirm => case G(confirm) of
+                     C when is_integer(C), C > 0 -> C;
+                     _ -> undefined
+                 end, autoack => G(autoack), multi_ack => G(multi_ack),
+      rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
+      body_size => G(size), duration => G(time),
+      pmessages => G(pmessages), cmessages => G(cmessages),
+      predeclared => G(predeclared), quorum => G(quorum), interval => G(interval),
+      reconnect => G(reconnect), nodes => node_list(G(nodes)),
+      closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
+      id => bin(G(id))}.
+
+bin(undefined) -> undefined;
+bin(S) -> unicode:characters_to_binary(S).
+
+pattern(undefined, undefined, undefined) ->
+    undefined;
+pattern(undefined, _, _) ->
+    beamlab_cli:usage_error("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
+pattern(P, From, To) when is_integer(From), is_integer(To), From =< To ->
+    case string:find(P, "%") of
+        nomatch -> beamlab_cli:usage_error("--queue-pattern '~ts' has no %d", [P]);
+        _ -> {list_to_binary(P), From, To}
+    end;
+pattern(_P, From, To) when is_integer(From), is_integer(To) ->
+    beamlab_cli:usage_error("--queue-pattern-from ~b is above --queue-pattern-to ~b", [From, To]);
+pattern(_P, _, _) ->
+    beamlab_cli:usage_error("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
+
+node_list(undefined) ->
+    [node()];
+node_list(S) ->
+    case string:to_integer(S) of
+        {N, ""} when N >= 1 -> {peers, N};
+        {_, ""} -> beamlab_cli:usage_error("--nodes needs at least 1 node", []);
+        _ ->
+            Names = [string:trim(X) || X <- string:lexemes(S, ",")],
+            [case string:split(X, "@") of
+                 [[_ | _], [_ | _]] -> list_to_atom(X);
+                 _ -> beamlab_cli:usage_error("--nodes: '~ts' is not a node name (name@host)", [X])
+             end || X <- Names]
+    end.
+
+set_cookie(C) ->
+    _ = beamlab_peer:ensure_dist(),
+    erlang:set_cookie(node(), list_to_atom(C)).
+
+%% The options as they go into the result document (JSON-friendly).
+params(Cfg) ->
+    maps:map(fun(_, V) when is_atom(V), V =/= true, V =/= false, V =/= undefined -> atom_to_binary(V);
+                (_, undefined) -> null;
+                (_, {peers, N}) -> N;
+                (_, {P, F, T}) -> #{pattern => P, from => F, to => T};
+                (_, L) when is_list(L) -> [atom_to_binary(A) || A <- L];
+                (_, V) -> V
+             end, maps:without([out], Cfg)).
+
+%% -v: live VM telemetry of the generator's VM, when beamlab_env provides it.
+start_telemetry(P) ->
+    case beamlab_cli_args:get(verbose, P, 0) > 0 andalso
+        code:ensure_loaded(beamlab_env_telemetry) =:= {module, beamlab_env_telemetry} of
+        true ->
+            {ok, Pid} = beamlab_env_telemetry:start_link(#{interval => 1000, print => true}),
+            Pid;
+        false ->
+            undefined
+    end.
+
+stop_telemetry(undefined) -> #{};
+stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).

@@ -1,0 +1,386 @@
+%%% Integration tests of the load generator (`beamlab amqp') against a real
+%%% RabbitMQ started on loopback by scripts/rabbitmq.sh (own port, own state
+%%% directory), through the library and through the built escript.
+-module(amqp_perf_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
+-export([cli_short_run/1, cli_json/1, cli_interrupt/1, counts_exact/1, consumer_count_below_producer_count/1,
+         mandatory_unroutable_returned/1, confirms_and_nacks/1, prefetch_honoured/1,
+         multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1,
+         quorum_queue/1, nodes_peer/1, named_node_without_code/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
+         unreachable/1, broker_stops_mid_run/1, connections_closed/1, reconnect/1]).
+
+-define(PORT, "5684").
+-define(URI, <<"amqp://guest:guest@127.0.0.1:" ?PORT "/%2F">>).
+
+all() ->
+    [{group, library}, {group, cli}, connections_closed, reconnect, broker_stops_mid_run].
+
+groups() ->
+    [{library, [], [counts_exact, consumer_count_below_producer_count,
+                    mandatory_unroutable_returned, confirms_and_nacks, prefetch_honoured,
+                    multi_ack, queue_pattern, closed_loop, rate_never_overshoots,
+                    quorum_queue, nodes_peer, named_node_without_code]},
+     {cli, [], [cli_short_run, cli_json, cli_interrupt, inequivalent_queue, bad_uri, wrong_credentials,
+                unreachable]}].
+
+init_per_suite(Config) ->
+    {0, Out} = rabbit("start"),
+    ct:log("~ts", [Out]),
+    Config.
+
+end_per_suite(_Config) ->
+    _ = rabbit("stop"),
+    ok.
+
+rabbit(Cmd) ->
+    Script = filename:join([beamlab_test_util:root(), "scripts", "rabbitmq.sh"]),
+    Port = open_port({spawn_executable, Script},
+                     [{args, [Cmd]}, {env, [{"BEAMLAB_RABBIT_PORT", ?PORT}]},
+                      exit_status, stderr_to_stdout, binary]),
+    collect(Port, []).
+
+collect(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    after 180000 -> error(rabbitmq_script_timeout)
+    end.
+
+%% Runs the generator in this process; its lines are logged.
+run(Cfg) ->
+    Self = self(),
+    Out = fun(B) -> Self ! {amqp_line, B}, ok end,
+    Res = beamlab_amqp_perf:run(maps:merge(#{uri => ?URI, out => Out}, Cfg)),
+    Lines = lines(),
+    ct:log("~ts", [Lines]),
+    {Res, Lines}.
+
+lines() ->
+    receive {amqp_line, B} -> [B | lines()]
+    after 0 -> []
+    end.
+
+ok_run(Cfg) ->
+    {{ok, R}, Lines} = run(Cfg),
+    %% Nothing of the run is left in the caller's mailbox.
+    ?assertEqual({messages, []}, process_info(self(), messages)),
+    {R, iolist_to_binary(Lines)}.
+
+uniq(Name) ->
+    iolist_to_binary([Name, $-, integer_to_binary(erlang:unique_integer([positive]))]).
+
+%% A client connection for setting up and inspecting queues.
+with_channel(Fun) ->
+    {ok, Conn} = beamlab_amqp:connect(?URI, #{}),
+    {ok, Ch} = beamlab_amqp:open_channel(Conn),
+    try Fun(Ch)
+    after
+        _ = beamlab_amqp:close(Conn),
+        %% Our own notices (owner of the connection and of the channel).
+        receive {amqp_closed, Conn, _, _} -> ok after 100 -> ok end,
+        receive {amqp_closed, Ch, _, _} -> ok after 0 -> ok end
+    end.
+
+queue_exists(Q) ->
+    with_channel(fun(Ch) ->
+                         case beamlab_amqp:declare_queue(Ch, Q, #{passive => true}) of
+                             {ok, _} -> true;
+                             {error, {amqp_closed, 404, _}} -> false
+                         end
+                 end).
+
+counters(R) -> maps:get(counters, R).
+acc(R) -> maps:get(accounting, R).
+
+%%--------------------------------------------------------------------
+%% Library
+
+counts_exact(_) ->
+    Q = uniq(<<"counts">>),
+    {R, Text} = ok_run(#{queue => Q, pmessages => 300, cmessages => 300, prefetch => 50,
+                         confirm => 20, producers => 1, consumers => 1}),
+    ?assertMatch(#{sent := 300, received := 300, confirmed := 300, nacked := 0}, counters(R)),
+    ?assertMatch(#{balanced := true, queued := 0}, acc(R)),
+    ?assertEqual(counts, maps:get(stop, R)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"sending rate avg: ">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"(balanced)">>)),
+    %% The queue was created by the run and is gone afterwards.
+    ?assertNot(queue_exists(Q)).
+
+%% -D below -C: the rest stays in the queue and the accounting says so.
+consumer_count_below_producer_count(_) ->
+    Q = uniq(<<"rest">>),
+    {R, _} = ok_run(#{queue => Q, pmessages => 200, cmessages => 50, prefetch => 10,
+                      confirm => 50, duration => 5}),
+    #{sent := 200, received := Rcv} = counters(R),
+    ?assertEqual(50, Rcv),
+    ?assertMatch(#{balanced := true, queued := 150}, acc(R)).
+
+mandatory_unroutable_returned(_) ->
+    Q = uniq(<<"unroutable">>),
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:declare_queue(Ch, Q, #{}) end),
+    %% amq.direct has no binding for the key: every message comes back.
+    {R, Text} = ok_run(#{queue => Q, predeclared => true, exchange => <<"amq.direct">>,
+                         mandatory => true, consumers => 0, pmessages => 40, confirm => 10}),
+    ?assertMatch(#{sent := 40, returned := 40, confirmed := 40, received := 0}, counters(R)),
+    ?assertMatch(#{balanced := true}, acc(R)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"+ returned 40 +">>)),
+    %% A predeclared queue is left in place.
+    ?assert(queue_exists(Q)),
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:delete_queue(Ch, Q, #{}) end).
+
+confirms_and_nacks(_) ->
+    Q = uniq(<<"maxlen">>),
+    Args = #{<<"x-max-length">> => 1, <<"x-overflow">> => <<"reject-publish">>},
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:declare_queue(Ch, Q, #{arguments => Args}) end),
+    {R, Text} = ok_run(#{queue => Q, predeclared => true, exchange => <<>>, consumers => 0,
+                         pmessages => 30, confirm => 1}),
+    %% confirm window 1: each publish waits for its confirm, so the queue
+    %% holds the first message and rejects every later one.
+    ?assertMatch(#{sent := 30, confirmed := 1, nacked := 29}, counters(R)),
+    ?assertMatch(#{balanced := true, queued := 1}, acc(R)),
+    ?assertMatch({match, _}, re:run(Text, "confirm latency min/median/75th/95th/99th [0-9]+/")),
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:delete_queue(Ch, Q, #{}) end).
+
+%% Multi-ack every 100 with prefetch 10 never acknowledges during the run:
+%% the broker stops delivering after exactly the prefetch count.
+prefetch_honoured(_) ->
+    Q = uniq(<<"prefetch">>),
+    {R, _} = ok_run(#{queue => Q, prefetch => 10, multi_ack => 100, pmessages => 60,
+                      confirm => 60, duration => 2}),
+    ?assertMatch(#{sent := 60, received := 10}, counters(R)),
+    %% The 10 were acknowledged at the end, the 50 others are still queued.
+    ?assertMatch(#{balanced := true, queued := 50}, acc(R)).
+
+%% Prefetch 20 and an ack every 10 (multiple): only multi-acks keep the
+%% consumer going past 20 messages.
+multi_ack(_) ->
+    Q = uniq(<<"multiack">>),
+    {R, _} = ok_run(#{queue => Q, prefetch => 20, multi_ack => 10, pmessages => 500,
+                      cmessages => 500, confirm => 50, duration => 10}),
+    ?assertMatch(#{sent := 500, received := 500}, counters(R)),
+    ?assertEqual(counts, maps:get(stop, R)),
+    ?assertMatch(#{balanced := true, queued := 0}, acc(R)).
+
+queue_pattern(_) ->
+    P = <<(uniq(<<"pat">>))/binary, "-%d">>,
+    {R, _} = ok_run(#{queue_pattern => {P, 1, 3}, producers => 3, consumers => 3,
+                      pmessages => 100, cmessages => 100, confirm => 20, mandatory => true}),
+    Qs = beamlab_amqp_topology:expand_pattern(P, 1, 3),
+    ?assertEqual(Qs, maps:get(queues, R)),
+    %% Producer i publishes to queue i, consumer i reads queue i.
+    ?assertMatch(#{sent := 300, received := 300, returned := 0}, counters(R)),
+    ?assertMatch(#{balanced := true, queued := 0}, acc(R)),
+    ?assertEqual([false, false, false], [queue_exists(Q) || Q <- Qs]).
+
+closed_loop(_) ->
+    {R, Text} = ok_run(#{closed_loop => 4, duration => 2}),
+    #{sent := S, received := Rcv} = counters(R),
+    ?assert(Rcv > 0),
+    %% At most one message per channel is in flight at any time.
+    ?assert(S - Rcv =< 4),
+    ?assertMatch(#{balanced := true}, acc(R)),
+    ?assertEqual(4, length(maps:get(queues, R))),
+    ?assertEqual(nomatch, binary:match(Text, <<"confirmed:">>)).
+
+%% Never more than the schedule allows: rate * elapsed + 1 per producer.
+rate_never_overshoots(_) ->
+    Q = uniq(<<"rate">>),
+    {R, _} = ok_run(#{queue => Q, rate => 40, producers => 2, duration => 2}),
+    #{sent := S} = counters(R),
+    Elapsed = maps:get(elapsed_us, R) / 1000000,
+    ?assert(S =< 2 * (40 * Elapsed + 1)),
+    ?assert(S > 0),
+    ?assertMatch(#{balanced := true}, acc(R)).
+
+quorum_queue(_) ->
+    Q = uniq(<<"quorum">>),
+    {R, _} = ok_run(#{queue => Q, quorum => true, pmessages => 100, cmessages => 100,
+                      confirm => 20, prefetch => 20}),
+    ?assertMatch(#{sent := 100, received := 100}, counters(R)),
+    ?assertMatch(#{balanced := true}, acc(R)).
+
+%% --nodes 2: this node and one peer, each running one producer and one
+%% consumer; counters and histograms merge into one report.
+nodes_peer(_) ->
+    Q = uniq(<<"nodes">>),
+    {R, _} = ok_run(#{queue => Q, nodes => {peers, 2}, producers => 2, consumers => 2,
+                      pmessages => 200, cmessages => 200, confirm => 20, prefetch => 20}),
+    ?assertEqual(2, length(maps:get(nodes, R))),
+    ?assertMatch(#{sent := 400, received := 400}, counters(R)),
+    ?assertEqual(400, beamlab_stats_hist:count(maps:get(consumer_hist, R))),
+    ?assertEqual(400, beamlab_stats_hist:count(maps:get(confirm_hist, R))),
+    ?assertMatch(#{balanced := true}, acc(R)).
+
+%% --nodes with a running node that has no beamlab code: the run loads it.
+named_node_without_code(_) ->
+    {ok, Vm} = beamlab_peer:start(#{dist => true, load => false}),
+    Peer = beamlab_peer:node(Vm),
+    try
+        ?assertEqual(non_existing, erpc:call(Peer, code, which, [beamlab_amqp_agent])),
+        Q = uniq(<<"named">>),
+        {R, _} = ok_run(#{queue => Q, nodes => [node(), Peer], producers => 2, consumers => 2,
+                          pmessages => 100, cmessages => 100, confirm => 20}),
+        ?assertEqual(lists:sort([node(), Peer]), maps:get(nodes, R)),
+        ?assertMatch(#{sent := 200, received := 200}, counters(R)),
+        ?assertMatch(#{balanced := true}, acc(R))
+    after
+        beamlab_peer:stop(Vm)
+    end.
+
+%%--------------------------------------------------------------------
+%% CLI
+
+cli(Args) ->
+    R = beamlab_test_util:cli(["amqp", "-h", binary_to_list(?URI) | Args]),
+    ct:log("exit ~p~nstdout:~n~ts~nstderr:~n~ts", [maps:get(code, R), maps:get(out, R), maps:get(err, R)]),
+    R.
+
+cli_short_run(_) ->
+    #{code := 0, out := Out} = cli(["-x", "1", "-y", "1", "-z", "2", "-f", "mandatory",
+                                    "-f", "persistent", "-c", "50", "-q", "100", "-s", "100",
+                                    "-u", binary_to_list(uniq(<<"cli">>))]),
+    Line = "id: test-[0-9]{6}-[0-9]{3}, time [0-9]+\\.[0-9]{3} s, sent: [0-9.]+ msg/s, "
+           "returned: [0-9.]+ msg/s, confirmed: [0-9.]+ msg/s, nacked: [0-9.]+ msg/s, "
+           "received: [0-9.]+ msg/s, min/median/75th/95th/99th consumer latency: "
+           "[0-9]+/[0-9]+/[0-9]+/[0-9]+/[0-9]+ \302\265s, confirm latency: [0-9]+/[0-9]+/[0-9]+/[0-9]+/[0-9]+ \302\265s\n",
+    ?assertMatch({match, _}, re:run(Out, Line)),
+    ?assertMatch({match, _}, re:run(Out, "sending rate avg: [0-9.]+ msg/s\n")),
+    ?assertMatch({match, _}, re:run(Out, "receiving rate avg: [0-9.]+ msg/s\n")),
+    ?assertMatch({match, _}, re:run(Out, "accounting: sent ([0-9]+) = received \\1 \\+ returned 0 "
+                                         "\\+ nacked 0 \\+ queued 0 \\(balanced\\)")),
+    %% beamlab's own table follows.
+    ?assertMatch({match, _}, re:run(Out, "consumer latency +[0-9]")).
+
+cli_json(_) ->
+    #{code := 0, out := Out, err := Err} =
+        cli(["-C", "100", "-D", "100", "-c", "10", "--format", "json",
+             "-u", binary_to_list(uniq(<<"json">>))]),
+    {ok, Doc} = beamlab_json:decode(Out),
+    ?assertMatch(#{<<"kind">> := <<"amqp">>}, Doc),
+    #{<<"extra">> := #{<<"amqp">> := #{<<"counters">> := #{<<"sent">> := 100, <<"received">> := 100},
+                                       <<"accounting">> := #{<<"balanced">> := true}}}} = Doc,
+    %% The PerfTest lines went to stderr.
+    ?assertMatch({match, _}, re:run(Err, "sending rate avg")).
+
+%% Ctrl-C (SIGTERM to the launcher): the run stops, prints what it measured,
+%% drains and balances, and the document says partial.
+cli_interrupt(_) ->
+    Dir = beamlab_test_util:tmp_dir("amqp-int"),
+    %% exec: the port's OS process becomes the escript's launcher, which
+    %% forwards SIGTERM to the VM; its PerfTest lines (stderr) are dropped.
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", beamlab_test_util:escript(),
+                              "amqp", "-h", binary_to_list(?URI), "-c", "20", "-z", "60",
+                              "--format", "json", "-u", binary_to_list(uniq(<<"int">>))]},
+                      {cd, Dir}, exit_status, binary, use_stdio]),
+    {os_pid, Pid} = erlang:port_info(Port, os_pid),
+    timer:sleep(3000),
+    os:cmd("kill -TERM " ++ integer_to_list(Pid)),
+    {Code, Out} = collect(Port, []),
+    ct:log("exit ~p~n~ts", [Code, Out]),
+    ?assertEqual(0, Code),
+    {ok, Doc} = beamlab_json:decode(Out),
+    ?assertMatch(#{<<"partial">> := true,
+                   <<"extra">> := #{<<"amqp">> := #{<<"stop">> := <<"interrupted">>,
+                                                    <<"accounting">> := #{<<"balanced">> := true}}}},
+                 Doc).
+
+inequivalent_queue(_) ->
+    Q = uniq(<<"ineq">>),
+    with_channel(fun(Ch) ->
+                         {ok, _} = beamlab_amqp:declare_queue(
+                                     Ch, Q, #{arguments => #{<<"x-max-length">> => 5}})
+                 end),
+    R = #{code := 1, err := Err} = cli(["-u", binary_to_list(Q), "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "406 PRECONDITION_FAILED - inequivalent arg 'x-max-length'")),
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:delete_queue(Ch, Q, #{}) end).
+
+bad_uri(_) ->
+    R = #{code := 2, err := Err} = beamlab_test_util:cli(["amqp", "-h", "amqp://host:port:x/", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "malformed URI")).
+
+wrong_credentials(_) ->
+    R = #{code := 1, err := Err} =
+        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:nope@127.0.0.1:" ?PORT "/%2F", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "wrong credentials")),
+    R2 = #{code := 1, err := Err2} =
+        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:guest@127.0.0.1:" ?PORT "/novhost", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R2),
+    ?assertMatch({match, _}, re:run(Err2, "virtual host")).
+
+unreachable(_) ->
+    R = #{code := 1, err := Err} =
+        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:guest@127.0.0.1:1/%2F", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "broker not reachable at 127.0.0.1:1")).
+
+%% Last: stops the suite's broker. The run reports the disconnect, prints
+%% what it measured, and exits non-zero.
+broker_stops_mid_run(_) ->
+    Self = self(),
+    _ = spawn_link(fun() ->
+                           timer:sleep(2500),
+                           Self ! {stopped, rabbit("stop")}
+                   end),
+    R = #{code := Code, out := Out, err := Err} =
+        cli(["-x", "1", "-y", "1", "-c", "50", "-z", "60", "-u", "gone"]),
+    receive {stopped, {0, _}} -> ok after 60000 -> error(broker_stop_timeout) end,
+    ?assertEqual(1, Code),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "connection|broker", [caseless])),
+    ?assertMatch({match, _}, re:run(Out, "test stopped \\(")),
+    ?assertMatch({match, _}, re:run(Out, "sending rate avg: [0-9.]+ msg/s")),
+    ?assertMatch({match, _}, re:run(Out, "time [0-9.]+ s, sent: [1-9]")).
+
+%% The broker's rabbitmqctl for the suite's node (same environment as
+%% scripts/rabbitmq.sh gives it).
+ctl(Args) ->
+    Dir = filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT]),
+    Port = open_port({spawn_executable, "/usr/lib/rabbitmq/bin/rabbitmqctl"},
+                     [{args, ["-n", "beamlab-rabbit-" ?PORT "@localhost" | Args]},
+                      {env, [{"HOME", Dir}, {"ERL_EPMD_ADDRESS", "127.0.0.1"},
+                             {"RABBITMQ_CTL_ERL_ARGS", "-kernel inet_dist_use_interface {127,0,0,1}"}]},
+                      exit_status, stderr_to_stdout, binary]),
+    collect(Port, []).
+
+close_connections_after(Ms) ->
+    spawn_link(fun() ->
+                       timer:sleep(Ms),
+                       {0, _} = ctl(["close_all_connections", "beamlab test"])
+               end).
+
+%% The broker closes every connection (320 CONNECTION_FORCED): the run
+%% stops, reports what it measured and the reason.
+connections_closed(_) ->
+    Q = uniq(<<"forced">>),
+    close_connections_after(2500),
+    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 30}),
+    ?assertMatch({connection_lost, 320, _}, maps:get(failure, R)),
+    ?assert(maps:get(partial, R)),
+    ?assert(maps:get(sent, counters(R)) > 0),
+    ?assertMatch({match, _}, re:run(Text, "test stopped \\(broker closed the connection: 320 CONNECTION_FORCED")),
+    with_channel(fun(Ch) -> catch beamlab_amqp:delete_queue(Ch, Q, #{}) end).
+
+%% With reconnect the same event is survived: connections are reopened and
+%% the run goes on to its time limit.
+reconnect(_) ->
+    Q = uniq(<<"reconnect">>),
+    close_connections_after(1500),
+    {R, _} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true}),
+    ?assertEqual(undefined, maps:get(failure, R)),
+    ?assertEqual(time_limit, maps:get(stop, R)),
+    %% Both connections (producer's and consumer's) were reopened.
+    ?assertEqual(2, maps:get(reconnects, counters(R))),
+    %% The queue depth was read on a reopened setup connection.
+    ?assertMatch(#{queued := N} when is_integer(N), acc(R)),
+    %% Messages flowed after the reconnect: the last intervals received some.
+    Late = [maps:get(received, S) || S <- maps:get(rates, R), maps:get(time, S) > 3.5],
+    ?assert(lists:sum(Late) > 0),
+    with_channel(fun(Ch) -> catch beamlab_amqp:delete_queue(Ch, Q, #{}) end).

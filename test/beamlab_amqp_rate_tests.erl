@@ -1,0 +1,72 @@
+-module(beamlab_amqp_rate_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+due_times_test() ->
+    L = beamlab_amqp_rate:new(4, 1000),
+    ?assertEqual([1000, 251000, 501000, 751000, 1001000],
+                 [beamlab_amqp_rate:due(L, K) || K <- lists:seq(0, 4)]).
+
+due_rounds_up_test() ->
+    %% 3 msg/s: 333333.33.. us apart; never early, so rounded up.
+    L = beamlab_amqp_rate:new(3, 0),
+    ?assertEqual([0, 333334, 666667, 1000000],
+                 [beamlab_amqp_rate:due(L, K) || K <- lists:seq(0, 3)]).
+
+wait_then_go_test() ->
+    L0 = beamlab_amqp_rate:new(10, 0),
+    {go, 0, L1} = beamlab_amqp_rate:next(L0, 0),
+    ?assertEqual({wait, 60000}, beamlab_amqp_rate:next(L1, 40000)),
+    %% Late: sends now, but stamps the intended time, not the actual one.
+    {go, 100000, L2} = beamlab_amqp_rate:next(L1, 350000),
+    {go, 200000, L3} = beamlab_amqp_rate:next(L2, 350000),
+    {go, 300000, L4} = beamlab_amqp_rate:next(L3, 350000),
+    ?assertEqual({wait, 50000}, beamlab_amqp_rate:next(L4, 350000)),
+    ?assertEqual(4, beamlab_amqp_rate:sent(L4)).
+
+infinity_test() ->
+    L0 = beamlab_amqp_rate:new(infinity, 5),
+    {go, 7, L1} = beamlab_amqp_rate:next(L0, 7),
+    {go, 7, _} = beamlab_amqp_rate:next(L1, 7),
+    ?assertEqual(infinity, beamlab_amqp_rate:allowed(L1, 7)).
+
+float_rate_test() ->
+    L = beamlab_amqp_rate:new(0.5, 0),
+    ?assertEqual(2000000, beamlab_amqp_rate:due(L, 1)),
+    ?assertEqual(1, beamlab_amqp_rate:allowed(L, 1999999)),
+    ?assertEqual(2, beamlab_amqp_rate:allowed(L, 2000000)).
+
+%% Drive the limiter greedily at random (sometimes late) clock readings:
+%% the count released never exceeds the schedule, intended times are the
+%% schedule itself and never in the future.
+never_overshoots_test() ->
+    rand:seed(exsss, {1, 2, 3}),
+    lists:foreach(fun(_) -> greedy_run(rand:uniform(100000)) end, lists:seq(1, 50)).
+
+greedy_run(Rate) ->
+    L0 = beamlab_amqp_rate:new(Rate, 0),
+    greedy(L0, 0, 0, 200).
+
+greedy(_L, _Now, _Prev, 0) ->
+    ok;
+greedy(L, Now, Prev, Steps) ->
+    case beamlab_amqp_rate:next(L, Now) of
+        {go, Intended, L1} ->
+            ?assert(Intended =< Now),
+            ?assert(Intended >= Prev),
+            ?assertEqual(Intended, beamlab_amqp_rate:due(L, beamlab_amqp_rate:sent(L))),
+            ?assert(beamlab_amqp_rate:sent(L1) =< beamlab_amqp_rate:allowed(L1, Now)),
+            greedy(L1, Now, Intended, Steps - 1);
+        {wait, Us} ->
+            ?assert(Us > 0),
+            %% The clock moves on by up to twice the wait (a late wake-up).
+            greedy(L, Now + rand:uniform(2 * Us), Prev, Steps - 1)
+    end.
+
+allowed_matches_due_test() ->
+    L = beamlab_amqp_rate:new(7, 100),
+    ?assertEqual(0, beamlab_amqp_rate:allowed(L, 99)),
+    [begin
+         D = beamlab_amqp_rate:due(L, K),
+         ?assertEqual(K + 1, beamlab_amqp_rate:allowed(L, D)),
+         ?assertEqual(K, beamlab_amqp_rate:allowed(L, D - 1))
+     end || K <- lists:seq(1, 50)].

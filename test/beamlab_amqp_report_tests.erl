@@ -1,0 +1,87 @@
+-module(beamlab_amqp_report_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+all_on() ->
+    #{published => true, received => true, returned => true, confirmed => true}.
+
+rates() ->
+    #{sent => 13548.7, returned => 0, confirmed => 13449.2, nacked => 0.5,
+      received => 7.25, consumer => [404, 5648, 7770, 11609, 14864],
+      confirm => [241, 3707, 5544, 9435, 11787]}.
+
+format_rate_test() ->
+    ?assertEqual(<<"0">>, beamlab_amqp_report:format_rate(0)),
+    ?assertEqual(<<"0">>, beamlab_amqp_report:format_rate(0.0)),
+    ?assertEqual(<<"0.50">>, beamlab_amqp_report:format_rate(0.5)),
+    ?assertEqual(<<"7.3">>, beamlab_amqp_report:format_rate(7.25)),
+    ?assertEqual(<<"10">>, beamlab_amqp_report:format_rate(10.9)),
+    ?assertEqual(<<"24354">>, beamlab_amqp_report:format_rate(24354.99)).
+
+interval_line_all_columns_test() ->
+    Line = beamlab_amqp_report:interval_line(<<"test-104559-735">>, 1000400, rates(), all_on()),
+    ?assertEqual(<<"id: test-104559-735, time 1.000 s, sent: 13548 msg/s, returned: 0 msg/s, "
+                   "confirmed: 13449 msg/s, nacked: 0.50 msg/s, received: 7.3 msg/s, "
+                   "min/median/75th/95th/99th consumer latency: 404/5648/7770/11609/14864 µs, "
+                   "confirm latency: 241/3707/5544/9435/11787 µs"/utf8>>, Line).
+
+%% No -f mandatory, no -c: PerfTest leaves out returned, confirmed, nacked
+%% and the confirm latency.
+interval_line_minimal_test() ->
+    En = #{published => true, received => true, returned => false, confirmed => false},
+    Line = beamlab_amqp_report:interval_line(<<"t">>, 2000000, rates(), En),
+    ?assertEqual(<<"id: t, time 2.000 s, sent: 13548 msg/s, received: 7.3 msg/s, "
+                   "min/median/75th/95th/99th consumer latency: 404/5648/7770/11609/14864 µs"/utf8>>,
+                 Line).
+
+interval_line_producers_only_test() ->
+    En = #{published => true, received => false, returned => false, confirmed => true},
+    Line = beamlab_amqp_report:interval_line(<<"t">>, 1500, rates(), En),
+    ?assertEqual(<<"id: t, time 0.002 s, sent: 13548 msg/s, confirmed: 13449 msg/s, "
+                   "nacked: 0.50 msg/s, min/median/75th/95th/99th confirm latency: "
+                   "241/3707/5544/9435/11787 µs"/utf8>>, Line).
+
+%% The line must parse with the regular expression a PerfTest script would use.
+interval_line_parses_like_perftest_test() ->
+    Line = beamlab_amqp_report:interval_line(<<"test-1">>, 3000000, rates(), all_on()),
+    {match, [Sent, Recv, Med]} =
+        re:run(Line, "sent: ([0-9.]+) msg/s.*received: ([0-9.]+) msg/s.*consumer latency: "
+                     "[0-9]+/([0-9]+)/", [unicode, {capture, all_but_first, binary}]),
+    ?assertEqual({<<"13548">>, <<"7.3">>, <<"5648">>}, {Sent, Recv, Med}).
+
+summary_test() ->
+    S = beamlab_amqp_report:summary_lines(<<"t">>, rates(), all_on(), 5000000),
+    ?assertEqual(<<"id: t, sending rate avg: 13548 msg/s\n"
+                   "id: t, receiving rate avg: 7.3 msg/s\n"
+                   "id: t, consumer latency min/median/75th/95th/99th 404/5648/7770/11609/14864 µs\n"
+                   "id: t, confirm latency min/median/75th/95th/99th 241/3707/5544/9435/11787 µs\n"/utf8>>,
+                 S).
+
+summary_without_time_test() ->
+    S = beamlab_amqp_report:summary_lines(<<"t">>, rates(), all_on(), 0),
+    ?assertEqual(<<"id: t, sending rate avg: 13548 msg/s\n">>, S).
+
+accounting_balanced_test() ->
+    A = beamlab_amqp_report:accounting(#{sent => 100, received => 90, returned => 4,
+                                         nacked => 1, confirmed => 99}, 5),
+    ?assertMatch(#{balanced := true, unaccounted := 0}, A),
+    ?assertEqual(<<"id: t, accounting: sent 100 = received 90 + returned 4 + nacked 1"
+                   " + queued 5 (balanced)">>, beamlab_amqp_report:accounting_line(<<"t">>, A)).
+
+accounting_unbalanced_test() ->
+    A = beamlab_amqp_report:accounting(#{sent => 100, received => 90, returned => 0,
+                                         nacked => 0, confirmed => 0}, 3),
+    ?assertMatch(#{balanced := false, unaccounted := 7}, A),
+    ?assertEqual(<<"id: t, accounting: sent 100 = received 90 + returned 0 + nacked 0"
+                   " + queued 3 + unaccounted 7 (NOT balanced)">>,
+                 beamlab_amqp_report:accounting_line(<<"t">>, A)).
+
+accounting_unknown_depth_test() ->
+    A = beamlab_amqp_report:accounting(#{sent => 10, received => 9, returned => 0,
+                                         nacked => 0, confirmed => 0}, undefined),
+    ?assertMatch(#{balanced := false, unaccounted := undefined}, A),
+    ?assertMatch({match, _}, re:run(beamlab_amqp_report:accounting_line(<<"t">>, A),
+                                    "queue depth unknown")).
+
+test_id_test() ->
+    Id = beamlab_amqp_report:test_id(erlang:system_time(millisecond)),
+    ?assertMatch({match, _}, re:run(Id, "^test-[0-9]{6}-[0-9]{3}$")).

@@ -1,0 +1,48 @@
+%%% @doc PropEr properties of the producer rate limiter: driven greedily by
+%%% any non-decreasing sequence of clock readings, it never releases more
+%%% than the schedule allows, stamps exactly the scheduled (intended) times,
+%%% and never stamps a time in the future. The `_test_' function lets
+%%% `rebar3 eunit' run it.
+-module(prop_beamlab_amqp_rate).
+
+-include_lib("proper/include/proper.hrl").
+-include_lib("eunit/include/eunit.hrl").
+
+-export([prop_schedule/0]).
+
+rate() ->
+    oneof([range(1, 1000000), ?LET(F, float(0.01, 100000.0), F)]).
+
+%% Clock advances between two asks of the producer, as a number of message
+%% intervals (so that any rate sees both waits and long stalls to catch up
+%% on, at most a few hundred messages at once), plus jitter in microseconds.
+steps() ->
+    list({oneof([float(0.0, 1.0), float(0.0, 5.0), float(0.0, 300.0)]), range(0, 1000)}).
+
+prop_schedule() ->
+    ?FORALL({Rate, Start, Steps}, {rate(), range(-1000000, 1000000), steps()},
+            check(beamlab_amqp_rate:new(Rate, Start), Start, Rate, Steps, 0)).
+
+check(_L, _Now, _Rate, [], _K) ->
+    true;
+check(L, Now, Rate, [{Intervals, Jitter} | Steps], K) ->
+    Now1 = Now + round(Intervals * 1000000 / Rate) + Jitter,
+    {L1, K1, Ok} = release_due(L, Now1, K, true),
+    Ok andalso beamlab_amqp_rate:sent(L1) =:= K1
+        andalso K1 =< beamlab_amqp_rate:allowed(L1, Now1)
+        andalso check(L1, Now1, Rate, Steps, K1).
+
+%% Take every message that is due at Now (what a late producer does).
+release_due(L, Now, K, Ok) ->
+    case beamlab_amqp_rate:next(L, Now) of
+        {go, Intended, L1} ->
+            Ok1 = Ok andalso Intended =< Now
+                andalso Intended =:= beamlab_amqp_rate:due(L, K),
+            release_due(L1, Now, K + 1, Ok1);
+        {wait, Us} ->
+            {L, K, Ok andalso Us > 0 andalso beamlab_amqp_rate:due(L, K) =:= Now + Us}
+    end.
+
+schedule_test_() ->
+    {timeout, 60,
+     fun() -> ?assert(proper:quickcheck(prop_schedule(), [{numtests, 300}, {to_file, user}])) end}.
