@@ -18,7 +18,8 @@
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
                   baseline => binary() | undefined, sweep => boolean(),
-                  inner => {module(), atom(), [term()]}, paths => [file:filename()]}.
+                  inner => {module(), atom(), [term()]}, paths => [file:filename()],
+                  argv => [string()]}.
 -export_type([config/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
