@@ -15,7 +15,7 @@ all() ->
      squeeze_mode, stopping_rule_rel_ci, stopping_rule_caps, warmup_discarded, single_sample,
      runner_raises, runner_exits, runner_throws, runner_hangs_continuous, runner_hangs_timed,
      init_fails, init_runner_fails, done_fails, init_hangs, init_runner_hangs, done_hangs, slower_than_sample,
-     several_jobs_baseline, baseline_by_label, interleaving_no_overlap, interrupt_gives_partial,
+     several_jobs_baseline, baseline_by_label, failed_baseline_falls_back, interleaving_no_overlap, interrupt_gives_partial,
      busy_wait_timer, modules_purged, result_document_json, telemetry_recorded, public_api, isolated_fresh_vm,
      isolated_vm_args, isolated_code_paths].
 
@@ -257,6 +257,34 @@ baseline_by_label(_) ->
     Doc2 = run([#{runner => "ok."}, #{runner => "ok."}], #{samples => 1, baseline => 2}),
     [#{name := <<"ok.">>}, #{name := <<"ok. #2">>, extra := #{baseline := true}}] =
         maps:get(benchmarks, Doc2).
+
+%% A failed baseline is replaced by the first job that succeeded; the
+%% request stays in params, the job used in extra.baseline_used.
+failed_baseline_falls_back(_) ->
+    Doc = run([#{runner => "erlang:error(boom)."}, #{runner => "timer:sleep(1)."},
+               #{runner => "timer:sleep(10)."}], #{samples => 4}),
+    [Bad, Fast, Slow] = maps:get(benchmarks, Doc),
+    #{baseline := false, rel := null} = maps:get(extra, Bad),
+    false = maps:is_key(comparison, Bad),
+    #{baseline := true, rel := 1.0} = maps:get(extra, Fast),
+    #{baseline := false, rel := Rel} = maps:get(extra, Slow),
+    true = Rel < 0.5,
+    #{comparison := #{verdict := slower}} = Slow,
+    #{params := #{baseline := 1}, extra := #{baseline_used := 2}} = Doc,
+    %% --baseline naming a failed job: same fallback
+    Doc2 = run([#{runner => "ok.", label => "a"}, #{runner => "exit(x).", label => "b"},
+                #{runner => "ok.", label => "c"}], #{samples => 2, baseline => <<"b">>}),
+    #{params := #{baseline := 2}, extra := #{baseline_used := 1}} = Doc2,
+    [#{extra := #{baseline := true}}, #{extra := #{baseline := false}},
+     #{extra := #{baseline := false, rel := R3}}] = maps:get(benchmarks, Doc2),
+    true = is_float(R3),
+    %% nothing succeeded: nothing is compared
+    Doc3 = run([#{runner => "exit(x)."}, #{runner => "exit(y)."}], #{samples => 1}),
+    #{extra := #{baseline_used := null}} = Doc3,
+    [] = [B || B = #{extra := #{baseline := true}} <- maps:get(benchmarks, Doc3)],
+    [] = [B || B = #{comparison := _} <- maps:get(benchmarks, Doc3)],
+    %% a healthy baseline is used as asked
+    #{extra := #{baseline_used := 1}} = run([#{runner => "ok."}, #{runner => "ok."}], #{samples => 1}).
 
 %% Interleaving: jobs take turns. Each runner logs when an iteration
 %% completes; ordered by time, the log must switch between the jobs about

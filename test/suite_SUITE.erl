@@ -7,7 +7,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
--export([ping_pong_remote/1, cli_interrupt_partial/1]).
+-export([ping_pong_remote/1, cli_interrupt_partial/1, cli_ctrl_c_partial/1]).
 -export([fib/1, spawn_variants/1, skynet/1, send/1, ping_pong_local/1,
          ping_pong_peer/1, ring_hops/1, thread_ring/1, big/1, bang/1,
          message_load_conservation/1, selective_receive_shapes/1,
@@ -16,7 +16,7 @@
          not_enough_memory/1, repetition_timeout/1, interrupt_partial/1,
          crash_reported/1]).
 -export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
-         cli_text_report/1, cli_check_failure_exit_code/1]).
+         cli_text_report/1, cli_text_unicode_and_ascii/1, cli_check_failure_exit_code/1]).
 
 all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
@@ -29,7 +29,8 @@ groups() ->
                     not_enough_memory, repetition_timeout, interrupt_partial,
                     crash_reported]},
      {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
-                cli_text_report, cli_check_failure_exit_code, cli_interrupt_partial]}].
+                cli_text_report, cli_text_unicode_and_ascii, cli_check_failure_exit_code,
+                cli_interrupt_partial, cli_ctrl_c_partial]}].
 
 init_per_suite(Config) ->
     Dir = ?config(priv_dir, Config),
@@ -286,6 +287,7 @@ user_workload_source() ->
 %% --- CLI (the built ./beamlab) ---------------------------------------------
 
 cli(Args) -> beamlab_test_util:cli(Args).
+cli(Args, Opts) -> beamlab_test_util:cli(Args, Opts).
 
 cli_list(_) ->
     #{code := 0, out := Out} = cli(["suite", "--list"]),
@@ -347,13 +349,32 @@ cli_json_parsed_back(_) ->
 cli_text_report(_) ->
     #{code := 0, out := Out} = cli(["suite", "message_load", "--param", "message_load.procs=4",
                                     "--param", "message_load.duration=300",
-                                    "--param", "message_load.warmup=50", "-n", "1"]),
-    ?assertMatch({match, _}, re:run(Out, "^Workload +Params +Metric +Unit +Median +Mean \\+- CI95 +P99 +n +Check$",
-                                    [multiline])),
+                                    "--param", "message_load.warmup=50", "-n", "1"], #{env => utf8_env()}),
+    ?assertMatch({match, _}, re:run(Out, "^Workload +Params +Metric +Unit +Median +Mean ± CI95 +P99 +n +Reps +Check$",
+                                    [multiline, unicode])),
     ?assertMatch({match, _}, re:run(Out, "^message_load +- +goodput +msg/s .* 1 +ok$", [multiline])),
     ?assertMatch({match, _}, re:run(Out, "latency us \\(.*\\): p50 .* p90 .* p99 .* p99\\.9 .* max ",
                                     [multiline])),
     ?assertMatch({match, _}, re:run(Out, "per second .*: 1:1 \\d+/\\d+/", [multiline])).
+
+utf8_env() ->
+    [{"LC_ALL", false}, {"LC_CTYPE", false}, {"LANG", "C.UTF-8"}].
+
+%% UTF-8 locale: ± and block sparklines of the repetitions, a histogram
+%% for a single point with many repetitions; --no-color: ASCII only.
+cli_text_unicode_and_ascii(_) ->
+    Args = ["suite", "fib", "--param", "fib.n=12", "-n", "12"],
+    #{code := 0, out := U} = cli(Args, #{env => utf8_env()}),
+    Blocks = "[\\x{2581}-\\x{2588}]",
+    ?assertMatch({match, _}, re:run(U, "^fib +- +time +ms .* ± .* 12  " ++ Blocks ++ "{10}  ok$",
+                                    [multiline, unicode])),
+    ?assertMatch({match, _}, re:run(U, "^Distribution of fib \\(12 samples\\):\n  .*\\|" ++ Blocks,
+                                    [multiline, unicode])),
+    #{code := 0, out := A} = cli(Args ++ ["--no-color"], #{env => utf8_env()}),
+    ?assertMatch({match, _}, re:run(A, "^Workload .* Mean \\+- CI95 ", [multiline])),
+    ?assertMatch({match, _}, re:run(A, "^fib +- +time +ms .* \\+- .* 12  [_.:=+*#-]{10}  ok$", [multiline])),
+    ?assertMatch({match, _}, re:run(A, "^Distribution of fib \\(12 samples\\):\n  .*\\|#", [multiline])),
+    ?assertEqual([], [C || <<C>> <= A, C > 127]).
 
 cli_check_failure_exit_code(Config) ->
     Dir = ?config(workload_dir, Config),
@@ -382,13 +403,55 @@ cli_interrupt_partial(_) ->
     Seen = wait_for(Port, "suite: message_load\n(.*\n)*  1: ", <<>>),
     os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
     {Code, Out} = drain_port(Port, [Seen]),
-    ?assertEqual(0, Code),
+    ?assertEqual(130, Code),
     ?assertMatch({match, _}, re:run(Out, "^\\(partial: interrupted", [multiline])),
     ?assertMatch({match, _}, re:run(Out, "^fib ", [multiline])),
     {ok, Doc} = beamlab_result:load(filename:join(Dir, "partial.json")),
     ?assertEqual(true, maps:get(partial, Doc)),
     [#{samples := Ml} | _] = [B || #{group := <<"message_load">>} = B <- maps:get(benchmarks, Doc)],
     ?assert(length(Ml) >= 1 andalso length(Ml) < 4).
+
+%% Ctrl-C in a terminal: SIGINT to the whole process group. The suite stops
+%% at the running repetition, prints what it measured and exits 130, as
+%% `beamlab run' does.
+cli_ctrl_c_partial(_) ->
+    Dir = beamlab_test_util:tmp_dir("suite-ctrlc"),
+    Out = filename:join(Dir, "out"),
+    Err = filename:join(Dir, "err"),
+    PidFile = filename:join(Dir, "pid"),
+    %% rebar3 starts the test VM with +B, which leaves SIGINT ignored in its
+    %% children; restore it so the shell and the VM see it.
+    Port = open_port({spawn_executable, os:find_executable("env")},
+                     [{args, ["--default-signal=INT", "setsid", "-w", "sh", "-c",
+                              "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
+                              "sh", PidFile, beamlab_test_util:escript(), "suite", "fib", "message_load",
+                              "-n", "4", "-v", "--param", "message_load.procs=4",
+                              "--param", "message_load.warmup=0",
+                              "--param", "message_load.duration=1000"]},
+                      {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
+    Pgid = wait_file(PidFile, "^[0-9]+", 100),
+    _ = wait_file(Err, "suite: message_load\n(.*\n)*  1: ", 600),
+    "" = os:cmd("kill -INT -" ++ string:trim(Pgid)),
+    Code = receive {Port, {exit_status, S}} -> S after 60000 -> error(no_exit) end,
+    ?assertEqual(130, Code),
+    {ok, Text} = file:read_file(Out),
+    ?assertMatch({match, _}, re:run(Text, "^\\(partial: interrupted", [multiline])),
+    ?assertMatch({match, _}, re:run(Text, "^fib ", [multiline])),
+    ?assertMatch({match, _}, re:run(Text, "^message_load ", [multiline])),
+    ?assertNot(filelib:is_regular(filename:join(Dir, "erl_crash.dump"))).
+
+%% Polls File every 100 ms until it matches Pattern; returns its text.
+wait_file(File, _Pattern, 0) ->
+    error({no_match_in, File});
+wait_file(File, Pattern, N) ->
+    case file:read_file(File) of
+        {ok, B} ->
+            case re:run(B, Pattern) of
+                {match, _} -> binary_to_list(B);
+                nomatch -> timer:sleep(100), wait_file(File, Pattern, N - 1)
+            end;
+        _ -> timer:sleep(100), wait_file(File, Pattern, N - 1)
+    end.
 
 wait_for(Port, Pattern, Acc) ->
     case re:run(Acc, Pattern) of

@@ -281,6 +281,7 @@ text(Doc, Parsed) ->
          false -> ""
      end,
      beamlab_format_table:render(Header, Rows),
+     baseline_note(Doc),
      [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
                     "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
                     [N, round(lists:sum(S))])
@@ -291,6 +292,24 @@ text(Doc, Parsed) ->
          _ -> ""
      end,
      beamlab_output:findings_text(maps:get(findings, Doc, []))].
+
+%% Rel and the verdicts are against the job that actually served as the
+%% baseline; say so when it is not the one asked for.
+baseline_note(#{benchmarks := Benches, params := #{baseline := Asked}, extra := Extra})
+  when length(Benches) > 1 ->
+    AskedName = name(lists:nth(Asked, Benches)),
+    case maps:get(baseline_used, Extra, Asked) of
+        Asked ->
+            "";
+        null ->
+            io_lib:format("note: baseline ~ts failed and no other job succeeded: nothing compared~n",
+                          [AskedName]);
+        Used ->
+            io_lib:format("note: baseline ~ts failed; the others are compared with ~ts instead~n",
+                          [AskedName, name(lists:nth(Used, Benches))])
+    end;
+baseline_note(_) ->
+    "".
 
 report_kind(Parsed, Benches) ->
     case beamlab_cli_args:get(report, Parsed) of

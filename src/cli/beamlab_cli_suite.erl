@@ -3,10 +3,13 @@
 %%% parameters, and prints one table plus each workload's counters.
 -module(beamlab_cli_suite).
 
--export([summary/0, options/0, usage/0, run/1, text/1, parse_param/1]).
+-export([summary/0, options/0, usage/0, run/1, text/1, text/2, parse_param/1]).
 
 -define(TELEMETRY, beamlab_env_telemetry).
 -define(DETECT, beamlab_env_detect).
+%% As `beamlab run': an interrupted run still reports, and says so.
+-define(EXIT_INTERRUPTED, 130).
+-define(SPARK_WIDTH, 10).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -108,7 +111,9 @@ measure(Names, Parsed) ->
                                           params => doc_params(Profile, Names, Overrides, Parsed)}),
     ok = beamlab_cli_signal:unsubscribe(),
     Doc = telemetry_stop(Telemetry, Doc0, ?DETECT),
-    ok = beamlab_output:emit(Doc, Parsed, #{text => fun text/1}),
+    Unicode = beamlab_format_spark:use_unicode(
+                #{no_color => beamlab_cli_args:get(no_color, Parsed, false)}),
+    ok = beamlab_output:emit(Doc, Parsed, #{text => fun(D) -> text(D, #{unicode => Unicode}) end}),
     exit_code(Doc).
 
 %% With -v, live VM telemetry (scheduler utilisation, run queues, memory,
@@ -184,8 +189,10 @@ progress(true) ->
             io:format(standard_error, "  ~ts: ~ts~n", [Name, Msg])
     end.
 
-%% 1 when a point failed or a check did not hold; 0 otherwise (also for a
-%% partial run: what was measured is reported).
+%% 130 when interrupted (what was measured is still reported); 1 when a
+%% point failed or a check did not hold; 0 otherwise.
+exit_code(#{partial := true}) ->
+    ?EXIT_INTERRUPTED;
 exit_code(#{benchmarks := Bs, extra := #{failures := Fs}}) ->
     Failed = [B || #{extra := #{check := <<"failed", _/binary>>}} = B <- Bs],
     case Fs =:= [] andalso Failed =:= [] of
@@ -196,14 +203,24 @@ exit_code(#{benchmarks := Bs, extra := #{failures := Fs}}) ->
 %%--------------------------------------------------------------------
 %% Text view
 
-%% @doc The suite's text view: one aligned table (workload, params, metric,
-%% unit, median, mean +- 95% CI half-width, p99, n, check), then each point's counters and
-%% latency percentiles, then failures.
+%% @doc The suite's text view, drawn with Unicode when the locale allows
+%% (see {@link text/2}).
 -spec text(beamlab_result:result()) -> unicode:chardata().
 text(Doc) ->
+    text(Doc, #{unicode => beamlab_format_spark:utf8_terminal()}).
+
+%% @doc The suite's text view: one aligned table (workload, params, metric,
+%% unit, median, mean ± 95% CI half-width, p99, n, a sparkline of the
+%% repetitions in the order run, check), histograms when few points have
+%% many repetitions, each point's counters and latency percentiles, then
+%% failures. `unicode => false' draws with ASCII only (`+-', `_.-:=+*#').
+-spec text(beamlab_result:result(), beamlab_output:text_opts()) -> unicode:chardata().
+text(Doc, Opts) ->
+    Unicode = maps:get(unicode, Opts, true),
     Bs = maps:get(benchmarks, Doc),
-    Header = ["Workload", "Params", "Metric", "Unit", "Median", "Mean +- CI95", "P99", "n", "Check"],
-    Rows = [row(B) || B <- Bs],
+    Header = ["Workload", "Params", "Metric", "Unit", "Median", ["Mean ", pm(Unicode), " CI95"], "P99",
+              "n", "Reps", "Check"],
+    Rows = [row(B, Unicode) || B <- Bs],
     Failures = maps:get(failures, maps:get(extra, Doc, #{}), []),
     [case maps:get(partial, Doc, false) of
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
@@ -212,18 +229,32 @@ text(Doc) ->
      case Rows of
          [] -> "";
          _ -> beamlab_format_table:render(Header, Rows, #{align => [left, left, left, left, right,
-                                                                    right, right, right, left]})
+                                                                    right, right, right, left, left]})
      end,
+     beamlab_output:distributions_text(Doc, #{unicode => Unicode}),
      details(Bs),
      [io_lib:format("FAILED ~ts: ~ts~n", [N, E]) || #{name := N, error := E} <- Failures],
      beamlab_output:findings_text(maps:get(findings, Doc, []))].
 
-row(#{name := Name, group := Group, metric := Metric, unit := Unit} = B) ->
+row(#{name := Name, group := Group, metric := Metric, unit := Unit} = B, Unicode) ->
     #{n := N, median := Med, mean := Mean, p99 := P99, ci_mean := {Lo, Hi}} = maps:get(stats, B),
     Num = fun(V) -> beamlab_format_units:sig(V, 4) end,
     [Group, params_text(Name), Metric, Unit, Num(Med),
-     [Num(Mean), " +- ", Num((Hi - Lo) / 2)], Num(P99), N,
+     [Num(Mean), " ", pm(Unicode), " ", Num((Hi - Lo) / 2)], Num(P99), N, reps(B, Unicode),
      maps:get(check, maps:get(extra, B, #{}), <<"unchecked">>)].
+
+pm(true) -> "±";
+pm(false) -> "+-".
+
+%% Drift or a warm-up effect across repetitions shows as a slope; fewer
+%% than three repetitions, or a reservoir (no order left), show nothing.
+reps(#{samples := S} = B, Unicode) when length(S) >= 3 ->
+    case maps:get(method, maps:get(sample_info, B, #{}), <<"all">>) of
+        <<"all">> -> beamlab_format_spark:line(S, #{width => ?SPARK_WIDTH, ascii => not Unicode});
+        _ -> ""
+    end;
+reps(_, _) ->
+    "".
 
 %% The swept parameters are in the name, between brackets.
 params_text(Name) ->

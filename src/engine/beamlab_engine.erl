@@ -14,7 +14,8 @@
 %%%   <li>`deadline' ms (30000): a hook that does not return, or a runner that
 %%%       completes no iteration, within it fails its job;</li>
 %%%   <li>`baseline': 1-based index or label of the job others are compared
-%%%       to (default the first);</li>
+%%%       to (default the first); if that job fails, the first job that
+%%%       succeeded is used instead (`extra.baseline_used');</li>
 %%%   <li>`isolated' (false), `vm_args' (string), `code_paths' ([string()]):
 %%%       run each job in a fresh VM;</li>
 %%%   <li>`confidence' (0.95), `progress' (fun((map()) -> any())),
@@ -331,9 +332,12 @@ document(Outcomes, Base, RunOpts, ModeOpts, Findings, Timer, Interrupted, Starte
            end,
     Conf = maps:get(confidence, RunOpts),
     Benches0 = [benchmark(O, Mode, RunOpts) || O <- Outcomes],
-    BaseBench = lists:nth(Base, Benches0),
-    Benches = [compare(B, BaseBench, I =:= Base, Conf)
-               || {I, B} <- lists:zip(lists:seq(1, length(Benches0)), Benches0)],
+    Used = used_baseline(Base, Benches0),
+    Indexed = lists:zip(lists:seq(1, length(Benches0)), Benches0),
+    Benches = case Used of
+                  none -> [not_compared(B) || B <- Benches0];
+                  _ -> [compare(B, lists:nth(Used, Benches0), I =:= Used, Conf) || {I, B} <- Indexed]
+              end,
     Doc = beamlab_result:new(bench, #{params => params(Mode, RunOpts, ModeOpts, Base),
                                       command => maps:get(command, RunOpts)}),
     Doc1 = beamlab_result:add_benchmarks(Doc#{started_at := Started}, Benches),
@@ -341,8 +345,28 @@ document(Outcomes, Base, RunOpts, ModeOpts, Findings, Timer, Interrupted, Starte
       Doc1#{findings := Findings,
             extra := #{timer => Timer,
                        interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
-                       isolated => maps:get(isolated, RunOpts)}},
+                       isolated => maps:get(isolated, RunOpts),
+                       baseline_used => case Used of none -> null; _ -> Used end}},
       #{partial => Interrupted}).
+
+%% A failed job is no yardstick: when the requested baseline failed, the
+%% first job that succeeded takes its place (`params.baseline' keeps the
+%% request, `extra.baseline_used' says which one was used); `none' when
+%% every job failed.
+used_baseline(Base, Benches) ->
+    Ok = fun(B) -> maps:get(status, maps:get(extra, B)) =:= <<"ok">> end,
+    case Ok(lists:nth(Base, Benches)) of
+        true ->
+            Base;
+        false ->
+            case [I || {I, B} <- lists:zip(lists:seq(1, length(Benches)), Benches), Ok(B)] of
+                [First | _] -> First;
+                [] -> none
+            end
+    end.
+
+not_compared(B) ->
+    B#{extra := (maps:get(extra, B))#{baseline => false, rel => null}}.
 
 params(Mode, RunOpts, ModeOpts, Base) ->
     P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
