@@ -112,6 +112,7 @@ run(Parsed) ->
             Doc = beamlab_amqp_perf:result(Report, params(Cfg0), beamlab_cli:argv()),
             beamlab_output:emit(Doc#{telemetry => Series}, Parsed),
             case maps:get(failure, Report) of
+                undefined when map_get(partial, Doc) -> beamlab_cli_signal:exit_code();
                 undefined -> 0;
                 F -> beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(F)])
             end;

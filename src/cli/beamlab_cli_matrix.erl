@@ -94,6 +94,7 @@ run(Parsed) ->
             beamlab_output:emit(Result, Parsed, #{text => fun beamlab_env_matrix:format_text/1}),
             case [C || C = #{ok_runs := N} <- maps:get(configs, maps:get(extra, Result)), N > 0] of
                 [] -> beamlab_cli:fail("no configuration ran successfully", []);
+                _ when map_get(partial, Result) -> beamlab_cli_signal:exit_code();
                 _ -> 0
             end;
         {error, Reason} ->

@@ -9,7 +9,6 @@
 
 -export([summary/0, options/0, usage/0, run/1]).
 
--define(EXIT_INTERRUPTED, 130).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -113,7 +112,7 @@ run(Parsed) ->
             _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
                  || #{name := N, extra := #{error := E}} <- Failed],
             if
-                map_get(partial, Doc) -> ?EXIT_INTERRUPTED;
+                map_get(partial, Doc) -> beamlab_cli_signal:exit_code();
                 Failed =/= [] -> 1;
                 true -> 0
             end;
@@ -274,7 +273,7 @@ text(Doc, Parsed) ->
     Many = length(Benches) > 1,
     {Header, Rows} = case Report of
                          basic -> basic(Benches, Timed, Many);
-                         _ -> extended(Benches, Timed, Many)
+                         _ -> extended(Benches, Timed, Many, plus_minus(Parsed))
                      end,
     [case maps:get(partial, Doc) of
          true -> "(interrupted: showing what was measured so far)\n";
@@ -327,7 +326,13 @@ basic(Benches, _Timed, Many) ->
     Header = ["Code", "||", "QPS", "Time"] ++ [ "Rel" || Many],
     {Header, [[name(B), conc(B), qps(B), iter(B)] ++ [rel(B) || Many] || B <- Benches]}.
 
-extended(Benches, Timed, Many) ->
+plus_minus(Parsed) ->
+    case beamlab_output:unicode(Parsed) of
+        true -> "±";
+        false -> "+-"
+    end.
+
+extended(Benches, Timed, Many, Pm) ->
     Header = ["Code", "||", "Samples", "Avg", "StdDev", "Median", "P99", "Iteration", "95% CI",
               "Outliers"] ++ [H || Many, H <- ["Rel", "vs baseline"]],
     V = fun(X) -> case Timed of
@@ -339,7 +344,7 @@ extended(Benches, Timed, Many) ->
                 {ok, #{n := N, mean := Mean, cv := Cv, median := Med, p99 := P99,
                        ci_mean := {Lo, Hi}, outliers := Out}} ->
                     [name(B), conc(B), N, V(Mean), beamlab_format_units:percent(Cv), V(Med), V(P99),
-                     iter(B), ci(Mean, Lo, Hi), outliers(Out)]
+                     iter(B), ci(Pm, Mean, Lo, Hi), outliers(Out)]
                     ++ [X || Many, X <- [rel(B), verdict(B)]];
                 error ->
                     [name(B), conc(B), 0, "-", "-", "-", "-", iter(B), "-", "-"]
@@ -364,8 +369,8 @@ iter(_) -> "-".
 rel(#{extra := #{rel := R}}) when is_number(R) -> io_lib:format("~w%", [round(R * 100)]);
 rel(_) -> "-".
 
-ci(Mean, _Lo, _Hi) when Mean == 0 -> "-";
-ci(Mean, Lo, Hi) -> ["+-", beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))].
+ci(_Pm, Mean, _Lo, _Hi) when Mean == 0 -> "-";
+ci(Pm, Mean, Lo, Hi) -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))].
 
 outliers(#{low := L, high := H}) -> integer_to_list(L + H).
 

@@ -11,7 +11,7 @@
 -module(beamlab_cli_signal).
 -behaviour(gen_event).
 
--export([install/0, subscribe/0, unsubscribe/0, interrupted/0, simulate/0]).
+-export([install/0, subscribe/0, unsubscribe/0, interrupted/0, simulate/0, exit_code/0]).
 -export([init/1, handle_event/2, handle_call/2, handle_info/2, terminate/2, code_change/3]).
 
 -define(FLAG, {?MODULE, interrupted}).
@@ -47,6 +47,13 @@ unsubscribe() ->
 -spec interrupted() -> boolean().
 interrupted() ->
     persistent_term:get(?FLAG, false).
+
+%% @doc The exit code of a command stopped by an interrupt (as a shell
+%% reports a process ended by SIGINT). What was measured is still printed
+%% and saved before a command exits with it.
+-spec exit_code() -> 130.
+exit_code() ->
+    130.
 
 %% @doc Behaves as if SIGTERM arrived (for tests and for embedding).
 -spec simulate() -> ok.

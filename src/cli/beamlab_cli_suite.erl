@@ -8,7 +8,6 @@
 -define(TELEMETRY, beamlab_env_telemetry).
 -define(DETECT, beamlab_env_detect).
 %% As `beamlab run': an interrupted run still reports, and says so.
--define(EXIT_INTERRUPTED, 130).
 -define(SPARK_WIDTH, 10).
 
 %% @doc One line for `beamlab help'.
@@ -111,8 +110,7 @@ measure(Names, Parsed) ->
                                           params => doc_params(Profile, Names, Overrides, Parsed)}),
     ok = beamlab_cli_signal:unsubscribe(),
     Doc = telemetry_stop(Telemetry, Doc0, ?DETECT),
-    Unicode = beamlab_format_spark:use_unicode(
-                #{no_color => beamlab_cli_args:get(no_color, Parsed, false)}),
+    Unicode = beamlab_output:unicode(Parsed),
     ok = beamlab_output:emit(Doc, Parsed, #{text => fun(D) -> text(D, #{unicode => Unicode}) end}),
     exit_code(Doc).
 
@@ -192,7 +190,7 @@ progress(true) ->
 %% 130 when interrupted (what was measured is still reported); 1 when a
 %% point failed or a check did not hold; 0 otherwise.
 exit_code(#{partial := true}) ->
-    ?EXIT_INTERRUPTED;
+    beamlab_cli_signal:exit_code();
 exit_code(#{benchmarks := Bs, extra := #{failures := Fs}}) ->
     Failed = [B || #{extra := #{check := <<"failed", _/binary>>}} = B <- Bs],
     case Fs =:= [] andalso Failed =:= [] of

@@ -14,7 +14,7 @@
 %%% kept), and its path printed on stderr.
 -module(beamlab_output).
 
--export([emit/2, emit/3, put_chars/1, text/1, text/2, distributions_text/2, findings_text/1, format/1,
+-export([emit/2, unicode/1, emit/3, put_chars/1, text/1, text/2, distributions_text/2, findings_text/1, format/1,
          csv/1, csv_header/0, markdown/1, env_summary/1, bound_samples/2, max_samples/0]).
 
 -type emit_opts() :: #{text => fun((beamlab_result:result()) -> unicode:chardata())}.
@@ -50,6 +50,12 @@ put_chars(Text) ->
     ok = io:setopts(standard_io, [{encoding, unicode}]),
     io:put_chars(standard_io, Text).
 
+%% @doc Whether text output may use Unicode (±, sparklines): not with
+%% `--no-color', not in a non-UTF-8 locale.
+-spec unicode(beamlab_cli_args:parsed()) -> boolean().
+unicode(Parsed) ->
+    beamlab_format_spark:use_unicode(#{no_color => beamlab_cli_args:get(no_color, Parsed, false)}).
+
 %% @doc The output format chosen on the command line.
 -spec format(beamlab_cli_args:parsed()) -> text | json | csv | markdown.
 format(Parsed) ->
@@ -58,8 +64,7 @@ format(Parsed) ->
 render(text, Result, Parsed, Opts) ->
     case maps:find(text, Opts) of
         {ok, Fun} -> Fun(Result);
-        error -> text(Result, #{unicode => beamlab_format_spark:use_unicode(
-                                             #{no_color => beamlab_cli_args:get(no_color, Parsed, false)})})
+        error -> text(Result, #{unicode => unicode(Parsed)})
     end;
 render(json, Result, _, _) ->
     beamlab_result:to_json(Result);
