@@ -86,10 +86,7 @@ otp_version() ->
     end.
 
 schedulers() ->
-    Bindings = case erlang:system_info(scheduler_bindings) of
-                   T when is_tuple(T) -> [bin_or_int(B) || B <- tuple_to_list(T)];
-                   _ -> []
-               end,
+    Bindings = [bin_or_int(B) || B <- tuple_to_list(erlang:system_info(scheduler_bindings))],
     EmuArgs = emu_flags(),
     #{total => erlang:system_info(schedulers),
       online => erlang:system_info(schedulers_online),
@@ -383,10 +380,8 @@ os_info(Root) ->
                       error -> note("~s missing: kernel build unknown", [filename:join(Root, "proc/version")]),
                                ?UNKNOWN
                   end,
-    Host = case inet:gethostname() of
-               {ok, H} -> bin(H);
-               _ -> ?UNKNOWN
-           end,
+    {ok, H} = inet:gethostname(),
+    Host = bin(H),
     #{family => bin(Family), name => bin(Name), kernel_version => Version,
       kernel => ProcVersion, hostname => Host,
       architecture => bin(erlang:system_info(system_architecture))}.

@@ -17,7 +17,7 @@
 -type run_out() :: #{exit := integer(), result := map() | undefined, env := map()}.
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
-                  baseline => binary() | undefined, sweep => boolean(),
+                  baseline => binary() | undefined, sweep => boolean(), argv => [string()],
                   inner => {module(), atom(), [term()]}, paths => [file:filename()]}.
 -export_type([config/0, spec/0, runner/0]).
 
