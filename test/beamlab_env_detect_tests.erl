@@ -124,3 +124,57 @@ noisy_test() ->
     ?assertMatch(#{data := #{benchmark := <<"high_cv">>}, severity := <<"critical">>}, H),
     Text = iolist_to_binary(beamlab_env_detect:format_text(Fs)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"WARNING: Measurement too noisy to trust: wide_ci">>)).
+
+%% The advice names the options of the command that produced the result.
+noisy_advice_fits_the_command_test_() ->
+    Noisy = [#{name => <<"n">>, stats => #{mean => 100.0, cv => 0.3, n => 5, ci_mean => {70.0, 130.0}}}],
+    Advice = fun(Kind) ->
+                     R = case Kind of
+                             none -> #{benchmarks => Noisy};
+                             _ -> #{kind => Kind, benchmarks => Noisy}
+                         end,
+                     [#{id := <<"noisy_measurement">>, advice := A}] =
+                         beamlab_env_detect:findings(#{result => R, timer => skip}),
+                     A
+             end,
+    Has = fun(A, Parts) -> [?assertNotEqual({P, nomatch}, {P, binary:match(A, P)}) || P <- Parts] end,
+    HasNot = fun(A, Parts) -> [?assertEqual({P, nomatch}, {P, binary:match(A, P)}) || P <- Parts] end,
+    [{"bench", fun() ->
+                       A = Advice(<<"bench">>),
+                       Has(A, [<<"(-s)">>, <<"(-d)">>, <<"(-i)">>]),
+                       ?assertEqual(A, Advice(bench)),
+                       ?assertEqual(A, Advice(none))
+               end},
+     {"suite", fun() ->
+                       A = Advice(<<"suite">>),
+                       Has(A, [<<"(-n)">>, <<"--profile">>]),
+                       HasNot(A, [<<"(-s)">>, <<"(-i)">>, <<"(-z)">>]),
+                       ?assertEqual(A, Advice(suite))
+               end},
+     {"matrix", fun() ->
+                        A = Advice(<<"matrix">>),
+                        Has(A, [<<"repetitions per configuration (-n)">>, <<"fresh VM">>]),
+                        HasNot(A, [<<"(-i)">>, <<"(-z)">>])
+                end},
+     {"amqp", fun() ->
+                      A = Advice(<<"amqp">>),
+                      Has(A, [<<"(-z)">>]),
+                      HasNot(A, [<<"(-s)">>, <<"(-d)">>, <<"(-n)">>, <<"(-i)">>])
+              end}].
+
+%% A matrix's child VMs are the measurement, not other processes: only
+%% steal and load can call the machine overloaded.
+matrix_children_are_not_others_test() ->
+    Controller = series(5, #{os_cpu_cores => lists:duplicate(5, 0.05),
+                             scheduler_busy_cores => lists:duplicate(5, 0.04),
+                             util_schedulers => lists:duplicate(5, [2.0, 1.0, 0.0, 0.0]),
+                             run_queue => lists:duplicate(5, 0),
+                             machine_cpu_pct => lists:duplicate(5, 95.0),
+                             load1 => lists:duplicate(5, 3.0)}),
+    In = #{telemetry => Controller, env => env(), timer => ?QUIET_TIMER},
+    [#{id := <<"machine_overloaded">>}] = beamlab_env_detect:findings(In#{result => #{kind => <<"bench">>}}),
+    ?assertEqual([], beamlab_env_detect:findings(In#{result => #{kind => <<"matrix">>}})),
+    Steal = Controller#{steal_pct => lists:duplicate(5, 30.0)},
+    [#{id := <<"machine_overloaded">>, evidence := E}] =
+        beamlab_env_detect:findings(In#{telemetry => Steal, result => #{kind => <<"matrix">>}}),
+    ?assertEqual(nomatch, binary:match(E, <<"other processes">>)).

@@ -110,7 +110,7 @@ run(Parsed) ->
     case Result of
         {ok, Report} ->
             Doc = beamlab_amqp_perf:result(Report, params(Cfg0), beamlab_cli:argv()),
-            beamlab_output:emit(Doc#{telemetry => Series}, Parsed),
+            beamlab_output:emit(observed(Series, Doc), Parsed),
             case maps:get(failure, Report) of
                 undefined when map_get(partial, Doc) -> beamlab_cli_signal:exit_code();
                 undefined -> 0;
@@ -220,5 +220,11 @@ start_telemetry(P) ->
             undefined
     end.
 
-stop_telemetry(undefined) -> #{};
+stop_telemetry(undefined) -> none;
 stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
+
+%% With -v the series goes into the document with the detectors' findings
+%% on it (scheduler trouble in the generator's VM, a busy machine, noisy
+%% intervals).
+observed(none, Doc) -> Doc;
+observed(Series, Doc) -> beamlab_env_detect:attach(Series, Doc).

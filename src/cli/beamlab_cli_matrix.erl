@@ -89,9 +89,13 @@ run(Parsed) ->
              sweep => Sweep =/= [], argv => beamlab_cli:argv()},
     beamlab_cli_signal:subscribe(),
     Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
-    case beamlab_env_matrix:run(Spec, #{progress => Progress}) of
-        {ok, Result} ->
-            beamlab_output:emit(Result, Parsed, #{text => fun beamlab_env_matrix:format_text/1}),
+    Telemetry = start_telemetry(Get(verbose) > 0),
+    Run = beamlab_env_matrix:run(Spec, #{progress => Progress}),
+    Series = stop_telemetry(Telemetry),
+    case Run of
+        {ok, Result0} ->
+            Result = observed(Series, Result0),
+            beamlab_output:emit(Result, Parsed, #{text => fun text/1}),
             case [C || C = #{ok_runs := N} <- maps:get(configs, maps:get(extra, Result)), N > 0] of
                 [] -> beamlab_cli:fail("no configuration ran successfully", []);
                 _ when map_get(partial, Result) -> beamlab_cli_signal:exit_code();
@@ -100,6 +104,24 @@ run(Parsed) ->
         {error, Reason} ->
             beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)])
     end.
+
+%% -v: live telemetry of this VM, which only starts and waits for the
+%% configurations' VMs; what it shows is the machine (load, steal, CPU
+%% used) around them. The detectors know a matrix (its VMs are not "other
+%% processes") and judge the noise of the repetitions.
+start_telemetry(false) -> none;
+start_telemetry(true) ->
+    {ok, Pid} = beamlab_env_telemetry:start_link(#{interval => 1000, print => true}),
+    Pid.
+
+stop_telemetry(none) -> none;
+stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
+
+observed(none, Result) -> Result;
+observed(Series, Result) -> beamlab_env_detect:attach(Series, Result).
+
+text(Result) ->
+    [beamlab_env_matrix:format_text(Result), beamlab_output:findings_text(maps:get(findings, Result, []))].
 
 ok_or_usage({ok, V}) -> V;
 ok_or_usage({error, Reason}) -> beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)]).

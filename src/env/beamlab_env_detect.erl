@@ -8,7 +8,7 @@
 %%% data it is given, so tests can feed real or constructed series.
 -module(beamlab_env_detect).
 
--export([findings/1, timer_check/0, timer_check/1, format_text/1]).
+-export([findings/1, attach/2, timer_check/0, timer_check/1, format_text/1]).
 
 -type finding() :: #{id := binary(), severity := binary(), title := binary(),
                      evidence := binary(), advice := binary(), data := map()}.
@@ -41,7 +41,16 @@ findings(In) ->
                 Tc -> Tc
             end,
     lists:append([scheduler_imbalance(T), schedulers_offline(T, Env), throttling(T, Env),
-                  busy_wait(T), timer(Timer), overloaded(T, Env), noisy(Result)]).
+                  busy_wait(T), timer(Timer), overloaded(T, Env, kind(Result)), noisy(Result)]).
+
+%% @doc Record a telemetry series in a finished result document and add
+%% the findings on it, on the document and on the document's env to those
+%% it already has (a command's own checks).
+-spec attach(beamlab_env_telemetry:series(), map()) -> map().
+attach(Series, Doc) ->
+    Doc#{telemetry => Series,
+         findings => maps:get(findings, Doc, [])
+             ++ findings(#{telemetry => Series, result => Doc, env => maps:get(env, Doc, #{})})}.
 
 %%--------------------------------------------------------------------
 %% Schedulers
@@ -163,7 +172,7 @@ busy_wait(T) ->
         _ -> []
     end.
 
-overloaded(T, Env) ->
+overloaded(T, Env, Kind) ->
     Cpus = case maps:get(cpu, Env, #{}) of
                #{logical_processors_online := N} when is_integer(N) -> N;
                _ -> erlang:system_info(logical_processors_online)
@@ -176,8 +185,10 @@ overloaded(T, Env) ->
                      end;
                Ls -> lists:max(Ls)
            end,
-    %% CPU used on the machine by everything but this VM, in cores.
-    Others = case {nums(maps:get(machine_cpu_pct, T, [])), nums(maps:get(os_cpu_cores, T, []))} of
+    %% CPU used on the machine by everything but this VM, in cores. A
+    %% matrix measures in child VMs, whose CPU is ours, not others'.
+    Others = case {Kind =/= <<"matrix">> andalso nums(maps:get(machine_cpu_pct, T, [])),
+                   nums(maps:get(os_cpu_cores, T, []))} of
                  {[_ | _] = M, [_ | _] = O} when length(M) =:= length(O) ->
                      max(0.0, mean(M) * Cpus / 100 - mean(O));
                  _ -> 0.0
@@ -242,9 +253,10 @@ timer(_) -> [].
 %%--------------------------------------------------------------------
 
 noisy(Result) ->
-    lists:append([noisy_bench(B) || B <- maps:get(benchmarks, Result, []), is_map(B)]).
+    Kind = kind(Result),
+    lists:append([noisy_bench(B, Kind) || B <- maps:get(benchmarks, Result, []), is_map(B)]).
 
-noisy_bench(#{stats := #{mean := Mean} = S} = B) when is_number(Mean), Mean /= 0 ->
+noisy_bench(#{stats := #{mean := Mean} = S} = B, Kind) when is_number(Mean), Mean /= 0 ->
     Cv = case S of #{cv := C} when is_number(C) -> C; _ -> 0 end,
     RelCi = case ci(maps:get(ci_mean, S, undefined)) of
                 {Lo, Hi} -> abs(Hi - Lo) / 2 / abs(Mean);
@@ -260,13 +272,34 @@ noisy_bench(#{stats := #{mean := Mean} = S} = B) when is_number(Mean), Mean /= 0
                                    "cv ~.1f% over ~p samples (limits: +/-~b%, cv ~b%)",
                                    [Name, 100 * RelCi, 100 * Cv, maps:get(n, S, length(maps:get(samples, B, []))),
                                     round(100 * ?REL_CI), round(100 * ?CV)]),
-                     "Take more samples (-s) or longer ones (-d), run in a fresh isolated VM (-i), pin "
-                     "the VM to CPUs (taskset, +sbt db), stop other load, and compare with repetitions "
-                     "(`beamlab matrix -n`).",
+                     noisy_advice(Kind),
                      #{benchmark => Name, rel_ci => RelCi, cv => Cv})];
         false -> []
     end;
-noisy_bench(_) -> [].
+noisy_bench(_, _) -> [].
+
+%% The remedy names the options of the command that produced the result:
+%% what a sample is differs (a timed slice, a repetition, a fresh VM's
+%% mean, a reporting interval).
+noisy_advice(<<"suite">>) ->
+    "Each sample is one repetition of the workload: repeat it more often (-n), make each "
+    "repetition longer (a larger --profile or --param), stop other load, and compare VM "
+    "settings with repetitions in fresh VMs (`beamlab matrix -n`).";
+noisy_advice(<<"matrix">>) ->
+    "Each sample is one fresh VM's mean: run more repetitions per configuration (-n), make "
+    "the inner command's own measurement steadier (its -s/-d, or -n for a suite), and stop "
+    "other load; repetitions are interleaved, so drift spreads over every configuration.";
+noisy_advice(<<"amqp">>) ->
+    "Each sample is one reporting interval: run longer (-z) so that more intervals count and "
+    "ramp-up weighs less, and stop other load on the machines of the broker and the generator.";
+noisy_advice(_) ->
+    "Take more samples (-s) or longer ones (-d), run in a fresh isolated VM (-i), pin "
+    "the VM to CPUs (taskset, +sbt db), stop other load, and compare with repetitions "
+    "(`beamlab matrix -n`).".
+
+kind(#{kind := K}) when is_atom(K) -> atom_to_binary(K);
+kind(#{kind := K}) when is_binary(K) -> K;
+kind(_) -> <<"bench">>.
 
 %% The CI may be a tuple in memory, a list after JSON, or a map.
 ci({Lo, Hi}) when is_number(Lo), is_number(Hi) -> {Lo, Hi};

@@ -1,0 +1,171 @@
+%%% Common Test suite for `beamlab matrix' through the built escript: real
+%%% suite workloads in fresh VMs per configuration, the scheduler count each
+%%% VM reported itself, the sweep's speedup/efficiency columns (checked for
+%%% consistency with the means, never for size: the machine is shared), a
+%%% configuration whose VM refuses its flags, and `-v' (telemetry and
+%%% findings in the document) for `matrix' and `suite'.
+-module(matrix_cli_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0]).
+-export([vm_configs_text/1, sweep_json/1, sweep_text_verbose/1, failing_config/1, suite_verbose/1]).
+
+%% big: many-to-many messaging, which uses every scheduler; small enough
+%% that one repetition takes well under a second.
+-define(BIG, ["suite", "big", "--param", "big.n=100", "--param", "big.m=200", "-n", "2"]).
+
+suite() -> [{timetrap, {minutes, 5}}].
+
+all() ->
+    [vm_configs_text, sweep_json, sweep_text_verbose, failing_config, suite_verbose].
+
+%%--------------------------------------------------------------------
+
+vm_configs_text(_Config) ->
+    #{code := 0, out := Out, err := Err} =
+        cli(["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2", "--" | ?BIG]),
+    ?assertMatch({match, _}, re:run(Out, "^2 repetitions per configuration, interleaved; baseline \\+S 1;",
+                                    [multiline])),
+    Header = row(Out, "configuration"),
+    ?assertEqual("schedulers", lists:last(Header)),
+    ?assertNot(lists:member("speedup", Header)),
+    %% The last column is the scheduler count the configuration's VM reported.
+    ["+S 1", "big" | R1] = row(Out, "+S 1"),
+    ?assertEqual("1", lists:last(R1)),
+    ?assert(lists:member("baseline", R1)),
+    ["+S 2", "big" | R2] = row(Out, "+S 2"),
+    ?assertEqual("2", lists:last(R2)),
+    %% Each of the four fresh VMs said how many schedulers it had.
+    ?assertEqual(2, count(Err, "\\[\\+S 1\\] rep [12]/2 done \\(1 schedulers online\\)")),
+    ?assertEqual(2, count(Err, "\\[\\+S 2\\] rep [12]/2 done \\(2 schedulers online\\)")).
+
+sweep_json(_Config) ->
+    #{code := 0, out := Out} =
+        cli(["matrix", "--sweep-schedulers", "1..2", "-n", "2", "--format", "json", "--" | ?BIG]),
+    check_sweep(json(Out)).
+
+%% The text of a sweep shows speedup and efficiency; with -v the saved
+%% document of the same run carries the telemetry and the findings.
+sweep_text_verbose(_Config) ->
+    #{code := 0, out := Out, err := Err, dir := Dir} =
+        cli(["matrix", "--sweep-schedulers", "1..2", "-n", "2", "-v", "--save", "m.json", "--" | ?BIG]),
+    {ok, Saved} = file:read_file(filename:join(Dir, "m.json")),
+    Doc = json(Saved),
+    check_sweep(Doc),
+    #{<<"benchmarks">> := [_, #{<<"extra">> := #{<<"speedup">> := S, <<"efficiency">> := E}}]} = Doc,
+    ?assertEqual(["schedulers", "speedup", "efficiency"], lists:nthtail(7, row(Out, "configuration"))),
+    ?assertEqual(["1", "1.00x", "100%"], lists:nthtail(length(row(Out, "+S 1:1")) - 3, row(Out, "+S 1:1"))),
+    ?assertEqual(["2", fmt("~.2fx", [S]), fmt("~b%", [round(100 * E)])],
+                 lists:nthtail(length(row(Out, "+S 2:2")) - 3, row(Out, "+S 2:2"))),
+    %% Live telemetry went to stderr, and into the document.
+    ?assertMatch({match, _}, re:run(Err, "^ +time +util .*runq", [multiline])),
+    check_verbose(Doc, <<"matrix">>, "repetitions per configuration \\(-n\\)"),
+    #{<<"findings">> := Fs} = Doc,
+    [?assertEqual(nomatch, binary:match(Ev, <<"other processes">>))
+     || #{<<"id">> := <<"machine_overloaded">>, <<"evidence">> := Ev} <- Fs],
+    [?assertNotEqual(nomatch, binary:match(Out, T)) || #{<<"title">> := T} <- Fs].
+
+%% A VM that refuses its flags: its own error line is reported, the other
+%% configuration runs and the command succeeds.
+failing_config(_Config) ->
+    #{code := 0, out := Out, err := Err} =
+        cli(["matrix", "--vm", "+S 1", "--vm", "+S banana", "-n", "2", "--",
+             "run", "code.", "-d", "100", "-s", "3"]),
+    ["+S 1", "code." | R1] = row(Out, "+S 1"),
+    ?assertEqual("1", lists:last(R1)),
+    ?assertEqual(nomatch, re:run(Out, "^\\+S banana  ", [multiline])),
+    %% "bad amount of schedulers" is what erts itself prints for +S banana.
+    ?assertMatch({match, _}, re:run(Out, "^failed runs:\n\\+S banana: the VM did not start: .*"
+                                         "bad amount of schedulers banana", [multiline])),
+    %% It is not retried: one failed start in the progress lines.
+    ?assertEqual(1, count(Err, "\\[\\+S banana\\] rep 1/2: .*bad amount of schedulers banana")),
+    ?assertEqual(0, count(Err, "\\[\\+S banana\\] rep 2/2")).
+
+%% suite -v: telemetry recorded over the whole run, findings judged with
+%% the suite's advice.
+suite_verbose(_Config) ->
+    #{code := 0, out := Out, err := Err} =
+        cli(["suite", "big", "--param", "big.n=200", "--param", "big.m=2000", "-n", "3", "-v",
+             "--format", "json"]),
+    ?assertMatch({match, _}, re:run(Err, "^ +time +util .*runq", [multiline])),
+    check_verbose(json(Out), <<"suite">>, "repeat it more often \\(-n\\)").
+
+%%--------------------------------------------------------------------
+
+%% Both configurations ran twice, each VM's env says its scheduler count,
+%% and speedup/efficiency follow from the means. (The document as JSON:
+%% binary keys throughout.)
+check_sweep(Doc) ->
+    #{<<"kind">> := <<"matrix">>,
+      <<"params">> := #{<<"sweep">> := true, <<"baseline">> := <<"+S 1:1">>},
+      <<"benchmarks">> := [B1, B2], <<"extra">> := #{<<"configs">> := [C1, C2]}} = Doc,
+    ?assertMatch(#{<<"name">> := <<"+S 1:1">>, <<"status">> := <<"ok">>, <<"ok_runs">> := 2,
+                   <<"schedulers_online">> := 1,
+                   <<"env">> := #{<<"schedulers">> := #{<<"online">> := 1, <<"total">> := 1}}}, C1),
+    ?assertMatch(#{<<"name">> := <<"+S 2:2">>, <<"status">> := <<"ok">>, <<"ok_runs">> := 2,
+                   <<"schedulers_online">> := 2,
+                   <<"env">> := #{<<"schedulers">> := #{<<"online">> := 2, <<"total">> := 2}}}, C2),
+    #{<<"group">> := <<"+S 1:1">>, <<"samples">> := S1, <<"stats">> := #{<<"mean">> := M1},
+      <<"extra">> := #{<<"schedulers_online">> := 1, <<"speedup">> := Sp1, <<"efficiency">> := E1}} = B1,
+    #{<<"group">> := <<"+S 2:2">>, <<"samples">> := S2, <<"stats">> := #{<<"mean">> := M2},
+      <<"better">> := <<"higher">>, <<"comparison">> := #{<<"change">> := Change},
+      <<"extra">> := #{<<"schedulers_online">> := 2, <<"speedup">> := Sp2, <<"efficiency">> := E2}} = B2,
+    ?assertEqual({2, 2}, {length(S1), length(S2)}),
+    ?assert(lists:all(fun(V) -> is_number(V) andalso V > 0 end, S1 ++ S2)),
+    close(M1, lists:sum(S1) / 2),
+    close(M2, lists:sum(S2) / 2),
+    close(1.0, Sp1),
+    close(1.0, E1),
+    close(M2 / M1, Sp2),
+    close(Sp2 / 2, E2),
+    close(M2 / M1 - 1, Change).
+
+%% The document has a real telemetry series, and its noise findings are
+%% exactly the benchmarks past the limits (+/-5 % CI, cv 10 %), each with
+%% the advice of this command.
+check_verbose(#{<<"kind">> := Kind} = Doc, Kind, AdvicePattern) ->
+    #{<<"telemetry">> := #{<<"t_ms">> := Ts, <<"util">> := Util},
+      <<"findings">> := Fs, <<"benchmarks">> := Bs} = Doc,
+    ?assert(length(Ts) >= 1 andalso length(Ts) =:= length(Util)),
+    [?assertMatch(#{<<"id">> := _, <<"severity">> := _, <<"title">> := _, <<"evidence">> := _,
+                    <<"advice">> := _}, F) || F <- Fs],
+    Noisy = lists:sort([N || #{<<"id">> := <<"noisy_measurement">>,
+                               <<"data">> := #{<<"benchmark">> := N}} <- Fs]),
+    ?assertEqual(lists:sort([N || #{<<"name">> := N} = B <- Bs, noisy(B)]), Noisy),
+    [?assertMatch({match, _}, re:run(A, AdvicePattern))
+     || #{<<"id">> := <<"noisy_measurement">>, <<"advice">> := A} <- Fs],
+    ct:log("~b findings: ~p", [length(Fs), [Id || #{<<"id">> := Id} <- Fs]]).
+
+noisy(#{<<"stats">> := #{<<"mean">> := M, <<"cv">> := Cv, <<"ci_mean">> := [Lo, Hi]}}) when M /= 0 ->
+    abs(Hi - Lo) / 2 / abs(M) > 0.05 orelse Cv > 0.10;
+noisy(_) -> false.
+
+json(Bin) ->
+    {ok, Doc} = beamlab_json:decode(Bin),
+    Doc.
+
+close(A, B) ->
+    ?assert(abs(A - B) =< 1.0e-9 * max(1.0, abs(A)), {A, B}).
+
+cli(Args) ->
+    R = #{out := Out, err := Err} = beamlab_test_util:cli(Args, #{timeout => 240000}),
+    ct:log("beamlab ~ts~n~ts~n--- stderr ---~n~ts", [lists:join(" ", Args), Out, Err]),
+    R.
+
+%% The cells of the table row whose first cell is First (cells are
+%% separated by two or more spaces; empty cells vanish).
+row(Out, First) ->
+    Lines = [L || L <- string:split(unicode:characters_to_list(Out), "\n", all)],
+    [Cells] = [Cs || L <- Lines, [F | _] = Cs <- [re:split(string:trim(L, trailing), "  +",
+                                                            [{return, list}, unicode])],
+                     F =:= First],
+    Cells.
+
+count(Bin, Pattern) ->
+    case re:run(Bin, Pattern, [multiline, global]) of
+        {match, Ms} -> length(Ms);
+        nomatch -> 0
+    end.
+
+fmt(F, A) -> lists:flatten(io_lib:format(F, A)).
