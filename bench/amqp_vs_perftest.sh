@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
 # beamlab amqp vs RabbitMQ PerfTest 2.22.1 on the same private broker, in one
-# run, alternating the two tools on the same scenarios:
+# run, alternating the two tools on the same scenarios (issue #6):
 #   single: -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100
 #   multi:  -x 10 -y 20 -f mandatory -q 300 -c 100 over perf-test-1..10
-# Measures throughput (received msg/s, from the tool's own summary line) and
-# CPU per message (utime+stime of the generator's OS process, read from
-# /proc/<pid>/stat just before it exits, divided by messages received), and
-# prints beamlab/PerfTest ratios. PerfTest and its dependencies are fetched
-# from Maven Central into bench/_work/ (git-ignored).
 #
-#   bench/amqp_vs_perftest.sh [SECONDS] [ROUNDS]     (defaults: 20 s, 2 rounds)
+# Steady state only: both tools print one line per second ("time T s, ...,
+# received: R msg/s"). The script reads each line the moment the tool writes
+# it and, at that moment, samples utime+stime of the tool's OS process from
+# /proc/<pid>/stat (the Erlang VM or the JVM, all threads). The measurement
+# window runs from the first line with T >= WARMUP to the last line, so
+# process start, connection set-up, JVM class loading and JIT warm-up, and
+# the stop/drain at the end are outside it. In that window:
+#   received msg/s = sum of R * (T - previous T) over the window's lines / (T_last - T_start)
+#   CPU us/msg     = CPU ticks between the two lines' samples / messages received
+# Per scenario and tool the medians over the rounds are compared; both ratios
+# are beamlab/PerfTest. PerfTest and its dependencies are fetched from Maven
+# Central into bench/_work/ (git-ignored).
+#
+#   bench/amqp_vs_perftest.sh [SECONDS] [ROUNDS] [WARMUP]   (defaults: 20 s, 3 rounds, 5 s)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$ROOT/bench/_work
 SECS=${1:-20}
-ROUNDS=${2:-2}
+ROUNDS=${2:-3}
+WARMUP=${3:-5}
 PORT=${BEAMLAB_RABBIT_PORT:-5682}
 export BEAMLAB_RABBIT_PORT=$PORT
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 PT_VERSION=2.22.1
+CLK_TCK=$(getconf CLK_TCK)
 mkdir -p "$WORK"
+
+if [ "$WARMUP" -ge $((SECS - 2)) ]; then
+    echo "usage: $0 [SECONDS] [ROUNDS] [WARMUP]: WARMUP must be at least 3 s shorter than SECONDS" >&2
+    exit 2
+fi
 
 fetch_perftest() {
     if ls "$WORK"/lib/perf-test-$PT_VERSION.jar >/dev/null 2>&1; then return; fi
@@ -37,59 +52,74 @@ POM
     mvn -q -f "$WORK/pom.xml" dependency:copy-dependencies -DoutputDirectory="$WORK/lib" >&2
 }
 
-# Runs "$@" in the background, samples its /proc/PID/stat while it runs,
-# and prints "<cpu seconds> <output file>" at the end. The last sample is
-# taken within 0.1 s of exit, so CPU is undercounted by at most that.
-CLK_TCK=$(getconf CLK_TCK)
+# measure LOG CMD...: runs CMD with its output into a FIFO; copies every
+# line to LOG and, for each interval line, appends "T R TICKS" to LOG.samples
+# (tool time, received rate, the process's CPU ticks when the line arrived).
+# Only bash builtins run per line (no fork), so the sampling costs the
+# machine next to nothing. escript and the java launcher exec in place, so
+# $! is the VM itself.
 measure() {
     local out=$1; shift
-    "$@" >"$out" 2>&1 &
-    local pid=$! ticks=0 t
-    while kill -0 "$pid" 2>/dev/null; do
-        t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "")
-        [ -n "$t" ] && ticks=$t
-        sleep 0.1
-    done
+    local fifo="$WORK/fifo.$$"
+    rm -f "$fifo"; mkfifo "$fifo"
+    "$@" >"$fifo" 2>&1 &
+    local pid=$! line stat t r
+    local -a f
+    : >"$out"; : >"$out.samples"
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >>"$out"
+        if [[ $line =~ time:?\ ([0-9.]+)\ ?s,.*received:\ ([0-9.]+)\ msg/s ]]; then
+            t=${BASH_REMATCH[1]} r=${BASH_REMATCH[2]}
+            stat=""
+            read -r stat <"/proc/$pid/stat" 2>/dev/null || true
+            # Fields 14 and 15 (utime, stime); comm (field 2) has no spaces
+            # for beam.smp and java.
+            [ -n "$stat" ] || continue
+            f=($stat)
+            printf '%s %s %d\n' "$t" "$r" $((f[13] + f[14])) >>"$out.samples"
+        fi
+    done <"$fifo"
     wait "$pid" || true
-    echo "$ticks"
+    rm -f "$fifo"
 }
 
-# The received rate and message count from a PerfTest-format summary.
-recv_rate() { sed -n 's/.*receiving rate avg: \([0-9.]*\) msg\/s.*/\1/p' "$1" | tail -1; }
-
-run_beamlab() {   # scenario-name args...
-    local name=$1; shift
-    local out="$WORK/beamlab-$name-$round.log"
-    # exec: /proc/<pid> is the Erlang VM itself, not a wrapper shell.
-    local ticks
-    ticks=$(measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@")
-    report beamlab "$name" "$out" "$ticks"
-}
-
-run_perftest() {
-    local name=$1; shift
-    local out="$WORK/perftest-$name-$round.log"
-    local ticks
-    ticks=$(measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@")
-    report perftest "$name" "$out" "$ticks"
+# window SAMPLES: "<msg/s> <us CPU/msg> <window s> <CPU s>" over the
+# steady-state window, or nothing if there are fewer than two lines in it.
+window() {
+    awk -v w="$WARMUP" -v hz="$CLK_TCK" '
+        { t[NR] = $1; r[NR] = $2; k[NR] = $3 }
+        END {
+            for (i = 1; i <= NR && t[i] < w; i++) ;
+            s = i; if (s >= NR) exit
+            for (i = s + 1; i <= NR; i++) msgs += r[i] * (t[i] - t[i-1])
+            d = t[NR] - t[s]; cpu = (k[NR] - k[s]) / hz
+            if (msgs <= 0 || d <= 0) exit
+            printf "%.0f %.2f %.1f %.2f\n", msgs / d, cpu * 1e6 / msgs, d, cpu
+        }' "$1"
 }
 
 declare -A RATE CPU
-report() {   # tool scenario logfile ticks
-    local tool=$1 name=$2 out=$3 ticks=$4 rate msgs cpu_us
-    rate=$(recv_rate "$out")
-    if [ -z "$rate" ]; then
-        echo "$tool $name: no summary line; log follows" >&2; tail -n 20 "$out" >&2; exit 1
+run() {   # tool scenario args...
+    local tool=$1 name=$2; shift 2
+    local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu
+    case $tool in
+        beamlab)  measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
+        perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
+    esac
+    res=$(window "$out.samples")
+    if [ -z "$res" ]; then
+        echo "$tool $name: fewer than two interval lines after ${WARMUP} s; log follows" >&2
+        tail -n 20 "$out" >&2; exit 1
     fi
-    msgs=$(awk -v r="$rate" -v s="$SECS" 'BEGIN{printf "%d", r*s}')
-    cpu_us=$(awk -v t="$ticks" -v h="$CLK_TCK" -v m="$msgs" 'BEGIN{ if (m>0) printf "%.2f", t/h*1e6/m; else print "nan" }')
-    printf "%-9s %-7s round %d: received %8s msg/s, CPU %6.2f s, %7s us CPU/msg\n" \
-        "$tool" "$name" "$round" "$rate" "$(awk -v t="$ticks" -v h="$CLK_TCK" 'BEGIN{print t/h}')" "$cpu_us"
+    read -r rate cpu_us secs cpu <<<"$res"
+    printf "%-9s %-7s round %d: received %7s msg/s, CPU %6s s over %4s s, %7s us CPU/msg\n" \
+        "$tool" "$name" "$round" "$rate" "$cpu" "$secs" "$cpu_us"
     RATE[$tool-$name]="${RATE[$tool-$name]:-} $rate"
     CPU[$tool-$name]="${CPU[$tool-$name]:-} $cpu_us"
 }
 
-mean() { awk '{s=0; for(i=1;i<=NF;i++) s+=$i; printf "%.2f", s/NF}' <<<"$1"; }
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g |
+           awk '{v[NR] = $1} END {printf "%.2f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 
 fetch_perftest
 [ -x "$ROOT/beamlab" ] || make -C "$ROOT" escript >/dev/null
@@ -101,21 +131,27 @@ MULTI=(-x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern perf-test-%d --que
 
 echo "broker: RabbitMQ on 127.0.0.1:$PORT; $SECS s per run, $ROUNDS rounds, tools alternating"
 echo "machine: $(nproc) CPUs, $(uname -r); Erlang $(erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().'); $(java -version 2>&1 | head -1)"
+echo "measured: steady state only, from the tool's first interval line at >= ${WARMUP} s to its last one;"
+echo "  received msg/s from the tool's own per-second lines, CPU = utime+stime of the tool's process"
+echo "  (/proc/<pid>/stat, all threads) between the same two lines"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq 1 "$ROUNDS"); do
-    run_beamlab single "${SINGLE[@]}"
-    run_perftest single "${SINGLE[@]}"
-    run_perftest multi "${MULTI[@]}"
-    run_beamlab multi "${MULTI[@]}"
+    run beamlab single "${SINGLE[@]}"
+    run perftest single "${SINGLE[@]}"
+    run perftest multi "${MULTI[@]}"
+    run beamlab multi "${MULTI[@]}"
 done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
+echo "medians over $ROUNDS rounds:"
 echo "scenario  beamlab msg/s  PerfTest msg/s  throughput ratio  beamlab us/msg  PerfTest us/msg  CPU/msg ratio"
 for name in single multi; do
-    br=$(mean "${RATE[beamlab-$name]}"); pr=$(mean "${RATE[perftest-$name]}")
-    bc=$(mean "${CPU[beamlab-$name]}"); pc=$(mean "${CPU[perftest-$name]}")
+    br=$(median "${RATE[beamlab-$name]}"); pr=$(median "${RATE[perftest-$name]}")
+    bc=$(median "${CPU[beamlab-$name]}"); pc=$(median "${CPU[perftest-$name]}")
     printf "%-8s  %13s  %14s  %16s  %14s  %15s  %13s\n" "$name" "$br" "$pr" \
         "$(awk -v a="$br" -v b="$pr" 'BEGIN{printf "%.2f", a/b}')" "$bc" "$pc" \
         "$(awk -v a="$bc" -v b="$pc" 'BEGIN{printf "%.2f", a/b}')"
 done
-echo "throughput ratio = beamlab/PerfTest received msg/s (>= 1: beamlab at least matches);"
-echo "CPU/msg ratio = beamlab/PerfTest generator CPU per received message (< 1: beamlab lighter)."
+echo "throughput ratio = beamlab/PerfTest steady-state received msg/s (>= 1: beamlab at least matches);"
+echo "CPU/msg ratio = beamlab/PerfTest steady-state generator CPU per received message (< 1: beamlab lighter)."

@@ -373,13 +373,17 @@ connections_closed(_) ->
 reconnect(_) ->
     Q = uniq(<<"reconnect">>),
     close_connections_after(1500),
-    {R, _} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true}),
+    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true}),
     ?assertEqual(undefined, maps:get(failure, R)),
     ?assertEqual(time_limit, maps:get(stop, R)),
     %% Both connections (producer's and consumer's) were reopened.
     ?assertEqual(2, maps:get(reconnects, counters(R))),
     %% The queue depth was read on a reopened setup connection.
     ?assertMatch(#{queued := N} when is_integer(N), acc(R)),
+    %% The accounting says it is approximate rather than "NOT balanced".
+    ?assertMatch(#{approximate := true, reconnects := 2}, acc(R)),
+    ?assertEqual(nomatch, re:run(Text, "NOT balanced")),
+    ?assertMatch({match, _}, re:run(Text, "accounting: .*\\((balanced|approximate after 2 reconnects: .*)\\)\n")),
     %% Messages flowed after the reconnect: the last intervals received some.
     Late = [maps:get(received, S) || S <- maps:get(rates, R), maps:get(time, S) > 3.5],
     ?assert(lists:sum(Late) > 0),

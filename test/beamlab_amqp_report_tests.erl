@@ -82,6 +82,28 @@ accounting_unknown_depth_test() ->
     ?assertMatch({match, _}, re:run(beamlab_amqp_report:accounting_line(<<"t">>, A),
                                     "queue depth unknown")).
 
+%% After reconnects a difference is explained, not flagged as an error;
+%% without a difference the line stays "balanced".
+accounting_after_reconnects_test() ->
+    C = #{sent => 100, received => 104, returned => 0, nacked => 0, confirmed => 90},
+    A = beamlab_amqp_report:accounting(C#{reconnects => 2}, 0),
+    ?assertMatch(#{balanced := false, unaccounted := -4, reconnects := 2, approximate := true}, A),
+    ?assertEqual(<<"id: t, accounting: sent 100 = received 104 + returned 0 + nacked 0"
+                   " + queued 0 + unaccounted -4 (approximate after 2 reconnects: in-flight"
+                   " messages lost with a connection are not counted, redelivered ones are"
+                   " counted twice)">>,
+                 beamlab_amqp_report:accounting_line(<<"t">>, A)),
+    One = beamlab_amqp_report:accounting(C#{reconnects => 1}, 0),
+    ?assertMatch({match, _}, re:run(beamlab_amqp_report:accounting_line(<<"t">>, One),
+                                    "\\(approximate after 1 reconnect: ")),
+    Even = beamlab_amqp_report:accounting(C#{reconnects => 1}, -4),
+    ?assertMatch(#{balanced := true, approximate := true}, Even),
+    ?assertMatch({match, _}, re:run(beamlab_amqp_report:accounting_line(<<"t">>, Even),
+                                    "queued -4 \\(balanced\\)$")),
+    %% No reconnect: exact check, no caveat.
+    ?assertMatch(#{reconnects := 0, approximate := false},
+                 beamlab_amqp_report:accounting(maps:remove(reconnects, C), 0)).
+
 test_id_test() ->
     Id = beamlab_amqp_report:test_id(erlang:system_time(millisecond)),
     ?assertMatch({match, _}, re:run(Id, "^test-[0-9]{6}-[0-9]{3}$")).
