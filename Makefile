@@ -7,8 +7,11 @@ all: escript
 
 escript:
 	$(REBAR) escriptize
-	cp _build/default/bin/beamlab ./beamlab
-	chmod +x ./beamlab
+	# Replace ./beamlab atomically: a run starting during the copy must not
+	# read half an archive.
+	cp _build/default/bin/beamlab ./beamlab.tmp
+	chmod +x ./beamlab.tmp
+	mv -f ./beamlab.tmp ./beamlab
 
 compile:
 	$(REBAR) compile
