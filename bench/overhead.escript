@@ -17,8 +17,8 @@
 
 main(Args) ->
     {Rounds, Ms} = case Args of
-                       [] -> {31, 200};
-                       [R] -> {list_to_integer(R), 200};
+                       [] -> {15, 1000};
+                       [R] -> {list_to_integer(R), 1000};
                        [R, D | _] -> {list_to_integer(R), list_to_integer(D)}
                    end,
     Root = filename:dirname(filename:dirname(filename:absname(escript:script_name()))),
