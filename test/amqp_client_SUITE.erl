@@ -72,12 +72,9 @@ script(Dir) ->
         false -> script(filename:dirname(Dir))
     end.
 
-rabbitmq(Script, Port, Action) ->
-    Cmd = io_lib:format("BEAMLAB_RABBIT_PORT=~b ~s ~s 2>&1; echo \"rc=$?\"", [Port, Script, Action]),
-    Out = os:cmd(lists:flatten(Cmd)),
-    [RcLine | _] = lists:reverse(string:lexemes(Out, "\n")),
-    "rc=" ++ Rc = RcLine,
-    {Out, list_to_integer(Rc)}.
+rabbitmq(_Script, Port, Action) ->
+    {Rc, Out} = beamlab_test_util:rabbitmq(Action, Port),
+    {Out, Rc}.
 
 broker_pid(Config) ->
     {ok, Bin} = file:read_file(filename:join(broker_dir(Config), "rabbit.pid")),

@@ -36,11 +36,7 @@ end_per_suite(_Config) ->
     ok.
 
 rabbit(Cmd) ->
-    Script = filename:join([beamlab_test_util:root(), "scripts", "rabbitmq.sh"]),
-    Port = open_port({spawn_executable, Script},
-                     [{args, [Cmd]}, {env, [{"BEAMLAB_RABBIT_PORT", ?PORT}]},
-                      exit_status, stderr_to_stdout, binary]),
-    collect(Port, []).
+    beamlab_test_util:rabbitmq(Cmd, ?PORT).
 
 collect(Port, Acc) ->
     receive
@@ -282,7 +278,7 @@ cli_interrupt(_) ->
     os:cmd("kill -TERM " ++ integer_to_list(Pid)),
     {Code, Out} = collect(Port, []),
     ct:log("exit ~p~n~ts", [Code, Out]),
-    ?assertEqual(0, Code),
+    ?assertEqual(130, Code),
     {ok, Doc} = beamlab_json:decode(Out),
     ?assertMatch(#{<<"partial">> := true,
                    <<"extra">> := #{<<"amqp">> := #{<<"stop">> := <<"interrupted">>,

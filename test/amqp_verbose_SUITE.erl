@@ -49,15 +49,4 @@ verbose_records_telemetry_and_findings(_Config) ->
      || #{<<"id">> := <<"noisy_measurement">>, <<"advice">> := A} <- Fs].
 
 rabbit(Cmd) ->
-    Script = filename:join([beamlab_test_util:root(), "scripts", "rabbitmq.sh"]),
-    Port = open_port({spawn_executable, Script},
-                     [{args, [Cmd]}, {env, [{"BEAMLAB_RABBIT_PORT", ?PORT}]},
-                      exit_status, stderr_to_stdout, binary]),
-    collect(Port, []).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 180000 -> error(rabbitmq_script_timeout)
-    end.
+    beamlab_test_util:rabbitmq(Cmd, ?PORT).

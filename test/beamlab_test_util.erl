@@ -3,7 +3,7 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1]).
+-export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -82,3 +82,15 @@ assert_one_line_error(#{err := Err, dir := Dir}) ->
     nomatch = binary:match(Err, [<<"stacktrace">>, <<"{'EXIT'">>, <<"erl_eval">>]),
     false = filelib:is_regular(filename:join(Dir, "erl_crash.dump")),
     ok.
+
+%% @doc Runs `scripts/rabbitmq.sh Action' (start, stop, status, ...) for the
+%% private broker on AMQP port `Port'; returns its exit status and output.
+-spec rabbitmq(string(), string() | integer()) -> {integer(), binary()}.
+rabbitmq(Action, Port) when is_integer(Port) ->
+    rabbitmq(Action, integer_to_list(Port));
+rabbitmq(Action, Port) ->
+    Script = filename:join([root(), "scripts", "rabbitmq.sh"]),
+    P = open_port({spawn_executable, Script},
+                  [{args, [Action]}, {env, [{"BEAMLAB_RABBIT_PORT", Port}]},
+                   exit_status, stderr_to_stdout, binary]),
+    collect(P, [], 180000).
