@@ -9,10 +9,11 @@
 -export([env_report_here/1, telemetry_series_shape/1, telemetry_restores_flags/1,
          collapse_provoked/1, schedulers_offline_provoked/1, healthy_run_quiet/1,
          throttling_from_fake_cgroup/1, noisy_result/1, timer_provoked_and_quiet/1,
+         busy_wait_provoked_and_quiet/1,
          matrix_schedulers/1, matrix_failed_config_goes_on/1,
          cli_env/1, cli_env_json/1, cli_matrix_errors/1]).
 %% run inside peer VMs
--export([busy/1, busy_pinned/2, observe/2, cpu_work/1]).
+-export([busy/1, busy_pinned/2, observe/2, cpu_work/1, tickers/1]).
 
 suite() -> [{timetrap, {minutes, 3}}].
 
@@ -20,6 +21,7 @@ all() ->
     [env_report_here, telemetry_series_shape, telemetry_restores_flags,
      collapse_provoked, schedulers_offline_provoked, healthy_run_quiet,
      throttling_from_fake_cgroup, noisy_result, timer_provoked_and_quiet,
+     busy_wait_provoked_and_quiet,
      matrix_schedulers, matrix_failed_config_goes_on,
      cli_env, cli_env_json, cli_matrix_errors].
 
@@ -131,6 +133,31 @@ healthy_run_quiet(Config) ->
     after
         peer:stop(Peer)
     end.
+
+%% Processes that wake every millisecond do almost no work. With long
+%% busy-wait thresholds the schedulers spin between wake-ups, so the OS
+%% charges the VM far more CPU than its schedulers used; with busy-wait
+%% off it does not.
+busy_wait_provoked_and_quiet(Config) ->
+    Spin = ["+S", "2", "+sbwt", "very_long", "+sbwtdcpu", "very_long", "+sbwtdio", "very_long",
+            "+swt", "very_low"],
+    NoSpin = ["+S", "2", "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none"],
+    [Provoked, Quiet] =
+        [begin
+             {Peer, _} = start_peer(Args, Config),
+             try
+                 ok = peer:call(Peer, ?MODULE, tickers, [20], 60000),
+                 {Series, Env} = peer:call(Peer, ?MODULE, observe, [250, 2000], 60000),
+                 Fs = beamlab_env_detect:findings(#{telemetry => Series, env => Env, timer => skip}),
+                 ct:log("~p~nos ~p~nbusy ~p~n~p", [Args, maps:get(os_cpu_cores, Series, none),
+                                                 maps:get(scheduler_busy_cores, Series), Fs]),
+                 [F || F = #{id := <<"busy_wait">>} <- Fs]
+             after
+                 peer:stop(Peer)
+             end
+         end || Args <- [Spin, NoSpin]],
+    ?assertMatch([#{severity := <<"warning">>}], Provoked),
+    ?assertEqual([], Quiet).
 
 %% Telemetry reads cgroup cpu.stat below `root': a fake tree whose
 %% throttling counters grow while the monitor samples.
@@ -321,6 +348,13 @@ observe(Interval, Ms) ->
     {Series, beamlab_env:report()}.
 
 spin() -> spin().
+
+tickers(N) ->
+    _ = [spawn(fun() -> timer:sleep(I rem 10), tick() end) || I <- lists:seq(1, N)],
+    ok.
+
+tick() ->
+    receive after 1 -> tick() end.
 
 %% No allocation, so no garbage collection: a steady reduction count.
 count_down(0) -> ok;
