@@ -222,45 +222,18 @@ progress_fun(Parsed, NJobs) ->
         true ->
             undefined;
         false ->
-            Tty = stderr_is_terminal(),
             Of = case Get(rel_ci) =:= undefined andalso Get(cv) =:= undefined of
                      true -> io_lib:format("/~w", [Rounds]);
                      false -> ""
                  end,
             fun(#{round := R, warmup := W}) ->
                     What = case W of true -> "warm-up"; false -> "sampling" end,
-                    Now = erlang:monotonic_time(millisecond),
-                    case Tty of
-                        true ->
-                            put(beamlab_run_progress, true),
-                            io:format(standard_error, "\r~ts round ~w~ts ", [What, R, Of]);
-                        false ->
-                            case get(beamlab_run_progress_at) of
-                                Last when is_integer(Last), Now - Last < 1000 -> ok;
-                                _ ->
-                                    put(beamlab_run_progress_at, Now),
-                                    io:format(standard_error, "beamlab: ~ts round ~w~ts~n",
-                                              [What, R, Of])
-                            end
-                    end
+                    beamlab_cli_progress:show(io_lib:format("~ts round ~w~ts", [What, R, Of]))
             end
     end.
 
-%% Linux tells through /proc which file our stderr is; elsewhere assume a
-%% log file (plain lines are safe everywhere).
-stderr_is_terminal() ->
-    case file:read_link("/proc/self/fd/2") of
-        {ok, "/dev/pts/" ++ _} -> true;
-        {ok, "/dev/tty" ++ _} -> true;
-        _ -> false
-    end.
-
 clear_progress() ->
-    erase(beamlab_run_progress_at),
-    case erase(beamlab_run_progress) of
-        true -> io:put_chars(standard_error, "\r\e[K");
-        _ -> ok
-    end.
+    beamlab_cli_progress:clear().
 
 %%====================================================================
 %% Text output (erlperf-style table)

@@ -106,9 +106,10 @@ measure(Names, Parsed) ->
     {ok, Doc0} = beamlab_suite:run(Plan, #{profile => Profile,
                                           repeat => beamlab_cli_args:get(repeat, Parsed, default),
                                           timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
-                                          progress => progress(Verbose),
+                                          progress => progress(Verbose, beamlab_output:format(Parsed)),
                                           params => doc_params(Profile, Names, Overrides, Parsed)}),
     ok = beamlab_cli_signal:unsubscribe(),
+    beamlab_cli_progress:clear(),
     Doc = telemetry_stop(Telemetry, Doc0, ?DETECT),
     Unicode = beamlab_output:unicode(Parsed),
     ok = beamlab_output:emit(Doc, Parsed, #{text => fun(D) -> text(D, #{unicode => Unicode}) end}),
@@ -173,8 +174,19 @@ doc_params(Profile, Names, Overrides, Parsed) ->
                                                       || {K, Vs} <- maps:to_list(Kvs)])
                               end, Overrides)}.
 
-progress(false) -> fun(_) -> ok end;
-progress(true) ->
+%% Without -v: the point being measured, as one progress line (text output
+%% only, like `run'); with -v: every repetition's value.
+progress(false, text) ->
+    fun({point_start, Name, #{isolated := Iso}}) ->
+            N = case get(beamlab_suite_points) of undefined -> 1; K -> K + 1 end,
+            put(beamlab_suite_points, N),
+            beamlab_cli_progress:show(io_lib:format("suite: point ~w: ~ts~ts",
+                                                    [N, Name, case Iso of true -> " (fresh VM)"; false -> "" end]));
+       (_) -> ok
+    end;
+progress(false, _Format) ->
+    fun(_) -> ok end;
+progress(true, _Format) ->
     fun({point_start, Name, #{isolated := Iso}}) ->
             io:format(standard_error, "suite: ~ts~ts~n",
                       [Name, case Iso of true -> " (in a fresh VM with a larger +P)"; false -> "" end]);
