@@ -27,13 +27,11 @@ groups() ->
                 unreachable]}].
 
 init_per_suite(Config) ->
-    {0, Out} = rabbit("start"),
-    ct:log("~ts", [Out]),
+    ok = beamlab_test_util:start_rabbitmq(?PORT),
     Config.
 
 end_per_suite(_Config) ->
-    _ = rabbit("stop"),
-    ok.
+    beamlab_test_util:stop_rabbitmq(?PORT).
 
 rabbit(Cmd) ->
     beamlab_test_util:rabbitmq(Cmd, ?PORT).

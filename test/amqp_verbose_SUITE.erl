@@ -16,13 +16,11 @@ suite() -> [{timetrap, {minutes, 5}}].
 all() -> [verbose_records_telemetry_and_findings].
 
 init_per_suite(Config) ->
-    {0, Out} = rabbit("start"),
-    ct:log("~ts", [Out]),
+    ok = beamlab_test_util:start_rabbitmq(?PORT),
     Config.
 
 end_per_suite(_Config) ->
-    _ = rabbit("stop"),
-    ok.
+    beamlab_test_util:stop_rabbitmq(?PORT).
 
 verbose_records_telemetry_and_findings(_Config) ->
     Queue = "verbose-" ++ integer_to_list(erlang:unique_integer([positive])),
@@ -48,5 +46,4 @@ verbose_records_telemetry_and_findings(_Config) ->
     [?assertMatch({match, _}, re:run(A, "run longer \\(-z\\)"))
      || #{<<"id">> := <<"noisy_measurement">>, <<"advice">> := A} <- Fs].
 
-rabbit(Cmd) ->
-    beamlab_test_util:rabbitmq(Cmd, ?PORT).
+

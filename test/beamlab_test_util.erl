@@ -3,7 +3,8 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2]).
+-export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
+         start_rabbitmq/1, stop_rabbitmq/1]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -94,3 +95,17 @@ rabbitmq(Action, Port) ->
                   [{args, [Action]}, {env, [{"BEAMLAB_RABBIT_PORT", Port}]},
                    exit_status, stderr_to_stdout, binary]),
     collect(P, [], 180000).
+
+%% @doc Starts the private broker on `Port' for a suite (fails the suite
+%% when it does not start) and logs what the script said.
+-spec start_rabbitmq(string() | integer()) -> ok.
+start_rabbitmq(Port) ->
+    {0, Out} = rabbitmq("start", Port),
+    ct:log("~ts", [Out]),
+    ok.
+
+%% @doc Stops the private broker on `Port'.
+-spec stop_rabbitmq(string() | integer()) -> ok.
+stop_rabbitmq(Port) ->
+    _ = rabbitmq("stop", Port),
+    ok.

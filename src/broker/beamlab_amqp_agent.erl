@@ -12,7 +12,7 @@
 
 -include("beamlab_amqp_perf.hrl").
 
--export([start/3, connection/2, record/2, new_hist/0, hist_max/0]).
+-export([start/3, connection/2, record/2, new_hist/0, hist_max/0, reopen/1, connection_lost/2]).
 
 %% Internal entry point (spawned, possibly on another node).
 -export([init/2]).
@@ -54,6 +54,23 @@ connection(#{agent := Agent}, #{group := Group}) ->
         {'DOWN', Ref, process, _, Reason} ->
             {error, {agent_down, Reason}}
     end.
+
+%% @doc With `--reconnect': calls `Open' every second until it succeeds
+%% (producers, consumers and closed-loop workers reopen their channel).
+-spec reopen(fun(() -> {error, term()} | tuple())) -> tuple().
+reopen(Open) ->
+    case Open() of
+        {error, _} ->
+            receive after 1000 -> ok end,
+            reopen(Open);
+        Ok ->
+            Ok
+    end.
+
+%% @doc Ends a worker whose connection is gone (without `--reconnect').
+-spec connection_lost(term(), term()) -> no_return().
+connection_lost(Code, Text) ->
+    exit({shutdown, {connection_lost, Code, Text}}).
 
 %% @doc Records one latency (microseconds) in the total and interval
 %% histograms of a worker context.

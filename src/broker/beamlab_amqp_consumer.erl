@@ -116,17 +116,12 @@ ack(Tag, #st{ch = Ch} = St) ->
     ok = beamlab_amqp:ack(Ch, Tag, false),
     St#st{last_tag = Tag}.
 
-connection_lost(Code, Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
+connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Unacked deliveries go back to the queue with the old channel.
-    case subscribe(Ctx, Spec) of
-        {ok, Ch} ->
-            St#st{ch = Ch, unacked = 0, last_tag = 0};
-        {error, _} ->
-            receive after 1000 -> ok end,
-            connection_lost(Code, Text, St)
-    end;
+    {ok, Ch} = beamlab_amqp_agent:reopen(fun() -> subscribe(Ctx, Spec) end),
+    St#st{ch = Ch, unacked = 0, last_tag = 0};
 connection_lost(Code, Text, _St) ->
-    exit({shutdown, {connection_lost, Code, Text}}).
+    beamlab_amqp_agent:connection_lost(Code, Text).
 
 -spec finish(#st{}) -> no_return().
 finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->

@@ -78,12 +78,12 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
         {amqp_closed, Ch, Code, Text} ->
             case maps:get(reconnect, Spec) of
                 true ->
-                    {ok, Ch1} = reopen(Ctx, Spec),
+                    {ok, Ch1} = beamlab_amqp_agent:reopen(fun() -> open(Ctx, Spec) end),
                     %% The message in flight may be lost with the connection.
                     publish(Ch1, Q, Pad, Opts, N, Ctx),
                     loop(Ch1, Q, Pad, Opts, N + 1, Ctx, Spec);
                 false ->
-                    exit({shutdown, {connection_lost, Code, Text}})
+                    beamlab_amqp_agent:connection_lost(Code, Text)
             end;
         stop ->
             _ = catch beamlab_amqp:close_channel(Ch),
@@ -92,10 +92,3 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
             loop(Ch, Q, Pad, Opts, N, Ctx, Spec)
     end.
 
-reopen(Ctx, Spec) ->
-    case open(Ctx, Spec) of
-        {ok, _} = Ok -> Ok;
-        {error, _} ->
-            receive after 1000 -> ok end,
-            reopen(Ctx, Spec)
-    end.

@@ -200,18 +200,13 @@ settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     _ = [beamlab_amqp_agent:record(Hs, max(0, Now - T)) || T <- Ts],
     St.
 
-connection_lost(Code, Text, #st{spec = #{reconnect := true}} = St) ->
+connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
     %% from the window; the accounting shows them as unaccounted.
-    case open(St#st.ctx, St#st.spec) of
-        {ok, Conn, Ch} ->
-            St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}};
-        {error, _} ->
-            receive after 1000 -> ok end,
-            connection_lost(Code, Text, St)
-    end;
+    {ok, Conn, Ch} = beamlab_amqp_agent:reopen(fun() -> open(Ctx, Spec) end),
+    St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}};
 connection_lost(Code, Text, _St) ->
-    exit({shutdown, {connection_lost, Code, Text}}).
+    beamlab_amqp_agent:connection_lost(Code, Text).
 
 %% Stop publishing; wait (bounded) for outstanding confirms and late returns
 %% so that the counts are final, then close the channel.
