@@ -211,8 +211,8 @@ nodes_peer(_) ->
 
 %% --nodes with a running node that has no beamlab code: the run loads it.
 named_node_without_code(_) ->
-    {ok, Vm} = beamlab_peer:start(#{dist => true, load => false}),
-    Peer = beamlab_peer:node(Vm),
+    {ok, Vm} = beamlab_runtime_peer:start(#{dist => true, load => false}),
+    Peer = beamlab_runtime_peer:node(Vm),
     try
         ?assertEqual(non_existing, erpc:call(Peer, code, which, [beamlab_amqp_agent])),
         Q = uniq(<<"named">>),
@@ -222,7 +222,7 @@ named_node_without_code(_) ->
         ?assertMatch(#{sent := 200, received := 200}, counters(R)),
         ?assertMatch(#{balanced := true}, acc(R))
     after
-        beamlab_peer:stop(Vm)
+        beamlab_runtime_peer:stop(Vm)
     end.
 
 %%--------------------------------------------------------------------

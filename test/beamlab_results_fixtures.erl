@@ -72,7 +72,7 @@ hist_map(#{samples := Samples}) ->
             #{}
     end.
 
-%% Per-second telemetry in the shape of beamlab_env_telemetry:stop/1
+%% Per-second telemetry in the shape of beamlab_runtime_telemetry:stop/1
 %% (abridged): utilisation in percent, run queue, memory, and per-scheduler
 %% utilisation where scheduler 2 collapses half way.
 telemetry(Secs, Scheds) ->

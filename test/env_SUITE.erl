@@ -52,12 +52,12 @@ env_report_here(_Config) ->
 telemetry_series_shape(_Config) ->
     C = counters:new(1, []),
     W = spawn(fun() -> count_loop(C) end),
-    {ok, P} = beamlab_env_telemetry:start_link(#{interval => 200, msacc => true,
+    {ok, P} = beamlab_runtime_telemetry:start_link(#{interval => 200, msacc => true,
                                                  rates => fun() -> [{<<"ops">>, counters:get(C, 1)}] end}),
     timer:sleep(1100),
-    Last = beamlab_env_telemetry:last(P),
+    Last = beamlab_runtime_telemetry:last(P),
     ?assert(is_map(Last)),
-    S = beamlab_env_telemetry:stop(P),
+    S = beamlab_runtime_telemetry:stop(P),
     exit(W, kill),
     #{samples := N, t_ms := Ts, util := U, util_schedulers := Per, run_queue := Rq,
       memory := #{total := Mem}, rates := #{<<"ops">> := Ops}, msacc := Msacc,
@@ -76,9 +76,9 @@ telemetry_series_shape(_Config) ->
 
 telemetry_restores_flags(_Config) ->
     false = erlang:system_flag(microstate_accounting, false),
-    {ok, P} = beamlab_env_telemetry:start_link(#{interval => 100, msacc => true}),
+    {ok, P} = beamlab_runtime_telemetry:start_link(#{interval => 100, msacc => true}),
     ?assertEqual(true, erlang:system_flag(microstate_accounting, true)),
-    _ = beamlab_env_telemetry:stop(P),
+    _ = beamlab_runtime_telemetry:stop(P),
     ?assertEqual(false, erlang:system_flag(microstate_accounting, false)).
 
 %% Three busy processes pinned to scheduler 1 of 2: the run queue of
@@ -174,9 +174,9 @@ throttling_from_fake_cgroup(Config) ->
                                                   [I * 50000, I * 10, I * 4, I * 20000]))
             end,
     ok = Write(0),
-    {ok, P} = beamlab_env_telemetry:start_link(#{interval => 200, root => Root}),
+    {ok, P} = beamlab_runtime_telemetry:start_link(#{interval => 200, root => Root}),
     lists:foreach(fun(I) -> timer:sleep(100), ok = Write(I) end, lists:seq(1, 10)),
-    S = beamlab_env_telemetry:stop(P),
+    S = beamlab_runtime_telemetry:stop(P),
     %% Every rewrite adds 4; the tail after the last sample may be dropped.
     Throttled = lists:sum(maps:get(cgroup_nr_throttled, S)),
     ?assert(Throttled >= 16 andalso Throttled =< 40 andalso Throttled rem 4 =:= 0),
@@ -296,7 +296,7 @@ flush_progress() ->
     end.
 
 %% A directory holding only this suite's code (beamlab's own modules are
-%% loaded into peers by beamlab_peer).
+%% loaded into peers by beamlab_runtime_peer).
 test_paths() ->
     Dir = filename:join(["/tmp", "beamlab_env_suite_" ++ os:getpid()]),
     ok = filelib:ensure_path(Dir),
@@ -342,9 +342,9 @@ busy_pinned(N, Sched) ->
     end.
 
 observe(Interval, Ms) ->
-    {ok, P} = beamlab_env_telemetry:start_link(#{interval => Interval}),
+    {ok, P} = beamlab_runtime_telemetry:start_link(#{interval => Interval}),
     timer:sleep(Ms),
-    Series = beamlab_env_telemetry:stop(P),
+    Series = beamlab_runtime_telemetry:stop(P),
     {Series, beamlab_env:report()}.
 
 spin() -> spin().

@@ -12,39 +12,39 @@ all() ->
      split_args].
 
 args_applied_and_code_loaded(_) ->
-    {ok, Vm} = beamlab_peer:start(#{args => ["+S", "1"]}),
+    {ok, Vm} = beamlab_runtime_peer:start(#{args => ["+S", "1"]}),
     try
-        ?assertEqual(1, beamlab_peer:call(Vm, erlang, system_info, [schedulers_online])),
-        ?assertNotEqual(os:getpid(), beamlab_peer:call(Vm, os, getpid, [])),
-        ?assertMatch({file, _}, beamlab_peer:call(Vm, code, is_loaded, [beamlab_json])),
-        ?assertEqual(<<"[1]">>, iolist_to_binary(beamlab_peer:call(Vm, beamlab_json, encode, [[1]])))
+        ?assertEqual(1, beamlab_runtime_peer:call(Vm, erlang, system_info, [schedulers_online])),
+        ?assertNotEqual(os:getpid(), beamlab_runtime_peer:call(Vm, os, getpid, [])),
+        ?assertMatch({file, _}, beamlab_runtime_peer:call(Vm, code, is_loaded, [beamlab_json])),
+        ?assertEqual(<<"[1]">>, iolist_to_binary(beamlab_runtime_peer:call(Vm, beamlab_json, encode, [[1]])))
     after
-        beamlab_peer:stop(Vm)
+        beamlab_runtime_peer:stop(Vm)
     end.
 
 distributed_on_loopback(_) ->
-    {ok, Vm} = beamlab_peer:start(#{dist => true}),
+    {ok, Vm} = beamlab_runtime_peer:start(#{dist => true}),
     try
-        Node = beamlab_peer:node(Vm),
+        Node = beamlab_runtime_peer:node(Vm),
         ?assertMatch([_, "127.0.0.1"], string:split(atom_to_list(Node), "@")),
         ?assertEqual(pong, net_adm:ping(Node)),
-        ?assertEqual(Node, beamlab_peer:call(Vm, erlang, node, []))
+        ?assertEqual(Node, beamlab_runtime_peer:call(Vm, erlang, node, []))
     after
-        beamlab_peer:stop(Vm)
+        beamlab_runtime_peer:stop(Vm)
     end.
 
 bad_args_error(_) ->
-    {error, Reason} = beamlab_peer:start(#{args => ["+S", "banana"]}),
-    Msg = lists:flatten(beamlab_peer:format_error(Reason)),
+    {error, Reason} = beamlab_runtime_peer:start(#{args => ["+S", "banana"]}),
+    Msg = lists:flatten(beamlab_runtime_peer:format_error(Reason)),
     ?assertEqual("could not start a VM (erl +S banana): bad amount of schedulers banana", Msg).
 
 missing_executable(_) ->
-    {error, R1} = beamlab_peer:start(#{wrapper => ["no-such-wrapper-xyz"]}),
-    ?assertEqual("executable not found: no-such-wrapper-xyz", lists:flatten(beamlab_peer:format_error(R1))),
-    {error, R2} = beamlab_peer:start(#{exec => "/nonexistent/erl"}),
-    ?assertEqual("executable not found: /nonexistent/erl", lists:flatten(beamlab_peer:format_error(R2))).
+    {error, R1} = beamlab_runtime_peer:start(#{wrapper => ["no-such-wrapper-xyz"]}),
+    ?assertEqual("executable not found: no-such-wrapper-xyz", lists:flatten(beamlab_runtime_peer:format_error(R1))),
+    {error, R2} = beamlab_runtime_peer:start(#{exec => "/nonexistent/erl"}),
+    ?assertEqual("executable not found: /nonexistent/erl", lists:flatten(beamlab_runtime_peer:format_error(R2))).
 
 split_args(_) ->
-    ?assertEqual(["+S", "2", "+sbt", "db"], beamlab_peer:split_args(" +S 2  +sbt db ")),
-    ?assertEqual(["-env", "X", "a b", "c"], beamlab_peer:split_args("-env X 'a b' \"c\"")),
-    ?assertEqual([], beamlab_peer:split_args("")).
+    ?assertEqual(["+S", "2", "+sbt", "db"], beamlab_runtime_peer:split_args(" +S 2  +sbt db ")),
+    ?assertEqual(["-env", "X", "a b", "c"], beamlab_runtime_peer:split_args("-env X 'a b' \"c\"")),
+    ?assertEqual([], beamlab_runtime_peer:split_args("")).

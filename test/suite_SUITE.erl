@@ -93,18 +93,18 @@ ping_pong_peer(_) ->
 %% A node the suite did not start, without beamlab's code: the workload
 %% loads its ponger module there.
 ping_pong_remote(_) ->
-    {ok, Vm} = beamlab_peer:start(#{dist => true, load => false}),
+    {ok, Vm} = beamlab_runtime_peer:start(#{dist => true, load => false}),
     try
-        Node = beamlab_peer:node(Vm),
-        false = beamlab_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]),
+        Node = beamlab_runtime_peer:node(Vm),
+        false = beamlab_runtime_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]),
         [B] = run("ping_pong", #{n => ["100"], size => ["3"], payload => ["binary"],
                                  node => [atom_to_list(Node)]}),
         ok_check(B),
         ?assertEqual(#{sent => 100, received => 100, ponged => 100}, maps:get(counters, B)),
         ?assertMatch(#{<<"vm">> := <<"remote">>}, maps:get(params, B)),
-        ?assertMatch({file, _}, beamlab_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]))
+        ?assertMatch({file, _}, beamlab_runtime_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]))
     after
-        beamlab_peer:stop(Vm)
+        beamlab_runtime_peer:stop(Vm)
     end.
 
 ring_hops(_) ->

@@ -1,5 +1,5 @@
 %%% @doc The Erlang nodes a load test runs on (`--nodes'): this VM plus
-%%% peers started with `beamlab_peer' (distribution on loopback), or running
+%%% peers started with `beamlab_runtime_peer' (distribution on loopback), or running
 %%% nodes the user names, which get beamlab's code as binaries.
 -module(beamlab_amqp_nodes).
 
@@ -19,7 +19,7 @@ start(#{nodes := Nodes}) ->
         [] ->
             {ok, Nodes, fun() -> ok end};
         Remote ->
-            _ = beamlab_peer:ensure_dist(),
+            _ = beamlab_runtime_peer:ensure_dist(),
             case [Nd || Nd <- Remote, net_adm:ping(Nd) =/= pong] of
                 [] ->
                     case load_code(Remote) of
@@ -32,16 +32,16 @@ start(#{nodes := Nodes}) ->
     end.
 
 %% --nodes N: this VM plus N-1 fresh distributed VMs on loopback, which
-%% beamlab_peer starts with beamlab's code loaded.
+%% beamlab_runtime_peer starts with beamlab's code loaded.
 start_peers(0, Nodes, Vms) ->
     {ok, [node() | lists:reverse(Nodes)],
-     fun() -> lists:foreach(fun beamlab_peer:stop/1, Vms) end};
+     fun() -> lists:foreach(fun beamlab_runtime_peer:stop/1, Vms) end};
 start_peers(N, Nodes, Vms) ->
-    case beamlab_peer:start(#{dist => true}) of
+    case beamlab_runtime_peer:start(#{dist => true}) of
         {ok, Vm} ->
-            start_peers(N - 1, [beamlab_peer:node(Vm) | Nodes], [Vm | Vms]);
+            start_peers(N - 1, [beamlab_runtime_peer:node(Vm) | Nodes], [Vm | Vms]);
         {error, R} ->
-            lists:foreach(fun beamlab_peer:stop/1, Vms),
+            lists:foreach(fun beamlab_runtime_peer:stop/1, Vms),
             {error, {peer, R}}
     end.
 
@@ -71,4 +71,4 @@ format_error({nodes_unreachable, Nodes}) ->
 format_error({load_code, R}) ->
     io_lib:format("cannot load beamlab's code on a node: ~0p", [R]);
 format_error({peer, R}) ->
-    ["cannot start a peer node: ", beamlab_peer:format_error(R)].
+    ["cannot start a peer node: ", beamlab_runtime_peer:format_error(R)].

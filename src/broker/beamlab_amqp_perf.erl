@@ -168,8 +168,8 @@ start_run(Conn, Cfg, Topo) ->
 %% many of these in one process.
 cleanup(Agents) ->
     _ = [demonitor(Mon, [flush]) || #{mon := Mon} <- maps:values(Agents)],
-    case code:is_loaded(beamlab_cli_signal) of
-        {file, _} -> _ = catch beamlab_cli_signal:unsubscribe(), ok;
+    case code:is_loaded(beamlab_runtime_interrupt) of
+        {file, _} -> _ = catch beamlab_runtime_interrupt:unsubscribe(), ok;
         false -> ok
     end,
     flush().
@@ -200,8 +200,8 @@ await_ready(Pending) ->
     end.
 
 subscribe_interrupts() ->
-    case code:ensure_loaded(beamlab_cli_signal) of
-        {module, _} -> _ = catch beamlab_cli_signal:subscribe(), ok;
+    case code:ensure_loaded(beamlab_runtime_interrupt) of
+        {module, _} -> _ = catch beamlab_runtime_interrupt:subscribe(), ok;
         _ -> ok
     end.
 

@@ -22,7 +22,7 @@ main(Argv) ->
     %% An escript's standard output starts as latin1: µ, ± and sparklines
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),
-    beamlab_cli_signal:install(),
+    beamlab_runtime_interrupt:install(),
     put(beamlab_argv, Argv),
     {Code, _} = run_command(Argv),
     halt_flushed(Code).

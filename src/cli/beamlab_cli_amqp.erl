@@ -112,7 +112,7 @@ run(Parsed) ->
             Doc = beamlab_amqp_perf:result(Report, params(Cfg0), beamlab_cli:argv()),
             beamlab_output:emit(observed(Series, Doc), Parsed),
             case maps:get(failure, Report) of
-                undefined when map_get(partial, Doc) -> beamlab_cli_signal:exit_code();
+                undefined when map_get(partial, Doc) -> beamlab_runtime_interrupt:exit_code();
                 undefined -> 0;
                 F -> beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(F)])
             end;
@@ -196,7 +196,7 @@ node_list(S) ->
     end.
 
 set_cookie(C) ->
-    _ = beamlab_peer:ensure_dist(),
+    _ = beamlab_runtime_peer:ensure_dist(),
     erlang:set_cookie(node(), list_to_atom(C)).
 
 %% The options as they go into the result document (JSON-friendly).
@@ -212,16 +212,16 @@ params(Cfg) ->
 %% -v: live VM telemetry of the generator's VM, when beamlab_env provides it.
 start_telemetry(P) ->
     case beamlab_cli_args:get(verbose, P, 0) > 0 andalso
-        code:ensure_loaded(beamlab_env_telemetry) =:= {module, beamlab_env_telemetry} of
+        code:ensure_loaded(beamlab_runtime_telemetry) =:= {module, beamlab_runtime_telemetry} of
         true ->
-            {ok, Pid} = beamlab_env_telemetry:start_link(#{interval => 1000, print => true}),
+            {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 1000, print => true}),
             Pid;
         false ->
             undefined
     end.
 
 stop_telemetry(undefined) -> none;
-stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
+stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
 
 %% With -v the series goes into the document with the detectors' findings
 %% on it (scheduler trouble in the generator's VM, a busy machine, noisy

@@ -87,7 +87,7 @@ run(Parsed) ->
                            R -> R
                        end,
              sweep => Sweep =/= [], argv => beamlab_cli:argv()},
-    beamlab_cli_signal:subscribe(),
+    beamlab_runtime_interrupt:subscribe(),
     Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
     Telemetry = start_telemetry(Get(verbose) > 0),
     Run = beamlab_env_matrix:run(Spec, #{progress => Progress}),
@@ -98,7 +98,7 @@ run(Parsed) ->
             beamlab_output:emit(Result, Parsed, #{text => fun text/1}),
             case [C || C = #{ok_runs := N} <- maps:get(configs, maps:get(extra, Result)), N > 0] of
                 [] -> beamlab_cli:fail("no configuration ran successfully", []);
-                _ when map_get(partial, Result) -> beamlab_cli_signal:exit_code();
+                _ when map_get(partial, Result) -> beamlab_runtime_interrupt:exit_code();
                 _ -> 0
             end;
         {error, Reason} ->
@@ -111,11 +111,11 @@ run(Parsed) ->
 %% processes") and judge the noise of the repetitions.
 start_telemetry(false) -> none;
 start_telemetry(true) ->
-    {ok, Pid} = beamlab_env_telemetry:start_link(#{interval => 1000, print => true}),
+    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 1000, print => true}),
     Pid.
 
 stop_telemetry(none) -> none;
-stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
+stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
 
 observed(none, Result) -> Result;
 observed(Series, Result) -> beamlab_env_detect:attach(Series, Result).

@@ -99,10 +99,10 @@ run(Parsed) ->
     Jobs = jobs(Parsed),
     {RunOpts, ModeOpts} = run_opts(Parsed, length(Jobs)),
     add_paths(beamlab_cli_args:get(pa, Parsed, [])),
-    ok = beamlab_cli_signal:subscribe(),
+    ok = beamlab_runtime_interrupt:subscribe(),
     Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
              after
-                 ok = beamlab_cli_signal:unsubscribe(),
+                 ok = beamlab_runtime_interrupt:unsubscribe(),
                  clear_progress()
              end,
     case Result of
@@ -112,7 +112,7 @@ run(Parsed) ->
             _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
                  || #{name := N, extra := #{error := E}} <- Failed],
             if
-                map_get(partial, Doc) -> beamlab_cli_signal:exit_code();
+                map_get(partial, Doc) -> beamlab_runtime_interrupt:exit_code();
                 Failed =/= [] -> 1;
                 true -> 0
             end;
@@ -228,12 +228,12 @@ progress_fun(Parsed, NJobs) ->
                  end,
             fun(#{round := R, warmup := W}) ->
                     What = case W of true -> "warm-up"; false -> "sampling" end,
-                    beamlab_cli_progress:show(io_lib:format("~ts round ~w~ts", [What, R, Of]))
+                    beamlab_runtime_progress:show(io_lib:format("~ts round ~w~ts", [What, R, Of]))
             end
     end.
 
 clear_progress() ->
-    beamlab_cli_progress:clear().
+    beamlab_runtime_progress:clear().
 
 %%====================================================================
 %% Text output (erlperf-style table)

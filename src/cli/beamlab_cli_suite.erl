@@ -5,7 +5,7 @@
 
 -export([summary/0, options/0, usage/0, run/1, text/1, text/2, parse_param/1]).
 
--define(TELEMETRY, beamlab_env_telemetry).
+-define(TELEMETRY, beamlab_runtime_telemetry).
 -define(DETECT, beamlab_env_detect).
 %% As `beamlab run': an interrupted run still reports, and says so.
 -define(SPARK_WIDTH, 10).
@@ -101,15 +101,15 @@ measure(Names, Parsed) ->
                {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_suite:format_error(R)])
            end,
     Verbose = beamlab_cli_args:get(verbose, Parsed, 0) > 0,
-    ok = beamlab_cli_signal:subscribe(),
+    ok = beamlab_runtime_interrupt:subscribe(),
     Telemetry = telemetry_start(Verbose, ?TELEMETRY),
     {ok, Doc0} = beamlab_suite:run(Plan, #{profile => Profile,
                                           repeat => beamlab_cli_args:get(repeat, Parsed, default),
                                           timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
                                           progress => progress(Verbose, beamlab_output:format(Parsed)),
                                           params => doc_params(Profile, Names, Overrides, Parsed)}),
-    ok = beamlab_cli_signal:unsubscribe(),
-    beamlab_cli_progress:clear(),
+    ok = beamlab_runtime_interrupt:unsubscribe(),
+    beamlab_runtime_progress:clear(),
     Doc = telemetry_stop(Telemetry, Doc0, ?DETECT),
     Unicode = beamlab_output:unicode(Parsed),
     ok = beamlab_output:emit(Doc, Parsed, #{text => fun(D) -> text(D, #{unicode => Unicode}) end}),
@@ -180,7 +180,7 @@ progress(false, text) ->
     fun({point_start, Name, #{isolated := Iso}}) ->
             N = case get(beamlab_suite_points) of undefined -> 1; K -> K + 1 end,
             put(beamlab_suite_points, N),
-            beamlab_cli_progress:show(io_lib:format("suite: point ~w: ~ts~ts",
+            beamlab_runtime_progress:show(io_lib:format("suite: point ~w: ~ts~ts",
                                                     [N, Name, case Iso of true -> " (fresh VM)"; false -> "" end]));
        (_) -> ok
     end;
@@ -202,7 +202,7 @@ progress(true, _Format) ->
 %% 130 when interrupted (what was measured is still reported); 1 when a
 %% point failed or a check did not hold; 0 otherwise.
 exit_code(#{partial := true}) ->
-    beamlab_cli_signal:exit_code();
+    beamlab_runtime_interrupt:exit_code();
 exit_code(#{benchmarks := Bs, extra := #{failures := Fs}}) ->
     Failed = [B || #{extra := #{check := <<"failed", _/binary>>}} = B <- Bs],
     case Fs =:= [] andalso Failed =:= [] of

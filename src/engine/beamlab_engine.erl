@@ -22,7 +22,7 @@
 %%%       `command' ([binary()], recorded in the result), `checks' (true),
 %%%       `busy_wait' (true forces the busy-wait sample timer the timer check
 %%%       would choose when timers fire late);</li>
-%%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_env_telemetry},
+%%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_runtime_telemetry},
 %%%       with each job's iteration rate) into the result; `verbose' (false)
 %%%       also prints it live, one line a second, on stderr.</li>
 %%% </ul>
@@ -122,13 +122,13 @@ start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->
     Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
     Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
     Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
-    {ok, Pid} = beamlab_env_telemetry:start_link(#{print => V =:= true, rates => Rates}),
+    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{print => V =:= true, rates => Rates}),
     Pid;
 start_telemetry(_Started, _RunOpts) ->
     undefined.
 
 stop_telemetry(undefined) -> #{};
-stop_telemetry(Pid) -> beamlab_env_telemetry:stop(Pid).
+stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
 
 compile_job(I, Job) ->
     case beamlab_engine_code:compile(Job) of

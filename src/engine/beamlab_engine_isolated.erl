@@ -1,5 +1,5 @@
 %%% @doc Isolated mode (`-i'): every job runs in a fresh VM of its own,
-%%% started with {@link beamlab_peer} (OTP's `peer', no distribution: the
+%%% started with {@link beamlab_runtime_peer} (OTP's `peer', no distribution: the
 %%% control connection is the child's standard I/O). The user's emulator
 %%% arguments (`vm_args') and code paths (`code_paths', as `-pa') are passed
 %%% to the child; `ERL_LIBS' is inherited from the environment. beamlab's
@@ -54,13 +54,13 @@ label(#{label := L}) -> unicode:characters_to_binary(L);
 label(#{runner := R}) -> beamlab_engine_code:source_label(R).
 
 one(Job, Remote, ModeOpts, RunOpts) ->
-    VmOpts = #{args => beamlab_peer:split_args(maps:get(vm_args, RunOpts, "")),
+    VmOpts = #{args => beamlab_runtime_peer:split_args(maps:get(vm_args, RunOpts, "")),
                paths => maps:get(code_paths, RunOpts, [])},
-    case beamlab_peer:start(VmOpts) of
+    case beamlab_runtime_peer:start(VmOpts) of
         {ok, Vm} ->
             try measure_in(Vm, Job, Remote, ModeOpts)
             after
-                beamlab_peer:stop(Vm)
+                beamlab_runtime_peer:stop(Vm)
             end;
         {error, Reason} ->
             {#{samples => [], times => [], status => {error, {isolated, Reason}},
@@ -71,7 +71,7 @@ measure_in(Vm, Job, Remote, ModeOpts) ->
     Self = self(),
     Ref = make_ref(),
     _ = spawn_link(fun() ->
-                           R = try beamlab_peer:call(Vm, ?MODULE, remote_measure,
+                           R = try beamlab_runtime_peer:call(Vm, ?MODULE, remote_measure,
                                                      [Job, Remote, ModeOpts])
                                catch C:E -> {error, {isolated, {C, E}}}
                                end,
@@ -110,4 +110,4 @@ remote_measure(Job, RunOpts, ModeOpts) ->
 format_error({C, E}) when C =:= error; C =:= exit; C =:= throw ->
     io_lib:format("isolated VM failed: ~0tP", [{C, E}, 15]);
 format_error(Other) ->
-    beamlab_peer:format_error(Other).
+    beamlab_runtime_peer:format_error(Other).

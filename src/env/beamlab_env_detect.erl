@@ -46,7 +46,7 @@ findings(In) ->
 %% @doc Record a telemetry series in a finished result document and add
 %% the findings on it, on the document and on the document's env to those
 %% it already has (a command's own checks).
--spec attach(beamlab_env_telemetry:series(), map()) -> map().
+-spec attach(beamlab_runtime_telemetry:series(), map()) -> map().
 attach(Series, Doc) ->
     Doc#{telemetry => Series,
          findings => maps:get(findings, Doc, [])

@@ -68,7 +68,7 @@ config(Args, Erl, Wrap) ->
 default(D, []) -> D;
 default(_, L) -> L.
 
-split(S) -> beamlab_peer:split_args(lists:flatten(S)).
+split(S) -> beamlab_runtime_peer:split_args(lists:flatten(S)).
 
 check_execs(Erls, Wrappers) ->
     Missing = [{erl_not_found, E} || E <- Erls, not is_exec(E)]
@@ -148,7 +148,7 @@ grid([T | _], _) -> {error, {bad_grid_term, T}}.
 %%--------------------------------------------------------------------
 
 %% @doc Run the matrix. `runner' (default: a fresh VM per run through
-%% `beamlab_peer') runs the command for one configuration; `progress' gets
+%% `beamlab_runtime_peer') runs the command for one configuration; `progress' gets
 %% one line per run.
 -spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
           {ok, map()} | {error, term()}.
@@ -202,7 +202,7 @@ progress_line(Name, Rep, R, {error, E}) ->
 
 interrupted() ->
     %% The CLI's interrupt flag; absent when used as a library.
-    exported(beamlab_cli_signal, interrupted, 0) andalso beamlab_cli_signal:interrupted().
+    exported(beamlab_runtime_interrupt, interrupted, 0) andalso beamlab_runtime_interrupt:interrupted().
 
 exported(M, F, A) ->
     _ = code:ensure_loaded(M),
@@ -328,16 +328,16 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
     PeerOpts = maps:from_list([{args, Args}, {paths, Paths}]
                               ++ [{exec, Erl} || Erl =/= undefined]
                               ++ [{wrapper, Wrap} || Wrap =/= undefined]),
-    case beamlab_peer:start(PeerOpts) of
+    case beamlab_runtime_peer:start(PeerOpts) of
         {ok, Vm} ->
             try
-                {Code, Result} = beamlab_peer:call(Vm, M, F, A, infinity),
-                Env = beamlab_peer:call(Vm, beamlab_env, report, [], 60000),
+                {Code, Result} = beamlab_runtime_peer:call(Vm, M, F, A, infinity),
+                Env = beamlab_runtime_peer:call(Vm, beamlab_env, report, [], 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
                 Class:Reason -> {error, {vm_failed, Class, Reason}}
             after
-                beamlab_peer:stop(Vm)
+                beamlab_runtime_peer:stop(Vm)
             end;
         {error, Reason} ->
             {error, {vm_start, Reason}}
@@ -417,8 +417,8 @@ format_error(Other) ->
     io_lib:format("~0p", [Other]).
 
 peer_error(Reason) ->
-    case exported(beamlab_peer, format_error, 1) of
-        true -> beamlab_peer:format_error(Reason);
+    case exported(beamlab_runtime_peer, format_error, 1) of
+        true -> beamlab_runtime_peer:format_error(Reason);
         false -> io_lib:format("~0p", [Reason])
     end.
 

@@ -1,4 +1,4 @@
-%%% @doc Distribution helpers of the suite, on top of `beamlab_peer':
+%%% @doc Distribution helpers of the suite, on top of `beamlab_runtime_peer':
 %%% start a second VM on this host tied to the calling process (it is
 %%% stopped when the caller exits, even when killed by a timeout or an
 %%% interrupt), and connect to a user-named node, loading the modules a
@@ -8,43 +8,43 @@
 -export([start_peer/1, stop_peer/1, connect/2, format_error/1]).
 
 %% @doc Start a distributed VM on 127.0.0.1 with beamlab's code (see
-%% `beamlab_peer:start/1' for `Opts'; `dist' is forced on). The VM is stopped
+%% `beamlab_runtime_peer:start/1' for `Opts'; `dist' is forced on). The VM is stopped
 %% when the calling process exits.
--spec start_peer(beamlab_peer:opts()) -> {ok, beamlab_peer:vm(), node()} | {error, term()}.
+-spec start_peer(beamlab_runtime_peer:opts()) -> {ok, beamlab_runtime_peer:vm(), node()} | {error, term()}.
 start_peer(Opts) ->
-    case beamlab_peer:start(Opts#{dist => true}) of
+    case beamlab_runtime_peer:start(Opts#{dist => true}) of
         {ok, Vm} ->
             Owner = self(),
             _ = spawn(fun() ->
                               MRef = monitor(process, Owner),
-                              receive {'DOWN', MRef, process, Owner, _} -> beamlab_peer:stop(Vm) end
+                              receive {'DOWN', MRef, process, Owner, _} -> beamlab_runtime_peer:stop(Vm) end
                       end),
-            {ok, Vm, beamlab_peer:node(Vm)};
+            {ok, Vm, beamlab_runtime_peer:node(Vm)};
         {error, R} ->
             {error, {peer, R}}
     end.
 
 %% @doc Stop a VM started by start_peer/1.
--spec stop_peer(beamlab_peer:vm()) -> ok.
-stop_peer(Vm) -> beamlab_peer:stop(Vm).
+-spec stop_peer(beamlab_runtime_peer:vm()) -> ok.
+stop_peer(Vm) -> beamlab_runtime_peer:stop(Vm).
 
 %% @doc Connect to `Node' and load `Mods' there unless the same version is
 %% already loaded.
 -spec connect(node(), [module()]) -> ok | {error, term()}.
 connect(Node, Mods) ->
-    try beamlab_peer:ensure_dist() of
+    try beamlab_runtime_peer:ensure_dist() of
         true ->
             case net_kernel:connect_node(Node) of
                 true -> load_modules(Node, Mods);
                 _ -> {error, {cannot_connect, Node}}
             end
     catch
-        throw:{beamlab_peer, R} -> {error, {peer, R}}
+        throw:{beamlab_runtime_peer, R} -> {error, {peer, R}}
     end.
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error({peer, R}) -> beamlab_peer:format_error(R);
+format_error({peer, R}) -> beamlab_runtime_peer:format_error(R);
 format_error({cannot_connect, Node}) ->
     io_lib:format("cannot connect to node ~s (is it running, with the same cookie?)", [Node]);
 format_error({load_failed, Node, Mod, R}) ->

@@ -1,6 +1,6 @@
 %%% @doc Workload `ping_pong': round trips between two processes carrying a
 %%% payload, in one VM, to a second VM on this host (started with
-%%% `beamlab_peer', over Erlang distribution on loopback), or to a remote
+%%% `beamlab_runtime_peer', over Erlang distribution on loopback), or to a remote
 %%% node named by the user.
 -module(beamlab_workload_ping_pong).
 -behaviour(beamlab_workload).

@@ -8,7 +8,7 @@
 %%% This module is also the `gen_event' handler installed in OTP's
 %%% `erl_signal_server' in place of the default one (which would stop the
 %%% VM at once).
--module(beamlab_cli_signal).
+-module(beamlab_runtime_interrupt).
 -behaviour(gen_event).
 
 -export([install/0, subscribe/0, unsubscribe/0, interrupted/0, simulate/0, exit_code/0]).

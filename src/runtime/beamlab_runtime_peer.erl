@@ -9,11 +9,11 @@
 %%% works from the escript, whose code lives in an archive.
 %%%
 %%% ```
-%%% {ok, Vm} = beamlab_peer:start(#{args => ["+S", "1"]}),
-%%% 1 = beamlab_peer:call(Vm, erlang, system_info, [schedulers_online]),
-%%% beamlab_peer:stop(Vm).
+%%% {ok, Vm} = beamlab_runtime_peer:start(#{args => ["+S", "1"]}),
+%%% 1 = beamlab_runtime_peer:call(Vm, erlang, system_info, [schedulers_online]),
+%%% beamlab_runtime_peer:stop(Vm).
 %%% '''
--module(beamlab_peer).
+-module(beamlab_runtime_peer).
 
 -compile({no_auto_import, [node/1]}).
 
@@ -53,7 +53,7 @@ start(Opts) ->
             {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
         end
     catch
-        throw:{beamlab_peer, Error} -> {error, Error};
+        throw:{beamlab_runtime_peer, Error} -> {error, Error};
         exit:Exit -> {error, {start_failed, describe(Opts), Exit}};
         error:Error -> {error, {start_failed, describe(Opts), Error}}
     end.
@@ -100,7 +100,7 @@ ensure_dist() ->
             case net_kernel:start(Name, #{name_domain => longnames}) of
                 {ok, _} -> true;
                 {error, {already_started, _}} -> true;
-                {error, Reason} -> throw({beamlab_peer, {no_distribution, Reason}})
+                {error, Reason} -> throw({beamlab_runtime_peer, {no_distribution, Reason}})
             end;
         _ ->
             true
@@ -191,13 +191,13 @@ find_exe(Name) ->
     case filename:pathtype(Name) of
         relative when not (hd(Name) =:= $.) ->
             case os:find_executable(Name) of
-                false -> throw({beamlab_peer, {no_executable, Name}});
+                false -> throw({beamlab_runtime_peer, {no_executable, Name}});
                 Path -> Path
             end;
         _ ->
             case filelib:is_regular(Name) of
                 true -> Name;
-                false -> throw({beamlab_peer, {no_executable, Name}})
+                false -> throw({beamlab_runtime_peer, {no_executable, Name}})
             end
     end.
 

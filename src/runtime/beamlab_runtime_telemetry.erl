@@ -13,7 +13,7 @@
 %%% restored to its previous state when the monitor stops.
 %%%
 %%% With `print => true' one aligned line per sample goes to stderr.
--module(beamlab_env_telemetry).
+-module(beamlab_runtime_telemetry).
 -behaviour(gen_server).
 
 -export([start_link/1, stop/1, last/1, header/1, line/2]).

@@ -2,7 +2,7 @@
 %%% terminal; in a log (not a terminal) a plain line at most once a second,
 %%% so logs stay readable. `clear/0' removes the in-place line before the
 %%% results are printed. State lives in the calling process.
--module(beamlab_cli_progress).
+-module(beamlab_runtime_progress).
 
 -export([show/1, clear/0, stderr_is_terminal/0]).
 
