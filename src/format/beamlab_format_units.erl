@@ -15,8 +15,8 @@
 %%% '''
 -module(beamlab_format_units).
 
--export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, number/1,
-         value/2, sig/2]).
+-export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1,
+         number/1, value/2, sig/2, to_binary/1]).
 
 %% @doc A count of iterations or messages: `"982"', `"17266 Ki"', `"1402 Mi"'.
 -spec count(number()) -> string().
@@ -64,6 +64,24 @@ rate(R) ->
 percent(F) ->
     sig(F * 100, 3) ++ "%".
 
+%% @doc A relative change with its sign: `"+4.2%"', `"-1.3%"', `"0%"'.
+-spec signed_percent(number()) -> string().
+signed_percent(F) when F > 0 -> "+" ++ percent(F);
+signed_percent(F) -> percent(F).
+
+%% @doc Text of a name, label or value as UTF-8: binaries as they are,
+%% atoms and numbers printed, character lists (any Unicode) encoded.
+-spec to_binary(unicode:chardata() | atom() | number()) -> binary().
+to_binary(B) when is_binary(B) -> B;
+to_binary(A) when is_atom(A) -> atom_to_binary(A, utf8);
+to_binary(I) when is_integer(I) -> integer_to_binary(I);
+to_binary(F) when is_float(F) -> float_to_binary(F, [short]);
+to_binary(L) ->
+    case unicode:characters_to_binary(L) of
+        B when is_binary(B) -> B;
+        _ -> unicode:characters_to_binary(L, latin1)
+    end.
+
 %% @doc A plain number with at most 3 significant decimals (integers as is).
 -spec number(number()) -> string().
 number(N) when is_integer(N) -> integer_to_list(N);
@@ -71,7 +89,7 @@ number(N) -> sig(N, 3).
 
 %% @doc A value in a result document unit (`<<"ns">>', `<<"ops/s">>', ...).
 -spec value(number(), binary() | string()) -> string().
-value(V, Unit) when is_list(Unit) -> value(V, list_to_binary(Unit));
+value(V, Unit) when is_list(Unit) -> value(V, to_binary(Unit));
 value(V, <<"ns">>) -> duration(V, ns);
 value(V, <<"us">>) -> duration(V, us);
 value(V, <<"ms">>) -> duration(V, ms);

@@ -17,10 +17,11 @@
 %%% '''
 -module(beamlab_json).
 
--export([encode/1, encode/2, decode/1, format_error/1]).
+-export([encode/1, encode/2, decode/1, canonical/1, format_error/1]).
 
--type json() :: null | boolean() | number() | binary() | [json()] | #{binary() => json()}.
--export_type([json/0]).
+-type json() :: null | boolean() | number() | binary() | [json()] | object().
+-type object() :: #{binary() => json()}.
+-export_type([json/0, object/0]).
 
 %% @doc Encodes a term as compact JSON.
 -spec encode(term()) -> iodata().
@@ -48,6 +49,19 @@ decode(Data) ->
         throw:{json_error, Reason, Where} ->
             {error, {Reason, byte_size(Bin) - byte_size(Where)}}
     end.
+
+%% @doc The term as it reads back after encoding and decoding, computed
+%% directly: binary keys, atoms other than `true', `false' and `null' as
+%% strings (`undefined' as `null'), tuples as arrays, pids, ports,
+%% references and funs as their printed form.
+-spec canonical(term()) -> json().
+canonical(B) when is_binary(B); is_number(B); is_boolean(B); B =:= null -> B;
+canonical(undefined) -> null;
+canonical(A) when is_atom(A) -> atom_to_binary(A, utf8);
+canonical(L) when is_list(L) -> [canonical(X) || X <- L];
+canonical(T) when is_tuple(T) -> canonical(tuple_to_list(T));
+canonical(M) when is_map(M) -> maps:fold(fun(K, V, Acc) -> Acc#{key(K) => canonical(V)} end, #{}, M);
+canonical(Other) -> iolist_to_binary(io_lib:format("~p", [Other])).
 
 %% @doc Explains a decoding error in one line.
 -spec format_error(term()) -> iolist().
@@ -108,7 +122,8 @@ sorted(M) -> lists:sort([{key(K), V} || {K, V} <- maps:to_list(M)]).
 key(K) when is_binary(K) -> K;
 key(K) when is_atom(K) -> atom_to_binary(K, utf8);
 key(K) when is_integer(K) -> integer_to_binary(K);
-key(K) when is_list(K) -> unicode:characters_to_binary(K).
+key(K) when is_list(K) -> unicode:characters_to_binary(K);
+key(K) -> iolist_to_binary(io_lib:format("~0tp", [K])).
 
 join([]) -> [];
 join([H | T]) -> [H | [[$, | X] || X <- T]].

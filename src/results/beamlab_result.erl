@@ -1,26 +1,72 @@
-%%% @doc The result document: one map per measuring run, the same in
-%%% memory, on screen as JSON and in saved files (schema `beamlab.result',
-%%% see docs/result-format.md).
+%%% @doc The result document: one typed value per measuring run, the same
+%%% in memory, on screen as JSON and in saved files (schema
+%%% `beamlab.result', see docs/result-format.md).
 %%%
-%%% Producers build it with {@link new/2}, {@link benchmark/3} and
-%%% {@link finish/2}; consumers (output, compare, report) read it after
-%%% {@link normalize/1}, which gives exactly what {@link load/1} gives for a
-%%% saved file: structural keys are atoms, everything below `params',
-%%% `counters', `extra', `env' and `telemetry' has binary keys, enumerated
-%%% values (verdicts, units) are binaries, confidence intervals are
-%%% `{Lo, Hi}' tuples.
+%%% Producers build it with {@link new/2}, {@link benchmark/3},
+%%% {@link set/3} and {@link finish/2}; the command line, the clock and
+%%% the environment report are passed in by the caller, never read here.
+%%% Structural keys are atoms, enumerations are atoms (kind, better,
+%%% verdict, severity, sample method, test), intervals are `{Lo, Hi}'
+%%% tuples. The free-form sections (`params', `counters', `extra', `env',
+%%% `telemetry', a finding's `data') are JSON objects (binary keys) from the
+%%% moment they enter the document, so a document reads the same whether
+%%% it was just measured or loaded from a file.
+%%%
+%%% {@link to_json/1} and {@link from_json/1} are the one JSON boundary:
+%%% `from_json/1' validates every field and turns known strings into atoms
+%%% through fixed tables; anything malformed is an error that
+%%% {@link format_error/1} explains in one line. No atom is ever made from
+%%% file input.
 -module(beamlab_result).
 
--export([new/2, benchmark/3, add_benchmarks/2, finish/2, normalize/1,
-         save/2, load/1, to_json/1, from_json/1, default_path/1,
-         write_atomic/2, schema/0, version/0, format_error/1]).
+-export([new/2, benchmark/3, add_benchmarks/2, set/3, add_findings/2, finish/2,
+         finding/6, save/2, save/3, load/1, to_json/1, from_json/1, default_path/2,
+         schema/0, version/0, tool_version/0, format_error/1]).
 
 -define(SCHEMA, <<"beamlab.result">>).
 -define(VERSION, 1).
+%% Saved files larger than this are refused before they are parsed: a
+%% result keeps at most 10,000 samples per benchmark, far below it.
+-define(MAX_FILE_BYTES, 256 * 1024 * 1024).
 
--type result() :: #{atom() => term()}.
--type benchmark() :: #{atom() => term()}.
--export_type([result/0, benchmark/0]).
+-type kind() :: bench | suite | matrix | amqp.
+-type better() :: higher | lower.
+-type severity() :: info | warning | critical.
+-type sample_method() :: all | reservoir.
+-type object() :: beamlab_json:object().
+-type timestamp() :: binary().
+-type sample_info() :: #{count := non_neg_integer(), kept := non_neg_integer(),
+                         method := sample_method()}.
+-type stats() :: beamlab_stats:summary().
+-type comparison() :: beamlab_stats:comparison().
+-type finding() :: #{id := binary(), severity := severity(), title := binary(),
+                     evidence := binary(), advice := binary(), data := object()}.
+-type benchmark() :: #{name := binary(), group := binary(), metric := binary(),
+                       unit := binary(), better := better(), samples := [number()],
+                       sample_info := sample_info(), params := object(),
+                       counters := object(), extra := object(),
+                       stats => stats(), comparison => comparison()}.
+-type result() :: #{schema := binary(), version := pos_integer(),
+                    tool := #{name := binary(), version := binary()},
+                    kind := kind(), command := [binary()],
+                    started_at := timestamp(), finished_at => timestamp(),
+                    partial := boolean(), env := object(), params := object(),
+                    benchmarks := [benchmark()], telemetry := object(),
+                    findings := [finding()], extra := object()}.
+-type section() :: env | params | telemetry | extra.
+-type new_opts() :: #{command := [unicode:chardata()], started_at := timestamp(),
+                      params => map()}.
+-type benchmark_opts() :: #{metric => unicode:chardata() | atom(),
+                            unit => unicode:chardata() | atom(),
+                            better => better(), group => unicode:chardata() | atom(),
+                            params => map(), counters => map(), extra => map(),
+                            comparison => comparison()}.
+-type finish_opts() :: #{finished_at := timestamp(), partial := boolean()}.
+-type error_reason() :: {save, file:filename_all(), term()}
+                      | {load, file:filename_all(), term()}
+                      | not_a_result | {newer_version, term()} | {bad_field, [binary()], atom()}.
+-export_type([result/0, benchmark/0, finding/0, kind/0, better/0, severity/0,
+              stats/0, comparison/0, object/0, sample_info/0, section/0, error_reason/0]).
 
 %% @doc The schema name written in every document.
 -spec schema() -> binary().
@@ -30,41 +76,48 @@ schema() -> ?SCHEMA.
 -spec version() -> pos_integer().
 version() -> ?VERSION.
 
-%% @doc A new, empty document for a run of `Kind' (bench, suite, matrix,
-%% amqp). `Opts' may give `params' and `command' (argv; defaults to the
-%% current command line).
--spec new(atom() | binary(), #{params => map(), command => [string() | binary()]}) -> result().
-new(Kind, Opts) ->
+%% @doc beamlab's version, from the application resource file.
+-spec tool_version() -> binary().
+tool_version() ->
+    _ = application:load(beamlab),
+    case application:get_key(beamlab, vsn) of
+        {ok, Vsn} -> list_to_binary(Vsn);
+        undefined -> <<"unknown">>
+    end.
+
+%% @doc A new, empty document for a run of `Kind'. The caller gives the
+%% command line and the start time; `params' are the command's options.
+-spec new(kind(), new_opts()) -> result().
+new(Kind, #{command := Command, started_at := Started} = Opts) ->
     #{schema => ?SCHEMA,
       version => ?VERSION,
-      tool => #{name => <<"beamlab">>, version => list_to_binary(beamlab_cli:version())},
-      kind => to_bin(Kind),
-      command => [to_bin(A) || A <- maps:get(command, Opts, beamlab_cli:argv())],
-      started_at => now_rfc3339(),
+      tool => #{name => <<"beamlab">>, version => tool_version()},
+      kind => Kind,
+      command => [text(A) || A <- Command],
+      started_at => Started,
       partial => false,
-      params => maps:get(params, Opts, #{}),
+      env => #{},
+      params => object(maps:get(params, Opts, #{})),
       benchmarks => [],
       telemetry => #{},
       findings => [],
       extra => #{}}.
 
-%% @doc A benchmark entry with its statistics computed from `Samples'.
-%% `Opts': `metric', `unit', `better' (higher | lower), `group', `params',
-%% `counters', `extra', `comparison'. An empty sample list gives a
-%% benchmark with no `stats' (for example, a job that failed), which must
-%% then carry an `error' in `extra'.
--spec benchmark(unicode:chardata(), [number()], map()) -> benchmark().
+%% @doc A benchmark entry with its statistics computed from `Samples'. An
+%% empty sample list gives a benchmark with no `stats' (for example, a job
+%% that failed), which then carries an `error' in `extra'.
+-spec benchmark(unicode:chardata() | atom(), [number()], benchmark_opts()) -> benchmark().
 benchmark(Name, Samples, Opts) ->
-    Base = #{name => to_bin(Name),
-             group => to_bin(maps:get(group, Opts, <<>>)),
-             metric => to_bin(maps:get(metric, Opts, <<"value">>)),
-             unit => to_bin(maps:get(unit, Opts, <<>>)),
-             better => to_bin(maps:get(better, Opts, higher)),
+    Base = #{name => text(Name),
+             group => text(maps:get(group, Opts, <<>>)),
+             metric => text(maps:get(metric, Opts, <<"value">>)),
+             unit => text(maps:get(unit, Opts, <<>>)),
+             better => maps:get(better, Opts, higher),
              samples => Samples,
-             sample_info => #{count => length(Samples), kept => length(Samples), method => <<"all">>},
-             params => maps:get(params, Opts, #{}),
-             counters => maps:get(counters, Opts, #{}),
-             extra => maps:get(extra, Opts, #{})},
+             sample_info => #{count => length(Samples), kept => length(Samples), method => all},
+             params => object(maps:get(params, Opts, #{})),
+             counters => object(maps:get(counters, Opts, #{})),
+             extra => object(maps:get(extra, Opts, #{}))},
     WithStats = case Samples of
                     [] -> Base;
                     _ -> Base#{stats => beamlab_stats:summary(Samples)}
@@ -79,52 +132,85 @@ benchmark(Name, Samples, Opts) ->
 add_benchmarks(R = #{benchmarks := Old}, New) ->
     R#{benchmarks := Old ++ New}.
 
-%% @doc Completes a document: finish time, `partial' flag, and the
-%% environment report (unless the producer attached one already, e.g. the
-%% report of a remote VM).
--spec finish(result(), #{partial => boolean()}) -> result().
-finish(R, Opts) ->
-    R1 = R#{finished_at => now_rfc3339(), partial => maps:get(partial, Opts, false)},
-    case maps:is_key(env, R1) of
-        true -> R1;
-        false -> R1#{env => beamlab_env:report()}
+%% @doc Sets a free-form section (`env', `params', `telemetry', `extra')
+%% from any map of terms: it is stored as the JSON object it encodes to.
+-spec set(section(), map(), result()) -> result().
+set(Section, Value, R) when Section =:= env; Section =:= params; Section =:= telemetry;
+                            Section =:= extra ->
+    R#{Section => object(Value)}.
+
+%% @doc Appends findings to a document.
+-spec add_findings(result(), [finding()]) -> result().
+add_findings(R = #{findings := Old}, New) ->
+    R#{findings := Old ++ New}.
+
+%% @doc A finding (a detector's or a pre-flight check's diagnosis).
+-spec finding(unicode:chardata() | atom(), severity(), unicode:chardata(), unicode:chardata(),
+              unicode:chardata(), map()) -> finding().
+finding(Id, Severity, Title, Evidence, Advice, Data) ->
+    #{id => text(Id), severity => Severity, title => text(Title), evidence => text(Evidence),
+      advice => text(Advice), data => object(Data)}.
+
+%% @doc Completes a document with its finish time and `partial' flag.
+-spec finish(result(), finish_opts()) -> result().
+finish(R, #{finished_at := At, partial := Partial}) ->
+    R#{finished_at => At, partial => Partial}.
+
+%% @doc Writes the document to `Path' atomically, creating missing
+%% directories. A directory `Path' gets the default file name inside it;
+%% that name never replaces an existing file (a `-2', `-3'... suffix is
+%% added), and neither does `{new, Path}'.
+-spec save(result(), file:filename() | {new, file:filename()}) ->
+          {ok, file:filename()} | {error, error_reason()}.
+save(R, {new, Path}) ->
+    save(R, Path, new);
+save(R = #{kind := Kind, started_at := Started}, Path) ->
+    case filelib:is_dir(Path) of
+        true -> save(R, filename:join(Path, filename:basename(default_path(Kind, Started))), new);
+        false -> save(R, Path, replace)
     end.
 
-%% @doc The document as it reads back from JSON (see the module doc).
--spec normalize(result()) -> result().
-normalize(R) ->
-    {ok, Json} = beamlab_json:decode(to_json(R)),
-    {ok, N} = from_json(Json),
-    N.
-
-%% @doc Writes the document to `Path' atomically (temporary file, then
-%% rename), creating missing directories. A directory `Path' gets a
-%% default file name inside it.
--spec save(result(), file:filename()) -> {ok, file:filename()} | {error, term()}.
-save(R = #{kind := Kind}, Path0) ->
-    Path = case filelib:is_dir(Path0) of
-               true -> filename:join(Path0, filename:basename(default_path(Kind)));
-               false -> Path0
-           end,
-    case write_atomic(Path, to_json(R)) of
+%% @doc As {@link save/2}: `replace' overwrites `Path' atomically; `new'
+%% picks the first free name among `Path', `Path-2', `Path-3'...
+-spec save(result(), file:filename(), replace | new) ->
+          {ok, file:filename()} | {error, error_reason()}.
+save(R, Path, replace) ->
+    case beamlab_runtime_file:write_atomic(Path, to_json(R)) of
         ok -> {ok, Path};
         {error, Reason} -> {error, {save, Path, Reason}}
+    end;
+save(R, Path, new) ->
+    save_new(to_json(R), Path, 1).
+
+save_new(Json, Path, N) ->
+    Candidate = case N of
+                    1 -> Path;
+                    _ -> filename:rootname(Path) ++ "-" ++ integer_to_list(N) ++ filename:extension(Path)
+                end,
+    case beamlab_runtime_file:write_new(Candidate, Json) of
+        ok -> {ok, Candidate};
+        {error, eexist} when N < 1000 -> save_new(Json, Path, N + 1);
+        {error, Reason} -> {error, {save, Candidate, Reason}}
     end.
 
 %% @doc Reads and checks a saved document.
--spec load(file:filename()) -> {ok, result()} | {error, term()}.
+-spec load(file:filename()) -> {ok, result()} | {error, error_reason()}.
 load(Path) ->
-    case file:read_file(Path) of
-        {ok, Bin} ->
-            case beamlab_json:decode(Bin) of
-                {ok, Json} ->
-                    case from_json(Json) of
-                        {ok, R} -> {ok, R};
-                        {error, Reason} -> {error, {load, Path, Reason}}
+    case file:read_file_info(Path) of
+        {ok, #{size := Size}} when Size > ?MAX_FILE_BYTES -> {error, {load, Path, {too_large, Size}}};
+        _ ->
+            case file:read_file(Path) of
+                {ok, Bin} ->
+                    case beamlab_json:decode(Bin) of
+                        {ok, Json} ->
+                            case from_json(Json) of
+                                {ok, R} -> {ok, R};
+                                {error, Reason} -> {error, {load, Path, Reason}}
+                            end;
+                        {error, Reason} -> {error, {load, Path, {json, Reason}}}
                     end;
-                {error, Reason} -> {error, {load, Path, {json, Reason}}}
-            end;
-        {error, Reason} -> {error, {load, Path, Reason}}
+                {error, Reason} -> {error, {load, Path, Reason}}
+            end
     end.
 
 %% @doc Pretty JSON text of a document.
@@ -132,103 +218,264 @@ load(Path) ->
 to_json(R) ->
     [beamlab_json:encode(R, #{pretty => true}), $\n].
 
-%% @doc Turns decoded JSON back into a document, checking schema and
-%% version.
--spec from_json(beamlab_json:json()) -> {ok, result()} | {error, term()}.
-from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V} = Json) when is_integer(V), V =< ?VERSION ->
-    {ok, restore(Json)};
+%% @doc Turns decoded JSON into a document, checking every field.
+-spec from_json(beamlab_json:json()) -> {ok, result()} | {error, error_reason()}.
+from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V} = Json) when is_integer(V), V >= 1, V =< ?VERSION ->
+    try {ok, doc(Json)}
+    catch throw:{bad_field, Path, Expected} -> {error, {bad_field, lists:reverse(Path), Expected}}
+    end;
 from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V}) ->
     {error, {newer_version, V}};
 from_json(_) ->
     {error, not_a_result}.
 
-%% @doc The default file of `--save' without a path.
--spec default_path(binary() | atom()) -> file:filename().
-default_path(Kind) ->
-    {{Y, Mo, D}, {H, Mi, S}} = calendar:local_time(),
-    Name = io_lib:format("~ts-~4..0b~2..0b~2..0b-~2..0b~2..0b~2..0b.json", [to_bin(Kind), Y, Mo, D, H, Mi, S]),
-    filename:join("beamlab-results", lists:flatten(Name)).
-
-%% @doc Writes `Data' to `Path' so that readers see the old file or the
-%% whole new one, never a part: write a temporary file beside it, sync,
-%% rename.
--spec write_atomic(file:filename(), iodata()) -> ok | {error, term()}.
-write_atomic(Path, Data) ->
-    Tmp = lists:flatten(io_lib:format("~ts.~s.tmp", [Path, os:getpid()])),
-    case filelib:ensure_dir(Path) of
-        ok ->
-            case file:write_file(Tmp, Data, [raw, sync]) of
-                ok ->
-                    case file:rename(Tmp, Path) of
-                        ok -> ok;
-                        {error, _} = E -> _ = file:delete(Tmp), E
-                    end;
-                {error, _} = E -> _ = file:delete(Tmp), E
-            end;
-        {error, _} = E -> E
-    end.
+%% @doc The default file of `--save' without a path: named after the kind
+%% and the start time of the run.
+-spec default_path(kind(), timestamp()) -> file:filename().
+default_path(Kind, StartedAt) ->
+    Stamp = [C || C <- binary_to_list(StartedAt), C >= $0, C =< $9],
+    {Date, Rest} = lists:split(min(8, length(Stamp)), Stamp),
+    Time = lists:sublist(Rest, 6),
+    filename:join("beamlab-results", lists:flatten([atom_to_list(Kind), "-", Date, "-", Time, ".json"])).
 
 %% @doc One line for an error returned by this module.
--spec format_error(term()) -> iolist().
+-spec format_error(error_reason()) -> iolist().
 format_error({save, Path, Reason}) ->
-    io_lib:format("cannot save results to ~ts: ~ts", [Path, file:format_error(Reason)]);
+    io_lib:format("cannot save results to ~ts: ~ts", [Path, file_error(Reason)]);
 format_error({load, Path, enoent}) ->
     io_lib:format("~ts: no such file", [Path]);
 format_error({load, Path, {json, Reason}}) ->
     io_lib:format("~ts is not a beamlab result (~ts)", [Path, beamlab_json:format_error(Reason)]);
-format_error({load, Path, not_a_result}) ->
-    io_lib:format("~ts is not a beamlab result file (no \"schema\": \"beamlab.result\")", [Path]);
-format_error({load, Path, {newer_version, V}}) ->
-    io_lib:format("~ts has result format version ~p, newer than this beamlab reads (~b): "
-                  "upgrade beamlab", [Path, V, ?VERSION]);
+format_error({load, Path, {too_large, Size}}) ->
+    io_lib:format("~ts is too large for a beamlab result (~b bytes; at most ~b)",
+                  [Path, Size, ?MAX_FILE_BYTES]);
+format_error({load, Path, Reason}) when is_atom(Reason) ->
+    case Reason of
+        not_a_result -> format_error_in(Path, not_a_result);
+        _ -> io_lib:format("cannot read ~ts: ~ts", [Path, file:format_error(Reason)])
+    end;
 format_error({load, Path, Reason}) ->
-    io_lib:format("cannot read ~ts: ~ts", [Path, file:format_error(Reason)]).
+    format_error_in(Path, Reason);
+format_error(Reason) ->
+    format_error_in(<<"result">>, Reason).
+
+format_error_in(Path, not_a_result) ->
+    io_lib:format("~ts is not a beamlab result file (no \"schema\": \"beamlab.result\")", [Path]);
+format_error_in(Path, {newer_version, V}) ->
+    io_lib:format("~ts has result format version ~0tp, which this beamlab does not read (it reads "
+                  "1 to ~b): upgrade beamlab", [Path, V, ?VERSION]);
+format_error_in(Path, {bad_field, Field, Expected}) ->
+    io_lib:format("~ts is not a valid beamlab result: ~ts must be ~ts",
+                  [Path, field_path(Field), expected(Expected)]).
+
+file_error(Reason) when is_atom(Reason) -> file:format_error(Reason);
+file_error(Reason) -> io_lib:format("~0tp", [Reason]).
+
+field_path(Field) ->
+    lists:join(".", [case F of
+                         I when is_integer(I) -> ["[", integer_to_list(I), "]"];
+                         B -> B
+                     end || F <- Field]).
+
+expected(string) -> "a string";
+expected(number) -> "a number";
+expected(integer) -> "a non-negative integer";
+expected(boolean) -> "true or false";
+expected(object) -> "an object";
+expected(list) -> "a list";
+expected(numbers) -> "a list of numbers";
+expected(strings) -> "a list of strings";
+expected(interval) -> "a pair of numbers [low, high]";
+expected(kind) -> "one of bench, suite, matrix, amqp";
+expected(better) -> "higher or lower";
+expected(severity) -> "one of info, warning, critical";
+expected(method) -> "all or reservoir";
+expected(verdict) -> "one of faster, slower, no_difference, too_few_samples";
+expected(test) -> "one of mann_whitney, welch, none";
+expected(ci_method) -> "one of fieller, welch, none";
+expected(mw_method) -> "one of exact, normal, none";
+expected(present) -> "present".
+
+%%--------------------------------------------------------------------
+%% Decoding: one function per part of the document. Each field is read
+%% with its expected type; the path of the field is kept for the error.
+
+-define(ENUMS,
+        #{kind => [bench, suite, matrix, amqp],
+          better => [higher, lower],
+          severity => [info, warning, critical],
+          method => [all, reservoir],
+          verdict => [faster, slower, no_difference, too_few_samples],
+          test => [mann_whitney, welch, none],
+          ci_method => [fieller, welch, none],
+          mw_method => [exact, normal, none]}).
+
+doc(J) ->
+    P = [],
+    Doc = #{schema => ?SCHEMA,
+      version => ?VERSION,
+      tool => tool(opt(<<"tool">>, J, #{}), P),
+      kind => field(<<"kind">>, J, kind, P),
+      command => field(<<"command">>, J, strings, P, []),
+      started_at => field(<<"started_at">>, J, string, P, <<>>),
+      partial => field(<<"partial">>, J, boolean, P, false),
+      env => field(<<"env">>, J, object, P, #{}),
+      params => field(<<"params">>, J, object, P, #{}),
+      benchmarks => [benchmark_json(B, [I, <<"benchmarks">>])
+                     || {I, B} <- indexed(field(<<"benchmarks">>, J, list, P, []))],
+      telemetry => field(<<"telemetry">>, J, object, P, #{}),
+      findings => [finding_json(F, [I, <<"findings">>])
+                   || {I, F} <- indexed(field(<<"findings">>, J, list, P, []))],
+      extra => field(<<"extra">>, J, object, P, #{})},
+    case maps:is_key(<<"finished_at">>, J) of
+        true -> Doc#{finished_at => field(<<"finished_at">>, J, string, P)};
+        false -> Doc
+    end.
+
+tool(T, P) when is_map(T) ->
+    #{name => field(<<"name">>, T, string, [<<"tool">> | P], <<"beamlab">>),
+      version => field(<<"version">>, T, string, [<<"tool">> | P], <<"unknown">>)};
+tool(_, P) ->
+    throw({bad_field, [<<"tool">> | P], object}).
+
+benchmark_json(B, P) when is_map(B) ->
+    Samples = field(<<"samples">>, B, numbers, P, []),
+    Base = #{name => field(<<"name">>, B, string, P),
+             group => field(<<"group">>, B, string, P, <<>>),
+             metric => field(<<"metric">>, B, string, P, <<"value">>),
+             unit => field(<<"unit">>, B, string, P, <<>>),
+             better => field(<<"better">>, B, better, P, higher),
+             samples => Samples,
+             sample_info => sample_info(opt(<<"sample_info">>, B, #{}), length(Samples),
+                                        [<<"sample_info">> | P]),
+             params => field(<<"params">>, B, object, P, #{}),
+             counters => field(<<"counters">>, B, object, P, #{}),
+             extra => field(<<"extra">>, B, object, P, #{})},
+    S = case opt(<<"stats">>, B, null) of
+            null -> Base;
+            Stats -> Base#{stats => stats(Stats, [<<"stats">> | P])}
+        end,
+    case opt(<<"comparison">>, B, null) of
+        null -> S;
+        C -> S#{comparison => comparison(C, [<<"comparison">> | P])}
+    end;
+benchmark_json(_, P) ->
+    throw({bad_field, P, object}).
+
+sample_info(I, N, P) when is_map(I) ->
+    #{count => field(<<"count">>, I, integer, P, N),
+      kept => field(<<"kept">>, I, integer, P, N),
+      method => field(<<"method">>, I, method, P, all)};
+sample_info(_, _, P) ->
+    throw({bad_field, P, object}).
+
+-define(STAT_NUMBERS, [mean, sd, cv, median, min, max, p1, p5, p10, p25, p75, p90, p95, p99,
+                       p999, iqr, confidence, ci_median_coverage]).
+
+stats(S, P) when is_map(S) ->
+    Numbers = maps:from_list([{K, field(atom_to_binary(K), S, number, P)}
+                              || K <- ?STAT_NUMBERS, maps:is_key(atom_to_binary(K), S)]),
+    Outliers = case opt(<<"outliers">>, S, null) of
+                   null -> #{};
+                   O when is_map(O) ->
+                       #{outliers => maps:from_list(
+                                       [{K, field(atom_to_binary(K), O, integer, [<<"outliers">> | P], 0)}
+                                        || K <- [low, high, low_severe, high_severe]])};
+                   _ -> throw({bad_field, [<<"outliers">> | P], object})
+               end,
+    Optional = maps:from_list(
+                 [{ci_mean, field(<<"ci_mean">>, S, interval, P)} || maps:is_key(<<"ci_mean">>, S)] ++
+                 [{ci_median, field(<<"ci_median">>, S, interval, P)} || maps:is_key(<<"ci_median">>, S)] ++
+                 [{ci_median_exact, field(<<"ci_median_exact">>, S, boolean, P)}
+                  || maps:is_key(<<"ci_median_exact">>, S)] ++
+                 [{too_few, field(<<"too_few">>, S, boolean, P)} || maps:is_key(<<"too_few">>, S)]),
+    maps:merge(maps:merge(Numbers#{n => field(<<"n">>, S, integer, P)}, Outliers), Optional);
+stats(_, P) ->
+    throw({bad_field, P, object}).
+
+comparison(C, P) when is_map(C) ->
+    Maybe = fun(K, Type) ->
+                    case opt(K, C, null) of
+                        null -> undefined;
+                        _ -> field(K, C, Type, P)
+                    end
+            end,
+    Base = #{change => Maybe(<<"change">>, number),
+             ci => Maybe(<<"ci">>, interval),
+             p_value => Maybe(<<"p_value">>, number),
+             p_value_welch => Maybe(<<"p_value_welch">>, number),
+             p_value_mann_whitney => Maybe(<<"p_value_mann_whitney">>, number),
+             mean_base => Maybe(<<"mean_base">>, number),
+             mean_new => Maybe(<<"mean_new">>, number),
+             ci_method => field(<<"ci_method">>, C, ci_method, P, none),
+             mann_whitney_method => field(<<"mann_whitney_method">>, C, mw_method, P, none),
+             test => field(<<"test">>, C, test, P, none),
+             verdict => field(<<"verdict">>, C, verdict, P),
+             n_base => field(<<"n_base">>, C, integer, P, 0),
+             n_new => field(<<"n_new">>, C, integer, P, 0),
+             confidence => field(<<"confidence">>, C, number, P, 0.95)},
+    Base;
+comparison(_, P) ->
+    throw({bad_field, P, object}).
+
+finding_json(F, P) when is_map(F) ->
+    #{id => field(<<"id">>, F, string, P),
+      severity => field(<<"severity">>, F, severity, P, info),
+      title => field(<<"title">>, F, string, P, <<>>),
+      evidence => field(<<"evidence">>, F, string, P, <<>>),
+      advice => field(<<"advice">>, F, string, P, <<>>),
+      data => field(<<"data">>, F, object, P, #{})};
+finding_json(_, P) ->
+    throw({bad_field, P, object}).
+
+indexed(L) ->
+    lists:zip(lists:seq(0, length(L) - 1), L).
+
+opt(K, M, Default) ->
+    maps:get(K, M, Default).
+
+field(K, M, Type, P) ->
+    case maps:find(K, M) of
+        {ok, V} -> check(V, Type, [K | P]);
+        error -> throw({bad_field, [K | P], present})
+    end.
+
+field(K, M, Type, P, Default) ->
+    case maps:find(K, M) of
+        {ok, V} -> check(V, Type, [K | P]);
+        error -> Default
+    end.
+
+check(V, string, _) when is_binary(V) -> V;
+check(V, number, _) when is_number(V) -> V;
+check(V, integer, _) when is_integer(V), V >= 0 -> V;
+check(V, boolean, _) when is_boolean(V) -> V;
+check(V, object, _) when is_map(V) -> V;
+check(V, list, _) when is_list(V) -> V;
+check(V, numbers, P) when is_list(V) ->
+    case lists:all(fun erlang:is_number/1, V) of
+        true -> V;
+        false -> throw({bad_field, P, numbers})
+    end;
+check(V, strings, P) when is_list(V) ->
+    case lists:all(fun erlang:is_binary/1, V) of
+        true -> V;
+        false -> throw({bad_field, P, strings})
+    end;
+check([Lo, Hi], interval, _) when is_number(Lo), is_number(Hi) -> {Lo, Hi};
+check(V, Enum, P) when is_binary(V), is_map_key(Enum, ?ENUMS) ->
+    case [A || A <- maps:get(Enum, ?ENUMS), atom_to_binary(A) =:= V] of
+        [A] -> A;
+        [] -> throw({bad_field, P, Enum})
+    end;
+check(_, Type, P) ->
+    throw({bad_field, P, Type}).
 
 %%--------------------------------------------------------------------
 
-%% Keys that become atoms again when a document is read. Everything else
-%% (user parameters, counters, env details) stays binary: a saved file must
-%% never be able to create atoms.
--define(STRUCTURAL,
-        [schema, version, tool, name, kind, command, started_at, finished_at, partial,
-         env, params, benchmarks, telemetry, findings, extra, group, metric, unit, better,
-         samples, sample_info, count, kept, method, stats, counters, comparison, error,
-         n, mean, sd, cv, median, min, max, p1, p5, p10, p25, p75, p90, p95, p99, p999,
-         ci_mean, ci_median, ci_median_exact, confidence, outliers, low, high, low_severe,
-         high_severe, iqr, too_few, change, ci, p_value, p_value_welch, test, verdict, n_base,
-         n_new, baseline, id, severity, title, evidence, advice, data, ci_median_coverage, ci_method,
-         p_value_mann_whitney, mann_whitney_method, mean_base, mean_new, min_change, exact]).
--define(OPAQUE, [<<"params">>, <<"counters">>, <<"extra">>, <<"env">>, <<"telemetry">>,
-                 <<"data">>]).
--define(INTERVALS, [<<"ci">>, <<"ci_mean">>, <<"ci_median">>]).
+object(M) when is_map(M) ->
+    beamlab_json:canonical(M).
 
-restore(M) when is_map(M) ->
-    maps:fold(fun(K, V, Acc) -> Acc#{atom_key(K) => restore_value(K, V)} end, #{}, M);
-restore(L) when is_list(L) ->
-    [restore(X) || X <- L];
-restore(X) ->
-    X.
-
-restore_value(K, V) ->
-    case lists:member(K, ?OPAQUE) of
-        true -> V;
-        false ->
-            case {lists:member(K, ?INTERVALS), V} of
-                {true, [Lo, Hi]} -> {Lo, Hi};
-                _ -> restore(V)
-            end
-    end.
-
-atom_key(K) ->
-    case [A || A <- ?STRUCTURAL, atom_to_binary(A, utf8) =:= K] of
-        [A] -> A;
-        [] -> K
-    end.
-
-to_bin(B) when is_binary(B) -> B;
-to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8);
-to_bin(L) -> unicode:characters_to_binary(L).
-
-now_rfc3339() ->
-    list_to_binary(calendar:system_time_to_rfc3339(erlang:system_time(millisecond),
-                                                   [{unit, millisecond}])).
+text(B) when is_binary(B) -> B;
+text(A) when is_atom(A) -> atom_to_binary(A, utf8);
+text(L) -> beamlab_format_units:to_binary(L).
