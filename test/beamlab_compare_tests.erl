@@ -2,24 +2,25 @@
 -include_lib("eunit/include/eunit.hrl").
 
 bench(Name, Samples) ->
-    bench(Name, Samples, <<"lower">>).
+    bench(Name, Samples, lower).
 bench(Name, Samples, Better) ->
-    #{name => Name, group => <<"g">>, metric => <<"time">>, unit => <<"ns">>, better => Better,
-      samples => Samples, stats => beamlab_stats:summary(Samples)}.
+    beamlab_result:benchmark(Name, Samples, #{group => <<"g">>, metric => <<"time">>, unit => <<"ns">>,
+                                              better => Better}).
 
 result(Benchmarks) ->
     result(Benchmarks, #{}).
 result(Benchmarks, Env) ->
-    #{kind => <<"bench">>, partial => false, env => Env, params => #{}, benchmarks => Benchmarks}.
+    R = beamlab_result:new(bench, #{command => [], started_at => <<"2026-11-23T00:00:00Z">>}),
+    beamlab_result:set(env, Env, beamlab_result:add_benchmarks(R, Benchmarks)).
 
 base() -> [100.0 + X / 10 || X <- lists:seq(1, 20)].
 shifted(F) -> [X * F || X <- base()].
 
 verdicts_test() ->
     A = result([bench(<<"same">>, base()), bench(<<"slow">>, base()), bench(<<"fast">>, base()),
-                bench(<<"thr">>, base(), <<"higher">>)]),
+                bench(<<"thr">>, base(), higher)]),
     B = result([bench(<<"same">>, base()), bench(<<"slow">>, shifted(1.2)),
-                bench(<<"fast">>, shifted(0.8)), bench(<<"thr">>, shifted(1.2), <<"higher">>)]),
+                bench(<<"fast">>, shifted(0.8)), bench(<<"thr">>, shifted(1.2), higher)]),
     {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     V = maps:from_list([{maps:get(name, R), maps:get(verdict, lists:last(maps:get(cells, R)))}
                         || R <- maps:get(rows, Cmp)]),
@@ -31,8 +32,8 @@ verdicts_test() ->
     ?assert(Lo < 0.2 andalso 0.2 < Hi).
 
 fail_if_slower_threshold_test() ->
-    A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), <<"higher">>)]),
-    B = result([bench(<<"x">>, shifted(1.1)), bench(<<"y">>, shifted(0.7), <<"higher">>)]),
+    A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), higher)]),
+    B = result([bench(<<"x">>, shifted(1.1)), bench(<<"y">>, shifted(0.7), higher)]),
     {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     ?assertMatch([{<<"x">>, <<"B">>, _}, {<<"y">>, <<"B">>, _}], beamlab_compare:slower_than(Cmp, 5)),
     ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_compare:slower_than(Cmp, 15)),
@@ -56,7 +57,7 @@ too_few_samples_test() ->
     ?assertEqual(too_few_samples, maps:get(verdict, lists:last(maps:get(cells, Row)))),
     ?assert(lists:any(fun(N) -> binary:match(N, <<"too few samples">>) =/= nomatch end,
                       maps:get(notes, Cmp))),
-    {_, [TableRow]} = beamlab_compare:to_rows(Cmp),
+    {_, [TableRow]} = beamlab_render_compare:rows(Cmp),
     ?assertEqual(<<"too_few_samples">>, lists:last(TableRow)).
 
 unit_mismatch_test() ->
@@ -82,7 +83,7 @@ env_diff_test() ->
 three_runs_and_table_test() ->
     Runs = [{L, result([bench(<<"a">>, shifted(F))])} || {L, F} <- [{<<"A">>, 1.0}, {<<"B">>, 1.3}, {<<"C">>, 0.7}]],
     {ok, Cmp} = beamlab_compare:compare(Runs),
-    {Header, [Row]} = beamlab_compare:to_rows(Cmp),
+    {Header, [Row]} = beamlab_render_compare:rows(Cmp),
     ?assertEqual(length(Header), length(Row)),
     ?assertEqual(2 + 3 * 3 + 2 * 5, length(Header)),
     ?assert(lists:member(<<"B vs A">>, Header)),
@@ -98,7 +99,7 @@ needs_two_runs_test() ->
 
 partial_and_kinds_notes_test() ->
     A = result([bench(<<"a">>, base())]),
-    B = (result([bench(<<"a">>, base())]))#{kind => <<"suite">>, partial => true},
+    B = (result([bench(<<"a">>, base())]))#{kind => suite, partial => true},
     {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     Notes = iolist_to_binary(maps:get(notes, Cmp)),
     ?assertNotEqual(nomatch, binary:match(Notes, <<"partial (interrupted) run: B">>)),

@@ -21,7 +21,7 @@ prop_roundtrip() ->
 prop_bounded_roundtrip() ->
     ?FORALL({Doc, Max}, {document(), range(1, 20)},
             begin
-                Bounded = beamlab_output:bound_samples(Doc, Max),
+                Bounded = beamlab_result:bound_samples(Doc, Max),
                 {ok, Json} = beamlab_json:decode(beamlab_result:to_json(Bounded)),
                 {ok, Back} = beamlab_result:from_json(Json),
                 Back =:= Bounded andalso
@@ -33,13 +33,15 @@ prop_bounded_roundtrip() ->
 
 document() ->
     ?LET({Kind, Benchmarks, Params, Env, Partial, Findings},
-         {oneof([<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]),
+         {oneof([bench, suite, matrix, amqp]),
           list(benchmark()), user_map(), user_map(), boolean(), list(finding())},
          begin
-             R = beamlab_result:new(Kind, #{params => Params, command => [<<"beamlab">>, Kind]}),
-             R#{benchmarks := unique(Benchmarks), env => Env, partial := Partial,
-                findings := Findings, finished_at => <<"2026-11-22T03:00:00Z">>,
-                telemetry := #{<<"t_ms">> => [0, 1000], <<"util">> => [1.5, 2.5]}}
+             R0 = beamlab_result:new(Kind, #{params => Params, command => [<<"beamlab">>, atom_to_binary(Kind)],
+                                            started_at => <<"2026-11-22T02:59:00Z">>}),
+             R1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(R0, unique(Benchmarks)), Findings),
+             R2 = beamlab_result:set(telemetry, #{t_ms => [0, 1000], util => [1.5, 2.5]},
+                                     beamlab_result:set(env, Env, R1)),
+             beamlab_result:finish(R2, #{finished_at => <<"2026-11-22T03:00:00Z">>, partial => Partial})
          end).
 
 benchmark() ->
@@ -50,9 +52,8 @@ benchmark() ->
          beamlab_result:benchmark(Name, Samples, #{unit => Unit, better => Better, params => Params})).
 
 finding() ->
-    ?LET({Title, Sev}, {name(), oneof([<<"info">>, <<"warning">>, <<"critical">>])},
-         #{id => <<"f">>, severity => Sev, title => Title, evidence => Title, advice => <<>>,
-           data => #{}}).
+    ?LET({Title, Sev}, {name(), oneof([info, warning, critical])},
+         beamlab_result:finding(f, Sev, Title, Title, <<>>, #{})).
 
 name() ->
     ?LET(S, non_empty(utf8()), S).

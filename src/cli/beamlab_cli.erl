@@ -2,18 +2,20 @@
 %%% command modules, turns user mistakes into one line on stderr with the
 %%% right exit code, and never lets a stack trace or crash dump reach a user.
 %%%
-%%% Command modules export `summary/0', `options/0', `usage/0' and
-%%% `run/1' (see docs/architecture.md). They report problems with
-%%% {@link usage_error/2} (exit 2) and {@link fail/2} (exit 1).
+%%% Command modules implement {@link beamlab_cli_command}. They report
+%%% problems with {@link usage_error/2} (exit 2) and {@link fail/2}
+%%% (exit 1) and return their exit code and result document, which the
+%%% dispatcher completes with the environment report and hands to
+%%% {@link beamlab_cli_output}.
 -module(beamlab_cli).
 
 -export([main/1, run_command/1, run_command/2, usage_error/2, fail/2,
-         commands/0, version/0, argv/0]).
+         commands/0, version/0, with_env/1]).
 
 -define(EXIT_USAGE, 2).
 -define(EXIT_FAIL, 1).
 
--type exit_code() :: non_neg_integer().
+-type exit_code() :: beamlab_cli_command:exit_code().
 -export_type([exit_code/0]).
 
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
@@ -23,37 +25,33 @@ main(Argv) ->
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),
     beamlab_runtime_interrupt:install(),
-    put(beamlab_argv, Argv),
     {Code, _} = run_command(Argv),
     halt_flushed(Code).
 
 %% @doc Runs a command line inside this VM and returns its exit code and the
 %% result document it emitted (if any). Used by `beamlab matrix' to run the
 %% inner command in a fresh VM, and by tests.
--spec run_command([string()]) -> {exit_code(), map() | undefined}.
+-spec run_command([string()]) -> {exit_code(), beamlab_result:result() | undefined}.
 run_command(Argv) ->
     run_command(Argv, #{}).
 
 %% @doc As {@link run_command/1}; `#{quiet => true}' suppresses printing of
 %% results (the document is still returned).
--spec run_command([string()], #{quiet => boolean()}) -> {exit_code(), map() | undefined}.
+-spec run_command([string()], #{quiet => boolean()}) ->
+          {exit_code(), beamlab_result:result() | undefined}.
 run_command(Argv, Opts) ->
-    put(beamlab_argv, Argv),
-    put(beamlab_quiet, maps:get(quiet, Opts, false)),
-    erase(beamlab_last_result),
-    Code = try dispatch(Argv)
-           catch
-               throw:{beamlab_cli, usage, Msg} ->
-                   print_error(Msg),
-                   ?EXIT_USAGE;
-               throw:{beamlab_cli, fail, Msg} ->
-                   print_error(Msg),
-                   ?EXIT_FAIL;
-               Class:Reason:Stack ->
-                   internal_error(Class, Reason, Stack),
-                   ?EXIT_FAIL
-           end,
-    {Code, get(beamlab_last_result)}.
+    try dispatch(Argv, maps:get(quiet, Opts, false))
+    catch
+        throw:{beamlab_cli, usage, Msg} ->
+            print_error(Msg),
+            {?EXIT_USAGE, undefined};
+        throw:{beamlab_cli, fail, Msg} ->
+            print_error(Msg),
+            {?EXIT_FAIL, undefined};
+        Class:Reason:Stack ->
+            internal_error(Class, Reason, Stack),
+            {?EXIT_FAIL, undefined}
+    end.
 
 %% @doc Aborts the current command with a usage error (exit code 2).
 -spec usage_error(io:format(), [term()]) -> no_return().
@@ -77,37 +75,34 @@ commands() ->
      {"amqp", beamlab_cli_amqp}].
 
 %% @doc beamlab's version, from the application resource file.
--spec version() -> string().
+-spec version() -> binary().
 version() ->
-    _ = application:load(beamlab),
-    case application:get_key(beamlab, vsn) of
-        {ok, Vsn} -> Vsn;
-        undefined -> "unknown"
-    end.
+    beamlab_result:tool_version().
 
-%% @doc The command line of the current run (for the result document).
--spec argv() -> [string()].
-argv() ->
-    case get(beamlab_argv) of
-        undefined -> [];
-        Argv -> Argv
-    end.
+%% @doc The document with this VM's environment report, unless it has one
+%% already (for example the report of the VM that ran it). Commands whose
+%% detectors read the environment call it before them.
+-spec with_env(beamlab_result:result()) -> beamlab_result:result().
+with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
+    Doc;
+with_env(Doc) ->
+    beamlab_result:set(env, beamlab_env:report(), Doc).
 
 %%--------------------------------------------------------------------
 %% Dispatch
 
-dispatch([]) ->
+dispatch([], _Quiet) ->
     io:put_chars(standard_error, top_help()),
-    ?EXIT_USAGE;
-dispatch(["--version" | _]) ->
-    io:format("beamlab ~s (OTP ~s, erts ~s)~n",
+    {?EXIT_USAGE, undefined};
+dispatch(["--version" | _], _Quiet) ->
+    io:format("beamlab ~ts (OTP ~s, erts ~s)~n",
               [version(), erlang:system_info(otp_release), erlang:system_info(version)]),
-    0;
-dispatch([H | Rest]) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
-    help(Rest);
-dispatch([Cmd | Rest] = Argv) ->
+    {0, undefined};
+dispatch([H | Rest], _Quiet) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
+    {help(Rest), undefined};
+dispatch([Cmd | Rest] = Argv, Quiet) ->
     case lists:keyfind(Cmd, 1, commands()) of
-        {Cmd, Mod} -> run_module(Cmd, Mod, Rest);
+        {Cmd, Mod} -> run_module(Cmd, Mod, Rest, Argv, Quiet);
         false ->
             case looks_like_command(Cmd) of
                 true ->
@@ -116,23 +111,37 @@ dispatch([Cmd | Rest] = Argv) ->
                                 [Cmd, string:join([N || {N, _} <- commands()], ", ")]);
                 false ->
                     %% The bare form: `beamlab CODE...' is `beamlab run CODE...'.
-                    run_module("run", beamlab_cli_run, Argv)
+                    run_module("run", beamlab_cli_run, Argv, Argv, Quiet)
             end
     end.
 
-run_module(Name, Mod, Args) ->
+run_module(Name, Mod, Args, Argv, Quiet) ->
     ensure_available(Name, Mod),
-    case lists:member("--help", Args) orelse lists:member("-h", Args) andalso Name =/= "amqp" of
+    case lists:any(fun(F) -> lists:member(F, Args) end, help_flags(Mod)) of
         true ->
             io:put_chars(command_help(Name, Mod)),
-            0;
+            {0, undefined};
         false ->
-            Parsed = case beamlab_cli_args:parse(Args, Mod:options()) of
-                         {ok, P} -> P;
-                         {error, Msg} ->
-                             usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
-                     end,
-            Mod:run(Parsed#{command => Name})
+            Parsed0 = case beamlab_cli_args:parse(Args, Mod:options()) of
+                          {ok, P} -> P;
+                          {error, Msg} ->
+                              usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
+                      end,
+            Parsed = Parsed0#{command => Name, argv => Argv},
+            case Mod:run(Parsed) of
+                {Code, none} ->
+                    {Code, undefined};
+                {Code, Doc0} ->
+                    Doc = with_env(Doc0),
+                    ok = beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet),
+                    {Code, Doc}
+            end
+    end.
+
+help_flags(Mod) ->
+    case erlang:function_exported(Mod, help_flags, 0) of
+        true -> Mod:help_flags();
+        false -> ["--help", "-h"]
     end.
 
 ensure_available(Name, Mod) ->

@@ -1,8 +1,9 @@
 %%% @doc `beamlab amqp': load-test a RabbitMQ broker with PerfTest's options
 %%% and output format (see `beamlab_amqp_perf').
 -module(beamlab_cli_amqp).
+-behaviour(beamlab_cli_command).
 
--export([summary/0, options/0, usage/0, run/1, config/1]).
+-export([summary/0, options/0, usage/0, run/1, help_flags/0, config/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -92,31 +93,39 @@ usage() ->
     "Output: one PerfTest line per interval, PerfTest's summary, the accounting\n"
     "(sent = received + returned + nacked + queued), then beamlab's table.\n".
 
+%% @doc `-h' is PerfTest's broker URI; help is `--help' only.
+-spec help_flags() -> [string()].
+help_flags() ->
+    ["--help"].
+
 %% @doc Runs the command; the exit code is non-zero when the run could not
 %% start or ended early (broker gone, node down).
--spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed) ->
     Cfg0 = config(Parsed),
-    Format = beamlab_output:format(Parsed),
+    Format = beamlab_cli_output:format(Parsed),
     %% PerfTest's lines go to stdout in text mode; with a machine format
     %% stdout carries only the document.
     Out = case Format of
               text -> fun beamlab_amqp_perf:write_utf8/1;
               _ -> fun(Bin) -> beamlab_amqp_perf:write_utf8(standard_error, Bin) end
           end,
-    Telemetry = start_telemetry(Parsed),
-    Result = beamlab_amqp_perf:run(Cfg0#{out => Out}),
-    Series = stop_telemetry(Telemetry),
-    case Result of
+    %% -v: the generator VM's telemetry; the detectors' findings on it
+    %% (scheduler trouble, a busy machine, noisy intervals) join the result.
+    Telemetry = beamlab_cli_verbose:start(beamlab_cli_args:get(verbose, Parsed, 0) > 0),
+    case beamlab_amqp_perf:run(Cfg0#{out => Out}) of
         {ok, Report} ->
-            Doc = beamlab_amqp_perf:result(Report, params(Cfg0), beamlab_cli:argv()),
-            beamlab_output:emit(observed(Series, Doc), Parsed),
+            Doc = beamlab_cli_verbose:stop(
+                    Telemetry, beamlab_amqp_perf:result(Report, params(Cfg0), maps:get(argv, Parsed))),
             case maps:get(failure, Report) of
-                undefined when map_get(partial, Doc) -> beamlab_runtime_interrupt:exit_code();
-                undefined -> 0;
-                F -> beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(F)])
+                undefined when map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
+                undefined -> {0, Doc};
+                F ->
+                    io:format(standard_error, "beamlab: ~ts~n", [beamlab_amqp_perf:format_error(F)]),
+                    {1, Doc}
             end;
         {error, Reason} ->
+            ok = beamlab_cli_verbose:cancel(Telemetry),
             beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
     end.
 
@@ -208,23 +217,3 @@ params(Cfg) ->
                 (_, L) when is_list(L) -> [atom_to_binary(A) || A <- L];
                 (_, V) -> V
              end, maps:without([out], Cfg)).
-
-%% -v: live VM telemetry of the generator's VM, when beamlab_env provides it.
-start_telemetry(P) ->
-    case beamlab_cli_args:get(verbose, P, 0) > 0 andalso
-        code:ensure_loaded(beamlab_runtime_telemetry) =:= {module, beamlab_runtime_telemetry} of
-        true ->
-            {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 1000, print => true}),
-            Pid;
-        false ->
-            undefined
-    end.
-
-stop_telemetry(undefined) -> none;
-stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
-
-%% With -v the series goes into the document with the detectors' findings
-%% on it (scheduler trouble in the generator's VM, a busy machine, noisy
-%% intervals).
-observed(none, Doc) -> Doc;
-observed(Series, Doc) -> beamlab_env_detect:attach(Series, Doc).

@@ -34,7 +34,7 @@
                     optional_value => term(), help => string(), metavar => string()}.
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
-                    given := [atom()], command => string()}.
+                    given := [atom()], command => string(), argv => [string()]}.
 -export_type([option/0, parsed/0, type/0]).
 
 %% @doc Options every measuring command accepts.

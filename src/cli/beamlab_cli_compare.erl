@@ -4,6 +4,7 @@
 %%% codes: 0 ok, 1 when `--fail-if-slower PCT' finds a benchmark significantly
 %%% slower by more than PCT percent, 2 for bad arguments or unreadable files.
 -module(beamlab_cli_compare).
+-behaviour(beamlab_cli_command).
 
 -export([summary/0, options/0, usage/0, run/1, load_runs/1]).
 
@@ -33,8 +34,8 @@ usage() ->
     "  beamlab compare before.json after.json --fail-if-slower 5\n"
     "  beamlab compare a.json b.json c.json --format markdown >> pr-comment.md\n".
 
-%% @doc Runs the command; returns the exit code.
--spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+%% @doc Runs the command and prints the comparison in the chosen format.
+-spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed = #{args := Files}) ->
     length(Files) >= 2 orelse
         beamlab_cli:usage_error("compare needs at least two result files (got ~b)", [length(Files)]),
@@ -43,12 +44,13 @@ run(Parsed = #{args := Files}) ->
         beamlab_cli:usage_error("--confidence must be between 50 and 100 (exclusive)", []),
     Runs = load_runs(Files),
     {ok, Cmp} = beamlab_compare:compare(Runs, #{confidence => Conf}),
-    Format = beamlab_output:format(Parsed),
-    beamlab_output:put_chars(beamlab_report_compare:render(Cmp, Format, #{files => Files})),
-    case beamlab_cli_args:get(fail_if_slower, Parsed) of
-        undefined ->
-            0;
-        Pct ->
+    Format = beamlab_cli_output:format(Parsed),
+    beamlab_cli_output:put_chars(beamlab_render_compare:render(Cmp, Format, #{files => Files})),
+    {fail_if_slower(Cmp, beamlab_cli_args:get(fail_if_slower, Parsed)), none}.
+
+fail_if_slower(_Cmp, undefined) ->
+    0;
+fail_if_slower(Cmp, Pct) ->
             case beamlab_compare:slower_than(Cmp, Pct) of
                 [] ->
                     0;
@@ -59,8 +61,7 @@ run(Parsed = #{args := Files}) ->
                                lists:join(", ", [io_lib:format("~ts (~ts: ~.1f% worse)", [N, L, P])
                                                  || {N, L, P} <- Slower])]),
                     1
-            end
-    end.
+            end.
 
 %% @doc Loads result files, labelled by their base names (made unique), or
 %% stops with one line naming the file that cannot be used.

@@ -1,6 +1,7 @@
 %%% @doc `beamlab env': the environment report (VM, CPU, NUMA, cgroup, OS,
 %%% memory) as text or JSON.
 -module(beamlab_cli_env).
+-behaviour(beamlab_cli_command).
 
 -export([summary/0, options/0, usage/0, run/1]).
 
@@ -30,7 +31,7 @@ usage() ->
     "  erl +S 4 +sbt db ... (the report shows the flags a VM really runs with)\n".
 
 %% @doc Prints the report.
--spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed) ->
     case maps:get(args, Parsed) of
         [] -> ok;
@@ -40,7 +41,7 @@ run(Parsed) ->
     filelib:is_dir(Root) orelse beamlab_cli:usage_error("--root ~ts: no such directory", [Root]),
     Report = beamlab_env:report(#{root => Root}),
     case beamlab_cli_args:get(format, Parsed) of
-        json -> io:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);
-        text -> io:put_chars(beamlab_env:format_text(Report))
+        json -> beamlab_cli_output:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);
+        text -> beamlab_cli_output:put_chars(beamlab_render_env:render(Report))
     end,
-    0.
+    {0, none}.

@@ -3,8 +3,9 @@
 %%% wrappers such as taskset), with interleaved repetitions, and compare
 %%% the configurations against a baseline. See `beamlab_env_matrix'.
 -module(beamlab_cli_matrix).
+-behaviour(beamlab_cli_command).
 
--export([summary/0, options/0, usage/0, run/1]).
+-export([summary/0, options/0, usage/0, run/1, text/2]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -47,8 +48,8 @@ usage() ->
     "  beamlab matrix --erl /opt/otp26/bin/erl --erl /opt/otp27/bin/erl -- run 'ok.'\n"
     "  beamlab matrix --file grid.config --format json --save\n".
 
-%% @doc Runs the matrix and prints the comparison.
--spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+%% @doc Runs the matrix; the document compares the configurations.
+-spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Grid = case Get(file) of
@@ -86,42 +87,38 @@ run(Parsed) ->
                            undefined -> maps:get(repeat, Grid, 3);
                            R -> R
                        end,
-             sweep => Sweep =/= [], argv => beamlab_cli:argv()},
-    beamlab_runtime_interrupt:subscribe(),
+             sweep => Sweep =/= [], argv => maps:get(argv, Parsed),
+             %% Each configuration's VM runs the inner command through the
+             %% dispatcher, quietly, and hands back its document.
+             inner => {beamlab_cli, run_command, [Command, #{quiet => true}]}},
+    ok = beamlab_runtime_interrupt:subscribe(),
     Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
-    Telemetry = start_telemetry(Get(verbose) > 0),
-    Run = beamlab_env_matrix:run(Spec, #{progress => Progress}),
-    Series = stop_telemetry(Telemetry),
+    %% -v: live telemetry of this VM, which only starts and waits for the
+    %% configurations' VMs; what it shows is the machine around them.
+    Telemetry = beamlab_cli_verbose:start(Get(verbose) > 0),
+    Run = try beamlab_env_matrix:run(Spec, #{progress => Progress})
+          after ok = beamlab_runtime_interrupt:unsubscribe()
+          end,
     case Run of
         {ok, Result0} ->
-            Result = observed(Series, Result0),
-            beamlab_output:emit(Result, Parsed, #{text => fun text/1}),
-            case [C || C = #{ok_runs := N} <- maps:get(configs, maps:get(extra, Result)), N > 0] of
-                [] -> beamlab_cli:fail("no configuration ran successfully", []);
-                _ when map_get(partial, Result) -> beamlab_runtime_interrupt:exit_code();
-                _ -> 0
+            Result = beamlab_cli_verbose:stop(Telemetry, Result0),
+            case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, maps:get(extra, Result)), N > 0] of
+                [] ->
+                    io:put_chars(standard_error, "beamlab: no configuration ran successfully\n"),
+                    {1, Result};
+                _ when map_get(partial, Result) -> {beamlab_runtime_interrupt:exit_code(), Result};
+                _ -> {0, Result}
             end;
         {error, Reason} ->
+            ok = beamlab_cli_verbose:cancel(Telemetry),
             beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)])
     end.
 
-%% -v: live telemetry of this VM, which only starts and waits for the
-%% configurations' VMs; what it shows is the machine (load, steal, CPU
-%% used) around them. The detectors know a matrix (its VMs are not "other
-%% processes") and judge the noise of the repetitions.
-start_telemetry(false) -> none;
-start_telemetry(true) ->
-    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 1000, print => true}),
-    Pid.
-
-stop_telemetry(none) -> none;
-stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
-
-observed(none, Result) -> Result;
-observed(Series, Result) -> beamlab_env_detect:attach(Series, Result).
-
-text(Result) ->
-    [beamlab_env_matrix:format_text(Result), beamlab_output:findings_text(maps:get(findings, Result, []))].
+%% @doc The configurations' table with verdicts, then the findings.
+-spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(Result, Parsed) ->
+    [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;
 ok_or_usage({error, Reason}) -> beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)]).

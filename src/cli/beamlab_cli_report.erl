@@ -1,6 +1,7 @@
 %%% @doc `beamlab report RUN.json... -o report.html': one self-contained HTML
 %%% page with the charts of saved runs (see `beamlab_report_html').
 -module(beamlab_cli_report).
+-behaviour(beamlab_cli_command).
 
 -export([summary/0, options/0, usage/0, run/1]).
 
@@ -30,7 +31,7 @@ usage() ->
     "  beamlab report before.json after.json --title 'OTP 25 vs 26'\n".
 
 %% @doc Runs the command; returns the exit code.
--spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed = #{args := Files}) ->
     Files =/= [] orelse beamlab_cli:usage_error("report needs at least one result file", []),
     Runs = beamlab_cli_compare:load_runs(Files),
@@ -43,7 +44,7 @@ run(Parsed = #{args := Files}) ->
         ok ->
             io:format("wrote ~ts (~b run(s), ~ts)~n",
                       [Out, length(Runs), beamlab_format_units:bytes(filelib:file_size(Out))]),
-            0;
+            {0, none};
         {error, Reason} ->
             beamlab_cli:fail("~ts", [beamlab_report_html:format_error(Reason)])
     end.

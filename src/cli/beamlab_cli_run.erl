@@ -6,8 +6,9 @@
 %%% before them; `--init_all', `--init_runner_all' and `--done_all' are
 %%% defaults for every code that has none of its own.
 -module(beamlab_cli_run).
+-behaviour(beamlab_cli_command).
 
--export([summary/0, options/0, usage/0, run/1]).
+-export([summary/0, options/0, usage/0, run/1, text/2]).
 
 
 %% @doc One line for `beamlab help'.
@@ -93,32 +94,39 @@ usage() ->
     "  beamlab 'lists:seq(1, 100).' --rel-ci 1 --max-time 20\n"
     "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
 
-%% @doc Runs the benchmark and prints the result; returns the exit code.
--spec run(beamlab_cli_args:parsed()) -> non_neg_integer().
+%% @doc Runs the benchmark; returns the exit code and the result.
+-spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed) ->
     Jobs = jobs(Parsed),
-    {RunOpts, ModeOpts} = run_opts(Parsed, length(Jobs)),
+    {RunOpts0, ModeOpts} = run_opts(Parsed, length(Jobs)),
+    Progress = progress(Parsed, length(Jobs)),
+    RunOpts = RunOpts0#{progress => progress_fun(Progress, Parsed)},
     add_paths(beamlab_cli_args:get(pa, Parsed, [])),
     ok = beamlab_runtime_interrupt:subscribe(),
     Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
              after
                  ok = beamlab_runtime_interrupt:unsubscribe(),
-                 clear_progress()
+                 Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
              end,
     case Result of
         {ok, Doc} ->
-            beamlab_output:emit(Doc, Parsed, #{text => fun(D) -> text(D, Parsed) end}),
-            Failed = [B || B = #{extra := #{status := <<"failed">>}} <- maps:get(benchmarks, Doc)],
+            Failed = [B || B = #{extra := #{<<"status">> := <<"failed">>}} <- maps:get(benchmarks, Doc)],
             _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
-                 || #{name := N, extra := #{error := E}} <- Failed],
+                 || #{name := N, extra := #{<<"error">> := E}} <- Failed],
             if
-                map_get(partial, Doc) -> beamlab_runtime_interrupt:exit_code();
-                Failed =/= [] -> 1;
-                true -> 0
+                map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
+                Failed =/= [] -> {1, Doc};
+                true -> {0, Doc}
             end;
         {error, Reason} ->
             error_exit(Reason)
     end.
+
+%% @doc The erlperf-style table (`-r basic|extended|full').
+-spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(Doc, Parsed) ->
+    beamlab_render_bench:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
+                                       report => beamlab_cli_args:get(report, Parsed, auto)}).
 
 %% Compile errors and option errors are the user's mistakes (exit 2).
 -spec error_exit(term()) -> no_return().
@@ -176,9 +184,8 @@ run_opts(Parsed, NJobs) ->
              rel_ci => percent(Get(rel_ci)), cv => percent(Get(cv)),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
              code_paths => beamlab_cli_args:get(pa, Parsed, []),
-             command => [list_to_binary(A) || A <- beamlab_cli:argv()],
-             verbose => Get(verbose) > 0, telemetry => Get(verbose) > 0,
-             progress => progress_fun(Parsed, NJobs)},
+             command => maps:get(argv, Parsed),
+             verbose => Get(verbose) > 0, telemetry => Get(verbose) > 0},
     Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
                                      {max_time, case Get(max_time) of
                                                     undefined -> undefined;
@@ -210,164 +217,28 @@ add_paths(Paths) ->
 %% (not with -v, whose telemetry lines already show progress): one line
 %% rewritten in place on a terminal, else a plain line at most once a second
 %% so logs stay readable.
-progress_fun(Parsed, NJobs) ->
+progress(Parsed, NJobs) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    Rounds = Get(samples) + Get(warmup),
     Expected = case Get(loop) of
-                   undefined -> Rounds * NJobs * Get(duration);
+                   undefined -> (Get(samples) + Get(warmup)) * NJobs * Get(duration);
                    _ -> infinity
                end,
-    case Get(verbose) > 0 orelse beamlab_output:format(Parsed) =/= text
+    case Get(verbose) > 0 orelse beamlab_cli_output:format(Parsed) =/= text
         orelse (is_integer(Expected) andalso Expected < 3000) of
-        true ->
-            undefined;
-        false ->
-            Of = case Get(rel_ci) =:= undefined andalso Get(cv) =:= undefined of
-                     true -> io_lib:format("/~w", [Rounds]);
-                     false -> ""
-                 end,
-            fun(#{round := R, warmup := W}) ->
-                    What = case W of true -> "warm-up"; false -> "sampling" end,
-                    beamlab_runtime_progress:show(io_lib:format("~ts round ~w~ts", [What, R, Of]))
-            end
+        true -> undefined;
+        false -> beamlab_runtime_progress:start()
     end.
 
-clear_progress() ->
-    beamlab_runtime_progress:clear().
-
-%%====================================================================
-%% Text output (erlperf-style table)
-%%====================================================================
-
-text(Doc, Parsed) ->
-    Benches = maps:get(benchmarks, Doc),
-    Report = report_kind(Parsed, Benches),
-    Timed = maps:get(mode, maps:get(params, Doc)) =:= <<"timed">>,
-    Many = length(Benches) > 1,
-    {Header, Rows} = case Report of
-                         basic -> basic(Benches, Timed, Many);
-                         _ -> extended(Benches, Timed, Many, plus_minus(Parsed))
-                     end,
-    [case maps:get(partial, Doc) of
-         true -> "(interrupted: showing what was measured so far)\n";
-         false -> ""
-     end,
-     beamlab_format_table:render(Header, Rows),
-     baseline_note(Doc),
-     [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
-                    "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
-                    [N, round(lists:sum(S))])
-      || #{name := N, samples := S, extra := #{less_than_one_per_sample := true}} <- Benches],
-     squeeze_curves(Benches),
-     case Report of
-         full -> ["\n", beamlab_env:format_text(maps:get(env, Doc, #{}))];
-         _ -> ""
-     end,
-     beamlab_output:findings_text(maps:get(findings, Doc, []))].
-
-%% Rel and the verdicts are against the job that actually served as the
-%% baseline; say so when it is not the one asked for.
-baseline_note(#{benchmarks := Benches, params := #{baseline := Asked}, extra := Extra})
-  when length(Benches) > 1 ->
-    AskedName = name(lists:nth(Asked, Benches)),
-    case maps:get(baseline_used, Extra, Asked) of
-        Asked ->
-            "";
-        null ->
-            io_lib:format("note: baseline ~ts failed and no other job succeeded: nothing compared~n",
-                          [AskedName]);
-        Used ->
-            io_lib:format("note: baseline ~ts failed; the others are compared with ~ts instead~n",
-                          [AskedName, name(lists:nth(Used, Benches))])
-    end;
-baseline_note(_) ->
-    "".
-
-report_kind(Parsed, Benches) ->
-    case beamlab_cli_args:get(report, Parsed) of
-        undefined ->
-            Max = lists:max([length(maps:get(samples, B)) || B <- Benches]),
-            case Max >= 10 of
-                true -> extended;
-                false -> basic
-            end;
-        Kind ->
-            Kind
+progress_fun(undefined, _Parsed) ->
+    undefined;
+progress_fun(Progress, Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Of = case Get(rel_ci) =:= undefined andalso Get(cv) =:= undefined of
+             true -> io_lib:format("/~w", [Get(samples) + Get(warmup)]);
+             false -> ""
+         end,
+    fun(#{round := R, warmup := W}) ->
+            What = case W of true -> "warm-up"; false -> "sampling" end,
+            beamlab_runtime_progress:show(Progress, io_lib:format("~ts round ~w~ts", [What, R, Of]))
     end.
 
-basic(Benches, _Timed, Many) ->
-    Header = ["Code", "||", "QPS", "Time"] ++ [ "Rel" || Many],
-    {Header, [[name(B), conc(B), qps(B), iter(B)] ++ [rel(B) || Many] || B <- Benches]}.
-
-plus_minus(Parsed) ->
-    case beamlab_output:unicode(Parsed) of
-        true -> "±";
-        false -> "+-"
-    end.
-
-extended(Benches, Timed, Many, Pm) ->
-    Header = ["Code", "||", "Samples", "Avg", "StdDev", "Median", "P99", "Iteration", "95% CI",
-              "Outliers"] ++ [H || Many, H <- ["Rel", "vs baseline"]],
-    V = fun(X) -> case Timed of
-                      true -> beamlab_format_units:duration(X);
-                      false -> beamlab_format_units:count(X)
-                  end
-        end,
-    Rows = [case maps:find(stats, B) of
-                {ok, #{n := N, mean := Mean, cv := Cv, median := Med, p99 := P99,
-                       ci_mean := {Lo, Hi}, outliers := Out}} ->
-                    [name(B), conc(B), N, V(Mean), beamlab_format_units:percent(Cv), V(Med), V(P99),
-                     iter(B), ci(Pm, Mean, Lo, Hi), outliers(Out)]
-                    ++ [X || Many, X <- [rel(B), verdict(B)]];
-                error ->
-                    [name(B), conc(B), 0, "-", "-", "-", "-", iter(B), "-", "-"]
-                    ++ [X || Many, X <- [rel(B), verdict(B)]]
-            end || B <- Benches],
-    {Header, Rows}.
-
-name(#{name := N}) -> N.
-
-conc(#{params := #{concurrency := C}}) -> C.
-
-qps(#{extra := #{status := <<"failed">>}}) -> "failed";
-qps(#{extra := #{qps := Q}}) when is_number(Q) -> beamlab_format_units:count(Q);
-qps(_) -> "-".
-
-%% "< 1 iteration per sample" is reported as such rather than a fake time.
-iter(#{extra := #{status := <<"failed">>}}) -> "-";
-iter(#{extra := #{iteration_ns := I}}) when is_number(I) -> beamlab_format_units:duration(I);
-iter(#{extra := #{less_than_one_per_sample := true}}) -> "> sample";
-iter(_) -> "-".
-
-rel(#{extra := #{rel := R}}) when is_number(R) -> io_lib:format("~w%", [round(R * 100)]);
-rel(_) -> "-".
-
-ci(_Pm, Mean, _Lo, _Hi) when Mean == 0 -> "-";
-ci(Pm, Mean, Lo, Hi) -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))].
-
-outliers(#{low := L, high := H}) -> integer_to_list(L + H).
-
-verdict(#{extra := #{baseline := true}}) -> "baseline";
-verdict(#{comparison := #{verdict := V, change := C}}) ->
-    Name = case V of
-               faster -> "faster";
-               slower -> "slower";
-               no_difference -> "no difference";
-               too_few_samples -> "too few samples"
-           end,
-    case C of
-        undefined -> Name;
-        _ -> io_lib:format("~ts ~ts~ts", [Name, sign(C), beamlab_format_units:percent(C)])
-    end;
-verdict(_) -> "-".
-
-sign(C) when C > 0 -> "+";
-sign(_) -> "".
-
-squeeze_curves(Benches) ->
-    [["\nConcurrency curve for ", Name, ":\n",
-      beamlab_format_table:render(["||", "QPS"],
-                                  [[C, beamlab_format_units:count(Q)]
-                                   || #{concurrency := C, qps := Q} <- Curve],
-                                  #{indent => 2})]
-     || #{name := Name, extra := #{squeeze_curve := Curve}} <- Benches, Curve =/= []].

@@ -2,13 +2,13 @@
 %%% change of every later run against the first with `beamlab_stats:compare/3',
 %%% lists unpaired benchmarks and the `env'/`params' differences that might
 %%% explain a change. Pure: takes loaded result documents, returns a map the
-%%% CLI renders in any format (`to_rows/1' gives the shared table).
+%%% CLI renders in any format (see `beamlab_render_compare').
 -module(beamlab_compare).
 
--export([compare/1, compare/2, slower_than/2, to_rows/1, to_json/1, worse_by/2,
-         flat_env/1, format_error/1]).
+-export([compare/1, compare/2, slower_than/2, worse_by/2,
+         format_error/1]).
 
--type run() :: {Label :: binary(), Result :: map()}.
+-type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
 -type opts() :: #{confidence => float(), labels => [binary()]}.
 -type comparison() :: #{runs := [map()], rows := [map()], unpaired := [map()],
                         env_diff := [map()], notes := [binary()],
@@ -70,40 +70,10 @@ slower_than(#{rows := Rows}, Pct) ->
 
 %% @doc How much worse (as a fraction, positive = worse) a cell's change is,
 %% given the benchmark's `better' direction.
--spec worse_by(map(), binary()) -> float().
-worse_by(#{change := Change}, <<"higher">>) when is_number(Change) -> -Change * 1.0;
+-spec worse_by(map(), beamlab_result:better()) -> float().
+worse_by(#{change := Change}, higher) when is_number(Change) -> -Change * 1.0;
 worse_by(#{change := Change}, _Lower) when is_number(Change) -> Change * 1.0;
 worse_by(_, _) -> 0.0.
-
-%% @doc The comparison as a table: a header and one row per benchmark, cells
-%% as plain values (binaries, numbers, `null'), shared by every format.
-%% Columns: name, unit, then per run its mean, CI half-width (percent of
-%% the mean) and n, and for each later run the change and its CI bounds
-%% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
-%% `slower', `no_difference', `too_few_samples', `unit_mismatch',
-%% `no_baseline', `missing').
--spec to_rows(comparison()) -> {[binary()], [[binary() | number() | null]]}.
-to_rows(#{runs := Runs, rows := Rows}) ->
-    [#{label := Base} | Later] = Runs,
-    Header = [<<"name">>, <<"unit">>]
-        ++ lists:append([[<<L/binary, " mean">>, <<L/binary, " ±%"/utf8>>, <<L/binary, " n">>]
-                         || #{label := L} <- Runs])
-        ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI low">>, <<"CI high">>, <<"p">>,
-                          <<"verdict">>]
-                         || #{label := L} <- Later]),
-    {Header, [table_row(R) || R <- Rows]}.
-
-%% @doc The comparison as a JSON-ready map (tuples become lists, atoms stay
-%% atoms for `beamlab_json').
--spec to_json(comparison()) -> map().
-to_json(Cmp) ->
-    jsonable(Cmp#{schema => <<"beamlab.compare">>, version => 1}).
-
-%% @doc The `env' and `params' of a result as sorted `{DottedPath, Value}'
-%% pairs with scalar values (long lists shortened), for side-by-side views.
--spec flat_env(map()) -> [{binary(), binary() | number() | boolean() | null}].
-flat_env(Result) ->
-    flatten(<<"env">>, maps:get(env, Result, #{})) ++ flatten(<<"params">>, maps:get(params, Result, #{})).
 
 %% @doc One line for each error `compare/2' returns.
 -spec format_error(term()) -> iolist().
@@ -134,7 +104,7 @@ row(Name, Runs, Conf) ->
     Found = [{L, find(Name, Res)} || {L, Res} <- Runs],
     Present = [B || {_, B} <- Found, B =/= undefined],
     First = hd(Present),
-    Better = maps:get(better, First, <<"lower">>),
+    Better = maps:get(better, First),
     Unit = maps:get(unit, First, <<>>),
     [{_, BaseB} | _] = Found,
     Cells = [cell(L, B, BaseB, Better, Unit, Conf, Pos) || {Pos, {L, B}} <- enumerate(Found)],
@@ -164,7 +134,7 @@ cell(Label, B, BaseB, Better, Unit, Conf, Pos) ->
 change(BaseB, B, Better, Conf) ->
     %% beamlab_stats:compare/3 itself says too_few_samples below 2 per side.
     C = beamlab_stats:compare(maps:get(samples, BaseB, []), maps:get(samples, B, []),
-                              #{better => binary_to_atom(Better, utf8), confidence => Conf}),
+                              #{better => Better, confidence => Conf}),
     #{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),
       p_value => null_if_undefined(maps:get(p_value, C)), test => maps:get(test, C),
       verdict => maps:get(verdict, C)}.
@@ -208,7 +178,7 @@ notes(Runs, Rows, Unpaired) ->
                                                maps:get(cells, R))],
     lists:append(
       [[fmt("runs are of different kinds (~ts): names may not measure the same thing",
-            [lists:join(", ", [to_bin(K) || K <- Kinds])]) || length(Kinds) > 1],
+            [lists:join(", ", [beamlab_format_units:to_binary(K) || K <- Kinds])]) || length(Kinds) > 1],
        [fmt("partial (interrupted) run: ~ts", [lists:join(", ", Partial)]) || Partial =/= []],
        [fmt("too few samples to tell (need at least 2 on each side): ~ts",
             [lists:join(", ", TooFew)]) || TooFew =/= []],
@@ -219,30 +189,13 @@ notes(Runs, Rows, Unpaired) ->
 
 %% Paths of env and params whose values differ between runs.
 env_diff(Runs) ->
-    Flat = [maps:from_list(flat_env(R)) || {_, R} <- Runs],
+    Flat = [maps:from_list(beamlab_result_env:flat(R)) || {_, R} <- Runs],
     Keys = lists:usort(lists:append([maps:keys(F) || F <- Flat])),
     Diffs = [#{key => K, values => [maps:get(K, F, null) || F <- Flat]}
              || K <- Keys, not noise(K),
                 length(lists:usort([maps:get(K, F, null) || F <- Flat])) > 1],
     {Important, Rest} = lists:partition(fun(#{key := K}) -> explaining(K) end, Diffs),
     Important ++ Rest.
-
-flatten(Prefix, M) when is_map(M) ->
-    lists:append([flatten(<<Prefix/binary, ".", (to_bin(K))/binary>>, V)
-                  || {K, V} <- lists:sort(maps:to_list(M))]);
-flatten(Prefix, V) ->
-    [{Prefix, scalar(V)}].
-
-%% Lists are summarised to one comparable value; long ones (e.g. CPU
-%% topologies) are shortened to keep the table readable.
-scalar(V) when is_binary(V); is_number(V); is_boolean(V); V =:= null -> V;
-scalar(V) when is_atom(V) -> atom_to_binary(V, utf8);
-scalar(V) ->
-    B = iolist_to_binary(beamlab_json:encode(V)),
-    case byte_size(B) > 60 of
-        true -> <<(binary:part(B, 0, 57))/binary, "...">>;
-        false -> B
-    end.
 
 explaining(Key) ->
     Lower = string:lowercase(Key),
@@ -255,36 +208,5 @@ noise(Key) ->
         orelse lists:any(fun(P) -> binary:match(Last, P) =/= nomatch end, ?NOISE)
         orelse lists:any(fun(P) -> binary:longest_common_prefix([Lower, P]) =:= byte_size(P) end,
                          ?NOISE_PREFIX).
-
-table_row(#{name := Name, unit := Unit, cells := Cells}) ->
-    [Name, Unit]
-        ++ lists:append([own_cols(C) || C <- Cells])
-        ++ lists:append([change_cols(C) || C <- tl(Cells)]).
-
-own_cols(#{present := false}) -> [null, null, null];
-own_cols(#{mean := Mean, ci_mean := CI, n := N}) -> [Mean, rel_halfwidth(Mean, CI), N].
-
-change_cols(#{present := false}) -> [null, null, null, null, <<"missing">>];
-change_cols(#{verdict := V} = C) ->
-    {Lo, Hi} = case maps:get(ci, C, null) of
-                   [L, H] -> {L, H};
-                   _ -> {null, null}
-               end,
-    [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), atom_to_binary(V, utf8)];
-change_cols(_) -> [null, null, null, null, null].
-
-rel_halfwidth(Mean, [Lo, Hi]) when is_number(Mean), Mean /= 0 ->
-    100 * (Hi - Lo) / 2 / abs(Mean);
-rel_halfwidth(_, _) -> null.
-
-jsonable({A, B}) -> [jsonable(A), jsonable(B)];
-jsonable(L) when is_list(L) -> [jsonable(X) || X <- L];
-jsonable(M) when is_map(M) -> maps:map(fun(_, V) -> jsonable(V) end, M);
-jsonable(X) -> X.
-
-to_bin(B) when is_binary(B) -> B;
-to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8);
-to_bin(I) when is_integer(I) -> integer_to_binary(I);
-to_bin(L) when is_list(L) -> unicode:characters_to_binary(L).
 
 fmt(F, A) -> unicode:characters_to_binary(io_lib:format(F, A)).

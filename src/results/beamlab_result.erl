@@ -20,7 +20,7 @@
 -module(beamlab_result).
 
 -export([new/2, benchmark/3, add_benchmarks/2, set/3, add_findings/2, finish/2,
-         finding/6, save/2, save/3, load/1, to_json/1, from_json/1, default_path/2,
+         finding/6, bound_samples/2, save/2, save/3, load/1, to_json/1, from_json/1, default_path/2,
          schema/0, version/0, tool_version/0, format_error/1]).
 
 -define(SCHEMA, <<"beamlab.result">>).
@@ -64,7 +64,7 @@
 -type finish_opts() :: #{finished_at := timestamp(), partial := boolean()}.
 -type error_reason() :: {save, file:filename_all(), term()}
                       | {load, file:filename_all(), term()}
-                      | not_a_result | {newer_version, term()} | {bad_field, [binary()], atom()}.
+                      | not_a_result | {newer_version, pos_integer()} | {bad_field, [binary()], atom()}.
 -export_type([result/0, benchmark/0, finding/0, kind/0, better/0, severity/0,
               stats/0, comparison/0, object/0, sample_info/0, section/0, error_reason/0]).
 
@@ -156,6 +156,23 @@ finding(Id, Severity, Title, Evidence, Advice, Data) ->
 finish(R, #{finished_at := At, partial := Partial}) ->
     R#{finished_at => At, partial => Partial}.
 
+%% @doc Keeps at most `Max' raw samples per benchmark: a uniform reservoir
+%% sample (`beamlab_stats_reservoir', seeded by the benchmark name so that
+%% saving twice gives the same file). `stats' stay those of every sample;
+%% `sample_info' records count, kept and method.
+-spec bound_samples(result(), pos_integer()) -> result().
+bound_samples(R = #{benchmarks := Bs}, Max) ->
+    R#{benchmarks := [bound_benchmark(B, Max) || B <- Bs]}.
+
+bound_benchmark(B = #{name := Name, samples := Samples, sample_info := Info}, Max)
+  when length(Samples) > Max ->
+    Res = beamlab_stats_reservoir:add_all(
+            beamlab_stats_reservoir:new(Max, #{seed => erlang:phash2(Name)}), Samples),
+    B#{samples := beamlab_stats_reservoir:samples(Res),
+       sample_info := Info#{kept := Max, method := reservoir}};
+bound_benchmark(B, _Max) ->
+    B.
+
 %% @doc Writes the document to `Path' atomically, creating missing
 %% directories. A directory `Path' gets the default file name inside it;
 %% that name never replaces an existing file (a `-2', `-3'... suffix is
@@ -224,8 +241,10 @@ from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V} = Json) when is_integer
     try {ok, doc(Json)}
     catch throw:{bad_field, Path, Expected} -> {error, {bad_field, lists:reverse(Path), Expected}}
     end;
-from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V}) ->
+from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V}) when is_integer(V), V > ?VERSION ->
     {error, {newer_version, V}};
+from_json(#{<<"schema">> := ?SCHEMA}) ->
+    {error, {bad_field, [<<"version">>], version}};
 from_json(_) ->
     {error, not_a_result}.
 
@@ -262,8 +281,8 @@ format_error(Reason) ->
 format_error_in(Path, not_a_result) ->
     io_lib:format("~ts is not a beamlab result file (no \"schema\": \"beamlab.result\")", [Path]);
 format_error_in(Path, {newer_version, V}) ->
-    io_lib:format("~ts has result format version ~0tp, which this beamlab does not read (it reads "
-                  "1 to ~b): upgrade beamlab", [Path, V, ?VERSION]);
+    io_lib:format("~ts has result format version ~b, newer than this beamlab reads (~b): "
+                  "upgrade beamlab", [Path, V, ?VERSION]);
 format_error_in(Path, {bad_field, Field, Expected}) ->
     io_lib:format("~ts is not a valid beamlab result: ~ts must be ~ts",
                   [Path, field_path(Field), expected(Expected)]).
@@ -294,6 +313,7 @@ expected(verdict) -> "one of faster, slower, no_difference, too_few_samples";
 expected(test) -> "one of mann_whitney, welch, none";
 expected(ci_method) -> "one of fieller, welch, none";
 expected(mw_method) -> "one of exact, normal, none";
+expected(version) -> "a format version (1, 2, ...)";
 expected(present) -> "present".
 
 %%--------------------------------------------------------------------

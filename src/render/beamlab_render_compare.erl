@@ -2,9 +2,9 @@
 %%% `text' (aligned table, benchstat spirit, with notes and the env
 %%% differences), `markdown' (ready to paste into a pull request), `csv'
 %%% (raw numbers, one row per benchmark) and `json' (the whole comparison).
--module(beamlab_report_compare).
+-module(beamlab_render_compare).
 
--export([render/2, render/3, display_rows/1, value_text/2]).
+-export([render/2, render/3, rows/1, json/1, display_rows/1, value_text/2]).
 
 -type format() :: text | markdown | csv | json.
 -export_type([format/0]).
@@ -20,9 +20,9 @@ render(Cmp, Format) ->
 %% @doc Render; options: `files' (the path of each run, shown in the legend).
 -spec render(beamlab_compare:comparison(), format(), map()) -> iodata().
 render(Cmp, json, _Opts) ->
-    [beamlab_json:encode(beamlab_compare:to_json(Cmp)), $\n];
+    [beamlab_json:encode(json(Cmp)), $\n];
 render(Cmp, csv, _Opts) ->
-    {Header, Rows} = beamlab_compare:to_rows(Cmp),
+    {Header, Rows} = rows(Cmp),
     beamlab_format_csv:encode([Header | Rows]);
 render(Cmp, markdown, Opts) ->
     {Header, Rows} = display_rows(Cmp),
@@ -37,6 +37,29 @@ render(Cmp, text, Opts) ->
      beamlab_format_table:render(Header, Rows, #{}),
      [["\n", [["note: ", N, "\n"] || N <- maps:get(notes, Cmp)]] || maps:get(notes, Cmp) =/= []],
      env_text(Cmp)].
+
+%% @doc The comparison as a table: a header and one row per benchmark, cells
+%% as plain values (binaries, numbers, `null'), shared by every format.
+%% Columns: name, unit, then per run its mean, CI half-width (percent of
+%% the mean) and n, and for each later run the change and its CI bounds
+%% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
+%% `slower', `no_difference', `too_few_samples', `unit_mismatch',
+%% `no_baseline', `missing').
+-spec rows(beamlab_compare:comparison()) -> {[binary()], [[binary() | number() | null]]}.
+rows(#{runs := Runs, rows := Rows}) ->
+    [#{label := Base} | Later] = Runs,
+    Header = [<<"name">>, <<"unit">>]
+        ++ lists:append([[<<L/binary, " mean">>, <<L/binary, " ±%"/utf8>>, <<L/binary, " n">>]
+                         || #{label := L} <- Runs])
+        ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI low">>, <<"CI high">>, <<"p">>,
+                          <<"verdict">>]
+                         || #{label := L} <- Later]),
+    {Header, [table_row(R) || R <- Rows]}.
+
+%% @doc The comparison as a JSON value (schema `beamlab.compare').
+-spec json(beamlab_compare:comparison()) -> beamlab_json:json().
+json(Cmp) ->
+    beamlab_json:canonical(Cmp#{schema => <<"beamlab.compare">>, version => 1}).
 
 %% @doc The comparison as human-readable cells (units, percentages): name,
 %% unit, each run's mean with its CI half-width, then for each later run the
@@ -165,3 +188,24 @@ value(F) when is_float(F) -> float_to_binary(F, [short]).
 to_bin(null) -> <<"-">>;
 to_bin(B) when is_binary(B) -> B;
 to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8).
+
+table_row(#{name := Name, unit := Unit, cells := Cells}) ->
+    [Name, Unit]
+        ++ lists:append([own_cols(C) || C <- Cells])
+        ++ lists:append([change_cols(C) || C <- tl(Cells)]).
+
+own_cols(#{present := false}) -> [null, null, null];
+own_cols(#{mean := Mean, ci_mean := CI, n := N}) -> [Mean, rel_halfwidth(Mean, CI), N].
+
+change_cols(#{present := false}) -> [null, null, null, null, <<"missing">>];
+change_cols(#{verdict := V} = C) ->
+    {Lo, Hi} = case maps:get(ci, C, null) of
+                   [L, H] -> {L, H};
+                   _ -> {null, null}
+               end,
+    [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), atom_to_binary(V, utf8)];
+change_cols(_) -> [null, null, null, null, null].
+
+rel_halfwidth(Mean, [Lo, Hi]) when is_number(Mean), Mean /= 0 ->
+    100 * (Hi - Lo) / 2 / abs(Mean);
+rel_halfwidth(_, _) -> null.

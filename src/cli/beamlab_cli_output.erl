@@ -1,0 +1,71 @@
+%%% @doc The one place where a command's document leaves beamlab: printed
+%%% in the format chosen on the command line (unless quiet), and saved
+%%% atomically with `--save' (raw samples bounded per benchmark, the
+%%% statistics staying those of every sample).
+-module(beamlab_cli_output).
+
+-export([emit/4, put_chars/1, unicode/1, format/1, text_opts/1]).
+
+-type format() :: text | json | csv | markdown.
+-export_type([format/0]).
+
+%% Raw samples kept per benchmark in a saved file.
+-define(MAX_SAMPLES, 10000).
+
+%% @doc Prints (unless `Quiet') and saves (with `--save') a finished
+%% document; `Mod' is the command, whose `text/2' renders the text view.
+-spec emit(module(), beamlab_result:result(), beamlab_cli_args:parsed(), boolean()) -> ok.
+emit(Mod, Doc, Parsed, Quiet) ->
+    Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
+    save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
+
+%% @doc Prints text as UTF-8: an escript's standard output starts in latin1,
+%% which would mangle `±', sparklines and non-ASCII benchmark names.
+-spec put_chars(unicode:chardata()) -> ok.
+put_chars(Text) ->
+    ok = io:setopts(standard_io, [{encoding, unicode}]),
+    io:put_chars(standard_io, Text).
+
+%% @doc Whether text output may use Unicode (±, sparklines): not with
+%% `--no-color', not in a non-UTF-8 locale.
+-spec unicode(beamlab_cli_args:parsed()) -> boolean().
+unicode(Parsed) ->
+    beamlab_format_spark:use_unicode(#{no_color => beamlab_cli_args:get(no_color, Parsed, false)}).
+
+%% @doc The options of the generic text renderer for this command line.
+-spec text_opts(beamlab_cli_args:parsed()) -> beamlab_render_text:opts().
+text_opts(Parsed) ->
+    #{unicode => unicode(Parsed)}.
+
+%% @doc The output format chosen on the command line.
+-spec format(beamlab_cli_args:parsed()) -> format().
+format(Parsed) ->
+    beamlab_cli_args:get(format, Parsed, text).
+
+render(text, Mod, Doc, Parsed) ->
+    case erlang:function_exported(Mod, text, 2) of
+        true -> Mod:text(Doc, Parsed);
+        false -> beamlab_render_text:render(Doc, text_opts(Parsed))
+    end;
+render(json, _Mod, Doc, _Parsed) ->
+    beamlab_result:to_json(Doc);
+render(csv, _Mod, Doc, _Parsed) ->
+    beamlab_render_csv:render(Doc);
+render(markdown, _Mod, Doc, _Parsed) ->
+    beamlab_render_markdown:render(Doc).
+
+save(_Doc, undefined) ->
+    ok;
+save(Doc, Where) ->
+    Bounded = beamlab_result:bound_samples(Doc, ?MAX_SAMPLES),
+    Saved = case Where of
+                auto -> beamlab_result:save(Bounded, {new, default_path(Doc)});
+                Path -> beamlab_result:save(Bounded, Path)
+            end,
+    case Saved of
+        {ok, File} -> io:format(standard_error, "saved: ~ts~n", [File]);
+        {error, Reason} -> beamlab_cli:fail("~ts", [beamlab_result:format_error(Reason)])
+    end.
+
+default_path(#{kind := Kind, started_at := Started}) ->
+    beamlab_result:default_path(Kind, Started).

@@ -1,0 +1,144 @@
+%%% @doc The text view of a micro-benchmark result (`beamlab run'), in
+%%% erlperf's layout: a basic table (code, concurrency, QPS, time per
+%%% iteration, relative rate) or an extended one with the statistics and
+%%% the verdict against the baseline; concurrency curves of squeeze runs;
+%%% the environment with `full'. Pure.
+-module(beamlab_render_bench).
+
+-export([render/2]).
+
+-type opts() :: #{unicode := boolean(), report := auto | basic | extended | full}.
+-export_type([opts/0]).
+
+%% @doc The run table; `report' is basic, extended or full (adds the
+%% environment), or auto (extended with 10 samples or more).
+-spec render(beamlab_result:result(), opts()) -> unicode:chardata().
+render(Doc, Opts) ->
+    Benches = maps:get(benchmarks, Doc),
+    Report = report_kind(maps:get(report, Opts), Benches),
+    Timed = maps:get(<<"mode">>, maps:get(params, Doc)) =:= <<"timed">>,
+    Many = length(Benches) > 1,
+    {Header, Rows} = case Report of
+                         basic -> basic(Benches, Timed, Many);
+                         _ -> extended(Benches, Timed, Many, plus_minus(Opts))
+                     end,
+    [case maps:get(partial, Doc) of
+         true -> "(interrupted: showing what was measured so far)\n";
+         false -> ""
+     end,
+     beamlab_format_table:render(Header, Rows),
+     baseline_note(Doc),
+     [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
+                    "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
+                    [N, round(lists:sum(S))])
+      || #{name := N, samples := S, extra := #{<<"less_than_one_per_sample">> := true}} <- Benches],
+     squeeze_curves(Benches),
+     case Report of
+         full -> ["\n", beamlab_render_env:render(maps:get(env, Doc))];
+         _ -> ""
+     end,
+     beamlab_render_text:findings(maps:get(findings, Doc))].
+
+%% Rel and the verdicts are against the job that actually served as the
+%% baseline; say so when it is not the one asked for.
+baseline_note(#{benchmarks := Benches, params := #{<<"baseline">> := Asked}, extra := Extra})
+  when length(Benches) > 1, is_integer(Asked) ->
+    AskedName = name(lists:nth(Asked, Benches)),
+    case maps:get(<<"baseline_used">>, Extra, Asked) of
+        Asked ->
+            "";
+        null ->
+            io_lib:format("note: baseline ~ts failed and no other job succeeded: nothing compared~n",
+                          [AskedName]);
+        Used ->
+            io_lib:format("note: baseline ~ts failed; the others are compared with ~ts instead~n",
+                          [AskedName, name(lists:nth(Used, Benches))])
+    end;
+baseline_note(_) ->
+    "".
+
+report_kind(Report, Benches) ->
+    case Report of
+        auto ->
+            Max = lists:max([length(maps:get(samples, B)) || B <- Benches]),
+            case Max >= 10 of
+                true -> extended;
+                false -> basic
+            end;
+        Kind ->
+            Kind
+    end.
+
+basic(Benches, _Timed, Many) ->
+    Header = ["Code", "||", "QPS", "Time"] ++ [ "Rel" || Many],
+    {Header, [[name(B), conc(B), qps(B), iter(B)] ++ [rel(B) || Many] || B <- Benches]}.
+
+plus_minus(Opts) ->
+    case maps:get(unicode, Opts) of
+        true -> "±";
+        false -> "+-"
+    end.
+
+extended(Benches, Timed, Many, Pm) ->
+    Header = ["Code", "||", "Samples", "Avg", "StdDev", "Median", "P99", "Iteration", "95% CI",
+              "Outliers"] ++ [H || Many, H <- ["Rel", "vs baseline"]],
+    V = fun(X) -> case Timed of
+                      true -> beamlab_format_units:duration(X);
+                      false -> beamlab_format_units:count(X)
+                  end
+        end,
+    Rows = [case maps:find(stats, B) of
+                {ok, #{n := N, mean := Mean, cv := Cv, median := Med, p99 := P99,
+                       ci_mean := {Lo, Hi}, outliers := Out}} ->
+                    [name(B), conc(B), N, V(Mean), beamlab_format_units:percent(Cv), V(Med), V(P99),
+                     iter(B), ci(Pm, Mean, Lo, Hi), outliers(Out)]
+                    ++ [X || Many, X <- [rel(B), verdict(B)]];
+                error ->
+                    [name(B), conc(B), 0, "-", "-", "-", "-", iter(B), "-", "-"]
+                    ++ [X || Many, X <- [rel(B), verdict(B)]]
+            end || B <- Benches],
+    {Header, Rows}.
+
+name(#{name := N}) -> N.
+
+conc(#{params := #{<<"concurrency">> := C}}) -> C.
+
+qps(#{extra := #{<<"status">> := <<"failed">>}}) -> "failed";
+qps(#{extra := #{<<"qps">> := Q}}) when is_number(Q) -> beamlab_format_units:count(Q);
+qps(_) -> "-".
+
+%% "< 1 iteration per sample" is reported as such rather than a fake time.
+iter(#{extra := #{<<"status">> := <<"failed">>}}) -> "-";
+iter(#{extra := #{<<"iteration_ns">> := I}}) when is_number(I) -> beamlab_format_units:duration(I);
+iter(#{extra := #{<<"less_than_one_per_sample">> := true}}) -> "> sample";
+iter(_) -> "-".
+
+rel(#{extra := #{<<"rel">> := R}}) when is_number(R) -> io_lib:format("~w%", [round(R * 100)]);
+rel(_) -> "-".
+
+ci(_Pm, Mean, _Lo, _Hi) when Mean == 0 -> "-";
+ci(Pm, Mean, Lo, Hi) -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))].
+
+outliers(#{low := L, high := H}) -> integer_to_list(L + H).
+
+verdict(#{extra := #{<<"baseline">> := true}}) -> "baseline";
+verdict(#{comparison := #{verdict := V, change := C}}) ->
+    Name = case V of
+               faster -> "faster";
+               slower -> "slower";
+               no_difference -> "no difference";
+               too_few_samples -> "too few samples"
+           end,
+    case C of
+        undefined -> Name;
+        _ -> io_lib:format("~ts ~ts", [Name, beamlab_format_units:signed_percent(C)])
+    end;
+verdict(_) -> "-".
+
+squeeze_curves(Benches) ->
+    [["\nConcurrency curve for ", Name, ":\n",
+      beamlab_format_table:render(["||", "QPS"],
+                                  [[C, beamlab_format_units:count(Q)]
+                                   || #{<<"concurrency">> := C, <<"qps">> := Q} <- Curve],
+                                  #{indent => 2})]
+     || #{name := Name, extra := #{<<"squeeze_curve">> := Curve}} <- Benches, Curve =/= []].

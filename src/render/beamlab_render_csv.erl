@@ -1,0 +1,43 @@
+%%% @doc A result document as CSV: one row per benchmark under a stable
+%%% header (RFC 4180; the columns are documented in docs/results.md).
+-module(beamlab_render_csv).
+
+-export([render/1, header/0]).
+
+%% @doc The stable CSV columns, in order.
+-spec header() -> [binary()].
+header() ->
+    [<<"kind">>, <<"name">>, <<"group">>, <<"metric">>, <<"unit">>, <<"better">>,
+     <<"n">>, <<"mean">>, <<"ci_low">>, <<"ci_high">>, <<"sd">>, <<"cv">>,
+     <<"median">>, <<"min">>, <<"p5">>, <<"p25">>, <<"p75">>, <<"p95">>, <<"p99">>, <<"max">>,
+     <<"samples_kept">>, <<"sample_method">>,
+     <<"change">>, <<"change_ci_low">>, <<"change_ci_high">>, <<"p_value">>, <<"verdict">>,
+     <<"partial">>, <<"started_at">>].
+
+%% @doc One CSV row per benchmark, header first.
+-spec render(beamlab_result:result()) -> binary().
+render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := Benchmarks}) ->
+    Rows = [begin
+                S = maps:get(stats, B, #{}),
+                C = maps:get(comparison, B, #{}),
+                {CiLo, CiHi} = interval(maps:get(ci_mean, S, null)),
+                {ChLo, ChHi} = interval(maps:get(ci, C, null)),
+                #{kept := Kept, method := Method} = Info,
+                [Kind, Name, Group, Metric, Unit, Better,
+                 maps:get(n, S, null), maps:get(mean, S, null), CiLo, CiHi,
+                 maps:get(sd, S, null), maps:get(cv, S, null), maps:get(median, S, null),
+                 maps:get(min, S, null), maps:get(p5, S, null), maps:get(p25, S, null),
+                 maps:get(p75, S, null), maps:get(p95, S, null), maps:get(p99, S, null),
+                 maps:get(max, S, null), Kept, Method,
+                 maps:get(change, C, null), ChLo, ChHi,
+                 maps:get(p_value, C, null), maps:get(verdict, C, null),
+                 Partial, Started]
+            end || B = #{name := Name, group := Group, metric := Metric, unit := Unit,
+                         better := Better, sample_info := Info} <- Benchmarks],
+    beamlab_format_csv:encode([header() | [[null_undefined(F) || F <- R] || R <- Rows]]).
+
+interval({Lo, Hi}) -> {Lo, Hi};
+interval(_) -> {null, null}.
+
+null_undefined(undefined) -> null;
+null_undefined(V) -> V.

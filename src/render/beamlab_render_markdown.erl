@@ -1,0 +1,42 @@
+%%% @doc A result document as a GitHub Markdown table, ready to paste into
+%%% a pull request: title line, environment summary, the benchmarks with
+%%% their verdicts, the findings.
+-module(beamlab_render_markdown).
+
+-export([render/1]).
+
+%% @doc The Markdown view of a document.
+-spec render(beamlab_result:result()) -> binary().
+render(Result = #{kind := Kind, command := Command, partial := Partial, findings := Findings}) ->
+    Header = [<<"Benchmark">>, <<"n">>, <<"Mean">>, <<"95% CI">>, <<"Median">>, <<"P99">>,
+              <<"Change">>, <<"Verdict">>],
+    Rows = [row(B) || B <- maps:get(benchmarks, Result)],
+    unicode:characters_to_binary(
+      [io_lib:format("**beamlab ~ts** `~ts`", [Kind, lists:join(" ", Command)]),
+       [" — **partial run** (interrupted)" || Partial],
+       "\n\n", beamlab_result_env:summary(Result), "\n\n",
+       beamlab_format_markdown:table(Header, Rows,
+                                     [left, right, right, right, right, right, right, left]),
+       [["\n", [io_lib:format("- **~ts** ~ts: ~ts~n",
+                              [Severity, beamlab_format_markdown:cell(Title),
+                               beamlab_format_markdown:cell(Evidence)])
+                || #{severity := Severity, title := Title, evidence := Evidence} <- Findings]]
+        || Findings =/= []]]).
+
+row(B = #{name := Name, unit := Unit}) ->
+    V = fun(X) -> unicode:characters_to_binary(beamlab_format_units:value(X, Unit)) end,
+    case maps:find(stats, B) of
+        {ok, S = #{n := N, mean := Mean, median := Med, p99 := P99}} ->
+            {Lo, Hi} = maps:get(ci_mean, S),
+            Ci = iolist_to_binary(["[", V(Lo), ", ", V(Hi), "]"]),
+            {Change, Verdict} = case maps:get(comparison, B, #{}) of
+                                    #{change := Ch, verdict := Vd} when is_number(Ch) ->
+                                        {list_to_binary(beamlab_format_units:signed_percent(Ch)),
+                                         atom_to_binary(Vd)};
+                                    #{verdict := Vd} -> {<<>>, atom_to_binary(Vd)};
+                                    _ -> {<<>>, <<>>}
+                                end,
+            [Name, N, V(Mean), Ci, V(Med), V(P99), Change, Verdict];
+        error ->
+            [Name, 0, <<"-">>, <<"-">>, <<"-">>, <<"-">>, <<>>, <<"failed">>]
+    end.

@@ -1,0 +1,67 @@
+%%% @doc Views of a result's `env' and `params' sections: flattened to
+%%% dotted paths for side-by-side comparison, and summarised in one line.
+-module(beamlab_result_env).
+
+-export([flat/1, summary/1]).
+
+-type scalar() :: binary() | number() | boolean() | null.
+-export_type([scalar/0]).
+
+%% Lists longer than this (e.g. CPU topologies) are shortened in flat views.
+-define(MAX_SCALAR_BYTES, 60).
+
+%% @doc The `env' and `params' of a result as sorted `{DottedPath, Value}'
+%% pairs with scalar values (long lists shortened), for side-by-side views.
+-spec flat(beamlab_result:result()) -> [{binary(), scalar()}].
+flat(Result) ->
+    flatten(<<"env">>, maps:get(env, Result, #{})) ++ flatten(<<"params">>, maps:get(params, Result, #{})).
+
+%% @doc One line describing the machine and VM of a run, e.g.
+%% `OTP 25 · erts 13.1.5 · jit · 2 schedulers · bind unbound · AMD EPYC ·
+%% linux · 6.18.44'; only the facts the env report has.
+-spec summary(beamlab_result:result()) -> binary().
+summary(Result) ->
+    Flat = flatten(<<"env">>, maps:get(env, Result, #{})),
+    %% First key ending in one of the suffixes (env reports nest them, e.g.
+    %% env.otp.release; flat spellings are accepted too).
+    Pick = fun(Suffixes) ->
+                   case [V || Suf <- Suffixes, {K, V} <- Flat, V =/= null, V =/= <<>>,
+                              ends_with(K, <<".", Suf/binary>>)] of
+                       [First | _] -> First;
+                       [] -> undefined
+                   end
+           end,
+    Parts = [{"OTP ~ts", Pick([<<"otp.release">>, <<"otp_release">>])},
+             {"erts ~ts", Pick([<<"otp.erts">>, <<"erts_version">>])},
+             {"~ts", Pick([<<"emu_flavor">>])},
+             {"~ts schedulers", Pick([<<"schedulers.online">>, <<"schedulers_online">>])},
+             {"bind ~ts", Pick([<<"bind_type">>])},
+             {"~ts", Pick([<<"cpu.model">>, <<"cpu_model">>])},
+             {"~ts", Pick([<<"os.name">>])},
+             {"~ts", Pick([<<"os.kernel_version">>])}],
+    Text = [io_lib:format(F, [beamlab_format_units:to_binary(V)]) || {F, V} <- Parts, V =/= undefined],
+    case Text of
+        [] -> <<"env: not recorded">>;
+        _ -> unicode:characters_to_binary(lists:join(" · ", Text))
+    end.
+
+ends_with(Bin, Suffix) ->
+    byte_size(Bin) >= byte_size(Suffix) andalso
+        binary:part(Bin, byte_size(Bin) - byte_size(Suffix), byte_size(Suffix)) =:= Suffix.
+
+flatten(Prefix, M) when is_map(M) ->
+    lists:append([flatten(<<Prefix/binary, ".", (beamlab_format_units:to_binary(K))/binary>>, V)
+                  || {K, V} <- lists:sort(maps:to_list(M))]);
+flatten(Prefix, V) ->
+    [{Prefix, scalar(V)}].
+
+%% Lists are summarised to one comparable value; long ones are shortened
+%% to keep tables readable.
+scalar(V) when is_binary(V); is_number(V); is_boolean(V); V =:= null -> V;
+scalar(V) when is_atom(V) -> atom_to_binary(V, utf8);
+scalar(V) ->
+    B = iolist_to_binary(beamlab_json:encode(V)),
+    case byte_size(B) > ?MAX_SCALAR_BYTES of
+        true -> <<(binary:part(B, 0, ?MAX_SCALAR_BYTES - 3))/binary, "...">>;
+        false -> B
+    end.
