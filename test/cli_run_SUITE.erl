@@ -53,7 +53,7 @@ json_output(_) ->
     #{code := 0, out := Out} = cli(["ok.", "timer:sleep(1).", "-d", "50", "-s", "3",
                                      "--format", "json"]),
     Doc = json(Out),
-    #{kind := <<"bench">>, schema := <<"beamlab.result">>, partial := false,
+    #{kind := bench, schema := <<"beamlab.result">>, partial := false,
       benchmarks := [A, B], params := #{<<"mode">> := <<"continuous">>}} = Doc,
     #{name := <<"ok.">>, samples := [_, _, _], unit := <<"iterations">>} = A,
     #{name := <<"timer:sleep(1).">>, comparison := #{verdict := _}} = B,
@@ -205,7 +205,7 @@ save_result(_) ->
     R = #{code := 0, dir := Dir} = cli(["ok.", "-d", "50", "-s", "1", "--save", "out.json"]),
     ct:log("~p", [R]),
     {ok, Doc} = beamlab_result:load(filename:join(Dir, "out.json")),
-    #{kind := <<"bench">>} = Doc.
+    #{kind := bench} = Doc.
 
 %% Ctrl-C: SIGINT to the process group, as a terminal does. The run stops,
 %% prints the samples taken so far and exits 130.

@@ -66,9 +66,9 @@ every_kind_renders(Config) ->
 single_run_renders(Config) ->
     %% With a failed benchmark (no samples, no stats) beside a measured one.
     R0 = beamlab_results_fixtures:result(<<"bench">>),
-    Failed = #{name => <<"crashed">>, group => <<"bench">>, metric => <<"time">>, unit => <<"ns">>,
-               better => <<"lower">>, samples => [], params => #{}, counters => #{},
-               extra => #{error => <<"badarith">>}},
+    Failed = beamlab_result:benchmark(<<"crashed">>, [], #{group => <<"bench">>, metric => <<"time">>,
+                                                            unit => <<"ns">>, better => lower,
+                                                            extra => #{error => <<"badarith">>}}),
     R = R0#{benchmarks := maps:get(benchmarks, R0) ++ [Failed]},
     {Body, Dom} = render(Config, "one.html", [{<<"only">>, R}]),
     ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),

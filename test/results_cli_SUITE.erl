@@ -190,8 +190,8 @@ run_save_compare_report(Config) ->
     #{code := 0, err := ErrA} = cli(["ok.", "-d", "50", "-s", "5", "--save", A]),
     ?assertNotEqual(nomatch, binary:match(ErrA, <<"saved: ">>)),
     #{code := 0} = cli(["ok.", "-d", "50", "-s", "5", "--save", B]),
-    {ok, #{kind := <<"bench">>, partial := false, benchmarks := [Bench]}} = beamlab_result:load(A),
-    #{sample_info := #{count := 5, kept := 5, method := <<"all">>}} = Bench,
+    {ok, #{kind := bench, partial := false, benchmarks := [Bench]}} = beamlab_result:load(A),
+    #{sample_info := #{count := 5, kept := 5, method := all}} = Bench,
     #{code := 0, out := Out} = cli(["compare", A, B]),
     ct:log("~ts", [Out]),
     ?assertNotEqual(nomatch, binary:match(Out, <<"run-b vs run-a">>)),
@@ -208,11 +208,11 @@ run_formats(Config) ->
     %% JSON printed is a result document compare and report read.
     J = filename:join(Dir, "printed.json"),
     ok = file:write_file(J, Json),
-    {ok, #{kind := <<"bench">>}} = beamlab_result:load(J),
+    {ok, #{kind := bench}} = beamlab_result:load(J),
     #{code := 0} = cli(["compare", J, J]),
     #{code := 0, out := Csv} = cli(Base ++ ["--format", "csv"]),
     {ok, [Header, _Row]} = beamlab_format_csv:decode(Csv),
-    ?assertEqual(beamlab_output:csv_header(), Header),
+    ?assertEqual(beamlab_render_csv:header(), Header),
     #{code := 0, out := Md} = cli(Base ++ ["--format", "markdown"]),
     ?assertMatch({match, _}, re:run(Md, <<"^\\| Benchmark \\| n \\| Mean ">>, [multiline])).
 

@@ -10,10 +10,21 @@
 
 -type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
 -type opts() :: #{confidence => float(), labels => [binary()]}.
--type comparison() :: #{runs := [map()], rows := [map()], unpaired := [map()],
-                        env_diff := [map()], notes := [binary()],
-                        confidence := float()}.
--export_type([run/0, opts/0, comparison/0]).
+-type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
+                      started_at := binary()}.
+-type cell() :: #{label := binary(), present := boolean(), n => non_neg_integer(),
+                  mean => number() | null, ci_mean => [number()] | null,
+                  change => number() | null, ci => [number()] | null, p_value => number() | null,
+                  test => mann_whitney | welch | none, verdict => verdict()}.
+-type verdict() :: faster | slower | no_difference | too_few_samples | unit_mismatch | no_baseline.
+-type row() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
+                 metric := binary(), group := binary(), cells := [cell()]}.
+-type comparison() :: #{runs := [run_info()], rows := [row()],
+                        unpaired := [#{name := binary(), missing_in := [binary()]}],
+                        env_diff := [#{key := binary(), values := [beamlab_result_env:scalar()]}],
+                        notes := [binary()], confidence := float()}.
+-type error_reason() :: {too_few_runs, non_neg_integer()}.
+-export_type([run/0, opts/0, comparison/0, row/0, cell/0, verdict/0, error_reason/0]).
 
 %% Env keys that commonly explain a performance change, shown first.
 -define(EXPLAINING, [<<"otp">>, <<"release">>, <<"erts">>, <<"flavo">>, <<"jit">>,
@@ -35,12 +46,12 @@
 -define(NOISE_EXACT, [<<"time">>, <<"t">>, <<"ts">>]).
 
 %% @doc Compare runs at the default 95% confidence.
--spec compare([run()]) -> {ok, comparison()} | {error, term()}.
+-spec compare([run()]) -> {ok, comparison()} | {error, error_reason()}.
 compare(Runs) ->
     compare(Runs, #{}).
 
 %% @doc Compare two or more runs; the first one is the baseline.
--spec compare([run()], opts()) -> {ok, comparison()} | {error, term()}.
+-spec compare([run()], opts()) -> {ok, comparison()} | {error, error_reason()}.
 compare(Runs, _Opts) when length(Runs) < 2 ->
     {error, {too_few_runs, length(Runs)}};
 compare(Runs, Opts) ->
@@ -70,17 +81,15 @@ slower_than(#{rows := Rows}, Pct) ->
 
 %% @doc How much worse (as a fraction, positive = worse) a cell's change is,
 %% given the benchmark's `better' direction.
--spec worse_by(map(), beamlab_result:better()) -> float().
+-spec worse_by(cell(), beamlab_result:better()) -> float().
 worse_by(#{change := Change}, higher) when is_number(Change) -> -Change * 1.0;
 worse_by(#{change := Change}, _Lower) when is_number(Change) -> Change * 1.0;
 worse_by(_, _) -> 0.0.
 
 %% @doc One line for each error `compare/2' returns.
--spec format_error(term()) -> iolist().
+-spec format_error(error_reason()) -> iolist().
 format_error({too_few_runs, N}) ->
-    io_lib:format("compare needs at least two runs, got ~b", [N]);
-format_error(Other) ->
-    io_lib:format("compare: ~p", [Other]).
+    io_lib:format("compare needs at least two runs, got ~b", [N]).
 
 %% Internals
 

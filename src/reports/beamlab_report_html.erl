@@ -11,7 +11,8 @@
 
 -export([render/1, render/2, write/2, write/3, model/1, format_error/1]).
 
--type run() :: {Label :: binary(), Result :: map()}.
+-type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
+-type error_reason() :: no_runs | {write, file:filename_all(), file:posix() | badarg | terminated}.
 -type opts() :: #{title => binary()}.
 -export_type([run/0, opts/0]).
 
@@ -25,12 +26,12 @@
                      <<"S">>]).
 
 %% @doc The report page for `Runs' (the first run is the baseline).
--spec render([run()]) -> {ok, binary()} | {error, term()}.
+-spec render([run()]) -> {ok, binary()} | {error, error_reason()}.
 render(Runs) ->
     render(Runs, #{}).
 
 %% @doc The report page with options (`title').
--spec render([run()], opts()) -> {ok, binary()} | {error, term()}.
+-spec render([run()], opts()) -> {ok, binary()} | {error, error_reason()}.
 render([], _Opts) ->
     {error, no_runs};
 render(Runs, Opts) ->
@@ -53,13 +54,13 @@ render(Runs, Opts) ->
             <<"<script>\n">>, beamlab_report_assets:js(), <<"</script>\n</body>\n</html>\n">>])}.
 
 %% @doc Render and write `Path' atomically.
--spec write(file:filename_all(), [run()]) -> ok | {error, term()}.
+-spec write(file:filename_all(), [run()]) -> ok | {error, error_reason()}.
 write(Path, Runs) ->
     write(Path, Runs, #{}).
 
 %% @doc Render with options and write `Path' atomically (temporary file in
 %% the same directory, then rename), so a reader never sees half a page.
--spec write(file:filename_all(), [run()], opts()) -> ok | {error, term()}.
+-spec write(file:filename_all(), [run()], opts()) -> ok | {error, error_reason()}.
 write(Path, Runs, Opts) ->
     case render(Runs, Opts) of
         {ok, Html} ->
@@ -71,20 +72,18 @@ write(Path, Runs, Opts) ->
     end.
 
 %% @doc The JSON-safe model the page draws from.
--spec model([run()]) -> map().
+-spec model([run()]) -> #{runs := [map()], env := map(), compare := map() | null}.
 model(Runs) ->
     #{runs => [run_model(L, R) || {L, R} <- Runs],
       env => env_table(Runs),
       compare => compare_model(Runs)}.
 
 %% @doc One line for each error of this module.
--spec format_error(term()) -> iolist().
+-spec format_error(error_reason()) -> iolist().
 format_error(no_runs) ->
     "report needs at least one run";
 format_error({write, Path, Reason}) ->
-    io_lib:format("cannot write ~ts: ~ts", [Path, file:format_error(Reason)]);
-format_error(Other) ->
-    io_lib:format("report: ~p", [Other]).
+    io_lib:format("cannot write ~ts: ~ts", [Path, file:format_error(Reason)]).
 
 %% Internals: the model
 
