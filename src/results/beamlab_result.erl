@@ -213,8 +213,8 @@ save_new(Json, Path, N) ->
 %% @doc Reads and checks a saved document.
 -spec load(file:filename()) -> {ok, result()} | {error, error_reason()}.
 load(Path) ->
-    case file:read_file_info(Path) of
-        {ok, #{size := Size}} when Size > ?MAX_FILE_BYTES -> {error, {load, Path, {too_large, Size}}};
+    case filelib:file_size(Path) of
+        Size when Size > ?MAX_FILE_BYTES -> {error, {load, Path, {too_large, Size}}};
         _ ->
             case file:read_file(Path) of
                 {ok, Bin} ->
