@@ -27,13 +27,21 @@
 %%%
 %%% `benchmark/3' returns the full result document (samples, statistics,
 %%% comparisons against the baseline, squeeze curve, findings); it is the
-%%% same document `beamlab run --format json' prints.
+%%% same document `beamlab run --format json' prints, without the
+%%% environment report and with an empty `command'.
+%%%
+%%% Options not given take {@link beamlab_engine:default_run_opts/0}, the
+%%% same defaults as the CLI; the short forms also turn the pre-flight
+%%% checks off (`checks => false'), as their findings would not be seen.
 -module(beamlab).
 
 -export([run/1, run/2, run/3, compare/2, time/2, benchmark/3, format_error/1]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
--export_type([code/0]).
+-type options() :: beamlab_engine:options().
+-type mode_opts() :: beamlab_engine:mode_opts().
+-type error_reason() :: {job_failed, binary(), binary()} | beamlab_engine:error_reason().
+-export_type([code/0, options/0, mode_opts/0, error_reason/0]).
 
 %% @doc Iterations per second of `Code' with the default options
 %% (3 samples of 1 s, one worker).
@@ -45,7 +53,7 @@ run(Code) ->
 %% {@link beamlab_engine}: `concurrency', `samples', `duration', `warmup',
 %% `loop', `rel_ci', `cv', `isolated', ...). In timed mode (`loop') the
 %% figure is still iterations per second.
--spec run(code(), map()) -> non_neg_integer().
+-spec run(code(), options()) -> non_neg_integer().
 run(Code, RunOpts) ->
     [Bench] = benchmarks([Code], RunOpts, undefined),
     qps(Bench).
@@ -53,17 +61,18 @@ run(Code, RunOpts) ->
 %% @doc With `ModeOpts' a map (`min', `max', `step', `threshold'): concurrency
 %% estimation, returning `{IterationsPerSecond, BestConcurrency}'. With
 %% `undefined', the same as `run/2'.
--spec run(code(), map(), undefined | map()) ->
+-spec run(code(), options(), mode_opts()) ->
           non_neg_integer() | {non_neg_integer(), non_neg_integer()}.
 run(Code, RunOpts, undefined) ->
     run(Code, RunOpts);
 run(Code, RunOpts, ModeOpts) when is_map(ModeOpts) ->
     [Bench] = benchmarks([Code], RunOpts, ModeOpts),
-    {qps(Bench), maps:get(concurrency, maps:get(params, Bench))}.
+    #{params := #{<<"concurrency">> := C}} = Bench,
+    {qps(Bench), C}.
 
 %% @doc Runs several codes side by side (interleaved samples) and returns
 %% the iterations per second of each, in order.
--spec compare([code()], map()) -> [non_neg_integer()].
+-spec compare([code()], options()) -> [non_neg_integer()].
 compare(Codes, RunOpts) ->
     [qps(B) || B <- benchmarks(Codes, RunOpts, undefined)].
 
@@ -75,12 +84,14 @@ time(Code, Count) ->
     Ns div 1000.
 
 %% @doc Full result document (kind `bench') for several jobs.
--spec benchmark([code()], map(), undefined | map()) -> {ok, map()} | {error, term()}.
+-spec benchmark([code()], options(), mode_opts()) ->
+          {ok, beamlab_result:result()} | {error, beamlab_engine:error_reason()}.
 benchmark(Codes, RunOpts, ModeOpts) ->
-    beamlab_engine:run([code_map(C) || C <- Codes], RunOpts, ModeOpts).
+    Opts = maps:merge(beamlab_engine:default_run_opts(), RunOpts),
+    beamlab_engine:run([code_map(C) || C <- Codes], Opts, ModeOpts).
 
 %% @doc One line explaining an error raised by this module.
--spec format_error(term()) -> iolist().
+-spec format_error(error_reason()) -> iolist().
 format_error({job_failed, Name, Message}) ->
     io_lib:format("~ts: ~ts", [Name, Message]);
 format_error(Reason) ->
@@ -93,17 +104,18 @@ format_error(Reason) ->
 code_map(#{runner := _} = Map) -> Map;
 code_map(Callable) -> #{runner => Callable}.
 
+%% Result sections are JSON objects: their keys are binaries.
 benchmarks(Codes, RunOpts, ModeOpts) ->
-    Opts = maps:merge(#{checks => false}, RunOpts),
-    case benchmark(Codes, Opts, ModeOpts) of
+    case benchmark(Codes, maps:merge(#{checks => false}, RunOpts), ModeOpts) of
         {ok, #{benchmarks := Benches}} ->
-            [case maps:get(extra, B) of
-                 #{status := <<"ok">>} -> B;
-                 #{error := Msg} -> error({beamlab, {job_failed, maps:get(name, B), Msg}})
+            [case B of
+                 #{extra := #{<<"status">> := <<"ok">>}} -> B;
+                 #{name := Name, extra := #{<<"error">> := Msg}} ->
+                     error({beamlab, {job_failed, Name, Msg}})
              end || B <- Benches];
         {error, Reason} ->
             error({beamlab, Reason})
     end.
 
-qps(#{extra := #{qps := Q}}) when is_number(Q) -> round(Q);
+qps(#{extra := #{<<"qps">> := Q}}) when is_number(Q) -> round(Q);
 qps(_) -> 0.

@@ -49,3 +49,42 @@ compile_error_is_run_error_test() ->
                                     undefined),
     ?assertEqual("x(.: runner: 1:3: syntax error before: '.'",
                  lists:flatten(beamlab_engine:format_error(R))).
+
+%% -pa: every directory is checked before any is added; the first given
+%% comes first on the path; only what was added is reported (and removed).
+add_code_paths_test() ->
+    Base = filename:join(os:getenv("TMPDIR", "/tmp"), "beamlab_pa_" ++ os:getpid()),
+    [A, B] = [filename:join(Base, D) || D <- ["a", "b"]],
+    ok = filelib:ensure_path(A),
+    ok = filelib:ensure_path(B),
+    Missing = filename:join(Base, "missing"),
+    try
+        ?assertEqual({error, {no_such_directory, Missing}},
+                     beamlab_engine:add_code_paths([A, Missing])),
+        ?assertNot(lists:member(A, code:get_path())),
+        ?assertEqual({ok, [A, B]}, beamlab_engine:add_code_paths([A, B, A])),
+        ?assertMatch([A, B | _], code:get_path()),
+        ?assertEqual({ok, []}, beamlab_engine:add_code_paths([B])),
+        ok = beamlab_engine:remove_code_paths([A, B]),
+        ?assertEqual([], [P || P <- code:get_path(), P =:= A orelse P =:= B])
+    after
+        _ = beamlab_engine:remove_code_paths([A, B]),
+        _ = file:del_dir_r(Base)
+    end.
+
+%% The command line is the caller's: recorded as given, empty by default.
+command_is_given_test() ->
+    Run = fun(Opts) ->
+                  {ok, Doc} = beamlab_engine:run([#{runner => "ok."}],
+                                                 Opts#{checks => false, samples => 1,
+                                                       duration => 10}, undefined),
+                  Doc
+          end,
+    ?assertMatch(#{command := [], kind := bench}, Run(#{})),
+    ?assertMatch(#{command := [<<"beamlab">>, <<"ok.">>]},
+                 Run(#{command => ["beamlab", <<"ok.">>]})).
+
+default_run_opts_test() ->
+    D = beamlab_engine:default_run_opts(),
+    ?assertMatch(#{concurrency := 1, samples := 3, duration := 1000, warmup := 0,
+                   command := [], checks := true}, D).

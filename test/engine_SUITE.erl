@@ -33,25 +33,26 @@ bench(Doc) ->
     [B] = maps:get(benchmarks, Doc),
     B.
 
-status(B) -> maps:get(status, maps:get(extra, B)).
-err(B) -> maps:get(error, maps:get(extra, B)).
+%% Free-form sections (params, extra) are JSON objects: binary keys.
+status(B) -> maps:get(<<"status">>, maps:get(extra, B)).
+err(B) -> maps:get(<<"error">>, maps:get(extra, B)).
 
 %%--------------------------------------------------------------------
 
 continuous_basic(_) ->
     Doc = run([#{runner => "rand:uniform()."}], #{}),
-    #{kind := <<"bench">>, partial := false, schema := <<"beamlab.result">>} = Doc,
+    #{kind := bench, partial := false, schema := <<"beamlab.result">>} = Doc,
     B = bench(Doc),
     <<"ok">> = status(B),
-    #{samples := S, stats := #{n := 3}, unit := <<"iterations">>, better := <<"higher">>} = B,
+    #{samples := S, stats := #{n := 3}, unit := <<"iterations">>, better := higher} = B,
     3 = length(S),
     true = lists:all(fun(X) -> is_integer(X) andalso X > 0 end, S),
-    #{qps := Q, iteration_ns := I} = maps:get(extra, B),
+    #{<<"qps">> := Q, <<"iteration_ns">> := I} = maps:get(extra, B),
     true = Q > 0 andalso I > 0.
 
 continuous_concurrency(_) ->
     B = bench(run([#{runner => "timer:sleep(5)."}], #{concurrency => 3, duration => 100})),
-    #{params := #{concurrency := 3}} = B,
+    #{params := #{<<"concurrency">> := 3}} = B,
     %% three sleepers complete about 3x what one does: each sample well over 1 sleeper's ~20
     true = lists:all(fun(X) -> X > 25 end, maps:get(samples, B)).
 
@@ -59,10 +60,10 @@ timed_mode(_) ->
     Doc = run([#{runner => "put(n, case get(n) of undefined -> 1; N -> N + 1 end)."}],
               #{loop => 1000, samples => 4}),
     B = bench(Doc),
-    #{unit := <<"ns">>, better := <<"lower">>, samples := S} = B,
+    #{unit := <<"ns">>, better := lower, samples := S} = B,
     4 = length(S),
-    #{mode := <<"timed">>} = maps:get(params, Doc),
-    #{iterations_per_sample := 1000, iteration_ns := I} = maps:get(extra, B),
+    #{<<"mode">> := <<"timed">>} = maps:get(params, Doc),
+    #{<<"iterations_per_sample">> := 1000, <<"iteration_ns">> := I} = maps:get(extra, B),
     true = I > 0.
 
 runner_forms(_) ->
@@ -124,11 +125,11 @@ squeeze_mode(_) ->
     {ok, Doc} = beamlab_engine:run([#{runner => "timer:sleep(2)."}],
                                    opts(#{samples => 1}), #{min => 1, max => 3, threshold => 2}),
     B = bench(Doc),
-    #{squeeze_curve := Curve} = maps:get(extra, B),
+    #{<<"squeeze_curve">> := Curve} = maps:get(extra, B),
     %% sleepers scale: every step gains, so the whole range is walked
-    [1, 2, 3] = [C || #{concurrency := C} <- Curve],
-    #{params := #{concurrency := 3}} = B,
-    #{mode := <<"squeeze">>} = maps:get(params, Doc).
+    [1, 2, 3] = [C || #{<<"concurrency">> := C} <- Curve],
+    #{params := #{<<"concurrency">> := 3}} = B,
+    #{<<"mode">> := <<"squeeze">>} = maps:get(params, Doc).
 
 stopping_rule_rel_ci(_) ->
     %% timer:sleep(1) has a steady rate: a loose target converges quickly
@@ -231,19 +232,19 @@ slower_than_sample(_) ->
     <<"ok">> = status(B),
     S = maps:get(samples, B),
     true = lists:member(0, S),
-    #{mean_iterations_per_sample := M} = maps:get(extra, B),
+    #{<<"mean_iterations_per_sample">> := M} = maps:get(extra, B),
     true = M < 1,
     #{stats := #{n := 4}} = B.
 
 several_jobs_baseline(_) ->
     Doc = run([#{runner => "timer:sleep(1)."}, #{runner => "timer:sleep(10)."}], #{samples => 6}),
     [Base, Slow] = maps:get(benchmarks, Doc),
-    #{baseline := true} = maps:get(extra, Base),
-    #{baseline := false, rel := Rel} = maps:get(extra, Slow),
+    #{<<"baseline">> := true} = maps:get(extra, Base),
+    #{<<"baseline">> := false, <<"rel">> := Rel} = maps:get(extra, Slow),
     true = Rel < 0.5,
     #{comparison := #{verdict := slower, change := C}} = Slow,
     true = C < -0.5,
-    true = maps:get(interleaved, maps:get(extra, Doc)).
+    true = maps:get(<<"interleaved">>, maps:get(extra, Doc)).
 
 baseline_by_label(_) ->
     Doc = run([#{runner => "timer:sleep(10).", label => "slow"},
@@ -251,11 +252,11 @@ baseline_by_label(_) ->
               #{samples => 4, baseline => <<"fast">>}),
     [Slow, Fast] = maps:get(benchmarks, Doc),
     <<"slow">> = maps:get(name, Slow),
-    #{baseline := true} = maps:get(extra, Fast),
+    #{<<"baseline">> := true} = maps:get(extra, Fast),
     #{comparison := #{verdict := slower}} = Slow,
-    #{params := #{baseline := 2}} = Doc,
+    #{params := #{<<"baseline">> := 2}} = Doc,
     Doc2 = run([#{runner => "ok."}, #{runner => "ok."}], #{samples => 1, baseline => 2}),
-    [#{name := <<"ok.">>}, #{name := <<"ok. #2">>, extra := #{baseline := true}}] =
+    [#{name := <<"ok.">>}, #{name := <<"ok. #2">>, extra := #{<<"baseline">> := true}}] =
         maps:get(benchmarks, Doc2).
 
 %% A failed baseline is replaced by the first job that succeeded; the
@@ -264,27 +265,27 @@ failed_baseline_falls_back(_) ->
     Doc = run([#{runner => "erlang:error(boom)."}, #{runner => "timer:sleep(1)."},
                #{runner => "timer:sleep(10)."}], #{samples => 4}),
     [Bad, Fast, Slow] = maps:get(benchmarks, Doc),
-    #{baseline := false, rel := null} = maps:get(extra, Bad),
+    #{<<"baseline">> := false, <<"rel">> := null} = maps:get(extra, Bad),
     false = maps:is_key(comparison, Bad),
-    #{baseline := true, rel := 1.0} = maps:get(extra, Fast),
-    #{baseline := false, rel := Rel} = maps:get(extra, Slow),
+    #{<<"baseline">> := true, <<"rel">> := 1.0} = maps:get(extra, Fast),
+    #{<<"baseline">> := false, <<"rel">> := Rel} = maps:get(extra, Slow),
     true = Rel < 0.5,
     #{comparison := #{verdict := slower}} = Slow,
-    #{params := #{baseline := 1}, extra := #{baseline_used := 2}} = Doc,
+    #{params := #{<<"baseline">> := 1}, extra := #{<<"baseline_used">> := 2}} = Doc,
     %% --baseline naming a failed job: same fallback
     Doc2 = run([#{runner => "ok.", label => "a"}, #{runner => "exit(x).", label => "b"},
                 #{runner => "ok.", label => "c"}], #{samples => 2, baseline => <<"b">>}),
-    #{params := #{baseline := 2}, extra := #{baseline_used := 1}} = Doc2,
-    [#{extra := #{baseline := true}}, #{extra := #{baseline := false}},
-     #{extra := #{baseline := false, rel := R3}}] = maps:get(benchmarks, Doc2),
+    #{params := #{<<"baseline">> := 2}, extra := #{<<"baseline_used">> := 1}} = Doc2,
+    [#{extra := #{<<"baseline">> := true}}, #{extra := #{<<"baseline">> := false}},
+     #{extra := #{<<"baseline">> := false, <<"rel">> := R3}}] = maps:get(benchmarks, Doc2),
     true = is_float(R3),
     %% nothing succeeded: nothing is compared
     Doc3 = run([#{runner => "exit(x)."}, #{runner => "exit(y)."}], #{samples => 1}),
-    #{extra := #{baseline_used := null}} = Doc3,
-    [] = [B || B = #{extra := #{baseline := true}} <- maps:get(benchmarks, Doc3)],
+    #{extra := #{<<"baseline_used">> := null}} = Doc3,
+    [] = [B || B = #{extra := #{<<"baseline">> := true}} <- maps:get(benchmarks, Doc3)],
     [] = [B || B = #{comparison := _} <- maps:get(benchmarks, Doc3)],
     %% a healthy baseline is used as asked
-    #{extra := #{baseline_used := 1}} = run([#{runner => "ok."}, #{runner => "ok."}], #{samples => 1}).
+    #{extra := #{<<"baseline_used">> := 1}} = run([#{runner => "ok."}, #{runner => "ok."}], #{samples => 1}).
 
 %% Interleaving: jobs take turns. Each runner logs when an iteration
 %% completes; ordered by time, the log must switch between the jobs about
@@ -322,7 +323,7 @@ interrupt_gives_partial(_) ->
 busy_wait_timer(_) ->
     Doc = run([#{runner => "timer:sleep(1)."}, #{runner => "ok."}],
               #{busy_wait => true, samples => 2, duration => 100}),
-    #{extra := #{timer := #{busy_wait := true}}} = Doc,
+    #{extra := #{<<"timer">> := #{<<"busy_wait">> := true}}} = Doc,
     [#{samples := [S1, S2]}, #{samples := [_, _]}] = maps:get(benchmarks, Doc),
     %% ~1 ms per iteration in 100 ms samples
     true = S1 > 10 andalso S2 > 10.
@@ -378,7 +379,7 @@ isolated_fresh_vm(Config) ->
     Doc = run([#{runner => "ok.", init => Hook("a")}, #{runner => "ok.", init => Hook("b")}],
               #{samples => 1, isolated => true}),
     [<<"ok">>, <<"ok">>] = [status(B) || B <- maps:get(benchmarks, Doc)],
-    true = maps:get(isolated, maps:get(extra, Doc)),
+    true = maps:get(<<"isolated">>, maps:get(extra, Doc)),
     {ok, A} = file:read_file(filename:join(Dir, "a")),
     {ok, B} = file:read_file(filename:join(Dir, "b")),
     Here = list_to_binary(os:getpid()),

@@ -46,16 +46,16 @@ run(Name, Params) -> run(Name, Params, #{repeat => 1, warmup => false}).
 run(Name, Params, Opts) ->
     {ok, Plan} = beamlab_suite:plan([Name], quick, #{list_to_binary(Name) => Params}),
     {ok, Doc} = beamlab_suite:run(Plan, Opts),
-    ?assertEqual([], maps:get(failures, maps:get(extra, Doc))),
+    ?assertEqual([], maps:get(<<"failures">>, maps:get(extra, Doc))),
     maps:get(benchmarks, Doc).
 
-ok_check(#{extra := #{check := C}}) -> ?assertEqual(<<"ok">>, C).
+ok_check(#{extra := #{<<"check">> := C}}) -> ?assertEqual(<<"ok">>, C).
 
 fib(_) ->
     [B] = run("fib", #{n => ["20"]}),
     ok_check(B),
     %% fib(20) makes 2*fib(21)-1 calls.
-    ?assertEqual(#{calls => 2 * 10946 - 1}, maps:get(counters, B)),
+    ?assertEqual(#{<<"calls">> => 2 * 10946 - 1}, maps:get(counters, B)),
     ?assertMatch(#{unit := <<"ms">>, params := #{<<"n">> := 20}}, B).
 
 spawn_variants(_) ->
@@ -63,31 +63,31 @@ spawn_variants(_) ->
     ?assertEqual([<<"spawn[variant=plain]">>, <<"spawn[variant=link]">>,
                   <<"spawn[variant=monitor]">>], [N || #{name := N} <- Bs]),
     [begin ok_check(B),
-           ?assertEqual(#{spawned => 500, finished => 500}, maps:get(counters, B))
+           ?assertEqual(#{<<"spawned">> => 500, <<"finished">> => 500}, maps:get(counters, B))
      end || B <- Bs].
 
 skynet(_) ->
     [B] = run("skynet", #{size => ["1000"]}),
     ok_check(B),
-    ?assertEqual(#{processes => 1111, sum => 499500}, maps:get(counters, B)).
+    ?assertEqual(#{<<"processes">> => 1111, <<"sum">> => 499500}, maps:get(counters, B)).
 
 send(_) ->
     [B] = run("send", #{n => ["1234"]}),
     ok_check(B),
-    ?assertEqual(#{sent => 1234, received => 1234}, maps:get(counters, B)).
+    ?assertEqual(#{<<"sent">> => 1234, <<"received">> => 1234}, maps:get(counters, B)).
 
 ping_pong_local(_) ->
     Bs = run("ping_pong", #{n => ["300"], size => ["0", "100"], payload => ["list", "binary"]}),
     ?assertEqual(4, length(Bs)),
     [begin ok_check(B),
-           ?assertEqual(#{sent => 300, received => 300, ponged => 300}, maps:get(counters, B))
+           ?assertEqual(#{<<"sent">> => 300, <<"received">> => 300, <<"ponged">> => 300}, maps:get(counters, B))
      end || B <- Bs],
     ?assertEqual(<<"ping_pong[size=100,payload=binary]">>, maps:get(name, lists:last(Bs))).
 
 ping_pong_peer(_) ->
     [B] = run("ping_pong", #{n => ["200"], size => ["10"], payload => ["list"], vm => ["peer"]}),
     ok_check(B),
-    ?assertEqual(#{sent => 200, received => 200, ponged => 200}, maps:get(counters, B)),
+    ?assertEqual(#{<<"sent">> => 200, <<"received">> => 200, <<"ponged">> => 200}, maps:get(counters, B)),
     ?assertMatch(#{<<"vm">> := <<"peer">>}, maps:get(params, B)).
 
 %% A node the suite did not start, without beamlab's code: the workload
@@ -100,7 +100,7 @@ ping_pong_remote(_) ->
         [B] = run("ping_pong", #{n => ["100"], size => ["3"], payload => ["binary"],
                                  node => [atom_to_list(Node)]}),
         ok_check(B),
-        ?assertEqual(#{sent => 100, received => 100, ponged => 100}, maps:get(counters, B)),
+        ?assertEqual(#{<<"sent">> => 100, <<"received">> => 100, <<"ponged">> => 100}, maps:get(counters, B)),
         ?assertMatch(#{<<"vm">> := <<"remote">>}, maps:get(params, B)),
         ?assertMatch({file, _}, beamlab_runtime_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]))
     after
@@ -110,8 +110,8 @@ ping_pong_remote(_) ->
 ring_hops(_) ->
     Bs = run("ring", #{n => ["1", "7", "100"], m => ["3"]}),
     Hops = [C || #{metric := <<"hop">>, counters := C} <- Bs],
-    ?assertEqual([#{processes => 1, hops => 3}, #{processes => 7, hops => 21},
-                  #{processes => 100, hops => 300}], Hops),
+    ?assertEqual([#{<<"processes">> => 1, <<"hops">> => 3}, #{<<"processes">> => 7, <<"hops">> => 21},
+                  #{<<"processes">> => 100, <<"hops">> => 300}], Hops),
     [ok_check(B) || B <- Bs],
     %% creation is reported as its own benchmark
     ?assertEqual([<<"ring[n=1]/create">>, <<"ring[n=7]/create">>, <<"ring[n=100]/create">>],
@@ -120,18 +120,18 @@ ring_hops(_) ->
 thread_ring(_) ->
     [B] = run("thread_ring", #{n => ["503"], token => ["1000"]}),
     ok_check(B),
-    ?assertEqual(#{hops => 1000, winner => 1000 rem 503 + 1}, maps:get(counters, B)).
+    ?assertEqual(#{<<"hops">> => 1000, <<"winner">> => 1000 rem 503 + 1}, maps:get(counters, B)).
 
 big(_) ->
     [B] = run("big", #{n => ["10"], m => ["30"]}),
     ok_check(B),
-    ?assertEqual(#{pings_sent => 300, pings_answered => 300, pongs_received => 300},
+    ?assertEqual(#{<<"pings_sent">> => 300, <<"pings_answered">> => 300, <<"pongs_received">> => 300},
                  maps:get(counters, B)).
 
 bang(_) ->
     [B] = run("bang", #{senders => ["7"], m => ["50"]}),
     ok_check(B),
-    ?assertEqual(#{sent => 350, received => 350}, maps:get(counters, B)).
+    ?assertEqual(#{<<"sent">> => 350, <<"received">> => 350}, maps:get(counters, B)).
 
 message_load_conservation(_) ->
     Bs = run("message_load", #{procs => ["8"], wait => ["2"], warmup => ["100"],
@@ -140,23 +140,23 @@ message_load_conservation(_) ->
     ok_check(Good),
     ?assertEqual([<<"flushput">>, <<"latency_mean">>, <<"latency_p99">>],
                  [M || #{metric := M} <- Secondary]),
-    #{sent := S, received := R, flushed := F, in_flight := I,
-      measured_received := MR} = maps:get(counters, Good),
+    #{<<"sent">> := S, <<"received">> := R, <<"flushed">> := F, <<"in_flight">> := I,
+      <<"measured_received">> := MR} = maps:get(counters, Good),
     ?assertEqual(S, R + F + I),
     ?assert(MR > 0 andalso MR =< R),
-    #{latency_us := Lat, series := Series} = maps:get(extra, Good),
-    ?assertEqual(MR, maps:get(count, Lat)),
-    #{p50 := P50, p99 := P99, max := Max} = Lat,
+    #{<<"latency_us">> := Lat, <<"series">> := Series} = maps:get(extra, Good),
+    ?assertEqual(MR, maps:get(<<"count">>, Lat)),
+    #{<<"p50">> := P50, <<"p99">> := P99, <<"max">> := Max} = Lat,
     ?assert(P50 =< P99 andalso P99 =< Max),
     %% 1.2 s measured: two per-second points, summing to the measured goodput
-    ?assertEqual([1, 2], [Sec || #{second := Sec} <- Series]),
-    ?assertEqual(MR, lists:sum([G || #{goodput := G} <- Series])).
+    ?assertEqual([1, 2], [Sec || #{<<"second">> := Sec} <- Series]),
+    ?assertEqual(MR, lists:sum([G || #{<<"goodput">> := G} <- Series])).
 
 selective_receive_shapes(_) ->
     Bs = run("selective_receive", #{queued => ["3000"], k => ["200"]}),
     [Fresh, Opaque] = Bs,
     [begin ok_check(B),
-           ?assertEqual(#{received => 200, queued => 3000}, maps:get(counters, B))
+           ?assertEqual(#{<<"received">> => 200, <<"queued">> => 3000}, maps:get(counters, B))
      end || B <- Bs],
     ?assertEqual(<<"selective_receive[ref=fresh]">>, maps:get(name, Fresh)),
     ?assertEqual(<<"selective_receive[ref=opaque]">>, maps:get(name, Opaque)).
@@ -184,8 +184,8 @@ serialization(_) ->
     Bs = run("serialization", #{k => ["3"], compressed => ["0", "6"], term => ["map_of_lists"]}),
     [Plain, Compressed] = Bs,
     [ok_check(B) || B <- Bs],
-    #{encoded_bytes := S0} = maps:get(counters, Plain),
-    #{encoded_bytes := S6} = maps:get(counters, Compressed),
+    #{<<"encoded_bytes">> := S0} = maps:get(counters, Plain),
+    #{<<"encoded_bytes">> := S6} = maps:get(counters, Compressed),
     ?assertEqual(byte_size(term_to_binary(beamlab_workload_serialization:term(map_of_lists),
                                           [{minor_version, 1}])), S0),
     ?assert(S6 < S0).
@@ -194,24 +194,25 @@ ets(_) ->
     Bs = run("ets", #{readers => ["3"], writers => ["2"], ops => ["400"], keys => ["50"]}),
     ?assertEqual(4, length(Bs)),
     [begin ok_check(B),
-           ?assertEqual(#{lookups => 1200, found => 1200, inserts => 800}, maps:get(counters, B))
+           ?assertEqual(#{<<"lookups">> => 1200, <<"found">> => 1200, <<"inserts">> => 800}, maps:get(counters, B))
      end || B <- Bs].
 
 gen_server(_) ->
     [B] = run("gen_server", #{clients => ["5"], calls => ["40"]}),
     ok_check(B),
-    ?assertEqual(#{calls => 200, replies => 200, handled => 200}, maps:get(counters, B)).
+    ?assertEqual(#{<<"calls">> => 200, <<"replies">> => 200, <<"handled">> => 200}, maps:get(counters, B)).
 
 %% --- harness -------------------------------------------------------------
 
 failed_check_reported(_) ->
     [B] = run("suite_test_workload", #{mode => ["bad_check"]}),
-    ?assertEqual(<<"failed: answer: expected 42, got 41">>, maps:get(check, maps:get(extra, B))).
+    ?assertEqual(<<"failed: answer: expected 42, got 41">>, maps:get(<<"check">>, maps:get(extra, B))).
 
 isolated_vm_for_process_limit(_) ->
     Limit = erlang:system_info(process_limit),
     [B] = run("suite_test_workload", #{mode => ["ok"], procs => [integer_to_list(Limit + 1000)]}),
-    #{process_limit := L, node := N} = maps:get(counters, B),
+    %% Counters are a JSON object in the document: binary keys.
+    #{<<"process_limit">> := L, <<"node">> := N} = maps:get(counters, B),
     ?assert(L > Limit),
     ?assertNotEqual(atom_to_binary(node()), N).
 
@@ -219,7 +220,7 @@ not_enough_memory(_) ->
     {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
                                     #{<<"suite_test_workload">> => #{procs => ["100000000000"]}}),
     {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
-    [#{name := <<"suite_test_workload">>, error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    [#{<<"name">> := <<"suite_test_workload">>, <<"error">> := Msg}] = maps:get(<<"failures">>, maps:get(extra, Doc)),
     ?assertMatch({match, _}, re:run(Msg, "^needs about \\d+ MB for 100000010000 processes "
                                          "but only \\d+ MB of memory is available$")),
     ?assertEqual([], maps:get(benchmarks, Doc)).
@@ -228,7 +229,7 @@ repetition_timeout(_) ->
     {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
                                     #{<<"suite_test_workload">> => #{mode => ["sleep"]}}),
     {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 3, timeout => 300}),
-    [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    [#{<<"error">> := Msg}] = maps:get(<<"failures">>, maps:get(extra, Doc)),
     ?assertEqual(<<"a repetition took longer than the timeout (0 s)">>, Msg).
 
 interrupt_partial(_) ->
@@ -251,7 +252,7 @@ crash_reported(_) ->
     {ok, Plan} = beamlab_suite:plan(["suite_test_workload"], quick,
                                     #{<<"suite_test_workload">> => #{mode => ["crash"]}}),
     {ok, Doc} = beamlab_suite:run(Plan, #{repeat => 1}),
-    [#{error := Msg}] = maps:get(failures, maps:get(extra, Doc)),
+    [#{<<"error">> := Msg}] = maps:get(<<"failures">>, maps:get(extra, Doc)),
     ?assertMatch({match, _}, re:run(Msg, "^run crashed: error:\\{badmatch,41\\} in suite_test_workload:run/2 \\(line \\d+\\)$")).
 
 %% A user workload (not in beamlab) used by the harness and CLI tests.
@@ -335,7 +336,7 @@ cli_json_parsed_back(_) ->
                                     "-n", "3", "--format", "json"]),
     {ok, Json} = beamlab_json:decode(Out),
     {ok, Doc} = beamlab_result:from_json(Json),
-    ?assertMatch(#{kind := <<"suite">>, partial := false}, Doc),
+    ?assertMatch(#{kind := suite, partial := false}, Doc),
     Bs = maps:get(benchmarks, Doc),
     ?assertEqual([<<"ring[n=10]">>, <<"ring[n=10]/create">>, <<"ring[n=20]">>,
                   <<"ring[n=20]/create">>, <<"fib">>], [N || #{name := N} <- Bs]),

@@ -5,7 +5,9 @@
 %%% checks, starts the jobs, samples them (continuous, timed or concurrency
 %%% estimation), stops them and returns the result document (kind `bench').
 %%%
-%%% RunOpts (all optional):
+%%% Options are a subset of `run_opts()': every key missing is taken
+%%% from {@link default_run_opts/0}, the one place the defaults are written
+%%% (the CLI's option defaults and the public API read them from there):
 %%% <ul>
 %%%   <li>`concurrency' (1), `samples' (3), `duration' ms (1000), `warmup' (0);</li>
 %%%   <li>`loop' N: timed mode, N iterations per sample;</li>
@@ -18,47 +20,136 @@
 %%%       succeeded is used instead (`extra.baseline_used');</li>
 %%%   <li>`isolated' (false), `vm_args' (string), `code_paths' ([string()]):
 %%%       run each job in a fresh VM;</li>
-%%%   <li>`confidence' (0.95), `progress' (fun((map()) -> any())),
-%%%       `command' ([binary()], recorded in the result), `checks' (true),
-%%%       `busy_wait' (true forces the busy-wait sample timer the timer check
-%%%       would choose when timers fire late);</li>
+%%%   <li>`confidence' (0.95), `progress' (fun((progress()) -> any())),
+%%%       `command' (the command line recorded in the result, given by the
+%%%       caller; default []), `checks' (true), `busy_wait' (true forces the
+%%%       busy-wait sample timer the timer check would choose when timers
+%%%       fire late);</li>
 %%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_runtime_telemetry},
 %%%       with each job's iteration rate) into the result; `verbose' (false)
 %%%       also prints it live, one line a second, on stderr.</li>
 %%% </ul>
 %%% ModeOpts: `undefined', or a map with `min', `max', `step', `threshold'
 %%% for concurrency estimation (see {@link beamlab_engine_squeeze}).
+%%%
+%%% {@link add_code_paths/1} is the one implementation of `-pa': the CLI
+%%% calls it for this VM, the isolated mode for its compile check.
 -module(beamlab_engine).
 
--export([run/3, measure/3, format_error/1, default_run_opts/0]).
+-export([run/3, measure/3, format_error/1, default_run_opts/0, add_code_paths/1,
+         remove_code_paths/1]).
 
--export_type([job_spec/0, run_opts/0, mode_opts/0, outcome/0]).
+-export_type([job_spec/0, run_opts/0, options/0, mode_opts/0, outcome/0, progress/0,
+              curve_point/0, error_reason/0]).
 
 -type job_spec() :: beamlab_engine_code:code_map().
--type run_opts() :: map().
--type mode_opts() :: undefined | map().
+%% Every run option, as {@link default_run_opts/0} returns them.
+-type run_opts() :: #{concurrency := pos_integer(),
+                      samples := pos_integer(),
+                      duration := pos_integer(),              % ms per sample
+                      warmup := non_neg_integer(),
+                      loop := undefined | pos_integer(),      % timed mode
+                      rel_ci := undefined | float(),
+                      cv := undefined | float(),
+                      max_samples := pos_integer(),
+                      max_time := pos_integer(),              % ms
+                      deadline := pos_integer(),              % ms
+                      baseline := pos_integer() | unicode:chardata(),
+                      isolated := boolean(),
+                      vm_args := string(),
+                      code_paths := [file:filename()],
+                      confidence := float(),
+                      progress := undefined | fun((progress()) -> any()),
+                      command := [unicode:chardata()],
+                      checks := boolean(),
+                      busy_wait := undefined | boolean(),
+                      telemetry := boolean(),
+                      verbose := boolean()}.
+%% What callers pass: any subset of run_opts(). `labels' is internal (the
+%% unique job names, passed from run/3 to measure/3).
+-type options() :: #{concurrency => pos_integer(),
+                     samples => pos_integer(),
+                     duration => pos_integer(),
+                     warmup => non_neg_integer(),
+                     loop => undefined | pos_integer(),
+                     rel_ci => undefined | float(),
+                     cv => undefined | float(),
+                     max_samples => pos_integer(),
+                     max_time => pos_integer(),
+                     deadline => pos_integer(),
+                     baseline => pos_integer() | unicode:chardata(),
+                     isolated => boolean(),
+                     vm_args => string(),
+                     code_paths => [file:filename()],
+                     confidence => float(),
+                     progress => undefined | fun((progress()) -> any()),
+                     command => [unicode:chardata()],
+                     checks => boolean(),
+                     busy_wait => undefined | boolean(),
+                     telemetry => boolean(),
+                     verbose => boolean(),
+                     labels => [binary()]}.
+-type mode_opts() :: undefined | beamlab_engine_squeeze:given_opts().
+-type progress() :: beamlab_engine_sampler:progress().
+-type curve_point() :: #{concurrency := pos_integer(), mean := float(), samples := [number()]}.
 -type outcome() :: #{label := binary(),
                      samples := [number()],
                      times := [non_neg_integer()],
-                     status := ok | {error, term()},
+                     status := ok | {error, beamlab_engine_job:failure() | {isolated, term()}
+                                               | error_reason()},
                      concurrency := non_neg_integer(),
-                     curve => [map()]}.
+                     curve => [curve_point()]}.
+-type error_reason() :: no_jobs
+                      | {compile, pos_integer(), binary(), term()}
+                      | {bad_option, atom(), term()}
+                      | {conflict, atom(), atom()}
+                      | {bad_baseline, term()}
+                      | {no_such_directory, file:filename()}.
 
-%% @doc Defaults of every run option.
--spec default_run_opts() -> map().
+%% @doc Defaults of every run option: the one source of them.
+-spec default_run_opts() -> run_opts().
 default_run_opts() ->
     #{concurrency => 1, samples => 3, duration => 1000, warmup => 0, loop => undefined,
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
       deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
-      confidence => 0.95, progress => undefined, command => beamlab_cli:argv(), checks => true,
+      confidence => 0.95, progress => undefined, command => [], checks => true,
       busy_wait => undefined, telemetry => false, verbose => false}.
 
-%% @doc Runs a benchmark and returns the result document.
--spec run([job_spec()], run_opts(), mode_opts()) -> {ok, map()} | {error, term()}.
+%% @doc Puts `-pa' directories at the front of this VM's code path, first
+%% given first (as `erl -pa' does). Directories already on the path are
+%% left where they are. All are checked before any is added. Returns the
+%% directories added, for {@link remove_code_paths/1}.
+-spec add_code_paths([file:filename()]) ->
+          {ok, [file:filename()]} | {error, {no_such_directory, file:filename()}}.
+add_code_paths(Dirs) ->
+    case [D || D <- Dirs, not filelib:is_dir(D)] of
+        [Missing | _] ->
+            {error, {no_such_directory, Missing}};
+        [] ->
+            Path = code:get_path(),
+            New = dedup([D || D <- Dirs, not lists:member(D, Path)]),
+            %% add_pathsa/1 reverses its argument on the path.
+            ok = code:add_pathsa(lists:reverse(New)),
+            {ok, New}
+    end.
+
+%% @doc Removes directories added by {@link add_code_paths/1}.
+-spec remove_code_paths([file:filename()]) -> ok.
+remove_code_paths(Dirs) ->
+    _ = [code:del_path(D) || D <- Dirs],
+    ok.
+
+dedup([]) -> [];
+dedup([D | Rest]) -> [D | dedup([X || X <- Rest, X =/= D])].
+
+%% @doc Runs a benchmark and returns the result document (kind `bench',
+%% without an environment report: the caller attaches one if it wants).
+-spec run([job_spec()], options(), mode_opts()) ->
+          {ok, beamlab_result:result()} | {error, error_reason()}.
 run([], _RunOpts, _ModeOpts) ->
     {error, no_jobs};
 run(Jobs, RunOpts0, ModeOpts) ->
-    Started = now_rfc3339(),
+    Started = beamlab_runtime_clock:rfc3339(),
     RunOpts = maps:merge(default_run_opts(), RunOpts0),
     maybe_result(
       fun() ->
@@ -76,9 +167,10 @@ run(Jobs, RunOpts0, ModeOpts) ->
                   end,
               flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
-              Doc = document(Labelled, Base, Opts1, ModeOpts, Findings, Timer#{busy_wait := Busy},
-                             Interrupted, Started),
-              {ok, Doc#{telemetry := Telemetry}}
+              {ok, document(Labelled, Base, Opts1, ModeOpts,
+                            #{findings => Findings, timer => Timer#{busy_wait := Busy},
+                              partial => Interrupted, started_at => Started,
+                              telemetry => Telemetry})}
       end).
 
 %% The sampler leaves an interrupt in the mailbox so every loop level sees
@@ -98,8 +190,9 @@ maybe_result(Fun) ->
 %% (used by `run/3' and, inside each fresh VM, by the isolated mode).
 %% A compile error in any job is an error of the whole run; a failing hook
 %% or runner only marks its own job.
--spec measure([job_spec()], run_opts(), mode_opts()) ->
-          #{outcomes := [outcome()], interrupted := boolean(), telemetry := map()}.
+-spec measure([job_spec()], options(), mode_opts()) ->
+          #{outcomes := [outcome()], interrupted := boolean(),
+            telemetry := beamlab_runtime_telemetry:series()}.
 measure(Jobs, RunOpts0, ModeOpts) ->
     RunOpts = maps:merge(default_run_opts(), RunOpts0),
     Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
@@ -303,10 +396,12 @@ baseline_index(L, Labels) when is_binary(L); is_list(L) ->
 baseline_index(Other, _) ->
     throw({beamlab_engine, {bad_baseline, Other}}).
 
-%% @doc One line for an engine error.
--spec format_error(term()) -> iolist().
+%% @doc One line for an engine error or a job's failure.
+-spec format_error(error_reason() | beamlab_engine_job:failure() | {isolated, term()}) -> iolist().
 format_error(no_jobs) ->
     "no code to benchmark";
+format_error({no_such_directory, Dir}) ->
+    io_lib:format("~ts: no such directory", [Dir]);
 format_error({compile, _I, Label, Reason}) ->
     io_lib:format("~ts: ~ts", [Label, beamlab_engine_code:format_error(Reason)]);
 format_error({bad_option, Key, Value}) ->
@@ -324,49 +419,53 @@ format_error(Other) ->
 %% Result document
 %%====================================================================
 
-document(Outcomes, Base, RunOpts, ModeOpts, Findings, Timer, Interrupted, Started) ->
+document(Outcomes, Base, RunOpts, ModeOpts, #{findings := Findings, timer := Timer,
+                                                 partial := Partial, started_at := Started,
+                                                 telemetry := Telemetry}) ->
     Mode = case maps:get(loop, RunOpts) of
                undefined when ModeOpts =:= undefined -> continuous;
                undefined -> squeeze;
                _ -> timed
            end,
-    Conf = maps:get(confidence, RunOpts),
-    Benches0 = [benchmark(O, Mode, RunOpts) || O <- Outcomes],
-    Used = used_baseline(Base, Benches0),
-    Indexed = lists:zip(lists:seq(1, length(Benches0)), Benches0),
-    Benches = case Used of
-                  none -> [not_compared(B) || B <- Benches0];
-                  _ -> [compare(B, lists:nth(Used, Benches0), I =:= Used, Conf) || {I, B} <- Indexed]
-              end,
-    Doc = beamlab_result:new(bench, #{params => params(Mode, RunOpts, ModeOpts, Base),
-                                      command => maps:get(command, RunOpts)}),
-    Doc1 = beamlab_result:add_benchmarks(Doc#{started_at := Started}, Benches),
-    beamlab_result:finish(
-      Doc1#{findings := Findings,
-            extra := #{timer => Timer,
-                       interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
-                       isolated => maps:get(isolated, RunOpts),
-                       baseline_used => case Used of none -> null; _ -> Used end}},
-      #{partial => Interrupted}).
+    Used = used_baseline(Base, Outcomes),
+    Indexed = lists:zip(lists:seq(1, length(Outcomes)), Outcomes),
+    BaseOutcome = case Used of
+                      none -> none;
+                      _ -> lists:nth(Used, Outcomes)
+                  end,
+    Benches = [benchmark(O, role(I, Used), BaseOutcome, Mode, RunOpts) || {I, O} <- Indexed],
+    Doc0 = beamlab_result:new(bench, #{command => maps:get(command, RunOpts),
+                                       started_at => Started,
+                                       params => params(Mode, RunOpts, ModeOpts, Base)}),
+    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc0, Benches), Findings),
+    Doc2 = beamlab_result:set(
+             extra, #{timer => Timer,
+                      interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
+                      isolated => maps:get(isolated, RunOpts),
+                      baseline_used => case Used of none -> null; _ -> Used end}, Doc1),
+    Doc3 = beamlab_result:set(telemetry, Telemetry, Doc2),
+    beamlab_result:finish(Doc3, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                  partial => Partial}).
 
 %% A failed job is no yardstick: when the requested baseline failed, the
 %% first job that succeeded takes its place (`params.baseline' keeps the
 %% request, `extra.baseline_used' says which one was used); `none' when
 %% every job failed.
-used_baseline(Base, Benches) ->
-    Ok = fun(B) -> maps:get(status, maps:get(extra, B)) =:= <<"ok">> end,
-    case Ok(lists:nth(Base, Benches)) of
+used_baseline(Base, Outcomes) ->
+    Ok = fun(#{status := S}) -> S =:= ok end,
+    case Ok(lists:nth(Base, Outcomes)) of
         true ->
             Base;
         false ->
-            case [I || {I, B} <- lists:zip(lists:seq(1, length(Benches)), Benches), Ok(B)] of
+            case [I || {I, O} <- lists:zip(lists:seq(1, length(Outcomes)), Outcomes), Ok(O)] of
                 [First | _] -> First;
                 [] -> none
             end
     end.
 
-not_compared(B) ->
-    B#{extra := (maps:get(extra, B))#{baseline => false, rel => null}}.
+role(_I, none) -> not_compared;
+role(I, I) -> baseline;
+role(_I, _Used) -> compared.
 
 params(Mode, RunOpts, ModeOpts, Base) ->
     P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
@@ -379,38 +478,67 @@ params(Mode, RunOpts, ModeOpts, Base) ->
         end,
     maps:merge(P1#{mode => atom_to_binary(Mode), baseline => Base}, Q).
 
-benchmark(#{label := Label, samples := Samples, times := Times, status := Status,
-            concurrency := C} = O, Mode, RunOpts) ->
+benchmark(#{label := Label, samples := Samples} = O, Role, BaseOutcome, Mode, RunOpts) ->
     Timed = Mode =:= timed,
     {Metric, Unit, Better} = case Timed of
-                                 true -> {<<"time">>, <<"ns">>, <<"lower">>};
-                                 false -> {<<"throughput">>, <<"iterations">>, <<"higher">>}
+                                 true -> {<<"time">>, <<"ns">>, lower};
+                                 false -> {<<"throughput">>, <<"iterations">>, higher}
                              end,
-    N = length(Samples),
+    Conf = maps:get(confidence, RunOpts),
+    Extra = extra(O, Mode, RunOpts),
+    {Relation, Comparison} = relation(Role, O, Extra, BaseOutcome, Mode, RunOpts, Better),
+    Opts0 = #{group => <<"run">>, metric => Metric, unit => Unit, better => Better,
+              params => #{concurrency => maps:get(concurrency, O), mode => atom_to_binary(Mode),
+                          sample => case Timed of
+                                        true -> #{iterations => maps:get(loop, RunOpts)};
+                                        false -> #{duration_ms => maps:get(duration, RunOpts)}
+                                    end},
+              counters => #{},
+              extra => maps:merge(Extra, Relation)},
+    Opts = case Comparison of
+               none -> Opts0;
+               C -> Opts0#{comparison => C}
+           end,
+    B = beamlab_result:benchmark(Label, Samples, Opts),
+    %% beamlab_result:benchmark/3 summarises at the default confidence; the
+    %% run's own confidence is applied here.
+    case Samples of
+        [] -> B;
+        _ -> B#{stats := beamlab_stats:summary(Samples, #{confidence => Conf})}
+    end.
+
+extra(#{samples := Samples, times := Times, status := Status, concurrency := C} = O,
+      Mode, RunOpts) ->
     Rates = rates(Mode, Samples, Times, C, RunOpts),
     Extra0 = Rates#{status => status_name(Status), mode => atom_to_binary(Mode)},
     Extra1 = case Status of
                  ok -> Extra0;
                  {error, F} -> Extra0#{error => iolist_to_binary(format_error(F))}
              end,
-    Extra = case maps:find(curve, O) of
-                {ok, Curve} -> Extra1#{squeeze_curve => [curve_point(P, RunOpts) || P <- Curve]};
-                error -> Extra1
-            end,
-    B = #{name => Label, group => <<"run">>, metric => Metric, unit => Unit, better => Better,
-          samples => Samples,
-          sample_info => #{count => N, kept => N, method => <<"all">>},
-          params => #{concurrency => C, mode => atom_to_binary(Mode),
-                      sample => case Timed of
-                                    true -> #{iterations => maps:get(loop, RunOpts)};
-                                    false -> #{duration_ms => maps:get(duration, RunOpts)}
-                                end},
-          counters => #{},
-          extra => Extra},
-    case N of
-        0 -> B;
-        _ -> B#{stats => beamlab_stats:summary(Samples, #{confidence => maps:get(confidence, RunOpts)})}
+    case maps:find(curve, O) of
+        {ok, Curve} -> Extra1#{squeeze_curve => [curve_point(P, RunOpts) || P <- Curve]};
+        error -> Extra1
     end.
+
+%% `baseline'/`rel' (throughput relative to the baseline's) in extra, and
+%% the statistical comparison when both sides have samples.
+relation(not_compared, _O, _Extra, _Base, _Mode, _RunOpts, _Better) ->
+    {#{baseline => false, rel => null}, none};
+relation(baseline, _O, _Extra, _Base, _Mode, _RunOpts, _Better) ->
+    {#{baseline => true, rel => 1.0}, none};
+relation(compared, #{samples := S}, #{qps := Q}, #{samples := BS} = Base, Mode, RunOpts,
+         Better) ->
+    #{qps := BQ} = extra(Base, Mode, RunOpts),
+    Rel = case is_number(Q) andalso is_number(BQ) andalso BQ > 0 of
+              true -> Q / BQ;
+              false -> null
+          end,
+    Comparison = case S =/= [] andalso BS =/= [] of
+                     true -> beamlab_stats:compare(BS, S, #{better => Better,
+                                                           confidence => maps:get(confidence, RunOpts)});
+                     false -> none
+                 end,
+    {#{baseline => false, rel => Rel}, Comparison}.
 
 curve_point(#{concurrency := C, mean := Mean, samples := S}, #{duration := D}) ->
     #{concurrency => C, mean => Mean, samples => S, qps => Mean * 1000 / D}.
@@ -438,23 +566,3 @@ rates(_Continuous, Samples, Times, C, _RunOpts) ->
         0 -> Base#{qps => 0.0, iteration_ns => null};
         _ -> Base#{qps => Iters * 1.0e9 / Ns, iteration_ns => Ns * C / Iters}
     end.
-
-compare(B, _BaseBench, true, _Conf) ->
-    B#{extra := (maps:get(extra, B))#{baseline => true, rel => 1.0}};
-compare(#{samples := S, extra := Extra} = B, #{samples := BS, extra := BExtra}, false, Conf) ->
-    Rel = case {maps:get(qps, Extra), maps:get(qps, BExtra)} of
-              {Q, BQ} when is_number(Q), is_number(BQ), BQ > 0 -> Q / BQ;
-              _ -> null
-          end,
-    B1 = B#{extra := Extra#{baseline => false, rel => Rel}},
-    case S =/= [] andalso BS =/= [] of
-        true ->
-            Better = binary_to_atom(maps:get(better, B)),
-            B1#{comparison => beamlab_stats:compare(BS, S, #{better => Better, confidence => Conf})};
-        false ->
-            B1
-    end.
-
-now_rfc3339() ->
-    list_to_binary(calendar:system_time_to_rfc3339(erlang:system_time(millisecond),
-                                                   [{unit, millisecond}, {offset, "Z"}])).

@@ -38,7 +38,7 @@
 -type callable() :: string() | binary() | fun() | {module(), atom(), [term()]}.
 -type code_map() :: #{runner := callable(), init => callable(),
                       init_runner => callable(), done => callable(),
-                      atom() => term()}.
+                      label => unicode:chardata()}.
 -type role() :: runner | init | init_runner | done.
 -opaque exec() :: #{module := module(),
                     runner_arity := 0..2,

@@ -19,21 +19,24 @@
 %% @doc Measures each job in its own fresh VM; returns the outcomes in job
 %% order and whether an interrupt cut the run short. A VM that cannot be
 %% started or dies fails only its job.
--spec run([beamlab_engine:job_spec()], map(), beamlab_engine:mode_opts()) ->
-          #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(), telemetry := map()}.
+-spec run([beamlab_engine:job_spec()], beamlab_engine:run_opts(), beamlab_engine:mode_opts()) ->
+          #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(),
+            telemetry := beamlab_runtime_telemetry:series()}.
 run(Jobs, RunOpts, ModeOpts) ->
     %% Compile here first: a syntax error is reported before any VM starts.
-    %% The children's code paths are added meanwhile, so calls into the
-    %% user's modules are checked against them.
-    Paths = [P || P <- maps:get(code_paths, RunOpts, []), not lists:member(P, code:get_path())],
-    ok = code:add_pathsa(Paths),
+    %% The children's code paths are added meanwhile (only for this check),
+    %% so calls into the user's modules are checked against them.
+    Paths = case beamlab_engine:add_code_paths(maps:get(code_paths, RunOpts)) of
+                {ok, Added} -> Added;
+                {error, Reason} -> throw({beamlab_engine, Reason})
+            end,
     _ = try
             [case beamlab_engine_code:compile(J) of
                  {ok, E} -> beamlab_engine_code:purge(E);
                  {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
              end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)]
         after
-            _ = [code:del_path(P) || P <- Paths]
+            beamlab_engine:remove_code_paths(Paths)
         end,
     %% Telemetry and progress stay in this VM's domain; the child runs plain.
     Remote = maps:without([progress, isolated, labels],
@@ -54,8 +57,8 @@ label(#{label := L}) -> unicode:characters_to_binary(L);
 label(#{runner := R}) -> beamlab_engine_code:source_label(R).
 
 one(Job, Remote, ModeOpts, RunOpts) ->
-    VmOpts = #{args => beamlab_runtime_peer:split_args(maps:get(vm_args, RunOpts, "")),
-               paths => maps:get(code_paths, RunOpts, [])},
+    VmOpts = #{args => beamlab_runtime_peer:split_args(maps:get(vm_args, RunOpts)),
+               paths => maps:get(code_paths, RunOpts)},
     case beamlab_runtime_peer:start(VmOpts) of
         {ok, Vm} ->
             try measure_in(Vm, Job, Remote, ModeOpts)
@@ -93,8 +96,11 @@ wait(Peer, Ref, Forwarded) ->
     end.
 
 %% @doc Runs inside the child VM: measures one job and returns its outcome.
--spec remote_measure(beamlab_engine:job_spec(), map(), beamlab_engine:mode_opts()) ->
-          {ok, map()} | {error, term()}.
+-spec remote_measure(beamlab_engine:job_spec(), beamlab_engine:options(),
+                     beamlab_engine:mode_opts()) ->
+          {ok, #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(),
+                 telemetry := beamlab_runtime_telemetry:series()}}
+        | {error, beamlab_engine:error_reason()}.
 remote_measure(Job, RunOpts, ModeOpts) ->
     true = register(?RUNNER, self()),
     try

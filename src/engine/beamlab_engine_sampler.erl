@@ -27,7 +27,7 @@
 
 -export([run/2, timer_overshoot/0, default_opts/0]).
 
--export_type([opts/0, outcome/0]).
+-export_type([opts/0, outcome/0, progress/0]).
 
 -type opts() :: #{mode := continuous | timed,
                   duration := pos_integer(),          % ms per sample (continuous)
@@ -40,7 +40,10 @@
                   max_time := pos_integer(),          % ms
                   deadline := pos_integer(),          % ms
                   busy_wait := boolean(),
-                  progress := undefined | fun((map()) -> any())}.
+                  progress := undefined | fun((progress()) -> any())}.
+%% Reported after every round: samples kept so far per job (by position).
+-type progress() :: #{round := pos_integer(), warmup := boolean(),
+                      samples := [{pos_integer(), non_neg_integer()}]}.
 -type outcome() :: #{samples := [number()],
                      times := [non_neg_integer()],    % actual ns per sample
                      status := ok | {error, beamlab_engine_job:failure()}}.

@@ -10,10 +10,13 @@
 
 -export([run/3, defaults/0]).
 
--export_type([opts/0, point/0]).
+-export_type([opts/0, given_opts/0, point/0]).
 
 -type opts() :: #{min := pos_integer(), max := pos_integer(),
                   step := pos_integer(), threshold := pos_integer()}.
+%% What callers pass: missing keys take defaults/0.
+-type given_opts() :: #{min => pos_integer(), max => pos_integer(),
+                        step => pos_integer(), threshold => pos_integer()}.
 -type point() :: #{concurrency := pos_integer(), mean := float(),
                    outcome := beamlab_engine_sampler:outcome()}.
 
@@ -26,7 +29,7 @@ defaults() ->
 %% @doc Runs the search. Returns the best point (undefined when not even
 %% the first step produced a sample), the curve in concurrency order, and
 %% whether an interrupt cut it short.
--spec run(beamlab_engine_job:job(), beamlab_engine_sampler:opts(), map()) ->
+-spec run(beamlab_engine_job:job(), beamlab_engine_sampler:opts(), given_opts()) ->
           #{best := point() | undefined, curve := [point()], interrupted := boolean(),
             status := ok | {error, beamlab_engine_job:failure()}}.
 run(Job, SamplerOpts, Opts0) ->

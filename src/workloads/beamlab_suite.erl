@@ -11,21 +11,37 @@
 %%% every measured interval.
 -module(beamlab_suite).
 
--export([plan/3, run/2, worker/5, format_error/1]).
--export_type([plan/0, options/0, event/0]).
+-export([plan/3, run/2, default_options/0, worker/5, format_error/1]).
+-export_type([plan/0, options/0, run_options/0, event/0, error_reason/0]).
 
 -type point() :: {[atom()], beamlab_workload:params()}.
 -type plan() :: [{module(), [point()]}].
 -type event() :: {point_start, binary(), #{isolated := boolean()}}
                | {repetition, binary(), warmup | pos_integer(), number()}
                | {point_done, binary(), ok | {error, iodata()}}.
+%% Every option, as default_options/0 returns them. `command' is the
+%% command line recorded in the result (given by the caller), `params' the
+%% command's options recorded as the result's `params'.
+-type run_options() :: #{profile := beamlab_workload:profile(),
+                         repeat := pos_integer() | default,
+                         warmup := boolean(),
+                         timeout := pos_integer(),          % ms per repetition
+                         progress := fun((event()) -> any()),
+                         command := [unicode:chardata()],
+                         params := #{atom() | binary() => term()}}.
+%% What callers pass: any subset of run_options().
 -type options() :: #{profile => beamlab_workload:profile(),
                      repeat => pos_integer() | default,
                      warmup => boolean(),
-                     timeout => pos_integer(),          % ms per repetition
-                     progress => fun((event()) -> term()),
-                     command => [binary()],
-                     params => map()}.
+                     timeout => pos_integer(),
+                     progress => fun((event()) -> any()),
+                     command => [unicode:chardata()],
+                     params => #{atom() | binary() => term()}}.
+-type error_reason() :: {workload, term()}
+                      | {bad_param, binary(), atom(), term()}
+                      | {param_for_unselected, binary()}
+                      | {not_enough_memory, pos_integer(), pos_integer(), non_neg_integer()}
+                      | {isolated_vm, term()}.
 
 %% Per process, what the VM needs on top of the workload's processes, and
 %% the memory a minimal process takes (PCB + default heap, 64-bit), with
@@ -39,7 +55,7 @@
 %% `#{Key => [Value]}' (textual values, parsed here with the param's type).
 -spec plan([string()], beamlab_workload:profile(),
            #{binary() => #{atom() | string() => [string()]}}) ->
-          {ok, plan()} | {error, term()}.
+          {ok, plan()} | {error, error_reason()}.
 plan([], Profile, Overrides) ->
     plan_modules(beamlab_workload:builtin(), Profile, Overrides, []);
 plan(Names, Profile, Overrides) ->
@@ -107,14 +123,20 @@ parse_all(Type, [S | Rest], Acc) ->
 %% failing workload: its point is reported in `extra.failures'. An
 %% interrupt (`{beamlab_interrupt, _}' in the caller's mailbox) stops the
 %% run; what was measured is returned with `partial => true'.
--spec run(plan(), options()) -> {ok, map()}.
+%% The document has no environment report: the caller attaches one.
+-spec run(plan(), options()) -> {ok, beamlab_result:result()}.
 run(Plan, Opts0) ->
-    Opts = maps:merge(#{profile => quick, repeat => default, warmup => true,
-                        timeout => ?DEFAULT_TIMEOUT, progress => fun(_) -> ok end,
-                        command => beamlab_cli:argv(), params => #{}}, Opts0),
+    Started = beamlab_runtime_clock:rfc3339(),
+    Opts = maps:merge(default_options(), Opts0),
     {Benchmarks, Failures, Partial} = run_plan(Plan, Opts, [], [], false),
     Workloads = [workload_doc(Mod) || {Mod, _} <- Plan],
-    {ok, document(Opts, Benchmarks, Failures, Partial, Workloads)}.
+    {ok, document(Opts, Started, Benchmarks, Failures, Partial, Workloads)}.
+
+%% @doc Defaults of every option of {@link run/2}.
+-spec default_options() -> run_options().
+default_options() ->
+    #{profile => quick, repeat => default, warmup => true, timeout => ?DEFAULT_TIMEOUT,
+      progress => fun(_) -> ok end, command => [], params => #{}}.
 
 run_plan([], _Opts, Bs, Fs, Partial) ->
     {lists:reverse(Bs), lists:reverse(Fs), Partial};
@@ -360,23 +382,17 @@ workload_doc(Mod) ->
       unit => maps:get(unit, Info), checks => maps:get(checks, Info),
       module => atom_to_binary(Mod)}.
 
-document(Opts, Benchmarks, Failures, Partial, Workloads) ->
-    Doc0 = beamlab_result:new(suite, #{params => maps:get(params, Opts),
-                                       command => maps:get(command, Opts)}),
+document(Opts, Started, Benchmarks, Failures, Partial, Workloads) ->
+    Doc0 = beamlab_result:new(suite, #{command => maps:get(command, Opts),
+                                       started_at => Started,
+                                       params => maps:get(params, Opts)}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
-    Doc2 = Doc1#{extra => #{workloads => Workloads, failures => Failures}},
-    beamlab_result:finish(with_env(Doc2), #{partial => Partial}).
-
-%% beamlab_result:finish/2 adds the environment report; a build without
-%% the env area still produces a valid document.
-with_env(Doc) ->
-    case code:ensure_loaded(beamlab_env) of
-        {module, beamlab_env} -> Doc;
-        _ -> Doc#{env => #{}}
-    end.
+    Doc2 = beamlab_result:set(extra, #{workloads => Workloads, failures => Failures}, Doc1),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                  partial => Partial}).
 
 %% @doc One line per error.
--spec format_error(term()) -> iolist().
+-spec format_error(error_reason()) -> iolist().
 format_error({workload, R}) -> beamlab_workload:format_error(R);
 format_error({bad_param, W, K, R}) ->
     [W, $., atom_to_list(K), ": ", beamlab_workload:format_error(R)];

@@ -37,8 +37,10 @@
                         type := param_type(), help := binary()}.
 -type params() :: #{atom() => term()}.
 -type check() :: ok | unchecked | {failed, binary()}.
--type rep() :: #{value := number(), counters => map(), check => check(),
-                 extra => map(), metrics => #{atom() => number()}}.
+%% counters and extra go into the result's JSON sections (keys become text).
+-type rep() :: #{value := number(), counters => #{atom() => number() | binary()},
+                 check => check(), extra => #{atom() => term()},
+                 metrics => #{atom() => number()}}.
 -type info() :: #{name := binary(), summary := binary(), definition := binary(),
                   unit := binary(), better := higher | lower, checks := binary(),
                   metric => binary(),

@@ -10,6 +10,11 @@
 
 -export([info/0, params/0, setup/1, run/2, teardown/1, processes/1]).
 
+%% Kept across repetitions: the latency histogram of every measured
+%% repetition, the per-second series and the repetition count.
+-type state() :: #{hist := beamlab_stats_hist:hist(), series := [map()],
+                   rep := non_neg_integer()}.
+
 -define(WARMUP, 1).
 -define(MEASURE, 2).
 -define(STOP, 3).
@@ -58,12 +63,12 @@ params() ->
 processes(#{procs := P}) -> P.
 
 %% @doc The state keeps a histogram and the series over all repetitions.
--spec setup(beamlab_workload:params()) -> {ok, map()}.
+-spec setup(beamlab_workload:params()) -> {ok, state()}.
 setup(_) ->
     {ok, #{hist => new_hist(), series => [], rep => 0}}.
 
 %% @doc One repetition: warm-up, measured period, stop and account.
--spec run(map(), beamlab_workload:params()) -> {ok, beamlab_workload:rep(), map()}.
+-spec run(state(), beamlab_workload:params()) -> {ok, beamlab_workload:rep(), state()}.
 run(#{hist := AllHist, series := Series0, rep := Rep0} = State,
     #{procs := P, wait := W, warmup := Warm, duration := Dur}) ->
     %% The last second also takes the few ms between the end of the period
@@ -112,7 +117,7 @@ run(#{hist := AllHist, series := Series0, rep := Rep0} = State,
      State#{series => Series, rep => Rep}}.
 
 %% @doc Nothing to clean (processes stop at the end of each run).
--spec teardown(map()) -> ok.
+-spec teardown(state()) -> ok.
 teardown(_) -> ok.
 
 %% Latencies in ns, 3 significant digits, up to 2^40 ns (18 minutes).

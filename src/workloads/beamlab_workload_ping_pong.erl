@@ -9,6 +9,10 @@
          format_error/1]).
 -export([ponger/0]).
 
+%% The ponger process and the peer VM it runs in (none: this VM or a node
+%% the user started).
+-type state() :: #{ponger := pid(), peer := beamlab_runtime_peer:vm() | none}.
+
 %% @doc Workload description.
 -spec info() -> beamlab_workload:info().
 info() ->
@@ -51,7 +55,7 @@ normalize(#{node := Node} = P) when Node =/= none -> {ok, P#{vm => remote}};
 normalize(P) -> {ok, P}.
 
 %% @doc Start the ponger where `vm' says.
--spec setup(beamlab_workload:params()) -> {ok, term()} | {error, term()}.
+-spec setup(beamlab_workload:params()) -> {ok, state()} | {error, term()}.
 setup(#{vm := local}) ->
     {ok, #{ponger => spawn_link(fun ponger/0), peer => none}};
 setup(#{vm := peer}) ->
@@ -68,7 +72,7 @@ setup(#{vm := remote, node := Node}) ->
     end.
 
 %% @doc One repetition.
--spec run(map(), beamlab_workload:params()) -> {ok, beamlab_workload:rep()}.
+-spec run(state(), beamlab_workload:params()) -> {ok, beamlab_workload:rep()}.
 run(#{ponger := Ponger}, #{size := Size, payload := Shape, n := N}) ->
     Payload = payload(Shape, Size),
     T0 = erlang:monotonic_time(),
@@ -83,7 +87,7 @@ run(#{ponger := Ponger}, #{size := Size, payload := Shape, n := N}) ->
                                                 {"echoed payload", true, Last =:= Payload}])}}.
 
 %% @doc Stop the ponger (and the peer VM).
--spec teardown(map()) -> ok.
+-spec teardown(state()) -> ok.
 teardown(#{ponger := Ponger, peer := Peer}) ->
     unlink(Ponger),
     Ponger ! stop,
