@@ -18,7 +18,7 @@ doc() ->
 
 csv_columns_and_quoting_test() ->
     Csv = beamlab_output:csv(beamlab_result:normalize(doc())),
-    {ok, [Header, Row1, Row2]} = beamlab_format_csv:decode(Csv),
+    {ok, [Header, Row1, Row2]} = beamlab_csv_decoder:decode(Csv),
     ?assertEqual(beamlab_output:csv_header(), Header),
     Col = fun(Row, Name) ->
                   maps:get(Name, maps:from_list(lists:zip(Header, Row)))

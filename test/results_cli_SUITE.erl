@@ -90,7 +90,7 @@ compare_formats(Config) ->
     #{<<"name">> := <<"ok.">>, <<"cells">> := [_, #{<<"verdict">> := <<"slower">>, <<"change">> := Ch}]} = Row,
     ?assert(abs(Ch - 0.2) < 0.05),
     #{code := 0, out := Csv} = cli(["compare", A, B, "--format", "csv"]),
-    {ok, [Header, CsvRow]} = beamlab_format_csv:decode(Csv),
+    {ok, [Header, CsvRow]} = beamlab_csv_decoder:decode(Csv),
     ?assertEqual(<<"name">>, hd(Header)),
     ?assertEqual(length(Header), length(CsvRow)),
     ?assertEqual(<<"slower">>, lists:last(CsvRow)),
@@ -211,7 +211,7 @@ run_formats(Config) ->
     {ok, #{kind := <<"bench">>}} = beamlab_result:load(J),
     #{code := 0} = cli(["compare", J, J]),
     #{code := 0, out := Csv} = cli(Base ++ ["--format", "csv"]),
-    {ok, [Header, _Row]} = beamlab_format_csv:decode(Csv),
+    {ok, [Header, _Row]} = beamlab_csv_decoder:decode(Csv),
     ?assertEqual(beamlab_output:csv_header(), Header),
     #{code := 0, out := Md} = cli(Base ++ ["--format", "markdown"]),
     ?assertMatch({match, _}, re:run(Md, <<"^\\| Benchmark \\| n \\| Mean ">>, [multiline])).
