@@ -305,10 +305,14 @@ interleaving_no_overlap(_) ->
 
 interrupt_gives_partial(_) ->
     Self = self(),
-    _ = spawn(fun() -> timer:sleep(250), Self ! {beamlab_interrupt, sigterm} end),
+    %% The interrupt comes once the first sample is in (progress runs in
+    %% the sampling process, which is this one).
+    Progress = fun(#{samples := [{1, K}]}) when K >= 1 -> Self ! {beamlab_interrupt, sigterm};
+                  (_) -> ok
+               end,
     B = bench(begin
                   {ok, D} = beamlab_engine:run([#{runner => "ok."}],
-                                               opts(#{samples => 100}), undefined),
+                                               opts(#{samples => 100, progress => Progress}), undefined),
                   true = maps:get(partial, D),
                   D
               end),

@@ -227,9 +227,10 @@ interrupted_run_is_partial(Config) ->
                      [{args, ["timer:sleep(1).", "-d", "200", "-s", "1000", "--save", P]},
                       {cd, Dir}, exit_status, binary, stderr_to_stdout]),
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),
-    timer:sleep(4000),
+    %% The first progress line comes once a sample is in: interrupt then.
+    Seen = beamlab_test_util:await_output(Port, "sampling round", <<>>, 60000),
     _ = os:cmd("kill -INT " ++ integer_to_list(OsPid)),
-    {Code, Out} = collect(Port, <<>>),
+    {Code, Out} = collect(Port, Seen),
     ct:log("exit ~p~n~ts", [Code, Out]),
     ?assertNotEqual(nomatch, binary:match(Out, <<"saved: ">>)),
     {ok, #{partial := true, benchmarks := [#{samples := S}]}} = beamlab_result:load(P),
