@@ -74,8 +74,11 @@ telemetry_series_shape(_Config) ->
     [?assertEqual(N, length(L)) || L <- [Ts, U, Per, Rq, Mem, Ops, Cost, Reds]],
     ?assertEqual(lists:sort(Ts), Ts),
     [?assertEqual(erlang:system_info(schedulers), length(P1)) || P1 <- Per],
-    %% the counting loop keeps about one scheduler busy
-    ?assert(lists:max(U) > 20),
+    %% the counting loop is always runnable: about one scheduler's worth of
+    %% busy time, wherever it runs (the mean over schedulers would shrink
+    %% with their number)
+    ?assert(lists:max(U) > 0),
+    ?assert(lists:max(maps:get(scheduler_busy_cores, S)) > 0.5),
     ?assert(lists:min(Ops) > 0),
     %% a share of wall time (high on an overloaded host, never negative)
     ?assert(lists:all(fun(X) -> X >= 0 andalso X =< 100 end, Cost)),
