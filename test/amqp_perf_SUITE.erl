@@ -43,10 +43,15 @@ collect(Port, Acc) ->
     after 180000 -> error(rabbitmq_script_timeout)
     end.
 
-%% Runs the generator in this process; its lines are logged.
-run(Cfg) ->
+%% Runs the generator in this process; its lines are logged. `on_line'
+%% (a fun) also sees every line as it is printed.
+run(Cfg0) ->
     Self = self(),
-    Out = fun(B) -> Self ! {amqp_line, B}, ok end,
+    {OnLine, Cfg} = case maps:take(on_line, Cfg0) of
+                        {F, C} -> {F, C};
+                        error -> {fun(_) -> ok end, Cfg0}
+                    end,
+    Out = fun(B) -> OnLine(B), Self ! {amqp_line, B}, ok end,
     Res = beamlab_amqp_perf:run(maps:merge(#{uri => ?URI, out => Out}, Cfg)),
     Lines = lines(),
     ct:log("~ts", [Lines]),
@@ -72,10 +77,19 @@ with_channel(Fun) ->
     {ok, Ch} = beamlab_amqp:open_channel(Conn),
     try Fun(Ch)
     after
+        Mon = monitor(process, Conn),
         _ = beamlab_amqp:close(Conn),
-        %% Our own notices (owner of the connection and of the channel).
-        receive {amqp_closed, Conn, _, _} -> ok after 100 -> ok end,
-        receive {amqp_closed, Ch, _, _} -> ok after 0 -> ok end
+        %% The connection process sends its notices (to us, the owner of
+        %% the channel) before it ends: once it is down, they are all here.
+        receive {'DOWN', Mon, process, Conn, _} -> ok
+        after 10000 -> error(connection_not_closed)
+        end,
+        flush_closed([Conn, Ch])
+    end.
+
+flush_closed(Handles) ->
+    receive {amqp_closed, H, _, _} -> true = lists:member(H, Handles), flush_closed(Handles)
+    after 0 -> ok
     end.
 
 queue_exists(Q) ->
@@ -263,19 +277,17 @@ cli_json(_) ->
 %% Ctrl-C (SIGTERM to the launcher): the run stops, prints what it measured,
 %% drains and balances, and the document says partial.
 cli_interrupt(_) ->
-    Dir = beamlab_test_util:tmp_dir("amqp-int"),
-    %% exec: the port's OS process becomes the escript's launcher, which
-    %% forwards SIGTERM to the VM; its PerfTest lines (stderr) are dropped.
-    Port = open_port({spawn_executable, "/bin/sh"},
-                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", beamlab_test_util:escript(),
-                              "amqp", "-h", binary_to_list(?URI), "-c", "20", "-z", "60",
-                              "--format", "json", "-u", binary_to_list(uniq(<<"int">>))]},
-                      {cd, Dir}, exit_status, binary, use_stdio]),
-    {os_pid, Pid} = erlang:port_info(Port, os_pid),
-    timer:sleep(3000),
+    %% The port's OS process is the escript's launcher (exec), which
+    %% forwards SIGTERM to the VM. In json mode the PerfTest lines go to
+    %% stderr: interrupt once one says messages are flowing.
+    H = #{os_pid := Pid, err_file := ErrFile} =
+        beamlab_test_util:cli_start(["amqp", "-h", binary_to_list(?URI), "-c", "20", "-z", "60",
+                                     "--format", "json", "-u", binary_to_list(uniq(<<"int">>))],
+                                    #{}),
+    _ = beamlab_test_util:wait_for_file(ErrFile, ", sent: [1-9]", 30000),
     os:cmd("kill -TERM " ++ integer_to_list(Pid)),
-    {Code, Out} = collect(Port, []),
-    ct:log("exit ~p~n~ts", [Code, Out]),
+    #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, []),
+    ct:log("exit ~p~n~ts~n--- stderr ---~n~ts", [Code, Out, Err]),
     ?assertEqual(130, Code),
     {ok, Doc} = beamlab_json:decode(Out),
     ?assertMatch(#{<<"partial">> := true,
@@ -318,14 +330,13 @@ unreachable(_) ->
 %% Last: stops the suite's broker. The run reports the disconnect, prints
 %% what it measured, and exits non-zero.
 broker_stops_mid_run(_) ->
-    Self = self(),
-    _ = spawn_link(fun() ->
-                           timer:sleep(2500),
-                           Self ! {stopped, rabbit("stop")}
-                   end),
-    R = #{code := Code, out := Out, err := Err} =
-        cli(["-x", "1", "-y", "1", "-c", "50", "-z", "60", "-u", "gone"]),
-    receive {stopped, {0, _}} -> ok after 60000 -> error(broker_stop_timeout) end,
+    H = #{port := Port} = beamlab_test_util:cli_start(["amqp", "-h", binary_to_list(?URI), "-x", "1", "-y", "1",
+                                                       "-c", "50", "-z", "60", "-u", "gone"], #{}),
+    %% Stop the broker once a PerfTest line (stdout) shows messages sent.
+    Seen = beamlab_test_util:await_output(Port, "time [0-9.]+ s, sent: [1-9]", <<>>, 30000),
+    {0, _} = rabbit("stop"),
+    R = #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
+    ct:log("exit ~p~nstdout:~n~ts~nstderr:~n~ts", [Code, Out, Err]),
     ?assertEqual(1, Code),
     beamlab_test_util:assert_one_line_error(R),
     ?assertMatch({match, _}, re:run(Err, "connection|broker", [caseless])),
@@ -344,18 +355,25 @@ ctl(Args) ->
                       exit_status, stderr_to_stdout, binary]),
     collect(Port, []).
 
-close_connections_after(Ms) ->
-    spawn_link(fun() ->
-                       timer:sleep(Ms),
-                       {0, _} = ctl(["close_all_connections", "beamlab test"])
-               end).
+%% An `on_line' hook: once a PerfTest line shows messages sent, the broker
+%% closes every connection (once; from another process, so the run goes on).
+close_connections_when_sending() ->
+    Closer = spawn_link(fun() ->
+                                receive sending -> {0, _} = ctl(["close_all_connections", "beamlab test"]) end
+                        end),
+    fun(Line) ->
+            case re:run(Line, ", sent: [1-9]") of
+                {match, _} -> Closer ! sending;
+                nomatch -> ok
+            end
+    end.
 
 %% The broker closes every connection (320 CONNECTION_FORCED): the run
 %% stops, reports what it measured and the reason.
 connections_closed(_) ->
     Q = uniq(<<"forced">>),
-    close_connections_after(2500),
-    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 30}),
+    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 30,
+                         on_line => close_connections_when_sending()}),
     ?assertMatch({connection_lost, 320, _}, maps:get(failure, R)),
     ?assert(maps:get(partial, R)),
     ?assert(maps:get(sent, counters(R)) > 0),
@@ -366,8 +384,8 @@ connections_closed(_) ->
 %% the run goes on to its time limit.
 reconnect(_) ->
     Q = uniq(<<"reconnect">>),
-    close_connections_after(1500),
-    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true}),
+    {R, Text} = ok_run(#{queue => Q, confirm => 50, duration => 5, reconnect => true,
+                         on_line => close_connections_when_sending()}),
     ?assertEqual(undefined, maps:get(failure, R)),
     ?assertEqual(time_limit, maps:get(stop, R)),
     %% Both connections (producer's and consumer's) were reopened.

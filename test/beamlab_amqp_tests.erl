@@ -47,8 +47,8 @@ format_error_test_() ->
 
 %% The async functions address the connection process directly.
 async_to_dead_connection_test() ->
-    Dead = spawn(fun() -> ok end),
-    timer:sleep(10),
+    {Dead, Mon} = spawn_monitor(fun() -> ok end),
+    receive {'DOWN', Mon, process, Dead, _} -> ok end,
     Ch = {amqp_channel, Dead, 1, 131072},
     ?assertEqual(ok, beamlab_amqp:publish(Ch, <<>>, <<"q">>, <<"b">>)),
     ?assertEqual(ok, beamlab_amqp:ack(Ch, 1, false)),

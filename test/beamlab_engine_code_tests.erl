@@ -103,9 +103,10 @@ continuous_counts_test() ->
     {ok, E} = beamlab_engine_code:compile(#{runner => "ok."}),
     C = counters:new(1, []),
     Pid = spawn(fun() -> beamlab_engine_code:continuous(E, C, undefined) end),
-    timer:sleep(50),
+    %% The counter starts moving, and keeps moving.
+    ok = beamlab_test_util:wait_until(fun() -> counters:get(C, 1) > 0 end, 5000, first_iterations),
     V1 = counters:get(C, 1),
-    timer:sleep(50),
+    ok = beamlab_test_util:wait_until(fun() -> counters:get(C, 1) > V1 end, 5000, more_iterations),
     V2 = counters:get(C, 1),
     exit(Pid, kill),
     beamlab_engine_code:purge(E),

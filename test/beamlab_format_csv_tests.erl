@@ -18,16 +18,16 @@ floats_read_back_exactly_test() ->
 
 decode_test() ->
     ?assertEqual({ok, [[<<"a">>, <<"b,c">>, <<>>], [<<"1">>, <<"x\"y">>, <<"\r\n">>]]},
-                 beamlab_format_csv:decode(<<"a,\"b,c\",\r\n1,\"x\"\"y\",\"\r\n\"\r\n">>)),
-    ?assertEqual({ok, [[<<"a">>], [<<"b">>]]}, beamlab_format_csv:decode(<<"a\nb">>)),
-    ?assertEqual({ok, []}, beamlab_format_csv:decode(<<>>)).
+                 beamlab_csv_decoder:decode(<<"a,\"b,c\",\r\n1,\"x\"\"y\",\"\r\n\"\r\n">>)),
+    ?assertEqual({ok, [[<<"a">>], [<<"b">>]]}, beamlab_csv_decoder:decode(<<"a\nb">>)),
+    ?assertEqual({ok, []}, beamlab_csv_decoder:decode(<<>>)).
 
 decode_errors_test() ->
-    {error, E1} = beamlab_format_csv:decode(<<"a\n\"open">>),
+    {error, E1} = beamlab_csv_decoder:decode(<<"a\n\"open">>),
     ?assertEqual({unterminated_quote, 2}, E1),
-    {error, E2} = beamlab_format_csv:decode(<<"\"a\"b,c">>),
+    {error, E2} = beamlab_csv_decoder:decode(<<"\"a\"b,c">>),
     ?assertEqual({junk_after_quote, 1}, E2),
-    ?assertMatch([_ | _], lists:flatten(beamlab_format_csv:format_error(E1))).
+    ?assertMatch([_ | _], lists:flatten(beamlab_csv_decoder:format_error(E1))).
 
 parse_back_property_test() ->
     ?assert(proper:quickcheck(prop_beamlab_csv:prop_parse_back(),

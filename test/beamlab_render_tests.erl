@@ -24,7 +24,7 @@ comparison(Change, Ci, P, Verdict) ->
 
 csv_columns_and_quoting_test() ->
     Csv = beamlab_render_csv:render(doc()),
-    {ok, [Header, Row1, Row2]} = beamlab_format_csv:decode(Csv),
+    {ok, [Header, Row1, Row2]} = beamlab_csv_decoder:decode(Csv),
     ?assertEqual(beamlab_render_csv:header(), Header),
     Col = fun(Row, Name) ->
                   maps:get(Name, maps:from_list(lists:zip(Header, Row)))

@@ -18,9 +18,7 @@ fills_then_samples_test() ->
 empty_test() ->
     R = ?R:new(3),
     ?assertMatch(#{count := 0, mean := undefined, variance := 0.0,
-                   samples := []}, ?R:summary(R)),
-    {ok, R2} = ?R:from_map(?R:to_map(R)),
-    ?assertEqual(?R:to_map(R), ?R:to_map(R2)).
+                   samples := []}, ?R:summary(R)).
 
 uniformity_test() ->
     %% Each of 10 values should be kept in a 1-slot reservoir about 1/10 of
@@ -37,13 +35,3 @@ seeded_is_deterministic_test() ->
         end,
     ?assertEqual(F(7), F(7)),
     ?assertNotEqual(F(7), F(8)).
-
-from_map_errors_test() ->
-    M = ?R:to_map(?R:add_all(?R:new(2, #{seed => 3}), [1, 2, 3])),
-    ?assertEqual({error, {bad_field, <<"samples">>}},
-                 ?R:from_map(M#{<<"samples">> => [1]})),
-    ?assertEqual({error, {missing_field, <<"rng">>}},
-                 ?R:from_map(maps:remove(<<"rng">>, M))),
-    ?assertEqual({error, not_a_map}, ?R:from_map(<<"x">>)),
-    ?assertEqual("reservoir: invalid field \"samples\"",
-                 lists:flatten(?R:format_error({bad_field, <<"samples">>}))).

@@ -5,6 +5,8 @@
 
 -export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          start_rabbitmq/1, stop_rabbitmq/1]).
+-export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
+         cli_start/2, cli_finish/2]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -38,17 +40,7 @@ cli(Args) ->
 %% `env' ([{Name, Value}]).
 -spec cli([string()], map()) -> #{code := integer(), out := binary(), err := binary(), dir := file:filename()}.
 cli(Args, Opts) ->
-    Dir = maps:get(dir, Opts, tmp_dir("cli")),
-    ErrFile = filename:join(Dir, ".stderr"),
-    Port = open_port({spawn_executable, "/bin/sh"},
-                     [{args, ["-c", "exec \"$0\" \"$@\" 2>\"$BEAMLAB_TEST_STDERR\" </dev/null",
-                              escript() | Args]},
-                      {cd, Dir}, {env, [{"BEAMLAB_TEST_STDERR", ErrFile} | maps:get(env, Opts, [])]},
-                      exit_status, binary, use_stdio]),
-    {Code, Out} = collect(Port, [], maps:get(timeout, Opts, 120000)),
-    {ok, Err} = file:read_file(ErrFile),
-    ok = file:delete(ErrFile),
-    #{code => Code, out => Out, err => Err, dir => Dir}.
+    finish(cli_start(Args, Opts), [], maps:get(timeout, Opts, 120000)).
 
 collect(Port, Acc, Timeout) ->
     receive
@@ -57,6 +49,114 @@ collect(Port, Acc, Timeout) ->
     after Timeout ->
         catch port_close(Port),
         error({cli_timeout, iolist_to_binary(Acc)})
+    end.
+
+%% @doc Starts `./beamlab Args' in the background, as `cli/2' runs it
+%% (options `dir' and `env'), and returns at once: stdout comes to the
+%% calling process through the port, stderr goes to a file that
+%% `wait_for_file/3' can watch. Finish with `cli_finish/2'.
+-spec cli_start([string()], map()) ->
+          #{port := port(), os_pid := integer() | undefined, dir := file:filename(), err_file := file:filename()}.
+cli_start(Args, Opts) ->
+    Dir = maps:get(dir, Opts, tmp_dir("cli")),
+    ErrFile = filename:join(Dir, ".stderr"),
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", "exec \"$0\" \"$@\" 2>\"$BEAMLAB_TEST_STDERR\" </dev/null",
+                              escript() | Args]},
+                      {cd, Dir}, {env, [{"BEAMLAB_TEST_STDERR", ErrFile} | maps:get(env, Opts, [])]},
+                      exit_status, binary, use_stdio]),
+    %% (undefined when the program has already exited)
+    OsPid = case erlang:port_info(Port, os_pid) of
+                {os_pid, P} -> P;
+                undefined -> undefined
+            end,
+    #{port => Port, os_pid => OsPid, dir => Dir, err_file => ErrFile}.
+
+%% @doc Waits for a `cli_start/2' run to exit; `Seen' is the stdout already
+%% read from the port (by `await_output/4'). Returns what `cli/2' returns.
+-spec cli_finish(#{port := port(), dir := file:filename(), err_file := file:filename(), atom() => term()},
+                 iodata()) -> #{code := integer(), out := binary(), err := binary(), dir := file:filename()}.
+cli_finish(H, Seen) ->
+    finish(H, Seen, 120000).
+
+finish(#{port := Port, dir := Dir, err_file := ErrFile}, Seen, Timeout) ->
+    {Code, Out} = collect(Port, [Seen], Timeout),
+    {ok, Err} = file:read_file(ErrFile),
+    ok = file:delete(ErrFile),
+    #{code => Code, out => Out, err => Err, dir => Dir}.
+
+%% @doc Polls `Cond' (quickly, backing off to every 50 ms) until it returns
+%% true; fails the test after `TimeoutMs' with what was awaited.
+-spec wait_until(fun(() -> boolean()), pos_integer()) -> ok.
+wait_until(Cond, TimeoutMs) ->
+    wait_until(Cond, TimeoutMs, {condition, Cond}).
+
+%% @doc `wait_until/2' naming what is awaited in the failure (`What').
+-spec wait_until(fun(() -> boolean()), pos_integer(), term()) -> ok.
+wait_until(Cond, TimeoutMs, What) ->
+    _ = wait_for(fun() -> Cond() andalso {ok, ok} end, TimeoutMs, What),
+    ok.
+
+%% @doc Polls `Get' until it returns `{ok, Value}' (anything else: not
+%% yet) and returns `Value'; fails the test after `TimeoutMs'.
+-spec wait_for(fun(() -> {ok, V} | term()), pos_integer(), term()) -> V.
+wait_for(Get, TimeoutMs, What) ->
+    Deadline = erlang:monotonic_time(millisecond) + TimeoutMs,
+    poll(Get, Deadline, 1, What, TimeoutMs).
+
+poll(Get, Deadline, Pause, What, TimeoutMs) ->
+    case Get() of
+        {ok, V} ->
+            V;
+        Last ->
+            case erlang:monotonic_time(millisecond) >= Deadline of
+                true ->
+                    error({timeout, #{waiting_for => What, after_ms => TimeoutMs, last => Last}});
+                false ->
+                    receive after Pause -> ok end,
+                    poll(Get, Deadline, min(2 * Pause, 50), What, TimeoutMs)
+            end
+    end.
+
+%% @doc Waits until `File' exists and its content matches `Pattern' (a
+%% regular expression); returns the content.
+-spec wait_for_file(file:filename(), iodata(), pos_integer()) -> binary().
+wait_for_file(File, Pattern, TimeoutMs) ->
+    wait_for(fun() ->
+                     case file:read_file(File) of
+                         {ok, B} ->
+                             case re:run(B, Pattern) of
+                                 {match, _} -> {ok, B};
+                                 nomatch -> B
+                             end;
+                         E -> E
+                     end
+             end, TimeoutMs, {File, matching, iolist_to_binary(Pattern)}).
+
+%% @doc Reads a port's output until what was read (after `Acc') matches
+%% `Pattern'; returns everything read. Fails the test on timeout or when
+%% the program exits first (with its exit status and output).
+-spec await_output(port(), iodata(), binary(), pos_integer()) -> binary().
+await_output(Port, Pattern, Acc, TimeoutMs) ->
+    Deadline = erlang:monotonic_time(millisecond) + TimeoutMs,
+    await_output1(Port, Pattern, Acc, Deadline, TimeoutMs).
+
+await_output1(Port, Pattern, Acc, Deadline, TimeoutMs) ->
+    case re:run(Acc, Pattern) of
+        {match, _} ->
+            Acc;
+        nomatch ->
+            Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+            receive
+                {Port, {data, D}} ->
+                    await_output1(Port, Pattern, <<Acc/binary, D/binary>>, Deadline, TimeoutMs);
+                {Port, {exit_status, S}} ->
+                    error({exited_before_output, #{pattern => iolist_to_binary(Pattern),
+                                                   exit_status => S, output => Acc}})
+            after Left ->
+                error({timeout, #{waiting_for => iolist_to_binary(Pattern),
+                                  after_ms => TimeoutMs, output => Acc}})
+            end
     end.
 
 %% @doc A new empty directory under the system temp dir.

@@ -222,9 +222,9 @@ ctrl_c_partial(_) ->
                               "sh", PidFile, beamlab_test_util:escript(), "timer:sleep(1).",
                               "-s", "100", "-d", "100"]},
                       {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
-    Pgid = wait_pid(PidFile, 50),
-    %% interrupt once a few samples are in (the progress line says so)
-    wait_progress(Err, 300),
+    Pgid = string:trim(binary_to_list(beamlab_test_util:wait_for_file(PidFile, "^[0-9]+\n", 10000))),
+    %% interrupt once a sample is in (the first progress line says so)
+    _ = beamlab_test_util:wait_for_file(Err, "sampling round", 30000),
     "" = os:cmd("kill -INT -" ++ Pgid),
     Code = receive {Port, {exit_status, S}} -> S after 30000 -> error(no_exit) end,
     130 = Code,
@@ -232,24 +232,3 @@ ctrl_c_partial(_) ->
     has(Text, "interrupted"),
     has(Text, "timer:sleep\\(1\\)\\. +1 +[0-9]+"),
     false = filelib:is_regular(filename:join(Dir, "erl_crash.dump")).
-
-wait_progress(_File, 0) ->
-    error(no_progress);
-wait_progress(File, N) ->
-    case file:read_file(File) of
-        {ok, B} when byte_size(B) > 0 ->
-            case binary:match(B, <<"sampling round">>) of
-                nomatch -> timer:sleep(100), wait_progress(File, N - 1);
-                _ -> ok
-            end;
-        _ ->
-            timer:sleep(100), wait_progress(File, N - 1)
-    end.
-
-wait_pid(_File, 0) ->
-    error(no_pid_file);
-wait_pid(File, N) ->
-    case file:read_file(File) of
-        {ok, <<_, _/binary>> = B} -> string:trim(binary_to_list(B));
-        _ -> timer:sleep(100), wait_pid(File, N - 1)
-    end.

@@ -8,7 +8,7 @@
 prop_parse_back() ->
     proper:forall(proper_types:non_empty(proper_types:list(row())),
                   fun(Rows) ->
-                          {ok, Back} = beamlab_format_csv:decode(beamlab_format_csv:encode(Rows)),
+                          {ok, Back} = beamlab_csv_decoder:decode(beamlab_format_csv:encode(Rows)),
                           Back =:= Rows
                   end).
 

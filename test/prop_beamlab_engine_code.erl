@@ -38,7 +38,7 @@ prop_state_threads_through() ->
 %% The continuous counter only ever reports completed iterations: it never
 %% exceeds what the runner itself counted.
 prop_continuous_never_overcounts() ->
-    ?FORALL(Ms, range(1, 20),
+    ?FORALL(K, range(1, 2000),
             begin
                 Tab = ets:new(count, [public]),
                 ets:insert(Tab, {n, 0}),
@@ -47,7 +47,9 @@ prop_continuous_never_overcounts() ->
                               init_runner => fun() -> Tab end}),
                 C = counters:new(1, []),
                 Pid = spawn(fun() -> beamlab_engine_code:continuous(E, C, Tab) end),
-                timer:sleep(Ms),
+                %% stop it at an arbitrary point: once K iterations are done
+                ok = beamlab_test_util:wait_until(
+                       fun() -> ets:lookup_element(Tab, n, 2) >= K end, 10000, {iterations, K}),
                 erlang:suspend_process(Pid),
                 Counted = counters:get(C, 1),
                 [{n, Done}] = ets:lookup(Tab, n),

@@ -401,7 +401,7 @@ cli_interrupt_partial(_) ->
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),
     %% -v reports every repetition: interrupt once message_load has one.
     %% (telemetry lines may come in between)
-    Seen = wait_for(Port, "suite: message_load\n(.*\n)*  1: ", <<>>),
+    Seen = beamlab_test_util:await_output(Port, "suite: message_load\n(.*\n)*  1: ", <<>>, 60000),
     os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
     {Code, Out} = drain_port(Port, [Seen]),
     ?assertEqual(130, Code),
@@ -430,9 +430,9 @@ cli_ctrl_c_partial(_) ->
                               "--param", "message_load.warmup=0",
                               "--param", "message_load.duration=1000"]},
                       {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
-    Pgid = wait_file(PidFile, "^[0-9]+", 100),
-    _ = wait_file(Err, "suite: message_load\n(.*\n)*  1: ", 600),
-    "" = os:cmd("kill -INT -" ++ string:trim(Pgid)),
+    Pgid = beamlab_test_util:wait_for_file(PidFile, "^[0-9]+\n", 10000),
+    _ = beamlab_test_util:wait_for_file(Err, "suite: message_load\n(.*\n)*  1: ", 60000),
+    "" = os:cmd("kill -INT -" ++ string:trim(binary_to_list(Pgid))),
     Code = receive {Port, {exit_status, S}} -> S after 60000 -> error(no_exit) end,
     ?assertEqual(130, Code),
     {ok, Text} = file:read_file(Out),
@@ -440,30 +440,6 @@ cli_ctrl_c_partial(_) ->
     ?assertMatch({match, _}, re:run(Text, "^fib ", [multiline])),
     ?assertMatch({match, _}, re:run(Text, "^message_load ", [multiline])),
     ?assertNot(filelib:is_regular(filename:join(Dir, "erl_crash.dump"))).
-
-%% Polls File every 100 ms until it matches Pattern; returns its text.
-wait_file(File, _Pattern, 0) ->
-    error({no_match_in, File});
-wait_file(File, Pattern, N) ->
-    case file:read_file(File) of
-        {ok, B} ->
-            case re:run(B, Pattern) of
-                {match, _} -> binary_to_list(B);
-                nomatch -> timer:sleep(100), wait_file(File, Pattern, N - 1)
-            end;
-        _ -> timer:sleep(100), wait_file(File, Pattern, N - 1)
-    end.
-
-wait_for(Port, Pattern, Acc) ->
-    case re:run(Acc, Pattern) of
-        nomatch ->
-            receive
-                {Port, {data, D}} -> wait_for(Port, Pattern, <<Acc/binary, D/binary>>);
-                {Port, {exit_status, S}} -> error({exited_early, S, Acc})
-            after 60000 -> error({timeout, Acc})
-            end;
-        _ -> Acc
-    end.
 
 drain_port(Port, Acc) ->
     receive

@@ -7,12 +7,11 @@
 %%% reservoir with the same probability. Mean and variance use Welford's
 %%% update, which is exact to rounding and does not cancel catastrophically.
 %%% The structure is a plain immutable value; with a `seed' it is fully
-%%% deterministic. The generator state is saved by {@link to_map/1}, so a
-%%% restored reservoir continues exactly as the original would have.
+%%% deterministic.
 -module(beamlab_stats_reservoir).
 
 -export([new/1, new/2, add/2, add_all/2, samples/1, count/1, capacity/1,
-         summary/1, to_map/1, from_map/1, format_error/1]).
+         summary/1]).
 
 -export_type([reservoir/0]).
 
@@ -104,70 +103,3 @@ summary(#res{cap = Cap, n = N, mean = M, m2 = M2, min = Min, max = Max} = R) ->
       variance => Var, sd => math:sqrt(Var), min => Min, max => Max,
       method => case N =< Cap of true -> all; false -> reservoir end,
       samples => samples(R)}.
-
-%% @doc JSON-ready map (binary keys; numbers and lists only), including
-%% the generator state (`rng', two integers of the `exsss' algorithm).
--spec to_map(reservoir()) -> #{binary() => number() | [number()]}.
-to_map(#res{cap = Cap, n = N, mean = M, m2 = M2, min = Min, max = Max,
-            rng = Rng} = R) ->
-    {exsss, [S0 | S1]} = rand:export_seed_s(Rng),
-    Base = #{<<"capacity">> => Cap, <<"count">> => N, <<"mean">> => M,
-             <<"m2">> => M2, <<"samples">> => samples(R),
-             <<"rng">> => [S0, S1]},
-    case N of
-        0 -> Base;
-        _ -> Base#{<<"min">> => Min, <<"max">> => Max}
-    end.
-
-%% @doc Inverse of {@link to_map/1}; validates what it reads.
--spec from_map(map()) -> {ok, reservoir()} | {error, term()}.
-from_map(Map) when is_map(Map) ->
-    try
-        Cap = field(<<"capacity">>, Map, fun(V) -> is_integer(V) andalso V >= 1 end),
-        N = field(<<"count">>, Map, fun(V) -> is_integer(V) andalso V >= 0 end),
-        Mean = field(<<"mean">>, Map, fun erlang:is_number/1),
-        M2 = field(<<"m2">>, Map, fun(V) -> is_number(V) andalso V >= 0 end),
-        Samples = field(<<"samples">>, Map,
-                        fun(L) -> is_list(L) andalso lists:all(fun erlang:is_number/1, L)
-                                      andalso length(L) =:= erlang:min(N, Cap)
-                        end),
-        {Min, Max} = case N of
-                         0 -> {undefined, undefined};
-                         _ -> {field(<<"min">>, Map, fun erlang:is_number/1),
-                               field(<<"max">>, Map, fun erlang:is_number/1)}
-                     end,
-        [S0, S1] = field(<<"rng">>, Map,
-                         fun([A, B]) -> is_integer(A) andalso A >= 0 andalso
-                                            is_integer(B) andalso B >= 0;
-                            (_) -> false
-                         end),
-        Rng = try rand:seed_s({exsss, [S0 | S1]})
-              catch error:_ -> throw({bad_field, <<"rng">>})
-              end,
-        {ok, #res{cap = Cap, n = N, mean = float(Mean), m2 = float(M2),
-                  min = Min, max = Max, kept = array:from_list(Samples),
-                  rng = Rng}}
-    catch
-        throw:Reason -> {error, Reason}
-    end;
-from_map(_) ->
-    {error, not_a_map}.
-
-field(K, Map, Valid) ->
-    case maps:find(K, Map) of
-        {ok, V} ->
-            Valid(V) orelse throw({bad_field, K}),
-            V;
-        error -> throw({missing_field, K})
-    end.
-
-%% @doc One line describing a {@link from_map/1} error.
--spec format_error(term()) -> iolist().
-format_error({missing_field, K}) ->
-    io_lib:format("reservoir: missing field \"~ts\"", [K]);
-format_error({bad_field, K}) ->
-    io_lib:format("reservoir: invalid field \"~ts\"", [K]);
-format_error(not_a_map) ->
-    "reservoir: expected a JSON object";
-format_error(Other) ->
-    io_lib:format("reservoir: ~tp", [Other]).
