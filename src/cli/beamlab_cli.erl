@@ -10,7 +10,7 @@
 -module(beamlab_cli).
 
 -export([main/1, run_command/1, run_command/2, usage_error/2, fail/2,
-         commands/0, version/0, with_env/1]).
+         commands/0, version/0, with_env/1, add_code_paths/1]).
 
 -define(EXIT_USAGE, 2).
 -define(EXIT_FAIL, 1).
@@ -78,6 +78,15 @@ commands() ->
 -spec version() -> binary().
 version() ->
     beamlab_result:tool_version().
+
+%% @doc `-pa DIR...': puts the directories on the code path, or stops
+%% with a usage error naming the one that does not exist.
+-spec add_code_paths([file:filename()]) -> ok.
+add_code_paths(Dirs) ->
+    case beamlab_engine:add_code_paths(Dirs) of
+        {ok, _} -> ok;
+        {error, {no_such_directory, D}} -> usage_error("-pa ~ts: no such directory", [D])
+    end.
 
 %% @doc The document with this VM's environment report, unless it has one
 %% already (for example the report of the VM that ran it). Commands whose

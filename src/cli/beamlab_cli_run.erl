@@ -19,14 +19,16 @@ summary() ->
 %% @doc The options of `beamlab run'.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [#{name => concurrency, short => "c", long => "concurrency", type => pos_integer, default => 1,
-       metavar => "N", help => "workers running the code concurrently"},
-     #{name => samples, short => "s", long => "samples", type => pos_integer, default => 3,
+    %% The defaults are the engine's: one place says what a run does by default.
+    D = beamlab_engine:default_run_opts(),
+    [#{name => concurrency, short => "c", long => "concurrency", type => pos_integer,
+       default => maps:get(concurrency, D), metavar => "N", help => "workers running the code concurrently"},
+     #{name => samples, short => "s", long => "samples", type => pos_integer, default => maps:get(samples, D),
        metavar => "N", help => "samples to take (the minimum with --rel-ci/--cv)"},
-     #{name => duration, short => "d", long => "duration", type => pos_integer, default => 1000,
-       metavar => "MS", help => "sample duration in ms, continuous mode"},
-     #{name => warmup, short => "w", long => "warmup", type => non_neg_integer, default => 0,
-       metavar => "N", help => "warm-up samples, discarded"},
+     #{name => duration, short => "d", long => "duration", type => pos_integer,
+       default => maps:get(duration, D), metavar => "MS", help => "sample duration in ms, continuous mode"},
+     #{name => warmup, short => "w", long => "warmup", type => non_neg_integer,
+       default => maps:get(warmup, D), metavar => "N", help => "warm-up samples, discarded"},
      #{name => loop, short => "l", long => "loop", type => quantity, metavar => "N",
        help => "timed mode: time N iterations per sample (K/M/G suffixes: 10M)"},
      #{name => squeeze, short => "q", long => "squeeze", type => boolean, default => false,
@@ -60,14 +62,17 @@ options() ->
      #{name => cv, long => "cv", type => percent, metavar => "PCT",
        help => "sample until the coefficient of variation is at most PCT%"},
      #{name => max_samples, long => "max-samples", type => pos_integer, metavar => "N",
-       help => "stopping rule cap on samples (default 1000)"},
+       help => lists:flatten(io_lib:format("stopping rule cap on samples (default ~b)",
+                                           [maps:get(max_samples, D)]))},
      #{name => max_time, long => "max-time", type => pos_number, metavar => "SEC",
-       help => "stopping rule cap on time in seconds (default 600)"},
+       help => lists:flatten(io_lib:format("stopping rule cap on time in seconds (default ~b)",
+                                           [maps:get(max_time, D) div 1000]))},
      #{name => deadline, long => "deadline", type => pos_integer, metavar => "MS",
-       help => "fail a job whose hook or runner makes no progress for MS (default 30000)"},
+       help => lists:flatten(io_lib:format("fail a job whose hook or runner makes no progress for MS "
+                                           "(default ~b)", [maps:get(deadline, D)]))},
      #{name => pa, short => "pa", type => string, multi => true, metavar => "DIR",
        help => "add a code path (repeatable); ERL_LIBS is honoured too"},
-     #{name => isolated, short => "i", long => "isolated", type => boolean, default => false,
+     #{name => isolated, short => "i", long => "isolated", type => boolean, default => maps:get(isolated, D),
        help => "run each job in a fresh VM"},
      #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
        help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
@@ -101,7 +106,7 @@ run(Parsed) ->
     {RunOpts0, ModeOpts} = run_opts(Parsed, length(Jobs)),
     Progress = progress(Parsed, length(Jobs)),
     RunOpts = RunOpts0#{progress => progress_fun(Progress, Parsed)},
-    add_paths(beamlab_cli_args:get(pa, Parsed, [])),
+    beamlab_cli:add_code_paths(beamlab_cli_args:get(pa, Parsed, [])),
     ok = beamlab_runtime_interrupt:subscribe(),
     Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
              after
@@ -205,13 +210,6 @@ option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
 
 percent(undefined) -> undefined;
 percent(P) -> P / 100.
-
-add_paths(Paths) ->
-    _ = [case filelib:is_dir(P) of
-             true -> code:add_patha(P);
-             false -> beamlab_cli:usage_error("-pa ~ts: no such directory", [P])
-         end || P <- Paths],
-    ok.
 
 %% Progress on stderr for runs expected to take more than a few seconds
 %% (not with -v, whose telemetry lines already show progress): one line

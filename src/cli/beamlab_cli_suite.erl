@@ -43,17 +43,11 @@ usage() ->
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed) ->
-    [add_path(D) || D <- beamlab_cli_args:get(pa, Parsed)],
+    beamlab_cli:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
     Names = maps:get(args, Parsed),
     case beamlab_cli_args:get(list, Parsed) of
         true -> list(Names);
         false -> measure(Names, Parsed)
-    end.
-
-add_path(Dir) ->
-    case filelib:is_dir(Dir) of
-        true -> true = code:add_patha(Dir);
-        false -> beamlab_cli:usage_error("-pa ~ts: no such directory", [Dir])
     end.
 
 %%--------------------------------------------------------------------
