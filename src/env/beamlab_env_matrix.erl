@@ -162,7 +162,7 @@ grid([T | _], _) -> {error, {bad_grid_term, T}}.
 %% interrupt (`beamlab_runtime_interrupt') stops it between runs and marks
 %% the result partial.
 -spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
-          {ok, map()} | {error, term()}.
+          {ok, beamlab_result:result()} | {error, term()}.
 run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
     %% `paths' are extra code paths for the inner command's modules.
     Paths = maps:get(paths, Spec, []),

@@ -82,11 +82,12 @@ exit_code() ->
     130.
 
 %% @doc Behaves as if SIGTERM arrived (for tests and for embedding): the
-%% flag is set and subscribers are notified.
+%% flag is set and subscribers are notified. Only this handler sees it, so
+%% in library mode OTP's default handler does not stop the VM.
 -spec simulate() -> ok.
 simulate() ->
     ensure_handler(),
-    gen_event:sync_notify(erl_signal_server, sigterm).
+    gen_event:call(erl_signal_server, ?MODULE, sigterm).
 
 handler_present() ->
     lists:member(?MODULE, gen_event:which_handlers(erl_signal_server)).
@@ -114,7 +115,12 @@ init(_) -> {ok, #st{}}.
 
 %% @private
 -spec handle_event(term(), #st{}) -> {ok, #st{}}.
-handle_event(sigterm, #st{owner = Owner, subs = Subs} = St) ->
+handle_event(sigterm, St) ->
+    {ok, interrupt(St)};
+handle_event(_Other, St) ->
+    {ok, St}.
+
+interrupt(#st{owner = Owner, subs = Subs} = St) ->
     case Owner andalso interrupted() of
         true ->
             io:put_chars(standard_error, "\nbeamlab: interrupted twice, stopping now\n"),
@@ -124,11 +130,8 @@ handle_event(sigterm, #st{owner = Owner, subs = Subs} = St) ->
             _ = [Pid ! {beamlab_interrupt, sigterm} || Pid <- maps:keys(Subs)],
             %% Nothing is measuring: just stop (only when SIGTERM is ours).
             _ = Owner andalso map_size(Subs) =:= 0 andalso erlang:halt(130),
-            ok
-    end,
-    {ok, St};
-handle_event(_Other, St) ->
-    {ok, St}.
+            St
+    end.
 
 %% @private
 -spec handle_call(term(), #st{}) -> {ok, ok, #st{}}.
@@ -146,7 +149,9 @@ handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
             {ok, ok, St}
     end;
 handle_call(own, St) ->
-    {ok, ok, St#st{owner = true}}.
+    {ok, ok, St#st{owner = true}};
+handle_call(sigterm, St) ->
+    {ok, ok, interrupt(St)}.
 
 %% @private
 -spec handle_info(term(), #st{}) -> {ok, #st{}}.
