@@ -7,6 +7,8 @@
 ids(Fs) -> [maps:get(id, F) || F <- Fs].
 
 %% A series of N samples on a 4-scheduler VM; Overrides replace metrics.
+%% Detectors read it as JSON, so the same series with binary keys (as in a
+%% saved document) must give the same findings: see same_as_json_test.
 series(N, Overrides) ->
     maps:merge(#{schedulers => #{normal => 4, online => 4, dirty_cpu => 4, dirty_io => 10},
                  t_ms => [I * 1000 || I <- lists:seq(1, N)],
@@ -45,8 +47,8 @@ imbalance_needs_three_consecutive_samples_test() ->
     ?assertEqual([], find(Two)),
     Three = series(6, #{util_schedulers => [Good, Bad, Bad, Bad, Good, Good]}),
     [F] = find(Three),
-    ?assertMatch(#{id := <<"scheduler_imbalance">>, severity := <<"critical">>,
-                   data := #{samples := 3, from_ms := 2000, to_ms := 4000, max_idle := 2}}, F),
+    ?assertMatch(#{id := <<"scheduler_imbalance">>, severity := critical,
+                   data := #{<<"samples">> := 3, <<"from_ms">> := 2000, <<"to_ms">> := 4000, <<"max_idle">> := 2}}, F),
     ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"[100 0 0 100]">>)),
     %% idle schedulers but nothing runnable: quiet
     ?assertEqual([], find(series(6, #{util_schedulers => lists:duplicate(6, Bad),
@@ -60,15 +62,15 @@ schedulers_offline_test() ->
                     scheduler_busy_cores => lists:duplicate(5, 1.0),
                     machine_cpu_pct => lists:duplicate(5, 26.0)}),
     [F] = find(S),
-    ?assertMatch(#{id := <<"schedulers_offline">>, data := #{online := 1, total := 4, max_run_queue := 7}}, F).
+    ?assertMatch(#{id := <<"schedulers_offline">>, data := #{<<"online">> := 1, <<"total">> := 4, <<"max_run_queue">> := 7}}, F).
 
 throttling_test() ->
     S = series(5, #{cgroup_nr_throttled => [0, 3, 4, 0, 1],
                     cgroup_throttled_usec => [0, 30000, 41000, 0, 9000]}),
     Env = (env())#{cgroup => #{quota_cores => 1.5}},
     [F] = beamlab_env_detect:findings(#{telemetry => S, env => Env, timer => skip}),
-    ?assertMatch(#{id := <<"cgroup_throttling">>, severity := <<"critical">>,
-                   data := #{nr_throttled := 8, nr_periods := 50, throttled_usec := 80000}}, F),
+    ?assertMatch(#{id := <<"cgroup_throttling">>, severity := critical,
+                   data := #{<<"nr_throttled">> := 8, <<"nr_periods">> := 50, <<"throttled_usec">> := 80000}}, F),
     ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"quota 1.50 cores">>)).
 
 busy_wait_test() ->
@@ -83,7 +85,7 @@ busy_wait_test() ->
 overloaded_test() ->
     Steal = series(5, #{steal_pct => lists:duplicate(5, 25.0)}),
     [F] = find(Steal),
-    ?assertMatch(#{id := <<"machine_overloaded">>, severity := <<"critical">>}, F),
+    ?assertMatch(#{id := <<"machine_overloaded">>, severity := critical}, F),
     Others = series(5, #{os_cpu_cores => lists:duplicate(5, 0.5),
                          scheduler_busy_cores => lists:duplicate(5, 0.5),
                          util_schedulers => lists:duplicate(5, [50.0, 0.0, 0.0, 0.0]),
@@ -98,15 +100,16 @@ timer_test() ->
     Late = #{sleep_ms => 1, samples => 20,
              overshoot_us => #{median => 4000, p90 => 9000, max => 12000, mean => 5000.0}},
     [F] = beamlab_env_detect:findings(#{timer => Late}),
-    ?assertMatch(#{id := <<"timer_inaccuracy">>, severity := <<"warning">>}, F),
+    ?assertMatch(#{id := <<"timer_late">>, severity := warning}, F),
     ?assertEqual([], beamlab_env_detect:findings(#{timer => ?QUIET_TIMER})).
 
 timer_check_test() ->
     #{samples := 5, sleep_ms := 2, overshoot_us := #{median := Med, max := Max, p90 := P90}} =
-        beamlab_env_detect:timer_check(#{samples => 5, sleep_ms => 2}),
+        beamlab_runtime_probe:timer(#{samples => 5, sleep_ms => 2}),
     ?assert(Med =< P90 andalso P90 =< Max),
     %% a sleep never returns early
-    ?assert(Med >= 0).
+    ?assert(Med >= 0),
+    ?assert(beamlab_runtime_probe:timer_overshoot() >= 0).
 
 noisy_test() ->
     Result = #{benchmarks =>
@@ -119,9 +122,9 @@ noisy_test() ->
     Fs = beamlab_env_detect:findings(#{result => Result, timer => skip}),
     ?assertEqual([<<"noisy_measurement">>, <<"noisy_measurement">>], ids(Fs)),
     [W, H] = Fs,
-    ?assertMatch(#{data := #{benchmark := <<"wide_ci">>}, severity := <<"warning">>}, W),
+    ?assertMatch(#{data := #{<<"benchmark">> := <<"wide_ci">>}, severity := warning}, W),
     ?assertNotEqual(nomatch, binary:match(maps:get(evidence, W), <<"+/-12.0%">>)),
-    ?assertMatch(#{data := #{benchmark := <<"high_cv">>}, severity := <<"critical">>}, H),
+    ?assertMatch(#{data := #{<<"benchmark">> := <<"high_cv">>}, severity := critical}, H),
     Text = iolist_to_binary(beamlab_env_detect:format_text(Fs)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"WARNING: Measurement too noisy to trust: wide_ci">>)).
 
@@ -178,3 +181,23 @@ matrix_children_are_not_others_test() ->
     [#{id := <<"machine_overloaded">>, evidence := E}] =
         beamlab_env_detect:findings(In#{telemetry => Steal, result => #{kind => <<"matrix">>}}),
     ?assertEqual(nomatch, binary:match(E, <<"other processes">>)).
+
+%% A telemetry section and env read back from a document (binary keys)
+%% give the same findings as the fresh series and report.
+same_as_json_test() ->
+    S = series(6, #{util_schedulers => lists:duplicate(6, [100.0, 0.0, 0.0, 100.0])}),
+    Fresh = find(S),
+    ?assertMatch([_], Fresh),
+    ?assertEqual(Fresh, beamlab_env_detect:findings(#{telemetry => beamlab_json:canonical(S),
+                                                      env => beamlab_json:canonical(env()),
+                                                      timer => ?QUIET_TIMER})).
+
+%% attach/2 records the series and appends findings to a document's own.
+attach_test() ->
+    Doc0 = beamlab_result:new(bench, #{command => ["run"], started_at => <<"2026-01-01T00:00:00Z">>}),
+    Own = beamlab_result:finding(load_high, warning, "t", "e", "a", #{}),
+    Doc1 = beamlab_result:add_findings(Doc0, [Own]),
+    S = series(6, #{util_schedulers => lists:duplicate(6, [100.0, 0.0, 0.0, 100.0])}),
+    Doc = beamlab_env_detect:attach(S, Doc1),
+    #{telemetry := #{<<"run_queue">> := _}, findings := [Own | New]} = Doc,
+    ?assert(lists:member(<<"scheduler_imbalance">>, ids(New))).

@@ -71,31 +71,36 @@ collect(Acc) ->
 interleaved_and_failures_test() ->
     {ok, Cs} = beamlab_env_matrix:configs(#{sweep => [1, 2]}),
     Broken = #{name => <<"broken">>, args => [], erl => undefined, wrap => undefined},
-    Spec = #{configs => Cs ++ [Broken], command => ["run", "x"], repeat => 3, sweep => true},
+    Spec = #{configs => Cs ++ [Broken], command => ["run", "x"], repeat => 3, sweep => true,
+             argv => ["matrix", "--", "run", "x"], started_at => <<"2026-01-01T00:00:00Z">>,
+             inner => {erlang, error, [not_called]}},
     {ok, R} = beamlab_env_matrix:run(Spec, #{runner => fake_runner(self())}),
     %% A1 B1 C1 A2 B2 A3 B3: interleaved, the broken VM is not retried
     ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>, <<"broken">>,
                   <<"+S 1:1">>, <<"+S 2:2">>, <<"+S 1:1">>, <<"+S 2:2">>], collect([])),
-    #{kind := <<"matrix">>, benchmarks := [B1, B2], params := #{baseline := <<"+S 1:1">>},
-      extra := #{configs := [_, _, BrokenInfo]}} = R,
+    #{kind := matrix, benchmarks := [B1, B2], params := #{<<"baseline">> := <<"+S 1:1">>},
+      extra := #{<<"configs">> := [_, _, BrokenInfo]}, partial := false} = R,
     ?assertEqual(3, length(maps:get(samples, B1))),
     ?assertNot(maps:is_key(comparison, B1)),
     ?assertMatch(#{comparison := #{verdict := faster}}, B2),
-    #{extra := #{speedup := S, efficiency := E, schedulers_online := 2}} = B2,
+    #{extra := #{<<"speedup">> := S, <<"efficiency">> := E, <<"schedulers_online">> := 2}} = B2,
     ?assert(S > 1.98 andalso S < 2.02),
     ?assert(E > 0.99 andalso E < 1.01),
-    ?assertMatch(#{status := <<"failed">>, runs := 1, ok_runs := 0, env := null,
-                   errors := [<<"the VM did not start: timeout">>]}, BrokenInfo),
+    ?assertMatch(#{<<"status">> := <<"failed">>, <<"runs">> := 1, <<"ok_runs">> := 0, <<"env">> := null,
+                   <<"errors">> := [<<"the VM did not start: timeout">>]}, BrokenInfo),
     Text = unicode:characters_to_binary(beamlab_env_matrix:format_text(R)),
     io:format(user, "~ts", [Text]),
     [?assertNotEqual(nomatch, binary:match(Text, P))
      || P <- [<<"speedup">>, <<"efficiency">>, <<"baseline">>, <<"faster">>,
               <<"broken: the VM did not start: timeout">>]],
     %% the document survives JSON
-    #{kind := <<"matrix">>} = beamlab_result:normalize(R).
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(R))),
+    {ok, #{kind := matrix}} = beamlab_result:from_json(Json).
 
 unknown_baseline_test() ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
     ?assertEqual({error, {unknown_baseline, <<"+S 9">>}},
                  beamlab_env_matrix:run(#{configs => Cs, command => ["run", "x"], repeat => 1,
+                                          argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>,
+                                          inner => {erlang, error, [not_called]},
                                           baseline => <<"+S 9">>}, #{runner => fake_runner(self())})).

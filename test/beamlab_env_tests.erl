@@ -37,9 +37,9 @@ numa_box_test() ->
     ?assertMatch(#{available := false}, Cg),
     ?assertEqual({ok, #{user => 1000, nice => 10, system => 500, idle => 8000, iowait => 40,
                         irq => 0, softirq => 20, steal => 430}},
-                 beamlab_env:cpu_times(fixture("numa2"))),
+                 beamlab_runtime_probe:cpu_times(fixture("numa2"))),
     %% utime 250 + stime 50 ticks at USER_HZ 100 = 3 s
-    ?assertEqual({ok, 3000000}, beamlab_env:process_cpu_ticks(fixture("numa2"))),
+    ?assertEqual({ok, 3000000}, beamlab_runtime_probe:process_cpu_us(fixture("numa2"))),
     json_safe(R),
     Text = iolist_to_binary(beamlab_env:format_text(R)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"node 1: cpus 4,5,6,7, distances 21 10">>)),
@@ -59,7 +59,7 @@ cgroup_v2_container_test() ->
     ?assertEqual(<<"unknown">>, maps:get(sockets, maps:get(cpu, R))),
     ?assertEqual({ok, #{nr_periods => 120, nr_throttled => 45, throttled_usec => 2300000,
                         usage_usec => 9000000}},
-                 beamlab_env:cgroup_cpu_stat(Root)),
+                 beamlab_runtime_probe:cgroup_cpu_stat(Root)),
     json_safe(R),
     Text = iolist_to_binary(beamlab_env:format_text(R)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"v2 quota 150000 (1.5 cores)">>)).
@@ -89,9 +89,9 @@ machine_with_nothing_test() ->
     ?assert(length(maps:get(notes, R)) >= 5),
     %% VM facts never depend on the root
     ?assertEqual(erlang:system_info(schedulers_online), maps:get(online, maps:get(schedulers, R))),
-    ?assertEqual({error, no_cgroup}, beamlab_env:cgroup_cpu_stat(Root)),
-    ?assertEqual({error, enoent}, beamlab_env:cpu_times(Root)),
-    ?assertEqual({error, enoent}, beamlab_env:process_cpu_ticks(Root)),
+    ?assertEqual({error, no_cgroup}, beamlab_runtime_probe:cgroup_cpu_stat(Root)),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:cpu_times(Root)),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:process_cpu_us(Root)),
     json_safe(R),
     Text = iolist_to_binary(beamlab_env:format_text(R)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"NUMA            not available">>)).

@@ -104,7 +104,7 @@ collapse_provoked(Config) ->
                 Fs = beamlab_env_detect:findings(#{telemetry => Series, env => Env, timer => skip}),
                 ct:log("~p~n~p", [maps:get(util_schedulers, Series), Fs]),
                 [F] = [F || F = #{id := <<"scheduler_imbalance">>} <- Fs],
-                ?assert(maps:get(samples, maps:get(data, F)) >= 3)
+                ?assert(maps:get(<<"samples">>, maps:get(data, F)) >= 3)
         end
     after
         peer:stop(Peer)
@@ -120,7 +120,7 @@ schedulers_offline_provoked(Config) ->
         Fs = beamlab_env_detect:findings(#{telemetry => Series, env => Env, timer => skip}),
         ct:log("~p", [Fs]),
         [F] = [F || F = #{id := <<"schedulers_offline">>} <- Fs],
-        ?assertMatch(#{online := 1, total := 2}, maps:get(data, F))
+        ?assertMatch(#{<<"online">> := 1, <<"total">> := 2}, maps:get(data, F))
     after
         peer:stop(Peer)
     end.
@@ -138,7 +138,8 @@ healthy_run_quiet(Config) ->
         VmIds = [Id || #{id := Id} <- Fs, Id =/= <<"machine_overloaded">>],
         ?assertEqual([], VmIds),
         [begin
-             #{data := #{steal_pct := St, load1 := L, cpus := Cpus, others_cores := O}} = F,
+             #{data := #{<<"steal_pct">> := St, <<"load1">> := L, <<"cpus">> := Cpus,
+                         <<"others_cores">> := O}} = F,
              ?assert(St >= 5 orelse L > Cpus orelse O >= 0.5 * Cpus)
          end || F = #{id := <<"machine_overloaded">>} <- Fs]
     after
@@ -167,7 +168,7 @@ busy_wait_provoked_and_quiet(Config) ->
                  peer:stop(Peer)
              end
          end || Args <- [Spin, NoSpin]],
-    ?assertMatch([#{severity := <<"warning">>}], Provoked),
+    ?assertMatch([#{severity := warning}], Provoked),
     ?assertEqual([], Quiet).
 
 %% Telemetry reads cgroup cpu.stat below `root': a fake tree whose
@@ -207,7 +208,7 @@ throttling_from_fake_cgroup(Config) ->
     ?assertMatch(#{version := 2, quota_cores := 0.5}, maps:get(cgroup, Env)),
     [F] = beamlab_env_detect:findings(#{telemetry => S, env => Env, timer => skip}),
     ct:log("~p", [F]),
-    ?assertMatch(#{id := <<"cgroup_throttling">>, severity := <<"critical">>}, F).
+    ?assertMatch(#{id := <<"cgroup_throttling">>, severity := critical}, F).
 
 %% Durations of randomly long sleeps are noisy; the reductions a fixed
 %% computation costs are steady however loaded the machine is (timings of
@@ -233,7 +234,7 @@ noisy_result(_Config) ->
     Fs = beamlab_env_detect:findings(#{result => Result, timer => skip}),
     ct:log("~p", [Fs]),
     ?assertEqual([<<"random_sleep">>],
-                 [B || #{id := <<"noisy_measurement">>, data := #{benchmark := B}} <- Fs]).
+                 [B || #{id := <<"noisy_measurement">>, data := #{<<"benchmark">> := B}} <- Fs]).
 
 %% 2000 busy processes on one scheduler delay every timer wake-up; an idle
 %% fresh VM wakes on time.
@@ -242,10 +243,10 @@ timer_provoked_and_quiet(Config) ->
     {Idle, _} = start_peer(["+S", "1"], Config),
     try
         ok = peer:call(Busy, ?MODULE, busy, [2000], 60000),
-        Late = peer:call(Busy, beamlab_env_detect, timer_check, [], 60000),
-        OnTime = peer:call(Idle, beamlab_env_detect, timer_check, [], 60000),
+        Late = peer:call(Busy, beamlab_runtime_probe, timer, [#{}], 60000),
+        OnTime = peer:call(Idle, beamlab_runtime_probe, timer, [#{}], 60000),
         ct:log("late ~p~non time ~p", [Late, OnTime]),
-        [#{id := <<"timer_inaccuracy">>}] = beamlab_env_detect:findings(#{timer => Late}),
+        [#{id := <<"timer_late">>}] = beamlab_env_detect:findings(#{timer => Late}),
         [] = beamlab_env_detect:findings(#{timer => OnTime})
     after
         peer:stop(Busy),
@@ -258,18 +259,19 @@ timer_provoked_and_quiet(Config) ->
 matrix_schedulers(_Config) ->
     {ok, Cs} = beamlab_env_matrix:configs(#{sweep => [1, 2]}),
     Spec = #{configs => Cs, command => ["cpu_work"], repeat => 2, sweep => true,
+             argv => ["matrix"], started_at => beamlab_runtime_clock:rfc3339(),
              inner => {?MODULE, cpu_work, [300]}, paths => test_paths()},
     Self = self(),
     {ok, R} = beamlab_env_matrix:run(Spec, #{progress => fun(L) -> Self ! {progress, L} end}),
     Text = unicode:characters_to_binary(beamlab_env_matrix:format_text(R)),
     ct:log("~ts", [Text]),
-    #{benchmarks := [B1, B2], extra := #{configs := [C1, C2]}} = R,
-    ?assertMatch(#{status := <<"ok">>, ok_runs := 2, schedulers_online := 1,
-                   env := #{schedulers := #{online := 1, total := 1}}}, C1),
-    ?assertMatch(#{status := <<"ok">>, ok_runs := 2, schedulers_online := 2,
-                   env := #{schedulers := #{online := 2, total := 2}}}, C2),
+    #{benchmarks := [B1, B2], extra := #{<<"configs">> := [C1, C2]}} = R,
+    ?assertMatch(#{<<"status">> := <<"ok">>, <<"ok_runs">> := 2, <<"schedulers_online">> := 1,
+                   <<"env">> := #{<<"schedulers">> := #{<<"online">> := 1, <<"total">> := 1}}}, C1),
+    ?assertMatch(#{<<"status">> := <<"ok">>, <<"ok_runs">> := 2, <<"schedulers_online">> := 2,
+                   <<"env">> := #{<<"schedulers">> := #{<<"online">> := 2, <<"total">> := 2}}}, C2),
     ?assertEqual(2, length(maps:get(samples, B1))),
-    #{extra := #{speedup := S, efficiency := E, schedulers_online := 2}} = B2,
+    #{extra := #{<<"speedup">> := S, <<"efficiency">> := E, <<"schedulers_online">> := 2}} = B2,
     ?assert(S > 0 andalso abs(E - S / 2) < 1.0e-9),
     ?assertMatch(#{comparison := #{verdict := _}}, B2),
     ?assertEqual(4, length(flush_progress())),
@@ -279,12 +281,13 @@ matrix_schedulers(_Config) ->
 matrix_failed_config_goes_on(_Config) ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+sbt no_such_bind_type"]}),
     Spec = #{configs => Cs, command => ["cpu_work"], repeat => 2,
+             argv => ["matrix"], started_at => beamlab_runtime_clock:rfc3339(),
              inner => {?MODULE, cpu_work, [100]}, paths => test_paths()},
     {ok, R} = beamlab_env_matrix:run(Spec, #{}),
-    #{benchmarks := [B], extra := #{configs := [Ok, Bad]}} = R,
+    #{benchmarks := [B], extra := #{<<"configs">> := [Ok, Bad]}} = R,
     ?assertMatch(#{group := <<"+S 1">>}, B),
-    ?assertMatch(#{status := <<"ok">>, ok_runs := 2}, Ok),
-    ?assertMatch(#{status := <<"failed">>, runs := 1, errors := [_]}, Bad),
+    ?assertMatch(#{<<"status">> := <<"ok">>, <<"ok_runs">> := 2}, Ok),
+    ?assertMatch(#{<<"status">> := <<"failed">>, <<"runs">> := 1, <<"errors">> := [_]}, Bad),
     ct:log("~ts", [beamlab_env_matrix:format_text(R)]).
 
 cli_env(_Config) ->
@@ -345,7 +348,8 @@ cpu_work(Ms) ->
     [exit(W, kill) || W <- Workers],
     B = beamlab_result:benchmark(<<"cpu_work">>, Samples,
                                  #{unit => <<"ops/s">>, better => higher, metric => <<"throughput">>}),
-    {0, beamlab_result:add_benchmarks(beamlab_result:new(bench, #{command => ["cpu_work"]}), [B])}.
+    Doc = beamlab_result:new(bench, #{command => ["cpu_work"], started_at => beamlab_runtime_clock:rfc3339()}),
+    {0, beamlab_result:add_benchmarks(Doc, [B])}.
 
 sample_counter(_, 0, _) -> [];
 sample_counter(C, N, Prev) ->

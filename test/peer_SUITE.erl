@@ -5,11 +5,11 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, args_applied_and_code_loaded/1, distributed_on_loopback/1, bad_args_error/1,
-         missing_executable/1, split_args/1]).
+         missing_executable/1, split_args/1, run_command/1]).
 
 all() ->
     [args_applied_and_code_loaded, distributed_on_loopback, bad_args_error, missing_executable,
-     split_args].
+     split_args, run_command].
 
 args_applied_and_code_loaded(_) ->
     {ok, Vm} = beamlab_runtime_peer:start(#{args => ["+S", "1"]}),
@@ -48,3 +48,17 @@ split_args(_) ->
     ?assertEqual(["+S", "2", "+sbt", "db"], beamlab_runtime_peer:split_args(" +S 2  +sbt db ")),
     ?assertEqual(["-env", "X", "a b", "c"], beamlab_runtime_peer:split_args("-env X 'a b' \"c\"")),
     ?assertEqual([], beamlab_runtime_peer:split_args("")).
+
+%% run/3: the command's {ExitCode, Result} and the VM's report, taken in
+%% the VM that ran with the given arguments; failures become errors.
+run_command(_) ->
+    {ok, #{exit := 0, result := 2, env := 2}} =
+        beamlab_runtime_peer:run(#{args => ["+S", "2"]},
+                                 {erlang, list_to_tuple, [[0, 2]]},
+                                 {erlang, system_info, [schedulers_online]}),
+    {error, {vm_failed, error, _}} =
+        beamlab_runtime_peer:run(#{}, {erlang, error, [boom]}, {erlang, node, []}),
+    {error, {vm_start, _} = E} = beamlab_runtime_peer:run(#{exec => "/nonexistent/erl"},
+                                                         {erlang, node, []}, {erlang, node, []}),
+    ?assertEqual("the VM did not start: executable not found: /nonexistent/erl",
+                 lists:flatten(beamlab_runtime_peer:format_error(E))).

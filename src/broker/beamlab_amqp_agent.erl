@@ -12,10 +12,18 @@
 
 -include("beamlab_amqp_perf.hrl").
 
--export([start/3, connection/2, record/2, new_hist/0, hist_max/0, reopen/1, connection_lost/2]).
+-export([start/3, start_worker/3, connection/2, record/2, new_hist/0, hist_max/0, reopen/1,
+         connection_lost/2]).
 
-%% Internal entry point (spawned, possibly on another node).
--export([init/2]).
+%% Internal entry points (spawned, possibly on another node).
+-export([init/2, worker_init/4]).
+
+%% A worker (producer, consumer, closed-loop channel) opens its channel
+%% with `open/2' (`{error, R}' or anything else on success) and then runs
+%% `run/3' on what it opened until it ends. {@link start_worker/3} does the
+%% handshake with the agent around them.
+-callback open(Ctx :: map(), Spec :: map()) -> {error, term()} | tuple().
+-callback run(Opened :: tuple(), Ctx :: map(), Spec :: map()) -> no_return().
 
 -define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
 
@@ -40,6 +48,26 @@
 -spec start(node(), pid(), map()) -> pid().
 start(Node, Coord, Plan) ->
     proc_lib:spawn(Node, ?MODULE, init, [Coord, Plan]).
+
+%% @doc Starts a worker of callback module `Module' linked to the calling
+%% agent. Once `Module:open/2' succeeds the worker sends `{self(), ready}'
+%% and goes on with `Module:run/3'; otherwise it sends
+%% `{self(), {error, R}}' and ends normally.
+-spec start_worker(module(), map(), map()) -> pid().
+start_worker(Module, Ctx, Spec) ->
+    proc_lib:spawn_link(?MODULE, worker_init, [self(), Module, Ctx, Spec]).
+
+%% @private
+-spec worker_init(pid(), module(), map(), map()) -> no_return().
+worker_init(Agent, Module, Ctx, Spec) ->
+    case Module:open(Ctx, Spec) of
+        {error, _} = E ->
+            Agent ! {self(), E},
+            exit(normal);
+        Opened ->
+            Agent ! {self(), ready},
+            Module:run(Opened, Ctx, Spec)
+    end.
 
 %% @doc A live connection for the worker's group, asked of the agent
 %% (reconnecting when the previous one is gone).

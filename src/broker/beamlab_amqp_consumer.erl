@@ -8,13 +8,14 @@
 %%% counted before closing the channel, so a message is either counted as
 %%% received or left in the queue, never both.
 -module(beamlab_amqp_consumer).
+-behaviour(beamlab_amqp_agent).
 
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2]).
 
-%% Internal entry point (spawned).
--export([init/3]).
+%% Worker callbacks (beamlab_amqp_agent:start_worker/3).
+-export([open/2, run/3]).
 
 -record(st, {ctx :: map(),
              spec :: map(),
@@ -29,23 +30,21 @@
 %% message published afterwards is missed, or `{self(), {error, R}}'.
 -spec start_link(map(), map()) -> pid().
 start_link(Ctx, Spec) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Ctx, Spec]).
+    beamlab_amqp_agent:start_worker(?MODULE, Ctx, Spec).
 
 %% @private
--spec init(pid(), map(), map()) -> no_return().
-init(Parent, Ctx, Spec) ->
-    case subscribe(Ctx, Spec) of
-        {ok, Ch} ->
-            Parent ! {self(), ready},
-            loop(#st{ctx = Ctx, spec = Spec, ch = Ch,
-                     left = case maps:get(count, Spec) of
-                                0 -> infinity;
-                                C -> C
-                            end});
-        {error, _} = E ->
-            Parent ! {self(), E},
-            exit(normal)
-    end.
+-spec open(map(), map()) -> {ok, term()} | {error, term()}.
+open(Ctx, Spec) ->
+    subscribe(Ctx, Spec).
+
+%% @private
+-spec run({ok, term()}, map(), map()) -> no_return().
+run({ok, Ch}, Ctx, Spec) ->
+    loop(#st{ctx = Ctx, spec = Spec, ch = Ch,
+             left = case maps:get(count, Spec) of
+                        0 -> infinity;
+                        C -> C
+                    end}).
 
 subscribe(Ctx, Spec) ->
     case beamlab_amqp_agent:connection(Ctx, Spec) of

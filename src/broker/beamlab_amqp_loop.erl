@@ -4,44 +4,40 @@
 %%% then bounded by the round trip, and the consumer latency is that round
 %%% trip.
 -module(beamlab_amqp_loop).
+-behaviour(beamlab_amqp_agent).
 
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2]).
 
-%% Internal entry point (spawned).
--export([init/3]).
+%% Worker callbacks (beamlab_amqp_agent:start_worker/3).
+-export([open/2, run/3]).
 
 %% @doc Starts a loop worker for `Spec' (queue, group, body_size, persistent,
 %% reconnect); it subscribes, sends `{self(), ready}' to its parent, then
 %% waits for `{go, StartUs}' to publish its first message.
 -spec start_link(map(), map()) -> pid().
 start_link(Ctx, Spec) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Ctx, Spec]).
+    beamlab_amqp_agent:start_worker(?MODULE, Ctx, Spec).
 
 %% @private
--spec init(pid(), map(), map()) -> no_return().
-init(Parent, Ctx, Spec) ->
-    case open(Ctx, Spec) of
-        {ok, Ch} ->
-            Parent ! {self(), ready},
-            Size = max(?BODY_MIN, maps:get(body_size, Spec)),
-            Pad = binary:copy(<<0>>, Size - ?BODY_MIN),
-            Opts = #{props => case maps:get(persistent, Spec) of
-                                  true -> #{delivery_mode => 2};
-                                  false -> #{}
-                              end},
-            receive
-                {go, _StartUs} ->
-                    Q = maps:get(queue, Spec),
-                    publish(Ch, Q, Pad, Opts, 0, Ctx),
-                    loop(Ch, Q, Pad, Opts, 1, Ctx, Spec)
-            end;
-        {error, _} = E ->
-            Parent ! {self(), E},
-            exit(normal)
+-spec run({ok, term()}, map(), map()) -> no_return().
+run({ok, Ch}, Ctx, Spec) ->
+    Size = max(?BODY_MIN, maps:get(body_size, Spec)),
+    Pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+    Opts = #{props => case maps:get(persistent, Spec) of
+                          true -> #{delivery_mode => 2};
+                          false -> #{}
+                      end},
+    receive
+        {go, _StartUs} ->
+            Q = maps:get(queue, Spec),
+            publish(Ch, Q, Pad, Opts, 0, Ctx),
+            loop(Ch, Q, Pad, Opts, 1, Ctx, Spec)
     end.
 
+%% @private
+-spec open(map(), map()) -> {ok, term()} | {error, term()}.
 open(Ctx, Spec) ->
     case beamlab_amqp_agent:connection(Ctx, Spec) of
         {ok, Conn} ->

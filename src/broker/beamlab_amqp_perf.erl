@@ -10,13 +10,18 @@
 %%% (sent = received + returned + nacked + queued).
 -module(beamlab_amqp_perf).
 
--export([run/1, defaults/0, write_utf8/1, write_utf8/2, result/3,
+-export([run/1, defaults/0, write_utf8/1, write_utf8/2, result/2,
          format_error/1]).
 
--export_type([config/0, report/0]).
+-export_type([config/0, report/0, result_opts/0]).
 
 -type config() :: map().
 -type report() :: map().
+%% What the caller knows about the run for the result document: its
+%% command line, its start time (`beamlab_runtime_clock:rfc3339/0') and
+%% the options to record.
+-type result_opts() :: #{command := [unicode:chardata()], started_at := binary(),
+                         params => map()}.
 
 -define(DRAIN_MAX_MS, 3000).
 -define(DRAIN_QUIET_MS, 500).
@@ -69,8 +74,14 @@ run(Cfg0) ->
         {ok, Uri} ->
             case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp ", Id/binary, " setup">>}) of
                 {ok, Conn} ->
-                    try setup_and_run(Conn, Cfg#{uri := Uri})
-                    after close_setup(Conn)
+                    try setup_and_run(Conn, Cfg#{uri := Uri}) of
+                        {Result, Live} ->
+                            close_setup([Conn, Live]),
+                            Result
+                    catch
+                        Class:Reason:Stack ->
+                            close_setup([Conn]),
+                            erlang:raise(Class, Reason, Stack)
                     end;
                 {error, _} = E ->
                     E
@@ -79,44 +90,47 @@ run(Cfg0) ->
             {error, {uri, R}}
     end.
 
+%% Returns the outcome and the setup connection in use at the end (the
+%% original one or its replacement), which the caller closes.
 setup_and_run(Conn, Cfg) ->
+    Uri = maps:get(uri, Cfg),
     Queues = beamlab_amqp_topology:queue_names(Cfg, maps:get(id, Cfg)),
     case beamlab_amqp_topology:declare(Conn, Cfg, Queues) of
         {ok, Topo} ->
-            try beamlab_amqp_nodes:start(Cfg) of
-                {ok, Nodes, Cleanup} ->
-                    try start_run(Conn, Cfg#{nodes := Nodes}, Topo)
-                    after Cleanup()
-                    end;
-                {error, _} = E ->
-                    E
-            after
-                beamlab_amqp_topology:delete(live_conn(Conn, maps:get(uri, Cfg)), Topo)
-            end;
+            {Result, Used} =
+                try beamlab_amqp_nodes:start(Cfg) of
+                    {ok, Nodes, Cleanup} ->
+                        try start_run(Conn, Cfg#{nodes := Nodes}, Topo)
+                        after Cleanup()
+                        end;
+                    {error, _} = E ->
+                        {E, Conn}
+                catch
+                    Class:Reason:Stack ->
+                        Reopened = live_conn(Conn, Uri),
+                        _ = beamlab_amqp_topology:delete(Reopened, Topo),
+                        close_setup([Reopened || Reopened =/= Conn]),
+                        erlang:raise(Class, Reason, Stack)
+                end,
+            Live = live_conn(Used, Uri),
+            _ = beamlab_amqp_topology:delete(Live, Topo),
+            {Result, Live};
         {error, _} = E ->
-            E
+            {E, Conn}
     end.
 
 %% The setup connection may have been closed by the broker during the run
 %% (it survives with --reconnect): open a new one for the final queue
-%% depths and deletions, remembered for the rest of the run.
+%% depths and deletions. The caller keeps the one returned.
 live_conn(Conn, Uri) ->
-    case get({?MODULE, live_conn}) of
-        Pid when is_pid(Pid) ->
-            case is_process_alive(Pid) of
-                true -> Pid;
-                false -> new_conn(Conn, Uri)
-            end;
-        _ ->
-            case is_process_alive(Conn) of
-                true -> Conn;
-                false -> new_conn(Conn, Uri)
-            end
+    case is_process_alive(Conn) of
+        true -> Conn;
+        false -> new_conn(Conn, Uri)
     end.
 
 %% Close the setup connection(s) and drop their notices to us, the owner.
-close_setup(Conn) ->
-    Conns = lists:usort([Conn | [C || C <- [erase({?MODULE, live_conn})], is_pid(C)]]),
+close_setup(Conns0) ->
+    Conns = lists:usort(Conns0),
     _ = [catch beamlab_amqp:close(C) || C <- Conns],
     flush_closed(Conns).
 
@@ -133,7 +147,7 @@ flush_conn(C) ->
 
 new_conn(Conn, Uri) ->
     case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>}) of
-        {ok, C} -> put({?MODULE, live_conn}, C), C;
+        {ok, C} -> C;
         {error, _} -> Conn
     end.
 
@@ -154,24 +168,21 @@ start_run(Conn, Cfg, Topo) ->
             StartUs = erlang:system_time(microsecond),
             T0 = erlang:monotonic_time(microsecond),
             _ = [A ! {go, StartUs} || A <- maps:keys(Agents)],
-            subscribe_interrupts(),
+            ok = beamlab_runtime_interrupt:subscribe(),
             try measure(Conn, Cfg, Topo, Agents, T0)
             after cleanup(Agents)
             end;
         {error, _} = E ->
             _ = [exit(A, kill) || A <- maps:keys(Agents)],
             cleanup(Agents),
-            E
+            {E, Conn}
     end.
 
 %% Leave the caller's mailbox as it was: a library caller (or a test) runs
 %% many of these in one process.
 cleanup(Agents) ->
     _ = [demonitor(Mon, [flush]) || #{mon := Mon} <- maps:values(Agents)],
-    case code:is_loaded(beamlab_runtime_interrupt) of
-        {file, _} -> _ = catch beamlab_runtime_interrupt:unsubscribe(), ok;
-        false -> ok
-    end,
+    ok = beamlab_runtime_interrupt:unsubscribe(),
     flush().
 
 flush() ->
@@ -197,12 +208,6 @@ await_ready(Pending) ->
             end
     after 60000 ->
         {error, {timeout, agents_start}}
-    end.
-
-subscribe_interrupts() ->
-    case code:ensure_loaded(beamlab_runtime_interrupt) of
-        {module, _} -> _ = catch beamlab_runtime_interrupt:subscribe(), ok;
-        _ -> ok
     end.
 
 %% Worker specs per node. Producer/consumer i goes to node i mod n with all
@@ -408,11 +413,14 @@ finish(Why, #m{t0 = T0, timer = Timer} = M0) ->
                          consumer => empty_snap(), confirm => empty_snap()};
                  _ -> merge_samples(Finals)
              end,
-    Queued = catch_depth(M3),
-    report(Why, ElapsedUs, AtStop, Totals, Queued, M3).
+    {Queued, M4} = catch_depth(M3),
+    {report(Why, ElapsedUs, AtStop, Totals, Queued, M4), M4#m.conn}.
 
+%% The queues' depth, on a fresh setup connection if the broker closed ours.
 catch_depth(#m{conn = Conn, cfg = #{uri := Uri}} = M) ->
-    try beamlab_amqp_topology:depth(live_conn(Conn, Uri), M#m.topo) catch _:_ -> undefined end.
+    Live = live_conn(Conn, Uri),
+    Queued = try beamlab_amqp_topology:depth(Live, M#m.topo) catch _:_ -> undefined end,
+    {Queued, M#m{conn = Live}}.
 
 empty_snap() ->
     beamlab_stats_hist:snapshot(beamlab_amqp_agent:new_hist()).
@@ -520,9 +528,11 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, M) ->
 %% confirm latency (per-interval medians as samples; the run's exact
 %% percentiles and histogram in `extra'), and an `amqp' section in `extra'
 %% (accounting, counters, failure, nodes, queues). `Params' are the
-%% command's options, `Argv' its command line.
--spec result(report(), map(), [string() | binary()]) -> map().
-result(R, Params, Argv) ->
+%% command's options, `command' its command line, `started_at' when it
+%% started; the document is finished now.
+-spec result(report(), result_opts()) -> beamlab_result:result().
+result(R, #{command := Argv, started_at := Started} = Opts) ->
+    Params = maps:get(params, Opts, #{}),
     Rates = maps:get(rates, R),
     Secs = max(maps:get(elapsed_us, R), 1) / 1000000,
     C = maps:get(counters, R),
@@ -565,7 +575,7 @@ result(R, Params, Argv) ->
         [Lat(interval_confirm_latency, confirm_hist, <<"confirm latency">>)
          || maps:get(confirmed, En)],
     Acc = maps:get(accounting, R),
-    Doc0 = beamlab_result:new(amqp, #{params => Params, command => Argv}),
+    Doc0 = beamlab_result:new(amqp, #{params => Params, command => Argv, started_at => Started}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
     Amqp = #{id => maps:get(id, R),
              stop => atom_to_binary(maps:get(stop, R)),
@@ -580,7 +590,9 @@ result(R, Params, Argv) ->
              queues => maps:get(queues, R),
              latency_unit => <<"us">>,
              latency_precision => <<"log-linear histogram, 3 significant digits (relative error =< 0.05%)">>},
-    beamlab_result:finish(Doc1#{extra => #{amqp => Amqp}}, #{partial => maps:get(partial, R)}).
+    Doc2 = beamlab_result:set(extra, #{amqp => Amqp}, Doc1),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                  partial => maps:get(partial, R)}).
 
 percentiles(Hist) ->
     case beamlab_stats_hist:count(Hist) of

@@ -8,13 +8,14 @@
 %%% shared `counters'. Without confirms it watches the connection's backlog
 %%% so that an unlimited producer cannot flood the connection process.
 -module(beamlab_amqp_producer).
+-behaviour(beamlab_amqp_agent).
 
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2, body/3]).
 
-%% Internal entry point (spawned).
--export([init/3]).
+%% Worker callbacks (beamlab_amqp_agent:start_worker/3).
+-export([open/2, run/3]).
 
 -define(BACKLOG_CHECK, 128).     % publishes between backlog checks
 -define(BACKLOG_MAX, 2000).      % connection mailbox length that pauses us
@@ -41,7 +42,7 @@
 %% then waits for `{go, StartUs}'.
 -spec start_link(map(), map()) -> pid().
 start_link(Ctx, Spec) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Ctx, Spec]).
+    beamlab_amqp_agent:start_worker(?MODULE, Ctx, Spec).
 
 %% @doc The message body: intended send time, sequence number, zero padding
 %% up to `Size' bytes (at least 12).
@@ -50,34 +51,29 @@ body(IntendedUs, N, Pad) ->
     <<IntendedUs:64/signed, N:32, Pad/binary>>.
 
 %% @private
--spec init(pid(), map(), map()) -> no_return().
-init(Parent, Ctx, Spec) ->
-    case open(Ctx, Spec) of
-        {ok, Conn, Ch} ->
-            Parent ! {self(), ready},
-            Size = max(?BODY_MIN, maps:get(body_size, Spec)),
-            Props = case maps:get(persistent, Spec) of
-                        true -> #{delivery_mode => 2};
-                        false -> #{}
-                    end,
-            Opts = #{props => Props, mandatory => maps:get(mandatory, Spec)},
-            St0 = #st{ctx = Ctx, spec = Spec, conn = Conn, ch = Ch, opts = Opts,
-                      pad = binary:copy(<<0>>, Size - ?BODY_MIN),
-                      left = case maps:get(count, Spec) of
-                                 0 -> infinity;
-                                 C -> C
-                             end,
-                      limiter = beamlab_amqp_rate:new(infinity, 0)},
-            receive
-                {go, StartUs} ->
-                    L = beamlab_amqp_rate:new(maps:get(rate, Spec), StartUs),
-                    loop(St0#st{limiter = L})
-            end;
-        {error, _} = E ->
-            Parent ! {self(), E},
-            exit(normal)
+-spec run({ok, pid(), term()}, map(), map()) -> no_return().
+run({ok, Conn, Ch}, Ctx, Spec) ->
+    Size = max(?BODY_MIN, maps:get(body_size, Spec)),
+    Props = case maps:get(persistent, Spec) of
+                true -> #{delivery_mode => 2};
+                false -> #{}
+            end,
+    Opts = #{props => Props, mandatory => maps:get(mandatory, Spec)},
+    St0 = #st{ctx = Ctx, spec = Spec, conn = Conn, ch = Ch, opts = Opts,
+              pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+              left = case maps:get(count, Spec) of
+                         0 -> infinity;
+                         C -> C
+                     end,
+              limiter = beamlab_amqp_rate:new(infinity, 0)},
+    receive
+        {go, StartUs} ->
+            L = beamlab_amqp_rate:new(maps:get(rate, Spec), StartUs),
+            loop(St0#st{limiter = L})
     end.
 
+%% @private
+-spec open(map(), map()) -> {ok, pid(), term()} | {error, term()}.
 open(Ctx, Spec) ->
     maybe_open(beamlab_amqp_agent:connection(Ctx, Spec), Spec).
 

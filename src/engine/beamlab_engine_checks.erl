@@ -4,11 +4,9 @@
 %%% entry) so it is printed as a warning and saved with the result.
 -module(beamlab_engine_checks).
 
--export([run/1, emulator/0, overload/0, timer/1, load_average/0]).
+-export([run/1, emulator/0, overload/0, timer/1]).
 
--type finding() :: #{id := binary(), severity := binary(), title := binary(),
-                     evidence := binary(), advice := binary(), data := map()}.
--export_type([finding/0]).
+-type finding() :: beamlab_result:finding().
 
 %% Timers firing later than this (median, for a 1 ms wait) switch the
 %% sampler to busy waiting: a late sample end would inflate counts.
@@ -27,12 +25,12 @@ run(Opts) ->
 emulator() ->
     Flavor = erlang:system_info(emu_flavor),
     Type = erlang:system_info(build_type),
-    [finding(<<"engine.emulator_flavor">>, <<"Emulator is not the JIT">>,
+    [finding(emulator_not_jit, <<"Emulator is not the JIT">>,
              fmt("emu_flavor is ~w", [Flavor]),
              <<"The interpreter (emu) is several times slower than the JIT; results "
                "do not represent production speed.">>, #{emu_flavor => Flavor})
      || Flavor =/= jit]
-        ++ [finding(<<"engine.build_type">>, <<"Emulator is not an optimised build">>,
+        ++ [finding(build_not_opt, <<"Emulator is not an optimised build">>,
                     fmt("build_type is ~w", [Type]),
                     <<"Debug, valgrind or lcnt builds distort timings; use the opt build.">>,
                     #{build_type => Type})
@@ -43,25 +41,25 @@ emulator() ->
 overload() ->
     Cores = cores(),
     RunQueue = erlang:statistics(total_run_queue_lengths_all),
-    Load = load_average(),
-    [finding(<<"engine.run_queue">>, <<"Schedulers are already busy">>,
+    Load = beamlab_runtime_probe:load1(),
+    [finding(run_queue_busy, <<"Schedulers are already busy">>,
              fmt("~w processes runnable on ~w schedulers before the run", [RunQueue, Cores]),
              <<"Other work in this VM competes with the benchmark.">>,
              #{run_queue => RunQueue, cores => Cores})
      || RunQueue > Cores]
-        ++ [finding(<<"engine.load_average">>, <<"Machine is overloaded">>,
+        ++ [finding(load_high, <<"Machine is overloaded">>,
                     fmt("1-minute load average ~.2f on ~w cores", [Load, Cores]),
                     <<"Other processes compete for the CPU; expect noisy, pessimistic numbers. "
                       "Stop them or use more samples.">>,
                     #{load_average => Load, cores => Cores})
-            || is_float(Load), Load > Cores].
+            || is_number(Load), Load > Cores].
 
 %% @doc Measures timer overshoot; a bad timer means busy waiting.
 -spec timer(map()) -> {[finding()], #{busy_wait := boolean(), overshoot_us := non_neg_integer()}}.
 timer(_Opts) ->
-    Overshoot = beamlab_engine_sampler:timer_overshoot(),
+    Overshoot = beamlab_runtime_probe:timer_overshoot(),
     Bad = Overshoot > ?OVERSHOOT_LIMIT_US,
-    Findings = [finding(<<"engine.timer_accuracy">>, <<"Timer accuracy problem detected">>,
+    Findings = [finding(timer_late, <<"Timer accuracy problem detected">>,
                         fmt("a 1 ms wait overshoots by ~w us (median of 9)", [Overshoot]),
                         <<"Switched to a busy-wait sample timer, which takes one scheduler; "
                           "results may be skewed. Look for lock contention or overload.">>,
@@ -69,25 +67,14 @@ timer(_Opts) ->
                 || Bad],
     {Findings, #{busy_wait => Bad, overshoot_us => Overshoot}}.
 
-%% @doc The 1-minute load average (Linux `/proc/loadavg'), or `undefined'.
--spec load_average() -> float() | undefined.
-load_average() ->
-    case file:read_file("/proc/loadavg") of
-        {ok, Bin} ->
-            [First | _] = binary:split(Bin, <<" ">>),
-            try binary_to_float(First) catch error:badarg -> undefined end;
-        {error, _} ->
-            undefined
-    end.
-
 cores() ->
     case erlang:system_info(logical_processors_available) of
         N when is_integer(N) -> N;
         _ -> erlang:system_info(schedulers_online)
     end.
 
+%% Pre-flight problems are warnings: the run goes on, the reader is told.
 finding(Id, Title, Evidence, Advice, Data) ->
-    #{id => Id, severity => <<"warning">>, title => Title, evidence => Evidence,
-      advice => Advice, data => Data}.
+    beamlab_result:finding(Id, warning, Title, Evidence, Advice, Data).
 
 fmt(Fmt, Args) -> iolist_to_binary(io_lib:format(Fmt, Args)).

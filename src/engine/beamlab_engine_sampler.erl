@@ -25,7 +25,7 @@
 %%% other jobs carry on.
 -module(beamlab_engine_sampler).
 
--export([run/2, timer_overshoot/0, default_opts/0]).
+-export([run/2, default_opts/0]).
 
 -export_type([opts/0, outcome/0, progress/0]).
 
@@ -76,17 +76,6 @@ run(Jobs, Opts0) ->
                     #{samples => lists:reverse(S), times => lists:reverse(T), status => St}
                 end || I <- Ids],
     {Outcomes, #{interrupted => Interrupted, rounds => Rounds}}.
-
-%% @doc Median overshoot, in microseconds, of a 1 ms `receive ... after'
-%% over a few tries: how late the VM's timers fire right now.
--spec timer_overshoot() -> non_neg_integer().
-timer_overshoot() ->
-    Tries = [begin
-                 T0 = erlang:monotonic_time(microsecond),
-                 receive after 1 -> ok end,
-                 erlang:monotonic_time(microsecond) - T0 - 1000
-             end || _ <- lists:seq(1, 9)],
-    max(0, lists:nth(5, lists:sort(Tries))).
 
 %%====================================================================
 %% Rounds

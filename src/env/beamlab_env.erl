@@ -7,21 +7,16 @@
 %%% files never fail the report: the field becomes `<<"unknown">>' (or the
 %%% section says `available => false') and a line is added to `notes'.
 %%%
-%%% The OS readers used while sampling (cgroup cpu.stat, /proc/stat CPU
-%%% times, this process's CPU time) are exported for the telemetry module.
+%%% The readers shared with live sampling (load average, cgroup location
+%%% and cpu.stat) are in `beamlab_runtime_probe'.
 -module(beamlab_env).
 
--export([report/0, report/1, format_text/1,
-         cgroup_cpu_stat/1, cgroup_locate/1, cgroup_cpu_stat_at/1, cpu_times/1, process_cpu_ticks/1, loadavg/1,
-         parse_cpulist/1, parse_meminfo/1, parse_kv/1]).
+-export([report/0, report/1, format_text/1, parse_cpulist/1, parse_meminfo/1, parse_kv/1]).
 
 -type report() :: #{atom() => term()}.
 -export_type([report/0]).
 
 -define(UNKNOWN, <<"unknown">>).
-%% USER_HZ is part of the Linux /proc ABI and 100 on every architecture
-%% Linux runs beamlab on; /proc/*/stat times are in these ticks.
--define(USER_HZ, 100).
 
 %%--------------------------------------------------------------------
 %% Report
@@ -36,25 +31,22 @@ report() ->
 -spec report(#{root => file:filename()}) -> report().
 report(Opts) ->
     Root = maps:get(root, Opts, "/"),
-    put(beamlab_env_notes, []),
-    try
-        Report = #{otp => otp(),
-                   schedulers => schedulers(),
-                   vm_args => vm_args(),
-                   cpu => cpu(Root),
-                   numa => numa(Root),
-                   cgroup => cgroup(Root),
-                   os => os_info(Root),
-                   memory => memory(Root),
-                   load => load(Root),
-                   collected_at => rfc3339()},
-        Report#{notes => lists:reverse(get(beamlab_env_notes))}
-    after
-        erase(beamlab_env_notes)
-    end.
+    %% Each section that can miss a file returns {Value, Notes}; the notes
+    %% are collected here in section order.
+    Sections = [{vm_args, fun vm_args/1}, {cpu, fun cpu/1}, {numa, fun numa/1},
+                {cgroup, fun cgroup/1}, {os, fun os_info/1}, {memory, fun memory/1},
+                {load, fun load/1}],
+    {Noted, Notes} = lists:foldl(fun({Key, F}, {Acc, NotesAcc}) ->
+                                         {V, N} = F(Root),
+                                         {Acc#{Key => V}, NotesAcc ++ N}
+                                 end, {#{}, []}, Sections),
+    Noted#{otp => otp(),
+           schedulers => schedulers(),
+           collected_at => beamlab_runtime_clock:rfc3339(),
+           notes => Notes}.
 
 note(Fmt, Args) ->
-    put(beamlab_env_notes, [bin(io_lib:format(Fmt, Args)) | get(beamlab_env_notes)]).
+    bin(io_lib:format(Fmt, Args)).
 
 otp() ->
     BuildType = sysinfo(build_type, opt),
@@ -133,14 +125,14 @@ emu_args() ->
         _ -> []
     end.
 
-vm_args() ->
+vm_args(_Root) ->
     Args = [#{flag => bin(F), values => [bin(V) || V <- Vs]} || {F, Vs} <- init:get_arguments()],
-    EmuArgs = case catch erlang:system_info(emu_args) of
-                  L when is_list(L) -> [bin(A) || A <- L];
-                  _ -> note("emulator arguments not exposed by this VM", []), []
-              end,
-    #{arguments => Args, emu_args => EmuArgs,
-      plain_arguments => [bin(A) || A <- init:get_plain_arguments()]}.
+    {EmuArgs, Notes} = case catch erlang:system_info(emu_args) of
+                           L when is_list(L) -> {[bin(A) || A <- L], []};
+                           _ -> {[], [note("emulator arguments not exposed by this VM", [])]}
+                       end,
+    {#{arguments => Args, emu_args => EmuArgs,
+       plain_arguments => [bin(A) || A <- init:get_plain_arguments()]}, Notes}.
 
 %%--------------------------------------------------------------------
 %% CPU, NUMA
@@ -154,30 +146,31 @@ cpu(Root) ->
              end,
     Topo = [{Cpu, topo(Sys, Cpu)} || Cpu <- Online],
     Known = [T || {_, T} <- Topo, T =/= unknown],
-    {Sockets, Cores} = case Known of
-                           [] when Online =/= [] ->
-                               note("no CPU topology under ~s", [Sys("")]),
-                               {?UNKNOWN, ?UNKNOWN};
-                           [] -> {?UNKNOWN, ?UNKNOWN};
-                           _ -> {length(lists:usort([P || {P, _} <- Known])),
-                                 length(lists:usort(Known))}
-                       end,
-    Threads = case Online of
-                  [] -> note("~s missing: online CPUs unknown", [Sys("online")]), ?UNKNOWN;
-                  _ -> length(Online)
-              end,
+    {Sockets, Cores, TopoNotes} =
+        case Known of
+            [] when Online =/= [] ->
+                {?UNKNOWN, ?UNKNOWN, [note("no CPU topology under ~s", [Sys("")])]};
+            [] -> {?UNKNOWN, ?UNKNOWN, []};
+            _ -> {length(lists:usort([P || {P, _} <- Known])), length(lists:usort(Known)), []}
+        end,
+    {Threads, OnlineNotes} = case Online of
+                                 [] -> {?UNKNOWN, [note("~s missing: online CPUs unknown", [Sys("online")])]};
+                                 _ -> {length(Online), []}
+                             end,
+    {Model, ModelNotes} = cpu_model(Root),
     ThreadsPerCore = case is_integer(Threads) andalso is_integer(Cores) andalso Cores > 0 of
                          true -> Threads div Cores;
                          false -> ?UNKNOWN
                      end,
-    #{model => cpu_model(Root),
+    {#{model => Model,
       logical_processors => sysinfo_int(logical_processors),
       logical_processors_online => sysinfo_int(logical_processors_online),
       logical_processors_available => sysinfo_int(logical_processors_available),
       online_cpus => Online,
       sockets => Sockets, cores => Cores, threads => Threads,
       threads_per_core => ThreadsPerCore,
-      erlang_cpu_topology => topology(erlang:system_info(cpu_topology))}.
+      erlang_cpu_topology => topology(erlang:system_info(cpu_topology))},
+     ModelNotes ++ TopoNotes ++ OnlineNotes}.
 
 topo(Sys, Cpu) ->
     Dir = "cpu" ++ integer_to_list(Cpu) ++ "/topology/",
@@ -193,11 +186,11 @@ cpu_model(Root) ->
             KV = parse_kv(Text),
             case [V || K <- [<<"model name">>, <<"cpu model">>, <<"Model">>, <<"Hardware">>, <<"cpu">>],
                        {K1, V} <- KV, K1 =:= K] of
-                [M | _] -> M;
-                [] -> note("no model name in ~s", [File]), ?UNKNOWN
+                [M | _] -> {M, []};
+                [] -> {?UNKNOWN, [note("no model name in ~s", [File])]}
             end;
         error ->
-            note("~s missing: CPU model unknown", [File]), ?UNKNOWN
+            {?UNKNOWN, [note("~s missing: CPU model unknown", [File])]}
     end.
 
 %% erlang:system_info(cpu_topology) as nested maps: {node, [...]} becomes
@@ -216,10 +209,10 @@ numa(Root) ->
         {ok, Names} ->
             Ids = lists:sort([list_to_integer(I) || "node" ++ I <- Names, is_digits(I)]),
             Nodes = [numa_node(Dir, Id) || Id <- Ids],
-            #{available => Ids =/= [], count => length(Ids), nodes => Nodes};
+            {#{available => Ids =/= [], count => length(Ids), nodes => Nodes}, []};
         {error, _} ->
-            note("~s missing: no NUMA information", [Dir]),
-            #{available => false, count => ?UNKNOWN, nodes => []}
+            {#{available => false, count => ?UNKNOWN, nodes => []},
+             [note("~s missing: no NUMA information", [Dir])]}
     end.
 
 numa_node(Dir, Id) ->
@@ -252,14 +245,15 @@ is_digits(S) -> S =/= [] andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end
 %%--------------------------------------------------------------------
 
 cgroup(Root) ->
-    case cgroup_paths(Root) of
+    Loc = beamlab_runtime_probe:cgroup_locate(Root),
+    case Loc of
         {v2, Dir} ->
             Max = read(filename:join(Dir, "cpu.max")),
             {Quota, Period} = case Max of
                                   {ok, M} -> parse_cpu_max(M);
                                   error -> {?UNKNOWN, ?UNKNOWN}
                               end,
-            cgroup_map(2, Dir, Quota, Period, Root);
+            {cgroup_map(2, Dir, Quota, Period, Loc), []};
         {v1, Dir} ->
             Quota = case read_int(filename:join(Dir, "cpu.cfs_quota_us")) of
                         {ok, Q} when Q < 0 -> unlimited;
@@ -270,19 +264,19 @@ cgroup(Root) ->
                          {ok, P} -> P;
                          error -> ?UNKNOWN
                      end,
-            cgroup_map(1, Dir, Quota, Period, Root);
+            {cgroup_map(1, Dir, Quota, Period, Loc), []};
         none ->
-            note("no cgroup CPU controller found under ~s", [filename:join(Root, "sys/fs/cgroup")]),
-            #{available => false, version => ?UNKNOWN}
+            {#{available => false, version => ?UNKNOWN},
+             [note("no cgroup CPU controller found under ~s", [filename:join(Root, "sys/fs/cgroup")])]}
     end.
 
-cgroup_map(Version, Dir, Quota, Period, Root) ->
+cgroup_map(Version, Dir, Quota, Period, Loc) ->
     Cores = case {Quota, Period} of
                 {unlimited, _} -> <<"unlimited">>;
                 {Q, P} when is_integer(Q), is_integer(P), P > 0 -> Q / P;
                 _ -> ?UNKNOWN
             end,
-    Stat = case cgroup_cpu_stat(Root) of
+    Stat = case beamlab_runtime_probe:cgroup_cpu_stat_at(Loc) of
                {ok, S} -> S;
                {error, _} -> #{}
            end,
@@ -301,69 +295,6 @@ parse_cpu_max(Text) ->
         _ -> {?UNKNOWN, ?UNKNOWN}
     end.
 
-%% @doc The throttling counters of this process's cgroup CPU controller:
-%% `nr_periods', `nr_throttled' and `throttled_usec' (v1's nanoseconds are
-%% converted), plus `usage_usec' where the controller offers it.
--spec cgroup_cpu_stat(file:filename()) ->
-          {ok, #{atom() => non_neg_integer()}} | {error, no_cgroup}.
-cgroup_cpu_stat(Root) ->
-    cgroup_cpu_stat_at(cgroup_locate(Root)).
-
-%% @doc Where this process's cgroup CPU controller is below `Root', for
-%% repeated reads with {@link cgroup_cpu_stat_at/1}.
--spec cgroup_locate(file:filename()) -> {v1 | v2, file:filename()} | none.
-cgroup_locate(Root) ->
-    cgroup_paths(Root).
-
-%% @doc As {@link cgroup_cpu_stat/1} for a located controller.
--spec cgroup_cpu_stat_at({v1 | v2, file:filename()} | none) ->
-          {ok, #{atom() => non_neg_integer()}} | {error, no_cgroup}.
-cgroup_cpu_stat_at(Loc) ->
-    case Loc of
-        none -> {error, no_cgroup};
-        {Version, Dir} ->
-            case read(filename:join(Dir, "cpu.stat")) of
-                {ok, Text} ->
-                    KV = maps:from_list([{K, V} || {K, V} <- parse_kv_space(Text)]),
-                    Throttled = case {Version, KV} of
-                                    {v2, #{<<"throttled_usec">> := U}} -> U;
-                                    {v1, #{<<"throttled_time">> := Ns}} -> Ns div 1000;
-                                    _ -> 0
-                                end,
-                    Usage = case {Version, KV} of
-                                {v2, #{<<"usage_usec">> := Us}} -> #{usage_usec => Us};
-                                _ -> #{}
-                            end,
-                    {ok, Usage#{nr_periods => maps:get(<<"nr_periods">>, KV, 0),
-                                nr_throttled => maps:get(<<"nr_throttled">>, KV, 0),
-                                throttled_usec => Throttled}};
-                error -> {error, no_cgroup}
-            end
-    end.
-
-%% Where this process's CPU controller lives. /proc/self/cgroup names the
-%% path; inside a container namespace the controller is at the mount root.
-cgroup_paths(Root) ->
-    Base = filename:join(Root, "sys/fs/cgroup"),
-    Lines = case read(filename:join(Root, "proc/self/cgroup")) of
-                {ok, T} -> [string:split(L, ":", all) || L <- string:lexemes(T, "\n")];
-                error -> []
-            end,
-    V2Rel = [rel(P) || [<<"0">>, <<>>, P] <- Lines],
-    V1Rel = [rel(P) || [_, Ctl, P] <- Lines,
-                       lists:member(<<"cpu">>, string:lexemes(Ctl, ","))],
-    V2 = [D || R <- V2Rel ++ [""], D <- [filename:join(Base, R)],
-               filelib:is_regular(filename:join(D, "cpu.max"))],
-    V1 = [D || R <- V1Rel ++ [""], Ctl <- ["cpu,cpuacct", "cpu"],
-               D <- [filename:join([Base, Ctl, R])],
-               filelib:is_regular(filename:join(D, "cpu.cfs_quota_us"))],
-    case {V2, V1} of
-        {[D | _], _} -> {v2, D};
-        {[], [D | _]} -> {v1, D};
-        {[], []} -> none
-    end.
-
-rel(P) -> string:trim(binary_to_list(P), leading, "/").
 
 %%--------------------------------------------------------------------
 %% OS, memory, load
@@ -375,77 +306,31 @@ os_info(Root) ->
                   {Ma, Mi, Pa} -> bin(io_lib:format("~b.~b.~b", [Ma, Mi, Pa]));
                   V -> bin(V)
               end,
-    ProcVersion = case read(filename:join(Root, "proc/version")) of
-                      {ok, PV} -> string:trim(PV);
-                      error -> note("~s missing: kernel build unknown", [filename:join(Root, "proc/version")]),
-                               ?UNKNOWN
-                  end,
+    {ProcVersion, Notes} =
+        case read(filename:join(Root, "proc/version")) of
+            {ok, PV} -> {string:trim(PV), []};
+            error -> {?UNKNOWN, [note("~s missing: kernel build unknown", [filename:join(Root, "proc/version")])]}
+        end,
     {ok, H} = inet:gethostname(),  % never fails: falls back to "nohost"
     Host = bin(H),
-    #{family => bin(Family), name => bin(Name), kernel_version => Version,
-      kernel => ProcVersion, hostname => Host,
-      architecture => bin(erlang:system_info(system_architecture))}.
+    {#{family => bin(Family), name => bin(Name), kernel_version => Version,
+       kernel => ProcVersion, hostname => Host,
+       architecture => bin(erlang:system_info(system_architecture))}, Notes}.
 
 memory(Root) ->
     File = filename:join(Root, "proc/meminfo"),
-    System = case read(File) of
-                 {ok, T} -> parse_meminfo(T);
-                 error -> note("~s missing: system memory unknown", [File]), #{}
-             end,
-    #{system => System, erlang => maps:from_list(erlang:memory())}.
+    {System, Notes} = case read(File) of
+                          {ok, T} -> {parse_meminfo(T), []};
+                          error -> {#{}, [note("~s missing: system memory unknown", [File])]}
+                      end,
+    {#{system => System, erlang => maps:from_list(erlang:memory())}, Notes}.
 
 load(Root) ->
-    case loadavg(Root) of
-        {ok, L} -> L;
+    case beamlab_runtime_probe:loadavg(Root) of
+        {ok, L} -> {L, []};
         {error, _} ->
-            note("~s missing: load average unknown", [filename:join(Root, "proc/loadavg")]),
-            #{load1 => ?UNKNOWN, load5 => ?UNKNOWN, load15 => ?UNKNOWN}
-    end.
-
-%% @doc The 1, 5 and 15 minute load averages from proc/loadavg.
--spec loadavg(file:filename()) -> {ok, #{atom() => number()}} | {error, enoent}.
-loadavg(Root) ->
-    case read(filename:join(Root, "proc/loadavg")) of
-        {ok, T} ->
-            case string:lexemes(T, " \n") of
-                [A, B, C | _] -> {ok, #{load1 => num(A), load5 => num(B), load15 => num(C)}};
-                _ -> {error, enoent}
-            end;
-        error -> {error, enoent}
-    end.
-
-%% @doc The machine's aggregate CPU times in USER_HZ ticks from the first
-%% line of proc/stat (`user', `nice', `system', `idle', `iowait', `irq',
-%% `softirq', `steal').
--spec cpu_times(file:filename()) -> {ok, #{atom() => non_neg_integer()}} | {error, enoent}.
-cpu_times(Root) ->
-    case read(filename:join(Root, "proc/stat")) of
-        {ok, T} ->
-            case string:lexemes(hd(string:split(T, "\n")), " ") of
-                [<<"cpu">> | Fields] ->
-                    Names = [user, nice, system, idle, iowait, irq, softirq, steal],
-                    Vals = [binary_to_integer(F) || F <- Fields],
-                    {ok, maps:from_list(lists:zip(lists:sublist(Names, length(Vals)),
-                                                  lists:sublist(Vals, length(Names))))};
-                _ -> {error, enoent}
-            end;
-        error -> {error, enoent}
-    end.
-
-%% @doc CPU time used by this OS process (the VM), user + system, in
-%% microseconds, from proc/self/stat.
--spec process_cpu_ticks(file:filename()) -> {ok, non_neg_integer()} | {error, enoent}.
-process_cpu_ticks(Root) ->
-    case read(filename:join(Root, "proc/self/stat")) of
-        {ok, T} ->
-            %% The command name (field 2) may contain spaces: skip past ')'.
-            [_, After] = string:split(T, ")", trailing),
-            Fields = string:lexemes(After, " "),
-            %% After ')' come fields 3.., so utime (14) and stime (15) are 12th and 13th.
-            UTime = binary_to_integer(lists:nth(12, Fields)),
-            STime = binary_to_integer(lists:nth(13, Fields)),
-            {ok, (UTime + STime) * (1000000 div ?USER_HZ)};
-        error -> {error, enoent}
+            {#{load1 => ?UNKNOWN, load5 => ?UNKNOWN, load15 => ?UNKNOWN},
+             [note("~s missing: load average unknown", [filename:join(Root, "proc/loadavg")])]}
     end.
 
 %%--------------------------------------------------------------------
@@ -485,11 +370,6 @@ kb_to_bytes(V) ->
 parse_kv(Text) ->
     [{string:trim(K), string:trim(V)}
      || L <- string:split(Text, "\n", all), [K, V] <- [string:split(L, ":")]].
-
-%% "key 123" lines (cpu.stat) -> [{Key, Integer}].
-parse_kv_space(Text) ->
-    [{K, binary_to_integer(V)}
-     || L <- string:lexemes(Text, "\n"), [K, V] <- [string:lexemes(L, " ")], is_digits(binary_to_list(V))].
 
 %%--------------------------------------------------------------------
 %% Text
@@ -611,14 +491,6 @@ read_int(File) ->
         error -> error
     end.
 
-num(B) ->
-    try binary_to_float(B)
-    catch error:badarg -> binary_to_integer(B)
-    end.
-
 bin(B) when is_binary(B) -> B;
 bin(A) when is_atom(A) -> atom_to_binary(A);
 bin(L) -> unicode:characters_to_binary(L).
-
-rfc3339() ->
-    bin(calendar:system_time_to_rfc3339(erlang:system_time(second), [{offset, "Z"}])).

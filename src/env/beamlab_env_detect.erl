@@ -6,15 +6,17 @@
 %%% inaccuracy, a machine overloaded by other processes (steal, load,
 %%% others' CPU) and measurements too noisy to trust. Each looks only at the
 %%% data it is given, so tests can feed real or constructed series.
+%%%
+%%% The telemetry series and the environment report are read as JSON
+%%% objects (binary keys), so a fresh series or report and the sections of
+%%% a saved document are judged alike.
 -module(beamlab_env_detect).
 
--export([findings/1, attach/2, timer_check/0, timer_check/1, format_text/1]).
+-export([findings/1, attach/2, format_text/1]).
 
--type finding() :: #{id := binary(), severity := binary(), title := binary(),
-                     evidence := binary(), advice := binary(), data := map()}.
 -type input() :: #{telemetry => map(), env => map(), result => map(),
-                   timer => map() | skip}.
--export_type([finding/0]).
+                   timer => beamlab_runtime_probe:timer_report() | skip}.
+-export_type([input/0]).
 
 %% Thresholds, per-scheduler utilisation in percent. With runnable work
 %% queued, a healthy VM keeps every online scheduler near 100% (idle ones
@@ -29,15 +31,15 @@
 -define(TIMER_MEDIAN_US, 2000).
 
 %% @doc All findings for the given data. Missing inputs skip the detectors
-%% that need them. `timer' is a {@link timer_check/1} result; when absent a
-%% short check runs now, `skip' disables it.
--spec findings(input()) -> [finding()].
+%% that need them. `timer' is a {@link beamlab_runtime_probe:timer/1}
+%% report; when absent a short check runs now, `skip' disables it.
+-spec findings(input()) -> [beamlab_result:finding()].
 findings(In) ->
-    T = maps:get(telemetry, In, #{}),
-    Env = maps:get(env, In, #{}),
+    T = beamlab_json:canonical(maps:get(telemetry, In, #{})),
+    Env = beamlab_json:canonical(maps:get(env, In, #{})),
     Result = maps:get(result, In, #{}),
     Timer = case maps:get(timer, In, undefined) of
-                undefined -> timer_check();
+                undefined -> beamlab_runtime_probe:timer(#{});
                 Tc -> Tc
             end,
     lists:append([scheduler_imbalance(T), schedulers_offline(T, Env), throttling(T, Env),
@@ -46,11 +48,10 @@ findings(In) ->
 %% @doc Record a telemetry series in a finished result document and add
 %% the findings on it, on the document and on the document's env to those
 %% it already has (a command's own checks).
--spec attach(beamlab_runtime_telemetry:series(), map()) -> map().
+-spec attach(beamlab_runtime_telemetry:series(), beamlab_result:result()) -> beamlab_result:result().
 attach(Series, Doc) ->
-    Doc#{telemetry => Series,
-         findings => maps:get(findings, Doc, [])
-             ++ findings(#{telemetry => Series, result => Doc, env => maps:get(env, Doc, #{})})}.
+    New = findings(#{telemetry => Series, result => Doc, env => maps:get(env, Doc, #{})}),
+    beamlab_result:add_findings(beamlab_result:set(telemetry, Series, Doc), New).
 
 %%--------------------------------------------------------------------
 %% Schedulers
@@ -73,8 +74,8 @@ scheduler_imbalance(T) ->
             #{t := T0} = hd(Run),
             #{t := T1} = lists:last(Run),
             MaxRq = lists:max([Rq || #{rq := Rq} <- Run]),
-            [finding(<<"scheduler_imbalance">>,
-                     case Idle * 2 >= Online of true -> <<"critical">>; false -> <<"warning">> end,
+            [finding(scheduler_imbalance,
+                     case Idle * 2 >= Online of true -> critical; false -> warning end,
                      "Scheduler imbalance: runnable work waits while schedulers idle",
                      io_lib:format("for ~b consecutive samples (~.1f-~.1f s) up to ~b of ~b online "
                                    "schedulers were at most ~b% busy while others were busy and up to ~b "
@@ -94,9 +95,9 @@ scheduler_imbalance(T) ->
 %% (e.g. +S 8:1 or system_flag(schedulers_online, 1)).
 schedulers_offline(T, Env) ->
     Online = online(T),
-    Total = maps:get(normal, maps:get(schedulers, T, #{}), Online),
-    Cpus = case maps:get(cpu, Env, #{}) of
-               #{logical_processors_available := N} when is_integer(N) -> N;
+    Total = maps:get(<<"normal">>, maps:get(<<"schedulers">>, T, #{}), Online),
+    Cpus = case maps:get(<<"cpu">>, Env, #{}) of
+               #{<<"logical_processors_available">> := N} when is_integer(N) -> N;
                _ -> Total
            end,
     Hit = fun(#{utils := U, rq := Rq}) ->
@@ -105,7 +106,7 @@ schedulers_offline(T, Env) ->
     case Online < min(Total, Cpus) andalso longest_run(Hit, per_sample(T)) of
         Run when is_list(Run), length(Run) >= ?CONSECUTIVE ->
             MaxRq = lists:max([Rq || #{rq := Rq} <- Run]),
-            [finding(<<"schedulers_offline">>, <<"warning">>,
+            [finding(schedulers_offline, warning,
                      "Schedulers offline while work waits",
                      io_lib:format("only ~b of ~b schedulers were online (~b CPUs available); all online "
                                    "ones were busy and up to ~b processes waited for ~b consecutive samples",
@@ -122,18 +123,18 @@ schedulers_offline(T, Env) ->
 %%--------------------------------------------------------------------
 
 throttling(T, Env) ->
-    Throttled = sum(maps:get(cgroup_nr_throttled, T, [])),
-    Periods = sum(maps:get(cgroup_nr_periods, T, [])),
-    Usec = sum(maps:get(cgroup_throttled_usec, T, [])),
+    Throttled = sum(maps:get(<<"cgroup_nr_throttled">>, T, [])),
+    Periods = sum(maps:get(<<"cgroup_nr_periods">>, T, [])),
+    Usec = sum(maps:get(<<"cgroup_throttled_usec">>, T, [])),
     case Throttled > 0 of
         true ->
             Share = case Periods of 0 -> 1.0; _ -> Throttled / Periods end,
-            Quota = case maps:get(cgroup, Env, #{}) of
-                        #{quota_cores := Q} when is_number(Q) -> io_lib:format("; quota ~.2f cores", [Q * 1.0]);
+            Quota = case maps:get(<<"cgroup">>, Env, #{}) of
+                        #{<<"quota_cores">> := Q} when is_number(Q) -> io_lib:format("; quota ~.2f cores", [Q * 1.0]);
                         _ -> ""
                     end,
-            [finding(<<"cgroup_throttling">>,
-                     case Share >= 0.1 of true -> <<"critical">>; false -> <<"warning">> end,
+            [finding(cgroup_throttling,
+                     case Share >= 0.1 of true -> critical; false -> warning end,
                      "CPU throttled by the cgroup quota",
                      io_lib:format("throttled in ~b of ~b scheduling periods (~.1f%), ~.1f ms of CPU "
                                    "time withheld during the run~s",
@@ -148,8 +149,8 @@ throttling(T, Env) ->
 %% The OS charges busy-waiting to the VM; scheduler_wall_time does not count
 %% it as active. A large gap means spinning (or non-scheduler threads).
 busy_wait(T) ->
-    Os = nums(maps:get(os_cpu_cores, T, [])),
-    Busy = nums(maps:get(scheduler_busy_cores, T, [])),
+    Os = nums(maps:get(<<"os_cpu_cores">>, T, [])),
+    Busy = nums(maps:get(<<"scheduler_busy_cores">>, T, [])),
     case {Os, Busy} of
         {[_, _, _ | _], [_ | _]} when length(Os) =:= length(Busy) ->
             MeanOs = mean(Os),
@@ -157,7 +158,7 @@ busy_wait(T) ->
             Gap = MeanOs - MeanBusy,
             case Gap >= 0.25 andalso MeanOs >= 1.3 * MeanBusy of
                 true ->
-                    [finding(<<"busy_wait">>, <<"warning">>,
+                    [finding(busy_wait, warning,
                              "Busy-wait inflates OS CPU",
                              io_lib:format("the OS charged the VM ~.2f cores on average while its schedulers "
                                            "did work for ~.2f cores: ~.2f cores (~b%) went to spinning "
@@ -173,22 +174,22 @@ busy_wait(T) ->
     end.
 
 overloaded(T, Env, Kind) ->
-    Cpus = case maps:get(cpu, Env, #{}) of
-               #{logical_processors_online := N} when is_integer(N) -> N;
+    Cpus = case maps:get(<<"cpu">>, Env, #{}) of
+               #{<<"logical_processors_online">> := N} when is_integer(N) -> N;
                _ -> erlang:system_info(logical_processors_online)
            end,
-    Steal = mean(nums(maps:get(steal_pct, T, []))),
-    Load = case nums(maps:get(load1, T, [])) of
-               [] -> case maps:get(load, Env, #{}) of
-                         #{load1 := L} when is_number(L) -> L;
+    Steal = mean(nums(maps:get(<<"steal_pct">>, T, []))),
+    Load = case nums(maps:get(<<"load1">>, T, [])) of
+               [] -> case maps:get(<<"load">>, Env, #{}) of
+                         #{<<"load1">> := L} when is_number(L) -> L;
                          _ -> 0
                      end;
                Ls -> lists:max(Ls)
            end,
     %% CPU used on the machine by everything but this VM, in cores. A
     %% matrix measures in child VMs, whose CPU is ours, not others'.
-    Others = case {Kind =/= <<"matrix">> andalso nums(maps:get(machine_cpu_pct, T, [])),
-                   nums(maps:get(os_cpu_cores, T, []))} of
+    Others = case {Kind =/= <<"matrix">> andalso nums(maps:get(<<"machine_cpu_pct">>, T, [])),
+                   nums(maps:get(<<"os_cpu_cores">>, T, []))} of
                  {[_ | _] = M, [_ | _] = O} when length(M) =:= length(O) ->
                      max(0.0, mean(M) * Cpus / 100 - mean(O));
                  _ -> 0.0
@@ -199,8 +200,8 @@ overloaded(T, Env, Kind) ->
     case Reasons of
         [] -> [];
         _ ->
-            [finding(<<"machine_overloaded">>,
-                     case Steal >= 20 orelse Load > 2 * Cpus of true -> <<"critical">>; false -> <<"warning">> end,
+            [finding(machine_overloaded,
+                     case Steal >= 20 orelse Load > 2 * Cpus of true -> critical; false -> warning end,
                      "The machine is busy with other work",
                      lists:join("; ", Reasons),
                      "Numbers measured now are not comparable with a quiet machine. Stop other jobs, use "
@@ -213,32 +214,10 @@ overloaded(T, Env, Kind) ->
 %% Timer
 %%--------------------------------------------------------------------
 
-%% @doc {@link timer_check/1} with 20 sleeps of 1 ms.
--spec timer_check() -> map().
-timer_check() ->
-    timer_check(#{}).
-
-%% @doc Sleep `samples' times for `sleep_ms' and measure the overshoot of
-%% each wake-up in microseconds (median, p90, max, mean).
--spec timer_check(#{samples => pos_integer(), sleep_ms => pos_integer()}) -> map().
-timer_check(Opts) ->
-    N = maps:get(samples, Opts, 20),
-    Ms = maps:get(sleep_ms, Opts, 1),
-    Over = lists:sort([begin
-                           T0 = erlang:monotonic_time(microsecond),
-                           receive after Ms -> ok end,
-                           erlang:monotonic_time(microsecond) - T0 - Ms * 1000
-                       end || _ <- lists:seq(1, N)]),
-    #{sleep_ms => Ms, samples => N,
-      overshoot_us => #{median => lists:nth((N + 1) div 2, Over),
-                        p90 => lists:nth(max(1, (N * 9 + 9) div 10), Over),
-                        max => lists:last(Over),
-                        mean => lists:sum(Over) / N}}.
-
 timer(skip) -> [];
 timer(#{overshoot_us := #{median := Med, max := Max}, sleep_ms := Ms} = C) when Med > ?TIMER_MEDIAN_US ->
-    [finding(<<"timer_inaccuracy">>,
-             case Med > 10 * ?TIMER_MEDIAN_US of true -> <<"critical">>; false -> <<"warning">> end,
+    [finding(timer_late,
+             case Med > 10 * ?TIMER_MEDIAN_US of true -> critical; false -> warning end,
              "Timers fire late",
              io_lib:format("~b sleeps of ~b ms overshot by ~b us (median), ~b us (max)",
                            [maps:get(samples, C), Ms, Med, Max]),
@@ -265,8 +244,8 @@ noisy_bench(#{stats := #{mean := Mean} = S} = B, Kind) when is_number(Mean), Mea
     Name = maps:get(name, B, <<"benchmark">>),
     case RelCi > ?REL_CI orelse Cv > ?CV of
         true ->
-            [finding(<<"noisy_measurement">>,
-                     case RelCi > 4 * ?REL_CI orelse Cv > 4 * ?CV of true -> <<"critical">>; false -> <<"warning">> end,
+            [finding(noisy_measurement,
+                     case RelCi > 4 * ?REL_CI orelse Cv > 4 * ?CV of true -> critical; false -> warning end,
                      ["Measurement too noisy to trust: ", Name],
                      io_lib:format("~ts: confidence interval of the mean is +/-~.1f% of the mean, "
                                    "cv ~.1f% over ~p samples (limits: +/-~b%, cv ~b%)",
@@ -297,7 +276,7 @@ noisy_advice(_) ->
     "the VM to CPUs (taskset, +sbt db), stop other load, and compare with repetitions "
     "(`beamlab matrix -n`).".
 
-kind(#{kind := K}) when is_atom(K) -> atom_to_binary(K);
+kind(#{kind := K}) when is_atom(K) -> atom_to_binary(K);  % a document
 kind(#{kind := K}) when is_binary(K) -> K;
 kind(_) -> <<"bench">>.
 
@@ -312,10 +291,10 @@ ci(_) -> undefined.
 %%--------------------------------------------------------------------
 
 %% @doc Findings as text for the end of a run; empty when there are none.
--spec format_text([finding()]) -> iolist().
+-spec format_text([beamlab_result:finding()]) -> iolist().
 format_text(Findings) ->
     [io_lib:format("~ts: ~ts~n  evidence: ~ts~n  advice: ~ts~n",
-                   [string:uppercase(S), Title, E, A])
+                   [string:uppercase(atom_to_list(S)), Title, E, A])
      || #{severity := S, title := Title, evidence := E, advice := A} <- Findings].
 
 %%--------------------------------------------------------------------
@@ -323,20 +302,19 @@ format_text(Findings) ->
 %%--------------------------------------------------------------------
 
 finding(Id, Sev, Title, Evidence, Advice, Data) ->
-    #{id => Id, severity => Sev, title => bin(Title), evidence => bin(Evidence),
-      advice => bin(Advice), data => Data}.
+    beamlab_result:finding(Id, Sev, Title, Evidence, Advice, Data).
 
 online(T) ->
-    case maps:get(schedulers, T, #{}) of
-        #{online := O} -> O;
+    case maps:get(<<"schedulers">>, T, #{}) of
+        #{<<"online">> := O} -> O;
         _ -> erlang:system_info(schedulers_online)
     end.
 
 %% [#{t, utils, rq}] per sample.
 per_sample(T) ->
-    Utils = maps:get(util_schedulers, T, []),
-    Rqs = maps:get(run_queue, T, []),
-    Ts = maps:get(t_ms, T, lists:seq(1, length(Utils))),
+    Utils = maps:get(<<"util_schedulers">>, T, []),
+    Rqs = maps:get(<<"run_queue">>, T, []),
+    Ts = maps:get(<<"t_ms">>, T, lists:seq(1, length(Utils))),
     case length(Utils) =:= length(Rqs) andalso length(Rqs) =:= length(Ts) of
         true -> [#{t => Tm, utils => nums(U), rq => Rq}
                  || {Tm, U, Rq} <- lists:zip3(Ts, Utils, Rqs), is_list(U), is_number(Rq)];
@@ -366,4 +344,3 @@ sum(L) -> lists:sum(nums(L)).
 mean([]) -> 0.0;
 mean(L) -> lists:sum(L) / length(L).
 
-bin(X) -> unicode:characters_to_binary(X).

@@ -4,6 +4,10 @@
 %%% ...) so machine drift spreads over every configuration, and compare the
 %%% repetitions' primary values against a baseline configuration.
 %%%
+%%% The VM work (start, run the inner command, report, stop) is
+%%% `beamlab_runtime_peer:run/3'; the inner command is an MFA the caller
+%%% gives (the command line passes its own entry point).
+%%%
 %%% Every run also returns the VM's own `beamlab_env:report()', which is
 %%% kept per configuration: it proves which flags the VM really ran with
 %%% (e.g. the scheduler count of a `+S 2' VM). A configuration whose VM
@@ -14,12 +18,17 @@
 
 -type config() :: #{name := binary(), args := [string()],
                     erl := string() | undefined, wrap := [string()] | undefined}.
--type run_out() :: #{exit := integer(), result := map() | undefined, env := map()}.
+-type run_out() :: beamlab_runtime_peer:run_out().
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
+%% `command' is the inner command (what every VM runs); `argv' the
+%% matrix's own command line and `started_at' its start time, both for the
+%% result document; `inner' runs the inner command in the fresh VM and
+%% returns {ExitCode, ResultDocument}.
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
+                  argv := [unicode:chardata()], started_at := binary(),
+                  inner := beamlab_runtime_peer:call_spec(),
                   baseline => binary() | undefined, sweep => boolean(),
-                  inner => {module(), atom(), [term()]}, paths => [file:filename()],
-                  argv => [string()]}.
+                  paths => [file:filename()]}.
 -export_type([config/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -148,17 +157,19 @@ grid([T | _], _) -> {error, {bad_grid_term, T}}.
 %%--------------------------------------------------------------------
 
 %% @doc Run the matrix. `runner' (default: a fresh VM per run through
-%% `beamlab_runtime_peer') runs the command for one configuration; `progress' gets
-%% one line per run.
+%% {@link beamlab_runtime_peer:run/3} calling the spec's `inner') runs the
+%% command for one configuration; `progress' gets one line per run. An
+%% interrupt (`beamlab_runtime_interrupt') stops it between runs and marks
+%% the result partial.
 -spec run(spec(), #{runner => runner(), progress => fun((iodata()) -> term())}) ->
-          {ok, map()} | {error, term()}.
+          {ok, beamlab_result:result()} | {error, term()}.
 run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
-    %% `inner' replaces the CLI command by a function returning
-    %% {ExitCode, Result} in the fresh VM (embedding, tests); `paths' are
-    %% extra code paths for it.
-    Inner = maps:get(inner, Spec, {beamlab_cli, run_command, [Argv, #{quiet => true}]}),
+    %% `paths' are extra code paths for the inner command's modules.
     Paths = maps:get(paths, Spec, []),
-    Runner = maps:get(runner, Opts, fun(C, _) -> run_in_vm(C, Inner, Paths) end),
+    Runner = case Opts of
+                 #{runner := R0} -> R0;
+                 _ -> fun(C, _) -> run_in_vm(C, maps:get(inner, Spec), Paths) end
+             end,
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Baseline = case maps:get(baseline, Spec, undefined) of
                    undefined -> maps:get(name, hd(Configs));
@@ -201,12 +212,7 @@ progress_line(Name, Rep, R, {error, E}) ->
     io_lib:format("[~ts] rep ~b/~b: ~ts~n", [Name, Rep, R, format_error(E)]).
 
 interrupted() ->
-    %% The CLI's interrupt flag; absent when used as a library.
-    exported(beamlab_runtime_interrupt, interrupted, 0) andalso beamlab_runtime_interrupt:interrupted().
-
-exported(M, F, A) ->
-    _ = code:ensure_loaded(M),
-    erlang:function_exported(M, F, A).
+    beamlab_runtime_interrupt:interrupted().
 
 %% The matrix result document: one benchmark per configuration and inner
 %% metric, whose samples are the repetitions' primary values.
@@ -221,13 +227,15 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                online(last_env(Outs)), online(BaseEnv))
          || {C, Outs} <- PerConfig,
             {Metric, {Info, Vals}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
-    Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec, ["matrix", "--" | Argv]),
+    Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec),
+                                       started_at => maps:get(started_at, Spec),
                                        params => #{repeat => R, baseline => Base, sweep => Sweep,
                                                    inner_command => [bin(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
     Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
-    beamlab_result:finish(Doc1#{extra => #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}},
-                          #{partial => interrupted()}).
+    Doc2 = beamlab_result:set(extra, #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}, Doc1),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                  partial => interrupted()}).
 
 base_values(Metric, BaseVals) ->
     case BaseVals of
@@ -258,7 +266,10 @@ primary(#{samples := [_ | _] = S}) -> lists:sum(S) / length(S);
 primary(_) -> undefined.
 
 bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSched) ->
-    Better = case maps:get(better, Info, <<"higher">>) of
+    %% An inner document in memory says `lower'; one that crossed JSON
+    %% would say <<"lower">>.
+    Better = case maps:get(better, Info, higher) of
+                 lower -> lower;
                  <<"lower">> -> lower;
                  _ -> higher
              end,
@@ -321,27 +332,13 @@ last_env(Outs) ->
 online(#{schedulers := #{online := N}}) -> N;
 online(_) -> null.
 
-%% One run in a fresh VM: start it, run the command through the CLI's
-%% programmatic entry (quiet: the document is returned, not printed), take
-%% the VM's own env report, stop it.
-run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
+%% One run in a fresh VM configured as `Config': the inner command, then
+%% the VM's own env report.
+run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Inner, Paths) ->
     PeerOpts = maps:from_list([{args, Args}, {paths, Paths}]
                               ++ [{exec, Erl} || Erl =/= undefined]
                               ++ [{wrapper, Wrap} || Wrap =/= undefined]),
-    case beamlab_runtime_peer:start(PeerOpts) of
-        {ok, Vm} ->
-            try
-                {Code, Result} = beamlab_runtime_peer:call(Vm, M, F, A, infinity),
-                Env = beamlab_runtime_peer:call(Vm, beamlab_env, report, [], 60000),
-                {ok, #{exit => Code, result => Result, env => Env}}
-            catch
-                Class:Reason -> {error, {vm_failed, Class, Reason}}
-            after
-                beamlab_runtime_peer:stop(Vm)
-            end;
-        {error, Reason} ->
-            {error, {vm_start, Reason}}
-    end.
+    beamlab_runtime_peer:run(PeerOpts, Inner, {beamlab_env, report, []}).
 
 %%--------------------------------------------------------------------
 %% Output
@@ -351,17 +348,18 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, {M, F, A}, Paths) ->
 %% repetitions, its confidence interval, the change against the baseline
 %% with its interval and verdict, the scheduler count each VM reported, and
 %% speedup/efficiency for scheduler sweeps; then failed configurations.
--spec format_text(map()) -> iolist().
-format_text(#{benchmarks := Bs, params := #{baseline := Base} = P, extra := #{configs := Cs}}) ->
-    Sweep = maps:get(sweep, P, false),
+-spec format_text(beamlab_result:result()) -> iolist().
+format_text(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
+              extra := #{<<"configs">> := Cs}}) ->
+    Sweep = maps:get(<<"sweep">>, P, false),
     Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
               "change CI", "verdict", "schedulers"]
         ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
     Rows = [row(B, Base, Sweep) || B <- Bs],
     Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
-              || #{name := N, errors := Es} <- Cs, Es =/= []],
+              || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
     [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
-                   [maps:get(repeat, P), Base]),
+                   [maps:get(<<"repeat">>, P), Base]),
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),
      case Failed of
@@ -383,11 +381,11 @@ row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {L
               true -> "";
               false -> ["+/-", beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
           end,
-    [G, maps:get(inner_benchmark, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
-     case maps:get(schedulers_online, X) of null -> "?"; N -> integer_to_list(N) end]
+    [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
+     case maps:get(<<"schedulers_online">>, X, null) of null -> "?"; N -> integer_to_list(N) end]
         ++ case Sweep of
-               true -> [case X of #{speedup := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,
-                        case X of #{efficiency := E} -> io_lib:format("~b%", [round(100 * E)]); _ -> "" end];
+               true -> [case X of #{<<"speedup">> := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,
+                        case X of #{<<"efficiency">> := E} -> io_lib:format("~b%", [round(100 * E)]); _ -> "" end];
                false -> []
            end.
 
@@ -409,18 +407,12 @@ format_error({bad_grid_term, T}) ->
     io_lib:format("grid file: unknown or malformed term ~0p", [T]);
 format_error({unknown_baseline, B}) ->
     io_lib:format("baseline \"~ts\" is not one of the configurations", [B]);
-format_error({vm_start, Reason}) ->
-    ["the VM did not start: ", peer_error(Reason)];
-format_error({vm_failed, Class, Reason}) ->
-    io_lib:format("the VM failed while running: ~p:~0p", [Class, Reason]);
+format_error({vm_start, _} = E) ->
+    beamlab_runtime_peer:format_error(E);
+format_error({vm_failed, _, _} = E) ->
+    beamlab_runtime_peer:format_error(E);
 format_error(Other) ->
     io_lib:format("~0p", [Other]).
-
-peer_error(Reason) ->
-    case exported(beamlab_runtime_peer, format_error, 1) of
-        true -> beamlab_runtime_peer:format_error(Reason);
-        false -> io_lib:format("~0p", [Reason])
-    end.
 
 mean(L) -> lists:sum(L) / length(L).
 

@@ -1,52 +1,78 @@
 %%% @doc Graceful interruption. Ctrl-C reaches the VM as SIGTERM (the
-%%% escript's launcher line forwards SIGINT), and so does `kill'. After
-%%% {@link install/0}, every subscribed process receives
-%%% `{beamlab_interrupt, sigterm}' so a measuring loop can stop between
-%%% samples and report what it measured. A second signal halts at once
-%%% with exit code 130, for a user who really wants out.
+%%% escript's launcher line forwards SIGINT), and so does `kill'. Every
+%%% subscribed process receives `{beamlab_interrupt, sigterm}' so a
+%%% measuring loop can stop between samples and report what it measured.
 %%%
-%%% This module is also the `gen_event' handler installed in OTP's
-%%% `erl_signal_server' in place of the default one (which would stop the
-%%% VM at once).
+%%% Two modes. After {@link install/0} (the command line) this module owns
+%%% SIGTERM: with nobody subscribed, or on a second signal, the VM halts
+%%% with exit code 130. Without it (a library user) subscribing still works
+%%% and {@link simulate/0} still notifies, but a real SIGTERM keeps OTP's
+%%% default meaning (stop the VM) and nothing is halted from here.
+%%%
+%%% Subscribers are monitored: one that dies is dropped. The interrupted
+%%% flag belongs to a run: it is cleared when the last subscriber is gone
+%%% (unsubscribed or dead) and by {@link reset/0}.
+%%%
+%%% This module is the `gen_event' handler added to OTP's
+%%% `erl_signal_server' (in place of the default one once installed).
 -module(beamlab_runtime_interrupt).
 -behaviour(gen_event).
 
--export([install/0, subscribe/0, unsubscribe/0, interrupted/0, simulate/0, exit_code/0]).
+-export([install/0, subscribe/0, unsubscribe/0, interrupted/0, reset/0, simulate/0,
+         exit_code/0]).
 -export([init/1, handle_event/2, handle_call/2, handle_info/2, terminate/2, code_change/3]).
 
 -define(FLAG, {?MODULE, interrupted}).
+
+-record(st, {owner = false :: boolean(),                 % installed: we own SIGTERM
+             subs = #{} :: #{pid() => reference()}}).
 
 %% @doc Takes over SIGTERM handling for this VM. Idempotent.
 -spec install() -> ok.
 install() ->
     Handlers = gen_event:which_handlers(erl_signal_server),
-    case lists:member(?MODULE, Handlers) of
-        true -> ok;
-        false ->
-            ok = os:set_signal(sigterm, handle),
-            case lists:member(erl_signal_handler, Handlers) of
-                true ->
-                    ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
-                                                {?MODULE, []});
-                false ->
-                    ok = gen_event:add_handler(erl_signal_server, ?MODULE, [])
-            end
+    ok = os:set_signal(sigterm, handle),
+    case {lists:member(?MODULE, Handlers), lists:member(erl_signal_handler, Handlers)} of
+        {true, true} ->
+            %% Added by a library subscribe: the default handler goes now.
+            ok = gen_event:call(erl_signal_server, ?MODULE, own),
+            ok = gen_event:delete_handler(erl_signal_server, erl_signal_handler, []),
+            ok;
+        {true, false} ->
+            gen_event:call(erl_signal_server, ?MODULE, own);
+        {false, true} ->
+            ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
+                                        {?MODULE, owner});
+        {false, false} ->
+            ok = gen_event:add_handler(erl_signal_server, ?MODULE, owner)
     end.
 
-%% @doc The calling process will receive `{beamlab_interrupt, Signal}'.
+%% @doc The calling process will receive `{beamlab_interrupt, sigterm}'
+%% until it unsubscribes or exits.
 -spec subscribe() -> ok.
 subscribe() ->
-    call({subscribe, self()}).
+    ensure_handler(),
+    gen_event:call(erl_signal_server, ?MODULE, {subscribe, self()}).
 
 %% @doc Stops notifications to the calling process.
 -spec unsubscribe() -> ok.
 unsubscribe() ->
-    call({unsubscribe, self()}).
+    case handler_present() of
+        true -> gen_event:call(erl_signal_server, ?MODULE, {unsubscribe, self()});
+        false -> ok
+    end.
 
-%% @doc True once an interrupt arrived in this VM.
+%% @doc True once an interrupt arrived during the current run.
 -spec interrupted() -> boolean().
 interrupted() ->
     persistent_term:get(?FLAG, false).
+
+%% @doc Clears the interrupted flag (the next run starts uninterrupted).
+-spec reset() -> ok.
+reset() ->
+    %% An atom value: erasing it needs no global garbage collection.
+    _ = persistent_term:erase(?FLAG),
+    ok.
 
 %% @doc The exit code of a command stopped by an interrupt (as a shell
 %% reports a process ended by SIGINT). What was measured is still printed
@@ -55,62 +81,101 @@ interrupted() ->
 exit_code() ->
     130.
 
-%% @doc Behaves as if SIGTERM arrived (for tests and for embedding).
+%% @doc Behaves as if SIGTERM arrived (for tests and for embedding): the
+%% flag is set and subscribers are notified. Only this handler sees it, so
+%% in library mode OTP's default handler does not stop the VM.
 -spec simulate() -> ok.
 simulate() ->
-    gen_event:notify(erl_signal_server, sigterm).
+    ensure_handler(),
+    gen_event:call(erl_signal_server, ?MODULE, sigterm).
 
-call(Request) ->
-    case lists:member(?MODULE, gen_event:which_handlers(erl_signal_server)) of
-        true -> gen_event:call(erl_signal_server, ?MODULE, Request);
-        false -> ok  % not installed (API use): nobody will interrupt us
+handler_present() ->
+    lists:member(?MODULE, gen_event:which_handlers(erl_signal_server)).
+
+%% Library use: our handler sits beside OTP's default one, which keeps
+%% its meaning for a real SIGTERM.
+ensure_handler() ->
+    case handler_present() of
+        true -> ok;
+        false ->
+            case gen_event:add_handler(erl_signal_server, ?MODULE, library) of
+                ok -> ok;
+                {'EXIT', _} -> ok  % added concurrently by another process
+            end
     end.
 
 %%--------------------------------------------------------------------
 %% gen_event callbacks
 
 %% @private
--spec init(term()) -> {ok, [pid()]}.
-init(_) ->
-    {ok, []}.
+-spec init(owner | library | {term(), term()}) -> {ok, #st{}}.
+init(owner) -> {ok, #st{owner = true}};
+init({owner, _SwappedOut}) -> {ok, #st{owner = true}};
+init(_) -> {ok, #st{}}.
 
 %% @private
--spec handle_event(term(), [pid()]) -> {ok, [pid()]}.
-handle_event(sigterm, Subscribers) ->
-    case interrupted() of
+-spec handle_event(term(), #st{}) -> {ok, #st{}}.
+handle_event(sigterm, St) ->
+    {ok, interrupt(St)};
+handle_event(_Other, St) ->
+    {ok, St}.
+
+interrupt(#st{owner = Owner, subs = Subs} = St) ->
+    case Owner andalso interrupted() of
         true ->
             io:put_chars(standard_error, "\nbeamlab: interrupted twice, stopping now\n"),
             erlang:halt(130);
         false ->
             persistent_term:put(?FLAG, true),
-            _ = [Pid ! {beamlab_interrupt, sigterm} || Pid <- Subscribers],
-            case Subscribers of
-                [] -> erlang:halt(130);  % nothing is measuring: just stop
-                _ -> ok
-            end
-    end,
-    {ok, Subscribers};
-handle_event(_Other, Subscribers) ->
-    {ok, Subscribers}.
+            _ = [Pid ! {beamlab_interrupt, sigterm} || Pid <- maps:keys(Subs)],
+            %% Nothing is measuring: just stop (only when SIGTERM is ours).
+            _ = Owner andalso map_size(Subs) =:= 0 andalso erlang:halt(130),
+            St
+    end.
 
 %% @private
--spec handle_call(term(), [pid()]) -> {ok, ok, [pid()]}.
-handle_call({subscribe, Pid}, Subscribers) ->
-    {ok, ok, [Pid | lists:delete(Pid, Subscribers)]};
-handle_call({unsubscribe, Pid}, Subscribers) ->
-    {ok, ok, lists:delete(Pid, Subscribers)}.
+-spec handle_call(term(), #st{}) -> {ok, ok, #st{}}.
+handle_call({subscribe, Pid}, #st{subs = Subs} = St) ->
+    case Subs of
+        #{Pid := _} -> {ok, ok, St};
+        _ -> {ok, ok, St#st{subs = Subs#{Pid => erlang:monitor(process, Pid)}}}
+    end;
+handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
+    case maps:take(Pid, Subs) of
+        {Ref, Rest} ->
+            erlang:demonitor(Ref, [flush]),
+            {ok, ok, run_over(St#st{subs = Rest})};
+        error ->
+            {ok, ok, St}
+    end;
+handle_call(own, St) ->
+    {ok, ok, St#st{owner = true}};
+handle_call(sigterm, St) ->
+    {ok, ok, interrupt(St)}.
 
 %% @private
--spec handle_info(term(), [pid()]) -> {ok, [pid()]}.
-handle_info(_Info, Subscribers) ->
-    {ok, Subscribers}.
+-spec handle_info(term(), #st{}) -> {ok, #st{}}.
+handle_info({'DOWN', Ref, process, Pid, _}, #st{subs = Subs} = St) ->
+    case Subs of
+        #{Pid := Ref} -> {ok, run_over(St#st{subs = maps:remove(Pid, Subs)})};
+        _ -> {ok, St}
+    end;
+handle_info(_Info, St) ->
+    {ok, St}.
+
+%% The last subscriber is gone: the interrupted run is over.
+run_over(#st{subs = Subs} = St) when map_size(Subs) =:= 0 ->
+    ok = reset(),
+    St;
+run_over(St) ->
+    St.
 
 %% @private
--spec terminate(term(), [pid()]) -> ok.
-terminate(_Arg, _Subscribers) ->
+-spec terminate(term(), #st{}) -> ok.
+terminate(_Arg, _St) ->
     ok.
 
 %% @private
--spec code_change(term(), [pid()], term()) -> {ok, [pid()]}.
-code_change(_Old, Subscribers, _Extra) ->
-    {ok, Subscribers}.
+-spec code_change(term(), #st{}, term()) -> {ok, #st{}}.
+code_change(_Old, St, _Extra) ->
+    {ok, St}.

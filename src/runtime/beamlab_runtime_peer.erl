@@ -17,7 +17,7 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, node/1, split_args/1, ensure_dist/0,
+-export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, ensure_dist/0,
          format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
@@ -29,7 +29,10 @@
                   timeout => timeout(),
                   load => boolean()}.          % load beamlab's modules (default true)
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist}.
--export_type([opts/0, vm/0]).
+-type call_spec() :: {module(), atom(), [term()]}.
+-type run_out() :: #{exit := integer(), result := term(), env := term()}.
+-type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}.
+-export_type([opts/0, vm/0, call_spec/0, run_out/0, run_error/0]).
 
 -define(START_TIMEOUT, 30000).
 
@@ -77,6 +80,28 @@ call(#{connection := dist, node := Node}, M, F, A, Timeout) ->
 call(#{peer := Pid}, M, F, A, Timeout) ->
     peer:call(Pid, M, F, A, Timeout).
 
+%% @doc Runs one command in a fresh VM started with `Opts': calls `Main',
+%% which must return `{ExitCode, Result}', then `Env' (typically the VM's
+%% own environment report, taken after the command so it shows what the
+%% command really ran with), and stops the VM whatever happened. Neither
+%% call is known here: the caller names them.
+-spec run(opts(), call_spec(), call_spec()) -> {ok, run_out()} | {error, run_error()}.
+run(Opts, {M, F, A}, {EM, EF, EA}) ->
+    case start(Opts) of
+        {ok, Vm} ->
+            try
+                {Code, Result} = call(Vm, M, F, A, infinity),
+                Env = call(Vm, EM, EF, EA, 60000),
+                {ok, #{exit => Code, result => Result, env => Env}}
+            catch
+                Class:Reason -> {error, {vm_failed, Class, Reason}}
+            after
+                stop(Vm)
+            end;
+        {error, Reason} ->
+            {error, {vm_start, Reason}}
+    end.
+
 %% @doc The node name of a distributed VM (`undefined' for standard_io).
 -spec node(vm()) -> node() | undefined.
 node(#{node := Node}) ->
@@ -117,6 +142,10 @@ format_error({no_distribution, Reason}) ->
                   [Reason]);
 format_error({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tp", [Reason]);
+format_error({vm_start, Reason}) ->
+    ["the VM did not start: ", format_error(Reason)];
+format_error({vm_failed, Class, Reason}) ->
+    io_lib:format("the VM failed while running: ~p:~0tp", [Class, Reason]);
 format_error(Other) ->
     io_lib:format("~0tp", [Other]).
 

@@ -30,7 +30,7 @@
              rates :: undefined | fun(() -> [{term(), number()}]),
              msacc :: boolean(),
              root :: file:filename(),
-             cgroup :: {v1 | v2, file:filename()} | none,
+             cgroup :: beamlab_runtime_probe:cgroup(),
              t0 :: integer(),
              tick = 0 :: non_neg_integer(),
              timer :: reference() | undefined,
@@ -86,7 +86,7 @@ init(Opts) ->
               dirty_io => sysinfo(dirty_io_schedulers, 0)},
     St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
               rates = maps:get(rates, Opts, undefined), msacc = Msacc,
-              root = Root, cgroup = beamlab_env:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
+              root = Root, cgroup = beamlab_runtime_probe:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
               t0 = now_ms(), prev = #{}},
     St = St0#st{prev = raw(St0)},
     _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
@@ -165,10 +165,10 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup}) ->
                        undefined -> [];
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
-    Os = [{os_cpu_us, beamlab_env:process_cpu_ticks(Root)},
-          {cgroup, beamlab_env:cgroup_cpu_stat_at(Cgroup)},
-          {cpu_times, beamlab_env:cpu_times(Root)},
-          {load, beamlab_env:loadavg(Root)}],
+    Os = [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root)},
+          {cgroup, beamlab_runtime_probe:cgroup_cpu_stat_at(Cgroup)},
+          {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
+          {load, beamlab_runtime_probe:loadavg(Root)}],
     M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os])),
     case Msacc of
         true -> M1#{msacc => msacc_totals()};

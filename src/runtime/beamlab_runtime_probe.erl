@@ -1,0 +1,204 @@
+%%% @doc Point-in-time probes of the VM and the OS: how late timers fire,
+%%% the load average, the machine's CPU times, this OS process's CPU time
+%%% and its cgroup CPU controller's throttling counters.
+%%%
+%%% The one place these are read: the engine's pre-flight checks, the
+%%% environment report, the pathology detectors and live telemetry all
+%%% call here. OS facts are read from `/proc' and `/sys' below a `Root'
+%%% directory ("/" on a real machine) so tests can point it at a fake tree.
+%%% A missing or malformed file is an `{error, _}', never a crash.
+-module(beamlab_runtime_probe).
+
+-export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1,
+         cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1]).
+
+-type timer_report() :: #{sleep_ms := pos_integer(), samples := pos_integer(),
+                          overshoot_us := #{median := integer(), p90 := integer(),
+                                            max := integer(), mean := float()}}.
+-type loadavg() :: #{load1 := number(), load5 := number(), load15 := number()}.
+-type cgroup() :: {v1 | v2, file:filename()} | none.
+-type cgroup_stat() :: #{nr_periods := non_neg_integer(), nr_throttled := non_neg_integer(),
+                         throttled_usec := non_neg_integer(), usage_usec => non_neg_integer()}.
+-export_type([timer_report/0, loadavg/0, cgroup/0, cgroup_stat/0]).
+
+%% USER_HZ is part of the Linux /proc ABI and 100 on every architecture
+%% Linux runs beamlab on; /proc/*/stat times are in these ticks.
+-define(USER_HZ, 100).
+
+%%--------------------------------------------------------------------
+%% Timers
+%%--------------------------------------------------------------------
+
+%% @doc Sleeps `samples' times (default 20) for `sleep_ms' (default 1) and
+%% reports how late each wake-up was, in microseconds (median, p90, max,
+%% mean). A late timer means overloaded schedulers or a descheduled VM.
+-spec timer(#{samples => pos_integer(), sleep_ms => pos_integer()}) -> timer_report().
+timer(Opts) ->
+    N = maps:get(samples, Opts, 20),
+    Ms = maps:get(sleep_ms, Opts, 1),
+    Over = lists:sort([begin
+                           T0 = erlang:monotonic_time(microsecond),
+                           receive after Ms -> ok end,
+                           erlang:monotonic_time(microsecond) - T0 - Ms * 1000
+                       end || _ <- lists:seq(1, N)]),
+    #{sleep_ms => Ms, samples => N,
+      overshoot_us => #{median => lists:nth((N + 1) div 2, Over),
+                        p90 => lists:nth(max(1, (N * 9 + 9) div 10), Over),
+                        max => lists:last(Over),
+                        mean => lists:sum(Over) / N}}.
+
+%% @doc Median overshoot of nine 1 ms sleeps, in microseconds: a quick
+%% answer for deciding how to time sample boundaries.
+-spec timer_overshoot() -> non_neg_integer().
+timer_overshoot() ->
+    #{overshoot_us := #{median := Median}} = timer(#{samples => 9, sleep_ms => 1}),
+    max(0, Median).
+
+%%--------------------------------------------------------------------
+%% Load and CPU time
+%%--------------------------------------------------------------------
+
+%% @doc The 1, 5 and 15 minute load averages from proc/loadavg.
+-spec loadavg(file:filename()) -> {ok, loadavg()} | {error, enoent}.
+loadavg(Root) ->
+    case read(filename:join(Root, "proc/loadavg")) of
+        {ok, T} ->
+            try string:lexemes(T, " \n") of
+                [A, B, C | _] -> {ok, #{load1 => num(A), load5 => num(B), load15 => num(C)}};
+                _ -> {error, enoent}
+            catch error:badarg -> {error, enoent}
+            end;
+        error -> {error, enoent}
+    end.
+
+%% @doc This machine's 1-minute load average, or `undefined' off Linux.
+-spec load1() -> number() | undefined.
+load1() ->
+    case loadavg("/") of
+        {ok, #{load1 := L}} -> L;
+        {error, _} -> undefined
+    end.
+
+%% @doc The machine's aggregate CPU times in USER_HZ ticks from the first
+%% line of proc/stat (`user', `nice', `system', `idle', `iowait', `irq',
+%% `softirq', `steal').
+-spec cpu_times(file:filename()) -> {ok, #{atom() => non_neg_integer()}} | {error, enoent}.
+cpu_times(Root) ->
+    case read(filename:join(Root, "proc/stat")) of
+        {ok, T} ->
+            case string:lexemes(hd(string:split(T, "\n")), " ") of
+                [<<"cpu">> | Fields] ->
+                    Names = [user, nice, system, idle, iowait, irq, softirq, steal],
+                    Vals = [binary_to_integer(F) || F <- Fields],
+                    {ok, maps:from_list(lists:zip(lists:sublist(Names, length(Vals)),
+                                                  lists:sublist(Vals, length(Names))))};
+                _ -> {error, enoent}
+            end;
+        error -> {error, enoent}
+    end.
+
+%% @doc CPU time used by this OS process (the VM), user + system, in
+%% microseconds, from proc/self/stat.
+-spec process_cpu_us(file:filename()) -> {ok, non_neg_integer()} | {error, enoent}.
+process_cpu_us(Root) ->
+    case read(filename:join(Root, "proc/self/stat")) of
+        {ok, T} ->
+            %% The command name (field 2) may contain spaces: skip past ')'.
+            case string:split(T, ")", trailing) of
+                [_, After] ->
+                    Fields = string:lexemes(After, " "),
+                    %% After ')' come fields 3.., so utime (14) and stime (15)
+                    %% are the 12th and 13th.
+                    UTime = binary_to_integer(lists:nth(12, Fields)),
+                    STime = binary_to_integer(lists:nth(13, Fields)),
+                    {ok, (UTime + STime) * (1000000 div ?USER_HZ)};
+                _ -> {error, enoent}
+            end;
+        error -> {error, enoent}
+    end.
+
+%%--------------------------------------------------------------------
+%% cgroup
+%%--------------------------------------------------------------------
+
+%% @doc Where this process's cgroup CPU controller is below `Root', for
+%% repeated reads with {@link cgroup_cpu_stat_at/1}. /proc/self/cgroup
+%% names the path; inside a container namespace the controller is at the
+%% mount root.
+-spec cgroup_locate(file:filename()) -> cgroup().
+cgroup_locate(Root) ->
+    Base = filename:join(Root, "sys/fs/cgroup"),
+    Lines = case read(filename:join(Root, "proc/self/cgroup")) of
+                {ok, T} -> [string:split(L, ":", all) || L <- string:lexemes(T, "\n")];
+                error -> []
+            end,
+    V2Rel = [rel(P) || [<<"0">>, <<>>, P] <- Lines],
+    V1Rel = [rel(P) || [_, Ctl, P] <- Lines,
+                       lists:member(<<"cpu">>, string:lexemes(Ctl, ","))],
+    V2 = [D || R <- V2Rel ++ [""], D <- [filename:join(Base, R)],
+               filelib:is_regular(filename:join(D, "cpu.max"))],
+    V1 = [D || R <- V1Rel ++ [""], Ctl <- ["cpu,cpuacct", "cpu"],
+               D <- [filename:join([Base, Ctl, R])],
+               filelib:is_regular(filename:join(D, "cpu.cfs_quota_us"))],
+    case {V2, V1} of
+        {[D | _], _} -> {v2, D};
+        {[], [D | _]} -> {v1, D};
+        {[], []} -> none
+    end.
+
+rel(P) -> string:trim(binary_to_list(P), leading, "/").
+
+%% @doc The throttling counters of this process's cgroup CPU controller:
+%% `nr_periods', `nr_throttled' and `throttled_usec' (v1's nanoseconds are
+%% converted), plus `usage_usec' where the controller offers it.
+-spec cgroup_cpu_stat(file:filename()) -> {ok, cgroup_stat()} | {error, no_cgroup}.
+cgroup_cpu_stat(Root) ->
+    cgroup_cpu_stat_at(cgroup_locate(Root)).
+
+%% @doc As {@link cgroup_cpu_stat/1} for a located controller.
+-spec cgroup_cpu_stat_at(cgroup()) -> {ok, cgroup_stat()} | {error, no_cgroup}.
+cgroup_cpu_stat_at(none) ->
+    {error, no_cgroup};
+cgroup_cpu_stat_at({Version, Dir}) ->
+    case read(filename:join(Dir, "cpu.stat")) of
+        {ok, Text} ->
+            KV = maps:from_list(parse_kv_space(Text)),
+            Throttled = case {Version, KV} of
+                            {v2, #{<<"throttled_usec">> := U}} -> U;
+                            {v1, #{<<"throttled_time">> := Ns}} -> Ns div 1000;
+                            _ -> 0
+                        end,
+            Usage = case {Version, KV} of
+                        {v2, #{<<"usage_usec">> := Us}} -> #{usage_usec => Us};
+                        _ -> #{}
+                    end,
+            {ok, Usage#{nr_periods => maps:get(<<"nr_periods">>, KV, 0),
+                        nr_throttled => maps:get(<<"nr_throttled">>, KV, 0),
+                        throttled_usec => Throttled}};
+        error -> {error, no_cgroup}
+    end.
+
+%% @doc "key 123" lines (cgroup cpu.stat) -> [{Key, Integer}]; other lines
+%% are skipped.
+-spec parse_kv_space(binary()) -> [{binary(), non_neg_integer()}].
+parse_kv_space(Text) ->
+    [{K, binary_to_integer(V)}
+     || L <- string:lexemes(Text, "\n"), [K, V] <- [string:lexemes(L, " ")], is_digits(V)].
+
+%%--------------------------------------------------------------------
+%% Helpers
+%%--------------------------------------------------------------------
+
+read(File) ->
+    case file:read_file(File) of
+        {ok, B} -> {ok, B};
+        {error, _} -> error
+    end.
+
+is_digits(<<>>) -> false;
+is_digits(B) -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, binary_to_list(B)).
+
+num(B) ->
+    try binary_to_float(B)
+    catch error:badarg -> binary_to_integer(B)
+    end.
