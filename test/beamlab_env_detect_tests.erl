@@ -125,8 +125,8 @@ noisy_test() ->
     ?assertMatch(#{data := #{<<"benchmark">> := <<"wide_ci">>}, severity := warning}, W),
     ?assertNotEqual(nomatch, binary:match(maps:get(evidence, W), <<"+/-12.0%">>)),
     ?assertMatch(#{data := #{<<"benchmark">> := <<"high_cv">>}, severity := critical}, H),
-    Text = iolist_to_binary(beamlab_env_detect:format_text(Fs)),
-    ?assertNotEqual(nomatch, binary:match(Text, <<"WARNING: Measurement too noisy to trust: wide_ci">>)).
+    Text = unicode:characters_to_binary(beamlab_render_text:findings(Fs)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"[warning] Measurement too noisy to trust: wide_ci">>)).
 
 %% The advice names the options of the command that produced the result.
 noisy_advice_fits_the_command_test_() ->

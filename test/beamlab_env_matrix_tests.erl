@@ -88,7 +88,7 @@ interleaved_and_failures_test() ->
     ?assert(E > 0.99 andalso E < 1.01),
     ?assertMatch(#{<<"status">> := <<"failed">>, <<"runs">> := 1, <<"ok_runs">> := 0, <<"env">> := null,
                    <<"errors">> := [<<"the VM did not start: timeout">>]}, BrokenInfo),
-    Text = unicode:characters_to_binary(beamlab_env_matrix:format_text(R)),
+    Text = unicode:characters_to_binary(beamlab_render_matrix:render(R, #{unicode => false})),
     io:format(user, "~ts", [Text]),
     [?assertNotEqual(nomatch, binary:match(Text, P))
      || P <- [<<"speedup">>, <<"efficiency">>, <<"baseline">>, <<"faster">>,

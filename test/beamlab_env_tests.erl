@@ -41,7 +41,7 @@ numa_box_test() ->
     %% utime 250 + stime 50 ticks at USER_HZ 100 = 3 s
     ?assertEqual({ok, 3000000}, beamlab_runtime_probe:process_cpu_us(fixture("numa2"))),
     json_safe(R),
-    Text = iolist_to_binary(beamlab_env:format_text(R)),
+    Text = iolist_to_binary(beamlab_render_env:render(beamlab_json:canonical(R))),
     ?assertNotEqual(nomatch, binary:match(Text, <<"node 1: cpus 4,5,6,7, distances 21 10">>)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"2 socket(s), 4 core(s), 8 thread(s)">>)).
 
@@ -61,7 +61,7 @@ cgroup_v2_container_test() ->
                         usage_usec => 9000000}},
                  beamlab_runtime_probe:cgroup_cpu_stat(Root)),
     json_safe(R),
-    Text = iolist_to_binary(beamlab_env:format_text(R)),
+    Text = iolist_to_binary(beamlab_render_env:render(beamlab_json:canonical(R))),
     ?assertNotEqual(nomatch, binary:match(Text, <<"v2 quota 150000 (1.5 cores)">>)).
 
 cgroup_v1_test() ->
@@ -93,7 +93,7 @@ machine_with_nothing_test() ->
     ?assertEqual({error, enoent}, beamlab_runtime_probe:cpu_times(Root)),
     ?assertEqual({error, enoent}, beamlab_runtime_probe:process_cpu_us(Root)),
     json_safe(R),
-    Text = iolist_to_binary(beamlab_env:format_text(R)),
+    Text = iolist_to_binary(beamlab_render_env:render(beamlab_json:canonical(R))),
     ?assertNotEqual(nomatch, binary:match(Text, <<"NUMA            not available">>)).
 
 vm_facts_test() ->

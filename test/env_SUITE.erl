@@ -45,7 +45,7 @@ env_report_here(_Config) ->
             ?assert(is_binary(maps:get(model, Cpu)));
         _ -> ok
     end,
-    Text = iolist_to_binary(beamlab_env:format_text(R)),
+    Text = iolist_to_binary(beamlab_render_env:render(beamlab_json:canonical(R))),
     ct:log("~ts", [Text]),
     ?assertNotEqual(nomatch, binary:match(Text, maps:get(erts, maps:get(otp, R)))).
 
@@ -263,7 +263,7 @@ matrix_schedulers(_Config) ->
              inner => {?MODULE, cpu_work, [300]}, paths => test_paths()},
     Self = self(),
     {ok, R} = beamlab_env_matrix:run(Spec, #{progress => fun(L) -> Self ! {progress, L} end}),
-    Text = unicode:characters_to_binary(beamlab_env_matrix:format_text(R)),
+    Text = unicode:characters_to_binary(beamlab_render_matrix:render(R, #{unicode => false})),
     ct:log("~ts", [Text]),
     #{benchmarks := [B1, B2], extra := #{<<"configs">> := [C1, C2]}} = R,
     ?assertMatch(#{<<"status">> := <<"ok">>, <<"ok_runs">> := 2, <<"schedulers_online">> := 1,
@@ -288,7 +288,7 @@ matrix_failed_config_goes_on(_Config) ->
     ?assertMatch(#{group := <<"+S 1">>}, B),
     ?assertMatch(#{<<"status">> := <<"ok">>, <<"ok_runs">> := 2}, Ok),
     ?assertMatch(#{<<"status">> := <<"failed">>, <<"runs">> := 1, <<"errors">> := [_]}, Bad),
-    ct:log("~ts", [beamlab_env_matrix:format_text(R)]).
+    ct:log("~ts", [beamlab_render_matrix:render(R, #{unicode => false})]).
 
 cli_env(_Config) ->
     #{code := 0, out := Out} = beamlab_test_util:cli(["env"]),

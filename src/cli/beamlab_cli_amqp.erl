@@ -113,10 +113,13 @@ run(Parsed) ->
     %% -v: the generator VM's telemetry; the detectors' findings on it
     %% (scheduler trouble, a busy machine, noisy intervals) join the result.
     Telemetry = beamlab_cli_verbose:start(beamlab_cli_args:get(verbose, Parsed, 0) > 0),
+    Started = beamlab_runtime_clock:rfc3339(),
     case beamlab_amqp_perf:run(Cfg0#{out => Out}) of
         {ok, Report} ->
             Doc = beamlab_cli_verbose:stop(
-                    Telemetry, beamlab_amqp_perf:result(Report, params(Cfg0), maps:get(argv, Parsed))),
+                    Telemetry, beamlab_amqp_perf:result(Report, #{command => maps:get(argv, Parsed),
+                                                                  started_at => Started,
+                                                                  params => params(Cfg0)})),
             case maps:get(failure, Report) of
                 undefined when map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
                 undefined -> {0, Doc};

@@ -88,6 +88,7 @@ run(Parsed) ->
                            R -> R
                        end,
              sweep => Sweep =/= [], argv => maps:get(argv, Parsed),
+             started_at => beamlab_runtime_clock:rfc3339(),
              %% Each configuration's VM runs the inner command through the
              %% dispatcher, quietly, and hands back its document.
              inner => {beamlab_cli, run_command, [Command, #{quiet => true}]}},

@@ -12,7 +12,7 @@
 %%% a saved document are judged alike.
 -module(beamlab_env_detect).
 
--export([findings/1, attach/2, format_text/1]).
+-export([findings/1, attach/2]).
 
 -type input() :: #{telemetry => map(), env => map(), result => map(),
                    timer => beamlab_runtime_probe:timer_report() | skip}.
@@ -285,17 +285,6 @@ ci({Lo, Hi}) when is_number(Lo), is_number(Hi) -> {Lo, Hi};
 ci([Lo, Hi]) when is_number(Lo), is_number(Hi) -> {Lo, Hi};
 ci(#{lo := Lo, hi := Hi}) -> ci({Lo, Hi});
 ci(_) -> undefined.
-
-%%--------------------------------------------------------------------
-%% Text
-%%--------------------------------------------------------------------
-
-%% @doc Findings as text for the end of a run; empty when there are none.
--spec format_text([beamlab_result:finding()]) -> iolist().
-format_text(Findings) ->
-    [io_lib:format("~ts: ~ts~n  evidence: ~ts~n  advice: ~ts~n",
-                   [string:uppercase(atom_to_list(S)), Title, E, A])
-     || #{severity := S, title := Title, evidence := E, advice := A} <- Findings].
 
 %%--------------------------------------------------------------------
 %% Helpers

@@ -14,7 +14,7 @@
 %%% fails to start is reported with its error; the others go on.
 -module(beamlab_env_matrix).
 
--export([configs/1, parse_range/1, read_grid/1, run/2, format_text/1, format_error/1]).
+-export([configs/1, parse_range/1, read_grid/1, run/2, format_error/1]).
 
 -type config() :: #{name := binary(), args := [string()],
                     erl := string() | undefined, wrap := [string()] | undefined}.
@@ -339,57 +339,6 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Inner, Paths) ->
                               ++ [{exec, Erl} || Erl =/= undefined]
                               ++ [{wrapper, Wrap} || Wrap =/= undefined]),
     beamlab_runtime_peer:run(PeerOpts, Inner, {beamlab_env, report, []}).
-
-%%--------------------------------------------------------------------
-%% Output
-%%--------------------------------------------------------------------
-
-%% @doc The matrix as text: configuration x metric with the mean of the
-%% repetitions, its confidence interval, the change against the baseline
-%% with its interval and verdict, the scheduler count each VM reported, and
-%% speedup/efficiency for scheduler sweeps; then failed configurations.
--spec format_text(beamlab_result:result()) -> iolist().
-format_text(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
-              extra := #{<<"configs">> := Cs}}) ->
-    Sweep = maps:get(<<"sweep">>, P, false),
-    Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
-              "change CI", "verdict", "schedulers"]
-        ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
-    Rows = [row(B, Base, Sweep) || B <- Bs],
-    Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
-              || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
-    [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
-                   [maps:get(<<"repeat">>, P), Base]),
-     beamlab_format_table:render(Header, Rows,
-                                 #{align => [left, left, right, right, right, left, left, right, right, right]}),
-     case Failed of
-         [] -> [];
-         _ -> ["\nfailed runs:\n" | Failed]
-     end].
-
-row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
-      extra := X} = B, Base, Sweep) ->
-    {Change, Ci, Verdict} =
-        case {G, B} of
-            {Base, _} -> {"baseline", "", ""};
-            {_, #{comparison := #{change := C, ci := {CLo, CHi}, verdict := V}}} when is_number(C) ->
-                {pct(C), [pct(CLo), " .. ", pct(CHi)], atom_to_list(V)};
-            {_, #{comparison := #{verdict := V}}} -> {"", "", atom_to_list(V)};
-            _ -> {"", "", ""}
-        end,
-    Rel = case Mean == 0 of
-              true -> "";
-              false -> ["+/-", beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
-          end,
-    [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
-     case maps:get(<<"schedulers_online">>, X, null) of null -> "?"; N -> integer_to_list(N) end]
-        ++ case Sweep of
-               true -> [case X of #{<<"speedup">> := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,
-                        case X of #{<<"efficiency">> := E} -> io_lib:format("~b%", [round(100 * E)]); _ -> "" end];
-               false -> []
-           end.
-
-pct(X) -> [case X >= 0 of true -> "+"; false -> "" end, beamlab_format_units:percent(X)].
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().

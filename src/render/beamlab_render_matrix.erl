@@ -1,0 +1,58 @@
+%%% @doc The text view of a VM-configuration matrix: configuration x
+%%% benchmark with the mean of the repetitions and its confidence interval,
+%%% the change against the baseline with its interval and verdict, the
+%%% scheduler count each VM reported, speedup and efficiency for scheduler
+%%% sweeps, then the failed runs. Pure.
+-module(beamlab_render_matrix).
+
+-export([render/2]).
+
+
+%% @doc The matrix as text: configuration x metric with the mean of the
+%% repetitions, its confidence interval, the change against the baseline
+%% with its interval and verdict, the scheduler count each VM reported, and
+%% speedup/efficiency for scheduler sweeps; then failed configurations.
+-spec render(beamlab_result:result(), beamlab_render_text:opts()) -> iolist().
+render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
+              extra := #{<<"configs">> := Cs}}, Opts) ->
+    Pm = case maps:get(unicode, Opts) of true -> "±"; false -> "+/-" end,
+    Sweep = maps:get(<<"sweep">>, P, false),
+    Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
+              "change CI", "verdict", "schedulers"]
+        ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
+    Rows = [row(B, Base, Sweep, Pm) || B <- Bs],
+    Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
+              || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
+    [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
+                   [maps:get(<<"repeat">>, P), Base]),
+     beamlab_format_table:render(Header, Rows,
+                                 #{align => [left, left, right, right, right, left, left, right, right, right]}),
+     case Failed of
+         [] -> [];
+         _ -> ["\nfailed runs:\n" | Failed]
+     end].
+
+row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
+      extra := X} = B, Base, Sweep, Pm) ->
+    {Change, Ci, Verdict} =
+        case {G, B} of
+            {Base, _} -> {"baseline", "", ""};
+            {_, #{comparison := #{change := C, ci := {CLo, CHi}, verdict := V}}} when is_number(C) ->
+                {pct(C), [pct(CLo), " .. ", pct(CHi)], atom_to_list(V)};
+            {_, #{comparison := #{verdict := V}}} -> {"", "", atom_to_list(V)};
+            _ -> {"", "", ""}
+        end,
+    Rel = case Mean == 0 of
+              true -> "";
+              false -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
+          end,
+    [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
+     case maps:get(<<"schedulers_online">>, X, null) of null -> "?"; N -> integer_to_list(N) end]
+        ++ case Sweep of
+               true -> [case X of #{<<"speedup">> := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,
+                        case X of #{<<"efficiency">> := E} -> io_lib:format("~b%", [round(100 * E)]); _ -> "" end];
+               false -> []
+           end.
+
+pct(X) -> beamlab_format_units:signed_percent(X).
+
