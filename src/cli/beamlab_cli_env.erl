@@ -42,6 +42,6 @@ run(Parsed) ->
     Report = beamlab_env:report(#{root => Root}),
     case beamlab_cli_args:get(format, Parsed) of
         json -> beamlab_cli_output:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);
-        text -> beamlab_cli_output:put_chars(beamlab_render_env:render(Report))
+        text -> beamlab_cli_output:put_chars(beamlab_render_env:render(beamlab_json:canonical(Report)))
     end,
     {0, none}.
