@@ -71,7 +71,7 @@ utf8_terminal() ->
 
 %% @doc Decide between UTF-8 and ASCII drawing for a parsed command line:
 %% ASCII with `--no-color' (`no_color => true') or a non-UTF-8 locale.
--spec use_unicode(map()) -> boolean().
+-spec use_unicode(#{no_color => boolean()}) -> boolean().
 use_unicode(Parsed) ->
     maps:get(no_color, Parsed, false) =/= true andalso utf8_terminal().
 
