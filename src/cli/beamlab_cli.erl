@@ -142,8 +142,10 @@ run_module(Name, Mod, Args, Argv, Quiet) ->
                     {Code, undefined};
                 {Code, Doc0} ->
                     Doc = with_env(Doc0),
-                    ok = beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet),
-                    {Code, Doc}
+                    case beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet) of
+                        ok -> {Code, Doc};
+                        {error, Reason} -> fail("~ts", [beamlab_result:format_error(Reason)])
+                    end
             end
     end.
 

@@ -14,7 +14,9 @@
 
 %% @doc Prints (unless `Quiet') and saves (with `--save') a finished
 %% document; `Mod' is the command, whose `text/2' renders the text view.
--spec emit(module(), beamlab_result:result(), beamlab_cli_args:parsed(), boolean()) -> ok.
+%% A file that cannot be written is an error the caller reports.
+-spec emit(module(), beamlab_result:result(), beamlab_cli_args:parsed(), boolean()) ->
+          ok | {error, beamlab_result:error_reason()}.
 emit(Mod, Doc, Parsed, Quiet) ->
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
@@ -64,7 +66,7 @@ save(Doc, Where) ->
             end,
     case Saved of
         {ok, File} -> io:format(standard_error, "saved: ~ts~n", [File]);
-        {error, Reason} -> beamlab_cli:fail("~ts", [beamlab_result:format_error(Reason)])
+        {error, _} = Error -> Error
     end.
 
 default_path(#{kind := Kind, started_at := Started}) ->
