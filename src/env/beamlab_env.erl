@@ -46,24 +46,24 @@ report(Opts) ->
            notes => Notes}.
 
 note(Fmt, Args) ->
-    bin(io_lib:format(Fmt, Args)).
+    beamlab_format_units:to_binary(io_lib:format(Fmt, Args)).
 
 otp() ->
     BuildType = sysinfo(build_type, opt),
     DynTrace = sysinfo(dynamic_trace, none),
     Warnings = [<<"debug build: numbers are not representative">> || BuildType =:= debug]
-        ++ [bin(io_lib:format("~p build: instrumented, numbers are not representative", [BuildType]))
+        ++ [beamlab_format_units:to_binary(io_lib:format("~p build: instrumented, numbers are not representative", [BuildType]))
             || lists:member(BuildType, [asan, valgrind, gcov, lcnt, frmptr])]
-        ++ [bin(io_lib:format("dynamic tracing (~p) compiled in: small probe overhead", [DynTrace]))
+        ++ [beamlab_format_units:to_binary(io_lib:format("dynamic tracing (~p) compiled in: small probe overhead", [DynTrace]))
             || DynTrace =/= none],
-    #{release => bin(erlang:system_info(otp_release)),
+    #{release => beamlab_format_units:to_binary(erlang:system_info(otp_release)),
       otp_version => otp_version(),
-      erts => bin(erlang:system_info(version)),
-      system_version => bin(string:trim(erlang:system_info(system_version))),
-      emu_flavor => bin(sysinfo(emu_flavor, emu)),
-      emu_type => bin(sysinfo(emu_type, opt)),
-      build_type => bin(BuildType),
-      dynamic_trace => bin(DynTrace),
+      erts => beamlab_format_units:to_binary(erlang:system_info(version)),
+      system_version => beamlab_format_units:to_binary(string:trim(erlang:system_info(system_version))),
+      emu_flavor => beamlab_format_units:to_binary(sysinfo(emu_flavor, emu)),
+      emu_type => beamlab_format_units:to_binary(sysinfo(emu_type, opt)),
+      build_type => beamlab_format_units:to_binary(BuildType),
+      dynamic_trace => beamlab_format_units:to_binary(DynTrace),
       wordsize_bits => 8 * erlang:system_info({wordsize, external}),
       kernel_poll => sysinfo(kernel_poll, false),
       build_warnings => Warnings}.
@@ -74,7 +74,7 @@ otp_version() ->
                           erlang:system_info(otp_release), "OTP_VERSION"]),
     case file:read_file(File) of
         {ok, V} -> string:trim(V);
-        {error, _} -> bin(erlang:system_info(otp_release))
+        {error, _} -> beamlab_format_units:to_binary(erlang:system_info(otp_release))
     end.
 
 schedulers() ->
@@ -85,7 +85,7 @@ schedulers() ->
       dirty_cpu => sysinfo(dirty_cpu_schedulers, 0),
       dirty_cpu_online => sysinfo(dirty_cpu_schedulers_online, 0),
       dirty_io => sysinfo(dirty_io_schedulers, 0),
-      bind_type => bin(erlang:system_info(scheduler_bind_type)),
+      bind_type => beamlab_format_units:to_binary(erlang:system_info(scheduler_bind_type)),
       bindings => Bindings,
       busy_wait => busy_wait(EmuArgs),
       compaction_of_load => flag_value(EmuArgs, ["scl"]),
@@ -106,7 +106,7 @@ busy_wait(EmuArgs) ->
 flag_value(EmuArgs, Names) ->
     case [V || {F, V} <- EmuArgs, lists:member(F, Names)] of
         [] -> <<"default">>;
-        Vs -> bin(lists:last(Vs))
+        Vs -> beamlab_format_units:to_binary(lists:last(Vs))
     end.
 
 %% Emulator flags as {Flag, Value}: "-sbwt none" -> {"sbwt", "none"}.
@@ -126,13 +126,13 @@ emu_args() ->
     end.
 
 vm_args(_Root) ->
-    Args = [#{flag => bin(F), values => [bin(V) || V <- Vs]} || {F, Vs} <- init:get_arguments()],
+    Args = [#{flag => beamlab_format_units:to_binary(F), values => [beamlab_format_units:to_binary(V) || V <- Vs]} || {F, Vs} <- init:get_arguments()],
     {EmuArgs, Notes} = case catch erlang:system_info(emu_args) of
-                           L when is_list(L) -> {[bin(A) || A <- L], []};
+                           L when is_list(L) -> {[beamlab_format_units:to_binary(A) || A <- L], []};
                            _ -> {[], [note("emulator arguments not exposed by this VM", [])]}
                        end,
     {#{arguments => Args, emu_args => EmuArgs,
-       plain_arguments => [bin(A) || A <- init:get_plain_arguments()]}, Notes}.
+       plain_arguments => [beamlab_format_units:to_binary(A) || A <- init:get_plain_arguments()]}, Notes}.
 
 %%--------------------------------------------------------------------
 %% CPU, NUMA
@@ -198,10 +198,10 @@ cpu_model(Root) ->
 topology(undefined) -> ?UNKNOWN;
 topology(L) when is_list(L) -> [topology(E) || E <- L];
 topology({logical, N}) -> #{logical => N};
-topology({Type, {logical, N}}) -> #{type => bin(Type), logical => N};
+topology({Type, {logical, N}}) -> #{type => beamlab_format_units:to_binary(Type), logical => N};
 topology({Type, Children}) when is_list(Children) ->
-    #{type => bin(Type), children => topology(Children)};
-topology(Other) -> bin(io_lib:format("~p", [Other])).
+    #{type => beamlab_format_units:to_binary(Type), children => topology(Children)};
+topology(Other) -> beamlab_format_units:to_binary(io_lib:format("~p", [Other])).
 
 numa(Root) ->
     Dir = filename:join(Root, "sys/devices/system/node"),
@@ -280,7 +280,7 @@ cgroup_map(Version, Dir, Quota, Period, Loc) ->
                {ok, S} -> S;
                {error, _} -> #{}
            end,
-    #{available => true, version => Version, path => bin(Dir),
+    #{available => true, version => Version, path => beamlab_format_units:to_binary(Dir),
       quota_us => json_quota(Quota), period_us => Period, quota_cores => Cores,
       stat => Stat}.
 
@@ -303,8 +303,8 @@ parse_cpu_max(Text) ->
 os_info(Root) ->
     {Family, Name} = os:type(),
     Version = case os:version() of
-                  {Ma, Mi, Pa} -> bin(io_lib:format("~b.~b.~b", [Ma, Mi, Pa]));
-                  V -> bin(V)
+                  {Ma, Mi, Pa} -> beamlab_format_units:to_binary(io_lib:format("~b.~b.~b", [Ma, Mi, Pa]));
+                  V -> beamlab_format_units:to_binary(V)
               end,
     {ProcVersion, Notes} =
         case read(filename:join(Root, "proc/version")) of
@@ -312,10 +312,10 @@ os_info(Root) ->
             error -> {?UNKNOWN, [note("~s missing: kernel build unknown", [filename:join(Root, "proc/version")])]}
         end,
     {ok, H} = inet:gethostname(),  % never fails: falls back to "nohost"
-    Host = bin(H),
-    {#{family => bin(Family), name => bin(Name), kernel_version => Version,
+    Host = beamlab_format_units:to_binary(H),
+    {#{family => beamlab_format_units:to_binary(Family), name => beamlab_format_units:to_binary(Name), kernel_version => Version,
        kernel => ProcVersion, hostname => Host,
-       architecture => bin(erlang:system_info(system_architecture))}, Notes}.
+       architecture => beamlab_format_units:to_binary(erlang:system_info(system_architecture))}, Notes}.
 
 memory(Root) ->
     File = filename:join(Root, "proc/meminfo"),
@@ -344,7 +344,7 @@ parse_cpulist(Text) ->
         lists:append([case string:split(R, "-") of
                           [A, B] -> lists:seq(binary_to_integer(A), binary_to_integer(B));
                           [A] -> [binary_to_integer(A)]
-                      end || R <- string:lexemes(bin(Text), ", \n")])
+                      end || R <- string:lexemes(beamlab_format_units:to_binary(Text), ", \n")])
     catch error:badarg -> []
     end.
 
@@ -401,6 +401,3 @@ read_int(File) ->
         error -> error
     end.
 
-bin(B) when is_binary(B) -> B;
-bin(A) when is_atom(A) -> atom_to_binary(A);
-bin(L) -> unicode:characters_to_binary(L).

@@ -230,7 +230,7 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
     Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec),
                                        started_at => maps:get(started_at, Spec),
                                        params => #{repeat => R, baseline => Base, sweep => Sweep,
-                                                   inner_command => [bin(A) || A <- Argv],
+                                                   inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
     Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
     Doc2 = beamlab_result:set(extra, #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}, Doc1),
@@ -302,9 +302,9 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
 config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
     Errors = [format_run_error(O) || O <- Outs, not ok_run(O)],
     Env = last_env(Outs),
-    #{name => Name, args => [bin(A) || A <- Args],
-      erl => case Erl of undefined -> null; _ -> bin(Erl) end,
-      wrap => case Wrap of undefined -> null; _ -> [bin(W) || W <- Wrap] end,
+    #{name => Name, args => [beamlab_format_units:to_binary(A) || A <- Args],
+      erl => case Erl of undefined -> null; _ -> beamlab_format_units:to_binary(Erl) end,
+      wrap => case Wrap of undefined -> null; _ -> [beamlab_format_units:to_binary(W) || W <- Wrap] end,
       runs => length(Outs), ok_runs => length([O || O <- Outs, ok_run(O)]),
       status => case {Outs, Errors} of
                     {[], _} -> <<"not run">>;
@@ -319,9 +319,9 @@ ok_run({ok, #{exit := 0}}) -> true;
 ok_run(_) -> false.
 
 format_run_error({ok, #{exit := Code}}) ->
-    bin(io_lib:format("command exited with status ~b", [Code]));
+    beamlab_format_units:to_binary(io_lib:format("command exited with status ~b", [Code]));
 format_run_error({error, E}) ->
-    bin(format_error(E)).
+    beamlab_format_units:to_binary(format_error(E)).
 
 last_env(Outs) ->
     case [Env || {ok, #{env := Env}} <- Outs, is_map(Env)] of
@@ -365,7 +365,4 @@ format_error(Other) ->
 
 mean(L) -> lists:sum(L) / length(L).
 
-bin(B) when is_binary(B) -> B;
-bin(A) when is_atom(A) -> atom_to_binary(A);
-bin(L) -> unicode:characters_to_binary(L).
 

@@ -15,7 +15,7 @@
 %%% '''
 -module(beamlab_format_units).
 
--export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1,
+-export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1, sign/1,
          number/1, value/2, sig/2, to_binary/1]).
 
 %% @doc A count of iterations or messages: `"982"', `"17266 Ki"', `"1402 Mi"'.
@@ -66,8 +66,14 @@ percent(F) ->
 
 %% @doc A relative change with its sign: `"+4.2%"', `"-1.3%"', `"0%"'.
 -spec signed_percent(number()) -> string().
-signed_percent(F) when F > 0 -> "+" ++ percent(F);
-signed_percent(F) -> percent(F).
+signed_percent(F) ->
+    sign(F) ++ percent(F).
+
+%% @doc `"+"' before a positive number, nothing otherwise (a negative
+%% number prints its own `-').
+-spec sign(number()) -> string().
+sign(F) when F > 0 -> "+";
+sign(_) -> "".
 
 %% @doc Text of a name, label or value as UTF-8: binaries as they are,
 %% atoms and numbers printed, character lists (any Unicode) encoded.

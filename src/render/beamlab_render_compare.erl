@@ -118,10 +118,7 @@ verdict(no_baseline) -> <<"no baseline">>;
 verdict(Other) -> atom_to_binary(Other, utf8).
 
 pct(null) -> <<"-">>;
-pct(F) -> iolist_to_binary(io_lib:format("~s~.1f%", [sign(F), 100 * F])).
-
-sign(F) when F >= 0 -> "+";
-sign(_) -> "".
+pct(F) -> iolist_to_binary(io_lib:format("~s~.1f%", [beamlab_format_units:sign(F), 100 * F])).
 
 ci_text([Lo, Hi]) when is_number(Lo), is_number(Hi) ->
     iolist_to_binary(["[", pct(Lo), ", ", pct(Hi), "]"]);
