@@ -140,8 +140,7 @@ config(P) ->
     Uri = G(uri),
     case beamlab_amqp_uri:parse(Uri) of
         {ok, _} -> ok;
-        {error, UriErr} -> beamlab_cli:usage_error("malformed URI '~ts': ~ts",
-                                              [Uri, beamlab_amqp_uri:format_error(UriErr)])
+        {error, UriErr} -> beamlab_cli:usage_error("~ts", [beamlab_amqp_uri:format_error(UriErr)])
     end,
     Flags = case G(flag) of
                 undefined -> [];
