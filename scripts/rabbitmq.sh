@@ -43,14 +43,19 @@ export RABBITMQ_PLUGINS_EXPAND_DIR="$DIR/plugins-expand"
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 export RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 
-ctl() { "$SBIN/rabbitmqctl" -n "$NODE" "$@"; }
+# The CLI is an Erlang VM too: when it fails (e.g. no cookie yet because the
+# state directory does not exist) it must not leave erl_crash.dump in the
+# caller's current directory.
+ctl() { ERL_CRASH_DUMP_SECONDS=0 ERL_CRASH_DUMP=/dev/null "$SBIN/rabbitmqctl" -n "$NODE" "$@"; }
 
 amqp_open() {
     # Succeeds when something accepts TCP connections on the AMQP port.
     (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null
 }
 
-running() { ctl -q status >/dev/null 2>&1; }
+# No state directory: this script never started that broker (and the CLI
+# would have no cookie to ask it with).
+running() { [ -d "$DIR" ] && ctl -q status >/dev/null 2>&1; }
 
 prepare() {
     mkdir -p "$DIR/mnesia" "$DIR/log"

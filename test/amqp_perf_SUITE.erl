@@ -309,7 +309,7 @@ inequivalent_queue(_) ->
 bad_uri(_) ->
     R = #{code := 2, err := Err} = beamlab_test_util:cli(["amqp", "-h", "amqp://host:port:x/", "-z", "1"]),
     beamlab_test_util:assert_one_line_error(R),
-    ?assertMatch({match, _}, re:run(Err, "malformed URI")).
+    ?assertMatch({match, _}, re:run(Err, "malformed AMQP URI")).
 
 wrong_credentials(_) ->
     R = #{code := 1, err := Err} =

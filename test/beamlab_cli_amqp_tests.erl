@@ -69,7 +69,7 @@ closed_loop_and_nodes_test() ->
     ?assertMatch(#{nodes := ['a@h', 'b@h']}, config(["--nodes", "a@h,b@h"])).
 
 usage_errors_test() ->
-    ?assertMatch("malformed URI" ++ _, usage_error(["-h", "amqp://h:notaport/"])),
+    ?assertMatch("malformed AMQP URI" ++ _, usage_error(["-h", "amqp://h:notaport/"])),
     ?assertMatch("-A (multi-ack) and -a" ++ _, usage_error(["-A", "5", "-a"])),
     ?assertMatch("give either -u or --queue-pattern" ++ _,
                  usage_error(["-u", "q", "--queue-pattern", "p-%d", "--queue-pattern-from", "1",

@@ -32,3 +32,13 @@ decode_errors_test() ->
 parse_back_property_test() ->
     ?assert(proper:quickcheck(prop_beamlab_csv:prop_parse_back(),
                               [{numtests, 300}, {to_file, user}])).
+
+%% CSV injection: text that a spreadsheet would run as a formula is
+%% neutralised; numbers, negative ones included, stay numbers.
+formula_text_is_neutralised_test() ->
+    [?assertEqual(<<"\"'", Text/binary, "\"">>, beamlab_format_csv:field(Text))
+     || Text <- [<<"=1+2">>, <<"+1">>, <<"-cmd">>, <<"@SUM(A1)">>, <<"\tx">>]],
+    ?assertEqual(<<"\"'=HYPERLINK(\"\"x\"\")\"">>, beamlab_format_csv:field(<<"=HYPERLINK(\"x\")">>)),
+    ?assertEqual(<<"-5">>, beamlab_format_csv:field(-5)),
+    ?assertEqual(<<"-2.5">>, beamlab_format_csv:field(-2.5)),
+    ?assertEqual(<<"a=b">>, beamlab_format_csv:field(<<"a=b">>)).

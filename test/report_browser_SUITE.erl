@@ -6,11 +6,12 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([every_kind_renders/1, single_run_renders/1, long_series_are_downsampled/1,
-         script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1]).
+         script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
+         hostile_labels_render/1]).
 
 all() ->
     [every_kind_renders, single_run_renders, long_series_are_downsampled,
-     script_errors_are_caught, screenshot_is_taken, cli_report_renders].
+     script_errors_are_caught, screenshot_is_taken, cli_report_renders, hostile_labels_render].
 
 init_per_suite(Config) ->
     case chromium() of
@@ -129,6 +130,32 @@ cli_report_renders(Config) ->
     Body = body(dump_dom(Config, Out)),
     ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
     ?assert(binary_to_integer(attr(Body, <<"data-charts-rendered">>)) >= 20).
+
+%% Labels that could end or comment out the embedded data's <script>
+%% (saved through the escript, rendered through it): every chart is still
+%% drawn, no script error, and each label shows as text.
+hostile_labels_render(Config) ->
+    Dir = ?config(priv_dir, Config),
+    Labels = ["<!--<script>", "</script><b>x</b>", "a\x{2028}b\x{2029}c", "&amp;<>"],
+    Files = [begin
+                 P = filename:join(Dir, "hostile-" ++ integer_to_list(I) ++ ".json"),
+                 Lab = unicode:characters_to_binary(L),  % raw UTF-8 bytes on the command line
+                 #{code := 0} = beamlab_test_util:cli(["ok.", "-d", "20", "-s", "3", "--label", Lab,
+                                                       "--save", P]),
+                 P
+             end || {I, L} <- lists:zip(lists:seq(1, length(Labels)), Labels)],
+    Out = filename:join(Dir, "hostile.html"),
+    #{code := 0} = beamlab_test_util:cli(["report" | Files] ++ ["-o", Out]),
+    {ok, Html} = file:read_file(Out),
+    %% Only the page's own comment-free markup: no label text inside it raw.
+    ?assertEqual(nomatch, binary:match(Html, <<"<!--">>)),
+    ?assertEqual(1, count(Html, <<"</script>\n<script>">>)),
+    Dom = dump_dom(Config, Out),
+    Body = body(Dom),
+    ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
+    ?assert(binary_to_integer(attr(Body, <<"data-charts-rendered">>)) >= 1),
+    ?assertEqual(nomatch, binary:match(Dom, <<"The charts need JavaScript">>)),
+    ?assertNotEqual(nomatch, binary:match(Dom, <<"&lt;!--&lt;script&gt;">>)).
 
 %% Helpers
 

@@ -70,7 +70,7 @@ userinfo(_Uri, undefined, D) ->
 userinfo(Uri, Info, D) ->
     case string:split(Info, ":") of
         [User] -> D#{user => decode(Uri, User)};
-        [User, Pass] -> D#{user => decode(Uri, User), password => decode(Uri, Pass)}
+        [User, Pass] -> D#{user => decode(Uri, User), password => decode(Uri, password, Pass)}
     end.
 
 host("") -> "localhost";
@@ -108,9 +108,17 @@ query_param(Uri, {K, true}, _P) ->
     throw({uri_error, {bad_query_value, Uri, K, ""}}).
 
 decode(Uri, S) ->
+    decode(Uri, S, S).
+
+%% `Shown' is what an error may print of the part: never the password.
+decode(Uri, Shown, S) ->
     case uri_string:percent_decode(S) of
-        D when is_list(D) -> unicode:characters_to_binary(D);
-        _ -> throw({uri_error, {bad_percent_encoding, Uri, S}})
+        D when is_list(D) ->
+            case unicode:characters_to_binary(D) of
+                B when is_binary(B) -> B;
+                _ -> throw({uri_error, {bad_percent_encoding, Uri, Shown}})
+            end;
+        _ -> throw({uri_error, {bad_percent_encoding, Uri, Shown}})
     end.
 
 %% @doc One line for a URI error.
@@ -131,14 +139,11 @@ format_error({bad_query_value, Uri, K, V}) ->
 format_error({unknown_query_param, Uri, K}) ->
     io_lib:format("~ts: unknown parameter \"~ts\" (known: heartbeat, frame_max, channel_max,"
                   " connection_timeout)", [redact(Uri), K]);
+format_error({bad_percent_encoding, Uri, password}) ->
+    io_lib:format("~ts: bad percent-encoding in the password", [redact(Uri)]);
 format_error({bad_percent_encoding, Uri, S}) ->
     io_lib:format("~ts: bad percent-encoding in \"~ts\"", [redact(Uri), S]).
 
 %% Never print a password back.
-redact(Uri) when is_list(Uri) ->
-    case re:run(Uri, "^([a-zA-Z]+://[^:/@]*:)[^@/]*@", [{capture, [1], list}, unicode]) of
-        {match, [Pre]} -> re:replace(Uri, "^[a-zA-Z]+://[^:/@]*:[^@/]*@", Pre ++ "****@",
-                                     [{return, list}, unicode]);
-        nomatch -> Uri
-    end;
-redact(Uri) -> Uri.
+redact(Uri) ->
+    beamlab_result_redact:text(Uri).

@@ -137,6 +137,7 @@ run_module(Name, Mod, Args, Argv, Quiet) ->
                               usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
                       end,
             Parsed = Parsed0#{command => Name, argv => Argv},
+            ok = beamlab_cli_output:check_save(Parsed),
             case Mod:run(Parsed) of
                 {Code, none} ->
                     {Code, undefined};

@@ -122,7 +122,13 @@ run(Parsed) ->
                                                                   params => params(Cfg0)})),
             case maps:get(failure, Report) of
                 undefined when map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
-                undefined -> {0, Doc};
+                undefined ->
+                    case nothing_measured(Report) of
+                        ok -> {0, Doc};
+                        {nothing, Why} ->
+                            io:format(standard_error, "beamlab: ~ts~n", [Why]),
+                            {1, Doc}
+                    end;
                 F ->
                     io:format(standard_error, "beamlab: ~ts~n", [beamlab_amqp_perf:format_error(F)]),
                     {1, Doc}
@@ -130,6 +136,29 @@ run(Parsed) ->
         {error, Reason} ->
             ok = beamlab_cli_verbose:cancel(Telemetry),
             beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
+    end.
+
+%% A run that ended normally with nothing received (or nothing sent) has
+%% measured nothing: that is a failure, with the likely reason.
+nothing_measured(#{enabled := En, counters := C, accounting := Acc}) ->
+    Sent = maps:get(sent, C, 0),
+    Received = maps:get(received, C, 0),
+    Queued = case maps:get(queued, Acc, undefined) of
+                 Q when is_integer(Q) -> integer_to_list(Q);
+                 _ -> "?"
+             end,
+    Published = maps:get(published, En),
+    ReceivedOn = maps:get(received, En),
+    if
+        Published, Sent =:= 0 ->
+            {nothing, "no messages measured: nothing was published (is the broker blocking "
+                      "publishers, e.g. a memory or disk alarm?)"};
+        ReceivedOn, Received =:= 0, Sent > 0 ->
+            {nothing, io_lib:format("no messages measured: ~b sent, none received (~b returned, "
+                                    "~ts still queued); the run ended before the consumers got "
+                                    "any (large messages take time: give -D or a longer -z)",
+                                    [Sent, maps:get(returned, C, 0), Queued])};
+        true -> ok
     end.
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
@@ -140,8 +169,7 @@ config(P) ->
     Uri = G(uri),
     case beamlab_amqp_uri:parse(Uri) of
         {ok, _} -> ok;
-        {error, UriErr} -> beamlab_cli:usage_error("malformed URI '~ts': ~ts",
-                                              [Uri, beamlab_amqp_uri:format_error(UriErr)])
+        {error, UriErr} -> beamlab_cli:usage_error("~ts", [beamlab_amqp_uri:format_error(UriErr)])
     end,
     Flags = case G(flag) of
                 undefined -> [];
@@ -155,6 +183,7 @@ config(P) ->
     G(predeclared) =:= true andalso Pattern =:= undefined andalso G(queue) =:= undefined
         andalso G(closed_loop) =:= undefined andalso
         beamlab_cli:usage_error("-p needs the queue(s): -u or --queue-pattern", []),
+    check_work(G, Pattern),
     G(cookie) =/= undefined andalso set_cookie(G(cookie)),
     #{uri => list_to_binary(Uri),
       producers => G(producers), consumers => G(consumers),
@@ -175,6 +204,34 @@ config(P) ->
       reconnect => G(reconnect), nodes => node_list(G(nodes)),
       closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
       id => bin(G(id))}.
+
+%% A run that has nothing to do, or whose counts can never be reached (it
+%% would wait forever without a word), is a usage error.
+check_work(G, Pattern) ->
+    ClosedLoop = G(closed_loop) =/= undefined,
+    NP = G(producers) * G(producer_channels),
+    NC = G(consumers) * G(consumer_channels),
+    NP =:= 0 andalso NC =:= 0 andalso not ClosedLoop andalso
+        beamlab_cli:usage_error("nothing to run: -x 0 and -y 0 (give producers, consumers "
+                                "or --closed-loop)", []),
+    Timed = G(time) =/= undefined,
+    Shared = Pattern =:= undefined andalso G(predeclared) =:= false
+        andalso G(exchange_type) =:= direct andalso G(routing_key) =:= undefined,
+    D = G(cmessages),
+    (not Timed andalso not ClosedLoop andalso D > 0 andalso NC > 0 andalso Shared) andalso
+        case {NP, G(pmessages)} of
+            {0, _} ->
+                beamlab_cli:usage_error("-D ~b can never be reached: no producer (-x 0) publishes "
+                                        "to the run's queue; give -z or producers",
+                                        [G(cmessages)]);
+            {_, C} when C > 0, NC * D > NP * C ->
+                beamlab_cli:usage_error(
+                  "-D ~b can never be reached: ~b consumer channel(s) would need ~b messages "
+                  "but ~b producer channel(s) publish ~b in all (-C ~b) to one queue the "
+                  "consumers share; lower -D, raise -C or give -z",
+                  [G(cmessages), NC, NC * G(cmessages), NP, NP * C, C]);
+            _ -> ok
+        end.
 
 bin(undefined) -> undefined;
 bin(S) -> unicode:characters_to_binary(S).

@@ -68,7 +68,7 @@ fail_if_slower(Cmp, Pct) ->
 -spec load_runs([string()]) -> [{binary(), beamlab_result:result()}].
 load_runs(Files) ->
     Results = [case beamlab_result:load(F) of
-                   {ok, R} -> R;
+                   {ok, R} -> beamlab_result_redact:document(R);
                    {error, Reason} ->
                        beamlab_cli:usage_error("~ts", [beamlab_result:format_error(Reason)])
                end || F <- Files],

@@ -4,7 +4,7 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, put_chars/1, unicode/1, format/1, text_opts/1]).
+-export([emit/4, check_save/1, check_output/2, put_chars/1, unicode/1, format/1, text_opts/1]).
 
 -type format() :: text | json | csv | markdown.
 -export_type([format/0]).
@@ -17,7 +17,10 @@
 %% A file that cannot be written is an error the caller reports.
 -spec emit(module(), beamlab_result:result(), beamlab_cli_args:parsed(), boolean()) ->
           ok | {error, beamlab_result:error_reason()}.
-emit(Mod, Doc, Parsed, Quiet) ->
+emit(Mod, Doc0, Parsed, Quiet) ->
+    %% Secrets (a URI's password, --cookie) are masked in everything that
+    %% is printed or saved: command line, emulator arguments, params.
+    Doc = beamlab_result_redact:document(Doc0),
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
 
@@ -56,15 +59,43 @@ render(csv, _Mod, Doc, _Parsed) ->
 render(markdown, _Mod, Doc, _Parsed) ->
     beamlab_render_markdown:render(Doc).
 
+%% @doc Checks `--save PATH' before anything is measured: an empty path or
+%% a path below a file is a usage error now, not a failure after the run.
+-spec check_save(beamlab_cli_args:parsed()) -> ok.
+check_save(Parsed) ->
+    case beamlab_cli_args:get(save, Parsed, undefined) of
+        undefined -> ok;
+        auto -> ok;
+        "" -> beamlab_cli:usage_error("--save= needs a path (or give --save alone for "
+                                      "beamlab-results/<kind>-<time>.json)", []);
+        Path -> check_output("--save", Path)
+    end.
+
+%% @doc As {@link check_save/1} for any output file option (`Option' names
+%% it in the message).
+-spec check_output(string(), file:filename()) -> ok.
+check_output(Option, Path) ->
+    case beamlab_runtime_file:check_target(Path) of
+        {ok, _} -> ok;
+        {error, empty} -> beamlab_cli:usage_error("~ts needs a file name", [Option]);
+        {error, Why} -> beamlab_cli:usage_error("~ts ~ts: ~ts",
+                                                [Option, Path, beamlab_runtime_file:format_error(Why)])
+    end.
+
+%% A name beamlab chooses (`--save' alone, a directory) never replaces a
+%% file: `-2', `-3'... are added. A file the user names is replaced
+%% atomically, and the message says so.
 save(_Doc, undefined) ->
     ok;
 save(Doc, Where) ->
     Bounded = beamlab_result:bound_samples(Doc, ?MAX_SAMPLES),
+    Replaces = Where =/= auto andalso beamlab_runtime_file:check_target(Where) =:= {ok, exists},
     Saved = case Where of
                 auto -> beamlab_result:save(Bounded, {new, default_path(Doc)});
                 Path -> beamlab_result:save(Bounded, Path)
             end,
     case Saved of
+        {ok, File} when Replaces -> io:format(standard_error, "saved: ~ts (replaced the existing file)~n", [File]);
         {ok, File} -> io:format(standard_error, "saved: ~ts~n", [File]);
         {error, _} = Error -> Error
     end.

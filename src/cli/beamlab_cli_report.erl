@@ -6,6 +6,7 @@
 -export([summary/0, options/0, usage/0, run/1]).
 
 -define(DEFAULT_OUT, "beamlab-report.html").
+-define(DEFAULT_OUT_2, "beamlab-report-2.html").
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -15,8 +16,10 @@ summary() ->
 %% @doc Options of `beamlab report'.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [#{name => output, short => "o", long => "output", type => string, default => ?DEFAULT_OUT,
-       metavar => "FILE", help => "where to write the page (default " ?DEFAULT_OUT ")"},
+    [#{name => output, short => "o", long => "output", type => string,
+       metavar => "FILE", help => "where to write the page (default " ?DEFAULT_OUT
+                                  ", or " ?DEFAULT_OUT_2 "... when it exists; a FILE you name "
+                                  "is replaced)"},
      #{name => title, long => "title", type => string, metavar => "TEXT",
        help => "page title (default: the run names)"}].
 
@@ -34,17 +37,46 @@ usage() ->
 -spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
 run(Parsed = #{args := Files}) ->
     Files =/= [] orelse beamlab_cli:usage_error("report needs at least one result file", []),
+    Out = beamlab_cli_args:get(output, Parsed),
+    Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
     Runs = beamlab_cli_compare:load_runs(Files),
-    Out = beamlab_cli_args:get(output, Parsed, ?DEFAULT_OUT),
     Opts = case beamlab_cli_args:get(title, Parsed) of
                undefined -> #{};
                T -> #{title => unicode:characters_to_binary(T)}
            end,
-    case beamlab_report_html:write(Out, Runs, Opts) of
-        ok ->
-            io:format("wrote ~ts (~b run(s), ~ts)~n",
-                      [Out, length(Runs), beamlab_format_units:bytes(filelib:file_size(Out))]),
-            {0, none};
-        {error, Reason} ->
-            beamlab_cli:fail("~ts", [beamlab_report_html:format_error(Reason)])
-    end.
+    Html = case beamlab_report_html:render(Runs, Opts) of
+               {ok, H} -> H;
+               {error, Reason} -> beamlab_cli:fail("~ts", [beamlab_report_html:format_error(Reason)])
+           end,
+    %% The default name never replaces a page (-2, -3... are added); a file
+    %% named with -o is replaced atomically, and the message says so.
+    Target = case Out of
+                 undefined -> {unique, ?DEFAULT_OUT};
+                 _ ->
+                     case beamlab_runtime_file:check_target(Out) of
+                         {ok, directory} -> {unique, filename:join(Out, ?DEFAULT_OUT)};
+                         {ok, Exists} -> {named, Out, Exists =:= exists};
+                         {error, _} -> beamlab_cli_output:check_output("-o", Out)
+                     end
+             end,
+    {Written, Note} =
+        case Target of
+            {unique, Name} ->
+                case beamlab_runtime_file:write_unique(Name, Html) of
+                    {ok, W} -> {W, ""};
+                    {error, {W, Why}} -> write_failed(W, Why)
+                end;
+            {named, Path, Replaces} ->
+                case beamlab_runtime_file:write_atomic(Path, Html) of
+                    ok when Replaces -> {Path, ", replaced the existing file"};
+                    ok -> {Path, ""};
+                    {error, Why} -> write_failed(Path, Why)
+                end
+        end,
+    io:format("wrote ~ts (~b run(s), ~ts~ts)~n",
+              [Written, length(Runs), beamlab_format_units:bytes(byte_size(Html)), Note]),
+    {0, none}.
+
+-spec write_failed(file:filename(), term()) -> no_return().
+write_failed(Path, Why) ->
+    beamlab_cli:fail("~ts", [beamlab_report_html:format_error({write, Path, Why})]).

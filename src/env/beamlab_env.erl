@@ -37,13 +37,34 @@ report(Opts) ->
                 {cgroup, fun cgroup/1}, {os, fun os_info/1}, {memory, fun memory/1},
                 {load, fun load/1}],
     {Noted, Notes} = lists:foldl(fun({Key, F}, {Acc, NotesAcc}) ->
-                                         {V, N} = F(Root),
+                                         {V, N} = section(Key, F, Root),
                                          {Acc#{Key => V}, NotesAcc ++ N}
                                  end, {#{}, []}, Sections),
     Noted#{otp => otp(),
            schedulers => schedulers(),
            collected_at => beamlab_runtime_clock:rfc3339(),
            notes => Notes}.
+
+%% A file that exists but does not read as expected (a malformed /proc or
+%% /sys file under --root) never fails the report: its section is marked
+%% unavailable (read as if its files were missing) with a note.
+section(Key, F, Root) ->
+    try F(Root)
+    catch Class:Reason ->
+            Note = note("~s: unexpected content of a file under ~ts (~s); the section is left unknown",
+                        [Key, Root, short_reason(Class, Reason)]),
+            %% Read again as if the files were missing, for the section's
+            %% usual shape (its own "missing" notes would name a fake path).
+            try F(filename:join(Root, ".beamlab-malformed-input")) of
+                {V, _MissingNotes} -> {V, [Note]}
+            catch _:_ -> {#{available => false}, [Note]}
+            end
+    end.
+
+short_reason(_, {badmatch, _}) -> "unexpected content";
+short_reason(_, badarg) -> "unexpected content";
+short_reason(_, Reason) when is_atom(Reason) -> atom_to_list(Reason);
+short_reason(Class, _) -> atom_to_list(Class).
 
 note(Fmt, Args) ->
     beamlab_format_units:to_binary(io_lib:format(Fmt, Args)).
@@ -126,13 +147,34 @@ emu_args() ->
     end.
 
 vm_args(_Root) ->
-    Args = [#{flag => beamlab_format_units:to_binary(F), values => [beamlab_format_units:to_binary(V) || V <- Vs]} || {F, Vs} <- init:get_arguments()],
+    Args = [#{flag => arg(F), values => [arg(V) || V <- Vs]} || {F, Vs} <- init:get_arguments()],
     {EmuArgs, Notes} = case catch erlang:system_info(emu_args) of
-                           L when is_list(L) -> {[beamlab_format_units:to_binary(A) || A <- L], []};
+                           L when is_list(L) -> {[arg(A) || A <- L], []};
                            _ -> {[], [note("emulator arguments not exposed by this VM", [])]}
                        end,
     {#{arguments => Args, emu_args => EmuArgs,
-       plain_arguments => [beamlab_format_units:to_binary(A) || A <- init:get_plain_arguments()]}, Notes}.
+       plain_arguments => [arg(A) || A <- init:get_plain_arguments()]}, Notes}.
+
+%% Emulator arguments are the command line's bytes, one list element a
+%% byte: UTF-8 text ("café") is decoded as UTF-8, anything else as Latin-1,
+%% so the report is valid UTF-8 either way.
+arg(A) when is_atom(A) -> atom_to_binary(A);
+arg(L) when is_list(L) ->
+    case lists:all(fun(C) -> is_integer(C) andalso C >= 0 andalso C < 256 end, L) of
+        true ->
+            Bytes = list_to_binary(L),
+            case unicode:characters_to_binary(Bytes, utf8, utf8) of
+                Utf8 when is_binary(Utf8) -> Utf8;
+                _ -> unicode:characters_to_binary(Bytes, latin1, utf8)
+            end;
+        false -> text(L)
+    end.
+
+text(L) ->
+    case unicode:characters_to_binary(L) of
+        B when is_binary(B) -> B;
+        _ -> iolist_to_binary(io_lib:format("~0tp", [L]))
+    end.
 
 %%--------------------------------------------------------------------
 %% CPU, NUMA
@@ -222,7 +264,9 @@ numa_node(Dir, Id) ->
                error -> []
            end,
     Dist = case read(filename:join(NDir, "distance")) of
-               {ok, D} -> [binary_to_integer(X) || X <- string:lexemes(D, " \n")];
+               {ok, D} -> try [binary_to_integer(X) || X <- string:lexemes(D, " \n")]
+                          catch error:badarg -> []
+                          end;
                error -> []
            end,
     Mem = case read(filename:join(NDir, "meminfo")) of
@@ -289,10 +333,13 @@ json_quota(Q) -> Q.
 
 %% "max 100000" or "200000 100000".
 parse_cpu_max(Text) ->
-    case string:lexemes(Text, " \n") of
-        [<<"max">>, P] -> {unlimited, binary_to_integer(P)};
-        [Q, P] -> {binary_to_integer(Q), binary_to_integer(P)};
-        _ -> {?UNKNOWN, ?UNKNOWN}
+    try
+        case string:lexemes(Text, " \n") of
+            [<<"max">>, P] -> {unlimited, binary_to_integer(P)};
+            [Q, P] -> {binary_to_integer(Q), binary_to_integer(P)};
+            _ -> {?UNKNOWN, ?UNKNOWN}
+        end
+    catch error:_ -> {?UNKNOWN, ?UNKNOWN}
     end.
 
 
@@ -349,7 +396,7 @@ parse_cpulist(Text) ->
     end.
 
 %% @doc proc/meminfo content -> byte counts for the fields that matter.
--spec parse_meminfo(binary()) -> #{atom() => non_neg_integer()}.
+-spec parse_meminfo(binary()) -> #{atom() => non_neg_integer() | binary()}.
 parse_meminfo(Text) ->
     Keys = [{<<"MemTotal">>, total}, {<<"MemFree">>, free},
             {<<"MemAvailable">>, available}, {<<"Cached">>, cached},
@@ -358,10 +405,13 @@ parse_meminfo(Text) ->
     maps:from_list([{Name, kb_to_bytes(V)} || {K, Name} <- Keys, {K1, V} <- KV, K1 =:= K]).
 
 kb_to_bytes(V) ->
-    case string:lexemes(V, " ") of
-        [N, <<"kB">>] -> binary_to_integer(N) * 1024;
-        [N] -> binary_to_integer(N);
-        _ -> 0
+    try
+        case string:lexemes(V, " ") of
+            [N, <<"kB">>] -> binary_to_integer(N) * 1024;
+            [N] -> binary_to_integer(N);
+            _ -> ?UNKNOWN
+        end
+    catch error:_ -> ?UNKNOWN
     end.
 
 %% @doc "Key : value" lines (cpuinfo, meminfo) -> [{Key, Value}] in order,
@@ -386,10 +436,25 @@ sysinfo_int(Item) ->
         _ -> ?UNKNOWN
     end.
 
+%% File contents as UTF-8 (bytes that are not UTF-8 are read as Latin-1,
+%% so the report stays valid UTF-8); at most 1 MiB, as /proc files are.
 read(File) ->
-    case file:read_file(File) of
-        {ok, B} -> {ok, B};
+    case file:open(File, [read, raw, binary]) of
+        {ok, Fd} ->
+            try file:read(Fd, 1024 * 1024) of
+                {ok, B} -> {ok, utf8(B)};
+                eof -> {ok, <<>>};
+                {error, _} -> error
+            after
+                file:close(Fd)
+            end;
         {error, _} -> error
+    end.
+
+utf8(B) ->
+    case unicode:characters_to_binary(B, utf8, utf8) of
+        U when is_binary(U) -> U;
+        _ -> unicode:characters_to_binary(B, latin1, utf8)
     end.
 
 read_int(File) ->

@@ -3,6 +3,11 @@
 %%% Fields containing a comma, a double quote, CR or LF are quoted, quotes are
 %%% doubled; records end with CRLF as the RFC asks. Numbers are written in a
 %%% form spreadsheets and `float()' parsers read back exactly.
+%%%
+%%% A text field that starts with `=', `+', `-', `@' or a tab would be read
+%%% as a formula by a spreadsheet (CSV injection): it gets a leading `''
+%%% and is quoted, so it shows as the text it is. Numbers (negative ones
+%%% included) are numbers and are written as they are.
 -module(beamlab_format_csv).
 
 -export([encode/1, encode_row/1, field/1]).
@@ -34,6 +39,8 @@ field(B) when is_binary(B) -> quote(B).
 
 %% Internals
 
+quote(<<C, _/binary>> = B) when C =:= $=; C =:= $+; C =:= $-; C =:= $@; C =:= $\t ->
+    <<$", $', (binary:replace(B, <<"\"">>, <<"\"\"">>, [global]))/binary, $">>;
 quote(B) ->
     case binary:match(B, [<<",">>, <<"\"">>, <<"\r">>, <<"\n">>]) of
         nomatch -> B;

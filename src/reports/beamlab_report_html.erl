@@ -9,7 +9,7 @@
 %%% the inline code of `beamlab_report_assets'. No network, no external tool.
 -module(beamlab_report_html).
 
--export([render/1, render/2, write/2, write/3, model/1, format_error/1]).
+-export([render/1, render/2, write/2, write/3, model/1, embed_json/1, format_error/1]).
 
 -type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
 -type error_reason() :: no_runs | {write, file:filename_all(), file:posix() | badarg | terminated}.
@@ -37,9 +37,7 @@ render([], _Opts) ->
 render(Runs, Opts) ->
     Model = model(Runs),
     Title = maps:get(title, Opts, default_title(Runs)),
-    Json = iolist_to_binary(beamlab_json:encode(Model)),
-    %% "</" would end the script element early; "<\/" is the same JSON.
-    Safe = binary:replace(Json, <<"</">>, <<"<\\/">>, [global]),
+    Safe = embed_json(Model),
     {ok, iolist_to_binary(
            [<<"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n">>,
             <<"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n">>,
@@ -52,6 +50,17 @@ render(Runs, Opts) ->
             <<"<main id=\"app\"><noscript>The charts need JavaScript.</noscript></main>\n">>,
             <<"<script type=\"application/json\" id=\"beamlab-data\">">>, Safe, <<"</script>\n">>,
             <<"<script>\n">>, beamlab_report_assets:js(), <<"</script>\n</body>\n</html>\n">>])}.
+
+%% @doc The model as JSON that is safe inside a `<script>' element: `<',
+%% `>' and `&' (which could end the element or open a comment, `</script>',
+%% `<!--') and U+2028/U+2029 are written as `\u' escapes, the same JSON
+%% value. They can only occur inside strings, where the escape is valid.
+-spec embed_json(term()) -> binary().
+embed_json(Model) ->
+    Json = iolist_to_binary(beamlab_json:encode(Model)),
+    lists:foldl(fun({From, To}, Acc) -> binary:replace(Acc, From, To, [global]) end, Json,
+                [{<<"<">>, <<"\\u003c">>}, {<<">">>, <<"\\u003e">>}, {<<"&">>, <<"\\u0026">>},
+                 {<<16#2028/utf8>>, <<"\\u2028">>}, {<<16#2029/utf8>>, <<"\\u2029">>}]).
 
 %% @doc Render and write `Path' atomically.
 -spec write(file:filename_all(), [run()]) -> ok | {error, error_reason()}.
@@ -87,7 +96,10 @@ format_error({write, Path, Reason}) ->
 
 %% Internals: the model
 
-run_model(Label, R) ->
+run_model(Label0, R0) ->
+    %% Files saved by older versions may hold a password in clear.
+    Label = beamlab_result_redact:text(Label0),
+    R = beamlab_result_redact:document(R0),
     Benchmarks = maps:get(benchmarks, R, []),
     #{label => Label,
       kind => maps:get(kind, R, null),

@@ -19,15 +19,22 @@
 %%% file input.
 -module(beamlab_result).
 
+-include_lib("kernel/include/file.hrl").
+
 -export([new/2, benchmark/3, add_benchmarks/2, set/3, add_findings/2, finish/2,
          finding/6, bound_samples/2, save/2, save/3, load/1, to_json/1, from_json/1, default_path/2,
-         schema/0, version/0, tool_version/0, format_error/1]).
+         schema/0, version/0, tool_version/0, limits/0, format_error/1]).
 
 -define(SCHEMA, <<"beamlab.result">>).
 -define(VERSION, 1).
-%% Saved files larger than this are refused before they are parsed: a
-%% result keeps at most 10,000 samples per benchmark, far below it.
--define(MAX_FILE_BYTES, 256 * 1024 * 1024).
+%% Limits on what `load/1' reads, checked before parsing so that a crafted
+%% file costs bounded memory and time. beamlab itself saves at most 10,000
+%% samples per benchmark: its files are far below every limit.
+-define(MAX_FILE_BYTES, 64 * 1024 * 1024).
+%% JSON values, counted as separators (`,') before the file is parsed.
+-define(MAX_VALUES, 2000000).
+%% Samples in one benchmark.
+-define(MAX_BENCH_SAMPLES, 100000).
 
 -type kind() :: bench | suite | matrix | amqp.
 -type better() :: higher | lower.
@@ -64,7 +71,8 @@
 -type finish_opts() :: #{finished_at := timestamp(), partial := boolean()}.
 -type error_reason() :: {save, file:filename_all(), term()}
                       | {load, file:filename_all(), term()}
-                      | not_a_result | {newer_version, pos_integer()} | {bad_field, [binary()], atom()}.
+                      | not_a_result | {newer_version, pos_integer()}
+                      | {bad_field, [binary() | non_neg_integer()], atom() | {too_many_samples, pos_integer()}}.
 -export_type([result/0, benchmark/0, finding/0, kind/0, better/0, severity/0,
               stats/0, comparison/0, object/0, sample_info/0, section/0, error_reason/0]).
 
@@ -197,27 +205,36 @@ save(R, Path, replace) ->
         {error, Reason} -> {error, {save, Path, Reason}}
     end;
 save(R, Path, new) ->
-    save_new(to_json(R), Path, 1).
-
-save_new(Json, Path, N) ->
-    Candidate = case N of
-                    1 -> Path;
-                    _ -> filename:rootname(Path) ++ "-" ++ integer_to_list(N) ++ filename:extension(Path)
-                end,
-    case beamlab_runtime_file:write_new(Candidate, Json) of
-        ok -> {ok, Candidate};
-        {error, eexist} when N < 1000 -> save_new(Json, Path, N + 1);
-        {error, Reason} -> {error, {save, Candidate, Reason}}
+    case beamlab_runtime_file:write_unique(Path, to_json(R)) of
+        {ok, Written} -> {ok, Written};
+        {error, {Candidate, Reason}} -> {error, {save, Candidate, Reason}}
     end.
 
-%% @doc Reads and checks a saved document.
+%% @doc The limits {@link load/1} enforces (see docs/reliability.md):
+%% file size in bytes, JSON values in the file, samples per benchmark.
+-spec limits() -> #{file_bytes := pos_integer(), values := pos_integer(),
+                    samples := pos_integer()}.
+limits() ->
+    #{file_bytes => ?MAX_FILE_BYTES, values => ?MAX_VALUES, samples => ?MAX_BENCH_SAMPLES}.
+
+%% @doc Reads and checks a saved document. Files beyond {@link limits/0}
+%% are refused before they are parsed.
 -spec load(file:filename()) -> {ok, result()} | {error, error_reason()}.
 load(Path) ->
-    case filelib:file_size(Path) of
-        Size when Size > ?MAX_FILE_BYTES -> {error, {load, Path, {too_large, Size}}};
-        _ ->
-            case file:read_file(Path) of
-                {ok, Bin} ->
+    case file:read_file_info(Path) of
+        {ok, #file_info{type = directory}} -> {error, {load, Path, eisdir}};
+        {ok, #file_info{type = regular, size = Size}} when Size > ?MAX_FILE_BYTES ->
+            {error, {load, Path, {too_large, Size}}};
+        {ok, #file_info{}} -> load_file(Path);
+        {error, Reason} -> {error, {load, Path, Reason}}
+    end.
+
+load_file(Path) ->
+    case read_bounded(Path) of
+        {ok, Bin} ->
+            case count_separators(Bin, 0) of
+                N when N > ?MAX_VALUES -> {error, {load, Path, {too_many_values, N}}};
+                _ ->
                     case beamlab_json:decode(Bin) of
                         {ok, Json} ->
                             case from_json(Json) of
@@ -225,10 +242,30 @@ load(Path) ->
                                 {error, Reason} -> {error, {load, Path, Reason}}
                             end;
                         {error, Reason} -> {error, {load, Path, {json, Reason}}}
-                    end;
-                {error, Reason} -> {error, {load, Path, Reason}}
-            end
+                    end
+            end;
+        {error, Reason} -> {error, {load, Path, Reason}}
     end.
+
+%% Reads at most the size limit (plus one byte, to notice more): a FIFO or
+%% a file growing while read cannot make us read without end.
+read_bounded(Path) ->
+    case file:open(Path, [read, raw, binary]) of
+        {ok, Fd} ->
+            try file:read(Fd, ?MAX_FILE_BYTES + 1) of
+                {ok, Bin} when byte_size(Bin) > ?MAX_FILE_BYTES -> {error, {too_large, byte_size(Bin)}};
+                {ok, Bin} -> {ok, Bin};
+                eof -> {ok, <<>>};
+                {error, _} = E -> E
+            after
+                file:close(Fd)
+            end;
+        {error, _} = E -> E
+    end.
+
+count_separators(<<$,, Rest/binary>>, N) -> count_separators(Rest, N + 1);
+count_separators(<<_, Rest/binary>>, N) -> count_separators(Rest, N);
+count_separators(<<>>, N) -> N.
 
 %% @doc Pretty JSON text of a document.
 -spec to_json(result()) -> iodata().
@@ -260,7 +297,7 @@ default_path(Kind, StartedAt) ->
 %% @doc One line for an error returned by this module.
 -spec format_error(error_reason()) -> iolist().
 format_error({save, Path, Reason}) ->
-    io_lib:format("cannot save results to ~ts: ~ts", [Path, file_error(Reason)]);
+    io_lib:format("cannot save results to ~ts: ~ts", [Path, save_error(Path, Reason)]);
 format_error({load, Path, enoent}) ->
     io_lib:format("~ts: no such file", [Path]);
 format_error({load, Path, {json, Reason}}) ->
@@ -268,6 +305,11 @@ format_error({load, Path, {json, Reason}}) ->
 format_error({load, Path, {too_large, Size}}) ->
     io_lib:format("~ts is too large for a beamlab result (~b bytes; at most ~b)",
                   [Path, Size, ?MAX_FILE_BYTES]);
+format_error({load, Path, {too_many_values, N}}) ->
+    io_lib:format("~ts holds too many values for a beamlab result (~b; at most ~b)",
+                  [Path, N, ?MAX_VALUES]);
+format_error({load, Path, eisdir}) ->
+    io_lib:format("~ts is a directory, not a result file", [Path]);
 format_error({load, Path, Reason}) when is_atom(Reason) ->
     case Reason of
         not_a_result -> format_error_in(Path, not_a_result);
@@ -283,18 +325,35 @@ format_error_in(Path, not_a_result) ->
 format_error_in(Path, {newer_version, V}) ->
     io_lib:format("~ts has result format version ~b, newer than this beamlab reads (~b): "
                   "upgrade beamlab", [Path, V, ?VERSION]);
+format_error_in(Path, {bad_field, Field, {too_many_samples, N}}) ->
+    io_lib:format("~ts is not a valid beamlab result: ~ts has ~b samples (at most ~b)",
+                  [Path, field_path(Field), N, ?MAX_BENCH_SAMPLES]);
 format_error_in(Path, {bad_field, Field, Expected}) ->
     io_lib:format("~ts is not a valid beamlab result: ~ts must be ~ts",
                   [Path, field_path(Field), expected(Expected)]).
 
+%% "file already exists" from mkdir when a file stands where a directory
+%% is needed: name that file instead.
+save_error(Path, Reason) when Reason =:= eexist; Reason =:= enotdir ->
+    case beamlab_runtime_file:check_target(Path) of
+        {error, Why} -> beamlab_runtime_file:format_error(Why);
+        {ok, _} -> file_error(Reason)
+    end;
+save_error(_Path, Reason) ->
+    file_error(Reason).
+
 file_error(Reason) when is_atom(Reason) -> file:format_error(Reason);
 file_error(Reason) -> io_lib:format("~0tp", [Reason]).
 
-field_path(Field) ->
-    lists:join(".", [case F of
-                         I when is_integer(I) -> ["[", integer_to_list(I), "]"];
-                         B -> B
-                     end || F <- Field]).
+%% benchmarks[0].samples
+field_path([First | Rest]) ->
+    [field_name(First) | [case F of
+                              I when is_integer(I) -> ["[", integer_to_list(I), "]"];
+                              B -> [".", field_name(B)]
+                          end || F <- Rest]].
+
+field_name(I) when is_integer(I) -> ["[", integer_to_list(I), "]"];
+field_name(B) -> B.
 
 expected(string) -> "a string";
 expected(number) -> "a number";
@@ -360,6 +419,11 @@ tool(_, P) ->
 
 benchmark_json(B, P) when is_map(B) ->
     Samples = field(<<"samples">>, B, numbers, P, []),
+    case length(Samples) of
+        Many when Many > ?MAX_BENCH_SAMPLES ->
+            throw({bad_field, [<<"samples">> | P], {too_many_samples, Many}});
+        _ -> ok
+    end,
     Base = #{name => field(<<"name">>, B, string, P),
              group => field(<<"group">>, B, string, P, <<>>),
              metric => field(<<"metric">>, B, string, P, <<"value">>),

@@ -2,9 +2,14 @@
 %%% whole new one) and never through a link planted at a temporary name.
 -module(beamlab_runtime_file).
 
--export([write_atomic/2, write_new/2, format_error/1]).
+-export([write_atomic/2, write_new/2, write_unique/2, check_target/1, private_dir/1,
+         format_error/1]).
+
+-include_lib("kernel/include/file.hrl").
 
 -define(TMP_TRIES, 8).
+%% write_unique/2 tries Path, Path-2 ... Path-<this>.
+-define(MAX_SUFFIX, 1000).
 
 %% @doc Writes `Data' to `Path' through a temporary file beside it, created
 %% exclusively (an existing file or link at that name is never followed),
@@ -36,8 +41,88 @@ write_new(Path, Data) ->
         {error, _} = E -> E
     end.
 
+%% @doc Writes `Data' to the first free name among `Path', `Path-2',
+%% `Path-3'... (the suffix goes before the extension: `r-2.json'), never
+%% replacing a file; returns the name written.
+-spec write_unique(file:filename(), iodata()) ->
+          {ok, file:filename()} | {error, {file:filename(), file:posix() | badarg | terminated}}.
+write_unique(Path, Data) ->
+    write_unique(Path, Data, 1).
+
+write_unique(Path, Data, N) ->
+    Candidate = case N of
+                    1 -> Path;
+                    _ -> filename:rootname(Path) ++ "-" ++ integer_to_list(N) ++ filename:extension(Path)
+                end,
+    case write_new(Candidate, Data) of
+        ok -> {ok, Candidate};
+        {error, eexist} when N < ?MAX_SUFFIX -> write_unique(Path, Data, N + 1);
+        {error, Reason} -> {error, {Candidate, Reason}}
+    end.
+
+%% @doc Whether a file can be written at `Path' before any work is done:
+%% `new' when nothing is there, `exists' when a file (or link) would be
+%% replaced, `directory' when `Path' is a directory; otherwise the reason,
+%% naming the part of the path that is in the way (`{not_a_directory, P}':
+%% a regular file where a directory is needed).
+-spec check_target(file:filename()) ->
+          {ok, new | exists | directory} | {error, empty | {not_a_directory, file:filename()}}.
+check_target("") ->
+    {error, empty};
+check_target(Path) ->
+    case file:read_file_info(Path) of
+        {ok, #file_info{type = directory}} -> {ok, directory};
+        {ok, _} -> {ok, exists};
+        {error, _} ->
+            case file:read_link_info(Path) of
+                {ok, _} -> {ok, exists};  % a dangling link: replaced, never followed
+                {error, _} -> check_parents(filename:dirname(Path), Path)
+            end
+    end.
+
+check_parents(Dir, Child) when Dir =:= Child ->
+    {ok, new};
+check_parents(Dir, _Child) ->
+    case file:read_file_info(Dir) of
+        {ok, #file_info{type = directory}} -> {ok, new};
+        {ok, _} -> {error, {not_a_directory, Dir}};
+        {error, _} -> check_parents(filename:dirname(Dir), Dir)
+    end.
+
+%% @doc A new directory only this user can enter (mode 0700), named
+%% `$TMPDIR/Prefix-<ospid>-<n>' and created exclusively: an existing
+%% directory or a link planted at the name is never used.
+-spec private_dir(string()) -> {ok, file:filename()} | {error, file:posix() | badarg}.
+private_dir(Prefix) ->
+    Tmp = case os:getenv("TMPDIR") of
+              false -> "/tmp";
+              "" -> "/tmp";
+              T -> T
+          end,
+    private_dir(Tmp, Prefix, ?TMP_TRIES).
+
+private_dir(_Tmp, _Prefix, 0) ->
+    {error, eexist};
+private_dir(Tmp, Prefix, Tries) ->
+    Dir = filename:join(Tmp, lists:flatten(io_lib:format("~s-~s-~b", [Prefix, os:getpid(),
+                                                                       erlang:unique_integer([positive])]))),
+    %% mkdir(2) fails on any existing name, links included.
+    case file:make_dir(Dir) of
+        ok ->
+            case file:change_mode(Dir, 8#700) of
+                ok -> {ok, Dir};
+                {error, _} = E -> _ = file:del_dir(Dir), E
+            end;
+        {error, eexist} -> private_dir(Tmp, Prefix, Tries - 1);
+        {error, _} = E -> E
+    end.
+
 %% @doc One line for an error of this module.
 -spec format_error(term()) -> string().
+format_error(empty) ->
+    "empty file name";
+format_error({not_a_directory, Dir}) ->
+    unicode:characters_to_list(io_lib:format("~ts is a file, not a directory", [Dir]));
 format_error(Reason) ->
     file:format_error(Reason).
 

@@ -135,6 +135,9 @@ ensure_dist() ->
 -spec format_error(term()) -> iolist().
 format_error({start_failed, What, Reason}) ->
     io_lib:format("could not start a VM (~ts): ~ts", [What, reason_text(Reason)]);
+format_error({stderr_file, Reason}) ->
+    ["could not create a private directory for the VM's log: ",
+     beamlab_runtime_file:format_error(Reason)];
 format_error({no_executable, Exe}) ->
     io_lib:format("executable not found: ~ts", [Exe]);
 format_error({no_distribution, Reason}) ->
@@ -183,14 +186,17 @@ exec(Opts, StderrFile) ->
                   [] -> [Erl];
                   [W | WArgs] -> [find_exe(W) | WArgs] ++ [Erl]
               end,
-    {"/bin/sh", ["-c", "exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
+    %% set -C: the redirection never replaces an existing file.
+    {"/bin/sh", ["-c", "set -C; exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
 
+%% The file sits in a private directory (mode 0700, created exclusively,
+%% see beamlab_runtime_file:private_dir/1): no one else can plant a link at
+%% its name, which the shell's redirection would follow.
 stderr_file() ->
-    Dir = case os:getenv("TMPDIR") of
-              false -> "/tmp";
-              T -> T
-          end,
-    filename:join(Dir, io_lib:format("beamlab-vm-~s-~b.stderr", [os:getpid(), erlang:unique_integer([positive])])).
+    case beamlab_runtime_file:private_dir("beamlab-vm") of
+        {ok, Dir} -> filename:join(Dir, "vm.stderr");
+        {error, Reason} -> throw({beamlab_runtime_peer, {stderr_file, Reason}})
+    end.
 
 read_stderr(#{exec := {_, [_, _, File | _]}}) ->
     Text = case file:read_file(File) of
@@ -198,6 +204,7 @@ read_stderr(#{exec := {_, [_, _, File | _]}}) ->
                {error, _} -> <<>>
            end,
     _ = file:delete(File),
+    _ = file:del_dir(filename:dirname(File)),
     Text.
 
 first_line(<<>>, Reason) ->
