@@ -24,9 +24,17 @@ main(Argv) ->
     %% An escript's standard output starts as latin1: µ, ± and sparklines
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),
+    %% Set by the escript's launcher line (rebar.config): our exit codes
+    %% 0, 1, 2 travel as 200, 201, 202, so that any other status tells the
+    %% launcher the VM stopped without us (benchmarked code, memory).
+    Launched = os:getenv("BEAMLAB_LAUNCHER") =:= "1",
+    Launched andalso os:unsetenv("BEAMLAB_LAUNCHER"),
     beamlab_runtime_interrupt:install(),
     {Code, _} = run_command(Argv),
-    halt_flushed(Code).
+    halt_flushed(launcher_code(Launched, Code)).
+
+launcher_code(true, Code) when Code >= 0, Code =< 2 -> 200 + Code;
+launcher_code(_, Code) -> Code.
 
 %% @doc Runs a command line inside this VM and returns its exit code and the
 %% result document it emitted (if any). Used by `beamlab matrix' to run the

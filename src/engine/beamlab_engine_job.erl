@@ -135,6 +135,10 @@ abort(Job, Failure) ->
 
 %% @doc One line for a job failure.
 -spec format_error(failure() | term()) -> iolist().
+format_error({runner_failed, error, {beamlab_stops_vm, Name}}) ->
+    io_lib:format("the runner calls ~ts, which would stop beamlab's VM; not measured", [Name]);
+format_error({hook_failed, Hook, error, {beamlab_stops_vm, Name}}) ->
+    io_lib:format("the ~ts hook calls ~ts, which would stop beamlab's VM; not run", [Hook, Name]);
 format_error({runner_failed, Class, Reason}) ->
     io_lib:format("runner failed: ~ts", [class_reason(Class, Reason)]);
 format_error({hook_failed, Hook, Class, Reason}) ->
