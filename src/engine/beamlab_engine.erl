@@ -197,6 +197,10 @@ measure(Jobs, RunOpts0, ModeOpts) ->
     RunOpts = maps:merge(default_run_opts(), RunOpts0),
     Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
     OldPrio = process_flag(priority, high),
+    %% Processes started from here on (jobs, workers, what the benchmarked
+    %% code spawns) are killed when their heap passes a share of the
+    %% memory left, instead of the whole VM dying of it (their job fails).
+    OldHeap = limit_heaps(beamlab_runtime_memory:heap_limit()),
     try
         Started = [start_job(E, RunOpts) || E <- Execs],
         Monitor = start_telemetry(Started, RunOpts),
@@ -207,8 +211,15 @@ measure(Jobs, RunOpts0, ModeOpts) ->
         #{outcomes => Outcomes, interrupted => Int, telemetry => Telemetry}
     after
         process_flag(priority, OldPrio),
+        _ = erlang:system_flag(max_heap_size, OldHeap),
         _ = [beamlab_engine_code:purge(E) || E <- Execs]
     end.
+
+limit_heaps(infinity) ->
+    erlang:system_info(max_heap_size);
+limit_heaps(Bytes) ->
+    Words = Bytes div erlang:system_info(wordsize),
+    erlang:system_flag(max_heap_size, #{size => Words, kill => true, error_logger => false}).
 
 %% The telemetry's rate columns are the jobs' iteration counters.
 start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->

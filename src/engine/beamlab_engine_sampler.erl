@@ -182,13 +182,8 @@ check_idle(_I, _Job, _Value, _Ns, Acc, _Opts) ->
 
 sample(Job, #{mode := timed, loop := N}) ->
     case interrupt_pending() of
-        true ->
-            interrupted;
-        false ->
-            case beamlab_engine_job:measure(Job, N) of
-                {ok, Ns} -> {ok, Ns, Ns};
-                {error, _} = E -> E
-            end
+        true -> interrupted;
+        false -> timed_sample(Job, N)
     end;
 sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
     Counter = beamlab_engine_job:counter(Job),
@@ -211,6 +206,31 @@ sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
                         {error, _} = E -> E
                     end
             end
+    end.
+
+%% A timed sample may take long (a huge `loop'): it is measured by a helper
+%% so that an interrupt is honoured at once (the sample is abandoned).
+timed_sample(Job, N) ->
+    Self = self(),
+    Ref = make_ref(),
+    {_Pid, MRef} = spawn_monitor(fun() -> Self ! {Ref, beamlab_engine_job:measure(Job, N)} end),
+    receive
+        {Ref, Reply} ->
+            erlang:demonitor(MRef, [flush]),
+            case Reply of
+                {ok, Ns} -> {ok, Ns, Ns};
+                {error, _} = E -> E
+            end;
+        {'DOWN', MRef, process, _, Reason} ->
+            {error, {job_down, Reason}};
+        {beamlab_interrupt, _} = Msg ->
+            self() ! Msg,
+            ok = beamlab_engine_job:cancel(Job),
+            receive {Ref, _} -> ok;
+                    {'DOWN', MRef, process, _, _} -> ok
+            end,
+            erlang:demonitor(MRef, [flush]),
+            interrupted
     end.
 
 resume(JobMap, I, _Acc) ->
