@@ -30,6 +30,8 @@ main(Argv) ->
     Launched = os:getenv("BEAMLAB_LAUNCHER") =:= "1",
     Launched andalso os:unsetenv("BEAMLAB_LAUNCHER"),
     beamlab_runtime_interrupt:install(),
+    %% Log events (from benchmarked code too) never go into the output.
+    ok = beamlab_runtime_logs:to_stderr(),
     {Code, _} = run_command(Argv),
     halt_flushed(launcher_code(Launched, Code)).
 

@@ -235,7 +235,11 @@ loaded(Vm, Opts) ->
         false -> {ok, Vm};
         true ->
             case load_code(Vm) of
-                ok -> {ok, Vm};
+                ok ->
+                    %% Its standard output may be our control channel, and
+                    %% its logs must not reach our output either.
+                    _ = (catch call(Vm, beamlab_runtime_logs, to_stderr, [], 60000)),
+                    {ok, Vm};
                 {error, Reason} -> stop(Vm), {error, {load_failed, Reason}}
             end
     end.
