@@ -138,7 +138,11 @@ text(Doc, Parsed) ->
 error_exit({compile, _, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
 error_exit({bad_option, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
 error_exit({conflict, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_baseline, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_baseline, _} = R) -> beamlab_cli:usage_error("--~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_vm_args, _} = R) -> beamlab_cli:usage_error("--vm-args: ~ts", [beamlab_engine:format_error(R)]);
+error_exit({min_above_max, Min, Max}) ->
+    beamlab_cli:usage_error("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
+                            "give a larger --max or a smaller --min)", [Min, Max]);
 error_exit(R) -> beamlab_cli:fail("~ts", [beamlab_engine:format_error(R)]).
 
 %%====================================================================

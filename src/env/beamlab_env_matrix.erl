@@ -42,6 +42,13 @@
 -spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
                 wrap => [string()]}) -> {ok, [config()]} | {error, term()}.
 configs(Dims) ->
+    case [{V, Why} || V <- maps:get(vm, Dims, []),
+                      {error, Why} <- [beamlab_runtime_peer:parse_args(lists:flatten(V))]] of
+        [] -> configs_checked(Dims);
+        [{V, Why} | _] -> {error, {bad_vm, V, Why}}
+    end.
+
+configs_checked(Dims) ->
     Vms = [split(V) || V <- maps:get(vm, Dims, [])]
         ++ [["+S", io_lib:format("~b:~b", [K, K])] || K <- maps:get(sweep, Dims, [])],
     Erls = maps:get(erl, Dims, []),
@@ -342,6 +349,8 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Inner, Paths) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
+format_error({bad_vm, V, Why}) ->
+    io_lib:format("--vm '~ts': ~ts", [V, beamlab_runtime_peer:format_error(Why)]);
 format_error({duplicate_config, Name}) ->
     io_lib:format("configuration \"~ts\" is given twice", [Name]);
 format_error({erl_not_found, E}) ->

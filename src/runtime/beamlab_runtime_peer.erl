@@ -17,8 +17,8 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, ensure_dist/0,
-         format_error/1]).
+-export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1,
+         ensure_dist/0, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -113,6 +113,28 @@ node(#{node := Node}) ->
 split_args(S) ->
     split(S, [], [], none).
 
+%% @doc As {@link split_args/1}, checked: an unterminated quote, or a
+%% first word that is not an emulator flag (`+S', `-eval': `erl' would
+%% take it as a plain argument and ignore the flags after it), is an error.
+-spec parse_args(string()) ->
+          {ok, [string()]} | {error, {unterminated_quote, char()} | {not_a_flag, string()}}.
+parse_args(S) ->
+    case unterminated(S, none) of
+        {true, Q} -> {error, {unterminated_quote, Q}};
+        false ->
+            case split_args(S) of
+                [[C | _] | _] = Args when C =:= $-; C =:= $+ -> {ok, Args};
+                [] -> {ok, []};
+                [First | _] -> {error, {not_a_flag, First}}
+            end
+    end.
+
+unterminated([], none) -> false;
+unterminated([], Q) -> {true, Q};
+unterminated([Q | T], none) when Q =:= $"; Q =:= $' -> unterminated(T, Q);
+unterminated([Q | T], Q) -> unterminated(T, none);
+unterminated([_ | T], Q) -> unterminated(T, Q).
+
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
 %% loopback when none runs), unless it is one already.
 -spec ensure_dist() -> true.
@@ -140,14 +162,26 @@ format_error({no_executable, Exe}) ->
 format_error({no_distribution, Reason}) ->
     io_lib:format("could not start Erlang distribution on 127.0.0.1 (is epmd available?): ~0tp",
                   [Reason]);
+format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
+    %% The call's arguments hold every module as a binary: never print them.
+    io_lib:format("the new VM stopped before beamlab's code was loaded (~0tP): do the emulator "
+                  "arguments stop it (e.g. -eval 'halt()')?", [Why, 6]);
 format_error({load_failed, Reason}) ->
-    io_lib:format("could not load beamlab's code into the new VM: ~0tp", [Reason]);
+    io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
+format_error({unterminated_quote, Q}) ->
+    io_lib:format("emulator arguments: unterminated ~c quote", [Q]);
+format_error({not_a_flag, Word}) ->
+    io_lib:format("emulator arguments: '~ts' is not a flag (they start with + or -, e.g. '+S 2')",
+                  [Word]);
 format_error({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
+format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
+    io_lib:format("the VM stopped while running the command (~0tP): did the command or the "
+                  "emulator arguments stop it?", [Why, 6]);
 format_error({vm_failed, Class, Reason}) ->
-    io_lib:format("the VM failed while running: ~p:~0tp", [Class, Reason]);
+    io_lib:format("the VM failed while running: ~p:~0tP", [Class, Reason, 12]);
 format_error(Other) ->
-    io_lib:format("~0tp", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 %%--------------------------------------------------------------------
 
@@ -297,7 +331,7 @@ reason_text({boot_failed, {exit_status, Code}}) ->
     io_lib:format("the VM exited with status ~b while booting (are the emulator arguments valid?)",
                   [Code]);
 reason_text(Other) ->
-    io_lib:format("~0tp", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 split([], [], Acc, _) -> lists:reverse(Acc);
 split([], Word, Acc, _) -> lists:reverse([lists:reverse(Word) | Acc]);
