@@ -176,7 +176,11 @@ interrupt(#st{owner = Owner, subs = Subs, measured = Measured} = St) ->
 handle_call({subscribe, Pid}, #st{subs = Subs} = St) ->
     case Subs of
         #{Pid := _} -> {ok, ok, St};
-        _ -> {ok, ok, St#st{subs = Subs#{Pid => erlang:monitor(process, Pid)}, measured = true}}
+        _ ->
+            %% An interrupt that came before anyone listened (passed on to a
+            %% fresh VM while its command was starting) still stops the run.
+            _ = interrupted() andalso (Pid ! {beamlab_interrupt, sigterm}),
+            {ok, ok, St#st{subs = Subs#{Pid => erlang:monitor(process, Pid)}, measured = true}}
     end;
 handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
     case maps:take(Pid, Subs) of

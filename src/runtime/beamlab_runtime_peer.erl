@@ -85,12 +85,17 @@ call(#{peer := Pid}, M, F, A, Timeout) ->
 %% own environment report, taken after the command so it shows what the
 %% command really ran with), and stops the VM whatever happened. Neither
 %% call is known here: the caller names them.
+%%
+%% A `{beamlab_interrupt, _}' message reaching the caller while `Main'
+%% runs is passed on to the VM ({@link beamlab_runtime_interrupt:simulate/0}
+%% there), so the command stops early and returns what it measured; the
+%% message is put back in the caller's mailbox afterwards.
 -spec run(opts(), call_spec(), call_spec()) -> {ok, run_out()} | {error, run_error()}.
 run(Opts, {M, F, A}, {EM, EF, EA}) ->
     case start(Opts) of
         {ok, Vm} ->
             try
-                {Code, Result} = call(Vm, M, F, A, infinity),
+                {Code, Result} = interruptible_call(Vm, M, F, A),
                 Env = call(Vm, EM, EF, EA, 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
@@ -101,6 +106,41 @@ run(Opts, {M, F, A}, {EM, EF, EA}) ->
         {error, Reason} ->
             {error, {vm_start, Reason}}
     end.
+
+interruptible_call(Vm, M, F, A) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() ->
+                                        Self ! {Ref, try {ok, call(Vm, M, F, A, infinity)}
+                                                     catch C:E -> {raised, C, E}
+                                                     end}
+                                end),
+    Reply = await_call(Vm, Pid, MRef, Ref, none),
+    case Reply of
+        {{ok, V}, _} -> V;
+        {{raised, C, E}, _} -> erlang:raise(C, E, [])
+    end.
+
+await_call(Vm, Pid, MRef, Ref, Held) ->
+    receive
+        {Ref, R} ->
+            erlang:demonitor(MRef, [flush]),
+            Held =/= none andalso (self() ! Held),
+            {R, Held};
+        {'DOWN', MRef, process, Pid, Why} ->
+            Held =/= none andalso (self() ! Held),
+            {{raised, exit, Why}, Held};
+        {beamlab_interrupt, _} = Msg when Held =:= none ->
+            %% Passed on once; a second interrupt is the caller's business
+            %% (in the command line it stops beamlab at once).
+            _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
+            await_call(Vm, Pid, MRef, Ref, Msg)
+    end.
+
+cast(#{connection := dist, node := Node}, M, F, A) ->
+    erpc:cast(Node, M, F, A);
+cast(#{peer := Pid}, M, F, A) ->
+    peer:cast(Pid, M, F, A).
 
 %% @doc The node name of a distributed VM (`undefined' for standard_io).
 -spec node(vm()) -> node() | undefined.
