@@ -184,12 +184,15 @@ timed_interrupt_is_prompt(_) ->
 
 group_term_amqp(_) ->
     Uri = "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT "/%2F",
-    H = start(["amqp", "-h", Uri, "-z", "120", "-u", "reliability-term", "--save", "a.json"]),
+    %% in json mode the PerfTest lines go to stderr
+    H = start(["amqp", "-h", Uri, "-z", "120", "-u", "reliability-term", "--format", "json",
+               "--save", "a.json"]),
     _ = wait_err(H, ", sent: [1-9]"),
     ok = beamlab_test_util:signal_group(H, "TERM"),
-    #{code := Code, err := Err, dir := Dir} = finish(H),
+    #{code := Code, out := Out, err := Err, dir := Dir} = finish(H),
     ?assertEqual(130, Code),
     hasnt(Err, "interrupted twice"),
+    {ok, #{<<"partial">> := true}} = beamlab_json:decode(Out),
     #{partial := true, extra := #{<<"amqp">> := #{<<"stop">> := <<"interrupted">>}}} = load(Dir, "a.json").
 
 %%--------------------------------------------------------------------
