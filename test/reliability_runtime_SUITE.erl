@@ -15,7 +15,7 @@
          timed_interrupt_is_prompt/1, group_term_amqp/1]).
 -export([halting_runner_fails_its_job/1, stopping_hooks_and_forms/1,
          dynamic_halt_is_no_success/1, busy_leftovers_do_not_hang/1,
-         memory_limit_fails_job/1, workload_callbacks_crash/1,
+         memory_limit_fails_job/1, memory_watermark_fails_job/1, workload_callbacks_crash/1,
          logs_stay_out_of_json/1]).
 -export([bad_vm_args_fail_fast/1, matrix_shows_inner_error/1, clear_messages/1,
          cv_is_a_fraction/1]).
@@ -31,7 +31,8 @@ groups() ->
                     timed_interrupt_is_prompt]},
      {runners, [], [halting_runner_fails_its_job, stopping_hooks_and_forms,
                     dynamic_halt_is_no_success, busy_leftovers_do_not_hang,
-                    memory_limit_fails_job, workload_callbacks_crash, logs_stay_out_of_json]},
+                    memory_limit_fails_job, memory_watermark_fails_job, workload_callbacks_crash,
+                    logs_stay_out_of_json]},
      {messages, [], [bad_vm_args_fail_fast, matrix_shows_inner_error, clear_messages,
                      cv_is_a_fraction]},
      {amqp, [], [group_term_amqp]}].
@@ -254,6 +255,20 @@ memory_limit_fails_job(_) ->
     hasnt(Err, "eheap_alloc"),
     #{benchmarks := [#{samples := [_ | _]}, #{extra := #{<<"status">> := <<"failed">>}}]} =
         load(Dir, "m.json").
+
+%% Memory outside the heap (a list of large binaries: the heap itself
+%% stays small): the watermark stops the job holding it.
+memory_watermark_fails_job(_) ->
+    H = beamlab_test_util:cli_start_group(
+          ["ok.", "r(_, S) -> [binary:copy(<<0>>, 100000000) | S].", "--init_runner", "[].",
+           "-d", "300", "-s", "40", "--save", "w.json"],
+          #{prefix => ["sh", "-c", "ulimit -v 3000000 && exec \"$@\"", "sh"]}),
+    #{code := Code, err := Err, dir := Dir} = finish(H),
+    ?assertEqual(1, Code),
+    has(Err, "the run's memory grew by more than [0-9]+ MB"),
+    hasnt(Err, "binary_alloc|stopped before beamlab finished"),
+    #{benchmarks := [#{samples := [_ | _]}, #{extra := #{<<"status">> := <<"failed">>}}]} =
+        load(Dir, "w.json").
 
 workload_callbacks_crash(Config) ->
     Dir = ?config(priv_dir, Config),

@@ -202,11 +202,16 @@ measure(Jobs, RunOpts0, ModeOpts) ->
     %% Processes started from here on (jobs, workers, what the benchmarked
     %% code spawns) are killed when their heap passes a share of the
     %% memory left, instead of the whole VM dying of it (their job fails).
-    OldHeap = limit_heaps(beamlab_runtime_memory:heap_limit()),
+    Headroom = beamlab_runtime_memory:headroom(),
+    OldHeap = limit_heaps(beamlab_runtime_memory:heap_limit(Headroom)),
     try
         Started = [start_job(E, RunOpts) || E <- Execs],
+        %% Memory held outside heaps (binaries, ETS) has a watermark.
+        Watchdog = beamlab_engine_watchdog:start([J || {ok, J} <- Started], Headroom),
         Monitor = start_telemetry(Started, RunOpts),
-        Result = sample(Started, RunOpts, ModeOpts),
+        Result = try sample(Started, RunOpts, ModeOpts)
+                 after beamlab_engine_watchdog:stop(Watchdog)
+                 end,
         Telemetry = stop_telemetry(Monitor),
         Stopped = [stop_job(S) || S <- Started],
         {Outcomes, Int} = finish(Result, Stopped),

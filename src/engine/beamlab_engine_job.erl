@@ -32,6 +32,7 @@
                  | {hook_timeout, Hook :: atom(), Ms :: non_neg_integer()}
                  | {runner_timeout, Ms :: non_neg_integer()}
                  | {memory_limit, Bytes :: non_neg_integer()}
+                 | {memory_watermark, Held :: non_neg_integer(), Allowed :: non_neg_integer()}
                  | {job_down, term()}.
 
 -record(st, {exec :: beamlab_engine_code:exec(),
@@ -169,6 +170,10 @@ format_error({runner_timeout, Ms}) ->
 format_error({memory_limit, Bytes}) ->
     io_lib:format("a process running the code grew past ~b MB of heap (a quarter of the memory "
                   "left) and was stopped", [Bytes div (1024 * 1024)]);
+format_error({memory_watermark, Held, Allowed}) ->
+    io_lib:format("the run's memory grew by more than ~b MB (three quarters of what was left when "
+                  "it started); this job held the most (~b MB) and was stopped",
+                  [Allowed div (1024 * 1024), Held div (1024 * 1024)]);
 format_error({job_down, killed}) ->
     "the job's process was killed (did its init or done hook use too much memory?)";
 format_error({job_down, Reason}) ->
