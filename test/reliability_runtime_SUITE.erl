@@ -12,7 +12,7 @@
          init_per_group/2, end_per_group/2]).
 -export([group_term_run/1, group_term_suite/1, group_term_matrix/1,
          term_launcher_then_vm_is_one/1, second_interrupt_stops_now/1,
-         timed_interrupt_is_prompt/1, group_term_amqp/1]).
+         timed_interrupt_is_prompt/1, group_term_isolated/1, group_term_amqp/1]).
 -export([halting_runner_fails_its_job/1, stopping_hooks_and_forms/1,
          dynamic_halt_is_no_success/1, busy_leftovers_do_not_hang/1,
          memory_limit_fails_job/1, memory_watermark_fails_job/1, workload_callbacks_crash/1,
@@ -28,7 +28,7 @@ all() ->
 groups() ->
     [{signals, [], [group_term_run, group_term_suite, group_term_matrix,
                     term_launcher_then_vm_is_one, second_interrupt_stops_now,
-                    timed_interrupt_is_prompt]},
+                    timed_interrupt_is_prompt, group_term_isolated]},
      {runners, [], [halting_runner_fails_its_job, stopping_hooks_and_forms,
                     dynamic_halt_is_no_success, busy_leftovers_do_not_hang,
                     memory_limit_fails_job, memory_watermark_fails_job, workload_callbacks_crash,
@@ -183,6 +183,19 @@ timed_interrupt_is_prompt(_) ->
     has(Out, "interrupted"),
     #{partial := true, benchmarks := [#{extra := #{<<"status">> := <<"ok">>}}]} = load(Dir, "t.json").
 
+%% -i: the job's own VM is in another session (no group signal reaches
+%% it); the interrupt is passed on to it and it returns what it measured.
+group_term_isolated(_) ->
+    H = start(["ok.", "--init_runner", "file:write_file(\"ready\", <<>>).", "ok.", "-i",
+               "-d", "100", "-s", "500", "--save", "i.json"]),
+    _ = beamlab_test_util:wait_for_file(filename:join(maps:get(dir, H), "ready"), "", 60000),
+    ok = beamlab_test_util:signal_group(H, "TERM"),
+    #{code := Code, err := Err, dir := Dir} = finish(H),
+    ?assertEqual(130, Code),
+    hasnt(Err, "interrupted twice"),
+    #{partial := true, benchmarks := [#{extra := #{<<"status">> := <<"ok">>}}, _]} =
+        load(Dir, "i.json").
+
 group_term_amqp(_) ->
     Uri = "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT "/%2F",
     %% in json mode the PerfTest lines go to stderr
@@ -236,7 +249,15 @@ stopping_hooks_and_forms(_) ->
 dynamic_halt_is_no_success(_) ->
     #{code := Code, err := Err} = cli(["ok.", "M = erlang, M:halt(0).", "-d", "50", "-s", "1"]),
     ?assertEqual(1, Code),
-    has(Err, "the VM stopped before beamlab finished").
+    has(Err, "the VM stopped before beamlab finished"),
+    %% with -i only that job's VM stops: the other result is kept
+    #{code := 1, out := Out, err := Err2, dir := Dir} =
+        cli(["ok.", "M = erlang, M:halt(0).", "-i", "-d", "50", "-s", "1", "--save", "d.json"]),
+    has(Out, "ok\\. +1 "),
+    has(Err2, "the job's VM stopped while measuring"),
+    ?assert(byte_size(Err2) < 1000),
+    #{benchmarks := [#{samples := [_]}, #{extra := #{<<"status">> := <<"failed">>}}]} =
+        load(Dir, "d.json").
 
 busy_leftovers_do_not_hang(_) ->
     #{code := 0, out := Out} = cli(["spawn(fun F() -> F() end).", "ok.", "-d", "100", "-s", "2"]),
