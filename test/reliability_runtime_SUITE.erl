@@ -12,7 +12,7 @@
          init_per_group/2, end_per_group/2]).
 -export([group_term_run/1, group_term_suite/1, group_term_matrix/1,
          term_launcher_then_vm_is_one/1, second_interrupt_stops_now/1,
-         timed_interrupt_is_prompt/1, group_term_isolated/1, group_term_amqp/1]).
+         timed_interrupt_is_prompt/1, group_term_isolated/1, real_timeout/1, group_term_amqp/1]).
 -export([halting_runner_fails_its_job/1, stopping_hooks_and_forms/1,
          dynamic_halt_is_no_success/1, busy_leftovers_do_not_hang/1,
          memory_limit_fails_job/1, memory_watermark_fails_job/1, workload_callbacks_crash/1,
@@ -28,7 +28,7 @@ all() ->
 groups() ->
     [{signals, [], [group_term_run, group_term_suite, group_term_matrix,
                     term_launcher_then_vm_is_one, second_interrupt_stops_now,
-                    timed_interrupt_is_prompt, group_term_isolated]},
+                    timed_interrupt_is_prompt, group_term_isolated, real_timeout]},
      {runners, [], [halting_runner_fails_its_job, stopping_hooks_and_forms,
                     dynamic_halt_is_no_success, busy_leftovers_do_not_hang,
                     memory_limit_fails_job, memory_watermark_fails_job, workload_callbacks_crash,
@@ -159,10 +159,11 @@ term_launcher_then_vm_is_one(_) ->
     hasnt(Err, "interrupted twice").
 
 %% A second interrupt (the first is still being handled: a slow done hook)
-%% stops at once.
+%% stops at once. (Signals within a second of an interrupt belong to it,
+%% as `timeout' sends two: the hook marks the file a while after it began.)
 second_interrupt_stops_now(_) ->
     H = start(["ok.", "-d", "100", "-s", "300", "--deadline", "120000",
-               "--done", "file:write_file(\"stopping\", <<>>), timer:sleep(100000)."]),
+               "--done", "timer:sleep(1500), file:write_file(\"stopping\", <<>>), timer:sleep(100000)."]),
     _ = wait_err(H, "sampling round"),
     ok = beamlab_test_util:signal_group(H, "TERM"),
     _ = beamlab_test_util:wait_for_file(filename:join(maps:get(dir, H), "stopping"), "", 60000),
@@ -195,6 +196,28 @@ group_term_isolated(_) ->
     hasnt(Err, "interrupted twice"),
     #{partial := true, benchmarks := [#{extra := #{<<"status">> := <<"ok">>}}, _]} =
         load(Dir, "i.json").
+
+%% The real `timeout': it signals the launcher and then the whole group,
+%% so the launcher may get SIGTERM twice. Still one interrupt: the table
+%% is printed and the file saved. `timeout' does the same when it is sent
+%% SIGTERM itself, which lets the test choose the moment (once a sample is
+%% in) instead of guessing a duration. (`timeout' exits 124 when its own
+%% time runs out; with --preserve-status it passes beamlab's 130 on.)
+real_timeout(_) ->
+    [begin
+         H = #{pgid := Timeout} =
+             beamlab_test_util:cli_start_group(["rand:uniform().", "-d", "100", "-s", "500",
+                                                "--save", "p.json"],
+                                               #{prefix => ["timeout", "--preserve-status", "600"]}),
+         _ = wait_err(H, "sampling round"),
+         ok = beamlab_test_util:signal_pid(Timeout, "TERM"),
+         #{code := Code, out := Out, err := Err, dir := Dir} = finish(H),
+         ?assertEqual(130, Code),
+         has(Out, "interrupted"),
+         hasnt(Err, "interrupted twice"),
+         #{partial := true} = load(Dir, "p.json")
+     end || _ <- lists:seq(1, 5)],
+    ok.
 
 group_term_amqp(_) ->
     Uri = "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT "/%2F",

@@ -24,6 +24,10 @@
 %%% SIGUSR2s separately and the number of interrupts is the larger count:
 %%% a direct and a forwarded signal pair up into one interrupt whatever
 %%% their order. The counts last as long as the VM (one command line).
+%%% `timeout' signals its child and then the group, so the launcher may get
+%%% SIGTERM twice and forward it twice: a rise of the count within a
+%%% second of the last interrupt is taken as part of it. A second interrupt
+%%% is one that comes later than that.
 %%%
 %%% Subscribers are monitored: one that dies is dropped. The interrupted
 %%% flag belongs to a run: it is cleared when the last subscriber is gone
@@ -45,7 +49,13 @@
              measured = false :: boolean(),              % someone subscribed once
              terms = 0 :: non_neg_integer(),             % SIGTERMs received
              forwarded = 0 :: non_neg_integer(),         % SIGUSR2s (from the launcher)
+             seen = 0 :: non_neg_integer(),              % max(terms, forwarded) accounted for
+             events = 0 :: non_neg_integer(),            % interrupts from signals
+             last = undefined :: undefined | integer(),  % ms, time of the last one
              simulated = 0 :: non_neg_integer()}).       % simulate/0 calls
+
+%% Signals within this many ms of an interrupt belong to it.
+-define(SAME_EVENT_MS, 1000).
 
 %% @doc Takes over SIGTERM (and SIGUSR2, the launcher's forwarded
 %% interrupt) for this VM. Idempotent.
@@ -138,22 +148,28 @@ init(_) -> {ok, #st{}}.
 %% @private
 -spec handle_event(term(), #st{}) -> {ok, #st{}}.
 handle_event(sigterm, #st{terms = T} = St) ->
-    {ok, signal(St, St#st{terms = T + 1})};
+    {ok, signal(St#st{terms = T + 1})};
 handle_event(sigusr2, #st{owner = true, forwarded = F} = St) ->
-    {ok, signal(St, St#st{forwarded = F + 1})};
+    {ok, signal(St#st{forwarded = F + 1})};
 handle_event(_Other, St) ->
     {ok, St}.
 
-%% A signal is a new interrupt only when it raises the count of interrupts
-%% (the other half of a pair does not).
-signal(Before, After) ->
-    case count(After) > count(Before) of
-        true -> interrupt(After);
-        false -> After
+%% A signal is a new interrupt only when it raises max(terms, forwarded)
+%% (the other half of a pair does not), and not within a second of the
+%% last interrupt (a repeat of the same event).
+signal(#st{terms = T, forwarded = F, seen = Seen, events = E, last = Last} = St) ->
+    Now = erlang:monotonic_time(millisecond),
+    case max(T, F) > Seen of
+        false ->
+            St;
+        true when Last =/= undefined, Now - Last < ?SAME_EVENT_MS ->
+            St#st{seen = max(T, F)};
+        true ->
+            interrupt(St#st{seen = max(T, F), events = E + 1, last = Now})
     end.
 
-count(#st{terms = T, forwarded = F, simulated = S}) ->
-    max(T, F) + S.
+count(#st{events = E, simulated = S}) ->
+    E + S.
 
 interrupt(#st{owner = Owner, subs = Subs, measured = Measured} = St) ->
     case Owner andalso count(St) >= 2 of
