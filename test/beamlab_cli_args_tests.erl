@@ -91,3 +91,18 @@ help_lists_every_option_test() ->
 parse_value_test() ->
     ?assertEqual({ok, [1, 2]}, beamlab_cli_args:parse_value({list, pos_integer}, "1,2")),
     ?assertMatch({error, _}, beamlab_cli_args:parse_value(pos_integer, "0")).
+
+%% `fraction' (--cv, --rel-ci): erlperf's fractions, or a percentage
+%% with its sign; a bare number of 1 or more is refused with a hint.
+fraction_test() ->
+    Opts = [#{name => cv, long => "cv", type => fraction}],
+    Get = fun(V) -> {ok, P} = beamlab_cli_args:parse(["--cv", V], Opts),
+                    beamlab_cli_args:get(cv, P) end,
+    ?assertEqual(0.05, Get("0.05")),
+    ?assertEqual(0.05, Get("5%")),
+    ?assertEqual(0.005, Get("0.5%")),
+    {error, Msg} = beamlab_cli_args:parse(["--cv", "5"], Opts),
+    ?assertMatch({match, _}, re:run(Msg, "0.05 means 5%.*write 5%")),
+    ?assertMatch({error, _}, beamlab_cli_args:parse(["--cv", "0"], Opts)),
+    ?assertMatch({error, _}, beamlab_cli_args:parse(["--cv", "-1%"], Opts)),
+    ?assertMatch({error, _}, beamlab_cli_args:parse(["--cv", "x"], Opts)).

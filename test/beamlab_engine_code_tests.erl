@@ -157,3 +157,37 @@ properties_test_() ->
      [Q(prop_beamlab_engine_code:prop_timed_runs_exactly_n(), 100),
       Q(prop_beamlab_engine_code:prop_state_threads_through(), 100),
       Q(prop_beamlab_engine_code:prop_continuous_never_overcounts(), 20)]}.
+
+%% Code that would stop the VM is compiled into an error naming the call,
+%% in every form the code can name it; other code is untouched.
+vm_stops_become_errors_test_() ->
+    Stops = [{"halt().", <<"erlang:halt/0">>},
+             {"halt(0).", <<"erlang:halt/1">>},
+             {"erlang:halt(0, []).", <<"erlang:halt/2">>},
+             {"init:stop().", <<"init:stop/0">>},
+             {"init:stop(2).", <<"init:stop/1">>},
+             {"init:reboot().", <<"init:reboot/0">>},
+             {"init:restart().", <<"init:restart/0">>},
+             {"c:q().", <<"c:q/0">>},
+             {"apply(erlang, halt, [0]).", <<"erlang:halt/1">>},
+             {"erlang:apply(init, stop, []).", <<"init:stop/0">>},
+             {"(fun erlang:halt/1)(0).", <<"erlang:halt/1">>},
+             {"F = fun init:stop/0, F().", <<"init:stop/0">>},
+             {"{erlang, halt, [0]}", <<"erlang:halt/1">>},
+             {"r() -> case 1 of 1 -> halt(); _ -> ok end.", <<"erlang:halt/0">>}],
+    [{Code, fun() ->
+                    {ok, E} = beamlab_engine_code:compile(#{runner => Code}),
+                    try
+                        ?assertError({beamlab_stops_vm, Name}, beamlab_engine_code:timed(E, 1, undefined))
+                    after
+                        beamlab_engine_code:purge(E)
+                    end
+            end} || {Code, Name} <- Stops].
+
+other_code_untouched_test() ->
+    {ok, E} = beamlab_engine_code:compile(#{runner => "r() -> erlang:max(1, 2)."}),
+    _ = beamlab_engine_code:timed(E, 10, undefined),
+    beamlab_engine_code:purge(E),
+    ?assert(beamlab_engine_code:stops_vm(erlang, halt, 1)),
+    ?assertNot(beamlab_engine_code:stops_vm(erlang, halt, 3)),
+    ?assertNot(beamlab_engine_code:stops_vm(init, get_arguments, 0)).

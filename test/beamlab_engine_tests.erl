@@ -31,7 +31,7 @@ validation_test_() ->
      ?_assertEqual({error, {conflict, loop, concurrency}}, Run(#{loop => 10, concurrency => 2})),
      ?_assertEqual({error, {conflict, loop, squeeze}},
                    beamlab_engine:run([#{runner => "ok."}], #{loop => 10, checks => false}, #{})),
-     ?_assertEqual({error, {conflict, min, max}},
+     ?_assertEqual({error, {min_above_max, 5, 2}},
                    beamlab_engine:run([#{runner => "ok."}], #{checks => false}, #{min => 5, max => 2})),
      ?_assertEqual({error, {bad_baseline, <<"nope">>}}, Run(#{baseline => <<"nope">>})),
      ?_assertEqual({error, no_jobs}, beamlab_engine:run([], #{}, undefined))].

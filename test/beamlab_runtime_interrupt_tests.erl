@@ -57,3 +57,16 @@ flush() ->
     receive {beamlab_interrupt, _} -> flush()
     after 0 -> ok
     end.
+
+%% An interrupt that came while nobody listened (passed on to a fresh VM
+%% whose command had not subscribed yet) reaches the next subscriber.
+pending_interrupt_reaches_late_subscriber_test() ->
+    ok = beamlab_runtime_interrupt:reset(),
+    ok = beamlab_runtime_interrupt:simulate(),
+    ok = beamlab_runtime_interrupt:subscribe(),
+    receive {beamlab_interrupt, sigterm} -> ok
+    after 1000 -> ?assert(false)
+    end,
+    ok = beamlab_runtime_interrupt:unsubscribe(),
+    ?assertNot(beamlab_runtime_interrupt:interrupted()),
+    flush().

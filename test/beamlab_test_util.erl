@@ -6,7 +6,8 @@
 -export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          start_rabbitmq/1, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
-         cli_start/2, cli_finish/2]).
+         cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
+         cli_group_finish/1, launcher_children/1]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -83,6 +84,63 @@ finish(#{port := Port, dir := Dir, err_file := ErrFile}, Seen, Timeout) ->
     {Code, Out} = collect(Port, [Seen], Timeout),
     {ok, Err} = file:read_file(ErrFile),
     ok = file:delete(ErrFile),
+    #{code => Code, out => Out, err => Err, dir => Dir}.
+
+%% @doc Starts `./beamlab Args' as a shell or CI runner would: in a
+%% process group (and session) of its own, led by the escript's launcher,
+%% with stdout and stderr in files (`out_file', `err_file': watch them with
+%% `wait_for_file/3'). SIGINT is restored to its default first (rebar3
+%% starts the test VM with +B, which leaves it ignored in children). Then
+%% `signal_group/2' signals the whole group, as `timeout', `kill -TERM
+%% -PGID' and a terminal's Ctrl-C do; `cli_group_finish/1' waits for the
+%% exit.
+-spec cli_start_group([string()], map()) ->
+          #{port := port(), pgid := string(), dir := file:filename(),
+            out_file := file:filename(), err_file := file:filename()}.
+cli_start_group(Args, Opts) ->
+    Dir = maps:get(dir, Opts, tmp_dir("grp")),
+    Out = filename:join(Dir, ".stdout"),
+    Err = filename:join(Dir, ".stderr"),
+    PidFile = filename:join(Dir, ".pgid"),
+    Port = open_port({spawn_executable, os:find_executable("env")},
+                     [{args, ["--default-signal=INT", "setsid", "-w", "sh", "-c",
+                              "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
+                              "sh", PidFile | maps:get(prefix, Opts, []) ++ [escript() | Args]]},
+                      {env, [{"OUT", Out}, {"ERR", Err} | maps:get(env, Opts, [])]},
+                      {cd, Dir}, exit_status]),
+    Pgid = string:trim(binary_to_list(wait_for_file(PidFile, "^[0-9]+\n", 10000))),
+    #{port => Port, pgid => Pgid, dir => Dir, out_file => Out, err_file => Err}.
+
+%% @doc Sends `Sig' ("TERM", "INT") to every process of the group.
+-spec signal_group(#{pgid := string(), atom() => term()}, string()) -> ok.
+signal_group(#{pgid := Pgid}, Sig) ->
+    "" = os:cmd("kill -" ++ Sig ++ " -" ++ Pgid),
+    ok.
+
+%% @doc Sends `Sig' to one process.
+-spec signal_pid(string() | integer(), string()) -> ok.
+signal_pid(Pid, Sig) when is_integer(Pid) ->
+    signal_pid(integer_to_list(Pid), Sig);
+signal_pid(Pid, Sig) ->
+    "" = os:cmd("kill -" ++ Sig ++ " " ++ Pid),
+    ok.
+
+%% @doc The launcher's children (the VM), as OS pids.
+-spec launcher_children(#{pgid := string(), atom() => term()}) -> [string()].
+launcher_children(#{pgid := Pgid}) ->
+    string:lexemes(os:cmd("pgrep -P " ++ Pgid), "\n").
+
+%% @doc Waits for a `cli_start_group/2' run to exit; returns what `cli/2'
+%% returns.
+-spec cli_group_finish(#{port := port(), dir := file:filename(), out_file := file:filename(),
+                         err_file := file:filename(), atom() => term()}) ->
+          #{code := integer(), out := binary(), err := binary(), dir := file:filename()}.
+cli_group_finish(#{port := Port, dir := Dir, out_file := OutFile, err_file := ErrFile}) ->
+    Code = receive {Port, {exit_status, S}} -> S
+           after 120000 -> error(cli_group_timeout)
+           end,
+    {ok, Out} = file:read_file(OutFile),
+    {ok, Err} = file:read_file(ErrFile),
     #{code => Code, out => Out, err => Err, dir => Dir}.
 
 %% @doc Polls `Cond' (quickly, backing off to every 50 ms) until it returns

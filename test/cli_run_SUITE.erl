@@ -113,7 +113,7 @@ labels_and_baseline(_) ->
         json(Out).
 
 stopping_rule(_) ->
-    #{code := 0, out := Out} = cli(["timer:sleep(1).", "--rel-ci", "50", "--max-samples", "20",
+    #{code := 0, out := Out} = cli(["timer:sleep(1).", "--rel-ci", "50%", "--max-samples", "20",
                                      "-d", "50", "--format", "json"]),
     #{benchmarks := [#{samples := S}]} = json(Out),
     true = length(S) >= 3 andalso length(S) =< 20.

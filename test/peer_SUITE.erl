@@ -47,7 +47,12 @@ missing_executable(_) ->
 split_args(_) ->
     ?assertEqual(["+S", "2", "+sbt", "db"], beamlab_runtime_peer:split_args(" +S 2  +sbt db ")),
     ?assertEqual(["-env", "X", "a b", "c"], beamlab_runtime_peer:split_args("-env X 'a b' \"c\"")),
-    ?assertEqual([], beamlab_runtime_peer:split_args("")).
+    ?assertEqual([], beamlab_runtime_peer:split_args("")),
+    %% checked: an unterminated quote or a leading plain word is refused
+    ?assertEqual({ok, ["+S", "2"]}, beamlab_runtime_peer:parse_args("+S 2")),
+    ?assertEqual({ok, []}, beamlab_runtime_peer:parse_args("  ")),
+    ?assertEqual({error, {unterminated_quote, $"}}, beamlab_runtime_peer:parse_args("-env X \"a")),
+    ?assertEqual({error, {not_a_flag, "foo"}}, beamlab_runtime_peer:parse_args("foo +S 1")).
 
 %% run/3: the command's {ExitCode, Result} and the VM's report, taken in
 %% the VM that ran with the given arguments; failures become errors.

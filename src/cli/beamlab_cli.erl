@@ -24,9 +24,19 @@ main(Argv) ->
     %% An escript's standard output starts as latin1: µ, ± and sparklines
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),
+    %% Set by the escript's launcher line (rebar.config): our exit codes
+    %% 0, 1, 2 travel as 200, 201, 202, so that any other status tells the
+    %% launcher the VM stopped without us (benchmarked code, memory).
+    Launched = os:getenv("BEAMLAB_LAUNCHER") =:= "1",
+    Launched andalso os:unsetenv("BEAMLAB_LAUNCHER"),
     beamlab_runtime_interrupt:install(),
+    %% Log events (from benchmarked code too) never go into the output.
+    ok = beamlab_runtime_logs:to_stderr(),
     {Code, _} = run_command(Argv),
-    halt_flushed(Code).
+    halt_flushed(launcher_code(Launched, Code)).
+
+launcher_code(true, Code) when Code >= 0, Code =< 2 -> 200 + Code;
+launcher_code(_, Code) -> Code.
 
 %% @doc Runs a command line inside this VM and returns its exit code and the
 %% result document it emitted (if any). Used by `beamlab matrix' to run the
@@ -36,21 +46,30 @@ run_command(Argv) ->
     run_command(Argv, #{}).
 
 %% @doc As {@link run_command/1}; `#{quiet => true}' suppresses printing of
-%% results (the document is still returned).
--spec run_command([string()], #{quiet => boolean()}) ->
-          {exit_code(), beamlab_result:result() | undefined}.
+%% results (the document is still returned); `#{errors => return}' returns
+%% the one-line error message as `{error, Message}' in place of the
+%% document instead of printing it (the matrix shows it for the VM that
+%% ran the command).
+-spec run_command([string()], #{quiet => boolean(), errors => print | return}) ->
+          {exit_code(), beamlab_result:result() | undefined | {error, binary()}}.
 run_command(Argv, Opts) ->
+    Report = fun(Code, Msg) ->
+                     case maps:get(errors, Opts, print) of
+                         return -> {Code, {error, unicode:characters_to_binary(one_line(Msg))}};
+                         print -> print_error(Msg), {Code, undefined}
+                     end
+             end,
     try dispatch(Argv, maps:get(quiet, Opts, false))
     catch
         throw:{beamlab_cli, usage, Msg} ->
-            print_error(Msg),
-            {?EXIT_USAGE, undefined};
+            Report(?EXIT_USAGE, Msg);
         throw:{beamlab_cli, fail, Msg} ->
-            print_error(Msg),
-            {?EXIT_FAIL, undefined};
+            Report(?EXIT_FAIL, Msg);
         Class:Reason:Stack ->
-            internal_error(Class, Reason, Stack),
-            {?EXIT_FAIL, undefined}
+            case maps:get(errors, Opts, print) of
+                return -> Report(?EXIT_FAIL, internal_text(Class, Reason));
+                print -> internal_error(Class, Reason, Stack), {?EXIT_FAIL, undefined}
+            end
     end.
 
 %% @doc Aborts the current command with a usage error (exit code 2).
@@ -214,12 +233,15 @@ one_line(Msg) ->
 internal_error(Class, Reason, Stack) ->
     case os:getenv("BEAMLAB_DEBUG") of
         Debug when Debug =:= false; Debug =:= ""; Debug =:= "0" ->
-            print_error(io_lib:format("internal error: ~0tP (rerun with BEAMLAB_DEBUG=1 for details, and "
-                                      "please report it)", [{Class, Reason}, 12]));
+            print_error(internal_text(Class, Reason));
         _ ->
             io:format(standard_error, "beamlab: internal error~n~tp~n", [{Class, Reason, Stack}])
     end.
 
--spec halt_flushed(exit_code()) -> no_return().
+internal_text(Class, Reason) ->
+    io_lib:format("internal error: ~0tP (rerun with BEAMLAB_DEBUG=1 for details, and "
+                  "please report it)", [{Class, Reason}, 12]).
+
+-spec halt_flushed(non_neg_integer()) -> no_return().
 halt_flushed(Code) ->
     erlang:halt(Code, [{flush, true}]).

@@ -16,7 +16,9 @@
 %%% Types: `boolean' (a flag), `count' (a flag counted: -vv), `string',
 %%% `integer', `pos_integer', `non_neg_integer', `number', `pos_number',
 %%% `quantity' (a positive integer with K/M/G suffix: 10M), `percent'
-%%% (a positive number; a trailing % is allowed), `{enum, [atom()]}',
+%%% (a positive number; a trailing % is allowed), `fraction' (a number
+%%% below 1, `0.05', or a percentage with its % sign, `5%'; both give
+%%% 0.05), `{enum, [atom()]}',
 %%% `{list, Type}' (comma separated).
 %%%
 %%% `--' ends the options; what follows is returned in `rest'. Values may be
@@ -28,7 +30,8 @@
 -export([parse/2, help/1, common_options/0, get/2, get/3, parse_value/2]).
 
 -type type() :: boolean | count | string | integer | pos_integer | non_neg_integer
-              | number | pos_number | quantity | percent | {enum, [atom()]} | {list, type()}.
+              | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
+              | {list, type()}.
 -type option() :: #{name := atom(), short => string(), long => string(), type := type(),
                     default => term(), multi => boolean(), attach => boolean(),
                     optional_value => term(), help => string(), metavar => string()}.
@@ -241,6 +244,21 @@ convert(percent, V, Shown) ->
     Num = string:trim(V, trailing, "%"),
     check(to_num(Num, Shown, "a positive percentage"), fun(N) -> N > 0 end, Shown, V,
           "a positive percentage, e.g. 2 or 2%");
+convert(fraction, V, Shown) ->
+    What = "a fraction below 1 or a percentage with %, e.g. 0.05 or 5%",
+    case lists:suffix("%", string:trim(V)) of
+        true ->
+            P = check(to_num(string:trim(string:trim(V), trailing, "%"), Shown, What),
+                      fun(N) -> N > 0 end, Shown, V, What),
+            P / 100;
+        false ->
+            F = check(to_num(V, Shown, What), fun(N) -> N > 0 end, Shown, V, What),
+            F < 1 orelse throw({bad_arg, io_lib:format(
+                                            "invalid value '~ts' for ~ts: a fraction is below 1 "
+                                            "(0.05 means 5%); for ~ts percent write ~ts%",
+                                            [V, Shown, V, string:trim(V)])}),
+            F * 1.0
+    end;
 convert(quantity, V, Shown) ->
     What = "a positive count, optionally with a K, M or G suffix (e.g. 10M)",
     {Digits, Mult} = case lists:reverse(string:uppercase(V)) of
@@ -320,5 +338,6 @@ type_text({enum, A}) -> string:join([atom_to_list(X) || X <- A], "|");
 type_text({list, T}) -> type_text(T) ++ ",...";
 type_text(quantity) -> "N[K|M|G]";
 type_text(percent) -> "PCT";
+type_text(fraction) -> "F";
 type_text(string) -> "VALUE";
 type_text(_) -> "N".

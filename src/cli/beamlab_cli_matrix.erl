@@ -91,7 +91,7 @@ run(Parsed) ->
              started_at => beamlab_runtime_clock:rfc3339(),
              %% Each configuration's VM runs the inner command through the
              %% dispatcher, quietly, and hands back its document.
-             inner => {beamlab_cli, run_command, [Command, #{quiet => true}]}},
+             inner => {beamlab_cli, run_command, [Command, #{quiet => true, errors => return}]}},
     ok = beamlab_runtime_interrupt:subscribe(),
     Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
     %% -v: live telemetry of this VM, which only starts and waits for the
@@ -104,10 +104,10 @@ run(Parsed) ->
         {ok, Result0} ->
             Result = beamlab_cli_verbose:stop(Telemetry, Result0),
             case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, maps:get(extra, Result)), N > 0] of
+                _ when map_get(partial, Result) -> {beamlab_runtime_interrupt:exit_code(), Result};
                 [] ->
                     io:put_chars(standard_error, "beamlab: no configuration ran successfully\n"),
                     {1, Result};
-                _ when map_get(partial, Result) -> {beamlab_runtime_interrupt:exit_code(), Result};
                 _ -> {0, Result}
             end;
         {error, Reason} ->

@@ -57,10 +57,11 @@ options() ->
        help => "--done for every code without its own"},
      #{name => baseline, long => "baseline", type => string, metavar => "N|LABEL",
        help => "job the others are compared to (default: the first)"},
-     #{name => rel_ci, long => "rel-ci", type => percent, metavar => "PCT",
-       help => "sample until the 95% CI of the mean is within +-PCT% of it"},
-     #{name => cv, long => "cv", type => percent, metavar => "PCT",
-       help => "sample until the coefficient of variation is at most PCT%"},
+     #{name => rel_ci, long => "rel-ci", type => fraction, metavar => "F",
+       help => "sample until the 95% CI of the mean is within +-F of it (0.02 or 2%: +-2%)"},
+     #{name => cv, long => "cv", type => fraction, metavar => "F",
+       help => "sample until the coefficient of variation of the last -s samples is at most F "
+               "(0.05 or 5%), as erlperf's --cv"},
      #{name => max_samples, long => "max-samples", type => pos_integer, metavar => "N",
        help => lists:flatten(io_lib:format("stopping rule cap on samples (default ~b)",
                                            [maps:get(max_samples, D)]))},
@@ -96,7 +97,8 @@ usage() ->
     "  beamlab 'r(_, S) -> {_, N} = rand:uniform_s(S), N.' --init_runner 'rand:seed(exsss).'\n"
     "  beamlab 'rand:uniform().' -l 10M\n"
     "  beamlab 'code:is_loaded(local_udp).' -q --max 8\n"
-    "  beamlab 'lists:seq(1, 100).' --rel-ci 1 --max-time 20\n"
+    "  beamlab 'lists:seq(1, 100).' --rel-ci 1% --max-time 20\n"
+    "  beamlab 'lists:seq(1, 100).' --cv 0.05 -s 5\n"
     "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
 
 %% @doc Runs the benchmark; returns the exit code and the result.
@@ -138,7 +140,11 @@ text(Doc, Parsed) ->
 error_exit({compile, _, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
 error_exit({bad_option, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
 error_exit({conflict, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_baseline, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_baseline, _} = R) -> beamlab_cli:usage_error("--~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_vm_args, _} = R) -> beamlab_cli:usage_error("--vm-args: ~ts", [beamlab_engine:format_error(R)]);
+error_exit({min_above_max, Min, Max}) ->
+    beamlab_cli:usage_error("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
+                            "give a larger --max or a smaller --min)", [Min, Max]);
 error_exit(R) -> beamlab_cli:fail("~ts", [beamlab_engine:format_error(R)]).
 
 %%====================================================================
@@ -186,7 +192,7 @@ run_opts(Parsed, NJobs) ->
     Duration = Get(duration),
     Base = #{concurrency => Get(concurrency), samples => Samples, duration => Duration,
              warmup => Get(warmup), loop => Loop,
-             rel_ci => percent(Get(rel_ci)), cv => percent(Get(cv)),
+             rel_ci => Get(rel_ci), cv => Get(cv),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
              code_paths => beamlab_cli_args:get(pa, Parsed, []),
              command => maps:get(argv, Parsed),
@@ -207,9 +213,6 @@ run_opts(Parsed, NJobs) ->
     {maps:merge(Base, maps:from_list(Optional)), ModeOpts}.
 
 option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
-
-percent(undefined) -> undefined;
-percent(P) -> P / 100.
 
 %% Progress on stderr for runs expected to take more than a few seconds
 %% (not with -v, whose telemetry lines already show progress): one line

@@ -104,6 +104,8 @@
                       | {bad_option, atom(), term()}
                       | {conflict, atom(), atom()}
                       | {bad_baseline, term()}
+                      | {min_above_max, pos_integer(), pos_integer()}
+                      | {bad_vm_args, term()}
                       | {no_such_directory, file:filename()}.
 
 %% @doc Defaults of every run option: the one source of them.
@@ -197,18 +199,34 @@ measure(Jobs, RunOpts0, ModeOpts) ->
     RunOpts = maps:merge(default_run_opts(), RunOpts0),
     Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
     OldPrio = process_flag(priority, high),
+    %% Processes started from here on (jobs, workers, what the benchmarked
+    %% code spawns) are killed when their heap passes a share of the
+    %% memory left, instead of the whole VM dying of it (their job fails).
+    Headroom = beamlab_runtime_memory:headroom(),
+    OldHeap = limit_heaps(beamlab_runtime_memory:heap_limit(Headroom)),
     try
         Started = [start_job(E, RunOpts) || E <- Execs],
+        %% Memory held outside heaps (binaries, ETS) has a watermark.
+        Watchdog = beamlab_engine_watchdog:start([J || {ok, J} <- Started], Headroom),
         Monitor = start_telemetry(Started, RunOpts),
-        Result = sample(Started, RunOpts, ModeOpts),
+        Result = try sample(Started, RunOpts, ModeOpts)
+                 after beamlab_engine_watchdog:stop(Watchdog)
+                 end,
         Telemetry = stop_telemetry(Monitor),
         Stopped = [stop_job(S) || S <- Started],
         {Outcomes, Int} = finish(Result, Stopped),
         #{outcomes => Outcomes, interrupted => Int, telemetry => Telemetry}
     after
         process_flag(priority, OldPrio),
+        _ = erlang:system_flag(max_heap_size, OldHeap),
         _ = [beamlab_engine_code:purge(E) || E <- Execs]
     end.
+
+limit_heaps(infinity) ->
+    erlang:system_info(max_heap_size);
+limit_heaps(Bytes) ->
+    Words = Bytes div erlang:system_info(wordsize),
+    erlang:system_flag(max_heap_size, #{size => Words, kill => true, error_logger => false}).
 
 %% The telemetry's rate columns are the jobs' iteration counters.
 start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->
@@ -343,6 +361,10 @@ validate(RunOpts, ModeOpts) ->
          || K <- [rel_ci, cv],
             not (maps:get(K, RunOpts) =:= undefined
                  orelse (is_number(maps:get(K, RunOpts)) andalso maps:get(K, RunOpts) > 0))],
+    case maps:get(isolated, RunOpts) andalso beamlab_runtime_peer:parse_args(maps:get(vm_args, RunOpts)) of
+        {error, Why} -> throw({beamlab_engine, {bad_vm_args, Why}});
+        _ -> ok
+    end,
     L =/= undefined andalso maps:get(concurrency, RunOpts) > 1
         andalso throw({beamlab_engine, {conflict, loop, concurrency}}),
     L =/= undefined andalso ModeOpts =/= undefined
@@ -355,7 +377,7 @@ validate(RunOpts, ModeOpts) ->
                               not (is_integer(V) andalso V > 0)],
             M = maps:merge(beamlab_engine_squeeze:defaults(), Q),
             maps:get(min, M) =< maps:get(max, M)
-                orelse throw({beamlab_engine, {conflict, min, max}}),
+                orelse throw({beamlab_engine, {min_above_max, maps:get(min, M), maps:get(max, M)}}),
             ok;
         Other ->
             bad(mode_opts, Other)
@@ -408,8 +430,14 @@ format_error({bad_option, Key, Value}) ->
     io_lib:format("invalid ~ts: ~0tp", [Key, Value]);
 format_error({conflict, A, B}) ->
     io_lib:format("~ts and ~ts cannot be used together", [A, B]);
+format_error({bad_baseline, B}) when is_binary(B) ->
+    io_lib:format("baseline '~ts' is neither a job number nor a job's label", [B]);
 format_error({bad_baseline, B}) ->
-    io_lib:format("baseline ~0tp is neither a job number nor a label", [B]);
+    io_lib:format("baseline ~0tP is neither a job number nor a job's label", [B, 6]);
+format_error({min_above_max, Min, Max}) ->
+    io_lib:format("squeeze: the first concurrency (min ~b) is above the last (max ~b)", [Min, Max]);
+format_error({bad_vm_args, Why}) ->
+    beamlab_runtime_peer:format_error(Why);
 format_error({isolated, Reason}) ->
     beamlab_engine_isolated:format_error(Reason);
 format_error(Other) ->

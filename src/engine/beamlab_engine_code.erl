@@ -31,7 +31,7 @@
 
 -export([compile/1, purge/1, continuous/3, timed/3,
          call_init/1, call_init_runner/2, call_done/2,
-         runner_arity/1, source_label/1, format_error/1]).
+         runner_arity/1, source_label/1, stops_vm/3, format_error/1]).
 
 -export_type([callable/0, code_map/0, exec/0]).
 
@@ -71,7 +71,7 @@ compile(#{runner := _} = CodeMap) ->
                                  || Role <- [runner, init, init_runner, done],
                                     maps:is_key(Role, CodeMap)]),
         check_arities(Parsed),
-        build(Parsed)
+        build(maps:map(fun(_Role, P) -> guard_vm_stops(P) end, Parsed))
     catch
         throw:{beamlab_code, Reason} -> {error, Reason}
     end;
@@ -265,7 +265,11 @@ mfa_callable(_Role, M, F, Args, Anno) ->
             Call = {call, Anno, {remote, Anno, {atom, Anno, M}, {atom, Anno, F}}, AbsArgs},
             {function, 0, [{clause, Anno, [], [], [Call]}], false}
     catch
-        _:_ -> {fn, fun() -> erlang:apply(M, F, Args) end}
+        _:_ ->
+            case stops_vm(M, F, length(Args)) of
+                true -> {function, 0, [{clause, Anno, [], [], [raise_stop(Anno, M, F, length(Args))]}], false};
+                false -> {fn, fun() -> erlang:apply(M, F, Args) end}
+            end
     end.
 
 -spec fail(role(), term()) -> no_return().
@@ -347,6 +351,85 @@ location(Anno) ->
         undefined -> erl_anno:line(Anno);
         Col -> {erl_anno:line(Anno), Col}
     end.
+
+%%====================================================================
+%% Calls that would stop the VM
+%%====================================================================
+
+%% Benchmarked code runs inside beamlab's VM: `halt()' or `init:stop()'
+%% there would end beamlab with no result and exit code 0. Every direct
+%% call to a function that stops the VM (also through apply/3 with literal
+%% names, a `fun erlang:halt/1' or an `{erlang, halt, Args}' tuple) is
+%% compiled into an error naming it instead, so only that job fails, when
+%% it runs. (Calls whose module or function is only known at run time are
+%% not caught here; the escript's launcher reports such a stop.)
+guard_vm_stops({function, A, Clauses, Recursive}) ->
+    {function, A, map_tree(fun stop_call/1, Clauses), Recursive};
+guard_vm_stops(Fn) ->
+    Fn.
+
+stop_call({call, Anno, Callee, Args} = T) ->
+    case {callee(Callee), Args} of
+        {{erlang, apply}, [{atom, _, M}, {atom, _, F}, ArgList]} ->
+            case list_length(ArgList) of
+                N when is_integer(N) -> stop_or(Anno, M, F, N, T);
+                unknown -> T
+            end;
+        {{M, F}, _} ->
+            stop_or(Anno, M, F, length(Args), T);
+        {unknown, _} ->
+            T
+    end;
+stop_call({'fun', Anno, {function, {atom, _, M}, {atom, _, F}, {integer, _, N}}} = T) ->
+    stop_fun(Anno, M, F, N, T);
+stop_call({'fun', Anno, {function, M, F, N}} = T) when is_atom(M), is_atom(F), is_integer(N) ->
+    stop_fun(Anno, M, F, N, T);
+stop_call(T) ->
+    T.
+
+%% A remote call with literal names, or a local call: only the
+%% auto-imported BIFs can be meant (the user's own function was renamed to
+%% '$self').
+callee({remote, _, {atom, _, M}, {atom, _, F}}) -> {M, F};
+callee({atom, _, F}) -> {erlang, F};
+callee(_) -> unknown.
+
+stop_or(Anno, M, F, N, T) ->
+    case stops_vm(M, F, N) of
+        true -> raise_stop(Anno, M, F, N);
+        false -> T
+    end.
+
+stop_fun(Anno, M, F, N, T) ->
+    case stops_vm(M, F, N) of
+        true ->
+            Vars = [{var, Anno, list_to_atom("_A" ++ integer_to_list(I))} || I <- lists:seq(1, N)],
+            {'fun', Anno, {clauses, [{clause, Anno, Vars, [], [raise_stop(Anno, M, F, N)]}]}};
+        false -> T
+    end.
+
+raise_stop(Anno, M, F, N) ->
+    Name = iolist_to_binary(io_lib:format("~ts:~ts/~b", [M, F, N])),
+    {call, Anno, {remote, Anno, {atom, Anno, erlang}, {atom, Anno, error}},
+     [{tuple, Anno, [{atom, Anno, beamlab_stops_vm}, erl_parse:abstract(Name, [{location, location(Anno)}])]}]}.
+
+list_length({nil, _}) -> 0;
+list_length({cons, _, _, Tail}) ->
+    case list_length(Tail) of
+        unknown -> unknown;
+        N -> N + 1
+    end;
+list_length(_) -> unknown.
+
+%% @doc True for a function that stops (or restarts) the VM it runs in.
+-spec stops_vm(atom(), atom(), non_neg_integer()) -> boolean().
+stops_vm(erlang, halt, N) -> N =< 2;
+stops_vm(init, stop, N) -> N =< 1;
+stops_vm(init, reboot, 0) -> true;
+stops_vm(init, restart, N) -> N =< 1;
+stops_vm(c, q, 0) -> true;
+stops_vm(c, halt, N) -> N =< 1;
+stops_vm(_, _, _) -> false.
 
 %%====================================================================
 %% Code generation

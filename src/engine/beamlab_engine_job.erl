@@ -11,11 +11,17 @@
 %%% A worker that raises, exits or throws marks the whole job failed with
 %%% the reason; the job then stops its other workers. The job watches its
 %%% owner and stops if the owner dies.
+%%%
+%%% Processes the benchmarked code leaves behind (`spawn(fun F() -> F()
+%%% end)' in a runner) would keep every scheduler busy after the job and
+%%% starve the output: the job, its workers and everything they spawn have
+%%% a group leader of the job's own (a proxy passing I/O on to the real
+%%% one), and when the job ends every process still having it is killed.
 -module(beamlab_engine_job).
 -behaviour(gen_server).
 
 -export([start/2, stop/1, counter/1, set_concurrency/2, concurrency/1,
-         resume/1, pause/1, measure/2, status/1, abort/2, format_error/1]).
+         resume/1, pause/1, measure/2, cancel/1, status/1, abort/2, format_error/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -export_type([job/0, failure/0]).
@@ -25,6 +31,8 @@
                  | {hook_failed, Hook :: atom(), Class :: atom(), Reason :: term()}
                  | {hook_timeout, Hook :: atom(), Ms :: non_neg_integer()}
                  | {runner_timeout, Ms :: non_neg_integer()}
+                 | {memory_limit, Bytes :: non_neg_integer()}
+                 | {memory_watermark, Held :: non_neg_integer(), Allowed :: non_neg_integer()}
                  | {job_down, term()}.
 
 -record(st, {exec :: beamlab_engine_code:exec(),
@@ -37,7 +45,9 @@
              timed :: undefined | pid(),
              timed_from :: undefined | gen_server:from(),
              failure :: undefined | failure(),
-             init_ok = true :: boolean()}).
+             init_ok = true :: boolean(),
+             leader :: pid(),                            % the job's group leader proxy
+             heap_limit = 0 :: non_neg_integer()}).      % bytes, 0: none
 
 %%====================================================================
 %% API
@@ -101,7 +111,7 @@ pause(Job) -> call(Job, pause, infinity).
 %% @doc Timed mode: runs exactly `N' iterations in one worker, returns
 %% nanoseconds. A sample that does not finish within the deadline fails the
 %% job with `runner_timeout'.
--spec measure(job(), pos_integer()) -> {ok, non_neg_integer()} | {error, failure()}.
+-spec measure(job(), pos_integer()) -> {ok, non_neg_integer()} | {error, failure() | cancelled}.
 measure(Job, N) ->
     %% The timed worker's init_runner has its own deadline, enforced by the
     %% job; only then does the clock for the sample itself start.
@@ -109,7 +119,9 @@ measure(Job, N) ->
         {_, {error, _} = Error} ->
             Error;
         {Deadline, ok} when is_integer(Deadline) ->
-            try gen_server:call(Job, {measure, N}, Deadline)
+            try gen_server:call(Job, {measure, N}, Deadline) of
+                {error, cancelled} -> {error, cancelled};
+                Reply -> Reply
             catch
                 exit:{timeout, _} ->
                     Failure = {runner_timeout, Deadline},
@@ -121,6 +133,14 @@ measure(Job, N) ->
         {Error, _} ->
             Error
     end.
+
+%% @doc Timed mode: abandons the sample being measured (an interrupt came):
+%% its worker is killed, the pending {@link measure/2} returns
+%% `{error, cancelled}', and the job stays usable and not failed.
+-spec cancel(job()) -> ok.
+cancel(Job) ->
+    _ = call(Job, cancel, infinity),
+    ok.
 
 %% @doc `ok' or the reason the job failed.
 -spec status(job()) -> ok | {error, failure()}.
@@ -135,6 +155,10 @@ abort(Job, Failure) ->
 
 %% @doc One line for a job failure.
 -spec format_error(failure() | term()) -> iolist().
+format_error({runner_failed, error, {beamlab_stops_vm, Name}}) ->
+    io_lib:format("the runner calls ~ts, which would stop beamlab's VM; not measured", [Name]);
+format_error({hook_failed, Hook, error, {beamlab_stops_vm, Name}}) ->
+    io_lib:format("the ~ts hook calls ~ts, which would stop beamlab's VM; not run", [Hook, Name]);
 format_error({runner_failed, Class, Reason}) ->
     io_lib:format("runner failed: ~ts", [class_reason(Class, Reason)]);
 format_error({hook_failed, Hook, Class, Reason}) ->
@@ -143,6 +167,15 @@ format_error({hook_timeout, Hook, Ms}) ->
     io_lib:format("~ts hook did not return within ~w ms", [Hook, Ms]);
 format_error({runner_timeout, Ms}) ->
     io_lib:format("runner hung: no iteration completed within ~w ms", [Ms]);
+format_error({memory_limit, Bytes}) ->
+    io_lib:format("a process running the code grew past ~b MB of heap (a quarter of the memory "
+                  "left) and was stopped", [Bytes div (1024 * 1024)]);
+format_error({memory_watermark, Held, Allowed}) ->
+    io_lib:format("the run's memory grew by more than ~b MB (three quarters of what was left when "
+                  "it started); this job held the most (~b MB) and was stopped",
+                  [Allowed div (1024 * 1024), Held div (1024 * 1024)]);
+format_error({job_down, killed}) ->
+    "the job's process was killed (did its init or done hook use too much memory?)";
 format_error({job_down, Reason}) ->
     io_lib:format("job process died: ~0tP", [Reason, 20]);
 format_error(Other) ->
@@ -172,7 +205,14 @@ init({Exec, Owner, Deadline}) ->
     %% sampler's pause/resume at once.
     _ = process_flag(priority, high),
     _ = monitor(process, Owner),
-    St = #st{exec = Exec, owner = Owner, deadline = Deadline,
+    Leader = start_leader(group_leader()),
+    true = group_leader(Leader, self()),
+    HeapLimit = case erlang:system_info(max_heap_size) of
+                    #{size := W, kill := true} -> W * erlang:system_info(wordsize);
+                    _ -> 0
+                end,
+    St = #st{exec = Exec, owner = Owner, deadline = Deadline, leader = Leader,
+             heap_limit = HeapLimit,
              counter = counters:new(1, [write_concurrency])},
     %% A failing init is reported through status/1 rather than by stopping
     %% here, which would print a crash report at the user.
@@ -188,6 +228,10 @@ init({Exec, Owner, Deadline}) ->
           {noreply, #st{}} | {stop, normal, term(), #st{}}.
 handle_call(deadline, _From, St) ->
     {reply, St#st.deadline, St};
+handle_call(cancel, _From, #st{timed = Timed, timed_from = From} = St) ->
+    Timed =/= undefined andalso kill_wait(Timed),
+    From =/= undefined andalso gen_server:reply(From, {error, cancelled}),
+    {reply, ok, St#st{timed = undefined, timed_from = undefined}};
 handle_call(counter, _From, St) ->
     {reply, St#st.counter, St};
 handle_call(concurrency, _From, St) ->
@@ -226,6 +270,7 @@ handle_call({measure, N}, From, St) ->
 handle_call({abort, Failure}, _From, St) ->
     {reply, ok, fail(Failure, St)};
 handle_call(stop, _From, #st{init_ok = false} = St) ->
+    reap(St#st.leader),
     {stop, normal, status_reply(St), St};
 handle_call(stop, _From, St) ->
     St1 = kill_all(St),
@@ -237,6 +282,7 @@ handle_call(stop, _From, St) ->
                         F -> {error, F}
                     end
             end,
+    reap(St1#st.leader),
     {stop, normal, Reply, St1}.
 
 %% @private
@@ -254,7 +300,7 @@ handle_info({'EXIT', Pid, Reason}, St) ->
         true ->
             St1 = St#st{workers = maps:remove(Pid, St#st.workers),
                         timed = case St#st.timed of Pid -> undefined; T -> T end},
-            {noreply, fail(exit_failure(Reason), St1)};
+            {noreply, fail(exit_failure(Reason, St1), St1)};
         false ->
             {noreply, St}
     end;
@@ -267,13 +313,13 @@ handle_info(_Msg, St) ->
 -spec terminate(term(), #st{}) -> ok.
 terminate(normal, _St) ->
     ok;
-terminate(_Reason, #st{init_ok = false}) ->
-    ok;
+terminate(_Reason, #st{init_ok = false} = St) ->
+    reap(St#st.leader);
 terminate(_Reason, St) ->
     %% Abnormal end (owner gone): still release what init acquired.
     _ = kill_all(St),
     _ = catch beamlab_engine_code:call_done(St#st.exec, St#st.init_result),
-    ok.
+    reap(St#st.leader).
 
 %%====================================================================
 %% Internal
@@ -282,8 +328,11 @@ terminate(_Reason, St) ->
 status_reply(#st{failure = undefined}) -> ok;
 status_reply(#st{failure = F}) -> {error, F}.
 
-exit_failure({beamlab_worker, Failure}) -> Failure;
-exit_failure(Other) -> {runner_failed, exit, Other}.
+exit_failure({beamlab_worker, Failure}, _St) -> Failure;
+%% Nothing but the heap limit kills a worker unasked (the job's own kills
+%% are awaited and never reach here).
+exit_failure(killed, #st{heap_limit = L}) when L > 0 -> {memory_limit, L};
+exit_failure(Other, _St) -> {runner_failed, exit, Other}.
 
 fail(Failure, #st{failure = undefined} = St) ->
     St1 = kill_all(St#st{failure = Failure}),
@@ -302,7 +351,7 @@ adjust(N, #st{workers = Workers} = St) when map_size(Workers) > N ->
     St#st{workers = maps:without(Extra, Workers)};
 adjust(N, #st{workers = Workers} = St) when map_size(Workers) < N ->
     New = [spawn_worker(St) || _ <- lists:seq(1, N - map_size(Workers))],
-    case await_ready(New, St#st.deadline) of
+    case await_ready(New, St) of
         ok ->
             State = case St#st.active of
                         true -> [P ! go || P <- New], running;
@@ -350,7 +399,7 @@ timed_loop(Job, Exec, RunnerInit) ->
 ensure_timed(#st{timed = undefined, exec = Exec, init_result = IR} = St) ->
     Job = self(),
     Pid = spawn_link(fun() -> timed_worker(Job, Exec, IR) end),
-    case await_ready([Pid], St#st.deadline) of
+    case await_ready([Pid], St) of
         ok -> {ok, Pid, St#st{timed = Pid}};
         {error, Failure} -> kill_wait(Pid), {error, fail(Failure, St)}
     end;
@@ -359,17 +408,18 @@ ensure_timed(#st{timed = Pid} = St) ->
 
 %% Waits for every new worker's `ready'; a worker dying in init_runner
 %% arrives as an 'EXIT' carrying the failure.
-await_ready(Pids, Deadline) ->
+await_ready(Pids, St) ->
+    Deadline = St#st.deadline,
     End = erlang:monotonic_time(millisecond) + Deadline,
-    await_ready_loop(Pids, End, Deadline).
+    await_ready_loop(Pids, End, St).
 
-await_ready_loop([], _End, _Deadline) ->
+await_ready_loop([], _End, _St) ->
     ok;
-await_ready_loop([Pid | Rest], End, Deadline) ->
+await_ready_loop([Pid | Rest], End, #st{deadline = Deadline} = St) ->
     Left = max(0, End - erlang:monotonic_time(millisecond)),
     receive
-        {ready, Pid} -> await_ready_loop(Rest, End, Deadline);
-        {'EXIT', Pid, Reason} -> {error, exit_failure(Reason)}
+        {ready, Pid} -> await_ready_loop(Rest, End, St);
+        {'EXIT', Pid, Reason} -> {error, exit_failure(Reason, St)}
     after Left ->
             {error, {hook_timeout, init_runner, Deadline}}
     end.
@@ -378,6 +428,39 @@ kill_all(#st{workers = Workers, timed = Timed} = St) ->
     _ = [kill_wait(P) || P <- maps:keys(Workers)],
     Timed =/= undefined andalso kill_wait(Timed),
     St#st{workers = #{}, timed = undefined, active = false}.
+
+%% The job's group leader: passes every message (I/O requests) on to the
+%% real one, whose replies go straight to the requester. It lives as long
+%% as the job (linked).
+start_leader(Real) ->
+    spawn_link(fun() -> leader_loop(Real) end).
+
+leader_loop(Real) ->
+    receive
+        Msg -> Real ! Msg, leader_loop(Real)
+    end.
+
+%% Kills every process whose group leader is the job's (what the
+%% benchmarked code spawned and left running), then the proxy. Processes
+%% spawned while this runs are caught by the next pass.
+reap(Leader) ->
+    reap(Leader, 10),
+    unlink(Leader),
+    exit(Leader, kill),
+    ok.
+
+reap(_Leader, 0) ->
+    ok;
+reap(Leader, Passes) ->
+    Self = self(),
+    Left = [P || P <- erlang:processes(), P =/= Self,
+                 erlang:process_info(P, group_leader) =:= {group_leader, Leader}],
+    case Left of
+        [] -> ok;
+        _ ->
+            _ = [exit(P, kill) || P <- Left],
+            reap(Leader, Passes - 1)
+    end.
 
 %% Kill is reliable even for a suspended process; waiting for the 'EXIT'
 %% guarantees no worker still runs old code when the module is purged.

@@ -14,9 +14,11 @@
 %%% run exactly `loop' iterations.
 %%%
 %%% The first `warmup' rounds are discarded. Then sampling stops after
-%%% `samples' rounds, or, with a stopping rule (`rel_ci' or `cv'), when every
-%%% job satisfies {@link beamlab_stats:converged/2} (at least `samples'
-%%% rounds), capped by `max_samples' rounds and `max_time' ms.
+%%% `samples' rounds, or, with a stopping rule (`rel_ci' or `cv', fractions:
+%%% 0.05 is 5%), when every job satisfies {@link beamlab_stats:converged/2}
+%%% (at least `samples' rounds; `rel_ci' on all samples, `cv' on the last
+%%% `samples' ones, as erlperf), capped by `max_samples' rounds and
+%%% `max_time' ms.
 %%%
 %%% A `{beamlab_interrupt, _}' message to the calling process ends sampling
 %%% early; the result then says `interrupted => true'. A continuous job whose
@@ -118,10 +120,17 @@ finished(Round, Acc, #{warmup := W, samples := S} = Opts, Start) ->
             Elapsed >= map_get(max_time, Opts) orelse all_converged(Acc, Opts)
     end.
 
+%% `rel_ci' holds for all samples (the interval narrows as samples come);
+%% `cv' for the last `samples' of them, as erlperf's `--cv' does (the
+%% spread of a window falls once the machine is steady; that of all
+%% samples would not). The newest sample is first in `S'.
 all_converged(Acc, Opts) ->
-    Crit = #{rel_ci => maps:get(rel_ci, Opts), cv => maps:get(cv, Opts),
-             min => max(2, maps:get(samples, Opts))},
-    lists:all(fun(#{status := ok, samples := S}) -> beamlab_stats:converged(S, Crit);
+    Window = max(2, maps:get(samples, Opts)),
+    RelCi = #{rel_ci => maps:get(rel_ci, Opts), min => Window},
+    Cv = #{cv => maps:get(cv, Opts), min => Window},
+    lists:all(fun(#{status := ok, samples := S}) ->
+                      beamlab_stats:converged(S, RelCi)
+                          andalso beamlab_stats:converged(lists:sublist(S, Window), Cv);
                  (_) -> true
               end, maps:values(Acc)).
 
@@ -182,13 +191,8 @@ check_idle(_I, _Job, _Value, _Ns, Acc, _Opts) ->
 
 sample(Job, #{mode := timed, loop := N}) ->
     case interrupt_pending() of
-        true ->
-            interrupted;
-        false ->
-            case beamlab_engine_job:measure(Job, N) of
-                {ok, Ns} -> {ok, Ns, Ns};
-                {error, _} = E -> E
-            end
+        true -> interrupted;
+        false -> timed_sample(Job, N)
     end;
 sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
     Counter = beamlab_engine_job:counter(Job),
@@ -211,6 +215,31 @@ sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
                         {error, _} = E -> E
                     end
             end
+    end.
+
+%% A timed sample may take long (a huge `loop'): it is measured by a helper
+%% so that an interrupt is honoured at once (the sample is abandoned).
+timed_sample(Job, N) ->
+    Self = self(),
+    Ref = make_ref(),
+    {_Pid, MRef} = spawn_monitor(fun() -> Self ! {Ref, beamlab_engine_job:measure(Job, N)} end),
+    receive
+        {Ref, Reply} ->
+            erlang:demonitor(MRef, [flush]),
+            case Reply of
+                {ok, Ns} -> {ok, Ns, Ns};
+                {error, _} = E -> E
+            end;
+        {'DOWN', MRef, process, _, Reason} ->
+            {error, {job_down, Reason}};
+        {beamlab_interrupt, _} = Msg ->
+            self() ! Msg,
+            ok = beamlab_engine_job:cancel(Job),
+            receive {Ref, _} -> ok;
+                    {'DOWN', MRef, process, _, _} -> ok
+            end,
+            erlang:demonitor(MRef, [flush]),
+            interrupted
     end.
 
 resume(JobMap, I, _Acc) ->

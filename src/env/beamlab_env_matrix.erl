@@ -42,6 +42,13 @@
 -spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
                 wrap => [string()]}) -> {ok, [config()]} | {error, term()}.
 configs(Dims) ->
+    case [{V, Why} || V <- maps:get(vm, Dims, []),
+                      {error, Why} <- [beamlab_runtime_peer:parse_args(lists:flatten(V))]] of
+        [] -> configs_checked(Dims);
+        [{V, Why} | _] -> {error, {bad_vm, V, Why}}
+    end.
+
+configs_checked(Dims) ->
     Vms = [split(V) || V <- maps:get(vm, Dims, [])]
         ++ [["+S", io_lib:format("~b:~b", [K, K])] || K <- maps:get(sweep, Dims, [])],
     Erls = maps:get(erl, Dims, []),
@@ -206,8 +213,10 @@ interleave(Configs, R, Argv, Runner, Progress) ->
 progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
     io_lib:format("[~ts] rep ~b/~b done (~b schedulers online)~n",
                   [Name, Rep, R, online(Env)]);
-progress_line(Name, Rep, R, {ok, #{exit := Code}}) ->
-    io_lib:format("[~ts] rep ~b/~b: command exited with ~b~n", [Name, Rep, R, Code]);
+progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
+    io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
+progress_line(Name, Rep, R, {ok, #{exit := _}} = Out) ->
+    io_lib:format("[~ts] rep ~b/~b: ~ts~n", [Name, Rep, R, format_run_error(Out)]);
 progress_line(Name, Rep, R, {error, E}) ->
     io_lib:format("[~ts] rep ~b/~b: ~ts~n", [Name, Rep, R, format_error(E)]).
 
@@ -300,7 +309,9 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                                                     inner_benchmark => Metric}}).
 
 config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
-    Errors = [format_run_error(O) || O <- Outs, not ok_run(O)],
+    %% A repetition cut short by an interrupt is left out (its mean covers
+    %% less than the others), and is no error.
+    Errors = [format_run_error(O) || O <- Outs, not ok_run(O), not interrupted_run(O)],
     Env = last_env(Outs),
     #{name => Name, args => [beamlab_format_units:to_binary(A) || A <- Args],
       erl => case Erl of undefined -> null; _ -> beamlab_format_units:to_binary(Erl) end,
@@ -318,10 +329,36 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
 ok_run({ok, #{exit := 0}}) -> true;
 ok_run(_) -> false.
 
-format_run_error({ok, #{exit := Code}}) ->
-    beamlab_format_units:to_binary(io_lib:format("command exited with status ~b", [Code]));
+interrupted_run({ok, #{exit := 130}}) -> true;
+interrupted_run(_) -> false.
+
+format_run_error({ok, #{exit := Code} = Out}) ->
+    case inner_error(maps:get(result, Out, undefined)) of
+        none -> beamlab_format_units:to_binary(io_lib:format("command exited with status ~b", [Code]));
+        Msg -> beamlab_format_units:to_binary(io_lib:format("command exited with status ~b: ~ts", [Code, Msg]))
+    end;
 format_run_error({error, E}) ->
     beamlab_format_units:to_binary(format_error(E)).
+
+%% What the inner command said: its error line, or the first failed
+%% benchmark's error (or failure, for a suite) in its document.
+inner_error({error, Msg}) when is_binary(Msg) ->
+    Msg;
+inner_error(#{benchmarks := Bs} = Doc) ->
+    Failures = [<<N/binary, ": ", E/binary>> || #{name := N, extra := #{<<"error">> := E}} <- Bs,
+                                                 is_binary(E)]
+        ++ [<<N/binary, ": ", E/binary>>
+            || #{<<"name">> := N, <<"error">> := E} <- failures(maps:get(extra, Doc, #{})),
+               is_binary(N), is_binary(E)],
+    case Failures of
+        [F | _] -> F;
+        [] -> none
+    end;
+inner_error(_) ->
+    none.
+
+failures(#{<<"failures">> := Fs}) when is_list(Fs) -> [F || F <- Fs, is_map(F)];
+failures(_) -> [].
 
 last_env(Outs) ->
     case [Env || {ok, #{env := Env}} <- Outs, is_map(Env)] of
@@ -342,6 +379,8 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Inner, Paths) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
+format_error({bad_vm, V, Why}) ->
+    io_lib:format("--vm '~ts': ~ts", [V, beamlab_runtime_peer:format_error(Why)]);
 format_error({duplicate_config, Name}) ->
     io_lib:format("configuration \"~ts\" is given twice", [Name]);
 format_error({erl_not_found, E}) ->

@@ -14,7 +14,7 @@
 %% speedup/efficiency for scheduler sweeps; then failed configurations.
 -spec render(beamlab_result:result(), beamlab_render_text:opts()) -> iolist().
 render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
-              extra := #{<<"configs">> := Cs}}, Opts) ->
+              extra := #{<<"configs">> := Cs}} = Doc, Opts) ->
     Pm = case maps:get(unicode, Opts) of true -> "±"; false -> "+/-" end,
     Sweep = maps:get(<<"sweep">>, P, false),
     Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
@@ -23,7 +23,11 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
     Rows = [row(B, Base, Sweep, Pm) || B <- Bs],
     Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
               || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
-    [io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
+    [case maps:get(partial, Doc, false) of
+         true -> "(partial: interrupted before the end; what was measured is shown)\n";
+         false -> []
+     end,
+     io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
                    [maps:get(<<"repeat">>, P), Base]),
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),

@@ -1,13 +1,33 @@
-%%% @doc Graceful interruption. Ctrl-C reaches the VM as SIGTERM (the
-%%% escript's launcher line forwards SIGINT), and so does `kill'. Every
-%%% subscribed process receives `{beamlab_interrupt, sigterm}' so a
-%%% measuring loop can stop between samples and report what it measured.
+%%% @doc Graceful interruption. Every subscribed process receives
+%%% `{beamlab_interrupt, sigterm}' so a measuring loop can stop between
+%%% samples and report what it measured.
 %%%
 %%% Two modes. After {@link install/0} (the command line) this module owns
-%%% SIGTERM: with nobody subscribed, or on a second signal, the VM halts
-%%% with exit code 130. Without it (a library user) subscribing still works
-%%% and {@link simulate/0} still notifies, but a real SIGTERM keeps OTP's
-%%% default meaning (stop the VM) and nothing is halted from here.
+%%% SIGTERM and SIGUSR2. A second interrupt halts the VM with exit code
+%%% 130; so does a first one that arrives before anything subscribed
+%%% (nothing is measured yet, nothing can be lost). A first one that
+%%% arrives after the measurement ended (the command is printing and
+%%% saving) only sets the flag. Without install (a library user)
+%%% subscribing still works and {@link simulate/0} still notifies, but a
+%%% real SIGTERM keeps OTP's default meaning (stop the VM) and nothing is
+%%% halted from here.
+%%%
+%%% One interrupt, two signals. The escript's launcher line (see
+%%% rebar.config) traps SIGINT and SIGTERM and forwards each as SIGUSR2.
+%%% A signal sent to the whole process group (Ctrl-C in a terminal,
+%%% `timeout', `kill -TERM -PGID', a CI runner) reaches both the launcher
+%%% and the VM, so the VM gets SIGTERM directly and SIGUSR2 from the
+%%% launcher for the same event (the VM ignores SIGINT: it runs as a
+%%% background job of the launcher). A signal sent to the launcher alone
+%%% arrives as SIGUSR2 only; to the VM alone (or `escript beamlab',
+%%% without the launcher) as SIGTERM only. So the VM counts SIGTERMs and
+%%% SIGUSR2s separately and the number of interrupts is the larger count:
+%%% a direct and a forwarded signal pair up into one interrupt whatever
+%%% their order. The counts last as long as the VM (one command line).
+%%% `timeout' signals its child and then the group, so the launcher may get
+%%% SIGTERM twice and forward it twice: a rise of the count within a
+%%% second of the last interrupt is taken as part of it. A second interrupt
+%%% is one that comes later than that.
 %%%
 %%% Subscribers are monitored: one that dies is dropped. The interrupted
 %%% flag belongs to a run: it is cleared when the last subscriber is gone
@@ -25,13 +45,25 @@
 -define(FLAG, {?MODULE, interrupted}).
 
 -record(st, {owner = false :: boolean(),                 % installed: we own SIGTERM
-             subs = #{} :: #{pid() => reference()}}).
+             subs = #{} :: #{pid() => reference()},
+             measured = false :: boolean(),              % someone subscribed once
+             terms = 0 :: non_neg_integer(),             % SIGTERMs received
+             forwarded = 0 :: non_neg_integer(),         % SIGUSR2s (from the launcher)
+             seen = 0 :: non_neg_integer(),              % max(terms, forwarded) accounted for
+             events = 0 :: non_neg_integer(),            % interrupts from signals
+             last = undefined :: undefined | integer(),  % ms, time of the last one
+             simulated = 0 :: non_neg_integer()}).       % simulate/0 calls
 
-%% @doc Takes over SIGTERM handling for this VM. Idempotent.
+%% Signals within this many ms of an interrupt belong to it.
+-define(SAME_EVENT_MS, 1000).
+
+%% @doc Takes over SIGTERM (and SIGUSR2, the launcher's forwarded
+%% interrupt) for this VM. Idempotent.
 -spec install() -> ok.
 install() ->
     Handlers = gen_event:which_handlers(erl_signal_server),
     ok = os:set_signal(sigterm, handle),
+    ok = os:set_signal(sigusr2, handle),
     case {lists:member(?MODULE, Handlers), lists:member(erl_signal_handler, Handlers)} of
         {true, true} ->
             %% Added by a library subscribe: the default handler goes now.
@@ -87,7 +119,7 @@ exit_code() ->
 -spec simulate() -> ok.
 simulate() ->
     ensure_handler(),
-    gen_event:call(erl_signal_server, ?MODULE, sigterm).
+    gen_event:call(erl_signal_server, ?MODULE, simulate).
 
 handler_present() ->
     lists:member(?MODULE, gen_event:which_handlers(erl_signal_server)).
@@ -115,21 +147,43 @@ init(_) -> {ok, #st{}}.
 
 %% @private
 -spec handle_event(term(), #st{}) -> {ok, #st{}}.
-handle_event(sigterm, St) ->
-    {ok, interrupt(St)};
+handle_event(sigterm, #st{terms = T} = St) ->
+    {ok, signal(St#st{terms = T + 1})};
+handle_event(sigusr2, #st{owner = true, forwarded = F} = St) ->
+    {ok, signal(St#st{forwarded = F + 1})};
 handle_event(_Other, St) ->
     {ok, St}.
 
-interrupt(#st{owner = Owner, subs = Subs} = St) ->
-    case Owner andalso interrupted() of
+%% A signal is a new interrupt only when it raises max(terms, forwarded)
+%% (the other half of a pair does not), and not within a second of the
+%% last interrupt (a repeat of the same event).
+signal(#st{terms = T, forwarded = F, seen = Seen, events = E, last = Last} = St) ->
+    Now = erlang:monotonic_time(millisecond),
+    case max(T, F) > Seen of
+        false ->
+            St;
+        true when Last =/= undefined, Now - Last < ?SAME_EVENT_MS ->
+            St#st{seen = max(T, F)};
+        true ->
+            interrupt(St#st{seen = max(T, F), events = E + 1, last = Now})
+    end.
+
+count(#st{events = E, simulated = S}) ->
+    E + S.
+
+interrupt(#st{owner = Owner, subs = Subs, measured = Measured} = St) ->
+    case Owner andalso count(St) >= 2 of
         true ->
             io:put_chars(standard_error, "\nbeamlab: interrupted twice, stopping now\n"),
             erlang:halt(130);
         false ->
             persistent_term:put(?FLAG, true),
             _ = [Pid ! {beamlab_interrupt, sigterm} || Pid <- maps:keys(Subs)],
-            %% Nothing is measuring: just stop (only when SIGTERM is ours).
-            _ = Owner andalso map_size(Subs) =:= 0 andalso erlang:halt(130),
+            %% Nothing has been measured yet: just stop (only when SIGTERM
+            %% is ours). After a measurement the command is printing and
+            %% saving its result: let it finish.
+            _ = Owner andalso map_size(Subs) =:= 0 andalso not Measured
+                andalso erlang:halt(130),
             St
     end.
 
@@ -138,7 +192,11 @@ interrupt(#st{owner = Owner, subs = Subs} = St) ->
 handle_call({subscribe, Pid}, #st{subs = Subs} = St) ->
     case Subs of
         #{Pid := _} -> {ok, ok, St};
-        _ -> {ok, ok, St#st{subs = Subs#{Pid => erlang:monitor(process, Pid)}}}
+        _ ->
+            %% An interrupt that came before anyone listened (passed on to a
+            %% fresh VM while its command was starting) still stops the run.
+            _ = interrupted() andalso (Pid ! {beamlab_interrupt, sigterm}),
+            {ok, ok, St#st{subs = Subs#{Pid => erlang:monitor(process, Pid)}, measured = true}}
     end;
 handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
     case maps:take(Pid, Subs) of
@@ -150,8 +208,8 @@ handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
     end;
 handle_call(own, St) ->
     {ok, ok, St#st{owner = true}};
-handle_call(sigterm, St) ->
-    {ok, ok, interrupt(St)}.
+handle_call(simulate, #st{simulated = S} = St) ->
+    {ok, ok, interrupt(St#st{simulated = S + 1})}.
 
 %% @private
 -spec handle_info(term(), #st{}) -> {ok, #st{}}.

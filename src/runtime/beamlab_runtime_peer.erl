@@ -17,8 +17,8 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, ensure_dist/0,
-         format_error/1]).
+-export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1,
+         ensure_dist/0, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -85,12 +85,17 @@ call(#{peer := Pid}, M, F, A, Timeout) ->
 %% own environment report, taken after the command so it shows what the
 %% command really ran with), and stops the VM whatever happened. Neither
 %% call is known here: the caller names them.
+%%
+%% A `{beamlab_interrupt, _}' message reaching the caller while `Main'
+%% runs is passed on to the VM ({@link beamlab_runtime_interrupt:simulate/0}
+%% there), so the command stops early and returns what it measured; the
+%% message is put back in the caller's mailbox afterwards.
 -spec run(opts(), call_spec(), call_spec()) -> {ok, run_out()} | {error, run_error()}.
 run(Opts, {M, F, A}, {EM, EF, EA}) ->
     case start(Opts) of
         {ok, Vm} ->
             try
-                {Code, Result} = call(Vm, M, F, A, infinity),
+                {Code, Result} = interruptible_call(Vm, M, F, A),
                 Env = call(Vm, EM, EF, EA, 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
@@ -102,6 +107,41 @@ run(Opts, {M, F, A}, {EM, EF, EA}) ->
             {error, {vm_start, Reason}}
     end.
 
+interruptible_call(Vm, M, F, A) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() ->
+                                        Self ! {Ref, try {ok, call(Vm, M, F, A, infinity)}
+                                                     catch C:E -> {raised, C, E}
+                                                     end}
+                                end),
+    Reply = await_call(Vm, Pid, MRef, Ref, none),
+    case Reply of
+        {{ok, V}, _} -> V;
+        {{raised, C, E}, _} -> erlang:raise(C, E, [])
+    end.
+
+await_call(Vm, Pid, MRef, Ref, Held) ->
+    receive
+        {Ref, R} ->
+            erlang:demonitor(MRef, [flush]),
+            Held =/= none andalso (self() ! Held),
+            {R, Held};
+        {'DOWN', MRef, process, Pid, Why} ->
+            Held =/= none andalso (self() ! Held),
+            {{raised, exit, Why}, Held};
+        {beamlab_interrupt, _} = Msg when Held =:= none ->
+            %% Passed on once; a second interrupt is the caller's business
+            %% (in the command line it stops beamlab at once).
+            _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
+            await_call(Vm, Pid, MRef, Ref, Msg)
+    end.
+
+cast(#{connection := dist, node := Node}, M, F, A) ->
+    erpc:cast(Node, M, F, A);
+cast(#{peer := Pid}, M, F, A) ->
+    peer:cast(Pid, M, F, A).
+
 %% @doc The node name of a distributed VM (`undefined' for standard_io).
 -spec node(vm()) -> node() | undefined.
 node(#{node := Node}) ->
@@ -112,6 +152,28 @@ node(#{node := Node}) ->
 -spec split_args(string()) -> [string()].
 split_args(S) ->
     split(S, [], [], none).
+
+%% @doc As {@link split_args/1}, checked: an unterminated quote, or a
+%% first word that is not an emulator flag (`+S', `-eval': `erl' would
+%% take it as a plain argument and ignore the flags after it), is an error.
+-spec parse_args(string()) ->
+          {ok, [string()]} | {error, {unterminated_quote, char()} | {not_a_flag, string()}}.
+parse_args(S) ->
+    case unterminated(S, none) of
+        {true, Q} -> {error, {unterminated_quote, Q}};
+        false ->
+            case split_args(S) of
+                [[C | _] | _] = Args when C =:= $-; C =:= $+ -> {ok, Args};
+                [] -> {ok, []};
+                [First | _] -> {error, {not_a_flag, First}}
+            end
+    end.
+
+unterminated([], none) -> false;
+unterminated([], Q) -> {true, Q};
+unterminated([Q | T], none) when Q =:= $"; Q =:= $' -> unterminated(T, Q);
+unterminated([Q | T], Q) -> unterminated(T, none);
+unterminated([_ | T], Q) -> unterminated(T, Q).
 
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
 %% loopback when none runs), unless it is one already.
@@ -143,14 +205,26 @@ format_error({no_executable, Exe}) ->
 format_error({no_distribution, Reason}) ->
     io_lib:format("could not start Erlang distribution on 127.0.0.1 (is epmd available?): ~0tp",
                   [Reason]);
+format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
+    %% The call's arguments hold every module as a binary: never print them.
+    io_lib:format("the new VM stopped before beamlab's code was loaded (~0tP): do the emulator "
+                  "arguments stop it (e.g. -eval 'halt()')?", [Why, 6]);
 format_error({load_failed, Reason}) ->
-    io_lib:format("could not load beamlab's code into the new VM: ~0tp", [Reason]);
+    io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
+format_error({unterminated_quote, Q}) ->
+    io_lib:format("emulator arguments: unterminated ~c quote", [Q]);
+format_error({not_a_flag, Word}) ->
+    io_lib:format("emulator arguments: '~ts' is not a flag (they start with + or -, e.g. '+S 2')",
+                  [Word]);
 format_error({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
+format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
+    io_lib:format("the VM stopped while running the command (~0tP): did the command or the "
+                  "emulator arguments stop it?", [Why, 6]);
 format_error({vm_failed, Class, Reason}) ->
-    io_lib:format("the VM failed while running: ~p:~0tp", [Class, Reason]);
+    io_lib:format("the VM failed while running: ~p:~0tP", [Class, Reason, 12]);
 format_error(Other) ->
-    io_lib:format("~0tp", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 %%--------------------------------------------------------------------
 
@@ -242,7 +316,11 @@ loaded(Vm, Opts) ->
         false -> {ok, Vm};
         true ->
             case load_code(Vm) of
-                ok -> {ok, Vm};
+                ok ->
+                    %% Its standard output may be our control channel, and
+                    %% its logs must not reach our output either.
+                    _ = (catch call(Vm, beamlab_runtime_logs, to_stderr, [], 60000)),
+                    {ok, Vm};
                 {error, Reason} -> stop(Vm), {error, {load_failed, Reason}}
             end
     end.
@@ -300,7 +378,7 @@ reason_text({boot_failed, {exit_status, Code}}) ->
     io_lib:format("the VM exited with status ~b while booting (are the emulator arguments valid?)",
                   [Code]);
 reason_text(Other) ->
-    io_lib:format("~0tp", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 split([], [], Acc, _) -> lists:reverse(Acc);
 split([], Word, Acc, _) -> lists:reverse([lists:reverse(Word) | Acc]);

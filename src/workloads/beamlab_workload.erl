@@ -86,7 +86,7 @@ resolve_first([Candidate | Rest], Name) ->
     case module_exists(Candidate) of
         {true, Mod} ->
             case is_workload(Mod) of
-                true -> {ok, Mod};
+                true -> check_callbacks(Mod);
                 false when Rest =:= [] -> {error, {not_a_workload, Mod}};
                 false -> resolve_first(Rest, Name)
             end;
@@ -114,6 +114,24 @@ embedded(Candidate) ->
     case lists:member(Candidate, Own) of
         true -> {true, list_to_atom(Candidate)};
         false -> false
+    end.
+
+%% A user's info/0 or params/0 that crashes or returns something else is
+%% the workload's fault: say so in one line rather than crash later.
+check_callbacks(Mod) ->
+    case {call_callback(Mod, info), call_callback(Mod, params)} of
+        {{ok, #{name := Name}}, {ok, Params}} when is_binary(Name), is_list(Params) -> {ok, Mod};
+        {{ok, #{name := Name}}, {ok, Params}} when is_binary(Name) ->
+            {error, {bad_callback, Mod, params, {returned, Params}}};
+        {{ok, #{name := Name}}, {error, Why}} when is_binary(Name) ->
+            {error, {bad_callback, Mod, params, Why}};
+        {{ok, Info}, _} -> {error, {bad_callback, Mod, info, {returned, Info}}};
+        {{error, Why}, _} -> {error, {bad_callback, Mod, info, Why}}
+    end.
+
+call_callback(Mod, F) ->
+    try {ok, Mod:F()}
+    catch Class:Reason -> {error, {Class, Reason}}
     end.
 
 %% @doc True when `Mod' loads and exports the behaviour's callbacks.
@@ -283,6 +301,15 @@ check_all([{What, Expected, Got} | _]) ->
 -spec format_error(term()) -> iolist().
 format_error({unknown_workload, Name}) ->
     io_lib:format("unknown workload '~ts' (see beamlab suite --list)", [Name]);
+format_error({bad_callback, Mod, Callback, {returned, Value}}) ->
+    io_lib:format("workload module ~p: ~p/0 returned ~0tP (expected ~ts)",
+                  [Mod, Callback, Value, 8, case Callback of
+                                                info -> "a map with a binary name";
+                                                params -> "a list of parameter maps"
+                                            end]);
+format_error({bad_callback, Mod, Callback, {Class, Reason}}) ->
+    io_lib:format("workload module ~p: ~p/0 failed: ~p ~0tP (a fault in the workload, not in beamlab)",
+                  [Mod, Callback, Class, Reason, 10]);
 format_error({not_a_workload, Mod}) ->
     io_lib:format("module ~p is not a workload: it must export info/0, params/0, "
                   "setup/1, run/2 and teardown/1", [Mod]);

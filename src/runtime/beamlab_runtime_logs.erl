@@ -1,0 +1,39 @@
+%%% @doc Where OTP's log events go. By default the `default' logger handler
+%%% writes to standard output, so a benchmarked runner that makes OTP log
+%%% (a crash report, a message to a system process, `logger:error/1' in a
+%%% loop) would mix log lines into beamlab's tables and JSON. The command
+%%% line and every fresh VM beamlab starts send them to standard error
+%%% instead, with a burst limit so a runner logging in a loop cannot flood
+%%% the terminal.
+-module(beamlab_runtime_logs).
+
+-export([to_stderr/0]).
+
+%% At most this many events a second reach the terminal; the rest are
+%% dropped (logger_std_h says how many).
+-define(BURST, 20).
+
+%% @doc Replaces the `default' handler by one writing to standard error
+%% (same formatter, same level). Idempotent; `ok' also when logger is not
+%% running.
+-spec to_stderr() -> ok.
+to_stderr() ->
+    case logger:get_handler_config(default) of
+        {ok, #{module := logger_std_h, config := #{type := standard_error}}} ->
+            ok;
+        {ok, Old} ->
+            New = maps:with([level, filter_default, filters, formatter], Old),
+            _ = logger:remove_handler(default),
+            add(New);
+        {error, _} ->
+            add(#{})
+    end.
+
+add(Base) ->
+    Config = #{type => standard_error, burst_limit_enable => true,
+               burst_limit_max_count => ?BURST, burst_limit_window_time => 1000},
+    case logger:add_handler(default, logger_std_h, Base#{config => Config}) of
+        ok -> ok;
+        {error, {already_exist, _}} -> ok;
+        {error, _} -> ok
+    end.
