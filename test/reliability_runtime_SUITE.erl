@@ -366,7 +366,9 @@ bad_vm_args_fail_fast(_) ->
          has(E, Expect)
      end || {Args, Expect} <- [{["ok.", "-i", "--vm-args", "\"unterminated"], "unterminated \" quote"},
                                {["ok.", "-i", "--vm-args", "foo +S 1"], "'foo' is not a flag"},
-                               {["matrix", "--vm", "'+S 1", "--", "run", "ok."], "unterminated ' quote"}]],
+                               {["matrix", "--vm", "'+S 1", "--", "run", "ok."], "unterminated ' quote"},
+                               {["matrix", "--wrap", "\"taskset -c 0", "--", "run", "ok."],
+                                "--wrap \"taskset -c 0: unterminated \" quote"}]],
     ok.
 
 matrix_shows_inner_error(_) ->

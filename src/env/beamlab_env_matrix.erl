@@ -42,10 +42,12 @@
 -spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
                 wrap => [string()]}) -> {ok, [config()]} | {error, term()}.
 configs(Dims) ->
-    case [{V, Why} || V <- maps:get(vm, Dims, []),
-                      {error, Why} <- [beamlab_runtime_peer:parse_args(lists:flatten(V))]] of
+    case [{vm, V, Why} || V <- maps:get(vm, Dims, []),
+                          {error, Why} <- [beamlab_runtime_peer:parse_args(lists:flatten(V))]]
+        ++ [{wrap, W, Why} || W <- maps:get(wrap, Dims, []),
+                              {error, Why} <- [beamlab_runtime_peer:parse_words(lists:flatten(W))]] of
         [] -> configs_checked(Dims);
-        [{V, Why} | _] -> {error, {bad_vm, V, Why}}
+        [{Opt, V, Why} | _] -> {error, {bad_args, Opt, V, Why}}
     end.
 
 configs_checked(Dims) ->
@@ -379,8 +381,8 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Inner, Paths) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
-format_error({bad_vm, V, Why}) ->
-    io_lib:format("--vm '~ts': ~ts", [V, beamlab_runtime_peer:format_error(Why)]);
+format_error({bad_args, Opt, V, Why}) ->
+    io_lib:format("--~ts ~ts: ~ts", [Opt, V, beamlab_runtime_peer:format_error(Why)]);
 format_error({duplicate_config, Name}) ->
     io_lib:format("configuration \"~ts\" is given twice", [Name]);
 format_error({erl_not_found, E}) ->

@@ -17,7 +17,7 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1,
+-export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
          ensure_dist/0, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
@@ -159,14 +159,20 @@ split_args(S) ->
 -spec parse_args(string()) ->
           {ok, [string()]} | {error, {unterminated_quote, char()} | {not_a_flag, string()}}.
 parse_args(S) ->
+    case parse_words(S) of
+        {ok, [[C | _] | _] = Args} when C =:= $-; C =:= $+ -> {ok, Args};
+        {ok, []} -> {ok, []};
+        {ok, [First | _]} -> {error, {not_a_flag, First}};
+        {error, _} = E -> E
+    end.
+
+%% @doc As {@link split_args/1}, with an unterminated quote an error (for
+%% a command line such as a wrapper's).
+-spec parse_words(string()) -> {ok, [string()]} | {error, {unterminated_quote, char()}}.
+parse_words(S) ->
     case unterminated(S, none) of
         {true, Q} -> {error, {unterminated_quote, Q}};
-        false ->
-            case split_args(S) of
-                [[C | _] | _] = Args when C =:= $-; C =:= $+ -> {ok, Args};
-                [] -> {ok, []};
-                [First | _] -> {error, {not_a_flag, First}}
-            end
+        false -> {ok, split_args(S)}
     end.
 
 unterminated([], none) -> false;
@@ -212,7 +218,7 @@ format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
 format_error({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
 format_error({unterminated_quote, Q}) ->
-    io_lib:format("emulator arguments: unterminated ~c quote", [Q]);
+    io_lib:format("unterminated ~c quote", [Q]);
 format_error({not_a_flag, Word}) ->
     io_lib:format("emulator arguments: '~ts' is not a flag (they start with + or -, e.g. '+S 2')",
                   [Word]);
