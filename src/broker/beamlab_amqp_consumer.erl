@@ -128,7 +128,7 @@ finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
             true -> beamlab_amqp:ack(Ch, Tag, true);
             false -> ok
         end,
-    _ = catch beamlab_amqp:close_channel(Ch),
+    _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     %% With autoack, deliveries still in the mailbox have left the queue:
     %% count them. With acks they return to the queue with the channel.
     case maps:get(autoack, St#st.spec) of

@@ -82,7 +82,7 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
                     beamlab_amqp_agent:connection_lost(Code, Text)
             end;
         stop ->
-            _ = catch beamlab_amqp:close_channel(Ch),
+            _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
             exit(normal);
         _ ->
             loop(Ch, Q, Pad, Opts, N, Ctx, Spec)

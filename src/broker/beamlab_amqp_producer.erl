@@ -147,11 +147,16 @@ throttle(#st{spec = #{confirm := undefined}, n = N, conn = Conn} = St)
 throttle(St) ->
     St.
 
+%% A stop request ends the wait (the connection may never catch up: a
+%% frozen broker stops reading); it is put back for the main loop.
 wait_backlog(Conn) ->
     case beamlab_amqp:pending(Conn) of
         P when is_integer(P), P > ?BACKLOG_MAX ->
-            receive after 1 -> ok end,
-            wait_backlog(Conn);
+            receive
+                stop -> self() ! stop, ok
+            after 1 ->
+                wait_backlog(Conn)
+            end;
         _ ->
             ok
     end.
@@ -237,5 +242,5 @@ drain(St, Deadline) ->
 
 -spec close(#st{}) -> no_return().
 close(#st{ch = Ch}) ->
-    _ = catch beamlab_amqp:close_channel(Ch),
+    _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     exit(normal).
