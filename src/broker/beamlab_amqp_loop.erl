@@ -45,7 +45,10 @@ open(Ctx, Spec) ->
                 {ok, Ch} ->
                     case beamlab_amqp:consume(Ch, maps:get(queue, Spec), #{}) of
                         {ok, _} -> {ok, Ch};
-                        {error, _} = E -> E
+                        {error, _} = E ->
+                            %% Drop the refused channel's notice: the next
+                            %% channel may reuse its number (and handle).
+                            receive {amqp_closed, Ch, _, _} -> E after 0 -> E end
                     end;
                 {error, _} = E ->
                     E

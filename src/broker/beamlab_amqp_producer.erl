@@ -86,7 +86,9 @@ maybe_open({ok, Conn}, Spec) ->
                 _ ->
                     case beamlab_amqp:confirm_select(Ch) of
                         ok -> {ok, Conn, Ch};
-                        {error, _} = E -> E
+                        {error, _} = E ->
+                            %% The next channel may reuse this one's handle.
+                            receive {amqp_closed, Ch, _, _} -> E after 0 -> E end
                     end
             end;
         {error, _} = E ->
