@@ -11,6 +11,11 @@
 -define(C_STOPPING, 6).
 -define(C_SIZE, 6).
 
+%% How long a worker waits for the broker's channel.close-ok when it stops,
+%% and the agent for its connections to close: a frozen broker must not
+%% hold the end of a run (the connection is killed after that).
+-define(CLOSE_MS, 2000).
+
 %% Body: intended send time (Erlang system time, microseconds, signed 64),
 %% then a 32-bit per-producer sequence number, then zero padding.
 -define(BODY_MIN, 12).

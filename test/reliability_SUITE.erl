@@ -14,7 +14,8 @@
          non_latin1_text/1, crafted_result_files/1, big_result_files_bounded/1,
          csv_formula_cells/1, env_malformed_proc/1, rabbitmq_script_no_crash_dump/1,
          amqp_usage_errors/1, amqp_password_masked/1,
-         amqp_nothing_measured_fails/1, amqp_frozen_broker/1]).
+         amqp_nothing_measured_fails/1, amqp_frozen_broker/1, amqp_frozen_broker_interrupt/1,
+         amqp_reconnect_after_restart/1]).
 
 -define(PORT, "5731").
 -define(URI, "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F").
@@ -28,7 +29,8 @@ groups() ->
                   planted_link_at_temporary_names, vm_stderr_in_private_dir, non_latin1_text,
                   crafted_result_files, big_result_files_bounded, csv_formula_cells,
                   env_malformed_proc, rabbitmq_script_no_crash_dump, amqp_usage_errors]},
-     {broker, [], [amqp_password_masked, amqp_nothing_measured_fails, amqp_frozen_broker]}].
+     {broker, [], [amqp_password_masked, amqp_nothing_measured_fails, amqp_frozen_broker,
+                   amqp_frozen_broker_interrupt, amqp_reconnect_after_restart]}].
 
 init_per_group(broker, Config) ->
     ok = beamlab_test_util:start_rabbitmq(?PORT),
@@ -337,4 +339,95 @@ amqp_frozen_broker(_Config) ->
         ?assertNotEqual(nomatch, binary:match(Out, <<"sending rate avg">>))
     after
         os:cmd("kill -CONT " ++ BrokerPid)
+    end.
+
+broker_pid() ->
+    PidFile = filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT, "rabbit.pid"]),
+    {ok, PidText} = file:read_file(PidFile),
+    string:trim(binary_to_list(PidText)).
+
+%% Starts `beamlab Args' in its own process group, as a terminal runs it
+%% (stdout and stderr to files); returns the port, the group id and files.
+start_in_group(Args) ->
+    Dir = tmp(),
+    Out = filename:join(Dir, "out"),
+    Err = filename:join(Dir, "err"),
+    PidFile = filename:join(Dir, "pid"),
+    %% rebar3 starts the test VM with +B, which leaves SIGINT ignored in its
+    %% children: restore it (as cli_run_SUITE:ctrl_c_partial does).
+    Env = os:find_executable("env"),
+    Port = open_port({spawn_executable, Env},
+                     [{args, ["--default-signal=INT", "setsid", "-w", "sh", "-c",
+                              "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
+                              "sh", PidFile, beamlab_test_util:escript() | Args]},
+                      {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
+    Pgid = string:trim(binary_to_list(beamlab_test_util:wait_for_file(PidFile, "^[0-9]+\n", 10000))),
+    #{port => Port, pgid => Pgid, out => Out, err => Err}.
+
+%% The exit status of a start_in_group/1 run; `Ms' only keeps a broken run
+%% from hanging the suite.
+await_exit(#{port := Port}, Ms) ->
+    receive {Port, {exit_status, S}} -> S
+    after Ms -> error({no_exit_within_ms, Ms})
+    end.
+
+%% A frozen broker (SIGSTOP) and the first Ctrl-C (SIGINT to the process
+%% group, as a terminal sends it): the run stops at once, bounded (every
+%% close and call on the way out has a deadline; connections that cannot
+%% close are aborted), prints its summary and exits 130. It used to wait
+%% about 60 s; the bound below only separates "stops" from "hangs".
+amqp_frozen_broker_interrupt(_Config) ->
+    BrokerPid = broker_pid(),
+    H = #{out := Out, err := Err, pgid := Pgid} = start_in_group(["amqp", "-h", ?URI, "-z", "120"]),
+    try
+        _ = beamlab_test_util:wait_for_file(Out, "sent: [1-9]", 60000),
+        "" = os:cmd("kill -STOP " ++ BrokerPid),
+        %% One more line: the run goes on while the broker is frozen.
+        _ = beamlab_test_util:wait_for_file(Out, "sent: [1-9][^\n]*\n[^\n]*\n", 30000),
+        "" = os:cmd("kill -INT -" ++ Pgid),
+        Code = await_exit(H, 40000),
+        {ok, Text} = file:read_file(Out),
+        {ok, ErrText} = file:read_file(Err),
+        ct:log("~ts~n~ts", [Text, ErrText]),
+        ?assertEqual(130, Code),
+        ?assertNotEqual(nomatch, binary:match(Text, <<"sending rate avg">>)),
+        ?assertNotEqual(nomatch, binary:match(Text, <<"accounting: sent">>)),
+        ?assertNotEqual(nomatch, binary:match(Text, <<"interrupted">>)),
+        ?assertEqual(nomatch, binary:match(ErrText, <<"interrupted twice">>))
+    after
+        os:cmd("kill -CONT " ++ BrokerPid)
+    end.
+
+%% --reconnect through a broker restart with the default queue (not
+%% durable: the restart loses it and its binding). The run declares the
+%% topology again, says so on its own line, messages flow again (a line
+%% after that one shows some received), and the accounting names the lost
+%% queue whenever anything is unaccounted.
+amqp_reconnect_after_restart(_Config) ->
+    H = #{out := Out, err := Err, pgid := Pgid} =
+        start_in_group(["amqp", "-h", ?URI, "-r", "100", "--reconnect", "--format", "text"]),
+    try
+        _ = beamlab_test_util:wait_for_file(Out, "received: [1-9]", 60000),
+        {0, RestartOut} = beamlab_test_util:rabbitmq("restart", ?PORT),
+        ct:log("~ts", [RestartOut]),
+        _ = beamlab_test_util:wait_for_file(
+              Out, "the broker lost queue beamlab-test-[^\n]* declared again[^\n]*\n"
+                   "(?:[^\n]*\n)*[^\n]*received: [1-9]", 120000),
+        "" = os:cmd("kill -INT -" ++ Pgid),
+        Code = await_exit(H, 60000),
+        {ok, Text} = file:read_file(Out),
+        {ok, ErrText} = file:read_file(Err),
+        ct:log("~ts~n~ts", [Text, ErrText]),
+        ?assertEqual(130, Code),
+        ?assertMatch({match, _}, re:run(Text, "reconnects: [1-9]")),
+        {match, [Acc]} = re:run(Text, "accounting: [^\n]*", [{capture, first, binary}]),
+        case re:run(Acc, "unaccounted [1-9]") of
+            {match, _} ->
+                ?assertMatch({match, _}, re:run(Acc, "the broker lost queue beamlab-test-\\S+ at [0-9.]+ s "
+                                                     "\\(broker restart\\)"));
+            nomatch ->
+                ?assertMatch({match, _}, re:run(Acc, "\\(balanced\\)"))
+        end
+    after
+        _ = os:cmd("kill -TERM -" ++ Pgid)
     end.

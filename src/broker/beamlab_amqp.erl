@@ -7,8 +7,8 @@
 
 -include("beamlab_amqp.hrl").
 
--export([connect/2, close/1, info/1, pending/1,
-         open_channel/1, open_channel/2, close_channel/1,
+-export([connect/2, close/1, close_all/2, info/1, pending/1,
+         open_channel/1, open_channel/2, close_channel/1, close_channel/2,
          declare_queue/3, declare_exchange/3, delete_exchange/3,
          bind/4, bind/5, unbind/4, unbind/5, bind_exchange/5,
          purge/2, delete_queue/3, qos/2, consume/3, cancel/2, confirm_select/1,
@@ -78,6 +78,14 @@ to_host(H) -> H.
 close(Conn) ->
     beamlab_amqp_conn:close(Conn, ?TIMEOUT).
 
+%% @doc Close connections within `Timeout' milliseconds in all, whatever
+%% the broker does: one that has not closed by then (broker frozen, socket
+%% write blocked) is killed, which closes its socket. Channel owners get
+%% `{amqp_closed, Ch, Code, Text}' from the ones that closed cleanly.
+-spec close_all([conn()], non_neg_integer()) -> ok.
+close_all(Conns, Timeout) ->
+    beamlab_amqp_conn:close_all(Conns, Timeout).
+
 %% @doc Negotiated parameters (frame_max, channel_max, heartbeat) and the
 %% broker's properties.
 -spec info(conn()) -> {ok, map()} | {error, term()}.
@@ -106,6 +114,12 @@ open_channel(Conn, Opts) ->
 -spec close_channel(channel()) -> ok | {error, term()}.
 close_channel(Ch) ->
     beamlab_amqp_conn:close_channel(Ch, ?TIMEOUT).
+
+%% @doc Close a channel, waiting at most `timeout' (milliseconds, in
+%% `Opts') for the broker's close-ok: `{error, {timeout, _}}' after that.
+-spec close_channel(channel(), #{timeout => timeout()}) -> ok | {error, term()}.
+close_channel(Ch, Opts) ->
+    beamlab_amqp_conn:close_channel(Ch, maps:get(timeout, Opts, ?TIMEOUT)).
 
 %%====================================================================
 %% Synchronous methods

@@ -261,9 +261,9 @@ snap_reset(H) ->
     _ = beamlab_stats_hist:reset(H),
     S.
 
+%% Bounded: a connection that cannot close (frozen broker) is killed.
 close_all(#st{conns = Cs}) ->
-    _ = [catch beamlab_amqp:close(Conn) || Conn <- maps:values(Cs)],
-    ok.
+    beamlab_amqp:close_all(maps:values(Cs), ?CLOSE_MS).
 
 -spec shutdown(#st{}) -> no_return().
 shutdown(St) ->

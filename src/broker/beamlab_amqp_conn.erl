@@ -18,7 +18,7 @@
 
 -include("beamlab_amqp.hrl").
 
--export([start/2, sync/4, open_channel/3, close_channel/2, close/2, info/1, pending/1]).
+-export([start/2, sync/4, open_channel/3, close_channel/2, close/2, close_all/2, info/1, pending/1]).
 -export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(ACTIVE_N, 64).
@@ -96,6 +96,43 @@ close_channel({amqp_channel, Conn, N, _}, Timeout) ->
 -spec close(pid(), timeout()) -> ok.
 close(Conn, Timeout) ->
     _ = call(Conn, close, Timeout),
+    ok.
+
+%% @doc Closes several connections at once, within `Timeout' in all: each
+%% is asked to close (connection.close, close-ok); a connection that has not
+%% ended by then (a frozen broker, a socket write that blocks) is killed,
+%% which closes its socket. Returns when every one of them has ended.
+-spec close_all([pid()], non_neg_integer()) -> ok.
+close_all(Conns, Timeout) ->
+    Deadline = erlang:monotonic_time(millisecond) + Timeout,
+    Reqs = [{C, gen_server:send_request(C, close)} || C <- lists:usort(Conns)],
+    lists:foreach(
+      fun({C, Req}) ->
+              Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+              case gen_server:wait_response(Req, Left) of
+                  timeout ->
+                      abort(C),
+                      _ = gen_server:wait_response(Req, infinity),
+                      ok;
+                  _ ->
+                      ok
+              end
+      end, Reqs).
+
+%% Kills a connection process that does not answer (blocked writing to a
+%% broker that stopped reading) and drops what its socket still holds:
+%% with linger {true, 0} the socket is reset instead of keeping unsent
+%% data, which would otherwise hold `erlang:halt/2' (flush) and the
+%% kernel until the broker reads again. Any process may set a port's
+%% options; the socket is the port linked to the connection process.
+abort(Conn) ->
+    Ports = case erlang:process_info(Conn, links) of
+                {links, Links} -> [P || P <- Links, is_port(P)];
+                undefined -> []
+            end,
+    _ = [catch inet:setopts(P, [{linger, {true, 0}}]) || P <- Ports],
+    exit(Conn, kill),
+    _ = [catch erlang:port_close(P) || P <- Ports],
     ok.
 
 %% @doc Negotiated parameters and the server's properties.

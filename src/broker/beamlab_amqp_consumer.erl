@@ -64,13 +64,23 @@ with_channel({ok, Ch}, Spec) ->
             case beamlab_amqp:consume(Ch, maps:get(queue, Spec),
                                       #{no_ack => maps:get(autoack, Spec)}) of
                 {ok, _Tag} -> {ok, Ch};
-                {error, _} = E -> E
+                {error, _} = E -> quiet(Ch, E)
             end;
         {error, _} = E ->
-            E
+            quiet(Ch, E)
     end;
 with_channel({error, _} = E, _Spec) ->
     E.
+
+%% A refused method (consume of a queue that does not exist yet, while the
+%% run declares it again after a broker restart) closes the channel and
+%% leaves its `amqp_closed' notice here. The next channel may get the same
+%% number, hence the same handle: the stale notice must not be taken for
+%% the loss of that one.
+quiet(Ch, E) ->
+    receive {amqp_closed, Ch, _, _} -> E
+    after 0 -> E
+    end.
 
 loop(#st{left = 0} = St) ->
     finish(St);
@@ -128,7 +138,7 @@ finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
             true -> beamlab_amqp:ack(Ch, Tag, true);
             false -> ok
         end,
-    _ = catch beamlab_amqp:close_channel(Ch),
+    _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     %% With autoack, deliveries still in the mailbox have left the queue:
     %% count them. With acks they return to the queue with the channel.
     case maps:get(autoack, St#st.spec) of

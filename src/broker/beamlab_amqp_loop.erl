@@ -45,7 +45,10 @@ open(Ctx, Spec) ->
                 {ok, Ch} ->
                     case beamlab_amqp:consume(Ch, maps:get(queue, Spec), #{}) of
                         {ok, _} -> {ok, Ch};
-                        {error, _} = E -> E
+                        {error, _} = E ->
+                            %% Drop the refused channel's notice: the next
+                            %% channel may reuse its number (and handle).
+                            receive {amqp_closed, Ch, _, _} -> E after 0 -> E end
                     end;
                 {error, _} = E ->
                     E
@@ -82,7 +85,7 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
                     beamlab_amqp_agent:connection_lost(Code, Text)
             end;
         stop ->
-            _ = catch beamlab_amqp:close_channel(Ch),
+            _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
             exit(normal);
         _ ->
             loop(Ch, Q, Pad, Opts, N, Ctx, Spec)

@@ -28,6 +28,11 @@
 -define(STOP_TIMEOUT_MS, 15000).
 -define(SAMPLE_TIMEOUT_MS, 5000).
 -define(LOOP_CHANNELS_PER_CONN, 50).
+%% After the run, each step on the setup connection (queue depths, deleting
+%% the run's queues) gets this long; a broker that does not answer (frozen)
+%% is given up and its connection killed, so a run always ends.
+-define(SETUP_OP_MS, 3000).
+-define(REDECLARE_RETRY_MS, 500).
 
 %% @doc Default configuration (PerfTest's defaults where they make sense).
 -spec defaults() -> config().
@@ -107,31 +112,68 @@ setup_and_run(Conn, Cfg) ->
                         {E, Conn}
                 catch
                     Class:Reason:Stack ->
-                        Reopened = live_conn(Conn, Uri),
-                        _ = beamlab_amqp_topology:delete(Reopened, Topo),
+                        {_, Reopened} = setup_op(Conn, Uri, fun(C) -> beamlab_amqp_topology:delete(C, Topo) end, ok),
                         close_setup([Reopened || Reopened =/= Conn]),
                         erlang:raise(Class, Reason, Stack)
                 end,
-            Live = live_conn(Used, Uri),
-            _ = beamlab_amqp_topology:delete(Live, Topo),
+            {_, Live} = setup_op(Used, Uri, fun(C) -> beamlab_amqp_topology:delete(C, Topo) end, ok),
             {Result, Live};
         {error, _} = E ->
             {E, Conn}
     end.
 
-%% The setup connection may have been closed by the broker during the run
-%% (it survives with --reconnect): open a new one for the final queue
-%% depths and deletions. The caller keeps the one returned.
-live_conn(Conn, Uri) ->
-    case is_process_alive(Conn) of
-        true -> Conn;
-        false -> new_conn(Conn, Uri)
+%% Runs `Op' on a live setup connection within ?SETUP_OP_MS: returns its
+%% value and the connection to keep, or `Default' and `unresponsive' when
+%% the broker did not answer in time (the connection is then killed and
+%% later steps are skipped). The step runs in a helper process so that a
+%% call without answer cannot hold the run.
+setup_op(unresponsive, _Uri, _Op, Default) ->
+    {Default, unresponsive};
+setup_op(Conn, Uri, Op, Default) ->
+    Self = self(),
+    {Pid, Mon} = spawn_monitor(
+                   fun() ->
+                           Live = live_conn(Conn, Uri, Self),
+                           Self ! {setup_conn, self(), Live},
+                           exit({setup_op, Live, try Op(Live) catch _:_ -> Default end})
+                   end),
+    receive
+        {'DOWN', Mon, process, Pid, {setup_op, Live, V}} ->
+            flush_setup_conn(Pid),
+            {V, Live};
+        {'DOWN', Mon, process, Pid, _} ->
+            {Default, setup_op_conn(Pid, Conn)}
+    after ?SETUP_OP_MS ->
+        exit(Pid, kill),
+        receive {'DOWN', Mon, process, Pid, _} -> ok end,
+        ok = beamlab_amqp:close_all([C || C <- lists:usort([Conn, setup_op_conn(Pid, Conn)]),
+                                          is_pid(C)], 0),
+        {Default, unresponsive}
     end.
 
-%% Close the setup connection(s) and drop their notices to us, the owner.
+%% The setup connection may have been closed by the broker during the run
+%% (it survives with --reconnect): open a new one, owned by the
+%% coordinator, for the final queue depths and deletions.
+live_conn(Conn, Uri, Owner) ->
+    case is_pid(Conn) andalso is_process_alive(Conn) of
+        true -> Conn;
+        false -> new_conn(Conn, Uri, Owner)
+    end.
+
+setup_op_conn(Pid, Default) ->
+    receive {setup_conn, Pid, C} -> C
+    after 0 -> Default
+    end.
+
+flush_setup_conn(Pid) ->
+    _ = setup_op_conn(Pid, none),
+    ok.
+
+%% Close the setup connection(s), bounded, and drop their notices to us,
+%% the owner. `unresponsive' stands for one already killed.
 close_setup(Conns0) ->
-    Conns = lists:usort(Conns0),
-    _ = [catch beamlab_amqp:close(C) || C <- Conns],
+    Conns = lists:usort([C || C <- Conns0, is_pid(C)]),
+    ok = beamlab_amqp:close_all(Conns, ?SETUP_OP_MS),
     flush_closed(Conns).
 
 flush_closed(Conns) ->
@@ -145,8 +187,8 @@ flush_conn(C) ->
         ok
     end.
 
-new_conn(Conn, Uri) ->
-    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>}) of
+new_conn(Conn, Uri, Owner) ->
+    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>, owner => Owner}) of
         {ok, C} -> C;
         {error, _} -> Conn
     end.
@@ -257,7 +299,11 @@ producer_key(#{routing_key := K}, _Q) -> K.
 
 -record(m, {cfg, conn, topo, agents, t0, id, enabled, timer,
             last = #{}, last_t, samples = [], cons = [], conf = [],
-            done = #{}, done_p = 0, done_c = 0, failure, interrupted = false}).
+            done = #{}, done_p = 0, done_c = 0, failure, interrupted = false,
+            %% --reconnect: the process declaring the topology again after
+            %% the setup connection was lost, and the queues found lost
+            %% (declared again), each `{SecondsIntoRun, [Queue]}'.
+            redeclarer, lost = []}).
 
 measure(Conn, Cfg, Topo, Agents, T0) ->
     Interval = round(maps:get(interval, Cfg) * 1000),
@@ -293,6 +339,12 @@ tick_loop(M) ->
                 {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
                     tick_loop(M#m{agents = maps:remove(A, M#m.agents),
                                   failure = {agent_down, node(A), Reason}});
+                {amqp_closed, Conn, _, _} when Conn =:= M#m.conn ->
+                    tick_loop(setup_lost(M));
+                {setup_conn, Pid, Conn} when Pid =:= M#m.redeclarer ->
+                    tick_loop(M#m{conn = Conn});
+                {redeclared, Pid, Result} when Pid =:= M#m.redeclarer ->
+                    tick_loop(redeclared(Result, M#m{redeclarer = undefined}));
                 {beamlab_interrupt, _} ->
                     tick_loop(M#m{interrupted = true})
             after 100 ->
@@ -301,6 +353,86 @@ tick_loop(M) ->
         Why ->
             finish(Why, last_interval(M))
     end.
+
+%%%-------------------------------------------------------------------
+%%% --reconnect: the topology after a broker restart
+%%%-------------------------------------------------------------------
+
+%% The broker closed the setup connection: it restarted, or closed every
+%% connection. A restart loses the queues that are not durable (the run's
+%% default queue among them) and their bindings; the workers reconnect by
+%% themselves, but a consumer of a queue that no longer exists would wait
+%% forever and producers would publish to nowhere. So, with --reconnect, a
+%% helper reconnects (retrying) and declares the run's topology again,
+%% exactly as at the start (exchange, queues, bindings; queue names are
+%% fixed, never server-named, so producers' routing keys stay valid).
+setup_lost(#m{cfg = #{reconnect := true}, redeclarer = undefined} = M) ->
+    #m{cfg = Cfg, topo = Topo} = M,
+    Self = self(),
+    Names = [Q || {Q, _, _} <- maps:get(queues, Topo)],
+    Pid = spawn_link(fun() -> redeclare(Self, Cfg, Names) end),
+    M#m{redeclarer = Pid, conn = lost};
+setup_lost(M) ->
+    %% Without --reconnect the workers' own connection losses end the run.
+    M#m{conn = lost}.
+
+redeclare(Coord, #{uri := Uri} = Cfg, Names) ->
+    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reconnected)">>,
+                                     owner => Coord}) of
+        {ok, Conn} ->
+            Coord ! {setup_conn, self(), Conn},
+            case catch beamlab_amqp_topology:declare(Conn, Cfg, Names) of
+                {ok, _} = Ok ->
+                    Coord ! {redeclared, self(), Ok};
+                {error, {_, _, {amqp_closed, _, _}}} = E ->
+                    %% The broker refused (404 with -p, 406 arguments...).
+                    Coord ! {redeclared, self(), E};
+                _ ->
+                    %% The new connection was lost too (restarting again).
+                    receive after ?REDECLARE_RETRY_MS -> ok end,
+                    redeclare(Coord, Cfg, Names)
+            end;
+        {error, _} ->
+            receive after ?REDECLARE_RETRY_MS -> ok end,
+            redeclare(Coord, Cfg, Names)
+    end.
+
+%% The topology is declared again: a queue the broker no longer had comes
+%% back as `ours' (created now). Its messages are lost; its depth before
+%% the run no longer counts in the accounting.
+redeclared({ok, #{queues := Now}}, #m{topo = Topo, t0 = T0, id = Id} = M) ->
+    Lost = [Q || {Q, _, ours} <- Now],
+    Qs = [case lists:member(Q, Lost) of
+              true -> {Q, 0, Kind};
+              false -> Entry
+          end || {Q, _, Kind} = Entry <- maps:get(queues, Topo)],
+    case Lost of
+        [] ->
+            M;
+        _ ->
+            Secs = (erlang:monotonic_time(microsecond) - T0) / 1000000,
+            out(M, [<<"id: ">>, Id, <<", time ">>, float_to_binary(Secs, [{decimals, 3}]),
+                    <<" s, the broker lost queue">>, [$s || length(Lost) > 1], $\s,
+                    lists:join(<<", ">>, Lost),
+                    <<" (restarted?): declared again, the messages in ">>,
+                    case Lost of [_] -> <<"it">>; _ -> <<"them">> end, <<" are lost\n">>]),
+            M#m{topo = Topo#{queues := Qs}, lost = [{Secs, Lost} | M#m.lost]}
+    end;
+redeclared({error, {declare_queue, Q, {amqp_closed, 404, _}}}, #m{cfg = #{predeclared := true}} = M) ->
+    M#m{failure = {queue_lost, Q}};
+redeclared({error, R}, M) ->
+    M#m{failure = {redeclare, R}}.
+
+stop_redeclarer(#m{redeclarer = undefined} = M) ->
+    M;
+stop_redeclarer(#m{redeclarer = Pid} = M) ->
+    unlink(Pid),
+    exit(Pid, kill),
+    Mon = monitor(process, Pid),
+    receive {'DOWN', Mon, process, Pid, _} -> ok end,
+    M1 = receive {setup_conn, Pid, C} -> M#m{conn = C} after 0 -> M end,
+    receive {redeclared, Pid, _} -> ok after 0 -> ok end,
+    M1#m{redeclarer = undefined}.
 
 %% A run that ends more than half an interval after the last line gets a
 %% last line for that stretch (as -z 3 gives lines at 1, 2 and 3 s).
@@ -386,8 +518,9 @@ out(#m{cfg = #{out := Out}}, IoData) ->
     Out(iolist_to_binary(IoData)).
 
 %% Stop producers, let consumers drain, stop consumers, collect totals.
-finish(Why, #m{t0 = T0, timer = Timer} = M0) ->
+finish(Why, #m{t0 = T0, timer = Timer} = M00) ->
     _ = erlang:cancel_timer(Timer),
+    M0 = stop_redeclarer(M00),
     ElapsedUs = erlang:monotonic_time(microsecond) - T0,
     Agents = maps:keys(M0#m.agents),
     %% The averages cover the measured window only: what is received while
@@ -416,10 +549,11 @@ finish(Why, #m{t0 = T0, timer = Timer} = M0) ->
     {Queued, M4} = catch_depth(M3),
     {report(Why, ElapsedUs, AtStop, Totals, Queued, M4), M4#m.conn}.
 
-%% The queues' depth, on a fresh setup connection if the broker closed ours.
-catch_depth(#m{conn = Conn, cfg = #{uri := Uri}} = M) ->
-    Live = live_conn(Conn, Uri),
-    Queued = try beamlab_amqp_topology:depth(Live, M#m.topo) catch _:_ -> undefined end,
+%% The queues' depth, on a fresh setup connection if the broker closed
+%% ours; `undefined' when the broker does not answer in time.
+catch_depth(#m{conn = Conn, cfg = #{uri := Uri}, topo = Topo} = M) ->
+    {Queued, Live} = setup_op(Conn, Uri, fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
+                              undefined),
     {Queued, M#m{conn = Live}}.
 
 empty_snap() ->
@@ -498,7 +632,9 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, M) ->
                 Id, #{sent => maps:get(sent, AtStop) / Secs,
                       received => maps:get(received, AtStop) / Secs,
                       consumer => Cons, confirm => Conf}, En, ElapsedUs),
-    Acc = beamlab_amqp_report:accounting(C, Queued),
+    Acc = (beamlab_amqp_report:accounting(C, Queued))#{
+            lost_queues => lists:usort(lists:append([Qs || {_, Qs} <- M#m.lost])),
+            lost_at_s => lists:reverse([round(T * 1000) / 1000 || {T, _} <- M#m.lost])},
     Failure = M#m.failure,
     _ = [out(M, [<<"id: ">>, Id, <<", test stopped (">>, format_error(Failure), <<")\n">>])
          || Failure =/= undefined],
@@ -623,6 +759,11 @@ format_error({connection_lost, Code, Text}) when is_integer(Code) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
 format_error({connection_lost, _Code, Text}) ->
     io_lib:format("~ts", [Text]);
+format_error({queue_lost, Q}) ->
+    io_lib:format("the broker lost queue ~ts (restarted?) and -p forbids declaring it again;"
+                  " declare it durable, or drop -p", [Q]);
+format_error({redeclare, R}) ->
+    ["cannot declare the run's topology again after reconnecting: ", format_error(R)];
 format_error({consumer_cancelled, Q}) ->
     io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
 format_error({agent_down, Node, Reason}) ->

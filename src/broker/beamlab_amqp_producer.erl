@@ -86,7 +86,9 @@ maybe_open({ok, Conn}, Spec) ->
                 _ ->
                     case beamlab_amqp:confirm_select(Ch) of
                         ok -> {ok, Conn, Ch};
-                        {error, _} = E -> E
+                        {error, _} = E ->
+                            %% The next channel may reuse this one's handle.
+                            receive {amqp_closed, Ch, _, _} -> E after 0 -> E end
                     end
             end;
         {error, _} = E ->
@@ -147,11 +149,16 @@ throttle(#st{spec = #{confirm := undefined}, n = N, conn = Conn} = St)
 throttle(St) ->
     St.
 
+%% A stop request ends the wait (the connection may never catch up: a
+%% frozen broker stops reading); it is put back for the main loop.
 wait_backlog(Conn) ->
     case beamlab_amqp:pending(Conn) of
         P when is_integer(P), P > ?BACKLOG_MAX ->
-            receive after 1 -> ok end,
-            wait_backlog(Conn);
+            receive
+                stop -> self() ! stop, ok
+            after 1 ->
+                wait_backlog(Conn)
+            end;
         _ ->
             ok
     end.
@@ -237,5 +244,5 @@ drain(St, Deadline) ->
 
 -spec close(#st{}) -> no_return().
 close(#st{ch = Ch}) ->
-    _ = catch beamlab_amqp:close_channel(Ch),
+    _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     exit(normal).

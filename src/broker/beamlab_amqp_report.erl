@@ -91,16 +91,28 @@ accounting(C, Queued) ->
     #{sent => S, received => Rcv, returned => Ret, nacked => N, queued => Queued,
       unaccounted => Un, balanced => Un =:= 0, reconnects => Rc, approximate => Rc > 0}.
 
-%% @doc The accounting as one line, prefixed with the test id.
+%% @doc The accounting as one line, prefixed with the test id. With
+%% `lost_queues' (queues the broker lost and the run declared again, at
+%% `lost_at_s' seconds) the line says that their messages are part of the
+%% unaccounted count.
 -spec accounting_line(binary(), map()) -> binary().
 accounting_line(Id, #{sent := S, received := Rcv, returned := Ret, nacked := N,
                       queued := Q, unaccounted := Un} = A) ->
     I = fun integer_to_binary/1,
+    Lost = case maps:get(lost_queues, A, []) of
+               [] -> [];
+               Qs -> [<<"; the broker lost queue">>, [$s || length(Qs) > 1], $\s,
+                      lists:join(<<", ">>, Qs), <<" at ">>,
+                      lists:join(<<", ">>, [[float_to_binary(float(T), [{decimals, 1}, compact]), <<" s">>]
+                                           || T <- maps:get(lost_at_s, A, [])]),
+                      <<" (broker restart): the messages it held and those published before"
+                        " it was declared again are lost, counted here">>]
+           end,
     Verdict = case maps:get(reconnects, A, 0) of
-                  0 -> <<"NOT balanced">>;
-                  Rc -> [<<"approximate after ">>, I(Rc), <<" reconnect">>, [$s || Rc > 1],
+                  0 when Lost =:= [] -> <<"NOT balanced">>;
+                  Rc -> [<<"approximate after ">>, I(Rc), <<" reconnect">>, [$s || Rc =/= 1],
                          <<": in-flight messages lost with a connection are not counted,"
-                           " redelivered ones are counted twice">>]
+                           " redelivered ones are counted twice">>, Lost]
               end,
     Tail = case Un of
                undefined -> <<" + queued ? (queue depth unknown)">>;
