@@ -3,7 +3,7 @@
 %%% benchmarked code that stops the VM, leaves busy processes behind, runs
 %%% out of memory or makes OTP log, a user workload whose callbacks crash,
 %%% bad emulator arguments, and what erlperf's `--cv' means.
-%%% docs/reliability-runtime.md lists these promises.
+%%% docs/reliability.md lists these promises.
 -module(reliability_runtime_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
