@@ -1,0 +1,290 @@
+%%% @doc From perf samples to a profile: every frame resolved into a
+%%% function and a category (`erlang' for `Module:Function/Arity' named by
+%%% the JIT, `emulator' for the VM's C code with a note for the well-known
+%%% functions, `kernel', and `harness' for beamlab's own measuring code, so
+%%% it never hides in the user's numbers), the thread type of each sample
+%%% (normal scheduler, dirty CPU, dirty IO, other), self and total counts
+%%% per function, and the folded stacks that flame graphs read
+%%% (`root;...;leaf COUNT', the format of flamegraph.pl, inferno and
+%%% speedscope). Pure.
+-module(beamlab_profile_stacks).
+
+-export([build/2, classify/1, thread_type/1, folded/1, parse_folded/1, top/2,
+         harness_module/1, note/1]).
+
+-type category() :: erlang | emulator | kernel | harness.
+-type profile() :: #{binary() => beamlab_json:json()}.
+-type opts() :: #{max_stacks => pos_integer(), max_functions => pos_integer()}.
+-export_type([category/0, profile/0]).
+
+-define(MAX_STACKS, 3000).
+-define(MAX_FUNCTIONS, 300).
+-define(OTHER, <<"[other stacks]">>).
+
+%% @doc The profile of `Samples' as a JSON object (binary keys), bounded:
+%% at most `max_stacks' distinct stacks (the rarest are merged into one
+%% `[other stacks]' frame per thread type) and `max_functions' functions.
+%% Keys: `samples', `categories' and `threads' (sample counts), `functions'
+%% (name, category, note, self, total; by self time), `stacks'
+%% (`[[Folded, Count]]'), `stacks_merged', `names' (category per frame
+%% name in the stacks) and `unnamed_jit' (samples in JIT code without a
+%% name: the VM runs without perf support).
+-spec build([beamlab_profile_perf:sample()], opts()) -> profile().
+build(Samples, Opts) ->
+    MaxStacks = maps:get(max_stacks, Opts, ?MAX_STACKS),
+    MaxFuns = maps:get(max_functions, Opts, ?MAX_FUNCTIONS),
+    Acc0 = #{n => 0, cats => #{}, threads => #{}, self => #{}, total => #{}, stacks => #{},
+             funs => #{}, unnamed => 0},
+    Acc = lists:foldl(fun add_sample/2, Acc0, Samples),
+    #{n := N, cats := Cats, threads := Threads, self := Self, total := Total,
+      stacks := Stacks, funs := Funs, unnamed := Unnamed} = Acc,
+    Functions0 = [begin
+                      {Cat, Note} = maps:get(Name, Funs),
+                      #{<<"name">> => Name, <<"category">> => atom_to_binary(Cat),
+                        <<"note">> => Note, <<"self">> => maps:get(Name, Self, 0),
+                        <<"total">> => T}
+                  end || {Name, T} <- maps:to_list(Total)],
+    Functions = lists:sublist(lists:sort(fun by_self/2, Functions0), MaxFuns),
+    {Kept, Merged} = bound_stacks(Stacks, MaxStacks),
+    Names = lists:usort(lists:append([binary:split(S, <<";">>, [global]) || [S, _] <- Kept])),
+    NameCats = maps:from_list([{Nm, atom_to_binary(element(1, maps:get(Nm, Funs)))}
+                               || Nm <- Names, is_map_key(Nm, Funs)]),
+    #{<<"samples">> => N,
+      <<"categories">> => maps:merge(#{<<"erlang">> => 0, <<"emulator">> => 0, <<"kernel">> => 0,
+                                       <<"harness">> => 0}, bin_keys(Cats)),
+      <<"threads">> => maps:merge(#{<<"scheduler">> => 0, <<"dirty_cpu">> => 0, <<"dirty_io">> => 0,
+                                    <<"other">> => 0}, bin_keys(Threads)),
+      <<"functions">> => Functions,
+      <<"stacks">> => Kept,
+      <<"stacks_merged">> => Merged,
+      <<"names">> => NameCats,
+      <<"unnamed_jit">> => Unnamed}.
+
+by_self(#{<<"self">> := A, <<"total">> := TA, <<"name">> := NA},
+        #{<<"self">> := B, <<"total">> := TB, <<"name">> := NB}) ->
+    {A, TA, NB} >= {B, TB, NA}.
+
+bin_keys(M) ->
+    maps:from_list([{atom_to_binary(K), V} || {K, V} <- maps:to_list(M)]).
+
+add_sample(#{thread := Comm, frames := Frames}, Acc) ->
+    case resolve(Frames) of
+        [] ->
+            Acc;
+        Resolved = [{Leaf, LeafCat, _} | _] ->
+            #{n := N, cats := Cats, threads := Threads, self := Self, total := Total,
+              stacks := Stacks, funs := Funs, unnamed := Un} = Acc,
+            Type = thread_type(Comm),
+            Cat = sample_category(Resolved),
+            Names = [Nm || {Nm, _, _} <- Resolved],
+            Folded = iolist_to_binary(lists:join(<<";">>, [atom_to_binary(Type)
+                                                           | lists:reverse(Names)])),
+            Funs1 = lists:foldl(fun({Nm, C, Note}, F) -> F#{Nm => {C, Note}} end, Funs, Resolved),
+            Acc#{n := N + 1,
+                 cats := incr(Cat, 1, Cats),
+                 threads := incr(Type, 1, Threads),
+                 self := incr(Leaf, 1, Self),
+                 total := lists:foldl(fun(Nm, T) -> incr(Nm, 1, T) end, Total, lists:usort(Names)),
+                 stacks := incr(Folded, 1, Stacks),
+                 funs := Funs1,
+                 unnamed := Un + case {Leaf, LeafCat} of
+                                     {<<"[unnamed JIT code]">>, _} -> 1;
+                                     _ -> 0
+                                 end}
+    end.
+
+incr(K, By, M) ->
+    M#{K => maps:get(K, M, 0) + By}.
+
+%% Leaf first. Frames perf could not resolve at all are noise from walking
+%% frame pointers through C code: dropped, except as the leaf, where they
+%% are JIT code without a name.
+resolve([]) ->
+    [];
+resolve([Leaf | Callers]) ->
+    [classify(Leaf) | [classify(F) || F <- Callers, not unresolved(F)]].
+
+unresolved(#{sym := <<"[unknown]">>, dso := <<"[unknown]">>}) -> true;
+unresolved(_) -> false.
+
+%% The nearest Erlang function decides whether beamlab's harness owns the
+%% sample (its C callees and system calls included); otherwise the leaf's
+%% category counts.
+sample_category([{_, LeafCat, _} | _] = Resolved) ->
+    case [C || {_, C, _} <- Resolved, C =:= erlang orelse C =:= harness] of
+        [harness | _] -> harness;
+        _ -> LeafCat
+    end.
+
+%% @doc A frame's function name, category and note.
+-spec classify(beamlab_profile_perf:frame()) -> {binary(), category(), binary()}.
+classify(#{sym := Sym, dso := Dso}) ->
+    Kernel = binary:match(Dso, <<"kernel">>) =/= nomatch andalso binary:first(Dso) =:= $[,
+    if
+        Kernel -> {clean(Sym), kernel, note(Sym)};
+        Sym =:= <<"[unknown]">> -> unknown_frame(Dso);
+        true -> named(Sym, Dso)
+    end.
+
+unknown_frame(<<"[unknown]">>) ->
+    {<<"[unnamed JIT code]">>, erlang, <<"start the VM with +JPperf true to name it">>};
+unknown_frame(Dso) ->
+    {iolist_to_binary(["[", filename:basename(Dso), "]"]), emulator, <<"no symbols">>}.
+
+named(Sym0, Dso) ->
+    Sym = case Sym0 of
+              <<"$", S/binary>> -> S;
+              S -> S
+          end,
+    case Sym of
+        <<"global::", Glue/binary>> ->
+            {clean(Sym), emulator, jit_note(Glue)};
+        _ ->
+            case re:run(Sym, <<"^(.+?):(.+)/([0-9]+)$">>, [{capture, [1], binary}, unicode]) of
+                {match, [Mod]} ->
+                    {clean(Sym), case harness_module(Mod) of true -> harness; false -> erlang end, <<>>};
+                nomatch ->
+                    Note = case {note(Sym), filename:basename(Dso)} of
+                               {<<>>, <<"beam.smp">>} -> <<>>;
+                               {<<>>, Lib} -> Lib;
+                               {N, _} -> N
+                           end,
+                    {clean(Sym), emulator, Note}
+            end
+    end.
+
+%% `;' separates frames in folded stacks.
+clean(Name) ->
+    binary:replace(Name, <<";">>, <<":">>, [global]).
+
+%% @doc Whether `Module' is beamlab's own measuring harness (the engine, the
+%% CLI, the runtime services, results, statistics, formatting) rather than
+%% the code being measured (generated runners `beamlab_gen_*', workloads,
+%% the AMQP load generator).
+-spec harness_module(binary()) -> boolean().
+harness_module(<<"beamlab">>) -> true;
+harness_module(<<"beamlab_gen_", _/binary>>) -> false;
+harness_module(Mod) ->
+    Prefixes = [<<"beamlab_engine">>, <<"beamlab_runtime">>, <<"beamlab_cli">>,
+                <<"beamlab_result">>, <<"beamlab_stats">>, <<"beamlab_format">>,
+                <<"beamlab_json">>, <<"beamlab_render">>, <<"beamlab_env">>,
+                <<"beamlab_app">>, <<"beamlab_sup">>, <<"beamlab_profile">>],
+    lists:any(fun(P) -> binary:longest_common_prefix([P, Mod]) =:= byte_size(P) end, Prefixes).
+
+jit_note(<<"call_light_bif", _/binary>>) -> <<"JIT: calls a BIF">>;
+jit_note(<<"call_bif", _/binary>>) -> <<"JIT: calls a BIF">>;
+jit_note(<<"garbage_collect", _/binary>>) -> <<"JIT: enters garbage collection">>;
+jit_note(<<"dispatch", _/binary>>) -> <<"JIT: scheduler dispatch">>;
+jit_note(_) -> <<"JIT shared code">>.
+
+%% @doc A short note for well-known emulator and kernel functions.
+-spec note(binary()) -> binary().
+note(Sym) ->
+    Notes = [{<<"do_minor">>, <<"garbage collection (minor)">>},
+             {<<"do_major">>, <<"garbage collection (major)">>},
+             {<<"major_collection">>, <<"garbage collection (major)">>},
+             {<<"minor_collection">>, <<"garbage collection (minor)">>},
+             {<<"garbage_collect">>, <<"garbage collection">>},
+             {<<"erts_garbage_collect">>, <<"garbage collection">>},
+             {<<"sweep">>, <<"garbage collection">>},
+             {<<"make_internal_hash">>, <<"term hashing (maps, process dictionary, ETS)">>},
+             {<<"make_hash2">>, <<"term hashing (phash2)">>},
+             {<<"trapping_make_hash2">>, <<"term hashing (phash2)">>},
+             {<<"phash2_1">>, <<"erlang:phash2/1 BIF">>},
+             {<<"eq">>, <<"term equality">>},
+             {<<"erts_cmp">>, <<"term comparison">>},
+             {<<"erts_cmp_compound">>, <<"term comparison">>},
+             {<<"copy_struct">>, <<"term copying (messages, ETS, spawn)">>},
+             {<<"copy_shared_perform">>, <<"term copying (messages)">>},
+             {<<"size_object">>, <<"term size before copying">>},
+             {<<"erts_send_message">>, <<"message sending">>},
+             {<<"erts_queue_message">>, <<"message queueing">>},
+             {<<"process_main">>, <<"emulator main loop">>},
+             {<<"erts_schedule">>, <<"scheduler: picking the next process">>},
+             {<<"scheduler_wait">>, <<"scheduler idle">>},
+             {<<"erts_thr_progress">>, <<"thread progress (scheduler bookkeeping)">>},
+             {<<"db_", "">>, <<"ETS">>},
+             {<<"ets_", "">>, <<"ETS">>},
+             {<<"erts_port_output">>, <<"port I/O (port_command)">>},
+             {<<"erts_alloc">>, <<"memory allocation">>},
+             {<<"erts_alcu">>, <<"memory allocation">>},
+             {<<"erts_pd_">>, <<"process dictionary">>},
+             {<<"pd_hash">>, <<"process dictionary">>},
+             {<<"erl_put">>, <<"process dictionary: put/2">>},
+             {<<"erl_get">>, <<"process dictionary: get/1">>},
+             {<<"memcpy">>, <<"memory copy">>},
+             {<<"__memmove">>, <<"memory copy">>},
+             {<<"__memcpy">>, <<"memory copy">>},
+             {<<"futex">>, <<"kernel: thread sleep/wake-up">>},
+             {<<"__futex">>, <<"kernel: thread sleep/wake-up">>},
+             {<<"epoll">>, <<"kernel: I/O polling">>},
+             {<<"do_syscall">>, <<"kernel: system call">>},
+             {<<"entry_SYSCALL">>, <<"kernel: system call">>},
+             {<<"tcp_">>, <<"kernel: TCP">>},
+             {<<"schedule">>, <<"kernel: thread scheduling">>}],
+    note(Sym, Notes).
+
+note(_Sym, []) -> <<>>;
+note(Sym, [{Name, Note} | Rest]) ->
+    Exact = Sym =:= Name,
+    Prefix = byte_size(Name) >= 3 andalso binary:last(Name) =:= $_
+        andalso binary:longest_common_prefix([Name, Sym]) =:= byte_size(Name),
+    Prefix2 = lists:member(Name, [<<"erts_alcu">>, <<"__memmove">>, <<"__memcpy">>, <<"epoll">>,
+                                  <<"entry_SYSCALL">>, <<"__futex">>, <<"futex">>, <<"do_syscall">>])
+        andalso binary:longest_common_prefix([Name, Sym]) =:= byte_size(Name),
+    case Exact orelse Prefix orelse Prefix2 of
+        true -> Note;
+        false -> note(Sym, Rest)
+    end.
+
+%% @doc The thread type of a VM thread name (`1_scheduler',
+%% `3_dirty_cpu_sch', `2_dirty_io_sche', `aux', ...).
+-spec thread_type(binary()) -> scheduler | dirty_cpu | dirty_io | other.
+thread_type(Comm) ->
+    case {binary:match(Comm, <<"dirty_cpu">>), binary:match(Comm, <<"dirty_io">>),
+          re:run(Comm, <<"^[0-9]+_scheduler">>)} of
+        {{_, _}, _, _} -> dirty_cpu;
+        {_, {_, _}, _} -> dirty_io;
+        {_, _, {match, _}} -> scheduler;
+        _ -> other
+    end.
+
+bound_stacks(Stacks, Max) ->
+    Sorted = lists:sort(fun({A, CA}, {B, CB}) -> {CA, B} >= {CB, A} end, maps:to_list(Stacks)),
+    {Kept, Rest} = case length(Sorted) > Max of
+                       true -> lists:split(Max - 1, Sorted);
+                       false -> {Sorted, []}
+                   end,
+    Other = lists:foldl(fun({S, C}, M) ->
+                                [Root | _] = binary:split(S, <<";">>),
+                                incr(<<Root/binary, ";", (?OTHER)/binary>>, C, M)
+                        end, #{}, Rest),
+    {[[S, C] || {S, C} <- Kept ++ lists:sort(maps:to_list(Other))],
+     lists:sum([C || {_, C} <- Rest])}.
+
+%% @doc The folded-stacks text of a profile: one `root;...;leaf COUNT' line
+%% a distinct stack.
+-spec folded(profile()) -> iodata().
+folded(#{<<"stacks">> := Stacks}) ->
+    [[S, " ", integer_to_binary(C), "\n"] || [S, C] <- Stacks].
+
+%% @doc Reads folded-stacks text back: `[{[Frame], Count}]' (root first).
+-spec parse_folded(iodata()) -> {ok, [{[binary()], non_neg_integer()}]} | {error, {bad_line, pos_integer()}}.
+parse_folded(Text) ->
+    Lines = [L || L <- binary:split(iolist_to_binary(Text), <<"\n">>, [global]), L =/= <<>>],
+    parse_lines(Lines, 1, []).
+
+parse_lines([], _N, Acc) ->
+    {ok, lists:reverse(Acc)};
+parse_lines([L | Rest], N, Acc) ->
+    case re:run(L, <<"^(.*) ([0-9]+)$">>, [{capture, all_but_first, binary}, unicode]) of
+        {match, [S, C]} when S =/= <<>> ->
+            parse_lines(Rest, N + 1, [{binary:split(S, <<";">>, [global]), binary_to_integer(C)} | Acc]);
+        _ ->
+            {error, {bad_line, N}}
+    end.
+
+%% @doc The `N' functions with the most self samples.
+-spec top(profile(), pos_integer()) -> [#{binary() => beamlab_json:json()}].
+top(#{<<"functions">> := Fs}, N) ->
+    lists:sublist(Fs, N).
