@@ -1,0 +1,313 @@
+%%% @doc Sampling profiles of a BEAM with Linux `perf' and the JIT's perf
+%%% support: checks that perf can run here (installed, allowed by
+%%% `kernel.perf_event_paranoid'), records call graphs (`perf record -g',
+%%% frame pointers from the JIT's `+JPperf true') of a running VM by OS
+%%% pid or of a command it starts with perf support, resolves the samples
+%%% with `perf script' (the VM's `/tmp/perf-PID.map' names JIT code) and
+%%% builds the profile with {@link beamlab_profile_stacks}.
+%%%
+%%% A target that exits mid-profile keeps what was recorded; an interrupt
+%%% (`{beamlab_interrupt, _}' in the caller's mailbox) stops perf and keeps
+%%% what was recorded too.
+-module(beamlab_profile).
+
+-export([check_perf/0, vm_flags/0, perf_support/1, record/2, format_error/1]).
+
+-type target() :: {pid, pos_integer()}
+                | {command, Exe :: file:filename(), Args :: [string()], Env :: [{string(), string()}]}.
+-type opts() :: #{frequency := pos_integer(), duration := pos_integer() | infinity,
+                  on_output => fun((binary()) -> term())}.
+-type outcome() :: #{profile := beamlab_profile_stacks:profile(), os_pid := pos_integer(),
+                     exit_status => integer(), target_exited := boolean(), interrupted := boolean(),
+                     perf_support := boolean(), elapsed_ms := non_neg_integer()}.
+-type error_reason() :: perf_missing | {perf_unusable, binary()} | {paranoid, integer()}
+                      | {no_such_process, pos_integer()} | {not_a_beam, pos_integer(), binary()}
+                      | {no_jit, string(), string()} | {perf_failed, binary()}
+                      | {command_failed, integer(), binary()}.
+-export_type([target/0, opts/0, outcome/0, error_reason/0]).
+
+-define(POLL_MS, 200).
+
+%% @doc Finds `perf' and checks that this user may record: `{ok, Path}'.
+-spec check_perf() -> {ok, file:filename()} | {error, error_reason()}.
+check_perf() ->
+    case os:find_executable("perf") of
+        false ->
+            {error, perf_missing};
+        Perf ->
+            %% Debian's /usr/bin/perf is a wrapper that fails when no perf
+            %% matches the running kernel.
+            case run([Perf, "--version"]) of
+                {0, _} -> check_paranoid(Perf);
+                {_, Out} -> {error, {perf_unusable, first_line(Out)}}
+            end
+    end.
+
+check_paranoid(Perf) ->
+    Root = string:trim(os:cmd("id -u")) =:= "0",
+    case file:read_file("/proc/sys/kernel/perf_event_paranoid") of
+        {ok, B} ->
+            Level = binary_to_integer(string:trim(B)),
+            case Root orelse Level =< 1 of
+                true -> {ok, Perf};
+                false -> {error, {paranoid, Level}}
+            end;
+        {error, _} ->
+            {ok, Perf}
+    end.
+
+%% @doc The emulator flags that give this OTP release's JIT perf support
+%% (`+JPperf true': frame pointers and a perf map), or an error naming why
+%% this VM has none (the interpreter, or an OTP release before the JIT).
+-spec vm_flags() -> {ok, string()} | {error, error_reason()}.
+vm_flags() ->
+    Release = erlang:system_info(otp_release),
+    Flavor = try atom_to_list(erlang:system_info(emu_flavor)) catch error:badarg -> "emu" end,
+    case Flavor =:= "jit" andalso list_to_integer(Release) >= 24 of
+        true -> {ok, "+JPperf true"};
+        false -> {error, {no_jit, Release, Flavor}}
+    end.
+
+%% @doc Whether the VM with this OS pid writes a perf map (was started
+%% with `+JPperf true' or `+JPperf map'): without one its Erlang frames are
+%% anonymous JIT addresses.
+-spec perf_support(pos_integer()) -> boolean().
+perf_support(OsPid) ->
+    filelib:is_regular(map_file(OsPid)).
+
+map_file(OsPid) ->
+    "/tmp/perf-" ++ integer_to_list(OsPid) ++ ".map".
+
+%% @doc Records a profile of `Target' (see the module doc).
+-spec record(target(), opts()) -> {ok, outcome()} | {error, error_reason()}.
+record(Target, Opts) ->
+    case check_perf() of
+        {ok, Perf} -> record(Perf, Target, Opts);
+        {error, _} = E -> E
+    end.
+
+record(Perf, {pid, OsPid}, Opts) ->
+    case beam_process(OsPid) of
+        ok -> with_data(fun(Data) -> record_pid(Perf, OsPid, undefined, Data, Opts, false) end);
+        {error, _} = E -> E
+    end;
+record(Perf, {command, Exe, Args, Env}, Opts) ->
+    case vm_flags() of
+        {ok, Flags} ->
+            Old = case os:getenv("ERL_FLAGS") of false -> ""; F -> F end,
+            Port = open_port({spawn_executable, Exe},
+                             [{args, Args}, {env, [{"ERL_FLAGS", string:trim(Old ++ " " ++ Flags)} | Env]},
+                              binary, exit_status, use_stdio, stderr_to_stdout]),
+            {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+            %% perf attaches to the threads that exist: wait for the VM's.
+            wait_schedulers(OsPid, 100),
+            try with_data(fun(Data) -> record_pid(Perf, OsPid, Port, Data, Opts, true) end)
+            after
+                catch port_close(Port),
+                _ = file:delete(map_file(OsPid)),
+                _ = file:delete("/tmp/jit-" ++ integer_to_list(OsPid) ++ ".dump")
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+wait_schedulers(_OsPid, 0) ->
+    ok;
+wait_schedulers(OsPid, Tries) ->
+    Task = "/proc/" ++ integer_to_list(OsPid) ++ "/task",
+    Names = case file:list_dir(Task) of
+                {ok, Tids} -> [read_comm(filename:join([Task, T, "comm"])) || T <- Tids];
+                {error, _} -> gone
+            end,
+    case Names =:= gone orelse lists:any(fun(N) -> binary:match(N, <<"_scheduler">>) =/= nomatch end, Names) of
+        true -> ok;
+        false -> timer:sleep(20), wait_schedulers(OsPid, Tries - 1)
+    end.
+
+read_comm(File) ->
+    case file:read_file(File) of
+        {ok, B} -> B;
+        {error, _} -> <<>>
+    end.
+
+beam_process(OsPid) ->
+    case file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/comm") of
+        {ok, Comm0} ->
+            Comm = string:trim(Comm0),
+            case binary:match(Comm, <<"beam">>) of
+                {0, _} -> ok;
+                _ -> {error, {not_a_beam, OsPid, Comm}}
+            end;
+        {error, _} ->
+            {error, {no_such_process, OsPid}}
+    end.
+
+with_data(Fun) ->
+    Dir = filename:basedir(user_cache, "beamlab"),
+    Data = filename:join(Dir, "perf-" ++ os:getpid() ++ "-"
+                         ++ integer_to_list(erlang:unique_integer([positive])) ++ ".data"),
+    ok = filelib:ensure_dir(Data),
+    try Fun(Data)
+    after
+        _ = file:delete(Data),
+        _ = file:delete(Data ++ ".err"),
+        _ = file:delete(Data ++ ".txt")
+    end.
+
+record_pid(Perf, OsPid, Cmd, Data, #{frequency := Hz, duration := Duration} = Opts, Started) ->
+    Err = Data ++ ".err",
+    Argv = [Perf, "record", "-F", integer_to_list(Hz), "-g", "-o", Data,
+            "-p", integer_to_list(OsPid)],
+    T0 = erlang:monotonic_time(millisecond),
+    PerfPort = open_port({spawn_executable, "/bin/sh"},
+                         [{args, ["-c", "exec \"$0\" \"$@\" 2>\"$BEAMLAB_PERF_ERR\" >/dev/null" | Argv]},
+                          {env, [{"BEAMLAB_PERF_ERR", Err}]}, binary, exit_status]),
+    {os_pid, PerfPid} = erlang:port_info(PerfPort, os_pid),
+    Deadline = case Duration of
+                   infinity -> infinity;
+                   Ms -> T0 + Ms
+               end,
+    St = wait(#{perf => PerfPort, perf_pid => PerfPid, cmd => Cmd, os_pid => OsPid, deadline => Deadline,
+                on_output => maps:get(on_output, Opts, fun(_) -> ok end),
+                perf_status => undefined, cmd_status => undefined, exited => false,
+                interrupted => false, stopping => false}),
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    #{perf_status := PerfStatus, cmd_status := CmdStatus, exited := Exited, interrupted := Int} = St,
+    PerfErr = case file:read_file(Err) of {ok, E} -> E; _ -> <<>> end,
+    HaveData = filelib:file_size(Data) > 0,
+    case PerfStatus of
+        S when S =/= 0, not HaveData -> {error, perf_error(PerfErr)};
+        _ ->
+            case script(Perf, Data) of
+                {ok, Text} ->
+                    Support = perf_support(OsPid),
+                    Profile = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),
+                    Base = #{profile => Profile, os_pid => OsPid, target_exited => Exited and not Started,
+                             interrupted => Int, perf_support => Support, elapsed_ms => Elapsed},
+                    {ok, case CmdStatus of
+                             undefined -> Base;
+                             _ -> Base#{exit_status => CmdStatus}
+                         end};
+                {error, _} = Er -> Er
+            end
+    end.
+
+%% Waits for perf to end: the target exits (perf stops by itself), the
+%% duration passes or an interrupt arrives (perf gets SIGINT and writes
+%% what it has), and drains the command's output meanwhile.
+wait(#{perf_status := P} = St) when P =/= undefined ->
+    drain_cmd(St);
+wait(#{perf := PerfPort, cmd := Cmd, os_pid := OsPid, deadline := Deadline} = St) ->
+    Timeout = case Deadline of
+                  infinity -> ?POLL_MS;
+                  _ -> max(0, min(?POLL_MS, Deadline - erlang:monotonic_time(millisecond)))
+              end,
+    receive
+        {PerfPort, {exit_status, S}} -> wait(St#{perf_status := S});
+        {PerfPort, {data, _}} -> wait(St);
+        {Cmd, {data, D}} -> (maps:get(on_output, St))(D), wait(St);
+        {Cmd, {exit_status, S}} -> wait(St#{cmd_status := S});
+        {beamlab_interrupt, _} -> wait(stop_perf(St#{interrupted := true}))
+    after Timeout ->
+            Now = erlang:monotonic_time(millisecond),
+            Gone = not filelib:is_dir("/proc/" ++ integer_to_list(OsPid)),
+            if
+                Gone -> wait(stop_perf(St#{exited := true}));
+                Deadline =/= infinity, Now >= Deadline -> wait(stop_perf(St));
+                true -> wait(St)
+            end
+    end.
+
+stop_perf(#{stopping := true} = St) ->
+    St;
+stop_perf(#{perf_pid := PerfPid} = St) ->
+    _ = os:cmd("kill -INT " ++ integer_to_list(PerfPid)),
+    St#{stopping := true, deadline := infinity}.
+
+%% The profiled command may still run (a duration shorter than the
+%% command): it is stopped like a Ctrl-C would, and its output drained.
+drain_cmd(#{cmd := undefined} = St) ->
+    St;
+drain_cmd(#{cmd := Cmd, cmd_status := undefined, os_pid := OsPid} = St) ->
+    receive
+        {Cmd, {data, D}} -> (maps:get(on_output, St))(D), drain_cmd(St);
+        {Cmd, {exit_status, S}} -> St#{cmd_status := S}
+    after 2000 ->
+            _ = os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
+            receive
+                {Cmd, {exit_status, S}} -> St#{cmd_status := S}
+            after 5000 ->
+                    _ = os:cmd("kill -KILL " ++ integer_to_list(OsPid)),
+                    St#{cmd_status := 137}
+            end
+    end;
+drain_cmd(St) ->
+    St.
+
+script(Perf, Data) ->
+    Txt = Data ++ ".txt",
+    Err = Data ++ ".err",
+    Cmd = [Perf, "script", "-F", beamlab_profile_perf:script_fields(), "-i", Data],
+    case run(["/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$BEAMLAB_OUT\" 2>\"$BEAMLAB_ERR\"" | Cmd],
+             [{"BEAMLAB_OUT", Txt}, {"BEAMLAB_ERR", Err}]) of
+        {0, _} ->
+            file:read_file(Txt);
+        {_, _} ->
+            {error, perf_error(case file:read_file(Err) of {ok, E} -> E; _ -> <<>> end)}
+    end.
+
+perf_error(Err) ->
+    case re:run(Err, <<"perf_event_paranoid|Permission denied|Access to performance monitoring">>) of
+        {match, _} ->
+            Level = case file:read_file("/proc/sys/kernel/perf_event_paranoid") of
+                        {ok, B} -> binary_to_integer(string:trim(B));
+                        _ -> -99
+                    end,
+            {paranoid, Level};
+        nomatch ->
+            {perf_failed, first_line(Err)}
+    end.
+
+first_line(B) ->
+    Lines = [L || L <- binary:split(iolist_to_binary(B), <<"\n">>, [global]),
+                  string:trim(L) =/= <<>>, binary:match(L, <<"WARNING">>) =:= nomatch],
+    case Lines of
+        [L | _] -> string:trim(L);
+        [] -> <<"no message">>
+    end.
+
+run(Argv) ->
+    run(Argv, []).
+
+run([Exe | Args], Env) ->
+    Port = open_port({spawn_executable, Exe}, [{args, Args}, {env, Env}, binary, exit_status,
+                                               stderr_to_stdout]),
+    collect(Port, []).
+
+collect(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    end.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> iolist().
+format_error(perf_missing) ->
+    "perf is not installed: install the Debian package linux-perf (apt-get install linux-perf)";
+format_error({perf_unusable, Msg}) ->
+    io_lib:format("perf does not run here: ~ts (install the Debian package linux-perf matching "
+                  "the running kernel)", [Msg]);
+format_error({paranoid, Level}) ->
+    io_lib:format("perf may not record here: kernel.perf_event_paranoid is ~b; run as root or "
+                  "allow it with: sysctl -w kernel.perf_event_paranoid=1", [Level]);
+format_error({no_such_process, Pid}) ->
+    io_lib:format("no process with OS pid ~b", [Pid]);
+format_error({not_a_beam, Pid, Comm}) ->
+    io_lib:format("OS pid ~b is ~ts, not an Erlang VM (beam.smp)", [Pid, Comm]);
+format_error({no_jit, Release, Flavor}) ->
+    io_lib:format("OTP ~s runs the ~s emulator, which has no perf support: profiling needs the "
+                  "JIT (OTP 24 or later on x86-64 or arm64)", [Release, Flavor]);
+format_error({perf_failed, Msg}) ->
+    io_lib:format("perf failed: ~ts", [Msg]);
+format_error({command_failed, Code, Out}) ->
+    io_lib:format("the profiled command exited with status ~b: ~ts", [Code, first_line(Out)]).
