@@ -100,3 +100,8 @@ harness_test() ->
 
 fixture() ->
     filename:join([filename:dirname(code:which(?MODULE)), "fixtures", "profile", "busy-loop.perf-script.txt"]).
+
+memfd_jit_test() ->
+    [#{frames := [F]}] = beamlab_profile_perf:parse(<<"1_scheduler 5\n\t7f00 [unknown] (/memfd:vmem (deleted))\n">>),
+    ?assertEqual(#{sym => <<"[unknown]">>, dso => <<"/memfd:vmem (deleted)">>}, F),
+    ?assertMatch({<<"[unnamed JIT code]">>, erlang, _}, beamlab_profile_stacks:classify(F)).

@@ -28,10 +28,15 @@
 
 -define(POLL_MS, 200).
 
-%% @doc Finds `perf' and checks that this user may record: `{ok, Path}'.
+%% @doc Finds `perf' (on PATH, or `$BEAMLAB_PERF') and checks that this user may record: `{ok, Path}'.
 -spec check_perf() -> {ok, file:filename()} | {error, error_reason()}.
 check_perf() ->
-    case os:find_executable("perf") of
+    %% BEAMLAB_PERF names another perf binary (one not on PATH).
+    Found = case os:getenv("BEAMLAB_PERF") of
+                V when V =:= false; V =:= "" -> os:find_executable("perf");
+                Path -> case filelib:is_regular(Path) of true -> Path; false -> false end
+            end,
+    case Found of
         false ->
             {error, perf_missing};
         Perf ->

@@ -49,9 +49,11 @@ classify(Line) ->
     end.
 
 %% `7f14f45bf6fa $busy:loop/2 (/tmp/perf-11702.map)'; the symbol may hold
-%% spaces (quoted atoms, C++), the object is the last parenthesised part.
+%% spaces (quoted atoms, C++); the object is what follows the first ` (',
+%% itself possibly with parentheses (`/memfd:vmem (deleted)', where the
+%% JIT's code lives).
 frame(L) ->
-    case re:run(L, <<"^([0-9a-fA-F]+)\\s+(.*)\\s+\\((.*)\\)$">>, [{capture, all_but_first, binary}, unicode]) of
+    case re:run(L, <<"^([0-9a-fA-F]+)\\s+(.*?)\\s+\\((.*)\\)$">>, [{capture, all_but_first, binary}, unicode]) of
         {match, [_Ip, Sym, Dso]} -> {frame, #{sym => strip_offset(Sym), dso => Dso}};
         nomatch -> skip
     end.

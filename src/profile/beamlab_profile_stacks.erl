@@ -127,7 +127,11 @@ classify(#{sym := Sym, dso := Dso}) ->
     end.
 
 unknown_frame(<<"[unknown]">>) ->
-    {<<"[unnamed JIT code]">>, erlang, <<"start the VM with +JPperf true to name it">>};
+    unnamed_jit();
+unknown_frame(<<"/memfd:", _/binary>>) ->
+    unnamed_jit();
+unknown_frame(<<"//anon", _/binary>>) ->
+    unnamed_jit();
 unknown_frame(Dso) ->
     {iolist_to_binary(["[", filename:basename(Dso), "]"]), emulator, <<"no symbols">>}.
 
@@ -145,13 +149,29 @@ named(Sym0, Dso) ->
                     {clean(Sym), case harness_module(Mod) of true -> harness; false -> erlang end, <<>>};
                 nomatch ->
                     Note = case {note(Sym), filename:basename(Dso)} of
-                               {<<>>, <<"beam.smp">>} -> <<>>;
+                               {<<>>, <<"beam.smp">>} -> bif_note(Sym);
                                {<<>>, Lib} -> Lib;
                                {N, _} -> N
                            end,
                     {clean(Sym), emulator, Note}
             end
     end.
+
+%% BIFs are C functions named after them: `lists_member_2' is
+%% lists:member/2, `phash2_1' erlang:phash2/1.
+bif_note(Sym) ->
+    Mods = <<"lists|ets|maps|binary|persistent_term|os|re|unicode|atomics|counters|erts_internal|math">>,
+    case re:run(Sym, <<"^(", Mods/binary, ")_([a-z][a-z0-9_]*)_([0-9])$">>, [{capture, all_but_first, binary}]) of
+        {match, [M, F, A]} -> <<"BIF ", M/binary, ":", F/binary, "/", A/binary>>;
+        nomatch ->
+            case re:run(Sym, <<"^([a-z][a-z0-9]*(_[a-z0-9]+)*)_([0-9])$">>, [{capture, [1, 3], binary}]) of
+                {match, [F, A]} -> <<"BIF erlang:", F/binary, "/", A/binary, "?">>;
+                nomatch -> <<>>
+            end
+    end.
+
+unnamed_jit() ->
+    {<<"[unnamed JIT code]">>, erlang, <<"start the VM with +JPperf true to name it">>}.
 
 %% `;' separates frames in folded stacks.
 clean(Name) ->
@@ -190,7 +210,7 @@ note(Sym) ->
              {<<"make_internal_hash">>, <<"term hashing (maps, process dictionary, ETS)">>},
              {<<"make_hash2">>, <<"term hashing (phash2)">>},
              {<<"trapping_make_hash2">>, <<"term hashing (phash2)">>},
-             {<<"phash2_1">>, <<"erlang:phash2/1 BIF">>},
+             {<<"phash2_1">>, <<"BIF erlang:phash2/1">>},
              {<<"eq">>, <<"term equality">>},
              {<<"erts_cmp">>, <<"term comparison">>},
              {<<"erts_cmp_compound">>, <<"term comparison">>},
