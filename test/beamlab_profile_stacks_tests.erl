@@ -105,3 +105,10 @@ memfd_jit_test() ->
     [#{frames := [F]}] = beamlab_profile_perf:parse(<<"1_scheduler 5\n\t7f00 [unknown] (/memfd:vmem (deleted))\n">>),
     ?assertEqual(#{sym => <<"[unknown]">>, dso => <<"/memfd:vmem (deleted)">>}, F),
     ?assertMatch({<<"[unnamed JIT code]">>, erlang, _}, beamlab_profile_stacks:classify(F)).
+
+callers_test() ->
+    P = beamlab_profile_stacks:build(beamlab_profile_perf:parse(?TEXT), #{}),
+    ?assertEqual([{<<"busy:loop/2;global::call_light_bif_shared;trapping_make_hash2">>, 1}],
+                 beamlab_profile_stacks:callers(P, <<"trapping_make_hash2">>, 5)),
+    ?assertEqual([{<<"dirty_cpu;do_minor">>, 1}], beamlab_profile_stacks:callers(P, <<"do_minor">>, 5)),
+    ?assertEqual([], beamlab_profile_stacks:callers(P, <<"nothing">>, 5)).

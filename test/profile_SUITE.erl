@@ -10,10 +10,12 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([hot_function_and_bif_in_top3/1, pid_of_fresh_vm/1, pid_without_perf_support/1,
          node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
-         flame_graph_renders_and_zooms/1]).
+         flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
+         memory_per_iteration/1]).
 
 all() ->
-    [errors_are_one_line, hot_function_and_bif_in_top3, pid_of_fresh_vm, pid_without_perf_support,
+    [invm_profilers_list_the_runner, memory_per_iteration,
+     errors_are_one_line, hot_function_and_bif_in_top3, pid_of_fresh_vm, pid_without_perf_support,
      node_of_fresh_vm, target_exits_mid_profile, flame_graph_renders_and_zooms].
 
 init_per_suite(Config) ->
@@ -207,6 +209,57 @@ flame_graph_renders_and_zooms(Config) ->
             %% The clicked frame fills the graph's width.
             ?assert(binary_to_float(attr(CBody, <<"data-test-width">>)) > 1100.0)
     end.
+
+%% The in-VM profilers run after the samples and list the runner's function.
+invm_profilers_list_the_runner(Config) ->
+    Dir = ?config(hot_dir, Config),
+    [begin
+         #{code := 0, out := Out} = beamlab_test_util:cli(["run", "prof_hot:work().", "-pa", Dir, "-s", "1",
+                                                           "--profile", Tool, "--format", "json"]),
+         #{benchmarks := [#{extra := #{<<"profile">> := P}}]} = doc(Out),
+         ct:log("~s: ~p", [Tool, P]),
+         ?assertEqual(list_to_binary(Tool), maps:get(<<"tool">>, P)),
+         Names = [F || #{<<"function">> := F} <- maps:get(<<"rows">>, P)],
+         ?assert(lists:member(<<"prof_hot:spin/2">>, Names)),
+         [Spin] = [R || R = #{<<"function">> := <<"prof_hot:spin/2">>} <- maps:get(<<"rows">>, P)],
+         ?assert(maps:get(<<"calls">>, Spin) > 1000)
+     end || Tool <- ["eprof", "fprof", "cprof"]],
+    %% The text view prints the table after the run's; msacc with -v.
+    #{code := 0, out := Text} = beamlab_test_util:cli(["run", "prof_hot:work().", "-pa", Dir, "-s", "1",
+                                                       "--profile", "eprof", "-v", "--msacc"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"eprof profile">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"microstate accounting">>)),
+    %% tprof needs OTP 27.
+    case list_to_integer(erlang:system_info(otp_release)) >= 27 of
+        true -> ok;
+        false ->
+            R = beamlab_test_util:cli(["run", "ok.", "-s", "1", "--profile", "tprof"]),
+            ?assertMatch(#{code := 2}, R),
+            ok = beamlab_test_util:assert_one_line_error(R)
+    end.
+
+%% A runner that builds a 10 000-element list allocates 20 000 words per
+%% iteration, also when a spawned process builds it.
+memory_per_iteration(_Config) ->
+    Words = fun(Code) ->
+                    #{code := 0, out := Out} = beamlab_test_util:cli(["run", Code, "-s", "1", "--memory",
+                                                                      "--reductions", "--format", "json"]),
+                    #{benchmarks := [#{extra := #{<<"per_iteration">> := M}}]} = doc(Out),
+                    ct:log("~ts: ~p", [Code, M]),
+                    ?assert(maps:get(<<"reductions">>, M) > 0),
+                    M
+            end,
+    Within = fun(Expected, Got) -> ?assert(abs(Got - Expected) =< 0.05 * Expected) end,
+    M1 = Words("lists:seq(1, 10000)."),
+    Within(20000, maps:get(<<"words">>, M1)),
+    ?assertEqual(0, maps:get(<<"spawned">>, M1)),
+    M2 = Words("r() -> {_, Ref} = spawn_monitor(fun() -> _ = lists:seq(1, 10000), ok end), "
+               "receive {'DOWN', Ref, _, _, _} -> ok end."),
+    Within(20000, maps:get(<<"words">>, M2)),
+    ?assertEqual(1, maps:get(<<"spawned">>, M2)),
+    %% The timed figures come first, untouched: a plain table row is there.
+    #{code := 0, out := Text} = beamlab_test_util:cli(["run", "lists:seq(1, 10000).", "-s", "1", "--memory"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"words (">>)).
 
 %% Helpers
 

@@ -36,7 +36,9 @@ options() ->
      #{name => folded, long => "folded", type => string, metavar => "FILE",
        help => "write folded stacks (flamegraph.pl, inferno, speedscope)"},
      #{name => top, long => "top", type => pos_integer, default => 25, metavar => "N",
-       help => "rows of the top table (default 25)"}
+       help => "rows of the top table (default 25)"},
+     #{name => callers, long => "callers", type => string, multi => true, metavar => "FUNCTION",
+       help => "also list who calls FUNCTION (as named in the table; repeatable)"}
      | beamlab_cli_args:common_options()].
 
 %% @doc Examples for `beamlab help profile'.
@@ -100,8 +102,16 @@ run(Parsed) ->
 %% @doc The top table.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
+    Callers = case Doc of
+                  #{extra := #{<<"profile">> := P}} ->
+                      [{F, beamlab_profile_stacks:callers(P, F, 10)}
+                       || F0 <- beamlab_cli_args:get(callers, Parsed, []),
+                          F <- [unicode:characters_to_binary(F0)]];
+                  _ -> []
+              end,
     beamlab_render_profile:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
-                                          top => beamlab_cli_args:get(top, Parsed, 25)}).
+                                          top => beamlab_cli_args:get(top, Parsed, 25),
+                                          callers => Callers}).
 
 target(undefined, undefined, [], _) ->
     beamlab_cli:usage_error("nothing to profile: give a command after -- "

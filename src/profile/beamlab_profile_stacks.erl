@@ -9,7 +9,7 @@
 %%% speedscope). Pure.
 -module(beamlab_profile_stacks).
 
--export([build/2, classify/1, thread_type/1, folded/1, parse_folded/1, top/2,
+-export([build/2, classify/1, thread_type/1, folded/1, parse_folded/1, top/2, callers/3,
          harness_module/1, note/1]).
 
 -type category() :: erlang | emulator | kernel | harness.
@@ -308,3 +308,32 @@ parse_lines([L | Rest], N, Acc) ->
 -spec top(profile(), pos_integer()) -> [#{binary() => beamlab_json:json()}].
 top(#{<<"functions">> := Fs}, N) ->
     lists:sublist(Fs, N).
+
+%% @doc Who calls `Name' (a function name as in the top table): for every
+%% stack through it, the frames from the nearest Erlang function above it
+%% down to it (`credit_flow:send/2;put_2;make_internal_hash'), with their
+%% samples, most first, at most `Max'. Frames unknown to the profile count
+%% as C code; a stack without any Erlang frame above shows its thread type.
+-spec callers(profile(), binary(), pos_integer()) -> [{binary(), pos_integer()}].
+callers(#{<<"stacks">> := Stacks} = P, Name, Max) ->
+    Names = maps:get(<<"names">>, P, #{}),
+    Erlangish = fun(F) -> lists:member(maps:get(F, Names, <<>>), [<<"erlang">>, <<"harness">>]) end,
+    Paths = lists:foldl(
+              fun([S, C], Acc) ->
+                      Frames = binary:split(S, <<";">>, [global]),
+                      case lists:member(Name, Frames) of
+                          false -> Acc;
+                          true ->
+                              %% Root first: cut at the first occurrence of Name.
+                              {Above, _} = lists:splitwith(fun(F) -> F =/= Name end, Frames),
+                              RevAbove = lists:reverse(Above),
+                              {CFrames, Rest} = lists:splitwith(fun(F) -> not Erlangish(F) end, RevAbove),
+                              Chain = case Rest of
+                                          [E | _] -> [E | lists:reverse(CFrames)];
+                                          [] -> lists:reverse(CFrames)
+                                      end,
+                              Key = iolist_to_binary(lists:join(<<";">>, Chain ++ [Name])),
+                              incr(Key, C, Acc)
+                      end
+              end, #{}, Stacks),
+    lists:sublist(lists:sort(fun({A, CA}, {B, CB}) -> {CA, B} >= {CB, A} end, maps:to_list(Paths)), Max).

@@ -7,7 +7,8 @@
 
 -export([render/2, top_table/2, invm_table/1, memory_lines/1]).
 
--type opts() :: #{unicode => boolean(), top => pos_integer()}.
+-type opts() :: #{unicode => boolean(), top => pos_integer(),
+                  callers => [{binary(), [{binary(), pos_integer()}]}]}.
 
 %% @doc The text view of a `profile' document.
 -spec render(beamlab_result:result(), opts()) -> unicode:chardata().
@@ -24,9 +25,22 @@ render(#{extra := #{<<"profile">> := P}, params := Params}, Opts) ->
             [<<"erlang">>, <<"emulator">>, <<"kernel">>, <<"harness">>]),
      warnings(P, N),
      "\n",
-     top_table(P, maps:get(top, Opts, 25))];
+     top_table(P, maps:get(top, Opts, 25)),
+     [callers(F, Paths, N) || {F, Paths} <- maps:get(callers, Opts, [])]];
 render(_Doc, _Opts) ->
     "no profile in this document\n".
+
+callers(F, [], _N) ->
+    ["\ncallers of ", F, ": none in the recorded stacks\n"];
+callers(F, Paths, N) ->
+    Total = lists:sum([C || {_, C} <- Paths]),
+    ["\ncallers of ", F, " (nearest Erlang function first; ",
+     beamlab_format_units:percent(share(Total, N)), " of all samples):\n",
+     beamlab_format_table:render(["share", "samples", "path"],
+                                 [[beamlab_format_units:percent(share(C, N)), integer_to_list(C),
+                                   binary:replace(Path, <<";">>, <<" > ">>, [global])]
+                                  || {Path, C} <- Paths],
+                                 #{align => [right, right, left]})].
 
 shares(Title, Counts, N, Keys) ->
     Parts = [io_lib:format("~ts ~ts", [K, beamlab_format_units:percent(share(maps:get(K, Counts, 0), N))])
