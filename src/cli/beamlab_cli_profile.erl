@@ -23,6 +23,9 @@ summary() ->
 options() ->
     [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
        metavar => "HZ", help => "samples per second and thread (default 999)"},
+     #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
+       help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
+               "more data, use a lower --freq)"},
      #{name => duration, long => "duration", type => pos_number, metavar => "S",
        help => "seconds to record (default: until the command ends; 10 with --pid/--node)"},
      #{name => pid, long => "pid", type => pos_integer, metavar => "OSPID",
@@ -77,6 +80,7 @@ run(Parsed) ->
     {RecTarget, Subject, Inner, InnerDoc} = resolve(Target, Get(label)),
     ok = beamlab_runtime_interrupt:subscribe(),
     Outcome = try beamlab_profile:record(RecTarget, #{frequency => Get(freq), duration => Duration,
+                                                       call_graph => Get(call_graph),
                                                        on_output => fun(D) -> io:put_chars(standard_error, D) end})
               after
                   ok = beamlab_runtime_interrupt:unsubscribe()
@@ -186,7 +190,7 @@ cleanup(Tmp) -> _ = file:delete(Tmp), ok.
 document(O, Subject, Inner, Benches, Started, Get, Argv) ->
     #{profile := P, os_pid := OsPid, perf_support := Support, target_exited := Exited,
       elapsed_ms := Elapsed, interrupted := Int} = O,
-    Params = #{subject => Subject, frequency => Get(freq),
+    Params = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph),
                target => case Inner of
                              [] -> #{os_pid => OsPid};
                              _ -> #{command => [unicode:characters_to_binary(A) || A <- Inner]}

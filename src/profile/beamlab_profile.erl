@@ -16,6 +16,7 @@
 -type target() :: {pid, pos_integer()}
                 | {command, Exe :: file:filename(), Args :: [string()], Env :: [{string(), string()}]}.
 -type opts() :: #{frequency := pos_integer(), duration := pos_integer() | infinity,
+                  call_graph => fp | dwarf,
                   on_output => fun((binary()) -> term())}.
 -type outcome() :: #{profile := beamlab_profile_stacks:profile(), os_pid := pos_integer(),
                      exit_status => integer(), target_exited := boolean(), interrupted := boolean(),
@@ -161,8 +162,15 @@ with_data(Fun) ->
 
 record_pid(Perf, OsPid, Cmd, Data, #{frequency := Hz, duration := Duration} = Opts, Started) ->
     Err = Data ++ ".err",
-    Argv = [Perf, "record", "-F", integer_to_list(Hz), "-g", "-o", Data,
-            "-p", integer_to_list(OsPid)],
+    %% fp: frame pointers (the JIT's with +JPperf true; C code without
+    %% them loses its callers); dwarf: the stack copied and unwound with
+    %% the emulator's unwind tables (C callers kept, up to the JIT code
+    %% that called them; more data per sample).
+    CallGraph = case maps:get(call_graph, Opts, fp) of
+                    fp -> ["-g"];
+                    dwarf -> ["--call-graph", "dwarf,16384"]
+                end,
+    Argv = [Perf, "record", "-F", integer_to_list(Hz) | CallGraph] ++ ["-o", Data, "-p", integer_to_list(OsPid)],
     T0 = erlang:monotonic_time(millisecond),
     PerfPort = open_port({spawn_executable, "/bin/sh"},
                          [{args, ["-c", "exec \"$0\" \"$@\" 2>\"$BEAMLAB_PERF_ERR\" >/dev/null" | Argv]},
