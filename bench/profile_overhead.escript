@@ -22,7 +22,7 @@ main(Args) ->
              {"message_load goodput (suite, msg/s)", ["suite", "message_load", "-n", "3"], <<"message_load">>}],
     io:format("~b rounds per case; each round runs plain, +JPperf only and profile in rotating order.~n~n",
               [Rounds]),
-    io:format("~-38s ~12s ~12s ~12s ~9s ~9s~n",
+    io:format("~-38s ~12s ~12s ~12s ~10s ~10s~n",
               ["case", "plain", "jpperf", "profile", "jp/plain", "prof/plain"]),
     [run_case(Beamlab, C, Rounds) || C <- Cases],
     ok.
@@ -35,7 +35,7 @@ run_case(Beamlab, {Label, Argv, Bench}, Rounds) ->
                end || I <- lists:seq(1, Rounds)],
     Med = fun(W) -> median([maps:get(W, R) || R <- Results]) end,
     [P, J, F] = [Med(W) || W <- Ways],
-    io:format("~-38s ~12s ~12s ~12s ~9.3f ~9.3f~n",
+    io:format("~-38s ~12s ~12s ~12s ~10.3f ~10.3f~n",
               [Label, fmt(P), fmt(J), fmt(F), J / P, F / P]).
 
 rotate(L, 0) -> L;

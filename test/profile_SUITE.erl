@@ -11,12 +11,12 @@
 -export([hot_function_and_bif_in_top3/1, pid_of_fresh_vm/1, pid_without_perf_support/1,
          node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
          flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
-         memory_per_iteration/1]).
+         memory_per_iteration/1, dwarf_call_graph/1]).
 
 all() ->
     [invm_profilers_list_the_runner, memory_per_iteration,
      errors_are_one_line, hot_function_and_bif_in_top3, pid_of_fresh_vm, pid_without_perf_support,
-     node_of_fresh_vm, target_exits_mid_profile, flame_graph_renders_and_zooms].
+     node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms].
 
 init_per_suite(Config) ->
     case os:find_executable("perf") of
@@ -138,6 +138,21 @@ target_exits_mid_profile(Config) ->
     ?assertEqual(true, maps:get(<<"target_exited">>, P)),
     ?assert(maps:get(<<"samples">>, P) > 0),
     stop_vm(Port, OsPid).
+
+%% DWARF unwinding keeps the C callers of a C leaf: lists:member/2's own
+%% function under the JIT's BIF call.
+dwarf_call_graph(Config) ->
+    {Port, OsPid} = start_vm(Config, ["+JPperf", "true"], "prof_hot:forever()"),
+    try
+        #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--pid", integer_to_list(OsPid), "--freq", "299",
+                                                          "--call-graph", "dwarf", "--duration", "1",
+                                                          "--callers", "lists_member_2"]),
+        ct:log("~ts", [Out]),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"callers of lists_member_2">>)),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"prof_hot:spin/2">>))
+    after
+        stop_vm(Port, OsPid)
+    end.
 
 errors_are_one_line(Config) ->
     Dir = ?config(hot_dir, Config),

@@ -110,10 +110,13 @@ with_exec(Job, CompileOpts, Fun) ->
 %% Iterations that take about `Ms' unprofiled (found in a fresh process,
 %% whose mailbox and heap are the runner's alone).
 calibrate(Exec, IRR, Ms) ->
-    {Pid, Ref} = spawn_monitor(fun() -> exit({calibrated, calibrate(Exec, IRR, Ms * 1000000, 1)}) end),
+    Self = self(),
+    {Pid, Ref} = spawn_monitor(fun() -> Self ! {self(), calibrated, calibrate(Exec, IRR, Ms * 1000000, 1)} end),
     receive
-        {'DOWN', Ref, process, Pid, {calibrated, N}} -> N;
-        {'DOWN', Ref, process, Pid, Reason} -> error(Reason)
+        {Pid, calibrated, N} ->
+            receive {'DOWN', Ref, process, Pid, _} -> N end;
+        {'DOWN', Ref, process, Pid, Reason} ->
+            error(Reason)
     end.
 
 calibrate(Exec, IRR, TargetNs, N) ->
@@ -372,13 +375,15 @@ gc_end(Pid, Info, St) ->
     St#{Pid => P#{last := proplists:get_value(heap_size, Info, 0), baseline := false}}.
 
 %% OTP 26+: call_memory tracing of every function, for the worker's tree.
+%% (The module name is built at run time: OTP 25's types do not know the
+%% call_memory flag.)
 call_memory(on) ->
-    Erl = erlang,
+    Erl = binary_to_atom(<<"erlang">>),
     _ = Erl:trace_pattern({'_', '_', '_'}, true, [call_memory]),
     _ = erlang:trace(new_processes, true, [call]),
     ok;
 call_memory(off) ->
-    Erl = erlang,
+    Erl = binary_to_atom(<<"erlang">>),
     _ = erlang:trace(new_processes, false, [call]),
     Found = lists:append(
               [[{{M, F, A}, W} || {F, A} <- M:module_info(functions),
