@@ -81,20 +81,22 @@ run(Parsed) ->
     ok = beamlab_runtime_interrupt:subscribe(),
     Outcome = try beamlab_profile:record(RecTarget, #{frequency => Get(freq), duration => Duration,
                                                        call_graph => Get(call_graph),
-                                                       on_output => fun(D) -> io:put_chars(standard_error, D) end})
+                                                       on_output => output_fun(InnerDoc)})
               after
                   ok = beamlab_runtime_interrupt:unsubscribe()
               end,
     case Outcome of
+        {ok, #{exit_status := S}} when S =/= 0, S =/= 130 ->
+            %% The command failed and said why on stderr (one line): its
+            %% exit code is ours, and a profile of a failure is not shown.
+            cleanup(InnerDoc),
+            {exit_code(S), none};
         {ok, O} ->
             Benches = inner_benchmarks(InnerDoc),
             Doc = document(O, Subject, Inner, Benches, Started, Get, maps:get(argv, Parsed)),
             write_folded(Get(folded), Doc),
             Code = case O of
                        #{interrupted := true} -> beamlab_runtime_interrupt:exit_code();
-                       #{exit_status := S} when S =/= 0 ->
-                           io:format(standard_error, "beamlab: the profiled command exited with status ~b~n", [S]),
-                           1;
                        _ -> 0
                    end,
             {Code, Doc};
@@ -102,6 +104,9 @@ run(Parsed) ->
             cleanup(InnerDoc),
             beamlab_cli:fail("~ts", [beamlab_profile:format_error(Reason)])
     end.
+
+exit_code(2) -> 2;
+exit_code(_) -> 1.
 
 %% @doc The top table.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
@@ -163,6 +168,14 @@ resolve({node, Name, Cookie}, Label) ->
         {ok, Pid} -> {{pid, Pid}, label(Label, Name), [], undefined};
         {error, Reason} -> beamlab_cli:fail("~ts", [beamlab_profile_node:format_error(Reason)])
     end.
+
+%% The profiled command's output goes to stderr, without the line about
+%% the temporary file it saved its document to for us.
+output_fun(undefined) ->
+    fun(D) -> io:put_chars(standard_error, D) end;
+output_fun(Tmp) ->
+    Line = unicode:characters_to_binary(["saved: ", Tmp, "\n"]),
+    fun(D) -> io:put_chars(standard_error, binary:replace(D, Line, <<>>)) end.
 
 label(undefined, Default) -> unicode:characters_to_binary(Default);
 label(L, _) -> unicode:characters_to_binary(L).

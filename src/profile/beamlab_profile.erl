@@ -94,46 +94,121 @@ record(Target, Opts) ->
 
 record(Perf, {pid, OsPid}, Opts) ->
     case beam_process(OsPid) of
-        ok -> with_data(fun(Data) -> record_pid(Perf, OsPid, undefined, Data, Opts, false) end);
+        ok -> with_data(fun(Data) -> record_pid(Perf, OsPid, Data, Opts) end);
         {error, _} = E -> E
     end;
 record(Perf, {command, Exe, Args, Env}, Opts) ->
     case vm_flags() of
         {ok, Flags} ->
             Old = case os:getenv("ERL_FLAGS") of false -> ""; F -> F end,
-            Port = open_port({spawn_executable, Exe},
-                             [{args, Args}, {env, [{"ERL_FLAGS", string:trim(Old ++ " " ++ Flags)} | Env]},
-                              binary, exit_status, use_stdio, stderr_to_stdout]),
-            {os_pid, OsPid} = erlang:port_info(Port, os_pid),
-            %% perf attaches to the threads that exist: wait for the VM's.
-            wait_schedulers(OsPid, 100),
-            try with_data(fun(Data) -> record_pid(Perf, OsPid, Port, Data, Opts, true) end)
-            after
-                catch port_close(Port),
-                _ = file:delete(map_file(OsPid)),
-                _ = file:delete("/tmp/jit-" ++ integer_to_list(OsPid) ++ ".dump")
-            end;
+            Env1 = [{"ERL_FLAGS", string:trim(Old ++ " " ++ Flags)} | Env],
+            with_data(fun(Data) -> record_command(Perf, Exe, Args, Env1, Data, Opts) end);
         {error, _} = E ->
             E
     end.
 
-wait_schedulers(_OsPid, 0) ->
-    ok;
-wait_schedulers(OsPid, Tries) ->
-    Task = "/proc/" ++ integer_to_list(OsPid) ++ "/task",
-    Names = case file:list_dir(Task) of
-                {ok, Tids} -> [read_comm(filename:join([Task, T, "comm"])) || T <- Tids];
-                {error, _} -> gone
-            end,
-    case Names =:= gone orelse lists:any(fun(N) -> binary:match(N, <<"_scheduler">>) =/= nomatch end, Names) of
-        true -> ok;
-        false -> timer:sleep(20), wait_schedulers(OsPid, Tries - 1)
+%% perf starts the command, so every process and thread it creates is
+%% recorded too (the fresh VMs of `matrix' and `run -i' included, which
+%% inherit ERL_FLAGS and with it the JIT's perf support). perf exits with
+%% the command's status. A duration or an interrupt stops the command as
+%% Ctrl-C would (SIGTERM: beamlab prints and saves what it measured).
+record_command(Perf, Exe, Args, Env, Data, #{frequency := Hz, duration := Duration} = Opts) ->
+    Argv = ["record", "-q", "-F", integer_to_list(Hz) | call_graph(Opts)] ++ ["-o", Data, "--", Exe | Args],
+    T0 = erlang:monotonic_time(millisecond),
+    Port = open_port({spawn_executable, Perf}, [{args, Argv}, {env, Env}, binary, exit_status,
+                                                use_stdio, stderr_to_stdout]),
+    {os_pid, PerfPid} = erlang:port_info(Port, os_pid),
+    Deadline = case Duration of
+                   infinity -> infinity;
+                   Ms -> T0 + Ms
+               end,
+    St = command_wait(#{port => Port, perf_pid => PerfPid, deadline => Deadline, vms => [],
+                        on_output => maps:get(on_output, Opts, fun(_) -> ok end), tail => <<>>,
+                        interrupted => false, stopped => false}),
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    #{status := Status, vms := Vms, tail := Tail, interrupted := Int} = St,
+    try
+        case filelib:file_size(Data) > 0 of
+            false -> {error, perf_error(Tail)};
+            true ->
+                case script(Perf, Data) of
+                    {ok, Text} ->
+                        Main = case Vms of [V | _] -> V; [] -> PerfPid end,
+                        Support = perf_support(Main),
+                        Profile = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),
+                        {ok, #{profile => Profile, os_pid => Main, target_exited => false,
+                               interrupted => Int, perf_support => Support, elapsed_ms => Elapsed,
+                               exit_status => Status}};
+                    {error, _} = Er -> Er
+                end
+        end
+    after
+        _ = [begin
+                 _ = file:delete(map_file(V)),
+                 file:delete("/tmp/jit-" ++ integer_to_list(V) ++ ".dump")
+             end || V <- Vms]
     end.
 
-read_comm(File) ->
-    case file:read_file(File) of
-        {ok, B} -> B;
-        {error, _} -> <<>>
+call_graph(Opts) ->
+    %% fp: frame pointers (the JIT's with +JPperf true; C code without
+    %% them loses its callers); dwarf: the stack copied and unwound with
+    %% the emulator's unwind tables (C callers kept, up to the JIT code
+    %% that called them; more data per sample).
+    case maps:get(call_graph, Opts, fp) of
+        fp -> ["-g"];
+        dwarf -> ["--call-graph", "dwarf,16384"]
+    end.
+
+command_wait(#{port := Port, deadline := Deadline} = St) ->
+    Timeout = case Deadline of
+                  infinity -> ?POLL_MS;
+                  _ -> max(0, min(?POLL_MS, Deadline - erlang:monotonic_time(millisecond)))
+              end,
+    receive
+        {Port, {data, D}} ->
+            (maps:get(on_output, St))(D),
+            #{tail := T} = St,
+            Tail = binary:part(<<T/binary, D/binary>>, max(0, byte_size(T) + byte_size(D) - 2000),
+                               min(2000, byte_size(T) + byte_size(D))),
+            command_wait(St#{tail := Tail});
+        {Port, {exit_status, S}} ->
+            St#{status => S, vms := descendants(St)};
+        {beamlab_interrupt, _} ->
+            command_wait(stop_command(St#{interrupted := true}))
+    after Timeout ->
+            St1 = St#{vms := descendants(St)},
+            case Deadline =/= infinity andalso erlang:monotonic_time(millisecond) >= Deadline of
+                true -> command_wait(stop_command(St1));
+                false -> command_wait(St1)
+            end
+    end.
+
+stop_command(#{stopped := true} = St) ->
+    St;
+stop_command(#{vms := Vms} = St) ->
+    _ = [os:cmd("kill -TERM " ++ integer_to_list(V)) || V <- lists:sublist(Vms, 1)],
+    St#{stopped := true, deadline := infinity}.
+
+%% The processes under perf (the command's VM first, then the VMs it
+%% started), remembered to remove their perf maps afterwards.
+descendants(#{perf_pid := PerfPid, vms := Known}) ->
+    Found = children_tree(PerfPid),
+    Known ++ [P || P <- Found, not lists:member(P, Known)].
+
+children_tree(Pid) ->
+    Kids = lists:append([children(Pid, T) || T <- tasks(Pid)]),
+    lists:append([[K | children_tree(K)] || K <- Kids]).
+
+tasks(Pid) ->
+    case file:list_dir("/proc/" ++ integer_to_list(Pid) ++ "/task") of
+        {ok, Ts} -> Ts;
+        {error, _} -> []
+    end.
+
+children(Pid, Task) ->
+    case file:read_file("/proc/" ++ integer_to_list(Pid) ++ "/task/" ++ Task ++ "/children") of
+        {ok, B} -> [binary_to_integer(X) || X <- binary:split(B, [<<" ">>, <<"\n">>], [global, trim_all])];
+        {error, _} -> []
     end.
 
 beam_process(OsPid) ->
@@ -160,17 +235,9 @@ with_data(Fun) ->
         _ = file:delete(Data ++ ".txt")
     end.
 
-record_pid(Perf, OsPid, Cmd, Data, #{frequency := Hz, duration := Duration} = Opts, Started) ->
+record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) ->
     Err = Data ++ ".err",
-    %% fp: frame pointers (the JIT's with +JPperf true; C code without
-    %% them loses its callers); dwarf: the stack copied and unwound with
-    %% the emulator's unwind tables (C callers kept, up to the JIT code
-    %% that called them; more data per sample).
-    CallGraph = case maps:get(call_graph, Opts, fp) of
-                    fp -> ["-g"];
-                    dwarf -> ["--call-graph", "dwarf,16384"]
-                end,
-    Argv = [Perf, "record", "-F", integer_to_list(Hz) | CallGraph] ++ ["-o", Data, "-p", integer_to_list(OsPid)],
+    Argv = [Perf, "record", "-F", integer_to_list(Hz) | call_graph(Opts)] ++ ["-o", Data, "-p", integer_to_list(OsPid)],
     T0 = erlang:monotonic_time(millisecond),
     PerfPort = open_port({spawn_executable, "/bin/sh"},
                          [{args, ["-c", "exec \"$0\" \"$@\" 2>\"$BEAMLAB_PERF_ERR\" >/dev/null" | Argv]},
@@ -180,12 +247,10 @@ record_pid(Perf, OsPid, Cmd, Data, #{frequency := Hz, duration := Duration} = Op
                    infinity -> infinity;
                    Ms -> T0 + Ms
                end,
-    St = wait(#{perf => PerfPort, perf_pid => PerfPid, cmd => Cmd, os_pid => OsPid, deadline => Deadline,
-                on_output => maps:get(on_output, Opts, fun(_) -> ok end),
-                perf_status => undefined, cmd_status => undefined, exited => false,
-                interrupted => false, stopping => false}),
+    St = wait(#{perf => PerfPort, perf_pid => PerfPid, os_pid => OsPid, deadline => Deadline,
+                perf_status => undefined, exited => false, interrupted => false, stopping => false}),
     Elapsed = erlang:monotonic_time(millisecond) - T0,
-    #{perf_status := PerfStatus, cmd_status := CmdStatus, exited := Exited, interrupted := Int} = St,
+    #{perf_status := PerfStatus, exited := Exited, interrupted := Int} = St,
     PerfErr = case file:read_file(Err) of {ok, E} -> E; _ -> <<>> end,
     HaveData = filelib:file_size(Data) > 0,
     case PerfStatus of
@@ -193,24 +258,19 @@ record_pid(Perf, OsPid, Cmd, Data, #{frequency := Hz, duration := Duration} = Op
         _ ->
             case script(Perf, Data) of
                 {ok, Text} ->
-                    Support = perf_support(OsPid),
                     Profile = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),
-                    Base = #{profile => Profile, os_pid => OsPid, target_exited => Exited and not Started,
-                             interrupted => Int, perf_support => Support, elapsed_ms => Elapsed},
-                    {ok, case CmdStatus of
-                             undefined -> Base;
-                             _ -> Base#{exit_status => CmdStatus}
-                         end};
+                    {ok, #{profile => Profile, os_pid => OsPid, target_exited => Exited,
+                           interrupted => Int, perf_support => perf_support(OsPid), elapsed_ms => Elapsed}};
                 {error, _} = Er -> Er
             end
     end.
 
 %% Waits for perf to end: the target exits (perf stops by itself), the
 %% duration passes or an interrupt arrives (perf gets SIGINT and writes
-%% what it has), and drains the command's output meanwhile.
+%% what it has).
 wait(#{perf_status := P} = St) when P =/= undefined ->
-    drain_cmd(St);
-wait(#{perf := PerfPort, cmd := Cmd, os_pid := OsPid, deadline := Deadline} = St) ->
+    St;
+wait(#{perf := PerfPort, os_pid := OsPid, deadline := Deadline} = St) ->
     Timeout = case Deadline of
                   infinity -> ?POLL_MS;
                   _ -> max(0, min(?POLL_MS, Deadline - erlang:monotonic_time(millisecond)))
@@ -218,8 +278,6 @@ wait(#{perf := PerfPort, cmd := Cmd, os_pid := OsPid, deadline := Deadline} = St
     receive
         {PerfPort, {exit_status, S}} -> wait(St#{perf_status := S});
         {PerfPort, {data, _}} -> wait(St);
-        {Cmd, {data, D}} -> (maps:get(on_output, St))(D), wait(St);
-        {Cmd, {exit_status, S}} -> wait(St#{cmd_status := S});
         {beamlab_interrupt, _} -> wait(stop_perf(St#{interrupted := true}))
     after Timeout ->
             Now = erlang:monotonic_time(millisecond),
@@ -236,26 +294,6 @@ stop_perf(#{stopping := true} = St) ->
 stop_perf(#{perf_pid := PerfPid} = St) ->
     _ = os:cmd("kill -INT " ++ integer_to_list(PerfPid)),
     St#{stopping := true, deadline := infinity}.
-
-%% The profiled command may still run (a duration shorter than the
-%% command): it is stopped like a Ctrl-C would, and its output drained.
-drain_cmd(#{cmd := undefined} = St) ->
-    St;
-drain_cmd(#{cmd := Cmd, cmd_status := undefined, os_pid := OsPid} = St) ->
-    receive
-        {Cmd, {data, D}} -> (maps:get(on_output, St))(D), drain_cmd(St);
-        {Cmd, {exit_status, S}} -> St#{cmd_status := S}
-    after 2000 ->
-            _ = os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
-            receive
-                {Cmd, {exit_status, S}} -> St#{cmd_status := S}
-            after 5000 ->
-                    _ = os:cmd("kill -KILL " ++ integer_to_list(OsPid)),
-                    St#{cmd_status := 137}
-            end
-    end;
-drain_cmd(St) ->
-    St.
 
 script(Perf, Data) ->
     Txt = Data ++ ".txt",
