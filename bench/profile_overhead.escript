@@ -47,7 +47,9 @@ measure(Beamlab, Way, Argv, Bench) ->
                      jpperf -> {[Beamlab | Argv] ++ ["--format", "json"], [{"ERL_FLAGS", "+JPperf true"}]};
                      profile -> {[Beamlab, "profile", "--format", "json", "--" | Argv], []}
                  end,
-    Out = run(Cmd, Env),
+    %% `escript beamlab' (not the launcher line of ./beamlab): the port's
+    %% OS pid is then the VM's.
+    Out = run([os:find_executable("escript") | Cmd], Env),
     {ok, J} = beamlab_json:decode(Out),
     {ok, Doc} = beamlab_result:from_json(J),
     [Mean] = [maps:get(mean, S) || #{name := N, stats := S} <- maps:get(benchmarks, Doc), N =:= Bench],
@@ -55,7 +57,13 @@ measure(Beamlab, Way, Argv, Bench) ->
 
 run([Exe | Args], Env) ->
     Port = open_port({spawn_executable, Exe}, [{args, Args}, {env, Env}, binary, exit_status]),
-    collect(Port, []).
+    {os_pid, Pid} = erlang:port_info(Port, os_pid),
+    try collect(Port, [])
+    after
+        %% +JPperf true leaves the VM's perf map and jitdump behind.
+        _ = file:delete("/tmp/perf-" ++ integer_to_list(Pid) ++ ".map"),
+        _ = file:delete("/tmp/jit-" ++ integer_to_list(Pid) ++ ".dump")
+    end.
 
 collect(Port, Acc) ->
     receive
