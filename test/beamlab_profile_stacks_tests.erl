@@ -112,3 +112,9 @@ callers_test() ->
                  beamlab_profile_stacks:callers(P, <<"trapping_make_hash2">>, 5)),
     ?assertEqual([{<<"dirty_cpu;do_minor">>, 1}], beamlab_profile_stacks:callers(P, <<"do_minor">>, 5)),
     ?assertEqual([], beamlab_profile_stacks:callers(P, <<"nothing">>, 5)).
+
+thread_categories_test() ->
+    P = beamlab_profile_stacks:build(beamlab_profile_perf:parse(?TEXT), #{}),
+    TC = maps:get(<<"thread_categories">>, P),
+    ?assertEqual(#{<<"erlang">> => 1, <<"emulator">> => 1, <<"harness">> => 1}, maps:get(<<"scheduler">>, TC)),
+    ?assertEqual(#{<<"kernel">> => 1}, maps:get(<<"dirty_io">>, TC)).

@@ -26,7 +26,8 @@
 %% `[other stacks]' frame per thread type) and `max_functions' functions.
 %% Keys: `samples', `categories' and `threads' (sample counts), `functions'
 %% (name, category, note, self, total; by self time), `stacks'
-%% (`[[Folded, Count]]'), `stacks_merged', `names' (category per frame
+%% (`[[Folded, Count]]'), `thread_categories' (samples per category within
+%% each thread type), `stacks_merged', `names' (category per frame
 %% name in the stacks) and `unnamed_jit' (samples in JIT code without a
 %% name: the VM runs without perf support).
 -spec build([beamlab_profile_perf:sample()], opts()) -> profile().
@@ -34,10 +35,10 @@ build(Samples, Opts) ->
     MaxStacks = maps:get(max_stacks, Opts, ?MAX_STACKS),
     MaxFuns = maps:get(max_functions, Opts, ?MAX_FUNCTIONS),
     Acc0 = #{n => 0, cats => #{}, threads => #{}, self => #{}, total => #{}, stacks => #{},
-             funs => #{}, unnamed => 0},
+             funs => #{}, unnamed => 0, thread_cats => #{}},
     Acc = lists:foldl(fun add_sample/2, Acc0, Samples),
     #{n := N, cats := Cats, threads := Threads, self := Self, total := Total,
-      stacks := Stacks, funs := Funs, unnamed := Unnamed} = Acc,
+      stacks := Stacks, funs := Funs, unnamed := Unnamed, thread_cats := ThreadCats} = Acc,
     Functions0 = [begin
                       {Cat, Note} = maps:get(Name, Funs),
                       #{<<"name">> => Name, <<"category">> => atom_to_binary(Cat),
@@ -54,6 +55,8 @@ build(Samples, Opts) ->
                                        <<"harness">> => 0}, bin_keys(Cats)),
       <<"threads">> => maps:merge(#{<<"scheduler">> => 0, <<"dirty_cpu">> => 0, <<"dirty_io">> => 0,
                                     <<"other">> => 0}, bin_keys(Threads)),
+      <<"thread_categories">> => maps:from_list([{atom_to_binary(T), bin_keys(C)}
+                                                  || {T, C} <- maps:to_list(ThreadCats)]),
       <<"functions">> => Functions,
       <<"stacks">> => Kept,
       <<"stacks_merged">> => Merged,
@@ -73,7 +76,7 @@ add_sample(#{thread := Comm, frames := Frames}, Acc) ->
             Acc;
         Resolved = [{Leaf, LeafCat, _} | _] ->
             #{n := N, cats := Cats, threads := Threads, self := Self, total := Total,
-              stacks := Stacks, funs := Funs, unnamed := Un} = Acc,
+              stacks := Stacks, funs := Funs, unnamed := Un, thread_cats := TC} = Acc,
             Type = thread_type(Comm),
             Cat = sample_category(Resolved),
             Names = [Nm || {Nm, _, _} <- Resolved],
@@ -83,6 +86,7 @@ add_sample(#{thread := Comm, frames := Frames}, Acc) ->
             Acc#{n := N + 1,
                  cats := incr(Cat, 1, Cats),
                  threads := incr(Type, 1, Threads),
+                 thread_cats := TC#{Type => incr(Cat, 1, maps:get(Type, TC, #{}))},
                  self := incr(Leaf, 1, Self),
                  total := lists:foldl(fun(Nm, T) -> incr(Nm, 1, T) end, Total, lists:usort(Names)),
                  stacks := incr(Folded, 1, Stacks),

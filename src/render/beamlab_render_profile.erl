@@ -23,6 +23,7 @@ render(#{extra := #{<<"profile">> := P}, params := Params}, Opts) ->
             [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>]),
      shares("categories", maps:get(<<"categories">>, P, #{}), N,
             [<<"erlang">>, <<"emulator">>, <<"kernel">>, <<"harness">>]),
+     thread_categories(maps:get(<<"thread_categories">>, P, #{}), N),
      warnings(P, N),
      "\n",
      top_table(P, maps:get(top, Opts, 25)),
@@ -41,6 +42,15 @@ callers(F, Paths, N) ->
                                    binary:replace(Path, <<";">>, <<" > ">>, [global])]
                                   || {Path, C} <- Paths],
                                  #{align => [right, right, left]})].
+
+%% Within each thread type that has samples: its categories, as shares of
+%% all samples.
+thread_categories(TC, N) ->
+    [["  ", T, ": ",
+      lists:join(", ", [io_lib:format("~ts ~ts", [C, beamlab_format_units:percent(share(V, N))])
+                        || C <- [<<"erlang">>, <<"emulator">>, <<"kernel">>, <<"harness">>],
+                           V <- [maps:get(C, maps:get(T, TC), 0)], V > 0]), "\n"]
+     || T <- [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>], is_map_key(T, TC)].
 
 shares(Title, Counts, N, Keys) ->
     Parts = [io_lib:format("~ts ~ts", [K, beamlab_format_units:percent(share(maps:get(K, Counts, 0), N))])
