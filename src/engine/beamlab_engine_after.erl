@@ -5,9 +5,8 @@
 %%% runner iteration, each in its own phase.
 %%%
 %%% Memory per iteration is measured by tracing garbage collections of the
-%%% measuring process and of every process it spawns (`set_on_spawn'):
-%%% each GC start tells how much the young heap (and heap fragments) grew
-%%% since the previous GC ended. Code given to beamlab is compiled with
+%%% measuring process and of every process it spawns
+%%% ({@link beamlab_runtime_alloc}). Code given to beamlab is compiled with
 %%% its spawn calls wrapped so that a spawned process collects once more
 %%% just before it ends: the words it allocated after its last GC are
 %%% counted too, and it reports its reductions. The per-iteration figure is
@@ -23,7 +22,6 @@
 -type error_reason() :: {unsupported_tool, tool(), string()} | {compile, term()} | {runner, term()}.
 -export_type([tool/0, error_reason/0]).
 
--define(COLLECTOR, beamlab_engine_after_collector).
 -define(TARGET_MS, 200).
 -define(MAX_ROWS, 30).
 
@@ -249,14 +247,14 @@ msacc_stop(true) ->
 %% Memory and reductions
 
 %% @doc The wrapper the spawn calls of code compiled with `wrap_spawns'
-%% go through: the spawned fun collects garbage once more when it ends
-%% (so the trace sees every word it allocated) and reports its reductions.
+%% go through: the spawned fun ends with {@link beamlab_runtime_alloc:child_done/0}
+%% (a last GC, so the trace sees every word it allocated, and its reductions).
 -spec gc_after(fun(() -> term())) -> fun(() -> term()).
 gc_after(Fun) when is_function(Fun, 0) ->
     fun() ->
             try Fun()
             after
-                report_child()
+                beamlab_runtime_alloc:child_done()
             end
     end;
 gc_after(Other) ->
@@ -267,112 +265,33 @@ gc_after(Other) ->
 gc_after(M, F, Args) ->
     gc_after(fun() -> apply(M, F, Args) end).
 
-report_child() ->
-    erlang:garbage_collect(),
-    case whereis(?COLLECTOR) of
-        undefined -> ok;
-        C ->
-            {reductions, R} = process_info(self(), reductions),
-            C ! {?MODULE, reductions, R},
-            ok
-    end.
-
 %% Runs N iterations in a fresh traced process; returns the words its
 %% tree allocated, its reductions (its own and its children's) and the
-%% processes it spawned.
+%% processes it spawned, with the allocating functions on OTP 26+.
 measure(Exec, IRR, N, CallMemory) ->
     Self = self(),
-    Tracer = spawn_link(fun() -> tracer(#{}) end),
-    Worker = spawn_link(fun() ->
-                                receive go -> ok end,
-                                erlang:garbage_collect(),
-                                {reductions, R0} = process_info(self(), reductions),
-                                _ = beamlab_engine_code:timed(Exec, N, IRR),
-                                {reductions, R1} = process_info(self(), reductions),
-                                erlang:garbage_collect(),
-                                Self ! {self(), reductions, R1 - R0}
-                        end),
-    true = register(?COLLECTOR, Tracer),
-    _ = erlang:trace(Worker, true, [garbage_collection, procs, set_on_spawn, {tracer, Tracer}]),
-    CallMemory andalso call_memory(on),
-    Worker ! go,
-    Reds = receive {Worker, reductions, R} -> R end,
-    Allocators = case CallMemory of
-                     true -> call_memory(off);
-                     false -> []
-                 end,
-    _ = (catch erlang:trace(Worker, false, [all])),
-    %% The trace messages of the worker are all delivered before this reply.
-    Ref = erlang:trace_delivered(Worker),
-    receive {trace_delivered, Worker, Ref} -> ok end,
-    Tracer ! {done, Self, Worker},
-    Result = receive {Tracer, result, Res} -> Res end,
-    _ = (catch unregister(?COLLECTOR)),
-    unlink(Tracer),
-    #{words => maps:get(words, Result), reductions => Reds + maps:get(child_reductions, Result),
-      spawned => maps:get(spawned, Result), allocators => Allocators}.
-
-%% Per process: the used heap after its last GC (`last'), whether its
-%% first GC is still to come (the worker's first GC is the baseline), and
-%% the words counted.
-tracer(St) ->
+    {Pid, Ref} = spawn_monitor(
+                   fun() ->
+                           {_, Counts} = beamlab_runtime_alloc:measure_self(
+                                           fun() -> beamlab_engine_code:timed(Exec, N, IRR) end),
+                           %% A second pass names the allocating functions
+                           %% (call tracing of its own, after the GC trace).
+                           Allocators = case CallMemory of
+                                            true ->
+                                                call_memory(on),
+                                                _ = beamlab_engine_code:timed(Exec, N, IRR),
+                                                call_memory(off);
+                                            false -> []
+                                        end,
+                           Self ! {self(), measured, Counts#{allocators => Allocators}}
+                   end),
     receive
-        {trace, Pid, gc_start, Info} -> tracer(gc_start(Pid, Info, St));
-        {trace, Pid, gc_minor_start, Info} -> tracer(gc_start(Pid, Info, St));
-        {trace, Pid, gc_major_start, Info} -> tracer(gc_start(Pid, Info, St));
-        {trace, Pid, gc_end, Info} -> tracer(gc_end(Pid, Info, St));
-        {trace, Pid, gc_minor_end, Info} -> tracer(gc_end(Pid, Info, St));
-        {trace, Pid, gc_major_end, Info} -> tracer(gc_end(Pid, Info, St));
-        {trace, _Parent, spawn, Child, _} ->
-            tracer(St#{Child => maps:get(Child, St, #{last => 0, counted => 0, baseline => false}),
-                       spawned => maps:get(spawned, St, 0) + 1});
-        {?MODULE, reductions, R} ->
-            tracer(St#{child_reductions => maps:get(child_reductions, St, 0) + R});
-        {done, From, Worker} ->
-            %% Children report after their last GC; wait for stragglers briefly.
-            St1 = drain(St),
-            Words = lists:sum([C || {P, #{counted := C}} <- maps:to_list(St1), is_pid(P)]),
-            _ = Worker,
-            From ! {self(), result, #{words => Words, spawned => maps:get(spawned, St1, 0),
-                                      child_reductions => maps:get(child_reductions, St1, 0)}};
-        _Other ->
-            tracer(St)
+        {Pid, measured, Result} ->
+            receive {'DOWN', Ref, process, Pid, _} -> ok end,
+            Result;
+        {'DOWN', Ref, process, Pid, Reason} ->
+            error(Reason)
     end.
-
-drain(St) ->
-    receive
-        {trace, Pid, E, Info} when E =:= gc_minor_start; E =:= gc_major_start; E =:= gc_start ->
-            drain(gc_start(Pid, Info, St));
-        {trace, Pid, E, Info} when E =:= gc_minor_end; E =:= gc_major_end; E =:= gc_end ->
-            drain(gc_end(Pid, Info, St));
-        {?MODULE, reductions, R} ->
-            drain(St#{child_reductions => maps:get(child_reductions, St, 0) + R});
-        {trace, _, spawn, Child, _} ->
-            drain(St#{Child => maps:get(Child, St, #{last => 0, counted => 0, baseline => false}),
-                      spawned => maps:get(spawned, St, 0) + 1});
-        {trace, _, _, _} -> drain(St);
-        {trace, _, _, _, _} -> drain(St)
-    after 100 ->
-            St
-    end.
-
-proc(Pid, St) ->
-    %% A process first seen here without a spawn event is the worker: its
-    %% first GC is the baseline.
-    maps:get(Pid, St, #{last => 0, counted => 0, baseline => true}).
-
-gc_start(Pid, Info, St) ->
-    P = proc(Pid, St),
-    Used = proplists:get_value(heap_size, Info, 0) + proplists:get_value(mbuf_size, Info, 0),
-    P1 = case P of
-             #{baseline := true} -> P;
-             #{last := Last, counted := C} -> P#{counted := C + max(0, Used - Last)}
-         end,
-    St#{Pid => P1}.
-
-gc_end(Pid, Info, St) ->
-    P = proc(Pid, St),
-    St#{Pid => P#{last := proplists:get_value(heap_size, Info, 0), baseline := false}}.
 
 %% OTP 26+: call_memory tracing of every function, for the worker's tree.
 %% (The module name is built at run time: OTP 25's types do not know the
@@ -380,11 +299,11 @@ gc_end(Pid, Info, St) ->
 call_memory(on) ->
     Erl = binary_to_atom(<<"erlang">>),
     _ = Erl:trace_pattern({'_', '_', '_'}, true, [call_memory]),
-    _ = erlang:trace(new_processes, true, [call]),
+    _ = erlang:trace(self(), true, [call, set_on_spawn]),
     ok;
 call_memory(off) ->
     Erl = binary_to_atom(<<"erlang">>),
-    _ = erlang:trace(new_processes, false, [call]),
+    _ = erlang:trace(self(), false, [call, set_on_spawn]),
     Found = lists:append(
               [[{{M, F, A}, W} || {F, A} <- M:module_info(functions),
                                   {call_memory, [_ | _] = PerPid} <- [Erl:trace_info({M, F, A}, call_memory)],
