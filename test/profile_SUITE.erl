@@ -11,10 +11,10 @@
 -export([hot_function_and_bif_in_top3/1, pid_of_fresh_vm/1, pid_without_perf_support/1,
          node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
          flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
-         memory_per_iteration/1, dwarf_call_graph/1]).
+         memory_per_iteration/1, dwarf_call_graph/1, suite_memory_per_repetition/1]).
 
 all() ->
-    [invm_profilers_list_the_runner, memory_per_iteration,
+    [invm_profilers_list_the_runner, memory_per_iteration, suite_memory_per_repetition,
      errors_are_one_line, hot_function_and_bif_in_top3, pid_of_fresh_vm, pid_without_perf_support,
      node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms].
 
@@ -275,6 +275,23 @@ memory_per_iteration(_Config) ->
     %% The timed figures come first, untouched: a plain table row is there.
     #{code := 0, out := Text} = beamlab_test_util:cli(["run", "lists:seq(1, 10000).", "-s", "1", "--memory"]),
     ?assertNotEqual(nomatch, binary:match(Text, <<"words (">>)).
+
+%% `suite --memory': one traced repetition per point, its spawned processes
+%% counted; the measured repetitions stay as many as asked.
+suite_memory_per_repetition(_Config) ->
+    #{code := 0, out := Out} = beamlab_test_util:cli(["suite", "spawn", "--param", "spawn.n=2000",
+                                                      "--param", "spawn.variant=monitor", "-n", "2",
+                                                      "--memory", "--format", "json"]),
+    #{benchmarks := [B | _]} = doc(Out),
+    #{samples := Samples, extra := #{<<"per_repetition">> := M}} = B,
+    ct:log("~p", [M]),
+    ?assertEqual(2, length(Samples)),
+    ?assertEqual(2000, maps:get(<<"spawned">>, M)),
+    ?assert(maps:get(<<"words">>, M) > 2000),
+    ?assert(maps:get(<<"reductions">>, M) > 0),
+    #{code := 0, out := Text} = beamlab_test_util:cli(["suite", "spawn", "--param", "spawn.n=500", "-n", "1",
+                                                       "--memory"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"allocated per repetition">>)).
 
 %% Helpers
 

@@ -5,7 +5,7 @@
 %%% the run command adds to its benchmarks. Pure: the document in, text out.
 -module(beamlab_render_profile).
 
--export([render/2, top_table/2, invm_table/1, memory_lines/1]).
+-export([render/2, top_table/2, invm_table/1, memory_lines/1, memory_lines/2]).
 
 -type opts() :: #{unicode => boolean(), top => pos_integer(),
                   callers => [{binary(), [{binary(), pos_integer()}]}]}.
@@ -123,18 +123,23 @@ unit_text(U) -> U.
 %% @doc Lines for `--memory' / `--reductions' (`extra.per_iteration').
 -spec memory_lines(#{binary() => beamlab_json:json()}) -> unicode:chardata().
 memory_lines(M) ->
+    memory_lines(M, "iteration").
+
+%% @doc As {@link memory_lines/1}, per `Unit' (`"iteration"', `"repetition"').
+-spec memory_lines(#{binary() => beamlab_json:json()}, string()) -> unicode:chardata().
+memory_lines(M, Unit) ->
     Words = maps:get(<<"words">>, M, null),
     Reds = maps:get(<<"reductions">>, M, null),
     [case Words of
          null -> [];
-         _ -> io_lib:format("  memory: ~ts words (~ts) allocated per iteration~ts~n",
+         _ -> io_lib:format("  memory: ~ts words (~ts) allocated per ~s~ts~n",
                             [beamlab_format_units:number(Words),
-                             beamlab_format_units:bytes(maps:get(<<"bytes">>, M, 0)),
-                             spawned(maps:get(<<"spawned">>, M, 0))])
+                             beamlab_format_units:bytes(maps:get(<<"bytes">>, M, 0)), Unit,
+                             spawned(maps:get(<<"spawned">>, M, 0), Unit)])
      end,
      case Reds of
          null -> [];
-         _ -> io_lib:format("  reductions: ~ts per iteration~n", [beamlab_format_units:number(Reds)])
+         _ -> io_lib:format("  reductions: ~ts per ~s~n", [beamlab_format_units:number(Reds), Unit])
      end,
      case maps:get(<<"allocators">>, M, []) of
          [] -> [];
@@ -143,5 +148,5 @@ memory_lines(M) ->
                  || #{<<"function">> := F, <<"words">> := W} <- As]]
      end].
 
-spawned(0) -> "";
-spawned(N) -> io_lib:format(", counting ~b spawned process(es) per iteration", [N]).
+spawned(0, _Unit) -> "";
+spawned(N, Unit) -> io_lib:format(", counting ~b spawned process(es) per ~s", [N, Unit]).
