@@ -278,7 +278,7 @@ measure(Exec, IRR, N, CallMemory) ->
                            %% (call tracing of its own, after the GC trace).
                            Allocators = case CallMemory of
                                             true ->
-                                                call_memory(on),
+                                                ok = call_memory(on),
                                                 _ = beamlab_engine_code:timed(Exec, N, IRR),
                                                 call_memory(off);
                                             false -> []
