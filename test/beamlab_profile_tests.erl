@@ -10,7 +10,8 @@ format_error_test_() ->
              {{no_such_process, 42}, "no process with OS pid 42"},
              {{not_a_beam, 1, <<"systemd">>}, "systemd, not an Erlang VM"},
              {{no_jit, "23", "emu"}, "no perf support"},
-             {{perf_failed, <<"boom">>}, "perf failed: boom"}],
+             {{perf_failed, <<"boom">>}, "perf failed: boom"},
+             {{target_gone, 7}, "exited before perf could attach"}],
     [?_assert(begin
                   Text = lists:flatten(beamlab_profile:format_error(R)),
                   string:find(Text, Expect) =/= nomatch andalso string:find(Text, "\n") =:= nomatch

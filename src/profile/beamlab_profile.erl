@@ -24,7 +24,7 @@
 -type error_reason() :: perf_missing | {perf_unusable, binary()} | {paranoid, integer()}
                       | {no_such_process, pos_integer()} | {not_a_beam, pos_integer(), binary()}
                       | {no_jit, string(), string()} | {perf_failed, binary()}
-                      | {command_failed, integer(), binary()}.
+                      | {command_failed, integer(), binary()} | {target_gone, pos_integer()}.
 -export_type([target/0, opts/0, outcome/0, error_reason/0]).
 
 -define(POLL_MS, 200).
@@ -253,7 +253,9 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
     #{perf_status := PerfStatus, exited := Exited, interrupted := Int} = St,
     PerfErr = case file:read_file(Err) of {ok, E} -> E; _ -> <<>> end,
     HaveData = filelib:file_size(Data) > 0,
+    Gone = not filelib:is_dir("/proc/" ++ integer_to_list(OsPid)),
     case PerfStatus of
+        S when S =/= 0, not HaveData, Gone -> {error, {target_gone, OsPid}};
         S when S =/= 0, not HaveData -> {error, perf_error(PerfErr)};
         _ ->
             case script(Perf, Data) of
@@ -320,8 +322,10 @@ perf_error(Err) ->
     end.
 
 first_line(B) ->
+    %% perf starts some messages with a line `Error:' alone.
     Lines = [L || L <- binary:split(iolist_to_binary(B), <<"\n">>, [global]),
-                  string:trim(L) =/= <<>>, binary:match(L, <<"WARNING">>) =:= nomatch],
+                  string:trim(L) =/= <<>>, string:trim(L) =/= <<"Error:">>,
+                  binary:match(L, <<"WARNING">>) =:= nomatch],
     case Lines of
         [L | _] -> string:trim(L);
         [] -> <<"no message">>
@@ -360,5 +364,7 @@ format_error({no_jit, Release, Flavor}) ->
                   "JIT (OTP 24 or later on x86-64 or arm64)", [Release, Flavor]);
 format_error({perf_failed, Msg}) ->
     io_lib:format("perf failed: ~ts", [Msg]);
+format_error({target_gone, Pid}) ->
+    io_lib:format("the VM with OS pid ~b exited before perf could attach to it: nothing was recorded", [Pid]);
 format_error({command_failed, Code, Out}) ->
     io_lib:format("the profiled command exited with status ~b: ~ts", [Code, first_line(Out)]).
