@@ -33,6 +33,7 @@ model(_) ->
 css() ->
     <<"
 .flamebox { width: 100%; }
+.flamecard figcaption { max-width: none; word-break: normal; }
 .flamebar { margin: 4px 0 6px; font-size: 12.5px; }
 .flamebar input { font: inherit; padding: 2px 6px; width: 220px; }
 .flamebar .matched { margin-left: 10px; color: var(--muted); }
@@ -51,7 +52,8 @@ js() ->
   'use strict';
   var SVGNS = 'http://www.w3.org/2000/svg';
   var CAT = { erlang: '#65a30d', emulator: '#ea580c', kernel: '#64748b', harness: '#9333ea', thread: '#94a3b8' };
-  var ROW = 17, W = 1200;
+  // Frames narrower than MINW pixels (0.25% of the width) are not drawn.
+  var ROW = 17, W = 1200, MINW = 3;
   function noteError(msg) {
     var b = document.body, old = b.getAttribute('data-errors') || '';
     b.setAttribute('data-errors', old ? old + ' | ' + msg : String(msg));
@@ -105,8 +107,9 @@ js() ->
     while (node && node.parent) { p = ';' + node.name + p; node = node.parent; }
     return p;
   }
+  // Square-root scale: small changes stay visible beside the largest.
   function diffColor(d, maxAbs) {
-    var t = maxAbs > 0 ? Math.min(1, Math.abs(d) / maxAbs) : 0;
+    var t = maxAbs > 0 ? Math.sqrt(Math.min(1, Math.abs(d) / maxAbs)) : 0;
     var c = Math.round(235 - 150 * t);
     return d > 0 ? 'rgb(235,' + c + ',' + c + ')' : d < 0 ? 'rgb(' + c + ',' + c + ',235)' : 'rgb(229,231,235)';
   }
@@ -127,6 +130,7 @@ js() ->
     var before = bt ? shares(bt, '', bt.value || 1, {}) : null;
     var diffs = [], maxAbs = 0;
     function colorOf(node) {
+      if (node.depth === 0) return CAT.thread;
       if (before) {
         var d = node.value / total - (before[pathOf(node)] || 0);
         return diffColor(d, maxAbs);
@@ -135,7 +139,8 @@ js() ->
       return CAT[names[node.name]] || '#f59e0b';
     }
     if (before) {
-      (function walk(n) { kids(n).forEach(function (c) { var d = c.value / total - (before[pathOf(c)] || 0); maxAbs = Math.max(maxAbs, Math.abs(d)); walk(c); }); })(root);
+      // The scale comes from the frames below the thread-type roots.
+      (function walk(n) { kids(n).forEach(function (c) { var d = c.value / total - (before[pathOf(c)] || 0); if (c.depth > 1) maxAbs = Math.max(maxAbs, Math.abs(d)); walk(c); }); })(root);
     }
     var zoom = root;
     // Rows that hold a frame wide enough to draw at the current zoom.
@@ -143,7 +148,7 @@ js() ->
       var d = node.depth;
       kids(node).forEach(function (c) {
         var cw = w * c.value / node.value;
-        if (cw >= 0.6) d = Math.max(d, visDepth(c, cw));
+        if (cw >= MINW) d = Math.max(d, visDepth(c, cw));
       });
       return d;
     }
@@ -161,7 +166,7 @@ js() ->
         var cx = x;
         kids(node).forEach(function (c) {
           var cw = w * c.value / node.value;
-          if (cw >= 0.6) { place(c, cx, cw, false); layout(c, cx, cw); }
+          if (cw >= MINW) { place(c, cx, cw, false); layout(c, cx, cw); }
           cx += cw;
         });
       }
@@ -223,6 +228,11 @@ js() ->
       return el('span', {}, [el('i', { style: 'background:' + it[1] }), it[0]]);
     }));
   }
+  function shareLine(counts, total) {
+    return Object.keys(counts || {}).filter(function (k) { return counts[k] > 0; }).map(function (k) {
+      return k + ' ' + (100 * counts[k] / (total || 1)).toFixed(1) + '%';
+    }).join(', ');
+  }
   function topTable(p) {
     var rows = (p.top || []).map(function (f) {
       return el('tr', {}, [el('td', {}, [f.name]), el('td', {}, [f.category]),
@@ -242,23 +252,28 @@ js() ->
         'Each profile starts with its thread types.'])]);
     var envSec = document.getElementById('env');
     if (envSec) app.insertBefore(sec, envSec); else app.appendChild(sec);
-    var first = {};
+    var first = {}, diffs = 0;
     runs.forEach(function (r) {
       var p = r.profile;
       var card = el('figure', { 'class': 'card flamecard' }, [el('figcaption', {}, [r.label + ': ' + p.subject]),
-        el('div', { 'class': 'muted' }, [p.samples + ' samples']), legend(false)]);
+        el('div', { 'class': 'muted' }, [p.samples + ' samples; ' + shareLine(p.categories, p.samples) +
+          '; threads: ' + shareLine(p.threads, p.samples)]), legend(false)]);
       sec.appendChild(card);
       flame(card, p, {});
       card.appendChild(el('details', { 'class': 'more' }, [el('summary', {}, ['top functions']), topTable(p)]));
       var base = first[p.subject];
       if (!base) { first[p.subject] = r; return; }
-      var dcard = el('figure', { 'class': 'card flamecard diff' }, [
+      diffs += 1;
+      var dcard = el('figure', { 'class': 'card flamecard diff', id: 'flame-diff-' + diffs }, [
         el('figcaption', {}, ['Differential: ' + r.label + ' against ' + base.label + ' (' + p.subject + ')']),
         el('div', { 'class': 'muted' }, ['Stacks of ' + r.label + '; colour = change of each frame' + String.fromCharCode(8217) + 's share of all samples ' +
           '(normalised by each profile' + String.fromCharCode(8217) + 's total). Frames only in ' + base.label + ' are not drawn.']), legend(true)]);
       sec.appendChild(dcard);
       flame(dcard, p, { before: base.profile });
     });
+    // The cards exist only now: a link to one (#flame-diff-1) scrolls here.
+    var target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (target) target.scrollIntoView();
   } catch (e) {
     noteError('flame: ' + (e && e.message ? e.message : e));
   }
