@@ -201,6 +201,10 @@ flame_graph_renders_and_zooms(Config) ->
                       " document.body.setAttribute('data-test-before', String(before));"
                       " document.body.setAttribute('data-test-after', String(svg.querySelectorAll('rect.frame').length));"
                       " document.body.setAttribute('data-test-width', svg.querySelector('rect.frame[data-name^=\"prof_hot:spin\"]').getAttribute('width'));"
+                      " var box = svg.parentNode, input = box.querySelector('input');"
+                      " input.value = 'spin'; input.dispatchEvent(new Event('input'));"
+                      " document.body.setAttribute('data-test-matches', String(svg.querySelectorAll('rect.match').length));"
+                      " document.body.setAttribute('data-test-matched', box.querySelector('.matched').textContent);"
                       "})();</script></body>">>,
             Clicked = binary:replace(Page, <<"</body>">>, Click),
             ClickFile = filename:join(Dir, "flame-click.html"),
@@ -223,7 +227,10 @@ flame_graph_renders_and_zooms(Config) ->
                    [Before, After, attr(CBody, <<"data-test-width">>)]),
             ?assertNotEqual(Before, After),
             %% The clicked frame fills the graph's width.
-            ?assert(binary_to_float(attr(CBody, <<"data-test-width">>)) > 1100.0)
+            ?assert(binary_to_float(attr(CBody, <<"data-test-width">>)) > 1100.0),
+            %% A search highlights the matching frames and gives their share.
+            ?assert(binary_to_integer(attr(CBody, <<"data-test-matches">>)) > 0),
+            ?assertMatch(<<"matched ", _/binary>>, attr(CBody, <<"data-test-matched">>))
     end.
 
 %% The in-VM profilers run after the samples and list the runner's function.
