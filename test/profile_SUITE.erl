@@ -11,11 +11,12 @@
 -export([hot_function_and_bif_in_top3/1, pid_of_fresh_vm/1, pid_without_perf_support/1,
          node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
          flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
-         memory_per_iteration/1, dwarf_call_graph/1, suite_memory_per_repetition/1]).
+         memory_per_iteration/1, dwarf_call_graph/1, suite_memory_per_repetition/1,
+         duration_stops_the_command/1]).
 
 all() ->
     [invm_profilers_list_the_runner, memory_per_iteration, suite_memory_per_repetition,
-     errors_are_one_line, hot_function_and_bif_in_top3, pid_of_fresh_vm, pid_without_perf_support,
+     errors_are_one_line, hot_function_and_bif_in_top3, duration_stops_the_command, pid_of_fresh_vm, pid_without_perf_support,
      node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms].
 
 init_per_suite(Config) ->
@@ -75,6 +76,18 @@ hot_function_and_bif_in_top3(Config) ->
                                                           "run", "prof_hot:work().", "-pa", Dir, "-s", "1"]),
     ?assertNotEqual(nomatch, binary:match(TextOut, <<"prof_hot:spin/2">>)),
     ?assertNotEqual(nomatch, binary:match(TextOut, <<"categories: erlang">>)).
+
+%% --duration stops a longer command as Ctrl-C would: it keeps what it
+%% measured, and the profile is shown.
+duration_stops_the_command(Config) ->
+    Dir = ?config(hot_dir, Config),
+    #{code := 0, out := Out, err := Err} =
+        beamlab_test_util:cli(["profile", "--duration", "3", "--format", "json", "--",
+                               "run", "prof_hot:work().", "-pa", Dir, "-s", "60"]),
+    ct:log("~ts", [Err]),
+    #{extra := #{<<"profile">> := P}} = doc(Out),
+    ?assert(maps:get(<<"elapsed_ms">>, P) < 30000),
+    ?assert(lists:member(<<"prof_hot:spin/2">>, top_names(P, 3))).
 
 pid_of_fresh_vm(Config) ->
     {Port, OsPid} = start_vm(Config, ["+JPperf", "true"], "prof_hot:forever()"),
