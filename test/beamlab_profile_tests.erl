@@ -11,7 +11,8 @@ format_error_test_() ->
              {{not_a_beam, 1, <<"systemd">>}, "systemd, not an Erlang VM"},
              {{no_jit, "23", "emu"}, "no perf support"},
              {{perf_failed, <<"boom">>}, "perf failed: boom"},
-             {{target_gone, 7}, "exited before perf could attach"}],
+             {{target_gone, 7}, "exited before perf could attach"},
+             {{interpreter, 9}, "runs the interpreter"}],
     [?_assert(begin
                   Text = lists:flatten(beamlab_profile:format_error(R)),
                   string:find(Text, Expect) =/= nomatch andalso string:find(Text, "\n") =:= nomatch
@@ -20,7 +21,9 @@ format_error_test_() ->
 node_errors_test() ->
     ?assertEqual({error, {bad_node, "nohost"}}, beamlab_profile_node:os_pid("nohost", undefined)),
     Text = lists:flatten(beamlab_profile_node:format_error({unreachable, 'a@b'})),
-    ?assertNotEqual(nomatch, string:find(Text, "--cookie")).
+    ?assertNotEqual(nomatch, string:find(Text, "--cookie")),
+    Emu = lists:flatten(beamlab_profile_node:format_error({no_jit, 'a@b', "25", emu})),
+    ?assertNotEqual(nomatch, string:find(Emu, "no perf support")).
 
 vm_flags_test() ->
     case erlang:system_info(emu_flavor) of

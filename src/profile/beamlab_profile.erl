@@ -23,7 +23,7 @@
                      perf_support := boolean(), elapsed_ms := non_neg_integer()}.
 -type error_reason() :: perf_missing | {perf_unusable, binary()} | {paranoid, integer()}
                       | {no_such_process, pos_integer()} | {not_a_beam, pos_integer(), binary()}
-                      | {no_jit, string(), string()} | {perf_failed, binary()}
+                      | {no_jit, string(), string()} | {interpreter, pos_integer()} | {perf_failed, binary()}
                       | {command_failed, integer(), binary()} | {target_gone, pos_integer()}.
 -export_type([target/0, opts/0, outcome/0, error_reason/0]).
 
@@ -215,7 +215,17 @@ beam_process(OsPid) ->
     case file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/comm") of
         {ok, Comm0} ->
             Comm = string:trim(Comm0),
+            %% The interpreter flavour's emulator is beam.emu.smp.
+            Exe = case file:read_link("/proc/" ++ integer_to_list(OsPid) ++ "/exe") of
+                      {ok, E} -> filename:basename(E);
+                      {error, _} -> ""
+                  end,
             case binary:match(Comm, <<"beam">>) of
+                {0, _} when Exe =/= "" ->
+                    case string:find(Exe, ".emu.") of
+                        nomatch -> ok;
+                        _ -> {error, {interpreter, OsPid}}
+                    end;
                 {0, _} -> ok;
                 _ -> {error, {not_a_beam, OsPid, Comm}}
             end;
@@ -362,6 +372,9 @@ format_error({not_a_beam, Pid, Comm}) ->
 format_error({no_jit, Release, Flavor}) ->
     io_lib:format("OTP ~s runs the ~s emulator, which has no perf support: profiling needs the "
                   "JIT (OTP 24 or later on x86-64 or arm64)", [Release, Flavor]);
+format_error({interpreter, Pid}) ->
+    io_lib:format("OS pid ~b runs the interpreter (beam.emu.smp), which has no perf support: "
+                  "profiling needs the JIT flavour (the default from OTP 24 on x86-64 and arm64)", [Pid]);
 format_error({perf_failed, Msg}) ->
     io_lib:format("perf failed: ~ts", [Msg]);
 format_error({target_gone, Pid}) ->
