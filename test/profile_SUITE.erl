@@ -41,7 +41,7 @@ hot_module() ->
       "-export([work/0, spin/2, forever/0]).\n"
       "work() ->\n"
       "    L = case persistent_term:get(prof_hot_list, undefined) of\n"
-      "            undefined -> X = lists:seq(1, 3000), persistent_term:put(prof_hot_list, X), X;\n"
+      "            undefined -> X = lists:seq(1, 20000), persistent_term:put(prof_hot_list, X), X;\n"
       "            X -> X\n"
       "        end,\n"
       "    false = lists:member(-1, L),\n"
