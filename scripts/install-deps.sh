@@ -2,11 +2,12 @@
 # Installs what beamlab needs on Debian 12 (or says what to install).
 #   scripts/install-deps.sh          build and run: Erlang/OTP and rebar3
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
-#                                    RabbitMQ (AMQP tests), Chromium (report tests)
+#                                    RabbitMQ (AMQP tests), Chromium (report tests),
+#                                    linux-perf (beamlab profile)
 set -eu
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium"
+TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"

@@ -79,7 +79,7 @@ options() ->
        help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
      #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
        metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"}
-     | beamlab_cli_args:common_options()].
+     | beamlab_cli_after:options() ++ beamlab_cli_args:common_options()].
 
 %% @doc Examples for `beamlab help run'.
 -spec usage() -> iodata().
@@ -116,7 +116,9 @@ run(Parsed) ->
                  Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
              end,
     case Result of
-        {ok, Doc} ->
+        {ok, Doc0} ->
+            %% In-VM profiler, memory and reductions: after the samples.
+            Doc = beamlab_cli_after:attach(Jobs, Doc0, Parsed),
             Failed = [B || B = #{extra := #{<<"status">> := <<"failed">>}} <- maps:get(benchmarks, Doc)],
             _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
                  || #{name := N, extra := #{<<"error">> := E}} <- Failed],
@@ -132,8 +134,9 @@ run(Parsed) ->
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
-    beamlab_render_bench:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
-                                       report => beamlab_cli_args:get(report, Parsed, auto)}).
+    [beamlab_render_bench:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
+                                        report => beamlab_cli_args:get(report, Parsed, auto)}),
+     beamlab_cli_after:text(Doc)].
 
 %% Compile errors and option errors are the user's mistakes (exit 2).
 -spec error_exit(term()) -> no_return().

@@ -25,7 +25,10 @@ options() ->
      #{name => pa, short => "pa", type => string, multi => true, default => [], metavar => "DIR",
        help => "add DIR to the code path (for your own workload modules)"},
      #{name => timeout, long => "timeout", type => pos_integer, default => 600, metavar => "S",
-       help => "seconds one repetition may take before the point is abandoned"}]
+       help => "seconds one repetition may take before the point is abandoned"},
+     #{name => memory, long => "memory", type => boolean, default => false,
+       help => "after the measured repetitions, one more traced for words allocated and reductions "
+               "(spawned processes included)"}]
         ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help suite'.
@@ -100,6 +103,7 @@ measure(Names, Parsed) ->
     {ok, Doc0} = try
                      beamlab_suite:run(Plan, #{profile => Profile,
                                                repeat => beamlab_cli_args:get(repeat, Parsed, default),
+                                               memory => beamlab_cli_args:get(memory, Parsed, false),
                                                timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
                                                progress => progress(Verbose, Progress),
                                                command => maps:get(argv, Parsed),
@@ -188,4 +192,13 @@ exit_code(#{benchmarks := Bs, extra := Extra}) ->
 %% @doc The suite's table, counters and failures.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
-    beamlab_render_suite:render(Doc, beamlab_cli_output:text_opts(Parsed)).
+    [beamlab_render_suite:render(Doc, beamlab_cli_output:text_opts(Parsed)),
+     %% --memory: one repetition's words and reductions per point.
+     [["\n", N, ", one repetition (traced, after the measured ones):\n",
+       beamlab_render_profile:memory_lines(M, "repetition"),
+       case maps:get(<<"spawned">>, M, 0) of
+           0 -> [];
+           _ -> "  (a spawned process counts through its garbage collections: what it allocates "
+                "after its last one, and its reductions, are not seen)\n"
+       end]
+      || #{name := N, extra := #{<<"per_repetition">> := M}} <- maps:get(benchmarks, Doc)]].

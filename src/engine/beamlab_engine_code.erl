@@ -29,7 +29,7 @@
 %%% the first State being the `init_runner' result.
 -module(beamlab_engine_code).
 
--export([compile/1, purge/1, continuous/3, timed/3,
+-export([compile/1, compile/2, purge/1, continuous/3, timed/3,
          call_init/1, call_init_runner/2, call_done/2,
          runner_arity/1, source_label/1, stops_vm/3, format_error/1]).
 
@@ -65,17 +65,29 @@
 %% Errors name the role (`runner', `init', ...) and, for code strings, the
 %% `line:column' of the problem in the user's text.
 -spec compile(code_map()) -> {ok, exec()} | {error, term()}.
-compile(#{runner := _} = CodeMap) ->
+compile(CodeMap) ->
+    compile(CodeMap, #{}).
+
+%% @doc As {@link compile/1}; `#{wrap_spawns => true}' compiles the
+%% runner's own spawn calls through `beamlab_engine_after:gc_after', so a
+%% spawned process collects garbage once more when it ends (the memory
+%% phase counts every word it allocated).
+-spec compile(code_map(), #{wrap_spawns => boolean()}) -> {ok, exec()} | {error, term()}.
+compile(#{runner := _} = CodeMap, Opts) ->
     try
         Parsed = maps:from_list([{Role, parse(Role, maps:get(Role, CodeMap))}
                                  || Role <- [runner, init, init_runner, done],
                                     maps:is_key(Role, CodeMap)]),
         check_arities(Parsed),
-        build(maps:map(fun(_Role, P) -> guard_vm_stops(P) end, Parsed))
+        Guarded = maps:map(fun(_Role, P) -> guard_vm_stops(P) end, Parsed),
+        build(case maps:get(wrap_spawns, Opts, false) of
+                  true -> wrap_spawns(Guarded);
+                  false -> Guarded
+              end)
     catch
         throw:{beamlab_code, Reason} -> {error, Reason}
     end;
-compile(_) ->
+compile(_, _) ->
     {error, no_runner}.
 
 %% @doc Unloads the generated module. Call after every worker has exited.
@@ -300,6 +312,39 @@ map_tree(Fun, L) when is_list(L) ->
     [map_tree(Fun, E) || E <- L];
 map_tree(_Fun, T) ->
     T.
+
+%% spawn(Fun) -> spawn(beamlab_engine_after:gc_after(Fun)), also for
+%% spawn_link, spawn_monitor, spawn_opt and the M, F, Args forms.
+wrap_spawns(Parsed = #{runner := {function, A, Clauses, Rec}}) ->
+    Spawns = [spawn, spawn_link, spawn_monitor, spawn_opt],
+    Wrap = fun(An, Args) -> {call, An, {remote, An, {atom, An, beamlab_engine_after}, {atom, An, gc_after}}, Args} end,
+    Rewrite = fun(An, Callee, F, Args) ->
+                      case {F, Args} of
+                          {spawn_opt, [Fun, Opts]} -> {call, An, Callee, [Wrap(An, [Fun]), Opts]};
+                          {spawn_opt, [M, Fn, As, Opts]} -> {call, An, Callee, [Wrap(An, [M, Fn, As]), Opts]};
+                          {spawn_opt, _} -> keep;
+                          {_, [Fun]} -> {call, An, Callee, [Wrap(An, [Fun])]};
+                          {_, [M, Fn, As]} -> {call, An, Callee, [Wrap(An, [M, Fn, As])]};
+                          _ -> keep
+                      end
+              end,
+    New = map_tree(fun({call, An, {remote, _, {atom, _, erlang}, {atom, _, F}} = Callee, Args} = T) ->
+                           case lists:member(F, Spawns) andalso Rewrite(An, Callee, F, Args) of
+                               false -> T;
+                               keep -> T;
+                               R -> R
+                           end;
+                      ({call, An, {atom, _, F} = Callee, Args} = T) ->
+                           case lists:member(F, Spawns) andalso Rewrite(An, Callee, F, Args) of
+                               false -> T;
+                               keep -> T;
+                               R -> R
+                           end;
+                      (T) -> T
+                   end, Clauses),
+    Parsed#{runner := {function, A, New, Rec}};
+wrap_spawns(Parsed) ->
+    Parsed.
 
 %%====================================================================
 %% Checks

@@ -11,7 +11,7 @@
 %%% every measured interval.
 -module(beamlab_suite).
 
--export([plan/3, run/2, default_options/0, worker/5, format_error/1]).
+-export([plan/3, run/2, default_options/0, worker/6, format_error/1]).
 -export_type([plan/0, options/0, run_options/0, event/0, error_reason/0]).
 
 -type point() :: {[atom()], beamlab_workload:params()}.
@@ -25,6 +25,7 @@
 -type run_options() :: #{profile := beamlab_workload:profile(),
                          repeat := pos_integer() | default,
                          warmup := boolean(),
+                         memory := boolean(),               % one more repetition, GC-traced
                          timeout := pos_integer(),          % ms per repetition
                          progress := fun((event()) -> any()),
                          command := [unicode:chardata()],
@@ -33,6 +34,7 @@
 -type options() :: #{profile => beamlab_workload:profile(),
                      repeat => pos_integer() | default,
                      warmup => boolean(),
+                     memory => boolean(),
                      timeout => pos_integer(),
                      progress => fun((event()) -> any()),
                      command => [unicode:chardata()],
@@ -135,7 +137,7 @@ run(Plan, Opts0) ->
 %% @doc Defaults of every option of {@link run/2}.
 -spec default_options() -> run_options().
 default_options() ->
-    #{profile => quick, repeat => default, warmup => true, timeout => ?DEFAULT_TIMEOUT,
+    #{profile => quick, repeat => default, warmup => true, memory => false, timeout => ?DEFAULT_TIMEOUT,
       progress => fun(_) -> ok end, command => [], params => #{}}.
 
 run_plan([], _Opts, Bs, Fs, Partial) ->
@@ -180,7 +182,8 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                         %% The worker is not linked: the harness outlives a
                         %% crashing workload and reports it.
                         {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
-                                                    [self(), Mod, Params, Reps, Warmup]),
+                                                    [self(), Mod, Params, Reps, Warmup,
+                                                     maps:get(memory, Opts, false)]),
                         collect(Pid, MRef, Name, Mod, Opts, [])
                     after
                         stop_vm(Peer)
@@ -253,6 +256,13 @@ collect(Pid, MRef, Name, Mod, Opts, Acc) ->
                 warmup -> collect(Pid, MRef, Name, Mod, Opts, Acc);
                 _ -> collect(Pid, MRef, Name, Mod, Opts, [Rep | Acc])
             end;
+        {suite_alloc, Pid, Counts} ->
+            %% --memory: the traced repetition after the measured ones; its
+            %% counts ride on the last measured repetition.
+            case Acc of
+                [Last | Before] -> collect(Pid, MRef, Name, Mod, Opts, [Last#{alloc => Counts} | Before]);
+                [] -> collect(Pid, MRef, Name, Mod, Opts, Acc)
+            end;
         {suite_error, Pid, Stage, Reason} ->
             stop_worker(Pid, MRef),
             {lists:reverse(Acc), {error, stage_error(Mod, Stage, Reason)}};
@@ -304,11 +314,14 @@ stage_error(Mod, Stage, Reason) ->
 %% repetition, `Reps' measured repetitions, teardown, reporting each
 %% repetition to `Harness' by one message. Runs in a fresh process so each
 %% point starts with a small heap and an empty mailbox.
--spec worker(pid(), module(), beamlab_workload:params(), pos_integer(), boolean()) -> ok.
-worker(Harness, Mod, Params, Reps, Warmup) ->
+%% With `Memory', one more repetition after them runs under
+%% `beamlab_runtime_alloc' (its words, reductions and spawned processes go
+%% to the harness as `suite_alloc'; its time is not a sample).
+-spec worker(pid(), module(), beamlab_workload:params(), pos_integer(), boolean(), boolean()) -> ok.
+worker(Harness, Mod, Params, Reps, Warmup, Memory) ->
     case catch_stage(fun() -> Mod:setup(Params) end) of
         {ok, {ok, State}} ->
-            Order = [warmup || Warmup] ++ lists:seq(1, Reps),
+            Order = [warmup || Warmup] ++ lists:seq(1, Reps) ++ [memory || Memory],
             State1 = reps(Harness, Mod, Params, State, Order),
             _ = catch_stage(fun() -> Mod:teardown(State1) end),
             Harness ! {suite_done, self()},
@@ -319,6 +332,12 @@ worker(Harness, Mod, Params, Reps, Warmup) ->
     end.
 
 reps(_Harness, _Mod, _Params, State, []) -> State;
+reps(Harness, Mod, Params, State, [memory]) ->
+    case catch_stage(fun() -> beamlab_runtime_alloc:measure_self(fun() -> Mod:run(State, Params) end) end) of
+        {ok, {{ok, _Rep}, Counts}} -> Harness ! {suite_alloc, self(), Counts}, State;
+        {ok, {{ok, _Rep, State1}, Counts}} -> Harness ! {suite_alloc, self(), Counts}, State1;
+        _ -> State
+    end;
 reps(Harness, Mod, Params, State, [Which | Rest]) ->
     case catch_stage(fun() -> Mod:run(State, Params) end) of
         {ok, {ok, #{value := V} = Rep}} when is_number(V) ->
@@ -338,6 +357,14 @@ reps(Harness, Mod, Params, State, [Which | Rest]) ->
             State
     end.
 
+%% `suite --memory': words (and bytes), reductions and spawned processes of
+%% one repetition, as `extra.per_repetition'.
+with_alloc(#{alloc := #{words := W, reductions := R, spawned := S}}, Extra) ->
+    Extra#{per_repetition => #{words => W, bytes => W * erlang:system_info(wordsize),
+                               reductions => R, spawned => S}};
+with_alloc(_Rep, Extra) ->
+    Extra.
+
 catch_stage(F) ->
     try {ok, F()}
     catch Class:Reason:Stack -> {crashed, {Class, Reason, Stack}}
@@ -354,7 +381,7 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
                 Common#{metric => maps:get(metric, Info), unit => maps:get(unit, Info),
                         better => maps:get(better, Info),
                         counters => maps:get(counters, Last, #{}),
-                        extra => (maps:get(extra, Last, #{}))#{check => Check}}),
+                        extra => with_alloc(Last, (maps:get(extra, Last, #{}))#{check => Check})}),
     Secondary = [beamlab_result:benchmark(
                    [Name, $/, atom_to_binary(K)],
                    [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],

@@ -1,0 +1,79 @@
+%%% @doc The OS pid of a running Erlang node on this machine, asked over
+%%% distribution (this VM becomes a hidden node with short or long names,
+%%% as the target's host part needs), so `beamlab profile --node' can hand
+%%% it to perf.
+-module(beamlab_profile_node).
+
+-export([os_pid/2, format_error/1]).
+
+-type error_reason() :: {bad_node, string()} | {no_distribution, term()} | {unreachable, atom()}
+                      | {remote_host, atom(), string()} | {no_jit, atom(), term(), term()}.
+-export_type([error_reason/0]).
+
+%% @doc Connects to `Name' (with `Cookie' when given) and returns its OS pid.
+-spec os_pid(string(), string() | undefined) -> {ok, pos_integer()} | {error, error_reason()}.
+os_pid(Name, Cookie) ->
+    case string:split(Name, "@") of
+        [N, Host] when N =/= "", Host =/= "" ->
+            Names = case lists:member($., Host) of
+                        true -> longnames;
+                        false -> shortnames
+                    end,
+            case start_dist(Names) of
+                ok ->
+                    Node = list_to_atom(Name),
+                    Cookie =/= undefined andalso erlang:set_cookie(Node, list_to_atom(Cookie)),
+                    ask(Node);
+                {error, _} = E -> E
+            end;
+        _ ->
+            {error, {bad_node, Name}}
+    end.
+
+start_dist(Names) ->
+    case node() of
+        nonode@nohost ->
+            Self = list_to_atom("beamlab_profile_" ++ os:getpid()),
+            case net_kernel:start(Self, #{name_domain => Names, hidden => true}) of
+                {ok, _} -> ok;
+                {error, {already_started, _}} -> ok;
+                {error, R} -> {error, {no_distribution, R}}
+            end;
+        _ ->
+            ok
+    end.
+
+ask(Node) ->
+    case net_kernel:hidden_connect_node(Node) of
+        true ->
+            case rpc:call(Node, os, getpid, [], 10000) of
+                P when is_list(P) ->
+                    Pid = list_to_integer(P),
+                    Flavor = rpc:call(Node, erlang, system_info, [emu_flavor], 10000),
+                    Release = rpc:call(Node, erlang, system_info, [otp_release], 10000),
+                    case filelib:is_dir("/proc/" ++ P) of
+                        false -> {error, {remote_host, Node, P}};
+                        true when Flavor =:= jit -> {ok, Pid};
+                        true -> {error, {no_jit, Node, Release, Flavor}}
+                    end;
+                _ ->
+                    {error, {unreachable, Node}}
+            end;
+        _ ->
+            {error, {unreachable, Node}}
+    end.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> iolist().
+format_error({bad_node, Name}) ->
+    io_lib:format("--node ~ts: expected NAME@HOST", [Name]);
+format_error({no_distribution, R}) ->
+    io_lib:format("cannot start distribution to reach the node (is epmd running?): ~0p", [R]);
+format_error({unreachable, Node}) ->
+    io_lib:format("cannot reach node ~ts: is it running, and is the cookie right (--cookie)?", [Node]);
+format_error({no_jit, Node, Release, Flavor}) ->
+    io_lib:format("node ~ts runs OTP ~0p with the ~0p emulator, which has no perf support: "
+                  "profiling needs the JIT (OTP 24 or later on x86-64 or arm64)", [Node, Release, Flavor]);
+format_error({remote_host, Node, P}) ->
+    io_lib:format("node ~ts runs as OS pid ~ts on another machine: perf profiles local VMs only",
+                  [Node, P]).

@@ -1,0 +1,404 @@
+-module(profile_SUITE).
+%% `beamlab profile' end to end through the escript, with Linux perf:
+%% a known hot Erlang function and a known hot BIF in the top 3, folded
+%% stacks that parse back, --pid on a fresh VM (with and without perf
+%% support), --node, a target that exits mid-profile, one-line errors, and
+%% the report's flame graph in headless Chromium (renders, a click zooms).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, init_per_suite/1, end_per_suite/1]).
+-export([hot_function_and_bif_in_top3/1, pid_of_fresh_vm/1, pid_without_perf_support/1,
+         node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
+         flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
+         memory_per_iteration/1, dwarf_call_graph/1, suite_memory_per_repetition/1,
+         duration_stops_the_command/1]).
+
+all() ->
+    [invm_profilers_list_the_runner, memory_per_iteration, suite_memory_per_repetition,
+     errors_are_one_line, hot_function_and_bif_in_top3, duration_stops_the_command, pid_of_fresh_vm, pid_without_perf_support,
+     node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms].
+
+init_per_suite(Config) ->
+    case os:find_executable("perf") of
+        false ->
+            {skip, "perf is not installed (Debian package linux-perf); CI installs it"};
+        _ ->
+            Dir = ?config(priv_dir, Config),
+            Src = filename:join(Dir, "prof_hot.erl"),
+            ok = file:write_file(Src, hot_module()),
+            {ok, prof_hot} = compile:file(Src, [{outdir, Dir}]),
+            [{hot_dir, Dir} | Config]
+    end.
+
+end_per_suite(_Config) ->
+    ok.
+
+%% A tight Erlang loop (prof_hot:spin/2) and a BIF that does its work in
+%% its own C function (lists:member/2, lists_member_2 in beam.smp).
+hot_module() ->
+    <<"-module(prof_hot).\n"
+      "-export([work/0, spin/2, forever/0]).\n"
+      "work() ->\n"
+      "    L = case persistent_term:get(prof_hot_list, undefined) of\n"
+      "            undefined -> X = lists:seq(1, 20000), persistent_term:put(prof_hot_list, X), X;\n"
+      "            X -> X\n"
+      "        end,\n"
+      "    false = lists:member(-1, L),\n"
+      "    spin(6000, 0).\n"
+      "spin(0, A) -> A;\n"
+      "spin(N, A) -> spin(N - 1, (A * 31 + N) band 16#ffff).\n"
+      "forever() -> work(), forever().\n">>.
+
+hot_function_and_bif_in_top3(Config) ->
+    Dir = ?config(hot_dir, Config),
+    Folded = filename:join(Dir, "hot.folded"),
+    #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--format", "json", "--folded", Folded, "--",
+                                                      "run", "prof_hot:work().", "-pa", Dir, "-s", "2"]),
+    Doc = doc(Out),
+    #{kind := profile, extra := #{<<"profile">> := P}, benchmarks := [_]} = Doc,
+    Top3 = [N || #{<<"name">> := N} <- lists:sublist(maps:get(<<"functions">>, P), 3)],
+    ct:log("top 3: ~p", [Top3]),
+    ?assert(lists:member(<<"prof_hot:spin/2">>, Top3)),
+    ?assert(lists:member(<<"lists_member_2">>, Top3)),
+    [Member] = [F || F = #{<<"name">> := <<"lists_member_2">>} <- maps:get(<<"functions">>, P)],
+    ?assertMatch(#{<<"category">> := <<"emulator">>, <<"note">> := <<"BIF lists:member/2">>}, Member),
+    %% The folded stacks parse back, root first (thread type), and hold every sample.
+    {ok, Text} = file:read_file(Folded),
+    {ok, Stacks} = beamlab_profile_stacks:parse_folded(Text),
+    ?assertEqual(maps:get(<<"samples">>, P), lists:sum([C || {_, C} <- Stacks])),
+    ?assert(lists:all(fun({[Root | _], _}) ->
+                              lists:member(Root, [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>])
+                      end, Stacks)),
+    ?assert(lists:any(fun({Frames, _}) -> lists:member(<<"prof_hot:spin/2">>, Frames) end, Stacks)),
+    %% The text view is the top table.
+    #{code := 0, out := TextOut} = beamlab_test_util:cli(["profile", "--top", "5", "--",
+                                                          "run", "prof_hot:work().", "-pa", Dir, "-s", "1"]),
+    ?assertNotEqual(nomatch, binary:match(TextOut, <<"prof_hot:spin/2">>)),
+    ?assertNotEqual(nomatch, binary:match(TextOut, <<"categories: erlang">>)).
+
+%% --duration stops a longer command as Ctrl-C would: it keeps what it
+%% measured, and the profile is shown.
+duration_stops_the_command(Config) ->
+    Dir = ?config(hot_dir, Config),
+    #{code := 0, out := Out, err := Err} =
+        beamlab_test_util:cli(["profile", "--duration", "3", "--format", "json", "--",
+                               "run", "prof_hot:work().", "-pa", Dir, "-s", "60"]),
+    ct:log("~ts", [Err]),
+    #{extra := #{<<"profile">> := P}} = doc(Out),
+    ?assert(maps:get(<<"elapsed_ms">>, P) < 30000),
+    ?assert(lists:member(<<"prof_hot:spin/2">>, top_names(P, 3))).
+
+pid_of_fresh_vm(Config) ->
+    {Port, OsPid} = start_vm(Config, ["+JPperf", "true"], "prof_hot:forever()"),
+    try
+        #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--pid", integer_to_list(OsPid),
+                                                          "--duration", "1", "--format", "json"]),
+        #{extra := #{<<"profile">> := P}} = doc(Out),
+        ?assertEqual(true, maps:get(<<"perf_support">>, P)),
+        ?assert(maps:get(<<"samples">>, P) > 20),
+        [#{<<"name">> := First} | _] = maps:get(<<"functions">>, P),
+        ct:log("first: ~ts", [First]),
+        ?assert(lists:member(<<"prof_hot:spin/2">>, top_names(P, 3))),
+        ?assert(maps:get(<<"scheduler">>, maps:get(<<"threads">>, P)) > 20)
+    after
+        stop_vm(Port, OsPid)
+    end.
+
+pid_without_perf_support(Config) ->
+    {Port, OsPid} = start_vm(Config, [], "prof_hot:forever()"),
+    try
+        #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--pid", integer_to_list(OsPid),
+                                                          "--duration", "1"]),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"started without perf support">>)),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"+JPperf true">>)),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"[unnamed JIT code]">>))
+    after
+        stop_vm(Port, OsPid)
+    end.
+
+node_of_fresh_vm(Config) ->
+    Name = "prof_peer_" ++ integer_to_list(erlang:unique_integer([positive])),
+    {Port, OsPid} = start_vm(Config, ["+JPperf", "true", "-sname", Name, "-setcookie", "profsecret"],
+                             "prof_hot:forever()"),
+    try
+        {ok, Host} = inet:gethostname(),
+        Node = Name ++ "@" ++ Host,
+        beamlab_test_util:wait_until(fun() ->
+                                             string:find(os:cmd("epmd -names"), Name) =/= nomatch
+                                     end, 20000),
+        #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--node", Node, "--cookie", "profsecret",
+                                                          "--duration", "1", "--format", "json"]),
+        #{extra := #{<<"profile">> := P}, params := #{<<"target">> := #{<<"os_pid">> := Pid}}} = doc(Out),
+        ?assertEqual(OsPid, Pid),
+        ?assert(lists:member(<<"prof_hot:spin/2">>, top_names(P, 3))),
+        %% A wrong cookie: one line.
+        R = beamlab_test_util:cli(["profile", "--node", Node, "--cookie", "wrong", "--duration", "1"]),
+        ?assertMatch(#{code := 1}, R),
+        ok = beamlab_test_util:assert_one_line_error(R)
+    after
+        stop_vm(Port, OsPid)
+    end.
+
+%% The VM halts after about 6 s of a 20 s profile: what was recorded
+%% is kept and the profile says so.
+target_exits_mid_profile(Config) ->
+    {Port, OsPid} = start_vm(Config, ["+JPperf", "true"],
+                             "spawn(fun() -> prof_hot:forever() end), timer:sleep(6000), halt()"),
+    #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--pid", integer_to_list(OsPid),
+                                                      "--duration", "20", "--format", "json"]),
+    #{extra := #{<<"profile">> := P}} = doc(Out),
+    ?assertEqual(true, maps:get(<<"target_exited">>, P)),
+    ?assert(maps:get(<<"elapsed_ms">>, P) < 19000),
+    ?assert(maps:get(<<"samples">>, P) > 0),
+    stop_vm(Port, OsPid).
+
+%% DWARF unwinding keeps the C callers of a C leaf: lists:member/2's own
+%% function under the JIT's BIF call.
+dwarf_call_graph(Config) ->
+    {Port, OsPid} = start_vm(Config, ["+JPperf", "true"], "prof_hot:forever()"),
+    try
+        #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--pid", integer_to_list(OsPid), "--freq", "299",
+                                                          "--call-graph", "dwarf", "--duration", "1",
+                                                          "--callers", "lists_member_2"]),
+        ct:log("~ts", [Out]),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"callers of lists_member_2">>)),
+        ?assertNotEqual(nomatch, binary:match(Out, <<"prof_hot:spin/2">>))
+    after
+        stop_vm(Port, OsPid)
+    end.
+
+errors_are_one_line(Config) ->
+    Dir = ?config(hot_dir, Config),
+    Check = fun(Args, Env, Code, Expect) ->
+                    R = beamlab_test_util:cli(Args, #{env => Env}),
+                    ct:log("~p -> ~p", [Args, R]),
+                    ?assertMatch(#{code := Code}, R),
+                    ok = beamlab_test_util:assert_one_line_error(R),
+                    ?assertNotEqual(nomatch, binary:match(maps:get(err, R), Expect))
+            end,
+    Check(["profile"], [], 2, <<"nothing to profile">>),
+    Check(["profile", "--pid", "999999999"], [], 1, <<"no process with OS pid">>),
+    Check(["profile", "--pid", "1"], [], 1, <<"not an Erlang VM">>),
+    Check(["profile", "--", "run", "1."], [{"BEAMLAB_PERF", filename:join(Dir, "no-perf")}], 1,
+          <<"Debian package linux-perf">>),
+    Check(["profile", "--", "run", "1."], [{"BEAMLAB_PERF", "/bin/false"}], 1, <<"perf does not run here">>),
+    Check(["profile", "--node", "nohost", "--duration", "1"], [], 1, <<"expected NAME@HOST">>),
+    Check(["profile", "--pid", "1", "--", "run", "1."], [], 2, <<"not both">>).
+
+flame_graph_renders_and_zooms(Config) ->
+    case chromium() of
+        false ->
+            {skip, "chromium is not installed (Debian package 'chromium')"};
+        Chromium ->
+            Dir = ?config(hot_dir, Config),
+            Saved = [begin
+                         F = filename:join(Dir, "p" ++ integer_to_list(I) ++ ".json"),
+                         #{code := 0} = beamlab_test_util:cli(["profile", "--label", "hot", "--save=" ++ F, "--",
+                                                               "run", "prof_hot:work().", "-pa", Dir, "-s", "1"]),
+                         F
+                     end || I <- [1, 2]],
+            Html = filename:join(Dir, "flame.html"),
+            #{code := 0} = beamlab_test_util:cli(["report" | Saved] ++ ["-o", Html]),
+            {ok, Page} = file:read_file(Html),
+            %% Click the widest frame above the thread root of the first graph,
+            %% after the page has drawn, and record what the graph shows.
+            Click = <<"<script>(function () {"
+                      " var svg = document.querySelector('svg.flame');"
+                      " var before = svg.querySelectorAll('rect.frame').length;"
+                      " var best = null, bw = 0;"
+                      " svg.querySelectorAll('rect.frame').forEach(function (r) {"
+                      "   var n = r.getAttribute('data-name'), w = parseFloat(r.getAttribute('width'));"
+                      "   if (n.indexOf('prof_hot:spin') === 0 && w > bw) { best = r; bw = w; } });"
+                      " best.parentNode.dispatchEvent(new MouseEvent('click', { bubbles: true }));"
+                      " document.body.setAttribute('data-test-before', String(before));"
+                      " document.body.setAttribute('data-test-after', String(svg.querySelectorAll('rect.frame').length));"
+                      " document.body.setAttribute('data-test-width', svg.querySelector('rect.frame[data-name^=\"prof_hot:spin\"]').getAttribute('width'));"
+                      " var box = svg.parentNode, input = box.querySelector('input');"
+                      " input.value = 'spin'; input.dispatchEvent(new Event('input'));"
+                      " document.body.setAttribute('data-test-matches', String(svg.querySelectorAll('rect.match').length));"
+                      " document.body.setAttribute('data-test-matched', box.querySelector('.matched').textContent);"
+                      "})();</script></body>">>,
+            Clicked = binary:replace(Page, <<"</body>">>, Click),
+            ClickFile = filename:join(Dir, "flame-click.html"),
+            ok = file:write_file(ClickFile, Clicked),
+            Dom = dump_dom(Chromium, Dir, Html),
+            Body = body(Dom),
+            ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"<section id=\"profiles\"">>)),
+            %% Two flame graphs and the differential one.
+            ?assertEqual(3, length(binary:matches(Dom, <<"<svg class=\"flame\"">>))),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"Differential: ">>)),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"prof_hot:spin/2\"">>)),
+            CDom = dump_dom(Chromium, Dir, ClickFile),
+            CBody = body(CDom),
+            ?assertEqual(<<>>, attr(CBody, <<"data-errors">>)),
+            ?assertNotEqual(nomatch, binary:match(CDom, <<"data-zoom=\"prof_hot:spin/2\"">>)),
+            Before = binary_to_integer(attr(CBody, <<"data-test-before">>)),
+            After = binary_to_integer(attr(CBody, <<"data-test-after">>)),
+            ct:log("frames before ~b, after the click ~b, zoomed width ~ts",
+                   [Before, After, attr(CBody, <<"data-test-width">>)]),
+            ?assertNotEqual(Before, After),
+            %% The clicked frame fills the graph's width.
+            ?assert(binary_to_float(attr(CBody, <<"data-test-width">>)) > 1100.0),
+            %% A search highlights the matching frames and gives their share.
+            ?assert(binary_to_integer(attr(CBody, <<"data-test-matches">>)) > 0),
+            ?assertMatch(<<"matched ", _/binary>>, attr(CBody, <<"data-test-matched">>))
+    end.
+
+%% The in-VM profilers run after the samples and list the runner's function.
+invm_profilers_list_the_runner(Config) ->
+    Dir = ?config(hot_dir, Config),
+    [begin
+         #{code := 0, out := Out} = beamlab_test_util:cli(["run", "prof_hot:work().", "-pa", Dir, "-s", "1",
+                                                           "--profile", Tool, "--format", "json"]),
+         #{benchmarks := [#{extra := #{<<"profile">> := P}}]} = doc(Out),
+         ct:log("~s: ~p", [Tool, P]),
+         ?assertEqual(list_to_binary(Tool), maps:get(<<"tool">>, P)),
+         Names = [F || #{<<"function">> := F} <- maps:get(<<"rows">>, P)],
+         ?assert(lists:member(<<"prof_hot:spin/2">>, Names)),
+         [Spin] = [R || R = #{<<"function">> := <<"prof_hot:spin/2">>} <- maps:get(<<"rows">>, P)],
+         ?assert(maps:get(<<"calls">>, Spin) > 1000)
+     end || Tool <- ["eprof", "fprof", "cprof"]],
+    %% The text view prints the table after the run's; msacc with -v.
+    #{code := 0, out := Text} = beamlab_test_util:cli(["run", "prof_hot:work().", "-pa", Dir, "-s", "1",
+                                                       "--profile", "eprof", "-v", "--msacc"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"eprof profile">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"microstate accounting">>)),
+    %% tprof needs OTP 27.
+    case list_to_integer(erlang:system_info(otp_release)) >= 27 of
+        true -> ok;
+        false ->
+            R = beamlab_test_util:cli(["run", "ok.", "-s", "1", "--profile", "tprof"]),
+            ?assertMatch(#{code := 2}, R),
+            ok = beamlab_test_util:assert_one_line_error(R)
+    end.
+
+%% A runner that builds a 10 000-element list allocates 20 000 words per
+%% iteration, also when a spawned process builds it.
+memory_per_iteration(_Config) ->
+    Words = fun(Code) ->
+                    #{code := 0, out := Out} = beamlab_test_util:cli(["run", Code, "-s", "1", "--memory",
+                                                                      "--reductions", "--format", "json"]),
+                    #{benchmarks := [#{extra := #{<<"per_iteration">> := M}}]} = doc(Out),
+                    ct:log("~ts: ~p", [Code, M]),
+                    ?assert(maps:get(<<"reductions">>, M) > 0),
+                    M
+            end,
+    Within = fun(Expected, Got) -> ?assert(abs(Got - Expected) =< 0.05 * Expected) end,
+    M1 = Words("lists:seq(1, 10000)."),
+    Within(20000, maps:get(<<"words">>, M1)),
+    ?assertEqual(0, maps:get(<<"spawned">>, M1)),
+    M2 = Words("r() -> {_, Ref} = spawn_monitor(fun() -> _ = lists:seq(1, 10000), ok end), "
+               "receive {'DOWN', Ref, _, _, _} -> ok end."),
+    Within(20000, maps:get(<<"words">>, M2)),
+    ?assertEqual(1, maps:get(<<"spawned">>, M2)),
+    %% The timed figures come first, untouched: a plain table row is there.
+    #{code := 0, out := Text} = beamlab_test_util:cli(["run", "lists:seq(1, 10000).", "-s", "1", "--memory"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"words (">>)).
+
+%% `suite --memory': one traced repetition per point, its spawned processes
+%% counted; the measured repetitions stay as many as asked.
+suite_memory_per_repetition(_Config) ->
+    #{code := 0, out := Out} = beamlab_test_util:cli(["suite", "spawn", "--param", "spawn.n=2000",
+                                                      "--param", "spawn.variant=monitor", "-n", "2",
+                                                      "--memory", "--format", "json"]),
+    #{benchmarks := [B | _]} = doc(Out),
+    #{samples := Samples, extra := #{<<"per_repetition">> := M}} = B,
+    ct:log("~p", [M]),
+    ?assertEqual(2, length(Samples)),
+    ?assertEqual(2000, maps:get(<<"spawned">>, M)),
+    ?assert(maps:get(<<"words">>, M) > 2000),
+    ?assert(maps:get(<<"reductions">>, M) > 0),
+    #{code := 0, out := Text} = beamlab_test_util:cli(["suite", "spawn", "--param", "spawn.n=500", "-n", "1",
+                                                       "--memory"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"allocated per repetition">>)).
+
+%% Helpers
+
+doc(Out) ->
+    {ok, J} = beamlab_json:decode(Out),
+    {ok, Doc} = beamlab_result:from_json(J),
+    Doc.
+
+top_names(P, N) ->
+    [Name || #{<<"name">> := Name} <- lists:sublist(maps:get(<<"functions">>, P), N)].
+
+start_vm(Config, Flags, Eval) ->
+    Dir = ?config(hot_dir, Config),
+    Erl = os:find_executable("erl"),
+    Port = open_port({spawn_executable, Erl},
+                     [{args, Flags ++ ["-noshell", "-pa", Dir, "-eval", Eval]}, exit_status, binary]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    %% perf attaches to the threads that exist: wait for the schedulers.
+    beamlab_test_util:wait_until(
+      fun() ->
+              Task = "/proc/" ++ integer_to_list(OsPid) ++ "/task",
+              {ok, Tids} = file:list_dir(Task),
+              lists:any(fun(T) ->
+                                case file:read_file(filename:join([Task, T, "comm"])) of
+                                    {ok, C} -> binary:match(C, <<"_scheduler">>) =/= nomatch;
+                                    _ -> false
+                                end
+                        end, Tids)
+      end, 20000),
+    %% ... and for the evaluated code to run: 0.3 s of CPU time used.
+    beamlab_test_util:wait_until(fun() -> cpu_ms(OsPid) >= 300 end, 60000),
+    {Port, OsPid}.
+
+cpu_ms(OsPid) ->
+    case file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/stat") of
+        {ok, B} ->
+            %% After the command name (in parentheses): utime is field 14, stime 15.
+            [_, After] = binary:split(B, <<") ">>),
+            Fields = binary:split(After, <<" ">>, [global]),
+            Ticks = binary_to_integer(lists:nth(12, Fields)) + binary_to_integer(lists:nth(13, Fields)),
+            Ticks * 10;
+        {error, _} ->
+            0
+    end.
+
+stop_vm(Port, OsPid) ->
+    _ = os:cmd("kill " ++ integer_to_list(OsPid)),
+    receive {Port, {exit_status, _}} -> ok after 10000 -> ok end,
+    _ = file:delete("/tmp/perf-" ++ integer_to_list(OsPid) ++ ".map"),
+    _ = file:delete("/tmp/jit-" ++ integer_to_list(OsPid) ++ ".dump"),
+    ok.
+
+chromium() ->
+    Found = [P || P <- [os:find_executable("chromium"), "/usr/bin/chromium",
+                        os:find_executable("chromium-browser")],
+                  P =/= false, filelib:is_regular(P)],
+    case Found of
+        [P | _] -> P;
+        [] -> false
+    end.
+
+dump_dom(Chromium, Dir, Path) ->
+    UserDir = filename:join(Dir, "chromium-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = filelib:ensure_dir(filename:join(UserDir, "x")),
+    Args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--user-data-dir=" ++ UserDir, "--dump-dom", "file://" ++ Path],
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Chromium | Args]}, binary, exit_status]),
+    {0, Dom} = collect(Port, []),
+    Dom.
+
+collect(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    after 120000 ->
+            error(chromium_timeout)
+    end.
+
+body(Dom) ->
+    {match, [B]} = re:run(Dom, <<"<body[^>]*>">>, [{capture, first, binary}]),
+    B.
+
+attr(Tag, Name) ->
+    case re:run(Tag, <<Name/binary, "=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
+        {match, [V]} -> V;
+        nomatch -> error({no_attribute, Name, Tag})
+    end.
