@@ -135,10 +135,11 @@ setup_op(Conn, Uri, Op, Default) ->
                    fun() ->
                            Live = live_conn(Conn, Uri, Self),
                            Self ! {setup_conn, self(), Live},
-                           exit({setup_op, Live, try Op(Live) catch _:_ -> Default end})
+                           Self ! {setup_op, self(), Live, try Op(Live) catch _:_ -> Default end}
                    end),
     receive
-        {'DOWN', Mon, process, Pid, {setup_op, Live, V}} ->
+        {setup_op, Pid, Live, V} ->
+            demonitor(Mon, [flush]),
             flush_setup_conn(Pid),
             {V, Live};
         {'DOWN', Mon, process, Pid, _} ->
