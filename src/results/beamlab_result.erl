@@ -29,7 +29,7 @@
 %% result keeps at most 10,000 samples per benchmark, far below it.
 -define(MAX_FILE_BYTES, 256 * 1024 * 1024).
 
--type kind() :: bench | suite | matrix | amqp.
+-type kind() :: bench | suite | matrix | amqp | watch.
 -type better() :: higher | lower.
 -type severity() :: info | warning | critical.
 -type sample_method() :: all | reservoir.
@@ -305,7 +305,7 @@ expected(list) -> "a list";
 expected(numbers) -> "a list of numbers";
 expected(strings) -> "a list of strings";
 expected(interval) -> "a pair of numbers [low, high]";
-expected(kind) -> "one of bench, suite, matrix, amqp";
+expected(kind) -> "one of bench, suite, matrix, amqp, watch";
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
@@ -321,7 +321,7 @@ expected(present) -> "present".
 %% with its expected type; the path of the field is kept for the error.
 
 -define(ENUMS,
-        #{kind => [bench, suite, matrix, amqp],
+        #{kind => [bench, suite, matrix, amqp, watch],
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],
