@@ -113,14 +113,14 @@ node_env(Node) ->
               end,
         OsPid = erpc:call(Node, os, getpid, [], 10000),
         Args = erpc:call(Node, init, get_arguments, [], 10000),
-        Env = [{V, case erpc:call(Node, os, getenv, [V], 10000) of false -> null; X -> bin(X) end}
+        Env = [{list_to_binary(V), case erpc:call(Node, os, getenv, [V], 10000) of false -> null; X -> bin(X) end}
                || V <- ["ERL_ZFLAGS", "ERL_FLAGS", "ERL_AFLAGS", "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"]],
         %% Only when that OS process is the node (it runs on this host).
-        Alive = hd(string:split(atom_to_list(Node), "@")),
         Cmdline = case file:read_file(filename:join(["/proc", OsPid, "cmdline"])) of
                       {ok, B} ->
                           Argv = [X || X <- binary:split(B, <<0>>, [global]), X =/= <<>>],
-                          case lists:any(fun(X) -> binary:match(X, list_to_binary(Alive)) =/= nomatch end, Argv) of
+                          case local_host(Node) andalso Argv =/= [] andalso
+                              binary:match(hd(Argv), <<"beam">>) =/= nomatch of
                               true -> Argv;
                               false -> null
                           end;
@@ -149,15 +149,22 @@ node_env(Node) ->
         error:{exception, R, _} -> {error, {watch, Node, R}}
     end.
 
+local_host(Node) ->
+    [_, Host] = string:split(atom_to_list(Node), "@"),
+    {ok, Me} = inet:gethostname(),
+    lists:member(Host, ["localhost", "127.0.0.1", "::1", Me, net_adm:localhost()])
+        orelse lists:prefix(Me ++ ".", Host).
+
 %% The busy-wait setting as the emulator was started (+sbwt), the VM's
 %% default otherwise.
 busy_wait(null) -> "unknown";
 busy_wait(Cmdline) ->
-    case lists:dropwhile(fun(A) -> A =/= <<"+sbwt">> andalso A =/= <<"-sbwt">> end, Cmdline) of
-        [_, V | _] -> V;
-        _ -> "default"
+    %% erl passes `+sbwt' as `-sbwt'; the last one given wins.
+    Values = [V || {<<"-sbwt">>, V} <- lists:zip(Cmdline, tl(Cmdline) ++ [<<>>])],
+    case Values of
+        [] -> "default";
+        _ -> lists:last(Values)
     end.
-
 %% @doc Records `Node''s telemetry until `duration' ms have passed, the
 %% node goes down or the run is interrupted (a subscriber of
 %% `beamlab_runtime_interrupt' gets `{beamlab_interrupt, _}'; the caller
