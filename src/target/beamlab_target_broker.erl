@@ -15,7 +15,7 @@
 %%% turns into one line.
 -module(beamlab_target_broker).
 
--export([start/1, stop/1, alive/1, verify/2, free_port/0, format_error/1]).
+-export([start/1, stop/1, run/3, alive/1, verify/2, free_port/0, format_error/1]).
 
 -type spec() :: #{kind := rabbitmq | cmd,
                   args := [string()],                 % emulator flags
@@ -205,6 +205,43 @@ connects(#{node := Node, cookie := Cookie}) ->
         {error, _} -> false
     end.
 
+%% @doc One repetition of a configuration: start the target, report it
+%% (`Progress' gets one line: node, OS pid, what its VM reports), run
+%% `Load' against it, check that it survived, stop it. The outcome has the
+%% shape of a matrix run: the load's exit code and document, and the
+%% target's own env as proof of its flags.
+-spec run(spec(), fun((target()) -> {integer(), term()}), fun((iodata()) -> term())) ->
+          {ok, #{exit := integer(), result := term(), env := map()}} | {error, term()}.
+run(Spec, Load, Progress) ->
+    case start(Spec) of
+        {ok, #{node := Node, env := Env} = T} ->
+            #{schedulers := S, otp := Otp} = Env,
+            Progress(io_lib:format("  target ~ts up (os pid ~ts): ~b/~b schedulers, bind ~ts, "
+                                   "busy wait ~ts, ~ts flavour~n",
+                                   [Node, maps:get(os_pid, T), maps:get(online, S), maps:get(normal, S),
+                                    maps:get(bind_type, S), maps:get(busy_wait, Env),
+                                    case maps:get(flavor, Otp) of null -> <<"?">>; F -> F end])),
+            Out = try Load(T)
+                  catch Class:Reason -> {crashed, Class, Reason}
+                  end,
+            case {alive(T), Out} of
+                {false, _} ->
+                    Status = receive {Port, {exit_status, St}} when Port =:= map_get(port, T) -> St
+                             after 0 -> unknown
+                             end,
+                    kill(T),
+                    _ = del_dir(maps:get(dir, T)),
+                    {error, {died, Status}};
+                {true, {crashed, C, R}} ->
+                    stop(T),
+                    {error, {load_crashed, C, R}};
+                {true, {Code, Doc}} ->
+                    stop(T),
+                    {ok, #{exit => Code, result => Doc, env => Env}}
+            end;
+        {error, _} = E -> E
+    end.
+
 %% @doc The target is still running.
 -spec alive(target()) -> boolean().
 alive(#{port := Port}) ->
@@ -350,6 +387,8 @@ format_error({boot_timeout, Why}) ->
     io_lib:format("the target did not come up in time; last output: ~ts", [string:trim(Why)]);
 format_error({flags_not_applied, Why}) ->
     io_lib:format("flags not in effect: ~ts", [Why]);
+format_error({load_crashed, C, R}) ->
+    io_lib:format("the load crashed: ~0tP", [{C, R}, 10]);
 format_error({died, S}) ->
     io_lib:format("the target died during the load (exit status ~0p)", [S]);
 format_error(E) ->

@@ -52,7 +52,8 @@ connect(Node, Host, Cookie) ->
             %% reports it in one line instead.
             Level = maps:get(level, logger:get_primary_config()),
             ok = logger:set_primary_config(level, none),
-            Up = try net_kernel:connect_node(Node)
+            %% Hidden even when this VM is a visible node already.
+            Up = try net_kernel:hidden_connect_node(Node)
                  after ok = logger:set_primary_config(level, Level)
                  end,
             case Up of
