@@ -118,7 +118,12 @@ run(Parsed) ->
     Started = beamlab_runtime_clock:rfc3339(),
     %% --watch NODE: the broker's telemetry, one sample per reporting interval.
     Watch = beamlab_cli_broker_watch:start(Parsed, max(1, round(maps:get(interval, Cfg0) * 1000))),
-    case beamlab_amqp_perf:run(Cfg0#{out => Out}) of
+    %% (--watch may have made this VM a node since its name was taken.)
+    Cfg1 = case maps:get(nodes, Cfg0) of
+               [nonode@nohost] -> Cfg0#{nodes := [node()]};
+               _ -> Cfg0
+           end,
+    case beamlab_amqp_perf:run(Cfg1#{out => Out}) of
         {ok, Report} ->
             Doc = beamlab_cli_broker_watch:stop(Watch, beamlab_cli_verbose:stop(
                     Telemetry, beamlab_amqp_perf:result(Report, #{command => maps:get(argv, Parsed),

@@ -389,6 +389,8 @@ format_error({flags_not_applied, Why}) ->
     io_lib:format("flags not in effect: ~ts", [Why]);
 format_error({load_crashed, C, R}) ->
     io_lib:format("the load crashed: ~0tP", [{C, R}, 10]);
+format_error({died, S}) when is_integer(S), S > 128 ->
+    io_lib:format("the target died during the load (killed by signal ~b)", [S - 128]);
 format_error({died, S}) ->
     io_lib:format("the target died during the load (exit status ~0p)", [S]);
 format_error(E) ->
