@@ -264,14 +264,14 @@ stop(#{node := Node, port := Port} = T) ->
     del_dir(maps:get(dir, T)).
 
 kill(#{port := Port, dir := Dir} = T) ->
-    case erlang:port_info(Port, os_pid) of
-        {os_pid, Pid} -> _ = os:cmd("kill -KILL " ++ integer_to_list(Pid) ++ " 2>/dev/null");
-        undefined -> ok
-    end,
-    case maps:get(os_pid, T, "") of
-        "" -> ok;
-        P -> _ = os:cmd("kill -KILL " ++ P ++ " 2>/dev/null")
-    end,
+    _ = case erlang:port_info(Port, os_pid) of
+            {os_pid, Pid} -> os:cmd("kill -KILL " ++ integer_to_list(Pid) ++ " 2>/dev/null");
+            undefined -> ok
+        end,
+    _ = case maps:get(os_pid, T, "") of
+            "" -> ok;
+            P -> os:cmd("kill -KILL " ++ P ++ " 2>/dev/null")
+        end,
     receive {Port, {exit_status, _}} -> ok after 5000 -> ok end,
     catch port_close(Port),
     _ = Dir,
