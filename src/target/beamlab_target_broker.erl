@@ -90,7 +90,8 @@ launch(#{kind := Kind} = Spec, Dir) ->
             rabbitmq -> rabbit_setup(Spec, Dir, Args);
             cmd ->
                 {list_to_atom(maps:get(node, Spec)), maps:get(cookie, Spec, undefined), undefined,
-                 [{"ERL_ZFLAGS", string:join(Args, " ")}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}],
+                 [{"ERL_ZFLAGS", string:join(Args, " ")}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}
+                  | inherited()],
                  ["/bin/sh", "-c", maps:get(cmd, Spec)]}
         end,
     Log = filename:join(Dir, "stdout.log"),
@@ -168,8 +169,14 @@ rabbit_setup(Spec, Dir, Args) ->
            {"RABBITMQ_ALLOW_INPUT", "true"},
            {"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
             string:join(["-noinput -kernel inet_dist_use_interface {127,0,0,1}" | Args], " ")},
-           {"ERL_ZFLAGS", false}, {"ERL_FLAGS", false}, {"ERL_AFLAGS", false}],
+           {"ERL_ZFLAGS", false}, {"ERL_FLAGS", false}, {"ERL_AFLAGS", false}
+           | inherited()],
     {list_to_atom(NodeName), Cookie, Port, Env, [filename:join(Sbin, "rabbitmq-server")]}.
+
+%% What this VM's own start left in the environment must not reach the
+%% target's `erl' (ESCRIPT_NAME would even become its argv[0]).
+inherited() ->
+    [{V, false} || V <- ["ESCRIPT_NAME", "ROOTDIR", "BINDIR", "EMU", "PROGNAME"]].
 
 %% Up: the AMQP port accepts (a broker opens it last) and the node
 %% answers over distribution; or the process exited (a flag it refused).
@@ -283,17 +290,22 @@ kill(#{port := Port, dir := Dir} = T) ->
 -spec verify([string()], map()) -> ok | {error, binary()}.
 verify(Args, Env) ->
     Sched = maps:get(schedulers, Env),
-    Checks = lists:append([check_flag(F, V, Sched) || {F, V} <- pairs(Args)]),
+    Checks = lists:append([check_flag(F, V, Sched) || {F, V} <- pairs(Args)])
+        ++ [iolist_to_binary(io_lib:format("-emu_flavor ~s asked, the node runs the ~ts flavour", [V, Got]))
+            || {"-emu_flavor", V} <- pairs(Args),
+               Got <- [maps:get(flavor, maps:get(otp, Env, #{}), null)], Got =/= list_to_binary(V)],
+    %% erl itself consumes these; beam's command line never shows them.
+    Beam = drop_erl_flags(Args),
     Cmdline = maps:get(emulator_cmdline, Env, null),
     Missing = case Cmdline of
                   null -> [];
                   _ ->
                       %% erl hands `+' flags to beam as `-' flags.
-                      Want = [list_to_binary(case A of "+" ++ R -> "-" ++ R; _ -> A end) || A <- Args],
+                      Want = [list_to_binary(case A of "+" ++ R -> "-" ++ R; _ -> A end) || A <- Beam],
                       case Want =:= [] orelse sublist(Want, Cmdline) of
                           true -> [];
                           false -> [iolist_to_binary(["the emulator's command line lacks '",
-                                                      lists:join(" ", Args), "'"])]
+                                                      lists:join(" ", Beam), "'"])]
                       end
               end,
     case Missing ++ Checks of
@@ -303,6 +315,10 @@ verify(Args, Env) ->
 
 pairs([F, V | Rest]) -> [{F, V} | pairs(Rest)];
 pairs(_) -> [].
+
+drop_erl_flags([F, _ | Rest]) when F =:= "-emu_flavor"; F =:= "-emu_type" -> drop_erl_flags(Rest);
+drop_erl_flags([A | Rest]) -> [A | drop_erl_flags(Rest)];
+drop_erl_flags([]) -> [].
 
 check_flag("+S", V, #{normal := N, online := On}) ->
     case string:split(V, ":") of
