@@ -30,7 +30,10 @@ end_per_suite(_Config) ->
     ok.
 
 cli(Args) ->
-    R = beamlab_test_util:cli(Args),
+    cli(Args, #{}).
+
+cli(Args, Opts) ->
+    R = beamlab_test_util:cli(Args, Opts),
     ct:log("beamlab ~ts~nexit ~b~nstdout:~n~ts~nstderr:~n~ts",
            [lists:join(" ", Args), maps:get(code, R), maps:get(out, R), maps:get(err, R)]),
     R.
@@ -156,15 +159,18 @@ amqp_watch_records_broker(_Config) ->
         %% The report draws the broker's heatmap.
         {ok, Doc} = beamlab_result:from_json(json(R)),
         {ok, Html} = beamlab_report_html:render([{<<"amqp">>, Doc}]),
-        ?assertNotEqual(nomatch, binary:match(Html, <<"broker util_schedulers">>))
+        ?assertNotEqual(nomatch, binary:match(Html, <<"broker util_schedulers">>)),
+        browser_check(Html)
     after
         beamlab_target_broker:stop(B)
     end.
 
 %% Two configurations whose brokers' own env proves the flags.
 matrix_two_configs(_Config) ->
+    Tmp = beamlab_test_util:tmp_dir("brokers"),
     R = cli(["matrix", "--target", "rabbitmq", "--vm", "+S 1", "--vm", "+S 2", "-n", "1",
-             "--format", "json", "--", "amqp", "--closed-loop", "2", "-z", "2"]),
+             "--format", "json", "--", "amqp", "--closed-loop", "2", "-z", "2"],
+            #{env => [{"TMPDIR", Tmp}], timeout => 600000}),
     ?assertEqual(0, maps:get(code, R)),
     #{<<"extra">> := #{<<"configs">> := [C1, C2]}, <<"benchmarks">> := Bs} = json(R),
     [begin
@@ -178,14 +184,14 @@ matrix_two_configs(_Config) ->
      end || {C, N} <- [{C1, 1}, {C2, 2}]],
     ?assert(lists:any(fun(B) -> maps:is_key(<<"comparison">>, B) end, Bs)),
     %% No broker directory is left behind.
-    ?assertEqual([], filelib:wildcard("/tmp/beamlab-target-*")).
+    ?assertEqual([], filelib:wildcard(filename:join(Tmp, "beamlab-target-*"))).
 
 %% A flag the broker refuses and a wrapper that is missing fail their
 %% configurations with one line each; the good one runs.
 matrix_failures(_Config) ->
     R = cli(["matrix", "--target", "rabbitmq", "--vm", "+S 1", "--vm", "+sbwt bogus",
              "--wrap", "none", "--wrap", "no-such-wrapper -x", "-n", "1",
-             "--", "amqp", "--closed-loop", "1", "-z", "1"]),
+             "--", "amqp", "--closed-loop", "1", "-z", "1"], #{timeout => 600000}),
     ?assertEqual(0, maps:get(code, R)),
     Out = maps:get(out, R),
     ?assertNotEqual(nomatch, binary:match(Out, <<"+sbwt bogus: the target exited during boot">>)),
@@ -216,9 +222,36 @@ matrix_target_cmd(_Config) ->
           " -kernel inet_dist_use_interface '{127,0,0,1}'",
     R = cli(["matrix", "--target-cmd", Cmd, "--target-node", "beamlab_tcmd@127.0.0.1",
              "--cookie", ?COOKIE, "--vm", "+S 1", "--vm", "+S 2", "-n", "1", "--format", "json",
-             "--", "run", "ok.", "-s", "3"]),
+             "--", "run", "ok.", "-s", "3"], #{timeout => 600000}),
     ?assertEqual(0, maps:get(code, R)),
     #{<<"extra">> := #{<<"configs">> := Cs}} = json(R),
     ?assertEqual([1, 2], [maps:get(<<"online">>, maps:get(<<"schedulers">>, maps:get(<<"env">>, C))) || C <- Cs]),
     ?assertEqual([<<"+S 1">>, <<"+S 2">>],
                  [maps:get(<<"ERL_ZFLAGS">>, maps:get(<<"os_env">>, maps:get(<<"env">>, C))) || C <- Cs]).
+
+%% With Chromium installed: the page draws the broker heatmap (a canvas in
+%% the timeline section) without a script error.
+browser_check(Html) ->
+    case os:find_executable("chromium") of
+        false -> ct:log("chromium not installed: page not rendered");
+        Exe ->
+            Dir = beamlab_test_util:tmp_dir("page"),
+            File = filename:join(Dir, "amqp.html"),
+            ok = file:write_file(File, Html),
+            Port = open_port({spawn_executable, "/bin/sh"},
+                             [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Exe, "--headless", "--no-sandbox",
+                                      "--disable-gpu", "--no-first-run", "--user-data-dir=" ++ Dir,
+                                      "--dump-dom", "file://" ++ File]}, binary, exit_status]),
+            Dom = collect_dom(Port, []),
+            {match, [Body]} = re:run(Dom, <<"<body[^>]*>">>, [{capture, first, binary}]),
+            ?assertNotEqual(nomatch, binary:match(Body, <<"data-errors=\"\"">>)),
+            [_, Timeline] = binary:split(Dom, <<"<section id=\"timeline\"">>),
+            ?assertNotEqual(nomatch, binary:match(Timeline, <<"class=\"chart heatmap\"">>))
+    end.
+
+collect_dom(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect_dom(Port, [D | Acc]);
+        {Port, {exit_status, _}} -> iolist_to_binary(lists:reverse(Acc))
+    after 120000 -> error(chromium_timeout)
+    end.
