@@ -72,7 +72,7 @@ write(Path, Runs, Opts) ->
     end.
 
 %% @doc The JSON-safe model the page draws from.
--spec model([run()]) -> #{runs := [map()], env := map(), compare := map() | null}.
+-spec model([run()]) -> #{runs := [map()], env := [map()], compare := map() | null}.
 model(Runs) ->
     #{runs => [run_model(L, R) || {L, R} <- Runs],
       env => env_table(Runs),
