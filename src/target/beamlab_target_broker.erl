@@ -115,7 +115,9 @@ launch(#{kind := Kind} = Spec, Dir) ->
                 {ok, NodeEnv} ->
                     T = T0#{env => NodeEnv, os_pid => binary_to_list(maps:get(os_pid, NodeEnv))},
                     case verify(Args, NodeEnv) of
-                        ok -> {ok, T};
+                        ok ->
+                            ok = watchdog(Node),
+                            {ok, T};
                         {error, Why} ->
                             stop(T),
                             throw({target, {flags_not_applied, Why}})
@@ -172,6 +174,20 @@ rabbit_setup(Spec, Dir, Args) ->
            {"ERL_ZFLAGS", false}, {"ERL_FLAGS", false}, {"ERL_AFLAGS", false}
            | inherited()],
     {list_to_atom(NodeName), Cookie, Port, Env, [filename:join(Sbin, "rabbitmq-server")]}.
+
+%% A target we started must not outlive us: a process on it (OTP's
+%% erl_eval, no beamlab code) stops it when this process or the
+%% connection goes away.
+watchdog(Node) ->
+    {ok, Tokens, _} = erl_scan:string(
+                        "receive {beamlab_target_owner, W} ->"
+                        "  Ref = erlang:monitor(process, W),"
+                        "  receive {'DOWN', Ref, process, W, _} -> init:stop() end"
+                        " end."),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    Pid = spawn(Node, erl_eval, exprs, [Exprs, []]),
+    Pid ! {beamlab_target_owner, self()},
+    ok.
 
 %% What this VM's own start left in the environment must not reach the
 %% target's `erl' (ESCRIPT_NAME would even become its argv[0]).
