@@ -97,7 +97,7 @@ run_model(Label, R) ->
       command => maps:get(command, R, []),
       benchmarks => [bench_model(B) || B <- Benchmarks],
       series => telemetry_series(maps:get(telemetry, R, #{})) ++ bench_series(Benchmarks)
-                ++ broker_series(R),
+                ++ load_series(R, Benchmarks) ++ broker_series(R),
       heatmaps => heatmaps(maps:get(telemetry, R, #{})) ++ broker_heatmaps(R),
       curves => curves(Benchmarks),
       scaling => scaling(maps:get(kind, R, null), Benchmarks),
@@ -190,6 +190,22 @@ broker_heatmaps(R) ->
         Rows <- [maps:get(K, T, [])], is_list(Rows), length(Rows) =:= length(Ts),
         lists:all(fun is_num_list/1, Rows),
         length(lists:usort([length(X) || X <- Rows])) =:= 1].
+
+%% With a watched broker: the load's per-interval values (rates, latency
+%% medians) on the same axis as the broker's series, drawn above them.
+load_series(R, Benchmarks) ->
+    case maps:get(kind, R, null) =:= amqp andalso broker_telemetry(R) =/= [] of
+        false -> [];
+        true ->
+            Interval = case maps:get(<<"interval">>, key_bins(maps:get(params, R, #{})), 1) of
+                           I when is_number(I), I > 0 -> I;
+                           _ -> 1
+                       end,
+            [#{name => <<"load ", (maps:get(name, B))/binary, " (", (maps:get(unit, B, <<>>))/binary, ")">>,
+               source => <<"load">>, t => [num(K * Interval) || K <- lists:seq(1, length(Ys))],
+               y => [num(Y) || Y <- Ys]}
+             || B <- Benchmarks, is_map(B), Ys <- [maps:get(samples, B, [])], is_num_list(Ys), length(Ys) >= 2]
+    end.
 
 broker_series(R) ->
     [#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>, t => Ts, y => [num(Y) || Y <- Ys]}
