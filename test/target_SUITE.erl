@@ -10,13 +10,14 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([watch_busy_peer/1, watch_failures/1, watch_node_down/1, amqp_watch_records_broker/1,
          matrix_two_configs/1, matrix_failures/1, matrix_broker_dies/1, matrix_target_cmd/1,
+         matrix_otp_flavours/1,
          usage_errors/1]).
 
 -define(COOKIE, "beamlab_target_suite").
 
 all() ->
     [usage_errors, watch_busy_peer, watch_failures, watch_node_down, amqp_watch_records_broker,
-     matrix_two_configs, matrix_failures, matrix_broker_dies, matrix_target_cmd].
+     matrix_two_configs, matrix_failures, matrix_broker_dies, matrix_target_cmd, matrix_otp_flavours].
 
 init_per_suite(Config) ->
     case filelib:is_regular("/usr/lib/rabbitmq/bin/rabbitmq-server") of
@@ -259,3 +260,22 @@ collect_dom(Port, Acc) ->
         {Port, {exit_status, _}} -> iolist_to_binary(lists:reverse(Acc))
     after 120000 -> error(chromium_timeout)
     end.
+
+%% --otp DIR puts that installation first on the broker's PATH; the flavour
+%% is proven from what the node reports. Debian's OTP has only the JIT:
+%% asking for the interpreter fails that configuration in one line.
+matrix_otp_flavours(_Config) ->
+    Otp = code:root_dir(),
+    R = cli(["matrix", "--target", "rabbitmq", "--otp", Otp, "--vm", "-emu_flavor smp",
+             "--vm", "-emu_flavor emu", "-n", "1", "--format", "json",
+             "--", "amqp", "--closed-loop", "1", "-z", "1"], #{timeout => 600000}),
+    ?assertEqual(0, maps:get(code, R)),
+    #{<<"extra">> := #{<<"configs">> := [Jit, Emu]}} = json(R),
+    ?assertEqual(<<"ok">>, maps:get(<<"status">>, Jit)),
+    ?assertEqual(<<"jit">>, maps:get(<<"flavor">>, maps:get(<<"otp">>, maps:get(<<"env">>, Jit)))),
+    ?assertEqual(list_to_binary(filename:join([Otp, "bin", "erl"])), maps:get(<<"erl">>, Jit)),
+    ?assertEqual(<<"failed">>, maps:get(<<"status">>, Emu)),
+    [Why] = maps:get(<<"errors">>, Emu),
+    ct:log("emu: ~ts", [Why]),
+    ?assertNotEqual(nomatch, binary:match(Why, <<"the target exited during boot">>)),
+    ?assertNotEqual(nomatch, binary:match(Why, <<"-emu_flavor smp">>)).

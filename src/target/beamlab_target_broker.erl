@@ -308,7 +308,7 @@ verify(Args, Env) ->
     Sched = maps:get(schedulers, Env),
     Checks = lists:append([check_flag(F, V, Sched) || {F, V} <- pairs(Args)])
         ++ [iolist_to_binary(io_lib:format("-emu_flavor ~s asked, the node runs the ~ts flavour", [V, Got]))
-            || {"-emu_flavor", V} <- pairs(Args),
+            || {"-emu_flavor", V} <- pairs(Args), V =/= "smp",  % smp: the install's default
                Got <- [maps:get(flavor, maps:get(otp, Env, #{}), null)], Got =/= list_to_binary(V)],
     %% erl itself consumes these; beam's command line never shows them.
     Beam = drop_erl_flags(Args),
@@ -400,7 +400,13 @@ tail(Log) ->
             Interesting = [L || L <- Lines, re:run(L, <<"(?i)error|invalid|bad|unknown|fail|abort|crash">>) =/= nomatch],
             case Interesting of
                 [] -> lists:last([<<"no output">> | Lines]);
-                _ -> hd(Interesting)
+                [First | _] ->
+                    %% "...: " announces the next line (erlexec's list of
+                    %% flavours): keep it.
+                    case {binary:last(string:trim(First)), lists:dropwhile(fun(L) -> L =/= First end, Lines)} of
+                        {$:, [_, Next | _]} -> <<(string:trim(First))/binary, " ", (string:trim(Next))/binary>>;
+                        _ -> First
+                    end
             end;
         _ -> <<"no output">>
     end.
