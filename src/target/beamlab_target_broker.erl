@@ -136,7 +136,7 @@ launch(#{kind := Kind} = Spec, Dir) ->
 rabbit_setup(Spec, Dir, Args) ->
     Sbin = maps:get(sbin, Spec, ?SBIN),
     Port = free_port(),
-    DistPort = free_port(),
+    DistPort = other_free_port(Port),
     NodeName = lists:flatten(io_lib:format("beamlab-target-~b@127.0.0.1", [Port])),
     Cookie = cookie(),
     ok = file:write_file(filename:join(Dir, ".erlang.cookie"), Cookie),
@@ -370,6 +370,12 @@ free_port() ->
     {ok, P} = inet:port(S),
     ok = gen_tcp:close(S),
     P.
+
+other_free_port(Taken) ->
+    case free_port() of
+        Taken -> other_free_port(Taken);
+        P -> P
+    end.
 
 cookie() ->
     lists:flatten([io_lib:format("~2.16.0B", [B]) || <<B>> <= crypto_bytes(16)]).
