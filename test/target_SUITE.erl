@@ -8,7 +8,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
--export([watch_busy_peer/1, watch_failures/1, watch_node_down/1, amqp_watch_records_broker/1,
+-export([watch_busy_peer/1, watch_failures/1, watch_node_down/1, watch_interrupted/1, amqp_watch_records_broker/1,
          matrix_two_configs/1, matrix_failures/1, matrix_broker_dies/1, matrix_target_cmd/1,
          matrix_otp_flavours/1,
          usage_errors/1]).
@@ -16,7 +16,7 @@
 -define(COOKIE, "beamlab_target_suite").
 
 all() ->
-    [usage_errors, watch_busy_peer, watch_failures, watch_node_down, amqp_watch_records_broker,
+    [usage_errors, watch_busy_peer, watch_failures, watch_node_down, watch_interrupted, amqp_watch_records_broker,
      matrix_two_configs, matrix_failures, matrix_broker_dies, matrix_target_cmd, matrix_otp_flavours].
 
 init_per_suite(Config) ->
@@ -279,3 +279,23 @@ matrix_otp_flavours(_Config) ->
     ct:log("emu: ~ts", [Why]),
     ?assertNotEqual(nomatch, binary:match(Why, <<"the target exited during boot">>)),
     ?assertNotEqual(nomatch, binary:match(Why, <<"-emu_flavor smp">>)).
+
+%% Ctrl-C (SIGTERM to the launcher) ends a watch without --duration: exit
+%% 130, the partial document printed, the node's flags restored.
+watch_interrupted(_Config) ->
+    {Peer, Node} = peer(target_watch_int),
+    try
+        H = #{os_pid := Pid, err_file := ErrFile} =
+            beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", ?COOKIE, "--interval", "300",
+                                         "--format", "json"], #{}),
+        _ = beamlab_test_util:wait_for_file(ErrFile, "top: ", 30000),
+        _ = os:cmd("kill -TERM " ++ integer_to_list(Pid)),
+        R = beamlab_test_util:cli_finish(H, []),
+        ct:log("~p", [R]),
+        ?assertEqual(130, maps:get(code, R)),
+        #{<<"partial">> := true, <<"telemetry">> := T} = json(R),
+        ?assert(maps:get(<<"samples">>, T) >= 1),
+        ?assertEqual(undefined, peer:call(Peer, erlang, statistics, [scheduler_wall_time]))
+    after
+        peer:stop(Peer)
+    end.
