@@ -229,7 +229,8 @@ matrix_target_cmd(_Config) ->
              "--cookie", ?COOKIE, "--vm", "+S 1", "--vm", "+S 2", "-n", "1", "--format", "json",
              "--", "run", "ok.", "-s", "3"], #{timeout => 600000}),
     ?assertEqual(0, maps:get(code, R)),
-    #{<<"extra">> := #{<<"configs">> := Cs}} = json(R),
+    #{<<"extra">> := #{<<"configs">> := Cs}, <<"command">> := Argv} = json(R),
+    ?assertNot(lists:member(<<?COOKIE>>, Argv)),
     ?assertEqual([1, 2], [maps:get(<<"online">>, maps:get(<<"schedulers">>, maps:get(<<"env">>, C))) || C <- Cs]),
     ?assertEqual([<<"+S 1">>, <<"+S 2">>],
                  [maps:get(<<"ERL_ZFLAGS">>, maps:get(<<"os_env">>, maps:get(<<"env">>, C))) || C <- Cs]).

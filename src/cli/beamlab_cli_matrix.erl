@@ -62,7 +62,7 @@ usage() ->
     "  beamlab matrix --erl /opt/otp26/bin/erl --erl /opt/otp27/bin/erl -- run 'ok.'\n"
     "  beamlab matrix --file grid.config --format json --save\n"
     "  beamlab matrix --target rabbitmq --vm '+sbt u' --vm '+sbt db' --vm '+S 1' \\\n"
-    "                 --wrap 'taskset -c 0,1' -n 3 -- amqp --closed-loop 50 -z 10\n"
+    "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
     "  beamlab matrix --target-cmd './_build/prod/rel/app/bin/app foreground' \\\n"
     "                 --target-node app@127.0.0.1 --cookie app --vm '+S 1' --vm '+S 2' -- run 'ok.'\n\n"
     "With --target (or --target-cmd) each repetition starts the system under test\n"
@@ -117,7 +117,7 @@ run(Parsed) ->
                            undefined -> maps:get(repeat, Grid, 3);
                            R -> R
                        end,
-             sweep => Sweep =/= [], argv => maps:get(argv, Parsed),
+             sweep => Sweep =/= [], argv => beamlab_cli_broker_watch:mask_cookie(maps:get(argv, Parsed)),
              started_at => beamlab_runtime_clock:rfc3339(),
              %% Each configuration's VM runs the inner command through the
              %% dispatcher, quietly, and hands back its document.
