@@ -249,10 +249,12 @@ run(Spec, Load, Progress) ->
                   end,
             case {alive(T), Out} of
                 {false, _} ->
+                    %% The exit status may follow the lost connection.
                     Status = receive {Port, {exit_status, St}} when Port =:= map_get(port, T) -> St
-                             after 0 -> unknown
+                             after 5000 -> unknown
                              end,
-                    kill(T),
+                    %% (No signal to a process that is known to be gone.)
+                    _ = Status =:= unknown andalso kill(T),
                     _ = del_dir(maps:get(dir, T)),
                     {error, {died, Status}};
                 {true, {crashed, C, R}} ->
@@ -265,10 +267,13 @@ run(Spec, Load, Progress) ->
         {error, _} = E -> E
     end.
 
-%% @doc The target is still running.
+%% @doc The target is still running: its process has not exited and its
+%% node is still connected (a killed node's connection drops at once, its
+%% exit status may come later).
 -spec alive(target()) -> boolean().
-alive(#{port := Port}) ->
+alive(#{port := Port, node := Node}) ->
     erlang:port_info(Port) =/= undefined andalso
+        lists:member(Node, nodes(connected)) andalso
         receive
             {Port, {exit_status, _}} = M -> self() ! M, false
         after 0 -> true
