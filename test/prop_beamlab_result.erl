@@ -33,7 +33,7 @@ prop_bounded_roundtrip() ->
 
 document() ->
     ?LET({Kind, Benchmarks, Params, Env, Partial, Findings},
-         {oneof([bench, suite, matrix, amqp]),
+         {oneof([bench, suite, matrix, amqp, watch]),
           list(benchmark()), user_map(), user_map(), boolean(), list(finding())},
          begin
              R0 = beamlab_result:new(Kind, #{params => Params, command => [<<"beamlab">>, atom_to_binary(Kind)],

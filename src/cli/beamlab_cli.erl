@@ -92,7 +92,8 @@ commands() ->
      {"compare", beamlab_cli_compare},
      {"report", beamlab_cli_report},
      {"amqp", beamlab_cli_amqp},
-     {"profile", beamlab_cli_profile}].
+     {"profile", beamlab_cli_profile},
+     {"watch", beamlab_cli_watch}].
 
 %% @doc beamlab's version, from the application resource file.
 -spec version() -> binary().

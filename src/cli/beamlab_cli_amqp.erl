@@ -78,7 +78,9 @@ options() ->
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
      #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
-       help => "distribution cookie for --nodes with named nodes"}]
+       help => "distribution cookie for --nodes with named nodes"},
+     %% issue 12: the broker's own telemetry (beamlab_cli_broker_watch)
+     beamlab_cli_broker_watch:option()]
         ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help amqp'.
@@ -114,12 +116,19 @@ run(Parsed) ->
     %% (scheduler trouble, a busy machine, noisy intervals) join the result.
     Telemetry = beamlab_cli_verbose:start(beamlab_cli_args:get(verbose, Parsed, 0) > 0),
     Started = beamlab_runtime_clock:rfc3339(),
-    case beamlab_amqp_perf:run(Cfg0#{out => Out}) of
+    %% --watch NODE: the broker's telemetry, one sample per reporting interval.
+    Watch = beamlab_cli_broker_watch:start(Parsed, max(1, round(maps:get(interval, Cfg0) * 1000))),
+    %% (--watch may have made this VM a node since its name was taken.)
+    Cfg1 = case maps:get(nodes, Cfg0) of
+               [nonode@nohost] -> Cfg0#{nodes := [node()]};
+               _ -> Cfg0
+           end,
+    case beamlab_amqp_perf:run(Cfg1#{out => Out}) of
         {ok, Report} ->
-            Doc = beamlab_cli_verbose:stop(
+            Doc = beamlab_cli_broker_watch:stop(Watch, beamlab_cli_verbose:stop(
                     Telemetry, beamlab_amqp_perf:result(Report, #{command => maps:get(argv, Parsed),
                                                                   started_at => Started,
-                                                                  params => params(Cfg0)})),
+                                                                  params => params(Cfg0)}))),
             case maps:get(failure, Report) of
                 undefined when map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
                 undefined ->
@@ -135,6 +144,7 @@ run(Parsed) ->
             end;
         {error, Reason} ->
             ok = beamlab_cli_verbose:cancel(Telemetry),
+            ok = beamlab_cli_broker_watch:cancel(Watch),
             beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
     end.
 
@@ -184,7 +194,9 @@ config(P) ->
         andalso G(closed_loop) =:= undefined andalso
         beamlab_cli:usage_error("-p needs the queue(s): -u or --queue-pattern", []),
     check_work(G, Pattern),
-    G(cookie) =/= undefined andalso set_cookie(G(cookie)),
+    %% With --watch alone the cookie is the watched node's (set for it only).
+    G(cookie) =/= undefined andalso (G(watch) =:= undefined orelse G(nodes) =/= undefined)
+        andalso set_cookie(G(cookie)),
     #{uri => list_to_binary(Uri),
       producers => G(producers), consumers => G(consumers),
       producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),

@@ -30,7 +30,21 @@ options() ->
        help => "the configuration others are compared with (default: the first)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
        help => "fresh VMs per configuration, interleaved (default 3)"}
-     | beamlab_cli_args:common_options()].
+     | target_options() ++ beamlab_cli_args:common_options()].
+
+%% The system under test started per configuration (beamlab_cli_target).
+target_options() ->
+    [#{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
+       help => "start the system under test per configuration instead of a beamlab VM: "
+               "rabbitmq (a private broker; the inner command is amqp)"},
+     #{name => target_cmd, long => "target-cmd", type => string, metavar => "'CMD'",
+       help => "start any release or escript per configuration (flags via ERL_ZFLAGS)"},
+     #{name => target_node, long => "target-node", type => string, metavar => "NODE",
+       help => "the node name --target-cmd starts (name@host)"},
+     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+       help => "the --target-cmd node's cookie"},
+     #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
+       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"}].
 
 %% @doc Examples for `beamlab help matrix'.
 -spec usage() -> iodata().
@@ -46,7 +60,17 @@ usage() ->
     "  beamlab matrix --sweep-schedulers 1..max -n 5 -- run 'lists:seq(1, 1000).' -d 1000\n"
     "  beamlab matrix --vm '+sbwt none' --vm '+sbwt very_long' --wrap 'taskset -c 0' -- suite ring\n"
     "  beamlab matrix --erl /opt/otp26/bin/erl --erl /opt/otp27/bin/erl -- run 'ok.'\n"
-    "  beamlab matrix --file grid.config --format json --save\n".
+    "  beamlab matrix --file grid.config --format json --save\n"
+    "  beamlab matrix --target rabbitmq --vm '+sbt u' --vm '+sbt db' --vm '+S 1' \\\n"
+    "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
+    "  beamlab matrix --target-cmd './_build/prod/rel/app/bin/app foreground' \\\n"
+    "                 --target-node app@127.0.0.1 --cookie app --vm '+S 1' --vm '+S 2' -- run 'ok.'\n\n"
+    "With --target (or --target-cmd) each repetition starts the system under test\n"
+    "with the configuration's flags (wrapper in front, --otp DIR's erl first on its\n"
+    "PATH), waits until it is up, proves the flags from the node's own report read\n"
+    "over distribution, runs the inner command against it (amqp gets -h URI and\n"
+    "--watch NODE), stops it and removes its data. A configuration whose target\n"
+    "fails (flag refused, wrapper missing, died under load) is reported as failed.\n".
 
 %% @doc Runs the matrix; the document compares the configurations.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
@@ -77,7 +101,13 @@ run(Parsed) ->
         ["matrix" | _] -> beamlab_cli:usage_error("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Configs = ok_or_usage(beamlab_env_matrix:configs(Dims)),
+    Target = beamlab_cli_target:target(Parsed, Command),
+    Configs = case Target of
+                  none -> ok_or_usage(beamlab_env_matrix:configs(Dims));
+                  _ -> ok_or_usage(beamlab_env_matrix:configs(
+                                     Dims#{erl => maps:get(erl, Dims) ++ beamlab_cli_target:otp_erls(Parsed)},
+                                     #{check_wrappers => false}))
+              end,
     Baseline = case Get(baseline) of
                    undefined -> maps:get(baseline, Grid, undefined);
                    B -> unicode:characters_to_binary(B)
@@ -87,7 +117,7 @@ run(Parsed) ->
                            undefined -> maps:get(repeat, Grid, 3);
                            R -> R
                        end,
-             sweep => Sweep =/= [], argv => maps:get(argv, Parsed),
+             sweep => Sweep =/= [], argv => beamlab_cli_broker_watch:mask_cookie(maps:get(argv, Parsed)),
              started_at => beamlab_runtime_clock:rfc3339(),
              %% Each configuration's VM runs the inner command through the
              %% dispatcher, quietly, and hands back its document.
@@ -97,7 +127,11 @@ run(Parsed) ->
     %% -v: live telemetry of this VM, which only starts and waits for the
     %% configurations' VMs; what it shows is the machine around them.
     Telemetry = beamlab_cli_verbose:start(Get(verbose) > 0),
-    Run = try beamlab_env_matrix:run(Spec, #{progress => Progress})
+    Runner = case Target of
+                 none -> #{};
+                 _ -> #{runner => beamlab_cli_target:runner(Target, Progress)}
+             end,
+    Run = try beamlab_env_matrix:run(Spec, Runner#{progress => Progress})
           after ok = beamlab_runtime_interrupt:unsubscribe()
           end,
     case Run of

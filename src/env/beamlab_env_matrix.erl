@@ -14,7 +14,7 @@
 %%% fails to start is reported with its error; the others go on.
 -module(beamlab_env_matrix).
 
--export([configs/1, parse_range/1, read_grid/1, run/2, format_error/1]).
+-export([configs/1, configs/2, parse_range/1, read_grid/1, run/2, format_error/1]).
 
 -type config() :: #{name := binary(), args := [string()],
                     erl := string() | undefined, wrap := [string()] | undefined}.
@@ -42,15 +42,24 @@
 -spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
                 wrap => [string()]}) -> {ok, [config()]} | {error, term()}.
 configs(Dims) ->
+    configs(Dims, #{}).
+
+%% @doc As {@link configs/1}; `check_wrappers => false' leaves a missing
+%% wrapper to the run, which then fails that configuration only (the
+%% runner of `matrix --target' does so).
+-spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
+                wrap => [string()]}, #{check_wrappers => boolean()}) ->
+          {ok, [config()]} | {error, term()}.
+configs(Dims, Opts) ->
     case [{vm, V, Why} || V <- maps:get(vm, Dims, []),
                           {error, Why} <- [beamlab_runtime_peer:parse_args(lists:flatten(V))]]
         ++ [{wrap, W, Why} || W <- maps:get(wrap, Dims, []),
                               {error, Why} <- [beamlab_runtime_peer:parse_words(lists:flatten(W))]] of
-        [] -> configs_checked(Dims);
+        [] -> configs_checked(Dims, Opts);
         [{Opt, V, Why} | _] -> {error, {bad_args, Opt, V, Why}}
     end.
 
-configs_checked(Dims) ->
+configs_checked(Dims, Opts) ->
     Vms = [split(V) || V <- maps:get(vm, Dims, [])]
         ++ [["+S", io_lib:format("~b:~b", [K, K])] || K <- maps:get(sweep, Dims, [])],
     Erls = maps:get(erl, Dims, []),
@@ -59,7 +68,11 @@ configs_checked(Dims) ->
                  [] -> none;
                  Ws -> Ws
              end || W <- maps:get(wrap, Dims, [])],
-    case check_execs(Erls, [hd(W) || W <- Wraps, W =/= none]) of
+    CheckWraps = case maps:get(check_wrappers, Opts, true) of
+                     true -> [hd(W) || W <- Wraps, W =/= none];
+                     false -> []
+                 end,
+    case check_execs(Erls, CheckWraps) of
         ok ->
             Cs = [config([lists:flatten(X) || X <- A], E, W)
                   || A <- default([[]], Vms), E <- default([undefined], Erls),
@@ -326,7 +339,13 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
                 end,
       errors => Errors,
       schedulers_online => online(Env),
-      env => case Env of undefined -> null; _ -> Env end}.
+      env => case Env of undefined -> null; _ -> Env end,
+      %% A watched target's telemetry (matrix --target: the inner amqp
+      %% --watch), of the last repetition that ran.
+      broker => case [B || {ok, #{exit := 0, result := #{extra := #{<<"broker">> := B}}}} <- Outs] of
+                    [] -> null;
+                    Bs -> lists:last(Bs)
+                end}.
 
 ok_run({ok, #{exit := 0}}) -> true;
 ok_run(_) -> false.
@@ -401,6 +420,8 @@ format_error({vm_start, _} = E) ->
     beamlab_runtime_peer:format_error(E);
 format_error({vm_failed, _, _} = E) ->
     beamlab_runtime_peer:format_error(E);
+format_error({target, Line}) when is_binary(Line) ->
+    Line;
 format_error(Other) ->
     io_lib:format("~0p", [Other]).
 

@@ -500,6 +500,8 @@ js() ->
     });
     var rest = groups.filter(function (grp) { return primary.indexOf(grp) < 0; });
     primary.forEach(function (grp) { draw(g, grp); });
+    // A watched broker's schedulers under the load's charts (amqp --watch).
+    data.runs.forEach(function (r) { r.heatmaps.forEach(function (hm) { if (hm.broker) heatmap(g, r, hm); }); });
     if (rest.length) {
       var more = h('details', { 'class': 'more' }, [h('summary', {}, ['More telemetry (' + rest.length + ' series): ' +
                                                          rest.map(function (grp) { return grp.name; }).join(', ')])]);
@@ -529,10 +531,10 @@ js() ->
     });
   }
   function heatmaps() {
-    var any = data.runs.some(function (r) { return r.heatmaps.length; });
+    var any = data.runs.some(function (r) { return r.heatmaps.some(function (hm) { return !hm.broker; }); });
     if (!any) return;
     var g = section('schedulers', 'Scheduler utilisation over time');
-    data.runs.forEach(function (r) { r.heatmaps.forEach(function (hm) { heatmap(g, r, hm); }); });
+    data.runs.forEach(function (r) { r.heatmaps.forEach(function (hm) { if (!hm.broker) heatmap(g, r, hm); }); });
   }
   function scaling() {
     var any = data.runs.some(function (r) { return r.scaling.length; });

@@ -109,8 +109,9 @@ run_model(Label0, R0) ->
       finished_at => maps:get(finished_at, R, null),
       command => maps:get(command, R, []),
       benchmarks => [bench_model(B) || B <- Benchmarks],
-      series => telemetry_series(maps:get(telemetry, R, #{})) ++ bench_series(Benchmarks),
-      heatmaps => heatmaps(maps:get(telemetry, R, #{})),
+      series => telemetry_series(maps:get(telemetry, R, #{})) ++ bench_series(Benchmarks)
+                ++ load_series(R, Benchmarks) ++ broker_series(R),
+      heatmaps => heatmaps(maps:get(telemetry, R, #{})) ++ broker_heatmaps(R),
       curves => curves(Benchmarks),
       scaling => scaling(maps:get(kind, R, null), Benchmarks),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
@@ -172,6 +173,60 @@ heatmaps(T) when is_map(T), map_size(T) > 0 ->
     end;
 heatmaps(_) ->
     [].
+
+%% The watched broker's telemetry (`amqp --watch': extra.broker; a matrix
+%% of brokers: each configuration's), on the load's time axis (seconds
+%% since the load started, not rebased), drawn under the throughput chart.
+broker_telemetry(R) ->
+    Extra = key_bins(maps:get(extra, R, #{})),
+    Own = case key_bins(maps:get(<<"broker">>, Extra, #{})) of
+              #{<<"telemetry">> := T} when is_map(T) -> [{<<"broker">>, T}];
+              _ -> []
+          end,
+    Configs = [{<<(maps:get(<<"name">>, C, <<"?">>))/binary, ": broker">>, T}
+               || C0 <- case maps:get(<<"configs">>, Extra, []) of L when is_list(L) -> L; _ -> [] end,
+                  is_map(C0), C <- [key_bins(C0)],
+                  #{<<"telemetry">> := T} <- [key_bins(maps:get(<<"broker">>, C, #{}))], is_map(T)],
+    [{Label, key_bins(T)} || {Label, T} <- Own ++ Configs].
+
+broker_time(T) ->
+    case maps:get(<<"t_ms">>, T, x) of
+        Ts = [_ | _] -> case is_num_list(Ts) of
+                            true -> {ok, [num(X / 1000) || X <- Ts]};
+                            false -> error
+                        end;
+        _ -> error
+    end.
+
+broker_heatmaps(R) ->
+    [#{name => <<Label/binary, " ", K/binary>>, t => Ts, z => transpose(Rows), broker => true}
+     || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
+        K <- [<<"util_schedulers">>],
+        Rows <- [maps:get(K, T, [])], is_list(Rows), length(Rows) =:= length(Ts),
+        lists:all(fun is_num_list/1, Rows),
+        length(lists:usort([length(X) || X <- Rows])) =:= 1].
+
+%% With a watched broker: the load's per-interval values (rates, latency
+%% medians) on the same axis as the broker's series, drawn above them.
+load_series(R, Benchmarks) ->
+    case maps:get(kind, R, null) =:= amqp andalso broker_telemetry(R) =/= [] of
+        false -> [];
+        true ->
+            Interval = case maps:get(<<"interval">>, key_bins(maps:get(params, R, #{})), 1) of
+                           I when is_number(I), I > 0 -> I;
+                           _ -> 1
+                       end,
+            [#{name => <<"load ", (maps:get(name, B))/binary, " (", (maps:get(unit, B, <<>>))/binary, ")">>,
+               source => <<"load">>, t => [num(K * Interval) || K <- lists:seq(1, length(Ys))],
+               y => [num(Y) || Y <- Ys]}
+             || B <- Benchmarks, is_map(B), Ys <- [maps:get(samples, B, [])], is_num_list(Ys), length(Ys) >= 2]
+    end.
+
+broker_series(R) ->
+    [#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>, t => Ts, y => [num(Y) || Y <- Ys]}
+     || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
+        K <- [<<"util">>, <<"run_queue">>, <<"reductions_per_s">>],
+        Ys <- [maps:get(K, T, [])], is_num_list(Ys), length(Ys) =:= length(Ts)].
 
 %% Per-second series a command keeps in a benchmark's `extra' or `counters'
 %% (lists of numbers, one per second, or maps with their own time axis).

@@ -9,7 +9,7 @@
 %%% A missing or malformed file is an `{error, _}', never a crash.
 -module(beamlab_runtime_probe).
 
--export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1,
+-export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
          cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1]).
 
 -type timer_report() :: #{sleep_ms := pos_integer(), samples := pos_integer(),
@@ -101,7 +101,13 @@ cpu_times(Root) ->
 %% microseconds, from proc/self/stat.
 -spec process_cpu_us(file:filename()) -> {ok, non_neg_integer()} | {error, enoent}.
 process_cpu_us(Root) ->
-    case read(filename:join(Root, "proc/self/stat")) of
+    process_cpu_us(Root, "self").
+
+%% @doc CPU time used by the OS process `Pid' (user + system), in
+%% microseconds, from proc/PID/stat: another VM on this host.
+-spec process_cpu_us(file:filename(), string()) -> {ok, non_neg_integer()} | {error, enoent}.
+process_cpu_us(Root, Pid) ->
+    case read(filename:join([Root, "proc", Pid, "stat"])) of
         {ok, T} ->
             %% The command name (field 2) may contain spaces: skip past ')'.
             case string:split(T, ")", trailing) of

@@ -1,0 +1,446 @@
+%%% @doc The system under test started by beamlab, one per configuration
+%%% of `beamlab matrix --target': a private RabbitMQ from the installed
+%%% `rabbitmq-server' (its own data and log directory, AMQP and Erlang
+%%% distribution on 127.0.0.1 at free ports, a private cookie), or any
+%%% release or escript given as a command (`--target-cmd', its emulator
+%%% flags through `ERL_ZFLAGS'). The configuration's emulator flags go to
+%%% the VM, the wrapper (`taskset -c 0', `numactl --cpunodebind=0') in
+%%% front of it, another Erlang/OTP installation (`--otp DIR') first on
+%%% its PATH.
+%%%
+%%% {@link start/1} waits until the target accepts connections and proves
+%%% the flags from the node's own view of its VM read over distribution
+%%% (`beamlab_target_watch:node_env/1'); {@link stop/1} stops it and
+%%% removes its directory. Every failure is a reason {@link format_error/1}
+%%% turns into one line.
+-module(beamlab_target_broker).
+
+-export([start/1, stop/1, run/3, alive/1, verify/2, free_port/0, format_error/1]).
+
+-type spec() :: #{kind := rabbitmq | cmd,
+                  args := [string()],                 % emulator flags
+                  wrap => [string()] | undefined,     % e.g. ["taskset", "-c", "0"]
+                  otp => file:filename() | undefined, % another OTP installation
+                  cmd => string(),                    % kind cmd: the command line
+                  node => string(),                   % kind cmd: its node name
+                  cookie => string() | undefined,     % kind cmd: its cookie
+                  sbin => file:filename(),            % where rabbitmq-server is
+                  timeout => pos_integer()}.          % boot timeout, ms
+-type target() :: #{node := node(), port := port(), dir := file:filename(),
+                    amqp_port := inet:port_number() | undefined,
+                    uri := binary() | undefined, cookie := string() | undefined,
+                    env := map(), os_pid := string()}.
+-export_type([spec/0, target/0]).
+
+-define(SBIN, "/usr/lib/rabbitmq/bin").
+-define(BOOT_TIMEOUT, 180000).
+
+%% @doc Starts the target, waits until it is up and checks its flags.
+-spec start(spec()) -> {ok, target()} | {error, term()}.
+start(Spec) ->
+    case check(Spec) of
+        ok ->
+            Dir = make_dir(),
+            try launch(Spec, Dir)
+            catch throw:{target, Reason} ->
+                    _ = del_dir(Dir),
+                    {error, Reason}
+            end;
+        {error, _} = E -> E
+    end.
+
+check(Spec) ->
+    Wrap = maps:get(wrap, Spec, undefined),
+    Otp = maps:get(otp, Spec, undefined),
+    Sbin = maps:get(sbin, Spec, ?SBIN),
+    if
+        Wrap =/= undefined, Wrap =/= [] ->
+            case os:find_executable(hd(Wrap)) of
+                false -> {error, {wrapper_not_found, hd(Wrap)}};
+                _ -> check_otp(Otp, Spec, Sbin)
+            end;
+        true -> check_otp(Otp, Spec, Sbin)
+    end.
+
+check_otp(undefined, Spec, Sbin) -> check_kind(Spec, Sbin);
+check_otp(Otp, Spec, Sbin) ->
+    case filelib:is_regular(filename:join([Otp, "bin", "erl"])) of
+        true -> check_kind(Spec, Sbin);
+        false -> {error, {otp_not_found, Otp}}
+    end.
+
+check_kind(#{kind := rabbitmq}, Sbin) ->
+    case filelib:is_regular(filename:join(Sbin, "rabbitmq-server")) of
+        true -> ok;
+        false -> {error, {no_rabbitmq, Sbin}}
+    end;
+check_kind(#{kind := cmd}, _) ->
+    ok.
+
+launch(#{kind := Kind} = Spec, Dir) ->
+    Args = maps:get(args, Spec, []),
+    Wrap = case maps:get(wrap, Spec, undefined) of undefined -> []; W -> W end,
+    PathEnv = case maps:get(otp, Spec, undefined) of
+                  undefined -> [];
+                  Otp -> [{"PATH", filename:join(Otp, "bin") ++ ":" ++ os:getenv("PATH", "/usr/bin:/bin")},
+                          {"ERL_DIR", filename:join(Otp, "bin") ++ "/"}]
+              end,
+    {Node, Cookie, AmqpPort, Env, Cmd} =
+        case Kind of
+            rabbitmq -> rabbit_setup(Spec, Dir, Args);
+            cmd ->
+                {list_to_atom(maps:get(node, Spec)), maps:get(cookie, Spec, undefined), undefined,
+                 [{"ERL_ZFLAGS", string:join(Args, " ")}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}
+                  | inherited()],
+                 ["/bin/sh", "-c", maps:get(cmd, Spec)]}
+        end,
+    Log = filename:join(Dir, "stdout.log"),
+    %% The shell only redirects the output and replaces itself with the
+    %% wrapper, which replaces itself with the target: the port's OS
+    %% process is the VM.
+    Exe = "/bin/sh",
+    ShArgs = ["-c", "cd \"$0\" && exec \"$@\" </dev/null >>\"$0/stdout.log\" 2>&1", Dir | Wrap ++ Cmd],
+    Port = open_port({spawn_executable, Exe},
+                     [{args, ShArgs}, {env, Env ++ PathEnv}, exit_status, {cd, Dir}]),
+    Deadline = erlang:monotonic_time(millisecond) + maps:get(timeout, Spec, ?BOOT_TIMEOUT),
+    T0 = #{node => Node, port => Port, dir => Dir, amqp_port => AmqpPort,
+           uri => case AmqpPort of
+                      undefined -> undefined;
+                      _ -> iolist_to_binary(io_lib:format("amqp://guest:guest@127.0.0.1:~b/%2F", [AmqpPort]))
+                  end,
+           cookie => Cookie, env => #{}, os_pid => ""},
+    case wait_up(T0, Deadline, Log) of
+        ok ->
+            case beamlab_target_watch:node_env(Node) of
+                {ok, NodeEnv} ->
+                    T = T0#{env => NodeEnv, os_pid => binary_to_list(maps:get(os_pid, NodeEnv))},
+                    case verify(Args, NodeEnv) of
+                        ok ->
+                            ok = watchdog(Node),
+                            {ok, T};
+                        {error, Why} ->
+                            stop(T),
+                            throw({target, {flags_not_applied, Why}})
+                    end;
+                {error, E} ->
+                    kill(T0),
+                    throw({target, E})
+            end;
+        {error, Reason} ->
+            kill(T0),
+            throw({target, Reason})
+    end.
+
+%% A private broker: the environment scripts/rabbitmq.sh sets, with free
+%% ports, a long node name on 127.0.0.1 and the configuration's flags.
+rabbit_setup(Spec, Dir, Args) ->
+    Sbin = maps:get(sbin, Spec, ?SBIN),
+    Port = free_port(),
+    DistPort = other_free_port(Port),
+    NodeName = lists:flatten(io_lib:format("beamlab-target-~b@127.0.0.1", [Port])),
+    Cookie = cookie(),
+    ok = file:write_file(filename:join(Dir, ".erlang.cookie"), Cookie),
+    ok = file:change_mode(filename:join(Dir, ".erlang.cookie"), 8#400),
+    ok = filelib:ensure_dir(filename:join([Dir, "mnesia", "x"])),
+    ok = filelib:ensure_dir(filename:join([Dir, "log", "x"])),
+    ok = file:write_file(filename:join(Dir, "rabbitmq-env.conf"), ""),
+    ok = file:write_file(filename:join(Dir, "enabled_plugins"), "[].\n"),
+    ok = file:write_file(filename:join(Dir, "advanced.config"), "[].\n"),
+    ok = file:write_file(filename:join(Dir, "rabbitmq.conf"),
+                         io_lib:format("listeners.tcp.1 = 127.0.0.1:~b\n"
+                                       "loopback_users.guest = true\n"
+                                       "log.console = false\n"
+                                       "log.file.level = warning\n"
+                                       "disk_free_limit.absolute = 50MB\n", [Port])),
+    J = fun(F) -> filename:join(Dir, F) end,
+    Env = [{"HOME", Dir}, {"ERL_EPMD_ADDRESS", "127.0.0.1"},
+           {"RABBITMQ_NODENAME", NodeName}, {"RABBITMQ_USE_LONGNAME", "true"},
+           {"RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1"},
+           {"RABBITMQ_NODE_PORT", integer_to_list(Port)},
+           {"RABBITMQ_DIST_PORT", integer_to_list(DistPort)},
+           {"RABBITMQ_CONF_ENV_FILE", J("rabbitmq-env.conf")},
+           {"RABBITMQ_CONFIG_FILE", J("rabbitmq.conf")},
+           {"RABBITMQ_ADVANCED_CONFIG_FILE", J("advanced.config")},
+           {"RABBITMQ_ENABLED_PLUGINS_FILE", J("enabled_plugins")},
+           {"RABBITMQ_MNESIA_BASE", J("mnesia")},
+           {"RABBITMQ_LOG_BASE", J("log")},
+           {"RABBITMQ_PID_FILE", J("rabbit.pid")},
+           {"RABBITMQ_PLUGINS_EXPAND_DIR", J("plugins-expand")},
+           %% The script execs the VM itself (no proxy shell): the port's
+           %% process is the broker. -noinput: stdin is /dev/null.
+           {"RABBITMQ_ALLOW_INPUT", "true"},
+           {"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+            string:join(["-noinput -kernel inet_dist_use_interface {127,0,0,1}" | Args], " ")},
+           {"ERL_ZFLAGS", false}, {"ERL_FLAGS", false}, {"ERL_AFLAGS", false}
+           | inherited()],
+    {list_to_atom(NodeName), Cookie, Port, Env, [filename:join(Sbin, "rabbitmq-server")]}.
+
+%% A target we started must not outlive us: a process on it (OTP's
+%% erl_eval, no beamlab code) stops it when this process or the
+%% connection goes away.
+watchdog(Node) ->
+    {ok, Tokens, _} = erl_scan:string(
+                        "receive {beamlab_target_owner, W} ->"
+                        "  Ref = erlang:monitor(process, W),"
+                        "  receive {'DOWN', Ref, process, W, _} -> init:stop() end"
+                        " end."),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    Pid = spawn(Node, erl_eval, exprs, [Exprs, []]),
+    Pid ! {beamlab_target_owner, self()},
+    ok.
+
+%% What this VM's own start left in the environment must not reach the
+%% target's `erl' (ESCRIPT_NAME would even become its argv[0]).
+inherited() ->
+    [{V, false} || V <- ["ESCRIPT_NAME", "ROOTDIR", "BINDIR", "EMU", "PROGNAME"]].
+
+%% Up: the AMQP port accepts (a broker opens it last) and the node
+%% answers over distribution; or the process exited (a flag it refused).
+wait_up(#{port := Port} = T, Deadline, Log) ->
+    receive
+        {Port, {exit_status, S}} -> {error, {boot_failed, S, tail(Log)}}
+    after 0 ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> {error, {boot_timeout, tail(Log)}};
+                false ->
+                    case accepts(T) andalso connects(T) of
+                        true -> ok;
+                        false ->
+                            receive
+                                {Port, {exit_status, S}} -> {error, {boot_failed, S, tail(Log)}}
+                            after 300 -> wait_up(T, Deadline, Log)
+                            end
+                    end
+            end
+    end.
+
+accepts(#{amqp_port := undefined}) -> true;
+accepts(#{amqp_port := P}) ->
+    case gen_tcp:connect({127, 0, 0, 1}, P, [binary, {active, false}], 1000) of
+        {ok, S} -> gen_tcp:close(S), true;
+        {error, _} -> false
+    end.
+
+connects(#{node := Node, cookie := Cookie}) ->
+    case beamlab_target_watch:connect(Node, Cookie) of
+        {ok, _} -> true;
+        {error, {no_distribution, _} = E} -> throw({target, E});
+        {error, _} -> false
+    end.
+
+%% @doc One repetition of a configuration: start the target, report it
+%% (`Progress' gets one line: node, OS pid, what its VM reports), run
+%% `Load' against it, check that it survived, stop it. The outcome has the
+%% shape of a matrix run: the load's exit code and document, and the
+%% target's own env as proof of its flags.
+-spec run(spec(), fun((target()) -> {integer(), term()}), fun((iodata()) -> term())) ->
+          {ok, #{exit := integer(), result := term(), env := map()}} | {error, term()}.
+run(Spec, Load, Progress) ->
+    case start(Spec) of
+        {ok, #{node := Node, env := Env} = T} ->
+            #{schedulers := S, otp := Otp} = Env,
+            Progress(io_lib:format("  target ~ts up (os pid ~ts): ~b/~b schedulers, bind ~ts, "
+                                   "busy wait ~ts, ~ts flavour~n",
+                                   [Node, maps:get(os_pid, T), maps:get(online, S), maps:get(normal, S),
+                                    maps:get(bind_type, S), maps:get(busy_wait, Env),
+                                    case maps:get(flavor, Otp) of null -> <<"?">>; F -> F end])),
+            Out = try Load(T)
+                  catch Class:Reason -> {crashed, Class, Reason}
+                  end,
+            case {alive(T), Out} of
+                {false, _} ->
+                    %% The exit status may follow the lost connection.
+                    Status = receive {Port, {exit_status, St}} when Port =:= map_get(port, T) -> St
+                             after 5000 -> unknown
+                             end,
+                    %% (No signal to a process that is known to be gone.)
+                    _ = Status =:= unknown andalso kill(T),
+                    _ = del_dir(maps:get(dir, T)),
+                    {error, {died, Status}};
+                {true, {crashed, C, R}} ->
+                    stop(T),
+                    {error, {load_crashed, C, R}};
+                {true, {Code, Doc}} ->
+                    stop(T),
+                    {ok, #{exit => Code, result => Doc, env => Env}}
+            end;
+        {error, _} = E -> E
+    end.
+
+%% @doc The target is still running: its process has not exited and its
+%% node is still connected (a killed node's connection drops at once, its
+%% exit status may come later).
+-spec alive(target()) -> boolean().
+alive(#{port := Port, node := Node}) ->
+    erlang:port_info(Port) =/= undefined andalso
+        lists:member(Node, nodes(connected)) andalso
+        receive
+            {Port, {exit_status, _}} = M -> self() ! M, false
+        after 0 -> true
+        end.
+
+%% @doc Stops the target (init:stop over distribution, then SIGKILL when
+%% it does not go within 60 s) and removes its directory.
+-spec stop(target()) -> ok.
+stop(#{node := Node, port := Port} = T) ->
+    _ = catch erpc:call(Node, init, stop, [], 10000),
+    receive
+        {Port, {exit_status, _}} -> ok
+    after 60000 -> kill(T)
+    end,
+    _ = erlang:disconnect_node(Node),
+    del_dir(maps:get(dir, T)).
+
+kill(#{port := Port, dir := Dir} = T) ->
+    _ = case erlang:port_info(Port, os_pid) of
+            {os_pid, Pid} -> os:cmd("kill -KILL " ++ integer_to_list(Pid) ++ " 2>/dev/null");
+            undefined -> ok
+        end,
+    _ = case maps:get(os_pid, T, "") of
+            "" -> ok;
+            P -> os:cmd("kill -KILL " ++ P ++ " 2>/dev/null")
+        end,
+    receive {Port, {exit_status, _}} -> ok after 5000 -> ok end,
+    catch port_close(Port),
+    _ = Dir,
+    ok.
+
+%% @doc Checks the node's own report against the requested flags: every
+%% flag on the emulator's command line in order (when readable), and what
+%% the VM says for `+S', `+sbt' and `+sbwt'.
+-spec verify([string()], map()) -> ok | {error, binary()}.
+verify(Args, Env) ->
+    Sched = maps:get(schedulers, Env),
+    Checks = lists:append([check_flag(F, V, Sched) || {F, V} <- pairs(Args)])
+        ++ [iolist_to_binary(io_lib:format("-emu_flavor ~s asked, the node runs the ~ts flavour", [V, Got]))
+            || {"-emu_flavor", V} <- pairs(Args), V =/= "smp",  % smp: the install's default
+               Got <- [maps:get(flavor, maps:get(otp, Env, #{}), null)], Got =/= list_to_binary(V)],
+    %% erl itself consumes these; beam's command line never shows them.
+    Beam = drop_erl_flags(Args),
+    Cmdline = maps:get(emulator_cmdline, Env, null),
+    Missing = case Cmdline of
+                  null -> [];
+                  _ ->
+                      %% erl hands `+' flags to beam as `-' flags.
+                      Want = [list_to_binary(case A of "+" ++ R -> "-" ++ R; _ -> A end) || A <- Beam],
+                      case Want =:= [] orelse sublist(Want, Cmdline) of
+                          true -> [];
+                          false -> [iolist_to_binary(["the emulator's command line lacks '",
+                                                      lists:join(" ", Beam), "'"])]
+                      end
+              end,
+    case Missing ++ Checks of
+        [] -> ok;
+        [Why | _] -> {error, Why}
+    end.
+
+pairs([F, V | Rest]) -> [{F, V} | pairs(Rest)];
+pairs(_) -> [].
+
+drop_erl_flags([F, _ | Rest]) when F =:= "-emu_flavor"; F =:= "-emu_type" -> drop_erl_flags(Rest);
+drop_erl_flags([A | Rest]) -> [A | drop_erl_flags(Rest)];
+drop_erl_flags([]) -> [].
+
+check_flag("+S", V, #{normal := N, online := On}) ->
+    case string:split(V, ":") of
+        [A, B] -> expect("+S " ++ V, [{A, N}, {B, On}]);
+        [A] -> expect("+S " ++ V, [{A, N}, {A, On}])
+    end;
+check_flag("+sbt", V, #{bind_type := Got}) ->
+    Want = maps:get(V, #{"u" => <<"unbound">>, "ns" => <<"no_spread">>, "ts" => <<"thread_spread">>,
+                         "ps" => <<"processor_spread">>, "s" => <<"spread">>,
+                         "nnts" => <<"no_node_thread_spread">>, "nnps" => <<"no_node_processor_spread">>,
+                         "tnnps" => <<"thread_no_node_processor_spread">>,
+                         "db" => <<"thread_no_node_processor_spread">>}, undefined),
+    case Want =:= undefined orelse Want =:= Got of
+        true -> [];
+        false -> [iolist_to_binary(io_lib:format("+sbt ~s asked, the node reports bind type ~ts", [V, Got]))]
+    end;
+check_flag(_, _, _) -> [].
+
+expect(Flag, Pairs) ->
+    case [{A, G} || {A, G} <- Pairs, string:to_integer(A) =/= {G, ""}, A =/= ""] of
+        [] -> [];
+        [{_, G} | _] -> [iolist_to_binary(io_lib:format("~s asked, the node reports ~0p", [Flag, G]))]
+    end.
+
+sublist(Want, List) when length(Want) > length(List) -> false;
+sublist(Want, [_ | T] = List) ->
+    lists:prefix(Want, List) orelse sublist(Want, T).
+
+%% @doc A free TCP port on 127.0.0.1 (bound, read, released).
+-spec free_port() -> inet:port_number().
+free_port() ->
+    {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, P} = inet:port(S),
+    ok = gen_tcp:close(S),
+    P.
+
+other_free_port(Taken) ->
+    case free_port() of
+        Taken -> other_free_port(Taken);
+        P -> P
+    end.
+
+cookie() ->
+    lists:flatten([io_lib:format("~2.16.0B", [B]) || <<B>> <= crypto_bytes(16)]).
+
+crypto_bytes(N) ->
+    list_to_binary([rand:uniform(256) - 1 || _ <- lists:seq(1, N)]).
+
+make_dir() ->
+    Base = case os:getenv("TMPDIR") of
+               false -> "/tmp";
+               "" -> "/tmp";
+               D -> D
+           end,
+    Dir = filename:join(Base, "beamlab-target-" ++ os:getpid() ++ "-"
+                        ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    Dir.
+
+del_dir(Dir) ->
+    _ = file:del_dir_r(Dir),
+    ok.
+
+%% The last lines of the target's output: why it did not boot.
+tail(Log) ->
+    case file:read_file(Log) of
+        {ok, B} ->
+            Lines = [L || L <- binary:split(B, <<"\n">>, [global]), string:trim(L) =/= <<>>],
+            Interesting = [L || L <- Lines, re:run(L, <<"(?i)error|invalid|bad|unknown|fail|abort|crash">>) =/= nomatch],
+            case Interesting of
+                [] -> lists:last([<<"no output">> | Lines]);
+                [First | _] ->
+                    %% "...: " announces the next line (erlexec's list of
+                    %% flavours): keep it.
+                    case {binary:last(string:trim(First)), lists:dropwhile(fun(L) -> L =/= First end, Lines)} of
+                        {$:, [_, Next | _]} -> <<(string:trim(First))/binary, " ", (string:trim(Next))/binary>>;
+                        _ -> First
+                    end
+            end;
+        _ -> <<"no output">>
+    end.
+
+%% @doc One line for each error of this module.
+-spec format_error(term()) -> iolist().
+format_error({wrapper_not_found, W}) ->
+    io_lib:format("wrapper ~ts is not installed (not found on PATH)", [W]);
+format_error({otp_not_found, D}) ->
+    io_lib:format("--otp ~ts: no bin/erl there", [D]);
+format_error({no_rabbitmq, Sbin}) ->
+    io_lib:format("~ts/rabbitmq-server not found (install Debian's rabbitmq-server)", [Sbin]);
+format_error({boot_failed, S, Why}) ->
+    io_lib:format("the target exited during boot (status ~b): ~ts", [S, string:trim(Why)]);
+format_error({boot_timeout, Why}) ->
+    io_lib:format("the target did not come up in time; last output: ~ts", [string:trim(Why)]);
+format_error({flags_not_applied, Why}) ->
+    io_lib:format("flags not in effect: ~ts", [Why]);
+format_error({load_crashed, C, R}) ->
+    io_lib:format("the load crashed: ~0tP", [{C, R}, 10]);
+format_error({died, S}) when is_integer(S), S > 128 ->
+    io_lib:format("the target died during the load (killed by signal ~b)", [S - 128]);
+format_error({died, S}) ->
+    io_lib:format("the target died during the load (exit status ~0p)", [S]);
+format_error(E) ->
+    beamlab_target_watch:format_error(E).
