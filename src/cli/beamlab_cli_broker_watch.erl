@@ -5,7 +5,7 @@
 %%% which the HTML report draws under the throughput chart.
 -module(beamlab_cli_broker_watch).
 
--export([option/0, start/2, stop/2, cancel/1, mask_cookie/1]).
+-export([option/0, start/2, stop/2, cancel/1]).
 
 -type watch() :: none | #{node := node(), env := map(), pid := pid()}.
 -export_type([watch/0]).
@@ -53,10 +53,10 @@ stop(#{node := Node, env := Env, pid := Pid}, Doc) ->
                 || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
                                                                       result => #{}, timer => skip})],
     Extra = maps:get(extra, Doc, #{}),
-    %% The cookie given for the broker is a secret: not in the document.
-    Doc0 = Doc#{command := mask_cookie(maps:get(command, Doc))},
+    %% (The cookie in the command line is masked with every other secret
+    %% when the document is printed or saved: beamlab_result_redact.)
     Doc1 = beamlab_result:set(extra, Extra#{broker => #{node => atom_to_binary(Node), env => Env,
-                                                        telemetry => Series}}, Doc0),
+                                                        telemetry => Series}}, Doc),
     case maps:get(node_down, Series, false) of
         true -> io:format(standard_error, "beamlab: --watch: ~ts went down during the run (~ts)~n",
                           [Node, maps:get(node_down_reason, Series)]);
@@ -71,20 +71,3 @@ cancel(none) ->
 cancel(#{pid := Pid}) ->
     _ = beamlab_runtime_telemetry:stop(Pid),
     ok.
-
-%% @doc A command line with the value of every `--cookie' replaced by
-%% `***' (strings or binaries, as given).
--spec mask_cookie([unicode:chardata()]) -> [unicode:chardata()].
-mask_cookie([Flag, _ | Rest]) when Flag =:= "--cookie"; Flag =:= <<"--cookie">> ->
-    [Flag, masked(Flag) | mask_cookie(Rest)];
-mask_cookie([A | Rest]) ->
-    case string:prefix(A, "--cookie=") of
-        nomatch -> [A | mask_cookie(Rest)];
-        _ when is_binary(A) -> [<<"--cookie=***">> | mask_cookie(Rest)];
-        _ -> ["--cookie=***" | mask_cookie(Rest)]
-    end;
-mask_cookie([]) ->
-    [].
-
-masked(B) when is_binary(B) -> <<"***">>;
-masked(_) -> "***".

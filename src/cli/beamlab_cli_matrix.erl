@@ -117,7 +117,7 @@ run(Parsed) ->
                            undefined -> maps:get(repeat, Grid, 3);
                            R -> R
                        end,
-             sweep => Sweep =/= [], argv => beamlab_cli_broker_watch:mask_cookie(maps:get(argv, Parsed)),
+             sweep => Sweep =/= [], argv => beamlab_result_redact:argv(maps:get(argv, Parsed)),
              started_at => beamlab_runtime_clock:rfc3339(),
              %% Each configuration's VM runs the inner command through the
              %% dispatcher, quietly, and hands back its document.

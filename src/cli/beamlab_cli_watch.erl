@@ -92,7 +92,7 @@ run(Parsed) ->
 
 document(Parsed, Started, Node, NodeEnv, Series, Interrupted) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    Doc0 = beamlab_result:new(watch, #{command => beamlab_cli_broker_watch:mask_cookie(maps:get(argv, Parsed)), started_at => Started,
+    Doc0 = beamlab_result:new(watch, #{command => beamlab_result_redact:argv(maps:get(argv, Parsed)), started_at => Started,
                                       params => #{node => atom_to_binary(Node),
                                                   interval_ms => Get(interval),
                                                   duration_s => case Get(duration) of undefined -> null; D -> D end,

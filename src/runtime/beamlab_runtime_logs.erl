@@ -12,6 +12,8 @@
 %% At most this many events a second reach the terminal; the rest are
 %% dropped (logger_std_h says how many).
 -define(BURST, 20).
+-define(DEPTH, 12).
+-define(CHARS, 600).
 
 %% @doc Replaces the `default' handler by one writing to standard error
 %% (same formatter, same level). Idempotent; `ok' also when logger is not
@@ -32,7 +34,10 @@ to_stderr() ->
 add(Base) ->
     Config = #{type => standard_error, burst_limit_enable => true,
                burst_limit_max_count => ?BURST, burst_limit_window_time => 1000},
-    case logger:add_handler(default, logger_std_h, Base#{config => Config}) of
+    %% A report can hold huge terms (a crash while loading code carries the
+    %% whole .beam): each event is cut to a few lines.
+    Formatter = {logger_formatter, #{depth => ?DEPTH, chars_limit => ?CHARS, max_size => ?CHARS}},
+    case logger:add_handler(default, logger_std_h, Base#{config => Config, formatter => Formatter}) of
         ok -> ok;
         {error, {already_exist, _}} -> ok;
         {error, _} -> ok
