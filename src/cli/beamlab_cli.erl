@@ -72,7 +72,8 @@ commands() ->
      {"matrix", beamlab_cli_matrix},
      {"compare", beamlab_cli_compare},
      {"report", beamlab_cli_report},
-     {"amqp", beamlab_cli_amqp}].
+     {"amqp", beamlab_cli_amqp},
+     {"node", beamlab_cli_node}].
 
 %% @doc beamlab's version, from the application resource file.
 -spec version() -> binary().
