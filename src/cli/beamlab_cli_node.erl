@@ -70,7 +70,7 @@ port_opt(P) -> #{epmd => required, port => P}.
 
 serve(#{node := Node, address := Ip, port := Port}) ->
     true = register(?REG, self()),
-    ok = net_kernel:monitor_nodes(true),
+    ok = net_kernel:monitor_nodes(true, [{node_type, all}]),
     ok = beamlab_runtime_interrupt:subscribe(),
     say("beamlab node ~s ready: distribution on ~ts:~b, epmd on ~ts:4369; "
         "waiting for a controller (Ctrl-C to stop)", [Node, inet:ntoa(Ip), Port, inet:ntoa(Ip)]),
@@ -78,8 +78,8 @@ serve(#{node := Node, address := Ip, port := Port}) ->
 
 loop() ->
     receive
-        {nodeup, N} -> say("controller ~s connected", [N]), loop();
-        {nodedown, N} -> say("controller ~s disconnected", [N]), loop();
+        {nodeup, N, _} -> say("~s connected", [N]), loop();
+        {nodedown, N, _} -> say("~s disconnected", [N]), loop();
         {stop, From} -> say("stopped by ~s", [From]), {0, none};
         {beamlab_interrupt, _} -> say("stopped (signal)", []), {0, none};
         _ -> loop()

@@ -169,7 +169,10 @@ start_dist(#{name := Name} = Opts) ->
         case node() of
             Want -> ok;
             _ ->
-                case net_kernel:start(Want, #{name_domain => longnames}) of
+                %% Hidden: a controller and its nodes talk to whom they
+                %% name, no global mesh (whose partition guard would cut a
+                %% node off when controllers come and go).
+                case net_kernel:start(Want, #{name_domain => longnames, hidden => true}) of
                     {ok, _} -> ok;
                     {error, Reason} -> throw({beamlab_runtime_peer, {dist_failed, Name, Reason}})
                 end
