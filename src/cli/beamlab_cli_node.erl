@@ -72,8 +72,9 @@ serve(#{node := Node, address := Ip, port := Port}) ->
     true = register(?REG, self()),
     ok = net_kernel:monitor_nodes(true, [{node_type, all}]),
     ok = beamlab_runtime_interrupt:subscribe(),
-    say("beamlab node ~s ready: distribution on ~ts:~b, epmd on ~ts:4369; "
-        "waiting for a controller (Ctrl-C to stop)", [Node, inet:ntoa(Ip), Port, inet:ntoa(Ip)]),
+    say("beamlab node ~s ready: distribution on ~ts:~b, epmd on ~ts:4369, os pid ~s; "
+        "waiting for a controller (Ctrl-C to stop)",
+        [Node, inet:ntoa(Ip), Port, inet:ntoa(Ip), os:getpid()]),
     loop().
 
 loop() ->
