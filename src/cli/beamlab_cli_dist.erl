@@ -25,7 +25,7 @@ controller(Parsed, Nodes) ->
     Cookie = beamlab_cli_args:get(cookie, Parsed),
     case Name of
         undefined ->
-            case [N || N <- Nodes, not loopback(N)] of
+            case [N || N <- Nodes, N =/= node(), not loopback(N)] of
                 [] -> ok;
                 [Far | _] ->
                     beamlab_cli:usage_error(
