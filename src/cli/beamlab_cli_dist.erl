@@ -4,7 +4,7 @@
 %%% no `--name' the VM stays on loopback (`beamlab_runtime_peer:ensure_dist/0').
 -module(beamlab_cli_dist).
 
--export([options/0, controller/2, start/3, loopback/1]).
+-export([options/0, controller/2, start/3, loopback/1, far/1]).
 
 %% @doc `--name' and `--cookie' as every controller command declares them.
 -spec options() -> [beamlab_cli_args:option()].
@@ -25,7 +25,7 @@ controller(Parsed, Nodes) ->
     Cookie = beamlab_cli_args:get(cookie, Parsed),
     case Name of
         undefined ->
-            case [N || N <- Nodes, N =/= node(), not loopback(N)] of
+            case [N || N <- Nodes, N =/= node(), far(N)] of
                 [] -> ok;
                 [Far | _] ->
                     beamlab_cli:usage_error(
@@ -59,6 +59,21 @@ start(Name, Cookie, Extra) ->
             beamlab_cli:usage_error("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
         {error, E} ->
             beamlab_cli:fail("~ts", [beamlab_runtime_peer:format_error(E)])
+    end.
+
+%% @doc True when the node's host resolves to an address that is not
+%% loopback (a host that does not resolve is left to the connection
+%% attempt, which names it).
+-spec far(node()) -> boolean().
+far(Node) ->
+    case string:split(atom_to_list(Node), "@") of
+        [_, Host] ->
+            case inet:getaddr(Host, inet) of
+                {ok, {127, _, _, _}} -> false;
+                {ok, _} -> not loopback(Node);
+                {error, _} -> false
+            end;
+        _ -> false
     end.
 
 %% @doc True when the node's host is a loopback name or address.
