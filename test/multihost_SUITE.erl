@@ -113,13 +113,17 @@ split_queue_clock_offsets(_Config) ->
 
 %% A controller with another cookie is refused: one line, exit 1, the node
 %% keeps serving (the next test uses it).
-wrong_cookie(_Config) ->
+wrong_cookie(Config) ->
     #{code := Code, err := Err} =
         beamlab_test_util:cli(["amqp", "-h", ?URI, "-z", "1", "--nodes", ?NODE1,
                                "--cookie", "not-the-cookie", "--name", "ctlbad@" ?CTL]),
     ?assertEqual(1, Code),
     ok = beamlab_test_util:assert_one_line_error(#{err => Err, dir => "."}),
-    ?assertMatch({match, _}, re:run(Err, "cannot reach node\\(s\\) " ?NODE1)).
+    ?assertMatch({match, _}, re:run(Err, "cannot reach node\\(s\\) " ?NODE1)),
+    %% The node said so in one line, and still serves.
+    [#{log := Log} | _] = proplists:get_value(nodes, Config),
+    _ = beamlab_test_util:wait_for_file(Log, "refused a connection from 'ctlbad@" ?CTL "' \\(wrong cookie\\)",
+                                        30000).
 
 %% Ping-pong between two namespaces (neither is the controller's): the
 %% result names both hosts and the link.

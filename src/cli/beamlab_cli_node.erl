@@ -11,6 +11,8 @@
 -export([summary/0, options/0, usage/0, run/1]).
 %% Called by a controller over distribution.
 -export([stop_request/1]).
+%% Logger filter (a refused handshake as one line).
+-export([refused_filter/2]).
 
 -define(REG, beamlab_node).
 
@@ -72,6 +74,7 @@ serve(#{node := Node, address := Ip, port := Port}) ->
     true = register(?REG, self()),
     ok = net_kernel:monitor_nodes(true, [{node_type, all}]),
     ok = beamlab_runtime_interrupt:subscribe(),
+    _ = logger:add_primary_filter(beamlab_node_refused, {fun ?MODULE:refused_filter/2, []}),
     say("beamlab node ~s ready: distribution on ~ts:~b, epmd on ~ts:4369, os pid ~s; "
         "waiting for a controller (Ctrl-C to stop)",
         [Node, inet:ntoa(Ip), Port, inet:ntoa(Ip), os:getpid()]),
@@ -85,6 +88,20 @@ loop() ->
         {beamlab_interrupt, _} -> say("stopped (signal)", []), {0, none};
         _ -> loop()
     end.
+
+%% @doc OTP logs a handshake that failed on the cookie as a multi-line error
+%% report; a node says it in one line on stderr instead.
+-spec refused_filter(logger:log_event(), term()) -> logger:filter_return().
+refused_filter(#{msg := {Fmt, [From | _]}} = Event, _) when is_list(Fmt) ->
+    case string:find(Fmt, "Invalid challenge reply") of
+        nomatch -> Event;
+        _ ->
+            io:format(standard_error, "beamlab node: refused a connection from ~w (wrong cookie)~n",
+                      [From]),
+            stop
+    end;
+refused_filter(Event, _) ->
+    Event.
 
 say(Fmt, Args) ->
     io:format(standard_io, Fmt ++ "~n", Args).
