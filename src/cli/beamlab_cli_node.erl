@@ -92,16 +92,21 @@ loop() ->
 %% @doc OTP logs a handshake that failed on the cookie as a multi-line error
 %% report; a node says it in one line on stderr instead.
 -spec refused_filter(logger:log_event(), term()) -> logger:filter_return().
+refused_filter(#{msg := {report, #{format := Fmt, args := [From | _]}}} = Event, _) when is_list(Fmt) ->
+    refused(Fmt, From, Event);
 refused_filter(#{msg := {Fmt, [From | _]}} = Event, _) when is_list(Fmt) ->
+    refused(Fmt, From, Event);
+refused_filter(Event, _) ->
+    Event.
+
+refused(Fmt, From, Event) ->
     case string:find(Fmt, "Invalid challenge reply") of
         nomatch -> Event;
         _ ->
             io:format(standard_error, "beamlab node: refused a connection from ~w (wrong cookie)~n",
                       [From]),
             stop
-    end;
-refused_filter(Event, _) ->
-    Event.
+    end.
 
 say(Fmt, Args) ->
     io:format(standard_io, Fmt ++ "~n", Args).
