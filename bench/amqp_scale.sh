@@ -113,7 +113,7 @@ run() {   # tool scenario channels args...
     RSS[$tool-$name]="${RSS[$tool-$name]:-} $rss"
 }
 
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g |
+median() { tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g |
            awk '{v[NR] = $1} END {if (NR == 0) {printf "-"; exit}
                                   printf "%.2f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "-" || b == "-" || b == 0) printf "-"; else printf "%.2f", a/b }'; }

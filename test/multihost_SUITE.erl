@@ -157,6 +157,12 @@ node_killed_mid_run(_Config) ->
     ?assertMatch({match, _}, re:run(Err, "node victim@" ?N2 " went away")),
     #{<<"lost_nodes">> := [#{<<"node">> := <<"victim@" ?N2>>}], <<"node_shares">> := Shares} =
         amqp_extra(Out),
+    %% The merged counters never go down when a node goes away: no
+    %% negative rate in any interval.
+    {ok, #{<<"benchmarks">> := Bs}} = beamlab_json:decode(Out),
+    [?assert(lists:all(fun(V) -> V >= 0 end, Samples))
+     || #{<<"name">> := Name, <<"samples">> := Samples} <- Bs,
+        lists:member(Name, [<<"sent">>, <<"received">>])],
     [#{<<"received">> := Kept, <<"lost">> := false}] =
         [S || #{<<"node">> := <<?NODE1>>} = S <- Shares],
     ?assert(Kept > 0),

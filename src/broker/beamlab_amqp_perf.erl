@@ -377,10 +377,13 @@ counts_reached(#m{cfg = Cfg, done_p = DP, done_c = DC}) ->
 interval(#m{last = Last, last_t = LastT, t0 = T0} = M) ->
     case sample(maps:keys(M#m.agents)) of
         {ok, S} ->
-            M1 = add_shares(maps:get(by_agent, S), M),
+            ByA = maps:get(by_agent, S),
+            M1 = add_shares(ByA, M),
             Now = erlang:monotonic_time(microsecond),
             Dt = max(1, Now - LastT) / 1000000,
-            C = maps:get(counters, S),
+            %% A node gone away counts with its last sample (the totals
+            %% never go down).
+            C = lists:foldl(fun add_counters/2, maps:get(counters, S), gone_counters(ByA, M1)),
             Rates = maps:map(fun(K, V) -> (V - maps:get(K, Last)) / Dt end, C),
             Cons = beamlab_amqp_report:latency(maps:get(consumer, S)),
             Conf = beamlab_amqp_report:latency(maps:get(confirm, S)),
@@ -422,6 +425,12 @@ collect_samples(Pending, Ref, Acc, Downs) ->
 
 lost_nodes(M) ->
     [N || {N, _} <- M#m.lost].
+
+%% The last counters of the nodes that did not answer this sample (gone
+%% away, or going: their 'DOWN' may not have been handled yet).
+gone_counters(ByAgent, M) ->
+    Answered = [node(A) || {A, _} <- ByAgent],
+    [maps:get(counters, S) || {N, S} <- maps:to_list(M#m.shares), not lists:member(N, Answered)].
 
 add_counters(A, B) ->
     maps:merge_with(fun(_, X, Y) -> X + Y end, A, B).
@@ -472,10 +481,7 @@ finish(Why, #m{t0 = T0, timer = Timer} = M0) ->
     AtStop = case M0#m.failure =:= undefined andalso sample(Agents) of
                  {ok, #{counters := Cs, by_agent := ByA}} ->
                      %% Nodes gone before the stop count with their last sample.
-                     Gone = [maps:get(counters, maps:get(N, M0#m.shares))
-                             || N <- lost_nodes(M0), is_map_key(N, M0#m.shares),
-                                not lists:member(N, [node(A) || {A, _} <- ByA])],
-                     lists:foldl(fun add_counters/2, Cs, Gone);
+                     lists:foldl(fun add_counters/2, Cs, gone_counters(ByA, M0));
                  _ -> M0#m.last
              end,
     _ = [A ! stop_producers || A <- Agents],
