@@ -35,6 +35,7 @@ PT_VERSION=2.22.1
 CLK_TCK=$(getconf CLK_TCK)
 PAGE=$(getconf PAGESIZE)
 mkdir -p "$WORK"
+BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 
 fetch_perftest() {
     if ls "$WORK"/lib/perf-test-$PT_VERSION.jar >/dev/null 2>&1; then return; fi
@@ -97,7 +98,9 @@ run() {   # tool scenario channels args...
     local out="$WORK/scale-$tool-$name-$round.log" res rate cpu_us rss
     CHANNELS[$name]=$ch
     case $tool in
-        beamlab)  measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
+        # escript directly (so that $! is the VM), with the emulator flags
+        # the ./beamlab launcher gives `amqp' (see rebar.config).
+        beamlab)  ERL_FLAGS="$BEAMLAB_AMQP_FLAGS" measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
         perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
     esac
     res=$(window "$out.samples")

@@ -57,12 +57,13 @@ run(Parsed) ->
         Extra -> beamlab_cli:usage_error("node takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
     end,
     G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    case G(stop) of
-        undefined when map_get(dist_name, Parsed) =:= undefined ->
-            beamlab_cli:usage_error("node needs --name NAME@HOST", []);
-        undefined ->
+    case {G(stop), G(dist_name)} of
+        {undefined, undefined} ->
+            beamlab_cli:usage_error("node needs --name NAME@HOST (HOST: an address of this "
+                                    "machine the controller reaches)", []);
+        {undefined, _} ->
             serve(beamlab_cli_dist:start(G(dist_name), G(cookie), port_opt(G(dist_port))));
-        Nodes ->
+        {Nodes, _} ->
             stop_nodes(Parsed, node_names(Nodes))
     end.
 
