@@ -31,6 +31,7 @@ URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 PT_VERSION=2.22.1
 CLK_TCK=$(getconf CLK_TCK)
 mkdir -p "$WORK"
+BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 
 if [ "$WARMUP" -ge $((SECS - 2)) ]; then
     echo "usage: $0 [SECONDS] [ROUNDS] [WARMUP]: WARMUP must be at least 3 s shorter than SECONDS" >&2
@@ -103,7 +104,9 @@ run() {   # tool scenario args...
     local tool=$1 name=$2; shift 2
     local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu
     case $tool in
-        beamlab)  measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
+        # escript directly (so that $! is the VM), with the emulator flags
+        # the ./beamlab launcher gives `amqp' (see rebar.config).
+        beamlab)  ERL_FLAGS="$BEAMLAB_AMQP_FLAGS" measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
         perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
     esac
     res=$(window "$out.samples")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start, stop or query a private RabbitMQ broker for beamlab's tests and
 # benchmarks: Debian's rabbitmq-server run directly (no systemd, no service),
-# AMQP and Erlang distribution on 127.0.0.1 only, all state under
+# AMQP on 127.0.0.1 (or BEAMLAB_RABBIT_ADDR), Erlang distribution on 127.0.0.1, all state under
 # _build/rabbitmq/<port>. Works as root (CI) and as a normal user.
 #
 #   scripts/rabbitmq.sh start|stop|status|restart|uri
@@ -9,9 +9,18 @@
 # BEAMLAB_RABBIT_PORT (default 5673) picks the AMQP port; the node name,
 # distribution port and state directory derive from it, so several brokers
 # (e.g. one per test suite) can run side by side.
+# BEAMLAB_RABBIT_ADDR (default 127.0.0.1) is the address AMQP and the
+# broker's distribution listen on, e.g. a network namespace's address
+# (`ip netns exec NS scripts/rabbitmq.sh start'); on another address than
+# loopback the guest user may log in from other hosts (test brokers only).
 set -euo pipefail
 
 PORT=${BEAMLAB_RABBIT_PORT:-5673}
+ADDR=${BEAMLAB_RABBIT_ADDR:-127.0.0.1}
+case "$ADDR" in
+    127.*) GUEST_LOOPBACK=true ;;
+    *) GUEST_LOOPBACK=false ;;
+esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${BEAMLAB_RABBIT_DIR:-$ROOT/_build/rabbitmq/$PORT}
 SBIN=${RABBITMQ_SBIN:-/usr/lib/rabbitmq/bin}
@@ -28,7 +37,7 @@ fi
 export HOME="$DIR"
 export ERL_EPMD_ADDRESS=127.0.0.1
 export RABBITMQ_NODENAME="$NODE"
-export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+export RABBITMQ_NODE_IP_ADDRESS="$ADDR"
 export RABBITMQ_NODE_PORT="$PORT"
 export RABBITMQ_DIST_PORT="$DIST_PORT"
 export RABBITMQ_CONF_ENV_FILE="$DIR/rabbitmq-env.conf"
@@ -39,7 +48,8 @@ export RABBITMQ_MNESIA_BASE="$DIR/mnesia"
 export RABBITMQ_LOG_BASE="$DIR/log"
 export RABBITMQ_PID_FILE="$PIDFILE"
 export RABBITMQ_PLUGINS_EXPAND_DIR="$DIR/plugins-expand"
-# Erlang distribution (broker and CLI) listens on loopback only.
+# Erlang distribution (broker and CLI) listens on loopback only, whatever
+# BEAMLAB_RABBIT_ADDR says (only AMQP listens there).
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 export RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 
@@ -50,7 +60,7 @@ ctl() { ERL_CRASH_DUMP_SECONDS=0 ERL_CRASH_DUMP=/dev/null "$SBIN/rabbitmqctl" -n
 
 amqp_open() {
     # Succeeds when something accepts TCP connections on the AMQP port.
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null
+    (exec 3<>"/dev/tcp/$ADDR/$PORT") 2>/dev/null
 }
 
 # No state directory: this script never started that broker (and the CLI
@@ -63,8 +73,8 @@ prepare() {
     echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
     echo "[]." > "$RABBITMQ_ADVANCED_CONFIG_FILE"
     cat > "$RABBITMQ_CONFIG_FILE" <<CONF
-listeners.tcp.1 = 127.0.0.1:$PORT
-loopback_users.guest = true
+listeners.tcp.1 = $ADDR:$PORT
+loopback_users.guest = $GUEST_LOOPBACK
 log.console = false
 log.file.level = warning
 disk_free_limit.absolute = 50MB
@@ -78,7 +88,7 @@ CONF
 
 start() {
     if running; then
-        echo "rabbitmq: already running as $NODE on 127.0.0.1:$PORT"
+        echo "rabbitmq: already running as $NODE on $ADDR:$PORT"
         return 0
     fi
     if amqp_open; then
@@ -99,7 +109,7 @@ start() {
         sleep 0.5
     done
     ctl -q await_startup --timeout 60 >/dev/null
-    echo "rabbitmq: running as $NODE on amqp://guest:guest@127.0.0.1:$PORT/ (state in $DIR)"
+    echo "rabbitmq: running as $NODE on amqp://guest:guest@$ADDR:$PORT/ (state in $DIR)"
 }
 
 stop() {
@@ -132,7 +142,7 @@ stop() {
 
 status() {
     if running; then
-        echo "rabbitmq: running as $NODE on amqp://guest:guest@127.0.0.1:$PORT/"
+        echo "rabbitmq: running as $NODE on amqp://guest:guest@$ADDR:$PORT/"
     else
         echo "rabbitmq: not running ($NODE)"
         return 3
@@ -144,6 +154,6 @@ case "${1:-}" in
     stop) stop ;;
     restart) stop; start ;;
     status) status ;;
-    uri) echo "amqp://guest:guest@127.0.0.1:$PORT/" ;;
+    uri) echo "amqp://guest:guest@$ADDR:$PORT/" ;;
     *) echo "usage: $0 start|stop|restart|status|uri   (BEAMLAB_RABBIT_PORT=$PORT)" >&2; exit 2 ;;
 esac

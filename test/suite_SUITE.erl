@@ -100,7 +100,11 @@ ping_pong_remote(_) ->
         [B] = run("ping_pong", #{n => ["100"], size => ["3"], payload => ["binary"],
                                  node => [atom_to_list(Node)]}),
         ok_check(B),
-        ?assertEqual(#{<<"sent">> => 100, <<"received">> => 100, <<"ponged">> => 100}, maps:get(counters, B)),
+        ?assertEqual(#{<<"sent">> => 100, <<"received">> => 100, <<"ponged">> => 100},
+                     maps:with([<<"sent">>, <<"received">>, <<"ponged">>], maps:get(counters, B))),
+        %% The result names both nodes and the link (issue 13).
+        ?assertMatch(#{<<"ponger_node">> := _, <<"pinger_node">> := _, <<"link">> := _},
+                     maps:get(counters, B)),
         ?assertMatch(#{<<"vm">> := <<"remote">>}, maps:get(params, B)),
         ?assertMatch({file, _}, beamlab_runtime_peer:call(Vm, code, is_loaded, [beamlab_workload_ping_pong]))
     after

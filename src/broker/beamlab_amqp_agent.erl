@@ -126,7 +126,12 @@ init(Coord, Plan) ->
     Ctx = #{agent => self(),
             counters => counters:new(?C_SIZE, [write_concurrency]),
             cons_hists => {new_hist(), new_hist()},
-            conf_hists => {new_hist(), new_hist()}},
+            conf_hists => {new_hist(), new_hist()},
+            %% This node's clock minus the coordinator's (microseconds):
+            %% producers stamp and consumers read bodies in the
+            %% coordinator's time, so a message produced on one node and
+            %% consumed on another compares one clock (issue 13).
+            clock_offset => maps:get(clock_offset_us, Plan, 0)},
     St0 = #st{coord = Coord, plan = Plan, ctx = Ctx},
     %% Consumers first: they must be subscribed before anything is published.
     Cons = [beamlab_amqp_consumer:start_link(Ctx, S) || S <- maps:get(consumers, Plan, [])]

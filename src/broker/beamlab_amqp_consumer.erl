@@ -98,10 +98,12 @@ loop(#st{ch = Ch} = St) ->
             loop(St)
     end.
 
-deliver(Tag, Body, #st{ctx = #{counters := C, cons_hists := Hs}} = St) ->
+deliver(Tag, Body, #st{ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
     case Body of
         <<Intended:64/signed, _/binary>> ->
-            beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - Intended));
+            %% Intended is in the coordinator's time (see the agent's clock_offset).
+            Off = maps:get(clock_offset, Ctx, 0),
+            beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - Off - Intended));
         _ ->
             ok   % a foreign message in the queue: counted, no latency
     end,

@@ -55,7 +55,13 @@ load_code(Nodes) ->
     _ = [code:ensure_loaded(M) || M <- Needed],
     Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab", atom_to_list(M))],
     Objs = [Obj || M <- Mods, {_, _, _} = Obj <- [code:get_object_code(M)]],
-    Results = [catch erpc:call(Nd, code, load_binary, [M, F, B], 10000)
+    %% A module the node already runs in this version is left alone: a
+    %% `beamlab node' runs the same escript, and reloading would purge the
+    %% code its own processes run (issue 13).
+    Results = [case catch erpc:call(Nd, M, module_info, [md5], 10000) =:= M:module_info(md5) of
+                   true -> {module, M};
+                   _ -> catch erpc:call(Nd, code, load_binary, [M, F, B], 10000)
+               end
                || Nd <- Nodes, {M, B, F} <- Objs],
     case [R || R <- Results, element(1, R) =/= module] of
         [] -> ok;

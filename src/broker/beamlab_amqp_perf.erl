@@ -198,12 +198,18 @@ new_conn(Conn, Uri, Owner) ->
 %%% The run
 %%%-------------------------------------------------------------------
 
-start_run(Conn, Cfg, Topo) ->
-    Plans = plans(Cfg, [Q || {Q, _, _} <- maps:get(queues, Topo)]),
+start_run(Conn, Cfg0, Topo) ->
+    {Plans, Split} = plans(Cfg0, [Q || {Q, _, _} <- maps:get(queues, Topo)]),
+    %% Each node's clock against ours, before the run (issue 13): bodies
+    %% are stamped and read in our time, so latency between two nodes
+    %% compares one clock.
+    Clock0 = beamlab_runtime_clock:offsets([N || {N, _} <- Plans]),
+    Cfg = Cfg0#{split => Split, clock_before => Clock0},
     Self = self(),
     Agents = maps:from_list(
                [begin
-                    Pid = beamlab_amqp_agent:start(Node, Self, Plan),
+                    Off = maps:get(offset_us, maps:get(Node, Clock0)),
+                    Pid = beamlab_amqp_agent:start(Node, Self, Plan#{clock_offset_us => Off}),
                     {Pid, #{node => Node, mon => monitor(process, Pid)}}
                 end || {Node, Plan} <- Plans]),
     case await_ready(maps:keys(Agents)) of
@@ -253,13 +259,23 @@ await_ready(Pending) ->
         {error, {timeout, agents_start}}
     end.
 
-%% Worker specs per node. Producer/consumer i goes to node i mod n with all
-%% of its channels (they share its connection).
+%% Worker specs per node, and whether a queue's producers and consumers
+%% are on different nodes (`split'). Producer/consumer i works on queue
+%% i mod q with all of its channels (they share its connection). With at
+%% least as many queues as nodes, a queue's producers and consumers stay on
+%% one node (queue j on node j mod n), so latency compares one clock;
+%% with fewer queues than nodes, worker i goes to node i mod n and a
+%% queue's workers are split over nodes (latency is then corrected for the
+%% nodes' clock offsets). Closed-loop channels are never split.
 plans(Cfg, Queues) ->
     Nodes = maps:get(nodes, Cfg),
     NQ = length(Queues),
+    NN = length(Nodes),
     QAt = fun(I) -> lists:nth(I rem NQ + 1, Queues) end,
-    NodeAt = fun(I) -> lists:nth(I rem length(Nodes) + 1, Nodes) end,
+    NodeAt = case NQ >= NN of
+                 true -> fun(I) -> lists:nth((I rem NQ) rem NN + 1, Nodes) end;
+                 false -> fun(I) -> lists:nth(I rem NN + 1, Nodes) end
+             end,
     #{id := Id, uri := Uri} = Cfg,
     Common = #{reconnect => maps:get(reconnect, Cfg)},
     Specs =
@@ -292,7 +308,24 @@ plans(Cfg, Queues) ->
                         P = maps:get(Node, Acc, #{uri => Uri, id => Id}),
                         Acc#{Node => P#{Kind => maps:get(Kind, P, []) ++ [Spec]}}
                 end, #{}, Specs),
-    maps:to_list(Grouped).
+    {maps:to_list(Grouped), split(Cfg, Specs)}.
+
+%% Does a message possibly go from a producer on one node to a consumer on
+%% another? Queue by queue (a routing key or a non-direct exchange may
+%% send anything anywhere).
+split(Cfg, Specs) ->
+    Used = lists:usort([N || {N, _, _} <- Specs]),
+    ByQueue = lists:foldl(fun({N, consumers, #{queue := Q}}, Acc) -> add_node(Q, N, Acc);
+                             ({N, producers, #{key := K}}, Acc) -> add_node(K, N, Acc);
+                             (_, Acc) -> Acc
+                          end, #{}, Specs),
+    Routed = maps:get(routing_key, Cfg, undefined) =/= undefined
+        orelse maps:get(exchange_type, Cfg, <<"direct">>) =/= <<"direct">>,
+    length(Used) > 1 andalso
+        (Routed orelse lists:any(fun(Ns) -> length(Ns) > 1 end, maps:values(ByQueue))).
+
+add_node(Q, N, Acc) ->
+    Acc#{Q => lists:usort([N | maps:get(Q, Acc, [])])}.
 
 %% Messages go to the queue's name (bound with it) unless -k names a key.
 producer_key(#{routing_key := undefined}, Q) -> Q;
@@ -304,7 +337,10 @@ producer_key(#{routing_key := K}, _Q) -> K.
             %% --reconnect: the process declaring the topology again after
             %% the setup connection was lost, and the queues found lost
             %% (declared again), each `{SecondsIntoRun, [Queue]}'.
-            redeclarer, lost = []}).
+            redeclarer, lost_queues = [],
+            %% Each node's share: its latest counters and its latency
+            %% histograms so far (kept for a node that goes away).
+            shares = #{}, lost = []}).
 
 measure(Conn, Cfg, Topo, Agents, T0) ->
     Interval = round(maps:get(interval, Cfg) * 1000),
@@ -338,8 +374,7 @@ tick_loop(M) ->
                                   done_p = lists:sum([X || {X, _} <- maps:values(Done)]),
                                   done_c = lists:sum([X || {_, X} <- maps:values(Done)])});
                 {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
-                    tick_loop(M#m{agents = maps:remove(A, M#m.agents),
-                                  failure = {agent_down, node(A), Reason}});
+                    tick_loop(lose(A, Reason, M));
                 {amqp_closed, Conn, _, _} when Conn =:= M#m.conn ->
                     tick_loop(setup_lost(M));
                 {setup_conn, Pid, Conn} when Pid =:= M#m.redeclarer ->
@@ -417,7 +452,7 @@ redeclared({ok, #{queues := Now}}, #m{topo = Topo, t0 = T0, id = Id} = M) ->
                     lists:join(<<", ">>, Lost),
                     <<" (restarted?): declared again, the messages in ">>,
                     case Lost of [_] -> <<"it">>; _ -> <<"them">> end, <<" are lost\n">>]),
-            M#m{topo = Topo#{queues := Qs}, lost = [{Secs, Lost} | M#m.lost]}
+            M#m{topo = Topo#{queues := Qs}, lost_queues = [{Secs, Lost} | M#m.lost_queues]}
     end;
 redeclared({error, {declare_queue, Q, {amqp_closed, 404, _}}}, #m{cfg = #{predeclared := true}} = M) ->
     M#m{failure = {queue_lost, Q}};
@@ -446,6 +481,7 @@ last_interval(M) ->
     M.
 
 stop_reason(#m{failure = F}) when F =/= undefined -> failed;
+stop_reason(#m{agents = As}) when map_size(As) =:= 0 -> failed;
 stop_reason(#m{interrupted = true}) -> interrupted;
 stop_reason(#m{cfg = Cfg, t0 = T0} = M) ->
     Elapsed = erlang:monotonic_time(microsecond) - T0,
@@ -474,16 +510,20 @@ counts_reached(#m{cfg = Cfg, done_p = DP, done_c = DC}) ->
 interval(#m{last = Last, last_t = LastT, t0 = T0} = M) ->
     case sample(maps:keys(M#m.agents)) of
         {ok, S} ->
+            ByA = maps:get(by_agent, S),
+            M1 = add_shares(ByA, M),
             Now = erlang:monotonic_time(microsecond),
             Dt = max(1, Now - LastT) / 1000000,
-            C = maps:get(counters, S),
+            %% A node gone away counts with its last sample (the totals
+            %% never go down).
+            C = lists:foldl(fun add_counters/2, maps:get(counters, S), gone_counters(ByA, M1)),
             Rates = maps:map(fun(K, V) -> (V - maps:get(K, Last)) / Dt end, C),
             Cons = beamlab_amqp_report:latency(maps:get(consumer, S)),
             Conf = beamlab_amqp_report:latency(maps:get(confirm, S)),
             Line = beamlab_amqp_report:interval_line(
                      M#m.id, Now - T0, Rates#{consumer => Cons, confirm => Conf}, M#m.enabled),
             out(M, [Line, $\n]),
-            M#m{last = C, last_t = Now,
+            M1#m{last = C, last_t = Now,
                 samples = [Rates#{time => (Now - T0) / 1000000} | M#m.samples],
                 cons = [Cons | M#m.cons], conf = [Conf | M#m.conf]};
         {error, Reason} ->
@@ -493,16 +533,62 @@ interval(#m{last = Last, last_t = LastT, t0 = T0} = M) ->
 sample(Agents) ->
     Ref = make_ref(),
     _ = [A ! {sample, self(), Ref} || A <- Agents],
-    collect_samples(Agents, Ref, []).
+    collect_samples(Agents, Ref, [], []).
 
-collect_samples([], _Ref, Acc) ->
-    {ok, merge_samples(Acc)};
-collect_samples(Pending, Ref, Acc) ->
+%% A node gone while we wait (its 'DOWN') is put back in the mailbox for the
+%% loop that owns the agents; the others' samples stand.
+collect_samples([], _Ref, Acc, Downs) ->
+    _ = [self() ! D || D <- lists:reverse(Downs)],
+    case Acc of
+        [] -> {ok, #{counters => #{reconnects => 0, sent => 0, returned => 0, confirmed => 0,
+                                   nacked => 0, received => 0},
+                     consumer => empty_snap(), confirm => empty_snap(), by_agent => []}};
+        _ -> {ok, (merge_samples([S || {_, S} <- Acc]))#{by_agent => Acc}}
+    end;
+collect_samples(Pending, Ref, Acc, Downs) ->
     receive
-        {sample, Ref, A, S} -> collect_samples(lists:delete(A, Pending), Ref, [S | Acc])
+        {sample, Ref, A, S} ->
+            collect_samples(lists:delete(A, Pending), Ref, [{A, S} | Acc], Downs);
+        {'DOWN', _, process, A, _} = Down when is_pid(A) ->
+            collect_samples(lists:delete(A, Pending), Ref, Acc, [Down | Downs])
     after ?SAMPLE_TIMEOUT_MS ->
+        _ = [self() ! D || D <- lists:reverse(Downs)],
         {error, {timeout, [node(A) || A <- Pending]}}
     end.
+
+lost_nodes(M) ->
+    [N || {N, _} <- M#m.lost].
+
+%% The last counters of the nodes that did not answer this sample (gone
+%% away, or going: their 'DOWN' may not have been handled yet).
+gone_counters(ByAgent, M) ->
+    Answered = [node(A) || {A, _} <- ByAgent],
+    [maps:get(counters, S) || {N, S} <- maps:to_list(M#m.shares), not lists:member(N, Answered)].
+
+add_counters(A, B) ->
+    maps:merge_with(fun(_, X, Y) -> X + Y end, A, B).
+
+%% The latest counters and the histograms so far of each node.
+add_shares(ByAgent, M) ->
+    Shares = lists:foldl(
+               fun({A, S}, Acc) ->
+                       N = node(A),
+                       Old = maps:get(N, Acc, #{consumer => empty_snap(), confirm => empty_snap()}),
+                       Acc#{N => #{counters => maps:get(counters, S),
+                                   consumer => beamlab_stats_hist:merge(maps:get(consumer, S),
+                                                                        maps:get(consumer, Old)),
+                                   confirm => beamlab_stats_hist:merge(maps:get(confirm, S),
+                                                                       maps:get(confirm, Old))}}
+               end, M#m.shares, ByAgent),
+    M#m{shares = Shares}.
+
+%% A node went away: named in the report, its share so far kept, the run
+%% goes on with the others (and ends with a failure exit code).
+lose(A, Reason, M) ->
+    Node = maps:get(node, maps:get(A, M#m.agents)),
+    out(M, [<<"id: ">>, M#m.id, <<", node ">>, atom_to_binary(Node), <<" went away (">>,
+            io_lib:format("~0p", [Reason]), <<"); the run goes on with the other nodes\n">>]),
+    M#m{agents = maps:remove(A, M#m.agents), lost = M#m.lost ++ [{Node, Reason}]}.
 
 merge_samples([First | Rest]) ->
     lists:foldl(
@@ -527,7 +613,9 @@ finish(Why, #m{t0 = T0, timer = Timer} = M00) ->
     %% The averages cover the measured window only: what is received while
     %% draining after the stop counts in the accounting, not in the rates.
     AtStop = case M0#m.failure =:= undefined andalso sample(Agents) of
-                 {ok, #{counters := Cs}} -> Cs;
+                 {ok, #{counters := Cs, by_agent := ByA}} ->
+                     %% Nodes gone before the stop count with their last sample.
+                     lists:foldl(fun add_counters/2, Cs, gone_counters(ByA, M0));
                  _ -> M0#m.last
              end,
     _ = [A ! stop_producers || A <- Agents],
@@ -541,14 +629,25 @@ finish(Why, #m{t0 = T0, timer = Timer} = M00) ->
          end,
     Live = maps:keys(M2#m.agents),
     _ = [A ! stop_consumers || A <- Live],
-    {Finals, M3} = collect_finals(Live, [], M2),
-    Totals = case Finals of
+    {Finals, M3a} = collect_finals(Live, [], M2),
+    %% Each node's share: its final totals, or for a node gone away what
+    %% it had counted until its last sample.
+    FinalShares = maps:from_list([{node(A), F} || {A, F} <- Finals]),
+    Shares = maps:merge(maps:with(lost_nodes(M3a), M3a#m.shares), FinalShares),
+    M3 = M3a#m{shares = Shares},
+    Totals = case maps:values(Shares) of
                  [] -> #{counters => maps:merge(#{reconnects => 0}, M3#m.last),
                          consumer => empty_snap(), confirm => empty_snap()};
-                 _ -> merge_samples(Finals)
+                 Ss -> merge_samples(Ss)
              end,
     {Queued, M4} = catch_depth(M3),
-    {report(Why, ElapsedUs, AtStop, Totals, Queued, M4), M4#m.conn}.
+    %% The clocks again, after the run: the drift widens the uncertainty.
+    Cfg = M4#m.cfg,
+    After = beamlab_runtime_clock:offsets(maps:values(maps:map(fun(_, #{node := N}) -> N end,
+                                                                M4#m.agents))),
+    Clock = maps:map(fun(N, B) -> beamlab_runtime_clock:combine(B, maps:get(N, After, undefined)) end,
+                     maps:get(clock_before, Cfg, #{})),
+    {report(Why, ElapsedUs, AtStop, Totals, Queued, M4#m{cfg = Cfg#{clock => Clock}}), M4#m.conn}.
 
 %% The queues' depth, on a fresh setup connection if the broker closed
 %% ours; `undefined' when the broker does not answer in time.
@@ -567,9 +666,7 @@ await_all(Pending, Tag, M) ->
         {Tag, A} -> await_all(lists:delete(A, Pending), Tag, M);
         {agent_failure, _A, Reason} -> await_all(Pending, Tag, keep_failure(Reason, M));
         {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
-            await_all(lists:delete(A, Pending), Tag,
-                      keep_failure({agent_down, node(A), Reason},
-                                   M#m{agents = maps:remove(A, M#m.agents)}))
+            await_all(lists:delete(A, Pending), Tag, lose(A, Reason, M))
     after ?STOP_TIMEOUT_MS ->
         keep_failure({timeout, Tag}, M)
     end.
@@ -609,13 +706,12 @@ collect_finals([], Acc, M) ->
     {Acc, M};
 collect_finals(Pending, Acc, M) ->
     receive
-        {final, A, F} -> collect_finals(lists:delete(A, Pending), [F | Acc], M);
+        {final, A, F} -> collect_finals(lists:delete(A, Pending), [{A, F} | Acc], M);
         {agent_failure, _A, Reason} -> collect_finals(Pending, Acc, keep_failure(Reason, M));
         {'DOWN', _, process, A, Reason} when is_map_key(A, M#m.agents) ->
             case lists:member(A, Pending) of
                 true ->
-                    collect_finals(lists:delete(A, Pending), Acc,
-                                   keep_failure({agent_down, node(A), Reason}, M));
+                    collect_finals(lists:delete(A, Pending), Acc, lose(A, Reason, M));
                 false ->
                     collect_finals(Pending, Acc, M)
             end
@@ -634,12 +730,25 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, M) ->
                       received => maps:get(received, AtStop) / Secs,
                       consumer => Cons, confirm => Conf}, En, ElapsedUs),
     Acc = (beamlab_amqp_report:accounting(C, Queued))#{
-            lost_queues => lists:usort(lists:append([Qs || {_, Qs} <- M#m.lost])),
-            lost_at_s => lists:reverse([round(T * 1000) / 1000 || {T, _} <- M#m.lost])},
-    Failure = M#m.failure,
+            lost_queues => lists:usort(lists:append([Qs || {_, Qs} <- M#m.lost_queues])),
+            lost_at_s => lists:reverse([round(T * 1000) / 1000 || {T, _} <- M#m.lost_queues])},
+    Failure = case {M#m.failure, M#m.lost} of
+                  {undefined, [_ | _] = Lost} -> {nodes_lost, Lost};
+                  {F, _} -> F
+              end,
     _ = [out(M, [<<"id: ">>, Id, <<", test stopped (">>, format_error(Failure), <<")\n">>])
-         || Failure =/= undefined],
+         || Failure =/= undefined, M#m.failure =/= undefined],
+    _ = [out(M, [<<"id: ">>, Id, <<", ">>, format_error(Failure), <<"\n">>])
+         || M#m.failure =:= undefined, Failure =/= undefined],
     out(M, Summary),
+    Cfg = M#m.cfg,
+    AllNodes = lists:usort([N || {N, _} <- maps:to_list(maps:get(clock_before, Cfg, #{}))]
+                           ++ maps:keys(M#m.shares)),
+    Shares = shares(AllNodes, M#m.shares, C, lost_nodes(M)),
+    Clock = maps:get(clock, Cfg, #{}),
+    Split = maps:get(split, Cfg, false),
+    _ = [out(M, share_line(Id, S)) || length(AllNodes) > 1, S <- Shares],
+    _ = [out(M, clock_lines(Id, Clock)) || Split],
     _ = [out(M, [<<"id: ">>, Id, <<", reconnects: ">>, integer_to_binary(Rc), $\n])
          || Rc <- [maps:get(reconnects, C, 0)], Rc > 0],
     out(M, [beamlab_amqp_report:accounting_line(Id, Acc), $\n]),
@@ -653,8 +762,58 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, M) ->
            interval_consumer_latency => lists:reverse(M#m.cons),
            interval_confirm_latency => lists:reverse(M#m.conf),
            enabled => En,
-           nodes => lists:usort([maps:get(node, V) || V <- maps:values(M#m.agents)]),
+           nodes => AllNodes, shares => Shares, lost => M#m.lost,
+           split => Split, clock => Clock,
            queues => [Q || {Q, _, _} <- maps:get(queues, M#m.topo)]}}.
+
+%% Each node's share of the counters (and its consumer latency).
+shares(Nodes, ByNode, Total, Lost) ->
+    [begin
+         S = maps:get(N, ByNode, #{counters => #{}, consumer => empty_snap()}),
+         Cs = maps:get(counters, S),
+         Get = fun(K) -> maps:get(K, Cs, 0) end,
+         Pct = fun(K) -> case maps:get(K, Total, 0) of
+                             0 -> null;
+                             T -> 100 * Get(K) / T
+                         end
+               end,
+         #{node => N, lost => lists:member(N, Lost),
+           sent => Get(sent), received => Get(received), returned => Get(returned),
+           confirmed => Get(confirmed), nacked => Get(nacked),
+           sent_pct => Pct(sent), received_pct => Pct(received),
+           consumer_latency => beamlab_amqp_report:latency(maps:get(consumer, S))}
+     end || N <- Nodes].
+
+share_line(Id, #{node := N, sent := S, received := R, sent_pct := SP, received_pct := RP,
+                 consumer_latency := [_, Med | _], lost := Lost}) ->
+    P = fun(null) -> <<"-">>;
+           (X) -> float_to_binary(float(X), [{decimals, 1}])
+        end,
+    [<<"id: ">>, Id, <<", node ">>, atom_to_binary(N), <<": sent ">>, integer_to_binary(S),
+     <<" (">>, P(SP), <<"%), received ">>, integer_to_binary(R), <<" (">>, P(RP),
+     <<"%), consumer latency median ">>, integer_to_binary(Med), <<" µs">>,
+     [<<" (node went away: counts until its last sample)">> || Lost], $\n].
+
+%% A queue's producers and consumers on different nodes: the latency
+%% compares clocks, corrected by each node's offset against ours.
+clock_lines(Id, Clock) ->
+    Us = fun(V) -> [case V >= 0 of true -> <<"+">>; false -> <<>> end, integer_to_binary(V)] end,
+    Unc = [U || #{uncertainty_us := U} <- maps:values(Clock)],
+    Worst = case lists:reverse(lists:sort(Unc)) of
+                [A, B | _] -> A + B;
+                [A] -> A;
+                [] -> 0
+            end,
+    [[<<"id: ">>, Id, <<", clock of ">>, atom_to_binary(N), <<": ">>, Us(O), <<" µs ± ">>,
+      integer_to_binary(U), <<" µs against the controller">>,
+      case D of
+          null -> <<" (not measured after the run)">>;
+          _ -> [<<" (drift during the run ">>, Us(D), <<" µs)">>]
+      end, $\n]
+     || {N, #{offset_us := O, uncertainty_us := U, drift_us := D}} <- lists:sort(maps:to_list(Clock))]
+    ++ [[<<"id: ">>, Id, <<", producers and consumers of a queue run on different nodes: "
+         "consumer latency is corrected for the clock offsets above, ± ">>,
+         integer_to_binary(Worst), <<" µs\n">>]].
 
 %%%-------------------------------------------------------------------
 %%% Result document
@@ -724,6 +883,12 @@ result(R, #{command := Argv, started_at := Started} = Opts) ->
                             F -> iolist_to_binary(format_error(F))
                         end,
              nodes => [atom_to_binary(N) || N <- maps:get(nodes, R)],
+             node_shares => [S#{node := atom_to_binary(N)} || #{node := N} = S <- maps:get(shares, R, [])],
+             lost_nodes => [#{node => atom_to_binary(N), reason => iolist_to_binary(io_lib:format("~0p", [Rs]))}
+                            || {N, Rs} <- maps:get(lost, R, [])],
+             split => maps:get(split, R, false),
+             clock_offsets => maps:fold(fun(N, O, A0) -> A0#{atom_to_binary(N) => O} end,
+                                        #{}, maps:get(clock, R, #{})),
              queues => maps:get(queues, R),
              latency_unit => <<"us">>,
              latency_precision => <<"log-linear histogram, 3 significant digits (relative error =< 0.05%)">>},
@@ -767,6 +932,9 @@ format_error({redeclare, R}) ->
     ["cannot declare the run's topology again after reconnecting: ", format_error(R)];
 format_error({consumer_cancelled, Q}) ->
     io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
+format_error({nodes_lost, Lost}) ->
+    io_lib:format("node(s) went away during the run: ~ts (the other nodes' data is kept)",
+                  [lists:join(", ", [io_lib:format("~s (~0p)", [N, R]) || {N, R} <- Lost])]);
 format_error({agent_down, Node, Reason}) ->
     io_lib:format("load generator on node ~s stopped: ~0p", [Node, Reason]);
 format_error({timeout, What}) when is_list(What) ->

@@ -124,9 +124,11 @@ publish_or_wait(#st{limiter = L} = St) ->
     end.
 
 publish(Intended, #st{ch = Ch, spec = Spec, opts = Opts, pad = Pad, n = N,
-                      left = Left, ctx = #{counters := C}} = St) ->
+                      left = Left, ctx = #{counters := C} = Ctx} = St) ->
+    %% The body carries the coordinator's time (see the agent's clock_offset).
+    Stamp = Intended - maps:get(clock_offset, Ctx, 0),
     ok = beamlab_amqp:publish(Ch, maps:get(exchange, Spec), maps:get(key, Spec),
-                              body(Intended, N band 16#FFFFFFFF, Pad), Opts),
+                              body(Stamp, N band 16#FFFFFFFF, Pad), Opts),
     counters:add(C, ?C_SENT, 1),
     St1 = St#st{n = N + 1, left = dec(Left)},
     case maps:get(confirm, Spec) of

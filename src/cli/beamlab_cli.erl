@@ -93,7 +93,8 @@ commands() ->
      {"report", beamlab_cli_report},
      {"amqp", beamlab_cli_amqp},
      {"profile", beamlab_cli_profile},
-     {"watch", beamlab_cli_watch}].
+     {"watch", beamlab_cli_watch},
+     {"node", beamlab_cli_node}].
 
 %% @doc beamlab's version, from the application resource file.
 -spec version() -> binary().

@@ -77,10 +77,12 @@ options() ->
      #{name => nodes, long => "nodes", type => string, metavar => "N|NODES",
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
+     %% issue 13: --name NAME@HOST and --cookie (beamlab_cli_dist)
      #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
        help => "distribution cookie for --nodes with named nodes"},
      %% issue 12: the broker's own telemetry (beamlab_cli_broker_watch)
-     beamlab_cli_broker_watch:option()]
+     beamlab_cli_broker_watch:option(),
+     hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])]
         ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help amqp'.
@@ -92,6 +94,10 @@ usage() ->
     "               --queue-pattern-from 1 --queue-pattern-to 10 -z 60\n"
     "  beamlab amqp --closed-loop 500 -z 60              # the NUMA stress test\n"
     "  beamlab amqp -x 4 -y 4 -r 1000 --nodes 2 -z 30    # 2 VMs, 1000 msg/s per producer\n"
+    "  beamlab amqp -h amqp://guest:guest@10.0.0.10:5672/%2F --queue-pattern 'q-%d' \\\n"
+    "               --queue-pattern-from 1 --queue-pattern-to 4 -x 4 -y 4 -z 30 \\\n"
+    "               --nodes gen1@10.0.0.11,gen2@10.0.0.12 --cookie C --name ctl@10.0.0.5\n"
+    "               # generators started with: beamlab node --name gen1@10.0.0.11 --cookie C\n"
     "Output: one PerfTest line per interval, PerfTest's summary, the accounting\n"
     "(sent = received + returned + nacked + queued), then beamlab's table.\n".
 
@@ -194,9 +200,13 @@ config(P) ->
         andalso G(closed_loop) =:= undefined andalso
         beamlab_cli:usage_error("-p needs the queue(s): -u or --queue-pattern", []),
     check_work(G, Pattern),
+    Nodes = node_list(G(nodes)),
     %% With --watch alone the cookie is the watched node's (set for it only).
-    G(cookie) =/= undefined andalso (G(watch) =:= undefined orelse G(nodes) =/= undefined)
-        andalso set_cookie(G(cookie)),
+    DistParsed = case G(watch) =/= undefined andalso G(nodes) =:= undefined of
+                     true -> P#{opts := maps:remove(cookie, maps:get(opts, P))};
+                     false -> P
+                 end,
+    ok = beamlab_cli_dist:controller(DistParsed, case Nodes of {peers, _} -> []; L0 -> L0 end),
     #{uri => list_to_binary(Uri),
       producers => G(producers), consumers => G(consumers),
       producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),
@@ -213,7 +223,7 @@ config(P) ->
       body_size => G(size), duration => G(time),
       pmessages => G(pmessages), cmessages => G(cmessages),
       predeclared => G(predeclared), quorum => G(quorum), interval => G(interval),
-      reconnect => G(reconnect), nodes => node_list(G(nodes)),
+      reconnect => G(reconnect), nodes => Nodes,
       closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
       id => bin(G(id))}.
 
@@ -275,10 +285,6 @@ node_list(S) ->
                  _ -> beamlab_cli:usage_error("--nodes: '~ts' is not a node name (name@host)", [X])
              end || X <- Names]
     end.
-
-set_cookie(C) ->
-    _ = beamlab_runtime_peer:ensure_dist(),
-    erlang:set_cookie(node(), list_to_atom(C)).
 
 %% The options as they go into the result document (JSON-friendly).
 params(Cfg) ->

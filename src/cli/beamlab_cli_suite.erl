@@ -29,6 +29,7 @@ options() ->
      #{name => memory, long => "memory", type => boolean, default => false,
        help => "after the measured repetitions, one more traced for words allocated and reductions "
                "(spawned processes included)"}]
+        ++ beamlab_cli_dist:options()     % --name, --cookie for remote nodes
         ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help suite'.
@@ -41,6 +42,8 @@ usage() ->
     "  beamlab suite ring --param ring.n=1000,40000 --param ring.m=10\n"
     "  beamlab suite ping_pong --param ping_pong.vm=peer --param ping_pong.size=0,1000\n"
     "  beamlab suite ping_pong --param ping_pong.node=bench@otherhost\n"
+    "  beamlab suite ping_pong --param ping_pong.vm=remote --param ping_pong.node=b@10.0.0.12 \\\n"
+    "      --param ping_pong.from=a@10.0.0.11 --cookie C --name ctl@10.0.0.5\n"
     "  beamlab suite -pa ./ebin my_workload --format json\n".
 
 %% @doc Runs the command.
@@ -89,6 +92,7 @@ measure(Names, Parsed) ->
     Overrides = lists:foldl(fun(P, Acc) -> add_param(parse_param(P), Acc) end, #{},
                             beamlab_cli_args:get(param, Parsed)),
     Profile = beamlab_cli_args:get(profile, Parsed),
+    ok = beamlab_cli_dist:controller(Parsed, named_nodes(Overrides)),
     Plan = case beamlab_suite:plan(Names, Profile, Overrides) of
                {ok, P} -> P;
                {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_suite:format_error(R)])
@@ -114,6 +118,11 @@ measure(Names, Parsed) ->
                  end,
     Doc = beamlab_cli_verbose:stop(Telemetry, Doc0),
     {exit_code(Doc), Doc}.
+
+%% Nodes named in node-valued parameters (`ping_pong.node', `.from').
+named_nodes(Overrides) ->
+    [list_to_atom(V) || Kvs <- maps:values(Overrides), {K, Vs} <- maps:to_list(Kvs),
+                        lists:member(K, ["node", "from"]), V <- Vs, lists:member($@, V)].
 
 %% @doc Parses `NAME.KEY=VALUE[,VALUE...]'; usage error when malformed.
 -spec parse_param(string()) -> {binary(), string(), [string()]}.

@@ -18,7 +18,7 @@
 -compile({no_auto_import, [node/1]}).
 
 -export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
-         ensure_dist/0, format_error/1]).
+         ensure_dist/0, start_dist/1, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -32,7 +32,13 @@
 -type call_spec() :: {module(), atom(), [term()]}.
 -type run_out() :: #{exit := integer(), result := term(), env := term()}.
 -type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}.
--export_type([opts/0, vm/0, call_spec/0, run_out/0, run_error/0]).
+-type dist_opts() :: #{name := string(),              % name@host: host is a local address
+                       cookie => string(),
+                       port => inet:port_number(),      % fixed distribution port
+                       epmd => required | optional}.    % must epmd answer on the address?
+-type dist_info() :: #{node := node(), address := inet:ip_address(), port := inet:port_number(),
+                       epmd := boolean()}.
+-export_type([opts/0, vm/0, call_spec/0, run_out/0, run_error/0, dist_opts/0, dist_info/0]).
 
 -define(START_TIMEOUT, 30000).
 
@@ -199,6 +205,81 @@ ensure_dist() ->
             true
     end.
 
+%% @doc Makes this VM the distributed node `name@host' on the interface
+%% `host' names (an address or a name resolving to one of this machine's
+%% addresses): the distribution listens there only (on `port' when given),
+%% epmd is started on that address (plus loopback) when none answers there,
+%% and the cookie is set. With `epmd => required' (a node others connect
+%% to) an epmd that listens on loopback only is an error; a controller,
+%% which only connects out, tolerates it (`epmd' is false in the result).
+%% Without a call to this function, {@link ensure_dist/0} keeps everything
+%% on 127.0.0.1.
+-spec start_dist(dist_opts()) -> {ok, dist_info()} | {error, term()}.
+start_dist(#{name := Name} = Opts) ->
+    try
+        {Short, Ip} = dist_address(Name),
+        Want = list_to_atom(Name),
+        case node() of
+            nonode@nohost -> ok;
+            Want -> ok;
+            Other -> throw({beamlab_runtime_peer, {already_distributed, Other}})
+        end,
+        _ = application:set_env(kernel, inet_dist_use_interface, Ip),
+        case maps:find(port, Opts) of
+            {ok, P} ->
+                _ = application:set_env(kernel, inet_dist_listen_min, P),
+                _ = application:set_env(kernel, inet_dist_listen_max, P);
+            error -> ok
+        end,
+        Epmd = start_epmd(Ip),
+        Epmd orelse maps:get(epmd, Opts, optional) =:= optional orelse
+            throw({beamlab_runtime_peer, {epmd_loopback_only, Ip}}),
+        case node() of
+            Want -> ok;
+            _ ->
+                %% Hidden: a controller and its nodes talk to whom they
+                %% name, no global mesh (whose partition guard would cut a
+                %% node off when controllers come and go).
+                case net_kernel:start(Want, #{name_domain => longnames, hidden => true}) of
+                    {ok, _} -> ok;
+                    {error, Reason} -> throw({beamlab_runtime_peer, {dist_failed, Name, Reason}})
+                end
+        end,
+        _ = [erlang:set_cookie(node(), list_to_atom(C)) || {ok, C} <- [maps:find(cookie, Opts)]],
+        Port = case erl_epmd:port_please(Short, {127, 0, 0, 1}) of
+                   {port, Pt, _} -> Pt;
+                   _ -> maps:get(port, Opts, 0)
+               end,
+        {ok, #{node => node(), address => Ip, port => Port, epmd => Epmd}}
+    catch
+        throw:{beamlab_runtime_peer, Error} -> {error, Error}
+    end.
+
+%% name@host -> the name and the local address host stands for.
+dist_address(Name) ->
+    case string:split(Name, "@") of
+        [[_ | _] = Short, [_ | _] = Host] ->
+            Ip = case inet:parse_address(Host) of
+                     {ok, A} -> A;
+                     {error, _} ->
+                         case inet:getaddr(Host, inet) of
+                             {ok, A} -> A;
+                             {error, _} -> throw({beamlab_runtime_peer, {unknown_host, Host}})
+                         end
+                 end,
+            lists:member(Ip, local_addresses()) orelse
+                throw({beamlab_runtime_peer, {not_local, Host, Ip}}),
+            {Short, Ip};
+        _ ->
+            throw({beamlab_runtime_peer, {bad_node_name, Name}})
+    end.
+
+local_addresses() ->
+    case inet:getifaddrs() of
+        {ok, Ifs} -> [A || {_, Props} <- Ifs, {addr, A} <- Props];
+        {error, _} -> []
+    end.
+
 %% @doc One line for an error returned by this module.
 -spec format_error(term()) -> iolist().
 format_error({start_failed, What, Reason}) ->
@@ -215,6 +296,21 @@ format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
     %% The call's arguments hold every module as a binary: never print them.
     io_lib:format("the new VM stopped before beamlab's code was loaded (~0tP): do the emulator "
                   "arguments stop it (e.g. -eval 'halt()')?", [Why, 6]);
+format_error({already_distributed, Node}) ->
+    io_lib:format("this VM is already the distributed node ~s", [Node]);
+format_error({bad_node_name, Name}) ->
+    io_lib:format("'~ts' is not a node name (name@host, host an address of this machine)", [Name]);
+format_error({unknown_host, Host}) ->
+    io_lib:format("cannot resolve host '~ts' of the node name", [Host]);
+format_error({not_local, Host, Ip}) ->
+    io_lib:format("'~ts' (~ts) is not an address of this machine: name the node after one of its "
+                  "interfaces", [Host, inet:ntoa(Ip)]);
+format_error({epmd_loopback_only, Ip}) ->
+    io_lib:format("epmd runs on this machine but does not listen on ~ts (it was started for "
+                  "loopback only): stop it with 'epmd -kill' and start again", [inet:ntoa(Ip)]);
+format_error({dist_failed, Name, Reason}) ->
+    io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tp",
+                  [Name, Reason]);
 format_error({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
 format_error({unterminated_quote, Q}) ->
@@ -346,6 +442,29 @@ beamlab_modules() ->
     case application:get_key(beamlab, modules) of
         {ok, Mods} -> Mods;
         undefined -> [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab", atom_to_list(M))]
+    end.
+
+%% epmd on Ip (and loopback): true when it answers there.
+start_epmd({127, _, _, _}) ->
+    start_epmd(),
+    true;
+start_epmd(Ip) ->
+    case erl_epmd:names(Ip) of
+        {ok, _} -> true;
+        {error, _} ->
+            case erl_epmd:names() of
+                {ok, _} -> false;    % an epmd for loopback only
+                {error, _} ->
+                    _ = os:cmd(epmd_exe() ++ " -daemon -address " ++ inet:ntoa(Ip)),
+                    wait_epmd(50),
+                    element(1, erl_epmd:names(Ip)) =:= ok
+            end
+    end.
+
+epmd_exe() ->
+    case os:find_executable("epmd") of
+        false -> filename:join([code:root_dir(), "erts-" ++ erlang:system_info(version), "bin", "epmd"]);
+        Path -> Path
     end.
 
 start_epmd() ->

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Scale of one beamlab generator VM (issue 13): memory per channel and CPU
+# per message at 1, 10 and 100 queues against RabbitMQ PerfTest 2.22.1, and
+# the NUMA reference's full load (4,500 closed-loop channels, each with its
+# own queue) from beamlab alone, on one private broker, tools alternating
+# in every round:
+#   q1:     -x 1   -y 1   -u q1 -f mandatory -q 300 -c 100           (2 channels)
+#   q10:    -x 10  -y 10  -f mandatory -q 300 -c 100 over 10 queues  (20 channels)
+#   q100:   -x 150 -y 300 -f mandatory -q 300 -c 100 over 100 queues (450 channels;
+#           the multi-queue scenario of the NUMA reference)
+#   loop4500: beamlab amqp --closed-loop 4500                        (4,500 channels)
+#
+# Steady state only (as bench/amqp_vs_perftest.sh): at each of the tool's
+# per-second lines the script samples the tool's process (the Erlang VM or
+# the JVM): CPU ticks (utime+stime, /proc/<pid>/stat) and resident memory
+# (/proc/<pid>/statm). From the first line at >= WARMUP s to the last:
+#   received msg/s, CPU us per received message,
+#   RSS at the last line, and memory per channel = (RSS - RSS of the same
+#   tool at q1) / (channels - 2), the marginal cost of a channel (the VM's
+#   or JVM's fixed footprint cancels out).
+# Ratios are beamlab/PerfTest of the medians over the rounds.
+#
+#   bench/amqp_scale.sh [SECONDS] [ROUNDS] [WARMUP]   (defaults: 20 s, 3 rounds, 8 s)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$ROOT/bench/_work
+SECS=${1:-20}
+ROUNDS=${2:-3}
+WARMUP=${3:-8}
+PORT=${BEAMLAB_RABBIT_PORT:-5688}
+export BEAMLAB_RABBIT_PORT=$PORT
+URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
+PT_VERSION=2.22.1
+CLK_TCK=$(getconf CLK_TCK)
+PAGE=$(getconf PAGESIZE)
+mkdir -p "$WORK"
+BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
+
+fetch_perftest() {
+    if ls "$WORK"/lib/perf-test-$PT_VERSION.jar >/dev/null 2>&1; then return; fi
+    echo "fetching PerfTest $PT_VERSION and its dependencies from Maven Central..." >&2
+    cat > "$WORK/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>beamlab</groupId><artifactId>perftest-fetch</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>com.rabbitmq</groupId><artifactId>perf-test</artifactId><version>$PT_VERSION</version></dependency>
+  </dependencies>
+</project>
+POM
+    mvn -q -f "$WORK/pom.xml" dependency:copy-dependencies -DoutputDirectory="$WORK/lib" >&2
+}
+
+# measure LOG CMD...: as in amqp_vs_perftest.sh, plus the resident pages:
+# LOG.samples gets "T R TICKS RSS_PAGES" per interval line (builtins only).
+measure() {
+    local out=$1; shift
+    local fifo="$WORK/fifo.$$"
+    rm -f "$fifo"; mkfifo "$fifo"
+    "$@" >"$fifo" 2>&1 &
+    local pid=$! line stat statm t r
+    local -a f m
+    : >"$out"; : >"$out.samples"
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >>"$out"
+        if [[ $line =~ time:?\ ([0-9.]+)\ ?s,.*received:\ ([0-9.]+)\ msg/s ]]; then
+            t=${BASH_REMATCH[1]} r=${BASH_REMATCH[2]}
+            stat="" statm=""
+            read -r stat <"/proc/$pid/stat" 2>/dev/null || true
+            read -r statm <"/proc/$pid/statm" 2>/dev/null || true
+            [ -n "$stat" ] && [ -n "$statm" ] || continue
+            f=($stat); m=($statm)
+            printf '%s %s %d %d\n' "$t" "$r" $((f[13] + f[14])) "${m[1]}" >>"$out.samples"
+        fi
+    done <"$fifo"
+    wait "$pid" || true
+    rm -f "$fifo"
+}
+
+# window SAMPLES: "<msg/s> <us CPU/msg> <RSS MiB at the last line>"
+window() {
+    awk -v w="$WARMUP" -v hz="$CLK_TCK" -v page="$PAGE" '
+        { t[NR] = $1; r[NR] = $2; k[NR] = $3; m[NR] = $4 }
+        END {
+            for (i = 1; i <= NR && t[i] < w; i++) ;
+            s = i; if (s >= NR) exit
+            for (i = s + 1; i <= NR; i++) msgs += r[i] * (t[i] - t[i-1])
+            d = t[NR] - t[s]; cpu = (k[NR] - k[s]) / hz
+            if (msgs <= 0 || d <= 0) exit
+            printf "%.0f %.2f %.1f\n", msgs / d, cpu * 1e6 / msgs, m[NR] * page / 1048576
+        }' "$1"
+}
+
+declare -A RATE CPU RSS CHANNELS
+run() {   # tool scenario channels args...
+    local tool=$1 name=$2 ch=$3; shift 3
+    local out="$WORK/scale-$tool-$name-$round.log" res rate cpu_us rss
+    CHANNELS[$name]=$ch
+    case $tool in
+        # escript directly (so that $! is the VM), with the emulator flags
+        # the ./beamlab launcher gives `amqp' (see rebar.config).
+        beamlab)  ERL_FLAGS="$BEAMLAB_AMQP_FLAGS" measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
+        perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
+    esac
+    res=$(window "$out.samples")
+    if [ -z "$res" ]; then
+        echo "$tool $name: fewer than two interval lines after ${WARMUP} s; log follows" >&2
+        tail -n 20 "$out" >&2; exit 1
+    fi
+    read -r rate cpu_us rss <<<"$res"
+    printf "%-9s %-8s round %d: received %7s msg/s, %7s us CPU/msg, RSS %7s MiB (%d channels)\n" \
+        "$tool" "$name" "$round" "$rate" "$cpu_us" "$rss" "$ch"
+    RATE[$tool-$name]="${RATE[$tool-$name]:-} $rate"
+    CPU[$tool-$name]="${CPU[$tool-$name]:-} $cpu_us"
+    RSS[$tool-$name]="${RSS[$tool-$name]:-} $rss"
+}
+
+median() { tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g |
+           awk '{v[NR] = $1} END {if (NR == 0) {printf "-"; exit}
+                                  printf "%.2f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "-" || b == "-" || b == 0) printf "-"; else printf "%.2f", a/b }'; }
+per_channel() {  # tool scenario: marginal KiB per channel against q1
+    local tool=$1 name=$2
+    local r=$(median "${RSS[$tool-$name]:-}") r1=$(median "${RSS[$tool-q1]:-}")
+    awk -v r="$r" -v r1="$r1" -v c="${CHANNELS[$name]}" \
+        'BEGIN{ if (r == "-" || r1 == "-") printf "-"; else printf "%.1f", (r - r1) * 1024 / (c - 2) }'
+}
+
+fetch_perftest
+[ -x "$ROOT/beamlab" ] || make -C "$ROOT" escript >/dev/null
+"$ROOT/scripts/rabbitmq.sh" start >&2
+trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
+
+Q1=(-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100)
+Q10=(-x 10 -y 10 -f mandatory -q 300 -c 100 --queue-pattern scale-%d --queue-pattern-from 1 --queue-pattern-to 10)
+Q100=(-x 150 -y 300 -f mandatory -q 300 -c 100 --queue-pattern scale-%d --queue-pattern-from 1 --queue-pattern-to 100)
+
+echo "broker: RabbitMQ on 127.0.0.1:$PORT (same machine); $SECS s per run, $ROUNDS rounds, tools alternating"
+echo "machine: $(nproc) CPUs, $(uname -r); Erlang $(erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().'); $(java -version 2>&1 | head -1)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq 1 "$ROUNDS"); do
+    run beamlab q1 2 "${Q1[@]}"
+    run perftest q1 2 "${Q1[@]}"
+    run perftest q10 20 "${Q10[@]}"
+    run beamlab q10 20 "${Q10[@]}"
+    run beamlab q100 450 "${Q100[@]}"
+    run perftest q100 450 "${Q100[@]}"
+    run beamlab loop4500 4500 --closed-loop 4500
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
+echo "medians over $ROUNDS rounds (ratios beamlab/PerfTest):"
+printf "%-9s %8s %10s %10s %6s %10s %10s %6s %10s %10s %6s\n" scenario channels \
+    "bl msg/s" "pt msg/s" ratio "bl us/msg" "pt us/msg" ratio "bl KiB/ch" "pt KiB/ch" ratio
+for name in q1 q10 q100 loop4500; do
+    br=$(median "${RATE[beamlab-$name]:-}"); pr=$(median "${RATE[perftest-$name]:-}")
+    bc=$(median "${CPU[beamlab-$name]:-}"); pc=$(median "${CPU[perftest-$name]:-}")
+    if [ "$name" = q1 ]; then bm="-"; pm="-"; else bm=$(per_channel beamlab $name); pm=$(per_channel perftest $name); fi
+    printf "%-9s %8s %10s %10s %6s %10s %10s %6s %10s %10s %6s\n" "$name" "${CHANNELS[$name]}" \
+        "$br" "$pr" "$(ratio "$br" "$pr")" "$bc" "$pc" "$(ratio "$bc" "$pc")" "$bm" "$pm" "$(ratio "$bm" "$pm")"
+done
+echo "RSS at the last steady-state line (MiB): $(for n in q1 q10 q100 loop4500; do printf '%s beamlab %s / PerfTest %s; ' $n "$(median "${RSS[beamlab-$n]:-}")" "$(median "${RSS[perftest-$n]:-}")"; done)"
+echo "KiB/ch = marginal resident memory per channel against q1; loop4500 has no PerfTest equivalent (PerfTest has no closed loop)."
+echo "The broker runs on the same cores: a lighter generator leaves it more CPU, which shows as throughput."
