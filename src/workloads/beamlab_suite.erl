@@ -343,7 +343,9 @@ catch_stage(F) ->
     catch Class:Reason:Stack -> {crashed, {Class, Reason, Stack}}
     end.
 
-%% One benchmark for the primary metric and one per secondary metric.
+%% One benchmark for the primary metric (named by the workload's info, or
+%% by the repetition's `metric' when its variant measures something else)
+%% and one per secondary metric the repetitions report.
 benchmarks(_Info, _Name, _Point, []) -> [];
 benchmarks(Info, Name, {_, Params}, Reps) ->
     Last = lists:last(Reps),
@@ -351,7 +353,8 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Common = #{group => maps:get(name, Info), params => beamlab_workload:params_to_map(Params)},
     Primary = beamlab_result:benchmark(
                 Name, [V || #{value := V} <- Reps],
-                Common#{metric => maps:get(metric, Info), unit => maps:get(unit, Info),
+                Common#{metric => maps:get(metric, Last, maps:get(metric, Info)),
+                        unit => maps:get(unit, Info),
                         better => maps:get(better, Info),
                         counters => maps:get(counters, Last, #{}),
                         extra => (maps:get(extra, Last, #{}))#{check => Check}}),
@@ -360,7 +363,9 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
                    [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
                    Common#{metric => atom_to_binary(K), unit => U, better => B,
                            extra => #{check => Check}})
-                 || #{key := K, unit := U, better := B} <- maps:get(metrics, Info)],
+                 || #{key := K, unit := U, better := B} <- maps:get(metrics, Info),
+                    %% A metric only some variants report is left out of the others.
+                    lists:all(fun(R) -> maps:is_key(K, maps:get(metrics, R, #{})) end, Reps)],
     lists:reverse([Primary | Secondary]).
 
 %% The point's check is the first failure over its repetitions, else the

@@ -13,7 +13,9 @@
 %%%     means "sweep these values".</li>
 %%% <li>`setup(Params) -> {ok, State} | {error, Reason}'</li>
 %%% <li>`run(State, Params) -> {ok, Rep} | {error, Reason}' where Rep is
-%%%     `#{value, counters, check, extra, metrics}' for ONE repetition.</li>
+%%%     `#{value, counters, check, extra, metrics}' for ONE repetition
+%%%     (optionally `metric', the primary metric's name when a variant
+%%%     measures something else than `info()' names).</li>
 %%% <li>`teardown(State)'.</li>
 %%% </ul>
 %%% Optional: `normalize(Params) -> {ok, Params} | {error, Reason}' (validate
@@ -25,7 +27,7 @@
 -export([builtin/0, resolve/1, is_workload/1, info/1, param_specs/1,
          parse_value/2, format_value/1, type_name/1,
          points/3, point_name/2, params_to_map/1, format_error/1,
-         us/1, check_all/1]).
+         us/1, check_all/1, await_process_count/2]).
 
 -export_type([info/0, param_spec/0, param_type/0, params/0, rep/0, check/0,
               profile/0, overrides/0]).
@@ -38,7 +40,8 @@
 -type params() :: #{atom() => term()}.
 -type check() :: ok | unchecked | {failed, binary()}.
 %% counters and extra go into the result's JSON sections (keys become text).
--type rep() :: #{value := number(), counters => #{atom() => number() | binary()},
+-type rep() :: #{value := number(), metric => binary(),
+                 counters => #{atom() => number() | binary()},
                  check => check(), extra => #{atom() => term()},
                  metrics => #{atom() => number()}}.
 -type info() :: #{name := binary(), summary := binary(), definition := binary(),
@@ -269,6 +272,25 @@ json_value(V) -> iolist_to_binary(format_value(V)).
 -spec us(integer()) -> float().
 us(NativeDiff) ->
     erlang:convert_time_unit(NativeDiff, native, nanosecond) / 1000.
+
+%% @doc Wait (untimed, polling every ms) until the VM's process count is
+%% at most `Baseline' again, for workloads whose processes exit on their own
+%% without telling anyone (as in the originals). Returns whether it got
+%% there within `TimeoutMs', and the last count seen.
+-spec await_process_count(non_neg_integer(), non_neg_integer()) ->
+          {boolean(), non_neg_integer()}.
+await_process_count(Baseline, TimeoutMs) ->
+    Deadline = erlang:monotonic_time(millisecond) + TimeoutMs,
+    await_count(Baseline, Deadline).
+
+await_count(Baseline, Deadline) ->
+    Count = erlang:system_info(process_count),
+    Now = erlang:monotonic_time(millisecond),
+    if
+        Count =< Baseline -> {true, Count};
+        Now >= Deadline -> {false, Count};
+        true -> timer:sleep(1), await_count(Baseline, Deadline)
+    end.
 
 %% @doc Combine named equalities into one check: `ok' when every
 %% `{What, Expected, Got}' holds, else `{failed, Why}' naming the first miss.
