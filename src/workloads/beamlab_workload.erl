@@ -19,7 +19,8 @@
 %%% <li>`teardown(State)'.</li>
 %%% </ul>
 %%% Optional: `normalize(Params) -> {ok, Params} | {error, Reason}' (validate
-%%% combinations before anything runs), `processes(Params)' (peak number of
+%%% combinations before anything runs; it may remove the keys the point's
+%%% variant does not use, and points that become equal run once), `processes(Params)' (peak number of
 %%% processes, so the suite can run the point in a VM with a bigger `+P'),
 %%% `format_error(Reason)'.
 -module(beamlab_workload).
@@ -240,22 +241,34 @@ normalize_all(Mod, Points) ->
         true -> normalize_each(Mod, Points, [])
     end.
 
-normalize_each(_Mod, [], Acc) -> {ok, lists:reverse(Acc)};
+%% normalize/1 may drop a parameter its variant does not use, which can
+%% make points equal: each is measured once.
+normalize_each(_Mod, [], Acc) -> {ok, dedupe(lists:reverse(Acc), [])};
 normalize_each(Mod, [{Swept, P} | Rest], Acc) ->
     case Mod:normalize(P) of
         {ok, P1} -> normalize_each(Mod, Rest, [{Swept, P1} | Acc]);
         {error, R} -> {error, {invalid_params, Mod, R}}
     end.
 
+dedupe([], Acc) -> lists:reverse(Acc);
+dedupe([{_, P} = Point | Rest], Acc) ->
+    case lists:any(fun({_, Q}) -> Q =:= P end, Acc) of
+        true -> dedupe(Rest, Acc);
+        false -> dedupe(Rest, [Point | Acc])
+    end.
+
 info_name(Mod) -> maps:get(name, Mod:info()).
 
 %% @doc The benchmark name of a point: `name[k1=v1,k2=v2]' over the swept
-%% keys (in parameter order); just `name' when nothing is swept.
+%% keys (in parameter order) the point has (normalize/1 may drop a key its
+%% variant does not use); just `name' when nothing is swept.
 -spec point_name(binary(), {[atom()], params()}) -> binary().
-point_name(Name, {[], _}) -> Name;
 point_name(Name, {Swept, Params}) ->
-    Kvs = [[atom_to_list(K), $=, format_value(maps:get(K, Params))] || K <- Swept],
-    iolist_to_binary([Name, $[, lists:join(",", Kvs), $]]).
+    case [[atom_to_list(K), $=, format_value(maps:get(K, Params))]
+          || K <- Swept, maps:is_key(K, Params)] of
+        [] -> Name;
+        Kvs -> iolist_to_binary([Name, $[, lists:join(",", Kvs), $]])
+    end.
 
 %% @doc Parameters as a JSON-friendly map (binary keys and values).
 -spec params_to_map(params()) -> #{binary() => term()}.

@@ -7,7 +7,7 @@
 -module(beamlab_workload_big).
 -behaviour(beamlab_workload).
 
--export([info/0, params/0, setup/1, run/2, teardown/1, processes/1]).
+-export([info/0, params/0, setup/1, run/2, teardown/1, processes/1, normalize/1]).
 
 %% @doc Workload description.
 -spec info() -> beamlab_workload:info().
@@ -45,6 +45,11 @@ params() ->
        help => <<"processes">>},
      #{key => m, default => 500, full => 2000, type => pos_integer,
        help => <<"savina: pings sent by each process">>}].
+
+%% @doc bencherl has no M: every process pings every process once.
+-spec normalize(beamlab_workload:params()) -> {ok, beamlab_workload:params()}.
+normalize(#{variant := bencherl} = P) -> {ok, maps:remove(m, P)};
+normalize(P) -> {ok, P}.
 
 %% @doc Peak number of processes.
 -spec processes(beamlab_workload:params()) -> non_neg_integer().

@@ -13,7 +13,7 @@
 -module(beamlab_workload_message_load).
 -behaviour(beamlab_workload).
 
--export([info/0, params/0, setup/1, run/2, teardown/1, processes/1]).
+-export([info/0, params/0, setup/1, run/2, teardown/1, processes/1, normalize/1]).
 %% The original variant's worker loop entry (spawned by MFA).
 -export([o_start/1]).
 
@@ -79,6 +79,11 @@ params() ->
        help => <<"ms measured (original: 60 s)">>},
      #{key => record, default => true, full => true, type => boolean,
        help => <<"also record a latency histogram and per-second series">>}].
+
+%% @doc The mesh always records (its histogram is its latency figure).
+-spec normalize(beamlab_workload:params()) -> {ok, beamlab_workload:params()}.
+normalize(#{variant := mesh} = P) -> {ok, maps:remove(record, P)};
+normalize(P) -> {ok, P}.
 
 %% @doc Peak number of processes.
 -spec processes(beamlab_workload:params()) -> non_neg_integer().

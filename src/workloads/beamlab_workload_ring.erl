@@ -8,7 +8,8 @@
 -module(beamlab_workload_ring).
 -behaviour(beamlab_workload).
 
--export([info/0, params/0, setup/1, run/2, teardown/1, processes/1]).
+-export([info/0, params/0, setup/1, run/2, teardown/1, processes/1,
+         normalize/1, format_error/1]).
 %% The termite variant's relay (spawned by MFA, as in the original).
 -export([t_relay/1]).
 
@@ -35,8 +36,9 @@ info() ->
       metrics => [#{key => create, unit => <<"ms">>, better => lower},
                   #{key => total, unit => <<"ms">>, better => lower}],
       repeat => #{quick => 3, full => 5},
-      checks => <<"termite: the calling relay got the token back as 0 and "
-                  "every relay exited (the VM's process count is back to what "
+      checks => <<"termite: the calling relay got the token back as 0, "
+                  "exactly one 0 comes back after it returned when K = 0 (none "
+                  "when 0 < K < N), and every relay exited (the VM's process count is back to what "
                   "it was before the repetition); laps: the token ends at the "
                   "first process after exactly N*M hops and the hop counts of "
                   "all N processes add up to N*M">>}.
@@ -53,6 +55,17 @@ params() ->
        help => <<"termite: the starting token, decremented at every hop">>},
      #{key => m, default => 4, full => 10, type => pos_integer,
        help => <<"laps: times the token goes around">>}].
+
+%% @doc Each variant keeps only its own parameters; termite needs K < N.
+-spec normalize(beamlab_workload:params()) -> {ok, beamlab_workload:params()} | {error, term()}.
+normalize(#{variant := termite, n := N, k := K}) when K >= N -> {error, {token_not_below_n, K, N}};
+normalize(#{variant := termite} = P) -> {ok, maps:remove(m, P)};
+normalize(#{variant := laps} = P) -> {ok, maps:remove(k, P)}.
+
+%% @doc One line per error.
+-spec format_error(term()) -> iolist().
+format_error({token_not_below_n, K, N}) ->
+    io_lib:format("k (the starting token, ~b) must be smaller than n (~b)", [K, N]).
 
 %% @doc Peak number of processes.
 -spec processes(beamlab_workload:params()) -> non_neg_integer().
@@ -71,11 +84,18 @@ run(none, #{variant := termite, n := N, k := K}) ->
     T1 = erlang:monotonic_time(),
     %% Untimed: the 0 goes on around the ring and every relay exits.
     {Drained, After} = beamlab_workload:await_process_count(Before, 30000),
+    %% With K = 0 the caller returns at once and the 0 that goes around
+    %% comes back to it: take it out before the next repetition.
+    Stray = t_flush(0),
     Us = beamlab_workload:us(T1 - T0),
     {ok, #{value => Us / N, metric => <<"per_process">>,
            metrics => #{total => Us / 1000},
-           counters => #{processes => N, token => K, processes_left => After - Before},
-           check => beamlab_workload:check_all([{"every relay exited", true, Drained}])}};
+           counters => #{processes => N, token => K, processes_left => After - Before,
+                         tokens_back_after => Stray},
+           check => beamlab_workload:check_all(
+                      [{"every relay exited", true, Drained},
+                       {"tokens back at the caller after it returned",
+                        case K of 0 -> 1; _ -> 0 end, Stray}])}};
 run(none, #{variant := laps, n := N, m := M}) ->
     Self = self(),
     T0 = erlang:monotonic_time(),
@@ -144,3 +164,6 @@ t_relay(Next) ->
             Next ! K,
             ok
     end.
+
+t_flush(N) ->
+    receive K when is_integer(K) -> t_flush(N + 1) after 0 -> N end.
