@@ -21,14 +21,16 @@
                | {point_done, binary(), ok | {error, iodata()}}.
 %% Every option, as default_options/0 returns them. `command' is the
 %% command line recorded in the result (given by the caller), `params' the
-%% command's options recorded as the result's `params'.
+%% command's options recorded as the result's `params', `extra' more
+%% entries for the result's `extra' (e.g. the preset a run follows).
 -type run_options() :: #{profile := beamlab_workload:profile(),
                          repeat := pos_integer() | default,
                          warmup := boolean(),
                          timeout := pos_integer(),          % ms per repetition
                          progress := fun((event()) -> any()),
                          command := [unicode:chardata()],
-                         params := #{atom() | binary() => term()}}.
+                         params := #{atom() | binary() => term()},
+                         extra := #{atom() | binary() => term()}}.
 %% What callers pass: any subset of run_options().
 -type options() :: #{profile => beamlab_workload:profile(),
                      repeat => pos_integer() | default,
@@ -36,7 +38,8 @@
                      timeout => pos_integer(),
                      progress => fun((event()) -> any()),
                      command => [unicode:chardata()],
-                     params => #{atom() | binary() => term()}}.
+                     params => #{atom() | binary() => term()},
+                     extra => #{atom() | binary() => term()}}.
 -type error_reason() :: {workload, term()}
                       | {bad_param, binary(), atom(), term()}
                       | {param_for_unselected, binary()}
@@ -136,7 +139,7 @@ run(Plan, Opts0) ->
 -spec default_options() -> run_options().
 default_options() ->
     #{profile => quick, repeat => default, warmup => true, timeout => ?DEFAULT_TIMEOUT,
-      progress => fun(_) -> ok end, command => [], params => #{}}.
+      progress => fun(_) -> ok end, command => [], params => #{}, extra => #{}}.
 
 run_plan([], _Opts, Bs, Fs, Partial) ->
     {lists:reverse(Bs), lists:reverse(Fs), Partial};
@@ -392,7 +395,9 @@ document(Opts, Started, Benchmarks, Failures, Partial, Workloads) ->
                                        started_at => Started,
                                        params => maps:get(params, Opts)}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{workloads => Workloads, failures => Failures}, Doc1),
+    Doc2 = beamlab_result:set(extra, maps:merge(maps:get(extra, Opts),
+                                                #{workloads => Workloads, failures => Failures}),
+                              Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Partial}).
 
