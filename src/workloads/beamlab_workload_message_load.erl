@@ -16,6 +16,10 @@
 -export([info/0, params/0, setup/1, run/2, teardown/1, processes/1, normalize/1]).
 %% The original variant's worker loop entry (spawned by MFA).
 -export([o_start/1]).
+-ifdef(TEST).
+%% The receive rule of the original variant, for its EUnit test.
+-export([o_received/5]).
+-endif.
 
 %% Kept across repetitions: the latency histogram of every measured
 %% repetition, the per-second series and the repetition count.

@@ -49,7 +49,7 @@ params() ->
     [#{key => variant, default => termite, full => [termite, laps],
        type => {enum, [termite, laps]},
        help => <<"termite: ring N/K, everything timed; laps: M laps around a built ring">>},
-     #{key => n, default => 40000, full => [40000, 1000000], type => {int_range, 2, 100000000},
+     #{key => n, default => 40000, full => [40000, 1000000], type => pos_integer,
        help => <<"processes in the ring">>},
      #{key => k, default => [0, 4], full => [0, 4], type => non_neg_integer,
        help => <<"termite: the starting token, decremented at every hop">>},
