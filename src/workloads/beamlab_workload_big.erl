@@ -65,7 +65,7 @@ run(none, #{variant := bencherl, n := N}) ->
     T0 = erlang:monotonic_time(),
     Procs = b_spawn(N),
     RMsgs = [{done, P} || P <- Procs],
-    b_send(Procs, {procs, Procs, self()}),
+    _ = b_send(Procs, {procs, Procs, self()}),
     b_receive(RMsgs),
     lists:foreach(fun(P) -> P ! die end, Procs),
     T1 = erlang:monotonic_time(),
