@@ -24,7 +24,8 @@
 %% Kept across repetitions: the latency histogram of every measured
 %% repetition, the per-second series and the repetition count.
 -type state() :: #{hist := beamlab_stats_hist:hist(), series := [map()],
-                   rep := non_neg_integer()}.
+                   rep := non_neg_integer(),
+                   orig_all => beamlab_stats_hist:snapshot()}.
 
 -define(WARMUP, 1).
 -define(MEASURE, 2).
@@ -112,18 +113,20 @@ teardown(_) -> ok.
 %%--------------------------------------------------------------------
 %% variant=original
 
-run_original(#{hist := AllHist, series := Series0, rep := Rep0} = State,
+run_original(#{series := Series0, rep := Rep0} = State,
              #{procs := P, wait := W, warmup := Warm, duration := Dur, record := Record}) ->
     Tab = ets:new(?MODULE, [public, set]),
     ets:insert(Tab, {diff, 0, 0}),
     ets:insert(Tab, {flush, 0}),
     Key = {?MODULE, make_ref()},
-    Secs = (Dur + 999) div 1000,
     Rec = case Record of
               false -> none;
-              true -> #{t0 => atomics:new(1, [{signed, true}]),
-                        per_sec => counters:new(3 * Secs, [write_concurrency]),
-                        secs => Secs, hist => new_hist(), all => AllHist}
+              %% The cheapest recording: one bucket add per goodput message
+              %% (latency in us, as measured: the exact buckets; the exact
+              %% mean is the original's ETS sum). The per-second series is
+              %% read from the ETS counters by a sampler, not in the loop.
+              true -> #{hist => beamlab_stats_hist:new(#{significant_digits => 3,
+                                                         exact => false})}
           end,
     Sh = {Key, Tab, W, Rec},
     Parent = self(),
@@ -132,12 +135,21 @@ run_original(#{hist := AllHist, series := Series0, rep := Rep0} = State,
     _ = [Pid ! start || {_, Pid} <- Pids],
     timer:sleep(Warm),
     T0 = erlang:monotonic_time(),
-    Rec =:= none orelse atomics:put(maps:get(t0, Rec), 1, T0),
+    Sampler = case Rec of
+                  none -> none;
+                  _ -> spawn_link(fun() -> sampler(Tab, erlang:convert_time_unit(T0, native, millisecond),
+                                                   1, {0, 0, 0}, []) end)
+              end,
     _ = [Pid ! collect || {_, Pid} <- Pids],
     timer:sleep(Dur),
     T1 = erlang:monotonic_time(),
     _ = [Pid ! stop || {_, Pid} <- Pids],
     Counts = collect_counts(Pids, #{}),
+    PerSec = case Sampler of
+                 none -> [];
+                 _ -> Sampler ! {ml_final, self()},
+                      receive {ml_series, Sampler, Ps} -> unlink(Sampler), Ps end
+             end,
     _ = [Pid ! ml_drain || {_, Pid} <- Pids],
     Left = collect_left(Pids, 0),
     _ = [unlink(Pid) || {_, Pid} <- Pids],
@@ -152,18 +164,24 @@ run_original(#{hist := AllHist, series := Series0, rep := Rep0} = State,
     Flushput = NFlush / Seconds,
     LatMean = case NGood of 0 -> 0.0; _ -> USum / NGood end,
     Rep = Rep0 + 1,
-    {HistChecks, Extra, Series, P99} =
+    {HistChecks, Extra, Series, P99, AllSnap} =
         case Rec of
             none ->
-                {[], #{}, Series0, undefined};
+                {[], #{}, Series0, undefined, maps:get(orig_all, State, undefined)};
             #{hist := H} ->
                 Snap = beamlab_stats_hist:snapshot(H),
-                S1 = Series0 ++ series(Rep, Rec),
-                {[{"histogram samples = measured goodput", NGood, beamlab_stats_hist:count(Snap)}],
-                 #{latency_us => latencies(beamlab_stats_hist:snapshot(AllHist)),
+                All = case maps:get(orig_all, State, undefined) of
+                          undefined -> Snap;
+                          Before -> beamlab_stats_hist:merge(Before, Snap)
+                      end,
+                S1 = Series0 ++ [Pt#{rep => Rep} || Pt <- PerSec],
+                {[{"histogram samples = measured goodput", NGood, beamlab_stats_hist:count(Snap)},
+                  {"per-second goodput adds up", NGood,
+                   lists:sum([G1 || #{goodput := G1} <- PerSec])}],
+                 #{latency_us => latencies_us(All),
                    latency_scope => <<"all measured repetitions so far">>,
                    series => S1},
-                 S1, pct_us(Snap, 99)}
+                 S1, pct_raw(Snap, 99), All}
         end,
     Metrics0 = #{flushput => Flushput, latency_mean => LatMean, total => Goodput + Flushput},
     Metrics = case P99 of undefined -> Metrics0; _ -> Metrics0#{latency_p99 => P99} end,
@@ -180,7 +198,10 @@ run_original(#{hist := AllHist, series := Series0, rep := Rep0} = State,
                        {"shared ETS goodput = processes' measured goodput", MGood, NGood}
                        | HistChecks]),
            extra => Extra},
-     State#{series => Series, rep => Rep}}.
+     case AllSnap of
+         undefined -> State#{series => Series, rep => Rep};
+         _ -> State#{series => Series, rep => Rep, orig_all => AllSnap}
+     end}.
 
 %% @doc The original variant's process: the original's worker_loop, idle
 %% until `start'.
@@ -236,7 +257,7 @@ o_received(Sh, T1, T2, Collect, {L, S, SP, G, D, F, MG} = C) ->
                     {_Key, Tab, _W, Rec} = Sh,
                     Diff = T2 - T1,
                     _ = ets:update_counter(Tab, diff, [{2, Diff}, {3, 1}]),
-                    Rec =:= none orelse o_record(Rec, Diff),
+                    Rec =:= none orelse beamlab_stats_hist:record(maps:get(hist, Rec), max(Diff, 0)),
                     {L, S, SP, G + 1, D, F, MG + 1};
                 nocollect ->
                     {L, S, SP, G + 1, D, F, MG}
@@ -245,18 +266,21 @@ o_received(Sh, T1, T2, Collect, {L, S, SP, G, D, F, MG} = C) ->
             o_flush(Sh, Collect, setelement(5, C, D + 1))
     end.
 
+%% As the original: while collecting, every flush updates the shared ETS
+%% counter, also when it flushed nothing.
 o_flush(Sh, Collect, {L, S, SP, G, D, F, MG}) ->
-    case o_do_flush(0) of
+    N = o_do_flush(0),
+    case Collect of
+        collect ->
+            {_Key, Tab, _W, Rec} = Sh,
+            _ = ets:update_counter(Tab, flush, [{2, N}]),
+            _ = Rec;
+        nocollect ->
+            ok
+    end,
+    case N of
         0 -> {L, S, SP, G, D, F, MG};
-        N ->
-            case Collect of
-                collect ->
-                    {_Key, Tab, _W, Rec} = Sh,
-                    _ = ets:update_counter(Tab, flush, [{2, N}]),
-                    Rec =:= none orelse o_record_flushed(Rec, N);
-                nocollect -> ok
-            end,
-            {L, S, SP, G, D, F + N, MG}
+        _ -> {L, S, SP, G, D, F + N, MG}
     end.
 
 o_do_flush(N) ->
@@ -265,20 +289,29 @@ o_do_flush(N) ->
     after 0 -> N
     end.
 
-o_record(#{hist := H, all := All, per_sec := PS} = Rec, DiffUs) ->
-    Ns = 1000 * max(DiffUs, 0),
-    ok = beamlab_stats_hist:record(H, Ns),
-    ok = beamlab_stats_hist:record(All, Ns),
-    Ix = 3 * o_second(Rec),
-    counters:add(PS, Ix + 1, 1),
-    counters:add(PS, Ix + 3, Ns).
+%% Every second (absolute timer ticks from the start of the measured
+%% period) the deltas of the shared ETS counters; a last, partial second
+%% once every process has stopped.
+sampler(Tab, T0Ms, Sec, Prev, Acc) ->
+    erlang:send_after(T0Ms + 1000 * Sec, self(), ml_tick, [{abs, true}]),
+    receive
+        ml_tick ->
+            {Point, Now} = sample(Tab, Sec, Prev),
+            sampler(Tab, T0Ms, Sec + 1, Now, [Point | Acc]);
+        {ml_final, From} ->
+            {Point, _} = sample(Tab, Sec, Prev),
+            Points = [P || #{goodput := G, flushput := F} = P <- lists:reverse([Point | Acc]),
+                           G + F > 0],
+            From ! {ml_series, self(), Points}
+    end.
 
-o_record_flushed(#{per_sec := PS} = Rec, N) ->
-    counters:add(PS, 3 * o_second(Rec) + 2, N).
-
-o_second(#{t0 := T0, secs := Secs}) ->
-    S = erlang:convert_time_unit(erlang:monotonic_time() - atomics:get(T0, 1), native, second),
-    min(max(S, 0), Secs - 1).
+sample(Tab, Sec, {S0, N0, F0}) ->
+    [{diff, S, N}] = ets:lookup(Tab, diff),
+    [{flush, F}] = ets:lookup(Tab, flush),
+    Good = N - N0,
+    {#{second => Sec, goodput => Good, flushput => F - F0,
+       latency_mean_us => case Good of 0 -> 0.0; _ -> (S - S0) / Good end},
+     {S, N, F}}.
 
 %% Stopped: report the counts, then (once every process has stopped and
 %% nothing more can arrive) what is left in the mailbox.
@@ -446,6 +479,22 @@ series(Rep, #{per_sec := C, secs := Secs}) ->
                               end}
      end || S <- lists:seq(0, Secs - 1),
             counters:get(C, 3 * S + 1) + counters:get(C, 3 * S + 2) > 0].
+
+%% The original variant records microseconds.
+latencies_us(Snap) ->
+    #{p50 => pct_raw(Snap, 50), p90 => pct_raw(Snap, 90), p99 => pct_raw(Snap, 99),
+      p999 => pct_raw(Snap, 99.9), max => raw(fun beamlab_stats_hist:max/1, Snap),
+      mean => raw(fun beamlab_stats_hist:mean/1, Snap),
+      count => beamlab_stats_hist:count(Snap)}.
+
+pct_raw(Snap, P) ->
+    raw(fun(S) -> beamlab_stats_hist:percentile(S, P) end, Snap).
+
+raw(F, Snap) ->
+    case beamlab_stats_hist:count(Snap) of
+        0 -> 0.0;
+        _ -> float(F(Snap))
+    end.
 
 latencies(Snap) ->
     #{p50 => pct_us(Snap, 50), p90 => pct_us(Snap, 90), p99 => pct_us(Snap, 99),
