@@ -52,9 +52,10 @@ info() ->
             "goodput, total = goodput + flushput. variant=mesh (beamlab's "
             "form): a self-pick re-picks, the message is {Timestamp}, every "
             "message received by the wait is goodput (also when others were "
-            "queued), latency in ns. record=true adds a latency histogram "
-            "(percentiles) and per-second series; record=false measures "
-            "exactly the original's work.">>,
+            "queued), latency in ns. record=true (default) adds one histogram "
+            "add per goodput message (latency percentiles) and a per-second "
+            "series read from the shared counters by a sampler process; "
+            "record=false measures exactly the original's work.">>,
       unit => <<"msg/s">>, better => higher, metric => <<"goodput">>,
       metrics => [#{key => latency_mean, unit => <<"us">>, better => lower},
                   #{key => flushput, unit => <<"msg/s">>, better => lower},
@@ -249,6 +250,9 @@ o_target(Key) ->
         Pid -> Pid
     end.
 
+%% The original's receive_message/4: a message taken from an otherwise
+%% empty queue is goodput; otherwise it is discarded and the queue flushed.
+-spec o_received(term(), integer(), integer(), collect | nocollect, tuple()) -> tuple().
 o_received(Sh, T1, T2, Collect, {L, S, SP, G, D, F, MG} = C) ->
     case process_info(self(), message_queue_len) of
         {message_queue_len, 0} ->
