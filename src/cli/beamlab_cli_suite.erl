@@ -41,7 +41,7 @@ usage() ->
     "Examples:\n"
     "  beamlab suite                          # every workload, quick profile\n"
     "  beamlab suite --list\n"
-    "  beamlab suite ring --param ring.n=1000,40000 --param ring.m=10\n"
+    "  beamlab suite ring --param ring.variant=laps --param ring.n=1000,40000 --param ring.m=10\n"
     "  beamlab suite ping_pong --param ping_pong.vm=peer --param ping_pong.size=0,1000\n"
     "  beamlab suite ping_pong --param ping_pong.node=bench@otherhost\n"
     "  beamlab suite --preset termite [--node bench@otherhost]\n"
