@@ -98,3 +98,69 @@ sweep_property_test_() ->
     {timeout, 60,
      fun() -> ?assert(proper:quickcheck(prop_beamlab_workload:prop_sweep(),
                                         [{numtests, 200}, {to_file, user}])) end}.
+
+%% The original message-load rule, on this process's own mailbox: a message
+%% taken from an otherwise empty queue is goodput (latency summed in the
+%% shared ETS counter while collecting); one taken while others are queued
+%% is discarded and the rest flushed (flushput).
+message_load_receive_rule_test() ->
+    M = beamlab_workload_message_load,
+    Tab = ets:new(t, [public, set]),
+    ets:insert(Tab, {diff, 0, 0}),
+    ets:insert(Tab, {flush, 0}),
+    Sh = {key, Tab, 10, none},
+    C0 = {0, 0, 0, 0, 0, 0, 0},
+    %% empty queue: goodput, latency 7 us
+    C1 = M:o_received(Sh, 100, 107, collect, C0),
+    ?assertEqual({0, 0, 0, 1, 0, 0, 1}, C1),
+    ?assertEqual([{diff, 7, 1}], ets:lookup(Tab, diff)),
+    %% two more queued behind the one received: discarded, both flushed
+    self() ! {make_ref(), 1},
+    self() ! {make_ref(), 2},
+    C2 = M:o_received(Sh, 100, 200, collect, C1),
+    ?assertEqual({0, 0, 0, 1, 1, 2, 1}, C2),
+    ?assertEqual([{diff, 7, 1}], ets:lookup(Tab, diff)),
+    ?assertEqual([{flush, 2}], ets:lookup(Tab, flush)),
+    %% not collecting (warm-up): counted by the process, not in ETS
+    C3 = M:o_received(Sh, 100, 150, nocollect, C2),
+    ?assertEqual({0, 0, 0, 2, 1, 2, 1}, C3),
+    ?assertEqual([{diff, 7, 1}], ets:lookup(Tab, diff)),
+    self() ! {make_ref(), 3},
+    C4 = M:o_received(Sh, 100, 150, nocollect, C3),
+    ?assertEqual({0, 0, 0, 2, 2, 3, 1}, C4),
+    ?assertEqual([{flush, 2}], ets:lookup(Tab, flush)),
+    ets:delete(Tab).
+
+%% A variant's unused parameters are dropped and equal points run once.
+variant_points_test_() ->
+    Names = fun(Mod, Name, Ov) ->
+                    {ok, Ps} = beamlab_workload:points(Mod, quick, Ov),
+                    [beamlab_workload:point_name(Name, P) || P <- Ps]
+            end,
+    [?_assertEqual([<<"ring[k=0]">>, <<"ring[k=4]">>],
+                   Names(beamlab_workload_ring, <<"ring">>, #{})),
+     ?_assertEqual([<<"ring[variant=termite,k=0]">>, <<"ring[variant=termite,k=4]">>,
+                    <<"ring[variant=laps]">>],
+                   Names(beamlab_workload_ring, <<"ring">>, #{variant => [termite, laps]})),
+     ?_assertMatch({error, {invalid_params, _, {token_not_below_n, 4, 3}}},
+                   beamlab_workload:points(beamlab_workload_ring, quick, #{n => [3]})),
+     ?_assertEqual([<<"big[variant=bencherl]">>, <<"big[variant=savina]">>],
+                   Names(beamlab_workload_big, <<"big">>, #{variant => [bencherl, savina]})),
+     ?_assertMatch({ok, [{_, #{variant := mesh} = P}]} when not is_map_key(record, P),
+                   beamlab_workload:points(beamlab_workload_message_load, quick,
+                                           #{variant => [mesh]}))].
+
+%% The defaults are the published originals'.
+default_variants_test_() ->
+    Default = fun(Mod) ->
+                      {ok, [{_, P} | _]} = beamlab_workload:points(Mod, quick, #{}),
+                      maps:get(variant, P)
+              end,
+    [?_assertEqual(original, Default(beamlab_workload_message_load)),
+     ?_assertEqual(bencherl, Default(beamlab_workload_big)),
+     ?_assertEqual(bencherl, Default(beamlab_workload_bang)),
+     ?_assertEqual(termite, Default(beamlab_workload_ring)),
+     ?_assertEqual(termite, Default(beamlab_workload_spawn)),
+     %% message_load full profile: the original's periods
+     ?_assertMatch({ok, [{_, #{warmup := 300000, duration := 60000}}]},
+                   beamlab_workload:points(beamlab_workload_message_load, full, #{}))].

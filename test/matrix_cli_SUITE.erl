@@ -86,7 +86,7 @@ failing_config(_Config) ->
 %% the suite's advice.
 suite_verbose(_Config) ->
     #{code := 0, out := Out, err := Err} =
-        cli(["suite", "big", "--param", "big.n=200", "--param", "big.m=2000", "-n", "3", "-v",
+        cli(["suite", "big", "--param", "big.variant=savina", "--param", "big.n=200", "--param", "big.m=2000", "-n", "3", "-v",
              "--format", "json"]),
     ?assertMatch({match, _}, re:run(Err, "^ +time +util .*runq", [multiline])),
     check_verbose(json(Out), <<"suite">>, "repeat it more often \\(-n\\)").

@@ -9,12 +9,14 @@
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
 -export([ping_pong_remote/1, cli_interrupt_partial/1, cli_ctrl_c_partial/1]).
 -export([fib/1, spawn_variants/1, skynet/1, send/1, ping_pong_local/1,
-         ping_pong_peer/1, ring_hops/1, thread_ring/1, big/1, bang/1,
-         message_load_conservation/1, selective_receive_shapes/1,
+         ping_pong_peer/1, ring_hops/1, ring_termite/1, thread_ring/1, big/1, big_bencherl/1,
+         bang/1, bang_bencherl/1, message_load_conservation/1, message_load_unrecorded/1,
+         message_load_mesh/1, selective_receive_shapes/1,
          selective_receive_asm/1, serialization/1, ets/1, gen_server/1,
          failed_check_reported/1, isolated_vm_for_process_limit/1,
          not_enough_memory/1, repetition_timeout/1, interrupt_partial/1,
          crash_reported/1]).
+-export([cli_preset_termite/1, cli_preset_message_load/1, cli_verbose_scheduler_utilisation/1]).
 -export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
          cli_text_report/1, cli_text_unicode_and_ascii/1, cli_check_failure_exit_code/1]).
 
@@ -22,15 +24,17 @@ all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
 groups() ->
     [{workloads, [], [fib, spawn_variants, skynet, send, ping_pong_local,
-                      ping_pong_peer, ping_pong_remote, ring_hops, thread_ring, big, bang,
-                      message_load_conservation, selective_receive_shapes,
+                      ping_pong_peer, ping_pong_remote, ring_hops, ring_termite, thread_ring,
+                      big, big_bencherl, bang, bang_bencherl, message_load_conservation,
+                      message_load_unrecorded, message_load_mesh, selective_receive_shapes,
                       selective_receive_asm, serialization, ets, gen_server]},
      {harness, [], [failed_check_reported, isolated_vm_for_process_limit,
                     not_enough_memory, repetition_timeout, interrupt_partial,
                     crash_reported]},
      {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
                 cli_text_report, cli_text_unicode_and_ascii, cli_check_failure_exit_code,
-                cli_interrupt_partial, cli_ctrl_c_partial]}].
+                cli_interrupt_partial, cli_ctrl_c_partial, cli_preset_termite,
+                cli_preset_message_load, cli_verbose_scheduler_utilisation]}].
 
 init_per_suite(Config) ->
     Dir = ?config(priv_dir, Config),
@@ -59,17 +63,22 @@ fib(_) ->
     ?assertMatch(#{unit := <<"ms">>, params := #{<<"n">> := 20}}, B).
 
 spawn_variants(_) ->
-    Bs = run("spawn", #{n => ["500"]}),
-    ?assertEqual([<<"spawn[variant=plain]">>, <<"spawn[variant=link]">>,
+    Bs = run("spawn", #{n => ["500"], variant => ["termite", "plain", "link", "monitor"]}),
+    ?assertEqual([<<"spawn[variant=termite]">>, <<"spawn[variant=plain]">>, <<"spawn[variant=link]">>,
                   <<"spawn[variant=monitor]">>], [N || #{name := N} <- Bs]),
+    [Termite | Waiting] = Bs,
+    ok_check(Termite),
+    %% termite times the spawn loop only; every child still ran and exited
+    ?assertEqual(#{<<"spawned">> => 500, <<"processes_left">> => 0}, maps:get(counters, Termite)),
     [begin ok_check(B),
            ?assertEqual(#{<<"spawned">> => 500, <<"finished">> => 500}, maps:get(counters, B))
-     end || B <- Bs].
+     end || B <- Waiting].
 
 skynet(_) ->
     [B] = run("skynet", #{size => ["1000"]}),
     ok_check(B),
-    ?assertEqual(#{<<"processes">> => 1111, <<"sum">> => 499500}, maps:get(counters, B)).
+    ?assertEqual(#{<<"processes">> => 1111, <<"sum">> => 499500, <<"processes_left">> => 0},
+                 maps:get(counters, B)).
 
 send(_) ->
     [B] = run("send", #{n => ["1234"]}),
@@ -111,8 +120,22 @@ ping_pong_remote(_) ->
         beamlab_runtime_peer:stop(Vm)
     end.
 
+%% Termite's ring N/K: the caller is the last relay; with K = 0 it returns
+%% at once and exactly one 0 comes back to it; every relay exits.
+ring_termite(_) ->
+    Bs = run("ring", #{n => ["1", "50"], k => ["0"]}) ++ run("ring", #{n => ["50"], k => ["4", "49"]}),
+    Primary = [B || #{metric := <<"per_process">>} = B <- Bs],
+    ?assertEqual([<<"ring[n=1]">>, <<"ring[n=50]">>, <<"ring[k=4]">>, <<"ring[k=49]">>],
+                 [N || #{name := N} <- Primary]),
+    [ok_check(B) || B <- Bs],
+    ?assertEqual([{1, 0, 1}, {50, 0, 1}, {50, 4, 0}, {50, 49, 0}],
+                 [{P, K, Back} || #{counters := #{<<"processes">> := P, <<"token">> := K,
+                                                  <<"tokens_back_after">> := Back,
+                                                  <<"processes_left">> := 0}} <- Primary]),
+    ?assertEqual(4, length([B || #{metric := <<"total">>, unit := <<"ms">>} = B <- Bs])).
+
 ring_hops(_) ->
-    Bs = run("ring", #{n => ["1", "7", "100"], m => ["3"]}),
+    Bs = run("ring", #{variant => ["laps"], n => ["1", "7", "100"], m => ["3"]}),
     Hops = [C || #{metric := <<"hop">>, counters := C} <- Bs],
     ?assertEqual([#{<<"processes">> => 1, <<"hops">> => 3}, #{<<"processes">> => 7, <<"hops">> => 21},
                   #{<<"processes">> => 100, <<"hops">> => 300}], Hops),
@@ -126,35 +149,78 @@ thread_ring(_) ->
     ok_check(B),
     ?assertEqual(#{<<"hops">> => 1000, <<"winner">> => 1000 rem 503 + 1}, maps:get(counters, B)).
 
+%% bencherl: every process pings every process; N done messages, and each
+%% process exits on die.
+big_bencherl(_) ->
+    [B] = run("big", #{n => ["10"]}),
+    ok_check(B),
+    ?assertEqual(#{<<"done">> => 10, <<"pings">> => 100, <<"pongs">> => 100, <<"exited">> => 10},
+                 maps:get(counters, B)),
+    ?assertEqual(#{<<"variant">> => <<"bencherl">>, <<"n">> => 10}, maps:get(params, B)).
+
 big(_) ->
-    [B] = run("big", #{n => ["10"], m => ["30"]}),
+    [B] = run("big", #{variant => ["savina"], n => ["10"], m => ["30"]}),
     ok_check(B),
     ?assertEqual(#{<<"pings_sent">> => 300, <<"pings_answered">> => 300, <<"pongs_received">> => 300},
                  maps:get(counters, B)).
 
 bang(_) ->
-    [B] = run("bang", #{senders => ["7"], m => ["50"]}),
+    [B] = run("bang", #{variant => ["gated"], senders => ["7"], m => ["50"]}),
     ok_check(B),
     ?assertEqual(#{<<"sent">> => 350, <<"received">> => 350}, maps:get(counters, B)).
 
+%% bencherl: the shared tuple, matched S*M times, nothing else left.
+bang_bencherl(_) ->
+    [B] = run("bang", #{senders => ["7"], m => ["50"]}),
+    ok_check(B),
+    ?assertEqual(#{<<"sent">> => 350, <<"received">> => 350, <<"left">> => 0}, maps:get(counters, B)).
+
+%% The original loop: every message sent is goodput, discarded, flushed or
+%% left at the end; self-picks send nothing; the shared ETS goodput count,
+%% the processes' own count and the histogram agree.
 message_load_conservation(_) ->
     Bs = run("message_load", #{procs => ["8"], wait => ["2"], warmup => ["100"],
                                duration => ["1200"]}),
     [Good | Secondary] = Bs,
     ok_check(Good),
-    ?assertEqual([<<"flushput">>, <<"latency_mean">>, <<"latency_p99">>],
+    ?assertEqual([<<"latency_mean">>, <<"flushput">>, <<"total">>, <<"latency_p99">>],
                  [M || #{metric := M} <- Secondary]),
-    #{<<"sent">> := S, <<"received">> := R, <<"flushed">> := F, <<"in_flight">> := I,
-      <<"measured_received">> := MR} = maps:get(counters, Good),
-    ?assertEqual(S, R + F + I),
-    ?assert(MR > 0 andalso MR =< R),
+    #{<<"loops">> := L, <<"sent">> := S, <<"self_picks">> := SP, <<"goodput">> := G,
+      <<"discarded">> := D, <<"flushed">> := F, <<"left">> := Left,
+      <<"measured_goodput">> := MG} = maps:get(counters, Good),
+    ?assertEqual(S, G + D + F + Left),
+    ?assertEqual(L, S + SP),
+    %% one pick in 8 is the process itself
+    ?assert(SP > 0 andalso SP < L div 4),
+    ?assert(MG > 0 andalso MG =< G),
     #{<<"latency_us">> := Lat, <<"series">> := Series} = maps:get(extra, Good),
-    ?assertEqual(MR, maps:get(<<"count">>, Lat)),
+    ?assertEqual(MG, maps:get(<<"count">>, Lat)),
     #{<<"p50">> := P50, <<"p99">> := P99, <<"max">> := Max} = Lat,
     ?assert(P50 =< P99 andalso P99 =< Max),
     %% 1.2 s measured: two per-second points, summing to the measured goodput
     ?assertEqual([1, 2], [Sec || #{<<"second">> := Sec} <- Series]),
-    ?assertEqual(MR, lists:sum([G || #{<<"goodput">> := G} <- Series])).
+    ?assertEqual(MG, lists:sum([G1 || #{<<"goodput">> := G1} <- Series])),
+    %% total = goodput + flushput
+    [#{stats := #{median := Total}}] = [B || #{metric := <<"total">>} = B <- Secondary],
+    [#{stats := #{median := Flushput}}] = [B || #{metric := <<"flushput">>} = B <- Secondary],
+    ?assert(abs(Total - (maps:get(median, maps:get(stats, Good)) + Flushput)) < 1.0e-6 * Total).
+
+%% record=false: the original's work only - no histogram, no series, no p99.
+message_load_unrecorded(_) ->
+    [Good | Secondary] = run("message_load", #{procs => ["4"], warmup => ["50"], duration => ["300"],
+                                               record => ["false"]}),
+    ok_check(Good),
+    ?assertEqual([<<"latency_mean">>, <<"flushput">>, <<"total">>], [M || #{metric := M} <- Secondary]),
+    ?assertEqual(#{<<"check">> => <<"ok">>}, maps:get(extra, Good)).
+
+%% The mesh: a self-pick re-picks, every received message is goodput.
+message_load_mesh(_) ->
+    [Good | _] = run("message_load", #{variant => ["mesh"], procs => ["8"], wait => ["2"],
+                                       warmup => ["50"], duration => ["300"]}),
+    ok_check(Good),
+    #{<<"sent">> := S, <<"goodput">> := G, <<"discarded">> := 0, <<"flushed">> := F,
+      <<"left">> := Left} = maps:get(counters, Good),
+    ?assertEqual(S, G + F + Left).
 
 selective_receive_shapes(_) ->
     Bs = run("selective_receive", #{queued => ["3000"], k => ["200"]}),
@@ -301,12 +367,15 @@ cli_list(_) ->
               "bang", "message_load", "selective_receive", "serialization", "ets",
               "gen_server"]],
     %% params with quick and full defaults
-    ?assertMatch({match, _}, re:run(Out, "^  n +1000,40000 +40000,1000000 +pos_integer", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^  n +40000 +40000,1000000 +pos_integer", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^  variant +original +original +original\\|mesh", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^presets \\(beamlab suite --preset NAME\\): termite, message-load$",
+                                    [multiline])),
     ?assertMatch({match, _}, re:run(Out, "^  size +10000 +1000000 ", [multiline])).
 
 cli_bad_params(_) ->
     Cases = [{["suite", "nosuch"], "unknown workload 'nosuch'"},
-             {["suite", "ring", "--param", "ring.q=1"], "workload ring has no parameter 'q' (it has: n, m)"},
+             {["suite", "ring", "--param", "ring.q=1"], "workload ring has no parameter 'q' (it has: variant, n, k, m)"},
              {["suite", "ring", "--param", "ring.n=x"], "ring.n: bad value 'x': expected pos_integer"},
              {["suite", "ring", "--param", "ring.n=0"], "ring.n: bad value '0': expected pos_integer"},
              {["suite", "ring", "--param", "ring"], "--param ring: expected NAME.KEY=VALUE"},
@@ -314,6 +383,12 @@ cli_bad_params(_) ->
              {["suite", "skynet", "--param", "skynet.size=99"], "skynet: size must be a power of 10"},
              {["suite", "ping_pong", "--param", "ping_pong.vm=remote"], "vm=remote needs --param ping_pong.node"},
              {["suite", "ring", "--profile", "huge"], "profile"},
+             {["suite", "ring", "--param", "ring.n=3"], "ring: k (the starting token, 4) must be smaller than n (3)"},
+             {["suite", "--preset", "nope"], "unknown preset 'nope' (built in: termite, message-load; or give a file)"},
+             {["suite", "--preset", "termite", "fib"], "--preset runs the preset's rows: do not also name workloads"},
+             {["suite", "--preset", "termite", "--node", "x"], "--node x: expected NAME@HOST"},
+             {["suite", "--preset", "message-load", "--param", "fib.n=3"],
+              "--param for workload 'fib', which preset message-load does not run"},
              {["suite", "-pa", "/no/such/dir", "x"], "-pa /no/such/dir: no such directory"}],
     [begin
          R = #{code := Code, err := Err} = cli(Args),
@@ -336,6 +411,7 @@ cli_user_workload_pa(Config) ->
 
 cli_json_parsed_back(_) ->
     #{code := 0, out := Out} = cli(["suite", "ring", "fib", "--param", "ring.n=10,20",
+                                    "--param", "ring.variant=laps",
                                     "--param", "ring.m=2", "--param", "fib.n=5",
                                     "-n", "3", "--format", "json"]),
     {ok, Json} = beamlab_json:decode(Out),
@@ -347,7 +423,7 @@ cli_json_parsed_back(_) ->
     [Ring10 | _] = Bs,
     ?assertMatch(#{group := <<"ring">>, unit := <<"us">>, metric := <<"hop">>,
                    counters := #{<<"hops">> := 20, <<"processes">> := 10},
-                   params := #{<<"n">> := 10, <<"m">> := 2},
+                   params := #{<<"n">> := 10, <<"m">> := 2, <<"variant">> := <<"laps">>},
                    stats := #{n := 3}}, Ring10),
     ?assertEqual(3, length(maps:get(samples, Ring10))).
 
@@ -451,3 +527,47 @@ drain_port(Port, Acc) ->
         {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
     after 60000 -> error(no_exit)
     end.
+
+%% The Termite table: published Erlang column beside ours, one line per
+%% row (small sizes through --param: the layout, not the figures, is tested).
+cli_preset_termite(_) ->
+    #{code := 0, out := Out} =
+        cli(["suite", "--preset", "termite", "-n", "1", "--param", "fib.n=10",
+             "--param", "spawn.n=100", "--param", "send.n=1000", "--param", "ring.n=100",
+             "--param", "ping_pong.n=100"]),
+    ?assertMatch({match, _}, re:run(Out, "^test +Erlang \\(published\\) +this machine +unit +this / published$",
+                                    [multiline])),
+    [?assertMatch({Row, {match, _}},
+                  {Row, re:run(Out, ["^", re_quote(Row), " +", re_quote(Pub), " +[0-9.]+ +", Unit, " +[0-9.]+$"],
+                               [multiline])})
+     || {Row, Pub, Unit} <- [{"fib(34)", "585", "ms"}, {"spawn", "6.920", "us"}, {"send", "0.2000", "us"},
+                             {"ring 40k/0", "3", "us"}, {"ring 40k/4", "5", "us"},
+                             {"ping-pong internal (0)", "0.7000", "us"},
+                             {"ping-pong internal (1000)", "16", "us"},
+                             {"ping-pong same node (0)", "58", "us"},
+                             {"ping-pong same node (1000)", "182", "us"}]],
+    %% remote rows only when a node is named
+    nomatch = re:run(Out, "remote"),
+    %% the suite's own table follows, every check ok
+    ?assertMatch({match, _}, re:run(Out, "^ring +variant=termite,n=100,k=4 +per_process +us .* ok$", [multiline])).
+
+cli_preset_message_load(_) ->
+    #{code := 0, out := Out} =
+        cli(["suite", "--preset", "message-load", "-n", "1", "--param", "message_load.warmup=50",
+             "--param", "message_load.duration=300", "--format", "text"]),
+    ?assertMatch({match, _}, re:run(Out, "^ +avg latency \\(us\\) +throughput \\(/s\\) +flushput \\(/s\\) +total \\(/s\\)$",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^this machine, 96 procs +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^this machine, 192 procs +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^c7i.24xlarge \\(96 cpus, 96 procs\\) +772 +5620 +4074 +9694$", [multiline])).
+
+%% -v: per-scheduler utilisation averaged over the whole run.
+cli_verbose_scheduler_utilisation(_) ->
+    #{code := 0, out := Out} =
+        cli(["suite", "message_load", "-v", "-n", "1", "--param", "message_load.warmup=200",
+             "--param", "message_load.duration=1500"]),
+    N = erlang:system_info(schedulers),
+    {match, [Samples, Line]} = re:run(Out, "^Scheduler utilisation over the whole run \\(([0-9]+) samples\\): (.*)$",
+                                      [multiline, {capture, all_but_first, list}]),
+    ?assert(list_to_integer(Samples) >= 1),
+    ?assertEqual(N, length(string:split(Line, "%", all)) - 1).

@@ -18,6 +18,11 @@ options() ->
      #{name => param, long => "param", type => string, multi => true, default => [],
        metavar => "NAME.KEY=VALUE",
        help => "set a parameter; a comma list sweeps it (ping_pong.size=0,10,100)"},
+     #{name => preset, long => "preset", type => string, metavar => "NAME|FILE",
+       help => "run a published table's rows and print it in its own layout "
+               "(termite, message-load, or a preset file)"},
+     #{name => node, long => "node", type => string, metavar => "NAME@HOST",
+       help => "with --preset termite: also the ping-pong rows to this remote node"},
      #{name => profile, long => "profile", type => {enum, [quick, full]}, default => quick,
        help => "quick (all workloads in < 60 s) or full (1M-process ring and skynet, ...)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "N",
@@ -35,15 +40,19 @@ options() ->
 %% @doc Examples for `beamlab help suite'.
 -spec usage() -> iodata().
 usage() ->
-    "Usage: beamlab suite [NAME...] [--profile quick|full] [--param NAME.KEY=V[,V...]]...\n"
+    "Usage: beamlab suite [NAME... | --preset NAME|FILE] [--profile quick|full]\n"
+    "                     [--param NAME.KEY=V[,V...]]...\n"
     "Examples:\n"
     "  beamlab suite                          # every workload, quick profile\n"
     "  beamlab suite --list\n"
-    "  beamlab suite ring --param ring.n=1000,40000 --param ring.m=10\n"
+    "  beamlab suite ring --param ring.variant=laps --param ring.n=1000,40000 --param ring.m=10\n"
     "  beamlab suite ping_pong --param ping_pong.vm=peer --param ping_pong.size=0,1000\n"
     "  beamlab suite ping_pong --param ping_pong.node=bench@otherhost\n"
     "  beamlab suite ping_pong --param ping_pong.vm=remote --param ping_pong.node=b@10.0.0.12 \\\n"
     "      --param ping_pong.from=a@10.0.0.11 --cookie C --name ctl@10.0.0.5\n"
+    "  beamlab suite --preset termite [--node bench@otherhost]\n"
+    "  beamlab suite --preset message-load --profile full -v\n"
+    "  beamlab suite --preset ./my-table.preset\n"
     "  beamlab suite -pa ./ebin my_workload --format json\n".
 
 %% @doc Runs the command.
@@ -51,9 +60,10 @@ usage() ->
 run(Parsed) ->
     beamlab_cli:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
     Names = maps:get(args, Parsed),
-    case beamlab_cli_args:get(list, Parsed) of
-        true -> list(Names);
-        false -> measure(Names, Parsed)
+    case {beamlab_cli_args:get(list, Parsed), beamlab_cli_args:get(preset, Parsed)} of
+        {true, _} -> list(Names);
+        {false, undefined} -> measure(Names, Parsed);
+        {false, Preset} -> measure_preset(Preset, Names, Parsed)
     end.
 
 %%--------------------------------------------------------------------
@@ -65,6 +75,9 @@ list(Names) ->
                _ -> [resolve(N) || N <- Names]
            end,
     io:put_chars([list_one(M) || M <- Mods]),
+    Names =:= [] andalso
+        io:format("presets (beamlab suite --preset NAME): ~ts~n",
+                  [lists:join(", ", beamlab_suite_preset:names())]),
     {0, none}.
 
 resolve(Name) ->
@@ -89,14 +102,52 @@ list_one(Mod) ->
 %% Measuring
 
 measure(Names, Parsed) ->
-    Overrides = lists:foldl(fun(P, Acc) -> add_param(parse_param(P), Acc) end, #{},
-                            beamlab_cli_args:get(param, Parsed)),
+    Overrides = overrides(Parsed),
     Profile = beamlab_cli_args:get(profile, Parsed),
     ok = beamlab_cli_dist:controller(Parsed, named_nodes(Overrides)),
     Plan = case beamlab_suite:plan(Names, Profile, Overrides) of
                {ok, P} -> P;
                {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_suite:format_error(R)])
            end,
+    run_plan(Plan, doc_params(Profile, Names, Overrides, Parsed), #{}, Parsed).
+
+measure_preset(Arg, Names, Parsed) ->
+    Names =:= [] orelse
+        beamlab_cli:usage_error("--preset runs the preset's rows: do not also name workloads (~ts)",
+                                [lists:join(" ", Names)]),
+    Preset = case beamlab_suite_preset:find(Arg) of
+                 {ok, P} -> P;
+                 {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_suite_preset:format_error(R)])
+             end,
+    Node = case beamlab_cli_args:get(node, Parsed) of
+               undefined -> none;
+               Text ->
+                   case beamlab_workload:parse_value(node, Text) of
+                       {ok, N} when N =/= none -> N;
+                       _ -> beamlab_cli:usage_error("--node ~ts: expected NAME@HOST", [Text])
+                   end
+           end,
+    Overrides = overrides(Parsed),
+    InPreset = lists:usort([W || #{workload := W} <- maps:get(rows, Preset)]),
+    case [W || W <- maps:keys(Overrides), not lists:member(W, InPreset)] of
+        [] -> ok;
+        [W | _] -> beamlab_cli:usage_error("--param for workload '~ts', which preset ~ts does not run",
+                                           [W, maps:get(name, Preset)])
+    end,
+    Profile = beamlab_cli_args:get(profile, Parsed),
+    {Plan, Rows} = case beamlab_suite_preset:plan(Preset, Profile, Node, Overrides) of
+                       {ok, Pl, Rs} -> {Pl, Rs};
+                       {error, R2} -> beamlab_cli:usage_error("~ts", [beamlab_suite_preset:format_error(R2)])
+                   end,
+    Params = (doc_params(Profile, [], Overrides, Parsed))#{<<"preset">> => maps:get(name, Preset)},
+    run_plan(Plan, Params, #{preset => Preset#{rows => Rows}}, Parsed).
+
+overrides(Parsed) ->
+    lists:foldl(fun(P, Acc) -> add_param(parse_param(P), Acc) end, #{},
+                beamlab_cli_args:get(param, Parsed)).
+
+run_plan(Plan, DocParams, Extra, Parsed) ->
+    Profile = beamlab_cli_args:get(profile, Parsed),
     Verbose = beamlab_cli_args:get(verbose, Parsed, 0) > 0,
     Progress = case Verbose orelse beamlab_cli_output:format(Parsed) =/= text of
                    true -> undefined;
@@ -111,7 +162,8 @@ measure(Names, Parsed) ->
                                                timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
                                                progress => progress(Verbose, Progress),
                                                command => maps:get(argv, Parsed),
-                                               params => doc_params(Profile, Names, Overrides, Parsed)})
+                                               params => DocParams,
+                                               extra => Extra})
                  after
                      ok = beamlab_runtime_interrupt:unsubscribe(),
                      Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
@@ -198,8 +250,11 @@ exit_code(#{benchmarks := Bs, extra := Extra}) ->
 %%--------------------------------------------------------------------
 %% Text view
 
-%% @doc The suite's table, counters and failures.
+%% @doc The suite's table, counters and failures; a preset's own table
+%% first when the run followed one.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(#{extra := #{<<"preset">> := _}} = Doc, Parsed) ->
+    beamlab_render_suite_preset:render(Doc, beamlab_cli_output:text_opts(Parsed));
 text(Doc, Parsed) ->
     [beamlab_render_suite:render(Doc, beamlab_cli_output:text_opts(Parsed)),
      %% --memory: one repetition's words and reductions per point.

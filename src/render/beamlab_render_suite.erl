@@ -2,7 +2,8 @@
 %%% params, metric, unit, median, mean with its 95% CI half-width, p99, n,
 %%% a sparkline of the repetitions in the order run, check), histograms
 %%% when few points have many repetitions, each point's counters and
-%%% latency percentiles, then failures and findings. Pure.
+%%% latency percentiles, the per-scheduler utilisation over the whole run
+%%% (when the run had -v telemetry), then failures and findings. Pure.
 -module(beamlab_render_suite).
 
 -export([render/2]).
@@ -33,6 +34,7 @@ render(Doc, Opts) ->
      end,
      beamlab_render_text:distributions(Doc, Opts),
      details(Bs),
+     scheduler_utilisation(maps:get(telemetry, Doc, #{})),
      [io_lib:format("FAILED ~ts: ~ts~n", [N, E]) || #{<<"name">> := N, <<"error">> := E} <- Failures],
      beamlab_render_text:findings(maps:get(findings, Doc))].
 
@@ -87,6 +89,25 @@ detail(#{name := Name, counters := C, extra := Extra}) ->
                                                    <<"flushput">> := F, <<"latency_mean_us">> := Lat} <- S])]);
          _ -> ""
      end].
+
+%% With -v the telemetry's per-second utilisation of every scheduler,
+%% averaged over the whole run: a few schedulers pinned near 100% while
+%% the others idle is the pathology the message-load benchmark shows.
+scheduler_utilisation(#{<<"util_schedulers">> := [_ | _] = PerSample}) ->
+    Samples = [S || S <- PerSample, is_list(S), S =/= []],
+    case Samples of
+        [] -> "";
+        [First | _] ->
+            N = length(First),
+            Means = [lists:sum([lists:nth(I, S) || S <- Samples, length(S) >= I]) / length(Samples)
+                     || I <- lists:seq(1, N)],
+            io_lib:format("~nScheduler utilisation over the whole run (~b samples): ~ts~n",
+                          [length(Samples),
+                           lists:join("  ", [io_lib:format("~b: ~ts%", [I, beamlab_format_units:sig(U, 3)])
+                                             || {I, U} <- lists:zip(lists:seq(1, N), Means)])])
+    end;
+scheduler_utilisation(_) ->
+    "".
 
 kvs(Map) ->
     lists:join("  ", [io_lib:format("~ts=~ts", [K, val(V)]) || {K, V} <- lists:sort(maps:to_list(Map))]).

@@ -21,7 +21,8 @@
                | {point_done, binary(), ok | {error, iodata()}}.
 %% Every option, as default_options/0 returns them. `command' is the
 %% command line recorded in the result (given by the caller), `params' the
-%% command's options recorded as the result's `params'.
+%% command's options recorded as the result's `params', `extra' more
+%% entries for the result's `extra' (e.g. the preset a run follows).
 -type run_options() :: #{profile := beamlab_workload:profile(),
                          repeat := pos_integer() | default,
                          warmup := boolean(),
@@ -29,7 +30,8 @@
                          timeout := pos_integer(),          % ms per repetition
                          progress := fun((event()) -> any()),
                          command := [unicode:chardata()],
-                         params := #{atom() | binary() => term()}}.
+                         params := #{atom() | binary() => term()},
+                         extra := #{atom() | binary() => term()}}.
 %% What callers pass: any subset of run_options().
 -type options() :: #{profile => beamlab_workload:profile(),
                      repeat => pos_integer() | default,
@@ -38,7 +40,8 @@
                      timeout => pos_integer(),
                      progress => fun((event()) -> any()),
                      command => [unicode:chardata()],
-                     params => #{atom() | binary() => term()}}.
+                     params => #{atom() | binary() => term()},
+                     extra => #{atom() | binary() => term()}}.
 -type error_reason() :: {workload, term()}
                       | {bad_param, binary(), atom(), term()}
                       | {param_for_unselected, binary()}
@@ -138,7 +141,7 @@ run(Plan, Opts0) ->
 -spec default_options() -> run_options().
 default_options() ->
     #{profile => quick, repeat => default, warmup => true, memory => false, timeout => ?DEFAULT_TIMEOUT,
-      progress => fun(_) -> ok end, command => [], params => #{}}.
+      progress => fun(_) -> ok end, command => [], params => #{}, extra => #{}}.
 
 run_plan([], _Opts, Bs, Fs, Partial) ->
     {lists:reverse(Bs), lists:reverse(Fs), Partial};
@@ -370,7 +373,9 @@ catch_stage(F) ->
     catch Class:Reason:Stack -> {crashed, {Class, Reason, Stack}}
     end.
 
-%% One benchmark for the primary metric and one per secondary metric.
+%% One benchmark for the primary metric (named by the workload's info, or
+%% by the repetition's `metric' when its variant measures something else)
+%% and one per secondary metric the repetitions report.
 benchmarks(_Info, _Name, _Point, []) -> [];
 benchmarks(Info, Name, {_, Params}, Reps) ->
     Last = lists:last(Reps),
@@ -378,7 +383,8 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Common = #{group => maps:get(name, Info), params => beamlab_workload:params_to_map(Params)},
     Primary = beamlab_result:benchmark(
                 Name, [V || #{value := V} <- Reps],
-                Common#{metric => maps:get(metric, Info), unit => maps:get(unit, Info),
+                Common#{metric => maps:get(metric, Last, maps:get(metric, Info)),
+                        unit => maps:get(unit, Info),
                         better => maps:get(better, Info),
                         counters => maps:get(counters, Last, #{}),
                         extra => with_alloc(Last, (maps:get(extra, Last, #{}))#{check => Check})}),
@@ -387,7 +393,9 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
                    [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
                    Common#{metric => atom_to_binary(K), unit => U, better => B,
                            extra => #{check => Check}})
-                 || #{key := K, unit := U, better := B} <- maps:get(metrics, Info)],
+                 || #{key := K, unit := U, better := B} <- maps:get(metrics, Info),
+                    %% A metric only some variants report is left out of the others.
+                    lists:all(fun(R) -> maps:is_key(K, maps:get(metrics, R, #{})) end, Reps)],
     lists:reverse([Primary | Secondary]).
 
 %% The point's check is the first failure over its repetitions, else the
@@ -414,7 +422,9 @@ document(Opts, Started, Benchmarks, Failures, Partial, Workloads) ->
                                        started_at => Started,
                                        params => maps:get(params, Opts)}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{workloads => Workloads, failures => Failures}, Doc1),
+    Doc2 = beamlab_result:set(extra, maps:merge(maps:get(extra, Opts),
+                                                #{workloads => Workloads, failures => Failures}),
+                              Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Partial}).
 

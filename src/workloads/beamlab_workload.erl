@@ -13,11 +13,14 @@
 %%%     means "sweep these values".</li>
 %%% <li>`setup(Params) -> {ok, State} | {error, Reason}'</li>
 %%% <li>`run(State, Params) -> {ok, Rep} | {error, Reason}' where Rep is
-%%%     `#{value, counters, check, extra, metrics}' for ONE repetition.</li>
+%%%     `#{value, counters, check, extra, metrics}' for ONE repetition
+%%%     (optionally `metric', the primary metric's name when a variant
+%%%     measures something else than `info()' names).</li>
 %%% <li>`teardown(State)'.</li>
 %%% </ul>
 %%% Optional: `normalize(Params) -> {ok, Params} | {error, Reason}' (validate
-%%% combinations before anything runs), `processes(Params)' (peak number of
+%%% combinations before anything runs; it may remove the keys the point's
+%%% variant does not use, and points that become equal run once), `processes(Params)' (peak number of
 %%% processes, so the suite can run the point in a VM with a bigger `+P'),
 %%% `format_error(Reason)'.
 -module(beamlab_workload).
@@ -25,7 +28,7 @@
 -export([builtin/0, resolve/1, is_workload/1, info/1, param_specs/1,
          parse_value/2, format_value/1, type_name/1,
          points/3, point_name/2, params_to_map/1, format_error/1,
-         us/1, check_all/1]).
+         us/1, check_all/1, await_process_count/2]).
 
 -export_type([info/0, param_spec/0, param_type/0, params/0, rep/0, check/0,
               profile/0, overrides/0]).
@@ -38,7 +41,8 @@
 -type params() :: #{atom() => term()}.
 -type check() :: ok | unchecked | {failed, binary()}.
 %% counters and extra go into the result's JSON sections (keys become text).
--type rep() :: #{value := number(), counters => #{atom() => number() | binary()},
+-type rep() :: #{value := number(), metric => binary(),
+                 counters => #{atom() => number() | binary()},
                  check => check(), extra => #{atom() => term()},
                  metrics => #{atom() => number()}}.
 -type info() :: #{name := binary(), summary := binary(), definition := binary(),
@@ -255,22 +259,34 @@ normalize_all(Mod, Points) ->
         true -> normalize_each(Mod, Points, [])
     end.
 
-normalize_each(_Mod, [], Acc) -> {ok, lists:reverse(Acc)};
+%% normalize/1 may drop a parameter its variant does not use, which can
+%% make points equal: each is measured once.
+normalize_each(_Mod, [], Acc) -> {ok, dedupe(lists:reverse(Acc), [])};
 normalize_each(Mod, [{Swept, P} | Rest], Acc) ->
     case Mod:normalize(P) of
         {ok, P1} -> normalize_each(Mod, Rest, [{Swept, P1} | Acc]);
         {error, R} -> {error, {invalid_params, Mod, R}}
     end.
 
+dedupe([], Acc) -> lists:reverse(Acc);
+dedupe([{_, P} = Point | Rest], Acc) ->
+    case lists:any(fun({_, Q}) -> Q =:= P end, Acc) of
+        true -> dedupe(Rest, Acc);
+        false -> dedupe(Rest, [Point | Acc])
+    end.
+
 info_name(Mod) -> maps:get(name, Mod:info()).
 
 %% @doc The benchmark name of a point: `name[k1=v1,k2=v2]' over the swept
-%% keys (in parameter order); just `name' when nothing is swept.
+%% keys (in parameter order) the point has (normalize/1 may drop a key its
+%% variant does not use); just `name' when nothing is swept.
 -spec point_name(binary(), {[atom()], params()}) -> binary().
-point_name(Name, {[], _}) -> Name;
 point_name(Name, {Swept, Params}) ->
-    Kvs = [[atom_to_list(K), $=, format_value(maps:get(K, Params))] || K <- Swept],
-    iolist_to_binary([Name, $[, lists:join(",", Kvs), $]]).
+    case [[atom_to_list(K), $=, format_value(maps:get(K, Params))]
+          || K <- Swept, maps:is_key(K, Params)] of
+        [] -> Name;
+        Kvs -> iolist_to_binary([Name, $[, lists:join(",", Kvs), $]])
+    end.
 
 %% @doc Parameters as a JSON-friendly map (binary keys and values).
 -spec params_to_map(params()) -> #{binary() => term()}.
@@ -287,6 +303,25 @@ json_value(V) -> iolist_to_binary(format_value(V)).
 -spec us(integer()) -> float().
 us(NativeDiff) ->
     erlang:convert_time_unit(NativeDiff, native, nanosecond) / 1000.
+
+%% @doc Wait (untimed, polling every ms) until the VM's process count is
+%% at most `Baseline' again, for workloads whose processes exit on their own
+%% without telling anyone (as in the originals). Returns whether it got
+%% there within `TimeoutMs', and the last count seen.
+-spec await_process_count(non_neg_integer(), non_neg_integer()) ->
+          {boolean(), non_neg_integer()}.
+await_process_count(Baseline, TimeoutMs) ->
+    Deadline = erlang:monotonic_time(millisecond) + TimeoutMs,
+    await_count(Baseline, Deadline).
+
+await_count(Baseline, Deadline) ->
+    Count = erlang:system_info(process_count),
+    Now = erlang:monotonic_time(millisecond),
+    if
+        Count =< Baseline -> {true, Count};
+        Now >= Deadline -> {false, Count};
+        true -> timer:sleep(1), await_count(Baseline, Deadline)
+    end.
 
 %% @doc Combine named equalities into one check: `ok' when every
 %% `{What, Expected, Got}' holds, else `{failed, Why}' naming the first miss.
