@@ -271,7 +271,9 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
             case script(Perf, Data) of
                 {ok, Text} ->
                     Profile = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),
-                    {ok, #{profile => Profile, os_pid => OsPid, target_exited => Exited,
+                    %% perf ends by itself when its target exits, possibly
+                    %% before the poll above noticed: ask /proc as well.
+                    {ok, #{profile => Profile, os_pid => OsPid, target_exited => Exited orelse Gone,
                            interrupted => Int, perf_support => perf_support(OsPid), elapsed_ms => Elapsed}};
                 {error, _} = Er -> Er
             end
