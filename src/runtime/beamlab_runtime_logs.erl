@@ -7,13 +7,13 @@
 %%% the terminal.
 -module(beamlab_runtime_logs).
 
--export([to_stderr/0]).
+-export([to_stderr/0, drop_peer_crash/2]).
 
 %% At most this many events a second reach the terminal; the rest are
 %% dropped (logger_std_h says how many).
 -define(BURST, 20).
 -define(DEPTH, 12).
--define(CHARS, 600).
+-define(CHARS, 300).
 
 %% @doc Replaces the `default' handler by one writing to standard error
 %% (same formatter, same level). Idempotent; `ok' also when logger is not
@@ -37,8 +37,26 @@ add(Base) ->
     %% A report can hold huge terms (a crash while loading code carries the
     %% whole .beam): each event is cut to a few lines.
     Formatter = {logger_formatter, #{depth => ?DEPTH, chars_limit => ?CHARS, max_size => ?CHARS}},
-    case logger:add_handler(default, logger_std_h, Base#{config => Config, formatter => Formatter}) of
+    Filters = [{beamlab_peer_crash, {fun ?MODULE:drop_peer_crash/2, []}} | maps:get(filters, Base, [])],
+    case logger:add_handler(default, logger_std_h, Base#{config => Config, formatter => Formatter,
+                                                          filters => Filters}) of
         ok -> ok;
         {error, {already_exist, _}} -> ok;
         {error, _} -> ok
     end.
+
+%% @doc Drops the crash of OTP's `peer' connection process when a fresh VM
+%% dies while it is being set up: beamlab reports that failure itself, in
+%% one line naming the job.
+-spec drop_peer_crash(logger:log_event(), term()) -> logger:filter_return().
+drop_peer_crash(#{msg := {report, #{label := {gen_server, terminate},
+                                    last_message := {call, code, _, _}}}}, _) ->
+    stop;
+drop_peer_crash(#{msg := {report, #{label := {proc_lib, crash}, report := [Info | _]}}} = Event, _)
+  when is_list(Info) ->
+    case lists:keyfind(initial_call, 1, Info) of
+        {initial_call, {peer, init, _}} -> stop;
+        _ -> Event
+    end;
+drop_peer_crash(Event, _) ->
+    Event.
