@@ -3,7 +3,7 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
+-export([chromium/0, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          start_rabbitmq/1, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
@@ -267,3 +267,13 @@ start_rabbitmq(Port) ->
 stop_rabbitmq(Port) ->
     _ = rabbitmq("stop", Port),
     ok.
+
+%% @doc The headless browser the report tests drive, or `false'.
+chromium() ->
+    Found = [P || P <- [os:find_executable("chromium"), "/usr/bin/chromium",
+                        os:find_executable("chromium-browser")],
+                  P =/= false, filelib:is_regular(P)],
+    case Found of
+        [P | _] -> P;
+        [] -> false
+    end.

@@ -187,7 +187,7 @@ errors_are_one_line(Config) ->
     Check(["profile", "--pid", "1", "--", "run", "1."], [], 2, <<"not both">>).
 
 flame_graph_renders_and_zooms(Config) ->
-    case chromium() of
+    case beamlab_test_util:chromium() of
         false ->
             {skip, "chromium is not installed (Debian package 'chromium')"};
         Chromium ->
@@ -364,15 +364,6 @@ stop_vm(Port, OsPid) ->
     _ = file:delete("/tmp/perf-" ++ integer_to_list(OsPid) ++ ".map"),
     _ = file:delete("/tmp/jit-" ++ integer_to_list(OsPid) ++ ".dump"),
     ok.
-
-chromium() ->
-    Found = [P || P <- [os:find_executable("chromium"), "/usr/bin/chromium",
-                        os:find_executable("chromium-browser")],
-                  P =/= false, filelib:is_regular(P)],
-    case Found of
-        [P | _] -> P;
-        [] -> false
-    end.
 
 dump_dom(Chromium, Dir, Path) ->
     UserDir = filename:join(Dir, "chromium-" ++ integer_to_list(erlang:unique_integer([positive]))),

@@ -14,7 +14,7 @@ all() ->
      script_errors_are_caught, screenshot_is_taken, cli_report_renders, hostile_labels_render].
 
 init_per_suite(Config) ->
-    case chromium() of
+    case beamlab_test_util:chromium() of
         false ->
             {skip, "chromium is not installed (Debian package 'chromium'); "
                    "CI installs it, the browser test needs it"};
@@ -24,15 +24,6 @@ init_per_suite(Config) ->
 
 end_per_suite(_Config) ->
     ok.
-
-chromium() ->
-    Found = [P || P <- [os:find_executable("chromium"), "/usr/bin/chromium",
-                        os:find_executable("chromium-browser")],
-                  P =/= false, filelib:is_regular(P)],
-    case Found of
-        [P | _] -> P;
-        [] -> false
-    end.
 
 %% Every kind of run in one report, with a partial run and long telemetry.
 every_kind_renders(Config) ->
