@@ -37,20 +37,8 @@ PAGE=$(getconf PAGESIZE)
 mkdir -p "$WORK"
 BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 
-fetch_perftest() {
-    if ls "$WORK"/lib/perf-test-$PT_VERSION.jar >/dev/null 2>&1; then return; fi
-    echo "fetching PerfTest $PT_VERSION and its dependencies from Maven Central..." >&2
-    cat > "$WORK/pom.xml" <<POM
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>beamlab</groupId><artifactId>perftest-fetch</artifactId><version>1</version>
-  <dependencies>
-    <dependency><groupId>com.rabbitmq</groupId><artifactId>perf-test</artifactId><version>$PT_VERSION</version></dependency>
-  </dependencies>
-</project>
-POM
-    mvn -q -f "$WORK/pom.xml" dependency:copy-dependencies -DoutputDirectory="$WORK/lib" >&2
-}
+# fetch_perftest: shared with the other PerfTest bench (bench/perftest-fetch.sh).
+. "$ROOT/bench/perftest-fetch.sh"
 
 # measure LOG CMD...: as in amqp_vs_perftest.sh, plus the resident pages:
 # LOG.samples gets "T R TICKS RSS_PAGES" per interval line (builtins only).
