@@ -3,7 +3,7 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([chromium/0, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
+-export([chromium/0, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          start_rabbitmq/1, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
@@ -276,4 +276,16 @@ chromium() ->
     case Found of
         [P | _] -> P;
         [] -> false
+    end.
+
+%% @doc The `<body ...>' start tag of a page's DOM dump.
+dom_body(Dom) ->
+    {match, [B]} = re:run(Dom, <<"<body[^>]*>">>, [{capture, first, binary}]),
+    B.
+
+%% @doc An attribute's value in a start tag (the test fails without it).
+dom_attr(Tag, Name) ->
+    case re:run(Tag, <<Name/binary, "=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
+        {match, [V]} -> V;
+        nomatch -> error({no_attribute, Name, Tag})
     end.

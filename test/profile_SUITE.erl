@@ -223,27 +223,27 @@ flame_graph_renders_and_zooms(Config) ->
             ClickFile = filename:join(Dir, "flame-click.html"),
             ok = file:write_file(ClickFile, Clicked),
             Dom = dump_dom(Chromium, Dir, Html),
-            Body = body(Dom),
-            ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
+            Body = beamlab_test_util:dom_body(Dom),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"<section id=\"profiles\"">>)),
             %% Two flame graphs and the differential one.
             ?assertEqual(3, length(binary:matches(Dom, <<"<svg class=\"flame\"">>))),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"Differential: ">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"prof_hot:spin/2\"">>)),
             CDom = dump_dom(Chromium, Dir, ClickFile),
-            CBody = body(CDom),
-            ?assertEqual(<<>>, attr(CBody, <<"data-errors">>)),
+            CBody = beamlab_test_util:dom_body(CDom),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(CBody, <<"data-errors">>)),
             ?assertNotEqual(nomatch, binary:match(CDom, <<"data-zoom=\"prof_hot:spin/2\"">>)),
-            Before = binary_to_integer(attr(CBody, <<"data-test-before">>)),
-            After = binary_to_integer(attr(CBody, <<"data-test-after">>)),
+            Before = binary_to_integer(beamlab_test_util:dom_attr(CBody, <<"data-test-before">>)),
+            After = binary_to_integer(beamlab_test_util:dom_attr(CBody, <<"data-test-after">>)),
             ct:log("frames before ~b, after the click ~b, zoomed width ~ts",
-                   [Before, After, attr(CBody, <<"data-test-width">>)]),
+                   [Before, After, beamlab_test_util:dom_attr(CBody, <<"data-test-width">>)]),
             ?assertNotEqual(Before, After),
             %% The clicked frame fills the graph's width.
-            ?assert(binary_to_float(attr(CBody, <<"data-test-width">>)) > 1100.0),
+            ?assert(binary_to_float(beamlab_test_util:dom_attr(CBody, <<"data-test-width">>)) > 1100.0),
             %% A search highlights the matching frames and gives their share.
-            ?assert(binary_to_integer(attr(CBody, <<"data-test-matches">>)) > 0),
-            ?assertMatch(<<"matched ", _/binary>>, attr(CBody, <<"data-test-matched">>))
+            ?assert(binary_to_integer(beamlab_test_util:dom_attr(CBody, <<"data-test-matches">>)) > 0),
+            ?assertMatch(<<"matched ", _/binary>>, beamlab_test_util:dom_attr(CBody, <<"data-test-matched">>))
     end.
 
 %% The in-VM profilers run after the samples and list the runner's function.
@@ -384,12 +384,3 @@ collect(Port, Acc) ->
             error(chromium_timeout)
     end.
 
-body(Dom) ->
-    {match, [B]} = re:run(Dom, <<"<body[^>]*>">>, [{capture, first, binary}]),
-    B.
-
-attr(Tag, Name) ->
-    case re:run(Tag, <<Name/binary, "=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
-        {match, [V]} -> V;
-        nomatch -> error({no_attribute, Name, Tag})
-    end.

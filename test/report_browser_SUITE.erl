@@ -33,8 +33,8 @@ every_kind_renders(Config) ->
             {<<"matrix">>, F(<<"matrix">>, #{})},
             {<<"amqp">>, F(<<"amqp">>, #{seconds => 120})}],
     {Body, Dom} = render(Config, "all.html", Runs),
-    ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
-    Charts = binary_to_integer(attr(Body, <<"data-charts-rendered">>)),
+    ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+    Charts = binary_to_integer(beamlab_test_util:dom_attr(Body, <<"data-charts-rendered">>)),
     Svgs = count(Dom, <<"<svg class=\"chart\"">>),
     Canvases = count(Dom, <<"class=\"chart heatmap\"">>),
     ct:log("charts ~b, svg ~b, canvas ~b", [Charts, Svgs, Canvases]),
@@ -63,8 +63,8 @@ single_run_renders(Config) ->
                                                             extra => #{error => <<"badarith">>}}),
     R = R0#{benchmarks := maps:get(benchmarks, R0) ++ [Failed]},
     {Body, Dom} = render(Config, "one.html", [{<<"only">>, R}]),
-    ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
-    ?assert(binary_to_integer(attr(Body, <<"data-charts-rendered">>)) >= 3),
+    ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+    ?assert(binary_to_integer(beamlab_test_util:dom_attr(Body, <<"data-charts-rendered">>)) >= 3),
     %% One run: nothing to compare against.
     ?assertEqual(nomatch, binary:match(Dom, <<"<section id=\"compare\"">>)).
 
@@ -73,7 +73,7 @@ single_run_renders(Config) ->
 long_series_are_downsampled(Config) ->
     R = beamlab_results_fixtures:result(<<"bench">>, #{seconds => 20000}),
     {Body, Dom} = render(Config, "long.html", [{<<"long">>, R}]),
-    ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
+    ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
     {match, Found} = re:run(Dom, <<"<path d=\"(M[^\"]*)\" fill=\"none\"">>,
                             [global, {capture, all_but_first, binary}]),
     Paths = [D || [D] <- Found],
@@ -94,8 +94,8 @@ script_errors_are_caught(Config) ->
                "</script>", After/binary>>,
     Path = filename:join(?config(priv_dir, Config), "broken.html"),
     ok = file:write_file(Path, Broken),
-    Body = body(dump_dom(Config, Path)),
-    ?assertNotEqual(<<>>, attr(Body, <<"data-errors">>)).
+    Body = beamlab_test_util:dom_body(dump_dom(Config, Path)),
+    ?assertNotEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)).
 
 screenshot_is_taken(Config) ->
     Runs = [{<<"base">>, beamlab_results_fixtures:result(<<"suite">>)},
@@ -118,9 +118,9 @@ cli_report_renders(Config) ->
              end || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]],
     Out = filename:join(Dir, "cli.html"),
     #{code := 0} = beamlab_test_util:cli(["report" | Files] ++ ["-o", Out]),
-    Body = body(dump_dom(Config, Out)),
-    ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
-    ?assert(binary_to_integer(attr(Body, <<"data-charts-rendered">>)) >= 20).
+    Body = beamlab_test_util:dom_body(dump_dom(Config, Out)),
+    ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+    ?assert(binary_to_integer(beamlab_test_util:dom_attr(Body, <<"data-charts-rendered">>)) >= 20).
 
 %% Labels that could end or comment out the embedded data's <script>
 %% (saved through the escript, rendered through it): every chart is still
@@ -145,9 +145,9 @@ hostile_labels_render(Config) ->
     ?assertEqual(count(Plain, <<"<script">>), count(Html, <<"<script">>)),
     ?assertEqual(count(Plain, <<"</script>">>), count(Html, <<"</script>">>)),
     Dom = dump_dom(Config, Out),
-    Body = body(Dom),
-    ?assertEqual(<<>>, attr(Body, <<"data-errors">>)),
-    ?assert(binary_to_integer(attr(Body, <<"data-charts-rendered">>)) >= 1),
+    Body = beamlab_test_util:dom_body(Dom),
+    ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+    ?assert(binary_to_integer(beamlab_test_util:dom_attr(Body, <<"data-charts-rendered">>)) >= 1),
     %% The scripts ran (the <noscript> fallback stays in the DOM as text).
     ?assertNotEqual(nomatch, binary:match(Dom, <<"&lt;!--&lt;script&gt;">>)).
 
@@ -157,7 +157,7 @@ render(Config, Name, Runs) ->
     Path = filename:join(?config(priv_dir, Config), Name),
     ok = beamlab_report_html:write(Path, Runs),
     Dom = dump_dom(Config, Path),
-    {body(Dom), Dom}.
+    {beamlab_test_util:dom_body(Dom), Dom}.
 
 dump_dom(Config, Path) ->
     {0, Dom} = chromium_run(Config, ["--dump-dom", "file://" ++ Path]),
@@ -173,16 +173,6 @@ chromium_run(Config, Args) ->
              "--user-data-dir=" ++ UserDir],
     %% Chromium logs D-Bus noise on stderr; only stdout is the DOM.
     sh_quiet([?config(chromium, Config) | Flags ++ Args]).
-
-body(Dom) ->
-    {match, [B]} = re:run(Dom, <<"<body[^>]*>">>, [{capture, first, binary}]),
-    B.
-
-attr(Tag, Name) ->
-    case re:run(Tag, <<Name/binary, "=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
-        {match, [V]} -> V;
-        nomatch -> error({no_attribute, Name, Tag})
-    end.
 
 count(Bin, Pattern) ->
     length(binary:matches(Bin, Pattern)).

@@ -179,10 +179,10 @@ run_original(#{series := Series0, rep := Rep0} = State,
                 {[{"histogram samples = measured goodput", NGood, beamlab_stats_hist:count(Snap)},
                   {"per-second goodput adds up", NGood,
                    lists:sum([G1 || #{goodput := G1} <- PerSec])}],
-                 #{latency_us => latencies_us(All),
+                 #{latency_us => latencies(All, 1),
                    latency_scope => <<"all measured repetitions so far">>,
                    series => S1},
-                 S1, pct_raw(Snap, 99), All}
+                 S1, maps:get(p99, latencies(Snap, 1)), All}
         end,
     Metrics0 = #{flushput => Flushput, latency_mean => LatMean, total => Goodput + Flushput},
     Metrics = case P99 of undefined -> Metrics0; _ -> Metrics0#{latency_p99 => P99} end,
@@ -370,12 +370,12 @@ run_mesh(#{hist := AllHist, series := Series0, rep := Rep0} = State,
     Snap = beamlab_stats_hist:snapshot(maps:get(hist, Shared)),
     Rep = Rep0 + 1,
     Series = Series0 ++ series(Rep, Shared),
-    LatMean = hist_us(fun beamlab_stats_hist:mean/1, Snap),
+    #{mean := LatMean, p99 := LatP99} = latencies(Snap, 1000),
     {ok, #{value => MGood / Seconds,
            metrics => #{flushput => MFlushed / Seconds,
                         latency_mean => LatMean,
                         total => (MGood + MFlushed) / Seconds,
-                        latency_p99 => pct_us(Snap, 99)},
+                        latency_p99 => LatP99},
            counters => #{sent => Sent, goodput => Good, discarded => 0, flushed => Flushed,
                          left => InFlight, measured_goodput => MGood,
                          measured_flushed => MFlushed},
@@ -384,7 +384,7 @@ run_mesh(#{hist := AllHist, series := Series0, rep := Rep0} = State,
                         Good + Flushed + InFlight},
                        {"latency samples = measured received", MGood,
                         beamlab_stats_hist:count(Snap)}]),
-           extra => #{latency_us => latencies(beamlab_stats_hist:snapshot(AllHist)),
+           extra => #{latency_us => latencies(beamlab_stats_hist:snapshot(AllHist), 1000),
                       latency_scope => <<"all measured repetitions so far">>,
                       series => Series}},
      State#{series => Series, rep => Rep}}.
@@ -484,33 +484,17 @@ series(Rep, #{per_sec := C, secs := Secs}) ->
      end || S <- lists:seq(0, Secs - 1),
             counters:get(C, 3 * S + 1) + counters:get(C, 3 * S + 2) > 0].
 
-%% The original variant records microseconds.
-latencies_us(Snap) ->
-    #{p50 => pct_raw(Snap, 50), p90 => pct_raw(Snap, 90), p99 => pct_raw(Snap, 99),
-      p999 => pct_raw(Snap, 99.9), max => raw(fun beamlab_stats_hist:max/1, Snap),
-      mean => raw(fun beamlab_stats_hist:mean/1, Snap),
+%% Latency percentiles in microseconds from a histogram recorded in
+%% `Per' units per microsecond (the original variant records microseconds,
+%% 1; the mesh variant nanoseconds, 1000).
+latencies(Snap, Per) ->
+    Us = fun(F) ->
+                 case beamlab_stats_hist:count(Snap) of
+                     0 -> 0.0;
+                     _ -> F(Snap) / Per
+                 end
+         end,
+    Pct = fun(P) -> Us(fun(S) -> beamlab_stats_hist:percentile(S, P) end) end,
+    #{p50 => Pct(50), p90 => Pct(90), p99 => Pct(99), p999 => Pct(99.9),
+      max => Us(fun beamlab_stats_hist:max/1), mean => Us(fun beamlab_stats_hist:mean/1),
       count => beamlab_stats_hist:count(Snap)}.
-
-pct_raw(Snap, P) ->
-    raw(fun(S) -> beamlab_stats_hist:percentile(S, P) end, Snap).
-
-raw(F, Snap) ->
-    case beamlab_stats_hist:count(Snap) of
-        0 -> 0.0;
-        _ -> float(F(Snap))
-    end.
-
-latencies(Snap) ->
-    #{p50 => pct_us(Snap, 50), p90 => pct_us(Snap, 90), p99 => pct_us(Snap, 99),
-      p999 => pct_us(Snap, 99.9), max => hist_us(fun beamlab_stats_hist:max/1, Snap),
-      mean => hist_us(fun beamlab_stats_hist:mean/1, Snap),
-      count => beamlab_stats_hist:count(Snap)}.
-
-pct_us(Snap, P) ->
-    hist_us(fun(S) -> beamlab_stats_hist:percentile(S, P) end, Snap).
-
-hist_us(F, Snap) ->
-    case beamlab_stats_hist:count(Snap) of
-        0 -> 0.0;
-        _ -> F(Snap) / 1000
-    end.
