@@ -12,7 +12,8 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([loopback_default_refuses_far_nodes/1, merged_accounting/1, split_queue_clock_offsets/1,
-         wrong_cookie/1, remote_ping_pong/1, node_killed_mid_run/1, stop_node/1]).
+         wrong_cookie/1, remote_ping_pong/1, termite_preset_remote_rows/1,
+         node_killed_mid_run/1, stop_node/1]).
 
 -define(PREFIX, "blms").
 -define(NET, "198.18.14").
@@ -28,7 +29,7 @@
 
 all() ->
     [loopback_default_refuses_far_nodes, merged_accounting, split_queue_clock_offsets,
-     wrong_cookie, remote_ping_pong, node_killed_mid_run, stop_node].
+     wrong_cookie, remote_ping_pong, termite_preset_remote_rows, node_killed_mid_run, stop_node].
 
 init_per_suite(Config) ->
     case permitted() of
@@ -139,6 +140,20 @@ remote_ping_pong(_Config) ->
       <<"pinger_host">> := <<?N1>>, <<"ponger_host">> := <<?N2>>, <<"link">> := Link} = Extra,
     %% The pinger's side of the link: its address and its veth device.
     ?assertMatch({match, _}, re:run(Link, "^" ?N1 " \\(" ?PREFIX "p[0-9]+\\) -> " ?N2)).
+
+%% The Termite preset with a named node adds its two remote rows, measured
+%% against the node in another namespace: the published column beside ours,
+%% and the suite's own rows name the node.
+termite_preset_remote_rows(_Config) ->
+    #{code := 0, out := Out} =
+        ctl(["suite", "--preset", "termite", "--node", ?NODE2, "-n", "1",
+             "--param", "fib.n=10", "--param", "spawn.n=100", "--param", "send.n=1000",
+             "--param", "ring.n=100", "--param", "ping_pong.n=100"]),
+    ct:log("~ts", [Out]),
+    [?assertMatch({Row, {match, _}},
+                  {Row, re:run(Out, ["^", Row, " +[0-9.]+ +[0-9.]+ +us +[0-9.]+$"], [multiline])})
+     || Row <- ["ping-pong remote \\(0\\)", "ping-pong remote \\(1000\\)"]],
+    ?assertMatch({match, _}, re:run(Out, "^ping_pong +.*node=" ?NODE2 ".* ok$", [multiline])).
 
 %% A node killed (SIGKILL) mid-run: named in the report, the other node's
 %% data kept, exit code 1.

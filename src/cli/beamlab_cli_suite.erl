@@ -128,6 +128,9 @@ measure_preset(Arg, Names, Parsed) ->
                    end
            end,
     Overrides = overrides(Parsed),
+    %% The remote rows need this VM distributed (--name, --cookie), as a
+    %% `ping_pong.node' parameter does.
+    ok = beamlab_cli_dist:controller(Parsed, [N || N <- [Node], N =/= none] ++ named_nodes(Overrides)),
     InPreset = lists:usort([W || #{workload := W} <- maps:get(rows, Preset)]),
     case [W || W <- maps:keys(Overrides), not lists:member(W, InPreset)] of
         [] -> ok;

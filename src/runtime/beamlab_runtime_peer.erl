@@ -56,7 +56,9 @@ start(Opts) ->
                   end,
         Stderr = read_stderr(PeerOpts),
         case Started of
-            {ok, Pid, Node} when Dist -> loaded(#{peer => Pid, node => Node, connection => dist}, Opts);
+            {ok, Pid, Node} when Dist ->
+                ok = share_cookie(Pid),
+                loaded(#{peer => Pid, node => Node, connection => dist}, Opts);
             {ok, Pid, _NoNode} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
             {ok, Pid} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
             {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
@@ -329,6 +331,13 @@ format_error(Other) ->
     io_lib:format("~0tP", [Other, 12]).
 
 %%--------------------------------------------------------------------
+
+%% A controller named with --cookie has a cookie the new VM does not know
+%% (it read ~/.erlang.cookie): give it ours over the control connection,
+%% never on its command line, where any local user could read it.
+share_cookie(Pid) ->
+    true = peer:call(Pid, erlang, set_cookie, [erlang:get_cookie()]),
+    ok.
 
 peer_opts(Opts, Dist) ->
     Args = maps:get(args, Opts, []) ++
