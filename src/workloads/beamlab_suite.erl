@@ -336,9 +336,16 @@ worker(Harness, Mod, Params, Reps, Warmup, Memory) ->
 
 reps(_Harness, _Mod, _Params, State, []) -> State;
 reps(Harness, Mod, Params, State, [memory]) ->
-    case catch_stage(fun() -> beamlab_runtime_alloc:measure_self(fun() -> Mod:run(State, Params) end) end) of
-        {ok, {{ok, _Rep}, Counts}} -> Harness ! {suite_alloc, self(), Counts}, State;
-        {ok, {{ok, _Rep, State1}, Counts}} -> Harness ! {suite_alloc, self(), Counts}, State1;
+    %% The repetition runs the workload's wrapped copy (same code, its spawns
+    %% end with a last GC), built before the measurement; without debug
+    %% information the workload itself, its processes seen through their GCs.
+    {Run, Wrapped} = case beamlab_runtime_alloc_wrap:module(Mod) of
+                         {ok, Copy} -> {Copy, true};
+                         {error, Why} -> {Mod, iolist_to_binary(beamlab_runtime_alloc_wrap:format_error(Why))}
+                     end,
+    case catch_stage(fun() -> beamlab_runtime_alloc:measure_self(fun() -> Run:run(State, Params) end) end) of
+        {ok, {{ok, _Rep}, Counts}} -> Harness ! {suite_alloc, self(), Counts#{wrapped => Wrapped}}, State;
+        {ok, {{ok, _Rep, State1}, Counts}} -> Harness ! {suite_alloc, self(), Counts#{wrapped => Wrapped}}, State1;
         _ -> State
     end;
 reps(Harness, Mod, Params, State, [Which | Rest]) ->
@@ -362,9 +369,12 @@ reps(Harness, Mod, Params, State, [Which | Rest]) ->
 
 %% `suite --memory': words (and bytes), reductions and spawned processes of
 %% one repetition, as `extra.per_repetition'.
-with_alloc(#{alloc := #{words := W, reductions := R, spawned := S}}, Extra) ->
+with_alloc(#{alloc := #{words := W, reductions := R, spawned := S} = A}, Extra) ->
     Extra#{per_repetition => #{words => W, bytes => W * erlang:system_info(wordsize),
-                               reductions => R, spawned => S}};
+                               reductions => R, spawned => S,
+                               %% true: every process the workload's code spawned
+                               %% ended with a last GC; else why not.
+                               spawns_wrapped => maps:get(wrapped, A, false)}};
 with_alloc(_Rep, Extra) ->
     Extra.
 
