@@ -162,7 +162,12 @@ profile_on_27_(Config) ->
     Top = [N || #{<<"name">> := N} <- lists:sublist(maps:get(<<"functions">>, P), 5)],
     ct:log("top 5: ~p", [Top]),
     ?assert(lists:member(<<"otp27_hot:spin/2">>, Top)),
-    ?assertEqual(true, maps:get(<<"perf_support">>, P)).
+    ?assertEqual(true, maps:get(<<"perf_support">>, P)),
+    %% OTP 27 names its threads erts_sched_N, ...: the Erlang code ran on
+    %% the schedulers.
+    #{<<"threads">> := #{<<"scheduler">> := Sched}} = P,
+    ct:log("threads: ~p", [maps:get(<<"threads">>, P)]),
+    ?assert(Sched > 0.5 * maps:get(<<"samples">>, P)).
 
 %% The source-built emulator keeps its symbols: GC's static functions
 %% (do_minor, ...) are named, in the emulator category, with their note,

@@ -196,7 +196,8 @@ tprof_rows(Run) ->
     %% OTP 27+: called through a variable so older releases compile this.
     Tprof = tprof,
     {_, Raw} = Tprof:profile(Run, #{type => call_time, report => return}),
-    Inspected = Tprof:inspect(Raw),
+    %% Totals over every process (inspect/1 keys the results by process).
+    Inspected = Tprof:inspect(Raw, total, measurement),
     Entries = case maps:get(all, Inspected, undefined) of
                   {_Type, _Total, Es} -> Es;
                   _ -> []
