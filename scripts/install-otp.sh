@@ -8,11 +8,14 @@
 #
 # Idempotent: does nothing when the prefix already holds a working OTP 27.
 # The source is Debian's orig tarball of erlang 1:27.3.4.1+dfsg-1+deb13u4,
-# found through apt (a private deb-src list on the Debian mirror this machine
-# already uses, signed index checked by apt) and checked against the SHA-256 of
-# the package's .dsc (pinned below, and compared with the signed index).
-# The build is minimal (no wx, Java, ODBC or docs; a few large applications
-# beamlab never uses are skipped), runs under `nice -n 19` with -j$(nproc),
+# found through apt (a private deb-src list for trixie on the Debian mirror
+# this machine already uses; apt checks the index's signature). The tarball's
+# SHA-256 must equal the one in the package's .dsc (pinned below) and the one
+# in that signed index (the .dsc's Checksums-Sha256 as apt lists them); when
+# the mirror still serves the .dsc itself (the pool keeps only some versions'),
+# the pinned checksum is also checked against it.
+# The build is minimal (no wx, Java, ODBC or docs; applications neither
+# beamlab nor its tests use are skipped), runs under `nice -n 19` with -j$(nproc),
 # and keeps the emulator's symbols (beam.smp is not stripped), so
 # `beamlab profile` can name emulator C functions such as the garbage collector.
 set -eu
@@ -26,8 +29,9 @@ ORIG_SHA256=0834643ef1e17886d5e334a39527d8429bcf50613b86d59d4757466f32984b7e
 ORIG_SIZE=47613664
 # Build-time packages (bookworm's): compiler, OpenSSL and ncurses headers.
 BUILD_PKGS="gcc g++ make perl libssl-dev libncurses-dev zlib1g-dev xz-utils curl ca-certificates"
-# Not built: GUI, Java and ODBC bindings, and applications neither beamlab nor
-# its OTP 27 tests use (common_test also misses files the +dfsg tarball drops).
+# Not built besides wx, Java and ODBC (configure flags below): applications
+# neither beamlab nor its OTP 27 tests use (common_test also misses files the
+# +dfsg tarball drops, and its install fails).
 SKIP_APPS="jinterface megaco diameter snmp debugger observer et common_test dialyzer edoc eldap ftp tftp reltool"
 
 say() { printf 'install-otp: %s\n' "$*" >&2; }
@@ -67,8 +71,16 @@ trap 'rm -rf "$work"' EXIT INT TERM
 
 # --- locate the source through apt --------------------------------------
 # The Debian mirror this machine's apt already uses (not the security one).
-mirror=$(apt-get indextargets --format '$(REPO_URI) $(ORIGIN) $(SUITE)' 2>/dev/null \
-    | awk '$2 == "Debian" && $3 !~ /-/ { print $1; exit }')
+debian_mirror() {
+    apt-get indextargets --format '$(REPO_URI) $(ORIGIN) $(SUITE)' 2>/dev/null \
+        | awk '$2 == "Debian" && $3 !~ /-/ { print $1; exit }'
+}
+mirror=$(debian_mirror)
+if [ -z "$mirror" ] && [ "$(id -u)" -eq 0 ]; then
+    # apt knows the origin of a source only once its lists are downloaded.
+    apt-get update -q >/dev/null
+    mirror=$(debian_mirror)
+fi
 if [ -z "$mirror" ]; then
     say "no Debian mirror in apt's sources; cannot fetch the OTP source"
     exit 1
