@@ -48,6 +48,6 @@ module_copy_test() ->
     end.
 
 no_debug_info_test() ->
-    ?assertMatch({error, {no_debug_info, _}}, beamlab_runtime_alloc_wrap:module(no_such_module_here)),
+    ?assertMatch({error, {no_object_code, _}}, beamlab_runtime_alloc_wrap:module(no_such_module_here)),
     ?assertEqual("no_such_module_here has no debug information (compile it with debug_info)",
                  lists:flatten(beamlab_runtime_alloc_wrap:format_error({no_debug_info, no_such_module_here}))).

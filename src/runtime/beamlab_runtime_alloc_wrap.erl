@@ -13,9 +13,10 @@
 %%% (set up before the measurement) are not disturbed.
 -module(beamlab_runtime_alloc_wrap).
 
--export([spawns/1, module/1, copy_name/1, format_error/1]).
+-export([spawns/1, module/1, module/2, copy_name/1, format_error/1]).
 
--type error_reason() :: {no_debug_info, module()} | {compile, module(), term()} | {load, module(), term()}.
+-type error_reason() :: {no_debug_info, module()} | {no_object_code, module()}
+                      | {compile, module(), term()} | {load, module(), term()}.
 -export_type([error_reason/0]).
 
 -define(SPAWNS, [spawn, spawn_link, spawn_monitor, spawn_opt]).
@@ -37,17 +38,25 @@ copy_name(Mod) ->
 %% returns its name. Needs `Mod' compiled with `debug_info'.
 -spec module(module()) -> {ok, module()} | {error, error_reason()}.
 module(Mod) ->
+    module(Mod, none).
+
+%% @doc As {@link module/1}, from `Mod''s object code when given (a VM
+%% that loaded `Mod' from a binary cannot read it back).
+-spec module(module(), binary() | none) -> {ok, module()} | {error, error_reason()}.
+module(Mod, ObjectCode) ->
     Copy = copy_name(Mod),
     Version = version(Mod),
     case erlang:module_loaded(Copy) andalso copied_from(Copy) =:= Version of
         true -> {ok, Copy};
-        false -> build(Mod, Copy, Version)
+        false -> build(Mod, Copy, Version, ObjectCode)
     end.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
 format_error({no_debug_info, Mod}) ->
     io_lib:format("~ts has no debug information (compile it with debug_info)", [Mod]);
+format_error({no_object_code, Mod}) ->
+    io_lib:format("the object code of ~ts cannot be read in this VM", [Mod]);
 format_error({compile, Mod, Reason}) ->
     io_lib:format("~ts could not be recompiled with wrapped spawns: ~0tp", [Mod, Reason]);
 format_error({load, Mod, Reason}) ->
@@ -60,8 +69,8 @@ version(Mod) ->
 copied_from(Copy) ->
     proplists:get_value(beamlab_copied_from, Copy:module_info(attributes)).
 
-build(Mod, Copy, Version) ->
-    case forms(Mod) of
+build(Mod, Copy, Version, ObjectCode) ->
+    case forms(Mod, ObjectCode) of
         {ok, Forms, Opts} ->
             Locals = [{F, A} || {function, _, F, A, _} <- Forms],
             New = [{attribute, 0, beamlab_copied_from, Version}
@@ -75,8 +84,8 @@ build(Mod, Copy, Version) ->
                 {error, Errors, _Warnings} -> {error, {compile, Mod, Errors}};
                 error -> {error, {compile, Mod, error}}
             end;
-        error ->
-            {error, {no_debug_info, Mod}}
+        {error, Why} ->
+            {error, {Why, Mod}}
     end.
 
 load(Copy, Bin) ->
@@ -93,18 +102,18 @@ module_first(Forms) ->
 %% The module's abstract code (after its parse transforms) and the
 %% options it was compiled with that change the generated code
 %% (`export_all', inlining, ...).
-forms(Mod) ->
+forms(Mod, none) ->
     case code:get_object_code(Mod) of
-        {Mod, Bin, _File} ->
-            case beam_lib:chunks(Bin, [debug_info]) of
-                {ok, {Mod, [{debug_info, {debug_info_v1, erl_abstract_code, {Forms, Opts}}}]}}
-                  when is_list(Forms) ->
-                    {ok, Forms, [O || O <- Opts, keep_option(O)]};
-                _ ->
-                    error
-            end;
-        error ->
-            error
+        {Mod, Bin, _File} -> forms(Mod, Bin);
+        error -> {error, no_object_code}
+    end;
+forms(Mod, Bin) ->
+    case beam_lib:chunks(Bin, [debug_info]) of
+        {ok, {Mod, [{debug_info, {debug_info_v1, erl_abstract_code, {Forms, Opts}}}]}}
+          when is_list(Forms) ->
+            {ok, Forms, [O || O <- Opts, keep_option(O)]};
+        _ ->
+            {error, no_debug_info}
     end.
 
 keep_option({parse_transform, _}) -> false;
