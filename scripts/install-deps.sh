@@ -3,8 +3,11 @@
 #   scripts/install-deps.sh          build and run: Erlang/OTP and rebar3
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
-#                                    linux-perf (beamlab profile)
+#                                    linux-perf (beamlab profile), and OTP 27
+#                                    built from source (scripts/install-otp.sh,
+#                                    for test/otp27_SUITE; about 25 min once)
 set -eu
+here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
 TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps"
@@ -16,7 +19,19 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+otp27() {
+    [ "${1:-}" = "--test" ] || return 0
+    if [ "$(id -u)" -ne 0 ] && [ -z "${BEAMLAB_OTP27_PREFIX:-}" ]; then
+        echo "the OTP 27 tests need scripts/install-otp.sh (as root, or with BEAMLAB_OTP27_PREFIX)" >&2
+        return 0
+    fi
+    "$here/install-otp.sh"
+}
+
+if [ -z "$missing" ]; then
+    otp27 "${1:-}"
+    exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "beamlab needs these Debian packages:$missing" >&2
@@ -36,3 +51,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing >/dev/null
+otp27 "${1:-}"

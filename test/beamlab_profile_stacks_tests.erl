@@ -89,7 +89,12 @@ thread_type_test() ->
     ?assertEqual(scheduler, beamlab_profile_stacks:thread_type(<<"12_scheduler">>)),
     ?assertEqual(dirty_cpu, beamlab_profile_stacks:thread_type(<<"1_dirty_cpu_sch">>)),
     ?assertEqual(dirty_io, beamlab_profile_stacks:thread_type(<<"10_dirty_io_sch">>)),
-    ?assertEqual(other, beamlab_profile_stacks:thread_type(<<"beam.smp">>)).
+    ?assertEqual(other, beamlab_profile_stacks:thread_type(<<"beam.smp">>)),
+    %% OTP 26 and later name them differently.
+    ?assertEqual(scheduler, beamlab_profile_stacks:thread_type(<<"erts_sched_2">>)),
+    ?assertEqual(dirty_cpu, beamlab_profile_stacks:thread_type(<<"erts_dcpus_1">>)),
+    ?assertEqual(dirty_io, beamlab_profile_stacks:thread_type(<<"erts_dios_10">>)),
+    ?assertEqual(other, beamlab_profile_stacks:thread_type(<<"erts_aux_1">>)).
 
 harness_test() ->
     ?assert(beamlab_profile_stacks:harness_module(<<"beamlab_engine_job">>)),

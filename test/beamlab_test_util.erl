@@ -8,6 +8,7 @@
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
          cli_group_finish/1, launcher_children/1]).
+-export([otp27_prefix/0, otp27/0, otp_env/1]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -31,6 +32,41 @@ escript() ->
         true -> Path;
         false -> error({escript_not_built, Path, "run: make"})
     end.
+
+%% @doc Where scripts/install-otp.sh installs OTP 27 (`BEAMLAB_OTP27_PREFIX',
+%% default /opt/beamlab-otp/27).
+-spec otp27_prefix() -> file:filename().
+otp27_prefix() ->
+    case os:getenv("BEAMLAB_OTP27_PREFIX") of
+        false -> "/opt/beamlab-otp/27";
+        "" -> "/opt/beamlab-otp/27";
+        P -> P
+    end.
+
+%% @doc The `bin' directory of the OTP 27 built by scripts/install-otp.sh,
+%% when its `erl' runs and reports release 27 or later; else why not.
+-spec otp27() -> {ok, file:filename()} | {error, string()}.
+otp27() ->
+    Bin = filename:join(otp27_prefix(), "bin"),
+    Erl = filename:join(Bin, "erl"),
+    case filelib:is_regular(Erl) of
+        false ->
+            {error, "no OTP 27 in " ++ otp27_prefix() ++ " (build it with scripts/install-otp.sh, "
+             "or set BEAMLAB_OTP27_PREFIX)"};
+        true ->
+            Out = os:cmd("'" ++ Erl ++ "' -noshell -noinput -eval "
+                         "'io:put_chars(erlang:system_info(otp_release)), halt().' 2>&1"),
+            case string:to_integer(Out) of
+                {N, ""} when N >= 27 -> {ok, Bin};
+                _ -> {error, Erl ++ " does not run as OTP 27 or later: " ++ string:slice(Out, 0, 200)}
+            end
+    end.
+
+%% @doc The `env' option of {@link cli/2} that runs ./beamlab with the
+%% OTP in `Bin' (its `escript' first on PATH: the launcher runs `escript').
+-spec otp_env(file:filename()) -> [{string(), string()}].
+otp_env(Bin) ->
+    [{"PATH", Bin ++ ":" ++ os:getenv("PATH", "/usr/bin:/bin")}].
 
 %% @doc Runs `./beamlab Args' in a fresh temporary directory.
 -spec cli([string()]) -> #{code := integer(), out := binary(), err := binary(), dir := file:filename()}.

@@ -12,10 +12,11 @@
          node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
          flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
          memory_per_iteration/1, dwarf_call_graph/1, suite_memory_per_repetition/1,
-         duration_stops_the_command/1]).
+         suite_memory_counts_spawned_processes/1, duration_stops_the_command/1]).
 
 all() ->
     [invm_profilers_list_the_runner, memory_per_iteration, suite_memory_per_repetition,
+     suite_memory_counts_spawned_processes,
      errors_are_one_line, hot_function_and_bif_in_top3, duration_stops_the_command, pid_of_fresh_vm, pid_without_perf_support,
      node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms].
 
@@ -313,6 +314,60 @@ suite_memory_per_repetition(_Config) ->
     #{code := 0, out := Text} = beamlab_test_util:cli(["suite", "spawn", "--param", "spawn.n=500", "-n", "1",
                                                        "--memory"]),
     ?assertNotEqual(nomatch, binary:match(Text, <<"allocated per repetition">>)).
+
+%% `suite --memory' counts every word the workload's spawned processes
+%% allocate, also after their last GC: a user workload spawns 20 processes
+%% that each build a 10 000-element list (20 000 words) and exit, half of
+%% them (spawn_opt with a large min_heap_size) without any GC at all.
+suite_memory_counts_spawned_processes(Config) ->
+    Dir = ?config(priv_dir, Config),
+    NoDebug = filename:join(Dir, "nodebug"),
+    ok = filelib:ensure_path(NoDebug),
+    Src = filename:join(Dir, "alloc_kids.erl"),
+    ok = file:write_file(Src, alloc_kids_module()),
+    {ok, alloc_kids} = compile:file(Src, [debug_info, {outdir, Dir}]),
+    {ok, alloc_kids} = compile:file(Src, [{outdir, NoDebug}]),
+    Run = fun(Path) ->
+                  #{code := 0, out := Out} = beamlab_test_util:cli(["suite", "alloc_kids", "-pa", Path, "-n", "1",
+                                                                    "--memory", "--format", "json"]),
+                  #{benchmarks := [#{extra := #{<<"per_repetition">> := M}}]} = doc(Out),
+                  ct:log("~ts: ~p", [Path, M]),
+                  M
+          end,
+    Expected = 20 * 20000,
+    M = Run(Dir),
+    ?assertEqual(20, maps:get(<<"spawned">>, M)),
+    ?assertEqual(true, maps:get(<<"spawns_wrapped">>, M)),
+    ?assert(abs(maps:get(<<"words">>, M) - Expected) =< 0.05 * Expected),
+    %% The children's reductions are counted too (each builds its list).
+    ?assert(maps:get(<<"reductions">>, M) > 20 * 2000),
+    %% Without debug information the module cannot be wrapped: the
+    %% processes that never collected are missing, and the output says why.
+    M2 = Run(NoDebug),
+    ?assert(maps:get(<<"words">>, M2) < 0.75 * Expected),
+    ?assertMatch(<<"alloc_kids has no debug information", _/binary>>, maps:get(<<"spawns_wrapped">>, M2)),
+    #{code := 0, out := Text} = beamlab_test_util:cli(["suite", "alloc_kids", "-pa", NoDebug, "-n", "1", "--memory"]),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"compile it with debug_info">>)).
+
+alloc_kids_module() ->
+    <<"-module(alloc_kids).\n"
+      "-export([info/0, params/0, setup/1, run/2, teardown/1, kid/1]).\n"
+      "info() -> #{name => <<\"alloc_kids\">>, summary => <<\"children build a list and exit\">>,\n"
+      "            definition => <<\"P children each build an L-element list\">>, unit => <<\"us\">>,\n"
+      "            better => lower, metric => <<\"time\">>, checks => <<\"none\">>}.\n"
+      "params() -> [#{key => procs, default => 20, type => pos_integer, help => <<\"children\">>},\n"
+      "             #{key => len, default => 10000, type => pos_integer, help => <<\"list length\">>}].\n"
+      "setup(_) -> {ok, none}.\n"
+      "run(none, #{procs := P, len := L}) ->\n"
+      "    T0 = erlang:monotonic_time(),\n"
+      "    Half = P div 2,\n"
+      "    Refs = [element(2, spawn_monitor(?MODULE, kid, [L])) || _ <- lists:seq(1, Half)]\n"
+      "        ++ [element(2, spawn_opt(fun() -> kid(L) end, [monitor, {min_heap_size, 4 * L}]))\n"
+      "            || _ <- lists:seq(1, P - Half)],\n"
+      "    [receive {'DOWN', R, process, _, normal} -> ok end || R <- Refs],\n"
+      "    {ok, #{value => erlang:convert_time_unit(erlang:monotonic_time() - T0, native, microsecond)}}.\n"
+      "teardown(_) -> ok.\n"
+      "kid(L) -> _ = length(lists:seq(1, L)), ok.\n">>.
 
 %% Helpers
 

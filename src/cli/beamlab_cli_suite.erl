@@ -263,9 +263,15 @@ text(Doc, Parsed) ->
      %% --memory: one repetition's words and reductions per point.
      [["\n", N, ", one repetition (traced, after the measured ones):\n",
        beamlab_render_profile:memory_lines(M, "repetition"),
-       case maps:get(<<"spawned">>, M, 0) of
-           0 -> [];
-           _ -> "  (a spawned process counts through its garbage collections: what it allocates "
-                "after its last one, and its reductions, are not seen)\n"
+       case {maps:get(<<"spawned">>, M, 0), maps:get(<<"spawns_wrapped">>, M, false)} of
+           {0, _} -> [];
+           {_, true} -> [];
+           {_, Why} ->
+               ["  (spawned processes count through their garbage collections only: what one "
+                "allocates after its last one, and its reductions, are not seen",
+                case Why of
+                    B when is_binary(B) -> ["; ", B];
+                    _ -> []
+                end, ")\n"]
        end]
       || #{name := N, extra := #{<<"per_repetition">> := M}} <- maps:get(benchmarks, Doc)]].

@@ -15,7 +15,7 @@
 %%% allocate.
 -module(beamlab_engine_after).
 
--export([profile/3, per_iteration/2, tools/0, format_error/1, gc_after/1, gc_after/3]).
+-export([profile/3, per_iteration/2, tools/0, format_error/1]).
 
 -type tool() :: eprof | fprof | cprof | tprof.
 -type json_object() :: #{binary() => beamlab_json:json()}.
@@ -196,7 +196,8 @@ tprof_rows(Run) ->
     %% OTP 27+: called through a variable so older releases compile this.
     Tprof = tprof,
     {_, Raw} = Tprof:profile(Run, #{type => call_time, report => return}),
-    Inspected = Tprof:inspect(Raw),
+    %% Totals over every process (inspect/1 keys the results by process).
+    Inspected = Tprof:inspect(Raw, total, measurement),
     Entries = case maps:get(all, Inspected, undefined) of
                   {_Type, _Total, Es} -> Es;
                   _ -> []
@@ -245,25 +246,6 @@ msacc_stop(true) ->
 
 %%--------------------------------------------------------------------
 %% Memory and reductions
-
-%% @doc The wrapper the spawn calls of code compiled with `wrap_spawns'
-%% go through: the spawned fun ends with {@link beamlab_runtime_alloc:child_done/0}
-%% (a last GC, so the trace sees every word it allocated, and its reductions).
--spec gc_after(fun(() -> term())) -> fun(() -> term()).
-gc_after(Fun) when is_function(Fun, 0) ->
-    fun() ->
-            try Fun()
-            after
-                beamlab_runtime_alloc:child_done()
-            end
-    end;
-gc_after(Other) ->
-    Other.
-
-%% @doc As {@link gc_after/1} for `spawn(M, F, Args)'.
--spec gc_after(module(), atom(), [term()]) -> fun(() -> term()).
-gc_after(M, F, Args) ->
-    gc_after(fun() -> apply(M, F, Args) end).
 
 %% Runs N iterations in a fresh traced process; returns the words its
 %% tree allocated, its reductions (its own and its children's) and the

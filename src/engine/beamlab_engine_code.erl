@@ -69,7 +69,7 @@ compile(CodeMap) ->
     compile(CodeMap, #{}).
 
 %% @doc As {@link compile/1}; `#{wrap_spawns => true}' compiles the
-%% runner's own spawn calls through `beamlab_engine_after:gc_after', so a
+%% runner's own spawn calls through `beamlab_runtime_alloc:gc_after', so a
 %% spawned process collects garbage once more when it ends (the memory
 %% phase counts every word it allocated).
 -spec compile(code_map(), #{wrap_spawns => boolean()}) -> {ok, exec()} | {error, term()}.
@@ -313,36 +313,10 @@ map_tree(Fun, L) when is_list(L) ->
 map_tree(_Fun, T) ->
     T.
 
-%% spawn(Fun) -> spawn(beamlab_engine_after:gc_after(Fun)), also for
+%% spawn(Fun) -> spawn(beamlab_runtime_alloc:gc_after(Fun)), also for
 %% spawn_link, spawn_monitor, spawn_opt and the M, F, Args forms.
 wrap_spawns(Parsed = #{runner := {function, A, Clauses, Rec}}) ->
-    Spawns = [spawn, spawn_link, spawn_monitor, spawn_opt],
-    Wrap = fun(An, Args) -> {call, An, {remote, An, {atom, An, beamlab_engine_after}, {atom, An, gc_after}}, Args} end,
-    Rewrite = fun(An, Callee, F, Args) ->
-                      case {F, Args} of
-                          {spawn_opt, [Fun, Opts]} -> {call, An, Callee, [Wrap(An, [Fun]), Opts]};
-                          {spawn_opt, [M, Fn, As, Opts]} -> {call, An, Callee, [Wrap(An, [M, Fn, As]), Opts]};
-                          {spawn_opt, _} -> keep;
-                          {_, [Fun]} -> {call, An, Callee, [Wrap(An, [Fun])]};
-                          {_, [M, Fn, As]} -> {call, An, Callee, [Wrap(An, [M, Fn, As])]};
-                          _ -> keep
-                      end
-              end,
-    New = map_tree(fun({call, An, {remote, _, {atom, _, erlang}, {atom, _, F}} = Callee, Args} = T) ->
-                           case lists:member(F, Spawns) andalso Rewrite(An, Callee, F, Args) of
-                               false -> T;
-                               keep -> T;
-                               R -> R
-                           end;
-                      ({call, An, {atom, _, F} = Callee, Args} = T) ->
-                           case lists:member(F, Spawns) andalso Rewrite(An, Callee, F, Args) of
-                               false -> T;
-                               keep -> T;
-                               R -> R
-                           end;
-                      (T) -> T
-                   end, Clauses),
-    Parsed#{runner := {function, A, New, Rec}};
+    Parsed#{runner := {function, A, beamlab_runtime_alloc_wrap:spawns(Clauses), Rec}};
 wrap_spawns(Parsed) ->
     Parsed.
 

@@ -271,9 +271,13 @@ note(Sym, [{prefix, P, Note} | Rest]) ->
 note(Sym, [_ | Rest]) ->
     note(Sym, Rest).
 
-%% @doc The thread type of a VM thread name (`1_scheduler',
-%% `3_dirty_cpu_sch', `2_dirty_io_sche', `aux', ...).
+%% @doc The thread type of a VM thread name: OTP 25's `1_scheduler',
+%% `3_dirty_cpu_sch', `2_dirty_io_sche', `1_aux', and the names of later
+%% releases (`erts_sched_1', `erts_dcpus_1', `erts_dios_1', `erts_aux_1').
 -spec thread_type(binary()) -> scheduler | dirty_cpu | dirty_io | other.
+thread_type(<<"erts_sched_", _/binary>>) -> scheduler;
+thread_type(<<"erts_dcpus_", _/binary>>) -> dirty_cpu;
+thread_type(<<"erts_dios_", _/binary>>) -> dirty_io;
 thread_type(Comm) ->
     case {binary:match(Comm, <<"dirty_cpu">>), binary:match(Comm, <<"dirty_io">>),
           re:run(Comm, <<"^[0-9]+_scheduler">>)} of

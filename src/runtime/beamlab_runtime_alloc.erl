@@ -10,7 +10,7 @@
 %%% (`suite --memory').
 -module(beamlab_runtime_alloc).
 
--export([measure_self/1, child_done/0]).
+-export([measure_self/1, child_done/0, gc_after/1, gc_after/3]).
 
 -type counts() :: #{words := non_neg_integer(), reductions := non_neg_integer(),
                     spawned := non_neg_integer()}.
@@ -48,6 +48,26 @@ measure_self(Fun) ->
         unlink(Tracer),
         exit(Tracer, kill)
     end.
+
+%% @doc The wrapper the spawn calls of code rewritten by
+%% {@link beamlab_runtime_alloc_wrap} go through: the spawned fun ends with
+%% {@link child_done/0} (a last GC, so the trace sees every word it
+%% allocated, and its reductions).
+-spec gc_after(fun(() -> term())) -> fun(() -> term()).
+gc_after(Fun) when is_function(Fun, 0) ->
+    fun() ->
+            try Fun()
+            after
+                child_done()
+            end
+    end;
+gc_after(Other) ->
+    Other.
+
+%% @doc As {@link gc_after/1} for `spawn(M, F, Args)'.
+-spec gc_after(module(), atom(), [term()]) -> fun(() -> term()).
+gc_after(M, F, Args) ->
+    gc_after(fun() -> apply(M, F, Args) end).
 
 %% @doc Called by a spawned process as it ends: a last GC, so the trace sees
 %% every word it allocated, and its reductions to the measurement running

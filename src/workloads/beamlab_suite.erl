@@ -186,7 +186,7 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                         %% crashing workload and reports it.
                         {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
                                                     [self(), Mod, Params, Reps, Warmup,
-                                                     maps:get(memory, Opts, false)]),
+                                                     memory_arg(maps:get(memory, Opts, false), Node, Mod)]),
                         collect(Pid, MRef, Name, Mod, Opts, [])
                     after
                         stop_vm(Peer)
@@ -195,6 +195,16 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                     {[], {error, format_error(R)}}
             end
     end.
+
+%% A fresh VM got the workload as a binary and cannot read its object code
+%% back: the wrapped copy of `--memory' is built there from ours.
+memory_arg(true, Node, Mod) when Node =/= node() ->
+    case code:get_object_code(Mod) of
+        {Mod, Bin, _} -> {object_code, Bin};
+        error -> true
+    end;
+memory_arg(Memory, _Node, _Mod) ->
+    Memory.
 
 default_repeat(quick) -> 5;
 default_repeat(full) -> 10.
@@ -319,12 +329,14 @@ stage_error(Mod, Stage, Reason) ->
 %% point starts with a small heap and an empty mailbox.
 %% With `Memory', one more repetition after them runs under
 %% `beamlab_runtime_alloc' (its words, reductions and spawned processes go
-%% to the harness as `suite_alloc'; its time is not a sample).
--spec worker(pid(), module(), beamlab_workload:params(), pos_integer(), boolean(), boolean()) -> ok.
+%% to the harness as `suite_alloc'; its time is not a sample), in the
+%% workload's wrapped copy (built from `{object_code, Bin}' when given).
+-spec worker(pid(), module(), beamlab_workload:params(), pos_integer(), boolean(),
+             boolean() | {object_code, binary()}) -> ok.
 worker(Harness, Mod, Params, Reps, Warmup, Memory) ->
     case catch_stage(fun() -> Mod:setup(Params) end) of
         {ok, {ok, State}} ->
-            Order = [warmup || Warmup] ++ lists:seq(1, Reps) ++ [memory || Memory],
+            Order = [warmup || Warmup] ++ lists:seq(1, Reps) ++ [{memory, Memory} || Memory =/= false],
             State1 = reps(Harness, Mod, Params, State, Order),
             _ = catch_stage(fun() -> Mod:teardown(State1) end),
             Harness ! {suite_done, self()},
@@ -335,10 +347,25 @@ worker(Harness, Mod, Params, Reps, Warmup, Memory) ->
     end.
 
 reps(_Harness, _Mod, _Params, State, []) -> State;
-reps(Harness, Mod, Params, State, [memory]) ->
-    case catch_stage(fun() -> beamlab_runtime_alloc:measure_self(fun() -> Mod:run(State, Params) end) end) of
-        {ok, {{ok, _Rep}, Counts}} -> Harness ! {suite_alloc, self(), Counts}, State;
-        {ok, {{ok, _Rep, State1}, Counts}} -> Harness ! {suite_alloc, self(), Counts}, State1;
+reps(Harness, Mod, Params, State, [{memory, Memory}]) ->
+    %% The repetition runs the workload's wrapped copy (same code, its spawns
+    %% end with a last GC), built before the measurement; without debug
+    %% information the workload itself, its processes seen through their GCs.
+    ObjectCode = case Memory of
+                     {object_code, Bin} -> Bin;
+                     true -> none
+                 end,
+    {Run, Wrapped} = try beamlab_runtime_alloc_wrap:module(Mod, ObjectCode) of
+                         {ok, Copy} -> {Copy, true};
+                         {error, Why} -> {Mod, iolist_to_binary(beamlab_runtime_alloc_wrap:format_error(Why))}
+                     catch
+                         Class:Reason ->
+                             {Mod, iolist_to_binary(io_lib:format("the wrapped copy of ~ts failed: ~0tp:~0tP",
+                                                                  [Mod, Class, Reason, 8]))}
+                     end,
+    case catch_stage(fun() -> beamlab_runtime_alloc:measure_self(fun() -> Run:run(State, Params) end) end) of
+        {ok, {{ok, _Rep}, Counts}} -> Harness ! {suite_alloc, self(), Counts#{wrapped => Wrapped}}, State;
+        {ok, {{ok, _Rep, State1}, Counts}} -> Harness ! {suite_alloc, self(), Counts#{wrapped => Wrapped}}, State1;
         _ -> State
     end;
 reps(Harness, Mod, Params, State, [Which | Rest]) ->
@@ -362,9 +389,12 @@ reps(Harness, Mod, Params, State, [Which | Rest]) ->
 
 %% `suite --memory': words (and bytes), reductions and spawned processes of
 %% one repetition, as `extra.per_repetition'.
-with_alloc(#{alloc := #{words := W, reductions := R, spawned := S}}, Extra) ->
+with_alloc(#{alloc := #{words := W, reductions := R, spawned := S} = A}, Extra) ->
     Extra#{per_repetition => #{words => W, bytes => W * erlang:system_info(wordsize),
-                               reductions => R, spawned => S}};
+                               reductions => R, spawned => S,
+                               %% true: every process the workload's code spawned
+                               %% ended with a last GC; else why not.
+                               spawns_wrapped => maps:get(wrapped, A, false)}};
 with_alloc(_Rep, Extra) ->
     Extra.
 

@@ -1,0 +1,157 @@
+#!/bin/sh
+# Builds Erlang/OTP 27 from Debian trixie's source package into a private
+# prefix, so beamlab and its tests can run on a newer OTP than Debian 12's 25
+# (Debian's own OTP 27 binaries need trixie's glibc).
+#
+#   scripts/install-otp.sh            build into /opt/beamlab-otp/27
+#   BEAMLAB_OTP27_PREFIX=DIR scripts/install-otp.sh
+#
+# Idempotent: does nothing when the prefix already holds a working OTP 27.
+# The source is Debian's orig tarball of erlang 1:27.3.4.1+dfsg-1+deb13u4,
+# found through apt (a private deb-src list for trixie on the Debian mirror
+# this machine already uses; apt checks the index's signature). The tarball's
+# SHA-256 must equal the one in the package's .dsc (pinned below) and the one
+# in that signed index (the .dsc's Checksums-Sha256 as apt lists them); when
+# the mirror still serves the .dsc itself (the pool keeps only some versions'),
+# the pinned checksum is also checked against it.
+# The build is minimal (no wx, Java, ODBC or docs; applications neither
+# beamlab nor its tests use are skipped), runs under `nice -n 19` with -j$(nproc),
+# and keeps the emulator's symbols (beam.smp is not stripped), so
+# `beamlab profile` can name emulator C functions such as the garbage collector.
+set -eu
+
+PREFIX=${BEAMLAB_OTP27_PREFIX:-/opt/beamlab-otp/27}
+RELEASE=27
+DEB_VERSION=1:27.3.4.1+dfsg-1+deb13u4
+ORIG=erlang_27.3.4.1+dfsg.orig.tar.xz
+# Checksums-Sha256 of $ORIG in erlang_27.3.4.1+dfsg-1+deb13u4.dsc
+ORIG_SHA256=0834643ef1e17886d5e334a39527d8429bcf50613b86d59d4757466f32984b7e
+ORIG_SIZE=47613664
+# Build-time packages (bookworm's): compiler, OpenSSL and ncurses headers.
+BUILD_PKGS="gcc g++ make perl libssl-dev libncurses-dev zlib1g-dev xz-utils curl ca-certificates"
+# Not built besides wx, Java and ODBC (configure flags below): applications
+# neither beamlab nor its OTP 27 tests use (common_test also misses files the
+# +dfsg tarball drops, and its install fails).
+SKIP_APPS="jinterface megaco diameter snmp debugger observer et common_test dialyzer edoc eldap ftp tftp reltool"
+
+say() { printf 'install-otp: %s\n' "$*" >&2; }
+
+working_release() {
+    [ -x "$PREFIX/bin/erl" ] || return 1
+    "$PREFIX/bin/erl" -noshell -noinput \
+        -eval 'io:put_chars(erlang:system_info(otp_release)), halt(0).' 2>/dev/null
+}
+
+if [ "$(working_release || true)" = "$RELEASE" ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$PREFIX")" ]; then
+    say "cannot write $(dirname "$PREFIX"); run as root or set BEAMLAB_OTP27_PREFIX"
+    exit 1
+fi
+
+missing=""
+for p in $BUILD_PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        say "needs these Debian packages:$missing (sudo apt-get install -y$missing)"
+        exit 1
+    fi
+    say "installing build packages:$missing"
+    apt-get update -q >/dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-otp-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+
+# --- locate the source through apt --------------------------------------
+# The Debian mirror this machine's apt already uses (not the security one).
+debian_mirror() {
+    apt-get indextargets --format '$(REPO_URI) $(ORIGIN) $(SUITE)' 2>/dev/null \
+        | awk '$2 == "Debian" && $3 !~ /-/ { print $1; exit }'
+}
+mirror=$(debian_mirror)
+if [ -z "$mirror" ] && [ "$(id -u)" -eq 0 ]; then
+    # apt knows the origin of a source only once its lists are downloaded.
+    apt-get update -q >/dev/null
+    mirror=$(debian_mirror)
+fi
+if [ -z "$mirror" ]; then
+    say "no Debian mirror in apt's sources; cannot fetch the OTP source"
+    exit 1
+fi
+mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial"
+echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror%/} trixie main" \
+    > "$work/apt/sources.list"
+aptp() {
+    apt-get -q -o Dir::Etc::SourceList="$work/apt/sources.list" \
+        -o Dir::Etc::SourceParts=/nonexistent \
+        -o Dir::State::Lists="$work/apt/lists" \
+        -o Dir::Cache="$work/apt/cache" \
+        -o APT::Sandbox::User=root "$@"
+}
+say "reading trixie's source index"
+aptp update >/dev/null
+uris=$(aptp --print-uris source "erlang=$DEB_VERSION" 2>/dev/null | grep "^'")
+orig_line=$(printf '%s\n' "$uris" | awk -v f="$ORIG" '$2 == f')
+if [ -z "$orig_line" ]; then
+    say "apt knows no $ORIG for erlang $DEB_VERSION in trixie"
+    exit 1
+fi
+orig_uri=$(printf '%s\n' "$orig_line" | awk '{ gsub("\x27", "", $1); print $1 }')
+index_sha=$(printf '%s\n' "$orig_line" | awk '{ sub("^SHA256:", "", $4); print $4 }')
+if [ "$index_sha" != "$ORIG_SHA256" ]; then
+    say "the signed index gives $ORIG SHA-256 $index_sha, the .dsc $ORIG_SHA256"
+    exit 1
+fi
+# When the mirror still serves the .dsc, check the pinned checksum against it.
+dsc_line=$(printf '%s\n' "$uris" | awk '$2 ~ /\.dsc$/')
+dsc_uri=$(printf '%s\n' "$dsc_line" | awk '{ gsub("\x27", "", $1); print $1 }')
+if [ -n "$dsc_uri" ] && curl -fsS -o "$work/erlang.dsc" "$dsc_uri" 2>/dev/null; then
+    dsc_sha=$(printf '%s\n' "$dsc_line" | awk '{ sub("^SHA256:", "", $4); print $4 }')
+    echo "$dsc_sha  $work/erlang.dsc" | sha256sum -c --quiet - ||
+        { say ".dsc does not match the signed index"; exit 1; }
+    grep -q "^ $ORIG_SHA256 $ORIG_SIZE $ORIG\$" "$work/erlang.dsc" ||
+        { say "$ORIG's checksum is not the one in the .dsc"; exit 1; }
+fi
+
+say "downloading $ORIG"
+curl -fsS -o "$work/$ORIG" "$orig_uri"
+echo "$ORIG_SHA256  $work/$ORIG" | sha256sum -c --quiet - ||
+    { say "$ORIG: SHA-256 mismatch"; exit 1; }
+
+# --- build ---------------------------------------------------------------
+tar -C "$work" -xJf "$work/$ORIG"
+src="$work/otp-OTP-27.3.4.1"
+[ -x "$src/configure" ] || { say "no configure script in $ORIG"; exit 1; }
+
+without=""
+for a in $SKIP_APPS; do without="$without --without-$a"; done
+jobs=$(nproc)
+start=$(date +%s)
+say "building OTP $RELEASE in $src (nice -n 19, -j$jobs); this takes a while"
+(
+    cd "$src"
+    export ERL_TOP="$src"
+    # shellcheck disable=SC2086
+    nice -n 19 ./configure --prefix="$PREFIX" --without-javac --without-wx \
+        --without-odbc $without --enable-jit >"$work/configure.log" 2>&1 ||
+        { tail -n 30 "$work/configure.log" >&2; exit 1; }
+    nice -n 19 make -j"$jobs" >"$work/make.log" 2>&1 ||
+        { tail -n 40 "$work/make.log" >&2; exit 1; }
+    nice -n 19 make DESTDIR="$work/stage" install >"$work/install.log" 2>&1 ||
+        { tail -n 30 "$work/install.log" >&2; exit 1; }
+)
+rm -rf "$PREFIX"
+mkdir -p "$(dirname "$PREFIX")"
+mv "$work/stage$PREFIX" "$PREFIX"
+if [ "$(working_release || true)" != "$RELEASE" ]; then
+    say "the built $PREFIX/bin/erl does not run"
+    exit 1
+fi
+say "OTP $RELEASE installed in $PREFIX ($(($(date +%s) - start)) s to build)"
