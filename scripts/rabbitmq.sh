@@ -13,6 +13,8 @@
 # broker's distribution listen on, e.g. a network namespace's address
 # (`ip netns exec NS scripts/rabbitmq.sh start'); on another address than
 # loopback the guest user may log in from other hosts (test brokers only).
+# BEAMLAB_RABBIT_SESSION=caller starts the broker in the caller's session
+# (default: a session of its own), see start() below.
 set -euo pipefail
 
 PORT=${BEAMLAB_RABBIT_PORT:-5673}
