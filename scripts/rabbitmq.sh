@@ -13,6 +13,8 @@
 # broker's distribution listen on, e.g. a network namespace's address
 # (`ip netns exec NS scripts/rabbitmq.sh start'); on another address than
 # loopback the guest user may log in from other hosts (test brokers only).
+# BEAMLAB_RABBIT_SESSION=caller starts the broker in the caller's session
+# (default: a session of its own), see start() below.
 set -euo pipefail
 
 PORT=${BEAMLAB_RABBIT_PORT:-5673}
@@ -98,7 +100,15 @@ start() {
     prepare
     rm -f "$PIDFILE"
     # setsid: the broker must not die with the shell (or test run) that started it.
-    setsid "$SBIN/rabbitmq-server" >"$DIR/log/stdout.log" 2>&1 </dev/null &
+    # BEAMLAB_RABBIT_SESSION=caller keeps it in the caller's session, hence in
+    # the caller's CPU scheduling group (Linux autogroup): a benchmark whose
+    # broker and load generator share the cores then sees the broker get what
+    # the generator leaves, as on a machine of their own (bench/amqp_scale.sh).
+    if [ "${BEAMLAB_RABBIT_SESSION:-own}" = caller ]; then
+        "$SBIN/rabbitmq-server" >"$DIR/log/stdout.log" 2>&1 </dev/null &
+    else
+        setsid "$SBIN/rabbitmq-server" >"$DIR/log/stdout.log" 2>&1 </dev/null &
+    fi
     local deadline=$((SECONDS + ${BEAMLAB_RABBIT_TIMEOUT:-120}))
     until amqp_open && running; do
         if [ $SECONDS -ge $deadline ]; then
