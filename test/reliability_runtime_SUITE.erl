@@ -16,7 +16,7 @@
 -export([halting_runner_fails_its_job/1, stopping_hooks_and_forms/1,
          dynamic_halt_is_no_success/1, dynamic_stops_recovered/1, timed_and_squeeze_recovered/1,
          big_allocation_recovered/1, recovered_json_is_valid/1, suite_halting_workload_recovered/1,
-         stop_before_measuring_one_line/1, busy_leftovers_do_not_hang/1,
+         stop_before_measuring_one_line/1, killed_vm_recovered/1, busy_leftovers_do_not_hang/1,
          memory_limit_fails_job/1, memory_watermark_fails_job/1, workload_callbacks_crash/1,
          logs_stay_out_of_json/1]).
 -export([bad_vm_args_fail_fast/1, matrix_shows_inner_error/1, clear_messages/1,
@@ -35,7 +35,8 @@ groups() ->
                     dynamic_halt_is_no_success, dynamic_stops_recovered,
                     timed_and_squeeze_recovered, big_allocation_recovered,
                     recovered_json_is_valid, suite_halting_workload_recovered,
-                    stop_before_measuring_one_line, busy_leftovers_do_not_hang,
+                    stop_before_measuring_one_line, killed_vm_recovered,
+                    busy_leftovers_do_not_hang,
                     memory_limit_fails_job, memory_watermark_fails_job, workload_callbacks_crash,
                     logs_stay_out_of_json]},
      {messages, [], [bad_vm_args_fail_fast, matrix_shows_inner_error, clear_messages,
@@ -330,6 +331,8 @@ dynamic_stops_recovered(_) ->
          ?assertEqual(unicode:characters_to_binary(Stop), Name),
          has(E, "exit status 0")
      end || Stop <- ["M = erlang, M:halt(0).", "M = init, M:stop()."]],
+    %% a run that ends normally leaves nothing behind either
+    #{code := 0} = cli_clean(["ok.", "-d", "50", "-s", "1"]),
     ok.
 
 %% The same in timed mode and in concurrency estimation.
@@ -413,6 +416,23 @@ stop_before_measuring_one_line(Config) ->
     R = #{code := 1, err := Err} = cli_clean(["suite", "haltinfo", "-pa", Dir]),
     beamlab_test_util:assert_one_line_error(R),
     has(Err, "the VM stopped before beamlab finished \\(exit status 0\\)").
+
+%% The VM alone killed with SIGKILL (as the kernel's out-of-memory killer
+%% does): the status of the signal as before (137), and the result so far
+%% printed and saved.
+killed_vm_recovered(_) ->
+    H = start(["rand:uniform().", "-d", "100", "-s", "300", "--save", "k.json"]),
+    %% three progress lines (one a second at most): a checkpoint with samples
+    _ = wait_err(H, "(?s)sampling round.*sampling round.*sampling round"),
+    [Vm] = beamlab_test_util:launcher_children(H),
+    ok = beamlab_test_util:signal_pid(Vm, "KILL"),
+    #{code := Code, out := Out, err := Err, dir := Dir} = finish(H),
+    ?assertEqual(137, Code),
+    has(Out, "partial: the VM stopped \\(exit status 137\\)"),
+    has(Err, "beamlab: rand:uniform\\(\\)\\.: the VM stopped \\(exit status 137\\) while it was "
+             "measured: killed by SIGKILL"),
+    #{partial := true, benchmarks := [#{samples := [_ | _]}],
+      extra := #{<<"vm_stopped">> := #{<<"exit_status">> := 137}}} = load(Dir, "k.json").
 
 busy_leftovers_do_not_hang(_) ->
     #{code := 0, out := Out} = cli(["spawn(fun F() -> F() end).", "ok.", "-d", "100", "-s", "2"]),

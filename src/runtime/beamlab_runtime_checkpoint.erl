@@ -99,7 +99,7 @@ due(Current, _Pace, Now) ->
 -spec cause(integer()) -> unicode:chardata().
 cause(1) ->
     "likely out of memory (an allocation too large to fit; the emulator's line above "
-    "names it) or a halt(1) call beamlab could not see in the code";
+    "names it) or a halt(1) or halt(\"Slogan\") call beamlab could not see in the code";
 cause(137) ->
     "killed by SIGKILL: likely the kernel's out-of-memory killer (or a kill -9)";
 cause(134) ->
