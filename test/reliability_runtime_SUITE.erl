@@ -14,7 +14,9 @@
          term_launcher_then_vm_is_one/1, second_interrupt_stops_now/1,
          timed_interrupt_is_prompt/1, group_term_isolated/1, real_timeout/1, group_term_amqp/1]).
 -export([halting_runner_fails_its_job/1, stopping_hooks_and_forms/1,
-         dynamic_halt_is_no_success/1, busy_leftovers_do_not_hang/1,
+         dynamic_halt_is_no_success/1, dynamic_stops_recovered/1, timed_and_squeeze_recovered/1,
+         big_allocation_recovered/1, recovered_json_is_valid/1, suite_halting_workload_recovered/1,
+         stop_before_measuring_one_line/1, killed_vm_recovered/1, busy_leftovers_do_not_hang/1,
          memory_limit_fails_job/1, memory_watermark_fails_job/1, workload_callbacks_crash/1,
          logs_stay_out_of_json/1]).
 -export([bad_vm_args_fail_fast/1, matrix_shows_inner_error/1, clear_messages/1,
@@ -30,7 +32,11 @@ groups() ->
                     term_launcher_then_vm_is_one, second_interrupt_stops_now,
                     timed_interrupt_is_prompt, group_term_isolated, real_timeout]},
      {runners, [], [halting_runner_fails_its_job, stopping_hooks_and_forms,
-                    dynamic_halt_is_no_success, busy_leftovers_do_not_hang,
+                    dynamic_halt_is_no_success, dynamic_stops_recovered,
+                    timed_and_squeeze_recovered, big_allocation_recovered,
+                    recovered_json_is_valid, suite_halting_workload_recovered,
+                    stop_before_measuring_one_line, killed_vm_recovered,
+                    busy_leftovers_do_not_hang,
                     memory_limit_fails_job, memory_watermark_fails_job, workload_callbacks_crash,
                     logs_stay_out_of_json]},
      {messages, [], [bad_vm_args_fail_fast, matrix_shows_inner_error, clear_messages,
@@ -66,9 +72,27 @@ finish(H) ->
     R.
 
 cli(Args) ->
-    R = beamlab_test_util:cli(Args),
-    ct:log("~p~n--- stdout ---~n~ts~n--- stderr ---~n~ts", [Args, maps:get(out, R), maps:get(err, R)]),
+    cli(Args, #{}).
+
+cli(Args, Opts) ->
+    R = beamlab_test_util:cli(Args, Opts),
+    ct:log("~p~n--- exit ~p ---~n--- stdout ---~n~ts~n--- stderr ---~n~ts",
+           [Args, maps:get(code, R), maps:get(out, R), maps:get(err, R)]),
     R.
+
+%% Runs the escript with a TMPDIR of its own (where the launcher makes its
+%% checkpoint directory) and checks that nothing is left there, nor a
+%% crash dump in the working directory.
+cli_clean(Args) ->
+    Tmp = beamlab_test_util:tmp_dir("tmpdir"),
+    R = #{dir := Dir} = cli(Args, #{env => [{"TMPDIR", Tmp}]}),
+    ?assertEqual({ok, []}, file:list_dir(Tmp)),
+    ?assertNot(filelib:is_file(filename:join(Dir, "erl_crash.dump"))),
+    ok = file:del_dir(Tmp),
+    R.
+
+lines(Bin) ->
+    [L || L <- binary:split(Bin, <<"\n">>, [global]), L =/= <<>>].
 
 wait_err(#{err_file := F}, Pattern) ->
     beamlab_test_util:wait_for_file(F, Pattern, 60000).
@@ -267,12 +291,11 @@ stopping_hooks_and_forms(_) ->
                                {["ok.", "--done", "c:q()."], "done hook calls c:q/0"}]],
     ok.
 
-%% A stop beamlab cannot see in the code (the module is a variable): the
-%% launcher reports the VM ended without beamlab, never exit 0.
+%% A stop beamlab cannot see in the code (the module is a variable) is
+%% never exit 0; with -i only that job's VM stops.
 dynamic_halt_is_no_success(_) ->
-    #{code := Code, err := Err} = cli(["ok.", "M = erlang, M:halt(0).", "-d", "50", "-s", "1"]),
+    #{code := Code} = cli(["ok.", "M = erlang, M:halt(0).", "-d", "50", "-s", "1"]),
     ?assertEqual(1, Code),
-    has(Err, "the VM stopped before beamlab finished"),
     %% with -i only that job's VM stops: the other result is kept
     #{code := 1, out := Out, err := Err2, dir := Dir} =
         cli(["ok.", "M = erlang, M:halt(0).", "-i", "-d", "50", "-s", "1", "--save", "d.json"]),
@@ -281,6 +304,135 @@ dynamic_halt_is_no_success(_) ->
     ?assert(byte_size(Err2) < 1000),
     #{benchmarks := [#{samples := [_]}, #{extra := #{<<"status">> := <<"failed">>}}]} =
         load(Dir, "d.json").
+
+%% The VM stopped by code beamlab cannot see (`M:halt(0)', `M:stop()'):
+%% the launcher's recovery run prints and saves what the checkpoint held,
+%% as an interrupted run: the `ok.' job's samples, the stopping job failed
+%% and named in one line with the exit status and the likely cause, the
+%% jobs after it not run; exit 1; the checkpoint directory is gone.
+dynamic_stops_recovered(_) ->
+    [begin
+         #{code := Code, out := Out, err := Err, dir := Dir} =
+             cli_clean(["ok.", Stop, "rand:uniform().", "-d", "50", "-s", "2", "--save", "d.json"]),
+         ?assertEqual(1, Code),
+         has(Out, "partial: the VM stopped \\(exit status 0\\) while M = "),
+         has(Out, "ok\\. +1 "),
+         has(Out, "rand:uniform\\(\\)\\. +1 +not run"),
+         [Line, <<"saved: d.json">>] = lines(Err),
+         has(Line, ["^beamlab: \\Q", Stop, "\\E: the VM stopped \\(exit status 0\\) while it was measured: "
+                    "likely a halt\\(\\) or init:stop\\(\\) call"]),
+         #{partial := true,
+           benchmarks := [#{samples := [_ | _], extra := #{<<"status">> := <<"ok">>}},
+                          #{name := Name, extra := #{<<"status">> := <<"failed">>, <<"error">> := E}},
+                          #{samples := [], extra := #{<<"status">> := <<"failed">>,
+                                                      <<"not_run">> := true}}],
+           extra := #{<<"vm_stopped">> := #{<<"job">> := Name, <<"exit_status">> := 0}}} =
+             load(Dir, "d.json"),
+         ?assertEqual(unicode:characters_to_binary(Stop), Name),
+         has(E, "exit status 0")
+     end || Stop <- ["M = erlang, M:halt(0).", "M = init, M:stop()."]],
+    %% a run that ends normally leaves nothing behind either
+    #{code := 0} = cli_clean(["ok.", "-d", "50", "-s", "1"]),
+    ok.
+
+%% The same in timed mode and in concurrency estimation.
+timed_and_squeeze_recovered(_) ->
+    [begin
+         #{code := Code, out := Out, err := Err, dir := Dir} =
+             cli_clean(["ok.", "M = erlang, M:halt(3).", "-s", "2", "--save", "t.json" | Mode]),
+         ?assertEqual(1, Code),
+         has(Out, "ok\\. +[0-9]+ "),
+         has(Err, "^beamlab: M = erlang, M:halt\\(3\\)\\.: the VM stopped \\(exit status 3\\)"),
+         #{partial := true, params := #{<<"mode">> := ModeName},
+           benchmarks := [#{samples := [_ | _]}, #{extra := #{<<"status">> := <<"failed">>}}]} =
+             load(Dir, "t.json")
+     end || {Mode, ModeName} <- [{["-l", "1000"], <<"timed">>},
+                                 {["-q", "--max", "2", "-d", "50"], <<"squeeze">>}]],
+    ok.
+
+%% One allocation too large to fit (1 TiB on this machine) ends the
+%% emulator: its own line, then beamlab's naming the job, then the saved
+%% partial result; no crash dump.
+big_allocation_recovered(_) ->
+    #{code := Code, out := Out, err := Err, dir := Dir} =
+        cli_clean(["ok.", "binary:copy(<<0>>, 1 bsl 40).", "-d", "50", "-s", "2", "--save", "b.json"]),
+    ?assertEqual(1, Code),
+    has(Out, "ok\\. +1 "),
+    [Emulator, Line, <<"saved: b.json">>] = lines(Err),
+    has(Emulator, "^binary_alloc: Cannot allocate"),
+    has(Line, "^beamlab: binary:copy\\(<<0>>, 1 bsl 40\\)\\.: the VM stopped \\(exit status 1\\) "
+              "while it was measured: likely out of memory"),
+    #{partial := true,
+      benchmarks := [#{samples := [_ | _]}, #{extra := #{<<"status">> := <<"failed">>}}]} =
+        load(Dir, "b.json").
+
+%% --format json of a recovered run is one valid result document.
+recovered_json_is_valid(_) ->
+    #{code := 1, out := Out} =
+        cli_clean(["ok.", "M = erlang, M:halt(0).", "-d", "50", "-s", "1", "--format", "json"]),
+    {ok, Json} = beamlab_json:decode(Out),
+    {ok, #{partial := true, benchmarks := [_, _]}} = beamlab_result:from_json(Json).
+
+%% A user workload that halts the VM on one point of its sweep: the point
+%% before it is kept, the halting point is named, the one after it is
+%% listed as not run.
+suite_halting_workload_recovered(Config) ->
+    Dir = ?config(priv_dir, Config),
+    Src = filename:join(Dir, "haltwl.erl"),
+    ok = file:write_file(Src, [
+        "-module(haltwl).\n"
+        "-export([info/0, params/0, setup/1, run/2, teardown/1]).\n"
+        "info() -> #{name => <<\"haltwl\">>, summary => <<\"halts\">>, definition => <<\"halts\">>,\n"
+        "            unit => <<\"us\">>, better => lower, checks => <<\"none\">>}.\n"
+        "params() -> [#{key => n, default => [1, 2, 3], full => [1, 2, 3], type => pos_integer,\n"
+        "               help => <<\"n\">>}].\n"
+        "setup(P) -> {ok, P}.\n"
+        "run(#{n := 2}, _) -> M = list_to_atom(\"erlang\"), M:halt(0);\n"
+        "run(_, _) -> {ok, #{value => 1.0}}.\n"
+        "teardown(_) -> ok.\n"]),
+    {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    #{code := Code, out := Out, err := Err, dir := Run} =
+        cli_clean(["suite", "haltwl", "-pa", Dir, "--save", "s.json"]),
+    ?assertEqual(1, Code),
+    has(Out, "FAILED haltwl\\[n=2\\]: the VM stopped \\(exit status 0\\)"),
+    has(Out, "not run \\(the VM stopped before them\\): haltwl\\[n=3\\]"),
+    has(Err, "beamlab: haltwl\\[n=2\\]: the VM stopped \\(exit status 0\\) while this point ran"),
+    #{partial := true, benchmarks := [#{name := <<"haltwl[n=1]">>, samples := [_ | _]}],
+      extra := #{<<"failures">> := [#{<<"name">> := <<"haltwl[n=2]">>}],
+                 <<"not_run">> := [<<"haltwl[n=3]">>]}} = load(Run, "s.json").
+
+%% A VM stopped before anything was measured (a workload's info/0 halts
+%% while the suite is planned) has no checkpoint: the launcher's one line.
+stop_before_measuring_one_line(Config) ->
+    Dir = ?config(priv_dir, Config),
+    Src = filename:join(Dir, "haltinfo.erl"),
+    ok = file:write_file(Src, [
+        "-module(haltinfo).\n"
+        "-export([info/0, params/0, setup/1, run/2, teardown/1]).\n"
+        "info() -> M = list_to_atom(\"erlang\"), M:halt(0).\n"
+        "params() -> [].\nsetup(P) -> {ok, P}.\nrun(_, _) -> {ok, #{value => 1.0}}.\n"
+        "teardown(_) -> ok.\n"]),
+    {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    R = #{code := 1, err := Err} = cli_clean(["suite", "haltinfo", "-pa", Dir]),
+    beamlab_test_util:assert_one_line_error(R),
+    has(Err, "the VM stopped before beamlab finished \\(exit status 0\\)").
+
+%% The VM alone killed with SIGKILL (as the kernel's out-of-memory killer
+%% does): the status of the signal as before (137), and the result so far
+%% printed and saved.
+killed_vm_recovered(_) ->
+    H = start(["rand:uniform().", "-d", "100", "-s", "300", "--save", "k.json"]),
+    %% three progress lines (one a second at most): a checkpoint with samples
+    _ = wait_err(H, "(?s)sampling round.*sampling round.*sampling round"),
+    [Vm] = beamlab_test_util:launcher_children(H),
+    ok = beamlab_test_util:signal_pid(Vm, "KILL"),
+    #{code := Code, out := Out, err := Err, dir := Dir} = finish(H),
+    ?assertEqual(137, Code),
+    has(Out, "partial: the VM stopped \\(exit status 137\\)"),
+    has(Err, "beamlab: rand:uniform\\(\\)\\.: the VM stopped \\(exit status 137\\) while it was "
+             "measured: killed by SIGKILL"),
+    #{partial := true, benchmarks := [#{samples := [_ | _]}],
+      extra := #{<<"vm_stopped">> := #{<<"exit_status">> := 137}}} = load(Dir, "k.json").
 
 busy_leftovers_do_not_hang(_) ->
     #{code := 0, out := Out} = cli(["spawn(fun F() -> F() end).", "ok.", "-d", "100", "-s", "2"]),

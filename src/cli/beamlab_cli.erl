@@ -29,11 +29,26 @@ main(Argv) ->
     %% launcher the VM stopped without us (benchmarked code, memory).
     Launched = os:getenv("BEAMLAB_LAUNCHER") =:= "1",
     Launched andalso os:unsetenv("BEAMLAB_LAUNCHER"),
-    beamlab_runtime_interrupt:install(),
+    %% The launcher's private directory for checkpoints (fresh VMs started
+    %% from here must not inherit it), and, when the VM it started stopped
+    %% without beamlab, the recovery run.
+    Checkpoint = os:getenv("BEAMLAB_CHECKPOINT", ""),
+    Recover = os:getenv("BEAMLAB_RECOVER", ""),
+    _ = [os:unsetenv(V) || V <- ["BEAMLAB_CHECKPOINT", "BEAMLAB_RECOVER"]],
     %% Log events (from benchmarked code too) never go into the output.
     ok = beamlab_runtime_logs:to_stderr(),
-    {Code, _} = run_command(Argv),
-    halt_flushed(launcher_code(Launched, Code)).
+    case Recover of
+        "" ->
+            beamlab_runtime_interrupt:install(),
+            Opts = case Launched andalso Checkpoint =/= "" of
+                       true -> #{checkpoint => Checkpoint};
+                       false -> #{}
+                   end,
+            {Code, _} = run_command(Argv, Opts),
+            halt_flushed(launcher_code(Launched, Code));
+        _ ->
+            halt_flushed(beamlab_cli_recover:run(Checkpoint, Recover))
+    end.
 
 launcher_code(true, Code) when Code >= 0, Code =< 2 -> 200 + Code;
 launcher_code(_, Code) -> Code.
@@ -49,8 +64,10 @@ run_command(Argv) ->
 %% results (the document is still returned); `#{errors => return}' returns
 %% the one-line error message as `{error, Message}' in place of the
 %% document instead of printing it (the matrix shows it for the VM that
-%% ran the command).
--spec run_command([string()], #{quiet => boolean(), errors => print | return}) ->
+%% ran the command); `#{checkpoint => Dir}' keeps a checkpoint of the
+%% measurement in the launcher's private directory (`run', `suite').
+-spec run_command([string()], #{quiet => boolean(), errors => print | return,
+                                checkpoint => string()}) ->
           {exit_code(), beamlab_result:result() | undefined | {error, binary()}}.
 run_command(Argv, Opts) ->
     Report = fun(Code, Msg) ->
@@ -59,7 +76,7 @@ run_command(Argv, Opts) ->
                          print -> print_error(Msg), {Code, undefined}
                      end
              end,
-    try dispatch(Argv, maps:get(quiet, Opts, false))
+    try dispatch(Argv, Opts)
     catch
         throw:{beamlab_cli, usage, Msg} ->
             Report(?EXIT_USAGE, Msg);
@@ -122,18 +139,18 @@ with_env(Doc) ->
 %%--------------------------------------------------------------------
 %% Dispatch
 
-dispatch([], _Quiet) ->
+dispatch([], _Opts) ->
     io:put_chars(standard_error, top_help()),
     {?EXIT_USAGE, undefined};
-dispatch(["--version" | _], _Quiet) ->
+dispatch(["--version" | _], _Opts) ->
     io:format("beamlab ~ts (OTP ~s, erts ~s)~n",
               [version(), erlang:system_info(otp_release), erlang:system_info(version)]),
     {0, undefined};
-dispatch([H | Rest], _Quiet) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
+dispatch([H | Rest], _Opts) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
     {help(Rest), undefined};
-dispatch([Cmd | Rest] = Argv, Quiet) ->
+dispatch([Cmd | Rest] = Argv, Opts) ->
     case lists:keyfind(Cmd, 1, commands()) of
-        {Cmd, Mod} -> run_module(Cmd, Mod, Rest, Argv, Quiet);
+        {Cmd, Mod} -> run_module(Cmd, Mod, Rest, Argv, Opts);
         false ->
             case looks_like_command(Cmd) of
                 true ->
@@ -142,11 +159,12 @@ dispatch([Cmd | Rest] = Argv, Quiet) ->
                                 [Cmd, string:join([N || {N, _} <- commands()], ", ")]);
                 false ->
                     %% The bare form: `beamlab CODE...' is `beamlab run CODE...'.
-                    run_module("run", beamlab_cli_run, Argv, Argv, Quiet)
+                    run_module("run", beamlab_cli_run, Argv, Argv, Opts)
             end
     end.
 
-run_module(Name, Mod, Args, Argv, Quiet) ->
+run_module(Name, Mod, Args, Argv, Opts) ->
+    Quiet = maps:get(quiet, Opts, false),
     ensure_available(Name, Mod),
     case lists:any(fun(F) -> lists:member(F, Args) end, help_flags(Mod)) of
         true ->
@@ -158,9 +176,13 @@ run_module(Name, Mod, Args, Argv, Quiet) ->
                           {error, Msg} ->
                               usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
                       end,
-            Parsed = Parsed0#{command => Name, argv => Argv},
+            Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
+                                maps:with([checkpoint], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
-            case Mod:run(Parsed) of
+            Outcome = Mod:run(Parsed),
+            %% Measured: from here on the command prints its result itself.
+            ok = beamlab_runtime_checkpoint:clear(maps:get(checkpoint, Opts, none)),
+            case Outcome of
                 {Code, none} ->
                     {Code, undefined};
                 {Code, Doc0} ->

@@ -37,7 +37,8 @@
                     optional_value => term(), help => string(), metavar => string()}.
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
-                    given := [atom()], command => string(), argv => [string()]}.
+                    given := [atom()], command => string(), argv => [string()],
+                    checkpoint => string()}.
 -export_type([option/0, parsed/0, type/0]).
 
 %% @doc Options every measuring command accepts.

@@ -8,7 +8,7 @@
 -module(beamlab_cli_run).
 -behaviour(beamlab_cli_command).
 
--export([summary/0, options/0, usage/0, run/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, text/2, failed/1]).
 
 
 %% @doc One line for `beamlab help'.
@@ -107,7 +107,10 @@ run(Parsed) ->
     Jobs = jobs(Parsed),
     {RunOpts0, ModeOpts} = run_opts(Parsed, length(Jobs)),
     Progress = progress(Parsed, length(Jobs)),
-    RunOpts = RunOpts0#{progress => progress_fun(Progress, Parsed)},
+    %% Under the launcher: what was measured survives code that stops the VM.
+    Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
+                                                 #{command => "run", parsed => Parsed}),
+    RunOpts = RunOpts0#{progress => progress_fun(Progress, Parsed), checkpoint => Checkpoint},
     beamlab_cli:add_code_paths(beamlab_cli_args:get(pa, Parsed, [])),
     ok = beamlab_runtime_interrupt:subscribe(),
     Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
@@ -119,9 +122,7 @@ run(Parsed) ->
         {ok, Doc0} ->
             %% In-VM profiler, memory and reductions: after the samples.
             Doc = beamlab_cli_after:attach(Jobs, Doc0, Parsed),
-            Failed = [B || B = #{extra := #{<<"status">> := <<"failed">>}} <- maps:get(benchmarks, Doc)],
-            _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
-                 || #{name := N, extra := #{<<"error">> := E}} <- Failed],
+            Failed = failed(Doc),
             if
                 map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
                 Failed =/= [] -> {1, Doc};
@@ -130,6 +131,17 @@ run(Parsed) ->
         {error, Reason} ->
             error_exit(Reason)
     end.
+
+%% @doc The failed jobs of a run's document, each told on stderr in one
+%% line (`beamlab: LABEL: ERROR'); jobs not run (the VM stopped before
+%% them) are only shown in the result.
+-spec failed(beamlab_result:result()) -> [beamlab_result:benchmark()].
+failed(Doc) ->
+    Failed = [B || B = #{extra := #{<<"status">> := <<"failed">>}} <- maps:get(benchmarks, Doc)],
+    _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
+         || #{name := N, extra := #{<<"error">> := E} = X} <- Failed,
+            not maps:get(<<"not_run">>, X, false)],
+    Failed.
 
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

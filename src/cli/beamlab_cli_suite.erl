@@ -166,7 +166,10 @@ run_plan(Plan, DocParams, Extra, Parsed) ->
                                                progress => progress(Verbose, Progress),
                                                command => maps:get(argv, Parsed),
                                                params => DocParams,
-                                               extra => Extra})
+                                               extra => Extra,
+                                               checkpoint => beamlab_runtime_checkpoint:open(
+                                                               maps:get(checkpoint, Parsed, undefined),
+                                                               #{command => "suite", parsed => Parsed})})
                  after
                      ok = beamlab_runtime_interrupt:unsubscribe(),
                      Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)

@@ -28,6 +28,10 @@
 %%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_runtime_telemetry},
 %%%       with each job's iteration rate) into the result; `verbose' (false)
 %%%       also prints it live, one line a second, on stderr.</li>
+%%%   <li>`checkpoint' (none): a {@link beamlab_runtime_checkpoint} kept up
+%%%       to date while the jobs run in this VM (not with `isolated'), so
+%%%       that {@link recover/2} can rebuild the partial document if the
+%%%       benchmarked code stops the VM.</li>
 %%% </ul>
 %%% ModeOpts: `undefined', or a map with `min', `max', `step', `threshold'
 %%% for concurrency estimation (see {@link beamlab_engine_squeeze}).
@@ -36,11 +40,11 @@
 %%% calls it for this VM, the isolated mode for its compile check.
 -module(beamlab_engine).
 
--export([run/3, measure/3, format_error/1, default_run_opts/0, add_code_paths/1,
+-export([run/3, measure/3, recover/2, format_error/1, default_run_opts/0, add_code_paths/1,
          remove_code_paths/1]).
 
 -export_type([job_spec/0, run_opts/0, options/0, mode_opts/0, outcome/0, progress/0,
-              curve_point/0, error_reason/0]).
+              curve_point/0, error_reason/0, progress_state/0]).
 
 -type job_spec() :: beamlab_engine_code:code_map().
 %% Every run option, as {@link default_run_opts/0} returns them.
@@ -64,7 +68,8 @@
                       checks := boolean(),
                       busy_wait := undefined | boolean(),
                       telemetry := boolean(),
-                      verbose := boolean()}.
+                      verbose := boolean(),
+                      checkpoint := beamlab_runtime_checkpoint:checkpoint() | none}.
 %% What callers pass: any subset of run_opts(). `labels' is internal (the
 %% unique job names, passed from run/3 to measure/3).
 -type options() :: #{concurrency => pos_integer(),
@@ -88,7 +93,9 @@
                      busy_wait => undefined | boolean(),
                      telemetry => boolean(),
                      verbose => boolean(),
-                     labels => [binary()]}.
+                     checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
+                     labels => [binary()],
+                     save => fun((progress_state()) -> ok)}.
 -type mode_opts() :: undefined | beamlab_engine_squeeze:given_opts().
 -type progress() :: beamlab_engine_sampler:progress().
 -type curve_point() :: #{concurrency := pos_integer(), mean := float(), samples := [number()]}.
@@ -96,9 +103,17 @@
                      samples := [number()],
                      times := [non_neg_integer()],
                      status := ok | {error, beamlab_engine_job:failure() | {isolated, term()}
-                                               | error_reason()},
+                                               | error_reason() | stop_failure()},
                      concurrency := non_neg_integer(),
                      curve => [curve_point()]}.
+%% What a checkpoint says of a run in progress (see recover/2): the phase,
+%% the job whose code runs (by position), each job's outcome so far.
+-type phase() :: init | init_runner | sampling | done | finished.
+-type entry() :: {beamlab_engine_sampler:outcome(), non_neg_integer(),
+                  undefined | [beamlab_engine_squeeze:point()]}.
+-type progress_state() :: #{phase := phase(), current := pos_integer() | none,
+                            entries := #{pos_integer() => entry()}}.
+-type stop_failure() :: {vm_stopped, phase(), integer()} | not_run.
 -type error_reason() :: no_jobs
                       | {compile, pos_integer(), binary(), term()}
                       | {bad_option, atom(), term()}
@@ -115,7 +130,7 @@ default_run_opts() ->
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
       deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
       confidence => 0.95, progress => undefined, command => [], checks => true,
-      busy_wait => undefined, telemetry => false, verbose => false}.
+      busy_wait => undefined, telemetry => false, verbose => false, checkpoint => none}.
 
 %% @doc Puts `-pa' directories at the front of this VM's code path, first
 %% given first (as `erl -pa' does). Directories already on the path are
@@ -162,10 +177,14 @@ run(Jobs, RunOpts0, ModeOpts) ->
               %% `busy_wait => true' forces the busy-wait sample timer.
               Busy = maps:get(busy_wait, RunOpts) =:= true orelse maps:get(busy_wait, Timer),
               Opts1 = RunOpts#{busy_wait => Busy},
+              Context = #{labels => Labels, base => Base,
+                          run_opts => maps:without([progress, checkpoint], Opts1),
+                          mode_opts => ModeOpts, findings => Findings,
+                          timer => Timer#{busy_wait := Busy}, started_at => Started},
               #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
                   case maps:get(isolated, RunOpts) of
                       true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
-                      false -> measure(Jobs, Opts1#{labels => Labels}, ModeOpts)
+                      false -> measure(Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
                   end,
               flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
@@ -174,6 +193,60 @@ run(Jobs, RunOpts0, ModeOpts) ->
                               partial => Interrupted, started_at => Started,
                               telemetry => Telemetry})}
       end).
+
+%% Checkpoints of this run: the document's context with the progress.
+with_save(#{checkpoint := none} = Opts, _Context) ->
+    Opts;
+with_save(#{checkpoint := Cp} = Opts, Context) ->
+    Opts#{save => fun(Progress) ->
+                          beamlab_runtime_checkpoint:save(Cp, #{engine => Context,
+                                                                 progress => Progress})
+                  end}.
+
+checkpoint(undefined, _Progress) -> ok;
+checkpoint(Save, Progress) -> Save(Progress).
+
+%% @doc The document of a run whose VM stopped while it measured, from its
+%% last checkpoint (the `state' {@link beamlab_runtime_checkpoint:load/1}
+%% returns) and the VM's exit status: partial, the job whose code was
+%% running failed (`vm_stopped'), the jobs never started failed as not run
+%% (`extra.not_run'); `extra.vm_stopped' says which job, when and the
+%% likely cause. No environment report: the caller attaches one.
+-spec recover(term(), integer()) -> {ok, beamlab_result:result()} | {error, bad_checkpoint}.
+recover(#{engine := #{labels := Labels, base := Base, run_opts := RunOpts, mode_opts := ModeOpts,
+                      findings := Findings, timer := Timer, started_at := Started},
+          progress := #{phase := Phase, current := Current, entries := Entries}}, Status)
+  when is_list(Labels), is_map(Entries) ->
+    NoCurve = case ModeOpts of
+                  undefined -> undefined;
+                  _ -> []
+              end,
+    Stop = {vm_stopped, Phase, Status},
+    Measuring = lists:member(Phase, [init, init_runner, sampling]),
+    PerJob = [case {maps:find(I, Entries), I =:= Current} of
+                  {{ok, {O, C, Curve}}, true} ->
+                      {O#{status := {error, Stop}}, C, Curve};
+                  {{ok, {#{samples := [], status := ok} = O, C, Curve}}, false} when Measuring ->
+                      {O#{status := {error, not_run}}, C, Curve};
+                  {{ok, Entry}, false} ->
+                      Entry;
+                  {error, true} -> {empty({error, Stop}), 0, NoCurve};
+                  {error, false} -> {empty({error, not_run}), 0, NoCurve}
+              end || I <- lists:seq(1, length(Labels))],
+    {Outcomes, _} = finish({PerJob, true}, [ok || _ <- PerJob]),
+    Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
+    Job = case Current of
+              none -> null;
+              _ -> lists:nth(Current, Labels)
+          end,
+    {ok, document(Labelled, Base, RunOpts, ModeOpts,
+                  #{findings => Findings, timer => Timer, partial => true, started_at => Started,
+                    telemetry => #{},
+                    vm_stopped => #{job => Job, phase => atom_to_binary(Phase), exit_status => Status,
+                                    cause => unicode:characters_to_binary(
+                                               beamlab_runtime_checkpoint:cause(Status))}})};
+recover(_, _Status) ->
+    {error, bad_checkpoint}.
 
 %% The sampler leaves an interrupt in the mailbox so every loop level sees
 %% it; once the run is over it has been acted upon and must not cut the
@@ -197,6 +270,7 @@ maybe_result(Fun) ->
             telemetry := beamlab_runtime_telemetry:series()}.
 measure(Jobs, RunOpts0, ModeOpts) ->
     RunOpts = maps:merge(default_run_opts(), RunOpts0),
+    Save = maps:get(save, RunOpts, undefined),
     Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
     OldPrio = process_flag(priority, high),
     %% Processes started from here on (jobs, workers, what the benchmarked
@@ -205,15 +279,15 @@ measure(Jobs, RunOpts0, ModeOpts) ->
     Headroom = beamlab_runtime_memory:headroom(),
     OldHeap = limit_heaps(beamlab_runtime_memory:heap_limit(Headroom)),
     try
-        Started = [start_job(E, RunOpts) || E <- Execs],
+        Started = start_jobs(Execs, RunOpts, Save),
         %% Memory held outside heaps (binaries, ETS) has a watermark.
         Watchdog = beamlab_engine_watchdog:start([J || {ok, J} <- Started], Headroom),
         Monitor = start_telemetry(Started, RunOpts),
-        Result = try sample(Started, RunOpts, ModeOpts)
+        Result = try sample(Started, RunOpts, ModeOpts, Save)
                  after beamlab_engine_watchdog:stop(Watchdog)
                  end,
         Telemetry = stop_telemetry(Monitor),
-        Stopped = [stop_job(S) || S <- Started],
+        Stopped = stop_jobs(Started, Result, Save),
         {Outcomes, Int} = finish(Result, Stopped),
         #{outcomes => Outcomes, interrupted => Int, telemetry => Telemetry}
     after
@@ -247,6 +321,39 @@ compile_job(I, Job) ->
         {error, Reason} -> throw({beamlab_engine, {compile, I, label_of(Job), Reason}})
     end.
 
+%% Each job's init hook runs in start_job/2: the checkpoint names it first.
+start_jobs(Execs, RunOpts, Save) ->
+    {Started, _} =
+        lists:mapfoldl(fun(E, {I, Entries}) ->
+                               checkpoint(Save, #{phase => init, current => I, entries => Entries}),
+                               case start_job(E, RunOpts) of
+                                   {ok, _} = S ->
+                                       {S, {I + 1, Entries}};
+                                   {error, F} = S ->
+                                       {S, {I + 1, Entries#{I => {empty({error, F}), 0, undefined}}}}
+                               end
+                       end, {1, #{}}, Execs),
+    Started.
+
+%% Each job's done hook runs in stop_job/1; after the last one, the run is
+%% measured (what follows, e.g. --profile, blames no job).
+stop_jobs(Started, {PerJob, _Int}, Save) ->
+    Entries = maps:from_list(lists:zip(lists:seq(1, length(PerJob)), PerJob)),
+    Stopped = [begin
+                   checkpoint(Save, #{phase => done, current => I, entries => Entries}),
+                   stop_job(S)
+               end || {I, S} <- lists:zip(lists:seq(1, length(Started)), Started)],
+    _ = Save =/= undefined andalso
+        begin
+            {Outcomes, _} = finish({PerJob, false}, Stopped),
+            Final = [{I, {maps:with([samples, times, status], O), C, Curve}}
+                     || {I, O, {_, C, Curve}} <- lists:zip3(lists:seq(1, length(PerJob)),
+                                                           Outcomes, PerJob)],
+            checkpoint(Save, #{phase => finished, current => none,
+                               entries => maps:from_list(Final)})
+        end,
+    Stopped.
+
 start_job(Exec, #{deadline := Deadline}) ->
     case beamlab_engine_job:start(Exec, #{deadline => Deadline}) of
         {ok, Job} -> {ok, Job};
@@ -256,24 +363,33 @@ start_job(Exec, #{deadline := Deadline}) ->
 stop_job({ok, Job}) -> beamlab_engine_job:stop(Job);
 stop_job({error, _} = E) -> E.
 
-%% Returns per job either {outcome, Outcome, Concurrency, Curve} or a failure.
-sample(Started, RunOpts, ModeOpts) ->
+%% Returns per job {Outcome, Concurrency, Curve} and whether an interrupt
+%% came.
+sample(Started, RunOpts, ModeOpts, Save) ->
     SOpts = sampler_opts(RunOpts),
+    Indexed = lists:zip(lists:seq(1, length(Started)), Started),
+    Failed = maps:from_list([{I, {empty({error, F}), 0, undefined}} || {I, {error, F}} <- Indexed]),
     case ModeOpts of
         undefined ->
-            Live = [J || {ok, J} <- Started],
+            Live = [{I, J} || {I, {ok, J}} <- Indexed],
             C = case maps:get(mode, SOpts) of
                     timed -> 1;
                     continuous -> maps:get(concurrency, RunOpts)
                 end,
+            %% Workers run init_runner as they start.
             Ready = [case maps:get(mode, SOpts) of
                          timed -> ok;
-                         continuous -> beamlab_engine_job:set_concurrency(J, C)
-                     end || J <- Live],
-            Runnable = [J || {J, ok} <- lists:zip(Live, Ready)],
+                         continuous ->
+                             checkpoint(Save, #{phase => init_runner, current => I, entries => Failed}),
+                             beamlab_engine_job:set_concurrency(J, C)
+                     end || {I, J} <- Live],
+            RunnableAt = [IJ || {IJ, ok} <- lists:zip(Live, Ready)],
+            Runnable = [J || {_, J} <- RunnableAt],
+            SOpts1 = SOpts#{checkpoint => sampler_checkpoint(Save, [I || {I, _} <- RunnableAt], C,
+                                                             Failed)},
             {Outs, #{interrupted := Int}} = case Runnable of
                                                  [] -> {[], #{interrupted => false}};
-                                                 _ -> beamlab_engine_sampler:run(Runnable, SOpts)
+                                                 _ -> beamlab_engine_sampler:run(Runnable, SOpts1)
                                              end,
             ByJob = maps:from_list(lists:zip(Runnable, Outs)),
             {[case S of
@@ -286,25 +402,47 @@ sample(Started, RunOpts, ModeOpts) ->
                       {empty({error, F}), 0, undefined}
               end || S <- Started], Int};
         Squeeze when is_map(Squeeze) ->
-            squeeze(Started, SOpts, Squeeze, [], false)
+            squeeze(Started, SOpts, Squeeze, [], false, Save)
+    end.
+
+%% The sampler's checkpoints, by position among the runnable jobs, become
+%% the run's: every job's outcome so far, by position among all jobs.
+sampler_checkpoint(undefined, _Positions, _C, _Failed) ->
+    undefined;
+sampler_checkpoint(Save, Positions, C, Failed) ->
+    fun(K, Outs) ->
+            Entries = maps:from_list([{I, {O, C, undefined}} || {I, O} <- lists:zip(Positions, Outs)]),
+            Save(#{phase => sampling, current => lists:nth(K, Positions),
+                   entries => maps:merge(Failed, Entries)})
     end.
 
 %% Each job is searched on its own; an interrupt ends the whole run.
-squeeze([], _SOpts, _Q, Acc, Int) ->
+squeeze(Started, SOpts, Q, Acc, Int, Save) ->
+    squeeze(Started, SOpts, Q, Acc, Int, Save, 1).
+
+squeeze([], _SOpts, _Q, Acc, Int, _Save, _I) ->
     {lists:reverse(Acc), Int};
-squeeze([{error, F} | Rest], SOpts, Q, Acc, Int) ->
-    squeeze(Rest, SOpts, Q, [{empty({error, F}), 0, []} | Acc], Int);
-squeeze([{ok, _J} | Rest], SOpts, Q, Acc, true) ->
-    squeeze(Rest, SOpts, Q, [{empty(ok), 0, []} | Acc], true);
-squeeze([{ok, J} | Rest], SOpts, Q, Acc, false) ->
+squeeze([{error, F} | Rest], SOpts, Q, Acc, Int, Save, I) ->
+    squeeze(Rest, SOpts, Q, [{empty({error, F}), 0, []} | Acc], Int, Save, I + 1);
+squeeze([{ok, _J} | Rest], SOpts, Q, Acc, true, Save, I) ->
+    squeeze(Rest, SOpts, Q, [{empty(ok), 0, []} | Acc], true, Save, I + 1);
+squeeze([{ok, J} | Rest], SOpts, Q, Acc, false, Save, I) ->
+    Done = maps:from_list(lists:zip(lists:seq(1, length(Acc)), lists:reverse(Acc))),
+    checkpoint(Save, #{phase => sampling, current => I, entries => Done}),
+    Checkpoint = case Save of
+                     undefined -> undefined;
+                     _ -> fun(#{best := B, curve := Cv}) ->
+                                  Save(#{phase => sampling, current => I,
+                                         entries => Done#{I => squeeze_entry(B, Cv, ok)}})
+                          end
+                 end,
     #{best := Best, curve := Curve, interrupted := Int, status := Status} =
-        beamlab_engine_squeeze:run(J, SOpts, Q),
-    Entry = case Best of
-                undefined -> {empty(Status), 0, Curve};
-                #{concurrency := C, outcome := O} -> {O#{status := Status}, C, Curve}
-            end,
+        beamlab_engine_squeeze:run(J, SOpts, Q, Checkpoint),
     _ = beamlab_engine_job:set_concurrency(J, 0),
-    squeeze(Rest, SOpts, Q, [Entry | Acc], Int).
+    squeeze(Rest, SOpts, Q, [squeeze_entry(Best, Curve, Status) | Acc], Int, Save, I + 1).
+
+squeeze_entry(undefined, Curve, Status) -> {empty(Status), 0, Curve};
+squeeze_entry(#{concurrency := C, outcome := O}, Curve, Status) -> {O#{status := Status}, C, Curve}.
 
 empty(Status) -> #{samples => [], times => [], status => Status}.
 
@@ -419,7 +557,8 @@ baseline_index(Other, _) ->
     throw({beamlab_engine, {bad_baseline, Other}}).
 
 %% @doc One line for an engine error or a job's failure.
--spec format_error(error_reason() | beamlab_engine_job:failure() | {isolated, term()}) -> iolist().
+-spec format_error(error_reason() | beamlab_engine_job:failure() | {isolated, term()}
+                   | stop_failure()) -> iolist().
 format_error(no_jobs) ->
     "no code to benchmark";
 format_error({no_such_directory, Dir}) ->
@@ -438,10 +577,21 @@ format_error({min_above_max, Min, Max}) ->
     io_lib:format("squeeze: the first concurrency (min ~b) is above the last (max ~b)", [Min, Max]);
 format_error({bad_vm_args, Why}) ->
     beamlab_runtime_peer:format_error(Why);
+format_error(not_run) ->
+    "not run: the VM stopped before this job was measured";
+format_error({vm_stopped, Phase, Status}) ->
+    io_lib:format("the VM stopped (exit status ~b) while ~ts: ~ts",
+                  [Status, phase_text(Phase), beamlab_runtime_checkpoint:cause(Status)]);
 format_error({isolated, Reason}) ->
     beamlab_engine_isolated:format_error(Reason);
 format_error(Other) ->
     beamlab_engine_job:format_error(Other).
+
+phase_text(init) -> "its init hook ran";
+phase_text(init_runner) -> "its workers ran init_runner";
+phase_text(sampling) -> "it was measured";
+phase_text(done) -> "its done hook ran";
+phase_text(finished) -> "beamlab finished the run".
 
 %%====================================================================
 %% Result document
@@ -449,7 +599,7 @@ format_error(Other) ->
 
 document(Outcomes, Base, RunOpts, ModeOpts, #{findings := Findings, timer := Timer,
                                                  partial := Partial, started_at := Started,
-                                                 telemetry := Telemetry}) ->
+                                                 telemetry := Telemetry} = Info) ->
     Mode = case maps:get(loop, RunOpts) of
                undefined when ModeOpts =:= undefined -> continuous;
                undefined -> squeeze;
@@ -466,11 +616,11 @@ document(Outcomes, Base, RunOpts, ModeOpts, #{findings := Findings, timer := Tim
                                        started_at => Started,
                                        params => params(Mode, RunOpts, ModeOpts, Base)}),
     Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc0, Benches), Findings),
-    Doc2 = beamlab_result:set(
-             extra, #{timer => Timer,
-                      interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
-                      isolated => maps:get(isolated, RunOpts),
-                      baseline_used => case Used of none -> null; _ -> Used end}, Doc1),
+    Extra = #{timer => Timer,
+              interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
+              isolated => maps:get(isolated, RunOpts),
+              baseline_used => case Used of none -> null; _ -> Used end},
+    Doc2 = beamlab_result:set(extra, maps:merge(Extra, maps:with([vm_stopped], Info)), Doc1),
     Doc3 = beamlab_result:set(telemetry, Telemetry, Doc2),
     beamlab_result:finish(Doc3, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Partial}).
@@ -541,6 +691,8 @@ extra(#{samples := Samples, times := Times, status := Status, concurrency := C} 
     Extra0 = Rates#{status => status_name(Status), mode => atom_to_binary(Mode)},
     Extra1 = case Status of
                  ok -> Extra0;
+                 {error, not_run} -> Extra0#{error => iolist_to_binary(format_error(not_run)),
+                                             not_run => true};
                  {error, F} -> Extra0#{error => iolist_to_binary(format_error(F))}
              end,
     case maps:find(curve, O) of

@@ -39,7 +39,7 @@ run(Jobs, RunOpts, ModeOpts) ->
             beamlab_engine:remove_code_paths(Paths)
         end,
     %% Telemetry and progress stay in this VM's domain; the child runs plain.
-    Remote = maps:without([progress, isolated, labels],
+    Remote = maps:without([progress, isolated, labels, checkpoint],
                           RunOpts#{checks => false, telemetry => false, verbose => false}),
     {Outcomes, Int} = lists:foldl(
       fun(_Job, {Acc, true}) ->

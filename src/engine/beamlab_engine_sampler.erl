@@ -25,6 +25,12 @@
 %%% counter does not move for `deadline' ms of its own running time, or a
 %%% timed sample that takes longer than `deadline', fails that job; the
 %%% other jobs carry on.
+%%%
+%%% `checkpoint' (a fun, default `undefined') is called with the job about
+%%% to run and every job's outcome so far, before a job's code runs in a
+%%% round when another job ran last, and otherwise at most once a second
+%%% ({@link beamlab_runtime_checkpoint:due/3}): never inside a sample's
+%%% timed interval. It keeps what was measured if the code stops the VM.
 -module(beamlab_engine_sampler).
 
 -export([run/2, default_opts/0]).
@@ -42,7 +48,8 @@
                   max_time := pos_integer(),          % ms
                   deadline := pos_integer(),          % ms
                   busy_wait := boolean(),
-                  progress := undefined | fun((progress()) -> any())}.
+                  progress := undefined | fun((progress()) -> any()),
+                  checkpoint => undefined | fun((pos_integer(), [outcome()]) -> ok)}.
 %% Reported after every round: samples kept so far per job (by position).
 -type progress() :: #{round := pos_integer(), warmup := boolean(),
                       samples := [{pos_integer(), non_neg_integer()}]}.
@@ -55,7 +62,7 @@
 default_opts() ->
     #{mode => continuous, duration => 1000, loop => 1, samples => 3, warmup => 0,
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
-      deadline => 30000, busy_wait => false, progress => undefined}.
+      deadline => 30000, busy_wait => false, progress => undefined, checkpoint => undefined}.
 
 %% @doc Samples the jobs. Returns each job's outcome (in the given order)
 %% and whether the run was interrupted.
@@ -68,33 +75,52 @@ run(Jobs, Opts0) ->
     Init = maps:from_list([{I, #{samples => [], times => [], status => ok, idle => 0}}
                            || I <- Ids]),
     Solo = length(Jobs) =:= 1 andalso maps:get(mode, Opts) =:= continuous,
+    %% A lone continuous job runs from here on: its checkpoint comes first.
+    Pace = case Solo of
+               true -> checkpoint(1, Init, Opts, none);
+               false -> none
+           end,
     _ = Solo andalso resume(JobMap, 1, Init),
     Start = erlang:monotonic_time(millisecond),
-    {Final, Interrupted, Rounds} = rounds(0, Ids, JobMap, Init, Opts#{solo => Solo}, Start),
+    {Final, Interrupted, Rounds} = rounds(0, Ids, JobMap, Init, Opts#{solo => Solo}, Start, Pace),
     _ = Solo andalso maps:get(status, maps:get(1, Final)) =:= ok
         andalso beamlab_engine_job:pause(maps:get(1, JobMap)),
-    Outcomes = [begin
-                    #{samples := S, times := T, status := St} = maps:get(I, Final),
-                    #{samples => lists:reverse(S), times => lists:reverse(T), status => St}
-                end || I <- Ids],
-    {Outcomes, #{interrupted => Interrupted, rounds => Rounds}}.
+    {outcomes(Final), #{interrupted => Interrupted, rounds => Rounds}}.
+
+outcomes(Acc) ->
+    [begin
+         #{samples := S, times := T, status := St} = maps:get(I, Acc),
+         #{samples => lists:reverse(S), times => lists:reverse(T), status => St}
+     end || I <- lists:sort(maps:keys(Acc))].
+
+%% Before job I's code runs (outside every timed interval).
+checkpoint(_I, _Acc, #{checkpoint := undefined}, Pace) ->
+    Pace;
+checkpoint(I, Acc, #{checkpoint := Save}, Pace) ->
+    case beamlab_runtime_checkpoint:due(I, Pace, erlang:monotonic_time(millisecond)) of
+        false ->
+            Pace;
+        {true, Pace1} ->
+            ok = Save(I, outcomes(Acc)),
+            Pace1
+    end.
 
 %%====================================================================
 %% Rounds
 %%====================================================================
 
-rounds(Round, Ids, JobMap, Acc, Opts, Start) ->
+rounds(Round, Ids, JobMap, Acc, Opts, Start, Pace) ->
     Alive = [I || I <- rotate(Ids, Round), maps:get(status, maps:get(I, Acc)) =:= ok],
     case Alive =:= [] orelse finished(Round, Acc, Opts, Start) of
         true ->
             {Acc, false, kept_rounds(Round, Opts)};
         false ->
-            case round(Alive, JobMap, Acc, Round < maps:get(warmup, Opts), Opts) of
-                {interrupted, Acc1} ->
+            case round(Alive, JobMap, Acc, Round < maps:get(warmup, Opts), Opts, Pace) of
+                {interrupted, Acc1, _} ->
                     {Acc1, true, kept_rounds(Round, Opts)};
-                {ok, Acc1} ->
+                {ok, Acc1, Pace1} ->
                     report(Round + 1, Acc1, Opts),
-                    rounds(Round + 1, Ids, JobMap, Acc1, Opts, Start)
+                    rounds(Round + 1, Ids, JobMap, Acc1, Opts, Start, Pace1)
             end
     end.
 
@@ -141,21 +167,22 @@ report(Round, Acc, #{progress := Progress, warmup := W}) when is_function(Progre
 report(_, _, _) ->
     ok.
 
-round([], _JobMap, Acc, _Warm, _Opts) ->
-    {ok, Acc};
-round([I | Rest], JobMap, Acc, Warm, Opts) ->
+round([], _JobMap, Acc, _Warm, _Opts, Pace) ->
+    {ok, Acc, Pace};
+round([I | Rest], JobMap, Acc, Warm, Opts, Pace) ->
     Job = maps:get(I, JobMap),
+    Pace1 = checkpoint(I, Acc, Opts, Pace),
     case sample(Job, Opts) of
         interrupted ->
-            {interrupted, Acc};
+            {interrupted, Acc, Pace1};
         {ok, Value, Ns} ->
             Acc1 = case Warm of
                        true -> Acc;
                        false -> record(I, Value, Ns, Acc)
                    end,
-            round(Rest, JobMap, check_idle(I, Job, Value, Ns, Acc1, Opts), Warm, Opts);
+            round(Rest, JobMap, check_idle(I, Job, Value, Ns, Acc1, Opts), Warm, Opts, Pace1);
         {error, Failure} ->
-            round(Rest, JobMap, set_status(I, {error, Failure}, Acc), Warm, Opts)
+            round(Rest, JobMap, set_status(I, {error, Failure}, Acc), Warm, Opts, Pace1)
     end.
 
 record(I, Value, Ns, Acc) ->

@@ -8,12 +8,14 @@
 %%% collapse under contention) is visible, not just the peak.
 -module(beamlab_engine_squeeze).
 
--export([run/3, defaults/0]).
+-export([run/3, run/4, defaults/0]).
 
 -export_type([opts/0, given_opts/0, point/0]).
 
 -type opts() :: #{min := pos_integer(), max := pos_integer(),
-                  step := pos_integer(), threshold := pos_integer()}.
+                  step := pos_integer(), threshold := pos_integer(),
+                  checkpoint => undefined | fun((#{best := point() | undefined,
+                                                   curve := [point()]}) -> ok)}.
 %% What callers pass: missing keys take defaults/0.
 -type given_opts() :: #{min => pos_integer(), max => pos_integer(),
                         step => pos_integer(), threshold => pos_integer()}.
@@ -33,8 +35,18 @@ defaults() ->
           #{best := point() | undefined, curve := [point()], interrupted := boolean(),
             status := ok | {error, beamlab_engine_job:failure()}}.
 run(Job, SamplerOpts, Opts0) ->
+    run(Job, SamplerOpts, Opts0, undefined).
+
+%% @doc As {@link run/3}; `Checkpoint' (unless `undefined') is given the
+%% search so far, the step being sampled included, whenever the sampler
+%% checkpoints (see {@link beamlab_engine_sampler}).
+-spec run(beamlab_engine_job:job(), beamlab_engine_sampler:opts(), given_opts(),
+          undefined | fun((#{best := point() | undefined, curve := [point()]}) -> ok)) ->
+          #{best := point() | undefined, curve := [point()], interrupted := boolean(),
+            status := ok | {error, beamlab_engine_job:failure()}}.
+run(Job, SamplerOpts, Opts0, Checkpoint) ->
     Opts = maps:merge(defaults(), maps:with([min, max, step, threshold], Opts0)),
-    step(maps:get(min, Opts), Job, SamplerOpts, Opts,
+    step(maps:get(min, Opts), Job, SamplerOpts, Opts#{checkpoint => Checkpoint},
          #{best => undefined, curve => [], interrupted => false, status => ok}, 0).
 
 step(C, _Job, _SOpts, #{max := Max}, Acc, _Misses) when C > Max ->
@@ -46,20 +58,38 @@ step(C, Job, SOpts, #{step := Step} = Opts, Acc, Misses) ->
         {error, Failure} ->
             finish(Acc#{status := {error, Failure}});
         ok ->
-            {[Outcome], #{interrupted := Int}} = beamlab_engine_sampler:run([Job], SOpts),
-            Point = #{concurrency => C, mean => mean(maps:get(samples, Outcome)),
-                      outcome => Outcome},
-            Acc1 = Acc#{curve := [Point | maps:get(curve, Acc)]},
-            {Acc2, Misses1} = case better(Point, maps:get(best, Acc)) of
-                                  true -> {Acc1#{best := Point}, 0};
-                                  false -> {Acc1, Misses + 1}
-                              end,
+            {[Outcome], #{interrupted := Int}} =
+                beamlab_engine_sampler:run([Job], sampler_opts(C, SOpts, Opts, Acc)),
+            {Acc2, Gain} = add_point(C, Outcome, Acc),
+            Misses1 = case Gain of
+                          true -> 0;
+                          false -> Misses + 1
+                      end,
             case {Int, maps:get(status, Outcome)} of
                 {true, _} -> finish(Acc2#{interrupted := true});
                 {false, {error, _} = E} -> finish(Acc2#{status := E});
                 {false, ok} -> step(C + Step, Job, SOpts, Opts, Acc2, Misses1)
             end
     end.
+
+add_point(C, Outcome, Acc) ->
+    Point = #{concurrency => C, mean => mean(maps:get(samples, Outcome)), outcome => Outcome},
+    Acc1 = Acc#{curve := [Point | maps:get(curve, Acc)]},
+    case better(Point, maps:get(best, Acc)) of
+        true -> {Acc1#{best := Point}, true};
+        false -> {Acc1, false}
+    end.
+
+%% The sampler's checkpoints carry the whole search: the steps done and
+%% the one being sampled.
+sampler_opts(_C, SOpts, #{checkpoint := undefined}, _Acc) ->
+    SOpts;
+sampler_opts(C, SOpts, #{checkpoint := Checkpoint}, Acc) ->
+    SOpts#{checkpoint => fun(_, [Outcome]) ->
+                                 {Acc1, _} = add_point(C, Outcome, Acc),
+                                 #{best := Best, curve := Curve} = finish(Acc1),
+                                 Checkpoint(#{best => Best, curve => Curve})
+                         end}.
 
 finish(#{curve := Curve} = Acc) ->
     Acc#{curve := lists:reverse(Curve)}.

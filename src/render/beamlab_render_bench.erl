@@ -22,9 +22,15 @@ render(Doc, Opts) ->
                          basic -> basic(Benches, Timed, Many);
                          _ -> extended(Benches, Timed, Many, plus_minus(Opts))
                      end,
-    [case maps:get(partial, Doc) of
-         true -> "(interrupted: showing what was measured so far)\n";
-         false -> ""
+    [case Doc of
+         #{partial := true, extra := #{<<"vm_stopped">> := #{<<"job">> := Job, <<"exit_status">> := St}}}
+           when is_binary(Job) ->
+             io_lib:format("(partial: the VM stopped (exit status ~w) while ~ts ran; showing what was "
+                           "measured before)~n", [St, Job]);
+         #{partial := true, extra := #{<<"vm_stopped">> := #{<<"exit_status">> := St}}} ->
+             io_lib:format("(partial: the VM stopped (exit status ~w) after the measurement)~n", [St]);
+         #{partial := true} -> "(interrupted: showing what was measured so far)\n";
+         _ -> ""
      end,
      beamlab_format_table:render(Header, Rows),
      baseline_note(Doc),
@@ -103,6 +109,7 @@ name(#{name := N}) -> N.
 
 conc(#{params := #{<<"concurrency">> := C}}) -> C.
 
+qps(#{extra := #{<<"not_run">> := true}}) -> "not run";
 qps(#{extra := #{<<"status">> := <<"failed">>}}) -> "failed";
 qps(#{extra := #{<<"qps">> := Q}}) when is_number(Q) -> beamlab_format_units:count(Q);
 qps(_) -> "-".

@@ -13,7 +13,11 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
     Rows = [row(B) || B <- maps:get(benchmarks, Result)],
     unicode:characters_to_binary(
       [io_lib:format("**beamlab ~ts** `~ts`", [Kind, lists:join(" ", Command)]),
-       [" — **partial run** (interrupted)" || Partial],
+       [case maps:get(extra, Result, #{}) of
+            #{<<"vm_stopped">> := #{<<"exit_status">> := St}} ->
+                io_lib:format(" — **partial run** (the VM stopped, exit status ~w)", [St]);
+            _ -> " — **partial run** (interrupted)"
+        end || Partial],
        "\n\n", beamlab_result_env:summary(Result), "\n\n",
        beamlab_format_markdown:table(Header, Rows,
                                      [left, right, right, right, right, right, right, left]),

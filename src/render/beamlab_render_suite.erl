@@ -23,9 +23,15 @@ render(Doc, Opts) ->
               "n", "Reps", "Check"],
     Rows = [row(B, Unicode) || B <- Bs],
     Failures = maps:get(<<"failures">>, maps:get(extra, Doc), []),
-    [case maps:get(partial, Doc) of
-         true -> "(partial: interrupted before the end; what was measured is shown)\n";
-         false -> ""
+    Extra = maps:get(extra, Doc),
+    [case {maps:get(partial, Doc), maps:get(<<"vm_stopped">>, Extra, none)} of
+         {true, #{<<"point">> := Point, <<"exit_status">> := St}} when is_binary(Point) ->
+             io_lib:format("(partial: the VM stopped (exit status ~w) while ~ts ran; what was measured "
+                           "before is shown)~n", [St, Point]);
+         {true, #{<<"exit_status">> := St}} ->
+             io_lib:format("(partial: the VM stopped (exit status ~w) after the measurement)~n", [St]);
+         {true, _} -> "(partial: interrupted before the end; what was measured is shown)\n";
+         {false, _} -> ""
      end,
      case Rows of
          [] -> "";
@@ -36,6 +42,10 @@ render(Doc, Opts) ->
      details(Bs),
      scheduler_utilisation(maps:get(telemetry, Doc, #{})),
      [io_lib:format("FAILED ~ts: ~ts~n", [N, E]) || #{<<"name">> := N, <<"error">> := E} <- Failures],
+     case maps:get(<<"not_run">>, Extra, []) of
+         [] -> "";
+         NotRun -> io_lib:format("not run (the VM stopped before them): ~ts~n", [lists:join(", ", NotRun)])
+     end,
      beamlab_render_text:findings(maps:get(findings, Doc))].
 
 row(#{name := Name, group := Group, metric := Metric, unit := Unit} = B, Unicode) ->

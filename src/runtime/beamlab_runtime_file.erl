@@ -2,7 +2,7 @@
 %%% whole new one) and never through a link planted at a temporary name.
 -module(beamlab_runtime_file).
 
--export([write_atomic/2, write_new/2, write_unique/2, check_target/1, private_dir/1,
+-export([write_atomic/2, write_atomic/3, write_new/2, write_unique/2, check_target/1, private_dir/1,
          format_error/1]).
 
 -include_lib("kernel/include/file.hrl").
@@ -16,8 +16,23 @@
 %% synced, then renamed over `Path'. Missing directories are created.
 -spec write_atomic(file:filename_all(), iodata()) -> ok | {error, file:posix() | badarg | terminated}.
 write_atomic(Path, Data) ->
-    case filelib:ensure_dir(Path) of
-        ok -> write_tmp(Path, Data, ?TMP_TRIES);
+    write_atomic(Path, Data, #{}).
+
+%% @doc As {@link write_atomic/2}, with options (defaults `true'):
+%% `sync => false' skips the sync (a file that only has to outlive the VM,
+%% not the machine: a checkpoint); `make_dirs => false' fails when the
+%% directory is missing instead of creating it (a private directory that
+%% is gone must stay gone).
+-spec write_atomic(file:filename_all(), iodata(), #{sync => boolean(), make_dirs => boolean()}) ->
+          ok | {error, file:posix() | badarg | terminated}.
+write_atomic(Path, Data, Opts) ->
+    Sync = maps:get(sync, Opts, true),
+    Made = case maps:get(make_dirs, Opts, true) of
+               true -> filelib:ensure_dir(Path);
+               false -> ok
+           end,
+    case Made of
+        ok -> write_tmp(Path, Data, Sync, ?TMP_TRIES);
         {error, _} = E -> E
     end.
 
@@ -32,7 +47,7 @@ write_new(Path, Data) ->
             case file:open(Path, [write, exclusive, raw]) of
                 {ok, Fd} ->
                     ok = file:close(Fd),
-                    case write_tmp(Path, Data, ?TMP_TRIES) of
+                    case write_tmp(Path, Data, true, ?TMP_TRIES) of
                         ok -> ok;
                         {error, _} = E -> _ = file:delete(Path), E
                     end;
@@ -126,15 +141,16 @@ format_error({not_a_directory, Dir}) ->
 format_error(Reason) ->
     file:format_error(Reason).
 
-write_tmp(_Path, _Data, 0) ->
+write_tmp(_Path, _Data, _Sync, 0) ->
     {error, eexist};
-write_tmp(Path, Data, Tries) ->
+write_tmp(Path, Data, Sync, Tries) ->
     Tmp = unicode:characters_to_list(
             io_lib:format("~ts.~s.~b.tmp", [Path, os:getpid(), erlang:unique_integer([positive])])),
     case file:open(Tmp, [write, exclusive, raw, binary]) of
         {ok, Fd} ->
             Written = case file:write(Fd, Data) of
-                          ok -> file:sync(Fd);
+                          ok when Sync -> file:sync(Fd);
+                          ok -> ok;
                           {error, _} = E -> E
                       end,
             ok = file:close(Fd),
@@ -146,6 +162,6 @@ write_tmp(Path, Data, Tries) ->
                     end;
                 {error, _} = E3 -> _ = file:delete(Tmp), E3
             end;
-        {error, eexist} -> write_tmp(Path, Data, Tries - 1);
+        {error, eexist} -> write_tmp(Path, Data, Sync, Tries - 1);
         {error, _} = E -> E
     end.

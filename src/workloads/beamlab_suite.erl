@@ -11,7 +11,7 @@
 %%% every measured interval.
 -module(beamlab_suite).
 
--export([plan/3, run/2, default_options/0, worker/6, format_error/1]).
+-export([plan/3, run/2, recover/2, default_options/0, worker/6, format_error/1]).
 -export_type([plan/0, options/0, run_options/0, event/0, error_reason/0]).
 
 -type point() :: {[atom()], beamlab_workload:params()}.
@@ -31,7 +31,11 @@
                          progress := fun((event()) -> any()),
                          command := [unicode:chardata()],
                          params := #{atom() | binary() => term()},
-                         extra := #{atom() | binary() => term()}}.
+                         extra := #{atom() | binary() => term()},
+                         checkpoint := beamlab_runtime_checkpoint:checkpoint() | none,
+                         %% internal: the checkpoint writers of the run and of one point
+                         save => fun((map()) -> ok),
+                         save_reps => fun(([map()]) -> ok)}.
 %% What callers pass: any subset of run_options().
 -type options() :: #{profile => beamlab_workload:profile(),
                      repeat => pos_integer() | default,
@@ -41,7 +45,8 @@
                      progress => fun((event()) -> any()),
                      command => [unicode:chardata()],
                      params => #{atom() | binary() => term()},
-                     extra => #{atom() | binary() => term()}}.
+                     extra => #{atom() | binary() => term()},
+                     checkpoint => beamlab_runtime_checkpoint:checkpoint() | none}.
 -type error_reason() :: {workload, term()}
                       | {bad_param, binary(), atom(), term()}
                       | {param_for_unselected, binary()}
@@ -129,28 +134,81 @@ parse_all(Type, [S | Rest], Acc) ->
 %% interrupt (`{beamlab_interrupt, _}' in the caller's mailbox) stops the
 %% run; what was measured is returned with `partial => true'.
 %% The document has no environment report: the caller attaches one.
+%% With `checkpoint', a checkpoint names the point being run and holds
+%% what was measured (see {@link recover/2}).
 -spec run(plan(), options()) -> {ok, beamlab_result:result()}.
 run(Plan, Opts0) ->
     Started = beamlab_runtime_clock:rfc3339(),
-    Opts = maps:merge(default_options(), Opts0),
-    {Benchmarks, Failures, Partial} = run_plan(Plan, Opts, [], [], false),
+    Opts1 = maps:merge(default_options(), Opts0),
     Workloads = [workload_doc(Mod) || {Mod, _} <- Plan],
+    Opts = Opts1#{save => saver(Opts1, Started, Workloads, Plan)},
+    {Benchmarks, Failures, Partial} = run_plan(Plan, Opts, [], [], false),
     {ok, document(Opts, Started, Benchmarks, Failures, Partial, Workloads)}.
 
 %% @doc Defaults of every option of {@link run/2}.
 -spec default_options() -> run_options().
 default_options() ->
     #{profile => quick, repeat => default, warmup => true, memory => false, timeout => ?DEFAULT_TIMEOUT,
-      progress => fun(_) -> ok end, command => [], params => #{}, extra => #{}}.
+      progress => fun(_) -> ok end, command => [], params => #{}, extra => #{},
+      checkpoint => none}.
+
+saver(#{checkpoint := none}, _Started, _Workloads, _Plan) ->
+    fun(_) -> ok end;
+saver(#{checkpoint := Cp} = Opts, Started, Workloads, Plan) ->
+    Context = #{opts => maps:without([progress, checkpoint], Opts), started_at => Started,
+                workloads => Workloads,
+                points => [beamlab_workload:point_name(maps:get(name, beamlab_workload:info(Mod)), P)
+                           || {Mod, Points} <- Plan, P <- Points]},
+    fun(Progress) -> beamlab_runtime_checkpoint:save(Cp, #{suite => Context, progress => Progress}) end.
+
+%% @doc The document of a suite run whose VM stopped (the benchmarked
+%% workload called halt, ran the VM out of memory) from its last
+%% checkpoint (the `state' {@link beamlab_runtime_checkpoint:load/1}
+%% returns) and the VM's exit status: partial, the point that was running
+%% failed, the points never started in `extra.not_run', and
+%% `extra.vm_stopped' says which point and the likely cause.
+-spec recover(term(), integer()) -> {ok, beamlab_result:result()} | {error, bad_checkpoint}.
+recover(#{suite := #{opts := Opts, started_at := Started, workloads := Workloads, points := Names},
+          progress := #{bs := Bs, fs := Fs, current := Current} = P}, Status) ->
+    Cause = unicode:characters_to_binary(beamlab_runtime_checkpoint:cause(Status)),
+    {CurrentBs, Stopped, NotRun} =
+        case Current of
+            none ->
+                {[], [], []};
+            _ ->
+                {Info, Point} = maps:get(point, P),
+                Err = io_lib:format("the VM stopped (exit status ~b) while this point ran: ~ts",
+                                    [Status, Cause]),
+                {benchmarks(Info, Current, Point, lists:reverse(maps:get(reps, P))),
+                 [#{name => Current, error => iolist_to_binary(Err)}],
+                 case lists:dropwhile(fun(N) -> N =/= Current end, Names) of
+                     [_ | After] -> After;
+                     [] -> []
+                 end}
+        end,
+    Extra = maps:merge(maps:get(extra, Opts),
+                       #{vm_stopped => #{point => case Current of none -> null; _ -> Current end,
+                                         exit_status => Status, cause => Cause},
+                         not_run => NotRun}),
+    {ok, document(Opts#{extra => Extra}, Started, lists:reverse(CurrentBs ++ Bs),
+                  lists:reverse(Fs) ++ Stopped, true, Workloads)};
+recover(_, _Status) ->
+    {error, bad_checkpoint}.
 
 run_plan([], _Opts, Bs, Fs, Partial) ->
     {lists:reverse(Bs), lists:reverse(Fs), Partial};
 run_plan([{_Mod, []} | Rest], Opts, Bs, Fs, Partial) ->
     run_plan(Rest, Opts, Bs, Fs, Partial);
-run_plan([{Mod, [Point | Points]} | Rest], Opts, Bs, Fs, _) ->
+run_plan([{Mod, [Point | Points]} | Rest], #{save := Save} = Opts, Bs, Fs, _) ->
     Info = beamlab_workload:info(Mod),
     Name = beamlab_workload:point_name(maps:get(name, Info), Point),
-    {Reps, Status} = run_point(Mod, Info, Name, Point, Opts),
+    %% The point's code runs from here on: the checkpoint names it, with
+    %% its repetitions as they come.
+    SaveReps = fun(Reps) ->
+                       Save(#{bs => Bs, fs => Fs, current => Name, point => {Info, Point}, reps => Reps})
+               end,
+    ok = SaveReps([]),
+    {Reps, Status} = run_point(Mod, Info, Name, Point, Opts#{save_reps => SaveReps}),
     NewBs = benchmarks(Info, Name, Point, Reps) ++ Bs,
     NewFs = case Status of
                 ok -> Fs;
@@ -187,7 +245,7 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                         {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
                                                     [self(), Mod, Params, Reps, Warmup,
                                                      memory_arg(maps:get(memory, Opts, false), Node, Mod)]),
-                        collect(Pid, MRef, Name, Mod, Opts, [])
+                        collect(Pid, MRef, Name, Mod, Opts, [], {Name, erlang:monotonic_time(millisecond)})
                     after
                         stop_vm(Peer)
                     end;
@@ -259,22 +317,31 @@ start_vm({isolated, Need}, Mod) ->
 stop_vm(none) -> ok;
 stop_vm(Peer) -> beamlab_suite_dist:stop_peer(Peer).
 
-collect(Pid, MRef, Name, Mod, Opts, Acc) ->
+%% `Pace': the last checkpoint (at most one a second while the point runs).
+collect(Pid, MRef, Name, Mod, Opts, Acc, Pace) ->
     Timeout = maps:get(timeout, Opts),
     Progress = maps:get(progress, Opts),
     receive
         {suite_rep, Pid, Which, #{value := V} = Rep} ->
             _ = Progress({repetition, Name, Which, V}),
             case Which of
-                warmup -> collect(Pid, MRef, Name, Mod, Opts, Acc);
-                _ -> collect(Pid, MRef, Name, Mod, Opts, [Rep | Acc])
+                warmup ->
+                    collect(Pid, MRef, Name, Mod, Opts, Acc, Pace);
+                _ ->
+                    Acc1 = [Rep | Acc],
+                    Pace1 = case beamlab_runtime_checkpoint:due(Name, Pace,
+                                                                erlang:monotonic_time(millisecond)) of
+                                false -> Pace;
+                                {true, P} -> ok = (maps:get(save_reps, Opts))(Acc1), P
+                            end,
+                    collect(Pid, MRef, Name, Mod, Opts, Acc1, Pace1)
             end;
         {suite_alloc, Pid, Counts} ->
             %% --memory: the traced repetition after the measured ones; its
             %% counts ride on the last measured repetition.
             case Acc of
-                [Last | Before] -> collect(Pid, MRef, Name, Mod, Opts, [Last#{alloc => Counts} | Before]);
-                [] -> collect(Pid, MRef, Name, Mod, Opts, Acc)
+                [Last | Before] -> collect(Pid, MRef, Name, Mod, Opts, [Last#{alloc => Counts} | Before], Pace);
+                [] -> collect(Pid, MRef, Name, Mod, Opts, Acc, Pace)
             end;
         {suite_error, Pid, Stage, Reason} ->
             stop_worker(Pid, MRef),
