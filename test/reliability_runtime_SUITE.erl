@@ -377,20 +377,13 @@ recovered_json_is_valid(_) ->
 %% before it is kept, the halting point is named, the one after it is
 %% listed as not run.
 suite_halting_workload_recovered(Config) ->
-    Dir = ?config(priv_dir, Config),
-    Src = filename:join(Dir, "haltwl.erl"),
-    ok = file:write_file(Src, [
-        "-module(haltwl).\n"
-        "-export([info/0, params/0, setup/1, run/2, teardown/1]).\n"
-        "info() -> #{name => <<\"haltwl\">>, summary => <<\"halts\">>, definition => <<\"halts\">>,\n"
-        "            unit => <<\"us\">>, better => lower, checks => <<\"none\">>}.\n"
-        "params() -> [#{key => n, default => [1, 2, 3], full => [1, 2, 3], type => pos_integer,\n"
-        "               help => <<\"n\">>}].\n"
-        "setup(P) -> {ok, P}.\n"
-        "run(#{n := 2}, _) -> M = list_to_atom(\"erlang\"), M:halt(0);\n"
-        "run(_, _) -> {ok, #{value => 1.0}}.\n"
-        "teardown(_) -> ok.\n"]),
-    {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    Dir = workload_module(Config, "haltwl",
+                          "info() -> #{name => <<\"haltwl\">>, summary => <<\"halts\">>, definition => <<\"halts\">>,\n"
+                          "            unit => <<\"us\">>, better => lower, checks => <<\"none\">>}.",
+                          "params() -> [#{key => n, default => [1, 2, 3], full => [1, 2, 3], type => pos_integer,\n"
+                          "               help => <<\"n\">>}].",
+                          "run(#{n := 2}, _) -> M = list_to_atom(\"erlang\"), M:halt(0);\n"
+                          "run(_, _) -> {ok, #{value => 1.0}}."),
     #{code := Code, out := Out, err := Err, dir := Run} =
         cli_clean(["suite", "haltwl", "-pa", Dir, "--save", "s.json"]),
     ?assertEqual(1, Code),
@@ -404,15 +397,8 @@ suite_halting_workload_recovered(Config) ->
 %% A VM stopped before anything was measured (a workload's info/0 halts
 %% while the suite is planned) has no checkpoint: the launcher's one line.
 stop_before_measuring_one_line(Config) ->
-    Dir = ?config(priv_dir, Config),
-    Src = filename:join(Dir, "haltinfo.erl"),
-    ok = file:write_file(Src, [
-        "-module(haltinfo).\n"
-        "-export([info/0, params/0, setup/1, run/2, teardown/1]).\n"
-        "info() -> M = list_to_atom(\"erlang\"), M:halt(0).\n"
-        "params() -> [].\nsetup(P) -> {ok, P}.\nrun(_, _) -> {ok, #{value => 1.0}}.\n"
-        "teardown(_) -> ok.\n"]),
-    {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    Dir = workload_module(Config, "haltinfo", "info() -> M = list_to_atom(\"erlang\"), M:halt(0).",
+                          "params() -> [].", "run(_, _) -> {ok, #{value => 1.0}}."),
     R = #{code := 1, err := Err} = cli_clean(["suite", "haltinfo", "-pa", Dir]),
     beamlab_test_util:assert_one_line_error(R),
     has(Err, "the VM stopped before beamlab finished \\(exit status 0\\)").
@@ -467,16 +453,10 @@ memory_watermark_fails_job(_) ->
         load(Dir, "w.json").
 
 workload_callbacks_crash(Config) ->
-    Dir = ?config(priv_dir, Config),
     Mods = [{"crashinfo", "info() -> error(oops).", "params() -> []."},
             {"crashparams", "info() -> #{name => <<\"crashparams\">>}.", "params() -> exit(nope)."},
             {"mapless", "info() -> hello.", "params() -> []."}],
-    [begin
-         Src = filename:join(Dir, M ++ ".erl"),
-         ok = file:write_file(Src, ["-module(", M, ").\n-export([info/0, params/0, setup/1, run/2, teardown/1]).\n",
-                                    Info, "\n", Params, "\nsetup(_) -> ok.\nrun(_, _) -> ok.\nteardown(_) -> ok.\n"]),
-         {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors])
-     end || {M, Info, Params} <- Mods],
+    [Dir | _] = [workload_module(Config, M, Info, Params, "run(_, _) -> ok.") || {M, Info, Params} <- Mods],
     [begin
          R = #{code := 2, err := Err} = cli(["suite", M, "-pa", Dir]),
          beamlab_test_util:assert_one_line_error(R),
@@ -558,3 +538,15 @@ cv_is_a_fraction(_) ->
     #{code := 0, out := Out} = cli(["ok.", "--rel-ci", "0.5", "-s", "3", "-d", "50",
                                      "--max-samples", "30", "--format", "json"]),
     {ok, #{<<"params">> := #{<<"rel_ci">> := 0.5}}} = beamlab_json:decode(Out).
+
+%% Compiles a user workload module NAME (the given info/0, params/0 and
+%% run/2 clauses, trivial setup and teardown) into the case's priv_dir,
+%% which it returns for `-pa'.
+workload_module(Config, Name, Info, Params, Run) ->
+    Dir = ?config(priv_dir, Config),
+    Src = filename:join(Dir, Name ++ ".erl"),
+    ok = file:write_file(Src, ["-module(", Name, ").\n"
+                               "-export([info/0, params/0, setup/1, run/2, teardown/1]).\n",
+                               Info, "\n", Params, "\nsetup(P) -> {ok, P}.\n", Run, "\nteardown(_) -> ok.\n"]),
+    {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors]),
+    Dir.
