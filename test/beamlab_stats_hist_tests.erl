@@ -143,6 +143,21 @@ inexact_test() ->
     ?assertMatch(#{exact := false, count := 7, min := 1}, Merged),
     ?assertEqual({ok, S}, beamlab_stats_hist:from_map(beamlab_stats_hist:to_map(S))).
 
+%% Inline recording into the exact buckets of an inexact histogram gives
+%% the same snapshot as record/2, and the bound is where exact buckets end
+%% (or past the largest trackable value).
+inline_buckets_test() ->
+    New = fun(Max) -> beamlab_stats_hist:new(#{significant_digits => 3, max => Max,
+                                                exact => false}) end,
+    {Ref, Bound} = beamlab_stats_hist:inline_buckets(H1 = New(1 bsl 40)),
+    ?assertEqual(2048, Bound),
+    Vs = [0, 1, 7, 7, 2047],
+    [counters:add(Ref, V + 1, 1) || V <- Vs],
+    H2 = New(1 bsl 40),
+    [beamlab_stats_hist:record(H2, V) || V <- Vs],
+    ?assertEqual(beamlab_stats_hist:snapshot(H2), beamlab_stats_hist:snapshot(H1)),
+    ?assertMatch({_, 101}, beamlab_stats_hist:inline_buckets(New(100))).
+
 decimal_percentile_rank_test() ->
     %% With N = 41000, 99.9 * N / 100 computed in floats is slightly above
     %% the integer 40959: a plain ceil would pick rank 40960.

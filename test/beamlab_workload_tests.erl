@@ -131,6 +131,29 @@ message_load_receive_rule_test() ->
     ?assertEqual([{flush, 2}], ets:lookup(Tab, flush)),
     ets:delete(Tab).
 
+%% record=true: every measured goodput latency lands in the histogram
+%% (inline for an exact bucket, through record/2 beyond), nothing else.
+message_load_record_test() ->
+    M = beamlab_workload_message_load,
+    Tab = ets:new(t, [public, set]),
+    ets:insert(Tab, {diff, 0, 0}),
+    ets:insert(Tab, {flush, 0}),
+    H = beamlab_stats_hist:new(#{significant_digits => 3, exact => false}),
+    {Buckets, Bound} = beamlab_stats_hist:inline_buckets(H),
+    Sh = {key, Tab, 10, {Buckets, Bound, H}},
+    C0 = {0, 0, 0, 0, 0, 0, 0},
+    C1 = M:o_received(Sh, 100, 107, collect, C0),
+    C2 = M:o_received(Sh, 100, 100 + 5000, collect, C1),
+    _ = M:o_received(Sh, 100, 103, nocollect, C2),
+    self() ! {make_ref(), 1},
+    self() ! {make_ref(), 2},
+    _ = M:o_received(Sh, 100, 200, collect, C2),
+    S = beamlab_stats_hist:snapshot(H),
+    ?assertEqual(2, beamlab_stats_hist:count(S)),
+    ?assertEqual(7, beamlab_stats_hist:min(S)),
+    ?assertEqual([{diff, 5007, 2}], ets:lookup(Tab, diff)),
+    ets:delete(Tab).
+
 %% A variant's unused parameters are dropped and equal points run once.
 variant_points_test_() ->
     Names = fun(Mod, Name, Ov) ->

@@ -22,7 +22,7 @@
 %%% middles, so within the same relative bound as percentiles).
 -module(beamlab_stats_hist).
 
--export([new/0, new/1, record/2, record_n/3, record_list/2, reset/1,
+-export([new/0, new/1, record/2, record_n/3, record_list/2, inline_buckets/1, reset/1,
          snapshot/1, merge/2, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
          percentile/2, percentiles/2, summary/1, buckets/1,
@@ -118,6 +118,15 @@ record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
     atomics:get(E, 1) > V andalso lower_min(E, V),
     atomics:get(E, 2) < V andalso raise_max(E, V),
     ok.
+
+%% @doc For a histogram made with `exact => false': its bucket array and
+%% the bound below which a value is its own bucket, so that a hot loop can
+%% record a value V with 0 =< V < Bound as `counters:add(Ref, V + 1, 1)'
+%% inline - exactly what {@link record/2} does for it, without the call.
+%% Other values go through {@link record/2}.
+-spec inline_buckets(hist()) -> {counters:counters_ref(), pos_integer()}.
+inline_buckets(#hist{exact = false, counts = C, bits = Bits, max = Max}) ->
+    {C, erlang:min(1 bsl Bits, Max + 1)}.
 
 %% @doc Record every value of a list. Cheaper per value than
 %% {@link record/2} for batches: the sum, overflow and extremes are updated

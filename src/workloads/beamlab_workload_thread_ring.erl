@@ -15,7 +15,9 @@ info() ->
           <<"The ring of N processes (numbered 1..N) is created in setup "
             "(untimed). Timed: from sending the token T to process 1 until "
             "the process that receives 0 reports its number, divided by T "
-            "hops (us per hop). Each process passes T-1 to the next.">>,
+            "hops (us per hop). Each process passes T-1 to the next; the "
+            "token is the bare integer, as in the benchmarks game's Erlang "
+            "program.">>,
       unit => <<"us">>, better => lower, metric => <<"hop">>,
       checks => <<"the process that sees 0 is number (T mod N)+1, as in the "
                   "benchmarks game, and the hop counts collected around the "
@@ -48,7 +50,7 @@ setup(#{n := N}) ->
 -spec run(pid(), beamlab_workload:params()) -> {ok, beamlab_workload:rep()}.
 run(First, #{n := N, token := T}) ->
     T0 = erlang:monotonic_time(),
-    First ! {token, T},
+    First ! T,
     Winner = receive {thread_ring_zero, W} -> W end,
     T1 = erlang:monotonic_time(),
     First ! {count, 0, N},
@@ -70,12 +72,13 @@ build(_Parent, Next, 1, _N) -> Next;
 build(Parent, Next, K, N) ->
     build(Parent, spawn_link(fun() -> member(Parent, Next, K, 0) end), K - 1, N).
 
-%% Count = hops forwarded since the last count request; a count message goes
-%% once around (Left processes still to visit), summing them.
+%% As in the benchmarks game, the token is the bare integer. Count = hops
+%% forwarded since the last count request; a count message goes once
+%% around (Left processes still to visit), summing them.
 member(Parent, Next, Id, Count) ->
     receive
-        {token, 0} -> Parent ! {thread_ring_zero, Id}, member(Parent, Next, Id, Count);
-        {token, T} -> Next ! {token, T - 1}, member(Parent, Next, Id, Count + 1);
+        0 -> Parent ! {thread_ring_zero, Id}, member(Parent, Next, Id, Count);
+        T when is_integer(T) -> Next ! T - 1, member(Parent, Next, Id, Count + 1);
         {count, Sum, 1} -> Parent ! {thread_ring_hops, Sum + Count}, member(Parent, Next, Id, 0);
         {count, Sum, Left} -> Next ! {count, Sum + Count, Left - 1}, member(Parent, Next, Id, 0)
     end.
