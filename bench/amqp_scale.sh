@@ -53,34 +53,7 @@ BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 
 # fetch_perftest: shared with the other PerfTest bench (bench/perftest-fetch.sh).
 . "$ROOT/bench/perftest-fetch.sh"
-
-# measure LOG CMD...: as in amqp_vs_perftest.sh, plus the resident pages:
-# LOG.samples gets "T R TICKS RSS_PAGES BROKER_TICKS" per interval line
-# (builtins only).
-measure() {
-    local out=$1; shift
-    local fifo="$WORK/fifo.$$"
-    rm -f "$fifo"; mkfifo "$fifo"
-    "$@" >"$fifo" 2>&1 &
-    local pid=$! line stat statm bstat t r
-    local -a f m b
-    : >"$out"; : >"$out.samples"
-    while IFS= read -r line; do
-        printf '%s\n' "$line" >>"$out"
-        if [[ $line =~ time:?\ ([0-9.]+)\ ?s,.*received:\ ([0-9.]+)\ msg/s ]]; then
-            t=${BASH_REMATCH[1]} r=${BASH_REMATCH[2]}
-            stat="" statm=""
-            read -r stat <"/proc/$pid/stat" 2>/dev/null || true
-            read -r statm <"/proc/$pid/statm" 2>/dev/null || true
-            read -r bstat <"/proc/$BROKER_PID/stat" 2>/dev/null || true
-            [ -n "$stat" ] && [ -n "$statm" ] && [ -n "$bstat" ] || continue
-            f=($stat); m=($statm); b=($bstat)
-            printf '%s %s %d %d %d\n' "$t" "$r" $((f[13] + f[14])) "${m[1]}" $((b[13] + b[14])) >>"$out.samples"
-        fi
-    done <"$fifo"
-    wait "$pid" || true
-    rm -f "$fifo"
-}
+. "$ROOT/bench/amqp-measure.sh"
 
 # window SAMPLES: "<msg/s> <us CPU/msg> <RSS MiB at the last line> <broker us CPU/msg>"
 window() {
@@ -103,12 +76,7 @@ run() {   # tool scenario channels args...
     local out="$WORK/scale-$tool-$name-$round.log" res rate cpu_us rss bcpu_us
     CHANNELS[$name]=$ch
     wanted "$name" || return 0
-    case $tool in
-        # escript directly (so that $! is the VM), with the emulator flags
-        # the ./beamlab launcher gives `amqp' (see rebar.config).
-        beamlab)  ERL_FLAGS="$BEAMLAB_AMQP_FLAGS" measure "$out" escript "$BEAMLAB" amqp -h "$URI" -z "$SECS" "$@" ;;
-        perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
-    esac
+    load "$tool" "$out" "$BEAMLAB" "$@"
     res=$(window "$out.samples")
     if [ -z "$res" ]; then
         echo "$tool $name: fewer than two interval lines after ${WARMUP} s; log follows" >&2
@@ -123,9 +91,6 @@ run() {   # tool scenario channels args...
     RSS[$tool-$name]="${RSS[$tool-$name]:-} $rss"
 }
 
-median() { tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g |
-           awk '{v[NR] = $1} END {if (NR == 0) {printf "-"; exit}
-                                  printf "%.2f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "-" || b == "-" || b == 0) printf "-"; else printf "%.2f", a/b }'; }
 per_channel() {  # tool scenario: marginal KiB per channel against q1
     local tool=$1 name=$2

@@ -40,37 +40,7 @@ fi
 
 # fetch_perftest: shared with the other PerfTest bench (bench/perftest-fetch.sh).
 . "$ROOT/bench/perftest-fetch.sh"
-
-# measure LOG CMD...: runs CMD with its output into a FIFO; copies every
-# line to LOG and, for each interval line, appends "T R TICKS" to LOG.samples
-# (tool time, received rate, the process's CPU ticks when the line arrived).
-# Only bash builtins run per line (no fork), so the sampling costs the
-# machine next to nothing. escript and the java launcher exec in place, so
-# $! is the VM itself.
-measure() {
-    local out=$1; shift
-    local fifo="$WORK/fifo.$$"
-    rm -f "$fifo"; mkfifo "$fifo"
-    "$@" >"$fifo" 2>&1 &
-    local pid=$! line stat t r
-    local -a f
-    : >"$out"; : >"$out.samples"
-    while IFS= read -r line; do
-        printf '%s\n' "$line" >>"$out"
-        if [[ $line =~ time:?\ ([0-9.]+)\ ?s,.*received:\ ([0-9.]+)\ msg/s ]]; then
-            t=${BASH_REMATCH[1]} r=${BASH_REMATCH[2]}
-            stat=""
-            read -r stat <"/proc/$pid/stat" 2>/dev/null || true
-            # Fields 14 and 15 (utime, stime); comm (field 2) has no spaces
-            # for beam.smp and java.
-            [ -n "$stat" ] || continue
-            f=($stat)
-            printf '%s %s %d\n' "$t" "$r" $((f[13] + f[14])) >>"$out.samples"
-        fi
-    done <"$fifo"
-    wait "$pid" || true
-    rm -f "$fifo"
-}
+. "$ROOT/bench/amqp-measure.sh"
 
 # window SAMPLES: "<msg/s> <us CPU/msg> <window s> <CPU s>" over the
 # steady-state window, or nothing if there are fewer than two lines in it.
@@ -91,12 +61,7 @@ declare -A RATE CPU
 run() {   # tool scenario args...
     local tool=$1 name=$2; shift 2
     local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu
-    case $tool in
-        # escript directly (so that $! is the VM), with the emulator flags
-        # the ./beamlab launcher gives `amqp' (see rebar.config).
-        beamlab)  ERL_FLAGS="$BEAMLAB_AMQP_FLAGS" measure "$out" escript "$ROOT/beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
-        perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
-    esac
+    load "$tool" "$out" "$ROOT/beamlab" "$@"
     res=$(window "$out.samples")
     if [ -z "$res" ]; then
         echo "$tool $name: fewer than two interval lines after ${WARMUP} s; log follows" >&2
@@ -108,9 +73,6 @@ run() {   # tool scenario args...
     RATE[$tool-$name]="${RATE[$tool-$name]:-} $rate"
     CPU[$tool-$name]="${CPU[$tool-$name]:-} $cpu_us"
 }
-
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g |
-           awk '{v[NR] = $1} END {printf "%.2f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 
 fetch_perftest
 [ -x "$ROOT/beamlab" ] || make -C "$ROOT" escript >/dev/null
