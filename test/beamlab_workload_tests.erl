@@ -154,6 +154,36 @@ message_load_record_test() ->
     ?assertEqual([{diff, 5007, 2}], ets:lookup(Tab, diff)),
     ets:delete(Tab).
 
+%% Both variants' workers hold the histograms as shared literals, not as
+%% copies: a copy charges each worker's virtual binary heap with the whole
+%% histogram and makes every one of its collections a full sweep.
+message_load_workers_not_charged_test_() ->
+    {timeout, 60, [fun() -> workers_not_charged(V) end || V <- [original, mesh]]}.
+
+workers_not_charged(Variant) ->
+    M = beamlab_workload_message_load,
+    {ok, P} = M:normalize(#{variant => Variant, procs => 8, wait => 10, warmup => 300,
+                            duration => 300, record => true}),
+    {ok, S} = M:setup(P),
+    Self = self(),
+    Runner = spawn_link(fun() -> Self ! {self(), M:run(S, P)} end),
+    Charged = [Words || W <- workers(Runner, 8),
+                        {garbage_collection_info, I} <- [process_info(W, garbage_collection_info)],
+                        Words <- [proplists:get_value(bin_vheap_size, I)
+                                  + proplists:get_value(bin_old_vheap_size, I)]],
+    receive {Runner, Result} -> ?assertMatch({ok, #{value := _}, _}, Result) end,
+    ?assert(length(Charged) >= 8),
+    ?assert(lists:max(Charged) < 1000).
+
+%% The processes the runner linked to (its workers and, once measuring,
+%% the sampler) as soon as the workers are spawned.
+workers(Runner, N) ->
+    {links, Ls} = process_info(Runner, links),
+    case [P || P <- Ls, P =/= self()] of
+        Ws when length(Ws) >= N -> Ws;
+        _ -> erlang:yield(), workers(Runner, N)
+    end.
+
 %% A variant's unused parameters are dropped and equal points run once.
 variant_points_test_() ->
     Names = fun(Mod, Name, Ov) ->

@@ -30,6 +30,7 @@
 -record(st, {coord :: pid(),
              plan :: map(),
              ctx :: map(),
+             ctx_key :: beamlab_runtime_shared:key(),
              conns = #{} :: #{term() => pid()},
              producers = [] :: [pid()],
              consumers = [] :: [pid()],             % consumers and loop workers
@@ -53,13 +54,17 @@ start(Node, Coord, Plan) ->
 %% agent. Once `Module:open/2' succeeds the worker sends `{self(), ready}'
 %% and goes on with `Module:run/3'; otherwise it sends
 %% `{self(), {error, R}}' and ends normally.
--spec start_worker(module(), map(), map()) -> pid().
-start_worker(Module, Ctx, Spec) ->
-    proc_lib:spawn_link(?MODULE, worker_init, [self(), Module, Ctx, Spec]).
+-spec start_worker(module(), beamlab_runtime_shared:key(), map()) -> pid().
+start_worker(Module, CtxKey, Spec) ->
+    proc_lib:spawn_link(?MODULE, worker_init, [self(), Module, CtxKey, Spec]).
 
 %% @private
--spec worker_init(pid(), module(), map(), map()) -> no_return().
-worker_init(Agent, Module, Ctx, Spec) ->
+%% The worker fetches the context itself: its counters and histograms
+%% (about 2 MB of magic references) copied onto every worker's heap would
+%% make each of its collections a full sweep (see beamlab_runtime_shared).
+-spec worker_init(pid(), module(), beamlab_runtime_shared:key(), map()) -> no_return().
+worker_init(Agent, Module, CtxKey, Spec) ->
+    Ctx = beamlab_runtime_shared:fetch(CtxKey),
     case Module:open(Ctx, Spec) of
         {error, _} = E ->
             Agent ! {self(), E},
@@ -132,11 +137,12 @@ init(Coord, Plan) ->
             %% coordinator's time, so a message produced on one node and
             %% consumed on another compares one clock (issue 13).
             clock_offset => maps:get(clock_offset_us, Plan, 0)},
-    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx},
+    CtxKey = beamlab_runtime_shared:share(Ctx),
+    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx, ctx_key = CtxKey},
     %% Consumers first: they must be subscribed before anything is published.
-    Cons = [beamlab_amqp_consumer:start_link(Ctx, S) || S <- maps:get(consumers, Plan, [])]
-        ++ [beamlab_amqp_loop:start_link(Ctx, S) || S <- maps:get(loops, Plan, [])],
-    Prods = [beamlab_amqp_producer:start_link(Ctx, S) || S <- maps:get(producers, Plan, [])],
+    Cons = [beamlab_amqp_consumer:start_link(CtxKey, S) || S <- maps:get(consumers, Plan, [])]
+        ++ [beamlab_amqp_loop:start_link(CtxKey, S) || S <- maps:get(loops, Plan, [])],
+    Prods = [beamlab_amqp_producer:start_link(CtxKey, S) || S <- maps:get(producers, Plan, [])],
     loop(St0#st{consumers = Cons, producers = Prods, pending = Cons ++ Prods}).
 
 loop(St) ->
@@ -249,6 +255,7 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
                           consumer => beamlab_stats_hist:snapshot(ConsT),
                           confirm => beamlab_stats_hist:snapshot(ConfT)}},
     close_all(St),
+    ok = beamlab_runtime_shared:release(St#st.ctx_key),
     exit(normal);
 maybe_stopped(St) ->
     St.
@@ -274,4 +281,5 @@ close_all(#st{conns = Cs}) ->
 shutdown(St) ->
     _ = [exit(W, kill) || W <- St#st.producers ++ St#st.consumers],
     close_all(St),
+    ok = beamlab_runtime_shared:release(St#st.ctx_key),
     exit(normal).

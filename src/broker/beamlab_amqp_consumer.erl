@@ -28,9 +28,9 @@
 %% multi_ack, count, reconnect). It sends `{self(), ready}' to its parent
 %% once the broker confirmed the subscription (basic.consume-ok), so no
 %% message published afterwards is missed, or `{self(), {error, R}}'.
--spec start_link(map(), map()) -> pid().
-start_link(Ctx, Spec) ->
-    beamlab_amqp_agent:start_worker(?MODULE, Ctx, Spec).
+-spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
+start_link(CtxKey, Spec) ->
+    beamlab_amqp_agent:start_worker(?MODULE, CtxKey, Spec).
 
 %% @private
 -spec open(map(), map()) -> {ok, term()} | {error, term()}.

@@ -16,9 +16,9 @@
 %% @doc Starts a loop worker for `Spec' (queue, group, body_size, persistent,
 %% reconnect); it subscribes, sends `{self(), ready}' to its parent, then
 %% waits for `{go, StartUs}' to publish its first message.
--spec start_link(map(), map()) -> pid().
-start_link(Ctx, Spec) ->
-    beamlab_amqp_agent:start_worker(?MODULE, Ctx, Spec).
+-spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
+start_link(CtxKey, Spec) ->
+    beamlab_amqp_agent:start_worker(?MODULE, CtxKey, Spec).
 
 %% @private
 -spec run({ok, term()}, map(), map()) -> no_return().

@@ -51,7 +51,7 @@ load_code(Nodes) ->
     Needed = [beamlab_amqp, beamlab_amqp_conn, beamlab_amqp_frame, beamlab_amqp_method,
               beamlab_amqp_uri, beamlab_amqp_agent, beamlab_amqp_producer,
               beamlab_amqp_consumer, beamlab_amqp_loop, beamlab_amqp_rate,
-              beamlab_stats_hist],
+              beamlab_stats_hist, beamlab_runtime_shared],
     _ = [code:ensure_loaded(M) || M <- Needed],
     Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamlab", atom_to_list(M))],
     Objs = [Obj || M <- Mods, {_, _, _} = Obj <- [code:get_object_code(M)]],

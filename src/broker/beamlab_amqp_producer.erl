@@ -37,12 +37,12 @@
 
 %% @doc Starts a producer for `Spec' (exchange, key, mandatory, persistent,
 %% confirm, rate, count, body_size, group, reconnect) with the agent's
-%% context `Ctx' (counters, histograms, agent pid). It sends `{self(), ready}'
+%% context (counters, histograms, agent pid), shared under `CtxKey'. It sends `{self(), ready}'
 %% to its parent once the channel is open (and in confirm mode when asked),
 %% then waits for `{go, StartUs}'.
--spec start_link(map(), map()) -> pid().
-start_link(Ctx, Spec) ->
-    beamlab_amqp_agent:start_worker(?MODULE, Ctx, Spec).
+-spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
+start_link(CtxKey, Spec) ->
+    beamlab_amqp_agent:start_worker(?MODULE, CtxKey, Spec).
 
 %% @doc The message body: intended send time, sequence number, zero padding
 %% up to `Size' bytes (at least 12).

@@ -132,9 +132,16 @@ run_original(#{series := Series0, rep := Rep0} = State,
                   {Buckets, Bound} = beamlab_stats_hist:inline_buckets(Hist),
                   {Buckets, Bound, Hist}
           end,
-    Sh = {Key, Tab, W, Rec},
+    %% The workers fetch the histogram's references themselves from a
+    %% shared literal: copied onto their heaps, they tripled the workers'
+    %% collections (see beamlab_runtime_shared).
+    RecKey = case Rec of
+                 none -> none;
+                 _ -> beamlab_runtime_shared:share(Rec)
+             end,
     Parent = self(),
-    Pids = [{N, spawn_link(?MODULE, o_start, [{Parent, Sh}])} || N <- lists:seq(1, P)],
+    Pids = [{N, spawn_link(?MODULE, o_start, [{Parent, {Key, Tab, W, RecKey}}])}
+            || N <- lists:seq(1, P)],
     persistent_term:put(Key, maps:from_list(Pids)),
     _ = [Pid ! start || {_, Pid} <- Pids],
     timer:sleep(Warm),
@@ -158,6 +165,7 @@ run_original(#{series := Series0, rep := Rep0} = State,
     Left = collect_left(Pids, 0),
     _ = [unlink(Pid) || {_, Pid} <- Pids],
     _ = persistent_term:erase(Key),
+    RecKey =:= none orelse beamlab_runtime_shared:release(RecKey),
     [{diff, USum, NGood}] = ets:lookup(Tab, diff),
     [{flush, NFlush}] = ets:lookup(Tab, flush),
     ets:delete(Tab),
@@ -209,9 +217,14 @@ run_original(#{series := Series0, rep := Rep0} = State,
 
 %% @doc The original variant's process: the original's worker_loop, idle
 %% until `start'.
--spec o_start({pid(), term()}) -> ok.
-o_start({Parent, Sh}) ->
-    o_idle(Parent, Sh, nocollect, {0, 0, 0, 0, 0, 0, 0}).
+-spec o_start({pid(), {term(), ets:tid(), non_neg_integer(),
+                        none | beamlab_runtime_shared:key()}}) -> ok.
+o_start({Parent, {Key, Tab, W, RecKey}}) ->
+    Rec = case RecKey of
+              none -> none;
+              _ -> beamlab_runtime_shared:fetch(RecKey)
+          end,
+    o_idle(Parent, {Key, Tab, W, Rec}, nocollect, {0, 0, 0, 0, 0, 0, 0}).
 
 %% Counters, per process (local, not shared): {Loops, Sent, SelfPicks,
 %% Good, Discarded, Flushed, MeasuredGood}.
@@ -361,7 +374,9 @@ run_mesh(#{hist := AllHist, series := Series0, rep := Rep0} = State,
     #{phase := Phase} = Shared,
     atomics:put(Phase, 1, ?WARMUP),
     Parent = self(),
-    Pids = [spawn_link(fun() -> start(Parent, Shared) end) || _ <- lists:seq(1, P)],
+    %% Fetched by each worker, not copied into it: see run_original/2.
+    SharedKey = beamlab_runtime_shared:share(Shared),
+    Pids = [spawn_link(fun() -> start(Parent, SharedKey) end) || _ <- lists:seq(1, P)],
     Peers = list_to_tuple(Pids),
     _ = [Pid ! {ml_peers, Peers} || Pid <- Pids],
     timer:sleep(Warm),
@@ -375,6 +390,7 @@ run_mesh(#{hist := AllHist, series := Series0, rep := Rep0} = State,
     _ = [Pid ! ml_drain || Pid <- Pids],
     InFlight = collect_inflight(Pids, 0),
     _ = [unlink(Pid) || Pid <- Pids],
+    ok = beamlab_runtime_shared:release(SharedKey),
     Seconds = beamlab_workload:us(T1 - T0) / 1.0e6,
     Snap = beamlab_stats_hist:snapshot(maps:get(hist, Shared)),
     Rep = Rep0 + 1,
@@ -402,7 +418,8 @@ run_mesh(#{hist := AllHist, series := Series0, rep := Rep0} = State,
 new_hist() ->
     beamlab_stats_hist:new(#{significant_digits => 3}).
 
-start(Parent, Shared) ->
+start(Parent, SharedKey) ->
+    Shared = beamlab_runtime_shared:fetch(SharedKey),
     Peers = receive {ml_peers, Ps} -> Ps end,
     loop(Parent, Shared, Peers, 0, 0, 0, 0, 0).
 
