@@ -13,10 +13,7 @@ charged(Get) ->
                            Term = Get(),
                            true = erlang:garbage_collect(),
                            true = erlang:garbage_collect(),
-                           {garbage_collection_info, I} =
-                               process_info(self(), garbage_collection_info),
-                           Parent ! {self(), proplists:get_value(bin_vheap_size, I)
-                                              + proplists:get_value(bin_old_vheap_size, I)},
+                           Parent ! {self(), beamlab_test_util:vheap_charge(self())},
                            %% keep the term alive until measured
                            _ = element(1, Term)
                    end),

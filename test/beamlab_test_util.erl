@@ -9,6 +9,7 @@
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
          cli_group_finish/1, launcher_children/1]).
 -export([otp27_prefix/0, otp27/0, otp_env/1]).
+-export([vheap_charge/1]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -178,6 +179,13 @@ cli_group_finish(#{port := Port, dir := Dir, out_file := OutFile, err_file := Er
     {ok, Out} = file:read_file(OutFile),
     {ok, Err} = file:read_file(ErrFile),
     #{code => Code, out => Out, err => Err, dir => Dir}.
+
+%% @doc Words charged to a process's virtual binary heaps (young and old):
+%% what the magic references and binaries on its heap count for.
+-spec vheap_charge(pid()) -> non_neg_integer().
+vheap_charge(Pid) ->
+    {garbage_collection_info, I} = process_info(Pid, garbage_collection_info),
+    proplists:get_value(bin_vheap_size, I) + proplists:get_value(bin_old_vheap_size, I).
 
 %% @doc Polls `Cond' (quickly, backing off to every 50 ms) until it returns
 %% true; fails the test after `TimeoutMs' with what was awaited.

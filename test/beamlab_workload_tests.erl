@@ -167,10 +167,7 @@ workers_not_charged(Variant) ->
     {ok, S} = M:setup(P),
     Self = self(),
     Runner = spawn_link(fun() -> Self ! {self(), M:run(S, P)} end),
-    Charged = [Words || W <- workers(Runner, 8),
-                        {garbage_collection_info, I} <- [process_info(W, garbage_collection_info)],
-                        Words <- [proplists:get_value(bin_vheap_size, I)
-                                  + proplists:get_value(bin_old_vheap_size, I)]],
+    Charged = [beamlab_test_util:vheap_charge(W) || W <- workers(Runner, 8)],
     receive {Runner, Result} -> ?assertMatch({ok, #{value := _}, _}, Result) end,
     ?assert(length(Charged) >= 8),
     ?assert(lists:max(Charged) < 1000).
@@ -178,11 +175,12 @@ workers_not_charged(Variant) ->
 %% The processes the runner linked to (its workers and, once measuring,
 %% the sampler) as soon as the workers are spawned.
 workers(Runner, N) ->
-    {links, Ls} = process_info(Runner, links),
-    case [P || P <- Ls, P =/= self()] of
-        Ws when length(Ws) >= N -> Ws;
-        _ -> erlang:yield(), workers(Runner, N)
-    end.
+    beamlab_test_util:wait_for(
+      fun() ->
+              {links, Ls} = process_info(Runner, links),
+              Ws = [P || P <- Ls, P =/= self()],
+              length(Ws) >= N andalso {ok, Ws}
+      end, 10000, {workers, N}).
 
 %% A variant's unused parameters are dropped and equal points run once.
 variant_points_test_() ->
