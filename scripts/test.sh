@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The tests' working directories go under one directory of this run:
+# removed when every check passed, kept (and named) when one failed.
+BEAMLAB_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-tests.XXXXXX")
+export BEAMLAB_TEST_TMP
+trap 'st=$?; if [ "$st" = 0 ]; then rm -rf "$BEAMLAB_TEST_TMP"; else echo "test files kept in $BEAMLAB_TEST_TMP" >&2; fi' EXIT
+
 step "build ./beamlab"
 make escript
 

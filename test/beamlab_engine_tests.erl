@@ -53,7 +53,7 @@ compile_error_is_run_error_test() ->
 %% -pa: every directory is checked before any is added; the first given
 %% comes first on the path; only what was added is reported (and removed).
 add_code_paths_test() ->
-    Base = filename:join(os:getenv("TMPDIR", "/tmp"), "beamlab_pa_" ++ os:getpid()),
+    Base = beamlab_test_util:tmp_dir("pa"),
     [A, B] = [filename:join(Base, D) || D <- ["a", "b"]],
     ok = filelib:ensure_path(A),
     ok = filelib:ensure_path(B),

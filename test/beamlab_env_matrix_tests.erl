@@ -34,7 +34,7 @@ parse_range_test_() ->
      ?_assertEqual({error, {bad_range, "a..b"}}, beamlab_env_matrix:parse_range("a..b"))].
 
 read_grid_test() ->
-    File = filename:join("/tmp", "beamlab_grid_" ++ os:getpid() ++ ".config"),
+    File = filename:join(beamlab_test_util:tmp_dir("grid"), "grid.config"),
     ok = file:write_file(File, "{vm, \"+S 1\"}.\n{vm, \"+S 2\"}.\n{sweep, \"3..4\"}.\n"
                                "{baseline, \"+S 2\"}.\n{repeat, 4}.\n{command, [\"run\", \"ok.\"]}.\n"),
     ?assertEqual({ok, #{vm => ["+S 1", "+S 2"], sweep => [3, 4], baseline => <<"+S 2">>,

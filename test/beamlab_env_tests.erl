@@ -114,6 +114,4 @@ json_safe(B) when is_binary(B); is_number(B); is_boolean(B) -> ok;
 json_safe(Other) -> ?assertEqual(json_safe, Other).
 
 tmp_dir() ->
-    D = filename:join(["/tmp", "beamlab_env_tests_" ++ os:getpid()]),
-    ok = filelib:ensure_dir(filename:join(D, "x")),
-    D.
+    beamlab_test_util:tmp_dir("env").

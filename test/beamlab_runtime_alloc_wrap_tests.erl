@@ -24,8 +24,7 @@ wraps_every_spawn_form_test_() ->
 %% A wrapped copy of a compiled module: its spawns and its calls to itself
 %% go through the copy; the original is untouched.
 module_copy_test() ->
-    Dir = filename:join(["/tmp", "beamlab_alloc_wrap_" ++ os:getpid()]),
-    ok = filelib:ensure_path(Dir),
+    Dir = beamlab_test_util:tmp_dir("alloc-wrap"),
     Src = filename:join(Dir, "wrap_probe.erl"),
     ok = file:write_file(Src, <<"-module(wrap_probe).\n-export([go/0, kid/0]).\n"
                                 "go() -> {P, R} = spawn_monitor(wrap_probe, kid, []),\n"

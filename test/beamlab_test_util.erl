@@ -261,12 +261,15 @@ await_output1(Port, Pattern, Acc, Deadline, TimeoutMs) ->
             end
     end.
 
-%% @doc A new empty directory under the system temp dir.
+%% @doc A new empty directory under `$BEAMLAB_TEST_TMP' (the test run's
+%% own directory, which scripts/test.sh removes when every check passed),
+%% else under the system temp dir.
 -spec tmp_dir(string()) -> file:filename().
 tmp_dir(Prefix) ->
-    Base = case os:getenv("TMPDIR") of
-               false -> "/tmp";
-               T -> T
+    Base = case {os:getenv("BEAMLAB_TEST_TMP"), os:getenv("TMPDIR")} of
+               {false, false} -> "/tmp";
+               {false, T} -> T;
+               {R, _} -> R
            end,
     Dir = filename:join(Base, io_lib:format("beamlab-~s-~s-~b", [Prefix, os:getpid(),
                                                                   erlang:unique_integer([positive])])),

@@ -329,8 +329,7 @@ flush_progress() ->
 %% A directory holding only this suite's code (beamlab's own modules are
 %% loaded into peers by beamlab_runtime_peer).
 test_paths() ->
-    Dir = filename:join(["/tmp", "beamlab_env_suite_" ++ os:getpid()]),
-    ok = filelib:ensure_path(Dir),
+    Dir = beamlab_test_util:tmp_dir("env-suite"),
     {ok, _} = file:copy(code:which(?MODULE), filename:join(Dir, atom_to_list(?MODULE) ++ ".beam")),
     [Dir].
 
