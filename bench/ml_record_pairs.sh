@@ -10,6 +10,13 @@
 # Run from the repository root after `make'; nothing else should run.
 set -eu
 ROUNDS=${1:-20}; WARMUP=${2:-5000}; DURATION=${3:-20000}
+for n in "$ROUNDS" "$WARMUP" "$DURATION"; do
+    case $n in ''|*[!0-9]*) bad=1;; esac
+done
+if [ -n "${bad:-}" ] || [ "$ROUNDS" -eq 0 ] || [ "$DURATION" -eq 0 ]; then
+    echo "ml_record_pairs: usage: bench/ml_record_pairs.sh [ROUNDS>0] [WARMUP_MS] [DURATION_MS>0]" >&2
+    exit 2
+fi
 [ -x ./beamlab ] || { echo "ml_record_pairs: ./beamlab not found: run make first" >&2; exit 2; }
 RATIOS=$(mktemp)
 trap 'rm -f "$RATIOS"' EXIT
