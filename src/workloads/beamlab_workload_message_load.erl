@@ -298,9 +298,9 @@ o_flush(Sh, Collect, {L, S, SP, G, D, F, MG}) ->
     N = o_do_flush(0),
     case Collect of
         collect ->
-            {_Key, Tab, _W, Rec} = Sh,
+            {_Key, Tab, _W, _Rec} = Sh,
             _ = ets:update_counter(Tab, flush, [{2, N}]),
-            _ = Rec;
+            ok;
         nocollect ->
             ok
     end,
