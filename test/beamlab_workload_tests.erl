@@ -1,6 +1,15 @@
 -module(beamlab_workload_tests).
 -include_lib("eunit/include/eunit.hrl").
 
+bad_value_message_test_() ->
+    M = fun(T, S) -> lists:flatten(beamlab_workload:format_error({bad_value, T, S})) end,
+    [?_assertEqual("bad value '0': expected an integer >= 1", M(pos_integer, "0")),
+     ?_assertEqual("bad value '-1': expected an integer >= 0", M(non_neg_integer, "-1")),
+     ?_assertEqual("bad value 'x': expected a number", M(number, "x")),
+     ?_assertEqual("bad value '2': expected true or false", M(boolean, "2")),
+     ?_assertEqual("bad value '9': expected integer 0..5", M({int_range, 0, 5}, "9")),
+     ?_assertEqual("bad value 't': expected list|binary", M({enum, [list, binary]}, "t"))].
+
 parse_value_test_() ->
     P = fun beamlab_workload:parse_value/2,
     [?_assertEqual({ok, 10}, P(pos_integer, "10")),

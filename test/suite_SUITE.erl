@@ -376,8 +376,8 @@ cli_list(_) ->
 cli_bad_params(_) ->
     Cases = [{["suite", "nosuch"], "unknown workload 'nosuch'"},
              {["suite", "ring", "--param", "ring.q=1"], "workload ring has no parameter 'q' (it has: variant, n, k, m)"},
-             {["suite", "ring", "--param", "ring.n=x"], "ring.n: bad value 'x': expected pos_integer"},
-             {["suite", "ring", "--param", "ring.n=0"], "ring.n: bad value '0': expected pos_integer"},
+             {["suite", "ring", "--param", "ring.n=x"], "ring.n: bad value 'x': expected an integer >= 1"},
+             {["suite", "ring", "--param", "ring.n=0"], "ring.n: bad value '0': expected an integer >= 1"},
              {["suite", "ring", "--param", "ring"], "--param ring: expected NAME.KEY=VALUE"},
              {["suite", "ring", "--param", "fib.n=3"], "--param for workload 'fib', which is not selected"},
              {["suite", "skynet", "--param", "skynet.size=99"], "skynet: size must be a power of 10"},

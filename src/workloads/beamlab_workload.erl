@@ -352,7 +352,7 @@ format_error({unknown_param, W, K, Keys}) ->
     io_lib:format("workload ~ts has no parameter '~ts' (it has: ~ts)",
                   [W, if is_atom(K) -> atom_to_list(K); true -> K end, lists:join(", ", [atom_to_list(X) || X <- Keys])]);
 format_error({bad_value, Type, Str}) ->
-    io_lib:format("bad value '~ts': expected ~ts", [Str, type_name(Type)]);
+    io_lib:format("bad value '~ts': expected ~ts", [Str, expected(Type)]);
 format_error({invalid_params, Mod, R}) ->
     case erlang:function_exported(Mod, format_error, 1) of
         true -> [info_name(Mod), ": ", Mod:format_error(R)];
@@ -360,3 +360,10 @@ format_error({invalid_params, Mod, R}) ->
     end;
 format_error(Other) ->
     io_lib:format("~0p", [Other]).
+
+%% A type as an error message says it (type_name/1 is the tables' form).
+expected(pos_integer) -> "an integer >= 1";
+expected(non_neg_integer) -> "an integer >= 0";
+expected(number) -> "a number";
+expected(boolean) -> "true or false";
+expected(T) -> type_name(T).
