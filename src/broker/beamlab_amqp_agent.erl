@@ -12,18 +12,10 @@
 
 -include("beamlab_amqp_perf.hrl").
 
--export([start/3, start_worker/3, connection/2, record/2, new_hist/0, hist_max/0, reopen/1,
-         connection_lost/2]).
+-export([start/3, new_hist/0, hist_max/0]).
 
-%% Internal entry points (spawned, possibly on another node).
--export([init/2, worker_init/4]).
-
-%% A worker (producer, consumer, closed-loop channel) opens its channel
-%% with `open/2' (`{error, R}' or anything else on success) and then runs
-%% `run/3' on what it opened until it ends. {@link start_worker/3} does the
-%% handshake with the agent around them.
--callback open(Ctx :: map(), Spec :: map()) -> {error, term()} | tuple().
--callback run(Opened :: tuple(), Ctx :: map(), Spec :: map()) -> no_return().
+%% Internal entry point (spawned, possibly on another node).
+-export([init/2]).
 
 -define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
 
@@ -49,69 +41,6 @@
 -spec start(node(), pid(), map()) -> pid().
 start(Node, Coord, Plan) ->
     proc_lib:spawn(Node, ?MODULE, init, [Coord, Plan]).
-
-%% @doc Starts a worker of callback module `Module' linked to the calling
-%% agent. Once `Module:open/2' succeeds the worker sends `{self(), ready}'
-%% and goes on with `Module:run/3'; otherwise it sends
-%% `{self(), {error, R}}' and ends normally.
--spec start_worker(module(), beamlab_runtime_shared:key(), map()) -> pid().
-start_worker(Module, CtxKey, Spec) ->
-    proc_lib:spawn_link(?MODULE, worker_init, [self(), Module, CtxKey, Spec]).
-
-%% @private
-%% The worker fetches the context itself: its counters and histograms
-%% (about 2 MB of magic references) copied onto every worker's heap would
-%% make each of its collections a full sweep (see beamlab_runtime_shared).
--spec worker_init(pid(), module(), beamlab_runtime_shared:key(), map()) -> no_return().
-worker_init(Agent, Module, CtxKey, Spec) ->
-    Ctx = beamlab_runtime_shared:fetch(CtxKey),
-    case Module:open(Ctx, Spec) of
-        {error, _} = E ->
-            Agent ! {self(), E},
-            exit(normal);
-        Opened ->
-            Agent ! {self(), ready},
-            Module:run(Opened, Ctx, Spec)
-    end.
-
-%% @doc A live connection for the worker's group, asked of the agent
-%% (reconnecting when the previous one is gone).
--spec connection(map(), map()) -> {ok, pid()} | {error, term()}.
-connection(#{agent := Agent}, #{group := Group}) ->
-    Ref = monitor(process, Agent),
-    Agent ! {connection, self(), Ref, Group},
-    receive
-        {Ref, Reply} ->
-            demonitor(Ref, [flush]),
-            Reply;
-        {'DOWN', Ref, process, _, Reason} ->
-            {error, {agent_down, Reason}}
-    end.
-
-%% @doc With `--reconnect': calls `Open' every second until it succeeds
-%% (producers, consumers and closed-loop workers reopen their channel).
--spec reopen(fun(() -> {error, term()} | tuple())) -> tuple().
-reopen(Open) ->
-    case Open() of
-        {error, _} ->
-            receive after 1000 -> ok end,
-            reopen(Open);
-        Ok ->
-            Ok
-    end.
-
-%% @doc Ends a worker whose connection is gone (without `--reconnect').
--spec connection_lost(term(), term()) -> no_return().
-connection_lost(Code, Text) ->
-    exit({shutdown, {connection_lost, Code, Text}}).
-
-%% @doc Records one latency (microseconds) in the total and interval
-%% histograms of a worker context.
--spec record({term(), term()}, non_neg_integer()) -> ok.
-record({Total, Interval}, V) ->
-    _ = beamlab_stats_hist:record(Total, V),
-    _ = beamlab_stats_hist:record(Interval, V),
-    ok.
 
 %% @doc A latency histogram as used by every node of a run: microseconds,
 %% 3 significant digits.

@@ -8,13 +8,13 @@
 %%% counted before closing the channel, so a message is either counted as
 %%% received or left in the queue, never both.
 -module(beamlab_amqp_consumer).
--behaviour(beamlab_amqp_agent).
+-behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2]).
 
-%% Worker callbacks (beamlab_amqp_agent:start_worker/3).
+%% Worker callbacks (beamlab_amqp_worker:start/3).
 -export([open/2, run/3]).
 
 -record(st, {ctx :: map(),
@@ -30,7 +30,7 @@
 %% message published afterwards is missed, or `{self(), {error, R}}'.
 -spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
 start_link(CtxKey, Spec) ->
-    beamlab_amqp_agent:start_worker(?MODULE, CtxKey, Spec).
+    beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
 %% @private
 -spec open(map(), map()) -> {ok, term()} | {error, term()}.
@@ -47,7 +47,7 @@ run({ok, Ch}, Ctx, Spec) ->
                     end}).
 
 subscribe(Ctx, Spec) ->
-    case beamlab_amqp_agent:connection(Ctx, Spec) of
+    case beamlab_amqp_worker:connection(Ctx, Spec) of
         {ok, Conn} ->
             with_channel(beamlab_amqp:open_channel(Conn), Spec);
         {error, _} = E ->
@@ -103,7 +103,7 @@ deliver(Tag, Body, #st{ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
         <<Intended:64/signed, _/binary>> ->
             %% Intended is in the coordinator's time (see the agent's clock_offset).
             Off = maps:get(clock_offset, Ctx, 0),
-            beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - Off - Intended));
+            beamlab_amqp_worker:record(Hs, max(0, ?NOW_US() - Off - Intended));
         _ ->
             ok   % a foreign message in the queue: counted, no latency
     end,
@@ -129,10 +129,10 @@ ack(Tag, #st{ch = Ch} = St) ->
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Unacked deliveries go back to the queue with the old channel.
-    {ok, Ch} = beamlab_amqp_agent:reopen(fun() -> subscribe(Ctx, Spec) end),
+    {ok, Ch} = beamlab_amqp_worker:reopen(fun() -> subscribe(Ctx, Spec) end),
     St#st{ch = Ch, unacked = 0, last_tag = 0};
 connection_lost(Code, Text, _St) ->
-    beamlab_amqp_agent:connection_lost(Code, Text).
+    beamlab_amqp_worker:connection_lost(Code, Text).
 
 -spec finish(#st{}) -> no_return().
 finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->

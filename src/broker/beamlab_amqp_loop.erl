@@ -4,13 +4,13 @@
 %%% then bounded by the round trip, and the consumer latency is that round
 %%% trip.
 -module(beamlab_amqp_loop).
--behaviour(beamlab_amqp_agent).
+-behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2]).
 
-%% Worker callbacks (beamlab_amqp_agent:start_worker/3).
+%% Worker callbacks (beamlab_amqp_worker:start/3).
 -export([open/2, run/3]).
 
 %% @doc Starts a loop worker for `Spec' (queue, group, body_size, persistent,
@@ -18,7 +18,7 @@
 %% waits for `{go, StartUs}' to publish its first message.
 -spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
 start_link(CtxKey, Spec) ->
-    beamlab_amqp_agent:start_worker(?MODULE, CtxKey, Spec).
+    beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
 %% @private
 -spec run({ok, term()}, map(), map()) -> no_return().
@@ -39,7 +39,7 @@ run({ok, Ch}, Ctx, Spec) ->
 %% @private
 -spec open(map(), map()) -> {ok, term()} | {error, term()}.
 open(Ctx, Spec) ->
-    case beamlab_amqp_agent:connection(Ctx, Spec) of
+    case beamlab_amqp_worker:connection(Ctx, Spec) of
         {ok, Conn} ->
             case beamlab_amqp:open_channel(Conn) of
                 {ok, Ch} ->
@@ -66,7 +66,7 @@ publish(Ch, Q, Pad, Opts, N, #{counters := C}) ->
 loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
     receive
         {amqp_deliver, Ch, Tag, _, _, _, _, <<T:64/signed, _/binary>>} ->
-            beamlab_amqp_agent:record(Hs, max(0, ?NOW_US() - T)),
+            beamlab_amqp_worker:record(Hs, max(0, ?NOW_US() - T)),
             counters:add(C, ?C_RECEIVED, 1),
             ok = beamlab_amqp:ack(Ch, Tag, false),
             case counters:get(C, ?C_STOPPING) of
@@ -77,12 +77,12 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
         {amqp_closed, Ch, Code, Text} ->
             case maps:get(reconnect, Spec) of
                 true ->
-                    {ok, Ch1} = beamlab_amqp_agent:reopen(fun() -> open(Ctx, Spec) end),
+                    {ok, Ch1} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end),
                     %% The message in flight may be lost with the connection.
                     publish(Ch1, Q, Pad, Opts, N, Ctx),
                     loop(Ch1, Q, Pad, Opts, N + 1, Ctx, Spec);
                 false ->
-                    beamlab_amqp_agent:connection_lost(Code, Text)
+                    beamlab_amqp_worker:connection_lost(Code, Text)
             end;
         stop ->
             _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),

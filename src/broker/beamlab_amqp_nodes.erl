@@ -49,7 +49,7 @@ start_peers(N, Nodes, Vms) ->
 %% loaded here (the agent and what it calls are loaded by then).
 load_code(Nodes) ->
     Needed = [beamlab_amqp, beamlab_amqp_conn, beamlab_amqp_frame, beamlab_amqp_method,
-              beamlab_amqp_uri, beamlab_amqp_agent, beamlab_amqp_producer,
+              beamlab_amqp_uri, beamlab_amqp_agent, beamlab_amqp_worker, beamlab_amqp_producer,
               beamlab_amqp_consumer, beamlab_amqp_loop, beamlab_amqp_rate,
               beamlab_stats_hist, beamlab_runtime_shared],
     _ = [code:ensure_loaded(M) || M <- Needed],

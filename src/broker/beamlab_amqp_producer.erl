@@ -8,13 +8,13 @@
 %%% shared `counters'. Without confirms it watches the connection's backlog
 %%% so that an unlimited producer cannot flood the connection process.
 -module(beamlab_amqp_producer).
--behaviour(beamlab_amqp_agent).
+-behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2, body/3]).
 
-%% Worker callbacks (beamlab_amqp_agent:start_worker/3).
+%% Worker callbacks (beamlab_amqp_worker:start/3).
 -export([open/2, run/3]).
 
 -define(BACKLOG_CHECK, 128).     % publishes between backlog checks
@@ -42,7 +42,7 @@
 %% then waits for `{go, StartUs}'.
 -spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
 start_link(CtxKey, Spec) ->
-    beamlab_amqp_agent:start_worker(?MODULE, CtxKey, Spec).
+    beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
 %% @doc The message body: intended send time, sequence number, zero padding
 %% up to `Size' bytes (at least 12).
@@ -75,7 +75,7 @@ run({ok, Conn, Ch}, Ctx, Spec) ->
 %% @private
 -spec open(map(), map()) -> {ok, pid(), term()} | {error, term()}.
 open(Ctx, Spec) ->
-    maybe_open(beamlab_amqp_agent:connection(Ctx, Spec), Spec).
+    maybe_open(beamlab_amqp_worker:connection(Ctx, Spec), Spec).
 
 maybe_open({ok, Conn}, Spec) ->
     case beamlab_amqp:open_channel(Conn) of
@@ -202,16 +202,16 @@ settle(_Kind, 0, _Ts, St) ->
 settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, N),
     Now = ?NOW_US(),
-    _ = [beamlab_amqp_agent:record(Hs, max(0, Now - T)) || T <- Ts],
+    _ = [beamlab_amqp_worker:record(Hs, max(0, Now - T)) || T <- Ts],
     St.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
     %% from the window; the accounting shows them as unaccounted.
-    {ok, Conn, Ch} = beamlab_amqp_agent:reopen(fun() -> open(Ctx, Spec) end),
+    {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end),
     St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}};
 connection_lost(Code, Text, _St) ->
-    beamlab_amqp_agent:connection_lost(Code, Text).
+    beamlab_amqp_worker:connection_lost(Code, Text).
 
 %% Stop publishing; wait (bounded) for outstanding confirms and late returns
 %% so that the counts are final, then close the channel.
