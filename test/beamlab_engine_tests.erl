@@ -60,15 +60,15 @@ add_code_paths_test() ->
     Missing = filename:join(Base, "missing"),
     try
         ?assertEqual({error, {no_such_directory, Missing}},
-                     beamlab_engine:add_code_paths([A, Missing])),
+                     beamlab_engine_paths:add_code_paths([A, Missing])),
         ?assertNot(lists:member(A, code:get_path())),
-        ?assertEqual({ok, [A, B]}, beamlab_engine:add_code_paths([A, B, A])),
+        ?assertEqual({ok, [A, B]}, beamlab_engine_paths:add_code_paths([A, B, A])),
         ?assertMatch([A, B | _], code:get_path()),
-        ?assertEqual({ok, []}, beamlab_engine:add_code_paths([B])),
-        ok = beamlab_engine:remove_code_paths([A, B]),
+        ?assertEqual({ok, []}, beamlab_engine_paths:add_code_paths([B])),
+        ok = beamlab_engine_paths:remove_code_paths([A, B]),
         ?assertEqual([], [P || P <- code:get_path(), P =:= A orelse P =:= B])
     after
-        _ = beamlab_engine:remove_code_paths([A, B]),
+        _ = beamlab_engine_paths:remove_code_paths([A, B]),
         _ = file:del_dir_r(Base)
     end.
 

@@ -344,8 +344,10 @@ busy_wait_timer(_) ->
     %% every sample lasts at least the requested duration (the busy-wait
     %% timer does not return early)
     #{outcomes := Outcomes, interrupted := false} =
-        beamlab_engine:measure(Jobs, #{busy_wait => true, samples => 2, duration => 100,
-                                       checks => false, labels => [<<"a">>, <<"b">>]}, undefined),
+        beamlab_engine_measure:measure(
+          Jobs, maps:merge(beamlab_engine:default_run_opts(),
+                           #{busy_wait => true, samples => 2, duration => 100,
+                             checks => false, labels => [<<"a">>, <<"b">>]}), undefined),
     [#{times := [_, _]} = _, #{times := [_, _]}] = Outcomes,
     true = lists:all(fun(Ns) -> Ns >= 100 * 1000000 end,
                      lists:append([T || #{times := T} <- Outcomes])).

@@ -122,7 +122,7 @@ version() ->
 %% with a usage error naming the one that does not exist.
 -spec add_code_paths([file:filename()]) -> ok.
 add_code_paths(Dirs) ->
-    case beamlab_engine:add_code_paths(Dirs) of
+    case beamlab_engine_paths:add_code_paths(Dirs) of
         {ok, _} -> ok;
         {error, {no_such_directory, D}} -> usage_error("-pa ~ts: no such directory", [D])
     end.
@@ -208,6 +208,9 @@ ensure_available(Name, Mod) ->
 
 %% A word of letters only that names no command is a mistyped command, not
 %% Erlang code (code always has punctuation: a dot, parentheses, braces).
+%% A word starting with `-' is an option of the bare form, flags first as
+%% erlperf takes them (`beamlab -c 4 CODE').
+looks_like_command([$- | _]) -> false;
 looks_like_command(Word) ->
     Word =/= [] andalso lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse C =:= $- orelse C =:= $_ end, Word).
 

@@ -36,12 +36,11 @@
 %%% ModeOpts: `undefined', or a map with `min', `max', `step', `threshold'
 %%% for concurrency estimation (see {@link beamlab_engine_squeeze}).
 %%%
-%%% {@link add_code_paths/1} is the one implementation of `-pa': the CLI
-%%% calls it for this VM, the isolated mode for its compile check.
+%%% Measuring in this VM is {@link beamlab_engine_measure}, in fresh VMs
+%%% {@link beamlab_engine_isolated}; `-pa' is {@link beamlab_engine_paths}.
 -module(beamlab_engine).
 
--export([run/3, measure/3, recover/2, format_error/1, default_run_opts/0, add_code_paths/1,
-         remove_code_paths/1]).
+-export([run/3, recover/2, format_error/1, default_run_opts/0]).
 
 -export_type([job_spec/0, run_opts/0, options/0, mode_opts/0, outcome/0, progress/0,
               curve_point/0, error_reason/0, progress_state/0]).
@@ -132,33 +131,6 @@ default_run_opts() ->
       confidence => 0.95, progress => undefined, command => [], checks => true,
       busy_wait => undefined, telemetry => false, verbose => false, checkpoint => none}.
 
-%% @doc Puts `-pa' directories at the front of this VM's code path, first
-%% given first (as `erl -pa' does). Directories already on the path are
-%% left where they are. All are checked before any is added. Returns the
-%% directories added, for {@link remove_code_paths/1}.
--spec add_code_paths([file:filename()]) ->
-          {ok, [file:filename()]} | {error, {no_such_directory, file:filename()}}.
-add_code_paths(Dirs) ->
-    case [D || D <- Dirs, not filelib:is_dir(D)] of
-        [Missing | _] ->
-            {error, {no_such_directory, Missing}};
-        [] ->
-            Path = code:get_path(),
-            New = dedup([D || D <- Dirs, not lists:member(D, Path)]),
-            %% add_pathsa/1 reverses its argument on the path.
-            ok = code:add_pathsa(lists:reverse(New)),
-            {ok, New}
-    end.
-
-%% @doc Removes directories added by {@link add_code_paths/1}.
--spec remove_code_paths([file:filename()]) -> ok.
-remove_code_paths(Dirs) ->
-    _ = [code:del_path(D) || D <- Dirs],
-    ok.
-
-dedup([]) -> [];
-dedup([D | Rest]) -> [D | dedup([X || X <- Rest, X =/= D])].
-
 %% @doc Runs a benchmark and returns the result document (kind `bench',
 %% without an environment report: the caller attaches one if it wants).
 -spec run([job_spec()], options(), mode_opts()) ->
@@ -184,7 +156,8 @@ run(Jobs, RunOpts0, ModeOpts) ->
               #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
                   case maps:get(isolated, RunOpts) of
                       true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
-                      false -> measure(Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
+                      false -> beamlab_engine_measure:measure(
+                                 Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
                   end,
               flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
@@ -202,9 +175,6 @@ with_save(#{checkpoint := Cp} = Opts, Context) ->
                           beamlab_runtime_checkpoint:save(Cp, #{engine => Context,
                                                                  progress => Progress})
                   end}.
-
-checkpoint(undefined, _Progress) -> ok;
-checkpoint(Save, Progress) -> Save(Progress).
 
 %% @doc The document of a run whose VM stopped while it measured, from its
 %% last checkpoint (the `state' {@link beamlab_runtime_checkpoint:load/1}
@@ -230,10 +200,10 @@ recover(#{engine := #{labels := Labels, base := Base, run_opts := RunOpts, mode_
                       {O#{status := {error, not_run}}, C, Curve};
                   {{ok, Entry}, false} ->
                       Entry;
-                  {error, true} -> {empty({error, Stop}), 0, NoCurve};
-                  {error, false} -> {empty({error, not_run}), 0, NoCurve}
+                  {error, true} -> {beamlab_engine_measure:empty({error, Stop}), 0, NoCurve};
+                  {error, false} -> {beamlab_engine_measure:empty({error, not_run}), 0, NoCurve}
               end || I <- lists:seq(1, length(Labels))],
-    {Outcomes, _} = finish({PerJob, true}, [ok || _ <- PerJob]),
+    {Outcomes, _} = beamlab_engine_measure:finish({PerJob, true}, [ok || _ <- PerJob]),
     Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
     Job = case Current of
               none -> null;
@@ -260,222 +230,6 @@ maybe_result(Fun) ->
     try Fun()
     catch throw:{beamlab_engine, Reason} -> {error, Reason}
     end.
-
-%% @doc Measures the jobs in this VM and returns one raw outcome per job
-%% (used by `run/3' and, inside each fresh VM, by the isolated mode).
-%% A compile error in any job is an error of the whole run; a failing hook
-%% or runner only marks its own job.
--spec measure([job_spec()], options(), mode_opts()) ->
-          #{outcomes := [outcome()], interrupted := boolean(),
-            telemetry := beamlab_runtime_telemetry:series()}.
-measure(Jobs, RunOpts0, ModeOpts) ->
-    RunOpts = maps:merge(default_run_opts(), RunOpts0),
-    Save = maps:get(save, RunOpts, undefined),
-    Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
-    OldPrio = process_flag(priority, high),
-    %% Processes started from here on (jobs, workers, what the benchmarked
-    %% code spawns) are killed when their heap passes a share of the
-    %% memory left, instead of the whole VM dying of it (their job fails).
-    Headroom = beamlab_runtime_memory:headroom(),
-    OldHeap = limit_heaps(beamlab_runtime_memory:heap_limit(Headroom)),
-    try
-        Started = start_jobs(Execs, RunOpts, Save),
-        %% Memory held outside heaps (binaries, ETS) has a watermark.
-        Watchdog = beamlab_engine_watchdog:start([J || {ok, J} <- Started], Headroom),
-        Monitor = start_telemetry(Started, RunOpts),
-        Result = try sample(Started, RunOpts, ModeOpts, Save)
-                 after beamlab_engine_watchdog:stop(Watchdog)
-                 end,
-        Telemetry = stop_telemetry(Monitor),
-        Stopped = stop_jobs(Started, Result, Save),
-        {Outcomes, Int} = finish(Result, Stopped),
-        #{outcomes => Outcomes, interrupted => Int, telemetry => Telemetry}
-    after
-        process_flag(priority, OldPrio),
-        _ = erlang:system_flag(max_heap_size, OldHeap),
-        _ = [beamlab_engine_code:purge(E) || E <- Execs]
-    end.
-
-limit_heaps(infinity) ->
-    erlang:system_info(max_heap_size);
-limit_heaps(Bytes) ->
-    Words = Bytes div erlang:system_info(wordsize),
-    erlang:system_flag(max_heap_size, #{size => Words, kill => true, error_logger => false}).
-
-%% The telemetry's rate columns are the jobs' iteration counters.
-start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->
-    Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
-    Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
-    Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
-    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{print => V =:= true, rates => Rates}),
-    Pid;
-start_telemetry(_Started, _RunOpts) ->
-    undefined.
-
-stop_telemetry(undefined) -> #{};
-stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
-
-compile_job(I, Job) ->
-    case beamlab_engine_code:compile(Job) of
-        {ok, Exec} -> Exec;
-        {error, Reason} -> throw({beamlab_engine, {compile, I, label_of(Job), Reason}})
-    end.
-
-%% Each job's init hook runs in start_job/2: the checkpoint names it first.
-start_jobs(Execs, RunOpts, Save) ->
-    {Started, _} =
-        lists:mapfoldl(fun(E, {I, Entries}) ->
-                               checkpoint(Save, #{phase => init, current => I, entries => Entries}),
-                               case start_job(E, RunOpts) of
-                                   {ok, _} = S ->
-                                       {S, {I + 1, Entries}};
-                                   {error, F} = S ->
-                                       {S, {I + 1, Entries#{I => {empty({error, F}), 0, undefined}}}}
-                               end
-                       end, {1, #{}}, Execs),
-    Started.
-
-%% Each job's done hook runs in stop_job/1; after the last one, the run is
-%% measured (what follows, e.g. --profile, blames no job).
-stop_jobs(Started, {PerJob, _Int}, Save) ->
-    Entries = maps:from_list(lists:zip(lists:seq(1, length(PerJob)), PerJob)),
-    Stopped = [begin
-                   checkpoint(Save, #{phase => done, current => I, entries => Entries}),
-                   stop_job(S)
-               end || {I, S} <- lists:zip(lists:seq(1, length(Started)), Started)],
-    _ = Save =/= undefined andalso
-        begin
-            {Outcomes, _} = finish({PerJob, false}, Stopped),
-            Final = [{I, {maps:with([samples, times, status], O), C, Curve}}
-                     || {I, O, {_, C, Curve}} <- lists:zip3(lists:seq(1, length(PerJob)),
-                                                           Outcomes, PerJob)],
-            checkpoint(Save, #{phase => finished, current => none,
-                               entries => maps:from_list(Final)})
-        end,
-    Stopped.
-
-start_job(Exec, #{deadline := Deadline}) ->
-    case beamlab_engine_job:start(Exec, #{deadline => Deadline}) of
-        {ok, Job} -> {ok, Job};
-        {error, Failure} -> {error, Failure}
-    end.
-
-stop_job({ok, Job}) -> beamlab_engine_job:stop(Job);
-stop_job({error, _} = E) -> E.
-
-%% Returns per job {Outcome, Concurrency, Curve} and whether an interrupt
-%% came.
-sample(Started, RunOpts, ModeOpts, Save) ->
-    SOpts = sampler_opts(RunOpts),
-    Indexed = lists:zip(lists:seq(1, length(Started)), Started),
-    Failed = maps:from_list([{I, {empty({error, F}), 0, undefined}} || {I, {error, F}} <- Indexed]),
-    case ModeOpts of
-        undefined ->
-            Live = [{I, J} || {I, {ok, J}} <- Indexed],
-            C = case maps:get(mode, SOpts) of
-                    timed -> 1;
-                    continuous -> maps:get(concurrency, RunOpts)
-                end,
-            %% Workers run init_runner as they start.
-            Ready = [case maps:get(mode, SOpts) of
-                         timed -> ok;
-                         continuous ->
-                             checkpoint(Save, #{phase => init_runner, current => I, entries => Failed}),
-                             beamlab_engine_job:set_concurrency(J, C)
-                     end || {I, J} <- Live],
-            RunnableAt = [IJ || {IJ, ok} <- lists:zip(Live, Ready)],
-            Runnable = [J || {_, J} <- RunnableAt],
-            SOpts1 = SOpts#{checkpoint => sampler_checkpoint(Save, [I || {I, _} <- RunnableAt], C,
-                                                             Failed)},
-            {Outs, #{interrupted := Int}} = case Runnable of
-                                                 [] -> {[], #{interrupted => false}};
-                                                 _ -> beamlab_engine_sampler:run(Runnable, SOpts1)
-                                             end,
-            ByJob = maps:from_list(lists:zip(Runnable, Outs)),
-            {[case S of
-                  {ok, J} ->
-                      case maps:find(J, ByJob) of
-                          {ok, O} -> {O, C, undefined};
-                          error -> {empty(beamlab_engine_job:status(J)), C, undefined}
-                      end;
-                  {error, F} ->
-                      {empty({error, F}), 0, undefined}
-              end || S <- Started], Int};
-        Squeeze when is_map(Squeeze) ->
-            squeeze(Started, SOpts, Squeeze, [], false, Save)
-    end.
-
-%% The sampler's checkpoints, by position among the runnable jobs, become
-%% the run's: every job's outcome so far, by position among all jobs.
-sampler_checkpoint(undefined, _Positions, _C, _Failed) ->
-    undefined;
-sampler_checkpoint(Save, Positions, C, Failed) ->
-    fun(K, Outs) ->
-            Entries = maps:from_list([{I, {O, C, undefined}} || {I, O} <- lists:zip(Positions, Outs)]),
-            Save(#{phase => sampling, current => lists:nth(K, Positions),
-                   entries => maps:merge(Failed, Entries)})
-    end.
-
-%% Each job is searched on its own; an interrupt ends the whole run.
-squeeze(Started, SOpts, Q, Acc, Int, Save) ->
-    squeeze(Started, SOpts, Q, Acc, Int, Save, 1).
-
-squeeze([], _SOpts, _Q, Acc, Int, _Save, _I) ->
-    {lists:reverse(Acc), Int};
-squeeze([{error, F} | Rest], SOpts, Q, Acc, Int, Save, I) ->
-    squeeze(Rest, SOpts, Q, [{empty({error, F}), 0, []} | Acc], Int, Save, I + 1);
-squeeze([{ok, _J} | Rest], SOpts, Q, Acc, true, Save, I) ->
-    squeeze(Rest, SOpts, Q, [{empty(ok), 0, []} | Acc], true, Save, I + 1);
-squeeze([{ok, J} | Rest], SOpts, Q, Acc, false, Save, I) ->
-    Done = maps:from_list(lists:zip(lists:seq(1, length(Acc)), lists:reverse(Acc))),
-    checkpoint(Save, #{phase => sampling, current => I, entries => Done}),
-    Checkpoint = case Save of
-                     undefined -> undefined;
-                     _ -> fun(#{best := B, curve := Cv}) ->
-                                  Save(#{phase => sampling, current => I,
-                                         entries => Done#{I => squeeze_entry(B, Cv, ok)}})
-                          end
-                 end,
-    #{best := Best, curve := Curve, interrupted := Int, status := Status} =
-        beamlab_engine_squeeze:run(J, SOpts, Q, Checkpoint),
-    _ = beamlab_engine_job:set_concurrency(J, 0),
-    squeeze(Rest, SOpts, Q, [squeeze_entry(Best, Curve, Status) | Acc], Int, Save, I + 1).
-
-squeeze_entry(undefined, Curve, Status) -> {empty(Status), 0, Curve};
-squeeze_entry(#{concurrency := C, outcome := O}, Curve, Status) -> {O#{status := Status}, C, Curve}.
-
-empty(Status) -> #{samples => [], times => [], status => Status}.
-
-finish({PerJob, Int}, Stopped) ->
-    Outcomes = [begin
-                    Status = case {maps:get(status, O), Stop} of
-                                 {ok, {error, F}} -> {error, F};
-                                 {S, _} -> S
-                             end,
-                    Base = #{samples => maps:get(samples, O), times => maps:get(times, O),
-                             status => Status, concurrency => C, label => <<>>},
-                    case Curve of
-                        undefined -> Base;
-                        _ -> Base#{curve => [#{concurrency => PC, mean => PM, samples => PS}
-                                             || #{concurrency := PC, mean := PM,
-                                                  outcome := #{samples := PS}} <- Curve]}
-                    end
-                end || {{O, C, Curve}, Stop} <- lists:zip(PerJob, Stopped)],
-    {Outcomes, Int}.
-
-sampler_opts(RunOpts) ->
-    Mode = case maps:get(loop, RunOpts) of
-               undefined -> continuous;
-               _ -> timed
-           end,
-    #{mode => Mode, duration => maps:get(duration, RunOpts),
-      loop => case maps:get(loop, RunOpts) of undefined -> 1; L -> L end,
-      samples => maps:get(samples, RunOpts), warmup => maps:get(warmup, RunOpts),
-      rel_ci => maps:get(rel_ci, RunOpts), cv => maps:get(cv, RunOpts),
-      max_samples => maps:get(max_samples, RunOpts), max_time => maps:get(max_time, RunOpts),
-      deadline => maps:get(deadline, RunOpts),
-      busy_wait => maps:get(busy_wait, RunOpts) =:= true,
-      progress => maps:get(progress, RunOpts)}.
 
 checks(#{checks := false}) ->
     {[], #{busy_wait => false, overshoot_us => 0}};
@@ -525,12 +279,9 @@ validate(RunOpts, ModeOpts) ->
 bad(Key, Value) -> throw({beamlab_engine, {bad_option, Key, Value}}).
 
 labels(Jobs) ->
-    Raw = [label_of(J) || J <- Jobs],
+    Raw = [beamlab_engine_code:job_label(J) || J <- Jobs],
     unique(Raw, #{}).
 
-label_of(#{label := L}) when is_binary(L); is_list(L) -> unicode:characters_to_binary(L);
-label_of(#{runner := R}) -> beamlab_engine_code:source_label(R);
-label_of(_) -> <<"?">>.
 
 %% Duplicate labels get " #2", " #3", ... (names are unique in a result).
 unique([], _Seen) -> [];

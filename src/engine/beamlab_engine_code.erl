@@ -31,7 +31,7 @@
 
 -export([compile/1, compile/2, purge/1, continuous/3, timed/3,
          call_init/1, call_init_runner/2, call_done/2,
-         runner_arity/1, source_label/1, stops_vm/3, format_error/1]).
+         runner_arity/1, source_label/1, job_label/1, stops_vm/3, format_error/1]).
 
 -export_type([callable/0, code_map/0, exec/0]).
 
@@ -128,6 +128,12 @@ call_done(#{done := Done}, InitResult) -> Done(InitResult).
 runner_arity(#{runner_arity := A}) -> A.
 
 %% @doc A printable label for a callable: code text as given, MFA and funs printed.
+%% @doc A job's name: its label, or else its runner's source.
+-spec job_label(map()) -> binary().
+job_label(#{label := L}) when is_binary(L); is_list(L) -> unicode:characters_to_binary(L);
+job_label(#{runner := R}) -> source_label(R);
+job_label(_) -> <<"?">>.
+
 -spec source_label(callable()) -> binary().
 source_label(Code) when is_binary(Code) -> Code;
 source_label(Code) when is_list(Code) -> unicode:characters_to_binary(Code);

@@ -26,21 +26,22 @@ run(Jobs, RunOpts, ModeOpts) ->
     %% Compile here first: a syntax error is reported before any VM starts.
     %% The children's code paths are added meanwhile (only for this check),
     %% so calls into the user's modules are checked against them.
-    Paths = case beamlab_engine:add_code_paths(maps:get(code_paths, RunOpts)) of
+    Paths = case beamlab_engine_paths:add_code_paths(maps:get(code_paths, RunOpts)) of
                 {ok, Added} -> Added;
                 {error, Reason} -> throw({beamlab_engine, Reason})
             end,
     _ = try
             [case beamlab_engine_code:compile(J) of
                  {ok, E} -> beamlab_engine_code:purge(E);
-                 {error, R} -> throw({beamlab_engine, {compile, I, label(J), R}})
+                 {error, R} -> throw({beamlab_engine, {compile, I, beamlab_engine_code:job_label(J), R}})
              end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)]
         after
-            beamlab_engine:remove_code_paths(Paths)
+            beamlab_engine_paths:remove_code_paths(Paths)
         end,
     %% Telemetry and progress stay in this VM's domain; the child runs plain.
-    Remote = maps:without([progress, isolated, labels, checkpoint],
-                          RunOpts#{checks => false, telemetry => false, verbose => false}),
+    Remote = maps:without([labels], RunOpts#{checks => false, telemetry => false, verbose => false,
+                                             progress => undefined, isolated => false,
+                                             checkpoint => none}),
     {Outcomes, Int} = lists:foldl(
       fun(_Job, {Acc, true}) ->
               {Acc ++ [skipped()], true};
@@ -52,9 +53,6 @@ run(Jobs, RunOpts, ModeOpts) ->
 
 skipped() ->
     #{samples => [], times => [], status => ok, concurrency => 0, label => <<>>}.
-
-label(#{label := L}) -> unicode:characters_to_binary(L);
-label(#{runner := R}) -> beamlab_engine_code:source_label(R).
 
 one(Job, Remote, ModeOpts, RunOpts) ->
     VmOpts = #{args => beamlab_runtime_peer:split_args(maps:get(vm_args, RunOpts)),
@@ -104,7 +102,7 @@ wait(Peer, Ref, Forwarded) ->
 remote_measure(Job, RunOpts, ModeOpts) ->
     true = register(?RUNNER, self()),
     try
-        {ok, beamlab_engine:measure([Job], RunOpts, ModeOpts)}
+        {ok, beamlab_engine_measure:measure([Job], RunOpts, ModeOpts)}
     catch
         throw:{beamlab_engine, Reason} -> {error, Reason}
     after

@@ -1,5 +1,5 @@
 %%% @doc The memory watermark of a run. The heap limit (see
-%%% {@link beamlab_engine:measure/3}) stops a process whose own heap grows
+%%% {@link beamlab_engine_measure:measure/3}) stops a process whose own heap grows
 %%% without bound, but not memory held outside heaps: large binaries kept
 %%% in a list or a state, ETS tables. The watchdog checks the VM's total
 %%% memory four times a second; when it passes the watermark (what the VM
