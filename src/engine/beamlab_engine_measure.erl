@@ -9,7 +9,8 @@
 -export([measure/3, finish/2, empty/1]).
 
 %% @doc Measures the jobs in this VM and returns one raw outcome per job
-%% (used by `run/3' and, inside each fresh VM, by the isolated mode).
+%% (used by `beamlab_engine:run/3' and, inside each fresh VM, by the
+%% isolated mode).
 %% A compile error in any job is an error of the whole run; a failing hook
 %% or runner only marks its own job. `RunOpts' has every key of
 %% `beamlab_engine:run_opts()' (the caller merges the defaults), and
