@@ -227,19 +227,18 @@ finish(St) ->
 settle_all(#st{outstanding = Out} = St, _Deadline) when map_size(Out) =:= 0 ->
     St;
 settle_all(St, Deadline) ->
-    Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
-    receive
-        stop -> settle_all(St, Deadline);
-        Msg -> settle_all(handle(Msg, St), Deadline)
-    after Left ->
-        St
-    end.
+    next_until(St, Deadline, fun settle_all/2).
 
 drain(St, Deadline) ->
+    next_until(St, Deadline, fun drain/2).
+
+%% Handles the next message (a repeated stop is ignored) and goes on with
+%% Next; at the deadline, the state as it is.
+next_until(St, Deadline, Next) ->
     Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
     receive
-        stop -> drain(St, Deadline);
-        Msg -> drain(handle(Msg, St), Deadline)
+        stop -> Next(St, Deadline);
+        Msg -> Next(handle(Msg, St), Deadline)
     after Left ->
         St
     end.
