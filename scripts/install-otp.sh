@@ -1,12 +1,17 @@
 #!/bin/sh
 # Builds Erlang/OTP 27 from Debian trixie's source package into a private
 # prefix, so beamlab and its tests can run on a newer OTP than Debian 12's 25
-# (Debian's own OTP 27 binaries need trixie's glibc).
+# (Debian's own OTP 27 binaries need trixie's glibc). Both emulator flavours
+# are built and installed side by side: the JIT (the default, `beam.smp`,
+# also `-emu_flavor jit`) and the interpreter (`-emu_flavor emu`), so the
+# same release can be measured under each (docs/jit-study.md). It also runs
+# RabbitMQ 4.0 (scripts/install-rabbitmq.sh), which needs OTP 26.2 or later.
 #
 #   scripts/install-otp.sh            build into /opt/beamlab-otp/27
 #   BEAMLAB_OTP27_PREFIX=DIR scripts/install-otp.sh
 #
-# Idempotent: does nothing when the prefix already holds a working OTP 27.
+# Idempotent: does nothing when the prefix already holds a working OTP 27
+# whose two flavours both start.
 # The source is Debian's orig tarball of erlang 1:27.3.4.1+dfsg-1+deb13u4,
 # found through apt (a private deb-src list for trixie on the Debian mirror
 # this machine already uses; apt checks the index's signature). The tarball's
@@ -32,12 +37,19 @@ BUILD_PKGS="gcc g++ make perl libssl-dev libncurses-dev zlib1g-dev xz-utils curl
 # Not built besides wx, Java and ODBC (configure flags below): applications
 # neither beamlab nor its OTP 27 tests use (common_test also misses files the
 # +dfsg tarball drops, and its install fails).
-SKIP_APPS="jinterface megaco diameter snmp debugger observer et common_test dialyzer edoc eldap ftp tftp reltool"
+# eldap stays: RabbitMQ 4.0's package depends on it.
+SKIP_APPS="jinterface megaco diameter snmp debugger observer et common_test dialyzer edoc ftp tftp reltool"
 
 say() { printf 'install-otp: %s\n' "$*" >&2; }
 
+# Prints the release when both flavours start and say which they are.
 working_release() {
     [ -x "$PREFIX/bin/erl" ] || return 1
+    for f in jit emu; do
+        got=$("$PREFIX/bin/erl" -emu_flavor "$f" -noshell -noinput \
+            -eval 'io:put_chars(atom_to_list(erlang:system_info(emu_flavor))), halt(0).' 2>/dev/null) || return 1
+        [ "$got" = "$f" ] || return 1
+    done
     "$PREFIX/bin/erl" -noshell -noinput \
         -eval 'io:put_chars(erlang:system_info(otp_release)), halt(0).' 2>/dev/null
 }
@@ -144,14 +156,26 @@ say "building OTP $RELEASE in $src (nice -n 19, -j$jobs); this takes a while"
         { tail -n 30 "$work/configure.log" >&2; exit 1; }
     nice -n 19 make -j"$jobs" >"$work/make.log" 2>&1 ||
         { tail -n 40 "$work/make.log" >&2; exit 1; }
+    # The interpreter: only the emulator is compiled again (the applications'
+    # BEAM files are the same for both flavours).
+    nice -n 19 make -C erts/emulator -j"$jobs" FLAVOR=emu >"$work/make-emu.log" 2>&1 ||
+        { tail -n 40 "$work/make-emu.log" >&2; exit 1; }
     nice -n 19 make DESTDIR="$work/stage" install >"$work/install.log" 2>&1 ||
         { tail -n 30 "$work/install.log" >&2; exit 1; }
+    # `make install` installs the primary flavour as beam.smp only; erlexec
+    # looks for beam.<flavour> when -emu_flavor is given.
+    target=$(ls -d "$src"/bin/*-linux-* | head -n 1)
+    ertsbin=$(ls -d "$work/stage$PREFIX"/lib/erlang/erts-*/bin | head -n 1)
+    for f in jit emu; do
+        [ -x "$target/beam.$f" ] || { say "the build made no beam.$f"; exit 1; }
+        install -m 755 "$target/beam.$f" "$ertsbin/beam.$f"
+    done
 )
 rm -rf "$PREFIX"
 mkdir -p "$(dirname "$PREFIX")"
 mv "$work/stage$PREFIX" "$PREFIX"
 if [ "$(working_release || true)" != "$RELEASE" ]; then
-    say "the built $PREFIX/bin/erl does not run"
+    say "the built $PREFIX/bin/erl does not run under both flavours (jit, emu)"
     exit 1
 fi
-say "OTP $RELEASE installed in $PREFIX ($(($(date +%s) - start)) s to build)"
+say "OTP $RELEASE (jit and emu) installed in $PREFIX ($(($(date +%s) - start)) s to build)"

@@ -3,7 +3,7 @@
 
 %% `run' parses -l with K/M/G suffixes and its numbers strictly.
 run_options_test_() ->
-    P = fun(Args) -> beamlab_cli_args:parse(Args, beamlab_cli_run:options()) end,
+    P = fun(Args) -> beamlab_cli_args:parse(Args, beamlab_command_run:options()) end,
     Loop = fun(Args) -> {ok, R} = P(Args), beamlab_cli_args:get(loop, R) end,
     [?_assertEqual(10000, Loop(["ok.", "-l", "10K"])),
      ?_assertEqual(10000000, Loop(["ok.", "-l", "10M"])),

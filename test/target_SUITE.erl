@@ -144,7 +144,7 @@ watch_node_down(_Config) ->
 %% amqp --watch against a broker the test starts: the broker's series and
 %% its env are in the result beside the load's rates.
 amqp_watch_records_broker(_Config) ->
-    {ok, B} = beamlab_target_broker:start(#{kind => rabbitmq, args => []}),
+    {ok, B} = beamlab_sut_broker:start(#{kind => rabbitmq, args => []}),
     try
         #{uri := Uri, node := Node, cookie := Cookie} = B,
         R = cli(["amqp", "-h", binary_to_list(Uri), "--closed-loop", "2", "-z", "3",
@@ -167,7 +167,7 @@ amqp_watch_records_broker(_Config) ->
         ?assertNotEqual(nomatch, binary:match(Html, <<"broker util_schedulers">>)),
         browser_check(Html)
     after
-        beamlab_target_broker:stop(B)
+        beamlab_sut_broker:stop(B)
     end.
 
 %% Two configurations whose brokers' own env proves the flags.

@@ -2,20 +2,19 @@
 %%% command modules, turns user mistakes into one line on stderr with the
 %%% right exit code, and never lets a stack trace or crash dump reach a user.
 %%%
-%%% Command modules implement {@link beamlab_cli_command}. They report
-%%% problems with {@link usage_error/2} (exit 2) and {@link fail/2}
-%%% (exit 1) and return their exit code and result document, which the
+%%% Command modules implement {@link beamlab_command}. They report
+%%% problems with {@link beamlab_cli_error:usage/2} (exit 2) and
+%%% {@link beamlab_cli_error:fail/2} (exit 1) and return their exit code and result document, which the
 %%% dispatcher completes with the environment report and hands to
 %%% {@link beamlab_cli_output}.
 -module(beamlab_cli).
 
--export([main/1, run_command/1, run_command/2, usage_error/2, fail/2,
-         commands/0, version/0, with_env/1, add_code_paths/1]).
+-export([main/1, run_command/1, run_command/2]).
 
 -define(EXIT_USAGE, 2).
 -define(EXIT_FAIL, 1).
 
--type exit_code() :: beamlab_cli_command:exit_code().
+-type exit_code() :: beamlab_command:exit_code().
 -export_type([exit_code/0]).
 
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
@@ -78,63 +77,20 @@ run_command(Argv, Opts) ->
              end,
     try dispatch(Argv, Opts)
     catch
-        throw:{beamlab_cli, usage, Msg} ->
-            Report(?EXIT_USAGE, Msg);
-        throw:{beamlab_cli, fail, Msg} ->
-            Report(?EXIT_FAIL, Msg);
         Class:Reason:Stack ->
-            case maps:get(errors, Opts, print) of
-                return -> Report(?EXIT_FAIL, internal_text(Class, Reason));
-                print -> internal_error(Class, Reason, Stack), {?EXIT_FAIL, undefined}
+            case {beamlab_cli_error:caught(Class, Reason), maps:get(errors, Opts, print)} of
+                {{usage, Msg}, _} -> Report(?EXIT_USAGE, Msg);
+                {{fail, Msg}, _} -> Report(?EXIT_FAIL, Msg);
+                {other, return} -> Report(?EXIT_FAIL, internal_text(Class, Reason));
+                {other, print} -> internal_error(Class, Reason, Stack), {?EXIT_FAIL, undefined}
             end
     end.
 
-%% @doc Aborts the current command with a usage error (exit code 2).
--spec usage_error(io:format(), [term()]) -> no_return().
-usage_error(Fmt, Args) ->
-    throw({beamlab_cli, usage, io_lib:format(Fmt, Args)}).
-
-%% @doc Aborts the current command with a runtime failure (exit code 1).
--spec fail(io:format(), [term()]) -> no_return().
-fail(Fmt, Args) ->
-    throw({beamlab_cli, fail, io_lib:format(Fmt, Args)}).
-
-%% @doc The command table: name, module.
--spec commands() -> [{string(), module()}].
-commands() ->
-    [{"run", beamlab_cli_run},
-     {"suite", beamlab_cli_suite},
-     {"env", beamlab_cli_env},
-     {"matrix", beamlab_cli_matrix},
-     {"compare", beamlab_cli_compare},
-     {"report", beamlab_cli_report},
-     {"amqp", beamlab_cli_amqp},
-     {"profile", beamlab_cli_profile},
-     {"watch", beamlab_cli_watch},
-     {"node", beamlab_cli_node}].
-
-%% @doc beamlab's version, from the application resource file.
--spec version() -> binary().
 version() ->
     beamlab_result:tool_version().
 
-%% @doc `-pa DIR...': puts the directories on the code path, or stops
-%% with a usage error naming the one that does not exist.
--spec add_code_paths([file:filename()]) -> ok.
-add_code_paths(Dirs) ->
-    case beamlab_engine_paths:add_code_paths(Dirs) of
-        {ok, _} -> ok;
-        {error, {no_such_directory, D}} -> usage_error("-pa ~ts: no such directory", [D])
-    end.
-
-%% @doc The document with this VM's environment report, unless it has one
-%% already (for example the report of the VM that ran it). Commands whose
-%% detectors read the environment call it before them.
--spec with_env(beamlab_result:result()) -> beamlab_result:result().
-with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
-    Doc;
-with_env(Doc) ->
-    beamlab_result:set(env, beamlab_env:report(), Doc).
+commands() ->
+    beamlab_command:all().
 
 %%--------------------------------------------------------------------
 %% Dispatch
@@ -154,12 +110,12 @@ dispatch([Cmd | Rest] = Argv, Opts) ->
         false ->
             case looks_like_command(Cmd) of
                 true ->
-                    usage_error("unknown command '~ts' (commands: ~ts; or give Erlang code to "
+                    beamlab_cli_error:usage("unknown command '~ts' (commands: ~ts; or give Erlang code to "
                                 "benchmark, e.g. beamlab 'rand:uniform().')",
                                 [Cmd, string:join([N || {N, _} <- commands()], ", ")]);
                 false ->
                     %% The bare form: `beamlab CODE...' is `beamlab run CODE...'.
-                    run_module("run", beamlab_cli_run, Argv, Argv, Opts)
+                    run_module("run", beamlab_command_run, Argv, Argv, Opts)
             end
     end.
 
@@ -174,7 +130,7 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             Parsed0 = case beamlab_cli_args:parse(Args, Mod:options()) of
                           {ok, P} -> P;
                           {error, Msg} ->
-                              usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
+                              beamlab_cli_error:usage("~ts (see: beamlab help ~ts)", [Msg, Name])
                       end,
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
                                 maps:with([checkpoint], Opts)),
@@ -186,10 +142,10 @@ run_module(Name, Mod, Args, Argv, Opts) ->
                 {Code, none} ->
                     {Code, undefined};
                 {Code, Doc0} ->
-                    Doc = with_env(Doc0),
+                    Doc = beamlab_cli_output:with_env(Doc0),
                     case beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet) of
                         ok -> {Code, Doc};
-                        {error, Reason} -> fail("~ts", [beamlab_result:format_error(Reason)])
+                        {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_result:format_error(Reason)])
                     end
             end
     end.
@@ -203,7 +159,7 @@ help_flags(Mod) ->
 ensure_available(Name, Mod) ->
     case code:ensure_loaded(Mod) of
         {module, Mod} -> ok;
-        {error, _} -> fail("command '~ts' is not available in this build", [Name])
+        {error, _} -> beamlab_cli_error:fail("command '~ts' is not available in this build", [Name])
     end.
 
 %% A word of letters only that names no command is a mistyped command, not
@@ -224,7 +180,7 @@ help([Cmd | _]) ->
             io:put_chars(command_help(Cmd, Mod)),
             0;
         false ->
-            usage_error("no help for unknown command '~ts' (try: beamlab help)", [Cmd])
+            beamlab_cli_error:usage("no help for unknown command '~ts' (try: beamlab help)", [Cmd])
     end.
 
 top_help() ->

@@ -31,9 +31,9 @@ attach(Jobs, Doc = #{benchmarks := Bs}, Parsed) ->
     Mem = Get(memory) =:= true,
     Reds = Get(reductions) =:= true,
     Get(msacc) =:= true andalso (Tool =:= undefined orelse Get(verbose) =:= 0)
-        andalso beamlab_cli:usage_error("--msacc needs --profile TOOL and -v", []),
+        andalso beamlab_cli_error:usage("--msacc needs --profile TOOL and -v", []),
     Tool =:= tprof andalso not lists:member(tprof, beamlab_engine_after:tools())
-        andalso beamlab_cli:usage_error("~ts", [beamlab_engine_after:format_error(
+        andalso beamlab_cli_error:usage("~ts", [beamlab_engine_after:format_error(
                                                   {unsupported_tool, tprof, erlang:system_info(otp_release)})]),
     case Tool =:= undefined andalso not Mem andalso not Reds of
         true -> Doc;

@@ -27,7 +27,7 @@
 %%% bad duration instead of an unknown option.
 -module(beamlab_cli_args).
 
--export([parse/2, help/1, common_options/0, get/2, get/3, parse_value/2]).
+-export([add_code_paths/1, parse/2, help/1, common_options/0, get/2, get/3, parse_value/2]).
 
 -type type() :: boolean | count | string | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -342,3 +342,12 @@ type_text(percent) -> "PCT";
 type_text(fraction) -> "F";
 type_text(string) -> "VALUE";
 type_text(_) -> "N".
+
+%% @doc `-pa DIR...': puts the directories on the code path, or stops
+%% with a usage error naming the one that does not exist.
+-spec add_code_paths([file:filename()]) -> ok.
+add_code_paths(Dirs) ->
+    case beamlab_engine_paths:add_code_paths(Dirs) of
+        {ok, _} -> ok;
+        {error, {no_such_directory, D}} -> beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
+    end.

@@ -25,20 +25,20 @@ start(Parsed, IntervalMs) ->
         undefined -> none;
         Name ->
             Cookie = beamlab_cli_args:get(cookie, Parsed),
-            Node = case beamlab_target_watch:connect(Name, Cookie) of
+            Node = case beamlab_sut_watch:connect(Name, Cookie) of
                        {ok, N} -> N;
                        {error, {bad_node, _} = E} ->
-                           beamlab_cli:usage_error("--watch: ~ts", [beamlab_target_watch:format_error(E)]);
-                       {error, E} -> beamlab_cli:fail("--watch: ~ts", [beamlab_target_watch:format_error(E)])
+                           beamlab_cli_error:usage("--watch: ~ts", [beamlab_sut_watch:format_error(E)]);
+                       {error, E} -> beamlab_cli_error:fail("--watch: ~ts", [beamlab_sut_watch:format_error(E)])
                    end,
-            Env = case beamlab_target_watch:node_env(Node) of
+            Env = case beamlab_sut_watch:node_env(Node) of
                       {ok, Ev} -> Ev;
-                      {error, E2} -> beamlab_cli:fail("--watch: ~ts", [beamlab_target_watch:format_error(E2)])
+                      {error, E2} -> beamlab_cli_error:fail("--watch: ~ts", [beamlab_sut_watch:format_error(E2)])
                   end,
             case beamlab_runtime_telemetry:start(#{node => Node, interval => IntervalMs, top => 5,
                                                    print => false}) of
                 {ok, Pid} -> #{node => Node, env => Env, pid => Pid};
-                {error, E3} -> beamlab_cli:fail("--watch: ~ts", [beamlab_runtime_telemetry:format_error(E3)])
+                {error, E3} -> beamlab_cli_error:fail("--watch: ~ts", [beamlab_runtime_telemetry:format_error(E3)])
             end
     end.
 

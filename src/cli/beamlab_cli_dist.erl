@@ -28,7 +28,7 @@ controller(Parsed, Nodes) ->
             case [N || N <- Nodes, N =/= node(), far(N)] of
                 [] -> ok;
                 [Far | _] ->
-                    beamlab_cli:usage_error(
+                    beamlab_cli_error:usage(
                       "node ~s is not on loopback: name this controller after an interface "
                       "that reaches it, e.g. --name ctl@ADDRESS", [Far])
             end,
@@ -54,11 +54,11 @@ start(Name, Cookie, Extra) ->
                                          end) of
         {ok, Info} -> Info;
         {error, {Bad, _} = E} when Bad =:= bad_node_name; Bad =:= unknown_host ->
-            beamlab_cli:usage_error("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
+            beamlab_cli_error:usage("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
         {error, {not_local, _, _} = E} ->
-            beamlab_cli:usage_error("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
+            beamlab_cli_error:usage("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
         {error, E} ->
-            beamlab_cli:fail("~ts", [beamlab_runtime_peer:format_error(E)])
+            beamlab_cli_error:fail("~ts", [beamlab_runtime_peer:format_error(E)])
     end.
 
 %% @doc True when the node's host resolves to an address that is not

@@ -4,7 +4,7 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, check_save/1, check_output/2, put_chars/1, unicode/1, format/1, text_opts/1]).
+-export([emit/4, with_env/1, check_save/1, check_output/2, put_chars/1, unicode/1, format/1, text_opts/1]).
 
 -type format() :: text | json | csv | markdown.
 -export_type([format/0]).
@@ -23,6 +23,15 @@ emit(Mod, Doc0, Parsed, Quiet) ->
     Doc = beamlab_result_redact:document(Doc0),
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
+
+%% @doc The document with this VM's environment report, unless it has one
+%% already (for example the report of the VM that ran it). Commands whose
+%% detectors read the environment call it before them.
+-spec with_env(beamlab_result:result()) -> beamlab_result:result().
+with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
+    Doc;
+with_env(Doc) ->
+    beamlab_result:set(env, beamlab_env:report(), Doc).
 
 %% @doc Prints text as UTF-8: an escript's standard output starts in latin1,
 %% which would mangle `±', sparklines and non-ASCII benchmark names.
@@ -66,7 +75,7 @@ check_save(Parsed) ->
     case beamlab_cli_args:get(save, Parsed, undefined) of
         undefined -> ok;
         auto -> ok;
-        "" -> beamlab_cli:usage_error("--save= needs a path (or give --save alone for "
+        "" -> beamlab_cli_error:usage("--save= needs a path (or give --save alone for "
                                       "beamlab-results/<kind>-<time>.json)", []);
         Path -> check_output("--save", Path)
     end.
@@ -77,8 +86,8 @@ check_save(Parsed) ->
 check_output(Option, Path) ->
     case beamlab_runtime_file:check_target(Path) of
         {ok, _} -> ok;
-        {error, empty} -> beamlab_cli:usage_error("~ts needs a file name", [Option]);
-        {error, Why} -> beamlab_cli:usage_error("~ts ~ts: ~ts",
+        {error, empty} -> beamlab_cli_error:usage("~ts needs a file name", [Option]);
+        {error, Why} -> beamlab_cli_error:usage("~ts ~ts: ~ts",
                                                 [Option, Path, beamlab_runtime_file:format_error(Why)])
     end.
 

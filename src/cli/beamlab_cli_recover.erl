@@ -49,12 +49,12 @@ recover(Dir, Status) ->
 
 rebuild("run", State, Status) ->
     case beamlab_engine:recover(State, Status) of
-        {ok, Doc} -> {ok, beamlab_cli_run, Doc};
+        {ok, Doc} -> {ok, beamlab_command_run, Doc};
         {error, _} = E -> E
     end;
 rebuild("suite", State, Status) ->
     case beamlab_suite:recover(State, Status) of
-        {ok, Doc} -> {ok, beamlab_cli_suite, Doc};
+        {ok, Doc} -> {ok, beamlab_command_suite, Doc};
         {error, _} = E -> E
     end;
 rebuild(_Command, _State, _Status) ->
@@ -64,7 +64,7 @@ emit(Mod, Doc0, Parsed, Status) ->
     %% (the command's text view is looked up with function_exported/3)
     {module, Mod} = code:ensure_loaded(Mod),
     tell(Mod, Doc0, Status),
-    Doc = beamlab_cli:with_env(Doc0),
+    Doc = beamlab_cli_output:with_env(Doc0),
     case beamlab_cli_output:emit(Mod, Doc, Parsed, false) of
         ok -> ok;
         {error, Reason} ->
@@ -74,12 +74,12 @@ emit(Mod, Doc0, Parsed, Status) ->
 
 %% One line on stderr naming what stopped the VM (for `run', as every
 %% failed job is told).
-tell(beamlab_cli_run, #{extra := #{<<"vm_stopped">> := #{<<"job">> := Job}}} = Doc, Status) ->
-    _ = beamlab_cli_run:failed(Doc),
+tell(beamlab_command_run, #{extra := #{<<"vm_stopped">> := #{<<"job">> := Job}}} = Doc, Status) ->
+    _ = beamlab_command_run:failed(Doc),
     Job =:= null andalso after_measuring(Status);
-tell(beamlab_cli_suite, #{extra := #{<<"vm_stopped">> := #{<<"point">> := null}}}, Status) ->
+tell(beamlab_command_suite, #{extra := #{<<"vm_stopped">> := #{<<"point">> := null}}}, Status) ->
     after_measuring(Status);
-tell(beamlab_cli_suite, #{extra := #{<<"vm_stopped">> := #{<<"point">> := Point},
+tell(beamlab_command_suite, #{extra := #{<<"vm_stopped">> := #{<<"point">> := Point},
                                      <<"failures">> := Failures}}, _Status) ->
     _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
          || #{<<"name">> := N, <<"error">> := E} <- Failures, N =:= Point],

@@ -1,6 +1,6 @@
 %%% @doc `beamlab matrix --target rabbitmq | --target-cmd CMD --target-node
 %%% NODE': the matrix runner that starts the system under test for each
-%%% configuration and repetition (`beamlab_target_broker:run/3') and runs
+%%% configuration and repetition (`beamlab_sut_broker:run/3') and runs
 %%% the inner command against it in this VM (`amqp' gets the broker's URI
 %%% and `--watch' of its node, so its telemetry joins the result).
 -module(beamlab_cli_target).
@@ -19,23 +19,23 @@ target(Parsed, Command) ->
     case {Get(target), Get(target_cmd), Get(target_node)} of
         {undefined, undefined, undefined} ->
             Get(otp) =:= undefined orelse
-                beamlab_cli:usage_error("--otp needs --target or --target-cmd (use --erl for beamlab VMs)", []),
+                beamlab_cli_error:usage("--otp needs --target or --target-cmd (use --erl for beamlab VMs)", []),
             none;
         {rabbitmq, undefined, undefined} ->
             case Command of
                 ["amqp" | _] -> #{kind => rabbitmq, command => Command};
-                _ -> beamlab_cli:usage_error("--target rabbitmq runs an amqp load: give '-- amqp ...'", [])
+                _ -> beamlab_cli_error:usage("--target rabbitmq runs an amqp load: give '-- amqp ...'", [])
             end;
         {undefined, Cmd, Node} when Cmd =/= undefined, Node =/= undefined ->
             case string:split(Node, "@") of
                 [[_ | _], [_ | _]] -> ok;
-                _ -> beamlab_cli:usage_error("--target-node '~ts' is not a node name (name@host)", [Node])
+                _ -> beamlab_cli_error:usage("--target-node '~ts' is not a node name (name@host)", [Node])
             end,
             #{kind => cmd, command => Command, cmd => Cmd, node => Node, cookie => Get(cookie)};
         {undefined, _, _} ->
-            beamlab_cli:usage_error("--target-cmd and --target-node go together", []);
+            beamlab_cli_error:usage("--target-cmd and --target-node go together", []);
         _ ->
-            beamlab_cli:usage_error("give either --target rabbitmq or --target-cmd/--target-node", [])
+            beamlab_cli_error:usage("give either --target rabbitmq or --target-cmd/--target-node", [])
     end.
 
 %% @doc `--otp DIR...' as `erl' executables of the matrix's dimension.
@@ -43,7 +43,7 @@ target(Parsed, Command) ->
 otp_erls(Parsed) ->
     [case filelib:is_regular(filename:join([D, "bin", "erl"])) of
          true -> filename:join([D, "bin", "erl"]);
-         false -> beamlab_cli:usage_error("--otp ~ts: no bin/erl there (an OTP installation prefix)", [D])
+         false -> beamlab_cli_error:usage("--otp ~ts: no bin/erl there (an OTP installation prefix)", [D])
      end || D <- case beamlab_cli_args:get(otp, Parsed) of undefined -> []; L -> L end].
 
 %% @doc The matrix runner for `Target'.
@@ -57,9 +57,9 @@ runner(Target, Progress) ->
                                            _ -> filename:dirname(filename:dirname(Erl))
                                        end}),
             Load = fun(T) -> beamlab_cli:run_command(Argv ++ load_args(Argv, T), #{quiet => true}) end,
-            case beamlab_target_broker:run(Spec, Load, Progress) of
+            case beamlab_sut_broker:run(Spec, Load, Progress) of
                 {ok, Out} -> {ok, Out};
-                {error, E} -> {error, {target, iolist_to_binary(beamlab_target_broker:format_error(E))}}
+                {error, E} -> {error, {target, iolist_to_binary(beamlab_sut_broker:format_error(E))}}
             end
     end.
 

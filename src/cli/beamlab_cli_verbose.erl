@@ -24,7 +24,7 @@ stop(none, Doc) ->
     Doc;
 stop(Pid, Doc) ->
     Series = beamlab_runtime_telemetry:stop(Pid),
-    beamlab_env_detect:attach(Series, beamlab_cli:with_env(Doc)).
+    beamlab_env_detect:attach(Series, beamlab_cli_output:with_env(Doc)).
 
 %% @doc Stops the sampler of a run that produced no document.
 -spec cancel(telemetry()) -> ok.

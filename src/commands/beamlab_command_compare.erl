@@ -3,8 +3,8 @@
 %%% verdict; unpaired benchmarks and env differences are reported. Exit
 %%% codes: 0 ok, 1 when `--fail-if-slower PCT' finds a benchmark significantly
 %%% slower by more than PCT percent, 2 for bad arguments or unreadable files.
--module(beamlab_cli_compare).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_compare).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, load_runs/1]).
 
@@ -35,13 +35,13 @@ usage() ->
     "  beamlab compare a.json b.json c.json --format markdown >> pr-comment.md\n".
 
 %% @doc Runs the command and prints the comparison in the chosen format.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed = #{args := Files}) ->
     length(Files) >= 2 orelse
-        beamlab_cli:usage_error("compare needs at least two result files (got ~b)", [length(Files)]),
+        beamlab_cli_error:usage("compare needs at least two result files (got ~b)", [length(Files)]),
     Conf = beamlab_cli_args:get(confidence, Parsed, 95.0) / 100,
     (Conf > 0.5 andalso Conf < 1) orelse
-        beamlab_cli:usage_error("--confidence must be between 50 and 100 (exclusive)", []),
+        beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
     Runs = load_runs(Files),
     {ok, Cmp} = beamlab_compare:compare(Runs, #{confidence => Conf}),
     Format = beamlab_cli_output:format(Parsed),
@@ -70,7 +70,7 @@ load_runs(Files) ->
     Results = [case beamlab_result:load(F) of
                    {ok, R} -> beamlab_result_redact:document(R);
                    {error, Reason} ->
-                       beamlab_cli:usage_error("~ts", [beamlab_result:format_error(Reason)])
+                       beamlab_cli_error:usage("~ts", [beamlab_result:format_error(Reason)])
                end || F <- Files],
     lists:zip(labels(Files), Results).
 

@@ -10,10 +10,10 @@
 %%%
 %%% {@link start/1} waits until the target accepts connections and proves
 %%% the flags from the node's own view of its VM read over distribution
-%%% (`beamlab_target_watch:node_env/1'); {@link stop/1} stops it and
+%%% (`beamlab_sut_watch:node_env/1'); {@link stop/1} stops it and
 %%% removes its directory. Every failure is a reason {@link format_error/1}
 %%% turns into one line.
--module(beamlab_target_broker).
+-module(beamlab_sut_broker).
 
 -export([start/1, stop/1, run/3, alive/1, verify/2, free_port/0, format_error/1]).
 
@@ -111,7 +111,7 @@ launch(#{kind := Kind} = Spec, Dir) ->
            cookie => Cookie, env => #{}, os_pid => ""},
     case wait_up(T0, Deadline, Log) of
         ok ->
-            case beamlab_target_watch:node_env(Node) of
+            case beamlab_sut_watch:node_env(Node) of
                 {ok, NodeEnv} ->
                     T = T0#{env => NodeEnv, os_pid => binary_to_list(maps:get(os_pid, NodeEnv))},
                     case verify(Args, NodeEnv) of
@@ -222,7 +222,7 @@ accepts(#{amqp_port := P}) ->
     end.
 
 connects(#{node := Node, cookie := Cookie}) ->
-    case beamlab_target_watch:connect(Node, Cookie) of
+    case beamlab_sut_watch:connect(Node, Cookie) of
         {ok, _} -> true;
         {error, {no_distribution, _} = E} -> throw({target, E});
         {error, _} -> false
@@ -443,4 +443,4 @@ format_error({died, S}) when is_integer(S), S > 128 ->
 format_error({died, S}) ->
     io_lib:format("the target died during the load (exit status ~0p)", [S]);
 format_error(E) ->
-    beamlab_target_watch:format_error(E).
+    beamlab_sut_watch:format_error(E).

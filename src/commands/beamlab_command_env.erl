@@ -1,7 +1,7 @@
 %%% @doc `beamlab env': the environment report (VM, CPU, NUMA, cgroup, OS,
 %%% memory) as text or JSON.
--module(beamlab_cli_env).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_env).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1]).
 
@@ -31,14 +31,14 @@ usage() ->
     "  erl +S 4 +sbt db ... (the report shows the flags a VM really runs with)\n".
 
 %% @doc Prints the report.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     case maps:get(args, Parsed) of
         [] -> ok;
-        Extra -> beamlab_cli:usage_error("env takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
+        Extra -> beamlab_cli_error:usage("env takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
     end,
     Root = beamlab_cli_args:get(root, Parsed),
-    filelib:is_dir(Root) orelse beamlab_cli:usage_error("--root ~ts: no such directory", [Root]),
+    filelib:is_dir(Root) orelse beamlab_cli_error:usage("--root ~ts: no such directory", [Root]),
     Report = beamlab_env:report(#{root => Root}),
     case beamlab_cli_args:get(format, Parsed) of
         json -> beamlab_cli_output:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);

@@ -1,7 +1,7 @@
 %%% @doc `beamlab amqp': load-test a RabbitMQ broker with PerfTest's options
 %%% and output format (see `beamlab_amqp_perf').
--module(beamlab_cli_amqp).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_amqp).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, help_flags/0, config/1]).
 
@@ -108,7 +108,7 @@ help_flags() ->
 
 %% @doc Runs the command; the exit code is non-zero when the run could not
 %% start or ended early (broker gone, node down).
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Cfg0 = config(Parsed),
     Format = beamlab_cli_output:format(Parsed),
@@ -151,7 +151,7 @@ run(Parsed) ->
         {error, Reason} ->
             ok = beamlab_cli_verbose:cancel(Telemetry),
             ok = beamlab_cli_broker_watch:cancel(Watch),
-            beamlab_cli:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
+            beamlab_cli_error:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
     end.
 
 %% A run that ended normally with nothing received (or nothing sent) has
@@ -178,27 +178,27 @@ nothing_measured(#{enabled := En, counters := C, accounting := Acc}) ->
     end.
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
-%% options; user mistakes end in `beamlab_cli:usage_error/2'.
+%% options; user mistakes end in `beamlab_cli_error:usage/2'.
 -spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:config().
 config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     Uri = G(uri),
     case beamlab_amqp_uri:parse(Uri) of
         {ok, _} -> ok;
-        {error, UriErr} -> beamlab_cli:usage_error("~ts", [beamlab_amqp_uri:format_error(UriErr)])
+        {error, UriErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_uri:format_error(UriErr)])
     end,
     Flags = case G(flag) of
                 undefined -> [];
                 L -> L
             end,
     G(multi_ack) > 0 andalso G(autoack) =:= true andalso
-        beamlab_cli:usage_error("-A (multi-ack) and -a (autoack) exclude each other", []),
+        beamlab_cli_error:usage("-A (multi-ack) and -a (autoack) exclude each other", []),
     Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
     Pattern =/= undefined andalso G(queue) =/= undefined andalso
-        beamlab_cli:usage_error("give either -u or --queue-pattern, not both", []),
+        beamlab_cli_error:usage("give either -u or --queue-pattern, not both", []),
     G(predeclared) =:= true andalso Pattern =:= undefined andalso G(queue) =:= undefined
         andalso G(closed_loop) =:= undefined andalso
-        beamlab_cli:usage_error("-p needs the queue(s): -u or --queue-pattern", []),
+        beamlab_cli_error:usage("-p needs the queue(s): -u or --queue-pattern", []),
     check_work(G, Pattern),
     Nodes = node_list(G(nodes)),
     %% With --watch alone the cookie is the watched node's (set for it only).
@@ -234,7 +234,7 @@ check_work(G, Pattern) ->
     NP = G(producers) * G(producer_channels),
     NC = G(consumers) * G(consumer_channels),
     NP =:= 0 andalso NC =:= 0 andalso not ClosedLoop andalso
-        beamlab_cli:usage_error("nothing to run: -x 0 and -y 0 (give producers, consumers "
+        beamlab_cli_error:usage("nothing to run: -x 0 and -y 0 (give producers, consumers "
                                 "or --closed-loop)", []),
     Timed = G(time) =/= undefined,
     Shared = Pattern =:= undefined andalso G(predeclared) =:= false
@@ -243,11 +243,11 @@ check_work(G, Pattern) ->
     (not Timed andalso not ClosedLoop andalso D > 0 andalso NC > 0 andalso Shared) andalso
         case {NP, G(pmessages)} of
             {0, _} ->
-                beamlab_cli:usage_error("-D ~b can never be reached: no producer (-x 0) publishes "
+                beamlab_cli_error:usage("-D ~b can never be reached: no producer (-x 0) publishes "
                                         "to the run's queue; give -z or producers",
                                         [G(cmessages)]);
             {_, C} when C > 0, NC * D > NP * C ->
-                beamlab_cli:usage_error(
+                beamlab_cli_error:usage(
                   "-D ~b can never be reached: ~b consumer channel(s) would need ~b messages "
                   "but ~b producer channel(s) publish ~b in all (-C ~b) to one queue the "
                   "consumers share; lower -D, raise -C or give -z",
@@ -261,28 +261,28 @@ bin(S) -> unicode:characters_to_binary(S).
 pattern(undefined, undefined, undefined) ->
     undefined;
 pattern(undefined, _, _) ->
-    beamlab_cli:usage_error("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
+    beamlab_cli_error:usage("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
 pattern(P, From, To) when is_integer(From), is_integer(To), From =< To ->
     case string:find(P, "%") of
-        nomatch -> beamlab_cli:usage_error("--queue-pattern '~ts' has no %d", [P]);
+        nomatch -> beamlab_cli_error:usage("--queue-pattern '~ts' has no %d", [P]);
         _ -> {list_to_binary(P), From, To}
     end;
 pattern(_P, From, To) when is_integer(From), is_integer(To) ->
-    beamlab_cli:usage_error("--queue-pattern-from ~b is above --queue-pattern-to ~b", [From, To]);
+    beamlab_cli_error:usage("--queue-pattern-from ~b is above --queue-pattern-to ~b", [From, To]);
 pattern(_P, _, _) ->
-    beamlab_cli:usage_error("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
+    beamlab_cli_error:usage("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
 node_list(undefined) ->
     [node()];
 node_list(S) ->
     case string:to_integer(S) of
         {N, ""} when N >= 1 -> {peers, N};
-        {_, ""} -> beamlab_cli:usage_error("--nodes needs at least 1 node", []);
+        {_, ""} -> beamlab_cli_error:usage("--nodes needs at least 1 node", []);
         _ ->
             Names = [string:trim(X) || X <- string:lexemes(S, ",")],
             [case string:split(X, "@") of
                  [[_ | _], [_ | _]] -> list_to_atom(X);
-                 _ -> beamlab_cli:usage_error("--nodes: '~ts' is not a node name (name@host)", [X])
+                 _ -> beamlab_cli_error:usage("--nodes: '~ts' is not a node name (name@host)", [X])
              end || X <- Names]
     end.
 

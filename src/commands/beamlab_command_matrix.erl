@@ -2,8 +2,8 @@
 %%% configuration (emulator flags, scheduler sweeps, `erl' installs,
 %%% wrappers such as taskset), with interleaved repetitions, and compare
 %%% the configurations against a baseline. See `beamlab_env_matrix'.
--module(beamlab_cli_matrix).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_matrix).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, text/2]).
 
@@ -73,7 +73,7 @@ usage() ->
     "fails (flag refused, wrapper missing, died under load) is reported as failed.\n".
 
 %% @doc Runs the matrix; the document compares the configurations.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Grid = case Get(file) of
@@ -91,14 +91,14 @@ run(Parsed) ->
     Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
                   {[], []} -> maps:get(command, Grid, []);
                   {Rest, []} -> Rest;
-                  {_, Args} -> beamlab_cli:usage_error("unexpected arguments before '--': ~ts "
+                  {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
                                                        "(the inner command goes after --)",
                                                        [lists:join(" ", Args)])
               end,
     case Command of
-        [] -> beamlab_cli:usage_error("no command to run: give one after '--', e.g. "
+        [] -> beamlab_cli_error:usage("no command to run: give one after '--', e.g. "
                                       "beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong", []);
-        ["matrix" | _] -> beamlab_cli:usage_error("a matrix cannot run a matrix", []);
+        ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
     Target = beamlab_cli_target:target(Parsed, Command),
@@ -146,7 +146,7 @@ run(Parsed) ->
             end;
         {error, Reason} ->
             ok = beamlab_cli_verbose:cancel(Telemetry),
-            beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)])
+            beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)])
     end.
 
 %% @doc The configurations' table with verdicts, then the findings.
@@ -156,7 +156,7 @@ text(Result, Parsed) ->
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;
-ok_or_usage({error, Reason}) -> beamlab_cli:usage_error("~ts", [beamlab_env_matrix:format_error(Reason)]).
+ok_or_usage({error, Reason}) -> beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)]).
 
 list(undefined) -> [];
 list(L) when is_list(L) -> L.

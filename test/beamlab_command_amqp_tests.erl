@@ -1,15 +1,15 @@
--module(beamlab_cli_amqp_tests).
+-module(beamlab_command_amqp_tests).
 -include_lib("eunit/include/eunit.hrl").
 
 config(Argv) ->
-    {ok, P} = beamlab_cli_args:parse(Argv, beamlab_cli_amqp:options()),
-    beamlab_cli_amqp:config(P).
+    {ok, P} = beamlab_cli_args:parse(Argv, beamlab_command_amqp:options()),
+    beamlab_command_amqp:config(P).
 
 usage_error(Argv) ->
     try config(Argv) of
         Cfg -> {no_error, Cfg}
     catch
-        throw:{beamlab_cli, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
+        throw:{beamlab_cli_error, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
     end.
 
 defaults_test() ->
@@ -85,7 +85,7 @@ usage_errors_test() ->
     ?assertMatch("--nodes: 'nohost' is not a node name" ++ _, usage_error(["--nodes", "nohost"])).
 
 bad_values_are_parse_errors_test() ->
-    Opts = beamlab_cli_amqp:options(),
+    Opts = beamlab_command_amqp:options(),
     ?assertMatch({error, _}, beamlab_cli_args:parse(["-f", "urgent"], Opts)),
     ?assertMatch({error, _}, beamlab_cli_args:parse(["-x", "-1"], Opts)),
     ?assertMatch({error, _}, beamlab_cli_args:parse(["-r", "0"], Opts)),

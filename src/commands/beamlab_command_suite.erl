@@ -1,8 +1,8 @@
 %%% @doc `beamlab suite': runs the actor workload suite (all workloads, or
 %%% those named), lists workloads and their parameters, sets and sweeps
 %%% parameters, and prints one table plus each workload's counters.
--module(beamlab_cli_suite).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_suite).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, text/2, parse_param/1]).
 
@@ -56,9 +56,9 @@ usage() ->
     "  beamlab suite -pa ./ebin my_workload --format json\n".
 
 %% @doc Runs the command.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    beamlab_cli:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
+    beamlab_cli_args:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
     Names = maps:get(args, Parsed),
     case {beamlab_cli_args:get(list, Parsed), beamlab_cli_args:get(preset, Parsed)} of
         {true, _} -> list(Names);
@@ -83,7 +83,7 @@ list(Names) ->
 resolve(Name) ->
     case beamlab_workload:resolve(Name) of
         {ok, M} -> M;
-        {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_workload:format_error(R)])
+        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_workload:format_error(R)])
     end.
 
 list_one(Mod) ->
@@ -107,24 +107,24 @@ measure(Names, Parsed) ->
     ok = beamlab_cli_dist:controller(Parsed, named_nodes(Overrides)),
     Plan = case beamlab_suite:plan(Names, Profile, Overrides) of
                {ok, P} -> P;
-               {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_suite:format_error(R)])
+               {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_suite:format_error(R)])
            end,
     run_plan(Plan, doc_params(Profile, Names, Overrides, Parsed), #{}, Parsed).
 
 measure_preset(Arg, Names, Parsed) ->
     Names =:= [] orelse
-        beamlab_cli:usage_error("--preset runs the preset's rows: do not also name workloads (~ts)",
+        beamlab_cli_error:usage("--preset runs the preset's rows: do not also name workloads (~ts)",
                                 [lists:join(" ", Names)]),
     Preset = case beamlab_suite_preset:find(Arg) of
                  {ok, P} -> P;
-                 {error, R} -> beamlab_cli:usage_error("~ts", [beamlab_suite_preset:format_error(R)])
+                 {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_suite_preset:format_error(R)])
              end,
     Node = case beamlab_cli_args:get(node, Parsed) of
                undefined -> none;
                Text ->
                    case beamlab_workload:parse_value(node, Text) of
                        {ok, N} when N =/= none -> N;
-                       _ -> beamlab_cli:usage_error("--node ~ts: expected NAME@HOST", [Text])
+                       _ -> beamlab_cli_error:usage("--node ~ts: expected NAME@HOST", [Text])
                    end
            end,
     Overrides = overrides(Parsed),
@@ -134,13 +134,13 @@ measure_preset(Arg, Names, Parsed) ->
     InPreset = lists:usort([W || #{workload := W} <- maps:get(rows, Preset)]),
     case [W || W <- maps:keys(Overrides), not lists:member(W, InPreset)] of
         [] -> ok;
-        [W | _] -> beamlab_cli:usage_error("--param for workload '~ts', which preset ~ts does not run",
+        [W | _] -> beamlab_cli_error:usage("--param for workload '~ts', which preset ~ts does not run",
                                            [W, maps:get(name, Preset)])
     end,
     Profile = beamlab_cli_args:get(profile, Parsed),
     {Plan, Rows} = case beamlab_suite_preset:plan(Preset, Profile, Node, Overrides) of
                        {ok, Pl, Rs} -> {Pl, Rs};
-                       {error, R2} -> beamlab_cli:usage_error("~ts", [beamlab_suite_preset:format_error(R2)])
+                       {error, R2} -> beamlab_cli_error:usage("~ts", [beamlab_suite_preset:format_error(R2)])
                    end,
     Params = (doc_params(Profile, [], Overrides, Parsed))#{<<"preset">> => maps:get(name, Preset)},
     run_plan(Plan, Params, #{preset => Preset#{rows => Rows}}, Parsed).
@@ -197,7 +197,7 @@ parse_param(Text) ->
 
 -spec bad_param(string()) -> no_return().
 bad_param(Text) ->
-    beamlab_cli:usage_error("--param ~ts: expected NAME.KEY=VALUE (e.g. ring.n=1000 or "
+    beamlab_cli_error:usage("--param ~ts: expected NAME.KEY=VALUE (e.g. ring.n=1000 or "
                             "ping_pong.size=0,10,100)", [Text]).
 
 add_param({W, K, Vs}, Acc) ->

@@ -5,8 +5,8 @@
 %%% (a broker under `beamlab amqp' load). Prints the top table; `--folded'
 %%% writes folded stacks, `--save' the document that `beamlab report' draws
 %%% as a flame graph (and a differential one for two profiles).
--module(beamlab_cli_profile).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_profile).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, text/2]).
 
@@ -63,13 +63,13 @@ usage() ->
     "  beamlab report before.json after.json -o flame.html   (differential flame graph)\n".
 
 %% @doc Runs the command.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Rest = maps:get(rest, Parsed, []),
     Target = target(Get(pid), Get(node), Rest, Parsed),
     maps:get(args, Parsed) =:= [] orelse
-        beamlab_cli:usage_error("unexpected argument '~ts': put the command to profile after --",
+        beamlab_cli_error:usage("unexpected argument '~ts': put the command to profile after --",
                                 [hd(maps:get(args, Parsed))]),
     Duration = case {Get(duration), Target} of
                    {undefined, {command, _, _}} -> infinity;
@@ -102,7 +102,7 @@ run(Parsed) ->
             {Code, Doc};
         {error, Reason} ->
             cleanup(InnerDoc),
-            beamlab_cli:fail("~ts", [beamlab_profile:format_error(Reason)])
+            beamlab_cli_error:fail("~ts", [beamlab_profile:format_error(Reason)])
     end.
 
 exit_code(2) -> 2;
@@ -123,11 +123,11 @@ text(Doc, Parsed) ->
                                           callers => Callers}).
 
 target(undefined, undefined, [], _) ->
-    beamlab_cli:usage_error("nothing to profile: give a command after -- "
+    beamlab_cli_error:usage("nothing to profile: give a command after -- "
                             "(beamlab profile -- run 'lists:seq(1, 100).'), --pid or --node", []);
 target(undefined, undefined, [Cmd | _] = Rest, _) ->
-    case lists:keyfind(Cmd, 1, beamlab_cli:commands()) of
-        {"profile", _} -> beamlab_cli:usage_error("profile cannot profile itself", []);
+    case lists:keyfind(Cmd, 1, beamlab_command:all()) of
+        {"profile", _} -> beamlab_cli_error:usage("profile cannot profile itself", []);
         {_, _} -> {command, Rest, Cmd};
         false -> {command, Rest, Cmd}
     end;
@@ -135,14 +135,14 @@ target(Pid, undefined, [], _) when is_integer(Pid) -> {pid, Pid};
 target(undefined, Node, [], Parsed) when is_list(Node) ->
     {node, Node, beamlab_cli_args:get(cookie, Parsed)};
 target(_, _, [_ | _], _) ->
-    beamlab_cli:usage_error("give either a command after -- or --pid/--node, not both", []);
+    beamlab_cli_error:usage("give either a command after -- or --pid/--node, not both", []);
 target(_, _, _, _) ->
-    beamlab_cli:usage_error("--pid and --node cannot be combined", []).
+    beamlab_cli_error:usage("--pid and --node cannot be combined", []).
 
 resolve({command, Argv, _Cmd}, Label) ->
     Exe = escript_path(),
     Escript = case os:find_executable("escript") of
-                  false -> beamlab_cli:fail("escript not found on PATH", []);
+                  false -> beamlab_cli_error:fail("escript not found on PATH", []);
                   E -> E
               end,
     {Extra, InnerDoc} = case lists:any(fun(A) -> A =:= "--save" orelse lists:prefix("--save=", A) end, Argv)
@@ -166,7 +166,7 @@ resolve({pid, Pid}, Label) ->
 resolve({node, Name, Cookie}, Label) ->
     case beamlab_profile_node:os_pid(Name, Cookie) of
         {ok, Pid} -> {{pid, Pid}, label(Label, Name), [], undefined};
-        {error, Reason} -> beamlab_cli:fail("~ts", [beamlab_profile_node:format_error(Reason)])
+        {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_profile_node:format_error(Reason)])
     end.
 
 %% The profiled command's output goes to stderr, without the line about
@@ -184,7 +184,7 @@ escript_path() ->
     Path = try escript:script_name() catch _:_ -> "" end,
     case Path =/= "" andalso filelib:is_regular(Path) of
         true -> filename:absname(Path);
-        false -> beamlab_cli:fail("profiling a command needs the beamlab escript (run ./beamlab)", [])
+        false -> beamlab_cli_error:fail("profiling a command needs the beamlab escript (run ./beamlab)", [])
     end.
 
 inner_benchmarks(undefined) ->
@@ -222,5 +222,5 @@ write_folded(undefined, _Doc) ->
 write_folded(Path, #{extra := #{<<"profile">> := P}}) ->
     case beamlab_runtime_file:write_atomic(Path, beamlab_profile_stacks:folded(P)) of
         ok -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
+        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
     end.

@@ -1,9 +1,9 @@
 %%% @doc `beamlab watch': record a running node's telemetry (the system
 %%% under test, e.g. a RabbitMQ broker) from outside, as a hidden node,
 %%% with no beamlab code loaded there; run the pathology detectors on it.
-%%% See `beamlab_target_watch'.
--module(beamlab_cli_watch).
--behaviour(beamlab_cli_command).
+%%% See `beamlab_sut_watch'.
+-module(beamlab_command_watch).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, text/2]).
 
@@ -45,31 +45,31 @@ usage() ->
     "  beamlab report beamlab-results/watch-*.json -o watch.html\n".
 
 %% @doc Watches the node; the document holds its series and the findings.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     maps:get(args, Parsed) =:= [] orelse
-        beamlab_cli:usage_error("watch takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
+        beamlab_cli_error:usage("watch takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
     NodeName = case Get(node) of
-                   undefined -> beamlab_cli:usage_error("give the node to watch: --node NAME@HOST", []);
+                   undefined -> beamlab_cli_error:usage("give the node to watch: --node NAME@HOST", []);
                    N -> N
                end,
     Started = beamlab_runtime_clock:rfc3339(),
-    Node = case beamlab_target_watch:connect(NodeName, Get(cookie)) of
+    Node = case beamlab_sut_watch:connect(NodeName, Get(cookie)) of
                {ok, Nd} -> Nd;
-               {error, {bad_node, _} = E} -> beamlab_cli:usage_error("~ts", [beamlab_target_watch:format_error(E)]);
-               {error, E} -> beamlab_cli:fail("~ts", [beamlab_target_watch:format_error(E)])
+               {error, {bad_node, _} = E} -> beamlab_cli_error:usage("~ts", [beamlab_sut_watch:format_error(E)]);
+               {error, E} -> beamlab_cli_error:fail("~ts", [beamlab_sut_watch:format_error(E)])
            end,
-    NodeEnv = case beamlab_target_watch:node_env(Node) of
+    NodeEnv = case beamlab_sut_watch:node_env(Node) of
                   {ok, NE} -> NE;
-                  {error, E2} -> beamlab_cli:fail("~ts", [beamlab_target_watch:format_error(E2)])
+                  {error, E2} -> beamlab_cli_error:fail("~ts", [beamlab_sut_watch:format_error(E2)])
               end,
     Duration = case Get(duration) of
                    undefined -> infinity;
                    S -> max(1, round(S * 1000))
                end,
     ok = beamlab_runtime_interrupt:subscribe(),
-    Watched = try beamlab_target_watch:watch(Node, #{duration => Duration, interval => Get(interval),
+    Watched = try beamlab_sut_watch:watch(Node, #{duration => Duration, interval => Get(interval),
                                                      top => Get(top), msacc => Get(msacc),
                                                      print => true})
               after ok = beamlab_runtime_interrupt:unsubscribe()
@@ -87,7 +87,7 @@ run(Parsed) ->
                 false -> {0, Doc}
             end;
         {error, E3} ->
-            beamlab_cli:fail("~ts", [beamlab_target_watch:format_error(E3)])
+            beamlab_cli_error:fail("~ts", [beamlab_sut_watch:format_error(E3)])
     end.
 
 document(Parsed, Started, Node, NodeEnv, Series, Interrupted) ->

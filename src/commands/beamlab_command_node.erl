@@ -5,8 +5,8 @@
 %%% ping-pong) until Ctrl-C, SIGTERM or a controller stops it
 %%% (`beamlab node --stop NODE'). A controller with another cookie is
 %%% refused by the distribution handshake; the node says so on stderr.
--module(beamlab_cli_node).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_node).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1]).
 %% Called by a controller over distribution.
@@ -50,16 +50,16 @@ usage() ->
     "  beamlab node --stop gen1@10.0.0.11 --cookie s3cret --name ctl@10.0.0.5\n".
 
 %% @doc Serves until stopped (exit 0), or stops the named nodes.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     case maps:get(args, Parsed) of
         [] -> ok;
-        Extra -> beamlab_cli:usage_error("node takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
+        Extra -> beamlab_cli_error:usage("node takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
     end,
     G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     case {G(stop), G(dist_name)} of
         {undefined, undefined} ->
-            beamlab_cli:usage_error("node needs --name NAME@HOST (HOST: an address of this "
+            beamlab_cli_error:usage("node needs --name NAME@HOST (HOST: an address of this "
                                     "machine the controller reaches)", []);
         {undefined, _} ->
             serve(beamlab_cli_dist:start(G(dist_name), G(cookie), port_opt(G(dist_port))));
@@ -68,7 +68,7 @@ run(Parsed) ->
     end.
 
 port_opt(undefined) -> #{epmd => required};
-port_opt(P) when P > 65535 -> beamlab_cli:usage_error("--dist-port ~b is not a TCP port", [P]);
+port_opt(P) when P > 65535 -> beamlab_cli_error:usage("--dist-port ~b is not a TCP port", [P]);
 port_opt(P) -> #{epmd => required, port => P}.
 
 serve(#{node := Node, address := Ip, port := Port}) ->
@@ -132,12 +132,12 @@ stop_nodes(Parsed, Nodes) ->
         [] ->
             _ = [io:format("stopped ~s~n", [N]) || N <- Nodes],
             {0, none};
-        [{N, not_serving} | _] -> beamlab_cli:fail("~s is not a beamlab node", [N]);
-        [{N, _} | _] -> beamlab_cli:fail("cannot reach node ~s (running? same cookie?)", [N])
+        [{N, not_serving} | _] -> beamlab_cli_error:fail("~s is not a beamlab node", [N]);
+        [{N, _} | _] -> beamlab_cli_error:fail("cannot reach node ~s (running? same cookie?)", [N])
     end.
 
 node_names(S) ->
     [case string:split(X, "@") of
          [[_ | _], [_ | _]] -> list_to_atom(X);
-         _ -> beamlab_cli:usage_error("--stop: '~ts' is not a node name (name@host)", [X])
+         _ -> beamlab_cli_error:usage("--stop: '~ts' is not a node name (name@host)", [X])
      end || X0 <- string:lexemes(S, ","), X <- [string:trim(X0)]].

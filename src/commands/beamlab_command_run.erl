@@ -5,8 +5,8 @@
 %%% `--init_runner', `--done' and `--label' apply to the code given just
 %%% before them; `--init_all', `--init_runner_all' and `--done_all' are
 %%% defaults for every code that has none of its own.
--module(beamlab_cli_run).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_run).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, text/2, failed/1]).
 
@@ -102,7 +102,7 @@ usage() ->
     "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
 
 %% @doc Runs the benchmark; returns the exit code and the result.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Jobs = jobs(Parsed),
     {RunOpts0, ModeOpts} = run_opts(Parsed, length(Jobs)),
@@ -111,7 +111,7 @@ run(Parsed) ->
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
     RunOpts = RunOpts0#{progress => progress_fun(Progress, Parsed), checkpoint => Checkpoint},
-    beamlab_cli:add_code_paths(beamlab_cli_args:get(pa, Parsed, [])),
+    beamlab_cli_args:add_code_paths(beamlab_cli_args:get(pa, Parsed, [])),
     ok = beamlab_runtime_interrupt:subscribe(),
     Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
              after
@@ -152,22 +152,22 @@ text(Doc, Parsed) ->
 
 %% Compile errors and option errors are the user's mistakes (exit 2).
 -spec error_exit(term()) -> no_return().
-error_exit({compile, _, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_option, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
-error_exit({conflict, _, _} = R) -> beamlab_cli:usage_error("~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_baseline, _} = R) -> beamlab_cli:usage_error("--~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_vm_args, _} = R) -> beamlab_cli:usage_error("--vm-args: ~ts", [beamlab_engine:format_error(R)]);
+error_exit({compile, _, _, _} = R) -> beamlab_cli_error:usage("~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_option, _, _} = R) -> beamlab_cli_error:usage("~ts", [beamlab_engine:format_error(R)]);
+error_exit({conflict, _, _} = R) -> beamlab_cli_error:usage("~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_baseline, _} = R) -> beamlab_cli_error:usage("--~ts", [beamlab_engine:format_error(R)]);
+error_exit({bad_vm_args, _} = R) -> beamlab_cli_error:usage("--vm-args: ~ts", [beamlab_engine:format_error(R)]);
 error_exit({min_above_max, Min, Max}) ->
-    beamlab_cli:usage_error("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
+    beamlab_cli_error:usage("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
                             "give a larger --max or a smaller --min)", [Min, Max]);
-error_exit(R) -> beamlab_cli:fail("~ts", [beamlab_engine:format_error(R)]).
+error_exit(R) -> beamlab_cli_error:fail("~ts", [beamlab_engine:format_error(R)]).
 
 %%====================================================================
 %% Options to engine options
 %%====================================================================
 
 jobs(#{args := []}) ->
-    beamlab_cli:usage_error("no code to benchmark (example: beamlab 'rand:uniform().')", []);
+    beamlab_cli_error:usage("no code to benchmark (example: beamlab 'rand:uniform().')", []);
 jobs(#{args := Codes, arg_opts := ArgOpts} = Parsed) ->
     Defaults = [{init, beamlab_cli_args:get(init_all, Parsed)},
                 {init_runner, beamlab_cli_args:get(init_runner_all, Parsed)},
@@ -187,22 +187,22 @@ run_opts(Parsed, NJobs) ->
     Loop = Get(loop),
     Rule = Get(rel_ci) =/= undefined orelse Get(cv) =/= undefined,
     Loop =/= undefined andalso Given(concurrency)
-        andalso beamlab_cli:usage_error("-l (timed mode) runs one worker; it cannot be combined with -c", []),
+        andalso beamlab_cli_error:usage("-l (timed mode) runs one worker; it cannot be combined with -c", []),
     Loop =/= undefined andalso Squeeze
-        andalso beamlab_cli:usage_error("-l (timed mode) and -q (concurrency estimation) cannot be combined", []),
+        andalso beamlab_cli_error:usage("-l (timed mode) and -q (concurrency estimation) cannot be combined", []),
     Squeeze andalso Given(concurrency)
-        andalso beamlab_cli:usage_error("-q chooses the concurrency itself; drop -c or use --min", []),
+        andalso beamlab_cli_error:usage("-q chooses the concurrency itself; drop -c or use --min", []),
     Loop =/= undefined andalso Given(duration)
-        andalso beamlab_cli:usage_error("-d sets the sample time of continuous mode; -l (timed mode) "
+        andalso beamlab_cli_error:usage("-d sets the sample time of continuous mode; -l (timed mode) "
                                         "counts iterations instead", []),
-    _ = [beamlab_cli:usage_error("--~ts needs -q", [option_text(K)])
+    _ = [beamlab_cli_error:usage("--~ts needs -q", [option_text(K)])
          || K <- [min, max, step, threshold], Given(K), not Squeeze],
-    _ = [beamlab_cli:usage_error("--~ts needs --rel-ci or --cv", [option_text(K)])
+    _ = [beamlab_cli_error:usage("--~ts needs --rel-ci or --cv", [option_text(K)])
          || K <- [max_samples, max_time], Given(K), not Rule],
     Given(vm_args) andalso not Get(isolated)
-        andalso beamlab_cli:usage_error("--vm-args applies to the fresh VMs of -i; add -i", []),
+        andalso beamlab_cli_error:usage("--vm-args applies to the fresh VMs of -i; add -i", []),
     Given(baseline) andalso NJobs < 2
-        andalso beamlab_cli:usage_error("--baseline needs at least two codes to compare", []),
+        andalso beamlab_cli_error:usage("--baseline needs at least two codes to compare", []),
     Samples = Get(samples),
     Duration = Get(duration),
     Base = #{concurrency => Get(concurrency), samples => Samples, duration => Duration,

@@ -1,7 +1,7 @@
 %%% @doc `beamlab report RUN.json... -o report.html': one self-contained HTML
 %%% page with the charts of saved runs (see `beamlab_report_html').
--module(beamlab_cli_report).
--behaviour(beamlab_cli_command).
+-module(beamlab_command_report).
+-behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1]).
 
@@ -34,19 +34,19 @@ usage() ->
     "  beamlab report before.json after.json --title 'OTP 25 vs 26'\n".
 
 %% @doc Runs the command; returns the exit code.
--spec run(beamlab_cli_args:parsed()) -> beamlab_cli_command:outcome().
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed = #{args := Files}) ->
-    Files =/= [] orelse beamlab_cli:usage_error("report needs at least one result file", []),
+    Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
-    Runs = beamlab_cli_compare:load_runs(Files),
+    Runs = beamlab_command_compare:load_runs(Files),
     Opts = case beamlab_cli_args:get(title, Parsed) of
                undefined -> #{};
                T -> #{title => unicode:characters_to_binary(T)}
            end,
     Html = case beamlab_report_html:render(Runs, Opts) of
                {ok, H} -> H;
-               {error, Reason} -> beamlab_cli:fail("~ts", [beamlab_report_html:format_error(Reason)])
+               {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_report_html:format_error(Reason)])
            end,
     %% The default name never replaces a page (-2, -3... are added); a file
     %% named with -o is replaced atomically, and the message says so.
@@ -79,4 +79,4 @@ run(Parsed = #{args := Files}) ->
 
 -spec write_failed(file:filename(), term()) -> no_return().
 write_failed(Path, Why) ->
-    beamlab_cli:fail("~ts", [beamlab_report_html:format_error({write, Path, Why})]).
+    beamlab_cli_error:fail("~ts", [beamlab_report_html:format_error({write, Path, Why})]).

@@ -9,7 +9,7 @@
 %%% a matrix proves the flags a broker runs with; {@link watch/2} records
 %%% the node's telemetry series (`beamlab_runtime_telemetry' with `node')
 %%% for a duration or until the node goes down or the run is interrupted.
--module(beamlab_target_watch).
+-module(beamlab_sut_watch).
 
 -export([connect/2, node_env/1, watch/2, format_error/1]).
 
