@@ -3,6 +3,7 @@
 #   scripts/install-deps.sh          build and run: Erlang/OTP and rebar3
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
+#                                    Node.js (syntax check of the report's scripts),
 #                                    linux-perf (beamlab profile), and OTP 27
 #                                    built from source (scripts/install-otp.sh,
 #                                    for test/otp27_SUITE; about 25 min once)
@@ -19,6 +20,10 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+# Any node on the PATH will do for `node --check'; else Debian's.
+if [ "${1:-}" = "--test" ] && ! command -v node >/dev/null 2>&1; then
+    missing="$missing nodejs"
+fi
 otp27() {
     [ "${1:-}" = "--test" ] || return 0
     if [ "$(id -u)" -ne 0 ] && [ -z "${BEAMLAB_OTP27_PREFIX:-}" ]; then
