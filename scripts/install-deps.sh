@@ -5,14 +5,15 @@
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
 #                                    Node.js (syntax check of the report's scripts),
 #                                    python3-jsonschema (checks exported formats),
-#                                    linux-perf (beamlab profile), and OTP 27
+#                                    linux-perf (beamlab profile), Prometheus and
+#                                    promtool (metrics tests), and OTP 27
 #                                    built from source (scripts/install-otp.sh,
 #                                    for test/otp27_SUITE; about 25 min once)
 set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps"
+TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
