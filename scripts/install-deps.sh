@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
 #                                    Node.js (syntax check of the report's scripts),
+#                                    python3-jsonschema (checks exported formats),
 #                                    linux-perf (beamlab profile), Prometheus and
 #                                    promtool (metrics tests), and OTP 27
 #                                    built from source (scripts/install-otp.sh,
@@ -21,9 +22,11 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-# Any node on the PATH will do for `node --check'; else Debian's.
-if [ "${1:-}" = "--test" ] && ! command -v node >/dev/null 2>&1; then
-    missing="$missing nodejs"
+# Any node on the PATH will do for `node --check', any python3 with the
+# jsonschema module for the format checks; else Debian's.
+if [ "${1:-}" = "--test" ]; then
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    python3 -c 'import jsonschema' >/dev/null 2>&1 || missing="$missing python3-jsonschema"
 fi
 otp27() {
     [ "${1:-}" = "--test" ] || return 0

@@ -6,7 +6,7 @@
 
 -export([emit/4, with_env/1, check_save/1, check_output/2, put_chars/1, unicode/1, format/1, text_opts/1]).
 
--type format() :: text | json | csv | markdown.
+-type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
 -export_type([format/0]).
 
 %% Raw samples kept per benchmark in a saved file.
@@ -66,7 +66,31 @@ render(json, _Mod, Doc, _Parsed) ->
 render(csv, _Mod, Doc, _Parsed) ->
     beamlab_render_csv:render(Doc);
 render(markdown, _Mod, Doc, _Parsed) ->
-    beamlab_render_markdown:render(Doc).
+    beamlab_render_markdown:render(Doc);
+render(Ci, _Mod, Doc, _Parsed) ->
+    left_out(Ci, Doc),
+    case Ci of
+        'github-bigger' -> beamlab_render_github_benchmark:render(Doc, bigger);
+        'github-smaller' -> beamlab_render_github_benchmark:render(Doc, smaller);
+        bencher -> beamlab_render_bencher:render(Doc)
+    end.
+
+%% What a CI format leaves out is said on stderr, never dropped silently.
+left_out(Ci, Doc) ->
+    Say = fun([], _) -> ok;
+             (Names, Why) -> io:format(standard_error, "beamlab: --format ~ts leaves out ~b measure(s) ~ts: ~ts~n",
+                                       [Ci, length(Names), Why, lists:join(", ", Names)])
+          end,
+    Say(beamlab_render_ci:left_out(Doc), "without statistics (failed)"),
+    case Ci of
+        'github-bigger' ->
+            Say(beamlab_render_github_benchmark:left_out(Doc, bigger),
+                "where lower is better (--format github-smaller has them)");
+        'github-smaller' ->
+            Say(beamlab_render_github_benchmark:left_out(Doc, smaller),
+                "where higher is better (--format github-bigger has them)");
+        bencher -> ok
+    end.
 
 %% @doc Checks `--save PATH' before anything is measured: an empty path or
 %% a path below a file is a usage error now, not a failure after the run.
