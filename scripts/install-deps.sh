@@ -3,9 +3,12 @@
 #   scripts/install-deps.sh          build and run: Erlang/OTP and rebar3
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
-#                                    linux-perf (beamlab profile), and OTP 27
-#                                    built from source (scripts/install-otp.sh,
-#                                    for test/otp27_SUITE; about 25 min once)
+#                                    linux-perf (beamlab profile), OTP 27 with
+#                                    both emulator flavours built from source
+#                                    (scripts/install-otp.sh, for otp27_SUITE
+#                                    and jit_SUITE; about 10 min once) and
+#                                    RabbitMQ 4.0 for it (scripts/install-rabbitmq.sh,
+#                                    Debian trixie's package unpacked; seconds)
 set -eu
 here=$(dirname "$0")
 
@@ -22,10 +25,12 @@ done
 otp27() {
     [ "${1:-}" = "--test" ] || return 0
     if [ "$(id -u)" -ne 0 ] && [ -z "${BEAMLAB_OTP27_PREFIX:-}" ]; then
-        echo "the OTP 27 tests need scripts/install-otp.sh (as root, or with BEAMLAB_OTP27_PREFIX)" >&2
+        echo "the OTP 27 tests need scripts/install-otp.sh and scripts/install-rabbitmq.sh" \
+             "(as root, or with BEAMLAB_OTP27_PREFIX and BEAMLAB_RABBITMQ40_PREFIX)" >&2
         return 0
     fi
     "$here/install-otp.sh"
+    "$here/install-rabbitmq.sh"
 }
 
 if [ -z "$missing" ]; then
