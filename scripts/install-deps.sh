@@ -6,9 +6,12 @@
 #                                    Node.js (syntax check of the report's scripts),
 #                                    python3-jsonschema (checks exported formats),
 #                                    linux-perf (beamlab profile), Prometheus and
-#                                    promtool (metrics tests), and OTP 27
-#                                    built from source (scripts/install-otp.sh,
-#                                    for test/otp27_SUITE; about 25 min once)
+#                                    promtool (metrics tests), OTP 27 with
+#                                    both emulator flavours built from source
+#                                    (scripts/install-otp.sh, for otp27_SUITE
+#                                    and jit_SUITE; about 10 min once) and
+#                                    RabbitMQ 4.0 for it (scripts/install-rabbitmq.sh,
+#                                    Debian trixie's package unpacked; seconds)
 set -eu
 here=$(dirname "$0")
 
@@ -31,10 +34,12 @@ fi
 otp27() {
     [ "${1:-}" = "--test" ] || return 0
     if [ "$(id -u)" -ne 0 ] && [ -z "${BEAMLAB_OTP27_PREFIX:-}" ]; then
-        echo "the OTP 27 tests need scripts/install-otp.sh (as root, or with BEAMLAB_OTP27_PREFIX)" >&2
+        echo "the OTP 27 tests need scripts/install-otp.sh and scripts/install-rabbitmq.sh" \
+             "(as root, or with BEAMLAB_OTP27_PREFIX and BEAMLAB_RABBITMQ40_PREFIX)" >&2
         return 0
     fi
     "$here/install-otp.sh"
+    "$here/install-rabbitmq.sh"
 }
 
 if [ -z "$missing" ]; then
