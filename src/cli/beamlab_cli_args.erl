@@ -172,9 +172,14 @@ take(Opt, Shown, none, _, _Options, _P) ->
                                   [Shown, maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
 
 %% An optional value (as --save's PATH) is only taken when it cannot be
-%% mistaken for a positional argument such as Erlang code.
+%% mistaken for a positional argument such as Erlang code: a .json name, a
+%% directory, or what is written in place (`-', a device, a FIFO).
 takes_optional(#{name := save}, Next) ->
-    lists:suffix(".json", Next) orelse filelib:is_dir(Next);
+    lists:suffix(".json", Next) orelse filelib:is_dir(Next) orelse
+        case beamlab_runtime_file:check_target(Next) of
+            {ok, {in_place, _}} -> true;
+            _ -> false
+        end;
 takes_optional(_, Next) ->
     not lists:prefix("-", Next).
 

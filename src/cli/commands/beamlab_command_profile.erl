@@ -82,6 +82,7 @@ run(Parsed) ->
                    {undefined, _} -> ?DEFAULT_ATTACH_S * 1000;
                    {Secs, _} -> max(1, round(Secs * 1000))
                end,
+    Get(folded) =:= undefined orelse beamlab_cli_output:check_output("--folded", Get(folded)),
     Started = beamlab_runtime_clock:rfc3339(),
     {RecTarget, Subject, Inner, InnerDoc} = resolve(Target, Get(label)),
     ok = beamlab_runtime_interrupt:subscribe(),
@@ -236,7 +237,7 @@ write_speedscope(Path, Doc) ->
 write_folded(undefined, _Doc) ->
     ok;
 write_folded(Path, #{extra := #{<<"profile">> := P}}) ->
-    case beamlab_runtime_file:write_atomic(Path, beamlab_profile_stacks:folded(P)) of
-        ok -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
+    case beamlab_runtime_file:write(Path, beamlab_profile_stacks:folded(P)) of
+        {ok, _} -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
+        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
