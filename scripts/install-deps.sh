@@ -16,7 +16,7 @@ set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus"
+TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
