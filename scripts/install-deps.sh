@@ -3,7 +3,9 @@
 #   scripts/install-deps.sh          build and run: Erlang/OTP and rebar3
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
-#                                    linux-perf (beamlab profile), OTP 27 with
+#                                    Node.js (syntax check of the report's scripts),
+#                                    linux-perf (beamlab profile), Prometheus and
+#                                    promtool (metrics tests), OTP 27 with
 #                                    both emulator flavours built from source
 #                                    (scripts/install-otp.sh, for otp27_SUITE
 #                                    and jit_SUITE; about 10 min once) and
@@ -13,7 +15,7 @@ set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps"
+TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
@@ -22,6 +24,10 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+# Any node on the PATH will do for `node --check'; else Debian's.
+if [ "${1:-}" = "--test" ] && ! command -v node >/dev/null 2>&1; then
+    missing="$missing nodejs"
+fi
 otp27() {
     [ "${1:-}" = "--test" ] || return 0
     if [ "$(id -u)" -ne 0 ] && [ -z "${BEAMLAB_OTP27_PREFIX:-}" ]; then
