@@ -23,6 +23,9 @@ summary() ->
 options() ->
     [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
        metavar => "HZ", help => "samples per second and thread (default 999)"},
+     #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
+       help => "graph: call stacks (+JPperf true, perf -g; flame graphs; frame pointers slow call-heavy "
+               "JIT code to about 0.8); flat: self time only (+JPperf map, no call graphs; under 5%)"},
      #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
        help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
                "more data, use a lower --freq)"},
@@ -82,12 +85,13 @@ run(Parsed) ->
                    {undefined, _} -> ?DEFAULT_ATTACH_S * 1000;
                    {Secs, _} -> max(1, round(Secs * 1000))
                end,
-    Get(folded) =:= undefined orelse beamlab_cli_output:check_output("--folded", Get(folded)),
+    Get(mode) =:= flat andalso lists:member(call_graph, maps:get(given, Parsed))
+        andalso beamlab_cli_error:usage("--call-graph walks stacks: --mode flat records the leaf only", []),
     Started = beamlab_runtime_clock:rfc3339(),
     {RecTarget, Subject, Inner, InnerDoc} = resolve(Target, Get(label)),
     ok = beamlab_runtime_interrupt:subscribe(),
     Outcome = try beamlab_profile:record(RecTarget, #{frequency => Get(freq), duration => Duration,
-                                                       call_graph => Get(call_graph),
+                                                       call_graph => Get(call_graph), mode => Get(mode),
                                                        on_output => output_fun(InnerDoc)})
               after
                   ok = beamlab_runtime_interrupt:unsubscribe()
@@ -212,16 +216,18 @@ document(O, Subject, Inner, Benches, Started, Get, Argv) ->
     #{profile := P, os_pid := OsPid, perf_support := Support, target_exited := Exited,
       elapsed_ms := Elapsed, interrupted := Int} = O,
     Params = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph),
+               mode => Get(mode),
                target => case Inner of
                              [] -> #{os_pid => OsPid};
                              _ -> #{command => [unicode:characters_to_binary(A) || A <- Inner]}
                          end},
     Doc0 = beamlab_result:new(profile, #{command => Argv, started_at => Started, params => Params}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benches),
-    Doc2 = beamlab_result:set(extra, #{profile => P#{<<"perf_support">> => Support,
-                                                      <<"target_exited">> => Exited,
-                                                      <<"elapsed_ms">> => Elapsed,
-                                                      <<"subject">> => Subject}},
+    Doc2 = beamlab_result:set(extra, #{profile => annotate(P#{<<"perf_support">> => Support,
+                                                               <<"target_exited">> => Exited,
+                                                               <<"elapsed_ms">> => Elapsed,
+                                                               <<"subject">> => Subject},
+                                                             Get(mode), maps:get(flavor, O, unknown))},
                               Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Int}).
 
@@ -229,10 +235,17 @@ write_speedscope(undefined, _Doc) ->
     ok;
 write_speedscope(Path, Doc) ->
     {ok, Json} = beamlab_render_speedscope:render(Doc),
-    case beamlab_runtime_file:write_atomic(Path, Json) of
-        ok -> io:format(standard_error, "speedscope profile: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
+    case beamlab_runtime_file:write(Path, Json) of
+        {ok, _} -> io:format(standard_error, "speedscope profile: ~ts~n", [Path]);
+        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
+
+%% What the profile's text and report say of how it was recorded: the
+%% mode, what it records and costs, the VM's flavour.
+annotate(P, Mode, Flavor) ->
+    #{what := What, cost := Cost} = beamlab_profile:mode_info(Mode),
+    P#{<<"mode">> => atom_to_binary(Mode), <<"mode_what">> => What, <<"mode_cost">> => Cost,
+       <<"flavor">> => atom_to_binary(Flavor)}.
 
 write_folded(undefined, _Doc) ->
     ok;
