@@ -201,7 +201,9 @@ status_text(#{extra := #{<<"status">> := S} = X}) ->
 value(<<"time">>, V) -> beamlab_format_units:duration(V);
 value(_, V) -> beamlab_format_units:number(V).
 
+%% Changes below 0.01% are noise of the counting, shown as none.
 change(null) -> "-";
+change(C) when abs(C) < 0.0001 -> "0%";
 change(C) -> beamlab_format_units:signed_percent(C).
 
 interval([Lo, Hi]) -> ["[", change(Lo), ", ", change(Hi), "]"];
