@@ -67,10 +67,9 @@ run(#{root := Root0, against := Ref} = Opts) ->
               Git = ok(beamlab_project_git:toplevel(Root)),
               Base = ok(beamlab_project_git:commit(Git, Ref)),
               Head = ok(beamlab_project_git:head(Git)),
-              Tmp = case beamlab_runtime_file:private_dir("beamlab-check") of
-                        {ok, D} -> D;
-                        {error, Why} -> throw({?MODULE, {tmp_dir, Why}})
-                    end,
+              Tmp = private_dir("beamlab-check"),
+              %% The build logs stay when something failed (the error names them).
+              Logs = private_dir("beamlab-check-logs"),
               try
                   Rel = relative(Root, Git),
                   Progress(io_lib:format("checking out ~ts (~ts) in a temporary worktree",
@@ -79,10 +78,12 @@ run(#{root := Root0, against := Ref} = Opts) ->
                                                          filename:join(Tmp, "base"))),
                   try
                       BaseRoot = filename:join([Tmp, "base" | Rel]),
-                      Sides = sides(Root, BaseRoot, Tmp, Opts),
+                      Sides = sides(Root, BaseRoot, Tmp, Logs, Opts),
                       ok = validate(lists:last(Sides), Opts),
                       Rounds = rounds(Sides, Opts),
-                      document(Rounds, Base, Head, Started, Opts)
+                      Doc = document(Rounds, Base, Head, Started, Opts),
+                      _ = file:del_dir_r(Logs),
+                      Doc
                   after
                       beamlab_project_git:remove(Tree)
                   end
@@ -90,6 +91,12 @@ run(#{root := Root0, against := Ref} = Opts) ->
                   _ = file:del_dir_r(Tmp)
               end
       end).
+
+private_dir(Prefix) ->
+    case beamlab_runtime_file:private_dir(Prefix) of
+        {ok, D} -> D;
+        {error, Why} -> throw({?MODULE, {tmp_dir, Why}})
+    end.
 
 maybe_run(Fun) ->
     try {ok, Fun()}
@@ -118,10 +125,8 @@ real(Dir) ->
 %%--------------------------------------------------------------------
 %% Building both sides
 
-sides(Root, BaseRoot, Tmp, Opts) ->
+sides(Root, BaseRoot, Tmp, Logs, Opts) ->
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
-    Logs = filename:join(Tmp, "logs"),
-    ok = filelib:ensure_path(Logs),
     HeadProject = case maps:find(head, Opts) of
                       {ok, P} -> P;
                       error ->
