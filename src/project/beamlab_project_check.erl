@@ -147,15 +147,20 @@ side(Name, #{root := Root, paths := Paths, include := Include}, Sources, BenchDi
     ok = ok(beamlab_project_bench:compile(Sources, Ebin,
                                      #{paths => Paths, include => [BenchDir | Include],
                                        log => filename:join(Logs, atom_to_list(Name) ++ "-bench.log")})),
-    #{name => Name, dir => Root, paths => Paths ++ [Ebin], bench => Ebin}.
+    #{name => Name, dir => Root, paths => Paths ++ [Ebin], bench => Ebin, load => not own_code(Paths)}.
+
+%% beamlab checking itself: each side's VM runs that side's beamlab (its
+%% hot paths are the code under test), not this one's.
+own_code(Paths) ->
+    lists:any(fun(P) -> filelib:is_regular(filename:join(P, "beamlab.app")) end, Paths).
 
 %% The head's bench modules are checked once, in a fresh VM with the
 %% head's code, before any round: every mistake is reported, each in a
 %% line of its own.
-validate(#{paths := Paths, bench := Ebin}, Opts) ->
+validate(#{paths := Paths, bench := Ebin, load := Load}, Opts) ->
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Progress("checking the bench modules"),
-    case beamlab_runtime_peer:run(#{paths => Paths, args => maps:get(vm_args, Opts, [])},
+    case beamlab_runtime_peer:run(#{paths => Paths, args => maps:get(vm_args, Opts, []), load => Load},
                                   {beamlab_project_bench, validate, [Ebin]},
                                   {erlang, system_info, [otp_release]}) of
         {ok, #{result := {ok, _Names}}} -> ok;
@@ -176,8 +181,8 @@ rounds([Base, Head], Opts) ->
                  %% A side that cannot run at all will not run in the next round either.
                  stop => fun(#{base := B, head := H}) -> not (runs(B) andalso runs(H)) end}),
     case Result of
-        #{rounds := [First | _]} ->
-            _ = [fatal(S, maps:get(S, First)) || S <- [head, base]],
+        #{rounds := [#{head := First} | _]} ->
+            ok = head_runs(First),
             Result;
         _ ->
             Result
@@ -186,23 +191,26 @@ rounds([Base, Head], Opts) ->
 runs({ok, {Code, #{}}}) -> Code =:= 0 orelse Code =:= 1;
 runs(_) -> false.
 
-fatal(_Side, {ok, {_, #{}}}) -> ok;
-fatal(Side, {ok, {_, {error, Msg}}}) -> throw({?MODULE, {side, Side, Msg}});
-fatal(Side, {error, Reason}) ->
-    throw({?MODULE, {side, Side, iolist_to_binary(beamlab_runtime_peer:format_error(Reason))}});
-fatal(Side, {ok, {Code, _}}) ->
-    throw({?MODULE, {side, Side, iolist_to_binary(io_lib:format("exit code ~b", [Code]))}}).
+%% The head must run (its bench modules were validated); a base that
+%% cannot (a project before its bench modules existed, a beamlab before
+%% `run --bench') leaves every benchmark not compared.
+head_runs({ok, {_, #{}}}) -> ok;
+head_runs(Outcome) -> throw({?MODULE, {side, head, side_error(Outcome)}}).
+
+side_error({ok, {_, {error, Msg}}}) -> Msg;
+side_error({error, Reason}) -> iolist_to_binary(beamlab_runtime_peer:format_error(Reason));
+side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [Code])).
 
 %%--------------------------------------------------------------------
 %% The document
 
 document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, Opts) ->
-    PerRound = [{values(maps:get(base, R)), values(maps:get(head, R))} || R <- Rounds],
     HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
     Names = case HeadDocs of
                 [D | _] -> [N || #{name := N} <- maps:get(benchmarks, D)];
                 [] -> []
             end,
+    PerRound = [{values(maps:get(base, R), Names), values(maps:get(head, R), Names)} || R <- Rounds],
     Modules = case HeadDocs of
                   [D1 | _] -> maps:from_list([{N, P} || #{name := N, params := P} <- maps:get(benchmarks, D1)]);
                   [] -> #{}
@@ -230,11 +238,13 @@ document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, O
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Interrupted}).
 
-%% Name => {ok, #{time, reductions, memory}} | {error, Message} for one side of a round.
-values({ok, {_, #{benchmarks := Bs}}}) ->
+%% Name => {ok, #{time, reductions, memory}} | {error, Message} for one
+%% side of a round; a side that did not run fails every benchmark.
+values({ok, {_, #{benchmarks := Bs}}}, _Names) ->
     maps:from_list([{N, bench_values(B)} || #{name := N} = B <- Bs]);
-values(_) ->
-    #{}.
+values(Outcome, Names) ->
+    Error = {error, side_error(Outcome)},
+    maps:from_list([{N, Error} || N <- Names]).
 
 bench_values(#{extra := #{<<"status">> := <<"ok">>} = X}) ->
     Per = case maps:get(<<"per_iteration">>, X, #{}) of

@@ -23,6 +23,7 @@
 
 -type side_name() :: base | head.
 -type side() :: #{name := side_name(), dir := file:filename(), paths := [file:filename()],
+                  load => boolean(),      % load this VM's beamlab (default), or use the side's
                   atom() => term()}.
 -type outcome() :: {ok, {integer(), term()}} | {error, beamlab_runtime_peer:run_error()}.
 -type round() :: #{index := pos_integer(), order := [side_name()],
@@ -75,7 +76,7 @@ sides(I, [#{name := Name} = Side | Rest], Opts, Acc) ->
 
 side(#{dir := Dir, paths := Paths} = Side, #{main := Main} = Opts) ->
     {M, F, A} = Main(Side),
-    VmOpts = #{args => maps:get(vm_args, Opts, []), paths => Paths},
+    VmOpts = #{args => maps:get(vm_args, Opts, []), paths => Paths, load => maps:get(load, Side, true)},
     case beamlab_runtime_peer:run(VmOpts, {?MODULE, in_dir, [Dir, M, F, A]},
                                   {erlang, system_info, [otp_release]}) of
         {ok, #{exit := Code, result := Result}} -> {ok, {Code, Result}};
@@ -97,4 +98,7 @@ interrupted() ->
 -spec in_dir(file:filename(), module(), atom(), [term()]) -> term().
 in_dir(Dir, M, F, A) ->
     ok = file:set_cwd(Dir),
+    %% (done at start when beamlab's code was loaded into the VM; not when
+    %% the side brought its own)
+    ok = beamlab_runtime_logs:to_stderr(),
     apply(M, F, A).
