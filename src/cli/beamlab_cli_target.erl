@@ -49,8 +49,9 @@ otp_erls(Parsed) ->
 %% @doc The matrix runner for `Target'.
 -spec runner(target(), fun((iodata()) -> term())) -> beamlab_env_matrix:runner().
 runner(Target, Progress) ->
-    fun(#{args := Args, erl := Erl, wrap := Wrap}, Argv) ->
-            Spec = maps:merge(maps:with([kind, cmd, node, cookie], Target),
+    fun(#{args := Args, erl := Erl, wrap := Wrap} = Config, Argv) ->
+            Spec = maps:merge(maps:merge(maps:with([kind, cmd, node, cookie], Target),
+                                         maps:with([flavor], Config)),
                               #{args => Args, wrap => Wrap,
                                 otp => case Erl of
                                            undefined -> undefined;

@@ -82,12 +82,20 @@ otp() ->
       erts => beamlab_format_units:to_binary(erlang:system_info(version)),
       system_version => beamlab_format_units:to_binary(string:trim(erlang:system_info(system_version))),
       emu_flavor => beamlab_format_units:to_binary(sysinfo(emu_flavor, emu)),
+      %% the flavours this installation holds by name (erl -emu_flavor F)
+      flavors_installed => flavors_installed(),
       emu_type => beamlab_format_units:to_binary(sysinfo(emu_type, opt)),
       build_type => beamlab_format_units:to_binary(BuildType),
       dynamic_trace => beamlab_format_units:to_binary(DynTrace),
       wordsize_bits => 8 * erlang:system_info({wordsize, external}),
       kernel_poll => sysinfo(kernel_poll, false),
       build_warnings => Warnings}.
+
+flavors_installed() ->
+    case beamlab_runtime_otp:install(filename:join([code:root_dir(), "bin", "erl"])) of
+        {ok, #{flavors := Fs}} -> [atom_to_binary(F) || F <- Fs];
+        {error, _} -> []
+    end.
 
 %% The full version (e.g. "25.3.2") is only in the OTP_VERSION file.
 otp_version() ->

@@ -118,15 +118,15 @@ record_command(Perf, Exe, Args, Env, Data, #{frequency := Hz, duration := Durati
     Port = open_port({spawn_executable, Perf}, [{args, Argv}, {env, Env}, binary, exit_status,
                                                 use_stdio, stderr_to_stdout]),
     {os_pid, PerfPid} = erlang:port_info(Port, os_pid),
-    Deadline = case Duration of
-                   infinity -> infinity;
-                   Ms -> T0 + Ms
-               end,
-    St = command_wait(#{port => Port, perf_pid => PerfPid, deadline => Deadline, vms => [],
-                        on_output => maps:get(on_output, Opts, fun(_) -> ok end), tail => <<>>,
-                        interrupted => false, stopped => false}),
+    OnOutput = maps:get(on_output, Opts, fun(_) -> ok end),
+    St = await(recording(Port, T0, Duration,
+                         #{perf_pid => PerfPid, vms => [], tail => <<>>},
+                         #{data => fun(D, S) -> OnOutput(D), S#{tail := tail(maps:get(tail, S), D)} end,
+                           poll => fun(S) -> {continue, S#{vms := descendants(S)}} end,
+                           stop => fun stop_command/1})),
     Elapsed = erlang:monotonic_time(millisecond) - T0,
-    #{status := Status, vms := Vms, tail := Tail, interrupted := Int} = St,
+    #{status := Status, tail := Tail, interrupted := Int} = St,
+    Vms = descendants(St),
     try
         case filelib:file_size(Data) > 0 of
             false -> {error, perf_error(Tail)};
@@ -149,6 +149,12 @@ record_command(Perf, Exe, Args, Env, Data, #{frequency := Hz, duration := Durati
              end || V <- Vms]
     end.
 
+%% The last 2000 bytes of what the command printed (perf's own error, if
+%% it failed, is at the end).
+tail(T, D) ->
+    Size = byte_size(T) + byte_size(D),
+    binary:part(<<T/binary, D/binary>>, max(0, Size - 2000), min(2000, Size)).
+
 call_graph(Opts) ->
     %% fp: frame pointers (the JIT's with +JPperf true; C code without
     %% them loses its callers); dwarf: the stack copied and unwound with
@@ -159,35 +165,63 @@ call_graph(Opts) ->
         dwarf -> ["--call-graph", "dwarf,16384"]
     end.
 
-command_wait(#{port := Port, deadline := Deadline} = St) ->
+%%--------------------------------------------------------------------
+%% The recorder loop, one for every kind of recording
+
+%% A recording in progress: `source' is what ends it (perf's port: its
+%% output and exit status arrive as `{Source, Event}'), `deadline' when it
+%% must be stopped (monotonic ms, or infinity); the hooks say what the
+%% kind of recording does with the source's output (`data'), at each poll
+%% every ?POLL_MS (`poll', which may ask to stop) and to stop (`stop',
+%% called once: SIGTERM to a command, SIGINT to an attached perf).
+-type hooks() :: #{data := fun((binary(), recording()) -> recording()),
+                   poll := fun((recording()) -> {continue | stop, recording()}),
+                   stop := fun((recording()) -> recording())}.
+-type recording() :: #{source := port(), deadline := integer() | infinity, hooks := hooks(),
+                       status := integer() | undefined, interrupted := boolean(),
+                       stopping := boolean(), atom() => term()}.
+
+recording(Source, T0, Duration, Own, Hooks) ->
+    Own#{source => Source, hooks => Hooks, status => undefined, interrupted => false,
+         stopping => false,
+         deadline => case Duration of
+                         infinity -> infinity;
+                         Ms -> T0 + Ms
+                     end}.
+
+%% Runs until the source ends (perf exited: its status is in `status'),
+%% stopping the recording once at the deadline, on an interrupt
+%% (`{beamlab_interrupt, _}' in the mailbox) or when a poll asks.
+-spec await(recording()) -> recording().
+await(#{source := Source, deadline := Deadline, hooks := #{data := Data, poll := Poll}} = St) ->
     Timeout = case Deadline of
                   infinity -> ?POLL_MS;
                   _ -> max(0, min(?POLL_MS, Deadline - erlang:monotonic_time(millisecond)))
               end,
     receive
-        {Port, {data, D}} ->
-            (maps:get(on_output, St))(D),
-            #{tail := T} = St,
-            Tail = binary:part(<<T/binary, D/binary>>, max(0, byte_size(T) + byte_size(D) - 2000),
-                               min(2000, byte_size(T) + byte_size(D))),
-            command_wait(St#{tail := Tail});
-        {Port, {exit_status, S}} ->
-            St#{status => S, vms := descendants(St)};
+        {Source, {data, D}} ->
+            await(Data(D, St));
+        {Source, {exit_status, S}} ->
+            St#{status := S};
         {beamlab_interrupt, _} ->
-            command_wait(stop_command(St#{interrupted := true}))
+            await(stop(St#{interrupted := true}))
     after Timeout ->
-            St1 = St#{vms := descendants(St)},
-            case Deadline =/= infinity andalso erlang:monotonic_time(millisecond) >= Deadline of
-                true -> command_wait(stop_command(St1));
-                false -> command_wait(St1)
+            Due = Deadline =/= infinity andalso erlang:monotonic_time(millisecond) >= Deadline,
+            case Poll(St) of
+                {stop, St1} -> await(stop(St1));
+                {continue, St1} when Due -> await(stop(St1));
+                {continue, St1} -> await(St1)
             end
     end.
 
-stop_command(#{stopped := true} = St) ->
+stop(#{stopping := true} = St) ->
     St;
+stop(#{hooks := #{stop := Stop}} = St) ->
+    Stop(St#{stopping := true, deadline := infinity}).
+
 stop_command(#{vms := Vms} = St) ->
     _ = [os:cmd("kill -TERM " ++ integer_to_list(V)) || V <- lists:sublist(Vms, 1)],
-    St#{stopped := true, deadline := infinity}.
+    St.
 
 %% The processes under perf (the command's VM first, then the VMs it
 %% started), remembered to remove their perf maps afterwards.
@@ -253,17 +287,22 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
                          [{args, ["-c", "exec \"$0\" \"$@\" 2>\"$BEAMLAB_PERF_ERR\" >/dev/null" | Argv]},
                           {env, [{"BEAMLAB_PERF_ERR", Err}]}, binary, exit_status]),
     {os_pid, PerfPid} = erlang:port_info(PerfPort, os_pid),
-    Deadline = case Duration of
-                   infinity -> infinity;
-                   Ms -> T0 + Ms
-               end,
-    St = wait(#{perf => PerfPort, perf_pid => PerfPid, os_pid => OsPid, deadline => Deadline,
-                perf_status => undefined, exited => false, interrupted => false, stopping => false}),
+    %% perf ends by itself when its target exits; a duration, an interrupt
+    %% or the target found gone sends it SIGINT, and it writes what it has.
+    St = await(recording(PerfPort, T0, Duration, #{perf_pid => PerfPid, exited => false},
+                         #{data => fun(_, S) -> S end,
+                           poll => fun(S) ->
+                                           case gone(OsPid) of
+                                               true -> {stop, S#{exited := true}};
+                                               false -> {continue, S}
+                                           end
+                                   end,
+                           stop => fun stop_perf/1})),
     Elapsed = erlang:monotonic_time(millisecond) - T0,
-    #{perf_status := PerfStatus, exited := Exited, interrupted := Int} = St,
+    #{status := PerfStatus, exited := Exited, interrupted := Int} = St,
     PerfErr = case file:read_file(Err) of {ok, E} -> E; _ -> <<>> end,
     HaveData = filelib:file_size(Data) > 0,
-    Gone = not filelib:is_dir("/proc/" ++ integer_to_list(OsPid)),
+    Gone = gone(OsPid),
     case PerfStatus of
         S when S =/= 0, not HaveData, Gone -> {error, {target_gone, OsPid}};
         S when S =/= 0, not HaveData -> {error, perf_error(PerfErr)};
@@ -272,42 +311,19 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
                 {ok, Text} ->
                     Profile = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),
                     %% perf ends by itself when its target exits, possibly
-                    %% before the poll above noticed: ask /proc as well.
+                    %% before a poll noticed: ask /proc as well.
                     {ok, #{profile => Profile, os_pid => OsPid, target_exited => Exited orelse Gone,
                            interrupted => Int, perf_support => perf_support(OsPid), elapsed_ms => Elapsed}};
                 {error, _} = Er -> Er
             end
     end.
 
-%% Waits for perf to end: the target exits (perf stops by itself), the
-%% duration passes or an interrupt arrives (perf gets SIGINT and writes
-%% what it has).
-wait(#{perf_status := P} = St) when P =/= undefined ->
-    St;
-wait(#{perf := PerfPort, os_pid := OsPid, deadline := Deadline} = St) ->
-    Timeout = case Deadline of
-                  infinity -> ?POLL_MS;
-                  _ -> max(0, min(?POLL_MS, Deadline - erlang:monotonic_time(millisecond)))
-              end,
-    receive
-        {PerfPort, {exit_status, S}} -> wait(St#{perf_status := S});
-        {PerfPort, {data, _}} -> wait(St);
-        {beamlab_interrupt, _} -> wait(stop_perf(St#{interrupted := true}))
-    after Timeout ->
-            Now = erlang:monotonic_time(millisecond),
-            Gone = not filelib:is_dir("/proc/" ++ integer_to_list(OsPid)),
-            if
-                Gone -> wait(stop_perf(St#{exited := true}));
-                Deadline =/= infinity, Now >= Deadline -> wait(stop_perf(St));
-                true -> wait(St)
-            end
-    end.
+gone(OsPid) ->
+    not filelib:is_dir("/proc/" ++ integer_to_list(OsPid)).
 
-stop_perf(#{stopping := true} = St) ->
-    St;
 stop_perf(#{perf_pid := PerfPid} = St) ->
     _ = os:cmd("kill -INT " ++ integer_to_list(PerfPid)),
-    St#{stopping := true, deadline := infinity}.
+    St.
 
 script(Perf, Data) ->
     Txt = Data ++ ".txt",

@@ -115,8 +115,8 @@ run(Parsed) ->
     %% PerfTest's lines go to stdout in text mode; with a machine format
     %% stdout carries only the document.
     Out = case Format of
-              text -> fun beamlab_amqp_perf:write_utf8/1;
-              _ -> fun(Bin) -> beamlab_amqp_perf:write_utf8(standard_error, Bin) end
+              text -> standard_io;
+              _ -> standard_error
           end,
     %% -v: the generator VM's telemetry; the detectors' findings on it
     %% (scheduler trouble, a busy machine, noisy intervals) join the result.
@@ -179,7 +179,7 @@ nothing_measured(#{enabled := En, counters := C, accounting := Acc}) ->
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
 %% options; user mistakes end in `beamlab_cli_error:usage/2'.
--spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:config().
+-spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
 config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     Uri = G(uri),

@@ -19,6 +19,9 @@ options() ->
        help => "emulator arguments of one configuration, e.g. '+S 2 +sbt db' (repeat)"},
      #{name => sweep, long => "sweep-schedulers", type => string, metavar => "RANGE",
        help => "one configuration per scheduler count: 1..4, 1,2,4 or 1..max (+S K:K)"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, multi => true, metavar => "jit|emu",
+       help => "an emulator flavour as a dimension (repeat: --flavor emu --flavor jit); "
+               "the installation must hold it (scripts/install-otp.sh builds both)"},
      #{name => erl, long => "erl", type => string, multi => true, metavar => "PATH",
        help => "an erl executable (another OTP install) as a dimension (repeat)"},
      #{name => wrap, long => "wrap", type => string, multi => true, metavar => "'CMD'",
@@ -87,6 +90,7 @@ run(Parsed) ->
     Dims = #{vm => maps:get(vm, Grid, []) ++ list(Get(vm)),
              sweep => Sweep,
              erl => maps:get(erl, Grid, []) ++ list(Get(erl)),
+             flavor => list(Get(flavor)),
              wrap => maps:get(wrap, Grid, []) ++ list(Get(wrap))},
     Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
                   {[], []} -> maps:get(command, Grid, []);
@@ -106,7 +110,8 @@ run(Parsed) ->
                   none -> ok_or_usage(beamlab_env_matrix:configs(Dims));
                   _ -> ok_or_usage(beamlab_env_matrix:configs(
                                      Dims#{erl => maps:get(erl, Dims) ++ beamlab_cli_target:otp_erls(Parsed)},
-                                     #{check_wrappers => false}))
+                                     %% a target runs the erl on its PATH
+                                     #{check_wrappers => false, default_erl => "erl"}))
               end,
     Baseline = case Get(baseline) of
                    undefined -> maps:get(baseline, Grid, undefined);

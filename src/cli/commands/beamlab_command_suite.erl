@@ -31,6 +31,9 @@ options() ->
        help => "add DIR to the code path (for your own workload modules)"},
      #{name => timeout, long => "timeout", type => pos_integer, default => 600, metavar => "S",
        help => "seconds one repetition may take before the point is abandoned"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+       help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "
+               "proven from what the VM reports; compare them with matrix --flavor emu --flavor jit -- suite"},
      #{name => memory, long => "memory", type => boolean, default => false,
        help => "after the measured repetitions, one more traced for words allocated and reductions "
                "(spawned processes included)"}]
@@ -53,7 +56,8 @@ usage() ->
     "  beamlab suite --preset termite [--node bench@otherhost]\n"
     "  beamlab suite --preset message-load --profile full -v\n"
     "  beamlab suite --preset ./my-table.preset\n"
-    "  beamlab suite -pa ./ebin my_workload --format json\n".
+    "  beamlab suite -pa ./ebin my_workload --format json\n"
+    "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n".
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
@@ -150,6 +154,12 @@ overrides(Parsed) ->
                 beamlab_cli_args:get(param, Parsed)).
 
 run_plan(Plan, DocParams, Extra, Parsed) ->
+    Flavor = beamlab_cli_args:get(flavor, Parsed),
+    _ = case beamlab_runtime_peer:flavor_args(#{flavor => Flavor}) of
+            _ when Flavor =:= undefined -> ok;
+            {ok, _} -> ok;
+            {error, R} -> beamlab_cli_error:fail("--flavor: ~ts", [beamlab_runtime_otp:format_error(R)])
+        end,
     Profile = beamlab_cli_args:get(profile, Parsed),
     Verbose = beamlab_cli_args:get(verbose, Parsed, 0) > 0,
     Progress = case Verbose orelse beamlab_cli_output:format(Parsed) =/= text of
@@ -162,6 +172,7 @@ run_plan(Plan, DocParams, Extra, Parsed) ->
                      beamlab_suite:run(Plan, #{profile => Profile,
                                                repeat => beamlab_cli_args:get(repeat, Parsed, default),
                                                memory => beamlab_cli_args:get(memory, Parsed, false),
+                                               flavor => Flavor,
                                                timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
                                                progress => progress(Verbose, Progress),
                                                command => maps:get(argv, Parsed),
@@ -209,6 +220,10 @@ doc_params(Profile, Names, Overrides, Parsed) ->
       <<"repeat">> => case beamlab_cli_args:get(repeat, Parsed) of
                           undefined -> <<"default">>;
                           N -> N
+                      end,
+      <<"flavor">> => case beamlab_cli_args:get(flavor, Parsed) of
+                          undefined -> null;
+                          F -> atom_to_binary(F)
                       end,
       <<"param">> => maps:map(fun(_W, Kvs) ->
                                       maps:from_list([{unicode:characters_to_binary(K),
