@@ -42,4 +42,5 @@ all() ->
      {"amqp", beamlab_command_amqp},
      {"profile", beamlab_command_profile},
      {"watch", beamlab_command_watch},
-     {"node", beamlab_command_node}].
+     {"node", beamlab_command_node},
+     {"check", beamlab_command_check}].

@@ -81,7 +81,12 @@ options() ->
        help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
                "proven from what each VM reports"},
      #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
-       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"}
+       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
+     #{name => bench, long => "bench", type => string, metavar => "DIR",
+       help => "run the project's bench modules in DIR (bench/*_bench.erl exporting benchmarks/0) "
+               "instead of CODE; the project is built first"},
+     #{name => no_build, long => "no-build", type => boolean, default => false,
+       help => "with --bench: use the project's code as it is built now"}
      | beamlab_cli_after:options() ++ beamlab_cli_args:common_options()].
 
 %% @doc Examples for `beamlab help run'.
@@ -103,12 +108,18 @@ usage() ->
     "  beamlab 'lists:seq(1, 100).' --rel-ci 1% --max-time 20\n"
     "  beamlab 'lists:seq(1, 100).' -i --flavor emu        (the interpreter: an OTP with both flavours)\n"
     "  beamlab 'lists:seq(1, 100).' --cv 0.05 -s 5\n"
-    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
+    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n"
+    "  beamlab run --bench bench/ --reductions       (the project's bench modules, see docs/ci.md)\n".
 
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Jobs = jobs(Parsed),
+    {Jobs, Bench, Failed} = case beamlab_cli_args:get(bench, Parsed) of
+                                undefined -> {jobs(Parsed), [], none};
+                                Dir ->
+                                    {BJ, F} = bench_jobs(Dir, Parsed),
+                                    {[beamlab_cli_project:code_map(J) || J <- BJ], BJ, F}
+                            end,
     {RunOpts0, ModeOpts} = run_opts(Parsed, length(Jobs)),
     Progress = progress(Parsed, length(Jobs)),
     %% Under the launcher: what was measured survives code that stops the VM.
@@ -125,7 +136,11 @@ run(Parsed) ->
     case Result of
         {ok, Doc0} ->
             %% In-VM profiler, memory and reductions: after the samples.
-            Doc = beamlab_cli_after:attach(Jobs, Doc0, Parsed),
+            Doc1 = beamlab_cli_after:attach(Jobs, Doc0, Parsed),
+            Doc = case Failed of
+                      none -> Doc1;
+                      _ -> beamlab_cli_project:attach(Doc1, Bench, Failed)
+                  end,
             Failed = failed(Doc),
             if
                 map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
@@ -169,6 +184,20 @@ error_exit(R) -> beamlab_cli_error:fail("~ts", [beamlab_engine:format_error(R)])
 %%====================================================================
 %% Options to engine options
 %%====================================================================
+
+%% The project's bench modules; the jobs whose code does not compile are
+%% failed benchmarks of the result, not a reason to stop.
+bench_jobs(_Dir, #{args := [_ | _]}) ->
+    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
+bench_jobs(Dir, Parsed) ->
+    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                                 "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    Project = beamlab_cli_project:project(Parsed),
+    case beamlab_cli_project:runnable(beamlab_cli_project:bench_jobs(Dir, Project)) of
+        {[], _} -> beamlab_cli_error:fail("no benchmark of ~ts can run", [Dir]);
+        Runnable -> Runnable
+    end.
 
 jobs(#{args := []}) ->
     beamlab_cli_error:usage("no code to benchmark (example: beamlab 'rand:uniform().')", []);
