@@ -213,6 +213,7 @@ verdict(_) -> {ok, []}.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({bench, R}) -> beamlab_experiment_bench:error_class(R);
 error_class({suite, {dist, R}}) -> beamlab_experiment_dist:error_class(R);
+error_class({suite, {flavor, _}}) -> failure;
 error_class({suite, _}) -> usage;
 error_class({matrix, R}) -> beamlab_experiment_matrix:error_class(R);
 error_class({watch, R}) -> beamlab_experiment_watch:error_class(R);

@@ -6,11 +6,11 @@
 
 -export([run/2, verdict/1, error_class/1, format_error/1]).
 
-%% `config' is the load generator's (`beamlab_amqp_perf:config()', without
+%% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
 %% one and N-1 started peers) or named nodes; `watch' the broker's node;
 %% `dist' names this VM for named nodes on other hosts.
--type amqp() :: #{config := beamlab_amqp_perf:config(),
+-type amqp() :: #{config := beamlab_amqp_perf:options(),
                   nodes => this | {peers, pos_integer()} | [node()],
                   watch => #{node := string(), cookie => string() | undefined},
                   dist => beamlab_experiment:dist()}.

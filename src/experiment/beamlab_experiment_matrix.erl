@@ -19,18 +19,14 @@
                     repeat => pos_integer(),
                     baseline => binary() | undefined,
                     sweep => boolean()}.
-%% The dimensions: emulator argument sets, a scheduler sweep, `erl'
-%% executables, wrapper commands (`none' for no wrapper).
--type dims() :: #{vm => [string()], sweep => [pos_integer()], erl => [string()],
-                  wrap => [string()]}.
 -type error_reason() :: term().
--export_type([matrix/0, dims/0, error_reason/0]).
+-export_type([matrix/0, error_reason/0]).
 
 %% @doc The configurations of the dimensions, for the system under test
 %% `Target' (`none': beamlab VMs). A target's other OTP installations
 %% (`otp') are a dimension too; its wrappers are checked when it starts
 %% (a missing one fails that configuration only).
--spec configs(dims(), beamlab_experiment:sut() | none) ->
+-spec configs(beamlab_env_matrix:dims(), beamlab_experiment:sut() | none) ->
           {ok, [beamlab_env_matrix:config()]} | {error, {matrix, error_reason()}}.
 configs(Dims, none) ->
     matrix_error(beamlab_env_matrix:configs(Dims));
@@ -39,8 +35,9 @@ configs(Dims, Target) ->
                not filelib:is_regular(filename:join([D, "bin", "erl"]))] of
         [] ->
             Erls = [filename:join([D, "bin", "erl"]) || D <- maps:get(otp, Target, [])],
+            %% (a target runs the erl on its PATH)
             matrix_error(beamlab_env_matrix:configs(Dims#{erl => maps:get(erl, Dims, []) ++ Erls},
-                                                    #{check_wrappers => false}));
+                                                    #{check_wrappers => false, default_erl => "erl"}));
         [D | _] ->
             {error, {matrix, {otp_not_found, D}}}
     end.
@@ -86,8 +83,9 @@ run(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
 %% The runner of a target: start it with the configuration, run the inner
 %% experiment here against it, stop it.
 runner(Target, InnerExp, #{here := Here}, Progress) ->
-    fun(#{args := Args, erl := Erl, wrap := Wrap}, _Argv) ->
-            Spec = maps:merge(maps:with([kind, cmd, node, cookie], Target),
+    fun(#{args := Args, erl := Erl, wrap := Wrap} = Config, _Argv) ->
+            Spec = maps:merge(maps:merge(maps:with([kind, cmd, node, cookie], Target),
+                                         maps:with([flavor], Config)),
                               #{args => Args, wrap => Wrap,
                                 otp => case Erl of
                                            undefined -> undefined;

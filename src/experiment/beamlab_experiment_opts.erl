@@ -71,7 +71,7 @@ after_phase(Opts) ->
 -spec suite([atom() | string() | binary()], opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 suite(Names, Opts) when is_list(Names), is_map(Opts) ->
-    Own = [params, profile, repeat, timeout, memory, preset, node, code_paths],
+    Own = [params, profile, repeat, timeout, memory, preset, node, code_paths, flavor],
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->
             try
@@ -84,7 +84,7 @@ suite(Names, Opts) when is_list(Names), is_map(Opts) ->
                 case params(maps:get(params, Opts, #{})) of
                     {error, _} = E -> E;
                     {ok, Params} ->
-                        Suite = maps:merge(maps:with([profile, repeat, timeout, code_paths], Opts),
+                        Suite = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
                                            #{select => Select, params => Params}),
                         common(Opts, #{run => {suite, Suite}}, maps:with([memory], Opts))
                 end
@@ -136,7 +136,7 @@ text(V) -> throw({bad_option, value, V}).
 %% configuration.
 -spec matrix(inner(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 matrix(Inner, Opts) when is_map(Opts) ->
-    Own = [vm, sweep, erl, wrap, repeat, baseline, target, otp],
+    Own = [vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp],
     case {maps:keys(maps:without(Own ++ ?COMMON, Opts)), inner(Inner)} of
         {[K | _], _} -> {error, {unknown_option, K}};
         {[], {error, _} = E} -> E;
@@ -152,7 +152,7 @@ matrix(Inner, Opts) when is_map(Opts) ->
                         end,
                 Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
                 Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
-                         wrap => maps:get(wrap, Opts, [])},
+                         flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
                 case beamlab_experiment_matrix:configs(Dims, Target) of
                     {ok, Configs} ->
                         Matrix = #{configs => Configs, inner => InnerExp, repeat => maps:get(repeat, Opts, 3),
@@ -217,13 +217,13 @@ watch(Node, Opts) when is_map(Opts) ->
     end.
 
 %% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
-%% options (`beamlab_amqp_perf:defaults/0': `uri', `producers',
+%% options (`beamlab_amqp_config:defaults/0': `uri', `producers',
 %% `consumers', `duration' in seconds, `rate', `confirm', `closed_loop',
 %% ...), `nodes' (a count of VMs, or node names), `watch' (the broker's
 %% node, or `#{node, cookie}': its telemetry beside the load).
 -spec amqp(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 amqp(Opts) when is_map(Opts) ->
-    Defaults = maps:without([out, nodes], beamlab_amqp_perf:defaults()),
+    Defaults = maps:without([out, nodes], beamlab_amqp_config:defaults()),
     Own = maps:keys(Defaults) ++ [nodes, watch],
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->

@@ -10,19 +10,23 @@
 %% built-in name or a preset file) with the node of its remote rows;
 %% `params': workload => key => [value] as text (several values sweep);
 %% `timeout' in ms per repetition; `code_paths' for the user's own
-%% workload modules; `dist' names this VM for remote nodes.
+%% workload modules; `flavor' the emulator flavour of the points' fresh
+%% VMs (jit or emu; undefined: this VM's); `dist' names this VM for
+%% remote nodes.
 -type suite() :: #{select := {workloads, [string()]} | {preset, string(), node() | none},
                    params => #{binary() => #{string() => [string()]}},
                    profile => beamlab_workload:profile(),
                    repeat => pos_integer() | default,
                    timeout => pos_integer(),
                    code_paths => [file:filename()],
+                   flavor => undefined | beamlab_runtime_otp:flavor(),
                    dist => beamlab_experiment:dist()}.
 -type error_reason() :: beamlab_suite:error_reason()
                       | {preset, term()}
                       | {names_with_preset, [string()]}
                       | {param_not_in_preset, binary(), binary()}
                       | {no_such_directory, file:filename()}
+                      | {flavor, term()}
                       | {dist, beamlab_experiment_dist:error_reason()}.
 -export_type([suite/0, error_reason/0]).
 
@@ -40,6 +44,7 @@ run(S, Exp) ->
                                                   memory => maps:get(memory, After, false)
                                                       orelse maps:get(reductions, After, false),
                                                   timeout => maps:get(timeout, S, 600000),
+                                                  flavor => maps:get(flavor, S, undefined),
                                                   progress => fun(E) -> Sink({suite, E}) end,
                                                   command => maps:get(command, Exp, []),
                                                   params => DocParams,
@@ -74,17 +79,24 @@ plan(#{select := Select} = S) ->
         {error, R} -> {error, {suite, R}}
     end.
 
-%% Code paths for the user's workloads, and this VM named for the nodes
-%% the parameters name (`ping_pong.node', `.from', a preset's node).
+%% Code paths for the user's workloads, the flavour's VMs, and this VM
+%% named for the nodes the parameters name (`ping_pong.node', `.from', a
+%% preset's node).
 prepare(S, Select, Overrides) ->
-    case beamlab_engine_paths:add_code_paths(maps:get(code_paths, S, [])) of
-        {ok, _} ->
+    Flavor = case maps:get(flavor, S, undefined) of
+                 undefined -> ok;
+                 F -> beamlab_runtime_peer:flavor_args(#{flavor => F})
+             end,
+    case {beamlab_engine_paths:add_code_paths(maps:get(code_paths, S, [])), Flavor} of
+        {_, {error, R}} ->
+            {error, {flavor, R}};
+        {{ok, _}, _} ->
             Nodes = [N || {preset, _, N} <- [Select], N =/= none] ++ named_nodes(Overrides),
             case beamlab_experiment_dist:controller(maps:get(dist, S, #{}), Nodes) of
                 ok -> ok;
                 {error, R} -> {error, {dist, R}}
             end;
-        {error, _} = E ->
+        {{error, _} = E, _} ->
             E
     end.
 
@@ -125,6 +137,10 @@ doc_params(Profile, Names, Overrides, S) ->
                           default -> <<"default">>;
                           N -> N
                       end,
+      <<"flavor">> => case maps:get(flavor, S, undefined) of
+                          undefined -> null;
+                          F -> atom_to_binary(F)
+                      end,
       <<"param">> => maps:map(fun(_W, Kvs) ->
                                       maps:from_list([{unicode:characters_to_binary(K),
                                                        [unicode:characters_to_binary(V) || V <- Vs]}
@@ -156,5 +172,7 @@ format_error({no_such_directory, D}) ->
     io_lib:format("-pa ~ts: no such directory", [D]);
 format_error({dist, R}) ->
     beamlab_experiment_dist:format_error(R);
+format_error({flavor, R}) ->
+    ["--flavor: ", beamlab_runtime_otp:format_error(R)];
 format_error(R) ->
     beamlab_suite:format_error(R).

@@ -33,6 +33,7 @@ render(Doc, Opts) ->
          _ -> ""
      end,
      beamlab_format_table:render(Header, Rows),
+     flavor_note(Doc),
      baseline_note(Doc),
      [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
                     "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
@@ -44,6 +45,13 @@ render(Doc, Opts) ->
          _ -> ""
      end,
      beamlab_render_text:findings(maps:get(findings, Doc))].
+
+%% -i --flavor: the fresh VMs ran that flavour (each proved it before its
+%% job ran); the document's env is the controlling VM's.
+flavor_note(#{params := #{<<"flavor">> := F}}) ->
+    io_lib:format("each job ran in a fresh VM of the ~ts flavour (as the VM reported)~n", [F]);
+flavor_note(_) ->
+    "".
 
 %% Rel and the verdicts are against the job that actually served as the
 %% baseline; say so when it is not the one asked for.

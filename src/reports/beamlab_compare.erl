@@ -27,7 +27,7 @@
 -export_type([run/0, opts/0, comparison/0, row/0, cell/0, verdict/0, error_reason/0]).
 
 %% Env keys that commonly explain a performance change, shown first.
--define(EXPLAINING, [<<"otp">>, <<"release">>, <<"erts">>, <<"flavo">>, <<"jit">>,
+-define(EXPLAINING, [<<"git">>, <<"otp">>, <<"release">>, <<"erts">>, <<"flavo">>, <<"jit">>,
                      <<"emu">>, <<"schedul">>, <<"cpu">>, <<"model">>, <<"bind">>,
                      <<"busy">>, <<"sbwt">>, <<"logical">>, <<"core">>, <<"thread">>,
                      <<"cgroup">>, <<"quota">>, <<"kernel">>, <<"os.">>, <<"arch">>,

@@ -118,7 +118,7 @@ run(Parsed) ->
               text -> standard_io;
               _ -> standard_error
           end,
-    Sink = fun({amqp, Bin}) -> beamlab_amqp_perf:write_utf8(Out, Bin);
+    Sink = fun({amqp, Bin}) -> beamlab_amqp_live:write_utf8(Out, Bin);
               ({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
               (_) -> ok
            end,
@@ -148,7 +148,7 @@ experiment(Parsed) ->
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
 %% options (but where it runs, `nodes', and where its lines go, `out');
 %% user mistakes end in `beamlab_cli_error:usage/2'.
--spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:config().
+-spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
 config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     Uri = G(uri),

@@ -19,6 +19,9 @@ options() ->
        help => "emulator arguments of one configuration, e.g. '+S 2 +sbt db' (repeat)"},
      #{name => sweep, long => "sweep-schedulers", type => string, metavar => "RANGE",
        help => "one configuration per scheduler count: 1..4, 1,2,4 or 1..max (+S K:K)"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, multi => true, metavar => "jit|emu",
+       help => "an emulator flavour as a dimension (repeat: --flavor emu --flavor jit); "
+               "the installation must hold it (scripts/install-otp.sh builds both)"},
      #{name => erl, long => "erl", type => string, multi => true, metavar => "PATH",
        help => "an erl executable (another OTP install) as a dimension (repeat)"},
      #{name => wrap, long => "wrap", type => string, multi => true, metavar => "'CMD'",
@@ -78,7 +81,7 @@ run(Parsed) ->
     %% Each configuration's lines (and a target's, and an inner AMQP
     %% load's PerfTest lines) go to stderr: stdout carries the result.
     Sink = fun({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
-              ({amqp, Bin}) -> beamlab_amqp_perf:write_utf8(standard_error, Bin);
+              ({amqp, Bin}) -> beamlab_amqp_live:write_utf8(standard_error, Bin);
               ({matrix, Line}) -> io:put_chars(standard_error, Line);
               (_) -> ok
            end,
@@ -101,6 +104,7 @@ experiment(Parsed) ->
     Dims = #{vm => maps:get(vm, Grid, []) ++ list(Get(vm)),
              sweep => Sweep,
              erl => maps:get(erl, Grid, []) ++ list(Get(erl)),
+             flavor => list(Get(flavor)),
              wrap => maps:get(wrap, Grid, []) ++ list(Get(wrap))},
     Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
                   {[], []} -> maps:get(command, Grid, []);

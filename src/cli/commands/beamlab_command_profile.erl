@@ -3,7 +3,7 @@
 %%% fresh VM with the JIT's perf support and profiles it end to end;
 %%% `--pid OSPID' and `--node NAME@HOST' profile a VM that runs already
 %%% (a broker under `beamlab amqp' load). Prints the top table; `--folded'
-%%% writes folded stacks, `--save' the document that `beamlab report' draws
+%%% writes folded stacks, `--speedscope' speedscope's JSON, `--save' the document that `beamlab report' draws
 %%% as a flame graph (and a differential one for two profiles).
 -module(beamlab_command_profile).
 -behaviour(beamlab_command).
@@ -37,6 +37,8 @@ options() ->
        help => "name of the profile (reports diff profiles with the same name)"},
      #{name => folded, long => "folded", type => string, metavar => "FILE",
        help => "write folded stacks (flamegraph.pl, inferno, speedscope)"},
+     #{name => speedscope, long => "speedscope", type => string, metavar => "FILE",
+       help => "write the profile in speedscope's JSON format (speedscope FILE, or www.speedscope.app)"},
      #{name => top, long => "top", type => pos_integer, default => 25, metavar => "N",
        help => "rows of the top table (default 25)"},
      #{name => callers, long => "callers", type => string, multi => true, metavar => "FUNCTION",
@@ -57,6 +59,7 @@ usage() ->
     "Examples:\n"
     "  beamlab profile -- run 'lists:seq(1, 100).' -s 3\n"
     "  beamlab profile --folded out.folded --save p.json -- suite message_load -s 3\n"
+    "  beamlab profile --speedscope p.speedscope.json -- run 'lists:seq(1, 100).'\n"
     "  beamlab profile --pid $(pgrep -f rabbit) --duration 10\n"
     "  beamlab profile --node rabbit@$(hostname -s) --cookie SECRET --duration 10\n"
     "  beamlab report before.json after.json -o flame.html   (differential flame graph)\n".
@@ -64,8 +67,14 @@ usage() ->
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    {Code, Doc} = beamlab_cli_experiment:run(experiment(Parsed)),
-    write_folded(beamlab_cli_args:get(folded, Parsed), Doc),
+    Exp = experiment(Parsed),
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    %% An output file that cannot be written is said now, not after the run.
+    _ = [beamlab_cli_output:check_output("--" ++ atom_to_list(O), P)
+         || O <- [folded, speedscope], P <- [Get(O)], P =/= undefined],
+    {Code, Doc} = beamlab_cli_experiment:run(Exp),
+    write_folded(Get(folded), Doc),
+    write_speedscope(Get(speedscope), Doc),
     {Code, Doc}.
 
 %% @doc The experiment: what to profile (an inner command parsed into its
@@ -117,10 +126,19 @@ subject(_, _, [_ | _], _) ->
 subject(_, _, _, _) ->
     beamlab_cli_error:usage("--pid and --node cannot be combined", []).
 
+write_speedscope(undefined, _Doc) ->
+    ok;
+write_speedscope(Path, Doc) ->
+    {ok, Json} = beamlab_render_speedscope:render(Doc),
+    case beamlab_runtime_file:write_atomic(Path, Json) of
+        ok -> io:format(standard_error, "speedscope profile: ~ts~n", [Path]);
+        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
+    end.
+
 write_folded(undefined, _Doc) ->
     ok;
 write_folded(Path, #{extra := #{<<"profile">> := P}}) ->
-    case beamlab_runtime_file:write_atomic(Path, beamlab_profile_stacks:folded(P)) of
-        ok -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
+    case beamlab_runtime_file:write(Path, beamlab_profile_stacks:folded(P)) of
+        {ok, _} -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
+        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.

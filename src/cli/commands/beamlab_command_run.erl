@@ -77,6 +77,9 @@ options() ->
        help => "run each job in a fresh VM"},
      #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
        help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+       help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
+               "proven from what each VM reports"},
      #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
        metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"}
      | after_options() ++ beamlab_cli_args:common_options()].
@@ -111,6 +114,7 @@ usage() ->
     "  beamlab 'rand:uniform().' -l 10M\n"
     "  beamlab 'code:is_loaded(local_udp).' -q --max 8\n"
     "  beamlab 'lists:seq(1, 100).' --rel-ci 1% --max-time 20\n"
+    "  beamlab 'lists:seq(1, 100).' -i --flavor emu        (the interpreter: an OTP with both flavours)\n"
     "  beamlab 'lists:seq(1, 100).' --cv 0.05 -s 5\n"
     "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
 
@@ -206,6 +210,15 @@ run_opts(Parsed, NJobs) ->
          || K <- [max_samples, max_time], Given(K), not Rule],
     Given(vm_args) andalso not Get(isolated)
         andalso beamlab_cli_error:usage("--vm-args applies to the fresh VMs of -i; add -i", []),
+    Given(flavor) andalso not Get(isolated)
+        andalso beamlab_cli_error:usage("--flavor applies to the fresh VMs of -i; add -i", []),
+    _ = case Get(flavor) of
+            undefined -> ok;
+            F -> case beamlab_runtime_peer:flavor_args(#{flavor => F}) of
+                     {ok, _} -> ok;
+                     {error, R} -> beamlab_cli_error:fail("--flavor: ~ts", [beamlab_runtime_otp:format_error(R)])
+                 end
+        end,
     Given(baseline) andalso NJobs < 2
         andalso beamlab_cli_error:usage("--baseline needs at least two codes to compare", []),
     Samples = Get(samples),
@@ -214,6 +227,7 @@ run_opts(Parsed, NJobs) ->
              warmup => Get(warmup), loop => Loop,
              rel_ci => Get(rel_ci), cv => Get(cv),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
+             flavor => Get(flavor),
              code_paths => beamlab_cli_args:get(pa, Parsed, [])},
     Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
                                      {max_time, case Get(max_time) of

@@ -31,6 +31,9 @@ options() ->
        help => "add DIR to the code path (for your own workload modules)"},
      #{name => timeout, long => "timeout", type => pos_integer, default => 600, metavar => "S",
        help => "seconds one repetition may take before the point is abandoned"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+       help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "
+               "proven from what the VM reports; compare them with matrix --flavor emu --flavor jit -- suite"},
      #{name => memory, long => "memory", type => boolean, default => false,
        help => "after the measured repetitions, one more traced for words allocated and reductions "
                "(spawned processes included)"}]
@@ -53,7 +56,8 @@ usage() ->
     "  beamlab suite --preset termite [--node bench@otherhost]\n"
     "  beamlab suite --preset message-load --profile full -v\n"
     "  beamlab suite --preset ./my-table.preset\n"
-    "  beamlab suite -pa ./ebin my_workload --format json\n".
+    "  beamlab suite -pa ./ebin my_workload --format json\n"
+    "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n".
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
@@ -84,7 +88,7 @@ experiment(Parsed) ->
     _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D]) || D <- Get(pa)],
     Suite = #{select => Select, params => overrides(Parsed), profile => Get(profile),
               repeat => beamlab_cli_args:get(repeat, Parsed, default), timeout => 1000 * Get(timeout),
-              code_paths => Get(pa),
+              code_paths => Get(pa), flavor => Get(flavor),
               dist => maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
                                                 V <- [Get(O)], V =/= undefined])},
     maps:merge(#{run => {suite, Suite}, command => maps:get(argv, Parsed),
