@@ -80,7 +80,7 @@ inner(Outer, Argv) ->
                 orelse cannot(Outer, Name),
             Exp;
         {unknown, Cmd} ->
-            beamlab_cli_error:usage("~ts: unknown command '~ts' in the inner command", [Outer, Cmd])
+            cannot(Outer, Cmd)
     end.
 
 -spec cannot(matrix | profile, string()) -> no_return().

@@ -64,8 +64,8 @@ after_phase(Opts) ->
     maps:with(?AFTER, Opts).
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
-%% one), `params' (workload => key => value or list of values: a list
-%% sweeps), `profile' (quick | full), `repeat', `timeout' (ms per
+%% one), `params' (workload => key => a value, or a list of values to
+%% sweep; a string value is a binary or an atom), `profile' (quick | full), `repeat', `timeout' (ms per
 %% repetition), `memory' (one more traced repetition), `preset' (a
 %% published table's rows, by name or file) and its `node', `code_paths'.
 -spec suite([atom() | string() | binary()], opts()) ->
@@ -109,11 +109,10 @@ params(Params) when is_map(Params) ->
 params(Other) ->
     {error, {bad_option, params, Other}}.
 
+%% A list is a list of values (a sweep), never a string: `[10, 12]' is two
+%% values; a string value is a binary or an atom (or a list's element).
 values(V) when is_list(V) ->
-    case io_lib:char_list(V) of
-        true -> [V];
-        false -> [text(X) || X <- V]
-    end;
+    [text(X) || X <- V];
 values(V) ->
     [text(V)].
 
