@@ -64,9 +64,12 @@ run_command(Argv) ->
 %% the one-line error message as `{error, Message}' in place of the
 %% document instead of printing it (the matrix shows it for the VM that
 %% ran the command); `#{checkpoint => Dir}' keeps a checkpoint of the
-%% measurement in the launcher's private directory (`run', `suite').
+%% measurement in the launcher's private directory (`run', `suite');
+%% `#{project => Project}' is the project a build tool has built already
+%% (the rebar3 plugin, the Mix task: `run --bench', `check').
 -spec run_command([string()], #{quiet => boolean(), errors => print | return,
-                                checkpoint => string()}) ->
+                                checkpoint => string(),
+                                project => beamlab_project_build:project()}) ->
           {exit_code(), beamlab_result:result() | undefined | {error, binary()}}.
 run_command(Argv, Opts) ->
     Report = fun(Code, Msg) ->
@@ -129,7 +132,7 @@ run_module(Name, Mod, Args, Argv, Opts) ->
                               beamlab_cli_error:usage("~ts (see: beamlab help ~ts)", [Msg, Name])
                       end,
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
-                                maps:with([checkpoint], Opts)),
+                                maps:with([checkpoint, project], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
             Outcome = Mod:run(Parsed),
             %% Measured: from here on the command prints its result itself.

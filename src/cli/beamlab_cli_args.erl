@@ -38,7 +38,7 @@
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
                     given := [atom()], command => string(), argv => [string()],
-                    checkpoint => string()}.
+                    checkpoint => string(), project => beamlab_project_build:project()}.
 -export_type([option/0, parsed/0, type/0]).
 
 %% @doc Options every measuring command accepts.

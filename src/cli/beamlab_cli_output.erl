@@ -142,5 +142,18 @@ written_note({ok, {in_place, character_device}}) -> " (a character device: writt
 written_note({ok, {in_place, fifo}}) -> " (a FIFO: written in place)";
 written_note(_) -> "".
 
+%% A project's runs (`run --bench', `check') are its history, filed by
+%% date and commit: `.beamlab/history/<date>-<time>-<commit>.json' (UTC;
+%% `-dirty' when the working tree had changes), which `beamlab report
+%% .beamlab/history/' draws as a trend.
+default_path(#{params := #{<<"project">> := #{<<"short">> := Short} = P}, started_at := Started}) ->
+    Stamp = [C || C <- binary_to_list(Started), C >= $0, C =< $9],
+    {Date, Rest} = lists:split(min(8, length(Stamp)), Stamp),
+    Dirty = case maps:get(<<"dirty">>, P, false) of
+                true -> "-dirty";
+                false -> ""
+            end,
+    filename:join([".beamlab", "history",
+                   lists:flatten([Date, "-", lists:sublist(Rest, 6), "-", binary_to_list(Short), Dirty, ".json"])]);
 default_path(#{kind := Kind, started_at := Started}) ->
     beamlab_result:default_path(Kind, Started).

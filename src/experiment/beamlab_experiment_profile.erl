@@ -7,13 +7,16 @@
 
 -export([run/3, error_class/1, format_error/1]).
 
-%% `duration' in ms (infinity: until the inner experiment ends);
-%% `label' names the profile (reports diff profiles with the same name).
+%% `mode': graph (call stacks, the default) or flat (the leaf only, almost
+%% free; see `beamlab_profile:mode_info/1'); `duration' in ms (infinity:
+%% until the inner experiment ends); `label' names the profile (reports
+%% diff profiles with the same name).
 -type subject() :: {experiment, beamlab_experiment:experiment()}
                  | {pid, pos_integer()}
                  | {node, string(), string() | undefined}.
 -type profile() :: #{subject := subject(),
                      frequency => pos_integer(), call_graph => fp | dwarf,
+                     mode => beamlab_profile:mode(),
                      duration => pos_integer() | infinity, label => unicode:chardata()}.
 -type error_reason() :: beamlab_profile:error_reason()
                       | {node, beamlab_profile_node:error_reason()}
@@ -36,7 +39,7 @@ run(#{subject := Subject} = P, Exp, #{fresh := {M, F, A}}) ->
                                                  _ -> ?DEFAULT_ATTACH_MS
                                              end),
             Opts = #{frequency => maps:get(frequency, P, ?DEFAULT_FREQ), duration => Duration,
-                     call_graph => maps:get(call_graph, P, fp)},
+                     call_graph => maps:get(call_graph, P, fp), mode => maps:get(mode, P, graph)},
             case beamlab_profile:record(Target, Opts) of
                 {ok, #{returned := {Code, Inner}}} when Code =/= 0, Code =/= 130 ->
                     {error, {profile, {inner_failed, Code, inner_message(Inner)}}};
@@ -73,7 +76,7 @@ inner_message(#{} = Doc) ->
         [] -> <<"the profiled experiment failed">>
     end.
 
-document(O, P, #{frequency := Hz, call_graph := CG}, Started, Exp) ->
+document(O, P, #{frequency := Hz, call_graph := CG, mode := Mode}, Started, Exp) ->
     #{profile := Prof, os_pid := OsPid, perf_support := Support, target_exited := Exited,
       elapsed_ms := Elapsed, interrupted := Int} = O,
     Subject = maps:get(subject_name, P),
@@ -85,7 +88,7 @@ document(O, P, #{frequency := Hz, call_graph := CG}, Started, Exp) ->
                            _ ->
                                {none, []}
                        end,
-    Params = #{subject => Subject, frequency => Hz, call_graph => CG,
+    Params = #{subject => Subject, frequency => Hz, call_graph => CG, mode => Mode,
                target => case Inner of
                              none -> #{os_pid => OsPid};
                              _ -> #{command => [unicode:characters_to_binary(A) || A <- Inner]}
@@ -93,10 +96,17 @@ document(O, P, #{frequency := Hz, call_graph := CG}, Started, Exp) ->
     Doc0 = beamlab_result:new(profile, #{command => maps:get(command, Exp, []), started_at => Started,
                                          params => Params}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benches),
+    #{what := What, cost := Cost} = beamlab_profile:mode_info(Mode),
     Doc2 = beamlab_result:set(extra, #{profile => Prof#{<<"perf_support">> => Support,
                                                          <<"target_exited">> => Exited,
                                                          <<"elapsed_ms">> => Elapsed,
-                                                         <<"subject">> => Subject}},
+                                                         <<"subject">> => Subject,
+                                                         %% the mode, what it records and costs,
+                                                         %% the VM's flavour
+                                                         <<"mode">> => atom_to_binary(Mode),
+                                                         <<"mode_what">> => What,
+                                                         <<"mode_cost">> => Cost,
+                                                         <<"flavor">> => atom_to_binary(maps:get(flavor, O, unknown))}},
                               Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Int}).
 

@@ -8,26 +8,42 @@
 %%% with `perf script' (the VM's `/tmp/perf-PID.map' names JIT code) and
 %%% builds the profile with {@link beamlab_profile_stacks}.
 %%%
+%%% Two modes ({@link mode_info/1}): `graph' records call stacks (the JIT
+%%% keeps frame pointers with `+JPperf true': flame graphs, self and total
+%%% time, at the frame pointers' cost to call-heavy code), `flat' records
+%%% the leaf only (`+JPperf map' names JIT code without frame pointers:
+%%% self time, almost free). An interpreter (the emu flavour) has no JIT
+%%% code to name: its profile is the emulator's C functions, its loop
+%%% `process_main' first.
+%%%
 %%% A target that exits mid-profile keeps what was recorded; an interrupt
 %%% (`{beamlab_interrupt, _}' in the caller's mailbox) stops perf and keeps
-%%% what was recorded too.
+%%% what was recorded too. {@link start/2} and {@link stop/1} record a
+%%% running VM in the background for as long as the caller says (the
+%%% broker of a matrix configuration while it is loaded).
 -module(beamlab_profile).
 
--export([check_perf/0, vm_flags/0, perf_support/1, record/2, format_error/1]).
+-export([check_perf/0, vm_flags/0, vm_flags/1, mode_info/1, perf_support/1, record/2,
+         start/2, stop/1, format_error/1]).
 
 -type target() :: {pid, pos_integer()}
                 | {vm, beamlab_runtime_peer:opts(), beamlab_runtime_peer:call_spec()}.
+-type mode() :: graph | flat.
 -type opts() :: #{frequency := pos_integer(), duration := pos_integer() | infinity,
-                  call_graph => fp | dwarf}.
+                  mode => mode(),                 % default graph
+                  call_graph => fp | dwarf,       % graph mode's stack walking
+                  started => fun(() -> term())}.  % --pid: called once perf records
+-opaque recorder() :: #{pid := pid(), ref := reference()}.
 %% `returned': what the function run in a fresh VM returned.
 -type outcome() :: #{profile := beamlab_profile_stacks:profile(), os_pid := pos_integer(),
                      returned => term(), target_exited := boolean(), interrupted := boolean(),
-                     perf_support := boolean(), elapsed_ms := non_neg_integer()}.
+                     perf_support := boolean(), elapsed_ms := non_neg_integer(),
+                     flavor => jit | emu | unknown}.   % --pid: the VM's emulator flavour
 -type error_reason() :: perf_missing | {perf_unusable, binary()} | {paranoid, integer()}
                       | {no_such_process, pos_integer()} | {not_a_beam, pos_integer(), binary()}
-                      | {no_jit, string(), string()} | {interpreter, pos_integer()} | {perf_failed, binary()}
+                      | {no_jit, string(), string()} | {perf_failed, binary()}
                       | {target_gone, pos_integer()} | {vm, term()}.
--export_type([target/0, opts/0, outcome/0, error_reason/0]).
+-export_type([target/0, mode/0, opts/0, outcome/0, recorder/0, error_reason/0]).
 
 -define(POLL_MS, 200).
 %% How long perf may take to write its data once its VM is gone.
@@ -67,16 +83,39 @@ check_paranoid(Perf) ->
     end.
 
 %% @doc The emulator flags that give this OTP release's JIT perf support
-%% (`+JPperf true': frame pointers and a perf map), or an error naming why
-%% this VM has none (the interpreter, or an OTP release before the JIT).
+%% in graph mode (`+JPperf true': frame pointers and a perf map), or an
+%% error naming why this VM has none (the interpreter, or an OTP release
+%% before the JIT).
 -spec vm_flags() -> {ok, string()} | {error, error_reason()}.
 vm_flags() ->
+    vm_flags(graph).
+
+%% @doc As {@link vm_flags/0} for a mode.
+-spec vm_flags(mode()) -> {ok, string()} | {error, error_reason()}.
+vm_flags(Mode) ->
     Release = erlang:system_info(otp_release),
     Flavor = try atom_to_list(erlang:system_info(emu_flavor)) catch error:badarg -> "emu" end,
     case Flavor =:= "jit" andalso list_to_integer(Release) >= 24 of
-        true -> {ok, "+JPperf true"};
+        true -> {ok, maps:get(vm_flags, mode_info(Mode))};
         false -> {error, {no_jit, Release, Flavor}}
     end.
+
+%% @doc What a mode asks of the VM (`vm_flags', for the JIT flavour) and
+%% of perf (`stacks': call graphs or the leaf only), in words (`what'),
+%% and what it costs the profiled code as bench/profile_overhead.escript
+%% measured it (`cost'; docs/profile.md).
+-spec mode_info(mode()) -> #{vm_flags := string(), stacks := boolean(), what := binary(),
+                             cost := binary()}.
+mode_info(graph) ->
+    #{vm_flags => "+JPperf true", stacks => true,
+      what => <<"call stacks (perf record -g; the JIT keeps frame pointers: +JPperf true)">>,
+      cost => <<"call-heavy JIT code runs at about 0.8 of its plain rate (frame pointers); "
+                "the interpreter pays only perf's sampling">>};
+mode_info(flat) ->
+    #{vm_flags => "+JPperf map", stacks => false,
+      what => <<"self time only (perf record without call graphs; +JPperf map names JIT code, "
+                "no frame pointers)">>,
+      cost => <<"under 5% of the profiled code's rate">>}.
 
 %% @doc Whether the VM with this OS pid writes a perf map (was started
 %% with `+JPperf true' or `+JPperf map'): without one its Erlang frames are
@@ -102,7 +141,7 @@ record(Perf, {pid, OsPid}, Opts) ->
         {error, _} = E -> E
     end;
 record(Perf, {vm, PeerOpts, Call}, Opts) ->
-    case vm_flags() of
+    case vm_flags(maps:get(mode, Opts, graph)) of
         {ok, Flags} -> with_data(fun(Data) -> record_vm(Perf, PeerOpts, Call, Flags, Data, Opts) end);
         {error, _} = E -> E
     end.
@@ -200,10 +239,11 @@ call_graph(Opts) ->
     %% fp: frame pointers (the JIT's with +JPperf true; C code without
     %% them loses its callers); dwarf: the stack copied and unwound with
     %% the emulator's unwind tables (C callers kept, up to the JIT code
-    %% that called them; more data per sample).
-    case maps:get(call_graph, Opts, fp) of
-        fp -> ["-g"];
-        dwarf -> ["--call-graph", "dwarf,16384"]
+    %% that called them; more data per sample). Flat mode: the leaf only.
+    case {maps:get(mode, Opts, graph), maps:get(call_graph, Opts, fp)} of
+        {flat, _} -> [];
+        {graph, fp} -> ["-g"];
+        {graph, dwarf} -> ["--call-graph", "dwarf,16384"]
     end.
 
 %%--------------------------------------------------------------------
@@ -247,19 +287,21 @@ await(#{source := Source, deadline := Deadline, hooks := #{data := Data, poll :=
         {Source, Ended} ->
             St#{ended := Ended};
         {beamlab_interrupt, _} ->
-            await(stop(St#{interrupted := true}))
+            await(end_recording(St#{interrupted := true}));
+        {beamlab_profile, stop} ->
+            await(end_recording(St))
     after Timeout ->
             Due = Deadline =/= infinity andalso erlang:monotonic_time(millisecond) >= Deadline,
             case Poll(St) of
-                {stop, St1} -> await(stop(St1));
-                {continue, St1} when Due -> await(stop(St1));
+                {stop, St1} -> await(end_recording(St1));
+                {continue, St1} when Due -> await(end_recording(St1));
                 {continue, St1} -> await(St1)
             end
     end.
 
-stop(#{stopping := true} = St) ->
+end_recording(#{stopping := true} = St) ->
     St;
-stop(#{hooks := #{stop := Stop}} = St) ->
+end_recording(#{hooks := #{stop := Stop}} = St) ->
     Stop(St#{stopping := true, deadline := infinity}).
 
 %% The processes under perf (the fresh VM first, then the VMs it
@@ -284,21 +326,13 @@ children(Pid, Task) ->
         {error, _} -> []
     end.
 
+%% Any flavour: the interpreter's (beam.emu, beam.emu.smp) profile is its
+%% C code.
 beam_process(OsPid) ->
     case file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/comm") of
         {ok, Comm0} ->
             Comm = string:trim(Comm0),
-            %% The interpreter flavour's emulator is beam.emu.smp.
-            Exe = case file:read_link("/proc/" ++ integer_to_list(OsPid) ++ "/exe") of
-                      {ok, E} -> filename:basename(E);
-                      {error, _} -> ""
-                  end,
             case binary:match(Comm, <<"beam">>) of
-                {0, _} when Exe =/= "" ->
-                    case string:find(Exe, ".emu.") of
-                        nomatch -> ok;
-                        _ -> {error, {interpreter, OsPid}}
-                    end;
                 {0, _} -> ok;
                 _ -> {error, {not_a_beam, OsPid, Comm}}
             end;
@@ -319,6 +353,7 @@ with_data(Fun) ->
     end.
 
 record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) ->
+    Flavor = flavor(OsPid),
     Err = Data ++ ".err",
     Argv = [Perf, "record", "-F", integer_to_list(Hz) | call_graph(Opts)] ++ ["-o", Data, "-p", integer_to_list(OsPid)],
     T0 = erlang:monotonic_time(millisecond),
@@ -328,12 +363,17 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
     {os_pid, PerfPid} = erlang:port_info(PerfPort, os_pid),
     %% perf ends by itself when its target exits; a duration, an interrupt
     %% or the target found gone sends it SIGINT, and it writes what it has.
-    St = await(recording(PerfPort, T0, Duration, #{perf_pid => PerfPid, exited => false},
+    %% `started' tells the caller of start/2 once perf records (it has
+    %% written its file's header).
+    Started = maps:get(started, Opts, fun() -> ok end),
+    St = await(recording(PerfPort, T0, Duration, #{perf_pid => PerfPid, exited => false,
+                                                   told => false},
                          #{data => fun(_, S) -> S end,
                            poll => fun(S) ->
+                                           S1 = tell_started(S, Data, Started),
                                            case gone(OsPid) of
-                                               true -> {stop, S#{exited := true}};
-                                               false -> {continue, S}
+                                               true -> {stop, S1#{exited := true}};
+                                               false -> {continue, S1}
                                            end
                                    end,
                            stop => fun stop_perf/1})),
@@ -352,9 +392,60 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
                     %% perf ends by itself when its target exits, possibly
                     %% before a poll noticed: ask /proc as well.
                     {ok, #{profile => Profile, os_pid => OsPid, target_exited => Exited orelse Gone,
-                           interrupted => Int, perf_support => perf_support(OsPid), elapsed_ms => Elapsed}};
+                           interrupted => Int, perf_support => perf_support(OsPid), elapsed_ms => Elapsed,
+                           flavor => Flavor}};
                 {error, _} = Er -> Er
             end
+    end.
+
+%% The interpreter's emulator is beam.emu (beam.emu.smp before OTP 24),
+%% the JIT's beam.jit; beam.smp is whichever the installation built first.
+flavor(OsPid) ->
+    case file:read_link("/proc/" ++ integer_to_list(OsPid) ++ "/exe") of
+        {ok, Exe} ->
+            case {string:find(filename:basename(Exe), ".emu"), string:find(filename:basename(Exe), ".jit")} of
+                {nomatch, nomatch} -> unknown;
+                {nomatch, _} -> jit;
+                _ -> emu
+            end;
+        {error, _} -> unknown
+    end.
+
+tell_started(#{told := true} = S, _, _) ->
+    S;
+tell_started(S, Data, Started) ->
+    case filelib:file_size(Data) > 0 of
+        true -> Started(), S#{told := true};
+        false -> S
+    end.
+
+%% @doc Starts recording the running VM `{pid, OsPid}' in the background
+%% until {@link stop/1}; returns once perf records.
+-spec start(target(), opts()) -> {ok, recorder()} | {error, error_reason()}.
+start({pid, _} = Target, Opts) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(
+                    fun() ->
+                            Started = fun() -> Self ! {Ref, started} end,
+                            Self ! {Ref, record(Target, Opts#{duration => infinity, started => Started})}
+                    end),
+    receive
+        {Ref, started} -> {ok, #{pid => Pid, ref => Ref}};
+        {Ref, {error, _} = E} -> erlang:demonitor(MRef, [flush]), E;
+        {Ref, {ok, _}} -> erlang:demonitor(MRef, [flush]), {error, {target_gone, element(2, Target)}};
+        {'DOWN', MRef, process, Pid, Why} -> {error, {perf_failed, iolist_to_binary(io_lib:format("~0tP", [Why, 8]))}}
+    end.
+
+%% @doc Stops a background recording and returns its profile.
+-spec stop(recorder()) -> {ok, outcome()} | {error, error_reason()}.
+stop(#{pid := Pid, ref := Ref}) ->
+    MRef = erlang:monitor(process, Pid),
+    Pid ! {beamlab_profile, stop},
+    receive
+        {Ref, Result} -> erlang:demonitor(MRef, [flush]), Result;
+        {'DOWN', MRef, process, Pid, Why} ->
+            {error, {perf_failed, iolist_to_binary(io_lib:format("~0tP", [Why, 8]))}}
     end.
 
 gone(OsPid) ->
@@ -429,9 +520,6 @@ format_error({not_a_beam, Pid, Comm}) ->
 format_error({no_jit, Release, Flavor}) ->
     io_lib:format("OTP ~s runs the ~s emulator, which has no perf support: profiling needs the "
                   "JIT (OTP 24 or later on x86-64 or arm64)", [Release, Flavor]);
-format_error({interpreter, Pid}) ->
-    io_lib:format("OS pid ~b runs the interpreter (beam.emu.smp), which has no perf support: "
-                  "profiling needs the JIT flavour (the default from OTP 24 on x86-64 and arm64)", [Pid]);
 format_error({perf_failed, Msg}) ->
     io_lib:format("perf failed: ~ts", [Msg]);
 format_error({target_gone, Pid}) ->

@@ -19,6 +19,7 @@ render(#{extra := #{<<"profile">> := P}, params := Params}, Opts) ->
                           maps:get(<<"frequency">>, Params, 0),
                           beamlab_format_units:number(maps:get(<<"elapsed_ms">>, P, 0) / 1000)]),
     [Head,
+     mode_line(P),
      shares("threads", maps:get(<<"threads">>, P, #{}), N,
             [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>]),
      shares("categories", maps:get(<<"categories">>, P, #{}), N,
@@ -57,9 +58,18 @@ shares(Title, Counts, N, Keys) ->
              || K <- Keys],
     [Title, ": ", lists:join(", ", Parts), "\n"].
 
+mode_line(#{<<"mode">> := M, <<"mode_what">> := What, <<"mode_cost">> := Cost}) ->
+    io_lib:format("mode ~ts: ~ts; cost: ~ts~n", [M, What, Cost]);
+mode_line(_) ->
+    "".
+
 warnings(P, N) ->
     Unnamed = maps:get(<<"unnamed_jit">>, P, 0),
     W1 = case maps:get(<<"perf_support">>, P, true) of
+             _ when map_get(<<"flavor">>, P) =:= <<"emu">> ->
+                 ["note: the interpreter (emu flavour) runs no JIT code: Erlang functions are not named; "
+                  "its time is in the emulator's C functions, process_main (the loop that runs BEAM "
+                  "instructions) first\n"];
              false -> ["warning: the VM was started without perf support: its Erlang functions are "
                        "anonymous JIT addresses; start it with +JPperf true (e.g. ERL_FLAGS='+JPperf true')\n"];
              _ when N > 0, Unnamed * 10 > N ->

@@ -49,7 +49,8 @@ all() ->
      {"amqp", beamlab_command_amqp},
      {"profile", beamlab_command_profile},
      {"watch", beamlab_command_watch},
-     {"node", beamlab_command_node}].
+     {"node", beamlab_command_node},
+     {"check", beamlab_command_check}].
 
 %% @doc The command a command line runs: its name, its module and its
 %% arguments. A first word that names no command is the bare form of

@@ -22,6 +22,9 @@ summary() ->
 options() ->
     [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
        metavar => "HZ", help => "samples per second and thread (default 999)"},
+     #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
+       help => "graph: call stacks (+JPperf true, perf -g; flame graphs; frame pointers slow call-heavy "
+               "JIT code to about 0.8); flat: self time only (+JPperf map, no call graphs; under 5%)"},
      #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
        help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
                "more data, use a lower --freq)"},
@@ -86,7 +89,9 @@ experiment(Parsed) ->
     maps:get(args, Parsed) =:= [] orelse
         beamlab_cli_error:usage("unexpected argument '~ts': put the command to profile after --",
                                 [hd(maps:get(args, Parsed))]),
-    Profile = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph)},
+    Get(mode) =:= flat andalso lists:member(call_graph, maps:get(given, Parsed))
+        andalso beamlab_cli_error:usage("--call-graph walks stacks: --mode flat records the leaf only", []),
+    Profile = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph), mode => Get(mode)},
     Profile1 = lists:foldl(fun({_, undefined}, P) -> P;
                               ({K, V}, P) -> P#{K => V}
                            end, Profile,
@@ -130,9 +135,9 @@ write_speedscope(undefined, _Doc) ->
     ok;
 write_speedscope(Path, Doc) ->
     {ok, Json} = beamlab_render_speedscope:render(Doc),
-    case beamlab_runtime_file:write_atomic(Path, Json) of
-        ok -> io:format(standard_error, "speedscope profile: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, file:format_error(R)])
+    case beamlab_runtime_file:write(Path, Json) of
+        {ok, _} -> io:format(standard_error, "speedscope profile: ~ts~n", [Path]);
+        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
 
 write_folded(undefined, _Doc) ->

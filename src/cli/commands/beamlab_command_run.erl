@@ -81,7 +81,12 @@ options() ->
        help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
                "proven from what each VM reports"},
      #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
-       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"}
+       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
+     #{name => bench, long => "bench", type => string, metavar => "DIR",
+       help => "run the project's bench modules in DIR (bench/*_bench.erl exporting benchmarks/0) "
+               "instead of CODE; the project is built first"},
+     #{name => no_build, long => "no-build", type => boolean, default => false,
+       help => "with --bench: use the project's code as it is built now"}
      | after_options() ++ beamlab_cli_args:common_options()].
 
 %% The after-the-samples phases (`--profile TOOL', `--memory',
@@ -116,27 +121,38 @@ usage() ->
     "  beamlab 'lists:seq(1, 100).' --rel-ci 1% --max-time 20\n"
     "  beamlab 'lists:seq(1, 100).' -i --flavor emu        (the interpreter: an OTP with both flavours)\n"
     "  beamlab 'lists:seq(1, 100).' --cv 0.05 -s 5\n"
-    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
+    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n"
+    "  beamlab run --bench bench/ --reductions       (the project's bench modules, see docs/ci.md)\n".
 
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Exp = experiment(Parsed),
-    {bench, #{jobs := Jobs}} = maps:get(run, Exp),
+    {Jobs, Bench, Failed} = jobs_of(Parsed),
+    Exp = experiment(Parsed, Jobs),
     Progress = progress(Parsed, length(Jobs)),
     %% Under the launcher: what was measured survives code that stops the VM.
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
+    %% A project's bench run: each benchmark says its module and input,
+    %% the benchmarks whose code did not compile are failed ones.
+    Finish = case Bench of
+                 none -> fun(Doc) -> Doc end;
+                 _ -> fun(Doc) -> beamlab_cli_project:attach(Doc, Bench, Failed) end
+             end,
     try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
-                                   #{error => fun error_line/1})
+                                   #{error => fun error_line/1, finish => Finish})
     after
         Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
     end.
 
-%% @doc The experiment: the jobs, the engine's options, the after-phase.
+%% @doc The experiment: the jobs (the code given, or a project's bench
+%% modules), the engine's options, the after-phase.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
-    Jobs = jobs(Parsed),
+    {Jobs, _, _} = jobs_of(Parsed),
+    experiment(Parsed, Jobs).
+
+experiment(Parsed, Jobs) ->
     {Options, Squeeze} = run_opts(Parsed, length(Jobs)),
     _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
@@ -174,6 +190,31 @@ error_line(_) ->
 %%====================================================================
 %% Options to engine options
 %%====================================================================
+
+%% The jobs, and for a project's bench modules the modules' jobs and the
+%% failed benchmarks of those whose code does not compile (`none' for code
+%% given on the command line).
+jobs_of(Parsed) ->
+    case beamlab_cli_args:get(bench, Parsed) of
+        undefined -> {jobs(Parsed), none, none};
+        Dir ->
+            {BJ, F} = bench_jobs(Dir, Parsed),
+            {[beamlab_cli_project:code_map(J) || J <- BJ], BJ, F}
+    end.
+
+%% The project's bench modules; the jobs whose code does not compile are
+%% failed benchmarks of the result, not a reason to stop.
+bench_jobs(_Dir, #{args := [_ | _]}) ->
+    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
+bench_jobs(Dir, Parsed) ->
+    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                                 "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    Project = beamlab_cli_project:project(Parsed),
+    case beamlab_cli_project:runnable(beamlab_cli_project:bench_jobs(Dir, Project)) of
+        {[], _} -> beamlab_cli_error:fail("no benchmark of ~ts can run", [Dir]);
+        Runnable -> Runnable
+    end.
 
 jobs(#{args := []}) ->
     beamlab_cli_error:usage("no code to benchmark (example: beamlab 'rand:uniform().')", []);
