@@ -256,12 +256,13 @@ amqp(Opts) ->
 
 %% @doc A perf profile of an inner experiment (run in a fresh VM under
 %% perf), of an OS pid (`{pid, N}') or of a node on this machine (`{node,
-%% Name}'): `frequency' (Hz), `call_graph' (fp | dwarf), `duration' (ms),
+%% Name}'): `frequency' (Hz), `mode' (graph | flat), `call_graph' (fp |
+%% dwarf), `duration' (ms),
 %% `label', `cookie' (for a node).
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 profile(Subject, Opts) when is_map(Opts) ->
-    Own = [frequency, call_graph, duration, label, cookie],
+    Own = [frequency, call_graph, mode, duration, label, cookie],
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->
             S = case Subject of
@@ -277,7 +278,7 @@ profile(Subject, Opts) when is_map(Opts) ->
                 end,
             case S of
                 {ok, Subj} ->
-                    P = maps:merge(maps:with([frequency, call_graph, duration, label], Opts), #{subject => Subj}),
+                    P = maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts), #{subject => Subj}),
                     common(Opts, #{run => {profile, P}}, #{});
                 {error, _} = E2 -> E2
             end;

@@ -127,41 +127,30 @@ usage() ->
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    {Exp, Bench, Failed} = case beamlab_cli_args:get(bench, Parsed) of
-                               undefined -> {experiment(Parsed), [], none};
-                               Dir ->
-                                   {BJ, F} = bench_jobs(Dir, Parsed),
-                                   {experiment(Parsed, [beamlab_cli_project:code_map(J) || J <- BJ]), BJ, F}
-                           end,
-    {bench, #{jobs := Jobs}} = maps:get(run, Exp),
+    {Jobs, Bench, Failed} = jobs_of(Parsed),
+    Exp = experiment(Parsed, Jobs),
     Progress = progress(Parsed, length(Jobs)),
     %% Under the launcher: what was measured survives code that stops the VM.
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
-    Outcome = try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
-                                             #{error => fun error_line/1})
-              after
-                  Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
-              end,
-    with_project(Outcome, Bench, Failed).
+    %% A project's bench run: each benchmark says its module and input,
+    %% the benchmarks whose code did not compile are failed ones.
+    Finish = case Bench of
+                 none -> fun(Doc) -> Doc end;
+                 _ -> fun(Doc) -> beamlab_cli_project:attach(Doc, Bench, Failed) end
+             end,
+    try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
+                                   #{error => fun error_line/1, finish => Finish})
+    after
+        Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
+    end.
 
-%% A bench run's document names each benchmark's module and input and
-%% the project's commit; the bench jobs that did not compile are failed
-%% benchmarks of it (each told in one line, exit code 1).
-with_project(Outcome, _Bench, none) ->
-    Outcome;
-with_project({Code, Doc}, Bench, Failed) ->
-    _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
-         || #{name := N, extra := #{<<"error">> := E}} <- Failed],
-    {case {Code, Failed} of
-         {0, [_ | _]} -> 1;
-         _ -> Code
-     end, beamlab_cli_project:attach(Doc, Bench, Failed)}.
-
-%% @doc The experiment: the jobs, the engine's options, the after-phase.
+%% @doc The experiment: the jobs (the code given, or a project's bench
+%% modules), the engine's options, the after-phase.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
-    experiment(Parsed, jobs(Parsed)).
+    {Jobs, _, _} = jobs_of(Parsed),
+    experiment(Parsed, Jobs).
 
 experiment(Parsed, Jobs) ->
     {Options, Squeeze} = run_opts(Parsed, length(Jobs)),
@@ -201,6 +190,31 @@ error_line(_) ->
 %%====================================================================
 %% Options to engine options
 %%====================================================================
+
+%% The jobs, and for a project's bench modules the modules' jobs and the
+%% failed benchmarks of those whose code does not compile (`none' for code
+%% given on the command line).
+jobs_of(Parsed) ->
+    case beamlab_cli_args:get(bench, Parsed) of
+        undefined -> {jobs(Parsed), none, none};
+        Dir ->
+            {BJ, F} = bench_jobs(Dir, Parsed),
+            {[beamlab_cli_project:code_map(J) || J <- BJ], BJ, F}
+    end.
+
+%% The project's bench modules; the jobs whose code does not compile are
+%% failed benchmarks of the result, not a reason to stop.
+bench_jobs(_Dir, #{args := [_ | _]}) ->
+    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
+bench_jobs(Dir, Parsed) ->
+    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                                 "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    Project = beamlab_cli_project:project(Parsed),
+    case beamlab_cli_project:runnable(beamlab_cli_project:bench_jobs(Dir, Project)) of
+        {[], _} -> beamlab_cli_error:fail("no benchmark of ~ts can run", [Dir]);
+        Runnable -> Runnable
+    end.
 
 jobs(#{args := []}) ->
     beamlab_cli_error:usage("no code to benchmark (example: beamlab 'rand:uniform().')", []);
@@ -305,16 +319,3 @@ sink(Progress, Parsed) ->
             ok
     end.
 
-%% The project's bench modules; the jobs whose code does not compile are
-%% failed benchmarks of the result, not a reason to stop.
-bench_jobs(_Dir, #{args := [_ | _]}) ->
-    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
-bench_jobs(Dir, Parsed) ->
-    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
-                                 "its hooks)", [option_text(K)])
-         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
-    Project = beamlab_cli_project:project(Parsed),
-    case beamlab_cli_project:runnable(beamlab_cli_project:bench_jobs(Dir, Project)) of
-        {[], _} -> beamlab_cli_error:fail("no benchmark of ~ts can run", [Dir]);
-        Runnable -> Runnable
-    end.
