@@ -47,7 +47,20 @@ target_options() ->
      #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
        help => "the --target-cmd node's cookie"},
      #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
-       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"}].
+       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
+     #{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
+       help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
+               "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
+               "the arguments of the amqp after --; its PerfTest lines are read"},
+     #{name => profile, long => "profile", type => boolean, default => false,
+       help => "with a target: one more repetition per configuration, after the measured ones, with perf "
+               "on the broker's OS process while the load runs (top table, folded stacks, flame graphs)"},
+     #{name => profile_mode, long => "profile-mode", type => {enum, [graph, flat]}, default => graph,
+       metavar => "graph|flat",
+       help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
+               "(+JPperf map, costs under 5%)"},
+     #{name => folded, long => "folded", type => string, metavar => "DIR",
+       help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}].
 
 %% @doc Examples for `beamlab help matrix'.
 -spec usage() -> iodata().
@@ -92,12 +105,18 @@ run(Parsed) ->
              erl => maps:get(erl, Grid, []) ++ list(Get(erl)),
              flavor => list(Get(flavor)),
              wrap => maps:get(wrap, Grid, []) ++ list(Get(wrap))},
-    Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
+    Command0 = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
                   {[], []} -> maps:get(command, Grid, []);
                   {Rest, []} -> Rest;
                   {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
                                                        "(the inner command goes after --)",
                                                        [lists:join(" ", Args)])
+              end,
+    %% --load-cmd is the load itself: the amqp after -- only lends its
+    %% flags ({flags}).
+    Command = case {Command0, Get(load_cmd)} of
+                  {[], L} when L =/= undefined -> ["amqp"];
+                  _ -> Command0
               end,
     case Command of
         [] -> beamlab_cli_error:usage("no command to run: give one after '--', e.g. "
@@ -105,7 +124,7 @@ run(Parsed) ->
         ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Target = beamlab_cli_target:target(Parsed, Command),
+    Target = beamlab_cli_target:with_load(beamlab_cli_target:target(Parsed, Command), Parsed),
     Configs = case Target of
                   none -> ok_or_usage(beamlab_env_matrix:configs(Dims));
                   _ -> ok_or_usage(beamlab_env_matrix:configs(
@@ -123,6 +142,7 @@ run(Parsed) ->
                            R -> R
                        end,
              sweep => Sweep =/= [], argv => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+             profiled => Get(profile),
              started_at => beamlab_runtime_clock:rfc3339(),
              %% Each configuration's VM runs the inner command through the
              %% dispatcher, quietly, and hands back its document.
@@ -142,6 +162,7 @@ run(Parsed) ->
     case Run of
         {ok, Result0} ->
             Result = beamlab_cli_verbose:stop(Telemetry, Result0),
+            ok = beamlab_cli_target:write_folded(Get(folded), Result),
             case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, maps:get(extra, Result)), N > 0] of
                 _ when map_get(partial, Result) -> {beamlab_runtime_interrupt:exit_code(), Result};
                 [] ->
@@ -158,6 +179,7 @@ run(Parsed) ->
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Result, Parsed) ->
     [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_matrix_profile:render(Result, #{}),
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;
