@@ -290,7 +290,7 @@ profiled(Configs, Runs, Argv, Runner, Progress) ->
        || #{name := Name} = C <- Configs, lists:member(Name, Ok), not interrupted()]).
 
 progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
-    io_lib:format("[~ts] rep ~b/~b done (~b schedulers online, ~ts flavour)~n",
+    io_lib:format("[~ts] rep ~b/~b done (~w schedulers online, ~ts flavour)~n",
                   [Name, Rep, R, online(Env), flavor(Env)]);
 progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
     io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
