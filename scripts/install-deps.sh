@@ -4,7 +4,9 @@
 #   scripts/install-deps.sh --test   also what the test suite needs: PropEr,
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
 #                                    Node.js (syntax check of the report's scripts),
-#                                    linux-perf (beamlab profile), Prometheus and
+#                                    python3-jsonschema (checks exported formats),
+#                                    linux-perf (beamlab profile), Elixir (the
+#                                    public API called from Elixir), Prometheus and
 #                                    promtool (metrics tests), OTP 27 with
 #                                    both emulator flavours built from source
 #                                    (scripts/install-otp.sh, for otp27_SUITE
@@ -18,7 +20,7 @@ set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus"
+TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus elixir"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
@@ -27,9 +29,11 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-# Any node on the PATH will do for `node --check'; else Debian's.
-if [ "${1:-}" = "--test" ] && ! command -v node >/dev/null 2>&1; then
-    missing="$missing nodejs"
+# Any node on the PATH will do for `node --check', any python3 with the
+# jsonschema module for the format checks; else Debian's.
+if [ "${1:-}" = "--test" ]; then
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    python3 -c 'import jsonschema' >/dev/null 2>&1 || missing="$missing python3-jsonschema"
 fi
 otp27() {
     [ "${1:-}" = "--test" ] || return 0

@@ -2,7 +2,9 @@
 %%% support: checks that perf can run here (installed, allowed by
 %%% `kernel.perf_event_paranoid'), records call graphs (`perf record -g',
 %%% frame pointers from the JIT's `+JPperf true') of a running VM by OS
-%%% pid or of a command it starts with perf support, resolves the samples
+%%% pid or of a fresh VM started with perf support under perf (which runs
+%%% a function the caller names there and returns its value; the VMs that
+%%% VM starts are recorded too), resolves the samples
 %%% with `perf script' (the VM's `/tmp/perf-PID.map' names JIT code) and
 %%% builds the profile with {@link beamlab_profile_stacks}.
 %%%
@@ -25,25 +27,27 @@
          start/2, stop/1, format_error/1]).
 
 -type target() :: {pid, pos_integer()}
-                | {command, Exe :: file:filename(), Args :: [string()], Env :: [{string(), string()}]}.
+                | {vm, beamlab_runtime_peer:opts(), beamlab_runtime_peer:call_spec()}.
 -type mode() :: graph | flat.
 -type opts() :: #{frequency := pos_integer(), duration := pos_integer() | infinity,
                   mode => mode(),                 % default graph
                   call_graph => fp | dwarf,       % graph mode's stack walking
-                  on_output => fun((binary()) -> term()),
                   started => fun(() -> term())}.  % --pid: called once perf records
 -opaque recorder() :: #{pid := pid(), ref := reference()}.
+%% `returned': what the function run in a fresh VM returned.
 -type outcome() :: #{profile := beamlab_profile_stacks:profile(), os_pid := pos_integer(),
-                     exit_status => integer(), target_exited := boolean(), interrupted := boolean(),
+                     returned => term(), target_exited := boolean(), interrupted := boolean(),
                      perf_support := boolean(), elapsed_ms := non_neg_integer(),
                      flavor => jit | emu | unknown}.   % --pid: the VM's emulator flavour
 -type error_reason() :: perf_missing | {perf_unusable, binary()} | {paranoid, integer()}
                       | {no_such_process, pos_integer()} | {not_a_beam, pos_integer(), binary()}
                       | {no_jit, string(), string()} | {perf_failed, binary()}
-                      | {command_failed, integer(), binary()} | {target_gone, pos_integer()}.
+                      | {target_gone, pos_integer()} | {vm, term()}.
 -export_type([target/0, mode/0, opts/0, outcome/0, recorder/0, error_reason/0]).
 
 -define(POLL_MS, 200).
+%% How long perf may take to write its data once its VM is gone.
+-define(EXIT_MS, 60000).
 
 %% @doc Finds `perf' (on PATH, or `$BEAMLAB_PERF') and checks that this user may record: `{ok, Path}'.
 -spec check_perf() -> {ok, file:filename()} | {error, error_reason()}.
@@ -136,63 +140,100 @@ record(Perf, {pid, OsPid}, Opts) ->
         ok -> with_data(fun(Data) -> record_pid(Perf, OsPid, Data, Opts) end);
         {error, _} = E -> E
     end;
-record(Perf, {command, Exe, Args, Env}, Opts) ->
+record(Perf, {vm, PeerOpts, Call}, Opts) ->
     case vm_flags(maps:get(mode, Opts, graph)) of
-        {ok, Flags} ->
-            Old = case os:getenv("ERL_FLAGS") of false -> ""; F -> F end,
-            Env1 = [{"ERL_FLAGS", string:trim(Old ++ " " ++ Flags)} | Env],
-            with_data(fun(Data) -> record_command(Perf, Exe, Args, Env1, Data, Opts) end);
-        {error, _} = E ->
-            E
+        {ok, Flags} -> with_data(fun(Data) -> record_vm(Perf, PeerOpts, Call, Flags, Data, Opts) end);
+        {error, _} = E -> E
     end.
 
-%% perf starts the command, so every process and thread it creates is
-%% recorded too (the fresh VMs of `matrix' and `run -i' included, which
-%% inherit ERL_FLAGS and with it the JIT's perf support). perf exits with
-%% the command's status. A duration or an interrupt stops the command as
-%% Ctrl-C would (SIGTERM: beamlab prints and saves what it measured).
-record_command(Perf, Exe, Args, Env, Data, #{frequency := Hz, duration := Duration} = Opts) ->
-    Argv = ["record", "-q", "-F", integer_to_list(Hz) | call_graph(Opts)] ++ ["-o", Data, "--", Exe | Args],
+%% perf starts the fresh VM (perf is its wrapper), so every process and
+%% thread it creates is recorded too (the fresh VMs of a matrix and of
+%% `run -i' included, which inherit ERL_FLAGS and with it the JIT's perf
+%% support). The function runs there while this process waits; a duration
+%% or an interrupt interrupts it there as Ctrl-C would (it returns what it
+%% measured). Then the VM stops, and perf, whose child it was, writes its
+%% data and exits.
+record_vm(Perf, PeerOpts, {M, F, A}, Flags, Data, #{frequency := Hz, duration := Duration} = Opts) ->
+    Old = os:getenv("ERL_FLAGS", ""),
+    Wrapper = [Perf, "record", "-q", "-F", integer_to_list(Hz) | call_graph(Opts)] ++ ["-o", Data, "--"],
+    VmOpts = PeerOpts#{wrapper => Wrapper ++ maps:get(wrapper, PeerOpts, []),
+                       args => string:lexemes(Flags, " ") ++ maps:get(args, PeerOpts, []),
+                       env => [{"ERL_FLAGS", string:trim(Old ++ " " ++ Flags)} | maps:get(env, PeerOpts, [])]},
     T0 = erlang:monotonic_time(millisecond),
-    Port = open_port({spawn_executable, Perf}, [{args, Argv}, {env, Env}, binary, exit_status,
-                                                use_stdio, stderr_to_stdout]),
-    {os_pid, PerfPid} = erlang:port_info(Port, os_pid),
-    OnOutput = maps:get(on_output, Opts, fun(_) -> ok end),
-    St = await(recording(Port, T0, Duration,
-                         #{perf_pid => PerfPid, vms => [], tail => <<>>},
-                         #{data => fun(D, S) -> OnOutput(D), S#{tail := tail(maps:get(tail, S), D)} end,
-                           poll => fun(S) -> {continue, S#{vms := descendants(S)}} end,
-                           stop => fun stop_command/1})),
-    Elapsed = erlang:monotonic_time(millisecond) - T0,
-    #{status := Status, tail := Tail, interrupted := Int} = St,
-    Vms = descendants(St),
-    try
-        case filelib:file_size(Data) > 0 of
-            false -> {error, perf_error(Tail)};
-            true ->
-                case script(Perf, Data) of
-                    {ok, Text} ->
-                        Main = case Vms of [V | _] -> V; [] -> PerfPid end,
-                        Support = perf_support(Main),
+    case beamlab_runtime_peer:start(VmOpts) of
+        {ok, Vm} ->
+            VmPid = list_to_integer(beamlab_runtime_peer:call(Vm, os, getpid, [], 60000)),
+            PerfPid = parent(VmPid),
+            Self = self(),
+            Ref = make_ref(),
+            _ = spawn_link(fun() ->
+                                   Self ! {Ref, try {returned, beamlab_runtime_peer:call(Vm, M, F, A)}
+                                                catch C:E -> {raised, C, E}
+                                                end}
+                           end),
+            St = await(recording(Ref, T0, Duration, #{perf_pid => PerfPid, vms => [VmPid]},
+                                 #{data => fun(_, S) -> S end,
+                                   poll => fun(S) -> {continue, S#{vms := descendants(S)}} end,
+                                   stop => fun(S) -> ok = beamlab_runtime_peer:interrupt(Vm), S end})),
+            Elapsed = erlang:monotonic_time(millisecond) - T0,
+            #{ended := Ended, interrupted := Int} = St,
+            Vms = descendants(St),
+            Support = perf_support(VmPid),
+            ok = beamlab_runtime_peer:stop(Vm),
+            ok = await_exit(PerfPid),
+            try
+                case {Ended, script(Perf, Data)} of
+                    {{raised, Class, Reason}, _} ->
+                        {error, {vm, {vm_failed, Class, Reason}}};
+                    {{returned, Value}, {ok, Text}} ->
                         Profile = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),
-                        {ok, #{profile => Profile, os_pid => Main, target_exited => false,
+                        {ok, #{profile => Profile, os_pid => VmPid, target_exited => false,
                                interrupted => Int, perf_support => Support, elapsed_ms => Elapsed,
-                               exit_status => Status}};
-                    {error, _} = Er -> Er
+                               returned => Value}};
+                    {_, {error, _} = Er} ->
+                        Er
                 end
-        end
-    after
-        _ = [begin
-                 _ = file:delete(map_file(V)),
-                 file:delete("/tmp/jit-" ++ integer_to_list(V) ++ ".dump")
-             end || V <- Vms]
+            after
+                _ = [begin
+                         _ = file:delete(map_file(V)),
+                         file:delete("/tmp/jit-" ++ integer_to_list(V) ++ ".dump")
+                     end || V <- Vms]
+            end;
+        {error, {start_failed, _, {vm_said, Line, _}}} ->
+            %% perf refused before it started the VM: its own message.
+            {error, perf_error(Line)};
+        {error, Reason} ->
+            {error, {vm, Reason}}
     end.
 
-%% The last 2000 bytes of what the command printed (perf's own error, if
-%% it failed, is at the end).
-tail(T, D) ->
-    Size = byte_size(T) + byte_size(D),
-    binary:part(<<T/binary, D/binary>>, max(0, Size - 2000), min(2000, Size)).
+%% The OS parent of a process (perf, for the VM it started).
+parent(OsPid) ->
+    {ok, Stat} = file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/stat"),
+    %% pid (comm) state ppid ...: comm may hold spaces and parentheses.
+    [_, After] = string:split(Stat, <<")">>, trailing),
+    [_State, PPid | _] = string:lexemes(After, " "),
+    binary_to_integer(PPid).
+
+%% perf writes its data once its child is gone; bounded: SIGINT after
+%% ?EXIT_MS, then what it wrote is what there is.
+await_exit(PerfPid) ->
+    case wait_gone(PerfPid, erlang:monotonic_time(millisecond) + ?EXIT_MS) of
+        ok -> ok;
+        timeout ->
+            _ = os:cmd("kill -INT " ++ integer_to_list(PerfPid)),
+            _ = wait_gone(PerfPid, erlang:monotonic_time(millisecond) + ?EXIT_MS),
+            ok
+    end.
+
+wait_gone(Pid, Deadline) ->
+    case gone(Pid) of
+        true -> ok;
+        false ->
+            case erlang:monotonic_time(millisecond) >= Deadline of
+                true -> timeout;
+                false -> timer:sleep(50), wait_gone(Pid, Deadline)
+            end
+    end.
 
 call_graph(Opts) ->
     %% fp: frame pointers (the JIT's with +JPperf true; C code without
@@ -208,28 +249,30 @@ call_graph(Opts) ->
 %%--------------------------------------------------------------------
 %% The recorder loop, one for every kind of recording
 
-%% A recording in progress: `source' is what ends it (perf's port: its
-%% output and exit status arrive as `{Source, Event}'), `deadline' when it
-%% must be stopped (monotonic ms, or infinity); the hooks say what the
-%% kind of recording does with the source's output (`data'), at each poll
-%% every ?POLL_MS (`poll', which may ask to stop) and to stop (`stop',
-%% called once: SIGTERM to a command, SIGINT to an attached perf).
+%% A recording in progress: `source' is what ends it (perf's port, whose
+%% output and exit status arrive as `{Source, {data, D}}' and `{Source,
+%% {exit_status, S}}'; the reference of a call into a fresh VM, answered
+%% by `{Source, {returned, V}}'), `deadline' when it must be stopped
+%% (monotonic ms, or infinity); the hooks say what the kind of recording
+%% does with the source's output (`data'), at each poll every ?POLL_MS
+%% (`poll', which may ask to stop) and to stop (`stop', called once:
+%% interrupt the fresh VM's run, SIGINT to an attached perf).
 -type hooks() :: #{data := fun((binary(), recording()) -> recording()),
                    poll := fun((recording()) -> {continue | stop, recording()}),
                    stop := fun((recording()) -> recording())}.
--type recording() :: #{source := port(), deadline := integer() | infinity, hooks := hooks(),
-                       status := integer() | undefined, interrupted := boolean(),
+-type recording() :: #{source := port() | reference(), deadline := integer() | infinity,
+                       hooks := hooks(), ended := term(), interrupted := boolean(),
                        stopping := boolean(), atom() => term()}.
 
 recording(Source, T0, Duration, Own, Hooks) ->
-    Own#{source => Source, hooks => Hooks, status => undefined, interrupted => false,
+    Own#{source => Source, hooks => Hooks, ended => undefined, interrupted => false,
          stopping => false,
          deadline => case Duration of
                          infinity -> infinity;
                          Ms -> T0 + Ms
                      end}.
 
-%% Runs until the source ends (perf exited: its status is in `status'),
+%% Runs until the source ends (how, in `ended'),
 %% stopping the recording once at the deadline, on an interrupt
 %% (`{beamlab_interrupt, _}' in the mailbox) or when a poll asks.
 -spec await(recording()) -> recording().
@@ -241,8 +284,8 @@ await(#{source := Source, deadline := Deadline, hooks := #{data := Data, poll :=
     receive
         {Source, {data, D}} ->
             await(Data(D, St));
-        {Source, {exit_status, S}} ->
-            St#{status := S};
+        {Source, Ended} ->
+            St#{ended := Ended};
         {beamlab_interrupt, _} ->
             await(end_recording(St#{interrupted := true}));
         {beamlab_profile, stop} ->
@@ -261,11 +304,7 @@ end_recording(#{stopping := true} = St) ->
 end_recording(#{hooks := #{stop := Stop}} = St) ->
     Stop(St#{stopping := true, deadline := infinity}).
 
-stop_command(#{vms := Vms} = St) ->
-    _ = [os:cmd("kill -TERM " ++ integer_to_list(V)) || V <- lists:sublist(Vms, 1)],
-    St.
-
-%% The processes under perf (the command's VM first, then the VMs it
+%% The processes under perf (the fresh VM first, then the VMs it
 %% started), remembered to remove their perf maps afterwards.
 descendants(#{perf_pid := PerfPid, vms := Known}) ->
     Found = children_tree(PerfPid),
@@ -339,7 +378,7 @@ record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) -
                                    end,
                            stop => fun stop_perf/1})),
     Elapsed = erlang:monotonic_time(millisecond) - T0,
-    #{status := PerfStatus, exited := Exited, interrupted := Int} = St,
+    #{ended := {exit_status, PerfStatus}, exited := Exited, interrupted := Int} = St,
     PerfErr = case file:read_file(Err) of {ok, E} -> E; _ -> <<>> end,
     HaveData = filelib:file_size(Data) > 0,
     Gone = gone(OsPid),
@@ -485,5 +524,5 @@ format_error({perf_failed, Msg}) ->
     io_lib:format("perf failed: ~ts", [Msg]);
 format_error({target_gone, Pid}) ->
     io_lib:format("the VM with OS pid ~b exited before perf could attach to it: nothing was recorded", [Pid]);
-format_error({command_failed, Code, Out}) ->
-    io_lib:format("the profiled command exited with status ~b: ~ts", [Code, first_line(Out)]).
+format_error({vm, Reason}) ->
+    beamlab_runtime_peer:format_error(Reason).

@@ -17,7 +17,10 @@ render(Doc, Opts) ->
     Benches = maps:get(benchmarks, Doc),
     Report = report_kind(maps:get(report, Opts), Benches),
     Timed = maps:get(<<"mode">>, maps:get(params, Doc)) =:= <<"timed">>,
-    Many = length(Benches) > 1,
+    %% No column of comparisons where nothing is compared (a project's
+    %% bench modules are not alternatives of one another).
+    Many = length(Benches) > 1
+        andalso lists:any(fun(#{extra := X}) -> maps:get(<<"rel">>, X, null) =/= null end, Benches),
     {Header, Rows} = case Report of
                          basic -> basic(Benches, Timed, Many);
                          _ -> extended(Benches, Timed, Many, plus_minus(Opts))

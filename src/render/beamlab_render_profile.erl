@@ -5,7 +5,7 @@
 %%% the run command adds to its benchmarks. Pure: the document in, text out.
 -module(beamlab_render_profile).
 
--export([render/2, top_table/2, invm_table/1, memory_lines/1, memory_lines/2]).
+-export([render/2, top_table/2, invm_table/1, memory_lines/1, memory_lines/2, after_phases/1]).
 
 -type opts() :: #{unicode => boolean(), top => pos_integer(),
                   callers => [{binary(), [{binary(), pos_integer()}]}]}.
@@ -160,3 +160,18 @@ memory_lines(M, Unit) ->
 
 spawned(0, _Unit) -> "";
 spawned(N, Unit) -> io_lib:format(", counting ~b spawned process(es) per ~s", [N, Unit]).
+
+%% @doc The after-phase of a benchmark document (per-iteration memory and
+%% reductions, an in-VM profiler's table), after the run's table.
+-spec after_phases(beamlab_result:result()) -> unicode:chardata().
+after_phases(#{benchmarks := Bs}) ->
+    [[case maps:find(<<"per_iteration">>, E) of
+          {ok, #{<<"error">> := Err}} -> ["\n", N, ": per iteration: ", Err, "\n"];
+          {ok, M} -> ["\n", N, ", per iteration (own phase, after the samples):\n", memory_lines(M)];
+          error -> []
+      end,
+      case maps:find(<<"profile">>, E) of
+          {ok, #{<<"error">> := Err}} -> ["\n", N, ": profile: ", Err, "\n"];
+          {ok, P} -> ["\n", N, ": ", invm_table(P)];
+          error -> []
+      end] || #{name := N, extra := E} <- Bs].

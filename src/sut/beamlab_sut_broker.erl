@@ -59,11 +59,14 @@ brokers() ->
 start(Spec) ->
     case check(Spec) of
         {ok, Spec1} ->
-            Dir = make_dir(),
-            try launch(Spec1, Dir)
-            catch throw:{target, Reason} ->
-                    _ = del_dir(Dir),
-                    {error, Reason}
+            case beamlab_runtime_file:private_dir("beamlab-target") of
+                {ok, Dir} ->
+                    try launch(Spec1, Dir)
+                    catch throw:{target, Reason} ->
+                            _ = del_dir(Dir),
+                            {error, Reason}
+                    end;
+                {error, Reason} -> {error, {private_dir, Reason}}
             end;
         {error, _} = E -> E
     end.
@@ -179,14 +182,16 @@ rabbit_setup(#{sbin := Sbin}, Dir, Args) ->
     DistPort = other_free_port(Port),
     NodeName = lists:flatten(io_lib:format("beamlab-target-~b@127.0.0.1", [Port])),
     Cookie = cookie(),
-    ok = file:write_file(filename:join(Dir, ".erlang.cookie"), Cookie),
+    %% (Dir is private: beamlab_runtime_file:private_dir/1.)
+    W = fun(Name, Data) -> ok = beamlab_runtime_file:write_new(filename:join(Dir, Name), Data) end,
+    W(".erlang.cookie", Cookie),
     ok = file:change_mode(filename:join(Dir, ".erlang.cookie"), 8#400),
     ok = filelib:ensure_dir(filename:join([Dir, "mnesia", "x"])),
     ok = filelib:ensure_dir(filename:join([Dir, "log", "x"])),
-    ok = file:write_file(filename:join(Dir, "rabbitmq-env.conf"), ""),
-    ok = file:write_file(filename:join(Dir, "enabled_plugins"), "[].\n"),
-    ok = file:write_file(filename:join(Dir, "advanced.config"), "[].\n"),
-    ok = file:write_file(filename:join(Dir, "rabbitmq.conf"),
+    W("rabbitmq-env.conf", ""),
+    W("enabled_plugins", "[].\n"),
+    W("advanced.config", "[].\n"),
+    W("rabbitmq.conf",
                          io_lib:format("listeners.tcp.1 = 127.0.0.1:~b\n"
                                        "loopback_users.guest = true\n"
                                        "log.console = false\n"
@@ -438,22 +443,21 @@ other_free_port(Taken) ->
         P -> P
     end.
 
+%% The target's cookie: 16 bytes from the kernel's random source (a
+%% cookie from rand would be guessable from the time it was seeded).
 cookie() ->
-    lists:flatten([io_lib:format("~2.16.0B", [B]) || <<B>> <= crypto_bytes(16)]).
+    lists:flatten([io_lib:format("~2.16.0B", [B]) || <<B>> <= random_bytes(16)]).
 
-crypto_bytes(N) ->
-    list_to_binary([rand:uniform(256) - 1 || _ <- lists:seq(1, N)]).
+random_bytes(N) ->
+    {ok, Fd} = file:open("/dev/urandom", [read, raw, binary]),
+    try
+        {ok, Bytes} = file:read(Fd, N),
+        Bytes
+    after
+        file:close(Fd)
+    end.
 
-make_dir() ->
-    Base = case os:getenv("TMPDIR") of
-               false -> "/tmp";
-               "" -> "/tmp";
-               D -> D
-           end,
-    Dir = filename:join(Base, "beamlab-target-" ++ os:getpid() ++ "-"
-                        ++ integer_to_list(erlang:unique_integer([positive]))),
-    ok = filelib:ensure_dir(filename:join(Dir, "x")),
-    Dir.
+
 
 del_dir(Dir) ->
     _ = file:del_dir_r(Dir),
@@ -499,6 +503,8 @@ format_error({boot_failed, S, Why}) ->
     io_lib:format("the target exited during boot (status ~b): ~ts", [S, string:trim(Why)]);
 format_error({boot_timeout, Why}) ->
     io_lib:format("the target did not come up in time; last output: ~ts", [string:trim(Why)]);
+format_error({private_dir, Why}) ->
+    io_lib:format("cannot create the target's directory: ~ts", [beamlab_runtime_file:format_error(Why)]);
 format_error({flags_not_applied, Why}) ->
     io_lib:format("flags not in effect: ~ts", [Why]);
 format_error({load_crashed, C, R}) ->
