@@ -12,7 +12,10 @@
 #                                    (scripts/install-otp.sh, for otp27_SUITE
 #                                    and jit_SUITE; about 10 min once) and
 #                                    RabbitMQ 4.0 for it (scripts/install-rabbitmq.sh,
-#                                    Debian trixie's package unpacked; seconds)
+#                                    Debian trixie's package unpacked; seconds),
+#                                    RabbitMQ PerfTest (scripts/install-perftest.sh:
+#                                    Java 17 and Maven from Debian, PerfTest from
+#                                    Maven Central; for jit_SUITE's --load-cmd case)
 set -eu
 here=$(dirname "$0")
 
@@ -41,6 +44,7 @@ otp27() {
     fi
     "$here/install-otp.sh"
     "$here/install-rabbitmq.sh"
+    "$here/install-perftest.sh"
 }
 
 if [ -z "$missing" ]; then

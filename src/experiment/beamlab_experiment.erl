@@ -55,8 +55,13 @@
                          profile => beamlab_engine_after:tool(), msacc => boolean()}.
 %% The system under test: a private RabbitMQ, or any release or escript
 %% started as a command that becomes node `node'.
+%% `load_cmd': the load is that command (a user's own tool, PerfTest),
+%% not the inner experiment; `profile': how a matrix's profiled
+%% repetition records the target (beamlab_experiment_target).
 -type sut() :: #{kind := rabbitmq | cmd, cmd => string(), node => string(),
-                 cookie => string() | undefined, otp => [file:filename()]}.
+                 cookie => string() | undefined, otp => [file:filename()],
+                 load_cmd => string(),
+                 profile => #{mode := beamlab_profile:mode(), frequency := pos_integer()}}.
 %% This VM as a controller of nodes on other hosts: its name and cookie.
 -type dist() :: #{name => string(), cookie => string()}.
 -type sink() :: fun((event()) -> any()).

@@ -14,11 +14,15 @@
 %% `configs' from {@link configs/2}; `baseline' the configuration the
 %% others are compared with (default the first); `sweep' whether the
 %% configurations are a scheduler sweep (the document then has speedups).
+%% `profiled': one more repetition per configuration after the measured
+%% ones, with the target's OS process profiled while its load runs (kept
+%% out of the statistics).
 -type matrix() :: #{configs := [beamlab_env_matrix:config()],
                     inner := beamlab_experiment:experiment(),
                     repeat => pos_integer(),
                     baseline => binary() | undefined,
-                    sweep => boolean()}.
+                    sweep => boolean(),
+                    profiled => boolean()}.
 -type error_reason() :: term().
 -export_type([matrix/0, error_reason/0]).
 
@@ -60,6 +64,7 @@ run(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
              baseline => maps:get(baseline, M, undefined),
              repeat => maps:get(repeat, M, 3),
              sweep => maps:get(sweep, M, false),
+             profiled => maps:get(profiled, M, false) andalso maps:is_key(target, Exp),
              argv => maps:get(command, Exp, []),
              started_at => beamlab_runtime_clock:rfc3339(),
              inner => {Mod, Fun, Args ++ [InnerExp]}},
@@ -80,23 +85,62 @@ run(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
             {error, {matrix, R}}
     end.
 
-%% The runner of a target: start it with the configuration, run the inner
-%% experiment here against it, stop it.
+%% The runner of a target: start it with the configuration, run the load
+%% here against it (the inner experiment, or the target's `load_cmd'),
+%% with the study's figures and, for the profiled repetition, the
+%% target's profile (beamlab_experiment_target), stop it.
 runner(Target, InnerExp, #{here := Here}, Progress) ->
-    fun(#{args := Args, erl := Erl, wrap := Wrap} = Config, _Argv) ->
+    fun(#{args := Args, erl := Erl, wrap := Wrap, name := Name} = Config, Argv) ->
+            Profiled = maps:get(profiled, Config, false),
+            %% The JIT names its code for perf only when started so; the
+            %% interpreter has no JIT (and refuses +JPperf).
+            PerfFlags = case {Profiled, Target, maps:get(flavor, Config, undefined)} of
+                            {true, #{profile := #{mode := M}}, F} when F =/= emu ->
+                                string:split(maps:get(vm_flags, beamlab_profile:mode_info(M)), " ");
+                            _ -> []
+                        end,
             Spec = maps:merge(maps:merge(maps:with([kind, cmd, node, cookie], Target),
                                          maps:with([flavor], Config)),
-                              #{args => Args, wrap => Wrap,
+                              #{args => Args ++ PerfFlags, wrap => Wrap,
                                 otp => case Erl of
                                            undefined -> undefined;
                                            _ -> filename:dirname(filename:dirname(Erl))
                                        end}),
-            Load = fun(T) -> Here(against(InnerExp, T)) end,
+            LoadSpec = case Target of
+                           #{load_cmd := Cmd} -> {cmd, fill_flags(Cmd, Argv)};
+                           _ -> {inner, fun(T) -> Here(against(InnerExp, T)) end}
+                       end,
+            Subject = iolist_to_binary(["target under ", case LoadSpec of
+                                                             {cmd, C} -> C;
+                                                             _ -> lists:join(" ", Argv)
+                                                         end]),
+            Opts = #{load => LoadSpec, sink => fun(L) -> Progress(L) end,
+                     profile => case {Profiled, Target} of
+                                    {true, #{profile := P}} -> P#{subject => Subject, label => Name};
+                                    _ -> none
+                                end},
+            Load = fun(T) -> compact(Profiled, beamlab_experiment_target:load(T, Opts)) end,
             case beamlab_sut_broker:run(Spec, Load, Progress) of
                 {ok, Out} -> {ok, Out};
                 {error, E} -> {error, {target, iolist_to_binary(beamlab_sut_broker:format_error(E))}}
             end
     end.
+
+%% {flags} in a --load-cmd: the inner amqp's arguments (PerfTest's own),
+%% each quoted for the shell.
+fill_flags(Cmd, ["amqp" | Flags]) ->
+    Quoted = [[$', string:replace(F, "'", "'\\''", all), $'] || F <- Flags],
+    lists:flatten(string:replace(Cmd, "{flags}", lists:join(" ", Quoted), all));
+fill_flags(Cmd, _) ->
+    Cmd.
+
+%% The profiled repetition keeps its figures and profile only (no
+%% telemetry series, no env: the matrix holds those of the measured ones).
+compact(true, {Code, #{extra := Extra} = Doc}) ->
+    {Code, Doc#{extra := maps:with([<<"profile">>, <<"profile_error">>, <<"broker_cpu_us">>], Extra),
+                telemetry := #{}, env := #{}}};
+compact(_, Out) ->
+    Out.
 
 %% What the inner experiment needs to reach the target: an AMQP load gets
 %% the broker's URI and watches its node.

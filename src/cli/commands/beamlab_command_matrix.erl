@@ -47,7 +47,20 @@ target_options() ->
      #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
        help => "the --target-cmd node's cookie"},
      #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
-       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"}].
+       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
+     #{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
+       help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
+               "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
+               "the arguments of the amqp after --; its PerfTest lines are read"},
+     #{name => profile, long => "profile", type => boolean, default => false,
+       help => "with a target: one more repetition per configuration, after the measured ones, with perf "
+               "on the target's OS process while the load runs (top table, folded stacks, flame graphs)"},
+     #{name => profile_mode, long => "profile-mode", type => {enum, [graph, flat]}, default => graph,
+       metavar => "graph|flat",
+       help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
+               "(+JPperf map, costs under 5%)"},
+     #{name => folded, long => "folded", type => string, metavar => "DIR",
+       help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}].
 
 %% @doc Examples for `beamlab help matrix'.
 -spec usage() -> iodata().
@@ -85,7 +98,9 @@ run(Parsed) ->
               ({matrix, Line}) -> io:put_chars(standard_error, Line);
               (_) -> ok
            end,
-    beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}).
+    {Code, Doc} = beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}),
+    ok = write_folded(beamlab_cli_args:get(folded, Parsed), Doc),
+    {Code, Doc}.
 
 %% @doc The experiment: the configurations, and the inner command parsed
 %% into the inner experiment (so a command the matrix cannot run, or a
@@ -106,12 +121,18 @@ experiment(Parsed) ->
              erl => maps:get(erl, Grid, []) ++ list(Get(erl)),
              flavor => list(Get(flavor)),
              wrap => maps:get(wrap, Grid, []) ++ list(Get(wrap))},
-    Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
-                  {[], []} -> maps:get(command, Grid, []);
-                  {Rest, []} -> Rest;
-                  {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
-                                                       "(the inner command goes after --)",
-                                                       [lists:join(" ", Args)])
+    Command0 = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
+                   {[], []} -> maps:get(command, Grid, []);
+                   {Rest, []} -> Rest;
+                   {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
+                                                        "(the inner command goes after --)",
+                                                        [lists:join(" ", Args)])
+               end,
+    %% --load-cmd is the load itself: an amqp after -- only lends its
+    %% flags ({flags}).
+    Command = case {Command0, Get(load_cmd)} of
+                  {[], L} when L =/= undefined -> ["amqp"];
+                  _ -> Command0
               end,
     case Command of
         [] -> beamlab_cli_error:usage("no command to run: give one after '--', e.g. "
@@ -119,7 +140,7 @@ experiment(Parsed) ->
         ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Target = target(Parsed, Command),
+    Target = load_and_profile(target(Parsed, Command), Parsed),
     Configs = case beamlab_experiment_matrix:configs(Dims, Target) of
                   {ok, Cs} -> Cs;
                   {error, Why} -> beamlab_cli_experiment:raise(Why)
@@ -134,7 +155,7 @@ experiment(Parsed) ->
                              undefined -> maps:get(repeat, Grid, 3);
                              R -> R
                          end,
-               sweep => Sweep =/= []},
+               sweep => Sweep =/= [], profiled => Get(profile)},
     maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                  %% -v: live telemetry of this VM
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
@@ -169,10 +190,62 @@ target(Parsed, Command) ->
             beamlab_cli_error:usage("give either --target rabbitmq or --target-cmd/--target-node", [])
     end.
 
-%% @doc The configurations' table with verdicts, then the findings.
+%% The target with its load (--load-cmd) and profile (--profile,
+%% --profile-mode) options; perf must be usable before any broker starts.
+load_and_profile(Target, Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Target =:= none andalso Get(load_cmd) =/= undefined andalso
+        beamlab_cli_error:usage("--load-cmd is the load of a target: give --target rabbitmq", []),
+    Target =:= none andalso Get(profile) andalso
+        beamlab_cli_error:usage("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
+                                "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
+    Get(folded) =/= undefined andalso not Get(profile) andalso
+        beamlab_cli_error:usage("--folded writes the profiles' stacks: add --profile", []),
+    case Target of
+        none -> none;
+        _ ->
+            Load = case Get(load_cmd) of
+                       undefined -> #{};
+                       Cmd when map_get(kind, Target) =:= rabbitmq -> #{load_cmd => Cmd};
+                       _ -> beamlab_cli_error:usage("--load-cmd needs --target rabbitmq", [])
+                   end,
+            Profile = case Get(profile) of
+                          false -> #{};
+                          true ->
+                              case beamlab_profile:check_perf() of
+                                  {ok, _} -> #{profile => #{mode => Get(profile_mode), frequency => 999}};
+                                  {error, R} -> beamlab_cli_error:fail("--profile: ~ts",
+                                                                       [beamlab_profile:format_error(R)])
+                              end
+                      end,
+            maps:merge(maps:merge(Target, Load), Profile)
+    end.
+
+%% Each configuration's folded stacks to DIR/CONFIG.folded (the
+%% configuration's name with what a file name cannot hold replaced).
+write_folded(undefined, _) ->
+    ok;
+write_folded(Dir, Doc) ->
+    case filelib:ensure_path(Dir) of
+        ok -> ok;
+        {error, R} -> beamlab_cli_error:fail("--folded ~ts: ~ts", [Dir, file:format_error(R)])
+    end,
+    lists:foreach(
+      fun({Name, P}) ->
+              File = filename:join(Dir, re:replace(Name, "[^A-Za-z0-9_.=+-]+", "_", [global, {return, list}])
+                                   ++ ".folded"),
+              case beamlab_runtime_file:write_atomic(File, beamlab_profile_stacks:folded(P)) of
+                  ok -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
+                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [File, file:format_error(R2)])
+              end
+      end, beamlab_render_matrix_profile:profiles(Doc)).
+
+%% @doc The configurations' table with verdicts, the profiles, then the
+%% findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Result, Parsed) ->
     [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_matrix_profile:render(Result, #{}),
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;
