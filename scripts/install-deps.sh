@@ -11,12 +11,15 @@
 #                                    (scripts/install-otp.sh, for otp27_SUITE
 #                                    and jit_SUITE; about 10 min once) and
 #                                    RabbitMQ 4.0 for it (scripts/install-rabbitmq.sh,
-#                                    Debian trixie's package unpacked; seconds)
+#                                    Debian trixie's package unpacked; seconds),
+#                                    git and Elixir with the OTP applications Mix
+#                                    needs (project_SUITE: a rebar3 and a Mix
+#                                    project checked against a commit)
 set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus"
+TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus git elixir erlang-parsetools erlang-inets erlang-crypto erlang-public-key"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
