@@ -5,7 +5,8 @@
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
 #                                    Node.js (syntax check of the report's scripts),
 #                                    python3-jsonschema (checks exported formats),
-#                                    linux-perf (beamlab profile), Prometheus and
+#                                    linux-perf (beamlab profile), Elixir (the
+#                                    public API called from Elixir), Prometheus and
 #                                    promtool (metrics tests), OTP 27 with
 #                                    both emulator flavours built from source
 #                                    (scripts/install-otp.sh, for otp27_SUITE
@@ -19,7 +20,7 @@ set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev rabbitmq-server chromium linux-perf iproute2 procps prometheus git elixir erlang-parsetools erlang-inets erlang-crypto erlang-public-key"
+TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus elixir erlang-parsetools erlang-inets erlang-crypto erlang-public-key"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"

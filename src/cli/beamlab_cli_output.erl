@@ -4,7 +4,7 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, with_env/1, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
+-export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
          format/1, text_opts/1]).
 
 -type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
@@ -24,15 +24,6 @@ emit(Mod, Doc0, Parsed, Quiet) ->
     Doc = beamlab_result_redact:document(Doc0),
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
-
-%% @doc The document with this VM's environment report, unless it has one
-%% already (for example the report of the VM that ran it). Commands whose
-%% detectors read the environment call it before them.
--spec with_env(beamlab_result:result()) -> beamlab_result:result().
-with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
-    Doc;
-with_env(Doc) ->
-    beamlab_result:set(env, beamlab_env:report(), Doc).
 
 %% @doc Prints text as UTF-8: an escript's standard output starts in latin1,
 %% which would mangle `±', sparklines and non-ASCII benchmark names.

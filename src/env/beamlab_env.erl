@@ -8,7 +8,10 @@
 %%% section says `available => false') and a line is added to `notes'.
 %%%
 %%% The readers shared with live sampling (load average, cgroup location
-%%% and cpu.stat) are in `beamlab_runtime_probe'.
+%%% and cpu.stat) are in `beamlab_runtime_probe'. The report of the live
+%%% machine also holds `git' when the current directory is in a git work
+%%% tree (`beamlab_env_git': commit, its date, branch, dirty), so saved
+%%% runs can be ordered by the code they measured.
 -module(beamlab_env).
 
 -export([report/0, report/1, parse_cpulist/1, parse_meminfo/1, parse_kv/1]).
@@ -40,10 +43,18 @@ report(Opts) ->
                                          {V, N} = section(Key, F, Root),
                                          {Acc#{Key => V}, NotesAcc ++ N}
                                  end, {#{}, []}, Sections),
-    Noted#{otp => otp(),
-           schedulers => schedulers(),
-           collected_at => beamlab_runtime_clock:rfc3339(),
-           notes => Notes}.
+    Report = Noted#{otp => otp(),
+                    schedulers => schedulers(),
+                    collected_at => beamlab_runtime_clock:rfc3339(),
+                    notes => Notes},
+    case Root =:= "/" andalso file:get_cwd() of
+        {ok, Cwd} ->
+            case beamlab_env_git:work_tree(Cwd) of
+                none -> Report;
+                Git -> Report#{git => Git}
+            end;
+        _ -> Report
+    end.
 
 %% A file that exists but does not read as expected (a malformed /proc or
 %% /sys file under --root) never fails the report: its section is marked

@@ -17,8 +17,8 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
-         ensure_dist/0, start_dist/1, flavor_args/1, format_error/1]).
+-export([start/1, stop/1, call/4, call/5, interrupt/1, run/3, node/1, split_args/1, parse_args/1,
+         parse_words/1, ensure_dist/0, start_dist/1, flavor_args/1, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -184,9 +184,17 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
         {beamlab_interrupt, _} = Msg when Held =:= none ->
             %% Passed on once; a second interrupt is the caller's business
             %% (in the command line it stops beamlab at once).
-            _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
+            ok = interrupt(Vm),
             await_call(Vm, Pid, MRef, Ref, Msg)
     end.
+
+%% @doc Interrupts what runs in the VM as Ctrl-C would
+%% ({@link beamlab_runtime_interrupt:simulate/0} there): a measurement
+%% stops and returns what it measured. Does not wait.
+-spec interrupt(vm()) -> ok.
+interrupt(Vm) ->
+    _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
+    ok.
 
 cast(#{connection := dist, node := Node}, M, F, A) ->
     erpc:cast(Node, M, F, A);

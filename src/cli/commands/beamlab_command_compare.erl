@@ -53,7 +53,7 @@ run(Parsed = #{args := Files}) ->
 fail_if_slower(_Cmp, undefined) ->
     0;
 fail_if_slower(Cmp, Pct) ->
-            case beamlab_compare:slower_than(Cmp, Pct) of
+            case beamlab_result_compare:slower_than(Cmp, Pct) of
                 [] ->
                     0;
                 Slower ->

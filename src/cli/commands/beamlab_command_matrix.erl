@@ -5,7 +5,7 @@
 -module(beamlab_command_matrix).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -35,7 +35,7 @@ options() ->
        help => "fresh VMs per configuration, interleaved (default 3)"}
      | target_options() ++ beamlab_cli_args:common_options()].
 
-%% The system under test started per configuration (beamlab_cli_target).
+%% The system under test started per configuration (beamlab_experiment_matrix).
 target_options() ->
     [#{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
        help => "start the system under test per configuration instead of a beamlab VM: "
@@ -78,6 +78,20 @@ usage() ->
 %% @doc Runs the matrix; the document compares the configurations.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    %% Each configuration's lines (and a target's, and an inner AMQP
+    %% load's PerfTest lines) go to stderr: stdout carries the result.
+    Sink = fun({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
+              ({amqp, Bin}) -> beamlab_amqp_live:write_utf8(standard_error, Bin);
+              ({matrix, Line}) -> io:put_chars(standard_error, Line);
+              (_) -> ok
+           end,
+    beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}).
+
+%% @doc The experiment: the configurations, and the inner command parsed
+%% into the inner experiment (so a command the matrix cannot run, or a
+%% mistake in it, is a usage error before any VM starts).
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Grid = case Get(file) of
                undefined -> #{};
@@ -105,53 +119,54 @@ run(Parsed) ->
         ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Target = beamlab_cli_target:target(Parsed, Command),
-    Configs = case Target of
-                  none -> ok_or_usage(beamlab_env_matrix:configs(Dims));
-                  _ -> ok_or_usage(beamlab_env_matrix:configs(
-                                     Dims#{erl => maps:get(erl, Dims) ++ beamlab_cli_target:otp_erls(Parsed)},
-                                     %% a target runs the erl on its PATH
-                                     #{check_wrappers => false, default_erl => "erl"}))
+    Target = target(Parsed, Command),
+    Configs = case beamlab_experiment_matrix:configs(Dims, Target) of
+                  {ok, Cs} -> Cs;
+                  {error, Why} -> beamlab_cli_experiment:raise(Why)
               end,
-    Baseline = case Get(baseline) of
-                   undefined -> maps:get(baseline, Grid, undefined);
-                   B -> unicode:characters_to_binary(B)
-               end,
-    Spec = #{configs => Configs, command => Command, baseline => Baseline,
-             repeat => case Get(repeat) of
-                           undefined -> maps:get(repeat, Grid, 3);
-                           R -> R
-                       end,
-             sweep => Sweep =/= [], argv => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-             started_at => beamlab_runtime_clock:rfc3339(),
-             %% Each configuration's VM runs the inner command through the
-             %% dispatcher, quietly, and hands back its document.
-             inner => {beamlab_cli, run_command, [Command, #{quiet => true, errors => return}]}},
-    ok = beamlab_runtime_interrupt:subscribe(),
-    Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
-    %% -v: live telemetry of this VM, which only starts and waits for the
-    %% configurations' VMs; what it shows is the machine around them.
-    Telemetry = beamlab_cli_verbose:start(Get(verbose) > 0),
-    Runner = case Target of
-                 none -> #{};
-                 _ -> #{runner => beamlab_cli_target:runner(Target, Progress)}
-             end,
-    Run = try beamlab_env_matrix:run(Spec, Runner#{progress => Progress})
-          after ok = beamlab_runtime_interrupt:unsubscribe()
-          end,
-    case Run of
-        {ok, Result0} ->
-            Result = beamlab_cli_verbose:stop(Telemetry, Result0),
-            case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, maps:get(extra, Result)), N > 0] of
-                _ when map_get(partial, Result) -> {beamlab_runtime_interrupt:exit_code(), Result};
-                [] ->
-                    io:put_chars(standard_error, "beamlab: no configuration ran successfully\n"),
-                    {1, Result};
-                _ -> {0, Result}
+    Inner = beamlab_cli_experiment:inner(matrix, Command),
+    Matrix = #{configs => Configs, inner => Inner,
+               baseline => case Get(baseline) of
+                               undefined -> maps:get(baseline, Grid, undefined);
+                               B -> unicode:characters_to_binary(B)
+                           end,
+               repeat => case Get(repeat) of
+                             undefined -> maps:get(repeat, Grid, 3);
+                             R -> R
+                         end,
+               sweep => Sweep =/= []},
+    maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                 %% -v: live telemetry of this VM
+                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+               case Target of
+                   none -> #{};
+                   _ -> #{target => Target}
+               end).
+
+%% The target the options ask for (`none' without one).
+target(Parsed, Command) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Otp = list(Get(otp)),
+    case {Get(target), Get(target_cmd), Get(target_node)} of
+        {undefined, undefined, undefined} ->
+            Otp =:= [] orelse
+                beamlab_cli_error:usage("--otp needs --target or --target-cmd (use --erl for beamlab VMs)", []),
+            none;
+        {rabbitmq, undefined, undefined} ->
+            case Command of
+                ["amqp" | _] -> #{kind => rabbitmq, otp => Otp};
+                _ -> beamlab_cli_error:usage("--target rabbitmq runs an amqp load: give '-- amqp ...'", [])
             end;
-        {error, Reason} ->
-            ok = beamlab_cli_verbose:cancel(Telemetry),
-            beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)])
+        {undefined, Cmd, Node} when Cmd =/= undefined, Node =/= undefined ->
+            case string:split(Node, "@") of
+                [[_ | _], [_ | _]] -> ok;
+                _ -> beamlab_cli_error:usage("--target-node '~ts' is not a node name (name@host)", [Node])
+            end,
+            #{kind => cmd, cmd => Cmd, node => Node, cookie => Get(cookie), otp => Otp};
+        {undefined, _, _} ->
+            beamlab_cli_error:usage("--target-cmd and --target-node go together", []);
+        _ ->
+            beamlab_cli_error:usage("give either --target rabbitmq or --target-cmd/--target-node", [])
     end.
 
 %% @doc The configurations' table with verdicts, then the findings.
