@@ -163,7 +163,14 @@ headline(#{params := P}) ->
             end,
     io_lib:format("beamlab check: the working tree (~ts~ts) against ~ts (~ts ~ts)",
                   [maps:get(<<"short">>, Head, <<"?">>), Dirty, maps:get(<<"against">>, P, <<"?">>),
-                   maps:get(<<"short">>, Base, <<"?">>), maps:get(<<"subject">>, Base, <<>>)]).
+                   maps:get(<<"short">>, Base, <<"?">>), subject(maps:get(<<"subject">>, Base, <<>>))]).
+
+%% A commit's subject, cut to fit a line.
+subject(S) ->
+    case string:length(S) > 60 of
+        true -> [string:slice(S, 0, 57), "..."];
+        false -> S
+    end.
 
 method(#{params := P}) ->
     io_lib:format("~b paired rounds (base and head each in a fresh VM, order swapped every round; "
