@@ -253,4 +253,8 @@ confidence(#{params := P}) ->
     1 - maps:get(<<"alpha">>, P, 0.01).
 
 ci_title(Conf) ->
-    io_lib:format("~ts% CI", [float_to_list(Conf * 100, [{decimals, 1}, compact])]).
+    Pct = Conf * 100,
+    case abs(Pct - round(Pct)) < 1.0e-9 of
+        true -> io_lib:format("~b% CI", [round(Pct)]);
+        false -> io_lib:format("~ts% CI", [float_to_list(Pct, [{decimals, 1}, compact])])
+    end.
