@@ -48,8 +48,9 @@
               | {matrix, beamlab_experiment_matrix:matrix()}
               | {watch, beamlab_experiment_watch:watch()}
               | {amqp, beamlab_experiment_amqp:amqp()}
-              | {profile, beamlab_experiment_profile:profile()}.
--type kind() :: bench | suite | matrix | watch | amqp | profile.
+              | {profile, beamlab_experiment_profile:profile()}
+              | {check, beamlab_experiment_check:check()}.
+-type kind() :: bench | suite | matrix | watch | amqp | profile | check.
 -type telemetry() :: none | record | live.
 -type after_phase() :: #{memory => boolean(), reductions => boolean(),
                          profile => beamlab_engine_after:tool(), msacc => boolean()}.
@@ -69,6 +70,7 @@
                | {suite, beamlab_suite:event()}           % a point started, a repetition, a point done
                | {matrix, unicode:chardata()}             % a line per repetition, the target's lines
                | {amqp, binary()}                         % PerfTest's report lines
+               | {check, unicode:chardata()}              % a step of a check (a build, a round)
                | {note, unicode:chardata()}.              % one line worth telling (a node went down)
 %% How the run went, as its document tells it, and the lines worth
 %% telling about it (a failed job, why nothing was measured).
@@ -82,6 +84,7 @@
                       | {watch, beamlab_experiment_watch:error_reason()}
                       | {amqp, beamlab_experiment_amqp:error_reason()}
                       | {profile, beamlab_experiment_profile:error_reason()}
+                      | {check, beamlab_experiment_check:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}
                       | {telemetry, term()}
                       | {unsupported, atom(), kind()}
@@ -128,7 +131,9 @@ run(watch, #{run := {watch, W}} = Exp) ->
 run(amqp, #{run := {amqp, A}} = Exp) ->
     beamlab_experiment_amqp:run(A, Exp);
 run(profile, #{run := {profile, P}} = Exp) ->
-    beamlab_experiment_profile:run(P, Exp, inner()).
+    beamlab_experiment_profile:run(P, Exp, inner());
+run(check, #{run := {check, C}} = Exp) ->
+    beamlab_experiment_check:run(C, Exp).
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM
 %% (by MFA, with the experiment appended to the arguments) or here.
@@ -209,6 +214,7 @@ verdict(#{kind := suite} = Doc) -> beamlab_experiment_suite:verdict(Doc);
 verdict(#{kind := matrix} = Doc) -> beamlab_experiment_matrix:verdict(Doc);
 verdict(#{kind := watch} = Doc) -> beamlab_experiment_watch:verdict(Doc);
 verdict(#{kind := amqp} = Doc) -> beamlab_experiment_amqp:verdict(Doc);
+verdict(#{kind := check} = Doc) -> beamlab_experiment_check:verdict(Doc);
 verdict(#{partial := true}) -> {interrupted, []};
 verdict(_) -> {ok, []}.
 
@@ -224,6 +230,7 @@ error_class({matrix, R}) -> beamlab_experiment_matrix:error_class(R);
 error_class({watch, R}) -> beamlab_experiment_watch:error_class(R);
 error_class({amqp, R}) -> beamlab_experiment_amqp:error_class(R);
 error_class({profile, R}) -> beamlab_experiment_profile:error_class(R);
+error_class({check, R}) -> beamlab_experiment_check:error_class(R);
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({telemetry, _}) -> failure;
 error_class({unsupported, _, _}) -> usage;
@@ -237,6 +244,7 @@ format_error({matrix, R}) -> beamlab_experiment_matrix:format_error(R);
 format_error({watch, R}) -> beamlab_experiment_watch:format_error(R);
 format_error({amqp, R}) -> beamlab_experiment_amqp:format_error(R);
 format_error({profile, R}) -> beamlab_experiment_profile:format_error(R);
+format_error({check, R}) -> beamlab_experiment_check:format_error(R);
 format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
 format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
 format_error({unsupported, 'after', Kind}) ->

@@ -114,11 +114,11 @@ include_dirs(Root) ->
            ++ lists:sort(filelib:wildcard(filename:join([Root, "apps", "*", "include"]))),
     [D || D <- Dirs, filelib:is_dir(D)].
 
-%% A base build reuses what the head's build fetched: rebar3's compiled
-%% dependencies and plugins (not the project's own applications, whose
-%% stale modules rebar3 would keep), Mix's whole build directory (Mix
-%% recompiles what changed and drops what was removed) with the head's
-%% deps/ as MIX_DEPS_PATH.
+%% A base build reuses what the head's build fetched and compiled: its
+%% dependencies (rebar3's and its plugins; Mix's, with the head's deps/ as
+%% MIX_DEPS_PATH), never the project's own applications: their copies
+%% could look up to date to the tool (a worktree checked out within the
+%% second the head was compiled has sources no newer than the copies).
 copy_deps(rebar3, From, To) ->
     Own = project_apps(From),
     Lib = filename:join([From, "_build", "default", "lib"]),
@@ -127,7 +127,10 @@ copy_deps(rebar3, From, To) ->
     copy(filename:join([From, "_build", "default", "plugins"]),
          filename:join([To, "_build", "default", "plugins"]));
 copy_deps(mix, From, To) ->
-    copy(filename:join(From, "_build"), filename:join(To, "_build"));
+    Deps = filelib:wildcard("*", filename:join(From, "deps")),
+    _ = [copy(filename:join([From, "_build", Env, "lib", D]), filename:join([To, "_build", Env, "lib", D]))
+         || Env <- filelib:wildcard("*", filename:join(From, "_build")), D <- Deps],
+    ok;
 copy_deps(none, _From, _To) ->
     ok.
 

@@ -27,7 +27,7 @@
 %%% {@link regressions/1} lists what the gate fails on.
 -module(beamlab_project_check).
 
--export([run/1, regressions/1, failed_head/1, metrics/0, format_error/1]).
+-export([run/1, document/5, regressions/1, failed_head/1, metrics/0, format_error/1]).
 
 -type metric() :: time | reductions | memory.
 -type side_project() :: beamlab_project_build:project().
@@ -204,6 +204,13 @@ side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [C
 %%--------------------------------------------------------------------
 %% The document
 
+%% @doc The check's document from the rounds (each side's outcome a run
+%% document or an error), the base's and head's commits, the start time
+%% and the check's options (`against', `gate', `threshold', `alpha',
+%% `rounds', `command', `params').
+-spec document(#{rounds := [beamlab_project_rounds:round()], interrupted := boolean()},
+               beamlab_project_git:commit(), beamlab_project_git:head(), binary(), opts()) ->
+          beamlab_result:result().
 document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, Opts) ->
     HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
     Names = case HeadDocs of
