@@ -10,11 +10,8 @@
 -export([run/1, run/2, inner/2, raise/1]).
 
 %% `error': the command's own line for some errors (naming its flags);
-%% `undefined' leaves the error to the layer's line. `finish': what the
-%% command adds to the document before its verdict is read (a project's
-%% bench run: the modules, the benchmarks that did not compile).
--type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {usage | fail, unicode:chardata()}),
-                  finish => fun((beamlab_result:result()) -> beamlab_result:result())}.
+%% `undefined' leaves the error to the layer's line.
+-type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {usage | fail, unicode:chardata()})}.
 -export_type([opts/0]).
 
 %% @doc As {@link run/2} with no options.
@@ -29,8 +26,7 @@ run(Exp) ->
 -spec run(beamlab_experiment:experiment(), opts()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
 run(Exp, Opts) ->
     case beamlab_experiment:run(Exp) of
-        {ok, Doc0} ->
-            Doc = (maps:get(finish, Opts, fun(D) -> D end))(Doc0),
+        {ok, Doc} ->
             {Status, Lines} = beamlab_experiment:verdict(Doc),
             _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- Lines],
             {case Status of
