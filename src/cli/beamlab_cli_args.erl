@@ -38,14 +38,18 @@
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
                     given := [atom()], command => string(), argv => [string()],
-                    checkpoint => string()}.
+                    checkpoint => string(), project => beamlab_project_build:project()}.
 -export_type([option/0, parsed/0, type/0]).
 
 %% @doc Options every measuring command accepts.
 -spec common_options() -> [option()].
 common_options() ->
-    [#{name => format, long => "format", type => {enum, [text, json, csv, markdown]},
-       default => text, metavar => "FMT", help => "output format: text, json, csv or markdown"},
+    [#{name => format, long => "format",
+       type => {enum, [text, json, csv, markdown, 'github-bigger', 'github-smaller', bencher]},
+       default => text, metavar => "FMT",
+       help => "output format: text, json, csv, markdown, or for continuous-benchmarking services "
+               "github-bigger / github-smaller (github-action-benchmark's customBiggerIsBetter / "
+               "customSmallerIsBetter) and bencher (Bencher Metric Format)"},
      #{name => save, long => "save", type => string, optional_value => auto, metavar => "[PATH]",
        help => "save the result document (default path: beamlab-results/<kind>-<time>.json; "
                "a PATH must end in .json or name a directory, or use --save=PATH)"},
@@ -168,9 +172,14 @@ take(Opt, Shown, none, _, _Options, _P) ->
                                   [Shown, maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
 
 %% An optional value (as --save's PATH) is only taken when it cannot be
-%% mistaken for a positional argument such as Erlang code.
+%% mistaken for a positional argument such as Erlang code: a .json name, a
+%% directory, or what is written in place (`-', a device, a FIFO).
 takes_optional(#{name := save}, Next) ->
-    lists:suffix(".json", Next) orelse filelib:is_dir(Next);
+    lists:suffix(".json", Next) orelse filelib:is_dir(Next) orelse
+        case beamlab_runtime_file:check_target(Next) of
+            {ok, {in_place, _}} -> true;
+            _ -> false
+        end;
 takes_optional(_, Next) ->
     not lists:prefix("-", Next).
 

@@ -1,11 +1,11 @@
 %%% @doc `--metrics-port PORT' and `--metrics-bind ADDR' of the commands
-%%% that serve live metrics (`watch', `suite', `run'): starts the metrics
-%%% server (`beamlab_runtime_metrics') before the command measures, on
-%%% loopback unless `--metrics-bind' widens it, and says where it is on
-%%% stderr. The server ends with the command.
+%%% that serve live metrics (`watch', `suite', `run', `amqp'): they go into
+%%% the experiment's description (`metrics'), whose layer runs the server
+%%% while the experiment runs, on loopback unless `--metrics-bind' widens
+%%% it; where it listens is printed on stderr (`beamlab_cli_experiment').
 -module(beamlab_cli_metrics).
 
--export([options/0, start/1]).
+-export([options/0, add/2]).
 
 %% @doc The two options.
 -spec options() -> [beamlab_cli_args:option()].
@@ -16,10 +16,10 @@ options() ->
      #{name => metrics_bind, long => "metrics-bind", type => string, metavar => "ADDR",
        help => "address the metrics are served on (default 127.0.0.1; 0.0.0.0 or :: for every interface)"}].
 
-%% @doc The server of `--metrics-port', or `undefined' without it. A bad
-%% port or address is a usage error, a port in use a failure.
--spec start(beamlab_cli_args:parsed()) -> beamlab_runtime_metrics:server() | undefined.
-start(Parsed) ->
+%% @doc The experiment with `metrics' when `--metrics-port' is given. A
+%% bad port or address is a usage error.
+-spec add(beamlab_cli_args:parsed(), beamlab_experiment:experiment()) -> beamlab_experiment:experiment().
+add(Parsed, Exp) ->
     Bind = case beamlab_cli_args:get(metrics_bind, Parsed) of
                undefined -> {127, 0, 0, 1};
                Text ->
@@ -32,19 +32,9 @@ start(Parsed) ->
         undefined ->
             _ = beamlab_cli_args:get(metrics_bind, Parsed) =:= undefined orelse
                 beamlab_cli_error:usage("--metrics-bind needs --metrics-port", []),
-            undefined;
+            Exp;
         Port when Port > 65535 ->
             beamlab_cli_error:usage("--metrics-port: ~b is not a port (0 to 65535)", [Port]);
         Port ->
-            case beamlab_runtime_metrics:start(#{port => Port, bind => Bind}) of
-                {ok, Server} ->
-                    io:format(standard_error, "metrics: http://~ts/metrics~n",
-                              [address(Bind, beamlab_runtime_metrics:port(Server))]),
-                    Server;
-                {error, E} ->
-                    beamlab_cli_error:fail("~ts", [beamlab_runtime_metrics:format_error(E)])
-            end
+            Exp#{metrics => #{port => Port, bind => Bind}}
     end.
-
-address(Ip, Port) when tuple_size(Ip) =:= 8 -> io_lib:format("[~ts]:~b", [inet:ntoa(Ip), Port]);
-address(Ip, Port) -> io_lib:format("~ts:~b", [inet:ntoa(Ip), Port]).

@@ -4,9 +4,10 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, with_env/1, check_save/1, check_output/2, put_chars/1, unicode/1, format/1, text_opts/1]).
+-export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
+         format/1, text_opts/1]).
 
--type format() :: text | json | csv | markdown.
+-type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
 -export_type([format/0]).
 
 %% Raw samples kept per benchmark in a saved file.
@@ -23,15 +24,6 @@ emit(Mod, Doc0, Parsed, Quiet) ->
     Doc = beamlab_result_redact:document(Doc0),
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
-
-%% @doc The document with this VM's environment report, unless it has one
-%% already (for example the report of the VM that ran it). Commands whose
-%% detectors read the environment call it before them.
--spec with_env(beamlab_result:result()) -> beamlab_result:result().
-with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
-    Doc;
-with_env(Doc) ->
-    beamlab_result:set(env, beamlab_env:report(), Doc).
 
 %% @doc Prints text as UTF-8: an escript's standard output starts in latin1,
 %% which would mangle `±', sparklines and non-ASCII benchmark names.
@@ -66,7 +58,31 @@ render(json, _Mod, Doc, _Parsed) ->
 render(csv, _Mod, Doc, _Parsed) ->
     beamlab_render_csv:render(Doc);
 render(markdown, _Mod, Doc, _Parsed) ->
-    beamlab_render_markdown:render(Doc).
+    beamlab_render_markdown:render(Doc);
+render(Ci, _Mod, Doc, _Parsed) ->
+    left_out(Ci, Doc),
+    case Ci of
+        'github-bigger' -> beamlab_render_github_benchmark:render(Doc, bigger);
+        'github-smaller' -> beamlab_render_github_benchmark:render(Doc, smaller);
+        bencher -> beamlab_render_bencher:render(Doc)
+    end.
+
+%% What a CI format leaves out is said on stderr, never dropped silently.
+left_out(Ci, Doc) ->
+    Say = fun([], _) -> ok;
+             (Names, Why) -> io:format(standard_error, "beamlab: --format ~ts leaves out ~b measure(s) ~ts: ~ts~n",
+                                       [Ci, length(Names), Why, lists:join(", ", Names)])
+          end,
+    Say(beamlab_render_ci:left_out(Doc), "without statistics (failed)"),
+    case Ci of
+        'github-bigger' ->
+            Say(beamlab_render_github_benchmark:left_out(Doc, bigger),
+                "where lower is better (--format github-smaller has them)");
+        'github-smaller' ->
+            Say(beamlab_render_github_benchmark:left_out(Doc, smaller),
+                "where higher is better (--format github-bigger has them)");
+        bencher -> ok
+    end.
 
 %% @doc Checks `--save PATH' before anything is measured: an empty path or
 %% a path below a file is a usage error now, not a failure after the run.
@@ -74,7 +90,13 @@ render(markdown, _Mod, Doc, _Parsed) ->
 check_save(Parsed) ->
     case beamlab_cli_args:get(save, Parsed, undefined) of
         undefined -> ok;
-        auto -> ok;
+        auto ->
+            %% The default directory passes the same checks (a link planted
+            %% there by another user is refused before anything is run).
+            case beamlab_runtime_file:check_target(filename:join(beamlab_result:default_dir(), "x.json")) of
+                {ok, _} -> ok;
+                {error, Why} -> beamlab_cli_error:usage("--save: ~ts", [beamlab_runtime_file:format_error(Why)])
+            end;
         "" -> beamlab_cli_error:usage("--save= needs a path (or give --save alone for "
                                       "beamlab-results/<kind>-<time>.json)", []);
         Path -> check_output("--save", Path)
@@ -98,16 +120,40 @@ save(_Doc, undefined) ->
     ok;
 save(Doc, Where) ->
     Bounded = beamlab_result:bound_samples(Doc, ?MAX_SAMPLES),
-    Replaces = Where =/= auto andalso beamlab_runtime_file:check_target(Where) =:= {ok, exists},
+    Target = case Where of
+                 auto -> new;
+                 _ -> beamlab_runtime_file:check_target(Where)
+             end,
     Saved = case Where of
                 auto -> beamlab_result:save(Bounded, {new, default_path(Doc)});
                 Path -> beamlab_result:save(Bounded, Path)
             end,
     case Saved of
-        {ok, File} when Replaces -> io:format(standard_error, "saved: ~ts (replaced the existing file)~n", [File]);
-        {ok, File} -> io:format(standard_error, "saved: ~ts~n", [File]);
+        {ok, File} -> io:format(standard_error, "saved: ~ts~ts~n", [File, written_note(Target)]);
         {error, _} = Error -> Error
     end.
 
+%% @doc What the message about a written file adds for what was there.
+-spec written_note({ok, beamlab_runtime_file:target()} | term()) -> string().
+written_note({ok, exists}) -> " (replaced the existing file)";
+written_note({ok, {in_place, standard_output}}) -> " (standard output)";
+written_note({ok, {in_place, standard_error}}) -> " (standard error)";
+written_note({ok, {in_place, character_device}}) -> " (a character device: written in place)";
+written_note({ok, {in_place, fifo}}) -> " (a FIFO: written in place)";
+written_note(_) -> "".
+
+%% A project's runs (`run --bench', `check') are its history, filed by
+%% date and commit: `.beamlab/history/<date>-<time>-<commit>.json' (UTC;
+%% `-dirty' when the working tree had changes), which `beamlab report
+%% .beamlab/history/' draws as a trend.
+default_path(#{params := #{<<"project">> := #{<<"short">> := Short} = P}, started_at := Started}) ->
+    Stamp = [C || C <- binary_to_list(Started), C >= $0, C =< $9],
+    {Date, Rest} = lists:split(min(8, length(Stamp)), Stamp),
+    Dirty = case maps:get(<<"dirty">>, P, false) of
+                true -> "-dirty";
+                false -> ""
+            end,
+    filename:join([".beamlab", "history",
+                   lists:flatten([Date, "-", lists:sublist(Rest, 6), "-", binary_to_list(Short), Dirty, ".json"])]);
 default_path(#{kind := Kind, started_at := Started}) ->
     beamlab_result:default_path(Kind, Started).

@@ -1,0 +1,154 @@
+-module(hardening_SUITE).
+%%% The policies of issue 27, through the built escript (docs/reliability.md
+%%% lists them): output paths, secrets, signals, input, benchmarked code
+%%% that misbehaves, bounded ends, messages. Each case tries variants of a
+%%% class, not one example.
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+-include_lib("kernel/include/file.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
+-export([output_devices_in_place/1, output_links_and_owners/1, output_stdout/1]).
+
+all() ->
+    [{group, paths}].
+
+groups() ->
+    [{paths, [], [output_devices_in_place, output_links_and_owners, output_stdout]}].
+
+init_per_suite(Config) ->
+    Dir = beamlab_test_util:tmp_dir("hard"),
+    %% One saved result that the report cases read.
+    #{code := 0} = cli(quick() ++ ["--save", "r.json"], #{dir => Dir}),
+    [{run, filename:join(Dir, "r.json")} | Config].
+
+end_per_suite(_Config) ->
+    ok.
+
+cli(Args) -> beamlab_test_util:cli(Args).
+cli(Args, Opts) -> beamlab_test_util:cli(Args, Opts).
+
+quick() -> ["ok.", "-d", "20", "-s", "2"].
+
+tmp() ->
+    beamlab_test_util:tmp_dir("hard").
+
+root() ->
+    string:trim(os:cmd("id -u")) =:= "0".
+
+sh(Cmd) ->
+    "" = os:cmd(Cmd ++ " 2>&1"),
+    ok.
+
+has(Bin, Part) ->
+    binary:match(Bin, iolist_to_binary(Part)) =/= nomatch.
+
+one_line(R) ->
+    beamlab_test_util:assert_one_line_error(R).
+
+file_type(Path) ->
+    {ok, #file_info{type = T, mode = M}} = file:read_link_info(Path),
+    {T, M band 8#170000}.
+
+%%--------------------------------------------------------------------
+%% Output paths
+
+%% Character devices and FIFOs are written in place, never replaced by a
+%% regular file: device nodes made by the test in its own directory (a
+%% null and a full device), a FIFO with a reader; a block device node is
+%% refused before anything is written.
+output_devices_in_place(Config) ->
+    root() orelse throw({skip, "device nodes need root"}),
+    Dir = tmp(),
+    Run = ?config(run, Config),
+    J = fun(N) -> filename:join(Dir, N) end,
+    sh("cd " ++ Dir ++ " && mknod null c 1 3 && mknod full c 1 7 && mknod blk b 7 250 && mkfifo fifo"),
+    Dev = file_type(J("null")),
+    %% --save=DEVICE and --save DEVICE (the value is taken: it is a device)
+    #{code := 0, err := E1} = cli(quick() ++ ["--save=null"], #{dir => Dir}),
+    ?assert(has(E1, "saved: null (a character device: written in place)")),
+    #{code := 0} = cli(quick() ++ ["--save", "null", "--format", "json"], #{dir => Dir}),
+    ?assertEqual(Dev, file_type(J("null"))),
+    %% A device that cannot take the data: one line, exit 1, still a device.
+    R2 = #{code := 1, err := E2} = cli(["report", Run, "-o", "full"], #{dir => Dir}),
+    one_line(R2),
+    ?assert(has(E2, "cannot write full: no space left on device")),
+    ?assertEqual({device, 8#020000}, file_type(J("full"))),
+    %% A block device is refused before anything is measured.
+    R3 = #{code := 2, out := <<>>, err := E3} = cli(quick() ++ ["--save=blk"], #{dir => Dir}),
+    one_line(R3),
+    ?assert(has(E3, "blk is a block device")),
+    %% A FIFO: the reader gets the page; the FIFO stays a FIFO.
+    Reader = open_port({spawn_executable, "/bin/cat"}, [{args, [J("fifo")]}, binary, exit_status]),
+    #{code := 0, out := O4} = cli(["report", Run, "-o", "fifo"], #{dir => Dir}),
+    ?assert(has(O4, "(a FIFO: written in place)")),
+    Page = read_port(Reader, <<>>),
+    ?assertMatch(<<"<!DOCTYPE html>", _/binary>>, Page),
+    ?assertEqual({other, 8#010000}, file_type(J("fifo"))).
+
+read_port(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> read_port(Port, <<Acc/binary, D/binary>>);
+        {Port, {exit_status, 0}} -> Acc
+    after 30000 -> error({reader_timeout, Acc})
+    end.
+
+%% A link at the name is neither replaced nor written through; links and
+%% directories of another user on the way are refused (a `beamlab-results'
+%% link planted by another user in a shared directory, a subdirectory of
+%% theirs); the user's own links to directories are followed.
+output_links_and_owners(Config) ->
+    Dir = tmp(),
+    Run = ?config(run, Config),
+    J = fun(N) -> filename:join(Dir, N) end,
+    ok = file:write_file(J("victim"), <<"precious">>),
+    ok = file:make_symlink(J("victim"), J("link.html")),
+    R1 = #{code := 2} = cli(["report", Run, "-o", "link.html"], #{dir => Dir}),
+    one_line(R1),
+    ?assert(has(maps:get(err, R1), "link.html is a symbolic link")),
+    ok = file:make_symlink(J("nowhere"), J("dangling.json")),
+    #{code := 2} = cli(quick() ++ ["--save", "dangling.json"], #{dir => Dir}),
+    ?assertEqual({error, enoent}, file:read_file_info(J("nowhere"))),
+    ?assertEqual({ok, <<"precious">>}, file:read_file(J("victim"))),
+    %% The user's own link to a directory is followed.
+    ok = file:make_dir(J("mine")),
+    ok = file:make_symlink("mine", J("mylink")),
+    #{code := 0} = cli(["report", Run, "-o", "mylink/p.html"], #{dir => Dir}),
+    ?assert(filelib:is_regular(J("mine/p.html"))),
+    case root() of
+        false -> {comment, "ownership cases need root"};
+        true ->
+            ok = file:make_dir(J("theirs")),
+            sh("chown nobody " ++ J("theirs")),
+            ok = file:make_dir(J("shared")),
+            ok = file:make_dir(J("target")),
+            ok = file:make_symlink(J("target"), J("shared/beamlab-results")),
+            sh("chown -h nobody " ++ J("shared/beamlab-results")),
+            Refused = [{["--save"], "shared", "beamlab-results is a symbolic link owned by another user"},
+                       {["--save", "theirs"], ".", "theirs belongs to another user"},
+                       {["--save=theirs/r.json"], ".", "theirs belongs to another user"},
+                       {["--save=theirs/sub/r.json"], ".", "theirs belongs to another user"}],
+            [begin
+                 R = #{code := 2, out := <<>>, err := E} = cli(quick() ++ Args, #{dir => J(Cwd)}),
+                 one_line(R),
+                 ?assert(has(E, Msg))
+             end || {Args, Cwd, Msg} <- Refused],
+            R5 = #{code := 2} = cli(["report", Run, "-o", J("shared/beamlab-results/p.html")]),
+            one_line(R5),
+            ?assertEqual({ok, []}, file:list_dir(J("target"))),
+            ?assertEqual({ok, []}, file:list_dir(J("theirs")))
+    end.
+
+%% `-o -' writes the page to standard output (the message goes to
+%% standard error); `--save=-' the document.
+output_stdout(Config) ->
+    Dir = tmp(),
+    Run = ?config(run, Config),
+    #{code := 0, out := O1, err := E1} = cli(["report", Run, "-o", "-"], #{dir => Dir}),
+    ?assertMatch(<<"<!DOCTYPE html>", _/binary>>, O1),
+    ?assert(has(E1, "wrote - (")),
+    #{code := 0, out := O2} = cli(quick() ++ ["--format", "json", "--save=-"], #{dir => Dir}),
+    %% Two documents: the printed one and the saved one.
+    [_, _] = binary:split(O2, <<"\n}\n">>, [global, trim_all]),
+    %% Nothing was written in the directory.
+    ?assertEqual({ok, []}, file:list_dir(Dir)).
