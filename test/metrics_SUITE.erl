@@ -9,7 +9,7 @@
 
 -export([all/0]).
 -export([formats/1, http_details/1, collector_failures/1, stops_with_owner/1, listen_error/1,
-         promtool_accepts/1, prometheus_scrapes_watch/1, metrics_options/1]).
+         promtool_accepts/1, prometheus_scrapes_watch/1, metrics_options/1, run_and_suite/1]).
 
 -define(M, beamlab_runtime_metrics).
 -define(OM_ACCEPT, "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
@@ -17,7 +17,7 @@
 
 all() ->
     [formats, http_details, collector_failures, stops_with_owner, listen_error, promtool_accepts,
-     prometheus_scrapes_watch, metrics_options].
+     prometheus_scrapes_watch, metrics_options, run_and_suite].
 
 families() ->
     [#{name => <<"beamlab_test_events">>, type => counter, help => <<"Events seen">>,
@@ -209,6 +209,64 @@ prometheus_scrapes_watch(_Config) ->
                 ct:log("watch: exit ~b~n~ts", [maps:get(code, R), maps:get(err, R)]),
                 peer:stop(Peer)
             end
+    end.
+
+%% `run' serves each job's iteration counter (it moves) and this VM's
+%% telemetry while it measures, without recording the telemetry in the
+%% document; `suite' serves this VM's telemetry; promtool accepts both.
+run_and_suite(_Config) ->
+    Run = beamlab_test_util:cli_start(["run", "timer:sleep(1).", "-s", "40", "-d", "300", "--metrics-port", "0",
+                                       "--format", "json"], #{}),
+    Port = metrics_port(Run),
+    Iterations = fun() ->
+                         {200, _, B} = get(Port, "/metrics", []),
+                         {match, [N]} = re:run(B, "beamlab_run_iterations_total\\{node=\"[^\"]+\",job=\"timer:sleep\\(1\\).\"\\} ([0-9]+)",
+                                               [{capture, all_but_first, list}]),
+                         {list_to_integer(N), B}
+                 end,
+    %% (the telemetry's families come with its first sample, a second in)
+    {N1, Text} = beamlab_test_util:wait_for(fun() -> case catch Iterations() of
+                                                        {N, B} = R when is_integer(N), N > 0 ->
+                                                            case binary:match(B, <<"beamlab_vm_memory_bytes{">>) of
+                                                                nomatch -> R;
+                                                                _ -> {ok, R}
+                                                            end;
+                                                        Other -> Other
+                                                    end end, 30000, iterations),
+    beamlab_test_util:wait_until(fun() -> element(1, Iterations()) > N1 end, 30000, iterations_move),
+    promtool(Text),
+    _ = os:cmd("kill -TERM " ++ integer_to_list(maps:get(os_pid, Run))),
+    R = beamlab_test_util:cli_finish(Run, <<>>),
+    ?assertEqual(130, maps:get(code, R)),
+    {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+    ?assertEqual(#{}, maps:get(<<"telemetry">>, Doc, #{})),
+    %% (every workload: long enough to be scraped, stopped once it was)
+    Suite = beamlab_test_util:cli_start(["suite", "--metrics-port", "0"], #{}),
+    SPort = metrics_port(Suite),
+    STex = beamlab_test_util:wait_for(fun() ->
+                                              case catch get(SPort, "/metrics", []) of
+                                                  {200, _, B} ->
+                                                      case binary:match(B, <<"beamlab_vm_processes{">>) of
+                                                          nomatch -> B;
+                                                          _ -> {ok, B}
+                                                      end;
+                                                  Other -> Other
+                                              end
+                                      end, 30000, suite_metrics),
+    promtool(STex),
+    _ = os:cmd("kill -TERM " ++ integer_to_list(maps:get(os_pid, Suite))),
+    _ = beamlab_test_util:cli_finish(Suite, <<>>),
+    ok.
+
+metrics_port(H) ->
+    Err = beamlab_test_util:wait_for_file(maps:get(err_file, H), "metrics: http://127.0.0.1:[0-9]+/metrics", 30000),
+    {match, [Port]} = re:run(Err, "metrics: http://127.0.0.1:([0-9]+)/metrics", [{capture, all_but_first, list}]),
+    list_to_integer(Port).
+
+promtool(Text) ->
+    case beamlab_test_prometheus:available() of
+        ok -> ?assertEqual({0, <<>>}, beamlab_test_prometheus:check_metrics(Text));
+        {skip, Why} -> ct:log("~ts", [Why])
     end.
 
 %% Bad values are one line and exit 2; a port in use is one line, exit 1.

@@ -90,7 +90,7 @@ watch_busy_peer(_Config) ->
         ?assert(is_map(maps:get(<<"msacc">>, T))),
         %% A line per interval on stderr, with the top process in its
         %% table (R: among the top by reductions).
-        ?assertMatch({match, _}, re:run(maps:get(err, R), "\n +R[QM]* +[0-9]+ Mi .* spinner ")),
+        ?assertMatch({match, _}, re:run(maps:get(err, R), "\n +R[QM]* +[0-9]+( [KMG]i)? .* spinner ")),
         %% One hot process on two schedulers is no critical imbalance.
         ?assertEqual([], [F || F = #{<<"id">> := <<"scheduler_imbalance">>, <<"severity">> := <<"critical">>}
                                    <- maps:get(<<"findings">>, json(R))]),

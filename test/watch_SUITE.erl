@@ -159,7 +159,7 @@ spinning(_Config) ->
         #{<<"telemetry">> := T} = maps:get(doc, R),
         [?assertEqual(<<"spinner">>, maps:get(<<"name">>, hd(maps:get(<<"by_reductions">>, S))))
          || S <- maps:get(<<"top">>, T)],
-        ?assertMatch({match, _}, re:run(live_before_third_sample(maps:get(err, R)), "R +[0-9]+ Mi .* spinner ")),
+        ?assertMatch({match, _}, re:run(live_before_third_sample(maps:get(err, R)), "R[QM]* +[0-9]+( [KMG]i)? .* spinner ")),
         Imbalance = [F || F = #{<<"id">> := <<"scheduler_imbalance">>} <- maps:get(<<"findings">>, maps:get(doc, R))],
         ?assertEqual([], [F || F = #{<<"severity">> := <<"critical">>} <- Imbalance])
     end).

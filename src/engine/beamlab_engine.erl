@@ -28,6 +28,10 @@
 %%%   <li>`telemetry' (false): record VM telemetry ({@link beamlab_runtime_telemetry},
 %%%       with each job's iteration rate) into the result; `verbose' (false)
 %%%       also prints it live, one line a second, on stderr.</li>
+%%%   <li>`metrics' (undefined): a `beamlab_runtime_metrics' server where
+%%%       each job's iteration counter (`beamlab_run_iterations_total') and
+%%%       this VM's telemetry are served while the jobs run in this VM (not
+%%%       with `isolated': its counters live in the fresh VMs).</li>
 %%%   <li>`checkpoint' (none): a {@link beamlab_runtime_checkpoint} kept up
 %%%       to date while the jobs run in this VM (not with `isolated'), so
 %%%       that {@link recover/2} can rebuild the partial document if the
@@ -69,6 +73,7 @@
                       busy_wait := undefined | boolean(),
                       telemetry := boolean(),
                       verbose := boolean(),
+                      metrics := undefined | beamlab_runtime_metrics:server(),
                       checkpoint := beamlab_runtime_checkpoint:checkpoint() | none}.
 %% What callers pass: any subset of run_opts(). `labels' is internal (the
 %% unique job names, passed from run/3 to measure/3).
@@ -94,6 +99,7 @@
                      busy_wait => undefined | boolean(),
                      telemetry => boolean(),
                      verbose => boolean(),
+                     metrics => undefined | beamlab_runtime_metrics:server(),
                      checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
                      labels => [binary()],
                      save => fun((progress_state()) -> ok)}.
@@ -131,7 +137,8 @@ default_run_opts() ->
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
       deadline => 30000, baseline => 1, isolated => false, vm_args => "", flavor => undefined, code_paths => [],
       confidence => 0.95, progress => undefined, command => [], checks => true,
-      busy_wait => undefined, telemetry => false, verbose => false, checkpoint => none}.
+      busy_wait => undefined, telemetry => false, verbose => false, metrics => undefined,
+      checkpoint => none}.
 
 %% @doc Runs a benchmark and returns the result document (kind `bench',
 %% without an environment report: the caller attaches one if it wants).
@@ -152,7 +159,7 @@ run(Jobs, RunOpts0, ModeOpts) ->
               Busy = maps:get(busy_wait, RunOpts) =:= true orelse maps:get(busy_wait, Timer),
               Opts1 = RunOpts#{busy_wait => Busy},
               Context = #{labels => Labels, base => Base,
-                          run_opts => maps:without([progress, checkpoint], Opts1),
+                          run_opts => maps:without([progress, checkpoint, metrics], Opts1),
                           mode_opts => ModeOpts, findings => Findings,
                           timer => Timer#{busy_wait := Busy}, started_at => Started},
               #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =

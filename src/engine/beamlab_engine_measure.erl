@@ -52,18 +52,36 @@ limit_heaps(Bytes) ->
     Words = Bytes div erlang:system_info(wordsize),
     erlang:system_flag(max_heap_size, #{size => Words, kill => true, error_logger => false}).
 
-%% The telemetry's rate columns are the jobs' iteration counters.
-start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) when T; V ->
-    Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
-    Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
-    Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
-    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{print => V =:= true, rates => Rates}),
-    Pid;
-start_telemetry(_Started, _RunOpts) ->
-    undefined.
+%% The telemetry's rate columns are the jobs' iteration counters. With
+%% live metrics, the counters and the telemetry are served there (the
+%% telemetry recorded only when asked for).
+start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) ->
+    Metrics = maps:get(metrics, RunOpts, undefined),
+    case T orelse V orelse Metrics =/= undefined of
+        false -> undefined;
+        true ->
+            Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
+            Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
+            Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
+            {ok, Pid} = beamlab_runtime_telemetry:start_link(#{print => V =:= true, rates => Rates}),
+            _ = Metrics =:= undefined orelse serve(Metrics, Pid, Counters),
+            {Pid, T orelse V}
+    end.
+
+serve(Server, Pid, Counters) ->
+    Node = [{<<"node">>, atom_to_binary(node())}],
+    beamlab_runtime_metrics:register(
+      Server, run,
+      fun() ->
+              [#{name => <<"beamlab_run_iterations">>, type => counter,
+                 help => <<"Iterations each benchmark job has completed (rate() gives its throughput)">>,
+                 samples => [{Node ++ [{<<"job">>, L}], counters:get(C, 1)} || {L, C} <- Counters]}
+               | beamlab_runtime_vm_metrics:families(beamlab_runtime_telemetry:last(Pid), Node)]
+      end).
 
 stop_telemetry(undefined) -> #{};
-stop_telemetry(Pid) -> beamlab_runtime_telemetry:stop(Pid).
+stop_telemetry({Pid, true}) -> beamlab_runtime_telemetry:stop(Pid);
+stop_telemetry({Pid, false}) -> _ = beamlab_runtime_telemetry:stop(Pid), #{}.
 
 compile_job(I, Job) ->
     case beamlab_engine_code:compile(Job) of

@@ -33,7 +33,7 @@ run(#{config := Cfg0} = A, Exp) ->
 
 load(A, Cfg0, Exp) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
-    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none)),
+    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp),
     Started = beamlab_runtime_clock:rfc3339(),
     %% The broker's telemetry, one sample per reporting interval.
     Interval = max(1, round(maps:get(interval, Cfg0, 1) * 1000)),

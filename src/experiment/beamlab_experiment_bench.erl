@@ -50,6 +50,7 @@ run(#{jobs := Jobs} = B, Exp) ->
             Sink = maps:get(sink, Exp, undefined),
             RunOpts = Options#{command => maps:get(command, Exp, maps:get(command, Options, [])),
                                telemetry => Telemetry =/= none, verbose => Telemetry =:= live,
+                               metrics => beamlab_experiment_metrics:server(Exp),
                                checkpoint => maps:get(checkpoint, Exp, none),
                                progress => case Sink of
                                                undefined -> maps:get(progress, Options, undefined);

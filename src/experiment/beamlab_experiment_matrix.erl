@@ -75,7 +75,7 @@ run(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
              end,
     %% Telemetry of this VM, which only starts and waits for the
     %% configurations' VMs: what it shows is the machine around them.
-    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none)),
+    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp),
     case beamlab_env_matrix:run(Spec, Runner#{progress => Progress}) of
         {ok, Doc} ->
             Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc, Exp),

@@ -37,7 +37,7 @@ run(S, Exp) ->
     case plan(S) of
         {ok, Plan, DocParams, Extra} ->
             Sink = maps:get(sink, Exp, fun(_) -> ok end),
-            Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none)),
+            Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp),
             After = maps:get('after', Exp, #{}),
             {ok, Doc} = beamlab_suite:run(Plan, #{profile => maps:get(profile, S, quick),
                                                   repeat => maps:get(repeat, S, default),

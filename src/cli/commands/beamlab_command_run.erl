@@ -87,7 +87,7 @@ options() ->
                "instead of CODE; the project is built first"},
      #{name => no_build, long => "no-build", type => boolean, default => false,
        help => "with --bench: use the project's code as it is built now"}
-     | after_options() ++ beamlab_cli_args:common_options()].
+     | after_options() ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options()].
 
 %% The after-the-samples phases (`--profile TOOL', `--memory',
 %% `--reductions', `--msacc'): they run in this VM on each job once the
@@ -164,9 +164,9 @@ experiment(Parsed, What, NJobs) ->
                 undefined -> What#{options => Options};
                 _ -> What#{options => Options, squeeze => Squeeze}
             end,
-    maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
+    beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
-               case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end).
+               case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end)).
 
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

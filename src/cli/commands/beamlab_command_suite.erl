@@ -38,6 +38,7 @@ options() ->
        help => "after the measured repetitions, one more traced for words allocated and reductions "
                "(spawned processes included)"}]
         ++ beamlab_cli_dist:options()     % --name, --cookie for remote nodes
+        ++ beamlab_cli_metrics:options()  % --metrics-port, --metrics-bind
         ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help suite'.
@@ -91,12 +92,12 @@ experiment(Parsed) ->
               code_paths => Get(pa), flavor => Get(flavor),
               dist => maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
                                                 V <- [Get(O)], V =/= undefined])},
-    maps:merge(#{run => {suite, Suite}, command => maps:get(argv, Parsed),
+    beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {suite, Suite}, command => maps:get(argv, Parsed),
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
                case Get(memory) of
                    true -> #{'after' => #{memory => true}};
                    false -> #{}
-               end).
+               end)).
 
 preset_node(undefined) ->
     none;
