@@ -39,7 +39,9 @@ run(Parsed = #{args := Files}) ->
     Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
-    Runs = beamlab_command_compare:load_runs(Files),
+    %% A matrix that profiled its configurations brings their profiles as
+    %% runs of their own: a flame graph each, differential ones between them.
+    Runs = lists:flatmap(fun beamlab_result_profiles:expand/1, beamlab_command_compare:load_runs(Files)),
     Opts = case beamlab_cli_args:get(title, Parsed) of
                undefined -> #{};
                T -> #{title => unicode:characters_to_binary(T)}
