@@ -10,11 +10,8 @@
 -export([run/1, run/2, inner/2, raise/1]).
 
 %% `error': the command's own line for some errors (naming its flags);
-%% `undefined' leaves the error to the layer's line. `finish': what the
-%% command adds to the document before its verdict is read (a project's
-%% bench run: the modules, the benchmarks that did not compile).
--type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {usage | fail, unicode:chardata()}),
-                  finish => fun((beamlab_result:result()) -> beamlab_result:result())}.
+%% `undefined' leaves the error to the layer's line.
+-type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {usage | fail, unicode:chardata()})}.
 -export_type([opts/0]).
 
 %% @doc As {@link run/2} with no options.
@@ -27,10 +24,15 @@ run(Exp) ->
 %% saved), 1 when the document says the run failed (each line of the
 %% verdict told as `beamlab: LINE').
 -spec run(beamlab_experiment:experiment(), opts()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
-run(Exp, Opts) ->
+run(Exp0, Opts) ->
+    %% Where the live metrics are served is told here, whatever the
+    %% command's own sink does with its events.
+    Sink = maps:get(sink, Exp0, fun(_) -> ok end),
+    Exp = Exp0#{sink => fun({metrics, Url}) -> io:format(standard_error, "metrics: ~ts~n", [Url]);
+                           (E) -> Sink(E)
+                        end},
     case beamlab_experiment:run(Exp) of
-        {ok, Doc0} ->
-            Doc = (maps:get(finish, Opts, fun(D) -> D end))(Doc0),
+        {ok, Doc} ->
             {Status, Lines} = beamlab_experiment:verdict(Doc),
             _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- Lines],
             {case Status of

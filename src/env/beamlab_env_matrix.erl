@@ -20,7 +20,8 @@
 %% or `-emu_flavor' among its arguments), proven from what its VM reports.
 -type config() :: #{name := binary(), args := [string()],
                     erl := string() | undefined, wrap := [string()] | undefined,
-                    flavor => beamlab_runtime_otp:flavor()}.
+                    flavor => beamlab_runtime_otp:flavor(),
+                    profiled => boolean()}.   % the runner's profiled repetition
 -type dims() :: #{vm => [string()], sweep => [pos_integer()], erl => [string()],
                   wrap => [string()], flavor => [beamlab_runtime_otp:flavor()]}.
 -type run_out() :: beamlab_runtime_peer:run_out().
@@ -29,11 +30,15 @@
 %% matrix's own command line and `started_at' its start time, both for the
 %% result document; `inner' runs the inner command in the fresh VM and
 %% returns {ExitCode, ResultDocument}.
+%% `profiled': after the measured repetitions, one more per configuration
+%% whose runner is given the configuration with `profiled => true' (it
+%% profiles while it runs); its outcome is kept apart from the statistics
+%% (`extra.configs[].profiled'), so profiling never changes the figures.
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
                   argv := [unicode:chardata()], started_at := binary(),
                   inner := beamlab_runtime_peer:call_spec(),
                   baseline => binary() | undefined, sweep => boolean(),
-                  paths => [file:filename()]}.
+                  paths => [file:filename()], profiled => boolean()}.
 -export_type([config/0, dims/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -241,7 +246,11 @@ run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
         false -> {error, {unknown_baseline, Baseline}};
         true ->
             Runs = interleave(Configs, R, Argv, Runner, Progress),
-            {ok, result(Spec#{baseline => Baseline}, Runs)}
+            Profiled = case maps:get(profiled, Spec, false) of
+                           true -> profiled(Configs, Runs, Argv, Runner, Progress);
+                           false -> #{}
+                       end,
+            {ok, result(Spec#{baseline => Baseline}, Runs, Profiled)}
     end.
 
 %% Rep 1 of every configuration, then rep 2, ... A configuration whose VM
@@ -265,8 +274,23 @@ interleave(Configs, R, Argv, Runner, Progress) ->
           end, {[], []}, Order),
     lists:reverse(Runs).
 
+%% The profiled repetition of every configuration that ran, in the same
+%% order, unless interrupted.
+profiled(Configs, Runs, Argv, Runner, Progress) ->
+    Ok = lists:usort([N || {N, _, {ok, #{exit := 0}}} <- Runs]),
+    maps:from_list(
+      [{Name, begin
+                  Out = Runner(C#{profiled => true}, Argv),
+                  Progress(case Out of
+                               {ok, #{exit := 0}} -> io_lib:format("[~ts] profiled repetition done~n", [Name]);
+                               _ -> io_lib:format("[~ts] profiled repetition: ~ts~n", [Name, format_run_error(Out)])
+                           end),
+                  Out
+              end}
+       || #{name := Name} = C <- Configs, lists:member(Name, Ok), not interrupted()]).
+
 progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
-    io_lib:format("[~ts] rep ~b/~b done (~b schedulers online, ~ts flavour)~n",
+    io_lib:format("[~ts] rep ~b/~b done (~w schedulers online, ~ts flavour)~n",
                   [Name, Rep, R, online(Env), flavor(Env)]);
 progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
     io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
@@ -280,7 +304,7 @@ interrupted() ->
 
 %% The matrix result document: one benchmark per configuration and inner
 %% metric, whose samples are the repetitions' primary values.
-result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs) ->
+result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs, Profiled) ->
     Sweep = maps:get(sweep, Spec, false),
     PerConfig = [{C, [Out || {N, _, Out} <- Runs, N =:= maps:get(name, C)]} || C <- Configs],
     Values = maps:from_list([{maps:get(name, C), primary_values(Outs)} || {C, Outs} <- PerConfig]),
@@ -297,7 +321,8 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
     Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}, Doc1),
+    Doc2 = beamlab_result:set(extra, #{configs => [(config_info(C, Outs))#{profiled => profiled_info(maps:get(name, C), Profiled)}
+                                                   || {C, Outs} <- PerConfig]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
 
@@ -316,7 +341,7 @@ primary_values(Outs) ->
                                       undefined -> A;
                                       V ->
                                           Name = maps:get(name, B),
-                                          Info = maps:with([unit, better, metric], B),
+                                          Info = maps:with([unit, better, metric, params], B),
                                           maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [V]} end,
                                                            {Info, [V]}, A)
                                   end
@@ -359,7 +384,10 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
     beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
                              Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
                                   unit => maps:get(unit, Info, <<>>), better => Better,
-                                  params => #{config => Name},
+                                  %% The inner benchmark's parameters (a swept
+                                  %% workload parameter, the sample duration)
+                                  %% stay, for the report's charts and units.
+                                  params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
                                   extra => Scaling#{schedulers_online => Sched,
                                                     inner_benchmark => Metric}}).
 
@@ -389,6 +417,16 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) -
                     [] -> null;
                     Bs -> lists:last(Bs)
                 end}.
+
+%% The profiled repetition's document (its benchmarks and what the runner
+%% added: the profile), or its error.
+profiled_info(Name, Profiled) ->
+    case maps:find(Name, Profiled) of
+        error -> null;
+        {ok, {ok, #{exit := 0, result := Doc}}} when is_map(Doc) ->
+            #{status => <<"ok">>, result => Doc};
+        {ok, Out} -> #{status => <<"failed">>, error => format_run_error(Out)}
+    end.
 
 ok_run({ok, #{exit := 0}}) -> true;
 ok_run(_) -> false.

@@ -119,6 +119,10 @@ document(Text, Cmd, #{started_at := Started} = Opts) ->
             Doc2 = beamlab_result:set(extra, #{load => #{command => unicode:characters_to_binary(Cmd),
                                                         id => case Id of undefined -> null; _ -> Id end,
                                                         intervals => length(Is),
+                                                        elapsed_s => case Is of
+                                                                         [] -> null;
+                                                                         _ -> maps:get(time_s, lists:last(Is))
+                                                                     end,
                                                         summary => S,
                                                         exit_status => maps:get(exit_status, Opts, null)}},
                                       Doc1),

@@ -127,41 +127,42 @@ usage() ->
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    {Jobs, Bench, Failed} = jobs_of(Parsed),
-    Exp = experiment(Parsed, Jobs),
-    Progress = progress(Parsed, length(Jobs)),
+    Exp = experiment(Parsed),
+    NJobs = case maps:get(run, Exp) of
+                {bench, #{jobs := Jobs}} -> length(Jobs);
+                {bench, #{modules := _}} -> 1
+            end,
+    Progress = progress(Parsed, NJobs),
     %% Under the launcher: what was measured survives code that stops the VM.
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
-    %% A project's bench run: each benchmark says its module and input,
-    %% the benchmarks whose code did not compile are failed ones.
-    Finish = case Bench of
-                 none -> fun(Doc) -> Doc end;
-                 _ -> fun(Doc) -> beamlab_cli_project:attach(Doc, Bench, Failed) end
-             end,
     try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
-                                   #{error => fun error_line/1, finish => Finish})
+                                   #{error => fun error_line/1})
     after
         Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
     end.
 
-%% @doc The experiment: the jobs (the code given, or a project's bench
-%% modules), the engine's options, the after-phase.
+%% @doc The experiment: the jobs, the engine's options, the after-phase.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
-    {Jobs, _, _} = jobs_of(Parsed),
-    experiment(Parsed, Jobs).
+    case beamlab_cli_args:get(bench, Parsed) of
+        undefined ->
+            Jobs = jobs(Parsed),
+            experiment(Parsed, #{jobs => Jobs}, length(Jobs));
+        Dir ->
+            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)}, 1)
+    end.
 
-experiment(Parsed, Jobs) ->
-    {Options, Squeeze} = run_opts(Parsed, length(Jobs)),
+experiment(Parsed, What, NJobs) ->
+    {Options, Squeeze} = run_opts(Parsed, NJobs),
     _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     After = maps:from_list([{K, V} || K <- [memory, reductions, msacc], V <- [Get(K)], V =:= true]
                            ++ [{profile, T} || T <- [Get(profile)], T =/= undefined]),
     Bench = case Squeeze of
-                undefined -> #{jobs => Jobs, options => Options};
-                _ -> #{jobs => Jobs, options => Options, squeeze => Squeeze}
+                undefined -> What#{options => Options};
+                _ -> What#{options => Options, squeeze => Squeeze}
             end,
     maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
@@ -184,37 +185,16 @@ error_line({bench, {min_above_max, Min, Max}}) ->
                           "give a larger --max or a smaller --min)", [Min, Max])};
 error_line({bench, msacc_needs_profile}) ->
     {usage, "--msacc needs --profile TOOL and -v"};
+error_line({bench, {project, _}} = R) ->
+    %% One line per mistake in the bench modules.
+    beamlab_cli_project:error_lines(beamlab_experiment:format_error(R),
+                                    beamlab_experiment:error_class(R));
 error_line(_) ->
     undefined.
 
 %%====================================================================
 %% Options to engine options
 %%====================================================================
-
-%% The jobs, and for a project's bench modules the modules' jobs and the
-%% failed benchmarks of those whose code does not compile (`none' for code
-%% given on the command line).
-jobs_of(Parsed) ->
-    case beamlab_cli_args:get(bench, Parsed) of
-        undefined -> {jobs(Parsed), none, none};
-        Dir ->
-            {BJ, F} = bench_jobs(Dir, Parsed),
-            {[beamlab_cli_project:code_map(J) || J <- BJ], BJ, F}
-    end.
-
-%% The project's bench modules; the jobs whose code does not compile are
-%% failed benchmarks of the result, not a reason to stop.
-bench_jobs(_Dir, #{args := [_ | _]}) ->
-    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
-bench_jobs(Dir, Parsed) ->
-    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
-                                 "its hooks)", [option_text(K)])
-         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
-    Project = beamlab_cli_project:project(Parsed),
-    case beamlab_cli_project:runnable(beamlab_cli_project:bench_jobs(Dir, Project)) of
-        {[], _} -> beamlab_cli_error:fail("no benchmark of ~ts can run", [Dir]);
-        Runnable -> Runnable
-    end.
 
 jobs(#{args := []}) ->
     beamlab_cli_error:usage("no code to benchmark (example: beamlab 'rand:uniform().')", []);
@@ -319,3 +299,16 @@ sink(Progress, Parsed) ->
             ok
     end.
 
+%% The project's bench modules (`--bench DIR'), compiled against the
+%% project (built unless --no-build, or given by the build tool).
+bench_modules(_Dir, #{args := [_ | _]}) ->
+    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
+bench_modules(Dir, Parsed) ->
+    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                                 "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    lists:member(baseline, maps:get(given, Parsed))
+        andalso beamlab_cli_error:usage("--baseline: the benchmarks of bench modules are not compared "
+                                        "with one another", []),
+    #{root := Root, paths := Paths, include := Include} = beamlab_cli_project:project(Parsed),
+    #{dir => Dir, root => Root, paths => Paths, include => Include}.
