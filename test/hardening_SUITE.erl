@@ -9,12 +9,15 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
 -export([output_devices_in_place/1, output_links_and_owners/1, output_stdout/1]).
+-export([stop_signals_are_interrupts/1, int_to_vm_alone/1, launcher_killed/1, launcher_line_fits/1]).
 
 all() ->
-    [{group, paths}].
+    [{group, paths}, {group, signals}].
 
 groups() ->
-    [{paths, [], [output_devices_in_place, output_links_and_owners, output_stdout]}].
+    [{paths, [], [output_devices_in_place, output_links_and_owners, output_stdout]},
+     {signals, [], [stop_signals_are_interrupts, int_to_vm_alone, launcher_killed,
+                    launcher_line_fits]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("hard"),
@@ -152,3 +155,91 @@ output_stdout(Config) ->
     [_, _] = binary:split(O2, <<"\n}\n">>, [global, trim_all]),
     %% Nothing was written in the directory.
     ?assertEqual({ok, []}, file:list_dir(Dir)).
+
+%%--------------------------------------------------------------------
+%% Signals
+
+%% A run in a process group of its own, every signal at its default in
+%% the launcher (as a terminal's foreground job has them), stderr watched.
+start_run(Extra) ->
+    H = beamlab_test_util:cli_start_group(["timer:sleep(50).", "-s", "200", "-d", "200",
+                                           "--save", "h.json"] ++ Extra,
+                                          #{prefix => ["env", "--default-signal"]}),
+    _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "sampling round [3-9]", 60000),
+    H.
+
+vm_of(H) ->
+    [Vm] = beamlab_test_util:launcher_children(H),
+    Vm.
+
+%% What a stopped run must leave: exit 130, the partial result printed and
+%% saved, one interrupt (not "interrupted twice").
+interrupted(H, What) ->
+    R = #{code := Code, out := Out, err := Err, dir := Dir} = beamlab_test_util:cli_group_finish(H),
+    ct:log("~p: exit ~p~n~ts~n~ts", [What, Code, Out, Err]),
+    ?assertEqual({What, 130}, {What, Code}),
+    ?assertNot(has(Err, "interrupted twice")),
+    ?assert(has(Out, "timer:sleep(50).")),
+    {ok, #{partial := true, benchmarks := [#{samples := [_ | _]}]}} =
+        beamlab_result:load(filename:join(Dir, "h.json")),
+    R.
+
+%% Every stop signal (HUP, INT, QUIT, TERM), to the launcher's process
+%% group, to the launcher alone or to the VM alone, is one interrupt: what
+%% was measured is printed and saved, exit 130. (INT to the VM alone has
+%% a case of its own.)
+stop_signals_are_interrupts(_Config) ->
+    Cases = [{group, "HUP"}, {launcher, "HUP"}, {vm, "HUP"}, {group, "QUIT"}, {vm, "QUIT"},
+             {launcher, "INT"}, {vm, "TERM"}],
+    [begin
+         H = start_run([]),
+         Target = case Who of
+                      group -> "-" ++ maps:get(pgid, H);
+                      launcher -> maps:get(pgid, H);
+                      vm -> vm_of(H)
+                  end,
+         "" = os:cmd("kill -" ++ Sig ++ " " ++ Target),
+         interrupted(H, {Who, Sig})
+     end || {Who, Sig} <- Cases],
+    ok.
+
+%% SIGINT to the VM alone: the VM cannot catch it (the BEAM has no handler
+%% for it), so it dies; the launcher recovers what the last checkpoint
+%% holds as an interrupted run: printed, saved, exit 130. Ctrl-C (the
+%% group) still takes the graceful path: the VM runs in a session of its
+%% own and only the launcher gets it.
+int_to_vm_alone(_Config) ->
+    H = start_run([]),
+    "" = os:cmd("kill -INT " ++ vm_of(H)),
+    #{err := Err} = interrupted(H, {vm, "INT"}),
+    ?assert(has(Err, "SIGINT reached the VM alone")),
+    H2 = start_run([]),
+    Vm = vm_of(H2),
+    ?assertNotEqual(maps:get(pgid, H2), string:trim(os:cmd("ps -o sid= -p " ++ Vm))),
+    ok = beamlab_test_util:signal_group(H2, "INT"),
+    #{err := Err2} = interrupted(H2, {group, "INT"}),
+    ?assertNot(has(Err2, "SIGINT reached the VM alone")).
+
+%% The launcher killed (SIGKILL to its group, as a CI runner may do): the
+%% VM, in a session of its own, notices, saves what it measured and
+%% exits; the launcher's private directory is removed.
+launcher_killed(_Config) ->
+    Tmp = beamlab_test_util:tmp_dir("tmpdir"),
+    H = beamlab_test_util:cli_start_group(["timer:sleep(50).", "-s", "200", "-d", "200",
+                                           "--save", "h.json"],
+                                          #{env => [{"TMPDIR", Tmp}]}),
+    _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "sampling round [3-9]", 60000),
+    Vm = vm_of(H),
+    ok = beamlab_test_util:signal_group(H, "KILL"),
+    beamlab_test_util:wait_until(fun() -> os:cmd("kill -0 " ++ Vm ++ " 2>&1") =/= "" end, 30000,
+                                 vm_exit),
+    {ok, #{partial := true}} = beamlab_result:load(filename:join(maps:get(dir, H), "h.json")),
+    ?assertEqual({ok, []}, file:list_dir(Tmp)).
+
+%% escript reads its emulator flags from the line after the launcher, in
+%% a buffer of 1024 bytes: a longer launcher line would hide them.
+launcher_line_fits(_Config) ->
+    {ok, Bin} = file:read_file(beamlab_test_util:escript()),
+    [_Shebang, Launcher, Flags | _] = binary:split(Bin, <<"\n">>, [global]),
+    ?assert(byte_size(Launcher) + 1 < 1024),
+    ?assertMatch(<<"%%! ", _/binary>>, Flags).

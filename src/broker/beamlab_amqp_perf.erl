@@ -791,7 +791,7 @@ share_line(Id, #{node := N, sent := S, received := R, sent_pct := SP, received_p
         end,
     [<<"id: ">>, Id, <<", node ">>, atom_to_binary(N), <<": sent ">>, integer_to_binary(S),
      <<" (">>, P(SP), <<"%), received ">>, integer_to_binary(R), <<" (">>, P(RP),
-     <<"%), consumer latency median ">>, integer_to_binary(Med), <<" µs">>,
+     <<"%), consumer latency median ">>, integer_to_binary(Med), <<" µs"/utf8>>,
      [<<" (node went away: counts until its last sample)">> || Lost], $\n].
 
 %% A queue's producers and consumers on different nodes: the latency
@@ -804,16 +804,16 @@ clock_lines(Id, Clock) ->
                 [A] -> A;
                 [] -> 0
             end,
-    [[<<"id: ">>, Id, <<", clock of ">>, atom_to_binary(N), <<": ">>, Us(O), <<" µs ± ">>,
-      integer_to_binary(U), <<" µs against the controller">>,
+    [[<<"id: ">>, Id, <<", clock of ">>, atom_to_binary(N), <<": ">>, Us(O), <<" µs ± "/utf8>>,
+      integer_to_binary(U), <<" µs against the controller"/utf8>>,
       case D of
           null -> <<" (not measured after the run)">>;
-          _ -> [<<" (drift during the run ">>, Us(D), <<" µs)">>]
+          _ -> [<<" (drift during the run ">>, Us(D), <<" µs)"/utf8>>]
       end, $\n]
      || {N, #{offset_us := O, uncertainty_us := U, drift_us := D}} <- lists:sort(maps:to_list(Clock))]
     ++ [[<<"id: ">>, Id, <<", producers and consumers of a queue run on different nodes: "
-         "consumer latency is corrected for the clock offsets above, ± ">>,
-         integer_to_binary(Worst), <<" µs\n">>]].
+         "consumer latency is corrected for the clock offsets above, ± "/utf8>>,
+         integer_to_binary(Worst), <<" µs\n"/utf8>>]].
 
 %%%-------------------------------------------------------------------
 %%% Result document

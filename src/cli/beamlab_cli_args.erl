@@ -14,12 +14,20 @@
 %%% when the option is given without one, as `--save'), `help', `metavar'.
 %%%
 %%% Types: `boolean' (a flag), `count' (a flag counted: -vv), `string',
+%%% `cookie' (a distribution cookie: not empty, never echoed in errors),
 %%% `integer', `pos_integer', `non_neg_integer', `number', `pos_number',
 %%% `quantity' (a positive integer with K/M/G suffix: 10M), `percent'
 %%% (a positive number; a trailing % is allowed), `fraction' (a number
 %%% below 1, `0.05', or a percentage with its % sign, `5%'; both give
 %%% 0.05), `{enum, [atom()]}',
 %%% `{list, Type}' (comma separated).
+%%%
+%%% Numbers are bounded at parse time (the input policy,
+%%% docs/reliability.md "Input"): `max' (with `max_why', a few words on
+%%% why) caps an option; without one, an integer is at most 2^32-1 and
+%%% any other number at most 4294967 (seconds that still fit a timer in
+%%% milliseconds), a quantity at most 10^15. A value beyond is one line
+%%% naming the limit, never a failure later.
 %%%
 %%% `--' ends the options; what follows is returned in `rest'. Values may be
 %%% given as `--long=VALUE', `--long VALUE' or `-s VALUE'. A value that looks
@@ -29,12 +37,13 @@
 
 -export([add_code_paths/1, parse/2, help/1, common_options/0, get/2, get/3, parse_value/2]).
 
--type type() :: boolean | count | string | integer | pos_integer | non_neg_integer
+-type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
               | {list, type()}.
 -type option() :: #{name := atom(), short => string(), long => string(), type := type(),
                     default => term(), multi => boolean(), attach => boolean(),
-                    optional_value => term(), help => string(), metavar => string()}.
+                    optional_value => term(), help => string(), metavar => string(),
+                    max => number(), max_why => string()}.
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
                     given := [atom()], command => string(), argv => [string()],
@@ -90,7 +99,7 @@ help(Options) ->
 %% (e.g. `--param KEY=VALUE' of the suite).
 -spec parse_value(type(), string()) -> {ok, term()} | {error, iolist()}.
 parse_value(Type, S) ->
-    try {ok, convert(Type, S, "value")}
+    try {ok, value(#{type => Type}, S, "value")}
     catch throw:{bad_arg, Msg} -> {error, Msg}
     end.
 
@@ -154,15 +163,15 @@ take(Opt = #{optional_value := Default}, Shown, none, Rest, Options, P) ->
     case Rest of
         [Next | More] ->
             case takes_optional(Opt, Next) of
-                true -> loop(More, Options, store(Opt, convert(maps:get(type, Opt), Next, Shown), Shown, P));
+                true -> loop(More, Options, store(Opt, value(Opt, Next, Shown), Shown, P));
                 false -> loop(Rest, Options, store(Opt, Default, Shown, P))
             end;
         [] -> loop(Rest, Options, store(Opt, Default, Shown, P))
     end;
 take(Opt, Shown, {value, V}, Rest, Options, P) ->
-    loop(Rest, Options, store(Opt, convert(maps:get(type, Opt), V, Shown), Shown, P));
+    loop(Rest, Options, store(Opt, value(Opt, V, Shown), Shown, P));
 take(Opt, Shown, none, [V | Rest], Options, P) when V =/= "--" ->
-    loop(Rest, Options, store(Opt, convert(maps:get(type, Opt), V, Shown), Shown, P));
+    loop(Rest, Options, store(Opt, value(Opt, V, Shown), Shown, P));
 take(Opt, Shown, none, _, _Options, _P) ->
     throw({bad_arg, io_lib:format("option '~ts' needs a value (~ts)",
                                   [Shown, maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
@@ -227,6 +236,34 @@ distance_row(CA, [CB | B], [Diag, Up | Prev], [Left | _] = Acc) ->
 %%--------------------------------------------------------------------
 %% Values
 
+value(Opt = #{type := Type}, V, Shown) ->
+    Value = convert(Type, V, Shown),
+    Max = maps:get(max, Opt, default_max(element_type(Type))),
+    [bounded(X, Max, maps:get(max_why, Opt, ""), Shown, V) || X <- elements(Type, Value)],
+    Value.
+
+element_type({list, T}) -> element_type(T);
+element_type(T) -> T.
+
+elements({list, _}, L) -> L;
+elements(_, X) -> [X].
+
+%% The bound of every number without one of its own.
+default_max(T) when T =:= integer; T =:= pos_integer; T =:= non_neg_integer -> 4294967295;
+default_max(quantity) -> 1000000000000000;
+default_max(T) when T =:= number; T =:= pos_number; T =:= percent -> 4294967;
+default_max(_) -> infinity.
+
+bounded(X, Max, Why, Shown, V) when is_number(X), is_number(Max), X > Max ->
+    throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: at most ~ts~ts",
+                                  [V, Shown, number_text(Max),
+                                   case Why of "" -> ""; _ -> [" (", Why, ")"] end])});
+bounded(X, _Max, _Why, _Shown, _V) ->
+    X.
+
+number_text(N) when is_integer(N) -> integer_to_list(N);
+number_text(N) -> float_to_list(N, [short]).
+
 convert(boolean, V, Shown) ->
     case string:lowercase(V) of
         T when T =:= "true"; T =:= "yes"; T =:= "1"; T =:= "on" -> true;
@@ -235,6 +272,13 @@ convert(boolean, V, Shown) ->
     end;
 convert(string, V, _) ->
     V;
+convert(cookie, V, Shown) ->
+    %% The value is never echoed: it is a secret.
+    case beamlab_runtime_peer:cookie(V) of
+        {ok, _} -> V;
+        {error, Why} ->
+            throw({bad_arg, io_lib:format("~ts: ~ts", [Shown, beamlab_runtime_peer:format_error(Why)])})
+    end;
 convert(integer, V, Shown) ->
     to_int(V, Shown, "an integer");
 convert(pos_integer, V, Shown) ->
@@ -346,6 +390,7 @@ type_text(quantity) -> "N[K|M|G]";
 type_text(percent) -> "PCT";
 type_text(fraction) -> "F";
 type_text(string) -> "VALUE";
+type_text(cookie) -> "COOKIE";
 type_text(_) -> "N".
 
 %% @doc `-pa DIR...': puts the directories on the code path, or stops

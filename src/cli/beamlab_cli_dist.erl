@@ -12,7 +12,7 @@ options() ->
     [#{name => dist_name, long => "name", type => string, metavar => "NAME@HOST",
        help => "name this VM (the controller) NAME@HOST, HOST an address of one of this "
                "machine's interfaces, to reach nodes on other machines (default: loopback only)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie shared with the nodes (default: ~/.erlang.cookie)"}].
 
 %% @doc Sets up distribution for a controller from `--name'/`--cookie'
@@ -35,7 +35,7 @@ controller(Parsed, Nodes) ->
             Cookie =/= undefined andalso
                 begin
                     _ = beamlab_runtime_peer:ensure_dist(),
-                    erlang:set_cookie(node(), list_to_atom(Cookie))
+                    ok = beamlab_runtime_peer:set_cookie(node(), Cookie)
                 end,
             ok;
         _ ->

@@ -147,7 +147,7 @@ cpus() ->
 %% `baseline', `repeat' and `command'.
 -spec read_grid(file:filename()) -> {ok, map()} | {error, term()}.
 read_grid(File) ->
-    case file:consult(File) of
+    case beamlab_runtime_terms:consult(File) of
         {ok, Terms} -> grid(Terms, #{});
         {error, Reason} -> {error, {grid_file, File, Reason}}
     end.
@@ -411,9 +411,9 @@ format_error({wrapper_not_found, W}) ->
 format_error({bad_range, S}) ->
     io_lib:format("bad scheduler range \"~ts\" (use 1..4, 1,2,4 or 1..max)", [S]);
 format_error({grid_file, File, Reason}) ->
-    io_lib:format("~ts: ~ts", [File, file:format_error(Reason)]);
+    io_lib:format("~ts: ~ts", [File, beamlab_runtime_terms:format_error(Reason)]);
 format_error({bad_grid_term, T}) ->
-    io_lib:format("grid file: unknown or malformed term ~0p", [T]);
+    io_lib:format("grid file: unknown or malformed term ~0tP", [T, 8]);
 format_error({unknown_baseline, B}) ->
     io_lib:format("baseline \"~ts\" is not one of the configurations", [B]);
 format_error({vm_start, _} = E) ->
@@ -423,7 +423,7 @@ format_error({vm_failed, _, _} = E) ->
 format_error({target, Line}) when is_binary(Line) ->
     Line;
 format_error(Other) ->
-    io_lib:format("~0p", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 mean(L) -> lists:sum(L) / length(L).
 

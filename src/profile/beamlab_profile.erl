@@ -11,12 +11,13 @@
 %%% what was recorded too.
 -module(beamlab_profile).
 
--export([check_perf/0, vm_flags/0, perf_support/1, record/2, format_error/1]).
+-export([check_perf/0, vm_flags/0, perf_support/1, max_frequency/0, record/2, format_error/1]).
 
 -type target() :: {pid, pos_integer()}
                 | {command, Exe :: file:filename(), Args :: [string()], Env :: [{string(), string()}]}.
 -type opts() :: #{frequency := pos_integer(), duration := pos_integer() | infinity,
                   call_graph => fp | dwarf,
+                  scratch => file:filename(),  % a private directory for perf's data
                   on_output => fun((binary()) -> term())}.
 -type outcome() :: #{profile := beamlab_profile_stacks:profile(), os_pid := pos_integer(),
                      exit_status => integer(), target_exited := boolean(), interrupted := boolean(),
@@ -94,7 +95,7 @@ record(Target, Opts) ->
 
 record(Perf, {pid, OsPid}, Opts) ->
     case beam_process(OsPid) of
-        ok -> with_data(fun(Data) -> record_pid(Perf, OsPid, Data, Opts) end);
+        ok -> with_data(Opts, fun(Data) -> record_pid(Perf, OsPid, Data, Opts) end);
         {error, _} = E -> E
     end;
 record(Perf, {command, Exe, Args, Env}, Opts) ->
@@ -102,7 +103,7 @@ record(Perf, {command, Exe, Args, Env}, Opts) ->
         {ok, Flags} ->
             Old = case os:getenv("ERL_FLAGS") of false -> ""; F -> F end,
             Env1 = [{"ERL_FLAGS", string:trim(Old ++ " " ++ Flags)} | Env],
-            with_data(fun(Data) -> record_command(Perf, Exe, Args, Env1, Data, Opts) end);
+            with_data(Opts, fun(Data) -> record_command(Perf, Exe, Args, Env1, Data, Opts) end);
         {error, _} = E ->
             E
     end.
@@ -233,16 +234,37 @@ beam_process(OsPid) ->
             {error, {no_such_process, OsPid}}
     end.
 
-with_data(Fun) ->
-    Dir = filename:basedir(user_cache, "beamlab"),
-    Data = filename:join(Dir, "perf-" ++ os:getpid() ++ "-"
-                         ++ integer_to_list(erlang:unique_integer([positive])) ++ ".data"),
-    ok = filelib:ensure_dir(Data),
+%% perf's data lives in a private directory: the `scratch' one given
+%% (the launcher's, which it removes however the VM ends, so a run killed
+%% meanwhile leaves nothing behind), else a new one removed afterwards.
+with_data(Opts, Fun) ->
+    {Dir, Own} = case maps:find(scratch, Opts) of
+                     {ok, D} -> {D, false};
+                     error ->
+                         case beamlab_runtime_file:private_dir("beamlab-perf") of
+                             {ok, D} -> {D, true};
+                             {error, R} -> error({private_dir, R})
+                         end
+                 end,
+    Data = filename:join(Dir, "perf-" ++ integer_to_list(erlang:unique_integer([positive])) ++ ".data"),
     try Fun(Data)
     after
-        _ = file:delete(Data),
-        _ = file:delete(Data ++ ".err"),
-        _ = file:delete(Data ++ ".txt")
+        _ = [file:delete(F) || F <- [Data, Data ++ ".err", Data ++ ".txt", Data ++ ".old"]],
+        Own andalso file:del_dir_r(Dir)
+    end.
+
+%% @doc The highest sampling frequency perf may use here
+%% (kernel.perf_event_max_sample_rate; 100000 when it cannot be read).
+-spec max_frequency() -> pos_integer().
+max_frequency() ->
+    case file:read_file("/proc/sys/kernel/perf_event_max_sample_rate") of
+        {ok, B} ->
+            try binary_to_integer(string:trim(B)) of
+                N when N > 0 -> N;
+                _ -> 100000
+            catch error:badarg -> 100000
+            end;
+        {error, _} -> 100000
     end.
 
 record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) ->

@@ -18,7 +18,7 @@
 -compile({no_auto_import, [node/1]}).
 
 -export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
-         ensure_dist/0, start_dist/1, format_error/1]).
+         ensure_dist/0, start_dist/1, start_hidden/1, cookie/1, set_cookie/2, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -189,6 +189,62 @@ unterminated([Q | T], none) when Q =:= $"; Q =:= $' -> unterminated(T, Q);
 unterminated([Q | T], Q) -> unterminated(T, none);
 unterminated([_ | T], Q) -> unterminated(T, Q).
 
+%% @doc Makes this VM a hidden node that only connects out (it does not
+%% listen), to reach a node named in the `Domain' it uses: long names
+%% (its host has a dot or is an address) as `beamlab_<ospid>@127.0.0.1',
+%% which needs no resolvable host name of our own, short names as
+%% `beamlab_<ospid>'. A VM already distributed in the other domain cannot
+%% reach it.
+-spec start_hidden(longnames | shortnames) -> ok | {error, {no_distribution, term()}}.
+start_hidden(Domain) ->
+    case {node(), net_kernel:longnames()} of
+        {nonode@nohost, _} ->
+            Self = "beamlab_" ++ os:getpid(),
+            Name = case Domain of
+                       longnames -> list_to_atom(Self ++ "@127.0.0.1");
+                       shortnames -> list_to_atom(Self)
+                   end,
+            case net_kernel:start(Name, #{name_domain => Domain, hidden => true, dist_listen => false}) of
+                {ok, _} -> ok;
+                {error, {already_started, _}} -> ok;
+                {error, R} -> {error, {no_distribution, R}}
+            end;
+        {_, Long} when Long =:= (Domain =:= longnames) -> ok;
+        {_, true} -> {error, {no_distribution, "this VM uses long names; the node has a short one"}};
+        {_, false} -> {error, {no_distribution, "this VM uses short names; the node has a long one"}}
+    end.
+
+%% @doc A distribution cookie as the atom Erlang wants, under the secret
+%% policy (docs/reliability.md "Secrets"): an empty cookie is refused (a
+%% node with one lets anyone who also gives an empty cookie run any code
+%% on it; an unset `$COOKIE' in a script gives `--cookie ""'), and so is
+%% one longer than an atom can be.
+-spec cookie(unicode:chardata()) -> {ok, atom()} | {error, {bad_cookie, empty | too_long}}.
+cookie(Cookie) ->
+    case unicode:characters_to_list(Cookie) of
+        [] -> {error, {bad_cookie, empty}};
+        L when is_list(L), length(L) =< 255 -> {ok, list_to_atom(L)};
+        L when is_list(L) -> {error, {bad_cookie, too_long}};
+        _ -> {error, {bad_cookie, empty}}
+    end.
+
+%% @doc Sets the cookie used with `Node' (this node's own cookie when
+%% `Node' is this node) after {@link cookie/1} accepted it.
+-spec set_cookie(node(), unicode:chardata()) -> ok | {error, {bad_cookie, empty | too_long}}.
+set_cookie(Node, Cookie) ->
+    case cookie(Cookie) of
+        {ok, C} -> true = erlang:set_cookie(Node, C), ok;
+        {error, _} = E -> E
+    end.
+
+%% The cookie this node ended up with must not be empty either: an
+%% empty `-setcookie' among the emulator flags (ERL_FLAGS) gives one.
+check_own_cookie() ->
+    case erlang:get_cookie() of
+        '' -> throw({beamlab_runtime_peer, {bad_cookie, empty_flag}});
+        _ -> ok
+    end.
+
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
 %% loopback when none runs), unless it is one already.
 -spec ensure_dist() -> true.
@@ -199,7 +255,7 @@ ensure_dist() ->
             start_epmd(),
             Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
             case net_kernel:start(Name, #{name_domain => longnames}) of
-                {ok, _} -> true;
+                {ok, _} -> check_own_cookie(), true;
                 {error, {already_started, _}} -> true;
                 {error, Reason} -> throw({beamlab_runtime_peer, {no_distribution, Reason}})
             end;
@@ -219,6 +275,14 @@ ensure_dist() ->
 -spec start_dist(dist_opts()) -> {ok, dist_info()} | {error, term()}.
 start_dist(#{name := Name} = Opts) ->
     try
+        Cookie = case maps:find(cookie, Opts) of
+                     {ok, C0} ->
+                         case cookie(C0) of
+                             {ok, C} -> C;
+                             {error, Bad} -> throw({beamlab_runtime_peer, Bad})
+                         end;
+                     error -> undefined
+                 end,
         {Short, Ip} = dist_address(Name),
         Want = list_to_atom(Name),
         case node() of
@@ -247,7 +311,8 @@ start_dist(#{name := Name} = Opts) ->
                     {error, Reason} -> throw({beamlab_runtime_peer, {dist_failed, Name, Reason}})
                 end
         end,
-        _ = [erlang:set_cookie(node(), list_to_atom(C)) || {ok, C} <- [maps:find(cookie, Opts)]],
+        _ = Cookie =:= undefined orelse erlang:set_cookie(node(), Cookie),
+        check_own_cookie(),
         Port = case erl_epmd:port_please(Short, {127, 0, 0, 1}) of
                    {port, Pt, _} -> Pt;
                    _ -> maps:get(port, Opts, 0)
@@ -298,6 +363,14 @@ format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
     %% The call's arguments hold every module as a binary: never print them.
     io_lib:format("the new VM stopped before beamlab's code was loaded (~0tP): do the emulator "
                   "arguments stop it (e.g. -eval 'halt()')?", [Why, 6]);
+format_error({bad_cookie, empty}) ->
+    "an empty distribution cookie is refused: a node with one lets anyone run any code on it "
+    "(an unset variable in a script?)";
+format_error({bad_cookie, empty_flag}) ->
+    "the emulator flags set an empty distribution cookie (-setcookie with an empty value, "
+    "e.g. in ERL_FLAGS): anyone giving an empty cookie could run any code on this node";
+format_error({bad_cookie, too_long}) ->
+    "the distribution cookie is longer than 255 characters";
 format_error({already_distributed, Node}) ->
     io_lib:format("this VM is already the distributed node ~s", [Node]);
 format_error({bad_node_name, Name}) ->

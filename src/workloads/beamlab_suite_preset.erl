@@ -121,13 +121,13 @@ find(NameOrFile) ->
     case [P || #{name := N} = P <- builtin(), N =:= Name] of
         [P] -> {ok, P};
         [] ->
-            case filelib:is_regular(NameOrFile) of
+            case filelib:is_file(beamlab_runtime_text:native_name(NameOrFile)) of
                 false -> {error, {unknown_preset, Name}};
                 true ->
-                    case file:consult(NameOrFile) of
+                    case beamlab_runtime_terms:consult(NameOrFile) of
                         {ok, [Term]} -> validate(Term);
                         {ok, _} -> {error, {bad_preset, Name, "the file must hold exactly one term"}};
-                        {error, R} -> {error, {bad_preset, Name, file:format_error(R)}}
+                        {error, R} -> {error, {bad_preset, Name, beamlab_runtime_terms:format_error(R)}}
                     end
             end
     end.
@@ -242,4 +242,4 @@ format_error({row, Label, R}) ->
 format_error({same_point_twice, Name}) ->
     io_lib:format("two preset rows measure the same point (~ts)", [Name]);
 format_error(Other) ->
-    io_lib:format("~0p", [Other]).
+    io_lib:format("~0tP", [Other, 12]).

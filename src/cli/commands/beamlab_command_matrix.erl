@@ -29,6 +29,7 @@ options() ->
      #{name => baseline, long => "baseline", type => string, metavar => "CONFIG",
        help => "the configuration others are compared with (default: the first)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
+       max => 10000,
        help => "fresh VMs per configuration, interleaved (default 3)"}
      | target_options() ++ beamlab_cli_args:common_options()].
 

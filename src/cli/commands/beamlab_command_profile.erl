@@ -22,6 +22,7 @@ summary() ->
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
     [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
+       max => beamlab_profile:max_frequency(), max_why => "kernel.perf_event_max_sample_rate",
        metavar => "HZ", help => "samples per second and thread (default 999)"},
      #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
        help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
@@ -32,7 +33,7 @@ options() ->
        help => "profile the running VM with this OS pid"},
      #{name => node, long => "node", type => string, metavar => "NAME@HOST",
        help => "profile the running VM of this Erlang node (same machine)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "cookie for --node (default: ~/.erlang.cookie)"},
      #{name => label, long => "label", type => string, metavar => "TEXT",
        help => "name of the profile (reports diff profiles with the same name)"},
@@ -80,9 +81,15 @@ run(Parsed) ->
     Started = beamlab_runtime_clock:rfc3339(),
     {RecTarget, Subject, Inner, InnerDoc} = resolve(Target, Get(label)),
     ok = beamlab_runtime_interrupt:subscribe(),
-    Outcome = try beamlab_profile:record(RecTarget, #{frequency => Get(freq), duration => Duration,
-                                                       call_graph => Get(call_graph),
-                                                       on_output => output_fun(InnerDoc)})
+    %% perf's data goes to the launcher's private directory when there is
+    %% one: removed however this VM ends.
+    Scratch = case maps:find(checkpoint, Parsed) of
+                  {ok, Dir} -> #{scratch => Dir};
+                  error -> #{}
+              end,
+    Outcome = try beamlab_profile:record(RecTarget, Scratch#{frequency => Get(freq), duration => Duration,
+                                                             call_graph => Get(call_graph),
+                                                             on_output => output_fun(InnerDoc)})
               after
                   ok = beamlab_runtime_interrupt:unsubscribe()
               end,
