@@ -10,14 +10,20 @@
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
 -export([output_devices_in_place/1, output_links_and_owners/1, output_stdout/1]).
 -export([stop_signals_are_interrupts/1, int_to_vm_alone/1, launcher_killed/1, launcher_line_fits/1]).
+-export([leftovers_reaped_whatever_their_leader/1, code_output_to_stderr/1, code_moves_cwd/1,
+         code_kills_itself/1, workload_shapes/1]).
+-export([crafted_inputs/1, crafted_files_through_escript/1]).
 
 all() ->
-    [{group, paths}, {group, signals}].
+    [{group, paths}, {group, signals}, {group, code}, {group, input}].
 
 groups() ->
     [{paths, [], [output_devices_in_place, output_links_and_owners, output_stdout]},
      {signals, [], [stop_signals_are_interrupts, int_to_vm_alone, launcher_killed,
-                    launcher_line_fits]}].
+                    launcher_line_fits]},
+     {code, [], [leftovers_reaped_whatever_their_leader, code_output_to_stderr, code_moves_cwd,
+                 code_kills_itself, workload_shapes]},
+     {input, [], [crafted_inputs, crafted_files_through_escript]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("hard"),
@@ -243,3 +249,179 @@ launcher_line_fits(_Config) ->
     [_Shebang, Launcher, Flags | _] = binary:split(Bin, <<"\n">>, [global]),
     ?assert(byte_size(Launcher) + 1 < 1024),
     ?assertMatch(<<"%%! ", _/binary>>, Flags).
+
+%%--------------------------------------------------------------------
+%% Benchmarked code that misbehaves
+
+%% Processes the code leaves running are killed when the job ends, also
+%% when they changed their group leader (to init, to user, to a process
+%% of their own) and what they spawned in turn. Run in this VM: the
+%% leftovers are looked for afterwards by a mark in their dictionary.
+leftovers_reaped_whatever_their_leader(_Config) ->
+    Loop = "receive after infinity -> ok end",
+    Mark = "put(beamlab_escapee, true), ",
+    Codes = ["spawn(fun() -> " ++ Mark ++ "group_leader(whereis(init), self()), " ++ Loop ++ " end).",
+             "spawn(fun() -> " ++ Mark ++ "group_leader(whereis(user), self()), " ++ Loop ++ " end).",
+             "spawn(fun() -> " ++ Mark ++ "G = spawn(fun() -> " ++ Mark ++ Loop ++ " end), "
+             "group_leader(G, self()), " ++ Loop ++ " end).",
+             "spawn(fun() -> " ++ Mark ++ "group_leader(whereis(init), self()), "
+             "spawn(fun() -> " ++ Mark ++ "group_leader(whereis(user), self()), " ++ Loop ++ " end), "
+             ++ Loop ++ " end)."],
+    [begin
+         {ok, _} = beamlab_engine:run([#{runner => C}], #{samples => 2, duration => 20, checks => false},
+                                      undefined),
+         Left = [P || P <- erlang:processes(),
+                      {dictionary, D} <- [erlang:process_info(P, dictionary)],
+                      proplists:get_value(beamlab_escapee, D) =:= true],
+         ?assertEqual({C, []}, {C, Left})
+     end || C <- Codes],
+    ok.
+
+%% What the code prints through its group leader goes to standard error:
+%% `--format json' stays one JSON document (from the runner, the init and
+%% done hooks, with io:format, io:put_chars and io:nl).
+code_output_to_stderr(_Config) ->
+    Cases = [["io:format(\"noise~n\")."],
+             ["io:put_chars(standard_io, <<\"noise\">>)."],
+             ["ok.", "--init", "io:format(\"noise\"), io:nl()."],
+             ["ok.", "--done", "io:put_chars(\"noise\")."]],
+    [begin
+         #{code := 0, out := Out, err := Err} = cli(Args ++ ["-d", "20", "-s", "2", "--format", "json"]),
+         ?assertMatch({Args, {ok, _}}, {Args, beamlab_json:decode(Out)}),
+         ?assert(has(Err, "noise"))
+     end || Args <- Cases],
+    ok.
+
+%% Code that moves the working directory (in the runner, in a hook) does
+%% not move a relative --save: the file lands where the command line
+%% meant, and a line says what happened.
+code_moves_cwd(_Config) ->
+    Dir = tmp(),
+    ok = file:make_dir(filename:join(Dir, "elsewhere")),
+    Move = "file:set_cwd(\"elsewhere\")",
+    [begin
+         #{code := 0, err := Err} = cli(Args ++ ["-d", "20", "-s", "2", "--save", Name], #{dir => Dir}),
+         ?assert(filelib:is_regular(filename:join(Dir, Name))),
+         ?assertNot(filelib:is_file(filename:join([Dir, "elsewhere", Name]))),
+         ?assert(has(Err, "changed the working directory"))
+     end || {Args, Name} <- [{[Move ++ "."], "a.json"},
+                             {["ok.", "--init", Move ++ "."], "b.json"},
+                             {["ok.", "--done", Move ++ "."], "c.json"}]],
+    ok.
+
+%% A worker the code kills (itself, from another process, in its
+%% init_runner hook) is reported as killed, not as a heap limit.
+code_kills_itself(_Config) ->
+    Cases = [["exit(self(), kill)."],
+             ["W = self(), spawn(fun() -> exit(W, kill) end), receive after 1000 -> ok end."],
+             ["ok.", "--init_runner", "exit(self(), kill)."]],
+    [begin
+         R = #{code := 1, err := Err} = cli(Args ++ ["-d", "50", "-s", "2"]),
+         ct:log("~p: ~ts", [Args, Err]),
+         ?assert(has(Err, "was killed")),
+         ?assertNot(has(Err, "heap")),
+         ?assertNot(has(Err, "internal error")),
+         _ = R
+     end || Args <- Cases],
+    ok.
+
+%% User workloads of the wrong shape: one line naming what is wrong, exit 2.
+workload_shapes(Config) ->
+    Dir = ?config(priv_dir, Config),
+    Info = "#{name => <<\"~s\">>, summary => <<\"s\">>, definition => <<\"d\">>, unit => <<\"u\">>, "
+           "better => higher, checks => <<\"c\">>}",
+    Good = fun(N) -> lists:flatten(io_lib:format(Info, [N])) end,
+    Cases = [{"wparams", Good("wparams"), "[foo, bar]", "params/0: foo is not a parameter map"},
+             {"wnodef", "#{name => <<\"wnodef\">>}", "[]", "info/0: no summary"},
+             {"wtype", Good("wtype"),
+              "[#{key => n, default => 1, full => 1, type => weird, help => <<\"h\">>}]",
+              "parameter n: unknown type weird"},
+             {"wbetter", string:replace(Good("wbetter"), "higher", "up"), "[]",
+              "better must be higher or lower"},
+             {"wdup", Good("wdup"),
+              "[#{key => n, default => 1, full => 1, type => pos_integer, help => <<\"h\">>},"
+              " #{key => n, default => 1, full => 1, type => pos_integer, help => <<\"h\">>}]",
+              "parameter n given twice"}],
+    [begin
+         Src = filename:join(Dir, M ++ ".erl"),
+         ok = file:write_file(Src, ["-module(", M, ").\n"
+                                    "-export([info/0, params/0, setup/1, run/2, teardown/1]).\n"
+                                    "info() -> ", I, ".\nparams() -> ", P, ".\n"
+                                    "setup(P) -> {ok, P}.\nrun(_, _) -> {ok, #{value => 1}}.\n"
+                                    "teardown(_) -> ok.\n"]),
+         {ok, _} = compile:file(Src, [{outdir, Dir}, return_errors]),
+         R = #{code := 2, err := Err} = cli(["suite", M, "-pa", Dir]),
+         one_line(R),
+         ?assertNot(has(Err, "internal error")),
+         ?assert(has(Err, Expect))
+     end || {M, I, P, Expect} <- Cases],
+    ok.
+
+%%--------------------------------------------------------------------
+%% Crafted input
+
+%% The PropEr properties of prop_beamlab_crafted, a bounded number of
+%% cases each: JSON, result files through compare and report, Erlang term
+%% files through the grid and preset readers, crafted /proc and /sys
+%% trees, option values of every command (parsed, and dispatched).
+crafted_inputs(_Config) ->
+    Dir = tmp(),
+    Bases = [begin
+                 {ok, J} = beamlab_json:decode(beamlab_result:to_json(beamlab_results_fixtures:result(K, #{}))),
+                 J
+             end || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]],
+    Props = [{json, prop_beamlab_crafted:prop_json(), 300},
+             {result_files, prop_beamlab_crafted:prop_result_files(Dir, Bases), 60},
+             {term_files, prop_beamlab_crafted:prop_term_files(Dir), 300},
+             {env_root, prop_beamlab_crafted:prop_env_root(Dir), 40},
+             {options, prop_beamlab_crafted:prop_options(), 500},
+             {dispatch, prop_beamlab_crafted:prop_dispatch_options(), 150}],
+    [?assertEqual({Name, true}, {Name, proper:quickcheck(P, [{numtests, N}, {to_file, user}])})
+     || {Name, P, N} <- Props],
+    ok.
+
+%% Crafted files through the escript itself (a limit on each run: a hang
+%% fails the case): a FIFO nobody writes to, a FIFO that delivers, a
+%% character device of endless zeros (made with mknod in the test's
+%% directory, as root), deep JSON, a huge binary and too many atoms in a
+%% grid and a preset, a crafted env --root.
+crafted_files_through_escript(Config) ->
+    RunFile = ?config(run, Config),
+    Dir = tmp(),
+    J = fun(N) -> filename:join(Dir, N) end,
+    sh("cd " ++ Dir ++ " && mkfifo silent && mkfifo talking"),
+    ok = file:write_file(J("deep.json"), binary:copy(<<"[">>, 5000000)),
+    ok = file:write_file(J("digits.json"), ["[", lists:duplicate(1000000, $7), "]"]),
+    ok = file:write_file(J("bin.grid"), "{vm, <<0:8796093022208>>}.\n"),
+    ok = file:write_file(J("atoms.preset"), ["#{rows => [", lists:join(",", [["hardening_atom_", integer_to_list(I)]
+                                                                          || I <- lists:seq(1, 20000)]), "]}.\n"]),
+    ok = filelib:ensure_dir(J("root/proc/x")),
+    ok = filelib:ensure_dir(J("root/sys/devices/system/cpu/x")),
+    sh("mkfifo " ++ J("root/proc/cpuinfo")),
+    ok = file:write_file(J("root/sys/devices/system/cpu/online"), "0-999999999\n"),
+    Limit = #{dir => Dir, timeout => 60000},
+    Refused = [{["compare", "silent", "silent"], "nothing came within 10 s"},
+               {["compare", "deep.json", "deep.json"], "nested more than 512 levels"},
+               {["report", "digits.json"], "a number longer than 1000 characters"},
+               {["matrix", "--file", "bin.grid", "--", "ok."], "binary segment larger than 1024 bits"},
+               {["suite", "--preset", "atoms.preset"], "atoms this VM does not know"}],
+    [begin
+         R = #{code := 2, err := Err} = cli(Args, Limit),
+         one_line(R),
+         ?assert(has(Err, Expect))
+     end || {Args, Expect} <- Refused],
+    %% A FIFO that delivers a real result is read.
+    Writer = open_port({spawn, "sh -c 'cat " ++ RunFile ++ " > " ++ J("talking") ++ "'"}, [exit_status]),
+    #{code := 0} = cli(["compare", "talking", RunFile], Limit),
+    receive {Writer, {exit_status, 0}} -> ok after 30000 -> error(writer) end,
+    case root() of
+        true ->
+            sh("cd " ++ Dir ++ " && mknod zeros c 1 5"),
+            R2 = #{code := 2, err := E2} = cli(["report", "zeros"], Limit),
+            one_line(R2),
+            ?assert(has(E2, "too large"));
+        false -> ok
+    end,
+    #{code := 0, out := EnvOut} = cli(["env", "--root", "root", "--format", "json"], Limit),
+    {ok, #{<<"cpu">> := #{<<"online_cpus">> := []}}} = beamlab_json:decode(EnvOut),
+    ok.

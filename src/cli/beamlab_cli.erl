@@ -144,7 +144,12 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
                                 maps:with([checkpoint], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
+            {ok, Cwd} = file:get_cwd(),
             Outcome = Mod:run(Parsed),
+            %% Benchmarked code may have moved the working directory
+            %% (file:set_cwd/1): relative paths (--save) mean what they
+            %% meant on the command line.
+            ok = restore_cwd(Cwd),
             %% Measured: from here on the command prints its result itself.
             ok = beamlab_runtime_checkpoint:clear(maps:get(checkpoint, Opts, none)),
             case Outcome of
@@ -157,6 +162,16 @@ run_module(Name, Mod, Args, Argv, Opts) ->
                         {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_result:format_error(Reason)])
                     end
             end
+    end.
+
+restore_cwd(Cwd) ->
+    case file:get_cwd() of
+        {ok, Cwd} -> ok;
+        {ok, Moved} ->
+            io:format(standard_error, "beamlab: the benchmarked code changed the working directory "
+                      "to ~ts; back to ~ts~n", [Moved, Cwd]),
+            file:set_cwd(Cwd);
+        {error, _} -> file:set_cwd(Cwd)
     end.
 
 help_flags(Mod) ->

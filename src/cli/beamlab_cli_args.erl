@@ -123,7 +123,7 @@ loop(["-" ++ Short = Arg | Rest], Options, P) when Short =/= [] ->
         false ->
             case find_short(Short, Options) of
                 {ok, Opt} -> take(Opt, Arg, none, Rest, Options, P);
-                error -> throw({bad_arg, io_lib:format("unknown option '~ts'", [Arg])})
+                error -> throw({bad_arg, io_lib:format("unknown option '~ts'", [echo(Arg)])})
             end
     end;
 loop([Arg | Rest], Options, P) ->
@@ -148,7 +148,7 @@ find(long, Name, Options, Shown) ->
                        [{D, L} | _] when D =< Close -> io_lib:format(" (did you mean --~ts?)", [L]);
                        _ -> ""
                    end,
-            throw({bad_arg, io_lib:format("unknown option '~ts'~ts", [Shown, Hint])})
+            throw({bad_arg, io_lib:format("unknown option '~ts'~ts", [echo(Shown), Hint])})
     end.
 
 take(#{type := Flag} = Opt, Shown, Inline, Rest, Options, P) when Flag =:= boolean; Flag =:= count ->
@@ -174,7 +174,7 @@ take(Opt, Shown, none, [V | Rest], Options, P) when V =/= "--" ->
     loop(Rest, Options, store(Opt, value(Opt, V, Shown), Shown, P));
 take(Opt, Shown, none, _, _Options, _P) ->
     throw({bad_arg, io_lib:format("option '~ts' needs a value (~ts)",
-                                  [Shown, maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
+                                  [echo(Shown), maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
 
 %% An optional value (as --save's PATH) is only taken when it cannot be
 %% mistaken for a positional argument such as Erlang code: a .json name, a
@@ -204,11 +204,11 @@ store(Opt = #{name := Name}, Value, Shown, P = #{given := Given}) ->
 
 store_attached(_Name, _Value, Shown, #{arg_opts := []}) ->
     throw({bad_arg, io_lib:format("'~ts' applies to the code before it; give the code first "
-                                  "(or use the _all form for every runner)", [Shown])});
+                                  "(or use the _all form for every runner)", [echo(Shown)])});
 store_attached(Name, Value, Shown, P = #{arg_opts := AO}) ->
     Last = lists:last(AO),
     case maps:is_key(Name, Last) of
-        true -> throw({bad_arg, io_lib:format("'~ts' given twice for the same code", [Shown])});
+        true -> throw({bad_arg, io_lib:format("'~ts' given twice for the same code", [echo(Shown)])});
         false -> P#{arg_opts := lists:droplast(AO) ++ [Last#{Name => Value}]}
     end.
 
@@ -256,7 +256,7 @@ default_max(_) -> infinity.
 
 bounded(X, Max, Why, Shown, V) when is_number(X), is_number(Max), X > Max ->
     throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: at most ~ts~ts",
-                                  [V, Shown, number_text(Max),
+                                  [echo(V), echo(Shown), number_text(Max),
                                    case Why of "" -> ""; _ -> [" (", Why, ")"] end])});
 bounded(X, _Max, _Why, _Shown, _V) ->
     X.
@@ -306,7 +306,7 @@ convert(fraction, V, Shown) ->
             F < 1 orelse throw({bad_arg, io_lib:format(
                                             "invalid value '~ts' for ~ts: a fraction is below 1 "
                                             "(0.05 means 5%); for ~ts percent write ~ts%",
-                                            [V, Shown, V, string:trim(V)])}),
+                                            [echo(V), echo(Shown), echo(V), echo(string:trim(V))])}),
             F * 1.0
     end;
 convert(quantity, V, Shown) ->
@@ -351,7 +351,19 @@ check(Value, Pred, Shown, Raw, What) ->
 
 -spec bad(string(), string(), string()) -> no_return().
 bad(Shown, V, What) ->
-    throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [V, Shown, What])}).
+    throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [echo(V), echo(Shown), What])}).
+
+%% A value the user typed, as an error line may quote it: control
+%% characters escaped (the line stays one line), at most 80 characters.
+echo(Text) ->
+    Chars = [case C of
+                 C when C < 32; C =:= 127 -> io_lib:format("\\x~2.16.0B", [C]);
+                 C -> C
+             end || C <- beamlab_runtime_text:decode(Text)],
+    case string:length(Chars) of
+        N when N > 80 -> [string:slice(Chars, 0, 77), "..."];
+        _ -> Chars
+    end.
 
 %% "-5", "-0.5" and code such as "-1." are values or positional arguments,
 %% never options: no option name starts with a digit.

@@ -17,7 +17,7 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
+-export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
          ensure_dist/0, start_dist/1, start_hidden/1, cookie/1, set_cookie/2, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
@@ -28,10 +28,12 @@
                   env => [{string(), string()}],
                   timeout => timeout(),
                   load => boolean()}.          % load beamlab's modules (default true)
--type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist}.
+-type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
+                os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
 -type run_out() :: #{exit := integer(), result := term(), env := term()}.
--type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}.
+-type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}
+                   | {vm_unresponsive, pos_integer()}.
 -type dist_opts() :: #{name := string(),              % name@host: host is a local address
                        cookie => string(),
                        port => inet:port_number(),      % fixed distribution port
@@ -76,6 +78,15 @@ stop(#{peer := Pid}) ->
     catch exit:_ -> ok
     end.
 
+%% @doc Ends a VM that stopped answering (frozen, stuck): SIGKILL to its
+%% OS process, then {@link stop/1}, which no longer waits for it.
+-spec kill(vm()) -> ok.
+kill(#{os_pid := OsPid} = Vm) ->
+    _ = os:cmd("kill -KILL " ++ OsPid ++ " 2>/dev/null"),
+    stop(Vm);
+kill(Vm) ->
+    stop(Vm).
+
 %% @doc Calls `M:F(A)' in the VM; raises what the call raised there.
 -spec call(vm(), module(), atom(), [term()]) -> term().
 call(Vm, M, F, A) ->
@@ -97,7 +108,9 @@ call(#{peer := Pid}, M, F, A, Timeout) ->
 %% A `{beamlab_interrupt, _}' message reaching the caller while `Main'
 %% runs is passed on to the VM ({@link beamlab_runtime_interrupt:simulate/0}
 %% there), so the command stops early and returns what it measured; the
-%% message is put back in the caller's mailbox afterwards.
+%% message is put back in the caller's mailbox afterwards. A VM that has
+%% not returned {@link interrupt_grace/0} ms after that (frozen, stuck) is
+%% killed: `{error, {vm_unresponsive, Ms}}'.
 -spec run(opts(), call_spec(), call_spec()) -> {ok, run_out()} | {error, run_error()}.
 run(Opts, {M, F, A}, {EM, EF, EA}) ->
     case start(Opts) of
@@ -107,6 +120,9 @@ run(Opts, {M, F, A}, {EM, EF, EA}) ->
                 Env = call(Vm, EM, EF, EA, 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
+                throw:{?MODULE, unresponsive} ->
+                    kill(Vm),
+                    {error, {vm_unresponsive, interrupt_grace()}};
                 Class:Reason -> {error, {vm_failed, Class, Reason}}
             after
                 stop(Vm)
@@ -143,7 +159,20 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
             %% (in the command line it stops beamlab at once).
             _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
             await_call(Vm, Pid, MRef, Ref, Msg)
+    after case Held of
+              none -> infinity;
+              _ -> interrupt_grace()
+          end ->
+            self() ! Held,
+            exit(Pid, kill),
+            throw({?MODULE, unresponsive})
     end.
+
+%% @doc How long a VM that was passed an interrupt may take to return
+%% before it is killed (a bounded end whatever the VM does).
+-spec interrupt_grace() -> pos_integer().
+interrupt_grace() ->
+    10000.
 
 cast(#{connection := dist, node := Node}, M, F, A) ->
     erpc:cast(Node, M, F, A);
@@ -303,10 +332,18 @@ start_dist(#{name := Name} = Opts) ->
         case node() of
             Want -> ok;
             _ ->
+                %% The usual reasons it would fail, named before OTP logs
+                %% them as a supervisor report.
+                _ = [check_port_free(P, Ip) || {ok, P} <- [maps:find(port, Opts)]],
+                case Epmd andalso erl_epmd:port_please(Short, Ip, 2000) of
+                    {port, _, _} -> throw({beamlab_runtime_peer, {name_in_use, Name}});
+                    _ -> ok
+                end,
                 %% Hidden: a controller and its nodes talk to whom they
                 %% name, no global mesh (whose partition guard would cut a
                 %% node off when controllers come and go).
-                case net_kernel:start(Want, #{name_domain => longnames, hidden => true}) of
+                case quietly(fun() -> net_kernel:start(Want, #{name_domain => longnames,
+                                                                hidden => true}) end) of
                     {ok, _} -> ok;
                     {error, Reason} -> throw({beamlab_runtime_peer, {dist_failed, Name, Reason}})
                 end
@@ -322,10 +359,28 @@ start_dist(#{name := Name} = Opts) ->
         throw:{beamlab_runtime_peer, Error} -> {error, Error}
     end.
 
+%% OTP logs a distribution that does not start as three reports: they
+%% are kept from the user, who gets one line.
+quietly(Fun) ->
+    Level = maps:get(level, logger:get_primary_config()),
+    ok = logger:set_primary_config(level, none),
+    try Fun()
+    after ok = logger:set_primary_config(level, Level)
+    end.
+
+check_port_free(Port, Ip) ->
+    case gen_tcp:listen(Port, [{ip, Ip}, {reuseaddr, true}]) of
+        {ok, S} -> gen_tcp:close(S);
+        {error, eaddrinuse} -> throw({beamlab_runtime_peer, {port_in_use, Port}});
+        {error, eacces} -> throw({beamlab_runtime_peer, {port_denied, Port}});
+        {error, _} -> ok  % left to net_kernel, which says why
+    end.
+
 %% name@host -> the name and the local address host stands for.
 dist_address(Name) ->
     case string:split(Name, "@") of
         [[_ | _] = Short, [_ | _] = Host] ->
+            valid_alive(Short) orelse throw({beamlab_runtime_peer, {bad_node_name, Name}}),
             Ip = case inet:parse_address(Host) of
                      {ok, A} -> A;
                      {error, _} ->
@@ -340,6 +395,13 @@ dist_address(Name) ->
         _ ->
             throw({beamlab_runtime_peer, {bad_node_name, Name}})
     end.
+
+%% The part before the @: what OTP accepts (letters, digits, _ and -).
+valid_alive(A) ->
+    length(A) =< 255 andalso
+        lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z)
+                                orelse (C >= $0 andalso C =< $9) orelse C =:= $_ orelse C =:= $-
+                  end, A).
 
 local_addresses() ->
     case inet:getifaddrs() of
@@ -374,7 +436,18 @@ format_error({bad_cookie, too_long}) ->
 format_error({already_distributed, Node}) ->
     io_lib:format("this VM is already the distributed node ~s", [Node]);
 format_error({bad_node_name, Name}) ->
-    io_lib:format("'~ts' is not a node name (name@host, host an address of this machine)", [Name]);
+    io_lib:format("'~ts' is not a node name (name@host: letters, digits, _ and - before the @, "
+                  "host an address of this machine)", [Name]);
+format_error({name_in_use, Name}) ->
+    io_lib:format("a node named ~ts is already running on this machine (beamlab node --stop ~ts, "
+                  "or choose another name)", [Name, Name]);
+format_error({port_in_use, Port}) ->
+    io_lib:format("distribution port ~b is in use~ts", [Port, case Port of
+                                                                 4369 -> " (by epmd: it is epmd's port)";
+                                                                 _ -> " by another program"
+                                                             end]);
+format_error({port_denied, Port}) ->
+    io_lib:format("distribution port ~b needs privileges (ports below 1024 are root's)", [Port]);
 format_error({unknown_host, Host}) ->
     io_lib:format("cannot resolve host '~ts' of the node name", [Host]);
 format_error({not_local, Host, Ip}) ->
@@ -384,8 +457,8 @@ format_error({epmd_loopback_only, Ip}) ->
     io_lib:format("epmd runs on this machine but does not listen on ~ts (it was started for "
                   "loopback only): stop it with 'epmd -kill' and start again", [inet:ntoa(Ip)]);
 format_error({dist_failed, Name, Reason}) ->
-    io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tp",
-                  [Name, Reason]);
+    io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tP",
+                  [Name, innermost(Reason), 6]);
 format_error({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
 format_error({unterminated_quote, Q}) ->
@@ -393,6 +466,8 @@ format_error({unterminated_quote, Q}) ->
 format_error({not_a_flag, Word}) ->
     io_lib:format("emulator arguments: '~ts' is not a flag (they start with + or -, e.g. '+S 2')",
                   [Word]);
+format_error({vm_unresponsive, Ms}) ->
+    io_lib:format("the VM did not stop within ~b s of the interrupt (frozen?): killed", [Ms div 1000]);
 format_error({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
 format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
@@ -402,6 +477,11 @@ format_error({vm_failed, Class, Reason}) ->
     io_lib:format("the VM failed while running: ~p:~0tP", [Class, Reason, 12]);
 format_error(Other) ->
     io_lib:format("~0tP", [Other, 12]).
+
+%% What a supervisor's start error comes down to, without the child spec.
+innermost({{shutdown, {failed_to_start_child, _, Why}}, _Child}) -> innermost(Why);
+innermost({'EXIT', Why}) -> innermost(Why);
+innermost(Why) -> Why.
 
 %%--------------------------------------------------------------------
 
@@ -495,7 +575,12 @@ find_exe(Name) ->
             end
     end.
 
-loaded(Vm, Opts) ->
+loaded(Vm0, Opts) ->
+    %% Its OS pid, to end it (kill/1) when it stops answering.
+    Vm = case catch call(Vm0, os, getpid, [], 60000) of
+             P when is_list(P) -> Vm0#{os_pid => P};
+             _ -> Vm0
+         end,
     case maps:get(load, Opts, true) of
         false -> {ok, Vm};
         true ->

@@ -109,7 +109,10 @@ term(Tokens) ->
     case erl_parse:parse_exprs(Tokens) of
         {ok, [Expr]} ->
             literal(Expr),
-            erl_parse:normalise(Expr);
+            %% A literal that still cannot be built (`<<"x":2/binary>>').
+            try erl_parse:normalise(Expr)
+            catch error:_ -> throw({?MODULE, {not_a_literal, line(element(2, Expr))}})
+            end;
         {ok, [Expr | _]} ->
             throw({?MODULE, {syntax, line(element(2, Expr)), "one term per dot"}});
         {error, {Line, Mod, Desc}} ->
