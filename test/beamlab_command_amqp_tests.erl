@@ -1,9 +1,12 @@
 -module(beamlab_command_amqp_tests).
 -include_lib("eunit/include/eunit.hrl").
 
+%% The load's configuration with where it runs, as the command describes
+%% the experiment.
 config(Argv) ->
     {ok, P} = beamlab_cli_args:parse(Argv, beamlab_command_amqp:options()),
-    beamlab_command_amqp:config(P).
+    #{run := {amqp, #{config := C, nodes := N}}} = beamlab_command_amqp:experiment(P#{argv => Argv}),
+    C#{nodes => N}.
 
 usage_error(Argv) ->
     try config(Argv) of

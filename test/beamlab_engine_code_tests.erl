@@ -191,3 +191,28 @@ other_code_untouched_test() ->
     ?assert(beamlab_engine_code:stops_vm(erlang, halt, 1)),
     ?assertNot(beamlab_engine_code:stops_vm(erlang, halt, 3)),
     ?assertNot(beamlab_engine_code:stops_vm(init, get_arguments, 0)).
+
+%% Generated modules are named after the code (or the label), so the same
+%% benchmark profiles to the same frames in every run: a differential
+%% flame graph matches them.
+stable_module_names_test() ->
+    Code = #{runner => "lists:seq(1, 10)."},
+    Name = beamlab_engine_code:module_name(Code),
+    ?assertMatch("beamlab_gen_" ++ [_, _, _, _, _, _, _, _], atom_to_list(Name)),
+    ?assertEqual(Name, beamlab_engine_code:module_name(#{runner => "lists:seq(1, 10)."})),
+    ?assertNotEqual(Name, beamlab_engine_code:module_name(#{runner => "lists:seq(1, 11)."})),
+    ?assertNotEqual(Name, beamlab_engine_code:module_name(Code#{init => "ok."})),
+    %% A label names the job whatever its code.
+    ?assertEqual(beamlab_engine_code:module_name(#{runner => "a().", label => "hot"}),
+                 beamlab_engine_code:module_name(#{runner => "b().", label => <<"hot">>})),
+    {ok, #{module := M1} = E1} = beamlab_engine_code:compile(Code),
+    ?assertEqual(Name, M1),
+    %% The same code twice at once: the second gets its own module.
+    {ok, #{module := M2} = E2} = beamlab_engine_code:compile(Code),
+    ?assertEqual(list_to_atom(atom_to_list(Name) ++ "_2"), M2),
+    ok = beamlab_engine_code:purge(E1),
+    ok = beamlab_engine_code:purge(E2),
+    %% Purged, the name is free again.
+    {ok, #{module := M3} = E3} = beamlab_engine_code:compile(Code),
+    ?assertEqual(Name, M3),
+    ok = beamlab_engine_code:purge(E3).

@@ -10,6 +10,7 @@
          cli_group_finish/1, launcher_children/1]).
 -export([otp27_prefix/0, otp27/0, otp_env/1]).
 -export([vheap_charge/1]).
+-export([json_schema_valid/2]).
 
 %% @doc The repository root (where `make' leaves `./beamlab').
 -spec root() -> file:filename().
@@ -335,4 +336,23 @@ dom_attr(Tag, Name) ->
     case re:run(Tag, <<Name/binary, "=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
         {match, [V]} -> V;
         nomatch -> error({no_attribute, Name, Tag})
+    end.
+
+%% @doc Validates the JSON file `File' against the schema
+%% `test/fixtures/schemas/<Schema>' with python3-jsonschema (installed by
+%% scripts/install-deps.sh --test); the test fails on an invalid document,
+%% and when the validator is missing.
+-spec json_schema_valid(string(), file:filename()) -> ok.
+json_schema_valid(Schema, File) ->
+    Dir = filename:join([root(), "test", "fixtures", "schemas"]),
+    Python = case os:find_executable("python3") of
+                 false -> error(python3_missing);
+                 P -> P
+             end,
+    Port = open_port({spawn_executable, Python},
+                     [{args, [filename:join(Dir, "validate.py"), filename:join(Dir, Schema), File]},
+                      exit_status, stderr_to_stdout, binary]),
+    case collect(Port, [], 60000) of
+        {0, <<"valid\n">>} -> ok;
+        {_, Out} -> error({json_schema, Schema, File, Out})
     end.

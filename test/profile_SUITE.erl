@@ -54,7 +54,9 @@ hot_module() ->
 hot_function_and_bif_in_top3(Config) ->
     Dir = ?config(hot_dir, Config),
     Folded = filename:join(Dir, "hot.folded"),
-    #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--format", "json", "--folded", Folded, "--",
+    Speedscope = filename:join(Dir, "hot.speedscope.json"),
+    #{code := 0, out := Out} = beamlab_test_util:cli(["profile", "--format", "json", "--folded", Folded,
+                                                      "--speedscope", Speedscope, "--",
                                                       "run", "prof_hot:work().", "-pa", Dir, "-s", "2"]),
     Doc = doc(Out),
     #{kind := profile, extra := #{<<"profile">> := P}, benchmarks := [_]} = Doc,
@@ -72,6 +74,13 @@ hot_function_and_bif_in_top3(Config) ->
                               lists:member(Root, [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>])
                       end, Stacks)),
     ?assert(lists:any(fun({Frames, _}) -> lists:member(<<"prof_hot:spin/2">>, Frames) end, Stacks)),
+    %% speedscope's file holds the same stacks, valid against its schema.
+    ok = beamlab_test_util:json_schema_valid("speedscope.schema.json", Speedscope),
+    {ok, SText} = file:read_file(Speedscope),
+    {ok, #{<<"shared">> := #{<<"frames">> := SFrames}, <<"profiles">> := [#{<<"weights">> := Ws}]}} =
+        beamlab_json:decode(SText),
+    ?assertEqual(maps:get(<<"samples">>, P), lists:sum(Ws)),
+    ?assert(lists:member(#{<<"name">> => <<"prof_hot:spin/2">>}, SFrames)),
     %% The text view is the top table.
     #{code := 0, out := TextOut} = beamlab_test_util:cli(["profile", "--top", "5", "--",
                                                           "run", "prof_hot:work().", "-pa", Dir, "-s", "1"]),

@@ -274,7 +274,7 @@ prop_env_root(Dir) ->
 commands() ->
     [beamlab_command_run, beamlab_command_suite, beamlab_command_matrix, beamlab_command_amqp,
      beamlab_command_profile, beamlab_command_compare, beamlab_command_report,
-     beamlab_command_env, beamlab_command_watch, beamlab_command_node].
+     beamlab_command_env, beamlab_command_watch, beamlab_command_node, beamlab_command_check].
 
 value() ->
     oneof([?LET(I, integer(), integer_to_list(I)),

@@ -530,9 +530,12 @@ bad_vm_args_fail_fast(_) ->
     ok.
 
 matrix_shows_inner_error(_) ->
-    #{code := 1, out := Out, err := Err} = cli(["matrix", "-n", "1", "--", "run", "ok.", "--bogus"]),
-    has(Err, "command exited with status 2: unknown option '--bogus'"),
-    has(Out, "unknown option '--bogus'"),
+    %% The inner command is parsed before any VM starts (#21, #27 item
+    %% 8): its mistake is the matrix's usage error, in one line.
+    #{code := 2, out := Out, err := Err} = R = cli(["matrix", "-n", "1", "--", "run", "ok.", "--bogus"]),
+    beamlab_test_util:assert_one_line_error(R),
+    has(Err, "unknown option '--bogus'"),
+    ?assertEqual(<<>>, Out),
     #{code := 1, err := Err2} = cli(["matrix", "-n", "1", "--", "run", "error(boom).", "-d", "50", "-s", "1"]),
     has(Err2, "runner failed: error boom").
 

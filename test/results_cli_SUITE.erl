@@ -10,7 +10,7 @@
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
 -export([compare_every_kind/1, compare_formats/1, compare_three_runs/1, fail_if_slower/1,
          compare_unpaired/1, bad_inputs/1, report_every_kind/1, report_bad_inputs/1,
-         run_save_compare_report/1, run_formats/1, interrupted_run_is_partial/1,
+         run_save_compare_report/1, run_formats/1, ci_formats/1, interrupted_run_is_partial/1,
          save_default_path/1]).
 
 all() ->
@@ -19,7 +19,7 @@ all() ->
 groups() ->
     [{fixtures, [], [compare_every_kind, compare_formats, compare_three_runs, fail_if_slower,
                      compare_unpaired, bad_inputs, report_every_kind, report_bad_inputs]},
-     {real_runs, [], [run_save_compare_report, run_formats, interrupted_run_is_partial,
+     {real_runs, [], [run_save_compare_report, run_formats, ci_formats, interrupted_run_is_partial,
                       save_default_path]}].
 
 init_per_suite(Config) ->
@@ -215,6 +215,38 @@ run_formats(Config) ->
     ?assertEqual(beamlab_render_csv:header(), Header),
     #{code := 0, out := Md} = cli(Base ++ ["--format", "markdown"]),
     ?assertMatch({match, _}, re:run(Md, <<"^\\| Benchmark \\| n \\| Mean ">>, [multiline])).
+
+%% The formats of continuous-benchmarking services, from a real run with
+%% reductions and memory per iteration: each valid against its schema
+%% (test/fixtures/schemas), the throughput per second in the higher-is-better
+%% file, the counts in the lower-is-better one, all of them for Bencher.
+ci_formats(Config) ->
+    Dir = ?config(dir, Config),
+    Base = ["lists:seq(1, 100).", "-d", "50", "-s", "5", "--reductions", "--memory"],
+    Write = fun(Format) ->
+                    #{code := 0, out := Out, err := Err} = cli(Base ++ ["--format", Format]),
+                    F = filename:join(Dir, Format ++ ".json"),
+                    ok = file:write_file(F, Out),
+                    {ok, J} = beamlab_json:decode(Out),
+                    {F, J, Err}
+            end,
+    {Bigger, [Tp], BErr} = Write("github-bigger"),
+    ok = beamlab_test_util:json_schema_valid("github-action-benchmark-custom.schema.json", Bigger),
+    ?assertMatch(#{<<"name">> := <<"lists:seq(1, 100).">>, <<"unit">> := <<"iterations/s">>,
+                   <<"range">> := <<"\x{b1} "/utf8, _/binary>>}, Tp),
+    %% Nothing left out silently: stderr names the other file's measures.
+    ?assertNotEqual(nomatch, binary:match(BErr, <<"(reductions)">>)),
+    {Smaller, Counts, _} = Write("github-smaller"),
+    ok = beamlab_test_util:json_schema_valid("github-action-benchmark-custom.schema.json", Smaller),
+    ?assertEqual([<<"lists:seq(1, 100). (memory)">>, <<"lists:seq(1, 100). (reductions)">>],
+                 lists:sort([N || #{<<"name">> := N} <- Counts])),
+    {Bmf, #{<<"lists:seq(1, 100).">> := Measures}, <<>>} = Write("bencher"),
+    ok = beamlab_test_util:json_schema_valid("bencher-metric-format.schema.json", Bmf),
+    ?assertEqual([<<"memory">>, <<"reductions">>, <<"throughput">>], lists:sort(maps:keys(Measures))),
+    #{<<"throughput">> := #{<<"value">> := V, <<"lower_value">> := Lo, <<"upper_value">> := Hi}} = Measures,
+    ?assert(Lo =< V andalso V =< Hi),
+    %% 1600 bytes: 100 list cells of two words each.
+    ?assertMatch(#{<<"memory">> := #{<<"value">> := 1600}}, Measures).
 
 %% Ctrl-C during a run: the launcher turns SIGINT into SIGTERM for the VM,
 %% which stops measuring and still saves, marked partial. The escript is

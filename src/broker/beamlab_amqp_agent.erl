@@ -14,23 +14,48 @@
 
 -export([start/3, new_hist/0, hist_max/0]).
 
+-export_type([plan/0, counts/0, sample/0, final/0]).
+
+%% What the coordinator gives an agent: the broker, the test id (in
+%% connection names), this node's clock offset and the workers to run.
+-type plan() :: #{uri := beamlab_amqp_uri:params(), id := binary(),
+                  clock_offset_us => integer(),
+                  producers => [beamlab_amqp_worker:producer_spec()],
+                  consumers => [beamlab_amqp_worker:consumer_spec()],
+                  loops => [beamlab_amqp_worker:loop_spec()]}.
+%% The node's counters so far.
+-type counts() :: #{reconnects := non_neg_integer(), sent := non_neg_integer(),
+                    returned := non_neg_integer(), confirmed := non_neg_integer(),
+                    nacked := non_neg_integer(), received := non_neg_integer()}.
+%% One interval: the counters, the interval's latency histograms, and how
+%% many workers have finished their -C/-D counts.
+-type sample() :: #{counters := counts(),
+                    consumer := beamlab_stats_hist:snapshot(),
+                    confirm := beamlab_stats_hist:snapshot(),
+                    producers_done := non_neg_integer(),
+                    consumers_done := non_neg_integer()}.
+%% The node's totals at the end of the run.
+-type final() :: #{counters := counts(),
+                   consumer := beamlab_stats_hist:snapshot(),
+                   confirm := beamlab_stats_hist:snapshot()}.
+
 %% Internal entry point (spawned, possibly on another node).
 -export([init/2]).
 
 -define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
 
 -record(st, {coord :: pid(),
-             plan :: map(),
-             ctx :: map(),
+             plan :: plan(),
+             ctx :: beamlab_amqp_worker:ctx(),
              ctx_key :: beamlab_runtime_shared:key(),
-             conns = #{} :: #{term() => pid()},
+             conns = #{} :: #{beamlab_amqp_worker:group() => beamlab_amqp:conn()},
              producers = [] :: [pid()],
              consumers = [] :: [pid()],             % consumers and loop workers
              pending = [] :: [pid()],               % started, not yet ready
              done_p = 0 :: non_neg_integer(),
              done_c = 0 :: non_neg_integer(),
              reconnects = 0 :: non_neg_integer(),
-             opened = #{} :: #{term() => true},        % groups ever connected
+             opened = #{} :: #{beamlab_amqp_worker:group() => true},   % groups ever connected
              phase = starting :: starting | running | stopping_p | stopping_c}).
 
 %% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
@@ -38,13 +63,13 @@
 %% agent sends `{agent_ready, Pid}' or `{agent_error, Pid, Reason}'. Not
 %% linked: the coordinator monitors the agent, the agent monitors the
 %% coordinator and stops its workers when the coordinator is gone.
--spec start(node(), pid(), map()) -> pid().
+-spec start(node(), pid(), plan()) -> pid().
 start(Node, Coord, Plan) ->
     proc_lib:spawn(Node, ?MODULE, init, [Coord, Plan]).
 
 %% @doc A latency histogram as used by every node of a run: microseconds,
 %% 3 significant digits.
--spec new_hist() -> term().
+-spec new_hist() -> beamlab_stats_hist:hist().
 new_hist() ->
     beamlab_stats_hist:new(#{significant_digits => 3, max => ?HIST_MAX_US}).
 
@@ -53,7 +78,7 @@ new_hist() ->
 hist_max() -> ?HIST_MAX_US.
 
 %% @private
--spec init(pid(), map()) -> no_return().
+-spec init(pid(), plan()) -> no_return().
 init(Coord, Plan) ->
     process_flag(trap_exit, true),
     _ = monitor(process, Coord),

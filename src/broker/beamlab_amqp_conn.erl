@@ -39,7 +39,7 @@
 -record(st, {sock :: gen_tcp:socket(),
              owner :: pid(),
              owner_mon :: reference(),
-             params :: map(),
+             params :: params(),
              frame_max :: non_neg_integer(),
              channel_max :: char(),
              heartbeat :: non_neg_integer(),
@@ -64,7 +64,18 @@
 %% @doc Connect and negotiate; returns once the connection is open. The
 %% connection process is not linked to the caller.
 %% `Params' is a {@link beamlab_amqp_uri:params()} map merged with options.
--spec start(map(), pid()) -> {ok, pid()} | {error, term()}.
+%% The connection parameters (beamlab_amqp_uri:params() merged with the
+%% caller's beamlab_amqp:connect_opts(), host as a string or address).
+-type params() :: #{host := inet:hostname() | inet:ip_address(), port := inet:port_number(),
+                    user := binary(), password := binary(), vhost := binary(),
+                    heartbeat := non_neg_integer(), frame_max := non_neg_integer(),
+                    channel_max := non_neg_integer(), connection_timeout := pos_integer(),
+                    name => binary(), batch_bytes => pos_integer(), batch_msgs => pos_integer(),
+                    sndbuf => pos_integer(), recbuf => pos_integer()}.
+-type request() :: {sync, char(), beamlab_amqp_method:method(), [atom()]}
+                 | {open_channel, pid()} | {close_channel, char()} | info | close.
+
+-spec start(params(), pid()) -> {ok, pid()} | {error, beamlab_amqp:reason()}.
 start(Params, Owner) ->
     Timeout = maps:get(connection_timeout, Params),
     %% init/1 negotiates with its own deadlines; the extra second only keeps
@@ -73,17 +84,20 @@ start(Params, Owner) ->
 
 %% @doc Send a synchronous method on a channel and wait for the reply named
 %% in `Expect'.
--spec sync(pid(), char(), tuple(), timeout()) -> {ok, tuple() | {tuple(), map(), binary()}} | {error, term()}.
+-spec sync(pid(), char(), beamlab_amqp_method:method(), timeout()) ->
+          {ok, beamlab_amqp_method:method()
+               | {beamlab_amqp_method:method(), beamlab_amqp_method:props(), binary()}}
+          | {error, beamlab_amqp:reason()}.
 sync(Conn, Ch, Method, Timeout) ->
     call(Conn, {sync, Ch, Method, expect(Method)}, Timeout).
 
 %% @doc Open a channel owned by `Owner'.
--spec open_channel(pid(), pid(), timeout()) -> {ok, tuple()} | {error, term()}.
+-spec open_channel(pid(), pid(), timeout()) -> {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
 open_channel(Conn, Owner, Timeout) ->
     call(Conn, {open_channel, Owner}, Timeout).
 
 %% @doc Close a channel (channel.close, waits for close-ok).
--spec close_channel(tuple(), timeout()) -> ok | {error, term()}.
+-spec close_channel(beamlab_amqp:channel(), timeout()) -> ok | {error, beamlab_amqp:reason()}.
 close_channel({amqp_channel, Conn, N, _}, Timeout) ->
     case call(Conn, {close_channel, N}, Timeout) of
         {ok, _} -> ok;
@@ -136,7 +150,7 @@ abort(Conn) ->
     ok.
 
 %% @doc Negotiated parameters and the server's properties.
--spec info(pid()) -> {ok, map()} | {error, term()}.
+-spec info(pid()) -> {ok, beamlab_amqp:info()} | {error, beamlab_amqp:reason()}.
 info(Conn) ->
     call(Conn, info, 5000).
 
@@ -188,7 +202,7 @@ expect(#'channel.flow'{}) -> ['channel.flow_ok'].
 %% proc_lib rather than gen_server:start so that a refused connection is an
 %% ordinary `{error, Reason}' for the caller, not a crash report (OTP 25 has
 %% no `{error, R}' return from init/1).
--spec init_it(map(), pid()) -> ok.
+-spec init_it(params(), pid()) -> ok.
 init_it(Params, Owner) ->
     case connect(Params, Owner) of
         {ok, St} ->
@@ -199,7 +213,7 @@ init_it(Params, Owner) ->
     end.
 
 %% @private
--spec init(term()) -> {stop, not_used}.
+-spec init([]) -> {stop, not_used}.
 init(_) ->
     {stop, not_used}.
 
@@ -364,7 +378,8 @@ send_raw(Sock, Data) ->
 %%====================================================================
 
 %% @private
--spec handle_call(term(), gen_server:from(), #st{}) -> {noreply, #st{}} | {reply, term(), #st{}}.
+-spec handle_call(request(), gen_server:from(), #st{}) ->
+          {noreply, #st{}} | {reply, {ok, beamlab_amqp:info()} | {error, closed}, #st{}}.
 handle_call(_Req, _From, #st{closing = {_, _}} = St) ->
     {reply, {error, closed}, St};
 handle_call({sync, N, Method, Expect}, From, St) ->
@@ -424,7 +439,7 @@ free_channel(N, Max, Chs) when is_map_key(N, Chs) -> free_channel(N + 1, Max, Ch
 free_channel(N, _, _) -> {ok, N}.
 
 %% @private
--spec handle_cast(term(), #st{}) -> {noreply, #st{}}.
+-spec handle_cast(_, #st{}) -> {noreply, #st{}}.
 handle_cast(_Msg, St) ->
     {noreply, St}.
 

@@ -17,9 +17,9 @@
 %% Worker callbacks (beamlab_amqp_worker:start/3).
 -export([open/2, run/3]).
 
--record(st, {ctx :: map(),
-             spec :: map(),
-             ch :: term(),
+-record(st, {ctx :: beamlab_amqp_worker:ctx(),
+             spec :: beamlab_amqp_worker:consumer_spec(),
+             ch :: beamlab_amqp:channel(),
              left :: non_neg_integer() | infinity,
              unacked = 0 :: non_neg_integer(),
              last_tag = 0 :: non_neg_integer()}).
@@ -28,17 +28,19 @@
 %% multi_ack, count, reconnect). It sends `{self(), ready}' to its parent
 %% once the broker confirmed the subscription (basic.consume-ok), so no
 %% message published afterwards is missed, or `{self(), {error, R}}'.
--spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
+-spec start_link(beamlab_runtime_shared:key(), beamlab_amqp_worker:consumer_spec()) -> pid().
 start_link(CtxKey, Spec) ->
     beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
 %% @private
--spec open(map(), map()) -> {ok, term()} | {error, term()}.
+-spec open(beamlab_amqp_worker:ctx(), beamlab_amqp_worker:consumer_spec()) ->
+          {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
 open(Ctx, Spec) ->
     subscribe(Ctx, Spec).
 
 %% @private
--spec run({ok, term()}, map(), map()) -> no_return().
+-spec run({ok, beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
+          beamlab_amqp_worker:consumer_spec()) -> no_return().
 run({ok, Ch}, Ctx, Spec) ->
     loop(#st{ctx = Ctx, spec = Spec, ch = Ch,
              left = case maps:get(count, Spec) of

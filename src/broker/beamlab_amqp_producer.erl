@@ -22,17 +22,17 @@
 -define(SETTLE_MS, 5000).        % max wait for outstanding confirms at the end
 -define(RETURN_GRACE_MS, 200).   % wait for late basic.return without confirms
 
--record(st, {ctx :: map(),
-             spec :: map(),
-             conn :: pid(),
-             ch :: term(),
+-record(st, {ctx :: beamlab_amqp_worker:ctx(),
+             spec :: beamlab_amqp_worker:producer_spec(),
+             conn :: beamlab_amqp:conn(),
+             ch :: beamlab_amqp:channel(),
              limiter :: beamlab_amqp_rate:limiter(),
              seq = 1 :: pos_integer(),         % next confirm sequence number
              low = 1 :: pos_integer(),         % lowest possibly unconfirmed
              outstanding = #{} :: #{pos_integer() => integer()},
              left :: non_neg_integer() | infinity,
              n = 0 :: non_neg_integer(),       % messages published by us
-             opts :: map(),
+             opts :: beamlab_amqp:publish_opts(),
              pad :: binary()}).
 
 %% @doc Starts a producer for `Spec' (exchange, key, mandatory, persistent,
@@ -40,7 +40,7 @@
 %% context (counters, histograms, agent pid), shared under `CtxKey'. It sends `{self(), ready}'
 %% to its parent once the channel is open (and in confirm mode when asked),
 %% then waits for `{go, StartUs}'.
--spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
+-spec start_link(beamlab_runtime_shared:key(), beamlab_amqp_worker:producer_spec()) -> pid().
 start_link(CtxKey, Spec) ->
     beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
@@ -51,7 +51,8 @@ body(IntendedUs, N, Pad) ->
     <<IntendedUs:64/signed, N:32, Pad/binary>>.
 
 %% @private
--spec run({ok, pid(), term()}, map(), map()) -> no_return().
+-spec run({ok, beamlab_amqp:conn(), beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
+          beamlab_amqp_worker:producer_spec()) -> no_return().
 run({ok, Conn, Ch}, Ctx, Spec) ->
     Size = max(?BODY_MIN, maps:get(body_size, Spec)),
     Props = case maps:get(persistent, Spec) of
@@ -73,7 +74,8 @@ run({ok, Conn, Ch}, Ctx, Spec) ->
     end.
 
 %% @private
--spec open(map(), map()) -> {ok, pid(), term()} | {error, term()}.
+-spec open(beamlab_amqp_worker:ctx(), beamlab_amqp_worker:producer_spec()) ->
+          {ok, beamlab_amqp:conn(), beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
 open(Ctx, Spec) ->
     maybe_open(beamlab_amqp_worker:connection(Ctx, Spec), Spec).
 

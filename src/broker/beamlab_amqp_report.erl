@@ -7,7 +7,7 @@
 -export([format_rate/1, interval_line/4, summary_lines/4, latency/1,
          accounting/2, accounting_line/2, test_id/1]).
 
--export_type([enabled/0, latency/0]).
+-export_type([enabled/0, latency/0, interval/0, summary/0, accounting/0]).
 
 %% Which columns PerfTest prints: published (there are producers), received
 %% (there are consumers), returned (the mandatory flag), confirmed (-c).
@@ -15,6 +15,22 @@
                      returned := boolean(), confirmed := boolean()}.
 %% min, median, 75th, 95th, 99th percentile in microseconds.
 -type latency() :: [non_neg_integer()].
+%% One interval: rates in msg/s and the interval's latency percentiles.
+-type interval() :: #{sent := number(), returned := number(), confirmed := number(),
+                      nacked := number(), received := number(), reconnects => number(),
+                      consumer := latency(), confirm := latency()}.
+%% The run: average rates and the run's latency percentiles.
+-type summary() :: #{sent := number(), received := number(),
+                     consumer := latency(), confirm := latency()}.
+%% sent = received + returned + nacked + queued + unaccounted; `queued'
+%% and `unaccounted' are `undefined' when the queues' depth is unknown.
+-type accounting() :: #{sent := non_neg_integer(), received := non_neg_integer(),
+                        returned := non_neg_integer(), nacked := non_neg_integer(),
+                        queued := integer() | undefined, unaccounted := integer() | undefined,
+                        balanced := boolean(), reconnects := non_neg_integer(),
+                        approximate := boolean(),
+                        %% Queues the broker lost (declared again) and when, s.
+                        lost_queues => [binary()], lost_at_s => [number()]}.
 
 %% @doc A rate as PerfTest prints it: "0", two decimals below 1, one decimal
 %% below 10, else the integer part.
@@ -27,7 +43,7 @@ format_rate(R) -> integer_to_binary(trunc(R)).
 %% @doc One interval line: `Id', microseconds since the start, the rates
 %% (`sent', `returned', `confirmed', `nacked', `received' in msg/s) and the
 %% interval's latency percentiles (`consumer', `confirm').
--spec interval_line(binary(), non_neg_integer(), map(), enabled()) -> binary().
+-spec interval_line(binary(), non_neg_integer(), interval(), enabled()) -> binary().
 interval_line(Id, ElapsedUs, R, En) ->
     Time = float_to_binary(ElapsedUs / 1000000, [{decimals, 3}]),
     Rate = fun(Label, Key) -> [<<", ">>, Label, <<": ">>, format_rate(maps:get(Key, R)), <<" msg/s">>] end,
@@ -46,7 +62,7 @@ interval_line(Id, ElapsedUs, R, En) ->
 
 %% @doc The final summary lines (each ends with a newline): average sending
 %% and receiving rates over the run, then total latency percentiles.
--spec summary_lines(binary(), map(), enabled(), non_neg_integer()) -> binary().
+-spec summary_lines(binary(), summary(), enabled(), non_neg_integer()) -> binary().
 summary_lines(Id, R, En, ElapsedUs) ->
     P = [<<"id: ">>, Id, <<", ">>],
     Conf = maps:get(published, En) andalso maps:get(confirmed, En),
@@ -64,7 +80,7 @@ lat(L) ->
 
 %% @doc Min/median/75th/95th/99th of a `beamlab_stats_hist' snapshot, zeros
 %% when it is empty (as PerfTest prints an interval without messages).
--spec latency(term()) -> latency().
+-spec latency(beamlab_stats_hist:snapshot()) -> latency().
 latency(Snap) ->
     case beamlab_stats_hist:count(Snap) of
         0 -> [0, 0, 0, 0, 0];
@@ -80,7 +96,9 @@ latency(Snap) ->
 %% approximate: messages in flight on a lost connection are neither
 %% received nor confirmed, and deliveries that were not acknowledged before
 %% the loss are redelivered and counted twice; `approximate' says so.
--spec accounting(map(), integer() | undefined) -> map().
+-spec accounting(beamlab_amqp_agent:counts() | #{sent := non_neg_integer(), received := non_neg_integer(),
+                                                   returned := non_neg_integer(), nacked := non_neg_integer()},
+                 integer() | undefined) -> accounting().
 accounting(C, Queued) ->
     #{sent := S, received := Rcv, returned := Ret, nacked := N} = C,
     Rc = maps:get(reconnects, C, 0),
@@ -95,7 +113,7 @@ accounting(C, Queued) ->
 %% `lost_queues' (queues the broker lost and the run declared again, at
 %% `lost_at_s' seconds) the line says that their messages are part of the
 %% unaccounted count.
--spec accounting_line(binary(), map()) -> binary().
+-spec accounting_line(binary(), accounting()) -> binary().
 accounting_line(Id, #{sent := S, received := Rcv, returned := Ret, nacked := N,
                       queued := Q, unaccounted := Un} = A) ->
     I = fun integer_to_binary/1,

@@ -6,14 +6,18 @@
 
 -export([queue_names/2, expand_pattern/3, declare/3, delete/2, depth/2, format_error/1]).
 
--export_type([topology/0]).
+-export_type([topology/0, error/0]).
 
 %% `queues': {Name, message count before the run, existing | ours}.
 -type topology() :: #{queues := [{binary(), non_neg_integer(), existing | ours}]}.
 
 %% @doc The queues of a run: the closed-loop queues, the expanded
 %% `--queue-pattern', the `-u' queue, or one queue named after the test id.
--spec queue_names(beamlab_amqp_perf:config(), binary()) -> [binary()].
+%% What stopped the declarations, with the broker's reason.
+-type error() :: {declare_queue | bind, Queue :: binary(), beamlab_amqp:reason()}
+               | {declare_exchange, Exchange :: binary(), beamlab_amqp:reason()}.
+
+-spec queue_names(beamlab_amqp_config:config(), binary()) -> [binary()].
 queue_names(#{closed_loop := N}, Id) when N > 0 ->
     [iolist_to_binary([<<"beamlab-loop-">>, Id, $-, integer_to_binary(I)]) || I <- lists:seq(1, N)];
 queue_names(#{queue_pattern := {Pattern, From, To}}, _Id) ->
@@ -47,7 +51,8 @@ pad(S, W) -> string:pad(S, list_to_integer(W), leading, $\s).
 
 %% @doc Declares the exchange and the queues of a run and binds them.
 %% Returns the queues as `{Name, DepthBefore, existing | ours}'.
--spec declare(pid(), map(), [binary()]) -> {ok, topology()} | {error, term()}.
+-spec declare(beamlab_amqp:conn(), beamlab_amqp_config:config(), [binary()]) ->
+          {ok, topology()} | {error, error()}.
 declare(Conn, Cfg, Queues) ->
     {ok, Ch} = beamlab_amqp:open_channel(Conn),
     #{exchange := Ex, exchange_type := Type, closed_loop := Loop} = Cfg,
@@ -123,7 +128,7 @@ queue_opts(#{persistent := P}) ->
     #{durable => P}.
 
 %% @doc Deletes the queues this run created (never existing ones).
--spec delete(pid(), topology()) -> ok.
+-spec delete(beamlab_amqp:conn(), topology()) -> ok.
 delete(Conn, #{queues := Qs}) ->
     Ours = [Q || {Q, _, ours} <- Qs],
     case Ours =/= [] andalso beamlab_amqp:open_channel(Conn) of
@@ -137,7 +142,7 @@ delete(Conn, #{queues := Qs}) ->
 
 %% @doc How many messages the queues gained over the run (passive
 %% declares), `undefined' when a queue cannot be read.
--spec depth(pid(), topology()) -> integer() | undefined.
+-spec depth(beamlab_amqp:conn(), topology()) -> integer() | undefined.
 depth(Conn, #{queues := Qs}) ->
     case catch beamlab_amqp:open_channel(Conn) of
         {ok, Ch} ->
@@ -155,7 +160,7 @@ depth(Conn, #{queues := Qs}) ->
 
 
 %% @doc One line for a topology error.
--spec format_error(term()) -> iolist().
+-spec format_error(error()) -> iolist().
 format_error({declare_queue, Q, {amqp_closed, 404, _}}) ->
     io_lib:format("queue ~ts does not exist (-p expects predeclared queues)", [Q]);
 format_error({declare_queue, Q, R}) ->

@@ -8,12 +8,21 @@
 
 -export([parse/1, defaults/0, format_error/1]).
 
--export_type([params/0]).
+-export_type([params/0, error/0]).
 
 -type params() :: #{host := string(), port := 1..65535, user := binary(),
                     password := binary(), vhost := binary(),
                     heartbeat := non_neg_integer(), frame_max := non_neg_integer(),
                     channel_max := non_neg_integer(), connection_timeout := pos_integer()}.
+
+%% Why a URI was refused (format_error/1 prints it without the password).
+-type error() :: {malformed | bad_vhost, unicode:chardata(), string()}
+               | {tls_unsupported, string()}
+               | {bad_scheme, string(), string()}
+               | {bad_port, string(), term()}
+               | {bad_query_value, string(), string(), string()}
+               | {unknown_query_param, string(), string()}
+               | {bad_percent_encoding, string(), password | string()}.
 
 -define(QUERY_KEYS, [{"heartbeat", heartbeat, 0, 16#FFFF},
                      {"frame_max", frame_max, 0, 16#FFFFFFFF},
@@ -28,7 +37,7 @@ defaults() ->
       connection_timeout => 10000}.
 
 %% @doc Parse an AMQP URI into connection parameters.
--spec parse(string() | binary()) -> {ok, params()} | {error, term()}.
+-spec parse(unicode:chardata()) -> {ok, params()} | {error, error()}.
 parse(Uri) when is_binary(Uri) ->
     case unicode:characters_to_list(Uri) of
         L when is_list(L) -> parse(L);
@@ -122,7 +131,7 @@ decode(Uri, Shown, S) ->
     end.
 
 %% @doc One line for a URI error.
--spec format_error(term()) -> iolist().
+-spec format_error(error()) -> iolist().
 format_error({malformed, Uri, Why}) ->
     io_lib:format("malformed AMQP URI ~ts: ~ts", [redact(Uri), Why]);
 format_error({tls_unsupported, Uri}) ->

@@ -9,6 +9,39 @@
 
 -export([start/3, connection/2, record/2, reopen/1, connection_lost/2]).
 
+-export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
+              loop_spec/0, opened/0]).
+
+%% A latency histogram pair: the run's total (never reset) and the current
+%% interval's (snapshotted and reset at each line).
+-type hists() :: {Total :: beamlab_stats_hist:hist(), Interval :: beamlab_stats_hist:hist()}.
+%% What an agent shares with its workers (fetched by each worker, see
+%% init/4): the node's counters (slots in beamlab_amqp_perf.hrl), latency
+%% histograms, and this node's clock minus the coordinator's.
+-type ctx() :: #{agent := pid(),
+                 counters := counters:counters_ref(),
+                 cons_hists := hists(),
+                 conf_hists := hists(),
+                 clock_offset := integer()}.
+%% The connection a worker uses: producer i, consumer i, or closed-loop
+%% group i (channels of one group share a connection).
+-type group() :: {p | c | l, non_neg_integer()}.
+-type producer_spec() :: #{group := group(), reconnect := boolean(),
+                           exchange := binary(), key := binary(),
+                           mandatory := boolean(), persistent := boolean(),
+                           confirm := pos_integer() | undefined,
+                           rate := number() | infinity,
+                           count := non_neg_integer(), body_size := non_neg_integer()}.
+-type consumer_spec() :: #{group := group(), reconnect := boolean(), queue := binary(),
+                           prefetch := non_neg_integer(), autoack := boolean(),
+                           multi_ack := non_neg_integer(), count := non_neg_integer()}.
+-type loop_spec() :: #{group := group(), reconnect := boolean(), queue := binary(),
+                       body_size := non_neg_integer(), persistent := boolean()}.
+-type spec() :: producer_spec() | consumer_spec() | loop_spec().
+%% What a worker's open/2 returns on success: its channel, and for a
+%% producer its connection too (for the backlog check).
+-type opened() :: {ok, beamlab_amqp:conn(), beamlab_amqp:channel()} | {ok, beamlab_amqp:channel()}.
+
 %% Internal entry point (spawned by start/3).
 -export([init/4]).
 
@@ -16,14 +49,14 @@
 %% with `open/2' (`{error, R}' or anything else on success) and then runs
 %% `run/3' on what it opened until it ends. {@link start/3} does the
 %% handshake with the agent around them.
--callback open(Ctx :: map(), Spec :: map()) -> {error, term()} | tuple().
--callback run(Opened :: tuple(), Ctx :: map(), Spec :: map()) -> no_return().
+-callback open(ctx(), spec()) -> opened() | {error, beamlab_amqp:reason()}.
+-callback run(opened(), ctx(), spec()) -> no_return().
 
 %% @doc Starts a worker of callback module `Module' linked to the calling
 %% agent. Once `Module:open/2' succeeds the worker sends `{self(), ready}'
 %% and goes on with `Module:run/3'; otherwise it sends
 %% `{self(), {error, R}}' and ends normally.
--spec start(module(), beamlab_runtime_shared:key(), map()) -> pid().
+-spec start(module(), beamlab_runtime_shared:key(), spec()) -> pid().
 start(Module, CtxKey, Spec) ->
     proc_lib:spawn_link(?MODULE, init, [self(), Module, CtxKey, Spec]).
 
@@ -31,7 +64,7 @@ start(Module, CtxKey, Spec) ->
 %% The worker fetches the context itself: its counters and histograms
 %% (about 2 MB of magic references) copied onto every worker's heap would
 %% make each of its collections a full sweep (see beamlab_runtime_shared).
--spec init(pid(), module(), beamlab_runtime_shared:key(), map()) -> no_return().
+-spec init(pid(), module(), beamlab_runtime_shared:key(), spec()) -> no_return().
 init(Agent, Module, CtxKey, Spec) ->
     Ctx = beamlab_runtime_shared:fetch(CtxKey),
     case Module:open(Ctx, Spec) of
@@ -45,7 +78,8 @@ init(Agent, Module, CtxKey, Spec) ->
 
 %% @doc A live connection for the worker's group, asked of the agent
 %% (reconnecting when the previous one is gone).
--spec connection(map(), map()) -> {ok, pid()} | {error, term()}.
+-spec connection(ctx(), spec()) ->
+          {ok, beamlab_amqp:conn()} | {error, beamlab_amqp:reason() | {agent_down, Exit :: term()}}.
 connection(#{agent := Agent}, #{group := Group}) ->
     Ref = monitor(process, Agent),
     Agent ! {connection, self(), Ref, Group},
@@ -59,7 +93,7 @@ connection(#{agent := Agent}, #{group := Group}) ->
 
 %% @doc With `--reconnect': calls `Open' every second until it succeeds
 %% (producers, consumers and closed-loop workers reopen their channel).
--spec reopen(fun(() -> {error, term()} | tuple())) -> tuple().
+-spec reopen(fun(() -> opened() | {error, beamlab_amqp:reason()})) -> opened().
 reopen(Open) ->
     case Open() of
         {error, _} ->
@@ -70,13 +104,13 @@ reopen(Open) ->
     end.
 
 %% @doc Ends a worker whose connection is gone (without `--reconnect').
--spec connection_lost(term(), term()) -> no_return().
+-spec connection_lost(integer() | atom(), binary()) -> no_return().
 connection_lost(Code, Text) ->
     exit({shutdown, {connection_lost, Code, Text}}).
 
 %% @doc Records one latency (microseconds) in the total and interval
 %% histograms of a worker context.
--spec record({term(), term()}, non_neg_integer()) -> ok.
+-spec record(hists(), non_neg_integer()) -> ok.
 record({Total, Interval}, V) ->
     _ = beamlab_stats_hist:record(Total, V),
     _ = beamlab_stats_hist:record(Interval, V),

@@ -73,9 +73,12 @@ run_command(Argv) ->
 %% the one-line error message as `{error, Message}' in place of the
 %% document instead of printing it (the matrix shows it for the VM that
 %% ran the command); `#{checkpoint => Dir}' keeps a checkpoint of the
-%% measurement in the launcher's private directory (`run', `suite').
+%% measurement in the launcher's private directory (`run', `suite');
+%% `#{project => Project}' is the project a build tool has built already
+%% (the rebar3 plugin, the Mix task: `run --bench', `check').
 -spec run_command([string()], #{quiet => boolean(), errors => print | return,
-                                checkpoint => string()}) ->
+                                checkpoint => string(),
+                                project => beamlab_project_build:project()}) ->
           {exit_code(), beamlab_result:result() | undefined | {error, binary()}}.
 run_command(Argv, Opts) ->
     Report = fun(Code, Msg) ->
@@ -113,25 +116,21 @@ dispatch(["--version" | _], _Opts) ->
     {0, undefined};
 dispatch([H | Rest], _Opts) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
     {help(Rest), undefined};
-dispatch([Cmd | Rest] = Argv, Opts) ->
-    case lists:keyfind(Cmd, 1, commands()) of
-        {Cmd, Mod} -> run_module(Cmd, Mod, Rest, Argv, Opts);
-        false ->
-            case looks_like_command(Cmd) of
-                true ->
-                    beamlab_cli_error:usage("unknown command '~ts' (commands: ~ts; or give Erlang code to "
-                                "benchmark, e.g. beamlab 'rand:uniform().')",
-                                [Cmd, string:join([N || {N, _} <- commands()], ", ")]);
-                false ->
-                    %% The bare form: `beamlab CODE...' is `beamlab run CODE...'.
-                    run_module("run", beamlab_command_run, Argv, Argv, Opts)
-            end
+dispatch(Argv, Opts) ->
+    case beamlab_command:find(Argv) of
+        {ok, Name, Mod, Args} -> run_module(Name, Mod, Args, Argv, Opts);
+        {unknown, Cmd} ->
+            beamlab_cli_error:usage("unknown command '~ts' (commands: ~ts; or give Erlang code to "
+                                    "benchmark, e.g. beamlab 'rand:uniform().')",
+                                    [Cmd, string:join([N || {N, _} <- commands()], ", ")])
     end.
 
 run_module(Name, Mod, Args, Argv, Opts) ->
     Quiet = maps:get(quiet, Opts, false),
     ensure_available(Name, Mod),
-    case lists:any(fun(F) -> lists:member(F, Args) end, help_flags(Mod)) of
+    %% (What follows `--' is an inner command's: its `-h' is not ours.)
+    Own = lists:takewhile(fun(A) -> A =/= "--" end, Args),
+    case lists:any(fun(F) -> lists:member(F, Own) end, beamlab_command:help_flags(Mod)) of
         true ->
             io:put_chars(command_help(Name, Mod)),
             {0, undefined};
@@ -142,7 +141,7 @@ run_module(Name, Mod, Args, Argv, Opts) ->
                               beamlab_cli_error:usage("~ts (see: beamlab help ~ts)", [Msg, Name])
                       end,
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
-                                maps:with([checkpoint], Opts)),
+                                maps:with([checkpoint, project], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
             {ok, Cwd} = file:get_cwd(),
             Outcome = Mod:run(Parsed),
@@ -155,8 +154,7 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             case Outcome of
                 {Code, none} ->
                     {Code, undefined};
-                {Code, Doc0} ->
-                    Doc = beamlab_cli_output:with_env(Doc0),
+                {Code, Doc} ->
                     case beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet) of
                         ok -> {Code, Doc};
                         {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_result:format_error(Reason)])
@@ -174,25 +172,11 @@ restore_cwd(Cwd) ->
         {error, _} -> file:set_cwd(Cwd)
     end.
 
-help_flags(Mod) ->
-    case erlang:function_exported(Mod, help_flags, 0) of
-        true -> Mod:help_flags();
-        false -> ["--help", "-h"]
-    end.
-
 ensure_available(Name, Mod) ->
     case code:ensure_loaded(Mod) of
         {module, Mod} -> ok;
         {error, _} -> beamlab_cli_error:fail("command '~ts' is not available in this build", [Name])
     end.
-
-%% A word of letters only that names no command is a mistyped command, not
-%% Erlang code (code always has punctuation: a dot, parentheses, braces).
-%% A word starting with `-' is an option of the bare form, flags first as
-%% erlperf takes them (`beamlab -c 4 CODE').
-looks_like_command([$- | _]) -> false;
-looks_like_command(Word) ->
-    Word =/= [] andalso lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse C =:= $- orelse C =:= $_ end, Word).
 
 help([]) ->
     io:put_chars(top_help()),

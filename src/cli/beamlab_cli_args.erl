@@ -47,14 +47,18 @@
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
                     given := [atom()], command => string(), argv => [string()],
-                    checkpoint => string()}.
+                    checkpoint => string(), project => beamlab_project_build:project()}.
 -export_type([option/0, parsed/0, type/0]).
 
 %% @doc Options every measuring command accepts.
 -spec common_options() -> [option()].
 common_options() ->
-    [#{name => format, long => "format", type => {enum, [text, json, csv, markdown]},
-       default => text, metavar => "FMT", help => "output format: text, json, csv or markdown"},
+    [#{name => format, long => "format",
+       type => {enum, [text, json, csv, markdown, 'github-bigger', 'github-smaller', bencher]},
+       default => text, metavar => "FMT",
+       help => "output format: text, json, csv, markdown, or for continuous-benchmarking services "
+               "github-bigger / github-smaller (github-action-benchmark's customBiggerIsBetter / "
+               "customSmallerIsBetter) and bencher (Bencher Metric Format)"},
      #{name => save, long => "save", type => string, optional_value => auto, metavar => "[PATH]",
        help => "save the result document (default path: beamlab-results/<kind>-<time>.json; "
                "a PATH must end in .json or name a directory, or use --save=PATH)"},

@@ -4,10 +4,10 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, with_env/1, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
+-export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
          format/1, text_opts/1]).
 
--type format() :: text | json | csv | markdown.
+-type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
 -export_type([format/0]).
 
 %% Raw samples kept per benchmark in a saved file.
@@ -24,15 +24,6 @@ emit(Mod, Doc0, Parsed, Quiet) ->
     Doc = beamlab_result_redact:document(Doc0),
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
-
-%% @doc The document with this VM's environment report, unless it has one
-%% already (for example the report of the VM that ran it). Commands whose
-%% detectors read the environment call it before them.
--spec with_env(beamlab_result:result()) -> beamlab_result:result().
-with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
-    Doc;
-with_env(Doc) ->
-    beamlab_result:set(env, beamlab_env:report(), Doc).
 
 %% @doc Prints text as UTF-8: an escript's standard output starts in latin1,
 %% which would mangle `±', sparklines and non-ASCII benchmark names.
@@ -73,7 +64,31 @@ render(json, _Mod, Doc, _Parsed) ->
 render(csv, _Mod, Doc, _Parsed) ->
     beamlab_render_csv:render(Doc);
 render(markdown, _Mod, Doc, _Parsed) ->
-    beamlab_render_markdown:render(Doc).
+    beamlab_render_markdown:render(Doc);
+render(Ci, _Mod, Doc, _Parsed) ->
+    left_out(Ci, Doc),
+    case Ci of
+        'github-bigger' -> beamlab_render_github_benchmark:render(Doc, bigger);
+        'github-smaller' -> beamlab_render_github_benchmark:render(Doc, smaller);
+        bencher -> beamlab_render_bencher:render(Doc)
+    end.
+
+%% What a CI format leaves out is said on stderr, never dropped silently.
+left_out(Ci, Doc) ->
+    Say = fun([], _) -> ok;
+             (Names, Why) -> io:format(standard_error, "beamlab: --format ~ts leaves out ~b measure(s) ~ts: ~ts~n",
+                                       [Ci, length(Names), Why, lists:join(", ", Names)])
+          end,
+    Say(beamlab_render_ci:left_out(Doc), "without statistics (failed)"),
+    case Ci of
+        'github-bigger' ->
+            Say(beamlab_render_github_benchmark:left_out(Doc, bigger),
+                "where lower is better (--format github-smaller has them)");
+        'github-smaller' ->
+            Say(beamlab_render_github_benchmark:left_out(Doc, smaller),
+                "where higher is better (--format github-bigger has them)");
+        bencher -> ok
+    end.
 
 %% @doc Checks `--save PATH' before anything is measured: an empty path or
 %% a path below a file is a usage error now, not a failure after the run.
@@ -133,5 +148,18 @@ written_note({ok, {in_place, character_device}}) -> " (a character device: writt
 written_note({ok, {in_place, fifo}}) -> " (a FIFO: written in place)";
 written_note(_) -> "".
 
+%% A project's runs (`run --bench', `check') are its history, filed by
+%% date and commit: `.beamlab/history/<date>-<time>-<commit>.json' (UTC;
+%% `-dirty' when the working tree had changes), which `beamlab report
+%% .beamlab/history/' draws as a trend.
+default_path(#{params := #{<<"project">> := #{<<"short">> := Short} = P}, started_at := Started}) ->
+    Stamp = [C || C <- binary_to_list(Started), C >= $0, C =< $9],
+    {Date, Rest} = lists:split(min(8, length(Stamp)), Stamp),
+    Dirty = case maps:get(<<"dirty">>, P, false) of
+                true -> "-dirty";
+                false -> ""
+            end,
+    filename:join([".beamlab", "history",
+                   lists:flatten([Date, "-", lists:sublist(Rest, 6), "-", binary_to_list(Short), Dirty, ".json"])]);
 default_path(#{kind := Kind, started_at := Started}) ->
     beamlab_result:default_path(Kind, Started).

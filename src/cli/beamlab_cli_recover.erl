@@ -66,7 +66,7 @@ emit(Mod, Doc0, Parsed, Status) ->
     %% (the command's text view is looked up with function_exported/3)
     {module, Mod} = code:ensure_loaded(Mod),
     tell(Mod, Doc0, Status),
-    Doc = beamlab_cli_output:with_env(Doc0),
+    Doc = beamlab_experiment_env:attach(Doc0),
     case beamlab_cli_output:emit(Mod, Doc, Parsed, false) of
         ok -> ok;
         {error, Reason} ->
@@ -79,7 +79,8 @@ emit(Mod, Doc0, Parsed, Status) ->
 tell(_Mod, _Doc, 130) ->
     io:format(standard_error, "beamlab: ~ts~n", [beamlab_runtime_checkpoint:cause(130)]);
 tell(beamlab_command_run, #{extra := #{<<"vm_stopped">> := #{<<"job">> := Job}}} = Doc, Status) ->
-    _ = beamlab_command_run:failed(Doc),
+    {_, Lines} = beamlab_experiment:verdict(Doc),
+    _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- Lines],
     Job =:= null andalso after_measuring(Status);
 tell(beamlab_command_suite, #{extra := #{<<"vm_stopped">> := #{<<"point">> := null}}}, Status) ->
     after_measuring(Status);

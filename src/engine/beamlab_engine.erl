@@ -60,6 +60,7 @@
                       baseline := pos_integer() | unicode:chardata(),
                       isolated := boolean(),
                       vm_args := string(),
+                      flavor := undefined | beamlab_runtime_otp:flavor(),
                       code_paths := [file:filename()],
                       confidence := float(),
                       progress := undefined | fun((progress()) -> any()),
@@ -84,6 +85,7 @@
                      baseline => pos_integer() | unicode:chardata(),
                      isolated => boolean(),
                      vm_args => string(),
+                     flavor => undefined | beamlab_runtime_otp:flavor(),
                      code_paths => [file:filename()],
                      confidence => float(),
                      progress => undefined | fun((progress()) -> any()),
@@ -127,7 +129,7 @@
 default_run_opts() ->
     #{concurrency => 1, samples => 3, duration => 1000, warmup => 0, loop => undefined,
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
-      deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
+      deadline => 30000, baseline => 1, isolated => false, vm_args => "", flavor => undefined, code_paths => [],
       confidence => 0.95, progress => undefined, command => [], checks => true,
       busy_wait => undefined, telemetry => false, verbose => false, checkpoint => none}.
 
@@ -402,7 +404,7 @@ role(_I, _Used) -> compared.
 
 params(Mode, RunOpts, ModeOpts, Base) ->
     P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
-                   max_time, deadline, isolated], RunOpts),
+                   max_time, deadline, isolated, flavor], RunOpts),
     P1 = maps:filter(fun(_, V) -> V =/= undefined end, P),
     Q = case ModeOpts of
             undefined -> #{};

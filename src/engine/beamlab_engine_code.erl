@@ -10,7 +10,10 @@
 %%%   <li>(API only) a fun of arity 0, 1 or 2, or an `{M, F, Args}' tuple.</li>
 %%% </ul>
 %%% Code strings are compiled (never interpreted) into one generated module
-%%% per job, loaded from a binary under a unique name. That module also holds
+%%% per job, loaded from a binary under a name derived from the job's label
+%%% or else its code (`beamlab_gen_<hash>', see {@link module_name/1}), so
+%%% the same benchmark profiles to the same frames in every run and a
+%%% differential flame graph can match them. That module also holds
 %%% the measuring loops, so the runner is a local call the compiler inlines
 %%% into the loop:
 %%% <ul>
@@ -31,7 +34,7 @@
 
 -export([compile/1, compile/2, purge/1, continuous/3, timed/3,
          call_init/1, call_init_runner/2, call_done/2,
-         runner_arity/1, source_label/1, job_label/1, stops_vm/3, format_error/1]).
+         runner_arity/1, source_label/1, job_label/1, module_name/1, stops_vm/3, format_error/1]).
 
 -export_type([callable/0, code_map/0, exec/0]).
 
@@ -80,7 +83,8 @@ compile(#{runner := _} = CodeMap, Opts) ->
                                     maps:is_key(Role, CodeMap)]),
         check_arities(Parsed),
         Guarded = maps:map(fun(_Role, P) -> guard_vm_stops(P) end, Parsed),
-        build(case maps:get(wrap_spawns, Opts, false) of
+        build(module_name(CodeMap),
+              case maps:get(wrap_spawns, Opts, false) of
                   true -> wrap_spawns(Guarded);
                   false -> Guarded
               end)
@@ -89,6 +93,21 @@ compile(#{runner := _} = CodeMap, Opts) ->
     end;
 compile(_, _) ->
     {error, no_runner}.
+
+%% @doc The base name of a code map's generated module: `beamlab_gen_'
+%% and 8 hex digits of `erlang:phash2/2' (the same on every machine and
+%% OTP release) of the job's label, or without a label of its code. Two
+%% runs of one benchmark, or of two versions given the same `--label',
+%% thus profile to the same frames. A job whose name is taken in this VM
+%% (the same code measured twice at once) gets `_2', `_3'... appended.
+-spec module_name(code_map()) -> module().
+module_name(CodeMap) ->
+    Key = case CodeMap of
+              #{label := L} when is_binary(L); is_list(L) -> {label, unicode:characters_to_binary(L)};
+              _ -> {code, [{Role, maps:get(Role, CodeMap)} || Role <- [runner, init, init_runner, done],
+                                                               is_map_key(Role, CodeMap)]}
+          end,
+    list_to_atom(lists:flatten(io_lib:format("beamlab_gen_~8.16.0b", [erlang:phash2(Key, 1 bsl 32)]))).
 
 %% @doc Unloads the generated module. Call after every worker has exited.
 -spec purge(exec()) -> ok.
@@ -460,8 +479,23 @@ stops_vm(_, _, _) -> false.
 %% Code generation
 %%====================================================================
 
-build(Parsed) ->
-    Mod = list_to_atom("beamlab_gen_" ++ integer_to_list(erlang:unique_integer([positive]))),
+build(Base, Parsed) ->
+    %% Choosing a free name and loading under it are one step: jobs of a
+    %% comparison compile at the same time.
+    global:trans({?MODULE, names}, fun() -> build_as(free_name(Base, 1), Parsed) end, [node()]).
+
+free_name(Base, N) ->
+    Mod = case N of
+              1 -> Base;
+              _ -> list_to_atom(atom_to_list(Base) ++ "_" ++ integer_to_list(N))
+          end,
+    %% Old code still running (a job being stopped) holds the name too.
+    case erlang:module_loaded(Mod) orelse erlang:check_old_code(Mod) of
+        true -> free_name(Base, N + 1);
+        false -> Mod
+    end.
+
+build_as(Mod, Parsed) ->
     A0 = erl_anno:new(0),
     Runner = maps:get(runner, Parsed),
     RA = arity(Runner),

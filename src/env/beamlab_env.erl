@@ -8,7 +8,10 @@
 %%% section says `available => false') and a line is added to `notes'.
 %%%
 %%% The readers shared with live sampling (load average, cgroup location
-%%% and cpu.stat) are in `beamlab_runtime_probe'.
+%%% and cpu.stat) are in `beamlab_runtime_probe'. The report of the live
+%%% machine also holds `git' when the current directory is in a git work
+%%% tree (`beamlab_env_git': commit, its date, branch, dirty), so saved
+%%% runs can be ordered by the code they measured.
 -module(beamlab_env).
 
 -export([report/0, report/1, parse_cpulist/1, parse_meminfo/1, parse_kv/1]).
@@ -44,10 +47,18 @@ report(Opts) ->
                                          {V, N} = section(Key, F, Root),
                                          {Acc#{Key => V}, NotesAcc ++ N}
                                  end, {#{}, []}, Sections),
-    Noted#{otp => otp(),
-           schedulers => schedulers(),
-           collected_at => beamlab_runtime_clock:rfc3339(),
-           notes => Notes}.
+    Report = Noted#{otp => otp(),
+                    schedulers => schedulers(),
+                    collected_at => beamlab_runtime_clock:rfc3339(),
+                    notes => Notes},
+    case Root =:= "/" andalso file:get_cwd() of
+        {ok, Cwd} ->
+            case beamlab_env_git:work_tree(Cwd) of
+                none -> Report;
+                Git -> Report#{git => Git}
+            end;
+        _ -> Report
+    end.
 
 %% A file that exists but does not read as expected (a malformed /proc or
 %% /sys file under --root) never fails the report: its section is marked
@@ -86,12 +97,20 @@ otp() ->
       erts => beamlab_format_units:to_binary(erlang:system_info(version)),
       system_version => beamlab_format_units:to_binary(string:trim(erlang:system_info(system_version))),
       emu_flavor => beamlab_format_units:to_binary(sysinfo(emu_flavor, emu)),
+      %% the flavours this installation holds by name (erl -emu_flavor F)
+      flavors_installed => flavors_installed(),
       emu_type => beamlab_format_units:to_binary(sysinfo(emu_type, opt)),
       build_type => beamlab_format_units:to_binary(BuildType),
       dynamic_trace => beamlab_format_units:to_binary(DynTrace),
       wordsize_bits => 8 * erlang:system_info({wordsize, external}),
       kernel_poll => sysinfo(kernel_poll, false),
       build_warnings => Warnings}.
+
+flavors_installed() ->
+    case beamlab_runtime_otp:install(filename:join([code:root_dir(), "bin", "erl"])) of
+        {ok, #{flavors := Fs}} -> [atom_to_binary(F) || F <- Fs];
+        {error, _} -> []
+    end.
 
 %% The full version (e.g. "25.3.2") is only in the OTP_VERSION file.
 otp_version() ->

@@ -8,7 +8,7 @@
 
 -type error_reason() :: {bad_node, string()} | {no_distribution, term()} | {unreachable, atom()}
                       | {bad_cookie, empty | too_long}
-                      | {remote_host, atom(), string()} | {no_jit, atom(), term(), term()}.
+                      | {remote_host, atom(), string()}.
 -export_type([error_reason/0]).
 
 %% @doc Connects to `Name' (with `Cookie' when given) and returns its OS pid.
@@ -38,13 +38,10 @@ ask(Node) ->
         true ->
             case rpc:call(Node, os, getpid, [], 10000) of
                 P when is_list(P) ->
-                    Pid = list_to_integer(P),
-                    Flavor = rpc:call(Node, erlang, system_info, [emu_flavor], 10000),
-                    Release = rpc:call(Node, erlang, system_info, [otp_release], 10000),
+                    %% Any flavour: an interpreter's profile is its C code.
                     case filelib:is_dir("/proc/" ++ P) of
                         false -> {error, {remote_host, Node, P}};
-                        true when Flavor =:= jit -> {ok, Pid};
-                        true -> {error, {no_jit, Node, Release, Flavor}}
+                        true -> {ok, list_to_integer(P)}
                     end;
                 _ ->
                     {error, {unreachable, Node}}
@@ -65,9 +62,6 @@ format_error({bad_cookie, _} = Bad) ->
     beamlab_runtime_peer:format_error(Bad);
 format_error({unreachable, Node}) ->
     io_lib:format("cannot reach node ~ts: is it running, and is the cookie right (--cookie)?", [Node]);
-format_error({no_jit, Node, Release, Flavor}) ->
-    io_lib:format("node ~ts runs OTP ~0p with the ~0p emulator, which has no perf support: "
-                  "profiling needs the JIT (OTP 24 or later on x86-64 or arm64)", [Node, Release, Flavor]);
 format_error({remote_host, Node, P}) ->
     io_lib:format("node ~ts runs as OS pid ~ts on another machine: perf profiles local VMs only",
                   [Node, P]).

@@ -15,7 +15,12 @@ render(R) ->
     Lines =
         [section("VM"),
          kv("OTP", [maps:get(<<"otp_version">>, O), " (erts ", maps:get(<<"erts">>, O), ")"]),
-         kv("emulator", ["flavor ", maps:get(<<"emu_flavor">>, O), ", type ", maps:get(<<"emu_type">>, O),
+         kv("emulator", ["flavor ", maps:get(<<"emu_flavor">>, O),
+                         case maps:get(<<"flavors_installed">>, O, []) of
+                             [] -> "";
+                             Fs -> [" (installed: ", lists:join(", ", Fs), ")"]
+                         end,
+                         ", type ", maps:get(<<"emu_type">>, O),
                          ", build ", maps:get(<<"build_type">>, O), ", dynamic trace ", maps:get(<<"dynamic_trace">>, O)]),
          [kv("WARNING", W) || W <- maps:get(<<"build_warnings">>, O)],
          kv("schedulers", io_lib:format("~b/~b online, dirty CPU ~b/~b online, dirty IO ~b",
@@ -70,6 +75,15 @@ render(R) ->
                                      mb(maps:get(<<"total">>, maps:get(<<"erlang">>, M)))])),
          kv("load average", io_lib:format("~s ~s ~s", [str(maps:get(<<"load1">>, L)), str(maps:get(<<"load5">>, L)),
                                                          str(maps:get(<<"load15">>, L))])),
+         [[section("Code"),
+           kv("git commit", [maps:get(<<"commit">>, G1), " (", str(maps:get(<<"branch">>, G1, <<"?">>)), ", ",
+                             str(maps:get(<<"commit_time">>, G1, <<"?">>)),
+                             case maps:get(<<"dirty">>, G1, false) of
+                                 true -> "; tracked files changed since";
+                                 false -> "";
+                                 _ -> "; changes unknown"
+                             end, ")"])]
+          || #{<<"commit">> := _} = G1 <- [maps:get(<<"git">>, R, #{})]],
          [[section("Notes"), [kv("note", Note) || Note <- Notes]]
           || Notes <- [maps:get(<<"notes">>, R, [])], Notes =/= []]],
     Lines.

@@ -40,6 +40,11 @@ render(Doc, Opts) ->
          _ -> beamlab_format_table:render(Header, Rows, #{align => [left, left, left, left, right,
                                                                     right, right, right, left, left]})
      end,
+     case maps:get(params, Doc) of
+         #{<<"flavor">> := F} when is_binary(F) ->
+             io_lib:format("each point ran in a fresh VM of the ~ts flavour (as the VM reported)~n", [F]);
+         _ -> ""
+     end,
      beamlab_render_text:distributions(Doc, Opts),
      details(Bs),
      scheduler_utilisation(maps:get(telemetry, Doc, #{})),

@@ -17,8 +17,9 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, run/3, node/1, split_args/1, parse_args/1, parse_words/1,
-         ensure_dist/0, start_dist/1, start_hidden/1, cookie/1, set_cookie/2, format_error/1]).
+-export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, interrupt/1, run/3, node/1,
+         split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1,
+         cookie/1, set_cookie/2, flavor_args/1, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -26,6 +27,7 @@
                   dist => boolean(),
                   paths => [file:filename()],  % extra code paths (-pa)
                   env => [{string(), string()}],
+                  flavor => beamlab_runtime_otp:flavor(), % emulator flavour, proven after start
                   timeout => timeout(),
                   load => boolean()}.          % load beamlab's modules (default true)
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
@@ -52,7 +54,7 @@ start(Opts) ->
     try
         Dist = maps:get(dist, Opts, false),
         Dist andalso ensure_dist(),
-        PeerOpts = peer_opts(Opts, Dist),
+        PeerOpts = peer_opts(flavor_env(Opts), Dist),
         Started = try peer:start(PeerOpts)
                   catch exit:BootExit -> {error, BootExit}
                   end,
@@ -60,9 +62,9 @@ start(Opts) ->
         case Started of
             {ok, Pid, Node} when Dist ->
                 ok = share_cookie(Pid),
-                loaded(#{peer => Pid, node => Node, connection => dist}, Opts);
-            {ok, Pid, _NoNode} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
-            {ok, Pid} -> loaded(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+                proven(#{peer => Pid, node => Node, connection => dist}, Opts);
+            {ok, Pid, _NoNode} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+            {ok, Pid} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
             {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
         end
     catch
@@ -70,6 +72,48 @@ start(Opts) ->
         exit:Exit -> {error, {start_failed, describe(Opts), Exit}};
         error:Error -> {error, {start_failed, describe(Opts), Error}}
     end.
+
+%% @doc The `erl' flags that start the flavour `Opts' asks for (none
+%% without one) from its `exec' (default: this VM's installation); an
+%% error when that installation lacks it.
+-spec flavor_args(opts()) -> {ok, [string()]} | {error, beamlab_runtime_otp:error_reason()}.
+flavor_args(#{flavor := F} = Opts) ->
+    Erl = case maps:find(exec, Opts) of
+              {ok, E} -> E;
+              error -> default_erl()
+          end,
+    case beamlab_runtime_otp:install(Erl) of
+        {ok, I} -> beamlab_runtime_otp:flavor_args(I, F);
+        {error, _} = Error -> Error
+    end;
+flavor_args(_) ->
+    {ok, []}.
+
+%% A flavour is asked for through ERL_FLAGS, which erlexec reads: the VMs
+%% the new VM starts in turn (the second VM of ping-pong) inherit it.
+flavor_env(#{flavor := _} = Opts) ->
+    Args = case flavor_args(Opts) of
+               {ok, A} -> A;
+               {error, R} -> throw({beamlab_runtime_peer, {otp, R}})
+           end,
+    Env = maps:get(env, Opts, []),
+    Old = case lists:keyfind("ERL_FLAGS", 1, Env) of
+              {_, V} -> V;
+              false -> os:getenv("ERL_FLAGS", "")
+          end,
+    Opts#{env => [{"ERL_FLAGS", string:trim(string:join(Args ++ [Old], " "))}
+                  | lists:keydelete("ERL_FLAGS", 1, Env)]};
+flavor_env(Opts) ->
+    Opts.
+
+%% The VM runs the flavour asked for, as it says itself.
+proven(Vm, #{flavor := F} = Opts) ->
+    case catch call(Vm, erlang, system_info, [emu_flavor], 60000) of
+        F -> loaded(Vm, Opts);
+        Got -> stop(Vm), {error, {flavor_not_in_effect, F, Got}}
+    end;
+proven(Vm, Opts) ->
+    loaded(Vm, Opts).
 
 %% @doc Stops a VM (and waits until it is gone).
 -spec stop(vm()) -> ok.
@@ -157,7 +201,7 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
         {beamlab_interrupt, _} = Msg when Held =:= none ->
             %% Passed on once; a second interrupt is the caller's business
             %% (in the command line it stops beamlab at once).
-            _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
+            ok = interrupt(Vm),
             await_call(Vm, Pid, MRef, Ref, Msg)
     after case Held of
               none -> infinity;
@@ -173,6 +217,14 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
 -spec interrupt_grace() -> pos_integer().
 interrupt_grace() ->
     10000.
+
+%% @doc Interrupts what runs in the VM as Ctrl-C would
+%% ({@link beamlab_runtime_interrupt:simulate/0} there): a measurement
+%% stops and returns what it measured. Does not wait.
+-spec interrupt(vm()) -> ok.
+interrupt(Vm) ->
+    _ = (catch cast(Vm, beamlab_runtime_interrupt, simulate, [])),
+    ok.
 
 cast(#{connection := dist, node := Node}, M, F, A) ->
     erpc:cast(Node, M, F, A);
@@ -413,6 +465,10 @@ local_addresses() ->
 -spec format_error(term()) -> iolist().
 format_error({start_failed, What, Reason}) ->
     io_lib:format("could not start a VM (~ts): ~ts", [What, reason_text(Reason)]);
+format_error({otp, Reason}) ->
+    beamlab_runtime_otp:format_error(Reason);
+format_error({flavor_not_in_effect, F, Got}) ->
+    io_lib:format("-emu_flavor ~s asked, the VM runs the ~0tP flavour", [F, Got, 5]);
 format_error({stderr_file, Reason}) ->
     ["could not create a private directory for the VM's log: ",
      beamlab_runtime_file:format_error(Reason)];
@@ -660,7 +716,11 @@ describe(Opts) ->
               {ok, E} -> E;
               error -> "erl"
           end,
-    string:join(maps:get(wrapper, Opts, []) ++ [Exe | maps:get(args, Opts, [])], " ").
+    Flavor = case maps:find(flavor, Opts) of
+                 {ok, F} -> ["-emu_flavor", atom_to_list(F)];
+                 error -> []
+             end,
+    string:join(maps:get(wrapper, Opts, []) ++ [Exe | Flavor ++ maps:get(args, Opts, [])], " ").
 
 reason_text({vm_said, Line, _}) ->
     Line;

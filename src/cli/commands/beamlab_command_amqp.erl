@@ -3,7 +3,7 @@
 -module(beamlab_command_amqp).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, help_flags/0, config/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -80,8 +80,10 @@ options() ->
      %% issue 13: --name NAME@HOST and --cookie (beamlab_cli_dist)
      #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie for --nodes with named nodes"},
-     %% issue 12: the broker's own telemetry (beamlab_cli_broker_watch)
-     beamlab_cli_broker_watch:option(),
+     %% issue 12: the broker's own telemetry (beamlab_experiment_watch)
+     #{name => watch, long => "watch", type => string, metavar => "NODE",
+       help => "record the broker node's telemetry (schedulers, memory, top processes) "
+               "beside the load, over distribution (--cookie gives its cookie)"},
      hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])]
         ++ beamlab_cli_args:common_options().
 
@@ -110,76 +112,43 @@ help_flags() ->
 %% start or ended early (broker gone, node down).
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Cfg0 = config(Parsed),
-    Format = beamlab_cli_output:format(Parsed),
     %% PerfTest's lines go to stdout in text mode; with a machine format
     %% stdout carries only the document.
-    Out = case Format of
-              text -> fun beamlab_amqp_perf:write_utf8/1;
-              _ -> fun(Bin) -> beamlab_amqp_perf:write_utf8(standard_error, Bin) end
+    Out = case beamlab_cli_output:format(Parsed) of
+              text -> standard_io;
+              _ -> standard_error
           end,
-    %% -v: the generator VM's telemetry; the detectors' findings on it
-    %% (scheduler trouble, a busy machine, noisy intervals) join the result.
-    Telemetry = beamlab_cli_verbose:start(beamlab_cli_args:get(verbose, Parsed, 0) > 0),
-    Started = beamlab_runtime_clock:rfc3339(),
-    %% --watch NODE: the broker's telemetry, one sample per reporting interval.
-    Watch = beamlab_cli_broker_watch:start(Parsed, max(1, round(maps:get(interval, Cfg0) * 1000))),
-    %% (--watch may have made this VM a node since its name was taken.)
-    Cfg1 = case maps:get(nodes, Cfg0) of
-               [nonode@nohost] -> Cfg0#{nodes := [node()]};
-               _ -> Cfg0
+    Sink = fun({amqp, Bin}) -> beamlab_amqp_live:write_utf8(Out, Bin);
+              ({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
+              (_) -> ok
            end,
-    case beamlab_amqp_perf:run(Cfg1#{out => Out}) of
-        {ok, Report} ->
-            Doc = beamlab_cli_broker_watch:stop(Watch, beamlab_cli_verbose:stop(
-                    Telemetry, beamlab_amqp_perf:result(Report, #{command => maps:get(argv, Parsed),
-                                                                  started_at => Started,
-                                                                  params => params(Cfg0)}))),
-            case maps:get(failure, Report) of
-                undefined when map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
-                undefined ->
-                    case nothing_measured(Report) of
-                        ok -> {0, Doc};
-                        {nothing, Why} ->
-                            io:format(standard_error, "beamlab: ~ts~n", [Why]),
-                            {1, Doc}
-                    end;
-                F ->
-                    io:format(standard_error, "beamlab: ~ts~n", [beamlab_amqp_perf:format_error(F)]),
-                    {1, Doc}
-            end;
-        {error, Reason} ->
-            ok = beamlab_cli_verbose:cancel(Telemetry),
-            ok = beamlab_cli_broker_watch:cancel(Watch),
-            beamlab_cli_error:fail("~ts", [beamlab_amqp_perf:format_error(Reason)])
-    end.
+    beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}).
 
-%% A run that ended normally with nothing received (or nothing sent) has
-%% measured nothing: that is a failure, with the likely reason.
-nothing_measured(#{enabled := En, counters := C, accounting := Acc}) ->
-    Sent = maps:get(sent, C, 0),
-    Received = maps:get(received, C, 0),
-    Queued = case maps:get(queued, Acc, undefined) of
-                 Q when is_integer(Q) -> integer_to_list(Q);
-                 _ -> "?"
-             end,
-    Published = maps:get(published, En),
-    ReceivedOn = maps:get(received, En),
-    if
-        Published, Sent =:= 0 ->
-            {nothing, "no messages measured: nothing was published (is the broker blocking "
-                      "publishers, e.g. a memory or disk alarm?)"};
-        ReceivedOn, Received =:= 0, Sent > 0 ->
-            {nothing, io_lib:format("no messages measured: ~b sent, none received (~b returned, "
-                                    "~ts still queued); the run ended before the consumers got "
-                                    "any (large messages take time: give -D or a longer -z)",
-                                    [Sent, maps:get(returned, C, 0), Queued])};
-        true -> ok
-    end.
+%% @doc The experiment: the load's configuration, where it runs, the
+%% broker node to watch beside it (`--watch'), and this VM's telemetry
+%% (`-v': the detectors' findings on it, scheduler trouble, a busy
+%% machine, noisy intervals, join the result).
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
+    G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Cfg = config(Parsed),
+    Nodes = node_list(G(nodes)),
+    %% With --watch alone the cookie is the watched node's (set for it only).
+    Dist = maps:from_list([{name, N} || N <- [G(dist_name)], N =/= undefined]
+                          ++ [{cookie, C} || C <- [G(cookie)], C =/= undefined,
+                                             G(watch) =:= undefined orelse G(nodes) =/= undefined]),
+    Amqp = maps:merge(#{config => Cfg, nodes => Nodes, dist => Dist},
+                      case G(watch) of
+                          undefined -> #{};
+                          W -> #{watch => #{node => W, cookie => G(cookie)}}
+                      end),
+    #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
+      telemetry => case G(verbose) > 0 of true -> live; false -> none end}.
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
-%% options; user mistakes end in `beamlab_cli_error:usage/2'.
--spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:config().
+%% options (but where it runs, `nodes', and where its lines go, `out');
+%% user mistakes end in `beamlab_cli_error:usage/2'.
+-spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
 config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     Uri = G(uri),
@@ -200,13 +169,6 @@ config(P) ->
         andalso G(closed_loop) =:= undefined andalso
         beamlab_cli_error:usage("-p needs the queue(s): -u or --queue-pattern", []),
     check_work(G, Pattern),
-    Nodes = node_list(G(nodes)),
-    %% With --watch alone the cookie is the watched node's (set for it only).
-    DistParsed = case G(watch) =/= undefined andalso G(nodes) =:= undefined of
-                     true -> P#{opts := maps:remove(cookie, maps:get(opts, P))};
-                     false -> P
-                 end,
-    ok = beamlab_cli_dist:controller(DistParsed, case Nodes of {peers, _} -> []; L0 -> L0 end),
     #{uri => list_to_binary(Uri),
       producers => G(producers), consumers => G(consumers),
       producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),
@@ -223,7 +185,7 @@ config(P) ->
       body_size => G(size), duration => G(time),
       pmessages => G(pmessages), cmessages => G(cmessages),
       predeclared => G(predeclared), quorum => G(quorum), interval => G(interval),
-      reconnect => G(reconnect), nodes => Nodes,
+      reconnect => G(reconnect),
       closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
       id => bin(G(id))}.
 
@@ -273,7 +235,7 @@ pattern(_P, _, _) ->
     beamlab_cli_error:usage("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
 node_list(undefined) ->
-    [node()];
+    this;
 node_list(S) ->
     case string:to_integer(S) of
         {N, ""} when N >= 1 -> {peers, N};
@@ -285,13 +247,3 @@ node_list(S) ->
                  _ -> beamlab_cli_error:usage("--nodes: '~ts' is not a node name (name@host)", [X])
              end || X <- Names]
     end.
-
-%% The options as they go into the result document (JSON-friendly).
-params(Cfg) ->
-    maps:map(fun(_, V) when is_atom(V), V =/= true, V =/= false, V =/= undefined -> atom_to_binary(V);
-                (_, undefined) -> null;
-                (_, {peers, N}) -> N;
-                (_, {P, F, T}) -> #{pattern => P, from => F, to => T};
-                (_, L) when is_list(L) -> [atom_to_binary(A) || A <- L];
-                (_, V) -> V
-             end, maps:without([out], Cfg)).

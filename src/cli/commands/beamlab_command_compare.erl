@@ -16,7 +16,9 @@ summary() ->
 %% @doc Options of `beamlab compare'.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [O || O = #{name := N} <- beamlab_cli_args:common_options(), N =:= format orelse N =:= no_color]
+    [#{name => format, long => "format", type => {enum, [text, json, csv, markdown]},
+       default => text, metavar => "FMT", help => "output format: text, json, csv or markdown"}
+     | [O || O = #{name := no_color} <- beamlab_cli_args:common_options()]]
         ++ [#{name => fail_if_slower, long => "fail-if-slower", type => percent, metavar => "PCT",
               help => "exit 1 when a benchmark is significantly slower than the baseline by more "
                       "than PCT percent"},
@@ -51,7 +53,7 @@ run(Parsed = #{args := Files}) ->
 fail_if_slower(_Cmp, undefined) ->
     0;
 fail_if_slower(Cmp, Pct) ->
-            case beamlab_compare:slower_than(Cmp, Pct) of
+            case beamlab_result_compare:slower_than(Cmp, Pct) of
                 [] ->
                     0;
                 Slower ->

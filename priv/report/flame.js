@@ -1,0 +1,235 @@
+// beamlab report: flame graphs of profiles (model: beamlab_report_flame).
+// For every run with a profile an interactive flame graph (click a frame to
+// zoom into it, click the root to zoom out, search with highlight and the
+// matched share, a tooltip with samples and share); for each later profile
+// of the same subject a differential flame graph against the first.
+(function () {
+  'use strict';
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  var CAT = { erlang: '#65a30d', emulator: '#ea580c', kernel: '#64748b', harness: '#9333ea', thread: '#94a3b8' };
+  // Frames narrower than MINW pixels (0.25% of the width) are not drawn.
+  var ROW = 17, W = 1200, MINW = 3;
+  function noteError(msg) {
+    var b = document.body, old = b.getAttribute('data-errors') || '';
+    b.setAttribute('data-errors', old ? old + ' | ' + msg : String(msg));
+  }
+  function el(tag, attrs, kids) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    (kids || []).forEach(function (k) { if (k !== null && k !== undefined) e.appendChild(typeof k === 'object' ? k : document.createTextNode(String(k))); });
+    return e;
+  }
+  function sv(tag, attrs) {
+    var e = document.createElementNS(SVGNS, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    return e;
+  }
+  function pc(v) { return (100 * v).toFixed(2) + '%'; }
+  // The call tree of folded stacks: {name, value, children: {name: node}}.
+  function tree(stacks) {
+    var root = { name: 'all', value: 0, children: {}, depth: 0 };
+    stacks.forEach(function (sc) {
+      var frames = String(sc[0]).split(';'), n = sc[1], node = root;
+      root.value += n;
+      frames.forEach(function (f) {
+        var c = node.children[f];
+        if (!c) { c = node.children[f] = { name: f, value: 0, children: {}, depth: node.depth + 1, parent: node }; }
+        c.value += n;
+        node = c;
+      });
+    });
+    return root;
+  }
+  function kids(node) {
+    return Object.keys(node.children).sort().map(function (k) { return node.children[k]; });
+  }
+  function maxDepth(node) {
+    var d = node.depth;
+    kids(node).forEach(function (c) { d = Math.max(d, maxDepth(c)); });
+    return d;
+  }
+  // Share of every path in a tree, keyed by the path, for the differential graph.
+  function shares(node, prefix, total, out) {
+    kids(node).forEach(function (c) {
+      var p = prefix + ';' + c.name;
+      out[p] = c.value / total;
+      shares(c, p, total, out);
+    });
+    return out;
+  }
+  function pathOf(node) {
+    var p = '';
+    while (node && node.parent) { p = ';' + node.name + p; node = node.parent; }
+    return p;
+  }
+  // Square-root scale: small changes stay visible beside the largest.
+  function diffColor(d, maxAbs) {
+    var t = maxAbs > 0 ? Math.sqrt(Math.min(1, Math.abs(d) / maxAbs)) : 0;
+    var c = Math.round(235 - 150 * t);
+    return d > 0 ? 'rgb(235,' + c + ',' + c + ')' : d < 0 ? 'rgb(' + c + ',' + c + ',235)' : 'rgb(229,231,235)';
+  }
+  function flame(parent, prof, opts) {
+    var root = tree(prof.stacks), total = root.value || 1;
+    var depth = maxDepth(root), hgt = (depth + 1) * ROW + 4;
+    var names = prof.names || {};
+    var box = el('div', { 'class': 'flamebox' });
+    var input = el('input', { type: 'search', placeholder: 'search frames (substring)' });
+    var matched = el('span', { 'class': 'matched' });
+    var bar = el('div', { 'class': 'flamebar' }, ['Search: ', input, matched,
+      el('span', { 'class': 'muted' }, ['  click a frame to zoom, click all to zoom out'])]);
+    var svg = sv('svg', { 'class': 'flame', width: W, height: hgt, viewBox: '0 0 ' + W + ' ' + hgt, 'data-zoom': 'all' });
+    var tip = el('div', { 'class': 'flametip' });
+    box.appendChild(bar); box.appendChild(svg); box.appendChild(tip);
+    parent.appendChild(box);
+    var bt = opts.before ? tree(opts.before.stacks) : null;
+    var before = bt ? shares(bt, '', bt.value || 1, {}) : null;
+    var diffs = [], maxAbs = 0;
+    function colorOf(node) {
+      if (node.depth === 0) return CAT.thread;
+      if (before) {
+        var d = node.value / total - (before[pathOf(node)] || 0);
+        return diffColor(d, maxAbs);
+      }
+      if (node.depth === 1 || node.depth === 0) return CAT.thread;
+      return CAT[names[node.name]] || '#f59e0b';
+    }
+    if (before) {
+      // The scale comes from the frames below the thread-type roots.
+      (function walk(n) { kids(n).forEach(function (c) { var d = c.value / total - (before[pathOf(c)] || 0); if (c.depth > 1) maxAbs = Math.max(maxAbs, Math.abs(d)); walk(c); }); })(root);
+    }
+    var zoom = root;
+    // Rows that hold a frame wide enough to draw at the current zoom.
+    function visDepth(node, w) {
+      var d = node.depth;
+      kids(node).forEach(function (c) {
+        var cw = w * c.value / node.value;
+        if (cw >= MINW) d = Math.max(d, visDepth(c, cw));
+      });
+      return d;
+    }
+    function draw() {
+      while (svg.firstChild) svg.removeChild(svg.firstChild);
+      hgt = (visDepth(zoom, W) + 1) * ROW + 4;
+      svg.setAttribute('height', hgt);
+      svg.setAttribute('viewBox', '0 0 ' + W + ' ' + hgt);
+      // The zoomed frame fills the width; its ancestors are drawn full width.
+      var anc = [], a = zoom;
+      while (a) { anc.unshift(a); a = a.parent; }
+      anc.forEach(function (n) { place(n, 0, W, true); });
+      layout(zoom, 0, W);
+      function layout(node, x, w) {
+        var cx = x;
+        kids(node).forEach(function (c) {
+          var cw = w * c.value / node.value;
+          if (cw >= MINW) { place(c, cx, cw, false); layout(c, cx, cw); }
+          cx += cw;
+        });
+      }
+      search();
+    }
+    function place(node, x, w, isAnc) {
+      var y = hgt - (node.depth + 1) * ROW;
+      var g = sv('g', {});
+      var r = sv('rect', { 'class': 'frame', x: x.toFixed(2), y: y, width: Math.max(0.5, w - 0.5).toFixed(2), height: ROW - 1,
+                           fill: colorOf(node), 'data-name': node.name, rx: 2 });
+      if (isAnc && node !== zoom) r.setAttribute('opacity', '0.6');
+      g.appendChild(r);
+      if (w > 30) {
+        var t = sv('text', { x: (x + 3).toFixed(2), y: y + ROW - 5 });
+        var chars = Math.floor((w - 6) / 6.6);
+        t.textContent = node.name.length > chars ? node.name.slice(0, Math.max(0, chars - 2)) + '..' : node.name;
+        g.appendChild(t);
+      }
+      var info = node.name + ': ' + node.value + ' samples, ' + pc(node.value / total) + ' of all';
+      if (before) {
+        var b = before[pathOf(node)] || 0;
+        info += ' (before ' + pc(b) + ', change ' + (node.value / total - b >= 0 ? '+' : '') + pc(node.value / total - b) + ')';
+      }
+      var title = sv('title', {}); title.textContent = info; g.appendChild(title);
+      g.addEventListener('mousemove', function (ev) {
+        tip.textContent = info; tip.style.display = 'block';
+        tip.style.left = (ev.clientX + 12) + 'px'; tip.style.top = (ev.clientY + 12) + 'px';
+      });
+      g.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
+      g.addEventListener('click', function () {
+        zoom = node === zoom && node.parent ? node.parent : node;
+        svg.setAttribute('data-zoom', zoom.name);
+        draw();
+      });
+      svg.appendChild(g);
+    }
+    function search() {
+      var q = input.value.toLowerCase(), hit = 0;
+      var rects = svg.querySelectorAll('rect.frame');
+      for (var i = 0; i < rects.length; i++) {
+        var m = q !== '' && rects[i].getAttribute('data-name').toLowerCase().indexOf(q) >= 0;
+        if (m) rects[i].setAttribute('class', 'frame match'); else rects[i].setAttribute('class', 'frame');
+      }
+      if (q === '') { matched.textContent = ''; return; }
+      // Matched share: samples under the outermost matching frames.
+      (function walk(n) {
+        kids(n).forEach(function (c) { if (c.name.toLowerCase().indexOf(q) >= 0) hit += c.value; else walk(c); });
+      })(root);
+      matched.textContent = 'matched ' + pc(hit / total) + ' of samples';
+    }
+    input.addEventListener('input', search);
+    draw();
+    return svg;
+  }
+  function legend(diff) {
+    var items = diff ? [['hotter', 'rgb(235,85,85)'], ['cooler', 'rgb(85,85,235)'], ['unchanged', 'rgb(229,231,235)']]
+                     : [['Erlang', CAT.erlang], ['emulator (C)', CAT.emulator], ['kernel', CAT.kernel], ['beamlab harness', CAT.harness], ['thread type', CAT.thread]];
+    return el('div', { 'class': 'legend' }, items.map(function (it) {
+      return el('span', {}, [el('i', { style: 'background:' + it[1] }), it[0]]);
+    }));
+  }
+  function shareLine(counts, total) {
+    return Object.keys(counts || {}).filter(function (k) { return counts[k] > 0; }).map(function (k) {
+      return k + ' ' + (100 * counts[k] / (total || 1)).toFixed(1) + '%';
+    }).join(', ');
+  }
+  function topTable(p) {
+    var rows = (p.top || []).map(function (f) {
+      return el('tr', {}, [el('td', {}, [f.name]), el('td', {}, [f.category]),
+        el('td', { 'class': 'num' }, [pc(f.self / (p.samples || 1))]), el('td', { 'class': 'num' }, [pc(f.total / (p.samples || 1))]),
+        el('td', {}, [f.note || ''])]);
+    });
+    return el('table', {}, [el('thead', {}, [el('tr', {}, ['function', 'category', 'self', 'total', 'note'].map(function (c) { return el('th', {}, [c]); }))]),
+                            el('tbody', {}, rows)]);
+  }
+  try {
+    var data = JSON.parse(document.getElementById('beamlab-data').textContent);
+    var runs = (data.runs || []).filter(function (r) { return r.profile; });
+    if (!runs.length) return;
+    var app = document.getElementById('app');
+    var sec = el('section', { id: 'profiles' }, [el('h2', {}, ['Profiles']),
+      el('p', { 'class': 'muted' }, ['Flame graphs of the recorded call stacks (root at the bottom, width = share of samples). ' +
+        'Each profile starts with its thread types.'])]);
+    var envSec = document.getElementById('env');
+    if (envSec) app.insertBefore(sec, envSec); else app.appendChild(sec);
+    var first = {}, diffs = 0;
+    runs.forEach(function (r) {
+      var p = r.profile;
+      var card = el('figure', { 'class': 'card flamecard' }, [el('figcaption', {}, [r.label + ': ' + p.subject]),
+        el('div', { 'class': 'muted' }, [p.samples + ' samples; ' + shareLine(p.categories, p.samples) +
+          '; threads: ' + shareLine(p.threads, p.samples)]), legend(false)]);
+      sec.appendChild(card);
+      flame(card, p, {});
+      card.appendChild(el('details', { 'class': 'more' }, [el('summary', {}, ['top functions']), topTable(p)]));
+      var base = first[p.subject];
+      if (!base) { first[p.subject] = r; return; }
+      diffs += 1;
+      var dcard = el('figure', { 'class': 'card flamecard diff', id: 'flame-diff-' + diffs }, [
+        el('figcaption', {}, ['Differential: ' + r.label + ' against ' + base.label + ' (' + p.subject + ')']),
+        el('div', { 'class': 'muted' }, ['Stacks of ' + r.label + '; colour = change of each frame' + String.fromCharCode(8217) + 's share of all samples ' +
+          '(normalised by each profile' + String.fromCharCode(8217) + 's total). Frames only in ' + base.label + ' are not drawn.']), legend(true)]);
+      sec.appendChild(dcard);
+      flame(dcard, p, { before: base.profile });
+    });
+    // The cards exist only now: a link to one (#flame-diff-1) scrolls here.
+    var target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (target) target.scrollIntoView();
+  } catch (e) {
+    noteError('flame: ' + (e && e.message ? e.message : e));
+  }
+})();

@@ -1,0 +1,62 @@
+%%% @doc A result document in the format of github-action-benchmark's
+%%% custom tools: a JSON array of `{"name", "unit", "value", "range",
+%%% "extra"}' for `tool: customBiggerIsBetter' (the measures where higher
+%%% is better) or `customSmallerIsBetter' (lower is better). One file
+%%% holds one direction; {@link left_out/2} names the measures the other
+%%% file holds. `range' is the half-width of the mean's confidence
+%%% interval (`± 12.3'), `extra' says n, the interval and the median. The
+%%% measures are those of `beamlab_render_ci'. Pure.
+-module(beamlab_render_github_benchmark).
+
+-export([render/2, left_out/2, tool/1]).
+
+-type direction() :: bigger | smaller.
+-export_type([direction/0]).
+
+%% @doc The JSON array of the measures in `Direction'.
+-spec render(beamlab_result:result(), direction()) -> iodata().
+render(Doc, Direction) ->
+    Entries = [entry(M) || M <- beamlab_render_ci:measures(Doc), fits(M, Direction)],
+    [beamlab_json:encode(Entries, #{pretty => true}), $\n].
+
+%% @doc Names (as in the array) of the measures of the other direction.
+-spec left_out(beamlab_result:result(), direction()) -> [binary()].
+left_out(Doc, Direction) ->
+    [Name || #{name := Name} = M <- beamlab_render_ci:measures(Doc), not fits(M, Direction)].
+
+%% @doc The `tool' input of the action for a direction.
+-spec tool(direction()) -> binary().
+tool(bigger) -> <<"customBiggerIsBetter">>;
+tool(smaller) -> <<"customSmallerIsBetter">>.
+
+fits(#{better := higher}, bigger) -> true;
+fits(#{better := lower}, smaller) -> true;
+fits(_, _) -> false.
+
+entry(#{name := Name, unit := Unit, value := V} = M) ->
+    E = #{name => Name, unit => Unit, value => V},
+    case M of
+        #{interval := {Lo, Hi}, confidence := C, n := N} ->
+            E#{range => unicode:characters_to_binary(["\x{b1} ", num((Hi - Lo) / 2)]),
+               extra => unicode:characters_to_binary(
+                          io_lib:format("n=~b, ~ts% CI of the mean ~ts .. ~ts~ts",
+                                        [N, level(C), num(Lo), num(Hi),
+                                         case M of
+                                             #{median := Md} -> [", median ", num(Md)];
+                                             _ -> []
+                                         end]))};
+        #{n := N} ->
+            E#{extra => iolist_to_binary(io_lib:format("n=~b", [N]))};
+        _ ->
+            E
+    end.
+
+num(V) -> beamlab_format_units:sig(V, 4).
+
+%% 0.95 -> "95", 0.995 -> "99.5".
+level(C) ->
+    P = round(C * 1000) / 10,
+    case P == round(P) of
+        true -> integer_to_list(round(P));
+        false -> beamlab_format_units:number(P)
+    end.

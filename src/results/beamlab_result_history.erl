@@ -1,0 +1,170 @@
+%%% @doc History: many saved runs of the same benchmarks, in order, with
+%%% each benchmark's trend and the change between consecutive runs.
+%%%
+%%% Runs are ordered by the git commit each document recorded in its
+%%% environment (`env.git': the committer date of the commit, then the
+%%% start of the run: a commit measured again later stays in its place) or
+%%% by the start of the run alone. A benchmark's change is measured against
+%%% the previous run that has it, with `beamlab_stats:compare/3' (the same
+%%% test, interval and verdict as `beamlab compare'); `faster' and `slower'
+%%% are the significant changes. Pure: takes loaded documents.
+-module(beamlab_result_history).
+
+-export([history/2, order/2, git/1, significant/1, format_error/1]).
+
+-type run() :: {Label :: binary(), beamlab_result:result()}.
+-type order() :: time | commit.
+-type opts() :: #{order => order() | auto, confidence => float()}.
+-type git() :: #{commit := binary(), commit_time => binary(), dirty => boolean(),
+                 branch => binary()}.
+-type run_info() :: #{label := binary(), started_at := binary(), partial := boolean(),
+                      commit := binary() | null, commit_time := binary() | null,
+                      dirty := boolean() | null}.
+-type point() :: #{run := pos_integer(), n := non_neg_integer(), mean := number(),
+                   ci := {number(), number()} | null}.
+-type change() :: #{from := pos_integer(), to := pos_integer(), change := number() | null,
+                    ci := {number(), number()} | null, p_value := number() | null,
+                    verdict := faster | slower | no_difference | too_few_samples | unit_mismatch}.
+-type trend() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
+                   points := [point()], changes := [change()]}.
+-type history() :: #{runs := [run_info()], order := order(), confidence := float(),
+                     trends := [trend()]}.
+-type error_reason() :: {too_few_runs, non_neg_integer()} | {no_commit, [binary()]}.
+-export_type([run/0, order/0, opts/0, history/0, trend/0, point/0, change/0, run_info/0,
+              git/0, error_reason/0]).
+
+%% @doc The runs in order (see {@link order/2}) and every benchmark's trend.
+%% `order' `auto' (the default) is `commit' when every run recorded one,
+%% else `time'.
+-spec history([run()], opts()) -> {ok, history()} | {error, error_reason()}.
+history(Runs, _Opts) when length(Runs) < 2 ->
+    {error, {too_few_runs, length(Runs)}};
+history(Runs, Opts) ->
+    Order = case maps:get(order, Opts, auto) of
+                auto ->
+                    case lists:all(fun({_, R}) -> git(R) =/= undefined end, Runs) of
+                        true -> commit;
+                        false -> time
+                    end;
+                O -> O
+            end,
+    case order(Runs, Order) of
+        {ok, Sorted} ->
+            Conf = maps:get(confidence, Opts, 0.95),
+            {ok, #{runs => [run_info(L, R) || {L, R} <- Sorted], order => Order, confidence => Conf,
+                   trends => [trend(Name, Sorted, Conf) || Name <- names(Sorted)]}};
+        {error, _} = E ->
+            E
+    end.
+
+%% @doc The runs sorted by the start of each run, or by their commit's
+%% date (then the start). Ordering by commit needs one in every run.
+-spec order([run()], order()) -> {ok, [run()]} | {error, error_reason()}.
+order(Runs, time) ->
+    {ok, sort_by(fun({_, R}) -> {started(R)} end, Runs)};
+order(Runs, commit) ->
+    case [L || {L, R} <- Runs, git(R) =:= undefined] of
+        [] -> {ok, sort_by(fun({_, R}) -> {commit_time(R), started(R)} end, Runs)};
+        Missing -> {error, {no_commit, Missing}}
+    end.
+
+%% @doc The git commit a document recorded (`env.git'), if any.
+-spec git(beamlab_result:result()) -> git() | undefined.
+git(#{env := #{<<"git">> := #{<<"commit">> := C} = G}}) when is_binary(C) ->
+    maps:from_list([{K, V} || {KB, K} <- [{<<"commit">>, commit}, {<<"commit_time">>, commit_time},
+                                          {<<"dirty">>, dirty}, {<<"branch">>, branch}],
+                              V <- [maps:get(KB, G, null)], V =/= null]);
+git(_) ->
+    undefined.
+
+%% @doc The significant changes of a history: `{Benchmark, Change}'.
+-spec significant(history()) -> [{binary(), change()}].
+significant(#{trends := Trends}) ->
+    [{Name, C} || #{name := Name, changes := Cs} <- Trends, C = #{verdict := V} <- Cs,
+                  V =:= faster orelse V =:= slower].
+
+%% @doc One line for each error of this module.
+-spec format_error(error_reason()) -> iolist().
+format_error({too_few_runs, N}) ->
+    io_lib:format("a history needs at least two runs, got ~b", [N]);
+format_error({no_commit, Labels}) ->
+    io_lib:format("cannot order by commit: no git commit recorded in ~ts "
+                  "(runs saved outside a git work tree, or by an older beamlab); order them by time",
+                  [lists:join(", ", Labels)]).
+
+%% Internals
+
+%% Stable: runs with equal keys keep the order they were given in.
+sort_by(Key, Runs) ->
+    Indexed = lists:zip(lists:seq(1, length(Runs)), Runs),
+    [R || {_, R} <- lists:sort(fun({I, A}, {J, B}) -> {Key(A), I} =< {Key(B), J} end, Indexed)].
+
+%% RFC 3339 times of one writer sort as text; a commit time with an
+%% offset is turned into UTC first.
+started(R) -> maps:get(started_at, R, <<>>).
+
+commit_time(R) ->
+    case git(R) of
+        #{commit_time := T} ->
+            try calendar:rfc3339_to_system_time(binary_to_list(T))
+            catch _:_ -> T
+            end;
+        _ -> <<>>
+    end.
+
+run_info(Label, R) ->
+    G = case git(R) of
+            undefined -> #{};
+            Git -> Git
+        end,
+    #{label => Label, started_at => started(R), partial => maps:get(partial, R, false),
+      commit => maps:get(commit, G, null), commit_time => maps:get(commit_time, G, null),
+      dirty => maps:get(dirty, G, null)}.
+
+names(Runs) ->
+    {Rev, _} = lists:foldl(fun(N, {Acc, Seen}) ->
+                                   case Seen of
+                                       #{N := _} -> {Acc, Seen};
+                                       _ -> {[N | Acc], Seen#{N => true}}
+                                   end
+                           end, {[], #{}}, [maps:get(name, B) || {_, R} <- Runs, B <- maps:get(benchmarks, R)]),
+    lists:reverse(Rev).
+
+trend(Name, Runs, Conf) ->
+    Found = [{I, B} || {I, {_, R}} <- lists:zip(lists:seq(1, length(Runs)), Runs),
+                       B <- [find(Name, R)], B =/= undefined, is_map_key(stats, B)],
+    Bench = case Found of
+                [{_, B0} | _] -> B0;
+                [] -> find_any(Name, Runs)
+            end,
+    #{name => Name, unit => maps:get(unit, Bench), better => maps:get(better, Bench),
+      points => [point(I, B) || {I, B} <- Found],
+      changes => [change(I0, B0, I1, B1, Conf) || {{I0, B0}, {I1, B1}} <- pairs(Found)]}.
+
+pairs([A, B | T]) -> [{A, B} | pairs([B | T])];
+pairs(_) -> [].
+
+point(I, #{stats := S} = B) ->
+    #{run => I, n => maps:get(count, maps:get(sample_info, B), maps:get(n, S)),
+      mean => maps:get(mean, S), ci => maps:get(ci_mean, S, null)}.
+
+change(I0, #{unit := U0}, I1, #{unit := U1}, _Conf) when U0 =/= U1 ->
+    #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch};
+change(I0, B0, I1, B1, Conf) ->
+    C = beamlab_stats:compare(maps:get(samples, B0), maps:get(samples, B1),
+                              #{better => maps:get(better, B1), confidence => Conf}),
+    #{from => I0, to => I1, change => null_if_undefined(maps:get(change, C)),
+      ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
+      verdict => maps:get(verdict, C)}.
+
+null_if_undefined(undefined) -> null;
+null_if_undefined(V) -> V.
+
+find(Name, R) ->
+    case [B || B = #{name := N} <- maps:get(benchmarks, R), N =:= Name] of
+        [B | _] -> B;
+        [] -> undefined
+    end.
+
+find_any(Name, Runs) ->
+    hd([B || {_, R} <- Runs, B <- [find(Name, R)], B =/= undefined]).

@@ -1,0 +1,61 @@
+-module(beamlab_result_history_tests).
+%% Runs in order (by time, by commit), each benchmark's trend and the
+%% change between consecutive runs.
+-include_lib("eunit/include/eunit.hrl").
+
+%% A bench run started at `Started' whose benchmark takes about `Ns'.
+run(Label, Started, Ns, Git) ->
+    rand:seed(exsss, {erlang:phash2(Label), 2, 3}),
+    Samples = [Ns * (1 + 0.01 * rand:normal()) || _ <- lists:seq(1, 20)],
+    B = beamlab_result:benchmark(<<"b">>, Samples, #{unit => ns, better => lower, metric => time}),
+    Doc0 = beamlab_result:new(bench, #{command => [], started_at => Started}),
+    Doc = beamlab_result:add_benchmarks(Doc0, [B]),
+    case Git of
+        none -> {Label, Doc};
+        {C, T} -> {Label, beamlab_result:set(env, #{git => #{commit => C, commit_time => T, dirty => false}}, Doc)}
+    end.
+
+by_time_test() ->
+    Runs = [run(<<"c">>, <<"2026-01-03T00:00:00Z">>, 100, none),
+            run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100, none),
+            run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 150, none)],
+    {ok, #{order := time, runs := Infos, trends := [#{name := <<"b">>, points := Ps, changes := Cs}]} = H} =
+        beamlab_result_history:history(Runs, #{}),
+    ?assertEqual([<<"a">>, <<"b">>, <<"c">>], [L || #{label := L} <- Infos]),
+    ?assertEqual([1, 2, 3], [I || #{run := I} <- Ps]),
+    %% a -> b is 50% slower, b -> c 33% faster: both significant.
+    [#{from := 1, to := 2, verdict := slower, change := Up}, #{from := 2, to := 3, verdict := faster, change := Down}] = Cs,
+    ?assert(abs(Up - 0.5) < 0.02),
+    ?assert(abs(Down + 1 / 3) < 0.02),
+    ?assertEqual(2, length(beamlab_result_history:significant(H))).
+
+%% By commit date (in UTC, whatever the offset it was written with): a
+%% commit measured again later keeps its place.
+by_commit_test() ->
+    Runs = [run(<<"new-commit">>, <<"2026-01-01T00:00:00Z">>, 100, {<<"c2">>, <<"2026-01-02T08:00:00+00:00">>}),
+            run(<<"old-commit-rerun">>, <<"2026-01-05T00:00:00Z">>, 100, {<<"c1">>, <<"2026-01-02T09:00:00+03:00">>})],
+    {ok, #{order := commit, runs := [#{label := <<"old-commit-rerun">>, commit := <<"c1">>},
+                                     #{label := <<"new-commit">>, commit := <<"c2">>}]}} =
+        beamlab_result_history:history(Runs, #{}),
+    %% Time order is still there on demand.
+    {ok, #{order := time, runs := [#{label := <<"new-commit">>} | _]}} =
+        beamlab_result_history:history(Runs, #{order => time}).
+
+%% Without a commit in every run, auto is time and commit is an error.
+missing_commit_test() ->
+    Runs = [run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100, {<<"c1">>, <<"2026-01-01T00:00:00Z">>}),
+            run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 100, none)],
+    {ok, #{order := time}} = beamlab_result_history:history(Runs, #{}),
+    {error, {no_commit, [<<"b">>]} = E} = beamlab_result_history:history(Runs, #{order => commit}),
+    ?assertMatch("cannot order by commit" ++ _, lists:flatten(beamlab_result_history:format_error(E))),
+    {error, {too_few_runs, 1}} = beamlab_result_history:history([hd(Runs)], #{}).
+
+%% A benchmark missing from a run is compared with the run before the gap.
+gap_test() ->
+    {A, DocA} = run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100, none),
+    {B, DocB0} = run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 100, none),
+    {C, DocC} = run(<<"c">>, <<"2026-01-03T00:00:00Z">>, 100, none),
+    DocB = DocB0#{benchmarks := []},
+    {ok, #{trends := [#{points := Ps, changes := [#{from := 1, to := 3, verdict := no_difference}]}]}} =
+        beamlab_result_history:history([{A, DocA}, {B, DocB}, {C, DocC}], #{}),
+    ?assertEqual([1, 3], [I || #{run := I} <- Ps]).

@@ -1,0 +1,193 @@
+%%% The live metrics server (`beamlab_runtime_metrics') over real sockets:
+%%% content negotiation, keep-alive, HEAD, gzip, errors, collectors that
+%%% fail or hang, its end with its owner; `promtool check metrics' on what
+%%% it serves.
+-module(metrics_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0]).
+-export([formats/1, http_details/1, collector_failures/1, stops_with_owner/1, listen_error/1,
+         promtool_accepts/1]).
+
+-define(M, beamlab_runtime_metrics).
+-define(OM_ACCEPT, "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                   "text/plain;version=0.0.4;q=0.5,*/*;q=0.1").
+
+all() ->
+    [formats, http_details, collector_failures, stops_with_owner, listen_error, promtool_accepts].
+
+families() ->
+    [#{name => <<"beamlab_test_events">>, type => counter, help => <<"Events seen">>,
+       samples => [{[{<<"node">>, <<"a@127.0.0.1">>}], 42}]},
+     #{name => <<"beamlab_test_memory_bytes">>, type => gauge, help => <<"Memory \"used\"">>, unit => <<"bytes">>,
+       samples => [{[{<<"node">>, <<"a@127.0.0.1">>}, {<<"kind">>, <<"ets">>}], 1024}]},
+     #{name => <<"beamlab_test_latency_seconds">>, type => histogram, help => <<"Latency">>, unit => <<"seconds">>,
+       samples => [{[{<<"node">>, <<"a@127.0.0.1">>}],
+                    #{buckets => [{0.001, 1}, {0.01, 5}, {0.1, 9}], sum => 0.25, count => 10}}]},
+     #{name => <<"beamlab_test_build">>, type => info, help => <<"Build">>,
+       samples => [{[{<<"version">>, <<"0.1">>}], 1}]}].
+
+start() ->
+    {ok, S} = ?M:start(#{port => 0}),
+    ok = ?M:register(S, test, fun families/0),
+    {S, ?M:port(S)}.
+
+%% The OpenMetrics text when Prometheus's Accept header asks for it, the
+%% 0.0.4 text format otherwise; both from the same families.
+formats(_Config) ->
+    {S, Port} = start(),
+    try
+        {200, H1, Om} = get(Port, "/metrics", [{"accept", ?OM_ACCEPT}]),
+        ?assertEqual(<<"application/openmetrics-text; version=1.0.0; charset=utf-8">>, header(<<"content-type">>, H1)),
+        ?assertMatch(<<_/binary>>, Om),
+        ?assertEqual(<<"# EOF\n">>, binary:part(Om, byte_size(Om), -6)),
+        [?assertNotEqual(nomatch, binary:match(Om, L), L)
+         || L <- [<<"# TYPE beamlab_test_events counter\n">>, <<"beamlab_test_events_total{node=\"a@127.0.0.1\"} 42\n">>,
+                  <<"# UNIT beamlab_test_memory_bytes bytes\n">>,
+                  <<"# HELP beamlab_test_memory_bytes Memory \\\"used\\\"\n">>,
+                  <<"beamlab_test_latency_seconds_bucket{node=\"a@127.0.0.1\",le=\"+Inf\"} 10\n">>,
+                  <<"beamlab_test_build_info{version=\"0.1\"} 1\n">>,
+                  <<"beamlab_metrics_collector_up{collector=\"test\"} 1\n">>]],
+        {200, H2, Prom} = get(Port, "/metrics", []),
+        ?assertEqual(<<"text/plain; version=0.0.4; charset=utf-8">>, header(<<"content-type">>, H2)),
+        ?assertEqual(nomatch, binary:match(Prom, <<"# EOF">>)),
+        ?assertNotEqual(nomatch, binary:match(Prom, <<"# TYPE beamlab_test_events_total counter\n">>))
+    after
+        ?M:stop(S)
+    end.
+
+%% Keep-alive (two requests on one connection), HEAD, gzip, 404, 405, a
+%% bad request line; the server goes on serving after each.
+http_details(_Config) ->
+    {S, Port} = start(),
+    try
+        {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+        {200, _, B1} = request(C, "GET", "/metrics", []),
+        {200, _, B2} = request(C, "GET", "/metrics?x=1", []),
+        ?assertEqual(B1, B2),
+        {200, H, <<>>} = request(C, "HEAD", "/metrics", []),
+        ?assertEqual(integer_to_binary(byte_size(B1)), header(<<"content-length">>, H)),
+        {404, _, _} = request(C, "GET", "/other", []),
+        {405, H405, _} = request(C, "POST", "/metrics", []),
+        ?assertEqual(<<"GET, HEAD">>, header(<<"allow">>, H405)),
+        ok = gen_tcp:close(C),
+        {200, Hz, Z} = get(Port, "/metrics", [{"accept-encoding", "gzip"}]),
+        ?assertEqual(<<"gzip">>, header(<<"content-encoding">>, Hz)),
+        ?assertEqual(B1, zlib:gunzip(Z)),
+        {ok, Bad} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+        ok = gen_tcp:send(Bad, <<"\x01\x02 nonsense\r\n\r\n">>),
+        {ok, Resp} = gen_tcp:recv(Bad, 0, 5000),
+        ?assertMatch(<<"HTTP/1.1 400", _/binary>>, Resp),
+        {200, _, _} = get(Port, "/metrics", [])
+    after
+        ?M:stop(S)
+    end.
+
+%% A collector that crashes and one that hangs are left out of the scrape
+%% (which still answers, within the collectors' timeout) and marked down.
+collector_failures(_Config) ->
+    {S, Port} = start(),
+    try
+        ok = ?M:register(S, crashes, fun() -> error(boom) end),
+        ok = ?M:register(S, hangs, fun() -> receive after infinity -> [] end end),
+        ok = ?M:register(S, garbage, fun() -> not_a_list end),
+        {200, _, Body} = get(Port, "/metrics", [], 30000),
+        [?assertNotEqual(nomatch, binary:match(Body, L), L)
+         || L <- [<<"beamlab_metrics_collector_up{collector=\"crashes\"} 0">>,
+                  <<"beamlab_metrics_collector_up{collector=\"hangs\"} 0">>,
+                  <<"beamlab_metrics_collector_up{collector=\"garbage\"} 0">>,
+                  <<"beamlab_metrics_collector_up{collector=\"test\"} 1">>,
+                  <<"beamlab_test_events_total">>]],
+        ok = ?M:unregister(S, hangs),
+        ok = ?M:unregister(S, test),
+        {200, _, Body2} = get(Port, "/metrics", []),
+        ?assertEqual(nomatch, binary:match(Body2, <<"beamlab_test_events_total">>)),
+        ?assertEqual(nomatch, binary:match(Body2, <<"\"hangs\"">>))
+    after
+        ?M:stop(S)
+    end.
+
+%% The server ends with the process that started it; its port is free again.
+stops_with_owner(_Config) ->
+    Self = self(),
+    Owner = spawn(fun() ->
+                          {ok, S} = ?M:start(#{port => 0}),
+                          Self ! {server, S, ?M:port(S)},
+                          receive stop -> ok end
+                  end),
+    {S, Port} = receive {server, S0, P0} -> {S0, P0} after 10000 -> error(no_server) end,
+    Ref = erlang:monitor(process, S),
+    Owner ! stop,
+    receive {'DOWN', Ref, process, S, _} -> ok after 10000 -> error(server_lives_on) end,
+    ?assertMatch({error, econnrefused}, gen_tcp:connect({127, 0, 0, 1}, Port, [])),
+    {ok, S2} = ?M:start(#{port => Port}),
+    ok = ?M:stop(S2),
+    ok = ?M:stop(S2).
+
+listen_error(_Config) ->
+    {S, Port} = start(),
+    try
+        {error, E} = ?M:start(#{port => Port}),
+        Line = lists:flatten(?M:format_error(E)),
+        ct:log("~ts", [Line]),
+        ?assertEqual("cannot serve metrics on 127.0.0.1:" ++ integer_to_list(Port) ++ ": address already in use", Line)
+    after
+        ?M:stop(S)
+    end.
+
+%% promtool's linter accepts the 0.0.4 text of every type of family.
+promtool_accepts(_Config) ->
+    case beamlab_test_prometheus:available() of
+        {skip, _} = Skip -> Skip;
+        ok ->
+            {S, Port} = start(),
+            try
+                {200, _, Body} = get(Port, "/metrics", []),
+                ?assertEqual({0, <<>>}, beamlab_test_prometheus:check_metrics(Body))
+            after
+                ?M:stop(S)
+            end
+    end.
+
+%%--------------------------------------------------------------------
+%% A small HTTP/1.1 client
+%%--------------------------------------------------------------------
+
+get(Port, Path, Headers) ->
+    get(Port, Path, Headers, 10000).
+
+get(Port, Path, Headers, Timeout) ->
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    try request(C, "GET", Path, [{"connection", "close"} | Headers], Timeout)
+    after gen_tcp:close(C)
+    end.
+
+request(C, Method, Path, Headers) ->
+    request(C, Method, Path, Headers, 10000).
+
+request(C, Method, Path, Headers, Timeout) ->
+    ok = gen_tcp:send(C, [Method, " ", Path, " HTTP/1.1\r\nhost: localhost\r\n",
+                          [[K, ": ", V, "\r\n"] || {K, V} <- Headers], "\r\n"]),
+    ok = inet:setopts(C, [{packet, http_bin}]),
+    {ok, {http_response, _, Status, _}} = gen_tcp:recv(C, 0, Timeout),
+    Hs = response_headers(C, []),
+    ok = inet:setopts(C, [{packet, raw}]),
+    Len = binary_to_integer(header(<<"content-length">>, Hs)),
+    Body = case Len of
+               0 -> <<>>;
+               _ when Method =:= "HEAD" -> <<>>;
+               _ -> {ok, B} = gen_tcp:recv(C, Len, Timeout), B
+           end,
+    {Status, Hs, Body}.
+
+response_headers(C, Acc) ->
+    case gen_tcp:recv(C, 0, 10000) of
+        {ok, {http_header, _, Name, _, Value}} ->
+            K = case Name of A when is_atom(A) -> atom_to_binary(A); B -> B end,
+            response_headers(C, [{string:lowercase(K), Value} | Acc]);
+        {ok, http_eoh} -> Acc
+    end.
+
+header(Name, Hs) ->
+    proplists:get_value(Name, Hs).
