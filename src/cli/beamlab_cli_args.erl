@@ -243,7 +243,7 @@ distance_row(CA, [CB | B], [Diag, Up | Prev], [Left | _] = Acc) ->
 value(Opt = #{type := Type}, V, Shown) ->
     Value = convert(Type, V, Shown),
     Max = maps:get(max, Opt, default_max(element_type(Type))),
-    [bounded(X, Max, maps:get(max_why, Opt, ""), Shown, V) || X <- elements(Type, Value)],
+    _ = [bounded(X, Max, maps:get(max_why, Opt, ""), Shown, V) || X <- elements(Type, Value)],
     Value.
 
 element_type({list, T}) -> element_type(T);

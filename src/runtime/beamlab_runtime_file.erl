@@ -22,7 +22,7 @@
                     | {link_loop, file:filename()} | {no_reader, file:filename(), pos_integer()}
                     | file:posix().
 -type written() :: new | replaced | in_place.
--type read_error() :: file:posix() | {too_large, pos_integer()} | {no_writer, pos_integer()}
+-type read_error() :: file:posix() | {too_large, pos_integer()} | {no_writer, non_neg_integer()}
                     | {special, file:filename(), special()} | badarg.
 -type special() :: block_device | socket | character_device | fifo | unknown.
 -export_type([target/0, in_place/0, path_error/0, written/0, read_error/0]).
@@ -70,20 +70,34 @@ write_in_place(_Path, standard_error, Data) ->
 write_in_place(Path, _Device, Data) ->
     %% Opening a FIFO waits for a reader: done aside, with a time limit
     %% (a process stuck in open(2) is left behind; the VM can still stop).
-    {Pid, Ref} = spawn_monitor(fun() ->
-                                       exit(case file:open(Path, [write, raw, binary]) of
-                                                {ok, Fd} ->
-                                                    W = file:write(Fd, Data),
-                                                    _ = file:close(Fd),
-                                                    W;
-                                                {error, _} = E -> E
-                                            end)
-                               end),
+    aside(fun() ->
+                  case file:open(Path, [write, raw, binary]) of
+                      {ok, Fd} ->
+                          W = file:write(Fd, Data),
+                          _ = file:close(Fd),
+                          W;
+                      {error, _} = E -> E
+                  end
+          end, ?FIFO_OPEN_MS, {error, {no_reader, Path, ?FIFO_OPEN_MS div 1000}}).
+
+%% Runs Fun in a process of its own and returns what it returns, or
+%% `Late' after `Ms' (the process is killed; one stuck in open(2) stays
+%% behind until it returns, which does not keep the VM from stopping).
+aside(Fun, Ms, Late) ->
+    Parent = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() -> Parent ! {Ref, Fun()} end),
     receive
-        {'DOWN', Ref, process, Pid, Result} -> Result
-    after ?FIFO_OPEN_MS ->
+        {Ref, Result} ->
+            erlang:demonitor(MRef, [flush]),
+            Result;
+        {'DOWN', MRef, process, Pid, Why} ->
+            {error, Why}
+    after Ms ->
             exit(Pid, kill),
-            {error, {no_reader, Path, ?FIFO_OPEN_MS div 1000}}
+            erlang:demonitor(MRef, [flush]),
+            receive {Ref, _} -> ok after 0 -> ok end,
+            Late
     end.
 
 %% @doc Writes `Data' to `Path' through a temporary file beside it, created
@@ -338,21 +352,18 @@ read(Path, Max, Opts) ->
 %% (opening a FIFO waits for a writer; a process stuck in open(2) is left
 %% behind, the VM can still stop).
 read_bounded(Path, Max, Timeout) ->
-    {Pid, Ref} = spawn_monitor(fun() ->
-                                       exit(case file:open(Path, [read, raw, binary]) of
-                                                {ok, Fd} ->
-                                                    try read_chunks(Fd, Max, 0, [])
-                                                    after file:close(Fd)
-                                                    end;
-                                                {error, _} = E -> E
-                                            end)
-                               end),
-    receive
-        {'DOWN', Ref, process, Pid, Result} -> Result
-    after Timeout ->
-            exit(Pid, kill),
-            {error, {no_writer, Timeout div 1000}}
-    end.
+    aside(fun() ->
+                  case file:open(Path, [read, raw, binary]) of
+                      {ok, Fd} ->
+                          try read_chunks(Fd, Max, 0, [])
+                          after file:close(Fd)
+                          end;
+                      {error, _} = E -> E
+                  end
+          end, Timeout, case Timeout of
+                            infinity -> {error, timeout};  % (never: no limit)
+                            _ -> {error, {no_writer, Timeout div 1000}}
+                        end).
 
 read_chunks(Fd, Max, Size, Acc) ->
     case file:read(Fd, min(?READ_CHUNK, Max + 1 - Size)) of

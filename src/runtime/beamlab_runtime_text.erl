@@ -50,7 +50,7 @@ pairs(Bin) ->
 %% is.
 -spec native_name(file:filename_all()) -> file:filename_all().
 native_name(Name) when is_list(Name), Name =/= [] ->
-    Raw = [R || A <- init:get_plain_arguments(), is_tuple(A), {ok, R} <- [raw_suffix(A, Name)]],
+    Raw = [R || A <- command_line(), {ok, R} <- [raw_suffix(A, Name)]],
     case Raw of
         [R | _] -> R;
         [] -> Name
@@ -58,10 +58,17 @@ native_name(Name) when is_list(Name), Name =/= [] ->
 native_name(Name) ->
     Name.
 
+%% This VM's command line as the bytes it was given (Linux).
+command_line() ->
+    case file:read_file("/proc/self/cmdline") of
+        {ok, Bin} -> [A || A <- binary:split(Bin, <<0>>, [global]), unicode:characters_to_binary(A) =/= A];
+        {error, _} -> []
+    end.
+
 %% When `Name' ends the decoded argument and covers a byte that was not
 %% UTF-8: the argument's bytes for it.
-raw_suffix({Tag, Good, Rest}, Name) when Tag =:= error; Tag =:= incomplete ->
-    Pairs = [{C, unicode:characters_to_binary([C])} || C <- Good] ++ pairs(Rest),
+raw_suffix(Arg, Name) ->
+    Pairs = pairs(Arg),
     N = length(Name),
     Len = length(Pairs),
     case Len >= N andalso lists:nthtail(Len - N, Pairs) of
@@ -73,9 +80,7 @@ raw_suffix({Tag, Good, Rest}, Name) when Tag =:= error; Tag =:= incomplete ->
                 true -> {ok, iolist_to_binary([B || {_, B} <- Suffix])};
                 false -> error
             end
-    end;
-raw_suffix(_, _) ->
-    error.
+    end.
 
 %% @doc A file name (a string, or raw bytes from the file system) as text
 %% to show: never a crash on bytes that are not UTF-8.
