@@ -12,18 +12,22 @@
 -export([stop_signals_are_interrupts/1, int_to_vm_alone/1, launcher_killed/1, launcher_line_fits/1]).
 -export([leftovers_reaped_whatever_their_leader/1, code_output_to_stderr/1, code_moves_cwd/1,
          code_kills_itself/1, workload_shapes/1]).
--export([crafted_inputs/1, crafted_files_through_escript/1]).
+-export([crafted_inputs/1, crafted_files_through_escript/1, non_utf8_bytes/1, numbers_bounded/1]).
+-export([secrets_masked_everywhere/1, empty_cookie_refused/1, node_messages/1, frozen_vm_bounded/1]).
 
 all() ->
-    [{group, paths}, {group, signals}, {group, code}, {group, input}].
+    [{group, paths}, {group, secrets}, {group, signals}, {group, code}, {group, input},
+     {group, messages}].
 
 groups() ->
     [{paths, [], [output_devices_in_place, output_links_and_owners, output_stdout]},
      {signals, [], [stop_signals_are_interrupts, int_to_vm_alone, launcher_killed,
-                    launcher_line_fits]},
+                    launcher_line_fits, frozen_vm_bounded]},
      {code, [], [leftovers_reaped_whatever_their_leader, code_output_to_stderr, code_moves_cwd,
                  code_kills_itself, workload_shapes]},
-     {input, [], [crafted_inputs, crafted_files_through_escript]}].
+     {input, [], [crafted_inputs, crafted_files_through_escript, non_utf8_bytes, numbers_bounded]},
+     {secrets, [], [secrets_masked_everywhere, empty_cookie_refused]},
+     {messages, [], [node_messages]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("hard"),
@@ -425,3 +429,145 @@ crafted_files_through_escript(Config) ->
     #{code := 0, out := EnvOut} = cli(["env", "--root", "root", "--format", "json"], Limit),
     {ok, #{<<"cpu">> := #{<<"online_cpus">> := []}}} = beamlab_json:decode(EnvOut),
     ok.
+
+%% Bytes that are not UTF-8 anywhere on the command line: shown with the
+%% Latin-1 fallback, never an internal error; a file named so is that file
+%% on disk, for --save, compare and report, and the page is valid UTF-8.
+non_utf8_bytes(Config) ->
+    Dir = tmp(),
+    Run = ?config(run, Config),
+    Name = <<"r", 255, ".json">>,
+    %% Port arguments given as binaries reach the program as raw bytes.
+    Cases = [[<<"ok.">>, <<"-d">>, <<"20">>, <<"-s">>, <<"2">>, <<"--label">>, <<255, "l", 254>>],
+             [<<"<<\"", 255, "\">>.">>, <<"-d">>, <<"20">>, <<"-s">>, <<"2">>],
+             [<<"ok.">>, <<"-d">>, <<"20">>, <<"-s">>, <<"2">>, <<"--label">>, <<195>>],
+             [<<"ok.">>, <<"-d">>, <<"20">>, <<"-s">>, <<"2">>, <<"--save">>, Name],
+             [<<"compare">>, Name, list_to_binary(Run)],
+             [<<"report">>, Name, <<"-o">>, <<"page.html">>, <<"--title">>, <<"t", 255>>],
+             [<<"suite">>, <<"bang">>, <<"--param">>, <<"bang.senders=", 255>>],
+             [<<"compare">>, <<"missing", 255, ".json">>, list_to_binary(Run)]],
+    [begin
+         #{code := Code, err := Err} = cli(Args, #{dir => Dir}),
+         ct:log("~w: ~p ~ts", [Args, Code, Err]),
+         ?assertNot(has(Err, "internal error")),
+         ?assert(lists:member(Code, [0, 2])),
+         ?assertEqual(Err, unicode:characters_to_binary(Err))
+     end || Args <- Cases],
+    ?assert(filelib:is_regular(filename:join(list_to_binary(Dir), Name))),
+    {ok, Page} = file:read_file(filename:join(Dir, "page.html")),
+    ?assertEqual(Page, unicode:characters_to_binary(Page)),
+    ?assert(has(Page, <<"t", 16#ff/utf8>>)).
+
+%% Numbers beyond what an option can mean: one line naming the limit,
+%% before anything runs.
+numbers_bounded(_Config) ->
+    Cases = [{["ok.", "-d", "100000000000"], "at most 86400000 (one day)"},
+             {["ok.", "--deadline", "100000000000"], "at most 86400000"},
+             {["ok.", "-c", "1000000000000"], "half the VM's process limit"},
+             {["ok.", "-s", "10000000000"], "at most 1000000"},
+             {["ok.", "--max-time", "1e12"], "at most 604800"},
+             {["ok.", "-l", "100000000000G"], "at most 1000000000000000"},
+             {["suite", "ring", "--timeout", "1000000000000"], "at most 604800 (one week)"},
+             {["suite", "ring", "-n", "1000000"], "at most 10000"},
+             {["matrix", "-n", "99999999999", "--", "ok."], "at most 10000"},
+             {["profile", "-F", "1000000000", "--", "ok."], "perf_event_max_sample_rate"},
+             {["watch", "--node", "x@127.0.0.1", "--interval", "99999999999"], "at most 4294967295"}],
+    [begin
+         R = #{code := 2, out := <<>>, err := Err} = cli(Args),
+         one_line(R),
+         ?assert(has(Err, Expect))
+     end || {Args, Expect} <- Cases],
+    ok.
+
+%%--------------------------------------------------------------------
+%% Secrets
+
+%% Cookies given as emulator flags (ERL_FLAGS, ERL_ZFLAGS, -i --vm-args as
+%% one string), secret environment assignments and URI passwords in a
+%% label never reach the printed or saved document nor the report page.
+secrets_masked_everywhere(_Config) ->
+    Dir = tmp(),
+    Env = [{"ERL_FLAGS", "-setcookie SECRETA"}, {"ERL_ZFLAGS", "-setcookie SECRETZ"}],
+    #{code := 0, out := Out, err := Err} =
+        cli(["ok.", "-d", "20", "-s", "2", "-i", "--vm-args", "-setcookie 'SECRET B'",
+             "--label", "x RABBITMQ_ERLANG_COOKIE=SECRETE amqp://u:SECRETP@h/", "--save", "s.json",
+             "--format", "json"], #{dir => Dir, env => Env}),
+    #{code := 0} = cli(["report", "s.json", "-o", "s.html"], #{dir => Dir}),
+    {ok, Saved} = file:read_file(filename:join(Dir, "s.json")),
+    {ok, Page} = file:read_file(filename:join(Dir, "s.html")),
+    [?assertNot({Where, has(Text, "SECRET")} =:= {Where, true})
+     || {Where, Text} <- [{stdout, Out}, {stderr, Err}, {saved, Saved}, {page, Page}]],
+    ?assert(has(Saved, "****")),
+    %% An error line quoting a URI or a cookie flag is masked too.
+    #{code := 2, err := E2} = cli(["compare", "amqp://u:SECRETQ@h/", "x.json"], #{dir => Dir}),
+    ?assertNot(has(E2, "SECRETQ")).
+
+%% An empty cookie is refused by every command that takes one, in one
+%% line, before anything starts; and from ERL_FLAGS.
+empty_cookie_refused(_Config) ->
+    Cases = [["node", "--name", "e1@127.0.0.1", "--cookie", ""],
+             ["node", "--stop", "e1@127.0.0.1", "--cookie="],
+             ["watch", "--node", "e1@127.0.0.1", "--cookie", ""],
+             ["profile", "--node", "e1@127.0.0.1", "--cookie", ""],
+             ["amqp", "-z", "1", "--cookie", ""],
+             ["matrix", "--cookie", "", "--", "ok."],
+             ["suite", "ring", "--cookie", ""],
+             ["node", "--name", "e1@127.0.0.1", "--cookie", lists:duplicate(300, $c)]],
+    [begin
+         R = #{code := 2, err := Err} = cli(Args),
+         one_line(R),
+         ?assert(has(Err, "--cookie: ")),
+         ?assert(has(Err, "cookie"))
+     end || Args <- Cases],
+    R2 = #{code := 1, err := E2} = cli(["node", "--name", "e2@127.0.0.1"],
+                                       #{env => [{"ERL_FLAGS", "-setcookie ''"}]}),
+    one_line(R2),
+    ?assert(has(E2, "empty distribution cookie")).
+
+%%--------------------------------------------------------------------
+%% Messages
+
+%% beamlab node: bad names, a port in use, a name in use: one line each.
+node_messages(_Config) ->
+    Name = "hn" ++ integer_to_list(erlang:unique_integer([positive])) ++ "@127.0.0.1",
+    Cases = [{["node", "--name", "a b@127.0.0.1"], 2, "letters, digits, _ and - before the @"},
+             {["node", "--name", "caf\x{e9}@127.0.0.1"], 2, "is not a node name"},
+             {["node", "--name", "ab@127.0.0.1", "--dist-port", "4369"], 1, "is in use"}],
+    [begin
+         R = #{code := Code, err := Err} = cli(Args),
+         one_line(R),
+         ?assertEqual(Expect, Code),
+         ?assert(has(Err, Msg))
+     end || {Args, Expect, Msg} <- Cases],
+    H = beamlab_test_util:cli_start(["node", "--name", Name, "--cookie", "hardening"], #{}),
+    Seen = beamlab_test_util:await_output(maps:get(port, H), "ready", <<>>, 60000),
+    R3 = #{code := 1, err := E3} = cli(["node", "--name", Name, "--cookie", "hardening"]),
+    one_line(R3),
+    ?assert(has(E3, "already running on this machine")),
+    #{code := 0} = cli(["node", "--stop", Name, "--cookie", "hardening"]),
+    #{code := 0} = beamlab_test_util:cli_finish(H, Seen).
+
+%% A matrix configuration's VM frozen with SIGSTOP, then the run is
+%% interrupted: the frozen VM is killed after the grace, the run ends,
+%% exit 130 (before, it waited for a second interrupt).
+frozen_vm_bounded(_Config) ->
+    H = beamlab_test_util:cli_start_group(["matrix", "-n", "1", "--save", "m.json", "--",
+                                           "ok.", "-d", "500", "-s", "200"], #{}),
+    %% The configuration's VM: a beam.smp below the VM's port program
+    %% launcher (erl_child_setup), below the launcher's VM.
+    Inner = beamlab_test_util:wait_for(
+              fun() ->
+                      case [P || V <- beamlab_test_util:launcher_children(H),
+                                 C <- string:lexemes(os:cmd("pgrep -P " ++ V), "\n"),
+                                 P <- string:lexemes(os:cmd("pgrep -P " ++ C ++ " beam.smp"), "\n")] of
+                          [P | _] -> {ok, P};
+                          [] -> none
+                      end
+              end, 60000, matrix_vm_started),
+    "" = os:cmd("kill -STOP " ++ Inner),
+    ok = beamlab_test_util:signal_group(H, "TERM"),
+    #{code := Code, err := Err} = beamlab_test_util:cli_group_finish(H),
+    ct:log("~ts", [Err]),
+    ?assertEqual(130, Code),
+    ?assert(has(Err, "did not stop within 10 s")),
+    ?assertNotEqual("", os:cmd("kill -0 " ++ Inner ++ " 2>&1")).
