@@ -465,7 +465,7 @@ numbers_bounded(_Config) ->
              {["ok.", "--deadline", "100000000000"], "at most 86400000"},
              {["ok.", "-c", "1000000000000"], "half the VM's process limit"},
              {["ok.", "-s", "10000000000"], "at most 1000000"},
-             {["ok.", "--max-time", "1e12"], "at most 604800"},
+             {["ok.", "--max-time", "1000000000000"], "at most 604800"},
              {["ok.", "-l", "100000000000G"], "at most 1000000000000000"},
              {["suite", "ring", "--timeout", "1000000000000"], "at most 604800 (one week)"},
              {["suite", "ring", "-n", "1000000"], "at most 10000"},
