@@ -78,7 +78,7 @@ write_in_place(Path, _Device, Data) ->
                           W;
                       {error, _} = E -> E
                   end
-          end, ?FIFO_OPEN_MS, {error, {no_reader, Path, ?FIFO_OPEN_MS div 1000}}).
+          end, ?FIFO_OPEN_MS, {error, {no_reader, beamlab_runtime_text:display(Path), ?FIFO_OPEN_MS div 1000}}).
 
 %% Runs Fun in a process of its own and returns what it returns, or
 %% `Late' after `Ms' (the process is killed; one stuck in open(2) stays
