@@ -78,7 +78,7 @@ options() ->
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
      %% issue 13: --name NAME@HOST and --cookie (beamlab_cli_dist)
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie for --nodes with named nodes"},
      %% issue 12: the broker's own telemetry (beamlab_experiment_watch)
      #{name => watch, long => "watch", type => string, metavar => "NODE",
