@@ -15,11 +15,12 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([flavor_run_isolated/1, flavor_suite/1, flavor_matrix/1, flavor_missing/1,
-         broker_both_flavours/1, profiled_matrix_perftest/1, profile_flat_interpreter/1]).
+         broker_both_flavours/1, profiled_matrix_perftest/1, profile_flat_interpreter/1,
+         preset_jit_study/1]).
 
 all() ->
     [flavor_missing, flavor_run_isolated, flavor_suite, flavor_matrix, broker_both_flavours,
-     profiled_matrix_perftest, profile_flat_interpreter].
+     profiled_matrix_perftest, profile_flat_interpreter, preset_jit_study].
 
 init_per_suite(Config) ->
     Rabbit = filename:join(rabbit40_prefix(), "bin/rabbitmq-server"),
@@ -233,3 +234,35 @@ profile_flat_interpreter(Config) ->
     after
         os:cmd("kill -KILL " ++ integer_to_list(Pid))
     end.
+
+%% matrix --preset jit-study: both published scenarios under both
+%% flavours (2 interleaved repetitions, 1 s loads: behaviour, not speed),
+%% the published table's layout with this machine's figures, ratios with
+%% intervals and verdicts; the report draws the matrix.
+preset_jit_study(Config) ->
+    Dir = beamlab_test_util:tmp_dir("jit-preset"),
+    Save = filename:join(Dir, "study.json"),
+    R = cli(Config, ["matrix", "--preset", "jit-study", "--otp", ?config(otp, Config), "-n", "2",
+                     "--duration", "1", "--save", Save]),
+    ct:log("~ts~n~ts", [maps:get(out, R), maps:get(err, R)]),
+    ?assertEqual(0, maps:get(code, R)),
+    Out = maps:get(out, R),
+    [?assertNotEqual(nomatch, binary:match(Out, S))
+     || S <- [<<"The JIT against the interpreter">>, <<"interpreter published">>, <<"JIT here">>,
+              <<"JIT/interp. here (95% CI)">>, <<"24354 / 24352">>, <<"47626 / 47390">>,
+              <<"consumer latency p50 / p95 / p99">>, <<"broker CPU per message">>,
+              <<"single queue (amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 1)">>,
+              <<"100 queues (amqp -x 150 -y 300">>]],
+    %% each scenario's row: published ratio, ours with its interval, a verdict
+    [{match, _} = re:run(Out, <<Label/binary, " +[0-9]+ / [0-9]+ +[0-9]+ / [0-9]+ +[0-9]+ / [0-9]+ +[0-9]+ / [0-9]+ +",
+                                 Pub/binary, " +[0-9.]+ \\(-?[0-9.]+ \\.\\. [0-9.]+\\) +(faster|slower|no_difference)">>)
+     || {Label, Pub} <- [{<<"single queue">>, <<"1.50">>}, {<<"100 queues">>, <<"1.27">>}]],
+    {ok, Doc} = beamlab_result:load(Save),
+    #{kind := matrix, extra := #{<<"preset">> := #{<<"name">> := <<"jit-study">>, <<"scenarios">> := [_, _]},
+                                 <<"configs">> := Cs}} = Doc,
+    ?assertEqual(4, length(Cs)),
+    ?assert(lists:all(fun(#{<<"ok_runs">> := N}) -> N =:= 2 end, Cs)),
+    ?assertEqual([<<"emu">>, <<"jit">>, <<"emu">>, <<"jit">>], [F || #{<<"flavor_reported">> := F} <- Cs]),
+    Html = filename:join(Dir, "study.html"),
+    #{code := 0} = cli(Config, ["report", Save, "-o", Html]),
+    ?assert(filelib:is_regular(Html)).

@@ -6,23 +6,16 @@
 %%% categories, and the top table of functions. Pure.
 -module(beamlab_render_matrix_profile).
 
--export([render/2, profiles/1]).
+-export([render/2]).
 
 %% @doc The profiles section ("" when the matrix recorded none).
 -spec render(beamlab_result:result(), #{top => pos_integer()}) -> unicode:chardata().
 render(Doc, Opts) ->
-    case profiles(Doc) of
+    case beamlab_result_profiles:of_matrix(Doc) of
         [] -> "";
         Ps -> [section(Name, P, Doc, maps:get(top, Opts, 15)) || {Name, P} <- Ps]
     end.
 
-%% @doc Each configuration's profile (JSON form), in the matrix's order.
--spec profiles(beamlab_result:result()) -> [{binary(), #{binary() => beamlab_json:json()}}].
-profiles(#{extra := #{<<"configs">> := Cs}}) ->
-    [{N, P} || #{<<"name">> := N,
-                 <<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}} <- Cs];
-profiles(_) ->
-    [].
 
 section(Name, P, Doc, Top) ->
     N = maps:get(<<"samples">>, P, 0),

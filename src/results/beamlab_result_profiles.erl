@@ -1,0 +1,37 @@
+%%% @doc The profiles a matrix document holds (`matrix --target ...
+%%% --profile': each configuration's profiled repetition, in
+%%% `extra.configs[].profiled'), as profile documents of their own, one per
+%%% configuration: kind `profile', the profile in `extra.profile' with the
+%%% subject that pairs them (the same load for every configuration), so the
+%%% report draws a flame graph per configuration and differential ones
+%%% against the first. Pure.
+-module(beamlab_result_profiles).
+
+-export([of_matrix/1, expand/1]).
+
+%% @doc Each configuration's profile (its name and the profile, JSON form),
+%% in the matrix's order; none for other documents.
+-spec of_matrix(beamlab_result:result()) -> [{binary(), beamlab_result:object()}].
+of_matrix(#{kind := matrix, extra := #{<<"configs">> := Cs}}) ->
+    [{N, P} || #{<<"name">> := N,
+                 <<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}} <- Cs,
+               is_map(P)];
+of_matrix(_) ->
+    [].
+
+%% @doc A labelled run and, after it, one labelled profile document per
+%% profiled configuration of a matrix (`LABEL / CONFIG').
+-spec expand({unicode:chardata(), beamlab_result:result()}) ->
+          [{unicode:chardata(), beamlab_result:result()}].
+expand({Label, Doc}) ->
+    [{Label, Doc}
+     | [{[Label, " / ", Name], profile_doc(Doc, P)} || {Name, P} <- of_matrix(Doc)]].
+
+profile_doc(Doc, P) ->
+    Params = maps:with([<<"subject">>, <<"label">>, <<"mode">>, <<"frequency">>, <<"flavor">>], P),
+    D0 = beamlab_result:new(profile, #{command => maps:get(command, Doc),
+                                       started_at => maps:get(started_at, Doc),
+                                       params => Params}),
+    D1 = beamlab_result:set(extra, #{<<"profile">> => P}, D0),
+    beamlab_result:finish(D1, #{finished_at => maps:get(finished_at, Doc, maps:get(started_at, Doc)),
+                                partial => maps:get(partial, Doc, false)}).
