@@ -25,7 +25,8 @@ of_matrix(_) ->
           [{unicode:chardata(), beamlab_result:result()}].
 expand({Label, Doc}) ->
     [{Label, Doc}
-     | [{[Label, " / ", Name], profile_doc(Doc, P)} || {Name, P} <- of_matrix(Doc)]].
+     | [{unicode:characters_to_binary([Label, " / ", Name]), profile_doc(Doc, P)}
+        || {Name, P} <- of_matrix(Doc)]].
 
 profile_doc(Doc, P) ->
     Params = maps:with([<<"subject">>, <<"label">>, <<"mode">>, <<"frequency">>, <<"flavor">>], P),
