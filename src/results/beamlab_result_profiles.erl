@@ -4,18 +4,20 @@
 %%% configuration: kind `profile', the profile in `extra.profile' with the
 %%% subject that pairs them (the same load for every configuration), so the
 %%% report draws a flame graph per configuration and differential ones
-%%% against the first. Pure.
+%%% against the first, and the text shows each as `beamlab profile' does.
+%%% Pure.
 -module(beamlab_result_profiles).
 
 -export([of_matrix/1, expand/1]).
 
-%% @doc Each configuration's profile (its name and the profile, JSON form),
-%% in the matrix's order; none for other documents.
--spec of_matrix(beamlab_result:result()) -> [{binary(), beamlab_result:object()}].
-of_matrix(#{kind := matrix, extra := #{<<"configs">> := Cs}}) ->
-    [{N, P} || #{<<"name">> := N,
-                 <<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}} <- Cs,
-               is_map(P)];
+%% @doc Each profiled configuration's name and profile document, in the
+%% matrix's order; none for other documents.
+-spec of_matrix(beamlab_result:result()) -> [{binary(), beamlab_result:result()}].
+of_matrix(#{kind := matrix, extra := #{<<"configs">> := Cs}} = Doc) ->
+    [{N, profile_doc(Doc, P)}
+     || #{<<"name">> := N,
+          <<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}} <- Cs,
+        is_map(P)];
 of_matrix(_) ->
     [].
 
@@ -25,8 +27,7 @@ of_matrix(_) ->
           [{unicode:chardata(), beamlab_result:result()}].
 expand({Label, Doc}) ->
     [{Label, Doc}
-     | [{unicode:characters_to_binary([Label, " / ", Name]), profile_doc(Doc, P)}
-        || {Name, P} <- of_matrix(Doc)]].
+     | [{unicode:characters_to_binary([Label, " / ", Name]), P} || {Name, P} <- of_matrix(Doc)]].
 
 profile_doc(Doc, P) ->
     Params = maps:with([<<"subject">>, <<"label">>, <<"mode">>, <<"frequency">>, <<"flavor">>], P),
