@@ -15,12 +15,15 @@
 #                                    Debian trixie's package unpacked; seconds),
 #                                    RabbitMQ PerfTest (scripts/install-perftest.sh:
 #                                    Java 17 and Maven from Debian, PerfTest from
-#                                    Maven Central; for jit_SUITE's --load-cmd case)
+#                                    Maven Central; for jit_SUITE's --load-cmd case),
+#                                    git and Elixir with the OTP applications Mix
+#                                    needs (project_SUITE: a rebar3 and a Mix
+#                                    project checked against a commit)
 set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus elixir"
+TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus elixir erlang-parsetools erlang-inets erlang-crypto erlang-public-key"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"

@@ -56,7 +56,8 @@
 -module(beamlab).
 
 -export([run/1, run/2, run/3, compare/2, time/2]).
--export([benchmark/2, benchmark/3, suite/2, matrix/2, watch/2, amqp/2, profile/2, format_error/1]).
+-export([benchmark/2, benchmark/3, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/2, profile/2,
+         format_error/1]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
 -type options() :: beamlab_engine:options().
@@ -143,6 +144,33 @@ benchmark(Codes, RunOpts, ModeOpts) ->
         Other -> Other
     end.
 
+%% @doc A project's bench modules (kind `bench'; see docs/ci.md): `Dir'
+%% holds `*_bench.erl' sources (or `*_bench.ex', or compiled bench
+%% modules) exporting `benchmarks/0'; they are compiled against the
+%% project's `code_paths' and run as {@link benchmark/2} runs code (its
+%% options, `memory' and `reductions' too), each benchmark naming its
+%% module and input.
+%% ```
+%% {ok, Doc} = beamlab:bench("bench", #{code_paths => ["_build/default/lib/myapp/ebin"],
+%%                                      samples => 5, reductions => true}).
+%% '''
+-spec bench(file:filename(), experiment_opts()) -> result().
+bench(Dir, Opts) ->
+    experiment(beamlab_experiment_opts:bench(Dir, Opts)).
+
+%% @doc A project's bench modules checked (kind `check'), as `beamlab
+%% check' does: validated (each benchmark's reductions and words per
+%% iteration), or with `against' (a git ref) the working tree against
+%% that commit in paired rounds of fresh VMs (options: `root', `bench',
+%% `rounds', `metric' (gated), `threshold', `alpha', `duration',
+%% `samples', `warmup', `vm_args', `build').
+%% ```
+%% {ok, Doc} = beamlab:check(#{against => "HEAD~1", metric => [reductions], threshold => 0.01}).
+%% '''
+-spec check(experiment_opts()) -> result().
+check(Opts) ->
+    experiment(beamlab_experiment_opts:check(Opts)).
+
 %% @doc The workload suite (kind `suite'): `Names' of workloads ([] for
 %% every built-in one) and the options of `beamlab suite' (`params',
 %% `profile', `repeat', `timeout' in ms, `memory', `preset', `node',
@@ -195,7 +223,8 @@ format_error(squeeze_needs_bounds) ->
 format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
 format_error({Kind, _} = R) when Kind =:= bench; Kind =:= suite; Kind =:= matrix; Kind =:= watch;
-                                 Kind =:= amqp; Kind =:= profile; Kind =:= dist; Kind =:= telemetry ->
+                                 Kind =:= amqp; Kind =:= profile; Kind =:= dist; Kind =:= telemetry;
+                                 Kind =:= check ->
     beamlab_experiment:format_error(R);
 format_error({Kind, _, _} = R) when Kind =:= unsupported; Kind =:= inner_kind ->
     beamlab_experiment:format_error(R);

@@ -341,7 +341,7 @@ primary_values(Outs) ->
                                       undefined -> A;
                                       V ->
                                           Name = maps:get(name, B),
-                                          Info = maps:with([unit, better, metric], B),
+                                          Info = maps:with([unit, better, metric, params], B),
                                           maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [V]} end,
                                                            {Info, [V]}, A)
                                   end
@@ -384,7 +384,10 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
     beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
                              Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
                                   unit => maps:get(unit, Info, <<>>), better => Better,
-                                  params => #{config => Name},
+                                  %% The inner benchmark's parameters (a swept
+                                  %% workload parameter, the sample duration)
+                                  %% stay, for the report's charts and units.
+                                  params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
                                   extra => Scaling#{schedulers_online => Sched,
                                                     inner_benchmark => Metric}}).
 

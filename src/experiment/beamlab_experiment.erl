@@ -42,14 +42,17 @@
           %% the command line recorded in the document
           command => [unicode:chardata()],
           %% the launcher's checkpoint (benchmarks and suites in this VM)
-          checkpoint => beamlab_runtime_checkpoint:checkpoint() | none}.
+          checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
+          %% serve what is measured as live metrics while it runs
+          metrics => beamlab_experiment_metrics:spec()}.
 -type what() :: {bench, beamlab_experiment_bench:bench()}
               | {suite, beamlab_experiment_suite:suite()}
               | {matrix, beamlab_experiment_matrix:matrix()}
               | {watch, beamlab_experiment_watch:watch()}
               | {amqp, beamlab_experiment_amqp:amqp()}
-              | {profile, beamlab_experiment_profile:profile()}.
--type kind() :: bench | suite | matrix | watch | amqp | profile.
+              | {profile, beamlab_experiment_profile:profile()}
+              | {check, beamlab_experiment_check:check()}.
+-type kind() :: bench | suite | matrix | watch | amqp | profile | check.
 -type telemetry() :: none | record | live.
 -type after_phase() :: #{memory => boolean(), reductions => boolean(),
                          profile => beamlab_engine_after:tool(), msacc => boolean()}.
@@ -69,7 +72,9 @@
                | {suite, beamlab_suite:event()}           % a point started, a repetition, a point done
                | {matrix, unicode:chardata()}             % a line per repetition, the target's lines
                | {amqp, binary()}                         % PerfTest's report lines
-               | {note, unicode:chardata()}.              % one line worth telling (a node went down)
+               | {check, unicode:chardata()}              % a step of a check (a build, a round)
+               | {note, unicode:chardata()}              % one line worth telling (a node went down)
+               | {metrics, unicode:chardata()}.           % where the live metrics are served
 %% How the run went, as its document tells it, and the lines worth
 %% telling about it (a failed job, why nothing was measured).
 -type verdict() :: {ok | interrupted | failed, [unicode:chardata()]}.
@@ -82,8 +87,10 @@
                       | {watch, beamlab_experiment_watch:error_reason()}
                       | {amqp, beamlab_experiment_amqp:error_reason()}
                       | {profile, beamlab_experiment_profile:error_reason()}
+                      | {check, beamlab_experiment_check:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}
                       | {telemetry, term()}
+                      | {metrics, beamlab_experiment_metrics:error_reason()}
                       | {unsupported, atom(), kind()}
                       | {inner_kind, kind(), kind()}.
 
@@ -91,14 +98,21 @@
 %% when it could not run ({@link format_error/1} says why in one line,
 %% {@link error_class/1} whether it was the caller's mistake).
 -spec run(experiment()) -> {ok, beamlab_result:result()} | {error, error_reason()}.
-run(Exp) ->
-    case check(Exp) of
+run(Exp0) ->
+    case check(Exp0) of
         ok ->
-            %% Measuring loops stop between samples on an interrupt and
-            %% keep what they measured.
-            ok = beamlab_runtime_interrupt:subscribe(),
-            try dispatch(Exp)
-            after ok = beamlab_runtime_interrupt:unsubscribe()
+            case beamlab_experiment_metrics:start(Exp0) of
+                {ok, Exp} ->
+                    %% Measuring loops stop between samples on an interrupt
+                    %% and keep what they measured.
+                    ok = beamlab_runtime_interrupt:subscribe(),
+                    try dispatch(Exp)
+                    after
+                        ok = beamlab_runtime_interrupt:unsubscribe(),
+                        ok = beamlab_experiment_metrics:stop(Exp)
+                    end;
+                {error, _} = E ->
+                    E
             end;
         {error, _} = E ->
             E
@@ -128,7 +142,9 @@ run(watch, #{run := {watch, W}} = Exp) ->
 run(amqp, #{run := {amqp, A}} = Exp) ->
     beamlab_experiment_amqp:run(A, Exp);
 run(profile, #{run := {profile, P}} = Exp) ->
-    beamlab_experiment_profile:run(P, Exp, inner()).
+    beamlab_experiment_profile:run(P, Exp, inner());
+run(check, #{run := {check, C}} = Exp) ->
+    beamlab_experiment_check:run(C, Exp).
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM
 %% (by MFA, with the experiment appended to the arguments) or here.
@@ -209,6 +225,7 @@ verdict(#{kind := suite} = Doc) -> beamlab_experiment_suite:verdict(Doc);
 verdict(#{kind := matrix} = Doc) -> beamlab_experiment_matrix:verdict(Doc);
 verdict(#{kind := watch} = Doc) -> beamlab_experiment_watch:verdict(Doc);
 verdict(#{kind := amqp} = Doc) -> beamlab_experiment_amqp:verdict(Doc);
+verdict(#{kind := check} = Doc) -> beamlab_experiment_check:verdict(Doc);
 verdict(#{partial := true}) -> {interrupted, []};
 verdict(_) -> {ok, []}.
 
@@ -224,8 +241,10 @@ error_class({matrix, R}) -> beamlab_experiment_matrix:error_class(R);
 error_class({watch, R}) -> beamlab_experiment_watch:error_class(R);
 error_class({amqp, R}) -> beamlab_experiment_amqp:error_class(R);
 error_class({profile, R}) -> beamlab_experiment_profile:error_class(R);
+error_class({check, R}) -> beamlab_experiment_check:error_class(R);
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({telemetry, _}) -> failure;
+error_class({metrics, _}) -> failure;
 error_class({unsupported, _, _}) -> usage;
 error_class({inner_kind, _, _}) -> usage.
 
@@ -237,8 +256,10 @@ format_error({matrix, R}) -> beamlab_experiment_matrix:format_error(R);
 format_error({watch, R}) -> beamlab_experiment_watch:format_error(R);
 format_error({amqp, R}) -> beamlab_experiment_amqp:format_error(R);
 format_error({profile, R}) -> beamlab_experiment_profile:format_error(R);
+format_error({check, R}) -> beamlab_experiment_check:format_error(R);
 format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
 format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
+format_error({metrics, R}) -> beamlab_experiment_metrics:format_error(R);
 format_error({unsupported, 'after', Kind}) ->
     io_lib:format("a ~ts experiment has no after-phase (memory, reductions, profile: a benchmark's; "
                   "memory: a suite's)", [Kind]);

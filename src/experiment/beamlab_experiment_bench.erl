@@ -4,6 +4,10 @@
 %%% runs on each job once the timed samples are taken, in this VM, one job
 %%% after the other, and never touches the timed figures: its results go
 %%% to each benchmark's `extra' (`per_iteration', `profile').
+%%%
+%%% The jobs are given (`jobs'), or are a project's bench modules
+%%% (`modules': {@link beamlab_experiment_project}), compiled and loaded
+%%% in the VM that runs the experiment.
 -module(beamlab_experiment_bench).
 
 -export([run/2, check/2, verdict/1, error_class/1, format_error/1]).
@@ -13,16 +17,31 @@
 %% present means concurrency estimation with these bounds.
 -type bench() :: #{jobs := [beamlab_engine:job_spec()],
                    options => beamlab_engine:options(),
+                   squeeze => beamlab_engine_squeeze:given_opts()}
+               | #{modules := beamlab_experiment_project:modules(),
+                   options => beamlab_engine:options(),
                    squeeze => beamlab_engine_squeeze:given_opts()}.
 -type error_reason() :: beamlab_engine:error_reason()
                       | msacc_needs_profile
-                      | beamlab_engine_after:error_reason().
+                      | beamlab_engine_after:error_reason()
+                      | {project, beamlab_experiment_project:error_reason()}.
 -export_type([bench/0, error_reason/0]).
 
 %% @doc Runs the benchmark, then the after-phase on every job that
 %% measured (a partial run gets none).
 -spec run(bench(), beamlab_experiment:experiment()) ->
           {ok, beamlab_result:result()} | {error, {bench, error_reason()}}.
+run(#{modules := M} = B, Exp) ->
+    case beamlab_experiment_project:jobs(M) of
+        {ok, #{jobs := Jobs} = Project} ->
+            Codes = [beamlab_experiment_project:code_map(J) || J <- Jobs],
+            case run((maps:remove(modules, B))#{jobs => Codes}, Exp) of
+                {ok, Doc} -> {ok, beamlab_experiment_project:attach(Doc, Project, root(M))};
+                {error, _} = E -> E
+            end;
+        {error, R} ->
+            {error, {bench, {project, R}}}
+    end;
 run(#{jobs := Jobs} = B, Exp) ->
     Options = maps:get(options, B, #{}),
     case beamlab_engine_paths:add_code_paths(maps:get(code_paths, Options, [])) of
@@ -67,6 +86,12 @@ check(_B, Exp) ->
         true ->
             ok
     end.
+
+root(#{root := Root}) ->
+    Root;
+root(_) ->
+    {ok, Cwd} = file:get_cwd(),
+    Cwd.
 
 after_phase(_Jobs, Doc = #{partial := true}, _After, _Telemetry) ->
     Doc;
@@ -125,6 +150,9 @@ error_class({min_above_max, _, _}) -> usage;
 error_class({no_such_directory, _}) -> usage;
 error_class(msacc_needs_profile) -> usage;
 error_class({unsupported_tool, _, _}) -> usage;
+error_class({project, {tool, _}}) -> failure;
+error_class({project, {tmp_dir, _}}) -> failure;
+error_class({project, _}) -> usage;
 error_class(_) -> failure.
 
 %% @doc One line for each error.
@@ -135,5 +163,14 @@ format_error({unsupported_tool, _, _} = R) ->
     beamlab_engine_after:format_error(R);
 format_error({no_such_directory, D}) ->
     io_lib:format("code path ~ts: no such directory", [D]);
+format_error({project, {no_such_directory, D}}) ->
+    io_lib:format("code path ~ts: no such directory", [D]);
+format_error({project, {tmp_dir, Why}}) ->
+    ["cannot create a temporary directory: ", beamlab_runtime_file:format_error(Why)];
+format_error({project, no_runnable_benchmark}) ->
+    "no benchmark of the bench modules can run (each one's code fails to compile)";
+format_error({project, R}) ->
+    %% (one line per mistake in the bench modules)
+    beamlab_project_bench:format_error(R);
 format_error(R) ->
     beamlab_engine:format_error(R).

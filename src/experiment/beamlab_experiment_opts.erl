@@ -16,7 +16,8 @@
 %%% `squeeze' key.
 -module(beamlab_experiment_opts).
 
--export([benchmark/2, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1, format_error/1]).
+-export([benchmark/2, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1,
+         format_error/1]).
 
 -type opts() :: #{atom() => term()}.
 %% The inner experiment of a matrix or a profile, as the call that would
@@ -62,6 +63,61 @@ benchmark(Codes, Opts) ->
 
 after_phase(Opts) ->
     maps:with(?AFTER, Opts).
+
+%% @doc A benchmark of a project's bench modules in `Dir' (sources
+%% `*_bench.erl', `*_bench.ex', or compiled bench modules): the options of
+%% {@link benchmark/2} (`code_paths' are the project's: its modules are
+%% compiled and run against them), `include' (directories the sources'
+%% `-include' searches), `root' (the project, for its commit; default the
+%% current directory).
+-spec bench(file:filename(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+bench(Dir, Opts) when is_map(Opts) ->
+    case benchmark([], maps:without([include, root], Opts)) of
+        {ok, #{run := {bench, B}} = Exp} ->
+            Modules = maps:merge(#{dir => Dir, paths => maps:get(code_paths, Opts, []),
+                                   include => maps:get(include, Opts, [])},
+                                 maps:with([root], Opts)),
+            {ok, Exp#{run := {bench, (maps:remove(jobs, B))#{modules => Modules}}}};
+        {error, _} = E ->
+            E
+    end;
+bench(Dir, Opts) ->
+    {error, {bad_option, bench, {Dir, Opts}}}.
+
+%% @doc A project's bench modules checked: `root' (the project; default
+%% the current directory), `bench' (default "bench"), `build' (default
+%% true); with `against' (a git ref), the working tree against that
+%% commit: `rounds' (12), `metric' (the gated metrics: time, reductions,
+%% memory; default [time]), `threshold' (a fraction, default 0.05),
+%% `alpha' (0.01), `duration', `samples', `warmup' per side and round
+%% (100 ms, 3, 1), `vm_args' (a string).
+-spec check(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+check(Opts) when is_map(Opts) ->
+    Own = [root, bench, build, against, rounds, metric, threshold, alpha, duration, samples, warmup, vm_args],
+    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
+        [] ->
+            {ok, Cwd} = file:get_cwd(),
+            C0 = maps:merge(#{root => Cwd, bench => "bench"},
+                            maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
+            C1 = case maps:find(metric, Opts) of
+                     {ok, M} when is_atom(M) -> C0#{gate => [M]};
+                     {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
+                     error -> C0
+                 end,
+            C2 = case maps:with([duration, samples, warmup], Opts) of
+                     O when map_size(O) > 0 ->
+                         C1#{options => maps:merge(#{duration => 100, samples => 3, warmup => 1}, O)};
+                     _ -> C1
+                 end,
+            case beamlab_runtime_peer:parse_args(maps:get(vm_args, Opts, "")) of
+                {ok, Args} -> common(Opts, #{run => {check, C2#{vm_args => Args}}}, #{});
+                {error, _} -> {error, {bad_option, vm_args, maps:get(vm_args, Opts)}}
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end;
+check(Opts) ->
+    {error, {bad_option, check, Opts}}.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to
@@ -256,12 +312,13 @@ amqp(Opts) ->
 
 %% @doc A perf profile of an inner experiment (run in a fresh VM under
 %% perf), of an OS pid (`{pid, N}') or of a node on this machine (`{node,
-%% Name}'): `frequency' (Hz), `call_graph' (fp | dwarf), `duration' (ms),
+%% Name}'): `frequency' (Hz), `mode' (graph | flat), `call_graph' (fp |
+%% dwarf), `duration' (ms),
 %% `label', `cookie' (for a node).
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 profile(Subject, Opts) when is_map(Opts) ->
-    Own = [frequency, call_graph, duration, label, cookie],
+    Own = [frequency, call_graph, mode, duration, label, cookie],
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->
             S = case Subject of
@@ -277,7 +334,7 @@ profile(Subject, Opts) when is_map(Opts) ->
                 end,
             case S of
                 {ok, Subj} ->
-                    P = maps:merge(maps:with([frequency, call_graph, duration, label], Opts), #{subject => Subj}),
+                    P = maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts), #{subject => Subj}),
                     common(Opts, #{run => {profile, P}}, #{});
                 {error, _} = E2 -> E2
             end;

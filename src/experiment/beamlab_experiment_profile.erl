@@ -7,8 +7,10 @@
 
 -export([run/3, error_class/1, format_error/1]).
 
-%% `duration' in ms (infinity: until the inner experiment ends);
-%% `label' names the profile (reports diff profiles with the same name).
+%% `mode': graph (call stacks, the default) or flat (the leaf only, almost
+%% free; see `beamlab_profile:mode_info/1'); `duration' in ms (infinity:
+%% until the inner experiment ends); `label' names the profile (reports
+%% diff profiles with the same name).
 -type subject() :: {experiment, beamlab_experiment:experiment()}
                  | {pid, pos_integer()}
                  | {node, string(), string() | undefined}.
@@ -94,20 +96,19 @@ document(O, P, #{frequency := Hz, call_graph := CG, mode := Mode}, Started, Exp)
     Doc0 = beamlab_result:new(profile, #{command => maps:get(command, Exp, []), started_at => Started,
                                          params => Params}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benches),
-    Doc2 = beamlab_result:set(extra, #{profile => annotate(Prof#{<<"perf_support">> => Support,
-                                                                  <<"target_exited">> => Exited,
-                                                                  <<"elapsed_ms">> => Elapsed,
-                                                                  <<"subject">> => Subject},
-                                                             Mode, maps:get(flavor, O, unknown))},
+    #{what := What, cost := Cost} = beamlab_profile:mode_info(Mode),
+    Doc2 = beamlab_result:set(extra, #{profile => Prof#{<<"perf_support">> => Support,
+                                                         <<"target_exited">> => Exited,
+                                                         <<"elapsed_ms">> => Elapsed,
+                                                         <<"subject">> => Subject,
+                                                         %% the mode, what it records and costs,
+                                                         %% the VM's flavour
+                                                         <<"mode">> => atom_to_binary(Mode),
+                                                         <<"mode_what">> => What,
+                                                         <<"mode_cost">> => Cost,
+                                                         <<"flavor">> => atom_to_binary(maps:get(flavor, O, unknown))}},
                               Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Int}).
-
-%% What the profile's text and report say of how it was recorded: the
-%% mode, what it records and costs, the VM's flavour.
-annotate(P, Mode, Flavor) ->
-    #{what := What, cost := Cost} = beamlab_profile:mode_info(Mode),
-    P#{<<"mode">> => atom_to_binary(Mode), <<"mode_what">> => What, <<"mode_cost">> => Cost,
-       <<"flavor">> => atom_to_binary(Flavor)}.
 
 %% @doc An inner experiment that was the caller's mistake is a usage
 %% error; the rest (perf, the VM, a node not reached) are failures.

@@ -10,29 +10,53 @@
          error_class/1, format_error/1]).
 
 %% `duration' in ms (infinity: until interrupted or the node goes down),
-%% `interval' in ms, `top' processes listed per interval.
+%% `interval' in ms, `top' processes listed per interval, `system_monitor'
+%% the thresholds (ms) of the long GCs and long schedules to watch on the
+%% node (false: leave its system monitor alone).
 -type watch() :: #{node := string(), cookie => string() | undefined,
                    duration => pos_integer() | infinity, interval => pos_integer(),
-                   top => non_neg_integer(), msacc => boolean()}.
+                   top => non_neg_integer(), msacc => boolean(),
+                   system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()}}.
 %% The node watched beside a load.
 -type beside() :: none | #{node := node(), env := map(), pid := pid()}.
 -type error_reason() :: beamlab_sut_watch:error_reason() | {telemetry, term()}.
 -export_type([watch/0, beside/0, error_reason/0]).
 
-%% @doc Watches the node; the document holds its series and the findings.
+%% @doc Watches the node; the document holds its series and the findings
+%% (the detectors' and the growth findings raised while it ran). Every
+%% wait is bounded by one deadline, the duration plus
+%% `beamlab_sut_watch:grace_ms()' from now, however the node behaves:
+%% connecting, reading its environment, each sample, stopping.
 -spec run(watch(), beamlab_experiment:experiment()) ->
           {ok, beamlab_result:result()} | {error, {watch, error_reason()}}.
 run(#{node := Name} = W, Exp) ->
     Started = beamlab_runtime_clock:rfc3339(),
-    case connect(Name, maps:get(cookie, W, undefined)) of
+    T0 = erlang:monotonic_time(millisecond),
+    Duration = maps:get(duration, W, infinity),
+    Grace = beamlab_sut_watch:grace_ms(),
+    Deadline = case Duration of
+                   infinity -> infinity;
+                   _ -> T0 + Duration + Grace
+               end,
+    case connect(Name, maps:get(cookie, W, undefined), Deadline) of
         {ok, Node, NodeEnv} ->
             Interval = maps:get(interval, W, 1000),
-            Opts = #{duration => maps:get(duration, W, infinity), interval => Interval,
+            %% What is left of the duration after connecting; the calls
+            %% end a second before the deadline, for what follows.
+            Recording = case Deadline of
+                            infinity -> infinity;
+                            _ -> max(1, min(Duration, Deadline - Grace - erlang:monotonic_time(millisecond)))
+                        end,
+            Opts = #{duration => Recording, interval => Interval,
                      top => maps:get(top, W, 5), msacc => maps:get(msacc, W, false),
+                     system_monitor => maps:get(system_monitor, W, false),
+                     metrics => beamlab_experiment_metrics:server(Exp),
+                     deadline => case Deadline of infinity -> infinity; _ -> Deadline - 1000 end,
                      print => maps:get(telemetry, Exp, none) =:= live},
             case beamlab_sut_watch:watch(Node, Opts) of
-                {ok, Series, #{interrupted := Interrupted}} ->
-                    {ok, document(W#{interval => Interval}, Exp, Started, Node, NodeEnv, Series, Interrupted)};
+                {ok, Series, #{interrupted := Interrupted, findings := Growth}} ->
+                    {ok, document(W#{interval => Interval}, Exp, Started, Node, NodeEnv, Series, Growth,
+                                  Interrupted)};
                 {error, E} ->
                     {error, {watch, E}}
             end;
@@ -41,9 +65,17 @@ run(#{node := Name} = W, Exp) ->
     end.
 
 connect(Name, Cookie) ->
-    case beamlab_sut_watch:connect(Name, Cookie) of
+    connect(Name, Cookie, infinity).
+
+connect(Name, Cookie, Deadline) ->
+    Left = fun(Cap) -> case Deadline of
+                           infinity -> Cap;
+                           _ -> max(1, min(Cap, Deadline - erlang:monotonic_time(millisecond) - 1000))
+                       end
+           end,
+    case beamlab_sut_watch:connect(Name, Cookie, Left(5000)) of
         {ok, Node} ->
-            case beamlab_sut_watch:node_env(Node) of
+            case beamlab_sut_watch:node_env(Node, Left(10000)) of
                 {ok, NodeEnv} -> {ok, Node, NodeEnv};
                 {error, _} = E -> E
             end;
@@ -51,13 +83,14 @@ connect(Name, Cookie) ->
             E
     end.
 
-document(W, Exp, Started, Node, NodeEnv, Series, Interrupted) ->
+document(W, Exp, Started, Node, NodeEnv, Series, Growth, Interrupted) ->
     Doc0 = beamlab_result:new(watch, #{command => maps:get(command, Exp, []), started_at => Started,
                                       params => #{node => atom_to_binary(Node),
                                                   interval_ms => maps:get(interval, W),
                                                   duration_s => seconds(maps:get(duration, W, infinity)),
                                                   top => maps:get(top, W, 5),
-                                                  msacc => maps:get(msacc, W, false)}}),
+                                                  msacc => maps:get(msacc, W, false),
+                                                  system_monitor => maps:get(system_monitor, W, false)}}),
     Benchmarks = [beamlab_result:benchmark(Name, Vals, #{group => <<"watch">>, metric => Metric,
                                                          unit => Unit, better => Better})
                   || {Key, Name, Metric, Unit, Better} <- [{util, <<"scheduler utilisation">>, <<"util">>, <<"%">>, lower},
@@ -68,7 +101,7 @@ document(W, Exp, Started, Node, NodeEnv, Series, Interrupted) ->
     Doc2 = beamlab_result:set(extra, #{node_env => NodeEnv}, beamlab_result:set(telemetry, Series, Doc1)),
     %% The benchmarks are the node's series, not measurements: no noise check.
     Findings = beamlab_env_detect:findings(#{telemetry => Series, env => NodeEnv, result => #{},
-                                             timer => skip}),
+                                             timer => skip}) ++ Growth,
     Doc3 = beamlab_result:finish(beamlab_result:add_findings(Doc2, Findings),
                                  #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Interrupted}),
     beamlab_experiment_env:attach(Doc3, Exp).
@@ -122,7 +155,8 @@ stop_beside(#{node := Node, env := Env, pid := Pid}, Doc, Exp) ->
     Series = beamlab_runtime_telemetry:stop(Pid),
     Findings = [F#{title := <<"broker: ", T/binary>>}
                 || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
-                                                                      result => #{}, timer => skip})],
+                                                                      result => #{}, timer => skip})
+                                        ++ beamlab_sut_growth:findings(Series)],
     Extra = maps:get(extra, Doc, #{}),
     %% (The cookie in the command line is masked with every other secret
     %% when the document is printed or saved: beamlab_result_redact.)

@@ -114,20 +114,29 @@ include_dirs(Root) ->
            ++ lists:sort(filelib:wildcard(filename:join([Root, "apps", "*", "include"]))),
     [D || D <- Dirs, filelib:is_dir(D)].
 
-%% A base build reuses what the head's build fetched: rebar3's compiled
-%% dependencies and plugins (not the project's own applications, whose
-%% stale modules rebar3 would keep), Mix's whole build directory (Mix
-%% recompiles what changed and drops what was removed) with the head's
-%% deps/ as MIX_DEPS_PATH.
+%% A base build reuses what the head's build fetched and compiled: its
+%% dependencies (rebar3's and its plugins; Mix's, with the head's deps/ as
+%% MIX_DEPS_PATH), never the project's own applications: their copies
+%% could look up to date to the tool (a worktree checked out within the
+%% second the head was compiled has sources no newer than the copies).
 copy_deps(rebar3, From, To) ->
     Own = project_apps(From),
     Lib = filename:join([From, "_build", "default", "lib"]),
     Deps = [D || D <- filelib:wildcard("*", Lib), not lists:member(D, Own)],
     _ = [copy(filename:join(Lib, D), filename:join([To, "_build", "default", "lib", D])) || D <- Deps],
-    copy(filename:join([From, "_build", "default", "plugins"]),
-         filename:join([To, "_build", "default", "plugins"]));
+    %% Checkouts (beamlab itself as a plugin from _checkouts/, a
+    %% dependency under work) are not in git: the base uses the head's.
+    Checkouts = filename:join(From, "_checkouts"),
+    _ = filelib:is_dir(Checkouts) andalso not filelib:is_file(filename:join(To, "_checkouts"))
+        andalso file:make_symlink(Checkouts, filename:join(To, "_checkouts")),
+    [copy(filename:join([From, "_build", "default", D]), filename:join([To, "_build", "default", D]))
+     || D <- ["plugins", "checkouts"]],
+    ok;
 copy_deps(mix, From, To) ->
-    copy(filename:join(From, "_build"), filename:join(To, "_build"));
+    Deps = filelib:wildcard("*", filename:join(From, "deps")),
+    _ = [copy(filename:join([From, "_build", Env, "lib", D]), filename:join([To, "_build", Env, "lib", D]))
+         || Env <- filelib:wildcard("*", filename:join(From, "_build")), D <- Deps],
+    ok;
 copy_deps(none, _From, _To) ->
     ok.
 

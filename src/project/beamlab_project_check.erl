@@ -27,7 +27,7 @@
 %%% {@link regressions/1} lists what the gate fails on.
 -module(beamlab_project_check).
 
--export([run/1, regressions/1, failed_head/1, metrics/0, format_error/1]).
+-export([run/1, document/5, regressions/1, failed_head/1, metrics/0, format_error/1]).
 
 -type metric() :: time | reductions | memory.
 -type side_project() :: beamlab_project_build:project().
@@ -71,7 +71,7 @@ run(#{root := Root0, against := Ref} = Opts) ->
               %% The build logs stay when something failed (the error names them).
               Logs = private_dir("beamlab-check-logs"),
               try
-                  Rel = relative(Root, Git),
+                  Rel = ok(beamlab_project_git:prefix(Root)),
                   Progress(io_lib:format("checking out ~ts (~ts) in a temporary worktree",
                                          [Ref, maps:get(short, Base)])),
                   Tree = ok(beamlab_project_git:worktree(Git, maps:get(commit, Base),
@@ -106,21 +106,6 @@ maybe_run(Fun) ->
 ok(ok) -> ok;
 ok({ok, V}) -> V;
 ok({error, Reason}) -> throw({?MODULE, Reason}).
-
-%% The project's path inside the repository, as components.
-relative(Root, Git) ->
-    {ok, RealRoot} = real(Root),
-    {ok, RealGit} = real(Git),
-    lists:nthtail(length(filename:split(RealGit)), filename:split(RealRoot)).
-
-real(Dir) ->
-    {ok, Cwd} = file:get_cwd(),
-    try
-        ok = file:set_cwd(Dir),
-        file:get_cwd()
-    after
-        ok = file:set_cwd(Cwd)
-    end.
 
 %%--------------------------------------------------------------------
 %% Building both sides
@@ -204,6 +189,13 @@ side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [C
 %%--------------------------------------------------------------------
 %% The document
 
+%% @doc The check's document from the rounds (each side's outcome a run
+%% document or an error), the base's and head's commits, the start time
+%% and the check's options (`against', `gate', `threshold', `alpha',
+%% `rounds', `command', `params').
+-spec document(#{rounds := [beamlab_project_rounds:round()], interrupted := boolean()},
+               beamlab_project_git:commit(), beamlab_project_git:head(), binary(), opts()) ->
+          beamlab_result:result().
 document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, Opts) ->
     HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
     Names = case HeadDocs of

@@ -15,6 +15,8 @@
 
 %% @doc The text view.
 -spec text(beamlab_result:result(), opts()) -> unicode:chardata().
+text(#{params := P} = Doc, _Opts) when not is_map_key(<<"against">>, P) ->
+    validation(Doc);
 text(Doc = #{benchmarks := Bs, findings := Findings}, _Opts) ->
     Conf = confidence(Doc),
     Header = ["Benchmark", "Metric", "Base", "Head", "Change", ci_title(Conf), "p", "Verdict"],
@@ -45,10 +47,38 @@ text_row(#{group := G, metric := M} = B, First) ->
              p_value(maps:get(<<"p_value">>, P)), verdict_text(B, P)]
     end.
 
+%% A check without a base: the bench modules validated, each benchmark's
+%% reductions and words per iteration.
+validation(#{benchmarks := Bs}) ->
+    Rows = [[N, maps:get(<<"module">>, X, ""),
+             per(X, <<"reductions">>, ""), per(X, <<"words">>, " words"),
+             case S of <<"ok">> -> "ok"; _ -> ["failed: ", maps:get(<<"error">>, X, <<>>)] end]
+            || #{name := N, extra := #{<<"status">> := S} = X} <- Bs],
+    Failed = length([x || #{extra := #{<<"status">> := S}} <- Bs, S =/= <<"ok">>]),
+    Modules = lists:usort([M || #{extra := #{<<"module">> := M}} <- Bs]),
+    [beamlab_format_table:render(["Benchmark", "Module", "Reductions/iter", "Memory/iter", "Status"], Rows),
+     io_lib:format("~b benchmark(s) in ~b module(s); ~ts~n",
+                   [length(Bs), length(Modules),
+                    case Failed of
+                        0 -> "every runner works";
+                        _ -> io_lib:format("~b failed", [Failed])
+                    end])].
+
+per(#{<<"per_iteration">> := #{} = P}, Key, Unit) ->
+    case maps:find(Key, P) of
+        {ok, V} when is_number(V) -> [beamlab_format_units:number(V), Unit];
+        _ -> "-"
+    end;
+per(_, _, _) ->
+    "-".
+
 %% @doc The Markdown summary: a headline with the outcome, one table row
 %% per benchmark (time, reductions and memory side by side), the method
-%% and the findings folded below.
+%% and the findings folded below. A check without a base: its validation
+%% table.
 -spec markdown(beamlab_result:result()) -> binary().
+markdown(#{params := P} = Doc) when not is_map_key(<<"against">>, P) ->
+    unicode:characters_to_binary(["```\n", validation(Doc), "```\n"]);
 markdown(Doc = #{benchmarks := Bs, findings := Findings}) ->
     Regressed = [B || B <- Bs, gated_regression(B)],
     Failed = [B || B = #{extra := #{<<"status">> := <<"failed_head">>}} <- Bs],
@@ -133,7 +163,14 @@ headline(#{params := P}) ->
             end,
     io_lib:format("beamlab check: the working tree (~ts~ts) against ~ts (~ts ~ts)",
                   [maps:get(<<"short">>, Head, <<"?">>), Dirty, maps:get(<<"against">>, P, <<"?">>),
-                   maps:get(<<"short">>, Base, <<"?">>), maps:get(<<"subject">>, Base, <<>>)]).
+                   maps:get(<<"short">>, Base, <<"?">>), subject(maps:get(<<"subject">>, Base, <<>>))]).
+
+%% A commit's subject, cut to fit a line.
+subject(S) ->
+    case string:length(S) > 60 of
+        true -> [string:slice(S, 0, 57), "..."];
+        false -> S
+    end.
 
 method(#{params := P}) ->
     io_lib:format("~b paired rounds (base and head each in a fresh VM, order swapped every round; "
@@ -216,4 +253,8 @@ confidence(#{params := P}) ->
     1 - maps:get(<<"alpha">>, P, 0.01).
 
 ci_title(Conf) ->
-    io_lib:format("~ts% CI", [float_to_list(Conf * 100, [{decimals, 1}, compact])]).
+    Pct = Conf * 100,
+    case abs(Pct - round(Pct)) < 1.0e-9 of
+        true -> io_lib:format("~b% CI", [round(Pct)]);
+        false -> io_lib:format("~ts% CI", [float_to_list(Pct, [{decimals, 1}, compact])])
+    end.

@@ -12,7 +12,7 @@
 -module(beamlab_command_check).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 
 -define(METRICS, [time, reductions, memory]).
 
@@ -72,54 +72,34 @@ usage() ->
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    case beamlab_cli_args:get(against, Parsed) of
-        undefined -> validate(Parsed);
-        Ref -> against(Ref, Parsed)
-    end.
+    Exp = experiment(Parsed),
+    Sink = fun({check, Line}) -> beamlab_cli_project:progress(Line);
+              (_) -> ok
+           end,
+    {Code, Doc} = beamlab_cli_experiment:run(Exp#{sink => Sink}, #{error => fun error_line/1}),
+    _ = [write_summary(F, Doc) || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined],
+    {Code, Doc}.
 
-%% @doc The check's text view.
--spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
-text(Doc, Parsed) ->
-    beamlab_render_check:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed)}).
+%% @doc The check as an experiment: validation, or against a commit.
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    {ok, Root} = file:get_cwd(),
+    Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build)},
+                      maps:with([project], Parsed)),
+    Check = case Get(against) of
+                undefined ->
+                    _ = [beamlab_cli_error:usage("--~ts needs --against REF", [option_text(K)])
+                         || K <- [rounds, metric, threshold, alpha, duration, samples, warmup, vm_args,
+                                  summary],
+                            lists:member(K, maps:get(given, Parsed))],
+                    Base;
+                Ref ->
+                    against(Ref, Parsed, Base)
+            end,
+    #{run => {check, Check}, command => maps:get(argv, Parsed)}.
 
-%%--------------------------------------------------------------------
-%% Validation: the bench modules as they are
-
-validate(Parsed) ->
-    _ = [beamlab_cli_error:usage("--~ts needs --against REF", [option_text(K)])
-         || K <- [rounds, metric, threshold, alpha, duration, samples, warmup, vm_args, summary],
-            lists:member(K, maps:get(given, Parsed))],
-    Project = beamlab_cli_project:project(Parsed),
-    Jobs = beamlab_cli_project:bench_jobs(beamlab_cli_args:get(bench, Parsed), Project),
-    Rows = [row(J) || J <- Jobs],
-    Failed = [R || {error, R} <- Rows],
-    beamlab_cli_output:put_chars(
-      [beamlab_format_table:render(["Benchmark", "Module", "Reductions/iter", "Memory/iter", "Status"],
-                                   [R || {_, R} <- Rows]),
-       io_lib:format("~b benchmark(s) in ~b module(s); ~ts~n",
-                     [length(Jobs), length(lists:usort([M || #{module := M} <- Jobs])),
-                      case Failed of
-                          [] -> "every runner works";
-                          _ -> io_lib:format("~b failed", [length(Failed)])
-                      end])]),
-    {case Failed of [] -> 0; _ -> 1 end, none}.
-
-row(#{label := L, module := M} = Job) ->
-    case beamlab_engine_after:per_iteration(beamlab_cli_project:code_map(Job),
-                                            #{reductions => true, memory => true}) of
-        {ok, #{<<"reductions">> := R, <<"words">> := W}} ->
-            {ok, [L, atom_to_list(M), beamlab_format_units:number(R),
-                  [beamlab_format_units:number(W), " words"], "ok"]};
-        {error, Reason} ->
-            Msg = beamlab_engine_after:format_error(Reason),
-            io:format(standard_error, "beamlab: ~ts: ~ts~n", [L, Msg]),
-            {error, [L, atom_to_list(M), "-", "-", "failed"]}
-    end.
-
-%%--------------------------------------------------------------------
-%% Against a commit
-
-against(Ref, Parsed) ->
+against(Ref, Parsed, Base) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Alpha = Get(alpha),
     Min = beamlab_stats_paired:min_rounds(Alpha),
@@ -131,68 +111,14 @@ against(Ref, Parsed) ->
                  {error, Why} -> beamlab_cli_error:usage("--vm-args: ~ts", [beamlab_runtime_peer:format_error(Why)])
              end,
     _ = [beamlab_cli_output:check_output("--summary", F) || F <- [Get(summary)], F =/= undefined],
-    {ok, Root} = file:get_cwd(),
-    Head = case {maps:find(project, Parsed), Get(no_build)} of
-               {{ok, P}, _} -> #{head => P};
-               {error, true} -> #{head => beamlab_cli_project:project(Parsed)};
-               {error, false} -> #{}
-           end,
-    Run = [integer_to_list(Get(K)) || K <- [duration, samples, warmup]],
-    Opts = Head#{root => Root, against => Ref, bench => Get(bench), rounds => Get(rounds),
-                 gate => lists:usort(Get(metric)), threshold => Get(threshold) / 100,
-                 alpha => Alpha, command => maps:get(argv, Parsed), vm_args => VmArgs,
-                 main => main(Run),
-                 params => #{duration => Get(duration), samples => Get(samples), warmup => Get(warmup),
-                             project => beamlab_cli_project:info(Root)},
-                 progress => fun beamlab_cli_project:progress/1},
-    ok = beamlab_runtime_interrupt:subscribe(),
-    Result = try beamlab_project_check:run(Opts)
-             after
-                 ok = beamlab_runtime_interrupt:unsubscribe()
-             end,
-    case Result of
-        {ok, Doc} -> outcome(Doc, Parsed);
-        {error, Reason} -> error_exit(Reason)
-    end.
+    Base#{against => Ref, rounds => Get(rounds), gate => lists:usort(Get(metric)),
+          threshold => Get(threshold) / 100, alpha => Alpha, vm_args => VmArgs,
+          options => #{duration => Get(duration), samples => Get(samples), warmup => Get(warmup)}}.
 
-%% What each side's fresh VM runs: `beamlab run' on the bench modules
-%% compiled for that side, with the after-phase counting reductions and
-%% words per iteration. The side's code is on the VM's path already.
-main([D, S, W]) ->
-    fun(#{bench := Ebin, dir := Dir}) ->
-            Argv = ["run", "--bench", Ebin, "-d", D, "-s", S, "-w", W, "--reductions", "--memory"],
-            None = #{root => Dir, tool => none, paths => [], include => []},
-            {beamlab_cli, run_command, [Argv, #{quiet => true, errors => return, project => None}]}
-    end.
-
-outcome(Doc, Parsed) ->
-    _ = [write_summary(F, Doc) || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined],
-    Regressed = beamlab_project_check:regressions(Doc),
-    Broken = beamlab_project_check:failed_head(Doc),
-    case {maps:get(partial, Doc), Regressed} of
-        {true, _} ->
-            {beamlab_runtime_interrupt:exit_code(), Doc};
-        {false, []} when Broken =:= [] ->
-            {0, Doc};
-        {false, []} ->
-            io:format(standard_error, "beamlab: ~b benchmark(s) fail on the working tree but ran on ~ts: ~ts~n",
-                      [length(Broken), beamlab_cli_args:get(against, Parsed), lists:join(", ", Broken)]),
-            {1, Doc};
-        {false, _} ->
-            #{params := #{<<"threshold">> := T}} = Doc,
-            io:format(standard_error, "beamlab: ~b benchmark metric(s) regressed beyond ~ts: ~ts~n",
-                      [length(Regressed), beamlab_format_units:signed_percent(T),
-                       lists:join("; ", [io_lib:format("~ts ~ts ~ts", [G, M, change_text(P)])
-                                         || {G, M, P} <- Regressed])]),
-            {1, Doc}
-    end.
-
-change_text(#{<<"change">> := C, <<"ci">> := [Lo, Hi]}) ->
-    io_lib:format("~ts [~ts, ~ts]", [beamlab_format_units:signed_percent(C),
-                                     beamlab_format_units:signed_percent(Lo),
-                                     beamlab_format_units:signed_percent(Hi)]);
-change_text(#{<<"change">> := C}) ->
-    beamlab_format_units:signed_percent(C).
+%% @doc The check's text view.
+-spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(Doc, Parsed) ->
+    beamlab_render_check:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed)}).
 
 write_summary(File, Doc) ->
     case beamlab_runtime_file:write_atomic(File, beamlab_render_check:markdown(Doc)) of
@@ -201,20 +127,11 @@ write_summary(File, Doc) ->
                                                [File, beamlab_runtime_file:format_error(Why)])
     end.
 
-%% A ref that names nothing and bench modules with mistakes are the
-%% user's (exit 2); a build that fails is a failure (exit 1).
--spec error_exit(beamlab_project_check:error_reason()) -> no_return().
-error_exit({invalid, _} = R) -> lines(R, usage);
-error_exit({compile, _} = R) -> lines(R, usage);
-error_exit({no_bench_dir, _} = R) -> lines(R, usage);
-error_exit({no_bench_modules, _} = R) -> lines(R, usage);
-error_exit({unknown_ref, _} = R) -> lines(R, usage);
-error_exit({not_a_repository, _} = R) -> lines(R, usage);
-error_exit(R) -> lines(R, fail).
-
--spec lines(beamlab_project_check:error_reason(), usage | fail) -> no_return().
-lines(Reason, Kind) ->
-    beamlab_cli_project:error_lines(beamlab_project_check:format_error(Reason), Kind).
+%% Errors of several lines (a mistake in the bench modules each) are
+%% told line by line.
+-spec error_line(beamlab_experiment:error_reason()) -> no_return().
+error_line(R) ->
+    beamlab_cli_project:error_lines(beamlab_experiment:format_error(R), beamlab_experiment:error_class(R)).
 
 option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
 

@@ -91,8 +91,7 @@ experiment(Parsed) ->
                                 [hd(maps:get(args, Parsed))]),
     Get(mode) =:= flat andalso lists:member(call_graph, maps:get(given, Parsed))
         andalso beamlab_cli_error:usage("--call-graph walks stacks: --mode flat records the leaf only", []),
-    Profile = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph),
-                mode => Get(mode)},
+    Profile = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph), mode => Get(mode)},
     Profile1 = lists:foldl(fun({_, undefined}, P) -> P;
                               ({K, V}, P) -> P#{K => V}
                            end, Profile,

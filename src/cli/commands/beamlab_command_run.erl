@@ -127,52 +127,42 @@ usage() ->
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    {Exp, Bench, Failed} = case beamlab_cli_args:get(bench, Parsed) of
-                               undefined -> {experiment(Parsed), [], none};
-                               Dir ->
-                                   {BJ, F} = bench_jobs(Dir, Parsed),
-                                   {experiment(Parsed, [beamlab_cli_project:code_map(J) || J <- BJ]), BJ, F}
-                           end,
-    {bench, #{jobs := Jobs}} = maps:get(run, Exp),
-    Progress = progress(Parsed, length(Jobs)),
+    Exp = experiment(Parsed),
+    NJobs = case maps:get(run, Exp) of
+                {bench, #{jobs := Jobs}} -> length(Jobs);
+                {bench, #{modules := _}} -> 1
+            end,
+    Progress = progress(Parsed, NJobs),
     %% Under the launcher: what was measured survives code that stops the VM.
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
-    Outcome = try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
-                                             #{error => fun error_line/1})
-              after
-                  Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
-              end,
-    with_project(Outcome, Bench, Failed).
-
-%% A bench run's document names each benchmark's module and input and
-%% the project's commit; the bench jobs that did not compile are failed
-%% benchmarks of it (each told in one line, exit code 1).
-with_project(Outcome, _Bench, none) ->
-    Outcome;
-with_project({Code, Doc}, Bench, Failed) ->
-    _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
-         || #{name := N, extra := #{<<"error">> := E}} <- Failed],
-    {case {Code, Failed} of
-         {0, [_ | _]} -> 1;
-         _ -> Code
-     end, beamlab_cli_project:attach(Doc, Bench, Failed)}.
+    try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
+                                   #{error => fun error_line/1})
+    after
+        Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
+    end.
 
 %% @doc The experiment: the jobs, the engine's options, the after-phase.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
-    experiment(Parsed, jobs(Parsed)).
+    case beamlab_cli_args:get(bench, Parsed) of
+        undefined ->
+            Jobs = jobs(Parsed),
+            experiment(Parsed, #{jobs => Jobs}, length(Jobs));
+        Dir ->
+            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)}, 1)
+    end.
 
-experiment(Parsed, Jobs) ->
-    {Options, Squeeze} = run_opts(Parsed, length(Jobs)),
+experiment(Parsed, What, NJobs) ->
+    {Options, Squeeze} = run_opts(Parsed, NJobs),
     _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     After = maps:from_list([{K, V} || K <- [memory, reductions, msacc], V <- [Get(K)], V =:= true]
                            ++ [{profile, T} || T <- [Get(profile)], T =/= undefined]),
     Bench = case Squeeze of
-                undefined -> #{jobs => Jobs, options => Options};
-                _ -> #{jobs => Jobs, options => Options, squeeze => Squeeze}
+                undefined -> What#{options => Options};
+                _ -> What#{options => Options, squeeze => Squeeze}
             end,
     maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
@@ -195,6 +185,10 @@ error_line({bench, {min_above_max, Min, Max}}) ->
                           "give a larger --max or a smaller --min)", [Min, Max])};
 error_line({bench, msacc_needs_profile}) ->
     {usage, "--msacc needs --profile TOOL and -v"};
+error_line({bench, {project, _}} = R) ->
+    %% One line per mistake in the bench modules.
+    beamlab_cli_project:error_lines(beamlab_experiment:format_error(R),
+                                    beamlab_experiment:error_class(R));
 error_line(_) ->
     undefined.
 
@@ -305,16 +299,16 @@ sink(Progress, Parsed) ->
             ok
     end.
 
-%% The project's bench modules; the jobs whose code does not compile are
-%% failed benchmarks of the result, not a reason to stop.
-bench_jobs(_Dir, #{args := [_ | _]}) ->
+%% The project's bench modules (`--bench DIR'), compiled against the
+%% project (built unless --no-build, or given by the build tool).
+bench_modules(_Dir, #{args := [_ | _]}) ->
     beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
-bench_jobs(Dir, Parsed) ->
+bench_modules(Dir, Parsed) ->
     _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
                                  "its hooks)", [option_text(K)])
          || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
-    Project = beamlab_cli_project:project(Parsed),
-    case beamlab_cli_project:runnable(beamlab_cli_project:bench_jobs(Dir, Project)) of
-        {[], _} -> beamlab_cli_error:fail("no benchmark of ~ts can run", [Dir]);
-        Runnable -> Runnable
-    end.
+    lists:member(baseline, maps:get(given, Parsed))
+        andalso beamlab_cli_error:usage("--baseline: the benchmarks of bench modules are not compared "
+                                        "with one another", []),
+    #{root := Root, paths := Paths, include := Include} = beamlab_cli_project:project(Parsed),
+    #{dir => Dir, root => Root, paths => Paths, include => Include}.
