@@ -220,11 +220,11 @@ profiled_matrix_perftest(Config) ->
                          "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null"),
             {match, Cards} = re:run(Dom, "class=\"card flamecard[^\"]*\"", [global]),
             ?assertEqual(3, length(Cards)),
-            ?assertNotEqual(nomatch, string:find(Dom, "Differential: study / flavor=jit")),
+            ?assertNotEqual(nomatch, string:find(Dom, "Differential: study: flavor=jit")),
             ?assertNotEqual(nomatch, string:find(Dom, "process_main"))
     end.
 
-profile(#{<<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}}) -> P.
+profile(#{<<"profile">> := P}) -> P.
 
 %% beamlab profile --pid of an interpreter VM in flat mode: its C code,
 %% process_main first, the mode and its cost said, the note instead of a
