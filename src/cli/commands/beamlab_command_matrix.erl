@@ -298,7 +298,7 @@ write_folded(Dir, Doc) ->
         {error, R} -> beamlab_cli_error:fail("--folded ~ts: ~ts", [Dir, file:format_error(R)])
     end,
     lists:foreach(
-      fun({Name, P}) ->
+      fun({Name, #{extra := #{<<"profile">> := P}}}) ->
               File = filename:join(Dir, re:replace(Name, "[^A-Za-z0-9_.=+-]+", "_", [global, {return, list}])
                                    ++ ".folded"),
               case beamlab_runtime_file:write(File, beamlab_profile_stacks:folded(P)) of
@@ -313,11 +313,11 @@ write_folded(Dir, Doc) ->
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(#{extra := #{<<"preset">> := _}} = Result, Parsed) ->
     [beamlab_render_matrix_preset:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, #{}),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
      beamlab_render_text:findings(maps:get(findings, Result))];
 text(Result, Parsed) ->
     [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, #{}),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;
