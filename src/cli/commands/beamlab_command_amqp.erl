@@ -242,6 +242,7 @@ own_options() ->
        multi => true, metavar => "US:SECONDS", help => "simulated work per message that varies "
                                                        "over time, repeatable, cycled"},
      #{name => size, short => "s", long => "size", type => non_neg_integer, default => 12,
+       max => ?MAX_BODY, max_why => "RabbitMQ's largest message, 512 MiB",
        metavar => "BYTES", help => "message body size (bodies carry a 12-byte stamp: smaller "
                                    "sizes send 12 bytes, as PerfTest; at most 512 MiB)"},
      #{name => variable_size, short => "vs", long => "variable-size", type => string, multi => true,
