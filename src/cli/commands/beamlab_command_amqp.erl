@@ -383,7 +383,9 @@ own_options() ->
        help => "record the broker node's telemetry (schedulers, memory, top processes) "
                "beside the load, over distribution (--cookie gives its cookie); its key "
                "figures are printed under each interval line and after the summary"},
-     hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])].
+     hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])]
+        %% #24: the rates and latencies for Prometheus, under PerfTest's names.
+        ++ beamlab_cli_metrics:options().
 
 %% PerfTest's options that beamlab does not take as they are: parsed so
 %% that a script passing them gets one clear line.
@@ -465,8 +467,8 @@ experiment(Parsed) ->
                           undefined -> #{};
                           W -> #{watch => #{node => W, cookie => G(cookie)}}
                       end),
-    #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
-      telemetry => case G(verbose) > 0 of true -> live; false -> none end}.
+    beamlab_cli_metrics:add(Parsed, #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
+                                      telemetry => case G(verbose) > 0 of true -> live; false -> none end}).
 
 %%--------------------------------------------------------------------
 %% Options to configuration
