@@ -39,7 +39,7 @@ init_per_suite(Config) ->
     Tls = beamlab_test_util:tmp_dir("tls"),
     ok = beamlab_test_tls:make(Tls),
     Env = [{"BEAMLAB_RABBIT_TLS_PORT", ?TLS_PORT}, {"BEAMLAB_RABBIT_TLS_DIR", Tls}],
-    ok = start_rabbitmq(Env),
+    ok = beamlab_test_util:start_rabbitmq(?PORT, Env),
     %% The user SASL EXTERNAL logs in as: the client certificate's name.
     {0, _} = ctl(["add_user", binary_to_list(beamlab_test_tls:client_user()), "unused-password"]),
     {0, _} = ctl(["set_permissions", "-p", "/", binary_to_list(beamlab_test_tls:client_user()),
@@ -49,32 +49,9 @@ init_per_suite(Config) ->
 end_per_suite(_Config) ->
     beamlab_test_util:stop_rabbitmq(?PORT).
 
-start_rabbitmq(Env) ->
-    Script = filename:join([beamlab_test_util:root(), "scripts", "rabbitmq.sh"]),
-    Port = open_port({spawn_executable, Script},
-                     [{args, ["start"]}, {env, [{"BEAMLAB_RABBIT_PORT", ?PORT} | Env]},
-                      exit_status, stderr_to_stdout, binary]),
-    case collect(Port, []) of
-        {0, _} -> ok;
-        {S, Out} -> ct:fail({rabbitmq_start, S, Out})
-    end.
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 180000 -> error(script_timeout)
-    end.
-
 %% The suite broker's rabbitmqctl.
 ctl(Args) ->
-    Dir = filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT]),
-    Port = open_port({spawn_executable, "/usr/lib/rabbitmq/bin/rabbitmqctl"},
-                     [{args, ["-n", "beamlab-rabbit-" ?PORT "@localhost" | Args]},
-                      {env, [{"HOME", Dir}, {"ERL_EPMD_ADDRESS", "127.0.0.1"},
-                             {"RABBITMQ_CTL_ERL_ARGS", "-kernel inet_dist_use_interface {127,0,0,1}"}]},
-                      exit_status, stderr_to_stdout, binary]),
-    collect(Port, []).
+    beamlab_test_util:rabbitmqctl(?PORT, Args).
 
 %%--------------------------------------------------------------------
 %% Helpers
