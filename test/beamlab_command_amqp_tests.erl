@@ -8,11 +8,18 @@ config(Argv) ->
     #{run := {amqp, #{config := C, nodes := N}}} = beamlab_command_amqp:experiment(P#{argv => Argv}),
     C#{nodes => N}.
 
+%% A mistake caught by the option parser (a value out of its bounds) or by
+%% the command: its one line.
 usage_error(Argv) ->
-    try config(Argv) of
-        Cfg -> {no_error, Cfg}
-    catch
-        throw:{beamlab_cli_error, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
+    case beamlab_cli_args:parse(Argv, beamlab_command_amqp:options()) of
+        {error, Msg} ->
+            lists:flatten(io_lib:format("~ts", [Msg]));
+        {ok, _} ->
+            try config(Argv) of
+                Cfg -> {no_error, Cfg}
+            catch
+                throw:{beamlab_cli_error, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
+            end
     end.
 
 defaults_test() ->

@@ -242,6 +242,7 @@ own_options() ->
        multi => true, metavar => "US:SECONDS", help => "simulated work per message that varies "
                                                        "over time, repeatable, cycled"},
      #{name => size, short => "s", long => "size", type => non_neg_integer, default => 12,
+       max => ?MAX_BODY, max_why => "RabbitMQ's largest message, 512 MiB",
        metavar => "BYTES", help => "message body size (bodies carry a 12-byte stamp: smaller "
                                    "sizes send 12 bytes, as PerfTest; at most 512 MiB)"},
      #{name => variable_size, short => "vs", long => "variable-size", type => string, multi => true,
@@ -374,7 +375,7 @@ own_options() ->
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
      %% issue 13: --name NAME@HOST and --cookie (beamlab_cli_dist)
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie for --nodes with named nodes"},
      #{name => version, long => "version", type => boolean, default => false,
        help => "print beamlab's version"},
