@@ -415,6 +415,7 @@ usage() ->
     "  beamlab amqp -qq -u q1 -c 100 -q 100 -z 30            # a quorum queue\n"
     "  beamlab amqp -sq -u s1 -c 100 -z 30                   # a stream, over AMQP 0-9-1\n"
     "  beamlab amqp -h amqps://broker.example:5671/%2F --tls-ca-file ca.pem -z 30\n"
+    "  beamlab amqp -r 1000 -z 600 --metrics-port 9464   # rates and latencies for Prometheus\n"
     "  beamlab amqp --closed-loop 500 -z 60              # the NUMA stress test\n"
     "  beamlab amqp -x 4 -y 4 -r 1000 --nodes 2 -z 30    # 2 VMs, 1000 msg/s per producer\n"
     "  beamlab amqp -h amqp://guest:guest@10.0.0.10:5672/%2F --queue-pattern 'q-%d' \\\n"
