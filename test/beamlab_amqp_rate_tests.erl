@@ -109,3 +109,14 @@ cycle_test() ->
     ?assertEqual(100, beamlab_amqp_cycle:value(C, 0)),
     ?assertEqual([100, 5000], beamlab_amqp_cycle:values(C)),
     ?assertEqual(7, beamlab_amqp_cycle:value(beamlab_amqp_cycle:fixed(7), 123)).
+
+%% The timer's resolution is not latency: a producer woken by its own
+%% timer stamps the send time when it is at most 2 ms late, and takes 2 ms
+%% off a longer delay; one catching up keeps the intended time.
+stamp_test() ->
+    ?assertEqual(1500, beamlab_amqp_rate:stamp(1000, 1500, true)),
+    ?assertEqual(3000, beamlab_amqp_rate:stamp(1000, 3000, true)),
+    ?assertEqual(3000, beamlab_amqp_rate:stamp(1000, 50000, true)),
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 1000, true)),
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 1800, false)),
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 50000, false)).

@@ -301,3 +301,23 @@ option_conflicts_test() ->
                  usage_error(["-P", "0.05"])),
     ?assertMatch("--stream-max-segment-size-bytes: the maximum segment size cannot be more than 3 GB",
                  usage_error(["-smssb", "4gb"])).
+
+%% docs/amqp.md's audit table has a row for every PerfTest option, with
+%% the status the command gives it.
+audit_table_test() ->
+    {ok, Doc} = file:read_file(filename:join([beamlab_test_util:root(), "docs", "amqp.md"])),
+    Rows = [R || R <- binary:split(Doc, <<"\n">>, [global]), binary:match(R, <<"| `-">>) =/= nomatch],
+    [begin
+         Opt = case Short of
+                   none -> ["| `--", Long, "` | "];
+                   _ -> ["| `-", Short, "`, `--", Long, "` | "]
+               end,
+         Status = case Audit of
+                      same -> "same";
+                      {differently, _} -> "differently";
+                      {no_effect, _} -> "accepted, no effect";
+                      {refused, _} -> "refused"
+                  end,
+         Prefix = iolist_to_binary([Opt, Status]),
+         ?assertMatch({Long, [_]}, {Long, [R || R <- Rows, binary:longest_common_prefix([R, Prefix]) =:= byte_size(Prefix)]})
+     end || {Short, Long, Audit} <- beamlab_command_amqp:perftest_options()].

@@ -134,7 +134,10 @@
           metrics_format := default | compact,
           %% A line to print under each interval line (e.g. the broker's
           %% own figures with --watch), or none.
-          annotate := fun(() -> unicode:chardata() | none) | none}.
+          annotate := fun(() -> unicode:chardata() | none) | none,
+          %% --metrics-port: the server the run's rates and latencies are
+          %% published to (beamlab_amqp_metrics).
+          metrics := beamlab_runtime_metrics:server() | none}.
 
 %% What a caller gives: any keys of `config()' (the id may be left out).
 -type options() ::
@@ -247,7 +250,8 @@
           metrics_format => default | compact,
           %% A line to print under each interval line (e.g. the broker's
           %% own figures with --watch), or none.
-          annotate => fun(() -> unicode:chardata() | none) | none}.
+          annotate => fun(() -> unicode:chardata() | none) | none,
+          metrics => beamlab_runtime_metrics:server() | none}.
 
 %% @doc Default configuration (PerfTest's defaults where they make sense),
 %% without an id.
@@ -278,7 +282,7 @@ defaults() ->
       interval => 1, reconnect => false, nodes => [node()],
       closed_loop => 0, id => undefined,
       out => standard_io, output_file => undefined, use_millis => false,
-      metrics_format => default, annotate => none}.
+      metrics_format => default, annotate => none, metrics => none}.
 
 %% @doc The full configuration from a caller's options: defaults for what
 %% is missing, and a PerfTest-style test id (`test-HHMMSS-mmm') when none

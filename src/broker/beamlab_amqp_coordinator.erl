@@ -289,8 +289,11 @@ start_run(#run{cfg = Cfg, topo = Topo} = R0) ->
             StartUs = erlang:system_time(microsecond),
             T0 = erlang:monotonic_time(microsecond),
             _ = [A ! {go, StartUs} || A <- maps:keys(Agents)],
-            try measure(R#run{t0 = T0})
-            after cleanup(Agents)
+            Metrics = beamlab_amqp_metrics:start(R#run.cfg),
+            try measure(R#run{t0 = T0}, Metrics)
+            after
+                cleanup(Agents),
+                beamlab_amqp_metrics:stop(Metrics)
             end;
         {error, _} = E ->
             _ = [exit(A, kill) || A <- maps:keys(Agents)],
@@ -525,10 +528,10 @@ producer_key(#{routing_key := K}, _Q) -> K.
 %%% The run
 %%%-------------------------------------------------------------------
 
-measure(#run{cfg = Cfg, t0 = T0} = R) ->
+measure(#run{cfg = Cfg, t0 = T0} = R, Metrics) ->
     Interval = round(maps:get(interval, Cfg) * 1000),
     En = beamlab_amqp_config:enabled(Cfg),
-    tick_loop(R#run{enabled = En, live = beamlab_amqp_live:new(Cfg, En, T0),
+    tick_loop(R#run{enabled = En, live = beamlab_amqp_live:new(Cfg, En, T0, Metrics),
                     timer = schedule_tick(T0, Interval, 1)}).
 
 %% Ticks at absolute times T0 + K * Interval, so that lines do not drift.

@@ -5,7 +5,7 @@
 %%% offsets and the accounting (text from {@link beamlab_amqp_report}).
 -module(beamlab_amqp_live).
 
--export([new/3, sample/2, interval/3, last_interval/3, at_stop/3, lose/3, totals/3, shares/3,
+-export([new/4, sample/2, interval/3, last_interval/3, at_stop/3, lose/3, totals/3, shares/3,
          summary/3, csv/1, write/2, write_utf8/2, empty_snap/0, zero_counts/0]).
 
 -export_type([live/0, rates/0, share/0, node_state/0]).
@@ -44,6 +44,8 @@
                %% --output-file: the CSV rows so far (newest first), or none.
                csv :: [binary()] | none,
                annotate :: fun(() -> unicode:chardata() | none) | none,
+               %% --metrics-port: where each interval is published.
+               metrics :: beamlab_amqp_metrics:handle(),
                interval :: number(),
                t0 :: integer(),                          % monotonic, µs
                last :: beamlab_amqp_agent:counts(),
@@ -55,14 +57,16 @@
                lost = [] :: [{node(), term()}]}).        % nodes gone, exit reasons
 -opaque live() :: #live{}.
 
-%% @doc The live state of a run that started at `T0' (monotonic µs).
--spec new(beamlab_amqp_config:config(), beamlab_amqp_report:enabled(), integer()) -> live().
-new(Cfg, Enabled, T0) ->
+%% @doc The live state of a run that started at `T0' (monotonic µs),
+%% publishing each interval to `Metrics'.
+-spec new(beamlab_amqp_config:config(), beamlab_amqp_report:enabled(), integer(),
+          beamlab_amqp_metrics:handle()) -> live().
+new(Cfg, Enabled, T0, Metrics) ->
     L = #live{id = maps:get(id, Cfg), out = maps:get(out, Cfg), enabled = Enabled,
               unit = case maps:get(use_millis, Cfg) of true -> ms; false -> us end,
               format = maps:get(metrics_format, Cfg),
               csv = case maps:get(output_file, Cfg) of undefined -> none; _ -> [] end,
-              annotate = maps:get(annotate, Cfg),
+              annotate = maps:get(annotate, Cfg), metrics = Metrics,
               interval = maps:get(interval, Cfg), t0 = T0, last_t = T0, last = zero_counts()},
     _ = L#live.format =:= compact andalso write(L, [beamlab_amqp_report:compact_header(Enabled), $\n]),
     L.
@@ -150,12 +154,18 @@ interval(Agents, TimeoutMs, #live{last = Last, last_t = LastT, t0 = T0} = L) ->
             Line = Rates#{consumer => Cons, confirm => Conf},
             write(L, [line(L, Now - T0, Line), $\n]),
             annotate(L),
+            publish(L1, Dt),
             {L1#live{last = C, last_t = Now,
                      samples = [Rates#{time => (Now - T0) / 1000000} | L1#live.samples],
                      cons = [Cons | L1#live.cons], conf = [Conf | L1#live.conf],
                      csv = csv_row(L1, Now - T0, Line)},
              maps:get(missing, S)}
     end.
+
+publish(#live{metrics = none}, _Dt) ->
+    ok;
+publish(#live{metrics = {_, T}, shares = Shares}, Dt) ->
+    beamlab_amqp_metrics:publish(T, Shares, Dt).
 
 %% The caller's line under the interval line (--watch: the broker's figures).
 annotate(#live{annotate = none}) ->

@@ -53,7 +53,9 @@
              pad :: binary(),
              sizes :: beamlab_amqp_cycle:cycle() | fixed,
              pads = #{} :: #{non_neg_integer() => binary()},
-             tx_left :: non_neg_integer() | none}).
+             tx_left :: non_neg_integer() | none,
+             %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
+             woke = false :: boolean()}).
 
 %% @doc Starts a producer for `Spec' with the agent's context (counters,
 %% histograms, bodies, agent pid), shared under `CtxKey'. It sends
@@ -180,14 +182,16 @@ publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
   when is_integer(Max), map_size(Out) >= Max ->
     window_full(St);
 publish_or_wait(#st{limiter = L} = St) ->
-    case beamlab_amqp_rate:next(L, ?NOW_US()) of
+    Now = ?NOW_US(),
+    case beamlab_amqp_rate:next(L, Now) of
         {go, Intended, L1} ->
-            loop(throttle(publish(Intended, St#st{limiter = L1, full_since = undefined})));
+            Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
+            loop(throttle(publish(Stamp, St#st{limiter = L1, full_since = undefined, woke = false})));
         {wait, Us} ->
             receive
                 Msg -> loop(handle(Msg, St))
             after min((Us + 999) div 1000, 4294967295) ->
-                loop(St)
+                loop(St#st{woke = true})
             end
     end.
 

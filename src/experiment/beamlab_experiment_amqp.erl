@@ -50,8 +50,13 @@ load(A, Cfg0, Exp) ->
                            none -> none;
                            _ -> fun() -> beamlab_experiment_watch:line(Beside) end
                        end,
+            %% --metrics-port: the rates and latencies as live metrics.
+            Metrics = case beamlab_experiment_metrics:server(Exp) of
+                          undefined -> none;
+                          Server -> Server
+                      end,
             case beamlab_amqp_perf:run(Cfg#{out => fun(Bin) -> Sink({amqp, Bin}) end,
-                                            annotate => Annotate}) of
+                                            annotate => Annotate, metrics => Metrics}) of
                 {ok, Report} ->
                     Doc0 = beamlab_amqp_perf:result(Report, #{command => maps:get(command, Exp, []),
                                                               started_at => Started,
@@ -87,7 +92,7 @@ load(A, Cfg0, Exp) ->
 %% The options as they go into the result document (JSON-friendly; the
 %% bodies and the TLS files left out).
 params(Cfg) ->
-    maps:map(fun(_, V) -> param(V) end, maps:without([out, body, tls, annotate], Cfg)).
+    maps:map(fun(_, V) -> param(V) end, maps:without([out, body, tls, annotate, metrics], Cfg)).
 
 param(V) when is_atom(V), V =/= true, V =/= false, V =/= undefined -> atom_to_binary(V);
 param(undefined) -> null;

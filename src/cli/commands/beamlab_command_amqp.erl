@@ -384,7 +384,9 @@ own_options() ->
        help => "record the broker node's telemetry (schedulers, memory, top processes) "
                "beside the load, over distribution (--cookie gives its cookie); its key "
                "figures are printed under each interval line and after the summary"},
-     hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])].
+     hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])]
+        %% #24: the rates and latencies for Prometheus, under PerfTest's names.
+        ++ beamlab_cli_metrics:options().
 
 %% PerfTest's options that beamlab does not take as they are: parsed so
 %% that a script passing them gets one clear line.
@@ -413,6 +415,7 @@ usage() ->
     "  beamlab amqp -qq -u q1 -c 100 -q 100 -z 30            # a quorum queue\n"
     "  beamlab amqp -sq -u s1 -c 100 -z 30                   # a stream, over AMQP 0-9-1\n"
     "  beamlab amqp -h amqps://broker.example:5671/%2F --tls-ca-file ca.pem -z 30\n"
+    "  beamlab amqp -r 1000 -z 600 --metrics-port 9464   # rates and latencies for Prometheus\n"
     "  beamlab amqp --closed-loop 500 -z 60              # the NUMA stress test\n"
     "  beamlab amqp -x 4 -y 4 -r 1000 --nodes 2 -z 30    # 2 VMs, 1000 msg/s per producer\n"
     "  beamlab amqp -h amqp://guest:guest@10.0.0.10:5672/%2F --queue-pattern 'q-%d' \\\n"
@@ -466,8 +469,8 @@ experiment(Parsed) ->
                           undefined -> #{};
                           W -> #{watch => #{node => W, cookie => G(cookie)}}
                       end),
-    #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
-      telemetry => case G(verbose) > 0 of true -> live; false -> none end}.
+    beamlab_cli_metrics:add(Parsed, #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
+                                      telemetry => case G(verbose) > 0 of true -> live; false -> none end}).
 
 %%--------------------------------------------------------------------
 %% Options to configuration
