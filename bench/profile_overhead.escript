@@ -1,12 +1,15 @@
 #!/usr/bin/env escript
 %%% What profiling costs the profiled code, in ONE run: the throughput of
 %%% `rand:uniform()' (`beamlab run') and the goodput of the message-load
-%%% workload (`beamlab suite message_load') measured three ways, rounds
-%%% alternating the order so a shared machine's drift hits all alike:
+%%% workload (`beamlab suite message_load') measured five ways, rounds
+%%% rotating the order so a shared machine's drift hits all alike:
 %%%   plain     ./beamlab ...                            (no perf support)
 %%%   jpperf    ERL_FLAGS='+JPperf true' ./beamlab ...   (frame pointers + perf map, no perf)
-%%%   profile   ./beamlab profile -- ...                 (+JPperf true and perf record -g at 999 Hz)
-%%% Prints the median of each and the ratios to plain (1.00 = no cost).
+%%%   profile   ./beamlab profile -- ...                 (graph mode: +JPperf true, perf record -g at 999 Hz)
+%%%   jpmap     ERL_FLAGS='+JPperf map' ./beamlab ...    (perf map only, no frame pointers, no perf)
+%%%   flat      ./beamlab profile --mode flat -- ...     (flat mode: +JPperf map, perf record at 999 Hz)
+%%% Prints the median of each, the ratios to plain (1.00 = no cost) and
+%%% the load average before and after.
 %%%
 %%% Run from the repository root after `make' (perf needs root or
 %%% kernel.perf_event_paranoid <= 1):
@@ -20,23 +23,29 @@ main(Args) ->
     Beamlab = filename:join(Root, "beamlab"),
     Cases = [{"rand:uniform() (run, ops/s)", ["run", "rand:uniform().", "-s", "5"], <<"rand:uniform().">>},
              {"message_load goodput (suite, msg/s)", ["suite", "message_load", "-n", "3"], <<"message_load">>}],
-    io:format("~b rounds per case; each round runs plain, +JPperf only and profile in rotating order.~n~n",
-              [Rounds]),
-    io:format("~-38s ~12s ~12s ~12s ~10s ~10s~n",
-              ["case", "plain", "jpperf", "profile", "jp/plain", "prof/plain"]),
+    io:format("~b rounds per case; each round runs the five ways in rotating order.~n"
+              "load average before: ~ts~n~n", [Rounds, loadavg()]),
+    io:format("~-38s ~9s ~9s ~9s ~9s ~9s ~9s ~9s ~9s ~9s~n",
+              ["case", "plain", "jpperf", "profile", "jpmap", "flat",
+               "jp/plain", "prof/pl", "map/pl", "flat/pl"]),
     [run_case(Beamlab, C, Rounds) || C <- Cases],
+    io:format("~nload average after: ~ts~n", [loadavg()]),
     ok.
 
+loadavg() ->
+    {ok, B} = file:read_file("/proc/loadavg"),
+    lists:join(" ", lists:sublist(string:lexemes(binary_to_list(B), " "), 3)).
+
 run_case(Beamlab, {Label, Argv, Bench}, Rounds) ->
-    Ways = [plain, jpperf, profile],
+    Ways = [plain, jpperf, profile, jpmap, flat],
     Results = [begin
-                   Order = rotate(Ways, I rem 3),
+                   Order = rotate(Ways, I rem length(Ways)),
                    maps:from_list([{W, measure(Beamlab, W, Argv, Bench)} || W <- Order])
                end || I <- lists:seq(1, Rounds)],
     Med = fun(W) -> median([maps:get(W, R) || R <- Results]) end,
-    [P, J, F] = [Med(W) || W <- Ways],
-    io:format("~-38s ~12s ~12s ~12s ~10.3f ~10.3f~n",
-              [Label, fmt(P), fmt(J), fmt(F), J / P, F / P]).
+    [P, J, F, M, Fl] = [Med(W) || W <- Ways],
+    io:format("~-38s ~9s ~9s ~9s ~9s ~9s ~9.3f ~9.3f ~9.3f ~9.3f~n",
+              [Label, fmt(P), fmt(J), fmt(F), fmt(M), fmt(Fl), J / P, F / P, M / P, Fl / P]).
 
 rotate(L, 0) -> L;
 rotate([H | T], N) -> rotate(T ++ [H], N - 1).
@@ -45,7 +54,9 @@ measure(Beamlab, Way, Argv, Bench) ->
     {Cmd, Env} = case Way of
                      plain -> {[Beamlab | Argv] ++ ["--format", "json"], []};
                      jpperf -> {[Beamlab | Argv] ++ ["--format", "json"], [{"ERL_FLAGS", "+JPperf true"}]};
-                     profile -> {[Beamlab, "profile", "--format", "json", "--" | Argv], []}
+                     profile -> {[Beamlab, "profile", "--format", "json", "--" | Argv], []};
+                     jpmap -> {[Beamlab | Argv] ++ ["--format", "json"], [{"ERL_FLAGS", "+JPperf map"}]};
+                     flat -> {[Beamlab, "profile", "--mode", "flat", "--format", "json", "--" | Argv], []}
                  end,
     %% `escript beamlab' (not the launcher line of ./beamlab): the port's
     %% OS pid is then the VM's.

@@ -5,15 +5,25 @@
 #                                    RabbitMQ (AMQP tests), Chromium (report tests),
 #                                    Node.js (syntax check of the report's scripts),
 #                                    python3-jsonschema (checks exported formats),
-#                                    linux-perf (beamlab profile), Prometheus and
-#                                    promtool (metrics tests), and OTP 27
-#                                    built from source (scripts/install-otp.sh,
-#                                    for test/otp27_SUITE; about 25 min once)
+#                                    linux-perf (beamlab profile), Elixir (the
+#                                    public API called from Elixir), Prometheus and
+#                                    promtool (metrics tests), OTP 27 with
+#                                    both emulator flavours built from source
+#                                    (scripts/install-otp.sh, for otp27_SUITE
+#                                    and jit_SUITE; about 10 min once) and
+#                                    RabbitMQ 4.0 for it (scripts/install-rabbitmq.sh,
+#                                    Debian trixie's package unpacked; seconds),
+#                                    RabbitMQ PerfTest (scripts/install-perftest.sh:
+#                                    Java 17 and Maven from Debian, PerfTest from
+#                                    Maven Central; for jit_SUITE's --load-cmd case),
+#                                    git and Elixir with the OTP applications Mix
+#                                    needs (project_SUITE: a rebar3 and a Mix
+#                                    project checked against a commit)
 set -eu
 here=$(dirname "$0")
 
 BUILD_PKGS="erlang-nox erlang-dev erlang-eunit erlang-common-test erlang-dialyzer erlang-tools erlang-runtime-tools erlang-edoc rebar3"
-TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus"
+TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-perf iproute2 procps prometheus elixir erlang-parsetools erlang-inets erlang-crypto erlang-public-key"
 
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
@@ -31,10 +41,13 @@ fi
 otp27() {
     [ "${1:-}" = "--test" ] || return 0
     if [ "$(id -u)" -ne 0 ] && [ -z "${BEAMLAB_OTP27_PREFIX:-}" ]; then
-        echo "the OTP 27 tests need scripts/install-otp.sh (as root, or with BEAMLAB_OTP27_PREFIX)" >&2
+        echo "the OTP 27 tests need scripts/install-otp.sh and scripts/install-rabbitmq.sh" \
+             "(as root, or with BEAMLAB_OTP27_PREFIX and BEAMLAB_RABBITMQ40_PREFIX)" >&2
         return 0
     fi
     "$here/install-otp.sh"
+    "$here/install-rabbitmq.sh"
+    "$here/install-perftest.sh"
 }
 
 if [ -z "$missing" ]; then

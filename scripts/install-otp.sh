@@ -82,51 +82,25 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-otp-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
 # --- locate the source through apt --------------------------------------
-# The Debian mirror this machine's apt already uses (not the security one).
-debian_mirror() {
-    apt-get indextargets --format '$(REPO_URI) $(ORIGIN) $(SUITE)' 2>/dev/null \
-        | awk '$2 == "Debian" && $3 !~ /-/ { print $1; exit }'
-}
-mirror=$(debian_mirror)
-if [ -z "$mirror" ] && [ "$(id -u)" -eq 0 ]; then
-    # apt knows the origin of a source only once its lists are downloaded.
-    apt-get update -q >/dev/null
-    mirror=$(debian_mirror)
-fi
-if [ -z "$mirror" ]; then
-    say "no Debian mirror in apt's sources; cannot fetch the OTP source"
-    exit 1
-fi
-mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial"
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror%/} trixie main" \
-    > "$work/apt/sources.list"
-aptp() {
-    apt-get -q -o Dir::Etc::SourceList="$work/apt/sources.list" \
-        -o Dir::Etc::SourceParts=/nonexistent \
-        -o Dir::State::Lists="$work/apt/lists" \
-        -o Dir::Cache="$work/apt/cache" \
-        -o APT::Sandbox::User=root "$@"
-}
-say "reading trixie's source index"
-aptp update >/dev/null
-uris=$(aptp --print-uris source "erlang=$DEB_VERSION" 2>/dev/null | grep "^'")
-orig_line=$(printf '%s\n' "$uris" | awk -v f="$ORIG" '$2 == f')
+# shellcheck source=scripts/trixie-apt.sh
+. "$(dirname "$0")/trixie-apt.sh"
+trixie_apt_init "$work" deb-src
+orig_line=$(trixie_uri_line "erlang=$DEB_VERSION" "$ORIG" source)
 if [ -z "$orig_line" ]; then
     say "apt knows no $ORIG for erlang $DEB_VERSION in trixie"
     exit 1
 fi
-orig_uri=$(printf '%s\n' "$orig_line" | awk '{ gsub("\x27", "", $1); print $1 }')
-index_sha=$(printf '%s\n' "$orig_line" | awk '{ sub("^SHA256:", "", $4); print $4 }')
+orig_uri=$(trixie_uri "$orig_line")
+index_sha=$(trixie_sha256 "$orig_line")
 if [ "$index_sha" != "$ORIG_SHA256" ]; then
     say "the signed index gives $ORIG SHA-256 $index_sha, the .dsc $ORIG_SHA256"
     exit 1
 fi
 # When the mirror still serves the .dsc, check the pinned checksum against it.
-dsc_line=$(printf '%s\n' "$uris" | awk '$2 ~ /\.dsc$/')
-dsc_uri=$(printf '%s\n' "$dsc_line" | awk '{ gsub("\x27", "", $1); print $1 }')
+dsc_line=$(trixie_uri_line "erlang=$DEB_VERSION" "erlang_${DEB_VERSION#*:}.dsc" source)
+dsc_uri=$(trixie_uri "$dsc_line")
 if [ -n "$dsc_uri" ] && curl -fsS -o "$work/erlang.dsc" "$dsc_uri" 2>/dev/null; then
-    dsc_sha=$(printf '%s\n' "$dsc_line" | awk '{ sub("^SHA256:", "", $4); print $4 }')
-    echo "$dsc_sha  $work/erlang.dsc" | sha256sum -c --quiet - ||
+    echo "$(trixie_sha256 "$dsc_line")  $work/erlang.dsc" | sha256sum -c --quiet - ||
         { say ".dsc does not match the signed index"; exit 1; }
     grep -q "^ $ORIG_SHA256 $ORIG_SIZE $ORIG\$" "$work/erlang.dsc" ||
         { say "$ORIG's checksum is not the one in the .dsc"; exit 1; }

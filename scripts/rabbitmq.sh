@@ -4,7 +4,7 @@
 # AMQP on 127.0.0.1 (or BEAMLAB_RABBIT_ADDR), Erlang distribution on 127.0.0.1, all state under
 # _build/rabbitmq/<port>. Works as root (CI) and as a normal user.
 #
-#   scripts/rabbitmq.sh start|stop|status|restart|uri
+#   scripts/rabbitmq.sh start|stop|status|restart|uri|ctl ARGS...
 #
 # BEAMLAB_RABBIT_PORT (default 5673) picks the AMQP port; the node name,
 # distribution port and state directory derive from it, so several brokers
@@ -15,6 +15,20 @@
 # loopback the guest user may log in from other hosts (test brokers only).
 # BEAMLAB_RABBIT_SESSION=caller starts the broker in the caller's session
 # (default: a session of its own), see start() below.
+# BEAMLAB_RABBIT_OTP=DIR runs the broker (and its CLI) on the Erlang/OTP
+# installed in DIR (its bin first on PATH), e.g. /opt/beamlab-otp/27 from
+# scripts/install-otp.sh; the broker is then RabbitMQ 4.0 from
+# scripts/install-rabbitmq.sh (/opt/beamlab-rabbitmq/4.0, or
+# BEAMLAB_RABBITMQ40_PREFIX), since Debian 12's 3.10 runs on OTP 25 at most.
+# BEAMLAB_RABBIT_FLAVOR=jit|emu picks that OTP's emulator flavour (the JIT or
+# the interpreter: `-emu_flavor', which erl reads); `start' prints the flavour
+# the running broker reports.
+# RABBITMQ_SBIN=DIR names another broker's bin directory outright.
+# BEAMLAB_RABBIT_TLS_PORT adds a TLS listener on that port, with the
+# certificates in BEAMLAB_RABBIT_TLS_DIR (ca.pem, server.pem, server.key:
+# PEM, the key unencrypted); clients' certificates are verified when
+# given (not required), and SASL EXTERNAL logs in the user named by a
+# client certificate's common name (plugin rabbitmq_auth_mechanism_ssl).
 set -euo pipefail
 
 PORT=${BEAMLAB_RABBIT_PORT:-5673}
@@ -24,15 +38,49 @@ case "$ADDR" in
     *) GUEST_LOOPBACK=false ;;
 esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DIR=${BEAMLAB_RABBIT_DIR:-$ROOT/_build/rabbitmq/$PORT}
-SBIN=${RABBITMQ_SBIN:-/usr/lib/rabbitmq/bin}
+OTP=${BEAMLAB_RABBIT_OTP:-}
+FLAVOR=${BEAMLAB_RABBIT_FLAVOR:-}
+if [ -n "$OTP" ]; then
+    if [ ! -x "$OTP/bin/erl" ]; then
+        echo "rabbitmq.sh: BEAMLAB_RABBIT_OTP=$OTP: no bin/erl there (build one with scripts/install-otp.sh)" >&2
+        exit 1
+    fi
+    PATH="$OTP/bin:$PATH"
+    export PATH
+    SBIN=${RABBITMQ_SBIN:-${BEAMLAB_RABBITMQ40_PREFIX:-/opt/beamlab-rabbitmq/4.0}/bin}
+    HINT="install RabbitMQ 4.0 with scripts/install-rabbitmq.sh"
+else
+    SBIN=${RABBITMQ_SBIN:-/usr/lib/rabbitmq/bin}
+    HINT="install Debian's rabbitmq-server package"
+fi
+case "$FLAVOR" in
+    ""|jit|emu) ;;
+    *) echo "rabbitmq.sh: BEAMLAB_RABBIT_FLAVOR=$FLAVOR: expected jit or emu" >&2; exit 2 ;;
+esac
+if [ ! -x "$SBIN/rabbitmq-server" ]; then
+    echo "rabbitmq.sh: $SBIN/rabbitmq-server not found ($HINT)" >&2
+    exit 1
+fi
+# Each broker release keeps its own state: a 4.0 broker cannot start on the
+# data directory a 3.10 one left, nor the other way round.
+case "$SBIN" in
+    /usr/lib/rabbitmq/bin) DEFAULT_DIR=$ROOT/_build/rabbitmq/$PORT ;;
+    *) DEFAULT_DIR=$ROOT/_build/rabbitmq/$PORT-$(basename "$(dirname "$(dirname "$(readlink -f "$SBIN/rabbitmq-server")")")") ;;
+esac
+DIR=${BEAMLAB_RABBIT_DIR:-$DEFAULT_DIR}
 NODE="beamlab-rabbit-$PORT@localhost"
 DIST_PORT=$((PORT + 20000))
 PIDFILE="$DIR/rabbit.pid"
-
-if [ ! -x "$SBIN/rabbitmq-server" ]; then
-    echo "rabbitmq.sh: $SBIN/rabbitmq-server not found (install Debian's rabbitmq-server package)" >&2
-    exit 1
+TLS_PORT=${BEAMLAB_RABBIT_TLS_PORT:-}
+TLS_DIR=${BEAMLAB_RABBIT_TLS_DIR:-}
+if [ -n "$TLS_PORT" ]; then
+    for f in ca.pem server.pem server.key; do
+        if [ ! -r "$TLS_DIR/$f" ]; then
+            echo "rabbitmq.sh: BEAMLAB_RABBIT_TLS_PORT needs $f in BEAMLAB_RABBIT_TLS_DIR ('$TLS_DIR')" >&2
+            exit 2
+        fi
+    done
+    TLS_DIR=$(cd "$TLS_DIR" && pwd)
 fi
 
 # Everything RabbitMQ and its CLI read comes from here, not from /etc or $HOME.
@@ -52,7 +100,7 @@ export RABBITMQ_PID_FILE="$PIDFILE"
 export RABBITMQ_PLUGINS_EXPAND_DIR="$DIR/plugins-expand"
 # Erlang distribution (broker and CLI) listens on loopback only, whatever
 # BEAMLAB_RABBIT_ADDR says (only AMQP listens there).
-export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}${FLAVOR:+ -emu_flavor $FLAVOR}"
 export RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 
 # The CLI is an Erlang VM too: when it fails (e.g. no cookie yet because the
@@ -81,6 +129,21 @@ log.console = false
 log.file.level = warning
 disk_free_limit.absolute = 50MB
 CONF
+    if [ -n "$TLS_PORT" ]; then
+        echo "[rabbitmq_auth_mechanism_ssl]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
+        cat >> "$RABBITMQ_CONFIG_FILE" <<CONF
+listeners.ssl.1 = $ADDR:$TLS_PORT
+ssl_options.cacertfile = $TLS_DIR/ca.pem
+ssl_options.certfile = $TLS_DIR/server.pem
+ssl_options.keyfile = $TLS_DIR/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
+ssl_cert_login_from = common_name
+auth_mechanisms.1 = PLAIN
+auth_mechanisms.2 = AMQPLAIN
+auth_mechanisms.3 = EXTERNAL
+CONF
+    fi
     # The Erlang cookie is private to this broker; the CLI finds it via HOME.
     if [ ! -f "$DIR/.erlang.cookie" ]; then
         head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/.erlang.cookie"
@@ -119,7 +182,11 @@ start() {
         sleep 0.5
     done
     ctl -q await_startup --timeout 60 >/dev/null
-    echo "rabbitmq: running as $NODE on amqp://guest:guest@$ADDR:$PORT/ (state in $DIR)"
+    echo "rabbitmq: running as $NODE on amqp://guest:guest@$ADDR:$PORT/${TLS_PORT:+ and amqps://$ADDR:$TLS_PORT/} (state in $DIR)"
+    if [ -n "$OTP$FLAVOR" ]; then
+        # What the broker itself reports, not what was asked.
+        echo "rabbitmq: OTP $(ctl -q eval 'erlang:system_info(otp_release).' | tr -d '"'), $(ctl -q eval 'erlang:system_info(emu_flavor).') flavour"
+    fi
 }
 
 stop() {
@@ -165,5 +232,6 @@ case "${1:-}" in
     restart) stop; start ;;
     status) status ;;
     uri) echo "amqp://guest:guest@$ADDR:$PORT/" ;;
-    *) echo "usage: $0 start|stop|restart|status|uri   (BEAMLAB_RABBIT_PORT=$PORT)" >&2; exit 2 ;;
+    ctl) shift; ctl "$@" ;;
+    *) echo "usage: $0 start|stop|restart|status|uri|ctl ARGS...   (BEAMLAB_RABBIT_PORT=$PORT)" >&2; exit 2 ;;
 esac

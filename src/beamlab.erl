@@ -25,23 +25,55 @@
 %%% From Elixir: `:beamlab.run(~c"rand:uniform().")' or with a fun,
 %%% `:beamlab.run(%{runner: fn -> :rand.uniform() end})'.
 %%%
-%%% `benchmark/3' returns the full result document (samples, statistics,
-%%% comparisons against the baseline, squeeze curve, findings); it is the
-%%% same document `beamlab run --format json' prints, without the
-%%% environment report and with an empty `command'.
+%%% The experiments return the full result document, the same the
+%%% commands print with `--format json' (`{ok, Doc}' or `{error, Reason}';
+%%% {@link format_error/1} says why in one line). Each takes the options
+%%% of its command as a map (see {@link beamlab_experiment_opts}), runs
+%%% through the same experiment layer as the command line
+%%% ({@link beamlab_experiment}) and attaches what the command attaches
+%%% (the environment report; with `verbose' or `telemetry', this VM's
+%%% telemetry and the detectors' findings):
+%%% ```
+%%% {ok, Doc} = beamlab:benchmark(["lists:seq(1, 100)."],
+%%%                               #{samples => 5, memory => true, reductions => true, profile => eprof}).
+%%% {ok, Doc} = beamlab:benchmark(["code:is_loaded(local_udp)."], #{squeeze => #{max => 8}}).
+%%% {ok, Doc} = beamlab:suite([ring], #{params => #{ring => #{n => [1000, 4000]}}, repeat => 3}).
+%%% {ok, Doc} = beamlab:matrix({benchmark, ["ok."], #{samples => 3}}, #{vm => ["+S 1", "+S 2"]}).
+%%% {ok, Doc} = beamlab:watch('rabbit@host', #{duration => 10000, cookie => "secret"}).
+%%% {ok, Doc} = beamlab:amqp("amqp://guest:guest@127.0.0.1:5672/%2F", #{duration => 10, closed_loop => 10}).
+%%% {ok, Doc} = beamlab:profile({benchmark, ["lists:seq(1, 100)."], #{}}, #{frequency => 499}).
+%%% '''
+%%% Concurrency estimation runs only when asked for: `squeeze' in the
+%%% options of `benchmark/2', or `run/3' (whose answer is the best
+%%% concurrency). `benchmark/3' is the earlier form: its third argument is
+%%% `undefined' or the bounds of a concurrency estimation; an empty map is
+%%% refused (it used to start a concurrency estimation nobody asked for).
+%%% Its document has no environment report.
 %%%
 %%% Options not given take {@link beamlab_engine:default_run_opts/0}, the
 %%% same defaults as the CLI; the short forms also turn the pre-flight
 %%% checks off (`checks => false'), as their findings would not be seen.
 -module(beamlab).
 
--export([run/1, run/2, run/3, compare/2, time/2, benchmark/3, format_error/1]).
+-export([run/1, run/2, run/3, compare/2, time/2]).
+-export([benchmark/2, benchmark/3, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/2, profile/2,
+         format_error/1]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
 -type options() :: beamlab_engine:options().
--type mode_opts() :: beamlab_engine:mode_opts().
--type error_reason() :: {job_failed, binary(), binary()} | beamlab_engine:error_reason().
--export_type([code/0, options/0, mode_opts/0, error_reason/0]).
+-type mode_opts() :: undefined | beamlab_engine_squeeze:given_opts().
+%% The options of an experiment, as its command's (see beamlab_experiment_opts).
+-type experiment_opts() :: beamlab_experiment_opts:opts().
+%% An inner experiment, as the call that would run it.
+-type inner() :: {benchmark, [code()], experiment_opts()} | {suite, [atom() | string()], experiment_opts()}
+               | {amqp, unicode:chardata(), experiment_opts()}.
+-type error_reason() :: {job_failed, binary(), binary()}
+                      | beamlab_engine:error_reason()
+                      | beamlab_experiment:error_reason()
+                      | beamlab_experiment_opts:error_reason()
+                      | squeeze_needs_bounds.
+-type result() :: {ok, beamlab_result:result()} | {error, error_reason()}.
+-export_type([code/0, options/0, mode_opts/0, experiment_opts/0, inner/0, error_reason/0, result/0]).
 
 %% @doc Iterations per second of `Code' with the default options
 %% (3 samples of 1 s, one worker).
@@ -55,18 +87,19 @@ run(Code) ->
 %% figure is still iterations per second.
 -spec run(code(), options()) -> non_neg_integer().
 run(Code, RunOpts) ->
-    [Bench] = benchmarks([Code], RunOpts, undefined),
+    [Bench] = benchmarks([Code], RunOpts),
     qps(Bench).
 
-%% @doc With `ModeOpts' a map (`min', `max', `step', `threshold'): concurrency
-%% estimation, returning `{IterationsPerSecond, BestConcurrency}'. With
-%% `undefined', the same as `run/2'.
+%% @doc With `ModeOpts' a map (`min', `max', `step', `threshold'; `#{}' for
+%% the defaults): concurrency estimation, as erlperf's `run/3', returning
+%% `{IterationsPerSecond, BestConcurrency}'. With `undefined', the same as
+%% `run/2'.
 -spec run(code(), options(), mode_opts()) ->
           non_neg_integer() | {non_neg_integer(), non_neg_integer()}.
 run(Code, RunOpts, undefined) ->
     run(Code, RunOpts);
 run(Code, RunOpts, ModeOpts) when is_map(ModeOpts) ->
-    [Bench] = benchmarks([Code], RunOpts, ModeOpts),
+    [Bench] = benchmarks([Code], RunOpts#{squeeze => ModeOpts}),
     #{params := #{<<"concurrency">> := C}} = Bench,
     {qps(Bench), C}.
 
@@ -74,26 +107,132 @@ run(Code, RunOpts, ModeOpts) when is_map(ModeOpts) ->
 %% the iterations per second of each, in order.
 -spec compare([code()], options()) -> [non_neg_integer()].
 compare(Codes, RunOpts) ->
-    [qps(B) || B <- benchmarks(Codes, RunOpts, undefined)].
+    [qps(B) || B <- benchmarks(Codes, RunOpts)].
 
 %% @doc Timed mode: microseconds taken by `Count' iterations of `Code'
 %% (one sample, as erlperf's `time/2').
 -spec time(code(), pos_integer()) -> non_neg_integer().
 time(Code, Count) ->
-    [#{samples := [Ns]}] = benchmarks([Code], #{loop => Count, samples => 1}, undefined),
+    [#{samples := [Ns]}] = benchmarks([Code], #{loop => Count, samples => 1}),
     Ns div 1000.
 
-%% @doc Full result document (kind `bench') for several jobs.
--spec benchmark([code()], options(), mode_opts()) ->
-          {ok, beamlab_result:result()} | {error, beamlab_engine:error_reason()}.
-benchmark(Codes, RunOpts, ModeOpts) ->
-    Opts = maps:merge(beamlab_engine:default_run_opts(), RunOpts),
-    beamlab_engine:run([code_map(C) || C <- Codes], Opts, ModeOpts).
+%% @doc The full result document (kind `bench') of a benchmark of
+%% `Codes', compared with the first (or `baseline'). `Opts' are the run
+%% options (`samples', `duration', `concurrency', `loop', `rel_ci',
+%% `isolated', ...), `squeeze' (`true' or `#{min, max, step, threshold}':
+%% concurrency estimation), the after-phase (`memory' and `reductions' per
+%% iteration, `profile' of the runner: eprof, fprof, cprof, tprof;
+%% `msacc'), `verbose' or `telemetry', `env'.
+-spec benchmark([code()], experiment_opts()) -> result().
+benchmark(Codes, Opts) ->
+    experiment(beamlab_experiment_opts:benchmark(Codes, Opts)).
 
-%% @doc One line explaining an error raised by this module.
--spec format_error(error_reason()) -> iolist().
+%% @doc The earlier form of {@link benchmark/2}: run options, and
+%% `undefined' or the bounds of a concurrency estimation (at least one of
+%% `min', `max', `step', `threshold'). The document has no environment
+%% report, and engine errors come as the engine gives them.
+-spec benchmark([code()], options(), mode_opts()) -> result().
+benchmark(_Codes, _RunOpts, ModeOpts) when ModeOpts =:= #{} ->
+    {error, squeeze_needs_bounds};
+benchmark(Codes, RunOpts, ModeOpts) ->
+    Opts = case ModeOpts of
+               undefined -> RunOpts;
+               _ -> RunOpts#{squeeze => ModeOpts}
+           end,
+    case benchmark(Codes, Opts#{env => false}) of
+        {error, {bench, R}} -> {error, R};
+        Other -> Other
+    end.
+
+%% @doc A project's bench modules (kind `bench'; see docs/ci.md): `Dir'
+%% holds `*_bench.erl' sources (or `*_bench.ex', or compiled bench
+%% modules) exporting `benchmarks/0'; they are compiled against the
+%% project's `code_paths' and run as {@link benchmark/2} runs code (its
+%% options, `memory' and `reductions' too), each benchmark naming its
+%% module and input.
+%% ```
+%% {ok, Doc} = beamlab:bench("bench", #{code_paths => ["_build/default/lib/myapp/ebin"],
+%%                                      samples => 5, reductions => true}).
+%% '''
+-spec bench(file:filename(), experiment_opts()) -> result().
+bench(Dir, Opts) ->
+    experiment(beamlab_experiment_opts:bench(Dir, Opts)).
+
+%% @doc A project's bench modules checked (kind `check'), as `beamlab
+%% check' does: validated (each benchmark's reductions and words per
+%% iteration), or with `against' (a git ref) the working tree against
+%% that commit in paired rounds of fresh VMs (options: `root', `bench',
+%% `rounds', `metric' (gated), `threshold', `alpha', `duration',
+%% `samples', `warmup', `vm_args', `build').
+%% ```
+%% {ok, Doc} = beamlab:check(#{against => "HEAD~1", metric => [reductions], threshold => 0.01}).
+%% '''
+-spec check(experiment_opts()) -> result().
+check(Opts) ->
+    experiment(beamlab_experiment_opts:check(Opts)).
+
+%% @doc The workload suite (kind `suite'): `Names' of workloads ([] for
+%% every built-in one) and the options of `beamlab suite' (`params',
+%% `profile', `repeat', `timeout' in ms, `memory', `preset', `node',
+%% `verbose').
+-spec suite([atom() | string()], experiment_opts()) -> result().
+suite(Names, Opts) ->
+    experiment(beamlab_experiment_opts:suite(Names, Opts)).
+
+%% @doc The matrix of VM configurations (kind `matrix') over an inner
+%% experiment given as the call that would run it (`{benchmark, Codes,
+%% Opts}', `{suite, Names, Opts}', `{amqp, Uri, Opts}'); options `vm',
+%% `sweep', `erl', `wrap', `repeat', `baseline', `target' (`rabbitmq' or
+%% `#{cmd, node, cookie}') and `otp'.
+-spec matrix(inner(), experiment_opts()) -> result().
+matrix(Inner, Opts) ->
+    experiment(beamlab_experiment_opts:matrix(inner(Inner), Opts)).
+
+%% @doc A running node's telemetry and the detectors' findings (kind
+%% `watch'): options `duration' (ms), `interval' (ms), `top', `msacc',
+%% `cookie'; `verbose' prints a line per interval on stderr.
+-spec watch(node() | string(), experiment_opts()) -> result().
+watch(Node, Opts) ->
+    experiment(beamlab_experiment_opts:watch(Node, Opts)).
+
+%% @doc An AMQP 0-9-1 load on the broker at `Uri' (kind `amqp'), with
+%% PerfTest's options (`producers', `consumers', `duration' in seconds,
+%% `rate', `confirm', `closed_loop', ...), `nodes', `watch' (the broker's
+%% node: its telemetry beside the load); PerfTest's lines go to `sink'
+%% as `{amqp, Line}'.
+-spec amqp(unicode:chardata(), experiment_opts()) -> result().
+amqp(Uri, Opts) ->
+    experiment(beamlab_experiment_opts:amqp(Opts#{uri => Uri})).
+
+%% @doc A perf profile (kind `profile') of an inner experiment (as for
+%% {@link matrix/2}), run in a fresh VM under perf, or of a running VM
+%% (`{pid, OsPid}', `{node, Node}'): options `frequency', `call_graph',
+%% `duration' (ms), `label', `cookie'.
+-spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, experiment_opts()) -> result().
+profile(Subject, Opts) ->
+    experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).
+
+%% @doc One line explaining an error returned or raised by this module.
+-spec format_error(error_reason()) -> unicode:chardata().
 format_error({job_failed, Name, Message}) ->
     io_lib:format("~ts: ~ts", [Name, Message]);
+format_error(squeeze_needs_bounds) ->
+    "an empty map as the third argument of benchmark/3 does not start a concurrency estimation: "
+    "ask for one with benchmark(Codes, Opts#{squeeze => #{}}) or give its bounds (min, max, step, "
+    "threshold)";
+format_error({unknown_option, _} = R) ->
+    beamlab_experiment_opts:format_error(R);
+format_error({Kind, _} = R) when Kind =:= bench; Kind =:= suite; Kind =:= matrix; Kind =:= watch;
+                                 Kind =:= amqp; Kind =:= profile; Kind =:= dist; Kind =:= telemetry;
+                                 Kind =:= check ->
+    beamlab_experiment:format_error(R);
+format_error({Kind, _, _} = R) when Kind =:= unsupported; Kind =:= inner_kind ->
+    beamlab_experiment:format_error(R);
+format_error({bad_option, K, _} = R) ->
+    case lists:member(K, maps:keys(beamlab_engine:default_run_opts())) of
+        true -> beamlab_engine:format_error(R);
+        false -> beamlab_experiment_opts:format_error(R)
+    end;
 format_error(Reason) ->
     beamlab_engine:format_error(Reason).
 
@@ -101,18 +240,25 @@ format_error(Reason) ->
 %% Internal
 %%====================================================================
 
-code_map(#{runner := _} = Map) -> Map;
-code_map(Callable) -> #{runner => Callable}.
+%% `{amqp, Uri, Opts}' is the call amqp/2.
+inner({amqp, Uri, Opts}) when is_map(Opts) -> {amqp, Opts#{uri => Uri}};
+inner(Other) -> Other.
 
-%% Result sections are JSON objects: their keys are binaries.
-benchmarks(Codes, RunOpts, ModeOpts) ->
-    case benchmark(Codes, maps:merge(#{checks => false}, RunOpts), ModeOpts) of
+experiment({ok, Exp}) -> beamlab_experiment:run(Exp);
+experiment({error, _} = E) -> E.
+
+%% The short forms: no environment report, no pre-flight checks; a failed
+%% job raises. Result sections are JSON objects: their keys are binaries.
+benchmarks(Codes, RunOpts) ->
+    case benchmark(Codes, maps:merge(#{checks => false, env => false}, RunOpts)) of
         {ok, #{benchmarks := Benches}} ->
             [case B of
                  #{extra := #{<<"status">> := <<"ok">>}} -> B;
                  #{name := Name, extra := #{<<"error">> := Msg}} ->
                      error({beamlab, {job_failed, Name, Msg}})
              end || B <- Benches];
+        {error, {bench, Reason}} ->
+            error({beamlab, Reason});
         {error, Reason} ->
             error({beamlab, Reason})
     end.

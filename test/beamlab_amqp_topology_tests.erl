@@ -10,7 +10,7 @@ expand_pattern_test() ->
     ?assertEqual([], beamlab_amqp_topology:expand_pattern("q%d", 3, 2)).
 
 queue_names_test() ->
-    D = beamlab_amqp_perf:defaults(),
+    D = beamlab_amqp_config:new(#{}),
     ?assertEqual([<<"q1">>], beamlab_amqp_topology:queue_names(D#{queue := <<"q1">>}, <<"id">>)),
     ?assertEqual([<<"beamlab-id">>], beamlab_amqp_topology:queue_names(D, <<"id">>)),
     ?assertEqual([<<"p-1">>, <<"p-2">>],

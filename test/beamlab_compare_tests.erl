@@ -35,9 +35,9 @@ fail_if_slower_threshold_test() ->
     A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), higher)]),
     B = result([bench(<<"x">>, shifted(1.1)), bench(<<"y">>, shifted(0.7), higher)]),
     {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
-    ?assertMatch([{<<"x">>, <<"B">>, _}, {<<"y">>, <<"B">>, _}], beamlab_compare:slower_than(Cmp, 5)),
-    ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_compare:slower_than(Cmp, 15)),
-    ?assertEqual([], beamlab_compare:slower_than(Cmp, 40)).
+    ?assertMatch([{<<"x">>, <<"B">>, _}, {<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 5)),
+    ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 15)),
+    ?assertEqual([], beamlab_result_compare:slower_than(Cmp, 40)).
 
 unpaired_are_reported_test() ->
     A = result([bench(<<"a">>, base()), bench(<<"only_a">>, base())]),

@@ -35,6 +35,23 @@ parse_test() ->
     [#{thread := <<"1_scheduler">>, tid := 100, frames := [#{sym := <<"$busy:loop/2">>} | _]} | _] = S,
     #{thread := <<"weird name">>, tid := 7, frames := [#{sym := <<"$'a b':'c;d'/0">>}]} = lists:last(S).
 
+%% perf record without -g (flat mode): one line a sample, the thread's
+%% name padded on the left; the leaf is the whole stack.
+parse_flat_test() ->
+    Text = <<"     erts_sched_1 2001      7f14f45bf6fa $busy:loop/2 (/tmp/perf-1.map)\n"
+             "     erts_sched_2 2002          160af0 process_main (/opt/otp/erts-15.2.7/bin/beam.emu)\n"
+             "  erts_dios_1 2003 ffffffff8100 __x64_sys_futex ([kernel.kallsyms])\n"
+             "[ perf record: Woken up 1 times ]\n">>,
+    S = beamlab_profile_perf:parse(Text),
+    ?assertMatch([#{thread := <<"erts_sched_1">>, tid := 2001, frames := [#{sym := <<"$busy:loop/2">>}]},
+                  #{thread := <<"erts_sched_2">>, frames := [#{sym := <<"process_main">>}]},
+                  #{thread := <<"erts_dios_1">>, frames := [#{sym := <<"__x64_sys_futex">>}]}], S),
+    P = beamlab_profile_stacks:build(S, #{}),
+    ?assertEqual(3, maps:get(<<"samples">>, P)),
+    [Main] = [F || F = #{<<"name">> := <<"process_main">>} <- maps:get(<<"functions">>, P)],
+    ?assertMatch(#{<<"category">> := <<"emulator">>, <<"self">> := 1,
+                   <<"note">> := <<"emulator main loop", _/binary>>}, Main).
+
 recorded_fixture_test() ->
     {ok, Text} = file:read_file(fixture()),
     P = beamlab_profile_stacks:build(beamlab_profile_perf:parse(Text), #{}),

@@ -11,8 +11,7 @@ format_error_test_() ->
              {{not_a_beam, 1, <<"systemd">>}, "systemd, not an Erlang VM"},
              {{no_jit, "23", "emu"}, "no perf support"},
              {{perf_failed, <<"boom">>}, "perf failed: boom"},
-             {{target_gone, 7}, "exited before perf could attach"},
-             {{interpreter, 9}, "runs the interpreter"}],
+             {{target_gone, 7}, "exited before perf could attach"}],
     [?_assert(begin
                   Text = lists:flatten(beamlab_profile:format_error(R)),
                   string:find(Text, Expect) =/= nomatch andalso string:find(Text, "\n") =:= nomatch
@@ -21,12 +20,14 @@ format_error_test_() ->
 node_errors_test() ->
     ?assertEqual({error, {bad_node, "nohost"}}, beamlab_profile_node:os_pid("nohost", undefined)),
     Text = lists:flatten(beamlab_profile_node:format_error({unreachable, 'a@b'})),
-    ?assertNotEqual(nomatch, string:find(Text, "--cookie")),
-    Emu = lists:flatten(beamlab_profile_node:format_error({no_jit, 'a@b', "25", emu})),
-    ?assertNotEqual(nomatch, string:find(Emu, "no perf support")).
+    ?assertNotEqual(nomatch, string:find(Text, "--cookie")).
 
 vm_flags_test() ->
     case erlang:system_info(emu_flavor) of
-        jit -> ?assertEqual({ok, "+JPperf true"}, beamlab_profile:vm_flags());
+        jit ->
+            ?assertEqual({ok, "+JPperf true"}, beamlab_profile:vm_flags()),
+            ?assertEqual({ok, "+JPperf map"}, beamlab_profile:vm_flags(flat));
         _ -> ?assertMatch({error, {no_jit, _, _}}, beamlab_profile:vm_flags())
-    end.
+    end,
+    ?assertMatch(#{stacks := true}, beamlab_profile:mode_info(graph)),
+    ?assertMatch(#{stacks := false}, beamlab_profile:mode_info(flat)).

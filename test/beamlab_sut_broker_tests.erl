@@ -32,4 +32,11 @@ format_error_one_line_test() ->
     [?assertEqual(nomatch, string:find(lists:flatten(io_lib:format("~ts", [beamlab_sut_broker:format_error(E)])), "\n"))
      || E <- [{wrapper_not_found, "numactl"}, {otp_not_found, "/x"}, {no_rabbitmq, "/y"},
               {boot_failed, 1, <<"bad flag\n">>}, {boot_timeout, <<"x">>}, {flags_not_applied, <<"x">>},
-              {died, 137}, {died, 1}, {load_crashed, error, badarg}]].
+              {died, 137}, {died, 1}, {load_crashed, error, badarg},
+              {no_broker_for, "27", "/opt/x", []}, {no_broker_for, "27", "/opt/x", [#{version => "4.0"}]},
+              {otp, {no_erl, "/x/erl"}}]].
+
+brokers_by_otp_release_test() ->
+    [B310, B40] = beamlab_sut_broker:brokers(),
+    ?assertMatch(#{version := "3.10", otp := {23, 25}, sbin := "/usr/lib/rabbitmq/bin"}, B310),
+    ?assertMatch(#{version := "4.0", otp := {26, 27}}, B40).

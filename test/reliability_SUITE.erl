@@ -117,10 +117,11 @@ planted_link_at_temporary_names(_Config) ->
     ok = file:make_dir(filename:join(Dir, "beamlab-results")),
     #{code := 0} = cli(quick() ++ ["--save", "r.json"], #{dir => Dir}),
     #{code := 0} = cli(["report", "r.json", "-o", "out.html"], #{dir => Dir}),
-    %% A link at the name itself is replaced by the file, never written through.
+    %% A link at the name itself is never written through (nor replaced:
+    %% the output-path policy refuses it before measuring).
     ok = file:make_symlink(Victim, filename:join(Dir, "linked.json")),
-    #{code := 0} = cli(quick() ++ ["--save", "linked.json"], #{dir => Dir}),
-    {ok, #file_info{type = regular}} = file:read_link_info(filename:join(Dir, "linked.json")),
+    #{code := 2} = cli(quick() ++ ["--save", "linked.json"], #{dir => Dir}),
+    {ok, #file_info{type = symlink}} = file:read_link_info(filename:join(Dir, "linked.json")),
     ?assertEqual({ok, <<"precious">>}, file:read_file(Victim)).
 
 %% Fresh VMs (matrix, isolated runs) send their stderr to a file in a new

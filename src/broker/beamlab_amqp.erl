@@ -12,14 +12,98 @@
          declare_queue/3, declare_exchange/3, delete_exchange/3,
          bind/4, bind/5, unbind/4, unbind/5, bind_exchange/5,
          purge/2, delete_queue/3, qos/2, consume/3, cancel/2, confirm_select/1,
+         tx_select/1, tx_commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
          format_error/1]).
 
--export_type([conn/0, channel/0]).
+-export_type([conn/0, channel/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
+              queue_opts/0, declare_ok/0, exchange_opts/0, delete_opts/0, qos_opts/0,
+              consume_opts/0, publish_opts/0, get_ok/0, sync_opts/0]).
 
 -type conn() :: pid().
 -type channel() :: {amqp_channel, pid(), char(), non_neg_integer()}.
+
+%% TLS (amqps://): the broker's certificate is verified (`verify_peer',
+%% the default) against `cacertfile' or else the system's trust store,
+%% and its name against the host (or `server_name_indication'); a client
+%% certificate with `certfile' and `keyfile' (unencrypted PEM).
+-type tls_opts() :: #{verify => verify_peer | verify_none,
+                      cacertfile => file:filename_all(),
+                      certfile => file:filename_all(), keyfile => file:filename_all(),
+                      server_name_indication => string()}.
+-type tcp_opts() :: #{nodelay => boolean(), sndbuf => pos_integer(), recbuf => pos_integer()}.
+%% Connection parameters: what beamlab_amqp_uri:parse/1 returns; a caller
+%% may give any subset (the rest are the parser's defaults).
+-type params() :: #{host => inet:hostname() | inet:ip_address() | binary(),
+                    port => inet:port_number(),
+                    user => unicode:chardata(), password => unicode:chardata(),
+                    vhost => unicode:chardata(),
+                    heartbeat => non_neg_integer(), frame_max => non_neg_integer(),
+                    channel_max => non_neg_integer(), connection_timeout => pos_integer(),
+                    tls => false | tls_opts(), auth_mechanism => plain | external}.
+%% `owner' gets the connection's notices; `name' is the connection_name
+%% the management UI shows; the others override the URI or tune batching.
+-type connect_opts() :: #{owner => pid(), name => binary(),
+                          heartbeat => non_neg_integer(), frame_max => non_neg_integer(),
+                          channel_max => non_neg_integer(), connection_timeout => pos_integer(),
+                          batch_bytes => pos_integer(), batch_msgs => pos_integer(),
+                          sndbuf => pos_integer(), recbuf => pos_integer(), nodelay => boolean(),
+                          %% Merged into an amqps:// URI's TLS options.
+                          tls => tls_opts(), auth_mechanism => plain | external}.
+%% Queue, exchange, binding and consumer arguments: a field table, or a
+%% map converted by beamlab_amqp_method:to_table/1.
+-type arguments() :: beamlab_amqp_method:table() | #{binary() => beamlab_amqp_method:value()}.
+%% Every error of this client (format_error/1 prints each as one line).
+-type reason() :: {unreachable, inet:hostname() | inet:ip_address(), inet:port_number(), inet:posix()}
+                | {access_refused, binary(), binary()}
+                | {external_refused, binary()}
+                | {vhost_not_found, binary(), binary()}
+                | {timeout, atom()}
+                | {bad_param, atom(), Given :: term()}
+                | {closed_during, atom()}
+                | {uri, beamlab_amqp_uri:error()}
+                | {amqp_closed, non_neg_integer(), binary()}
+                | {connection_closed, non_neg_integer(), binary()}
+                | {no_auth_mechanism, binary(), binary()}
+                %% The TLS connection to Host:Port failed: an alert (the
+                %% broker's certificate, name, or ours), bad options, or no
+                %% system trust store.
+                | {tls, binary(), {alert, atom(), binary()} | {options, binary()} | atom()}
+                | {frame_max_too_small, non_neg_integer()}
+                | {channel_max, non_neg_integer()}
+                | {encode, beamlab_amqp_method:encode_error()}
+                | {protocol, binary()}
+                | {socket, inet:posix()}
+                %% A connection lost for a local reason (socket_closed,
+                %% heartbeat_timeout, ...) and its explanation.
+                | {atom(), binary()}
+                | closed.
+-type info() :: #{host := inet:hostname() | inet:ip_address(), port := inet:port_number(),
+                  user := binary(), vhost := binary(),
+                  frame_max := non_neg_integer(), channel_max := char(),
+                  heartbeat := non_neg_integer(),
+                  server_properties := beamlab_amqp_method:table(),
+                  channels := non_neg_integer(),
+                  batch_writes := non_neg_integer(), batched_sends := non_neg_integer()}.
+-type sync_opts() :: #{timeout => timeout()}.
+-type queue_opts() :: #{durable => boolean(), exclusive => boolean(), auto_delete => boolean(),
+                        passive => boolean(), arguments => arguments(), timeout => timeout()}.
+-type declare_ok() :: #{queue := binary(), message_count := non_neg_integer(),
+                        consumer_count := non_neg_integer()}.
+-type exchange_opts() :: #{type => unicode:chardata(), durable => boolean(),
+                           auto_delete => boolean(), internal => boolean(),
+                           passive => boolean(), arguments => arguments(), timeout => timeout()}.
+-type delete_opts() :: #{if_unused => boolean(), if_empty => boolean(), timeout => timeout()}.
+-type qos_opts() :: #{prefetch_count => non_neg_integer(), prefetch_size => non_neg_integer(),
+                      global => boolean(), timeout => timeout()}.
+-type consume_opts() :: #{no_ack => boolean(), exclusive => boolean(), consumer_tag => binary(),
+                          arguments => arguments(), timeout => timeout()}.
+-type publish_opts() :: #{props => beamlab_amqp_method:props(), mandatory => boolean()}.
+%% basic.get-ok: delivery tag, redelivered, exchange, routing key, messages
+%% left in the queue, properties, body.
+-type get_ok() :: {non_neg_integer(), boolean(), binary(), binary(), non_neg_integer(),
+                   beamlab_amqp_method:props(), binary()}.
 
 -define(TIMEOUT, 30000).
 
@@ -31,14 +115,20 @@
 %% returned by {@link beamlab_amqp_uri:parse/1}; `Opts' may override its
 %% settings and set `owner', `name', `batch_msgs', `batch_bytes', `sndbuf',
 %% `recbuf'.
--spec connect(string() | binary() | map(), map()) -> {ok, conn()} | {error, term()}.
+-spec connect(unicode:chardata() | params(), connect_opts()) -> {ok, conn()} | {error, reason()}.
 connect(Uri, Opts) when is_list(Uri); is_binary(Uri) ->
     case beamlab_amqp_uri:parse(Uri) of
         {ok, Params} -> connect(Params, Opts);
         {error, R} -> {error, {uri, R}}
     end;
 connect(Params, Opts) when is_map(Params), is_map(Opts) ->
-    P = maps:merge(maps:merge(beamlab_amqp_uri:defaults(), Params), maps:remove(owner, Opts)),
+    P0 = maps:merge(beamlab_amqp_uri:defaults(), Params),
+    Tls = case {maps:get(tls, P0), maps:find(tls, Opts)} of
+              {false, _} -> false;
+              {UriTls, {ok, T}} -> maps:merge(UriTls, T);
+              {UriTls, error} -> UriTls
+          end,
+    P = (maps:merge(P0, maps:without([owner, tls], Opts)))#{tls => Tls},
     case validate(P) of
         ok ->
             P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
@@ -57,6 +147,8 @@ validate(P) ->
               {channel_max, fun(V) -> is_integer(V) andalso V >= 0 andalso V =< 16#FFFF end},
               {frame_max, fun(V) -> is_integer(V) andalso (V =:= 0 orelse (V >= 4096 andalso V < 1 bsl 32)) end},
               {connection_timeout, fun(V) -> is_integer(V) andalso V > 0 end},
+              {tls, fun(V) -> V =:= false orelse is_map(V) end},
+              {auth_mechanism, fun(V) -> V =:= plain orelse V =:= external end},
               {user, fun is_text/1}, {password, fun is_text/1}, {vhost, fun is_text/1}],
     case [{K, maps:get(K, P)} || {K, Ok} <- Checks, not Ok(maps:get(K, P))] of
         [] -> ok;
@@ -88,7 +180,7 @@ close_all(Conns, Timeout) ->
 
 %% @doc Negotiated parameters (frame_max, channel_max, heartbeat) and the
 %% broker's properties.
--spec info(conn()) -> {ok, map()} | {error, term()}.
+-spec info(conn()) -> {ok, info()} | {error, reason()}.
 info(Conn) ->
     beamlab_amqp_conn:info(Conn).
 
@@ -99,25 +191,26 @@ pending({amqp_channel, Conn, _, _}) -> beamlab_amqp_conn:pending(Conn);
 pending(Conn) -> beamlab_amqp_conn:pending(Conn).
 
 %% @doc Open a channel owned by the caller.
--spec open_channel(conn()) -> {ok, channel()} | {error, term()}.
+-spec open_channel(conn()) -> {ok, channel()} | {error, reason()}.
 open_channel(Conn) ->
     open_channel(Conn, #{}).
 
 %% @doc Open a channel; `#{owner => Pid}' names the process that gets its
 %% messages.
--spec open_channel(conn(), map()) -> {ok, channel()} | {error, term()}.
+-spec open_channel(conn(), #{owner => pid(), timeout => timeout()}) ->
+          {ok, channel()} | {error, reason()}.
 open_channel(Conn, Opts) ->
     beamlab_amqp_conn:open_channel(Conn, maps:get(owner, Opts, self()),
                                    maps:get(timeout, Opts, ?TIMEOUT)).
 
 %% @doc Close a channel.
--spec close_channel(channel()) -> ok | {error, term()}.
+-spec close_channel(channel()) -> ok | {error, reason()}.
 close_channel(Ch) ->
     beamlab_amqp_conn:close_channel(Ch, ?TIMEOUT).
 
 %% @doc Close a channel, waiting at most `timeout' (milliseconds, in
 %% `Opts') for the broker's close-ok: `{error, {timeout, _}}' after that.
--spec close_channel(channel(), #{timeout => timeout()}) -> ok | {error, term()}.
+-spec close_channel(channel(), sync_opts()) -> ok | {error, reason()}.
 close_channel(Ch, Opts) ->
     beamlab_amqp_conn:close_channel(Ch, maps:get(timeout, Opts, ?TIMEOUT)).
 
@@ -126,9 +219,7 @@ close_channel(Ch, Opts) ->
 %%====================================================================
 
 %% @doc queue.declare. `Name' `<<>>' lets the broker name the queue.
--spec declare_queue(channel(), binary(), map()) ->
-          {ok, #{queue := binary(), message_count := non_neg_integer(),
-                 consumer_count := non_neg_integer()}} | {error, term()}.
+-spec declare_queue(channel(), binary(), queue_opts()) -> {ok, declare_ok()} | {error, reason()}.
 declare_queue(Ch, Name, Opts) ->
     encoding(fun() ->
         M = #'queue.declare'{queue = Name,
@@ -143,7 +234,7 @@ declare_queue(Ch, Name, Opts) ->
     end).
 
 %% @doc exchange.declare (`type' defaults to `<<"direct">>').
--spec declare_exchange(channel(), binary(), map()) -> ok | {error, term()}.
+-spec declare_exchange(channel(), binary(), exchange_opts()) -> ok | {error, reason()}.
 declare_exchange(Ch, Name, Opts) ->
     encoding(fun() ->
         M = #'exchange.declare'{exchange = Name, type = to_bin(maps:get(type, Opts, <<"direct">>)),
@@ -154,17 +245,17 @@ declare_exchange(Ch, Name, Opts) ->
     end).
 
 %% @doc exchange.delete.
--spec delete_exchange(channel(), binary(), map()) -> ok | {error, term()}.
+-spec delete_exchange(channel(), binary(), delete_opts()) -> ok | {error, reason()}.
 delete_exchange(Ch, Name, Opts) ->
     ok(sync(Ch, #'exchange.delete'{exchange = Name, if_unused = opt(if_unused, Opts)}, Opts)).
 
 %% @doc queue.bind.
--spec bind(channel(), binary(), binary(), binary()) -> ok | {error, term()}.
+-spec bind(channel(), binary(), binary(), binary()) -> ok | {error, reason()}.
 bind(Ch, Queue, Exchange, Key) ->
     bind(Ch, Queue, Exchange, Key, []).
 
 %% @doc queue.bind with arguments (a field table or a map).
--spec bind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
+-spec bind(channel(), binary(), binary(), binary(), arguments()) -> ok | {error, reason()}.
 bind(Ch, Queue, Exchange, Key, Args) ->
     encoding(fun() ->
         ok(sync(Ch, #'queue.bind'{queue = Queue, exchange = Exchange, routing_key = Key,
@@ -172,12 +263,12 @@ bind(Ch, Queue, Exchange, Key, Args) ->
     end).
 
 %% @doc queue.unbind.
--spec unbind(channel(), binary(), binary(), binary()) -> ok | {error, term()}.
+-spec unbind(channel(), binary(), binary(), binary()) -> ok | {error, reason()}.
 unbind(Ch, Queue, Exchange, Key) ->
     unbind(Ch, Queue, Exchange, Key, []).
 
 %% @doc queue.unbind with arguments.
--spec unbind(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
+-spec unbind(channel(), binary(), binary(), binary(), arguments()) -> ok | {error, reason()}.
 unbind(Ch, Queue, Exchange, Key, Args) ->
     encoding(fun() ->
         ok(sync(Ch, #'queue.unbind'{queue = Queue, exchange = Exchange, routing_key = Key,
@@ -185,7 +276,7 @@ unbind(Ch, Queue, Exchange, Key, Args) ->
     end).
 
 %% @doc exchange.bind (messages flow from `Source' to `Destination').
--spec bind_exchange(channel(), binary(), binary(), binary(), map() | list()) -> ok | {error, term()}.
+-spec bind_exchange(channel(), binary(), binary(), binary(), arguments()) -> ok | {error, reason()}.
 bind_exchange(Ch, Destination, Source, Key, Args) ->
     encoding(fun() ->
         ok(sync(Ch, #'exchange.bind'{destination = Destination, source = Source, routing_key = Key,
@@ -193,7 +284,7 @@ bind_exchange(Ch, Destination, Source, Key, Args) ->
     end).
 
 %% @doc queue.purge; returns how many messages were removed.
--spec purge(channel(), binary()) -> {ok, non_neg_integer()} | {error, term()}.
+-spec purge(channel(), binary()) -> {ok, non_neg_integer()} | {error, reason()}.
 purge(Ch, Queue) ->
     case sync(Ch, #'queue.purge'{queue = Queue}, #{}) of
         {ok, #'queue.purge_ok'{message_count = N}} -> {ok, N};
@@ -201,7 +292,7 @@ purge(Ch, Queue) ->
     end.
 
 %% @doc queue.delete; returns how many messages were deleted with it.
--spec delete_queue(channel(), binary(), map()) -> {ok, non_neg_integer()} | {error, term()}.
+-spec delete_queue(channel(), binary(), delete_opts()) -> {ok, non_neg_integer()} | {error, reason()}.
 delete_queue(Ch, Queue, Opts) ->
     M = #'queue.delete'{queue = Queue, if_unused = opt(if_unused, Opts),
                         if_empty = opt(if_empty, Opts)},
@@ -212,7 +303,7 @@ delete_queue(Ch, Queue, Opts) ->
 
 %% @doc basic.qos: a prefetch count, or a map with `prefetch_count',
 %% `prefetch_size' and `global'.
--spec qos(channel(), non_neg_integer() | map()) -> ok | {error, term()}.
+-spec qos(channel(), non_neg_integer() | qos_opts()) -> ok | {error, reason()}.
 qos(Ch, Count) when is_integer(Count) ->
     qos(Ch, #{prefetch_count => Count});
 qos(Ch, Opts) when is_map(Opts) ->
@@ -222,7 +313,7 @@ qos(Ch, Opts) when is_map(Opts) ->
 
 %% @doc basic.consume; deliveries go to the channel owner as
 %% `{amqp_deliver, ...}' messages. Returns the consumer tag.
--spec consume(channel(), binary(), map()) -> {ok, binary()} | {error, term()}.
+-spec consume(channel(), binary(), consume_opts()) -> {ok, binary()} | {error, reason()}.
 consume(Ch, Queue, Opts) ->
     encoding(fun() ->
         M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
@@ -235,20 +326,34 @@ consume(Ch, Queue, Opts) ->
     end).
 
 %% @doc basic.cancel.
--spec cancel(channel(), binary()) -> ok | {error, term()}.
+-spec cancel(channel(), binary()) -> ok | {error, reason()}.
 cancel(Ch, Tag) ->
     ok(sync(Ch, #'basic.cancel'{consumer_tag = Tag}, #{})).
 
 %% @doc confirm.select: from now on the broker confirms every publish on
 %% this channel with `{amqp_confirm, Ch, ack | nack, SeqNo, Multiple}'.
--spec confirm_select(channel()) -> ok | {error, term()}.
+-spec confirm_select(channel()) -> ok | {error, reason()}.
 confirm_select(Ch) ->
     ok(sync(Ch, #'confirm.select'{}, #{})).
 
+%% @doc tx.select: from now on publishes and acks on this channel take
+%% effect at the next tx_commit/1.
+-spec tx_select(channel()) -> ok | {error, reason()}.
+tx_select(Ch) ->
+    ok(sync(Ch, #'tx.select'{}, #{})).
+
+%% @doc tx.commit.
+-spec tx_commit(channel()) -> ok | {error, reason()}.
+tx_commit(Ch) ->
+    ok(sync(Ch, #'tx.commit'{}, #{})).
+
+%% @doc tx.rollback.
+-spec tx_rollback(channel()) -> ok | {error, reason()}.
+tx_rollback(Ch) ->
+    ok(sync(Ch, #'tx.rollback'{}, #{})).
+
 %% @doc basic.get.
--spec get(channel(), binary(), boolean()) ->
-          {ok, {non_neg_integer(), boolean(), binary(), binary(), non_neg_integer(), map(), binary()}}
-          | empty | {error, term()}.
+-spec get(channel(), binary(), boolean()) -> {ok, get_ok()} | empty | {error, reason()}.
 get(Ch, Queue, NoAck) ->
     case sync(Ch, #'basic.get'{queue = Queue, no_ack = NoAck}, #{}) of
         {ok, {#'basic.get_ok'{delivery_tag = T, redelivered = R, exchange = X,
@@ -260,7 +365,7 @@ get(Ch, Queue, NoAck) ->
     end.
 
 %% @doc basic.recover: redeliver unacknowledged messages.
--spec recover(channel(), boolean()) -> ok | {error, term()}.
+-spec recover(channel(), boolean()) -> ok | {error, reason()}.
 recover(Ch, Requeue) ->
     ok(sync(Ch, #'basic.recover'{requeue = Requeue}, #{})).
 
@@ -293,7 +398,7 @@ publish(Ch, Exchange, Key, Body) ->
 %% @doc basic.publish. `Opts': `props' (basic properties map) and
 %% `mandatory'. Returns at once; the frames are built here and handed to
 %% the connection process, which batches them into its next socket write.
--spec publish(channel(), binary(), binary(), iodata(), map()) -> ok.
+-spec publish(channel(), binary(), binary(), iodata(), publish_opts()) -> ok.
 publish({amqp_channel, Conn, N, FrameMax}, Exchange, Key, Body, Opts)
   when byte_size(Exchange) =< 255, byte_size(Key) =< 255 ->
     Bin = iolist_to_binary(Body),
@@ -341,13 +446,16 @@ reject({amqp_channel, Conn, N, _}, Tag, Requeue) ->
 %%====================================================================
 
 %% @doc One line for every error this client returns.
--spec format_error(term()) -> iolist().
+-spec format_error(reason()) -> iolist().
 format_error({unreachable, Host, Port, econnrefused}) ->
     io_lib:format("broker not reachable at ~s:~b (connection refused)", [Host, Port]);
 format_error({unreachable, Host, Port, Posix}) ->
     io_lib:format("broker not reachable at ~s:~b (~s)", [Host, Port, inet:format_error(Posix)]);
 format_error({access_refused, User, Text}) ->
     io_lib:format("wrong credentials for user \"~ts\" (~ts)", [User, Text]);
+format_error({external_refused, Text}) ->
+    io_lib:format("the broker refused the user named by the client certificate (SASL EXTERNAL: "
+                  "does that user exist, with access to the vhost?) (~ts)", [Text]);
 format_error({vhost_not_found, VHost, Text}) ->
     io_lib:format("virtual host \"~ts\" not found or not allowed (~ts)", [VHost, Text]);
 format_error({timeout, connect}) ->
@@ -366,8 +474,25 @@ format_error({amqp_closed, Code, Text}) ->
     io_lib:format("broker closed the channel: ~b ~ts", [Code, Text]);
 format_error({connection_closed, Code, Text}) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
-format_error({no_plain_auth, Mechs}) ->
-    io_lib:format("the broker does not offer PLAIN authentication (offers: ~ts)", [Mechs]);
+format_error({no_auth_mechanism, Mech, Mechs}) ->
+    io_lib:format("the broker does not offer ~ts authentication (offers: ~ts)~ts",
+                  [Mech, Mechs, case Mech of
+                                    <<"EXTERNAL">> -> " (EXTERNAL needs TLS with a client certificate "
+                                                      "and the rabbitmq_auth_mechanism_ssl plugin)";
+                                    _ -> ""
+                                end]);
+format_error({tls, Peer, {alert, Alert, Text}}) ->
+    io_lib:format("TLS connection to ~ts failed: ~ts (~ts)", [Peer, tls_alert_text(Alert, Text), Text]);
+format_error({tls, Peer, {options, Text}}) ->
+    io_lib:format("TLS connection to ~ts: bad TLS options (~ts)", [Peer, Text]);
+format_error({tls, Peer, no_system_cas}) ->
+    io_lib:format("TLS connection to ~ts: no system trust store on this machine (OTP 25 or later "
+                  "reads it); give the broker's CA file", [Peer]);
+format_error({tls, Peer, closed}) ->
+    io_lib:format("TLS connection to ~ts: the broker closed the connection during the handshake "
+                  "(is it a TLS port? does it require a client certificate?)", [Peer]);
+format_error({tls, Peer, R}) ->
+    io_lib:format("TLS connection to ~ts failed: ~ts", [Peer, ssl:format_error(R)]);
 format_error({frame_max_too_small, F}) ->
     io_lib:format("negotiated frame_max ~b is below the protocol minimum 4096", [F]);
 format_error({channel_max, Max}) ->
@@ -387,3 +512,18 @@ format_error(closed) ->
     "the connection or channel is closed";
 format_error(Other) ->
     io_lib:format("AMQP error: ~0tp", [Other]).
+
+%% What a TLS alert from the handshake means for the user.
+tls_alert_text(Alert, Text) ->
+    case Alert of
+        _ when Text =:= <<"hostname_check_failed">> ->
+            "the broker's certificate does not name this host (give the name it has with "
+            "--server-name-indication, or connect by that name)";
+        unknown_ca -> "the broker's certificate is not signed by a trusted CA (give its CA with --tls-ca-file)";
+        bad_certificate -> "a certificate was refused";
+        certificate_expired -> "a certificate has expired";
+        handshake_failure -> "the TLS handshake failed";
+        certificate_required -> "the broker requires a client certificate";
+        unexpected_message -> "the server does not answer TLS (an AMQP port without TLS?)";
+        _ -> atom_to_list(Alert)
+    end.

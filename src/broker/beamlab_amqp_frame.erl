@@ -10,7 +10,14 @@
          encode_method/2, encode_header/4, encode_body/3, encode_heartbeat/0,
          encode_content/5, encode_frame/3, format_error/1]).
 
--export_type([frame/0]).
+-export_type([frame/0, error/0]).
+
+%% Why the received bytes are not a valid frame.
+-type error() :: not_amqp
+               | {protocol_mismatch, {byte(), byte(), byte(), byte()}}
+               | {heartbeat_on_channel, char()} | {bad_frame_type, byte()}
+               | {frame_too_large, pos_integer(), non_neg_integer()}
+               | {bad_frame_end, byte()}.
 
 -type frame() :: {method, char(), binary()} | {header, char(), binary()}
                | {body, char(), binary()} | heartbeat.
@@ -20,12 +27,12 @@
 protocol_header() -> <<"AMQP", 0, 0, 9, 1>>.
 
 %% @doc Parse one frame off the front of `Bin' (no size limit).
--spec parse(binary()) -> {ok, frame(), binary()} | more | {error, term()}.
+-spec parse(binary()) -> {ok, frame(), binary()} | more | {error, error()}.
 parse(Bin) -> parse(Bin, 0).
 
 %% @doc Parse one frame, rejecting frames larger than `FrameMax' bytes
 %% (0 = no limit). Payloads are sub-binaries of `Bin' (no copy).
--spec parse(binary(), non_neg_integer()) -> {ok, frame(), binary()} | more | {error, term()}.
+-spec parse(binary(), non_neg_integer()) -> {ok, frame(), binary()} | more | {error, error()}.
 parse(<<"AMQP", A, B, C, D, _/binary>>, _) ->
     %% The server answers an unsupported protocol header with its own.
     {error, {protocol_mismatch, {A, B, C, D}}};
@@ -101,7 +108,7 @@ encode_content(Ch, Method, Props, Body, FrameMax) ->
      encode_body(Ch, Bin, FrameMax)].
 
 %% @doc One line for a frame error.
--spec format_error(term()) -> iolist().
+-spec format_error(error()) -> iolist().
 format_error({frame_too_large, Size, Max}) ->
     io_lib:format("frame of ~b bytes exceeds the negotiated frame_max of ~b", [Size, Max]);
 format_error({bad_frame_end, End}) ->

@@ -16,15 +16,15 @@
 %% @doc Starts a loop worker for `Spec' (queue, group, body_size, persistent,
 %% reconnect); it subscribes, sends `{self(), ready}' to its parent, then
 %% waits for `{go, StartUs}' to publish its first message.
--spec start_link(beamlab_runtime_shared:key(), map()) -> pid().
+-spec start_link(beamlab_runtime_shared:key(), beamlab_amqp_worker:loop_spec()) -> pid().
 start_link(CtxKey, Spec) ->
     beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
 %% @private
--spec run({ok, term()}, map(), map()) -> no_return().
+-spec run({ok, beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
+          beamlab_amqp_worker:loop_spec()) -> no_return().
 run({ok, Ch}, Ctx, Spec) ->
-    Size = max(?BODY_MIN, maps:get(body_size, Spec)),
-    Pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+    Pad = maps:get(max(?BODY_MIN, maps:get(body_size, Spec)), maps:get(pads, Ctx)),
     Opts = #{props => case maps:get(persistent, Spec) of
                           true -> #{delivery_mode => 2};
                           false -> #{}
@@ -37,7 +37,8 @@ run({ok, Ch}, Ctx, Spec) ->
     end.
 
 %% @private
--spec open(map(), map()) -> {ok, term()} | {error, term()}.
+-spec open(beamlab_amqp_worker:ctx(), beamlab_amqp_worker:loop_spec()) ->
+          {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
 open(Ctx, Spec) ->
     case beamlab_amqp_worker:connection(Ctx, Spec) of
         {ok, Conn} ->
@@ -77,7 +78,7 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
         {amqp_closed, Ch, Code, Text} ->
             case maps:get(reconnect, Spec) of
                 true ->
-                    {ok, Ch1} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end),
+                    {ok, Ch1} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
                     %% The message in flight may be lost with the connection.
                     publish(Ch1, Q, Pad, Opts, N, Ctx),
                     loop(Ch1, Q, Pad, Opts, N + 1, Ctx, Spec);

@@ -19,7 +19,8 @@
          encode_header/3, decode_header/1, encode_props/1, decode_props/2,
          to_table/1, format_error/1]).
 
--export_type([method/0, table/0, array/0, field_type/0, props/0, arg_type/0]).
+-export_type([method/0, table/0, array/0, field_type/0, props/0, arg_type/0, value/0,
+              encode_error/0, decode_error/0]).
 
 -type method() :: tuple().
 -type field_type() :: bool | byte | unsignedbyte | short | unsignedshort | signedint
@@ -32,6 +33,21 @@
                    correlation_id => binary(), reply_to => binary(), expiration => binary(),
                    message_id => binary(), timestamp => non_neg_integer(), type => binary(),
                    user_id => binary(), app_id => binary(), cluster_id => binary()}.
+
+%% What to_table/1 converts (a map's values).
+-type value() :: boolean() | integer() | float() | binary() | atom() | [value()]
+               | #{binary() | atom() | string() => value()}.
+%% Why a value could not be encoded (raised as `{amqp_encode, Reason}').
+-type encode_error() :: arity | {unknown_method, atom()} | {bad_table, term()}
+                      | {bad_array, term()} | {bad_value, atom(), term()}
+                      | {shortstr_too_long, non_neg_integer()}
+                      | {cannot_infer_type, term()} | {unknown_properties, [atom()]}.
+
+%% Why received bytes could not be decoded.
+-type decode_error() :: {unknown_method, non_neg_integer(), non_neg_integer()}
+                      | short_method_frame | short_content_header | bad_property_flags
+                      | {atom(), Detail :: term()}
+                      | bad_table | truncated | truncated_table.
 
 -type arg_type() :: octet | short | long | longlong | shortstr | longstr | bit | table
                   | {reserved, short | shortstr | longstr | bit}.
@@ -98,7 +114,13 @@ spec('basic.recover') -> {60, 110, [bit]};
 spec('basic.recover_ok') -> {60, 111, []};
 spec('basic.nack') -> {60, 120, [longlong, bit, bit]};
 spec('confirm.select') -> {85, 10, [bit]};
-spec('confirm.select_ok') -> {85, 11, []}.
+spec('confirm.select_ok') -> {85, 11, []};
+spec('tx.select') -> {90, 10, []};
+spec('tx.select_ok') -> {90, 11, []};
+spec('tx.commit') -> {90, 20, []};
+spec('tx.commit_ok') -> {90, 21, []};
+spec('tx.rollback') -> {90, 30, []};
+spec('tx.rollback_ok') -> {90, 31, []}.
 
 %% @doc Every method record name this codec knows.
 -spec all_names() -> [atom()].
@@ -115,7 +137,8 @@ all_names() ->
      'basic.cancel', 'basic.cancel_ok', 'basic.publish', 'basic.return', 'basic.deliver',
      'basic.get', 'basic.get_ok', 'basic.get_empty', 'basic.ack', 'basic.reject',
      'basic.recover_async', 'basic.recover', 'basic.recover_ok', 'basic.nack',
-     'confirm.select', 'confirm.select_ok'].
+     'confirm.select', 'confirm.select_ok', 'tx.select', 'tx.select_ok', 'tx.commit',
+     'tx.commit_ok', 'tx.rollback', 'tx.rollback_ok'].
 
 %% @doc `{ClassId, MethodId}' of a method record (or record name).
 -spec method_ids(method() | atom()) -> {pos_integer(), pos_integer()}.
@@ -226,7 +249,7 @@ longstr(S) -> error({amqp_encode, {bad_value, longstr, S}}).
 longstr_of(IoData) -> [<<(iolist_size(IoData)):32>>, IoData].
 
 %% @doc Decode a method frame payload into its record.
--spec decode(binary()) -> {ok, method()} | {error, term()}.
+-spec decode(binary()) -> {ok, method()} | {error, decode_error()}.
 decode(<<60:16, 60:16, TL, Tag:TL/binary, DTag:64, R:8, XL, X:XL/binary, KL, K:KL/binary>>) ->
     {ok, #'basic.deliver'{consumer_tag = Tag, delivery_tag = DTag, redelivered = R band 1 =:= 1,
                           exchange = X, routing_key = K}};
@@ -325,14 +348,14 @@ field(void, _) -> <<$V>>;
 field(Type, V) -> error({amqp_encode, {bad_value, Type, V}}).
 
 %% @doc Decode a field table (the bytes inside its length prefix).
--spec decode_table(binary()) -> {ok, table()} | {error, term()}.
+-spec decode_table(binary()) -> {ok, table()} | {error, decode_error()}.
 decode_table(Bin) ->
     try {ok, dec_table(Bin, [])}
     catch throw:{amqp_decode, R} -> {error, R}
     end.
 
 %% @doc Decode a field array (the bytes inside its length prefix).
--spec decode_array(binary()) -> {ok, array()} | {error, term()}.
+-spec decode_array(binary()) -> {ok, array()} | {error, decode_error()}.
 decode_array(Bin) ->
     try {ok, dec_array(Bin, [])}
     catch throw:{amqp_decode, R} -> {error, R}
@@ -376,7 +399,7 @@ dec_field(<<>>) -> throw({amqp_decode, truncated_table}).
 %% @doc Turn a map with binary keys (or an existing table) into a field
 %% table: integers become `long', binaries `longstr', booleans `bool',
 %% floats `double', lists `array' and maps nested `table'.
--spec to_table(map() | table()) -> table().
+-spec to_table(#{binary() | atom() | string() => value()} | table()) -> table().
 to_table(Table) when is_list(Table) -> Table;
 to_table(Map) when is_map(Map) ->
     [begin {T, V1} = infer(V), {K, T, V1} end
@@ -435,7 +458,7 @@ prop_value(Type, V) -> enc_value(Type, V).
 
 %% @doc Decode a content header payload:
 %% `{ok, ClassId, BodySize, Props}'.
--spec decode_header(binary()) -> {ok, pos_integer(), non_neg_integer(), props()} | {error, term()}.
+-spec decode_header(binary()) -> {ok, pos_integer(), non_neg_integer(), props()} | {error, decode_error()}.
 decode_header(<<ClassId:16, _Weight:16, Size:64, Rest/binary>>) ->
     case decode_props(Rest, #{}) of
         {ok, Props} -> {ok, ClassId, Size, Props};
@@ -445,7 +468,7 @@ decode_header(_) ->
     {error, short_content_header}.
 
 %% @doc Decode property flags plus properties into a map, merged into `Acc'.
--spec decode_props(binary(), props()) -> {ok, props()} | {error, term()}.
+-spec decode_props(binary(), props()) -> {ok, props()} | {error, decode_error()}.
 decode_props(<<0:16>>, Acc) ->
     {ok, Acc};
 decode_props(<<Flags:16, Rest/binary>>, Acc) when Flags band 1 =:= 0 ->
@@ -470,7 +493,7 @@ dec_props([{Key, Type} | Ps], Flags, Bit, Bin, Acc) ->
 %%====================================================================
 
 %% @doc One line for a codec error.
--spec format_error(term()) -> iolist().
+-spec format_error(decode_error() | {amqp_encode, encode_error()}) -> iolist().
 format_error({unknown_method, C, M}) ->
     io_lib:format("unknown AMQP method ~b/~b", [C, M]);
 format_error({amqp_encode, R}) ->

@@ -5,11 +5,17 @@
 
 -export([start/1, format_error/1]).
 
+-export_type([error/0]).
+
+-type error() :: {nodes_unreachable, [node()]}
+               | {load_code, Failure :: term()}
+               | {peer, Reason :: term()}.
+
 %% @doc The nodes of a run from the `nodes' option: `{peers, N}' is this
 %% node and N-1 started peers; a list names running nodes (beamlab's code
 %% is loaded there). Returns a fun that stops what was started.
--spec start(#{nodes := {peers, pos_integer()} | [node()], atom() => term()}) ->
-          {ok, [node()], fun(() -> ok)} | {error, term()}.
+-spec start(beamlab_amqp_config:config()) ->
+          {ok, [node()], fun(() -> ok)} | {error, error()}.
 start(#{nodes := {peers, N}}) when N > 1 ->
     start_peers(N - 1, [], []);
 start(#{nodes := {peers, _}}) ->
@@ -70,7 +76,7 @@ load_code(Nodes) ->
 
 
 %% @doc One line for a node error.
--spec format_error(term()) -> iolist().
+-spec format_error(error()) -> iolist().
 format_error({nodes_unreachable, Nodes}) ->
     io_lib:format("cannot reach node(s) ~ts (same cookie? distribution started?)",
                   [lists:join(", ", [atom_to_list(N) || N <- Nodes])]);

@@ -18,11 +18,19 @@
 -export_type([exit_code/0]).
 
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
--spec main([string()]) -> no_return().
-main(Argv) ->
+-spec main([beamlab_runtime_text:raw_arg()]) -> no_return().
+main(RawArgv) ->
+    %% Arguments that are not UTF-8 reach us as {error, Good, Rest}
+    %% tuples: decoded once here, with a fallback that never fails
+    %% (beamlab_runtime_text), so every command sees strings. A file they
+    %% name keeps its bytes on disk (beamlab_runtime_text:native_name/1).
+    Argv = [beamlab_runtime_text:decode(A) || A <- RawArgv],
     %% An escript's standard output starts as latin1: µ, ± and sparklines
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),
+    %% The same for standard error: a Latin-1 device writes µ or ÿ as one
+    %% byte that is not UTF-8.
+    ok = io:setopts(standard_error, [{encoding, unicode}]),
     %% Set by the escript's launcher line (rebar.config): our exit codes
     %% 0, 1, 2 travel as 200, 201, 202, so that any other status tells the
     %% launcher the VM stopped without us (benchmarked code, memory).
@@ -38,7 +46,7 @@ main(Argv) ->
     ok = beamlab_runtime_logs:to_stderr(),
     case Recover of
         "" ->
-            beamlab_runtime_interrupt:install(),
+            beamlab_runtime_interrupt:install(#{launcher => Launched, private_dir => Checkpoint}),
             Opts = case Launched andalso Checkpoint =/= "" of
                        true -> #{checkpoint => Checkpoint};
                        false -> #{}
@@ -50,6 +58,7 @@ main(Argv) ->
     end.
 
 launcher_code(true, Code) when Code >= 0, Code =< 2 -> 200 + Code;
+launcher_code(true, 130) -> 203;
 launcher_code(_, Code) -> Code.
 
 %% @doc Runs a command line inside this VM and returns its exit code and the
@@ -64,9 +73,12 @@ run_command(Argv) ->
 %% the one-line error message as `{error, Message}' in place of the
 %% document instead of printing it (the matrix shows it for the VM that
 %% ran the command); `#{checkpoint => Dir}' keeps a checkpoint of the
-%% measurement in the launcher's private directory (`run', `suite').
+%% measurement in the launcher's private directory (`run', `suite');
+%% `#{project => Project}' is the project a build tool has built already
+%% (the rebar3 plugin, the Mix task: `run --bench', `check').
 -spec run_command([string()], #{quiet => boolean(), errors => print | return,
-                                checkpoint => string()}) ->
+                                checkpoint => string(),
+                                project => beamlab_project_build:project()}) ->
           {exit_code(), beamlab_result:result() | undefined | {error, binary()}}.
 run_command(Argv, Opts) ->
     Report = fun(Code, Msg) ->
@@ -104,25 +116,21 @@ dispatch(["--version" | _], _Opts) ->
     {0, undefined};
 dispatch([H | Rest], _Opts) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
     {help(Rest), undefined};
-dispatch([Cmd | Rest] = Argv, Opts) ->
-    case lists:keyfind(Cmd, 1, commands()) of
-        {Cmd, Mod} -> run_module(Cmd, Mod, Rest, Argv, Opts);
-        false ->
-            case looks_like_command(Cmd) of
-                true ->
-                    beamlab_cli_error:usage("unknown command '~ts' (commands: ~ts; or give Erlang code to "
-                                "benchmark, e.g. beamlab 'rand:uniform().')",
-                                [Cmd, string:join([N || {N, _} <- commands()], ", ")]);
-                false ->
-                    %% The bare form: `beamlab CODE...' is `beamlab run CODE...'.
-                    run_module("run", beamlab_command_run, Argv, Argv, Opts)
-            end
+dispatch(Argv, Opts) ->
+    case beamlab_command:find(Argv) of
+        {ok, Name, Mod, Args} -> run_module(Name, Mod, Args, Argv, Opts);
+        {unknown, Cmd} ->
+            beamlab_cli_error:usage("unknown command '~ts' (commands: ~ts; or give Erlang code to "
+                                    "benchmark, e.g. beamlab 'rand:uniform().')",
+                                    [Cmd, string:join([N || {N, _} <- commands()], ", ")])
     end.
 
 run_module(Name, Mod, Args, Argv, Opts) ->
     Quiet = maps:get(quiet, Opts, false),
     ensure_available(Name, Mod),
-    case lists:any(fun(F) -> lists:member(F, Args) end, help_flags(Mod)) of
+    %% (What follows `--' is an inner command's: its `-h' is not ours.)
+    Own = lists:takewhile(fun(A) -> A =/= "--" end, Args),
+    case lists:any(fun(F) -> lists:member(F, Own) end, beamlab_command:help_flags(Mod)) of
         true ->
             io:put_chars(command_help(Name, Mod)),
             {0, undefined};
@@ -133,16 +141,20 @@ run_module(Name, Mod, Args, Argv, Opts) ->
                               beamlab_cli_error:usage("~ts (see: beamlab help ~ts)", [Msg, Name])
                       end,
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
-                                maps:with([checkpoint], Opts)),
+                                maps:with([checkpoint, project], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
+            {ok, Cwd} = file:get_cwd(),
             Outcome = Mod:run(Parsed),
+            %% Benchmarked code may have moved the working directory
+            %% (file:set_cwd/1): relative paths (--save) mean what they
+            %% meant on the command line.
+            ok = restore_cwd(Cwd),
             %% Measured: from here on the command prints its result itself.
             ok = beamlab_runtime_checkpoint:clear(maps:get(checkpoint, Opts, none)),
             case Outcome of
                 {Code, none} ->
                     {Code, undefined};
-                {Code, Doc0} ->
-                    Doc = beamlab_cli_output:with_env(Doc0),
+                {Code, Doc} ->
                     case beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet) of
                         ok -> {Code, Doc};
                         {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_result:format_error(Reason)])
@@ -150,10 +162,14 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             end
     end.
 
-help_flags(Mod) ->
-    case erlang:function_exported(Mod, help_flags, 0) of
-        true -> Mod:help_flags();
-        false -> ["--help", "-h"]
+restore_cwd(Cwd) ->
+    case file:get_cwd() of
+        {ok, Cwd} -> ok;
+        {ok, Moved} ->
+            io:format(standard_error, "beamlab: the benchmarked code changed the working directory "
+                      "to ~ts; back to ~ts~n", [Moved, Cwd]),
+            file:set_cwd(Cwd);
+        {error, _} -> file:set_cwd(Cwd)
     end.
 
 ensure_available(Name, Mod) ->
@@ -161,14 +177,6 @@ ensure_available(Name, Mod) ->
         {module, Mod} -> ok;
         {error, _} -> beamlab_cli_error:fail("command '~ts' is not available in this build", [Name])
     end.
-
-%% A word of letters only that names no command is a mistyped command, not
-%% Erlang code (code always has punctuation: a dot, parentheses, braces).
-%% A word starting with `-' is an option of the bare form, flags first as
-%% erlperf takes them (`beamlab -c 4 CODE').
-looks_like_command([$- | _]) -> false;
-looks_like_command(Word) ->
-    Word =/= [] andalso lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse C =:= $- orelse C =:= $_ end, Word).
 
 help([]) ->
     io:put_chars(top_help()),
@@ -211,8 +219,11 @@ command_help(Name, Mod) ->
 print_error(Msg) ->
     io:put_chars(standard_error, ["beamlab: ", one_line(Msg), "\n"]).
 
+%% Secrets never reach an error line either (a URI or a cookie flag the
+%% message quotes).
 one_line(Msg) ->
-    string:trim(lists:flatten(string:replace(unicode:characters_to_list(Msg), "\n", " ", all))).
+    Text = beamlab_result_redact:text(Msg),
+    string:trim(lists:flatten(string:replace(unicode:characters_to_list(Text), "\n", " ", all))).
 
 internal_error(Class, Reason, Stack) ->
     case os:getenv("BEAMLAB_DEBUG") of

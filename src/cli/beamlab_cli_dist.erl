@@ -1,10 +1,10 @@
-%%% @doc Distribution for the CLI: how a controller (`amqp --nodes',
-%%% `suite ... ping_pong.node=') names itself with `--name' and `--cookie',
-%%% and checks that the nodes it names are reachable from that name. With
-%%% no `--name' the VM stays on loopback (`beamlab_runtime_peer:ensure_dist/0').
+%%% @doc Distribution for the CLI: the `--name' and `--cookie' options of a
+%%% controller (`amqp --nodes', `suite ... ping_pong.node=', `node
+%%% --stop'), which the experiment layer sets up
+%%% ({@link beamlab_experiment_dist}), and a `beamlab node' started by name.
 -module(beamlab_cli_dist).
 
--export([options/0, controller/2, start/3, loopback/1, far/1]).
+-export([options/0, controller/2, start/3]).
 
 %% @doc `--name' and `--cookie' as every controller command declares them.
 -spec options() -> [beamlab_cli_args:option()].
@@ -12,35 +12,19 @@ options() ->
     [#{name => dist_name, long => "name", type => string, metavar => "NAME@HOST",
        help => "name this VM (the controller) NAME@HOST, HOST an address of one of this "
                "machine's interfaces, to reach nodes on other machines (default: loopback only)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie shared with the nodes (default: ~/.erlang.cookie)"}].
 
 %% @doc Sets up distribution for a controller from `--name'/`--cookie'
-%% before it talks to `Nodes'. Without `--name', a node on another host is
-%% a usage error (the controller would be on loopback); without nodes and
-%% without either option nothing is started.
+%% before it talks to `Nodes' (see {@link beamlab_experiment_dist}); a
+%% name that cannot work is a usage error.
 -spec controller(beamlab_cli_args:parsed(), [node()]) -> ok.
 controller(Parsed, Nodes) ->
-    Name = beamlab_cli_args:get(dist_name, Parsed),
-    Cookie = beamlab_cli_args:get(cookie, Parsed),
-    case Name of
-        undefined ->
-            case [N || N <- Nodes, N =/= node(), far(N)] of
-                [] -> ok;
-                [Far | _] ->
-                    beamlab_cli_error:usage(
-                      "node ~s is not on loopback: name this controller after an interface "
-                      "that reaches it, e.g. --name ctl@ADDRESS", [Far])
-            end,
-            Cookie =/= undefined andalso
-                begin
-                    _ = beamlab_runtime_peer:ensure_dist(),
-                    erlang:set_cookie(node(), list_to_atom(Cookie))
-                end,
-            ok;
-        _ ->
-            _ = start(Name, Cookie, #{epmd => optional}),
-            ok
+    Dist = maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
+                                     V <- [beamlab_cli_args:get(O, Parsed)], V =/= undefined]),
+    case beamlab_experiment_dist:controller(Dist, Nodes) of
+        ok -> ok;
+        {error, R} -> beamlab_cli_experiment:raise({dist, R})
     end.
 
 %% @doc Starts distribution as `Name' (usage error on a bad name, failure
@@ -59,33 +43,4 @@ start(Name, Cookie, Extra) ->
             beamlab_cli_error:usage("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
         {error, E} ->
             beamlab_cli_error:fail("~ts", [beamlab_runtime_peer:format_error(E)])
-    end.
-
-%% @doc True when the node's host resolves to an address that is not
-%% loopback (a host that does not resolve is left to the connection
-%% attempt, which names it).
--spec far(node()) -> boolean().
-far(Node) ->
-    case string:split(atom_to_list(Node), "@") of
-        [_, Host] ->
-            case inet:getaddr(Host, inet) of
-                {ok, {127, _, _, _}} -> false;
-                {ok, _} -> not loopback(Node);
-                {error, _} -> false
-            end;
-        _ -> false
-    end.
-
-%% @doc True when the node's host is a loopback name or address.
--spec loopback(node()) -> boolean().
-loopback(Node) ->
-    case string:split(atom_to_list(Node), "@") of
-        [_, "localhost"] -> true;
-        [_, Host] ->
-            case inet:parse_address(Host) of
-                {ok, {127, _, _, _}} -> true;
-                {ok, {0, 0, 0, 0, 0, 0, 0, 1}} -> true;
-                _ -> false
-            end;
-        _ -> false
     end.

@@ -4,7 +4,8 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, with_env/1, check_save/1, check_output/2, put_chars/1, unicode/1, format/1, text_opts/1]).
+-export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
+         format/1, text_opts/1]).
 
 -type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
 -export_type([format/0]).
@@ -24,21 +25,18 @@ emit(Mod, Doc0, Parsed, Quiet) ->
     Quiet orelse put_chars(render(format(Parsed), Mod, Doc, Parsed)),
     save(Doc, beamlab_cli_args:get(save, Parsed, undefined)).
 
-%% @doc The document with this VM's environment report, unless it has one
-%% already (for example the report of the VM that ran it). Commands whose
-%% detectors read the environment call it before them.
--spec with_env(beamlab_result:result()) -> beamlab_result:result().
-with_env(Doc = #{env := Env}) when map_size(Env) > 0 ->
-    Doc;
-with_env(Doc) ->
-    beamlab_result:set(env, beamlab_env:report(), Doc).
-
 %% @doc Prints text as UTF-8: an escript's standard output starts in latin1,
 %% which would mangle `±', sparklines and non-ASCII benchmark names.
 -spec put_chars(unicode:chardata()) -> ok.
 put_chars(Text) ->
-    ok = io:setopts(standard_io, [{encoding, unicode}]),
-    io:put_chars(standard_io, Text).
+    %% Standard output may be gone (a terminal hung up: SIGHUP, a closed
+    %% pipe): what is saved after this must be saved all the same.
+    try
+        _ = io:setopts(standard_io, [{encoding, unicode}]),
+        io:put_chars(standard_io, Text)
+    catch
+        _:_ -> ok
+    end.
 
 %% @doc Whether text output may use Unicode (±, sparklines): not with
 %% `--no-color', not in a non-UTF-8 locale.
@@ -98,7 +96,13 @@ left_out(Ci, Doc) ->
 check_save(Parsed) ->
     case beamlab_cli_args:get(save, Parsed, undefined) of
         undefined -> ok;
-        auto -> ok;
+        auto ->
+            %% The default directory passes the same checks (a link planted
+            %% there by another user is refused before anything is run).
+            case beamlab_runtime_file:check_target(filename:join(beamlab_result:default_dir(), "x.json")) of
+                {ok, _} -> ok;
+                {error, Why} -> beamlab_cli_error:usage("--save: ~ts", [beamlab_runtime_file:format_error(Why)])
+            end;
         "" -> beamlab_cli_error:usage("--save= needs a path (or give --save alone for "
                                       "beamlab-results/<kind>-<time>.json)", []);
         Path -> check_output("--save", Path)
@@ -122,16 +126,40 @@ save(_Doc, undefined) ->
     ok;
 save(Doc, Where) ->
     Bounded = beamlab_result:bound_samples(Doc, ?MAX_SAMPLES),
-    Replaces = Where =/= auto andalso beamlab_runtime_file:check_target(Where) =:= {ok, exists},
+    Target = case Where of
+                 auto -> new;
+                 _ -> beamlab_runtime_file:check_target(Where)
+             end,
     Saved = case Where of
                 auto -> beamlab_result:save(Bounded, {new, default_path(Doc)});
                 Path -> beamlab_result:save(Bounded, Path)
             end,
     case Saved of
-        {ok, File} when Replaces -> io:format(standard_error, "saved: ~ts (replaced the existing file)~n", [File]);
-        {ok, File} -> io:format(standard_error, "saved: ~ts~n", [File]);
+        {ok, File} -> io:format(standard_error, "saved: ~ts~ts~n", [File, written_note(Target)]);
         {error, _} = Error -> Error
     end.
 
+%% @doc What the message about a written file adds for what was there.
+-spec written_note({ok, beamlab_runtime_file:target()} | term()) -> string().
+written_note({ok, exists}) -> " (replaced the existing file)";
+written_note({ok, {in_place, standard_output}}) -> " (standard output)";
+written_note({ok, {in_place, standard_error}}) -> " (standard error)";
+written_note({ok, {in_place, character_device}}) -> " (a character device: written in place)";
+written_note({ok, {in_place, fifo}}) -> " (a FIFO: written in place)";
+written_note(_) -> "".
+
+%% A project's runs (`run --bench', `check') are its history, filed by
+%% date and commit: `.beamlab/history/<date>-<time>-<commit>.json' (UTC;
+%% `-dirty' when the working tree had changes), which `beamlab report
+%% .beamlab/history/' draws as a trend.
+default_path(#{params := #{<<"project">> := #{<<"short">> := Short} = P}, started_at := Started}) ->
+    Stamp = [C || C <- binary_to_list(Started), C >= $0, C =< $9],
+    {Date, Rest} = lists:split(min(8, length(Stamp)), Stamp),
+    Dirty = case maps:get(<<"dirty">>, P, false) of
+                true -> "-dirty";
+                false -> ""
+            end,
+    filename:join([".beamlab", "history",
+                   lists:flatten([Date, "-", lists:sublist(Rest, 6), "-", binary_to_list(Short), Dirty, ".json"])]);
 default_path(#{kind := Kind, started_at := Started}) ->
     beamlab_result:default_path(Kind, Started).

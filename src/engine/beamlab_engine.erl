@@ -60,6 +60,7 @@
                       baseline := pos_integer() | unicode:chardata(),
                       isolated := boolean(),
                       vm_args := string(),
+                      flavor := undefined | beamlab_runtime_otp:flavor(),
                       code_paths := [file:filename()],
                       confidence := float(),
                       progress := undefined | fun((progress()) -> any()),
@@ -84,6 +85,7 @@
                      baseline => pos_integer() | unicode:chardata(),
                      isolated => boolean(),
                      vm_args => string(),
+                     flavor => undefined | beamlab_runtime_otp:flavor(),
                      code_paths => [file:filename()],
                      confidence => float(),
                      progress => undefined | fun((progress()) -> any()),
@@ -127,7 +129,7 @@
 default_run_opts() ->
     #{concurrency => 1, samples => 3, duration => 1000, warmup => 0, loop => undefined,
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
-      deadline => 30000, baseline => 1, isolated => false, vm_args => "", code_paths => [],
+      deadline => 30000, baseline => 1, isolated => false, vm_args => "", flavor => undefined, code_paths => [],
       confidence => 0.95, progress => undefined, command => [], checks => true,
       busy_wait => undefined, telemetry => false, verbose => false, checkpoint => none}.
 
@@ -193,7 +195,11 @@ recover(#{engine := #{labels := Labels, base := Base, run_opts := RunOpts, mode_
               end,
     Stop = {vm_stopped, Phase, Status},
     Measuring = lists:member(Phase, [init, init_runner, sampling]),
+    %% 130: SIGINT sent to the VM alone, which it cannot catch: an
+    %% interrupt, so the job that was running keeps its samples.
     PerJob = [case {maps:find(I, Entries), I =:= Current} of
+                  {{ok, {_O, _C, _Curve} = Entry}, true} when Status =:= 130 ->
+                      Entry;
                   {{ok, {O, C, Curve}}, true} ->
                       {O#{status := {error, Stop}}, C, Curve};
                   {{ok, {#{samples := [], status := ok} = O, C, Curve}}, false} when Measuring ->
@@ -398,7 +404,7 @@ role(_I, _Used) -> compared.
 
 params(Mode, RunOpts, ModeOpts, Base) ->
     P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
-                   max_time, deadline, isolated], RunOpts),
+                   max_time, deadline, isolated, flavor], RunOpts),
     P1 = maps:filter(fun(_, V) -> V =/= undefined end, P),
     Q = case ModeOpts of
             undefined -> #{};

@@ -39,7 +39,7 @@ run(Jobs, RunOpts, ModeOpts) ->
             beamlab_engine_paths:remove_code_paths(Paths)
         end,
     %% Telemetry and progress stay in this VM's domain; the child runs plain.
-    Remote = maps:without([labels], RunOpts#{checks => false, telemetry => false, verbose => false,
+    Remote = maps:without([labels, flavor], RunOpts#{checks => false, telemetry => false, verbose => false,
                                              progress => undefined, isolated => false,
                                              checkpoint => none}),
     {Outcomes, Int} = lists:foldl(
@@ -55,11 +55,22 @@ skipped() ->
     #{samples => [], times => [], status => ok, concurrency => 0, label => <<>>}.
 
 one(Job, Remote, ModeOpts, RunOpts) ->
-    VmOpts = #{args => beamlab_runtime_peer:split_args(maps:get(vm_args, RunOpts)),
-               paths => maps:get(code_paths, RunOpts)},
+    %% With a flavour, the VM must report it (beamlab_runtime_peer proves
+    %% it before the job runs).
+    VmOpts = maps:merge(#{args => beamlab_runtime_peer:split_args(maps:get(vm_args, RunOpts)),
+                          paths => maps:get(code_paths, RunOpts)},
+                        maps:filter(fun(_, V) -> V =/= undefined end,
+                                    maps:with([flavor], RunOpts))),
     case beamlab_runtime_peer:start(VmOpts) of
         {ok, Vm} ->
             try measure_in(Vm, Job, Remote, ModeOpts)
+            catch throw:{?MODULE, unresponsive} ->
+                    %% Passed an interrupt, it did not stop within the grace.
+                    ok = beamlab_runtime_peer:kill(Vm),
+                    {#{samples => [], times => [], concurrency => 0, label => <<>>,
+                       status => {error, {isolated, {vm_unresponsive,
+                                                     beamlab_runtime_peer:interrupt_grace()}}}},
+                     true}
             after
                 beamlab_runtime_peer:stop(Vm)
             end;
@@ -91,6 +102,11 @@ wait(Peer, Ref, Forwarded) ->
             self() ! Msg,       % keep it visible to the caller
             catch peer:send(Peer, ?RUNNER, Msg),
             wait(Peer, Ref, true)
+    after case Forwarded of
+              false -> infinity;
+              true -> beamlab_runtime_peer:interrupt_grace()
+          end ->
+            throw({?MODULE, unresponsive})
     end.
 
 %% @doc Runs inside the child VM: measures one job and returns its outcome.

@@ -16,39 +16,52 @@
 
 -export([configs/1, configs/2, parse_range/1, read_grid/1, run/2, format_error/1]).
 
+%% `flavor': the emulator flavour the configuration asks for (`--flavor',
+%% or `-emu_flavor' among its arguments), proven from what its VM reports.
 -type config() :: #{name := binary(), args := [string()],
-                    erl := string() | undefined, wrap := [string()] | undefined}.
+                    erl := string() | undefined, wrap := [string()] | undefined,
+                    flavor => beamlab_runtime_otp:flavor(),
+                    profiled => boolean()}.   % the runner's profiled repetition
+-type dims() :: #{vm => [string()], sweep => [pos_integer()], erl => [string()],
+                  wrap => [string()], flavor => [beamlab_runtime_otp:flavor()]}.
 -type run_out() :: beamlab_runtime_peer:run_out().
 -type runner() :: fun((config(), [string()]) -> {ok, run_out()} | {error, term()}).
 %% `command' is the inner command (what every VM runs); `argv' the
 %% matrix's own command line and `started_at' its start time, both for the
 %% result document; `inner' runs the inner command in the fresh VM and
 %% returns {ExitCode, ResultDocument}.
+%% `profiled': after the measured repetitions, one more per configuration
+%% whose runner is given the configuration with `profiled => true' (it
+%% profiles while it runs); its outcome is kept apart from the statistics
+%% (`extra.configs[].profiled', its profile in `extra.configs[].profile'),
+%% so profiling never changes the figures.
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
                   argv := [unicode:chardata()], started_at := binary(),
                   inner := beamlab_runtime_peer:call_spec(),
                   baseline => binary() | undefined, sweep => boolean(),
-                  paths => [file:filename()]}.
--export_type([config/0, spec/0, runner/0]).
+                  paths => [file:filename()], profiled => boolean()}.
+-export_type([config/0, dims/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
 %% Configurations
 %%--------------------------------------------------------------------
 
 %% @doc The configurations of a grid: the cross product of the VM argument
-%% sets (`vm', plus `+S K:K' for each K of `sweep'), the `erl' executables
-%% and the wrappers. A missing dimension contributes one default entry;
-%% wrapper "none" means no wrapper. Wrappers must be executable.
--spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
-                wrap => [string()]}) -> {ok, [config()]} | {error, term()}.
+%% sets (`vm', plus `+S K:K' for each K of `sweep'), the emulator flavours
+%% (`flavor'), the `erl' executables and the wrappers. A missing dimension
+%% contributes one default entry; wrapper "none" means no wrapper.
+%% Wrappers must be executable, and every `erl' must hold the flavours
+%% asked for.
+-spec configs(dims()) -> {ok, [config()]} | {error, term()}.
 configs(Dims) ->
     configs(Dims, #{}).
 
 %% @doc As {@link configs/1}; `check_wrappers => false' leaves a missing
 %% wrapper to the run, which then fails that configuration only (the
-%% runner of `matrix --target' does so).
--spec configs(#{vm => [string()], sweep => [pos_integer()], erl => [string()],
-                wrap => [string()]}, #{check_wrappers => boolean()}) ->
+%% runner of `matrix --target' does so); `default_erl' is the `erl' a
+%% configuration without one runs (default: this VM's), whose flavours
+%% are checked.
+-spec configs(dims(), #{check_wrappers => boolean(), default_erl => file:filename()}) ->
           {ok, [config()]} | {error, term()}.
 configs(Dims, Opts) ->
     case [{vm, V, Why} || V <- maps:get(vm, Dims, []),
@@ -72,29 +85,62 @@ configs_checked(Dims, Opts) ->
                      true -> [hd(W) || W <- Wraps, W =/= none];
                      false -> []
                  end,
+    Flavors = maps:get(flavor, Dims, []),
     case check_execs(Erls, CheckWraps) of
         ok ->
-            Cs = [config([lists:flatten(X) || X <- A], E, W)
-                  || A <- default([[]], Vms), E <- default([undefined], Erls),
-                     W <- default([none], Wraps)],
-            Names = [maps:get(name, C) || C <- Cs],
-            case Names -- lists:usort(Names) of
-                [] -> {ok, Cs};
-                [Dup | _] -> {error, {duplicate_config, Dup}}
+            Cs = [config([lists:flatten(X) || X <- A], F, E, W)
+                  || A <- default([[]], Vms), F <- default([undefined], Flavors),
+                     E <- default([undefined], Erls), W <- default([none], Wraps)],
+            Names = [maps:get(name, C) || C <- Cs, is_map(C)],
+            case {Names -- lists:usort(Names), [C || {error, _} = C <- Cs]} of
+                {_, [Error | _]} -> Error;
+                {[], []} -> check_flavors(Cs, maps:get(default_erl, Opts, undefined));
+                {[Dup | _], []} -> {error, {duplicate_config, Dup}}
             end;
         Error -> Error
     end.
 
-config(Args, Erl, Wrap) ->
+%% A flavour comes from the `flavor' dimension (shown as flavor=F in the
+%% name) or from `-emu_flavor F' among the arguments, not from both.
+config(Args, Flavor, Erl, Wrap) ->
+    InArgs = case lists:dropwhile(fun(A) -> A =/= "-emu_flavor" end, Args) of
+                 [_, F | _] -> F;
+                 _ -> undefined
+             end,
     Parts = [string:join(Args, " ") || Args =/= []]
+        ++ ["flavor=" ++ atom_to_list(Flavor) || Flavor =/= undefined]
         ++ ["erl=" ++ Erl || Erl =/= undefined]
         ++ ["wrap=" ++ string:join(Wrap, " ") || Wrap =/= none],
     Name = case Parts of
                [] -> <<"default">>;
                _ -> unicode:characters_to_binary(lists:join(" ", Parts))
            end,
-    #{name => Name, args => Args, erl => Erl,
-      wrap => case Wrap of none -> undefined; _ -> Wrap end}.
+    C = #{name => Name, args => Args, erl => Erl,
+          wrap => case Wrap of none -> undefined; _ -> Wrap end},
+    case {Flavor, InArgs} of
+        {undefined, undefined} -> C;
+        {undefined, _} ->
+            %% (-emu_flavor smp, the default's name, proves nothing)
+            case beamlab_runtime_otp:parse_flavor(InArgs) of
+                {ok, F1} -> C#{flavor => F1};
+                {error, _} -> C
+            end;
+        {_, undefined} -> C#{flavor => Flavor};
+        _ -> {error, {flavor_twice, Name}}
+    end.
+
+%% Every (erl, flavour) pair is checked once, before anything runs: a
+%% flavour the installation lacks is one line, not a failed VM each time.
+check_flavors(Cs, DefaultErl) ->
+    Pairs = lists:usort([{case E of undefined -> DefaultErl; _ -> E end, F}
+                         || #{flavor := F, erl := E} <- Cs]),
+    Check = fun({undefined, F}) -> beamlab_runtime_peer:flavor_args(#{flavor => F});
+               ({Erl, F}) -> beamlab_runtime_peer:flavor_args(#{flavor => F, exec => Erl})
+            end,
+    case [R || P <- Pairs, {error, R} <- [Check(P)]] of
+        [] -> {ok, Cs};
+        [R | _] -> {error, {flavor, R}}
+    end.
 
 default(D, []) -> D;
 default(_, L) -> L.
@@ -120,11 +166,15 @@ is_exec(Path) ->
 -spec parse_range(string()) -> {ok, [pos_integer()]} | {error, term()}.
 parse_range(S) ->
     try
+        %% Scheduler counts: 1..1024, checked before a range is expanded.
+        Num = fun(T) when length(T) =< 4 -> list_to_integer(T);
+                 (_) -> error(badarg)
+              end,
         Ks = lists:append(
                [case string:split(Part, "..") of
-                    [A, "max"] -> lists:seq(list_to_integer(A), cpus());
-                    [A, B] -> lists:seq(list_to_integer(A), list_to_integer(B));
-                    [A] -> [list_to_integer(A)]
+                    [A, "max"] -> lists:seq(Num(A), cpus());
+                    [A, B] -> lists:seq(Num(A), Num(B));
+                    [A] -> [Num(A)]
                 end || Part <- string:lexemes(S, ",")]),
         case Ks =/= [] andalso lists:all(fun(K) -> K >= 1 andalso K =< 1024 end, Ks) of
             true -> {ok, lists:usort(Ks)};
@@ -147,7 +197,7 @@ cpus() ->
 %% `baseline', `repeat' and `command'.
 -spec read_grid(file:filename()) -> {ok, map()} | {error, term()}.
 read_grid(File) ->
-    case file:consult(File) of
+    case beamlab_runtime_terms:consult(File) of
         {ok, Terms} -> grid(Terms, #{});
         {error, Reason} -> {error, {grid_file, File, Reason}}
     end.
@@ -159,20 +209,28 @@ grid([{Key, V} | Rest], Acc) when Key =:= vm; Key =:= erl; Key =:= wrap ->
         false -> {error, {bad_grid_term, {Key, V}}}
     end;
 grid([{sweep, V} | Rest], Acc) ->
-    case parse_range(V) of
+    case io_lib:char_list(V) andalso parse_range(V) of
+        false -> {error, {bad_grid_term, {sweep, V}}};
         {ok, Ks} -> grid(Rest, maps:update_with(sweep, fun(L) -> L ++ Ks end, Ks, Acc));
         Error -> Error
     end;
 grid([{baseline, V} | Rest], Acc) when is_list(V) ->
-    grid(Rest, Acc#{baseline => unicode:characters_to_binary(V)});
+    case io_lib:char_list(V) of
+        true -> grid(Rest, Acc#{baseline => unicode:characters_to_binary(V)});
+        false -> {error, {bad_grid_term, {baseline, V}}}
+    end;
 grid([{repeat, N} | Rest], Acc) when is_integer(N), N >= 1 ->
     grid(Rest, Acc#{repeat => N});
 grid([{command, Argv} | Rest], Acc) when is_list(Argv) ->
-    case lists:all(fun io_lib:char_list/1, Argv) of
+    case proper_list(Argv) andalso lists:all(fun io_lib:char_list/1, Argv) of
         true -> grid(Rest, Acc#{command => Argv});
         false -> {error, {bad_grid_term, {command, Argv}}}
     end;
 grid([T | _], _) -> {error, {bad_grid_term, T}}.
+
+proper_list([_ | T]) -> proper_list(T);
+proper_list([]) -> true;
+proper_list(_) -> false.
 
 %%--------------------------------------------------------------------
 %% Running
@@ -201,7 +259,11 @@ run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
         false -> {error, {unknown_baseline, Baseline}};
         true ->
             Runs = interleave(Configs, R, Argv, Runner, Progress),
-            {ok, result(Spec#{baseline => Baseline}, Runs)}
+            Profiled = case maps:get(profiled, Spec, false) of
+                           true -> profiled(Configs, Runs, Argv, Runner, Progress);
+                           false -> #{}
+                       end,
+            {ok, result(Spec#{baseline => Baseline}, Runs, Profiled)}
     end.
 
 %% Rep 1 of every configuration, then rep 2, ... A configuration whose VM
@@ -225,9 +287,24 @@ interleave(Configs, R, Argv, Runner, Progress) ->
           end, {[], []}, Order),
     lists:reverse(Runs).
 
+%% The profiled repetition of every configuration that ran, in the same
+%% order, unless interrupted.
+profiled(Configs, Runs, Argv, Runner, Progress) ->
+    Ok = lists:usort([N || {N, _, {ok, #{exit := 0}}} <- Runs]),
+    maps:from_list(
+      [{Name, begin
+                  Out = Runner(C#{profiled => true}, Argv),
+                  Progress(case Out of
+                               {ok, #{exit := 0}} -> io_lib:format("[~ts] profiled repetition done~n", [Name]);
+                               _ -> io_lib:format("[~ts] profiled repetition: ~ts~n", [Name, format_run_error(Out)])
+                           end),
+                  Out
+              end}
+       || #{name := Name} = C <- Configs, lists:member(Name, Ok), not interrupted()]).
+
 progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
-    io_lib:format("[~ts] rep ~b/~b done (~b schedulers online)~n",
-                  [Name, Rep, R, online(Env)]);
+    io_lib:format("[~ts] rep ~b/~b done (~w schedulers online, ~ts flavour)~n",
+                  [Name, Rep, R, online(Env), flavor(Env)]);
 progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
     io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
 progress_line(Name, Rep, R, {ok, #{exit := _}} = Out) ->
@@ -240,7 +317,7 @@ interrupted() ->
 
 %% The matrix result document: one benchmark per configuration and inner
 %% metric, whose samples are the repetitions' primary values.
-result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs) ->
+result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs, Profiled) ->
     Sweep = maps:get(sweep, Spec, false),
     PerConfig = [{C, [Out || {N, _, Out} <- Runs, N =:= maps:get(name, C)]} || C <- Configs],
     Values = maps:from_list([{maps:get(name, C), primary_values(Outs)} || {C, Outs} <- PerConfig]),
@@ -257,7 +334,9 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
     Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{configs => [config_info(C, Outs) || {C, Outs} <- PerConfig]}, Doc1),
+    Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
+                                                              profiled_info(maps:get(name, C), Profiled))
+                                                   || {C, Outs} <- PerConfig]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
 
@@ -326,7 +405,7 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                                   extra => Scaling#{schedulers_online => Sched,
                                                     inner_benchmark => Metric}}).
 
-config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
+config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) ->
     %% A repetition cut short by an interrupt is left out (its mean covers
     %% less than the others), and is no error.
     Errors = [format_run_error(O) || O <- Outs, not ok_run(O), not interrupted_run(O)],
@@ -342,6 +421,9 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
                 end,
       errors => Errors,
       schedulers_online => online(Env),
+      %% asked for (null: the installation's default) and as the VM reported it
+      flavor => case C of #{flavor := F} -> atom_to_binary(F); _ -> null end,
+      flavor_reported => case Env of undefined -> null; _ -> flavor(Env) end,
       env => case Env of undefined -> null; _ -> Env end,
       %% A watched target's telemetry (matrix --target: the inner amqp
       %% --watch), of the last repetition that ran.
@@ -349,6 +431,20 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap}, Outs) ->
                     [] -> null;
                     Bs -> lists:last(Bs)
                 end}.
+
+%% The profiled repetition's document (its benchmarks) or its error, and
+%% the profile the runner put in that document's `extra.profile', which
+%% becomes the configuration's `profile' (where the report finds a
+%% matrix configuration's profile).
+profiled_info(Name, Profiled) ->
+    case maps:find(Name, Profiled) of
+        error -> #{profiled => null, profile => null};
+        {ok, {ok, #{exit := 0, result := #{extra := X} = Doc}}} ->
+            #{profiled => #{status => <<"ok">>, result => Doc#{extra := maps:remove(<<"profile">>, X)}},
+              profile => maps:get(<<"profile">>, X, null)};
+        {ok, Out} ->
+            #{profiled => #{status => <<"failed">>, error => format_run_error(Out)}, profile => null}
+    end.
 
 ok_run({ok, #{exit := 0}}) -> true;
 ok_run(_) -> false.
@@ -393,18 +489,30 @@ last_env(Outs) ->
 online(#{schedulers := #{online := N}}) -> N;
 online(_) -> null.
 
+%% The flavour an env report gives: beamlab_env's (a fresh VM) or
+%% beamlab_sut_watch's (a target node).
+flavor(#{otp := #{emu_flavor := F}}) -> F;
+flavor(#{otp := #{flavor := F}}) when F =/= null -> F;
+flavor(_) -> <<"?">>.
+
 %% One run in a fresh VM configured as `Config': the inner command, then
 %% the VM's own env report.
-run_in_vm(#{args := Args, erl := Erl, wrap := Wrap}, Inner, Paths) ->
+run_in_vm(#{args := Args, erl := Erl, wrap := Wrap} = C, Inner, Paths) ->
     PeerOpts = maps:from_list([{args, Args}, {paths, Paths}]
                               ++ [{exec, Erl} || Erl =/= undefined]
-                              ++ [{wrapper, Wrap} || Wrap =/= undefined]),
+                              ++ [{wrapper, Wrap} || Wrap =/= undefined]
+                              ++ [{flavor, F} || #{flavor := F} <- [C]]),
     beamlab_runtime_peer:run(PeerOpts, Inner, {beamlab_env, report, []}).
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
 format_error({bad_args, Opt, V, Why}) ->
     io_lib:format("--~ts ~ts: ~ts", [Opt, V, beamlab_runtime_peer:format_error(Why)]);
+format_error({flavor_twice, Name}) ->
+    io_lib:format("configuration \"~ts\" gives -emu_flavor in its arguments and --flavor: give one",
+                  [Name]);
+format_error({flavor, R}) ->
+    ["--flavor: ", beamlab_runtime_peer:format_error({otp, R})];
 format_error({duplicate_config, Name}) ->
     io_lib:format("configuration \"~ts\" is given twice", [Name]);
 format_error({erl_not_found, E}) ->
@@ -414,19 +522,21 @@ format_error({wrapper_not_found, W}) ->
 format_error({bad_range, S}) ->
     io_lib:format("bad scheduler range \"~ts\" (use 1..4, 1,2,4 or 1..max)", [S]);
 format_error({grid_file, File, Reason}) ->
-    io_lib:format("~ts: ~ts", [File, file:format_error(Reason)]);
+    io_lib:format("~ts: ~ts", [File, beamlab_runtime_terms:format_error(Reason)]);
 format_error({bad_grid_term, T}) ->
-    io_lib:format("grid file: unknown or malformed term ~0p", [T]);
+    io_lib:format("grid file: unknown or malformed term ~0tP", [T, 8]);
 format_error({unknown_baseline, B}) ->
     io_lib:format("baseline \"~ts\" is not one of the configurations", [B]);
 format_error({vm_start, _} = E) ->
+    beamlab_runtime_peer:format_error(E);
+format_error({vm_unresponsive, _} = E) ->
     beamlab_runtime_peer:format_error(E);
 format_error({vm_failed, _, _} = E) ->
     beamlab_runtime_peer:format_error(E);
 format_error({target, Line}) when is_binary(Line) ->
     Line;
 format_error(Other) ->
-    io_lib:format("~0p", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 mean(L) -> lists:sum(L) / length(L).
 

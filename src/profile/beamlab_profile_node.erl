@@ -7,7 +7,8 @@
 -export([os_pid/2, format_error/1]).
 
 -type error_reason() :: {bad_node, string()} | {no_distribution, term()} | {unreachable, atom()}
-                      | {remote_host, atom(), string()} | {no_jit, atom(), term(), term()}.
+                      | {bad_cookie, empty | too_long}
+                      | {remote_host, atom(), string()}.
 -export_type([error_reason/0]).
 
 %% @doc Connects to `Name' (with `Cookie' when given) and returns its OS pid.
@@ -15,32 +16,21 @@
 os_pid(Name, Cookie) ->
     case string:split(Name, "@") of
         [N, Host] when N =/= "", Host =/= "" ->
-            Names = case lists:member($., Host) of
+            Names = case lists:member($., Host) orelse lists:member($:, Host) of
                         true -> longnames;
                         false -> shortnames
                     end,
-            case start_dist(Names) of
+            case beamlab_runtime_peer:start_hidden(Names) of
                 ok ->
                     Node = list_to_atom(Name),
-                    Cookie =/= undefined andalso erlang:set_cookie(Node, list_to_atom(Cookie)),
-                    ask(Node);
+                    case Cookie =:= undefined orelse beamlab_runtime_peer:set_cookie(Node, Cookie) of
+                        {error, _} = E -> E;
+                        _ -> ask(Node)
+                    end;
                 {error, _} = E -> E
             end;
         _ ->
             {error, {bad_node, Name}}
-    end.
-
-start_dist(Names) ->
-    case node() of
-        nonode@nohost ->
-            Self = list_to_atom("beamlab_profile_" ++ os:getpid()),
-            case net_kernel:start(Self, #{name_domain => Names, hidden => true}) of
-                {ok, _} -> ok;
-                {error, {already_started, _}} -> ok;
-                {error, R} -> {error, {no_distribution, R}}
-            end;
-        _ ->
-            ok
     end.
 
 ask(Node) ->
@@ -48,13 +38,10 @@ ask(Node) ->
         true ->
             case rpc:call(Node, os, getpid, [], 10000) of
                 P when is_list(P) ->
-                    Pid = list_to_integer(P),
-                    Flavor = rpc:call(Node, erlang, system_info, [emu_flavor], 10000),
-                    Release = rpc:call(Node, erlang, system_info, [otp_release], 10000),
+                    %% Any flavour: an interpreter's profile is its C code.
                     case filelib:is_dir("/proc/" ++ P) of
                         false -> {error, {remote_host, Node, P}};
-                        true when Flavor =:= jit -> {ok, Pid};
-                        true -> {error, {no_jit, Node, Release, Flavor}}
+                        true -> {ok, list_to_integer(P)}
                     end;
                 _ ->
                     {error, {unreachable, Node}}
@@ -67,13 +54,14 @@ ask(Node) ->
 -spec format_error(error_reason()) -> iolist().
 format_error({bad_node, Name}) ->
     io_lib:format("--node ~ts: expected NAME@HOST", [Name]);
+format_error({no_distribution, R}) when is_list(R) ->
+    io_lib:format("cannot start distribution to reach the node: ~ts", [R]);
 format_error({no_distribution, R}) ->
     io_lib:format("cannot start distribution to reach the node (is epmd running?): ~0p", [R]);
+format_error({bad_cookie, _} = Bad) ->
+    beamlab_runtime_peer:format_error(Bad);
 format_error({unreachable, Node}) ->
     io_lib:format("cannot reach node ~ts: is it running, and is the cookie right (--cookie)?", [Node]);
-format_error({no_jit, Node, Release, Flavor}) ->
-    io_lib:format("node ~ts runs OTP ~0p with the ~0p emulator, which has no perf support: "
-                  "profiling needs the JIT (OTP 24 or later on x86-64 or arm64)", [Node, Release, Flavor]);
 format_error({remote_host, Node, P}) ->
     io_lib:format("node ~ts runs as OS pid ~ts on another machine: perf profiles local VMs only",
                   [Node, P]).

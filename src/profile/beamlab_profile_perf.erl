@@ -16,9 +16,11 @@
 script_fields() ->
     "comm,tid,ip,sym,dso".
 
-%% @doc The samples of a `perf script' text (blocks separated by blank
-%% lines: a header `COMM TID', then one frame a line). Lines that fit
-%% neither form (perf's warnings) are skipped.
+%% @doc The samples of a `perf script' text: with call graphs, blocks
+%% separated by blank lines (a header `COMM TID', then one frame a line);
+%% without (perf record without -g), one line a sample
+%% (`COMM TID IP SYM (DSO)'). Lines that fit no form (perf's warnings)
+%% are skipped.
 -spec parse(iodata()) -> [sample()].
 parse(Text) ->
     Lines = binary:split(iolist_to_binary(Text), <<"\n">>, [global]),
@@ -35,6 +37,8 @@ blocks([Line | Rest], Cur, Acc) ->
         {frame, _} -> blocks(Rest, Cur, Acc);
         {header, Thread, Tid} ->
             blocks(Rest, #{thread => Thread, tid => Tid, frames => []}, close(Cur, Acc));
+        {leaf, Thread, Tid, F} ->
+            blocks(Rest, undefined, [#{thread => Thread, tid => Tid, frames => [F]} | close(Cur, Acc)]);
         skip -> blocks(Rest, Cur, Acc)
     end.
 
@@ -44,8 +48,23 @@ close(S = #{frames := Fs}, Acc) -> [S#{frames := lists:reverse(Fs)} | Acc].
 classify(Line) ->
     case string:trim(Line, trailing) of
         <<>> -> blank;
-        <<C, _/binary>> = L when C =:= $\t; C =:= $\s -> frame(string:trim(L, leading));
-        L -> header(L)
+        <<$\t, _/binary>> = L -> frame(string:trim(L, leading));
+        L ->
+            %% perf pads the thread's name on the left to 16 columns.
+            case {leaf(string:trim(L, leading)), L} of
+                {skip, <<$\s, _/binary>>} -> frame(string:trim(L, leading));
+                {skip, _} -> header(L);
+                {Leaf, _} -> Leaf
+            end
+    end.
+
+%% `   1_scheduler 11710     7f14f45bf6fa $busy:loop/2 (/tmp/perf-11702.map)'
+leaf(L) ->
+    case re:run(L, <<"^(.*?\\S)\\s+(\\d+)(?:/\\d+)?\\s+([0-9a-fA-F]+)\\s+(.*?)\\s+\\((.*)\\)$">>,
+                [{capture, all_but_first, binary}, unicode]) of
+        {match, [Comm, Tid, _Ip, Sym, Dso]} ->
+            {leaf, Comm, binary_to_integer(Tid), #{sym => strip_offset(Sym), dso => Dso}};
+        nomatch -> skip
     end.
 
 %% `7f14f45bf6fa $busy:loop/2 (/tmp/perf-11702.map)'; the symbol may hold

@@ -152,8 +152,10 @@ named(Sym0, Dso) ->
                 {match, [Mod]} ->
                     {clean(Sym), case harness_module(Mod) of true -> harness; false -> erlang end, <<>>};
                 nomatch ->
+                    %% beam.smp, or beam.jit and beam.emu of an
+                    %% installation with both flavours.
                     Note = case {note(Sym), filename:basename(Dso)} of
-                               {<<>>, <<"beam.smp">>} -> bif_note(Sym);
+                               {<<>>, <<"beam.", _/binary>>} -> bif_note(Sym);
                                {<<>>, Lib} -> Lib;
                                {N, _} -> N
                            end,
@@ -233,7 +235,7 @@ note(Sym) ->
              {prefix, <<"get_map_element">>, <<"map lookup">>},
              {prefix, <<"erts_maps_">>, <<"map operation">>},
              {exact, <<"beam_jit_call_bif">>, <<"JIT: calls a BIF">>},
-             {exact, <<"process_main">>, <<"emulator main loop">>},
+             {exact, <<"process_main">>, <<"emulator main loop (the interpreter runs every BEAM instruction in it)">>},
              {exact, <<"erts_schedule">>, <<"scheduler: picking the next process">>},
              {exact, <<"scheduler_wait">>, <<"scheduler idle">>},
              {prefix, <<"erts_thr_progress">>, <<"thread progress (scheduler bookkeeping)">>},

@@ -17,12 +17,17 @@ render(Doc, Opts) ->
     Benches = maps:get(benchmarks, Doc),
     Report = report_kind(maps:get(report, Opts), Benches),
     Timed = maps:get(<<"mode">>, maps:get(params, Doc)) =:= <<"timed">>,
-    Many = length(Benches) > 1,
+    %% No column of comparisons where nothing is compared (a project's
+    %% bench modules are not alternatives of one another).
+    Many = length(Benches) > 1
+        andalso lists:any(fun(#{extra := X}) -> maps:get(<<"rel">>, X, null) =/= null end, Benches),
     {Header, Rows} = case Report of
                          basic -> basic(Benches, Timed, Many);
                          _ -> extended(Benches, Timed, Many, plus_minus(Opts))
                      end,
     [case Doc of
+         #{partial := true, extra := #{<<"vm_stopped">> := #{<<"exit_status">> := 130}}} ->
+             "(interrupted: SIGINT to the VM; showing what was measured up to its last checkpoint)\n";
          #{partial := true, extra := #{<<"vm_stopped">> := #{<<"job">> := Job, <<"exit_status">> := St}}}
            when is_binary(Job) ->
              io_lib:format("(partial: the VM stopped (exit status ~w) while ~ts ran; showing what was "
@@ -33,6 +38,7 @@ render(Doc, Opts) ->
          _ -> ""
      end,
      beamlab_format_table:render(Header, Rows),
+     flavor_note(Doc),
      baseline_note(Doc),
      [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
                     "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
@@ -44,6 +50,13 @@ render(Doc, Opts) ->
          _ -> ""
      end,
      beamlab_render_text:findings(maps:get(findings, Doc))].
+
+%% -i --flavor: the fresh VMs ran that flavour (each proved it before its
+%% job ran); the document's env is the controlling VM's.
+flavor_note(#{params := #{<<"flavor">> := F}}) ->
+    io_lib:format("each job ran in a fresh VM of the ~ts flavour (as the VM reported)~n", [F]);
+flavor_note(_) ->
+    "".
 
 %% Rel and the verdicts are against the job that actually served as the
 %% baseline; say so when it is not the one asked for.

@@ -30,8 +30,13 @@
 
 %% @doc Every measure of the document, in benchmark order.
 -spec measures(beamlab_result:result()) -> [measure()].
-measures(#{benchmarks := Bs}) ->
-    lists:append([bench_measures(B) || B <- Bs]).
+measures(#{benchmarks := Bs} = Doc) ->
+    lists:append([bench_measures(B, benchmark(B, Doc)) || B <- Bs]).
+
+%% A check (`beamlab check') has an entry per benchmark and metric; the
+%% benchmark is its group, the metric its measure.
+benchmark(#{group := G}, #{kind := check}) -> G;
+benchmark(#{name := N}, _Doc) -> N.
 
 %% @doc Names of the benchmarks that give no measure (no statistics: the
 %% benchmark failed), for a caller that must not drop them silently.
@@ -40,9 +45,9 @@ left_out(#{benchmarks := Bs}) ->
     [Name || #{name := Name} = B <- Bs, not is_map_key(stats, B)].
 
 bench_measures(#{name := Name, metric := Metric, better := Better,
-                 stats := #{mean := Mean} = S} = B) ->
+                 stats := #{mean := Mean} = S} = B, Benchmark) ->
     {Scale, Unit} = beamlab_format_units:per_second(B),
-    Main0 = #{name => Name, benchmark => Name, measure => Metric, unit => Unit, better => Better,
+    Main0 = #{name => Name, benchmark => Benchmark, measure => Metric, unit => Unit, better => Better,
               value => Mean * Scale, n => maps:get(n, S, 0)},
     Main1 = case maps:get(ci_mean, S, undefined) of
                 {Lo, Hi} when is_number(Lo), is_number(Hi) ->
@@ -54,7 +59,7 @@ bench_measures(#{name := Name, metric := Metric, better := Better,
                _ -> Main1
            end,
     [Main | counted(B)];
-bench_measures(_) ->
+bench_measures(_, _) ->
     [].
 
 counted(#{name := Name, extra := Extra}) ->

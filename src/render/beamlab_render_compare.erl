@@ -1,4 +1,4 @@
-%%% @doc Renders a `beamlab_compare' comparison in every output format:
+%%% @doc Renders a comparison (`beamlab_result_compare') in every output format:
 %%% `text' (aligned table, benchstat spirit, with notes and the env
 %%% differences), `markdown' (ready to paste into a pull request), `csv'
 %%% (raw numbers, one row per benchmark) and `json' (the whole comparison).
@@ -14,12 +14,12 @@
 -define(MAX_ENV_LINES, 12).
 
 %% @doc Render in `Format' with default options.
--spec render(beamlab_compare:comparison(), format()) -> iodata().
+-spec render(beamlab_result_compare:comparison(), format()) -> iodata().
 render(Cmp, Format) ->
     render(Cmp, Format, #{}).
 
 %% @doc Render; options: `files' (the path of each run, shown in the legend).
--spec render(beamlab_compare:comparison(), format(), map()) -> iodata().
+-spec render(beamlab_result_compare:comparison(), format(), map()) -> iodata().
 render(Cmp, json, _Opts) ->
     [beamlab_json:encode(json(Cmp)), $\n];
 render(Cmp, csv, _Opts) ->
@@ -46,7 +46,7 @@ render(Cmp, text, Opts) ->
 %% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
 %% `slower', `no_difference', `too_few_samples', `unit_mismatch',
 %% `no_baseline', `missing').
--spec rows(beamlab_compare:comparison()) -> {[binary()], [[binary() | number() | null]]}.
+-spec rows(beamlab_result_compare:comparison()) -> {[binary()], [[binary() | number() | null]]}.
 rows(#{runs := Runs, rows := Rows}) ->
     [#{label := Base} | Later] = Runs,
     Header = [<<"name">>, <<"unit">>]
@@ -58,14 +58,14 @@ rows(#{runs := Runs, rows := Rows}) ->
     {Header, [table_row(R) || R <- Rows]}.
 
 %% @doc The comparison as a JSON value (schema `beamlab.compare').
--spec json(beamlab_compare:comparison()) -> beamlab_json:json().
+-spec json(beamlab_result_compare:comparison()) -> beamlab_json:json().
 json(Cmp) ->
     beamlab_json:canonical(Cmp#{schema => <<"beamlab.compare">>, version => 1}).
 
 %% @doc The comparison as human-readable cells (units, percentages): name,
 %% unit, each run's mean with its CI half-width, then for each later run the
 %% change, its CI, the p-value and the verdict.
--spec display_rows(beamlab_compare:comparison()) -> {[binary()], [[binary()]]}.
+-spec display_rows(beamlab_result_compare:comparison()) -> {[binary()], [[binary()]]}.
 display_rows(#{runs := Runs, rows := Rows, confidence := Conf}) ->
     [#{label := Base} | Later] = Runs,
     CiHead = iolist_to_binary(io_lib:format("~b% CI", [round(Conf * 100)])),

@@ -15,7 +15,12 @@ render(R) ->
     Lines =
         [section("VM"),
          kv("OTP", [maps:get(<<"otp_version">>, O), " (erts ", maps:get(<<"erts">>, O), ")"]),
-         kv("emulator", ["flavor ", maps:get(<<"emu_flavor">>, O), ", type ", maps:get(<<"emu_type">>, O),
+         kv("emulator", ["flavor ", maps:get(<<"emu_flavor">>, O),
+                         case maps:get(<<"flavors_installed">>, O, []) of
+                             [] -> "";
+                             Fs -> [" (installed: ", lists:join(", ", Fs), ")"]
+                         end,
+                         ", type ", maps:get(<<"emu_type">>, O),
                          ", build ", maps:get(<<"build_type">>, O), ", dynamic trace ", maps:get(<<"dynamic_trace">>, O)]),
          [kv("WARNING", W) || W <- maps:get(<<"build_warnings">>, O)],
          kv("schedulers", io_lib:format("~b/~b online, dirty CPU ~b/~b online, dirty IO ~b",

@@ -5,8 +5,11 @@
 
 -export([render/1]).
 
-%% @doc The Markdown view of a document.
+%% @doc The Markdown view of a document (a `check' has its own, the
+%% summary for a pull-request comment).
 -spec render(beamlab_result:result()) -> binary().
+render(#{kind := check} = Result) ->
+    beamlab_render_check:markdown(Result);
 render(Result = #{kind := Kind, command := Command, partial := Partial, findings := Findings}) ->
     Header = [<<"Benchmark">>, <<"n">>, <<"Mean">>, <<"95% CI">>, <<"Median">>, <<"P99">>,
               <<"Change">>, <<"Verdict">>],

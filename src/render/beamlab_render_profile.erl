@@ -5,7 +5,7 @@
 %%% the run command adds to its benchmarks. Pure: the document in, text out.
 -module(beamlab_render_profile).
 
--export([render/2, top_table/2, invm_table/1, memory_lines/1, memory_lines/2]).
+-export([render/2, top_table/2, invm_table/1, memory_lines/1, memory_lines/2, after_phases/1]).
 
 -type opts() :: #{unicode => boolean(), top => pos_integer(),
                   callers => [{binary(), [{binary(), pos_integer()}]}]}.
@@ -19,6 +19,7 @@ render(#{extra := #{<<"profile">> := P}, params := Params}, Opts) ->
                           maps:get(<<"frequency">>, Params, 0),
                           beamlab_format_units:number(maps:get(<<"elapsed_ms">>, P, 0) / 1000)]),
     [Head,
+     mode_line(P),
      shares("threads", maps:get(<<"threads">>, P, #{}), N,
             [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>]),
      shares("categories", maps:get(<<"categories">>, P, #{}), N,
@@ -57,9 +58,18 @@ shares(Title, Counts, N, Keys) ->
              || K <- Keys],
     [Title, ": ", lists:join(", ", Parts), "\n"].
 
+mode_line(#{<<"mode">> := M, <<"mode_what">> := What, <<"mode_cost">> := Cost}) ->
+    io_lib:format("mode ~ts: ~ts; cost: ~ts~n", [M, What, Cost]);
+mode_line(_) ->
+    "".
+
 warnings(P, N) ->
     Unnamed = maps:get(<<"unnamed_jit">>, P, 0),
     W1 = case maps:get(<<"perf_support">>, P, true) of
+             _ when map_get(<<"flavor">>, P) =:= <<"emu">> ->
+                 ["note: the interpreter (emu flavour) runs no JIT code: Erlang functions are not named; "
+                  "its time is in the emulator's C functions, process_main (the loop that runs BEAM "
+                  "instructions) first\n"];
              false -> ["warning: the VM was started without perf support: its Erlang functions are "
                        "anonymous JIT addresses; start it with +JPperf true (e.g. ERL_FLAGS='+JPperf true')\n"];
              _ when N > 0, Unnamed * 10 > N ->
@@ -150,3 +160,18 @@ memory_lines(M, Unit) ->
 
 spawned(0, _Unit) -> "";
 spawned(N, Unit) -> io_lib:format(", counting ~b spawned process(es) per ~s", [N, Unit]).
+
+%% @doc The after-phase of a benchmark document (per-iteration memory and
+%% reductions, an in-VM profiler's table), after the run's table.
+-spec after_phases(beamlab_result:result()) -> unicode:chardata().
+after_phases(#{benchmarks := Bs}) ->
+    [[case maps:find(<<"per_iteration">>, E) of
+          {ok, #{<<"error">> := Err}} -> ["\n", N, ": per iteration: ", Err, "\n"];
+          {ok, M} -> ["\n", N, ", per iteration (own phase, after the samples):\n", memory_lines(M)];
+          error -> []
+      end,
+      case maps:find(<<"profile">>, E) of
+          {ok, #{<<"error">> := Err}} -> ["\n", N, ": profile: ", Err, "\n"];
+          {ok, P} -> ["\n", N, ": ", invm_table(P)];
+          error -> []
+      end] || #{name := N, extra := E} <- Bs].

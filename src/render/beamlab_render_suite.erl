@@ -25,6 +25,8 @@ render(Doc, Opts) ->
     Failures = maps:get(<<"failures">>, maps:get(extra, Doc), []),
     Extra = maps:get(extra, Doc),
     [case {maps:get(partial, Doc), maps:get(<<"vm_stopped">>, Extra, none)} of
+         {true, #{<<"exit_status">> := 130}} ->
+             "(interrupted: SIGINT to the VM; what was measured up to its last checkpoint is shown)\n";
          {true, #{<<"point">> := Point, <<"exit_status">> := St}} when is_binary(Point) ->
              io_lib:format("(partial: the VM stopped (exit status ~w) while ~ts ran; what was measured "
                            "before is shown)~n", [St, Point]);
@@ -37,6 +39,11 @@ render(Doc, Opts) ->
          [] -> "";
          _ -> beamlab_format_table:render(Header, Rows, #{align => [left, left, left, left, right,
                                                                     right, right, right, left, left]})
+     end,
+     case maps:get(params, Doc) of
+         #{<<"flavor">> := F} when is_binary(F) ->
+             io_lib:format("each point ran in a fresh VM of the ~ts flavour (as the VM reported)~n", [F]);
+         _ -> ""
      end,
      beamlab_render_text:distributions(Doc, Opts),
      details(Bs),

@@ -1,30 +1,17 @@
 %%% @doc Comparison of saved runs: pairs benchmarks by name, measures the
 %%% change of every later run against the first with `beamlab_stats:compare/3',
 %%% lists unpaired benchmarks and the `env'/`params' differences that might
-%%% explain a change. Pure: takes loaded result documents, returns a map the
-%%% CLI renders in any format (see `beamlab_render_compare').
+%%% explain a change. Pure: takes loaded result documents, returns the
+%%% comparison (`beamlab_result_compare:comparison()', a core type) the CLI
+%%% renders in any format (see `beamlab_render_compare').
 -module(beamlab_compare).
 
--export([compare/1, compare/2, slower_than/2, worse_by/2,
-         format_error/1]).
+-export([compare/1, compare/2, format_error/1]).
 
 -type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
 -type opts() :: #{confidence => float(), labels => [binary()]}.
--type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
-                      started_at := binary()}.
--type cell() :: #{label := binary(), present := boolean(), n => non_neg_integer(),
-                  mean => number() | null, ci_mean => [number()] | null,
-                  change => number() | null, ci => [number()] | null, p_value => number() | null,
-                  test => mann_whitney | welch | none, verdict => verdict()}.
--type verdict() :: faster | slower | no_difference | too_few_samples | unit_mismatch | no_baseline.
--type row() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
-                 metric := binary(), group := binary(), cells := [cell()]}.
--type comparison() :: #{runs := [run_info()], rows := [row()],
-                        unpaired := [#{name := binary(), missing_in := [binary()]}],
-                        env_diff := [#{key := binary(), values := [beamlab_result_env:scalar()]}],
-                        notes := [binary()], confidence := float()}.
 -type error_reason() :: {too_few_runs, non_neg_integer()}.
--export_type([run/0, opts/0, comparison/0, row/0, cell/0, verdict/0, error_reason/0]).
+-export_type([run/0, opts/0, error_reason/0]).
 
 %% Env keys that commonly explain a performance change, shown first.
 -define(EXPLAINING, [<<"git">>, <<"otp">>, <<"release">>, <<"erts">>, <<"flavo">>, <<"jit">>,
@@ -46,12 +33,12 @@
 -define(NOISE_EXACT, [<<"time">>, <<"t">>, <<"ts">>]).
 
 %% @doc Compare runs at the default 95% confidence.
--spec compare([run()]) -> {ok, comparison()} | {error, error_reason()}.
+-spec compare([run()]) -> {ok, beamlab_result_compare:comparison()} | {error, error_reason()}.
 compare(Runs) ->
     compare(Runs, #{}).
 
 %% @doc Compare two or more runs; the first one is the baseline.
--spec compare([run()], opts()) -> {ok, comparison()} | {error, error_reason()}.
+-spec compare([run()], opts()) -> {ok, beamlab_result_compare:comparison()} | {error, error_reason()}.
 compare(Runs, _Opts) when length(Runs) < 2 ->
     {error, {too_few_runs, length(Runs)}};
 compare(Runs, Opts) ->
@@ -68,23 +55,6 @@ compare(Runs, Opts) ->
            env_diff => env_diff(Runs),
            notes => notes(Runs, Rows, Unpaired),
            confidence => Conf}}.
-
-%% @doc Benchmarks significantly worse than the baseline by more than `Pct'
-%% percent in any later run (the `--fail-if-slower' rule: verdict `slower'
-%% and the point estimate of the change beyond the threshold).
--spec slower_than(comparison(), number()) -> [{Name :: binary(), Label :: binary(), Pct :: float()}].
-slower_than(#{rows := Rows}, Pct) ->
-    [{maps:get(name, R), maps:get(label, C), 100 * worse_by(C, maps:get(better, R))}
-     || R <- Rows, C <- tl(maps:get(cells, R)),
-        maps:get(verdict, C, undefined) =:= slower,
-        100 * worse_by(C, maps:get(better, R)) > Pct].
-
-%% @doc How much worse (as a fraction, positive = worse) a cell's change is,
-%% given the benchmark's `better' direction.
--spec worse_by(cell(), beamlab_result:better()) -> float().
-worse_by(#{change := Change}, higher) when is_number(Change) -> -Change * 1.0;
-worse_by(#{change := Change}, _Lower) when is_number(Change) -> Change * 1.0;
-worse_by(_, _) -> 0.0.
 
 %% @doc One line for each error `compare/2' returns.
 -spec format_error(error_reason()) -> iolist().

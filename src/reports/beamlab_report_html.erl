@@ -81,14 +81,15 @@ embed_json(Model) ->
 write(Path, Runs) ->
     write(Path, Runs, #{}).
 
-%% @doc Render with options and write `Path' atomically (temporary file in
-%% the same directory, then rename), so a reader never sees half a page.
+%% @doc Render with options and write `Path' under the output-path policy
+%% (`beamlab_runtime_file:write/2': a file atomically, so a reader never
+%% sees half a page).
 -spec write(file:filename_all(), [run()], opts()) -> ok | {error, error_reason()}.
 write(Path, Runs, Opts) ->
     case render(Runs, Opts) of
         {ok, Html} ->
-            case beamlab_runtime_file:write_atomic(Path, Html) of
-                ok -> ok;
+            case beamlab_runtime_file:write(Path, Html) of
+                {ok, _} -> ok;
                 {error, Reason} -> {error, {write, Path, Reason}}
             end;
         {error, _} = E -> E
@@ -129,7 +130,7 @@ model(Runs0, Opts) ->
 format_error(no_runs) ->
     "report needs at least one run";
 format_error({write, Path, Reason}) ->
-    io_lib:format("cannot write ~ts: ~ts", [Path, file:format_error(Reason)]);
+    io_lib:format("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
 format_error({asset, _, _} = Reason) ->
     beamlab_report_assets:format_error(Reason).
 

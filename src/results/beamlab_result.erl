@@ -22,7 +22,7 @@
 -include_lib("kernel/include/file.hrl").
 
 -export([new/2, benchmark/3, add_benchmarks/2, set/3, add_findings/2, finish/2,
-         finding/6, bound_samples/2, save/2, save/3, load/1, to_json/1, from_json/1, default_path/2,
+         finding/6, bound_samples/2, save/2, save/3, load/1, to_json/1, from_json/1, default_path/2, default_dir/0,
          schema/0, version/0, tool_version/0, limits/0, format_error/1]).
 
 -define(SCHEMA, <<"beamlab.result">>).
@@ -36,7 +36,7 @@
 %% Samples in one benchmark.
 -define(MAX_BENCH_SAMPLES, 100000).
 
--type kind() :: bench | suite | matrix | amqp | profile | watch.
+-type kind() :: bench | suite | matrix | amqp | profile | watch | check.
 -type better() :: higher | lower.
 -type severity() :: info | warning | critical.
 -type sample_method() :: all | reservoir.
@@ -190,18 +190,21 @@ bound_benchmark(B, _Max) ->
 save(R, {new, Path}) ->
     save(R, Path, new);
 save(R = #{kind := Kind, started_at := Started}, Path) ->
-    case filelib:is_dir(Path) of
-        true -> save(R, filename:join(Path, filename:basename(default_path(Kind, Started))), new);
-        false -> save(R, Path, replace)
+    case beamlab_runtime_file:check_target(Path) of
+        {ok, directory} -> save(R, filename:join(Path, filename:basename(default_path(Kind, Started))), new);
+        {ok, _} -> save(R, Path, replace);
+        {error, Why} -> {error, {save, Path, Why}}
     end.
 
-%% @doc As {@link save/2}: `replace' overwrites `Path' atomically; `new'
-%% picks the first free name among `Path', `Path-2', `Path-3'...
+%% @doc As {@link save/2}: `replace' writes `Path' under the output-path
+%% policy (`beamlab_runtime_file:write/2': a file atomically, a device or
+%% standard output in place); `new' picks the first free name among
+%% `Path', `Path-2', `Path-3'...
 -spec save(result(), file:filename(), replace | new) ->
           {ok, file:filename()} | {error, error_reason()}.
 save(R, Path, replace) ->
-    case beamlab_runtime_file:write_atomic(Path, to_json(R)) of
-        ok -> {ok, Path};
+    case beamlab_runtime_file:write(Path, to_json(R)) of
+        {ok, _} -> {ok, Path};
         {error, Reason} -> {error, {save, Path, Reason}}
     end;
 save(R, Path, new) ->
@@ -221,16 +224,9 @@ limits() ->
 %% are refused before they are parsed.
 -spec load(file:filename()) -> {ok, result()} | {error, error_reason()}.
 load(Path) ->
-    case file:read_file_info(Path) of
-        {ok, #file_info{type = directory}} -> {error, {load, Path, eisdir}};
-        {ok, #file_info{type = regular, size = Size}} when Size > ?MAX_FILE_BYTES ->
-            {error, {load, Path, {too_large, Size}}};
-        {ok, #file_info{}} -> load_file(Path);
-        {error, Reason} -> {error, {load, Path, Reason}}
-    end.
-
-load_file(Path) ->
-    case read_bounded(Path) of
+    %% Bounded in size and time, whatever the file is (a FIFO, /dev/zero):
+    %% beamlab_runtime_file:read/2.
+    case beamlab_runtime_file:read(Path, ?MAX_FILE_BYTES) of
         {ok, Bin} ->
             case count_separators(Bin, 0) of
                 N when N > ?MAX_VALUES -> {error, {load, Path, {too_many_values, N}}};
@@ -245,22 +241,6 @@ load_file(Path) ->
                     end
             end;
         {error, Reason} -> {error, {load, Path, Reason}}
-    end.
-
-%% Reads at most the size limit (plus one byte, to notice more): a FIFO or
-%% a file growing while read cannot make us read without end.
-read_bounded(Path) ->
-    case file:open(Path, [read, raw, binary]) of
-        {ok, Fd} ->
-            try file:read(Fd, ?MAX_FILE_BYTES + 1) of
-                {ok, Bin} when byte_size(Bin) > ?MAX_FILE_BYTES -> {error, {too_large, byte_size(Bin)}};
-                {ok, Bin} -> {ok, Bin};
-                eof -> {ok, <<>>};
-                {error, _} = E -> E
-            after
-                file:close(Fd)
-            end;
-        {error, _} = E -> E
     end.
 
 count_separators(<<$,, Rest/binary>>, N) -> count_separators(Rest, N + 1);
@@ -292,7 +272,12 @@ default_path(Kind, StartedAt) ->
     Stamp = [C || C <- binary_to_list(StartedAt), C >= $0, C =< $9],
     {Date, Rest} = lists:split(min(8, length(Stamp)), Stamp),
     Time = lists:sublist(Rest, 6),
-    filename:join("beamlab-results", lists:flatten([atom_to_list(Kind), "-", Date, "-", Time, ".json"])).
+    filename:join(default_dir(), lists:flatten([atom_to_list(Kind), "-", Date, "-", Time, ".json"])).
+
+%% @doc The directory of {@link default_path/2}.
+-spec default_dir() -> file:filename().
+default_dir() ->
+    "beamlab-results".
 
 %% @doc One line for an error returned by this module.
 -spec format_error(error_reason()) -> iolist().
@@ -302,9 +287,8 @@ format_error({load, Path, enoent}) ->
     io_lib:format("~ts: no such file", [Path]);
 format_error({load, Path, {json, Reason}}) ->
     io_lib:format("~ts is not a beamlab result (~ts)", [Path, beamlab_json:format_error(Reason)]);
-format_error({load, Path, {too_large, Size}}) ->
-    io_lib:format("~ts is too large for a beamlab result (~b bytes; at most ~b)",
-                  [Path, Size, ?MAX_FILE_BYTES]);
+format_error({load, Path, {too_large, _Max}}) ->
+    io_lib:format("~ts is too large for a beamlab result (more than ~b bytes)", [Path, ?MAX_FILE_BYTES]);
 format_error({load, Path, {too_many_values, N}}) ->
     io_lib:format("~ts holds too many values for a beamlab result (~b; at most ~b)",
                   [Path, N, ?MAX_VALUES]);
@@ -315,6 +299,10 @@ format_error({load, Path, Reason}) when is_atom(Reason) ->
         not_a_result -> format_error_in(Path, not_a_result);
         _ -> io_lib:format("cannot read ~ts: ~ts", [Path, file:format_error(Reason)])
     end;
+format_error({load, Path, {Read, _} = Reason}) when Read =:= no_writer ->
+    io_lib:format("cannot read ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
+format_error({load, Path, {special, _, _} = Reason}) ->
+    io_lib:format("cannot read ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
 format_error({load, Path, Reason}) ->
     format_error_in(Path, Reason);
 format_error(Reason) ->
@@ -342,8 +330,7 @@ save_error(Path, Reason) when Reason =:= eexist; Reason =:= enotdir ->
 save_error(_Path, Reason) ->
     file_error(Reason).
 
-file_error(Reason) when is_atom(Reason) -> file:format_error(Reason);
-file_error(Reason) -> io_lib:format("~0tp", [Reason]).
+file_error(Reason) -> beamlab_runtime_file:format_error(Reason).
 
 %% benchmarks[0].samples
 field_path([First | Rest]) ->
@@ -364,7 +351,7 @@ expected(list) -> "a list";
 expected(numbers) -> "a list of numbers";
 expected(strings) -> "a list of strings";
 expected(interval) -> "a pair of numbers [low, high]";
-expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch";
+expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check";
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
@@ -380,7 +367,7 @@ expected(present) -> "present".
 %% with its expected type; the path of the field is kept for the error.
 
 -define(ENUMS,
-        #{kind => [bench, suite, matrix, amqp, profile, watch],
+        #{kind => [bench, suite, matrix, amqp, profile, watch, check],
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],

@@ -98,10 +98,16 @@ tracer(St) ->
     end.
 
 %% Children report after their last GC: wait for stragglers briefly.
+%% Without children, every trace message is here already (the measuring
+%% process waited for trace_delivered): no wait.
 drain(St) ->
+    Wait = case maps:get(spawned, St, 0) of
+               0 -> 0;
+               _ -> 100
+           end,
     receive
         Msg -> drain(event(Msg, St))
-    after 100 ->
+    after Wait ->
             St
     end.
 

@@ -12,12 +12,19 @@
 
 -export([rfc3339/0, rfc3339/1, offsets/1, offset/1, combine/2]).
 
--export_type([offset/0]).
+-export_type([offset/0, combined/0]).
 
 %% offset_us: the node's clock minus ours; uncertainty_us: half the
 %% smallest round trip (the true offset is within offset +- uncertainty).
 -type offset() :: #{offset_us := integer(), uncertainty_us := non_neg_integer(),
                     rtt_us := non_neg_integer()}.
+
+%% The offset used during a run (combine/2): the one measured before, the
+%% uncertainty widened by the drift until the one measured after (`null'
+%% when it could not be measured).
+-type combined() :: #{offset_us := integer(), uncertainty_us := non_neg_integer(),
+                      before := offset(), 'after' := offset() | null,
+                      drift_us := integer() | null}.
 
 -define(ROUNDS, 30).
 
@@ -59,7 +66,7 @@ sample(Node) ->
 %% @doc The offset used during a run from the measurements before and after
 %% it: their mean, uncertain by the larger half round trip plus half the
 %% drift between the two.
--spec combine(offset(), offset() | undefined) -> map().
+-spec combine(offset(), offset() | undefined) -> combined().
 combine(#{offset_us := B, uncertainty_us := UB} = Before, undefined) ->
     #{offset_us => B, uncertainty_us => UB, before => Before, 'after' => null, drift_us => null};
 combine(#{offset_us := B, uncertainty_us := UB} = Before, #{offset_us := A, uncertainty_us := UA} = After) ->

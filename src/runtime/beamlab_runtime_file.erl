@@ -1,19 +1,110 @@
-%%% @doc Writing files safely: atomically (readers see the old file or the
-%%% whole new one) and never through a link planted at a temporary name.
+%%% @doc Writing files safely, under one output-path policy (see
+%%% {@link check_target/1} and docs/reliability.md "Files beamlab
+%%% writes"): a new file or a regular file is written atomically (readers
+%%% see the old file or the whole new one) through a temporary file that
+%%% no planted link can redirect; standard output, a character device or
+%%% a FIFO is written in place, never replaced; anything else (a link at
+%%% the name, a block device, another user's directory or link on the
+%%% way) is refused with a reason naming it.
 -module(beamlab_runtime_file).
 
--export([write_atomic/2, write_atomic/3, write_new/2, write_unique/2, check_target/1, private_dir/1,
-         format_error/1]).
+-export([write/2, write_atomic/2, write_atomic/3, write_new/2, write_unique/2, check_target/1,
+         read/2, read/3, private_dir/1, format_error/1]).
 
 -include_lib("kernel/include/file.hrl").
+
+-type in_place() :: standard_output | standard_error | character_device | fifo.
+-type target() :: new | exists | directory | {in_place, in_place()}.
+-type path_error() :: empty | {not_a_directory, file:filename()} | {link, file:filename()}
+                    | {foreign_link, file:filename(), non_neg_integer()}
+                    | {foreign_dir, file:filename(), non_neg_integer()}
+                    | {special, file:filename(), special()}
+                    | {link_loop, file:filename()} | {no_reader, file:filename(), pos_integer()}
+                    | file:posix().
+-type written() :: new | replaced | in_place.
+-type read_error() :: file:posix() | {too_large, pos_integer()} | {no_writer, non_neg_integer()}
+                    | {special, file:filename(), special()} | badarg.
+-type special() :: block_device | socket | character_device | fifo | unknown.
+-export_type([target/0, in_place/0, path_error/0, written/0, read_error/0]).
 
 -define(TMP_TRIES, 8).
 %% write_unique/2 tries Path, Path-2 ... Path-<this>.
 -define(MAX_SUFFIX, 1000).
+%% Links followed while resolving one path (the kernel's own limit).
+-define(MAX_LINKS, 40).
+%% How long a FIFO may stay without a reader before the write gives up,
+%% and how long reading a FIFO or a character device may take.
+-define(FIFO_OPEN_MS, 10000).
+-define(STREAM_READ_MS, 10000).
+-define(READ_CHUNK, 1048576).
+%% File type bits of st_mode.
+-define(S_IFMT, 8#170000).
+-define(S_IFSOCK, 8#140000).
+-define(S_IFBLK, 8#060000).
+-define(S_IFCHR, 8#020000).
+-define(S_IFIFO, 8#010000).
+
+%% @doc Writes `Data' where the user named, under the output-path policy
+%% ({@link check_target/1}): a new or regular file atomically
+%% ({@link write_atomic/2}), standard output, a character device or a
+%% FIFO in place (a FIFO without a reader for 10 s is an error). Returns
+%% what was done.
+-spec write(file:filename(), iodata()) -> {ok, written()} | {error, path_error() | badarg | terminated}.
+write(Path, Data) ->
+    Native = beamlab_runtime_text:native_name(Path),
+    case check_target(Path) of
+        {ok, new} -> ok_as(write_atomic(Native, Data), new);
+        {ok, exists} -> ok_as(write_atomic(Native, Data), replaced);
+        {ok, directory} -> {error, eisdir};
+        {ok, {in_place, Where}} -> ok_as(write_in_place(Native, Where, Data), in_place);
+        {error, _} = E -> E
+    end.
+
+ok_as(ok, How) -> {ok, How};
+ok_as({error, _} = E, _How) -> E.
+
+write_in_place(_Path, standard_output, Data) ->
+    io:put_chars(standard_io, Data);
+write_in_place(_Path, standard_error, Data) ->
+    io:put_chars(standard_error, Data);
+write_in_place(Path, _Device, Data) ->
+    %% Opening a FIFO waits for a reader: done aside, with a time limit
+    %% (a process stuck in open(2) is left behind; the VM can still stop).
+    aside(fun() ->
+                  case file:open(Path, [write, raw, binary]) of
+                      {ok, Fd} ->
+                          W = file:write(Fd, Data),
+                          _ = file:close(Fd),
+                          W;
+                      {error, _} = E -> E
+                  end
+          end, ?FIFO_OPEN_MS, {error, {no_reader, beamlab_runtime_text:display(Path), ?FIFO_OPEN_MS div 1000}}).
+
+%% Runs Fun in a process of its own and returns what it returns, or
+%% `Late' after `Ms' (the process is killed; one stuck in open(2) stays
+%% behind until it returns, which does not keep the VM from stopping).
+aside(Fun, Ms, Late) ->
+    Parent = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() -> Parent ! {Ref, Fun()} end),
+    receive
+        {Ref, Result} ->
+            erlang:demonitor(MRef, [flush]),
+            Result;
+        {'DOWN', MRef, process, Pid, Why} ->
+            {error, Why}
+    after Ms ->
+            exit(Pid, kill),
+            erlang:demonitor(MRef, [flush]),
+            receive {Ref, _} -> ok after 0 -> ok end,
+            Late
+    end.
 
 %% @doc Writes `Data' to `Path' through a temporary file beside it, created
 %% exclusively (an existing file or link at that name is never followed),
-%% synced, then renamed over `Path'. Missing directories are created.
+%% synced, then renamed over `Path'. Missing directories are created. This
+%% is the step under {@link write/2}, for paths beamlab made itself (a
+%% private directory); a path a user names goes through {@link write/2}.
 -spec write_atomic(file:filename_all(), iodata()) -> ok | {error, file:posix() | badarg | terminated}.
 write_atomic(Path, Data) ->
     write_atomic(Path, Data, #{}).
@@ -58,9 +149,10 @@ write_new(Path, Data) ->
 
 %% @doc Writes `Data' to the first free name among `Path', `Path-2',
 %% `Path-3'... (the suffix goes before the extension: `r-2.json'), never
-%% replacing a file; returns the name written.
+%% replacing anything; the directory must pass {@link check_target/1}.
+%% Returns the name written.
 -spec write_unique(file:filename(), iodata()) ->
-          {ok, file:filename()} | {error, {file:filename(), file:posix() | badarg | terminated}}.
+          {ok, file:filename()} | {error, {file:filename(), path_error() | badarg | terminated}}.
 write_unique(Path, Data) ->
     write_unique(Path, Data, 1).
 
@@ -69,39 +161,216 @@ write_unique(Path, Data, N) ->
                     1 -> Path;
                     _ -> filename:rootname(Path) ++ "-" ++ integer_to_list(N) ++ filename:extension(Path)
                 end,
-    case write_new(Candidate, Data) of
+    Checked = case check_target(Candidate) of
+                  {ok, new} -> write_new(beamlab_runtime_text:native_name(Candidate), Data);
+                  {ok, _} -> {error, eexist};  % anything there is kept: try the next name
+                  {error, _} = E -> E
+              end,
+    case Checked of
         ok -> {ok, Candidate};
         {error, eexist} when N < ?MAX_SUFFIX -> write_unique(Path, Data, N + 1);
         {error, Reason} -> {error, {Candidate, Reason}}
     end.
 
-%% @doc Whether a file can be written at `Path' before any work is done:
-%% `new' when nothing is there, `exists' when a file (or link) would be
-%% replaced, `directory' when `Path' is a directory; otherwise the reason,
-%% naming the part of the path that is in the way (`{not_a_directory, P}':
-%% a regular file where a directory is needed).
--spec check_target(file:filename()) ->
-          {ok, new | exists | directory} | {error, empty | {not_a_directory, file:filename()}}.
+%% @doc What writing to `Path' would do, checked before any work is done
+%% (the output-path policy, docs/reliability.md "Files beamlab writes"):
+%% `new' when nothing is there, `exists' when a regular file would be
+%% replaced atomically, `directory' when `Path' is a directory (a name is
+%% chosen inside it), `{in_place, What}' for standard output (`-',
+%% `/dev/stdout'...), a character device or a FIFO, which are written in
+%% place and never replaced. Refused, with the part of the path in the way:
+%% a symbolic link at the name itself (never replaced, never written
+%% through, unless it leads to a character device or a FIFO), a link or a
+%% directory on the way that belongs to another user (neither you nor
+%% root: it could be swapped under us), a block device, a socket, a regular
+%% file where a directory is needed.
+-spec check_target(file:filename()) -> {ok, target()} | {error, path_error()}.
 check_target("") ->
     {error, empty};
 check_target(Path) ->
-    case file:read_file_info(Path) of
-        {ok, #file_info{type = directory}} -> {ok, directory};
-        {ok, _} -> {ok, exists};
-        {error, _} ->
-            case file:read_link_info(Path) of
-                {ok, _} -> {ok, exists};  % a dangling link: replaced, never followed
-                {error, _} -> check_parents(filename:dirname(Path), Path)
+    case stream(Path) of
+        {ok, Stream} -> {ok, {in_place, Stream}};
+        none ->
+            try classify(beamlab_runtime_text:native_name(Path))
+            catch throw:{path, Why} -> {error, Why}
             end
     end.
 
-check_parents(Dir, Child) when Dir =:= Child ->
-    {ok, new};
-check_parents(Dir, _Child) ->
+%% The names of beamlab's own standard output and error: written through
+%% the VM's I/O servers, whatever the descriptor is (a terminal, a pipe, a
+%% file opened with `>>', which must not be truncated).
+stream("-") -> {ok, standard_output};
+stream(P) when P =:= "/dev/stdout"; P =:= "/dev/fd/1"; P =:= "/proc/self/fd/1" -> {ok, standard_output};
+stream(P) when P =:= "/dev/stderr"; P =:= "/dev/fd/2"; P =:= "/proc/self/fd/2" -> {ok, standard_error};
+stream(_) -> none.
+
+classify(Path) ->
+    Start = case filename:pathtype(Path) of
+                absolute -> "/";
+                _ -> "."
+            end,
+    Parts = [{P, user} || P <- filename:split(Path), P =/= "/", P =/= <<"/">>],
+    case walk(Start, Parts, ?MAX_LINKS, none) of
+        {missing, _Dir, _Shown, Link} when Link =/= none ->
+            throw({path, {link, Link}});
+        {missing, Dir, _Shown, none} ->
+            trusted_dir(Dir),
+            {ok, new};
+        {found, Real, Shown, Info, Link} ->
+            final(Real, Shown, Info, Link)
+    end.
+
+%% The last component, resolved (`Link': the name of the link that led
+%% there, if any): what it is decides what is done.
+final(_Real, Shown, #file_info{type = directory, uid = Uid}, _Link) ->
+    trusted(Uid) orelse throw({path, {foreign_dir, Shown, Uid}}),
+    {ok, directory};
+final(Real, _Shown, #file_info{type = regular}, none) ->
+    trusted_dir(filename:dirname(Real)),
+    {ok, exists};
+final(_Real, _Shown, #file_info{type = regular}, Link) ->
+    throw({path, {link, Link}});
+final(_Real, Shown, #file_info{mode = Mode}, _Link) ->
+    case Mode band ?S_IFMT of
+        ?S_IFCHR -> {ok, {in_place, character_device}};
+        ?S_IFIFO -> {ok, {in_place, fifo}};
+        ?S_IFBLK -> throw({path, {special, Shown, block_device}});
+        ?S_IFSOCK -> throw({path, {special, Shown, socket}});
+        _ -> throw({path, {special, Shown, unknown}})
+    end.
+
+%% Resolves `Parts' from the directory `Cur' one component at a time,
+%% following symbolic links only when they belong to this user or root.
+%% `Parts' are tagged `user' (named on the command line: shown as given)
+%% or `link' (from a link's target: shown as the path on disk).
+walk(Cur, [], _Hops, Link) ->
+    {ok, Info} = file:read_file_info(Cur),
+    {found, Cur, beamlab_runtime_text:display(Cur), Info, Link};
+walk(Cur, [{Part, From} | Rest], Hops, Link) ->
+    Next = filename:join(Cur, Part),
+    Shown = shown(Next, From),
+    case file:read_link_info(Next) of
+        {ok, #file_info{type = symlink, uid = Uid}} ->
+            trusted(Uid) orelse throw({path, {foreign_link, Shown, Uid}}),
+            Hops > 0 orelse throw({path, {link_loop, Shown}}),
+            %% The first link met at the last component names the target.
+            Link1 = case {Rest, Link} of
+                        {[], none} -> Shown;
+                        _ -> Link
+                    end,
+            follow(Cur, Next, Shown, Rest, Hops - 1, Link1);
+        {ok, #file_info{type = directory}} when Rest =/= [] ->
+            walk(Next, Rest, Hops, Link);
+        {ok, _} when Rest =/= [] ->
+            throw({path, {not_a_directory, Shown}});
+        {ok, Info} ->
+            {found, Next, Shown, Info, Link};
+        {error, enoent} ->
+            {missing, Cur, Shown, Link};
+        {error, Reason} ->
+            throw({path, Reason})
+    end.
+
+%% A link: its target's components replace it. A link the kernel resolves
+%% without a path (`/proc/self/fd/N' -> `pipe:[123]') is taken as it is.
+follow(Cur, Link, Shown, Rest, Hops, Named) ->
+    {ok, Target} = file:read_link_all(Link),
+    case filename:pathtype(Target) of
+        absolute ->
+            walk("/", [{P, link} || P <- tl(filename:split(Target))] ++ Rest, Hops, Named);
+        _ ->
+            case {Rest, file:read_link_info(filename:join(Cur, Target)), file:read_file_info(Link)} of
+                {[], {error, enoent}, {ok, Info}} ->
+                    {found, Link, Shown, Info, Named};
+                _ ->
+                    walk(Cur, [{P, link} || P <- filename:split(Target)] ++ Rest, Hops, Named)
+            end
+    end.
+
+shown(Path, user) -> strip_dot(beamlab_runtime_text:display(Path));
+shown(Path, link) -> beamlab_runtime_text:display(Path).
+
+strip_dot("./" ++ P) -> P;
+strip_dot(P) -> P.
+
+%% The directory a file is created in must belong to this user or root.
+trusted_dir(Dir) ->
     case file:read_file_info(Dir) of
-        {ok, #file_info{type = directory}} -> {ok, new};
-        {ok, _} -> {error, {not_a_directory, Dir}};
-        {error, _} -> check_parents(filename:dirname(Dir), Dir)
+        {ok, #file_info{uid = Uid}} ->
+            trusted(Uid) orelse throw({path, {foreign_dir, strip_dot(beamlab_runtime_text:display(Dir)), Uid}}),
+            ok;
+        {error, Reason} -> throw({path, Reason})
+    end.
+
+trusted(0) -> true;
+trusted(Uid) -> Uid =:= my_uid().
+
+%% This process's effective uid: the owner of /proc/self.
+my_uid() ->
+    case file:read_file_info("/proc/self") of
+        {ok, #file_info{uid = Uid}} -> Uid;
+        {error, _} -> 0
+    end.
+
+%% @doc Reads a whole file a user named, bounded (the input policy,
+%% docs/reliability.md "Input"): at most `Max' bytes (`{too_large, Max}'
+%% beyond, found from a regular file's size before reading, or while
+%% reading anything else, so `/dev/zero' costs `Max' bytes at most); a
+%% FIFO or a character device must deliver within 10 s (a FIFO nobody
+%% writes to is `{no_writer, 10}', not a hang); a directory is `eisdir';
+%% a block device or a socket is refused.
+-spec read(file:filename_all(), pos_integer()) -> {ok, binary()} | {error, read_error()}.
+read(Path, Max) ->
+    read(Path, Max, #{}).
+
+%% @doc As {@link read/2}; `streams => false' refuses a FIFO or a
+%% character device at once (where only regular files make sense: the
+%% files of /proc and /sys).
+-spec read(file:filename_all(), pos_integer(), #{streams => boolean()}) ->
+          {ok, binary()} | {error, read_error()}.
+read(Path, Max, Opts) ->
+    Native = beamlab_runtime_text:native_name(Path),
+    Streams = maps:get(streams, Opts, true),
+    case file:read_file_info(Native) of
+        {ok, #file_info{type = directory}} -> {error, eisdir};
+        {ok, #file_info{type = regular, size = Size}} when Size > Max -> {error, {too_large, Max}};
+        {ok, #file_info{type = regular}} -> read_bounded(Native, Max, infinity);
+        {ok, #file_info{mode = Mode}} ->
+            case Mode band ?S_IFMT of
+                T when Streams, T =:= ?S_IFCHR orelse T =:= ?S_IFIFO ->
+                    read_bounded(Native, Max, ?STREAM_READ_MS);
+                ?S_IFCHR -> {error, {special, beamlab_runtime_text:display(Path), character_device}};
+                ?S_IFIFO -> {error, {special, beamlab_runtime_text:display(Path), fifo}};
+                ?S_IFBLK -> {error, {special, beamlab_runtime_text:display(Path), block_device}};
+                ?S_IFSOCK -> {error, {special, beamlab_runtime_text:display(Path), socket}};
+                _ -> {error, {special, beamlab_runtime_text:display(Path), unknown}}
+            end;
+        {error, _} = E -> E
+    end.
+
+%% Reads in chunks until the end or past `Max'; aside, with a time limit
+%% (opening a FIFO waits for a writer; a process stuck in open(2) is left
+%% behind, the VM can still stop).
+read_bounded(Path, Max, Timeout) ->
+    aside(fun() ->
+                  case file:open(Path, [read, raw, binary]) of
+                      {ok, Fd} ->
+                          try read_chunks(Fd, Max, 0, [])
+                          after file:close(Fd)
+                          end;
+                      {error, _} = E -> E
+                  end
+          end, Timeout, case Timeout of
+                            infinity -> {error, timeout};  % (never: no limit)
+                            _ -> {error, {no_writer, Timeout div 1000}}
+                        end).
+
+read_chunks(Fd, Max, Size, Acc) ->
+    case file:read(Fd, min(?READ_CHUNK, Max + 1 - Size)) of
+        {ok, Bin} when Size + byte_size(Bin) > Max -> {error, {too_large, Max}};
+        {ok, Bin} -> read_chunks(Fd, Max, Size + byte_size(Bin), [Bin | Acc]);
+        eof -> {ok, iolist_to_binary(lists:reverse(Acc))};
+        {error, _} = E -> E
     end.
 
 %% @doc A new directory only this user can enter (mode 0700), named
@@ -133,19 +402,54 @@ private_dir(Tmp, Prefix, Tries) ->
     end.
 
 %% @doc One line for an error of this module.
--spec format_error(term()) -> string().
+-spec format_error(path_error() | term()) -> string().
 format_error(empty) ->
     "empty file name";
 format_error({not_a_directory, Dir}) ->
-    unicode:characters_to_list(io_lib:format("~ts is a file, not a directory", [Dir]));
+    text("~ts is a file, not a directory", [Dir]);
+format_error({link, Link}) ->
+    text("~ts is a symbolic link: beamlab neither replaces a link nor writes through one "
+         "(name the file it points to, or remove the link)", [Link]);
+format_error({foreign_link, Link, Uid}) ->
+    text("~ts is a symbolic link owned by another user (uid ~b): not followed", [Link, Uid]);
+format_error({foreign_dir, Dir, Uid}) ->
+    text("~ts belongs to another user (uid ~b): beamlab writes only in directories owned "
+         "by you or root", [Dir, Uid]);
+format_error({special, Path, What}) when What =:= character_device; What =:= fifo ->
+    text("~ts is ~ts, not a regular file", [Path, special_text(What)]);
+format_error({special, Path, What}) ->
+    text("~ts is ~ts: beamlab reads and writes only regular files, character devices and FIFOs",
+         [Path, special_text(What)]);
+format_error({link_loop, Link}) ->
+    text("~ts: too many levels of symbolic links", [Link]);
+format_error({too_large, Max}) ->
+    text("larger than the limit of ~ts", [beamlab_format_units:bytes(Max)]);
+format_error({no_writer, Secs}) ->
+    text("nothing came within ~b s (a FIFO nobody writes to?)", [Secs]);
+format_error({no_reader, Path, Secs}) ->
+    text("~ts is a FIFO and nothing opened it for reading within ~b s", [Path, Secs]);
+format_error(Reason) when is_atom(Reason) ->
+    file:format_error(Reason);
 format_error(Reason) ->
-    file:format_error(Reason).
+    text("~0tp", [Reason]).
+
+special_text(block_device) -> "a block device";
+special_text(socket) -> "a socket";
+special_text(character_device) -> "a character device";
+special_text(fifo) -> "a FIFO";
+special_text(unknown) -> "neither a file nor a device".
+
+text(Format, Args) ->
+    unicode:characters_to_list(io_lib:format(Format, Args)).
 
 write_tmp(_Path, _Data, _Sync, 0) ->
     {error, eexist};
 write_tmp(Path, Data, Sync, Tries) ->
-    Tmp = unicode:characters_to_list(
-            io_lib:format("~ts.~s.~b.tmp", [Path, os:getpid(), erlang:unique_integer([positive])])),
+    Suffix = io_lib:format(".~s.~b.tmp", [os:getpid(), erlang:unique_integer([positive])]),
+    Tmp = case is_binary(Path) of
+              true -> iolist_to_binary([Path, Suffix]);  % a raw file name
+              false -> unicode:characters_to_list([Path, Suffix])
+          end,
     case file:open(Tmp, [write, exclusive, raw, binary]) of
         {ok, Fd} ->
             Written = case file:write(Fd, Data) of

@@ -1,12 +1,18 @@
 %%% @doc The system under test started by beamlab, one per configuration
-%%% of `beamlab matrix --target': a private RabbitMQ from the installed
-%%% `rabbitmq-server' (its own data and log directory, AMQP and Erlang
+%%% of `beamlab matrix --target': a private RabbitMQ (its own data and log directory, AMQP and Erlang
 %%% distribution on 127.0.0.1 at free ports, a private cookie), or any
 %%% release or escript given as a command (`--target-cmd', its emulator
 %%% flags through `ERL_ZFLAGS'). The configuration's emulator flags go to
 %%% the VM, the wrapper (`taskset -c 0', `numactl --cpunodebind=0') in
 %%% front of it, another Erlang/OTP installation (`--otp DIR') first on
-%%% its PATH.
+%%% its PATH, the emulator flavour (`flavor') as `-emu_flavor' on its
+%%% `erl' command line.
+%%%
+%%% The broker is the one given (`sbin'), else the first installed one
+%%% that runs on the configuration's OTP release: Debian 12's
+%%% rabbitmq-server 3.10 (`/usr/lib/rabbitmq/bin', OTP 23 to 25) or
+%%% RabbitMQ 4.0 unpacked by scripts/install-rabbitmq.sh
+%%% (`/opt/beamlab-rabbitmq/4.0/bin', OTP 26 and 27).
 %%%
 %%% {@link start/1} waits until the target accepts connections and proves
 %%% the flags from the node's own view of its VM read over distribution
@@ -15,16 +21,17 @@
 %%% turns into one line.
 -module(beamlab_sut_broker).
 
--export([start/1, stop/1, run/3, alive/1, verify/2, free_port/0, format_error/1]).
+-export([start/1, stop/1, run/3, alive/1, verify/2, brokers/0, free_port/0, format_error/1]).
 
 -type spec() :: #{kind := rabbitmq | cmd,
                   args := [string()],                 % emulator flags
                   wrap => [string()] | undefined,     % e.g. ["taskset", "-c", "0"]
                   otp => file:filename() | undefined, % another OTP installation
+                  flavor => beamlab_runtime_otp:flavor(), % proven from the node's report
                   cmd => string(),                    % kind cmd: the command line
                   node => string(),                   % kind cmd: its node name
                   cookie => string() | undefined,     % kind cmd: its cookie
-                  sbin => file:filename(),            % where rabbitmq-server is
+                  sbin => file:filename(),            % where rabbitmq-server is (default: by OTP release)
                   timeout => pos_integer()}.          % boot timeout, ms
 -type target() :: #{node := node(), port := port(), dir := file:filename(),
                     amqp_port := inet:port_number() | undefined,
@@ -32,50 +39,87 @@
                     env := map(), os_pid := string()}.
 -export_type([spec/0, target/0]).
 
--define(SBIN, "/usr/lib/rabbitmq/bin").
 -define(BOOT_TIMEOUT, 180000).
+
+%% @doc The RabbitMQ installations beamlab knows, in order of preference:
+%% where their scripts are, the version, and the OTP releases they run on
+%% (RabbitMQ's own compatibility table).
+-spec brokers() -> [#{sbin := file:filename(), version := string(),
+                      otp := {pos_integer(), pos_integer()}}].
+brokers() ->
+    Prefix40 = case os:getenv("BEAMLAB_RABBITMQ40_PREFIX") of
+                   V when V =:= false; V =:= "" -> "/opt/beamlab-rabbitmq/4.0";
+                   V -> V
+               end,
+    [#{sbin => "/usr/lib/rabbitmq/bin", version => "3.10", otp => {23, 25}},
+     #{sbin => filename:join(Prefix40, "bin"), version => "4.0", otp => {26, 27}}].
 
 %% @doc Starts the target, waits until it is up and checks its flags.
 -spec start(spec()) -> {ok, target()} | {error, term()}.
 start(Spec) ->
     case check(Spec) of
-        ok ->
-            Dir = make_dir(),
-            try launch(Spec, Dir)
-            catch throw:{target, Reason} ->
-                    _ = del_dir(Dir),
-                    {error, Reason}
+        {ok, Spec1} ->
+            case beamlab_runtime_file:private_dir("beamlab-target") of
+                {ok, Dir} ->
+                    try launch(Spec1, Dir)
+                    catch throw:{target, Reason} ->
+                            _ = del_dir(Dir),
+                            {error, Reason}
+                    end;
+                {error, Reason} -> {error, {private_dir, Reason}}
             end;
         {error, _} = E -> E
     end.
 
+%% The spec made concrete: the broker chosen, the flavour's flags added.
 check(Spec) ->
-    Wrap = maps:get(wrap, Spec, undefined),
-    Otp = maps:get(otp, Spec, undefined),
-    Sbin = maps:get(sbin, Spec, ?SBIN),
-    if
-        Wrap =/= undefined, Wrap =/= [] ->
-            case os:find_executable(hd(Wrap)) of
-                false -> {error, {wrapper_not_found, hd(Wrap)}};
-                _ -> check_otp(Otp, Spec, Sbin)
-            end;
-        true -> check_otp(Otp, Spec, Sbin)
+    try
+        case maps:get(wrap, Spec, undefined) of
+            [W | _] -> os:find_executable(W) =/= false orelse throw({wrapper_not_found, W});
+            _ -> ok
+        end,
+        Erl = case maps:get(otp, Spec, undefined) of
+                  undefined -> "erl";
+                  Otp ->
+                      E = filename:join([Otp, "bin", "erl"]),
+                      filelib:is_regular(E) orelse throw({otp_not_found, Otp}),
+                      E
+              end,
+        %% (Without a flavour asked for, an erl whose installation cannot
+        %% be read runs Debian's broker, as before.)
+        Install = case {beamlab_runtime_otp:install(Erl), Spec} of
+                      {{ok, I}, _} -> I;
+                      {{error, R}, #{flavor := _}} -> throw({otp, R});
+                      {{error, _}, _} -> #{}
+                  end,
+        FlavorArgs = case maps:find(flavor, Spec) of
+                         {ok, F} ->
+                             case beamlab_runtime_otp:flavor_args(Install, F) of
+                                 {ok, A} -> A;
+                                 {error, R2} -> throw({otp, R2})
+                             end;
+                         error -> []
+                     end,
+        Spec1 = Spec#{args => maps:get(args, Spec, []) ++ FlavorArgs},
+        case Spec of
+            #{kind := cmd} -> {ok, Spec1};
+            #{kind := rabbitmq} -> {ok, Spec1#{sbin => sbin(Spec, Install)}}
+        end
+    catch throw:Reason -> {error, Reason}
     end.
 
-check_otp(undefined, Spec, Sbin) -> check_kind(Spec, Sbin);
-check_otp(Otp, Spec, Sbin) ->
-    case filelib:is_regular(filename:join([Otp, "bin", "erl"])) of
-        true -> check_kind(Spec, Sbin);
-        false -> {error, {otp_not_found, Otp}}
+sbin(#{sbin := Sbin}, _) ->
+    filelib:is_regular(filename:join(Sbin, "rabbitmq-server")) orelse throw({no_rabbitmq, Sbin}),
+    Sbin;
+sbin(_, Install) when map_size(Install) =:= 0 ->
+    sbin(#{sbin => maps:get(sbin, hd(brokers()))}, Install);
+sbin(_, #{release := Rel, root := Root}) ->
+    Major = list_to_integer(Rel),
+    Fits = [B || #{otp := {Lo, Hi}} = B <- brokers(), Major >= Lo, Major =< Hi],
+    case [S || #{sbin := S} <- Fits, filelib:is_regular(filename:join(S, "rabbitmq-server"))] of
+        [S | _] -> S;
+        [] -> throw({no_broker_for, Rel, Root, Fits})
     end.
-
-check_kind(#{kind := rabbitmq}, Sbin) ->
-    case filelib:is_regular(filename:join(Sbin, "rabbitmq-server")) of
-        true -> ok;
-        false -> {error, {no_rabbitmq, Sbin}}
-    end;
-check_kind(#{kind := cmd}, _) ->
-    ok.
 
 launch(#{kind := Kind} = Spec, Dir) ->
     Args = maps:get(args, Spec, []),
@@ -114,7 +158,7 @@ launch(#{kind := Kind} = Spec, Dir) ->
             case beamlab_sut_watch:node_env(Node) of
                 {ok, NodeEnv} ->
                     T = T0#{env => NodeEnv, os_pid => binary_to_list(maps:get(os_pid, NodeEnv))},
-                    case verify(Args, NodeEnv) of
+                    case check_flavor(Spec, NodeEnv, verify(Args, NodeEnv)) of
                         ok ->
                             ok = watchdog(Node),
                             {ok, T};
@@ -133,20 +177,21 @@ launch(#{kind := Kind} = Spec, Dir) ->
 
 %% A private broker: the environment scripts/rabbitmq.sh sets, with free
 %% ports, a long node name on 127.0.0.1 and the configuration's flags.
-rabbit_setup(Spec, Dir, Args) ->
-    Sbin = maps:get(sbin, Spec, ?SBIN),
+rabbit_setup(#{sbin := Sbin}, Dir, Args) ->
     Port = free_port(),
     DistPort = other_free_port(Port),
     NodeName = lists:flatten(io_lib:format("beamlab-target-~b@127.0.0.1", [Port])),
     Cookie = cookie(),
-    ok = file:write_file(filename:join(Dir, ".erlang.cookie"), Cookie),
+    %% (Dir is private: beamlab_runtime_file:private_dir/1.)
+    W = fun(Name, Data) -> ok = beamlab_runtime_file:write_new(filename:join(Dir, Name), Data) end,
+    W(".erlang.cookie", Cookie),
     ok = file:change_mode(filename:join(Dir, ".erlang.cookie"), 8#400),
     ok = filelib:ensure_dir(filename:join([Dir, "mnesia", "x"])),
     ok = filelib:ensure_dir(filename:join([Dir, "log", "x"])),
-    ok = file:write_file(filename:join(Dir, "rabbitmq-env.conf"), ""),
-    ok = file:write_file(filename:join(Dir, "enabled_plugins"), "[].\n"),
-    ok = file:write_file(filename:join(Dir, "advanced.config"), "[].\n"),
-    ok = file:write_file(filename:join(Dir, "rabbitmq.conf"),
+    W("rabbitmq-env.conf", ""),
+    W("enabled_plugins", "[].\n"),
+    W("advanced.config", "[].\n"),
+    W("rabbitmq.conf",
                          io_lib:format("listeners.tcp.1 = 127.0.0.1:~b\n"
                                        "loopback_users.guest = true\n"
                                        "log.console = false\n"
@@ -305,6 +350,22 @@ kill(#{port := Port, dir := Dir} = T) ->
     _ = Dir,
     ok.
 
+%% The flavour asked for is the one the node reports, whatever flags
+%% brought it (none, for the only flavour of a single-flavour install).
+check_flavor(#{flavor := F}, Env, ok) ->
+    case maps:get(flavor, maps:get(otp, Env, #{}), null) of
+        Got when Got =:= null; Got =:= <<>> ->
+            {error, <<"the node does not report its flavour">>};
+        Got ->
+            case atom_to_binary(F) =:= Got of
+                true -> ok;
+                false -> {error, iolist_to_binary(io_lib:format("the ~s flavour asked, the node runs the ~ts flavour",
+                                                                [F, Got]))}
+            end
+    end;
+check_flavor(_, _, Verdict) ->
+    Verdict.
+
 %% @doc Checks the node's own report against the requested flags: every
 %% flag on the emulator's command line in order (when readable), and what
 %% the VM says for `+S', `+sbt' and `+sbwt'.
@@ -382,22 +443,21 @@ other_free_port(Taken) ->
         P -> P
     end.
 
+%% The target's cookie: 16 bytes from the kernel's random source (a
+%% cookie from rand would be guessable from the time it was seeded).
 cookie() ->
-    lists:flatten([io_lib:format("~2.16.0B", [B]) || <<B>> <= crypto_bytes(16)]).
+    lists:flatten([io_lib:format("~2.16.0B", [B]) || <<B>> <= random_bytes(16)]).
 
-crypto_bytes(N) ->
-    list_to_binary([rand:uniform(256) - 1 || _ <- lists:seq(1, N)]).
+random_bytes(N) ->
+    {ok, Fd} = file:open("/dev/urandom", [read, raw, binary]),
+    try
+        {ok, Bytes} = file:read(Fd, N),
+        Bytes
+    after
+        file:close(Fd)
+    end.
 
-make_dir() ->
-    Base = case os:getenv("TMPDIR") of
-               false -> "/tmp";
-               "" -> "/tmp";
-               D -> D
-           end,
-    Dir = filename:join(Base, "beamlab-target-" ++ os:getpid() ++ "-"
-                        ++ integer_to_list(erlang:unique_integer([positive]))),
-    ok = filelib:ensure_dir(filename:join(Dir, "x")),
-    Dir.
+
 
 del_dir(Dir) ->
     _ = file:del_dir_r(Dir),
@@ -430,10 +490,21 @@ format_error({otp_not_found, D}) ->
     io_lib:format("--otp ~ts: no bin/erl there", [D]);
 format_error({no_rabbitmq, Sbin}) ->
     io_lib:format("~ts/rabbitmq-server not found (install Debian's rabbitmq-server)", [Sbin]);
+format_error({no_broker_for, Rel, Root, Fits}) ->
+    io_lib:format("no installed RabbitMQ runs on the OTP ~ts in ~ts~ts", [Rel, Root,
+        case Fits of
+            [#{version := "4.0"} | _] -> ": scripts/install-rabbitmq.sh installs RabbitMQ 4.0 for OTP 26 and 27";
+            [#{version := V} | _] -> io_lib:format(": RabbitMQ ~ts runs on it (Debian 12's rabbitmq-server)", [V]);
+            [] -> " (RabbitMQ 3.10 needs OTP 23 to 25, 4.0 OTP 26 or 27)"
+        end]);
+format_error({otp, R}) ->
+    beamlab_runtime_otp:format_error(R);
 format_error({boot_failed, S, Why}) ->
     io_lib:format("the target exited during boot (status ~b): ~ts", [S, string:trim(Why)]);
 format_error({boot_timeout, Why}) ->
     io_lib:format("the target did not come up in time; last output: ~ts", [string:trim(Why)]);
+format_error({private_dir, Why}) ->
+    io_lib:format("cannot create the target's directory: ~ts", [beamlab_runtime_file:format_error(Why)]);
 format_error({flags_not_applied, Why}) ->
     io_lib:format("flags not in effect: ~ts", [Why]);
 format_error({load_crashed, C, R}) ->

@@ -33,6 +33,8 @@
                          params := #{atom() | binary() => term()},
                          extra := #{atom() | binary() => term()},
                          checkpoint := beamlab_runtime_checkpoint:checkpoint() | none,
+                         %% every point in a fresh VM of this flavour
+                         flavor := beamlab_runtime_otp:flavor() | undefined,
                          %% internal: the checkpoint writers of the run and of one point
                          save => fun((map()) -> ok),
                          save_reps => fun(([map()]) -> ok)}.
@@ -46,7 +48,8 @@
                      command => [unicode:chardata()],
                      params => #{atom() | binary() => term()},
                      extra => #{atom() | binary() => term()},
-                     checkpoint => beamlab_runtime_checkpoint:checkpoint() | none}.
+                     checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
+                     flavor => beamlab_runtime_otp:flavor() | undefined}.
 -type error_reason() :: {workload, term()}
                       | {bad_param, binary(), atom(), term()}
                       | {param_for_unselected, binary()}
@@ -150,7 +153,7 @@ run(Plan, Opts0) ->
 default_options() ->
     #{profile => quick, repeat => default, warmup => true, memory => false, timeout => ?DEFAULT_TIMEOUT,
       progress => fun(_) -> ok end, command => [], params => #{}, extra => #{},
-      checkpoint => none}.
+      checkpoint => none, flavor => undefined}.
 
 saver(#{checkpoint := none}, _Started, _Workloads, _Plan) ->
     fun(_) -> ok end;
@@ -179,8 +182,9 @@ recover(#{suite := #{opts := Opts, started_at := Started, workloads := Workloads
                 {Info, Point} = maps:get(point, P),
                 Err = io_lib:format("the VM stopped (exit status ~b) while this point ran: ~ts",
                                     [Status, Cause]),
+                %% 130: SIGINT to the VM alone, an interrupt: no failure.
                 {benchmarks(Info, Current, Point, lists:reverse(maps:get(reps, P))),
-                 [#{name => Current, error => iolist_to_binary(Err)}],
+                 [#{name => Current, error => iolist_to_binary(Err)} || Status =/= 130],
                  case lists:dropwhile(fun(N) -> N =/= Current end, Names) of
                      [_ | After] -> After;
                      [] -> []
@@ -232,12 +236,12 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                N -> N
            end,
     Warmup = maps:get(warmup, Opts) andalso maps:get(warmup, Info),
-    case placement(Mod, Params) of
+    case placement(Mod, Params, maps:get(flavor, Opts)) of
         {error, R} ->
             {[], {error, format_error(R)}};
         {ok, Where} ->
             (maps:get(progress, Opts))({point_start, Name, #{isolated => Where =/= local}}),
-            case start_vm(Where, Mod) of
+            case start_vm(Where, Mod, maps:get(flavor, Opts)) of
                 {ok, Node, Peer} ->
                     try
                         %% The worker is not linked: the harness outlives a
@@ -268,16 +272,19 @@ default_repeat(quick) -> 5;
 default_repeat(full) -> 10.
 
 %% A point whose peak process count does not fit under this VM's limit runs
-%% in a fresh VM with +P large enough, after a memory estimate.
-placement(Mod, Params) ->
+%% in a fresh VM with +P large enough, after a memory estimate; with a
+%% flavour, every point runs in a fresh VM of that flavour.
+placement(Mod, Params, Flavor) ->
     case erlang:function_exported(Mod, processes, 1) of
-        false -> {ok, local};
+        false when Flavor =:= undefined -> {ok, local};
+        false -> {ok, {isolated, 0}};
         true ->
             Need = Mod:processes(Params) + ?PROC_MARGIN,
             Avail = erlang:system_info(process_limit) - erlang:system_info(process_count),
             case memory_ok(Need) of
                 {error, _} = E -> E;
-                ok when Need =< Avail -> {ok, local};
+                ok when Need =< Avail, Flavor =:= undefined -> {ok, local};
+                ok when Need =< Avail -> {ok, {isolated, 0}};
                 ok -> {ok, {isolated, Need}}
             end
     end.
@@ -301,15 +308,23 @@ available_memory() ->
             unknown
     end.
 
-start_vm(local, _Mod) -> {ok, node(), none};
-start_vm({isolated, Need}, Mod) ->
-    %% The VM rounds +P up to a power of two; ask for twice the need.
-    Limit = integer_to_list(max(2 * Need, 1048576)),
+start_vm(local, _Mod, _Flavor) -> {ok, node(), none};
+start_vm({isolated, Need}, Mod, Flavor) ->
+    %% The VM rounds +P up to a power of two; ask for twice the need (a
+    %% point in a fresh VM only for its flavour keeps the default).
+    Args = case Need of
+               0 -> [];
+               _ -> ["+P", integer_to_list(max(2 * Need, 1048576))]
+           end,
     Paths = case code:which(Mod) of
                 File when is_list(File) -> [filename:dirname(File)];
                 _ -> []
             end,
-    case beamlab_suite_dist:start_peer(#{args => ["+P", Limit], paths => Paths}) of
+    Opts = #{args => Args, paths => Paths},
+    case beamlab_suite_dist:start_peer(case Flavor of
+                                           undefined -> Opts;
+                                           _ -> Opts#{flavor => Flavor}
+                                       end) of
         {ok, Vm, Node} -> {ok, Node, Vm};
         {error, R} -> {error, {isolated_vm, R}}
     end.

@@ -138,7 +138,7 @@ worse(X, lower) -> X.
 fail_if_slower(_Cmp, undefined) ->
     0;
 fail_if_slower(Cmp, Pct) ->
-            case beamlab_compare:slower_than(Cmp, Pct) of
+            case beamlab_result_compare:slower_than(Cmp, Pct) of
                 [] ->
                     0;
                 Slower ->

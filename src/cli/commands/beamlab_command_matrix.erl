@@ -5,7 +5,7 @@
 -module(beamlab_command_matrix).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -19,6 +19,9 @@ options() ->
        help => "emulator arguments of one configuration, e.g. '+S 2 +sbt db' (repeat)"},
      #{name => sweep, long => "sweep-schedulers", type => string, metavar => "RANGE",
        help => "one configuration per scheduler count: 1..4, 1,2,4 or 1..max (+S K:K)"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, multi => true, metavar => "jit|emu",
+       help => "an emulator flavour as a dimension (repeat: --flavor emu --flavor jit); "
+               "the installation must hold it (scripts/install-otp.sh builds both)"},
      #{name => erl, long => "erl", type => string, multi => true, metavar => "PATH",
        help => "an erl executable (another OTP install) as a dimension (repeat)"},
      #{name => wrap, long => "wrap", type => string, multi => true, metavar => "'CMD'",
@@ -29,10 +32,16 @@ options() ->
      #{name => baseline, long => "baseline", type => string, metavar => "CONFIG",
        help => "the configuration others are compared with (default: the first)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
-       help => "fresh VMs per configuration, interleaved (default 3)"}
+       max => 10000,
+       help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
+     #{name => preset, long => "preset", type => string, metavar => "NAME",
+       help => "run a published study's scenarios and print its table beside this machine's: "
+               "jit-study (RabbitMQ's JIT against its interpreter under PerfTest's two scenarios)"},
+     #{name => duration, long => "duration", type => pos_integer, metavar => "S", max => 86400,
+       help => "with --preset: seconds each load runs (default the preset's)"}
      | target_options() ++ beamlab_cli_args:common_options()].
 
-%% The system under test started per configuration (beamlab_cli_target).
+%% The system under test started per configuration (beamlab_experiment_matrix).
 target_options() ->
     [#{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
        help => "start the system under test per configuration instead of a beamlab VM: "
@@ -41,10 +50,23 @@ target_options() ->
        help => "start any release or escript per configuration (flags via ERL_ZFLAGS)"},
      #{name => target_node, long => "target-node", type => string, metavar => "NODE",
        help => "the node name --target-cmd starts (name@host)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "the --target-cmd node's cookie"},
      #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
-       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"}].
+       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
+     #{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
+       help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
+               "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
+               "the arguments of the amqp after --; its PerfTest lines are read"},
+     #{name => profile, long => "profile", type => boolean, default => false,
+       help => "with a target: one more repetition per configuration, after the measured ones, with perf "
+               "on the target's OS process while the load runs (top table, folded stacks, flame graphs)"},
+     #{name => profile_mode, long => "profile-mode", type => {enum, [graph, flat]}, default => graph,
+       metavar => "graph|flat",
+       help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
+               "(+JPperf map, costs under 5%)"},
+     #{name => folded, long => "folded", type => string, metavar => "DIR",
+       help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}].
 
 %% @doc Examples for `beamlab help matrix'.
 -spec usage() -> iodata().
@@ -63,6 +85,12 @@ usage() ->
     "  beamlab matrix --file grid.config --format json --save\n"
     "  beamlab matrix --target rabbitmq --vm '+sbt u' --vm '+sbt db' --vm '+S 1' \\\n"
     "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
+    "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 5 \\\n"
+    "                 --profile -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
+    "  beamlab matrix --preset jit-study [--otp DIR] [-n 5] [--duration 30] [--profile] [--save]\n"
+    "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit \\\n"
+    "                 --load-cmd '/opt/beamlab-perftest/2.22.1/bin/perftest -h {uri} {flags}' \\\n"
+    "                 -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
     "  beamlab matrix --target-cmd './_build/prod/rel/app/bin/app foreground' \\\n"
     "                 --target-node app@127.0.0.1 --cookie app --vm '+S 1' --vm '+S 2' -- run 'ok.'\n\n"
     "With --target (or --target-cmd) each repetition starts the system under test\n"
@@ -75,6 +103,31 @@ usage() ->
 %% @doc Runs the matrix; the document compares the configurations.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    %% Each configuration's lines (and a target's, and an inner AMQP
+    %% load's PerfTest lines) go to stderr: stdout carries the result.
+    Sink = fun({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
+              ({amqp, Bin}) -> beamlab_amqp_live:write_utf8(standard_error, Bin);
+              ({matrix, Line}) -> io:put_chars(standard_error, Line);
+              (_) -> ok
+           end,
+    {Code, Doc} = beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}),
+    ok = write_folded(beamlab_cli_args:get(folded, Parsed), Doc),
+    {Code, Doc}.
+
+%% @doc The experiment: the configurations, and the inner command parsed
+%% into the inner experiment (so a command the matrix cannot run, or a
+%% mistake in it, is a usage error before any VM starts).
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
+    case beamlab_cli_args:get(preset, Parsed) of
+        undefined ->
+            beamlab_cli_args:get(duration, Parsed) =:= undefined orelse
+                beamlab_cli_error:usage("--duration sets a preset's load time: give -z to the amqp after --", []),
+            plain(Parsed);
+        Name -> preset(Name, Parsed)
+    end.
+
+plain(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Grid = case Get(file) of
                undefined -> #{};
@@ -87,13 +140,20 @@ run(Parsed) ->
     Dims = #{vm => maps:get(vm, Grid, []) ++ list(Get(vm)),
              sweep => Sweep,
              erl => maps:get(erl, Grid, []) ++ list(Get(erl)),
+             flavor => list(Get(flavor)),
              wrap => maps:get(wrap, Grid, []) ++ list(Get(wrap))},
-    Command = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
-                  {[], []} -> maps:get(command, Grid, []);
-                  {Rest, []} -> Rest;
-                  {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
-                                                       "(the inner command goes after --)",
-                                                       [lists:join(" ", Args)])
+    Command0 = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
+                   {[], []} -> maps:get(command, Grid, []);
+                   {Rest, []} -> Rest;
+                   {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
+                                                        "(the inner command goes after --)",
+                                                        [lists:join(" ", Args)])
+               end,
+    %% --load-cmd is the load itself: an amqp after -- only lends its
+    %% flags ({flags}).
+    Command = case {Command0, Get(load_cmd)} of
+                  {[], L} when L =/= undefined -> ["amqp"];
+                  _ -> Command0
               end,
     case Command of
         [] -> beamlab_cli_error:usage("no command to run: give one after '--', e.g. "
@@ -101,58 +161,163 @@ run(Parsed) ->
         ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Target = beamlab_cli_target:target(Parsed, Command),
-    Configs = case Target of
-                  none -> ok_or_usage(beamlab_env_matrix:configs(Dims));
-                  _ -> ok_or_usage(beamlab_env_matrix:configs(
-                                     Dims#{erl => maps:get(erl, Dims) ++ beamlab_cli_target:otp_erls(Parsed)},
-                                     #{check_wrappers => false}))
+    Target = load_and_profile(target(Parsed, Command), Parsed),
+    Configs = case beamlab_experiment_matrix:configs(Dims, Target) of
+                  {ok, Cs} -> Cs;
+                  {error, Why} -> beamlab_cli_experiment:raise(Why)
               end,
-    Baseline = case Get(baseline) of
-                   undefined -> maps:get(baseline, Grid, undefined);
-                   B -> unicode:characters_to_binary(B)
-               end,
-    Spec = #{configs => Configs, command => Command, baseline => Baseline,
-             repeat => case Get(repeat) of
-                           undefined -> maps:get(repeat, Grid, 3);
-                           R -> R
-                       end,
-             sweep => Sweep =/= [], argv => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-             started_at => beamlab_runtime_clock:rfc3339(),
-             %% Each configuration's VM runs the inner command through the
-             %% dispatcher, quietly, and hands back its document.
-             inner => {beamlab_cli, run_command, [Command, #{quiet => true, errors => return}]}},
-    ok = beamlab_runtime_interrupt:subscribe(),
-    Progress = fun(Line) -> io:put_chars(standard_error, Line) end,
-    %% -v: live telemetry of this VM, which only starts and waits for the
-    %% configurations' VMs; what it shows is the machine around them.
-    Telemetry = beamlab_cli_verbose:start(Get(verbose) > 0),
-    Runner = case Target of
-                 none -> #{};
-                 _ -> #{runner => beamlab_cli_target:runner(Target, Progress)}
+    Inner = beamlab_cli_experiment:inner(matrix, Command),
+    Matrix = #{configs => Configs, inner => Inner,
+               baseline => case Get(baseline) of
+                               undefined -> maps:get(baseline, Grid, undefined);
+                               B -> unicode:characters_to_binary(B)
+                           end,
+               repeat => case Get(repeat) of
+                             undefined -> maps:get(repeat, Grid, 3);
+                             R -> R
+                         end,
+               sweep => Sweep =/= [], profiled => Get(profile)},
+    maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                 %% -v: live telemetry of this VM
+                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+               case Target of
+                   none -> #{};
+                   _ -> #{target => Target}
+               end).
+
+%% A preset: its scenarios against a private broker on one OTP (--otp,
+%% default the one scripts/install-otp.sh builds), one configuration per
+%% flavour of the preset.
+preset(Name, Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Preset = case beamlab_experiment_preset:find(Name) of
+                 {ok, P} -> P;
+                 {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_preset:format_error(R)])
              end,
-    Run = try beamlab_env_matrix:run(Spec, Runner#{progress => Progress})
-          after ok = beamlab_runtime_interrupt:unsubscribe()
+    _ = [beamlab_cli_error:usage("--preset ~ts sets the configurations, the target and the load: "
+                                 "drop --~ts", [Name, string:replace(atom_to_list(K), "_", "-", all)])
+         || K <- [vm, sweep, erl, wrap, file, flavor, target, target_cmd, target_node, baseline],
+            Get(K) =/= undefined],
+    maps:get(rest, Parsed) =:= [] andalso maps:get(args, Parsed) =:= [] orelse
+        beamlab_cli_error:usage("--preset ~ts runs its own loads: no command after --", [Name]),
+    Otp = case list(Get(otp)) of
+              [] -> default_otp();
+              [O] -> O;
+              _ -> beamlab_cli_error:usage("--preset runs on one OTP: give --otp once", [])
           end,
-    case Run of
-        {ok, Result0} ->
-            Result = beamlab_cli_verbose:stop(Telemetry, Result0),
-            case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, maps:get(extra, Result)), N > 0] of
-                _ when map_get(partial, Result) -> {beamlab_runtime_interrupt:exit_code(), Result};
-                [] ->
-                    io:put_chars(standard_error, "beamlab: no configuration ran successfully\n"),
-                    {1, Result};
-                _ -> {0, Result}
-            end;
-        {error, Reason} ->
-            ok = beamlab_cli_verbose:cancel(Telemetry),
-            beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)])
+    Target = load_and_profile(#{kind => rabbitmq, otp => [Otp]}, Parsed),
+    Configs = case beamlab_experiment_matrix:configs(#{flavor => maps:get(flavors, Preset)}, Target) of
+                  {ok, Cs} -> Cs;
+                  {error, Why} -> beamlab_cli_experiment:raise(Why)
+              end,
+    Seconds = case Get(duration) of undefined -> maps:get(duration, Preset); D -> D end,
+    Scenarios = [{S, beamlab_cli_experiment:inner(matrix, beamlab_experiment_preset:inner(Preset, S, Seconds))}
+                 || S <- maps:get(scenarios, Preset)],
+    Matrix = #{configs => Configs, inner => element(2, hd(Scenarios)),
+               repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
+               profiled => Get(profile), preset => Preset, scenarios => Scenarios},
+    #{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+      telemetry => case Get(verbose) > 0 of true -> live; false -> none end,
+      target => Target}.
+
+default_otp() ->
+    Prefix = case os:getenv("BEAMLAB_OTP27_PREFIX") of
+                 V when V =:= false; V =:= "" -> "/opt/beamlab-otp/27";
+                 V -> V
+             end,
+    case filelib:is_regular(filename:join([Prefix, "bin", "erl"])) of
+        true -> Prefix;
+        false -> beamlab_cli_error:usage("--preset needs an OTP with both flavours: build it with "
+                                         "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
     end.
 
-%% @doc The configurations' table with verdicts, then the findings.
+%% The target the options ask for (`none' without one).
+target(Parsed, Command) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Otp = list(Get(otp)),
+    case {Get(target), Get(target_cmd), Get(target_node)} of
+        {undefined, undefined, undefined} ->
+            Otp =:= [] orelse
+                beamlab_cli_error:usage("--otp needs --target or --target-cmd (use --erl for beamlab VMs)", []),
+            none;
+        {rabbitmq, undefined, undefined} ->
+            case Command of
+                ["amqp" | _] -> #{kind => rabbitmq, otp => Otp};
+                _ -> beamlab_cli_error:usage("--target rabbitmq runs an amqp load: give '-- amqp ...'", [])
+            end;
+        {undefined, Cmd, Node} when Cmd =/= undefined, Node =/= undefined ->
+            case string:split(Node, "@") of
+                [[_ | _], [_ | _]] -> ok;
+                _ -> beamlab_cli_error:usage("--target-node '~ts' is not a node name (name@host)", [Node])
+            end,
+            #{kind => cmd, cmd => Cmd, node => Node, cookie => Get(cookie), otp => Otp};
+        {undefined, _, _} ->
+            beamlab_cli_error:usage("--target-cmd and --target-node go together", []);
+        _ ->
+            beamlab_cli_error:usage("give either --target rabbitmq or --target-cmd/--target-node", [])
+    end.
+
+%% The target with its load (--load-cmd) and profile (--profile,
+%% --profile-mode) options; perf must be usable before any broker starts.
+load_and_profile(Target, Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Target =:= none andalso Get(load_cmd) =/= undefined andalso
+        beamlab_cli_error:usage("--load-cmd is the load of a target: give --target rabbitmq", []),
+    Target =:= none andalso Get(profile) andalso
+        beamlab_cli_error:usage("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
+                                "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
+    Get(folded) =/= undefined andalso not Get(profile) andalso
+        beamlab_cli_error:usage("--folded writes the profiles' stacks: add --profile", []),
+    case Target of
+        none -> none;
+        _ ->
+            Load = case Get(load_cmd) of
+                       undefined -> #{};
+                       Cmd when map_get(kind, Target) =:= rabbitmq -> #{load_cmd => Cmd};
+                       _ -> beamlab_cli_error:usage("--load-cmd needs --target rabbitmq", [])
+                   end,
+            Profile = case Get(profile) of
+                          false -> #{};
+                          true ->
+                              case beamlab_profile:check_perf() of
+                                  {ok, _} -> #{profile => #{mode => Get(profile_mode), frequency => 999}};
+                                  {error, R} -> beamlab_cli_error:fail("--profile: ~ts",
+                                                                       [beamlab_profile:format_error(R)])
+                              end
+                      end,
+            maps:merge(maps:merge(Target, Load), Profile)
+    end.
+
+%% Each configuration's folded stacks to DIR/CONFIG.folded (the
+%% configuration's name with what a file name cannot hold replaced).
+write_folded(undefined, _) ->
+    ok;
+write_folded(Dir, Doc) ->
+    case filelib:ensure_path(Dir) of
+        ok -> ok;
+        {error, R} -> beamlab_cli_error:fail("--folded ~ts: ~ts", [Dir, file:format_error(R)])
+    end,
+    lists:foreach(
+      fun({Name, #{extra := #{<<"profile">> := P}}}) ->
+              File = filename:join(Dir, re:replace(Name, "[^A-Za-z0-9_.=+-]+", "_", [global, {return, list}])
+                                   ++ ".folded"),
+              case beamlab_runtime_file:write(File, beamlab_profile_stacks:folded(P)) of
+                  {ok, _} -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
+                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts",
+                                                        [File, beamlab_runtime_file:format_error(R2)])
+              end
+      end, beamlab_result_profiles:of_matrix(Doc)).
+
+%% @doc The configurations' table with verdicts, the profiles, then the
+%% findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(#{extra := #{<<"preset">> := _}} = Result, Parsed) ->
+    [beamlab_render_matrix_preset:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_text:findings(maps:get(findings, Result))];
 text(Result, Parsed) ->
     [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;

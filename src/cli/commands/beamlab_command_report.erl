@@ -64,31 +64,34 @@ run(Parsed = #{args := Args}) ->
            end,
     %% The default name never replaces a page (-2, -3... are added); a file
     %% named with -o is replaced atomically, and the message says so.
+    %% A page written to standard output leaves it to the page: the message
+    %% goes to standard error.
     Target = case Out of
                  undefined -> {unique, ?DEFAULT_OUT};
                  _ ->
                      case beamlab_runtime_file:check_target(Out) of
                          {ok, directory} -> {unique, filename:join(Out, ?DEFAULT_OUT)};
-                         {ok, Exists} -> {named, Out, Exists =:= exists};
+                         {ok, _} = Found -> {named, Out, Found};
                          {error, _} -> beamlab_cli_output:check_output("-o", Out)
                      end
              end,
-    {Written, Note} =
+    {Written, Note, To} =
         case Target of
             {unique, Name} ->
                 case beamlab_runtime_file:write_unique(Name, Html) of
-                    {ok, W} -> {W, ""};
+                    {ok, W} -> {W, {ok, new}, standard_io};
                     {error, {W, Why}} -> write_failed(W, Why)
                 end;
-            {named, Path, Replaces} ->
-                case beamlab_runtime_file:write_atomic(Path, Html) of
-                    ok when Replaces -> {Path, ", replaced the existing file"};
-                    ok -> {Path, ""};
+            {named, Path, Kind} ->
+                case beamlab_runtime_file:write(Path, Html) of
+                    {ok, _} when Kind =:= {ok, {in_place, standard_output}} -> {Path, Kind, standard_error};
+                    {ok, _} -> {Path, Kind, standard_io};
                     {error, Why} -> write_failed(Path, Why)
                 end
         end,
-    io:format("wrote ~ts (~b run(s), ~ts~ts)~n",
-              [Written, length(Runs), beamlab_format_units:bytes(byte_size(Html)), Note]),
+    io:format(To, "wrote ~ts (~b run(s), ~ts)~ts~n",
+              [Written, length(Runs), beamlab_format_units:bytes(byte_size(Html)),
+               beamlab_cli_output:written_note(Note)]),
     {0, none}.
 
 -spec write_failed(file:filename(), term()) -> no_return().

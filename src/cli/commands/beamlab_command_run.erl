@@ -8,7 +8,7 @@
 -module(beamlab_command_run).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, text/2, failed/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 
 
 %% @doc One line for `beamlab help'.
@@ -21,25 +21,31 @@ summary() ->
 options() ->
     %% The defaults are the engine's: one place says what a run does by default.
     D = beamlab_engine:default_run_opts(),
-    [#{name => concurrency, short => "c", long => "concurrency", type => pos_integer,
+    %% Bounds (beamlab_cli_args): workers are processes, at most half of
+    %% what the VM allows, so the job's own processes still fit.
+    Workers = #{max => erlang:system_info(process_limit) div 2,
+                max_why => "half the VM's process limit; raise it with +P"},
+    Day = #{max => 86400000, max_why => "one day"},
+    Samples = #{max => 1000000, max_why => "a million samples"},
+    [Workers#{name => concurrency, short => "c", long => "concurrency", type => pos_integer,
        default => maps:get(concurrency, D), metavar => "N", help => "workers running the code concurrently"},
-     #{name => samples, short => "s", long => "samples", type => pos_integer, default => maps:get(samples, D),
+     Samples#{name => samples, short => "s", long => "samples", type => pos_integer, default => maps:get(samples, D),
        metavar => "N", help => "samples to take (the minimum with --rel-ci/--cv)"},
-     #{name => duration, short => "d", long => "duration", type => pos_integer,
+     Day#{name => duration, short => "d", long => "duration", type => pos_integer,
        default => maps:get(duration, D), metavar => "MS", help => "sample duration in ms, continuous mode"},
-     #{name => warmup, short => "w", long => "warmup", type => non_neg_integer,
+     Samples#{name => warmup, short => "w", long => "warmup", type => non_neg_integer,
        default => maps:get(warmup, D), metavar => "N", help => "warm-up samples, discarded"},
      #{name => loop, short => "l", long => "loop", type => quantity, metavar => "N",
        help => "timed mode: time N iterations per sample (K/M/G suffixes: 10M)"},
      #{name => squeeze, short => "q", long => "squeeze", type => boolean, default => false,
        help => "concurrency estimation: add workers until throughput stops growing"},
-     #{name => min, long => "min", type => pos_integer, metavar => "N",
+     Workers#{name => min, long => "min", type => pos_integer, metavar => "N",
        help => "squeeze: first concurrency (default 1)"},
-     #{name => max, long => "max", type => pos_integer, metavar => "N",
+     Workers#{name => max, long => "max", type => pos_integer, metavar => "N",
        help => "squeeze: last concurrency (default 2 x schedulers)"},
-     #{name => step, long => "step", type => pos_integer, metavar => "N",
+     Workers#{name => step, long => "step", type => pos_integer, metavar => "N",
        help => "squeeze: concurrency increment (default 1)"},
-     #{name => threshold, short => "t", long => "threshold", type => pos_integer, metavar => "N",
+     Samples#{name => threshold, short => "t", long => "threshold", type => pos_integer, metavar => "N",
        help => "squeeze: stop after N steps without gain (default 3)"},
      #{name => init, long => "init", type => string, attach => true, metavar => "CODE",
        help => "run once before the code before it; result goes to init_runner and done"},
@@ -62,13 +68,14 @@ options() ->
      #{name => cv, long => "cv", type => fraction, metavar => "F",
        help => "sample until the coefficient of variation of the last -s samples is at most F "
                "(0.05 or 5%), as erlperf's --cv"},
-     #{name => max_samples, long => "max-samples", type => pos_integer, metavar => "N",
+     Samples#{name => max_samples, long => "max-samples", type => pos_integer, metavar => "N",
        help => lists:flatten(io_lib:format("stopping rule cap on samples (default ~b)",
                                            [maps:get(max_samples, D)]))},
      #{name => max_time, long => "max-time", type => pos_number, metavar => "SEC",
+       max => 604800, max_why => "one week",
        help => lists:flatten(io_lib:format("stopping rule cap on time in seconds (default ~b)",
                                            [maps:get(max_time, D) div 1000]))},
-     #{name => deadline, long => "deadline", type => pos_integer, metavar => "MS",
+     Day#{name => deadline, long => "deadline", type => pos_integer, metavar => "MS",
        help => lists:flatten(io_lib:format("fail a job whose hook or runner makes no progress for MS "
                                            "(default ~b)", [maps:get(deadline, D)]))},
      #{name => pa, short => "pa", type => string, multi => true, metavar => "DIR",
@@ -77,9 +84,30 @@ options() ->
        help => "run each job in a fresh VM"},
      #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
        help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+       help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
+               "proven from what each VM reports"},
      #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
-       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"}
-     | beamlab_cli_after:options() ++ beamlab_cli_args:common_options()].
+       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
+     #{name => bench, long => "bench", type => string, metavar => "DIR",
+       help => "run the project's bench modules in DIR (bench/*_bench.erl exporting benchmarks/0) "
+               "instead of CODE; the project is built first"},
+     #{name => no_build, long => "no-build", type => boolean, default => false,
+       help => "with --bench: use the project's code as it is built now"}
+     | after_options() ++ beamlab_cli_args:common_options()].
+
+%% The after-the-samples phases (`--profile TOOL', `--memory',
+%% `--reductions', `--msacc'): they run in this VM on each job once the
+%% timed samples are taken and never touch the timed figures.
+after_options() ->
+    [#{name => profile, long => "profile", type => {enum, [eprof, fprof, cprof, tprof]}, metavar => "TOOL",
+       help => "after the samples, profile the runner in the VM: eprof, fprof, cprof (tprof: OTP 27+)"},
+     #{name => msacc, long => "msacc", type => boolean, default => false,
+       help => "with --profile and -v: microstate accounting of the profiled period"},
+     #{name => memory, long => "memory", type => boolean, default => false,
+       help => "after the samples, words allocated per iteration (spawned processes included)"},
+     #{name => reductions, long => "reductions", type => boolean, default => false,
+       help => "after the samples, reductions per iteration (spawned processes included)"}].
 
 %% @doc Examples for `beamlab help run'.
 -spec usage() -> iodata().
@@ -98,69 +126,78 @@ usage() ->
     "  beamlab 'rand:uniform().' -l 10M\n"
     "  beamlab 'code:is_loaded(local_udp).' -q --max 8\n"
     "  beamlab 'lists:seq(1, 100).' --rel-ci 1% --max-time 20\n"
+    "  beamlab 'lists:seq(1, 100).' -i --flavor emu        (the interpreter: an OTP with both flavours)\n"
     "  beamlab 'lists:seq(1, 100).' --cv 0.05 -s 5\n"
-    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n".
+    "  beamlab 'ets:insert(t, {1, 2}).' --init 'ets:new(t, [public, named_table]).' -i --vm-args '+S 2'\n"
+    "  beamlab run --bench bench/ --reductions       (the project's bench modules, see docs/ci.md)\n".
 
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Jobs = jobs(Parsed),
-    {RunOpts0, ModeOpts} = run_opts(Parsed, length(Jobs)),
-    Progress = progress(Parsed, length(Jobs)),
+    Exp = experiment(Parsed),
+    NJobs = case maps:get(run, Exp) of
+                {bench, #{jobs := Jobs}} -> length(Jobs);
+                {bench, #{modules := _}} -> 1
+            end,
+    Progress = progress(Parsed, NJobs),
     %% Under the launcher: what was measured survives code that stops the VM.
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
-    RunOpts = RunOpts0#{progress => progress_fun(Progress, Parsed), checkpoint => Checkpoint},
-    beamlab_cli_args:add_code_paths(beamlab_cli_args:get(pa, Parsed, [])),
-    ok = beamlab_runtime_interrupt:subscribe(),
-    Result = try beamlab_engine:run(Jobs, RunOpts, ModeOpts)
-             after
-                 ok = beamlab_runtime_interrupt:unsubscribe(),
-                 Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
-             end,
-    case Result of
-        {ok, Doc0} ->
-            %% In-VM profiler, memory and reductions: after the samples.
-            Doc = beamlab_cli_after:attach(Jobs, Doc0, Parsed),
-            Failed = failed(Doc),
-            if
-                map_get(partial, Doc) -> {beamlab_runtime_interrupt:exit_code(), Doc};
-                Failed =/= [] -> {1, Doc};
-                true -> {0, Doc}
-            end;
-        {error, Reason} ->
-            error_exit(Reason)
+    try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
+                                   #{error => fun error_line/1})
+    after
+        Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
     end.
 
-%% @doc The failed jobs of a run's document, each told on stderr in one
-%% line (`beamlab: LABEL: ERROR'); jobs not run (the VM stopped before
-%% them) are only shown in the result.
--spec failed(beamlab_result:result()) -> [beamlab_result:benchmark()].
-failed(Doc) ->
-    Failed = [B || B = #{extra := #{<<"status">> := <<"failed">>}} <- maps:get(benchmarks, Doc)],
-    _ = [io:format(standard_error, "beamlab: ~ts: ~ts~n", [N, E])
-         || #{name := N, extra := #{<<"error">> := E} = X} <- Failed,
-            not maps:get(<<"not_run">>, X, false)],
-    Failed.
+%% @doc The experiment: the jobs, the engine's options, the after-phase.
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
+    case beamlab_cli_args:get(bench, Parsed) of
+        undefined ->
+            Jobs = jobs(Parsed),
+            experiment(Parsed, #{jobs => Jobs}, length(Jobs));
+        Dir ->
+            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)}, 1)
+    end.
+
+experiment(Parsed, What, NJobs) ->
+    {Options, Squeeze} = run_opts(Parsed, NJobs),
+    _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
+         || D <- beamlab_cli_args:get(pa, Parsed, [])],
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    After = maps:from_list([{K, V} || K <- [memory, reductions, msacc], V <- [Get(K)], V =:= true]
+                           ++ [{profile, T} || T <- [Get(profile)], T =/= undefined]),
+    Bench = case Squeeze of
+                undefined -> What#{options => Options};
+                _ -> What#{options => Options, squeeze => Squeeze}
+            end,
+    maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
+                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+               case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end).
 
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
     [beamlab_render_bench:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
                                         report => beamlab_cli_args:get(report, Parsed, auto)}),
-     beamlab_cli_after:text(Doc)].
+     beamlab_render_profile:after_phases(Doc)].
 
-%% Compile errors and option errors are the user's mistakes (exit 2).
--spec error_exit(term()) -> no_return().
-error_exit({compile, _, _, _} = R) -> beamlab_cli_error:usage("~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_option, _, _} = R) -> beamlab_cli_error:usage("~ts", [beamlab_engine:format_error(R)]);
-error_exit({conflict, _, _} = R) -> beamlab_cli_error:usage("~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_baseline, _} = R) -> beamlab_cli_error:usage("--~ts", [beamlab_engine:format_error(R)]);
-error_exit({bad_vm_args, _} = R) -> beamlab_cli_error:usage("--vm-args: ~ts", [beamlab_engine:format_error(R)]);
-error_exit({min_above_max, Min, Max}) ->
-    beamlab_cli_error:usage("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
-                            "give a larger --max or a smaller --min)", [Min, Max]);
-error_exit(R) -> beamlab_cli_error:fail("~ts", [beamlab_engine:format_error(R)]).
+%% The lines that name this command's flags; the layer's line otherwise.
+error_line({bench, {bad_baseline, _} = R}) ->
+    {usage, ["--", beamlab_engine:format_error(R)]};
+error_line({bench, {bad_vm_args, _} = R}) ->
+    {usage, ["--vm-args: ", beamlab_engine:format_error(R)]};
+error_line({bench, {min_above_max, Min, Max}}) ->
+    {usage, io_lib:format("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
+                          "give a larger --max or a smaller --min)", [Min, Max])};
+error_line({bench, msacc_needs_profile}) ->
+    {usage, "--msacc needs --profile TOOL and -v"};
+error_line({bench, {project, _}} = R) ->
+    %% One line per mistake in the bench modules.
+    beamlab_cli_project:error_lines(beamlab_experiment:format_error(R),
+                                    beamlab_experiment:error_class(R));
+error_line(_) ->
+    undefined.
 
 %%====================================================================
 %% Options to engine options
@@ -201,6 +238,15 @@ run_opts(Parsed, NJobs) ->
          || K <- [max_samples, max_time], Given(K), not Rule],
     Given(vm_args) andalso not Get(isolated)
         andalso beamlab_cli_error:usage("--vm-args applies to the fresh VMs of -i; add -i", []),
+    Given(flavor) andalso not Get(isolated)
+        andalso beamlab_cli_error:usage("--flavor applies to the fresh VMs of -i; add -i", []),
+    _ = case Get(flavor) of
+            undefined -> ok;
+            F -> case beamlab_runtime_peer:flavor_args(#{flavor => F}) of
+                     {ok, _} -> ok;
+                     {error, R} -> beamlab_cli_error:fail("--flavor: ~ts", [beamlab_runtime_otp:format_error(R)])
+                 end
+        end,
     Given(baseline) andalso NJobs < 2
         andalso beamlab_cli_error:usage("--baseline needs at least two codes to compare", []),
     Samples = Get(samples),
@@ -209,9 +255,8 @@ run_opts(Parsed, NJobs) ->
              warmup => Get(warmup), loop => Loop,
              rel_ci => Get(rel_ci), cv => Get(cv),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
-             code_paths => beamlab_cli_args:get(pa, Parsed, []),
-             command => maps:get(argv, Parsed),
-             verbose => Get(verbose) > 0, telemetry => Get(verbose) > 0},
+             flavor => Get(flavor),
+             code_paths => beamlab_cli_args:get(pa, Parsed, [])},
     Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
                                      {max_time, case Get(max_time) of
                                                     undefined -> undefined;
@@ -245,16 +290,32 @@ progress(Parsed, NJobs) ->
         false -> beamlab_runtime_progress:start()
     end.
 
-progress_fun(undefined, _Parsed) ->
-    undefined;
-progress_fun(Progress, Parsed) ->
+%% The sampling rounds as the progress line.
+sink(undefined, _Parsed) ->
+    fun(_) -> ok end;
+sink(Progress, Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Of = case Get(rel_ci) =:= undefined andalso Get(cv) =:= undefined of
              true -> io_lib:format("/~w", [Get(samples) + Get(warmup)]);
              false -> ""
          end,
-    fun(#{round := R, warmup := W}) ->
+    fun({bench, #{round := R, warmup := W}}) ->
             What = case W of true -> "warm-up"; false -> "sampling" end,
-            beamlab_runtime_progress:show(Progress, io_lib:format("~ts round ~w~ts", [What, R, Of]))
+            beamlab_runtime_progress:show(Progress, io_lib:format("~ts round ~w~ts", [What, R, Of]));
+       (_) ->
+            ok
     end.
 
+%% The project's bench modules (`--bench DIR'), compiled against the
+%% project (built unless --no-build, or given by the build tool).
+bench_modules(_Dir, #{args := [_ | _]}) ->
+    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
+bench_modules(Dir, Parsed) ->
+    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                                 "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    lists:member(baseline, maps:get(given, Parsed))
+        andalso beamlab_cli_error:usage("--baseline: the benchmarks of bench modules are not compared "
+                                        "with one another", []),
+    #{root := Root, paths := Paths, include := Include} = beamlab_cli_project:project(Parsed),
+    #{dir => Dir, root => Root, paths => Paths, include => Include}.

@@ -4,7 +4,7 @@
 -module(beamlab_command_suite).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, text/2, parse_param/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, parse_param/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -26,11 +26,16 @@ options() ->
      #{name => profile, long => "profile", type => {enum, [quick, full]}, default => quick,
        help => "quick (all workloads in < 60 s) or full (1M-process ring and skynet, ...)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "N",
+       max => 10000,
        help => "measured repetitions per point (default: per workload, 3-5 quick, 3-10 full)"},
      #{name => pa, short => "pa", type => string, multi => true, default => [], metavar => "DIR",
        help => "add DIR to the code path (for your own workload modules)"},
      #{name => timeout, long => "timeout", type => pos_integer, default => 600, metavar => "S",
+       max => 604800, max_why => "one week",
        help => "seconds one repetition may take before the point is abandoned"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+       help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "
+               "proven from what the VM reports; compare them with matrix --flavor emu --flavor jit -- suite"},
      #{name => memory, long => "memory", type => boolean, default => false,
        help => "after the measured repetitions, one more traced for words allocated and reductions "
                "(spawned processes included)"}]
@@ -53,17 +58,54 @@ usage() ->
     "  beamlab suite --preset termite [--node bench@otherhost]\n"
     "  beamlab suite --preset message-load --profile full -v\n"
     "  beamlab suite --preset ./my-table.preset\n"
-    "  beamlab suite -pa ./ebin my_workload --format json\n".
+    "  beamlab suite -pa ./ebin my_workload --format json\n"
+    "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n".
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    beamlab_cli_args:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
+    case beamlab_cli_args:get(list, Parsed) of
+        true ->
+            beamlab_cli_args:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
+            list(maps:get(args, Parsed));
+        false ->
+            measure(experiment(Parsed), Parsed)
+    end.
+
+%% @doc The experiment: the selection (workloads or a preset), the
+%% parameters, the measurement options.
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Names = maps:get(args, Parsed),
-    case {beamlab_cli_args:get(list, Parsed), beamlab_cli_args:get(preset, Parsed)} of
-        {true, _} -> list(Names);
-        {false, undefined} -> measure(Names, Parsed);
-        {false, Preset} -> measure_preset(Preset, Names, Parsed)
+    Select = case Get(preset) of
+                 undefined ->
+                     {workloads, Names};
+                 Preset ->
+                     Names =:= [] orelse
+                         beamlab_cli_error:usage("--preset runs the preset's rows: do not also name workloads (~ts)",
+                                                 [lists:join(" ", Names)]),
+                     {preset, Preset, preset_node(Get(node))}
+             end,
+    _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D]) || D <- Get(pa)],
+    Suite = #{select => Select, params => overrides(Parsed), profile => Get(profile),
+              repeat => beamlab_cli_args:get(repeat, Parsed, default), timeout => 1000 * Get(timeout),
+              code_paths => Get(pa), flavor => Get(flavor),
+              dist => maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
+                                                V <- [Get(O)], V =/= undefined])},
+    maps:merge(#{run => {suite, Suite}, command => maps:get(argv, Parsed),
+                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+               case Get(memory) of
+                   true -> #{'after' => #{memory => true}};
+                   false -> #{}
+               end).
+
+preset_node(undefined) ->
+    none;
+preset_node(Text) ->
+    case beamlab_workload:parse_value(node, Text) of
+        {ok, N} when N =/= none -> N;
+        _ -> beamlab_cli_error:usage("--node ~ts: expected NAME@HOST", [Text])
     end.
 
 %%--------------------------------------------------------------------
@@ -101,86 +143,22 @@ list_one(Mod) ->
 %%--------------------------------------------------------------------
 %% Measuring
 
-measure(Names, Parsed) ->
-    Overrides = overrides(Parsed),
-    Profile = beamlab_cli_args:get(profile, Parsed),
-    ok = beamlab_cli_dist:controller(Parsed, named_nodes(Overrides)),
-    Plan = case beamlab_suite:plan(Names, Profile, Overrides) of
-               {ok, P} -> P;
-               {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_suite:format_error(R)])
-           end,
-    run_plan(Plan, doc_params(Profile, Names, Overrides, Parsed), #{}, Parsed).
-
-measure_preset(Arg, Names, Parsed) ->
-    Names =:= [] orelse
-        beamlab_cli_error:usage("--preset runs the preset's rows: do not also name workloads (~ts)",
-                                [lists:join(" ", Names)]),
-    Preset = case beamlab_suite_preset:find(Arg) of
-                 {ok, P} -> P;
-                 {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_suite_preset:format_error(R)])
-             end,
-    Node = case beamlab_cli_args:get(node, Parsed) of
-               undefined -> none;
-               Text ->
-                   case beamlab_workload:parse_value(node, Text) of
-                       {ok, N} when N =/= none -> N;
-                       _ -> beamlab_cli_error:usage("--node ~ts: expected NAME@HOST", [Text])
-                   end
-           end,
-    Overrides = overrides(Parsed),
-    %% The remote rows need this VM distributed (--name, --cookie), as a
-    %% `ping_pong.node' parameter does.
-    ok = beamlab_cli_dist:controller(Parsed, [N || N <- [Node], N =/= none] ++ named_nodes(Overrides)),
-    InPreset = lists:usort([W || #{workload := W} <- maps:get(rows, Preset)]),
-    case [W || W <- maps:keys(Overrides), not lists:member(W, InPreset)] of
-        [] -> ok;
-        [W | _] -> beamlab_cli_error:usage("--param for workload '~ts', which preset ~ts does not run",
-                                           [W, maps:get(name, Preset)])
-    end,
-    Profile = beamlab_cli_args:get(profile, Parsed),
-    {Plan, Rows} = case beamlab_suite_preset:plan(Preset, Profile, Node, Overrides) of
-                       {ok, Pl, Rs} -> {Pl, Rs};
-                       {error, R2} -> beamlab_cli_error:usage("~ts", [beamlab_suite_preset:format_error(R2)])
-                   end,
-    Params = (doc_params(Profile, [], Overrides, Parsed))#{<<"preset">> => maps:get(name, Preset)},
-    run_plan(Plan, Params, #{preset => Preset#{rows => Rows}}, Parsed).
-
-overrides(Parsed) ->
-    lists:foldl(fun(P, Acc) -> add_param(parse_param(P), Acc) end, #{},
-                beamlab_cli_args:get(param, Parsed)).
-
-run_plan(Plan, DocParams, Extra, Parsed) ->
-    Profile = beamlab_cli_args:get(profile, Parsed),
+measure(Exp, Parsed) ->
     Verbose = beamlab_cli_args:get(verbose, Parsed, 0) > 0,
     Progress = case Verbose orelse beamlab_cli_output:format(Parsed) =/= text of
                    true -> undefined;
                    false -> beamlab_runtime_progress:start()
                end,
-    ok = beamlab_runtime_interrupt:subscribe(),
-    Telemetry = beamlab_cli_verbose:start(Verbose),
-    {ok, Doc0} = try
-                     beamlab_suite:run(Plan, #{profile => Profile,
-                                               repeat => beamlab_cli_args:get(repeat, Parsed, default),
-                                               memory => beamlab_cli_args:get(memory, Parsed, false),
-                                               timeout => 1000 * beamlab_cli_args:get(timeout, Parsed),
-                                               progress => progress(Verbose, Progress),
-                                               command => maps:get(argv, Parsed),
-                                               params => DocParams,
-                                               extra => Extra,
-                                               checkpoint => beamlab_runtime_checkpoint:open(
-                                                               maps:get(checkpoint, Parsed, undefined),
-                                                               #{command => "suite", parsed => Parsed})})
-                 after
-                     ok = beamlab_runtime_interrupt:unsubscribe(),
-                     Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
-                 end,
-    Doc = beamlab_cli_verbose:stop(Telemetry, Doc0),
-    {exit_code(Doc), Doc}.
+    Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
+                                                 #{command => "suite", parsed => Parsed}),
+    try beamlab_cli_experiment:run(Exp#{sink => sink(Verbose, Progress), checkpoint => Checkpoint})
+    after
+        Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
+    end.
 
-%% Nodes named in node-valued parameters (`ping_pong.node', `.from').
-named_nodes(Overrides) ->
-    [list_to_atom(V) || Kvs <- maps:values(Overrides), {K, Vs} <- maps:to_list(Kvs),
-                        lists:member(K, ["node", "from"]), V <- Vs, lists:member($@, V)].
+overrides(Parsed) ->
+    lists:foldl(fun(P, Acc) -> add_param(parse_param(P), Acc) end, #{},
+                beamlab_cli_args:get(param, Parsed)).
 
 %% @doc Parses `NAME.KEY=VALUE[,VALUE...]'; usage error when malformed.
 -spec parse_param(string()) -> {binary(), string(), [string()]}.
@@ -203,54 +181,29 @@ bad_param(Text) ->
 add_param({W, K, Vs}, Acc) ->
     Acc#{W => (maps:get(W, Acc, #{}))#{K => Vs}}.
 
-doc_params(Profile, Names, Overrides, Parsed) ->
-    #{<<"profile">> => atom_to_binary(Profile),
-      <<"workloads">> => [unicode:characters_to_binary(N) || N <- Names],
-      <<"repeat">> => case beamlab_cli_args:get(repeat, Parsed) of
-                          undefined -> <<"default">>;
-                          N -> N
-                      end,
-      <<"param">> => maps:map(fun(_W, Kvs) ->
-                                      maps:from_list([{unicode:characters_to_binary(K),
-                                                       [unicode:characters_to_binary(V) || V <- Vs]}
-                                                      || {K, Vs} <- maps:to_list(Kvs)])
-                              end, Overrides)}.
-
 %% Without -v: the point being measured, as one progress line (text output
 %% only, like `run'); with -v: every repetition's value.
-progress(false, undefined) ->
+sink(false, undefined) ->
     fun(_) -> ok end;
-progress(false, Progress) ->
-    fun({point_start, Name, #{isolated := Iso}}) ->
+sink(false, Progress) ->
+    fun({suite, {point_start, Name, #{isolated := Iso}}}) ->
             N = beamlab_runtime_progress:next(Progress),
             beamlab_runtime_progress:show(Progress,
                                           io_lib:format("suite: point ~w: ~ts~ts",
                                                         [N, Name, case Iso of true -> " (fresh VM)"; false -> "" end]));
        (_) -> ok
     end;
-progress(true, _Progress) ->
-    fun({point_start, Name, #{isolated := Iso}}) ->
+sink(true, _Progress) ->
+    fun({suite, {point_start, Name, #{isolated := Iso}}}) ->
             io:format(standard_error, "suite: ~ts~ts~n",
                       [Name, case Iso of true -> " (in a fresh VM with a larger +P)"; false -> "" end]);
-       ({repetition, _Name, Which, V}) ->
+       ({suite, {repetition, _Name, Which, V}}) ->
             io:format(standard_error, "  ~ts: ~ts~n",
                       [case Which of warmup -> "warm-up"; N -> integer_to_list(N) end,
                        beamlab_format_units:sig(V, 4)]);
-       ({point_done, _Name, ok}) -> ok;
-       ({point_done, Name, {error, Msg}}) ->
-            io:format(standard_error, "  ~ts: ~ts~n", [Name, Msg])
-    end.
-
-%% 130 when interrupted (what was measured is still reported); 1 when a
-%% point failed or a check did not hold; 0 otherwise.
-exit_code(#{partial := true}) ->
-    beamlab_runtime_interrupt:exit_code();
-exit_code(#{benchmarks := Bs, extra := Extra}) ->
-    Fs = maps:get(<<"failures">>, Extra, []),
-    Failed = [B || #{extra := #{<<"check">> := <<"failed", _/binary>>}} = B <- Bs],
-    case Fs =:= [] andalso Failed =:= [] of
-        true -> 0;
-        false -> 1
+       ({suite, {point_done, Name, {error, Msg}}}) ->
+            io:format(standard_error, "  ~ts: ~ts~n", [Name, Msg]);
+       (_) -> ok
     end.
 
 %%--------------------------------------------------------------------

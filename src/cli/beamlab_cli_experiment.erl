@@ -1,0 +1,106 @@
+%%% @doc The command line's side of the experiment layer: runs the
+%%% description a command parsed ({@link beamlab_experiment:run/1}), turns
+%%% its errors into one line with the right exit code and its verdict into
+%%% the command's exit code (telling its lines on stderr); and parses the
+%%% inner command of `matrix' and `profile' into an inner description, up
+%%% front, so that a command they cannot run is a usage error (exit 2)
+%%% before anything starts.
+-module(beamlab_cli_experiment).
+
+-export([run/1, run/2, inner/2, raise/1]).
+
+%% `error': the command's own line for some errors (naming its flags);
+%% `undefined' leaves the error to the layer's line.
+-type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {usage | fail, unicode:chardata()})}.
+-export_type([opts/0]).
+
+%% @doc As {@link run/2} with no options.
+-spec run(beamlab_experiment:experiment()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
+run(Exp) ->
+    run(Exp, #{}).
+
+%% @doc Runs the experiment and returns the exit code and the document:
+%% 0, 130 when interrupted (what was measured is still printed and
+%% saved), 1 when the document says the run failed (each line of the
+%% verdict told as `beamlab: LINE').
+-spec run(beamlab_experiment:experiment(), opts()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
+run(Exp0, Opts) ->
+    %% Where the live metrics are served is told here, whatever the
+    %% command's own sink does with its events.
+    Sink = maps:get(sink, Exp0, fun(_) -> ok end),
+    Exp = Exp0#{sink => fun({metrics, Url}) -> io:format(standard_error, "metrics: ~ts~n", [Url]);
+                           (E) -> Sink(E)
+                        end},
+    case beamlab_experiment:run(Exp) of
+        {ok, Doc} ->
+            {Status, Lines} = beamlab_experiment:verdict(Doc),
+            _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- Lines],
+            {case Status of
+                 ok -> 0;
+                 interrupted -> beamlab_runtime_interrupt:exit_code();
+                 failed -> 1
+             end, Doc};
+        {error, Reason} ->
+            case (maps:get(error, Opts, fun(_) -> undefined end))(Reason) of
+                {usage, Line} -> beamlab_cli_error:usage("~ts", [Line]);
+                {fail, Line} -> beamlab_cli_error:fail("~ts", [Line]);
+                undefined -> raise(Reason)
+            end
+    end.
+
+%% @doc Ends the command with the layer's error: a usage error (exit 2)
+%% for the caller's mistakes, else a failure (exit 1).
+-spec raise(beamlab_experiment:error_reason()) -> no_return().
+raise(Reason) ->
+    Line = beamlab_experiment:format_error(Reason),
+    case beamlab_experiment:error_class(Reason) of
+        usage -> beamlab_cli_error:usage("~ts", [Line]);
+        failure -> beamlab_cli_error:fail("~ts", [Line])
+    end.
+
+%% @doc The inner command of `Outer' (`matrix' or `profile') parsed into
+%% its description. A command without an experiment (`env', `compare',
+%% `report', `node'), a kind the outer command cannot run inside it, a
+%% request for help and the inner command's own usage errors are usage
+%% errors naming the inner command. Its `--save' would write the inner
+%% document once per VM: the outer command saves its own.
+-spec inner(matrix | profile, [string(), ...]) -> beamlab_experiment:experiment().
+inner(Outer, Argv) ->
+    case beamlab_command:find(Argv) of
+        {ok, Name, Mod, Args} ->
+            {module, Mod} = code:ensure_loaded(Mod),
+            erlang:function_exported(Mod, experiment, 1) orelse cannot(Outer, Name),
+            lists:any(fun(F) -> lists:member(F, Args) end, beamlab_command:help_flags(Mod))
+                andalso beamlab_cli_error:usage("~ts: the inner command asks for help (see: beamlab help ~ts)",
+                                                [Outer, Name]),
+            Parsed = case beamlab_cli_args:parse(Args, Mod:options()) of
+                         {ok, P} -> P#{command => Name, argv => Argv};
+                         {error, Msg} -> beamlab_cli_error:usage("~ts: ~ts: ~ts (see: beamlab help ~ts)",
+                                                                 [Outer, Name, Msg, Name])
+                     end,
+            beamlab_cli_args:get(save, Parsed, undefined) =:= undefined
+                orelse beamlab_cli_error:usage("~ts: the inner command's --save would save once per run: "
+                                               "give --save to ~ts", [Outer, Outer]),
+            Exp = Mod:experiment(Parsed),
+            lists:member(beamlab_experiment:kind(Exp), beamlab_experiment:inner_kinds(Outer))
+                orelse cannot(Outer, Name),
+            Exp;
+        {unknown, Cmd} ->
+            cannot(Outer, Cmd)
+    end.
+
+-spec cannot(matrix | profile, string()) -> no_return().
+cannot(Outer, Name) ->
+    Allowed = [N || {N, M} <- beamlab_command:all(), code:ensure_loaded(M) =:= {module, M},
+                    erlang:function_exported(M, experiment, 1),
+                    lists:member(kind_of(N), beamlab_experiment:inner_kinds(Outer))],
+    beamlab_cli_error:usage("~ts cannot run '~ts' (it runs: ~ts)", [Outer, Name, lists:join(", ", Allowed)]).
+
+%% The kind of experiment each command runs.
+kind_of("run") -> bench;
+kind_of("suite") -> suite;
+kind_of("matrix") -> matrix;
+kind_of("watch") -> watch;
+kind_of("amqp") -> amqp;
+kind_of("profile") -> profile;
+kind_of(_) -> none.

@@ -1,0 +1,57 @@
+%%% @doc The project in the current directory, for `run --bench' and
+%%% `check', as the command line sees it: built with its own tool, the
+%%% command lines of the build tools' entry points, errors of several
+%%% lines and progress lines on stderr.
+%%%
+%%% When beamlab runs inside the build tool (the rebar3 plugin
+%%% {@link beamlab_rebar3}, the Mix task), the tool has built the
+%%% project already and passes it as `project' (root, code paths); from
+%%% the command line beamlab builds it (`--no-build': as it is).
+-module(beamlab_cli_project).
+
+-export([project/1, progress/1, error_lines/2, tool_argv/1]).
+
+%% @doc The project the command works on (built unless `--no-build').
+-spec project(beamlab_cli_args:parsed()) -> beamlab_project_build:project().
+project(#{project := Project}) ->
+    Project;
+project(Parsed) ->
+    {ok, Root} = file:get_cwd(),
+    Build = not beamlab_cli_args:get(no_build, Parsed, false),
+    Tool = beamlab_project_build:detect(Root),
+    Build andalso Tool =/= none
+        andalso progress(io_lib:format("building the project (~ts compile)", [Tool])),
+    case beamlab_project_build:build(Root, #{build => Build}) of
+        {ok, P} -> P;
+        {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_project_build:format_error(Reason)])
+    end.
+
+%% @doc An error of several lines (one per mistake): each on stderr, the
+%% last through the usage error (exit 2) or failure (exit 1).
+-spec error_lines(unicode:chardata(), usage | failure) -> no_return().
+error_lines(Text, Kind) ->
+    Lines = string:split(unicode:characters_to_list(Text), "\n", all),
+    _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- lists:droplast(Lines)],
+    case Kind of
+        usage -> beamlab_cli_error:usage("~ts", [lists:last(Lines)]);
+        failure -> beamlab_cli_error:fail("~ts", [lists:last(Lines)])
+    end.
+
+%% @doc The command line of `rebar3 beamlab ARGS' and `mix beamlab ARGS':
+%% `check ...' is `beamlab check ...'; `run ...' or bare options are
+%% `beamlab run --bench bench ...' (unless they name another --bench).
+-spec tool_argv([string()]) -> [string()].
+tool_argv(["check" | Rest]) ->
+    ["check" | Rest];
+tool_argv(["run" | Rest]) ->
+    tool_argv(Rest);
+tool_argv(Args) ->
+    case lists:any(fun(A) -> A =:= "--bench" orelse lists:prefix("--bench=", A) end, Args) of
+        true -> ["run" | Args];
+        false -> ["run", "--bench", "bench" | Args]
+    end.
+
+%% @doc A progress line on stderr.
+-spec progress(unicode:chardata()) -> ok.
+progress(Text) ->
+    io:format(standard_error, "beamlab: ~ts~n", [Text]).

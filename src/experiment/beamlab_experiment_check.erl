@@ -1,0 +1,191 @@
+%%% @doc A project's bench modules checked (kind `check'), as an
+%%% experiment.
+%%%
+%%% Without `against': the bench modules are compiled against the project
+%%% and validated, and each benchmark runs in its own phase in this VM to
+%%% count its reductions and words per iteration (which shows that every
+%%% runner works); no timed samples.
+%%%
+%%% With `against' (a git ref): the working tree against that commit
+%%% ({@link beamlab_project_check}: a temporary worktree, both versions
+%%% built, paired rounds of fresh VMs). What each side's VM runs is a
+%%% benchmark experiment of the bench modules compiled for that side,
+%%% with the after-phase counting reductions and words per iteration,
+%%% through this layer again ({@link beamlab_experiment:run_inner/1}).
+-module(beamlab_experiment_check).
+
+-export([run/2, verdict/1, error_class/1, format_error/1]).
+
+-type check() :: #{root := file:filename(),                 % the project's root
+                   bench := file:filename(),                % bench modules, relative to root
+                   against => string(),                     % the base's git ref; absent: validate
+                   project => beamlab_project_build:project(), % built already (a build tool)
+                   build => boolean(),                      % build the working tree (default true)
+                   rounds => pos_integer(),
+                   gate => [beamlab_project_check:metric()],
+                   threshold => float(),                    % effect floor, a fraction
+                   alpha => float(),                        % significance level
+                   options => #{duration => pos_integer(), samples => pos_integer(),
+                                warmup => non_neg_integer()},
+                   vm_args => [string()]}.
+-type error_reason() :: beamlab_project_check:error_reason()
+                      | beamlab_project_build:error_reason()
+                      | {bench, beamlab_experiment_bench:error_reason()}.
+-export_type([check/0, error_reason/0]).
+
+-define(DEFAULTS, #{rounds => 12, gate => [time], threshold => 0.05, alpha => 0.01,
+                    options => #{duration => 100, samples => 3, warmup => 1}}).
+
+%% @doc Runs the check; its document (kind `check').
+-spec run(check(), beamlab_experiment:experiment()) ->
+          {ok, beamlab_result:result()} | {error, {check, error_reason()}}.
+run(#{against := _} = C0, Exp) ->
+    C = maps:merge(?DEFAULTS, C0),
+    #{root := Root, against := Ref, options := O} = C,
+    Note = note(Exp),
+    Opts0 = maps:with([rounds, gate, threshold, alpha, vm_args], C),
+    Opts = Opts0#{root => Root, against => Ref, bench => maps:get(bench, C),
+                  main => main(O), command => maps:get(command, Exp, []),
+                  params => O#{project => beamlab_experiment_project:info(Root)},
+                  progress => Note},
+    Head = case head(C, Note) of
+               none -> #{};
+               P -> #{head => P}
+           end,
+    case beamlab_project_check:run(maps:merge(Opts, Head)) of
+        {ok, Doc} -> {ok, beamlab_experiment_env:attach(Doc, Exp)};
+        {error, R} -> {error, {check, R}}
+    end;
+run(C, Exp) ->
+    validate(C, Exp).
+
+%% The working tree as the build tool built it, or as it is (no build);
+%% `none': the check builds it.
+head(#{project := P}, _Note) ->
+    P;
+head(#{build := false, root := Root}, _Note) ->
+    case beamlab_project_build:build(Root, #{build => false}) of
+        {ok, P} -> P;
+        {error, _} -> none
+    end;
+head(_, _Note) ->
+    none.
+
+%% What a side's fresh VM runs: a benchmark of the bench modules compiled
+%% for that side, its reductions and words per iteration counted after
+%% the samples, no environment report (the document has this VM's).
+main(#{duration := D, samples := S, warmup := W}) ->
+    fun(#{bench := Ebin, dir := Dir}) ->
+            Inner = #{run => {bench, #{modules => #{dir => Ebin, root => Dir},
+                                       options => #{duration => D, samples => S, warmup => W}}},
+                      'after' => #{reductions => true, memory => true},
+                      env => false},
+            {beamlab_experiment, run_inner, [Inner]}
+    end.
+
+note(Exp) ->
+    case maps:find(sink, Exp) of
+        {ok, Sink} -> fun(Line) -> Sink({check, Line}) end;
+        error -> fun(_) -> ok end
+    end.
+
+%%--------------------------------------------------------------------
+%% Without a base: validation
+
+validate(C, Exp) ->
+    Root = maps:get(root, C),
+    Project = case maps:find(project, C) of
+                  {ok, P} -> {ok, P};
+                  error ->
+                      Build = maps:get(build, C, true),
+                      Build andalso (note(Exp))(io_lib:format("building the project (~ts compile)",
+                                                              [beamlab_project_build:detect(Root)])),
+                      beamlab_project_build:build(Root, #{build => Build})
+              end,
+    case Project of
+        {ok, #{paths := Paths, include := Include}} ->
+            Dir = filename:join(Root, maps:get(bench, C)),
+            case beamlab_experiment_project:jobs(#{dir => Dir, root => Root, paths => Paths,
+                                                   include => Include}) of
+                {ok, #{jobs := Jobs, failed := Failed}} ->
+                    Started = beamlab_runtime_clock:rfc3339(),
+                    Benches = [counted(J) || J <- Jobs] ++ Failed,
+                    Doc0 = beamlab_result:new(check, #{command => maps:get(command, Exp, []),
+                                                       started_at => Started,
+                                                       params => #{project => beamlab_experiment_project:info(Root)}}),
+                    Doc = beamlab_result:finish(beamlab_result:add_benchmarks(Doc0, Benches),
+                                                #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                                  partial => false}),
+                    {ok, beamlab_experiment_env:attach(Doc, Exp)};
+                {error, R} ->
+                    {error, {check, {bench, {project, R}}}}
+            end;
+        {error, R} ->
+            {error, {check, R}}
+    end.
+
+%% One benchmark's reductions and words per iteration, in its own phase.
+counted(#{label := L, module := M} = Job) ->
+    Params = maps:with([module, input], Job),
+    case beamlab_engine_after:per_iteration(beamlab_experiment_project:code_map(Job),
+                                            #{reductions => true, memory => true}) of
+        {ok, #{<<"reductions">> := R} = Per} ->
+            beamlab_result:benchmark(L, [R], #{group => L, metric => reductions, unit => reductions,
+                                               better => lower, params => Params,
+                                               extra => #{status => ok, module => M, per_iteration => Per}});
+        {error, Reason} ->
+            beamlab_result:benchmark(L, [], #{group => L, metric => reductions, unit => reductions,
+                                              better => lower, params => Params,
+                                              extra => #{status => failed, module => M,
+                                                         error => iolist_to_binary(
+                                                                    beamlab_engine_after:format_error(Reason))}})
+    end.
+
+%%--------------------------------------------------------------------
+
+%% @doc Interrupted when partial; failed when a gated metric regressed,
+%% when a benchmark fails on the working tree although it ran on the
+%% base, or (validation) when a runner fails; each told in one line.
+-spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
+verdict(#{params := #{<<"against">> := Ref}} = Doc) ->
+    Regressed = beamlab_project_check:regressions(Doc),
+    Broken = beamlab_project_check:failed_head(Doc),
+    #{params := #{<<"threshold">> := T}} = Doc,
+    Lines = [io_lib:format("~b benchmark metric(s) regressed beyond ~ts: ~ts",
+                           [length(Regressed), beamlab_format_units:signed_percent(T),
+                            lists:join("; ", [[G, " ", M, " ", change_text(P)] || {G, M, P} <- Regressed])])
+             || Regressed =/= []]
+            ++ [io_lib:format("~b benchmark(s) fail on the working tree but ran on ~ts: ~ts",
+                              [length(Broken), Ref, lists:join(", ", Broken)]) || Broken =/= []],
+    if
+        map_get(partial, Doc) -> {interrupted, Lines};
+        Lines =/= [] -> {failed, Lines};
+        true -> {ok, []}
+    end;
+verdict(#{benchmarks := Bs}) ->
+    case [[N, ": ", E] || #{name := N, extra := #{<<"status">> := <<"failed">>, <<"error">> := E}} <- Bs] of
+        [] -> {ok, []};
+        Lines -> {failed, Lines}
+    end.
+
+change_text(#{<<"change">> := C, <<"ci">> := [Lo, Hi]}) ->
+    io_lib:format("~ts [~ts, ~ts]", [beamlab_format_units:signed_percent(C),
+                                     beamlab_format_units:signed_percent(Lo),
+                                     beamlab_format_units:signed_percent(Hi)]);
+change_text(#{<<"change">> := C}) ->
+    beamlab_format_units:signed_percent(C).
+
+%% @doc A ref that names nothing, a directory that is no git repository
+%% and mistakes in the bench modules are the caller's; a build or a side
+%% that fails is a failure.
+-spec error_class(error_reason()) -> usage | failure.
+error_class({bench, R}) -> beamlab_experiment_bench:error_class(R);
+error_class({unknown_ref, _}) -> usage;
+error_class({not_a_repository, _}) -> usage;
+error_class({R, _}) when R =:= invalid; R =:= compile; R =:= no_bench_dir; R =:= no_bench_modules -> usage;
+error_class(_) -> failure.
+
+%% @doc One line for each error (one per mistake in the bench modules).
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error({bench, R}) -> beamlab_experiment_bench:format_error(R);
+format_error(R) -> beamlab_project_check:format_error(R).

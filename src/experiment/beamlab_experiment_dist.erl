@@ -1,0 +1,92 @@
+%%% @doc Distribution for an experiment that talks to other nodes (`amqp'
+%%% with named `nodes', a suite's remote ping-pong): this VM named
+%%% `name@host' with a cookie, or kept on loopback, and the nodes it names
+%%% checked to be reachable from that name. With no name the VM stays on
+%%% loopback (`beamlab_runtime_peer:ensure_dist/0').
+-module(beamlab_experiment_dist).
+
+-export([controller/2, loopback/1, far/1, error_class/1, format_error/1]).
+
+-type error_reason() :: {not_loopback, node()} | {name, term()}.
+-export_type([error_reason/0]).
+
+%% @doc Sets up distribution for a controller before it talks to `Nodes'.
+%% Without a name, a node on another host is an error (the controller
+%% would be on loopback); without nodes and without a name or a cookie
+%% nothing is started.
+-spec controller(beamlab_experiment:dist(), [node()]) -> ok | {error, error_reason()}.
+controller(Dist, Nodes) ->
+    Cookie = maps:get(cookie, Dist, undefined),
+    case maps:get(name, Dist, undefined) of
+        undefined ->
+            case [N || N <- Nodes, N =/= node(), far(N)] of
+                [] when Cookie =:= undefined ->
+                    ok;
+                [] ->
+                    %% (an empty cookie is refused: beamlab_runtime_peer:cookie/1)
+                    _ = beamlab_runtime_peer:ensure_dist(),
+                    case beamlab_runtime_peer:set_cookie(node(), Cookie) of
+                        ok -> ok;
+                        {error, Bad} -> {error, {name, Bad}}
+                    end;
+                [Far | _] ->
+                    {error, {not_loopback, Far}}
+            end;
+        Name ->
+            Opts = #{name => Name, epmd => optional},
+            case beamlab_runtime_peer:start_dist(case Cookie of
+                                                     undefined -> Opts;
+                                                     _ -> Opts#{cookie => Cookie}
+                                                 end) of
+                {ok, _} -> ok;
+                {error, E} -> {error, {name, E}}
+            end
+    end.
+
+%% @doc True when the node's host resolves to an address that is not
+%% loopback (a host that does not resolve is left to the connection
+%% attempt, which names it).
+-spec far(node()) -> boolean().
+far(Node) ->
+    case string:split(atom_to_list(Node), "@") of
+        [_, Host] ->
+            case inet:getaddr(Host, inet) of
+                {ok, {127, _, _, _}} -> false;
+                {ok, _} -> not loopback(Node);
+                {error, _} -> false
+            end;
+        _ -> false
+    end.
+
+%% @doc True when the node's host is a loopback name or address.
+-spec loopback(node()) -> boolean().
+loopback(Node) ->
+    case string:split(atom_to_list(Node), "@") of
+        [_, "localhost"] -> true;
+        [_, Host] ->
+            case inet:parse_address(Host) of
+                {ok, {127, _, _, _}} -> true;
+                {ok, {0, 0, 0, 0, 0, 0, 0, 1}} -> true;
+                _ -> false
+            end;
+        _ -> false
+    end.
+
+%% @doc A name that cannot be this VM's is the caller's mistake; a
+%% distribution that does not start is a failure.
+-spec error_class(error_reason()) -> usage | failure.
+error_class({not_loopback, _}) -> usage;
+error_class({name, {Bad, _}}) when Bad =:= bad_node_name; Bad =:= unknown_host -> usage;
+error_class({name, {not_local, _, _}}) -> usage;
+error_class({name, _}) -> failure.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error({not_loopback, Far}) ->
+    io_lib:format("node ~s is not on loopback: name this controller after an interface "
+                  "that reaches it, e.g. --name ctl@ADDRESS", [Far]);
+format_error({name, E}) ->
+    case error_class({name, E}) of
+        usage -> ["--name: ", beamlab_runtime_peer:format_error(E)];
+        failure -> beamlab_runtime_peer:format_error(E)
+    end.

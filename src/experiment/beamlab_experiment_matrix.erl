@@ -1,0 +1,213 @@
+%%% @doc The VM-configuration matrix as an experiment: an inner experiment
+%%% (a benchmark, a suite, an AMQP load) run once per configuration and
+%%% repetition (`beamlab_env_matrix'), each time in a fresh VM that runs
+%%% the inner experiment through this layer (an MFA into
+%%% `beamlab_experiment'); or, with a system under test (`target'), the
+%%% target started per configuration and repetition
+%%% (`beamlab_sut_broker:run/3') and the inner experiment run here against
+%%% it: an inner AMQP load gets the target's broker URI and watches its
+%%% node, so the broker's telemetry joins the result.
+-module(beamlab_experiment_matrix).
+
+-export([configs/2, run/3, verdict/1, error_class/1, format_error/1]).
+
+%% `configs' from {@link configs/2}; `baseline' the configuration the
+%% others are compared with (default the first); `sweep' whether the
+%% configurations are a scheduler sweep (the document then has speedups).
+%% `profiled': one more repetition per configuration after the measured
+%% ones, with the target's OS process profiled while its load runs (kept
+%% out of the statistics).
+%% With a preset (`beamlab_experiment_preset'), `scenarios' are its
+%% scenarios with their inner experiments, run in turn in place of
+%% `inner' and combined into one document.
+-type matrix() :: #{configs := [beamlab_env_matrix:config()],
+                    inner := beamlab_experiment:experiment(),
+                    repeat => pos_integer(),
+                    baseline => binary() | undefined,
+                    sweep => boolean(),
+                    profiled => boolean(),
+                    preset => beamlab_experiment_preset:preset(),
+                    scenarios => [{beamlab_experiment_preset:scenario(), beamlab_experiment:experiment()}]}.
+-type error_reason() :: term().
+-export_type([matrix/0, error_reason/0]).
+
+%% @doc The configurations of the dimensions, for the system under test
+%% `Target' (`none': beamlab VMs). A target's other OTP installations
+%% (`otp') are a dimension too; its wrappers are checked when it starts
+%% (a missing one fails that configuration only).
+-spec configs(beamlab_env_matrix:dims(), beamlab_experiment:sut() | none) ->
+          {ok, [beamlab_env_matrix:config()]} | {error, {matrix, error_reason()}}.
+configs(Dims, none) ->
+    matrix_error(beamlab_env_matrix:configs(Dims));
+configs(Dims, Target) ->
+    case [D || D <- maps:get(otp, Target, []),
+               not filelib:is_regular(filename:join([D, "bin", "erl"]))] of
+        [] ->
+            Erls = [filename:join([D, "bin", "erl"]) || D <- maps:get(otp, Target, [])],
+            %% (a target runs the erl on its PATH)
+            matrix_error(beamlab_env_matrix:configs(Dims#{erl => maps:get(erl, Dims, []) ++ Erls},
+                                                    #{check_wrappers => false, default_erl => "erl"}));
+        [D | _] ->
+            {error, {matrix, {otp_not_found, D}}}
+    end.
+
+matrix_error({ok, _} = Ok) -> Ok;
+matrix_error({error, R}) -> {error, {matrix, R}}.
+
+%% @doc Runs the matrix; `Inner' says how to run the inner experiment in a
+%% fresh VM and here.
+-spec run(matrix(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
+          {ok, beamlab_result:result()} | {error, {matrix, error_reason()}}.
+run(M, Exp, Inner) ->
+    %% Telemetry of this VM, which only starts and waits for the
+    %% configurations' VMs: what it shows is the machine around them.
+    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none)),
+    case run_matrices(M, Exp, Inner) of
+        {ok, Doc} ->
+            Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc, Exp),
+            {ok, beamlab_experiment_env:attach(Doc1, Exp)};
+        {error, R} ->
+            ok = beamlab_experiment_telemetry:cancel(Sampler),
+            {error, {matrix, R}}
+    end.
+
+%% A preset's scenarios one after the other (each a matrix of its own,
+%% its configurations interleaved), combined into one document; a plain
+%% matrix.
+run_matrices(#{scenarios := Scenarios, preset := Preset} = M, Exp, Inner) ->
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
+    Runs = lists:foldl(
+             fun(_, {error, _} = E) -> E;
+                ({S, I}, Acc) ->
+                    case beamlab_runtime_interrupt:interrupted() of
+                        true -> Acc;
+                        false ->
+                            Sink({matrix, io_lib:format("scenario ~ts: ~ts~n",
+                                                        [maps:get(label, S), lists:join(" ", maps:get(command, I, []))])}),
+                            case run_one(M#{inner => I}, Exp, Inner) of
+                                {ok, Doc} -> Acc ++ [{S, Doc}];
+                                {error, _} = E -> E
+                            end
+                    end
+             end, [], Scenarios),
+    case Runs of
+        {error, _} = E -> E;
+        [] -> {error, nothing_ran};
+        _ -> {ok, beamlab_experiment_preset:combine(Preset, Runs, #{preset => maps:get(name, Preset)})}
+    end;
+run_matrices(M, Exp, Inner) ->
+    run_one(M, Exp, Inner).
+
+run_one(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
+    %% The inner experiment prints nothing, has no checkpoint; its live
+    %% output (an AMQP load's lines) goes to our sink when it runs here.
+    InnerExp = maps:without([sink, checkpoint], Inner0),
+    InnerCommand = maps:get(command, Inner0, []),
+    #{fresh := {Mod, Fun, Args}} = Inner,
+    Spec = #{configs => Configs, command => [unicode:characters_to_list(A) || A <- InnerCommand],
+             baseline => maps:get(baseline, M, undefined),
+             repeat => maps:get(repeat, M, 3),
+             sweep => maps:get(sweep, M, false),
+             profiled => maps:get(profiled, M, false) andalso maps:is_key(target, Exp),
+             argv => maps:get(command, Exp, []),
+             started_at => beamlab_runtime_clock:rfc3339(),
+             inner => {Mod, Fun, Args ++ [InnerExp]}},
+    Progress = fun(Line) -> Sink({matrix, Line}) end,
+    Runner = case maps:get(target, Exp, none) of
+                 none -> #{};
+                 Target -> #{runner => runner(Target, InnerExp#{sink => Sink}, Inner, Progress)}
+             end,
+    beamlab_env_matrix:run(Spec, Runner#{progress => Progress}).
+
+%% The runner of a target: start it with the configuration, run the load
+%% here against it (the inner experiment, or the target's `load_cmd'),
+%% with the study's figures and, for the profiled repetition, the
+%% target's profile (beamlab_experiment_target), stop it.
+runner(Target, InnerExp, #{here := Here}, Progress) ->
+    fun(#{args := Args, erl := Erl, wrap := Wrap, name := Name} = Config, Argv) ->
+            Profiled = maps:get(profiled, Config, false),
+            %% The JIT names its code for perf only when started so; the
+            %% interpreter has no JIT (and refuses +JPperf).
+            PerfFlags = case {Profiled, Target, maps:get(flavor, Config, undefined)} of
+                            {true, #{profile := #{mode := M}}, F} when F =/= emu ->
+                                string:split(maps:get(vm_flags, beamlab_profile:mode_info(M)), " ");
+                            _ -> []
+                        end,
+            Spec = maps:merge(maps:merge(maps:with([kind, cmd, node, cookie], Target),
+                                         maps:with([flavor], Config)),
+                              #{args => Args ++ PerfFlags, wrap => Wrap,
+                                otp => case Erl of
+                                           undefined -> undefined;
+                                           _ -> filename:dirname(filename:dirname(Erl))
+                                       end}),
+            LoadSpec = case Target of
+                           #{load_cmd := Cmd} -> {cmd, fill_flags(Cmd, Argv)};
+                           _ -> {inner, fun(T) -> Here(against(InnerExp, T)) end}
+                       end,
+            Subject = iolist_to_binary(["target under ", case LoadSpec of
+                                                             {cmd, C} -> C;
+                                                             _ -> lists:join(" ", Argv)
+                                                         end]),
+            Opts = #{load => LoadSpec, sink => fun(L) -> Progress(L) end,
+                     profile => case {Profiled, Target} of
+                                    {true, #{profile := P}} -> P#{subject => Subject, label => Name};
+                                    _ -> none
+                                end},
+            Load = fun(T) -> compact(Profiled, beamlab_experiment_target:load(T, Opts)) end,
+            case beamlab_sut_broker:run(Spec, Load, Progress) of
+                {ok, Out} -> {ok, Out};
+                {error, E} -> {error, {target, iolist_to_binary(beamlab_sut_broker:format_error(E))}}
+            end
+    end.
+
+%% {flags} in a --load-cmd: the inner amqp's arguments (PerfTest's own),
+%% each quoted for the shell.
+fill_flags(Cmd, ["amqp" | Flags]) ->
+    Quoted = [[$', string:replace(F, "'", "'\\''", all), $'] || F <- Flags],
+    lists:flatten(string:replace(Cmd, "{flags}", lists:join(" ", Quoted), all));
+fill_flags(Cmd, _) ->
+    Cmd.
+
+%% The profiled repetition keeps its figures and profile only (no
+%% telemetry series, no env: the matrix holds those of the measured ones).
+compact(true, {Code, #{extra := Extra} = Doc}) ->
+    {Code, Doc#{extra := maps:with([<<"profile">>, <<"profile_error">>, <<"broker_cpu_us">>], Extra),
+                telemetry := #{}, env := #{}}};
+compact(_, Out) ->
+    Out.
+
+%% What the inner experiment needs to reach the target: an AMQP load gets
+%% the broker's URI and watches its node.
+against(#{run := {amqp, #{config := Cfg} = A}} = Exp, #{uri := Uri, node := Node, cookie := Cookie}) ->
+    Cfg1 = case Uri of
+               undefined -> Cfg;
+               _ -> Cfg#{uri => Uri}
+           end,
+    Exp#{run := {amqp, A#{config := Cfg1, watch => #{node => atom_to_list(Node), cookie => Cookie}}}};
+against(Exp, _Target) ->
+    Exp.
+
+%% @doc Interrupted when partial; failed when no configuration ran
+%% successfully.
+-spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
+verdict(#{partial := true}) ->
+    {interrupted, []};
+verdict(#{extra := Extra}) ->
+    case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, Extra, []), N > 0] of
+        [] -> {failed, ["no configuration ran successfully"]};
+        _ -> {ok, []}
+    end.
+
+%% @doc Configurations that cannot be built are the caller's mistakes.
+-spec error_class(error_reason()) -> usage | failure.
+error_class(_) -> usage.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error(nothing_ran) ->
+    "interrupted before the first scenario ran";
+format_error({otp_not_found, D}) ->
+    io_lib:format("--otp ~ts: no bin/erl there (an OTP installation prefix)", [D]);
+format_error(R) ->
+    beamlab_env_matrix:format_error(R).

@@ -1,0 +1,364 @@
+%%% @doc Experiments described as plain maps (the public API's form, for
+%%% Erlang and Elixir callers) turned into the typed description
+%%% ({@link beamlab_experiment:experiment()}). Each kind takes its own
+%%% options plus the composition options every kind shares:
+%%% <ul>
+%%%   <li>`telemetry' (false): record this VM's telemetry and run the
+%%%       detectors on it; `verbose' (false): the same, printed live on
+%%%       stderr;</li>
+%%%   <li>`env' (true): this VM's environment report in the document;</li>
+%%%   <li>`sink': a fun receiving {@link beamlab_experiment:event()}s
+%%%       (progress, PerfTest's lines);</li>
+%%%   <li>`command': the command line to record in the document.</li>
+%%% </ul>
+%%% An unknown key is an error (`{unknown_option, Key}'), never ignored,
+%%% and nothing is implied: concurrency estimation runs only with a
+%%% `squeeze' key.
+-module(beamlab_experiment_opts).
+
+-export([benchmark/2, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1,
+         format_error/1]).
+
+-type opts() :: #{atom() => term()}.
+%% The inner experiment of a matrix or a profile, as the call that would
+%% run it: `{benchmark, Codes, Opts}', `{suite, Names, Opts}', `{amqp, Opts}'.
+-type inner() :: {benchmark, [beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()}
+               | {suite, [atom() | string()], opts()}
+               | {amqp, opts()}.
+-type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}.
+-export_type([opts/0, inner/0, error_reason/0]).
+
+-define(COMMON, [telemetry, verbose, env, sink, command]).
+-define(AFTER, [memory, reductions, profile, msacc]).
+
+%% @doc A benchmark of `Codes': the engine's run options
+%% (`beamlab_engine:options()': `samples', `duration', `concurrency',
+%% `loop', `rel_ci', `isolated', ...), `squeeze' (`true' or a map of
+%% `min', `max', `step', `threshold': concurrency estimation), and the
+%% after-phase: `memory' and `reductions' per iteration, `profile' (eprof,
+%% fprof, cprof, tprof) of the runner, `msacc' (with `profile' and
+%% `verbose').
+-spec benchmark([beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()) ->
+          {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+benchmark(Codes, Opts) when is_list(Codes), is_map(Opts) ->
+    Engine = maps:without(?COMMON ++ ?AFTER ++ [squeeze], Opts),
+    case maps:keys(maps:without(maps:keys(beamlab_engine:default_run_opts()), Engine)) of
+        [] ->
+            Jobs = [case C of
+                        #{runner := _} -> C;
+                        _ -> #{runner => C}
+                    end || C <- Codes],
+            Bench0 = #{jobs => Jobs, options => Engine},
+            case maps:find(squeeze, Opts) of
+                error -> common(Opts, #{run => {bench, Bench0}}, after_phase(Opts));
+                {ok, true} -> common(Opts, #{run => {bench, Bench0#{squeeze => #{}}}}, after_phase(Opts));
+                {ok, Sq} when is_map(Sq) -> common(Opts, #{run => {bench, Bench0#{squeeze => Sq}}}, after_phase(Opts));
+                {ok, Bad} -> {error, {bad_option, squeeze, Bad}}
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end;
+benchmark(Codes, Opts) ->
+    {error, {bad_option, benchmark, {Codes, Opts}}}.
+
+after_phase(Opts) ->
+    maps:with(?AFTER, Opts).
+
+%% @doc A benchmark of a project's bench modules in `Dir' (sources
+%% `*_bench.erl', `*_bench.ex', or compiled bench modules): the options of
+%% {@link benchmark/2} (`code_paths' are the project's: its modules are
+%% compiled and run against them), `include' (directories the sources'
+%% `-include' searches), `root' (the project, for its commit; default the
+%% current directory).
+-spec bench(file:filename(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+bench(Dir, Opts) when is_map(Opts) ->
+    case benchmark([], maps:without([include, root], Opts)) of
+        {ok, #{run := {bench, B}} = Exp} ->
+            Modules = maps:merge(#{dir => Dir, paths => maps:get(code_paths, Opts, []),
+                                   include => maps:get(include, Opts, [])},
+                                 maps:with([root], Opts)),
+            {ok, Exp#{run := {bench, (maps:remove(jobs, B))#{modules => Modules}}}};
+        {error, _} = E ->
+            E
+    end;
+bench(Dir, Opts) ->
+    {error, {bad_option, bench, {Dir, Opts}}}.
+
+%% @doc A project's bench modules checked: `root' (the project; default
+%% the current directory), `bench' (default "bench"), `build' (default
+%% true); with `against' (a git ref), the working tree against that
+%% commit: `rounds' (12), `metric' (the gated metrics: time, reductions,
+%% memory; default [time]), `threshold' (a fraction, default 0.05),
+%% `alpha' (0.01), `duration', `samples', `warmup' per side and round
+%% (100 ms, 3, 1), `vm_args' (a string).
+-spec check(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+check(Opts) when is_map(Opts) ->
+    Own = [root, bench, build, against, rounds, metric, threshold, alpha, duration, samples, warmup, vm_args],
+    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
+        [] ->
+            {ok, Cwd} = file:get_cwd(),
+            C0 = maps:merge(#{root => Cwd, bench => "bench"},
+                            maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
+            C1 = case maps:find(metric, Opts) of
+                     {ok, M} when is_atom(M) -> C0#{gate => [M]};
+                     {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
+                     error -> C0
+                 end,
+            C2 = case maps:with([duration, samples, warmup], Opts) of
+                     O when map_size(O) > 0 ->
+                         C1#{options => maps:merge(#{duration => 100, samples => 3, warmup => 1}, O)};
+                     _ -> C1
+                 end,
+            case beamlab_runtime_peer:parse_args(maps:get(vm_args, Opts, "")) of
+                {ok, Args} -> common(Opts, #{run => {check, C2#{vm_args => Args}}}, #{});
+                {error, _} -> {error, {bad_option, vm_args, maps:get(vm_args, Opts)}}
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end;
+check(Opts) ->
+    {error, {bad_option, check, Opts}}.
+
+%% @doc The workload suite: `Names' of workloads ([] for every built-in
+%% one), `params' (workload => key => a value, or a list of values to
+%% sweep; a string value is a binary or an atom), `profile' (quick | full), `repeat', `timeout' (ms per
+%% repetition), `memory' (one more traced repetition), `preset' (a
+%% published table's rows, by name or file) and its `node', `code_paths'.
+-spec suite([atom() | string() | binary()], opts()) ->
+          {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+suite(Names, Opts) when is_list(Names), is_map(Opts) ->
+    Own = [params, profile, repeat, timeout, memory, preset, node, code_paths, flavor],
+    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
+        [] ->
+            try
+                Text = [text(N) || N <- Names],
+                Select = case maps:find(preset, Opts) of
+                             error -> {workloads, Text};
+                             {ok, P} when Text =:= [] -> {preset, text(P), maps:get(node, Opts, none)};
+                             {ok, _} -> throw({bad_option, preset, Text})
+                         end,
+                case params(maps:get(params, Opts, #{})) of
+                    {error, _} = E -> E;
+                    {ok, Params} ->
+                        Suite = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+                                           #{select => Select, params => Params}),
+                        common(Opts, #{run => {suite, Suite}}, maps:with([memory], Opts))
+                end
+            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end;
+suite(Names, Opts) ->
+    {error, {bad_option, suite, {Names, Opts}}}.
+
+%% workload => key => [text], as the suite's planner reads the command
+%% line's `--param'.
+params(Params) when is_map(Params) ->
+    try {ok, maps:fold(fun(W, Kvs, Acc) when is_map(Kvs) ->
+                               Acc#{unicode:characters_to_binary(text(W)) =>
+                                        maps:fold(fun(K, V, A) -> A#{text(K) => values(V)} end, #{}, Kvs)};
+                          (W, V, _) -> throw({bad_option, params, {W, V}})
+                       end, #{}, Params)}
+    catch throw:{bad_option, _, _} = E -> {error, E}
+    end;
+params(Other) ->
+    {error, {bad_option, params, Other}}.
+
+%% A list is a list of values (a sweep), never a string: `[10, 12]' is two
+%% values; a string value is a binary or an atom (or a list's element).
+values(V) when is_list(V) ->
+    [text(X) || X <- V];
+values(V) ->
+    [text(V)].
+
+text(V) when is_atom(V) -> atom_to_list(V);
+text(V) when is_binary(V) -> unicode:characters_to_list(V);
+text(V) when is_integer(V) -> integer_to_list(V);
+text(V) when is_float(V) -> float_to_list(V, [short]);
+text(V) when is_list(V) ->
+    case io_lib:char_list(V) of
+        true -> V;
+        false -> throw({bad_option, value, V})
+    end;
+text(V) -> throw({bad_option, value, V}).
+
+%% @doc A matrix of VM configurations over an inner experiment: `vm'
+%% (emulator argument strings), `sweep' (scheduler counts, or a range
+%% "1..4"), `erl' (executables), `wrap' (wrapper commands), `repeat',
+%% `baseline'; `target' (`rabbitmq', or `#{cmd, node, cookie}') with
+%% `otp' (installation directories) starts a system under test per
+%% configuration.
+-spec matrix(inner(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+matrix(Inner, Opts) when is_map(Opts) ->
+    Own = [vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp],
+    case {maps:keys(maps:without(Own ++ ?COMMON, Opts)), inner(Inner)} of
+        {[K | _], _} -> {error, {unknown_option, K}};
+        {[], {error, _} = E} -> E;
+        {[], {ok, InnerExp}} ->
+            try
+                Sweep = case maps:get(sweep, Opts, []) of
+                            S when is_list(S) ->
+                                case io_lib:char_list(S) andalso S =/= [] of
+                                    true -> ok_or_throw(sweep, beamlab_env_matrix:parse_range(S));
+                                    false -> S
+                                end;
+                            S -> throw({bad_option, sweep, S})
+                        end,
+                Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
+                Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
+                         flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
+                case beamlab_experiment_matrix:configs(Dims, Target) of
+                    {ok, Configs} ->
+                        Matrix = #{configs => Configs, inner => InnerExp, repeat => maps:get(repeat, Opts, 3),
+                                   baseline => case maps:get(baseline, Opts, undefined) of
+                                                   undefined -> undefined;
+                                                   B -> unicode:characters_to_binary(text(B))
+                                               end,
+                                   sweep => Sweep =/= []},
+                        common(Opts, maps:merge(#{run => {matrix, Matrix}},
+                                                case Target of none -> #{}; _ -> #{target => Target} end), #{});
+                    {error, {matrix, R}} ->
+                        {error, {bad_option, matrix, R}}
+                end
+            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
+            end
+    end;
+matrix(_Inner, Opts) ->
+    {error, {bad_option, matrix, Opts}}.
+
+ok_or_throw(_Key, {ok, V}) -> V;
+ok_or_throw(Key, {error, R}) -> throw({bad_option, Key, R}).
+
+target(none, []) -> none;
+target(none, Otp) -> throw({bad_option, otp, Otp});
+target(rabbitmq, Otp) -> #{kind => rabbitmq, otp => Otp};
+target(#{cmd := Cmd, node := Node} = T, Otp) ->
+    #{kind => cmd, cmd => text(Cmd), node => text(Node),
+      cookie => case maps:get(cookie, T, undefined) of
+                    undefined -> undefined;
+                    C -> text(C)
+                end, otp => Otp};
+target(Other, _) -> throw({bad_option, target, Other}).
+
+%% @doc The inner experiment of a matrix or a profile, from the call that
+%% would run it.
+-spec inner(inner()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+inner({benchmark, Codes, Opts}) -> benchmark(Codes, Opts);
+inner({suite, Names, Opts}) -> suite(Names, Opts);
+inner({amqp, Opts}) -> amqp(Opts);
+inner(Other) -> {error, {bad_option, inner, Other}}.
+
+%% @doc Watching a running node: `duration' (ms; default: until
+%% interrupted or the node goes down), `interval' (ms), `top', `msacc',
+%% `cookie'; `verbose' prints one line per interval on stderr.
+-spec watch(node() | string(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+watch(Node, Opts) when is_map(Opts) ->
+    Own = [duration, interval, top, msacc, cookie],
+    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
+        [] ->
+            try
+                Watch = maps:merge(maps:with([duration, interval, top, msacc], Opts),
+                                   #{node => text(Node),
+                                     cookie => case maps:get(cookie, Opts, undefined) of
+                                                   undefined -> undefined;
+                                                   C -> text(C)
+                                               end}),
+                common(maps:remove(telemetry, Opts), #{run => {watch, Watch}}, #{})
+            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end.
+
+%% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
+%% options (`beamlab_amqp_config:defaults/0': `uri', `producers',
+%% `consumers', `duration' in seconds, `rate', `confirm', `closed_loop',
+%% ...), `nodes' (a count of VMs, or node names), `watch' (the broker's
+%% node, or `#{node, cookie}': its telemetry beside the load).
+-spec amqp(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+amqp(Opts) when is_map(Opts) ->
+    Defaults = maps:without([out, nodes], beamlab_amqp_config:defaults()),
+    Own = maps:keys(Defaults) ++ [nodes, watch],
+    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
+        [] ->
+            try
+                Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
+                Cfg = Cfg0#{uri := unicode:characters_to_binary(text(maps:get(uri, Cfg0)))},
+                Nodes = case maps:get(nodes, Opts, this) of
+                            N when is_integer(N), N > 1 -> {peers, N};
+                            1 -> this;
+                            this -> this;
+                            L when is_list(L) -> [list_to_atom(text(X)) || X <- L];
+                            Bad -> throw({bad_option, nodes, Bad})
+                        end,
+                Watch = case maps:get(watch, Opts, undefined) of
+                            undefined -> #{};
+                            #{node := WN} = W -> #{watch => #{node => text(WN),
+                                                              cookie => case maps:get(cookie, W, undefined) of
+                                                                            undefined -> undefined;
+                                                                            C -> text(C)
+                                                                        end}};
+                            WN -> #{watch => #{node => text(WN), cookie => undefined}}
+                        end,
+                common(Opts, #{run => {amqp, Watch#{config => Cfg, nodes => Nodes}}}, #{})
+            catch throw:{bad_option, _, _} = Bad2 -> {error, Bad2}
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end;
+amqp(Opts) ->
+    {error, {bad_option, amqp, Opts}}.
+
+%% @doc A perf profile of an inner experiment (run in a fresh VM under
+%% perf), of an OS pid (`{pid, N}') or of a node on this machine (`{node,
+%% Name}'): `frequency' (Hz), `mode' (graph | flat), `call_graph' (fp |
+%% dwarf), `duration' (ms),
+%% `label', `cookie' (for a node).
+-spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, opts()) ->
+          {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+profile(Subject, Opts) when is_map(Opts) ->
+    Own = [frequency, call_graph, mode, duration, label, cookie],
+    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
+        [] ->
+            S = case Subject of
+                    {pid, Pid} when is_integer(Pid), Pid > 0 -> {ok, {pid, Pid}};
+                    {node, Node} -> {ok, {node, text(Node), case maps:get(cookie, Opts, undefined) of
+                                                              undefined -> undefined;
+                                                              C -> text(C)
+                                                          end}};
+                    _ -> case inner(Subject) of
+                             {ok, I} -> {ok, {experiment, I}};
+                             {error, _} = E -> E
+                         end
+                end,
+            case S of
+                {ok, Subj} ->
+                    P = maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts), #{subject => Subj}),
+                    common(Opts, #{run => {profile, P}}, #{});
+                {error, _} = E2 -> E2
+            end;
+        [K | _] ->
+            {error, {unknown_option, K}}
+    end.
+
+%% The composition every kind shares.
+common(Opts, Exp, After) ->
+    Telemetry = case {maps:get(verbose, Opts, false), maps:get(telemetry, Opts, false)} of
+                    {true, _} -> live;
+                    {false, true} -> record;
+                    {false, false} -> none
+                end,
+    Exp1 = maps:merge(Exp#{telemetry => Telemetry, env => maps:get(env, Opts, true)},
+                      maps:with([sink, command], Opts)),
+    {ok, case map_size(After) of
+             0 -> Exp1;
+             _ -> Exp1#{'after' => After}
+         end}.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error({unknown_option, K}) ->
+    io_lib:format("unknown option ~0tp", [K]);
+format_error({bad_option, K, V}) ->
+    io_lib:format("bad value for option ~0tp: ~0tP", [K, V, 10]).

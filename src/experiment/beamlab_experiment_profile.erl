@@ -1,0 +1,129 @@
+%%% @doc A perf profile as an experiment: of an inner experiment, run in a
+%%% fresh VM with the JIT's perf support under `perf record' (through this
+%%% layer again, by MFA; its document comes back with the profile and its
+%%% benchmarks join the profile's document), or of a VM that runs already
+%%% (by OS pid, or by node name on this machine). See `beamlab_profile'.
+-module(beamlab_experiment_profile).
+
+-export([run/3, error_class/1, format_error/1]).
+
+%% `mode': graph (call stacks, the default) or flat (the leaf only, almost
+%% free; see `beamlab_profile:mode_info/1'); `duration' in ms (infinity:
+%% until the inner experiment ends); `label' names the profile (reports
+%% diff profiles with the same name).
+-type subject() :: {experiment, beamlab_experiment:experiment()}
+                 | {pid, pos_integer()}
+                 | {node, string(), string() | undefined}.
+-type profile() :: #{subject := subject(),
+                     frequency => pos_integer(), call_graph => fp | dwarf,
+                     mode => beamlab_profile:mode(),
+                     duration => pos_integer() | infinity, label => unicode:chardata()}.
+-type error_reason() :: beamlab_profile:error_reason()
+                      | {node, beamlab_profile_node:error_reason()}
+                      | {inner_failed, 0..255, binary()}.
+-export_type([profile/0, subject/0, error_reason/0]).
+
+-define(DEFAULT_FREQ, 999).
+-define(DEFAULT_ATTACH_MS, 10000).
+
+%% @doc Records the profile and returns its document; an inner experiment
+%% that failed is an error (its line, its exit code) and no profile.
+-spec run(profile(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
+          {ok, beamlab_result:result()} | {error, {profile, error_reason()}}.
+run(#{subject := Subject} = P, Exp, #{fresh := {M, F, A}}) ->
+    Started = beamlab_runtime_clock:rfc3339(),
+    case target(Subject, {M, F, A}) of
+        {ok, Target, Default} ->
+            Duration = maps:get(duration, P, case Subject of
+                                                 {experiment, _} -> infinity;
+                                                 _ -> ?DEFAULT_ATTACH_MS
+                                             end),
+            Opts0 = #{frequency => maps:get(frequency, P, ?DEFAULT_FREQ), duration => Duration,
+                      call_graph => maps:get(call_graph, P, fp), mode => maps:get(mode, P, graph)},
+            %% perf's data in the launcher's private directory when there
+            %% is one: removed however this VM ends (#27).
+            Opts = case maps:find(checkpoint, Exp) of
+                       {ok, Dir} when is_list(Dir), Dir =/= "" -> Opts0#{scratch => Dir};
+                       _ -> Opts0
+                   end,
+            case beamlab_profile:record(Target, Opts) of
+                {ok, #{returned := {Code, Inner}}} when Code =/= 0, Code =/= 130 ->
+                    {error, {profile, {inner_failed, Code, inner_message(Inner)}}};
+                {ok, O} ->
+                    Subj = unicode:characters_to_binary(maps:get(label, P, Default)),
+                    {ok, beamlab_experiment_env:attach(document(O, P#{subject_name => Subj}, Opts, Started, Exp), Exp)};
+                {error, R} ->
+                    {error, {profile, R}}
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+%% The recording's target and the profile's default name.
+target({experiment, Inner}, {M, F, A}) ->
+    Command = maps:get(command, Inner, []),
+    {ok, {vm, #{}, {M, F, A ++ [maps:without([sink, checkpoint], Inner)]}},
+     lists:join(" ", ["beamlab" | Command])};
+target({pid, Pid}, _) ->
+    {ok, {pid, Pid}, io_lib:format("OS pid ~b", [Pid])};
+target({node, Name, Cookie}, _) ->
+    case beamlab_profile_node:os_pid(Name, Cookie) of
+        {ok, Pid} -> {ok, {pid, Pid}, Name};
+        {error, R} -> {error, {profile, {node, R}}}
+    end.
+
+inner_message({error, Msg}) ->
+    Msg;
+inner_message(#{} = Doc) ->
+    %% (failed jobs, a failure of the load: the first line of them)
+    case [B || #{name := N, extra := #{<<"error">> := E}} <- maps:get(benchmarks, Doc, []),
+               B <- [<<N/binary, ": ", E/binary>>]] of
+        [L | _] -> L;
+        [] -> <<"the profiled experiment failed">>
+    end.
+
+document(O, P, #{frequency := Hz, call_graph := CG, mode := Mode}, Started, Exp) ->
+    #{profile := Prof, os_pid := OsPid, perf_support := Support, target_exited := Exited,
+      elapsed_ms := Elapsed, interrupted := Int} = O,
+    Subject = maps:get(subject_name, P),
+    {Inner, Benches} = case {maps:get(subject, P), O} of
+                           {{experiment, I}, #{returned := {_, #{benchmarks := Bs}}}} ->
+                               {maps:get(command, I, []), Bs};
+                           {{experiment, I}, _} ->
+                               {maps:get(command, I, []), []};
+                           _ ->
+                               {none, []}
+                       end,
+    Params = #{subject => Subject, frequency => Hz, call_graph => CG, mode => Mode,
+               target => case Inner of
+                             none -> #{os_pid => OsPid};
+                             _ -> #{command => [unicode:characters_to_binary(A) || A <- Inner]}
+                         end},
+    Doc0 = beamlab_result:new(profile, #{command => maps:get(command, Exp, []), started_at => Started,
+                                         params => Params}),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, Benches),
+    #{what := What, cost := Cost} = beamlab_profile:mode_info(Mode),
+    Doc2 = beamlab_result:set(extra, #{profile => Prof#{<<"perf_support">> => Support,
+                                                         <<"target_exited">> => Exited,
+                                                         <<"elapsed_ms">> => Elapsed,
+                                                         <<"subject">> => Subject,
+                                                         %% the mode, what it records and costs,
+                                                         %% the VM's flavour
+                                                         <<"mode">> => atom_to_binary(Mode),
+                                                         <<"mode_what">> => What,
+                                                         <<"mode_cost">> => Cost,
+                                                         <<"flavor">> => atom_to_binary(maps:get(flavor, O, unknown))}},
+                              Doc1),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Int}).
+
+%% @doc An inner experiment that was the caller's mistake is a usage
+%% error; the rest (perf, the VM, a node not reached) are failures.
+-spec error_class(error_reason()) -> usage | failure.
+error_class({inner_failed, 2, _}) -> usage;
+error_class(_) -> failure.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error({node, R}) -> beamlab_profile_node:format_error(R);
+format_error({inner_failed, _Code, Msg}) -> Msg;
+format_error(R) -> beamlab_profile:format_error(R).

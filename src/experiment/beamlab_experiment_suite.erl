@@ -1,0 +1,178 @@
+%%% @doc The workload suite as an experiment: a selection (workloads by
+%%% name, every built-in one, or a preset's rows), parameter overrides and
+%%% sweeps, the measurement options; planned by `beamlab_suite' (or
+%%% `beamlab_suite_preset') and run by `beamlab_suite:run/2'.
+-module(beamlab_experiment_suite).
+
+-export([run/2, check/2, verdict/1, format_error/1]).
+
+%% `select': workload names ([] is every built-in one), or a preset (a
+%% built-in name or a preset file) with the node of its remote rows;
+%% `params': workload => key => [value] as text (several values sweep);
+%% `timeout' in ms per repetition; `code_paths' for the user's own
+%% workload modules; `flavor' the emulator flavour of the points' fresh
+%% VMs (jit or emu; undefined: this VM's); `dist' names this VM for
+%% remote nodes.
+-type suite() :: #{select := {workloads, [string()]} | {preset, string(), node() | none},
+                   params => #{binary() => #{string() => [string()]}},
+                   profile => beamlab_workload:profile(),
+                   repeat => pos_integer() | default,
+                   timeout => pos_integer(),
+                   code_paths => [file:filename()],
+                   flavor => undefined | beamlab_runtime_otp:flavor(),
+                   dist => beamlab_experiment:dist()}.
+-type error_reason() :: beamlab_suite:error_reason()
+                      | {preset, term()}
+                      | {names_with_preset, [string()]}
+                      | {param_not_in_preset, binary(), binary()}
+                      | {no_such_directory, file:filename()}
+                      | {flavor, term()}
+                      | {dist, beamlab_experiment_dist:error_reason()}.
+-export_type([suite/0, error_reason/0]).
+
+%% @doc Runs the suite (after `check/2' passed).
+-spec run(suite(), beamlab_experiment:experiment()) ->
+          {ok, beamlab_result:result()} | {error, {suite, error_reason()}}.
+run(S, Exp) ->
+    case plan(S) of
+        {ok, Plan, DocParams, Extra} ->
+            Sink = maps:get(sink, Exp, fun(_) -> ok end),
+            Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none)),
+            After = maps:get('after', Exp, #{}),
+            {ok, Doc} = beamlab_suite:run(Plan, #{profile => maps:get(profile, S, quick),
+                                                  repeat => maps:get(repeat, S, default),
+                                                  memory => maps:get(memory, After, false)
+                                                      orelse maps:get(reductions, After, false),
+                                                  timeout => maps:get(timeout, S, 600000),
+                                                  flavor => maps:get(flavor, S, undefined),
+                                                  progress => fun(E) -> Sink({suite, E}) end,
+                                                  command => maps:get(command, Exp, []),
+                                                  params => DocParams,
+                                                  extra => Extra,
+                                                  checkpoint => maps:get(checkpoint, Exp, none)}),
+            Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc, Exp),
+            {ok, beamlab_experiment_env:attach(Doc1, Exp)};
+        {error, _} = E ->
+            E
+    end.
+
+%% @doc Plans the suite without running it: unknown workloads, parameters
+%% and presets are found before anything starts. An after-phase other
+%% than memory (reductions come with it) is not a suite's.
+-spec check(suite(), beamlab_experiment:experiment()) -> ok | {error, term()}.
+check(S, Exp) ->
+    case maps:is_key(profile, maps:get('after', Exp, #{})) of
+        true -> {error, {unsupported, 'after', suite}};
+        false ->
+            case plan(S) of
+                {ok, _, _, _} -> ok;
+                {error, _} = E -> E
+            end
+    end.
+
+%% The plan, the document's params and extra.
+plan(#{select := Select} = S) ->
+    Overrides = maps:get(params, S, #{}),
+    Profile = maps:get(profile, S, quick),
+    case prepare(S, Select, Overrides) of
+        ok -> plan(Select, Profile, Overrides, S);
+        {error, R} -> {error, {suite, R}}
+    end.
+
+%% Code paths for the user's workloads, the flavour's VMs, and this VM
+%% named for the nodes the parameters name (`ping_pong.node', `.from', a
+%% preset's node).
+prepare(S, Select, Overrides) ->
+    Flavor = case maps:get(flavor, S, undefined) of
+                 undefined -> ok;
+                 F -> beamlab_runtime_peer:flavor_args(#{flavor => F})
+             end,
+    case {beamlab_engine_paths:add_code_paths(maps:get(code_paths, S, [])), Flavor} of
+        {_, {error, R}} ->
+            {error, {flavor, R}};
+        {{ok, _}, _} ->
+            Nodes = [N || {preset, _, N} <- [Select], N =/= none] ++ named_nodes(Overrides),
+            case beamlab_experiment_dist:controller(maps:get(dist, S, #{}), Nodes) of
+                ok -> ok;
+                {error, R} -> {error, {dist, R}}
+            end;
+        {{error, _} = E, _} ->
+            E
+    end.
+
+plan({workloads, Names}, Profile, Overrides, S) ->
+    case beamlab_suite:plan(Names, Profile, Overrides) of
+        {ok, Plan} -> {ok, Plan, doc_params(Profile, Names, Overrides, S), #{}};
+        {error, R} -> {error, {suite, R}}
+    end;
+plan({preset, Arg, Node}, Profile, Overrides, S) ->
+    case beamlab_suite_preset:find(Arg) of
+        {ok, Preset} ->
+            InPreset = lists:usort([W || #{workload := W} <- maps:get(rows, Preset)]),
+            case [W || W <- maps:keys(Overrides), not lists:member(W, InPreset)] of
+                [] ->
+                    case beamlab_suite_preset:plan(Preset, Profile, Node, Overrides) of
+                        {ok, Plan, Rows} ->
+                            Params = (doc_params(Profile, [], Overrides, S))#{<<"preset">> => maps:get(name, Preset)},
+                            {ok, Plan, Params, #{preset => Preset#{rows => Rows}}};
+                        {error, R} ->
+                            {error, {suite, {preset, R}}}
+                    end;
+                [W | _] ->
+                    {error, {suite, {param_not_in_preset, W, maps:get(name, Preset)}}}
+            end;
+        {error, R} ->
+            {error, {suite, {preset, R}}}
+    end.
+
+%% Nodes named in node-valued parameters (`ping_pong.node', `.from').
+named_nodes(Overrides) ->
+    [list_to_atom(V) || Kvs <- maps:values(Overrides), {K, Vs} <- maps:to_list(Kvs),
+                        lists:member(K, ["node", "from"]), V <- Vs, lists:member($@, V)].
+
+doc_params(Profile, Names, Overrides, S) ->
+    #{<<"profile">> => atom_to_binary(Profile),
+      <<"workloads">> => [unicode:characters_to_binary(N) || N <- Names],
+      <<"repeat">> => case maps:get(repeat, S, default) of
+                          default -> <<"default">>;
+                          N -> N
+                      end,
+      <<"flavor">> => case maps:get(flavor, S, undefined) of
+                          undefined -> null;
+                          F -> atom_to_binary(F)
+                      end,
+      <<"param">> => maps:map(fun(_W, Kvs) ->
+                                      maps:from_list([{unicode:characters_to_binary(K),
+                                                       [unicode:characters_to_binary(V) || V <- Vs]}
+                                                      || {K, Vs} <- maps:to_list(Kvs)])
+                              end, Overrides)}.
+
+%% @doc Interrupted when partial; failed when a point failed or a check
+%% did not hold (the points told their failures as they ran).
+-spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
+verdict(#{partial := true}) ->
+    {interrupted, []};
+verdict(#{benchmarks := Bs, extra := Extra}) ->
+    Failures = maps:get(<<"failures">>, Extra, []),
+    Failed = [B || #{extra := #{<<"check">> := <<"failed", _/binary>>}} = B <- Bs],
+    case Failures =:= [] andalso Failed =:= [] of
+        true -> {ok, []};
+        false -> {failed, []}
+    end.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error({preset, R}) ->
+    beamlab_suite_preset:format_error(R);
+format_error({names_with_preset, Names}) ->
+    io_lib:format("a preset runs its own rows: do not also name workloads (~ts)", [lists:join(" ", Names)]);
+format_error({param_not_in_preset, W, Preset}) ->
+    io_lib:format("--param for workload '~ts', which preset ~ts does not run", [W, Preset]);
+format_error({no_such_directory, D}) ->
+    io_lib:format("-pa ~ts: no such directory", [D]);
+format_error({dist, R}) ->
+    beamlab_experiment_dist:format_error(R);
+format_error({flavor, R}) ->
+    ["--flavor: ", beamlab_runtime_otp:format_error(R)];
+format_error(R) ->
+    beamlab_suite:format_error(R).

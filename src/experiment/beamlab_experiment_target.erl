@@ -1,0 +1,124 @@
+%%% @doc One load of a started target (a matrix configuration's broker):
+%%% runs the load (`beamlab amqp' in this VM, or a user's own tool with
+%%% `--load-cmd', `beamlab_sut_load'), measures the broker's CPU time over
+%%% it (its OS process, from /proc), and adds to the load's document the
+%%% figures the JIT study compares, each a benchmark the matrix gives a
+%%% mean, interval and verdict: PerfTest's `sending rate avg' and
+%%% `receiving rate avg', the run's consumer latency percentiles (`p50',
+%%% `p95', `p99') and the broker's CPU time per message sent. With a
+%%% profile asked for, perf records the broker's OS process while the load
+%%% runs (`beamlab_profile:start/2', `stop/1') and the profile joins the
+%%% document (`extra.profile'), annotated with the mode, what it costs,
+%%% the flavour and the subject that pairs the configurations' profiles.
+-module(beamlab_experiment_target).
+
+-export([load/2, figures/2]).
+
+-type load() :: {inner, fun((beamlab_sut_broker:target()) -> {integer(), term()})}
+              | {cmd, string()}.
+-type profile() :: #{mode := beamlab_profile:mode(), frequency := pos_integer(),
+                     subject := binary(), label := binary()}.
+-type opts() :: #{load := load(), profile => profile() | none,
+                  sink => fun((binary()) -> term())}.
+-export_type([load/0, profile/0, opts/0]).
+
+%% @doc Runs the load against `Target'; returns the load's exit code and
+%% its document with the study's figures (and the profile), as the load
+%% function of `beamlab_sut_broker:run/3' does.
+-spec load(beamlab_sut_broker:target(), opts()) -> {integer(), term()}.
+load(#{os_pid := Pid} = Target, #{load := Load} = Opts) ->
+    case start_profile(Pid, maps:get(profile, Opts, none)) of
+        {error, Why} ->
+            {1, {error, iolist_to_binary(["profiling the broker: ", beamlab_profile:format_error(Why)])}};
+        {ok, Rec} ->
+            Cpu0 = cpu_us(Pid),
+            Out = try run_load(Load, Target, Opts)
+                  catch C:R:St -> _ = stop_profile(Rec), erlang:raise(C, R, St)
+                  end,
+            Cpu = cpu_us(Pid) - Cpu0,
+            Profile = stop_profile(Rec),
+            case Out of
+                {Code, #{benchmarks := _} = Doc} when Code =:= 0; Code =:= 130 ->
+                    Doc1 = figures(Doc, Cpu),
+                    {Code, with_profile(Doc1, Profile, maps:get(profile, Opts, none), Target)};
+                Other ->
+                    Other
+            end
+    end.
+
+run_load({inner, Fun}, Target, _Opts) ->
+    Fun(Target);
+run_load({cmd, Cmd}, Target, Opts) ->
+    beamlab_sut_load:run(Cmd, Target, maps:with([sink], Opts)).
+
+cpu_us(Pid) ->
+    case beamlab_runtime_probe:process_cpu_us("/", Pid) of
+        {ok, Us} -> Us;
+        {error, _} -> 0
+    end.
+
+start_profile(_Pid, none) ->
+    {ok, none};
+start_profile(Pid, #{mode := Mode, frequency := Hz}) ->
+    beamlab_profile:start({pid, list_to_integer(Pid)}, #{frequency => Hz, mode => Mode,
+                                                         duration => infinity}).
+
+stop_profile(none) -> none;
+stop_profile(Rec) -> beamlab_profile:stop(Rec).
+
+with_profile(Doc, none, _, _) ->
+    Doc;
+with_profile(Doc, {error, Why}, _, _) ->
+    Extra = maps:get(extra, Doc),
+    beamlab_result:set(extra, Extra#{<<"profile_error">> => iolist_to_binary(beamlab_profile:format_error(Why))}, Doc);
+with_profile(Doc, {ok, O}, #{mode := Mode, frequency := Hz, subject := Subject, label := Label}, Target) ->
+    #{profile := P, perf_support := Support, elapsed_ms := Ms} = O,
+    #{what := What, cost := Cost} = beamlab_profile:mode_info(Mode),
+    Flavor = case maps:get(env, Target, #{}) of
+                 #{otp := #{flavor := F}} when is_binary(F) -> F;
+                 _ -> atom_to_binary(maps:get(flavor, O, unknown))
+             end,
+    Annotated = P#{<<"subject">> => Subject, <<"label">> => Label, <<"mode">> => atom_to_binary(Mode),
+                   <<"mode_what">> => What, <<"mode_cost">> => Cost, <<"flavor">> => Flavor,
+                   <<"frequency">> => Hz, <<"perf_support">> => Support, <<"elapsed_ms">> => Ms,
+                   <<"os_pid">> => maps:get(os_pid, O), <<"target_exited">> => maps:get(target_exited, O)},
+    beamlab_result:set(extra, (maps:get(extra, Doc))#{<<"profile">> => Annotated}, Doc).
+
+%% @doc The study's figures added to a load's document (`beamlab amqp''s,
+%% or a `--load-cmd''s): the summary's average rates, the run's consumer
+%% latency percentiles and, given the broker's CPU time over the load in
+%% microseconds, its CPU time per message sent.
+-spec figures(beamlab_result:result(), non_neg_integer()) -> beamlab_result:result().
+figures(#{benchmarks := Bs} = Doc, CpuUs) ->
+    Find = fun(Name) -> [B || #{name := N} = B <- Bs, N =:= Name] end,
+    Avg = fun(Name, As) ->
+                  [bench(As, V, <<"msg/s">>, higher, <<"throughput">>)
+                   || #{extra := #{<<"average">> := V}} <- Find(Name), is_number(V)]
+          end,
+    Pct = [bench(<<"consumer latency ", K/binary>>, V, <<"us">>, lower, <<"latency">>)
+           || #{extra := #{<<"total">> := #{} = T}} <- Find(<<"consumer latency">>),
+              K <- [<<"p50">>, <<"p95">>, <<"p99">>], V <- [maps:get(K, T, null)], is_number(V)],
+    Cpu = case messages(Doc) of
+              N when is_number(N), N > 0 ->
+                  [bench(<<"broker CPU per message">>, CpuUs / N, <<"us">>, lower, <<"cost">>)];
+              _ -> []
+          end,
+    Extra = maps:get(extra, Doc),
+    beamlab_result:set(extra, Extra#{<<"broker_cpu_us">> => CpuUs},
+                       beamlab_result:add_benchmarks(Doc, Avg(<<"sent">>, <<"sending rate avg">>)
+                                                     ++ Avg(<<"received">>, <<"receiving rate avg">>)
+                                                     ++ Pct ++ Cpu)).
+
+bench(Name, V, Unit, Better, Metric) ->
+    beamlab_result:benchmark(Name, [V], #{group => <<"study">>, unit => Unit, better => Better,
+                                          metric => Metric}).
+
+%% Messages sent over the load: beamlab amqp counts them; a load tool's
+%% are its average rate over its last interval's time.
+messages(#{extra := #{<<"amqp">> := #{<<"counters">> := #{<<"sent">> := N}}}}) ->
+    N;
+messages(#{extra := #{<<"load">> := #{<<"summary">> := #{<<"sent">> := Avg}, <<"elapsed_s">> := S}}})
+  when is_number(S) ->
+    Avg * S;
+messages(_) ->
+    undefined.

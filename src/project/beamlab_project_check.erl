@@ -1,0 +1,328 @@
+%%% @doc `check --against REF': is the working tree of a project slower,
+%%% or does it do more work, than the commit REF names?
+%%%
+%%% 1. REF is resolved and checked out in a temporary worktree
+%%%    ({@link beamlab_project_git}), removed at the end whatever happens.
+%%% 2. Both versions are built with the project's tool
+%%%    ({@link beamlab_project_build}); the base reuses the head's
+%%%    dependencies, so the build needs no network.
+%%% 3. The head's bench modules are compiled once for each side, against
+%%%    that side's code: both versions run the same benchmarks, so only the
+%%%    code under test differs.
+%%% 4. Paired rounds ({@link beamlab_project_rounds}): each round runs
+%%%    base and head in fresh VMs, one after the other, order swapped every
+%%%    round. What a side's VM runs is the caller's `main' (the command
+%%%    line gives `beamlab run --bench DIR --reductions --memory'); its
+%%%    result is a run document, from which each benchmark gives a time
+%%%    per iteration, reductions per iteration and words allocated per
+%%%    iteration.
+%%% 5. Each benchmark and metric is compared over the rounds with
+%%%    {@link beamlab_stats_paired} (median of the per-round ratios, its
+%%%    order-statistic interval, the sign test).
+%%%
+%%% The result is a document of kind `check': per benchmark one entry per
+%%% metric (`NAME (time)', `NAME (reductions)', `NAME (memory)'; group
+%%% NAME), whose samples are the head's per-round values, with the base's
+%%% in `extra.base' and the paired comparison in `extra.paired'.
+%%% {@link regressions/1} lists what the gate fails on.
+-module(beamlab_project_check).
+
+-export([run/1, document/5, regressions/1, failed_head/1, metrics/0, format_error/1]).
+
+-type metric() :: time | reductions | memory.
+-type side_project() :: beamlab_project_build:project().
+-type opts() :: #{root := file:filename(),             % the project (the working tree)
+                  against := string(),                  % the git ref of the base
+                  bench := file:filename(),             % relative to root, default "bench"
+                  rounds := pos_integer(),
+                  gate := [metric()],                   % metrics whose regression fails the check
+                  threshold := float(),                 % effect floor, a fraction
+                  alpha := float(),                     % significance level
+                  main := fun((beamlab_project_rounds:side()) -> beamlab_runtime_peer:call_spec()),
+                  command := [string()],
+                  params => map(),                      % more run parameters, recorded
+                  head => side_project(),               % already built (the rebar3 plugin, Mix)
+                  vm_args => [string()],
+                  progress => fun((unicode:chardata()) -> any())}.
+-type error_reason() :: beamlab_project_git:error_reason()
+                      | beamlab_project_build:error_reason()
+                      | beamlab_project_bench:error_reason()
+                      | {tmp_dir, term()}
+                      | {side, base | head, binary()}.
+-export_type([metric/0, opts/0, error_reason/0]).
+
+%% @doc The metrics, in the order they are reported.
+-spec metrics() -> [metric()].
+metrics() ->
+    [time, reductions, memory].
+
+%% @doc Runs the check; the document says what changed.
+-spec run(opts()) -> {ok, beamlab_result:result()} | {error, error_reason()}.
+run(#{root := Root0, against := Ref} = Opts) ->
+    Started = beamlab_runtime_clock:rfc3339(),
+    Root = filename:absname(Root0),
+    Progress = maps:get(progress, Opts, fun(_) -> ok end),
+    maybe_run(
+      fun() ->
+              Git = ok(beamlab_project_git:toplevel(Root)),
+              Base = ok(beamlab_project_git:commit(Git, Ref)),
+              Head = ok(beamlab_project_git:head(Git)),
+              Tmp = private_dir("beamlab-check"),
+              %% The build logs stay when something failed (the error names them).
+              Logs = private_dir("beamlab-check-logs"),
+              try
+                  Rel = ok(beamlab_project_git:prefix(Root)),
+                  Progress(io_lib:format("checking out ~ts (~ts) in a temporary worktree",
+                                         [Ref, maps:get(short, Base)])),
+                  Tree = ok(beamlab_project_git:worktree(Git, maps:get(commit, Base),
+                                                         filename:join(Tmp, "base"))),
+                  try
+                      BaseRoot = filename:join([Tmp, "base" | Rel]),
+                      Sides = sides(Root, BaseRoot, Tmp, Logs, Opts),
+                      ok = validate(lists:last(Sides), Opts),
+                      Rounds = rounds(Sides, Opts),
+                      Doc = document(Rounds, Base, Head, Started, Opts),
+                      _ = file:del_dir_r(Logs),
+                      Doc
+                  after
+                      beamlab_project_git:remove(Tree)
+                  end
+              after
+                  _ = file:del_dir_r(Tmp)
+              end
+      end).
+
+private_dir(Prefix) ->
+    case beamlab_runtime_file:private_dir(Prefix) of
+        {ok, D} -> D;
+        {error, Why} -> throw({?MODULE, {tmp_dir, Why}})
+    end.
+
+maybe_run(Fun) ->
+    try {ok, Fun()}
+    catch throw:{?MODULE, Reason} -> {error, Reason}
+    end.
+
+ok(ok) -> ok;
+ok({ok, V}) -> V;
+ok({error, Reason}) -> throw({?MODULE, Reason}).
+
+%%--------------------------------------------------------------------
+%% Building both sides
+
+sides(Root, BaseRoot, Tmp, Logs, Opts) ->
+    Progress = maps:get(progress, Opts, fun(_) -> ok end),
+    HeadProject = case maps:find(head, Opts) of
+                      {ok, P} -> P;
+                      error ->
+                          Progress(io_lib:format("building the working tree (~ts)",
+                                                 [beamlab_project_build:detect(Root)])),
+                          ok(beamlab_project_build:build(Root, #{log => filename:join(Logs, "head.log")}))
+                  end,
+    Progress(io_lib:format("building the base (~ts)", [beamlab_project_build:detect(BaseRoot)])),
+    BaseProject = ok(beamlab_project_build:build(BaseRoot, #{log => filename:join(Logs, "base.log"),
+                                                             deps_from => Root})),
+    BenchDir = filename:join(Root, maps:get(bench, Opts, "bench")),
+    Sources = ok(beamlab_project_bench:sources(BenchDir)),
+    [side(Name, Project, Sources, BenchDir, Tmp, Logs)
+     || {Name, Project} <- [{base, BaseProject}, {head, HeadProject}]].
+
+side(Name, #{root := Root, paths := Paths, include := Include}, Sources, BenchDir, Tmp, Logs) ->
+    Ebin = filename:join(Tmp, atom_to_list(Name) ++ "-bench"),
+    ok = ok(beamlab_project_bench:compile(Sources, Ebin,
+                                     #{paths => Paths, include => [BenchDir | Include],
+                                       log => filename:join(Logs, atom_to_list(Name) ++ "-bench.log")})),
+    #{name => Name, dir => Root, paths => Paths ++ [Ebin], bench => Ebin, load => not own_code(Paths)}.
+
+%% beamlab checking itself: each side's VM runs that side's beamlab (its
+%% hot paths are the code under test), not this one's.
+own_code(Paths) ->
+    lists:any(fun(P) -> filelib:is_regular(filename:join(P, "beamlab.app")) end, Paths).
+
+%% The head's bench modules are checked once, in a fresh VM with the
+%% head's code, before any round: every mistake is reported, each in a
+%% line of its own.
+validate(#{paths := Paths, bench := Ebin, load := Load}, Opts) ->
+    Progress = maps:get(progress, Opts, fun(_) -> ok end),
+    Progress("checking the bench modules"),
+    case beamlab_runtime_peer:run(#{paths => Paths, args => maps:get(vm_args, Opts, []), load => Load},
+                                  {beamlab_project_bench, validate, [Ebin]},
+                                  {erlang, system_info, [otp_release]}) of
+        {ok, #{result := {ok, _Names}}} -> ok;
+        {ok, #{result := {error, Reason}}} -> throw({?MODULE, Reason});
+        {error, Reason} -> throw({?MODULE, {side, head, iolist_to_binary(beamlab_runtime_peer:format_error(Reason))}})
+    end.
+
+%%--------------------------------------------------------------------
+%% Rounds
+
+rounds([Base, Head], Opts) ->
+    N = maps:get(rounds, Opts),
+    Progress = maps:get(progress, Opts, fun(_) -> ok end),
+    Result = beamlab_project_rounds:run(
+               Base, Head,
+               #{rounds => N, main => maps:get(main, Opts), vm_args => maps:get(vm_args, Opts, []),
+                 progress => fun(I, Side) -> Progress(io_lib:format("round ~b/~b: ~ts", [I, N, Side])) end,
+                 %% A side that cannot run at all will not run in the next round either.
+                 stop => fun(#{base := B, head := H}) -> not (runs(B) andalso runs(H)) end}),
+    case Result of
+        #{rounds := [#{head := First} | _]} ->
+            ok = head_runs(First),
+            Result;
+        _ ->
+            Result
+    end.
+
+runs({ok, {Code, #{}}}) -> Code =:= 0 orelse Code =:= 1;
+runs(_) -> false.
+
+%% The head must run (its bench modules were validated); a base that
+%% cannot (a project before its bench modules existed, a beamlab before
+%% `run --bench') leaves every benchmark not compared.
+head_runs({ok, {_, #{}}}) -> ok;
+head_runs(Outcome) -> throw({?MODULE, {side, head, side_error(Outcome)}}).
+
+side_error({ok, {_, {error, Msg}}}) -> Msg;
+side_error({error, Reason}) -> iolist_to_binary(beamlab_runtime_peer:format_error(Reason));
+side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [Code])).
+
+%%--------------------------------------------------------------------
+%% The document
+
+%% @doc The check's document from the rounds (each side's outcome a run
+%% document or an error), the base's and head's commits, the start time
+%% and the check's options (`against', `gate', `threshold', `alpha',
+%% `rounds', `command', `params').
+-spec document(#{rounds := [beamlab_project_rounds:round()], interrupted := boolean()},
+               beamlab_project_git:commit(), beamlab_project_git:head(), binary(), opts()) ->
+          beamlab_result:result().
+document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, Opts) ->
+    HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
+    Names = case HeadDocs of
+                [D | _] -> [N || #{name := N} <- maps:get(benchmarks, D)];
+                [] -> []
+            end,
+    PerRound = [{values(maps:get(base, R), Names), values(maps:get(head, R), Names)} || R <- Rounds],
+    Modules = case HeadDocs of
+                  [D1 | _] -> maps:from_list([{N, P} || #{name := N, params := P} <- maps:get(benchmarks, D1)]);
+                  [] -> #{}
+              end,
+    Gate = maps:get(gate, Opts),
+    Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts)},
+    Entries = lists:append([entries(N, PerRound, maps:get(N, Modules, #{}), Gate, Stats) || N <- Names]),
+    Params = maps:merge(maps:get(params, Opts, #{}),
+                        #{against => unicode:characters_to_binary(maps:get(against, Opts)),
+                          base => maps:with([commit, short, subject, date, ref], Base),
+                          head => maps:with([commit, short, subject, date, dirty], Head),
+                          rounds => maps:get(rounds, Opts), rounds_done => length(Rounds),
+                          gate => Gate, threshold => maps:get(threshold, Opts),
+                          alpha => maps:get(alpha, Opts), test => sign,
+                          min_rounds => beamlab_stats_paired:min_rounds(maps:get(alpha, Opts))}),
+    Doc0 = beamlab_result:new(check, #{command => maps:get(command, Opts), started_at => Started,
+                                       params => Params}),
+    Findings = case HeadDocs of
+                   [D2 | _] -> maps:get(findings, D2);
+                   [] -> []
+               end,
+    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc0, Entries), Findings),
+    Doc2 = beamlab_result:set(extra, #{regressed => [iolist_to_binary(regression_text(R))
+                                                     || R <- regressions(Doc1)]}, Doc1),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                  partial => Interrupted}).
+
+%% Name => {ok, #{time, reductions, memory}} | {error, Message} for one
+%% side of a round; a side that did not run fails every benchmark.
+values({ok, {_, #{benchmarks := Bs}}}, _Names) ->
+    maps:from_list([{N, bench_values(B)} || #{name := N} = B <- Bs]);
+values(Outcome, Names) ->
+    Error = {error, side_error(Outcome)},
+    maps:from_list([{N, Error} || N <- Names]).
+
+bench_values(#{extra := #{<<"status">> := <<"ok">>} = X}) ->
+    Per = case maps:get(<<"per_iteration">>, X, #{}) of
+              P when is_map(P) -> P;
+              _ -> #{}
+          end,
+    {ok, maps:from_list([{K, V} || {K, V} <- [{time, maps:get(<<"iteration_ns">>, X, null)},
+                                              {reductions, maps:get(<<"reductions">>, Per, null)},
+                                              {memory, maps:get(<<"words">>, Per, null)}],
+                                   is_number(V)])};
+bench_values(#{extra := X}) ->
+    {error, maps:get(<<"error">>, X, <<"failed">>)}.
+
+entries(Name, PerRound, Params, Gate, Stats) ->
+    Pairs = [{maps:get(Name, B, missing), maps:get(Name, H, missing)} || {B, H} <- PerRound],
+    Status = status(Pairs),
+    [entry(Name, M, Pairs, Status, Params, lists:member(M, Gate), Stats) || M <- metrics()].
+
+status(Pairs) ->
+    BaseErr = [E || {{error, E}, _} <- Pairs],
+    HeadErr = [E || {_, {error, E}} <- Pairs],
+    Both = [x || {{ok, _}, {ok, _}} <- Pairs],
+    if
+        HeadErr =/= [], BaseErr =/= [] -> {failed_both, hd(HeadErr)};
+        HeadErr =/= [] -> {failed_head, hd(HeadErr)};
+        Both =:= [], BaseErr =/= [] -> {failed_base, hd(BaseErr)};
+        true -> compared
+    end.
+
+entry(Name, Metric, Pairs, Status, Params, Gated, Stats) ->
+    Paired = [{B, H} || {{ok, BV}, {ok, HV}} <- Pairs,
+                        B <- [maps:get(Metric, BV, none)], H <- [maps:get(Metric, HV, none)],
+                        is_number(B), is_number(H)],
+    {BaseVals, HeadVals} = lists:unzip(Paired),
+    Extra0 = #{base => BaseVals, gated => Gated, status => status_name(Status)},
+    Extra = case Status of
+                compared when Paired =/= [] ->
+                    P = beamlab_stats_paired:compare(BaseVals, HeadVals, Stats#{better => lower}),
+                    Extra0#{paired => paired_json(P)};
+                compared ->
+                    Extra0#{error => <<"not measured">>};
+                {_, Error} ->
+                    Extra0#{error => Error}
+            end,
+    {Unit, _} = unit(Metric),
+    beamlab_result:benchmark(<<Name/binary, " (", (atom_to_binary(Metric))/binary, ")">>, HeadVals,
+                             #{group => Name, metric => Metric, unit => Unit, better => lower,
+                               params => maps:with([<<"module">>, <<"input">>], Params),
+                               extra => Extra}).
+
+status_name(compared) -> compared;
+status_name({S, _}) -> S.
+
+unit(time) -> {<<"ns">>, "time per iteration"};
+unit(reductions) -> {<<"reductions">>, "reductions per iteration"};
+unit(memory) -> {<<"words">>, "words allocated per iteration"}.
+
+paired_json(P) ->
+    maps:with([change, ci, confidence, ci_coverage, p_value, test, higher, lower, ties, n,
+               median_base, median_new, threshold, alpha, verdict], P).
+
+%% @doc What the gate fails on: `{Group, Metric, Paired}' for every gated
+%% metric whose verdict is `regressed'.
+-spec regressions(beamlab_result:result()) -> [{binary(), binary(), beamlab_json:object()}].
+regressions(#{benchmarks := Bs}) ->
+    [{G, M, P} || #{group := G, metric := M,
+                    extra := #{<<"gated">> := true,
+                               <<"paired">> := #{<<"verdict">> := <<"regressed">>} = P}} <- Bs].
+
+%% @doc The benchmarks that fail on the head although they ran on the base.
+-spec failed_head(beamlab_result:result()) -> [binary()].
+failed_head(#{benchmarks := Bs}) ->
+    lists:usort([G || #{group := G, extra := #{<<"status">> := <<"failed_head">>}} <- Bs]).
+
+regression_text({Group, Metric, #{<<"change">> := C}}) ->
+    io_lib:format("~ts: ~ts ~ts", [Group, Metric, beamlab_format_units:signed_percent(C)]).
+
+%% @doc One line for an error of a check.
+-spec format_error(error_reason()) -> iolist().
+format_error({tmp_dir, Why}) ->
+    ["cannot create a temporary directory: ", beamlab_runtime_file:format_error(Why)];
+format_error({side, Side, Msg}) ->
+    io_lib:format("the benchmarks cannot run on the ~ts side: ~ts", [Side, Msg]);
+format_error({build_failed, _, _, _, _} = R) ->
+    beamlab_project_build:format_error(R);
+format_error({R, _} = E) when R =:= not_a_repository; R =:= unknown_ref; R =:= worktree; R =:= git ->
+    beamlab_project_git:format_error(E);
+format_error(Other) ->
+    beamlab_project_bench:format_error(Other).

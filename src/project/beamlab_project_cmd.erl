@@ -1,0 +1,120 @@
+%%% @doc Runs an external program of a project's tool chain (`git',
+%%% `rebar3', `mix', `erlc', `elixirc') and collects what it prints.
+%%%
+%%% The program runs with its arguments as given (no shell), in a chosen
+%%% directory and environment; standard error joins standard output. An
+%%% interrupt (`{beamlab_interrupt, _}') arriving meanwhile stops the
+%%% program (SIGTERM) and is put back in the caller's mailbox, so the
+%%% caller's own loop sees it too.
+-module(beamlab_project_cmd).
+
+-export([run/3, find/1, last_lines/2, format_error/1]).
+
+-type opts() :: #{cd => file:filename(),
+                  env => [{string(), string() | false}],
+                  log => file:filename()}.      % also append the output there
+-type error_reason() :: {not_found, string()}
+                      | {exit, string(), integer(), binary()}
+                      | {interrupted, string()}.
+-export_type([opts/0, error_reason/0]).
+
+%% Output kept in memory (the last part; the log file has all of it).
+-define(KEEP, 1048576).
+
+%% @doc Runs `Program' (a name found on the PATH, or a path) with `Args'.
+%% Returns its output when it exits with status 0.
+-spec run(string(), [string()], opts()) -> {ok, binary()} | {error, error_reason()}.
+run(Program, Args, Opts) ->
+    case find(Program) of
+        false -> {error, {not_found, Program}};
+        Exe ->
+            Log = case maps:find(log, Opts) of
+                      {ok, File} ->
+                          {ok, Fd} = file:open(File, [append, raw, binary]),
+                          Fd;
+                      error -> none
+                  end,
+            PortOpts = [{args, Args}, binary, exit_status, stderr_to_stdout, hide]
+                       ++ [{cd, D} || {ok, D} <- [maps:find(cd, Opts)]]
+                       ++ [{env, E} || {ok, E} <- [maps:find(env, Opts)]],
+            try
+                Port = open_port({spawn_executable, Exe}, PortOpts),
+                collect(Port, Program, Log, <<>>)
+            after
+                Log =/= none andalso file:close(Log)
+            end
+    end.
+
+%% @doc The executable `Program' names: a path as given, a bare name on
+%% the PATH (OTP's own `erlc' first from this installation); `false'.
+-spec find(string()) -> string() | false.
+find(Program) ->
+    case lists:member($/, Program) of
+        true ->
+            filelib:is_regular(Program) andalso Program;
+        false ->
+            Own = filename:join([code:root_dir(), "bin", Program]),
+            case Program =:= "erlc" andalso filelib:is_regular(Own) of
+                true -> Own;
+                false -> os:find_executable(Program)
+            end
+    end.
+
+collect(Port, Program, Log, Acc) ->
+    receive
+        {Port, {data, Data}} ->
+            Log =/= none andalso file:write(Log, Data),
+            collect(Port, Program, Log, keep(<<Acc/binary, Data/binary>>));
+        {Port, {exit_status, 0}} ->
+            {ok, Acc};
+        {Port, {exit_status, Status}} ->
+            {error, {exit, Program, Status, Acc}};
+        {beamlab_interrupt, _} = Msg ->
+            stop(Port),
+            self() ! Msg,
+            {error, {interrupted, Program}}
+    end.
+
+keep(Bin) when byte_size(Bin) > ?KEEP ->
+    binary:part(Bin, byte_size(Bin) - ?KEEP, ?KEEP);
+keep(Bin) ->
+    Bin.
+
+%% SIGTERM to the program, then wait for it (its output is dropped).
+stop(Port) ->
+    case erlang:port_info(Port, os_pid) of
+        {os_pid, Pid} ->
+            _ = os:cmd("kill -TERM " ++ integer_to_list(Pid) ++ " 2>/dev/null"),
+            drain(Port);
+        undefined ->
+            ok
+    end.
+
+drain(Port) ->
+    receive
+        {Port, {exit_status, _}} -> ok;
+        {Port, {data, _}} -> drain(Port)
+    after 10000 ->
+            catch port_close(Port),
+            ok
+    end.
+
+%% @doc The last `N' non-empty lines of an output, trimmed.
+-spec last_lines(binary(), pos_integer()) -> [binary()].
+last_lines(Output, N) ->
+    Lines = [string:trim(L) || L <- binary:split(Output, [<<"\n">>, <<"\r">>], [global])],
+    NonEmpty = [L || L <- Lines, L =/= <<>>],
+    lists:nthtail(max(0, length(NonEmpty) - N), NonEmpty).
+
+%% @doc One line for an error of this module.
+-spec format_error(error_reason()) -> iolist().
+format_error({not_found, Program}) ->
+    io_lib:format("~ts: command not found (is it installed and on the PATH?)", [Program]);
+format_error({exit, Program, Status, Output}) ->
+    Last = case last_lines(Output, 1) of
+               [L] -> [": ", L];
+               [] -> []
+           end,
+    [io_lib:format("~ts exited with status ~b", [Program, Status]) | Last];
+format_error({interrupted, Program}) ->
+    io_lib:format("~ts was interrupted", [Program]).

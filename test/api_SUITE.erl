@@ -1,0 +1,232 @@
+-module(api_SUITE).
+%% The public API (beamlab.erl) from Erlang and from Elixir: what the
+%% commands do, as documents. Each case calls the API in this VM, then the
+%% same call from Debian's `elixir' (with -pa this build's ebin, the
+%% document printed as JSON on stdout) and checks both documents the same
+%% way. benchmark/2 with the after-phase (memory and reductions per
+%% iteration, an in-VM profile), concurrency estimation only when asked
+%% for (#27 item 14), suite/2 with parameters, matrix/2 over fresh VMs,
+%% findings with telemetry, watch/2 of a peer node, amqp/2 against a
+%% private RabbitMQ (scripts/rabbitmq.sh) with its lines through the sink,
+%% profile/2 with perf.
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, suite/0, init_per_group/2, end_per_group/2]).
+-export([benchmark_after_phase/1, squeeze_only_when_asked/1, suite_params/1, matrix_fresh_vms/1,
+         findings_with_telemetry/1, watch_peer/1, amqp_broker/1, profile_with_perf/1,
+         unknown_options_refused/1]).
+
+-define(PORT, "5741").
+-define(COOKIE, "apisecret").
+
+suite() -> [{timetrap, {minutes, 6}}].
+
+all() -> [{group, api}, {group, broker}].
+
+groups() ->
+    [{api, [], [benchmark_after_phase, squeeze_only_when_asked, unknown_options_refused, suite_params,
+                matrix_fresh_vms, findings_with_telemetry, watch_peer, profile_with_perf]},
+     {broker, [], [amqp_broker]}].
+
+init_per_group(broker, Config) ->
+    ok = beamlab_test_util:start_rabbitmq(?PORT),
+    Config;
+init_per_group(_, Config) ->
+    Config.
+
+end_per_group(broker, _Config) ->
+    beamlab_test_util:stop_rabbitmq(?PORT);
+end_per_group(_, _Config) ->
+    ok.
+
+%%--------------------------------------------------------------------
+
+%% benchmark/2 returns the command's full document: per-iteration memory
+%% and reductions and the in-VM profile of the after-phase, the
+%% environment report.
+benchmark_after_phase(_Config) ->
+    {ok, Doc} = beamlab:benchmark(["lists:seq(1, 100)."],
+                                  #{samples => 2, duration => 100, memory => true, reductions => true,
+                                    profile => eprof}),
+    after_phase(Doc),
+    elixir("{:ok, doc} = :beamlab.benchmark([~c\"lists:seq(1, 100).\"], %{samples: 2, duration: 100, "
+           "memory: true, reductions: true, profile: :eprof})", fun after_phase/1).
+
+after_phase(Doc) ->
+    #{kind := bench, env := Env, benchmarks := [#{name := <<"lists:seq(1, 100).">>, extra := E}]} = Doc,
+    ?assert(map_size(Env) > 0),
+    #{<<"per_iteration">> := #{<<"words">> := Words, <<"reductions">> := Reds},
+      <<"profile">> := #{<<"tool">> := <<"eprof">>, <<"rows">> := [_ | _]}} = E,
+    %% 100 list cells of two words each.
+    ?assert(Words >= 200),
+    ?assert(Reds > 0).
+
+%% An empty map as benchmark/3's third argument is refused in one line;
+%% benchmark/2 estimates concurrency only with `squeeze'; the README's
+%% library example runs the benchmark it names and nothing else.
+squeeze_only_when_asked(_Config) ->
+    Quick = #{samples => 1, duration => 50},
+    {error, Why} = beamlab:benchmark(["ok."], Quick, #{}),
+    Line = lists:flatten(io_lib:format("~ts", [beamlab:format_error(Why)])),
+    ?assertEqual(nomatch, string:find(Line, "\n")),
+    ?assertNotEqual(nomatch, string:find(Line, "squeeze")),
+    {ok, Plain} = beamlab:benchmark(["ok."], Quick),
+    ?assertNot(squeezed(Plain)),
+    {ok, Asked} = beamlab:benchmark(["ok."], Quick#{squeeze => #{max => 2}}),
+    ?assert(squeezed(Asked)),
+    {ok, Bounds} = beamlab:benchmark(["ok."], Quick, #{max => 2}),
+    ?assert(squeezed(Bounds)),
+    %% The README's example (with short samples).
+    {ok, Readme} = beamlab:benchmark([#{runner => "lists:seq(1, 100)."},
+                                      #{runner => "lists:duplicate(100, x)."}],
+                                     #{samples => 10, duration => 20}),
+    ?assertMatch(#{benchmarks := [_, _]}, Readme),
+    ?assertNot(squeezed(Readme)),
+    elixir("{:ok, doc} = :beamlab.benchmark([~c\"ok.\"], %{samples: 1, duration: 50, squeeze: %{max: 2}})",
+           fun(D) -> ?assert(squeezed(D)) end).
+
+squeezed(#{benchmarks := Bs}) ->
+    lists:all(fun(#{extra := E}) -> maps:is_key(<<"squeeze_curve">>, E) end, Bs).
+
+%% A misspelt option is an error, not a default silently taken.
+unknown_options_refused(_Config) ->
+    [begin
+         {error, R} = Call(),
+         Line = lists:flatten(io_lib:format("~ts", [beamlab:format_error(R)])),
+         ?assertNotEqual(nomatch, string:find(Line, Expect))
+     end || {Call, Expect} <- [{fun() -> beamlab:benchmark(["ok."], #{sampels => 1}) end, "sampels"},
+                               {fun() -> beamlab:suite([fib], #{repeats => 1}) end, "repeats"},
+                               {fun() -> beamlab:matrix({benchmark, ["ok."], #{}}, #{vms => []}) end, "vms"},
+                               {fun() -> beamlab:suite([no_such_workload], #{}) end, "no_such_workload"}]],
+    ok.
+
+%% suite/2 sweeps a parameter given as a list of values.
+suite_params(_Config) ->
+    Check = fun(Doc) ->
+                    #{kind := suite, benchmarks := Bs, params := #{<<"param">> := P}} = Doc,
+                    ?assertEqual([<<"fib[n=10]">>, <<"fib[n=12]">>], [N || #{name := N} <- Bs]),
+                    ?assertEqual(#{<<"fib">> => #{<<"n">> => [<<"10">>, <<"12">>]}}, P)
+            end,
+    {ok, Doc} = beamlab:suite([fib], #{repeat => 1, params => #{fib => #{n => [10, 12]}}}),
+    Check(Doc),
+    elixir("{:ok, doc} = :beamlab.suite([:fib], %{repeat: 1, params: %{fib: %{n: [10, 12]}}})", Check).
+
+%% matrix/2 runs the inner experiment in one fresh VM per configuration:
+%% each VM's own report shows the schedulers it was given.
+matrix_fresh_vms(_Config) ->
+    Check = fun(Doc) ->
+                    #{kind := matrix, extra := #{<<"configs">> := Cs}, benchmarks := Bs} = Doc,
+                    ?assertEqual([{<<"+S 1">>, 1}, {<<"+S 2">>, 2}],
+                                 [{N, S} || #{<<"name">> := N, <<"schedulers_online">> := S} <- Cs]),
+                    ?assertEqual(2, length(Bs))
+            end,
+    {ok, Doc} = beamlab:matrix({benchmark, ["ok."], #{samples => 1, duration => 50}},
+                               #{vm => ["+S 1", "+S 2"], repeat => 1}),
+    Check(Doc),
+    elixir("{:ok, doc} = :beamlab.matrix({:benchmark, [~c\"ok.\"], %{samples: 1, duration: 50}}, "
+           "%{vm: [~c\"+S 1\", ~c\"+S 2\"], repeat: 1})", Check).
+
+%% With `telemetry', this VM's series is recorded and the detectors'
+%% findings join the document: one scheduler online while two processes
+%% spin is "schedulers offline while work waits".
+findings_with_telemetry(_Config) ->
+    Old = erlang:system_flag(schedulers_online, 1),
+    Spinners = [spawn(fun Loop() -> Loop() end) || _ <- [1, 2]],
+    Run = try beamlab:matrix({benchmark, ["ok."], #{samples => 4, duration => 1000}},
+                             #{vm => ["+S 1"], repeat => 1, telemetry => true})
+          after
+              [exit(P, kill) || P <- Spinners],
+              erlang:system_flag(schedulers_online, Old)
+          end,
+    {ok, #{telemetry := T, findings := Fs}} = Run,
+    ?assert(maps:get(<<"samples">>, T) >= 3),
+    ?assert(lists:member(<<"schedulers_offline">>, [Id || #{id := Id} <- Fs])),
+    %% Without it: no series, no detectors.
+    {ok, #{telemetry := None}} = beamlab:benchmark(["ok."], #{samples => 1, duration => 50}),
+    ?assertEqual(#{}, None).
+
+%% watch/2 records a peer node's series from outside.
+watch_peer(_Config) ->
+    {ok, Peer, Node} = peer:start(#{name => api_watched, longnames => true, host => "127.0.0.1",
+                                    connection => standard_io,
+                                    args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
+                                             "{127,0,0,1}"]}),
+    try
+        Check = fun(Doc) ->
+                        #{kind := watch, telemetry := T, params := #{<<"node">> := N}} = Doc,
+                        ?assertEqual(atom_to_binary(Node), N),
+                        ?assert(maps:get(<<"samples">>, T) >= 2)
+                end,
+        {ok, Doc} = beamlab:watch(Node, #{duration => 1500, interval => 500, cookie => ?COOKIE}),
+        Check(Doc),
+        elixir(io_lib:format("{:ok, doc} = :beamlab.watch(:\"~s\", %{duration: 1500, interval: 500, "
+                             "cookie: ~~c\"~s\"})", [Node, ?COOKIE]), Check)
+    after
+        peer:stop(Peer)
+    end.
+
+%% amqp/2 loads the private broker; PerfTest's lines go to the sink.
+amqp_broker(_Config) ->
+    Uri = "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F",
+    Self = self(),
+    Check = fun(Doc) ->
+                    #{kind := amqp, benchmarks := Bs, extra := #{<<"amqp">> := #{<<"counters">> := C}}} = Doc,
+                    ?assert(maps:get(<<"received">>, C) > 0),
+                    ?assert(lists:member(<<"received">>, [N || #{name := N} <- Bs]))
+            end,
+    {ok, Doc} = beamlab:amqp(Uri, #{duration => 2, closed_loop => 2,
+                                    sink => fun(E) -> Self ! {sink, E} end}),
+    Check(Doc),
+    Lines = [L || {amqp, L} <- flush()],
+    ?assert(lists:any(fun(L) -> binary:match(L, <<"received">>) =/= nomatch end, Lines)),
+    elixir(io_lib:format("{:ok, doc} = :beamlab.amqp(~~c\"~s\", %{duration: 2, closed_loop: 2})", [Uri]),
+           Check).
+
+flush() ->
+    receive {sink, E} -> [E | flush()]
+    after 0 -> []
+    end.
+
+%% profile/2 profiles an inner experiment run in a fresh VM under perf;
+%% its benchmarks join the profile's document.
+profile_with_perf(_Config) ->
+    case os:find_executable("perf") of
+        false ->
+            {skip, "perf is not installed (Debian package linux-perf); CI installs it"};
+        _ ->
+            {ok, Doc} = beamlab:profile({benchmark, ["lists:seq(1, 100)."], #{samples => 1, duration => 500}},
+                                        #{frequency => 499}),
+            #{kind := profile, benchmarks := [#{name := <<"lists:seq(1, 100).">>}],
+              extra := #{<<"profile">> := P}} = Doc,
+            ?assert(maps:get(<<"samples">>, P) > 0)
+    end.
+
+%%--------------------------------------------------------------------
+
+%% Runs `Expr' (Elixir binding `doc' to a document) in Debian's elixir
+%% with this build's ebin, and checks the document it prints as JSON.
+elixir(Expr, Check) ->
+    case os:find_executable("elixir") of
+        false ->
+            {skip, "elixir is not installed (Debian package elixir); scripts/install-deps.sh --test installs it"};
+        Elixir ->
+            Ebin = filename:dirname(code:which(beamlab)),
+            Code = [Expr, "\nIO.binwrite(:beamlab_result.to_json(doc))\n"],
+            Port = open_port({spawn_executable, Elixir},
+                             [{args, ["-pa", Ebin, "-e", unicode:characters_to_list(Code)]},
+                              exit_status, binary, use_stdio]),
+            {0, Out} = collect(Port, []),
+            {ok, Json} = beamlab_json:decode(Out),
+            {ok, Doc} = beamlab_result:from_json(Json),
+            Check(Doc),
+            ok
+    end.
+
+collect(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    after 300000 ->
+            error({elixir_timeout, iolist_to_binary(Acc)})
+    end.

@@ -1,0 +1,102 @@
+-module(beamlab_project_check_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(BASE, #{commit => <<"b1">>, short => <<"b1">>, date => <<"2026-01-01T00:00:00Z">>,
+                subject => <<"base">>, ref => <<"HEAD~1">>}).
+-define(HEAD, #{commit => <<"h1">>, short => <<"h1">>, date => <<"2026-01-02T00:00:00Z">>,
+                subject => <<"head">>, dirty => true}).
+
+%% A side's run document: Name => {Ns, Reductions, Words} | {error, Msg}.
+run_doc(Values) ->
+    Doc = beamlab_result:new(bench, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}),
+    beamlab_result:add_benchmarks(
+      Doc, [case V of
+                {Ns, R, W} ->
+                    beamlab_result:benchmark(N, [1], #{params => #{module => m_bench},
+                                                       extra => #{status => ok, iteration_ns => Ns,
+                                                                  per_iteration => #{reductions => R, words => W}}});
+                {error, Msg} ->
+                    beamlab_result:benchmark(N, [], #{extra => #{status => failed, error => Msg}})
+            end || {N, V} <- Values]).
+
+%% Twelve rounds: `slow' twice as slow with twice the work on the head,
+%% `same' unchanged (time noise only), `broken' failing on the head,
+%% `newfn' failing on the base.
+rounds(BaseSide) ->
+    [begin
+         Noise = 1 + 0.02 * ((I * 7) rem 5 - 2),
+         Base = case BaseSide of
+                    ok -> {ok, {1, run_doc([{<<"slow">>, {1000 * Noise, 500, 100}},
+                                            {<<"same">>, {200 / Noise, 40, 8}},
+                                            {<<"broken">>, {300, 60, 10}},
+                                            {<<"newfn">>, {error, <<"undefined function m:new/0">>}}])}};
+                    down -> {error, {vm_start, timeout}}
+                end,
+         Head = {ok, {1, run_doc([{<<"slow">>, {2000 * Noise, 1000, 100}},
+                                  {<<"same">>, {200 * Noise, 40, 8}},
+                                  {<<"broken">>, {error, <<"badarith">>}},
+                                  {<<"newfn">>, {100, 20, 4}}])}},
+         #{index => I, order => [base, head], base => Base, head => Head}
+     end || I <- lists:seq(1, 12)].
+
+document(Rounds, Gate) ->
+    Opts = #{root => ".", against => "HEAD~1", bench => "bench", rounds => 12, gate => Gate,
+             threshold => 0.05, alpha => 0.01, command => ["check"],
+             main => fun(_) -> {erlang, node, []} end,
+             params => #{duration => 100, samples => 3, warmup => 1, project => ?HEAD}},
+    beamlab_project_check:document(#{rounds => Rounds, interrupted => false}, ?BASE, ?HEAD,
+                                   <<"2026-01-02T00:00:00.000Z">>, Opts).
+
+paired(#{benchmarks := Bs}, G, M) ->
+    [B] = [B || #{group := G1, metric := M1} = B <- Bs, G1 =:= G, M1 =:= M],
+    B.
+
+verdicts_test() ->
+    Doc = document(rounds(ok), [time]),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>, <<"change">> := C, <<"n">> := 12}}} =
+        paired(Doc, <<"slow">>, <<"time">>),
+    ?assert(abs(C - 1.0) < 0.01),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>}, <<"gated">> := false}} =
+        paired(Doc, <<"slow">>, <<"reductions">>),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"unchanged">>, <<"change">> := 0.0}}} =
+        paired(Doc, <<"slow">>, <<"memory">>),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"unchanged">>}}} = paired(Doc, <<"same">>, <<"time">>),
+    #{extra := #{<<"status">> := <<"failed_head">>, <<"error">> := <<"badarith">>}} =
+        paired(Doc, <<"broken">>, <<"time">>),
+    #{extra := #{<<"status">> := <<"failed_base">>}} = paired(Doc, <<"newfn">>, <<"time">>),
+    %% the head's per-round values are the samples, the base's in extra
+    #{samples := HeadNs, extra := #{<<"base">> := BaseNs}} = paired(Doc, <<"slow">>, <<"time">>),
+    ?assertEqual(12, length(HeadNs)),
+    ?assertEqual(12, length(BaseNs)),
+    ?assertMatch([{<<"slow">>, <<"time">>, _}], beamlab_project_check:regressions(Doc)),
+    ?assertEqual([<<"broken">>], beamlab_project_check:failed_head(Doc)),
+    %% gating on reductions names the same benchmark through its reductions
+    ?assertMatch([{<<"slow">>, <<"reductions">>, _}],
+                 beamlab_project_check:regressions(document(rounds(ok), [reductions]))),
+    ?assertEqual([], beamlab_project_check:regressions(document(rounds(ok), [memory]))),
+    %% the document survives its JSON boundary
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
+    {ok, Back} = beamlab_result:from_json(Json),
+    ?assertEqual(beamlab_project_check:regressions(Doc), beamlab_project_check:regressions(Back)).
+
+base_that_cannot_run_test() ->
+    Doc = document(rounds(down), [time]),
+    ?assertEqual([], beamlab_project_check:regressions(Doc)),
+    ?assertEqual([], beamlab_project_check:failed_head(Doc) -- [<<"broken">>]),
+    #{extra := #{<<"status">> := <<"failed_base">>}} = paired(Doc, <<"slow">>, <<"time">>).
+
+views_test() ->
+    Doc = document(rounds(ok), [time]),
+    Text = unicode:characters_to_binary(beamlab_render_check:text(Doc, #{unicode => false})),
+    [?assertMatch({_, _}, binary:match(Text, P), P)
+     || P <- [<<"against HEAD~1 (b1 base)">>, <<"with uncommitted changes">>, <<"REGRESSED">>,
+              <<"regressed (not gated)">>, <<"FAILS on the head: badarith">>,
+              <<"fails on the base (not compared)">>, <<"99% CI">>,
+              <<"Result: 1 regression(s): slow time +100%">>]],
+    Md = beamlab_render_check:markdown(Doc),
+    [?assertMatch({_, _}, binary:match(Md, P), P)
+     || P <- [<<"### :x: beamlab check: 1 benchmark regressed">>, <<"| slow |">>, <<"**+100%**">>,
+              <<":x: time">>, <<"<details>">>]],
+    %% the generic Markdown format gives the same summary
+    ?assertEqual(Md, beamlab_render_markdown:render(Doc)).

@@ -1,0 +1,52 @@
+-module(beamlab_runtime_file_tests).
+%%% The output-path policy's classification (beamlab_runtime_file:check_target/1).
+-include_lib("eunit/include/eunit.hrl").
+
+tmp() ->
+    D = filename:join(case os:getenv("TMPDIR") of false -> "/tmp"; T -> T end,
+                      "beamlab-file-tests-" ++ os:getpid() ++ "-"
+                      ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = file:make_dir(D),
+    D.
+
+streams_test() ->
+    [?assertEqual({ok, {in_place, standard_output}}, beamlab_runtime_file:check_target(P))
+     || P <- ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]],
+    ?assertEqual({ok, {in_place, standard_error}}, beamlab_runtime_file:check_target("/dev/stderr")),
+    ?assertEqual({error, empty}, beamlab_runtime_file:check_target("")).
+
+kinds_test() ->
+    D = tmp(),
+    J = fun(N) -> filename:join(D, N) end,
+    ok = file:write_file(J("f"), <<>>),
+    ok = file:make_symlink("f", J("l")),
+    ok = file:make_symlink("loop", J("loop")),
+    ok = file:make_symlink(D, J("dirlink")),
+    ?assertEqual({ok, new}, beamlab_runtime_file:check_target(J("n.json"))),
+    ?assertEqual({ok, new}, beamlab_runtime_file:check_target(J("a/b/n.json"))),
+    ?assertEqual({ok, exists}, beamlab_runtime_file:check_target(J("f"))),
+    ?assertEqual({ok, directory}, beamlab_runtime_file:check_target(D)),
+    ?assertEqual({ok, directory}, beamlab_runtime_file:check_target(J("dirlink"))),
+    ?assertEqual({ok, exists}, beamlab_runtime_file:check_target(J("dirlink/f"))),
+    ?assertEqual({error, {link, J("l")}}, beamlab_runtime_file:check_target(J("l"))),
+    ?assertEqual({error, {not_a_directory, J("f")}}, beamlab_runtime_file:check_target(J("f/x"))),
+    ?assertMatch({error, {link_loop, _}}, beamlab_runtime_file:check_target(J("loop"))),
+    %% Relative names are shown as given.
+    {ok, Cwd} = file:get_cwd(),
+    ok = file:set_cwd(D),
+    try
+        ?assertEqual({error, {link, "l"}}, beamlab_runtime_file:check_target("l")),
+        ?assertEqual({error, {not_a_directory, "f"}}, beamlab_runtime_file:check_target("f/x/y"))
+    after
+        ok = file:set_cwd(Cwd),
+        _ = file:del_dir_r(D)
+    end.
+
+write_test() ->
+    D = tmp(),
+    P = filename:join(D, "w.txt"),
+    ?assertEqual({ok, new}, beamlab_runtime_file:write(P, <<"a">>)),
+    ?assertEqual({ok, replaced}, beamlab_runtime_file:write(P, <<"b">>)),
+    ?assertEqual({ok, <<"b">>}, file:read_file(P)),
+    ?assertEqual({error, eisdir}, beamlab_runtime_file:write(D, <<"c">>)),
+    _ = file:del_dir_r(D).

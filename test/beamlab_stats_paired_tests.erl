@@ -1,0 +1,110 @@
+-module(beamlab_stats_paired_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(near(A, B), ?assert(abs((A) - (B)) < 1.0e-12)).
+
+sign_test_known_values_test() ->
+    ?assertEqual(1.0, beamlab_stats_paired:sign_test(0, 0)),
+    ?near(2 / 1024, beamlab_stats_paired:sign_test(10, 0)),
+    ?near(2 / 1024, beamlab_stats_paired:sign_test(0, 10)),
+    %% 11 of 12: 2 * (1 + 12) / 4096
+    ?near(26 / 4096, beamlab_stats_paired:sign_test(11, 1)),
+    ?assertEqual(1.0, beamlab_stats_paired:sign_test(5, 5)),
+    %% 1 of 1: 2 * 1/2
+    ?near(1.0, beamlab_stats_paired:sign_test(1, 0)),
+    %% large n does not underflow: 600 to 400 is far below 1e-9
+    P = beamlab_stats_paired:sign_test(600, 400),
+    ?assert(P > 0 andalso P < 1.0e-9).
+
+min_rounds_test() ->
+    ?assertEqual(8, beamlab_stats_paired:min_rounds(0.01)),
+    ?assertEqual(6, beamlab_stats_paired:min_rounds(0.05)).
+
+twice_as_slow_is_regressed_test() ->
+    Base = [100, 102, 98, 101, 99, 103, 100, 97, 100, 101, 99, 100],
+    New = [2 * B + (I rem 3) || {I, B} <- lists:zip(lists:seq(1, 12), Base)],
+    R = beamlab_stats_paired:compare(Base, New, #{}),
+    ?assertMatch(#{verdict := regressed, higher := 12, lower := 0, ties := 0, n := 12}, R),
+    #{change := C, ci := {Lo, Hi}, p_value := P, confidence := Conf} = R,
+    ?assert(C > 0.99 andalso C < 1.03),
+    ?assert(Lo =< C andalso C =< Hi andalso Lo > 0.9),
+    ?near(2 / 4096, P),
+    ?near(0.99, Conf).
+
+identical_values_are_unchanged_test() ->
+    Xs = [1272.1, 1272.1, 1272.1, 1272.1, 1272.1, 1272.1, 1272.1, 1272.1, 1272.1, 1272.1],
+    R = beamlab_stats_paired:compare(Xs, Xs, #{}),
+    ?assertMatch(#{verdict := unchanged, p_value := 1.0, ties := 10, change := 0.0,
+                   ci := {0.0, 0.0}}, R).
+
+too_few_rounds_test() ->
+    Base = [100, 100, 100, 100, 100, 100, 100],
+    New = [200, 200, 200, 200, 200, 200, 200],
+    ?assertMatch(#{verdict := too_few_rounds},
+                 beamlab_stats_paired:compare(Base, New, #{})),
+    %% at 5% the same seven rounds are enough
+    ?assertMatch(#{verdict := regressed},
+                 beamlab_stats_paired:compare(Base, New, #{alpha => 0.05})),
+    ?assertMatch(#{verdict := too_few_rounds, n := 0},
+                 beamlab_stats_paired:compare([], [], #{})).
+
+threshold_is_the_effect_floor_test() ->
+    Base = lists:duplicate(10, 1000),
+    New = lists:duplicate(10, 1030),
+    ?assertMatch(#{verdict := unchanged, p_value := P} when P < 0.01,
+                 beamlab_stats_paired:compare(Base, New, #{threshold => 0.05})),
+    ?assertMatch(#{verdict := regressed},
+                 beamlab_stats_paired:compare(Base, New, #{threshold => 0.01})).
+
+direction_follows_better_test() ->
+    Base = lists:duplicate(10, 100),
+    Faster = lists:duplicate(10, 50),
+    ?assertMatch(#{verdict := improved}, beamlab_stats_paired:compare(Base, Faster, #{})),
+    %% for a rate (higher is better) the same numbers are a regression
+    ?assertMatch(#{verdict := regressed},
+                 beamlab_stats_paired:compare(Base, Faster, #{better => higher})).
+
+one_disturbed_round_is_tolerated_test() ->
+    Base = lists:duplicate(12, 100),
+    One = [50 | lists:duplicate(11, 200)],
+    Two = [50, 50 | lists:duplicate(10, 200)],
+    ?assertMatch(#{verdict := regressed, lower := 1},
+                 beamlab_stats_paired:compare(Base, One, #{})),
+    ?assertMatch(#{verdict := unchanged, lower := 2},
+                 beamlab_stats_paired:compare(Base, Two, #{})).
+
+zero_base_values_test() ->
+    R = beamlab_stats_paired:compare([0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0], #{}),
+    ?assertMatch(#{verdict := unchanged, change := 0.0}, R),
+    %% from nothing to something: no ratio, the signs still count
+    R2 = beamlab_stats_paired:compare(lists:duplicate(8, 0), lists:duplicate(8, 5), #{}),
+    ?assertMatch(#{ratios := [], change := undefined, ci := undefined, higher := 8,
+                   verdict := unchanged}, R2).
+
+%% The interval leaves out no change exactly when the test rejects.
+interval_agrees_with_the_test_test() ->
+    rand:seed(exsss, {7, 11, 13}),
+    lists:foreach(
+      fun(_) ->
+              N = 8 + rand:uniform(12),
+              Shift = rand:uniform() * 0.2 - 0.1,
+              Base = [100 + rand:normal() * 3 || _ <- lists:seq(1, N)],
+              New = [B * (1 + Shift) + rand:normal() * 3 || B <- Base],
+              #{ci := {Lo, Hi}, p_value := P} = beamlab_stats_paired:compare(Base, New, #{}),
+              ?assertEqual(P < 0.01, Lo > 0 orelse Hi < 0)
+      end, lists:seq(1, 300)).
+
+%% Under no change (independent noise) the false-alarm rate stays below alpha.
+calibration_under_no_change_test() ->
+    rand:seed(exsss, {1, 2, 3}),
+    Trials = 2000,
+    Alarms = length([x || _ <- lists:seq(1, Trials),
+                          begin
+                              Base = [100 * math:exp(0.1 * rand:normal()) || _ <- lists:seq(1, 12)],
+                              New = [100 * math:exp(0.1 * rand:normal()) || _ <- lists:seq(1, 12)],
+                              #{p_value := P} = beamlab_stats_paired:compare(Base, New, #{}),
+                              P < 0.01
+                          end]),
+    %% exact size of the 12-round sign test at 0.01 is 26/4096 = 0.63%
+    ?assert(Alarms / Trials < 0.012).

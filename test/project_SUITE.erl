@@ -1,0 +1,352 @@
+%%% Benchmarks in a user's project (#25), end to end with real tools: a
+%%% rebar3 project in a temporary git repository with beamlab as a
+%%% project plugin fetched from a git URL (a local repository holding this
+%%% build's sources, file://), a Mix project with beamlab as a git
+%%% dependency, and the escript. Each case adds a commit to the project
+%%% and checks it against the one before.
+%%%
+%%% No timed assertion: a benchmark made twice as slow is asserted through
+%%% its reductions (exact) and the check's exit code on the time gate for
+%%% a doubling; the time figures of the other cases are written to the
+%%% log, not asserted.
+-module(project_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
+-export([validate/1, mistakes_one_line_each/1, twice_as_slow_fails/1, no_change_passes/1,
+         reductions_gate_on_loaded_machine/1, interrupt_removes_worktree/1, history/1,
+         mix_project/1]).
+
+%% Quick settings: 8 rounds are the fewest that can reach p < 0.01 (the
+%% exact gates); the time gate gets 12, so that one round disturbed by
+%% the machine does not hide a doubling.
+-define(QUICK, ["--rounds", "8", "-d", "30", "-s", "2", "-w", "1"]).
+-define(TIMED, ["--rounds", "12", "-d", "30", "-s", "2", "-w", "1"]).
+
+all() ->
+    [{group, rebar3}, {group, mix}].
+
+groups() ->
+    [{rebar3, [sequence], [validate, mistakes_one_line_each, twice_as_slow_fails, no_change_passes,
+                           reductions_gate_on_loaded_machine, interrupt_removes_worktree, history]},
+     {mix, [], [mix_project]}].
+
+init_per_suite(Config) ->
+    _ = beamlab_test_util:escript(),
+    Dir = beamlab_test_util:tmp_dir("project"),
+    Tmp = filename:join(Dir, "tmp"),
+    ok = filelib:ensure_path(Tmp),
+    Src = beamlab_source(Dir),
+    [{dir, Dir}, {tmp, Tmp}, {beamlab_src, Src} | Config].
+
+end_per_suite(_Config) ->
+    ok.
+
+init_per_group(rebar3, Config) ->
+    Sample = rebar3_project(?config(dir, Config), ?config(beamlab_src, Config)),
+    [{sample, Sample} | Config];
+init_per_group(mix, Config) ->
+    case os:find_executable("mix") of
+        false -> {skip, "mix (Elixir) is not installed: scripts/install-deps.sh --test installs it"};
+        _ -> Config
+    end.
+
+end_per_group(_, _Config) ->
+    ok.
+
+%%--------------------------------------------------------------------
+%% Cases
+
+%% `rebar3 beamlab check' (the plugin, fetched from a git URL and built
+%% by rebar3) compiles the project and validates its bench modules, then
+%% `rebar3 beamlab' runs them.
+validate(Config) ->
+    Sample = ?config(sample, Config),
+    {0, Out} = sh(Sample, "rebar3 beamlab check", env(Config)),
+    ct:log("~ts", [Out]),
+    [?assertMatch({_, _}, binary:match(Out, P), P)
+     || P <- [<<"Fetching beamlab">>, <<"Compiling sample">>, <<"work ">>, <<"other ">>,
+              <<"2 benchmark(s) in 1 module(s); every runner works">>]],
+    {0, Run} = sh(Sample, "rebar3 beamlab -d 30 -s 2", env(Config)),
+    ct:log("~ts", [Run]),
+    ?assertMatch({_, _}, binary:match(Run, <<"QPS">>)).
+
+%% Every mistake in the bench modules is one line naming the file.
+mistakes_one_line_each(Config) ->
+    Sample = ?config(sample, Config),
+    Bad = filename:join(Sample, "badbench"),
+    ok = filelib:ensure_path(Bad),
+    ok = file:write_file(filename:join(Bad, "bad_bench.erl"),
+                         "-module(bad_bench).\n-export([benchmarks/0]).\n"
+                         "benchmarks() -> [#{runner => fun() -> ok end},\n"
+                         "                 #{name => \"a\", runner => 42},\n"
+                         "                 #{name => \"b\", runner => fun() -> ok end, inputz => 1}].\n"),
+    ok = file:write_file(filename:join(Bad, "none_bench.erl"), "-module(none_bench).\n"),
+    R = beamlab_test_util:cli(["check", "--bench", "badbench", "--no-build"], cli_opts(Config)),
+    ct:log("~p", [R]),
+    #{code := 2, err := Err} = R,
+    Lines = [L || L <- binary:split(Err, <<"\n">>, [global]), L =/= <<>>],
+    ?assertEqual(4, length(Lines)),
+    [?assertMatch(<<"beamlab: badbench/", _/binary>>, L) || L <- Lines],
+    [?assert(lists:any(fun(L) -> binary:match(L, P) =/= nomatch end, Lines), P)
+     || P <- [<<"bad_bench.erl: benchmark 1 of bad_bench: has no name">>,
+              <<"benchmark \"a\" of bad_bench: runner must be a fun">>,
+              <<"benchmark \"b\" of bad_bench: unknown key inputz">>,
+              <<"none_bench.erl: none_bench does not export benchmarks/0">>]],
+    ok = file:del_dir_r(Bad).
+
+%% The commit makes `work' twice as slow: `rebar3 beamlab check --against
+%% HEAD~1' fails, names it and the size of the change.
+twice_as_slow_fails(Config) ->
+    Sample = ?config(sample, Config),
+    ok = write_sample(Sample, #{work => 2}),
+    commit(Sample, "work twice as slow"),
+    Json = filename:join(?config(dir, Config), "twice.json"),
+    {Code, Out} = sh(Sample, ["rebar3 beamlab check --against HEAD~1 " | lists:join(" ", ?TIMED)]
+                     ++ " --save " ++ Json, env(Config)),
+    ct:log("~ts", [Out]),
+    ?assertEqual(1, Code),
+    {match, [Pct]} = re:run(Out, "regressed beyond \\+5\\.00%: work time \\+([0-9.]+)%",
+                            [{capture, all_but_first, list}]),
+    ?assert(number(Pct) > 50),
+    ?assertMatch({_, _}, binary:match(Out, <<"beamlab: failed (the reason is above)">>)),
+    Doc = load(Json),
+    #{<<"change">> := R, <<"verdict">> := <<"regressed">>} = paired(Doc, <<"work">>, <<"reductions">>),
+    ?assert(R > 0.9 andalso R < 1.1),
+    #{<<"change">> := R0, <<"verdict">> := <<"unchanged">>} = paired(Doc, <<"other">>, <<"reductions">>),
+    ?assert(abs(R0) < 0.005),
+    #{<<"verdict">> := <<"regressed">>} = paired(Doc, <<"work">>, <<"time">>),
+    %% the document's history name: the head's commit
+    #{params := #{<<"project">> := #{<<"short">> := _}, <<"base">> := #{<<"ref">> := <<"HEAD~1">>}}} = Doc.
+
+%% A commit that changes nothing measurable (a comment, the README)
+%% passes the exact gates; its time figures are logged.
+no_change_passes(Config) ->
+    Sample = ?config(sample, Config),
+    ok = file:write_file(filename:join(Sample, "README.md"), "A sample project.\n"),
+    ok = write_sample(Sample, #{work => 2, comment => "%% no change in what runs\n"}),
+    commit(Sample, "nothing measurable"),
+    Json = filename:join(?config(dir, Config), "nochange.json"),
+    R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions,memory",
+                               "--save", Json | ?QUICK], cli_opts(Config)),
+    ct:log("~p", [R]),
+    ?assertMatch(#{code := 0}, R),
+    Doc = load(Json),
+    [?assertMatch(#{<<"verdict">> := <<"unchanged">>}, paired(Doc, B, M))
+     || B <- [<<"work">>, <<"other">>], M <- [<<"reductions">>, <<"memory">>]],
+    ct:log("time (not gated, not asserted): ~p",
+           [[{B, paired(Doc, B, <<"time">>)} || B <- [<<"work">>, <<"other">>]]]).
+
+%% The commit adds 3% of work to `other'. With the machine loaded by two
+%% busy loops the reductions gate at 1% catches it (exact counts, an
+%% interval a few hundredths of a percent wide); what the time gate saw
+%% is logged.
+reductions_gate_on_loaded_machine(Config) ->
+    Sample = ?config(sample, Config),
+    ok = write_sample(Sample, #{work => 2, other => 103}),
+    commit(Sample, "other does 3% more"),
+    Json = filename:join(?config(dir, Config), "loaded.json"),
+    Load = [busy_loop() || _ <- lists:seq(1, 2)],
+    R = try beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions",
+                                   "--threshold", "1%", "--save", Json | ?QUICK], cli_opts(Config))
+        after
+            [os:cmd("kill " ++ Pid) || Pid <- Load]
+        end,
+    ct:log("~p", [R]),
+    #{code := 1, err := Err} = R,
+    ?assertMatch({_, _}, binary:match(Err, <<"regressed beyond +1.00%: other reductions +">>)),
+    Doc = load(Json),
+    #{<<"change">> := C, <<"ci">> := [Lo, Hi]} = paired(Doc, <<"other">>, <<"reductions">>),
+    ?assert(C > 0.02 andalso C < 0.04),
+    ?assert(Hi - Lo < 0.005),
+    #{<<"verdict">> := <<"unchanged">>} = paired(Doc, <<"work">>, <<"reductions">>),
+    Time = paired(Doc, <<"other">>, <<"time">>),
+    ct:log("the time gate at 1% on the loaded machine: ~p (load average: ~ts)",
+           [maps:with([<<"change">>, <<"ci">>, <<"p_value">>, <<"verdict">>], Time),
+            os:cmd("cat /proc/loadavg")]).
+
+%% SIGTERM to the process group (as Ctrl-C or `timeout' send it) in the
+%% middle of the rounds: what was measured is printed (partial), exit 130,
+%% and the temporary worktree is gone.
+interrupt_removes_worktree(Config) ->
+    Sample = ?config(sample, Config),
+    H = beamlab_test_util:cli_start_group(["check", "--against", "HEAD~1", "--rounds", "40",
+                                           "-d", "30", "-s", "1", "-w", "0"], cli_opts(Config)),
+    _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "round 2/40", 120000),
+    ?assertMatch({_, _}, binary:match(list_to_binary(os:cmd("git -C " ++ Sample ++ " worktree list")),
+                                      <<"beamlab-check-">>)),
+    ok = beamlab_test_util:signal_group(H, "TERM"),
+    R = beamlab_test_util:cli_group_finish(H),
+    ct:log("~p", [R]),
+    ?assertMatch(#{code := 130}, R),
+    ?assertMatch({_, _}, binary:match(maps:get(out, R), <<"interrupted: showing the rounds measured so far">>)),
+    Trees = [L || L <- string:lexemes(os:cmd("git -C " ++ Sample ++ " worktree list"), "\n")],
+    ?assertEqual(1, length(Trees)),
+    ?assertEqual([], filelib:wildcard("beamlab-check-*", ?config(tmp, Config))).
+
+%% `run --bench --save' files runs under .beamlab/history/ by date and
+%% commit, never over an earlier one.
+history(Config) ->
+    Sample = ?config(sample, Config),
+    Run = fun() -> beamlab_test_util:cli(["run", "--bench", "bench", "--no-build", "-d", "30", "-s", "2",
+                                          "--save"], cli_opts(Config))
+          end,
+    #{code := 0, err := E1} = Run(),
+    #{code := 0, err := E2} = Run(),
+    ct:log("~ts~ts", [E1, E2]),
+    Files = lists:sort(filelib:wildcard(filename:join([Sample, ".beamlab", "history", "*.json"]))),
+    ?assertEqual(2, length(Files)),
+    Short = string:trim(os:cmd("git -C " ++ Sample ++ " rev-parse --short HEAD")),
+    [?assertMatch({match, _}, re:run(filename:basename(F), "^[0-9]{8}-[0-9]{6}-" ++ Short ++ "(-2)?\\.json$"))
+     || F <- Files],
+    [#{params := #{<<"project">> := #{<<"short">> := S}}} | _] = [load(F) || F <- Files],
+    ?assertEqual(list_to_binary(Short), S).
+
+%% The same from an Elixir project: beamlab as a Mix dependency (git URL),
+%% an Elixir bench module, `mix beamlab check --against HEAD~1'.
+mix_project(Config) ->
+    Dir = filename:join(?config(dir, Config), "sample_ex"),
+    ok = filelib:ensure_path(filename:join(Dir, "lib")),
+    ok = filelib:ensure_path(filename:join(Dir, "bench")),
+    Src = ?config(beamlab_src, Config),
+    ok = file:write_file(filename:join(Dir, "mix.exs"),
+                         ["defmodule SampleEx.MixProject do\n  use Mix.Project\n\n"
+                          "  def project do\n"
+                          "    [app: :sample_ex, version: \"0.1.0\", elixir: \"~> 1.14\",\n"
+                          "     deps: [{:beamlab, git: \"file://", Src, "\", tag: \"v-test\", only: :dev, runtime: false}]]\n"
+                          "  end\nend\n"]),
+    ok = file:write_file(filename:join(Dir, ".gitignore"), "_build\ndeps\n"),
+    ok = file:write_file(filename:join([Dir, "bench", "sample_ex_bench.ex"]),
+                         "defmodule SampleExBench do\n"
+                         "  def benchmarks do\n"
+                         "    [%{name: \"work\", runner: fn -> SampleEx.work(1000) end},\n"
+                         "     %{name: \"sized\", runner: fn n -> SampleEx.work(n) end, inputs: [{\"10\", 10}]}]\n"
+                         "  end\nend\n"),
+    Work = fun(K) ->
+                   ok = file:write_file(filename:join([Dir, "lib", "sample_ex.ex"]),
+                                        ["defmodule SampleEx do\n"
+                                         "  def work(n), do: Enum.reduce(1..(", integer_to_list(K),
+                                         " * n), 0, fn x, acc -> acc + x * x end)\nend\n"])
+           end,
+    ok = Work(1),
+    Env = mix_env(Config),
+    {0, Get} = sh(Dir, "git init -q && mix deps.get", Env),
+    ct:log("~ts", [Get]),
+    commit(Dir, "first"),
+    ok = Work(2),
+    commit(Dir, "work twice as slow"),
+    Json = filename:join(?config(dir, Config), "mix.json"),
+    {Code, Out} = sh(Dir, ["mix beamlab check --against HEAD~1 " | lists:join(" ", ?TIMED)]
+                     ++ " --save " ++ Json, Env),
+    ct:log("~ts", [Out]),
+    ?assertEqual(1, Code),
+    ?assertMatch({_, _}, binary:match(Out, <<"regressed beyond +5.00%: work time +">>)),
+    Doc = load(Json),
+    #{<<"change">> := R, <<"verdict">> := <<"regressed">>} = paired(Doc, <<"work">>, <<"reductions">>),
+    ?assert(R > 0.9 andalso R < 1.1),
+    #{params := #{<<"project">> := #{<<"tool">> := <<"mix">>}}} = Doc.
+
+%%--------------------------------------------------------------------
+%% The projects
+
+%% A git repository holding this build's sources (the working tree's, so
+%% uncommitted changes are tested too), tagged v-test: what a project
+%% names in its rebar.config or mix.exs.
+beamlab_source(Dir) ->
+    Src = filename:join(Dir, "beamlab-src"),
+    Root = beamlab_test_util:root(),
+    ok = filelib:ensure_path(Src),
+    {0, _} = sh(Root, ["cp -R src include rebar.config '", Src, "'/ && "
+                       "(cp rebar.lock '", Src, "'/ 2>/dev/null || true)"], []),
+    {0, _} = sh(Src, "git init -q && git add -A && " ++ git_commit("beamlab") ++ " && git tag v-test", []),
+    Src.
+
+%% The rebar3 sample: `work' and `other' (each N rounds of a small sum),
+%% one bench module, beamlab as a project plugin from a git URL.
+rebar3_project(Dir, Src) ->
+    Sample = filename:join(Dir, "sample"),
+    ok = filelib:ensure_path(filename:join(Sample, "src")),
+    ok = filelib:ensure_path(filename:join(Sample, "bench")),
+    ok = file:write_file(filename:join(Sample, "rebar.config"),
+                         ["{erl_opts, [debug_info]}.\n"
+                          "{project_plugins, [{beamlab, {git, \"file://", Src, "\", {tag, \"v-test\"}}}]}.\n"]),
+    ok = file:write_file(filename:join([Sample, "src", "sample.app.src"]),
+                         "{application, sample, [{description, \"sample\"}, {vsn, \"0.1.0\"},\n"
+                         "  {applications, [kernel, stdlib]}, {modules, []}]}.\n"),
+    ok = file:write_file(filename:join([Sample, "bench", "sample_bench.erl"]),
+                         "-module(sample_bench).\n-export([benchmarks/0]).\n"
+                         "benchmarks() ->\n"
+                         "    [#{name => \"work\", runner => fun() -> sample:work(1000) end},\n"
+                         "     #{name => \"other\", runner => {sample, other, [1000]}}].\n"),
+    ok = file:write_file(filename:join(Sample, ".gitignore"), "_build\n.beamlab\n"),
+    ok = write_sample(Sample, #{}),
+    {0, _} = sh(Sample, "git init -q", []),
+    commit(Sample, "first"),
+    Sample.
+
+%% work(N) sums N*K squares, other(N) N*O/100.
+write_sample(Sample, Opts) ->
+    K = integer_to_list(maps:get(work, Opts, 1)),
+    O = integer_to_list(maps:get(other, Opts, 100)),
+    file:write_file(filename:join([Sample, "src", "sample.erl"]),
+                    ["-module(sample).\n-export([work/1, other/1]).\n", maps:get(comment, Opts, ""),
+                     "work(N) -> sum(N * ", K, ", 0).\n"
+                     "other(N) -> sum(N * ", O, " div 100, 0).\n"
+                     "sum(0, Acc) -> Acc;\nsum(I, Acc) -> sum(I - 1, Acc + I * I).\n"]).
+
+commit(Dir, Message) ->
+    {0, _} = sh(Dir, "git add -A && " ++ git_commit(Message), []),
+    ok.
+
+git_commit(Message) ->
+    "git -c user.name=beamlab -c user.email=beamlab@localhost commit -q -m '" ++ Message ++ "'".
+
+%%--------------------------------------------------------------------
+%% Helpers
+
+%% Subprocesses see neither this test VM's ERL_LIBS nor its rebar3
+%% settings; temporary directories go under the suite's own.
+env(Config) ->
+    [{"ERL_LIBS", false}, {"REBAR_PROFILE", false}, {"TMPDIR", ?config(tmp, Config)},
+     {"REBAR_COLOR", "none"}].
+
+mix_env(Config) ->
+    Home = filename:join(?config(dir, Config), "mix-home"),
+    [{"MIX_HOME", Home}, {"HEX_HOME", Home}, {"MIX_REBAR3", os:find_executable("rebar3")},
+     {"HEX_OFFLINE", "1"} | env(Config)].
+
+cli_opts(Config) ->
+    #{dir => ?config(sample, Config), env => env(Config), timeout => 600000}.
+
+sh(Dir, Cmd, Env) ->
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", lists:flatten(Cmd)]}, {cd, Dir}, {env, Env}, exit_status,
+                      stderr_to_stdout, binary]),
+    collect(Port, []).
+
+collect(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> collect(Port, [Acc, D]);
+        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
+    after 600000 ->
+            error({timeout, iolist_to_binary(Acc)})
+    end.
+
+%% A busy loop in a shell of its own; its pid.
+busy_loop() ->
+    string:trim(os:cmd("sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!")).
+
+number(S) ->
+    case string:to_float(S) of
+        {F, ""} -> F;
+        _ -> list_to_integer(S)
+    end.
+
+load(File) ->
+    {ok, Doc} = beamlab_result:load(File),
+    Doc.
+
+paired(#{benchmarks := Bs}, Bench, Metric) ->
+    [P] = [P || #{group := G, metric := M, extra := #{<<"paired">> := P}} <- Bs, G =:= Bench, M =:= Metric],
+    P.
