@@ -201,3 +201,20 @@ attach_test() ->
     Doc = beamlab_env_detect:attach(S, Doc1),
     #{telemetry := #{<<"run_queue">> := _}, findings := [Own | New]} = Doc,
     ?assert(lists:member(<<"scheduler_imbalance">>, ids(New))).
+
+%% One hot process on two schedulers: whatever lands behind it waits for
+%% an instant (a queue of 1 now and then): not critical, and not an
+%% imbalance at all unless that lasts five samples; a queue of two or more
+%% in every sample is.
+imbalance_one_hot_process_test() ->
+    Two = #{schedulers => #{normal => 2, online => 2, dirty_cpu => 2, dirty_io => 10}},
+    Hot = [100.0, 3.0],
+    S = fun(Rq) -> series(length(Rq), Two#{util_schedulers => lists:duplicate(length(Rq), Hot), run_queue => Rq}) end,
+    ?assertEqual([], find(S([0, 1, 1, 1, 0, 1, 1, 0]))),
+    [F] = find(S([1, 1, 1, 1, 1, 0])),
+    ?assertMatch(#{id := <<"scheduler_imbalance">>, severity := warning,
+                   data := #{<<"samples">> := 5, <<"max_run_queue">> := 1}}, F),
+    [C] = find(S([0, 2, 3, 2, 0])),
+    ?assertMatch(#{severity := critical, data := #{<<"min_run_queue">> := 2}}, C),
+    [W] = find(S([0, 2, 1, 2, 0])),
+    ?assertMatch(#{severity := warning}, W).

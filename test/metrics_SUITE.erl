@@ -1,21 +1,23 @@
 %%% The live metrics server (`beamlab_runtime_metrics') over real sockets:
 %%% content negotiation, keep-alive, HEAD, gzip, errors, collectors that
 %%% fail or hang, its end with its owner; `promtool check metrics' on what
-%%% it serves.
+%%% it serves; a real Prometheus (Debian's, on loopback) scraping a running
+%%% `beamlab watch --metrics-port' whose series exist and move.
 -module(metrics_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0]).
 -export([formats/1, http_details/1, collector_failures/1, stops_with_owner/1, listen_error/1,
-         promtool_accepts/1]).
+         promtool_accepts/1, prometheus_scrapes_watch/1, metrics_options/1]).
 
 -define(M, beamlab_runtime_metrics).
 -define(OM_ACCEPT, "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
                    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1").
 
 all() ->
-    [formats, http_details, collector_failures, stops_with_owner, listen_error, promtool_accepts].
+    [formats, http_details, collector_failures, stops_with_owner, listen_error, promtool_accepts,
+     prometheus_scrapes_watch, metrics_options].
 
 families() ->
     [#{name => <<"beamlab_test_events">>, type => counter, help => <<"Events seen">>,
@@ -148,6 +150,86 @@ promtool_accepts(_Config) ->
             after
                 ?M:stop(S)
             end
+    end.
+
+%% `watch --metrics-port 0' of a node with a spinning process, scraped by
+%% Prometheus every second: the node's series exist, are labelled with the
+%% node, and move (its reductions counter grows); the spinner is named in
+%% the top processes; promtool accepts the text.
+prometheus_scrapes_watch(_Config) ->
+    case beamlab_test_prometheus:available() of
+        {skip, _} = Skip -> Skip;
+        ok ->
+            _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
+            {ok, Peer, NodeAtom} = peer:start(#{name => metrics_watched, longnames => true, host => "127.0.0.1",
+                                                connection => standard_io,
+                                                args => ["-setcookie", "metrics_suite"]}),
+            Node = atom_to_list(NodeAtom),
+            {ok, Tokens, _} = erl_scan:string("erlang:spawn(fun() -> register(spinner, self()),"
+                                              " L = fun Loop() -> Loop() end, L() end), ok."),
+            {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+            {value, ok, _} = peer:call(Peer, erl_eval, exprs, [Exprs, []]),
+            H = beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", "metrics_suite",
+                                             "--interval", "500", "--metrics-port", "0"], #{}),
+            try
+                Err = beamlab_test_util:wait_for_file(maps:get(err_file, H), "metrics: http://127.0.0.1:[0-9]+/metrics", 30000),
+                {match, [Port]} = re:run(Err, "metrics: http://127.0.0.1:([0-9]+)/metrics", [{capture, all_but_first, list}]),
+                _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "memory: ", 30000),
+                %% promtool's linter on the 0.0.4 text beamlab serves for the watch
+                {200, _, Text} = get(list_to_integer(Port), "/metrics", []),
+                ?assertEqual({0, <<>>}, beamlab_test_prometheus:check_metrics(Text)),
+                {ok, Prom} = beamlab_test_prometheus:start(["127.0.0.1:" ++ Port], #{interval => "1s"}),
+                try
+                    Sel = "{node=\"" ++ Node ++ "\"}",
+                    [#{value := R1}] = beamlab_test_prometheus:wait_for(
+                                         Prom, "beamlab_vm_reductions_total" ++ Sel, fun(L) -> L =/= [] end, 60000),
+                    [#{value := R2}] = beamlab_test_prometheus:wait_for(
+                                         Prom, "beamlab_vm_reductions_total" ++ Sel,
+                                         fun([#{value := V}]) -> V > R1; (_) -> false end, 60000),
+                    ct:log("reductions ~p -> ~p", [R1, R2]),
+                    [#{value := 1.0}] = beamlab_test_prometheus:wait_for(
+                                          Prom, "beamlab_watch_up" ++ Sel, fun(L) -> L =/= [] end, 30000),
+                    [_ | _] = beamlab_test_prometheus:wait_for(
+                                Prom, "beamlab_vm_memory_bytes{kind=\"total\",node=\"" ++ Node ++ "\"}",
+                                fun(L) -> L =/= [] end, 30000),
+                    [_ | _] = beamlab_test_prometheus:wait_for(
+                                Prom, "beamlab_vm_scheduler_utilization_ratio" ++ Sel,
+                                fun(L) -> length(L) >= 1 end, 30000),
+                    [#{metric := #{<<"pid">> := _}} | _] =
+                        beamlab_test_prometheus:wait_for(
+                          Prom, "beamlab_watch_top_process_reductions_per_second{name=\"spinner\"}",
+                          fun(L) -> L =/= [] end, 30000),
+                    [{_, <<"up">>, <<>>}] = beamlab_test_prometheus:targets(Prom)
+                after
+                    ok = beamlab_test_prometheus:stop(Prom)
+                end
+            after
+                _ = os:cmd("kill -TERM " ++ integer_to_list(maps:get(os_pid, H))),
+                R = beamlab_test_util:cli_finish(H, <<>>),
+                ct:log("watch: exit ~b~n~ts", [maps:get(code, R), maps:get(err, R)]),
+                peer:stop(Peer)
+            end
+    end.
+
+%% Bad values are one line and exit 2; a port in use is one line, exit 1.
+metrics_options(_Config) ->
+    [begin
+         R = beamlab_test_util:cli(Args),
+         ct:log("~p: ~ts", [Args, maps:get(err, R)]),
+         ?assertEqual(2, maps:get(code, R)),
+         beamlab_test_util:assert_one_line_error(R)
+     end || Args <- [["watch", "--node", "a@127.0.0.1", "--metrics-port", "70000"],
+                     ["watch", "--node", "a@127.0.0.1", "--metrics-port", "0", "--metrics-bind", "nowhere"],
+                     ["watch", "--node", "a@127.0.0.1", "--metrics-bind", "127.0.0.1"]]],
+    {ok, Busy} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(Busy),
+    try
+        R = beamlab_test_util:cli(["watch", "--node", "a@127.0.0.1", "--metrics-port", integer_to_list(Port)]),
+        ?assertEqual(1, maps:get(code, R)),
+        beamlab_test_util:assert_one_line_error(R),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"address already in use">>))
+    after
+        gen_tcp:close(Busy)
     end.
 
 %%--------------------------------------------------------------------

@@ -43,7 +43,7 @@
 -type option() :: #{name := atom(), short => string(), long => string(), type := type(),
                     default => term(), multi => boolean(), attach => boolean(),
                     optional_value => term(), help => string(), metavar => string(),
-                    max => number(), max_why => string()}.
+                    max => number(), max_why => string(), hidden => boolean()}.
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
                     given := [atom()], command => string(), argv => [string()],
@@ -94,7 +94,7 @@ get(Name, #{opts := Opts}, Default) ->
 %% @doc Help text for a list of options, one aligned line each.
 -spec help([option()]) -> iolist().
 help(Options) ->
-    Rows = [{option_synopsis(O), help_text(O)} || O <- Options],
+    Rows = [{option_synopsis(O), help_text(O)} || O <- Options, not maps:get(hidden, O, false)],
     Width = lists:max([0 | [string:length(S) || {S, _} <- Rows]]),
     [io_lib:format("  ~ts~ts  ~ts~n", [S, lists:duplicate(Width - string:length(S), $\s), H])
      || {S, H} <- Rows].

@@ -24,7 +24,13 @@ run(Exp) ->
 %% saved), 1 when the document says the run failed (each line of the
 %% verdict told as `beamlab: LINE').
 -spec run(beamlab_experiment:experiment(), opts()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
-run(Exp, Opts) ->
+run(Exp0, Opts) ->
+    %% Where the live metrics are served is told here, whatever the
+    %% command's own sink does with its events.
+    Sink = maps:get(sink, Exp0, fun(_) -> ok end),
+    Exp = Exp0#{sink => fun({metrics, Url}) -> io:format(standard_error, "metrics: ~ts~n", [Url]);
+                           (E) -> Sink(E)
+                        end},
     case beamlab_experiment:run(Exp) of
         {ok, Doc} ->
             {Status, Lines} = beamlab_experiment:verdict(Doc),

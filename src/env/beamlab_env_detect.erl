@@ -26,6 +26,7 @@
 -define(BUSY, 90).
 -define(IDLE, 75).
 -define(CONSECUTIVE, 3).
+-define(CONSECUTIVE_SINGLE, 5).  % samples when never more than one process waits
 -define(REL_CI, 0.05).
 -define(CV, 0.10).
 -define(TIMER_MEDIAN_US, 2000).
@@ -59,6 +60,12 @@ attach(Series, Doc) ->
 
 %% Some online schedulers busy, others idle, runnable work queued: the
 %% load is not spreading (collapse, as seen on some cloud instance types).
+%% A single queued process is often transient (one hot process on two
+%% schedulers queues whatever lands behind it for an instant, until the
+%% other scheduler wakes up and steals it): a queue that never exceeds one
+%% must persist for five samples, not three, and only a queue of two or
+%% more in every sample of the run (work an idle scheduler could take) is
+%% critical.
 scheduler_imbalance(T) ->
     Online = online(T),
     Rows = per_sample(T),
@@ -67,27 +74,39 @@ scheduler_imbalance(T) ->
                   Rq > 0 andalso lists:any(fun(X) -> X >= ?BUSY end, On)
                       andalso lists:any(fun(X) -> X =< ?IDLE end, On)
           end,
-    case longest_run(Hit, Rows) of
-        Run when length(Run) >= ?CONSECUTIVE ->
+    Run = longest_run(Hit, Rows),
+    Rqs = [Rq || #{rq := Rq} <- Run],
+    {MinRq, MaxRq} = case Rqs of
+                         [] -> {0, 0};
+                         _ -> {lists:min(Rqs), lists:max(Rqs)}
+                     end,
+    Needed = case MaxRq >= 2 of
+                 true -> ?CONSECUTIVE;
+                 false -> ?CONSECUTIVE_SINGLE
+             end,
+    case Run of
+        _ when length(Run) >= Needed ->
             Idle = lists:max([length([X || X <- lists:sublist(U, Online), X =< ?IDLE])
                               || #{utils := U} <- Run]),
             #{t := T0} = hd(Run),
             #{t := T1} = lists:last(Run),
-            MaxRq = lists:max([Rq || #{rq := Rq} <- Run]),
-            [finding(scheduler_imbalance,
-                     case Idle * 2 >= Online of true -> critical; false -> warning end,
+            Severity = case Idle * 2 >= Online andalso MinRq >= 2 of
+                           true -> critical;
+                           false -> warning
+                       end,
+            [finding(scheduler_imbalance, Severity,
                      "Scheduler imbalance: runnable work waits while schedulers idle",
                      io_lib:format("for ~b consecutive samples (~.1f-~.1f s) up to ~b of ~b online "
-                                   "schedulers were at most ~b% busy while others were busy and up to ~b "
+                                   "schedulers were at most ~b% busy while others were busy and ~b to ~b "
                                    "processes waited in run queues; per-scheduler utilisation at ~.1f s: ~s",
-                                   [length(Run), T0 / 1000, T1 / 1000, Idle, Online, ?IDLE, MaxRq,
+                                   [length(Run), T0 / 1000, T1 / 1000, Idle, Online, ?IDLE, MinRq, MaxRq,
                                     T0 / 1000, utils_text(maps:get(utils, hd(Run)), Online)]),
                      "Work is not spreading over the schedulers. Compare scheduler settings in fresh VMs "
                      "with `beamlab matrix`: fewer schedulers (+S N), binding (+sbt db / +sbt ns), "
                      "utilisation balancing (+sub true), no load compaction (+scl false), busy wait (+sbwt). "
                      "Also check for processes pinned to one scheduler and for long NIFs.",
                      #{samples => length(Run), from_ms => T0, to_ms => T1,
-                       max_idle => Idle, online => Online, max_run_queue => MaxRq})];
+                       max_idle => Idle, online => Online, max_run_queue => MaxRq, min_run_queue => MinRq})];
         _ -> []
     end.
 

@@ -33,7 +33,8 @@
 %% `profiled': after the measured repetitions, one more per configuration
 %% whose runner is given the configuration with `profiled => true' (it
 %% profiles while it runs); its outcome is kept apart from the statistics
-%% (`extra.configs[].profiled'), so profiling never changes the figures.
+%% (`extra.configs[].profiled', its profile in `extra.configs[].profile'),
+%% so profiling never changes the figures.
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
                   argv := [unicode:chardata()], started_at := binary(),
                   inner := beamlab_runtime_peer:call_spec(),
@@ -333,7 +334,8 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
     Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{configs => [(config_info(C, Outs))#{profiled => profiled_info(maps:get(name, C), Profiled)}
+    Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
+                                                              profiled_info(maps:get(name, C), Profiled))
                                                    || {C, Outs} <- PerConfig]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
@@ -353,7 +355,7 @@ primary_values(Outs) ->
                                       undefined -> A;
                                       V ->
                                           Name = maps:get(name, B),
-                                          Info = maps:with([unit, better, metric], B),
+                                          Info = maps:with([unit, better, metric, params], B),
                                           maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [V]} end,
                                                            {Info, [V]}, A)
                                   end
@@ -396,7 +398,10 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
     beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
                              Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
                                   unit => maps:get(unit, Info, <<>>), better => Better,
-                                  params => #{config => Name},
+                                  %% The inner benchmark's parameters (a swept
+                                  %% workload parameter, the sample duration)
+                                  %% stay, for the report's charts and units.
+                                  params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
                                   extra => Scaling#{schedulers_online => Sched,
                                                     inner_benchmark => Metric}}).
 
@@ -427,14 +432,18 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) -
                     Bs -> lists:last(Bs)
                 end}.
 
-%% The profiled repetition's document (its benchmarks and what the runner
-%% added: the profile), or its error.
+%% The profiled repetition's document (its benchmarks) or its error, and
+%% the profile the runner put in that document's `extra.profile', which
+%% becomes the configuration's `profile' (where the report finds a
+%% matrix configuration's profile).
 profiled_info(Name, Profiled) ->
     case maps:find(Name, Profiled) of
-        error -> null;
-        {ok, {ok, #{exit := 0, result := Doc}}} when is_map(Doc) ->
-            #{status => <<"ok">>, result => Doc};
-        {ok, Out} -> #{status => <<"failed">>, error => format_run_error(Out)}
+        error -> #{profiled => null, profile => null};
+        {ok, {ok, #{exit := 0, result := #{extra := X} = Doc}}} ->
+            #{profiled => #{status => <<"ok">>, result => Doc#{extra := maps:remove(<<"profile">>, X)}},
+              profile => maps:get(<<"profile">>, X, null)};
+        {ok, Out} ->
+            #{profiled => #{status => <<"failed">>, error => format_run_error(Out)}, profile => null}
     end.
 
 ok_run({ok, #{exit := 0}}) -> true;

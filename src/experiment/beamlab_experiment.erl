@@ -42,7 +42,9 @@
           %% the command line recorded in the document
           command => [unicode:chardata()],
           %% the launcher's checkpoint (benchmarks and suites in this VM)
-          checkpoint => beamlab_runtime_checkpoint:checkpoint() | none}.
+          checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
+          %% serve what is measured as live metrics while it runs
+          metrics => beamlab_experiment_metrics:spec()}.
 -type what() :: {bench, beamlab_experiment_bench:bench()}
               | {suite, beamlab_experiment_suite:suite()}
               | {matrix, beamlab_experiment_matrix:matrix()}
@@ -71,7 +73,8 @@
                | {matrix, unicode:chardata()}             % a line per repetition, the target's lines
                | {amqp, binary()}                         % PerfTest's report lines
                | {check, unicode:chardata()}              % a step of a check (a build, a round)
-               | {note, unicode:chardata()}.              % one line worth telling (a node went down)
+               | {note, unicode:chardata()}              % one line worth telling (a node went down)
+               | {metrics, unicode:chardata()}.           % where the live metrics are served
 %% How the run went, as its document tells it, and the lines worth
 %% telling about it (a failed job, why nothing was measured).
 -type verdict() :: {ok | interrupted | failed, [unicode:chardata()]}.
@@ -87,6 +90,7 @@
                       | {check, beamlab_experiment_check:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}
                       | {telemetry, term()}
+                      | {metrics, beamlab_experiment_metrics:error_reason()}
                       | {unsupported, atom(), kind()}
                       | {inner_kind, kind(), kind()}.
 
@@ -94,14 +98,21 @@
 %% when it could not run ({@link format_error/1} says why in one line,
 %% {@link error_class/1} whether it was the caller's mistake).
 -spec run(experiment()) -> {ok, beamlab_result:result()} | {error, error_reason()}.
-run(Exp) ->
-    case check(Exp) of
+run(Exp0) ->
+    case check(Exp0) of
         ok ->
-            %% Measuring loops stop between samples on an interrupt and
-            %% keep what they measured.
-            ok = beamlab_runtime_interrupt:subscribe(),
-            try dispatch(Exp)
-            after ok = beamlab_runtime_interrupt:unsubscribe()
+            case beamlab_experiment_metrics:start(Exp0) of
+                {ok, Exp} ->
+                    %% Measuring loops stop between samples on an interrupt
+                    %% and keep what they measured.
+                    ok = beamlab_runtime_interrupt:subscribe(),
+                    try dispatch(Exp)
+                    after
+                        ok = beamlab_runtime_interrupt:unsubscribe(),
+                        ok = beamlab_experiment_metrics:stop(Exp)
+                    end;
+                {error, _} = E ->
+                    E
             end;
         {error, _} = E ->
             E
@@ -115,24 +126,21 @@ nested(Exp) ->
         {error, _} = E -> E
     end.
 
-dispatch(#{run := {Kind, _}} = Exp) ->
-    run(Kind, Exp).
-
-run(bench, #{run := {bench, B}} = Exp) ->
+dispatch(#{run := {bench, B}} = Exp) ->
     beamlab_experiment_bench:run(B, Exp);
-run(suite, #{run := {suite, S}} = Exp) ->
+dispatch(#{run := {suite, S}} = Exp) ->
     beamlab_experiment_suite:run(S, Exp);
-run(matrix, #{run := {matrix, M}} = Exp) ->
+dispatch(#{run := {matrix, M}} = Exp) ->
     %% The inner experiment runs through this module again (in a fresh
     %% VM, or here against a target): the matrix gets the way to run it.
     beamlab_experiment_matrix:run(M, Exp, inner());
-run(watch, #{run := {watch, W}} = Exp) ->
+dispatch(#{run := {watch, W}} = Exp) ->
     beamlab_experiment_watch:run(W, Exp);
-run(amqp, #{run := {amqp, A}} = Exp) ->
+dispatch(#{run := {amqp, A}} = Exp) ->
     beamlab_experiment_amqp:run(A, Exp);
-run(profile, #{run := {profile, P}} = Exp) ->
+dispatch(#{run := {profile, P}} = Exp) ->
     beamlab_experiment_profile:run(P, Exp, inner());
-run(check, #{run := {check, C}} = Exp) ->
+dispatch(#{run := {check, C}} = Exp) ->
     beamlab_experiment_check:run(C, Exp).
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM
@@ -233,6 +241,7 @@ error_class({profile, R}) -> beamlab_experiment_profile:error_class(R);
 error_class({check, R}) -> beamlab_experiment_check:error_class(R);
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({telemetry, _}) -> failure;
+error_class({metrics, _}) -> failure;
 error_class({unsupported, _, _}) -> usage;
 error_class({inner_kind, _, _}) -> usage.
 
@@ -247,6 +256,7 @@ format_error({profile, R}) -> beamlab_experiment_profile:format_error(R);
 format_error({check, R}) -> beamlab_experiment_check:format_error(R);
 format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
 format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
+format_error({metrics, R}) -> beamlab_experiment_metrics:format_error(R);
 format_error({unsupported, 'after', Kind}) ->
     io_lib:format("a ~ts experiment has no after-phase (memory, reductions, profile: a benchmark's; "
                   "memory: a suite's)", [Kind]);

@@ -6,33 +6,57 @@
 %%% "broker: ...".
 -module(beamlab_experiment_watch).
 
--export([run/2, verdict/1, start_beside/2, stop_beside/3, cancel_beside/1,
+-export([run/2, verdict/1, start_beside/2, stop_beside/3, cancel_beside/1, line/1, summary/2,
          error_class/1, format_error/1]).
 
 %% `duration' in ms (infinity: until interrupted or the node goes down),
-%% `interval' in ms, `top' processes listed per interval.
+%% `interval' in ms, `top' processes listed per interval, `system_monitor'
+%% the thresholds (ms) of the long GCs and long schedules to watch on the
+%% node (false: leave its system monitor alone).
 -type watch() :: #{node := string(), cookie => string() | undefined,
                    duration => pos_integer() | infinity, interval => pos_integer(),
-                   top => non_neg_integer(), msacc => boolean()}.
+                   top => non_neg_integer(), msacc => boolean(),
+                   system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()}}.
 %% The node watched beside a load.
 -type beside() :: none | #{node := node(), env := map(), pid := pid()}.
 -type error_reason() :: beamlab_sut_watch:error_reason() | {telemetry, term()}.
 -export_type([watch/0, beside/0, error_reason/0]).
 
-%% @doc Watches the node; the document holds its series and the findings.
+%% @doc Watches the node; the document holds its series and the findings
+%% (the detectors' and the growth findings raised while it ran). Every
+%% wait is bounded by one deadline, the duration plus
+%% `beamlab_sut_watch:grace_ms()' from now, however the node behaves:
+%% connecting, reading its environment, each sample, stopping.
 -spec run(watch(), beamlab_experiment:experiment()) ->
           {ok, beamlab_result:result()} | {error, {watch, error_reason()}}.
 run(#{node := Name} = W, Exp) ->
     Started = beamlab_runtime_clock:rfc3339(),
-    case connect(Name, maps:get(cookie, W, undefined)) of
+    T0 = erlang:monotonic_time(millisecond),
+    Duration = maps:get(duration, W, infinity),
+    Grace = beamlab_sut_watch:grace_ms(),
+    Deadline = case Duration of
+                   infinity -> infinity;
+                   _ -> T0 + Duration + Grace
+               end,
+    case connect(Name, maps:get(cookie, W, undefined), Deadline) of
         {ok, Node, NodeEnv} ->
             Interval = maps:get(interval, W, 1000),
-            Opts = #{duration => maps:get(duration, W, infinity), interval => Interval,
+            %% What is left of the duration after connecting; the calls
+            %% end a second before the deadline, for what follows.
+            Recording = case Deadline of
+                            infinity -> infinity;
+                            _ -> max(1, min(Duration, Deadline - Grace - erlang:monotonic_time(millisecond)))
+                        end,
+            Opts = #{duration => Recording, interval => Interval,
                      top => maps:get(top, W, 5), msacc => maps:get(msacc, W, false),
+                     system_monitor => maps:get(system_monitor, W, false),
+                     metrics => beamlab_experiment_metrics:server(Exp),
+                     deadline => case Deadline of infinity -> infinity; _ -> Deadline - 1000 end,
                      print => maps:get(telemetry, Exp, none) =:= live},
             case beamlab_sut_watch:watch(Node, Opts) of
-                {ok, Series, #{interrupted := Interrupted}} ->
-                    {ok, document(W#{interval => Interval}, Exp, Started, Node, NodeEnv, Series, Interrupted)};
+                {ok, Series, #{interrupted := Interrupted, findings := Growth}} ->
+                    {ok, document(W#{interval => Interval}, Exp, Started, Node, NodeEnv, Series, Growth,
+                                  Interrupted)};
                 {error, E} ->
                     {error, {watch, E}}
             end;
@@ -41,9 +65,17 @@ run(#{node := Name} = W, Exp) ->
     end.
 
 connect(Name, Cookie) ->
-    case beamlab_sut_watch:connect(Name, Cookie) of
+    connect(Name, Cookie, infinity).
+
+connect(Name, Cookie, Deadline) ->
+    Left = fun(Cap) -> case Deadline of
+                           infinity -> Cap;
+                           _ -> max(1, min(Cap, Deadline - erlang:monotonic_time(millisecond) - 1000))
+                       end
+           end,
+    case beamlab_sut_watch:connect(Name, Cookie, Left(5000)) of
         {ok, Node} ->
-            case beamlab_sut_watch:node_env(Node) of
+            case beamlab_sut_watch:node_env(Node, Left(10000)) of
                 {ok, NodeEnv} -> {ok, Node, NodeEnv};
                 {error, _} = E -> E
             end;
@@ -51,13 +83,14 @@ connect(Name, Cookie) ->
             E
     end.
 
-document(W, Exp, Started, Node, NodeEnv, Series, Interrupted) ->
+document(W, Exp, Started, Node, NodeEnv, Series, Growth, Interrupted) ->
     Doc0 = beamlab_result:new(watch, #{command => maps:get(command, Exp, []), started_at => Started,
                                       params => #{node => atom_to_binary(Node),
                                                   interval_ms => maps:get(interval, W),
                                                   duration_s => seconds(maps:get(duration, W, infinity)),
                                                   top => maps:get(top, W, 5),
-                                                  msacc => maps:get(msacc, W, false)}}),
+                                                  msacc => maps:get(msacc, W, false),
+                                                  system_monitor => maps:get(system_monitor, W, false)}}),
     Benchmarks = [beamlab_result:benchmark(Name, Vals, #{group => <<"watch">>, metric => Metric,
                                                          unit => Unit, better => Better})
                   || {Key, Name, Metric, Unit, Better} <- [{util, <<"scheduler utilisation">>, <<"util">>, <<"%">>, lower},
@@ -68,7 +101,7 @@ document(W, Exp, Started, Node, NodeEnv, Series, Interrupted) ->
     Doc2 = beamlab_result:set(extra, #{node_env => NodeEnv}, beamlab_result:set(telemetry, Series, Doc1)),
     %% The benchmarks are the node's series, not measurements: no noise check.
     Findings = beamlab_env_detect:findings(#{telemetry => Series, env => NodeEnv, result => #{},
-                                             timer => skip}),
+                                             timer => skip}) ++ Growth,
     Doc3 = beamlab_result:finish(beamlab_result:add_findings(Doc2, Findings),
                                  #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Interrupted}),
     beamlab_experiment_env:attach(Doc3, Exp).
@@ -122,7 +155,8 @@ stop_beside(#{node := Node, env := Env, pid := Pid}, Doc, Exp) ->
     Series = beamlab_runtime_telemetry:stop(Pid),
     Findings = [F#{title := <<"broker: ", T/binary>>}
                 || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
-                                                                      result => #{}, timer => skip})],
+                                                                      result => #{}, timer => skip})
+                                        ++ beamlab_sut_growth:findings(Series)],
     Extra = maps:get(extra, Doc, #{}),
     %% (The cookie in the command line is masked with every other secret
     %% when the document is printed or saved: beamlab_result_redact.)
@@ -136,6 +170,92 @@ stop_beside(#{node := Node, env := Env, pid := Pid}, Doc, Exp) ->
         false -> ok
     end,
     beamlab_result:add_findings(Doc1, Findings).
+
+%% @doc The node's key figures in its latest sample, for a line under each
+%% of the load's interval lines; `none' without a node or before a sample
+%% (or when the sampler does not answer at once: a frozen node must not
+%% hold the lines).
+-spec line(beside()) -> unicode:chardata() | none.
+line(none) ->
+    none;
+line(#{node := Node, pid := Pid}) ->
+    case last(Pid, 500) of
+        #{} = S -> figures(Node, S);
+        _ -> none
+    end.
+
+last(Pid, Timeout) ->
+    Self = self(),
+    Ref = make_ref(),
+    Helper = spawn(fun() -> Self ! {Ref, catch beamlab_runtime_telemetry:last(Pid)} end),
+    receive
+        {Ref, S} -> S
+    after Timeout ->
+        exit(Helper, kill),
+        receive {Ref, _} -> none after 0 -> none end
+    end.
+
+figures(Node, S) ->
+    Mem = maps:get(memory, S, #{}),
+    Bytes = fun(K) -> beamlab_format_units:bytes(maps:get(K, Mem, 0)) end,
+    io_lib:format("broker ~ts: schedulers ~b% used, run queue ~b, memory ~ts (processes ~ts, "
+                  "binary ~ts, ETS ~ts), ~b processes~ts",
+                  [Node, round(maps:get(util, S, 0)), maps:get(run_queue, S, 0), Bytes(total),
+                   Bytes(processes), Bytes(binary), Bytes(ets), maps:get(processes, S, 0),
+                   case S of
+                       #{top := #{by_reductions := [P | _]}} ->
+                           io_lib:format(", busiest ~ts (~ts) ~ts reductions",
+                                         [maps:get(name, P, <<"?">>), text(maps:get(current_function, P, null)),
+                                          beamlab_format_units:count(maps:get(reductions, P, 0))]);
+                       _ -> ""
+                   end]).
+
+text(null) -> "-";
+text(B) -> B.
+
+%% @doc The node's figures over the run (the series {@link stop_beside/3}
+%% put in the document), for the load's summary: mean and peak scheduler
+%% use, the longest run queue, the memory range and the busiest process
+%% over all samples; `none' without a node.
+-spec summary(beside(), beamlab_result:result()) -> unicode:chardata() | none.
+summary(none, _Doc) ->
+    none;
+summary(#{node := Node}, Doc) ->
+    Get = fun(K, M) when is_map(M) -> maps:get(K, M, #{}); (_, _) -> #{} end,
+    Series = Get(<<"telemetry">>, Get(<<"broker">>, maps:get(extra, Doc, #{}))),
+    Nums = fun(L) when is_list(L) -> [X || X <- L, is_number(X)]; (_) -> [] end,
+    Util = Nums(maps:get(<<"util">>, Series, [])),
+    Rq = Nums(maps:get(<<"run_queue">>, Series, [])),
+    Total = Nums(maps:get(<<"total">>, Get(<<"memory">>, Series), [])),
+    Tops = case maps:get(<<"top">>, Series, []) of
+               L when is_list(L) -> L;
+               _ -> []
+           end,
+    Busiest = lists:foldl(fun(#{<<"by_reductions">> := Ps}, Acc) ->
+                                  lists:foldl(fun(P, A) ->
+                                                      K = {maps:get(<<"name">>, P, <<"?">>),
+                                                           maps:get(<<"pid">>, P, <<>>)},
+                                                      A#{K => maps:get(K, A, 0)
+                                                             + maps:get(<<"reductions">>, P, 0)}
+                                              end, Acc, Ps);
+                             (_, Acc) -> Acc
+                          end, #{}, Tops),
+    case {Util, Total} of
+        {[], _} -> none;
+        {_, []} -> none;
+        _ ->
+            io_lib:format("broker ~ts over the run: schedulers ~b% used on average (at most ~b%), "
+                          "run queue at most ~b, memory ~ts to ~ts~ts",
+                          [Node, round(lists:sum(Util) / length(Util)), round(lists:max(Util)),
+                           lists:max([0 | Rq]), beamlab_format_units:bytes(lists:min(Total)),
+                           beamlab_format_units:bytes(lists:max(Total)),
+                           case lists:reverse(lists:keysort(2, maps:to_list(Busiest))) of
+                               [{{Name, Pid}, Reds} | _] ->
+                                   io_lib:format(", busiest process ~ts ~ts (~ts reductions)",
+                                                 [Name, Pid, beamlab_format_units:count(Reds)]);
+                               [] -> ""
+                           end])
+    end.
 
 %% @doc Stops sampling for a run that produced no document.
 -spec cancel_beside(beside()) -> ok.

@@ -22,18 +22,30 @@
 %%% stops or dies, or when the connection is lost. A node that goes down
 %%% ends the sampling; the series keeps what was recorded and says so.
 %%% With `top => N' every sample also lists the top N processes by
-%%% reductions (in the interval), message queue length and memory.
+%%% reductions (per second since the last look), message queue length and
+%%% memory, the largest and fastest-growing ETS tables and, when they grow,
+%%% who holds the refc binaries and what the new processes and ports are
+%%% (`beamlab_runtime_procs'); with `system_monitor' the node's long
+%%% garbage collections, long schedules and busy ports are gathered there
+%%% (`erlang:system_monitor/2', unless another process holds it: then it
+%%% is left alone and the series says who has it).
+%%%
+%%% Every call to the node is bounded: by twice the interval (at least
+%%% 2 s) and by `deadline'. A node that does not answer in time is marked
+%%% silent: the series records when (`unanswered'), it is probed every
+%%% interval with a cheap call, and sampling resumes when it answers.
 -module(beamlab_runtime_telemetry).
 -behaviour(gen_server).
 
--export([start_link/1, start/1, stop/1, last/1, header/1, line/2, format_error/1]).
+-export([start_link/1, start/1, stop/1, last/1, info/1, header/1, line/2, format_error/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -type opts() :: #{interval => pos_integer(), print => boolean(),
                   rates => fun(() -> [{binary() | atom() | string(), number()}]),
                   msacc => boolean(), root => file:filename(),
                   node => node(), top => non_neg_integer(), t0 => integer(),
-                  notify => pid()}.
+                  notify => pid(), deadline => integer() | infinity,
+                  system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()}}.
 -type series() :: #{atom() => term()}.
 -export_type([opts/0, series/0]).
 
@@ -57,7 +69,13 @@
              down = false :: false | binary(),
              shape :: map(),
              prev :: map(),
-             samples = [] :: [map()]}).
+             samples = [] :: [map()],
+             deadline = infinity :: integer() | infinity,
+             tracker :: beamlab_runtime_procs:tracker() | undefined,
+             sysmon = off :: off | ours | {taken, pid()},
+             limits = #{} :: map(),
+             silent = false :: false | integer(),
+             unanswered = [] :: [{integer(), integer() | null}]}).
 
 %% @doc Start sampling. Options: `interval' (ms, default 1000), `print'
 %% (default false), `rates' (a fun returning cumulative counters; their
@@ -65,7 +83,14 @@
 %% /proc and /sys are, default "/"), `node' (sample that node instead of
 %% this one), `top' (processes listed per sample, default 0), `t0' (the
 %% monotonic millisecond the time axis starts at, default now), `notify'
-%% (gets `{beamlab_telemetry_down, Pid, Reason}' when the node goes down).
+%% (gets `{beamlab_telemetry_sample, Pid, Sample}' after each sample,
+%% `{beamlab_telemetry_silent, Pid, Since}' and
+%% `{beamlab_telemetry_answering, Pid, At}' when the node stops and
+%% resumes answering (times on the series' axis, ms), and
+%% `{beamlab_telemetry_down, Pid, Reason}' when it goes down), `deadline'
+%% (monotonic ms no call to the node may outlast, default none),
+%% `system_monitor' (thresholds in ms for long GCs and schedules to watch
+%% on the node, default off).
 -spec start_link(opts()) -> {ok, pid()} | {error, term()}.
 start_link(Opts) ->
     gen_server:start_link(?MODULE, Opts, []).
@@ -94,6 +119,13 @@ stop(Pid) ->
 last(Pid) ->
     gen_server:call(Pid, last, infinity).
 
+%% @doc What the sampler knows from its start: the node's `limits'
+%% (processes, ports, atoms; empty for this VM), its scheduler `shape' and
+%% whether the system monitor is ours (`system_monitor').
+-spec info(pid()) -> #{limits := map(), shape := map(), system_monitor := off | ours | {taken, pid()}}.
+info(Pid) ->
+    gen_server:call(Pid, info, infinity).
+
 %%--------------------------------------------------------------------
 %% gen_server
 %%--------------------------------------------------------------------
@@ -104,27 +136,50 @@ init(#{node := Node} = Opts) when Node =/= node() ->
     process_flag(trap_exit, true),
     process_flag(priority, high),
     Msacc = maps:get(msacc, Opts, false),
+    Deadline = maps:get(deadline, Opts, infinity),
+    Interval = maps:get(interval, Opts, 1000),
+    Top = maps:get(top, Opts, 0),
     try
         true = erlang:monitor_node(Node, true),
-        Holder = hold_flags(Node, Msacc),
+        Until = min_deadline(Deadline, now_ms() + 10000),
+        {Holder, SysMon} = hold_flags(Node, Msacc, maps:get(system_monitor, Opts, false), Until),
         Info = remote(Node, "{erlang:system_info(schedulers), erlang:system_info(schedulers_online),"
                             " erlang:system_info(dirty_cpu_schedulers),"
-                            " erlang:system_info(dirty_io_schedulers), os:getpid()}."),
-        {N, Online, DC, DIO, OsPid} = Info,
+                            " erlang:system_info(dirty_io_schedulers), os:getpid(),"
+                            " erlang:system_info(wordsize), erlang:system_info(otp_release),"
+                            " erlang:system_info(process_limit), erlang:system_info(port_limit),"
+                            " erlang:system_info(atom_limit)}.", left(Until)),
+        {N, Online, DC, DIO, OsPid, WordSize, Release, ProcLimit, PortLimit, AtomLimit} = Info,
         Root = maps:get(root, Opts, "/"),
         Local = same_host(Node),
-        St0 = #st{interval = maps:get(interval, Opts, 1000), print = maps:get(print, Opts, false),
+        Tracker = case Top of
+                      0 -> undefined;
+                      _ -> beamlab_runtime_procs:new(Node, #{top => Top, interval => Interval,
+                                                             wordsize => WordSize, exclude => [Holder],
+                                                             parent => otp_release(Release) >= 26})
+                  end,
+        St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
                   rates = maps:get(rates, Opts, undefined), msacc = Msacc, root = Root,
-                  cgroup = none, node = Node, holder = Holder,
-                  snapshot = parse(snapshot_text(Msacc, maps:get(top, Opts, 0) > 0)),
+                  cgroup = none, node = Node, holder = Holder, sysmon = SysMon,
+                  snapshot = parse(snapshot_text(Msacc)),
                   os_pid = case Local of true -> OsPid; false -> undefined end,
-                  top = maps:get(top, Opts, 0), notify = maps:get(notify, Opts, undefined),
+                  top = Top, notify = maps:get(notify, Opts, undefined),
                   shape = #{normal => N, online => Online, dirty_cpu => DC, dirty_io => DIO},
-                  t0 = maps:get(t0, Opts, now_ms()), prev = #{}},
-        St = St0#st{prev = raw(St0)},
+                  limits = #{processes => ProcLimit, ports => PortLimit, atoms => AtomLimit},
+                  t0 = maps:get(t0, Opts, now_ms()), prev = #{}, deadline = Deadline, tracker = Tracker},
+        Raw = raw(St0, Tracker =/= undefined, Until),
+        St = St0#st{prev = Raw,
+                    tracker = case Tracker of
+                                  undefined -> undefined;
+                                  _ -> beamlab_runtime_procs:baseline(Tracker, Raw, Until)
+                              end},
         _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
+        _ = St#st.print andalso io:put_chars(standard_error, sysmon_line(SysMon)),
         {ok, schedule(St)}
     catch
+        throw:{remote, Reason} -> {stop, {watch, Node, Reason}};
+        error:{erpc, Reason} -> {stop, {watch, Node, Reason}};
+        error:{exception, Reason, _} -> {stop, {watch, Node, Reason}};
         Class:Reason ->
             _ = Class,
             {stop, {watch, Node, Reason}}
@@ -148,26 +203,43 @@ init(Opts) ->
               online => erlang:system_info(schedulers_online),
               dirty_cpu => sysinfo(dirty_cpu_schedulers, 0),
               dirty_io => sysinfo(dirty_io_schedulers, 0)},
+    Top = maps:get(top, Opts, 0),
+    Tracker = case Top of
+                  0 -> undefined;
+                  _ -> beamlab_runtime_procs:new(node(), #{top => Top, interval => Interval,
+                                                           wordsize => erlang:system_info(wordsize),
+                                                           exclude => [self()],
+                                                           parent => otp_release(erlang:system_info(otp_release)) >= 26})
+              end,
     St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
               rates = maps:get(rates, Opts, undefined), msacc = Msacc,
               root = Root, cgroup = beamlab_runtime_probe:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
-              top = maps:get(top, Opts, 0), notify = maps:get(notify, Opts, undefined),
+              top = Top, notify = maps:get(notify, Opts, undefined), tracker = Tracker,
               t0 = maps:get(t0, Opts, now_ms()), prev = #{}},
-    St = St0#st{prev = raw(St0)},
+    Raw = raw(St0, Tracker =/= undefined, infinity),
+    St = St0#st{prev = Raw,
+                tracker = case Tracker of
+                              undefined -> undefined;
+                              _ -> beamlab_runtime_procs:baseline(Tracker, Raw, infinity)
+                          end},
     _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
     {ok, schedule(St)}.
 
 %% @private
--spec handle_call(stop | last, gen_server:from(), #st{}) ->
+-spec handle_call(stop | last | info, gen_server:from(), #st{}) ->
           {reply, term(), #st{}} | {stop, normal, series(), #st{}}.
 handle_call(stop, _From, St) ->
-    %% A short tail (< 1/4 interval) would give a noisy last point: drop it.
-    St1 = case St#st.down =:= false andalso
-              now_ms() - maps:get(t, St#st.prev) >= St#st.interval div 4 of
+    %% A short tail (< 1/4 interval) would give a noisy last point: drop
+    %% it; so is a sample the node cannot give before the deadline.
+    St1 = case St#st.down =:= false andalso St#st.silent =:= false andalso
+              now_ms() - maps:get(t, St#st.prev) >= St#st.interval div 4 andalso
+              left(St#st.deadline) > 0 of
               true -> sample(St);
               false -> St
           end,
     {stop, normal, series(St1), St1};
+handle_call(info, _From, St = #st{limits = Limits, shape = Shape, sysmon = SysMon}) ->
+    {reply, #{limits => Limits, shape => Shape, system_monitor => SysMon}, St};
 handle_call(last, _From, St = #st{samples = []}) ->
     {reply, undefined, St};
 handle_call(last, _From, St = #st{samples = [S | _]}) ->
@@ -194,8 +266,8 @@ handle_info(_, St) ->
 
 %% @private
 -spec terminate(term(), #st{}) -> ok.
-terminate(_Reason, #st{node = Node, holder = Holder}) when Node =/= undefined ->
-    release_flags(Holder);
+terminate(_Reason, #st{node = Node, holder = Holder, deadline = Deadline}) when Node =/= undefined ->
+    release_flags(Holder, min(2000, left(Deadline)));
 terminate(_Reason, #st{msacc = Msacc, old_swt = OldSwt, old_msacc = Old}) ->
     _ = OldSwt orelse erlang:system_flag(scheduler_wall_time, false),
     _ = Msacc andalso erlang:system_flag(microstate_accounting, Old),
@@ -210,26 +282,77 @@ schedule(St = #st{t0 = T0, tick = K, interval = I}) ->
     Ref = erlang:start_timer(T0 + (K + 1) * I, self(), tick, [{abs, true}]),
     St#st{timer = Ref, tick = K + 1}.
 
-sample(St = #st{node = Node}) when Node =/= undefined ->
+sample(St = #st{node = Node, silent = false}) when Node =/= undefined ->
     try sample1(St)
     catch
+        throw:{remote, timeout} -> silent(St);
+        error:{erpc, timeout} -> silent(St);
+        throw:{remote, Reason} -> went_down(St, Reason);
         error:{erpc, Reason} -> went_down(St, Reason);
         error:{exception, Reason, _} -> went_down(St, Reason)
     end;
+sample(St = #st{node = Node}) when Node =/= undefined ->
+    probe(St);
 sample(St) ->
     sample1(St).
 
-sample1(St = #st{prev = Prev, samples = Samples, print = Print}) ->
+sample1(St = #st{prev = Prev, samples = Samples, print = Print, tracker = Tracker, notify = Notify}) ->
     Start = erlang:monotonic_time(microsecond),
-    Raw = raw(St),
-    S0 = top(Prev, Raw, derive(Prev, Raw, St), St),
+    Until = min_deadline(St#st.deadline, now_ms() + call_timeout(St)),
+    Full = Tracker =/= undefined andalso beamlab_runtime_procs:full_due(Tracker),
+    Raw = raw(St, Full, Until),
+    S0 = derive(Prev, Raw, St),
+    {S1, Tracker1} = case Tracker of
+                         undefined -> {S0, undefined};
+                         _ ->
+                             {Extras, Tr} = beamlab_runtime_procs:observe(Tracker, Raw, Prev, Until),
+                             {maps:merge(S0, Extras), Tr}
+                     end,
     CostUs = erlang:monotonic_time(microsecond) - Start,
     {reductions, MonReds} = process_info(self(), reductions),
     DtUs = max(1, (maps:get(t, Raw) - maps:get(t, Prev)) * 1000),
-    S = S0#{monitor_cost_pct => 100 * CostUs / DtUs,
+    S = S1#{monitor_cost_pct => 100 * CostUs / DtUs,
             monitor_reductions => MonReds - maps:get(mon_reds, Prev, MonReds)},
-    _ = Print andalso io:put_chars(standard_error, [line(line_info(St), S), top_line(S)]),
-    St#st{prev = Raw#{mon_reds => MonReds}, samples = [S | Samples]}.
+    _ = Print andalso io:put_chars(standard_error, [line(line_info(St), S), detail_lines(St, S)]),
+    _ = is_pid(Notify) andalso (Notify ! {beamlab_telemetry_sample, self(), S}),
+    St#st{prev = Raw#{mon_reds => MonReds}, samples = [S | Samples], tracker = Tracker1}.
+
+%% The node did not answer in time: from now on it is probed with a cheap
+%% call every interval until it answers.
+silent(St = #st{notify = Notify, t0 = T0, print = Print}) ->
+    Since = now_ms() - T0,
+    _ = Print andalso io:format(standard_error, "~7.1fs  the node does not answer (~ts); probing it every interval~n",
+                                [Since / 1000, seconds(call_timeout(St))]),
+    _ = is_pid(Notify) andalso (Notify ! {beamlab_telemetry_silent, self(), Since}),
+    St#st{silent = Since, unanswered = [{Since, null} | St#st.unanswered]}.
+
+probe(St = #st{node = Node, silent = Since, notify = Notify, t0 = T0, print = Print}) ->
+    Until = min_deadline(St#st.deadline, now_ms() + St#st.interval),
+    try erpc:call(Node, erlang, node, [], left(Until)) of
+        _ ->
+            %% Answering again: a fresh baseline, so no sample spans the silence.
+            Raw = raw(St, false, min_deadline(St#st.deadline, now_ms() + call_timeout(St))),
+            At = now_ms() - T0,
+            _ = Print andalso io:format(standard_error, "~7.1fs  the node answers again after ~.1f s~n",
+                                        [At / 1000, (At - Since) / 1000]),
+            _ = is_pid(Notify) andalso (Notify ! {beamlab_telemetry_answering, self(), At}),
+            [{Since, null} | Rest] = St#st.unanswered,
+            St#st{silent = false, prev = Raw#{mon_reds => maps:get(mon_reds, St#st.prev, 0)},
+                  unanswered = [{Since, At} | Rest]}
+    catch
+        error:{erpc, timeout} -> St;
+        throw:{remote, timeout} -> St;
+        error:{erpc, Reason} -> went_down(St, Reason);
+        throw:{remote, Reason} -> went_down(St, Reason);
+        error:{exception, Reason, _} -> went_down(St, Reason)
+    end.
+
+%% How long one sample may take: twice the interval, at least 2 s.
+call_timeout(#st{interval = I}) ->
+    max(2 * I, 2000).
+
+seconds(Ms) ->
+    io_lib:format("~.1f s", [Ms / 1000]).
 
 %% The watched node is gone (or stopped answering): keep what was recorded.
 went_down(St = #st{notify = Notify}, Reason) ->
@@ -243,17 +366,22 @@ reason(not_allowed) -> "connection refused (wrong cookie?)";
 reason(holder_timeout) -> "the node did not answer";
 reason(R) -> io_lib:format("~0tp", [R]).
 
-%% Cumulative counters at one instant, read from another node in one call.
-raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root, os_pid = OsPid})
+%% Cumulative counters at one instant, read from another node in one call
+%% (with its process list when a full scan is due, its ETS tables' memory
+%% when processes are tracked, and the system monitor's events).
+raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root, os_pid = OsPid,
+        holder = Holder, tracker = Tracker}, Full, Until)
   when Node =/= undefined ->
-    {value, {Reds, GCs, Swt, Rq, Procs, Ports, Ets, Mem, Io, MsaccRaw, ProcList}, _} =
-        erpc:call(Node, erl_eval, exprs, [Exprs, []], 30000),
+    {value, {Reds, GCs, Swt, Rq, Procs, Ports, Ets, Mem, Io, MsaccRaw, Atoms, Pids, EtsMem, Events, Dist}, _} =
+        erpc:call(Node, erl_eval, exprs, [Exprs, lists:sort([{'H', Holder}, {'Full', Full},
+                                                             {'Tables', Tracker =/= undefined}])], left(Until)),
     {{input, In}, {output, Out}} = Io,
     M = #{t => now_ms(),
           swt => case Swt of undefined -> []; _ -> Swt end,
           reds => Reds, gcs => GCs, rq => Rq, processes => Procs, ports => Ports, ets => Ets,
-          memory => maps:from_list(Mem), io_in => In, io_out => Out,
-          procs => maps:from_list(ProcList),
+          memory => maps:from_list(Mem), io_in => In, io_out => Out, atoms => Atoms,
+          pids => Pids, events => Events, dist_ctrl => Dist,
+          ets_mem => ets_bytes(EtsMem, Tracker),
           rates => case Rates of
                        undefined -> [];
                        F -> [{label(L), C} || {L, C} <- F()]
@@ -270,24 +398,24 @@ raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root
         true -> M1#{msacc => msacc_sum(MsaccRaw)};
         false -> M1
     end;
-raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, top = Top}) ->
+raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tracker}, Full, _Until) ->
     {Reds, _} = erlang:statistics(reductions),
     {GCs, _, _} = erlang:statistics(garbage_collection),
     {{input, In}, {output, Out}} = erlang:statistics(io),
     M = #{t => now_ms(), io_in => In, io_out => Out,
-          procs => case Top of
-                       0 -> #{};
-                       _ -> maps:from_list(
-                              [{P, I} || P <- erlang:processes(),
-                                         I <- [erlang:process_info(P, [reductions, message_queue_len, memory])],
-                                         I =/= undefined])
-                   end,
+          pids => case Full of true -> erlang:processes(); false -> skip end,
+          ets_mem => case Tracker of
+                         undefined -> #{};
+                         _ -> {ok, E} = beamlab_runtime_procs:ets(node(), erlang:system_info(wordsize), infinity),
+                              E
+                     end,
           swt => lists:sort(erlang:statistics(scheduler_wall_time_all)),
           reds => Reds, gcs => GCs,
           rq => erlang:statistics(run_queue_lengths_all),
           processes => erlang:system_info(process_count),
           ports => erlang:system_info(port_count),
           ets => ets_count(),
+          atoms => erlang:system_info(atom_count),
           memory => maps:from_list(erlang:memory()),
           rates => case Rates of
                        undefined -> [];
@@ -302,6 +430,12 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, top = Top}) 
         true -> M1#{msacc => msacc_totals()};
         false -> M1
     end.
+
+ets_bytes(_, undefined) -> #{};
+ets_bytes({Tabs, Words}, Tracker) ->
+    W = maps:get(wordsize, Tracker),
+    maps:from_list([{T, N * W} || {T, N} <- lists:zip(Tabs, Words), is_integer(N)]);
+ets_bytes(_, _) -> #{}.
 
 %% One sample from two cumulative snapshots.
 derive(P, R, #st{t0 = T0, shape = Shape}) ->
@@ -331,6 +465,10 @@ derive(P, R, #st{t0 = T0, shape = Shape}) ->
              processes => maps:get(processes, R),
              ports => maps:get(ports, R),
              ets_tables => maps:get(ets, R),
+             atoms => maps:get(atoms, R),
+             growth => growth(P, R),
+             totals => maps:from_list([{K, maps:get(K, R)} || K <- [reds, gcs, io_in, io_out, os_cpu_us],
+                                                           is_map_key(K, R)]),
              memory => maps:get(memory, R),
              reductions_per_s => PerS(maps:get(reds, R) - maps:get(reds, P)),
              gc_per_s => PerS(maps:get(gcs, R) - maps:get(gcs, P)),
@@ -341,6 +479,14 @@ derive(P, R, #st{t0 = T0, shape = Shape}) ->
                          || {L, C} <- maps:get(rates, R)])},
     lists:foldl(fun(F, Acc) -> maps:merge(Acc, F(P, R, DtMs)) end, Base,
                 [fun os_cpu/3, fun cgroup/3, fun machine/3, fun msacc/3]).
+
+%% What grew since the previous snapshot (negative: shrank), so the first
+%% sample says it too.
+growth(P, R) ->
+    Counts = [{K, maps:get(K, R) - maps:get(K, P)} || K <- [processes, ports, atoms], is_map_key(K, P)],
+    Memory = [{binary_to_atom(<<"memory_", (atom_to_binary(K))/binary>>), V - maps:get(K, maps:get(memory, P), V)}
+              || K <- [total, processes, binary, ets, atom, code], V <- [maps:get(K, maps:get(memory, R), 0)]],
+    maps:from_list(Counts ++ Memory).
 
 %% CPU time the OS charged to the VM, in cores (1.0 = one CPU all the time).
 os_cpu(#{os_cpu_us := A}, #{os_cpu_us := B}, DtMs) ->
@@ -392,110 +538,76 @@ msacc_sum(Stats) ->
     end.
 
 %%--------------------------------------------------------------------
-%% Top processes
-%%--------------------------------------------------------------------
-
-%% The top processes of the interval, as observer_cli and recon list them:
-%% by reductions used in the interval, by message queue length, by memory.
-top(_P, _R, S, #st{top = 0}) ->
-    S;
-top(P, R, S, #st{top = N, node = Node}) ->
-    Prev = maps:get(procs, P, #{}),
-    Rows = [{Pid, reds_delta(I, maps:get(Pid, Prev, undefined)),
-             pget(message_queue_len, I), pget(memory, I)}
-            || {Pid, I} <- maps:to_list(maps:get(procs, R, #{}))],
-    By = fun(K) -> lists:sublist(lists:reverse(lists:keysort(K, Rows)), N) end,
-    Lists = [{by_reductions, By(2)}, {by_message_queue, By(3)}, {by_memory, By(4)}],
-    Pids = lists:usort([Pid || {_, L} <- Lists, {Pid, _, _, _} <- L]),
-    Names = maps:from_list([{Pid, describe(Node, Pid)} || Pid <- Pids]),
-    S#{top => maps:from_list(
-                [{K, [(maps:get(Pid, Names))#{pid => list_to_binary(pid_to_list(Pid)),
-                                              reductions => Reds, message_queue_len => Q,
-                                              memory => Mem}
-                      || {Pid, Reds, Q, Mem} <- L]}
-                 || {K, L} <- Lists])}.
-
-reds_delta(I, undefined) -> pget(reductions, I);
-reds_delta(I, Old) -> max(0, pget(reductions, I) - pget(reductions, Old)).
-
-pget(K, L) ->
-    case lists:keyfind(K, 1, L) of
-        {K, V} when is_integer(V) -> V;
-        _ -> 0
-    end.
-
-%% A process's name: its registered name, else its initial call (the
-%% proc_lib one when it has one), and its current function.
-describe(Node, Pid) ->
-    Items = [registered_name, initial_call, current_function, dictionary],
-    Info = try
-               case Node of
-                   undefined -> erlang:process_info(Pid, Items);
-                   _ -> erpc:call(Node, erlang, process_info, [Pid, Items], 5000)
-               end
-           catch _:_ -> undefined
-           end,
-    case Info of
-        undefined -> #{name => <<"(exited)">>, current_function => null};
-        _ ->
-            Dict = case lists:keyfind(dictionary, 1, Info) of
-                       {dictionary, D} -> D;
-                       false -> []
-                   end,
-            Initial = case lists:keyfind('$initial_call', 1, Dict) of
-                          {_, MFA = {_, _, _}} -> MFA;
-                          _ -> element(2, lists:keyfind(initial_call, 1, Info))
-                      end,
-            Name = case lists:keyfind(registered_name, 1, Info) of
-                       {registered_name, R} when is_atom(R), R =/= [] -> atom_to_binary(R);
-                       _ -> mfa(Initial)
-                   end,
-            #{name => Name, initial_call => mfa(Initial),
-              current_function => mfa(element(2, lists:keyfind(current_function, 1, Info)))}
-    end.
-
-mfa({M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    unicode:characters_to_binary(io_lib:format("~ts:~ts/~b", [M, F, A]));
-mfa(_) -> null.
-
-%%--------------------------------------------------------------------
 %% Another node: flags held there, snapshots read in one call
 %%--------------------------------------------------------------------
 
 %% A process on `Node', evaluated by erl_eval, turns on scheduler wall
 %% time (reference counted per process: it ends with the process) and,
-%% when asked, microstate accounting; it restores both when told to or
-%% when this sampler is gone.
-hold_flags(Node, Msacc) ->
+%% when asked, microstate accounting and the system monitor (only when
+%% no other process holds it: there is one per node). It gathers the
+%% monitor's events, counted per process and kind, until asked for them,
+%% and restores everything when told to or when this sampler is gone.
+hold_flags(Node, Msacc, SysMon, Until) ->
     Holder = spawn(Node, erl_eval, exprs, [parse(holder_text()), []]),
-    Holder ! {beamlab_watch, self(), Msacc},
+    Opts = case SysMon of
+               false -> [];
+               #{long_gc := Gc, long_schedule := Ls} ->
+                   [{long_gc, Gc}, {long_schedule, Ls}, busy_port, busy_dist_port]
+           end,
+    Holder ! {beamlab_watch, self(), Msacc, Opts},
     receive
-        {beamlab_watch_holder, Holder} -> Holder
-    after 10000 -> error(holder_timeout)
+        {beamlab_watch_holder, Holder, Mon} -> {Holder, Mon}
+    after left(Until) -> throw({remote, timeout})
     end.
 
-release_flags(undefined) ->
+release_flags(undefined, _) ->
     ok;
-release_flags(Holder) ->
+release_flags(Holder, Timeout) ->
     Ref = erlang:monitor(process, Holder),
     Holder ! {beamlab_watch_stop, self()},
     receive
         {'DOWN', Ref, process, Holder, _} -> ok
-    after 10000 -> ok
+    after Timeout -> ok
     end.
 
 holder_text() ->
-    "receive {beamlab_watch, W, M} ->"
+    "receive {beamlab_watch, W, M, SysMon} ->"
     "  Ref = erlang:monitor(process, W),"
     "  erlang:system_flag(scheduler_wall_time, true),"
     "  Old = case M of true -> erlang:system_flag(microstate_accounting, true); false -> keep end,"
-    "  W ! {beamlab_watch_holder, self()},"
-    "  receive {beamlab_watch_stop, W} -> ok; {'DOWN', Ref, process, W, _} -> ok end,"
+    "  Mon = case SysMon of"
+    "          [] -> off;"
+    "          _ -> case erlang:system_monitor() of"
+    "                 undefined -> erlang:system_monitor(self(), SysMon), ours;"
+    "                 {Other, _} -> {taken, Other}"
+    "               end"
+    "        end,"
+    "  W ! {beamlab_watch_holder, self(), Mon},"
+    "  Loop = fun L(Acc, N) ->"
+    "    receive"
+    "      {beamlab_watch_stop, W} -> ok;"
+    "      {'DOWN', Ref, process, W, _} -> ok;"
+    "      {beamlab_watch_events, From} -> From ! {beamlab_watch_events, self(), Acc, N}, L(#{}, 0);"
+    "      {monitor, P, What, Info} ->"
+    "        K = {What, P, case Info of I when is_port(I) -> I; _ -> none end},"
+    "        Ms = case Info of [_ | _] -> proplists:get_value(timeout, Info, 0); _ -> 0 end,"
+    "        case Acc of"
+    "          #{K := {C, Max}} -> L(Acc#{K := {C + 1, erlang:max(Max, Ms)}}, N + 1);"
+    "          _ when map_size(Acc) < 1000 -> L(Acc#{K => {1, Ms}}, N + 1);"
+    "          _ -> L(Acc, N + 1)"
+    "        end"
+    "    end"
+    "  end,"
+    "  Loop(#{}, 0),"
+    "  Self = self(),"
+    "  case erlang:system_monitor() of {Self, _} -> erlang:system_monitor(undefined); _ -> ok end,"
     "  case Old of keep -> ok; _ -> erlang:system_flag(microstate_accounting, Old) end,"
     "  erlang:system_flag(scheduler_wall_time, false)"
     " end.".
 
-snapshot_text(Msacc, Procs) ->
+%% One call: the counters, the process list when `Full', the ETS tables'
+%% memory when `Tables', the events the holder `H' gathered.
+snapshot_text(Msacc) ->
     ["{element(1, erlang:statistics(reductions)),"
      " element(1, erlang:statistics(garbage_collection)),"
      " case erlang:statistics(scheduler_wall_time_all) of undefined -> undefined; Swt -> lists:sort(Swt) end,"
@@ -506,21 +618,37 @@ snapshot_text(Msacc, Procs) ->
          true -> " erlang:statistics(microstate_accounting),";
          false -> " undefined,"
      end,
-     case Procs of
-         true -> " [{P, I} || P <- erlang:processes(),"
-                 "  P =/= self(), I <- [erlang:process_info(P, [reductions, message_queue_len, memory])],"
-                 "  I =/= undefined]}.";
-         false -> " []}."
-     end].
+     " erlang:system_info(atom_count),"
+     " case Full of true -> erlang:processes(); false -> skip end,"
+     " case Tables of"
+     "   true -> Ts = ets:all(), {Ts, lists:zipwith(fun ets:info/2, Ts, lists:duplicate(length(Ts), memory))};"
+     "   false -> none"
+     " end,"
+     " begin H ! {beamlab_watch_events, self()},"
+     "   receive {beamlab_watch_events, H, Acc, N} -> {Acc, N} after 1000 -> none end"
+     " end,"
+     " erlang:system_info(dist_ctrl)}."].
 
 parse(Text) ->
     {ok, Tokens, _} = erl_scan:string(lists:flatten(Text)),
     {ok, Exprs} = erl_parse:parse_exprs(Tokens),
     Exprs.
 
-remote(Node, Text) ->
-    {value, V, _} = erpc:call(Node, erl_eval, exprs, [parse(Text), []], 10000),
+remote(Node, Text, Timeout) ->
+    {value, V, _} = erpc:call(Node, erl_eval, exprs, [parse(Text), []], Timeout),
     V.
+
+otp_release(R) ->
+    case string:to_integer(R) of
+        {N, _} when is_integer(N) -> N;
+        _ -> 0
+    end.
+
+min_deadline(infinity, B) -> B;
+min_deadline(A, B) -> min(A, B).
+
+left(infinity) -> infinity;
+left(Deadline) -> max(0, Deadline - now_ms()).
 
 %% The node runs on this host (its /proc entry is ours to read).
 same_host(Node) ->
@@ -535,10 +663,11 @@ same_host(Node) ->
 
 %% Samples (newest first) -> one list per metric, maps of lists for the
 %% nested metrics (memory, rates, msacc).
-series(#st{samples = Rev, interval = I, shape = Shape, msacc = Msacc, node = Node, down = Down}) ->
+series(#st{samples = Rev, interval = I, shape = Shape, msacc = Msacc, node = Node, down = Down,
+           limits = Limits, sysmon = SysMon, unanswered = Unanswered}) ->
     Samples = lists:reverse(Rev),
     Keys = lists:usort(lists:append([maps:keys(S) || S <- Samples])),
-    Nested = [memory, rates, msacc],
+    Nested = [memory, rates, msacc, totals, growth],
     Flat = maps:from_list([{K, [maps:get(K, S, null) || S <- Samples]}
                            || K <- Keys, not lists:member(K, Nested)]),
     Sub = maps:from_list([{K, columns([maps:get(K, S, #{}) || S <- Samples])}
@@ -547,7 +676,13 @@ series(#st{samples = Rev, interval = I, shape = Shape, msacc = Msacc, node = Nod
                   undefined -> #{};
                   _ -> #{node => atom_to_binary(Node),
                          node_down => Down =/= false,
-                         node_down_reason => case Down of false -> null; _ -> Down end}
+                         node_down_reason => case Down of false -> null; _ -> Down end,
+                         limits => Limits,
+                         system_monitor => case SysMon of
+                                               {taken, P} -> #{state => taken, holder => beamlab_runtime_procs:id(P)};
+                                               _ -> #{state => SysMon}
+                                           end,
+                         unanswered => [#{from_ms => F, to_ms => T} || {F, T} <- lists:reverse(Unanswered)]}
               end,
     maps:merge(maps:merge(Flat, Sub#{interval_ms => I, samples => length(Samples),
                                      schedulers => Shape, msacc_enabled => Msacc}), Watched).
@@ -592,16 +727,52 @@ line(#{labels := Labels} = Info, S) ->
                     || L <- Labels],
                    maps:get(monitor_cost_pct, S)]).
 
-%% The busiest process of the interval under the line, when listed.
-top_line(#{top := #{by_reductions := [P | _]}}) ->
-    io_lib:format("         top: ~ts (~ts) ~ts reds, queue ~b, ~ts~n",
-                  [maps:get(name, P), null_text(maps:get(current_function, P)),
-                   beamlab_format_units:count(maps:get(reductions, P)),
-                   maps:get(message_queue_len, P), beamlab_format_units:bytes(maps:get(memory, P))]);
-top_line(_) -> [].
+%% Under a watched node's line: its memory by kind, then its top
+%% processes in one table (R: among the top by reductions, Q: by message
+%% queue, M: by memory).
+detail_lines(#st{node = undefined}, S) ->
+    top_table(S);
+detail_lines(_, S) ->
+    [memory_line(S), top_table(S)].
+
+memory_line(#{memory := M} = S) ->
+    B = fun(K) -> beamlab_format_units:bytes(maps:get(K, M, 0)) end,
+    io_lib:format("          memory: processes ~ts, binary ~ts, ets ~ts, atoms ~ts, code ~ts; "
+                  "~b atoms, ~b ports~n",
+                  [B(processes), B(binary), B(ets), B(atom), B(code), maps:get(atoms, S, 0), maps:get(ports, S, 0)]).
+
+top_table(#{top := Top}) ->
+    Lists = [{Mark, maps:get(K, Top, [])} || {Mark, K} <- [{$R, by_reductions}, {$Q, by_message_queue},
+                                                          {$M, by_memory}]],
+    Order = lists:foldl(fun({_, L}, Acc) ->
+                                Acc ++ [P || #{pid := P} <- L, not lists:member(P, Acc)]
+                        end, [], Lists),
+    Entries = maps:from_list([{P, E} || {_, L} <- Lists, E = #{pid := P} <- L]),
+    case Order of
+        [] -> [];
+        _ ->
+            [io_lib:format("          ~-3s ~9s ~8s ~9s  ~-16s ~-30s ~ts~n",
+                           ["top", "reds/s", "queue", "memory", "pid", "name or initial call", "current function"]),
+             [begin
+                  E = maps:get(P, Entries),
+                  Marks = [Mark || {Mark, L} <- Lists, lists:any(fun(#{pid := X}) -> X =:= P end, L)],
+                  io_lib:format("          ~-3s ~9ts ~8b ~9ts  ~-16ts ~-30ts ~ts~n",
+                                [Marks, beamlab_format_units:count(round(maps:get(reductions_per_s, E, 0))),
+                                 maps:get(message_queue_len, E), beamlab_format_units:bytes(maps:get(memory, E)),
+                                 P, string:slice(maps:get(name, E), 0, 30),
+                                 null_text(maps:get(current_function, E))])
+              end || P <- Order]]
+    end;
+top_table(_) -> [].
 
 null_text(null) -> "-";
 null_text(B) -> B.
+
+%% Whether the system monitor is ours, said once at the start.
+sysmon_line({taken, Pid}) ->
+    io_lib:format("          system monitor: already held by ~ts on the node; long GCs, long schedules "
+                  "and busy ports are not watched (there is one per node)~n", [beamlab_runtime_procs:id(Pid)]);
+sysmon_line(_) -> [].
 
 %% Up to 16 online schedulers are listed; more are condensed to counts.
 per_scheduler(Utils, Online) ->

@@ -3,37 +3,64 @@
 %%% reads the node with OTP functions only (`erpc' calls to `erlang',
 %%% `init', `os' and `erl_eval'), so no beamlab code is ever loaded there.
 %%%
-%%% {@link connect/2} makes the connection and turns every way it can fail
-%%% into one reason; {@link node_env/1} reads the node's own view of its
+%%% {@link connect/3} makes the connection and turns every way it can fail
+%%% into one reason; {@link node_env/2} reads the node's own view of its
 %%% VM (schedulers, bind type, flavour, emulator arguments), which is how
 %%% a matrix proves the flags a broker runs with; {@link watch/2} records
 %%% the node's telemetry series (`beamlab_runtime_telemetry' with `node')
-%%% for a duration or until the node goes down or the run is interrupted.
+%%% for a duration or until the node goes down or the run is interrupted,
+%%% raises the growth findings as they appear (`beamlab_sut_growth') and
+%%% serves them with the node's figures as live metrics when given a
+%%% metrics server (`beamlab_sut_metrics').
+%%%
+%%% Every wait is bounded: connecting (5 s, however the node behaves),
+%%% reading its environment, each sample (`beamlab_runtime_telemetry'), so
+%%% a watch with a duration ends within that duration plus {@link
+%%% grace_ms/0}, even when the node is frozen (SIGSTOP), dies or answers
+%%% slowly.
 -module(beamlab_sut_watch).
 
--export([connect/2, node_env/1, watch/2, format_error/1]).
+-export([connect/2, connect/3, node_env/1, node_env/2, watch/2, grace_ms/0, format_error/1]).
 
 -type watch_opts() :: #{duration => pos_integer() | infinity,  % ms
                         interval => pos_integer(), msacc => boolean(),
-                        top => non_neg_integer(), print => boolean()}.
+                        top => non_neg_integer(), print => boolean(),
+                        system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()},
+                        metrics => beamlab_runtime_metrics:server() | undefined,
+                        deadline => integer() | infinity}.
 -type error_reason() :: {bad_node, string()} | {no_distribution, term()}
                       | {unreachable, node(), term()} | {not_running, node()}
-                      | {refused, node()} | {watch, node(), term()}.
+                      | {refused, node()} | {no_answer, node(), pos_integer()} | {watch, node(), term()}.
 -export_type([watch_opts/0, error_reason/0]).
+
+-define(CONNECT_MS, 5000).
+-define(GRACE_MS, 5000).
+
+%% @doc How long after its duration a watch may take to end at most
+%% (waiting for a node that does not answer, stopping, saving).
+-spec grace_ms() -> pos_integer().
+grace_ms() ->
+    ?GRACE_MS.
+
+%% @doc {@link connect/3} waiting at most 5 s for the node.
+-spec connect(string() | node(), string() | undefined) -> {ok, node()} | {error, error_reason()}.
+connect(Node, Cookie) ->
+    connect(Node, Cookie, ?CONNECT_MS).
 
 %% @doc Connects to `Node' (a string `name@host'), starting distribution
 %% for this VM when needed: a hidden node, not listening, in the name
 %% domain of `Node' (long names when its host has a dot or is an address).
-%% `Cookie' is used for that node only.
--spec connect(string() | node(), string() | undefined) -> {ok, node()} | {error, error_reason()}.
-connect(Node, Cookie) when is_atom(Node) ->
-    connect(atom_to_list(Node), Cookie);
-connect(Name, Cookie) ->
+%% `Cookie' is used for that node only. A node that does not complete the
+%% handshake within `TimeoutMs' (frozen, overloaded) is `no_answer'.
+-spec connect(string() | node(), string() | undefined, pos_integer()) -> {ok, node()} | {error, error_reason()}.
+connect(Node, Cookie, TimeoutMs) when is_atom(Node) ->
+    connect(atom_to_list(Node), Cookie, TimeoutMs);
+connect(Name, Cookie, TimeoutMs) ->
     case string:split(Name, "@") of
         [[_ | _] = Alive, [_ | _] = Host] ->
             case lists:member($@, Host) orelse not valid_alive(Alive) of
                 true -> {error, {bad_node, Name}};
-                false -> connect(list_to_atom(Name), Host, Cookie)
+                false -> connect(list_to_atom(Name), Host, Cookie, TimeoutMs)
             end;
         _ -> {error, {bad_node, Name}}
     end.
@@ -43,7 +70,7 @@ valid_alive(A) ->
                             orelse (C >= $0 andalso C =< $9) orelse C =:= $_ orelse C =:= $-
               end, A).
 
-connect(Node, Host, Cookie) ->
+connect(Node, Host, Cookie, TimeoutMs) ->
     Domain = case lists:member($., Host) orelse lists:member($:, Host) of
                  true -> longnames;
                  false -> shortnames
@@ -56,12 +83,24 @@ connect(Node, Host, Cookie) ->
             %% reports it in one line instead.
             Level = maps:get(level, logger:get_primary_config()),
             ok = logger:set_primary_config(level, none),
+            %% The handshake waits net_setuptime (seconds) for a node that
+            %% accepted the TCP connection but does not answer.
+            Setup = application:get_env(kernel, net_setuptime),
+            ok = application:set_env(kernel, net_setuptime, TimeoutMs / 1000),
+            T0 = erlang:monotonic_time(millisecond),
             %% Hidden even when this VM is a visible node already.
             Up = try net_kernel:hidden_connect_node(Node)
-                 after ok = logger:set_primary_config(level, Level)
+                 after
+                     ok = logger:set_primary_config(level, Level),
+                     ok = case Setup of
+                              {ok, V} -> application:set_env(kernel, net_setuptime, V);
+                              undefined -> application:unset_env(kernel, net_setuptime)
+                          end
                  end,
+            Took = erlang:monotonic_time(millisecond) - T0,
             case Up of
                 true -> {ok, Node};
+                _ when Took >= TimeoutMs - 250 -> {error, {no_answer, Node, TimeoutMs}};
                 _ -> {error, why_not(Node, Host)}
             end;
         {error, _} = E -> E
@@ -82,51 +121,58 @@ why_not(Node, Host) ->
             end
     end.
 
-%% @doc The node's own view of its VM, read over distribution: schedulers
-%% (with bind type and bindings), flavour, release, the emulator's command
-%% line (from /proc when the node runs on this host: the `+' flags are
-%% only there) and the relevant environment variables. The shape follows
-%% `beamlab_env:report()' where the two overlap (`schedulers', `otp').
+%% @doc {@link node_env/2} waiting at most 10 s.
 -spec node_env(node()) -> {ok, map()} | {error, error_reason()}.
 node_env(Node) ->
-    try
-        Get = fun(I) -> erpc:call(Node, erlang, system_info, [I], 10000) end,
-        Try = fun(I) ->
-                      try Get(I) catch error:{exception, _, _} -> null end
-              end,
-        OsPid = erpc:call(Node, os, getpid, [], 10000),
-        Args = erpc:call(Node, init, get_arguments, [], 10000),
-        Env = [{list_to_binary(V), case erpc:call(Node, os, getenv, [V], 10000) of false -> null; X -> bin(X) end}
-               || V <- ["ERL_ZFLAGS", "ERL_FLAGS", "ERL_AFLAGS", "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"]],
-        %% Only when that OS process is the node (it runs on this host).
-        Cmdline = case file:read_file(filename:join(["/proc", OsPid, "cmdline"])) of
-                      {ok, B} ->
-                          Argv = [X || X <- binary:split(B, <<0>>, [global]), X =/= <<>>],
-                          case local_host(Node) andalso Argv =/= [] andalso
-                              binary:match(hd(Argv), <<"beam">>) =/= nomatch of
-                              true -> Argv;
-                              false -> null
-                          end;
-                      _ -> null
-                  end,
-        {ok, #{node => atom_to_binary(Node),
-               os_pid => bin(OsPid),
-               schedulers => #{normal => Get(schedulers), online => Get(schedulers_online),
-                               dirty_cpu => Try(dirty_cpu_schedulers),
-                               dirty_cpu_online => Try(dirty_cpu_schedulers_online),
-                               dirty_io => Try(dirty_io_schedulers),
-                               bind_type => atom_to_binary(Get(scheduler_bind_type)),
-                               bindings => [case B of unbound -> null; _ -> B end
-                                            || B <- tuple_to_list(Get(scheduler_bindings))]},
-               otp => #{release => bin(Get(otp_release)), erts => bin(Get(version)),
-                        flavor => bin(Try(emu_flavor)), emu_type => bin(Try(emu_type))},
-               cpu => #{logical_processors => Try(logical_processors),
-                        logical_processors_online => Try(logical_processors_online),
-                        logical_processors_available => Try(logical_processors_available)},
-               emulator_cmdline => Cmdline,
-               busy_wait => bin(busy_wait(Cmdline)),
-               init_arguments => [bin(io_lib:format("-~ts ~ts", [K, lists:join(" ", V)])) || {K, V} <- Args],
-               os_env => maps:from_list(Env)}}
+    node_env(Node, 10000).
+
+%% @doc The node's own view of its VM, read over distribution in one call
+%% (at most `TimeoutMs'): schedulers (with bind type and bindings),
+%% flavour, release, the emulator's command line (from /proc when the node
+%% runs on this host: the `+' flags are only there) and the relevant
+%% environment variables. The shape follows `beamlab_env:report()' where
+%% the two overlap (`schedulers', `otp').
+-spec node_env(node(), timeout()) -> {ok, map()} | {error, error_reason()}.
+node_env(Node, TimeoutMs) ->
+    Vars = ["ERL_ZFLAGS", "ERL_FLAGS", "ERL_AFLAGS", "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"],
+    Text = "Try = fun(I) -> try erlang:system_info(I) catch error:badarg -> null end end,"
+           "{os:getpid(), init:get_arguments(), [os:getenv(V) || V <- Vars],"
+           " [Try(I) || I <- [schedulers, schedulers_online, dirty_cpu_schedulers, dirty_cpu_schedulers_online,"
+           "                  dirty_io_schedulers, scheduler_bind_type, scheduler_bindings, otp_release, version,"
+           "                  emu_flavor, emu_type, logical_processors, logical_processors_online,"
+           "                  logical_processors_available]]}.",
+    {ok, Tokens, _} = erl_scan:string(Text),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    try erpc:call(Node, erl_eval, exprs, [Exprs, [{'Vars', Vars}]], TimeoutMs) of
+        {value, {OsPid, Args, Env, Info}, _} ->
+            [S, Online, DC, DCOnline, DIO, Bind, Bindings, Release, Version, Flavor, EmuType, LP, LPOnline,
+             LPAvailable] = Info,
+            %% Only when that OS process is the node (it runs on this host).
+            Cmdline = case file:read_file(filename:join(["/proc", OsPid, "cmdline"])) of
+                          {ok, B} ->
+                              Argv = [X || X <- binary:split(B, <<0>>, [global]), X =/= <<>>],
+                              case local_host(Node) andalso Argv =/= [] andalso
+                                  binary:match(hd(Argv), <<"beam">>) =/= nomatch of
+                                  true -> Argv;
+                                  false -> null
+                              end;
+                          _ -> null
+                      end,
+            {ok, #{node => atom_to_binary(Node),
+                   os_pid => bin(OsPid),
+                   schedulers => #{normal => S, online => Online, dirty_cpu => DC, dirty_cpu_online => DCOnline,
+                                   dirty_io => DIO, bind_type => bin(Bind),
+                                   bindings => [case X of unbound -> null; _ -> X end
+                                                || X <- case Bindings of null -> []; _ -> tuple_to_list(Bindings) end]},
+                   otp => #{release => bin(Release), erts => bin(Version), flavor => bin(Flavor),
+                            emu_type => bin(EmuType)},
+                   cpu => #{logical_processors => LP, logical_processors_online => LPOnline,
+                            logical_processors_available => LPAvailable},
+                   emulator_cmdline => Cmdline,
+                   busy_wait => bin(busy_wait(Cmdline)),
+                   init_arguments => [bin(io_lib:format("-~ts ~ts", [K, lists:join(" ", V)])) || {K, V} <- Args],
+                   os_env => maps:from_list([{list_to_binary(V), case X of false -> null; _ -> bin(X) end}
+                                             || {V, X} <- lists:zip(Vars, Env)])}}
     catch
         error:{erpc, R} -> {error, {watch, Node, R}};
         error:{exception, R, _} -> {error, {watch, Node, R}}
@@ -151,31 +197,101 @@ busy_wait(Cmdline) ->
 %% @doc Records `Node''s telemetry until `duration' ms have passed, the
 %% node goes down or the run is interrupted (a subscriber of
 %% `beamlab_runtime_interrupt' gets `{beamlab_interrupt, _}'; the caller
-%% subscribes). Returns the series (with `node_down' and its reason) and
-%% whether it was interrupted.
+%% subscribes). Findings are printed as they are raised (with `print').
+%% With `metrics', the node's figures are served there while it runs.
+%% No call to the node outlasts `deadline' (monotonic ms; default the
+%% duration plus {@link grace_ms/0}, less a second for what follows).
+%% Returns the series (with `node_down' and its reason), the growth
+%% findings on it and whether it was interrupted.
 -spec watch(node(), watch_opts()) ->
-          {ok, beamlab_runtime_telemetry:series(), #{interrupted := boolean()}} | {error, error_reason()}.
+          {ok, beamlab_runtime_telemetry:series(),
+           #{interrupted := boolean(), findings := [beamlab_result:finding()]}} | {error, error_reason()}.
 watch(Node, Opts) ->
     T0 = erlang:monotonic_time(millisecond),
-    case beamlab_runtime_telemetry:start(#{node => Node, interval => maps:get(interval, Opts, 1000),
+    Until = case maps:get(duration, Opts, infinity) of
+                infinity -> infinity;
+                D -> T0 + D
+            end,
+    Deadline = maps:get(deadline, Opts, case Until of
+                                            infinity -> infinity;
+                                            _ -> Until + ?GRACE_MS - 1000
+                                        end),
+    Interval = maps:get(interval, Opts, 1000),
+    Print = maps:get(print, Opts, true),
+    case beamlab_runtime_telemetry:start(#{node => Node, interval => Interval,
                                           msacc => maps:get(msacc, Opts, false),
                                           top => maps:get(top, Opts, 5),
-                                          print => maps:get(print, Opts, true),
+                                          print => Print,
+                                          system_monitor => maps:get(system_monitor, Opts, false),
+                                          deadline => Deadline,
                                           t0 => T0, notify => self()}) of
         {ok, Pid} ->
-            Timeout = case maps:get(duration, Opts, infinity) of
-                          infinity -> infinity;
-                          D -> D
+            Metrics = case maps:get(metrics, Opts, undefined) of
+                          undefined -> undefined;
+                          Server ->
+                              Tab = beamlab_sut_metrics:new(Node),
+                              ok = beamlab_runtime_metrics:register(Server, collector_name(Node),
+                                                                    beamlab_sut_metrics:collector(Tab)),
+                              {Server, Tab}
                       end,
-            Interrupted = receive
-                              {beamlab_telemetry_down, Pid, _} -> false;
-                              {beamlab_interrupt, _} -> true
-                          after Timeout -> false
+            Growth = beamlab_sut_growth:new(#{interval => Interval,
+                                              limits => maps:get(limits, beamlab_runtime_telemetry:info(Pid))}),
+            Interrupted = try loop(#{pid => Pid, until => Until, growth => Growth, print => Print,
+                                     metrics => Metrics})
+                          after
+                              case Metrics of
+                                  undefined -> ok;
+                                  {S, T} ->
+                                      ok = beamlab_runtime_metrics:unregister(S, collector_name(Node)),
+                                      ok = beamlab_sut_metrics:delete(T)
+                              end
                           end,
             Series = beamlab_runtime_telemetry:stop(Pid),
-            {ok, Series, #{interrupted => Interrupted}};
+            flush(Pid),
+            {ok, Series, #{interrupted => Interrupted, findings => beamlab_sut_growth:findings(Series)}};
         {error, {watch, _, _} = E} -> {error, E};
         {error, R} -> {error, {watch, Node, R}}
+    end.
+
+%% Samples, silences and the end of the watch, as they come.
+loop(L = #{pid := Pid, until := Until, growth := G, print := Print, metrics := Metrics}) ->
+    Wait = case Until of
+               infinity -> infinity;
+               _ -> max(0, Until - erlang:monotonic_time(millisecond))
+           end,
+    receive
+        {beamlab_telemetry_sample, Pid, S} ->
+            {New, G1} = beamlab_sut_growth:step(S, G),
+            _ = Print andalso io:put_chars(standard_error, [beamlab_sut_growth:live_line(F) || F <- New]),
+            ok = publish(Metrics, [{sample, S} | [{findings, New} || New =/= []]]),
+            loop(L#{growth := G1});
+        {beamlab_telemetry_silent, Pid, _} ->
+            ok = publish(Metrics, [{up, false}]),
+            loop(L);
+        {beamlab_telemetry_answering, Pid, _} ->
+            ok = publish(Metrics, [{up, true}]),
+            loop(L);
+        {beamlab_telemetry_down, Pid, _} -> false;
+        {beamlab_interrupt, _} -> true
+    after Wait -> false
+    end.
+
+publish(undefined, _) ->
+    ok;
+publish({_, Tab}, Updates) ->
+    lists:foreach(fun(U) -> ok = beamlab_sut_metrics:publish(Tab, U) end, Updates).
+
+collector_name(Node) ->
+    list_to_atom("watch " ++ atom_to_list(Node)).
+
+%% The messages of the last sample (taken when stopping).
+flush(Pid) ->
+    receive
+        {beamlab_telemetry_sample, Pid, _} -> flush(Pid);
+        {beamlab_telemetry_silent, Pid, _} -> flush(Pid);
+        {beamlab_telemetry_answering, Pid, _} -> flush(Pid);
+        {beamlab_telemetry_down, Pid, _} -> flush(Pid)
+    after 0 -> ok
     end.
 
 %% @doc One line for each error of this module.
@@ -192,6 +308,8 @@ format_error({not_running, Node}) ->
     io_lib:format("no node ~ts is running (its host's epmd does not know the name)", [Node]);
 format_error({refused, Node}) ->
     io_lib:format("~ts refused the connection: wrong cookie? (give it with --cookie)", [Node]);
+format_error({no_answer, Node, Ms}) ->
+    io_lib:format("~ts did not answer within ~b s (frozen, stopped or overloaded?)", [Node, Ms div 1000]);
 format_error({watch, _, _} = E) ->
     beamlab_runtime_telemetry:format_error(E).
 

@@ -26,22 +26,49 @@ options() ->
      #{name => top, long => "top", type => non_neg_integer, default => 5, metavar => "N",
        help => "top processes listed per interval (by reductions, queue, memory)"},
      #{name => msacc, long => "msacc", type => boolean, default => false,
-       help => "record microstate accounting too (restored when done)"}
-     | beamlab_cli_args:common_options()].
+       help => "record microstate accounting too (restored when done)"},
+     #{name => long_gc, long => "long-gc", type => pos_integer, default => 100, metavar => "MS",
+       help => "report garbage collections longer than MS (the node's system monitor)"},
+     #{name => long_schedule, long => "long-schedule", type => pos_integer, default => 100, metavar => "MS",
+       help => "report processes or ports running longer than MS without yielding"},
+     #{name => no_system_monitor, long => "no-system-monitor", type => boolean, default => false,
+       help => "leave the node's system monitor alone (no long GC, long schedule or busy port events)"}]
+    ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help watch'.
 -spec usage() -> iodata().
 usage() ->
-    "Usage: beamlab watch --node NAME@HOST [--cookie C] [--duration S] [--interval MS]\n\n"
+    "Usage: beamlab watch --node NAME@HOST [--cookie C] [--duration S] [--interval MS] [--top N]\n"
+    "                     [--metrics-port PORT [--metrics-bind ADDR]]\n\n"
     "Connects as a hidden node and samples the node every interval with OTP\n"
-    "functions only: per-scheduler utilisation (normal, dirty CPU, dirty IO), run\n"
-    "queues, memory by type, process and port counts, reductions, GC, IO and the\n"
-    "top processes. One line per interval goes to stderr; the detectors run on the\n"
-    "recording. Flags turned on for it (scheduler_wall_time, --msacc) are restored.\n"
-    "A node that goes down mid-watch keeps what was recorded (exit 1).\n\n"
+    "functions only (no code is loaded there): per-scheduler utilisation, run\n"
+    "queues, memory by kind, process, port and atom counts, reductions, GC, IO,\n"
+    "the top processes by reductions, message queue and memory, the largest ETS\n"
+    "tables, and the system monitor's long GCs, long schedules and busy ports.\n"
+    "Findings (a growing mailbox, process heap, refc binaries, ETS table, process,\n"
+    "port or atom count; long GCs...) are printed as soon as two intervals show\n"
+    "them, naming the process or table, the rate and the interval. Flags turned on\n"
+    "for it (scheduler_wall_time, --msacc, the system monitor) are restored. A node\n"
+    "that goes down keeps what was recorded (exit 1); one that stops answering is\n"
+    "probed every interval; a watch with --duration ends within 5 s of it.\n\n"
+    "Each interval's lines (stderr):\n"
+    "  time    seconds since the watch started\n"
+    "  util    mean busy share of the online schedulers; [a b ...] each scheduler\n"
+    "  dcpu, dio  dirty CPU and dirty IO schedulers' busy share\n"
+    "  runq    processes waiting in the normal run queues\n"
+    "  procs, memory, reds/s, gc/s  process count, total memory, reductions and\n"
+    "          garbage collections per second\n"
+    "  mon     the watch's own cost: the share of the interval's wall time spent\n"
+    "          taking this sample (round trips to the node, reading its processes)\n"
+    "  memory: the node's memory by kind, its atom and port counts\n"
+    "  top     R, Q, M: among the top N by reductions per second, by message queue\n"
+    "          length, by memory; each with its registered name or initial call\n"
+    "          and current function\n"
+    "  !       a finding, when it is raised\n\n"
     "Examples:\n"
     "  beamlab watch --node rabbit@$(hostname -s) --duration 30\n"
     "  beamlab watch --node app@10.0.0.5 --cookie secret --msacc --save\n"
+    "  beamlab watch --node app@127.0.0.1 --metrics-port 9464    # for Prometheus\n"
     "  beamlab report beamlab-results/watch-*.json -o watch.html\n".
 
 %% @doc Watches the node; the document holds its series and the findings.
@@ -65,9 +92,14 @@ experiment(Parsed) ->
                               undefined -> infinity;
                               S -> max(1, round(S * 1000))
                           end,
-              interval => Get(interval), top => Get(top), msacc => Get(msacc)},
-    #{run => {watch, Watch}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-      telemetry => live}.
+              interval => Get(interval), top => Get(top), msacc => Get(msacc),
+              system_monitor => case Get(no_system_monitor) of
+                                    true -> false;
+                                    false -> #{long_gc => Get(long_gc), long_schedule => Get(long_schedule)}
+                                end},
+    beamlab_cli_metrics:add(Parsed, #{run => {watch, Watch},
+                                      command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                                      telemetry => live}).
 
 %% @doc The node's summary, its top processes, then the findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

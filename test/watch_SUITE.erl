@@ -1,0 +1,300 @@
+%%% `beamlab watch' against peer nodes with one fault each (a spinning
+%%% process, a growing mailbox, a leaking process heap, leaking refc
+%%% binaries, a growing ETS table, a growing process, port or atom count,
+%%% long garbage collections, a busy distribution port), through the built
+%%% escript: the culprit is named within two intervals in the live text
+%%% (stderr), in the JSON document and in the report. A healthy node gives
+%%% no growth finding; a system monitor held by someone else is left to
+%%% them; a frozen node (SIGSTOP) or one that is frozen before the watch
+%%% ends the watch within its duration and grace; no cookie appears in
+%%% anything written.
+-module(watch_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, init_per_suite/1, end_per_suite/1]).
+-export([spinning/1, mailbox/1, process_heap/1, binaries/1, ets_table/1, process_count/1, port_count/1,
+         atom_count/1, long_gc/1, busy_dist_port/1, healthy/1, system_monitor_taken/1,
+         frozen_mid_watch/1, frozen_before_watch/1]).
+
+-define(COOKIE, "watch_suite_cookie_31415").
+-define(INTERVAL, 500).
+
+all() ->
+    [spinning, mailbox, process_heap, binaries, ets_table, process_count, port_count, atom_count,
+     long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_before_watch].
+
+init_per_suite(Config) ->
+    _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
+
+%%--------------------------------------------------------------------
+%% Faults
+%%--------------------------------------------------------------------
+
+%% Each fault is OTP code evaluated on the peer (no test module there).
+fault(spin) ->
+    "erlang:spawn(fun() -> register(spinner, self()), L = fun Loop() -> Loop() end, L() end), ok.";
+fault(mailbox) ->
+    "Sink = erlang:spawn(fun() -> register(mailbox_sink, self()), receive never -> ok end end),"
+    "erlang:spawn(fun() -> L = fun Loop() -> [Sink ! {msg, I} || I <- lists:seq(1, 200)],"
+    "  receive after 10 -> ok end, Loop() end, L() end), ok.";
+fault(heap) ->
+    "erlang:spawn(fun() -> register(heap_leaker, self()),"
+    "  L = fun Loop(Acc) -> receive after 10 -> Loop([lists:seq(1, 10000) | Acc]) end end, L([]) end), ok.";
+fault(binary) ->
+    "erlang:spawn(fun() -> register(binary_holder, self()),"
+    "  L = fun Loop(Acc) -> receive after 10 -> Loop([binary:copy(<<1>>, 100000) | Acc]) end end, L([]) end), ok.";
+fault(ets) ->
+    "erlang:spawn(fun() -> register(table_owner, self()), T = ets:new(leaky_table, [named_table]),"
+    "  L = fun Loop(N) -> ets:insert(T, [{K, lists:seq(1, 20)} || K <- lists:seq(N, N + 500)]),"
+    "  receive after 10 -> Loop(N + 501) end end, L(0) end), ok.";
+fault(procs) ->
+    "erlang:spawn(fun() -> register(spawner, self()),"
+    "  L = fun Loop() -> [proc_lib:spawn(timer, sleep, [infinity]) || _ <- lists:seq(1, 20)],"
+    "  receive after 10 -> Loop() end end, L() end), ok.";
+fault(ports) ->
+    "erlang:spawn(fun() -> register(socket_opener, self()),"
+    "  L = fun Loop(Acc) -> {ok, S} = gen_udp:open(0, [{ip, {127,0,0,1}}]),"
+    "  receive after 10 -> Loop([S | Acc]) end end, L([]) end), ok.";
+fault(atoms) ->
+    "erlang:spawn(fun() -> register(atom_maker, self()),"
+    "  L = fun Loop(N) -> [list_to_atom(\"watch_suite_atom_\" ++ integer_to_list(I)) || I <- lists:seq(N, N + 99)],"
+    "  receive after 10 -> Loop(N + 100) end end, L(0) end), ok.";
+fault(long_gc) ->
+    "erlang:spawn(fun() -> register(big_collector, self()), Big = lists:seq(1, 3000000),"
+    "  L = fun Loop() -> erlang:garbage_collect(), receive after 50 -> ok end, Loop() end,"
+    "  L(), length(Big) end), ok.";
+fault(healthy) ->
+    "ok.".
+
+%% A peer with the fault running, controlled over stdio.
+peer(Name, Fault) ->
+    peer(Name, Fault, []).
+
+peer(Name, Fault, Args) ->
+    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
+                                    connection => standard_io,
+                                    args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
+                                             "{127,0,0,1}" | Args]}),
+    ok = eval(Peer, fault(Fault)),
+    {Peer, atom_to_list(Node)}.
+
+eval(Peer, Text) ->
+    {ok, Tokens, _} = erl_scan:string(Text),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {value, V, _} = peer:call(Peer, erl_eval, exprs, [Exprs, []], 30000),
+    V.
+
+%% `watch' for `Seconds' with the JSON on stdout, the live lines on stderr
+%% and the document saved; then its report.
+watch(Node, Seconds, Extra) ->
+    Dir = beamlab_test_util:tmp_dir("watch"),
+    Save = filename:join(Dir, "watch.json"),
+    R = beamlab_test_util:cli(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", integer_to_list(Seconds),
+                               "--interval", integer_to_list(?INTERVAL), "--top", "3", "--format", "json",
+                               "--save", Save | Extra], #{dir => Dir}),
+    ct:log("exit ~b~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
+    {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+    Html = filename:join(Dir, "watch.html"),
+    Rep = beamlab_test_util:cli(["report", Save, "-o", Html], #{dir => Dir}),
+    ?assertEqual(0, maps:get(code, Rep)),
+    {ok, Page} = file:read_file(Html),
+    R#{doc => Doc, save => Save, html => Page}.
+
+%% The finding `Id' names `Culprit' in its title, was raised by the second
+%% sample (two intervals), and is in the live text by then and in the page.
+named(#{doc := Doc, err := Err, html := Html}, Id, Culprit) ->
+    Fs = [F || F = #{<<"id">> := I} <- maps:get(<<"findings">>, Doc), I =:= Id],
+    ct:log("~ts: ~p", [Id, Fs]),
+    [F | _] = [F || F = #{<<"title">> := T} <- Fs, binary:match(T, Culprit) =/= nomatch],
+    Detected = maps:get(<<"detected_ms">>, maps:get(<<"data">>, F)),
+    #{<<"telemetry">> := #{<<"t_ms">> := [_, Second | _]}} = Doc,
+    ?assert(Detected =< Second),
+    Live = live_before_third_sample(Err),
+    ?assertNotEqual(nomatch, binary:match(Live, [<<"! [">>]), Live),
+    ?assertNotEqual(nomatch, binary:match(Live, maps:get(<<"title">>, F)), Live),
+    ?assertNotEqual(nomatch, binary:match(Html, json_text(maps:get(<<"title">>, F)))),
+    F.
+
+%% stderr up to the line of the third sample.
+live_before_third_sample(Err) ->
+    Lines = binary:split(Err, <<"\n">>, [global]),
+    Samples = [I || {I, L} <- lists:zip(lists:seq(1, length(Lines)), Lines),
+                    re:run(L, "^ +[0-9]+\\.[0-9]s +[0-9]+% \\[") =/= nomatch],
+    Upto = case Samples of
+               [_, _, Third | _] -> Third - 1;
+               _ -> length(Lines)
+           end,
+    iolist_to_binary(lists:join(<<"\n">>, lists:sublist(Lines, Upto))).
+
+%% How a title appears in the page's embedded JSON (no <, > or & there).
+json_text(B) ->
+    lists:foldl(fun({From, To}, Acc) -> binary:replace(Acc, From, To, [global]) end, B,
+                [{<<"<">>, <<"\\u003c">>}, {<<">">>, <<"\\u003e">>}, {<<"&">>, <<"\\u0026">>}]).
+
+ids(#{doc := Doc}) ->
+    [I || #{<<"id">> := I} <- maps:get(<<"findings">>, Doc)].
+
+with_peer(Name, Fault, Fun) ->
+    {Peer, Node} = peer(Name, Fault),
+    try Fun(Peer, Node)
+    after peer:stop(Peer)
+    end.
+
+%%--------------------------------------------------------------------
+%% Cases
+%%--------------------------------------------------------------------
+
+%% The spinner is the top process by reductions from the first sample, in
+%% the live table too; one hot process on two schedulers is no critical
+%% imbalance.
+spinning(_Config) ->
+    with_peer(watch_spin, spin, fun(_, Node) ->
+        R = watch(Node, 3, []),
+        ?assertEqual(0, maps:get(code, R)),
+        #{<<"telemetry">> := T} = maps:get(doc, R),
+        [?assertEqual(<<"spinner">>, maps:get(<<"name">>, hd(maps:get(<<"by_reductions">>, S))))
+         || S <- maps:get(<<"top">>, T)],
+        ?assertMatch({match, _}, re:run(live_before_third_sample(maps:get(err, R)), "R +[0-9]+ Mi .* spinner ")),
+        Imbalance = [F || F = #{<<"id">> := <<"scheduler_imbalance">>} <- maps:get(<<"findings">>, maps:get(doc, R))],
+        ?assertEqual([], [F || F = #{<<"severity">> := <<"critical">>} <- Imbalance])
+    end).
+
+mailbox(_Config) ->
+    with_peer(watch_mailbox, mailbox, fun(_, Node) ->
+        R = watch(Node, 2, []),
+        F = named(R, <<"mailbox_growing">>, <<"mailbox_sink">>),
+        ?assert(maps:get(<<"rate_per_s">>, maps:get(<<"data">>, F)) > 1000),
+        %% One finding for the culprit: its memory grows with its queue.
+        ?assertNot(lists:member(<<"process_memory_growing">>, ids(R)))
+    end).
+
+process_heap(_Config) ->
+    with_peer(watch_heap, heap, fun(_, Node) ->
+        named(watch(Node, 2, []), <<"process_memory_growing">>, <<"heap_leaker">>)
+    end).
+
+binaries(_Config) ->
+    with_peer(watch_binary, binary, fun(_, Node) ->
+        F = named(watch(Node, 2, []), <<"binary_growing">>, <<"binary_holder">>),
+        [#{<<"name">> := <<"binary_holder">>} | _] = maps:get(<<"holders">>, maps:get(<<"data">>, F))
+    end).
+
+ets_table(_Config) ->
+    with_peer(watch_ets, ets, fun(_, Node) ->
+        F = named(watch(Node, 2, []), <<"ets_growing">>, <<"leaky_table">>),
+        ?assertNotEqual(nomatch, binary:match(maps:get(<<"title">>, F), <<"table_owner">>))
+    end).
+
+process_count(_Config) ->
+    with_peer(watch_procs, procs, fun(_, Node) ->
+        F = named(watch(Node, 2, []), <<"processes_growing">>, <<"timer:sleep/1">>),
+        ?assertNotEqual(nomatch, binary:match(maps:get(<<"title">>, F), <<"spawner">>))
+    end).
+
+port_count(_Config) ->
+    with_peer(watch_ports, ports, fun(_, Node) ->
+        named(watch(Node, 2, []), <<"ports_growing">>, <<"udp_inet">>)
+    end).
+
+atom_count(_Config) ->
+    with_peer(watch_atoms, atoms, fun(_, Node) ->
+        named(watch(Node, 2, []), <<"atoms_growing">>, <<"Atom table growing">>)
+    end).
+
+long_gc(_Config) ->
+    with_peer(watch_gc, long_gc, fun(Peer, Node) ->
+        named(watch(Node, 2, ["--long-gc", "5"]), <<"long_gc">>, <<"big_collector">>),
+        %% The monitor is released.
+        ?assertEqual(undefined, peer:call(Peer, erlang, system_monitor, []))
+    end).
+
+%% A sender on the watched node floods a node that is frozen: the
+%% distribution buffer to it fills and the sender is suspended.
+busy_dist_port(_Config) ->
+    {Target, TargetNode} = peer(watch_dist_target, healthy),
+    {Peer, Node} = peer(watch_dist_sender, healthy),
+    TargetPid = peer:call(Target, os, getpid, []),
+    try
+        true = peer:call(Peer, net_kernel, connect_node, [list_to_atom(TargetNode)]),
+        _ = os:cmd("kill -STOP " ++ TargetPid),
+        ok = eval(Peer, "erlang:spawn(fun() -> register(flooder, self()), B = binary:copy(<<1>>, 1000000),"
+                        " L = fun Loop() -> {sink, '" ++ TargetNode ++ "'} ! B, Loop() end, L() end), ok."),
+        named(watch(Node, 2, []), <<"busy_dist_port">>, list_to_binary(TargetNode))
+    after
+        _ = os:cmd("kill -CONT " ++ TargetPid),
+        peer:stop(Peer),
+        peer:stop(Target)
+    end.
+
+%% Nothing grows on an idle node: no growth finding.
+healthy(_Config) ->
+    with_peer(watch_healthy, healthy, fun(Peer, Node) ->
+        R = watch(Node, 2, []),
+        Growth = [I || I <- ids(R), lists:member(I, [<<"mailbox_growing">>, <<"process_memory_growing">>,
+                                                     <<"binary_growing">>, <<"ets_growing">>,
+                                                     <<"processes_growing">>, <<"ports_growing">>,
+                                                     <<"atoms_growing">>, <<"node_unresponsive">>])],
+        ?assertEqual([], Growth),
+        ?assertEqual(undefined, peer:call(Peer, erlang, system_monitor, []))
+    end).
+
+%% Another process holds the system monitor: it keeps it, the watch says so.
+system_monitor_taken(_Config) ->
+    with_peer(watch_sysmon, healthy, fun(Peer, Node) ->
+        ok = eval(Peer, "P = erlang:spawn(fun() -> register(their_monitor, self()), receive stop -> ok end end),"
+                        " erlang:system_monitor(P, [{long_gc, 1000}]), ok."),
+        R = watch(Node, 1, []),
+        ?assertEqual(0, maps:get(code, R)),
+        ?assert(lists:member(<<"system_monitor_taken">>, ids(R))),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"system monitor: already held">>)),
+        Theirs = peer:call(Peer, erlang, whereis, [their_monitor]),
+        ?assertMatch({Theirs, [{long_gc, 1000}]}, peer:call(Peer, erlang, system_monitor, []))
+    end).
+
+%% Frozen (SIGSTOP) after the first sample: the watch still ends within
+%% its duration and grace (generously: the machine is shared), says the
+%% node stopped answering and keeps what it recorded.
+frozen_mid_watch(_Config) ->
+    with_peer(watch_frozen, healthy, fun(Peer, Node) ->
+        OsPid = peer:call(Peer, os, getpid, []),
+        Dir = beamlab_test_util:tmp_dir("frozen"),
+        T0 = erlang:monotonic_time(millisecond),
+        H = beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", "4",
+                                         "--interval", "500", "--format", "json"], #{dir => Dir}),
+        _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "memory: ", 30000),
+        _ = os:cmd("kill -STOP " ++ OsPid),
+        R = try beamlab_test_util:cli_finish(H, <<>>)
+            after _ = os:cmd("kill -CONT " ++ OsPid)
+            end,
+        Took = erlang:monotonic_time(millisecond) - T0,
+        ct:log("took ~b ms~nstderr:~n~ts", [Took, maps:get(err, R)]),
+        ?assert(Took < (4 + 5 + 10) * 1000),
+        ?assertEqual(0, maps:get(code, R)),
+        {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+        #{<<"telemetry">> := #{<<"unanswered">> := [_ | _], <<"samples">> := N}} = Doc,
+        ?assert(N >= 1),
+        ?assert(lists:member(<<"node_unresponsive">>, [I || #{<<"id">> := I} <- maps:get(<<"findings">>, Doc)])),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"does not answer">>))
+    end).
+
+%% Frozen before the watch: one line, exit 1, within the bound.
+frozen_before_watch(_Config) ->
+    with_peer(watch_frozen0, healthy, fun(Peer, Node) ->
+        OsPid = peer:call(Peer, os, getpid, []),
+        _ = os:cmd("kill -STOP " ++ OsPid),
+        T0 = erlang:monotonic_time(millisecond),
+        R = try beamlab_test_util:cli(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", "2"])
+            after _ = os:cmd("kill -CONT " ++ OsPid)
+            end,
+        Took = erlang:monotonic_time(millisecond) - T0,
+        ct:log("took ~b ms: ~ts", [Took, maps:get(err, R)]),
+        ?assert(Took < (2 + 5 + 10) * 1000),
+        ?assertEqual(1, maps:get(code, R)),
+        beamlab_test_util:assert_one_line_error(R),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"did not answer">>))
+    end).
