@@ -551,8 +551,12 @@ node_messages(_Config) ->
 %% interrupted: the frozen VM is killed after the grace, the run ends,
 %% exit 130 (before, it waited for a second interrupt).
 frozen_vm_bounded(_Config) ->
+    Dir = tmp(),
+    %% The runner marks that the configuration's VM measures (it booted).
+    Marker = filename:join(Dir, "measuring"),
     H = beamlab_test_util:cli_start_group(["matrix", "-n", "1", "--save", "m.json", "--",
-                                           "ok.", "-d", "500", "-s", "200"], #{}),
+                                           "file:write_file(\"" ++ Marker ++ "\", <<\"y\">>).",
+                                           "-d", "500", "-s", "200"], #{dir => Dir}),
     %% The configuration's VM: a beam.smp below the VM's port program
     %% launcher (erl_child_setup), below the launcher's VM.
     Inner = beamlab_test_util:wait_for(
@@ -564,6 +568,7 @@ frozen_vm_bounded(_Config) ->
                           [] -> none
                       end
               end, 60000, matrix_vm_started),
+    _ = beamlab_test_util:wait_for_file(Marker, "y", 60000),
     "" = os:cmd("kill -STOP " ++ Inner),
     ok = beamlab_test_util:signal_group(H, "TERM"),
     #{code := Code, err := Err} = beamlab_test_util:cli_group_finish(H),

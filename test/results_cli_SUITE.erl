@@ -291,8 +291,12 @@ ci_formats(Config) ->
 interrupted_run_is_partial(Config) ->
     Dir = ?config(dir, Config),
     P = filename:join(Dir, "partial.json"),
-    Port = open_port({spawn_executable, beamlab_test_util:escript()},
-                     [{args, ["timer:sleep(1).", "-d", "200", "-s", "1000", "--save", P]},
+    %% (SIGINT restored to its default first: a test run started in the
+    %% background has it ignored, and the launcher could not trap it; env
+    %% execs the escript, so the OS pid is the launcher's)
+    Port = open_port({spawn_executable, os:find_executable("env")},
+                     [{args, ["--default-signal=INT", beamlab_test_util:escript(),
+                              "timer:sleep(1).", "-d", "200", "-s", "1000", "--save", P]},
                       {cd, Dir}, exit_status, binary, stderr_to_stdout]),
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),
     %% The first progress line comes once a sample is in: interrupt then.
