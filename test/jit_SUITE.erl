@@ -203,13 +203,28 @@ profiled_matrix_perftest(Config) ->
     ?assertEqual(maps:get(<<"name">>, Emu), maps:get(<<"label">>, EmuP)),
     %% The text: each profile with its mode and cost, and the top tables.
     ?assertNotEqual(nomatch, binary:match(Out, <<"mode graph: call stacks">>)),
-    ?assertNotEqual(nomatch, binary:match(Out, <<"profiled repetition: sending rate avg">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"load while profiled: sending rate avg">>)),
+    {match, _} = re:run(Out, <<"hottest Erlang functions \\(total, self\\):\\n  (gen_server|rabbit_|proc_lib|erts_beamasm)">>),
     Files = filelib:wildcard(filename:join(Folded, "*.folded")),
     ?assertEqual(2, length(Files)),
     {ok, EmuFolded} = file:read_file(hd([F || F <- Files, string:find(F, "flavor=emu") =/= nomatch])),
-    ?assertNotEqual(nomatch, binary:match(EmuFolded, <<"process_main">>)).
+    ?assertNotEqual(nomatch, binary:match(EmuFolded, <<"process_main">>)),
+    %% The report: a flame graph per flavour, the JIT's differential
+    %% against the interpreter's, drawn in headless Chromium.
+    Html = filename:join(Folded, "study.html"),
+    #{code := 0} = cli(Config, ["report", Save, "-o", Html]),
+    case beamlab_test_util:chromium() of
+        false -> ct:log("no chromium: the page is not drawn");
+        Chromium ->
+            Dom = os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+                         "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null"),
+            {match, Cards} = re:run(Dom, "class=\"card flamecard[^\"]*\"", [global]),
+            ?assertEqual(3, length(Cards)),
+            ?assertNotEqual(nomatch, string:find(Dom, "Differential: study: flavor=jit")),
+            ?assertNotEqual(nomatch, string:find(Dom, "process_main"))
+    end.
 
-profile(#{<<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}}) -> P.
+profile(#{<<"profile">> := P}) -> P.
 
 %% beamlab profile --pid of an interpreter VM in flat mode: its C code,
 %% process_main first, the mode and its cost said, the note instead of a

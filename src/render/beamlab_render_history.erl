@@ -8,6 +8,7 @@
 -export([render/3]).
 
 -type format() :: text | markdown | csv | json.
+%% `files': the file of each run, in the history's order.
 -type opts() :: #{files => [file:filename_all()]}.
 
 %% @doc The history in `Format'.
@@ -29,11 +30,11 @@ render(#{runs := Runs, trends := Trends}, csv, _Opts) ->
     beamlab_format_csv:encode([Header | Rows]);
 render(H, Format, Opts) ->
     #{runs := Runs, trends := Trends, order := Order, confidence := Conf} = H,
-    Files = maps:get(files, Opts, [<<>> || _ <- Runs]),
-    Legend = [[integer_to_binary(I), L, short(C), dirty(D), S, text(F)]
-              || {I, #{label := L, commit := C, dirty := D, started_at := S}, F}
-                     <- lists:zip3(lists:seq(1, length(Runs)), Runs, Files)],
-    LegendHead = [<<"#">>, <<"run">>, <<"commit">>, <<"">>, <<"started">>, <<"file">>],
+    Files = maps:get(files, Opts, []),
+    Legend = [[integer_to_binary(I), L, short(C), dirty(D), S | [text(lists:nth(I, Files)) || Files =/= []]]
+              || {I, #{label := L, commit := C, dirty := D, started_at := S}}
+                     <- lists:zip(lists:seq(1, length(Runs)), Runs)],
+    LegendHead = [<<"#">>, <<"run">>, <<"commit">>, <<"">>, <<"started">> | [<<"file">> || Files =/= []]],
     Intro = io_lib:format("history of ~b runs, oldest first (ordered by ~ts); each change is against "
                           "the run before with the benchmark, ~b% confidence:~n",
                           [length(Runs), Order, round(Conf * 100)]),

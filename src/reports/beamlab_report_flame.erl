@@ -53,7 +53,9 @@ run_profiles(Label, #{extra := Extra} = R) ->
     %% A matrix: every configuration's profile pairs with the first one's.
     Inner = iolist_to_binary(lists:join(" ", [beamlab_format_units:to_binary(A)
                                                || A <- maps:get(<<"inner_command">>, maps:get(params, R, #{}), [])])),
-    Configs = [profile(<<Label/binary, ": ", Name/binary>>, Name, [<<"matrix:", Inner/binary>>], P)
+    %% (A preset's configurations pair within their scenario.)
+    Configs = [profile(<<Label/binary, ": ", Name/binary>>, Name,
+                       [<<"matrix:", Inner/binary, (maps:get(<<"scenario">>, C, <<>>))/binary>>], P)
                || C <- case maps:get(<<"configs">>, Extra, []) of L when is_list(L) -> L; _ -> [] end,
                   is_map(C), #{<<"name">> := Name, <<"profile">> := P} <- [C], is_map(P)],
     Own ++ Configs.

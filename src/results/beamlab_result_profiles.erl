@@ -1,31 +1,20 @@
 %%% @doc The profiles a matrix document holds (`matrix --target ...
-%%% --profile': each configuration's profiled repetition, in
-%%% `extra.configs[].profiled'), as profile documents of their own, one per
-%%% configuration: kind `profile', the profile in `extra.profile' with the
-%%% subject that pairs them (the same load for every configuration), so the
-%%% report draws a flame graph per configuration and differential ones
-%%% against the first. Pure.
+%%% --profile': each configuration's profiled repetition's profile, in
+%%% `extra.configs[].profile'), as profile documents of their own, one per
+%%% configuration (kind `profile', the profile in `extra.profile'), so the
+%%% text shows each as `beamlab profile' does and `--folded' writes each.
+%%% Pure.
 -module(beamlab_result_profiles).
 
--export([of_matrix/1, expand/1]).
+-export([of_matrix/1]).
 
-%% @doc Each configuration's profile (its name and the profile, JSON form),
-%% in the matrix's order; none for other documents.
--spec of_matrix(beamlab_result:result()) -> [{binary(), beamlab_result:object()}].
-of_matrix(#{kind := matrix, extra := #{<<"configs">> := Cs}}) ->
-    [{N, P} || #{<<"name">> := N,
-                 <<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}} <- Cs,
-               is_map(P)];
+%% @doc Each profiled configuration's name and profile document, in the
+%% matrix's order; none for other documents.
+-spec of_matrix(beamlab_result:result()) -> [{binary(), beamlab_result:result()}].
+of_matrix(#{kind := matrix, extra := #{<<"configs">> := Cs}} = Doc) ->
+    [{N, profile_doc(Doc, P)} || #{<<"name">> := N, <<"profile">> := P} <- Cs, is_map(P)];
 of_matrix(_) ->
     [].
-
-%% @doc A labelled run and, after it, one labelled profile document per
-%% profiled configuration of a matrix (`LABEL / CONFIG').
--spec expand({unicode:chardata(), beamlab_result:result()}) ->
-          [{unicode:chardata(), beamlab_result:result()}].
-expand({Label, Doc}) ->
-    [{Label, Doc}
-     | [{[Label, " / ", Name], profile_doc(Doc, P)} || {Name, P} <- of_matrix(Doc)]].
 
 profile_doc(Doc, P) ->
     Params = maps:with([<<"subject">>, <<"label">>, <<"mode">>, <<"frequency">>, <<"flavor">>], P),

@@ -32,11 +32,12 @@ options() ->
      #{name => baseline, long => "baseline", type => string, metavar => "CONFIG",
        help => "the configuration others are compared with (default: the first)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
+       max => 10000,
        help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
      #{name => preset, long => "preset", type => string, metavar => "NAME",
        help => "run a published study's scenarios and print its table beside this machine's: "
                "jit-study (RabbitMQ's JIT against its interpreter under PerfTest's two scenarios)"},
-     #{name => duration, long => "duration", type => pos_integer, metavar => "S",
+     #{name => duration, long => "duration", type => pos_integer, metavar => "S", max => 86400,
        help => "with --preset: seconds each load runs (default the preset's)"}
      | target_options() ++ beamlab_cli_args:common_options()].
 
@@ -49,7 +50,7 @@ target_options() ->
        help => "start any release or escript per configuration (flags via ERL_ZFLAGS)"},
      #{name => target_node, long => "target-node", type => string, metavar => "NODE",
        help => "the node name --target-cmd starts (name@host)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "the --target-cmd node's cookie"},
      #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
        help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
@@ -297,12 +298,13 @@ write_folded(Dir, Doc) ->
         {error, R} -> beamlab_cli_error:fail("--folded ~ts: ~ts", [Dir, file:format_error(R)])
     end,
     lists:foreach(
-      fun({Name, P}) ->
+      fun({Name, #{extra := #{<<"profile">> := P}}}) ->
               File = filename:join(Dir, re:replace(Name, "[^A-Za-z0-9_.=+-]+", "_", [global, {return, list}])
                                    ++ ".folded"),
-              case beamlab_runtime_file:write_atomic(File, beamlab_profile_stacks:folded(P)) of
-                  ok -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
-                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [File, file:format_error(R2)])
+              case beamlab_runtime_file:write(File, beamlab_profile_stacks:folded(P)) of
+                  {ok, _} -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
+                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts",
+                                                        [File, beamlab_runtime_file:format_error(R2)])
               end
       end, beamlab_result_profiles:of_matrix(Doc)).
 
@@ -311,11 +313,11 @@ write_folded(Dir, Doc) ->
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(#{extra := #{<<"preset">> := _}} = Result, Parsed) ->
     [beamlab_render_matrix_preset:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, #{}),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
      beamlab_render_text:findings(maps:get(findings, Result))];
 text(Result, Parsed) ->
     [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, #{}),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;

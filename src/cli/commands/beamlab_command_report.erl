@@ -48,17 +48,14 @@ run(Parsed = #{args := Args}) ->
     Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
-    Loaded = beamlab_command_compare:load_runs(Files),
-    %% A matrix that profiled its configurations brings their profiles as
-    %% runs of their own: a flame graph each, differential ones between them.
-    Runs = lists:flatmap(fun beamlab_result_profiles:expand/1, Loaded),
+    Runs = beamlab_command_compare:load_runs(Files),
     Titled = case beamlab_cli_args:get(title, Parsed) of
                  undefined -> #{};
                  T -> #{title => unicode:characters_to_binary(T)}
              end,
-    Opts = case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Loaded) > 1 of
+    Opts = case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Runs) > 1 of
                true -> Titled#{history => beamlab_command_compare:history(
-                                            Loaded, #{order => beamlab_cli_args:get(order, Parsed, auto)})};
+                                            Runs, #{order => beamlab_cli_args:get(order, Parsed, auto)})};
                false -> Titled
            end,
     Html = case beamlab_report_html:render(Runs, Opts) of
