@@ -216,7 +216,7 @@ history(Config) ->
     #{code := 0} = beamlab_test_util:cli(["report", History, "-o", Html], cli_opts(Config)),
     #{code := 0, out := Text} = beamlab_test_util:cli(["compare", History], cli_opts(Config)),
     ct:log("~ts", [Text]),
-    ?assertMatch({match, _}, re:run(Text, <<"work .*SLOWER">>)),
+    ?assertMatch({match, _}, re:run(Text, <<"work: .* SLOWER">>)),
     case beamlab_test_util:chromium() of
         false ->
             {comment, "chromium is not installed: the trend chart was not drawn"};
