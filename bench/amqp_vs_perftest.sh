@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # beamlab amqp vs RabbitMQ PerfTest 2.22.1 on the same private broker, in one
-# run, alternating the two tools on the same scenarios (issue #6):
-#   single: -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100
-#   multi:  -x 10 -y 20 -f mandatory -q 300 -c 100 over perf-test-1..10
+# run, alternating the two tools on the same scenarios (issues #6, #26):
+#   single:  -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100
+#   multi:   -x 10 -y 20 -f mandatory -q 300 -c 100 over perf-test-1..10
+#   varrate: -x 2 -y 2 -u qv -q 300 -c 100, 2000 then 12000 msg/s per producer,
+#            3 s each (--variable-rate 2000:3 --variable-rate 12000:3)
+#   quorum:  -x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100 (a quorum queue)
+#   stream:  -x 1 -y 1 -sq -u sq1 -c 100 (a stream over AMQP 0-9-1, prefetch 200)
+#   tls:     the single scenario over amqps:// (no certificate check on either
+#            side: PerfTest's amqps:// default, beamlab's --tls-insecure)
+# CASES="single quorum" selects scenarios (default: all).
 #
 # Steady state only: both tools print one line per second ("time T s, ...,
 # received: R msg/s"). The script reads each line the moment the tool writes
@@ -26,8 +33,11 @@ SECS=${1:-20}
 ROUNDS=${2:-3}
 WARMUP=${3:-5}
 PORT=${BEAMLAB_RABBIT_PORT:-5682}
+TLS_PORT=$((PORT + 1))
 export BEAMLAB_RABBIT_PORT=$PORT
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
+TLS_URI="amqps://guest:guest@127.0.0.1:$TLS_PORT/%2F"
+CASES=${CASES:-single multi varrate quorum stream tls}
 PT_VERSION=2.22.1
 CLK_TCK=$(getconf CLK_TCK)
 mkdir -p "$WORK"
@@ -61,7 +71,14 @@ declare -A RATE CPU
 run() {   # tool scenario args...
     local tool=$1 name=$2; shift 2
     local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu
-    load "$tool" "$out" "$ROOT/beamlab" "$@"
+    local uri=$URI
+    [ "$name" = tls ] && uri=$TLS_URI
+    [ "$name" = tls ] && [ "$tool" = beamlab ] && set -- "$@" --tls-insecure
+    URI=$uri load "$tool" "$out" "$ROOT/beamlab" "$@"
+    # Quorum queues and streams outlive a PerfTest run (not auto-delete):
+    # every run starts from an empty queue.
+    "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue qq1 >/dev/null 2>&1 || true
+    "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue sq1 >/dev/null 2>&1 || true
     res=$(window "$out.samples")
     if [ -z "$res" ]; then
         echo "$tool $name: fewer than two interval lines after ${WARMUP} s; log follows" >&2
@@ -76,11 +93,23 @@ run() {   # tool scenario args...
 
 fetch_perftest
 [ -x "$ROOT/beamlab" ] || make -C "$ROOT" escript >/dev/null
-"$ROOT/scripts/rabbitmq.sh" start >&2
+# Certificates for the TLS listener, made with OTP's public_key.
+TLS_DIR="$WORK/tls"
+if [ ! -s "$TLS_DIR/server.key" ]; then
+    mkdir -p "$TLS_DIR"
+    erlc -o "$WORK" "$ROOT/test/beamlab_test_tls.erl"
+    erl -noshell -pa "$WORK" -eval "ok = beamlab_test_tls:make(\"$TLS_DIR\"), halt()."
+fi
+BEAMLAB_RABBIT_TLS_PORT=$TLS_PORT BEAMLAB_RABBIT_TLS_DIR=$TLS_DIR "$ROOT/scripts/rabbitmq.sh" start >&2
 trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
 
-SINGLE=(-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100)
-MULTI=(-x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern perf-test-%d --queue-pattern-from 1 --queue-pattern-to 10)
+declare -A ARGS
+ARGS[single]="-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100"
+ARGS[multi]="-x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern perf-test-%d --queue-pattern-from 1 --queue-pattern-to 10"
+ARGS[varrate]="-x 2 -y 2 -u qv -q 300 -c 100 --variable-rate 2000:3 --variable-rate 12000:3"
+ARGS[quorum]="-x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100"
+ARGS[stream]="-x 1 -y 1 -sq -u sq1 -c 100"
+ARGS[tls]="${ARGS[single]}"
 
 echo "broker: RabbitMQ on 127.0.0.1:$PORT; $SECS s per run, $ROUNDS rounds, tools alternating"
 echo "machine: $(nproc) CPUs, $(uname -r); Erlang $(erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().'); $(java -version 2>&1 | head -1)"
@@ -89,17 +118,24 @@ echo "  received msg/s from the tool's own per-second lines, CPU = utime+stime o
 echo "  (/proc/<pid>/stat, all threads) between the same two lines"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq 1 "$ROUNDS"); do
-    run beamlab single "${SINGLE[@]}"
-    run perftest single "${SINGLE[@]}"
-    run perftest multi "${MULTI[@]}"
-    run beamlab multi "${MULTI[@]}"
+    # beamlab first in odd scenarios, PerfTest first in even ones.
+    i=0
+    for name in $CASES; do
+        # shellcheck disable=SC2086  # ARGS are words
+        if [ $((i % 2)) -eq 0 ]; then
+            run beamlab "$name" ${ARGS[$name]}; run perftest "$name" ${ARGS[$name]}
+        else
+            run perftest "$name" ${ARGS[$name]}; run beamlab "$name" ${ARGS[$name]}
+        fi
+        i=$((i + 1))
+    done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "medians over $ROUNDS rounds:"
 echo "scenario  beamlab msg/s  PerfTest msg/s  throughput ratio  beamlab us/msg  PerfTest us/msg  CPU/msg ratio"
-for name in single multi; do
+for name in $CASES; do
     br=$(median "${RATE[beamlab-$name]}"); pr=$(median "${RATE[perftest-$name]}")
     bc=$(median "${CPU[beamlab-$name]}"); pc=$(median "${CPU[perftest-$name]}")
     printf "%-8s  %13s  %14s  %16s  %14s  %15s  %13s\n" "$name" "$br" "$pr" \

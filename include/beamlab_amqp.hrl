@@ -121,4 +121,12 @@
 -record('confirm.select', {nowait = false :: boolean()}).
 -record('confirm.select_ok', {}).
 
+%% tx (class 90)
+-record('tx.select', {}).
+-record('tx.select_ok', {}).
+-record('tx.commit', {}).
+-record('tx.commit_ok', {}).
+-record('tx.rollback', {}).
+-record('tx.rollback_ok', {}).
+
 -endif.

@@ -9,7 +9,10 @@
 %% Set to 1 when the run stops publishing: closed-loop channels check it
 %% before each publish so that the count of sent messages ends at once.
 -define(C_STOPPING, 6).
--define(C_SIZE, 6).
+%% Deliveries a consumer nacked with requeue (--nack): received, but back
+%% in the queue.
+-define(C_REQUEUED, 7).
+-define(C_SIZE, 7).
 
 %% How long a worker waits for the broker's channel.close-ok when it stops,
 %% and the agent for its connections to close: a frozen broker must not
@@ -22,3 +25,7 @@
 
 %% Clock used for every timestamp written into or compared with a body.
 -define(NOW_US(), erlang:system_time(microsecond)).
+
+%% The header that carries the stamp when the body cannot (--body files,
+%% --json-body), as PerfTest names it.
+-define(STAMP_HEADER, <<"timestamp">>).

@@ -4,7 +4,7 @@
 # AMQP on 127.0.0.1 (or BEAMLAB_RABBIT_ADDR), Erlang distribution on 127.0.0.1, all state under
 # _build/rabbitmq/<port>. Works as root (CI) and as a normal user.
 #
-#   scripts/rabbitmq.sh start|stop|status|restart|uri
+#   scripts/rabbitmq.sh start|stop|status|restart|uri|ctl ARGS...
 #
 # BEAMLAB_RABBIT_PORT (default 5673) picks the AMQP port; the node name,
 # distribution port and state directory derive from it, so several brokers
@@ -24,6 +24,11 @@
 # the interpreter: `-emu_flavor', which erl reads); `start' prints the flavour
 # the running broker reports.
 # RABBITMQ_SBIN=DIR names another broker's bin directory outright.
+# BEAMLAB_RABBIT_TLS_PORT adds a TLS listener on that port, with the
+# certificates in BEAMLAB_RABBIT_TLS_DIR (ca.pem, server.pem, server.key:
+# PEM, the key unencrypted); clients' certificates are verified when
+# given (not required), and SASL EXTERNAL logs in the user named by a
+# client certificate's common name (plugin rabbitmq_auth_mechanism_ssl).
 set -euo pipefail
 
 PORT=${BEAMLAB_RABBIT_PORT:-5673}
@@ -66,6 +71,17 @@ DIR=${BEAMLAB_RABBIT_DIR:-$DEFAULT_DIR}
 NODE="beamlab-rabbit-$PORT@localhost"
 DIST_PORT=$((PORT + 20000))
 PIDFILE="$DIR/rabbit.pid"
+TLS_PORT=${BEAMLAB_RABBIT_TLS_PORT:-}
+TLS_DIR=${BEAMLAB_RABBIT_TLS_DIR:-}
+if [ -n "$TLS_PORT" ]; then
+    for f in ca.pem server.pem server.key; do
+        if [ ! -r "$TLS_DIR/$f" ]; then
+            echo "rabbitmq.sh: BEAMLAB_RABBIT_TLS_PORT needs $f in BEAMLAB_RABBIT_TLS_DIR ('$TLS_DIR')" >&2
+            exit 2
+        fi
+    done
+    TLS_DIR=$(cd "$TLS_DIR" && pwd)
+fi
 
 # Everything RabbitMQ and its CLI read comes from here, not from /etc or $HOME.
 export HOME="$DIR"
@@ -113,6 +129,21 @@ log.console = false
 log.file.level = warning
 disk_free_limit.absolute = 50MB
 CONF
+    if [ -n "$TLS_PORT" ]; then
+        echo "[rabbitmq_auth_mechanism_ssl]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
+        cat >> "$RABBITMQ_CONFIG_FILE" <<CONF
+listeners.ssl.1 = $ADDR:$TLS_PORT
+ssl_options.cacertfile = $TLS_DIR/ca.pem
+ssl_options.certfile = $TLS_DIR/server.pem
+ssl_options.keyfile = $TLS_DIR/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
+ssl_cert_login_from = common_name
+auth_mechanisms.1 = PLAIN
+auth_mechanisms.2 = AMQPLAIN
+auth_mechanisms.3 = EXTERNAL
+CONF
+    fi
     # The Erlang cookie is private to this broker; the CLI finds it via HOME.
     if [ ! -f "$DIR/.erlang.cookie" ]; then
         head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/.erlang.cookie"
@@ -151,7 +182,7 @@ start() {
         sleep 0.5
     done
     ctl -q await_startup --timeout 60 >/dev/null
-    echo "rabbitmq: running as $NODE on amqp://guest:guest@$ADDR:$PORT/ (state in $DIR)"
+    echo "rabbitmq: running as $NODE on amqp://guest:guest@$ADDR:$PORT/${TLS_PORT:+ and amqps://$ADDR:$TLS_PORT/} (state in $DIR)"
     if [ -n "$OTP$FLAVOR" ]; then
         # What the broker itself reports, not what was asked.
         echo "rabbitmq: OTP $(ctl -q eval 'erlang:system_info(otp_release).' | tr -d '"'), $(ctl -q eval 'erlang:system_info(emu_flavor).') flavour"
@@ -201,5 +232,6 @@ case "${1:-}" in
     restart) stop; start ;;
     status) status ;;
     uri) echo "amqp://guest:guest@$ADDR:$PORT/" ;;
-    *) echo "usage: $0 start|stop|restart|status|uri   (BEAMLAB_RABBIT_PORT=$PORT)" >&2; exit 2 ;;
+    ctl) shift; ctl "$@" ;;
+    *) echo "usage: $0 start|stop|restart|status|uri|ctl ARGS...   (BEAMLAB_RABBIT_PORT=$PORT)" >&2; exit 2 ;;
 esac

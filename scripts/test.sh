@@ -2,9 +2,23 @@
 # The full test suite: unit tests and properties (EUnit), CLI and integration
 # suites (Common Test, through the built ./beamlab, with a private RabbitMQ
 # and headless Chromium), then dialyzer and xref. Exits non-zero on any failure.
+#
+#   scripts/test.sh           everything (what CI runs, .ci/run)
+#   scripts/test.sh --quick   the edit-test loop: EUnit and properties, xref,
+#                             dialyzer and the smoke group of Common Test (a
+#                             handful of command lines through ./beamlab);
+#                             no dependency installation (run the full tier,
+#                             or scripts/install-deps.sh --test, once first)
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --test
+
+case "${1:-}" in
+    "") quick=false ;;
+    --quick) quick=true ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+
+$quick || ./scripts/install-deps.sh --test
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -20,8 +34,13 @@ make escript
 step "unit tests and properties (EUnit)"
 rebar3 eunit
 
-step "CLI and integration suites (Common Test)"
-rebar3 ct
+if $quick; then
+    step "smoke group (Common Test)"
+    rebar3 ct --suite=test/smoke_SUITE --group=smoke
+else
+    step "CLI and integration suites (Common Test)"
+    rebar3 ct
+fi
 
 step "xref"
 rebar3 xref
@@ -29,4 +48,8 @@ rebar3 xref
 step "dialyzer"
 rebar3 dialyzer
 
-printf '\nall checks passed\n'
+if $quick; then
+    printf '\nquick checks passed (the full run: scripts/test.sh)\n'
+else
+    printf '\nall checks passed\n'
+fi

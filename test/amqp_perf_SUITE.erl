@@ -36,13 +36,6 @@ end_per_suite(_Config) ->
 rabbit(Cmd) ->
     beamlab_test_util:rabbitmq(Cmd, ?PORT).
 
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 180000 -> error(rabbitmq_script_timeout)
-    end.
-
 %% Runs the generator in this process; its lines are logged. `on_line'
 %% (a fun) also sees every line as it is printed.
 run(Cfg0) ->
@@ -344,16 +337,9 @@ broker_stops_mid_run(_) ->
     ?assertMatch({match, _}, re:run(Out, "sending rate avg: [0-9.]+ msg/s")),
     ?assertMatch({match, _}, re:run(Out, "time [0-9.]+ s, sent: [1-9]")).
 
-%% The broker's rabbitmqctl for the suite's node (same environment as
-%% scripts/rabbitmq.sh gives it).
+%% The broker's rabbitmqctl for the suite's node (scripts/rabbitmq.sh ctl).
 ctl(Args) ->
-    Dir = filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT]),
-    Port = open_port({spawn_executable, "/usr/lib/rabbitmq/bin/rabbitmqctl"},
-                     [{args, ["-n", "beamlab-rabbit-" ?PORT "@localhost" | Args]},
-                      {env, [{"HOME", Dir}, {"ERL_EPMD_ADDRESS", "127.0.0.1"},
-                             {"RABBITMQ_CTL_ERL_ARGS", "-kernel inet_dist_use_interface {127,0,0,1}"}]},
-                      exit_status, stderr_to_stdout, binary]),
-    collect(Port, []).
+    beamlab_test_util:rabbitmqctl(?PORT, Args).
 
 %% An `on_line' hook: once a PerfTest line shows messages sent, the broker
 %% closes every connection (once; from another process, so the run goes on).

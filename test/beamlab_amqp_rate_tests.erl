@@ -70,3 +70,53 @@ allowed_matches_due_test() ->
          ?assertEqual(K + 1, beamlab_amqp_rate:allowed(L, D)),
          ?assertEqual(K, beamlab_amqp_rate:allowed(L, D - 1))
      end || K <- lists:seq(1, 50)].
+
+%% --variable-rate 2:1 --variable-rate 0:1 --variable-rate 4:1: two
+%% messages in the first second, none in the second, four in the third,
+%% then again from the start of the cycle.
+variable_due_times_test() ->
+    L = beamlab_amqp_rate:new_variable([{2, 1}, {0, 1}, {4, 1}], 0),
+    ?assertEqual([0, 500000, 2000000, 2250000, 2500000, 2750000, 3000000, 3500000, 5000000],
+                 [beamlab_amqp_rate:due(L, K) || K <- lists:seq(0, 8)]),
+    ?assertEqual(0, beamlab_amqp_rate:allowed(L, -1)),
+    ?assertEqual(1, beamlab_amqp_rate:allowed(L, 0)),
+    ?assertEqual(2, beamlab_amqp_rate:allowed(L, 1999999)),
+    ?assertEqual(3, beamlab_amqp_rate:allowed(L, 2000000)),
+    ?assertEqual(6, beamlab_amqp_rate:allowed(L, 2999999)),
+    ?assertEqual(7, beamlab_amqp_rate:allowed(L, 3000000)).
+
+%% A late producer catches up on the intended times, as with a fixed rate.
+variable_catch_up_test() ->
+    L0 = beamlab_amqp_rate:new_variable([{10, 1}, {100, 1}], 1000),
+    {go, 1000, L1} = beamlab_amqp_rate:next(L0, 1000),
+    {go, 101000, L2} = beamlab_amqp_rate:next(L1, 1500000),
+    ?assertEqual(beamlab_amqp_rate:due(L2, 2), 201000),
+    ?assertEqual(2, beamlab_amqp_rate:sent(L2)).
+
+%% Only zero rates: never due.
+variable_zero_test() ->
+    L = beamlab_amqp_rate:new_variable([{0, 5}], 0),
+    {wait, W} = beamlab_amqp_rate:next(L, 0),
+    ?assert(W > 3600000000),
+    ?assertEqual(0, beamlab_amqp_rate:allowed(L, 100000000)).
+
+%% --variable-size and --variable-latency: values that change in steps, cycled.
+cycle_test() ->
+    C = beamlab_amqp_cycle:new([{100, 2}, {5000, 1}], 1000),
+    ?assertEqual([100, 100, 5000, 100, 100],
+                 [beamlab_amqp_cycle:value(C, 1000 + S * 1000000) || S <- [0, 1, 2, 3, 4]]),
+    ?assertEqual(5000, beamlab_amqp_cycle:value(C, 1000 + 2999999)),
+    ?assertEqual(100, beamlab_amqp_cycle:value(C, 0)),
+    ?assertEqual([100, 5000], beamlab_amqp_cycle:values(C)),
+    ?assertEqual(7, beamlab_amqp_cycle:value(beamlab_amqp_cycle:fixed(7), 123)).
+
+%% The timer's resolution is not latency: a producer woken by its own
+%% timer stamps the send time when it is at most 2 ms late, and takes 2 ms
+%% off a longer delay; one catching up keeps the intended time.
+stamp_test() ->
+    ?assertEqual(1500, beamlab_amqp_rate:stamp(1000, 1500, true)),
+    ?assertEqual(3000, beamlab_amqp_rate:stamp(1000, 3000, true)),
+    ?assertEqual(3000, beamlab_amqp_rate:stamp(1000, 50000, true)),
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 1000, true)),
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 1800, false)),
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 50000, false)).

@@ -107,3 +107,60 @@ accounting_after_reconnects_test() ->
 test_id_test() ->
     Id = beamlab_amqp_report:test_id(erlang:system_time(millisecond)),
     ?assertMatch({match, _}, re:run(Id, "^test-[0-9]{6}-[0-9]{3}$")).
+
+%% --use-millis: latency in milliseconds, PerfTest's "ms".
+interval_line_millis_test() ->
+    Line = beamlab_amqp_report:interval_line(<<"t">>, 1000000, rates(), all_on(), ms),
+    ?assertMatch({match, _}, re:run(Line, <<"consumer latency: 0/5/7/11/14 ms, confirm latency: "
+                                            "0/3/5/9/11 ms$">>)).
+
+%% --metrics-format compact: PerfTest's aligned columns.
+compact_test() ->
+    ?assertEqual(<<"time               sent     returned    confirmed       nacked     received"
+                   "       consumer latency        confirm latency">>,
+                 beamlab_amqp_report:compact_header(all_on())),
+    Line = beamlab_amqp_report:compact_line(1000400, rates(), all_on(), us),
+    ?assertEqual(<<"1.000s      13548 msg/s      0 msg/s  13449 msg/s   0.50 msg/s    7.3 msg/s"
+                   " 404/5648/7770/11609/14864 µs 241/3707/5544/9435/11787 µs"/utf8>>, Line),
+    Short = beamlab_amqp_report:compact_line(2000000, rates(), all_on(), ms),
+    %% Short latencies are right-aligned in their 23 columns.
+    ?assertMatch({match, _}, re:run(Short, <<" {9}0/5/7/11/14 ms {10}0/3/5/9/11 ms$">>)).
+
+%% --output-file: PerfTest's 17 CSV columns, empty cells for what is off.
+csv_test() ->
+    Header = beamlab_amqp_report:csv_header(us),
+    ?assertEqual(17, length(binary:split(Header, <<",">>, [global]))),
+    ?assertMatch(<<"id,time (s),published (msg/s),returned (msg/s),", _/binary>>, Header),
+    Row = beamlab_amqp_report:csv_line(<<"t">>, 1000400, rates(), all_on(), us),
+    ?assertEqual(<<"t,1.000,13548,0,13449,0.50,7.3,404,5648,7770,11609,14864,241,3707,5544,9435,11787">>,
+                 Row),
+    En = #{published => true, received => true, returned => false, confirmed => false},
+    Min = beamlab_amqp_report:csv_line(<<"t">>, 1000400, rates(), En, ms),
+    ?assertEqual(<<"t,1.000,13548,,,,7.3,0,5,7,11,14,,,,,">>, Min),
+    ?assertEqual(17, length(binary:split(Min, <<",">>, [global]))).
+
+%% --nack with requeue: deliveries that went back to the queue are not
+%% received ones.
+requeued_accounting_test() ->
+    A = beamlab_amqp_report:accounting(#{sent => 100, received => 350, requeued => 300,
+                                         returned => 0, nacked => 0}, 50),
+    ?assertMatch(#{balanced := true, unaccounted := 0, requeued := 300}, A),
+    ?assertEqual(<<"id: t, accounting: sent 100 = received 350 - requeued 300 + returned 0 + "
+                   "nacked 0 + queued 50 (balanced)">>, beamlab_amqp_report:accounting_line(<<"t">>, A)).
+
+%% Streams keep what is read: every consumer of a stream reads all of it.
+stream_accounting_test() ->
+    C = #{sent => 1000, received => 1990, returned => 0, nacked => 10},
+    A = beamlab_amqp_report:accounting(C, undefined, #{stream => 2}),
+    ?assertMatch(#{kind := stream, stored := 990, unread := -10, balanced := false}, A),
+    Ok = beamlab_amqp_report:accounting(C#{received => 1980}, undefined, #{stream => 2}),
+    ?assertEqual(<<"id: t, accounting (streams keep what is read): sent 1000 = stored 990 + "
+                   "returned 0 + nacked 10; read 1980 = 2 consumers per stream x 990 stored "
+                   "(balanced)">>, beamlab_amqp_report:accounting_line(<<"t">>, Ok)),
+    Short = beamlab_amqp_report:accounting(C#{received => 900, nacked => 0}, undefined, #{stream => 1}),
+    ?assertMatch({match, _}, re:run(beamlab_amqp_report:accounting_line(<<"t">>, Short),
+                                    "read 900 of 1000 = 1 consumer per stream x 1000 stored: "
+                                    "100 unread \\(NOT balanced\\)$")),
+    Uneven = beamlab_amqp_report:accounting(C, undefined, #{stream => undefined}),
+    ?assertMatch({match, _}, re:run(beamlab_amqp_report:accounting_line(<<"t">>, Uneven),
+                                    "different numbers of consumers")).

@@ -37,8 +37,18 @@ format_error_test_() ->
           "broker closed the connection: 320 CONNECTION_FORCED - bye"},
          {{heartbeat_timeout, <<"missed heartbeats from h:1 (no data for 2 s)">>},
           "missed heartbeats from h:1 (no data for 2 s)"},
-         {{no_plain_auth, <<"AMQPLAIN">>},
+         {{no_auth_mechanism, <<"PLAIN">>, <<"AMQPLAIN">>},
           "the broker does not offer PLAIN authentication (offers: AMQPLAIN)"},
+         {{tls, <<"h:5671">>, {alert, unknown_ca, <<"unknown_ca">>}},
+          "TLS connection to h:5671 failed: the broker's certificate is not signed by a trusted CA (give its CA with --tls-ca-file) "
+          "(unknown_ca)"},
+         {{tls, <<"h:5671">>, {alert, handshake_failure, <<"hostname_check_failed">>}},
+          "TLS connection to h:5671 failed: the broker's certificate does not name this host (give "
+          "the name it has with --server-name-indication, or connect by that name) "
+          "(hostname_check_failed)"},
+         {{external_refused, <<"ACCESS_REFUSED">>},
+          "the broker refused the user named by the client certificate (SASL EXTERNAL: does that "
+          "user exist, with access to the vhost?) (ACCESS_REFUSED)"},
          {{channel_max, 3}, "no free channel (channel_max is 3)"},
          {{protocol, <<"the server does not speak AMQP">>},
           "AMQP protocol error: the server does not speak AMQP"},

@@ -41,7 +41,12 @@ malformed_test_() ->
     [?_assertEqual("malformed AMQP URI localhost: expected amqp://[user[:password]@]host[:port][/vhost]",
                    err("localhost")),
      ?_assertEqual("http://h: scheme must be amqp://, not http://", err("http://h")),
-     ?_assertEqual("amqps://h: amqps:// (TLS) is not supported, use amqp://", err("amqps://h")),
+     ?_assertEqual("amqp://h?cacertfile=ca.pem: cacertfile is a TLS parameter: use an amqps:// URI",
+                   err("amqp://h?cacertfile=ca.pem")),
+     ?_assertEqual("amqps://h?verify=maybe: bad value \"maybe\" for verify (expected verify_peer or verify_none)",
+                   err("amqps://h?verify=maybe")),
+     ?_assertEqual("amqp://h?auth_mechanism=kerberos: bad value \"kerberos\" for auth_mechanism "
+                   "(expected plain or external)", err("amqp://h?auth_mechanism=kerberos")),
      ?_assertEqual("amqp://h:0: port must be 1..65535, got 0", err("amqp://h:0")),
      ?_assertEqual("amqp://h:70000: port must be 1..65535, got 70000", err("amqp://h:70000")),
      ?_assertEqual("malformed AMQP URI amqp://h:port: not a valid URI", err("amqp://h:port")),
@@ -55,8 +60,20 @@ malformed_test_() ->
      ?_assertEqual("amqp://h?heartbeat: bad value \"\" for heartbeat (expected an integer)",
                    err("amqp://h?heartbeat")),
      ?_assertEqual("amqp://h?prefetch=1: unknown parameter \"prefetch\" (known: heartbeat, "
-                   "frame_max, channel_max, connection_timeout)", err("amqp://h?prefetch=1")),
+                   "frame_max, channel_max, connection_timeout, auth_mechanism; with amqps: "
+                   "cacertfile, certfile, keyfile, verify, server_name_indication)",
+                   err("amqp://h?prefetch=1")),
      ?_assertEqual("malformed AMQP URI amqp://h#x: fragments (#...) are not allowed", err("amqp://h#x"))].
+
+%% amqps://: TLS on port 5671 by default, RabbitMQ's TLS query parameters.
+tls_test() ->
+    ?assertMatch(#{tls := false, port := 5672, auth_mechanism := plain}, ok("amqp://h")),
+    ?assertMatch(#{tls := #{}, port := 5671}, ok("amqps://h")),
+    ?assertMatch(#{tls := #{cacertfile := "/ca.pem", verify := verify_none,
+                            server_name_indication := "broker.example"},
+                   port := 6000, auth_mechanism := external},
+                 ok("amqps://h:6000?cacertfile=/ca.pem&verify=verify_none"
+                    "&server_name_indication=broker.example&auth_mechanism=external")).
 
 password_never_printed_test() ->
     Msg = err("amqp://bob:hunter2@h:0/"),

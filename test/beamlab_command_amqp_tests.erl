@@ -8,11 +8,18 @@ config(Argv) ->
     #{run := {amqp, #{config := C, nodes := N}}} = beamlab_command_amqp:experiment(P#{argv => Argv}),
     C#{nodes => N}.
 
+%% A mistake caught by the option parser (a value out of its bounds) or by
+%% the command: its one line.
 usage_error(Argv) ->
-    try config(Argv) of
-        Cfg -> {no_error, Cfg}
-    catch
-        throw:{beamlab_cli_error, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
+    case beamlab_cli_args:parse(Argv, beamlab_command_amqp:options()) of
+        {error, Msg} ->
+            lists:flatten(io_lib:format("~ts", [Msg]));
+        {ok, _} ->
+            try config(Argv) of
+                Cfg -> {no_error, Cfg}
+            catch
+                throw:{beamlab_cli_error, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
+            end
     end.
 
 defaults_test() ->
@@ -74,22 +81,243 @@ closed_loop_and_nodes_test() ->
 usage_errors_test() ->
     ?assertMatch("malformed AMQP URI" ++ _, usage_error(["-h", "amqp://h:notaport/"])),
     ?assertMatch("-A (multi-ack) and -a" ++ _, usage_error(["-A", "5", "-a"])),
-    ?assertMatch("give either -u or --queue-pattern" ++ _,
+    ?assertMatch("give one of -u, --queue-file or --queue-pattern" ++ _,
                  usage_error(["-u", "q", "--queue-pattern", "p-%d", "--queue-pattern-from", "1",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("--queue-pattern needs" ++ _, usage_error(["--queue-pattern", "p-%d"])),
-    ?assertMatch("--queue-pattern 'p' has no %d" ++ _,
+    ?assertMatch("--queue-pattern 'p' has no conversion" ++ _,
                  usage_error(["--queue-pattern", "p", "--queue-pattern-from", "1",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("--queue-pattern-from 3 is above" ++ _,
                  usage_error(["--queue-pattern", "p-%d", "--queue-pattern-from", "3",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("-p needs the queue(s)" ++ _, usage_error(["-p"])),
+    ?assertMatch("--queue-pattern 'q-%f' has an unsupported conversion '%f'" ++ _,
+                 usage_error(["--queue-pattern", "q-%f", "--queue-pattern-from", "1",
+                              "--queue-pattern-to", "2"])),
     ?assertMatch("--nodes: 'nohost' is not a node name" ++ _, usage_error(["--nodes", "nohost"])).
 
 bad_values_are_parse_errors_test() ->
     Opts = beamlab_command_amqp:options(),
     ?assertMatch({error, _}, beamlab_cli_args:parse(["-f", "urgent"], Opts)),
     ?assertMatch({error, _}, beamlab_cli_args:parse(["-x", "-1"], Opts)),
-    ?assertMatch({error, _}, beamlab_cli_args:parse(["-r", "0"], Opts)),
+    ?assertMatch("invalid value 'fast' for -r" ++ _, usage_error(["-r", "fast"])),
     ?assertMatch({error, _}, beamlab_cli_args:parse(["-t", "nonsense"], Opts)).
+
+%% The options PerfTest 2.22.1 lists in its --help (java -cp ...
+%% com.rabbitmq.perf.PerfTest --help; bench/perftest-fetch.sh fetches it).
+perftest_help() ->
+    [{"?", "help"}, {"a", "autoack"}, {"A", "multi-ack-every"}, {"ad", "auto-delete"},
+     {"b", "heartbeat"}, {"B", "body"}, {"bc", "body-count"}, {"bfc", "body-field-count"},
+     {"c", "confirm"}, {"C", "pmessages"}, {"ca", "consumer-args"},
+     {"cri", "connection-recovery-interval"}, {"csd", "consumer-start-delay"},
+     {"ct", "confirm-timeout"}, {"ctp", "consumers-thread-pools"}, {"d", "id"}, {"D", "cmessages"},
+     {"dcr", "disable-connection-recovery"}, {"e", "exchange"}, {"E", "exclusive"},
+     {"ei", "expected-instances"}, {"em", "exposed-metrics"}, {"env", "environment-variables"},
+     {"ew", "exit-when"}, {"f", "flag"}, {"h", "uri"}, {"H", "uris"},
+     {"hst", "heartbeat-sender-threads"}, {"i", "interval"}, {"isn", "instance-sync-namespace"},
+     {"ist", "instance-sync-timeout"}, {"jb", "json-body"}, {"k", "routing-key"},
+     {"K", "random-routing-key"}, {"L", "consumer-latency"}, {"ll", "leader-locator"},
+     {"m", "ptxsize"}, {"M", "framemax"}, {"ma", "max-age"}, {"mf", "metrics-format"},
+     {"mh", "metrics-help"}, {"mlb", "max-length-bytes"}, {"mp", "message-properties"},
+     {"ms", "use-millis"}, {"n", "ctxsize"}, {"na", "nack"}, {"niot", "nio-threads"},
+     {"niotp", "nio-thread-pool"}, {"o", "output-file"}, {"o2gr", "oauth2-grant-type"},
+     {"o2id", "oauth2-client-id"}, {"o2p", "oauth2-parameters"}, {"o2sec", "oauth2-client-secret"},
+     {"o2uri", "oauth2-token-endpoint"}, {"p", "predeclared"}, {"P", "publishing-interval"},
+     {"pi", "polling-interval"}, {"po", "polling"}, {"prsd", "producer-random-start-delay"},
+     {"pst", "producer-scheduler-threads"}, {"q", "qos"}, {"Q", "global-qos"}, {"qa", "queue-args"},
+     {"qf", "queue-file"}, {"qp", "queue-pattern"}, {"qpf", "queue-pattern-from"},
+     {"qpt", "queue-pattern-to"}, {"qq", "quorum-queue"}, {"r", "rate"}, {"R", "consumer-rate"},
+     {"re", "requeue"}, {"rkcs", "routing-key-cache-size"}, {"S", "slow-start"}, {"s", "size"},
+     {"sb", "skip-binding-queues"}, {"sco", "stream-consumer-offset"}, {"se", "sasl-external"},
+     {"smssb", "stream-max-segment-size-bytes"}, {"sni", "server-name-indication"},
+     {"sq", "stream-queue"}, {"sst", "servers-startup-timeout"}, {"st", "shutdown-timeout"},
+     {"sul", "servers-up-limit"}, {"t", "type"}, {"T", "body-content-type"},
+     {"tnd", "tcp-no-delay"}, {"trbs", "tcp-receive-buffer-size"},
+     {"tsbs", "tcp-send-buffer-size"}, {"u", "queue"}, {"udsc", "use-default-ssl-context"},
+     {"v", "version"}, {none, "verbose"}, {none, "verbose-full"}, {"vl", "variable-latency"},
+     {"vr", "variable-rate"}, {"vs", "variable-size"}, {"x", "producers"},
+     {"X", "producer-channel-count"}, {"y", "consumers"}, {"Y", "consumer-channel-count"},
+     {"z", "time"}].
+
+%% The audit covers every option of PerfTest's --help, no more, no less.
+audit_is_complete_test() ->
+    Audit = beamlab_command_amqp:perftest_options(),
+    ?assertEqual(101, length(perftest_help())),
+    ?assertEqual(lists:sort(perftest_help()), lists:sort([{S, L} || {S, L, _} <- Audit])).
+
+%% A valid value for each option that takes one (and what it needs).
+sample(Long, Dir) ->
+    File = filename:join(Dir, "f.txt"),
+    ok = file:write_file(File, <<"q-one\nq-two\n">>),
+    Tls = ["-h", "amqps://h/%2F"],
+    case Long of
+        "multi-ack-every" -> ["5"]; "auto-delete" -> ["false"]; "heartbeat" -> ["10"];
+        "body" -> [File]; "body-count" -> ["10", "--json-body"];
+        "body-field-count" -> ["10", "--json-body"]; "confirm" -> ["10"]; "pmessages" -> ["10"];
+        "consumer-args" -> ["x-priority=10"]; "connection-recovery-interval" -> ["1-3"];
+        "consumer-start-delay" -> ["2"]; "confirm-timeout" -> ["5"];
+        "consumers-thread-pools" -> ["2"]; "id" -> ["my-test"]; "cmessages" -> ["10"];
+        "exchange" -> ["ex"]; "expected-instances" -> ["2"]; "exposed-metrics" -> ["a=1"];
+        "exit-when" -> ["idle"]; "flag" -> ["persistent"]; "uri" -> ["amqp://h/%2F"];
+        "uris" -> ["amqp://a/%2F,amqp://b/%2F"]; "heartbeat-sender-threads" -> ["2"];
+        "interval" -> ["2"]; "instance-sync-namespace" -> ["ns"]; "instance-sync-timeout" -> ["5"];
+        "routing-key" -> ["k"]; "consumer-latency" -> ["1000"]; "leader-locator" -> ["balanced"];
+        "ptxsize" -> ["10"]; "framemax" -> ["8192"]; "max-age" -> ["PT10M"];
+        "metrics-format" -> ["compact"]; "max-length-bytes" -> ["1gb"];
+        "message-properties" -> ["priority=5"]; "ctxsize" -> ["10"]; "nio-threads" -> ["2"];
+        "nio-thread-pool" -> ["4"]; "output-file" -> [filename:join(Dir, "out.csv")];
+        "oauth2-grant-type" -> ["x"]; "oauth2-client-id" -> ["x"]; "oauth2-parameters" -> ["a=1"];
+        "oauth2-client-secret" -> ["x"]; "oauth2-token-endpoint" -> ["http://x"];
+        "predeclared" -> ["-u", "q"]; "publishing-interval" -> ["5"]; "polling-interval" -> ["10"];
+        "producer-random-start-delay" -> ["3"]; "producer-scheduler-threads" -> ["2"];
+        "qos" -> ["100"]; "global-qos" -> ["100"]; "queue-args" -> ["x-max-length=10"];
+        "queue-file" -> [File];
+        "queue-pattern" -> ["q-%d", "--queue-pattern-from", "1", "--queue-pattern-to", "3"];
+        "queue-pattern-from" -> ["1", "--queue-pattern", "q-%d", "--queue-pattern-to", "3"];
+        "queue-pattern-to" -> ["3", "--queue-pattern", "q-%d", "--queue-pattern-from", "1"];
+        "rate" -> ["100"]; "consumer-rate" -> ["100"]; "requeue" -> ["false"];
+        "routing-key-cache-size" -> ["10"]; "size" -> ["1000"];
+        "stream-consumer-offset" -> ["first"];
+        "sasl-external" -> Tls ++ ["--tls-cert-file", File, "--tls-key-file", File];
+        "stream-max-segment-size-bytes" -> ["100mb"]; "server-name-indication" -> ["b"] ++ Tls;
+        "servers-startup-timeout" -> ["5"]; "shutdown-timeout" -> ["2"];
+        "servers-up-limit" -> ["1"]; "type" -> ["fanout"]; "body-content-type" -> ["text/plain"];
+        "tcp-no-delay" -> ["false"]; "tcp-receive-buffer-size" -> ["65536"];
+        "tcp-send-buffer-size" -> ["65536"]; "queue" -> ["q"];
+        "use-default-ssl-context" -> Tls; "variable-latency" -> ["100:5"];
+        "variable-rate" -> ["100:5"]; "variable-size" -> ["100:5"]; "producers" -> ["2"];
+        "producer-channel-count" -> ["2"]; "consumers" -> ["2"]; "consumer-channel-count" -> ["2"];
+        "time" -> ["5"];
+        _ -> []
+    end.
+
+%% Every PerfTest option: taken (same meaning, or as audited), refused
+%% with one line naming it, or accepted without effect, never unknown.
+every_perftest_option_test() ->
+    Dir = string:trim(os:cmd("mktemp -d")),
+    try
+        [begin
+             Flag = case Short of none -> "--" ++ Long; _ -> "-" ++ Short end,
+             Argv = [Flag | sample(Long, Dir)],
+             case {Long, Audit} of
+                 {"help", _} ->
+                     %% -? is a help flag, handled before the options.
+                     ?assert(lists:member("-?", beamlab_command_amqp:help_flags()));
+                 {L, _} when L =:= "version"; L =:= "verbose" ->
+                     %% The dispatcher's help, run/1's version, the common -v.
+                     ?assertMatch({ok, _}, beamlab_cli_args:parse(Argv, beamlab_command_amqp:options()));
+                 {_, {refused, _}} ->
+                     Msg = usage_error(Argv),
+                     ?assertEqual({Flag, "--" ++ Long ++ " is not supported"},
+                                  {Flag, lists:sublist(Msg, length(Long) + 19)});
+                 _ ->
+                     ?assertMatch({Flag, #{}}, {Flag, config(Argv)})
+             end
+         end || {Short, Long, Audit} <- beamlab_command_amqp:perftest_options()]
+    after
+        os:cmd("rm -rf " ++ Dir)
+    end.
+
+new_options_test() ->
+    ?assertMatch(#{variable_rate := [{100, 60}, {1000, 10}], rate := infinity},
+                 config(["-vr", "100:60", "--variable-rate", "1000:10"])),
+    ?assertMatch(#{publishing_interval := 5.0, producer_start_delay := 30},
+                 config(["-P", "5", "-prsd", "30"])),
+    ?assertMatch(#{queue_args := [{<<"x-queue-type">>, <<"quorum">>}, {<<"x-max-length">>, 10}]},
+                 config(["-qa", "x-queue-type=quorum", "-qa", "x-max-length=10"])),
+    ?assertMatch(#{stream := true, persistent := true, prefetch := 200, max_age := 600,
+                   max_length_bytes := 1000000000, stream_segment_bytes := 100000000,
+                   leader_locator := <<"balanced">>, stream_offset := <<"first">>},
+                 config(["-sq", "-ma", "PT10M", "-mlb", "1gb", "-smssb", "100mb", "-ll", "balanced",
+                         "-sco", "first"])),
+    ?assertMatch(#{quorum := true, persistent := true}, config(["-qq"])),
+    ?assertMatch(#{nack := true, requeue := false}, config(["-na", "-re", "false"])),
+    ?assertMatch(#{exchange := <<"fanout">>, exchange_type := <<"fanout">>}, config(["-t", "fanout"])),
+    ?assertMatch(#{exchange := <<>>}, config(["-e", "amq.default"])),
+    ?assertMatch(#{queues := [<<"a">>, <<"b">>], queue := undefined}, config(["-u", "a,b"])),
+    ?assertMatch(#{uris := [<<"amqp://a/%2F">>, <<"amqp://b/%2F">>]},
+                 config(["-H", "amqp://a/%2F, amqp://b/%2F"])),
+    ?assertMatch(#{tls := #{verify := verify_none}}, config(["-h", "amqps://h", "--tls-insecure"])),
+    ?assertMatch(#{tls := #{verify := verify_peer, server_name_indication := "b.example"}},
+                 config(["-h", "amqps://h", "-sni", "b.example,c.example"])),
+    ?assertMatch(#{use_millis := true, metrics_format := compact},
+                 config(["-ms", "-mf", "compact"])),
+    ?assertMatch(#{heartbeat := 0, frame_max := 0, tcp := #{nodelay := false, sndbuf := 65536}},
+                 config(["-b", "0", "-M", "0", "-tnd", "false", "-tsbs", "65536"])),
+    ?assertMatch(#{body := {json, 1000, 100}}, config(["-jb"])),
+    ?assertMatch(#{exit_when := idle}, config(["-ew", "idle"])),
+    ?assertMatch(#{interval := 2.5, duration := 1000.0}, config(["-i", "2.5", "-z", "1e3"])),
+    ?assertMatch(#{message_properties := #{priority := 5, headers := [{<<"h">>, longstr, <<"v">>}]}},
+                 config(["-mp", "priority=5,h=v"])).
+
+%% Values bounded at parse time, each error naming the limit (#27).
+bounds_test() ->
+    ?assertMatch("invalid value '1.0e12' for -i: at most 86400 (one day)", usage_error(["-i", "1e12"])),
+    ?assertMatch("invalid value '1099511627776' for -s: at most 536870912" ++ _,
+                 usage_error(["-s", "1099511627776"])),
+    ?assertMatch("invalid value '70000' for -q: at most 65535 (AMQP's prefetch count is 16 bits)",
+                 usage_error(["-q", "70000"])),
+    ?assertMatch("invalid value '70000' for -Q: at most 65535" ++ _, usage_error(["-Q", "70000"])),
+    ?assertMatch("invalid value '5000' for -X: at most 2047" ++ _, usage_error(["-X", "5000"])),
+    ?assertMatch("invalid value '100' for -M: 0 (the broker's) or at least 4096" ++ _,
+                 usage_error(["-M", "100"])),
+    ?assertMatch("invalid value '2.0e9' for -z: at most 31536000 (one year)",
+                 usage_error(["-z", "2e9"])),
+    ?assertMatch("invalid value '70000' for -b: at most 65535" ++ _, usage_error(["-b", "70000"])),
+    ?assertMatch("invalid value '1.0e10' for -r: at most 1000000000" ++ _,
+                 usage_error(["-r", "1e10"])),
+    ?assertMatch("invalid value '-1' for -R: expected a number >= 0", usage_error(["-R", "-1"])),
+    %% -s below 12 is taken (PerfTest sends 12 bytes), the help says so.
+    ?assertMatch(#{body_size := 11}, config(["-s", "11"])),
+    Help = lists:flatten(beamlab_cli_args:help(beamlab_command_amqp:options())),
+    ?assertNotEqual(nomatch, string:find(Help, "smaller sizes send 12 bytes")).
+
+%% The test id names queues: printable, bounded (#27: a newline gave a
+%% broker 404).
+id_test() ->
+    ?assertMatch("-d: the test id must be printable" ++ _, usage_error(["-d", "a\nb"])),
+    ?assertMatch("-d: the test id must be printable" ++ _, usage_error(["-d", [$a, 7]])),
+    ?assertMatch("-d: the test id is 201 bytes" ++ _, usage_error(["-d", lists:duplicate(201, $x)])),
+    ?assertMatch(#{id := <<"été-1"/utf8>>}, config(["-d", "été-1"])).
+
+option_conflicts_test() ->
+    ?assertMatch("use quorum queues or stream queues" ++ _, usage_error(["-qq", "-sq"])),
+    ?assertMatch("--multi-ack-every 10 must be less than or equal to --qos 5" ++ _,
+                 usage_error(["-A", "10", "-q", "5"])),
+    ?assertMatch("--tls-ca-file needs an amqps:// URI", usage_error(["--tls-ca-file", "ca.pem"])),
+    ?assertMatch("--sasl-external logs in with the client certificate" ++ _,
+                 usage_error(["-h", "amqps://h", "-se"])),
+    ?assertMatch("--tls-cert-file and --tls-key-file go together",
+                 usage_error(["-h", "amqps://h", "--tls-cert-file", "c.pem"])),
+    ?assertMatch("give either --body files or --json-body, not both",
+                 usage_error(["-B", "/etc/hostname", "-jb"])),
+    ?assertMatch("--body /nonexistent/x: " ++ _, usage_error(["-B", "/nonexistent/x"])),
+    ?assertMatch("--queue-file /dev/null: not a regular file", usage_error(["-qf", "/dev/null"])),
+    ?assertMatch("unexpected argument 'mandatory'" ++ _, usage_error(["-f", "persistent", "mandatory"])),
+    ?assertMatch("--variable-rate: Invalid variable value definition: 10" ++ _,
+                 usage_error(["-vr", "10"])),
+    ?assertMatch("invalid value '0.05' for --publishing-interval: cannot be less than 0.1",
+                 usage_error(["-P", "0.05"])),
+    ?assertMatch("--stream-max-segment-size-bytes: the maximum segment size cannot be more than 3 GB",
+                 usage_error(["-smssb", "4gb"])).
+
+%% docs/amqp.md's audit table has a row for every PerfTest option, with
+%% the status the command gives it.
+audit_table_test() ->
+    {ok, Doc} = file:read_file(filename:join([beamlab_test_util:root(), "docs", "amqp.md"])),
+    Rows = [R || R <- binary:split(Doc, <<"\n">>, [global]), binary:match(R, <<"| `-">>) =/= nomatch],
+    [begin
+         Opt = case Short of
+                   none -> ["| `--", Long, "` | "];
+                   _ -> ["| `-", Short, "`, `--", Long, "` | "]
+               end,
+         Status = case Audit of
+                      same -> "same";
+                      {differently, _} -> "differently";
+                      {no_effect, _} -> "accepted, no effect";
+                      {refused, _} -> "refused"
+                  end,
+         Prefix = iolist_to_binary([Opt, Status]),
+         ?assertMatch({Long, [_]}, {Long, [R || R <- Rows, binary:longest_common_prefix([R, Prefix]) =:= byte_size(Prefix)]})
+     end || {Short, Long, Audit} <- beamlab_command_amqp:perftest_options()].

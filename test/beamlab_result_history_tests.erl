@@ -59,3 +59,19 @@ gap_test() ->
     {ok, #{trends := [#{points := Ps, changes := [#{from := 1, to := 3, verdict := no_difference}]}]}} =
         beamlab_result_history:history([{A, DocA}, {B, DocB}, {C, DocC}], #{}),
     ?assertEqual([1, 3], [I || #{run := I} <- Ps]).
+
+%% Iterations counted per sample of another duration are compared per
+%% second: twice the samples' length, twice the count, the same rate.
+per_second_test() ->
+    Run = fun(Label, Started, D, PerSample) ->
+                  rand:seed(exsss, {erlang:phash2(Label), 5, 6}),
+                  Samples = [PerSample * (1 + 0.01 * rand:normal()) || _ <- lists:seq(1, 20)],
+                  B = beamlab_result:benchmark(<<"b">>, Samples, #{unit => iterations, better => higher,
+                                                                  params => #{sample => #{duration_ms => D}}}),
+                  {Label, beamlab_result:add_benchmarks(beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
+          end,
+    {ok, #{trends := [#{unit := <<"iterations/s">>, points := [#{mean := M1}, #{mean := M2}],
+                        changes := [#{verdict := no_difference}]}]}} =
+        beamlab_result_history:history([Run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100, 1000),
+                                        Run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 200, 2000)], #{}),
+    ?assert(abs(M1 / 10000 - 1) < 0.02 andalso abs(M2 / 10000 - 1) < 0.02).

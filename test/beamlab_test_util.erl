@@ -4,7 +4,7 @@
 -module(beamlab_test_util).
 
 -export([chromium/0, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
-         start_rabbitmq/1, stop_rabbitmq/1]).
+         rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
          cli_group_finish/1, launcher_children/1]).
@@ -293,21 +293,39 @@ assert_one_line_error(#{err := Err, dir := Dir}) ->
 %% @doc Runs `scripts/rabbitmq.sh Action' (start, stop, status, ...) for the
 %% private broker on AMQP port `Port'; returns its exit status and output.
 -spec rabbitmq(string(), string() | integer()) -> {integer(), binary()}.
-rabbitmq(Action, Port) when is_integer(Port) ->
-    rabbitmq(Action, integer_to_list(Port));
 rabbitmq(Action, Port) ->
+    rabbitmq([Action], Port, []).
+
+%% @doc `scripts/rabbitmq.sh Args' for the broker on `Port' with more
+%% environment (`BEAMLAB_RABBIT_TLS_PORT', ...).
+-spec rabbitmq([string()], string() | integer(), [{string(), string()}]) -> {integer(), binary()}.
+rabbitmq(Args, Port, Env) when is_integer(Port) ->
+    rabbitmq(Args, integer_to_list(Port), Env);
+rabbitmq(Args, Port, Env) ->
     Script = filename:join([root(), "scripts", "rabbitmq.sh"]),
     P = open_port({spawn_executable, Script},
-                  [{args, [Action]}, {env, [{"BEAMLAB_RABBIT_PORT", Port}]},
+                  [{args, Args}, {env, [{"BEAMLAB_RABBIT_PORT", Port} | Env]},
                    exit_status, stderr_to_stdout, binary]),
     collect(P, [], 180000).
+
+%% @doc `rabbitmqctl Args' against the private broker on `Port'.
+-spec rabbitmqctl(string() | integer(), [string()]) -> {integer(), binary()}.
+rabbitmqctl(Port, Args) ->
+    rabbitmq(["ctl" | Args], Port, []).
 
 %% @doc Starts the private broker on `Port' for a suite (fails the suite
 %% when it does not start) and logs what the script said.
 -spec start_rabbitmq(string() | integer()) -> ok.
 start_rabbitmq(Port) ->
-    {0, Out} = rabbitmq("start", Port),
-    ct:log("~ts", [Out]),
+    start_rabbitmq(Port, []).
+
+%% @doc The same with more environment (a TLS listener, ...).
+-spec start_rabbitmq(string() | integer(), [{string(), string()}]) -> ok.
+start_rabbitmq(Port, Env) ->
+    case rabbitmq(["start"], Port, Env) of
+        {0, Out} -> ct:log("~ts", [Out]);
+        {Status, Out} -> ct:fail({rabbitmq_start, Status, Out})
+    end,
     ok.
 
 %% @doc Stops the private broker on `Port'.

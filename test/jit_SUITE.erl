@@ -15,11 +15,12 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([flavor_run_isolated/1, flavor_suite/1, flavor_matrix/1, flavor_missing/1,
-         broker_both_flavours/1, profiled_matrix_perftest/1, profile_flat_interpreter/1]).
+         broker_both_flavours/1, profiled_matrix_perftest/1, profile_flat_interpreter/1,
+         preset_jit_study/1]).
 
 all() ->
     [flavor_missing, flavor_run_isolated, flavor_suite, flavor_matrix, broker_both_flavours,
-     profiled_matrix_perftest, profile_flat_interpreter].
+     profiled_matrix_perftest, profile_flat_interpreter, preset_jit_study].
 
 init_per_suite(Config) ->
     Rabbit = filename:join(rabbit40_prefix(), "bin/rabbitmq-server"),
@@ -202,13 +203,28 @@ profiled_matrix_perftest(Config) ->
     ?assertEqual(maps:get(<<"name">>, Emu), maps:get(<<"label">>, EmuP)),
     %% The text: each profile with its mode and cost, and the top tables.
     ?assertNotEqual(nomatch, binary:match(Out, <<"mode graph: call stacks">>)),
-    ?assertNotEqual(nomatch, binary:match(Out, <<"profiled repetition: sending rate avg">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"load while profiled: sending rate avg">>)),
+    {match, _} = re:run(Out, <<"hottest Erlang functions \\(total, self\\):\\n  (gen_server|rabbit_|proc_lib|erts_beamasm)">>),
     Files = filelib:wildcard(filename:join(Folded, "*.folded")),
     ?assertEqual(2, length(Files)),
     {ok, EmuFolded} = file:read_file(hd([F || F <- Files, string:find(F, "flavor=emu") =/= nomatch])),
-    ?assertNotEqual(nomatch, binary:match(EmuFolded, <<"process_main">>)).
+    ?assertNotEqual(nomatch, binary:match(EmuFolded, <<"process_main">>)),
+    %% The report: a flame graph per flavour, the JIT's differential
+    %% against the interpreter's, drawn in headless Chromium.
+    Html = filename:join(Folded, "study.html"),
+    #{code := 0} = cli(Config, ["report", Save, "-o", Html]),
+    case beamlab_test_util:chromium() of
+        false -> ct:log("no chromium: the page is not drawn");
+        Chromium ->
+            Dom = os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+                         "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null"),
+            {match, Cards} = re:run(Dom, "class=\"card flamecard[^\"]*\"", [global]),
+            ?assertEqual(3, length(Cards)),
+            ?assertNotEqual(nomatch, string:find(Dom, "Differential: study: flavor=jit")),
+            ?assertNotEqual(nomatch, string:find(Dom, "process_main"))
+    end.
 
-profile(#{<<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}}) -> P.
+profile(#{<<"profile">> := P}) -> P.
 
 %% beamlab profile --pid of an interpreter VM in flat mode: its C code,
 %% process_main first, the mode and its cost said, the note instead of a
@@ -233,3 +249,35 @@ profile_flat_interpreter(Config) ->
     after
         os:cmd("kill -KILL " ++ integer_to_list(Pid))
     end.
+
+%% matrix --preset jit-study: both published scenarios under both
+%% flavours (2 interleaved repetitions, 1 s loads: behaviour, not speed),
+%% the published table's layout with this machine's figures, ratios with
+%% intervals and verdicts; the report draws the matrix.
+preset_jit_study(Config) ->
+    Dir = beamlab_test_util:tmp_dir("jit-preset"),
+    Save = filename:join(Dir, "study.json"),
+    R = cli(Config, ["matrix", "--preset", "jit-study", "--otp", ?config(otp, Config), "-n", "2",
+                     "--duration", "1", "--save", Save]),
+    ct:log("~ts~n~ts", [maps:get(out, R), maps:get(err, R)]),
+    ?assertEqual(0, maps:get(code, R)),
+    Out = maps:get(out, R),
+    [?assertNotEqual(nomatch, binary:match(Out, S))
+     || S <- [<<"The JIT against the interpreter">>, <<"interpreter published">>, <<"JIT here">>,
+              <<"JIT/interp. here (95% CI)">>, <<"24354 / 24352">>, <<"47626 / 47390">>,
+              <<"consumer latency p50 / p95 / p99">>, <<"broker CPU per message">>,
+              <<"single queue (amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 1)">>,
+              <<"100 queues (amqp -x 150 -y 300">>]],
+    %% each scenario's row: published ratio, ours with its interval, a verdict
+    [{match, _} = re:run(Out, <<Label/binary, " +[0-9]+ / [0-9]+ +[0-9]+ / [0-9]+ +[0-9]+ / [0-9]+ +[0-9]+ / [0-9]+ +",
+                                 Pub/binary, " +[0-9.]+ \\(-?[0-9.]+ \\.\\. [0-9.]+\\) +(faster|slower|no_difference)">>)
+     || {Label, Pub} <- [{<<"single queue">>, <<"1.50">>}, {<<"100 queues">>, <<"1.27">>}]],
+    {ok, Doc} = beamlab_result:load(Save),
+    #{kind := matrix, extra := #{<<"preset">> := #{<<"name">> := <<"jit-study">>, <<"scenarios">> := [_, _]},
+                                 <<"configs">> := Cs}} = Doc,
+    ?assertEqual(4, length(Cs)),
+    ?assert(lists:all(fun(#{<<"ok_runs">> := N}) -> N =:= 2 end, Cs)),
+    ?assertEqual([<<"emu">>, <<"jit">>, <<"emu">>, <<"jit">>], [F || #{<<"flavor_reported">> := F} <- Cs]),
+    Html = filename:join(Dir, "study.html"),
+    #{code := 0} = cli(Config, ["report", Save, "-o", Html]),
+    ?assert(filelib:is_regular(Html)).

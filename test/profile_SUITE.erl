@@ -3,7 +3,9 @@
 %% a known hot Erlang function and a known hot BIF in the top 3, folded
 %% stacks that parse back, --pid on a fresh VM (with and without perf
 %% support), --node, a target that exits mid-profile, one-line errors, and
-%% the report's flame graph in headless Chromium (renders, a click zooms).
+%% the report's flame graph in headless Chromium (renders, a click zooms),
+%% and its differential: a known hot function made colder is blue, with a
+%% negative change in the table.
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
@@ -12,13 +14,15 @@
          node_of_fresh_vm/1, target_exits_mid_profile/1, errors_are_one_line/1,
          flame_graph_renders_and_zooms/1, invm_profilers_list_the_runner/1,
          memory_per_iteration/1, dwarf_call_graph/1, suite_memory_per_repetition/1,
-         suite_memory_counts_spawned_processes/1, duration_stops_the_command/1]).
+         suite_memory_counts_spawned_processes/1, duration_stops_the_command/1,
+         differential_hot_to_cold/1]).
 
 all() ->
     [invm_profilers_list_the_runner, memory_per_iteration, suite_memory_per_repetition,
      suite_memory_counts_spawned_processes,
      errors_are_one_line, hot_function_and_bif_in_top3, duration_stops_the_command, pid_of_fresh_vm, pid_without_perf_support,
-     node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms].
+     node_of_fresh_vm, target_exits_mid_profile, dwarf_call_graph, flame_graph_renders_and_zooms,
+     differential_hot_to_cold].
 
 init_per_suite(Config) ->
     case os:find_executable("perf") of
@@ -254,6 +258,73 @@ flame_graph_renders_and_zooms(Config) ->
             %% A search highlights the matching frames and gives their share.
             ?assert(binary_to_integer(beamlab_test_util:dom_attr(CBody, <<"data-test-matches">>)) > 0),
             ?assertMatch(<<"matched ", _/binary>>, beamlab_test_util:dom_attr(CBody, <<"data-test-matched">>))
+    end.
+
+%% hotmod:work() spends 80% of its loop iterations in hot_loop/2, then,
+%% changed, 20%. Profiled before and after (no --label: the two profiles
+%% pair by their benchmark, hotmod:work().), the report's differential
+%% flame graph paints every hot_loop/2 frame blue (its share fell) and
+%% other_loop/2 red, and the table of changed functions says so with signs.
+differential_hot_to_cold(Config) ->
+    case beamlab_test_util:chromium() of
+        false ->
+            {skip, "chromium is not installed (Debian package 'chromium')"};
+        Chromium ->
+            Base = filename:join(?config(priv_dir, Config), "hotcold"),
+            Saved = [begin
+                         Dir = filename:join(Base, Name),
+                         ok = filelib:ensure_path(Dir),
+                         Src = filename:join(Dir, "hotmod.erl"),
+                         ok = file:write_file(Src, hotmod(Hot, Other)),
+                         {ok, hotmod} = compile:file(Src, [{outdir, Dir}]),
+                         F = filename:join(Base, Name ++ ".json"),
+                         #{code := 0} = beamlab_test_util:cli(["profile", "--save=" ++ F, "--",
+                                                               "run", "hotmod:work().", "-pa", Dir, "-s", "2"]),
+                         F
+                     end || {Name, Hot, Other} <- [{"before", 8000, 2000}, {"after", 2000, 8000}]],
+            Html = filename:join(Base, "diff.html"),
+            #{code := 0} = beamlab_test_util:cli(["report" | Saved] ++ ["-o", Html]),
+            Dom = dump_dom(Chromium, Base, Html),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-errors">>)),
+            {match, [Diff]} = re:run(Dom, <<"(<figure [^>]*data-kind=\"flame-diff\".*?</figure>)">>,
+                                     [dotall, {capture, all_but_first, binary}]),
+            Frames = fun(Fn) ->
+                             [{binary_to_float(C), F}
+                              || [F, C] <- re_all(Diff, <<"<rect [^>]*fill=\"([^\"]*)\" data-name=\"hotmod:", Fn/binary,
+                                                          "\" [^>]*data-change=\"([^\"]*)\"">>)]
+                     end,
+            Hot = Frames(<<"hot_loop/2">>),
+            Other = Frames(<<"other_loop/2">>),
+            ct:log("hot_loop frames ~p~nother_loop frames ~p", [Hot, Other]),
+            ?assertNotEqual([], Hot),
+            ?assertNotEqual([], Other),
+            %% Cooler: a negative change and blue (rgb(c,c,235), c < 235).
+            [?assert(C < 0 andalso blue(F)) || {C, F} <- Hot],
+            [?assert(C > 0 andalso not blue(F)) || {C, F} <- Other],
+            [[HotRow]] = re_all(Diff, <<"<tr class=\"(cooler)\" data-function=\"hotmod:hot_loop/2\" data-change=\"-[0-9.]+\"">>),
+            ?assertEqual(<<"cooler">>, HotRow),
+            ?assertMatch([_], re_all(Diff, <<"<tr class=\"hotter\" data-function=\"hotmod:other_loop/2\" data-change=\"[0-9.]+\"">>)),
+            %% The legend is in percentage points.
+            ?assertMatch({match, _}, re:run(Diff, <<"cooler \x{2212}[0-9.]+ pp"/utf8>>, [unicode]))
+    end.
+
+hotmod(Hot, Other) ->
+    iolist_to_binary(
+      ["-module(hotmod).\n-export([work/0]).\n",
+       io_lib:format("work() -> hot_loop(~b, 0), other_loop(~b, 0).~n", [Hot, Other]),
+       "hot_loop(0, A) -> A;\nhot_loop(N, A) -> hot_loop(N - 1, (A * 31 + N) band 16#ffff).\n",
+       "other_loop(0, A) -> A;\nother_loop(N, A) -> other_loop(N - 1, (A * 31 + N) band 16#ffff).\n"]).
+
+blue(Fill) ->
+    case re:run(Fill, <<"^rgb\\(([0-9]+),([0-9]+),235\\)$">>, [{capture, all_but_first, list}]) of
+        {match, [R, G]} -> list_to_integer(R) < 235 andalso R =:= G;
+        nomatch -> false
+    end.
+
+re_all(Bin, Re) ->
+    case re:run(Bin, Re, [global, dotall, unicode, {capture, all_but_first, binary}]) of
+        {match, M} -> M;
+        nomatch -> []
     end.
 
 %% The in-VM profilers run after the samples and list the runner's function.

@@ -186,22 +186,52 @@ interrupt_removes_worktree(Config) ->
     ?assertEqual([], filelib:wildcard("beamlab-check-*", ?config(tmp, Config))).
 
 %% `run --bench --save' files runs under .beamlab/history/ by date and
-%% commit, never over an earlier one.
+%% commit, never over an earlier one; three commits later (`work' twice
+%% as slow, then back), `beamlab report .beamlab/history/' draws each
+%% benchmark's trend in commit order with the changes marked, and
+%% `compare' prints them.
 history(Config) ->
     Sample = ?config(sample, Config),
-    Run = fun() -> beamlab_test_util:cli(["run", "--bench", "bench", "--no-build", "-d", "30", "-s", "2",
-                                          "--save"], cli_opts(Config))
+    Run = fun() -> beamlab_test_util:cli(["run", "--bench", "bench", "-d", "30", "-s", "8", "--save"],
+                                         cli_opts(Config))
           end,
     #{code := 0, err := E1} = Run(),
     #{code := 0, err := E2} = Run(),
     ct:log("~ts~ts", [E1, E2]),
-    Files = lists:sort(filelib:wildcard(filename:join([Sample, ".beamlab", "history", "*.json"]))),
+    History = filename:join([Sample, ".beamlab", "history"]),
+    Files = lists:sort(filelib:wildcard(filename:join(History, "*.json"))),
     ?assertEqual(2, length(Files)),
     Short = string:trim(os:cmd("git -C " ++ Sample ++ " rev-parse --short HEAD")),
     [?assertMatch({match, _}, re:run(filename:basename(F), "^[0-9]{8}-[0-9]{6}-" ++ Short ++ "(-2)?\\.json$"))
      || F <- Files],
     [#{params := #{<<"project">> := #{<<"short">> := S}}} | _] = [load(F) || F <- Files],
-    ?assertEqual(list_to_binary(Short), S).
+    ?assertEqual(list_to_binary(Short), S),
+    ok = file:delete(hd(Files)),
+    [begin
+         ok = write_sample(Sample, #{work => K, other => 103}),
+         commit(Sample, "work x" ++ integer_to_list(K)),
+         #{code := 0} = Run()
+     end || K <- [4, 2]],
+    Html = filename:join(?config(dir, Config), "trend.html"),
+    #{code := 0} = beamlab_test_util:cli(["report", History, "-o", Html], cli_opts(Config)),
+    #{code := 0, out := Text} = beamlab_test_util:cli(["compare", History], cli_opts(Config)),
+    ct:log("~ts", [Text]),
+    ?assertMatch({match, _}, re:run(Text, <<"work: .* SLOWER">>)),
+    case beamlab_test_util:chromium() of
+        false ->
+            {comment, "chromium is not installed: the trend chart was not drawn"};
+        Chromium ->
+            {0, Dom} = sh(?config(dir, Config),
+                          [Chromium, " --headless --no-sandbox --disable-gpu --no-first-run "
+                           "--disable-background-networking --user-data-dir=", ?config(dir, Config),
+                           "/chromium --dump-dom file://", Html, " 2>/dev/null"], []),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-errors">>)),
+            {match, Trends} = re:run(Dom, <<"<figure class=\"card\" data-kind=\"trend\">(.*?)</figure>">>,
+                                     [global, dotall, {capture, all_but_first, binary}]),
+            [Work] = [T || [T] <- Trends, binary:match(T, <<"work">>) =/= nomatch],
+            ?assertMatch({_, _}, binary:match(Work, <<"trend-line">>)),
+            ?assertMatch({_, _}, binary:match(Work, <<"data-verdict=\"slower\"">>))
+    end.
 
 %% The same from an Elixir project: beamlab as a Mix dependency (git URL),
 %% an Elixir bench module, `mix beamlab check --against HEAD~1'.

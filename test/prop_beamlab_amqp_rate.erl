@@ -8,7 +8,7 @@
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_schedule/0]).
+-export([prop_schedule/0, prop_variable_schedule/0]).
 
 rate() ->
     oneof([range(1, 1000000), ?LET(F, float(0.01, 100000.0), F)]).
@@ -42,6 +42,29 @@ release_due(L, Now, K, Ok) ->
         {wait, Us} ->
             {L, K, Ok andalso Us > 0 andalso beamlab_amqp_rate:due(L, K) =:= Now + Us}
     end.
+
+%% The same for --variable-rate steps (some of them 0), whatever the clock.
+prop_variable_schedule() ->
+    ?FORALL({Steps, Start, Clock}, {non_empty(list({range(0, 2000), range(1, 5)})),
+                                    range(-1000000, 1000000),
+                                    list({range(0, 3000000), range(0, 1000)})},
+            begin
+                L = beamlab_amqp_rate:new_variable(Steps, Start),
+                check_clock(L, Start, Clock, 0)
+            end).
+
+check_clock(_L, _Now, [], _K) ->
+    true;
+check_clock(L, Now, [{Us, Jitter} | Rest], K) ->
+    Now1 = Now + Us + Jitter,
+    {L1, K1, Ok} = release_due(L, Now1, K, true),
+    Ok andalso beamlab_amqp_rate:sent(L1) =:= K1
+        andalso K1 =< beamlab_amqp_rate:allowed(L1, Now1)
+        andalso check_clock(L1, Now1, Rest, K1).
+
+variable_schedule_test_() ->
+    {timeout, 60,
+     fun() -> ?assert(proper:quickcheck(prop_variable_schedule(), [{numtests, 200}, {to_file, user}])) end}.
 
 schedule_test_() ->
     {timeout, 60,

@@ -12,7 +12,8 @@
          init_per_group/2, end_per_group/2]).
 -export([group_term_run/1, group_term_suite/1, group_term_matrix/1,
          term_launcher_then_vm_is_one/1, second_interrupt_stops_now/1,
-         timed_interrupt_is_prompt/1, group_term_isolated/1, real_timeout/1, group_term_amqp/1]).
+         timed_interrupt_is_prompt/1, group_term_isolated/1, real_timeout/1, group_term_amqp/1,
+         stop_signals_amqp/1]).
 -export([halting_runner_fails_its_job/1, stopping_hooks_and_forms/1,
          dynamic_halt_is_no_success/1, dynamic_stops_recovered/1, timed_and_squeeze_recovered/1,
          big_allocation_recovered/1, recovered_json_is_valid/1, suite_halting_workload_recovered/1,
@@ -41,7 +42,7 @@ groups() ->
                     logs_stay_out_of_json]},
      {messages, [], [bad_vm_args_fail_fast, matrix_shows_inner_error, clear_messages,
                      cv_is_a_fraction]},
-     {amqp, [], [group_term_amqp]}].
+     {amqp, [], [group_term_amqp, stop_signals_amqp]}].
 
 init_per_suite(Config) ->
     _ = beamlab_test_util:escript(),
@@ -255,6 +256,31 @@ group_term_amqp(_) ->
     hasnt(Err, "interrupted twice"),
     {ok, #{<<"partial">> := true}} = beamlab_json:decode(Out),
     #{partial := true, extra := #{<<"amqp">> := #{<<"stop">> := <<"interrupted">>}}} = load(Dir, "a.json").
+
+%% Every stop signal is an interrupt for amqp too (issue 27): HUP to the
+%% group, QUIT and TERM to the VM alone; each time the run's queue is
+%% deleted on the way out (a predeclared-queue run, -p, then finds none).
+stop_signals_amqp(_) ->
+    Uri = "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT "/%2F",
+    [begin
+         Queue = "reliability-" ++ string:lowercase(Sig),
+         H = beamlab_test_util:cli_start_group(["amqp", "-h", Uri, "-z", "120", "-u", Queue,
+                                                "--format", "json"],
+                                               #{prefix => ["env", "--default-signal"]}),
+         _ = wait_err(H, ", sent: [1-9]"),
+         Target = case Who of
+                      group -> "-" ++ maps:get(pgid, H);
+                      vm -> hd(beamlab_test_util:launcher_children(H))
+                  end,
+         "" = os:cmd("kill -" ++ Sig ++ " " ++ Target),
+         #{code := Code, out := Out} = finish(H),
+         ?assertEqual({Sig, 130}, {Sig, Code}),
+         {ok, #{<<"partial">> := true}} = beamlab_json:decode(Out),
+         #{code := 1, err := Err} = cli(["amqp", "-h", Uri, "-u", Queue, "-p", "-x", "0", "-y", "1",
+                                         "-z", "1"]),
+         has(Err, "queue " ++ Queue ++ " does not exist")
+     end || {Who, Sig} <- [{group, "HUP"}, {vm, "QUIT"}, {vm, "TERM"}]],
+    ok.
 
 %%--------------------------------------------------------------------
 %% Runners

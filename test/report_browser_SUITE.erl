@@ -1,17 +1,30 @@
 -module(report_browser_SUITE).
 %% Renders generated HTML reports in headless Chromium and checks, from the
-%% dumped DOM, that every chart was drawn and no script error occurred.
+%% dumped DOM, that every chart was drawn and no script error occurred;
+%% then each chart kind on real runs made through the escript (group
+%% chart_kinds): a parameter sweep's curve, scaling with the Universal
+%% Scalability Law, the latency spectrum, time series, a matrix, sample
+%% distributions and a history's trend. (The differential flame graph is
+%% in profile_SUITE: it needs perf.)
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, init_per_suite/1, end_per_suite/1]).
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
 -export([every_kind_renders/1, single_run_renders/1, long_series_are_downsampled/1,
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
+-export([sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1, matrix_chart/1,
+         distribution_chart/1, trend_chart/1]).
 
 all() ->
-    [every_kind_renders, single_run_renders, long_series_are_downsampled,
-     script_errors_are_caught, screenshot_is_taken, cli_report_renders, hostile_labels_render].
+    [{group, fixtures}, {group, chart_kinds}].
+
+groups() ->
+    [{fixtures, [], [every_kind_renders, single_run_renders, long_series_are_downsampled,
+                     script_errors_are_caught, screenshot_is_taken, cli_report_renders,
+                     hostile_labels_render]},
+     {chart_kinds, [], [sweep_chart, scaling_chart, latency_chart, timeseries_chart, matrix_chart,
+                        distribution_chart, trend_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -23,6 +36,15 @@ init_per_suite(Config) ->
     end.
 
 end_per_suite(_Config) ->
+    ok.
+
+init_per_group(chart_kinds, Config) ->
+    _ = beamlab_test_util:escript(),
+    Config;
+init_per_group(_, Config) ->
+    Config.
+
+end_per_group(_, _Config) ->
     ok.
 
 %% Every kind of run in one report, with a partial run and long telemetry.
@@ -40,12 +62,14 @@ every_kind_renders(Config) ->
     ct:log("charts ~b, svg ~b, canvas ~b", [Charts, Svgs, Canvases]),
     ?assertEqual(Charts, Svgs + Canvases),
     %% One heatmap per run; 10 benchmarks (ok., 3 suite, 4 matrix, 2 amqp),
-    %% each with its CI error bar.
+    %% each with its CI: the 6 alone as error bars, the matrix's 4 (a sweep
+    %% over schedulers) as the band of the scaling chart's means.
     ?assertEqual(4, Canvases),
-    ?assertEqual(10, count(Dom, <<"class=\"errorbar\"">>)),
+    ?assertEqual(6, count(Dom, <<"class=\"errorbar\"">>)),
+    ?assertMatch({match, _}, re:run(Dom, <<"data-kind=\"scaling\".*?class=\"ci-band\"">>, [dotall])),
     [?assertNotEqual(nomatch, binary:match(Dom, <<"<section id=\"", Id/binary, "\"">>), Id)
      || Id <- [<<"runs">>, <<"compare">>, <<"results">>, <<"distributions">>, <<"timeline">>,
-               <<"percentiles">>, <<"schedulers">>, <<"scaling">>, <<"env">>, <<"findings">>]],
+               <<"latency">>, <<"schedulers">>, <<"scaling">>, <<"env">>, <<"findings">>]],
     ?assertNotEqual(nomatch, binary:match(Dom, <<"partial</span>">>)),
     %% Names with quotes and markup arrive as text, never as markup.
     ?assertNotEqual(nomatch, binary:match(Dom, <<"send_\"quoted\", &lt;tag&gt;">>)),
@@ -151,6 +175,144 @@ hostile_labels_render(Config) ->
     %% The scripts ran (the <noscript> fallback stays in the DOM as text).
     ?assertNotEqual(nomatch, binary:match(Dom, <<"&lt;!--&lt;script&gt;">>)).
 
+%% Chart kinds on real runs ----------------------------------------------------
+
+%% suite --param size=0,10,10000: one curve per payload over the size, on a
+%% log axis (three decades), the interval as a band; not one bar per point.
+sweep_chart(Config) ->
+    F = run(Config, "sweep", ["suite", "ping_pong", "--param", "ping_pong.size=0,10,10000",
+                              "--param", "ping_pong.n=2000", "-n", "3"]),
+    Dom = report(Config, "sweep", [F]),
+    [Fig] = figures(Dom, <<"sweep">>),
+    ?assertNotEqual(nomatch, binary:match(Fig, <<"data-x-scale=\"log\"">>)),
+    ?assertEqual([<<"payload=binary">>, <<"payload=list">>],
+                 lists:sort(attrs(Fig, <<"path">>, <<"sweep-line">>, <<"data-series">>))),
+    ?assertEqual(2, count(Fig, <<"class=\"ci-band\"">>)),
+    %% Three points each, the axis labelled with the parameter and the metric.
+    ?assertEqual([3, 3], [length(binary:split(D, <<"L">>, [global]))
+                          || D <- attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>)]),
+    ?assertEqual([<<"size">>], texts(Fig, <<"label x-label">>)),
+    ?assertMatch([<<"round_trip (", _/binary>>], texts(Fig, <<"label y-label">>)),
+    ?assert(lists:member(<<"10k">>, texts(Fig, <<"tick">>))),
+    ?assertEqual([], figures(Dom, <<"results">>)).
+
+%% -q: throughput against workers, every repetition as a point, the fitted
+%% Universal Scalability Law, speedup and efficiency.
+scaling_chart(Config) ->
+    F = run(Config, "squeeze", ["lists:seq(1, 1000).", "-q", "--max", "3", "--threshold", "3",
+                                "-d", "100", "-s", "3"]),
+    Dom = report(Config, "squeeze", [F]),
+    [Fig | _] = figures(Dom, <<"scaling">>),
+    ?assertEqual([<<"USL fit">>], attrs(Fig, <<"path">>, <<"usl-fit">>, <<"data-series">>)),
+    %% 3 levels x 3 samples, as points.
+    {match, [Points]} = re:run(Fig, <<"<g class=\"usl-point\"[^>]*>(.*?)</g>">>, [{capture, all_but_first, binary}]),
+    ?assertEqual(9, count(Points, <<"<circle">>)),
+    ?assertEqual([<<"workers">>], lists:usort(texts(Fig, <<"label x-label">>))),
+    ?assertMatch([<<"iterations/s">> | _], texts(Fig, <<"label y-label">>)),
+    ?assertMatch({match, _}, re:run(Fig, <<"\x{3c3} = [0-9.]+, \x{3ba} = "/utf8>>, [unicode])),
+    ?assertNotEqual(nomatch, binary:match(Fig, <<"data-kind=\"speedup\"">>)),
+    ?assertEqual(1, count(Dom, <<"data-kind=\"efficiency\"">>)).
+
+%% message_load records latency percentiles: the spectrum from 50% to
+%% 99.9% on the 1/(1-p) axis; its per-second series over time.
+latency_chart(Config) ->
+    F = run(Config, "latency", ["suite", "message_load", "-n", "2", "--param", "message_load.duration=300",
+                                "--param", "message_load.warmup=100"]),
+    Dom = report(Config, "latency", [F]),
+    [Fig] = figures(Dom, <<"latency">>),
+    [D] = attrs(Fig, <<"path">>, <<"spectrum">>, <<"d">>),
+    %% p50, p90, p99, p99.9, rising.
+    Ys = [binary_to_float(Y) || [_, Y] <- re_all(D, <<"[ML]([0-9.]+),([0-9.]+)">>)],
+    ?assertEqual(4, length(Ys)),
+    ?assertEqual(lists:reverse(lists:sort(Ys)), Ys),   % SVG y grows downwards
+    ?assertEqual([<<"percentile">>], texts(Fig, <<"label x-label">>)),
+    [?assert(lists:member(T, texts(Fig, <<"tick">>))) || T <- [<<"50%">>, <<"99%">>, <<"99.99%">>]],
+    Series = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.goodput">>) =/= nomatch],
+    ?assertMatch([_], Series).
+
+%% -v telemetry over time, and a finding that says when it fired shaded
+%% on the telemetry's time axis.
+timeseries_chart(Config) ->
+    F = run(Config, "telemetry", ["lists:seq(1, 100).", "-d", "300", "-s", "5", "-v"]),
+    {ok, Doc} = beamlab_result:load(F),
+    T0 = hd(maps:get(<<"t_ms">>, maps:get(telemetry, Doc))),
+    Marked = beamlab_result:add_findings(
+               Doc, [beamlab_result:finding(scheduler_imbalance, critical, <<"Scheduler imbalance">>,
+                                            <<"evidence">>, <<"advice">>,
+                                            #{from_ms => T0 + 500, to_ms => T0 + 1000})]),
+    F2 = filename:join(?config(priv_dir, Config), "telemetry-marked.json"),
+    {ok, _} = beamlab_result:save(Marked, F2),
+    Dom = report(Config, "telemetry", [F2]),
+    [Util] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"<figcaption>util</figcaption>">>) =/= nomatch],
+    ?assertEqual([<<"seconds">>], texts(Util, <<"label x-label">>)),
+    ?assertEqual(1, count(Util, <<"class=\"finding-mark\"">>)),
+    ?assertNotEqual(nomatch, binary:match(Util, <<"Scheduler imbalance">>)),
+    %% The benchmark's samples over time too, per second.
+    ?assertMatch([_], [S || S <- figures(Dom, <<"timeseries">>),
+                            binary:match(S, <<"lists:seq(1, 100). (iterations/s)">>) =/= nomatch]).
+
+%% A matrix over schedulers: the verdict table first, one chart of every
+%% configuration's repetitions per benchmark, and the scaling chart.
+matrix_chart(Config) ->
+    F = run(Config, "matrix", ["matrix", "--sweep-schedulers", "1..2", "-n", "2", "--",
+                               "run", "lists:seq(1, 300).", "-d", "100", "-s", "2"]),
+    Dom = report(Config, "matrix", [F]),
+    {TablePos, _} = binary:match(Dom, <<"matrix-table">>),
+    [{ChartPos, _} | _] = binary:matches(Dom, <<"data-kind=\"matrix\"">>),
+    ?assert(TablePos < ChartPos),
+    [Fig] = figures(Dom, <<"matrix">>),
+    ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>], attrs(Fig, <<"g">>, <<"interval-row">>, <<"data-row">>)),
+    ?assertEqual(4, count(Fig, <<"class=\"sample\"">>)),
+    ?assertEqual(2, count(Fig, <<"class=\"errorbar\"">>)),
+    {match, _} = re:run(Dom, <<"data-verdict=\"baseline\"">>),
+    [Scaling | _] = figures(Dom, <<"scaling">>),
+    ?assertEqual([<<"schedulers">>], lists:usort(texts(Scaling, <<"label x-label">>))),
+    ?assertNotEqual(nomatch, binary:match(Scaling, <<"Amdahl">>)),
+    ?assertMatch([_], attrs(Scaling, <<"path">>, <<"usl-fit">>, <<"d">>)).
+
+%% A histogram from 20 samples on; fewer are drawn as points.
+distribution_chart(Config) ->
+    Many = run(Config, "many", ["ok.", "-d", "10", "-s", "25"]),
+    Few = run(Config, "few", ["rand:uniform().", "-d", "10", "-s", "5"]),
+    Dom = report(Config, "dist", [Many, Few]),
+    [Hist] = figures(Dom, <<"distribution">>),
+    ?assertNotEqual(nomatch, binary:match(Hist, <<"ok. (iterations/s)">>)),
+    ?assert(count(Hist, <<"class=\"hist\"">>) >= 1),
+    [Points] = figures(Dom, <<"points">>),
+    ?assertNotEqual(nomatch, binary:match(Points, <<"<figcaption>rand:uniform().</figcaption>">>)),
+    ?assertEqual(5, count(Points, <<"class=\"sample\"">>)).
+
+%% Runs saved in a git work tree after each of three commits, the second
+%% much slower: `report DIR' orders them by commit and draws the trend
+%% with both significant changes marked; `compare DIR' prints them.
+trend_chart(Config) ->
+    Repo = filename:join(?config(priv_dir, Config), "repo"),
+    Hist = filename:join(Repo, "history"),
+    ok = filelib:ensure_path(Hist),
+    Git = fun(Args) -> {0, _} = sh(["git", "-C", Repo, "-c", "user.name=t", "-c", "user.email=t@example.org" | Args]) end,
+    Git(["init", "-q"]),
+    [begin
+         ok = file:write_file(filename:join(Repo, "code.txt"), integer_to_list(N)),
+         Git(["add", "code.txt"]),
+         Git(["commit", "-q", "-m", "c" ++ integer_to_list(I), "--date", "2026-01-0" ++ integer_to_list(I) ++ "T00:00:00Z"]),
+         %% Saved in reverse order of commits: the file names sort the other way.
+         Out = filename:join(Hist, "run-" ++ integer_to_list(4 - I) ++ ".json"),
+         #{code := 0} = beamlab_test_util:cli(["lists:seq(1, " ++ integer_to_list(N) ++ ").", "--label", "seq",
+                                               "-d", "50", "-s", "8", "--save", Out], #{dir => Repo})
+     end || {I, N} <- [{1, 10}, {2, 10000}, {3, 10}]],
+    Dom = report(Config, "trend", [Hist]),
+    [Fig] = figures(Dom, <<"trend">>),
+    ?assertEqual([<<"commit">>], texts(Fig, <<"label x-label">>)),
+    ?assertMatch([_], attrs(Fig, <<"path">>, <<"trend-line">>, <<"d">>)),
+    ?assertEqual([<<"slower">>, <<"faster">>], attrs(Fig, <<"path">>, <<"change-mark">>, <<"data-verdict">>)),
+    ?assertEqual(1, count(Fig, <<"class=\"ci-band\"">>)),
+    ?assertNotEqual(nomatch, binary:match(Dom, <<"Ordered by commit">>)),
+    %% In commit order: run-3 (c1), run-2 (c2), run-1 (c3).
+    #{code := 0, out := Text} = beamlab_test_util:cli(["compare", Hist]),
+    ct:log("~ts", [Text]),
+    ?assertMatch({match, _}, re:run(Text, <<"run-3 -> run-2 [-0-9.]+% SLOWER">>)),
+    ?assertMatch({match, _}, re:run(Text, <<"run-2 -> run-1 \\+[0-9.]+% faster">>)).
+
 %% Helpers
 
 render(Config, Name, Runs) ->
@@ -176,6 +338,46 @@ chromium_run(Config, Args) ->
 
 count(Bin, Pattern) ->
     length(binary:matches(Bin, Pattern)).
+
+%% A real run through the escript, saved under the suite's directory
+%% (--save goes before a matrix's inner command).
+run(Config, Name, [First | Rest]) ->
+    F = filename:join(?config(priv_dir, Config), Name ++ ".json"),
+    #{code := 0} = R = beamlab_test_util:cli([First, "--save=" ++ F | Rest]),
+    ct:log("~ts~n~ts", [maps:get(out, R), maps:get(err, R)]),
+    F.
+
+%% `beamlab report FILES' through the escript, rendered by Chromium: the
+%% DOM, checked for script errors.
+report(Config, Name, Files) ->
+    Out = filename:join(?config(priv_dir, Config), Name ++ ".html"),
+    #{code := 0} = beamlab_test_util:cli(["report" | Files] ++ ["-o", Out]),
+    Dom = dump_dom(Config, Out),
+    ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-errors">>)),
+    Dom.
+
+%% The charts of a kind: each <figure data-kind=KIND> up to the end of its
+%% own chart (a nested figure's end is far enough for the assertions).
+figures(Dom, Kind) ->
+    [F || [F] <- re_all(Dom, <<"(<figure class=\"card\" data-kind=\"", Kind/binary, "\">.*?</figure>)">>)].
+
+%% An attribute of every element TAG of class CLASS.
+attrs(Bin, Tag, Class, Attr) ->
+    [V || [V] <- re_all(Bin, <<"<", Tag/binary, " [^>]*class=\"", Class/binary, "\"[^>]*", Attr/binary, "=\"([^\"]*)\"">>)]
+        ++ [V || [V] <- re_all(Bin, <<"<", Tag/binary, " [^>]*", Attr/binary, "=\"([^\"]*)\"[^>]*class=\"", Class/binary, "\"">>)].
+
+%% The text of every <text> element of class CLASS.
+texts(Bin, Class) ->
+    [T || [T] <- re_all(Bin, <<"<text [^>]*class=\"", Class/binary, "\"[^>]*>([^<]*)</text>">>)].
+
+re_all(Bin, Re) ->
+    case re:run(Bin, Re, [global, dotall, unicode, {capture, all_but_first, binary}]) of
+        {match, M} -> M;
+        nomatch -> []
+    end.
+
+sh(Argv) ->
+    run_port(["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1" | Argv]).
 
 sh_quiet(Argv) ->
     run_port(["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>/dev/null" | Argv]).

@@ -8,7 +8,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
--export([compare_every_kind/1, compare_formats/1, compare_three_runs/1, fail_if_slower/1,
+-export([compare_every_kind/1, compare_formats/1, compare_three_runs/1, fail_if_slower/1, compare_history/1,
          compare_unpaired/1, bad_inputs/1, report_every_kind/1, report_bad_inputs/1,
          run_save_compare_report/1, run_formats/1, ci_formats/1, interrupted_run_is_partial/1,
          save_default_path/1]).
@@ -17,7 +17,7 @@ all() ->
     [{group, fixtures}, {group, real_runs}].
 
 groups() ->
-    [{fixtures, [], [compare_every_kind, compare_formats, compare_three_runs, fail_if_slower,
+    [{fixtures, [], [compare_every_kind, compare_formats, compare_three_runs, fail_if_slower, compare_history,
                      compare_unpaired, bad_inputs, report_every_kind, report_bad_inputs]},
      {real_runs, [], [run_save_compare_report, run_formats, ci_formats, interrupted_run_is_partial,
                       save_default_path]}].
@@ -165,7 +165,7 @@ report_every_kind(Config) ->
                              [dotall, {capture, all_but_first, binary}]),
     {ok, #{<<"runs">> := Runs}} = beamlab_json:decode(binary:replace(Json, <<"<\\/">>, <<"</">>, [global])),
     ?assertEqual([<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>], [maps:get(<<"kind">>, R) || R <- Runs]),
-    [_, #{<<"partial">> := true}, #{<<"scaling">> := [_]}, #{<<"curves">> := [_]}] = Runs,
+    [_, #{<<"partial">> := true}, #{<<"scaling">> := [_]}, #{<<"latency">> := [_]}] = Runs,
     %% No temporary file left behind by the atomic write.
     ?assertEqual([], filelib:wildcard(Out ++ ".*")).
 
@@ -216,6 +216,42 @@ run_formats(Config) ->
     #{code := 0, out := Md} = cli(Base ++ ["--format", "markdown"]),
     ?assertMatch({match, _}, re:run(Md, <<"^\\| Benchmark \\| n \\| Mean ">>, [multiline])).
 
+%% A directory (or a quoted glob, or --history) is a history: runs in the
+%% order they started whatever their file names, each against the one
+%% before; --fail-if-slower looks at the newest; ordering by commit needs
+%% commits.
+compare_history(Config) ->
+    Dir = filename:join(?config(dir, Config), "history"),
+    ok = filelib:ensure_path(Dir),
+    F = fun beamlab_results_fixtures:result/2,
+    [{ok, _} = beamlab_result:save((F(<<"bench">>, #{factor => Factor}))#{started_at := At},
+                                   filename:join(Dir, Name ++ ".json"))
+     || {Name, Factor, At} <- [{"z-first", 1.0, <<"2026-11-20T00:00:00Z">>},
+                               {"a-second", 1.3, <<"2026-11-21T00:00:00Z">>},
+                               {"m-third", 1.3, <<"2026-11-22T00:00:00Z">>}]],
+    #{code := 0, out := Out} = cli(["compare", Dir]),
+    ct:log("~ts", [Out]),
+    ?assertMatch({match, _}, re:run(Out, <<"1 +z-first .*\n +2 +a-second .*\n +3 +m-third">>)),
+    %% ns, lower is better: 30% more is slower; the third is like the second.
+    ?assertMatch({match, _}, re:run(Out, <<"2 +a-second +[0-9.]+ ns .*\\+30\\.[0-9]%.*SLOWER">>)),
+    ?assertMatch({match, _}, re:run(Out, <<"3 +m-third .* ~">>)),
+    ?assertMatch({match, _}, re:run(Out, <<"significant changes \\(1\\):\n  ok\\.: z-first -> a-second">>)),
+    %% The same through a glob and --history, as CSV.
+    #{code := 0, out := Csv} = cli(["compare", filename:join(Dir, "*.json"), "--format", "csv"]),
+    {ok, [_ | Rows]} = beamlab_csv_decoder:decode(Csv),
+    ?assertEqual([<<>>, <<"slower">>, <<"no_difference">>], [lists:last(R) || R <- Rows]),
+    Files = [filename:join(Dir, N ++ ".json") || N <- ["m-third", "z-first", "a-second"]],
+    #{code := 0, out := Out} = cli(["compare", "--history" | Files]),
+    %% The newest run is not slower than the one before: the gate passes.
+    #{code := 0} = cli(["compare", Dir, "--fail-if-slower", "5"]),
+    #{code := 1, err := Err} = cli(["compare", "--history", "--fail-if-slower", "5" | lists:sublist(Files, 2, 2)]),
+    ?assertMatch({match, _}, re:run(Err, <<"newest run \\(a-second\\) significantly slower">>)),
+    E = cli(["compare", Dir, "--order", "commit"]),
+    #{code := 2} = E,
+    beamlab_test_util:assert_one_line_error(E),
+    ?assertMatch({match, _}, re:run(maps:get(err, E), <<"cannot order by commit">>)),
+    #{code := 2} = cli(["compare", filename:join(Dir, "nothing-*.json"), Dir]).
+
 %% The formats of continuous-benchmarking services, from a real run with
 %% reductions and memory per iteration: each valid against its schema
 %% (test/fixtures/schemas), the throughput per second in the higher-is-better
@@ -255,8 +291,12 @@ ci_formats(Config) ->
 interrupted_run_is_partial(Config) ->
     Dir = ?config(dir, Config),
     P = filename:join(Dir, "partial.json"),
-    Port = open_port({spawn_executable, beamlab_test_util:escript()},
-                     [{args, ["timer:sleep(1).", "-d", "200", "-s", "1000", "--save", P]},
+    %% (SIGINT restored to its default first: a test run started in the
+    %% background has it ignored, and the launcher could not trap it; env
+    %% execs the escript, so the OS pid is the launcher's)
+    Port = open_port({spawn_executable, os:find_executable("env")},
+                     [{args, ["--default-signal=INT", beamlab_test_util:escript(),
+                              "timer:sleep(1).", "-d", "200", "-s", "1000", "--save", P]},
                       {cd, Dir}, exit_status, binary, stderr_to_stdout]),
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),
     %% The first progress line comes once a sample is in: interrupt then.

@@ -1,8 +1,12 @@
 // beamlab report: flame graphs of profiles (model: beamlab_report_flame).
-// For every run with a profile an interactive flame graph (click a frame to
-// zoom into it, click the root to zoom out, search with highlight and the
-// matched share, a tooltip with samples and share); for each later profile
-// of the same subject a differential flame graph against the first.
+// For every profile an interactive flame graph (click a frame to zoom into
+// it, click the root to zoom out, search with highlight and the matched
+// share, a tooltip with samples and share); for each profile paired with
+// an earlier one (the same benchmarks, the same --label, or configurations
+// of one matrix) a differential flame graph: the later profile's stacks,
+// each frame coloured by the change of its share of its own profile's
+// samples in percentage points (red: hotter, blue: cooler), and the table
+// of the functions whose share changed most.
 (function () {
   'use strict';
   var SVGNS = 'http://www.w3.org/2000/svg';
@@ -12,6 +16,10 @@
   function noteError(msg) {
     var b = document.body, old = b.getAttribute('data-errors') || '';
     b.setAttribute('data-errors', old ? old + ' | ' + msg : String(msg));
+  }
+  function countChart() {
+    var b = document.body;
+    b.setAttribute('data-charts-rendered', String((parseInt(b.getAttribute('data-charts-rendered'), 10) || 0) + 1));
   }
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
@@ -25,6 +33,7 @@
     return e;
   }
   function pc(v) { return (100 * v).toFixed(2) + '%'; }
+  function pp(v) { return (v > 0 ? '+' : v < 0 ? '\u2212' : '\u00b1') + Math.abs(v).toFixed(2) + ' pp'; }
   // The call tree of folded stacks: {name, value, children: {name: node}}.
   function tree(stacks) {
     var root = { name: 'all', value: 0, children: {}, depth: 0 };
@@ -43,11 +52,6 @@
   function kids(node) {
     return Object.keys(node.children).sort().map(function (k) { return node.children[k]; });
   }
-  function maxDepth(node) {
-    var d = node.depth;
-    kids(node).forEach(function (c) { d = Math.max(d, maxDepth(c)); });
-    return d;
-  }
   // Share of every path in a tree, keyed by the path, for the differential graph.
   function shares(node, prefix, total, out) {
     kids(node).forEach(function (c) {
@@ -62,40 +66,40 @@
     while (node && node.parent) { p = ';' + node.name + p; node = node.parent; }
     return p;
   }
-  // Square-root scale: small changes stay visible beside the largest.
+  // Diverging scale on the change in percentage points, square root so
+  // small changes stay visible beside the largest.
   function diffColor(d, maxAbs) {
     var t = maxAbs > 0 ? Math.sqrt(Math.min(1, Math.abs(d) / maxAbs)) : 0;
-    var c = Math.round(235 - 150 * t);
+    var c = Math.round(235 - 160 * t);
     return d > 0 ? 'rgb(235,' + c + ',' + c + ')' : d < 0 ? 'rgb(' + c + ',' + c + ',235)' : 'rgb(229,231,235)';
   }
   function flame(parent, prof, opts) {
     var root = tree(prof.stacks), total = root.value || 1;
-    var depth = maxDepth(root), hgt = (depth + 1) * ROW + 4;
     var names = prof.names || {};
     var box = el('div', { 'class': 'flamebox' });
     var input = el('input', { type: 'search', placeholder: 'search frames (substring)' });
     var matched = el('span', { 'class': 'matched' });
     var bar = el('div', { 'class': 'flamebar' }, ['Search: ', input, matched,
       el('span', { 'class': 'muted' }, ['  click a frame to zoom, click all to zoom out'])]);
+    var hgt = ROW + 4;
     var svg = sv('svg', { 'class': 'flame', width: W, height: hgt, viewBox: '0 0 ' + W + ' ' + hgt, 'data-zoom': 'all' });
     var tip = el('div', { 'class': 'flametip' });
     box.appendChild(bar); box.appendChild(svg); box.appendChild(tip);
     parent.appendChild(box);
     var bt = opts.before ? tree(opts.before.stacks) : null;
     var before = bt ? shares(bt, '', bt.value || 1, {}) : null;
-    var diffs = [], maxAbs = 0;
-    function colorOf(node) {
-      if (node.depth === 0) return CAT.thread;
-      if (before) {
-        var d = node.value / total - (before[pathOf(node)] || 0);
-        return diffColor(d, maxAbs);
-      }
-      if (node.depth === 1 || node.depth === 0) return CAT.thread;
-      return CAT[names[node.name]] || '#f59e0b';
-    }
+    // Change of a frame's share, in percentage points.
+    function change(node) { return 100 * (node.value / total - (before[pathOf(node)] || 0)); }
+    var maxAbs = 0;
     if (before) {
       // The scale comes from the frames below the thread-type roots.
-      (function walk(n) { kids(n).forEach(function (c) { var d = c.value / total - (before[pathOf(c)] || 0); if (c.depth > 1) maxAbs = Math.max(maxAbs, Math.abs(d)); walk(c); }); })(root);
+      (function walk(n) { kids(n).forEach(function (c) { if (c.depth > 1) maxAbs = Math.max(maxAbs, Math.abs(change(c))); walk(c); }); })(root);
+    }
+    function colorOf(node) {
+      if (node.depth === 0) return CAT.thread;
+      if (before) return diffColor(change(node), maxAbs);
+      if (node.depth === 1) return CAT.thread;
+      return CAT[names[node.name]] || '#f59e0b';
     }
     var zoom = root;
     // Rows that hold a frame wide enough to draw at the current zoom.
@@ -132,6 +136,7 @@
       var g = sv('g', {});
       var r = sv('rect', { 'class': 'frame', x: x.toFixed(2), y: y, width: Math.max(0.5, w - 0.5).toFixed(2), height: ROW - 1,
                            fill: colorOf(node), 'data-name': node.name, rx: 2 });
+      if (before) r.setAttribute('data-change', change(node).toFixed(3));
       if (isAnc && node !== zoom) r.setAttribute('opacity', '0.6');
       g.appendChild(r);
       if (w > 30) {
@@ -143,7 +148,7 @@
       var info = node.name + ': ' + node.value + ' samples, ' + pc(node.value / total) + ' of all';
       if (before) {
         var b = before[pathOf(node)] || 0;
-        info += ' (before ' + pc(b) + ', change ' + (node.value / total - b >= 0 ? '+' : '') + pc(node.value / total - b) + ')';
+        info += ' (before ' + pc(b) + ', change ' + pp(change(node)) + ')';
       }
       var title = sv('title', {}); title.textContent = info; g.appendChild(title);
       g.addEventListener('mousemove', function (ev) {
@@ -174,14 +179,23 @@
     }
     input.addEventListener('input', search);
     draw();
-    return svg;
+    countChart();
+    return maxAbs;
   }
-  function legend(diff) {
-    var items = diff ? [['hotter', 'rgb(235,85,85)'], ['cooler', 'rgb(85,85,235)'], ['unchanged', 'rgb(229,231,235)']]
-                     : [['Erlang', CAT.erlang], ['emulator (C)', CAT.emulator], ['kernel', CAT.kernel], ['beamlab harness', CAT.harness], ['thread type', CAT.thread]];
+  function legend() {
+    var items = [['Erlang', CAT.erlang], ['emulator (C)', CAT.emulator], ['kernel', CAT.kernel], ['beamlab harness', CAT.harness], ['thread type', CAT.thread]];
     return el('div', { 'class': 'legend' }, items.map(function (it) {
       return el('span', {}, [el('i', { style: 'background:' + it[1] }), it[0]]);
     }));
+  }
+  // The differential's scale: from the largest cooling to the largest heating.
+  function diffLegend(maxAbs) {
+    var stops = [-1, -0.5, 0, 0.5, 1].map(function (f) { return diffColor(f * maxAbs, maxAbs); });
+    return el('div', { 'class': 'legend diff-legend' }, [
+      el('span', { 'class': 'cooler' }, ['cooler ' + pp(-maxAbs)]),
+      el('span', { 'class': 'ramp' }, [el('span', { style: 'background:linear-gradient(90deg,' + stops.join(',') + ')' })]),
+      el('span', { 'class': 'hotter' }, [pp(maxAbs) + ' hotter']),
+      el('span', { 'class': 'muted' }, [' change of each frame' + String.fromCharCode(8217) + 's share of its profile' + String.fromCharCode(8217) + 's samples, in percentage points'])]);
   }
   function shareLine(counts, total) {
     return Object.keys(counts || {}).filter(function (k) { return counts[k] > 0; }).map(function (k) {
@@ -197,34 +211,53 @@
     return el('table', {}, [el('thead', {}, [el('tr', {}, ['function', 'category', 'self', 'total', 'note'].map(function (c) { return el('th', {}, [c]); }))]),
                             el('tbody', {}, rows)]);
   }
+  // The functions whose share changed most: on the stack (total) and as
+  // the leaf (self), before and after, and the change of the first.
+  function diffTable(rows, base, now) {
+    var head = ['function', 'total ' + base, 'total ' + now, 'change', 'self ' + base, 'self ' + now];
+    return el('table', { 'class': 'flame-diff-table' }, [
+      el('thead', {}, [el('tr', {}, head.map(function (c) { return el('th', {}, [c]); }))]),
+      el('tbody', {}, rows.map(function (r) {
+        return el('tr', { 'class': r.change > 0 ? 'hotter' : 'cooler', 'data-function': r['function'], 'data-change': String(r.change) }, [
+          el('td', {}, [r['function']]), el('td', { 'class': 'num' }, [r.before.toFixed(2) + '%']),
+          el('td', { 'class': 'num' }, [r.after.toFixed(2) + '%']), el('td', { 'class': 'num change' }, [pp(r.change)]),
+          el('td', { 'class': 'num' }, [r.self_before.toFixed(2) + '%']), el('td', { 'class': 'num' }, [r.self_after.toFixed(2) + '%'])]);
+      }))]);
+  }
   try {
     var data = JSON.parse(document.getElementById('beamlab-data').textContent);
-    var runs = (data.runs || []).filter(function (r) { return r.profile; });
-    if (!runs.length) return;
+    var profiles = data.profiles || [];
+    if (!profiles.length) return;
     var app = document.getElementById('app');
     var sec = el('section', { id: 'profiles' }, [el('h2', {}, ['Profiles']),
       el('p', { 'class': 'muted' }, ['Flame graphs of the recorded call stacks (root at the bottom, width = share of samples). ' +
-        'Each profile starts with its thread types.'])]);
+        'Each profile starts with its thread types. A later profile of the same benchmark (or --label, or matrix) ' +
+        'also gets a differential flame graph against the first.'])]);
     var envSec = document.getElementById('env');
     if (envSec) app.insertBefore(sec, envSec); else app.appendChild(sec);
-    var first = {}, diffs = 0;
-    runs.forEach(function (r) {
-      var p = r.profile;
-      var card = el('figure', { 'class': 'card flamecard' }, [el('figcaption', {}, [r.label + ': ' + p.subject]),
+    var diffsOf = {};
+    (data.diffs || []).forEach(function (d) { diffsOf[d['new']] = d; });
+    var n = 0;
+    profiles.forEach(function (p, i) {
+      var card = el('figure', { 'class': 'card flamecard', 'data-kind': 'flame' }, [el('figcaption', {}, [p.label + ': ' + p.subject]),
         el('div', { 'class': 'muted' }, [p.samples + ' samples; ' + shareLine(p.categories, p.samples) +
-          '; threads: ' + shareLine(p.threads, p.samples)]), legend(false)]);
+          '; threads: ' + shareLine(p.threads, p.samples)]), legend()]);
       sec.appendChild(card);
       flame(card, p, {});
       card.appendChild(el('details', { 'class': 'more' }, [el('summary', {}, ['top functions']), topTable(p)]));
-      var base = first[p.subject];
-      if (!base) { first[p.subject] = r; return; }
-      diffs += 1;
-      var dcard = el('figure', { 'class': 'card flamecard diff', id: 'flame-diff-' + diffs }, [
-        el('figcaption', {}, ['Differential: ' + r.label + ' against ' + base.label + ' (' + p.subject + ')']),
-        el('div', { 'class': 'muted' }, ['Stacks of ' + r.label + '; colour = change of each frame' + String.fromCharCode(8217) + 's share of all samples ' +
-          '(normalised by each profile' + String.fromCharCode(8217) + 's total). Frames only in ' + base.label + ' are not drawn.']), legend(true)]);
+      var d = diffsOf[i];
+      if (!d) return;
+      var base = profiles[d.base];
+      n += 1;
+      var dcard = el('figure', { 'class': 'card flamecard diff', id: 'flame-diff-' + n, 'data-kind': 'flame-diff' }, [
+        el('figcaption', {}, ['Differential: ' + p.label + ' against ' + base.label + ' (' + p.subject + ')']),
+        el('div', { 'class': 'muted' }, ['Stacks of ' + p.label + ' (' + p.samples + ' samples) against ' + base.label + ' (' + base.samples +
+          ' samples); frames only in ' + base.label + ' are not drawn (the table lists them).'])]);
       sec.appendChild(dcard);
-      flame(dcard, p, { before: base.profile });
+      var maxAbs = flame(dcard, p, { before: base });
+      dcard.insertBefore(diffLegend(maxAbs), dcard.querySelector('.flamebox'));
+      dcard.appendChild(el('p', { 'class': 'muted' }, ['Functions whose share of samples changed most (total: on the stack; self: as the leaf):']));
+      dcard.appendChild(diffTable(d.table, base.label, p.label));
     });
     // The cards exist only now: a link to one (#flame-diff-1) scrolls here.
     var target = location.hash ? document.getElementById(location.hash.slice(1)) : null;

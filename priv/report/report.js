@@ -2,9 +2,15 @@
 // from the JSON model embedded in <script id="beamlab-data">. Vanilla
 // JavaScript, no library, no network: every chart is inline SVG (the
 // scheduler heatmap a canvas); long series are reduced to the first, min,
-// max and last point of each pixel column. Progress is recorded on <body>
-// for the browser test: data-charts-rendered (charts drawn) and
-// data-errors (every error caught, also through window.onerror).
+// max and last point of each pixel column. Which chart a part of a run gets
+// was decided from its typed content (beamlab_report_views): a sweep is a
+// curve, concurrency is throughput with speedup, efficiency and the
+// Universal Scalability Law, latency is its percentile spectrum, a matrix
+// is its verdicts and every configuration per benchmark, a history is a
+// trend per benchmark.
+// Progress is recorded on <body> for the browser test: data-charts-rendered
+// (charts drawn) and data-errors (every error caught, also through
+// window.onerror). Each chart's <figure> says what it is in data-kind.
 // The page inlines this file in a <script> element: it must never contain
 // the characters that would close one.
 (function () {
@@ -20,7 +26,8 @@
   };
   var SVGNS = 'http://www.w3.org/2000/svg';
   var COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#be185d', '#4d7c0f'];
-  var PM = String.fromCharCode(177);
+  var PM = '\u00b1';
+  var SEVERITY = { info: '#3b82f6', warning: '#f59e0b', critical: '#ef4444' };
 
   function h(tag, attrs, kids) {
     var e = document.createElement(tag);
@@ -41,10 +48,11 @@
     Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
   }
   function color(i) { return COLORS[i % COLORS.length]; }
+  function isNum(v) { return typeof v === 'number' && isFinite(v); }
 
   // Numbers with 4 significant digits (or P), SI prefixes from 10 000 up.
   function fmt(v, p) {
-    if (v === null || v === undefined || isNaN(v)) return '-';
+    if (!isNum(v)) return '-';
     p = p || 4;
     var a = Math.abs(v);
     if (a === 0) return '0';
@@ -69,7 +77,31 @@
   function trim(str) {
     return str.indexOf('.') >= 0 && str.indexOf('e') < 0 ? str.replace(/0+$/, '').replace(/[.]$/, '') : str;
   }
-  function pct(v) { return (v >= 0 ? '+' : '') + (100 * v).toFixed(1) + '%'; }
+  function pct(v) { return isNum(v) ? (v >= 0 ? '+' : '') + (100 * v).toFixed(1) + '%' : '-'; }
+  // A value with its unit; times move to the unit that keeps them short.
+  var TIME = { ns: 1, us: 1e3, ms: 1e6, s: 1e9 };
+  function valueText(v, unit) {
+    if (!isNum(v)) return '-';
+    if (TIME[unit] !== undefined) {
+      var ns = v * TIME[unit], a = Math.abs(ns);
+      if (a < 1e4) return fmt(ns) + ' ns';
+      if (a < 1e7) return fmt(ns / 1e3) + ' us';
+      if (a < 1e10) return fmt(ns / 1e6) + ' ms';
+      return fmt(ns / 1e9) + ' s';
+    }
+    return fmt(v) + (unit ? ' ' + unit : '');
+  }
+  // The display unit of times on an axis: the one that keeps the largest
+  // value short (2.4M us is 2.4 s). Returns [factor, unit].
+  function timeScale(values, unit) {
+    if (TIME[unit] === undefined) return [1, unit];
+    var m = 0;
+    values.forEach(function (v) { if (isNum(v) && Math.abs(v) > m) m = Math.abs(v); });
+    var ns = m * TIME[unit];
+    var to = ns < 1e4 ? 'ns' : ns < 1e7 ? 'us' : ns < 1e10 ? 'ms' : 's';
+    return [TIME[unit] / TIME[to], to];
+  }
+  function betterText(b) { return b === 'higher' ? 'higher is better' : 'lower is better'; }
 
   function niceTicks(lo, hi, count) {
     if (!(hi > lo)) { hi = lo + 1; }
@@ -86,6 +118,7 @@
     arrays.forEach(function (a) {
       for (var i = 0; i < a.length; i++) {
         var v = a[i];
+        if (!isNum(v)) continue;
         if (v < lo) lo = v;
         if (v > hi) hi = v;
       }
@@ -94,6 +127,7 @@
     if (lo === hi) { var pad = lo === 0 ? 1 : Math.abs(lo) * 0.1; return [lo - pad, hi + pad]; }
     return [lo, hi];
   }
+  function log10(v) { return Math.log(v) / Math.LN10; }
 
   // Keeps long series fast: per pixel column only the first, min, max and
   // last points survive, in their original order, so spikes stay visible.
@@ -124,13 +158,13 @@
     svg.appendChild(s('title', {}, title));
     return svg;
   }
-  function box(title, subtitle) {
-    var d = h('figure', { 'class': 'card' }, [h('figcaption', {}, [title])]);
+  function box(title, subtitle, kind) {
+    var d = h('figure', { 'class': 'card', 'data-kind': kind || 'chart' }, [h('figcaption', {}, [title])]);
     if (subtitle) d.appendChild(h('div', { 'class': 'muted' }, [subtitle]));
     return d;
   }
   function legend(items) {
-    return h('div', { 'class': 'legend' }, items.map(function (it) {
+    return h('div', { 'class': 'legend' }, items.filter(function (it) { return it.name; }).map(function (it) {
       return h('span', {}, [h('i', { style: 'background:' + it.color }), it.name]);
     }));
   }
@@ -139,76 +173,155 @@
     rendered++;
   }
 
-  // Generic line chart. opts: title, series [{name, color, x, y, dash}],
-  // xLabel, yLabel, xTicks (optional [[value, label]]), xMap (optional
-  // function to a linear axis), yFromZero.
+  // An axis: linear, or logarithmic (values <= 0 drawn one decade below
+  // the smallest positive one, at a tick labelled 0).
+  function axis(values, log, fromZero, count) {
+    var vals = values.filter(isNum);
+    if (log) {
+      var pos = vals.filter(function (v) { return v > 0; });
+      if (pos.length) {
+        var e = extent([pos.map(log10)]);
+        var lo = Math.floor(e[0]), hi = Math.ceil(e[1]);
+        var zero = vals.some(function (v) { return v <= 0; });
+        var floor = zero ? lo - 1 : lo;
+        if (hi === floor) hi = floor + 1;
+        var ticks = [];
+        if (zero) ticks.push([floor, '0']);
+        for (var d = lo; d <= hi; d++) ticks.push([d, fmt(Math.pow(10, d))]);
+        return { lo: floor, hi: hi, map: function (v) { return v > 0 ? log10(v) : floor; }, ticks: ticks, log: true };
+      }
+    }
+    var x = extent([vals]);
+    if (fromZero && x[0] > 0) x[0] = 0;
+    var t = niceTicks(x[0], x[1], count || 5);
+    var step = t.length > 1 ? t[1] - t[0] : 1;
+    return { lo: Math.min(x[0], t[0]), hi: Math.max(x[1], t[t.length - 1]), map: function (v) { return v; },
+             ticks: t.map(function (v) { return [v, fmtTick(v, step)]; }), log: false };
+  }
+
+  // Line chart. opts: title, subtitle, kind, series [{name, color, x, y,
+  // dash, markers, scatter, band: {lo, hi}, cls}], xLabel, yLabel, xLog,
+  // yLog, xAxis (a ready axis: xTicks with xMap), yFromZero, marks [{from,
+  // to, title, color}], width, height, parent card (into).
   function lineChart(parent, opts) {
     // Gaps (null) in a series are skipped: the line joins its neighbours.
     opts.series = opts.series.map(function (sr) {
-      var x = [], y = [];
+      var x = [], y = [], lo = [], hi = [];
       for (var i = 0; i < sr.y.length; i++) {
-        if (typeof sr.y[i] === 'number' && typeof sr.x[i] === 'number') { x.push(sr.x[i]); y.push(sr.y[i]); }
+        if (isNum(sr.y[i]) && isNum(sr.x[i])) {
+          x.push(sr.x[i]); y.push(sr.y[i]);
+          if (sr.band) { lo.push(sr.band.lo[i]); hi.push(sr.band.hi[i]); }
+        }
       }
-      return Object.assign({}, sr, { x: x, y: y });
+      return Object.assign({}, sr, { x: x, y: y, band: sr.band ? { lo: lo, hi: hi } : null });
     }).filter(function (sr) { return sr.x.length > 0; });
-    if (!opts.series.length) return;
-    var W = 560, H = 240, L = 58, R = 14, T = 12, B = 40;
+    if (!opts.series.length) return null;
+    if (opts.yUnit) {
+      var all = [];
+      opts.series.forEach(function (sr) { all = all.concat(sr.y); if (sr.band) all = all.concat(sr.band.hi); });
+      var ts = timeScale(all, opts.yUnit), f = ts[0];
+      if (f !== 1) {
+        var sc = function (a) { return a.map(function (v) { return isNum(v) ? v * f : v; }); };
+        opts.series = opts.series.map(function (sr) {
+          return Object.assign({}, sr, { y: sc(sr.y), band: sr.band ? { lo: sc(sr.band.lo), hi: sc(sr.band.hi) } : null,
+                                         flags: (sr.flags || []).map(function (fl) { return Object.assign({}, fl, { y: fl.y * f }); }) });
+        });
+      }
+      opts.yLabel = (opts.yLabel || '').replace('(' + opts.yUnit + ')', '(' + ts[1] + ')');
+      if (opts.yLabel === opts.yUnit) opts.yLabel = ts[1];
+    }
+    var W = opts.width || 560, H = opts.height || 250, L = 62, R = 14, T = 12, B = 42;
     var pw = W - L - R, ph = H - T - B;
-    var card = box(opts.title, opts.subtitle);
-    var xm = opts.xMap || function (v) { return v; };
-    var xsAll = opts.series.map(function (sr) { return sr.x.map(xm); });
-    var xe = extent(xsAll);
-    var ye = extent(opts.series.map(function (sr) { return sr.y; }));
-    if (opts.yFromZero && ye[0] > 0) ye[0] = 0;
-    var yt = niceTicks(ye[0], ye[1], 5);
-    ye = [Math.min(ye[0], yt[0]), Math.max(ye[1], yt[yt.length - 1])];
-    var X = function (v) { return L + (xm(v) - xe[0]) / (xe[1] - xe[0]) * pw; };
-    var Y = function (v) { return T + ph - (v - ye[0]) / (ye[1] - ye[0]) * ph; };
-    var svg = frame(opts.title, W, H);
-    var ystep = yt.length > 1 ? yt[1] - yt[0] : 1;
-    yt.forEach(function (t) {
-      svg.appendChild(s('line', { x1: L, x2: L + pw, y1: Y(t), y2: Y(t), 'class': 'grid' }));
-      svg.appendChild(s('text', { x: L - 6, y: Y(t) + 4, 'class': 'tick', 'text-anchor': 'end' }, fmtTick(t, ystep)));
+    var card = opts.into || box(opts.title, opts.subtitle, opts.kind);
+    var xs = [], ys = [];
+    opts.series.forEach(function (sr) {
+      xs = xs.concat(sr.x); ys = ys.concat(sr.y);
+      if (sr.band) ys = ys.concat(sr.band.lo, sr.band.hi);
     });
-    var xt = opts.xTicks || (function () {
-      var ts = niceTicks(xe[0], xe[1], 6), st = ts.length > 1 ? ts[1] - ts[0] : 1;
-      return ts.map(function (t) { return [t, fmtTick(t, st)]; });
-    })();
-    xt.forEach(function (t) {
-      var px = L + (opts.xTicks ? (xm(t[0]) - xe[0]) : (t[0] - xe[0])) / (xe[1] - xe[0]) * pw;
+    var xa = opts.xAxis || axis(xs, opts.xLog, false, 6);
+    // Counts of workers or schedulers: whole ticks only.
+    if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
+    var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
+    var X = function (v) { return L + (xa.map(v) - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
+    var Y = function (v) { return T + ph - (ya.map(v) - ya.lo) / ((ya.hi - ya.lo) || 1) * ph; };
+    var svg = frame(opts.title, W, H);
+    if (xa.log) svg.setAttribute('data-x-scale', 'log');
+    if (ya.log) svg.setAttribute('data-y-scale', 'log');
+    ya.ticks.forEach(function (t) {
+      var py = T + ph - (t[0] - ya.lo) / ((ya.hi - ya.lo) || 1) * ph;
+      svg.appendChild(s('line', { x1: L, x2: L + pw, y1: py, y2: py, 'class': 'grid' }));
+      svg.appendChild(s('text', { x: L - 6, y: py + 4, 'class': 'tick', 'text-anchor': 'end' }, t[1]));
+    });
+    xa.ticks.forEach(function (t) {
+      var px = L + (t[0] - xa.lo) / ((xa.hi - xa.lo) || 1) * pw;
       if (px < L - 1 || px > L + pw + 1) return;
       svg.appendChild(s('line', { x1: px, x2: px, y1: T + ph, y2: T + ph + 4, 'class': 'axis' }));
       svg.appendChild(s('text', { x: px, y: T + ph + 16, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
     });
     svg.appendChild(s('rect', { x: L, y: T, width: pw, height: ph, 'class': 'plot' }));
-    opts.series.forEach(function (sr) {
-      var d = downsample(sr.x, sr.y, opts.xMap ? sr.x[0] : xe[0], opts.xMap ? sr.x[sr.x.length - 1] : xe[1], pw);
-      var path = '';
-      for (var i = 0; i < d.x.length; i++) {
-        path += (i ? 'L' : 'M') + X(d.x[i]).toFixed(1) + ',' + Y(d.y[i]).toFixed(1);
-      }
-      var attrs = { d: path, fill: 'none', stroke: sr.color, 'stroke-width': 1.5 };
-      if (sr.dash) attrs['stroke-dasharray'] = '5,4';
-      svg.appendChild(s('path', attrs));
-      if (sr.markers || d.x.length <= 3) {
-        for (var j = 0; j < sr.x.length; j++) {
-          svg.appendChild(s('circle', { cx: X(sr.x[j]), cy: Y(sr.y[j]), r: 3, fill: sr.color }));
-        }
-      }
+    (opts.marks || []).forEach(function (m) {
+      var x0 = Math.max(L, X(m.from)), x1 = Math.min(L + pw, X(Math.max(m.to, m.from)));
+      var g = s('g', { 'class': 'finding-mark' });
+      g.appendChild(s('rect', { x: x0, y: T, width: Math.max(2, x1 - x0), height: ph, fill: m.color, 'fill-opacity': 0.15 }));
+      g.appendChild(s('title', {}, m.title));
+      svg.appendChild(g);
     });
-    if (opts.xLabel) svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label', 'text-anchor': 'middle' }, opts.xLabel));
-    if (opts.yLabel) svg.appendChild(s('text', { x: 12, y: T + ph / 2, 'class': 'label', 'text-anchor': 'middle',
+    opts.series.forEach(function (sr) {
+      var cls = sr.cls || 'series';
+      if (sr.band) {
+        var up = '', down = '';
+        for (var b = 0; b < sr.x.length; b++) {
+          if (!isNum(sr.band.lo[b]) || !isNum(sr.band.hi[b])) continue;
+          up += (up ? 'L' : 'M') + X(sr.x[b]).toFixed(1) + ',' + Y(sr.band.hi[b]).toFixed(1);
+          down = 'L' + X(sr.x[b]).toFixed(1) + ',' + Y(sr.band.lo[b]).toFixed(1) + down;
+        }
+        if (up) svg.appendChild(s('path', { d: up + down + 'Z', fill: sr.color, 'fill-opacity': 0.15, stroke: 'none', 'class': 'ci-band' }));
+      }
+      if (!sr.scatter) {
+        var d = downsample(sr.x, sr.y, opts.xAxis ? sr.x[0] : xa.lo, opts.xAxis ? sr.x[sr.x.length - 1] : xa.hi, pw);
+        if (xa.log) d = { x: sr.x, y: sr.y };
+        var path = '';
+        for (var i = 0; i < d.x.length; i++) {
+          path += (i ? 'L' : 'M') + X(d.x[i]).toFixed(1) + ',' + Y(d.y[i]).toFixed(1);
+        }
+        var attrs = { d: path, fill: 'none', stroke: sr.color, 'stroke-width': sr.width || 1.5, 'class': cls, 'data-series': sr.name || '' };
+        if (sr.dash) attrs['stroke-dasharray'] = sr.dash === true ? '5,4' : sr.dash;
+        svg.appendChild(s('path', attrs));
+      }
+      if (sr.scatter || sr.markers || sr.x.length <= 3) {
+        var g = s('g', { 'class': sr.scatter ? cls : 'markers', fill: sr.color });
+        for (var j = 0; j < sr.x.length; j++) {
+          var c = s('circle', { cx: X(sr.x[j]).toFixed(1), cy: Y(sr.y[j]).toFixed(1), r: sr.scatter ? 2.5 : 3, 'fill-opacity': sr.scatter ? 0.55 : 1 });
+          c.appendChild(s('title', {}, (sr.name ? sr.name + ': ' : '') + fmt(sr.x[j]) + ', ' + fmt(sr.y[j])));
+          g.appendChild(c);
+        }
+        svg.appendChild(g);
+      }
+      (sr.flags || []).forEach(function (f) {
+        var fx = X(f.x), fy = Y(f.y) + (f.up ? -10 : 10);
+        var tri = f.up ? 'M' + fx + ',' + (fy - 5) + 'l5,8h-10z' : 'M' + fx + ',' + (fy + 5) + 'l5,-8h-10z';
+        var m = s('path', { d: tri, fill: f.color, 'class': 'change-mark', 'data-verdict': f.verdict });
+        m.appendChild(s('title', {}, f.title));
+        svg.appendChild(m);
+      });
+    });
+    if (opts.xLabel) svg.appendChild(s('text', { x: L + pw / 2, y: H - 5, 'class': 'label x-label', 'text-anchor': 'middle' }, opts.xLabel));
+    if (opts.yLabel) svg.appendChild(s('text', { x: 12, y: T + ph / 2, 'class': 'label y-label', 'text-anchor': 'middle',
                                                  transform: 'rotate(-90 12 ' + (T + ph / 2) + ')' }, opts.yLabel));
-    card.appendChild(legend(opts.series));
     done(card, svg);
-    parent.appendChild(card);
+    if (!opts.noLegend) card.appendChild(legend(opts.series.filter(function (sr) { return !sr.hideLegend; })));
+    if (!opts.into) parent.appendChild(card);
+    return card;
   }
 
   // One benchmark across runs: a bar per run with its CI as error bar.
   function barChart(parent, name, items, unit, better) {
-    var W = 460, rowH = 30, L = 70, R = 120, T = 8;
+    var ts = timeScale(items.map(function (it) { return it.value; }), unit), f = ts[0];
+    unit = ts[1];
+    items = items.map(function (it) { return Object.assign({}, it, { value: it.value * f, ci: it.ci ? [it.ci[0] * f, it.ci[1] * f] : null }); });
+    var W = 500, rowH = 30, L = 70, R = 170, T = 8;
     var H = T + items.length * rowH + 26;
-    var card = box(name, (unit ? unit + ', ' : '') + (better === 'higher' ? 'higher is better' : 'lower is better'));
+    var card = box(name, (unit ? unit + ', ' : '') + betterText(better), 'results');
     var vals = [];
     items.forEach(function (it) { vals.push(it.value); if (it.ci) { vals.push(it.ci[0], it.ci[1]); } });
     var e = extent([vals]);
@@ -233,10 +346,53 @@
                                     stroke: '#111', 'stroke-width': 1.5, fill: 'none', 'class': 'errorbar' }));
       }
       svg.appendChild(s('text', { x: W - R + 6, y: y + rowH / 2 + 4, 'class': 'tick' },
-                        fmt(it.value) + (it.ci ? ' ' + PM + fmt((it.ci[1] - it.ci[0]) / 2) : '')));
+                        valueText(it.value, unit) + (it.ci ? ' ' + PM + fmt((it.ci[1] - it.ci[0]) / 2) : '')));
     });
     done(card, svg);
     parent.appendChild(card);
+  }
+
+  // Rows of points: each row's samples as dots, its mean as a bar with the
+  // interval as whiskers (a matrix's configurations, a small sample).
+  function intervalChart(parent, title, subtitle, unit, rows, kind) {
+    var ts = timeScale(rows.map(function (r) { return r.mean; }), unit), f = ts[0];
+    unit = ts[1];
+    var sc = function (v) { return isNum(v) ? v * f : v; };
+    rows = rows.map(function (r) { return Object.assign({}, r, { samples: r.samples.map(sc), mean: sc(r.mean), ci: r.ci ? r.ci.map(sc) : null }); });
+    var W = 560, rowH = 30, L = 150, R = 16, T = 8;
+    var H = T + rows.length * rowH + 40;
+    var card = box(title, subtitle, kind);
+    var vals = [];
+    rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
+    var xa = axis(vals, false, false, 5);
+    var pw = W - L - R;
+    var X = function (v) { return L + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
+    var svg = frame(title, W, H);
+    xa.ticks.forEach(function (t) {
+      svg.appendChild(s('line', { x1: X(t[0]), x2: X(t[0]), y1: T, y2: T + rows.length * rowH, 'class': 'grid' }));
+      svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
+    });
+    rows.forEach(function (r, i) {
+      var cy = T + i * rowH + rowH / 2;
+      var g = s('g', { 'class': 'interval-row', 'data-row': r.label });
+      g.appendChild(s('text', { x: L - 6, y: cy + 4, 'class': 'tick', 'text-anchor': 'end' }, r.label));
+      r.samples.forEach(function (v) {
+        g.appendChild(s('circle', { cx: X(v).toFixed(1), cy: cy + ((v * 7919) % 7 - 3), r: 2.5, fill: r.color, 'fill-opacity': 0.5, 'class': 'sample' }));
+      });
+      if (r.ci) {
+        g.appendChild(s('path', { d: 'M' + X(r.ci[0]) + ',' + (cy - 6) + 'v12M' + X(r.ci[0]) + ',' + cy + 'H' + X(r.ci[1]) +
+                                     'M' + X(r.ci[1]) + ',' + (cy - 6) + 'v12', stroke: '#111', 'stroke-width': 1.5, fill: 'none', 'class': 'errorbar' }));
+      }
+      if (isNum(r.mean)) g.appendChild(s('path', { d: 'M' + X(r.mean) + ',' + (cy - 9) + 'v18', stroke: r.color, 'stroke-width': 3, 'class': 'mean' }));
+      var t = s('title', {}, r.label + ': ' + valueText(r.mean, unit) + (r.ci ? ' [' + fmt(r.ci[0]) + ', ' + fmt(r.ci[1]) + ']' : '') +
+                ', n=' + r.samples.length + (r.note ? '; ' + r.note : ''));
+      g.appendChild(t);
+      svg.appendChild(g);
+    });
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 5, 'class': 'label x-label', 'text-anchor': 'middle' }, unit || 'value'));
+    done(card, svg);
+    parent.appendChild(card);
+    return card;
   }
 
   // Sample distributions of one benchmark across runs: histograms on common
@@ -252,11 +408,11 @@
     var counts = items.map(function (it) {
       var c = new Array(bins).fill(0);
       it.samples.forEach(function (v) { c[Math.min(bins - 1, Math.floor((v - e[0]) / width))]++; });
-      return c.map(function (k) { return k / it.samples.length; });
+      return c;
     });
     var maxC = Math.max.apply(null, counts.map(function (c) { return Math.max.apply(null, c); })) || 1;
-    var card = box(name, 'sample distribution (share of samples per bin) and box: p5 p25 median p75 p95');
-    var svg = frame(name + ' distribution', W, H);
+    var card = box(name, 'histogram on common bins; box: p5, p25, median, p75, p95', 'distribution');
+    var svg = frame(name, W, H);
     counts.forEach(function (c, k) {
       var path = 'M' + X(e[0]) + ',' + (T + histH);
       for (var i = 0; i < bins; i++) {
@@ -299,7 +455,7 @@
     var scale = util ? (maxV > 1.0001 ? 100 : 1) : Math.max(1, maxV);
     var cols = Math.min(n, pw);
     var card = box(run.label + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; ' +
-                   (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'));
+                   (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'), 'heatmap');
     var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap' });
     var ctx = cv.getContext('2d');
     ctx.font = '11px sans-serif';
@@ -353,10 +509,12 @@
       }))]);
   }
   var VERDICTS = { no_difference: '~ (no significant difference)', too_few_samples: 'too few samples',
-                   unit_mismatch: 'units differ', no_baseline: 'no baseline' };
+                   unit_mismatch: 'units differ', no_baseline: 'no baseline', slower: 'SLOWER' };
+  function verdictText(v) { return VERDICTS[v] || v || ''; }
+  function verdictClass(v) { return v === 'slower' ? 'bad' : v === 'faster' ? 'good' : ''; }
   function cellText(v, head) {
     if (v === null || v === undefined) return '-';
-    if (head === 'verdict') return VERDICTS[v] || v;
+    if (head === 'verdict') return verdictText(v);
     if (typeof v !== 'number') return v;
     if (/ vs |^CI /.test(head)) return pct(v);
     if (head === 'p') return v < 0.001 ? '<0.001' : v.toFixed(3);
@@ -365,24 +523,29 @@
   }
 
   // Groups items of every run by a key, keeping first-seen order.
-  function byName(pick) {
+  function byName(pick, key) {
     var order = [], map = {};
+    key = key || function (item) { return item.name; };
     data.runs.forEach(function (run, ri) {
       pick(run).forEach(function (item) {
-        var k = item.name;
+        var k = key(item);
         if (!map[k]) { map[k] = []; order.push(k); }
         map[k].push({ run: run, ri: ri, item: item });
       });
     });
     return order.map(function (k) { return { name: k, entries: map[k] }; });
   }
+  function runName(run) {
+    return run.label + (run.commit ? ' (' + run.commit.slice(0, 7) + (run.dirty ? '+' : '') + ')' : '');
+  }
 
   function overview() {
     var g = section('runs', 'Runs');
-    g.appendChild(table(['', 'run', 'kind', 'started', 'benchmarks', 'command'], data.runs.map(function (r, i) {
+    g.appendChild(table(['', 'run', 'kind', 'started', 'commit', 'benchmarks', 'command'], data.runs.map(function (r, i) {
       return [h('td', {}, [h('i', { 'class': 'swatch', style: 'background:' + color(i) })]),
               h('td', {}, [r.label, r.partial ? h('span', { 'class': 'badge warning' }, ['partial']) : null]),
-              r.kind, r.started_at, r.benchmarks.length, (r.command || []).join(' ')];
+              r.kind, r.started_at, r.commit ? r.commit.slice(0, 10) + (r.dirty ? ' (dirty)' : '') : '-',
+              r.benchmarks.length, (r.command || []).join(' ')];
     })));
   }
   function comparison() {
@@ -397,38 +560,240 @@
     g.appendChild(table(c.header, rows, 'wide'));
     (c.notes || []).forEach(function (n) { g.appendChild(h('p', { 'class': 'note' }, [n])); });
   }
+
+  // History: each benchmark's mean over the runs in order, its interval as
+  // a band, the significant changes marked (red: worse, green: better).
+  function history() {
+    var hi = data.history;
+    if (!hi) return;
+    var g = section('trend', 'Trend over ' + hi.runs.length + ' runs',
+                    'Ordered by ' + hi.order + '; band: ' + Math.round(hi.confidence * 100) + '% interval of the mean; ' +
+                    'a triangle marks a significant change against the run before (red: worse, green: better).');
+    var labels = hi.runs.map(function (r) { return r.commit ? r.commit.slice(0, 7) + (r.dirty ? '+' : '') : r.label; });
+    var ticks = labels.map(function (l, i) { return [i, l]; });
+    var every = Math.ceil(ticks.length / 8);
+    var xAxis = { lo: -0.3, hi: labels.length - 0.7, map: function (v) { return v; },
+                  ticks: ticks.filter(function (t, i) { return i % every === 0 || i === ticks.length - 1; }) };
+    var sig = [];
+    hi.trends.forEach(function (tr) {
+      var flags = tr.changes.filter(function (c) { return c.verdict === 'faster' || c.verdict === 'slower'; }).map(function (c) {
+        var p = tr.points.filter(function (q) { return q[0] === c.to; })[0];
+        sig.push([tr.name, hi.runs[c.from].label, hi.runs[c.to].label, c]);
+        var worse = c.verdict === 'slower';
+        return { x: c.to, y: p[1], up: (c.change > 0), verdict: c.verdict, color: worse ? '#dc2626' : '#16a34a',
+                 title: hi.runs[c.from].label + ' \u2192 ' + hi.runs[c.to].label + ': ' + pct(c.change) + ' (' + verdictText(c.verdict) + ', p=' + fmt(c.p, 3) + ')' };
+      });
+      lineChart(g, { title: tr.name, subtitle: (tr.unit || 'no unit') + ', ' + betterText(tr.better), kind: 'trend',
+                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit, yUnit: tr.unit, xAxis: xAxis,
+                     series: [{ name: 'mean', color: COLORS[0], markers: true, cls: 'trend-line', flags: flags,
+                                x: tr.points.map(function (p) { return p[0]; }), y: tr.points.map(function (p) { return p[1]; }),
+                                band: { lo: tr.points.map(function (p) { return p[2]; }), hi: tr.points.map(function (p) { return p[3]; }) } }] });
+    });
+    if (sig.length) {
+      g.appendChild(table(['benchmark', 'from', 'to', 'change', 'interval', 'p', 'verdict'], sig.map(function (x) {
+        var c = x[3];
+        return { cls: verdictClass(c.verdict), cells: [x[0], x[1], x[2], pct(c.change), c.ci ? '[' + pct(c.ci[0]) + ', ' + pct(c.ci[1]) + ']' : '-',
+                                                      isNum(c.p) ? (c.p < 0.001 ? '<0.001' : c.p.toFixed(3)) : '-', verdictText(c.verdict)] };
+      }), 'changes'));
+    } else {
+      g.appendChild(h('p', { 'class': 'muted' }, ['No significant change between consecutive runs.']));
+    }
+  }
+
+  // A matrix: the verdict table first, then every configuration of each
+  // benchmark with its repetitions and interval.
+  function matrices() {
+    var any = data.runs.some(function (r) { return r.matrix; });
+    if (!any) return;
+    var g = section('matrix', 'Matrix', 'Each configuration against the baseline: change of the mean, its interval and the verdict (Welch); ' +
+                    'then each benchmark with every configuration' + String.fromCharCode(8217) + 's repetitions (dots), mean and interval.');
+    data.runs.forEach(function (run, ri) {
+      var m = run.matrix;
+      if (!m) return;
+      var configs = m.configs.map(function (c) { return c.name; });
+      var head = ['benchmark'].concat(configs);
+      var rows = m.rows.map(function (row) {
+        return [row.benchmark].concat(configs.map(function (cname) {
+          var cell = row.cells.filter(function (c) { return c.config === cname; })[0];
+          if (!cell) return h('td', {}, ['-']);
+          var own = valueText(cell.mean, row.unit) + (cell.ci && isNum(cell.mean) && cell.mean !== 0 ? ' ' + PM + (100 * (cell.ci[1] - cell.ci[0]) / 2 / Math.abs(cell.mean)).toFixed(1) + '%' : '');
+          var v = cname === m.baseline ? 'baseline' : pct(cell.change) + ' ' + verdictText(cell.verdict);
+          return h('td', { 'class': 'num ' + verdictClass(cell.verdict), 'data-verdict': cell.verdict || (cname === m.baseline ? 'baseline' : '') },
+                   [own, h('br'), h('span', { 'class': 'muted' }, [v])]);
+        }));
+      });
+      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
+        m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + ' schedulers)' : ''); }).join(', ')]),
+        table(head, rows, 'matrix-table')]));
+      m.rows.forEach(function (row) {
+        intervalChart(g, row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
+                      row.cells.map(function (c, i) {
+                        return { label: c.config, samples: c.samples, mean: c.mean, ci: c.ci, color: color(i),
+                                 note: c.config === m.baseline ? 'baseline' : pct(c.change) + ' ' + verdictText(c.verdict) };
+                      }), 'matrix');
+      });
+    });
+  }
+
+  // Concurrency: throughput at each level (dots: repetitions), the fitted
+  // Universal Scalability Law (dashed) and linear scaling (dotted); then
+  // speedup and efficiency against the smallest level.
+  function scaling() {
+    var any = data.runs.some(function (r) { return r.scaling.length; });
+    if (!any) return;
+    var g = section('scaling', 'Scaling', 'Throughput against concurrency with the Universal Scalability Law fitted to every point: ' +
+                    'X(N) = \u03bbN / (1 + \u03c3(N\u22121) + \u03baN(N\u22121)); \u03c3 contention, \u03ba coherency.');
+    data.runs.forEach(function (run, ri) {
+      run.scaling.forEach(function (sc) {
+        var fit = sc.fit;
+        var maxN = Math.max.apply(null, sc.means.map(function (m) { return m[0]; }));
+        var sub = sc.unit + ' against ' + sc.axis;
+        if (fit) {
+          sub += '; ' + (fit.model === 'amdahl' ? 'Amdahl (two levels cannot separate contention from coherency): ' : 'USL: ') +
+            '\u03c3 = ' + fmt(fit.sigma, 3) + ', \u03ba = ' + (fit.kappa < 1e-9 ? '0' : fmt(fit.kappa, 3)) + ', \u03bb = ' + fmt(fit.lambda) +
+            ', R\u00b2 = ' + fmt(fit.r2, 3) + '; ' +
+            (isNum(fit.peak_n) && fit.peak_n <= 4 * maxN ? 'predicted peak ' + valueText(fit.peak_x, sc.unit) + ' at ' + fmt(fit.peak_n, 3) + ' ' + sc.axis
+                                                         : 'no peak within ' + 4 * maxN + ' ' + sc.axis);
+        }
+        var series = [{ name: 'repetitions', color: color(ri), scatter: true, cls: 'usl-point', x: sc.points.map(function (p) { return p[0]; }), y: sc.points.map(function (p) { return p[1]; }) },
+                      { name: 'mean', color: color(ri), markers: true, cls: 'scaling-mean', x: sc.means.map(function (p) { return p[0]; }), y: sc.means.map(function (p) { return p[1]; }),
+                        band: { lo: sc.means.map(function (p) { return p[2]; }), hi: sc.means.map(function (p) { return p[3]; }) } }];
+        if (fit) {
+          series.push({ name: 'USL fit', color: '#111827', dash: true, cls: 'usl-fit', width: 2, x: fit.curve.map(function (p) { return p[0]; }), y: fit.curve.map(function (p) { return p[1]; }) });
+        }
+        var card = lineChart(g, { title: run.label + ': ' + sc.title, subtitle: sub, kind: 'scaling', xLabel: sc.axis, yLabel: sc.unit,
+                                  yFromZero: true, xInt: true, series: series });
+        if (!card) return;
+        var row = h('div', { 'class': 'grid' });
+        card.appendChild(row);
+        var x = sc.speedup.map(function (p) { return p[0]; });
+        lineChart(row, { title: 'speedup', kind: 'speedup', xLabel: sc.axis, yLabel: 'speedup', yFromZero: true, xInt: true, width: 280, height: 190,
+                         series: [{ name: 'speedup', color: color(ri), markers: true, x: x, y: sc.speedup.map(function (p) { return p[1]; }) },
+                                  { name: 'ideal', color: '#999', dash: true, x: x, y: x.map(function (v) { return v / x[0]; }) }] });
+        lineChart(row, { title: 'efficiency', kind: 'efficiency', xLabel: sc.axis, yLabel: 'efficiency', yFromZero: true, xInt: true, width: 280, height: 190,
+                         series: [{ name: 'efficiency', color: color(ri), markers: true, x: x, y: sc.efficiency.map(function (p) { return p[1]; }) }] });
+      });
+    });
+  }
+
+  // Parameter sweeps: a line per run and series over the parameter, the
+  // interval as a band.
+  function sweeps() {
+    var groups = byName(function (r) { return r.sweeps; }, function (sw) { return sw.metric + ' (' + sw.unit + ') against ' + sw.param; });
+    if (!groups.length) return;
+    var g = section('sweeps', 'Parameter sweeps', 'Mean of each point, band: its confidence interval; the x axis is logarithmic when the parameter spans more than two decades.');
+    groups.forEach(function (grp) {
+      var first = grp.entries[0].item, k = 0, series = [];
+      grp.entries.forEach(function (e) {
+        e.item.series.forEach(function (sr) {
+          var name = (data.runs.length > 1 ? e.run.label + (sr.name ? ': ' : '') : '') + sr.name;
+          series.push({ name: name || first.metric, color: color(k), markers: true, cls: 'sweep-line',
+                        x: sr.points.map(function (p) { return p[0]; }), y: sr.points.map(function (p) { return p[1]; }),
+                        band: { lo: sr.points.map(function (p) { return p[2]; }), hi: sr.points.map(function (p) { return p[3]; }) } });
+          k++;
+        });
+      });
+      var ys = [];
+      series.forEach(function (sr) { ys = ys.concat(sr.y.filter(function (v) { return v > 0; })); });
+      lineChart(g, { title: grp.name, subtitle: first.unit + ', ' + betterText(first.better), kind: 'sweep',
+                     xLabel: first.param, yLabel: first.metric + ' (' + first.unit + ')', yUnit: first.unit,
+                     yLog: ys.length > 1 && Math.max.apply(null, ys) / Math.min.apply(null, ys) > 100,
+                     xLog: grp.entries.some(function (e) { return e.item.log; }), series: series });
+    });
+  }
+
+  // Latency: the percentile spectrum, x stretched as 1/(1-p) on a log scale
+  // (HdrHistogram's plot), so each tick is one more nine.
+  function latency() {
+    var groups = byName(function (r) { return r.latency; });
+    if (!groups.length) return;
+    var g = section('latency', 'Latency percentiles', 'Percentile spectrum from the recorded histograms and percentiles: ' +
+                    'x axis 1/(1\u2212p) on a log scale (50%, 90%, 99%, 99.9%, 99.99%).');
+    var ticks = [[50, '50%'], [90, '90%'], [99, '99%'], [99.9, '99.9%'], [99.99, '99.99%']];
+    var xmap = function (p) { return log10(1 / Math.max(1e-5, 1 - p / 100)); };
+    var xAxis = { lo: xmap(50) - 0.05, hi: xmap(99.99) + 0.05, map: xmap, ticks: ticks.map(function (t) { return [xmap(t[0]), t[1]]; }) };
+    groups.forEach(function (grp) {
+      var first = grp.entries[0].item;
+      var ys = [];
+      grp.entries.forEach(function (e) { e.item.points.forEach(function (p) { ys.push(p[1]); }); });
+      var pos = ys.filter(function (v) { return v > 0; });
+      var span = pos.length ? Math.max.apply(null, pos) / Math.min.apply(null, pos) : 1;
+      lineChart(g, { title: grp.name, kind: 'latency',
+                     subtitle: first.unit + grp.entries.map(function (e) {
+                       return '; ' + (data.runs.length > 1 ? e.run.label + ': ' : '') + 'max ' + valueText(e.item.max, e.item.unit) +
+                         (isNum(e.item.count) ? ', ' + fmt(e.item.count) + ' values' : '');
+                     }).join(''),
+                     xLabel: 'percentile', yLabel: 'latency (' + first.unit + ')', yUnit: first.unit, xAxis: xAxis, yLog: span > 100,
+                     series: grp.entries.map(function (e) {
+                       return { name: e.run.label, color: color(e.ri), markers: true, cls: 'spectrum',
+                                x: e.item.points.map(function (p) { return p[0]; }), y: e.item.points.map(function (p) { return p[1]; }) };
+                     }) });
+    });
+  }
+
   function results() {
-    var groups = byName(function (r) { return r.benchmarks; });
+    var groups = byName(function (r) { return r.benchmarks.filter(function (b) { return !b.claimed; }); });
     if (!groups.length) return;
     var g = section('results', 'Results', 'Mean of each benchmark with its confidence interval (error bar).');
     groups.forEach(function (grp) {
       var first = grp.entries[0].item;
       // A benchmark that failed has no statistics: nothing to draw.
-      var measured = grp.entries.filter(function (e) { return typeof e.item.stats.mean === 'number'; });
+      var measured = grp.entries.filter(function (e) { return isNum(e.item.stats.mean); });
       if (!measured.length) return;
       barChart(g, grp.name, measured.map(function (e) {
         return { label: e.run.label + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
       }), first.unit, first.better);
     });
-    var d = section('distributions', 'Sample distributions');
+    distributions(groups);
+  }
+  // A histogram needs samples to have a shape: from 20 on; fewer are
+  // drawn as the points themselves with the mean and its interval.
+  var MIN_HIST = 20;
+  function distributions(groups) {
+    var d = section('distributions', 'Sample distributions', 'Histograms from ' + MIN_HIST + ' samples on; fewer samples are shown as points with the mean and its interval.');
     groups.forEach(function (grp) {
-      var items = grp.entries.filter(function (e) { return e.item.samples.length > 1; }).map(function (e) {
-        return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
-      });
-      if (items.length) distChart(d, grp.name + ' (' + grp.entries[0].item.unit + ')', items);
+      var entries = grp.entries.filter(function (e) { return e.item.samples.length > 1; });
+      if (!entries.length) return;
+      var unit = grp.entries[0].item.unit;
+      if (entries.every(function (e) { return e.item.samples.length >= MIN_HIST; })) {
+        distChart(d, grp.name + ' (' + unit + ')', entries.map(function (e) {
+          return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
+        }));
+      } else {
+        intervalChart(d, grp.name, 'samples (n < ' + MIN_HIST + '), mean and interval', unit, entries.map(function (e) {
+          return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
+        }), 'points');
+      }
     });
   }
+
   // The series people look at first; the rest of the telemetry is drawn
   // on demand under a closed <details>, which keeps long reports fast.
   var PRIMARY = /^rates[.]|^util$|^util_dirty|^run_queue$|^processes$|^memory[.]total$|reductions_per_s|scheduler_busy_cores|steal_pct|machine_cpu_pct|throttled|monitor_cost_pct/;
   function series() {
     var groups = byName(function (r) { return r.series; });
     if (!groups.length) return;
-    var g = section('timeline', 'Over time', 'Telemetry and per-second series; long series are reduced to first/min/max/last per pixel column.');
+    var g = section('timeline', 'Over time', 'Telemetry and per-second series; shaded: when a finding fired. ' +
+                    'Long series are reduced to first/min/max/last per pixel column.');
     var draw = function (parent, grp) {
-      lineChart(parent, { title: grp.name, xLabel: 'seconds', series: grp.entries.map(function (e) {
+      var tele = grp.entries[0].item.source === 'telemetry' || grp.entries[0].item.source === 'broker';
+      var marks = [];
+      if (tele) grp.entries.forEach(function (e) {
+        (e.run.marks || []).forEach(function (m) {
+          marks.push({ from: m.from, to: m.to, color: SEVERITY[m.severity] || '#f59e0b', title: e.run.label + ': ' + m.title });
+        });
+      });
+      var card = lineChart(parent, { title: grp.name, xLabel: 'seconds', kind: 'timeseries', marks: marks, series: grp.entries.map(function (e) {
         return { name: e.run.label + ' (' + e.item.y.length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y };
       }) });
+      // Findings about this benchmark as a whole, under its series.
+      if (card && !tele) {
+        grp.entries.forEach(function (e) {
+          e.run.findings.filter(function (f) { return f.benchmark && grp.name.indexOf(f.benchmark) === 0; }).forEach(function (f) {
+            card.appendChild(h('div', { 'class': 'finding-note ' + (f.severity || 'info') }, [f.severity + ': ' + (f.title || f.id) + ' (' + f.evidence + ')']));
+          });
+        });
+      }
     };
     var flat = function (grp) {
       var vals = [];
@@ -455,51 +820,30 @@
       g.appendChild(more);
     }
   }
-  function curves() {
-    var groups = byName(function (r) { return r.curves; });
-    if (!groups.length) return;
-    var g = section('percentiles', 'Latency percentiles', 'From the recorded histograms; x axis stretches the tail (90, 99, 99.9, 99.99).');
-    var xm = function (p) { return -Math.log(Math.max(1e-5, 1 - p / 100)) / Math.LN10; };
-    var ticks = [[0, '0'], [50, '50'], [90, '90'], [99, '99'], [99.9, '99.9'], [99.99, '99.99']];
-    groups.forEach(function (grp) {
-      lineChart(g, { title: grp.name, subtitle: grp.entries[0].item.unit, xLabel: 'percentile', xMap: xm, xTicks: ticks,
-                     series: grp.entries.map(function (e) {
-                       return { name: e.run.label, color: color(e.ri), markers: true,
-                                x: e.item.points.map(function (p) { return p[0]; }),
-                                y: e.item.points.map(function (p) { return p[1]; }) };
-                     }) });
-    });
-  }
   function heatmaps() {
     var any = data.runs.some(function (r) { return r.heatmaps.some(function (hm) { return !hm.broker; }); });
     if (!any) return;
     var g = section('schedulers', 'Scheduler utilisation over time');
     data.runs.forEach(function (r) { r.heatmaps.forEach(function (hm) { if (!hm.broker) heatmap(g, r, hm); }); });
   }
-  function scaling() {
-    var any = data.runs.some(function (r) { return r.scaling.length; });
-    if (!any) return;
-    var g = section('scaling', 'Scaling', 'Speedup against the smallest scheduler count (dashed: ideal linear) and parallel efficiency.');
-    data.runs.forEach(function (r, ri) {
-      r.scaling.forEach(function (sc) {
-        lineChart(g, { title: r.label + ': ' + sc.group + ' speedup', xLabel: 'schedulers', yFromZero: true,
-                       series: [{ name: 'speedup', color: color(ri), x: sc.x, y: sc.speedup, markers: true },
-                                { name: 'ideal', color: '#999', dash: true, x: sc.x, y: sc.x.map(function (v) { return v / sc.x[0]; }) }] });
-        lineChart(g, { title: r.label + ': ' + sc.group + ' efficiency', xLabel: 'schedulers', yFromZero: true,
-                       series: [{ name: 'efficiency', color: color(ri), x: sc.x, y: sc.efficiency, markers: true }] });
-      });
-    });
-  }
+
+  // The environment as a difference: what differs between runs (and can
+  // explain a change) first, the rest folded.
   function env() {
     if (!data.env.length) return;
-    var g = section('env', 'Environment', data.runs.length > 1 ? 'Rows that differ between runs are highlighted.' : null);
-    var only = h('input', { type: 'checkbox', id: 'envdiff' });
-    if (data.runs.length > 1) g.appendChild(h('label', {}, [only, ' only differences']));
-    var t = table(['key'].concat(data.runs.map(function (r) { return r.label; })), data.env.map(function (e) {
+    var multi = data.runs.length > 1;
+    var diff = data.env.filter(function (e) { return e.explains; });
+    var g = section('env', 'Environment', multi ? diff.length + ' setting(s) differ between the runs; the rest, the same in every run ' +
+                    'or changing on every run (memory in use, load), is folded below.' : null);
+    var head = ['key'].concat(data.runs.map(function (r) { return r.label; }));
+    var rowOf = function (e) {
       return { cls: e.differs ? 'differs' : '', cells: [e.key].concat(e.values.map(function (v) { return v === null ? '-' : String(v); })) };
-    }), 'env');
-    only.addEventListener('change', function () { t.classList.toggle('only-diff', only.checked); });
-    g.appendChild(t);
+    };
+    if (multi && diff.length) g.appendChild(table(head, diff.map(rowOf), 'env env-diff'));
+    var rest = data.env.filter(function (e) { return !(multi && e.explains); });
+    var more = h('details', { 'class': 'more env-rest' }, [h('summary', {}, [(multi ? 'the other ' : 'all ') + rest.length + ' settings']),
+                                                           table(head, rest.map(rowOf), 'env')]);
+    g.appendChild(more);
   }
   function findings() {
     var any = data.runs.some(function (r) { return r.findings.length; });
@@ -518,7 +862,7 @@
   try {
     data = JSON.parse(document.getElementById('beamlab-data').textContent);
     app = document.getElementById('app');
-    [overview, comparison, results, series, curves, heatmaps, scaling, env, findings].forEach(function (f) {
+    [overview, history, comparison, matrices, scaling, sweeps, latency, results, series, heatmaps, env, findings].forEach(function (f) {
       try { f(); } catch (e) { noteError(f.name + ': ' + (e && e.message ? e.message : e)); }
     });
   } catch (e) {

@@ -12,17 +12,27 @@
          declare_queue/3, declare_exchange/3, delete_exchange/3,
          bind/4, bind/5, unbind/4, unbind/5, bind_exchange/5,
          purge/2, delete_queue/3, qos/2, consume/3, cancel/2, confirm_select/1,
+         tx_select/1, tx_commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
          format_error/1]).
 
--export_type([conn/0, channel/0, params/0, connect_opts/0, arguments/0, reason/0, info/0,
+-export_type([conn/0, channel/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
               queue_opts/0, declare_ok/0, exchange_opts/0, delete_opts/0, qos_opts/0,
               consume_opts/0, publish_opts/0, get_ok/0, sync_opts/0]).
 
 -type conn() :: pid().
 -type channel() :: {amqp_channel, pid(), char(), non_neg_integer()}.
 
+%% TLS (amqps://): the broker's certificate is verified (`verify_peer',
+%% the default) against `cacertfile' or else the system's trust store,
+%% and its name against the host (or `server_name_indication'); a client
+%% certificate with `certfile' and `keyfile' (unencrypted PEM).
+-type tls_opts() :: #{verify => verify_peer | verify_none,
+                      cacertfile => file:filename_all(),
+                      certfile => file:filename_all(), keyfile => file:filename_all(),
+                      server_name_indication => string()}.
+-type tcp_opts() :: #{nodelay => boolean(), sndbuf => pos_integer(), recbuf => pos_integer()}.
 %% Connection parameters: what beamlab_amqp_uri:parse/1 returns; a caller
 %% may give any subset (the rest are the parser's defaults).
 -type params() :: #{host => inet:hostname() | inet:ip_address() | binary(),
@@ -30,20 +40,24 @@
                     user => unicode:chardata(), password => unicode:chardata(),
                     vhost => unicode:chardata(),
                     heartbeat => non_neg_integer(), frame_max => non_neg_integer(),
-                    channel_max => non_neg_integer(), connection_timeout => pos_integer()}.
+                    channel_max => non_neg_integer(), connection_timeout => pos_integer(),
+                    tls => false | tls_opts(), auth_mechanism => plain | external}.
 %% `owner' gets the connection's notices; `name' is the connection_name
 %% the management UI shows; the others override the URI or tune batching.
 -type connect_opts() :: #{owner => pid(), name => binary(),
                           heartbeat => non_neg_integer(), frame_max => non_neg_integer(),
                           channel_max => non_neg_integer(), connection_timeout => pos_integer(),
                           batch_bytes => pos_integer(), batch_msgs => pos_integer(),
-                          sndbuf => pos_integer(), recbuf => pos_integer()}.
+                          sndbuf => pos_integer(), recbuf => pos_integer(), nodelay => boolean(),
+                          %% Merged into an amqps:// URI's TLS options.
+                          tls => tls_opts(), auth_mechanism => plain | external}.
 %% Queue, exchange, binding and consumer arguments: a field table, or a
 %% map converted by beamlab_amqp_method:to_table/1.
 -type arguments() :: beamlab_amqp_method:table() | #{binary() => beamlab_amqp_method:value()}.
 %% Every error of this client (format_error/1 prints each as one line).
 -type reason() :: {unreachable, inet:hostname() | inet:ip_address(), inet:port_number(), inet:posix()}
                 | {access_refused, binary(), binary()}
+                | {external_refused, binary()}
                 | {vhost_not_found, binary(), binary()}
                 | {timeout, atom()}
                 | {bad_param, atom(), Given :: term()}
@@ -51,7 +65,11 @@
                 | {uri, beamlab_amqp_uri:error()}
                 | {amqp_closed, non_neg_integer(), binary()}
                 | {connection_closed, non_neg_integer(), binary()}
-                | {no_plain_auth, binary()}
+                | {no_auth_mechanism, binary(), binary()}
+                %% The TLS connection to Host:Port failed: an alert (the
+                %% broker's certificate, name, or ours), bad options, or no
+                %% system trust store.
+                | {tls, binary(), {alert, atom(), binary()} | {options, binary()} | atom()}
                 | {frame_max_too_small, non_neg_integer()}
                 | {channel_max, non_neg_integer()}
                 | {encode, beamlab_amqp_method:encode_error()}
@@ -104,7 +122,13 @@ connect(Uri, Opts) when is_list(Uri); is_binary(Uri) ->
         {error, R} -> {error, {uri, R}}
     end;
 connect(Params, Opts) when is_map(Params), is_map(Opts) ->
-    P = maps:merge(maps:merge(beamlab_amqp_uri:defaults(), Params), maps:remove(owner, Opts)),
+    P0 = maps:merge(beamlab_amqp_uri:defaults(), Params),
+    Tls = case {maps:get(tls, P0), maps:find(tls, Opts)} of
+              {false, _} -> false;
+              {UriTls, {ok, T}} -> maps:merge(UriTls, T);
+              {UriTls, error} -> UriTls
+          end,
+    P = (maps:merge(P0, maps:without([owner, tls], Opts)))#{tls => Tls},
     case validate(P) of
         ok ->
             P1 = P#{user => to_bin(maps:get(user, P)), password => to_bin(maps:get(password, P)),
@@ -123,6 +147,8 @@ validate(P) ->
               {channel_max, fun(V) -> is_integer(V) andalso V >= 0 andalso V =< 16#FFFF end},
               {frame_max, fun(V) -> is_integer(V) andalso (V =:= 0 orelse (V >= 4096 andalso V < 1 bsl 32)) end},
               {connection_timeout, fun(V) -> is_integer(V) andalso V > 0 end},
+              {tls, fun(V) -> V =:= false orelse is_map(V) end},
+              {auth_mechanism, fun(V) -> V =:= plain orelse V =:= external end},
               {user, fun is_text/1}, {password, fun is_text/1}, {vhost, fun is_text/1}],
     case [{K, maps:get(K, P)} || {K, Ok} <- Checks, not Ok(maps:get(K, P))] of
         [] -> ok;
@@ -310,6 +336,22 @@ cancel(Ch, Tag) ->
 confirm_select(Ch) ->
     ok(sync(Ch, #'confirm.select'{}, #{})).
 
+%% @doc tx.select: from now on publishes and acks on this channel take
+%% effect at the next tx_commit/1.
+-spec tx_select(channel()) -> ok | {error, reason()}.
+tx_select(Ch) ->
+    ok(sync(Ch, #'tx.select'{}, #{})).
+
+%% @doc tx.commit.
+-spec tx_commit(channel()) -> ok | {error, reason()}.
+tx_commit(Ch) ->
+    ok(sync(Ch, #'tx.commit'{}, #{})).
+
+%% @doc tx.rollback.
+-spec tx_rollback(channel()) -> ok | {error, reason()}.
+tx_rollback(Ch) ->
+    ok(sync(Ch, #'tx.rollback'{}, #{})).
+
 %% @doc basic.get.
 -spec get(channel(), binary(), boolean()) -> {ok, get_ok()} | empty | {error, reason()}.
 get(Ch, Queue, NoAck) ->
@@ -411,6 +453,9 @@ format_error({unreachable, Host, Port, Posix}) ->
     io_lib:format("broker not reachable at ~s:~b (~s)", [Host, Port, inet:format_error(Posix)]);
 format_error({access_refused, User, Text}) ->
     io_lib:format("wrong credentials for user \"~ts\" (~ts)", [User, Text]);
+format_error({external_refused, Text}) ->
+    io_lib:format("the broker refused the user named by the client certificate (SASL EXTERNAL: "
+                  "does that user exist, with access to the vhost?) (~ts)", [Text]);
 format_error({vhost_not_found, VHost, Text}) ->
     io_lib:format("virtual host \"~ts\" not found or not allowed (~ts)", [VHost, Text]);
 format_error({timeout, connect}) ->
@@ -429,8 +474,25 @@ format_error({amqp_closed, Code, Text}) ->
     io_lib:format("broker closed the channel: ~b ~ts", [Code, Text]);
 format_error({connection_closed, Code, Text}) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
-format_error({no_plain_auth, Mechs}) ->
-    io_lib:format("the broker does not offer PLAIN authentication (offers: ~ts)", [Mechs]);
+format_error({no_auth_mechanism, Mech, Mechs}) ->
+    io_lib:format("the broker does not offer ~ts authentication (offers: ~ts)~ts",
+                  [Mech, Mechs, case Mech of
+                                    <<"EXTERNAL">> -> " (EXTERNAL needs TLS with a client certificate "
+                                                      "and the rabbitmq_auth_mechanism_ssl plugin)";
+                                    _ -> ""
+                                end]);
+format_error({tls, Peer, {alert, Alert, Text}}) ->
+    io_lib:format("TLS connection to ~ts failed: ~ts (~ts)", [Peer, tls_alert_text(Alert, Text), Text]);
+format_error({tls, Peer, {options, Text}}) ->
+    io_lib:format("TLS connection to ~ts: bad TLS options (~ts)", [Peer, Text]);
+format_error({tls, Peer, no_system_cas}) ->
+    io_lib:format("TLS connection to ~ts: no system trust store on this machine (OTP 25 or later "
+                  "reads it); give the broker's CA file", [Peer]);
+format_error({tls, Peer, closed}) ->
+    io_lib:format("TLS connection to ~ts: the broker closed the connection during the handshake "
+                  "(is it a TLS port? does it require a client certificate?)", [Peer]);
+format_error({tls, Peer, R}) ->
+    io_lib:format("TLS connection to ~ts failed: ~ts", [Peer, ssl:format_error(R)]);
 format_error({frame_max_too_small, F}) ->
     io_lib:format("negotiated frame_max ~b is below the protocol minimum 4096", [F]);
 format_error({channel_max, Max}) ->
@@ -450,3 +512,18 @@ format_error(closed) ->
     "the connection or channel is closed";
 format_error(Other) ->
     io_lib:format("AMQP error: ~0tp", [Other]).
+
+%% What a TLS alert from the handshake means for the user.
+tls_alert_text(Alert, Text) ->
+    case Alert of
+        _ when Text =:= <<"hostname_check_failed">> ->
+            "the broker's certificate does not name this host (give the name it has with "
+            "--server-name-indication, or connect by that name)";
+        unknown_ca -> "the broker's certificate is not signed by a trusted CA (give its CA with --tls-ca-file)";
+        bad_certificate -> "a certificate was refused";
+        certificate_expired -> "a certificate has expired";
+        handshake_failure -> "the TLS handshake failed";
+        certificate_required -> "the broker requires a client certificate";
+        unexpected_message -> "the server does not answer TLS (an AMQP port without TLS?)";
+        _ -> atom_to_list(Alert)
+    end.

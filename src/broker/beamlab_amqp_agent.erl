@@ -18,15 +18,20 @@
 
 %% What the coordinator gives an agent: the broker, the test id (in
 %% connection names), this node's clock offset and the workers to run.
--type plan() :: #{uri := beamlab_amqp_uri:params(), id := binary(),
+%% `uris': the broker's nodes (each connection tries them in a random
+%% order); `bodies': prepared bodies; `sizes': every body size used.
+-type plan() :: #{uris := [beamlab_amqp:params(), ...], conn_opts := beamlab_amqp:connect_opts(),
+                  id := binary(),
                   clock_offset_us => integer(),
+                  bodies := tuple(), sizes := [non_neg_integer()],
                   producers => [beamlab_amqp_worker:producer_spec()],
                   consumers => [beamlab_amqp_worker:consumer_spec()],
                   loops => [beamlab_amqp_worker:loop_spec()]}.
 %% The node's counters so far.
 -type counts() :: #{reconnects := non_neg_integer(), sent := non_neg_integer(),
                     returned := non_neg_integer(), confirmed := non_neg_integer(),
-                    nacked := non_neg_integer(), received := non_neg_integer()}.
+                    nacked := non_neg_integer(), received := non_neg_integer(),
+                    requeued := non_neg_integer()}.
 %% One interval: the counters, the interval's latency histograms, and how
 %% many workers have finished their -C/-D counts.
 -type sample() :: #{counters := counts(),
@@ -34,10 +39,12 @@
                     confirm := beamlab_stats_hist:snapshot(),
                     producers_done := non_neg_integer(),
                     consumers_done := non_neg_integer()}.
-%% The node's totals at the end of the run.
+%% The node's totals at the end of the run, and the messages left in its
+%% consumers' exclusive queues (gone with their connections).
 -type final() :: #{counters := counts(),
                    consumer := beamlab_stats_hist:snapshot(),
-                   confirm := beamlab_stats_hist:snapshot()}.
+                   confirm := beamlab_stats_hist:snapshot(),
+                   exclusive_queued := non_neg_integer() | undefined}.
 
 %% Internal entry point (spawned, possibly on another node).
 -export([init/2]).
@@ -56,6 +63,8 @@
              done_c = 0 :: non_neg_integer(),
              reconnects = 0 :: non_neg_integer(),
              opened = #{} :: #{beamlab_amqp_worker:group() => true},   % groups ever connected
+             %% Connections being opened, and the workers waiting for them.
+             connecting = #{} :: #{beamlab_amqp_worker:group() => [{pid(), reference()}]},
              phase = starting :: starting | running | stopping_p | stopping_c}).
 
 %% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
@@ -90,7 +99,12 @@ init(Coord, Plan) ->
             %% producers stamp and consumers read bodies in the
             %% coordinator's time, so a message produced on one node and
             %% consumed on another compares one clock (issue 13).
-            clock_offset => maps:get(clock_offset_us, Plan, 0)},
+            clock_offset => maps:get(clock_offset_us, Plan, 0),
+            bodies => maps:get(bodies, Plan),
+            %% One padding per body size, shared by every producer.
+            pads => maps:from_list([{Size, binary:copy(<<0>>, Size - ?BODY_MIN)}
+                                    || Size <- lists:usort([max(?BODY_MIN, S)
+                                                            || S <- maps:get(sizes, Plan)])])},
     CtxKey = beamlab_runtime_shared:share(Ctx),
     St0 = #st{coord = Coord, plan = Plan, ctx = Ctx, ctx_key = CtxKey},
     %% Consumers first: they must be subscribed before anything is published.
@@ -108,9 +122,9 @@ handle({Pid, {error, Reason}}, #st{coord = C} = St) when is_pid(Pid) ->
     C ! {agent_error, self(), Reason},
     shutdown(St);
 handle({connection, From, Ref, Group}, St) ->
-    {Reply, St1} = get_connection(Group, St),
-    From ! {Ref, Reply},
-    St1;
+    get_connection(Group, From, Ref, St);
+handle({connected, Group, Result}, St) ->
+    connected(Group, Result, St);
 handle({go, StartUs}, St) ->
     _ = [W ! {go, StartUs} || W <- St#st.producers ++ St#st.consumers],
     St#st{phase = running};
@@ -145,32 +159,61 @@ ready_check(#st{pending = [], coord = C} = St) ->
 ready_check(St) ->
     St.
 
-get_connection(Group, #st{conns = Cs, plan = Plan} = St) ->
-    case maps:find(Group, Cs) of
+%% A live connection for the group, or one being opened for it: the
+%% agent never waits for a broker itself (a connection attempt to a
+%% broker that does not answer would otherwise stop it from answering the
+%% coordinator); a helper connects and the askers get its result.
+get_connection(Group, From, Ref, #st{conns = Cs, connecting = Ing} = St) ->
+    Live = case maps:find(Group, Cs) of
+               {ok, Conn} -> is_process_alive(Conn) andalso {ok, Conn};
+               error -> false
+           end,
+    case {Live, Ing} of
+        {{ok, C}, _} ->
+            From ! {Ref, {ok, C}},
+            St;
+        {false, #{Group := Waiting}} ->
+            St#st{connecting = Ing#{Group => [{From, Ref} | Waiting]}};
+        {false, _} ->
+            Self = self(),
+            #st{plan = Plan} = St,
+            Name = iolist_to_binary(["beamlab amqp ", maps:get(id, Plan, <<>>), " ", group_name(Group)]),
+            Opts = (maps:get(conn_opts, Plan))#{name => Name, owner => Self},
+            Uris = shuffle(maps:get(uris, Plan)),
+            _ = spawn_link(fun() -> Self ! {connected, Group, connect_any(Uris, Opts)} end),
+            St#st{conns = maps:remove(Group, Cs), connecting = Ing#{Group => [{From, Ref}]}}
+    end.
+
+connected(Group, Result, #st{connecting = Ing, conns = Cs, opened = Opened} = St) ->
+    {Waiting, Ing1} = case maps:take(Group, Ing) of
+                          {W, I} -> {W, I};
+                          error -> {[], Ing}
+                      end,
+    _ = [From ! {Ref, Result} || {From, Ref} <- Waiting],
+    case Result of
         {ok, Conn} ->
-            case is_process_alive(Conn) of
-                true -> {{ok, Conn}, St};
-                false -> reconnect(Group, St#st{conns = maps:remove(Group, Cs)}, Plan)
-            end;
-        error when is_map_key(Group, St#st.opened) ->
-            reconnect(Group, St, Plan);
-        error ->
-            connect(Group, St, Plan)
+            Rc = case is_map_key(Group, Opened) of
+                     true -> St#st.reconnects + 1;
+                     false -> St#st.reconnects
+                 end,
+            St#st{connecting = Ing1, conns = Cs#{Group => Conn}, opened = Opened#{Group => true},
+                  reconnects = Rc};
+        {error, _} ->
+            St#st{connecting = Ing1}
     end.
 
-reconnect(Group, St, Plan) ->
-    case connect(Group, St, Plan) of
-        {{ok, _}, St1} = Ok -> setelement(2, Ok, St1#st{reconnects = St1#st.reconnects + 1});
-        Error -> Error
+%% The nodes of a cluster in a random order, the first that answers (as
+%% PerfTest's --uris): the error of the last one otherwise.
+connect_any([Uri], Opts) ->
+    beamlab_amqp:connect(Uri, Opts);
+connect_any([Uri | Rest], Opts) ->
+    case beamlab_amqp:connect(Uri, Opts) of
+        {ok, _} = Ok -> Ok;
+        {error, _} -> connect_any(Rest, Opts)
     end.
 
-connect(Group, #st{conns = Cs} = St, Plan) ->
-    Name = iolist_to_binary(["beamlab amqp ", maps:get(id, Plan, <<>>), " ", group_name(Group)]),
-    case beamlab_amqp:connect(maps:get(uri, Plan), #{name => Name}) of
-        {ok, Conn} -> {{ok, Conn}, St#st{conns = Cs#{Group => Conn},
-                                         opened = (St#st.opened)#{Group => true}}};
-        {error, _} = E -> {E, St}
-    end.
+shuffle([_] = L) -> L;
+shuffle(L) -> [X || {_, X} <- lists:sort([{rand:uniform(), X} || X <- L])].
 
 group_name({Kind, N}) ->
     io_lib:format("~s~b", [Kind, N]).
@@ -207,12 +250,40 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
     {ConfT, _} = maps:get(conf_hists, Ctx),
     C ! {final, self(), #{counters => counts(St),
                           consumer => beamlab_stats_hist:snapshot(ConsT),
-                          confirm => beamlab_stats_hist:snapshot(ConfT)}},
+                          confirm => beamlab_stats_hist:snapshot(ConfT),
+                          exclusive_queued => exclusive_depth(St)}},
     close_all(St),
     ok = beamlab_runtime_shared:release(St#st.ctx_key),
     exit(normal);
 maybe_stopped(St) ->
     St.
+
+%% --exclusive: the consumers' queues die with their connections, so their
+%% depth is read now, on those connections (a fresh channel each).
+exclusive_depth(#st{plan = Plan, conns = Conns}) ->
+    Excl = lists:usort([{G, Q} || #{exclusive := #{}, group := G, queue := Q}
+                                      <- maps:get(consumers, Plan, [])]),
+    Depths = [case maps:find(G, Conns) of
+                  {ok, Conn} -> queue_depth(Conn, Q);
+                  error -> undefined
+              end || {G, Q} <- Excl],
+    case lists:member(undefined, Depths) of
+        true -> undefined;
+        false -> lists:sum(Depths)
+    end.
+
+queue_depth(Conn, Q) ->
+    case catch beamlab_amqp:open_channel(Conn, #{timeout => ?CLOSE_MS}) of
+        {ok, Ch} ->
+            R = case catch beamlab_amqp:declare_queue(Ch, Q, #{passive => true, timeout => ?CLOSE_MS}) of
+                    {ok, #{message_count := N}} -> N;
+                    _ -> undefined
+                end,
+            _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
+            R;
+        _ ->
+            undefined
+    end.
 
 counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
     #{reconnects => Rc,
@@ -220,7 +291,8 @@ counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
       returned => counters:get(C, ?C_RETURNED),
       confirmed => counters:get(C, ?C_CONFIRMED),
       nacked => counters:get(C, ?C_NACKED),
-      received => counters:get(C, ?C_RECEIVED)}.
+      received => counters:get(C, ?C_RECEIVED),
+      requeued => counters:get(C, ?C_REQUEUED)}.
 
 snap_reset(H) ->
     S = beamlab_stats_hist:snapshot(H),

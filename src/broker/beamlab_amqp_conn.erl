@@ -36,7 +36,8 @@
              content = none :: none | {tuple(), beamlab_amqp_method:props() | undefined,
                                        non_neg_integer(), [binary()]}}).
 
--record(st, {sock :: gen_tcp:socket(),
+-record(st, {sock :: socket(),
+             tr :: gen_tcp | ssl,                  % the socket's module
              owner :: pid(),
              owner_mon :: reference(),
              params :: params(),
@@ -71,7 +72,10 @@
                     heartbeat := non_neg_integer(), frame_max := non_neg_integer(),
                     channel_max := non_neg_integer(), connection_timeout := pos_integer(),
                     name => binary(), batch_bytes => pos_integer(), batch_msgs => pos_integer(),
-                    sndbuf => pos_integer(), recbuf => pos_integer()}.
+                    sndbuf => pos_integer(), recbuf => pos_integer(), nodelay => boolean(),
+                    tls := false | beamlab_amqp:tls_opts(),
+                    auth_mechanism := plain | external}.
+-type socket() :: gen_tcp:socket() | ssl:sslsocket().
 -type request() :: {sync, char(), beamlab_amqp_method:method(), [atom()]}
                  | {open_channel, pid()} | {close_channel, char()} | info | close.
 
@@ -192,6 +196,9 @@ expect(#'basic.cancel'{}) -> ['basic.cancel_ok'];
 expect(#'basic.get'{}) -> ['basic.get_ok', 'basic.get_empty'];
 expect(#'basic.recover'{}) -> ['basic.recover_ok'];
 expect(#'confirm.select'{}) -> ['confirm.select_ok'];
+expect(#'tx.select'{}) -> ['tx.select_ok'];
+expect(#'tx.commit'{}) -> ['tx.commit_ok'];
+expect(#'tx.rollback'{}) -> ['tx.rollback_ok'];
 expect(#'channel.flow'{}) -> ['channel.flow_ok'].
 
 %%====================================================================
@@ -220,14 +227,15 @@ init(_) ->
 connect(Params, Owner) ->
     #{host := Host, port := Port, connection_timeout := Timeout} = Params,
     Deadline = erlang:monotonic_time(millisecond) + Timeout,
-    SockOpts = [binary, {active, false}, {packet, raw}, {nodelay, true}, {keepalive, true}]
+    SockOpts = [binary, {active, false}, {packet, raw}, {nodelay, maps:get(nodelay, Params, true)},
+                {keepalive, true}]
         ++ [{K, V} || K <- [sndbuf, recbuf], {ok, V} <- [maps:find(K, Params)]],
-    case gen_tcp:connect(Host, Port, SockOpts, Timeout) of
-        {ok, Sock} ->
-            try negotiate(Sock, Params, Deadline) of
+    case open_socket(address(Host), Port, SockOpts, maps:get(tls, Params), Timeout) of
+        {ok, {Tr, Sock}} ->
+            try negotiate({Tr, Sock}, Params, Deadline) of
                 {ok, Tuned, ServerProps} ->
-                    ok = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
-                    St = #st{sock = Sock, owner = Owner, owner_mon = monitor(process, Owner),
+                    ok = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+                    St = #st{sock = Sock, tr = Tr, owner = Owner, owner_mon = monitor(process, Owner),
                              params = Params,
                              frame_max = maps:get(frame_max, Tuned),
                              channel_max = maps:get(channel_max, Tuned),
@@ -238,25 +246,132 @@ connect(Params, Owner) ->
                     schedule_tick(St),
                     {ok, St}
             catch throw:{negotiate, Reason} ->
-                gen_tcp:close(Sock),
+                _ = Tr:close(Sock),
                 {stop, Reason}
             end;
         {error, timeout} ->
             {stop, {timeout, connect}};
-        {error, Posix} ->
-            {stop, {unreachable, Host, Port, Posix}}
+        {error, {tls, _} = E} ->
+            {stop, {tls, peer_text(Host, Port), tls_reason(E)}};
+        {error, Posix} when is_atom(Posix) ->
+            {stop, {unreachable, Host, Port, Posix}};
+        {error, Other} ->
+            {stop, {tls, peer_text(Host, Port), Other}}
     end.
+
+%% An address given as text connects as that address (and TLS checks it
+%% as an IP entry of the certificate).
+address(Host) when is_list(Host) ->
+    case inet:parse_address(Host) of
+        {ok, Ip} -> Ip;
+        {error, _} -> Host
+    end;
+address(Host) ->
+    Host.
+
+%% A TCP connection, with TLS on top for amqps://. The TLS handshake
+%% shares the connection timeout.
+open_socket(Host, Port, SockOpts, false, Timeout) ->
+    case gen_tcp:connect(Host, Port, SockOpts, Timeout) of
+        {ok, Sock} -> {ok, {gen_tcp, Sock}};
+        {error, _} = E -> E
+    end;
+open_socket(Host, Port, SockOpts, Tls, Timeout) ->
+    case {application:ensure_all_started(ssl), tls_options(Host, Tls)} of
+        {{error, R}, _} ->
+            {error, {tls, {ssl_not_started, R}}};
+        {_, {ok, TlsOpts}} ->
+            case ssl:connect(Host, Port, SockOpts ++ TlsOpts, Timeout) of
+                {ok, Sock} -> {ok, {ssl, Sock}};
+                {error, {tls_alert, _} = A} -> {error, {tls, A}};
+                {error, {options, _} = O} -> {error, {tls, O}};
+                {error, closed} -> {error, {tls, closed}};
+                {error, _} = E -> E
+            end;
+        {_, {error, _} = E} ->
+            E
+    end.
+
+%% TLS options: the peer is verified unless `verify => verify_none', with
+%% the given CA file or else the system's trust store (OTP 25's
+%% public_key:cacerts_get/0), against the host name (or `server_name_indication').
+tls_options(Host, Tls) ->
+    Verify = maps:get(verify, Tls, verify_peer),
+    Cas = case {Verify, maps:find(cacertfile, Tls)} of
+              {verify_none, _} -> {ok, []};
+              {_, {ok, File}} -> {ok, [{cacertfile, File}]};
+              {_, error} -> system_cas()
+          end,
+    case Cas of
+        {ok, CaOpts} ->
+            %% A host given as an IP address is checked against the
+            %% certificate's IP entries, and no SNI is sent (RFC 6066).
+            Sni = case maps:find(server_name_indication, Tls) of
+                      {ok, Name} -> [{server_name_indication, Name}];
+                      error when is_list(Host) ->
+                          case inet:parse_address(Host) of
+                              {ok, _} -> [];
+                              {error, _} -> [{server_name_indication, Host}]
+                          end;
+                      error -> []
+                  end,
+            {ok, [{verify, Verify}, {log_level, none} | CaOpts]
+                 ++ [{customize_hostname_check, [{match_fun, public_key:pkix_verify_hostname_match_fun(https)}]}
+                     || Verify =:= verify_peer]
+                 ++ Sni
+                 ++ [{K, V} || K <- [certfile, keyfile], {ok, V} <- [maps:find(K, Tls)]]};
+        {error, _} = E ->
+            E
+    end.
+
+system_cas() ->
+    case erlang:function_exported(public_key, cacerts_get, 0)
+        orelse (code:ensure_loaded(public_key) =:= {module, public_key}
+                andalso erlang:function_exported(public_key, cacerts_get, 0)) of
+        true ->
+            try {ok, [{cacerts, public_key:cacerts_get()}]}
+            catch _:_ -> {error, {tls, no_system_cas}}
+            end;
+        false ->
+            {error, {tls, no_system_cas}}
+    end.
+
+tls_reason({tls, {tls_alert, {Alert, Text}}}) ->
+    %% The alert's text is several lines of the handshake's state; keep
+    %% the reason in it (e.g. hostname_check_failed), if any.
+    Detail = case re:run(Text, "[{]bad_cert,([a-z_]+)[}]", [{capture, all_but_first, binary}]) of
+                 {match, [D]} -> D;
+                 nomatch -> atom_to_binary(Alert)
+             end,
+    {alert, Alert, Detail};
+tls_reason({tls, {options, O}}) -> {options, iolist_to_binary(io_lib:format("~0tp", [O]))};
+tls_reason({tls, R}) -> R.
+
+peer_text(Host, Port) ->
+    iolist_to_binary(io_lib:format("~s:~b", [inet_host(Host), Port])).
+
+inet_host(H) when is_tuple(H) -> inet:ntoa(H);
+inet_host(H) -> H.
+
+setopts(gen_tcp, Sock, Opts) -> inet:setopts(Sock, Opts);
+setopts(ssl, Sock, Opts) -> ssl:setopts(Sock, Opts).
 
 negotiate(Sock, Params, Deadline) ->
     #{user := User, password := Pass, vhost := VHost} = Params,
     send_raw(Sock, beamlab_amqp_frame:protocol_header()),
     {#'connection.start'{mechanisms = Mechs, server_properties = ServerProps}, Buf1} =
         recv_method(Sock, <<>>, Deadline, start, Params),
-    lists:member(<<"PLAIN">>, binary:split(Mechs, <<" ">>, [global]))
-        orelse throw({negotiate, {no_plain_auth, Mechs}}),
+    {Mech, Response} = case maps:get(auth_mechanism, Params) of
+                           plain -> {<<"PLAIN">>, <<0, User/binary, 0, Pass/binary>>};
+                           %% The broker takes the user from the client's
+                           %% certificate (rabbitmq_auth_mechanism_ssl).
+                           external -> {<<"EXTERNAL">>, <<>>}
+                       end,
+    lists:member(Mech, binary:split(Mechs, <<" ">>, [global]))
+        orelse throw({negotiate, {no_auth_mechanism, Mech, Mechs}}),
     StartOk = #'connection.start_ok'{client_properties = client_properties(Params),
-                                     mechanism = <<"PLAIN">>,
-                                     response = <<0, User/binary, 0, Pass/binary>>,
+                                     mechanism = Mech,
+                                     response = Response,
                                      locale = <<"en_US">>},
     send_raw(Sock, beamlab_amqp_frame:encode_method(0, StartOk)),
     {Tune, Buf2} = recv_method(Sock, Buf1, Deadline, tune, Params),
@@ -339,7 +454,8 @@ recv_method(Sock, Buf, Deadline, Stage, Params) ->
         more ->
             Left = Deadline - erlang:monotonic_time(millisecond),
             Left > 0 orelse throw({negotiate, {timeout, Stage}}),
-            case gen_tcp:recv(Sock, 0, Left) of
+            {Tr, S} = Sock,
+            case Tr:recv(S, 0, Left) of
                 {ok, Data} -> recv_method(Sock, <<Buf/binary, Data/binary>>, Deadline, Stage, Params);
                 {error, timeout} -> throw({negotiate, {timeout, Stage}});
                 {error, closed} when Stage =:= tune ->
@@ -363,12 +479,13 @@ negotiation_frame(Buf) -> beamlab_amqp_frame:parse(Buf).
 
 fmt(Fmt, Args) -> iolist_to_binary(io_lib:format(Fmt, Args)).
 
+negotiation_close(_, 403, Text, #{auth_mechanism := external}) -> {external_refused, Text};
 negotiation_close(_, 403, Text, #{user := User}) -> {access_refused, User, Text};
 negotiation_close(open, 530, Text, #{vhost := VHost}) -> {vhost_not_found, VHost, Text};
 negotiation_close(_, Code, Text, _) -> {connection_closed, Code, Text}.
 
-send_raw(Sock, Data) ->
-    case gen_tcp:send(Sock, Data) of
+send_raw({Tr, Sock}, Data) ->
+    case Tr:send(Sock, Data) of
         ok -> ok;
         {error, R} -> throw({negotiate, {socket, R}})
     end.
@@ -455,17 +572,17 @@ handle_info({'$amqp_send', _, _}, #st{closing = {_, _}} = St) ->
 handle_info({'$amqp_send', N, Data}, St) ->
     {Acc, Size} = add_send(N, Data, St, [], 0),
     drain(St, Acc, Size, 1);
-handle_info({tcp, Sock, Data}, #st{sock = Sock, buf = Buf} = St) ->
+handle_info({T, Sock, Data}, #st{sock = Sock, buf = Buf} = St) when T =:= tcp; T =:= ssl ->
     Buf1 = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
     frames(Buf1, St#st{idle_ticks = 0});
-handle_info({tcp_passive, Sock}, #st{sock = Sock} = St) ->
+handle_info({T, Sock}, #st{sock = Sock, tr = Tr} = St) when T =:= tcp_passive; T =:= ssl_passive ->
     %% If the socket just closed this fails; tcp_closed follows and ends us.
-    _ = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
+    _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
     {noreply, St};
-handle_info({tcp_closed, Sock}, #st{sock = Sock} = St) ->
+handle_info({T, Sock}, #st{sock = Sock} = St) when T =:= tcp_closed; T =:= ssl_closed ->
     lost(socket_closed, "socket closed", St);
-handle_info({tcp_error, Sock, Reason}, #st{sock = Sock} = St) ->
-    lost(socket_error, io_lib:format("~s", [inet:format_error(Reason)]), St);
+handle_info({T, Sock, Reason}, #st{sock = Sock} = St) when T =:= tcp_error; T =:= ssl_error ->
+    lost(socket_error, io_lib:format("~ts", [socket_error_text(Reason)]), St);
 handle_info(tick, #st{closing = {_, _}} = St) ->
     {noreply, St};
 handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
@@ -531,17 +648,20 @@ drain(St, Acc, _, Count) ->
 
 flush([], _, St) -> {noreply, St};
 flush(Acc, Count, #st{writes = W, sends = S} = St) ->
-    case gen_tcp:send(St#st.sock, lists:reverse(Acc)) of
+    case (St#st.tr):send(St#st.sock, lists:reverse(Acc)) of
         ok -> {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
         {error, R} -> lost(socket_error, send_error(R), St)
     end.
 
 send_error(closed) -> "socket closed";
-send_error(R) -> inet:format_error(R).
+send_error(R) -> socket_error_text(R).
+
+socket_error_text(R) when is_atom(R) -> inet:format_error(R);
+socket_error_text(R) -> ssl:format_error(R).
 
 %% Writes from the connection process itself (replies, control methods).
 write(Data, St) ->
-    case gen_tcp:send(St#st.sock, Data) of
+    case (St#st.tr):send(St#st.sock, Data) of
         ok -> ok;
         %% The socket's closed/error message follows and ends the connection.
         {error, _} -> ok
@@ -761,7 +881,7 @@ lost(Code, Detail, St) ->
 
 %% Tell everybody why the connection ended, then stop.
 shutdown(Code, Text, #st{closing = Closing} = St) ->
-    gen_tcp:close(St#st.sock),
+    _ = (St#st.tr):close(St#st.sock),
     Err = case is_integer(Code) of
               true -> {error, {connection_closed, Code, Text}};
               false -> {error, {Code, Text}}

@@ -1,12 +1,17 @@
 %%% @doc One consuming channel of the load generator (PerfTest's "consumer
 %%% #i, channel #j").
 %%%
-%%% Consumes a queue with the given prefetch, acknowledges every message,
-%%% every Nth message with `multiple' (multi-ack), or not at all (autoack),
-%%% and records consumer latency: receive time minus the intended send time
-%%% the producer wrote into the body. On stop it acknowledges what it has
-%%% counted before closing the channel, so a message is either counted as
-%%% received or left in the queue, never both.
+%%% Consumes a queue (basic.consume, or basic.get with `--polling') with
+%%% the given prefetch, acknowledges every message, every Nth message with
+%%% `multiple' (multi-ack), or not at all (autoack), or nacks them
+%%% (`--nack', requeued or not), in transactions when asked, and records
+%%% consumer latency: receive time minus the intended send time the
+%%% producer wrote into the body (or a header). As PerfTest it can simulate
+%%% work per message (`-L', `--variable-latency'), limit its rate (`-R'),
+%%% start late (`--slow-start', `--consumer-start-delay') and end by itself
+%%% when its queue is empty or it is idle (`--exit-when'). On stop it
+%%% acknowledges what it has counted before closing the channel, so a
+%%% message is either counted as received or left in the queue, never both.
 -module(beamlab_amqp_consumer).
 -behaviour(beamlab_amqp_worker).
 
@@ -17,17 +22,33 @@
 %% Worker callbacks (beamlab_amqp_worker:start/3).
 -export([open/2, run/3]).
 
+%% --exit-when: first check 2 s after the start, then every second; idle
+%% means no delivery for more than a second (PerfTest's timings).
+-define(EXIT_CHECK_FIRST_MS, 2000).
+-define(EXIT_CHECK_MS, 1000).
+-define(IDLE_MS, 1000).
+%% A busy wait for simulated work shorter than this, a sleep above (as
+%% PerfTest: below a millisecond sleeping is too coarse).
+-define(SLEEP_MIN_US, 1000).
+
 -record(st, {ctx :: beamlab_amqp_worker:ctx(),
              spec :: beamlab_amqp_worker:consumer_spec(),
              ch :: beamlab_amqp:channel(),
              left :: non_neg_integer() | infinity,
              unacked = 0 :: non_neg_integer(),
-             last_tag = 0 :: non_neg_integer()}).
+             last_tag = 0 :: non_neg_integer(),
+             tx_left :: non_neg_integer() | none,
+             latency :: beamlab_amqp_cycle:cycle() | none,
+             %% -R: when the next message may be handled (µs), or none.
+             next_at :: integer() | none,
+             last_activity :: integer() | undefined,   % ms, --exit-when
+             subscribed = false :: boolean()}).
 
-%% @doc Starts a consumer for `Spec' (queue, group, prefetch, autoack,
-%% multi_ack, count, reconnect). It sends `{self(), ready}' to its parent
-%% once the broker confirmed the subscription (basic.consume-ok), so no
-%% message published afterwards is missed, or `{self(), {error, R}}'.
+%% @doc Starts a consumer for `Spec'. It sends `{self(), ready}' to its
+%% parent once the broker confirmed the subscription (basic.consume-ok),
+%% so no message published afterwards is missed, or `{self(), {error, R}}'.
+%% A consumer that starts late (slow start, start delay) or polls is ready
+%% once its channel is open, and subscribes or polls when its time comes.
 -spec start_link(beamlab_runtime_shared:key(), beamlab_amqp_worker:consumer_spec()) -> pid().
 start_link(CtxKey, Spec) ->
     beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
@@ -36,19 +57,6 @@ start_link(CtxKey, Spec) ->
 -spec open(beamlab_amqp_worker:ctx(), beamlab_amqp_worker:consumer_spec()) ->
           {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
 open(Ctx, Spec) ->
-    subscribe(Ctx, Spec).
-
-%% @private
--spec run({ok, beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
-          beamlab_amqp_worker:consumer_spec()) -> no_return().
-run({ok, Ch}, Ctx, Spec) ->
-    loop(#st{ctx = Ctx, spec = Spec, ch = Ch,
-             left = case maps:get(count, Spec) of
-                        0 -> infinity;
-                        C -> C
-                    end}).
-
-subscribe(Ctx, Spec) ->
     case beamlab_amqp_worker:connection(Ctx, Spec) of
         {ok, Conn} ->
             with_channel(beamlab_amqp:open_channel(Conn), Spec);
@@ -56,23 +64,100 @@ subscribe(Ctx, Spec) ->
             E
     end.
 
+%% @private
+-spec run({ok, beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
+          beamlab_amqp_worker:consumer_spec()) -> no_return().
+run({ok, Ch}, Ctx, Spec) ->
+    St = #st{ctx = Ctx, spec = Spec, ch = Ch,
+             left = case maps:get(count, Spec) of
+                        0 -> infinity;
+                        C -> C
+                    end,
+             tx_left = tx(Spec), latency = none, next_at = none,
+             subscribed = subscribes_at_once(Spec)},
+    receive
+        {go, StartUs} ->
+            St1 = St#st{latency = case maps:get(latency, Spec) of
+                                      {fixed, 0} -> none;
+                                      {fixed, Us} -> beamlab_amqp_cycle:fixed(Us);
+                                      {variable, Steps} -> beamlab_amqp_cycle:new(Steps, StartUs)
+                                  end},
+            _ = case maps:get(exit_when, Spec) of
+                    never -> ok;
+                    _ -> erlang:send_after(?EXIT_CHECK_FIRST_MS + maps:get(start_delay_ms, Spec),
+                                           self(), exit_check)
+                end,
+            start(St1);
+        stop ->
+            finish(St)
+    end.
+
+tx(#{tx := 0}) -> none;
+tx(#{tx := N}) -> N.
+
+subscribes_at_once(#{start_delay_ms := 0, polling := false}) -> true;
+subscribes_at_once(_) -> false.
+
+%% A late consumer subscribes (or polls) when its delay is over.
+start(#st{spec = #{start_delay_ms := 0, polling := false}} = St) ->
+    loop(St);
+start(#st{spec = #{start_delay_ms := Delay}} = St) ->
+    receive
+        stop -> finish(St)
+    after Delay ->
+        case subscribe(St) of
+            {ok, St1} -> loop(St1);
+            {error, R} -> exit({shutdown, R})
+        end
+    end.
+
+subscribe(#st{spec = #{polling := {true, _}}} = St) ->
+    self() ! poll,
+    {ok, St#st{subscribed = true}};
+subscribe(#st{ch = Ch, spec = Spec} = St) ->
+    case consume(Ch, Spec) of
+        ok -> {ok, St#st{subscribed = true}};
+        {error, _} = E -> E
+    end.
+
 with_channel({ok, Ch}, Spec) ->
-    Qos = case maps:get(prefetch, Spec) of
-              0 -> ok;
-              P -> beamlab_amqp:qos(Ch, P)
-          end,
-    case Qos of
-        ok ->
-            case beamlab_amqp:consume(Ch, maps:get(queue, Spec),
-                                      #{no_ack => maps:get(autoack, Spec)}) of
-                {ok, _Tag} -> {ok, Ch};
-                {error, _} = E -> quiet(Ch, E)
-            end;
-        {error, _} = E ->
-            quiet(Ch, E)
+    Steps = [fun() -> exclusive(Ch, Spec) end,
+             fun() -> qos(Ch, maps:get(prefetch, Spec), false) end,
+             fun() -> qos(Ch, maps:get(global_qos, Spec), true) end,
+             fun() -> case tx(Spec) of none -> ok; _ -> beamlab_amqp:tx_select(Ch) end end]
+        ++ [fun() -> consume(Ch, Spec) end || subscribes_at_once(Spec)],
+    case run_steps(Steps) of
+        ok -> {ok, Ch};
+        {error, _} = E -> quiet(Ch, E)
     end;
 with_channel({error, _} = E, _Spec) ->
     E.
+
+run_steps([]) -> ok;
+run_steps([F | Rest]) ->
+    case F() of
+        ok -> run_steps(Rest);
+        {error, _} = E -> E
+    end.
+
+%% --exclusive: the queue is declared (and bound) on this connection.
+exclusive(Ch, #{exclusive := #{} = QSpec, queue := Q}) ->
+    case beamlab_amqp_topology:declare_exclusive(Ch, Q, QSpec) of
+        ok -> ok;
+        {error, {_, _, R}} -> {error, R}
+    end;
+exclusive(_Ch, _Spec) ->
+    ok.
+
+qos(_Ch, 0, _Global) -> ok;
+qos(Ch, N, Global) -> beamlab_amqp:qos(Ch, #{prefetch_count => N, global => Global}).
+
+consume(Ch, Spec) ->
+    case beamlab_amqp:consume(Ch, maps:get(queue, Spec),
+                              #{no_ack => maps:get(autoack, Spec), arguments => maps:get(args, Spec)}) of
+        {ok, _Tag} -> ok;
+        {error, _} = E -> E
+    end.
 
 %% A refused method (consume of a queue that does not exist yet, while the
 %% run declares it again after a broker restart) closes the channel and
@@ -88,73 +173,186 @@ loop(#st{left = 0} = St) ->
     finish(St);
 loop(#st{ch = Ch} = St) ->
     receive
-        {amqp_deliver, Ch, Tag, _Redelivered, _Ex, _Key, _Props, Body} ->
-            loop(deliver(Tag, Body, St));
+        {amqp_deliver, Ch, Tag, Redelivered, _Ex, _Key, Props, Body} ->
+            loop(deliver(Tag, Redelivered, Props, Body, St));
         {amqp_closed, Ch, Code, Text} ->
             loop(connection_lost(Code, Text, St));
         {amqp_cancelled, Ch, _} ->
             exit({shutdown, {consumer_cancelled, maps:get(queue, St#st.spec)}});
+        poll ->
+            loop(poll(St));
+        exit_check ->
+            loop(exit_check(St));
         stop ->
             finish(St);
         _ ->
             loop(St)
     end.
 
-deliver(Tag, Body, #st{ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
-    case Body of
-        <<Intended:64/signed, _/binary>> ->
+deliver(Tag, _Redelivered, Props, Body, #st{ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
+    case stamp(maps:get(stamp, St#st.spec), Props, Body) of
+        none ->
+            ok;   % a foreign message in the queue: counted, no latency
+        Intended ->
             %% Intended is in the coordinator's time (see the agent's clock_offset).
             Off = maps:get(clock_offset, Ctx, 0),
-            beamlab_amqp_worker:record(Hs, max(0, ?NOW_US() - Off - Intended));
-        _ ->
-            ok   % a foreign message in the queue: counted, no latency
+            beamlab_amqp_worker:record(Hs, max(0, ?NOW_US() - Off - Intended))
     end,
     counters:add(C, ?C_RECEIVED, 1),
-    ack(Tag, St#st{left = case St#st.left of
-                              infinity -> infinity;
-                              L -> L - 1
-                          end}).
+    St1 = pace(work(St)),
+    ack(Tag, St1#st{left = case St1#st.left of
+                               infinity -> infinity;
+                               L -> L - 1
+                           end,
+                    last_activity = last_activity(St1)}).
+
+stamp(body, _Props, <<Intended:64/signed, _/binary>>) ->
+    Intended;
+stamp(header, #{headers := Headers}, _Body) ->
+    case lists:keyfind(?STAMP_HEADER, 1, Headers) of
+        {_, _, T} when is_integer(T) -> T;
+        _ -> none
+    end;
+stamp(_, _, _) ->
+    none.
+
+last_activity(#st{spec = #{exit_when := never}}) -> undefined;
+last_activity(_) -> erlang:monotonic_time(millisecond).
+
+%% -L/--variable-latency: PerfTest's simulated processing time.
+work(#st{latency = none} = St) ->
+    St;
+work(#st{latency = L} = St) ->
+    case beamlab_amqp_cycle:value(L, ?NOW_US()) of
+        0 -> ok;
+        Us when Us >= ?SLEEP_MIN_US -> receive after Us div 1000 -> ok end;
+        Us -> spin(erlang:monotonic_time(microsecond) + Us)
+    end,
+    St.
+
+spin(Until) ->
+    case erlang:monotonic_time(microsecond) < Until of
+        true -> spin(Until);
+        false -> ok
+    end.
+
+%% -R: at most that many messages a second (no burst after idling).
+pace(#st{spec = #{rate := infinity}} = St) ->
+    St;
+pace(#st{spec = #{rate := Rate}, next_at = Next} = St) ->
+    Now = erlang:monotonic_time(microsecond),
+    Due = case Next of none -> Now; _ -> max(Next, Now) end,
+    _ = Due > Now andalso (receive after (Due - Now + 999) div 1000 -> true end),
+    St#st{next_at = Due + round(1000000 / Rate)}.
 
 ack(_Tag, #st{spec = #{autoack := true}} = St) ->
     St;
-ack(Tag, #st{spec = #{multi_ack := N}, ch = Ch, unacked = U} = St) when N > 1 ->
+ack(Tag, #st{spec = #{multi_ack := N}, unacked = U} = St) when N > 1 ->
     case U + 1 >= N of
-        true ->
-            ok = beamlab_amqp:ack(Ch, Tag, true),
-            St#st{unacked = 0, last_tag = Tag};
-        false ->
-            St#st{unacked = U + 1, last_tag = Tag}
+        true -> settle(Tag, true, N, St#st{unacked = 0, last_tag = Tag});
+        false -> St#st{unacked = U + 1, last_tag = Tag}
     end;
-ack(Tag, #st{ch = Ch} = St) ->
-    ok = beamlab_amqp:ack(Ch, Tag, false),
-    St#st{last_tag = Tag}.
+ack(Tag, St) ->
+    settle(Tag, false, 1, St#st{last_tag = Tag}).
+
+%% ack, or nack with or without requeue (--nack, --requeue); in a
+%% transaction, committed every -n settlements.
+settle(Tag, Multiple, Count, #st{ch = Ch, spec = #{nack := false}} = St) ->
+    ok = beamlab_amqp:ack(Ch, Tag, Multiple),
+    commit(Count, St);
+settle(Tag, Multiple, Count, #st{ch = Ch, spec = #{requeue := Requeue}, ctx = #{counters := C}} = St) ->
+    ok = beamlab_amqp:nack(Ch, Tag, Multiple, Requeue),
+    _ = Requeue andalso counters:add(C, ?C_REQUEUED, Count),
+    commit(Count, St).
+
+commit(_Count, #st{tx_left = none} = St) ->
+    St;
+commit(Count, #st{tx_left = L, ch = Ch, spec = #{tx := N}} = St) when L =< Count ->
+    case beamlab_amqp:tx_commit(Ch) of
+        ok -> St#st{tx_left = N};
+        {error, {Code, Text}} when is_binary(Text) -> connection_lost(Code, Text, St);
+        {error, R} -> exit({shutdown, R})
+    end;
+commit(Count, #st{tx_left = L} = St) ->
+    St#st{tx_left = L - Count}.
+
+%% --polling: basic.get, then the pause (PerfTest pauses after every get).
+poll(#st{ch = Ch, spec = #{polling := {true, Pause}} = Spec} = St) ->
+    St1 = case beamlab_amqp:get(Ch, maps:get(queue, Spec), maps:get(autoack, Spec)) of
+              {ok, {Tag, Redelivered, _Ex, _Key, _Count, Props, Body}} ->
+                  deliver(Tag, Redelivered, Props, Body, St);
+              empty ->
+                  St;
+              {error, {Code, Text}} when is_binary(Text) ->
+                  connection_lost(Code, Text, St);
+              {error, R} ->
+                  exit({shutdown, R})
+          end,
+    _ = case Pause of
+            0 -> self() ! poll;
+            _ -> erlang:send_after(Pause, self(), poll)
+        end,
+    St1.
+
+%% --exit-when: idle for a second (no delivery), or its queue empty.
+exit_check(#st{last_activity = undefined} = St) ->
+    %% Never received anything: idle from now on (PerfTest's rule).
+    erlang:send_after(?EXIT_CHECK_MS, self(), exit_check),
+    St#st{last_activity = erlang:monotonic_time(millisecond)};
+exit_check(#st{last_activity = Last, spec = #{exit_when := When} = Spec, ch = Ch} = St) ->
+    Idle = erlang:monotonic_time(millisecond) - Last > ?IDLE_MS,
+    Done = Idle andalso
+        case When of
+            idle -> true;
+            empty ->
+                case beamlab_amqp:declare_queue(Ch, maps:get(queue, Spec), #{passive => true}) of
+                    {ok, #{message_count := 0}} -> true;
+                    _ -> false
+                end
+        end,
+    case Done of
+        true -> finish(St);
+        false ->
+            erlang:send_after(?EXIT_CHECK_MS, self(), exit_check),
+            St
+    end.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Unacked deliveries go back to the queue with the old channel.
-    {ok, Ch} = beamlab_amqp_worker:reopen(fun() -> subscribe(Ctx, Spec) end),
-    St#st{ch = Ch, unacked = 0, last_tag = 0};
+    {ok, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
+    St1 = St#st{ch = Ch, unacked = 0, last_tag = 0, tx_left = tx(Spec)},
+    case St#st.subscribed andalso not subscribes_at_once(Spec) of
+        true ->
+            case subscribe(St1) of
+                {ok, St2} -> St2;
+                {error, R} -> exit({shutdown, R})
+            end;
+        false -> St1
+    end;
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).
 
 -spec finish(#st{}) -> no_return().
 finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
-    _ = case U > 0 of
-            true -> beamlab_amqp:ack(Ch, Tag, true);
-            false -> ok
-        end,
+    St1 = case U > 0 of
+              true -> settle(Tag, true, U, St);
+              false -> St
+          end,
+    _ = St1#st.tx_left =/= none andalso (catch beamlab_amqp:tx_commit(Ch)),
     _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     %% With autoack, deliveries still in the mailbox have left the queue:
     %% count them. With acks they return to the queue with the channel.
     case maps:get(autoack, St#st.spec) of
-        true -> drain_autoack(St);
+        true -> drain_autoack(St1);
         false -> ok
     end,
     exit(normal).
 
 drain_autoack(#st{ch = Ch} = St) ->
     receive
-        {amqp_deliver, Ch, Tag, _, _, _, _, Body} ->
-            drain_autoack(deliver(Tag, Body, St#st{left = infinity}))
+        {amqp_deliver, Ch, Tag, R, _, _, Props, Body} ->
+            drain_autoack(deliver(Tag, R, Props, Body, St#st{left = infinity, latency = none,
+                                                             spec = (St#st.spec)#{rate := infinity}}))
     after 0 ->
         ok
     end.

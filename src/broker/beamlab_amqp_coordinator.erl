@@ -1,9 +1,16 @@
-%%% @doc The coordinator of a load test (the calling process): checks the
-%%% broker, declares the topology, splits producers, consumers and
-%%% closed-loop channels over the nodes of the run, starts one
-%%% `beamlab_amqp_agent' per node, ticks the reporting intervals (lines by
-%%% {@link beamlab_amqp_live}), stops producers first, lets consumers
+%%% @doc The coordinator of a load test (the calling process): connects to
+%%% the broker (every node of `--uris', waiting for them with
+%%% `--servers-startup-timeout'), declares the topology, splits producers,
+%%% consumers and closed-loop channels over the nodes of the run, starts
+%%% one `beamlab_amqp_agent' per node, ticks the reporting intervals (lines
+%%% by {@link beamlab_amqp_live}), stops producers first, lets consumers
 %%% drain, reads the queues' depth and returns the run's report.
+%%%
+%%% Every wait is bounded: a node that stops answering (frozen) is dropped
+%%% after a few seconds and its counts so far kept; the end of the run
+%%% (stop, drain, final counts) takes at most the shutdown timeout, plus at
+%%% most a second each to read the queues' depth and delete them; an
+%%% interruption during the set-up (a silent server) ends it at once.
 -module(beamlab_amqp_coordinator).
 
 -export([run/1, format_error/1]).
@@ -12,8 +19,14 @@
 
 -define(DRAIN_MAX_MS, 3000).
 -define(DRAIN_QUIET_MS, 500).
--define(STOP_TIMEOUT_MS, 15000).
 -define(LOOP_CHANNELS_PER_CONN, 50).
+-define(AGENTS_START_MS, 60000).
+%% A node whose agent has not answered for this long (and two intervals)
+%% is taken as gone (frozen, or its link dead).
+-define(SILENT_MS, 3000).
+%% Reading the queues' depth and deleting them after the end, each.
+-define(END_OP_MS, 1000).
+-define(SETUP_RETRY_MS, 1000).
 
 %% Why the run ended.
 -type stop() :: time_limit | counts | interrupted | failed.
@@ -21,14 +34,17 @@
 -type failure() :: beamlab_amqp:reason()
                  | beamlab_amqp_topology:error()
                  | beamlab_amqp_nodes:error()
+                 | interrupted
                  | {uri, beamlab_amqp_uri:error()}
                  | {connection_lost, integer() | atom(), binary()}
                  | {queue_lost, binary()}
                  | {redeclare, beamlab_amqp_topology:error()}
                  | {consumer_cancelled, binary()}
+                 | {confirm_timeout, pos_integer()}
                  | {nodes_lost, [{node(), Exit :: term()}]}
                  | {agent_down, node(), Exit :: term()}
                  | {timeout, atom() | [node()]}
+                 | {output_file, binary(), beamlab_runtime_file:path_error() | badarg | terminated}
                  | {worker_crashed, Exit :: term()}.
 %% What a run measured (beamlab_amqp_result turns it into the document).
 -type report() :: #{id := binary(),
@@ -55,20 +71,24 @@
                     clock := #{node() => beamlab_runtime_clock:combined()},
                     queues := [binary()]}.
 
--record(agent, {node :: node(), mon :: reference()}).
+-record(agent, {node :: node(), mon :: reference(),
+                seen :: integer()}).                  % last answer, monotonic ms
 
 -record(run, {cfg :: beamlab_amqp_config:config(),
-              uri :: beamlab_amqp_uri:params(),
+              %% The broker node the setup connection is on, and all of
+              %% those that answered (the workers' choice).
+              target :: beamlab_amqp_setup:target(),
+              targets :: [beamlab_amqp_setup:target(), ...],
               conn :: beamlab_amqp_setup:conn(),
               topo :: beamlab_amqp_topology:topology(),
               agents = #{} :: #{pid() => #agent{}},
-              %% Set when the run starts (monotonic µs), then the columns
-              %% and the live reporting.
-              t0 :: integer() | undefined,
+              t0 :: integer() | undefined,            % monotonic µs, at the start
               enabled :: beamlab_amqp_report:enabled() | undefined,
               timer :: reference() | undefined,
               split = false :: boolean(),
               clock_before = #{} :: #{node() => beamlab_runtime_clock:offset()},
+              %% Consumers per stream (undefined: not all the same).
+              per_stream :: pos_integer() | undefined,
               done = #{} :: #{pid() => {non_neg_integer(), non_neg_integer()}},
               done_p = 0 :: non_neg_integer(),
               done_c = 0 :: non_neg_integer(),
@@ -82,55 +102,163 @@
               live :: beamlab_amqp_live:live() | undefined}).
 
 %% @doc Runs the load test. `{error, R}' when it could not start (broker,
-%% credentials, topology, nodes); otherwise a report, with `failure' set
-%% when the run ended early (broker gone, node down) and `partial' when it
-%% was interrupted or failed.
+%% credentials, topology, nodes, an interruption); otherwise a report,
+%% with `failure' set when the run ended early (broker gone, node down)
+%% and `partial' when it was interrupted or failed.
 -spec run(beamlab_amqp_config:config()) -> {ok, report()} | {error, failure()}.
 run(Cfg) ->
-    Id = maps:get(id, Cfg),
-    case beamlab_amqp_uri:parse(maps:get(uri, Cfg)) of
-        {ok, Uri} ->
-            case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp ", Id/binary, " setup">>}) of
-                {ok, Conn} ->
-                    try setup_and_run(Conn, Uri, Cfg) of
-                        {Result, Live} ->
-                            beamlab_amqp_setup:close([Conn, Live]),
-                            Result
-                    catch
-                        Class:Reason:Stack ->
-                            beamlab_amqp_setup:close([Conn]),
-                            erlang:raise(Class, Reason, Stack)
-                    end;
-                {error, _} = E ->
-                    E
+    %% From the start: an interruption while connecting to a silent server
+    %% ends the wait at once.
+    ok = beamlab_runtime_interrupt:subscribe(),
+    try targets(Cfg) of
+        {ok, Targets} -> connect(Targets, Cfg);
+        {error, R} -> {error, {uri, R}}
+    after
+        ok = beamlab_runtime_interrupt:unsubscribe(),
+        flush()
+    end.
+
+%% The broker's nodes (-h, or every URI of --uris) with the run's
+%% connection options.
+targets(Cfg) ->
+    Uris = case maps:get(uris, Cfg) of
+               [] -> [maps:get(uri, Cfg)];
+               L -> L
+           end,
+    Opts = conn_opts(Cfg),
+    lists:foldr(fun(U, {ok, Acc}) ->
+                        case beamlab_amqp_uri:parse(U) of
+                            {ok, P} -> {ok, [{P, Opts} | Acc]};
+                            {error, _} = E -> E
+                        end;
+                   (_, E) -> E
+                end, {ok, []}, Uris).
+
+%% -b 0 asks for the broker's heartbeat (PerfTest's "no interval
+%% requested"): the client proposes the most and takes the broker's lower
+%% value.
+conn_opts(Cfg) ->
+    Heartbeat = case maps:get(heartbeat, Cfg) of
+                    undefined -> #{};
+                    0 -> #{heartbeat => 65535};
+                    H -> #{heartbeat => H}
+                end,
+    FrameMax = case maps:get(frame_max, Cfg) of
+                   undefined -> #{};
+                   F -> #{frame_max => F}
+               end,
+    maps:merge(maps:merge(Heartbeat, FrameMax),
+               (maps:get(tcp, Cfg))#{tls => maps:get(tls, Cfg), auth_mechanism => maps:get(sasl, Cfg)}).
+
+connect(Targets, Cfg) ->
+    case connect_setup(Targets, Cfg) of
+        {ok, [{Target, _} | _] = Up} ->
+            Conns = [C || {_, C} <- Up],
+            try setup_and_run(Conns, Target, [T || {T, _} <- Up], Cfg) of
+                {Result, Live} ->
+                    beamlab_amqp_setup:close([Live | Conns]),
+                    Result
+            catch
+                Class:Reason:Stack ->
+                    beamlab_amqp_setup:close(Conns),
+                    erlang:raise(Class, Reason, Stack)
             end;
-        {error, R} ->
-            {error, {uri, R}}
+        {error, _} = E ->
+            E
+    end.
+
+%% One setup connection per broker node. Without --servers-startup-timeout
+%% every node must answer now; with it, the run waits (retrying every
+%% second) until --servers-up-limit of them answer (default: all).
+connect_setup(Targets, Cfg) ->
+    Need = case maps:get(servers_up, Cfg) of
+               undefined -> length(Targets);
+               N -> min(N, length(Targets))
+           end,
+    Deadline = erlang:monotonic_time(millisecond) + maps:get(startup_timeout, Cfg) * 1000,
+    Name = <<"beamlab amqp ", (maps:get(id, Cfg))/binary, " setup">>,
+    connect_setup(Targets, [], Need, Deadline, Name).
+
+connect_setup(Pending, Up, Need, Deadline, Name) ->
+    case try_connect(Pending, Name, [], none) of
+        {interrupted, New} ->
+            beamlab_amqp_setup:close([C || {_, C} <- Up ++ New]),
+            {error, interrupted};
+        {New, Failed, LastError} ->
+            Up1 = Up ++ New,
+            Left = Deadline - erlang:monotonic_time(millisecond),
+            if
+                length(Up1) >= Need ->
+                    beamlab_amqp_setup:close([C || {_, C} <- lists:nthtail(Need, Up1)]),
+                    {ok, lists:sublist(Up1, Need)};
+                Left =< 0 ->
+                    beamlab_amqp_setup:close([C || {_, C} <- Up1]),
+                    LastError;
+                true ->
+                    receive
+                        {beamlab_interrupt, _} ->
+                            beamlab_amqp_setup:close([C || {_, C} <- Up1]),
+                            {error, interrupted}
+                    after min(?SETUP_RETRY_MS, Left) ->
+                        connect_setup(Failed, Up1, Need, Deadline, Name)
+                    end
+            end
+    end.
+
+try_connect([], _Name, Up, Last) ->
+    {lists:reverse(Up), [], Last};
+try_connect([T | Rest], Name, Up, Last) ->
+    case connect_interruptible(T, Name) of
+        {ok, Conn} -> try_connect(Rest, Name, [{T, Conn} | Up], Last);
+        {error, interrupted} -> {interrupted, lists:reverse(Up)};
+        {error, _} = E ->
+            {New, Failed, Last1} = try_connect(Rest, Name, Up, E),
+            {New, [T | Failed], case Last1 of none -> E; _ -> Last1 end}
+    end.
+
+%% The handshake runs in a helper so that an interruption ends the wait
+%% (a silent server would otherwise hold it for the connection timeout).
+connect_interruptible({Uri, Opts}, Name) ->
+    Self = self(),
+    {Pid, Mon} = spawn_monitor(fun() ->
+                                       Self ! {setup_connected, self(),
+                                               beamlab_amqp:connect(Uri, Opts#{name => Name, owner => Self})}
+                               end),
+    receive
+        {setup_connected, Pid, R} ->
+            demonitor(Mon, [flush]),
+            R;
+        {'DOWN', Mon, process, Pid, Reason} ->
+            erlang:error({setup_connect, Reason});
+        {beamlab_interrupt, _} ->
+            demonitor(Mon, [flush]),
+            exit(Pid, kill),
+            {error, interrupted}
     end.
 
 %% Returns the outcome and the setup connection in use at the end (the
 %% original one or its replacement), which the caller closes.
-setup_and_run(Conn, Uri, Cfg) ->
+setup_and_run([Conn | _] = Conns, Target, Targets, Cfg) ->
     Queues = beamlab_amqp_topology:queue_names(Cfg, maps:get(id, Cfg)),
-    case beamlab_amqp_topology:declare(Conn, Cfg, Queues) of
+    case beamlab_amqp_topology:declare(Conns, Cfg, Queues) of
         {ok, Topo} ->
             Delete = fun(C) -> beamlab_amqp_topology:delete(C, Topo) end,
             {Result, Used} =
                 try beamlab_amqp_nodes:start(Cfg) of
                     {ok, Nodes, Cleanup} ->
-                        try start_run(#run{cfg = Cfg#{nodes := Nodes}, uri = Uri, conn = Conn,
-                                           topo = Topo})
+                        try start_run(#run{cfg = Cfg#{nodes := Nodes}, target = Target, targets = Targets,
+                                           conn = Conn, topo = Topo})
                         after Cleanup()
                         end;
                     {error, _} = E ->
                         {E, Conn}
                 catch
                     Class:Reason:Stack ->
-                        {_, Reopened} = beamlab_amqp_setup:op(Conn, Uri, Delete, ok),
+                        {_, Reopened} = beamlab_amqp_setup:op(Conn, Target, Delete, ok, ?END_OP_MS),
                         beamlab_amqp_setup:close([Reopened || Reopened =/= Conn]),
                         erlang:raise(Class, Reason, Stack)
                 end,
-            {_, Live} = beamlab_amqp_setup:op(Used, Uri, Delete, ok),
+            {_, Live} = beamlab_amqp_setup:op(Used, Target, Delete, ok, ?END_OP_MS),
             {Result, Live};
         {error, _} = E ->
             {E, Conn}
@@ -140,28 +268,32 @@ setup_and_run(Conn, Uri, Cfg) ->
 %%% Start
 %%%-------------------------------------------------------------------
 
-start_run(#run{cfg = Cfg0, topo = Topo} = R0) ->
-    {Plans, Split} = plans(R0#run.uri, Cfg0, [Q || {Q, _, _} <- maps:get(queues, Topo)]),
+start_run(#run{cfg = Cfg, topo = Topo} = R0) ->
+    Queues = [Q || {Q, _, _} <- maps:get(queues, Topo)],
+    {Plans, Split, PerStream} = plans(R0#run.targets, Cfg, Topo, Queues),
     %% Each node's clock against ours, before the run (issue 13): bodies
     %% are stamped and read in our time, so latency between two nodes
     %% compares one clock.
     Clock0 = beamlab_runtime_clock:offsets([N || {N, _} <- Plans]),
     Self = self(),
+    Now = erlang:monotonic_time(millisecond),
     Agents = maps:from_list(
                [begin
                     Off = maps:get(offset_us, maps:get(Node, Clock0)),
                     Pid = beamlab_amqp_agent:start(Node, Self, Plan#{clock_offset_us => Off}),
-                    {Pid, #agent{node = Node, mon = monitor(process, Pid)}}
+                    {Pid, #agent{node = Node, mon = monitor(process, Pid), seen = Now}}
                 end || {Node, Plan} <- Plans]),
-    R = R0#run{agents = Agents, split = Split, clock_before = Clock0},
+    R = R0#run{agents = Agents, split = Split, clock_before = Clock0, per_stream = PerStream},
     case await_ready(maps:keys(Agents)) of
         ok ->
             StartUs = erlang:system_time(microsecond),
             T0 = erlang:monotonic_time(microsecond),
             _ = [A ! {go, StartUs} || A <- maps:keys(Agents)],
-            ok = beamlab_runtime_interrupt:subscribe(),
-            try measure(R#run{t0 = T0})
-            after cleanup(Agents)
+            Metrics = beamlab_amqp_metrics:start(R#run.cfg),
+            try measure(R#run{t0 = T0}, Metrics)
+            after
+                cleanup(Agents),
+                beamlab_amqp_metrics:stop(Metrics)
             end;
         {error, _} = E ->
             _ = [exit(A, kill) || A <- maps:keys(Agents)],
@@ -173,7 +305,6 @@ start_run(#run{cfg = Cfg0, topo = Topo} = R0) ->
 %% many of these in one process.
 cleanup(Agents) ->
     _ = [demonitor(Mon, [flush]) || #agent{mon = Mon} <- maps:values(Agents)],
-    ok = beamlab_runtime_interrupt:unsubscribe(),
     flush().
 
 flush() ->
@@ -181,7 +312,10 @@ flush() ->
         {amqp_perf_tick, _, _} -> flush();
         {workers_done, _, _, _} -> flush();
         {sample, Ref, _, _} when is_reference(Ref) -> flush();
-        {agent_failure, _, _} -> flush()
+        {agent_failure, _, _} -> flush();
+        {final, _, _} -> flush();
+        {producers_stopped, _} -> flush();
+        {beamlab_interrupt, _} -> flush()
     after 0 ->
         ok
     end.
@@ -196,20 +330,23 @@ await_ready(Pending) ->
             case lists:member(A, Pending) of
                 true -> {error, {agent_down, node(A), Reason}};
                 false -> await_ready(Pending)
-            end
-    after 60000 ->
+            end;
+        {beamlab_interrupt, _} ->
+            {error, interrupted}
+    after ?AGENTS_START_MS ->
         {error, {timeout, agents_start}}
     end.
 
-%% Worker specs per node, and whether a queue's producers and consumers
-%% are on different nodes (`split'). Producer/consumer i works on queue
-%% i mod q with all of its channels (they share its connection). With at
-%% least as many queues as nodes, a queue's producers and consumers stay on
-%% one node (queue j on node j mod n), so latency compares one clock;
-%% with fewer queues than nodes, worker i goes to node i mod n and a
-%% queue's workers are split over nodes (latency is then corrected for the
-%% nodes' clock offsets). Closed-loop channels are never split.
-plans(Uri, Cfg, Queues) ->
+%% Worker specs per node, whether a queue's producers and consumers are on
+%% different nodes (`split'), and the consumers per stream. Producer/
+%% consumer i works on queue i mod q with all of its channels (they share
+%% its connection). With at least as many queues as nodes, a queue's
+%% producers and consumers stay on one node (queue j on node j mod n), so
+%% latency compares one clock; with fewer queues than nodes, worker i goes
+%% to node i mod n and a queue's workers are split over nodes (latency is
+%% then corrected for the nodes' clock offsets). Closed-loop channels are
+%% never split.
+plans(Targets, Cfg, Topo, Queues) ->
     Nodes = maps:get(nodes, Cfg),
     NQ = length(Queues),
     NN = length(Nodes),
@@ -218,39 +355,152 @@ plans(Uri, Cfg, Queues) ->
                  true -> fun(I) -> lists:nth((I rem NQ) rem NN + 1, Nodes) end;
                  false -> fun(I) -> lists:nth(I rem NN + 1, Nodes) end
              end,
-    Id = maps:get(id, Cfg),
-    Common = #{reconnect => maps:get(reconnect, Cfg)},
-    Specs =
-        case maps:get(closed_loop, Cfg) of
-            L when L > 0 ->
-                [{NodeAt(I), loops,
-                  Common#{queue => QAt(I), group => {l, I div ?LOOP_CHANNELS_PER_CONN},
-                          body_size => maps:get(body_size, Cfg),
-                          persistent => maps:get(persistent, Cfg)}}
-                 || I <- lists:seq(0, L - 1)];
-            0 ->
-                [{NodeAt(I), consumers,
-                  Common#{queue => QAt(I), group => {c, I}, prefetch => maps:get(prefetch, Cfg),
-                          autoack => maps:get(autoack, Cfg), multi_ack => maps:get(multi_ack, Cfg),
-                          count => maps:get(cmessages, Cfg)}}
-                 || I <- lists:seq(0, maps:get(consumers, Cfg) - 1),
-                    _ <- lists:seq(1, maps:get(consumer_channels, Cfg))]
-                ++
-                [{NodeAt(I), producers,
-                  Common#{exchange => maps:get(exchange, Cfg), key => producer_key(Cfg, QAt(I)),
-                          group => {p, I}, mandatory => maps:get(mandatory, Cfg),
-                          persistent => maps:get(persistent, Cfg), confirm => maps:get(confirm, Cfg),
-                          rate => maps:get(rate, Cfg), count => maps:get(pmessages, Cfg),
-                          body_size => maps:get(body_size, Cfg)}}
-                 || I <- lists:seq(0, maps:get(producers, Cfg) - 1),
-                    _ <- lists:seq(1, maps:get(producer_channels, Cfg))]
-        end,
+    Common = #{reconnect => maps:get(reconnect, Cfg),
+               recovery_ms => maps:get(recovery_interval, Cfg)},
+    Specs = case maps:get(closed_loop, Cfg) of
+                L when L > 0 ->
+                    [{NodeAt(I), loops,
+                      Common#{queue => QAt(I), group => {l, I div ?LOOP_CHANNELS_PER_CONN},
+                              body_size => maps:get(body_size, Cfg),
+                              persistent => maps:get(persistent, Cfg)}}
+                     || I <- lists:seq(0, L - 1)];
+                0 ->
+                    consumer_specs(Cfg, Common, NodeAt, QAt, NQ)
+                        ++ producer_specs(Cfg, Common, NodeAt, QAt)
+            end,
+    Plan0 = #{uris => [U || {U, _} <- Targets], conn_opts => element(2, hd(Targets)),
+              id => maps:get(id, Cfg), bodies => bodies(Cfg), sizes => sizes(Cfg)},
     Grouped = lists:foldl(
                 fun({Node, Kind, Spec}, Acc) ->
-                        P = maps:get(Node, Acc, #{uri => Uri, id => Id}),
+                        P = maps:get(Node, Acc, Plan0),
                         Acc#{Node => P#{Kind => maps:get(Kind, P, []) ++ [Spec]}}
                 end, #{}, Specs),
-    {maps:to_list(Grouped), split(Cfg, Specs)}.
+    PerStream = case maps:get(stream, Topo) of
+                    true ->
+                        Counts = lists:foldl(fun({_, consumers, #{queue := Q}}, A) ->
+                                                     A#{Q => maps:get(Q, A, 0) + 1};
+                                                (_, A) -> A
+                                             end, maps:from_list([{Q, 0} || Q <- Queues]), Specs),
+                        case lists:usort(maps:values(Counts)) of
+                            [K] when K > 0 -> K;
+                            _ -> undefined
+                        end;
+                    false -> undefined
+                end,
+    {maps:to_list(Grouped), split(Cfg, Specs), PerStream}.
+
+consumer_specs(Cfg, Common, NodeAt, QAt, NQ) ->
+    Exclusive = maps:get(exclusive, Cfg),
+    Slow = maps:get(slow_start, Cfg),
+    Delay = maps:get(consumer_start_delay, Cfg) * 1000,
+    Args = beamlab_amqp_topology:table(
+             maps:get(consumer_args, Cfg)
+             ++ [{<<"x-stream-offset">>, O} || O <- [maps:get(stream_offset, Cfg)], O =/= undefined]),
+    Channels = maps:get(consumer_channels, Cfg),
+    [{NodeAt(I), consumers,
+      Common#{queue => QAt(I),
+              %% Exclusive queues belong to a connection: a queue's
+              %% consumers share one.
+              group => case Exclusive of true -> {c, I rem NQ}; false -> {c, I} end,
+              exclusive => case Exclusive of
+                               true -> beamlab_amqp_topology:queue_spec(Cfg, QAt(I));
+                               false -> none
+                           end,
+              prefetch => maps:get(prefetch, Cfg), global_qos => maps:get(global_qos, Cfg),
+              autoack => maps:get(autoack, Cfg), multi_ack => maps:get(multi_ack, Cfg),
+              nack => maps:get(nack, Cfg), requeue => maps:get(requeue, Cfg),
+              args => Args, count => maps:get(cmessages, Cfg), tx => maps:get(consumer_tx, Cfg),
+              rate => maps:get(consumer_rate, Cfg),
+              latency => case maps:get(variable_latency, Cfg) of
+                             undefined -> {fixed, maps:get(consumer_latency, Cfg)};
+                             Steps -> {variable, Steps}
+                         end,
+              %% PerfTest's slow start: one consumer channel a second.
+              start_delay_ms => Delay + case Slow of
+                                            true -> (I * Channels + J) * 1000;
+                                            false -> 0
+                                        end,
+              exit_when => maps:get(exit_when, Cfg),
+              polling => case maps:get(polling, Cfg) of
+                             true -> {true, maps:get(polling_interval, Cfg)};
+                             false -> false
+                         end,
+              stamp => case maps:get(body, Cfg) of stamp -> body; _ -> header end}}
+     || I <- lists:seq(0, maps:get(consumers, Cfg) - 1), J <- lists:seq(0, Channels - 1)].
+
+producer_specs(Cfg, Common, NodeAt, QAt) ->
+    Schedule = case {maps:get(variable_rate, Cfg), maps:get(publishing_interval, Cfg),
+                     maps:get(rate, Cfg)} of
+                   {[_ | _] = RateSteps, _, _} -> {variable, RateSteps};
+                   {_, P, _} when is_float(P) -> {rate, 1 / P};
+                   {_, _, R} -> {rate, R}
+               end,
+    %% PerfTest: producers with a rate start within a random second unless
+    %% -prsd says otherwise; with --slow-start (and no consumer delay)
+    %% they start once every consumer has.
+    Random = case {maps:get(producer_start_delay, Cfg), Schedule} of
+                 {undefined, {rate, infinity}} -> 0;
+                 {undefined, _} -> 1;
+                 {S, _} -> S
+             end,
+    AfterConsumers = case maps:get(slow_start, Cfg) andalso maps:get(consumer_start_delay, Cfg) =:= 0 of
+                         true -> beamlab_amqp_config:consumer_channels(Cfg) * 1000;
+                         false -> 0
+                     end,
+    Keys = case {maps:get(random_routing_key, Cfg), maps:get(routing_key_cache, Cfg)} of
+               {_, N} when N > 0 -> {cache, N};
+               {true, 0} -> random;
+               {false, 0} -> fixed
+           end,
+    [{NodeAt(I), producers,
+      Common#{exchange => maps:get(exchange, Cfg), key => producer_key(Cfg, QAt(I)), keys => Keys,
+              group => {p, I}, mandatory => maps:get(mandatory, Cfg), props => props(Cfg),
+              confirm => maps:get(confirm, Cfg), confirm_timeout => maps:get(confirm_timeout, Cfg),
+              schedule => Schedule,
+              start_delay_ms => AfterConsumers + case Random of
+                                                     0 -> 0;
+                                                     _ -> rand:uniform(Random * 1000)
+                                                 end,
+              count => maps:get(pmessages, Cfg), tx => maps:get(producer_tx, Cfg),
+              body => case maps:get(body, Cfg) of
+                          stamp -> stamp;
+                          {files, _, _} -> files;
+                          {json, _, _} -> json
+                      end,
+              size => case maps:get(variable_size, Cfg) of
+                          undefined -> {fixed, maps:get(body_size, Cfg)};
+                          Steps -> {variable, Steps}
+                      end}}
+     || I <- lists:seq(0, maps:get(producers, Cfg) - 1),
+        _ <- lists:seq(1, maps:get(producer_channels, Cfg))].
+
+%% PerfTest's properties: persistent, the bodies' content type, then
+%% --message-properties (which may override both; headers merged).
+props(Cfg) ->
+    Base = maps:merge(case maps:get(persistent, Cfg) of
+                          true -> #{delivery_mode => 2};
+                          false -> #{}
+                      end,
+                      case maps:get(body, Cfg) of
+                          {files, _, Type} when is_binary(Type) -> #{content_type => Type};
+                          {json, _, _} -> #{content_type => <<"application/json">>};
+                          _ -> #{}
+                      end),
+    maps:merge(Base, maps:get(message_properties, Cfg)).
+
+bodies(Cfg) ->
+    case maps:get(body, Cfg) of
+        stamp -> {};
+        {files, Files, _} -> list_to_tuple(Files);
+        {json, Fields, Count} ->
+            list_to_tuple(beamlab_amqp_perftest:json_bodies(maps:get(body_size, Cfg), Fields, Count))
+    end.
+
+sizes(Cfg) ->
+    [maps:get(body_size, Cfg) | case maps:get(variable_size, Cfg) of
+                                    undefined -> [];
+                                    Steps -> [S || {S, _} <- Steps]
+                                end].
 
 %% Does a message possibly go from a producer on one node to a consumer on
 %% another? Queue by queue (a routing key or a non-direct exchange may
@@ -262,6 +512,7 @@ split(Cfg, Specs) ->
                              (_, Acc) -> Acc
                           end, #{}, Specs),
     Routed = maps:get(routing_key, Cfg) =/= undefined
+        orelse maps:get(random_routing_key, Cfg)
         orelse maps:get(exchange_type, Cfg) =/= <<"direct">>,
     length(Used) > 1 andalso
         (Routed orelse lists:any(fun(Ns) -> length(Ns) > 1 end, maps:values(ByQueue))).
@@ -277,10 +528,10 @@ producer_key(#{routing_key := K}, _Q) -> K.
 %%% The run
 %%%-------------------------------------------------------------------
 
-measure(#run{cfg = Cfg, t0 = T0} = R) ->
+measure(#run{cfg = Cfg, t0 = T0} = R, Metrics) ->
     Interval = round(maps:get(interval, Cfg) * 1000),
     En = beamlab_amqp_config:enabled(Cfg),
-    tick_loop(R#run{enabled = En, live = beamlab_amqp_live:new(Cfg, En, T0),
+    tick_loop(R#run{enabled = En, live = beamlab_amqp_live:new(Cfg, En, T0, Metrics),
                     timer = schedule_tick(T0, Interval, 1)}).
 
 %% Ticks at absolute times T0 + K * Interval, so that lines do not drift.
@@ -319,24 +570,44 @@ tick_loop(R) ->
             finish(Why, last_interval(R))
     end.
 
-interval(R) ->
-    case beamlab_amqp_live:interval(maps:keys(R#run.agents), R#run.live) of
-        {ok, L} -> R#run{live = L};
-        {error, Reason} -> R#run{failure = Reason}
-    end.
+%% A sample waits for the agents at most half an interval: a frozen node
+%% must not hold the lines of the others.
+sample_ms(#run{cfg = #{interval := I}}) ->
+    max(100, min(5000, round(I * 500))).
 
-last_interval(#run{failure = undefined} = R) ->
-    case beamlab_amqp_live:last_interval(maps:keys(R#run.agents), R#run.live) of
-        {ok, L} -> R#run{live = L};
-        {error, Reason} -> R#run{failure = Reason}
-    end;
+interval(R) ->
+    {L, Missing} = beamlab_amqp_live:interval(maps:keys(R#run.agents), sample_ms(R), R#run.live),
+    silent(Missing, R#run{live = L}).
+
 last_interval(R) ->
-    R.
+    {L, Missing} = beamlab_amqp_live:last_interval(maps:keys(R#run.agents), sample_ms(R), R#run.live),
+    silent(Missing, R#run{live = L}).
+
+%% The agents that answered are seen now; one silent for too long is gone.
+silent(Missing, #run{agents = Agents, cfg = #{interval := I}} = R) ->
+    Now = erlang:monotonic_time(millisecond),
+    Limit = max(?SILENT_MS, round(2 * I * 1000)),
+    Seen = maps:map(fun(A, Ag) ->
+                            case lists:member(A, Missing) of
+                                true -> Ag;
+                                false -> Ag#agent{seen = Now}
+                            end
+                    end, Agents),
+    lists:foldl(fun(A, Acc) ->
+                        #agent{seen = S} = maps:get(A, Seen),
+                        case Now - S > Limit of
+                            true ->
+                                exit(A, kill),
+                                lose(A, {not_answering, (Now - S) div 1000}, Acc);
+                            false -> Acc
+                        end
+                end, R#run{agents = Seen}, Missing).
 
 %% A node went away: named in the report, its share so far kept, the run
 %% goes on with the others (and ends with a failure exit code).
 lose(A, Reason, R) ->
-    #agent{node = Node} = maps:get(A, R#run.agents),
+    #agent{node = Node, mon = Mon} = maps:get(A, R#run.agents),
+    demonitor(Mon, [flush]),
     R#run{agents = maps:remove(A, R#run.agents),
           live = beamlab_amqp_live:lose(Node, Reason, R#run.live)}.
 
@@ -350,14 +621,16 @@ stop_reason(#run{cfg = Cfg, t0 = T0} = R) ->
         _ -> counts_reached(R)
     end.
 
-%% -C: every producer has published its count; -D: every consumer has
-%% received its count. Both given: both must hold.
+%% -C: every producer has published its count; -D or --exit-when: every
+%% consumer has received its count or ended. Both given: both must hold.
 counts_reached(#run{cfg = #{closed_loop := L}}) when L > 0 ->
     continue;
 counts_reached(#run{cfg = Cfg, done_p = DP, done_c = DC}) ->
-    PDone = maps:get(pmessages, Cfg) > 0 andalso DP >= beamlab_amqp_config:producer_channels(Cfg),
-    CDone = maps:get(cmessages, Cfg) > 0 andalso DC >= beamlab_amqp_config:consumer_channels(Cfg),
-    case {maps:get(pmessages, Cfg) > 0, maps:get(cmessages, Cfg) > 0} of
+    P = maps:get(pmessages, Cfg) > 0,
+    C = maps:get(cmessages, Cfg) > 0 orelse maps:get(exit_when, Cfg) =/= never,
+    PDone = P andalso DP >= beamlab_amqp_config:producer_channels(Cfg),
+    CDone = C andalso DC >= beamlab_amqp_config:consumer_channels(Cfg),
+    case {P, C} of
         {true, true} when PDone, CDone -> counts;
         {true, false} when PDone -> counts;
         {false, true} when CDone -> counts;
@@ -378,8 +651,9 @@ counts_reached(#run{cfg = Cfg, done_p = DP, done_c = DC}) ->
 %% fixed, never server-named, so producers' routing keys stay valid).
 setup_lost(#run{cfg = #{reconnect := true} = Cfg, redeclarer = undefined, topo = Topo} = R) ->
     Self = self(),
-    Names = [Q || {Q, _, _} <- maps:get(queues, Topo)],
-    Pid = spawn_link(fun() -> beamlab_amqp_setup:redeclare(Self, Cfg, Names) end),
+    Names = [Q || {Q, _, Kind} <- maps:get(queues, Topo), Kind =/= exclusive],
+    Target = R#run.target,
+    Pid = spawn_link(fun() -> beamlab_amqp_setup:redeclare(Self, {Target, Cfg}, Names) end),
     R#run{redeclarer = Pid, conn = lost};
 setup_lost(R) ->
     %% Without --reconnect the workers' own connection losses end the run.
@@ -428,48 +702,68 @@ stop_redeclarer(#run{redeclarer = Pid} = R) ->
 %%% The end
 %%%-------------------------------------------------------------------
 
-%% Stop producers, let consumers drain, stop consumers, collect totals.
-finish(Why, #run{t0 = T0, timer = Timer} = R00) ->
+%% Stop producers, let consumers drain, stop consumers, collect totals,
+%% all before the end's deadline (--shutdown-timeout): an agent that has
+%% not answered by then is given up, its last counts kept.
+finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
     _ = erlang:cancel_timer(Timer),
     R0 = stop_redeclarer(R00),
     ElapsedUs = erlang:monotonic_time(microsecond) - T0,
+    End = erlang:monotonic_time(millisecond) + round(maps:get(shutdown_timeout, Cfg) * 1000),
     Agents = maps:keys(R0#run.agents),
     %% The averages cover the measured window only: what is received while
     %% draining after the stop counts in the accounting, not in the rates.
     AtStop = beamlab_amqp_live:at_stop(case R0#run.failure of
                                            undefined -> Agents;
                                            _ -> none
-                                       end, R0#run.live),
+                                       end, min(sample_ms(R0), left(End)), R0#run.live),
     _ = [A ! stop_producers || A <- Agents],
-    R1 = await_all(Agents, producers_stopped, R0),
+    R1 = await_all(Agents, producers_stopped, End, R0),
     %% Closed-loop channels publish until told to stop: no drain for them
     %% (their message in flight stays queued and is accounted as such).
-    R2 = case maps:get(closed_loop, R1#run.cfg) > 0 of
+    R2 = case maps:get(closed_loop, Cfg) > 0 of
              true -> R1;
-             false -> drain(R1, erlang:monotonic_time(millisecond) + ?DRAIN_MAX_MS, undefined,
-                            erlang:monotonic_time(millisecond))
+             false -> drain(R1, min(End, erlang:monotonic_time(millisecond) + ?DRAIN_MAX_MS),
+                            undefined, erlang:monotonic_time(millisecond))
          end,
     Live = maps:keys(R2#run.agents),
     _ = [A ! stop_consumers || A <- Live],
-    {Finals, R3} = collect_finals(Live, [], R2),
-    {Totals, L3} = beamlab_amqp_live:totals(Finals, R3#run.live),
-    {Queued, R4} = depth(R3#run{live = L3}),
+    {Finals, R3} = collect_finals(Live, [], End, R2),
+    %% Agents without a final count by now: given up, their last counts
+    %% kept (the accounting says it is approximate).
+    Silent = [A || A <- Live, not lists:keymember(A, 1, Finals)],
+    _ = [exit(A, kill) || A <- Silent],
+    _ = Silent =/= [] andalso
+        beamlab_amqp_live:write(R3#run.live,
+                                [<<"id: ">>, maps:get(id, Cfg), <<", the end of the run took longer than "
+                                 "the shutdown timeout (">>, float_to_binary(float(maps:get(shutdown_timeout, Cfg)),
+                                                                            [{decimals, 1}, compact]),
+                                 <<" s, -st): the last counts of ">>,
+                                 lists:join(<<", ">>, [atom_to_binary(node(A)) || A <- Silent]),
+                                 <<" stand for their final ones\n">>]),
+
+    {Totals, L3} = beamlab_amqp_live:totals(Finals, [node(A) || A <- Silent], R3#run.live),
+    {Queued, R4} = depth(Finals, Silent, R3#run{live = L3}),
     %% The clocks again, after the run: the drift widens the uncertainty.
-    After = beamlab_runtime_clock:offsets([N || #agent{node = N} <- maps:values(R4#run.agents)]),
+    After = beamlab_runtime_clock:offsets([N || {A, #agent{node = N}} <- maps:to_list(R4#run.agents),
+                                                not lists:member(A, Silent)]),
     Clock = maps:map(fun(N, B) -> beamlab_runtime_clock:combine(B, maps:get(N, After, undefined)) end,
                      R4#run.clock_before),
-    {report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, R4), R4#run.conn}.
+    {report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, Silent =/= [], R4), R4#run.conn}.
 
-await_all([], _Tag, R) ->
+left(End) ->
+    max(0, End - erlang:monotonic_time(millisecond)).
+
+await_all([], _Tag, _End, R) ->
     R;
-await_all(Pending, Tag, R) ->
+await_all(Pending, Tag, End, R) ->
     receive
-        {Tag, A} -> await_all(lists:delete(A, Pending), Tag, R);
-        {agent_failure, _A, Reason} -> await_all(Pending, Tag, keep_failure(Reason, R));
+        {Tag, A} -> await_all(lists:delete(A, Pending), Tag, End, R);
+        {agent_failure, _A, Reason} -> await_all(Pending, Tag, End, keep_failure(Reason, R));
         {'DOWN', _, process, A, Reason} when is_map_key(A, R#run.agents) ->
-            await_all(lists:delete(A, Pending), Tag, lose(A, Reason, R))
-    after ?STOP_TIMEOUT_MS ->
-        keep_failure({timeout, Tag}, R)
+            await_all(lists:delete(A, Pending), Tag, End, lose(A, Reason, R))
+    after left(End) ->
+        R
     end.
 
 keep_failure(Reason, #run{failure = undefined} = R) -> R#run{failure = Reason};
@@ -486,54 +780,76 @@ drain(R, Deadline, Prev, Since) ->
         true ->
             R;
         false ->
-            case beamlab_amqp_live:sample(maps:keys(R#run.agents)) of
-                {ok, #{counters := C}} ->
-                    #{sent := S, received := Rcv, returned := Ret, nacked := N} = C,
-                    Settled = Rcv + Ret + N >= S,
-                    Quiet = Rcv =:= Prev andalso Now - Since >= ?DRAIN_QUIET_MS,
-                    case Settled orelse Quiet of
-                        true -> R;
-                        false ->
-                            receive after 50 -> ok end,
-                            Since1 = case Rcv =:= Prev of true -> Since; false -> Now end,
-                            drain(R, Deadline, Rcv, Since1)
-                    end;
-                {error, Reason} ->
-                    keep_failure(Reason, R)
+            #{counters := C} = beamlab_amqp_live:sample(maps:keys(R#run.agents),
+                                                        min(sample_ms(R), Deadline - Now)),
+            #{sent := S, received := Rcv, requeued := Req, returned := Ret, nacked := N} = C,
+            %% A stream's consumers each read everything stored in it.
+            Settled = case {maps:get(stream, R#run.topo), R#run.per_stream} of
+                          {true, K} when is_integer(K) -> Rcv >= K * (S - Ret - N);
+                          _ -> Rcv - Req + Ret + N >= S
+                      end,
+            Quiet = Rcv =:= Prev andalso Now - Since >= ?DRAIN_QUIET_MS,
+            case Settled orelse Quiet of
+                true -> R;
+                false ->
+                    receive after 50 -> ok end,
+                    Since1 = case Rcv =:= Prev of true -> Since; false -> Now end,
+                    drain(R, Deadline, Rcv, Since1)
             end
     end.
 
-collect_finals([], Acc, R) ->
+collect_finals([], Acc, _End, R) ->
     {Acc, R};
-collect_finals(Pending, Acc, R) ->
+collect_finals(Pending, Acc, End, R) ->
     receive
-        {final, A, F} -> collect_finals(lists:delete(A, Pending), [{A, F} | Acc], R);
-        {agent_failure, _A, Reason} -> collect_finals(Pending, Acc, keep_failure(Reason, R));
+        {final, A, F} -> collect_finals(lists:delete(A, Pending), [{A, F} | Acc], End, R);
+        {agent_failure, _A, Reason} -> collect_finals(Pending, Acc, End, keep_failure(Reason, R));
         {'DOWN', _, process, A, Reason} when is_map_key(A, R#run.agents) ->
             case lists:member(A, Pending) of
-                true -> collect_finals(lists:delete(A, Pending), Acc, lose(A, Reason, R));
-                false -> collect_finals(Pending, Acc, R)
+                true -> collect_finals(lists:delete(A, Pending), Acc, End, lose(A, Reason, R));
+                false -> collect_finals(Pending, Acc, End, R)
             end
-    after ?STOP_TIMEOUT_MS ->
-        {Acc, keep_failure({timeout, final}, R)}
+    after left(End) ->
+        {Acc, R}
     end.
 
 %% The queues' depth, on a fresh setup connection if the broker closed
-%% ours; `undefined' when the broker does not answer in time.
-depth(#run{conn = Conn, uri = Uri, topo = Topo} = R) ->
-    {Queued, Live} = beamlab_amqp_setup:op(Conn, Uri, fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
-                                           undefined),
-    {Queued, R#run{conn = Live}}.
+%% ours; `undefined' when the broker does not answer in time, and for
+%% streams (which keep what is read). Exclusive queues: what their agents
+%% read before closing their connections.
+depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo} = R) ->
+    {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
+                                           fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
+                                           undefined, ?END_OP_MS),
+    Exclusive = [Q || {Q, _, exclusive} <- maps:get(queues, Topo)],
+    ExclQueued = case {Exclusive, Silent} of
+                     {[], _} -> 0;
+                     {_, [_ | _]} -> undefined;
+                     _ -> sum_defined([maps:get(exclusive_queued, F) || {_, F} <- Finals])
+                 end,
+    {sum_defined([Queued, ExclQueued]), R#run{conn = Live}}.
 
-report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, R) ->
+sum_defined(L) ->
+    case lists:member(undefined, L) of
+        true -> undefined;
+        false -> lists:sum(L)
+    end.
+
+report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, CutShort, R0) ->
+    R = write_csv(R0),
     #run{cfg = Cfg, enabled = En, live = L} = R,
     C = maps:get(counters, Totals),
     Secs = max(ElapsedUs, 1) / 1000000,
     Cons = beamlab_amqp_report:latency(maps:get(consumer, Totals)),
     Conf = beamlab_amqp_report:latency(maps:get(confirm, Totals)),
-    Acc = (beamlab_amqp_report:accounting(C, Queued))#{
-            lost_queues => lists:usort(lists:append([Qs || {_, Qs} <- R#run.lost_queues])),
-            lost_at_s => lists:reverse([round(T * 1000) / 1000 || {T, _} <- R#run.lost_queues])},
+    Acc0 = case maps:get(stream, R#run.topo) of
+               true -> beamlab_amqp_report:accounting(C, undefined, #{stream => R#run.per_stream});
+               false -> beamlab_amqp_report:accounting(C, Queued)
+           end,
+    Acc = Acc0#{lost_queues => lists:usort(lists:append([Qs || {_, Qs} <- R#run.lost_queues])),
+                lost_at_s => lists:reverse([round(T * 1000) / 1000 || {T, _} <- R#run.lost_queues]),
+                cut_short => CutShort,
+                approximate => maps:get(approximate, Acc0) orelse CutShort},
     {AllNodes, Shares, Lost} = beamlab_amqp_live:shares(maps:keys(R#run.clock_before), C, L),
     Failure = case {R#run.failure, Lost} of
                   {undefined, [_ | _]} -> {nodes_lost, Lost};
@@ -564,6 +880,17 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, R) ->
            split => R#run.split, clock => Clock,
            queues => [Q || {Q, _, _} <- maps:get(queues, R#run.topo)]}}.
 
+%% --output-file: PerfTest's CSV, written whole when the run ends (also
+%% for a run that was interrupted or failed: what was measured), under
+%% the output-path policy (atomic for a file, in place for a stream).
+write_csv(#run{cfg = #{output_file := undefined}} = R) ->
+    R;
+write_csv(#run{cfg = #{output_file := File}, live = L} = R) ->
+    case beamlab_runtime_file:write(unicode:characters_to_list(File), beamlab_amqp_live:csv(L)) of
+        {ok, _} -> R;
+        {error, Reason} -> keep_failure({output_file, File, Reason}, R)
+    end.
+
 %%%-------------------------------------------------------------------
 %%% Errors
 %%%-------------------------------------------------------------------
@@ -577,6 +904,8 @@ format_error({Kind, _, _} = E) when Kind =:= declare_queue; Kind =:= declare_exc
     beamlab_amqp_topology:format_error(E);
 format_error({Kind, _} = E) when Kind =:= nodes_unreachable; Kind =:= load_code; Kind =:= peer ->
     beamlab_amqp_nodes:format_error(E);
+format_error(interrupted) ->
+    "interrupted";
 format_error({connection_lost, Code, Text}) when is_integer(Code) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
 format_error({connection_lost, _Code, Text}) ->
@@ -588,16 +917,27 @@ format_error({redeclare, R}) ->
     ["cannot declare the run's topology again after reconnecting: ", format_error(R)];
 format_error({consumer_cancelled, Q}) ->
     io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
+format_error({confirm_timeout, Secs}) ->
+    io_lib:format("a producer waited ~b s for publisher confirms (--confirm-timeout): the broker "
+                  "stopped confirming", [Secs]);
 format_error({nodes_lost, Lost}) ->
     io_lib:format("node(s) went away during the run: ~ts (the other nodes' data is kept)",
-                  [lists:join(", ", [io_lib:format("~s (~0p)", [N, R]) || {N, R} <- Lost])]);
+                  [lists:join(", ", [io_lib:format("~s (~ts)", [N, lost_reason(R)]) || {N, R} <- Lost])]);
 format_error({agent_down, Node, Reason}) ->
     io_lib:format("load generator on node ~s stopped: ~0p", [Node, Reason]);
 format_error({timeout, What}) when is_list(What) ->
-    io_lib:format("no answer from node(s) ~0p", [What]);
+    io_lib:format("no answer from node(s) ~ts at the end of the run (their last counts are kept)",
+                  [lists:join(", ", [atom_to_list(N) || N <- What])]);
 format_error({timeout, What}) ->
     io_lib:format("timed out (~0p)", [What]);
+format_error({output_file, File, Reason}) ->
+    io_lib:format("cannot write --output-file ~ts: ~ts", [File, file_error(Reason)]);
 format_error({worker_crashed, R}) ->
     io_lib:format("a load generator process crashed: ~0p", [R]);
 format_error(R) ->
     beamlab_amqp:format_error(R).
+
+lost_reason({not_answering, Secs}) -> io_lib:format("no answer for ~b s", [Secs]);
+lost_reason(R) -> io_lib:format("~0p", [R]).
+
+file_error(R) -> beamlab_runtime_file:format_error(R).

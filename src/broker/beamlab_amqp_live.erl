@@ -5,12 +5,10 @@
 %%% offsets and the accounting (text from {@link beamlab_amqp_report}).
 -module(beamlab_amqp_live).
 
--export([new/3, sample/1, interval/2, last_interval/2, at_stop/2, lose/3, totals/2, shares/3,
-         summary/3, write/2, write_utf8/2, empty_snap/0, zero_counts/0]).
+-export([new/4, sample/2, interval/3, last_interval/3, at_stop/3, lose/3, totals/3, shares/3,
+         summary/3, csv/1, write/2, write_utf8/2, empty_snap/0, zero_counts/0]).
 
 -export_type([live/0, rates/0, share/0, node_state/0]).
-
--define(SAMPLE_TIMEOUT_MS, 5000).
 
 %% Each node's latest counters and its latency histograms so far (kept for
 %% a node that goes away).
@@ -28,17 +26,26 @@
                    nacked := non_neg_integer(),
                    sent_pct := float() | null, received_pct := float() | null,
                    consumer_latency := beamlab_amqp_report:latency()}.
-%% Samples merged over the agents that answered, and each agent's own.
+%% Samples merged over the agents that answered, each agent's own, and
+%% the agents that did not answer in time.
 -type merged() :: #{counters := beamlab_amqp_agent:counts(),
                     consumer := beamlab_stats_hist:snapshot(),
                     confirm := beamlab_stats_hist:snapshot(),
                     producers_done => non_neg_integer(),
                     consumers_done => non_neg_integer(),
-                    by_agent => [{pid(), beamlab_amqp_agent:sample()}]}.
+                    by_agent => [{pid(), beamlab_amqp_agent:sample()}],
+                    missing => [pid()]}.
 
 -record(live, {id :: binary(),
                out :: beamlab_amqp_config:out(),
                enabled :: beamlab_amqp_report:enabled(),
+               unit :: beamlab_amqp_report:unit(),
+               format :: default | compact,
+               %% --output-file: the CSV rows so far (newest first), or none.
+               csv :: [binary()] | none,
+               annotate :: fun(() -> unicode:chardata() | none) | none,
+               %% --metrics-port: where each interval is published.
+               metrics :: beamlab_amqp_metrics:handle(),
                interval :: number(),
                t0 :: integer(),                          % monotonic, µs
                last :: beamlab_amqp_agent:counts(),
@@ -50,16 +57,25 @@
                lost = [] :: [{node(), term()}]}).        % nodes gone, exit reasons
 -opaque live() :: #live{}.
 
-%% @doc The live state of a run that started at `T0' (monotonic µs).
--spec new(beamlab_amqp_config:config(), beamlab_amqp_report:enabled(), integer()) -> live().
-new(Cfg, Enabled, T0) ->
-    #live{id = maps:get(id, Cfg), out = maps:get(out, Cfg), enabled = Enabled,
-          interval = maps:get(interval, Cfg), t0 = T0, last_t = T0, last = zero_counts()}.
+%% @doc The live state of a run that started at `T0' (monotonic µs),
+%% publishing each interval to `Metrics'.
+-spec new(beamlab_amqp_config:config(), beamlab_amqp_report:enabled(), integer(),
+          beamlab_amqp_metrics:handle()) -> live().
+new(Cfg, Enabled, T0, Metrics) ->
+    L = #live{id = maps:get(id, Cfg), out = maps:get(out, Cfg), enabled = Enabled,
+              unit = case maps:get(use_millis, Cfg) of true -> ms; false -> us end,
+              format = maps:get(metrics_format, Cfg),
+              csv = case maps:get(output_file, Cfg) of undefined -> none; _ -> [] end,
+              annotate = maps:get(annotate, Cfg), metrics = Metrics,
+              interval = maps:get(interval, Cfg), t0 = T0, last_t = T0, last = zero_counts()},
+    _ = L#live.format =:= compact andalso write(L, [beamlab_amqp_report:compact_header(Enabled), $\n]),
+    L.
 
 %% @doc Counters that have counted nothing.
 -spec zero_counts() -> beamlab_amqp_agent:counts().
 zero_counts() ->
-    #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0}.
+    #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0,
+      requeued => 0}.
 
 %% @doc An empty latency histogram snapshot.
 -spec empty_snap() -> beamlab_stats_hist:snapshot().
@@ -69,31 +85,35 @@ empty_snap() ->
 %%--------------------------------------------------------------------
 %% Sampling the agents
 
-%% @doc Asks every agent for its sample and merges them. A node gone while
-%% we wait (its 'DOWN') is put back in the mailbox for the loop that owns
-%% the agents; the others' samples stand.
--spec sample([pid()]) -> {ok, merged()} | {error, {timeout, [node()]}}.
-sample(Agents) ->
+%% @doc Asks every agent for its sample and merges the answers that come
+%% within `TimeoutMs'; `missing' names the agents that did not answer (a
+%% frozen node must not hold the run). A node gone while we wait (its
+%% 'DOWN') is put back in the mailbox for the loop that owns the agents;
+%% the others' samples stand. A late answer is dropped with its reference.
+-spec sample([pid()], non_neg_integer()) -> merged().
+sample(Agents, TimeoutMs) ->
     Ref = make_ref(),
     _ = [A ! {sample, self(), Ref} || A <- Agents],
-    collect_samples(Agents, Ref, [], []).
+    collect_samples(Agents, Ref, [], [], erlang:monotonic_time(millisecond) + TimeoutMs).
 
-collect_samples([], _Ref, Acc, Downs) ->
-    _ = [self() ! D || D <- lists:reverse(Downs)],
-    case Acc of
-        [] -> {ok, #{counters => zero_counts(), consumer => empty_snap(), confirm => empty_snap(),
-                     by_agent => []}};
-        _ -> {ok, (merge([S || {_, S} <- Acc]))#{by_agent => Acc}}
-    end;
-collect_samples(Pending, Ref, Acc, Downs) ->
+collect_samples([], _Ref, Acc, Downs, _Deadline) ->
+    merged(Acc, [], Downs);
+collect_samples(Pending, Ref, Acc, Downs, Deadline) ->
     receive
         {sample, Ref, A, S} ->
-            collect_samples(lists:delete(A, Pending), Ref, [{A, S} | Acc], Downs);
+            collect_samples(lists:delete(A, Pending), Ref, [{A, S} | Acc], Downs, Deadline);
         {'DOWN', _, process, A, _} = Down when is_pid(A) ->
-            collect_samples(lists:delete(A, Pending), Ref, Acc, [Down | Downs])
-    after ?SAMPLE_TIMEOUT_MS ->
-        _ = [self() ! D || D <- lists:reverse(Downs)],
-        {error, {timeout, [node(A) || A <- Pending]}}
+            collect_samples(lists:delete(A, Pending), Ref, Acc, [Down | Downs], Deadline)
+    after max(0, Deadline - erlang:monotonic_time(millisecond)) ->
+        merged(Acc, Pending, Downs)
+    end.
+
+merged(Acc, Missing, Downs) ->
+    _ = [self() ! D || D <- lists:reverse(Downs)],
+    case Acc of
+        [] -> #{counters => zero_counts(), consumer => empty_snap(), confirm => empty_snap(),
+                by_agent => [], missing => Missing};
+        _ -> (merge([S || {_, S} <- Acc]))#{by_agent => Acc, missing => Missing}
     end.
 
 %% @doc Sums samples (or finals) of several nodes.
@@ -114,12 +134,13 @@ add_counters(A, B) ->
 %%--------------------------------------------------------------------
 %% Interval lines
 
-%% @doc Samples every agent, merges, prints one PerfTest line and keeps the
-%% rates; `{error, R}' when the agents did not answer.
--spec interval([pid()], live()) -> {ok, live()} | {error, {timeout, [node()]}}.
-interval(Agents, #live{last = Last, last_t = LastT, t0 = T0} = L) ->
-    case sample(Agents) of
-        {ok, S} ->
+%% @doc Samples every agent (waiting at most `TimeoutMs'), merges, prints
+%% one PerfTest line and keeps the rates; returns the agents that did not
+%% answer (their last counters stand for them).
+-spec interval([pid()], non_neg_integer(), live()) -> {live(), Missing :: [pid()]}.
+interval(Agents, TimeoutMs, #live{last = Last, last_t = LastT, t0 = T0} = L) ->
+    case sample(Agents, TimeoutMs) of
+        S ->
             L1 = add_shares(maps:get(by_agent, S), L),
             Now = erlang:monotonic_time(microsecond),
             Dt = max(1, Now - LastT) / 1000000,
@@ -130,39 +151,67 @@ interval(Agents, #live{last = Last, last_t = LastT, t0 = T0} = L) ->
             Rates = maps:map(fun(K, V) -> (V - maps:get(K, Last)) / Dt end, C),
             Cons = beamlab_amqp_report:latency(maps:get(consumer, S)),
             Conf = beamlab_amqp_report:latency(maps:get(confirm, S)),
-            Line = beamlab_amqp_report:interval_line(
-                     L#live.id, Now - T0, Rates#{consumer => Cons, confirm => Conf}, L#live.enabled),
-            write(L, [Line, $\n]),
-            {ok, L1#live{last = C, last_t = Now,
-                         samples = [Rates#{time => (Now - T0) / 1000000} | L1#live.samples],
-                         cons = [Cons | L1#live.cons], conf = [Conf | L1#live.conf]}};
-        {error, _} = E ->
-            E
+            Line = Rates#{consumer => Cons, confirm => Conf},
+            write(L, [line(L, Now - T0, Line), $\n]),
+            annotate(L),
+            publish(L1, Dt),
+            {L1#live{last = C, last_t = Now,
+                     samples = [Rates#{time => (Now - T0) / 1000000} | L1#live.samples],
+                     cons = [Cons | L1#live.cons], conf = [Conf | L1#live.conf],
+                     csv = csv_row(L1, Now - T0, Line)},
+             maps:get(missing, S)}
     end.
+
+publish(#live{metrics = none}, _Dt) ->
+    ok;
+publish(#live{metrics = {_, T}, shares = Shares}, Dt) ->
+    beamlab_amqp_metrics:publish(T, Shares, Dt).
+
+%% The caller's line under the interval line (--watch: the broker's figures).
+annotate(#live{annotate = none}) ->
+    ok;
+annotate(#live{annotate = F, id = Id} = L) ->
+    case F() of
+        none -> ok;
+        Text -> write(L, [<<"id: ">>, Id, <<", ">>, Text, $\n])
+    end.
+
+line(#live{format = default, id = Id, enabled = En, unit = U}, ElapsedUs, Line) ->
+    beamlab_amqp_report:interval_line(Id, ElapsedUs, Line, En, U);
+line(#live{format = compact, enabled = En, unit = U}, ElapsedUs, Line) ->
+    beamlab_amqp_report:compact_line(ElapsedUs, Line, En, U).
+
+csv_row(#live{csv = none}, _ElapsedUs, _Line) ->
+    none;
+csv_row(#live{csv = Rows, id = Id, enabled = En, unit = U}, ElapsedUs, Line) ->
+    [beamlab_amqp_report:csv_line(Id, ElapsedUs, Line, En, U) | Rows].
+
+%% @doc PerfTest's CSV of the run's intervals (--output-file), or none.
+-spec csv(live()) -> iodata() | none.
+csv(#live{csv = none}) ->
+    none;
+csv(#live{csv = Rows, unit = U}) ->
+    [beamlab_amqp_report:csv_header(U), $\n, [[R, $\n] || R <- lists:reverse(Rows)]].
 
 %% @doc A run that ends more than half an interval after the last line gets
 %% a last line for that stretch (as -z 3 gives lines at 1, 2 and 3 s).
--spec last_interval([pid()], live()) -> {ok, live()} | {error, {timeout, [node()]}}.
-last_interval(Agents, #live{last_t = LastT, interval = I} = L) ->
+-spec last_interval([pid()], non_neg_integer(), live()) -> {live(), [pid()]}.
+last_interval(Agents, TimeoutMs, #live{last_t = LastT, interval = I} = L) ->
     case erlang:monotonic_time(microsecond) - LastT > I * 500000 of
-        true -> interval(Agents, L);
-        false -> {ok, L}
+        true -> interval(Agents, TimeoutMs, L);
+        false -> {L, []}
     end.
 
 %% @doc The counters when the run stopped (what the averages cover; what
 %% is received while draining after the stop counts in the accounting
 %% only): a fresh sample, or the last one when `Sampled' is false.
--spec at_stop([pid()] | none, live()) -> beamlab_amqp_agent:counts().
-at_stop(none, L) ->
+-spec at_stop([pid()] | none, non_neg_integer(), live()) -> beamlab_amqp_agent:counts().
+at_stop(none, _TimeoutMs, L) ->
     L#live.last;
-at_stop(Agents, L) ->
-    case sample(Agents) of
-        {ok, #{counters := Cs, by_agent := ByA}} ->
-            %% Nodes gone before the stop count with their last sample.
-            lists:foldl(fun add_counters/2, Cs, gone_counters(ByA, L));
-        _ ->
-            L#live.last
-    end.
+at_stop(Agents, TimeoutMs, L) ->
+    #{counters := Cs, by_agent := ByA} = sample(Agents, TimeoutMs),
+    %% Nodes gone (or silent) at the stop count with their last sample.
+    lists:foldl(fun add_counters/2, Cs, gone_counters(ByA, L)).
 
 %% The last counters of the nodes that did not answer this sample (gone
 %% away, or going: their 'DOWN' may not have been handled yet).
@@ -187,19 +236,25 @@ add_shares(ByAgent, L) ->
 %% @doc A node went away: named on a line, its share so far kept.
 -spec lose(node(), Exit :: term(), live()) -> live().
 lose(Node, Reason, L) ->
+    Why = case Reason of
+              {not_answering, Secs} -> io_lib:format("no answer for ~b s", [Secs]);
+              _ -> io_lib:format("~0p", [Reason])
+          end,
     write(L, [<<"id: ">>, L#live.id, <<", node ">>, atom_to_binary(Node), <<" went away (">>,
-              io_lib:format("~0p", [Reason]), <<"); the run goes on with the other nodes\n">>]),
+              Why, <<"); the run goes on with the other nodes\n">>]),
     L#live{lost = L#live.lost ++ [{Node, Reason}]}.
 
 %%--------------------------------------------------------------------
 %% The end of the run
 
 %% @doc The run's totals: each node's final totals, or for a node gone
-%% away what it had counted until its last sample.
--spec totals([{pid(), beamlab_amqp_agent:final()}], live()) -> {merged(), live()}.
-totals(Finals, L) ->
-    FinalShares = maps:from_list([{node(A), F} || {A, F} <- Finals]),
-    Shares = maps:merge(maps:with(lost_nodes(L), L#live.shares), FinalShares),
+%% away or silent at the end (in `Silent') what it had counted until its
+%% last sample.
+-spec totals([{pid(), beamlab_amqp_agent:final()}], [node()], live()) -> {merged(), live()}.
+totals(Finals, Silent, L) ->
+    FinalShares = maps:from_list([{node(A), maps:with([counters, consumer, confirm], F)}
+                                  || {A, F} <- Finals]),
+    Shares = maps:merge(maps:with(lost_nodes(L) ++ Silent, L#live.shares), FinalShares),
     L1 = L#live{shares = Shares},
     Totals = case maps:values(Shares) of
                  [] -> #{counters => maps:merge(#{reconnects => 0}, L#live.last),
@@ -251,7 +306,8 @@ summary(L, #{stopped := Stopped, summary := Sum, elapsed_us := ElapsedUs, shares
              clock := Clock, accounting := Acc}, C) ->
     Id = L#live.id,
     _ = [write(L, [<<"id: ">>, Id, <<", ">>, Stopped, <<"\n">>]) || Stopped =/= none],
-    write(L, beamlab_amqp_report:summary_lines(Id, Sum, L#live.enabled, ElapsedUs)),
+    write(L, beamlab_amqp_report:summary_lines(case L#live.format of default -> Id; compact -> none end,
+                                               Sum, L#live.enabled, ElapsedUs, L#live.unit)),
     _ = [write(L, share_line(Id, S)) || length(Shares) > 1, S <- Shares],
     _ = [write(L, clock_lines(Id, Clock)) || Clock =/= none],
     _ = [write(L, [<<"id: ">>, Id, <<", reconnects: ">>, integer_to_binary(Rc), $\n])

@@ -24,8 +24,7 @@ start_link(CtxKey, Spec) ->
 -spec run({ok, beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
           beamlab_amqp_worker:loop_spec()) -> no_return().
 run({ok, Ch}, Ctx, Spec) ->
-    Size = max(?BODY_MIN, maps:get(body_size, Spec)),
-    Pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+    Pad = maps:get(max(?BODY_MIN, maps:get(body_size, Spec)), maps:get(pads, Ctx)),
     Opts = #{props => case maps:get(persistent, Spec) of
                           true -> #{delivery_mode => 2};
                           false -> #{}
@@ -79,7 +78,7 @@ loop(Ch, Q, Pad, Opts, N, #{counters := C, cons_hists := Hs} = Ctx, Spec) ->
         {amqp_closed, Ch, Code, Text} ->
             case maps:get(reconnect, Spec) of
                 true ->
-                    {ok, Ch1} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end),
+                    {ok, Ch1} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
                     %% The message in flight may be lost with the connection.
                     publish(Ch1, Q, Pad, Opts, N, Ctx),
                     loop(Ch1, Q, Pad, Opts, N + 1, Ctx, Spec);

@@ -114,7 +114,13 @@ spec('basic.recover') -> {60, 110, [bit]};
 spec('basic.recover_ok') -> {60, 111, []};
 spec('basic.nack') -> {60, 120, [longlong, bit, bit]};
 spec('confirm.select') -> {85, 10, [bit]};
-spec('confirm.select_ok') -> {85, 11, []}.
+spec('confirm.select_ok') -> {85, 11, []};
+spec('tx.select') -> {90, 10, []};
+spec('tx.select_ok') -> {90, 11, []};
+spec('tx.commit') -> {90, 20, []};
+spec('tx.commit_ok') -> {90, 21, []};
+spec('tx.rollback') -> {90, 30, []};
+spec('tx.rollback_ok') -> {90, 31, []}.
 
 %% @doc Every method record name this codec knows.
 -spec all_names() -> [atom()].
@@ -131,7 +137,8 @@ all_names() ->
      'basic.cancel', 'basic.cancel_ok', 'basic.publish', 'basic.return', 'basic.deliver',
      'basic.get', 'basic.get_ok', 'basic.get_empty', 'basic.ack', 'basic.reject',
      'basic.recover_async', 'basic.recover', 'basic.recover_ok', 'basic.nack',
-     'confirm.select', 'confirm.select_ok'].
+     'confirm.select', 'confirm.select_ok', 'tx.select', 'tx.select_ok', 'tx.commit',
+     'tx.commit_ok', 'tx.rollback', 'tx.rollback_ok'].
 
 %% @doc `{ClassId, MethodId}' of a method record (or record name).
 -spec method_ids(method() | atom()) -> {pos_integer(), pos_integer()}.

@@ -2,11 +2,17 @@
 %%% #i, channel #j").
 %%%
 %%% Publishes bodies stamped with their intended send time (see
-%%% `beamlab_amqp_rate'), keeps at most `confirm' publishes unconfirmed when
-%%% publisher confirms are on, measures confirm latency per sequence number
-%%% and counts sent, returned, confirmed and nacked messages in the node's
-%%% shared `counters'. Without confirms it watches the connection's backlog
-%%% so that an unlimited producer cannot flood the connection process.
+%%% `beamlab_amqp_rate': a fixed rate, PerfTest's variable rate steps or a
+%%% publishing interval), keeps at most `confirm' publishes unconfirmed
+%%% when publisher confirms are on (failing after `confirm_timeout' without
+%%% a free slot), measures confirm latency per sequence number and counts
+%%% sent, returned, confirmed and nacked messages in the node's shared
+%%% `counters'. Bodies are PerfTest's: the stamp and a sequence number
+%%% padded to the size (fixed or varying over time), or files or JSON
+%%% documents with the stamp in a header; properties, routing keys (fixed,
+%%% random, or from a cache of random keys) and transactions as PerfTest
+%%% sets them. Without confirms it watches the connection's backlog so
+%%% that an unlimited producer cannot flood the connection process.
 -module(beamlab_amqp_producer).
 -behaviour(beamlab_amqp_worker).
 
@@ -26,20 +32,35 @@
              spec :: beamlab_amqp_worker:producer_spec(),
              conn :: beamlab_amqp:conn(),
              ch :: beamlab_amqp:channel(),
-             limiter :: beamlab_amqp_rate:limiter(),
+             %% `none': a rate of 0, nothing is published.
+             limiter :: beamlab_amqp_rate:limiter() | none,
              seq = 1 :: pos_integer(),         % next confirm sequence number
              low = 1 :: pos_integer(),         % lowest possibly unconfirmed
              outstanding = #{} :: #{pos_integer() => integer()},
+             %% When the confirm window filled (monotonic ms), for -ct.
+             full_since :: integer() | undefined,
              left :: non_neg_integer() | infinity,
              n = 0 :: non_neg_integer(),       % messages published by us
+             exchange :: binary(),
+             key :: binary(),
+             %% Random keys: a new one each time, or cycled from a cache.
+             keys :: fixed | random | {tuple(), non_neg_integer()},
              opts :: beamlab_amqp:publish_opts(),
-             pad :: binary()}).
+             %% stamp: the stamp in the body, padded by `pad' (one size) or
+             %% to the size of `sizes' now (from `pads'); bodies: the
+             %% stamp in a header.
+             body :: stamp | {bodies, tuple(), files | json},
+             pad :: binary(),
+             sizes :: beamlab_amqp_cycle:cycle() | fixed,
+             pads = #{} :: #{non_neg_integer() => binary()},
+             tx_left :: non_neg_integer() | none,
+             %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
+             woke = false :: boolean()}).
 
-%% @doc Starts a producer for `Spec' (exchange, key, mandatory, persistent,
-%% confirm, rate, count, body_size, group, reconnect) with the agent's
-%% context (counters, histograms, agent pid), shared under `CtxKey'. It sends `{self(), ready}'
-%% to its parent once the channel is open (and in confirm mode when asked),
-%% then waits for `{go, StartUs}'.
+%% @doc Starts a producer for `Spec' with the agent's context (counters,
+%% histograms, bodies, agent pid), shared under `CtxKey'. It sends
+%% `{self(), ready}' to its parent once the channel is open (in confirm
+%% or transaction mode when asked), then waits for `{go, StartUs}'.
 -spec start_link(beamlab_runtime_shared:key(), beamlab_amqp_worker:producer_spec()) -> pid().
 start_link(CtxKey, Spec) ->
     beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
@@ -54,23 +75,64 @@ body(IntendedUs, N, Pad) ->
 -spec run({ok, beamlab_amqp:conn(), beamlab_amqp:channel()}, beamlab_amqp_worker:ctx(),
           beamlab_amqp_worker:producer_spec()) -> no_return().
 run({ok, Conn, Ch}, Ctx, Spec) ->
-    Size = max(?BODY_MIN, maps:get(body_size, Spec)),
-    Props = case maps:get(persistent, Spec) of
-                true -> #{delivery_mode => 2};
-                false -> #{}
-            end,
-    Opts = #{props => Props, mandatory => maps:get(mandatory, Spec)},
-    St0 = #st{ctx = Ctx, spec = Spec, conn = Conn, ch = Ch, opts = Opts,
-              pad = binary:copy(<<0>>, Size - ?BODY_MIN),
+    #{body := BodyKind, size := Size} = Spec,
+    Pads = maps:get(pads, Ctx),
+    Body = case BodyKind of
+               stamp -> stamp;
+               Kind -> {bodies, maps:get(bodies, Ctx), Kind}
+           end,
+    St0 = #st{ctx = Ctx, spec = Spec, conn = Conn, ch = Ch,
+              exchange = maps:get(exchange, Spec), key = maps:get(key, Spec),
+              keys = keys(maps:get(keys, Spec)),
+              opts = #{props => maps:get(props, Spec), mandatory => maps:get(mandatory, Spec)},
+              body = Body,
+              pad = case Size of
+                        {fixed, S} -> maps:get(max(S, ?BODY_MIN), Pads);
+                        _ -> <<>>
+                    end,
+              pads = Pads,
               left = case maps:get(count, Spec) of
                          0 -> infinity;
                          C -> C
                      end,
-              limiter = beamlab_amqp_rate:new(infinity, 0)},
+              tx_left = case maps:get(tx, Spec) of
+                            0 -> none;
+                            T -> T
+                        end,
+              limiter = none, sizes = fixed},
     receive
         {go, StartUs} ->
-            L = beamlab_amqp_rate:new(maps:get(rate, Spec), StartUs),
-            loop(St0#st{limiter = L})
+            Delay = maps:get(start_delay_ms, Spec),
+            %% PerfTest's --producer-random-start-delay: the schedule
+            %% starts when the producer does.
+            case wait(Delay) of
+                stop -> close(St0);
+                ok ->
+                    Start = StartUs + Delay * 1000,
+                    loop(St0#st{limiter = limiter(maps:get(schedule, Spec), Start),
+                                sizes = case Size of
+                                            {fixed, _} -> fixed;
+                                            {variable, Steps} -> beamlab_amqp_cycle:new(Steps, StartUs)
+                                        end})
+            end
+    end.
+
+limiter({rate, 0}, _Start) -> none;
+limiter({rate, R}, Start) -> beamlab_amqp_rate:new(R, Start);
+limiter({variable, Steps}, Start) -> beamlab_amqp_rate:new_variable(Steps, Start).
+
+keys(fixed) -> fixed;
+keys(random) -> random;
+keys({cache, N}) -> {list_to_tuple([random_key() || _ <- lists:seq(1, N)]), 0}.
+
+%% Waits `Ms' unless told to stop (the stop is kept for the main loop).
+wait(0) ->
+    ok;
+wait(Ms) ->
+    receive
+        stop -> stop
+    after Ms ->
+        ok
     end.
 
 %% @private
@@ -82,22 +144,26 @@ open(Ctx, Spec) ->
 maybe_open({ok, Conn}, Spec) ->
     case beamlab_amqp:open_channel(Conn) of
         {ok, Ch} ->
-            case maps:get(confirm, Spec) of
-                undefined ->
-                    {ok, Conn, Ch};
-                _ ->
-                    case beamlab_amqp:confirm_select(Ch) of
-                        ok -> {ok, Conn, Ch};
-                        {error, _} = E ->
-                            %% The next channel may reuse this one's handle.
-                            receive {amqp_closed, Ch, _, _} -> E after 0 -> E end
-                    end
+            Modes = [fun beamlab_amqp:confirm_select/1 || maps:get(confirm, Spec) =/= undefined]
+                ++ [fun beamlab_amqp:tx_select/1 || maps:get(tx, Spec) > 0],
+            case select(Ch, Modes) of
+                ok -> {ok, Conn, Ch};
+                {error, _} = E ->
+                    %% The next channel may reuse this one's handle.
+                    receive {amqp_closed, Ch, _, _} -> E after 0 -> E end
             end;
         {error, _} = E ->
             E
     end;
 maybe_open({error, _} = E, _Spec) ->
     E.
+
+select(_Ch, []) -> ok;
+select(Ch, [Mode | Rest]) ->
+    case Mode(Ch) of
+        ok -> select(Ch, Rest);
+        {error, _} = E -> E
+    end.
 
 %% The main loop: handle what arrived, then publish if the window, the
 %% schedule and the message count allow.
@@ -110,36 +176,93 @@ loop(St) ->
 
 publish_or_wait(#st{left = 0} = St) ->
     finish(St);
+publish_or_wait(#st{limiter = none} = St) ->
+    receive Msg -> loop(handle(Msg, St)) end;
 publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
   when is_integer(Max), map_size(Out) >= Max ->
-    receive Msg -> loop(handle(Msg, St)) end;
+    window_full(St);
 publish_or_wait(#st{limiter = L} = St) ->
-    case beamlab_amqp_rate:next(L, ?NOW_US()) of
+    Now = ?NOW_US(),
+    case beamlab_amqp_rate:next(L, Now) of
         {go, Intended, L1} ->
-            loop(throttle(publish(Intended, St#st{limiter = L1})));
+            Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
+            loop(throttle(publish(Stamp, St#st{limiter = L1, full_since = undefined, woke = false})));
         {wait, Us} ->
             receive
                 Msg -> loop(handle(Msg, St))
-            after (Us + 999) div 1000 ->
-                loop(St)
+            after min((Us + 999) div 1000, 4294967295) ->
+                loop(St#st{woke = true})
             end
     end.
 
-publish(Intended, #st{ch = Ch, spec = Spec, opts = Opts, pad = Pad, n = N,
-                      left = Left, ctx = #{counters := C} = Ctx} = St) ->
+%% The window is full: wait for a confirm, at most -ct seconds in all
+%% (PerfTest's confirm timeout: a broker that stopped confirming fails
+%% the run instead of holding it).
+window_full(#st{full_since = undefined} = St) ->
+    window_full(St#st{full_since = erlang:monotonic_time(millisecond)});
+window_full(#st{full_since = Since, spec = #{confirm_timeout := Secs}} = St) ->
+    Left = Since + Secs * 1000 - erlang:monotonic_time(millisecond),
+    receive
+        Msg -> loop(handle(Msg, St))
+    after max(0, Left) ->
+        exit({shutdown, {confirm_timeout, Secs}})
+    end.
+
+publish(Intended, #st{ch = Ch, exchange = Ex, n = N, left = Left,
+                      ctx = #{counters := C} = Ctx} = St) ->
     %% The body carries the coordinator's time (see the agent's clock_offset).
     Stamp = Intended - maps:get(clock_offset, Ctx, 0),
-    ok = beamlab_amqp:publish(Ch, maps:get(exchange, Spec), maps:get(key, Spec),
-                              body(Stamp, N band 16#FFFFFFFF, Pad), Opts),
+    {Body, Opts} = message(Stamp, N, St),
+    ok = beamlab_amqp:publish(Ch, Ex, key(St), Body, Opts),
     counters:add(C, ?C_SENT, 1),
-    St1 = St#st{n = N + 1, left = dec(Left)},
-    case maps:get(confirm, Spec) of
+    St1 = commit(St#st{n = N + 1, left = dec(Left), keys = next_key(St#st.keys)}),
+    case maps:get(confirm, St#st.spec) of
         undefined ->
             St1;
         _ ->
             Seq = St#st.seq,
             St1#st{seq = Seq + 1, outstanding = maps:put(Seq, Intended, St#st.outstanding)}
     end.
+
+%% PerfTest's bodies: the stamp and sequence number padded to the size,
+%% or (files, JSON) a prepared body with the stamp in a header.
+message(Stamp, N, #st{body = stamp, sizes = fixed, pad = Pad, opts = Opts}) ->
+    {body(Stamp, N band 16#FFFFFFFF, Pad), Opts};
+message(Stamp, N, #st{body = stamp, sizes = Sizes, pads = Pads, opts = Opts}) ->
+    Size = max(?BODY_MIN, beamlab_amqp_cycle:value(Sizes, ?NOW_US())),
+    {body(Stamp, N band 16#FFFFFFFF, maps:get(Size, Pads)), Opts};
+message(Stamp, N, #st{body = {bodies, Bodies, Kind}, opts = #{props := Props} = Opts}) ->
+    Body = case Kind of
+               files -> element(N rem tuple_size(Bodies) + 1, Bodies);
+               json -> element(rand:uniform(tuple_size(Bodies)), Bodies)
+           end,
+    Headers = [{?STAMP_HEADER, long, Stamp} | maps:get(headers, Props, [])],
+    {Body, Opts#{props := Props#{headers => Headers}}}.
+
+key(#st{keys = fixed, key = K}) -> K;
+key(#st{keys = random}) -> random_key();
+key(#st{keys = {Cache, I}}) -> element(I + 1, Cache).
+
+next_key({Cache, I}) -> {Cache, (I + 1) rem tuple_size(Cache)};
+next_key(Keys) -> Keys.
+
+%% A random UUID (version 4) as text, as PerfTest's random routing keys.
+random_key() ->
+    <<A:32, B:16, _:4, C:12, _:2, D:14, E:48>> = rand:bytes(16),
+    iolist_to_binary(io_lib:format("~8.16.0b-~4.16.0b-4~3.16.0b-~4.16.0b-~12.16.0b",
+                                   [A, B, C, 16#8000 bor D, E])).
+
+%% -m: commit every N publishes (a synchronous call, as PerfTest's).
+commit(#st{tx_left = none} = St) ->
+    St;
+commit(#st{tx_left = 1, ch = Ch, spec = #{tx := N}} = St) ->
+    case beamlab_amqp:tx_commit(Ch) of
+        ok -> St#st{tx_left = N};
+        {error, {Code, Text}} when is_binary(Text) -> connection_lost(Code, Text, St);
+        {error, R} -> exit({shutdown, R})
+    end;
+commit(#st{tx_left = L} = St) ->
+    St#st{tx_left = L - 1}.
 
 dec(infinity) -> infinity;
 dec(N) -> N - 1.
@@ -205,18 +328,21 @@ settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, N),
     Now = ?NOW_US(),
     _ = [beamlab_amqp_worker:record(Hs, max(0, Now - T)) || T <- Ts],
-    St.
+    St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
     %% from the window; the accounting shows them as unaccounted.
-    {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end),
-    St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}};
+    {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
+    St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
+          tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end};
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).
 
 %% Stop publishing; wait (bounded) for outstanding confirms and late returns
-%% so that the counts are final, then close the channel.
+%% so that the counts are final, then close the channel (what an open
+%% transaction holds is rolled back with it: PerfTest does not commit at
+%% the end either).
 -spec finish(#st{}) -> no_return().
 finish(#st{spec = #{confirm := undefined}} = St) ->
     Deadline = erlang:monotonic_time(millisecond) + ?RETURN_GRACE_MS,

@@ -5,32 +5,34 @@
 %%% restart.
 -module(beamlab_amqp_setup).
 
--export([op/4, close/1, redeclare/3]).
+-export([op/5, close/1, redeclare/3]).
 
--export_type([conn/0]).
+-export_type([conn/0, target/0]).
+
+%% A broker node to connect to: its parameters and the run's connection
+%% options (TLS, heartbeat, frame_max, TCP).
+-type target() :: {beamlab_amqp:params(), beamlab_amqp:connect_opts()}.
 
 %% The setup connection, `lost' while the broker has it closed (a
 %% redeclaring helper reopens it), or `unresponsive' once a step timed out
 %% (it was killed; later steps are skipped).
 -type conn() :: beamlab_amqp:conn() | lost | unresponsive.
 
-%% After the run, each step on the setup connection (queue depths, deleting
-%% the run's queues) gets this long; a broker that does not answer (frozen)
-%% is given up and its connection killed, so a run always ends.
--define(SETUP_OP_MS, 3000).
+-define(CLOSE_MS, 3000).
 -define(REDECLARE_RETRY_MS, 500).
 
-%% @doc Runs `Op' on a live setup connection within ?SETUP_OP_MS: returns
+%% @doc Runs `Op' on a live setup connection within `TimeoutMs': returns
 %% its value and the connection to keep, or `Default' and `unresponsive'
 %% when the broker did not answer in time (the connection is then killed
-%% and later steps are skipped). The step runs in a helper process so that
-%% a call without answer cannot hold the run. A connection the broker
+%% and later steps are skipped: a broker that does not answer, frozen,
+%% cannot hold the end of a run). The step runs in a helper process so
+%% that a call without answer cannot hold the run. A connection the broker
 %% closed is reopened first, owned by the caller.
--spec op(conn(), beamlab_amqp_uri:params(), fun((beamlab_amqp:conn()) -> V), D) ->
+-spec op(conn(), target(), fun((beamlab_amqp:conn()) -> V), D, non_neg_integer()) ->
           {V | D, conn()}.
-op(unresponsive, _Uri, _Op, Default) ->
+op(unresponsive, _Target, _Op, Default, _TimeoutMs) ->
     {Default, unresponsive};
-op(Conn, Uri, Op, Default) ->
+op(Conn, Uri, Op, Default, TimeoutMs) ->
     Self = self(),
     {Pid, Mon} = spawn_monitor(
                    fun() ->
@@ -45,7 +47,7 @@ op(Conn, Uri, Op, Default) ->
             {V, Live};
         {'DOWN', Mon, process, Pid, _} ->
             {Default, setup_op_conn(Pid, Conn)}
-    after ?SETUP_OP_MS ->
+    after TimeoutMs ->
         exit(Pid, kill),
         receive {'DOWN', Mon, process, Pid, _} -> ok end,
         ok = beamlab_amqp:close_all([C || C <- lists:usort([Conn, setup_op_conn(Pid, Conn)]),
@@ -71,8 +73,8 @@ flush_setup_conn(Pid) ->
     _ = setup_op_conn(Pid, none),
     ok.
 
-new_conn(Conn, Uri, Owner) ->
-    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reopened)">>, owner => Owner}) of
+new_conn(Conn, {Uri, Opts}, Owner) ->
+    case beamlab_amqp:connect(Uri, Opts#{name => <<"beamlab amqp setup (reopened)">>, owner => Owner}) of
         {ok, C} -> C;
         {error, _} -> Conn
     end.
@@ -82,7 +84,7 @@ new_conn(Conn, Uri, Owner) ->
 -spec close([conn()]) -> ok.
 close(Conns0) ->
     Conns = lists:usort([C || C <- Conns0, is_pid(C)]),
-    ok = beamlab_amqp:close_all(Conns, ?SETUP_OP_MS),
+    ok = beamlab_amqp:close_all(Conns, ?CLOSE_MS),
     lists:foreach(fun flush_conn/1, Conns).
 
 flush_conn(C) ->
@@ -99,14 +101,13 @@ flush_conn(C) ->
 %% connection (owned by `Coord') and `{redeclared, self(), Result}' once
 %% declared or refused by the broker. Runs in the calling process (spawn
 %% it).
--spec redeclare(pid(), beamlab_amqp_config:config(), [binary()]) -> ok.
-redeclare(Coord, Cfg, Names) ->
-    {ok, Uri} = beamlab_amqp_uri:parse(maps:get(uri, Cfg)),
-    case beamlab_amqp:connect(Uri, #{name => <<"beamlab amqp setup (reconnected)">>,
-                                     owner => Coord}) of
+-spec redeclare(pid(), {target(), beamlab_amqp_config:config()}, [binary()]) -> ok.
+redeclare(Coord, {{Uri, Opts}, Cfg} = Run, Names) ->
+    case beamlab_amqp:connect(Uri, Opts#{name => <<"beamlab amqp setup (reconnected)">>,
+                                         owner => Coord}) of
         {ok, Conn} ->
             Coord ! {setup_conn, self(), Conn},
-            case catch beamlab_amqp_topology:declare(Conn, Cfg, Names) of
+            case catch beamlab_amqp_topology:declare([Conn], Cfg, Names) of
                 {ok, _} = Ok ->
                     Coord ! {redeclared, self(), Ok},
                     ok;
@@ -117,9 +118,9 @@ redeclare(Coord, Cfg, Names) ->
                 _ ->
                     %% The new connection was lost too (restarting again).
                     receive after ?REDECLARE_RETRY_MS -> ok end,
-                    redeclare(Coord, Cfg, Names)
+                    redeclare(Coord, Run, Names)
             end;
         {error, _} ->
             receive after ?REDECLARE_RETRY_MS -> ok end,
-            redeclare(Coord, Cfg, Names)
+            redeclare(Coord, Run, Names)
     end.

@@ -1,5 +1,8 @@
 %%% @doc Parser for `amqp://' URIs as RabbitMQ documents them:
-%%% `amqp://user:pass@host:port/vhost?heartbeat=10&frame_max=131072'.
+%%% `amqp://user:pass@host:port/vhost?heartbeat=10&frame_max=131072', and
+%%% `amqps://' (TLS, port 5671) with RabbitMQ's TLS query parameters
+%%% (`cacertfile', `certfile', `keyfile', `verify', `server_name_indication',
+%%% `auth_mechanism').
 %%% Every part is optional (defaults guest/guest@localhost:5672, vhost "/");
 %%% user, password and vhost are percent-decoded, so vhost "/" is written
 %%% `%2F'. An empty path and a bare "/" both mean the default vhost "/"
@@ -13,28 +16,35 @@
 -type params() :: #{host := string(), port := 1..65535, user := binary(),
                     password := binary(), vhost := binary(),
                     heartbeat := non_neg_integer(), frame_max := non_neg_integer(),
-                    channel_max := non_neg_integer(), connection_timeout := pos_integer()}.
+                    channel_max := non_neg_integer(), connection_timeout := pos_integer(),
+                    %% amqps://: TLS with these options.
+                    tls := false | beamlab_amqp:tls_opts(),
+                    auth_mechanism := plain | external}.
 
 %% Why a URI was refused (format_error/1 prints it without the password).
 -type error() :: {malformed | bad_vhost, unicode:chardata(), string()}
-               | {tls_unsupported, string()}
                | {bad_scheme, string(), string()}
                | {bad_port, string(), term()}
                | {bad_query_value, string(), string(), string()}
-               | {unknown_query_param, string(), string()}
+               | {unknown_query_param | tls_param_without_tls, string(), string()}
                | {bad_percent_encoding, string(), password | string()}.
 
 -define(QUERY_KEYS, [{"heartbeat", heartbeat, 0, 16#FFFF},
                      {"frame_max", frame_max, 0, 16#FFFFFFFF},
                      {"channel_max", channel_max, 0, 16#FFFF},
                      {"connection_timeout", connection_timeout, 1, 16#FFFFFFFF}]).
+%% TLS parameters of amqps:// URIs (RabbitMQ's URI query parameters).
+-define(TLS_KEYS, [{"cacertfile", cacertfile}, {"certfile", certfile}, {"keyfile", keyfile},
+                   {"verify", verify}, {"server_name_indication", server_name_indication}]).
+-define(KNOWN, "heartbeat, frame_max, channel_max, connection_timeout, auth_mechanism; "
+               "with amqps: cacertfile, certfile, keyfile, verify, server_name_indication").
 
 %% @doc The connection parameters used for anything a URI leaves out.
 -spec defaults() -> params().
 defaults() ->
     #{host => "localhost", port => 5672, user => <<"guest">>, password => <<"guest">>,
       vhost => <<"/">>, heartbeat => 60, frame_max => 131072, channel_max => 2047,
-      connection_timeout => 10000}.
+      connection_timeout => 10000, tls => false, auth_mechanism => plain}.
 
 %% @doc Parse an AMQP URI into connection parameters.
 -spec parse(unicode:chardata()) -> {ok, params()} | {error, error()}.
@@ -52,16 +62,16 @@ parse(Uri) when is_list(Uri) ->
 parse_map(Uri, {error, _, _}) ->
     throw({uri_error, {malformed, Uri, "not a valid URI"}});
 parse_map(Uri, #{scheme := Scheme} = M) ->
-    case string:lowercase(Scheme) of
-        "amqp" -> ok;
-        "amqps" -> throw({uri_error, {tls_unsupported, Uri}});
-        _ -> throw({uri_error, {bad_scheme, Uri, Scheme}})
-    end,
+    D0 = defaults(),
+    D = case string:lowercase(Scheme) of
+            "amqp" -> D0;
+            "amqps" -> D0#{port := 5671, tls := #{}};
+            _ -> throw({uri_error, {bad_scheme, Uri, Scheme}})
+        end,
     case maps:get(fragment, M, undefined) of
         undefined -> ok;
         _ -> throw({uri_error, {malformed, Uri, "fragments (#...) are not allowed"}})
     end,
-    D = defaults(),
     P1 = userinfo(Uri, maps:get(userinfo, M, undefined), D),
     P2 = P1#{host => host(maps:get(host, M, ""))},
     P3 = case maps:get(port, M, undefined) of
@@ -103,18 +113,38 @@ query(Uri, Query, P) ->
             throw({uri_error, {malformed, Uri, "bad query string"}})
     end.
 
+query_param(Uri, {"auth_mechanism", V}, P) when is_list(V) ->
+    case string:lowercase(V) of
+        "plain" -> P#{auth_mechanism => plain};
+        "external" -> P#{auth_mechanism => external};
+        _ -> throw({uri_error, {bad_query_value, Uri, "auth_mechanism", V}})
+    end;
 query_param(Uri, {K, V}, P) when is_list(K), is_list(V) ->
-    case lists:keyfind(K, 1, ?QUERY_KEYS) of
-        {K, Key, Min, Max} ->
+    case {lists:keyfind(K, 1, ?QUERY_KEYS), lists:keyfind(K, 1, ?TLS_KEYS)} of
+        {{K, Key, Min, Max}, _} ->
             case string:to_integer(V) of
                 {N, ""} when N >= Min, N =< Max -> P#{Key => N};
                 _ -> throw({uri_error, {bad_query_value, Uri, K, V}})
             end;
-        false ->
+        {false, {K, Key}} ->
+            case P of
+                #{tls := Tls} when is_map(Tls) -> P#{tls := Tls#{Key => tls_value(Uri, Key, V)}};
+                _ -> throw({uri_error, {tls_param_without_tls, Uri, K}})
+            end;
+        {false, false} ->
             throw({uri_error, {unknown_query_param, Uri, K}})
     end;
 query_param(Uri, {K, true}, _P) ->
     throw({uri_error, {bad_query_value, Uri, K, ""}}).
+
+tls_value(Uri, verify, V) ->
+    case V of
+        "verify_peer" -> verify_peer;
+        "verify_none" -> verify_none;
+        _ -> throw({uri_error, {bad_query_value, Uri, "verify", V}})
+    end;
+tls_value(_Uri, _Key, V) ->
+    V.
 
 decode(Uri, S) ->
     decode(Uri, S, S).
@@ -134,8 +164,8 @@ decode(Uri, Shown, S) ->
 -spec format_error(error()) -> iolist().
 format_error({malformed, Uri, Why}) ->
     io_lib:format("malformed AMQP URI ~ts: ~ts", [redact(Uri), Why]);
-format_error({tls_unsupported, Uri}) ->
-    io_lib:format("~ts: amqps:// (TLS) is not supported, use amqp://", [redact(Uri)]);
+format_error({tls_param_without_tls, Uri, K}) ->
+    io_lib:format("~ts: ~ts is a TLS parameter: use an amqps:// URI", [redact(Uri), K]);
 format_error({bad_scheme, Uri, Scheme}) ->
     io_lib:format("~ts: scheme must be amqp://, not ~ts://", [redact(Uri), Scheme]);
 format_error({bad_port, Uri, Port}) ->
@@ -144,10 +174,14 @@ format_error({bad_vhost, Uri, Path}) ->
     io_lib:format("~ts: vhost \"~ts\" contains '/'; percent-encode it (e.g. %2F for \"/\")",
                   [redact(Uri), Path]);
 format_error({bad_query_value, Uri, K, V}) ->
-    io_lib:format("~ts: bad value \"~ts\" for ~ts (expected an integer)", [redact(Uri), V, K]);
+    Expected = case K of
+                   "verify" -> "verify_peer or verify_none";
+                   "auth_mechanism" -> "plain or external";
+                   _ -> "an integer"
+               end,
+    io_lib:format("~ts: bad value \"~ts\" for ~ts (expected ~ts)", [redact(Uri), V, K, Expected]);
 format_error({unknown_query_param, Uri, K}) ->
-    io_lib:format("~ts: unknown parameter \"~ts\" (known: heartbeat, frame_max, channel_max,"
-                  " connection_timeout)", [redact(Uri), K]);
+    io_lib:format("~ts: unknown parameter \"~ts\" (known: ~ts)", [redact(Uri), K, ?KNOWN]);
 format_error({bad_percent_encoding, Uri, password}) ->
     io_lib:format("~ts: bad percent-encoding in the password", [redact(Uri)]);
 format_error({bad_percent_encoding, Uri, S}) ->

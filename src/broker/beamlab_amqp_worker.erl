@@ -7,10 +7,10 @@
 %%% with no cycle between them.
 -module(beamlab_amqp_worker).
 
--export([start/3, connection/2, record/2, reopen/1, connection_lost/2]).
+-export([start/3, connection/2, record/2, reopen/2, connection_lost/2]).
 
 -export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
-              loop_spec/0, opened/0]).
+              loop_spec/0, opened/0, common/0, schedule/0]).
 
 %% A latency histogram pair: the run's total (never reset) and the current
 %% interval's (snapshotted and reset at each line).
@@ -22,20 +22,57 @@
                  counters := counters:counters_ref(),
                  cons_hists := hists(),
                  conf_hists := hists(),
-                 clock_offset := integer()}.
+                 clock_offset := integer(),
+                 %% Prepared bodies (--body files, --json-body) and the
+                 %% zero padding of each body size, shared, never copied.
+                 bodies := tuple(),
+                 pads := #{non_neg_integer() => binary()}}.
 %% The connection a worker uses: producer i, consumer i, or closed-loop
 %% group i (channels of one group share a connection).
 -type group() :: {p | c | l, non_neg_integer()}.
+%% Every worker: its connection's group, whether it reopens a lost
+%% channel, and the delay between two attempts (ms, random in the range).
+-type common() :: #{group := group(), reconnect := boolean(),
+                    recovery_ms := {non_neg_integer(), non_neg_integer()}}.
+%% When to publish: a rate (msg/s; 0: never), or PerfTest's variable rate
+%% steps {msg/s, seconds}, cycled.
+-type schedule() :: {rate, number() | infinity} | {variable, [{non_neg_integer(), pos_integer()}]}.
 -type producer_spec() :: #{group := group(), reconnect := boolean(),
+                           recovery_ms := {non_neg_integer(), non_neg_integer()},
                            exchange := binary(), key := binary(),
-                           mandatory := boolean(), persistent := boolean(),
+                           keys := fixed | random | {cache, pos_integer()},
+                           mandatory := boolean(),
+                           props := beamlab_amqp_method:props(),
                            confirm := pos_integer() | undefined,
+                           confirm_timeout := pos_integer(),
+                           schedule := schedule(),
+                           start_delay_ms := non_neg_integer(),
+                           count := non_neg_integer(),
+                           tx := non_neg_integer(),
+                           body := stamp | files | json,
+                           size := {fixed, non_neg_integer()}
+                                 | {variable, [{pos_integer(), pos_integer()}]}}.
+-type consumer_spec() :: #{group := group(), reconnect := boolean(),
+                           recovery_ms := {non_neg_integer(), non_neg_integer()},
+                           queue := binary(),
+                           %% --exclusive: declared and bound by this consumer.
+                           exclusive := beamlab_amqp_topology:queue_spec() | none,
+                           prefetch := non_neg_integer(), global_qos := non_neg_integer(),
+                           autoack := boolean(), multi_ack := non_neg_integer(),
+                           nack := boolean(), requeue := boolean(),
+                           args := beamlab_amqp_method:table(),
+                           count := non_neg_integer(), tx := non_neg_integer(),
                            rate := number() | infinity,
-                           count := non_neg_integer(), body_size := non_neg_integer()}.
--type consumer_spec() :: #{group := group(), reconnect := boolean(), queue := binary(),
-                           prefetch := non_neg_integer(), autoack := boolean(),
-                           multi_ack := non_neg_integer(), count := non_neg_integer()}.
--type loop_spec() :: #{group := group(), reconnect := boolean(), queue := binary(),
+                           latency := {fixed, non_neg_integer()}
+                                    | {variable, [{non_neg_integer(), pos_integer()}]},
+                           start_delay_ms := non_neg_integer(),
+                           exit_when := never | empty | idle,
+                           polling := false | {true, non_neg_integer()},
+                           %% Where the producers put the stamp.
+                           stamp := body | header}.
+-type loop_spec() :: #{group := group(), reconnect := boolean(),
+                       recovery_ms := {non_neg_integer(), non_neg_integer()},
+                       queue := binary(),
                        body_size := non_neg_integer(), persistent := boolean()}.
 -type spec() :: producer_spec() | consumer_spec() | loop_spec().
 %% What a worker's open/2 returns on success: its channel, and for a
@@ -83,22 +120,34 @@ init(Agent, Module, CtxKey, Spec) ->
 connection(#{agent := Agent}, #{group := Group}) ->
     Ref = monitor(process, Agent),
     Agent ! {connection, self(), Ref, Group},
+    connection_reply(Ref).
+
+%% A stop while the connection is being opened (a broker that does not
+%% answer) ends the worker: nothing of it is left to finish.
+connection_reply(Ref) ->
     receive
         {Ref, Reply} ->
             demonitor(Ref, [flush]),
             Reply;
         {'DOWN', Ref, process, _, Reason} ->
-            {error, {agent_down, Reason}}
+            {error, {agent_down, Reason}};
+        stop ->
+            exit(normal)
     end.
 
-%% @doc With `--reconnect': calls `Open' every second until it succeeds
-%% (producers, consumers and closed-loop workers reopen their channel).
--spec reopen(fun(() -> opened() | {error, beamlab_amqp:reason()})) -> opened().
-reopen(Open) ->
+%% @doc With `--reconnect': calls `Open' until it succeeds, waiting the
+%% spec's recovery interval between attempts (producers, consumers and
+%% closed-loop workers reopen their channel). Told to stop meanwhile, the
+%% worker ends there: nothing of it is left to finish.
+-spec reopen(fun(() -> opened() | {error, beamlab_amqp:reason()}), spec()) -> opened().
+reopen(Open, #{recovery_ms := {Min, Max}} = Spec) ->
     case Open() of
         {error, _} ->
-            receive after 1000 -> ok end,
-            reopen(Open);
+            receive
+                stop -> exit(normal)
+            after Min + rand:uniform(Max - Min + 1) - 1 ->
+                reopen(Open, Spec)
+            end;
         Ok ->
             Ok
     end.

@@ -18,11 +18,19 @@
 -export_type([exit_code/0]).
 
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
--spec main([string()]) -> no_return().
-main(Argv) ->
+-spec main([beamlab_runtime_text:raw_arg()]) -> no_return().
+main(RawArgv) ->
+    %% Arguments that are not UTF-8 reach us as {error, Good, Rest}
+    %% tuples: decoded once here, with a fallback that never fails
+    %% (beamlab_runtime_text), so every command sees strings. A file they
+    %% name keeps its bytes on disk (beamlab_runtime_text:native_name/1).
+    Argv = [beamlab_runtime_text:decode(A) || A <- RawArgv],
     %% An escript's standard output starts as latin1: µ, ± and sparklines
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),
+    %% The same for standard error: a Latin-1 device writes µ or ÿ as one
+    %% byte that is not UTF-8.
+    ok = io:setopts(standard_error, [{encoding, unicode}]),
     %% Set by the escript's launcher line (rebar.config): our exit codes
     %% 0, 1, 2 travel as 200, 201, 202, so that any other status tells the
     %% launcher the VM stopped without us (benchmarked code, memory).
@@ -38,7 +46,7 @@ main(Argv) ->
     ok = beamlab_runtime_logs:to_stderr(),
     case Recover of
         "" ->
-            beamlab_runtime_interrupt:install(),
+            beamlab_runtime_interrupt:install(#{launcher => Launched, private_dir => Checkpoint}),
             Opts = case Launched andalso Checkpoint =/= "" of
                        true -> #{checkpoint => Checkpoint};
                        false -> #{}
@@ -50,6 +58,7 @@ main(Argv) ->
     end.
 
 launcher_code(true, Code) when Code >= 0, Code =< 2 -> 200 + Code;
+launcher_code(true, 130) -> 203;
 launcher_code(_, Code) -> Code.
 
 %% @doc Runs a command line inside this VM and returns its exit code and the
@@ -134,7 +143,12 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
                                 maps:with([checkpoint, project], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
+            {ok, Cwd} = file:get_cwd(),
             Outcome = Mod:run(Parsed),
+            %% Benchmarked code may have moved the working directory
+            %% (file:set_cwd/1): relative paths (--save) mean what they
+            %% meant on the command line.
+            ok = restore_cwd(Cwd),
             %% Measured: from here on the command prints its result itself.
             ok = beamlab_runtime_checkpoint:clear(maps:get(checkpoint, Opts, none)),
             case Outcome of
@@ -146,6 +160,16 @@ run_module(Name, Mod, Args, Argv, Opts) ->
                         {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_result:format_error(Reason)])
                     end
             end
+    end.
+
+restore_cwd(Cwd) ->
+    case file:get_cwd() of
+        {ok, Cwd} -> ok;
+        {ok, Moved} ->
+            io:format(standard_error, "beamlab: the benchmarked code changed the working directory "
+                      "to ~ts; back to ~ts~n", [Moved, Cwd]),
+            file:set_cwd(Cwd);
+        {error, _} -> file:set_cwd(Cwd)
     end.
 
 ensure_available(Name, Mod) ->
@@ -195,8 +219,11 @@ command_help(Name, Mod) ->
 print_error(Msg) ->
     io:put_chars(standard_error, ["beamlab: ", one_line(Msg), "\n"]).
 
+%% Secrets never reach an error line either (a URI or a cookie flag the
+%% message quotes).
 one_line(Msg) ->
-    string:trim(lists:flatten(string:replace(unicode:characters_to_list(Msg), "\n", " ", all))).
+    Text = beamlab_result_redact:text(Msg),
+    string:trim(lists:flatten(string:replace(unicode:characters_to_list(Text), "\n", " ", all))).
 
 internal_error(Class, Reason, Stack) ->
     case os:getenv("BEAMLAB_DEBUG") of

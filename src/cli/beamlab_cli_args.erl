@@ -14,12 +14,20 @@
 %%% when the option is given without one, as `--save'), `help', `metavar'.
 %%%
 %%% Types: `boolean' (a flag), `count' (a flag counted: -vv), `string',
+%%% `cookie' (a distribution cookie: not empty, never echoed in errors),
 %%% `integer', `pos_integer', `non_neg_integer', `number', `pos_number',
 %%% `quantity' (a positive integer with K/M/G suffix: 10M), `percent'
 %%% (a positive number; a trailing % is allowed), `fraction' (a number
 %%% below 1, `0.05', or a percentage with its % sign, `5%'; both give
 %%% 0.05), `{enum, [atom()]}',
 %%% `{list, Type}' (comma separated).
+%%%
+%%% Numbers are bounded at parse time (the input policy,
+%%% docs/reliability.md "Input"): `max' (with `max_why', a few words on
+%%% why) caps an option; without one, an integer is at most 2^32-1 and
+%%% any other number at most 4294967 (seconds that still fit a timer in
+%%% milliseconds), a quantity at most 10^15. A value beyond is one line
+%%% naming the limit, never a failure later.
 %%%
 %%% `--' ends the options; what follows is returned in `rest'. Values may be
 %%% given as `--long=VALUE', `--long VALUE' or `-s VALUE'. A value that looks
@@ -29,12 +37,13 @@
 
 -export([add_code_paths/1, parse/2, help/1, common_options/0, get/2, get/3, parse_value/2]).
 
--type type() :: boolean | count | string | integer | pos_integer | non_neg_integer
+-type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
               | {list, type()}.
 -type option() :: #{name := atom(), short => string(), long => string(), type := type(),
                     default => term(), multi => boolean(), attach => boolean(),
-                    optional_value => term(), help => string(), metavar => string()}.
+                    optional_value => term(), help => string(), metavar => string(),
+                    max => number(), max_why => string(), hidden => boolean()}.
 -type parsed() :: #{opts := #{atom() => term()}, args := [string()],
                     arg_opts := [#{atom() => term()}], rest := [string()],
                     given := [atom()], command => string(), argv => [string()],
@@ -85,7 +94,7 @@ get(Name, #{opts := Opts}, Default) ->
 %% @doc Help text for a list of options, one aligned line each.
 -spec help([option()]) -> iolist().
 help(Options) ->
-    Rows = [{option_synopsis(O), help_text(O)} || O <- Options],
+    Rows = [{option_synopsis(O), help_text(O)} || O <- Options, not maps:get(hidden, O, false)],
     Width = lists:max([0 | [string:length(S) || {S, _} <- Rows]]),
     [io_lib:format("  ~ts~ts  ~ts~n", [S, lists:duplicate(Width - string:length(S), $\s), H])
      || {S, H} <- Rows].
@@ -94,7 +103,7 @@ help(Options) ->
 %% (e.g. `--param KEY=VALUE' of the suite).
 -spec parse_value(type(), string()) -> {ok, term()} | {error, iolist()}.
 parse_value(Type, S) ->
-    try {ok, convert(Type, S, "value")}
+    try {ok, value(#{type => Type}, S, "value")}
     catch throw:{bad_arg, Msg} -> {error, Msg}
     end.
 
@@ -118,7 +127,7 @@ loop(["-" ++ Short = Arg | Rest], Options, P) when Short =/= [] ->
         false ->
             case find_short(Short, Options) of
                 {ok, Opt} -> take(Opt, Arg, none, Rest, Options, P);
-                error -> throw({bad_arg, io_lib:format("unknown option '~ts'", [Arg])})
+                error -> throw({bad_arg, io_lib:format("unknown option '~ts'", [echo(Arg)])})
             end
     end;
 loop([Arg | Rest], Options, P) ->
@@ -143,7 +152,7 @@ find(long, Name, Options, Shown) ->
                        [{D, L} | _] when D =< Close -> io_lib:format(" (did you mean --~ts?)", [L]);
                        _ -> ""
                    end,
-            throw({bad_arg, io_lib:format("unknown option '~ts'~ts", [Shown, Hint])})
+            throw({bad_arg, io_lib:format("unknown option '~ts'~ts", [echo(Shown), Hint])})
     end.
 
 take(#{type := Flag} = Opt, Shown, Inline, Rest, Options, P) when Flag =:= boolean; Flag =:= count ->
@@ -158,18 +167,18 @@ take(Opt = #{optional_value := Default}, Shown, none, Rest, Options, P) ->
     case Rest of
         [Next | More] ->
             case takes_optional(Opt, Next) of
-                true -> loop(More, Options, store(Opt, convert(maps:get(type, Opt), Next, Shown), Shown, P));
+                true -> loop(More, Options, store(Opt, value(Opt, Next, Shown), Shown, P));
                 false -> loop(Rest, Options, store(Opt, Default, Shown, P))
             end;
         [] -> loop(Rest, Options, store(Opt, Default, Shown, P))
     end;
 take(Opt, Shown, {value, V}, Rest, Options, P) ->
-    loop(Rest, Options, store(Opt, convert(maps:get(type, Opt), V, Shown), Shown, P));
+    loop(Rest, Options, store(Opt, value(Opt, V, Shown), Shown, P));
 take(Opt, Shown, none, [V | Rest], Options, P) when V =/= "--" ->
-    loop(Rest, Options, store(Opt, convert(maps:get(type, Opt), V, Shown), Shown, P));
+    loop(Rest, Options, store(Opt, value(Opt, V, Shown), Shown, P));
 take(Opt, Shown, none, _, _Options, _P) ->
     throw({bad_arg, io_lib:format("option '~ts' needs a value (~ts)",
-                                  [Shown, maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
+                                  [echo(Shown), maps:get(metavar, Opt, type_text(maps:get(type, Opt)))])}).
 
 %% An optional value (as --save's PATH) is only taken when it cannot be
 %% mistaken for a positional argument such as Erlang code: a .json name, a
@@ -199,11 +208,11 @@ store(Opt = #{name := Name}, Value, Shown, P = #{given := Given}) ->
 
 store_attached(_Name, _Value, Shown, #{arg_opts := []}) ->
     throw({bad_arg, io_lib:format("'~ts' applies to the code before it; give the code first "
-                                  "(or use the _all form for every runner)", [Shown])});
+                                  "(or use the _all form for every runner)", [echo(Shown)])});
 store_attached(Name, Value, Shown, P = #{arg_opts := AO}) ->
     Last = lists:last(AO),
     case maps:is_key(Name, Last) of
-        true -> throw({bad_arg, io_lib:format("'~ts' given twice for the same code", [Shown])});
+        true -> throw({bad_arg, io_lib:format("'~ts' given twice for the same code", [echo(Shown)])});
         false -> P#{arg_opts := lists:droplast(AO) ++ [Last#{Name => Value}]}
     end.
 
@@ -231,6 +240,34 @@ distance_row(CA, [CB | B], [Diag, Up | Prev], [Left | _] = Acc) ->
 %%--------------------------------------------------------------------
 %% Values
 
+value(Opt = #{type := Type}, V, Shown) ->
+    Value = convert(Type, V, Shown),
+    Max = maps:get(max, Opt, default_max(element_type(Type))),
+    _ = [bounded(X, Max, maps:get(max_why, Opt, ""), Shown, V) || X <- elements(Type, Value)],
+    Value.
+
+element_type({list, T}) -> element_type(T);
+element_type(T) -> T.
+
+elements({list, _}, L) -> L;
+elements(_, X) -> [X].
+
+%% The bound of every number without one of its own.
+default_max(T) when T =:= integer; T =:= pos_integer; T =:= non_neg_integer -> 4294967295;
+default_max(quantity) -> 1000000000000000;
+default_max(T) when T =:= number; T =:= pos_number; T =:= percent -> 4294967;
+default_max(_) -> infinity.
+
+bounded(X, Max, Why, Shown, V) when is_number(X), is_number(Max), X > Max ->
+    throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: at most ~ts~ts",
+                                  [echo(V), echo(Shown), number_text(Max),
+                                   case Why of "" -> ""; _ -> [" (", Why, ")"] end])});
+bounded(X, _Max, _Why, _Shown, _V) ->
+    X.
+
+number_text(N) when is_integer(N) -> integer_to_list(N);
+number_text(N) -> float_to_list(N, [short]).
+
 convert(boolean, V, Shown) ->
     case string:lowercase(V) of
         T when T =:= "true"; T =:= "yes"; T =:= "1"; T =:= "on" -> true;
@@ -239,6 +276,13 @@ convert(boolean, V, Shown) ->
     end;
 convert(string, V, _) ->
     V;
+convert(cookie, V, Shown) ->
+    %% The value is never echoed: it is a secret.
+    case beamlab_runtime_peer:cookie(V) of
+        {ok, _} -> V;
+        {error, Why} ->
+            throw({bad_arg, io_lib:format("~ts: ~ts", [Shown, beamlab_runtime_peer:format_error(Why)])})
+    end;
 convert(integer, V, Shown) ->
     to_int(V, Shown, "an integer");
 convert(pos_integer, V, Shown) ->
@@ -266,7 +310,7 @@ convert(fraction, V, Shown) ->
             F < 1 orelse throw({bad_arg, io_lib:format(
                                             "invalid value '~ts' for ~ts: a fraction is below 1 "
                                             "(0.05 means 5%); for ~ts percent write ~ts%",
-                                            [V, Shown, V, string:trim(V)])}),
+                                            [echo(V), echo(Shown), echo(V), echo(string:trim(V))])}),
             F * 1.0
     end;
 convert(quantity, V, Shown) ->
@@ -311,7 +355,19 @@ check(Value, Pred, Shown, Raw, What) ->
 
 -spec bad(string(), string(), string()) -> no_return().
 bad(Shown, V, What) ->
-    throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [V, Shown, What])}).
+    throw({bad_arg, io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [echo(V), echo(Shown), What])}).
+
+%% A value the user typed, as an error line may quote it: control
+%% characters escaped (the line stays one line), at most 80 characters.
+echo(Text) ->
+    Chars = [case C of
+                 C when C < 32; C =:= 127 -> io_lib:format("\\x~2.16.0B", [C]);
+                 C -> C
+             end || C <- beamlab_runtime_text:decode(Text)],
+    case string:length(Chars) of
+        N when N > 80 -> [string:slice(Chars, 0, 77), "..."];
+        _ -> Chars
+    end.
 
 %% "-5", "-0.5" and code such as "-1." are values or positional arguments,
 %% never options: no option name starts with a digit.
@@ -350,6 +406,7 @@ type_text(quantity) -> "N[K|M|G]";
 type_text(percent) -> "PCT";
 type_text(fraction) -> "F";
 type_text(string) -> "VALUE";
+type_text(cookie) -> "COOKIE";
 type_text(_) -> "N".
 
 %% @doc `-pa DIR...': puts the directories on the code path, or stops

@@ -12,7 +12,7 @@ options() ->
     [#{name => dist_name, long => "name", type => string, metavar => "NAME@HOST",
        help => "name this VM (the controller) NAME@HOST, HOST an address of one of this "
                "machine's interfaces, to reach nodes on other machines (default: loopback only)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie shared with the nodes (default: ~/.erlang.cookie)"}].
 
 %% @doc Sets up distribution for a controller from `--name'/`--cookie'

@@ -29,8 +29,14 @@ emit(Mod, Doc0, Parsed, Quiet) ->
 %% which would mangle `±', sparklines and non-ASCII benchmark names.
 -spec put_chars(unicode:chardata()) -> ok.
 put_chars(Text) ->
-    ok = io:setopts(standard_io, [{encoding, unicode}]),
-    io:put_chars(standard_io, Text).
+    %% Standard output may be gone (a terminal hung up: SIGHUP, a closed
+    %% pipe): what is saved after this must be saved all the same.
+    try
+        _ = io:setopts(standard_io, [{encoding, unicode}]),
+        io:put_chars(standard_io, Text)
+    catch
+        _:_ -> ok
+    end.
 
 %% @doc Whether text output may use Unicode (±, sparklines): not with
 %% `--no-color', not in a non-UTF-8 locale.

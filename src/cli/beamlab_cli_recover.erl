@@ -8,6 +8,8 @@
 %%% job (or suite point) that stopped the VM, its exit status and the
 %%% likely cause. Without a usable checkpoint it says only that the VM
 %%% stopped. See docs/reliability.md, "Benchmarked code that stops the VM".
+%%% Status 130 is SIGINT sent to the VM alone (the VM cannot catch it): an
+%%% interrupt, recovered as one (docs/reliability.md, "Signals").
 -module(beamlab_cli_recover).
 
 -export([run/2]).
@@ -74,6 +76,8 @@ emit(Mod, Doc0, Parsed, Status) ->
 
 %% One line on stderr naming what stopped the VM (for `run', as every
 %% failed job is told).
+tell(_Mod, _Doc, 130) ->
+    io:format(standard_error, "beamlab: ~ts~n", [beamlab_runtime_checkpoint:cause(130)]);
 tell(beamlab_command_run, #{extra := #{<<"vm_stopped">> := #{<<"job">> := Job}}} = Doc, Status) ->
     {_, Lines} = beamlab_experiment:verdict(Doc),
     _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- Lines],
@@ -90,8 +94,12 @@ after_measuring(Status) ->
     io:format(standard_error, "beamlab: the VM stopped (exit status ~b) after the measurement: ~ts~n",
               [Status, beamlab_runtime_checkpoint:cause(Status)]).
 
-%% Nothing to show: the launcher's own line (not for a signal, which the
-%% launcher passes on silently as before).
+%% Nothing to show: one line (none for a signal other than SIGINT, which
+%% the launcher passes on silently as before).
+stopped(130) ->
+    io:put_chars(standard_error, "beamlab: interrupted: SIGINT reached the VM alone, which cannot "
+                 "catch it, before anything was measured\n"),
+    0;
 stopped(Status) when Status >= 0, Status < 128 ->
     io:format(standard_error, "beamlab: the VM stopped before beamlab finished (exit status ~b): "
               "the benchmarked code may have stopped it (halt, init:stop) or it ran out of "

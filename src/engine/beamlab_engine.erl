@@ -202,7 +202,11 @@ recover(#{engine := #{labels := Labels, base := Base, run_opts := RunOpts, mode_
               end,
     Stop = {vm_stopped, Phase, Status},
     Measuring = lists:member(Phase, [init, init_runner, sampling]),
+    %% 130: SIGINT sent to the VM alone, which it cannot catch: an
+    %% interrupt, so the job that was running keeps its samples.
     PerJob = [case {maps:find(I, Entries), I =:= Current} of
+                  {{ok, {_O, _C, _Curve} = Entry}, true} when Status =:= 130 ->
+                      Entry;
                   {{ok, {O, C, Curve}}, true} ->
                       {O#{status := {error, Stop}}, C, Curve};
                   {{ok, {#{samples := [], status := ok} = O, C, Curve}}, false} when Measuring ->

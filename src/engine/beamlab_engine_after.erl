@@ -161,9 +161,9 @@ silently(Fun) ->
     end.
 
 fprof_rows(Run) ->
-    Dir = filename:basedir(user_cache, "beamlab"),
-    Base = filename:join(Dir, "fprof-" ++ os:getpid() ++ "-" ++ integer_to_list(erlang:unique_integer([positive]))),
-    ok = filelib:ensure_dir(Base),
+    %% fprof writes its files itself: in a new directory only we can enter.
+    {ok, Dir} = beamlab_runtime_file:private_dir("beamlab-fprof"),
+    Base = filename:join(Dir, "fprof"),
     Trace = Base ++ ".trace",
     Out = Base ++ ".analysis",
     try
@@ -176,8 +176,7 @@ fprof_rows(Run) ->
                                          is_list(Callers), is_tuple(MFA), tuple_size(MFA) =:= 3])
     after
         _ = fprof:stop(),
-        _ = file:delete(Trace),
-        _ = file:delete(Out)
+        _ = file:del_dir_r(Dir)
     end.
 
 cprof_rows(Run) ->

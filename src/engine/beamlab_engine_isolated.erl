@@ -64,6 +64,13 @@ one(Job, Remote, ModeOpts, RunOpts) ->
     case beamlab_runtime_peer:start(VmOpts) of
         {ok, Vm} ->
             try measure_in(Vm, Job, Remote, ModeOpts)
+            catch throw:{?MODULE, unresponsive} ->
+                    %% Passed an interrupt, it did not stop within the grace.
+                    ok = beamlab_runtime_peer:kill(Vm),
+                    {#{samples => [], times => [], concurrency => 0, label => <<>>,
+                       status => {error, {isolated, {vm_unresponsive,
+                                                     beamlab_runtime_peer:interrupt_grace()}}}},
+                     true}
             after
                 beamlab_runtime_peer:stop(Vm)
             end;
@@ -95,6 +102,11 @@ wait(Peer, Ref, Forwarded) ->
             self() ! Msg,       % keep it visible to the caller
             catch peer:send(Peer, ?RUNNER, Msg),
             wait(Peer, Ref, true)
+    after case Forwarded of
+              false -> infinity;
+              true -> beamlab_runtime_peer:interrupt_grace()
+          end ->
+            throw({?MODULE, unresponsive})
     end.
 
 %% @doc Runs inside the child VM: measures one job and returns its outcome.

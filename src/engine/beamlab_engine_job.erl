@@ -31,9 +31,12 @@
                  | {hook_failed, Hook :: atom(), Class :: atom(), Reason :: term()}
                  | {hook_timeout, Hook :: atom(), Ms :: non_neg_integer()}
                  | {runner_timeout, Ms :: non_neg_integer()}
-                 | {memory_limit, Bytes :: non_neg_integer()}
+                 | {memory_limit, Bytes :: non_neg_integer()} | runner_killed
                  | {memory_watermark, Held :: non_neg_integer(), Allowed :: non_neg_integer()}
                  | {job_down, term()}.
+
+%% How long a worker killed unasked waits for the heap-limit report.
+-define(HEAP_REPORT_MS, 500).
 
 -record(st, {exec :: beamlab_engine_code:exec(),
              owner :: pid(),
@@ -47,6 +50,7 @@
              failure :: undefined | failure(),
              init_ok = true :: boolean(),
              leader :: pid(),                            % the job's group leader proxy
+             spawned = [] :: [pid()],                    % every worker ever started
              heap_limit = 0 :: non_neg_integer()}).      % bytes, 0: none
 
 %%====================================================================
@@ -170,6 +174,9 @@ format_error({runner_timeout, Ms}) ->
 format_error({memory_limit, Bytes}) ->
     io_lib:format("a process running the code grew past ~b MB of heap (a quarter of the memory "
                   "left) and was stopped", [Bytes div (1024 * 1024)]);
+format_error(runner_killed) ->
+    "a process running the code was killed (by the code itself, e.g. exit(self(), kill), "
+    "or by another process)";
 format_error({memory_watermark, Held, Allowed}) ->
     io_lib:format("the run's memory grew by more than ~b MB (three quarters of what was left when "
                   "it started); this job held the most (~b MB) and was stopped",
@@ -205,7 +212,7 @@ init({Exec, Owner, Deadline}) ->
     %% sampler's pause/resume at once.
     _ = process_flag(priority, high),
     _ = monitor(process, Owner),
-    Leader = start_leader(group_leader()),
+    Leader = start_leader(group_leader(), self()),
     true = group_leader(Leader, self()),
     HeapLimit = case erlang:system_info(max_heap_size) of
                     #{size := W, kill := true} -> W * erlang:system_info(wordsize);
@@ -270,7 +277,7 @@ handle_call({measure, N}, From, St) ->
 handle_call({abort, Failure}, _From, St) ->
     {reply, ok, fail(Failure, St)};
 handle_call(stop, _From, #st{init_ok = false} = St) ->
-    reap(St#st.leader),
+    reap(St),
     {stop, normal, status_reply(St), St};
 handle_call(stop, _From, St) ->
     St1 = kill_all(St),
@@ -282,7 +289,7 @@ handle_call(stop, _From, St) ->
                         F -> {error, F}
                     end
             end,
-    reap(St1#st.leader),
+    reap(St1),
     {stop, normal, Reply, St1}.
 
 %% @private
@@ -300,7 +307,7 @@ handle_info({'EXIT', Pid, Reason}, St) ->
         true ->
             St1 = St#st{workers = maps:remove(Pid, St#st.workers),
                         timed = case St#st.timed of Pid -> undefined; T -> T end},
-            {noreply, fail(exit_failure(Reason, St1), St1)};
+            {noreply, fail(exit_failure(Pid, Reason, St1), St1)};
         false ->
             {noreply, St}
     end;
@@ -314,12 +321,12 @@ handle_info(_Msg, St) ->
 terminate(normal, _St) ->
     ok;
 terminate(_Reason, #st{init_ok = false} = St) ->
-    reap(St#st.leader);
+    reap(St);
 terminate(_Reason, St) ->
     %% Abnormal end (owner gone): still release what init acquired.
     _ = kill_all(St),
     _ = catch beamlab_engine_code:call_done(St#st.exec, St#st.init_result),
-    reap(St#st.leader).
+    reap(St).
 
 %%====================================================================
 %% Internal
@@ -328,11 +335,17 @@ terminate(_Reason, St) ->
 status_reply(#st{failure = undefined}) -> ok;
 status_reply(#st{failure = F}) -> {error, F}.
 
-exit_failure({beamlab_worker, Failure}, _St) -> Failure;
-%% Nothing but the heap limit kills a worker unasked (the job's own kills
-%% are awaited and never reach here).
-exit_failure(killed, #st{heap_limit = L}) when L > 0 -> {memory_limit, L};
-exit_failure(Other, _St) -> {runner_failed, exit, Other}.
+exit_failure(_Pid, {beamlab_worker, Failure}, _St) -> Failure;
+%% The job's own kills are awaited and never reach here: a worker killed
+%% unasked hit the heap limit (the logger filter says so, through the
+%% proxy leader, within a moment) or was killed by the code itself
+%% (`exit(self(), kill)') or by another process.
+exit_failure(Pid, killed, #st{heap_limit = L}) when L > 0 ->
+    receive {beamlab_heap_limit, Pid} -> {memory_limit, L}
+    after ?HEAP_REPORT_MS -> runner_killed
+    end;
+exit_failure(_Pid, killed, _St) -> runner_killed;
+exit_failure(_Pid, Other, _St) -> {runner_failed, exit, Other}.
 
 fail(Failure, #st{failure = undefined} = St) ->
     St1 = kill_all(St#st{failure = Failure}),
@@ -357,10 +370,11 @@ adjust(N, #st{workers = Workers} = St) when map_size(Workers) < N ->
                         true -> [P ! go || P <- New], running;
                         false -> waiting
                     end,
-            St#st{workers = maps:merge(Workers, maps:from_list([{P, State} || P <- New]))};
+            St#st{workers = maps:merge(Workers, maps:from_list([{P, State} || P <- New])),
+                  spawned = New ++ St#st.spawned};
         {error, Failure} ->
             _ = [kill_wait(P) || P <- New],
-            fail(Failure, St)
+            fail(Failure, St#st{spawned = New ++ St#st.spawned})
     end;
 adjust(_N, St) ->
     St.
@@ -399,9 +413,10 @@ timed_loop(Job, Exec, RunnerInit) ->
 ensure_timed(#st{timed = undefined, exec = Exec, init_result = IR} = St) ->
     Job = self(),
     Pid = spawn_link(fun() -> timed_worker(Job, Exec, IR) end),
-    case await_ready([Pid], St) of
-        ok -> {ok, Pid, St#st{timed = Pid}};
-        {error, Failure} -> kill_wait(Pid), {error, fail(Failure, St)}
+    St1 = St#st{spawned = [Pid | St#st.spawned]},
+    case await_ready([Pid], St1) of
+        ok -> {ok, Pid, St1#st{timed = Pid}};
+        {error, Failure} -> kill_wait(Pid), {error, fail(Failure, St1)}
     end;
 ensure_timed(#st{timed = Pid} = St) ->
     {ok, Pid, St}.
@@ -419,7 +434,7 @@ await_ready_loop([Pid | Rest], End, #st{deadline = Deadline} = St) ->
     Left = max(0, End - erlang:monotonic_time(millisecond)),
     receive
         {ready, Pid} -> await_ready_loop(Rest, End, St);
-        {'EXIT', Pid, Reason} -> {error, exit_failure(Reason, St)}
+        {'EXIT', Pid, Reason} -> {error, exit_failure(Pid, Reason, St)}
     after Left ->
             {error, {hook_timeout, init_runner, Deadline}}
     end.
@@ -429,37 +444,69 @@ kill_all(#st{workers = Workers, timed = Timed} = St) ->
     Timed =/= undefined andalso kill_wait(Timed),
     St#st{workers = #{}, timed = undefined, active = false}.
 
-%% The job's group leader: passes every message (I/O requests) on to the
-%% real one, whose replies go straight to the requester. It lives as long
-%% as the job (linked).
-start_leader(Real) ->
-    spawn_link(fun() -> leader_loop(Real) end).
+%% The job's group leader. Output of the benchmarked code (io:format...)
+%% goes to standard error, never into the command's output (`--format
+%% json' stays one document); other I/O requests (input, options) go to
+%% the real group leader, whose replies go straight to the requester. The
+%% heap-limit reports that the logger filter
+%% (beamlab_runtime_memory:heap_limit_filter/2) sends here go to the job.
+%% It lives as long as the job (linked).
+start_leader(Real, Job) ->
+    spawn_link(fun() -> leader_loop(Real, Job) end).
 
-leader_loop(Real) ->
+leader_loop(Real, Job) ->
     receive
-        Msg -> Real ! Msg, leader_loop(Real)
+        {io_request, _From, _ReplyAs, Request} = Msg ->
+            To = case output_request(Request) of
+                     true -> whereis(standard_error);
+                     false -> Real
+                 end,
+            (case To of undefined -> Real; _ -> To end) ! Msg,
+            leader_loop(Real, Job);
+        {beamlab_heap_limit, _Pid} = Msg ->
+            Job ! Msg,
+            leader_loop(Real, Job);
+        Msg ->
+            Real ! Msg,
+            leader_loop(Real, Job)
     end.
 
-%% Kills every process whose group leader is the job's (what the
-%% benchmarked code spawned and left running), then the proxy. Processes
+output_request({put_chars, _, _}) -> true;
+output_request({put_chars, _, _, _, _}) -> true;
+output_request({put_chars, _}) -> true;
+output_request({put_chars, _, _, _}) -> true;
+output_request({requests, Rs}) when is_list(Rs) -> lists:all(fun output_request/1, Rs);
+output_request(_) -> false.
+
+%% Kills what the benchmarked code spawned and left running, then the
+%% proxy: every process whose group leader is the job's, and every
+%% process whose parent is the job, one of its workers or a process
+%% already found (code that changed its group leader,
+%% `group_leader(whereis(init), self())', is still found). Processes
 %% spawned while this runs are caught by the next pass.
-reap(Leader) ->
-    reap(Leader, 10),
+reap(#st{leader = Leader, spawned = Spawned}) ->
+    reap(Leader, sets:from_list([self(), Leader | Spawned], [{version, 2}]), 10),
     unlink(Leader),
     exit(Leader, kill),
     ok.
 
-reap(_Leader, 0) ->
+reap(_Leader, _Known, 0) ->
     ok;
-reap(Leader, Passes) ->
+reap(Leader, Known, Passes) ->
     Self = self(),
-    Left = [P || P <- erlang:processes(), P =/= Self,
-                 erlang:process_info(P, group_leader) =:= {group_leader, Leader}],
+    Left = [P || P <- erlang:processes(), P =/= Self, P =/= Leader, ours(P, Leader, Known)],
     case Left of
         [] -> ok;
         _ ->
             _ = [exit(P, kill) || P <- Left],
-            reap(Leader, Passes - 1)
+            reap(Leader, sets:union(Known, sets:from_list(Left, [{version, 2}])), Passes - 1)
+    end.
+
+ours(P, Leader, Known) ->
+    case erlang:process_info(P, [group_leader, parent]) of
+        [{group_leader, Leader}, _] -> true;
+        [_, {parent, Parent}] -> sets:is_element(Parent, Known);
+        undefined -> false
     end.
 
 %% Kill is reliable even for a suspended process; waiting for the 'EXIT'

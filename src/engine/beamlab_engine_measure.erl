@@ -43,6 +43,7 @@ measure(Jobs, RunOpts, ModeOpts) ->
     after
         process_flag(priority, OldPrio),
         _ = erlang:system_flag(max_heap_size, OldHeap),
+        ok = beamlab_runtime_memory:unwatch_heap_limit(),
         _ = [beamlab_engine_code:purge(E) || E <- Execs]
     end.
 
@@ -50,7 +51,10 @@ limit_heaps(infinity) ->
     erlang:system_info(max_heap_size);
 limit_heaps(Bytes) ->
     Words = Bytes div erlang:system_info(wordsize),
-    erlang:system_flag(max_heap_size, #{size => Words, kill => true, error_logger => false}).
+    %% The emulator's report of a kill tells a worker that hit the limit
+    %% from one the code killed; the filter turns it into a message.
+    ok = beamlab_runtime_memory:watch_heap_limit(),
+    erlang:system_flag(max_heap_size, #{size => Words, kill => true, error_logger => true}).
 
 %% The telemetry's rate columns are the jobs' iteration counters. With
 %% live metrics, the counters and the telemetry are served there (the

@@ -20,6 +20,10 @@
 -export_type([report/0]).
 
 -define(UNKNOWN, <<"unknown">>).
+%% What one file of /proc or /sys may hold (cpuinfo of 192 CPUs: 300 KiB).
+-define(MAX_READ, 4 * 1024 * 1024).
+%% CPU numbers accepted in a CPU list.
+-define(MAX_CPUS, 65536).
 
 %%--------------------------------------------------------------------
 %% Report
@@ -177,15 +181,13 @@ vm_args(_Root) ->
 %% Emulator arguments are the command line's bytes, one list element a
 %% byte: UTF-8 text ("café") is decoded as UTF-8, anything else as Latin-1,
 %% so the report is valid UTF-8 either way.
+%% A plain argument that is not UTF-8 comes as an `{error, Good, Rest}'
+%% tuple (beamlab_runtime_text:decode/1 reads every form).
 arg(A) when is_atom(A) -> atom_to_binary(A);
+arg(T) when is_tuple(T) -> unicode:characters_to_binary(beamlab_runtime_text:decode(T));
 arg(L) when is_list(L) ->
     case lists:all(fun(C) -> is_integer(C) andalso C >= 0 andalso C < 256 end, L) of
-        true ->
-            Bytes = list_to_binary(L),
-            case unicode:characters_to_binary(Bytes, utf8, utf8) of
-                Utf8 when is_binary(Utf8) -> Utf8;
-                _ -> unicode:characters_to_binary(Bytes, latin1, utf8)
-            end;
+        true -> unicode:characters_to_binary(beamlab_runtime_text:decode(list_to_binary(L)));
         false -> text(L)
     end.
 
@@ -403,16 +405,28 @@ load(Root) ->
 %% Parsers
 %%--------------------------------------------------------------------
 
-%% @doc "0-3,8,10-11" -> [0,1,2,3,8,10,11]; empty or garbage -> [].
+%% @doc "0-3,8,10-11" -> [0,1,2,3,8,10,11]; empty or garbage -> []. A
+%% crafted list cannot cost more than a real one: CPU numbers above
+%% 65535 (Linux supports 8192) or more than 65536 CPUs in all are garbage.
 -spec parse_cpulist(binary() | string()) -> [non_neg_integer()].
 parse_cpulist(Text) ->
     try
-        lists:append([case string:split(R, "-") of
-                          [A, B] -> lists:seq(binary_to_integer(A), binary_to_integer(B));
-                          [A] -> [binary_to_integer(A)]
-                      end || R <- string:lexemes(beamlab_format_units:to_binary(Text), ", \n")])
+        Cpus = lists:append([case string:split(R, "-") of
+                                 [A, B] -> lists:seq(cpu_number(A), cpu_number(B));
+                                 [A] -> [cpu_number(A)]
+                             end || R <- string:lexemes(beamlab_format_units:to_binary(Text), ", \n")]),
+        length(Cpus) =< ?MAX_CPUS orelse error(badarg),
+        Cpus
     catch error:badarg -> []
     end.
+
+cpu_number(B) when byte_size(B) =< 5 ->
+    case binary_to_integer(B) of
+        N when N >= 0, N < ?MAX_CPUS -> N;
+        _ -> error(badarg)
+    end;
+cpu_number(_) ->
+    error(badarg).
 
 %% @doc proc/meminfo content -> byte counts for the fields that matter.
 -spec parse_meminfo(binary()) -> #{atom() => non_neg_integer() | binary()}.
@@ -423,6 +437,8 @@ parse_meminfo(Text) ->
     KV = parse_kv(Text),
     maps:from_list([{Name, kb_to_bytes(V)} || {K, Name} <- Keys, {K1, V} <- KV, K1 =:= K]).
 
+kb_to_bytes(V) when byte_size(V) > 40 ->
+    ?UNKNOWN;  % no real count is that long; converting it would be slow
 kb_to_bytes(V) ->
     try
         case string:lexemes(V, " ") of
@@ -456,17 +472,12 @@ sysinfo_int(Item) ->
     end.
 
 %% File contents as UTF-8 (bytes that are not UTF-8 are read as Latin-1,
-%% so the report stays valid UTF-8); at most 1 MiB, as /proc files are.
+%% so the report stays valid UTF-8); bounded in size and time whatever the
+%% file is (`env --root' may point at a crafted tree: a FIFO for cpuinfo,
+%% /dev/zero): beamlab_runtime_file:read/2.
 read(File) ->
-    case file:open(File, [read, raw, binary]) of
-        {ok, Fd} ->
-            try file:read(Fd, 1024 * 1024) of
-                {ok, B} -> {ok, utf8(B)};
-                eof -> {ok, <<>>};
-                {error, _} -> error
-            after
-                file:close(Fd)
-            end;
+    case beamlab_runtime_file:read(File, ?MAX_READ, #{streams => false}) of
+        {ok, B} -> {ok, utf8(B)};
         {error, _} -> error
     end.
 
@@ -478,6 +489,7 @@ utf8(B) ->
 
 read_int(File) ->
     case read(File) of
+        {ok, B} when byte_size(B) > 40 -> error;
         {ok, B} ->
             try {ok, binary_to_integer(string:trim(B))}
             catch error:badarg -> error

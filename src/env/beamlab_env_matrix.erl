@@ -33,7 +33,8 @@
 %% `profiled': after the measured repetitions, one more per configuration
 %% whose runner is given the configuration with `profiled => true' (it
 %% profiles while it runs); its outcome is kept apart from the statistics
-%% (`extra.configs[].profiled'), so profiling never changes the figures.
+%% (`extra.configs[].profiled', its profile in `extra.configs[].profile'),
+%% so profiling never changes the figures.
 -type spec() :: #{configs := [config()], command := [string()], repeat := pos_integer(),
                   argv := [unicode:chardata()], started_at := binary(),
                   inner := beamlab_runtime_peer:call_spec(),
@@ -165,11 +166,15 @@ is_exec(Path) ->
 -spec parse_range(string()) -> {ok, [pos_integer()]} | {error, term()}.
 parse_range(S) ->
     try
+        %% Scheduler counts: 1..1024, checked before a range is expanded.
+        Num = fun(T) when length(T) =< 4 -> list_to_integer(T);
+                 (_) -> error(badarg)
+              end,
         Ks = lists:append(
                [case string:split(Part, "..") of
-                    [A, "max"] -> lists:seq(list_to_integer(A), cpus());
-                    [A, B] -> lists:seq(list_to_integer(A), list_to_integer(B));
-                    [A] -> [list_to_integer(A)]
+                    [A, "max"] -> lists:seq(Num(A), cpus());
+                    [A, B] -> lists:seq(Num(A), Num(B));
+                    [A] -> [Num(A)]
                 end || Part <- string:lexemes(S, ",")]),
         case Ks =/= [] andalso lists:all(fun(K) -> K >= 1 andalso K =< 1024 end, Ks) of
             true -> {ok, lists:usort(Ks)};
@@ -192,7 +197,7 @@ cpus() ->
 %% `baseline', `repeat' and `command'.
 -spec read_grid(file:filename()) -> {ok, map()} | {error, term()}.
 read_grid(File) ->
-    case file:consult(File) of
+    case beamlab_runtime_terms:consult(File) of
         {ok, Terms} -> grid(Terms, #{});
         {error, Reason} -> {error, {grid_file, File, Reason}}
     end.
@@ -204,20 +209,28 @@ grid([{Key, V} | Rest], Acc) when Key =:= vm; Key =:= erl; Key =:= wrap ->
         false -> {error, {bad_grid_term, {Key, V}}}
     end;
 grid([{sweep, V} | Rest], Acc) ->
-    case parse_range(V) of
+    case io_lib:char_list(V) andalso parse_range(V) of
+        false -> {error, {bad_grid_term, {sweep, V}}};
         {ok, Ks} -> grid(Rest, maps:update_with(sweep, fun(L) -> L ++ Ks end, Ks, Acc));
         Error -> Error
     end;
 grid([{baseline, V} | Rest], Acc) when is_list(V) ->
-    grid(Rest, Acc#{baseline => unicode:characters_to_binary(V)});
+    case io_lib:char_list(V) of
+        true -> grid(Rest, Acc#{baseline => unicode:characters_to_binary(V)});
+        false -> {error, {bad_grid_term, {baseline, V}}}
+    end;
 grid([{repeat, N} | Rest], Acc) when is_integer(N), N >= 1 ->
     grid(Rest, Acc#{repeat => N});
 grid([{command, Argv} | Rest], Acc) when is_list(Argv) ->
-    case lists:all(fun io_lib:char_list/1, Argv) of
+    case proper_list(Argv) andalso lists:all(fun io_lib:char_list/1, Argv) of
         true -> grid(Rest, Acc#{command => Argv});
         false -> {error, {bad_grid_term, {command, Argv}}}
     end;
 grid([T | _], _) -> {error, {bad_grid_term, T}}.
+
+proper_list([_ | T]) -> proper_list(T);
+proper_list([]) -> true;
+proper_list(_) -> false.
 
 %%--------------------------------------------------------------------
 %% Running
@@ -321,7 +334,8 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
     Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{configs => [(config_info(C, Outs))#{profiled => profiled_info(maps:get(name, C), Profiled)}
+    Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
+                                                              profiled_info(maps:get(name, C), Profiled))
                                                    || {C, Outs} <- PerConfig]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
@@ -341,7 +355,7 @@ primary_values(Outs) ->
                                       undefined -> A;
                                       V ->
                                           Name = maps:get(name, B),
-                                          Info = maps:with([unit, better, metric], B),
+                                          Info = maps:with([unit, better, metric, params], B),
                                           maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [V]} end,
                                                            {Info, [V]}, A)
                                   end
@@ -384,7 +398,10 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
     beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
                              Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
                                   unit => maps:get(unit, Info, <<>>), better => Better,
-                                  params => #{config => Name},
+                                  %% The inner benchmark's parameters (a swept
+                                  %% workload parameter, the sample duration)
+                                  %% stay, for the report's charts and units.
+                                  params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
                                   extra => Scaling#{schedulers_online => Sched,
                                                     inner_benchmark => Metric}}).
 
@@ -415,14 +432,18 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) -
                     Bs -> lists:last(Bs)
                 end}.
 
-%% The profiled repetition's document (its benchmarks and what the runner
-%% added: the profile), or its error.
+%% The profiled repetition's document (its benchmarks) or its error, and
+%% the profile the runner put in that document's `extra.profile', which
+%% becomes the configuration's `profile' (where the report finds a
+%% matrix configuration's profile).
 profiled_info(Name, Profiled) ->
     case maps:find(Name, Profiled) of
-        error -> null;
-        {ok, {ok, #{exit := 0, result := Doc}}} when is_map(Doc) ->
-            #{status => <<"ok">>, result => Doc};
-        {ok, Out} -> #{status => <<"failed">>, error => format_run_error(Out)}
+        error -> #{profiled => null, profile => null};
+        {ok, {ok, #{exit := 0, result := #{extra := X} = Doc}}} ->
+            #{profiled => #{status => <<"ok">>, result => Doc#{extra := maps:remove(<<"profile">>, X)}},
+              profile => maps:get(<<"profile">>, X, null)};
+        {ok, Out} ->
+            #{profiled => #{status => <<"failed">>, error => format_run_error(Out)}, profile => null}
     end.
 
 ok_run({ok, #{exit := 0}}) -> true;
@@ -501,19 +522,21 @@ format_error({wrapper_not_found, W}) ->
 format_error({bad_range, S}) ->
     io_lib:format("bad scheduler range \"~ts\" (use 1..4, 1,2,4 or 1..max)", [S]);
 format_error({grid_file, File, Reason}) ->
-    io_lib:format("~ts: ~ts", [File, file:format_error(Reason)]);
+    io_lib:format("~ts: ~ts", [File, beamlab_runtime_terms:format_error(Reason)]);
 format_error({bad_grid_term, T}) ->
-    io_lib:format("grid file: unknown or malformed term ~0p", [T]);
+    io_lib:format("grid file: unknown or malformed term ~0tP", [T, 8]);
 format_error({unknown_baseline, B}) ->
     io_lib:format("baseline \"~ts\" is not one of the configurations", [B]);
 format_error({vm_start, _} = E) ->
+    beamlab_runtime_peer:format_error(E);
+format_error({vm_unresponsive, _} = E) ->
     beamlab_runtime_peer:format_error(E);
 format_error({vm_failed, _, _} = E) ->
     beamlab_runtime_peer:format_error(E);
 format_error({target, Line}) when is_binary(Line) ->
     Line;
 format_error(Other) ->
-    io_lib:format("~0p", [Other]).
+    io_lib:format("~0tP", [Other, 12]).
 
 mean(L) -> lists:sum(L) / length(L).
 

@@ -126,24 +126,21 @@ nested(Exp) ->
         {error, _} = E -> E
     end.
 
-dispatch(#{run := {Kind, _}} = Exp) ->
-    run(Kind, Exp).
-
-run(bench, #{run := {bench, B}} = Exp) ->
+dispatch(#{run := {bench, B}} = Exp) ->
     beamlab_experiment_bench:run(B, Exp);
-run(suite, #{run := {suite, S}} = Exp) ->
+dispatch(#{run := {suite, S}} = Exp) ->
     beamlab_experiment_suite:run(S, Exp);
-run(matrix, #{run := {matrix, M}} = Exp) ->
+dispatch(#{run := {matrix, M}} = Exp) ->
     %% The inner experiment runs through this module again (in a fresh
     %% VM, or here against a target): the matrix gets the way to run it.
     beamlab_experiment_matrix:run(M, Exp, inner());
-run(watch, #{run := {watch, W}} = Exp) ->
+dispatch(#{run := {watch, W}} = Exp) ->
     beamlab_experiment_watch:run(W, Exp);
-run(amqp, #{run := {amqp, A}} = Exp) ->
+dispatch(#{run := {amqp, A}} = Exp) ->
     beamlab_experiment_amqp:run(A, Exp);
-run(profile, #{run := {profile, P}} = Exp) ->
+dispatch(#{run := {profile, P}} = Exp) ->
     beamlab_experiment_profile:run(P, Exp, inner());
-run(check, #{run := {check, C}} = Exp) ->
+dispatch(#{run := {check, C}} = Exp) ->
     beamlab_experiment_check:run(C, Exp).
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM

@@ -45,14 +45,40 @@ load(A, Cfg0, Exp) ->
                         N -> N
                     end,
             Cfg = Cfg0#{nodes => Nodes},
-            case beamlab_amqp_perf:run(Cfg#{out => fun(Bin) -> Sink({amqp, Bin}) end}) of
+            %% --watch: the broker's figures under each interval line.
+            Annotate = case Beside of
+                           none -> none;
+                           _ -> fun() -> beamlab_experiment_watch:line(Beside) end
+                       end,
+            %% --metrics-port: the rates and latencies as live metrics.
+            Metrics = case beamlab_experiment_metrics:server(Exp) of
+                          undefined -> none;
+                          Server -> Server
+                      end,
+            case beamlab_amqp_perf:run(Cfg#{out => fun(Bin) -> Sink({amqp, Bin}) end,
+                                            annotate => Annotate, metrics => Metrics}) of
                 {ok, Report} ->
                     Doc0 = beamlab_amqp_perf:result(Report, #{command => maps:get(command, Exp, []),
                                                               started_at => Started,
                                                               params => params(Cfg)}),
                     Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc0, Exp),
                     Doc2 = beamlab_experiment_watch:stop_beside(Beside, Doc1, Exp),
+                    case beamlab_experiment_watch:summary(Beside, Doc2) of
+                        none -> ok;
+                        Text -> Sink({amqp, unicode:characters_to_binary(
+                                              ["id: ", maps:get(id, Report), ", ", Text, "\n"])})
+                    end,
                     {ok, beamlab_experiment_env:attach(Doc2, Exp)};
+                {error, interrupted} ->
+                    %% Interrupted while connecting (a silent server):
+                    %% nothing measured, the run is over at once.
+                    ok = beamlab_experiment_telemetry:cancel(Sampler),
+                    ok = beamlab_experiment_watch:cancel_beside(Beside),
+                    Sink({note, "interrupted before the run started"}),
+                    Doc = beamlab_result:new(amqp, #{command => maps:get(command, Exp, []),
+                                                     started_at => Started, params => params(Cfg)}),
+                    {ok, beamlab_result:finish(Doc, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                                      partial => true})};
                 {error, Reason} ->
                     ok = beamlab_experiment_telemetry:cancel(Sampler),
                     ok = beamlab_experiment_watch:cancel_beside(Beside),
@@ -63,15 +89,22 @@ load(A, Cfg0, Exp) ->
             {error, {amqp, {watch, E}}}
     end.
 
-%% The options as they go into the result document (JSON-friendly).
+%% The options as they go into the result document (JSON-friendly; the
+%% bodies and the TLS files left out).
 params(Cfg) ->
-    maps:map(fun(_, V) when is_atom(V), V =/= true, V =/= false, V =/= undefined -> atom_to_binary(V);
-                (_, undefined) -> null;
-                (_, {peers, N}) -> N;
-                (_, {P, F, T}) -> #{pattern => P, from => F, to => T};
-                (_, L) when is_list(L) -> [atom_to_binary(A) || A <- L];
-                (_, V) -> V
-             end, maps:without([out], Cfg)).
+    maps:map(fun(_, V) -> param(V) end, maps:without([out, body, tls, annotate, metrics], Cfg)).
+
+param(V) when is_atom(V), V =/= true, V =/= false, V =/= undefined -> atom_to_binary(V);
+param(undefined) -> null;
+param({peers, N}) -> N;
+param({P, F, T}) when is_integer(F) -> #{pattern => P, from => F, to => T};
+param({A, B}) when is_integer(A), is_integer(B) -> [A, B];
+param({timestamp, T}) -> T;
+param(L) when is_list(L) -> [param(X) || X <- L];
+param(M) when is_map(M) -> maps:map(fun(_, X) -> param(X) end, M);
+param({K, V}) when is_binary(K) -> #{key => K, value => param(V)};
+param(V) when is_tuple(V) -> iolist_to_binary(io_lib:format("~0tp", [V]));
+param(V) -> V.
 
 %% @doc Failed when the run ended early (the reason in one line) or
 %% measured nothing (with the likely reason); interrupted when it was.

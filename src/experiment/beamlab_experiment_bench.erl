@@ -58,7 +58,7 @@ run(#{jobs := Jobs} = B, Exp) ->
                                            end},
             case beamlab_engine:run(Jobs, RunOpts, maps:get(squeeze, B, undefined)) of
                 {ok, Doc} ->
-                    After = after_phase(Jobs, Doc, maps:get('after', Exp, #{}), Telemetry),
+                    After = after_phase(Jobs, Doc, maps:get('after', Exp, #{})),
                     {ok, beamlab_experiment_env:attach(After, Exp)};
                 {error, R} ->
                     {error, {bench, R}}
@@ -94,9 +94,9 @@ root(_) ->
     {ok, Cwd} = file:get_cwd(),
     Cwd.
 
-after_phase(_Jobs, Doc = #{partial := true}, _After, _Telemetry) ->
+after_phase(_Jobs, Doc = #{partial := true}, _After) ->
     Doc;
-after_phase(Jobs, Doc = #{benchmarks := Bs}, After, _Telemetry) ->
+after_phase(Jobs, Doc = #{benchmarks := Bs}, After) ->
     Tool = maps:get(profile, After, undefined),
     Mem = maps:get(memory, After, false),
     Reds = maps:get(reductions, After, false),

@@ -98,8 +98,9 @@ validate(C, Exp) ->
                   {ok, P} -> {ok, P};
                   error ->
                       Build = maps:get(build, C, true),
-                      Build andalso (note(Exp))(io_lib:format("building the project (~ts compile)",
-                                                              [beamlab_project_build:detect(Root)])),
+                      Tool = beamlab_project_build:detect(Root),
+                      Build andalso Tool =/= none
+                          andalso (note(Exp))(io_lib:format("building the project (~ts compile)", [Tool])),
                       beamlab_project_build:build(Root, #{build => Build})
               end,
     case Project of

@@ -20,13 +20,15 @@ controller(Dist, Nodes) ->
     case maps:get(name, Dist, undefined) of
         undefined ->
             case [N || N <- Nodes, N =/= node(), far(N)] of
-                [] ->
-                    Cookie =/= undefined andalso
-                        begin
-                            _ = beamlab_runtime_peer:ensure_dist(),
-                            erlang:set_cookie(node(), list_to_atom(Cookie))
-                        end,
+                [] when Cookie =:= undefined ->
                     ok;
+                [] ->
+                    %% (an empty cookie is refused: beamlab_runtime_peer:cookie/1)
+                    _ = beamlab_runtime_peer:ensure_dist(),
+                    case beamlab_runtime_peer:set_cookie(node(), Cookie) of
+                        ok -> ok;
+                        {error, Bad} -> {error, {name, Bad}}
+                    end;
                 [Far | _] ->
                     {error, {not_loopback, Far}}
             end;

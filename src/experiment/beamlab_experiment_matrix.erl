@@ -17,12 +17,17 @@
 %% `profiled': one more repetition per configuration after the measured
 %% ones, with the target's OS process profiled while its load runs (kept
 %% out of the statistics).
+%% With a preset (`beamlab_experiment_preset'), `scenarios' are its
+%% scenarios with their inner experiments, run in turn in place of
+%% `inner' and combined into one document.
 -type matrix() :: #{configs := [beamlab_env_matrix:config()],
                     inner := beamlab_experiment:experiment(),
                     repeat => pos_integer(),
                     baseline => binary() | undefined,
                     sweep => boolean(),
-                    profiled => boolean()}.
+                    profiled => boolean(),
+                    preset => beamlab_experiment_preset:preset(),
+                    scenarios => [{beamlab_experiment_preset:scenario(), beamlab_experiment:experiment()}]}.
 -type error_reason() :: term().
 -export_type([matrix/0, error_reason/0]).
 
@@ -53,7 +58,47 @@ matrix_error({error, R}) -> {error, {matrix, R}}.
 %% fresh VM and here.
 -spec run(matrix(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {matrix, error_reason()}}.
-run(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
+run(M, Exp, Inner) ->
+    %% Telemetry of this VM, which only starts and waits for the
+    %% configurations' VMs: what it shows is the machine around them.
+    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp),
+    case run_matrices(M, Exp, Inner) of
+        {ok, Doc} ->
+            Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc, Exp),
+            {ok, beamlab_experiment_env:attach(Doc1, Exp)};
+        {error, R} ->
+            ok = beamlab_experiment_telemetry:cancel(Sampler),
+            {error, {matrix, R}}
+    end.
+
+%% A preset's scenarios one after the other (each a matrix of its own,
+%% its configurations interleaved), combined into one document; a plain
+%% matrix.
+run_matrices(#{scenarios := Scenarios, preset := Preset} = M, Exp, Inner) ->
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
+    Runs = lists:foldl(
+             fun(_, {error, _} = E) -> E;
+                ({S, I}, Acc) ->
+                    case beamlab_runtime_interrupt:interrupted() of
+                        true -> Acc;
+                        false ->
+                            Sink({matrix, io_lib:format("scenario ~ts: ~ts~n",
+                                                        [maps:get(label, S), lists:join(" ", maps:get(command, I, []))])}),
+                            case run_one(M#{inner => I}, Exp, Inner) of
+                                {ok, Doc} -> Acc ++ [{S, Doc}];
+                                {error, _} = E -> E
+                            end
+                    end
+             end, [], Scenarios),
+    case Runs of
+        {error, _} = E -> E;
+        [] -> {error, nothing_ran};
+        _ -> {ok, beamlab_experiment_preset:combine(Preset, Runs, #{preset => maps:get(name, Preset)})}
+    end;
+run_matrices(M, Exp, Inner) ->
+    run_one(M, Exp, Inner).
+
+run_one(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
     %% The inner experiment prints nothing, has no checkpoint; its live
     %% output (an AMQP load's lines) goes to our sink when it runs here.
@@ -73,17 +118,7 @@ run(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
                  none -> #{};
                  Target -> #{runner => runner(Target, InnerExp#{sink => Sink}, Inner, Progress)}
              end,
-    %% Telemetry of this VM, which only starts and waits for the
-    %% configurations' VMs: what it shows is the machine around them.
-    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp),
-    case beamlab_env_matrix:run(Spec, Runner#{progress => Progress}) of
-        {ok, Doc} ->
-            Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc, Exp),
-            {ok, beamlab_experiment_env:attach(Doc1, Exp)};
-        {error, R} ->
-            ok = beamlab_experiment_telemetry:cancel(Sampler),
-            {error, {matrix, R}}
-    end.
+    beamlab_env_matrix:run(Spec, Runner#{progress => Progress}).
 
 %% The runner of a target: start it with the configuration, run the load
 %% here against it (the inner experiment, or the target's `load_cmd'),
@@ -170,6 +205,8 @@ error_class(_) -> usage.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error(nothing_ran) ->
+    "interrupted before the first scenario ran";
 format_error({otp_not_found, D}) ->
     io_lib:format("--otp ~ts: no bin/erl there (an OTP installation prefix)", [D]);
 format_error(R) ->

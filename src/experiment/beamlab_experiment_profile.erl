@@ -38,8 +38,14 @@ run(#{subject := Subject} = P, Exp, #{fresh := {M, F, A}}) ->
                                                  {experiment, _} -> infinity;
                                                  _ -> ?DEFAULT_ATTACH_MS
                                              end),
-            Opts = #{frequency => maps:get(frequency, P, ?DEFAULT_FREQ), duration => Duration,
-                     call_graph => maps:get(call_graph, P, fp), mode => maps:get(mode, P, graph)},
+            Opts0 = #{frequency => maps:get(frequency, P, ?DEFAULT_FREQ), duration => Duration,
+                      call_graph => maps:get(call_graph, P, fp), mode => maps:get(mode, P, graph)},
+            %% perf's data in the launcher's private directory when there
+            %% is one: removed however this VM ends (#27).
+            Opts = case maps:find(checkpoint, Exp) of
+                       {ok, Dir} when is_list(Dir), Dir =/= "" -> Opts0#{scratch => Dir};
+                       _ -> Opts0
+                   end,
             case beamlab_profile:record(Target, Opts) of
                 {ok, #{returned := {Code, Inner}}} when Code =/= 0, Code =/= 130 ->
                     {error, {profile, {inner_failed, Code, inner_message(Inner)}}};

@@ -6,7 +6,7 @@
 %%% "broker: ...".
 -module(beamlab_experiment_watch).
 
--export([run/2, verdict/1, start_beside/2, stop_beside/3, cancel_beside/1,
+-export([run/2, verdict/1, start_beside/2, stop_beside/3, cancel_beside/1, line/1, summary/2,
          error_class/1, format_error/1]).
 
 %% `duration' in ms (infinity: until interrupted or the node goes down),
@@ -170,6 +170,92 @@ stop_beside(#{node := Node, env := Env, pid := Pid}, Doc, Exp) ->
         false -> ok
     end,
     beamlab_result:add_findings(Doc1, Findings).
+
+%% @doc The node's key figures in its latest sample, for a line under each
+%% of the load's interval lines; `none' without a node or before a sample
+%% (or when the sampler does not answer at once: a frozen node must not
+%% hold the lines).
+-spec line(beside()) -> unicode:chardata() | none.
+line(none) ->
+    none;
+line(#{node := Node, pid := Pid}) ->
+    case last(Pid, 500) of
+        #{} = S -> figures(Node, S);
+        _ -> none
+    end.
+
+last(Pid, Timeout) ->
+    Self = self(),
+    Ref = make_ref(),
+    Helper = spawn(fun() -> Self ! {Ref, catch beamlab_runtime_telemetry:last(Pid)} end),
+    receive
+        {Ref, S} -> S
+    after Timeout ->
+        exit(Helper, kill),
+        receive {Ref, _} -> none after 0 -> none end
+    end.
+
+figures(Node, S) ->
+    Mem = maps:get(memory, S, #{}),
+    Bytes = fun(K) -> beamlab_format_units:bytes(maps:get(K, Mem, 0)) end,
+    io_lib:format("broker ~ts: schedulers ~b% used, run queue ~b, memory ~ts (processes ~ts, "
+                  "binary ~ts, ETS ~ts), ~b processes~ts",
+                  [Node, round(maps:get(util, S, 0)), maps:get(run_queue, S, 0), Bytes(total),
+                   Bytes(processes), Bytes(binary), Bytes(ets), maps:get(processes, S, 0),
+                   case S of
+                       #{top := #{by_reductions := [P | _]}} ->
+                           io_lib:format(", busiest ~ts (~ts) ~ts reductions",
+                                         [maps:get(name, P, <<"?">>), text(maps:get(current_function, P, null)),
+                                          beamlab_format_units:count(maps:get(reductions, P, 0))]);
+                       _ -> ""
+                   end]).
+
+text(null) -> "-";
+text(B) -> B.
+
+%% @doc The node's figures over the run (the series {@link stop_beside/3}
+%% put in the document), for the load's summary: mean and peak scheduler
+%% use, the longest run queue, the memory range and the busiest process
+%% over all samples; `none' without a node.
+-spec summary(beside(), beamlab_result:result()) -> unicode:chardata() | none.
+summary(none, _Doc) ->
+    none;
+summary(#{node := Node}, Doc) ->
+    Get = fun(K, M) when is_map(M) -> maps:get(K, M, #{}); (_, _) -> #{} end,
+    Series = Get(<<"telemetry">>, Get(<<"broker">>, maps:get(extra, Doc, #{}))),
+    Nums = fun(L) when is_list(L) -> [X || X <- L, is_number(X)]; (_) -> [] end,
+    Util = Nums(maps:get(<<"util">>, Series, [])),
+    Rq = Nums(maps:get(<<"run_queue">>, Series, [])),
+    Total = Nums(maps:get(<<"total">>, Get(<<"memory">>, Series), [])),
+    Tops = case maps:get(<<"top">>, Series, []) of
+               L when is_list(L) -> L;
+               _ -> []
+           end,
+    Busiest = lists:foldl(fun(#{<<"by_reductions">> := Ps}, Acc) ->
+                                  lists:foldl(fun(P, A) ->
+                                                      K = {maps:get(<<"name">>, P, <<"?">>),
+                                                           maps:get(<<"pid">>, P, <<>>)},
+                                                      A#{K => maps:get(K, A, 0)
+                                                             + maps:get(<<"reductions">>, P, 0)}
+                                              end, Acc, Ps);
+                             (_, Acc) -> Acc
+                          end, #{}, Tops),
+    case {Util, Total} of
+        {[], _} -> none;
+        {_, []} -> none;
+        _ ->
+            io_lib:format("broker ~ts over the run: schedulers ~b% used on average (at most ~b%), "
+                          "run queue at most ~b, memory ~ts to ~ts~ts",
+                          [Node, round(lists:sum(Util) / length(Util)), round(lists:max(Util)),
+                           lists:max([0 | Rq]), beamlab_format_units:bytes(lists:min(Total)),
+                           beamlab_format_units:bytes(lists:max(Total)),
+                           case lists:reverse(lists:keysort(2, maps:to_list(Busiest))) of
+                               [{{Name, Pid}, Reds} | _] ->
+                                   io_lib:format(", busiest process ~ts ~ts (~ts reductions)",
+                                                 [Name, Pid, beamlab_format_units:count(Reds)]);
+                               [] -> ""
+                           end])
+    end.
 
 %% @doc Stops sampling for a run that produced no document.
 -spec cancel_beside(beside()) -> ok.

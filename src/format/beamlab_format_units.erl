@@ -16,7 +16,7 @@
 -module(beamlab_format_units).
 
 -export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1, sign/1,
-         number/1, value/2, sig/2, to_binary/1]).
+         number/1, value/2, bench_value/2, per_second/1, sig/2, to_binary/1]).
 
 %% @doc A count of iterations or messages: `"982"', `"17266 Ki"', `"1402 Mi"'.
 -spec count(number()) -> string().
@@ -104,12 +104,37 @@ value(V, <<"bytes">>) -> bytes(V);
 value(V, <<"B">>) -> bytes(V);
 value(V, <<"ratio">>) -> sig(V, 3) ++ "x";
 value(V, <<"%">>) -> sig(V, 3) ++ "%";
-value(V, <<"iterations">>) -> count(V);
+value(V, <<"iterations">>) -> count(V) ++ " iter";
+value(V, <<>>) -> number(V);
 value(V, Unit) ->
     case binary:split(Unit, <<"/">>) of
         [_, <<"s">>] -> count(V) ++ " " ++ binary_to_list(Unit);
         _ -> number(V) ++ " " ++ binary_to_list(Unit)
     end.
+
+%% @doc A value of a benchmark in its unit: iterations counted per sample
+%% of D ms (`beamlab run', `params.sample.duration_ms') per second,
+%% `"4.13 Mi iter/s"', so that runs with another `-d' read alike; any
+%% other unit as {@link value/2}.
+-spec bench_value(number(), #{unit := binary(), params => map(), atom() => term()}) -> string().
+bench_value(V, #{unit := <<"iterations">>} = B) ->
+    case per_second(B) of
+        {Scale, <<"iterations/s">>} -> count(V * Scale) ++ " iter/s";
+        _ -> value(V, <<"iterations">>)
+    end;
+bench_value(V, #{unit := Unit}) ->
+    value(V, Unit).
+
+%% @doc The factor and unit that turn a benchmark's values into a rate
+%% per second: iterations counted per sample of D ms (`beamlab run',
+%% `params.sample.duration_ms') become iterations/s; other units stay
+%% (factor 1).
+-spec per_second(#{unit := binary(), params => map(), atom() => term()}) -> {number(), binary()}.
+per_second(#{unit := <<"iterations">>, params := #{<<"sample">> := #{<<"duration_ms">> := D}}})
+  when is_number(D), D > 0 ->
+    {1000 / D, <<"iterations/s">>};
+per_second(#{unit := U}) ->
+    {1, U}.
 
 %% @doc `V' with `Digits' significant digits, without exponent notation;
 %% numbers of `Digits' or more integer digits are rounded to an integer.

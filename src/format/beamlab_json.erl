@@ -7,7 +7,11 @@
 %%% in the shortest form that reads back to the same float.
 %%%
 %%% Decoding: objects become maps with binary keys, arrays lists, strings
-%%% binaries (UTF-8), numbers integers or floats, literals atoms.
+%%% binaries (UTF-8), numbers integers or floats, literals atoms. Crafted
+%%% input costs time linear in its size: nesting deeper than 512 and
+%%% numbers longer than 1000 characters are refused (converting a number
+%%% of n digits costs n^2), and bytes of a string that are not UTF-8 are
+%%% read as Latin-1 characters, so every decoded string is valid UTF-8.
 %%%
 %%% ```
 %%% 1> iolist_to_binary(beamlab_json:encode(#{a => [1, 2.5, <<"x">>]})).
@@ -18,6 +22,10 @@
 -module(beamlab_json).
 
 -export([encode/1, encode/2, decode/1, canonical/1, format_error/1]).
+
+%% Decoding limits (see the module doc).
+-define(MAX_DEPTH, 512).
+-define(MAX_NUMBER, 1000).
 
 -type json() :: null | boolean() | number() | binary() | [json()] | object().
 -type object() :: #{binary() => json()}.
@@ -40,7 +48,7 @@ encode(Term, _) ->
 decode(Data) ->
     Bin = iolist_to_binary(Data),
     try
-        {Value, Rest} = value(skip_ws(Bin), Bin),
+        {Value, Rest} = value(skip_ws(Bin), 0),
         case skip_ws(Rest) of
             <<>> -> {ok, Value};
             Trailing -> {error, {trailing_data, byte_size(Bin) - byte_size(Trailing)}}
@@ -76,7 +84,9 @@ reason_text(unexpected_end) -> "unexpected end of input";
 reason_text(unexpected_char) -> "unexpected character";
 reason_text(bad_string) -> "bad string";
 reason_text(bad_number) -> "bad number";
-reason_text(bad_escape) -> "bad escape sequence".
+reason_text(bad_escape) -> "bad escape sequence";
+reason_text(too_deep) -> io_lib:format("nested more than ~b levels deep", [?MAX_DEPTH]);
+reason_text(number_too_long) -> io_lib:format("a number longer than ~b characters", [?MAX_NUMBER]).
 
 %%--------------------------------------------------------------------
 %% Encoding
@@ -163,8 +173,9 @@ hex_digit(D) -> $a + D - 10.
 skip_ws(<<C, Rest/binary>>) when C =:= $\s; C =:= $\t; C =:= $\n; C =:= $\r -> skip_ws(Rest);
 skip_ws(Bin) -> Bin.
 
-value(<<${, Rest/binary>>, _) -> object(skip_ws(Rest), #{});
-value(<<$[, Rest/binary>>, _) -> array(skip_ws(Rest), []);
+value(_Bin, Depth) when Depth >= ?MAX_DEPTH -> throw({json_error, too_deep, _Bin});
+value(<<${, Rest/binary>>, Depth) -> object(skip_ws(Rest), #{}, Depth + 1);
+value(<<$[, Rest/binary>>, Depth) -> array(skip_ws(Rest), [], Depth + 1);
 value(<<$", Rest/binary>>, _) -> str(Rest, []);
 value(<<"true", Rest/binary>>, _) -> {true, Rest};
 value(<<"false", Rest/binary>>, _) -> {false, Rest};
@@ -173,27 +184,27 @@ value(<<C, _/binary>> = Bin, _) when C =:= $-; C >= $0, C =< $9 -> number(Bin);
 value(<<>>, _) -> throw({json_error, unexpected_end, <<>>});
 value(Bin, _) -> throw({json_error, unexpected_char, Bin}).
 
-object(<<$}, Rest/binary>>, Acc) when map_size(Acc) =:= 0 -> {Acc, Rest};
-object(<<$", Rest/binary>>, Acc) ->
+object(<<$}, Rest/binary>>, Acc, _Depth) when map_size(Acc) =:= 0 -> {Acc, Rest};
+object(<<$", Rest/binary>>, Acc, Depth) ->
     {Key, R1} = str(Rest, []),
     case skip_ws(R1) of
         <<$:, R2/binary>> ->
-            {Val, R3} = value(skip_ws(R2), R2),
+            {Val, R3} = value(skip_ws(R2), Depth),
             Acc1 = Acc#{Key => Val},
             case skip_ws(R3) of
-                <<$,, R4/binary>> -> object(skip_ws(R4), Acc1);
+                <<$,, R4/binary>> -> object(skip_ws(R4), Acc1, Depth);
                 <<$}, R4/binary>> -> {Acc1, R4};
                 Other -> fail(Other)
             end;
         Other -> fail(Other)
     end;
-object(Other, _) -> fail(Other).
+object(Other, _, _) -> fail(Other).
 
-array(<<$], Rest/binary>>, []) -> {[], Rest};
-array(Bin, Acc) ->
-    {Val, R1} = value(Bin, Bin),
+array(<<$], Rest/binary>>, [], _Depth) -> {[], Rest};
+array(Bin, Acc, Depth) ->
+    {Val, R1} = value(Bin, Depth),
     case skip_ws(R1) of
-        <<$,, R2/binary>> -> array(skip_ws(R2), [Val | Acc]);
+        <<$,, R2/binary>> -> array(skip_ws(R2), [Val | Acc], Depth);
         <<$], R2/binary>> -> {lists:reverse([Val | Acc]), R2};
         Other -> fail(Other)
     end.
@@ -209,9 +220,16 @@ str(Bin, Acc) ->
             <<Chunk:Pos/binary, Sep, Rest/binary>> = Bin,
             check_control(Chunk, Bin),
             case Sep of
-                $" -> {iolist_to_binary(lists:reverse([Chunk | Acc])), Rest};
+                $" -> {utf8(iolist_to_binary(lists:reverse([Chunk | Acc]))), Rest};
                 $\\ -> unescape(Rest, [Chunk | Acc])
             end
+    end.
+
+%% A string's bytes that are not UTF-8 become Latin-1 characters.
+utf8(S) ->
+    case unicode:characters_to_binary(S) of
+        S -> S;
+        _ -> unicode:characters_to_binary(beamlab_runtime_text:decode(S))
     end.
 
 check_control(Chunk, Where) ->
@@ -255,6 +273,21 @@ hex(H, Where) ->
     end.
 
 number(Bin) ->
+    %% Bounded before converting: binary_to_integer/1 is quadratic.
+    case number_length(Bin, 0) of
+        Long when Long > ?MAX_NUMBER -> throw({json_error, number_too_long, Bin});
+        _ -> number_text(Bin)
+    end.
+
+number_length(<<C, Rest/binary>>, N) when C >= $0, C =< $9; C =:= $-; C =:= $+; C =:= $.;
+                                          C =:= $e; C =:= $E ->
+    case N > ?MAX_NUMBER of
+        true -> N;
+        false -> number_length(Rest, N + 1)
+    end;
+number_length(_, N) -> N.
+
+number_text(Bin) ->
     {Int, R1} = digits_signed(Bin),
     {Frac, R2} = case R1 of
                      <<$., AfterDot/binary>> -> take_digits(AfterDot, required);

@@ -23,7 +23,7 @@
 %%% broker of a matrix configuration while it is loaded).
 -module(beamlab_profile).
 
--export([check_perf/0, vm_flags/0, vm_flags/1, mode_info/1, perf_support/1, record/2,
+-export([check_perf/0, vm_flags/0, vm_flags/1, mode_info/1, perf_support/1, max_frequency/0, record/2,
          start/2, stop/1, format_error/1]).
 
 -type target() :: {pid, pos_integer()}
@@ -32,6 +32,7 @@
 -type opts() :: #{frequency := pos_integer(), duration := pos_integer() | infinity,
                   mode => mode(),                 % default graph
                   call_graph => fp | dwarf,       % graph mode's stack walking
+                  scratch => file:filename(),     % a private directory for perf's data
                   started => fun(() -> term())}.  % --pid: called once perf records
 -opaque recorder() :: #{pid := pid(), ref := reference()}.
 %% `returned': what the function run in a fresh VM returned.
@@ -137,12 +138,12 @@ record(Target, Opts) ->
 
 record(Perf, {pid, OsPid}, Opts) ->
     case beam_process(OsPid) of
-        ok -> with_data(fun(Data) -> record_pid(Perf, OsPid, Data, Opts) end);
+        ok -> with_data(Opts, fun(Data) -> record_pid(Perf, OsPid, Data, Opts) end);
         {error, _} = E -> E
     end;
 record(Perf, {vm, PeerOpts, Call}, Opts) ->
     case vm_flags(maps:get(mode, Opts, graph)) of
-        {ok, Flags} -> with_data(fun(Data) -> record_vm(Perf, PeerOpts, Call, Flags, Data, Opts) end);
+        {ok, Flags} -> with_data(Opts, fun(Data) -> record_vm(Perf, PeerOpts, Call, Flags, Data, Opts) end);
         {error, _} = E -> E
     end.
 
@@ -340,16 +341,37 @@ beam_process(OsPid) ->
             {error, {no_such_process, OsPid}}
     end.
 
-with_data(Fun) ->
-    Dir = filename:basedir(user_cache, "beamlab"),
-    Data = filename:join(Dir, "perf-" ++ os:getpid() ++ "-"
-                         ++ integer_to_list(erlang:unique_integer([positive])) ++ ".data"),
-    ok = filelib:ensure_dir(Data),
+%% perf's data lives in a private directory: the `scratch' one given
+%% (the launcher's, which it removes however the VM ends, so a run killed
+%% meanwhile leaves nothing behind), else a new one removed afterwards.
+with_data(Opts, Fun) ->
+    {Dir, Own} = case maps:find(scratch, Opts) of
+                     {ok, D} -> {D, false};
+                     error ->
+                         case beamlab_runtime_file:private_dir("beamlab-perf") of
+                             {ok, D} -> {D, true};
+                             {error, R} -> error({private_dir, R})
+                         end
+                 end,
+    Data = filename:join(Dir, "perf-" ++ integer_to_list(erlang:unique_integer([positive])) ++ ".data"),
     try Fun(Data)
     after
-        _ = file:delete(Data),
-        _ = file:delete(Data ++ ".err"),
-        _ = file:delete(Data ++ ".txt")
+        _ = [file:delete(F) || F <- [Data, Data ++ ".err", Data ++ ".txt", Data ++ ".old"]],
+        Own andalso file:del_dir_r(Dir)
+    end.
+
+%% @doc The highest sampling frequency perf may use here
+%% (kernel.perf_event_max_sample_rate; 100000 when it cannot be read).
+-spec max_frequency() -> pos_integer().
+max_frequency() ->
+    case file:read_file("/proc/sys/kernel/perf_event_max_sample_rate") of
+        {ok, B} ->
+            try binary_to_integer(string:trim(B)) of
+                N when N > 0 -> N;
+                _ -> 100000
+            catch error:badarg -> 100000
+            end;
+        {error, _} -> 100000
     end.
 
 record_pid(Perf, OsPid, Data, #{frequency := Hz, duration := Duration} = Opts) ->

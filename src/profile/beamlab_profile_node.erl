@@ -7,6 +7,7 @@
 -export([os_pid/2, format_error/1]).
 
 -type error_reason() :: {bad_node, string()} | {no_distribution, term()} | {unreachable, atom()}
+                      | {bad_cookie, empty | too_long}
                       | {remote_host, atom(), string()}.
 -export_type([error_reason/0]).
 
@@ -15,32 +16,21 @@
 os_pid(Name, Cookie) ->
     case string:split(Name, "@") of
         [N, Host] when N =/= "", Host =/= "" ->
-            Names = case lists:member($., Host) of
+            Names = case lists:member($., Host) orelse lists:member($:, Host) of
                         true -> longnames;
                         false -> shortnames
                     end,
-            case start_dist(Names) of
+            case beamlab_runtime_peer:start_hidden(Names) of
                 ok ->
                     Node = list_to_atom(Name),
-                    Cookie =/= undefined andalso erlang:set_cookie(Node, list_to_atom(Cookie)),
-                    ask(Node);
+                    case Cookie =:= undefined orelse beamlab_runtime_peer:set_cookie(Node, Cookie) of
+                        {error, _} = E -> E;
+                        _ -> ask(Node)
+                    end;
                 {error, _} = E -> E
             end;
         _ ->
             {error, {bad_node, Name}}
-    end.
-
-start_dist(Names) ->
-    case node() of
-        nonode@nohost ->
-            Self = list_to_atom("beamlab_profile_" ++ os:getpid()),
-            case net_kernel:start(Self, #{name_domain => Names, hidden => true}) of
-                {ok, _} -> ok;
-                {error, {already_started, _}} -> ok;
-                {error, R} -> {error, {no_distribution, R}}
-            end;
-        _ ->
-            ok
     end.
 
 ask(Node) ->
@@ -64,8 +54,12 @@ ask(Node) ->
 -spec format_error(error_reason()) -> iolist().
 format_error({bad_node, Name}) ->
     io_lib:format("--node ~ts: expected NAME@HOST", [Name]);
+format_error({no_distribution, R}) when is_list(R) ->
+    io_lib:format("cannot start distribution to reach the node: ~ts", [R]);
 format_error({no_distribution, R}) ->
     io_lib:format("cannot start distribution to reach the node (is epmd running?): ~0p", [R]);
+format_error({bad_cookie, _} = Bad) ->
+    beamlab_runtime_peer:format_error(Bad);
 format_error({unreachable, Node}) ->
     io_lib:format("cannot reach node ~ts: is it running, and is the cookie right (--cookie)?", [Node]);
 format_error({remote_host, Node, P}) ->

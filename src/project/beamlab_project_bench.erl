@@ -77,33 +77,35 @@ compile(#{erl := Erl, ex := Ex, beam := Beam}, OutDir, Opts) ->
     ok = filelib:ensure_path(OutDir),
     _ = [{ok, _} = file:copy(B, filename:join(OutDir, filename:basename(B))) || B <- Beam],
     Pa = lists:append([["-pa", P] || P <- maps:get(paths, Opts, [])]),
+    Inc = lists:append([["-I", I] || I <- maps:get(include, Opts, [])]),
     Log = maps:with([log], Opts),
-    Erlc = fun() ->
-                   Inc = lists:append([["-I", I] || I <- maps:get(include, Opts, [])]),
-                   tool("erlc", ["-o", OutDir | Inc ++ Pa ++ Erl], Log)
-           end,
-    Elixirc = fun() ->
-                      case beamlab_project_cmd:find("elixirc") of
-                          false -> {error, {no_elixirc, Ex}};
-                          _ -> tool("elixirc", ["-o", OutDir, "--ignore-module-conflict" | Pa ++ Ex], Log)
-                      end
-              end,
-    case {Erl =:= [] orelse Erlc(), Ex =:= [] orelse Elixirc()} of
-        {true, true} -> ok;
-        {true, {error, _} = E} -> E;
-        {{error, _} = E, _} -> E
+    first_error([{Erl, fun() -> tool("erlc", ["-o", OutDir | Inc ++ Pa ++ Erl], Log) end},
+                 {Ex, fun() ->
+                              case beamlab_project_cmd:find("elixirc") of
+                                  false -> {error, {no_elixirc, Ex}};
+                                  _ -> tool("elixirc", ["-o", OutDir, "--ignore-module-conflict" | Pa ++ Ex], Log)
+                              end
+                      end}]).
+
+%% Each compiler that has files to compile, until one fails.
+first_error([]) -> ok;
+first_error([{[], _} | Rest]) -> first_error(Rest);
+first_error([{_, Compile} | Rest]) ->
+    case Compile() of
+        ok -> first_error(Rest);
+        {error, _} = E -> E
     end.
 
 tool(Program, Args, Opts) ->
     case beamlab_project_cmd:run(Program, Args, Opts) of
-        {ok, _} -> true;
+        {ok, _} -> ok;
         {error, {exit, _, _, Output}} -> {error, {compile, compiler_errors(Output)}};
         {error, Reason} -> {error, {tool, Reason}}
     end.
 
 %% The compilers' error lines (warnings left out): `file:line:col: text'
-%% from erlc, `** (CompileError) file:line: text' and `error: ...' from
-%% elixirc. Everything when nothing matches.
+%% from erlc, `** (CompileError) file:line: text' (and the syntax errors'
+%% forms) from elixirc; the last lines when nothing matches.
 compiler_errors(Output) ->
     Lines = beamlab_project_cmd:last_lines(Output, 200),
     Errors = [L || L <- Lines,

@@ -124,8 +124,14 @@ copy_deps(rebar3, From, To) ->
     Lib = filename:join([From, "_build", "default", "lib"]),
     Deps = [D || D <- filelib:wildcard("*", Lib), not lists:member(D, Own)],
     _ = [copy(filename:join(Lib, D), filename:join([To, "_build", "default", "lib", D])) || D <- Deps],
-    copy(filename:join([From, "_build", "default", "plugins"]),
-         filename:join([To, "_build", "default", "plugins"]));
+    %% Checkouts (beamlab itself as a plugin from _checkouts/, a
+    %% dependency under work) are not in git: the base uses the head's.
+    Checkouts = filename:join(From, "_checkouts"),
+    _ = filelib:is_dir(Checkouts) andalso not filelib:is_file(filename:join(To, "_checkouts"))
+        andalso file:make_symlink(Checkouts, filename:join(To, "_checkouts")),
+    [copy(filename:join([From, "_build", "default", D]), filename:join([To, "_build", "default", D]))
+     || D <- ["plugins", "checkouts"]],
+    ok;
 copy_deps(mix, From, To) ->
     Deps = filelib:wildcard("*", filename:join(From, "deps")),
     _ = [copy(filename:join([From, "_build", Env, "lib", D]), filename:join([To, "_build", Env, "lib", D]))

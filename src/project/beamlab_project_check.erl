@@ -71,7 +71,7 @@ run(#{root := Root0, against := Ref} = Opts) ->
               %% The build logs stay when something failed (the error names them).
               Logs = private_dir("beamlab-check-logs"),
               try
-                  Rel = relative(Root, Git),
+                  Rel = ok(beamlab_project_git:prefix(Root)),
                   Progress(io_lib:format("checking out ~ts (~ts) in a temporary worktree",
                                          [Ref, maps:get(short, Base)])),
                   Tree = ok(beamlab_project_git:worktree(Git, maps:get(commit, Base),
@@ -106,21 +106,6 @@ maybe_run(Fun) ->
 ok(ok) -> ok;
 ok({ok, V}) -> V;
 ok({error, Reason}) -> throw({?MODULE, Reason}).
-
-%% The project's path inside the repository, as components.
-relative(Root, Git) ->
-    {ok, RealRoot} = real(Root),
-    {ok, RealGit} = real(Git),
-    lists:nthtail(length(filename:split(RealGit)), filename:split(RealRoot)).
-
-real(Dir) ->
-    {ok, Cwd} = file:get_cwd(),
-    try
-        ok = file:set_cwd(Dir),
-        file:get_cwd()
-    after
-        ok = file:set_cwd(Cwd)
-    end.
 
 %%--------------------------------------------------------------------
 %% Building both sides

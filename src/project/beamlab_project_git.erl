@@ -10,7 +10,7 @@
 %%% so a Ctrl-C to the whole process group cannot stop it first.
 -module(beamlab_project_git).
 
--export([toplevel/1, commit/2, head/1, worktree/3, remove/1, format_error/1]).
+-export([toplevel/1, prefix/1, commit/2, head/1, worktree/3, remove/1, format_error/1]).
 
 -type commit() :: #{commit := binary(), short := binary(), date := binary(),
                     subject := binary(), ref := binary()}.
@@ -34,6 +34,17 @@
 toplevel(Dir) ->
     case git(Dir, ["rev-parse", "--show-toplevel"]) of
         {ok, Out} -> {ok, unicode:characters_to_list(string:trim(Out))};
+        {error, {exit, _, _, _}} -> {error, {not_a_repository, Dir}};
+        {error, Reason} -> {error, {git, Reason}}
+    end.
+
+%% @doc Where `Dir' is inside its repository, as path components ([] at
+%% the top): a project in a subdirectory of a repository is found there
+%% in a worktree too.
+-spec prefix(file:filename()) -> {ok, [file:filename()]} | {error, error_reason()}.
+prefix(Dir) ->
+    case git(Dir, ["rev-parse", "--show-prefix"]) of
+        {ok, Out} -> {ok, filename:split(unicode:characters_to_list(string:trim(Out)))};
         {error, {exit, _, _, _}} -> {error, {not_a_repository, Dir}};
         {error, Reason} -> {error, {git, Reason}}
     end.

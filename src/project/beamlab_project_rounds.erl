@@ -11,9 +11,9 @@
 %%% `{ExitCode, Result}'. The rounds collect these results and interpret
 %%% nothing.
 %%%
-%%% An interrupt (the caller subscribes to them, see
-%%% {@link beamlab_runtime_interrupt}) stops the rounds: one that arrives while a VM runs is
-%%% passed on to it (see {@link beamlab_runtime_peer:run/3}); that
+%%% An interrupt stops the rounds (the caller subscribes to them, see
+%%% {@link beamlab_runtime_interrupt}): one that arrives while a VM runs
+%%% is passed on to it ({@link beamlab_runtime_peer:run/3}); that
 %%% unfinished round is dropped, and the complete rounds are returned
 %%% with `interrupted => true'. A VM that fails to start or dies fails
 %%% its side of the round only.

@@ -26,6 +26,8 @@ render(Doc, Opts) ->
                          _ -> extended(Benches, Timed, Many, plus_minus(Opts))
                      end,
     [case Doc of
+         #{partial := true, extra := #{<<"vm_stopped">> := #{<<"exit_status">> := 130}}} ->
+             "(interrupted: SIGINT to the VM; showing what was measured up to its last checkpoint)\n";
          #{partial := true, extra := #{<<"vm_stopped">> := #{<<"job">> := Job, <<"exit_status">> := St}}}
            when is_binary(Job) ->
              io_lib:format("(partial: the VM stopped (exit status ~w) while ~ts ran; showing what was "

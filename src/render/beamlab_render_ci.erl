@@ -46,7 +46,7 @@ left_out(#{benchmarks := Bs}) ->
 
 bench_measures(#{name := Name, metric := Metric, better := Better,
                  stats := #{mean := Mean} = S} = B, Benchmark) ->
-    {Scale, Unit} = scale(B),
+    {Scale, Unit} = beamlab_format_units:per_second(B),
     Main0 = #{name => Name, benchmark => Benchmark, measure => Metric, unit => Unit, better => Better,
               value => Mean * Scale, n => maps:get(n, S, 0)},
     Main1 = case maps:get(ci_mean, S, undefined) of
@@ -61,13 +61,6 @@ bench_measures(#{name := Name, metric := Metric, better := Better,
     [Main | counted(B)];
 bench_measures(_, _) ->
     [].
-
-%% Iterations per sample of `duration_ms' become iterations per second.
-scale(#{unit := <<"iterations">>, params := #{<<"sample">> := #{<<"duration_ms">> := D}}})
-  when is_number(D), D > 0 ->
-    {1000 / D, <<"iterations/s">>};
-scale(#{unit := Unit}) ->
-    {1, Unit}.
 
 counted(#{name := Name, extra := Extra}) ->
     {Per, What} = case Extra of

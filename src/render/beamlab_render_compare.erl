@@ -4,7 +4,8 @@
 %%% (raw numbers, one row per benchmark) and `json' (the whole comparison).
 -module(beamlab_render_compare).
 
--export([render/2, render/3, rows/1, json/1, display_rows/1, value_text/2]).
+-export([render/2, render/3, rows/1, json/1, display_rows/1, value_text/2,
+         verdict/1, pct/1, p_text/1]).
 
 -type format() :: text | markdown | csv | json.
 -export_type([format/0]).
@@ -109,6 +110,8 @@ change_text(#{verdict := V} = C) ->
 change_text(_) ->
     [<<"-">>, <<"-">>, <<"-">>, <<"-">>].
 
+%% @doc A verdict as the tables show it (`SLOWER' stands out).
+-spec verdict(atom()) -> binary().
 verdict(faster) -> <<"faster">>;
 verdict(slower) -> <<"SLOWER">>;
 verdict(no_difference) -> <<"~">>;
@@ -117,6 +120,8 @@ verdict(unit_mismatch) -> <<"units differ">>;
 verdict(no_baseline) -> <<"no baseline">>;
 verdict(Other) -> atom_to_binary(Other, utf8).
 
+%% @doc A fraction as a signed percentage: `-0.248' is `-24.8%'.
+-spec pct(number() | null) -> binary().
 pct(null) -> <<"-">>;
 pct(F) -> iolist_to_binary(io_lib:format("~s~.1f%", [beamlab_format_units:sign(F), 100 * F])).
 
@@ -124,6 +129,8 @@ ci_text([Lo, Hi]) when is_number(Lo), is_number(Hi) ->
     iolist_to_binary(["[", pct(Lo), ", ", pct(Hi), "]"]);
 ci_text(_) -> <<"-">>.
 
+%% @doc A p-value with three decimals (`<0.001' below).
+-spec p_text(number() | null) -> binary().
 p_text(null) -> <<"-">>;
 p_text(P) when P < 0.001 -> <<"<0.001">>;
 p_text(P) -> iolist_to_binary(io_lib:format("~.3f", [P * 1.0])).

@@ -30,8 +30,8 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
                 || #{severity := Severity, title := Title, evidence := Evidence} <- Findings]]
         || Findings =/= []]]).
 
-row(B = #{name := Name, unit := Unit}) ->
-    V = fun(X) -> unicode:characters_to_binary(beamlab_format_units:value(X, Unit)) end,
+row(B = #{name := Name}) ->
+    V = fun(X) -> unicode:characters_to_binary(beamlab_format_units:bench_value(X, B)) end,
     case maps:find(stats, B) of
         {ok, S = #{n := N, mean := Mean, median := Med, p99 := P99}} ->
             {Lo, Hi} = maps:get(ci_mean, S),

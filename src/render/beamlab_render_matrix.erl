@@ -36,7 +36,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
          _ -> ["\nfailed runs:\n" | Failed]
      end].
 
-row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
+row(#{group := G, metric := M, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
       extra := X} = B, Base, Sweep, Pm) ->
     {Change, Ci, Verdict} =
         case {G, B} of
@@ -50,7 +50,7 @@ row(#{group := G, metric := M, unit := U, stats := #{mean := Mean, ci_mean := {L
               true -> "";
               false -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
           end,
-    [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:value(Mean, U), Rel, Change, Ci, Verdict,
+    [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:bench_value(Mean, B), Rel, Change, Ci, Verdict,
      case maps:get(<<"schedulers_online">>, X, null) of null -> "?"; N -> integer_to_list(N) end]
         ++ case Sweep of
                true -> [case X of #{<<"speedup">> := S} -> io_lib:format("~.2fx", [S]); _ -> "" end,

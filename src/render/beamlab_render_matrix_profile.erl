@@ -1,47 +1,55 @@
 %%% @doc The text view of the profiles a matrix recorded (`matrix --target
-%%% ... --profile'): for each configuration, how its profiled repetition
-%%% was recorded (mode, what it records and costs, the broker's flavour and
-%%% OS pid, samples), its load figures beside the measured repetitions'
-%%% mean (what profiling cost in this run), the shares of threads and
-%%% categories, and the top table of functions. Pure.
+%%% ... --profile'): for each configuration, the broker's OS pid and
+%%% flavour, what its profiled repetition's load reached beside the
+%%% measured repetitions' mean (what profiling cost in this run), then the
+%%% profile as `beamlab profile' shows it (mode and cost, thread and
+%%% category shares, the top table). Pure.
 -module(beamlab_render_matrix_profile).
 
--export([render/2, profiles/1]).
+-export([render/2]).
 
 %% @doc The profiles section ("" when the matrix recorded none).
--spec render(beamlab_result:result(), #{top => pos_integer()}) -> unicode:chardata().
+-spec render(beamlab_result:result(), #{top => pos_integer(), unicode => boolean()}) -> unicode:chardata().
 render(Doc, Opts) ->
-    case profiles(Doc) of
-        [] -> "";
-        Ps -> [section(Name, P, Doc, maps:get(top, Opts, 15)) || {Name, P} <- Ps]
-    end.
+    [section(Name, P, Doc, Opts) || {Name, P} <- beamlab_result_profiles:of_matrix(Doc)].
 
-%% @doc Each configuration's profile (JSON form), in the matrix's order.
--spec profiles(beamlab_result:result()) -> [{binary(), #{binary() => beamlab_json:json()}}].
-profiles(#{extra := #{<<"configs">> := Cs}}) ->
-    [{N, P} || #{<<"name">> := N,
-                 <<"profiled">> := #{<<"result">> := #{<<"extra">> := #{<<"profile">> := P}}}} <- Cs];
-profiles(_) ->
-    [].
-
-section(Name, P, Doc, Top) ->
-    N = maps:get(<<"samples">>, P, 0),
-    ["\nprofile of ", Name, io_lib:format(" (broker OS pid ~p, ~ts flavour): ~b samples at ~b Hz over ~ts s~n",
-                                          [maps:get(<<"os_pid">>, P, null), maps:get(<<"flavor">>, P, <<"?">>), N,
-                                           maps:get(<<"frequency">>, P, 0),
-                                           beamlab_format_units:number(maps:get(<<"elapsed_ms">>, P, 0) / 1000)]),
-     io_lib:format("mode ~ts: ~ts; cost: ~ts~n",
-                   [maps:get(<<"mode">>, P, <<"?">>), maps:get(<<"mode_what">>, P, <<>>),
-                    maps:get(<<"mode_cost">>, P, <<>>)]),
+section(Name, #{extra := #{<<"profile">> := P}} = ProfileDoc, Doc, Opts) ->
+    ["\nprofile of ", Name, io_lib:format(" (OS pid ~p, ~ts flavour, its own repetition after the measured ones)~n",
+                                          [maps:get(<<"os_pid">>, P, null), maps:get(<<"flavor">>, P, <<"?">>)]),
      cost_line(Name, Doc),
-     shares("threads", maps:get(<<"threads">>, P, #{}), N, [<<"scheduler">>, <<"dirty_cpu">>, <<"dirty_io">>, <<"other">>]),
-     shares("categories", maps:get(<<"categories">>, P, #{}), N, [<<"erlang">>, <<"emulator">>, <<"kernel">>]),
-     case maps:get(<<"flavor">>, P, null) of
-         <<"emu">> -> "note: the interpreter runs no JIT code: its time is in the emulator's C functions, "
-                      "process_main (the loop that runs BEAM instructions) first\n";
-         _ -> ""
-     end,
-     beamlab_render_profile:top_table(P, Top)].
+     beamlab_render_profile:render(ProfileDoc, #{top => maps:get(top, Opts, 15),
+                                                  unicode => maps:get(unicode, Opts, true)}),
+     erlang_functions(P)].
+
+%% The JIT's own code, which the top table (dominated by the emulator's
+%% C functions) may not reach: the Erlang functions under which most
+%% samples fall (total: with what they call, as perf report shows it by
+%% default), counted from the recorded stacks, and their self time.
+erlang_functions(P) ->
+    N = maps:get(<<"samples">>, P, 0),
+    Names = maps:get(<<"names">>, P, #{}),
+    Erlang = fun(F) -> maps:get(F, Names, null) =:= <<"erlang">> end,
+    {Total, Self} =
+        lists:foldl(fun([Stack, C], {T, S}) ->
+                            Frames = binary:split(Stack, <<";">>, [global]),
+                            T1 = lists:foldl(fun(F, A) -> A#{F => maps:get(F, A, 0) + C} end, T,
+                                             lists:usort([F || F <- Frames, Erlang(F)])),
+                            Leaf = lists:last(Frames),
+                            S1 = case Erlang(Leaf) of
+                                     true -> S#{Leaf => maps:get(Leaf, S, 0) + C};
+                                     false -> S
+                                 end,
+                            {T1, S1}
+                    end, {#{}, #{}}, maps:get(<<"stacks">>, P, [])),
+    Top = lists:sublist(lists:reverse(lists:keysort(2, maps:to_list(Total))), 10),
+    case Top of
+        [] -> "";
+        _ when N > 0 ->
+            Pct = fun(C) -> beamlab_format_units:percent(C / N) end,
+            ["hottest Erlang functions (total, self):\n",
+             [io_lib:format("  ~-50ts ~7ts ~7ts~n", [F, Pct(T), Pct(maps:get(F, Self, 0))]) || {F, T} <- Top]];
+        _ -> ""
+    end.
 
 %% The profiled repetition's sending rate against the measured
 %% repetitions' mean: what profiling cost the load in this run.
@@ -53,12 +61,7 @@ cost_line(Name, #{benchmarks := Bs, extra := #{<<"configs">> := Cs}}) ->
                      N =:= Name, #{<<"name">> := BN, <<"samples">> := [V]} <- PBs, BN =:= Metric],
     case {Measured, Profiled} of
         {[M | _], [V | _]} when M > 0 ->
-            io_lib:format("profiled repetition: sending rate avg ~ts, ~.2f of the measured repetitions' mean ~ts~n",
+            io_lib:format("load while profiled: sending rate avg ~ts, ~.2f of the measured repetitions' mean (~ts)~n",
                           [beamlab_format_units:value(V, <<"msg/s">>), V / M, beamlab_format_units:value(M, <<"msg/s">>)]);
         _ -> ""
     end.
-
-shares(Title, Counts, N, Keys) ->
-    Parts = [io_lib:format("~ts ~ts", [K, beamlab_format_units:percent(case N of 0 -> 0.0; _ -> maps:get(K, Counts, 0) / N end)])
-             || K <- Keys],
-    [Title, ": ", lists:join(", ", Parts), "\n"].

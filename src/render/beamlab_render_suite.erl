@@ -25,6 +25,8 @@ render(Doc, Opts) ->
     Failures = maps:get(<<"failures">>, maps:get(extra, Doc), []),
     Extra = maps:get(extra, Doc),
     [case {maps:get(partial, Doc), maps:get(<<"vm_stopped">>, Extra, none)} of
+         {true, #{<<"exit_status">> := 130}} ->
+             "(interrupted: SIGINT to the VM; what was measured up to its last checkpoint is shown)\n";
          {true, #{<<"point">> := Point, <<"exit_status">> := St}} when is_binary(Point) ->
              io_lib:format("(partial: the VM stopped (exit status ~w) while ~ts ran; what was measured "
                            "before is shown)~n", [St, Point]);

@@ -28,8 +28,8 @@ render(Result, Opts) ->
      distributions(Result, Opts),
      findings(maps:get(findings, Result))].
 
-benchmark_row(B = #{name := Name, unit := Unit}, Ascii) ->
-    V = fun(X) -> beamlab_format_units:value(X, Unit) end,
+benchmark_row(B = #{name := Name}, Ascii) ->
+    V = fun(X) -> beamlab_format_units:bench_value(X, B) end,
     case maps:find(stats, B) of
         {ok, S = #{n := N, median := Med, mean := Mean, p99 := P99}} ->
             {Lo, Hi} = maps:get(ci_mean, S),
@@ -65,8 +65,8 @@ distributions(Result, Opts) ->
                || Line <- beamlab_format_spark:bars(
                             beamlab_stats:histogram(S, bins(length(S))),
                             #{width => 30, ascii => Ascii,
-                              label => fun(X) -> beamlab_format_units:value(X, Unit) end})]]
-             || #{name := Name, samples := S, unit := Unit} <- Shown]
+                              label => fun(X) -> beamlab_format_units:bench_value(X, B) end})]]
+             || B = #{name := Name, samples := S} <- Shown]
     end.
 
 %% Sturges' rule, capped so the histogram stays small.

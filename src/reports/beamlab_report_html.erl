@@ -1,37 +1,43 @@
 %%% @doc The self-contained HTML report of one or more saved runs.
 %%%
-%%% Erlang prepares a compact, JSON-safe model of the runs (benchmarks with
-%%% their samples and CIs, time series normalised from telemetry and
-%%% per-second data, per-scheduler utilisation, percentile curves from
-%%% `beamlab_stats_hist' snapshots, matrix scaling curves, env side by side,
-%%% findings, the comparison against the first run); the page embeds it in a
-%%% `<script type="application/json">' and draws every chart client-side with
-%%% the inlined scripts of `beamlab_report_assets'. No network, no external tool.
+%%% Erlang prepares a compact, JSON-safe model of the runs; the page embeds
+%%% it in a `<script type="application/json">' and draws every chart
+%%% client-side with the inlined scripts of `beamlab_report_assets'. No
+%%% network, no external tool. What each chart shows is read from the
+%%% documents' typed content (`beamlab_report_views'): a parameter sweep as
+%%% a curve, concurrency as throughput with speedup, efficiency and the
+%%% Universal Scalability Law, latency as its percentile spectrum, a matrix
+%%% as its verdicts and every configuration per benchmark; besides them the
+%%% benchmarks' means with intervals, sample distributions (points below 20
+%%% samples), time series from telemetry and per-second data with the
+%%% findings that say when they fired, per-scheduler utilisation, flame
+%%% graphs and their differentials (`beamlab_report_flame'), the comparison
+%%% against the first run or, for a history, each benchmark's trend, and the
+%%% environment as its differences.
 -module(beamlab_report_html).
 
--export([render/1, render/2, write/2, write/3, model/1, embed_json/1, format_error/1]).
+-export([render/1, render/2, write/2, write/3, model/1, model/2, embed_json/1, format_error/1]).
 
 -type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
 -type error_reason() :: no_runs | {write, file:filename_all(), file:posix() | badarg | terminated}
                       | beamlab_report_assets:error_reason().
--type opts() :: #{title => binary()}.
--export_type([run/0, opts/0]).
+%% `history': the runs are a history (`beamlab_result_history:history/2'
+%% of these runs), drawn in its order with each benchmark's trend.
+-type opts() :: #{title => binary(), history => beamlab_result_history:history()}.
+-type model() :: #{runs := [map()], env := [map()], compare := map() | null, history := map() | null,
+                   profiles := [beamlab_report_flame:profile()], diffs := [beamlab_report_flame:diff()]}.
+-export_type([run/0, opts/0, model/0]).
 
-%% Percentiles of the latency curves, HdrHistogram style up to 99.99.
--define(CURVE_PS, [0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0]).
 %% Keys naming the time axis of a series map, in order of preference.
 -define(TIME_KEYS, [<<"t">>, <<"time">>, <<"timestamps">>, <<"ts">>, <<"elapsed">>,
                     <<"elapsed_s">>, <<"t_ms">>, <<"time_ms">>]).
-%% Keys naming scheduler-count parameters of a matrix configuration.
--define(SCHED_KEYS, [<<"schedulers">>, <<"schedulers_online">>, <<"online_schedulers">>,
-                     <<"S">>]).
 
 %% @doc The report page for `Runs' (the first run is the baseline).
 -spec render([run()]) -> {ok, binary()} | {error, error_reason()}.
 render(Runs) ->
     render(Runs, #{}).
 
-%% @doc The report page with options (`title').
+%% @doc The report page with options (`title', `history').
 -spec render([run()], opts()) -> {ok, binary()} | {error, error_reason()}.
 render([], _Opts) ->
     {error, no_runs};
@@ -43,7 +49,7 @@ render(Runs, Opts) ->
     end.
 
 page(Runs, Opts, Styles, Scripts) ->
-    Model = model(Runs),
+    Model = model(Runs, Opts),
     Title = maps:get(title, Opts, default_title(Runs)),
     Safe = embed_json(Model),
     iolist_to_binary(
@@ -90,11 +96,34 @@ write(Path, Runs, Opts) ->
     end.
 
 %% @doc The JSON-safe model the page draws from.
--spec model([run()]) -> #{runs := [map()], env := [map()], compare := map() | null}.
+-spec model([run()]) -> model().
 model(Runs) ->
+    model(Runs, #{}).
+
+%% @doc The model; with `history' the runs are drawn in its order, with
+%% each benchmark's trend instead of the comparison against the first.
+-spec model([run()], opts()) -> model().
+model(Runs0, Opts) ->
+    %% Files saved by older versions may hold a password in clear.
+    Redacted = [{beamlab_result_redact:text(L), beamlab_result_redact:document(R)} || {L, R} <- Runs0],
+    {Runs, History} = case maps:get(history, Opts, undefined) of
+                          undefined -> {Redacted, null};
+                          H -> {in_order(Redacted, H), history_model(H)}
+                      end,
+    Cmp = case length(Runs) > 1 of
+              true -> beamlab_compare:compare(Runs);
+              false -> none
+          end,
+    Profiles = beamlab_report_flame:profiles(Runs),
     #{runs => [run_model(L, R) || {L, R} <- Runs],
-      env => env_table(Runs),
-      compare => compare_model(Runs)}.
+      env => env_table(Runs, Cmp),
+      compare => case History of
+                     null -> compare_model(Cmp);
+                     _ -> null
+                 end,
+      history => History,
+      profiles => Profiles,
+      diffs => beamlab_report_flame:diffs(Profiles)}.
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
@@ -107,50 +136,77 @@ format_error({asset, _, _} = Reason) ->
 
 %% Internals: the model
 
-run_model(Label0, R0) ->
-    %% Files saved by older versions may hold a password in clear.
-    Label = beamlab_result_redact:text(Label0),
-    R = beamlab_result_redact:document(R0),
+in_order(Runs, #{runs := Order}) ->
+    ByLabel = maps:from_list(Runs),
+    [{L, maps:get(L, ByLabel)} || #{label := L} <- Order].
+
+history_model(#{order := Order, confidence := Conf, trends := Trends, runs := Infos}) ->
+    #{order => Order, confidence => Conf,
+      runs => [#{label => L, commit => C, dirty => D, started_at => S} || #{label := L, commit := C, dirty := D,
+                                                                         started_at := S} <- Infos],
+      trends => [#{name => Name, unit => Unit, better => Better,
+                   points => [[I - 1, num(M) | ci(Ci)] ++ [N] || #{run := I, mean := M, ci := Ci, n := N} <- Ps],
+                   changes => [#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi), p => num(P),
+                                 verdict => V}
+                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} <- Cs]}
+                 || #{name := Name, unit := Unit, better := Better, points := Ps, changes := Cs} <- Trends]}.
+
+ci({Lo, Hi}) -> [num(Lo), num(Hi)];
+ci(_) -> [null, null].
+
+run_model(Label, R) ->
     Benchmarks = maps:get(benchmarks, R, []),
+    Claimed = beamlab_report_views:claimed(R),
+    Git = case beamlab_result_history:git(R) of
+              undefined -> #{};
+              G -> G
+          end,
     #{label => Label,
       kind => maps:get(kind, R, null),
       partial => maps:get(partial, R, false) =:= true,
       started_at => maps:get(started_at, R, null),
       finished_at => maps:get(finished_at, R, null),
       command => maps:get(command, R, []),
-      benchmarks => [bench_model(B) || B <- Benchmarks],
+      commit => maps:get(commit, Git, null),
+      dirty => maps:get(dirty, Git, null),
+      benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
       series => telemetry_series(maps:get(telemetry, R, #{})) ++ bench_series(Benchmarks)
-                ++ load_series(R, Benchmarks) ++ broker_series(R),
+                ++ sample_series(R, Benchmarks) ++ broker_series(R),
+      marks => beamlab_report_views:marks(R),
       heatmaps => heatmaps(maps:get(telemetry, R, #{})) ++ broker_heatmaps(R),
-      curves => curves(Benchmarks),
-      scaling => scaling(maps:get(kind, R, null), Benchmarks),
-      findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
-      %% Flame graphs (beamlab_report_flame): null without a profile.
-      profile => beamlab_report_flame:model(R)}.
+      sweeps => beamlab_report_views:sweeps(R),
+      scaling => beamlab_report_views:scaling(R),
+      latency => beamlab_report_views:latency(R),
+      matrix => beamlab_report_views:matrix(R),
+      findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)]}.
 
-bench_model(B) ->
-    Samples = [S || S <- maps:get(samples, B, []), is_number(S)],
-    Stats = case maps:get(stats, B, #{}) of
-                #{mean := _} = S0 -> S0;
-                _ when Samples =/= [] -> beamlab_stats:summary(Samples);
-                _ -> #{}
-            end,
-    Info = maps:get(sample_info, B, #{}),
+%% Values in the unit people read: iterations per sample of D ms as
+%% iterations per second (beamlab_report_views:per_second/1).
+bench_model(B, Claimed) ->
+    {Scale, Unit} = beamlab_report_views:per_second(B),
+    Samples = [num(S * Scale) || S <- maps:get(samples, B, []), is_number(S)],
+    Stats = maps:get(stats, B, #{}),
     #{name => maps:get(name, B, <<"?">>),
       group => maps:get(group, B, <<>>),
       metric => maps:get(metric, B, <<>>),
-      unit => maps:get(unit, B, <<>>),
+      unit => Unit,
       better => maps:get(better, B),
+      claimed => Claimed,
       samples => Samples,
-      sample_method => maps:get(method, Info),
-      count => maps:get(count, Info, length(Samples)),
-      stats => maps:from_list([{K, num(maps:get(K, Stats))}
-                               || K <- [n, mean, sd, cv, median, min, max, p5, p25, p75, p95, p99],
-                                  is_map_key(K, Stats)]),
-      ci => pair(maps:get(ci_mean, Stats, null))}.
+      sample_method => maps:get(method, maps:get(sample_info, B)),
+      count => maps:get(count, maps:get(sample_info, B), length(Samples)),
+      stats => maps:from_list([{K, num(maps:get(K, Stats) * Scale)}
+                               || K <- [mean, sd, median, min, max, p5, p25, p75, p95, p99],
+                                  is_number(maps:get(K, Stats, null))]
+                              ++ [{K, num(maps:get(K, Stats))} || K <- [n, cv], is_map_key(K, Stats)]),
+      ci => case maps:get(ci_mean, Stats, null) of
+                {Lo, Hi} -> [num(Lo * Scale), num(Hi * Scale)];
+                _ -> null
+            end}.
 
 finding_model(F) ->
-    maps:with([id, severity, title, evidence, advice], F).
+    M = maps:with([id, severity, title, evidence, advice], F),
+    M#{benchmark => maps:get(<<"benchmark">>, maps:get(data, F, #{}), null)}.
 
 %% Telemetry: numeric series on a common time axis; nested maps are flattened
 %% into dotted names; lists of per-scheduler lists are heatmaps instead.
@@ -216,30 +272,33 @@ broker_heatmaps(R) ->
         lists:all(fun is_num_list/1, Rows),
         length(lists:usort([length(X) || X <- Rows])) =:= 1].
 
-%% With a watched broker: the load's per-interval values (rates, latency
-%% medians) on the same axis as the broker's series, drawn above them.
-load_series(R, Benchmarks) ->
-    case maps:get(kind, R, null) =:= amqp andalso broker_telemetry(R) =/= [] of
-        false -> [];
-        true ->
-            Interval = case maps:get(<<"interval">>, key_bins(maps:get(params, R, #{})), 1) of
-                           I when is_number(I), I > 0 -> I;
-                           _ -> 1
-                       end,
-            [#{name => <<"load ", (maps:get(name, B))/binary, " (", (maps:get(unit, B, <<>>))/binary, ")">>,
-               source => <<"load">>, t => [num(K * Interval) || K <- lists:seq(1, length(Ys))],
-               y => [num(Y) || Y <- Ys]}
-             || B <- Benchmarks, is_map(B), Ys <- [maps:get(samples, B, [])], is_num_list(Ys), length(Ys) >= 2]
-    end.
-
 broker_series(R) ->
     [#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>, t => Ts, y => [num(Y) || Y <- Ys]}
      || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
         K <- [<<"util">>, <<"run_queue">>, <<"reductions_per_s">>],
         Ys <- [maps:get(K, T, [])], is_num_list(Ys), length(Ys) =:= length(Ts)].
 
+%% A benchmark's samples over time, where each sample covers a known
+%% time: a sample of D ms (`run'), one reporting interval (`amqp', whose
+%% broker series share its axis: seconds since the load started).
+sample_series(R, Benchmarks) ->
+    Interval = case maps:get(<<"interval">>, maps:get(params, R, #{}), null) of
+                   I when is_number(I), I > 0 -> I;
+                   _ -> null
+               end,
+    [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>,
+       t => [num(K * Step) || K <- lists:seq(1, length(Ys))], y => [num(Y * Scale) || Y <- Ys]}
+     || B = #{name := Name, samples := Ys, sample_info := #{method := all}} <- Benchmarks,
+        length(Ys) >= 3,
+        Step <- [case maps:get(params, B) of
+                     #{<<"sample">> := #{<<"duration_ms">> := D}} when is_number(D) -> D / 1000;
+                     _ -> Interval
+                 end], Step =/= null,
+        {Scale, Unit} <- [beamlab_report_views:per_second(B)]].
+
 %% Per-second series a command keeps in a benchmark's `extra' or `counters'
-%% (lists of numbers, one per second, or maps with their own time axis).
+%% (lists of numbers, one per second, maps with their own time axis, or
+%% lists of per-second maps: message_load's `series').
 bench_series(Benchmarks) ->
     lists:append(
       [begin
@@ -253,9 +312,20 @@ bench_series(Benchmarks) ->
                error ->
                    [#{name => <<Name/binary, " ", K/binary>>, source => Name,
                       t => lists:seq(1, length(Ys)), y => Ys}
-                    || {K, Ys} <- numeric_lists(Src, <<>>), length(Ys) >= 2]
+                    || {K, Ys} <- numeric_lists(Src, <<>>) ++ map_lists(Src), length(Ys) >= 2]
            end
        end || B <- Benchmarks, is_map(B)]).
+
+%% Lists of per-second maps ({"second": 1, "goodput": 32401, ...}): one
+%% series per numeric key, in the order of the list.
+map_lists(Src) ->
+    lists:append(
+      [[{<<K/binary, ".", F/binary>>, [num(maps:get(F, M, null)) || M <- L]}
+        || F <- lists:usort(lists:append([maps:keys(M) || M <- L])),
+           not lists:member(F, [<<"rep">>, <<"second">>]),
+           lists:all(fun(M) -> is_number(maps:get(F, M, null)) end, L)]
+       || {K, L} <- lists:sort(maps:to_list(Src)), is_list(L), L =/= [],
+          lists:all(fun(M) -> is_map(M) andalso is_map_key(<<"second">>, M) end, L)]).
 
 time_axis(M) ->
     Bins = key_bins(M),
@@ -278,111 +348,38 @@ numeric_lists(M, Prefix) ->
            _ -> []
        end || {K, V} <- lists:sort(maps:to_list(M))]).
 
-%% Latency percentile curves from histogram snapshots, where present.
-curves(Benchmarks) ->
-    lists:append(
-      [[#{name => <<(maps:get(name, B, <<"?">>))/binary, " ", K/binary>>,
-          unit => maps:get(unit, B, <<>>), points => Points}
-        || {K, V} <- lists:sort(maps:to_list(maps:merge(key_bins(maps:get(counters, B, #{})),
-                                                        key_bins(maps:get(extra, B, #{}))))),
-           is_map(V), binary:match(K, <<"hist">>) =/= nomatch,
-           Points <- [hist_points(V)], Points =/= []]
-       || B <- Benchmarks, is_map(B)]).
-
-hist_points(Map) ->
-    case beamlab_stats_hist:from_map(Map) of
-        {ok, Snap} -> percentile_points(Snap);
-        {error, _} -> []
-    end.
-
-percentile_points(Snap) ->
-    case beamlab_stats_hist:count(Snap) of
-        0 -> [];
-        _ -> [[P, num(V)] || {P, V} <- lists:zip(?CURVE_PS, beamlab_stats_hist:percentiles(Snap, ?CURVE_PS)),
-                             is_number(V)]
-    end.
-
-%% Matrix sweeps: value against scheduler count for each benchmark group,
-%% with speedup (relative to the smallest count, in the benchmark's better
-%% direction) and parallel efficiency.
-scaling(matrix, Benchmarks) ->
-    Points = [{group_of(B), S, maps:get(mean, stats_map(B)), maps:get(better, B),
-               maps:get(unit, B, <<>>)}
-              || B <- Benchmarks, is_map(B), S <- [sched_count(B)], is_number(S), S > 0,
-                 is_map_key(mean, stats_map(B))],
-    Groups = lists:usort([G || {G, _, _, _, _} <- Points]),
-    lists:append([scaling_group(G, lists:keysort(2, [P || {G1, _, _, _, _} = P <- Points, G1 =:= G]))
-                  || G <- Groups]);
-scaling(_, _) ->
-    [].
-
-scaling_group(_G, Ps) when length(Ps) < 2 ->
-    [];
-scaling_group(G, [{_, S0, V0, Better, Unit} | _] = Ps) ->
-    Speed = fun(V) when V == 0 -> 0.0;
-               (V) when Better =:= higher -> V / V0;
-               (V) -> V0 / V
-            end,
-    case V0 == 0 of
-        true -> [];
-        false ->
-            [#{group => G, unit => Unit, better => Better,
-               x => [num(S) || {_, S, _, _, _} <- Ps],
-               y => [num(V) || {_, _, V, _, _} <- Ps],
-               speedup => [num(Speed(V)) || {_, _, V, _, _} <- Ps],
-               efficiency => [num(Speed(V) / (S / S0)) || {_, S, V, _, _} <- Ps]}]
-    end.
-
-group_of(B) ->
-    case maps:get(group, B, <<>>) of
-        <<>> -> maps:get(metric, B, <<"value">>);
-        G -> G
-    end.
-
-sched_count(B) ->
-    Maps = [key_bins(maps:get(params, B, #{})), key_bins(maps:get(extra, B, #{}))],
-    case [V || M <- Maps, K <- ?SCHED_KEYS, V <- [maps:get(K, M, undefined)], is_number(V)] of
-        [S | _] -> S;
-        [] -> undefined
-    end.
-
-stats_map(B) ->
-    case maps:get(stats, B, #{}) of
-        #{mean := _} = S -> S;
-        _ -> case [X || X <- maps:get(samples, B, []), is_number(X)] of
-                 [] -> #{};
-                 Xs -> beamlab_stats:summary(Xs)
-             end
-    end.
-
-%% The env of every run side by side: one row per key, one column per run.
-env_table(Runs) ->
+%% The env of every run side by side: one row per key, one column per run;
+%% `explains' marks the differences that can explain a change (those
+%% `beamlab compare' lists: not the VM's memory use or the load, which
+%% differ on every run); the page shows them first and folds the rest.
+env_table(Runs, Cmp) ->
     Flat = [maps:from_list(beamlab_result_env:flat(R)) || {_, R} <- Runs],
     Keys = lists:usort(lists:append([maps:keys(F) || F <- Flat])),
-    [#{key => K, values => [maps:get(K, F, null) || F <- Flat],
-       differs => length(lists:usort([maps:get(K, F, null) || F <- Flat])) > 1}
-     || K <- Keys].
+    Explaining = case Cmp of
+                     {ok, #{env_diff := D}} -> [K || #{key := K} <- D];
+                     _ -> []
+                 end,
+    Rank = maps:from_list(lists:zip(Explaining, lists:seq(1, length(Explaining)))),
+    Rows = [#{key => K, values => [maps:get(K, F, null) || F <- Flat],
+              differs => length(lists:usort([maps:get(K, F, null) || F <- Flat])) > 1,
+              explains => is_map_key(K, Rank)}
+            || K <- Keys],
+    %% The differences in compare's order (the telling ones first), then the rest.
+    lists:sort(fun(#{key := A}, #{key := B}) ->
+                       {maps:get(A, Rank, infinity), A} =< {maps:get(B, Rank, infinity), B}
+               end, Rows).
 
-compare_model([_]) ->
-    null;
-compare_model(Runs) ->
-    case beamlab_compare:compare(Runs) of
-        {ok, Cmp} ->
-            {Header, Rows} = beamlab_render_compare:rows(Cmp),
-            #{header => Header, rows => Rows, notes => maps:get(notes, Cmp)};
-        {error, _} ->
-            null
-    end.
+compare_model({ok, Cmp}) ->
+    {Header, Rows} = beamlab_render_compare:rows(Cmp),
+    #{header => Header, rows => Rows, notes => maps:get(notes, Cmp)};
+compare_model(_) ->
+    null.
 
 %% Internals: helpers
 
-key_bins(M) when is_map(M) ->
-    maps:fold(fun(K, V, Acc) when is_atom(K) -> Acc#{atom_to_binary(K, utf8) => V};
-                 (K, V, Acc) when is_binary(K) -> Acc#{K => V};
-                 (_, _, Acc) -> Acc
-              end, #{}, M);
-key_bins(_) ->
-    #{}.
+key_bins(M) -> beamlab_report_views:key_bins(M).
+
+num(X) -> beamlab_report_views:num(X).
 
 is_num_list([_ | _] = L) -> lists:all(fun erlang:is_number/1, L);
 is_num_list(_) -> false.
@@ -395,15 +392,6 @@ is_series(_) -> false.
 
 transpose([[] | _]) -> [];
 transpose(Rows) -> [[hd(R) || R <- Rows] | transpose([tl(R) || R <- Rows])].
-
-%% Floats rounded to 6 significant digits keep the page small.
-num(I) when is_integer(I) -> I;
-num(F) when is_float(F), abs(F) < 1.0e-200 -> 0;
-num(F) when is_float(F) ->
-    Digits = 6 - 1 - floor(math:log10(abs(F))),
-    Scale = math:pow(10, Digits),
-    round(F * Scale) / Scale;
-num(Other) -> Other.
 
 pair({Lo, Hi}) -> [num(Lo), num(Hi)];
 pair([Lo, Hi]) -> [num(Lo), num(Hi)];

@@ -224,16 +224,9 @@ limits() ->
 %% are refused before they are parsed.
 -spec load(file:filename()) -> {ok, result()} | {error, error_reason()}.
 load(Path) ->
-    case file:read_file_info(Path) of
-        {ok, #file_info{type = directory}} -> {error, {load, Path, eisdir}};
-        {ok, #file_info{type = regular, size = Size}} when Size > ?MAX_FILE_BYTES ->
-            {error, {load, Path, {too_large, Size}}};
-        {ok, #file_info{}} -> load_file(Path);
-        {error, Reason} -> {error, {load, Path, Reason}}
-    end.
-
-load_file(Path) ->
-    case read_bounded(Path) of
+    %% Bounded in size and time, whatever the file is (a FIFO, /dev/zero):
+    %% beamlab_runtime_file:read/2.
+    case beamlab_runtime_file:read(Path, ?MAX_FILE_BYTES) of
         {ok, Bin} ->
             case count_separators(Bin, 0) of
                 N when N > ?MAX_VALUES -> {error, {load, Path, {too_many_values, N}}};
@@ -248,22 +241,6 @@ load_file(Path) ->
                     end
             end;
         {error, Reason} -> {error, {load, Path, Reason}}
-    end.
-
-%% Reads at most the size limit (plus one byte, to notice more): a FIFO or
-%% a file growing while read cannot make us read without end.
-read_bounded(Path) ->
-    case file:open(Path, [read, raw, binary]) of
-        {ok, Fd} ->
-            try file:read(Fd, ?MAX_FILE_BYTES + 1) of
-                {ok, Bin} when byte_size(Bin) > ?MAX_FILE_BYTES -> {error, {too_large, byte_size(Bin)}};
-                {ok, Bin} -> {ok, Bin};
-                eof -> {ok, <<>>};
-                {error, _} = E -> E
-            after
-                file:close(Fd)
-            end;
-        {error, _} = E -> E
     end.
 
 count_separators(<<$,, Rest/binary>>, N) -> count_separators(Rest, N + 1);
@@ -310,9 +287,8 @@ format_error({load, Path, enoent}) ->
     io_lib:format("~ts: no such file", [Path]);
 format_error({load, Path, {json, Reason}}) ->
     io_lib:format("~ts is not a beamlab result (~ts)", [Path, beamlab_json:format_error(Reason)]);
-format_error({load, Path, {too_large, Size}}) ->
-    io_lib:format("~ts is too large for a beamlab result (~b bytes; at most ~b)",
-                  [Path, Size, ?MAX_FILE_BYTES]);
+format_error({load, Path, {too_large, _Max}}) ->
+    io_lib:format("~ts is too large for a beamlab result (more than ~b bytes)", [Path, ?MAX_FILE_BYTES]);
 format_error({load, Path, {too_many_values, N}}) ->
     io_lib:format("~ts holds too many values for a beamlab result (~b; at most ~b)",
                   [Path, N, ?MAX_VALUES]);
@@ -323,6 +299,10 @@ format_error({load, Path, Reason}) when is_atom(Reason) ->
         not_a_result -> format_error_in(Path, not_a_result);
         _ -> io_lib:format("cannot read ~ts: ~ts", [Path, file:format_error(Reason)])
     end;
+format_error({load, Path, {Read, _} = Reason}) when Read =:= no_writer ->
+    io_lib:format("cannot read ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
+format_error({load, Path, {special, _, _} = Reason}) ->
+    io_lib:format("cannot read ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
 format_error({load, Path, Reason}) ->
     format_error_in(Path, Reason);
 format_error(Reason) ->

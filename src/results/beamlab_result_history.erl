@@ -7,7 +7,9 @@
 %%% by the start of the run alone. A benchmark's change is measured against
 %%% the previous run that has it, with `beamlab_stats:compare/3' (the same
 %%% test, interval and verdict as `beamlab compare'); `faster' and `slower'
-%%% are the significant changes. Pure: takes loaded documents.
+%%% are the significant changes. Iterations counted per sample of D ms are
+%%% taken per second (`beamlab_format_units:per_second/1'), so runs with
+%%% another sample duration stay comparable. Pure: takes loaded documents.
 -module(beamlab_result_history).
 
 -export([history/2, order/2, git/1, significant/1, format_error/1]).
@@ -137,7 +139,7 @@ trend(Name, Runs, Conf) ->
                 [{_, B0} | _] -> B0;
                 [] -> find_any(Name, Runs)
             end,
-    #{name => Name, unit => maps:get(unit, Bench), better => maps:get(better, Bench),
+    #{name => Name, unit => element(2, beamlab_format_units:per_second(Bench)), better => maps:get(better, Bench),
       points => [point(I, B) || {I, B} <- Found],
       changes => [change(I0, B0, I1, B1, Conf) || {{I0, B0}, {I1, B1}} <- pairs(Found)]}.
 
@@ -145,14 +147,24 @@ pairs([A, B | T]) -> [{A, B} | pairs([B | T])];
 pairs(_) -> [].
 
 point(I, #{stats := S} = B) ->
+    {F, _} = beamlab_format_units:per_second(B),
     #{run => I, n => maps:get(count, maps:get(sample_info, B), maps:get(n, S)),
-      mean => maps:get(mean, S), ci => maps:get(ci_mean, S, null)}.
+      mean => maps:get(mean, S) * F, ci => case maps:get(ci_mean, S, null) of
+                                               {Lo, Hi} -> {Lo * F, Hi * F};
+                                               _ -> null
+                                           end}.
 
-change(I0, #{unit := U0}, I1, #{unit := U1}, _Conf) when U0 =/= U1 ->
-    #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch};
 change(I0, B0, I1, B1, Conf) ->
-    C = beamlab_stats:compare(maps:get(samples, B0), maps:get(samples, B1),
-                              #{better => maps:get(better, B1), confidence => Conf}),
+    {F0, U0} = beamlab_format_units:per_second(B0),
+    {F1, U1} = beamlab_format_units:per_second(B1),
+    case U0 =:= U1 of
+        true -> change(I0, [X * F0 || X <- maps:get(samples, B0)], I1, [X * F1 || X <- maps:get(samples, B1)],
+                       maps:get(better, B1), Conf);
+        false -> #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch}
+    end.
+
+change(I0, S0, I1, S1, Better, Conf) ->
+    C = beamlab_stats:compare(S0, S1, #{better => Better, confidence => Conf}),
     #{from => I0, to => I1, change => null_if_undefined(maps:get(change, C)),
       ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
       verdict => maps:get(verdict, C)}.

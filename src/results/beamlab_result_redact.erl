@@ -1,8 +1,13 @@
-%%% @doc Secrets never leave beamlab: the password of a URI
-%%% (`amqp://user:PASSWORD@host') and the value of `--cookie' are masked
-%%% as `****' in any text, and in every string of a result document
-%%% (command line, emulator arguments, params, env) before it is printed,
-%%% saved or embedded in a report.
+%%% @doc Secrets never leave beamlab (the secret policy, docs/reliability.md
+%%% "Secrets"): the password of a URI (`amqp://user:PASSWORD@host'), the
+%%% value of `--cookie' and of the emulator flag `-setcookie' (as separate
+%%% arguments or inside one string: `--vm-args "-setcookie X"', a node's
+%%% `ERL_FLAGS'), and the value of an environment assignment or a field
+%%% whose name says it is a secret (`RABBITMQ_ERLANG_COOKIE=X',
+%%% `"password": X') are masked as `****' in any text, and in every string
+%%% of a result document (command line, emulator arguments, params, env,
+%%% a watched node's arguments) before it is printed, saved or embedded in
+%%% a report; the command line's error lines go through it too.
 -module(beamlab_result_redact).
 
 -export([text/1, document/1, argv/1]).
@@ -11,41 +16,67 @@
 %% scheme://user:password@host - the password runs to the '@' that starts
 %% the host (so an unencoded '@' or a space in a password is masked too).
 -define(URI_RE, "([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\\s\"]*:)[^\"\\n]*?@(?=[^@/\\s\"]*(?:[/\\s\"?#]|$))").
+%% A cookie flag and its value inside one string: "-setcookie X",
+%% "--cookie X", "--cookie=X" (the value may be quoted).
+-define(FLAG_RE, "((?:^|[\\s\"'])(?:-setcookie|--cookie)(?:=|\\s+))(?:'[^']*'|\"[^\"]*\"|[^\\s\"']+)").
+%% NAME=VALUE where NAME says it holds a secret (an environment variable).
+-define(ASSIGN_RE, "((?:^|[\\s\"'])[A-Za-z_]*(?:COOKIE|PASSWORD|PASSWD|SECRET)[A-Za-z0-9_]*=)"
+                   "(?:'[^']*'|\"[^\"]*\"|[^\\s\"']+)").
+%% Field names whose values are secrets.
+-define(SECRET_KEY_RE, "(?i)cookie|password|passwd|secret").
 
-%% @doc The text with every URI password masked.
+%% @doc The text with every secret it holds masked.
 -spec text(unicode:chardata()) -> binary().
 text(Text) when is_binary(Text) ->
-    case binary:match(Text, <<"://">>) of
-        nomatch -> Text;
-        _ ->
-            Opts = case unicode:characters_to_binary(Text) of
-                       Text -> [unicode];
-                       _ -> []  % not UTF-8: masked byte-wise
-                   end,
-            re:replace(Text, ?URI_RE, "\\1" ?MASK "@", [global, {return, binary} | Opts])
-    end;
+    Opts = case unicode:characters_to_binary(Text) of
+               Text -> [unicode];
+               _ -> []  % not UTF-8: masked byte-wise
+           end,
+    lists:foldl(fun({Probe, Re, Repl}, Acc) ->
+                        case binary:match(Acc, Probe) of
+                            nomatch -> Acc;
+                            _ -> re:replace(Acc, Re, Repl, [global, {return, binary} | Opts])
+                        end
+                end, Text,
+                [{<<"://">>, ?URI_RE, "\\1" ?MASK "@"},
+                 {<<"cookie">>, ?FLAG_RE, "\\1" ?MASK},
+                 {<<"=">>, ?ASSIGN_RE, "\\1" ?MASK}]);
 text(Text) ->
     case unicode:characters_to_binary(Text) of
         B when is_binary(B) -> text(B);
         _ -> text(iolist_to_binary(io_lib:format("~tp", [Text])))
     end.
 
-%% @doc A command line with URI passwords and `--cookie' values masked.
+%% @doc A command line with every secret masked: the value after
+%% `--cookie' or `-setcookie', and what {@link text/1} masks in each
+%% argument.
 -spec argv([unicode:chardata()]) -> [binary()].
 argv(Args) ->
     mask_cookie([text(A) || A <- Args]).
 
-mask_cookie([<<"--cookie">>, _ | Rest]) -> [<<"--cookie">>, <<?MASK>> | mask_cookie(Rest)];
-mask_cookie([<<"--cookie=", _/binary>> | Rest]) -> [<<"--cookie=" ?MASK>> | mask_cookie(Rest)];
-mask_cookie([<<"-setcookie">>, _ | Rest]) -> [<<"-setcookie">>, <<?MASK>> | mask_cookie(Rest)];
+mask_cookie([Flag, _ | Rest]) when Flag =:= <<"--cookie">>; Flag =:= <<"-setcookie">> ->
+    [Flag, <<?MASK>> | mask_cookie(Rest)];
 mask_cookie([A | Rest]) -> [A | mask_cookie(Rest)];
 mask_cookie([]) -> [].
 
 %% @doc The document (or any JSON-like term) with secrets masked in every
-%% string; lists of strings are treated as command lines.
+%% string; lists of strings are treated as command lines; the value of a
+%% field named after a secret (`cookie', `password'...) and the values of
+%% an emulator flag entry `#{flag => setcookie, values => [...]}' (the
+%% environment report's arguments) are masked whole.
 -spec document(T) -> T.
+document(#{flag := Flag, values := Values} = M) when is_list(Values) ->
+    case is_cookie_flag(Flag) of
+        true -> M#{values := [<<?MASK>> || _ <- Values]};
+        false -> maps:map(fun field/2, M)
+    end;
+document(#{<<"flag">> := Flag, <<"values">> := Values} = M) when is_list(Values) ->
+    case is_cookie_flag(Flag) of
+        true -> M#{<<"values">> := [<<?MASK>> || _ <- Values]};
+        false -> maps:map(fun field/2, M)
+    end;
 document(M) when is_map(M) ->
-    maps:map(fun(_K, V) -> document(V) end, M);
+    maps:map(fun field/2, M);
 document(L) when is_list(L) ->
     case L =/= [] andalso lists:all(fun erlang:is_binary/1, L) of
         true -> argv(L);
@@ -55,3 +86,28 @@ document(B) when is_binary(B) ->
     text(B);
 document(Other) ->
     Other.
+
+field(Key, V) when is_binary(V); is_list(V) ->
+    case secret_key(Key) of
+        true -> mask_value(V);
+        false -> document(V)
+    end;
+field(_Key, V) ->
+    document(V).
+
+mask_value(V) when is_binary(V) -> <<?MASK>>;
+mask_value([]) -> [];
+mask_value(L) when is_list(L) ->
+    case io_lib:printable_unicode_list(L) of
+        true -> <<?MASK>>;
+        false -> [mask_value(X) || X <- L]
+    end;
+mask_value(Other) -> document(Other).
+
+secret_key(K) when is_atom(K) -> secret_key(atom_to_binary(K));
+secret_key(K) when is_binary(K) -> re:run(K, ?SECRET_KEY_RE) =/= nomatch;
+secret_key(_) -> false.
+
+is_cookie_flag(F) when is_atom(F) -> is_cookie_flag(atom_to_binary(F));
+is_cookie_flag(F) when is_binary(F) -> lists:member(F, [<<"setcookie">>, <<"-setcookie">>, <<"cookie">>]);
+is_cookie_flag(_) -> false.

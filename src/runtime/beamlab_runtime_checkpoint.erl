@@ -100,6 +100,9 @@ due(Current, _Pace, Now) ->
 cause(1) ->
     "likely out of memory (an allocation too large to fit; the emulator's line above "
     "names it) or a halt(1) or halt(\"Slogan\") call beamlab could not see in the code";
+cause(130) ->
+    "interrupted: SIGINT reached the VM alone, which cannot catch it (what was measured up to "
+    "its last checkpoint, at most a second before, is kept)";
 cause(137) ->
     "killed by SIGKILL: likely the kernel's out-of-memory killer (or a kill -9)";
 cause(134) ->

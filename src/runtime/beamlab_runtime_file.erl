@@ -9,7 +9,7 @@
 -module(beamlab_runtime_file).
 
 -export([write/2, write_atomic/2, write_atomic/3, write_new/2, write_unique/2, check_target/1,
-         private_dir/1, format_error/1]).
+         read/2, read/3, private_dir/1, format_error/1]).
 
 -include_lib("kernel/include/file.hrl").
 
@@ -18,19 +18,25 @@
 -type path_error() :: empty | {not_a_directory, file:filename()} | {link, file:filename()}
                     | {foreign_link, file:filename(), non_neg_integer()}
                     | {foreign_dir, file:filename(), non_neg_integer()}
-                    | {special, file:filename(), block_device | socket | unknown}
+                    | {special, file:filename(), special()}
                     | {link_loop, file:filename()} | {no_reader, file:filename(), pos_integer()}
                     | file:posix().
 -type written() :: new | replaced | in_place.
--export_type([target/0, in_place/0, path_error/0, written/0]).
+-type read_error() :: file:posix() | {too_large, pos_integer()} | {no_writer, non_neg_integer()}
+                    | {special, file:filename(), special()} | badarg.
+-type special() :: block_device | socket | character_device | fifo | unknown.
+-export_type([target/0, in_place/0, path_error/0, written/0, read_error/0]).
 
 -define(TMP_TRIES, 8).
 %% write_unique/2 tries Path, Path-2 ... Path-<this>.
 -define(MAX_SUFFIX, 1000).
 %% Links followed while resolving one path (the kernel's own limit).
 -define(MAX_LINKS, 40).
-%% How long a FIFO may stay without a reader before the write gives up.
+%% How long a FIFO may stay without a reader before the write gives up,
+%% and how long reading a FIFO or a character device may take.
 -define(FIFO_OPEN_MS, 10000).
+-define(STREAM_READ_MS, 10000).
+-define(READ_CHUNK, 1048576).
 %% File type bits of st_mode.
 -define(S_IFMT, 8#170000).
 -define(S_IFSOCK, 8#140000).
@@ -45,11 +51,12 @@
 %% what was done.
 -spec write(file:filename(), iodata()) -> {ok, written()} | {error, path_error() | badarg | terminated}.
 write(Path, Data) ->
+    Native = beamlab_runtime_text:native_name(Path),
     case check_target(Path) of
-        {ok, new} -> ok_as(write_atomic(Path, Data), new);
-        {ok, exists} -> ok_as(write_atomic(Path, Data), replaced);
+        {ok, new} -> ok_as(write_atomic(Native, Data), new);
+        {ok, exists} -> ok_as(write_atomic(Native, Data), replaced);
         {ok, directory} -> {error, eisdir};
-        {ok, {in_place, Where}} -> ok_as(write_in_place(Path, Where, Data), in_place);
+        {ok, {in_place, Where}} -> ok_as(write_in_place(Native, Where, Data), in_place);
         {error, _} = E -> E
     end.
 
@@ -63,20 +70,34 @@ write_in_place(_Path, standard_error, Data) ->
 write_in_place(Path, _Device, Data) ->
     %% Opening a FIFO waits for a reader: done aside, with a time limit
     %% (a process stuck in open(2) is left behind; the VM can still stop).
-    {Pid, Ref} = spawn_monitor(fun() ->
-                                       exit(case file:open(Path, [write, raw, binary]) of
-                                                {ok, Fd} ->
-                                                    W = file:write(Fd, Data),
-                                                    _ = file:close(Fd),
-                                                    W;
-                                                {error, _} = E -> E
-                                            end)
-                               end),
+    aside(fun() ->
+                  case file:open(Path, [write, raw, binary]) of
+                      {ok, Fd} ->
+                          W = file:write(Fd, Data),
+                          _ = file:close(Fd),
+                          W;
+                      {error, _} = E -> E
+                  end
+          end, ?FIFO_OPEN_MS, {error, {no_reader, beamlab_runtime_text:display(Path), ?FIFO_OPEN_MS div 1000}}).
+
+%% Runs Fun in a process of its own and returns what it returns, or
+%% `Late' after `Ms' (the process is killed; one stuck in open(2) stays
+%% behind until it returns, which does not keep the VM from stopping).
+aside(Fun, Ms, Late) ->
+    Parent = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() -> Parent ! {Ref, Fun()} end),
     receive
-        {'DOWN', Ref, process, Pid, Result} -> Result
-    after ?FIFO_OPEN_MS ->
+        {Ref, Result} ->
+            erlang:demonitor(MRef, [flush]),
+            Result;
+        {'DOWN', MRef, process, Pid, Why} ->
+            {error, Why}
+    after Ms ->
             exit(Pid, kill),
-            {error, {no_reader, Path, ?FIFO_OPEN_MS div 1000}}
+            erlang:demonitor(MRef, [flush]),
+            receive {Ref, _} -> ok after 0 -> ok end,
+            Late
     end.
 
 %% @doc Writes `Data' to `Path' through a temporary file beside it, created
@@ -141,7 +162,7 @@ write_unique(Path, Data, N) ->
                     _ -> filename:rootname(Path) ++ "-" ++ integer_to_list(N) ++ filename:extension(Path)
                 end,
     Checked = case check_target(Candidate) of
-                  {ok, new} -> write_new(Candidate, Data);
+                  {ok, new} -> write_new(beamlab_runtime_text:native_name(Candidate), Data);
                   {ok, _} -> {error, eexist};  % anything there is kept: try the next name
                   {error, _} = E -> E
               end,
@@ -170,7 +191,7 @@ check_target(Path) ->
     case stream(Path) of
         {ok, Stream} -> {ok, {in_place, Stream}};
         none ->
-            try classify(Path)
+            try classify(beamlab_runtime_text:native_name(Path))
             catch throw:{path, Why} -> {error, Why}
             end
     end.
@@ -188,7 +209,7 @@ classify(Path) ->
                 absolute -> "/";
                 _ -> "."
             end,
-    Parts = [{P, user} || P <- filename:split(Path), P =/= "/"],
+    Parts = [{P, user} || P <- filename:split(Path), P =/= "/", P =/= <<"/">>],
     case walk(Start, Parts, ?MAX_LINKS, none) of
         {missing, _Dir, _Shown, Link} when Link =/= none ->
             throw({path, {link, Link}});
@@ -224,7 +245,7 @@ final(_Real, Shown, #file_info{mode = Mode}, _Link) ->
 %% or `link' (from a link's target: shown as the path on disk).
 walk(Cur, [], _Hops, Link) ->
     {ok, Info} = file:read_file_info(Cur),
-    {found, Cur, Cur, Info, Link};
+    {found, Cur, beamlab_runtime_text:display(Cur), Info, Link};
 walk(Cur, [{Part, From} | Rest], Hops, Link) ->
     Next = filename:join(Cur, Part),
     Shown = shown(Next, From),
@@ -266,8 +287,8 @@ follow(Cur, Link, Shown, Rest, Hops, Named) ->
             end
     end.
 
-shown(Path, user) -> strip_dot(Path);
-shown(Path, link) -> Path.
+shown(Path, user) -> strip_dot(beamlab_runtime_text:display(Path));
+shown(Path, link) -> beamlab_runtime_text:display(Path).
 
 strip_dot("./" ++ P) -> P;
 strip_dot(P) -> P.
@@ -276,7 +297,7 @@ strip_dot(P) -> P.
 trusted_dir(Dir) ->
     case file:read_file_info(Dir) of
         {ok, #file_info{uid = Uid}} ->
-            trusted(Uid) orelse throw({path, {foreign_dir, strip_dot(Dir), Uid}}),
+            trusted(Uid) orelse throw({path, {foreign_dir, strip_dot(beamlab_runtime_text:display(Dir)), Uid}}),
             ok;
         {error, Reason} -> throw({path, Reason})
     end.
@@ -289,6 +310,67 @@ my_uid() ->
     case file:read_file_info("/proc/self") of
         {ok, #file_info{uid = Uid}} -> Uid;
         {error, _} -> 0
+    end.
+
+%% @doc Reads a whole file a user named, bounded (the input policy,
+%% docs/reliability.md "Input"): at most `Max' bytes (`{too_large, Max}'
+%% beyond, found from a regular file's size before reading, or while
+%% reading anything else, so `/dev/zero' costs `Max' bytes at most); a
+%% FIFO or a character device must deliver within 10 s (a FIFO nobody
+%% writes to is `{no_writer, 10}', not a hang); a directory is `eisdir';
+%% a block device or a socket is refused.
+-spec read(file:filename_all(), pos_integer()) -> {ok, binary()} | {error, read_error()}.
+read(Path, Max) ->
+    read(Path, Max, #{}).
+
+%% @doc As {@link read/2}; `streams => false' refuses a FIFO or a
+%% character device at once (where only regular files make sense: the
+%% files of /proc and /sys).
+-spec read(file:filename_all(), pos_integer(), #{streams => boolean()}) ->
+          {ok, binary()} | {error, read_error()}.
+read(Path, Max, Opts) ->
+    Native = beamlab_runtime_text:native_name(Path),
+    Streams = maps:get(streams, Opts, true),
+    case file:read_file_info(Native) of
+        {ok, #file_info{type = directory}} -> {error, eisdir};
+        {ok, #file_info{type = regular, size = Size}} when Size > Max -> {error, {too_large, Max}};
+        {ok, #file_info{type = regular}} -> read_bounded(Native, Max, infinity);
+        {ok, #file_info{mode = Mode}} ->
+            case Mode band ?S_IFMT of
+                T when Streams, T =:= ?S_IFCHR orelse T =:= ?S_IFIFO ->
+                    read_bounded(Native, Max, ?STREAM_READ_MS);
+                ?S_IFCHR -> {error, {special, beamlab_runtime_text:display(Path), character_device}};
+                ?S_IFIFO -> {error, {special, beamlab_runtime_text:display(Path), fifo}};
+                ?S_IFBLK -> {error, {special, beamlab_runtime_text:display(Path), block_device}};
+                ?S_IFSOCK -> {error, {special, beamlab_runtime_text:display(Path), socket}};
+                _ -> {error, {special, beamlab_runtime_text:display(Path), unknown}}
+            end;
+        {error, _} = E -> E
+    end.
+
+%% Reads in chunks until the end or past `Max'; aside, with a time limit
+%% (opening a FIFO waits for a writer; a process stuck in open(2) is left
+%% behind, the VM can still stop).
+read_bounded(Path, Max, Timeout) ->
+    aside(fun() ->
+                  case file:open(Path, [read, raw, binary]) of
+                      {ok, Fd} ->
+                          try read_chunks(Fd, Max, 0, [])
+                          after file:close(Fd)
+                          end;
+                      {error, _} = E -> E
+                  end
+          end, Timeout, case Timeout of
+                            infinity -> {error, timeout};  % (never: no limit)
+                            _ -> {error, {no_writer, Timeout div 1000}}
+                        end).
+
+read_chunks(Fd, Max, Size, Acc) ->
+    case file:read(Fd, min(?READ_CHUNK, Max + 1 - Size)) of
+        {ok, Bin} when Size + byte_size(Bin) > Max -> {error, {too_large, Max}};
+        {ok, Bin} -> read_chunks(Fd, Max, Size + byte_size(Bin), [Bin | Acc]);
+        eof -> {ok, iolist_to_binary(lists:reverse(Acc))};
+        {error, _} = E -> E
     end.
 
 %% @doc A new directory only this user can enter (mode 0700), named
@@ -333,15 +415,17 @@ format_error({foreign_link, Link, Uid}) ->
 format_error({foreign_dir, Dir, Uid}) ->
     text("~ts belongs to another user (uid ~b): beamlab writes only in directories owned "
          "by you or root", [Dir, Uid]);
+format_error({special, Path, What}) when What =:= character_device; What =:= fifo ->
+    text("~ts is ~ts, not a regular file", [Path, special_text(What)]);
 format_error({special, Path, What}) ->
-    text("~ts is ~ts: beamlab writes only regular files, character devices and FIFOs",
-         [Path, case What of
-                    block_device -> "a block device";
-                    socket -> "a socket";
-                    unknown -> "neither a file nor a device"
-                end]);
+    text("~ts is ~ts: beamlab reads and writes only regular files, character devices and FIFOs",
+         [Path, special_text(What)]);
 format_error({link_loop, Link}) ->
     text("~ts: too many levels of symbolic links", [Link]);
+format_error({too_large, Max}) ->
+    text("larger than the limit of ~ts", [beamlab_format_units:bytes(Max)]);
+format_error({no_writer, Secs}) ->
+    text("nothing came within ~b s (a FIFO nobody writes to?)", [Secs]);
 format_error({no_reader, Path, Secs}) ->
     text("~ts is a FIFO and nothing opened it for reading within ~b s", [Path, Secs]);
 format_error(Reason) when is_atom(Reason) ->
@@ -349,14 +433,23 @@ format_error(Reason) when is_atom(Reason) ->
 format_error(Reason) ->
     text("~0tp", [Reason]).
 
+special_text(block_device) -> "a block device";
+special_text(socket) -> "a socket";
+special_text(character_device) -> "a character device";
+special_text(fifo) -> "a FIFO";
+special_text(unknown) -> "neither a file nor a device".
+
 text(Format, Args) ->
     unicode:characters_to_list(io_lib:format(Format, Args)).
 
 write_tmp(_Path, _Data, _Sync, 0) ->
     {error, eexist};
 write_tmp(Path, Data, Sync, Tries) ->
-    Tmp = unicode:characters_to_list(
-            io_lib:format("~ts.~s.~b.tmp", [Path, os:getpid(), erlang:unique_integer([positive])])),
+    Suffix = io_lib:format(".~s.~b.tmp", [os:getpid(), erlang:unique_integer([positive])]),
+    Tmp = case is_binary(Path) of
+              true -> iolist_to_binary([Path, Suffix]);  % a raw file name
+              false -> unicode:characters_to_list([Path, Suffix])
+          end,
     case file:open(Tmp, [write, exclusive, raw, binary]) of
         {ok, Fd} ->
             Written = case file:write(Fd, Data) of

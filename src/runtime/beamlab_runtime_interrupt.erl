@@ -38,13 +38,14 @@
 -module(beamlab_runtime_interrupt).
 -behaviour(gen_event).
 
--export([install/0, subscribe/0, unsubscribe/0, interrupted/0, reset/0, simulate/0,
+-export([install/0, install/1, subscribe/0, unsubscribe/0, interrupted/0, reset/0, simulate/0,
          exit_code/0]).
 -export([init/1, handle_event/2, handle_call/2, handle_info/2, terminate/2, code_change/3]).
 
 -define(FLAG, {?MODULE, interrupted}).
 
 -record(st, {owner = false :: boolean(),                 % installed: we own SIGTERM
+             halt_code = 130 :: non_neg_integer(),       % the status of a halt from here
              subs = #{} :: #{pid() => reference()},
              measured = false :: boolean(),              % someone subscribed once
              terms = 0 :: non_neg_integer(),             % SIGTERMs received
@@ -56,27 +57,79 @@
 
 %% Signals within this many ms of an interrupt belong to it.
 -define(SAME_EVENT_MS, 1000).
+%% How often the VM checks that the launcher is still there.
+-define(LAUNCHER_POLL_MS, 500).
 
-%% @doc Takes over SIGTERM (and SIGUSR2, the launcher's forwarded
-%% interrupt) for this VM. Idempotent.
+%% @doc Takes over the stop signals (SIGTERM, SIGHUP, SIGQUIT, and
+%% SIGUSR2, the launcher's forwarded interrupt) for this VM. Idempotent.
 -spec install() -> ok.
 install() ->
+    install(#{}).
+
+%% @doc As {@link install/0}; under the escript's launcher (`launcher =>
+%% true') a halt from here ends with status 203, which the launcher
+%% reports as 130, so that a VM killed by SIGINT (which the VM cannot
+%% catch; the shell sees 130) is told apart. Also, under the launcher,
+%% the VM watches it: if the launcher disappears (SIGKILL, the VM runs in
+%% a session of its own so a signal to the launcher's group does not
+%% reach it), that is an interrupt.
+-spec install(#{launcher => boolean(), private_dir => string()}) -> ok.
+install(Opts) ->
+    Launched = maps:get(launcher, Opts, false),
     Handlers = gen_event:which_handlers(erl_signal_server),
-    ok = os:set_signal(sigterm, handle),
-    ok = os:set_signal(sigusr2, handle),
-    case {lists:member(?MODULE, Handlers), lists:member(erl_signal_handler, Handlers)} of
-        {true, true} ->
-            %% Added by a library subscribe: the default handler goes now.
-            ok = gen_event:call(erl_signal_server, ?MODULE, own),
-            ok = gen_event:delete_handler(erl_signal_server, erl_signal_handler, []),
+    _ = [ok = os:set_signal(S, handle) || S <- [sigterm, sighup, sigquit, sigusr2]],
+    ok = case {lists:member(?MODULE, Handlers), lists:member(erl_signal_handler, Handlers)} of
+             {true, true} ->
+                 %% Added by a library subscribe: the default handler goes now.
+                 ok = gen_event:call(erl_signal_server, ?MODULE, own),
+                 ok = gen_event:delete_handler(erl_signal_server, erl_signal_handler, []),
+                 ok;
+             {true, false} ->
+                 gen_event:call(erl_signal_server, ?MODULE, own);
+             {false, true} ->
+                 ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
+                                             {?MODULE, owner});
+             {false, false} ->
+                 ok = gen_event:add_handler(erl_signal_server, ?MODULE, owner)
+         end,
+    case Launched of
+        true ->
+            ok = gen_event:call(erl_signal_server, ?MODULE, {halt_code, 203}),
+            watch_launcher(maps:get(private_dir, Opts, ""));
+        false -> ok
+    end.
+
+%% The launcher is our parent: once our parent is another process (we
+%% were orphaned), it is gone, and its private directory is removed in
+%% its place (checkpoints are not written into a removed directory).
+%% Linux only (/proc); elsewhere no watch.
+watch_launcher(Dir) ->
+    case parent() of
+        {ok, Launcher} ->
+            _ = spawn(fun() -> watch_launcher(Launcher, Dir) end),
             ok;
-        {true, false} ->
-            gen_event:call(erl_signal_server, ?MODULE, own);
-        {false, true} ->
-            ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
-                                        {?MODULE, owner});
-        {false, false} ->
-            ok = gen_event:add_handler(erl_signal_server, ?MODULE, owner)
+        error -> ok
+    end.
+
+watch_launcher(Launcher, Dir) ->
+    receive after ?LAUNCHER_POLL_MS -> ok end,
+    case parent() of
+        {ok, Launcher} -> watch_launcher(Launcher, Dir);
+        _ ->
+            _ = Dir =/= "" andalso file:del_dir_r(Dir),
+            gen_event:notify(erl_signal_server, launcher_gone)
+    end.
+
+parent() ->
+    case file:read_file("/proc/self/stat") of
+        {ok, Stat} ->
+            %% pid (comm) state ppid ...: the name may hold spaces and ')'.
+            [_, After] = string:split(Stat, <<")">>, trailing),
+            case string:lexemes(After, " ") of
+                [_State, PPid | _] -> {ok, PPid};
+                _ -> error
+            end;
+        {error, _} -> error
     end.
 
 %% @doc The calling process will receive `{beamlab_interrupt, sigterm}'
@@ -147,10 +200,16 @@ init(_) -> {ok, #st{}}.
 
 %% @private
 -spec handle_event(term(), #st{}) -> {ok, #st{}}.
-handle_event(sigterm, #st{terms = T} = St) ->
+handle_event(Direct, #st{terms = T} = St) when Direct =:= sigterm; Direct =:= sighup;
+                                               Direct =:= sigquit ->
+    %% Every stop signal is an interrupt (docs/reliability.md "Signals").
     {ok, signal(St#st{terms = T + 1})};
 handle_event(sigusr2, #st{owner = true, forwarded = F} = St) ->
     {ok, signal(St#st{forwarded = F + 1})};
+handle_event(launcher_gone, #st{owner = true, simulated = S} = St) ->
+    %% Nobody waits for us any more: stop as interrupted (what was
+    %% measured is still saved).
+    {ok, interrupt(St#st{simulated = S + 1})};
 handle_event(_Other, St) ->
     {ok, St}.
 
@@ -171,11 +230,11 @@ signal(#st{terms = T, forwarded = F, seen = Seen, events = E, last = Last} = St)
 count(#st{events = E, simulated = S}) ->
     E + S.
 
-interrupt(#st{owner = Owner, subs = Subs, measured = Measured} = St) ->
+interrupt(#st{owner = Owner, subs = Subs, measured = Measured, halt_code = Halt} = St) ->
     case Owner andalso count(St) >= 2 of
         true ->
             io:put_chars(standard_error, "\nbeamlab: interrupted twice, stopping now\n"),
-            erlang:halt(130);
+            erlang:halt(Halt);
         false ->
             persistent_term:put(?FLAG, true),
             _ = [Pid ! {beamlab_interrupt, sigterm} || Pid <- maps:keys(Subs)],
@@ -183,7 +242,7 @@ interrupt(#st{owner = Owner, subs = Subs, measured = Measured} = St) ->
             %% is ours). After a measurement the command is printing and
             %% saving its result: let it finish.
             _ = Owner andalso map_size(Subs) =:= 0 andalso not Measured
-                andalso erlang:halt(130),
+                andalso erlang:halt(Halt),
             St
     end.
 
@@ -208,6 +267,8 @@ handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
     end;
 handle_call(own, St) ->
     {ok, ok, St#st{owner = true}};
+handle_call({halt_code, Code}, St) ->
+    {ok, ok, St#st{halt_code = Code}};
 handle_call(simulate, #st{simulated = S} = St) ->
     {ok, ok, interrupt(St#st{simulated = S + 1})}.
 

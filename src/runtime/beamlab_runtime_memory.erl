@@ -13,7 +13,8 @@
 %%% could be read (not Linux).
 -module(beamlab_runtime_memory).
 
--export([headroom/0, heap_limit/0, heap_limit/1, parse_kb_field/2, parse_limit/1]).
+-export([headroom/0, heap_limit/0, heap_limit/1, parse_kb_field/2, parse_limit/1,
+         watch_heap_limit/0, unwatch_heap_limit/0, heap_limit_filter/2]).
 
 %% A process may take a quarter of the headroom: a copying collection
 %% needs room for the old and the new heap at once, and other processes
@@ -22,6 +23,7 @@
 %% Never limit a process below this (a tiny headroom reading must not
 %% break ordinary runners).
 -define(FLOOR, 64 * 1024 * 1024).
+-define(HEAP_FILTER, beamlab_heap_limit).
 
 %% @doc Bytes this VM can still allocate, or `unknown'.
 -spec headroom() -> pos_integer() | unknown.
@@ -42,6 +44,36 @@ heap_limit() ->
 -spec heap_limit(pos_integer() | unknown) -> pos_integer() | infinity.
 heap_limit(unknown) -> infinity;
 heap_limit(Headroom) -> max(?FLOOR, Headroom div ?SHARE).
+
+%% @doc Tells who hit the heap limit: the emulator's report of a process
+%% killed at its `max_heap_size' (set with `error_logger => true') is
+%% turned into `{beamlab_heap_limit, Pid}', sent to that process's group
+%% leader (a job's proxy passes it to the job), and is not logged: the
+%% job reports it in one line. A process that was killed otherwise
+%% (`exit(self(), kill)') sends no such report.
+-spec watch_heap_limit() -> ok.
+watch_heap_limit() ->
+    case logger:add_primary_filter(?HEAP_FILTER, {fun ?MODULE:heap_limit_filter/2, []}) of
+        ok -> ok;
+        {error, {already_exist, _}} -> ok
+    end.
+
+%% @doc Removes the filter of {@link watch_heap_limit/0}.
+-spec unwatch_heap_limit() -> ok.
+unwatch_heap_limit() ->
+    _ = logger:remove_primary_filter(?HEAP_FILTER),
+    ok.
+
+%% @private The logger filter of {@link watch_heap_limit/0}.
+-spec heap_limit_filter(logger:log_event(), term()) -> logger:filter_return().
+heap_limit_filter(#{msg := {Format, _}, meta := #{pid := Pid, gl := Gl, error_logger := #{emulator := true}}},
+                  _) when is_list(Format), is_pid(Gl) ->
+    case string:find(Format, "maximum heap size reached") of
+        nomatch -> ignore;
+        _ -> Gl ! {beamlab_heap_limit, Pid}, stop
+    end;
+heap_limit_filter(_Event, _) ->
+    ignore.
 
 %% @doc The value of a `Name: N kB' line (meminfo, status) in bytes.
 -spec parse_kb_field(binary(), binary()) -> non_neg_integer() | undefined.

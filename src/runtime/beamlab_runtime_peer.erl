@@ -17,8 +17,9 @@
 
 -compile({no_auto_import, [node/1]}).
 
--export([start/1, stop/1, call/4, call/5, interrupt/1, run/3, node/1, split_args/1, parse_args/1,
-         parse_words/1, ensure_dist/0, start_dist/1, flavor_args/1, format_error/1]).
+-export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, interrupt/1, run/3, node/1,
+         split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1,
+         cookie/1, set_cookie/2, flavor_args/1, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -29,10 +30,12 @@
                   flavor => beamlab_runtime_otp:flavor(), % emulator flavour, proven after start
                   timeout => timeout(),
                   load => boolean()}.          % load beamlab's modules (default true)
--type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist}.
+-type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
+                os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
 -type run_out() :: #{exit := integer(), result := term(), env := term()}.
--type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}.
+-type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}
+                   | {vm_unresponsive, pos_integer()}.
 -type dist_opts() :: #{name := string(),              % name@host: host is a local address
                        cookie => string(),
                        port => inet:port_number(),      % fixed distribution port
@@ -119,6 +122,15 @@ stop(#{peer := Pid}) ->
     catch exit:_ -> ok
     end.
 
+%% @doc Ends a VM that stopped answering (frozen, stuck): SIGKILL to its
+%% OS process, then {@link stop/1}, which no longer waits for it.
+-spec kill(vm()) -> ok.
+kill(#{os_pid := OsPid} = Vm) ->
+    _ = os:cmd("kill -KILL " ++ OsPid ++ " 2>/dev/null"),
+    stop(Vm);
+kill(Vm) ->
+    stop(Vm).
+
 %% @doc Calls `M:F(A)' in the VM; raises what the call raised there.
 -spec call(vm(), module(), atom(), [term()]) -> term().
 call(Vm, M, F, A) ->
@@ -140,7 +152,9 @@ call(#{peer := Pid}, M, F, A, Timeout) ->
 %% A `{beamlab_interrupt, _}' message reaching the caller while `Main'
 %% runs is passed on to the VM ({@link beamlab_runtime_interrupt:simulate/0}
 %% there), so the command stops early and returns what it measured; the
-%% message is put back in the caller's mailbox afterwards.
+%% message is put back in the caller's mailbox afterwards. A VM that has
+%% not returned {@link interrupt_grace/0} ms after that (frozen, stuck) is
+%% killed: `{error, {vm_unresponsive, Ms}}'.
 -spec run(opts(), call_spec(), call_spec()) -> {ok, run_out()} | {error, run_error()}.
 run(Opts, {M, F, A}, {EM, EF, EA}) ->
     case start(Opts) of
@@ -150,6 +164,9 @@ run(Opts, {M, F, A}, {EM, EF, EA}) ->
                 Env = call(Vm, EM, EF, EA, 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
+                throw:{?MODULE, unresponsive} ->
+                    kill(Vm),
+                    {error, {vm_unresponsive, interrupt_grace()}};
                 Class:Reason -> {error, {vm_failed, Class, Reason}}
             after
                 stop(Vm)
@@ -186,7 +203,20 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
             %% (in the command line it stops beamlab at once).
             ok = interrupt(Vm),
             await_call(Vm, Pid, MRef, Ref, Msg)
+    after case Held of
+              none -> infinity;
+              _ -> interrupt_grace()
+          end ->
+            self() ! Held,
+            exit(Pid, kill),
+            throw({?MODULE, unresponsive})
     end.
+
+%% @doc How long a VM that was passed an interrupt may take to return
+%% before it is killed (a bounded end whatever the VM does).
+-spec interrupt_grace() -> pos_integer().
+interrupt_grace() ->
+    10000.
 
 %% @doc Interrupts what runs in the VM as Ctrl-C would
 %% ({@link beamlab_runtime_interrupt:simulate/0} there): a measurement
@@ -240,6 +270,62 @@ unterminated([Q | T], none) when Q =:= $"; Q =:= $' -> unterminated(T, Q);
 unterminated([Q | T], Q) -> unterminated(T, none);
 unterminated([_ | T], Q) -> unterminated(T, Q).
 
+%% @doc Makes this VM a hidden node that only connects out (it does not
+%% listen), to reach a node named in the `Domain' it uses: long names
+%% (its host has a dot or is an address) as `beamlab_<ospid>@127.0.0.1',
+%% which needs no resolvable host name of our own, short names as
+%% `beamlab_<ospid>'. A VM already distributed in the other domain cannot
+%% reach it.
+-spec start_hidden(longnames | shortnames) -> ok | {error, {no_distribution, term()}}.
+start_hidden(Domain) ->
+    case {node(), net_kernel:longnames()} of
+        {nonode@nohost, _} ->
+            Self = "beamlab_" ++ os:getpid(),
+            Name = case Domain of
+                       longnames -> list_to_atom(Self ++ "@127.0.0.1");
+                       shortnames -> list_to_atom(Self)
+                   end,
+            case net_kernel:start(Name, #{name_domain => Domain, hidden => true, dist_listen => false}) of
+                {ok, _} -> ok;
+                {error, {already_started, _}} -> ok;
+                {error, R} -> {error, {no_distribution, R}}
+            end;
+        {_, Long} when Long =:= (Domain =:= longnames) -> ok;
+        {_, true} -> {error, {no_distribution, "this VM uses long names; the node has a short one"}};
+        {_, false} -> {error, {no_distribution, "this VM uses short names; the node has a long one"}}
+    end.
+
+%% @doc A distribution cookie as the atom Erlang wants, under the secret
+%% policy (docs/reliability.md "Secrets"): an empty cookie is refused (a
+%% node with one lets anyone who also gives an empty cookie run any code
+%% on it; an unset `$COOKIE' in a script gives `--cookie ""'), and so is
+%% one longer than an atom can be.
+-spec cookie(unicode:chardata()) -> {ok, atom()} | {error, {bad_cookie, empty | too_long}}.
+cookie(Cookie) ->
+    case unicode:characters_to_list(Cookie) of
+        [] -> {error, {bad_cookie, empty}};
+        L when is_list(L), length(L) =< 255 -> {ok, list_to_atom(L)};
+        L when is_list(L) -> {error, {bad_cookie, too_long}};
+        _ -> {error, {bad_cookie, empty}}
+    end.
+
+%% @doc Sets the cookie used with `Node' (this node's own cookie when
+%% `Node' is this node) after {@link cookie/1} accepted it.
+-spec set_cookie(node(), unicode:chardata()) -> ok | {error, {bad_cookie, empty | too_long}}.
+set_cookie(Node, Cookie) ->
+    case cookie(Cookie) of
+        {ok, C} -> true = erlang:set_cookie(Node, C), ok;
+        {error, _} = E -> E
+    end.
+
+%% The cookie this node ended up with must not be empty either: an
+%% empty `-setcookie' among the emulator flags (ERL_FLAGS) gives one.
+check_own_cookie() ->
+    case erlang:get_cookie() of
+        '' -> throw({beamlab_runtime_peer, {bad_cookie, empty_flag}});
+        _ -> ok
+    end.
+
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
 %% loopback when none runs), unless it is one already.
 -spec ensure_dist() -> true.
@@ -250,7 +336,7 @@ ensure_dist() ->
             start_epmd(),
             Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
             case net_kernel:start(Name, #{name_domain => longnames}) of
-                {ok, _} -> true;
+                {ok, _} -> check_own_cookie(), true;
                 {error, {already_started, _}} -> true;
                 {error, Reason} -> throw({beamlab_runtime_peer, {no_distribution, Reason}})
             end;
@@ -270,6 +356,14 @@ ensure_dist() ->
 -spec start_dist(dist_opts()) -> {ok, dist_info()} | {error, term()}.
 start_dist(#{name := Name} = Opts) ->
     try
+        Cookie = case maps:find(cookie, Opts) of
+                     {ok, C0} ->
+                         case cookie(C0) of
+                             {ok, C} -> C;
+                             {error, Bad} -> throw({beamlab_runtime_peer, Bad})
+                         end;
+                     error -> undefined
+                 end,
         {Short, Ip} = dist_address(Name),
         Want = list_to_atom(Name),
         case node() of
@@ -290,15 +384,24 @@ start_dist(#{name := Name} = Opts) ->
         case node() of
             Want -> ok;
             _ ->
+                %% The usual reasons it would fail, named before OTP logs
+                %% them as a supervisor report.
+                _ = [check_port_free(P, Ip) || {ok, P} <- [maps:find(port, Opts)]],
+                case Epmd andalso erl_epmd:port_please(Short, Ip, 2000) of
+                    {port, _, _} -> throw({beamlab_runtime_peer, {name_in_use, Name}});
+                    _ -> ok
+                end,
                 %% Hidden: a controller and its nodes talk to whom they
                 %% name, no global mesh (whose partition guard would cut a
                 %% node off when controllers come and go).
-                case net_kernel:start(Want, #{name_domain => longnames, hidden => true}) of
+                case quietly(fun() -> net_kernel:start(Want, #{name_domain => longnames,
+                                                                hidden => true}) end) of
                     {ok, _} -> ok;
                     {error, Reason} -> throw({beamlab_runtime_peer, {dist_failed, Name, Reason}})
                 end
         end,
-        _ = [erlang:set_cookie(node(), list_to_atom(C)) || {ok, C} <- [maps:find(cookie, Opts)]],
+        _ = Cookie =:= undefined orelse erlang:set_cookie(node(), Cookie),
+        check_own_cookie(),
         Port = case erl_epmd:port_please(Short, {127, 0, 0, 1}) of
                    {port, Pt, _} -> Pt;
                    _ -> maps:get(port, Opts, 0)
@@ -308,10 +411,28 @@ start_dist(#{name := Name} = Opts) ->
         throw:{beamlab_runtime_peer, Error} -> {error, Error}
     end.
 
+%% OTP logs a distribution that does not start as three reports: they
+%% are kept from the user, who gets one line.
+quietly(Fun) ->
+    Level = maps:get(level, logger:get_primary_config()),
+    ok = logger:set_primary_config(level, none),
+    try Fun()
+    after ok = logger:set_primary_config(level, Level)
+    end.
+
+check_port_free(Port, Ip) ->
+    case gen_tcp:listen(Port, [{ip, Ip}, {reuseaddr, true}]) of
+        {ok, S} -> gen_tcp:close(S);
+        {error, eaddrinuse} -> throw({beamlab_runtime_peer, {port_in_use, Port}});
+        {error, eacces} -> throw({beamlab_runtime_peer, {port_denied, Port}});
+        {error, _} -> ok  % left to net_kernel, which says why
+    end.
+
 %% name@host -> the name and the local address host stands for.
 dist_address(Name) ->
     case string:split(Name, "@") of
         [[_ | _] = Short, [_ | _] = Host] ->
+            valid_alive(Short) orelse throw({beamlab_runtime_peer, {bad_node_name, Name}}),
             Ip = case inet:parse_address(Host) of
                      {ok, A} -> A;
                      {error, _} ->
@@ -326,6 +447,13 @@ dist_address(Name) ->
         _ ->
             throw({beamlab_runtime_peer, {bad_node_name, Name}})
     end.
+
+%% The part before the @: what OTP accepts (letters, digits, _ and -).
+valid_alive(A) ->
+    length(A) =< 255 andalso
+        lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z)
+                                orelse (C >= $0 andalso C =< $9) orelse C =:= $_ orelse C =:= $-
+                  end, A).
 
 local_addresses() ->
     case inet:getifaddrs() of
@@ -353,10 +481,29 @@ format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
     %% The call's arguments hold every module as a binary: never print them.
     io_lib:format("the new VM stopped before beamlab's code was loaded (~0tP): do the emulator "
                   "arguments stop it (e.g. -eval 'halt()')?", [Why, 6]);
+format_error({bad_cookie, empty}) ->
+    "an empty distribution cookie is refused: a node with one lets anyone run any code on it "
+    "(an unset variable in a script?)";
+format_error({bad_cookie, empty_flag}) ->
+    "the emulator flags set an empty distribution cookie (-setcookie with an empty value, "
+    "e.g. in ERL_FLAGS): anyone giving an empty cookie could run any code on this node";
+format_error({bad_cookie, too_long}) ->
+    "the distribution cookie is longer than 255 characters";
 format_error({already_distributed, Node}) ->
     io_lib:format("this VM is already the distributed node ~s", [Node]);
 format_error({bad_node_name, Name}) ->
-    io_lib:format("'~ts' is not a node name (name@host, host an address of this machine)", [Name]);
+    io_lib:format("'~ts' is not a node name (name@host: letters, digits, _ and - before the @, "
+                  "host an address of this machine)", [Name]);
+format_error({name_in_use, Name}) ->
+    io_lib:format("a node named ~ts is already running on this machine (beamlab node --stop ~ts, "
+                  "or choose another name)", [Name, Name]);
+format_error({port_in_use, Port}) ->
+    io_lib:format("distribution port ~b is in use~ts", [Port, case Port of
+                                                                 4369 -> " (by epmd: it is epmd's port)";
+                                                                 _ -> " by another program"
+                                                             end]);
+format_error({port_denied, Port}) ->
+    io_lib:format("distribution port ~b needs privileges (ports below 1024 are root's)", [Port]);
 format_error({unknown_host, Host}) ->
     io_lib:format("cannot resolve host '~ts' of the node name", [Host]);
 format_error({not_local, Host, Ip}) ->
@@ -366,8 +513,8 @@ format_error({epmd_loopback_only, Ip}) ->
     io_lib:format("epmd runs on this machine but does not listen on ~ts (it was started for "
                   "loopback only): stop it with 'epmd -kill' and start again", [inet:ntoa(Ip)]);
 format_error({dist_failed, Name, Reason}) ->
-    io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tp",
-                  [Name, Reason]);
+    io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tP",
+                  [Name, innermost(Reason), 6]);
 format_error({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
 format_error({unterminated_quote, Q}) ->
@@ -375,6 +522,8 @@ format_error({unterminated_quote, Q}) ->
 format_error({not_a_flag, Word}) ->
     io_lib:format("emulator arguments: '~ts' is not a flag (they start with + or -, e.g. '+S 2')",
                   [Word]);
+format_error({vm_unresponsive, Ms}) ->
+    io_lib:format("the VM did not stop within ~b s of the interrupt (frozen?): killed", [Ms div 1000]);
 format_error({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
 format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
@@ -384,6 +533,11 @@ format_error({vm_failed, Class, Reason}) ->
     io_lib:format("the VM failed while running: ~p:~0tP", [Class, Reason, 12]);
 format_error(Other) ->
     io_lib:format("~0tP", [Other, 12]).
+
+%% What a supervisor's start error comes down to, without the child spec.
+innermost({{shutdown, {failed_to_start_child, _, Why}}, _Child}) -> innermost(Why);
+innermost({'EXIT', Why}) -> innermost(Why);
+innermost(Why) -> Why.
 
 %%--------------------------------------------------------------------
 
@@ -477,7 +631,12 @@ find_exe(Name) ->
             end
     end.
 
-loaded(Vm, Opts) ->
+loaded(Vm0, Opts) ->
+    %% Its OS pid, to end it (kill/1) when it stops answering.
+    Vm = case catch call(Vm0, os, getpid, [], 60000) of
+             P when is_list(P) -> Vm0#{os_pid => P};
+             _ -> Vm0
+         end,
     case maps:get(load, Opts, true) of
         false -> {ok, Vm};
         true ->

@@ -71,10 +71,14 @@ valid_alive(A) ->
               end, A).
 
 connect(Node, Host, Cookie, TimeoutMs) ->
-    Long = lists:member($., Host) orelse lists:member($:, Host),
-    case start_dist(Long) of
+    Domain = case lists:member($., Host) orelse lists:member($:, Host) of
+                 true -> longnames;
+                 false -> shortnames
+             end,
+    case beamlab_runtime_peer:start_hidden(Domain) of
         ok ->
-            _ = Cookie =/= undefined andalso erlang:set_cookie(Node, list_to_atom(Cookie)),
+            %% (an empty cookie is refused: beamlab_runtime_peer:cookie/1)
+            _ = Cookie =/= undefined andalso beamlab_runtime_peer:set_cookie(Node, Cookie),
             %% A refused handshake is logged by the kernel; the caller
             %% reports it in one line instead.
             Level = maps:get(level, logger:get_primary_config()),
@@ -100,28 +104,6 @@ connect(Node, Host, Cookie, TimeoutMs) ->
                 _ -> {error, why_not(Node, Host)}
             end;
         {error, _} = E -> E
-    end.
-
-start_dist(Long) ->
-    case {node(), net_kernel:longnames()} of
-        {nonode@nohost, _} ->
-            Pid = os:getpid(),
-            {Name, Domain} = case Long of
-                                 true -> {list_to_atom("beamlab_watch_" ++ Pid ++ "@127.0.0.1"), longnames};
-                                 false -> {list_to_atom("beamlab_watch_" ++ Pid), shortnames}
-                             end,
-            case net_kernel:start(Name, #{name_domain => Domain, hidden => true, dist_listen => false}) of
-                {ok, _} -> ok;
-                {error, {already_started, _}} -> ok;
-                {error, R} -> {error, {no_distribution, R}}
-            end;
-        {_, Long} -> ok;
-        {_, _} ->
-            {error, {no_distribution,
-                     case Long of
-                         true -> "this VM uses short names; the node has a long one";
-                         false -> "this VM uses long names; the node has a short one"
-                     end}}
     end.
 
 %% Why a connection failed: no such host, nothing of that name on it, or

@@ -182,8 +182,9 @@ recover(#{suite := #{opts := Opts, started_at := Started, workloads := Workloads
                 {Info, Point} = maps:get(point, P),
                 Err = io_lib:format("the VM stopped (exit status ~b) while this point ran: ~ts",
                                     [Status, Cause]),
+                %% 130: SIGINT to the VM alone, an interrupt: no failure.
                 {benchmarks(Info, Current, Point, lists:reverse(maps:get(reps, P))),
-                 [#{name => Current, error => iolist_to_binary(Err)}],
+                 [#{name => Current, error => iolist_to_binary(Err)} || Status =/= 130],
                  case lists:dropwhile(fun(N) -> N =/= Current end, Names) of
                      [_ | After] -> After;
                      [] -> []

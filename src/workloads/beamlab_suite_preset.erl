@@ -121,13 +121,13 @@ find(NameOrFile) ->
     case [P || #{name := N} = P <- builtin(), N =:= Name] of
         [P] -> {ok, P};
         [] ->
-            case filelib:is_regular(NameOrFile) of
+            case filelib:is_file(beamlab_runtime_text:native_name(NameOrFile)) of
                 false -> {error, {unknown_preset, Name}};
                 true ->
-                    case file:consult(NameOrFile) of
+                    case beamlab_runtime_terms:consult(NameOrFile) of
                         {ok, [Term]} -> validate(Term);
                         {ok, _} -> {error, {bad_preset, Name, "the file must hold exactly one term"}};
-                        {error, R} -> {error, {bad_preset, Name, file:format_error(R)}}
+                        {error, R} -> {error, {bad_preset, Name, beamlab_runtime_terms:format_error(R)}}
                     end
             end
     end.
@@ -154,8 +154,8 @@ validate(T) when is_map(T) ->
                || P <- maps:get(published, T, [])],
         {ok, Base#{columns => Cols, published => Pub}}
     catch
-        throw:Why -> {error, {bad_preset, txt(maps:get(name, T, <<"preset">>)), Why}};
-        error:_ -> {error, {bad_preset, txt(maps:get(name, T, <<"preset">>)),
+        throw:Why -> {error, {bad_preset, preset_name(T), Why}};
+        error:_ -> {error, {bad_preset, preset_name(T),
                             "a row, column or published line lacks a key or has a bad value"}}
     end;
 validate(_) ->
@@ -173,9 +173,21 @@ row(#{label := L, workload := W} = R) ->
                               end, Opt));
 row(_) -> throw("every row needs a label and a workload").
 
-txt(B) when is_binary(B) -> B;
+preset_name(T) ->
+    try txt(maps:get(name, T, <<"preset">>))
+    catch _:_ -> <<"preset">>
+    end.
+
+%% Text of a preset: valid UTF-8 whatever the file held.
+txt(B) when is_binary(B) -> unicode:characters_to_binary(beamlab_runtime_text:decode(B));
 txt(A) when is_atom(A) -> atom_to_binary(A);
-txt(L) when is_list(L) -> unicode:characters_to_binary(L).
+txt(L) when is_list(L) ->
+    try unicode:characters_to_binary(L) of
+        B when is_binary(B) -> B;
+        _ -> throw("text fields (name, title, labels...) must be strings")
+    catch error:badarg -> throw("text fields (name, title, labels...) must be strings")
+    end;
+txt(_) -> throw("text fields (name, title, labels...) must be strings").
 
 param_txt(V) when is_integer(V) -> integer_to_binary(V);
 param_txt(V) when is_float(V) -> float_to_binary(V, [short]);
@@ -242,4 +254,4 @@ format_error({row, Label, R}) ->
 format_error({same_point_twice, Name}) ->
     io_lib:format("two preset rows measure the same point (~ts)", [Name]);
 format_error(Other) ->
-    io_lib:format("~0p", [Other]).
+    io_lib:format("~0tP", [Other, 12]).

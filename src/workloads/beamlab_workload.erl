@@ -124,13 +124,84 @@ embedded(Candidate) ->
 %% the workload's fault: say so in one line rather than crash later.
 check_callbacks(Mod) ->
     case {call_callback(Mod, info), call_callback(Mod, params)} of
-        {{ok, #{name := Name}}, {ok, Params}} when is_binary(Name), is_list(Params) -> {ok, Mod};
-        {{ok, #{name := Name}}, {ok, Params}} when is_binary(Name) ->
+        {{ok, Info}, _} when not is_map(Info) -> {error, {bad_callback, Mod, info, {returned, Info}}};
+        {{ok, _}, {ok, Params}} when not is_list(Params) ->
             {error, {bad_callback, Mod, params, {returned, Params}}};
-        {{ok, #{name := Name}}, {error, Why}} when is_binary(Name) ->
-            {error, {bad_callback, Mod, params, Why}};
-        {{ok, Info}, _} -> {error, {bad_callback, Mod, info, {returned, Info}}};
+        {{ok, Info}, {ok, Params}} ->
+            case {info_problem(Info), params_problem(Params)} of
+                {none, none} -> {ok, Mod};
+                {none, Problem} -> {error, {bad_callback, Mod, params, {invalid, Problem}}};
+                {Problem, _} -> {error, {bad_callback, Mod, info, {invalid, Problem}}}
+            end;
+        {{ok, _}, {error, Why}} -> {error, {bad_callback, Mod, params, Why}};
         {{error, Why}, _} -> {error, {bad_callback, Mod, info, Why}}
+    end.
+
+%% What is wrong with an info/0 map (see the info() type), or none.
+info_problem(Info) ->
+    Required = [{name, fun is_binary/1, "a binary"}, {summary, fun is_binary/1, "a binary"},
+                {definition, fun is_binary/1, "a binary"}, {unit, fun is_binary/1, "a binary"},
+                {better, fun(B) -> B =:= higher orelse B =:= lower end, "higher or lower"},
+                {checks, fun is_binary/1, "a binary"}],
+    Optional = [{metric, fun is_binary/1, "a binary"},
+                {metrics, fun(L) -> is_list(L) andalso lists:all(fun metric_spec/1, L) end,
+                 "a list of #{key := atom(), unit := binary(), better := higher | lower}"},
+                {repeat, fun(R) -> is_map(R) andalso
+                                       lists:all(fun({P, N}) -> (P =:= quick orelse P =:= full)
+                                                                    andalso is_integer(N) andalso N > 0
+                                                 end, maps:to_list(R)) end,
+                 "a map of quick/full to a positive integer"},
+                {warmup, fun is_boolean/1, "true or false"}],
+    first_problem([case maps:find(K, Info) of
+                       error -> io_lib:format("no ~s (~ts)", [K, What]);
+                       {ok, V} -> check_field(K, V, Check, What)
+                   end || {K, Check, What} <- Required] ++
+                  [check_field(K, V, Check, What)
+                   || {K, Check, What} <- Optional, {ok, V} <- [maps:find(K, Info)]]).
+
+metric_spec(#{key := K, unit := U, better := B}) ->
+    is_atom(K) andalso is_binary(U) andalso (B =:= higher orelse B =:= lower);
+metric_spec(_) ->
+    false.
+
+%% What is wrong with a params/0 list (of param_spec()), or none.
+params_problem(Params) ->
+    first_problem([param_problem(P) || P <- Params] ++
+                  case [K || #{key := K} <- Params] of
+                      Keys when length(Keys) =/= length(Params) -> [];
+                      Keys ->
+                          case Keys -- lists:usort(Keys) of
+                              [] -> [];
+                              [Dup | _] -> [io_lib:format("parameter ~0tp given twice", [Dup])]
+                          end
+                  end).
+
+param_problem(#{key := K, type := T, help := H} = P) when is_atom(K) ->
+    case {valid_type(T), is_binary(H), maps:is_key(default, P) andalso maps:is_key(full, P)} of
+        {true, true, true} -> none;
+        {false, _, _} -> io_lib:format("parameter ~0tp: unknown type ~0tP", [K, T, 6]);
+        {_, false, _} -> io_lib:format("parameter ~0tp: help must be a binary", [K]);
+        {_, _, false} -> io_lib:format("parameter ~0tp: needs a default and a full value", [K])
+    end;
+param_problem(Other) ->
+    io_lib:format("~0tP is not a parameter map (#{key, default, full, type, help})", [Other, 6]).
+
+valid_type(T) when T =:= pos_integer; T =:= non_neg_integer; T =:= number; T =:= boolean;
+                   T =:= atom; T =:= node; T =:= binary -> true;
+valid_type({enum, L}) when is_list(L) -> lists:all(fun is_atom/1, L);
+valid_type({int_range, Lo, Hi}) -> is_integer(Lo) andalso is_integer(Hi) andalso Lo =< Hi;
+valid_type(_) -> false.
+
+check_field(K, V, Check, What) ->
+    case Check(V) of
+        true -> none;
+        false -> io_lib:format("~s must be ~ts, not ~0tP", [K, What, V, 6])
+    end.
+
+first_problem(Problems) ->
+    case [P || P <- Problems, P =/= none] of
+        [] -> none;
+        [P | _] -> P
     end.
 
 call_callback(Mod, F) ->
@@ -336,6 +407,9 @@ check_all([{What, Expected, Got} | _]) ->
 -spec format_error(term()) -> iolist().
 format_error({unknown_workload, Name}) ->
     io_lib:format("unknown workload '~ts' (see beamlab suite --list)", [Name]);
+format_error({bad_callback, Mod, Callback, {invalid, Problem}}) ->
+    io_lib:format("workload module ~p: ~p/0: ~ts (a fault in the workload, not in beamlab)",
+                  [Mod, Callback, Problem]);
 format_error({bad_callback, Mod, Callback, {returned, Value}}) ->
     io_lib:format("workload module ~p: ~p/0 returned ~0tP (expected ~ts)",
                   [Mod, Callback, Value, 8, case Callback of

@@ -1,22 +1,181 @@
 %%% @doc `beamlab amqp': load-test a RabbitMQ broker with PerfTest's options
-%%% and output format (see `beamlab_amqp_perf').
+%%% and output format (see `beamlab_amqp_perf'). Every option PerfTest
+%%% 2.22.1 lists in `--help' is accepted with its meaning, or refused with
+%%% one line naming it (exit 2), or (Java thread settings) accepted with a
+%%% note that it has no equivalent: {@link perftest_options/0} is the
+%%% audit, option by option.
 -module(beamlab_command_amqp).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1,
+         perftest_options/0]).
+
+-export_type([audit/0]).
+
+-include_lib("kernel/include/file.hrl").
+
+%% How beamlab treats one PerfTest option: `same' (same meaning and
+%% output), `{differently, Why}', `{no_effect, Why}' (accepted, one line on
+%% stderr says why nothing changes) or `{refused, Why}' (one line, exit 2).
+-type audit() :: same | {differently | no_effect | refused, string()}.
+
+%% Limits checked at parse time (#27): each names why.
+-define(MAX_COUNT, 100000).             % producers, consumers, closed-loop channels
+-define(MAX_CHANNELS, 2047).            % the client's channel_max
+-define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
+-define(MAX_SECONDS, 31536000).         % one year
+-define(MAX_RATE, 1000000000).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
     "load-test RabbitMQ (AMQP 0-9-1) with PerfTest's options and output".
 
+%% @doc PerfTest 2.22.1's options (as its `--help' lists them: short and
+%% long name) and how beamlab treats each.
+-spec perftest_options() -> [{Short :: string() | none, Long :: string(), audit()}].
+perftest_options() ->
+    Threads = "each channel is an Erlang process and the VM schedules them; there are no "
+              "thread pools to size",
+    Sync = "PerfTest instances synchronised over JGroups/Kubernetes; beamlab spreads one run "
+           "over several VMs or machines with --nodes instead",
+    OAuth = "OAuth 2 token endpoints are not supported; give the token as the URI's password",
+    [{"?", "help", {differently, "prints beamlab's help (--help)"}},
+     {"a", "autoack", same},
+     {"A", "multi-ack-every", same},
+     {"ad", "auto-delete", {differently, "without it beamlab declares plain queues and deletes "
+                                         "the ones it created at the end; true/false as PerfTest "
+                                         "(false leaves them on the broker)"}},
+     {"b", "heartbeat", same},
+     {"B", "body", same},
+     {"bc", "body-count", same},
+     {"bfc", "body-field-count", same},
+     {"c", "confirm", same},
+     {"C", "pmessages", same},
+     {"ca", "consumer-args", same},
+     {"cri", "connection-recovery-interval",
+      {differently, "the delay between reconnection attempts; recovery itself needs --reconnect "
+                    "(beamlab stops the run on a lost connection by default)"}},
+     {"csd", "consumer-start-delay", same},
+     {"ct", "confirm-timeout", same},
+     {"ctp", "consumers-thread-pools", {no_effect, Threads}},
+     {"d", "id", same},
+     {"D", "cmessages", same},
+     {"dcr", "disable-connection-recovery",
+      {differently, "beamlab's default: a lost connection stops the run (--reconnect recovers)"}},
+     {"e", "exchange", same},
+     {"E", "exclusive", {differently, "each consumer's exclusive queue is named after the test "
+                                      "id (not server-named), so producers can address it"}},
+     {"ei", "expected-instances", {refused, Sync}},
+     {"em", "exposed-metrics", {refused, "PerfTest's expected-value gauges; beamlab's "
+                                         "--metrics-port serves the measured series"}},
+     {"env", "environment-variables", {refused, "beamlab reads its options from the command "
+                                                "line only, not from environment variables"}},
+     {"ew", "exit-when", same},
+     {"f", "flag", same},
+     {"h", "uri", same},
+     {"H", "uris", same},
+     {"hst", "heartbeat-sender-threads", {no_effect, Threads}},
+     {"i", "interval", same},
+     {"isn", "instance-sync-namespace", {refused, Sync}},
+     {"ist", "instance-sync-timeout", {refused, Sync}},
+     {"jb", "json-body", same},
+     {"k", "routing-key", same},
+     {"K", "random-routing-key", {differently, "consumer latency is still measured (PerfTest "
+                                               "records none for messages with a random key)"}},
+     {"L", "consumer-latency", same},
+     {"ll", "leader-locator", same},
+     {"m", "ptxsize", same},
+     {"M", "framemax", same},
+     {"ma", "max-age", same},
+     {"mf", "metrics-format", same},
+     {"mh", "metrics-help", {refused, "PerfTest's Micrometer options; beamlab's metrics are "
+                                      "--metrics-port and --metrics-bind (beamlab help amqp)"}},
+     {"mlb", "max-length-bytes", same},
+     {"mp", "message-properties", same},
+     {"ms", "use-millis", same},
+     {"n", "ctxsize", same},
+     {"na", "nack", same},
+     {"niot", "nio-threads", {no_effect, Threads}},
+     {"niotp", "nio-thread-pool", {no_effect, Threads}},
+     {"o", "output-file", {differently, "same CSV columns, written atomically when the run ends "
+                                        "(also after an interruption), not line by line"}},
+     {"o2gr", "oauth2-grant-type", {refused, OAuth}},
+     {"o2id", "oauth2-client-id", {refused, OAuth}},
+     {"o2p", "oauth2-parameters", {refused, OAuth}},
+     {"o2sec", "oauth2-client-secret", {refused, OAuth}},
+     {"o2uri", "oauth2-token-endpoint", {refused, OAuth}},
+     {"p", "predeclared", same},
+     {"P", "publishing-interval", same},
+     {"pi", "polling-interval", same},
+     {"po", "polling", same},
+     {"prsd", "producer-random-start-delay", same},
+     {"pst", "producer-scheduler-threads", {no_effect, Threads}},
+     {"q", "qos", same},
+     {"Q", "global-qos", same},
+     {"qa", "queue-args", same},
+     {"qf", "queue-file", same},
+     {"qp", "queue-pattern", same},
+     {"qpf", "queue-pattern-from", same},
+     {"qpt", "queue-pattern-to", same},
+     {"qq", "quorum-queue", same},
+     {"r", "rate", same},
+     {"R", "consumer-rate", same},
+     {"re", "requeue", same},
+     {"rkcs", "routing-key-cache-size", same},
+     {"S", "slow-start", same},
+     {"s", "size", same},
+     {"sb", "skip-binding-queues", same},
+     {"sco", "stream-consumer-offset", same},
+     {"se", "sasl-external", same},
+     {"smssb", "stream-max-segment-size-bytes", same},
+     {"sni", "server-name-indication", same},
+     {"sq", "stream-queue", same},
+     {"sst", "servers-startup-timeout", same},
+     {"st", "shutdown-timeout", {differently, "bounds the whole end of the run (stop, drain, "
+                                              "close), not only closing the connections"}},
+     {"sul", "servers-up-limit", same},
+     {"t", "type", same},
+     {"T", "body-content-type", same},
+     {"tnd", "tcp-no-delay", same},
+     {"trbs", "tcp-receive-buffer-size", same},
+     {"tsbs", "tcp-send-buffer-size", same},
+     {"u", "queue", {differently, "several queues (a,b) are used in sequence, producer and "
+                                  "consumer i on queue i (PerfTest binds every queue with one "
+                                  "key, so each message reaches all of them)"}},
+     {"udsc", "use-default-ssl-context", {differently, "the system's trust store (beamlab "
+                                                       "verifies the broker by default)"}},
+     {"v", "version", {differently, "-v is beamlab's verbose telemetry; --version prints "
+                                    "beamlab's version"}},
+     {none, "verbose", {differently, "beamlab's --verbose prints the VM's telemetry, not each "
+                                     "message"}},
+     {none, "verbose-full", {refused, "per-message logging is not offered"}},
+     {"vl", "variable-latency", same},
+     {"vr", "variable-rate", same},
+     {"vs", "variable-size", same},
+     {"x", "producers", same},
+     {"X", "producer-channel-count", same},
+     {"y", "consumers", same},
+     {"Y", "consumer-channel-count", same},
+     {"z", "time", same}].
+
 %% @doc The command's options: PerfTest's (same letters, same meaning) plus
-%% beamlab's `--closed-loop', `--nodes', `--cookie', `--reconnect'.
+%% beamlab's `--closed-loop', `--nodes', `--cookie', `--reconnect', the TLS
+%% files and the common ones; PerfTest's options without an equivalent are
+%% parsed (hidden from the help) to say so.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
+    own_options() ++ hidden_options() ++ beamlab_cli_args:common_options().
+
+own_options() ->
+    Bool = {enum, [true, false]},
     [#{name => uri, short => "h", long => "uri", type => string,
        default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
-       help => "broker URI amqp://user:pass@host:port/vhost (-h is the URI, as in PerfTest)"},
+       help => "broker URI amqp://user:pass@host:port/vhost or amqps:// (TLS); -h is the URI, "
+               "as in PerfTest"},
+     #{name => uris, short => "H", long => "uris", type => string, metavar => "URI,URI...",
+       help => "URIs of a cluster's nodes: each connection takes them in a random order "
+               "(the first that answers); queue i is declared on node i"},
      #{name => producers, short => "x", long => "producers", type => non_neg_integer, default => 1,
        metavar => "N", help => "producer count (one connection each)"},
      #{name => consumers, short => "y", long => "consumers", type => non_neg_integer, default => 1,
@@ -25,38 +184,95 @@ options() ->
        type => pos_integer, default => 1, metavar => "N", help => "channels per producer"},
      #{name => consumer_channels, short => "Y", long => "consumer-channel-count",
        type => pos_integer, default => 1, metavar => "N", help => "channels per consumer"},
-     #{name => queue, short => "u", long => "queue", type => string, metavar => "NAME",
-       help => "queue name (default: one queue named after the test id, deleted at the end)"},
-     #{name => exchange, short => "e", long => "exchange", type => string, default => "direct",
-       metavar => "NAME", help => "exchange name (\"\" is the default exchange)"},
+     #{name => queue, short => "u", long => "queue", type => string, metavar => "NAME[,NAME...]",
+       help => "queue name(s) (default: one queue named after the test id, deleted at the end)"},
+     #{name => queue_file, short => "qf", long => "queue-file", type => string, metavar => "FILE",
+       help => "queue names, one per line, used in sequence"},
+     #{name => exchange, short => "e", long => "exchange", type => string,
+       metavar => "NAME", help => "exchange name (\"\" or amq.default: the default exchange; "
+                                  "default: named after its type, as PerfTest)"},
      #{name => exchange_type, short => "t", long => "type",
        type => {enum, [direct, fanout, topic, headers]}, default => direct, metavar => "TYPE",
        help => "exchange type"},
      #{name => routing_key, short => "k", long => "routing-key", type => string, metavar => "KEY",
        help => "routing key (default: the queue's name, to which the queue is bound)"},
+     #{name => random_routing_key, short => "K", long => "random-routing-key", type => boolean,
+       default => false, help => "a random routing key for each message"},
+     #{name => routing_key_cache, short => "rkcs", long => "routing-key-cache-size",
+       type => non_neg_integer, default => 0, metavar => "N",
+       help => "with -K: cycle through N random keys instead of a new one each time"},
+     #{name => skip_binding, short => "sb", long => "skip-binding-queues", type => boolean,
+       default => false, help => "don't bind queues to the exchange"},
      #{name => flag, short => "f", long => "flag", type => {enum, [persistent, mandatory]},
        multi => true, metavar => "FLAG", help => "message flag, repeatable: persistent, mandatory"},
      #{name => qos, short => "q", long => "qos", type => non_neg_integer, default => 0,
-       metavar => "N", help => "consumer prefetch count (0: unlimited)"},
+       metavar => "N", help => "consumer prefetch count (0: unlimited; at most 65535)"},
+     #{name => global_qos, short => "Q", long => "global-qos", type => non_neg_integer, default => 0,
+       metavar => "N", help => "channel prefetch count (basic.qos global; 0: unlimited)"},
      #{name => confirm, short => "c", long => "confirm", type => integer, metavar => "N",
        help => "publisher confirms with at most N unconfirmed messages per producer channel "
                "(0 or -1, PerfTest's default: no confirms)"},
+     #{name => confirm_timeout, short => "ct", long => "confirm-timeout", type => pos_integer,
+       default => 30, metavar => "SECONDS",
+       help => "a producer waiting that long for a free confirm slot fails the run"},
      #{name => autoack, short => "a", long => "autoack", type => boolean, default => false,
        help => "consume without acknowledgements"},
      #{name => multi_ack, short => "A", long => "multi-ack-every", type => non_neg_integer,
        default => 0, metavar => "N", help => "acknowledge every N messages at once (multiple)"},
-     #{name => rate, short => "r", long => "rate", type => pos_number, metavar => "MSG/S",
-       help => "rate limit of each producer channel (default: unlimited)"},
+     #{name => nack, short => "na", long => "nack", type => boolean, default => false,
+       help => "nack the messages instead of acknowledging them"},
+     #{name => requeue, short => "re", long => "requeue", type => Bool, metavar => "true|false",
+       help => "whether nacked messages are requeued (default: true)"},
+     #{name => rate, short => "r", long => "rate", type => string, metavar => "MSG/S",
+       help => "rate limit of each producer channel (default: unlimited; 0: publish nothing)"},
+     #{name => variable_rate, short => "vr", long => "variable-rate", type => string, multi => true,
+       metavar => "RATE:SECONDS", help => "publish at RATE for SECONDS, repeatable; the steps "
+                                          "cycle (e.g. -vr 100:60 -vr 1000:10)"},
+     #{name => publishing_interval, short => "P", long => "publishing-interval", type => string,
+       metavar => "SECONDS", help => "each producer channel publishes one message every SECONDS "
+                                     "(at least 0.1)"},
+     #{name => producer_start_delay, short => "prsd", long => "producer-random-start-delay",
+       type => non_neg_integer, metavar => "SECONDS",
+       help => "each producer starts after a random delay up to SECONDS (default with a rate: 1)"},
+     #{name => consumer_rate, short => "R", long => "consumer-rate", type => string,
+       metavar => "MSG/S", help => "rate limit of each consumer channel"},
+     #{name => consumer_latency, short => "L", long => "consumer-latency", type => non_neg_integer,
+       default => 0, metavar => "MICROSECONDS", help => "simulated work per message"},
+     #{name => variable_latency, short => "vl", long => "variable-latency", type => string,
+       multi => true, metavar => "US:SECONDS", help => "simulated work per message that varies "
+                                                       "over time, repeatable, cycled"},
      #{name => size, short => "s", long => "size", type => non_neg_integer, default => 12,
-       metavar => "BYTES", help => "message body size (at least 12: time stamp and sequence)"},
-     #{name => time, short => "z", long => "time", type => pos_number, metavar => "SECONDS",
-       help => "run duration (default: until -C/-D counts are reached or Ctrl-C)"},
+       max => ?MAX_BODY, max_why => "RabbitMQ's largest message, 512 MiB",
+       metavar => "BYTES", help => "message body size (bodies carry a 12-byte stamp: smaller "
+                                   "sizes send 12 bytes, as PerfTest; at most 512 MiB)"},
+     #{name => variable_size, short => "vs", long => "variable-size", type => string, multi => true,
+       metavar => "BYTES:SECONDS", help => "body size that varies over time, repeatable, cycled"},
+     #{name => body, short => "B", long => "body", type => string, metavar => "FILE,FILE...",
+       help => "send the contents of these files as bodies, in turn"},
+     #{name => body_content_type, short => "T", long => "body-content-type", type => string,
+       metavar => "TYPE", help => "content type of the -B bodies"},
+     #{name => json_body, short => "jb", long => "json-body", type => boolean, default => false,
+       help => "random JSON documents of about -s bytes as bodies"},
+     #{name => body_field_count, short => "bfc", long => "body-field-count", type => pos_integer,
+       default => 1000, metavar => "N", help => "fields to draw the JSON bodies from"},
+     #{name => body_count, short => "bc", long => "body-count", type => pos_integer,
+       default => 100, metavar => "N", help => "JSON bodies generated in advance"},
+     #{name => message_properties, short => "mp", long => "message-properties", type => string,
+       multi => true, metavar => "K=V,...", help => "message properties (priority=5, "
+                                                   "contentType=...); other keys are headers"},
+     #{name => time, short => "z", long => "time", type => string, metavar => "SECONDS",
+       help => "run duration (default: until -C/-D counts, --exit-when or Ctrl-C)"},
      #{name => pmessages, short => "C", long => "pmessages", type => non_neg_integer, default => 0,
        metavar => "N", help => "messages each producer channel publishes, then stops (0: no limit)"},
      #{name => cmessages, short => "D", long => "cmessages", type => non_neg_integer, default => 0,
        metavar => "N", help => "messages each consumer channel receives, then stops (0: no limit)"},
+     #{name => ptxsize, short => "m", long => "ptxsize", type => non_neg_integer, default => 0,
+       metavar => "N", help => "producer transactions: commit every N messages"},
+     #{name => ctxsize, short => "n", long => "ctxsize", type => non_neg_integer, default => 0,
+       metavar => "N", help => "consumer transactions: commit every N acknowledgements"},
      #{name => queue_pattern, short => "qp", long => "queue-pattern", type => string,
-       metavar => "PATTERN", help => "queue name pattern, e.g. 'perf-test-%d'"},
+       metavar => "PATTERN", help => "queue name pattern, e.g. 'perf-test-%d' (Java format: "
+                                     "%d, %s, %03d...)"},
      #{name => queue_pattern_from, short => "qpf", long => "queue-pattern-from", type => integer,
        metavar => "N", help => "first number of the queue pattern"},
      #{name => queue_pattern_to, short => "qpt", long => "queue-pattern-to", type => integer,
@@ -65,10 +281,91 @@ options() ->
        help => "use existing queues as they are (no declaration, no binding)"},
      #{name => quorum, short => "qq", long => "quorum-queue", type => boolean, default => false,
        help => "declare quorum queues"},
-     #{name => interval, short => "i", long => "interval", type => pos_number, default => 1,
+     #{name => stream, short => "sq", long => "stream-queue", type => boolean, default => false,
+       help => "declare stream queues (over AMQP 0-9-1; prefetch 200 unless -q)"},
+     #{name => queue_args, short => "qa", long => "queue-args", type => string, multi => true,
+       metavar => "K=V,...", help => "queue arguments, e.g. x-queue-type=quorum,x-max-length=10"},
+     #{name => max_length_bytes, short => "mlb", long => "max-length-bytes", type => string,
+       metavar => "BYTES", help => "x-max-length-bytes of created queues (e.g. 20gb; 0: none)"},
+     #{name => max_age, short => "ma", long => "max-age", type => string, metavar => "DURATION",
+       help => "x-max-age of created streams, ISO 8601 (PT10M30S, P5DT8H)"},
+     #{name => segment_bytes, short => "smssb", long => "stream-max-segment-size-bytes",
+       type => string, metavar => "BYTES", help => "segment size of created streams (at most 3gb)"},
+     #{name => leader_locator, short => "ll", long => "leader-locator",
+       type => {enum, ['client-local', balanced]}, metavar => "STRATEGY",
+       help => "leader locator of created quorum queues and streams"},
+     #{name => auto_delete, short => "ad", long => "auto-delete", type => Bool,
+       metavar => "true|false", help => "declare queues auto-delete (false: leave them on the "
+                                        "broker; default: plain, deleted by beamlab at the end)"},
+     #{name => exclusive, short => "E", long => "exclusive", type => boolean, default => false,
+       help => "each consumer declares its own exclusive queue"},
+     #{name => consumer_args, short => "ca", long => "consumer-args", type => string, multi => true,
+       metavar => "K=V,...", help => "consumer arguments, e.g. x-priority=10"},
+     #{name => stream_offset, short => "sco", long => "stream-consumer-offset", type => string,
+       metavar => "OFFSET", help => "where stream consumers start: first, last, next, an offset "
+                                    "or an ISO 8601 time"},
+     #{name => slow_start, short => "S", long => "slow-start", type => boolean, default => false,
+       help => "start consumers one second apart"},
+     #{name => consumer_start_delay, short => "csd", long => "consumer-start-delay",
+       type => non_neg_integer, default => 0, metavar => "SECONDS",
+       help => "start consumers after this delay"},
+     #{name => exit_when, short => "ew", long => "exit-when", type => {enum, [empty, idle]},
+       metavar => "empty|idle", help => "end when the consumers' queues are empty, or the "
+                                        "consumers idle, for 1 second"},
+     #{name => polling, short => "po", long => "polling", type => boolean, default => false,
+       help => "consume with basic.get"},
+     #{name => polling_interval, short => "pi", long => "polling-interval", type => non_neg_integer,
+       default => 0, metavar => "MS", help => "pause after each basic.get"},
+     #{name => interval, short => "i", long => "interval", type => string, default => "1",
        metavar => "SECONDS", help => "reporting interval"},
      #{name => id, short => "d", long => "id", type => string, metavar => "ID",
        help => "test id printed on every line (default: test-HHMMSS-mmm)"},
+     #{name => output_file, short => "o", long => "output-file", type => string, metavar => "FILE",
+       help => "PerfTest's CSV of the interval lines, written when the run ends"},
+     #{name => use_millis, short => "ms", long => "use-millis", type => boolean, default => false,
+       help => "print latency in milliseconds"},
+     #{name => metrics_format, short => "mf", long => "metrics-format",
+       type => {enum, [default, compact]}, default => default, metavar => "FORMAT",
+       help => "interval lines: PerfTest's default or compact format"},
+     #{name => heartbeat, short => "b", long => "heartbeat", type => non_neg_integer,
+       metavar => "SECONDS", help => "requested heartbeat (0: the broker's)"},
+     #{name => frame_max, short => "M", long => "framemax", type => non_neg_integer,
+       metavar => "BYTES", help => "requested frame_max (0: the broker's)"},
+     #{name => tcp_no_delay, short => "tnd", long => "tcp-no-delay", type => Bool,
+       metavar => "true|false", help => "TCP_NODELAY (default: true)"},
+     #{name => tcp_send_buffer, short => "tsbs", long => "tcp-send-buffer-size",
+       type => pos_integer, metavar => "BYTES", help => "TCP send buffer"},
+     #{name => tcp_receive_buffer, short => "trbs", long => "tcp-receive-buffer-size",
+       type => pos_integer, metavar => "BYTES", help => "TCP receive buffer"},
+     #{name => use_default_ssl_context, short => "udsc", long => "use-default-ssl-context",
+       type => boolean, default => false,
+       help => "verify the broker with the system's trust store (the default without --tls-ca-file)"},
+     #{name => tls_ca_file, long => "tls-ca-file", type => string, metavar => "FILE",
+       help => "CA certificates (PEM) that sign the broker's certificate (amqps://)"},
+     #{name => tls_cert_file, long => "tls-cert-file", type => string, metavar => "FILE",
+       help => "client certificate (PEM) for amqps://"},
+     #{name => tls_key_file, long => "tls-key-file", type => string, metavar => "FILE",
+       help => "the client certificate's key (PEM, unencrypted)"},
+     #{name => tls_insecure, long => "tls-insecure", type => boolean, default => false,
+       help => "do not verify the broker's certificate (PerfTest's amqps:// default)"},
+     #{name => sni, short => "sni", long => "server-name-indication", type => string,
+       metavar => "NAME", help => "TLS server name (SNI), also the name the broker's "
+                                  "certificate must have"},
+     #{name => sasl_external, short => "se", long => "sasl-external", type => boolean,
+       default => false, help => "log in with SASL EXTERNAL (the client certificate's name)"},
+     #{name => recovery_interval, short => "cri", long => "connection-recovery-interval",
+       type => string, metavar => "S|S-S", help => "with --reconnect: seconds between "
+                                                   "attempts, or a random delay in a range"},
+     #{name => disable_recovery, short => "dcr", long => "disable-connection-recovery",
+       type => boolean, default => false, help => "stop the run on a lost connection "
+                                                  "(beamlab's default; see --reconnect)"},
+     #{name => startup_timeout, short => "sst", long => "servers-startup-timeout",
+       type => non_neg_integer, default => 0, metavar => "SECONDS",
+       help => "wait this long for the broker(s) to answer at the start"},
+     #{name => servers_up, short => "sul", long => "servers-up-limit", type => pos_integer,
+       metavar => "N", help => "with -sst: how many of the --uris must answer"},
+     #{name => shutdown_timeout, short => "st", long => "shutdown-timeout", type => non_neg_integer,
+       default => 5, metavar => "SECONDS", help => "the longest the end of the run may take"},
      #{name => reconnect, long => "reconnect", type => boolean, default => false,
        help => "reopen lost connections and carry on instead of stopping the run"},
      #{name => closed_loop, long => "closed-loop", type => pos_integer, metavar => "N",
@@ -78,14 +375,33 @@ options() ->
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
      %% issue 13: --name NAME@HOST and --cookie (beamlab_cli_dist)
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie for --nodes with named nodes"},
+     #{name => version, long => "version", type => boolean, default => false,
+       help => "print beamlab's version"},
      %% issue 12: the broker's own telemetry (beamlab_experiment_watch)
      #{name => watch, long => "watch", type => string, metavar => "NODE",
        help => "record the broker node's telemetry (schedulers, memory, top processes) "
-               "beside the load, over distribution (--cookie gives its cookie)"},
+               "beside the load, over distribution (--cookie gives its cookie); its key "
+               "figures are printed under each interval line and after the summary"},
      hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])]
-        ++ beamlab_cli_args:common_options().
+        %% #24: the rates and latencies for Prometheus, under PerfTest's names.
+        ++ beamlab_cli_metrics:options().
+
+%% PerfTest's options that beamlab does not take as they are: parsed so
+%% that a script passing them gets one clear line.
+hidden_options() ->
+    Known = [L || #{long := L} <- own_options() ++ beamlab_cli_args:common_options()],
+    Takes = ["ctp", "ei", "em", "hst", "isn", "ist", "niot", "niotp", "o2gr", "o2id",
+             "o2p", "o2sec", "o2uri", "pst"],
+    [maps:merge(#{name => list_to_atom("perftest:" ++ Long), long => Long, hidden => true,
+                  type => case lists:member(S, Takes) of
+                              true -> string;
+                              false -> boolean
+                          end, multi => true},
+                case S of none -> #{}; _ -> #{short => S} end)
+     || {S, Long, {Kind, _}} <- perftest_options(), Kind =/= differently,
+        not lists:member(Long, Known)].
 
 %% @doc Examples for `beamlab help amqp'.
 -spec usage() -> iodata().
@@ -94,6 +410,12 @@ usage() ->
     "  beamlab amqp -h amqp://guest:guest@127.0.0.1:5672/%2F -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
     "  beamlab amqp -x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern 'perf-test-%d' \\\n"
     "               --queue-pattern-from 1 --queue-pattern-to 10 -z 60\n"
+    "  beamlab amqp -x 100 -X 100 -y 1 -P 5 -s 400 -z 60     # 10,000 publishers, one message every 5 s\n"
+    "  beamlab amqp -vr 1000:10 -vr 5000:10 -vs 100:10 -vs 4000:10 -c 100 -z 60\n"
+    "  beamlab amqp -qq -u q1 -c 100 -q 100 -z 30            # a quorum queue\n"
+    "  beamlab amqp -sq -u s1 -c 100 -z 30                   # a stream, over AMQP 0-9-1\n"
+    "  beamlab amqp -h amqps://broker.example:5671/%2F --tls-ca-file ca.pem -z 30\n"
+    "  beamlab amqp -r 1000 -z 600 --metrics-port 9464   # rates and latencies for Prometheus\n"
     "  beamlab amqp --closed-loop 500 -z 60              # the NUMA stress test\n"
     "  beamlab amqp -x 4 -y 4 -r 1000 --nodes 2 -z 30    # 2 VMs, 1000 msg/s per producer\n"
     "  beamlab amqp -h amqp://guest:guest@10.0.0.10:5672/%2F --queue-pattern 'q-%d' \\\n"
@@ -101,16 +423,21 @@ usage() ->
     "               --nodes gen1@10.0.0.11,gen2@10.0.0.12 --cookie C --name ctl@10.0.0.5\n"
     "               # generators started with: beamlab node --name gen1@10.0.0.11 --cookie C\n"
     "Output: one PerfTest line per interval, PerfTest's summary, the accounting\n"
-    "(sent = received + returned + nacked + queued), then beamlab's table.\n".
+    "(sent = received + returned + nacked + queued), then beamlab's table.\n"
+    "Every PerfTest 2.22.1 option is accepted or refused with a reason: see docs/amqp.md.\n".
 
-%% @doc `-h' is PerfTest's broker URI; help is `--help' only.
+%% @doc `-h' is PerfTest's broker URI; help is `--help' (or PerfTest's `-?').
 -spec help_flags() -> [string()].
 help_flags() ->
-    ["--help"].
+    ["--help", "-?"].
 
 %% @doc Runs the command; the exit code is non-zero when the run could not
 %% start or ended early (broker gone, node down).
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
+run(#{opts := #{version := true}}) ->
+    io:format("beamlab ~ts (amqp: PerfTest 2.22.1's options; Erlang/OTP ~ts)~n",
+              [beamlab_result:tool_version(), erlang:system_info(otp_release)]),
+    {0, none};
 run(Parsed) ->
     %% PerfTest's lines go to stdout in text mode; with a machine format
     %% stdout carries only the document.
@@ -142,56 +469,271 @@ experiment(Parsed) ->
                           undefined -> #{};
                           W -> #{watch => #{node => W, cookie => G(cookie)}}
                       end),
-    #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
-      telemetry => case G(verbose) > 0 of true -> live; false -> none end}.
+    beamlab_cli_metrics:add(Parsed, #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
+                                      telemetry => case G(verbose) > 0 of true -> live; false -> none end}).
+
+%%--------------------------------------------------------------------
+%% Options to configuration
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
 %% options (but where it runs, `nodes', and where its lines go, `out');
 %% user mistakes end in `beamlab_cli_error:usage/2'.
 -spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
-config(P) ->
+config(P0) ->
+    P = numbers(P0),
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
+    perftest_only(P),
+    _ = [beamlab_cli_error:usage("unexpected argument '~ts' (each value needs its own option, "
+                                 "e.g. -f persistent -f mandatory)", [A])
+         || A <- lists:sublist(maps:get(args, P), 1)],
+    check_bounds(G),
     Uri = G(uri),
-    case beamlab_amqp_uri:parse(Uri) of
-        {ok, _} -> ok;
-        {error, UriErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_uri:format_error(UriErr)])
-    end,
+    Uris = uris(G(uris)),
+    _ = [check_uri(U) || U <- [Uri | Uris]],
     Flags = case G(flag) of
                 undefined -> [];
                 L -> L
             end,
     G(multi_ack) > 0 andalso G(autoack) =:= true andalso
         beamlab_cli_error:usage("-A (multi-ack) and -a (autoack) exclude each other", []),
+    G(multi_ack) > 0 andalso G(qos) > 0 andalso G(multi_ack) > G(qos) andalso
+        beamlab_cli_error:usage("--multi-ack-every ~b must be less than or equal to --qos ~b "
+                                "(the consumer would wait forever for more messages)",
+                                [G(multi_ack), G(qos)]),
+    G(quorum) andalso G(stream) andalso
+        beamlab_cli_error:usage("use quorum queues or stream queues, not both (-qq, -sq)", []),
     Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
-    Pattern =/= undefined andalso G(queue) =/= undefined andalso
-        beamlab_cli_error:usage("give either -u or --queue-pattern, not both", []),
-    G(predeclared) =:= true andalso Pattern =:= undefined andalso G(queue) =:= undefined
+    Queues = queues(G(queue), G(queue_file)),
+    length([x || X <- [Pattern, Queues], X =/= undefined]) > 1 andalso
+        beamlab_cli_error:usage("give one of -u, --queue-file or --queue-pattern", []),
+    G(predeclared) =:= true andalso Pattern =:= undefined andalso Queues =:= undefined
         andalso G(closed_loop) =:= undefined andalso
-        beamlab_cli_error:usage("-p needs the queue(s): -u or --queue-pattern", []),
-    check_work(G, Pattern),
-    #{uri => list_to_binary(Uri),
-      producers => G(producers), consumers => G(consumers),
-      producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),
-      queue => bin(G(queue)), queue_pattern => Pattern,
-      exchange => list_to_binary(G(exchange)), exchange_type => atom_to_binary(G(exchange_type)),
-      routing_key => bin(G(routing_key)),
-      persistent => lists:member(persistent, Flags), mandatory => lists:member(mandatory, Flags),
-      prefetch => G(qos),
-      confirm => case G(confirm) of
-                     C when is_integer(C), C > 0 -> C;
-                     _ -> undefined
-                 end, autoack => G(autoack), multi_ack => G(multi_ack),
-      rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
-      body_size => G(size), duration => G(time),
-      pmessages => G(pmessages), cmessages => G(cmessages),
-      predeclared => G(predeclared), quorum => G(quorum), interval => G(interval),
-      reconnect => G(reconnect),
-      closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
-      id => bin(G(id))}.
+        beamlab_cli_error:usage("-p needs the queue(s): -u, --queue-file or --queue-pattern", []),
+    check_work(G, Pattern, Queues),
+    Stream = G(stream),
+    Type = atom_to_binary(G(exchange_type)),
+    Exchange = case G(exchange) of
+                   undefined -> Type;                 % PerfTest: named after its type
+                   "amq.default" -> <<>>;
+                   E -> bin(E)
+               end,
+    {Single, Several} = case Queues of
+                            [Q] -> {Q, undefined};
+                            _ -> {undefined, Queues}
+                        end,
+    maps:merge(
+      #{uri => list_to_binary(Uri), uris => [list_to_binary(U) || U <- Uris],
+        producers => G(producers), consumers => G(consumers),
+        producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),
+        queue => Single, queues => Several, queue_pattern => Pattern,
+        exchange => Exchange, exchange_type => Type,
+        routing_key => bin(G(routing_key)), random_routing_key => G(random_routing_key),
+        routing_key_cache => G(routing_key_cache), skip_binding => G(skip_binding),
+        persistent => lists:member(persistent, Flags) orelse G(quorum) orelse Stream,
+        mandatory => lists:member(mandatory, Flags),
+        prefetch => case {Stream, G(qos)} of
+                        {true, 0} -> 200;              % PerfTest's default for streams
+                        {_, Q0} -> Q0
+                    end,
+        global_qos => G(global_qos),
+        confirm => case G(confirm) of
+                       C when is_integer(C), C > 0 -> C;
+                       _ -> undefined
+                   end,
+        confirm_timeout => G(confirm_timeout),
+        autoack => G(autoack), multi_ack => G(multi_ack), nack => G(nack),
+        requeue => G(requeue) =/= false,
+        rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
+        variable_rate => variables(G(variable_rate), "--variable-rate", 0),
+        publishing_interval => publishing_interval(G(publishing_interval)),
+        producer_start_delay => G(producer_start_delay),
+        consumer_rate => case G(consumer_rate) of
+                             undefined -> infinity;
+                             R when R =< 0 -> infinity;     % PerfTest: no limit
+                             R -> R
+                         end,
+        consumer_latency => G(consumer_latency),
+        variable_latency => variables(G(variable_latency), "--variable-latency", 0),
+        body_size => G(size),
+        variable_size => variables(G(variable_size), "--variable-size", 1),
+        body => body(G),
+        message_properties => message_properties(G(message_properties)),
+        duration => G(time), pmessages => G(pmessages), cmessages => G(cmessages),
+        producer_tx => G(ptxsize), consumer_tx => G(ctxsize),
+        predeclared => G(predeclared), quorum => G(quorum), stream => Stream,
+        queue_args => key_values(G(queue_args), "--queue-args"),
+        max_length_bytes => capacity(G(max_length_bytes), "--max-length-bytes"),
+        max_age => max_age(G(max_age)),
+        stream_segment_bytes => segment_bytes(G(segment_bytes)),
+        leader_locator => case G(leader_locator) of undefined -> undefined; LL -> atom_to_binary(LL) end,
+        auto_delete => G(auto_delete), exclusive => G(exclusive),
+        consumer_args => key_values(G(consumer_args), "--consumer-args"),
+        stream_offset => stream_offset(G(stream_offset)),
+        slow_start => G(slow_start), consumer_start_delay => G(consumer_start_delay),
+        exit_when => case G(exit_when) of undefined -> never; W -> W end,
+        polling => G(polling), polling_interval => G(polling_interval),
+        interval => G(interval), reconnect => G(reconnect),
+        closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
+        id => id(G(id)),
+        output_file => output_file(G(output_file)),
+        use_millis => G(use_millis), metrics_format => G(metrics_format),
+        heartbeat => G(heartbeat), frame_max => G(frame_max),
+        tcp => maps:from_list([{K, V} || {K, V} <- [{nodelay, G(tcp_no_delay)},
+                                                     {sndbuf, G(tcp_send_buffer)},
+                                                     {recbuf, G(tcp_receive_buffer)}],
+                                         V =/= undefined]),
+        recovery_interval => recovery_interval(G(recovery_interval)),
+        startup_timeout => G(startup_timeout), servers_up => G(servers_up),
+        shutdown_timeout => G(shutdown_timeout)},
+      tls(G, [Uri | Uris])).
+
+%% PerfTest's options without an equivalent: refused (usage error) or,
+%% for Java thread settings, accepted with a note.
+perftest_only(#{given := Given}) ->
+    Audit = maps:from_list([{L, A} || {_, L, A} <- perftest_options()]),
+    lists:foreach(
+      fun(Name) ->
+              case atom_to_list(Name) of
+                  "perftest:" ++ Long -> perftest_only(Long, maps:get(Long, Audit));
+                  _ -> ok
+              end
+      end, lists:usort(Given)).
+
+perftest_only(Long, Audit) ->
+              case Audit of
+                  {refused, Why} ->
+                      beamlab_cli_error:usage("--~ts is not supported: ~ts", [Long, Why]);
+                  {no_effect, Why} ->
+                      io:format(standard_error, "beamlab: --~ts has no effect: ~ts~n", [Long, Why])
+              end.
+
+%% Numbers that PerfTest scripts write as decimals or with an exponent
+%% (-z 1e3): parsed here, so that a huge value is told its limit.
+numbers(#{opts := Opts} = P) ->
+    Num = fun(Flag, V, Min) ->
+                  case number(V) of
+                      {ok, N} when N >= Min -> N;
+                      _ -> beamlab_cli_error:usage("invalid value '~ts' for ~ts: expected a number "
+                                                   ">= ~ts", [V, Flag, num(Min)])
+                  end
+          end,
+    Conv = [{interval, "-i", 0}, {time, "-z", 0}, {rate, "-r", 0}, {consumer_rate, "-R", 0}],
+    P#{opts := lists:foldl(fun({K, Flag, Min}, O) ->
+                                   case maps:get(K, O, undefined) of
+                                       undefined -> O;
+                                       V -> O#{K := Num(Flag, V, Min)}
+                                   end
+                           end, Opts, Conv)}.
+
+%% An integer, a decimal or a number with an exponent (1e3, 2.5E-1).
+number(S) ->
+    T = string:lowercase(string:trim(S)),
+    Fixed = case string:split(T, "e") of
+                [M, E] -> case lists:member($., M) of
+                              true -> M ++ "e" ++ E;
+                              false -> M ++ ".0e" ++ E
+                          end;
+                [M] -> M
+            end,
+    case {string:to_integer(T), string:to_float(Fixed)} of
+        {{I, ""}, _} -> {ok, I};
+        {_, {F, ""}} -> {ok, F};
+        _ -> error
+    end.
+
+%% Numbers bounded at parse time, each with the reason for its limit.
+check_bounds(G) ->
+    B = fun(Name, Flag, Max, Why) ->
+                case G(Name) of
+                    V when is_number(V), V > Max ->
+                        beamlab_cli_error:usage("invalid value '~ts' for ~ts: at most ~ts (~ts)",
+                                                [num(V), Flag, num(Max), Why]);
+                    _ -> ok
+                end
+        end,
+    B(producers, "-x", ?MAX_COUNT, "connections to one broker"),
+    B(consumers, "-y", ?MAX_COUNT, "connections to one broker"),
+    B(closed_loop, "--closed-loop", ?MAX_COUNT, "channels of one generator"),
+    B(producer_channels, "-X", ?MAX_CHANNELS, "channels per connection"),
+    B(consumer_channels, "-Y", ?MAX_CHANNELS, "channels per connection"),
+    B(size, "-s", ?MAX_BODY, "RabbitMQ's largest message, 512 MiB"),
+    B(qos, "-q", 65535, "AMQP's prefetch count is 16 bits"),
+    B(global_qos, "-Q", 65535, "AMQP's prefetch count is 16 bits"),
+    B(confirm, "-c", 10000000, "unconfirmed messages kept per channel"),
+    B(interval, "-i", 86400, "one day"),
+    B(time, "-z", ?MAX_SECONDS, "one year"),
+    B(rate, "-r", ?MAX_RATE, "messages per second per channel"),
+    B(consumer_rate, "-R", ?MAX_RATE, "messages per second per channel"),
+    B(consumer_latency, "-L", 60000000, "one minute per message"),
+    B(heartbeat, "-b", 65535, "AMQP's heartbeat is 16 bits"),
+    B(frame_max, "-M", 4294967295, "AMQP's frame_max is 32 bits"),
+    B(confirm_timeout, "-ct", 86400, "one day"),
+    B(producer_start_delay, "-prsd", 86400, "one day"),
+    B(consumer_start_delay, "-csd", 86400, "one day"),
+    B(shutdown_timeout, "-st", 3600, "one hour"),
+    B(startup_timeout, "-sst", 86400, "one day"),
+    B(polling_interval, "-pi", 3600000, "one hour"),
+    B(body_field_count, "-bfc", 100000, "fields kept in memory"),
+    B(body_count, "-bc", 100000, "bodies kept in memory"),
+    B(routing_key_cache, "-rkcs", 1000000, "keys kept in memory"),
+    B(ptxsize, "-m", 100000000, "messages per transaction"),
+    B(ctxsize, "-n", 100000000, "messages per transaction"),
+    B(tcp_send_buffer, "-tsbs", 268435456, "256 MiB"),
+    B(tcp_receive_buffer, "-trbs", 268435456, "256 MiB"),
+    case G(frame_max) of
+        F when is_integer(F), F > 0, F < 4096 ->
+            beamlab_cli_error:usage("invalid value '~b' for -M: 0 (the broker's) or at least 4096 "
+                                    "(AMQP's smallest frame_max)", [F]);
+        _ -> ok
+    end,
+    case G(interval) of
+        I when I < 0.01 -> beamlab_cli_error:usage("invalid value '~ts' for -i: at least 0.01 s",
+                                                   [num(I)]);
+        _ -> ok
+    end,
+    case G(time) of
+        Z when is_number(Z), Z =< 0 -> beamlab_cli_error:usage("invalid value '~ts' for -z: a "
+                                                               "positive duration", [num(Z)]);
+        _ -> ok
+    end.
+
+num(V) when is_integer(V) -> integer_to_list(V);
+num(V) -> float_to_list(float(V), [short]).
+
+check_uri(Uri) ->
+    case beamlab_amqp_uri:parse(Uri) of
+        {ok, _} -> ok;
+        {error, UriErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_uri:format_error(UriErr)])
+    end.
+
+uris(undefined) -> [];
+uris(S) ->
+    case [string:trim(U) || U <- string:split(S, ",", all), string:trim(U) =/= ""] of
+        [] -> beamlab_cli_error:usage("--uris needs at least one URI", []);
+        Us -> Us
+    end.
+
+%% The test id is part of queue and connection names: printable, short.
+id(undefined) -> undefined;
+id(S) ->
+    B = unicode:characters_to_binary(S),
+    Printable = is_binary(B) andalso io_lib:printable_unicode_list(S)
+        andalso not lists:any(fun(C) -> C < 32 orelse C =:= 127 end, S),
+    if
+        not Printable ->
+            beamlab_cli_error:usage("-d: the test id must be printable text (no newline or "
+                                    "control character): it names the run's queues", []);
+        byte_size(B) > 200 ->
+            beamlab_cli_error:usage("-d: the test id is ~b bytes; at most 200 (queue names "
+                                    "are at most 255)", [byte_size(B)]);
+        B =:= <<>> ->
+            beamlab_cli_error:usage("-d: the test id is empty", []);
+        true -> B
+    end.
 
 %% A run that has nothing to do, or whose counts can never be reached (it
 %% would wait forever without a word), is a usage error.
-check_work(G, Pattern) ->
+check_work(G, Pattern, Queues) ->
     ClosedLoop = G(closed_loop) =/= undefined,
     NP = G(producers) * G(producer_channels),
     NC = G(consumers) * G(consumer_channels),
@@ -199,7 +741,7 @@ check_work(G, Pattern) ->
         beamlab_cli_error:usage("nothing to run: -x 0 and -y 0 (give producers, consumers "
                                 "or --closed-loop)", []),
     Timed = G(time) =/= undefined,
-    Shared = Pattern =:= undefined andalso G(predeclared) =:= false
+    Shared = Pattern =:= undefined andalso Queues =:= undefined andalso G(predeclared) =:= false
         andalso G(exchange_type) =:= direct andalso G(routing_key) =:= undefined,
     D = G(cmessages),
     (not Timed andalso not ClosedLoop andalso D > 0 andalso NC > 0 andalso Shared) andalso
@@ -225,20 +767,209 @@ pattern(undefined, undefined, undefined) ->
 pattern(undefined, _, _) ->
     beamlab_cli_error:usage("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
 pattern(P, From, To) when is_integer(From), is_integer(To), From =< To ->
-    case string:find(P, "%") of
-        nomatch -> beamlab_cli_error:usage("--queue-pattern '~ts' has no %d", [P]);
-        _ -> {list_to_binary(P), From, To}
+    To - From >= ?MAX_COUNT andalso
+        beamlab_cli_error:usage("--queue-pattern-from ~b to ~b is more than ~b queues",
+                                [From, To, ?MAX_COUNT]),
+    case beamlab_amqp_perftest:check_pattern(P) of
+        ok -> {unicode:characters_to_binary(P), From, To};
+        {error, Why} -> beamlab_cli_error:usage("--queue-pattern '~ts' ~ts", [P, Why])
     end;
 pattern(_P, From, To) when is_integer(From), is_integer(To) ->
     beamlab_cli_error:usage("--queue-pattern-from ~b is above --queue-pattern-to ~b", [From, To]);
 pattern(_P, _, _) ->
     beamlab_cli_error:usage("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
+%% -u a,b (PerfTest's comma list) or --queue-file (one name per line).
+queues(undefined, undefined) ->
+    undefined;
+queues(Names, undefined) ->
+    [check_queue_name(bin(string:trim(N)), "-u") || N <- string:split(Names, ",", all)];
+queues(undefined, File) ->
+    case read_small(File) of
+        {ok, Bin} ->
+            Lines = [string:trim(L) || L <- string:split(Bin, "\n", all)],
+            case [check_queue_name(L, "--queue-file") || L <- Lines, L =/= <<>>] of
+                [] -> beamlab_cli_error:usage("--queue-file ~ts has no queue names", [File]);
+                Qs when length(Qs) > ?MAX_COUNT ->
+                    beamlab_cli_error:usage("--queue-file ~ts has more than ~b queues",
+                                            [File, ?MAX_COUNT]);
+                Qs -> Qs
+            end;
+        {error, Why} -> beamlab_cli_error:usage("--queue-file ~ts: ~ts", [File, Why])
+    end;
+queues(_, _) ->
+    beamlab_cli_error:usage("give one of -u, --queue-file or --queue-pattern", []).
+
+check_queue_name(Q, _Flag) when is_binary(Q), byte_size(Q) > 0, byte_size(Q) =< 255 -> Q;
+check_queue_name(Q, Flag) ->
+    beamlab_cli_error:usage("~ts: '~ts' is not a queue name (1 to 255 bytes of UTF-8)", [Flag, Q]).
+
+%% Files named on the command line are read whole, but only regular files
+%% and at most 64 MiB (a FIFO or a device would hang or never end).
+read_small(File) ->
+    case file:read_file_info(File) of
+        {ok, #file_info{type = T}} when T =/= regular -> {error, "not a regular file"};
+        {ok, #file_info{size = Size}} when Size > 67108864 -> {error, "larger than 64 MiB"};
+        {ok, _} ->
+            case file:read_file(File) of
+                {ok, Bin} -> {ok, Bin};
+                {error, R} -> {error, file:format_error(R)}
+            end;
+        {error, R} -> {error, file:format_error(R)}
+    end.
+
+variables(undefined, _Flag, _Min) -> undefined;
+variables(Defs, Flag, Min) ->
+    [case beamlab_amqp_perftest:variable(D, Min) of
+         {ok, V} -> V;
+         {error, Why} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Why])
+     end || D <- Defs].
+
+publishing_interval(undefined) -> undefined;
+publishing_interval(S) ->
+    case beamlab_amqp_perftest:publishing_interval(S) of
+        {ok, V} -> V;
+        {error, Why} -> beamlab_cli_error:usage("invalid value '~ts' for --publishing-interval: ~ts",
+                                                [S, Why])
+    end.
+
+key_values(undefined, _Flag) -> [];
+key_values(Values, Flag) ->
+    lists:foldl(fun(V, Acc) ->
+                        case beamlab_amqp_perftest:key_values(V) of
+                            {ok, KVs} ->
+                                lists:foldl(fun({K, X}, A) -> lists:keystore(K, 1, A, {K, X}) end,
+                                            Acc, KVs);
+                            {error, Why} -> beamlab_cli_error:usage("~ts '~ts': ~ts", [Flag, V, Why])
+                        end
+                end, [], Values).
+
+message_properties(undefined) -> #{};
+message_properties(Values) ->
+    case beamlab_amqp_perftest:properties(key_values(Values, "--message-properties")) of
+        {ok, Props} -> Props;
+        {error, Why} -> beamlab_cli_error:usage("--message-properties: ~ts", [Why])
+    end.
+
+capacity(undefined, _Flag) -> undefined;
+capacity(S, Flag) ->
+    case beamlab_amqp_perftest:byte_capacity(S) of
+        {ok, N} -> N;
+        {error, Why} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Why])
+    end.
+
+segment_bytes(undefined) -> undefined;
+segment_bytes(S) ->
+    case capacity(S, "--stream-max-segment-size-bytes") of
+        N when N > 3000000000 ->
+            beamlab_cli_error:usage("--stream-max-segment-size-bytes: the maximum segment size "
+                                    "cannot be more than 3 GB", []);
+        0 -> beamlab_cli_error:usage("--stream-max-segment-size-bytes: must be positive", []);
+        N -> N
+    end.
+
+max_age(undefined) -> undefined;
+max_age(S) ->
+    case beamlab_amqp_perftest:iso_duration(S) of
+        {ok, N} -> N;
+        {error, Why} -> beamlab_cli_error:usage("--max-age: ~ts", [Why])
+    end.
+
+stream_offset(undefined) -> undefined;
+stream_offset(S) ->
+    case beamlab_amqp_perftest:stream_offset(S) of
+        {ok, O} -> O;
+        {error, Why} -> beamlab_cli_error:usage("--stream-consumer-offset: ~ts", [Why])
+    end.
+
+recovery_interval(undefined) -> {1000, 1000};
+recovery_interval(S) ->
+    case beamlab_amqp_perftest:recovery_interval(S) of
+        {ok, I} -> I;
+        {error, Why} -> beamlab_cli_error:usage("--connection-recovery-interval: ~ts", [Why])
+    end.
+
+body(G) ->
+    case {G(body), G(json_body)} of
+        {undefined, false} ->
+            stamp;
+        {undefined, true} ->
+            G(body_count) * max(G(size), 200) > 1073741824 andalso
+                beamlab_cli_error:usage("--json-body: ~b bodies of ~b bytes are more than 1 GiB "
+                                        "to keep in memory; lower --body-count or -s",
+                                        [G(body_count), G(size)]),
+            {json, G(body_field_count), G(body_count)};
+        {Files, false} ->
+            {files, [body_file(string:trim(F)) || F <- string:split(Files, ",", all)],
+             bin(G(body_content_type))};
+        {_, true} ->
+            beamlab_cli_error:usage("give either --body files or --json-body, not both", [])
+    end.
+
+body_file(F) ->
+    case read_small(F) of
+        {ok, Bin} when byte_size(Bin) =< ?MAX_BODY -> Bin;
+        {ok, _} -> beamlab_cli_error:usage("--body ~ts: larger than 512 MiB", [F]);
+        {error, Why} -> beamlab_cli_error:usage("--body ~ts: ~ts", [F, Why])
+    end.
+
+%% -o: checked now (a directory or an impossible path fails before the
+%% run), written atomically at the end.
+output_file(undefined) -> undefined;
+output_file(F) ->
+    case beamlab_runtime_file:check_target(F) of
+        {ok, directory} -> beamlab_cli_error:usage("--output-file ~ts is a directory", [F]);
+        {ok, _} -> unicode:characters_to_binary(F);
+        {error, R} -> beamlab_cli_error:usage("--output-file ~ts: ~ts",
+                                              [F, beamlab_runtime_file:format_error(R)])
+    end.
+
+%% TLS: the options of amqps:// URIs, and SASL EXTERNAL.
+tls(G, Uris) ->
+    Tls = lists:any(fun(U) -> string:prefix(string:lowercase(U), "amqps:") =/= nomatch end, Uris),
+    Files = [{cacertfile, G(tls_ca_file), "--tls-ca-file"},
+             {certfile, G(tls_cert_file), "--tls-cert-file"},
+             {keyfile, G(tls_key_file), "--tls-key-file"}],
+    Given = [{K, F, Flag} || {K, F, Flag} <- Files, F =/= undefined],
+    TlsOnly = [Flag || {_, _, Flag} <- Given]
+        ++ ["--server-name-indication" || G(sni) =/= undefined]
+        ++ ["--tls-insecure" || G(tls_insecure)]
+        ++ ["--use-default-ssl-context" || G(use_default_ssl_context)],
+    case {Tls, TlsOnly} of
+        {false, [Flag | _]} -> beamlab_cli_error:usage("~ts needs an amqps:// URI", [Flag]);
+        _ -> ok
+    end,
+    (G(tls_cert_file) =:= undefined) =:= (G(tls_key_file) =:= undefined) orelse
+        beamlab_cli_error:usage("--tls-cert-file and --tls-key-file go together", []),
+    G(sasl_external) andalso G(tls_cert_file) =:= undefined andalso
+        beamlab_cli_error:usage("--sasl-external logs in with the client certificate: give "
+                                "--tls-cert-file and --tls-key-file (and an amqps:// URI)", []),
+    G(tls_insecure) andalso (G(tls_ca_file) =/= undefined orelse G(use_default_ssl_context)) andalso
+        beamlab_cli_error:usage("--tls-insecure verifies nothing: drop --tls-ca-file and "
+                                "--use-default-ssl-context, or drop --tls-insecure", []),
+    _ = [case read_small(F) of
+             {ok, _} -> ok;
+             {error, Why} -> beamlab_cli_error:usage("~ts ~ts: ~ts", [Flag, F, Why])
+         end || {_, F, Flag} <- Given],
+    Sni = case G(sni) of
+              undefined -> #{};
+              S -> case string:split(S, ",", leading) of
+                       [First | _] -> #{server_name_indication => string:trim(First)}
+                   end
+          end,
+    #{tls => maps:merge(maps:from_list([{K, F} || {K, F, _} <- Given]),
+                        Sni#{verify => case G(tls_insecure) of
+                                           true -> verify_none;
+                                           false -> verify_peer
+                                       end}),
+      sasl => case G(sasl_external) of true -> external; false -> plain end}.
+
 node_list(undefined) ->
     this;
 node_list(S) ->
     case string:to_integer(S) of
-        {N, ""} when N >= 1 -> {peers, N};
+        {N, ""} when N >= 1, N =< 64 -> {peers, N};
+        {N, ""} when N > 64 -> beamlab_cli_error:usage("--nodes ~b: at most 64 local VMs", [N]);
         {_, ""} -> beamlab_cli_error:usage("--nodes needs at least 1 node", []);
         _ ->
             Names = [string:trim(X) || X <- string:lexemes(S, ",")],

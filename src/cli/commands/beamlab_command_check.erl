@@ -29,6 +29,7 @@ options() ->
      #{name => bench, long => "bench", type => string, default => "bench", metavar => "DIR",
        help => "the directory of the bench modules (default bench)"},
      #{name => rounds, long => "rounds", type => pos_integer, default => 12, metavar => "N",
+       max => 10000,
        help => "paired rounds (default 12; at least 8 for p < 0.01)"},
      #{name => metric, long => "metric", type => {list, {enum, ?METRICS}}, default => [time],
        metavar => "M[,M]", help => "metrics that fail the check: time, reductions, memory (default time)"},
@@ -37,10 +38,13 @@ options() ->
      #{name => alpha, long => "alpha", type => fraction, default => 0.01, metavar => "P",
        help => "significance level of the sign test (default 0.01)"},
      #{name => duration, short => "d", long => "duration", type => pos_integer, default => 100,
+       max => 86400000, max_why => "one day",
        metavar => "MS", help => "sample duration per side and round (default 100)"},
      #{name => samples, short => "s", long => "samples", type => pos_integer, default => 3,
+       max => 1000000,
        metavar => "N", help => "samples per side and round (default 3)"},
      #{name => warmup, short => "w", long => "warmup", type => non_neg_integer, default => 1,
+       max => 1000000,
        metavar => "N", help => "warm-up samples per side and round (default 1)"},
      #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
        help => "emulator arguments of the measuring VMs, e.g. '+S 1'"},
@@ -73,6 +77,9 @@ usage() ->
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Exp = experiment(Parsed),
+    %% A summary file that cannot be written is said now, not after the run.
+    _ = [beamlab_cli_output:check_output("--summary", F)
+         || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined],
     Sink = fun({check, Line}) -> beamlab_cli_project:progress(Line);
               (_) -> ok
            end,
@@ -121,8 +128,8 @@ text(Doc, Parsed) ->
     beamlab_render_check:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed)}).
 
 write_summary(File, Doc) ->
-    case beamlab_runtime_file:write_atomic(File, beamlab_render_check:markdown(Doc)) of
-        ok -> io:format(standard_error, "summary: ~ts~n", [File]);
+    case beamlab_runtime_file:write(File, beamlab_render_check:markdown(Doc)) of
+        {ok, _} -> io:format(standard_error, "summary: ~ts~n", [File]);
         {error, Why} -> beamlab_cli_error:fail("cannot write the summary to ~ts: ~ts",
                                                [File, beamlab_runtime_file:format_error(Why)])
     end.

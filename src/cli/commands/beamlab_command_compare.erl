@@ -6,7 +6,7 @@
 -module(beamlab_command_compare).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, load_runs/1]).
+-export([summary/0, options/0, usage/0, run/1, load_runs/1, expand/1, history_options/0, history/2]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -23,32 +23,117 @@ options() ->
               help => "exit 1 when a benchmark is significantly slower than the baseline by more "
                       "than PCT percent"},
             #{name => confidence, long => "confidence", type => percent, default => 95.0,
-              metavar => "PCT", help => "confidence level of intervals and tests, in percent"}].
+              metavar => "PCT", help => "confidence level of intervals and tests, in percent"}
+            | history_options()].
+
+%% @doc The options of a history (many saved runs of the same benchmarks),
+%% shared with `beamlab report'.
+-spec history_options() -> [beamlab_cli_args:option()].
+history_options() ->
+    [#{name => history, long => "history", type => boolean, default => false,
+       help => "the runs are a history: order them and compare each with the one before "
+               "(the default when a directory or a quoted glob is given)"},
+     #{name => order, long => "order", type => {enum, [auto, time, commit]}, default => auto, metavar => "HOW",
+       help => "order of a history: commit (the git commit's date each run recorded), time (when each "
+               "run started) or auto (commit when every run has one)"}].
 
 %% @doc Examples for `beamlab help compare'.
 -spec usage() -> iodata().
 usage() ->
-    "Usage: beamlab compare BASE.json NEW.json [MORE.json...] [OPTIONS]\n\n"
+    "Usage: beamlab compare BASE.json NEW.json [MORE.json...] [OPTIONS]\n"
+    "       beamlab compare DIR | 'GLOB' | --history RUN.json... [--order commit|time]\n\n"
     "Benchmarks are paired by name; each later run is compared with the first.\n"
-    "Verdicts: faster, SLOWER, ~ (no significant difference), too few samples.\n\n"
+    "Verdicts: faster, SLOWER, ~ (no significant difference), too few samples.\n"
+    "A history (a directory of saved runs, a quoted glob, or --history) is put in\n"
+    "order, by the git commit each run recorded or by time, and each run is\n"
+    "compared with the one before; --fail-if-slower then checks the newest run.\n\n"
     "Examples:\n"
     "  beamlab compare before.json after.json\n"
     "  beamlab compare before.json after.json --fail-if-slower 5\n"
-    "  beamlab compare a.json b.json c.json --format markdown >> pr-comment.md\n".
+    "  beamlab compare a.json b.json c.json --format markdown >> pr-comment.md\n"
+    "  beamlab compare bench-history/ --order commit\n"
+    "  beamlab compare 'beamlab-results/bench-*.json'\n".
 
 %% @doc Runs the command and prints the comparison in the chosen format.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
-run(Parsed = #{args := Files}) ->
+run(Parsed = #{args := Args}) ->
+    {Files, Listed} = expand(Args),
     length(Files) >= 2 orelse
         beamlab_cli_error:usage("compare needs at least two result files (got ~b)", [length(Files)]),
     Conf = beamlab_cli_args:get(confidence, Parsed, 95.0) / 100,
     (Conf > 0.5 andalso Conf < 1) orelse
         beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
     Runs = load_runs(Files),
-    {ok, Cmp} = beamlab_compare:compare(Runs, #{confidence => Conf}),
     Format = beamlab_cli_output:format(Parsed),
-    beamlab_cli_output:put_chars(beamlab_render_compare:render(Cmp, Format, #{files => Files})),
-    {fail_if_slower(Cmp, beamlab_cli_args:get(fail_if_slower, Parsed)), none}.
+    case Listed orelse beamlab_cli_args:get(history, Parsed, false) of
+        true ->
+            H = history(Runs, #{order => beamlab_cli_args:get(order, Parsed, auto), confidence => Conf}),
+            FileOf = maps:from_list(lists:zip([L || {L, _} <- Runs], Files)),
+            Ordered = [maps:get(L, FileOf) || #{label := L} <- maps:get(runs, H)],
+            beamlab_cli_output:put_chars(beamlab_render_history:render(H, Format, #{files => Ordered})),
+            {fail_if_newest_slower(H, beamlab_cli_args:get(fail_if_slower, Parsed)), none};
+        false ->
+            {ok, Cmp} = beamlab_compare:compare(Runs, #{confidence => Conf}),
+            beamlab_cli_output:put_chars(beamlab_render_compare:render(Cmp, Format, #{files => Files})),
+            {fail_if_slower(Cmp, beamlab_cli_args:get(fail_if_slower, Parsed)), none}
+    end.
+
+%% @doc The history of loaded runs in the order asked for, or one line
+%% saying why it cannot be ordered so.
+-spec history([beamlab_result_history:run()], beamlab_result_history:opts()) -> beamlab_result_history:history().
+history(Runs, Opts) ->
+    case beamlab_result_history:history(Runs, Opts) of
+        {ok, H} -> H;
+        {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result_history:format_error(Reason)])
+    end.
+
+%% @doc Result files named by the arguments: a file as it is, a directory
+%% as its `*.json' files, a pattern with `*', `?' or `[' (quoted, so the
+%% shell left it) as the files it matches, sorted. `Listed' is true when a
+%% directory or pattern was given: the runs are then a history.
+-spec expand([string()]) -> {[string()], Listed :: boolean()}.
+expand(Args) ->
+    Expanded = [expand_arg(A) || A <- Args],
+    {lists:append([Fs || {Fs, _} <- Expanded]), lists:any(fun({_, L}) -> L end, Expanded)}.
+
+expand_arg(Arg) ->
+    case {filelib:is_dir(Arg), lists:any(fun(C) -> lists:member(C, "*?[") end, Arg)} of
+        {true, _} ->
+            case lists:sort(filelib:wildcard(filename:join(Arg, "*.json"))) of
+                [] -> beamlab_cli_error:usage("~ts: no saved runs (*.json) in this directory", [Arg]);
+                Fs -> {Fs, true}
+            end;
+        {false, true} ->
+            case lists:sort([F || F <- filelib:wildcard(Arg), filelib:is_regular(F)]) of
+                [] -> beamlab_cli_error:usage("~ts: no file matches", [Arg]);
+                Fs -> {Fs, true}
+            end;
+        {false, false} ->
+            {[Arg], false}
+    end.
+
+%% A history fails when its newest run is significantly slower than the
+%% run before it by more than PCT percent.
+fail_if_newest_slower(_H, undefined) ->
+    0;
+fail_if_newest_slower(#{trends := Trends, runs := Runs}, Pct) ->
+    Newest = length(Runs),
+    Slower = [{Name, 100 * worse(X, Better)}
+              || #{name := Name, better := Better, changes := Cs} <- Trends,
+                 #{to := To, verdict := slower, change := X} <- Cs, To =:= Newest, is_number(X),
+                 100 * worse(X, Better) > Pct],
+    case Slower of
+        [] -> 0;
+        _ ->
+            io:format(standard_error, "beamlab: ~b benchmark(s) of the newest run (~ts) significantly slower "
+                      "than the run before by more than ~ts%: ~ts~n",
+                      [length(Slower), maps:get(label, lists:last(Runs)), beamlab_format_units:number(Pct),
+                       lists:join(", ", [io_lib:format("~ts (~.1f% worse)", [N, P]) || {N, P} <- Slower])]),
+            1
+    end.
+
+worse(X, higher) -> -X;
+worse(X, lower) -> X.
 
 fail_if_slower(_Cmp, undefined) ->
     0;

@@ -32,7 +32,13 @@ options() ->
      #{name => baseline, long => "baseline", type => string, metavar => "CONFIG",
        help => "the configuration others are compared with (default: the first)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
-       help => "fresh VMs per configuration, interleaved (default 3)"}
+       max => 10000,
+       help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
+     #{name => preset, long => "preset", type => string, metavar => "NAME",
+       help => "run a published study's scenarios and print its table beside this machine's: "
+               "jit-study (RabbitMQ's JIT against its interpreter under PerfTest's two scenarios)"},
+     #{name => duration, long => "duration", type => pos_integer, metavar => "S", max => 86400,
+       help => "with --preset: seconds each load runs (default the preset's)"}
      | target_options() ++ beamlab_cli_args:common_options()].
 
 %% The system under test started per configuration (beamlab_experiment_matrix).
@@ -44,7 +50,7 @@ target_options() ->
        help => "start any release or escript per configuration (flags via ERL_ZFLAGS)"},
      #{name => target_node, long => "target-node", type => string, metavar => "NODE",
        help => "the node name --target-cmd starts (name@host)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "the --target-cmd node's cookie"},
      #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
        help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
@@ -79,6 +85,12 @@ usage() ->
     "  beamlab matrix --file grid.config --format json --save\n"
     "  beamlab matrix --target rabbitmq --vm '+sbt u' --vm '+sbt db' --vm '+S 1' \\\n"
     "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
+    "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 5 \\\n"
+    "                 --profile -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
+    "  beamlab matrix --preset jit-study [--otp DIR] [-n 5] [--duration 30] [--profile] [--save]\n"
+    "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit \\\n"
+    "                 --load-cmd '/opt/beamlab-perftest/2.22.1/bin/perftest -h {uri} {flags}' \\\n"
+    "                 -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
     "  beamlab matrix --target-cmd './_build/prod/rel/app/bin/app foreground' \\\n"
     "                 --target-node app@127.0.0.1 --cookie app --vm '+S 1' --vm '+S 2' -- run 'ok.'\n\n"
     "With --target (or --target-cmd) each repetition starts the system under test\n"
@@ -107,6 +119,15 @@ run(Parsed) ->
 %% mistake in it, is a usage error before any VM starts).
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
+    case beamlab_cli_args:get(preset, Parsed) of
+        undefined ->
+            beamlab_cli_args:get(duration, Parsed) =:= undefined orelse
+                beamlab_cli_error:usage("--duration sets a preset's load time: give -z to the amqp after --", []),
+            plain(Parsed);
+        Name -> preset(Name, Parsed)
+    end.
+
+plain(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Grid = case Get(file) of
                undefined -> #{};
@@ -163,6 +184,52 @@ experiment(Parsed) ->
                    none -> #{};
                    _ -> #{target => Target}
                end).
+
+%% A preset: its scenarios against a private broker on one OTP (--otp,
+%% default the one scripts/install-otp.sh builds), one configuration per
+%% flavour of the preset.
+preset(Name, Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Preset = case beamlab_experiment_preset:find(Name) of
+                 {ok, P} -> P;
+                 {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_preset:format_error(R)])
+             end,
+    _ = [beamlab_cli_error:usage("--preset ~ts sets the configurations, the target and the load: "
+                                 "drop --~ts", [Name, string:replace(atom_to_list(K), "_", "-", all)])
+         || K <- [vm, sweep, erl, wrap, file, flavor, target, target_cmd, target_node, baseline],
+            Get(K) =/= undefined],
+    maps:get(rest, Parsed) =:= [] andalso maps:get(args, Parsed) =:= [] orelse
+        beamlab_cli_error:usage("--preset ~ts runs its own loads: no command after --", [Name]),
+    Otp = case list(Get(otp)) of
+              [] -> default_otp();
+              [O] -> O;
+              _ -> beamlab_cli_error:usage("--preset runs on one OTP: give --otp once", [])
+          end,
+    Target = load_and_profile(#{kind => rabbitmq, otp => [Otp]}, Parsed),
+    Configs = case beamlab_experiment_matrix:configs(#{flavor => maps:get(flavors, Preset)}, Target) of
+                  {ok, Cs} -> Cs;
+                  {error, Why} -> beamlab_cli_experiment:raise(Why)
+              end,
+    Seconds = case Get(duration) of undefined -> maps:get(duration, Preset); D -> D end,
+    Scenarios = [{S, beamlab_cli_experiment:inner(matrix, beamlab_experiment_preset:inner(Preset, S, Seconds))}
+                 || S <- maps:get(scenarios, Preset)],
+    Matrix = #{configs => Configs, inner => element(2, hd(Scenarios)),
+               repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
+               profiled => Get(profile), preset => Preset, scenarios => Scenarios},
+    #{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+      telemetry => case Get(verbose) > 0 of true -> live; false -> none end,
+      target => Target}.
+
+default_otp() ->
+    Prefix = case os:getenv("BEAMLAB_OTP27_PREFIX") of
+                 V when V =:= false; V =:= "" -> "/opt/beamlab-otp/27";
+                 V -> V
+             end,
+    case filelib:is_regular(filename:join([Prefix, "bin", "erl"])) of
+        true -> Prefix;
+        false -> beamlab_cli_error:usage("--preset needs an OTP with both flavours: build it with "
+                                         "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
+    end.
 
 %% The target the options ask for (`none' without one).
 target(Parsed, Command) ->
@@ -231,21 +298,26 @@ write_folded(Dir, Doc) ->
         {error, R} -> beamlab_cli_error:fail("--folded ~ts: ~ts", [Dir, file:format_error(R)])
     end,
     lists:foreach(
-      fun({Name, P}) ->
+      fun({Name, #{extra := #{<<"profile">> := P}}}) ->
               File = filename:join(Dir, re:replace(Name, "[^A-Za-z0-9_.=+-]+", "_", [global, {return, list}])
                                    ++ ".folded"),
-              case beamlab_runtime_file:write_atomic(File, beamlab_profile_stacks:folded(P)) of
-                  ok -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
-                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [File, file:format_error(R2)])
+              case beamlab_runtime_file:write(File, beamlab_profile_stacks:folded(P)) of
+                  {ok, _} -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
+                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts",
+                                                        [File, beamlab_runtime_file:format_error(R2)])
               end
-      end, beamlab_render_matrix_profile:profiles(Doc)).
+      end, beamlab_result_profiles:of_matrix(Doc)).
 
 %% @doc The configurations' table with verdicts, the profiles, then the
 %% findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(#{extra := #{<<"preset">> := _}} = Result, Parsed) ->
+    [beamlab_render_matrix_preset:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
+     beamlab_render_text:findings(maps:get(findings, Result))];
 text(Result, Parsed) ->
     [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, #{}),
+     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
      beamlab_render_text:findings(maps:get(findings, Result))].
 
 ok_or_usage({ok, V}) -> V;

@@ -27,7 +27,7 @@ options() ->
     [#{name => dist_name, long => "name", type => string, metavar => "NAME@HOST",
        help => "this node's name; HOST is the address (or a name of it) of the interface "
                "the controller reaches"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie (default: ~/.erlang.cookie)"},
      #{name => dist_port, long => "dist-port", type => pos_integer, metavar => "PORT",
        help => "listen for distribution on this TCP port (default: any free port; "

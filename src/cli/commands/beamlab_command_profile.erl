@@ -21,6 +21,7 @@ summary() ->
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
     [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
+       max => beamlab_profile:max_frequency(), max_why => "kernel.perf_event_max_sample_rate",
        metavar => "HZ", help => "samples per second and thread (default 999)"},
      #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
        help => "graph: call stacks (+JPperf true, perf -g; flame graphs; frame pointers slow call-heavy "
@@ -34,7 +35,7 @@ options() ->
        help => "profile the running VM with this OS pid"},
      #{name => node, long => "node", type => string, metavar => "NAME@HOST",
        help => "profile the running VM of this Erlang node (same machine)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "cookie for --node (default: ~/.erlang.cookie)"},
      #{name => label, long => "label", type => string, metavar => "TEXT",
        help => "name of the profile (reports diff profiles with the same name)"},

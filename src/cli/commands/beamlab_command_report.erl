@@ -21,28 +21,42 @@ options() ->
                                   ", or " ?DEFAULT_OUT_2 "... when it exists; a FILE you name "
                                   "is replaced)"},
      #{name => title, long => "title", type => string, metavar => "TEXT",
-       help => "page title (default: the run names)"}].
+       help => "page title (default: the run names)"}
+     | beamlab_command_compare:history_options()].
 
 %% @doc Examples for `beamlab help report'.
 -spec usage() -> iodata().
 usage() ->
-    "Usage: beamlab report RUN.json [MORE.json...] [-o report.html]\n\n"
+    "Usage: beamlab report RUN.json [MORE.json...] [-o report.html]\n"
+    "       beamlab report DIR | 'GLOB' | --history RUN.json... [--order commit|time]\n\n"
     "The page embeds its data, styles and drawing code: it opens from disk\n"
-    "without network access. The first run is the baseline of the comparison.\n\n"
+    "without network access. The first run is the baseline of the comparison.\n"
+    "A history (a directory of saved runs, a quoted glob, or --history) is drawn\n"
+    "in order, by the git commit each run recorded or by time: a trend per\n"
+    "benchmark with its interval and the significant changes marked.\n"
+    "Two profiles of the same benchmark (or the same --label) get a\n"
+    "differential flame graph.\n\n"
     "Examples:\n"
     "  beamlab report beamlab-results/*.json -o report.html\n"
-    "  beamlab report before.json after.json --title 'OTP 25 vs 26'\n".
+    "  beamlab report before.json after.json --title 'OTP 25 vs 26'\n"
+    "  beamlab report bench-history/ -o trend.html\n".
 
 %% @doc Runs the command; returns the exit code.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
-run(Parsed = #{args := Files}) ->
+run(Parsed = #{args := Args}) ->
+    {Files, Listed} = beamlab_command_compare:expand(Args),
     Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
     Runs = beamlab_command_compare:load_runs(Files),
-    Opts = case beamlab_cli_args:get(title, Parsed) of
-               undefined -> #{};
-               T -> #{title => unicode:characters_to_binary(T)}
+    Titled = case beamlab_cli_args:get(title, Parsed) of
+                 undefined -> #{};
+                 T -> #{title => unicode:characters_to_binary(T)}
+             end,
+    Opts = case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Runs) > 1 of
+               true -> Titled#{history => beamlab_command_compare:history(
+                                            Runs, #{order => beamlab_cli_args:get(order, Parsed, auto)})};
+               false -> Titled
            end,
     Html = case beamlab_report_html:render(Runs, Opts) of
                {ok, H} -> H;

@@ -26,10 +26,12 @@ options() ->
      #{name => profile, long => "profile", type => {enum, [quick, full]}, default => quick,
        help => "quick (all workloads in < 60 s) or full (1M-process ring and skynet, ...)"},
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "N",
+       max => 10000,
        help => "measured repetitions per point (default: per workload, 3-5 quick, 3-10 full)"},
      #{name => pa, short => "pa", type => string, multi => true, default => [], metavar => "DIR",
        help => "add DIR to the code path (for your own workload modules)"},
      #{name => timeout, long => "timeout", type => pos_integer, default => 600, metavar => "S",
+       max => 604800, max_why => "one week",
        help => "seconds one repetition may take before the point is abandoned"},
      #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
        help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "

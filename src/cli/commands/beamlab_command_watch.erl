@@ -17,7 +17,7 @@ summary() ->
 options() ->
     [#{name => node, long => "node", type => string, metavar => "NAME@HOST",
        help => "the node to watch (required)"},
-     #{name => cookie, long => "cookie", type => string, metavar => "COOKIE",
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "its distribution cookie (default: ~/.erlang.cookie)"},
      #{name => duration, long => "duration", type => pos_number, metavar => "SECONDS",
        help => "how long to watch (default: until Ctrl-C or the node goes down)"},

@@ -1,0 +1,393 @@
+%%% @doc What each part of a result document is, read from its typed
+%%% content (never from the command that made it), and the data of the
+%%% chart that answers its question:
+%%% <ul>
+%%%   <li>{@link sweeps/1}: benchmarks that differ in one numeric parameter
+%%%       (suite `--param a=1,2,3', any producer that sets `params'): one
+%%%       line per series over that parameter, mean and interval;</li>
+%%%   <li>{@link scaling/1}: throughput at several levels of concurrency
+%%%       (a squeeze curve of workers, a matrix whose configurations differ
+%%%       in their scheduler count, a parameter sweep over concurrency):
+%%%       the points, speedup, efficiency and the Universal Scalability
+%%%       Law fitted to them (`beamlab_stats_usl');</li>
+%%%   <li>{@link latency/1}: latency histograms and percentile maps as a
+%%%       percentile spectrum (50 .. 99.99);</li>
+%%%   <li>{@link matrix/1}: a matrix's verdicts and every configuration's
+%%%       repetitions per benchmark;</li>
+%%%   <li>{@link marks/1}: findings that say when they fired, on the time
+%%%       axis of the run's series.</li>
+%%% </ul>
+%%% Every number is rounded to 6 significant digits ({@link num/1}) to keep
+%%% the page small. Pure.
+-module(beamlab_report_views).
+
+-export([sweeps/1, scaling/1, latency/1, matrix/1, marks/1, claimed/1,
+         per_second/1, key_bins/1, num/1]).
+
+-type point() :: [number()].
+-type series() :: #{name := binary(), points := [point()]}.
+-type sweep() :: #{param := binary(), metric := binary(), unit := binary(),
+                   better := beamlab_result:better(), log := boolean(),
+                   series := [series()], benchmarks := [binary()]}.
+-type usl() :: #{lambda := number(), sigma := number(), kappa := number(),
+                 model := usl | amdahl, peak_n := number() | null, peak_x := number() | null,
+                 r2 := number(), curve := [point()]}.
+-type scaling() :: #{title := binary(), axis := binary(), unit := binary(),
+                     points := [point()], means := [point()], speedup := [point()],
+                     efficiency := [point()], fit := usl() | null, benchmarks := [binary()]}.
+-type spectrum() :: #{name := binary(), unit := binary(), points := [point()],
+                      max := number() | null, count := number() | null}.
+-type cell() :: #{config := binary(), mean := number() | null, ci := point() | null,
+                  samples := [number()], change := number() | null, change_ci := point() | null,
+                  p := number() | null, verdict := binary() | null}.
+-type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
+                    rows := [#{benchmark := binary(), unit := binary(),
+                               better := beamlab_result:better(), cells := [cell()]}]}.
+-type mark() :: #{title := binary(), severity := beamlab_result:severity(), from := number(),
+                  to := number()}.
+-export_type([sweep/0, scaling/0, spectrum/0, matrix/0, mark/0]).
+
+%% Parameters that count concurrent workers: a sweep over one is scaling.
+-define(CONCURRENCY, [<<"concurrency">>, <<"workers">>, <<"schedulers">>, <<"schedulers_online">>]).
+%% The spectrum's percentiles, HdrHistogram's plot.
+-define(SPECTRUM, [50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99]).
+%% Percentile keys of summary maps (message_load's latency_us) and their level.
+-define(PCT_KEYS, [{<<"p50">>, 50.0}, {<<"median">>, 50.0}, {<<"p75">>, 75.0}, {<<"p90">>, 90.0},
+                   {<<"p95">>, 95.0}, {<<"p99">>, 99.0}, {<<"p999">>, 99.9}, {<<"p9999">>, 99.99}]).
+%% Nanoseconds in a unit of time.
+-define(TIME_UNITS, [{<<"ns">>, 1.0}, {<<"us">>, 1.0e3}, {<<"ms">>, 1.0e6}, {<<"s">>, 1.0e9}]).
+
+%%====================================================================
+%% Sweeps and scaling
+%%====================================================================
+
+%% @doc Parameter sweeps other than over concurrency.
+-spec sweeps(beamlab_result:result()) -> [sweep()].
+sweeps(Doc) ->
+    [S || {sweep, S} <- param_sweeps(Doc)].
+
+%% @doc Throughput against concurrency, with the USL fit.
+-spec scaling(beamlab_result:result()) -> [scaling()].
+scaling(#{benchmarks := Bs} = Doc) ->
+    Squeeze = [scaling_view(<<(maps:get(name, B))/binary, ": throughput against workers">>, <<"workers">>,
+                            Unit, [{C, S * Scale} || {C, Ss} <- Curve, S <- Ss], [maps:get(name, B)])
+               || B <- Bs, Curve <- [squeeze_curve(B)], length(Curve) >= 2,
+                  {Scale, Unit} <- [per_second(B)]],
+    Matrix = [scaling_view(<<Inner/binary, ": throughput against schedulers">>, <<"schedulers">>,
+                           Unit, Points, Names)
+              || {Inner, Unit, Points, Names} <- matrix_levels(Bs)],
+    Params = [scaling_view(<<(series_title(Name, M))/binary, ": throughput against ", P/binary>>, P, U,
+                           Pts, Names)
+              || {scaling, #{param := P, metric := M, series := Series}} <- param_sweeps(Doc),
+                 #{name := Name, throughput := {U, Pts}, benchmarks := Names} <- Series],
+    Squeeze ++ Matrix ++ Params.
+
+%% @doc Names of the benchmarks a sweep, scaling or matrix view draws, which
+%% the page leaves out of its plain per-benchmark charts.
+-spec claimed(beamlab_result:result()) -> [binary()].
+claimed(Doc) ->
+    lists:usort(lists:append([maps:get(benchmarks, V) || V <- sweeps(Doc)])
+                ++ lists:append([maps:get(benchmarks, V) || #{axis := A} = V <- scaling(Doc),
+                                 A =/= <<"workers">>])
+                ++ case matrix(Doc) of
+                       null -> [];
+                       _ -> [maps:get(name, B) || B <- maps:get(benchmarks, Doc)]
+                   end).
+
+param_sweeps(#{benchmarks := Bs}) ->
+    Measured = [B || B <- Bs, is_map_key(stats, B), map_size(maps:get(params, B)) > 0],
+    Groups = group(fun(#{metric := M, unit := U, better := Bt, params := P}) ->
+                           {M, U, Bt, lists:sort(maps:keys(maps:without([<<"config">>], P)))}
+                   end, Measured),
+    lists:append([param_sweep(G) || {_, G} <- Groups, length(G) >= 2]).
+
+param_sweep([#{metric := M, unit := U, better := Better} | _] = Bs) ->
+    Keys = lists:usort(lists:append([maps:keys(P) || #{params := P} <- Bs])),
+    Varying = [K || K <- Keys, length(lists:usort([maps:get(K, P, null) || #{params := P} <- Bs])) > 1],
+    Numeric = [K || K <- Varying, K =/= <<"config">>,
+                    lists:all(fun(#{params := P}) -> number(maps:get(K, P, null)) =/= error end, Bs)],
+    case lists:reverse(lists:keysort(2, [{K, length(lists:usort([maps:get(K, P) || #{params := P} <- Bs]))}
+                                         || K <- Numeric])) of
+        [] -> [];
+        [{X, _} | _] ->
+            Others = Varying -- [X],
+            BySeries = group(fun(#{params := P}) -> [{K, maps:get(K, P, null)} || K <- Others] end, Bs),
+            Series = [#{name => series_name(Key), bs => lists:sort(fun(A, B) -> xval(X, A) =< xval(X, B) end, G)}
+                      || {Key, G} <- BySeries,
+                         length(lists:usort([xval(X, B) || B <- G])) >= 2],
+            case Series of
+                [] -> [];
+                _ -> [sweep_view(lists:member(X, ?CONCURRENCY), X, M, U, Better, Series)]
+            end
+    end.
+
+sweep_view(false, X, M, U, Better, Series) ->
+    Xs = [xval(X, B) || #{bs := G} <- Series, B <- G],
+    Pos = [V || V <- Xs, V > 0],
+    {sweep, #{param => X, metric => M, unit => U, better => Better,
+              log => Pos =/= [] andalso lists:max(Pos) / lists:min(Pos) > 100,
+              series => [#{name => N, points => [[num(xval(X, B)) | mean_ci(B)] || B <- G]}
+                         || #{name := N, bs := G} <- Series],
+              benchmarks => [maps:get(name, B) || #{bs := G} <- Series, B <- G]}};
+sweep_view(true, X, M, U, Better, Series) ->
+    {scaling, #{param => X, metric => M,
+                series => [#{name => N, throughput => throughput(Better, U, [{xval(X, B), B} || B <- G]),
+                             benchmarks => [maps:get(name, B) || B <- G]}
+                           || #{name := N, bs := G} <- Series]}}.
+
+series_title(<<>>, M) -> M;
+series_title(N, M) -> <<N/binary, " ", M/binary>>.
+
+series_name([]) -> <<>>;
+series_name(KVs) ->
+    iolist_to_binary(lists:join(", ", [[K, "=", text(V)] || {K, V} <- KVs])).
+
+xval(X, #{params := P}) ->
+    {ok, V} = number(maps:get(X, P)),
+    V.
+
+number(V) when is_number(V) -> {ok, V};
+number(B) when is_binary(B) ->
+    case {string:to_integer(B), string:to_float(B)} of
+        {{I, <<>>}, _} -> {ok, I};
+        {_, {F, <<>>}} -> {ok, F};
+        _ -> error
+    end;
+number(_) -> error.
+
+%% Throughput points of benchmarks measured at concurrency levels: higher
+%% is better as it is (per second where the unit counts per sample), a
+%% time per operation as operations per second.
+throughput(Better, Unit, LevelBs) ->
+    {Conv, TUnit} = rate(Better, Unit, element(2, hd(LevelBs))),
+    {TUnit, [{N, Conv(S)} || {N, B} <- LevelBs, S <- maps:get(samples, B), is_number(S), S > 0]}.
+
+rate(higher, _Unit, B) ->
+    {Scale, U} = per_second(B),
+    {fun(V) -> V * Scale end, U};
+rate(lower, Unit, _B) ->
+    case lists:keyfind(Unit, 1, ?TIME_UNITS) of
+        {_, Ns} -> {fun(V) -> 1.0e9 / (V * Ns) end, <<"ops/s">>};
+        false -> {fun(V) -> 1 / V end, <<"1/", Unit/binary>>}
+    end.
+
+%% @doc As `beamlab_format_units:per_second/1'.
+-spec per_second(beamlab_result:benchmark()) -> {number(), binary()}.
+per_second(B) ->
+    beamlab_format_units:per_second(B).
+
+squeeze_curve(#{extra := #{<<"squeeze_curve">> := Curve}}) when is_list(Curve) ->
+    [{C, [S || S <- Ss, is_number(S)]} || #{<<"concurrency">> := C, <<"samples">> := Ss} <- Curve,
+                                          is_number(C), is_list(Ss)];
+squeeze_curve(_) ->
+    [].
+
+%% A matrix whose configurations each ran at their own scheduler count:
+%% per inner benchmark, its throughput at each count.
+matrix_levels(Bs) ->
+    Levels = [{Inner, S, B} || B = #{extra := #{<<"inner_benchmark">> := Inner,
+                                                <<"schedulers_online">> := S}} <- Bs,
+                               is_integer(S), S > 0, is_map_key(stats, B)],
+    [begin
+         #{better := Better, unit := Unit} = hd(G),
+         {TUnit, Pts} = throughput(Better, Unit, [{S, B} || {_, S, B} <- Group]),
+         {Inner, TUnit, Pts, [maps:get(name, B) || {_, _, B} <- Group]}
+     end || {Inner, Group} <- group(fun({I, _, _}) -> I end, Levels),
+            G <- [[B || {_, _, B} <- Group]],
+            Counts <- [[S || {_, S, _} <- Group]],
+            length(Counts) >= 2, length(lists:usort(Counts)) =:= length(Counts)].
+
+scaling_view(Title, Axis, Unit, Points, Names) ->
+    Levels = group(fun({N, _}) -> N end, lists:keysort(1, Points)),
+    Means = [{N, [X || {_, X} <- G]} || {N, G} <- Levels],
+    {N0, X0s} = hd(Means),
+    M0 = mean(X0s),
+    Speedup = [{N, case M0 > 0 of true -> mean(Xs) / M0; false -> 0.0 end} || {N, Xs} <- Means],
+    #{title => Title, axis => Axis, unit => Unit,
+      points => [[num(N), num(X)] || {N, X} <- Points],
+      means => [[num(N) | ci(Xs)] || {N, Xs} <- Means],
+      speedup => [[num(N), num(S)] || {N, S} <- Speedup],
+      efficiency => [[num(N), num(S / (N / N0))] || {N, S} <- Speedup],
+      fit => case beamlab_stats_usl:fit(Points) of
+                 {ok, F} -> fit_view(F, [N || {N, _} <- Means]);
+                 {error, _} -> null
+             end,
+      benchmarks => Names}.
+
+fit_view(#{lambda := L, sigma := S, kappa := K, model := Model, peak_n := PN, peak_x := PX, r2 := R2} = F,
+         Ns) ->
+    Max = lists:max(Ns),
+    %% The curve reaches past the peak when it is near, to show the fall.
+    End = case PN of
+              _ when PN =:= infinity; PN > 2 * Max -> Max;
+              _ -> max(Max, PN * 1.25)
+          end,
+    Start = min(1, lists:min(Ns)),
+    Steps = 60,
+    #{lambda => num(L), sigma => num(S), kappa => num(K), model => Model, r2 => num(R2),
+      peak_n => inf_null(PN), peak_x => inf_null(PX),
+      curve => [[num(N), num(beamlab_stats_usl:predict(F, N))]
+                || I <- lists:seq(0, Steps), N <- [Start + (End - Start) * I / Steps]]}.
+
+inf_null(infinity) -> null;
+inf_null(V) -> num(V).
+
+%%====================================================================
+%% Latency spectra
+%%====================================================================
+
+%% @doc Percentile spectra of every latency histogram snapshot (any key
+%% with `hist' in a benchmark's `extra' or `counters') and percentile map
+%% (`p50', `p99', ... keys, unit from a `_us'/`_ms'/`_ns' suffix).
+-spec latency(beamlab_result:result()) -> [spectrum()].
+latency(#{benchmarks := Bs}) ->
+    lists:append([bench_spectra(B) || B <- Bs]).
+
+%% A histogram has the whole spectrum: the summaries beside it repeat it.
+bench_spectra(#{name := Name, unit := Unit} = B) ->
+    Maps = [{K, key_bins(V)} || {K, V} <- lists:sort(maps:to_list(maps:merge(key_bins(maps:get(counters, B, #{})),
+                                                                             key_bins(maps:get(extra, B, #{}))))),
+                                is_map(V)],
+    Spectra = [S || {K, V} <- Maps, S <- spectrum(Name, Unit, K, V)],
+    case [S || S = #{name := N} <- Spectra, N =:= Name] of
+        [] -> Spectra;
+        FromHist -> FromHist
+    end.
+
+spectrum(Name, Unit, Key, V) ->
+    case binary:match(Key, <<"hist">>) =/= nomatch andalso beamlab_stats_hist:from_map(V) of
+        {ok, Snap} ->
+            case beamlab_stats_hist:count(Snap) of
+                0 -> [];
+                Count ->
+                    Ps = beamlab_stats_hist:percentiles(Snap, ?SPECTRUM),
+                    [#{name => Name, unit => Unit, count => Count,
+                       max => num(beamlab_stats_hist:percentile(Snap, 100.0)),
+                       points => [[P, num(X)] || {P, X} <- lists:zip(?SPECTRUM, Ps), is_number(X)]}]
+            end;
+        _ ->
+            Points = lists:usort([[P, num(X)] || {K, P} <- ?PCT_KEYS, X <- [maps:get(K, V, null)], is_number(X)]),
+            case length(Points) >= 2 of
+                true -> [#{name => <<Name/binary, " ", Key/binary>>, unit => suffix_unit(Key, Unit),
+                           count => maps:get(<<"count">>, V, null),
+                           max => case maps:get(<<"max">>, V, null) of
+                                      M when is_number(M) -> num(M);
+                                      _ -> null
+                                  end,
+                           points => Points}];
+                false -> []
+            end
+    end.
+
+suffix_unit(Key, Default) ->
+    case [U || {U, _} <- ?TIME_UNITS, binary:longest_common_suffix([Key, <<"_", U/binary>>]) =:= byte_size(U) + 1] of
+        [U | _] -> U;
+        [] -> Default
+    end.
+
+%%====================================================================
+%% Matrix
+%%====================================================================
+
+%% @doc A matrix document's configurations and, per inner benchmark, each
+%% configuration's mean, interval, repetitions and verdict against the
+%% baseline; `null' for any other document.
+-spec matrix(beamlab_result:result()) -> matrix() | null.
+matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) when is_list(Configs) ->
+    Rows = group(fun(B) -> inner(B) end, Bs),
+    #{baseline => maps:get(<<"baseline">>, P, null),
+      configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
+                             <<"errors">>], C) || C <- Configs, is_map(C)],
+      rows => [#{benchmark => Inner, unit => maps:get(unit, hd(G)), better => maps:get(better, hd(G)),
+                 cells => [cell(B) || B <- G]}
+               || {Inner, G} <- Rows]};
+matrix(_) ->
+    null.
+
+inner(#{extra := #{<<"inner_benchmark">> := I}}) -> I;
+inner(#{name := N}) -> N.
+
+cell(#{group := Config, samples := Samples} = B) ->
+    S = maps:get(stats, B, #{}),
+    C = maps:get(comparison, B, #{}),
+    #{config => Config,
+      mean => num(maps:get(mean, S, null)),
+      ci => pair(maps:get(ci_mean, S, null)),
+      samples => [num(X) || X <- Samples, is_number(X)],
+      change => num(maps:get(change, C, null)),
+      change_ci => pair(maps:get(ci, C, null)),
+      p => num(maps:get(p_value, C, null)),
+      verdict => case maps:get(verdict, C, null) of
+                     null -> null;
+                     V -> atom_to_binary(V)
+                 end}.
+
+%%====================================================================
+%% Findings on the time axis
+%%====================================================================
+
+%% @doc Findings whose data say when they fired (`from_ms', `to_ms' on
+%% the telemetry's clock), in seconds from the start of the telemetry.
+-spec marks(beamlab_result:result()) -> [mark()].
+marks(#{findings := Fs} = Doc) ->
+    T0 = case maps:get(telemetry, Doc, #{}) of
+             #{<<"t_ms">> := [T | _]} when is_number(T) -> T;
+             _ -> 0
+         end,
+    [#{title => Title, severity => Sev, from => num((From - T0) / 1000), to => num((To - T0) / 1000)}
+     || #{title := Title, severity := Sev, data := #{<<"from_ms">> := From, <<"to_ms">> := To}} <- Fs,
+        is_number(From), is_number(To)].
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+%% @doc A map with binary keys (atom keys converted, others dropped).
+-spec key_bins(term()) -> #{binary() => term()}.
+key_bins(M) when is_map(M) ->
+    maps:fold(fun(K, V, Acc) when is_atom(K) -> Acc#{atom_to_binary(K, utf8) => V};
+                 (K, V, Acc) when is_binary(K) -> Acc#{K => V};
+                 (_, _, Acc) -> Acc
+              end, #{}, M);
+key_bins(_) ->
+    #{}.
+
+%% @doc A number rounded to 6 significant digits (floats; integers and
+%% other terms unchanged), which keeps the page small.
+-spec num(T) -> T | number().
+num(I) when is_integer(I) -> I;
+num(F) when is_float(F), abs(F) < 1.0e-200 -> 0;
+num(F) when is_float(F) ->
+    Digits = 6 - 1 - floor(math:log10(abs(F))),
+    Scale = math:pow(10, Digits),
+    round(F * Scale) / Scale;
+num(Other) -> Other.
+
+pair({Lo, Hi}) -> [num(Lo), num(Hi)];
+pair(_) -> null.
+
+mean(Xs) -> lists:sum(Xs) / length(Xs).
+
+%% [mean, lo, hi, n] of a benchmark, or of values.
+mean_ci(#{stats := #{mean := M, n := N} = S}) ->
+    case maps:get(ci_mean, S, undefined) of
+        {Lo, Hi} -> [num(M), num(Lo), num(Hi), N];
+        _ -> [num(M), num(M), num(M), N]
+    end.
+
+ci([X]) -> [num(X), num(X), num(X), 1];
+ci(Xs) -> mean_ci(#{stats => beamlab_stats:summary(Xs)}).
+
+text(V) when is_binary(V) -> V;
+text(V) -> iolist_to_binary(io_lib:format("~tp", [V])).
+
+%% Groups by key in first-seen order.
+group(KeyFun, Items) ->
+    {Order, Map} = lists:foldl(fun(I, {O, M}) ->
+                                       K = KeyFun(I),
+                                       case M of
+                                           #{K := L} -> {O, M#{K := [I | L]}};
+                                           _ -> {[K | O], M#{K => [I]}}
+                                       end
+                               end, {[], #{}}, Items),
+    [{K, lists:reverse(maps:get(K, Map))} || K <- lists:reverse(Order)].

@@ -1,0 +1,763 @@
+%%% PerfTest's options, TLS, quorum and stream queues (#26), and bounded
+%%% ends and values (#27), through the built escript against one private
+%%% RabbitMQ with a TLS listener on certificates made here
+%%% (beamlab_test_tls). Short runs: each case checks what a run did (the
+%%% messages on the broker, the accounting, the document), never how fast.
+-module(amqp_perftest_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-compile([export_all, nowarn_export_all]).
+
+-define(PORT, "5748").
+-define(TLS_PORT, "5749").
+-define(URI, "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F").
+-define(TLS_URI, "amqps://guest:guest@127.0.0.1:" ?TLS_PORT "/%2F").
+
+all() ->
+    [{group, scenarios}, {group, messages}, {group, topology}, {group, consumers},
+     {group, connections}, {group, output}, {group, audit}, {group, bounds}, {group, ends}].
+
+groups() ->
+    [{scenarios, [], [fixed_rate, variable_rate, quorum_queue, stream_queue, tls]},
+     {messages, [], [variable_size, body_files_and_properties, json_body, random_routing_key,
+                     publishing_interval_many_publishers]},
+     {topology, [], [queue_args_reject, skip_binding, exclusive_queues, auto_delete_false_kept,
+                     queue_pattern_java_format, queue_list_and_file]},
+     {consumers, [], [nack_requeue, nack_drop, slow_work_and_rate, consumer_start_delay,
+                      exit_when_idle, exit_when_empty, polling, transactions]},
+     {connections, [], [uris_failover, uris_all_required, tls_wrong_ca, tls_wrong_name,
+                        tls_sasl_external, tls_insecure, frames_and_heartbeat]},
+     {output, [], [csv_output_file, use_millis_compact, watch_broker_figures, metrics_prometheus,
+                   metrics_node_labels]},
+     {audit, [], [refused_options, no_effect_options, version_and_help]},
+     {bounds, [], [huge_values, id_and_size]},
+     {ends, [], [interrupt_during_handshake, frozen_broker_bounded, reconnect_broker_gone_bounded,
+                 frozen_node_bounded]}].
+
+init_per_suite(Config) ->
+    Tls = beamlab_test_util:tmp_dir("tls"),
+    ok = beamlab_test_tls:make(Tls),
+    Env = [{"BEAMLAB_RABBIT_TLS_PORT", ?TLS_PORT}, {"BEAMLAB_RABBIT_TLS_DIR", Tls}],
+    ok = beamlab_test_util:start_rabbitmq(?PORT, Env),
+    %% The user SASL EXTERNAL logs in as: the client certificate's name.
+    {0, _} = ctl(["add_user", binary_to_list(beamlab_test_tls:client_user()), "unused-password"]),
+    {0, _} = ctl(["set_permissions", "-p", "/", binary_to_list(beamlab_test_tls:client_user()),
+                  ".*", ".*", ".*"]),
+    [{tls, Tls} | Config].
+
+end_per_suite(_Config) ->
+    beamlab_test_util:stop_rabbitmq(?PORT).
+
+%% The suite broker's rabbitmqctl.
+ctl(Args) ->
+    beamlab_test_util:rabbitmqctl(?PORT, Args).
+
+%%--------------------------------------------------------------------
+%% Helpers
+
+uniq(Name) ->
+    Name ++ "-" ++ integer_to_list(erlang:unique_integer([positive])).
+
+%% ./beamlab amqp ... --format json: exit code, the document's amqp
+%% section, stderr (the PerfTest lines).
+run(Args) ->
+    R = #{code := Code, out := Out, err := Err} =
+        beamlab_test_util:cli(["amqp", "-h", ?URI, "--format", "json" | Args]),
+    ct:log("amqp ~ts~nexit ~p~n~ts", [lists:join(" ", Args), Code, Err]),
+    Amqp = case beamlab_json:decode(Out) of
+               {ok, #{<<"extra">> := #{<<"amqp">> := A}}} -> A;
+               _ -> none
+           end,
+    R#{amqp => Amqp, err => Err, code => Code}.
+
+ok_run(Args) ->
+    #{code := 0, amqp := A} = R = run(Args),
+    ?assertMatch(#{<<"accounting">> := #{<<"balanced">> := true}}, A),
+    R.
+
+counter(#{amqp := #{<<"counters">> := C}}, K) -> maps:get(K, C).
+
+%% A client connection of the test itself.
+with_channel(Fun) ->
+    {ok, Conn} = beamlab_amqp:connect(?URI, #{}),
+    {ok, Ch} = beamlab_amqp:open_channel(Conn),
+    try Fun(Ch)
+    after
+        Mon = monitor(process, Conn),
+        _ = beamlab_amqp:close(Conn),
+        receive {'DOWN', Mon, process, Conn, _} -> ok after 10000 -> error(not_closed) end,
+        flush()
+    end.
+
+flush() ->
+    receive {amqp_closed, _, _, _} -> flush() after 0 -> ok end.
+
+%% Every message in queue Q (basic.get), then the queue deleted.
+drain_queue(Q) ->
+    with_channel(fun(Ch) ->
+                         Msgs = get_all(Ch, list_to_binary(Q), []),
+                         {ok, _} = beamlab_amqp:delete_queue(Ch, list_to_binary(Q), #{}),
+                         Msgs
+                 end).
+
+get_all(Ch, Q, Acc) ->
+    case beamlab_amqp:get(Ch, Q, true) of
+        {ok, {_Tag, _R, _Ex, Key, _N, Props, Body}} -> get_all(Ch, Q, [{Key, Props, Body} | Acc]);
+        empty -> lists:reverse(Acc)
+    end.
+
+queue_exists(Q) ->
+    with_channel(fun(Ch) ->
+                         case beamlab_amqp:declare_queue(Ch, list_to_binary(Q), #{passive => true}) of
+                             {ok, _} -> true;
+                             {error, {amqp_closed, 404, _}} -> false
+                         end
+                 end).
+
+%% A run's wall-clock time, in seconds.
+timed(F) ->
+    T0 = erlang:monotonic_time(millisecond),
+    R = F(),
+    {(erlang:monotonic_time(millisecond) - T0) / 1000, R}.
+
+%%--------------------------------------------------------------------
+%% Scenario classes (the ones bench/amqp_vs_perftest.sh compares)
+
+%% A fixed rate never runs ahead of its schedule and everything balances.
+fixed_rate(_) ->
+    R = ok_run(["-x", "2", "-y", "1", "-r", "100", "-c", "20", "-z", "3", "-prsd", "0",
+                "-u", uniq("fixed")]),
+    #{amqp := #{<<"elapsed_s">> := Secs}} = R,
+    Sent = counter(R, <<"sent">>),
+    %% The producers stop when the stop reaches them, shortly after the
+    %% measured window ends: allow 0.1 s for it (a message each).
+    ?assert(Sent =< 2 * (100 * (Secs + 0.1) + 1)),
+    ?assert(Sent >= 2 * 100),                     % due by t=1 s in a 3 s run
+    ?assertEqual(Sent, counter(R, <<"received">>)).
+
+%% --variable-rate steps: 200 msg/s for a second, then none, cycled; the
+%% messages published never exceed the schedule.
+variable_rate(_) ->
+    R = ok_run(["-x", "1", "-y", "1", "-vr", "200:1", "-vr", "0:1", "-c", "50", "-z", "4",
+                "-prsd", "0", "-u", uniq("varrate")]),
+    #{amqp := #{<<"elapsed_s">> := Secs}} = R,
+    Sent = counter(R, <<"sent">>),
+    %% Due by the end: 200 in each even second; 201 by t=2 s at the latest.
+    Allowed = 200 * (trunc(Secs) div 2) + min(200, round(200 * (Secs - 2 * (trunc(Secs) div 2)))) + 1,
+    ?assert(Sent =< Allowed + 1),
+    ?assert(Sent >= 201).
+
+%% -qq: a quorum queue (checked on the broker), counts exact.
+quorum_queue(_) ->
+    Q = uniq("quorum"),
+    R = ok_run(["-qq", "-u", Q, "-C", "300", "-D", "300", "-c", "50", "-q", "50", "-ad", "false"]),
+    ?assertEqual(300, counter(R, <<"received">>)),
+    {0, Out} = ctl(["list_queues", "name", "type", "durable"]),
+    ?assertMatch({match, _}, re:run(Out, Q ++ "\\s+quorum\\s+true")),
+    [] = drain_queue(Q).
+
+%% -sq: a stream over AMQP 0-9-1; two consumers each read every message.
+stream_queue(_) ->
+    Q = uniq("stream"),
+    R = ok_run(["-sq", "-u", Q, "-x", "1", "-y", "2", "-C", "400", "-D", "400", "-c", "50",
+                "-ad", "false"]),
+    ?assertEqual(800, counter(R, <<"received">>)),
+    #{amqp := #{<<"accounting">> := Acc}} = R,
+    ?assertMatch(#{<<"kind">> := <<"stream">>, <<"stored">> := 400,
+                   <<"consumers_per_stream">> := 2, <<"unread">> := 0}, Acc),
+    {0, Out} = ctl(["list_queues", "name", "type", "arguments"]),
+    ?assertMatch({match, _}, re:run(Out, Q ++ "\\s+stream\\s+.*x-max-length-bytes.*20000000000")),
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:delete_queue(Ch, list_to_binary(Q), #{}) end).
+
+%% amqps:// with the CA of the broker's certificate.
+tls(Config) ->
+    Tls = ?config(tls, Config),
+    #{code := 0, out := Out} =
+        beamlab_test_util:cli(["amqp", "-h", ?TLS_URI, "--tls-ca-file", filename:join(Tls, "server-ca.pem"),
+                               "-C", "200", "-D", "200", "-c", "20", "-u", uniq("tls")]),
+    ct:log("~ts", [Out]),
+    ?assertMatch({match, _}, re:run(Out, "accounting: sent 200 = received 200 .* \\(balanced\\)")),
+    %% The connections are TLS ones on the broker's side.
+    {0, Conns} = ctl(["list_connections", "ssl", "name"]),
+    ct:log("~ts", [Conns]).
+
+%%--------------------------------------------------------------------
+%% Messages
+
+%% --variable-size: the bodies have the sizes of the steps.
+variable_size(_) ->
+    Q = uniq("varsize"),
+    #{code := 0} = run(["-y", "0", "-u", Q, "-ad", "false", "-vs", "100:1", "-vs", "2000:1",
+                        "-r", "50", "-prsd", "0", "-z", "3"]),
+    Sizes = lists:usort([byte_size(B) || {_, _, B} <- drain_queue(Q)]),
+    ?assertEqual([100, 2000], Sizes).
+
+%% --body files in turn, their content type, the stamp in a header,
+%% --message-properties (standard ones and headers), persistent.
+body_files_and_properties(_) ->
+    Dir = beamlab_test_util:tmp_dir("bodies"),
+    F1 = filename:join(Dir, "one.json"), F2 = filename:join(Dir, "two.json"),
+    ok = file:write_file(F1, <<"{\"one\":1}">>),
+    ok = file:write_file(F2, <<"{\"two\":2}">>),
+    Q = uniq("bodies"),
+    #{code := 0} = run(["-y", "0", "-u", Q, "-ad", "false", "-C", "4", "-c", "4",
+                        "-B", F1 ++ "," ++ F2, "-T", "application/json", "-f", "persistent",
+                        "-mp", "priority=5,appId=perf,x-region=eu"]),
+    Msgs = drain_queue(Q),
+    ?assertEqual([<<"{\"one\":1}">>, <<"{\"two\":2}">>, <<"{\"one\":1}">>, <<"{\"two\":2}">>],
+                 [B || {_, _, B} <- Msgs]),
+    [begin
+         ?assertMatch(#{content_type := <<"application/json">>, delivery_mode := 2, priority := 5,
+                        app_id := <<"perf">>}, P),
+         Headers = maps:get(headers, P),
+         ?assertMatch({_, longstr, <<"eu">>}, lists:keyfind(<<"x-region">>, 1, Headers)),
+         {_, long, Stamp} = lists:keyfind(<<"timestamp">>, 1, Headers),
+         ?assert(abs(erlang:system_time(microsecond) - Stamp) < 600000000)
+     end || {_, P, _} <- Msgs].
+
+%% --json-body: JSON documents of about -s bytes; latency through the header.
+json_body(_) ->
+    Q = uniq("json"),
+    R = ok_run(["-u", Q, "-jb", "-s", "400", "-bc", "5", "-bfc", "50", "-C", "100", "-D", "100",
+                "-c", "20"]),
+    #{amqp := _} = R,
+    ?assertEqual(100, counter(R, <<"received">>)),
+    Q2 = uniq("json-kept"),
+    #{code := 0} = run(["-y", "0", "-u", Q2, "-ad", "false", "-jb", "-s", "400", "-C", "10", "-c", "10"]),
+    [begin
+         ?assert(byte_size(B) >= 400),
+         ?assertMatch({ok, #{}}, beamlab_json:decode(B)),
+         ?assertMatch(#{content_type := <<"application/json">>}, P)
+     end || {_, P, B} <- drain_queue(Q2)].
+
+%% -K: a random UUID per message; -rkcs 3: three of them in turn.
+random_routing_key(_) ->
+    Q = uniq("randkey"), Ex = uniq("fan"),
+    #{code := 0} = run(["-y", "0", "-u", Q, "-ad", "false", "-e", Ex, "-t", "fanout", "-K",
+                        "-C", "20", "-c", "20"]),
+    Keys = [K || {K, _, _} <- drain_queue(Q)],
+    ?assertEqual(20, length(lists:usort(Keys))),
+    [?assertMatch({match, _}, re:run(K, "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"))
+     || K <- Keys],
+    Q2 = uniq("randkey-cache"),
+    #{code := 0} = run(["-y", "0", "-u", Q2, "-ad", "false", "-e", Ex, "-t", "fanout", "-K",
+                        "-rkcs", "3", "-C", "20", "-c", "20"]),
+    ?assertEqual(3, length(lists:usort([K || {K, _, _} <- drain_queue(Q2)]))),
+    with_channel(fun(Ch) -> ok = beamlab_amqp:delete_exchange(Ch, list_to_binary(Ex), #{}) end).
+
+%% The IoT scenario: a thousand slow publishers (10 connections of 100
+%% channels), one message a second each, starting within a second.
+publishing_interval_many_publishers(_) ->
+    R = ok_run(["-x", "10", "-X", "100", "-y", "1", "-P", "1", "-prsd", "1", "-z", "3",
+                "-u", uniq("iot")]),
+    Sent = counter(R, <<"sent">>),
+    #{amqp := #{<<"elapsed_s">> := Secs}} = R,
+    ?assert(Sent >= 1000),
+    ?assert(Sent =< 1000 * (trunc(Secs) + 1)).
+
+%%--------------------------------------------------------------------
+%% Topology
+
+%% --queue-args: x-max-length 5 with reject-publish: 5 confirmed, the
+%% rest nacked, all accounted.
+queue_args_reject(_) ->
+    R = ok_run(["-y", "0", "-u", uniq("maxlen"), "-qa", "x-max-length=5,x-overflow=reject-publish",
+                "-C", "12", "-c", "1"]),
+    ?assertEqual(5, counter(R, <<"confirmed">>)),
+    ?assertEqual(7, counter(R, <<"nacked">>)).
+
+%% --skip-binding-queues: nothing routes to the queue, mandatory returns all.
+skip_binding(_) ->
+    Ex = uniq("skipex"),
+    R = ok_run(["-y", "0", "-u", uniq("skip"), "-e", Ex, "-sb", "-f", "mandatory", "-C", "10",
+                "-c", "10"]),
+    ?assertEqual(10, counter(R, <<"returned">>)),
+    with_channel(fun(Ch) -> ok = beamlab_amqp:delete_exchange(Ch, list_to_binary(Ex), #{}) end).
+
+%% --exclusive: each consumer declares its own queue; producer i feeds
+%% queue i; the depth is read before the queues go with their connections.
+exclusive_queues(_) ->
+    R = ok_run(["-E", "-x", "2", "-y", "2", "-C", "60", "-D", "30", "-c", "10", "-z", "5"]),
+    ?assertEqual(120, counter(R, <<"sent">>)),
+    #{amqp := #{<<"accounting">> := #{<<"queued">> := Queued}, <<"queues">> := Qs}} = R,
+    ?assertEqual(120 - counter(R, <<"received">>), Queued),
+    ?assertEqual(2, length(Qs)),
+    [?assertNot(queue_exists(binary_to_list(Q))) || Q <- Qs].
+
+%% --auto-delete false: the run's queue stays on the broker (PerfTest's).
+auto_delete_false_kept(_) ->
+    Q = uniq("kept"),
+    ok_run(["-u", Q, "-ad", "false", "-C", "10", "-D", "10", "-c", "10"]),
+    ?assert(queue_exists(Q)),
+    [] = drain_queue(Q),
+    Q2 = uniq("deleted"),
+    ok_run(["-u", Q2, "-C", "10", "-D", "10", "-c", "10"]),
+    ?assertNot(queue_exists(Q2)).
+
+%% #27: --queue-pattern is a Java format: 'q-%s' names q-1, q-2 (not
+%% "q-%s" twice), and the variants %03d, %x.
+queue_pattern_java_format(_) ->
+    P = uniq("pat"),
+    [begin
+         R = ok_run(["--queue-pattern", P ++ Fmt, "--queue-pattern-from", "9",
+                     "--queue-pattern-to", "10", "-x", "2", "-y", "2", "-C", "5", "-D", "5"]),
+         #{amqp := #{<<"queues">> := Qs}} = R,
+         ?assertEqual([list_to_binary(P ++ E) || E <- Expected], Qs)
+     end || {Fmt, Expected} <- [{"-%s", ["-9", "-10"]}, {"-%03d", ["-009", "-010"]},
+                                {"-%x", ["-9", "-a"]}, {"-%d-of-%s", ["-9-of-9", "-10-of-10"]}]].
+
+%% -u a,b and --queue-file: queues in sequence.
+queue_list_and_file(_) ->
+    A = uniq("la"), B = uniq("lb"),
+    R = ok_run(["-u", A ++ "," ++ B, "-x", "2", "-y", "2", "-C", "10", "-D", "10"]),
+    #{amqp := #{<<"queues">> := Qs}} = R,
+    ?assertEqual([list_to_binary(A), list_to_binary(B)], Qs),
+    Dir = beamlab_test_util:tmp_dir("qf"),
+    File = filename:join(Dir, "queues.txt"),
+    ok = file:write_file(File, [A, "\n\n", B, "\n"]),
+    R2 = ok_run(["--queue-file", File, "-x", "2", "-y", "2", "-C", "10", "-D", "10"]),
+    #{amqp := #{<<"queues">> := Qs2}} = R2,
+    ?assertEqual(Qs, Qs2).
+
+%%--------------------------------------------------------------------
+%% Consumers
+
+%% --nack (requeue): every delivery goes back; the accounting takes the
+%% requeued ones out and finds the messages still queued.
+nack_requeue(_) ->
+    R = ok_run(["-na", "-C", "20", "-c", "20", "-q", "5", "-z", "2", "-u", uniq("nackq")]),
+    ?assert(counter(R, <<"requeued">>) > 0),
+    #{amqp := #{<<"accounting">> := #{<<"queued">> := 20}}} = R.
+
+%% --nack --requeue false: the broker drops what is nacked.
+nack_drop(_) ->
+    R = ok_run(["-na", "-re", "false", "-C", "50", "-D", "50", "-c", "10", "-u", uniq("nackd")]),
+    ?assertEqual(50, counter(R, <<"received">>)),
+    ?assertEqual(0, counter(R, <<"requeued">>)).
+
+%% -L simulated work, -R a consumer rate, -Q a channel prefetch: the
+%% consumer can only take so much, the rest waits in the queue.
+slow_work_and_rate(_) ->
+    R = ok_run(["-C", "200", "-R", "20", "-L", "2000", "-Q", "5", "-c", "50", "-z", "3",
+                "-u", uniq("slow")]),
+    #{amqp := #{<<"elapsed_s">> := Secs}} = R,
+    %% At most 20 a second (+1), and the prefetch can hold 5 more.
+    ?assert(counter(R, <<"received">>) =< 20 * (Secs + 3) + 6),
+    ?assert(counter(R, <<"received">>) < 200).
+
+%% --consumer-start-delay: messages published at the start wait for the
+%% consumer: their latency is at least most of the delay.
+consumer_start_delay(_) ->
+    R = ok_run(["-csd", "2", "-r", "50", "-prsd", "0", "-z", "3", "-c", "20", "-u", uniq("csd")]),
+    #{amqp := #{}} = R,
+    {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+    [Lat] = [B || #{<<"name">> := <<"consumer latency">>} = B <- maps:get(<<"benchmarks">>, Doc)],
+    #{<<"extra">> := #{<<"total">> := #{<<"max">> := Max}}} = Lat,
+    ?assert(Max >= 1500000).
+
+%% --exit-when idle: the run ends by itself once the consumer idles.
+exit_when_idle(_) ->
+    R = ok_run(["-ew", "idle", "-C", "100", "-c", "20", "-u", uniq("idle")]),
+    ?assertEqual(100, counter(R, <<"received">>)),
+    #{amqp := #{<<"stop">> := <<"counts">>}} = R.
+
+%% --exit-when empty: the same once the queue is empty.
+exit_when_empty(_) ->
+    R = ok_run(["-ew", "empty", "-C", "100", "-c", "20", "-u", uniq("empty")]),
+    ?assertEqual(100, counter(R, <<"received">>)),
+    #{amqp := #{<<"stop">> := <<"counts">>}} = R.
+
+%% --polling: basic.get instead of a subscription.
+polling(_) ->
+    R = ok_run(["-po", "-pi", "1", "-C", "30", "-D", "30", "-c", "10", "-u", uniq("poll")]),
+    ?assertEqual(30, counter(R, <<"received">>)).
+
+%% -m/-n: transactions on both sides, counts exact.
+transactions(_) ->
+    R = ok_run(["-m", "10", "-n", "7", "-C", "100", "-D", "100", "-u", uniq("tx")]),
+    ?assertEqual(100, counter(R, <<"received">>)).
+
+%%--------------------------------------------------------------------
+%% Connections
+
+%% --uris with a node down: with -sst/-sul the run goes on with the one
+%% that answers.
+uris_failover(_) ->
+    R = ok_run(["-H", "amqp://guest:guest@127.0.0.1:1/%2F," ?URI, "-sst", "2", "-sul", "1",
+                "-C", "50", "-D", "50", "-c", "10", "-u", uniq("uris")]),
+    ?assertEqual(50, counter(R, <<"received">>)).
+
+%% Without them every node must answer: one line, exit 1.
+uris_all_required(_) ->
+    R = #{code := 1, err := Err} = run(["-H", ?URI ",amqp://guest:guest@127.0.0.1:1/%2F", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "broker not reachable at 127.0.0.1:1")).
+
+%% A CA that did not sign the broker's certificate: one line, exit 1.
+tls_wrong_ca(Config) ->
+    R = #{code := 1, err := Err} =
+        beamlab_test_util:cli(["amqp", "-h", ?TLS_URI, "--tls-ca-file",
+                               filename:join(?config(tls, Config), "other-ca.pem"), "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "not signed by a trusted CA")),
+    %% No CA file: the system's trust store, which does not know it either.
+    R2 = #{code := 1, err := Err2} = beamlab_test_util:cli(["amqp", "-h", ?TLS_URI, "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R2),
+    ?assertMatch({match, _}, re:run(Err2, "not signed by a trusted CA")).
+
+%% A name the certificate does not have: one line, exit 1; the right name
+%% through -sni connects to 127.0.0.1.
+tls_wrong_name(Config) ->
+    Ca = filename:join(?config(tls, Config), "server-ca.pem"),
+    R = #{code := 1, err := Err} =
+        beamlab_test_util:cli(["amqp", "-h", ?TLS_URI, "--tls-ca-file", Ca, "-sni", "broker.example",
+                               "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "does not name this host")),
+    #{code := 0} = beamlab_test_util:cli(["amqp", "-h", ?TLS_URI, "--tls-ca-file", Ca, "-sni", "localhost",
+                                          "-C", "10", "-D", "10", "-u", uniq("sni")]).
+
+%% A client certificate and SASL EXTERNAL: no password in the URI.
+tls_sasl_external(Config) ->
+    Tls = ?config(tls, Config),
+    R = #{code := 0, out := Out} =
+        beamlab_test_util:cli(["amqp", "-h", "amqps://127.0.0.1:" ?TLS_PORT "/%2F",
+                               "--tls-ca-file", filename:join(Tls, "server-ca.pem"),
+                               "--tls-cert-file", filename:join(Tls, "client.pem"),
+                               "--tls-key-file", filename:join(Tls, "client.key"), "-se",
+                               "-C", "20", "-D", "20", "-c", "10", "-u", uniq("external")]),
+    ct:log("~p", [R]),
+    ?assertMatch({match, _}, re:run(Out, "\\(balanced\\)")),
+    {0, Conns} = ctl(["list_connections", "user", "auth_mechanism"]),
+    ct:log("~ts", [Conns]).
+
+%% --tls-insecure: PerfTest's amqps:// default, no verification.
+tls_insecure(_) ->
+    #{code := 0} = beamlab_test_util:cli(["amqp", "-h", ?TLS_URI, "--tls-insecure", "-C", "10",
+                                          "-D", "10", "-u", uniq("insecure")]).
+
+%% -M 8192 with 20 kB bodies (split over frames), -b 5, TCP options.
+frames_and_heartbeat(_) ->
+    R = ok_run(["-M", "8192", "-b", "5", "-s", "20000", "-tnd", "false", "-tsbs", "131072",
+                "-trbs", "131072", "-C", "50", "-D", "50", "-c", "10", "-u", uniq("frames")]),
+    ?assertEqual(50, counter(R, <<"received">>)).
+
+%%--------------------------------------------------------------------
+%% Output
+
+%% -o: PerfTest's CSV, one row per interval, 17 columns.
+csv_output_file(_) ->
+    Dir = beamlab_test_util:tmp_dir("csv"),
+    File = filename:join(Dir, "run.csv"),
+    #{code := 0} = run(["-o", File, "-z", "2", "-c", "20", "-u", uniq("csv")]),
+    {ok, Bin} = file:read_file(File),
+    [Header | Rows] = [L || L <- binary:split(Bin, <<"\n">>, [global]), L =/= <<>>],
+    ?assertMatch(<<"id,time (s),published (msg/s),returned (msg/s),confirmed (msg/s)", _/binary>>,
+                 Header),
+    ?assert(length(Rows) >= 2),
+    [?assertEqual(17, length(binary:split(Row, <<",">>, [global]))) || Row <- Rows],
+    %% A directory is refused before the run.
+    R = #{code := 2} = beamlab_test_util:cli(["amqp", "-h", ?URI, "-o", Dir, "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R).
+
+%% -ms and -mf compact: PerfTest's compact lines in milliseconds.
+use_millis_compact(_) ->
+    #{code := 0, out := Out} = beamlab_test_util:cli(["amqp", "-h", ?URI, "-ms", "-mf", "compact",
+                                                      "-z", "2", "-c", "20", "-u", uniq("compact")]),
+    ct:log("~ts", [Out]),
+    ?assertMatch({match, _}, re:run(Out, "^time +sent +confirmed +nacked +received +consumer latency",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^[0-9.]+s +[0-9.]+ msg/s.* [0-9]+/[0-9]+/[0-9]+/[0-9]+/[0-9]+ ms",
+                                    [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^consumer latency min/median/75th/95th/99th [0-9/]+ ms",
+                                    [multiline])).
+
+%% --watch: the broker's own figures under each interval line and after
+%% the summary (#24), in text.
+watch_broker_figures(_) ->
+    Node = "beamlab-rabbit-" ?PORT "@localhost",
+    {ok, Cookie} = file:read_file(filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT,
+                                                 ".erlang.cookie"])),
+    #{code := 0, out := Out} =
+        beamlab_test_util:cli(["amqp", "-h", ?URI, "-z", "3", "-c", "20", "--watch", Node,
+                               "--cookie", binary_to_list(Cookie), "-u", uniq("watch")]),
+    ct:log("~ts", [Out]),
+    Lines = [L || L <- binary:split(Out, <<"\n">>, [global]),
+                  re:run(L, "^id: [^,]+, broker " ++ Node ++ ": schedulers [0-9]+% used, run queue "
+                            "[0-9]+, memory [0-9.]+ [KMG]i?B \\(processes ") =/= nomatch],
+    ?assert(length(Lines) >= 2),
+    ?assertMatch({match, _}, re:run(Out, "broker " ++ Node ++ " over the run: schedulers [0-9]+% used "
+                                         "on average \\(at most [0-9]+%\\), run queue at most [0-9]+, "
+                                         "memory .* busiest process ")),
+    %% The PerfTest lines are untouched between them.
+    ?assertMatch({match, _}, re:run(Out, "^id: [^,]+, time [0-9.]+ s, sent: ", [multiline])).
+
+%% --metrics-port (#24): a real Prometheus scrapes the run's rates and
+%% latencies under PerfTest's names; they move, the histogram gives a
+%% quantile, and promtool accepts the text.
+metrics_prometheus(_) ->
+    case beamlab_test_prometheus:available() of
+        ok -> scrape_with_prometheus();
+        Skip -> Skip
+    end.
+
+scrape_with_prometheus() ->
+    Port = free_port(),
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "10", "-r", "200", "-c", "20",
+                                                    "--metrics-port", integer_to_list(Port),
+                                                    "-u", uniq("metrics")], #{}),
+    Seen = beamlab_test_util:await_output(P, "time [0-9.]+ s, sent: [1-9]", <<>>, 60000),
+    {ok, Prom} = beamlab_test_prometheus:start(["127.0.0.1:" ++ integer_to_list(Port)], #{interval => "1s"}),
+    try
+        Positive = fun(Samples) -> [V || #{value := V} <- Samples, is_float(V), V > 0] =/= [] end,
+        _ = beamlab_test_prometheus:wait_for(Prom, "perftest_published", Positive, 30000),
+        _ = beamlab_test_prometheus:wait_for(Prom, "perftest_consumed", Positive, 30000),
+        _ = beamlab_test_prometheus:wait_for(Prom, "rate(beamlab_amqp_published_total[3s])", Positive, 30000),
+        [#{value := Q}] = beamlab_test_prometheus:wait_for(
+                            Prom, "histogram_quantile(0.5, perftest_latency_seconds_bucket)", Positive, 30000),
+        ?assert(Q < 1.0),
+        [#{metric := M}] = beamlab_test_prometheus:wait_for(Prom, "perftest_confirm_latency_seconds_count",
+                                                            Positive, 30000),
+        %% One node: PerfTest's series, no node label.
+        ?assertNot(maps:is_key(<<"node">>, M)),
+        {ok, 200, Text} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ integer_to_list(Port), "/metrics"),
+        ?assertEqual({0, <<>>}, beamlab_test_prometheus:check_metrics(Text))
+    after
+        ok = beamlab_test_prometheus:stop(Prom)
+    end,
+    ?assertMatch(#{code := 0}, beamlab_test_util:cli_finish(H, Seen)).
+
+%% --metrics-port over two nodes: every sample labelled with its node.
+metrics_node_labels(_) ->
+    Port = free_port(),
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "6", "-x", "2", "-y", "2",
+                                                    "-r", "100", "--nodes", "2",
+                                                    "--queue-pattern", uniq("mn") ++ "-%d",
+                                                    "--queue-pattern-from", "1", "--queue-pattern-to", "2",
+                                                    "--metrics-port", integer_to_list(Port)], #{}),
+    Seen = beamlab_test_util:await_output(P, "time [2-9][0-9.]* s, sent: [1-9]", <<>>, 60000),
+    {ok, 200, Text} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ integer_to_list(Port), "/metrics"),
+    ct:log("~ts", [Text]),
+    {match, Nodes} = re:run(Text, "^perftest_published\\{node=\"([^\"]+)\"\\} [0-9.e+]+$",
+                            [multiline, global, {capture, all_but_first, binary}]),
+    ?assertEqual(2, length(lists:usort(Nodes))),
+    Unlabelled = [L || L <- binary:split(Text, <<"\n">>, [global]),
+                       re:run(L, "^(perftest|beamlab_amqp)_") =/= nomatch,
+                       binary:match(L, <<"node=\"">>) =:= nomatch],
+    ?assertEqual([], Unlabelled),
+    ?assertMatch(#{code := 0}, beamlab_test_util:cli_finish(H, Seen)).
+
+free_port() ->
+    {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(S),
+    ok = gen_tcp:close(S),
+    Port.
+
+%%--------------------------------------------------------------------
+%% The audit of PerfTest's options
+
+%% Every refused option: one line naming it, exit 2, nothing run.
+refused_options(_) ->
+    Refused = [{L, V} || {_, L, {refused, _}} <- beamlab_command_amqp:perftest_options(),
+                         V <- [case lists:member(L, ["metrics-help", "environment-variables",
+                                                     "verbose-full"]) of
+                                   true -> [];
+                                   false -> ["x"]
+                               end]],
+    ?assert(length(Refused) >= 10),
+    [begin
+         R = #{code := 2, err := Err} = beamlab_test_util:cli(["amqp", "-h", ?URI, "--" ++ L | V] ++ ["-z", "1"]),
+         beamlab_test_util:assert_one_line_error(R),
+         ?assertMatch({match, _}, re:run(Err, "--" ++ L ++ " is not supported"))
+     end || {L, V} <- Refused].
+
+%% Java thread settings: a line says they change nothing, the run runs.
+no_effect_options(_) ->
+    #{code := 0, err := Err} = run(["-ctp", "2", "-hst", "4", "-niot", "2", "-niotp", "4", "-pst", "3",
+                                    "-C", "10", "-D", "10", "-u", uniq("noeffect")]),
+    [?assertMatch({match, _}, re:run(Err, "--" ++ L ++ " has no effect"))
+     || L <- ["consumers-thread-pools", "heartbeat-sender-threads", "nio-threads",
+              "nio-thread-pool", "producer-scheduler-threads"]].
+
+version_and_help(_) ->
+    #{code := 0, out := V} = beamlab_test_util:cli(["amqp", "--version"]),
+    ?assertMatch({match, _}, re:run(V, "^beamlab [^ ]+ \\(amqp: PerfTest 2.22.1's options")),
+    #{code := 0, out := H} = beamlab_test_util:cli(["amqp", "-?"]),
+    ?assertMatch({match, _}, re:run(H, "--variable-rate")),
+    ?assertEqual(nomatch, re:run(H, "oauth2")).
+
+%%--------------------------------------------------------------------
+%% #27: values bounded at parse time
+
+huge_values(_) ->
+    [begin
+         R = #{code := 2, err := Err} = beamlab_test_util:cli(["amqp", "-h", ?URI | Args]),
+         beamlab_test_util:assert_one_line_error(R),
+         ?assertMatch({match, _}, re:run(Err, Limit))
+     end || {Args, Limit} <- [{["-i", "1e12"], "at most 86400"},
+                              {["-s", "1099511627776"], "at most 536870912"},
+                              {["-q", "70000"], "at most 65535"},
+                              %% variants
+                              {["-Q", "65536"], "at most 65535"},
+                              {["-z", "1e10"], "at most 31536000"},
+                              {["-X", "100000"], "at most 2047"},
+                              {["-b", "1000000"], "at most 65535"},
+                              {["-L", "100000000"], "at most 60000000"},
+                              {["--closed-loop", "10000000"], "at most 100000"}]].
+
+%% #27: a newline in -d is refused before anything reaches the broker; -s
+%% below 12 is taken, as the help says, and sends 12-byte bodies.
+id_and_size(_) ->
+    R = #{code := 2, err := Err} = beamlab_test_util:cli(["amqp", "-h", ?URI, "-d", "a\nb", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertMatch({match, _}, re:run(Err, "test id must be printable")),
+    R2 = #{code := 2} = beamlab_test_util:cli(["amqp", "-h", ?URI, "-d", "tab\there", "-z", "1"]),
+    beamlab_test_util:assert_one_line_error(R2),
+    Q = uniq("small"),
+    #{code := 0} = run(["-s", "11", "-y", "0", "-u", Q, "-ad", "false", "-C", "3", "-c", "3"]),
+    ?assertEqual([12, 12, 12], [byte_size(B) || {_, _, B} <- drain_queue(Q)]).
+
+%%--------------------------------------------------------------------
+%% #27: every run ends within its duration plus a stated grace
+
+%% Ctrl-C while the handshake waits on a silent server: 130 at once, not
+%% after the connection timeout.
+interrupt_during_handshake(_) ->
+    {ok, L} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}, {active, false}]),
+    {ok, Port} = inet:port(L),
+    Self = self(),
+    Acceptor = spawn_link(fun() -> {ok, S} = gen_tcp:accept(L), Self ! accepted,
+                                   receive stop -> gen_tcp:close(S) end end),
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", "amqp://127.0.0.1:" ++ integer_to_list(Port),
+                                                    "-z", "5"], #{}),
+    receive accepted -> ok after 30000 -> ct:fail(no_connection) end,
+    {os_pid, Pid} = erlang:port_info(P, os_pid),
+    {Secs, R} = timed(fun() ->
+                              os:cmd("kill -TERM " ++ integer_to_list(Pid)),
+                              beamlab_test_util:cli_finish(H, [])
+                      end),
+    Acceptor ! stop,
+    ct:log("~p after ~p s", [R, Secs]),
+    ?assertMatch(#{code := 130}, R),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assert(Secs < 5).
+
+%% A frozen broker (SIGSTOP): a -z 3 run ends within -z + -st (2 s) +
+%% 2 s for the depth and the deletion + start-up, whatever it does.
+frozen_broker_bounded(_) ->
+    Pid = broker_pid(),
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "3", "-st", "2", "-c", "20",
+                                                    "-u", uniq("frozen")], #{}),
+    Seen = beamlab_test_util:await_output(P, "time [0-9.]+ s, sent: [1-9]", <<>>, 60000),
+    os:cmd("kill -STOP " ++ Pid),
+    try
+        {Secs, R} = timed(fun() -> beamlab_test_util:cli_finish(H, Seen) end),
+        ct:log("exit ~p after ~p s~n~ts~n~ts", [maps:get(code, R), Secs, maps:get(out, R), maps:get(err, R)]),
+        ?assert(Secs < 3 + 2 + 2 + 3),
+        ?assertMatch({match, _}, re:run(maps:get(out, R), "sending rate avg"))
+    after
+        os:cmd("kill -CONT " ++ Pid)
+    end.
+
+%% --reconnect with the broker gone (its port closed, every connection
+%% cut): workers retrying to connect still stop at the end (#27: -z 10
+%% ended at 46 s).
+reconnect_broker_gone_bounded(_) ->
+    {Proxy, ProxyPort} = start_proxy(list_to_integer(?PORT)),
+    Uri = "amqp://guest:guest@127.0.0.1:" ++ integer_to_list(ProxyPort) ++ "/%2F",
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", Uri, "-z", "4", "--reconnect",
+                                                    "-cri", "1", "-c", "20", "-u", uniq("gone")], #{}),
+    Seen = beamlab_test_util:await_output(P, "time [0-9.]+ s, sent: [1-9]", <<>>, 60000),
+    Proxy ! cut,
+    {Secs, R} = timed(fun() -> beamlab_test_util:cli_finish(H, Seen) end),
+    ct:log("exit ~p after ~p s~n~ts~n~ts", [maps:get(code, R), Secs, maps:get(out, R), maps:get(err, R)]),
+    ?assert(Secs < 4 + 5 + 2 + 3),
+    ?assertMatch({match, _}, re:run(maps:get(out, R), "accounting: .*queued \\?")).
+
+%% A TCP proxy to the broker for many connections; `cut' closes its port
+%% and every connection through it (the broker gone, as seen by a client).
+start_proxy(BrokerPort) ->
+    Self = self(),
+    Pid = spawn_link(fun() ->
+                             {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, false}]),
+                             {ok, P} = inet:port(L),
+                             Self ! {proxy_port, P},
+                             Acceptor = self(),
+                             _ = spawn_link(fun() -> accept_loop(L, BrokerPort, Acceptor) end),
+                             proxy_owner(L, [])
+                     end),
+    receive {proxy_port, Port} -> {Pid, Port} end.
+
+proxy_owner(L, Relays) ->
+    receive
+        {relay, R} -> proxy_owner(L, [R | Relays]);
+        cut ->
+            gen_tcp:close(L),
+            [R ! cut || R <- Relays],
+            receive never -> ok end
+    end.
+
+accept_loop(L, BrokerPort, Owner) ->
+    case gen_tcp:accept(L) of
+        {ok, A} ->
+            {ok, B} = gen_tcp:connect({127, 0, 0, 1}, BrokerPort, [binary, {active, true}]),
+            Relay = spawn(fun() -> receive go -> relay(A, B) end end),
+            ok = gen_tcp:controlling_process(A, Relay),
+            ok = gen_tcp:controlling_process(B, Relay),
+            Owner ! {relay, Relay},
+            Relay ! go,
+            accept_loop(L, BrokerPort, Owner);
+        {error, _} ->
+            ok
+    end.
+
+relay(A, B) ->
+    ok = inet:setopts(A, [{active, true}]),
+    relay_loop(A, B).
+
+relay_loop(A, B) ->
+    receive
+        {tcp, A, D} -> _ = gen_tcp:send(B, D), relay_loop(A, B);
+        {tcp, B, D} -> _ = gen_tcp:send(A, D), relay_loop(A, B);
+        cut -> gen_tcp:close(A), gen_tcp:close(B);
+        {tcp_closed, _} -> gen_tcp:close(A), gen_tcp:close(B)
+    end.
+
+%% A frozen `beamlab node' (SIGSTOP) of a --nodes run: dropped after a few
+%% seconds of silence, the run ends on time with the others' counts, and
+%% the summary's latency is the one measured (not 0/0/0/0/0).
+frozen_node_bounded(_) ->
+    Cookie = "frozen-node",
+    Name = "fz" ++ integer_to_list(erlang:unique_integer([positive])) ++ "@127.0.0.1",
+    N = beamlab_test_util:cli_start(["node", "--name", Name, "--cookie", Cookie], #{}),
+    _ = beamlab_test_util:await_output(maps:get(port, N), "ready", <<>>, 60000),
+    NodePid = integer_to_list(maps:get(os_pid, N)),
+    Ctl = "ctl" ++ integer_to_list(erlang:unique_integer([positive])) ++ "@127.0.0.1",
+    H = #{port := P} = beamlab_test_util:cli_start(
+                         ["amqp", "-h", ?URI, "-z", "8", "--nodes", Ctl ++ "," ++ Name, "--name", Ctl,
+                          "--cookie", Cookie, "-x", "2", "-y", "2", "--queue-pattern", uniq("fzq") ++ "-%d",
+                          "--queue-pattern-from", "1", "--queue-pattern-to", "2", "-c", "20"], #{}),
+    Seen = beamlab_test_util:await_output(P, "time [0-9.]+ s, sent: [1-9]", <<>>, 60000),
+    %% The launcher execs escript which execs the VM: stop the node's VM.
+    os:cmd("pkill -STOP -P " ++ NodePid ++ "; kill -STOP " ++ NodePid),
+    try
+        {Secs, R} = timed(fun() -> beamlab_test_util:cli_finish(H, Seen) end),
+        Out = maps:get(out, R),
+        ct:log("exit ~p after ~p s~n~ts~n~ts", [maps:get(code, R), Secs, Out, maps:get(err, R)]),
+        ?assert(Secs < 8 + 5 + 2 + 5),
+        ?assertEqual(1, maps:get(code, R)),
+        ?assertMatch({match, _}, re:run(Out, "went away \\(no answer for [0-9]+ s\\)")),
+        {match, [Lat]} = re:run(Out, "consumer latency min/median/75th/95th/99th ([0-9/]+) ",
+                                [{capture, all_but_first, list}]),
+        ?assertNotEqual("0/0/0/0/0", Lat)
+    after
+        os:cmd("pkill -CONT -P " ++ NodePid ++ "; kill -CONT " ++ NodePid),
+        os:cmd("kill -TERM " ++ NodePid),
+        catch beamlab_test_util:cli_finish(N, [])
+    end.
+
+broker_pid() ->
+    File = filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT, "rabbit.pid"]),
+    {ok, Bin} = file:read_file(File),
+    string:trim(binary_to_list(Bin)).

@@ -1,0 +1,50 @@
+-module(beamlab_render_history_tests).
+%% A history in every format of `beamlab compare', and in the report's model.
+-include_lib("eunit/include/eunit.hrl").
+
+run(Label, Started, Ns) ->
+    rand:seed(exsss, {erlang:phash2(Label), 2, 3}),
+    B = beamlab_result:benchmark(<<"b">>, [Ns * (1 + 0.01 * rand:normal()) || _ <- lists:seq(1, 20)],
+                                 #{unit => ns, better => lower, metric => time}),
+    D = beamlab_result:add_benchmarks(beamlab_result:new(bench, #{command => [], started_at => Started}), [B]),
+    {Label, beamlab_result:set(env, #{git => #{commit => <<"0123456789abcdef", Label/binary>>,
+                                               commit_time => Started, dirty => Label =:= <<"c">>}}, D)}.
+
+runs() ->
+    [run(<<"c">>, <<"2026-01-03T00:00:00Z">>, 100), run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100),
+     run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 150)].
+
+history() ->
+    {ok, H} = beamlab_result_history:history(runs(), #{}),
+    H.
+
+text_test() ->
+    T = iolist_to_binary(beamlab_render_history:render(history(), text, #{})),
+    ?assertMatch({match, _}, re:run(T, <<"history of 3 runs, oldest first \\(ordered by commit\\)">>)),
+    %% Short commits, the dirty one said, the runs in order.
+    ?assertMatch({match, _}, re:run(T, <<"1 +a +0123456 .*\\n +2 +b +0123456 .*\\n +3 +c +0123456 +dirty">>)),
+    ?assertMatch({match, _}, re:run(T, <<"b \\(ns, lower is better\\)">>)),
+    ?assertMatch({match, _}, re:run(T, <<"2 +b +150 ns .*\\+(49|50)\\.[0-9]% .* SLOWER">>)),
+    ?assertMatch({match, _}, re:run(T, <<"significant changes \\(2\\):\\n  b: a -> b \\+(49|50)\\.[0-9]% SLOWER\\n  b: b -> c -33\\.[0-9]% faster">>)).
+
+markdown_csv_json_test() ->
+    H = history(),
+    Md = iolist_to_binary(beamlab_render_history:render(H, markdown, #{})),
+    ?assertMatch({match, _}, re:run(Md, <<"\\*\\*b \\(ns, lower is better\\)\\*\\*\\n\\n\\| # \\| run \\| mean \\|">>)),
+    {ok, [Header | Rows]} = beamlab_csv_decoder:decode(beamlab_render_history:render(H, csv, #{})),
+    ?assertEqual(<<"verdict">>, lists:last(Header)),
+    ?assertEqual([<<>>, <<"slower">>, <<"faster">>], [lists:last(R) || R <- Rows]),
+    {ok, #{<<"schema">> := <<"beamlab.history">>, <<"order">> := <<"commit">>,
+           <<"trends">> := [#{<<"changes">> := [_, _]}]}} =
+        beamlab_json:decode(beamlab_render_history:render(H, json, #{})).
+
+%% The report draws the runs in the history's order, with the trend
+%% instead of the comparison against the first run.
+report_model_test() ->
+    Runs = runs(),
+    #{runs := Ms, history := #{order := commit, trends := [#{name := <<"b">>, points := Ps, changes := Cs}]},
+      compare := null} = beamlab_report_html:model(Runs, #{history => history()}),
+    ?assertEqual([<<"a">>, <<"b">>, <<"c">>], [L || #{label := L} <- Ms]),
+    ?assertEqual([0, 1, 2], [I || [I | _] <- Ps]),
+    ?assertEqual([slower, faster], [V || #{verdict := V} <- Cs]),
+    #{compare := #{}, history := null} = beamlab_report_html:model(Runs).

@@ -1,0 +1,96 @@
+-module(beamlab_report_views_tests).
+%% What each part of a document is, from its typed content: sweeps,
+%% scaling with the USL fit, latency spectra, a matrix, findings in time.
+-include_lib("eunit/include/eunit.hrl").
+
+doc(Kind, Benchmarks) ->
+    beamlab_result:add_benchmarks(beamlab_result:new(Kind, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}),
+                                  Benchmarks).
+
+bench(Name, Samples, Opts) ->
+    beamlab_result:benchmark(Name, Samples, maps:merge(#{unit => us, better => lower, metric => round_trip}, Opts)).
+
+%% ping_pong's size x payload: one series per payload over size, on a log
+%% axis (0 to 10000: four decades of positive sizes); the points claimed.
+sweep_test() ->
+    Bs = [bench(iolist_to_binary(io_lib:format("pp[size=~b,payload=~s]", [S, P])), [S + 1.0, S + 1.2, S + 0.8],
+                #{params => #{size => S, payload => P, vm => local}})
+          || P <- [list, binary], S <- [0, 10, 100, 10000]],
+    D = doc(suite, Bs),
+    [#{param := <<"size">>, metric := <<"round_trip">>, unit := <<"us">>, log := true,
+       series := [#{name := <<"payload=list">>, points := Ps}, #{name := <<"payload=binary">>}]}] =
+        beamlab_report_views:sweeps(D),
+    ?assertEqual([0, 10, 100, 10000], [X || [X | _] <- Ps]),
+    [_, Mean, Lo, Hi, 3] = lists:last(Ps),
+    ?assert(Lo < Mean andalso Mean < Hi),
+    ?assertEqual(8, length(beamlab_report_views:claimed(D))),
+    ?assertEqual([], beamlab_report_views:scaling(D)).
+
+%% Fewer than two decades: a linear axis; a parameter that is not a
+%% number does not make a sweep.
+no_log_no_sweep_test() ->
+    Lin = [bench(integer_to_binary(S), [1.0, 2.0], #{params => #{n => S}}) || S <- [10, 50, 200]],
+    ?assertMatch([#{log := false}], beamlab_report_views:sweeps(doc(suite, Lin))),
+    Words = [bench(V, [1.0, 2.0], #{params => #{variant => V}}) || V <- [<<"a">>, <<"b">>]],
+    ?assertEqual([], beamlab_report_views:sweeps(doc(suite, Words))).
+
+%% A squeeze curve: throughput per second against workers, every sample a
+%% point, speedup, efficiency and a USL fit.
+squeeze_scaling_test() ->
+    Curve = [#{concurrency => C, samples => [X, X * 1.01, X * 0.99]}
+             || C <- [1, 2, 3, 4], X <- [100.0 * C / (1 + 0.1 * (C - 1))]],
+    B = beamlab_result:benchmark(<<"q">>, [100.0, 101.0], #{unit => iterations, better => higher,
+                                                           params => #{sample => #{duration_ms => 100}},
+                                                           extra => #{squeeze_curve => Curve}}),
+    [#{axis := <<"workers">>, unit := <<"iterations/s">>, points := Pts, speedup := Sp, efficiency := Ef,
+       fit := #{model := usl, sigma := Sigma, curve := [_ | _]}}] = beamlab_report_views:scaling(doc(bench, [B])),
+    ?assertEqual(12, length(Pts)),
+    ?assertEqual([1, 1000.0], hd(Pts)),                       % 100 per 100 ms = 1000/s
+    [_, S4] = lists:last(Sp),
+    ?assert(abs(S4 - 4 / 1.3) < 0.01),
+    [_, E4] = lists:last(Ef),
+    ?assert(abs(E4 - 1 / 1.3) < 0.01),
+    ?assert(abs(Sigma - 0.1) < 0.01).
+
+%% A matrix over schedulers, a time per repetition: operations per second,
+%% Amdahl with two levels; the verdicts per configuration.
+matrix_test() ->
+    Bs = [beamlab_result:benchmark(<<C/binary, " / fib">>, Vs,
+                                   #{group => C, unit => ms, better => lower, metric => time,
+                                     params => #{config => C},
+                                     extra => #{inner_benchmark => <<"fib">>, schedulers_online => S}})
+          || {C, S, Vs} <- [{<<"+S 1:1">>, 1, [2.0, 2.1, 1.9]}, {<<"+S 2:2">>, 2, [1.1, 1.0, 1.2]}]],
+    D0 = doc(matrix, Bs),
+    D = D0#{params := #{<<"baseline">> => <<"+S 1:1">>},
+            extra := #{<<"configs">> => [#{<<"name">> => <<"+S 1:1">>, <<"status">> => <<"ok">>},
+                                         #{<<"name">> => <<"+S 2:2">>, <<"status">> => <<"ok">>}]}},
+    [#{axis := <<"schedulers">>, unit := <<"ops/s">>, means := [[1, M1 | _], [2, M2 | _]],
+       fit := #{model := amdahl}}] = beamlab_report_views:scaling(D),
+    ?assert(abs(M1 - 500) < 1 andalso abs(M2 - 1000 / 1.1) < 20),
+    #{baseline := <<"+S 1:1">>, rows := [#{benchmark := <<"fib">>, unit := <<"ms">>,
+                                           cells := [#{config := <<"+S 1:1">>, samples := [2.0, 2.1, 1.9]},
+                                                     #{config := <<"+S 2:2">>}]}]} = beamlab_report_views:matrix(D),
+    ?assertEqual(null, beamlab_report_views:matrix(doc(bench, Bs))).
+
+%% A histogram gives the spectrum; a percentile map (message_load's
+%% latency_us) its points, its unit from the key.
+latency_test() ->
+    H = beamlab_stats_hist:new(#{significant_digits => 3, max => 1000000}),
+    [beamlab_stats_hist:record(H, V) || V <- lists:seq(1, 10000)],
+    Hist = beamlab_stats_hist:to_map(beamlab_stats_hist:snapshot(H)),
+    A = bench(<<"lat">>, [1.0, 2.0], #{extra => #{latency_hist => Hist, total => #{p50 => 5, p99 => 99}}}),
+    B = bench(<<"ml">>, [1.0, 2.0], #{unit => 'msg/s', extra => #{latency_us => #{p50 => 2.0, p90 => 25.0, p99 => 105.0,
+                                                                                 p999 => 195.0, max => 26312.0}}}),
+    [#{name := <<"lat">>, unit := <<"us">>, count := 10000, points := [[50.0, P50] | _] = Ps},
+     #{name := <<"ml latency_us">>, unit := <<"us">>, max := 26312.0,
+       points := [[50.0, 2.0], [90.0, 25.0], [99.0, 105.0], [99.9, 195.0]]}] =
+        beamlab_report_views:latency(doc(suite, [A, B])),
+    ?assert(abs(P50 - 5000) < 10),
+    ?assertEqual(10, length(Ps)).
+
+%% Findings that say when they fired, in seconds from the telemetry's start.
+marks_test() ->
+    D0 = beamlab_result:set(telemetry, #{t_ms => [1000, 2000, 3000]}, doc(bench, [])),
+    D = beamlab_result:add_findings(D0, [beamlab_result:finding(x, warning, <<"T">>, <<>>, <<>>, #{from_ms => 1500, to_ms => 2500}),
+                                         beamlab_result:finding(y, info, <<"U">>, <<>>, <<>>, #{})]),
+    ?assertEqual([#{title => <<"T">>, severity => warning, from => 0.5, to => 1.5}], beamlab_report_views:marks(D)).

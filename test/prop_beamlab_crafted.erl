@@ -1,0 +1,320 @@
+%%% Crafted input (issue 27): random and adversarial JSON, Erlang terms,
+%%% /proc and /sys trees and option values, fed to everything that reads
+%%% them. Each property holds when the reader answers (a value or a
+%%% one-line error), never crashes, never reports an internal error, and
+%%% never hangs: every call runs aside with a limit (a hang detector, not
+%%% a timing assertion). Run from hardening_SUITE (crafted_inputs), which
+%%% also drives the escript with some of these files.
+-module(prop_beamlab_crafted).
+-include_lib("proper/include/proper.hrl").
+
+-export([prop_json/0, prop_result_files/2, prop_term_files/1, prop_env_root/1, prop_options/0,
+         prop_dispatch_options/0]).
+-export([bounded/2, json_text/0, term_text/0]).
+
+%% A call that takes longer than this is a hang.
+-define(HANG_MS, 20000).
+
+%%--------------------------------------------------------------------
+%% Helpers
+
+%% Runs Fun aside; `{ok, Value}', `{crashed, Class, Reason}' or `hang'.
+bounded(Fun, Ms) ->
+    {Pid, Ref} = spawn_monitor(fun() ->
+                                       exit({done, try {ok, Fun()}
+                                                   catch C:R -> {crashed, C, R}
+                                                   end})
+                               end),
+    receive
+        {'DOWN', Ref, process, Pid, {done, R}} -> R;
+        {'DOWN', Ref, process, Pid, Other} -> {crashed, exit, Other}
+    after Ms ->
+            exit(Pid, kill),
+            hang
+    end.
+
+one_line(Text) ->
+    Flat = unicode:characters_to_binary(Text),
+    is_binary(Flat) andalso binary:match(Flat, <<"\n">>) =:= nomatch.
+
+no_internal(Msg) ->
+    binary:match(unicode:characters_to_binary(Msg), <<"internal error">>) =:= nomatch.
+
+write_tmp(Dir, Name, Bytes) ->
+    File = filename:join(Dir, Name),
+    ok = file:write_file(File, Bytes),
+    File.
+
+%%--------------------------------------------------------------------
+%% JSON
+
+%% Text that is almost JSON, or is JSON built to be expensive.
+json_text() ->
+    oneof([binary(),
+           ?LET(J, json(), iolist_to_binary(beamlab_json:encode(J))),
+           ?LET({J, Cut}, {json(), nat()}, truncate(iolist_to_binary(beamlab_json:encode(J)), Cut)),
+           ?LET(N, range(1, 3000), binary:copy(<<"[">>, N)),
+           ?LET(N, range(1, 600), <<(binary:copy(<<"[">>, N))/binary, (binary:copy(<<"]">>, N))/binary>>),
+           ?LET(N, range(1, 600), <<(binary:copy(<<"{\"a\":">>, N))/binary, "1",
+                                    (binary:copy(<<"}">>, N))/binary>>),
+           ?LET(N, range(900, 5000), <<"[", (binary:copy(<<"9">>, N))/binary, "]">>),
+           ?LET(N, range(900, 5000), <<"-0.", (binary:copy(<<"1">>, N))/binary, "e-5">>),
+           elements([<<"1e999999999">>, <<"-1e-999999999">>, <<"\"\\ud800\"">>, <<"\"\\udc00x\"">>,
+                     <<"\"a", 255, 254, "b\"">>, <<"\"", 0, "\"">>, <<"{\"a\":1,\"a\":2}">>,
+                     <<"[1,]">>, <<"{\"a\"}">>, <<"nul">>, <<"\"\\u12\"">>, <<>>, <<" ">>,
+                     <<"{\"schema\":\"beamlab.result\",\"version\":99999999999999999999}">>,
+                     <<"{\"schema\":\"beamlab.result\",\"version\":1}">>])]).
+
+json() ->
+    ?SIZED(S, json(min(S, 20))).
+json(0) ->
+    oneof([null, true, false, integer(), float(), utf8(), ?LET(B, binary(), B)]);
+json(S) ->
+    frequency([{3, json(0)},
+               {1, ?LAZY(list(json(S div 3)))},
+               {1, ?LAZY(?LET(KVs, list({utf8(), json(S div 3)}), maps:from_list(KVs)))}]).
+
+truncate(Bin, Cut) ->
+    binary:part(Bin, 0, Cut rem (byte_size(Bin) + 1)).
+
+%% The JSON decoder answers every text.
+prop_json() ->
+    ?FORALL(Text, json_text(),
+            case bounded(fun() -> beamlab_json:decode(Text) end, ?HANG_MS) of
+                {ok, {ok, Value}} -> valid_strings(Value);
+                {ok, {error, Reason}} -> one_line(beamlab_json:format_error(Reason));
+                Other -> report(Text, Other)
+            end).
+
+%% Every decoded string is valid UTF-8.
+valid_strings(B) when is_binary(B) -> unicode:characters_to_binary(B) =:= B;
+valid_strings(L) when is_list(L) -> lists:all(fun valid_strings/1, L);
+valid_strings(M) when is_map(M) -> valid_strings(maps:keys(M)) andalso valid_strings(maps:values(M));
+valid_strings(_) -> true.
+
+%% Where an internal error came from: run again, printing its stack.
+stack(Argv) ->
+    os:putenv("BEAMLAB_DEBUG", "1"),
+    try beamlab_cli:run_command(Argv, #{quiet => true})
+    after os:unsetenv("BEAMLAB_DEBUG")
+    end.
+
+report(Input, Outcome) ->
+    io:format(user, "~ninput: ~0tP~noutcome: ~0tP~n", [short(Input), 20, short(Outcome), 30]),
+    false.
+
+%% Long binaries cut for the log.
+short(B) when is_binary(B), byte_size(B) > 200 -> <<(binary:part(B, 0, 200))/binary, "...">>;
+short(L) when is_list(L) -> [short(X) || X <- L];
+short(T) when is_tuple(T) -> list_to_tuple(short(tuple_to_list(T)));
+short(X) -> X.
+
+%%--------------------------------------------------------------------
+%% Result files: compare and report through the dispatcher
+
+%% A real result (one of `Bases', decoded) with one field replaced by a
+%% random JSON value, or crafted text.
+result_text(Bases) ->
+    oneof([json_text(),
+           ?LET({Base, Path, V}, {elements(Bases), list(nat()), json()},
+                iolist_to_binary(beamlab_json:encode(replace(Base, Path, V))))]).
+
+replace(_Json, [], V) -> V;
+replace(M, [I | Rest], V) when is_map(M), map_size(M) > 0 ->
+    Keys = lists:sort(maps:keys(M)),
+    K = lists:nth(I rem length(Keys) + 1, Keys),
+    M#{K := replace(maps:get(K, M), Rest, V)};
+replace(L, [I | Rest], V) when is_list(L), L =/= [] ->
+    N = I rem length(L) + 1,
+    lists:sublist(L, N - 1) ++ [replace(lists:nth(N, L), Rest, V)] ++ lists:nthtail(N, L);
+replace(_Other, _Path, V) -> V.
+
+%% compare and report answer every pair of files: exit 0, 1 or 2, and
+%% never an internal error.
+prop_result_files(Dir, Bases) ->
+    ?FORALL({A, B}, {result_text(Bases), result_text(Bases)},
+            begin
+                FA = write_tmp(Dir, "a.json", A),
+                FB = write_tmp(Dir, "b.json", B),
+                Out = filename:join(Dir, "r.html"),
+                lists:all(fun(Argv) -> dispatched(Argv) end,
+                          [["compare", FA, FB], ["report", FA, FB, "-o", Out],
+                           ["compare", FA, FB, "--format", "json"]])
+            end).
+
+dispatched(Argv) ->
+    case bounded(fun() -> beamlab_cli:run_command(Argv, #{quiet => true, errors => return}) end,
+                 ?HANG_MS) of
+        {ok, {Code, {error, Msg}}} when Code =:= 1; Code =:= 2 ->
+            no_internal(Msg) andalso one_line(Msg) orelse report(Argv, {Msg, stack(Argv)});
+        {ok, {Code, _}} when Code =:= 0; Code =:= 1 -> true;
+        Other -> report(Argv, Other)
+    end.
+
+%%--------------------------------------------------------------------
+%% Erlang term files: matrix --file and suite --preset
+
+%% Atoms come from a small vocabulary (the test VM's atom table must not
+%% fill up); the adversarial cases carry more words than the reader
+%% accepts, so they are refused before any atom is made.
+term_text() ->
+    oneof([?LET(T, eterm(), iolist_to_binary(io_lib:format("~tp.~n", [T]))),
+           ?LET(Ts, list(eterm()), iolist_to_binary([io_lib:format("~tp.~n", [T]) || T <- Ts])),
+           binary(),
+           ?LET(N, oneof([range(1025, 100000), range(1 bsl 30, 1 bsl 45)]),
+                iolist_to_binary(io_lib:format("{vm, <<0:~b>>}.~n", [N]))),
+           ?LET(N, range(2, 1000), iolist_to_binary(["{vm, <<\"x\":", integer_to_list(N), "/binary-unit:", integer_to_list(N), ">>}.\n"])),
+           ?LET(N, range(10050, 20000),
+                iolist_to_binary(["{vm, [", lists:join(",", [["crafted_atom_", integer_to_list(I)]
+                                                            || I <- lists:seq(1, N)]), "]}.\n"])),
+           ?LET(N, range(1001, 20000), <<"{repeat, ", (binary:copy(<<"7">>, N))/binary, "}.\n">>),
+           ?LET(N, range(1, 2000), <<(binary:copy(<<"[">>, N))/binary, (binary:copy(<<"]">>, N))/binary, ".\n">>),
+           elements([<<"{vm, \"+S 1\"">>, <<"fun() -> ok end.">>, <<"#{a => X}.">>, <<"#r{a = 1}.">>,
+                     <<"{vm, \"\\x{ff}\"}.">>, <<"'", 255, "'.">>, <<"{command, [\"a\" | b]}.">>,
+                     <<"{repeat, 0}.">>, <<"{sweep, \"1..100000000000\"}.">>, <<"{sweep, \"4..1\"}.">>,
+                     <<"{baseline, 7}.">>, <<"a. b. c.">>, <<"\"unterminated">>, <<"1.0e400.">>,
+                     <<"#{rows => [#{}]}.">>, <<"#{rows => [], layout => diagonal}.">>,
+                     <<"#{rows => [#{label => <<\"x\">>, workload => nosuch}]}.">>])]).
+
+eterm() ->
+    ?SIZED(S, eterm(min(S, 12))).
+eterm(0) ->
+    oneof([integer(), float(), utf8(), binary(), elements(vocabulary()), string(),
+           ?LET(C, range(0, 16#10FFFF), [C])]);
+eterm(S) ->
+    frequency([{3, eterm(0)},
+               {1, ?LAZY(list(eterm(S div 3)))},
+               {1, ?LAZY(?LET(L, list(eterm(S div 3)), list_to_tuple(L)))},
+               {1, ?LAZY(?LET({K, V}, {elements(vocabulary()), eterm(S div 3)}, {K, V}))},
+               {1, ?LAZY(?LET(KVs, list({elements(vocabulary()), eterm(S div 3)}), maps:from_list(KVs)))}]).
+
+vocabulary() ->
+    [vm, sweep, erl, wrap, baseline, repeat, command, rows, layout, columns, name, title, source,
+     reference, label, workload, params, header, metric, published, true, false, undefined].
+
+%% The grid and preset readers answer every file: a value or an error
+%% their format_error turns into one line.
+prop_term_files(Dir) ->
+    ?FORALL(Text, term_text(),
+            begin
+                File = write_tmp(Dir, "crafted.terms", Text),
+                Grid = bounded(fun() -> beamlab_env_matrix:read_grid(File) end, ?HANG_MS),
+                Preset = bounded(fun() -> beamlab_suite_preset:find(File) end, ?HANG_MS),
+                answered(Grid, fun beamlab_env_matrix:format_error/1) andalso
+                    answered(Preset, fun beamlab_suite_preset:format_error/1)
+                    orelse report(Text, {Grid, Preset})
+            end).
+
+answered({ok, {ok, _}}, _Format) -> true;
+answered({ok, {error, Reason}}, Format) ->
+    case bounded(fun() -> Format(Reason) end, ?HANG_MS) of
+        {ok, Text} -> one_line(Text);
+        _ -> false
+    end;
+answered(_, _) -> false.
+
+%%--------------------------------------------------------------------
+%% env --root: a crafted /proc and /sys
+
+env_tree() ->
+    {cpulist(), cpulist(), text(), text(), text(), text(), boolean()}.
+
+cpulist() ->
+    oneof([text(),
+           ?LET({A, B}, {nat(), nat()}, iolist_to_binary([integer_to_list(A), "-", integer_to_list(B)])),
+           ?LET({A, B}, {range(0, 70000), oneof([range(0, 70000), range(1 bsl 20, 1 bsl 40)])},
+                iolist_to_binary([integer_to_list(A), "-", integer_to_list(B), ",", integer_to_list(A)])),
+           ?LET(N, range(10, 5000), binary:copy(<<"9">>, N)),
+           <<"0-999999999">>, <<"0-3,8,10-11\n">>]).
+
+text() ->
+    oneof([binary(), utf8(),
+           ?LET(Lines, list({utf8(), oneof([utf8(), ?LET(N, range(1, 3000), binary:copy(<<"8">>, N))])}),
+                iolist_to_binary([[K, ": ", V, " kB\n"] || {K, V} <- Lines])),
+           ?LET(N, range(1, 5000), <<"MemTotal: ", (binary:copy(<<"1">>, N))/binary, " kB\n">>)]).
+
+%% The environment report answers every tree (unknown values and notes,
+%% never a crash), FIFOs included.
+prop_env_root(Dir) ->
+    ?FORALL({Online, Node0, CpuInfo, MemInfo, LoadAvg, Version, Fifo}, env_tree(),
+            try
+                Root = filename:join(Dir, "root-" ++ integer_to_list(erlang:unique_integer([positive]))),
+                P = fun(Rel) -> filename:join(Root, Rel) end,
+                ok = filelib:ensure_dir(P("sys/devices/system/node/node0/x")),
+                ok = filelib:ensure_dir(P("proc/x")),
+                ok = filelib:ensure_dir(P("sys/devices/system/cpu/x")),
+                _ = write_tmp(Root, "sys/devices/system/cpu/online", Online),
+                _ = write_tmp(Root, "sys/devices/system/node/node0/cpulist", Node0),
+                _ = write_tmp(Root, "sys/devices/system/node/node0/meminfo", MemInfo),
+                _ = write_tmp(Root, "proc/meminfo", MemInfo),
+                _ = write_tmp(Root, "proc/loadavg", LoadAvg),
+                _ = write_tmp(Root, "proc/version", Version),
+                _ = case Fifo of
+                        true -> os:cmd("mkfifo " ++ P("proc/cpuinfo"));
+                        false -> write_tmp(Root, "proc/cpuinfo", CpuInfo)
+                    end,
+                %% It is saved as JSON: every string valid UTF-8.
+                R = bounded(fun() ->
+                                    Report = beamlab_env:report(#{root => Root}),
+                                    beamlab_json:decode(beamlab_json:encode(Report))
+                            end, ?HANG_MS),
+                _ = file:del_dir_r(Root),
+                case R of
+                    {ok, {ok, Json}} -> valid_strings(Json);
+                    Other -> report({Online, Node0, CpuInfo, MemInfo}, Other)
+                end
+            catch
+                %% (this PropEr cannot report an exception itself)
+                C:E:S -> report(setup, {C, E, S})
+            end).
+
+%%--------------------------------------------------------------------
+%% Option values
+
+commands() ->
+    [beamlab_command_run, beamlab_command_suite, beamlab_command_matrix, beamlab_command_amqp,
+     beamlab_command_profile, beamlab_command_compare, beamlab_command_report,
+     beamlab_command_env, beamlab_command_watch, beamlab_command_node, beamlab_command_check].
+
+value() ->
+    oneof([?LET(I, integer(), integer_to_list(I)),
+           ?LET(I, oneof([range(1 bsl 31, 1 bsl 64), range(1 bsl 64, 1 bsl 200)]), integer_to_list(I)),
+           ?LET(F, float(), float_to_list(F)),
+           ?LET(S, string(), S),
+           ?LET(B, binary(), beamlab_runtime_text:decode(B)),
+           elements(["", "-", "1e11", "1e12", "100000000000", "-1", "0", "0.0", "nan", "inf",
+                     "10G", "1000000G", "5%", "500%", "1,2,3", "1..4", "-0", "0x10", "1_000",
+                     "amqp://u:p@127.0.0.1:1/%2F", "\x{ff}\x{fe}", "ラベル"])]).
+
+args(Mod) ->
+    Opts = [O || O <- Mod:options(), maps:is_key(long, O)],
+    list(?LET({O, V}, {elements(Opts), value()},
+              case maps:get(type, O) of
+                  T when T =:= boolean; T =:= count -> ["--" ++ maps:get(long, O)];
+                  _ -> ["--" ++ maps:get(long, O) ++ "=" ++ V]
+              end)).
+
+%% The option parser answers every value of every option of every command.
+prop_options() ->
+    ?FORALL({Mod, Args}, ?LET(Mod, elements(commands()), {Mod, args(Mod)}),
+            case bounded(fun() -> beamlab_cli_args:parse(lists:append(Args), Mod:options()) end,
+                         ?HANG_MS) of
+                {ok, {ok, _}} -> true;
+                {ok, {error, Msg}} -> one_line(Msg) orelse report(Args, Msg);
+                Other -> report(Args, Other)
+            end).
+
+%% Through the dispatcher: the same values followed by an unknown option,
+%% so nothing is run: always a usage error (exit 2), never an internal
+%% error, whatever came first.
+prop_dispatch_options() ->
+    ?FORALL({Mod, Args}, ?LET(Mod, elements(commands()), {Mod, args(Mod)}),
+            begin
+                Cmd = [N || {N, M} <- beamlab_command:all(), M =:= Mod],
+                Argv = Cmd ++ lists:append(Args) ++ ["--no-such-option-here"],
+                case bounded(fun() -> beamlab_cli:run_command(Argv, #{quiet => true, errors => return}) end,
+                             ?HANG_MS) of
+                    {ok, {2, {error, Msg}}} -> (no_internal(Msg) andalso one_line(Msg)) orelse report(Argv, Msg);
+                    Other -> report(Argv, Other)
+                end
+            end).
