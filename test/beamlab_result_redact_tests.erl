@@ -11,3 +11,18 @@ argv_masks_cookies_test() ->
 argv_masks_uri_passwords_test() ->
     ?assertEqual([<<"amqp">>, <<"-h">>, <<"amqp://guest:****@127.0.0.1:5672/%2F">>],
                  beamlab_result_redact:argv(["amqp", "-h", "amqp://guest:s3cret@127.0.0.1:5672/%2F"])).
+
+%% An application parameter whose key names a secret (a node's arguments,
+%% RabbitMQ's default_pass), in one string and in a command line; other
+%% parameters stay.
+app_params_test() ->
+    T = fun beamlab_result_redact:text/1,
+    ?assertEqual(<<"-rabbit default_pass ****">>, T(<<"-rabbit default_pass <<\"guest\">>">>)),
+    ?assertEqual(<<"-myapp db_password **** -other x">>, T(<<"-myapp db_password hunter2 -other x">>)),
+    ?assertEqual(<<"-app api_token ****">>, T(<<"-app api_token xyz">>)),
+    ?assertEqual(<<"-kernel inet_dist_use_interface {127,0,0,1}">>, T(<<"-kernel inet_dist_use_interface {127,0,0,1}">>)),
+    ?assertEqual(<<"-app bypass 1">>, T(<<"-app bypass 1">>)),
+    ?assertEqual([<<"erl">>, <<"-rabbit">>, <<"default_pass">>, <<"****">>, <<"-app">>, <<"bypass">>, <<"1">>,
+                  <<"-s">>, <<"x">>],
+                 beamlab_result_redact:argv(["erl", "-rabbit", "default_pass", "<<\"guest\">>", "-app", "bypass", "1",
+                                             "-s", "x"])).

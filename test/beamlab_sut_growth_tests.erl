@@ -33,7 +33,8 @@ mailbox_test() ->
     [{_, F}] = Raised,
     ?assertMatch(#{title := <<"Message queue growing: sink <0.9.0>">>,
                    data := #{<<"culprit">> := <<"<0.9.0>">>, <<"detected_ms">> := 1000,
-                             <<"first">> := 0, <<"last">> := 20000, <<"from_ms">> := 0, <<"to_ms">> := 1000}}, F),
+                             <<"first">> := 0, <<"last">> := 20000, <<"from_ms">> := 0, <<"to_ms">> := 1000,
+                             <<"last_ms">> := 1000}}, F),
     ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"grew from 0 to 20000 messages over 0.0-1.0 s (20000 msg/s)">>)),
     %% the same process's memory grew too: one finding, not two
     ?assertNot(lists:member(<<"process_memory_growing">>, ids(Raised))).
@@ -118,7 +119,7 @@ series_test() ->
     Fs = ?G:findings(beamlab_json:canonical(Series)),
     ?assertEqual([<<"mailbox_growing">>, <<"node_unresponsive">>, <<"system_monitor_taken">>], [maps:get(id, F) || F <- Fs]),
     [M | _] = Fs,
-    ?assertMatch(#{data := #{<<"last">> := 9000, <<"to_ms">> := 1500}}, M).
+    ?assertMatch(#{data := #{<<"last">> := 9000, <<"from_ms">> := 0, <<"to_ms">> := 1000, <<"last_ms">> := 1500}}, M).
 
 live_line_test() ->
     F = beamlab_result:finding(x, warning, <<"T">>, <<"E">>, <<"A">>, #{}),

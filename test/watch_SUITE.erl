@@ -15,14 +15,15 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([spinning/1, mailbox/1, process_heap/1, binaries/1, ets_table/1, process_count/1, port_count/1,
          atom_count/1, long_gc/1, busy_dist_port/1, healthy/1, system_monitor_taken/1,
-         frozen_mid_watch/1, frozen_before_watch/1]).
+         frozen_mid_watch/1, frozen_before_watch/1, no_secrets/1]).
 
 -define(COOKIE, "watch_suite_cookie_31415").
 -define(INTERVAL, 500).
 
 all() ->
     [spinning, mailbox, process_heap, binaries, ets_table, process_count, port_count, atom_count,
-     long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_before_watch].
+     long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_before_watch,
+     no_secrets].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -170,8 +171,33 @@ mailbox(_Config) ->
         F = named(R, <<"mailbox_growing">>, <<"mailbox_sink">>),
         ?assert(maps:get(<<"rate_per_s">>, maps:get(<<"data">>, F)) > 1000),
         %% One finding for the culprit: its memory grows with its queue.
-        ?assertNot(lists:member(<<"process_memory_growing">>, ids(R)))
+        ?assertNot(lists:member(<<"process_memory_growing">>, ids(R))),
+        page(R)
     end).
+
+%% The page as Chromium draws it: no script error, the processes' charts
+%% (the culprit's line among them) and table, the watched node's
+%% environment (its own VM, not beamlab's).
+page(#{html := Html, doc := Doc}) ->
+    case beamlab_test_util:chromium() of
+        false -> ct:log("chromium not installed: page not rendered");
+        Exe ->
+            Dir = beamlab_test_util:tmp_dir("page"),
+            File = filename:join(Dir, "watch.html"),
+            ok = file:write_file(File, Html),
+            Dom = iolist_to_binary(os:cmd("'" ++ Exe ++ "' --headless --no-sandbox --disable-gpu --no-first-run "
+                                          "--user-data-dir=" ++ Dir ++ " --dump-dom 'file://" ++ File ++ "' 2>/dev/null")),
+            Body = beamlab_test_util:dom_body(Dom),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+            [_, Procs] = binary:split(Dom, <<"<section id=\"processes\"">>),
+            ?assertEqual(4, length(binary:matches(Procs, <<"data-kind=\"processes\"">>))),
+            ?assertNotEqual(nomatch, binary:match(Procs, <<"data-series=\"mailbox_sink">>)),
+            ?assertNotEqual(nomatch, binary:match(Procs, <<"data-kind=\"process-table\"">>)),
+            #{<<"env">> := #{<<"node">> := Node, <<"otp">> := #{<<"release">> := _}}} = Doc,
+            [_, Env] = binary:split(Dom, <<"<section id=\"env\"">>),
+            ?assertNotEqual(nomatch, binary:match(Env, <<"env.node">>)),
+            ?assertNotEqual(nomatch, binary:match(Env, Node))
+    end.
 
 process_heap(_Config) ->
     with_peer(watch_heap, heap, fun(_, Node) ->
@@ -298,3 +324,28 @@ frozen_before_watch(_Config) ->
         beamlab_test_util:assert_one_line_error(R),
         ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"did not answer">>))
     end).
+
+%% The node's cookie (its -setcookie argument, also the --cookie value) and
+%% the passwords in its arguments and ERL_ZFLAGS appear nowhere: not in
+%% stdout, stderr, the saved document or the page.
+no_secrets(_Config) ->
+    {ok, Peer, NodeAtom} = peer:start(#{name => watch_secret, longnames => true, host => "127.0.0.1",
+                                        connection => standard_io,
+                                        env => [{"ERL_ZFLAGS", "-myapp api_secret zflags_secret_2718"}],
+                                        args => ["-setcookie", ?COOKIE, "-myapp", "db_password", "arg_secret_1618"]}),
+    Node = atom_to_list(NodeAtom),
+    try
+        R = watch(Node, 1, []),
+        ?assertEqual(0, maps:get(code, R)),
+        {ok, Saved} = file:read_file(maps:get(save, R)),
+        [?assertEqual(nomatch, binary:match(B, Secret), {What, Secret})
+         || {What, B} <- [{stdout, maps:get(out, R)}, {stderr, maps:get(err, R)}, {saved, Saved},
+                          {report, maps:get(html, R)}],
+            Secret <- [<<?COOKIE>>, <<"arg_secret_1618">>, <<"zflags_secret_2718">>]],
+        %% The node's arguments are kept, with the value masked.
+        #{<<"env">> := #{<<"init_arguments">> := Args}} = maps:get(doc, R),
+        ?assert(lists:member(<<"-setcookie ****">>, Args)),
+        ?assert(lists:member(<<"-myapp db_password ****">>, Args))
+    after
+        peer:stop(Peer)
+    end.

@@ -870,4 +870,8 @@
   }
   document.body.setAttribute('data-charts-rendered', String(rendered));
   document.body.setAttribute('data-errors', errors.join(' | '));
+  // What the other scripts of the page (watch.js) draw with.
+  window.beamlabReport = { data: data, h: h, section: section, table: table, lineChart: lineChart, color: color,
+                           fmt: fmt, SEVERITY: SEVERITY, noteError: noteError,
+                           charted: function () { document.body.setAttribute('data-charts-rendered', String(rendered)); } };
 })();

@@ -98,7 +98,9 @@ document(W, Exp, Started, Node, NodeEnv, Series, Growth, Interrupted) ->
                                                            {reductions_per_s, <<"reductions">>, <<"reductions">>, <<"1/s">>, higher}],
                      Vals <- [[V || V <- maps:get(Key, Series, []), is_number(V)]], Vals =/= []],
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
-    Doc2 = beamlab_result:set(extra, #{node_env => NodeEnv}, beamlab_result:set(telemetry, Series, Doc1)),
+    %% The environment is the watched node's, as it reports it (never
+    %% this VM's: the experiment's attach keeps an env already there).
+    Doc2 = beamlab_result:set(env, NodeEnv, beamlab_result:set(telemetry, Series, Doc1)),
     %% The benchmarks are the node's series, not measurements: no noise check.
     Findings = beamlab_env_detect:findings(#{telemetry => Series, env => NodeEnv, result => #{},
                                              timer => skip}) ++ Growth,

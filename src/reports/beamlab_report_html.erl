@@ -178,6 +178,7 @@ run_model(Label, R) ->
       scaling => beamlab_report_views:scaling(R),
       latency => beamlab_report_views:latency(R),
       matrix => beamlab_report_views:matrix(R),
+      processes => beamlab_report_watch:processes(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)]}.
 
 %% Values in the unit people read: iterations per sample of D ms as

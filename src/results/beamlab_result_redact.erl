@@ -4,7 +4,9 @@
 %%% arguments or inside one string: `--vm-args "-setcookie X"', a node's
 %%% `ERL_FLAGS'), and the value of an environment assignment or a field
 %%% whose name says it is a secret (`RABBITMQ_ERLANG_COOKIE=X',
-%%% `"password": X') are masked as `****' in any text, and in every string
+%%% `"password": X'), and an application parameter whose key says it is a
+%%% secret in an emulator command line (`-rabbit default_pass <<"X">>',
+%%% `-app db_password X') are masked as `****' in any text, and in every string
 %%% of a result document (command line, emulator arguments, params, env,
 %%% a watched node's arguments) before it is printed, saved or embedded in
 %%% a report; the command line's error lines go through it too.
@@ -23,7 +25,13 @@
 -define(ASSIGN_RE, "((?:^|[\\s\"'])[A-Za-z_]*(?:COOKIE|PASSWORD|PASSWD|SECRET)[A-Za-z0-9_]*=)"
                    "(?:'[^']*'|\"[^\"]*\"|[^\\s\"']+)").
 %% Field names whose values are secrets.
--define(SECRET_KEY_RE, "(?i)cookie|password|passwd|secret").
+-define(SECRET_KEY_RE, "(?i)cookie|password|passwd|secret|(?:^|_)pass(?:_|$)").
+%% An application parameter's key that says its value is a secret.
+-define(SECRET_PARAM, "(?i:[a-z0-9_]*(?:password|passwd|secret|cookie|token)[a-z0-9_]*|(?:[a-z0-9]+_)*pass(?:_[a-z0-9]+)*)").
+%% -APP KEY VALUE inside one string (an emulator command line, a node's
+%% init arguments) where KEY names a secret.
+-define(PARAM_RE, "((?:^|\\s)-[A-Za-z][A-Za-z0-9_]*\\s+" ?SECRET_PARAM "\\s+)"
+                  "(?:<<\"[^\"]*\">>|'[^']*'|\"[^\"]*\"|[^\\s]+)").
 
 %% @doc The text with every secret it holds masked.
 -spec text(unicode:chardata()) -> binary().
@@ -40,7 +48,8 @@ text(Text) when is_binary(Text) ->
                 end, Text,
                 [{<<"://">>, ?URI_RE, "\\1" ?MASK "@"},
                  {<<"cookie">>, ?FLAG_RE, "\\1" ?MASK},
-                 {<<"=">>, ?ASSIGN_RE, "\\1" ?MASK}]);
+                 {<<"=">>, ?ASSIGN_RE, "\\1" ?MASK},
+                 {<<"-">>, ?PARAM_RE, "\\1" ?MASK}]);
 text(Text) ->
     case unicode:characters_to_binary(Text) of
         B when is_binary(B) -> text(B);
@@ -48,14 +57,20 @@ text(Text) ->
     end.
 
 %% @doc A command line with every secret masked: the value after
-%% `--cookie' or `-setcookie', and what {@link text/1} masks in each
-%% argument.
+%% `--cookie' or `-setcookie', the value of an application parameter whose
+%% key names a secret (`-rabbit default_pass X'), and what {@link text/1}
+%% masks in each argument.
 -spec argv([unicode:chardata()]) -> [binary()].
 argv(Args) ->
     mask_cookie([text(A) || A <- Args]).
 
 mask_cookie([Flag, _ | Rest]) when Flag =:= <<"--cookie">>; Flag =:= <<"-setcookie">> ->
     [Flag, <<?MASK>> | mask_cookie(Rest)];
+mask_cookie([<<"-", _/binary>> = Flag, Key, _ | Rest] = All) ->
+    case secret_param(Flag, Key) of
+        true -> [Flag, Key, <<?MASK>> | mask_cookie(Rest)];
+        false -> [Flag | mask_cookie(tl(All))]
+    end;
 mask_cookie([A | Rest]) -> [A | mask_cookie(Rest)];
 mask_cookie([]) -> [].
 
@@ -107,6 +122,10 @@ mask_value(Other) -> document(Other).
 secret_key(K) when is_atom(K) -> secret_key(atom_to_binary(K));
 secret_key(K) when is_binary(K) -> re:run(K, ?SECRET_KEY_RE) =/= nomatch;
 secret_key(_) -> false.
+
+%% `-APP KEY': an application parameter whose key names a secret.
+secret_param(<<"-", App/binary>>, Key) ->
+    re:run(App, "^[A-Za-z][A-Za-z0-9_]*$") =/= nomatch andalso re:run(Key, "^" ?SECRET_PARAM "$") =/= nomatch.
 
 is_cookie_flag(F) when is_atom(F) -> is_cookie_flag(atom_to_binary(F));
 is_cookie_flag(F) when is_binary(F) -> lists:member(F, [<<"setcookie">>, <<"-setcookie">>, <<"cookie">>]);

@@ -285,7 +285,7 @@ kind(atoms, F, St) ->
                   "Atoms are never garbage collected and the table has a fixed limit: something turns data "
                   "into atoms (list_to_atom/1, binary_to_atom/2, a decoder with atom keys). Use "
                   "list_to_existing_atom/1 or binary_to_existing_atom/2, or keep such keys as binaries.");
-kind(Kind, F = #{ctx := E, count := C, max_ms := Max}, _St)
+kind(Kind, F = #{ctx := E, count := C, max_ms := Max}, St)
   when Kind =:= long_gc; Kind =:= long_schedule ->
     Who = who_of(E),
     {Title, What, Advice} =
@@ -303,8 +303,9 @@ kind(Kind, F = #{ctx := E, count := C, max_ms := Max}, _St)
       Kind, case Max >= 1000 of true -> critical; false -> warning end, [Title, ": ", Who],
       io_lib:format("~ts: ~ts ~ts over the system monitor's threshold, the longest ~b ms (first at ~.1f s)~ts",
                     [Who, count(C), What, round(Max), maps:get(at, F) / 1000, current_of(E)]),
-      Advice, data(F, #{count => C, max_ms => Max, from_ms => maps:get(at, F), to_ms => maps:get(last, F)}));
-kind(Kind, F = #{ctx := E, count := C}, _St) when Kind =:= busy_dist_port; Kind =:= busy_port ->
+      Advice, data(F, #{count => C, max_ms => Max, from_ms => maps:get(at, F) - maps:get(interval, St),
+                        to_ms => maps:get(last, F)}));
+kind(Kind, F = #{ctx := E, count := C}, St) when Kind =:= busy_dist_port; Kind =:= busy_port ->
     Port = maps:get(<<"port">>, E, <<"?">>),
     Suspended = [who_of(P) || P <- maps:get(<<"suspended">>, E, [])],
     {Title, Advice} =
@@ -324,7 +325,7 @@ kind(Kind, F = #{ctx := E, count := C}, _St) when Kind =:= busy_dist_port; Kind 
       io_lib:format("~ts times a process was suspended sending to ~ts (first at ~.1f s); suspended: ~ts",
                     [count(C), Port, maps:get(at, F) / 1000, lists:join(", ", Suspended)]),
       Advice, data(F, #{count => C, port => Port, node => maps:get(<<"node">>, E, null),
-                        from_ms => maps:get(at, F), to_ms => maps:get(last, F)})).
+                        from_ms => maps:get(at, F) - maps:get(interval, St), to_ms => maps:get(last, F)})).
 
 count_finding(Id, Title, Noun, F, St = #{limits := Limits}, Advice) ->
     {From, To, Rate, First, Last, Peak, N} = rise(F, St),
@@ -401,10 +402,14 @@ severity(F, _N, Big) ->
 rising(#{track := Track}) ->
     length(lists:takewhile(fun(#{d := D}) -> is_number(D) andalso D > 0 end, Track)).
 
+%% `from_ms'..`to_ms': when it was raised (from the start of the rise, or
+%% the interval of the first event, to the sample that proved it), which
+%% the report shades; `last_ms': the last sample of the evidence.
 data(F, Extra) ->
     {Kind, Who} = maps:get(key, F),
-    maps:merge(#{kind => Kind, culprit => Who, detected_ms => maps:get(at, F),
-                 context => maps:get(ctx, F)}, Extra).
+    At = maps:get(at, F),
+    maps:merge(Extra#{to_ms => At, last_ms => maps:get(to_ms, Extra, At)},
+               #{kind => Kind, culprit => Who, detected_ms => At, context => maps:get(ctx, F)}).
 
 %% Silences and a system monitor held by someone else, from the series.
 silences(Series) ->
