@@ -11,7 +11,7 @@
          open_channel/1, open_channel/2, close_channel/1, close_channel/2,
          declare_queue/3, declare_exchange/3, delete_exchange/3,
          bind/4, bind/5, unbind/4, unbind/5, bind_exchange/5,
-         purge/2, delete_queue/3, qos/2, consume/3, cancel/2, confirm_select/1,
+         purge/2, delete_queue/3, qos/2, consume/3, cancel/2, cancel/3, confirm_select/1,
          tx_select/1, tx_commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
@@ -328,7 +328,12 @@ consume(Ch, Queue, Opts) ->
 %% @doc basic.cancel.
 -spec cancel(channel(), binary()) -> ok | {error, reason()}.
 cancel(Ch, Tag) ->
-    ok(sync(Ch, #'basic.cancel'{consumer_tag = Tag}, #{})).
+    cancel(Ch, Tag, #{}).
+
+%% @doc basic.cancel, waiting at most `timeout' for cancel-ok.
+-spec cancel(channel(), binary(), sync_opts()) -> ok | {error, reason()}.
+cancel(Ch, Tag, Opts) ->
+    ok(sync(Ch, #'basic.cancel'{consumer_tag = Tag}, Opts)).
 
 %% @doc confirm.select: from now on the broker confirms every publish on
 %% this channel with `{amqp_confirm, Ch, ack | nack, SeqNo, Multiple}'.

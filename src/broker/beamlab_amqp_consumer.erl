@@ -30,6 +30,8 @@
 %% A busy wait for simulated work shorter than this, a sleep above (as
 %% PerfTest: below a millisecond sleeping is too coarse).
 -define(SLEEP_MIN_US, 1000).
+%% Each consumer has a channel of its own: one fixed tag serves them all.
+-define(TAG, <<"beamlab">>).
 
 -record(st, {ctx :: beamlab_amqp_worker:ctx(),
              spec :: beamlab_amqp_worker:consumer_spec(),
@@ -154,7 +156,8 @@ qos(Ch, N, Global) -> beamlab_amqp:qos(Ch, #{prefetch_count => N, global => Glob
 
 consume(Ch, Spec) ->
     case beamlab_amqp:consume(Ch, maps:get(queue, Spec),
-                              #{no_ack => maps:get(autoack, Spec), arguments => maps:get(args, Spec)}) of
+                              #{no_ack => maps:get(autoack, Spec), arguments => maps:get(args, Spec),
+                                consumer_tag => ?TAG}) of
         {ok, _Tag} -> ok;
         {error, _} = E -> E
     end.
@@ -339,6 +342,11 @@ finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
               false -> St
           end,
     _ = St1#st.tx_left =/= none andalso (catch beamlab_amqp:tx_commit(Ch)),
+    %% The broker applies acks asynchronously (a quorum queue through its
+    %% log): closing the channel at once can return acknowledged messages
+    %% to the queue. cancel-ok comes after the acks sent before it.
+    _ = St1#st.subscribed andalso maps:get(polling, St1#st.spec) =:= false andalso
+        (catch beamlab_amqp:cancel(Ch, ?TAG, #{timeout => ?CLOSE_MS})),
     _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     %% With autoack, deliveries still in the mailbox have left the queue:
     %% count them. With acks they return to the queue with the channel.
