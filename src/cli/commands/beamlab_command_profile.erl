@@ -23,8 +23,8 @@ options() ->
     [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
        metavar => "HZ", help => "samples per second and thread (default 999)"},
      #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
-       help => "graph: call stacks (+JPperf true, perf -g; flame graphs; frame pointers slow call-heavy "
-               "JIT code to about 0.8); flat: self time only (+JPperf map, no call graphs; under 5%)"},
+       help => "graph: call stacks (+JPperf true, perf -g; flame graphs); flat: self time only "
+               "(+JPperf map, no call graphs: the least perf work; what each costs: docs/profile.md)"},
      #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
        help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
                "more data, use a lower --freq)"},
