@@ -216,12 +216,13 @@ profiled_matrix_perftest(Config) ->
     case beamlab_test_util:chromium() of
         false -> ct:log("no chromium: the page is not drawn");
         Chromium ->
-            Dom = os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
-                         "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null"),
-            {match, Cards} = re:run(Dom, "class=\"card flamecard[^\"]*\"", [global]),
+            Dom = unicode:characters_to_binary(
+                    os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+                           "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null")),
+            {match, Cards} = re:run(Dom, <<"class=\"card flamecard[^\"]*\"">>, [global, unicode]),
             ?assertEqual(3, length(Cards)),
-            ?assertNotEqual(nomatch, string:find(Dom, "Differential: study: flavor=jit")),
-            ?assertNotEqual(nomatch, string:find(Dom, "process_main"))
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"Differential: study: flavor=jit">>)),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"process_main">>))
     end.
 
 profile(#{<<"profile">> := P}) -> P.

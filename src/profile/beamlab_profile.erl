@@ -110,13 +110,15 @@ vm_flags(Mode) ->
 mode_info(graph) ->
     #{vm_flags => "+JPperf true", stacks => true,
       what => <<"call stacks (perf record -g; the JIT keeps frame pointers: +JPperf true)">>,
-      cost => <<"call-heavy JIT code runs at about 0.8 of its plain rate (frame pointers); "
-                "the interpreter pays only perf's sampling">>};
+      cost => <<"about 1% of rand:uniform()'s rate on a quiet machine (bench/profile_overhead.escript); "
+                "perf's stack walking takes CPU of its own, which a saturated machine takes from the "
+                "profiled VM">>};
 mode_info(flat) ->
     #{vm_flags => "+JPperf map", stacks => false,
       what => <<"self time only (perf record without call graphs; +JPperf map names JIT code, "
                 "no frame pointers)">>,
-      cost => <<"under 5% of the profiled code's rate">>}.
+      cost => <<"under 1% of rand:uniform()'s rate on a quiet machine (bench/profile_overhead.escript), "
+                "and less of perf's own CPU than graph mode">>}.
 
 %% @doc Whether the VM with this OS pid writes a perf map (was started
 %% with `+JPperf true' or `+JPperf map'): without one its Erlang frames are

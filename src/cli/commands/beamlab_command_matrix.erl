@@ -64,7 +64,7 @@ target_options() ->
      #{name => profile_mode, long => "profile-mode", type => {enum, [graph, flat]}, default => graph,
        metavar => "graph|flat",
        help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
-               "(+JPperf map, costs under 5%)"},
+               "(+JPperf map, no call graphs: the least perf work)"},
      #{name => folded, long => "folded", type => string, metavar => "DIR",
        help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}].
 

@@ -24,8 +24,8 @@ options() ->
        max => beamlab_profile:max_frequency(), max_why => "kernel.perf_event_max_sample_rate",
        metavar => "HZ", help => "samples per second and thread (default 999)"},
      #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
-       help => "graph: call stacks (+JPperf true, perf -g; flame graphs; frame pointers slow call-heavy "
-               "JIT code to about 0.8); flat: self time only (+JPperf map, no call graphs; under 5%)"},
+       help => "graph: call stacks (+JPperf true, perf -g; flame graphs); flat: self time only "
+               "(+JPperf map, no call graphs: the least perf work; what each costs: docs/profile.md)"},
      #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
        help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
                "more data, use a lower --freq)"},
