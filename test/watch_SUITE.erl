@@ -162,8 +162,19 @@ spinning(_Config) ->
          || S <- maps:get(<<"top">>, T)],
         ?assertMatch({match, _}, re:run(live_before_third_sample(maps:get(err, R)), "R[QM]* +[0-9]+( [KMG]i)? .* spinner ")),
         Imbalance = [F || F = #{<<"id">> := <<"scheduler_imbalance">>} <- maps:get(<<"findings">>, maps:get(doc, R))],
-        ?assertEqual([], [F || F = #{<<"severity">> := <<"critical">>} <- Imbalance])
+        ?assertEqual([], [F || F = #{<<"severity">> := <<"critical">>} <- Imbalance]),
+        %% The report's reductions chart leads with it.
+        #{<<"charts">> := Charts} = page_processes(R),
+        [#{<<"lines">> := [#{<<"label">> := Label} | _]}] = [C || C = #{<<"key">> := <<"reductions_per_s">>} <- Charts],
+        ?assertMatch(<<"spinner ", _/binary>>, Label)
     end).
+
+%% The processes model the page embeds for the run.
+page_processes(#{html := Html}) ->
+    {match, [Json]} = re:run(Html, "<script type=\"application/json\" id=\"beamlab-data\">(.*?)</script>",
+                             [dotall, {capture, all_but_first, binary}]),
+    {ok, #{<<"runs">> := [#{<<"processes">> := P}]}} = beamlab_json:decode(Json),
+    P.
 
 mailbox(_Config) ->
     with_peer(watch_mailbox, mailbox, fun(_, Node) ->

@@ -35,20 +35,21 @@ render(#{telemetry := T} = Doc) ->
      Scheds, top(T)].
 
 %% @doc Per process over the recording: `{Pid, Name, CurrentFunction,
-%% Reductions (sum), MaxQueue, MaxMemory}', busiest first.
+%% Reductions (sum), MaxQueue, MaxMemory}', busiest first. A process
+%% counts once per sample, whichever top lists it is in (each entry holds
+%% its reductions since it was last seen).
 -spec summary(map()) -> [{binary(), binary(), binary() | null, number(), number(), number()}].
 summary(T) ->
-    Entries = lists:append([lists:append([L || {_, L} <- maps:to_list(S), is_list(L)])
-                            || S <- maps:get(<<"top">>, T, []), is_map(S)]),
-    %% A process appears in several lists of a sample: count it once per
-    %% sample by keeping the entries of by_reductions for the sum.
-    ByReds = lists:append([maps:get(<<"by_reductions">>, S, []) || S <- maps:get(<<"top">>, T, []), is_map(S)]),
+    PerSample = [maps:values(maps:from_list([{maps:get(<<"pid">>, E), E}
+                                             || L <- maps:values(S), is_list(L), E <- L, is_map(E)]))
+                 || S <- maps:get(<<"top">>, T, []), is_map(S)],
+    Entries = lists:append(PerSample),
     Pids = lists:usort([maps:get(<<"pid">>, E) || E <- Entries]),
     Rows = [begin
                 Es = [E || E <- Entries, maps:get(<<"pid">>, E) =:= P],
                 Last = lists:last(Es),
                 {P, maps:get(<<"name">>, Last), maps:get(<<"current_function">>, Last, null),
-                 lists:sum([maps:get(<<"reductions">>, E) || E <- ByReds, maps:get(<<"pid">>, E) =:= P]),
+                 lists:sum([maps:get(<<"reductions">>, E, 0) || E <- Es]),
                  lists:max([maps:get(<<"message_queue_len">>, E) || E <- Es]),
                  lists:max([maps:get(<<"memory">>, E) || E <- Es])}
             end || P <- Pids],
@@ -58,7 +59,7 @@ top(T) ->
     case lists:sublist(summary(T), 10) of
         [] -> [];
         Rows ->
-            ["\ntop processes (reductions summed over the recording)\n",
+            ["\ntop processes (each sample's top lists; reductions summed where listed)\n",
              beamlab_format_table:render(
                ["pid", "name", "current function", "reductions", "max queue", "max memory"],
                [[P, Name, case CF of null -> "-"; _ -> CF end,

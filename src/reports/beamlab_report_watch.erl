@@ -137,12 +137,11 @@ rows(S) ->
           maps:get(<<"memory">>, E, null), P, maps:get(<<"name">>, E, null), maps:get(<<"current_function">>, E, null)]
      end || P <- Order].
 
-list(K, M) when is_map(M) ->
+list(K, M) ->
     case maps:get(K, M, []) of
         L when is_list(L) -> L;
         _ -> []
-    end;
-list(_, _) -> [].
+    end.
 
 num_or(N) when is_number(N) -> N;
 num_or(_) -> 0.

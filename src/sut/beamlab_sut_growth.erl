@@ -60,7 +60,8 @@ step(Sample0, St = #{tracks := Tracks, fired := Fired}) ->
     %% A fired culprit keeps its whole track, even when it leaves the top.
     Fired1 = maps:map(fun(K, F) ->
                               case Tracks1 of
-                                  #{K := Tr} -> F#{track := merge_track(Tr, maps:get(track, F))};
+                                  #{K := Tr} -> F#{track := merge_track(Tr, maps:get(track, F)),
+                                                   ctx := maps:get(ctx, hd(Tr))};
                                   _ -> F
                               end
                       end, Fired),
