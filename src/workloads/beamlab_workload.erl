@@ -177,14 +177,15 @@ params_problem(Params) ->
                   end).
 
 param_problem(#{key := K, type := T, help := H} = P) when is_atom(K) ->
-    case {valid_type(T), is_binary(H), maps:is_key(default, P) andalso maps:is_key(full, P)} of
+    %% (`full' is optional: the full profile then uses the default)
+    case {valid_type(T), is_binary(H), maps:is_key(default, P)} of
         {true, true, true} -> none;
         {false, _, _} -> io_lib:format("parameter ~0tp: unknown type ~0tP", [K, T, 6]);
         {_, false, _} -> io_lib:format("parameter ~0tp: help must be a binary", [K]);
-        {_, _, false} -> io_lib:format("parameter ~0tp: needs a default and a full value", [K])
+        {_, _, false} -> io_lib:format("parameter ~0tp: needs a default value", [K])
     end;
 param_problem(Other) ->
-    io_lib:format("~0tP is not a parameter map (#{key, default, full, type, help})", [Other, 6]).
+    io_lib:format("~0tP is not a parameter map (#{key, default, type, help})", [Other, 6]).
 
 valid_type(T) when T =:= pos_integer; T =:= non_neg_integer; T =:= number; T =:= boolean;
                    T =:= atom; T =:= node; T =:= binary -> true;
