@@ -11,6 +11,8 @@
 %%% scans and candidate reads) and the ratio top 5 / top 0.
 %%%
 %%%   make escript && bench/watch_cost.escript [SECONDS] [ROUNDS]
+%%%   (BEAMLAB=path names another escript, e.g. a copy, so the tree can be
+%%%   rebuilt while it runs)
 -mode(compile).
 
 main(Args) ->
@@ -61,9 +63,14 @@ measure(Root, N, Seconds, Rounds) ->
 %% One watch; per sample the node's busy ms in the interval, the watch's
 %% own wall-time share (mon) and how it read the processes.
 watch(Root, Node, Cookie, Top, Seconds) ->
-    Cmd = io_lib:format("'~ts/beamlab' watch --node ~ts --cookie ~ts --duration ~b --interval 1000 --top ~b "
+    Escript = case os:getenv("BEAMLAB") of
+                  false -> filename:join(Root, "beamlab");
+                  "" -> filename:join(Root, "beamlab");
+                  B -> B
+              end,
+    Cmd = io_lib:format("'~ts' watch --node ~ts --cookie ~ts --duration ~b --interval 1000 --top ~b "
                         "--no-system-monitor --format json 2>/dev/null",
-                        [Root, Node, Cookie, Seconds, Top]),
+                        [Escript, Node, Cookie, Seconds, Top]),
     {ok, Doc} = beamlab_json:decode(list_to_binary(os:cmd(lists:flatten(Cmd)))),
     T = maps:get(<<"telemetry">>, Doc),
     %% The first sample also holds the start's full read: left out.

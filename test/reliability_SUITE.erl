@@ -197,8 +197,14 @@ crafted_result_files(_Config) ->
     ok = file:write_file(filename:join(Dir, "trunc.json"), <<"{\"schema\":">>),
     #{code := 2, err := ET} = cli(["compare", "good.json", "trunc.json"], #{dir => Dir}),
     ?assertNotEqual(nomatch, binary:match(ET, <<"trunc.json is not a beamlab result">>)),
-    #{code := 2, err := ED} = cli(["report", "."], #{dir => Dir}),
-    ?assertNotEqual(nomatch, binary:match(ED, <<"is a directory">>)).
+    %% A directory is a history of runs: one crafted file in it is one
+    %% line naming that file; a directory without runs says so.
+    #{code := 2, out := <<>>, err := ED} = cli(["report", "."], #{dir => Dir}),
+    ?assertMatch([_], binary:split(string:trim(ED), <<"\n">>, [global])),
+    ?assertMatch({match, _}, re:run(ED, <<"[a-z]+\\.json">>)),
+    ok = file:make_dir(filename:join(Dir, "empty")),
+    #{code := 2, err := EE} = cli(["report", "empty"], #{dir => Dir}),
+    ?assertNotEqual(nomatch, binary:match(EE, <<"no saved runs">>)).
 
 %% Big but well-formed files cost bounded time and memory: refused before
 %% parsing above the documented limits, with the limit in the message.

@@ -209,7 +209,7 @@ scaling_chart(Config) ->
     ?assertEqual(9, count(Points, <<"<circle">>)),
     ?assertEqual([<<"workers">>], lists:usort(texts(Fig, <<"label x-label">>))),
     ?assertMatch([<<"iterations/s">> | _], texts(Fig, <<"label y-label">>)),
-    ?assertMatch({match, _}, re:run(Fig, <<"\x{3c3} = [0-9.]+, \x{3ba} = "/utf8>>, [unicode])),
+    ?assertMatch({match, _}, re:run(Fig, <<"\x{3c3} = [0-9.]+, \x{3ba} = [0-9.]+, "/utf8>>, [unicode])),
     ?assertNotEqual(nomatch, binary:match(Fig, <<"data-kind=\"speedup\"">>)),
     ?assertEqual(1, count(Dom, <<"data-kind=\"efficiency\"">>)).
 

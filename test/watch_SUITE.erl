@@ -15,15 +15,15 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([spinning/1, mailbox/1, process_heap/1, binaries/1, ets_table/1, process_count/1, port_count/1,
          atom_count/1, long_gc/1, busy_dist_port/1, healthy/1, system_monitor_taken/1,
-         frozen_mid_watch/1, frozen_before_watch/1, no_secrets/1]).
+         frozen_mid_watch/1, frozen_then_resumes/1, frozen_before_watch/1, no_secrets/1]).
 
 -define(COOKIE, "watch_suite_cookie_31415").
 -define(INTERVAL, 500).
 
 all() ->
     [spinning, mailbox, process_heap, binaries, ets_table, process_count, port_count, atom_count,
-     long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_before_watch,
-     no_secrets].
+     long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_then_resumes,
+     frozen_before_watch, no_secrets].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -317,6 +317,32 @@ frozen_mid_watch(_Config) ->
         ?assert(N >= 1),
         ?assert(lists:member(<<"node_unresponsive">>, [I || #{<<"id">> := I} <- maps:get(<<"findings">>, Doc)])),
         ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"does not answer">>))
+    end).
+
+%% Frozen for a while (a node too slow to answer), then running again:
+%% the watch says so both times, records the silence and samples again.
+frozen_then_resumes(_Config) ->
+    with_peer(watch_resumes, healthy, fun(Peer, Node) ->
+        OsPid = peer:call(Peer, os, getpid, []),
+        Dir = beamlab_test_util:tmp_dir("resumes"),
+        H = beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", "7",
+                                         "--interval", "500", "--format", "json"], #{dir => Dir}),
+        _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "memory: ", 30000),
+        _ = os:cmd("kill -STOP " ++ OsPid),
+        _ = try beamlab_test_util:wait_for_file(maps:get(err_file, H), "does not answer", 30000)
+            after os:cmd("kill -CONT " ++ OsPid)
+            end,
+        R = beamlab_test_util:cli_finish(H, <<>>),
+        ct:log("stderr:~n~ts", [maps:get(err, R)]),
+        ?assertEqual(0, maps:get(code, R)),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"answers again after">>)),
+        {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+        #{<<"telemetry">> := #{<<"unanswered">> := [#{<<"from_ms">> := From, <<"to_ms">> := To}],
+                               <<"t_ms">> := Ts}} = Doc,
+        ?assert(is_number(To) andalso To > From),
+        %% Samples before the silence and after it.
+        ?assert(lists:any(fun(T) -> T < From end, Ts)),
+        ?assert(lists:any(fun(T) -> T > To end, Ts))
     end).
 
 %% Frozen before the watch: one line, exit 1, within the bound.

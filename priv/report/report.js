@@ -623,7 +623,7 @@
         }));
       });
       g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
-        m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + ' schedulers)' : ''); }).join(', ')]),
+        m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
         table(head, rows, 'matrix-table')]));
       m.rows.forEach(function (row) {
         intervalChart(g, row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
@@ -635,6 +635,8 @@
     });
   }
 
+  // A fitted coefficient: below 1e-9 it is zero within the fit's precision.
+  function coef(v) { return Math.abs(v) < 1e-9 ? '0' : fmt(v, 3); }
   // Concurrency: throughput at each level (dots: repetitions), the fitted
   // Universal Scalability Law (dashed) and linear scaling (dotted); then
   // speedup and efficiency against the smallest level.
@@ -650,7 +652,7 @@
         var sub = sc.unit + ' against ' + sc.axis;
         if (fit) {
           sub += '; ' + (fit.model === 'amdahl' ? 'Amdahl (two levels cannot separate contention from coherency): ' : 'USL: ') +
-            '\u03c3 = ' + fmt(fit.sigma, 3) + ', \u03ba = ' + (fit.kappa < 1e-9 ? '0' : fmt(fit.kappa, 3)) + ', \u03bb = ' + fmt(fit.lambda) +
+            '\u03c3 = ' + coef(fit.sigma) + ', \u03ba = ' + coef(fit.kappa) + ', \u03bb = ' + fmt(fit.lambda) +
             ', R\u00b2 = ' + fmt(fit.r2, 3) + '; ' +
             (isNum(fit.peak_n) && fit.peak_n <= 4 * maxN ? 'predicted peak ' + valueText(fit.peak_x, sc.unit) + ' at ' + fmt(fit.peak_n, 3) + ' ' + sc.axis
                                                          : 'no peak within ' + 4 * maxN + ' ' + sc.axis);
@@ -789,7 +791,7 @@
       // Findings about this benchmark as a whole, under its series.
       if (card && !tele) {
         grp.entries.forEach(function (e) {
-          e.run.findings.filter(function (f) { return f.benchmark && grp.name.indexOf(f.benchmark) === 0; }).forEach(function (f) {
+          e.run.findings.filter(function (f) { return f.benchmark && (grp.name === f.benchmark || grp.name.indexOf(f.benchmark + ' ') === 0); }).forEach(function (f) {
             card.appendChild(h('div', { 'class': 'finding-note ' + (f.severity || 'info') }, [f.severity + ': ' + (f.title || f.id) + ' (' + f.evidence + ')']));
           });
         });
@@ -800,9 +802,12 @@
       grp.entries.forEach(function (e) { e.item.y.forEach(function (v) { if (typeof v === 'number') vals.push(v); }); });
       return vals.every(function (v) { return v === vals[0]; });
     };
-    var primary = groups.filter(function (grp) {
-      return grp.entries[0].item.source !== 'telemetry' || (PRIMARY.test(grp.name) && !flat(grp));
-    });
+    // The benchmarks' own series (the load, per-second rates and
+    // latencies) first, then the telemetry that explains them.
+    var own = groups.filter(function (grp) { return grp.entries[0].item.source !== 'telemetry'; });
+    var primary = own.concat(groups.filter(function (grp) {
+      return grp.entries[0].item.source === 'telemetry' && PRIMARY.test(grp.name) && !flat(grp);
+    }));
     var rest = groups.filter(function (grp) { return primary.indexOf(grp) < 0; });
     primary.forEach(function (grp) { draw(g, grp); });
     // A watched broker's schedulers under the load's charts (amqp --watch).

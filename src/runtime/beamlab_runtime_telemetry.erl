@@ -152,12 +152,7 @@ init(#{node := Node} = Opts) when Node =/= node() ->
         {N, Online, DC, DIO, OsPid, WordSize, Release, ProcLimit, PortLimit, AtomLimit} = Info,
         Root = maps:get(root, Opts, "/"),
         Local = same_host(Node),
-        Tracker = case Top of
-                      0 -> undefined;
-                      _ -> beamlab_runtime_procs:new(Node, #{top => Top, interval => Interval,
-                                                             wordsize => WordSize, exclude => [Holder],
-                                                             parent => otp_release(Release) >= 26})
-                  end,
+        Tracker = tracker(Node, Top, Interval, WordSize, Release, [Holder]),
         St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
                   rates = maps:get(rates, Opts, undefined), msacc = Msacc, root = Root,
                   cgroup = none, node = Node, holder = Holder, sysmon = SysMon,
@@ -167,12 +162,7 @@ init(#{node := Node} = Opts) when Node =/= node() ->
                   shape = #{normal => N, online => Online, dirty_cpu => DC, dirty_io => DIO},
                   limits = #{processes => ProcLimit, ports => PortLimit, atoms => AtomLimit},
                   t0 = maps:get(t0, Opts, now_ms()), prev = #{}, deadline = Deadline, tracker = Tracker},
-        Raw = raw(St0, Tracker =/= undefined, Until),
-        St = St0#st{prev = Raw,
-                    tracker = case Tracker of
-                                  undefined -> undefined;
-                                  _ -> beamlab_runtime_procs:baseline(Tracker, Raw, Until)
-                              end},
+        St = baseline(St0, Until),
         _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
         _ = St#st.print andalso io:put_chars(standard_error, sysmon_line(SysMon)),
         {ok, schedule(St)}
@@ -204,24 +194,14 @@ init(Opts) ->
               dirty_cpu => sysinfo(dirty_cpu_schedulers, 0),
               dirty_io => sysinfo(dirty_io_schedulers, 0)},
     Top = maps:get(top, Opts, 0),
-    Tracker = case Top of
-                  0 -> undefined;
-                  _ -> beamlab_runtime_procs:new(node(), #{top => Top, interval => Interval,
-                                                           wordsize => erlang:system_info(wordsize),
-                                                           exclude => [self()],
-                                                           parent => otp_release(erlang:system_info(otp_release)) >= 26})
-              end,
+    Tracker = tracker(node(), Top, Interval, erlang:system_info(wordsize), erlang:system_info(otp_release),
+                      [self()]),
     St0 = #st{interval = Interval, print = maps:get(print, Opts, false),
               rates = maps:get(rates, Opts, undefined), msacc = Msacc,
               root = Root, cgroup = beamlab_runtime_probe:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
               top = Top, notify = maps:get(notify, Opts, undefined), tracker = Tracker,
               t0 = maps:get(t0, Opts, now_ms()), prev = #{}},
-    Raw = raw(St0, Tracker =/= undefined, infinity),
-    St = St0#st{prev = Raw,
-                tracker = case Tracker of
-                              undefined -> undefined;
-                              _ -> beamlab_runtime_procs:baseline(Tracker, Raw, infinity)
-                          end},
+    St = baseline(St0, infinity),
     _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
     {ok, schedule(St)}.
 
@@ -276,6 +256,24 @@ terminate(_Reason, #st{msacc = Msacc, old_swt = OldSwt, old_msacc = Old}) ->
 %%--------------------------------------------------------------------
 %% Sampling
 %%--------------------------------------------------------------------
+
+%% What reads the processes of `Node' (`top' > 0): never the sampler's
+%% own (`Exclude').
+tracker(_Node, 0, _Interval, _WordSize, _Release, _Exclude) ->
+    undefined;
+tracker(Node, Top, Interval, WordSize, Release, Exclude) ->
+    beamlab_runtime_procs:new(Node, #{top => Top, interval => Interval, wordsize => WordSize, exclude => Exclude,
+                                      parent => otp_release(Release) >= 26}).
+
+%% The first snapshot, with every process when they are tracked: what the
+%% first sample compares with.
+baseline(St0 = #st{tracker = Tracker}, Until) ->
+    Raw = raw(St0, Tracker =/= undefined, Until),
+    St0#st{prev = Raw,
+           tracker = case Tracker of
+                         undefined -> undefined;
+                         _ -> beamlab_runtime_procs:baseline(Tracker, Raw, Until)
+                     end}.
 
 %% Absolute timer targets: sampling does not drift by its own cost.
 schedule(St = #st{t0 = T0, tick = K, interval = I}) ->

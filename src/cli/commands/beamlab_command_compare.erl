@@ -118,10 +118,10 @@ fail_if_newest_slower(_H, undefined) ->
     0;
 fail_if_newest_slower(#{trends := Trends, runs := Runs}, Pct) ->
     Newest = length(Runs),
-    Slower = [{Name, 100 * worse(X, Better)}
+    Slower = [{Name, Worse}
               || #{name := Name, better := Better, changes := Cs} <- Trends,
                  #{to := To, verdict := slower, change := X} <- Cs, To =:= Newest, is_number(X),
-                 100 * worse(X, Better) > Pct],
+                 Worse <- [100 * case Better of higher -> -X; lower -> X end], Worse > Pct],
     case Slower of
         [] -> 0;
         _ ->
@@ -131,9 +131,6 @@ fail_if_newest_slower(#{trends := Trends, runs := Runs}, Pct) ->
                        lists:join(", ", [io_lib:format("~ts (~.1f% worse)", [N, P]) || {N, P} <- Slower])]),
             1
     end.
-
-worse(X, higher) -> -X;
-worse(X, lower) -> X.
 
 fail_if_slower(_Cmp, undefined) ->
     0;
