@@ -38,7 +38,8 @@ table(#{extra := #{<<"preset">> := Preset}} = Doc) ->
        ++ ["JIT/interp. published", "JIT/interp. here (95% CI)", "verdict"],
        [published_row(Doc, S, Flavors) || S <- Scenarios],
        #{align => [left | [right || _ <- Flavors, _ <- [1, 2]]] ++ [right, right, left]}),
-     "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n\n",
+     "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n",
+     short_runs(Doc, Reps), "\n",
      beamlab_format_table:render(
        ["scenario", "flavour", "sent msg/s", "received msg/s", "consumer latency p50 / p95 / p99",
         "broker CPU per message"],
@@ -50,6 +51,14 @@ table(#{extra := #{<<"preset">> := Preset}} = Doc) ->
      end];
 table(_) ->
     "".
+
+%% A configuration with fewer measured repetitions than asked: said under
+%% the table (its failed runs are listed after the scenarios' tables).
+short_runs(#{extra := #{<<"configs">> := Cs}}, Reps) when is_integer(Reps) ->
+    [io_lib:format("~ts, ~ts: ~b of ~b repetitions measured (failed runs below)~n", [S, name(F), Ok, Reps])
+     || #{<<"scenario">> := S, <<"flavor">> := F, <<"ok_runs">> := Ok} <- Cs, Ok < Reps];
+short_runs(_, _) ->
+    [].
 
 name(<<"emu">>) -> "interpreter";
 name(<<"jit">>) -> "JIT";
