@@ -229,17 +229,9 @@ elixir(Expr, Check) ->
             Port = open_port({spawn_executable, Elixir},
                              [{args, ["-pa", Ebin, "-e", unicode:characters_to_list(Code)]},
                               exit_status, binary, use_stdio]),
-            {0, Out} = collect(Port, []),
+            {0, Out} = beamlab_test_util:port_output(Port, 300000),
             {ok, Json} = beamlab_json:decode(Out),
             {ok, Doc} = beamlab_result:from_json(Json),
             Check(Doc),
             ok
-    end.
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 300000 ->
-            error({elixir_timeout, iolist_to_binary(Acc)})
     end.
