@@ -22,6 +22,13 @@ every_src_folder_is_in_the_table_test() ->
     ?assertNotEqual([], Folders),
     ?assertEqual([], [F || F <- Folders, not lists:member(F, Listed)]).
 
+%% The README's layout paragraph names every folder too.
+every_src_folder_is_in_the_readme_test() ->
+    Root = beamlab_test_util:root(),
+    {ok, Readme} = file:read_file(filename:join(Root, "README.md")),
+    Folders = [unicode:characters_to_binary(D) || D <- src_folders(Root, [])],
+    ?assertEqual([], [F || F <- Folders, binary:match(Readme, <<"`src/", F/binary, "`">>) =:= nomatch]).
+
 %% The folders under src/, as paths relative to it (["cli", "cli/commands", ...]).
 src_folders(Root, Rel) ->
     Dir = filename:join([Root, "src" | Rel]),
