@@ -242,6 +242,7 @@
     // Counts of workers or schedulers: whole ticks only.
     if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
+    if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var X = function (v) { return L + (xa.map(v) - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
     var Y = function (v) { return T + ph - (ya.map(v) - ya.lo) / ((ya.hi - ya.lo) || 1) * ph; };
     var svg = frame(opts.title, W, H);
@@ -794,7 +795,10 @@
         });
       });
       var unit = grp.entries[0].item.unit || '';
+      // Shares and counts from zero (a 51% utilisation is not drawn as a
+      // swing); counts on whole ticks.
       var card = lineChart(parent, { title: grp.name, xLabel: 'seconds', yLabel: unit, yUnit: unit, kind: 'timeseries', marks: marks,
+                                     yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
                                      series: grp.entries.map(function (e) {
         return { name: e.run.label + ' (' + e.item.y.length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y };
       }) });
