@@ -30,7 +30,7 @@ groups() ->
                         tls_sasl_external, tls_insecure, frames_and_heartbeat]},
      {output, [], [csv_output_file, use_millis_compact, watch_broker_figures, metrics_prometheus,
                    metrics_node_labels]},
-     {audit, [], [refused_options, no_effect_options, version_and_help]},
+     {audit, [], [perftest_help_audited, refused_options, no_effect_options, version_and_help]},
      {bounds, [], [huge_values, id_and_size]},
      {ends, [], [interrupt_during_handshake, frozen_broker_bounded, reconnect_broker_gone_bounded,
                  frozen_node_bounded]}].
@@ -563,6 +563,81 @@ free_port() ->
 
 %%--------------------------------------------------------------------
 %% The audit of PerfTest's options
+
+%% PerfTest's own --help (the PerfTest scripts/install-perftest.sh
+%% installs) lists exactly the options of the audit and of docs/amqp.md's
+%% table, and beamlab's parser knows each of them: an option PerfTest adds
+%% cannot slip through unaudited.
+perftest_help_audited(_) ->
+    case perftest() of
+        {error, Why} ->
+            %% As root, scripts/install-deps.sh --test installs PerfTest
+            %% with OTP 27 (.ci/run sets BEAMLAB_REQUIRE_OTP27 there).
+            case os:getenv("BEAMLAB_REQUIRE_OTP27") of
+                "1" -> ct:fail(Why);
+                _ -> {skip, Why}
+            end;
+        {ok, PerfTest} ->
+            Help = perftest_help(PerfTest),
+            ct:log("PerfTest --help lists ~b options", [length(Help)]),
+            Audit = lists:sort([{S, L} || {S, L, _} <- beamlab_command_amqp:perftest_options()]),
+            ?assertEqual({[], []}, {Help -- Audit, Audit -- Help}),
+            ?assertEqual({[], []}, {Help -- audit_table(), audit_table() -- Help}),
+            Options = beamlab_command_amqp:options(),
+            Unknown = [Flag || {S, L} <- Help,
+                               Flag <- ["--" ++ L | [[$- | S] || S =/= none]],
+                               not lists:member(Flag, beamlab_command_amqp:help_flags()),
+                               unknown_option(beamlab_cli_args:parse([Flag], Options))],
+            ?assertEqual([], Unknown)
+    end.
+
+perftest() ->
+    Prefix = case os:getenv("BEAMLAB_PERFTEST_PREFIX") of
+                 V when V =:= false; V =:= "" -> "/opt/beamlab-perftest/2.22.1";
+                 V -> V
+             end,
+    Bin = filename:join([Prefix, "bin", "perftest"]),
+    case filelib:is_regular(Bin) of
+        true -> {ok, Bin};
+        false -> {error, "no PerfTest at " ++ Bin ++ " (scripts/install-perftest.sh)"}
+    end.
+
+%% The options of PerfTest's --help, sorted: {Short | none, Long}. An
+%% option's line starts with one space and "-S,--long", or with four and
+%% "--long" when it has no short form; description lines are indented
+%% further.
+perftest_help(PerfTest) ->
+    Port = open_port({spawn_executable, PerfTest},
+                     [{args, ["--help"]}, exit_status, stderr_to_stdout, binary]),
+    {0, Out} = port_output(Port, []),
+    Lines = binary:split(Out, <<"\n">>, [global]),
+    lists:sort([case Match of
+                    [<<>>, Long] -> {none, binary_to_list(Long)};
+                    [Short, Long] -> {binary_to_list(Short), binary_to_list(Long)}
+                end
+                || Line <- Lines,
+                   {match, Match} <- [re:run(Line, "^(?: -([^-\\s,][^\\s,]*),|    )--([a-z0-9-]+)\\s",
+                                             [{capture, all_but_first, binary}])]]).
+
+port_output(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> port_output(Port, [Acc, D]);
+        {Port, {exit_status, Code}} -> {Code, iolist_to_binary(Acc)}
+    after 60000 ->
+        ct:fail("PerfTest --help did not finish within 60 s")
+    end.
+
+%% The options of docs/amqp.md's audit table, sorted as perftest_help/1's.
+audit_table() ->
+    {ok, Doc} = file:read_file(filename:join([beamlab_test_util:root(), "docs", "amqp.md"])),
+    {match, Rows} = re:run(Doc, "^\\| (?:`-([^`-][^`]*)`, )?`--([a-z0-9-]+)` \\|",
+                           [global, multiline, {capture, all_but_first, list}]),
+    lists:sort([case Short of "" -> {none, Long}; _ -> {Short, Long} end || [Short, Long] <- Rows]).
+
+unknown_option({error, Msg}) ->
+    string:find(lists:flatten(io_lib:format("~ts", [Msg])), "unknown option") =/= nomatch;
+unknown_option({ok, _}) ->
+    false.
 
 %% Every refused option: one line naming it, exit 2, nothing run.
 refused_options(_) ->

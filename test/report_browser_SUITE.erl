@@ -384,14 +384,4 @@ sh_quiet(Argv) ->
 
 run_port([Exe | Args]) ->
     Port = open_port({spawn_executable, Exe}, [{args, Args}, binary, exit_status]),
-    collect(Port, []).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [D | Acc]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(lists:reverse(Acc))}
-    after 120000 ->
-        {os_pid, Pid} = erlang:port_info(Port, os_pid),
-        _ = os:cmd("kill " ++ integer_to_list(Pid)),
-        error(timeout)
-    end.
+    beamlab_test_util:port_output(Port, 120000).
