@@ -395,10 +395,13 @@ experiment(Mod, Name, Argv) ->
             end
     end.
 
-%% Options whose value names a file or a directory get one of the crafted
-%% files (or a directory, or nothing there) half of the time.
+%% Any option's value may be one of the crafted files (or a directory, or
+%% nothing there). The options that name this VM on the network (a
+%% cookie, a distribution name) are left to prop_options/0: checking them
+%% would make the test VM a distributed node with a random cookie.
 exp_args(Mod, Dir) ->
-    Opts = [O || O <- Mod:options(), maps:is_key(long, O)],
+    Opts = [O || O <- Mod:options(), maps:is_key(long, O),
+                 not lists:member(maps:get(long, O), ["cookie", "dist-name", "name"])],
     Paths = [filename:join(Dir, "crafted.terms"), filename:join(Dir, "crafted.json"), Dir,
              filename:join(Dir, "nothing-here")],
     list(?LET({O, V}, {elements(Opts), oneof([value(), elements(Paths)])},
