@@ -326,10 +326,14 @@ silent(St = #st{notify = Notify, t0 = T0, print = Print}) ->
 
 probe(St = #st{node = Node, silent = Since, notify = Notify, t0 = T0, print = Print}) ->
     Until = min_deadline(St#st.deadline, now_ms() + St#st.interval),
-    try erpc:call(Node, erlang, node, [], left(Until)) of
-        _ ->
+    %% Both calls inside the try: a node that answers the probe can still
+    %% time out on the snapshot (a loaded broker), and that is silence too.
+    try
+        _ = erpc:call(Node, erlang, node, [], left(Until)),
+        raw(St, false, min_deadline(St#st.deadline, now_ms() + call_timeout(St)))
+    of
+        Raw ->
             %% Answering again: a fresh baseline, so no sample spans the silence.
-            Raw = raw(St, false, min_deadline(St#st.deadline, now_ms() + call_timeout(St))),
             At = now_ms() - T0,
             _ = Print andalso io:format(standard_error, "~7.1fs  the node answers again after ~.1f s~n",
                                         [At / 1000, (At - Since) / 1000]),
