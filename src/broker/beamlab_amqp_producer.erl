@@ -29,7 +29,9 @@
 -export([open/2, run/3]).
 
 -define(BACKLOG_CHECK, 128).     % publishes between backlog checks
--define(BACKLOG_MAX, 2000).      % connection mailbox length that pauses us
+%% Connection mailbox length that pauses us: messages, each a batch of at
+%% most BATCH_MSGS publishes or BATCH_BYTES of bodies (or one larger body).
+-define(BACKLOG_MAX, 2000).
 -define(SETTLE_MS, 5000).        % max wait for outstanding confirms at the end
 -define(RETURN_GRACE_MS, 200).   % wait for late basic.return without confirms
 -define(BATCH_MSGS, 64).         % publishes handed to the connection at most at once
