@@ -2,6 +2,15 @@
 # running a load tool while sampling it, and medians. The caller sets WORK,
 # URI, SECS, BEAMLAB_AMQP_FLAGS and, to sample the broker too, BROKER_PID.
 
+# PerfTest as scripts/install-perftest.sh installs it (the launcher execs
+# the JVM, so the sampled process is the JVM itself).
+PERFTEST=${BEAMLAB_PERFTEST_PREFIX:-/opt/beamlab-perftest/2.22.1}/bin/perftest
+
+# install_perftest ROOT: installs PerfTest unless it is there already.
+install_perftest() {
+    "$1/scripts/install-perftest.sh" >&2
+}
+
 # measure LOG CMD...: runs CMD, copies every line it prints to LOG and, for
 # each interval line, appends "T R TICKS RSS_PAGES BROKER_TICKS" to
 # LOG.samples: tool time, received rate, the process's CPU ticks
@@ -45,7 +54,7 @@ load() {
     local tool=$1 out=$2 beamlab=$3; shift 3
     case $tool in
         beamlab)  ERL_FLAGS="$BEAMLAB_AMQP_FLAGS" measure "$out" escript "$beamlab" amqp -h "$URI" -z "$SECS" "$@" ;;
-        perftest) measure "$out" java -cp "$WORK/lib/*" com.rabbitmq.perf.PerfTest -h "$URI" -z "$SECS" "$@" ;;
+        perftest) measure "$out" "$PERFTEST" -h "$URI" -z "$SECS" "$@" ;;
     esac
 }
 

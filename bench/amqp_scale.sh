@@ -45,14 +45,11 @@ PORT=${BEAMLAB_RABBIT_PORT:-5688}
 export BEAMLAB_RABBIT_PORT=$PORT
 export BEAMLAB_RABBIT_SESSION=${BROKER_SESSION:-caller}
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
-PT_VERSION=2.22.1
 CLK_TCK=$(getconf CLK_TCK)
 PAGE=$(getconf PAGESIZE)
 mkdir -p "$WORK"
 BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 
-# fetch_perftest: shared with the other PerfTest bench (bench/perftest-fetch.sh).
-. "$ROOT/bench/perftest-fetch.sh"
 . "$ROOT/bench/amqp-measure.sh"
 
 # window SAMPLES: "<msg/s> <us CPU/msg> <RSS MiB at the last line> <broker us CPU/msg>"
@@ -103,7 +100,7 @@ CASES=${CASES:-q1 q10 q100 loop4500}
 wanted() { case " $CASES " in *" $1 "*) return 0 ;; esac; return 1; }
 BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 
-fetch_perftest
+install_perftest "$ROOT"
 [ -x "$BEAMLAB" ] || make -C "$ROOT" escript >/dev/null
 "$ROOT/scripts/rabbitmq.sh" start >&2
 trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # beamlab amqp vs RabbitMQ PerfTest 2.22.1 on the same private broker, in one
 # run, alternating the two tools on the same scenarios (issues #6, #26):
-#   single:  -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100
+#   single:  -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 (unlimited rate)
+#   fixed:   -x 1 -y 1 -u qf -r 10000 -f mandatory -q 300 -c 100 (a fixed rate)
 #   multi:   -x 10 -y 20 -f mandatory -q 300 -c 100 over perf-test-1..10
 #   varrate: -x 2 -y 2 -u qv -q 300 -c 100, 2000 then 12000 msg/s per producer,
 #            3 s each (--variable-rate 2000:3 --variable-rate 12000:3)
@@ -21,10 +22,11 @@
 #   received msg/s = sum of R * (T - previous T) over the window's lines / (T_last - T_start)
 #   CPU us/msg     = CPU ticks between the two lines' samples / messages received
 # Per scenario and tool the medians over the rounds are compared; both ratios
-# are beamlab/PerfTest. PerfTest and its dependencies are fetched from Maven
-# Central into bench/_work/ (git-ignored).
+# are beamlab/PerfTest. PerfTest is the one scripts/install-perftest.sh
+# installs (run here if missing; BEAMLAB_PERFTEST_PREFIX as there).
 #
 #   bench/amqp_vs_perftest.sh [SECONDS] [ROUNDS] [WARMUP]   (defaults: 20 s, 3 rounds, 5 s)
+# BEAMLAB=path/to/beamlab measures another build of the escript.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,9 +39,9 @@ TLS_PORT=$((PORT + 1))
 export BEAMLAB_RABBIT_PORT=$PORT
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 TLS_URI="amqps://guest:guest@127.0.0.1:$TLS_PORT/%2F"
-CASES=${CASES:-single multi varrate quorum stream tls}
-PT_VERSION=2.22.1
+CASES=${CASES:-single fixed multi varrate quorum stream tls}
 CLK_TCK=$(getconf CLK_TCK)
+BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 mkdir -p "$WORK"
 BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 
@@ -48,8 +50,6 @@ if [ "$WARMUP" -ge $((SECS - 2)) ]; then
     exit 2
 fi
 
-# fetch_perftest: shared with the other PerfTest bench (bench/perftest-fetch.sh).
-. "$ROOT/bench/perftest-fetch.sh"
 . "$ROOT/bench/amqp-measure.sh"
 
 # window SAMPLES: "<msg/s> <us CPU/msg> <window s> <CPU s>" over the
@@ -70,11 +70,12 @@ window() {
 declare -A RATE CPU
 run() {   # tool scenario args...
     local tool=$1 name=$2; shift 2
-    local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu
+    local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu la
     local uri=$URI
     [ "$name" = tls ] && uri=$TLS_URI
     [ "$name" = tls ] && [ "$tool" = beamlab ] && set -- "$@" --tls-insecure
-    URI=$uri load "$tool" "$out" "$ROOT/beamlab" "$@"
+    la=$(cut -d' ' -f1 /proc/loadavg)
+    URI=$uri load "$tool" "$out" "$BEAMLAB" "$@"
     # Quorum queues and streams outlive a PerfTest run (not auto-delete):
     # every run starts from an empty queue.
     "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue qq1 >/dev/null 2>&1 || true
@@ -85,14 +86,14 @@ run() {   # tool scenario args...
         tail -n 20 "$out" >&2; exit 1
     fi
     read -r rate cpu_us secs cpu <<<"$res"
-    printf "%-9s %-7s round %d: received %7s msg/s, CPU %6s s over %4s s, %7s us CPU/msg\n" \
-        "$tool" "$name" "$round" "$rate" "$cpu" "$secs" "$cpu_us"
+    printf "%-9s %-7s round %d: received %7s msg/s, CPU %6s s over %4s s, %7s us CPU/msg (load %s)\n" \
+        "$tool" "$name" "$round" "$rate" "$cpu" "$secs" "$cpu_us" "$la"
     RATE[$tool-$name]="${RATE[$tool-$name]:-} $rate"
     CPU[$tool-$name]="${CPU[$tool-$name]:-} $cpu_us"
 }
 
-fetch_perftest
-[ -x "$ROOT/beamlab" ] || make -C "$ROOT" escript >/dev/null
+install_perftest "$ROOT"
+[ -x "$BEAMLAB" ] || make -C "$ROOT" escript >/dev/null
 # Certificates for the TLS listener, made with OTP's public_key.
 TLS_DIR="$WORK/tls"
 if [ ! -s "$TLS_DIR/server.key" ]; then
@@ -105,6 +106,7 @@ trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
 
 declare -A ARGS
 ARGS[single]="-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100"
+ARGS[fixed]="-x 1 -y 1 -u qf -r 10000 -f mandatory -q 300 -c 100"
 ARGS[multi]="-x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern perf-test-%d --queue-pattern-from 1 --queue-pattern-to 10"
 ARGS[varrate]="-x 2 -y 2 -u qv -q 300 -c 100 --variable-rate 2000:3 --variable-rate 12000:3"
 ARGS[quorum]="-x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100"

@@ -28,10 +28,12 @@ TEST_PKGS="erlang-proper erlang-proper-dev git rabbitmq-server chromium linux-pe
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
 
-missing=""
-for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
+say() { printf 'install-deps: %s\n' "$*" >&2; }
+# shellcheck source=scripts/install-common.sh
+. "$here/install-common.sh"
+
+# shellcheck disable=SC2086
+missing=$(debian_missing $pkgs)
 # Any node on the PATH will do for `node --check', any python3 with the
 # jsonschema module for the format checks; else Debian's.
 if [ "${1:-}" = "--test" ]; then

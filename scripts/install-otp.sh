@@ -41,6 +41,8 @@ BUILD_PKGS="gcc g++ make perl libssl-dev libncurses-dev zlib1g-dev xz-utils curl
 SKIP_APPS="jinterface megaco diameter snmp debugger observer et common_test dialyzer edoc ftp tftp reltool"
 
 say() { printf 'install-otp: %s\n' "$*" >&2; }
+# shellcheck source=scripts/install-common.sh
+. "$(dirname "$0")/install-common.sh"
 
 # Prints the release when both flavours start and say which they are.
 working_release() {
@@ -58,25 +60,9 @@ if [ "$(working_release || true)" = "$RELEASE" ]; then
     exit 0
 fi
 
-if [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$PREFIX")" ]; then
-    say "cannot write $(dirname "$PREFIX"); run as root or set BEAMLAB_OTP27_PREFIX"
-    exit 1
-fi
-
-missing=""
-for p in $BUILD_PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        say "needs these Debian packages:$missing (sudo apt-get install -y$missing)"
-        exit 1
-    fi
-    say "installing build packages:$missing"
-    apt-get update -q >/dev/null
-    # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
-fi
+prefix_writable "$PREFIX" BEAMLAB_OTP27_PREFIX
+# shellcheck disable=SC2086
+apt_install_missing $(debian_missing $BUILD_PKGS)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-otp-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM

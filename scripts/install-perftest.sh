@@ -18,6 +18,8 @@ PREFIX=${BEAMLAB_PERFTEST_PREFIX:-/opt/beamlab-perftest/$PT_VERSION}
 here=$(cd "$(dirname "$0")" && pwd)
 
 say() { printf 'install-perftest: %s\n' "$*" >&2; }
+# shellcheck source=scripts/install-common.sh
+. "$here/install-common.sh"
 
 if [ -x "$PREFIX/bin/perftest" ] && [ -f "$PREFIX/lib/perf-test-$PT_VERSION.jar" ]; then
     exit 0
@@ -26,20 +28,9 @@ fi
 missing=""
 command -v java >/dev/null 2>&1 || missing="$missing openjdk-17-jre-headless"
 command -v mvn >/dev/null 2>&1 || missing="$missing maven"
-if [ -n "$missing" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        say "needs:$missing (sudo apt-get install -y$missing)"
-        exit 1
-    fi
-    say "installing:$missing"
-    apt-get update -q >/dev/null
-    # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
-fi
-if [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$PREFIX")" ]; then
-    say "cannot write $(dirname "$PREFIX"); run as root or set BEAMLAB_PERFTEST_PREFIX"
-    exit 1
-fi
+# shellcheck disable=SC2086
+apt_install_missing $missing
+prefix_writable "$PREFIX" BEAMLAB_PERFTEST_PREFIX
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-perftest.XXXXXX")
 trap 'rm -rf "$stage"' EXIT INT TERM

@@ -26,16 +26,15 @@ DEB_SHA256=2d77b12be64d480db03489825b96d241dbd38db59673adccf5b5feefacdf8e41
 SERVER=rabbitmq_server-4.0.5
 
 say() { printf 'install-rabbitmq: %s\n' "$*" >&2; }
+# shellcheck source=scripts/install-common.sh
+. "$(dirname "$0")/install-common.sh"
 
 if [ "$(cat "$PREFIX/DEB_VERSION" 2>/dev/null || true)" = "$DEB_VERSION" ] &&
    [ -x "$PREFIX/bin/rabbitmq-server" ]; then
     exit 0
 fi
 
-if [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$PREFIX")" ]; then
-    say "cannot write $(dirname "$PREFIX"); run as root or set BEAMLAB_RABBITMQ40_PREFIX"
-    exit 1
-fi
+prefix_writable "$PREFIX" BEAMLAB_RABBITMQ40_PREFIX
 for tool in curl dpkg-deb sha256sum; do
     command -v "$tool" >/dev/null 2>&1 || { say "needs $tool (apt-get install curl dpkg)"; exit 1; }
 done

@@ -129,8 +129,13 @@ matrix_fresh_vms(_Config) ->
 
 %% With `telemetry', this VM's series is recorded and the detectors'
 %% findings join the document: one scheduler online while two processes
-%% spin is "schedulers offline while work waits".
+%% spin is "schedulers offline while work waits". The same from Elixir,
+%% whose VM is the one recorded there.
 findings_with_telemetry(_Config) ->
+    Check = fun(#{telemetry := T, findings := Fs}) ->
+                    ?assert(maps:get(<<"samples">>, T) >= 3),
+                    ?assert(lists:member(<<"schedulers_offline">>, [Id || #{id := Id} <- Fs]))
+            end,
     Old = erlang:system_flag(schedulers_online, 1),
     Spinners = [spawn(fun Loop() -> Loop() end) || _ <- [1, 2]],
     Run = try beamlab:matrix({benchmark, ["ok."], #{samples => 4, duration => 1000}},
@@ -139,12 +144,15 @@ findings_with_telemetry(_Config) ->
               [exit(P, kill) || P <- Spinners],
               erlang:system_flag(schedulers_online, Old)
           end,
-    {ok, #{telemetry := T, findings := Fs}} = Run,
-    ?assert(maps:get(<<"samples">>, T) >= 3),
-    ?assert(lists:member(<<"schedulers_offline">>, [Id || #{id := Id} <- Fs])),
+    {ok, Doc} = Run,
+    Check(Doc),
     %% Without it: no series, no detectors.
     {ok, #{telemetry := None}} = beamlab:benchmark(["ok."], #{samples => 1, duration => 50}),
-    ?assertEqual(#{}, None).
+    ?assertEqual(#{}, None),
+    elixir(":erlang.system_flag(:schedulers_online, 1)\n"
+           "for _ <- 1..2, do: spawn(fn -> Stream.run(Stream.cycle([:spin])) end)\n"
+           "{:ok, doc} = :beamlab.matrix({:benchmark, [~c\"ok.\"], %{samples: 4, duration: 1000}}, "
+           "%{vm: [~c\"+S 1\"], repeat: 1, telemetry: true})", Check).
 
 %% watch/2 records a peer node's series from outside.
 watch_peer(_Config) ->
@@ -189,17 +197,22 @@ flush() ->
     end.
 
 %% profile/2 profiles an inner experiment run in a fresh VM under perf;
-%% its benchmarks join the profile's document.
+%% its benchmarks join the profile's document (from Elixir too).
 profile_with_perf(_Config) ->
     case os:find_executable("perf") of
         false ->
             {skip, "perf is not installed (Debian package linux-perf); CI installs it"};
         _ ->
+            Check = fun(Doc) ->
+                            #{kind := profile, benchmarks := [#{name := <<"lists:seq(1, 100).">>}],
+                              extra := #{<<"profile">> := P}} = Doc,
+                            ?assert(maps:get(<<"samples">>, P) > 0)
+                    end,
             {ok, Doc} = beamlab:profile({benchmark, ["lists:seq(1, 100)."], #{samples => 1, duration => 500}},
                                         #{frequency => 499}),
-            #{kind := profile, benchmarks := [#{name := <<"lists:seq(1, 100).">>}],
-              extra := #{<<"profile">> := P}} = Doc,
-            ?assert(maps:get(<<"samples">>, P) > 0)
+            Check(Doc),
+            elixir("{:ok, doc} = :beamlab.profile({:benchmark, [~c\"lists:seq(1, 100).\"], "
+                   "%{samples: 1, duration: 500}}, %{frequency: 499})", Check)
     end.
 
 %%--------------------------------------------------------------------
@@ -216,17 +229,9 @@ elixir(Expr, Check) ->
             Port = open_port({spawn_executable, Elixir},
                              [{args, ["-pa", Ebin, "-e", unicode:characters_to_list(Code)]},
                               exit_status, binary, use_stdio]),
-            {0, Out} = collect(Port, []),
+            {0, Out} = beamlab_test_util:port_output(Port, 300000),
             {ok, Json} = beamlab_json:decode(Out),
             {ok, Doc} = beamlab_result:from_json(Json),
             Check(Doc),
             ok
-    end.
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 300000 ->
-            error({elixir_timeout, iolist_to_binary(Acc)})
     end.

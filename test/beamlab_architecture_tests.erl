@@ -2,7 +2,11 @@
 %%% the tree and the compiled code: every folder under src/ is in the
 %%% layers' table, and no module calls back into one that calls it
 %%% (directly or through others: xref finds the module graph's strongly
-%%% connected components; each must be one module).
+%%% connected components; each must be one module). The developers' guide
+%%% on every module: it opens with a `%%% @doc', each exported function
+%%% has a -spec, the broker's specs name their maps, and no JavaScript or
+%%% CSS hides in an Erlang string or binary (the report's assets are files
+%%% under priv/report, checked by beamlab_report_assets_tests).
 -module(beamlab_architecture_tests).
 -include_lib("eunit/include/eunit.hrl").
 
@@ -17,6 +21,13 @@ every_src_folder_is_in_the_table_test() ->
     Folders = [<<"src/", (unicode:characters_to_binary(D))/binary, "/">> || D <- src_folders(Root, [])],
     ?assertNotEqual([], Folders),
     ?assertEqual([], [F || F <- Folders, not lists:member(F, Listed)]).
+
+%% The README's layout paragraph names every folder too.
+every_src_folder_is_in_the_readme_test() ->
+    Root = beamlab_test_util:root(),
+    {ok, Readme} = file:read_file(filename:join(Root, "README.md")),
+    Folders = [unicode:characters_to_binary(D) || D <- src_folders(Root, [])],
+    ?assertEqual([], [F || F <- Folders, binary:match(Readme, <<"`src/", F/binary, "`">>) =:= nomatch]).
 
 %% The folders under src/, as paths relative to it (["cli", "cli/commands", ...]).
 src_folders(Root, Rel) ->
@@ -37,3 +48,74 @@ no_call_cycle_between_modules_test() ->
     after
         xref:stop(Xref)
     end.
+
+every_module_opens_with_a_doc_test() ->
+    Files = src_files(),
+    ?assert(length(Files) > 100),
+    Undocumented = [F || F <- Files,
+                         begin
+                             {ok, Src} = file:read_file(F),
+                             [First | _] = [L || L <- binary:split(Src, <<"\n">>, [global]),
+                                                 string:trim(L) =/= <<>>] ++ [<<>>],
+                             not lists:prefix("%%% @doc ", binary_to_list(First))
+                         end],
+    ?assertEqual([], Undocumented).
+
+%% The default profile compiles with warn_missing_spec; this checks the
+%% same from the compiled code, in every profile.
+every_export_has_a_spec_test() ->
+    Modules = app_modules(),
+    ?assert(length(Modules) > 100),
+    Missing = [{M, F, A} || M <- Modules,
+                            Forms <- [forms(M)],
+                            Specs <- [[FA || {attribute, _, spec, {FA, _}} <- Forms]
+                                      ++ [{F, A} || {attribute, _, spec, {{_, F, A}, _}} <- Forms]],
+                            {attribute, _, export, Exports} <- Forms,
+                            {F, A} <- Exports,
+                            not lists:member({F, A}, Specs)],
+    ?assertEqual([], Missing).
+
+%% The broker's specs and types say which map they mean: no bare map().
+broker_specs_name_their_maps_test() ->
+    Broker = [M || M <- app_modules(), lists:prefix("beamlab_amqp", atom_to_list(M))],
+    ?assert(length(Broker) > 10),
+    Bare = [{M, Name} || M <- Broker,
+                         {attribute, _, Kind, {Name, Type, _}} <- forms(M),
+                         Kind =:= type orelse Kind =:= opaque,
+                         bare_map(Type)]
+        ++ [{M, FA} || M <- Broker,
+                       {attribute, _, spec, {FA, Clauses}} <- forms(M),
+                       bare_map(Clauses)],
+    ?assertEqual([], Bare).
+
+bare_map({type, _, map, any}) -> true;
+bare_map(T) when is_tuple(T) -> bare_map(tuple_to_list(T));
+bare_map(L) when is_list(L) -> lists:any(fun bare_map/1, L);
+bare_map(_) -> false.
+
+%% Script and style sheet code lives in priv/report, never in a literal:
+%% no string or binary in src/ holds a function with its body, a
+%% variable declaration, a DOM call or a CSS declaration block.
+no_script_or_style_in_literals_test() ->
+    Code = "\\bfunction\\s*\\w*\\s*\\([\\w\\s,]*\\)\\s*\\{|\\bdocument\\.|addEventListener|"
+           "\\b(const|let|var)\\s+\\w+\\s*=|\\{\\s*[a-z-]+\\s*:\\s*[^{};\"]+;",
+    {ok, Re} = re:compile(Code, [unicode]),
+    Found = [{F, Line, string:slice(S, 0, 60)}
+             || F <- src_files(),
+                {ok, Src} <- [file:read_file(F)],
+                {ok, Tokens, _} <- [erl_scan:string(unicode:characters_to_list(Src))],
+                {string, Line, S} <- Tokens,
+                re:run(S, Re) =/= nomatch],
+    ?assertEqual([], Found).
+
+src_files() ->
+    filelib:wildcard(filename:join([beamlab_test_util:root(), "src", "**", "*.erl"])).
+
+app_modules() ->
+    _ = application:load(beamlab),
+    {ok, Modules} = application:get_key(beamlab, modules),
+    Modules.
+
+forms(M) ->
+    {ok, {M, [{abstract_code, {raw_abstract_v1, Forms}}]}} = beam_lib:chunks(code:which(M), [abstract_code]),
+    Forms.

@@ -11,13 +11,7 @@ run(Exe, Args) ->
                                               {env, [{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.org"},
                                                      {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@example.org"},
                                                      {"GIT_COMMITTER_DATE", "2026-01-02T03:04:05+00:00"}]}]),
-    collect(Port, []).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    end.
+    beamlab_test_util:port_output(Port, 60000).
 
 work_tree_test_() ->
     {timeout, 60,

@@ -23,7 +23,7 @@ scripts_pass_node_check_test_() ->
              [begin
                   Path = filename:join(dir(), F),
                   {Status, Out} = run(Node, ["--check", Path]),
-                  ?assertEqual({F, 0, ""}, {F, Status, Out})
+                  ?assertEqual({F, 0, <<>>}, {F, Status, Out})
               end || F <- beamlab_report_assets:files(), filename:extension(F) =:= ".js"]
      end}.
 
@@ -56,10 +56,4 @@ depth(Css) ->
 
 run(Exe, Args) ->
     Port = open_port({spawn_executable, Exe}, [{args, Args}, exit_status, stderr_to_stdout]),
-    collect(Port, []).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc | D]);
-        {Port, {exit_status, S}} -> {S, lists:flatten(Acc)}
-    end.
+    beamlab_test_util:port_output(Port, 60000).

@@ -122,14 +122,7 @@ check_metrics(Text) ->
     P = open_port({spawn_executable, "/bin/sh"},
                   [{args, ["-c", "exec promtool check metrics <\"$0\" 2>&1", File]},
                    binary, exit_status, stderr_to_stdout]),
-    collect(P, []).
-
-collect(P, Acc) ->
-    receive
-        {P, {data, D}} -> collect(P, [D | Acc]);
-        {P, {exit_status, S}} -> {S, iolist_to_binary(lists:reverse(Acc))}
-    after 60000 -> error(promtool_timeout)
-    end.
+    beamlab_test_util:port_output(P, 60000).
 
 %% @doc A GET on its API (or any path of it): status and body.
 -spec get(prom() | string(), string()) -> {ok, integer(), binary()} | {error, term()}.

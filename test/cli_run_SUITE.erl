@@ -211,24 +211,12 @@ save_result(_) ->
 %% prints the samples taken so far and exits 130.
 ctrl_c_partial(_) ->
     Dir = beamlab_test_util:tmp_dir("ctrlc"),
-    Out = filename:join(Dir, "out"),
-    Err = filename:join(Dir, "err"),
-    PidFile = filename:join(Dir, "pid"),
-    %% rebar3 starts the test VM with +B, which leaves SIGINT ignored in its
-    %% children; a shell cannot trap an ignored signal, so restore it first.
-    Env = os:find_executable("env"),
-    Port = open_port({spawn_executable, Env},
-                     [{args, ["--default-signal=INT", "setsid", "-w", "sh", "-c", "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
-                              "sh", PidFile, beamlab_test_util:escript(), "timer:sleep(1).",
-                              "-s", "100", "-d", "100"]},
-                      {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
-    Pgid = string:trim(binary_to_list(beamlab_test_util:wait_for_file(PidFile, "^[0-9]+\n", 10000))),
+    %% (in a process group of its own, SIGINT restored: cli_start_group/2)
+    Run = beamlab_test_util:cli_start_group(["timer:sleep(1).", "-s", "100", "-d", "100"], #{dir => Dir}),
     %% interrupt once a sample is in (the first progress line says so)
-    _ = beamlab_test_util:wait_for_file(Err, "sampling round", 30000),
-    "" = os:cmd("kill -INT -" ++ Pgid),
-    Code = receive {Port, {exit_status, S}} -> S after 30000 -> error(no_exit) end,
-    130 = Code,
-    {ok, Text} = file:read_file(Out),
+    _ = beamlab_test_util:wait_for_file(maps:get(err_file, Run), "sampling round", 30000),
+    ok = beamlab_test_util:signal_group(Run, "INT"),
+    #{code := 130, out := Text} = beamlab_test_util:cli_group_finish(Run),
     has(Text, "interrupted"),
     has(Text, "timer:sleep\\(1\\)\\. +1 +[0-9]+"),
     false = filelib:is_regular(filename:join(Dir, "erl_crash.dump")).

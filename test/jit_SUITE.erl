@@ -43,11 +43,7 @@ init_per_suite(Config) ->
             end,
     case Ready of
         {error, Reason} ->
-            Msg = Reason ++ ": JIT/interpreter tests NOT run",
-            case os:getenv("BEAMLAB_REQUIRE_OTP27") of
-                "1" -> ct:fail(Msg);
-                _ -> {skip, Msg}
-            end;
+            beamlab_test_util:otp27_missing(Reason ++ ": JIT/interpreter tests NOT run");
         {ok, OtpBin} ->
             [{otp_bin, OtpBin}, {otp, filename:dirname(OtpBin)} | Config]
     end.

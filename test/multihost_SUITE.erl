@@ -228,14 +228,7 @@ in_ns(Role, [Exe | Args], Env) ->
 run(Exe, Args, Env) ->
     P = open_port({spawn_executable, Exe},
                   [{args, Args}, {env, Env}, exit_status, stderr_to_stdout, binary]),
-    collect(P, []).
-
-collect(P, Acc) ->
-    receive
-        {P, {data, D}} -> collect(P, [Acc, D]);
-        {P, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 180000 -> error(script_timeout)
-    end.
+    beamlab_test_util:port_output(P, 180000).
 
 %% `beamlab node' in a namespace, in the background (it outlives the
 %% process that starts it), output to a log file; returns once the node

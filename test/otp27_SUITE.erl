@@ -25,11 +25,7 @@ all() ->
 init_per_suite(Config) ->
     case beamlab_test_util:otp27() of
         {error, Why} ->
-            Msg = Why ++ ": OTP 27 tests NOT run",
-            case os:getenv("BEAMLAB_REQUIRE_OTP27") of
-                "1" -> ct:fail(Msg);
-                _ -> {skip, Msg}
-            end;
+            beamlab_test_util:otp27_missing(Why ++ ": OTP 27 tests NOT run");
         {ok, Bin} ->
             Dir = ?config(priv_dir, Config),
             %% Compiled by this (older) OTP: OTP 27 loads it.

@@ -508,14 +508,6 @@ dump_dom(Chromium, Dir, Path) ->
             "--user-data-dir=" ++ UserDir, "--dump-dom", "file://" ++ Path],
     Port = open_port({spawn_executable, "/bin/sh"},
                      [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Chromium | Args]}, binary, exit_status]),
-    {0, Dom} = collect(Port, []),
+    {0, Dom} = beamlab_test_util:port_output(Port, 120000),
     Dom.
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 120000 ->
-            error(chromium_timeout)
-    end.
 

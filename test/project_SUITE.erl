@@ -353,15 +353,7 @@ sh(Dir, Cmd, Env) ->
     Port = open_port({spawn_executable, "/bin/sh"},
                      [{args, ["-c", lists:flatten(Cmd)]}, {cd, Dir}, {env, Env}, exit_status,
                       stderr_to_stdout, binary]),
-    collect(Port, []).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 600000 ->
-            error({timeout, iolist_to_binary(Acc)})
-    end.
+    beamlab_test_util:port_output(Port, 600000).
 
 %% A busy loop in a shell of its own; its pid.
 busy_loop() ->

@@ -302,7 +302,7 @@ interrupted_run_is_partial(Config) ->
     %% The first progress line comes once a sample is in: interrupt then.
     Seen = beamlab_test_util:await_output(Port, "sampling round", <<>>, 60000),
     _ = os:cmd("kill -INT " ++ integer_to_list(OsPid)),
-    {Code, Out} = collect(Port, Seen),
+    {Code, Out} = beamlab_test_util:port_output(Port, Seen, 60000),
     ct:log("exit ~p~n~ts", [Code, Out]),
     ?assertNotEqual(nomatch, binary:match(Out, <<"saved: ">>)),
     {ok, #{partial := true, benchmarks := [#{samples := S}]}} = beamlab_result:load(P),
@@ -316,13 +316,6 @@ save_default_path(_Config) ->
     {match, [Path]} = re:run(Err, <<"saved: (beamlab-results/bench-\\d{8}-\\d{6}\\.json)">>,
                              [{capture, all_but_first, list}]),
     {ok, _} = beamlab_result:load(filename:join(Dir, Path)).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, <<Acc/binary, D/binary>>);
-        {Port, {exit_status, Code}} -> {Code, Acc}
-    after 60000 -> error(timeout)
-    end.
 
 count(Bin, Pattern) ->
     length(binary:matches(Bin, Pattern)).

@@ -483,7 +483,7 @@ cli_interrupt_partial(_) ->
     %% (telemetry lines may come in between)
     Seen = beamlab_test_util:await_output(Port, "suite: message_load\n(.*\n)*  1: ", <<>>, 60000),
     os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
-    {Code, Out} = drain_port(Port, [Seen]),
+    {Code, Out} = beamlab_test_util:port_output(Port, Seen, 60000),
     ?assertEqual(130, Code),
     ?assertMatch({match, _}, re:run(Out, "^\\(partial: interrupted", [multiline])),
     ?assertMatch({match, _}, re:run(Out, "^fib ", [multiline])),
@@ -497,36 +497,19 @@ cli_interrupt_partial(_) ->
 %% `beamlab run' does.
 cli_ctrl_c_partial(_) ->
     Dir = beamlab_test_util:tmp_dir("suite-ctrlc"),
-    Out = filename:join(Dir, "out"),
-    Err = filename:join(Dir, "err"),
-    PidFile = filename:join(Dir, "pid"),
-    %% rebar3 starts the test VM with +B, which leaves SIGINT ignored in its
-    %% children; restore it so the shell and the VM see it.
-    Port = open_port({spawn_executable, os:find_executable("env")},
-                     [{args, ["--default-signal=INT", "setsid", "-w", "sh", "-c",
-                              "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
-                              "sh", PidFile, beamlab_test_util:escript(), "suite", "fib", "message_load",
-                              "-n", "4", "-v", "--param", "message_load.procs=4",
-                              "--param", "message_load.warmup=0",
-                              "--param", "message_load.duration=1000"]},
-                      {env, [{"OUT", Out}, {"ERR", Err}]}, {cd, Dir}, exit_status]),
-    Pgid = beamlab_test_util:wait_for_file(PidFile, "^[0-9]+\n", 10000),
-    _ = beamlab_test_util:wait_for_file(Err, "suite: message_load\n(.*\n)*  1: ", 60000),
-    "" = os:cmd("kill -INT -" ++ string:trim(binary_to_list(Pgid))),
-    Code = receive {Port, {exit_status, S}} -> S after 60000 -> error(no_exit) end,
+    %% (in a process group of its own, SIGINT restored: cli_start_group/2)
+    Run = beamlab_test_util:cli_start_group(["suite", "fib", "message_load",
+                                             "-n", "4", "-v", "--param", "message_load.procs=4",
+                                             "--param", "message_load.warmup=0",
+                                             "--param", "message_load.duration=1000"], #{dir => Dir}),
+    _ = beamlab_test_util:wait_for_file(maps:get(err_file, Run), "suite: message_load\n(.*\n)*  1: ", 60000),
+    ok = beamlab_test_util:signal_group(Run, "INT"),
+    #{code := Code, out := Text} = beamlab_test_util:cli_group_finish(Run),
     ?assertEqual(130, Code),
-    {ok, Text} = file:read_file(Out),
     ?assertMatch({match, _}, re:run(Text, "^\\(partial: interrupted", [multiline])),
     ?assertMatch({match, _}, re:run(Text, "^fib ", [multiline])),
     ?assertMatch({match, _}, re:run(Text, "^message_load ", [multiline])),
     ?assertNot(filelib:is_regular(filename:join(Dir, "erl_crash.dump"))).
-
-drain_port(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> drain_port(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 60000 -> error(no_exit)
-    end.
 
 %% The Termite table: published Erlang column beside ours, one line per
 %% row (small sizes through --param: the layout, not the figures, is tested).

@@ -398,6 +398,7 @@ help_text(O) ->
 default_text(D) when is_atom(D) -> atom_to_list(D);
 default_text(D) when is_integer(D) -> integer_to_list(D);
 default_text(D) when is_float(D) -> float_to_list(D, [short]);
+default_text([A | _] = L) when is_atom(A) -> lists:join(",", [atom_to_list(X) || X <- L]);
 default_text(D) -> io_lib:format("~tp", [D]).
 
 type_text({enum, A}) -> string:join([atom_to_list(X) || X <- A], "|");

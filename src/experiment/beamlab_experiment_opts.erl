@@ -41,28 +41,24 @@
 -spec benchmark([beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 benchmark(Codes, Opts) when is_list(Codes), is_map(Opts) ->
-    Engine = maps:without(?COMMON ++ ?AFTER ++ [squeeze], Opts),
-    case maps:keys(maps:without(maps:keys(beamlab_engine:default_run_opts()), Engine)) of
-        [] ->
-            Jobs = [case C of
-                        #{runner := _} -> C;
-                        _ -> #{runner => C}
-                    end || C <- Codes],
-            Bench0 = #{jobs => Jobs, options => Engine},
-            case maps:find(squeeze, Opts) of
-                error -> common(Opts, #{run => {bench, Bench0}}, after_phase(Opts));
-                {ok, true} -> common(Opts, #{run => {bench, Bench0#{squeeze => #{}}}}, after_phase(Opts));
-                {ok, Sq} when is_map(Sq) -> common(Opts, #{run => {bench, Bench0#{squeeze => Sq}}}, after_phase(Opts));
-                {ok, Bad} -> {error, {bad_option, squeeze, Bad}}
-            end;
-        [K | _] ->
-            {error, {unknown_option, K}}
-    end;
+    Own = maps:keys(beamlab_engine:default_run_opts()) ++ ?AFTER ++ [squeeze],
+    known(Own, Opts, fun() -> benchmark_experiment(Codes, Opts) end);
 benchmark(Codes, Opts) ->
     {error, {bad_option, benchmark, {Codes, Opts}}}.
 
-after_phase(Opts) ->
-    maps:with(?AFTER, Opts).
+benchmark_experiment(Codes, Opts) ->
+    Jobs = [case C of
+                #{runner := _} -> C;
+                _ -> #{runner => C}
+            end || C <- Codes],
+    Bench = #{jobs => Jobs, options => maps:without(?COMMON ++ ?AFTER ++ [squeeze], Opts)},
+    Squeeze = case maps:get(squeeze, Opts, none) of
+                  none -> #{};
+                  true -> #{squeeze => #{}};
+                  Sq when is_map(Sq) -> #{squeeze => Sq};
+                  Bad -> throw({bad_option, squeeze, Bad})
+              end,
+    common(Opts, #{run => {bench, maps:merge(Bench, Squeeze)}}, maps:with(?AFTER, Opts)).
 
 %% @doc A benchmark of a project's bench modules in `Dir' (sources
 %% `*_bench.erl', `*_bench.ex', or compiled bench modules): the options of
@@ -94,30 +90,28 @@ bench(Dir, Opts) ->
 -spec check(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 check(Opts) when is_map(Opts) ->
     Own = [root, bench, build, against, rounds, metric, threshold, alpha, duration, samples, warmup, vm_args],
-    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
-        [] ->
-            {ok, Cwd} = file:get_cwd(),
-            C0 = maps:merge(#{root => Cwd, bench => "bench"},
-                            maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
-            C1 = case maps:find(metric, Opts) of
-                     {ok, M} when is_atom(M) -> C0#{gate => [M]};
-                     {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
-                     error -> C0
-                 end,
-            C2 = case maps:with([duration, samples, warmup], Opts) of
-                     O when map_size(O) > 0 ->
-                         C1#{options => maps:merge(#{duration => 100, samples => 3, warmup => 1}, O)};
-                     _ -> C1
-                 end,
-            case beamlab_runtime_peer:parse_args(maps:get(vm_args, Opts, "")) of
-                {ok, Args} -> common(Opts, #{run => {check, C2#{vm_args => Args}}}, #{});
-                {error, _} -> {error, {bad_option, vm_args, maps:get(vm_args, Opts)}}
-            end;
-        [K | _] ->
-            {error, {unknown_option, K}}
-    end;
+    known(Own, Opts, fun() -> check_experiment(Opts) end);
 check(Opts) ->
     {error, {bad_option, check, Opts}}.
+
+check_experiment(Opts) ->
+    {ok, Cwd} = file:get_cwd(),
+    C0 = maps:merge(#{root => Cwd, bench => "bench"},
+                    maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
+    C1 = case maps:find(metric, Opts) of
+             {ok, M} when is_atom(M) -> C0#{gate => [M]};
+             {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
+             error -> C0
+         end,
+    C2 = case maps:with([duration, samples, warmup], Opts) of
+             O when map_size(O) > 0 ->
+                 C1#{options => maps:merge(#{duration => 100, samples => 3, warmup => 1}, O)};
+             _ -> C1
+         end,
+    case beamlab_runtime_peer:parse_args(maps:get(vm_args, Opts, "")) of
+        {ok, Args} -> common(Opts, #{run => {check, C2#{vm_args => Args}}}, #{});
+        {error, _} -> {error, {bad_option, vm_args, maps:get(vm_args, Opts)}}
+    end.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to
@@ -128,29 +122,24 @@ check(Opts) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 suite(Names, Opts) when is_list(Names), is_map(Opts) ->
     Own = [params, profile, repeat, timeout, memory, preset, node, code_paths, flavor],
-    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
-        [] ->
-            try
-                Text = [text(N) || N <- Names],
-                Select = case maps:find(preset, Opts) of
-                             error -> {workloads, Text};
-                             {ok, P} when Text =:= [] -> {preset, text(P), maps:get(node, Opts, none)};
-                             {ok, _} -> throw({bad_option, preset, Text})
-                         end,
-                case params(maps:get(params, Opts, #{})) of
-                    {error, _} = E -> E;
-                    {ok, Params} ->
-                        Suite = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
-                                           #{select => Select, params => Params}),
-                        common(Opts, #{run => {suite, Suite}}, maps:with([memory], Opts))
-                end
-            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
-            end;
-        [K | _] ->
-            {error, {unknown_option, K}}
-    end;
+    known(Own, Opts, fun() -> suite_experiment(Names, Opts) end);
 suite(Names, Opts) ->
     {error, {bad_option, suite, {Names, Opts}}}.
+
+suite_experiment(Names, Opts) ->
+    Text = [text(N) || N <- Names],
+    Select = case maps:find(preset, Opts) of
+                 error -> {workloads, Text};
+                 {ok, P} when Text =:= [] -> {preset, text(P), maps:get(node, Opts, none)};
+                 {ok, _} -> throw({bad_option, preset, Text})
+             end,
+    case params(maps:get(params, Opts, #{})) of
+        {error, _} = E -> E;
+        {ok, Params} ->
+            Suite = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+                               #{select => Select, params => Params}),
+            common(Opts, #{run => {suite, Suite}}, maps:with([memory], Opts))
+    end.
 
 %% workload => key => [text], as the suite's planner reads the command
 %% line's `--param'.
@@ -192,40 +181,41 @@ text(V) -> throw({bad_option, value, V}).
 -spec matrix(inner(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 matrix(Inner, Opts) when is_map(Opts) ->
     Own = [vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp],
-    case {maps:keys(maps:without(Own ++ ?COMMON, Opts)), inner(Inner)} of
-        {[K | _], _} -> {error, {unknown_option, K}};
-        {[], {error, _} = E} -> E;
-        {[], {ok, InnerExp}} ->
-            try
-                Sweep = case maps:get(sweep, Opts, []) of
-                            S when is_list(S) ->
-                                case io_lib:char_list(S) andalso S =/= [] of
-                                    true -> ok_or_throw(sweep, beamlab_env_matrix:parse_range(S));
-                                    false -> S
-                                end;
-                            S -> throw({bad_option, sweep, S})
-                        end,
-                Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
-                Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
-                         flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
-                case beamlab_experiment_matrix:configs(Dims, Target) of
-                    {ok, Configs} ->
-                        Matrix = #{configs => Configs, inner => InnerExp, repeat => maps:get(repeat, Opts, 3),
-                                   baseline => case maps:get(baseline, Opts, undefined) of
-                                                   undefined -> undefined;
-                                                   B -> unicode:characters_to_binary(text(B))
-                                               end,
-                                   sweep => Sweep =/= []},
-                        common(Opts, maps:merge(#{run => {matrix, Matrix}},
-                                                case Target of none -> #{}; _ -> #{target => Target} end), #{});
-                    {error, {matrix, R}} ->
-                        {error, {bad_option, matrix, R}}
-                end
-            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
-            end
-    end;
+    known(Own, Opts,
+          fun() ->
+                  case inner(Inner) of
+                      {ok, InnerExp} -> matrix_experiment(InnerExp, Opts);
+                      {error, _} = E -> E
+                  end
+          end);
 matrix(_Inner, Opts) ->
     {error, {bad_option, matrix, Opts}}.
+
+matrix_experiment(InnerExp, Opts) ->
+    Sweep = case maps:get(sweep, Opts, []) of
+                S when is_list(S) ->
+                    case io_lib:char_list(S) andalso S =/= [] of
+                        true -> ok_or_throw(sweep, beamlab_env_matrix:parse_range(S));
+                        false -> S
+                    end;
+                S -> throw({bad_option, sweep, S})
+            end,
+    Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
+    Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
+             flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
+    case beamlab_experiment_matrix:configs(Dims, Target) of
+        {ok, Configs} ->
+            Matrix = #{configs => Configs, inner => InnerExp, repeat => maps:get(repeat, Opts, 3),
+                       baseline => case maps:get(baseline, Opts, undefined) of
+                                       undefined -> undefined;
+                                       B -> unicode:characters_to_binary(text(B))
+                                   end,
+                       sweep => Sweep =/= []},
+            common(Opts, maps:merge(#{run => {matrix, Matrix}},
+                                    case Target of none -> #{}; _ -> #{target => Target} end), #{});
+        {error, {matrix, R}} ->
+            {error, {bad_option, matrix, R}}
+    end.
 
 ok_or_throw(_Key, {ok, V}) -> V;
 ok_or_throw(Key, {error, R}) -> throw({bad_option, Key, R}).
@@ -234,11 +224,7 @@ target(none, []) -> none;
 target(none, Otp) -> throw({bad_option, otp, Otp});
 target(rabbitmq, Otp) -> #{kind => rabbitmq, otp => Otp};
 target(#{cmd := Cmd, node := Node} = T, Otp) ->
-    #{kind => cmd, cmd => text(Cmd), node => text(Node),
-      cookie => case maps:get(cookie, T, undefined) of
-                    undefined -> undefined;
-                    C -> text(C)
-                end, otp => Otp};
+    #{kind => cmd, cmd => text(Cmd), node => text(Node), cookie => cookie(T), otp => Otp};
 target(Other, _) -> throw({bad_option, target, Other}).
 
 %% @doc The inner experiment of a matrix or a profile, from the call that
@@ -255,21 +241,12 @@ inner(Other) -> {error, {bad_option, inner, Other}}.
 -spec watch(node() | string(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 watch(Node, Opts) when is_map(Opts) ->
     Own = [duration, interval, top, msacc, cookie],
-    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
-        [] ->
-            try
-                Watch = maps:merge(maps:with([duration, interval, top, msacc], Opts),
-                                   #{node => text(Node),
-                                     cookie => case maps:get(cookie, Opts, undefined) of
-                                                   undefined -> undefined;
-                                                   C -> text(C)
-                                               end}),
-                common(maps:remove(telemetry, Opts), #{run => {watch, Watch}}, #{})
-            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
-            end;
-        [K | _] ->
-            {error, {unknown_option, K}}
-    end.
+    known(Own, Opts,
+          fun() ->
+                  Watch = maps:merge(maps:with([duration, interval, top, msacc], Opts),
+                                     #{node => text(Node), cookie => cookie(Opts)}),
+                  common(maps:remove(telemetry, Opts), #{run => {watch, Watch}}, #{})
+          end).
 
 %% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
 %% options (`beamlab_amqp_config:defaults/0': `uri', `producers',
@@ -280,35 +257,26 @@ watch(Node, Opts) when is_map(Opts) ->
 amqp(Opts) when is_map(Opts) ->
     Defaults = maps:without([out, nodes], beamlab_amqp_config:defaults()),
     Own = maps:keys(Defaults) ++ [nodes, watch],
-    case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
-        [] ->
-            try
-                Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
-                Cfg = Cfg0#{uri := unicode:characters_to_binary(text(maps:get(uri, Cfg0)))},
-                Nodes = case maps:get(nodes, Opts, this) of
-                            N when is_integer(N), N > 1 -> {peers, N};
-                            1 -> this;
-                            this -> this;
-                            L when is_list(L) -> [list_to_atom(text(X)) || X <- L];
-                            Bad -> throw({bad_option, nodes, Bad})
-                        end,
-                Watch = case maps:get(watch, Opts, undefined) of
-                            undefined -> #{};
-                            #{node := WN} = W -> #{watch => #{node => text(WN),
-                                                              cookie => case maps:get(cookie, W, undefined) of
-                                                                            undefined -> undefined;
-                                                                            C -> text(C)
-                                                                        end}};
-                            WN -> #{watch => #{node => text(WN), cookie => undefined}}
-                        end,
-                common(Opts, #{run => {amqp, Watch#{config => Cfg, nodes => Nodes}}}, #{})
-            catch throw:{bad_option, _, _} = Bad2 -> {error, Bad2}
-            end;
-        [K | _] ->
-            {error, {unknown_option, K}}
-    end;
+    known(Own, Opts, fun() -> amqp_experiment(Defaults, Opts) end);
 amqp(Opts) ->
     {error, {bad_option, amqp, Opts}}.
+
+amqp_experiment(Defaults, Opts) ->
+    Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
+    Cfg = Cfg0#{uri := unicode:characters_to_binary(text(maps:get(uri, Cfg0)))},
+    Nodes = case maps:get(nodes, Opts, this) of
+                N when is_integer(N), N > 1 -> {peers, N};
+                1 -> this;
+                this -> this;
+                L when is_list(L) -> [list_to_atom(text(X)) || X <- L];
+                Bad -> throw({bad_option, nodes, Bad})
+            end,
+    Watch = case maps:get(watch, Opts, undefined) of
+                undefined -> #{};
+                #{node := WN} = W -> #{watch => #{node => text(WN), cookie => cookie(W)}};
+                WN -> #{watch => #{node => text(WN), cookie => undefined}}
+            end,
+    common(Opts, #{run => {amqp, Watch#{config => Cfg, nodes => Nodes}}}, #{}).
 
 %% @doc A perf profile of an inner experiment (run in a fresh VM under
 %% perf), of an OS pid (`{pid, N}') or of a node on this machine (`{node,
@@ -319,27 +287,42 @@ amqp(Opts) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 profile(Subject, Opts) when is_map(Opts) ->
     Own = [frequency, call_graph, mode, duration, label, cookie],
+    known(Own, Opts, fun() -> profile_experiment(Subject, Opts) end).
+
+profile_experiment(Subject, Opts) ->
+    S = case Subject of
+            {pid, Pid} when is_integer(Pid), Pid > 0 -> {ok, {pid, Pid}};
+            {node, Node} -> {ok, {node, text(Node), cookie(Opts)}};
+            _ -> case inner(Subject) of
+                     {ok, I} -> {ok, {experiment, I}};
+                     {error, _} = E -> E
+                 end
+        end,
+    case S of
+        {ok, Subj} ->
+            P = maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts), #{subject => Subj}),
+            common(Opts, #{run => {profile, P}}, #{});
+        {error, _} = E2 -> E2
+    end.
+
+%% Builds a kind's experiment with `Build' when `Opts' holds only the
+%% kind's own keys and the shared ones; a bad value `Build' throws is the
+%% error returned.
+known(Own, Opts, Build) ->
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->
-            S = case Subject of
-                    {pid, Pid} when is_integer(Pid), Pid > 0 -> {ok, {pid, Pid}};
-                    {node, Node} -> {ok, {node, text(Node), case maps:get(cookie, Opts, undefined) of
-                                                              undefined -> undefined;
-                                                              C -> text(C)
-                                                          end}};
-                    _ -> case inner(Subject) of
-                             {ok, I} -> {ok, {experiment, I}};
-                             {error, _} = E -> E
-                         end
-                end,
-            case S of
-                {ok, Subj} ->
-                    P = maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts), #{subject => Subj}),
-                    common(Opts, #{run => {profile, P}}, #{});
-                {error, _} = E2 -> E2
+            try Build()
+            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
             end;
         [K | _] ->
             {error, {unknown_option, K}}
+    end.
+
+%% The `cookie' of an option map, as text (undefined when not given).
+cookie(Opts) ->
+    case maps:get(cookie, Opts, undefined) of
+        undefined -> undefined;
+        C -> text(C)
     end.
 
 %% The composition every kind shares.

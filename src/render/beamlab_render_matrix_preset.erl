@@ -27,28 +27,27 @@ render(#{extra := #{<<"preset">> := #{<<"scenarios">> := Scenarios}}} = Doc, Opt
 %% preset).
 -spec table(beamlab_result:result()) -> unicode:chardata().
 table(#{extra := #{<<"preset">> := Preset}} = Doc) ->
-    #{<<"title">> := Title, <<"scenarios">> := Scenarios} = Preset,
+    #{<<"scenarios">> := Scenarios} = Preset,
     Flavors = maps:get(<<"flavors">>, Preset, [<<"emu">>, <<"jit">>]),
     Reps = maps:get(<<"repeat">>, maps:get(params, Doc), null),
-    [Title, "\n",
-     io_lib:format("this machine: ~p interleaved repetitions per flavour and scenario, each a fresh broker; "
-                   "published: one run per flavour~n~n", [Reps]),
-     beamlab_format_table:render(
-       ["scenario" | lists:append([[[name(F), " published"], [name(F), " here"]] || F <- Flavors])]
-       ++ ["JIT/interp. published", "JIT/interp. here (95% CI)", "verdict"],
-       [published_row(Doc, S, Flavors) || S <- Scenarios],
-       #{align => [left | [right || _ <- Flavors, _ <- [1, 2]]] ++ [right, right, left]}),
-     "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n",
-     short_runs(Doc, Reps), "\n",
-     beamlab_format_table:render(
-       ["scenario", "flavour", "sent msg/s", "received msg/s", "consumer latency p50 / p95 / p99",
-        "broker CPU per message"],
-       lists:append([detail_rows(Doc, S, Flavors) || S <- Scenarios]),
-       #{align => [left, left, right, right, right, right]}),
-     case maps:get(<<"source">>, Preset, <<>>) of
-         <<>> -> "";
-         Src -> ["source: ", Src, "\n"]
-     end];
+    Published = beamlab_format_table:render(
+                  ["scenario" | lists:append([[[name(F), " published"], [name(F), " here"]] || F <- Flavors])]
+                  ++ ["JIT/interp. published", "JIT/interp. here (95% CI)", "verdict"],
+                  [published_row(Doc, S, Flavors) || S <- Scenarios],
+                  #{align => [left | [right || _ <- Flavors, _ <- [1, 2]]] ++ [right, right, left]}),
+    Details = beamlab_format_table:render(
+                ["scenario", "flavour", "sent msg/s", "received msg/s", "consumer latency p50 / p95 / p99",
+                 "broker CPU per message"],
+                lists:append([detail_rows(Doc, S, Flavors) || S <- Scenarios]),
+                #{align => [left, left, right, right, right, right]}),
+    beamlab_render_suite_preset:titled(
+      Preset,
+      [io_lib:format("this machine: ~p interleaved repetitions per flavour and scenario, each a fresh broker; "
+                     "published: one run per flavour~n~n", [Reps]),
+       Published,
+       "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n",
+       short_runs(Doc, Reps), "\n",
+       Details]);
 table(_) ->
     "".
 

@@ -7,7 +7,7 @@
 %%% (JSON form: binary keys). Pure.
 -module(beamlab_render_suite_preset).
 
--export([render/2, table/1]).
+-export([render/2, table/1, titled/2]).
 
 %% @doc The preset table, then the suite's view of the same document.
 -spec render(beamlab_result:result(), beamlab_render_text:opts()) -> unicode:chardata().
@@ -17,18 +17,25 @@ render(Doc, Opts) ->
 %% @doc The preset table alone ("" when the document follows no preset).
 -spec table(beamlab_result:result()) -> unicode:chardata().
 table(#{extra := #{<<"preset">> := Preset}, benchmarks := Bs}) ->
-    #{<<"title">> := Title, <<"rows">> := Rows} = Preset,
+    #{<<"rows">> := Rows} = Preset,
     Body = case maps:get(<<"layout">>, Preset, <<"rows">>) of
                <<"columns">> -> columns(Preset, Rows, Bs);
                _ -> rows(Preset, Rows, Bs)
            end,
+    titled(Preset, Body);
+table(_) ->
+    "".
+
+%% @doc A preset's table as every preset view shows it: its title, `Body',
+%% and the line naming its source (when it has one). `Preset' is the
+%% document's `extra.preset'.
+-spec titled(beamlab_json:object(), unicode:chardata()) -> unicode:chardata().
+titled(#{<<"title">> := Title} = Preset, Body) ->
     [Title, "\n", Body,
      case maps:get(<<"source">>, Preset, <<>>) of
          <<>> -> "";
          Src -> ["source: ", Src, "\n"]
-     end];
-table(_) ->
-    "".
+     end].
 
 rows(Preset, Rows, Bs) ->
     Ref = maps:get(<<"reference">>, Preset, <<"published">>),
