@@ -105,3 +105,19 @@ partial_and_kinds_notes_test() ->
     ?assertNotEqual(nomatch, binary:match(Notes, <<"partial (interrupted) run: B">>)),
     ?assertNotEqual(nomatch, binary:match(Notes, <<"different kinds (bench, suite)">>)),
     ?assertMatch([_, #{partial := true}], maps:get(runs, Cmp)).
+
+%% Iterations per sample of -d ms compare as iterations per second: the
+%% same rate sampled every 100 ms and every 200 ms is no difference.
+per_second_test() ->
+    Run = fun(D, Factor) ->
+                  B = beamlab_result:benchmark(<<"ok.">>, shifted(Factor),
+                                               #{group => <<"run">>, metric => <<"throughput">>,
+                                                 unit => <<"iterations">>, better => higher,
+                                                 params => #{<<"sample">> => #{<<"duration_ms">> => D}}}),
+                  result([B])
+          end,
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, Run(100, 1.0)}, {<<"B">>, Run(200, 2.0)}]),
+    [#{unit := <<"iterations/s">>, cells := [#{mean := M}, #{verdict := no_difference, change := C}]}] =
+        maps:get(rows, Cmp),
+    ?assert(abs(M - 1000.0 * lists:sum(base()) / 20 / 100) < 1.0e-6),
+    ?assert(abs(C) < 1.0e-9).

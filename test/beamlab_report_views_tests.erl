@@ -94,3 +94,22 @@ marks_test() ->
     D = beamlab_result:add_findings(D0, [beamlab_result:finding(x, warning, <<"T">>, <<>>, <<>>, #{from_ms => 1500, to_ms => 2500}),
                                          beamlab_result:finding(y, info, <<"U">>, <<>>, <<>>, #{})]),
     ?assertEqual([#{title => <<"T">>, severity => warning, from => 0.5, to => 1.5}], beamlab_report_views:marks(D)).
+
+%% A series' unit: the run's metric of that name first, then its name.
+series_unit_test() ->
+    U = fun(K) -> beamlab_report_views:series_unit(K, #{<<"goodput">> => <<"msg/s">>}) end,
+    ?assertEqual(<<"msg/s">>, U(<<"series.goodput">>)),
+    ?assertEqual(<<"us">>, U(<<"series.latency_mean_us">>)),
+    ?assertEqual(<<"bytes">>, U(<<"memory.total">>)),
+    ?assertEqual(<<"bytes">>, U(<<"growth.memory_binary">>)),
+    ?assertEqual(<<"%">>, U(<<"util">>)),
+    ?assertEqual(<<"%">>, U(<<"util_dirty_io">>)),
+    ?assertEqual(<<"%">>, U(<<"steal_pct">>)),
+    ?assertEqual(<<"/s">>, U(<<"reductions_per_s">>)),
+    ?assertEqual(<<"bytes/s">>, U(<<"io_in_bytes_per_s">>)),
+    ?assertEqual(<<"iterations/s">>, U(<<"rates.lists:seq(1,100).">>)),
+    ?assertEqual(<<"cores">>, U(<<"scheduler_busy_cores">>)),
+    ?assertEqual(<<"us">>, U(<<"cgroup_throttled_usec">>)),
+    ?assertEqual(<<"load average">>, U(<<"load1">>)),
+    ?assertEqual(<<"count">>, U(<<"processes">>)),
+    ?assertEqual(<<"count">>, U(<<"run_queue">>)).

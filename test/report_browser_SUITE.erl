@@ -209,7 +209,13 @@ scaling_chart(Config) ->
     ?assertEqual(9, count(Points, <<"<circle">>)),
     ?assertEqual([<<"workers">>], lists:usort(texts(Fig, <<"label x-label">>))),
     ?assertMatch([<<"iterations/s">> | _], texts(Fig, <<"label y-label">>)),
-    ?assertMatch({match, _}, re:run(Fig, <<"\x{3c3} = [0-9.]+, \x{3ba} = [0-9.]+, "/utf8>>, [unicode])),
+    %% The coefficients are numbers (a small one in exponent form, 2.1e-5),
+    %% then the predicted peak or how far the fit stays without one.
+    Num = <<"[0-9.]+(?:e-[0-9]+)?">>,
+    ?assertMatch({match, _}, re:run(Fig, <<"\x{3c3} = "/utf8, Num/binary, ", \x{3ba} = "/utf8, Num/binary, ", ">>,
+                                    [unicode])),
+    ?assertMatch({match, _}, re:run(Fig, <<"(predicted peak [0-9.]+[kMG]? iterations/s at [0-9.]+ workers"
+                                          "|no peak within 12 workers)">>)),
     ?assertNotEqual(nomatch, binary:match(Fig, <<"data-kind=\"speedup\"">>)),
     ?assertEqual(1, count(Dom, <<"data-kind=\"efficiency\"">>)).
 
@@ -227,8 +233,11 @@ latency_chart(Config) ->
     ?assertEqual(lists:reverse(lists:sort(Ys)), Ys),   % SVG y grows downwards
     ?assertEqual([<<"percentile">>], texts(Fig, <<"label x-label">>)),
     [?assert(lists:member(T, texts(Fig, <<"tick">>))) || T <- [<<"50%">>, <<"99%">>, <<"99.99%">>]],
-    Series = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.goodput">>) =/= nomatch],
-    ?assertMatch([_], Series).
+    [Goodput] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.goodput">>) =/= nomatch],
+    %% Each series with its unit: the run's metric of that name, or its name.
+    ?assertEqual([<<"msg/s">>], texts(Goodput, <<"label y-label">>)),
+    [Mean] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.latency_mean_us">>) =/= nomatch],
+    ?assertEqual([<<"us">>], texts(Mean, <<"label y-label">>)).
 
 %% -v telemetry over time, and a finding that says when it fired shaded
 %% on the telemetry's time axis.
@@ -245,6 +254,7 @@ timeseries_chart(Config) ->
     Dom = report(Config, "telemetry", [F2]),
     [Util] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"<figcaption>util</figcaption>">>) =/= nomatch],
     ?assertEqual([<<"seconds">>], texts(Util, <<"label x-label">>)),
+    ?assertEqual([<<"%">>], texts(Util, <<"label y-label">>)),
     ?assertEqual(1, count(Util, <<"class=\"finding-mark\"">>)),
     ?assertNotEqual(nomatch, binary:match(Util, <<"Scheduler imbalance">>)),
     %% The benchmark's samples over time too, per second.
@@ -278,6 +288,8 @@ distribution_chart(Config) ->
     [Hist] = figures(Dom, <<"distribution">>),
     ?assertNotEqual(nomatch, binary:match(Hist, <<"ok. (iterations/s)">>)),
     ?assert(count(Hist, <<"class=\"hist\"">>) >= 1),
+    ?assertEqual([<<"iterations/s">>], texts(Hist, <<"label x-label">>)),
+    ?assertEqual([<<"samples">>], texts(Hist, <<"label y-label">>)),
     [Points] = figures(Dom, <<"points">>),
     ?assertNotEqual(nomatch, binary:match(Points, <<"<figcaption>rand:uniform().</figcaption>">>)),
     ?assertEqual(5, count(Points, <<"class=\"sample\"">>)).

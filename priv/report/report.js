@@ -242,6 +242,7 @@
     // Counts of workers or schedulers: whole ticks only.
     if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
+    if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var X = function (v) { return L + (xa.map(v) - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
     var Y = function (v) { return T + ph - (ya.map(v) - ya.lo) / ((ya.hi - ya.lo) || 1) * ph; };
     var svg = frame(opts.title, W, H);
@@ -359,7 +360,8 @@
     unit = ts[1];
     var sc = function (v) { return isNum(v) ? v * f : v; };
     rows = rows.map(function (r) { return Object.assign({}, r, { samples: r.samples.map(sc), mean: sc(r.mean), ci: r.ci ? r.ci.map(sc) : null }); });
-    var W = 560, rowH = 30, L = 150, R = 16, T = 8;
+    var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
+    var W = 560, rowH = 30, L = Math.min(260, Math.max(150, 12 + 6.2 * longest)), R = 16, T = 8;
     var H = T + rows.length * rowH + 40;
     var card = box(title, subtitle, kind);
     var vals = [];
@@ -397,9 +399,9 @@
 
   // Sample distributions of one benchmark across runs: histograms on common
   // bins, and a box plot (p5, p25, median, p75, p95) per run below.
-  function distChart(parent, name, items) {
-    var W = 420, L = 40, R = 14, T = 10, histH = 120, boxH = 22;
-    var H = T + histH + items.length * boxH + 30;
+  function distChart(parent, name, unit, items) {
+    var W = 420, L = 52, R = 14, T = 10, histH = 120, boxH = 22;
+    var H = T + histH + items.length * boxH + 46;
     var pw = W - L - R;
     var e = extent(items.map(function (it) { return it.samples; }));
     var bins = Math.max(5, Math.min(40, Math.round(Math.sqrt(Math.max.apply(null, items.map(function (it) { return it.samples.length; }))))));
@@ -434,8 +436,16 @@
     var dt = niceTicks(e[0], e[1], 5), dstep = dt.length > 1 ? dt[1] - dt[0] : 1;
     dt.forEach(function (t) {
       if (t < e[0] || t > e[1]) return;
-      svg.appendChild(s('text', { x: X(t), y: H - 6, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
+      svg.appendChild(s('text', { x: X(t), y: H - 22, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
     });
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit));
+    // The count axis: samples per bin, 0 and the tallest bin.
+    svg.appendChild(s('path', { d: 'M' + (L - 4) + ',' + T + 'V' + (T + histH), 'class': 'axis' }));
+    [[0, T + histH], [maxC, T]].forEach(function (c) {
+      svg.appendChild(s('text', { x: L - 8, y: c[1] + 4, 'class': 'tick', 'text-anchor': 'end' }, String(c[0])));
+    });
+    svg.appendChild(s('text', { x: 12, y: T + histH / 2, 'class': 'label y-label', 'text-anchor': 'middle',
+                                transform: 'rotate(-90 12 ' + (T + histH / 2) + ')' }, 'samples'));
     card.appendChild(legend(items.map(function (it) { return { name: it.label + ' (n=' + it.samples.length + ')', color: it.color }; })));
     done(card, svg);
     parent.appendChild(card);
@@ -600,6 +610,20 @@
     }
   }
 
+  // Configuration names (`+S 1 flavor=emu erl=/opt/... wrap=taskset -c 0')
+  // without the parts all of them share (the same erl=/opt/... in every
+  // name): what tells the chart's rows apart.
+  function shortLabels(names) {
+    var words = names.map(function (n) { return n.split(/ (?=[a-z_]+=)/); });
+    var common = words.length > 1 ? words[0].filter(function (w) {
+      return words.every(function (ws) { return ws.indexOf(w) >= 0; });
+    }) : [];
+    return words.map(function (ws, i) {
+      var left = ws.filter(function (w) { return common.indexOf(w) < 0; }).join(' ');
+      return left || names[i];
+    });
+  }
+
   // A matrix: the verdict table first, then every configuration of each
   // benchmark with its repetitions and interval.
   function matrices() {
@@ -625,12 +649,22 @@
       g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
         table(head, rows, 'matrix-table')]));
+      // A preset's scenarios (their loads differ) each get their own chart.
+      var short = shortLabels(configs);
       m.rows.forEach(function (row) {
-        intervalChart(g, row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
-                      row.cells.map(function (c, i) {
-                        return { label: c.config, samples: c.samples, mean: c.mean, ci: c.ci, color: color(i),
-                                 note: c.config === m.baseline ? 'baseline' : pct(c.change) + ' ' + verdictText(c.verdict) };
-                      }), 'matrix');
+        var scenarios = [];
+        row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
+        scenarios.forEach(function (sc) {
+          var cells = row.cells.filter(function (c) { return c.scenario === sc; });
+          intervalChart(g, sc ? sc + ': ' + row.benchmark : row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
+                        cells.map(function (c) {
+                          var i = configs.indexOf(c.config);
+                          var label = short[i] || c.config;
+                          if (sc && label.indexOf(sc + ': ') === 0) label = label.slice(sc.length + 2);
+                          return { label: label, samples: c.samples, mean: c.mean, ci: c.ci, color: color(i),
+                                   note: c.config === m.baseline || (c.verdict == null && c.change == null) ? 'baseline' : pct(c.change) + ' ' + verdictText(c.verdict) };
+                        }), 'matrix');
+        });
       });
     });
   }
@@ -758,7 +792,7 @@
       if (!entries.length) return;
       var unit = grp.entries[0].item.unit;
       if (entries.every(function (e) { return e.item.samples.length >= MIN_HIST; })) {
-        distChart(d, grp.name + ' (' + unit + ')', entries.map(function (e) {
+        distChart(d, grp.name + ' (' + unit + ')', unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
         }));
       } else {
@@ -785,7 +819,12 @@
           marks.push({ from: m.from, to: m.to, color: SEVERITY[m.severity] || '#f59e0b', title: e.run.label + ': ' + m.title });
         });
       });
-      var card = lineChart(parent, { title: grp.name, xLabel: 'seconds', kind: 'timeseries', marks: marks, series: grp.entries.map(function (e) {
+      var unit = grp.entries[0].item.unit || '';
+      // Shares and counts from zero (a 51% utilisation is not drawn as a
+      // swing); counts on whole ticks.
+      var card = lineChart(parent, { title: grp.name, xLabel: 'seconds', yLabel: unit, yUnit: unit, kind: 'timeseries', marks: marks,
+                                     yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
+                                     series: grp.entries.map(function (e) {
         return { name: e.run.label + ' (' + e.item.y.length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y };
       }) });
       // Findings about this benchmark as a whole, under its series.
@@ -842,7 +881,7 @@
                     'or changing on every run (memory in use, load), is folded below.' : null);
     var head = ['key'].concat(data.runs.map(function (r) { return r.label; }));
     var rowOf = function (e) {
-      return { cls: e.differs ? 'differs' : '', cells: [e.key].concat(e.values.map(function (v) { return v === null ? '-' : String(v); })) };
+      return { cls: e.differs ? 'differs' : '', cells: [e.key].concat(e.values) };
     };
     if (multi && diff.length) g.appendChild(table(head, diff.map(rowOf), 'env env-diff'));
     var rest = data.env.filter(function (e) { return !(multi && e.explains); });

@@ -163,7 +163,7 @@ env_text(#{env_diff := Diff, runs := Runs}) ->
     {Shown, More} = split(Diff),
     ["\nenv differences that might explain a change:\n",
      beamlab_format_table:render([<<"key">> | [L || #{label := L} <- Runs]],
-                                 [[K | [value(V) || V <- Vs]] || #{key := K, values := Vs} <- Shown], #{}),
+                                 [[K | [beamlab_result_env:value_text(K, V) || V <- Vs]] || #{key := K, values := Vs} <- Shown], #{}),
      [io_lib:format("... ~b more (see --format json)~n", [More]) || More > 0]].
 
 env_md(#{env_diff := []}) ->
@@ -172,7 +172,7 @@ env_md(#{env_diff := Diff, runs := Runs}) ->
     {Shown, More} = split(Diff),
     ["\n<details><summary>env differences that might explain a change</summary>\n\n",
      beamlab_format_markdown:table([<<"key">> | [L || #{label := L} <- Runs]],
-                                   [[K | [value(V) || V <- Vs]] || #{key := K, values := Vs} <- Shown]),
+                                   [[K | [beamlab_result_env:value_text(K, V) || V <- Vs]] || #{key := K, values := Vs} <- Shown]),
      [io_lib:format("~n... ~b more~n", [More]) || More > 0],
      "\n</details>\n"].
 
@@ -181,13 +181,6 @@ split(Diff) when length(Diff) > ?MAX_ENV_LINES ->
     {Shown, length(Rest)};
 split(Diff) ->
     {Diff, 0}.
-
-value(null) -> <<"-">>;
-value(true) -> <<"true">>;
-value(false) -> <<"false">>;
-value(B) when is_binary(B) -> B;
-value(I) when is_integer(I) -> integer_to_binary(I);
-value(F) when is_float(F) -> float_to_binary(F, [short]).
 
 to_bin(null) -> <<"-">>;
 to_bin(B) when is_binary(B) -> B;

@@ -75,8 +75,25 @@ dedup([N | T], Seen, Acc) -> dedup(T, Seen#{N => true}, [N | Acc]).
 
 find(Name, Res) ->
     case [B || B <- maps:get(benchmarks, Res, []), maps:get(name, B) =:= Name] of
-        [B | _] -> B;
+        [B | _] -> per_second(B);
         [] -> undefined
+    end.
+
+%% Iterations counted per sample of D ms as iterations per second (as the
+%% history and the report show them), so that runs with another `-d'
+%% compare; other units stay.
+per_second(B) ->
+    case beamlab_format_units:per_second(B) of
+        {_, Unit} when Unit =:= map_get(unit, B) ->
+            B;
+        {F, Unit} ->
+            Stats = maps:get(stats, B, #{}),
+            Scaled = maps:map(fun(K, V) when K =:= mean, is_number(V) -> V * F;
+                                 (ci_mean, {Lo, Hi}) when is_number(Lo), is_number(Hi) -> {Lo * F, Hi * F};
+                                 (_, V) -> V
+                              end, maps:with([mean, ci_mean, n], Stats)),
+            B#{unit => Unit, samples => [X * F || X <- maps:get(samples, B, []), is_number(X)],
+               stats => Scaled}
     end.
 
 row(Name, Runs, Conf) ->

@@ -215,7 +215,8 @@ telemetry_series(T) when is_map(T), map_size(T) > 0 ->
     case time_axis(T) of
         {ok, TimeKey, Ts} ->
             N = length(Ts),
-            [#{name => K, source => <<"telemetry">>, t => Ts, y => Ys}
+            [#{name => K, source => <<"telemetry">>, unit => beamlab_report_views:series_unit(K, #{}),
+               t => Ts, y => Ys}
              || {K, Ys} <- numeric_lists(maps:remove(TimeKey, key_bins(T)), <<>>),
                 length(Ys) =:= N];
         error ->
@@ -274,7 +275,8 @@ broker_heatmaps(R) ->
         length(lists:usort([length(X) || X <- Rows])) =:= 1].
 
 broker_series(R) ->
-    [#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>, t => Ts, y => [num(Y) || Y <- Ys]}
+    [#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>,
+       unit => beamlab_report_views:series_unit(K, #{}), t => Ts, y => [num(Y) || Y <- Ys]}
      || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
         K <- [<<"util">>, <<"run_queue">>, <<"reductions_per_s">>],
         Ys <- [maps:get(K, T, [])], is_num_list(Ys), length(Ys) =:= length(Ts)].
@@ -287,7 +289,7 @@ sample_series(R, Benchmarks) ->
                    I when is_number(I), I > 0 -> I;
                    _ -> null
                end,
-    [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>,
+    [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>, unit => Unit,
        t => [num(K * Step) || K <- lists:seq(1, length(Ys))], y => [num(Y * Scale) || Y <- Ys]}
      || B = #{name := Name, samples := Ys, sample_info := #{method := all}} <- Benchmarks,
         length(Ys) >= 3,
@@ -301,17 +303,20 @@ sample_series(R, Benchmarks) ->
 %% (lists of numbers, one per second, maps with their own time axis, or
 %% lists of per-second maps: message_load's `series').
 bench_series(Benchmarks) ->
+    %% A key named after one of the run's metrics has its unit.
+    Metrics = maps:from_list([{M, U} || #{metric := M, unit := U} <- Benchmarks]),
+    Unit = fun(K) -> beamlab_report_views:series_unit(K, Metrics) end,
     lists:append(
       [begin
            Name = maps:get(name, B, <<"?">>),
            Src = maps:merge(key_bins(maps:get(counters, B, #{})), key_bins(maps:get(extra, B, #{}))),
            case time_axis(Src) of
                {ok, TK, Ts} ->
-                   [#{name => <<Name/binary, " ", K/binary>>, source => Name, t => Ts, y => Ys}
+                   [#{name => <<Name/binary, " ", K/binary>>, source => Name, unit => Unit(K), t => Ts, y => Ys}
                     || {K, Ys} <- numeric_lists(maps:remove(TK, Src), <<>>),
                        length(Ys) =:= length(Ts)];
                error ->
-                   [#{name => <<Name/binary, " ", K/binary>>, source => Name,
+                   [#{name => <<Name/binary, " ", K/binary>>, source => Name, unit => Unit(K),
                       t => lists:seq(1, length(Ys)), y => Ys}
                     || {K, Ys} <- numeric_lists(Src, <<>>) ++ map_lists(Src), length(Ys) >= 2]
            end
@@ -349,7 +354,8 @@ numeric_lists(M, Prefix) ->
            _ -> []
        end || {K, V} <- lists:sort(maps:to_list(M))]).
 
-%% The env of every run side by side: one row per key, one column per run;
+%% The env of every run side by side: one row per key, one column per run
+%% (values as text with their units);
 %% `explains' marks the differences that can explain a change (those
 %% `beamlab compare' lists: not the VM's memory use or the load, which
 %% differ on every run); the page shows them first and folds the rest.
@@ -361,10 +367,10 @@ env_table(Runs, Cmp) ->
                      _ -> []
                  end,
     Rank = maps:from_list(lists:zip(Explaining, lists:seq(1, length(Explaining)))),
-    Rows = [#{key => K, values => [maps:get(K, F, null) || F <- Flat],
-              differs => length(lists:usort([maps:get(K, F, null) || F <- Flat])) > 1,
+    Rows = [#{key => K, values => [beamlab_result_env:value_text(K, V) || V <- Vs],
+              differs => length(lists:usort(Vs)) > 1,
               explains => is_map_key(K, Rank)}
-            || K <- Keys],
+            || K <- Keys, Vs <- [[maps:get(K, F, null) || F <- Flat]]],
     %% The differences in compare's order (the telling ones first), then the rest.
     lists:sort(fun(#{key := A}, #{key := B}) ->
                        {maps:get(A, Rank, infinity), A} =< {maps:get(B, Rank, infinity), B}

@@ -15,14 +15,16 @@
 %%%   <li>{@link matrix/1}: a matrix's verdicts and every configuration's
 %%%       repetitions per benchmark;</li>
 %%%   <li>{@link marks/1}: findings that say when they fired, on the time
-%%%       axis of the run's series.</li>
+%%%       axis of the run's series;</li>
+%%%   <li>{@link series_unit/2}: the unit of a series over time, for its
+%%%       axis.</li>
 %%% </ul>
 %%% Every number is rounded to 6 significant digits ({@link num/1}) to keep
 %%% the page small. Pure.
 -module(beamlab_report_views).
 
 -export([sweeps/1, scaling/1, latency/1, matrix/1, marks/1, claimed/1,
-         per_second/1, key_bins/1, num/1]).
+         per_second/1, series_unit/2, key_bins/1, num/1]).
 
 -type point() :: [number()].
 -type series() :: #{name := binary(), points := [point()]}.
@@ -39,7 +41,7 @@
                       max := number() | null, count := number() | null}.
 -type cell() :: #{config := binary(), mean := number() | null, ci := point() | null,
                   samples := [number()], change := number() | null, change_ci := point() | null,
-                  p := number() | null, verdict := binary() | null}.
+                  p := number() | null, verdict := binary() | null, scenario := binary() | null}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
                     rows := [#{benchmark := binary(), unit := binary(),
                                better := beamlab_result:better(), cells := [cell()]}]}.
@@ -170,6 +172,38 @@ rate(lower, Unit, _B) ->
         {_, Ns} -> {fun(V) -> 1.0e9 / (V * Ns) end, <<"ops/s">>};
         false -> {fun(V) -> 1 / V end, <<"1/", Unit/binary>>}
     end.
+
+%% @doc The unit of a series over time named `Key' (a telemetry key such
+%% as `memory.total' or `util', a per-second key of a benchmark such as
+%% `series.goodput'): the unit of the run's metric of that name when
+%% `Metrics' (metric => unit) has one, else what its name says
+%% (`_us', `_per_s', `memory.', `util', ...); `<<"count">>' for the rest
+%% (processes, run queue lengths, ports).
+-spec series_unit(binary(), #{binary() => binary()}) -> binary().
+series_unit(Key, Metrics) ->
+    Last = lists:last(binary:split(Key, <<".">>, [global])),
+    case Metrics of
+        #{Last := Unit} -> Unit;
+        _ -> named_unit(Key, Last)
+    end.
+
+named_unit(<<"memory.", _/binary>>, _) -> <<"bytes">>;
+named_unit(<<"growth.memory_", _/binary>>, _) -> <<"bytes">>;
+named_unit(<<"rates.", _/binary>>, _) -> <<"iterations/s">>;
+named_unit(<<"util", _/binary>>, _) -> <<"%">>;
+named_unit(<<"load", _/binary>>, _) -> <<"load average">>;
+named_unit(_, Last) ->
+    Suffixes = [{<<"_bytes_per_s">>, <<"bytes/s">>}, {<<"_bytes">>, <<"bytes">>}, {<<"_per_s">>, <<"/s">>},
+                {<<"_pct">>, <<"%">>}, {<<"_cores">>, <<"cores">>}, {<<"_usec">>, <<"us">>},
+                {<<"_us">>, <<"us">>}, {<<"_ms">>, <<"ms">>}, {<<"_ns">>, <<"ns">>}],
+    case [U || {Suffix, U} <- Suffixes, ends_with(Last, Suffix)] of
+        [U | _] -> U;
+        [] -> <<"count">>
+    end.
+
+ends_with(Bin, Suffix) ->
+    byte_size(Bin) >= byte_size(Suffix)
+        andalso binary:part(Bin, byte_size(Bin) - byte_size(Suffix), byte_size(Suffix)) =:= Suffix.
 
 %% @doc As `beamlab_format_units:per_second/1'.
 -spec per_second(beamlab_result:benchmark()) -> {number(), binary()}.
@@ -311,6 +345,8 @@ cell(#{group := Config, samples := Samples} = B) ->
     S = maps:get(stats, B, #{}),
     C = maps:get(comparison, B, #{}),
     #{config => Config,
+      %% a preset's scenario: its configurations are compared within it
+      scenario => maps:get(<<"scenario">>, maps:get(params, B, #{}), null),
       mean => num(maps:get(mean, S, null)),
       ci => pair(maps:get(ci_mean, S, null)),
       samples => [num(X) || X <- Samples, is_number(X)],

@@ -1,8 +1,9 @@
 %%% @doc Views of a result's `env' and `params' sections: flattened to
-%%% dotted paths for side-by-side comparison, and summarised in one line.
+%%% dotted paths for side-by-side comparison (each value as text with the
+%%% unit its path names), and summarised in one line.
 -module(beamlab_result_env).
 
--export([flat/1, summary/1]).
+-export([flat/1, value_text/2, summary/1]).
 
 -type scalar() :: binary() | number() | boolean() | null.
 -export_type([scalar/0]).
@@ -15,6 +16,33 @@
 -spec flat(beamlab_result:result()) -> [{binary(), scalar()}].
 flat(Result) ->
     flatten(<<"env">>, maps:get(env, Result, #{})) ++ flatten(<<"params">>, maps:get(params, Result, #{})).
+
+%% @doc A flat value as text, a number with the unit its path names:
+%% `env.memory.*' and `*_bytes' in bytes (`"22.2 MiB"'), `*_us'/`*_usec'
+%% and `*_ms' as durations (`"100 ms"'); other numbers and text as they
+%% are, `null' as `"-"'.
+-spec value_text(binary(), scalar()) -> binary().
+value_text(_Key, null) -> <<"-">>;
+value_text(_Key, true) -> <<"true">>;
+value_text(_Key, false) -> <<"false">>;
+value_text(_Key, V) when is_binary(V) -> V;
+value_text(Key, V) when is_number(V) ->
+    Text = case unit(Key) of
+               none when is_integer(V) -> integer_to_list(V);
+               none -> float_to_list(V, [short]);
+               Unit -> beamlab_format_units:value(V, Unit)
+           end,
+    unicode:characters_to_binary(Text).
+
+unit(<<"env.memory.", _/binary>>) -> <<"bytes">>;
+unit(Key) ->
+    Suffixes = [{<<"_bytes">>, <<"bytes">>}, {<<"_usec">>, <<"us">>}, {<<"_us">>, <<"us">>},
+                {<<"_ms">>, <<"ms">>}],
+    case [U || {S, U} <- Suffixes, byte_size(Key) >= byte_size(S),
+               binary:part(Key, byte_size(Key), -byte_size(S)) =:= S] of
+        [U | _] -> U;
+        [] -> none
+    end.
 
 %% @doc One line describing the machine and VM of a run, e.g.
 %% `OTP 25 · erts 13.1.5 · jit · 2 schedulers · bind unbound · AMD EPYC ·
