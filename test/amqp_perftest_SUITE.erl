@@ -40,7 +40,10 @@ init_per_suite(Config) ->
     ok = beamlab_test_tls:make(Tls),
     Env = [{"BEAMLAB_RABBIT_TLS_PORT", ?TLS_PORT}, {"BEAMLAB_RABBIT_TLS_DIR", Tls}],
     ok = beamlab_test_util:start_rabbitmq(?PORT, Env),
-    %% The user SASL EXTERNAL logs in as: the client certificate's name.
+    %% The user SASL EXTERNAL logs in as: the client certificate's name
+    %% (removed first: the broker's directory under _build is kept from
+    %% an earlier run of the suite, with its users).
+    _ = ctl(["delete_user", binary_to_list(beamlab_test_tls:client_user())]),
     {0, _} = ctl(["add_user", binary_to_list(beamlab_test_tls:client_user()), "unused-password"]),
     {0, _} = ctl(["set_permissions", "-p", "/", binary_to_list(beamlab_test_tls:client_user()),
                   ".*", ".*", ".*"]),
