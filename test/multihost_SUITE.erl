@@ -110,7 +110,9 @@ split_queue_clock_offsets(_Config) ->
                     <- maps:values(Clock)],
     %% "clock of NODE: +12 µs ± 40 µs against the controller"
     ?assertMatch({match, _}, re:run(Err, "clock of " ?NODE1 ": [-+]?[0-9]+ \\S+ \\S+ [0-9]+ \\S+ against")),
-    ?assertMatch({match, _}, re:run(Err, "corrected for the clock offsets")).
+    ?assertMatch({match, _}, re:run(Err, "corrected for the clock offsets")),
+    %% Every line is UTF-8: a micro sign is never a raw Latin-1 byte (#27).
+    ?assertEqual(Err, unicode:characters_to_binary(Err)).
 
 %% A controller with another cookie is refused: one line, exit 1, the node
 %% keeps serving (the next test uses it).
