@@ -29,7 +29,7 @@ groups() ->
      {connections, [], [uris_failover, uris_all_required, tls_wrong_ca, tls_wrong_name,
                         tls_sasl_external, tls_insecure, frames_and_heartbeat]},
      {output, [], [csv_output_file, use_millis_compact, watch_broker_figures, metrics_prometheus,
-                   metrics_node_labels]},
+                   metrics_node_labels, secrets_nowhere]},
      {audit, [], [perftest_help_audited, refused_options, no_effect_options, version_and_help]},
      {bounds, [], [huge_values, id_and_size]},
      {ends, [], [interrupt_during_handshake, frozen_broker_bounded, reconnect_broker_gone_bounded,
@@ -480,15 +480,20 @@ use_millis_compact(_) ->
     ?assertMatch({match, _}, re:run(Out, "^consumer latency min/median/75th/95th/99th [0-9/]+ ms",
                                     [multiline])).
 
+%% The suite broker's node and its cookie.
+-define(BROKER_NODE, "beamlab-rabbit-" ?PORT "@localhost").
+broker_cookie() ->
+    {ok, Cookie} = file:read_file(filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT,
+                                                 ".erlang.cookie"])),
+    binary_to_list(string:trim(Cookie)).
+
 %% --watch: the broker's own figures under each interval line and after
 %% the summary (#24), in text.
 watch_broker_figures(_) ->
-    Node = "beamlab-rabbit-" ?PORT "@localhost",
-    {ok, Cookie} = file:read_file(filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT,
-                                                 ".erlang.cookie"])),
+    Node = ?BROKER_NODE,
     #{code := 0, out := Out} =
         beamlab_test_util:cli(["amqp", "-h", ?URI, "-z", "3", "-c", "20", "--watch", Node,
-                               "--cookie", binary_to_list(Cookie), "-u", uniq("watch")]),
+                               "--cookie", broker_cookie(), "-u", uniq("watch")]),
     ct:log("~ts", [Out]),
     Lines = [L || L <- binary:split(Out, <<"\n">>, [global]),
                   re:run(L, "^id: [^,]+, broker " ++ Node ++ ": schedulers [0-9]+% used, run queue "
@@ -502,7 +507,8 @@ watch_broker_figures(_) ->
 
 %% --metrics-port (#24): a real Prometheus scrapes the run's rates and
 %% latencies under PerfTest's names; they move, the histogram gives a
-%% quantile, and promtool accepts the text.
+%% quantile, and promtool accepts the text. With --watch the broker's own
+%% series are served beside them (labelled with its node), and move too.
 metrics_prometheus(_) ->
     case beamlab_test_prometheus:available() of
         ok -> scrape_with_prometheus();
@@ -513,6 +519,7 @@ scrape_with_prometheus() ->
     Port = free_port(),
     H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "10", "-r", "200", "-c", "20",
                                                     "--metrics-port", integer_to_list(Port),
+                                                    "--watch", ?BROKER_NODE, "--cookie", broker_cookie(),
                                                     "-u", uniq("metrics")], #{}),
     Seen = beamlab_test_util:await_output(P, "time [0-9.]+ s, sent: [1-9]", <<>>, 60000),
     {ok, Prom} = beamlab_test_prometheus:start(["127.0.0.1:" ++ integer_to_list(Port)], #{interval => "1s"}),
@@ -528,6 +535,11 @@ scrape_with_prometheus() ->
                                                             Positive, 30000),
         %% One node: PerfTest's series, no node label.
         ?assertNot(maps:is_key(<<"node">>, M)),
+        %% The broker's, labelled with its node.
+        _ = beamlab_test_prometheus:wait_for(Prom, "rate(beamlab_vm_reductions_total{node=\"" ?BROKER_NODE "\"}[3s])",
+                                             Positive, 30000),
+        _ = beamlab_test_prometheus:wait_for(Prom, "beamlab_vm_memory_bytes{kind=\"total\",node=\"" ?BROKER_NODE "\"}",
+                                             Positive, 30000),
         {ok, 200, Text} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ integer_to_list(Port), "/metrics"),
         ?assertEqual({0, <<>>}, beamlab_test_prometheus:check_metrics(Text))
     after
@@ -554,6 +566,38 @@ metrics_node_labels(_) ->
                        binary:match(L, <<"node=\"">>) =:= nomatch],
     ?assertEqual([], Unlabelled),
     ?assertMatch(#{code := 0}, beamlab_test_util:cli_finish(H, Seen)).
+
+%% A password in the URI and the broker's cookie (--watch) appear nowhere:
+%% not in stdout, stderr, the saved document, its report or the live
+%% metrics (which serve the broker's series beside the run's).
+secrets_nowhere(_) ->
+    Password = "amqp_pw_secret_5772",
+    User = uniq("secret-user"),
+    {0, _} = ctl(["add_user", User, Password]),
+    {0, _} = ctl(["set_permissions", "-p", "/", User, ".*", ".*", ".*"]),
+    Cookie = broker_cookie(),
+    Dir = beamlab_test_util:tmp_dir("secrets"),
+    Port = free_port(),
+    try
+        H = #{port := P} = beamlab_test_util:cli_start(
+                             ["amqp", "-h", "amqp://" ++ User ++ ":" ++ Password ++ "@127.0.0.1:" ?PORT "/%2F",
+                              "-z", "4", "-r", "100", "--watch", ?BROKER_NODE, "--cookie", Cookie,
+                              "--metrics-port", integer_to_list(Port), "--save", "a.json", "-u", uniq("secrets")],
+                             #{dir => Dir}),
+        Seen = beamlab_test_util:await_output(P, "broker " ?BROKER_NODE ": schedulers", <<>>, 60000),
+        {ok, 200, Metrics} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ integer_to_list(Port), "/metrics"),
+        ?assertNotEqual(nomatch, binary:match(Metrics, <<"beamlab_vm_processes{node=\"" ?BROKER_NODE "\"}">>)),
+        #{code := 0, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
+        #{code := 0} = beamlab_test_util:cli(["report", "a.json", "-o", "a.html"], #{dir => Dir}),
+        {ok, Saved} = file:read_file(filename:join(Dir, "a.json")),
+        {ok, Html} = file:read_file(filename:join(Dir, "a.html")),
+        [?assertEqual(nomatch, binary:match(B, list_to_binary(Secret)), {What, Secret})
+         || {What, B} <- [{stdout, Out}, {stderr, Err}, {saved, Saved}, {report, Html}, {metrics, Metrics}],
+            Secret <- [Password, Cookie]],
+        ?assertNotEqual(nomatch, binary:match(Saved, list_to_binary("amqp://" ++ User ++ ":****@")))
+    after
+        ctl(["delete_user", User])
+    end.
 
 free_port() ->
     {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),

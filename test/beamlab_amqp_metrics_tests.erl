@@ -29,19 +29,19 @@ families_test() ->
     S = fun(C, R) -> #{counters => counts(C, R), consumer => snap([100]), confirm => snap([50])} end,
     ok = beamlab_amqp_metrics:publish(T, #{node() => S(100, 90)}, 1.0),
     ok = beamlab_amqp_metrics:publish(T, #{node() => S(300, 290)}, 2.0),
-    Fs = (beamlab_amqp_metrics:collector(T))(),
+    Fs = (beamlab_runtime_metrics_board:collector(T))(),
     Get = fun(Name) -> [F] = [F || #{name := N} = F <- Fs, N =:= Name], maps:get(samples, F) end,
     ?assertEqual([{[], 100.0}], Get(<<"perftest_published">>)),
     ?assertEqual([{[], 100.0}], Get(<<"perftest_consumed">>)),
     ?assertEqual([{[], 300}], Get(<<"beamlab_amqp_published_total">>)),
     [{[], #{count := 1}}] = Get(<<"perftest_latency_seconds">>),
-    ok = beamlab_amqp_metrics:delete(T),
+    ok = beamlab_runtime_metrics_board:delete(T),
     L = beamlab_amqp_metrics:new(true),
     ok = beamlab_amqp_metrics:publish(L, #{'a@h' => S(10, 10), 'b@h' => S(20, 20)}, 1.0),
-    Ls = (beamlab_amqp_metrics:collector(L))(),
+    Ls = (beamlab_runtime_metrics_board:collector(L))(),
     ?assert(lists:all(fun(#{samples := Ss}) ->
                               lists:all(fun({Lb, _}) -> lists:keymember(<<"node">>, 1, Lb) end, Ss)
                       end, Ls)),
     [Pub] = [Ss || #{name := <<"perftest_published">>, samples := Ss} <- Ls],
     ?assertEqual([{[{<<"node">>, <<"a@h">>}], 10.0}, {[{<<"node">>, <<"b@h">>}], 20.0}], Pub),
-    ok = beamlab_amqp_metrics:delete(L).
+    ok = beamlab_runtime_metrics_board:delete(L).

@@ -63,3 +63,12 @@ table_test() ->
     [Rv, Lv, Hv] = [list_to_float(X) || X <- [R, Lo, Hi]],
     ?assert(Lv =< Rv andalso Rv =< Hv),
     ?assert(abs(Rv - 2.0) < 0.05).
+
+%% A configuration that lost a repetition says so under the table.
+short_runs_test() ->
+    Doc = #{extra := #{<<"configs">> := [C1, C2, C3, C4]} = Extra} = combined(),
+    Doc1 = Doc#{extra := Extra#{<<"configs">> := [C1, C2, C3#{<<"ok_runs">> := 2}, C4]}},
+    Full = lists:flatten(io_lib:format("~ts", [beamlab_render_matrix_preset:table(Doc)])),
+    Short = lists:flatten(io_lib:format("~ts", [beamlab_render_matrix_preset:table(Doc1)])),
+    ?assertEqual(nomatch, string:find(Full, "repetitions measured")),
+    ?assertNotEqual(nomatch, string:find(Short, "100 queues, interpreter: 2 of 3 repetitions measured (failed runs below)")).

@@ -7,7 +7,7 @@
          rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
-         cli_group_finish/1, launcher_children/1]).
+         cli_group_finish/1, group_exit/3, launcher_children/1]).
 -export([otp27_prefix/0, otp27/0, otp27_missing/1, otp_env/1]).
 -export([vheap_charge/1]).
 -export([json_schema_valid/2]).
@@ -172,7 +172,9 @@ cli_start_group(Args, Opts) ->
                               "echo $$ > \"$1\"; shift; exec \"$@\" > \"$OUT\" 2> \"$ERR\" </dev/null",
                               "sh", PidFile | maps:get(prefix, Opts, []) ++ [escript() | Args]]},
                       {env, [{"OUT", Out}, {"ERR", Err} | maps:get(env, Opts, [])]},
-                      {cd, Dir}, exit_status]),
+                      %% setsid's own complaint (a child killed by a signal)
+                      %% comes to us, not to the test VM's stderr.
+                      {cd, Dir}, exit_status, binary, stderr_to_stdout]),
     Pgid = string:trim(binary_to_list(wait_for_file(PidFile, "^[0-9]+\n", 10000))),
     #{port => Port, pgid => Pgid, dir => Dir, out_file => Out, err_file => Err}.
 
@@ -196,17 +198,32 @@ launcher_children(#{pgid := Pgid}) ->
     string:lexemes(os:cmd("pgrep -P " ++ Pgid), "\n").
 
 %% @doc Waits for a `cli_start_group/2' run to exit; returns what `cli/2'
-%% returns.
+%% returns. A launcher killed by a signal (`setsid -w' says "child N did
+%% not exit normally" and exits with the wait status) has code
+%% `{signal, N}', never a number a case could take for an exit status.
 -spec cli_group_finish(#{port := port(), dir := file:filename(), out_file := file:filename(),
                          err_file := file:filename(), atom() => term()}) ->
           #{code := integer(), out := binary(), err := binary(), dir := file:filename()}.
 cli_group_finish(#{port := Port, dir := Dir, out_file := OutFile, err_file := ErrFile}) ->
-    Code = receive {Port, {exit_status, S}} -> S
-           after 120000 -> error(cli_group_timeout)
-           end,
+    Code = group_exit(Port, <<>>, 120000),
     {ok, Out} = file:read_file(OutFile),
     {ok, Err} = file:read_file(ErrFile),
     #{code => Code, out => Out, err => Err, dir => Dir}.
+
+%% @doc The exit of a `cli_start_group/2' run as `cli_group_finish/1'
+%% gives it: a status, or `{signal, N}'.
+-spec group_exit(port(), binary(), pos_integer()) -> integer() | {signal, pos_integer()}.
+group_exit(Port, Said, Ms) ->
+    receive
+        {Port, {data, D}} ->
+            group_exit(Port, <<Said/binary, D/binary>>, Ms);
+        {Port, {exit_status, S}} ->
+            case binary:match(Said, <<"did not exit normally">>) of
+                nomatch -> S;
+                _ -> {signal, S band 16#7f}
+            end
+    after Ms -> error({cli_group_timeout, Said})
+    end.
 
 %% @doc Words charged to a process's virtual binary heaps (young and old):
 %% what the magic references and binaries on its heap count for.

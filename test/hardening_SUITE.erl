@@ -243,6 +243,9 @@ launcher_killed(_Config) ->
     ok = beamlab_test_util:signal_group(H, "KILL"),
     beamlab_test_util:wait_until(fun() -> os:cmd("kill -0 " ++ Vm ++ " 2>&1") =/= "" end, 30000,
                                  vm_exit),
+    %% The launcher died of the SIGKILL (setsid says "child N did not exit
+    %% normally": expected here, and only here).
+    ?assertEqual({signal, 9}, beamlab_test_util:group_exit(maps:get(port, H), <<>>, 30000)),
     {ok, #{partial := true}} = beamlab_result:load(filename:join(maps:get(dir, H), "h.json")),
     ?assertEqual({ok, []}, file:list_dir(Tmp)).
 
@@ -367,7 +370,11 @@ workload_shapes(Config) ->
 %% The PropEr properties of prop_beamlab_crafted, a bounded number of
 %% cases each: JSON, result files through compare and report, Erlang term
 %% files through the grid and preset readers, crafted /proc and /sys
-%% trees, option values of every command (parsed, and dispatched).
+%% trees (read, and through `env --root'), option values of every command
+%% of the command table (parsed, and dispatched), and option values,
+%% crafted files and positional arguments through the experiment of every
+%% command that has one (run, suite, matrix, amqp, profile, watch, check:
+%% described and checked, nothing run).
 crafted_inputs(_Config) ->
     Dir = tmp(),
     Bases = [begin
@@ -379,7 +386,8 @@ crafted_inputs(_Config) ->
              {term_files, prop_beamlab_crafted:prop_term_files(Dir), 300},
              {env_root, prop_beamlab_crafted:prop_env_root(Dir), 40},
              {options, prop_beamlab_crafted:prop_options(), 500},
-             {dispatch, prop_beamlab_crafted:prop_dispatch_options(), 150}],
+             {dispatch, prop_beamlab_crafted:prop_dispatch_options(), 150},
+             {experiments, prop_beamlab_crafted:prop_experiments(Dir), 300}],
     [?assertEqual({Name, true}, {Name, proper:quickcheck(P, [{numtests, N}, {to_file, user}])})
      || {Name, P, N} <- Props],
     ok.
@@ -445,7 +453,13 @@ non_utf8_bytes(Config) ->
              [<<"compare">>, Name, list_to_binary(Run)],
              [<<"report">>, Name, <<"-o">>, <<"page.html">>, <<"--title">>, <<"t", 255>>],
              [<<"suite">>, <<"bang">>, <<"--param">>, <<"bang.senders=", 255>>],
-             [<<"compare">>, <<"missing", 255, ".json">>, list_to_binary(Run)]],
+             [<<"compare">>, <<"missing", 255, ".json">>, list_to_binary(Run)],
+             %% An overlong encoding (of NUL), a missing --root and --file
+             %% named so, a password so in an AMQP URI.
+             [<<"ok.">>, <<"-d">>, <<"20">>, <<"-s">>, <<"2">>, <<"--label">>, <<192, 128, "x">>],
+             [<<"env">>, <<"--root">>, <<"no", 255>>],
+             [<<"matrix">>, <<"--file">>, <<"g", 255, ".terms">>, <<"--">>, <<"ok.">>],
+             [<<"amqp">>, <<"-z">>, <<"1">>, <<"-h">>, <<"amqp://u:p", 255, "@127.0.0.1:1/">>]],
     [begin
          #{code := Code, err := Err} = cli(Args, #{dir => Dir}),
          ct:log("~w: ~p ~ts", [Args, Code, Err]),
@@ -532,7 +546,14 @@ node_messages(_Config) ->
     Name = "hn" ++ integer_to_list(erlang:unique_integer([positive])) ++ "@127.0.0.1",
     Cases = [{["node", "--name", "a b@127.0.0.1"], 2, "letters, digits, _ and - before the @"},
              {["node", "--name", "caf\x{e9}@127.0.0.1"], 2, "is not a node name"},
-             {["node", "--name", "ab@127.0.0.1", "--dist-port", "4369"], 1, "is in use"}],
+             {["node", "--name", "ab@127.0.0.1", "--dist-port", "4369"], 1, "is in use"},
+             %% Variants the issue did not list: no name, no host, a port
+             %% beyond TCP's, watch's names.
+             {["node", "--name", "@127.0.0.1"], 2, "is not a node name"},
+             {["node", "--name", "x@"], 2, "is not a node name"},
+             {["node", "--name", "ab@127.0.0.1", "--dist-port", "99999"], 2, "is not a TCP port"},
+             {["watch", "--node", "a b@127.0.0.1", "--duration", "1"], 2, "is not a node name"},
+             {["watch", "--node", "a@b@c", "--duration", "1"], 2, "is not a node name"}],
     [begin
          R = #{code := Code, err := Err} = cli(Args),
          one_line(R),

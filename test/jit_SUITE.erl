@@ -277,4 +277,19 @@ preset_jit_study(Config) ->
     ?assertEqual([<<"emu">>, <<"jit">>, <<"emu">>, <<"jit">>], [F || #{<<"flavor_reported">> := F} <- Cs]),
     Html = filename:join(Dir, "study.html"),
     #{code := 0} = cli(Config, ["report", Save, "-o", Html]),
-    ?assert(filelib:is_regular(Html)).
+    ?assert(filelib:is_regular(Html)),
+    %% The matrix's charts: one per scenario (their loads differ by orders
+    %% of magnitude), each row named by what tells it apart (the flavour),
+    %% not by the OTP path every configuration shares.
+    case beamlab_test_util:chromium() of
+        false -> ct:log("no chromium: the page is not drawn");
+        Chromium ->
+            Dom = unicode:characters_to_binary(
+                    os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+                           "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null")),
+            [?assertNotEqual(nomatch, binary:match(Dom, <<"<figcaption>", S/binary, ": sending rate avg</figcaption>">>))
+             || S <- [<<"single queue">>, <<"100 queues">>]],
+            {match, Rows} = re:run(Dom, <<"class=\"interval-row\" data-row=\"([^\"]*)\"">>,
+                                   [global, {capture, all_but_first, binary}]),
+            ?assertEqual([[<<"flavor=emu">>], [<<"flavor=jit">>]], lists:usort(Rows))
+    end.

@@ -5,10 +5,11 @@
 %%% dependency, and the escript. Each case adds a commit to the project
 %%% and checks it against the one before.
 %%%
-%%% No timed assertion: a benchmark made twice as slow is asserted through
-%%% its reductions (exact) and the check's exit code on the time gate for
-%%% a doubling; the time figures of the other cases are written to the
-%%% log, not asserted.
+%%% No timed assertion: a benchmark made twice as slow is caught by a
+%%% gate on time and reductions, and asserted through its reductions
+%%% (exact); what time showed is written to the log (on this shared
+%%% machine a time gate missed a doubling at a load average of 7). The
+%%% history case's verdicts rest on a change of 20 times.
 -module(project_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
@@ -70,7 +71,9 @@ validate(Config) ->
               <<"2 benchmark(s) in 1 module(s); every runner works">>]],
     {0, Run} = sh(Sample, "rebar3 beamlab -d 30 -s 2", env(Config)),
     ct:log("~ts", [Run]),
-    ?assertMatch({_, _}, binary:match(Run, <<"QPS">>)).
+    ?assertMatch({_, _}, binary:match(Run, <<"QPS">>)),
+    %% docs/ci.md's trend step: stdout holds the JSON alone
+    trend_json(Sample, "QUIET=1 rebar3 beamlab", env(Config), Config).
 
 %% Every mistake in the bench modules is one line naming the file.
 mistakes_one_line_each(Config) ->
@@ -97,26 +100,21 @@ mistakes_one_line_each(Config) ->
     ok = file:del_dir_r(Bad).
 
 %% The commit makes `work' twice as slow: `rebar3 beamlab check --against
-%% HEAD~1' fails, names it and the size of the change.
+%% HEAD~1' (gating time and reductions) fails, names it and the size of
+%% the change; `other' is not named.
 twice_as_slow_fails(Config) ->
     Sample = ?config(sample, Config),
     ok = write_sample(Sample, #{work => 2}),
     commit(Sample, "work twice as slow"),
     Json = filename:join(?config(dir, Config), "twice.json"),
-    {Code, Out} = sh(Sample, ["rebar3 beamlab check --against HEAD~1 " | lists:join(" ", ?TIMED)]
-                     ++ " --save " ++ Json, env(Config)),
+    {Code, Out} = sh(Sample, ["rebar3 beamlab check --against HEAD~1 --metric time,reductions "
+                              | lists:join(" ", ?TIMED)] ++ " --save " ++ Json, env(Config)),
     ct:log("~ts", [Out]),
     ?assertEqual(1, Code),
-    {match, [Pct]} = re:run(Out, "regressed beyond \\+5\\.00%: work time \\+([0-9.]+)%",
-                            [{capture, all_but_first, list}]),
-    ?assert(number(Pct) > 50),
+    Doc = regressed_work(Out, Json),
     ?assertMatch({_, _}, binary:match(Out, <<"beamlab: failed (the reason is above)">>)),
-    Doc = load(Json),
-    #{<<"change">> := R, <<"verdict">> := <<"regressed">>} = paired(Doc, <<"work">>, <<"reductions">>),
-    ?assert(R > 0.9 andalso R < 1.1),
     #{<<"change">> := R0, <<"verdict">> := <<"unchanged">>} = paired(Doc, <<"other">>, <<"reductions">>),
     ?assert(abs(R0) < 0.005),
-    #{<<"verdict">> := <<"regressed">>} = paired(Doc, <<"work">>, <<"time">>),
     %% the document's history name: the head's commit
     #{params := #{<<"project">> := #{<<"short">> := _}, <<"base">> := #{<<"ref">> := <<"HEAD~1">>}}} = Doc.
 
@@ -148,12 +146,17 @@ reductions_gate_on_loaded_machine(Config) ->
     commit(Sample, "other does 3% more"),
     Json = filename:join(?config(dir, Config), "loaded.json"),
     Load = [busy_loop() || _ <- lists:seq(1, 2)],
-    R = try beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions",
-                                   "--threshold", "1%", "--save", Json | ?QUICK], cli_opts(Config))
+    {R, Alive} =
+        try
+            Res = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions",
+                                         "--threshold", "1%", "--save", Json | ?QUICK], cli_opts(Config)),
+            {Res, [os:cmd("kill -0 " ++ Pid ++ " && echo alive") =:= "alive\n" || Pid <- Load]}
         after
             [os:cmd("kill " ++ Pid) || Pid <- Load]
         end,
     ct:log("~p", [R]),
+    %% the load lasted the whole check
+    ?assertEqual([true, true], Alive),
     #{code := 1, err := Err} = R,
     ?assertMatch({_, _}, binary:match(Err, <<"regressed beyond +1.00%: other reductions +">>)),
     Doc = load(Json),
@@ -161,10 +164,17 @@ reductions_gate_on_loaded_machine(Config) ->
     ?assert(C > 0.02 andalso C < 0.04),
     ?assert(Hi - Lo < 0.005),
     #{<<"verdict">> := <<"unchanged">>} = paired(Doc, <<"work">>, <<"reductions">>),
-    Time = paired(Doc, <<"other">>, <<"time">>),
-    ct:log("the time gate at 1% on the loaded machine: ~p (load average: ~ts)",
-           [maps:with([<<"change">>, <<"ci">>, <<"p_value">>, <<"verdict">>], Time),
-            os:cmd("cat /proc/loadavg")]).
+    %% Time is not gated and not asserted (a timed assertion would
+    %% flake): what it showed is the case's comment.
+    #{<<"change">> := TC, <<"ci">> := [TLo, THi], <<"p_value">> := TP, <<"verdict">> := TV} =
+        paired(Doc, <<"other">>, <<"time">>),
+    Pct = fun beamlab_format_units:signed_percent/1,
+    Comment = io_lib:format("other: reductions ~ts [~ts, ~ts] regressed; time (not gated) ~ts [~ts, ~ts] "
+                            "p=~.3f ~ts; load average ~ts",
+                            [Pct(C), Pct(Lo), Pct(Hi), Pct(TC), Pct(TLo), Pct(THi), float(TP), TV,
+                             hd(string:lexemes(os:cmd("cat /proc/loadavg"), " "))]),
+    ct:log("~ts", [Comment]),
+    {comment, lists:flatten(Comment)}.
 
 %% SIGTERM to the process group (as Ctrl-C or `timeout' send it) in the
 %% middle of the rounds: what was measured is printed (partial), exit 130,
@@ -186,10 +196,12 @@ interrupt_removes_worktree(Config) ->
     ?assertEqual([], filelib:wildcard("beamlab-check-*", ?config(tmp, Config))).
 
 %% `run --bench --save' files runs under .beamlab/history/ by date and
-%% commit, never over an earlier one; three commits later (`work' twice
-%% as slow, then back), `beamlab report .beamlab/history/' draws each
-%% benchmark's trend in commit order with the changes marked, and
-%% `compare' prints them.
+%% commit, never over an earlier one; three commits later (`work' 20
+%% times slower, then back), `beamlab report .beamlab/history/' draws
+%% each benchmark's trend in commit order with the changes marked, and
+%% `compare' prints them. Separate runs compare time between runs: the
+%% change is 20 times so that its verdict stands on a loaded machine (a
+%% doubling did not, at a load average of 7).
 history(Config) ->
     Sample = ?config(sample, Config),
     Run = fun() -> beamlab_test_util:cli(["run", "--bench", "bench", "-d", "30", "-s", "8", "--save"],
@@ -211,7 +223,7 @@ history(Config) ->
          ok = write_sample(Sample, #{work => K, other => 103}),
          commit(Sample, "work x" ++ integer_to_list(K)),
          #{code := 0} = Run()
-     end || K <- [4, 2]],
+     end || K <- [40, 2]],
     Html = filename:join(?config(dir, Config), "trend.html"),
     #{code := 0} = beamlab_test_util:cli(["report", History, "-o", Html], cli_opts(Config)),
     #{code := 0, out := Text} = beamlab_test_util:cli(["compare", History], cli_opts(Config)),
@@ -267,15 +279,42 @@ mix_project(Config) ->
     ok = Work(2),
     commit(Dir, "work twice as slow"),
     Json = filename:join(?config(dir, Config), "mix.json"),
-    {Code, Out} = sh(Dir, ["mix beamlab check --against HEAD~1 " | lists:join(" ", ?TIMED)]
-                     ++ " --save " ++ Json, Env),
+    {Code, Out} = sh(Dir, ["mix beamlab check --against HEAD~1 --metric time,reductions "
+                           | lists:join(" ", ?TIMED)] ++ " --save " ++ Json, Env),
     ct:log("~ts", [Out]),
     ?assertEqual(1, Code),
-    ?assertMatch({_, _}, binary:match(Out, <<"regressed beyond +5.00%: work time +">>)),
+    Doc = regressed_work(Out, Json),
+    #{params := #{<<"project">> := #{<<"tool">> := <<"mix">>}}} = Doc,
+    %% docs/ci.md's trend step for Mix, after `mix compile'
+    {0, _} = sh(Dir, "mix compile", Env),
+    trend_json(Dir, "mix beamlab", Env, Config).
+
+%% `TOOL --reductions --memory --format github-smaller > bench.json', as
+%% docs/ci.md's GitHub Actions example runs it (shorter samples): stdout
+%% is github-action-benchmark's JSON, a reductions and a memory entry per
+%% benchmark, and nothing else.
+trend_json(Dir, Tool, Env, Config) ->
+    Err = filename:join(?config(dir, Config), "trend.err"),
+    {0, Out} = sh(Dir, [Tool, " --reductions --memory --format github-smaller -d 30 -s 2 2>", Err], Env),
+    ct:log("~ts~n~ts", [Out, element(2, file:read_file(Err))]),
+    {ok, Entries} = beamlab_json:decode(Out),
+    Names = [N || #{<<"name">> := N, <<"value">> := V} <- Entries, is_number(V)],
+    ?assertEqual(length(Entries), length(Names)),
+    [?assert(lists:member(<<"work (", M/binary>>, Names), M) || M <- [<<"reductions)">>, <<"memory)">>]].
+
+%% The check's line names `work' with its reductions doubled (the change
+%% and its interval), the saved document agrees; what time showed (gated
+%% too, not asserted) goes to the log. The document.
+regressed_work(Out, Json) ->
+    {match, [Pct]} = re:run(Out, "regressed beyond \\+5\\.00%: .*work reductions \\+([0-9.]+)% \\[",
+                            [{capture, all_but_first, list}]),
+    ?assert(number(Pct) > 90 andalso number(Pct) < 110),
+    ?assertEqual(nomatch, re:run(Out, "regressed beyond [^\n]*other")),
     Doc = load(Json),
     #{<<"change">> := R, <<"verdict">> := <<"regressed">>} = paired(Doc, <<"work">>, <<"reductions">>),
     ?assert(R > 0.9 andalso R < 1.1),
-    #{params := #{<<"project">> := #{<<"tool">> := <<"mix">>}}} = Doc.
+    ct:log("work's time (gated, not asserted): ~p", [paired(Doc, <<"work">>, <<"time">>)]),
+    Doc.
 
 %%--------------------------------------------------------------------
 %% The projects

@@ -9,7 +9,8 @@
 -include_lib("proper/include/proper.hrl").
 
 -export([prop_json/0, prop_result_files/2, prop_term_files/1, prop_env_root/1, prop_options/0,
-         prop_dispatch_options/0]).
+         prop_dispatch_options/0, prop_experiments/1]).
+-export([commands/0]).
 -export([bounded/2, json_text/0, term_text/0]).
 
 %% A call that takes longer than this is a hang.
@@ -36,6 +37,9 @@ bounded(Fun, Ms) ->
 one_line(Text) ->
     Flat = unicode:characters_to_binary(Text),
     is_binary(Flat) andalso binary:match(Flat, <<"\n">>) =:= nomatch.
+
+is_text(Msg) ->
+    is_binary(unicode:characters_to_binary(Msg)).
 
 no_internal(Msg) ->
     binary:match(unicode:characters_to_binary(Msg), <<"internal error">>) =:= nomatch.
@@ -143,12 +147,28 @@ prop_result_files(Dir, Bases) ->
             end).
 
 dispatched(Argv) ->
-    case bounded(fun() -> beamlab_cli:run_command(Argv, #{quiet => true, errors => return}) end,
+    case bounded(fun() -> quietly(fun() -> beamlab_cli:run_command(Argv, #{quiet => true, errors => return}) end) end,
                  ?HANG_MS) of
         {ok, {Code, {error, Msg}}} when Code =:= 1; Code =:= 2 ->
             no_internal(Msg) andalso one_line(Msg) orelse report(Argv, {Msg, stack(Argv)});
         {ok, {Code, _}} when Code =:= 0; Code =:= 1 -> true;
         Other -> report(Argv, Other)
+    end.
+
+%% Runs Fun with what it prints to standard output dropped (env and
+%% compare print their own output): the test log stays readable.
+quietly(Fun) ->
+    Sink = spawn_link(fun sink/0),
+    Old = group_leader(),
+    group_leader(Sink, self()),
+    try Fun()
+    after group_leader(Old, self()), unlink(Sink), exit(Sink, kill)
+    end.
+
+sink() ->
+    receive
+        {io_request, From, ReplyAs, _} -> From ! {io_reply, ReplyAs, ok}, sink();
+        _ -> sink()
     end.
 
 %%--------------------------------------------------------------------
@@ -258,9 +278,12 @@ prop_env_root(Dir) ->
                                     Report = beamlab_env:report(#{root => Root}),
                                     beamlab_json:decode(beamlab_json:encode(Report))
                             end, ?HANG_MS),
+                %% And through the command (text and JSON views).
+                Cmd = dispatched(["env", "--root", Root]) andalso
+                    dispatched(["env", "--root", Root, "--format", "json"]),
                 _ = file:del_dir_r(Root),
                 case R of
-                    {ok, {ok, Json}} -> valid_strings(Json);
+                    {ok, {ok, Json}} -> valid_strings(Json) andalso Cmd;
                     Other -> report({Online, Node0, CpuInfo, MemInfo}, Other)
                 end
             catch
@@ -271,10 +294,10 @@ prop_env_root(Dir) ->
 %%--------------------------------------------------------------------
 %% Option values
 
+%% Every command of the command table: a command added later is covered
+%% without touching this file.
 commands() ->
-    [beamlab_command_run, beamlab_command_suite, beamlab_command_matrix, beamlab_command_amqp,
-     beamlab_command_profile, beamlab_command_compare, beamlab_command_report,
-     beamlab_command_env, beamlab_command_watch, beamlab_command_node, beamlab_command_check].
+    [M || {_, M} <- beamlab_command:all()].
 
 value() ->
     oneof([?LET(I, integer(), integer_to_list(I)),
@@ -318,3 +341,89 @@ prop_dispatch_options() ->
                     Other -> report(Argv, Other)
                 end
             end).
+
+%%--------------------------------------------------------------------
+%% Option values and files through each command's experiment
+
+%% The commands that describe an experiment (run, suite, matrix, amqp,
+%% profile, watch, check): what their options say is turned into the
+%% experiment and checked as before anything starts (the suite's plan and
+%% --param values, a matrix's --file grid and inner command, a preset, the
+%% amqp options), nothing run. Option values are random, adversarial, or
+%% the paths of crafted term and JSON files written for the case; each
+%% command gets positional arguments of its own kind (code, workloads,
+%% an inner command). Every answer is an experiment, or a one-line usage
+%% error or failure: never a crash, an internal error or a hang.
+prop_experiments(Dir) ->
+    Mods = [M || M <- commands(), code:ensure_loaded(M) =:= {module, M},
+                 erlang:function_exported(M, experiment, 1)],
+    ?FORALL({Mod, Terms, Json, Args, Pos},
+            ?LET(Mod, elements(Mods), {Mod, term_text(), json_text(), exp_args(Mod, Dir), positional(Mod)}),
+            begin
+                _ = write_tmp(Dir, "crafted.terms", Terms),
+                _ = write_tmp(Dir, "crafted.json", Json),
+                [Name] = [N || {N, M} <- beamlab_command:all(), M =:= Mod],
+                Argv = lists:append(Args) ++ Pos,
+                Outcome = bounded(fun() -> experiment(Mod, Name, Argv) end, ?HANG_MS),
+                case Outcome of
+                    {ok, ok} -> true;
+                    %% (the dispatcher prints it on one line: a newline the
+                    %% user typed is shown as a space)
+                    {ok, {error, Msg}} -> (no_internal(Msg) andalso is_text(Msg)) orelse report(Argv, Msg);
+                    Other -> report([Name | Argv], Other)
+                end
+            end).
+
+%% What the dispatcher does up to running: parse, describe, check.
+experiment(Mod, Name, Argv) ->
+    try
+        case beamlab_cli_args:parse(Argv, Mod:options()) of
+            {ok, P} ->
+                Exp = Mod:experiment(P#{command => Name, argv => [Name | Argv]}),
+                case beamlab_experiment:check(Exp) of
+                    ok -> ok;
+                    {error, R} -> {error, beamlab_experiment:format_error(R)}
+                end;
+            {error, Msg} ->
+                {error, Msg}
+        end
+    catch
+        throw:T ->
+            case beamlab_cli_error:caught(throw, T) of
+                {_Kind, Said} -> {error, Said};
+                other -> erlang:raise(throw, T, [])
+            end
+    end.
+
+%% Any option's value may be one of the crafted files (or a directory, or
+%% nothing there). The options that name this VM on the network (a
+%% cookie, a distribution name) are left to prop_options/0: checking them
+%% would make the test VM a distributed node with a random cookie.
+exp_args(Mod, Dir) ->
+    Opts = [O || O <- Mod:options(), maps:is_key(long, O),
+                 not lists:member(maps:get(long, O), ["cookie", "dist-name", "name"])],
+    Paths = [filename:join(Dir, "crafted.terms"), filename:join(Dir, "crafted.json"), Dir,
+             filename:join(Dir, "nothing-here")],
+    list(?LET({O, V}, {elements(Opts), oneof([value(), elements(Paths)])},
+              case maps:get(type, O) of
+                  T when T =:= boolean; T =:= count -> ["--" ++ maps:get(long, O)];
+                  _ -> ["--" ++ maps:get(long, O) ++ "=" ++ V]
+              end)).
+
+%% Positional arguments of the command's kind.
+positional(beamlab_command_run) ->
+    list(oneof([elements(["ok.", "1 +", "<<0:8796093022208>>.", "fun() -> ok end.", "receive after infinity -> ok end.",
+                          "erlang:halt().", "X.", "'\\x{ff}'."]),
+                value()]));
+positional(beamlab_command_suite) ->
+    list(oneof([elements(["ring", "bang", "nosuch", "--param", "ring.n=1", "bang.senders=0", "ring.n=1e99"]),
+                ?LET({W, K, V}, {elements(["ring", "bang", "big", "x"]), elements(["n", "senders", "m", ""]), value()},
+                     W ++ "." ++ K ++ "=" ++ V)]));
+positional(Outer) when Outer =:= beamlab_command_matrix; Outer =:= beamlab_command_profile ->
+    ?LET({Inner, V}, {elements([["ok.", "-d"], ["amqp", "-z"], ["suite", "ring", "--param"], ["env", "--root"],
+                                ["compare", "a.json"], ["node", "--name"], ["run", "ok.", "-c"],
+                                ["matrix", "--", "ok.", "-s"], ["no-such-command", "-x"]]),
+                      value()},
+         ["--" | Inner ++ [V]]);
+positional(_) ->
+    list(value()).

@@ -91,20 +91,34 @@ eval(Peer, Text) ->
     V.
 
 %% `watch' for `Seconds' with the JSON on stdout, the live lines on stderr
-%% and the document saved; then its report.
+%% and the document saved; then its report. With `--metrics-port' in
+%% `Extra', what it served after its first sample too (`metrics').
 watch(Node, Seconds, Extra) ->
     Dir = beamlab_test_util:tmp_dir("watch"),
     Save = filename:join(Dir, "watch.json"),
-    R = beamlab_test_util:cli(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", integer_to_list(Seconds),
-                               "--interval", integer_to_list(?INTERVAL), "--top", "3", "--format", "json",
-                               "--save", Save | Extra], #{dir => Dir}),
+    H = beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", integer_to_list(Seconds),
+                                     "--interval", integer_to_list(?INTERVAL), "--top", "3", "--format", "json",
+                                     "--save", Save | Extra], #{dir => Dir}),
+    Served = case lists:member("--metrics-port", Extra) of
+                 true -> #{metrics => scrape(H)};
+                 false -> #{}
+             end,
+    R = beamlab_test_util:cli_finish(H, <<>>),
     ct:log("exit ~b~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
     {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
     Html = filename:join(Dir, "watch.html"),
     Rep = beamlab_test_util:cli(["report", Save, "-o", Html], #{dir => Dir}),
     ?assertEqual(0, maps:get(code, Rep)),
     {ok, Page} = file:read_file(Html),
-    R#{doc => Doc, save => Save, html => Page}.
+    maps:merge(R#{doc => Doc, save => Save, html => Page}, Served).
+
+%% The metrics a running watch serves once it has a sample.
+scrape(#{err_file := ErrFile}) ->
+    Err = beamlab_test_util:wait_for_file(ErrFile, "metrics: http://127.0.0.1:[0-9]+/metrics", 30000),
+    {match, [Port]} = re:run(Err, "metrics: http://127.0.0.1:([0-9]+)/metrics", [{capture, all_but_first, list}]),
+    _ = beamlab_test_util:wait_for_file(ErrFile, "memory: ", 30000),
+    {ok, 200, Text} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ Port, "/metrics"),
+    Text.
 
 %% The finding `Id' names `Culprit' in its title, was raised by the second
 %% sample (two intervals), and is in the live text by then and in the page.
@@ -210,38 +224,31 @@ page(#{html := Html, doc := Doc}) ->
             ?assertNotEqual(nomatch, binary:match(Env, Node))
     end.
 
+%% A node with `Fault': watched for two seconds, its finding `Id' names
+%% `Culprit' (named/3).
+culprit(Name, Fault, Id, Culprit) ->
+    with_peer(Name, Fault, fun(_, Node) -> named(watch(Node, 2, []), Id, Culprit) end).
+
 process_heap(_Config) ->
-    with_peer(watch_heap, heap, fun(_, Node) ->
-        named(watch(Node, 2, []), <<"process_memory_growing">>, <<"heap_leaker">>)
-    end).
+    culprit(watch_heap, heap, <<"process_memory_growing">>, <<"heap_leaker">>).
 
 binaries(_Config) ->
-    with_peer(watch_binary, binary, fun(_, Node) ->
-        F = named(watch(Node, 2, []), <<"binary_growing">>, <<"binary_holder">>),
-        [#{<<"name">> := <<"binary_holder">>} | _] = maps:get(<<"holders">>, maps:get(<<"data">>, F))
-    end).
+    F = culprit(watch_binary, binary, <<"binary_growing">>, <<"binary_holder">>),
+    [#{<<"name">> := <<"binary_holder">>} | _] = maps:get(<<"holders">>, maps:get(<<"data">>, F)).
 
 ets_table(_Config) ->
-    with_peer(watch_ets, ets, fun(_, Node) ->
-        F = named(watch(Node, 2, []), <<"ets_growing">>, <<"leaky_table">>),
-        ?assertNotEqual(nomatch, binary:match(maps:get(<<"title">>, F), <<"table_owner">>))
-    end).
+    F = culprit(watch_ets, ets, <<"ets_growing">>, <<"leaky_table">>),
+    ?assertNotEqual(nomatch, binary:match(maps:get(<<"title">>, F), <<"table_owner">>)).
 
 process_count(_Config) ->
-    with_peer(watch_procs, procs, fun(_, Node) ->
-        F = named(watch(Node, 2, []), <<"processes_growing">>, <<"timer:sleep/1">>),
-        ?assertNotEqual(nomatch, binary:match(maps:get(<<"title">>, F), <<"spawner">>))
-    end).
+    F = culprit(watch_procs, procs, <<"processes_growing">>, <<"timer:sleep/1">>),
+    ?assertNotEqual(nomatch, binary:match(maps:get(<<"title">>, F), <<"spawner">>)).
 
 port_count(_Config) ->
-    with_peer(watch_ports, ports, fun(_, Node) ->
-        named(watch(Node, 2, []), <<"ports_growing">>, <<"udp_inet">>)
-    end).
+    culprit(watch_ports, ports, <<"ports_growing">>, <<"udp_inet">>).
 
 atom_count(_Config) ->
-    with_peer(watch_atoms, atoms, fun(_, Node) ->
-        named(watch(Node, 2, []), <<"atoms_growing">>, <<"Atom table growing">>)
-    end).
+    culprit(watch_atoms, atoms, <<"atoms_growing">>, <<"Atom table growing">>).
 
 long_gc(_Config) ->
     with_peer(watch_gc, long_gc, fun(Peer, Node) ->
@@ -364,7 +371,7 @@ frozen_before_watch(_Config) ->
 
 %% The node's cookie (its -setcookie argument, also the --cookie value) and
 %% the passwords in its arguments and ERL_ZFLAGS appear nowhere: not in
-%% stdout, stderr, the saved document or the page.
+%% stdout, stderr, the saved document, the page or the live metrics.
 no_secrets(_Config) ->
     {ok, Peer, NodeAtom} = peer:start(#{name => watch_secret, longnames => true, host => "127.0.0.1",
                                         connection => standard_io,
@@ -372,12 +379,14 @@ no_secrets(_Config) ->
                                         args => ["-setcookie", ?COOKIE, "-myapp", "db_password", "arg_secret_1618"]}),
     Node = atom_to_list(NodeAtom),
     try
-        R = watch(Node, 1, []),
+        R = watch(Node, 3, ["--metrics-port", "0"]),
         ?assertEqual(0, maps:get(code, R)),
         {ok, Saved} = file:read_file(maps:get(save, R)),
+        Metrics = maps:get(metrics, R),
+        ?assertNotEqual(nomatch, binary:match(Metrics, <<"beamlab_watch_up{node=\"", (list_to_binary(Node))/binary, "\"} 1">>)),
         [?assertEqual(nomatch, binary:match(B, Secret), {What, Secret})
          || {What, B} <- [{stdout, maps:get(out, R)}, {stderr, maps:get(err, R)}, {saved, Saved},
-                          {report, maps:get(html, R)}],
+                          {report, maps:get(html, R)}, {metrics, Metrics}],
             Secret <- [<<?COOKIE>>, <<"arg_secret_1618">>, <<"zflags_secret_2718">>]],
         %% The node's arguments are kept, with the value masked.
         #{<<"env">> := #{<<"init_arguments">> := Args}} = maps:get(doc, R),

@@ -364,7 +364,8 @@
     unit = ts[1];
     var sc = function (v) { return isNum(v) ? v * f : v; };
     rows = rows.map(function (r) { return Object.assign({}, r, { samples: r.samples.map(sc), mean: sc(r.mean), ci: r.ci ? r.ci.map(sc) : null }); });
-    var W = 560, rowH = 30, L = 150, R = 16, T = 8;
+    var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
+    var W = 560, rowH = 30, L = Math.min(260, Math.max(150, 12 + 6.2 * longest)), R = 16, T = 8;
     var H = T + rows.length * rowH + 40;
     var card = box(title, subtitle, kind);
     var vals = [];
@@ -613,6 +614,20 @@
     }
   }
 
+  // Configuration names (`+S 1 flavor=emu erl=/opt/... wrap=taskset -c 0')
+  // without the parts all of them share (the same erl=/opt/... in every
+  // name): what tells the chart's rows apart.
+  function shortLabels(names) {
+    var words = names.map(function (n) { return n.split(/ (?=[a-z_]+=)/); });
+    var common = words.length > 1 ? words[0].filter(function (w) {
+      return words.every(function (ws) { return ws.indexOf(w) >= 0; });
+    }) : [];
+    return words.map(function (ws, i) {
+      var left = ws.filter(function (w) { return common.indexOf(w) < 0; }).join(' ');
+      return left || names[i];
+    });
+  }
+
   // A matrix: the verdict table first, then every configuration of each
   // benchmark with its repetitions and interval.
   function matrices() {
@@ -638,12 +653,22 @@
       g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
         table(head, rows, 'matrix-table')]));
+      // A preset's scenarios (their loads differ) each get their own chart.
+      var short = shortLabels(configs);
       m.rows.forEach(function (row) {
-        intervalChart(g, row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
-                      row.cells.map(function (c, i) {
-                        return { label: c.config, samples: c.samples, mean: c.mean, ci: c.ci, color: color(i),
-                                 note: c.config === m.baseline ? 'baseline' : pct(c.change) + ' ' + verdictText(c.verdict) };
-                      }), 'matrix');
+        var scenarios = [];
+        row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
+        scenarios.forEach(function (sc) {
+          var cells = row.cells.filter(function (c) { return c.scenario === sc; });
+          intervalChart(g, sc ? sc + ': ' + row.benchmark : row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
+                        cells.map(function (c) {
+                          var i = configs.indexOf(c.config);
+                          var label = short[i] || c.config;
+                          if (sc && label.indexOf(sc + ': ') === 0) label = label.slice(sc.length + 2);
+                          return { label: label, samples: c.samples, mean: c.mean, ci: c.ci, color: color(i),
+                                   note: c.config === m.baseline || (c.verdict == null && c.change == null) ? 'baseline' : pct(c.change) + ' ' + verdictText(c.verdict) };
+                        }), 'matrix');
+        });
       });
     });
   }

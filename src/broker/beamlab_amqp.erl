@@ -15,6 +15,7 @@
          tx_select/1, tx_commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
+         publish_frames/5, ack_frame/3, nack_frame/4, send/2,
          format_error/1]).
 
 -export_type([conn/0, channel/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
@@ -404,16 +405,28 @@ publish(Ch, Exchange, Key, Body) ->
 %% `mandatory'. Returns at once; the frames are built here and handed to
 %% the connection process, which batches them into its next socket write.
 -spec publish(channel(), binary(), binary(), iodata(), publish_opts()) -> ok.
-publish({amqp_channel, Conn, N, FrameMax}, Exchange, Key, Body, Opts)
+publish(Ch, Exchange, Key, Body, Opts) ->
+    send(Ch, publish_frames(Ch, Exchange, Key, Body, Opts)).
+
+%% @doc The frames of a basic.publish (see {@link publish/5}), for a caller
+%% that hands several methods to the connection at once with {@link send/2}.
+-spec publish_frames(channel(), binary(), binary(), iodata(), publish_opts()) -> iodata().
+publish_frames({amqp_channel, _Conn, N, FrameMax}, Exchange, Key, Body, Opts)
   when byte_size(Exchange) =< 255, byte_size(Key) =< 255 ->
     Bin = iolist_to_binary(Body),
     Props = maps:get(props, Opts, #{}),
     Method = <<60:16, 40:16, 0:16, (byte_size(Exchange)):8, Exchange/binary,
                (byte_size(Key)):8, Key/binary, (bool(maps:get(mandatory, Opts, false))):8>>,
     Header = beamlab_amqp_method:encode_header(?AMQP_CLASS_BASIC, byte_size(Bin), Props),
-    Frames = [<<?AMQP_FRAME_METHOD, N:16, (byte_size(Method)):32>>, Method, ?AMQP_FRAME_END,
-              beamlab_amqp_frame:encode_frame(?AMQP_FRAME_HEADER, N, Header)
-              | beamlab_amqp_frame:encode_body(N, Bin, FrameMax)],
+    [<<?AMQP_FRAME_METHOD, N:16, (byte_size(Method)):32>>, Method, ?AMQP_FRAME_END,
+     beamlab_amqp_frame:encode_frame(?AMQP_FRAME_HEADER, N, Header)
+     | beamlab_amqp_frame:encode_body(N, Bin, FrameMax)].
+
+%% @doc Hands frames built for channel `Ch' (by {@link publish_frames/5},
+%% {@link ack_frame/3}, {@link nack_frame/4}, in order) to its connection,
+%% which writes them in its next socket write. Asynchronous.
+-spec send(channel(), iodata()) -> ok.
+send({amqp_channel, Conn, N, _}, Frames) ->
     Conn ! {'$amqp_send', N, Frames},
     ok.
 
@@ -422,10 +435,13 @@ bool(false) -> 0.
 
 %% @doc basic.ack (asynchronous).
 -spec ack(channel(), non_neg_integer(), boolean()) -> ok.
-ack({amqp_channel, Conn, N, _}, Tag, Multiple) ->
-    Conn ! {'$amqp_send', N, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 80:16, Tag:64,
-                               (bool(Multiple)):8, ?AMQP_FRAME_END>>},
-    ok.
+ack(Ch, Tag, Multiple) ->
+    send(Ch, ack_frame(Ch, Tag, Multiple)).
+
+%% @doc The frame of a basic.ack, for {@link send/2}.
+-spec ack_frame(channel(), non_neg_integer(), boolean()) -> binary().
+ack_frame({amqp_channel, _Conn, N, _}, Tag, Multiple) ->
+    <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 80:16, Tag:64, (bool(Multiple)):8, ?AMQP_FRAME_END>>.
 
 %% @doc basic.nack with requeue (asynchronous).
 -spec nack(channel(), non_neg_integer(), boolean()) -> ok.
@@ -434,10 +450,14 @@ nack(Ch, Tag, Multiple) ->
 
 %% @doc basic.nack (asynchronous).
 -spec nack(channel(), non_neg_integer(), boolean(), boolean()) -> ok.
-nack({amqp_channel, Conn, N, _}, Tag, Multiple, Requeue) ->
-    Conn ! {'$amqp_send', N, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 120:16, Tag:64,
-                               (bool(Multiple) bor (bool(Requeue) bsl 1)):8, ?AMQP_FRAME_END>>},
-    ok.
+nack(Ch, Tag, Multiple, Requeue) ->
+    send(Ch, nack_frame(Ch, Tag, Multiple, Requeue)).
+
+%% @doc The frame of a basic.nack, for {@link send/2}.
+-spec nack_frame(channel(), non_neg_integer(), boolean(), boolean()) -> binary().
+nack_frame({amqp_channel, _Conn, N, _}, Tag, Multiple, Requeue) ->
+    <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 120:16, Tag:64,
+      (bool(Multiple) bor (bool(Requeue) bsl 1)):8, ?AMQP_FRAME_END>>.
 
 %% @doc basic.reject (asynchronous). AMQP's reject has no `multiple' bit.
 -spec reject(channel(), non_neg_integer(), boolean()) -> ok.

@@ -192,6 +192,10 @@ connected(Group, Result, #st{connecting = Ing, conns = Cs, opened = Opened} = St
     _ = [From ! {Ref, Result} || {From, Ref} <- Waiting],
     case Result of
         {ok, Conn} ->
+            %% The coordinator aborts it should it give this agent up
+            %% (killed): a connection left to a broker that stopped reading
+            %% would hold the VM's exit.
+            St#st.coord ! {agent_conn, self(), Conn},
             Rc = case is_map_key(Group, Opened) of
                      true -> St#st.reconnects + 1;
                      false -> St#st.reconnects

@@ -881,6 +881,7 @@ lost(Code, Detail, St) ->
 
 %% Tell everybody why the connection ended, then stop.
 shutdown(Code, Text, #st{closing = Closing} = St) ->
+    reset_if_unsent(St),
     _ = (St#st.tr):close(St#st.sock),
     Err = case is_integer(Code) of
               true -> {error, {connection_closed, Code, Text}};
@@ -900,6 +901,19 @@ shutdown(Code, Text, #st{closing = Closing} = St) ->
         _ -> St#st.owner ! {amqp_closed, self(), Code, Text}, ok
     end,
     {stop, normal, St#st{channels = #{}}}.
+
+%% Output the broker has not read by now (it stopped reading: frozen, or
+%% it never answered our connection.close) is dropped: with linger
+%% {true, 0} the close resets the socket instead of leaving the port open
+%% to send it later, which would hold `erlang:halt/2' (flush) for as long
+%% as the broker does not read.
+reset_if_unsent(#st{tr = gen_tcp, sock = Sock}) when is_port(Sock) ->
+    case erlang:port_info(Sock, queue_size) of
+        {queue_size, N} when N > 0 -> _ = inet:setopts(Sock, [{linger, {true, 0}}]), ok;
+        _ -> ok
+    end;
+reset_if_unsent(_) ->
+    ok.
 
 peer(#st{params = #{host := H, port := P}}) ->
     io_lib:format("~s:~b", [H, P]).

@@ -32,6 +32,8 @@
 -define(SLEEP_MIN_US, 1000).
 %% Each consumer has a channel of its own: one fixed tag serves them all.
 -define(TAG, <<"beamlab">>).
+%% Acks handed to the connection at most at once (see loop/1).
+-define(SETTLE_BATCH, 32).
 
 -record(st, {ctx :: beamlab_amqp_worker:ctx(),
              spec :: beamlab_amqp_worker:consumer_spec(),
@@ -44,7 +46,11 @@
              %% -R: when the next message may be handled (µs), or none.
              next_at :: integer() | none,
              last_activity :: integer() | undefined,   % ms, --exit-when
-             subscribed = false :: boolean()}).
+             subscribed = false :: boolean(),
+             %% Acks/nacks not yet handed to the connection (newest
+             %% first) and their number.
+             settles = [] :: [binary()],
+             settles_n = 0 :: non_neg_integer()}).
 
 %% @doc Starts a consumer for `Spec'. It sends `{self(), ready}' to its
 %% parent once the broker confirmed the subscription (basic.consume-ok),
@@ -172,25 +178,35 @@ quiet(Ch, E) ->
     after 0 -> E
     end.
 
+%% While deliveries are waiting, their acks are gathered and handed to
+%% the connection together once the mailbox is empty (or SETTLE_BATCH of
+%% them), so that they take one socket write: the same frames, one
+%% basic.ack per message as PerfTest sends, never held while we wait.
 loop(#st{left = 0} = St) ->
     finish(St);
-loop(#st{ch = Ch} = St) ->
+loop(#st{settles = []} = St) ->
+    receive Msg -> loop(handle(Msg, St)) end;
+loop(St) ->
     receive
-        {amqp_deliver, Ch, Tag, Redelivered, _Ex, _Key, Props, Body} ->
-            loop(deliver(Tag, Redelivered, Props, Body, St));
-        {amqp_closed, Ch, Code, Text} ->
-            loop(connection_lost(Code, Text, St));
-        {amqp_cancelled, Ch, _} ->
-            exit({shutdown, {consumer_cancelled, maps:get(queue, St#st.spec)}});
-        poll ->
-            loop(poll(St));
-        exit_check ->
-            loop(exit_check(St));
-        stop ->
-            finish(St);
-        _ ->
-            loop(St)
+        Msg -> loop(handle(Msg, St))
+    after 0 ->
+        loop(flush(St))
     end.
+
+handle({amqp_deliver, Ch, Tag, Redelivered, _Ex, _Key, Props, Body}, #st{ch = Ch} = St) ->
+    deliver(Tag, Redelivered, Props, Body, St);
+handle({amqp_closed, Ch, Code, Text}, #st{ch = Ch} = St) ->
+    connection_lost(Code, Text, St);
+handle({amqp_cancelled, Ch, _}, #st{ch = Ch} = St) ->
+    exit({shutdown, {consumer_cancelled, maps:get(queue, St#st.spec)}});
+handle(poll, St) ->
+    poll(St);
+handle(exit_check, St) ->
+    exit_check(St);
+handle(stop, St) ->
+    finish(St);
+handle(_Other, St) ->
+    St.
 
 deliver(Tag, _Redelivered, Props, Body, #st{ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
     case stamp(maps:get(stamp, St#st.spec), Props, Body) of
@@ -225,7 +241,8 @@ last_activity(_) -> erlang:monotonic_time(millisecond).
 %% -L/--variable-latency: PerfTest's simulated processing time.
 work(#st{latency = none} = St) ->
     St;
-work(#st{latency = L} = St) ->
+work(#st{latency = L} = St0) ->
+    St = flush(St0),
     case beamlab_amqp_cycle:value(L, ?NOW_US()) of
         0 -> ok;
         Us when Us >= ?SLEEP_MIN_US -> receive after Us div 1000 -> ok end;
@@ -242,7 +259,8 @@ spin(Until) ->
 %% -R: at most that many messages a second (no burst after idling).
 pace(#st{spec = #{rate := infinity}} = St) ->
     St;
-pace(#st{spec = #{rate := Rate}, next_at = Next} = St) ->
+pace(#st{spec = #{rate := Rate}, next_at = Next} = St0) ->
+    St = flush(St0),
     Now = erlang:monotonic_time(microsecond),
     Due = case Next of none -> Now; _ -> max(Next, Now) end,
     _ = Due > Now andalso (receive after (Due - Now + 999) div 1000 -> true end),
@@ -261,16 +279,29 @@ ack(Tag, St) ->
 %% ack, or nack with or without requeue (--nack, --requeue); in a
 %% transaction, committed every -n settlements.
 settle(Tag, Multiple, Count, #st{ch = Ch, spec = #{nack := false}} = St) ->
-    ok = beamlab_amqp:ack(Ch, Tag, Multiple),
-    commit(Count, St);
+    commit(Count, batch(beamlab_amqp:ack_frame(Ch, Tag, Multiple), St));
 settle(Tag, Multiple, Count, #st{ch = Ch, spec = #{requeue := Requeue}, ctx = #{counters := C}} = St) ->
-    ok = beamlab_amqp:nack(Ch, Tag, Multiple, Requeue),
     _ = Requeue andalso counters:add(C, ?C_REQUEUED, Count),
-    commit(Count, St).
+    commit(Count, batch(beamlab_amqp:nack_frame(Ch, Tag, Multiple, Requeue), St)).
+
+%% Adds an ack or nack to the batch; a full batch goes to the connection.
+batch(Frame, #st{settles = Fs, settles_n = K} = St) when K + 1 < ?SETTLE_BATCH ->
+    St#st{settles = [Frame | Fs], settles_n = K + 1};
+batch(Frame, #st{settles = Fs} = St) ->
+    flush(St#st{settles = [Frame | Fs]}).
+
+%% Hands the batch to the connection (in order): when the mailbox is
+%% empty, and before anything that waits.
+flush(#st{settles = []} = St) ->
+    St;
+flush(#st{settles = Fs, ch = Ch} = St) ->
+    ok = beamlab_amqp:send(Ch, lists:reverse(Fs)),
+    St#st{settles = [], settles_n = 0}.
 
 commit(_Count, #st{tx_left = none} = St) ->
     St;
-commit(Count, #st{tx_left = L, ch = Ch, spec = #{tx := N}} = St) when L =< Count ->
+commit(Count, #st{tx_left = L, ch = Ch, spec = #{tx := N}} = St0) when L =< Count ->
+    St = flush(St0),
     case beamlab_amqp:tx_commit(Ch) of
         ok -> St#st{tx_left = N};
         {error, {Code, Text}} when is_binary(Text) -> connection_lost(Code, Text, St);
@@ -280,7 +311,8 @@ commit(Count, #st{tx_left = L} = St) ->
     St#st{tx_left = L - Count}.
 
 %% --polling: basic.get, then the pause (PerfTest pauses after every get).
-poll(#st{ch = Ch, spec = #{polling := {true, Pause}} = Spec} = St) ->
+poll(#st{ch = Ch, spec = #{polling := {true, Pause}} = Spec} = St0) ->
+    St = flush(St0),
     St1 = case beamlab_amqp:get(Ch, maps:get(queue, Spec), maps:get(autoack, Spec)) of
               {ok, {Tag, Redelivered, _Ex, _Key, _Count, Props, Body}} ->
                   deliver(Tag, Redelivered, Props, Body, St);
@@ -323,7 +355,7 @@ exit_check(#st{last_activity = Last, spec = #{exit_when := When} = Spec, ch = Ch
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Unacked deliveries go back to the queue with the old channel.
     {ok, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
-    St1 = St#st{ch = Ch, unacked = 0, last_tag = 0, tx_left = tx(Spec)},
+    St1 = St#st{ch = Ch, unacked = 0, last_tag = 0, tx_left = tx(Spec), settles = [], settles_n = 0},
     case St#st.subscribed andalso not subscribes_at_once(Spec) of
         true ->
             case subscribe(St1) of
@@ -337,10 +369,10 @@ connection_lost(Code, Text, _St) ->
 
 -spec finish(#st{}) -> no_return().
 finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
-    St1 = case U > 0 of
-              true -> settle(Tag, true, U, St);
-              false -> St
-          end,
+    St1 = flush(case U > 0 of
+                    true -> settle(Tag, true, U, St);
+                    false -> St
+                end),
     _ = St1#st.tx_left =/= none andalso (catch beamlab_amqp:tx_commit(Ch)),
     %% The broker applies acks asynchronously (a quorum queue through its
     %% log): closing the channel at once can return acknowledged messages

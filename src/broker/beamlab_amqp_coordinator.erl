@@ -13,6 +13,8 @@
 %%% interruption during the set-up (a silent server) ends it at once.
 -module(beamlab_amqp_coordinator).
 
+-include("beamlab_amqp_perf.hrl").
+
 -export([run/1, format_error/1]).
 
 -export_type([report/0, failure/0, stop/0]).
@@ -72,7 +74,9 @@
                     queues := [binary()]}.
 
 -record(agent, {node :: node(), mon :: reference(),
-                seen :: integer()}).                  % last answer, monotonic ms
+                seen :: integer(),                    % last answer, monotonic ms
+                %% Its AMQP connections, aborted when the agent is given up.
+                conns = [] :: [beamlab_amqp:conn()]}).
 
 -record(run, {cfg :: beamlab_amqp_config:config(),
               %% The broker node the setup connection is on, and all of
@@ -296,7 +300,7 @@ start_run(#run{cfg = Cfg, topo = Topo} = R0) ->
                 beamlab_amqp_metrics:stop(Metrics)
             end;
         {error, _} = E ->
-            _ = [exit(A, kill) || A <- maps:keys(Agents)],
+            _ = [give_up(A, R) || A <- maps:keys(Agents)],
             cleanup(Agents),
             {E, R#run.conn}
     end.
@@ -314,6 +318,7 @@ flush() ->
         {sample, Ref, _, _} when is_reference(Ref) -> flush();
         {agent_failure, _, _} -> flush();
         {final, _, _} -> flush();
+        {agent_conn, _, _} -> flush();
         {producers_stopped, _} -> flush();
         {beamlab_interrupt, _} -> flush()
     after 0 ->
@@ -548,6 +553,8 @@ tick_loop(R) ->
                     tick_loop(interval(R#run{timer = Timer}));
                 {agent_failure, _A, Reason} ->
                     tick_loop(R#run{failure = Reason});
+                {agent_conn, A, Conn} ->
+                    tick_loop(add_conn(A, Conn, R));
                 {workers_done, A, P, C} ->
                     Done = (R#run.done)#{A => {P, C}},
                     tick_loop(R#run{done = Done,
@@ -597,7 +604,6 @@ silent(Missing, #run{agents = Agents, cfg = #{interval := I}} = R) ->
                         #agent{seen = S} = maps:get(A, Seen),
                         case Now - S > Limit of
                             true ->
-                                exit(A, kill),
                                 lose(A, {not_answering, (Now - S) div 1000}, Acc);
                             false -> Acc
                         end
@@ -607,9 +613,52 @@ silent(Missing, #run{agents = Agents, cfg = #{interval := I}} = R) ->
 %% goes on with the others (and ends with a failure exit code).
 lose(A, Reason, R) ->
     #agent{node = Node, mon = Mon} = maps:get(A, R#run.agents),
+    give_up(A, R),
     demonitor(Mon, [flush]),
     R#run{agents = maps:remove(A, R#run.agents),
           live = beamlab_amqp_live:lose(Node, Reason, R#run.live)}.
+
+add_conn(A, Conn, #run{agents = Agents} = R) ->
+    case Agents of
+        #{A := Ag} -> R#run{agents = Agents#{A := Ag#agent{conns = [Conn | Ag#agent.conns]}}};
+        _ -> R
+    end.
+
+%% An agent given up (silent, dead, or the run could not start) is killed
+%% and its connections on this node are aborted at once (killed, socket
+%% reset): the agent can no longer close them, and one blocked writing to a
+%% broker that stopped reading would otherwise hold this VM's exit (halt
+%% waits for unsent data). A remote agent's connections go with its node.
+give_up(A, #run{agents = Agents}) ->
+    exit(A, kill),
+    Known = case Agents of
+                #{A := #agent{conns = Cs}} -> Cs;
+                _ -> []
+            end,
+    Conns = Known ++ late_conns(A),
+    ok = beamlab_amqp:close_all([C || C <- Conns, node(C) =:= node()], 0).
+
+%% An agent that sent its final counts closes its connections (bounded:
+%% it aborts those that do not close within ?CLOSE_MS) and exits. Wait for
+%% that, so that nothing is left to hold this VM's exit; one still there
+%% after the bound (and a margin) is given up.
+closed(Agents, R) ->
+    Deadline = erlang:monotonic_time(millisecond) + ?CLOSE_MS + ?END_OP_MS,
+    lists:foreach(
+      fun(A) ->
+              Mon = monitor(process, A),
+              receive {'DOWN', Mon, process, A, _} -> ok
+              after left(Deadline) ->
+                      demonitor(Mon, [flush]),
+                      give_up(A, R)
+              end
+      end, Agents).
+
+%% Connections the agent reported that the coordinator has not read yet.
+late_conns(A) ->
+    receive {agent_conn, A, C} -> [C | late_conns(A)]
+    after 0 -> []
+    end.
 
 stop_reason(#run{failure = F}) when F =/= undefined -> failed;
 stop_reason(#run{agents = As}) when map_size(As) =:= 0 -> failed;
@@ -732,7 +781,8 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
     %% Agents without a final count by now: given up, their last counts
     %% kept (the accounting says it is approximate).
     Silent = [A || A <- Live, not lists:keymember(A, 1, Finals)],
-    _ = [exit(A, kill) || A <- Silent],
+    _ = [give_up(A, R3) || A <- Silent],
+    closed([A || {A, _} <- Finals], R3),
     _ = Silent =/= [] andalso
         beamlab_amqp_live:write(R3#run.live,
                                 [<<"id: ">>, maps:get(id, Cfg), <<", the end of the run took longer than "

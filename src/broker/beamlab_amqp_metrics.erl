@@ -10,27 +10,27 @@
 %%% totals as counters (`beamlab_amqp_*_total'). A run over several nodes
 %%% labels every sample with `node'.
 %%%
-%%% The live reporting publishes into a table it owns once per interval
-%%% ({@link publish/3}); the collector only reads the table at scrape time,
-%%% so a scrape never waits for the agents.
+%%% The live reporting publishes into a board it owns once per interval
+%%% ({@link publish/3}, `beamlab_runtime_metrics_board'), which the
+%%% collector only reads at scrape time: a scrape never waits for the
+%%% agents.
 -module(beamlab_amqp_metrics).
 
--export([start/1, stop/1, new/1, publish/3, collector/1, delete/1, histogram/1]).
+-export([start/1, stop/1, new/1, publish/3, histogram/1]).
 
--opaque table() :: ets:tid().
-%% A run's table registered with the server of --metrics-port.
--type handle() :: {beamlab_runtime_metrics:server(), table()} | none.
+%% A run's board served by the server of --metrics-port.
+-type handle() :: {beamlab_runtime_metrics:server(), beamlab_runtime_metrics_board:board()} | none.
 %% What one node has counted so far and its latency histograms so far.
 -type node_state() :: #{counters := beamlab_amqp_agent:counts(),
                         consumer := beamlab_stats_hist:snapshot(),
                         confirm := beamlab_stats_hist:snapshot()}.
--export_type([table/0, handle/0, node_state/0]).
+-export_type([handle/0, node_state/0]).
 
 %% Bucket bounds of the latency histograms, µs (50 µs to 30 s).
 -define(BOUNDS_US, [50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
                     250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000]).
 
-%% @doc Registers a run's collector (`amqp') with the configuration's
+%% @doc Serves a run's board (collector `amqp') on the configuration's
 %% metrics server, if it has one.
 -spec start(beamlab_amqp_config:config()) -> handle().
 start(#{metrics := none}) ->
@@ -40,31 +40,28 @@ start(#{metrics := Server, nodes := Nodes}) ->
                    {peers, N} -> N > 1;
                    _ -> length(Nodes) > 1
                end,
-    T = new(Labelled),
-    ok = beamlab_runtime_metrics:register(Server, amqp, collector(T)),
-    {Server, T}.
+    B = new(Labelled),
+    ok = beamlab_runtime_metrics_board:serve(Server, amqp, B),
+    {Server, B}.
 
-%% @doc Unregisters the run's collector and forgets its table.
+%% @doc Stops serving the run's board and forgets it.
 -spec stop(handle()) -> ok.
 stop(none) ->
     ok;
-stop({Server, T}) ->
-    _ = catch beamlab_runtime_metrics:unregister(Server, amqp),
-    delete(T).
+stop({Server, B}) ->
+    beamlab_runtime_metrics_board:withdraw(Server, amqp, B).
 
-%% @doc A table for a run; `Labelled': label the samples with `node' (a
+%% @doc A board for a run; `Labelled': label the samples with `node' (a
 %% run over several nodes). Owned by the calling process.
--spec new(Labelled :: boolean()) -> table().
+-spec new(Labelled :: boolean()) -> beamlab_runtime_metrics_board:board().
 new(Labelled) ->
-    T = ets:new(beamlab_amqp_metrics, [protected, set, {read_concurrency, true}]),
-    true = ets:insert(T, [{labelled, Labelled}, {nodes, #{}}]),
-    T.
+    beamlab_runtime_metrics_board:new(#{labelled => Labelled, nodes => #{}}, fun families/1).
 
 %% @doc Records every node's counters and histograms so far, `Dt' seconds
 %% after the previous publication (the rates are the difference).
--spec publish(table(), #{node() => node_state()}, Dt :: float()) -> ok.
-publish(T, Shares, Dt) ->
-    [{nodes, Old}] = ets:lookup(T, nodes),
+-spec publish(beamlab_runtime_metrics_board:board(), #{node() => node_state()}, Dt :: float()) -> ok.
+publish(B, Shares, Dt) ->
+    Old = beamlab_runtime_metrics_board:get(B, nodes),
     New = maps:map(
             fun(N, #{counters := C} = S) ->
                     Prev = case Old of
@@ -73,23 +70,9 @@ publish(T, Shares, Dt) ->
                            end,
                     S#{rates => maps:map(fun(K, V) -> max(0, V - maps:get(K, Prev, 0)) / Dt end, C)}
             end, Shares),
-    true = ets:insert(T, {nodes, New}),
-    ok.
+    beamlab_runtime_metrics_board:set(B, #{nodes => New}).
 
-%% @doc Forgets the table (scrapes after it see no run).
--spec delete(table()) -> ok.
-delete(T) ->
-    true = ets:delete(T),
-    ok.
-
-%% @doc The collector that reads the table.
--spec collector(table()) -> beamlab_runtime_metrics:collector().
-collector(T) ->
-    fun() -> families(T) end.
-
-families(T) ->
-    [{labelled, Labelled}] = ets:lookup(T, labelled),
-    [{nodes, Nodes}] = ets:lookup(T, nodes),
+families(#{labelled := Labelled, nodes := Nodes}) ->
     Ns = lists:sort(maps:to_list(Nodes)),
     L = fun(N) when Labelled -> [{<<"node">>, atom_to_binary(N)}];
            (_) -> []

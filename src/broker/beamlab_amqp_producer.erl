@@ -13,6 +13,11 @@
 %%% random, or from a cache of random keys) and transactions as PerfTest
 %%% sets them. Without confirms it watches the connection's backlog so
 %%% that an unlimited producer cannot flood the connection process.
+%%%
+%%% The messages due at one moment (a burst after the rate limiter's timer,
+%%% or an unlimited producer's run until its confirm window fills) go to
+%%% the connection as one batch of frames, so that they take one socket
+%%% write: the frames on the wire are the same, one basic.publish each.
 -module(beamlab_amqp_producer).
 -behaviour(beamlab_amqp_worker).
 
@@ -24,9 +29,13 @@
 -export([open/2, run/3]).
 
 -define(BACKLOG_CHECK, 128).     % publishes between backlog checks
--define(BACKLOG_MAX, 2000).      % connection mailbox length that pauses us
+%% Connection mailbox length that pauses us: messages, each a batch of at
+%% most BATCH_MSGS publishes or BATCH_BYTES of bodies (or one larger body).
+-define(BACKLOG_MAX, 2000).
 -define(SETTLE_MS, 5000).        % max wait for outstanding confirms at the end
 -define(RETURN_GRACE_MS, 200).   % wait for late basic.return without confirms
+-define(BATCH_MSGS, 64).         % publishes handed to the connection at most at once
+-define(BATCH_BYTES, 65536).     % body bytes likewise
 
 -record(st, {ctx :: beamlab_amqp_worker:ctx(),
              spec :: beamlab_amqp_worker:producer_spec(),
@@ -55,7 +64,12 @@
              pads = #{} :: #{non_neg_integer() => binary()},
              tx_left :: non_neg_integer() | none,
              %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
-             woke = false :: boolean()}).
+             woke = false :: boolean(),
+             %% Publishes not yet handed to the connection (newest first),
+             %% their number and body bytes.
+             out = [] :: [iodata()],
+             out_n = 0 :: non_neg_integer(),
+             out_bytes = 0 :: non_neg_integer()}).
 
 %% @doc Starts a producer for `Spec' with the agent's context (counters,
 %% histograms, bodies, agent pid), shared under `CtxKey'. It sends
@@ -180,7 +194,7 @@ publish_or_wait(#st{limiter = none} = St) ->
     receive Msg -> loop(handle(Msg, St)) end;
 publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
   when is_integer(Max), map_size(Out) >= Max ->
-    window_full(St);
+    window_full(flush(St));
 publish_or_wait(#st{limiter = L} = St) ->
     Now = ?NOW_US(),
     case beamlab_amqp_rate:next(L, Now) of
@@ -188,10 +202,11 @@ publish_or_wait(#st{limiter = L} = St) ->
             Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
             loop(throttle(publish(Stamp, St#st{limiter = L1, full_since = undefined, woke = false})));
         {wait, Us} ->
+            St1 = flush(St),
             receive
-                Msg -> loop(handle(Msg, St))
+                Msg -> loop(handle(Msg, St1))
             after min((Us + 999) div 1000, 4294967295) ->
-                loop(St#st{woke = true})
+                loop(St1#st{woke = true})
             end
     end.
 
@@ -213,9 +228,10 @@ publish(Intended, #st{ch = Ch, exchange = Ex, n = N, left = Left,
     %% The body carries the coordinator's time (see the agent's clock_offset).
     Stamp = Intended - maps:get(clock_offset, Ctx, 0),
     {Body, Opts} = message(Stamp, N, St),
-    ok = beamlab_amqp:publish(Ch, Ex, key(St), Body, Opts),
+    Frames = beamlab_amqp:publish_frames(Ch, Ex, key(St), Body, Opts),
     counters:add(C, ?C_SENT, 1),
-    St1 = commit(St#st{n = N + 1, left = dec(Left), keys = next_key(St#st.keys)}),
+    St1 = commit(batch(Frames, iolist_size(Body),
+                       St#st{n = N + 1, left = dec(Left), keys = next_key(St#st.keys)})),
     case maps:get(confirm, St#st.spec) of
         undefined ->
             St1;
@@ -223,6 +239,21 @@ publish(Intended, #st{ch = Ch, exchange = Ex, n = N, left = Left,
             Seq = St#st.seq,
             St1#st{seq = Seq + 1, outstanding = maps:put(Seq, Intended, St#st.outstanding)}
     end.
+
+%% Adds a publish to the batch; a full batch goes to the connection.
+batch(Frames, Bytes, #st{out = Out, out_n = K, out_bytes = B} = St)
+  when K + 1 < ?BATCH_MSGS, B + Bytes < ?BATCH_BYTES ->
+    St#st{out = [Frames | Out], out_n = K + 1, out_bytes = B + Bytes};
+batch(Frames, _Bytes, #st{out = Out} = St) ->
+    flush(St#st{out = [Frames | Out]}).
+
+%% Hands the batch to the connection: before anything that waits, so that
+%% a batch never waits with the producer.
+flush(#st{out = []} = St) ->
+    St;
+flush(#st{out = Out, ch = Ch} = St) ->
+    ok = beamlab_amqp:send(Ch, lists:reverse(Out)),
+    St#st{out = [], out_n = 0, out_bytes = 0}.
 
 %% PerfTest's bodies: the stamp and sequence number padded to the size,
 %% or (files, JSON) a prepared body with the stamp in a header.
@@ -255,7 +286,8 @@ random_key() ->
 %% -m: commit every N publishes (a synchronous call, as PerfTest's).
 commit(#st{tx_left = none} = St) ->
     St;
-commit(#st{tx_left = 1, ch = Ch, spec = #{tx := N}} = St) ->
+commit(#st{tx_left = 1, ch = Ch, spec = #{tx := N}} = St0) ->
+    St = flush(St0),
     case beamlab_amqp:tx_commit(Ch) of
         ok -> St#st{tx_left = N};
         {error, {Code, Text}} when is_binary(Text) -> connection_lost(Code, Text, St);
@@ -269,8 +301,9 @@ dec(N) -> N - 1.
 
 %% Without confirms nothing stops a producer from outrunning the socket; the
 %% connection's mailbox is the backlog, so pause while it is long.
-throttle(#st{spec = #{confirm := undefined}, n = N, conn = Conn} = St)
+throttle(#st{spec = #{confirm := undefined}, n = N, conn = Conn} = St0)
   when N rem ?BACKLOG_CHECK =:= 0 ->
+    St = flush(St0),
     wait_backlog(Conn),
     St;
 throttle(St) ->
@@ -333,8 +366,10 @@ settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
     %% from the window; the accounting shows them as unaccounted.
+    %% The batch was for the lost channel: its fate is that of the window.
     {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
     St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
+          out = [], out_n = 0, out_bytes = 0,
           tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end};
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).
@@ -344,6 +379,8 @@ connection_lost(Code, Text, _St) ->
 %% transaction holds is rolled back with it: PerfTest does not commit at
 %% the end either).
 -spec finish(#st{}) -> no_return().
+finish(#st{out = [_ | _]} = St) ->
+    finish(flush(St));
 finish(#st{spec = #{confirm := undefined}} = St) ->
     Deadline = erlang:monotonic_time(millisecond) + ?RETURN_GRACE_MS,
     St1 = drain(St, Deadline),

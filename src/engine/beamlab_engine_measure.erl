@@ -6,7 +6,7 @@
 %%% callers turn it into `{error, Reason}').
 -module(beamlab_engine_measure).
 
--export([measure/3, finish/2, empty/1]).
+-export([measure/3, finish/2, empty/1, metric_families/2]).
 
 %% @doc Measures the jobs in this VM and returns one raw outcome per job
 %% (used by `beamlab_engine:run/3' and, inside each fresh VM, by the
@@ -73,15 +73,20 @@ start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) ->
     end.
 
 serve(Server, Pid, Counters) ->
-    Node = [{<<"node">>, atom_to_binary(node())}],
     beamlab_runtime_metrics:register(
-      Server, run,
-      fun() ->
-              [#{name => <<"beamlab_run_iterations">>, type => counter,
-                 help => <<"Iterations each benchmark job has completed (rate() gives its throughput)">>,
-                 samples => [{Node ++ [{<<"job">>, L}], counters:get(C, 1)} || {L, C} <- Counters]}
-               | beamlab_runtime_vm_metrics:families(beamlab_runtime_telemetry:last(Pid), Node)]
-      end).
+      Server, run, fun() -> metric_families(beamlab_runtime_telemetry:last(Pid), Counters) end).
+
+%% @doc What a run serves on `--metrics-port': each job's iteration
+%% counter (`{Label, Counter}') and this VM's telemetry `Sample' (its
+%% latest, `undefined' before the first), labelled with this node.
+-spec metric_families(map() | undefined, [{binary(), counters:counters_ref()}]) ->
+          [beamlab_runtime_metrics:family()].
+metric_families(Sample, Counters) ->
+    Node = [{<<"node">>, atom_to_binary(node())}],
+    [#{name => <<"beamlab_run_iterations">>, type => counter,
+       help => <<"Iterations each benchmark job has completed (rate() gives its throughput)">>,
+       samples => [{Node ++ [{<<"job">>, L}], counters:get(C, 1)} || {L, C} <- Counters]}
+     | beamlab_runtime_vm_metrics:families(Sample, Node)].
 
 stop_telemetry(undefined) -> #{};
 stop_telemetry({Pid, true}) -> beamlab_runtime_telemetry:stop(Pid);

@@ -37,7 +37,7 @@ load(A, Cfg0, Exp) ->
     Started = beamlab_runtime_clock:rfc3339(),
     %% The broker's telemetry, one sample per reporting interval.
     Interval = max(1, round(maps:get(interval, Cfg0, 1) * 1000)),
-    case beamlab_experiment_watch:start_beside(maps:get(watch, A, undefined), Interval) of
+    case beamlab_experiment_watch:start_beside(maps:get(watch, A, undefined), Interval, Exp) of
         {ok, Beside} ->
             %% (Watching may have made this VM a node: `this' is read now.)
             Nodes = case maps:get(nodes, A, this) of
@@ -73,7 +73,7 @@ load(A, Cfg0, Exp) ->
                     %% Interrupted while connecting (a silent server):
                     %% nothing measured, the run is over at once.
                     ok = beamlab_experiment_telemetry:cancel(Sampler),
-                    ok = beamlab_experiment_watch:cancel_beside(Beside),
+                    ok = beamlab_experiment_watch:cancel_beside(Beside, Exp),
                     Sink({note, "interrupted before the run started"}),
                     Doc = beamlab_result:new(amqp, #{command => maps:get(command, Exp, []),
                                                      started_at => Started, params => params(Cfg)}),
@@ -81,7 +81,7 @@ load(A, Cfg0, Exp) ->
                                                       partial => true})};
                 {error, Reason} ->
                     ok = beamlab_experiment_telemetry:cancel(Sampler),
-                    ok = beamlab_experiment_watch:cancel_beside(Beside),
+                    ok = beamlab_experiment_watch:cancel_beside(Beside, Exp),
                     {error, {amqp, Reason}}
             end;
         {error, E} ->

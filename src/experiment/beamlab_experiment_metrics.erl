@@ -7,7 +7,7 @@
 %%% Where the server listens goes to the sink as `{metrics, Url}'.
 -module(beamlab_experiment_metrics).
 
--export([start/1, stop/1, server/1, vm/2, format_error/1]).
+-export([start/1, stop/1, server/1, vm/2, node_telemetry/4, withdraw/2, format_error/1]).
 
 -type spec() :: #{port := inet:port_number(), bind => inet:ip_address(),
                   server => beamlab_runtime_metrics:server()}.
@@ -48,12 +48,26 @@ server(_) -> undefined.
 %% sample, labelled with this node's name).
 -spec vm(beamlab_experiment:experiment(), pid()) -> ok.
 vm(Exp, Pid) ->
+    node_telemetry(Exp, vm, node(), Pid).
+
+%% @doc Serves the telemetry of `Node' from the sampler `Pid' (its latest
+%% sample, labelled with the node's name) as the collector `Name'.
+-spec node_telemetry(beamlab_experiment:experiment(), atom(), node(), pid()) -> ok.
+node_telemetry(Exp, Name, Node, Pid) ->
     case server(Exp) of
         undefined -> ok;
         Server ->
-            Labels = [{<<"node">>, atom_to_binary(node())}],
+            Labels = [{<<"node">>, atom_to_binary(Node)}],
             beamlab_runtime_metrics:register(
-              Server, vm, fun() -> beamlab_runtime_vm_metrics:families(beamlab_runtime_telemetry:last(Pid), Labels) end)
+              Server, Name, fun() -> beamlab_runtime_vm_metrics:families(beamlab_runtime_telemetry:last(Pid), Labels) end)
+    end.
+
+%% @doc Stops serving the collector `Name' (when there is a server).
+-spec withdraw(beamlab_experiment:experiment(), atom()) -> ok.
+withdraw(Exp, Name) ->
+    case server(Exp) of
+        undefined -> ok;
+        Server -> beamlab_runtime_metrics:unregister(Server, Name)
     end.
 
 %% @doc One line for an error.

@@ -6,7 +6,7 @@
 %%% "broker: ...".
 -module(beamlab_experiment_watch).
 
--export([run/2, verdict/1, start_beside/2, stop_beside/3, cancel_beside/1, line/1, summary/2,
+-export([run/2, verdict/1, start_beside/3, stop_beside/3, cancel_beside/2, line/1, summary/2,
          error_class/1, format_error/1]).
 
 %% `duration' in ms (infinity: until interrupted or the node goes down),
@@ -129,17 +129,22 @@ verdict(#{telemetry := T, params := #{<<"node">> := Node}} = Doc) ->
 %% Beside a load
 
 %% @doc Connects to the node and starts sampling it every `IntervalMs'
-%% (`none' for no node).
--spec start_beside(undefined | #{node := string(), cookie => string() | undefined}, pos_integer()) ->
+%% (`none' for no node); with the experiment's live metrics, serves its
+%% telemetry there (collector `broker', labelled with its node) beside
+%% the load's.
+-spec start_beside(undefined | #{node := string(), cookie => string() | undefined}, pos_integer(),
+                   beamlab_experiment:experiment()) ->
           {ok, beside()} | {error, error_reason()}.
-start_beside(undefined, _IntervalMs) ->
+start_beside(undefined, _IntervalMs, _Exp) ->
     {ok, none};
-start_beside(#{node := Name} = W, IntervalMs) ->
+start_beside(#{node := Name} = W, IntervalMs, Exp) ->
     case connect(Name, maps:get(cookie, W, undefined)) of
         {ok, Node, Env} ->
             case beamlab_runtime_telemetry:start(#{node => Node, interval => IntervalMs, top => 5,
                                                    print => false}) of
-                {ok, Pid} -> {ok, #{node => Node, env => Env, pid => Pid}};
+                {ok, Pid} ->
+                    ok = beamlab_experiment_metrics:node_telemetry(Exp, broker, Node, Pid),
+                    {ok, #{node => Node, env => Env, pid => Pid}};
                 {error, E} -> {error, {telemetry, E}}
             end;
         {error, _} = E ->
@@ -154,6 +159,7 @@ start_beside(#{node := Name} = W, IntervalMs) ->
 stop_beside(none, Doc, _Exp) ->
     Doc;
 stop_beside(#{node := Node, env := Env, pid := Pid}, Doc, Exp) ->
+    ok = beamlab_experiment_metrics:withdraw(Exp, broker),
     Series = beamlab_runtime_telemetry:stop(Pid),
     Findings = [F#{title := <<"broker: ", T/binary>>}
                 || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
@@ -260,10 +266,11 @@ summary(#{node := Node}, Doc) ->
     end.
 
 %% @doc Stops sampling for a run that produced no document.
--spec cancel_beside(beside()) -> ok.
-cancel_beside(none) ->
+-spec cancel_beside(beside(), beamlab_experiment:experiment()) -> ok.
+cancel_beside(none, _Exp) ->
     ok;
-cancel_beside(#{pid := Pid}) ->
+cancel_beside(#{pid := Pid}, Exp) ->
+    ok = beamlab_experiment_metrics:withdraw(Exp, broker),
     _ = beamlab_runtime_telemetry:stop(Pid),
     ok.
 

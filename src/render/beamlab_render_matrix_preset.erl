@@ -45,10 +45,19 @@ table(#{extra := #{<<"preset">> := Preset}} = Doc) ->
       [io_lib:format("this machine: ~p interleaved repetitions per flavour and scenario, each a fresh broker; "
                      "published: one run per flavour~n~n", [Reps]),
        Published,
-       "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n\n",
+       "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n",
+       short_runs(Doc, Reps), "\n",
        Details]);
 table(_) ->
     "".
+
+%% A configuration with fewer measured repetitions than asked: said under
+%% the table (its failed runs are listed after the scenarios' tables).
+short_runs(#{extra := #{<<"configs">> := Cs}}, Reps) when is_integer(Reps) ->
+    [io_lib:format("~ts, ~ts: ~b of ~b repetitions measured (failed runs below)~n", [S, name(F), Ok, Reps])
+     || #{<<"scenario">> := S, <<"flavor">> := F, <<"ok_runs">> := Ok} <- Cs, Ok < Reps];
+short_runs(_, _) ->
+    [].
 
 name(<<"emu">>) -> "interpreter";
 name(<<"jit">>) -> "JIT";

@@ -41,7 +41,7 @@
                       max := number() | null, count := number() | null}.
 -type cell() :: #{config := binary(), mean := number() | null, ci := point() | null,
                   samples := [number()], change := number() | null, change_ci := point() | null,
-                  p := number() | null, verdict := binary() | null}.
+                  p := number() | null, verdict := binary() | null, scenario := binary() | null}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
                     rows := [#{benchmark := binary(), unit := binary(),
                                better := beamlab_result:better(), cells := [cell()]}]}.
@@ -345,6 +345,8 @@ cell(#{group := Config, samples := Samples} = B) ->
     S = maps:get(stats, B, #{}),
     C = maps:get(comparison, B, #{}),
     #{config => Config,
+      %% a preset's scenario: its configurations are compared within it
+      scenario => maps:get(<<"scenario">>, maps:get(params, B, #{}), null),
       mean => num(maps:get(mean, S, null)),
       ci => pair(maps:get(ci_mean, S, null)),
       samples => [num(X) || X <- Samples, is_number(X)],

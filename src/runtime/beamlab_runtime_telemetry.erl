@@ -326,8 +326,8 @@ silent(St = #st{notify = Notify, t0 = T0, print = Print}) ->
 
 probe(St = #st{node = Node, silent = Since, notify = Notify, t0 = T0, print = Print}) ->
     Until = min_deadline(St#st.deadline, now_ms() + St#st.interval),
-    %% The fresh baseline is read inside the try: a node that answers the
-    %% probe may still be too slow for the full read (a loaded broker).
+    %% Both calls inside the try: a node that answers the probe can still
+    %% time out on the snapshot (a loaded broker), and that is silence too.
     try
         _ = erpc:call(Node, erlang, node, [], left(Until)),
         raw(St, false, min_deadline(St#st.deadline, now_ms() + call_timeout(St)))

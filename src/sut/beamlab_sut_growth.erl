@@ -206,7 +206,8 @@ events(S, T, St = #{fired := Fired}) ->
 
 kind(mailbox, F, St) ->
     Who = who(F),
-    {From, To, Rate, First, Last, Peak, N} = rise(F, St),
+    R = #{from_ms := From, to_ms := To, rate_per_s := Rate, first := First, last := Last, peak := Peak,
+           samples := N} = rise(F, St),
     beamlab_result:finding(
       mailbox_growing, severity(F, N, Last >= 100000), ["Message queue growing: ", Who],
       io_lib:format("the message queue of ~ts grew from ~ts to ~ts messages over ~ts (~ts msg/s)~ts~ts~ts",
@@ -219,11 +220,11 @@ kind(mailbox, F, St) ->
       "function: a selective receive scans the whole queue, a call to a slow service blocks it), give its "
       "producers back-pressure (calls instead of casts, bounded buffers) or more workers, and consider "
       "process_flag(message_queue_data, off_heap) for large queues.",
-      data(F, #{from_ms => From, to_ms => To, rate_per_s => Rate, first => First, last => Last, peak => Peak,
-                samples => N}));
+      data(F, R));
 kind(process_memory, F, St) ->
     Who = who(F),
-    {From, To, Rate, First, Last, Peak, N} = rise(F, St),
+    R = #{from_ms := From, to_ms := To, rate_per_s := Rate, first := First, last := Last, peak := Peak,
+           samples := N} = rise(F, St),
     beamlab_result:finding(
       process_memory_growing, severity(F, N, false), ["Process memory growing: ", Who],
       io_lib:format("the memory of ~ts grew from ~ts to ~ts over ~ts (~ts/s)~ts~ts",
@@ -232,10 +233,10 @@ kind(process_memory, F, St) ->
       "Its heap keeps growing: state that only accumulates (a list or map never trimmed, a cache without "
       "eviction) or a growing mailbox. Read its state and dictionary size with "
       "erlang:process_info(Pid, [total_heap_size, message_queue_len, garbage_collection]) or recon:info/1.",
-      data(F, #{from_ms => From, to_ms => To, rate_per_s => Rate, first => First, last => Last, peak => Peak,
-                samples => N}));
+      data(F, R));
 kind(binary, F, St) ->
-    {From, To, Rate, First, Last, Peak, N} = rise(F, St),
+    R = #{from_ms := From, to_ms := To, rate_per_s := Rate, first := First, last := Last, peak := Peak,
+           samples := N} = rise(F, St),
     Holders = maps:get(<<"holders">>, maps:get(ctx, F), []),
     {Title, Held} = case Holders of
                         [H | _] ->
@@ -254,11 +255,11 @@ kind(binary, F, St) ->
       "garbage collected. A long-lived process that handles large binaries and rarely collects keeps them "
       "alive: hibernate it or collect after bursts, copy the small parts you keep (binary:copy/1); "
       "recon:bin_leak/1 confirms by collecting every process.",
-      data(F, #{from_ms => From, to_ms => To, rate_per_s => Rate, first => First, last => Last, peak => Peak,
-                samples => N, holders => Holders}));
+      data(F, R#{holders => Holders}));
 kind(ets, F, St) ->
     Ctx = maps:get(ctx, F),
-    {From, To, Rate, First, Last, Peak, N} = rise(F, St),
+    R = #{from_ms := From, to_ms := To, rate_per_s := Rate, first := First, last := Last, peak := Peak,
+           samples := N} = rise(F, St),
     Name = maps:get(<<"name">>, Ctx, maps:get(<<"id">>, Ctx, <<"?">>)),
     Owner = who_of(#{<<"pid">> => maps:get(<<"owner">>, Ctx, null), <<"name">> => maps:get(<<"owner_name">>, Ctx, null)}),
     beamlab_result:finding(
@@ -268,8 +269,7 @@ kind(ets, F, St) ->
                      bytes(Rate), count(num(maps:get(<<"size">>, Ctx, 0))), peak(Peak, Last, bytes)]),
       "Entries are inserted and never deleted: look at the owner for a missing cleanup or expiry, a key "
       "that is never the same twice (a timestamp, a pid, a ref), or a cache without a bound.",
-      data(F, #{from_ms => From, to_ms => To, rate_per_s => Rate, first => First, last => Last, peak => Peak,
-                samples => N, table => Name, owner => maps:get(<<"owner">>, Ctx, null)}));
+      data(F, R#{table => Name, owner => maps:get(<<"owner">>, Ctx, null)}));
 kind(processes, F, St) ->
     count_finding(processes_growing, "Process count growing", "processes", F, St,
                   "Processes are started faster than they end: a spawn per request or message whose process "
@@ -329,7 +329,7 @@ kind(Kind, F = #{ctx := E, count := C}, St) when Kind =:= busy_dist_port; Kind =
                         from_ms => maps:get(at, F) - maps:get(interval, St), to_ms => maps:get(last, F)})).
 
 count_finding(Id, Title, Noun, F, St = #{limits := Limits}, Advice) ->
-    {From, To, Rate, First, Last, Peak, N} = rise(F, St),
+    R = #{from_ms := From, to_ms := To, rate_per_s := Rate, first := First, last := Last, samples := N} = rise(F, St),
     Ctx = maps:get(ctx, F),
     Limit = case maps:get(list_to_binary(Noun), Limits, null) of L when is_number(L) -> L; _ -> null end,
     %% The limit within an hour at this rate, once it has lasted a while.
@@ -349,8 +349,7 @@ count_finding(Id, Title, Noun, F, St = #{limits := Limits}, Advice) ->
                                   false -> "" end,
                      groups_text(Groups, Ctx, Noun)]),
       Advice,
-      data(F, #{from_ms => From, to_ms => To, rate_per_s => Rate, first => First, last => Last, peak => Peak,
-                samples => N, limit => Limit, groups => Groups})).
+      data(F, R#{limit => Limit, groups => Groups})).
 
 group_text(G, "processes") ->
     [case maps:get(<<"initial_call">>, G, null) of null -> "?"; Ic -> Ic end,
@@ -382,8 +381,8 @@ rise(#{track := Track}, #{interval := I}) ->
                         _ -> {V1 - D1, T1 - window(T1, Obs, I)}
                     end,
     #{t := Tn, v := Vn} = lists:last(Obs),
-    {From, Tn, (Vn - Start) * 1000 / max(1, Tn - From), Start, Vn, lists:max([V || #{v := V} <- Obs]),
-     length(Obs)}.
+    #{from_ms => From, to_ms => Tn, rate_per_s => (Vn - Start) * 1000 / max(1, Tn - From), first => Start,
+      last => Vn, peak => lists:max([V || #{v := V} <- Obs]), samples => length(Obs)}.
 
 %% The time between an observation and the one before it (the series'
 %% interval for the first).

@@ -4,60 +4,36 @@
 %%% the system monitor's events and the findings raised so far, each
 %%% sample labelled with `node'.
 %%%
-%%% The watch publishes into a table it owns ({@link new/1}, {@link
-%%% publish/2}); the collector ({@link collector/1}) only reads that table
-%%% at scrape time, so a scrape never waits for the node.
+%%% The watch publishes into a board it owns ({@link new/1}, {@link
+%%% publish/2}, `beamlab_runtime_metrics_board'), which the collector only
+%%% reads at scrape time: a scrape never waits for the node.
 -module(beamlab_sut_metrics).
 
--export([new/1, publish/2, collector/1, delete/1]).
+-export([new/1, publish/2]).
 
--opaque table() :: ets:tid().
 -type update() :: {sample, map()} | {up, boolean()} | {findings, [beamlab_result:finding()]}.
--export_type([table/0, update/0]).
+-export_type([update/0]).
 
-%% @doc A table for the watch of `Node', owned by the calling process.
--spec new(node()) -> table().
+%% @doc A board for the watch of `Node', owned by the calling process.
+-spec new(node()) -> beamlab_runtime_metrics_board:board().
 new(Node) ->
-    T = ets:new(beamlab_watch_metrics, [protected, set, {read_concurrency, true}]),
-    true = ets:insert(T, [{node, atom_to_binary(Node)}, {up, true}, {samples, 0}, {findings, []},
-                          {sample, undefined}, {events, #{}}]),
-    T.
+    beamlab_runtime_metrics_board:new(#{node => atom_to_binary(Node), up => true, samples => 0, findings => [],
+                                        sample => undefined, events => #{}},
+                                      fun families/1).
 
 %% @doc Records a sample, whether the node answers, or new findings.
--spec publish(table(), update()) -> ok.
-publish(T, {sample, S}) ->
-    [{samples, N}] = ets:lookup(T, samples),
-    [{events, E0}] = ets:lookup(T, events),
+-spec publish(beamlab_runtime_metrics_board:board(), update()) -> ok.
+publish(B, {sample, S}) ->
     E = lists:foldl(fun(#{event := Ev, count := C}, Acc) -> maps:update_with(Ev, fun(X) -> X + C end, C, Acc) end,
-                    E0, maps:get(monitor_events, S, [])),
-    true = ets:insert(T, [{sample, S}, {samples, N + 1}, {up, true}, {events, E}]),
-    ok;
-publish(T, {up, Up}) ->
-    true = ets:insert(T, {up, Up}),
-    ok;
-publish(T, {findings, New}) ->
-    [{findings, Old}] = ets:lookup(T, findings),
-    true = ets:insert(T, {findings, Old ++ New}),
-    ok.
+                    beamlab_runtime_metrics_board:get(B, events), maps:get(monitor_events, S, [])),
+    beamlab_runtime_metrics_board:set(B, #{sample => S, samples => beamlab_runtime_metrics_board:get(B, samples) + 1,
+                                           up => true, events => E});
+publish(B, {up, Up}) ->
+    beamlab_runtime_metrics_board:set(B, #{up => Up});
+publish(B, {findings, New}) ->
+    beamlab_runtime_metrics_board:set(B, #{findings => beamlab_runtime_metrics_board:get(B, findings) ++ New}).
 
-%% @doc Forgets the table (scrapes after it see no watch).
--spec delete(table()) -> ok.
-delete(T) ->
-    true = ets:delete(T),
-    ok.
-
-%% @doc The collector that reads the table.
--spec collector(table()) -> beamlab_runtime_metrics:collector().
-collector(T) ->
-    fun() -> families(T) end.
-
-families(T) ->
-    [{node, Node}] = ets:lookup(T, node),
-    [{sample, S}] = ets:lookup(T, sample),
-    [{up, Up}] = ets:lookup(T, up),
-    [{samples, N}] = ets:lookup(T, samples),
-    [{findings, Fs}] = ets:lookup(T, findings),
-    [{events, Events}] = ets:lookup(T, events),
+families(#{node := Node, sample := S, up := Up, samples := N, findings := Fs, events := Events}) ->
     L = [{<<"node">>, Node}],
     Top = case S of #{top := Tp} -> Tp; _ -> #{} end,
     Proc = fun(E) -> L ++ [{<<"pid">>, maps:get(pid, E)}, {<<"name">>, maps:get(name, E)}] end,

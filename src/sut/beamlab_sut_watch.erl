@@ -229,10 +229,9 @@ watch(Node, Opts) ->
             Metrics = case maps:get(metrics, Opts, undefined) of
                           undefined -> undefined;
                           Server ->
-                              Tab = beamlab_sut_metrics:new(Node),
-                              ok = beamlab_runtime_metrics:register(Server, collector_name(Node),
-                                                                    beamlab_sut_metrics:collector(Tab)),
-                              {Server, Tab}
+                              Board = beamlab_sut_metrics:new(Node),
+                              ok = beamlab_runtime_metrics_board:serve(Server, collector_name(Node), Board),
+                              {Server, Board}
                       end,
             Growth = beamlab_sut_growth:new(#{interval => Interval,
                                               limits => maps:get(limits, beamlab_runtime_telemetry:info(Pid))}),
@@ -241,9 +240,7 @@ watch(Node, Opts) ->
                           after
                               case Metrics of
                                   undefined -> ok;
-                                  {S, T} ->
-                                      ok = beamlab_runtime_metrics:unregister(S, collector_name(Node)),
-                                      ok = beamlab_sut_metrics:delete(T)
+                                  {S, B} -> beamlab_runtime_metrics_board:withdraw(S, collector_name(Node), B)
                               end
                           end,
             Series = beamlab_runtime_telemetry:stop(Pid),
@@ -278,8 +275,8 @@ loop(L = #{pid := Pid, until := Until, growth := G, print := Print, metrics := M
 
 publish(undefined, _) ->
     ok;
-publish({_, Tab}, Updates) ->
-    lists:foreach(fun(U) -> ok = beamlab_sut_metrics:publish(Tab, U) end, Updates).
+publish({_, Board}, Updates) ->
+    lists:foreach(fun(U) -> ok = beamlab_sut_metrics:publish(Board, U) end, Updates).
 
 collector_name(Node) ->
     list_to_atom("watch " ++ atom_to_list(Node)).

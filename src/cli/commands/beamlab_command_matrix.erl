@@ -87,7 +87,7 @@ usage() ->
     "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 5 \\\n"
     "                 --profile -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
-    "  beamlab matrix --preset jit-study [--otp DIR] [-n 5] [--duration 30] [--profile] [--save]\n"
+    "  beamlab matrix --preset jit-study [--otp DIR] [-n 5] [--duration 30] [--profile] [--load-cmd CMD] [--save]\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit \\\n"
     "                 --load-cmd '/opt/beamlab-perftest/2.22.1/bin/perftest -h {uri} {flags}' \\\n"
     "                 -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
