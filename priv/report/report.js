@@ -299,7 +299,11 @@
         svg.appendChild(g);
       }
       (sr.flags || []).forEach(function (f) {
-        var fx = X(f.x), fy = Y(f.y) + (f.up ? -10 : 10);
+        // Beside the point in the direction of the change, unless that
+        // leaves the plot (over the axis' tick labels): then the other side.
+        var py = Y(f.y), off = f.up ? -10 : 10;
+        if (py + off + 6 > T + ph || py + off - 6 < T) off = -off;
+        var fx = X(f.x), fy = py + off;
         var tri = f.up ? 'M' + fx + ',' + (fy - 5) + 'l5,8h-10z' : 'M' + fx + ',' + (fy + 5) + 'l5,-8h-10z';
         var m = s('path', { d: tri, fill: f.color, 'class': 'change-mark', 'data-verdict': f.verdict });
         m.appendChild(s('title', {}, f.title));
