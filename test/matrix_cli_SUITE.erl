@@ -37,7 +37,7 @@ vm_configs_text(_Config) ->
     ["+S 2", "big" | R2] = row(Out, "+S 2"),
     ?assertEqual("2", lists:last(R2)),
     %% Each of the four fresh VMs said how many schedulers it had.
-    ?assertEqual(2, count(Err, "\\[\\+S 1\\] rep [12]/2 done \\(1 schedulers online, jit flavour\\)")),
+    ?assertEqual(2, count(Err, "\\[\\+S 1\\] rep [12]/2 done \\(1 scheduler online, jit flavour\\)")),
     ?assertEqual(2, count(Err, "\\[\\+S 2\\] rep [12]/2 done \\(2 schedulers online, jit flavour\\)")).
 
 sweep_json(_Config) ->

@@ -303,8 +303,9 @@ profiled(Configs, Runs, Argv, Runner, Progress) ->
        || #{name := Name} = C <- Configs, lists:member(Name, Ok), not interrupted()]).
 
 progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
-    io_lib:format("[~ts] rep ~b/~b done (~w schedulers online, ~ts flavour)~n",
-                  [Name, Rep, R, online(Env), flavor(Env)]);
+    Online = online(Env),
+    io_lib:format("[~ts] rep ~b/~b done (~w ~ts online, ~ts flavour)~n",
+                  [Name, Rep, R, Online, plural(Online, "scheduler"), flavor(Env)]);
 progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
     io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
 progress_line(Name, Rep, R, {ok, #{exit := _}} = Out) ->
@@ -540,4 +541,5 @@ format_error(Other) ->
 
 mean(L) -> lists:sum(L) / length(L).
 
-
+plural(1, Word) -> Word;
+plural(_, Word) -> [Word, "s"].
