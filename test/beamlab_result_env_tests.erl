@@ -13,3 +13,13 @@ value_text_test() ->
     ?assertEqual(<<"jit">>, T(<<"env.otp.emu_flavor">>, <<"jit">>)),
     ?assertEqual(<<"true">>, T(<<"env.numa.available">>, true)),
     ?assertEqual(<<"-">>, T(<<"env.git.commit">>, null)).
+
+%% A long value shortened in the middle of a multi-byte character stays
+%% UTF-8 (the report's environment table is written into the page).
+shortened_value_stays_utf8_test() ->
+    Args = [<<"ok.">>, <<"--save">>, <<"r", (binary:copy(<<"é"/utf8>>, 40))/binary>>],
+    [{_, V}] = [KV || {<<"env.args">>, _} = KV <- beamlab_result_env:flat(#{env => #{args => Args}})],
+    ?assertEqual(V, unicode:characters_to_binary(V)),
+    ?assertMatch(<<_/binary>>, V),
+    ?assert(byte_size(V) =< 60),
+    ?assertEqual(<<"...">>, binary:part(V, byte_size(V) - 3, 3)).

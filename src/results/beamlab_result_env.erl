@@ -90,6 +90,16 @@ scalar(V) when is_atom(V) -> atom_to_binary(V, utf8);
 scalar(V) ->
     B = iolist_to_binary(beamlab_json:encode(V)),
     case byte_size(B) > ?MAX_SCALAR_BYTES of
-        true -> <<(binary:part(B, 0, ?MAX_SCALAR_BYTES - 3))/binary, "...">>;
+        true -> <<(binary:part(B, 0, char_start(B, ?MAX_SCALAR_BYTES - 3)))/binary, "...">>;
         false -> B
     end.
+
+%% The largest cut at or before `N' bytes that does not split a UTF-8
+%% sequence (a continuation byte is 2#10xxxxxx): the page stays UTF-8.
+char_start(B, N) when N > 0 ->
+    case binary:at(B, N) of
+        C when C band 16#C0 =:= 16#80 -> char_start(B, N - 1);
+        _ -> N
+    end;
+char_start(_B, N) ->
+    N.
