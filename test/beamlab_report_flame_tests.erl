@@ -33,6 +33,23 @@ matrix_configs_test() ->
     ?assertEqual([<<"m: jit">>, <<"m: emu">>], [L || #{label := L} <- Ps]),
     ?assertMatch([#{base := 0, new := 1}], beamlab_report_flame:diffs(Ps)).
 
+%% A caption names a configuration once and cuts long paths: a profiled
+%% `matrix --target' with amqp as the load.
+caption_detail_test() ->
+    Subject = <<"target under amqp -pa /work/wt/x/_build/default/lib/beamlab/ebin --rate 10">>,
+    P = #{<<"samples">> => 1, <<"stacks">> => [[<<"scheduler;f">>, 1]], <<"subject">> => Subject},
+    D0 = beamlab_result:new(matrix, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                      params => #{inner_command => [<<"amqp">>]}}),
+    D = beamlab_result:set(extra, #{configs => [#{name => <<"jit">>, profile => P}]}, D0),
+    [#{label := L, detail := Detail}] = beamlab_report_flame:profiles([{<<"m">>, D}]),
+    ?assertEqual(<<"m: jit">>, L),
+    ?assertEqual(<<"target under amqp -pa \x{2026}/ebin --rate 10"/utf8>>, Detail),
+    %% Without a subject of its own, the configuration's name is not repeated.
+    D2 = beamlab_result:set(extra, #{configs => [#{name => <<"jit">>, profile => maps:remove(<<"subject">>, P)}]}, D0),
+    ?assertMatch([#{label := <<"m: jit">>, detail := <<>>}], beamlab_report_flame:profiles([{<<"m">>, D2}])),
+    %% --label as the subject of a profile saved under that name.
+    ?assertMatch([#{detail := <<>>}], beamlab_report_flame:profiles([{<<"hot">>, profile_doc(<<"hot">>, [], [])}])).
+
 %% Counter-named runner modules of older files are one name.
 normalise_test() ->
     ?assertEqual([[<<"scheduler;beamlab_gen_N:'$continuous'/3;m:f/0">>, 5]],

@@ -239,7 +239,7 @@
     (data.diffs || []).forEach(function (d) { diffsOf[d['new']] = d; });
     var n = 0;
     profiles.forEach(function (p, i) {
-      var card = el('figure', { 'class': 'card flamecard', 'data-kind': 'flame' }, [el('figcaption', {}, [p.label + ': ' + p.subject]),
+      var card = el('figure', { 'class': 'card flamecard', 'data-kind': 'flame' }, [el('figcaption', {}, [p.label + (p.detail ? ': ' + p.detail : '')]),
         el('div', { 'class': 'muted' }, [p.samples + ' samples; ' + shareLine(p.categories, p.samples) +
           '; threads: ' + shareLine(p.threads, p.samples)]), legend()]);
       sec.appendChild(card);
@@ -250,7 +250,7 @@
       var base = profiles[d.base];
       n += 1;
       var dcard = el('figure', { 'class': 'card flamecard diff', id: 'flame-diff-' + n, 'data-kind': 'flame-diff' }, [
-        el('figcaption', {}, ['Differential: ' + p.label + ' against ' + base.label + ' (' + p.subject + ')']),
+        el('figcaption', {}, ['Differential: ' + p.label + ' against ' + base.label + (p.detail ? ' (' + p.detail + ')' : '')]),
         el('div', { 'class': 'muted' }, ['Stacks of ' + p.label + ' (' + p.samples + ' samples) against ' + base.label + ' (' + base.samples +
           ' samples); frames only in ' + base.label + ' are not drawn (the table lists them).'])]);
       sec.appendChild(dcard);

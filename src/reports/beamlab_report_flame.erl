@@ -20,7 +20,7 @@
 -export([profiles/1, diffs/1, diff_table/2, normalise/1]).
 
 -type run() :: {Label :: binary(), beamlab_result:result()}.
--type profile() :: #{label := binary(), subject := binary(), keys := [binary()],
+-type profile() :: #{label := binary(), subject := binary(), detail := binary(), keys := [binary()],
                      samples := non_neg_integer(), stacks := [[binary() | integer()]],
                      names := beamlab_json:object(), categories := beamlab_json:object(),
                      threads := beamlab_json:object(), top := [beamlab_json:object()]}.
@@ -54,20 +54,36 @@ run_profiles(Label, #{extra := Extra} = R) ->
     Inner = iolist_to_binary(lists:join(" ", [beamlab_format_units:to_binary(A)
                                                || A <- maps:get(<<"inner_command">>, maps:get(params, R, #{}), [])])),
     %% (A preset's configurations pair within their scenario.)
-    Configs = [profile(<<Label/binary, ": ", Name/binary>>, Name,
+    Configs = [profile(<<Label/binary, ": ", Name/binary>>, maps:get(<<"subject">>, P, Name),
                        [<<"matrix:", Inner/binary, (maps:get(<<"scenario">>, C, <<>>))/binary>>], P)
                || C <- case maps:get(<<"configs">>, Extra, []) of L when is_list(L) -> L; _ -> [] end,
                   is_map(C), #{<<"name">> := Name, <<"profile">> := P} <- [C], is_map(P)],
     Own ++ Configs.
 
 profile(Label, Subject, Keys, P) ->
-    #{label => Label, subject => Subject, keys => Keys,
+    #{label => Label, subject => Subject, detail => detail(Label, Subject), keys => Keys,
       samples => maps:get(<<"samples">>, P, 0),
       stacks => normalise([[S, C] || [S, C] <- maps:get(<<"stacks">>, P, []), is_binary(S), is_integer(C)]),
       names => maps:get(<<"names">>, P, #{}),
       categories => maps:get(<<"categories">>, P, #{}),
       threads => maps:get(<<"threads">>, P, #{}),
       top => lists:sublist(maps:get(<<"functions">>, P, []), 15)}.
+
+%% What a caption adds to the label: the subject with long paths cut to
+%% their last component, nothing when the label already ends with it (a
+%% matrix configuration's name, or `--label').
+detail(Label, Subject) ->
+    Short = unicode:characters_to_binary(lists:join(" ", [short_path(T) || T <- string:lexemes(Subject, " ")])),
+    case binary:longest_common_suffix([Label, Short]) =:= byte_size(Short) of
+        true -> <<>>;
+        false -> Short
+    end.
+
+short_path(Token) ->
+    case string:length(Token) > 24 andalso string:find(Token, "/") =/= nomatch of
+        true -> ["\x{2026}/" | filename:basename(Token)];
+        false -> Token
+    end.
 
 %% @doc Folded stacks with the counter-named generated modules of older
 %% files (`beamlab_gen_' and a number that is not 8 digits) read as one
