@@ -259,6 +259,18 @@ timeseries_chart(Config) ->
     ?assertEqual([<<"%">>], texts(Util, <<"label y-label">>)),
     ?assertEqual(1, count(Util, <<"class=\"finding-mark\"">>)),
     ?assertNotEqual(nomatch, binary:match(Util, <<"Scheduler imbalance">>)),
+    [UtilLine] = attrs(Util, <<"path">>, <<"series">>, <<"d">>),
+    ?assertEqual(1, count(UtilLine, <<"M">>)),
+    %% A watched node silent between the first two samples: the line
+    %% breaks there (starts again after the gap).
+    #{<<"t_ms">> := [S1, S2 | _]} = Tele = maps:get(telemetry, Doc),
+    Silent = beamlab_result:set(telemetry, Tele#{<<"unanswered">> => [#{from_ms => (S1 + S2) div 2, to_ms => S2}]}, Doc),
+    F3 = filename:join(?config(priv_dir, Config), "telemetry-silent.json"),
+    {ok, _} = beamlab_result:save(Silent, F3),
+    [Broken] = [S || S <- figures(report(Config, "telemetry-silent", [F3]), <<"timeseries">>),
+                     binary:match(S, <<"<figcaption>util</figcaption>">>) =/= nomatch],
+    ?assertMatch([_], attrs(Broken, <<"path">>, <<"series">>, <<"d">>)),
+    ?assertEqual(2, count(hd(attrs(Broken, <<"path">>, <<"series">>, <<"d">>)), <<"M">>)),
     %% The benchmark's samples over time too, per second.
     ?assertMatch([_], [S || S <- figures(Dom, <<"timeseries">>),
                             binary:match(S, <<"lists:seq(1, 100). (iterations/s)">>) =/= nomatch]).

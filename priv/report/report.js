@@ -204,16 +204,20 @@
   // yLog, xAxis (a ready axis: xTicks with xMap), yFromZero, marks [{from,
   // to, title, color}], width, height, parent card (into).
   function lineChart(parent, opts) {
-    // Gaps (null) in a series are skipped: the line joins its neighbours.
+    // Gaps (null) in a series are skipped: the line joins its neighbours,
+    // unless the series breaks at them (breakAtNull: a watched node that
+    // did not answer): then the line starts again after the gap.
     opts.series = opts.series.map(function (sr) {
-      var x = [], y = [], lo = [], hi = [];
+      var x = [], y = [], lo = [], hi = [], starts = [0];
       for (var i = 0; i < sr.y.length; i++) {
         if (isNum(sr.y[i]) && isNum(sr.x[i])) {
           x.push(sr.x[i]); y.push(sr.y[i]);
           if (sr.band) { lo.push(sr.band.lo[i]); hi.push(sr.band.hi[i]); }
+        } else if (sr.breakAtNull && isNum(sr.x[i]) && x.length && starts[starts.length - 1] !== x.length) {
+          starts.push(x.length);
         }
       }
-      return Object.assign({}, sr, { x: x, y: y, band: sr.band ? { lo: lo, hi: hi } : null });
+      return Object.assign({}, sr, { x: x, y: y, starts: starts, band: sr.band ? { lo: lo, hi: hi } : null });
     }).filter(function (sr) { return sr.x.length > 0; });
     if (!opts.series.length) return null;
     if (opts.yUnit) {
@@ -279,12 +283,19 @@
         if (up) svg.appendChild(s('path', { d: up + down + 'Z', fill: sr.color, 'fill-opacity': 0.15, stroke: 'none', 'class': 'ci-band' }));
       }
       if (!sr.scatter) {
-        var d = downsample(sr.x, sr.y, opts.xAxis ? sr.x[0] : xa.lo, opts.xAxis ? sr.x[sr.x.length - 1] : xa.hi, pw);
-        if (xa.log) d = { x: sr.x, y: sr.y };
         var path = '';
-        for (var i = 0; i < d.x.length; i++) {
-          path += (i ? 'L' : 'M') + X(d.x[i]).toFixed(1) + ',' + Y(d.y[i]).toFixed(1);
-        }
+        sr.starts.forEach(function (from, k) {
+          var to = k + 1 < sr.starts.length ? sr.starts[k + 1] : sr.x.length;
+          var sx = sr.x.slice(from, to), sy = sr.y.slice(from, to);
+          var d = xa.log ? { x: sx, y: sy } : downsample(sx, sy, opts.xAxis ? sr.x[0] : xa.lo, opts.xAxis ? sr.x[sr.x.length - 1] : xa.hi, pw);
+          for (var i = 0; i < d.x.length; i++) {
+            path += (i ? 'L' : 'M') + X(d.x[i]).toFixed(1) + ',' + Y(d.y[i]).toFixed(1);
+          }
+          // A lone sample between two gaps: a dot (a one-point path draws nothing).
+          if (d.x.length === 1 && sr.starts.length > 1) {
+            svg.appendChild(s('circle', { cx: X(d.x[0]).toFixed(1), cy: Y(d.y[0]).toFixed(1), r: 2, fill: sr.color, 'class': 'lone-point' }));
+          }
+        });
         var attrs = { d: path, fill: 'none', stroke: sr.color, 'stroke-width': sr.width || 1.5, 'class': cls, 'data-series': sr.name || '' };
         if (sr.dash) attrs['stroke-dasharray'] = sr.dash === true ? '5,4' : sr.dash;
         svg.appendChild(s('path', attrs));
@@ -829,7 +840,8 @@
       var card = lineChart(parent, { title: grp.name, xLabel: 'seconds', yLabel: unit, yUnit: unit, kind: 'timeseries', marks: marks,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
                                      series: grp.entries.map(function (e) {
-        return { name: e.run.label + ' (' + e.item.y.length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y };
+        return { name: e.run.label + ' (' + e.item.y.filter(isNum).length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y,
+                 breakAtNull: tele };
       }) });
       // Findings about this benchmark as a whole, under its series.
       if (card && !tele) {

@@ -215,8 +215,12 @@ telemetry_series(T) when is_map(T), map_size(T) > 0 ->
     case time_axis(T) of
         {ok, TimeKey, Ts} ->
             N = length(Ts),
-            [#{name => K, source => <<"telemetry">>, unit => beamlab_report_views:series_unit(K, #{}),
-               t => Ts, y => Ys}
+            Gaps = case maps:get(TimeKey, key_bins(T)) of
+                       [T0 | _] when TimeKey =:= <<"t_ms">> -> gaps(T, fun(Ms) -> num((Ms - T0) / 1000) end);
+                       _ -> []
+                   end,
+            [with_gaps(#{name => K, source => <<"telemetry">>, unit => beamlab_report_views:series_unit(K, #{}),
+                         t => Ts, y => Ys}, Gaps)
              || {K, Ys} <- numeric_lists(maps:remove(TimeKey, key_bins(T)), <<>>),
                 length(Ys) =:= N];
         error ->
@@ -224,6 +228,20 @@ telemetry_series(T) when is_map(T), map_size(T) > 0 ->
     end;
 telemetry_series(_) ->
     [].
+
+%% When a watched node did not answer (`unanswered', times in ms on the
+%% series' own clock), as times on the chart's axis (`At').
+gaps(T, At) ->
+    lists:sort([At(F) || U <- case maps:get(<<"unanswered">>, key_bins(T), []) of L when is_list(L) -> L; _ -> [] end,
+                         is_map(U), F <- [maps:get(<<"from_ms">>, key_bins(U), null)], is_number(F)]).
+
+%% A null point where the node was silent, so the line breaks there
+%% instead of joining the samples on either side.
+with_gaps(S, []) ->
+    S;
+with_gaps(#{t := Ts, y := Ys} = S, Gaps) ->
+    Points = lists:merge(fun({A, _}, {B, _}) -> A =< B end, lists:zip(Ts, Ys), [{G, null} || G <- Gaps]),
+    S#{t := [X || {X, _} <- Points], y := [Y || {_, Y} <- Points]}.
 
 heatmaps(T) when is_map(T), map_size(T) > 0 ->
     case time_axis(T) of
@@ -275,8 +293,9 @@ broker_heatmaps(R) ->
         length(lists:usort([length(X) || X <- Rows])) =:= 1].
 
 broker_series(R) ->
-    [#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>,
-       unit => beamlab_report_views:series_unit(K, #{}), t => Ts, y => [num(Y) || Y <- Ys]}
+    [with_gaps(#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>,
+                 unit => beamlab_report_views:series_unit(K, #{}), t => Ts, y => [num(Y) || Y <- Ys]},
+               gaps(T, fun(Ms) -> num(Ms / 1000) end))
      || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
         K <- [<<"util">>, <<"run_queue">>, <<"reductions_per_s">>],
         Ys <- [maps:get(K, T, [])], is_num_list(Ys), length(Ys) =:= length(Ts)].
