@@ -711,7 +711,7 @@ header(#{labels := Labels} = Info) ->
     io_lib:format("~8s ~-*s ~5s ~5s ~6s ~7s ~9s ~9s ~7s~ts ~6s~n",
                   ["time", util_width(Info), "util [schedulers]", "dcpu", "dio", "runq",
                    "procs", "memory", "reds/s", "gc/s",
-                   [io_lib:format(" ~12ts", [L]) || L <- Labels], "mon"]).
+                   [io_lib:format(" ~*ts", [rate_width(L), L]) || L <- Labels], "mon"]).
 
 %% @doc One aligned line for a sample.
 -spec line(map(), map()) -> iolist().
@@ -725,7 +725,7 @@ line(#{labels := Labels} = Info, S) ->
                    beamlab_format_units:bytes(maps:get(total, maps:get(memory, S))),
                    beamlab_format_units:count(round(maps:get(reductions_per_s, S))),
                    beamlab_format_units:count(round(maps:get(gc_per_s, S))),
-                   [io_lib:format(" ~12ts", [beamlab_format_units:rate(maps:get(L, maps:get(rates, S), 0))])
+                   [io_lib:format(" ~*ts", [rate_width(L), beamlab_format_units:rate(maps:get(L, maps:get(rates, S), 0))])
                     || L <- Labels],
                    maps:get(monitor_cost_pct, S)]).
 
@@ -789,6 +789,10 @@ per_scheduler(Utils, Online) ->
 
 util_width(#{online := Online}) when Online =< 16 -> max(17, 6 + 4 * Online);
 util_width(_) -> 32.
+
+%% A rate's column is as wide as its name (a benchmark's code), so the
+%% header shows it whole; at least 12 for the value.
+rate_width(Label) -> max(12, string:length(Label)).
 
 %%--------------------------------------------------------------------
 %% Helpers
