@@ -63,7 +63,7 @@ json_output(_) ->
 extended_report(_) ->
     #{code := 0, out := Out} = cli(["ok.", "timer:sleep(1).", "-d", "50", "-s", "3", "-r", "extended"]),
     [Header, R1, R2 | _] = lines(Out),
-    has(Header, "^Code +\\|\\| +Samples +Avg +StdDev +Median +P99 +Iteration +95% CI +Outliers +Rel +vs baseline$"),
+    has(Header, "^Code +\\|\\| +Samples +Avg iter/sample +StdDev +Median +P99 +Iteration +95% CI +Outliers +Rel +vs baseline$"),
     has(R1, "baseline$"),
     has(R2, "(slower|faster|no difference)"),
     %% 10 samples switch to the extended report by default

@@ -99,7 +99,13 @@ plus_minus(Opts) ->
     end.
 
 extended(Benches, Timed, Many, Pm) ->
-    Header = ["Code", "||", "Samples", "Avg", "StdDev", "Median", "P99", "Iteration", "95% CI",
+    %% A sample counts iterations in a fixed time, or times a fixed
+    %% number of them (timed): the header says which.
+    Avg = case Timed of
+              true -> "Avg time/sample";
+              false -> "Avg iter/sample"
+          end,
+    Header = ["Code", "||", "Samples", Avg, "StdDev", "Median", "P99", "Iteration", "95% CI",
               "Outliers"] ++ [H || Many, H <- ["Rel", "vs baseline"]],
     V = fun(X) -> case Timed of
                       true -> beamlab_format_units:duration(X);
