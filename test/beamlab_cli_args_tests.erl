@@ -88,6 +88,17 @@ help_lists_every_option_test() ->
     [?assertNotEqual(nomatch, string:find(Help, S)) ||
         S <- ["-c, --concurrency N", "-pa VALUE", "--save [PATH]", "(default: 1000)"]].
 
+%% A string default is printed as typed, without Erlang's quotes.
+help_string_default_test() ->
+    Help = lists:flatten(io_lib:format("~ts", [beamlab_cli_args:help(
+                                                  [#{name => bench, long => "bench", type => string, default => "bench",
+                                                     metavar => "DIR", help => "the directory"},
+                                                   #{name => root, long => "root", type => string, default => <<"/">>,
+                                                     help => "the root"}])])),
+    ?assertNotEqual(nomatch, string:find(Help, "the directory (default: bench)")),
+    ?assertNotEqual(nomatch, string:find(Help, "the root (default: /)")),
+    ?assertEqual(nomatch, string:find(Help, "\"")).
+
 parse_value_test() ->
     ?assertEqual({ok, [1, 2]}, beamlab_cli_args:parse_value({list, pos_integer}, "1,2")),
     ?assertMatch({error, _}, beamlab_cli_args:parse_value(pos_integer, "0")).

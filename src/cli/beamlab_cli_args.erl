@@ -399,6 +399,13 @@ default_text(D) when is_atom(D) -> atom_to_list(D);
 default_text(D) when is_integer(D) -> integer_to_list(D);
 default_text(D) when is_float(D) -> float_to_list(D, [short]);
 default_text([A | _] = L) when is_atom(A) -> lists:join(",", [atom_to_list(X) || X <- L]);
+%% A string as the user would type it, not as an Erlang term in quotes.
+default_text(D) when is_binary(D) -> D;
+default_text(D) when is_list(D) ->
+    case io_lib:printable_unicode_list(D) of
+        true -> D;
+        false -> io_lib:format("~tp", [D])
+    end;
 default_text(D) -> io_lib:format("~tp", [D]).
 
 type_text({enum, A}) -> string:join([atom_to_list(X) || X <- A], "|");
