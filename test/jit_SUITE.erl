@@ -212,9 +212,7 @@ profiled_matrix_perftest(Config) ->
     case beamlab_test_util:chromium() of
         false -> ct:log("no chromium: the page is not drawn");
         Chromium ->
-            Dom = unicode:characters_to_binary(
-                    os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
-                           "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null")),
+            Dom = dom(Chromium, Html),
             {match, Cards} = re:run(Dom, <<"class=\"card flamecard[^\"]*\"">>, [global, unicode]),
             ?assertEqual(3, length(Cards)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"Differential: study: flavor=jit">>)),
@@ -284,12 +282,16 @@ preset_jit_study(Config) ->
     case beamlab_test_util:chromium() of
         false -> ct:log("no chromium: the page is not drawn");
         Chromium ->
-            Dom = unicode:characters_to_binary(
-                    os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
-                           "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null")),
+            Dom = dom(Chromium, Html),
             [?assertNotEqual(nomatch, binary:match(Dom, <<"<figcaption>", S/binary, ": sending rate avg</figcaption>">>))
              || S <- [<<"single queue">>, <<"100 queues">>]],
             {match, Rows} = re:run(Dom, <<"class=\"interval-row\" data-row=\"([^\"]*)\"">>,
                                    [global, {capture, all_but_first, binary}]),
             ?assertEqual([[<<"flavor=emu">>], [<<"flavor=jit">>]], lists:usort(Rows))
     end.
+
+%% The page as headless Chromium leaves it after its scripts ran.
+dom(Chromium, Html) ->
+    unicode:characters_to_binary(
+      os:cmd(Chromium ++ " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+             "--dump-dom 'file://" ++ Html ++ "' 2>/dev/null")).
