@@ -519,7 +519,7 @@ metrics_prometheus(_) ->
     end.
 
 scrape_with_prometheus() ->
-    Port = free_port(),
+    Port = beamlab_test_util:free_port(),
     H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "10", "-r", "200", "-c", "20",
                                                     "--metrics-port", integer_to_list(Port),
                                                     "--watch", ?BROKER_NODE, "--cookie", broker_cookie(),
@@ -552,7 +552,7 @@ scrape_with_prometheus() ->
 
 %% --metrics-port over two nodes: every sample labelled with its node.
 metrics_node_labels(_) ->
-    Port = free_port(),
+    Port = beamlab_test_util:free_port(),
     H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "6", "-x", "2", "-y", "2",
                                                     "-r", "100", "--nodes", "2",
                                                     "--queue-pattern", uniq("mn") ++ "-%d",
@@ -580,7 +580,7 @@ secrets_nowhere(_) ->
     {0, _} = ctl(["set_permissions", "-p", "/", User, ".*", ".*", ".*"]),
     Cookie = broker_cookie(),
     Dir = beamlab_test_util:tmp_dir("secrets"),
-    Port = free_port(),
+    Port = beamlab_test_util:free_port(),
     try
         H = #{port := P} = beamlab_test_util:cli_start(
                              ["amqp", "-h", "amqp://" ++ User ++ ":" ++ Password ++ "@127.0.0.1:" ?PORT "/%2F",
@@ -601,12 +601,6 @@ secrets_nowhere(_) ->
     after
         ctl(["delete_user", User])
     end.
-
-free_port() ->
-    {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
-    {ok, Port} = inet:port(S),
-    ok = gen_tcp:close(S),
-    Port.
 
 %%--------------------------------------------------------------------
 %% The audit of PerfTest's options

@@ -39,7 +39,7 @@ start(Targets, Opts) ->
                           "scrape_configs:\n  - job_name: ", maps:get(job, Opts, "beamlab"), "\n",
                           "    metrics_path: /metrics\n    static_configs:\n      - targets: [",
                           lists:join(", ", ["'" ++ T ++ "'" || T <- Targets]), "]\n"]),
-    Port = free_port(),
+    Port = beamlab_test_util:free_port(),
     Url = "http://127.0.0.1:" ++ integer_to_list(Port),
     Exe = os:find_executable("prometheus"),
     Log = filename:join(Dir, "prometheus.log"),
@@ -134,12 +134,6 @@ get(Url, Path) ->
         {ok, {{_, Status, _}, _, Body}} -> {ok, Status, Body};
         {error, _} = E -> E
     end.
-
-free_port() ->
-    {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
-    {ok, Port} = inet:port(S),
-    ok = gen_tcp:close(S),
-    Port.
 
 %% "NaN" and "+Inf" stay as they are.
 to_float(B) ->

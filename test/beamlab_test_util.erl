@@ -3,7 +3,7 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([chromium/0, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
+-export([free_port/0, chromium/0, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
@@ -418,3 +418,11 @@ json_schema_valid(Schema, File) ->
         {0, <<"valid\n">>} -> ok;
         {_, Out} -> error({json_schema, Schema, File, Out})
     end.
+
+%% @doc A TCP port on 127.0.0.1 that was free a moment ago.
+-spec free_port() -> inet:port_number().
+free_port() ->
+    {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(S),
+    ok = gen_tcp:close(S),
+    Port.
