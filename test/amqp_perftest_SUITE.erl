@@ -28,7 +28,7 @@ groups() ->
                       exit_when_idle, exit_when_empty, polling, transactions]},
      {connections, [], [uris_failover, uris_all_required, tls_wrong_ca, tls_wrong_name,
                         tls_sasl_external, tls_insecure, frames_and_heartbeat]},
-     {output, [], [csv_output_file, use_millis_compact, watch_broker_figures, metrics_prometheus,
+     {output, [], [csv_output_file, use_millis_compact, watch_broker_figures, watch_sampler_lost, metrics_prometheus,
                    metrics_node_labels, secrets_nowhere]},
      {audit, [], [perftest_help_audited, refused_options, no_effect_options, version_and_help]},
      {bounds, [], [huge_values, id_and_size]},
@@ -507,6 +507,36 @@ watch_broker_figures(_) ->
                                          "memory .* busiest process ")),
     %% The PerfTest lines are untouched between them.
     ?assertMatch({match, _}, re:run(Out, "^id: [^,]+, time [0-9.]+ s, sent: ", [multiline])).
+
+%% --watch whose sampler dies mid-run for a reason of its own (here killed
+%% from the broker's node, which the run's hidden node is connected to):
+%% the run ends as usual with its own figures, says in one line that the
+%% broker's are lost, and the document records it (no internal error).
+watch_sampler_lost(_) ->
+    Dir = beamlab_test_util:tmp_dir("watch-lost"),
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "5", "-r", "100", "--watch", ?BROKER_NODE,
+                                                    "--cookie", broker_cookie(), "--save", "a.json",
+                                                    "-u", uniq("watch-lost")], #{dir => Dir}),
+    Seen = beamlab_test_util:await_output(P, "broker " ?BROKER_NODE ": schedulers", <<>>, 60000),
+    %% On the broker: every telemetry sampler of each beamlab node.
+    Kill = "[erpc:call(N, erlang, exit, [Pid, kill]) || N <- nodes(hidden), "
+           "lists:prefix(\"beamlab\", atom_to_list(N)), Pid <- erpc:call(N, erlang, processes, []), "
+           "{dictionary, D} <- [erpc:call(N, erlang, process_info, [Pid, dictionary])], "
+           "proplists:get_value('$initial_call', D) =:= {beamlab_runtime_telemetry, init, 1}].",
+    {0, Killed} = ctl(["eval", Kill]),
+    ?assertEqual(<<"[true]">>, string:trim(Killed)),
+    #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
+    ct:log("exit ~b~n~ts~n~ts", [Code, Out, Err]),
+    ?assertEqual(0, Code),
+    ?assertMatch({match, _}, re:run(Out, "receiving rate avg: [1-9]")),
+    ?assertMatch({match, _}, re:run(<<Out/binary, Err/binary>>,
+                                    "--watch: sampling " ?BROKER_NODE " stopped during the run \\(killed\\); "
+                                    "its figures are lost, the load's are not")),
+    ?assertEqual(nomatch, re:run(<<Out/binary, Err/binary>>, "internal error|crash")),
+    {ok, Saved} = file:read_file(filename:join(Dir, "a.json")),
+    {ok, #{<<"extra">> := #{<<"broker">> := Broker}}} = beamlab_json:decode(Saved),
+    ?assertMatch(#{<<"telemetry_lost">> := <<"killed">>, <<"node">> := <<?BROKER_NODE>>}, Broker),
+    ?assertNot(maps:is_key(<<"telemetry">>, Broker)).
 
 %% --metrics-port (#24): a real Prometheus scrapes the run's rates and
 %% latencies under PerfTest's names; they move, the histogram gives a

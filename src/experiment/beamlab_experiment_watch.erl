@@ -18,7 +18,7 @@
                    top => non_neg_integer(), msacc => boolean(),
                    system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()}}.
 %% The node watched beside a load.
--type beside() :: none | #{node := node(), env := map(), pid := pid()}.
+-type beside() :: none | #{node := node(), env := map(), pid := pid(), mon := reference()}.
 -type error_reason() :: beamlab_sut_watch:error_reason() | {telemetry, term()}.
 -export_type([watch/0, beside/0, error_reason/0]).
 
@@ -144,7 +144,8 @@ start_beside(#{node := Name} = W, IntervalMs, Exp) ->
                                                    print => false}) of
                 {ok, Pid} ->
                     ok = beamlab_experiment_metrics:node_telemetry(Exp, broker, Node, Pid),
-                    {ok, #{node => Node, env => Env, pid => Pid}};
+                    %% Monitored: a sampler that dies mid-run is told with its reason.
+                    {ok, #{node => Node, env => Env, pid => Pid, mon => erlang:monitor(process, Pid)}};
                 {error, E} -> {error, {telemetry, E}}
             end;
         {error, _} = E ->
@@ -158,26 +159,40 @@ start_beside(#{node := Name} = W, IntervalMs, Exp) ->
           beamlab_result:result().
 stop_beside(none, Doc, _Exp) ->
     Doc;
-stop_beside(#{node := Node, env := Env, pid := Pid}, Doc, Exp) ->
+stop_beside(#{node := Node, env := Env, pid := Pid, mon := Mon}, Doc, Exp) ->
     ok = beamlab_experiment_metrics:withdraw(Exp, broker),
-    Series = beamlab_runtime_telemetry:stop(Pid),
-    Findings = [F#{title := <<"broker: ", T/binary>>}
-                || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
-                                                                      result => #{}, timer => skip})
-                                        ++ beamlab_sut_growth:findings(Series)],
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
     Extra = maps:get(extra, Doc, #{}),
+    Broker = #{node => atom_to_binary(Node), env => Env},
     %% (The cookie in the command line is masked with every other secret
     %% when the document is printed or saved: beamlab_result_redact.)
-    Doc1 = beamlab_result:set(extra, Extra#{broker => #{node => atom_to_binary(Node), env => Env,
-                                                        telemetry => Series}}, Doc),
-    case maps:get(node_down, Series, false) of
-        true ->
-            Sink = maps:get(sink, Exp, fun(_) -> ok end),
-            Sink({note, io_lib:format("--watch: ~ts went down during the run (~ts)",
-                                      [Node, maps:get(node_down_reason, Series)])});
-        false -> ok
-    end,
-    beamlab_result:add_findings(Doc1, Findings).
+    Finished = receive
+                   {'DOWN', Mon, process, _, Why} -> {error, Why}
+               after 0 ->
+                   erlang:demonitor(Mon, [flush]),
+                   beamlab_runtime_telemetry:finish(Pid)
+               end,
+    case Finished of
+        {ok, Series} ->
+            Findings = [F#{title := <<"broker: ", T/binary>>}
+                        || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
+                                                                              result => #{}, timer => skip})
+                                                ++ beamlab_sut_growth:findings(Series)],
+            Doc1 = beamlab_result:set(extra, Extra#{broker => Broker#{telemetry => Series}}, Doc),
+            case maps:get(node_down, Series, false) of
+                true ->
+                    Sink({note, io_lib:format("--watch: ~ts went down during the run (~ts)",
+                                              [Node, maps:get(node_down_reason, Series)])});
+                false -> ok
+            end,
+            beamlab_result:add_findings(Doc1, Findings);
+        {error, Reason} ->
+            %% The load's own figures stand; only the node's series is lost.
+            Lost = iolist_to_binary(io_lib:format("~0tp", [Reason])),
+            Sink({note, io_lib:format("--watch: sampling ~ts stopped during the run (~ts); "
+                                      "its figures are lost, the load's are not", [Node, Lost])}),
+            beamlab_result:set(extra, Extra#{broker => Broker#{telemetry_lost => Lost}}, Doc)
+    end.
 
 %% @doc The node's key figures in its latest sample, for a line under each
 %% of the load's interval lines; `none' without a node or before a sample
@@ -269,9 +284,10 @@ summary(#{node := Node}, Doc) ->
 -spec cancel_beside(beside(), beamlab_experiment:experiment()) -> ok.
 cancel_beside(none, _Exp) ->
     ok;
-cancel_beside(#{pid := Pid}, Exp) ->
+cancel_beside(#{pid := Pid, mon := Mon}, Exp) ->
     ok = beamlab_experiment_metrics:withdraw(Exp, broker),
-    _ = beamlab_runtime_telemetry:stop(Pid),
+    erlang:demonitor(Mon, [flush]),
+    _ = beamlab_runtime_telemetry:finish(Pid),
     ok.
 
 %% @doc A name that is not a node name is the caller's mistake.
