@@ -2,7 +2,8 @@
 # beamlab amqp vs RabbitMQ PerfTest 2.22.1 on the same private broker, in one
 # run, alternating the two tools on the same scenarios (issues #6, #26):
 #   single:  -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 (unlimited rate)
-#   fixed:   -x 1 -y 1 -u qf -r 10000 -f mandatory -q 300 -c 100 (a fixed rate)
+#   fixed:   -x 1 -y 1 -u qf -r 10000 -f mandatory -q 300 -c 100 (a fixed rate;
+#            FIXED_RATE=N sets another)
 #   multi:   -x 10 -y 20 -f mandatory -q 300 -c 100 over perf-test-1..10
 #   varrate: -x 2 -y 2 -u qv -q 300 -c 100, 2000 then 12000 msg/s per producer,
 #            3 s each (--variable-rate 2000:3 --variable-rate 12000:3)
@@ -11,6 +12,10 @@
 #   tls:     the single scenario over amqps:// (no certificate check on either
 #            side: PerfTest's amqps:// default, beamlab's --tls-insecure)
 # CASES="single quorum" selects scenarios (default: all).
+# FLOOR=1 also runs, in the rate-limited scenarios (fixed, varrate), the
+# floor client bench/amqp_floor.erl: the same traffic from one process per
+# socket doing nothing but send, count and ack, i.e. the least CPU per
+# message any client on this VM spends on it (the platform's share).
 #
 # Steady state only: both tools print one line per second ("time T s, ...,
 # received: R msg/s"). The script reads each line the moment the tool writes
@@ -40,6 +45,7 @@ export BEAMLAB_RABBIT_PORT=$PORT
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 TLS_URI="amqps://guest:guest@127.0.0.1:$TLS_PORT/%2F"
 CASES=${CASES:-single fixed multi varrate quorum stream tls}
+FIXED_RATE=${FIXED_RATE:-10000}
 CLK_TCK=$(getconf CLK_TCK)
 BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 mkdir -p "$WORK"
@@ -75,7 +81,13 @@ run() {   # tool scenario args...
     [ "$name" = tls ] && uri=$TLS_URI
     [ "$name" = tls ] && [ "$tool" = beamlab ] && set -- "$@" --tls-insecure
     la=$(cut -d' ' -f1 /proc/loadavg)
-    URI=$uri load "$tool" "$out" "$BEAMLAB" "$@"
+    if [ "$tool" = floor ]; then
+        # shellcheck disable=SC2086  # flags and FLOOR_ARGS are words
+        measure "$out" erl $BEAMLAB_AMQP_FLAGS -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" \
+            -pa "$WORK" -run amqp_floor main "$PORT" ${FLOOR_ARGS[$name]} "$SECS"
+    else
+        URI=$uri load "$tool" "$out" "$BEAMLAB" "$@"
+    fi
     # Quorum queues and streams outlive a PerfTest run (not auto-delete):
     # every run starts from an empty queue.
     "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue qq1 >/dev/null 2>&1 || true
@@ -106,12 +118,21 @@ trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
 
 declare -A ARGS
 ARGS[single]="-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100"
-ARGS[fixed]="-x 1 -y 1 -u qf -r 10000 -f mandatory -q 300 -c 100"
+ARGS[fixed]="-x 1 -y 1 -u qf -r $FIXED_RATE -f mandatory -q 300 -c 100"
 ARGS[multi]="-x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern perf-test-%d --queue-pattern-from 1 --queue-pattern-to 10"
 ARGS[varrate]="-x 2 -y 2 -u qv -q 300 -c 100 --variable-rate 2000:3 --variable-rate 12000:3"
 ARGS[quorum]="-x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100"
 ARGS[stream]="-x 1 -y 1 -sq -u sq1 -c 100"
 ARGS[tls]="${ARGS[single]}"
+# The floor client's arguments for the same traffic: producers, consumers,
+# queue, rate steps (msg/s per producer[:seconds,...]).
+declare -A FLOOR_ARGS
+FLOOR_ARGS[fixed]="1 1 qf $FIXED_RATE"
+FLOOR_ARGS[varrate]="2 2 qv 2000:3,12000:3"
+if [ -n "${FLOOR:-}" ]; then
+    [ -d "$ROOT/_build/default/lib/beamlab/ebin" ] || make -C "$ROOT" escript >/dev/null
+    erlc -I "$ROOT/include" -o "$WORK" "$ROOT/bench/amqp_floor.erl"
+fi
 
 echo "broker: RabbitMQ on 127.0.0.1:$PORT; $SECS s per run, $ROUNDS rounds, tools alternating"
 echo "machine: $(nproc) CPUs, $(uname -r); Erlang $(erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().'); $(java -version 2>&1 | head -1)"
@@ -128,6 +149,9 @@ for round in $(seq 1 "$ROUNDS"); do
             run beamlab "$name" ${ARGS[$name]}; run perftest "$name" ${ARGS[$name]}
         else
             run perftest "$name" ${ARGS[$name]}; run beamlab "$name" ${ARGS[$name]}
+        fi
+        if [ -n "${FLOOR:-}" ] && [ -n "${FLOOR_ARGS[$name]:-}" ]; then
+            run floor "$name"
         fi
         i=$((i + 1))
     done
@@ -146,3 +170,16 @@ for name in $CASES; do
 done
 echo "throughput ratio = beamlab/PerfTest steady-state received msg/s (>= 1: beamlab at least matches);"
 echo "CPU/msg ratio = beamlab/PerfTest steady-state generator CPU per received message (< 1: beamlab lighter)."
+if [ -n "${FLOOR:-}" ]; then
+    echo
+    echo "the floor (bench/amqp_floor.erl: the same traffic, one process per socket, nothing but send, count, ack):"
+    echo "scenario  floor msg/s  floor us/msg  floor/PerfTest CPU/msg  beamlab/floor CPU/msg"
+    for name in $CASES; do
+        [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
+        fr=$(median "${RATE[floor-$name]}"); fc=$(median "${CPU[floor-$name]}")
+        bc=$(median "${CPU[beamlab-$name]}"); pc=$(median "${CPU[perftest-$name]}")
+        printf "%-8s  %11s  %12s  %22s  %21s\n" "$name" "$fr" "$fc" \
+            "$(awk -v a="$fc" -v b="$pc" 'BEGIN{printf "%.2f", a/b}')" \
+            "$(awk -v a="$bc" -v b="$fc" 'BEGIN{printf "%.2f", a/b}')"
+    done
+fi

@@ -43,3 +43,8 @@ table_unicode_width_test() ->
 table_short_rows_are_padded_test() ->
     Out = lists:flatten(io_lib:format("~ts", [beamlab_format_table:render(["a", "b"], [["1"]], #{header => false})])),
     ?assertEqual("1\n", Out).
+
+plural_test() ->
+    ?assertEqual("scheduler", beamlab_format_units:plural(1, "scheduler")),
+    ?assertEqual("schedulers", beamlab_format_units:plural(2, "scheduler")),
+    ?assertEqual("repetitions", beamlab_format_units:plural(0, "repetition")).

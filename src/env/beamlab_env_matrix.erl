@@ -305,7 +305,7 @@ profiled(Configs, Runs, Argv, Runner, Progress) ->
 progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
     Online = online(Env),
     io_lib:format("[~ts] rep ~b/~b done (~w ~ts online, ~ts flavour)~n",
-                  [Name, Rep, R, Online, plural(Online, "scheduler"), flavor(Env)]);
+                  [Name, Rep, R, Online, beamlab_format_units:plural(Online, "scheduler"), flavor(Env)]);
 progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
     io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
 progress_line(Name, Rep, R, {ok, #{exit := _}} = Out) ->
@@ -541,5 +541,3 @@ format_error(Other) ->
 
 mean(L) -> lists:sum(L) / length(L).
 
-plural(1, Word) -> Word;
-plural(_, Word) -> [Word, "s"].

@@ -16,7 +16,13 @@
 -module(beamlab_format_units).
 
 -export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1, sign/1,
-         number/1, value/2, bench_value/2, per_second/1, sig/2, to_binary/1]).
+         number/1, value/2, bench_value/2, per_second/1, sig/2, to_binary/1, plural/2]).
+
+%% @doc `Word' as it goes with the number `N': "1 scheduler", "2 schedulers"
+%% (regular English plurals only).
+-spec plural(number(), string()) -> string().
+plural(1, Word) -> Word;
+plural(_, Word) -> Word ++ "s".
 
 %% @doc A count of iterations or messages: `"982"', `"17266 Ki"', `"1402 Mi"'.
 -spec count(number()) -> string().

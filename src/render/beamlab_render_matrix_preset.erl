@@ -42,8 +42,8 @@ table(#{extra := #{<<"preset">> := Preset}} = Doc) ->
                 #{align => [left, left, right, right, right, right]}),
     beamlab_render_suite_preset:titled(
       Preset,
-      [io_lib:format("this machine: ~p interleaved repetition~ts per flavour and scenario, each a fresh broker; "
-                     "published: one run per flavour~n~n", [Reps, case Reps of 1 -> ""; _ -> "s" end]),
+      [io_lib:format("this machine: ~p interleaved ~ts per flavour and scenario, each a fresh broker; "
+                     "published: one run per flavour~n~n", [Reps, beamlab_format_units:plural(Reps, "repetition")]),
        Published,
        "(sent / received msg/s: PerfTest's sending and receiving rate avg; here the mean of the repetitions)\n",
        short_runs(Doc, Reps), "\n",

@@ -1,0 +1,208 @@
+%%% @doc The least CPU a BEAM client can spend on PerfTest's rate-limited
+%%% scenarios (bench/amqp_floor.sh, issue #26): the same traffic as
+%%% `-x P -y C -u Q -r RATE -f mandatory -q 300 -c 100' (or
+%%% `--variable-rate'), sent and received by one process per socket over
+%%% gen_tcp, with nothing a load tool needs beyond counting: no latency
+%%% histograms, no per-producer statistics, no reconnects, no channel
+%%% bookkeeping, no error handling. Whatever beamlab does on top of this is
+%%% its own cost; what this costs is the platform's.
+%%%
+%%% Same wire traffic as PerfTest: a 12-byte body per message, one
+%%% basic.publish (mandatory) per message with at most 100 unconfirmed per
+%%% producer, every message due on the schedule sent at the next
+%%% millisecond tick in one write, prefetch 300 per consumer, one
+%%% basic.ack per delivery (the acks of one socket read in one write).
+%%%
+%%%   erl -noshell -pa BEAMLAB_EBIN -pa DIR -run amqp_floor main \
+%%%       PORT PRODUCERS CONSUMERS QUEUE STEPS SECONDS
+%%% STEPS is `RATE' (msg/s per producer) or `RATE:SECONDS,RATE:SECONDS,...'
+%%% (cycled, as --variable-rate). Prints PerfTest's interval line once a
+%%% second ("time T s, sent: S msg/s, received: R msg/s"), then halts.
+-module(amqp_floor).
+
+-include("beamlab_amqp.hrl").   % erlc -I include
+
+-export([main/1]).
+
+-define(FRAME_MAX, 131072).
+-define(CONFIRM_WINDOW, 100).
+-define(PREFETCH, 300).
+-define(ACTIVE_N, 64).
+
+-spec main([string()]) -> no_return().
+main([PortS, ProducersS, ConsumersS, Queue, StepsS, SecsS]) ->
+    Port = list_to_integer(PortS),
+    Q = list_to_binary(Queue),
+    Steps = steps(StepsS),
+    Counts = counters:new(2, [write_concurrency]),   % 1: sent, 2: received
+    lists:foreach(fun(_) -> consumer(Port, Q, Counts) end,
+                  lists:seq(1, list_to_integer(ConsumersS))),
+    Start = erlang:monotonic_time(microsecond),
+    lists:foreach(fun(_) -> producer(Port, Q, Steps, Start, Counts) end,
+                  lists:seq(1, list_to_integer(ProducersS))),
+    report(1, list_to_integer(SecsS), Start, Counts, {0, 0}),
+    halt(0).
+
+%% "R" or "R:S,R:S": [{MsgPerSecond, Seconds}] (one step of a year for "R").
+steps(S) ->
+    [step(string:split(X, ":")) || X <- string:split(S, ",", all)].
+
+step([R]) -> {list_to_integer(R), 31536000};
+step([R, D]) -> {list_to_integer(R), list_to_integer(D)}.
+
+%% Messages due by `Us' microseconds after the start: the integral of the
+%% step rates, cycled.
+due(Steps, Us) ->
+    Cycle = lists:sum([D * 1000000 || {_, D} <- Steps]),
+    PerCycle = lists:sum([R * D || {R, D} <- Steps]),
+    (Us div Cycle) * PerCycle + due_in_cycle(Steps, Us rem Cycle).
+
+due_in_cycle([{R, D} | Rest], Us) when Us >= D * 1000000 ->
+    R * D + due_in_cycle(Rest, Us - D * 1000000);
+due_in_cycle([{R, _} | _], Us) ->
+    R * Us div 1000000.
+
+report(T, Secs, _Start, _Counts, _Prev) when T > Secs ->
+    ok;
+report(T, Secs, Start, Counts, {PrevS, PrevR}) ->
+    Wait = (Start + T * 1000000 - erlang:monotonic_time(microsecond)) div 1000,
+    receive after max(0, Wait) -> ok end,
+    S = counters:get(Counts, 1),
+    R = counters:get(Counts, 2),
+    io:format("time ~b s, sent: ~b msg/s, received: ~b msg/s~n", [T, S - PrevS, R - PrevR]),
+    report(T + 1, Secs, Start, Counts, {S, R}).
+
+%%--------------------------------------------------------------------
+%% Connection set-up (passive mode, then handed to the socket's process)
+%%--------------------------------------------------------------------
+
+connect(Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}]),
+    ok = gen_tcp:send(S, beamlab_amqp_frame:protocol_header()),
+    {#'connection.start'{}, B1} = recv_method(S, <<>>),
+    send_method(S, 0, #'connection.start_ok'{response = <<0, "guest", 0, "guest">>}),
+    {#'connection.tune'{}, B2} = recv_method(S, B1),
+    send_method(S, 0, #'connection.tune_ok'{channel_max = 1, frame_max = ?FRAME_MAX, heartbeat = 0}),
+    send_method(S, 0, #'connection.open'{}),
+    {#'connection.open_ok'{}, B3} = recv_method(S, B2),
+    send_method(S, 1, #'channel.open'{}),
+    {#'channel.open_ok'{}, <<>>} = recv_method(S, B3),
+    S.
+
+call(S, Method) ->
+    send_method(S, 1, Method),
+    {_Reply, <<>>} = recv_method(S, <<>>),
+    ok.
+
+send_method(S, Ch, Method) ->
+    ok = gen_tcp:send(S, beamlab_amqp_frame:encode_method(Ch, Method)).
+
+recv_method(S, Buf) ->
+    case beamlab_amqp_frame:parse(Buf) of
+        {ok, {method, _, Payload}, Rest} ->
+            {ok, Method} = beamlab_amqp_method:decode(Payload),
+            {Method, Rest};
+        more ->
+            {ok, Data} = gen_tcp:recv(S, 0),
+            recv_method(S, <<Buf/binary, Data/binary>>)
+    end.
+
+declare(S, Q) ->
+    call(S, #'queue.declare'{queue = Q, auto_delete = true}).
+
+%% Starts a process that owns socket `S' in {active, N} mode and runs `Loop'.
+own(S, Loop) ->
+    Pid = spawn_link(fun() -> receive go -> ok end, active(S), Loop() end),
+    ok = gen_tcp:controlling_process(S, Pid),
+    Pid ! go.
+
+active(S) ->
+    ok = inet:setopts(S, [{active, ?ACTIVE_N}]).
+
+%%--------------------------------------------------------------------
+%% Consumer: one basic.ack per delivery, the acks of one read in one write
+%%--------------------------------------------------------------------
+
+consumer(Port, Q, Counts) ->
+    S = connect(Port),
+    declare(S, Q),
+    call(S, #'basic.qos'{prefetch_count = ?PREFETCH}),
+    call(S, #'basic.consume'{queue = Q}),
+    own(S, fun() -> consume(S, <<>>, Counts) end).
+
+consume(S, Buf, Counts) ->
+    receive
+        {tcp, S, Data} ->
+            {Acks, N, Rest} = deliveries(<<Buf/binary, Data/binary>>, [], 0),
+            N > 0 andalso gen_tcp:send(S, Acks),
+            counters:add(Counts, 2, N),
+            consume(S, Rest, Counts);
+        {tcp_passive, S} ->
+            active(S),
+            consume(S, Buf, Counts)
+    end.
+
+deliveries(Bin, Acks, N) ->
+    case beamlab_amqp_frame:parse(Bin) of
+        {ok, {method, Ch, <<60:16, 60:16, _/binary>> = Payload}, Rest} ->
+            {ok, #'basic.deliver'{delivery_tag = T}} = beamlab_amqp_method:decode(Payload),
+            Ack = beamlab_amqp_frame:encode_method(Ch, #'basic.ack'{delivery_tag = T}),
+            deliveries(Rest, [Acks | Ack], N + 1);
+        {ok, _HeaderOrBody, Rest} ->
+            deliveries(Rest, Acks, N);
+        more ->
+            {Acks, N, Bin}
+    end.
+
+%%--------------------------------------------------------------------
+%% Producer: every message due, at most 100 unconfirmed, one write per tick
+%%--------------------------------------------------------------------
+
+producer(Port, Q, Steps, Start, Counts) ->
+    S = connect(Port),
+    declare(S, Q),
+    call(S, #'confirm.select'{}),
+    Publish = #'basic.publish'{routing_key = Q, mandatory = true},
+    own(S, fun() -> produce(#{sock => S, steps => Steps, start => Start, counts => Counts,
+                              publish => Publish, sent => 0, unconfirmed => 0,
+                              confirmed => 0, buf => <<>>}) end).
+
+produce(#{sock := S, steps := Steps, start := Start, sent := K, unconfirmed := Out} = St) ->
+    Now = erlang:monotonic_time(microsecond),
+    N = max(0, min(due(Steps, Now - Start) - K, ?CONFIRM_WINDOW - Out)),
+    N > 0 andalso publish(St, K, N, Now),
+    St1 = St#{sent := K + N, unconfirmed := Out + N},
+    %% Waits for confirms when the window is full, else for the next tick.
+    Wait = case Out + N >= ?CONFIRM_WINDOW of
+               true -> infinity;
+               false -> 1
+           end,
+    receive
+        {tcp, S, Data} -> produce(confirms(Data, St1));
+        {tcp_passive, S} -> active(S), produce(St1)
+    after Wait -> produce(St1)
+    end.
+
+publish(#{sock := S, publish := Publish, counts := Counts}, K, N, Now) ->
+    Frames = [beamlab_amqp_frame:encode_content(1, Publish, #{}, <<I:32, Now:64>>, ?FRAME_MAX)
+              || I <- lists:seq(K, K + N - 1)],
+    ok = gen_tcp:send(S, Frames),
+    counters:add(Counts, 1, N).
+
+%% The broker's basic.ack confirms (delivery tags count from 1, in order).
+confirms(Data, #{buf := Buf} = St) ->
+    confirm_frames(<<Buf/binary, Data/binary>>, St).
+
+confirm_frames(Bin, #{confirmed := C, unconfirmed := Out} = St) ->
+    case beamlab_amqp_frame:parse(Bin) of
+        {ok, {method, _, <<60:16, 80:16, Tag:64, Multiple:8>>}, Rest} ->
+            Acked = case Multiple of
+                        1 -> Tag - C;
+                        0 -> 1
+                    end,
+            confirm_frames(Rest, St#{confirmed := max(C, Tag), unconfirmed := Out - Acked});
+        {ok, _Other, Rest} ->
+            confirm_frames(Rest, St);
+        more ->
+            St#{buf := Bin}
+    end.
