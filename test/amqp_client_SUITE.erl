@@ -515,7 +515,7 @@ ctl(Config, Args) ->
 %% The TCP connection dies under the client (here: a proxy between client
 %% and broker drops both sockets without any AMQP close).
 socket_lost(Config) ->
-    {Proxy, ProxyPort} = start_proxy(?config(port, Config)),
+    {Proxy, ProxyPort} = beamlab_test_amqp:proxy(?config(port, Config)),
     {ok, C} = beamlab_amqp:connect(#{host => "127.0.0.1", port => ProxyPort}, #{}),
     Ch = channel(C),
     Q = queue(Ch, ?FUNCTION_NAME),
@@ -529,27 +529,6 @@ socket_lost(Config) ->
     %% Calls after the loss fail cleanly; async sends are no-ops.
     {error, closed} = beamlab_amqp:open_channel(C),
     ok = beamlab_amqp:publish(Ch, <<>>, Q, <<"into the void">>).
-
-%% A one-connection TCP proxy to the broker; `cut' closes both sides.
-start_proxy(BrokerPort) ->
-    Self = self(),
-    Pid = spawn_link(fun() ->
-              {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, true}]),
-              {ok, P} = inet:port(L),
-              Self ! {proxy_port, P},
-              {ok, A} = gen_tcp:accept(L),
-              {ok, B} = gen_tcp:connect({127, 0, 0, 1}, BrokerPort, [binary, {active, true}]),
-              proxy_loop(A, B)
-          end),
-    receive {proxy_port, Port} -> {Pid, Port} end.
-
-proxy_loop(A, B) ->
-    receive
-        {tcp, A, Data} -> ok = gen_tcp:send(B, Data), proxy_loop(A, B);
-        {tcp, B, Data} -> ok = gen_tcp:send(A, Data), proxy_loop(A, B);
-        cut -> gen_tcp:close(A), gen_tcp:close(B);
-        {tcp_closed, _} -> gen_tcp:close(A), gen_tcp:close(B)
-    end.
 
 broker_dir(Config) ->
     filename:join([filename:dirname(filename:dirname(?config(script, Config))), "_build",

@@ -66,24 +66,7 @@ uniq(Name) ->
 
 %% A client connection for setting up and inspecting queues.
 with_channel(Fun) ->
-    {ok, Conn} = beamlab_amqp:connect(?URI, #{}),
-    {ok, Ch} = beamlab_amqp:open_channel(Conn),
-    try Fun(Ch)
-    after
-        Mon = monitor(process, Conn),
-        _ = beamlab_amqp:close(Conn),
-        %% The connection process sends its notices (to us, the owner of
-        %% the channel) before it ends: once it is down, they are all here.
-        receive {'DOWN', Mon, process, Conn, _} -> ok
-        after 10000 -> error(connection_not_closed)
-        end,
-        flush_closed([Conn, Ch])
-    end.
-
-flush_closed(Handles) ->
-    receive {amqp_closed, H, _, _} -> true = lists:member(H, Handles), flush_closed(Handles)
-    after 0 -> ok
-    end.
+    beamlab_test_amqp:with_channel(?URI, Fun).
 
 queue_exists(Q) ->
     with_channel(fun(Ch) ->

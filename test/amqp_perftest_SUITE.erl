@@ -83,18 +83,7 @@ counter(#{amqp := #{<<"counters">> := C}}, K) -> maps:get(K, C).
 
 %% A client connection of the test itself.
 with_channel(Fun) ->
-    {ok, Conn} = beamlab_amqp:connect(?URI, #{}),
-    {ok, Ch} = beamlab_amqp:open_channel(Conn),
-    try Fun(Ch)
-    after
-        Mon = monitor(process, Conn),
-        _ = beamlab_amqp:close(Conn),
-        receive {'DOWN', Mon, process, Conn, _} -> ok after 10000 -> error(not_closed) end,
-        flush()
-    end.
-
-flush() ->
-    receive {amqp_closed, _, _, _} -> flush() after 0 -> ok end.
+    beamlab_test_amqp:with_channel(?URI, Fun).
 
 %% Every message in queue Q (basic.get), then the queue deleted.
 drain_queue(Q) ->
@@ -817,7 +806,7 @@ frozen_broker_bounded(_) ->
 %% cut): workers retrying to connect still stop at the end (#27: -z 10
 %% ended at 46 s).
 reconnect_broker_gone_bounded(_) ->
-    {Proxy, ProxyPort} = start_proxy(list_to_integer(?PORT)),
+    {Proxy, ProxyPort} = beamlab_test_amqp:proxy(list_to_integer(?PORT)),
     Uri = "amqp://guest:guest@127.0.0.1:" ++ integer_to_list(ProxyPort) ++ "/%2F",
     H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", Uri, "-z", "4", "--reconnect",
                                                     "-cri", "1", "-c", "20", "-u", uniq("gone")], #{}),
@@ -827,55 +816,6 @@ reconnect_broker_gone_bounded(_) ->
     ct:log("exit ~p after ~p s~n~ts~n~ts", [maps:get(code, R), Secs, maps:get(out, R), maps:get(err, R)]),
     ?assert(Secs < 4 + 5 + 2 + 3),
     ?assertMatch({match, _}, re:run(maps:get(out, R), "accounting: .*queued \\?")).
-
-%% A TCP proxy to the broker for many connections; `cut' closes its port
-%% and every connection through it (the broker gone, as seen by a client).
-start_proxy(BrokerPort) ->
-    Self = self(),
-    Pid = spawn_link(fun() ->
-                             {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, false}]),
-                             {ok, P} = inet:port(L),
-                             Self ! {proxy_port, P},
-                             Acceptor = self(),
-                             _ = spawn_link(fun() -> accept_loop(L, BrokerPort, Acceptor) end),
-                             proxy_owner(L, [])
-                     end),
-    receive {proxy_port, Port} -> {Pid, Port} end.
-
-proxy_owner(L, Relays) ->
-    receive
-        {relay, R} -> proxy_owner(L, [R | Relays]);
-        cut ->
-            gen_tcp:close(L),
-            [R ! cut || R <- Relays],
-            receive never -> ok end
-    end.
-
-accept_loop(L, BrokerPort, Owner) ->
-    case gen_tcp:accept(L) of
-        {ok, A} ->
-            {ok, B} = gen_tcp:connect({127, 0, 0, 1}, BrokerPort, [binary, {active, true}]),
-            Relay = spawn(fun() -> receive go -> relay(A, B) end end),
-            ok = gen_tcp:controlling_process(A, Relay),
-            ok = gen_tcp:controlling_process(B, Relay),
-            Owner ! {relay, Relay},
-            Relay ! go,
-            accept_loop(L, BrokerPort, Owner);
-        {error, _} ->
-            ok
-    end.
-
-relay(A, B) ->
-    ok = inet:setopts(A, [{active, true}]),
-    relay_loop(A, B).
-
-relay_loop(A, B) ->
-    receive
-        {tcp, A, D} -> _ = gen_tcp:send(B, D), relay_loop(A, B);
-        {tcp, B, D} -> _ = gen_tcp:send(A, D), relay_loop(A, B);
-        cut -> gen_tcp:close(A), gen_tcp:close(B);
-        {tcp_closed, _} -> gen_tcp:close(A), gen_tcp:close(B)
-    end.
 
 %% A frozen `beamlab node' (SIGSTOP) of a --nodes run: dropped after a few
 %% seconds of silence, the run ends on time with the others' counts, and
