@@ -15,7 +15,7 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([spinning/1, mailbox/1, process_heap/1, binaries/1, ets_table/1, process_count/1, port_count/1,
          atom_count/1, long_gc/1, busy_dist_port/1, healthy/1, system_monitor_taken/1,
-         frozen_mid_watch/1, frozen_then_resumes/1, frozen_before_watch/1, no_secrets/1]).
+         frozen_mid_watch/1, frozen_then_resumes/1, frozen_before_watch/1, sampler_lost/1, no_secrets/1]).
 
 -define(COOKIE, "watch_suite_cookie_31415").
 -define(INTERVAL, 500).
@@ -23,7 +23,7 @@
 all() ->
     [spinning, mailbox, process_heap, binaries, ets_table, process_count, port_count, atom_count,
      long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_then_resumes,
-     frozen_before_watch, no_secrets].
+     frozen_before_watch, sampler_lost, no_secrets].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -324,6 +324,32 @@ frozen_mid_watch(_Config) ->
         ?assert(N >= 1),
         ?assert(lists:member(<<"node_unresponsive">>, [I || #{<<"id">> := I} <- maps:get(<<"findings">>, Doc)])),
         ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"does not answer">>))
+    end).
+
+%% The watch's sampler dies for a reason of its own (killed here from the
+%% watched node, over the connection the watch made): the watch ends at
+%% once, long before its duration, with one line and exit 1, not at the
+%% end of its duration with an internal error.
+sampler_lost(_Config) ->
+    with_peer(watch_lost, healthy, fun(Peer, Node) ->
+        Dir = beamlab_test_util:tmp_dir("lost"),
+        T0 = erlang:monotonic_time(millisecond),
+        H = beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", "60",
+                                         "--interval", "500", "--format", "json"], #{dir => Dir}),
+        _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "memory: ", 30000),
+        Killed = eval(Peer, "[erpc:call(N, erlang, exit, [P, kill]) || N <- nodes(hidden),"
+                            " lists:prefix(\"beamlab\", atom_to_list(N)), P <- erpc:call(N, erlang, processes, []),"
+                            " {dictionary, D} <- [erpc:call(N, erlang, process_info, [P, dictionary])],"
+                            " proplists:get_value('$initial_call', D) =:= {beamlab_runtime_telemetry, init, 1}]."),
+        ?assertEqual([true], Killed),
+        R = beamlab_test_util:cli_finish(H, <<>>),
+        Took = erlang:monotonic_time(millisecond) - T0,
+        ct:log("took ~b ms~nstderr:~n~ts", [Took, maps:get(err, R)]),
+        ?assert(Took < 30000),
+        ?assertEqual(1, maps:get(code, R)),
+        ?assertMatch({match, _}, re:run(maps:get(err, R), "watching " ++ Node ++ ": sampling stopped during "
+                                                          "the watch \\(killed\\)")),
+        ?assertEqual(nomatch, re:run(maps:get(err, R), "internal error|crash"))
     end).
 
 %% Frozen for a while (a node too slow to answer), then running again:

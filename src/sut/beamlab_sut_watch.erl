@@ -30,7 +30,8 @@
                         deadline => integer() | infinity}.
 -type error_reason() :: {bad_node, string()} | {no_distribution, term()}
                       | {unreachable, node(), term()} | {not_running, node()}
-                      | {refused, node()} | {no_answer, node(), pos_integer()} | {watch, node(), term()}.
+                      | {refused, node()} | {no_answer, node(), pos_integer()} | {watch, node(), term()}
+                      | {sampler_lost, node(), term()}.
 -export_type([watch_opts/0, error_reason/0]).
 
 -define(CONNECT_MS, 5000).
@@ -235,23 +236,35 @@ watch(Node, Opts) ->
                       end,
             Growth = beamlab_sut_growth:new(#{interval => Interval,
                                               limits => maps:get(limits, beamlab_runtime_telemetry:info(Pid))}),
-            Interrupted = try loop(#{pid => Pid, until => Until, growth => Growth, print => Print,
-                                     metrics => Metrics})
-                          after
-                              case Metrics of
-                                  undefined -> ok;
-                                  {S, B} -> beamlab_runtime_metrics_board:withdraw(S, collector_name(Node), B)
-                              end
-                          end,
-            Series = beamlab_runtime_telemetry:stop(Pid),
+            %% A sampler that dies (for any reason but the node going
+            %% down, which it reports) ends the watch at once.
+            Mon = erlang:monitor(process, Pid),
+            Ended = try loop(#{pid => Pid, mon => Mon, until => Until, growth => Growth, print => Print,
+                               metrics => Metrics})
+                    after
+                        case Metrics of
+                            undefined -> ok;
+                            {S, B} -> beamlab_runtime_metrics_board:withdraw(S, collector_name(Node), B)
+                        end
+                    end,
+            erlang:demonitor(Mon, [flush]),
+            Finished = case Ended of
+                           {lost, Why} -> {error, Why};
+                           _ -> beamlab_runtime_telemetry:finish(Pid)
+                       end,
             flush(Pid),
-            {ok, Series, #{interrupted => Interrupted, findings => beamlab_sut_growth:findings(Series)}};
+            case Finished of
+                {ok, Series} ->
+                    {ok, Series, #{interrupted => Ended =:= true, findings => beamlab_sut_growth:findings(Series)}};
+                {error, Reason} ->
+                    {error, {sampler_lost, Node, Reason}}
+            end;
         {error, {watch, _, _} = E} -> {error, E};
         {error, R} -> {error, {watch, Node, R}}
     end.
 
 %% Samples, silences and the end of the watch, as they come.
-loop(L = #{pid := Pid, until := Until, growth := G, print := Print, metrics := Metrics}) ->
+loop(L = #{pid := Pid, mon := Mon, until := Until, growth := G, print := Print, metrics := Metrics}) ->
     Wait = case Until of
                infinity -> infinity;
                _ -> max(0, Until - erlang:monotonic_time(millisecond))
@@ -269,7 +282,8 @@ loop(L = #{pid := Pid, until := Until, growth := G, print := Print, metrics := M
             ok = publish(Metrics, [{up, true}]),
             loop(L);
         {beamlab_telemetry_down, Pid, _} -> false;
-        {beamlab_interrupt, _} -> true
+        {beamlab_interrupt, _} -> true;
+        {'DOWN', Mon, process, Pid, Why} -> {lost, Why}
     after Wait -> false
     end.
 
@@ -308,7 +322,10 @@ format_error({refused, Node}) ->
 format_error({no_answer, Node, Ms}) ->
     io_lib:format("~ts did not answer within ~b s (frozen, stopped or overloaded?)", [Node, Ms div 1000]);
 format_error({watch, _, _} = E) ->
-    beamlab_runtime_telemetry:format_error(E).
+    beamlab_runtime_telemetry:format_error(E);
+format_error({sampler_lost, Node, Why}) ->
+    io_lib:format("watching ~ts: sampling stopped during the watch (~0tp); "
+                  "its figures are the lines printed so far", [Node, Why]).
 
 reason(nxdomain) -> "no such host";
 reason(econnrefused) -> "connection refused";
