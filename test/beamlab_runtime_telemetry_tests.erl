@@ -21,3 +21,32 @@ rate_header_test() ->
 %% Where the last occurrence of Sub in S ends.
 column_end(S, Sub) ->
     length(S) - length(string:find(S, Sub, trailing)) + length(Sub).
+
+%% A sample that raises (here the caller's `rates' fun, on its third call:
+%% the first is the sampler's baseline) is counted and left out; the
+%% sampler goes on and its series keeps every other sample.
+failed_sample_left_out_test() ->
+    Calls = counters:new(1, []),
+    Rates = fun() ->
+                    counters:add(Calls, 1, 1),
+                    case counters:get(Calls, 1) of
+                        3 -> error(rates_broke);
+                        N -> [{<<"r">>, N}]
+                    end
+            end,
+    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 20, print => false, rates => Rates,
+                                                       notify => self()}),
+    %% Four good samples: the third call failed in between.
+    [receive {beamlab_telemetry_sample, Pid, _} -> ok end || _ <- lists:seq(1, 4)],
+    Series = beamlab_runtime_telemetry:stop(Pid),
+    ?assertEqual(1, maps:get(failed_samples, Series)),
+    ?assertMatch(<<"error:rates_broke", _/binary>>, maps:get(first_failure, Series)),
+    ?assert(maps:get(samples, Series) >= 4),
+    ?assertEqual(maps:get(samples, Series), length(maps:get(t_ms, Series))).
+
+%% Without a failure the series says nothing of failures.
+no_failure_no_key_test() ->
+    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 20, print => false, notify => self()}),
+    receive {beamlab_telemetry_sample, Pid, _} -> ok end,
+    Series = beamlab_runtime_telemetry:stop(Pid),
+    ?assertNot(maps:is_key(failed_samples, Series)).

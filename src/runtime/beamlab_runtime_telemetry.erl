@@ -75,7 +75,11 @@
              sysmon = off :: off | ours | {taken, pid()},
              limits = #{} :: map(),
              silent = false :: false | integer(),
-             unanswered = [] :: [{integer(), integer() | null}]}).
+             unanswered = [] :: [{integer(), integer() | null}],
+             %% Samples that raised (a `rates' fun of the caller, an
+             %% unexpected value): counted, the first one's error kept.
+             failed = 0 :: non_neg_integer(),
+             first_failure = null :: null | binary()}).
 
 %% @doc Start sampling. Options: `interval' (ms, default 1000), `print'
 %% (default false), `rates' (a fun returning cumulative counters; their
@@ -225,7 +229,7 @@ handle_call(stop, _From, St) ->
     St1 = case St#st.down =:= false andalso St#st.silent =:= false andalso
               now_ms() - maps:get(t, St#st.prev) >= St#st.interval div 4 andalso
               left(St#st.deadline) > 0 of
-              true -> sample(St);
+              true -> guarded_sample(St);
               false -> St
           end,
     {stop, normal, series(St1), St1};
@@ -244,7 +248,7 @@ handle_cast(_, St) ->
 %% @private
 -spec handle_info(term(), #st{}) -> {noreply, #st{}} | {stop, term(), #st{}}.
 handle_info({timeout, Ref, tick}, St = #st{timer = Ref}) ->
-    case sample(St) of
+    case guarded_sample(St) of
         St1 = #st{down = false} -> {noreply, schedule(St1)};
         St1 -> {noreply, St1#st{timer = undefined}}
     end;
@@ -290,6 +294,24 @@ baseline(St0 = #st{tracker = Tracker}, Until) ->
 schedule(St = #st{t0 = T0, tick = K, interval = I}) ->
     Ref = erlang:start_timer(T0 + (K + 1) * I, self(), tick, [{abs, true}]),
     St#st{timer = Ref, tick = K + 1}.
+
+%% One sample; one that raises is counted (and its error kept, and said
+%% once on the live output) instead of ending the sampler with the series
+%% recorded so far.
+guarded_sample(St) ->
+    try
+        sample(St)
+    catch
+        Class:Reason:Stack ->
+            failed_sample(St, iolist_to_binary(io_lib:format("~0tp:~0tP at ~0tP", [Class, Reason, 12, hd(Stack ++ [none]), 6])))
+    end.
+
+failed_sample(St = #st{failed = 0, print = Print, t0 = T0}, Why) ->
+    _ = Print andalso io:format(standard_error, "~7.1fs  a telemetry sample failed, left out: ~ts~n",
+                                [(now_ms() - T0) / 1000, Why]),
+    St#st{failed = 1, first_failure = Why};
+failed_sample(St = #st{failed = N}, _Why) ->
+    St#st{failed = N + 1}.
 
 sample(St = #st{node = Node, silent = false}) when Node =/= undefined ->
     try sample1(St)
@@ -677,7 +699,8 @@ same_host(Node) ->
 %% Samples (newest first) -> one list per metric, maps of lists for the
 %% nested metrics (memory, rates, msacc).
 series(#st{samples = Rev, interval = I, shape = Shape, msacc = Msacc, node = Node, down = Down,
-           limits = Limits, sysmon = SysMon, unanswered = Unanswered}) ->
+           limits = Limits, sysmon = SysMon, unanswered = Unanswered, failed = Failed,
+           first_failure = FirstFailure}) ->
     Samples = lists:reverse(Rev),
     Keys = lists:usort(lists:append([maps:keys(S) || S <- Samples])),
     Nested = [memory, rates, msacc, totals, growth],
@@ -697,8 +720,13 @@ series(#st{samples = Rev, interval = I, shape = Shape, msacc = Msacc, node = Nod
                                            end,
                          unanswered => [#{from_ms => F, to_ms => T} || {F, T} <- lists:reverse(Unanswered)]}
               end,
-    maps:merge(maps:merge(Flat, Sub#{interval_ms => I, samples => length(Samples),
-                                     schedulers => Shape, msacc_enabled => Msacc}), Watched).
+    Failures = case Failed of
+                   0 -> #{};
+                   _ -> #{failed_samples => Failed, first_failure => FirstFailure}
+               end,
+    maps:merge(maps:merge(maps:merge(Flat, Sub#{interval_ms => I, samples => length(Samples),
+                                                schedulers => Shape, msacc_enabled => Msacc}), Watched),
+               Failures).
 
 columns(Maps) ->
     Keys = lists:usort(lists:append([maps:keys(M) || M <- Maps])),
