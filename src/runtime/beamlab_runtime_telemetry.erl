@@ -303,7 +303,9 @@ guarded_sample(St) ->
         sample(St)
     catch
         Class:Reason:Stack ->
-            failed_sample(St, iolist_to_binary(io_lib:format("~0tp:~0tP at ~0tP", [Class, Reason, 12, hd(Stack ++ [none]), 6])))
+            Where = hd(Stack ++ [none]),
+            failed_sample(St, iolist_to_binary(io_lib:format("~0tp:~0tP at ~0tP",
+                                                             [Class, Reason, 12, Where, 6])))
     end.
 
 failed_sample(St = #st{failed = 0, print = Print, t0 = T0}, Why) ->
