@@ -166,13 +166,7 @@ stop_beside(#{node := Node, env := Env, pid := Pid, mon := Mon}, Doc, Exp) ->
     Broker = #{node => atom_to_binary(Node), env => Env},
     %% (The cookie in the command line is masked with every other secret
     %% when the document is printed or saved: beamlab_result_redact.)
-    Finished = receive
-                   {'DOWN', Mon, process, _, Why} -> {error, Why}
-               after 0 ->
-                   erlang:demonitor(Mon, [flush]),
-                   beamlab_runtime_telemetry:finish(Pid)
-               end,
-    case Finished of
+    case beamlab_runtime_telemetry:finish(Pid, Mon) of
         {ok, Series} ->
             Findings = [F#{title := <<"broker: ", T/binary>>}
                         || F = #{title := T} <- beamlab_env_detect:findings(#{telemetry => Series, env => Env,
@@ -286,8 +280,7 @@ cancel_beside(none, _Exp) ->
     ok;
 cancel_beside(#{pid := Pid, mon := Mon}, Exp) ->
     ok = beamlab_experiment_metrics:withdraw(Exp, broker),
-    erlang:demonitor(Mon, [flush]),
-    _ = beamlab_runtime_telemetry:finish(Pid),
+    _ = beamlab_runtime_telemetry:finish(Pid, Mon),
     ok.
 
 %% @doc A name that is not a node name is the caller's mistake.

@@ -37,7 +37,7 @@
 -module(beamlab_runtime_telemetry).
 -behaviour(gen_server).
 
--export([start_link/1, start/1, stop/1, finish/1, last/1, info/1, header/1, line/2, format_error/1]).
+-export([start_link/1, start/1, stop/1, finish/2, last/1, info/1, header/1, line/2, format_error/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -type opts() :: #{interval => pos_integer(), print => boolean(),
@@ -118,15 +118,21 @@ format_error(Other) ->
 stop(Pid) ->
     gen_server:call(Pid, stop, infinity).
 
-%% @doc As {@link stop/1}, for a sampler that may be gone: one that died
-%% during the run (its series with it) gives `{error, Reason}' instead of
-%% taking the caller down.
--spec finish(pid()) -> {ok, series()} | {error, term()}.
-finish(Pid) ->
-    try gen_server:call(Pid, stop, infinity) of
-        Series -> {ok, Series}
-    catch
-        exit:{Reason, {gen_server, call, _}} -> {error, Reason}
+%% @doc As {@link stop/1}, for a sampler that may be gone, monitored by
+%% the caller with `Mon': one that died during the run (its series with
+%% it) gives `{error, Reason}' instead of taking the caller down. The
+%% monitor is removed either way.
+-spec finish(pid(), reference()) -> {ok, series()} | {error, term()}.
+finish(Pid, Mon) ->
+    receive
+        {'DOWN', Mon, process, Pid, Reason} -> {error, Reason}
+    after 0 ->
+        erlang:demonitor(Mon, [flush]),
+        try gen_server:call(Pid, stop, infinity) of
+            Series -> {ok, Series}
+        catch
+            exit:{Reason, {gen_server, call, _}} -> {error, Reason}
+        end
     end.
 
 %% @doc The latest sample (single values), or `undefined' before the first.

@@ -247,10 +247,9 @@ watch(Node, Opts) ->
                             {S, B} -> beamlab_runtime_metrics_board:withdraw(S, collector_name(Node), B)
                         end
                     end,
-            erlang:demonitor(Mon, [flush]),
             Finished = case Ended of
                            {lost, Why} -> {error, Why};
-                           _ -> beamlab_runtime_telemetry:finish(Pid)
+                           _ -> beamlab_runtime_telemetry:finish(Pid, Mon)
                        end,
             flush(Pid),
             case Finished of
