@@ -57,7 +57,7 @@
 
 -export([run/1, run/2, run/3, compare/2, time/2]).
 -export([benchmark/2, benchmark/3, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/2, profile/2,
-         format_error/1]).
+         doctor/1, format_error/1]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
 -type options() :: beamlab_engine:options().
@@ -212,6 +212,21 @@ amqp(Uri, Opts) ->
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).
 
+%% @doc Why this machine runs the BEAM slower (kind `doctor'): the
+%% probe at several scheduler counts in fresh VMs, findings, remedies
+%% measured and ranked; the document's `extra' holds `recommendation'
+%% (the first line `beamlab doctor' prints). Options: `quick', `vm' (the
+%% flags the VM is started with today), `wrap' ("taskset -c 0"),
+%% `cgroup', `reps', `probe_ms', `schedulers', `remedy'; `sink' gets
+%% `{doctor, Line}' per phase and VM.
+%% ```
+%% {ok, Doc} = beamlab:doctor(#{quick => true}),
+%% maps:get(<<"recommendation">>, maps:get(extra, Doc)).
+%% '''
+-spec doctor(experiment_opts()) -> result().
+doctor(Opts) ->
+    experiment(beamlab_experiment_opts:doctor(Opts)).
+
 %% @doc One line explaining an error returned or raised by this module.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({job_failed, Name, Message}) ->
@@ -224,7 +239,7 @@ format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
 format_error({Kind, _} = R) when Kind =:= bench; Kind =:= suite; Kind =:= matrix; Kind =:= watch;
                                  Kind =:= amqp; Kind =:= profile; Kind =:= dist; Kind =:= telemetry;
-                                 Kind =:= check ->
+                                 Kind =:= check; Kind =:= doctor ->
     beamlab_experiment:format_error(R);
 format_error({Kind, _, _} = R) when Kind =:= unsupported; Kind =:= inner_kind ->
     beamlab_experiment:format_error(R);

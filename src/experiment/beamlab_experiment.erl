@@ -51,8 +51,9 @@
               | {watch, beamlab_experiment_watch:watch()}
               | {amqp, beamlab_experiment_amqp:amqp()}
               | {profile, beamlab_experiment_profile:profile()}
-              | {check, beamlab_experiment_check:check()}.
--type kind() :: bench | suite | matrix | watch | amqp | profile | check.
+              | {check, beamlab_experiment_check:check()}
+              | {doctor, beamlab_experiment_doctor:doctor()}.
+-type kind() :: bench | suite | matrix | watch | amqp | profile | check | doctor.
 -type telemetry() :: none | record | live.
 -type after_phase() :: #{memory => boolean(), reductions => boolean(),
                          profile => beamlab_engine_after:tool(), msacc => boolean()}.
@@ -73,6 +74,7 @@
                | {matrix, unicode:chardata()}             % a line per repetition, the target's lines
                | {amqp, binary()}                         % PerfTest's report lines
                | {check, unicode:chardata()}              % a step of a check (a build, a round)
+               | {doctor, unicode:chardata()}             % a phase or a VM of the doctor's protocol
                | {note, unicode:chardata()}              % one line worth telling (a node went down)
                | {metrics, unicode:chardata()}.           % where the live metrics are served
 %% How the run went, as its document tells it, and the lines worth
@@ -88,6 +90,7 @@
                       | {amqp, beamlab_experiment_amqp:error_reason()}
                       | {profile, beamlab_experiment_profile:error_reason()}
                       | {check, beamlab_experiment_check:error_reason()}
+                      | {doctor, beamlab_experiment_doctor:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}
                       | {telemetry, term()}
                       | {metrics, beamlab_experiment_metrics:error_reason()}
@@ -141,7 +144,12 @@ dispatch(#{run := {amqp, A}} = Exp) ->
 dispatch(#{run := {profile, P}} = Exp) ->
     beamlab_experiment_profile:run(P, Exp, inner());
 dispatch(#{run := {check, C}} = Exp) ->
-    beamlab_experiment_check:run(C, Exp).
+    beamlab_experiment_check:run(C, Exp);
+dispatch(#{run := {doctor, D}} = Exp) ->
+    case beamlab_experiment_doctor:run(D, Exp, inner()) of
+        {ok, _} = Ok -> Ok;
+        {error, R} -> {error, {doctor, R}}
+    end.
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM
 %% (by MFA, with the experiment appended to the arguments) or here.
@@ -204,6 +212,11 @@ check(profile, #{subject := {experiment, #{run := {Inner, _}} = I}}, _Exp) ->
         true -> check(I);
         false -> {error, {inner_kind, profile, Inner}}
     end;
+check(doctor, D, Exp) ->
+    case beamlab_experiment_doctor:check(D, Exp) of
+        ok -> ok;
+        {error, R} -> {error, {doctor, R}}
+    end;
 check(_, _, _) -> ok.
 
 %% @doc The kinds of experiment a matrix or a profile can run inside it.
@@ -223,6 +236,7 @@ verdict(#{kind := matrix} = Doc) -> beamlab_experiment_matrix:verdict(Doc);
 verdict(#{kind := watch} = Doc) -> beamlab_experiment_watch:verdict(Doc);
 verdict(#{kind := amqp} = Doc) -> beamlab_experiment_amqp:verdict(Doc);
 verdict(#{kind := check} = Doc) -> beamlab_experiment_check:verdict(Doc);
+verdict(#{kind := doctor} = Doc) -> beamlab_experiment_doctor:verdict(Doc);
 verdict(#{partial := true}) -> {interrupted, []};
 verdict(_) -> {ok, []}.
 
@@ -239,6 +253,7 @@ error_class({watch, R}) -> beamlab_experiment_watch:error_class(R);
 error_class({amqp, R}) -> beamlab_experiment_amqp:error_class(R);
 error_class({profile, R}) -> beamlab_experiment_profile:error_class(R);
 error_class({check, R}) -> beamlab_experiment_check:error_class(R);
+error_class({doctor, R}) -> beamlab_experiment_doctor:error_class(R);
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({telemetry, _}) -> failure;
 error_class({metrics, _}) -> failure;
@@ -254,6 +269,7 @@ format_error({watch, R}) -> beamlab_experiment_watch:format_error(R);
 format_error({amqp, R}) -> beamlab_experiment_amqp:format_error(R);
 format_error({profile, R}) -> beamlab_experiment_profile:format_error(R);
 format_error({check, R}) -> beamlab_experiment_check:format_error(R);
+format_error({doctor, R}) -> beamlab_experiment_doctor:format_error(R);
 format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
 format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
 format_error({metrics, R}) -> beamlab_experiment_metrics:format_error(R);

@@ -17,7 +17,7 @@
 -module(beamlab_experiment_opts).
 
 -export([benchmark/2, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1,
-         format_error/1]).
+         doctor/1, format_error/1]).
 
 -type opts() :: #{atom() => term()}.
 %% The inner experiment of a matrix or a profile, as the call that would
@@ -25,7 +25,8 @@
 -type inner() :: {benchmark, [beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()}
                | {suite, [atom() | string()], opts()}
                | {amqp, opts()}.
--type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}.
+-type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}
+                      | {doctor, beamlab_experiment_doctor:error_reason()}.
 -export_type([opts/0, inner/0, error_reason/0]).
 
 -define(COMMON, [telemetry, verbose, env, sink, command]).
@@ -112,6 +113,29 @@ check_experiment(Opts) ->
         {ok, Args} -> common(Opts, #{run => {check, C2#{vm_args => Args}}}, #{});
         {error, _} -> {error, {bad_option, vm_args, maps:get(vm_args, Opts)}}
     end.
+
+%% @doc `beamlab doctor': the options of its command as a map (`quick',
+%% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
+%% doctor's phases go to `sink' as `{doctor, Line}'.
+-spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+doctor(Opts) when is_map(Opts) ->
+    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, remedy],
+    known(Own, Opts,
+          fun() ->
+                  Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
+                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
+                                      (quick, B) when is_boolean(B) -> B;
+                                      (K, N) when (K =:= reps orelse K =:= probe_ms), is_integer(N), N >= 1 -> N;
+                                      (K, V) -> throw({bad_option, K, V})
+                                  end, maps:with(Own, Opts)),
+                  case beamlab_experiment_doctor:new(Texts) of
+                      {ok, D} -> common(Opts, #{run => {doctor, D}}, #{});
+                      {error, R} -> {error, {doctor, R}}
+                  end
+          end);
+doctor(Opts) ->
+    {error, {bad_option, doctor, Opts}}.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to
@@ -344,4 +368,6 @@ common(Opts, Exp, After) ->
 format_error({unknown_option, K}) ->
     io_lib:format("unknown option ~0tp", [K]);
 format_error({bad_option, K, V}) ->
-    io_lib:format("bad value for option ~0tp: ~0tP", [K, V, 10]).
+    io_lib:format("bad value for option ~0tp: ~0tP", [K, V, 10]);
+format_error({doctor, R}) ->
+    beamlab_experiment_doctor:format_error(R).
