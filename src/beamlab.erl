@@ -57,7 +57,7 @@
 
 -export([run/1, run/2, run/3, compare/2, time/2]).
 -export([benchmark/2, benchmark/3, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/2, profile/2,
-         doctor/1, format_error/1]).
+         format_error/1]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
 -type options() :: beamlab_engine:options().
@@ -212,21 +212,6 @@ amqp(Uri, Opts) ->
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).
 
-%% @doc Why this machine runs the BEAM slower (kind `doctor'): the
-%% probe at several scheduler counts in fresh VMs, findings, remedies
-%% measured and ranked; the document's `extra' holds `recommendation'
-%% (the first line `beamlab doctor' prints). Options: `quick', `vm' (the
-%% flags the VM is started with today), `wrap' ("taskset -c 0"),
-%% `cgroup', `reps', `probe_ms', `schedulers', `remedy'; `sink' gets
-%% `{doctor, Line}' per phase and VM.
-%% ```
-%% {ok, Doc} = beamlab:doctor(#{quick => true}),
-%% maps:get(<<"recommendation">>, maps:get(extra, Doc)).
-%% '''
--spec doctor(experiment_opts()) -> result().
-doctor(Opts) ->
-    experiment(beamlab_experiment_opts:doctor(Opts)).
-
 %% @doc One line explaining an error returned or raised by this module.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({job_failed, Name, Message}) ->
@@ -237,19 +222,18 @@ format_error(squeeze_needs_bounds) ->
     "threshold)";
 format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
-format_error({Kind, _} = R) when Kind =:= bench; Kind =:= suite; Kind =:= matrix; Kind =:= watch;
-                                 Kind =:= amqp; Kind =:= profile; Kind =:= dist; Kind =:= telemetry;
-                                 Kind =:= check; Kind =:= doctor ->
-    beamlab_experiment:format_error(R);
-format_error({Kind, _, _} = R) when Kind =:= unsupported; Kind =:= inner_kind ->
-    beamlab_experiment:format_error(R);
 format_error({bad_option, K, _} = R) ->
     case lists:member(K, maps:keys(beamlab_engine:default_run_opts())) of
         true -> beamlab_engine:format_error(R);
         false -> beamlab_experiment_opts:format_error(R)
     end;
 format_error(Reason) ->
-    beamlab_engine:format_error(Reason).
+    %% the experiment layer's errors (a kind's `{Kind, R}', its own), else
+    %% the engine's (benchmark/3 and the short forms give them untagged)
+    case beamlab_experiment:is_error(Reason) of
+        true -> beamlab_experiment:format_error(Reason);
+        false -> beamlab_engine:format_error(Reason)
+    end.
 
 %%====================================================================
 %% Internal

@@ -19,6 +19,7 @@
 %%% stops between two VMs (the running one is interrupted too) and the
 %%% document keeps what was measured, `partial'.
 -module(beamlab_experiment_doctor).
+-behaviour(beamlab_experiment_kind).
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
 
@@ -46,7 +47,7 @@ name() -> doctor.
 
 %% @doc The options (the command line's and the API's), as maps of the
 %% CLI option schema.
--spec options() -> [map()].
+-spec options() -> [beamlab_schema:option()].
 options() ->
     [#{name => quick, long => "quick", type => boolean, default => false,
        help => "the short protocol: at most 2 minutes on a 2-core machine (fewer repetitions, "
@@ -69,7 +70,7 @@ options() ->
 
 %% @doc The description from options already checked against
 %% {@link options/0}.
--spec new(#{atom() => term()}) -> {ok, doctor()} | {error, error_reason()}.
+-spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {bad_option, atom(), term()}}.
 new(Opts) ->
     Quick = maps:get(quick, Opts, false) =:= true,
     Get = fun(K, D) -> case maps:get(K, Opts, undefined) of undefined -> D; V -> V end end,
@@ -120,18 +121,18 @@ counts(S) ->
     end.
 
 %% @doc The cgroup, when given, must be a directory with `cgroup.procs'.
--spec check(doctor(), beamlab_experiment:experiment()) -> ok | {error, error_reason()}.
+-spec check(doctor(), beamlab_experiment:experiment()) -> ok | {error, {doctor, error_reason()}}.
 check(#{cgroup := none}, _Exp) ->
     ok;
 check(#{cgroup := Dir}, _Exp) ->
     case filelib:is_regular(filename:join(Dir, "cgroup.procs")) of
         true -> ok;
-        false -> {error, {cgroup, Dir, no_procs}}
+        false -> {error, {doctor, {cgroup, Dir, no_procs}}}
     end.
 
 %% @doc Runs the protocol and returns the document.
 -spec run(doctor(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
-          {ok, beamlab_result:result()} | {error, error_reason()}.
+          {ok, beamlab_result:result()} | {error, {doctor, error_reason()}}.
 run(D, Exp, _Inner) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
     Say = fun(Fmt, Args) -> Sink({doctor, io_lib:format(Fmt, Args)}) end,
@@ -156,8 +157,8 @@ run(D, Exp, _Inner) ->
         "fresh VMs interleaved~n", [lists:join(", ", [integer_to_list(N) || N <- Counts]),
                                     maps:get(curve_reps, D)]),
     case measure(Curve, maps:get(curve_reps, D), D, Say) of
-        {error, _} = E ->
-            E;
+        {error, R} ->
+            {error, {doctor, R}};
         {ok, CurveRuns} ->
             BaseSum = beamlab_env_doctor:summary(runs(<<"default">>, CurveRuns)),
             Points = [{N, beamlab_env_doctor:summary(runs(Name, CurveRuns))}
