@@ -92,7 +92,7 @@ summary(Runs0) ->
       cpu_share => Med(cpu_share, [cpu_share(L, Vm) || L <- Load]),
       others_share => median([S || L <- Load ++ Mesh, S <- [others_share(L, Allowed)], is_number(S)]),
       steal_share => median([S || L <- Load ++ Mesh, S <- [steal_share(L)], is_number(S)]),
-      throttled_share => median([S || L <- Load ++ Mesh, S <- [throttled_share(L)], is_number(S)]),
+      throttled_share => median([S || L <- Mesh, S <- [throttled_share(L)], is_number(S)]),
       schedulers_online => maps:get(schedulers_online, Vm, null),
       cpus_allowed => Allowed,
       quota_cpus => maps:get(cgroup_quota_cpus, Vm, null),
