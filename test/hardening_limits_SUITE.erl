@@ -9,12 +9,16 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
 -export([compare_crafted_numbers/1, crafted_numbers_property/1]).
+-export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
+-export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
 
 all() ->
-    [{group, numbers}].
+    [{group, numbers}, {group, memory}, {group, acceptance}].
 
 groups() ->
-    [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]}].
+    [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
+     {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded]},
+     {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("limits"),
@@ -93,3 +97,91 @@ crafted_numbers_property(_Config) ->
              end || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]],
     ?assert(proper:quickcheck(prop_beamlab_crafted:prop_result_numbers(Dir, Bases),
                               [{numtests, 200}, {to_file, user}])).
+
+%%--------------------------------------------------------------------
+%% Bounded memory (problem 7). The bounds are checked before any broker
+%% is contacted: the URIs point at a closed port, so a run that got past
+%% them would fail with a connection error instead of the line asserted.
+
+-define(NOBROKER, "amqp://127.0.0.1:1/%2F").
+
+usage(Args, Expected) ->
+    R = #{code := Code, err := Err} = cli(["amqp", "-h", ?NOBROKER, "-z", "1" | Args], #{dir => tmp()}),
+    ?assertEqual({2, Args}, {Code, Args}),
+    one_line(R),
+    ?assert(has(Err, Expected)),
+    Err.
+
+%% One bound for every way a body size is given: -s, -vs and -B files
+%% (RabbitMQ's largest message, 512 MiB). `-vs 600000000:1' was accepted.
+amqp_body_sizes_bounded(_Config) ->
+    _ = usage(["-s", "600000000"], "at most 536870912"),
+    _ = usage(["-vs", "600000000:1"], "invalid value '600000000:1' for --variable-size: at most 536870912"),
+    _ = usage(["-vs", "100:5", "-vs", "536870913:1"], "for --variable-size: at most 536870912"),
+    Dir = tmp(),
+    Big = filename:join(Dir, "big.bin"),
+    %% Sparse: no disk space, and nothing is read (the size decides).
+    {ok, F} = file:open(Big, [write]),
+    {ok, _} = file:position(F, 536870913),
+    ok = file:write(F, <<0>>),
+    ok = file:close(F),
+    _ = usage(["-B", Big], "larger than 512 MiB"),
+    ok.
+
+%% A total for what is held at once: 100 files of 60 MiB (each under the
+%% per-file bound) used to be read whole, past 2.5 GB; -vs sizes that add
+%% up past 1 GiB likewise. Bodies are shared, not copied per producer
+%% (beamlab_amqp_producer_tests:shared_padding_test).
+amqp_bodies_held_bounded(_Config) ->
+    Dir = tmp(),
+    Files = [begin
+                 Name = filename:join(Dir, "b" ++ integer_to_list(I)),
+                 {ok, F} = file:open(Name, [write]),
+                 {ok, _} = file:position(F, 60 * 1048576 - 1),
+                 ok = file:write(F, <<0>>),
+                 ok = file:close(F),
+                 Name
+             end || I <- lists:seq(1, 100)],
+    _ = usage(["-B", lists:join(",", Files)], "--body: 100 files of 6291456000 bytes in all, more than 1 GiB"),
+    _ = usage(["-x", "4", "-vs", "536870912:1", "-vs", "536870911:1"],
+              "add up to 1073741835 bytes, more than 1 GiB"),
+    _ = usage(["--json-body", "-bc", "10000", "-s", "200000"], "more than 1 GiB"),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Silent acceptance (problem 15): refused up front, one line, exit 2.
+
+silent_acceptance_refused(_Config) ->
+    _ = usage(["-vr", "99999999999999999999:1"], "for --variable-rate: at most 1000000000"),
+    _ = usage(["-vl", "60000001:1"], "for --variable-latency: at most 60000000"),
+    _ = usage(["--uris", ?NOBROKER ",," ?NOBROKER], "--uris: an empty entry"),
+    _ = usage(["--uris", ?NOBROKER ","], "--uris: an empty entry"),
+    _ = usage(["--uris", " , "], "--uris: an empty entry"),
+    _ = usage(["-B", "a,,b"], "--body: an empty entry"),
+    _ = usage(["-B", "a,"], "--body: an empty entry"),
+    [begin
+         R = #{code := 2, err := Err} = cli(["matrix", "--target", "rabbitmq", "--load-cmd", Cmd,
+                                             "--", "amqp", "-z", "1"], #{dir => tmp()}),
+         one_line(R),
+         ?assert(has(Err, "--load-cmd is empty"))
+     end || Cmd <- ["", "  "]],
+    ok.
+
+%% `check --bench nosuch' (and a bench directory without bench modules)
+%% is refused before the project is built: the project here does not
+%% compile, so getting that far would say so instead.
+check_bench_dir_before_build(_Config) ->
+    Dir = tmp(),
+    ok = file:write_file(filename:join(Dir, "rebar.config"), "{erl_opts, []}.\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "src")),
+    ok = file:write_file(filename:join([Dir, "src", "broken.erl"]), "-module(broken).\nthis is not erlang\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "bench")),
+    [begin
+         R = #{code := 2, err := Err} = cli(["check" | Args], #{dir => Dir}),
+         one_line(R),
+         ?assert(has(Err, Expected)),
+         ?assertNot(has(Err, "broken"))
+     end || {Args, Expected} <- [{["--bench", "nosuch"], "nosuch: no such directory"},
+                                 {["--bench", "nosuch", "--against", "HEAD"], "nosuch: no such directory"},
+                                 {[], "holds no bench module"}]],
+    ok.

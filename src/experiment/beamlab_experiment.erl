@@ -194,6 +194,7 @@ supports(_, _) -> false.
 
 check(bench, B, Exp) -> beamlab_experiment_bench:check(B, Exp);
 check(suite, S, Exp) -> beamlab_experiment_suite:check(S, Exp);
+check(check, C, _Exp) -> beamlab_experiment_check:check(C);
 check(matrix, #{inner := #{run := {Inner, _}} = I}, _Exp) ->
     case lists:member(Inner, inner_kinds(matrix)) of
         true -> check(I);

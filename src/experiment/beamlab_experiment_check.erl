@@ -14,7 +14,7 @@
 %%% through this layer again ({@link beamlab_experiment:run_inner/1}).
 -module(beamlab_experiment_check).
 
--export([run/2, verdict/1, error_class/1, format_error/1]).
+-export([run/2, check/1, verdict/1, error_class/1, format_error/1]).
 
 -type check() :: #{root := file:filename(),                 % the project's root
                    bench := file:filename(),                % bench modules, relative to root
@@ -58,6 +58,16 @@ run(#{against := _} = C0, Exp) ->
     end;
 run(C, Exp) ->
     validate(C, Exp).
+
+%% @doc What is known before anything is built (#34): the bench directory
+%% and its modules are there (`check --bench nosuch' used to be refused
+%% only after the project was built).
+-spec check(check()) -> ok | {error, {check, error_reason()}}.
+check(#{root := Root, bench := Bench}) ->
+    case beamlab_project_bench:sources(filename:join(Root, Bench)) of
+        {ok, _} -> ok;
+        {error, R} -> {error, {check, R}}
+    end.
 
 %% The working tree as the build tool built it, or as it is (no build);
 %% `none': the check builds it.
