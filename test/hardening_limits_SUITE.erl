@@ -11,14 +11,17 @@
 -export([compare_crafted_numbers/1, crafted_numbers_property/1]).
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
+-export([check_runner_raises_readable/1, uri_query_secrets_masked/1]).
 
 all() ->
-    [{group, numbers}, {group, memory}, {group, acceptance}].
+    [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
 
 groups() ->
     [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
      {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded]},
-     {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]}].
+     {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
+     {readable, [], [check_runner_raises_readable]},
+     {secrets, [], [uri_query_secrets_masked]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("limits"),
@@ -184,4 +187,60 @@ check_bench_dir_before_build(_Config) ->
      end || {Args, Expected} <- [{["--bench", "nosuch"], "nosuch: no such directory"},
                                  {["--bench", "nosuch", "--against", "HEAD"], "nosuch: no such directory"},
                                  {[], "holds no bench module"}]],
+    ok.
+
+%%--------------------------------------------------------------------
+%% Errors a person can read (problem 12)
+
+%% A runner that raises printed OTP's "Error in process ... with exit
+%% value" and a stack of beamlab_gen_* and beamlab_engine_after frames in
+%% the error and the table. Now: the class, the reason and the user's own
+%% frames. Variants: a throw, an exit, a raise deep in a helper.
+check_runner_raises_readable(_Config) ->
+    Dir = tmp(),
+    ok = file:write_file(filename:join(Dir, "rebar.config"), "{erl_opts, []}.\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "src")),
+    ok = file:write_file(filename:join([Dir, "src", "lim.erl"]), "-module(lim).\n-export([f/0]).\nf() -> ok.\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "bench")),
+    ok = file:write_file(filename:join([Dir, "bench", "raise_bench.erl"]),
+                         "-module(raise_bench).\n-export([benchmarks/0]).\n"
+                         "benchmarks() ->\n"
+                         "    [#{name => \"raises\", runner => fun() -> deep(3) end},\n"
+                         "     #{name => \"throws\", runner => fun() -> throw(oops) end},\n"
+                         "     #{name => \"exits\", runner => fun() -> exit(gone) end},\n"
+                         "     #{name => \"fine\", runner => fun() -> lim:f() end}].\n"
+                         "deep(0) -> erlang:error({bad, input});\n"
+                         "deep(N) -> [deep(N - 1)].\n"),
+    #{code := 1, out := Out, err := Err} = cli(["check"], #{dir => Dir}),
+    All = <<Out/binary, Err/binary>>,
+    [?assertNot(has(All, Harness)) || Harness <- ["Error in process", "beamlab_gen_", "beamlab_engine",
+                                                  "exit value", "erl_eval"]],
+    ?assert(has(All, "raises: the runner failed while profiling: error {bad,input} in raise_bench:deep/1 (raise_bench.erl:8)")),
+    ?assert(has(All, "throws: the runner failed while profiling: throw oops")),
+    ?assert(has(All, "exits: the runner failed while profiling: exit gone")),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Secrets (problem 10)
+
+%% The query value of `?password=PW' was printed in clear (`unknown
+%% parameter "password"') while the user-info part was masked. Variants:
+%% a token among known parameters, a percent-encoded name, the command
+%% line recorded in a saved document.
+uri_query_secrets_masked(_Config) ->
+    Dir = tmp(),
+    [begin
+         R = #{code := 2, err := Err} = cli(["amqp", "-h", Uri, "-z", "1"], #{dir => Dir}),
+         one_line(R),
+         ?assertNot(has(Err, "SECRETPW")),
+         ?assert(has(Err, "****"))
+     end || Uri <- ["amqp://user:SECRETPW@127.0.0.1:1/%2F?password=SECRETPW",
+                    "amqp://127.0.0.1:1/%2F?heartbeat=5&token=SECRETPW",
+                    "amqp://127.0.0.1:1/%2F?pass%77ord=SECRETPW"]],
+    #{code := 0, out := Out} = cli(["ok.", "-d", "20", "-s", "2", "--label", "amqp://h/%2F?token=SECRETPW",
+                                    "--save", "r.json"], #{dir => Dir}),
+    ?assertNot(has(Out, "SECRETPW")),
+    {ok, Saved} = file:read_file(filename:join(Dir, "r.json")),
+    ?assertNot(has(Saved, "SECRETPW")),
+    ?assert(has(Saved, "token=****")),
     ok.
