@@ -13,7 +13,8 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([oversubscribed_taskset/1, cgroup_quota/1, competing_processes/1, busy_waiting/1,
-         healthy_quiet/1, quick_text_and_errors/1, interrupted_keeps_what_was_measured/1]).
+         healthy_quiet/1, quick_text_and_errors/1, interrupted_keeps_what_was_measured/1,
+         api_erlang_and_elixir/1]).
 
 -define(DECOY, "+swt very_low").
 -define(SBWT, <<"+sbwt none +sbwtdcpu none +sbwtdio none">>).
@@ -21,7 +22,7 @@
 suite() -> [{timetrap, {minutes, 4}}].
 
 all() ->
-    [quick_text_and_errors, oversubscribed_taskset, cgroup_quota, competing_processes,
+    [quick_text_and_errors, api_erlang_and_elixir, oversubscribed_taskset, cgroup_quota, competing_processes,
      busy_waiting, healthy_quiet, interrupted_keeps_what_was_measured].
 
 init_per_suite(Config) ->
@@ -255,3 +256,33 @@ interrupted_keeps_what_was_measured(_Config) ->
     {ok, Doc} = beamlab_result:load(File),
     ?assertEqual(true, maps:get(partial, Doc)),
     ?assertMatch([_ | _], [B || #{samples := [_ | _]} = B <- maps:get(benchmarks, Doc)]).
+
+%% beamlab:doctor/1 from Erlang (here) and from Elixir: the same document;
+%% its mistakes are values with one line.
+api_erlang_and_elixir(_Config) ->
+    Opts = #{quick => true, reps => 2, curve_reps => 1, schedulers => "1", probe_ms => 200, max_remedies => 1},
+    {ok, Doc} = beamlab:doctor(Opts),
+    api_doc(Doc),
+    {error, {unknown_option, bogus}} = beamlab:doctor(#{bogus => 1}),
+    {error, {bad_option, reps, 0}} = E = beamlab:doctor(#{reps => 0}),
+    ?assertMatch([_ | _], lists:flatten(io_lib:format("~ts", [beamlab:format_error(E)]))),
+    {error, {doctor, {cgroup, _, _}}} = E2 = beamlab:doctor(#{cgroup => "/nonexistent-cgroup"}),
+    ?assertNotEqual(nomatch, string:find(beamlab:format_error(E2), "cgroup")),
+    case os:find_executable("elixir") of
+        false -> {comment, "elixir is not installed: the Elixir half was not run"};
+        Elixir ->
+            Ebin = filename:dirname(code:which(beamlab)),
+            Code = "{:ok, doc} = :beamlab.doctor(%{quick: true, reps: 2, curve_reps: 1, schedulers: ~c\"1\", "
+                   "probe_ms: 200, max_remedies: 1})\nIO.binwrite(:beamlab_result.to_json(doc))\n",
+            Port = open_port({spawn_executable, Elixir}, [{args, ["-pa", Ebin, "-e", Code]},
+                                                          exit_status, binary, use_stdio]),
+            {0, Out} = beamlab_test_util:port_output(Port, 150000),
+            {ok, Json} = beamlab_json:decode(Out),
+            {ok, Doc2} = beamlab_result:from_json(Json),
+            api_doc(Doc2)
+    end.
+
+api_doc(Doc) ->
+    #{kind := doctor, extra := #{<<"recommendation">> := Line, <<"curve">> := #{<<"points">> := [_]}},
+      findings := [_ | _]} = Doc,
+    ?assertMatch({match, _}, re:run(Line, "^(start the VM with |keep the VM's flags)")).

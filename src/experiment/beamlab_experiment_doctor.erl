@@ -181,8 +181,7 @@ protocol(D, Exp) ->
             Say("doctor: diagnosis: ~ts~n",
                 [lists:join("; ", [[atom_to_list(Sev), " ", T] || #{severity := Sev, title := T} <- Findings])]),
             Auto = beamlab_env_doctor:candidates(Findings, maps:get(vm_args, D), maps:get(max_remedies, D)),
-            Remedies = Auto ++ [#{name => R, args => maps:get(vm_args, D) ++ beamlab_env_doctor:flags_of(R),
-                                  wrap => [], why => [<<"asked">>]}
+            Remedies = Auto ++ [beamlab_env_doctor:remedy(R, [<<"asked">>], maps:get(vm_args, D))
                                 || R <- maps:get(remedies, D), not lists:member(R, [N || #{name := N} <- Auto])],
             {Ranked, RemedyRuns, BaseRem} =
                 case interrupted() orelse Remedies =:= [] of
