@@ -11,7 +11,7 @@
 -type cell() :: #{label := binary(), present := boolean(), n => non_neg_integer(),
                   mean => number() | null, ci_mean => [number()] | null,
                   change => number() | null, ci => [number()] | null, p_value => number() | null,
-                  test => mann_whitney | welch | none, verdict => verdict()}.
+                  test => welch_log | welch | mann_whitney | none, verdict => verdict()}.
 -type verdict() :: faster | slower | no_difference | too_few_samples | unit_mismatch | no_baseline.
 -type row() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
                  metric := binary(), group := binary(), cells := [cell()]}.
