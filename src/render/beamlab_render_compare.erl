@@ -95,10 +95,12 @@ display_row(#{name := Name, unit := Unit, cells := Cells}) ->
 own_text(#{present := false}, _Unit) ->
     <<"missing">>;
 own_text(#{mean := Mean, ci_mean := CI, n := N}, Unit) ->
+    %% Intervals of times and rates are not symmetric (log scale): both
+    %% sides are shown; fewer than 3 samples have none.
     Half = case {Mean, CI} of
                {M, [Lo, Hi]} when is_number(M), M /= 0, is_number(Lo), is_number(Hi) ->
-                   io_lib:format(" ±~.1f%", [100 * (Hi - Lo) / 2 / abs(M)]);
-               _ -> ""
+                   io_lib:format(" -~.1f%/+~.1f%", [100 * (M - Lo) / abs(M), 100 * (Hi - M) / abs(M)]);
+               _ -> " no interval"
            end,
     unicode:characters_to_binary([value_text(Mean, Unit), Half, io_lib:format(" n=~b", [N])]).
 
@@ -118,6 +120,8 @@ verdict(no_difference) -> <<"~">>;
 verdict(too_few_samples) -> <<"too few samples">>;
 verdict(unit_mismatch) -> <<"units differ">>;
 verdict(no_baseline) -> <<"no baseline">>;
+verdict(within_run_only) -> <<"within-run only">>;
+verdict(inconclusive_load) -> <<"inconclusive: overloaded">>;
 verdict(Other) -> atom_to_binary(Other, utf8).
 
 %% @doc A fraction as a signed percentage: `-0.248' is `-24.8%'.

@@ -17,6 +17,7 @@
          mean/1, variance/1, sd/1, median/1,
          percentile/2, histogram/2,
          compare/3, converged/2,
+         compare_to_runs/3,
          mann_whitney/2, welch/2,
          normal_cdf/1, normal_quantile/1, t_cdf/2, t_quantile/2]).
 
@@ -42,12 +43,12 @@
 -type comparison() ::
         #{change := float() | undefined,
           ci := interval() | undefined,
-          ci_method := log_welch | welch | none,
+          ci_method := log_welch | welch | log_runs | runs | none,
           p_value := float() | undefined,
           p_value_welch := float() | undefined,
           p_value_mann_whitney := float() | undefined,
           mann_whitney_method := exact | normal | none,
-          test := welch_log | welch | none,
+          test := welch_log | welch | runs_log | runs | none,
           verdict := faster | slower | no_difference | too_few_samples,
           n_base := non_neg_integer(), n_new := non_neg_integer(),
           mean_base := float() | undefined, mean_new := float() | undefined,
@@ -285,6 +286,71 @@ means_change(Base, New) ->
 
 safe_mean([]) -> undefined;
 safe_mean(L) -> mean(L).
+
+%% @doc Compare one run's value `New' with the values of earlier runs
+%% (`Runs', one value per run, e.g. each run's mean): is `New' outside
+%% what the run-to-run spread of `Runs' explains? The run is the unit:
+%% with y the logs of the run values, d = ln(New) - mean(y), its standard
+%% error s*sqrt(1 + 1/m) (the new run varies like any earlier one; m runs,
+%% s their sd) and Student's t with m - 1 df give the p-value and the
+%% interval of the change exp(d -+ t*se) - 1 (never below -100%) -- one
+%% method for both. Values with a zero or a negative one are compared on
+%% the raw scale. Fewer than 3 earlier runs: `too_few_samples'. Options as
+%% {@link compare/3}.
+-spec compare_to_runs([number()], number(),
+                      #{better => higher | lower | binary(), confidence => float(),
+                        min_change => number()}) -> comparison().
+compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Opts) ->
+    Conf = confidence(Opts),
+    Better = case maps:get(better, Opts, lower) of
+                 B when B =:= higher; B =:= <<"higher">> -> higher;
+                 _ -> lower
+             end,
+    MinChange = maps:get(min_change, Opts, 0.0),
+    M = length(Runs0),
+    Common = #{n_base => M, n_new => 1, confidence => Conf,
+               p_value_welch => undefined, p_value_mann_whitney => undefined,
+               mann_whitney_method => none},
+    case M < ?MIN_INTERVAL_N of
+        true ->
+            {MB, MN, Change} = means_change(Runs0, [New]),
+            Common#{change => Change, ci => undefined, ci_method => none, p_value => undefined,
+                    test => none, verdict => too_few_samples, mean_base => MB, mean_new => MN};
+        false ->
+            Runs = to_floats(Runs0),
+            X = float(New),
+            Positive = lists:min([X | Runs]) > 0,
+            {Ys, Y, Test, Method} = case Positive of
+                                         true -> {[math:log(R) || R <- Runs], math:log(X), runs_log, log_runs};
+                                         false -> {Runs, X, runs, runs}
+                                     end,
+            YBar = mean(Ys),
+            D = Y - YBar,
+            Se = sd(Ys) * math:sqrt(1 + 1 / M),
+            Df = M - 1,
+            P = case Se == 0.0 of
+                    true when D == 0.0 -> 1.0;
+                    true -> 0.0;
+                    false -> min(1.0, 2 * t_sf(abs(D / Se), Df))
+                end,
+            H = case Se == 0.0 of
+                    true -> 0.0;
+                    false -> t_quantile((1 + Conf) / 2, Df) * Se
+                end,
+            MB = mean(Runs),
+            {Change, Ci} = case Positive of
+                               true -> {safe_exp(D) - 1, {safe_exp(D - H) - 1, safe_exp(D + H) - 1}};
+                               false when YBar == 0.0 -> {undefined, undefined};
+                               false -> {D / abs(YBar), {(D - H) / abs(YBar), (D + H) / abs(YBar)}}
+                           end,
+            Relevant = MinChange == 0 orelse (is_float(Change) andalso abs(Change) >= MinChange),
+            Verdict = case P < 1 - Conf andalso D /= 0.0 andalso Relevant of
+                          true -> verdict(sign(D), Better);
+                          false -> no_difference
+                      end,
+            Common#{change => Change, ci => Ci, ci_method => Method, p_value => P, test => Test,
+                    verdict => Verdict, mean_base => MB, mean_new => X}
+    end.
 
 %% On the logs: the difference of the means d estimates ln(ratio of the
 %% geometric means); the interval d -+ t*se, exponentiated, is the
