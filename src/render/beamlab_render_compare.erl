@@ -97,10 +97,9 @@ own_text(#{present := false}, _Unit) ->
 own_text(#{mean := Mean, ci_mean := CI, n := N}, Unit) ->
     %% Intervals of times and rates are not symmetric (log scale): both
     %% sides are shown; fewer than 3 samples have none.
-    Half = case {Mean, CI} of
-               {M, [Lo, Hi]} when is_number(M), M /= 0, is_number(Lo), is_number(Hi) ->
-                   io_lib:format(" -~.1f%/+~.1f%", [100 * (M - Lo) / abs(M), 100 * (Hi - M) / abs(M)]);
-               _ -> " no interval"
+    Half = case is_number(Mean) of
+               true -> [" ", beamlab_format_units:rel_interval(Mean, CI, "±")];
+               false -> ""
            end,
     unicode:characters_to_binary([value_text(Mean, Unit), Half, io_lib:format(" n=~b", [N])]).
 

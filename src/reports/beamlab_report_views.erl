@@ -408,10 +408,11 @@ mean(Xs) -> lists:sum(Xs) / length(Xs).
 mean_ci(#{stats := #{mean := M, n := N} = S}) ->
     case maps:get(ci_mean, S, undefined) of
         {Lo, Hi} -> [num(M), num(Lo), num(Hi), N];
-        _ -> [num(M), num(M), num(M), N]
+        %% One or two values: no interval (never a band of zero width).
+        _ -> [num(M), null, null, N]
     end.
 
-ci([X]) -> [num(X), num(X), num(X), 1];
+ci([X]) -> [num(X), null, null, 1];
 ci(Xs) -> mean_ci(#{stats => beamlab_stats:summary(Xs)}).
 
 text(V) when is_binary(V) -> V;
