@@ -36,7 +36,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
          _ -> ["\nfailed runs:\n" | Failed]
      end].
 
-row(#{group := G, metric := M, stats := #{mean := Mean} = S,
+row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
       extra := X} = B, Base, Sweep, Pm) ->
     {Change, Ci, Verdict} =
         case {G, B} of
@@ -49,7 +49,7 @@ row(#{group := G, metric := M, stats := #{mean := Mean} = S,
     Rel = case Mean == 0 of
               true -> "";
               %% One repetition per configuration: no interval, not ±0%.
-              false -> beamlab_format_units:rel_interval(Mean, maps:get(ci_mean, S, undefined), Pm)
+              false -> beamlab_format_units:rel_interval(Mean, maps:get(ci_mean, Stats, undefined), Pm)
           end,
     [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:bench_value(Mean, B), Rel, Change, Ci, Verdict,
      case maps:get(<<"schedulers_online">>, X, null) of null -> "?"; N -> integer_to_list(N) end]
