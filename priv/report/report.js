@@ -408,9 +408,12 @@
     var vals = [];
     rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
     var xa = axis(vals, false, false, 5);
-    var pw = W - L - R;
-    var X = function (v) { return L + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
+    var pw = W - L - R, PAD = 8;
+    // Inside a frame, a few pixels from its edges: a sample at the end of
+    // the axis is drawn whole inside it.
+    var X = function (v) { return L + PAD + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
     var svg = frame(title, W, H);
+    svg.appendChild(s('rect', { x: L, y: T, width: pw, height: rows.length * rowH, 'class': 'plot' }));
     xa.ticks.forEach(function (t) {
       svg.appendChild(s('line', { x1: X(t[0]), x2: X(t[0]), y1: T, y2: T + rows.length * rowH, 'class': 'grid' }));
       svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
@@ -716,7 +719,7 @@
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
           intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' per configuration',
-                        run.label + ': ' + row.unit + ', ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
+                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
                           var i = configs.indexOf(c.config);
