@@ -167,7 +167,7 @@ ci_method(Bs) ->
 %% @doc How a benchmark's interval of the mean was made, as its document
 %% says (`stats.ci_method'), else the Student t interval every document
 %% carried before it said.
--spec interval_method(beamlab_result:benchmark()) -> binary().
+-spec interval_method(#{stats => map(), atom() => term()}) -> binary().
 interval_method(#{stats := S}) ->
     case maps:get(ci_method, S, maps:get(<<"ci_method">>, S, null)) of
         null -> <<"Student t interval of the mean">>;
