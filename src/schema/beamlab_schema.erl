@@ -169,7 +169,7 @@ has_type({enum, L}, V) -> lists:member(V, L);
 has_type({list, T}, V) -> is_list(V) andalso lists:all(fun(X) -> has_type(T, X) end, V);
 has_type({one_of, Ts}, V) -> lists:any(fun(T) -> has_type(T, V) end, Ts).
 
-is_text(V) when is_binary(V) -> true;
+is_text(V) when is_binary(V) -> is_list(unicode:characters_to_list(V));
 is_text(V) when is_list(V) -> io_lib:char_list(V);
 is_text(_) -> false.
 
