@@ -55,3 +55,8 @@ values_quoted_on_one_line_test() ->
     ?assertEqual("invalid value 'a?b' for concurrency: expected a positive integer", line(R, key)),
     {error, R2} = beamlab_schema:check(schema(), #{concurrency => <<255, 0>>}),
     ?assertNot(lists:member($\n, line(R2, key))).
+
+%% An atom is quoted as text too: its control characters never break the line.
+atom_values_on_one_line_test() ->
+    {error, R} = beamlab_schema:check(schema(), #{concurrency => 'a\nb'}),
+    ?assertEqual("invalid value 'a?b' for concurrency: expected a positive integer", line(R, key)).

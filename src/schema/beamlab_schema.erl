@@ -204,10 +204,10 @@ number_text(N) -> float_to_list(float(N), [short]).
 %% A value as a line quotes it: numbers as the command line writes them,
 %% text as it is (one line, at most 80 characters), anything else printed.
 value_text(V) when is_number(V) -> number_text(V);
-value_text(V) when is_atom(V) -> atom_to_list(V);
 value_text(V) ->
     Text = case is_text(V) of
                true -> unicode:characters_to_list(V);
+               false when is_atom(V) -> atom_to_list(V);
                false -> lists:flatten(io_lib:format("~0tP", [V, 8]))
            end,
     Line = [case C of C when C < 32; C =:= 127 -> $?; C -> C end || C <- Text],
