@@ -51,8 +51,9 @@
               | {watch, beamlab_experiment_watch:watch()}
               | {amqp, beamlab_experiment_amqp:amqp()}
               | {profile, beamlab_experiment_profile:profile()}
-              | {check, beamlab_experiment_check:check()}.
--type kind() :: bench | suite | matrix | watch | amqp | profile | check.
+              | {check, beamlab_experiment_check:check()}
+              | {capture, beamlab_experiment_capture:capture()}.
+-type kind() :: bench | suite | matrix | watch | amqp | profile | check | capture.
 -type telemetry() :: none | record | live.
 -type after_phase() :: #{memory => boolean(), reductions => boolean(),
                          profile => beamlab_engine_after:tool(), msacc => boolean()}.
@@ -88,6 +89,7 @@
                       | {amqp, beamlab_experiment_amqp:error_reason()}
                       | {profile, beamlab_experiment_profile:error_reason()}
                       | {check, beamlab_experiment_check:error_reason()}
+                      | {capture, beamlab_experiment_capture:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}
                       | {telemetry, term()}
                       | {metrics, beamlab_experiment_metrics:error_reason()}
@@ -141,7 +143,9 @@ dispatch(#{run := {amqp, A}} = Exp) ->
 dispatch(#{run := {profile, P}} = Exp) ->
     beamlab_experiment_profile:run(P, Exp, inner());
 dispatch(#{run := {check, C}} = Exp) ->
-    beamlab_experiment_check:run(C, Exp).
+    beamlab_experiment_check:run(C, Exp);
+dispatch(#{run := {capture, C}} = Exp) ->
+    beamlab_experiment_capture:run(C, Exp, inner()).
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM
 %% (by MFA, with the experiment appended to the arguments) or here.
@@ -194,6 +198,7 @@ supports(_, _) -> false.
 
 check(bench, B, Exp) -> beamlab_experiment_bench:check(B, Exp);
 check(suite, S, Exp) -> beamlab_experiment_suite:check(S, Exp);
+check(capture, C, Exp) -> beamlab_experiment_capture:check(C, Exp);
 check(matrix, #{inner := #{run := {Inner, _}} = I}, _Exp) ->
     case lists:member(Inner, inner_kinds(matrix)) of
         true -> check(I);
@@ -223,6 +228,7 @@ verdict(#{kind := matrix} = Doc) -> beamlab_experiment_matrix:verdict(Doc);
 verdict(#{kind := watch} = Doc) -> beamlab_experiment_watch:verdict(Doc);
 verdict(#{kind := amqp} = Doc) -> beamlab_experiment_amqp:verdict(Doc);
 verdict(#{kind := check} = Doc) -> beamlab_experiment_check:verdict(Doc);
+verdict(#{kind := capture} = Doc) -> beamlab_experiment_capture:verdict(Doc);
 verdict(#{partial := true}) -> {interrupted, []};
 verdict(_) -> {ok, []}.
 
@@ -239,6 +245,7 @@ error_class({watch, R}) -> beamlab_experiment_watch:error_class(R);
 error_class({amqp, R}) -> beamlab_experiment_amqp:error_class(R);
 error_class({profile, R}) -> beamlab_experiment_profile:error_class(R);
 error_class({check, R}) -> beamlab_experiment_check:error_class(R);
+error_class({capture, R}) -> beamlab_experiment_capture:error_class(R);
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({telemetry, _}) -> failure;
 error_class({metrics, _}) -> failure;
@@ -254,6 +261,7 @@ format_error({watch, R}) -> beamlab_experiment_watch:format_error(R);
 format_error({amqp, R}) -> beamlab_experiment_amqp:format_error(R);
 format_error({profile, R}) -> beamlab_experiment_profile:format_error(R);
 format_error({check, R}) -> beamlab_experiment_check:format_error(R);
+format_error({capture, R}) -> beamlab_experiment_capture:format_error(R);
 format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
 format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
 format_error({metrics, R}) -> beamlab_experiment_metrics:format_error(R);

@@ -36,7 +36,7 @@
 %% Samples in one benchmark.
 -define(MAX_BENCH_SAMPLES, 100000).
 
--type kind() :: bench | suite | matrix | amqp | profile | watch | check.
+-type kind() :: bench | suite | matrix | amqp | profile | watch | check | capture.
 -type better() :: higher | lower.
 -type severity() :: info | warning | critical.
 -type sample_method() :: all | reservoir.
@@ -351,7 +351,7 @@ expected(list) -> "a list";
 expected(numbers) -> "a list of numbers";
 expected(strings) -> "a list of strings";
 expected(interval) -> "a pair of numbers [low, high]";
-expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check";
+expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, capture";
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
@@ -367,7 +367,7 @@ expected(present) -> "present".
 %% with its expected type; the path of the field is kept for the error.
 
 -define(ENUMS,
-        #{kind => [bench, suite, matrix, amqp, profile, watch, check],
+        #{kind => [bench, suite, matrix, amqp, profile, watch, check, capture],
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],
