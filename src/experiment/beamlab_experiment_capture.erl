@@ -7,6 +7,7 @@
 %%% (flame graph, folded stacks, speedscope), the flame chart's timeline,
 %%% the processes' state before and after, why it stopped and its cost.
 -module(beamlab_experiment_capture).
+-behaviour(beamlab_experiment_kind).
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1,
          command_line/2]).
@@ -29,9 +30,11 @@
 name() -> capture.
 
 %% @doc The options a capture takes (the CLI's `profile --process' flags).
--spec options() -> [map()].
+-spec options() -> [beamlab_schema:option()].
 options() ->
     [#{name => node, type => string, help => "the node (NAME@HOST)"},
+     #{name => cookie, type => cookie, help => "its cookie (default: ~/.erlang.cookie)"},
+     #{name => label, type => string, help => "the name of the capture"},
      #{name => process, type => string, multi => true,
        help => "PID (<0.85.0>), registered name, top:reductions or top:message_queue"},
      #{name => duration, type => pos_number, help => "seconds to capture (default 5)"},
