@@ -264,8 +264,7 @@ profile({node, Node}, #{process := Procs} = Opts) ->
                                                                       process => Ps}),
                              What = case New of
                                         {ok, W} -> {ok, W};
-                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}};
-                                        {error, R} -> {error, {bad_option, process, R}}
+                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}}
                                     end,
                              common(Opts, kind(capture, What), #{})
                      end);
