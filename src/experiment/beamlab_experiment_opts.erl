@@ -17,7 +17,7 @@
 -module(beamlab_experiment_opts).
 
 -export([benchmark/2, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1,
-         format_error/1]).
+         doctor/1, format_error/1]).
 
 -type opts() :: #{atom() => term()}.
 %% The inner experiment of a matrix or a profile, as the call that would
@@ -25,7 +25,8 @@
 -type inner() :: {benchmark, [beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()}
                | {suite, [atom() | string()], opts()}
                | {amqp, opts()}.
--type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}.
+-type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}
+                      | beamlab_experiment:error_reason().
 -export_type([opts/0, inner/0, error_reason/0]).
 
 -define(COMMON, [telemetry, verbose, env, sink, command]).
@@ -84,6 +85,26 @@ check(Opts) ->
 check_experiment(Opts) ->
     What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
     common(Opts, kind(check, What), #{}).
+
+%% @doc `beamlab doctor': the options of its command as a map (`quick',
+%% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
+%% doctor's phases go to `sink' as `{doctor, Line}'.
+-spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+doctor(Opts) when is_map(Opts) ->
+    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, remedy],
+    known(Own, Opts,
+          fun() ->
+                  Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
+                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
+                                      (quick, B) when is_boolean(B) -> B;
+                                      (K, N) when (K =:= reps orelse K =:= probe_ms), is_integer(N), N >= 1 -> N;
+                                      (K, V) -> throw({bad_option, K, V})
+                                  end, maps:with(Own, Opts)),
+                  common(Opts, kind(doctor, beamlab_experiment_doctor:new(Texts)), #{})
+          end);
+doctor(Opts) ->
+    {error, {bad_option, doctor, Opts}}.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to
@@ -296,7 +317,10 @@ known(Own, Opts, Build) ->
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->
             try Build()
-            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
+            catch
+                throw:{bad_option, _, _} = Bad -> {error, Bad};
+                %% the kind's own refusal, as its errors are: {Kind, R}
+                throw:{kind, KindError} -> {error, KindError}
             end;
         [K | _] ->
             {error, {unknown_option, K}}
@@ -305,7 +329,8 @@ known(Own, Opts, Build) ->
 %% The experiment of a kind's `What' (a value refused is thrown, caught by
 %% known/3 in this module).
 kind(Kind, {ok, What}) -> #{run => {Kind, What}};
-kind(_Kind, {error, {bad_option, _, _} = Bad}) -> throw(Bad).
+kind(_Kind, {error, {bad_option, _, _} = Bad}) -> throw(Bad);
+kind(Kind, {error, R}) -> throw({kind, {Kind, R}}).
 
 %% The `cookie' of an option map, as text (undefined when not given).
 cookie(Opts) ->
