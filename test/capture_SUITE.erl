@@ -15,12 +15,12 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
-         bad_processes/1, api/1]).
+         bad_processes/1, api/1, watch_capture/1]).
 
 -define(COOKIE, "capture_suite_cookie_27182").
 
 all() ->
-    [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api].
+    [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -38,14 +38,20 @@ init_per_testcase(Case, Config) ->
                  hot_loop -> hot;
                  rate_bound -> hot;
                  growing_mailbox -> mailbox;
+                 watch_capture -> mailbox;
                  bad_processes -> none;
                  _ -> deep
              end,
     Name = list_to_atom("capture_" ++ atom_to_list(Case) ++ "_" ++ integer_to_list(erlang:unique_integer([positive]))),
+    %% (watch_capture's node has the default cookie, ~/.erlang.cookie, so
+    %% the command a finding prints works as printed)
+    Cookie = case Case of
+                 watch_capture -> [];
+                 _ -> ["-setcookie", ?COOKIE]
+             end,
     {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
                                     connection => standard_io,
-                                    args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
-                                             "{127,0,0,1}"]}),
+                                    args => Cookie ++ ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"]}),
     {module, capture_victim} = peer:call(Peer, code, load_binary,
                                          [capture_victim, "capture_victim.erl", ?config(victim_beam, Config)]),
     ok = case Victim of
@@ -196,6 +202,42 @@ api(Config) ->
                                                   cookie => ?COOKIE}),
     ?assertNotEqual(nomatch, string:find(lists:flatten(io_lib:format("~ts", [beamlab:format_error(R)])),
                                          "no process is registered")),
+    clean(Config).
+
+%% `watch' names the process with the growing mailbox and prints the
+%% command that captures it; run as printed (through the shell, with
+%% beamlab on PATH), it names crunch/2. `watch --capture' captures it by
+%% itself: the finding says its hottest function, the document holds the
+%% capture, the report draws its flame graph beside the findings.
+watch_capture(Config) ->
+    Dir = ?config(dir, Config),
+    Node = ?config(node, Config),
+    Save = filename:join(Dir, "watch.json"),
+    R = beamlab_test_util:cli(["watch", "--node", Node, "--duration", "4", "--interval", "500", "--capture",
+                               "--format", "json", "--save", Save], #{dir => Dir}),
+    ct:log("exit ~p~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
+    ?assertEqual(0, maps:get(code, R)),
+    {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+    [F | _] = [F || F = #{<<"id">> := <<"mailbox_growth">>} <- maps:get(<<"findings">>, Doc)]
+        ++ [F || F = #{<<"data">> := #{<<"capture_command">> := _}} <- maps:get(<<"findings">>, Doc)],
+    #{<<"data">> := #{<<"capture_command">> := Cmd}} = F,
+    ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"capture it: ", Cmd/binary>>)),
+    %% The automatic capture, beside the finding.
+    #{<<"extra">> := #{<<"capture">> := C, <<"profile">> := _}} = Doc,
+    [#{<<"function">> := <<"capture_victim:crunch/2">>} | _] = maps:get(<<"calls">>, C),
+    ?assertNotEqual(nomatch, binary:match(maps:get(<<"advice">>, F), <<"capture_victim:crunch/2">>)),
+    Html = filename:join(Dir, "watch.html"),
+    #{code := 0} = beamlab_test_util:cli(["report", Save, "-o", Html], #{dir => Dir}),
+    {ok, Page} = file:read_file(Html),
+    ?assertNotEqual(nomatch, binary:match(Page, <<"capture_victim:crunch/2">>)),
+    clean(Config),
+    %% The printed command, as printed.
+    Root = beamlab_test_util:root(),
+    Out = os:cmd("cd " ++ Dir ++ " && PATH=" ++ Root ++ ":$PATH " ++ binary_to_list(Cmd) ++ " 2>&1; echo \"exit $?\""),
+    ct:log("~ts~n~ts", [Cmd, Out]),
+    ?assertNotEqual(nomatch, string:find(Out, "exit 0")),
+    ?assertNotEqual(nomatch, string:find(Out, "capture_mailbox")),
+    ?assertNotEqual(nomatch, string:find(Out, "1  capture_victim:crunch/2")),
     clean(Config).
 
 %%--------------------------------------------------------------------

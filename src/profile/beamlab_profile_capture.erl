@@ -89,7 +89,9 @@ spec({top, reductions}) -> <<"top:reductions">>;
 spec({top, message_queue}) -> <<"top:message_queue">>.
 
 one(Node, {pid, S}, T) ->
-    P = try call(Node, erlang, list_to_pid, [S], T)
+    %% `<8905.85.0>' (a pid as another node printed it) is `<0.85.0>' there.
+    Local = re:replace(S, "^<[0-9]+\\.", "<0.", [{return, list}]),
+    P = try call(Node, erlang, list_to_pid, [Local], T)
         catch throw:{capture, {node, _, {erlang_error, badarg}}} -> throw({capture, {bad_pid, S}})
         end,
     alive(Node, P, S, T);
