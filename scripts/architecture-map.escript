@@ -47,7 +47,7 @@ splice(Old, Map) ->
     case binary:split(Old, <<?BEGIN>>) of
         [Before, Rest] ->
             case binary:split(Rest, <<?END>>) of
-                [_, After] -> {ok, iolist_to_binary([Before, ?BEGIN, "\n", Map, ?END, After])};
+                [_, After] -> {ok, iolist_to_binary([Before, ?BEGIN, "\n", unicode:characters_to_binary(Map), ?END, After])};
                 [_] -> {error, "no " ?END " marker"}
             end;
         [_] -> {error, "no " ?BEGIN " marker"}
