@@ -35,7 +35,11 @@
 %% command of a matrix runs in another VM.
 -callback experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 
--optional_callbacks([text/2, help_flags/0, experiment/1]).
+%% The kind of experiment it runs (beamlab_experiment_kind), for commands
+%% with experiment/1.
+-callback kind() -> beamlab_experiment:kind().
+
+-optional_callbacks([text/2, help_flags/0, experiment/1, kind/0]).
 
 %% @doc The command table: the name a user types and its module.
 -spec all() -> [{string(), module()}].

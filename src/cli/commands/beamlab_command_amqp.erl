@@ -9,6 +9,7 @@
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1,
          perftest_options/0]).
+-export([kind/0]).
 
 -export_type([audit/0]).
 
@@ -978,3 +979,7 @@ node_list(S) ->
                  _ -> beamlab_cli_error:usage("--nodes: '~ts' is not a node name (name@host)", [X])
              end || X <- Names]
     end.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> amqp.
+kind() -> amqp.

@@ -13,6 +13,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0]).
 
 -define(METRICS, [time, reductions, memory]).
 
@@ -143,3 +144,7 @@ error_line(R) ->
 option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
 
 fmt(F) -> float_to_list(F, [short]).
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> check.
+kind() -> check.

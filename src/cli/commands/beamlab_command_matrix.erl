@@ -6,6 +6,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -319,3 +320,7 @@ ok_or_usage({error, Reason}) -> beamlab_cli_error:usage("~ts", [beamlab_env_matr
 
 list(undefined) -> [];
 list(L) when is_list(L) -> L.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> matrix.
+kind() -> matrix.

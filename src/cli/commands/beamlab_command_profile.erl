@@ -9,6 +9,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0]).
 
 -define(DEFAULT_FREQ, 999).
 
@@ -148,3 +149,7 @@ write_folded(Path, #{extra := #{<<"profile">> := P}}) ->
         {ok, _} -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
         {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> profile.
+kind() -> profile.
