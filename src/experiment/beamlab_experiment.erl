@@ -72,6 +72,7 @@
                | {matrix, unicode:chardata()}             % a line per repetition, the target's lines
                | {amqp, binary()}                         % PerfTest's report lines
                | {check, unicode:chardata()}              % a step of a check (a build, a round)
+               | {doctor, unicode:chardata()}             % a phase or a VM of the doctor's protocol
                | {note, unicode:chardata()}              % one line worth telling (a node went down)
                | {metrics, unicode:chardata()}.           % where the live metrics are served
 %% How the run went, as its document tells it, and the lines worth

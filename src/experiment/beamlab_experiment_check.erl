@@ -75,10 +75,16 @@ new(Opts) ->
         {error, _} -> {error, {bad_option, vm_args, VmArgs}}
     end.
 
-%% @doc Nothing to check before it starts (the project is built and read
-%% when it runs).
--spec check(check(), beamlab_experiment:experiment()) -> ok.
-check(_C, _Exp) -> ok.
+%% @doc What is known before anything is built (#34): the bench directory
+%% and its modules are there (`check --bench nosuch' used to be refused
+%% only after the project was built). The project is built and read when
+%% it runs.
+-spec check(check(), beamlab_experiment:experiment()) -> ok | {error, {check, error_reason()}}.
+check(#{root := Root, bench := Bench}, _Exp) ->
+    case beamlab_project_bench:sources(filename:join(Root, Bench)) of
+        {ok, _} -> ok;
+        {error, R} -> {error, {check, R}}
+    end.
 
 %% @doc Runs the check; its document (kind `check').
 -spec run(check(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->

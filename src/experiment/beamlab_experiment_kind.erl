@@ -52,7 +52,8 @@ all() ->
      beamlab_experiment_watch,
      beamlab_experiment_amqp,
      beamlab_experiment_profile,
-     beamlab_experiment_check].
+     beamlab_experiment_check,
+     beamlab_experiment_doctor].
 
 %% @doc The module of the kind named `Name'.
 -spec find(atom()) -> {ok, module()} | error.

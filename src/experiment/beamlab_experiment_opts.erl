@@ -17,7 +17,7 @@
 -module(beamlab_experiment_opts).
 
 -export([benchmark/2, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1,
-         format_error/1]).
+         doctor/1, format_error/1]).
 
 -type opts() :: #{atom() => term()}.
 %% The inner experiment of a matrix or a profile, as the call that would
@@ -84,6 +84,26 @@ check(Opts) ->
 check_experiment(Opts) ->
     What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
     common(Opts, kind(check, What), #{}).
+
+%% @doc `beamlab doctor': the options of its command as a map (`quick',
+%% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
+%% doctor's phases go to `sink' as `{doctor, Line}'.
+-spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+doctor(Opts) when is_map(Opts) ->
+    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, remedy],
+    known(Own, Opts,
+          fun() ->
+                  Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
+                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
+                                      (quick, B) when is_boolean(B) -> B;
+                                      (K, N) when (K =:= reps orelse K =:= probe_ms), is_integer(N), N >= 1 -> N;
+                                      (K, V) -> throw({bad_option, K, V})
+                                  end, maps:with(Own, Opts)),
+                  common(Opts, kind(doctor, beamlab_experiment_doctor:new(Texts)), #{})
+          end);
+doctor(Opts) ->
+    {error, {bad_option, doctor, Opts}}.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to

@@ -54,7 +54,8 @@ all() ->
      {"profile", beamlab_command_profile},
      {"watch", beamlab_command_watch},
      {"node", beamlab_command_node},
-     {"check", beamlab_command_check}].
+     {"check", beamlab_command_check},
+     {"doctor", beamlab_command_doctor}].
 
 %% @doc The command a command line runs: its name, its module and its
 %% arguments. A first word that names no command is the bare form of

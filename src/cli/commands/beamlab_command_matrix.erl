@@ -274,7 +274,13 @@ load_and_profile(Target, Parsed) ->
         _ ->
             Load = case Get(load_cmd) of
                        undefined -> #{};
-                       Cmd when map_get(kind, Target) =:= rabbitmq -> #{load_cmd => Cmd};
+                       Cmd when map_get(kind, Target) =:= rabbitmq ->
+                           %% Blank: no load at all, every repetition would
+                           %% fail after the brokers started (#34).
+                           string:trim(Cmd) =:= "" andalso
+                               beamlab_cli_error:usage("--load-cmd is empty: give the load's command "
+                                                       "line (an unset variable in a script?)", []),
+                           #{load_cmd => Cmd};
                        _ -> beamlab_cli_error:usage("--load-cmd needs --target rabbitmq", [])
                    end,
             Profile = case Get(profile) of
