@@ -54,7 +54,7 @@ rendered('github-smaller', Doc, _) -> beamlab_render_github_benchmark:render(Doc
 rendered(bencher, Doc, _) -> beamlab_render_bencher:render(Doc).
 
 %% @doc The text view of a document's kind: the view its command prints
-%% (run, suite, matrix, profile, watch, check) or, for the other kinds,
+%% (run, suite, matrix, profile, watch, check, doctor) or, for the other kinds,
 %% the generic table (`beamlab_render_text').
 -spec text(beamlab_result:result(), opts()) -> unicode:chardata().
 text(#{kind := Kind} = Doc, Opts) ->
@@ -78,6 +78,8 @@ text(#{kind := Kind} = Doc, Opts) ->
             [beamlab_render_watch:render(Doc), beamlab_render_text:findings(maps:get(findings, Doc))];
         check ->
             beamlab_render_check:text(Doc, U);
+        doctor ->
+            beamlab_render_doctor:text(Doc);
         _ ->
             beamlab_render_text:render(Doc, U)
     end.
