@@ -568,7 +568,9 @@
       }))]);
   }
   var VERDICTS = { no_difference: '~ (no significant difference)', too_few_samples: 'too few samples',
-                   unit_mismatch: 'units differ', no_baseline: 'no baseline', slower: 'SLOWER' };
+                   unit_mismatch: 'units differ', no_baseline: 'no baseline', slower: 'SLOWER',
+                   within_run_only: 'within-run noise only (single runs: no verdict)',
+                   inconclusive_load: 'inconclusive: the machine was overloaded' };
   function verdictText(v) { return VERDICTS[v] || v || ''; }
   function verdictClass(v) { return v === 'slower' ? 'bad' : v === 'faster' ? 'good' : ''; }
   function cellText(v, head) {

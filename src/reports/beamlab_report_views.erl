@@ -458,9 +458,9 @@ mean(Xs) -> lists:sum(Xs) / length(Xs).
 %% [mean, lo, hi, n] of a benchmark, or of values.
 mean_ci(#{stats := #{mean := M, n := N} = S}) ->
     case maps:get(ci_mean, S, undefined) of
-        %% one sample has no interval, whatever width a document gives it
-        {Lo, Hi} when N >= 2 -> [num(M), num(Lo), num(Hi), N];
-        %% no interval (one repetition): no band, never a band of width 0
+        %% One or two values have no interval (docs/statistics.md), whatever
+        %% an older document gives them: no band, never a band of width 0.
+        {Lo, Hi} when N >= 3 -> [num(M), num(Lo), num(Hi), N];
         _ -> [num(M), null, null, N]
     end.
 
