@@ -143,6 +143,7 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
                                 maps:with([checkpoint, project], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
+            ok = beamlab_cli_output:check_files(Mod, Parsed),
             {ok, Cwd} = file:get_cwd(),
             Outcome = Mod:run(Parsed),
             %% Benchmarked code may have moved the working directory

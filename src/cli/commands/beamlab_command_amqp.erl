@@ -8,7 +8,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1,
-         perftest_options/0]).
+         perftest_options/0, files/1]).
 
 -export_type([audit/0]).
 
@@ -430,6 +430,20 @@ usage() ->
 -spec help_flags() -> [string()].
 help_flags() ->
     ["--help", "-?"].
+
+%% @doc The files read (bodies, queue names, TLS files) and written (`-o').
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()],
+                                             outputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Bodies = case G(body) of
+                 undefined -> [];
+                 B -> [{"-B", string:trim(F)} || F <- string:split(B, ",", all)]
+             end,
+    Given = fun(K, Flag) -> [{Flag, F} || F <- [G(K)], F =/= undefined] end,
+    #{inputs => Bodies ++ Given(queue_file, "-qf") ++ Given(tls_ca_file, "--tls-ca-file")
+                    ++ Given(tls_cert_file, "--tls-cert-file") ++ Given(tls_key_file, "--tls-key-file"),
+      outputs => Given(output_file, "-o")}.
 
 %% @doc Runs the command; the exit code is non-zero when the run could not
 %% start or ended early (broker gone, node down).

@@ -12,7 +12,7 @@
 -module(beamlab_command_check).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
 
 -define(METRICS, [time, reductions, memory]).
 
@@ -72,6 +72,11 @@ usage() ->
     "  beamlab check --against main\n"
     "  beamlab check --against HEAD~1 --metric reductions --threshold 1%\n"
     "  beamlab check --against origin/main --summary comment.md --save\n".
+
+%% @doc The file written besides `--save' (`--summary').
+-spec files(beamlab_cli_args:parsed()) -> #{outputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{outputs => [{"--summary", F} || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined]}.
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().

@@ -8,7 +8,7 @@
 -module(beamlab_command_profile).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
 
 -define(DEFAULT_FREQ, 999).
 
@@ -67,6 +67,12 @@ usage() ->
     "  beamlab profile --pid $(pgrep -f rabbit) --duration 10\n"
     "  beamlab profile --node rabbit@$(hostname -s) --cookie SECRET --duration 10\n"
     "  beamlab report before.json after.json -o flame.html   (differential flame graph)\n".
+
+%% @doc The files written besides `--save' (`--folded', `--speedscope').
+-spec files(beamlab_cli_args:parsed()) -> #{outputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{outputs => [{"--" ++ atom_to_list(O), P} || O <- [folded, speedscope],
+                                                 P <- [beamlab_cli_args:get(O, Parsed)], P =/= undefined]}.
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
