@@ -463,7 +463,33 @@ run(Parsed) ->
               ({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
               (_) -> ok
            end,
-    beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}).
+    Exp = experiment(Parsed),
+    Csv = beamlab_cli_args:get(output_file, Parsed),
+    Before = csv_file(Csv),
+    Outcome = beamlab_cli_experiment:run(Exp#{sink => Sink}),
+    csv_written(Csv, Before),
+    Outcome.
+
+%% -o is written at the end of the run under the output-path policy, as
+%% `--save' and `report -o' are: a file it replaced is said, like theirs.
+%% (The write replaces the file by a new one, so a new inode means it was
+%% written.)
+csv_file(undefined) -> none;
+csv_file(F) ->
+    case file:read_file_info(beamlab_runtime_text:native_name(F)) of
+        {ok, #file_info{type = regular, inode = Ino}} -> {exists, Ino};
+        {ok, _} -> other;
+        {error, _} -> new
+    end.
+
+csv_written(undefined, _) -> ok;
+csv_written(F, Before) ->
+    case {Before, csv_file(F)} of
+        {new, {exists, _}} -> io:format(standard_error, "wrote ~ts~n", [F]);
+        {{exists, Old}, {exists, New}} when New =/= Old ->
+            io:format(standard_error, "wrote ~ts~ts~n", [F, beamlab_cli_output:written_note({ok, exists})]);
+        _ -> ok
+    end.
 
 %% @doc The experiment: the load's configuration, where it runs, the
 %% broker node to watch beside it (`--watch'), and this VM's telemetry
