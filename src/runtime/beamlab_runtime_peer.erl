@@ -55,9 +55,7 @@ start(Opts) ->
         Dist = maps:get(dist, Opts, false),
         Dist andalso ensure_dist(),
         PeerOpts = peer_opts(flavor_env(Opts), Dist),
-        Started = try peer:start(PeerOpts)
-                  catch exit:BootExit -> {error, BootExit}
-                  end,
+        Started = boot(PeerOpts),
         Stderr = read_stderr(PeerOpts),
         case Started of
             {ok, Pid, Node} when Dist ->
@@ -65,6 +63,7 @@ start(Opts) ->
                 proven(#{peer => Pid, node => Node, connection => dist}, Opts);
             {ok, Pid, _NoNode} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
             {ok, Pid} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+            {error, interrupted} -> {error, interrupted};
             {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
         end
     catch
@@ -72,6 +71,60 @@ start(Opts) ->
         exit:Exit -> {error, {start_failed, describe(Opts), Exit}};
         error:Error -> {error, {start_failed, describe(Opts), Error}}
     end.
+
+%% peer:start/1 in a process of its own, so that an interrupt reaching
+%% the caller (subscribed to them) ends the boot at once instead of after
+%% the boot timeout. A VM that does not boot (interrupted, timed out,
+%% failed) is killed with everything in its session: an `erl' that hangs
+%% (a wrapper script that sleeps) and its children never outlive us. The
+%% shell that execs the VM wrote its pid, which is its session's and
+%% process group's (OTP starts port programs with setsid).
+boot(PeerOpts) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() ->
+                                        Self ! {Ref, try peer:start(PeerOpts)
+                                                     catch exit:BootExit -> {error, BootExit}
+                                                     end}
+                                end),
+    case await_boot(Pid, MRef, Ref) of
+        {ok, _, _} = Ok -> Ok;
+        {ok, _} = Ok -> Ok;
+        {error, _} = E ->
+            kill_session(pid_file(PeerOpts)),
+            E
+    end.
+
+await_boot(Pid, MRef, Ref) ->
+    receive
+        {Ref, R} ->
+            erlang:demonitor(MRef, [flush]),
+            R;
+        {'DOWN', MRef, process, Pid, Why} ->
+            {error, Why};
+        {beamlab_interrupt, _} = Msg ->
+            exit(Pid, kill),
+            receive {'DOWN', MRef, process, Pid, _} -> ok end,
+            %% (the caller's own loop sees it too)
+            self() ! Msg,
+            {error, interrupted}
+    end.
+
+pid_file(#{exec := {_, [_, _, File | _]}}) ->
+    File ++ ".pid".
+
+kill_session(PidFile) ->
+    case file:read_file(PidFile) of
+        {ok, Bin} ->
+            case string:to_integer(string:trim(Bin)) of
+                {N, <<>>} when is_integer(N), N > 1 -> kill_group(integer_to_list(N));
+                _ -> ok
+            end;
+        {error, _} -> ok
+    end.
+
+kill_group(OsPid) ->
+    beamlab_runtime_signal:send_group(OsPid, "KILL").
 
 %% @doc The `erl' flags that start the flavour `Opts' asks for (none
 %% without one) from its `exec' (default: this VM's installation); an
@@ -126,7 +179,8 @@ stop(#{peer := Pid}) ->
 %% OS process, then {@link stop/1}, which no longer waits for it.
 -spec kill(vm()) -> ok.
 kill(#{os_pid := OsPid} = Vm) ->
-    _ = os:cmd("kill -KILL " ++ OsPid ++ " 2>/dev/null"),
+    %% Its session too: what it started (a wrapper's children) goes with it.
+    ok = kill_group(OsPid),
     stop(Vm);
 kill(Vm) ->
     stop(Vm).
@@ -463,6 +517,8 @@ local_addresses() ->
 
 %% @doc One line for an error returned by this module.
 -spec format_error(term()) -> iolist().
+format_error(interrupted) ->
+    "interrupted while the VM was starting (it was stopped)";
 format_error({start_failed, What, Reason}) ->
     io_lib:format("could not start a VM (~ts): ~ts", [What, reason_text(Reason)]);
 format_error({otp, Reason}) ->
@@ -580,8 +636,9 @@ exec(Opts, StderrFile) ->
                   [] -> [Erl];
                   [W | WArgs] -> [find_exe(W) | WArgs] ++ [Erl]
               end,
-    %% set -C: the redirection never replaces an existing file.
-    {"/bin/sh", ["-c", "set -C; exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
+    %% set -C: the redirection never replaces an existing file. The pid
+    %% is the session's (see boot/1).
+    {"/bin/sh", ["-c", "set -C; echo $$ >\"$0.pid\"; exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
 
 %% The file sits in a private directory (mode 0700, created exclusively,
 %% see beamlab_runtime_file:private_dir/1): no one else can plant a link at
@@ -598,6 +655,7 @@ read_stderr(#{exec := {_, [_, _, File | _]}}) ->
                {error, _} -> <<>>
            end,
     _ = file:delete(File),
+    _ = file:delete(File ++ ".pid"),
     _ = file:del_dir(filename:dirname(File)),
     Text.
 
