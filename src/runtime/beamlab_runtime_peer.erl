@@ -29,13 +29,14 @@
                   env => [{string(), string()}],
                   flavor => beamlab_runtime_otp:flavor(), % emulator flavour, proven after start
                   timeout => timeout(),
+                  deadline => timeout(),       % run/3: ms for the call (default infinity)
                   load => boolean()}.          % load beamlab's modules (default true)
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
                 os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
 -type run_out() :: #{exit := integer(), result := term(), env := term()}.
 -type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}
-                   | {vm_unresponsive, pos_integer()}.
+                   | {vm_unresponsive, pos_integer()} | {vm_deadline, pos_integer()}.
 -type dist_opts() :: #{name := string(),              % name@host: host is a local address
                        cookie => string(),
                        port => inet:port_number(),      % fixed distribution port
@@ -124,7 +125,7 @@ kill_session(PidFile) ->
     end.
 
 kill_group(OsPid) ->
-    beamlab_runtime_signal:send_group(OsPid, "KILL").
+    beamlab_runtime_signal:send_tree(OsPid, "KILL").
 
 %% @doc The `erl' flags that start the flavour `Opts' asks for (none
 %% without one) from its `exec' (default: this VM's installation); an
@@ -213,14 +214,21 @@ call(#{peer := Pid}, M, F, A, Timeout) ->
 run(Opts, {M, F, A}, {EM, EF, EA}) ->
     case start(Opts) of
         {ok, Vm} ->
+            Deadline = case maps:get(deadline, Opts, infinity) of
+                           infinity -> infinity;
+                           Ms -> erlang:monotonic_time(millisecond) + Ms
+                       end,
             try
-                {Code, Result} = interruptible_call(Vm, M, F, A),
+                {Code, Result} = interruptible_call(Vm, M, F, A, Deadline),
                 Env = call(Vm, EM, EF, EA, 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
                 throw:{?MODULE, unresponsive} ->
                     kill(Vm),
                     {error, {vm_unresponsive, interrupt_grace()}};
+                throw:{?MODULE, deadline} ->
+                    kill(Vm),
+                    {error, {vm_deadline, maps:get(deadline, Opts)}};
                 Class:Reason -> {error, {vm_failed, Class, Reason}}
             after
                 stop(Vm)
@@ -229,7 +237,7 @@ run(Opts, {M, F, A}, {EM, EF, EA}) ->
             {error, {vm_start, Reason}}
     end.
 
-interruptible_call(Vm, M, F, A) ->
+interruptible_call(Vm, M, F, A, Deadline) ->
     Self = self(),
     Ref = make_ref(),
     {Pid, MRef} = spawn_monitor(fun() ->
@@ -237,13 +245,13 @@ interruptible_call(Vm, M, F, A) ->
                                                      catch C:E -> {raised, C, E}
                                                      end}
                                 end),
-    Reply = await_call(Vm, Pid, MRef, Ref, none),
+    Reply = await_call(Vm, Pid, MRef, Ref, none, Deadline),
     case Reply of
         {{ok, V}, _} -> V;
         {{raised, C, E}, _} -> erlang:raise(C, E, [])
     end.
 
-await_call(Vm, Pid, MRef, Ref, Held) ->
+await_call(Vm, Pid, MRef, Ref, Held, Deadline) ->
     receive
         {Ref, R} ->
             erlang:demonitor(MRef, [flush]),
@@ -256,14 +264,19 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
             %% Passed on once; a second interrupt is the caller's business
             %% (in the command line it stops beamlab at once).
             ok = interrupt(Vm),
-            await_call(Vm, Pid, MRef, Ref, Msg)
+            await_call(Vm, Pid, MRef, Ref, Msg, Deadline)
     after case Held of
-              none -> infinity;
+              none when Deadline =:= infinity -> infinity;
+              none -> max(0, Deadline - erlang:monotonic_time(millisecond));
               _ -> interrupt_grace()
           end ->
-            self() ! Held,
             exit(Pid, kill),
-            throw({?MODULE, unresponsive})
+            case Held of
+                none -> throw({?MODULE, deadline});
+                _ ->
+                    self() ! Held,
+                    throw({?MODULE, unresponsive})
+            end
     end.
 
 %% @doc How long a VM that was passed an interrupt may take to return
@@ -580,6 +593,9 @@ format_error({not_a_flag, Word}) ->
                   [Word]);
 format_error({vm_unresponsive, Ms}) ->
     io_lib:format("the VM did not stop within ~b s of the interrupt (frozen?): killed", [Ms div 1000]);
+format_error({vm_deadline, Ms}) ->
+    io_lib:format("the VM did not finish within ~b s (a runner that never returns?): killed; "
+                  "--timeout sets the deadline", [Ms div 1000]);
 format_error({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
 format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->

@@ -6,7 +6,7 @@
 %%% without a shell.
 -module(beamlab_runtime_signal).
 
--export([send/2, send_group/2]).
+-export([send/2, send_group/2, send_tree/2, tree/1]).
 
 -type signal() :: string().   % a name: "TERM", "KILL", "USR2"
 -export_type([signal/0]).
@@ -25,6 +25,63 @@ send_group(Pgid, Signal) ->
     case string:to_integer(P) of
         {N, ""} when is_integer(N), N > 1 -> kill(["-s", Signal, "--", "-" ++ P, P]);
         _ -> ok
+    end.
+
+%% @doc Sends `Signal' to the process group of `Pid' and to every process
+%% descending from `Pid' (read from /proc before the first signal): a
+%% program that starts others in sessions of their own (rebar3 runs a
+%% hook as an OTP port, which gets a session of its own) leaves none of
+%% them behind.
+-spec send_tree(string() | integer(), signal()) -> ok.
+send_tree(Pid, Signal) ->
+    Tree = tree(Pid),
+    ok = send_group(Pid, Signal),
+    _ = [send(P, Signal) || P <- Tree],
+    ok.
+
+%% @doc `Pid' and its descendants, as /proc shows them now (`[Pid]' where
+%% there is no /proc).
+-spec tree(string() | integer()) -> [integer()].
+tree(Pid) ->
+    Root = list_to_integer(pid(Pid)),
+    Children = lists:foldl(fun({P, PP}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
+                           #{}, parents()),
+    descend([Root], Children, []).
+
+descend([], _Children, Acc) ->
+    lists:reverse(Acc);
+descend([P | Rest], Children, Acc) ->
+    case lists:member(P, Acc) of
+        true -> descend(Rest, Children, Acc);
+        false -> descend(Rest ++ maps:get(P, Children, []), Children, [P | Acc])
+    end.
+
+%% {Pid, ParentPid} of every process in /proc.
+parents() ->
+    case file:list_dir("/proc") of
+        {ok, Names} ->
+            [{list_to_integer(N), PP} || N <- Names, lists:all(fun(C) -> C >= $0 andalso C =< $9 end, N),
+                                         PP <- ppid(N)];
+        {error, _} -> []
+    end.
+
+ppid(N) ->
+    case file:read_file(filename:join(["/proc", N, "stat"])) of
+        {ok, Stat} ->
+            %% pid (comm) state ppid ...: the name may hold spaces and ')'.
+            case string:split(Stat, <<")">>, trailing) of
+                [_, After] ->
+                    case string:lexemes(After, " ") of
+                        [_State, PP | _] ->
+                            case string:to_integer(PP) of
+                                {I, <<>>} when is_integer(I) -> [I];
+                                _ -> []
+                            end;
+                        _ -> []
+                    end;
+                _ -> []
+            end;
+        {error, _} -> []
     end.
 
 pid(P) when is_integer(P) -> integer_to_list(P);

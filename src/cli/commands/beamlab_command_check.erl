@@ -51,7 +51,11 @@ options() ->
      #{name => no_build, long => "no-build", type => boolean, default => false,
        help => "use the working tree's code as it is built now (the base is always built)"},
      #{name => summary, long => "summary", type => string, metavar => "FILE",
-       help => "also write the Markdown summary (a pull-request comment) to FILE"}
+       help => "also write the Markdown summary (a pull-request comment) to FILE"},
+     #{name => timeout, long => "timeout", type => pos_integer, default => 600, max => 604800,
+       max_why => "one week", metavar => "S",
+       help => "deadline of each phase: a build, a benchmark's validation, a side's VM in a "
+               "round (beyond the time its samples take); past it the phase is stopped"}
      | beamlab_cli_args:common_options()].
 
 %% @doc Usage and examples.
@@ -97,7 +101,8 @@ run(Parsed) ->
 experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     {ok, Root} = file:get_cwd(),
-    Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build)},
+    Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build),
+                        timeout => Get(timeout) * 1000},
                       maps:with([project], Parsed)),
     Check = case Get(against) of
                 undefined ->
