@@ -16,6 +16,9 @@
 -define(AMQP_FRAME_MIN_SIZE, 4096).
 %% Frame header (7 bytes) plus frame-end octet.
 -define(AMQP_FRAME_OVERHEAD, 8).
+%% A body larger than this is kept as the producer's iodata ([Stamp,
+%% Padding]) down to its frames, never flattened into a copy per message.
+-define(AMQP_SHARED_BODY, 65536).
 
 -define(AMQP_CLASS_BASIC, 60).
 

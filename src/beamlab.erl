@@ -222,19 +222,18 @@ format_error(squeeze_needs_bounds) ->
     "threshold)";
 format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
-format_error({Kind, _} = R) when Kind =:= bench; Kind =:= suite; Kind =:= matrix; Kind =:= watch;
-                                 Kind =:= amqp; Kind =:= profile; Kind =:= dist; Kind =:= telemetry;
-                                 Kind =:= check ->
-    beamlab_experiment:format_error(R);
-format_error({Kind, _, _} = R) when Kind =:= unsupported; Kind =:= inner_kind ->
-    beamlab_experiment:format_error(R);
 format_error({bad_option, K, _} = R) ->
     case lists:member(K, maps:keys(beamlab_engine:default_run_opts())) of
         true -> beamlab_engine:format_error(R);
         false -> beamlab_experiment_opts:format_error(R)
     end;
 format_error(Reason) ->
-    beamlab_engine:format_error(Reason).
+    %% the experiment layer's errors (a kind's `{Kind, R}', its own), else
+    %% the engine's (benchmark/3 and the short forms give them untagged)
+    case beamlab_experiment:is_error(Reason) of
+        true -> beamlab_experiment:format_error(Reason);
+        false -> beamlab_engine:format_error(Reason)
+    end.
 
 %%====================================================================
 %% Internal

@@ -47,3 +47,21 @@ roundtrip_property_test_() ->
 bounded_roundtrip_property_test_() ->
     {timeout, 60, ?_assert(proper:quickcheck(prop_beamlab_result:prop_bounded_roundtrip(),
                                              [{numtests, 100}, {to_file, user}]))}.
+
+%% Issue 34: numbers beyond the bounds of limits/0 are refused with the
+%% field's path (a 901-digit integer, 1.79e308, a subnormal sample); the
+%% bounds themselves are read.
+numbers_bounded_test() ->
+    {ok, Json = #{<<"benchmarks">> := [B | Bs]}} = beamlab_json:decode(beamlab_result:to_json(doc())),
+    With = fun(Samples) -> Json#{<<"benchmarks">> := [B#{<<"samples">> := Samples} | Bs]} end,
+    Digits = list_to_integer(lists:duplicate(901, $9)),
+    [?assertMatch({error, {bad_field, [<<"benchmarks">>, 0, <<"samples">>, 1], Why}}
+                    when Why =:= out_of_range; Why =:= too_small,
+                  beamlab_result:from_json(With([1, X])))
+     || X <- [Digits, -Digits, 1.79e308, -1.0e61, 5.0e-324, -1.0e-61]],
+    ?assertMatch({ok, _}, beamlab_result:from_json(With([1.0e60, -1.0e60, 1.0e-60, 0, 0.0]))),
+    ?assertMatch({error, {bad_field, [<<"params">>, <<"x">>], out_of_range}},
+                 beamlab_result:from_json(Json#{<<"params">> => #{<<"x">> => Digits}})),
+    {error, R} = beamlab_result:from_json(With([1.79e308])),
+    Msg = lists:flatten(beamlab_result:format_error(R)),
+    ?assertNotEqual(nomatch, string:find(Msg, "benchmarks[0].samples[0] is out of range")).

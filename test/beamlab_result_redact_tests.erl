@@ -26,3 +26,19 @@ app_params_test() ->
                   <<"-s">>, <<"x">>],
                  beamlab_result_redact:argv(["erl", "-rabbit", "default_pass", "<<\"guest\">>", "-app", "bypass", "1",
                                              "-s", "x"])).
+
+%% #34: a query parameter whose name says it is a secret, in every URI of
+%% a text (an error line, a command line, a document); a percent-encoded
+%% name is masked too; other parameters and text outside URIs stay.
+uri_query_secrets_test() ->
+    T = fun beamlab_result_redact:text/1,
+    ?assertEqual(<<"amqp://user:****@host/%2F?password=**** unknown parameter \"password\"">>,
+                 T(<<"amqp://user:PW@host/%2F?password=PW unknown parameter \"password\"">>)),
+    ?assertEqual(<<"amqps://h/v?heartbeat=5&token=****;api_key=****&pass%77ord=****#f">>,
+                 T(<<"amqps://h/v?heartbeat=5&token=T1;api_key=K&pass%77ord=Q#f">>)),
+    ?assertEqual(<<"amqp://h?heartbeat=5&frame_max=4096">>, T(<<"amqp://h?heartbeat=5&frame_max=4096">>)),
+    ?assertEqual(<<"why? password=x">>, T(<<"why? password=x">>) =/= <<>> andalso <<"why? password=x">>),
+    ?assertEqual([<<"amqp">>, <<"-h">>, <<"amqp://a/%2F?Secret_Key=****">>],
+                 beamlab_result_redact:argv(["amqp", "-h", "amqp://a/%2F?Secret_Key=xyz"])),
+    ?assertEqual(#{<<"uri">> => <<"amqp://a?cookie=****">>},
+                 beamlab_result_redact:document(#{<<"uri">> => <<"amqp://a?cookie=c">>})).

@@ -9,7 +9,7 @@
 -include_lib("eunit/include/eunit.hrl").
 
 -export([prop_frame/0, prop_frame_stream/0, prop_method/0, prop_table/0,
-         prop_header/0, prop_content_split/0, prop_publish_frames/0, prop_ack_frames/0]).
+         prop_header/0, prop_content_split/0, prop_publish_frames/0, prop_publish_iodata/0, prop_ack_frames/0]).
 
 %%====================================================================
 %% Generators
@@ -166,6 +166,19 @@ prop_content_split() ->
                 {M, Props, Body} =:= content_parts(Bin, Ch, FrameMax)
             end).
 
+%% A large body given as iodata (the producers' [Stamp, Padding], #34) is
+%% framed as its flat copy would be.
+prop_publish_iodata() ->
+    ?FORALL({Ch, FrameMax, PadLen}, {range(1, 65535), frame_max(), range(65537, 300000)},
+            begin
+                Pad = binary:copy(<<"x">>, PadLen),
+                Body = beamlab_amqp_producer:body(42, 7, Pad),
+                ok = beamlab_amqp:publish({amqp_channel, self(), Ch, FrameMax}, <<>>, <<"q">>, Body, #{}),
+                receive {'$amqp_send', Ch, IoData} -> ok end,
+                M = {'basic.publish', <<>>, <<"q">>, false, false},
+                {M, #{}, iolist_to_binary(Body)} =:= content_parts(iolist_to_binary(IoData), Ch, FrameMax)
+            end).
+
 %% The hand-written publish encoder agrees with the generic codec.
 prop_publish_frames() ->
     ?FORALL({Ch, FrameMax, X, K, Mandatory, BodyLen, Props},
@@ -214,6 +227,7 @@ properties_test_() ->
       ?_test(check(prop_header(), 300)),
       ?_test(check(prop_content_split(), 150)),
       ?_test(check(prop_publish_frames(), 150)),
+      ?_test(check(prop_publish_iodata(), 60)),
       ?_test(check(prop_ack_frames(), 300))]}.
 
 %% RabbitMQ decodes both 'l' and 'L' as signed 64-bit integers; so do we.

@@ -8,6 +8,7 @@
 -module(prop_beamlab_crafted).
 -include_lib("proper/include/proper.hrl").
 
+-export([prop_result_numbers/2, numbers_doc/1]).
 -export([prop_json/0, prop_result_files/2, prop_term_files/1, prop_env_root/1, prop_options/0,
          prop_dispatch_options/0, prop_experiments/1]).
 -export([commands/0]).
@@ -144,6 +145,50 @@ prop_result_files(Dir, Bases) ->
                 lists:all(fun(Argv) -> dispatched(Argv) end,
                           [["compare", FA, FB], ["report", FA, FB, "-o", Out],
                            ["compare", FA, FB, "--format", "json"]])
+            end).
+
+%% Numbers class (issue 34): a real result whose samples, statistics or
+%% free-form values are extreme numbers (at, inside and beyond the bounds
+%% of beamlab_result:limits/0: huge integers, 1.79e308, subnormals, mixes
+%% of huge and tiny). compare and report answer with a correct result or a
+%% one-line refusal, never badarith.
+extreme() ->
+    oneof([elements([0, 0.0, -0.0, 1.0e60, -1.0e60, 1.0e-60, -1.0e-60, 1.7976931348623157e308,
+                     -1.79e308, 5.0e-324, 2.2250738585072014e-308, 1.0e59, 9.9e-61,
+                     1 bsl 199, -(1 bsl 199), 1 bsl 1000, 999999999999999999999]),
+           ?LET(E, range(-340, 310), math:pow(10, E) * 1.0),
+           ?LET(D, range(20, 990), list_to_integer(lists:duplicate(D, $9))),
+           float(), integer()]).
+
+%% Inside the bounds: these must give a result, not a refusal.
+in_range() ->
+    oneof([elements([0, 1.0e60, -1.0e60, 1.0e-60, -1.0e-60, 1 bsl 199, 3]),
+           ?LET({M, E}, {float(0.1, 9.9), range(-59, 59)}, M * math:pow(10, E)),
+           ?LET({M, E}, {float(-9.9, -0.1), range(-59, 59)}, M * math:pow(10, E))]).
+
+numbers_doc(Bases) ->
+    ?LET({Base, Samples, Where, V},
+         {elements(Bases), oneof([non_empty(list(in_range())), non_empty(list(extreme()))]),
+          oneof([[], non_empty(list(nat()))]), oneof([in_range(), extreme()])},
+         begin
+             Bs = [maps:remove(<<"stats">>, B#{<<"samples">> => Samples})
+                   || B <- maps:get(<<"benchmarks">>, Base, [])],
+             Doc = Base#{<<"benchmarks">> => Bs},
+             iolist_to_binary(beamlab_json:encode(case Where of
+                                                      [] -> Doc;
+                                                      _ -> replace(Doc, Where, V)
+                                                  end))
+         end).
+
+prop_result_numbers(Dir, Bases) ->
+    ?FORALL({A, B}, {elements([iolist_to_binary(beamlab_json:encode(hd(Bases)))]), numbers_doc(Bases)},
+            begin
+                FA = write_tmp(Dir, "a.json", A),
+                FB = write_tmp(Dir, "b.json", B),
+                Out = filename:join(Dir, "r.html"),
+                lists:all(fun(Argv) -> dispatched(Argv) end,
+                          [["compare", FA, FB], ["compare", FB, FA, "--format", "json"],
+                           ["report", FB, FA, "-o", Out]])
             end).
 
 dispatched(Argv) ->

@@ -413,11 +413,19 @@ publish(Ch, Exchange, Key, Body, Opts) ->
 -spec publish_frames(channel(), binary(), binary(), iodata(), publish_opts()) -> iodata().
 publish_frames({amqp_channel, _Conn, N, FrameMax}, Exchange, Key, Body, Opts)
   when byte_size(Exchange) =< 255, byte_size(Key) =< 255 ->
-    Bin = iolist_to_binary(Body),
+    %% A large iodata body stays iodata: encode_body/3 frames it without a
+    %% copy (the producers' shared padding).
+    {Bin, Size} = case Body of
+                      B when is_binary(B) -> {B, byte_size(B)};
+                      _ -> case iolist_size(Body) of
+                               S when S =< ?AMQP_SHARED_BODY -> {iolist_to_binary(Body), S};
+                               S -> {Body, S}
+                           end
+                  end,
     Props = maps:get(props, Opts, #{}),
     Method = <<60:16, 40:16, 0:16, (byte_size(Exchange)):8, Exchange/binary,
                (byte_size(Key)):8, Key/binary, (bool(maps:get(mandatory, Opts, false))):8>>,
-    Header = beamlab_amqp_method:encode_header(?AMQP_CLASS_BASIC, byte_size(Bin), Props),
+    Header = beamlab_amqp_method:encode_header(?AMQP_CLASS_BASIC, Size, Props),
     [<<?AMQP_FRAME_METHOD, N:16, (byte_size(Method)):32>>, Method, ?AMQP_FRAME_END,
      beamlab_amqp_frame:encode_frame(?AMQP_FRAME_HEADER, N, Header)
      | beamlab_amqp_frame:encode_body(N, Bin, FrameMax)].

@@ -81,7 +81,35 @@ encode_body(Ch, Body, FrameMax) when is_binary(Body) ->
             end,
     split_body(Ch, Body, max(Chunk, 1));
 encode_body(Ch, Body, FrameMax) ->
-    encode_body(Ch, iolist_to_binary(Body), FrameMax).
+    case iolist_size(Body) of
+        Small when Small =< ?AMQP_SHARED_BODY -> encode_body(Ch, iolist_to_binary(Body), FrameMax);
+        Size ->
+            %% A large body ([Stamp, Padding]) is framed without being
+            %% flattened: its frames refer to the shared padding, so that
+            %% producers publishing 512 MiB bodies hold one padding, not one
+            %% copy per message (#34).
+            Chunk = case FrameMax of
+                        0 -> Size;
+                        _ -> FrameMax - ?AMQP_FRAME_OVERHEAD
+                    end,
+            split_iovec(Ch, erlang:iolist_to_iovec(Body), Size, max(Chunk, 1))
+    end.
+
+split_iovec(_Ch, _Bins, 0, _Chunk) ->
+    [];
+split_iovec(Ch, Bins, Left, Chunk) ->
+    N = min(Left, Chunk),
+    {Part, Rest} = take(Bins, N, []),
+    [<<?AMQP_FRAME_BODY:8, Ch:16, N:32>>, Part, ?AMQP_FRAME_END | split_iovec(Ch, Rest, Left - N, Chunk)].
+
+%% The first N bytes of a list of binaries (sub-binaries: nothing copied).
+take(Bins, 0, Acc) ->
+    {lists:reverse(Acc), Bins};
+take([B | Bins], N, Acc) when byte_size(B) =< N ->
+    take(Bins, N - byte_size(B), [B | Acc]);
+take([B | Bins], N, Acc) ->
+    <<Part:N/binary, Rest/binary>> = B,
+    {lists:reverse([Part | Acc]), [Rest | Bins]}.
 
 split_body(_Ch, <<>>, _) ->
     [];

@@ -21,6 +21,7 @@
 -module(beamlab_amqp_producer).
 -behaviour(beamlab_amqp_worker).
 
+-include("beamlab_amqp.hrl").
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2, body/3]).
@@ -80,8 +81,12 @@ start_link(CtxKey, Spec) ->
     beamlab_amqp_worker:start(?MODULE, CtxKey, Spec).
 
 %% @doc The message body: intended send time, sequence number, zero padding
-%% up to `Size' bytes (at least 12).
--spec body(integer(), non_neg_integer(), binary()) -> binary().
+%% up to `Size' bytes (at least 12). A large padding is not copied: the
+%% body is then `[Stamp, Pad]', and every message refers to the one
+%% padding the agent shares among its producers (#34).
+-spec body(integer(), non_neg_integer(), binary()) -> binary() | [binary()].
+body(IntendedUs, N, Pad) when byte_size(Pad) > ?AMQP_SHARED_BODY ->
+    [<<IntendedUs:64/signed, N:32>>, Pad];
 body(IntendedUs, N, Pad) ->
     <<IntendedUs:64/signed, N:32, Pad/binary>>.
 

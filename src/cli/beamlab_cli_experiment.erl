@@ -93,14 +93,6 @@ inner(Outer, Argv) ->
 cannot(Outer, Name) ->
     Allowed = [N || {N, M} <- beamlab_command:all(), code:ensure_loaded(M) =:= {module, M},
                     erlang:function_exported(M, experiment, 1),
-                    lists:member(kind_of(N), beamlab_experiment:inner_kinds(Outer))],
+                    erlang:function_exported(M, kind, 0),
+                    lists:member(M:kind(), beamlab_experiment:inner_kinds(Outer))],
     beamlab_cli_error:usage("~ts cannot run '~ts' (it runs: ~ts)", [Outer, Name, lists:join(", ", Allowed)]).
-
-%% The kind of experiment each command runs.
-kind_of("run") -> bench;
-kind_of("suite") -> suite;
-kind_of("matrix") -> matrix;
-kind_of("watch") -> watch;
-kind_of("amqp") -> amqp;
-kind_of("profile") -> profile;
-kind_of(_) -> none.

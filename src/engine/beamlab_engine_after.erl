@@ -97,7 +97,10 @@ with_exec(Job, CompileOpts, Fun) ->
                     _ = beamlab_engine_code:call_done(Exec, Init)
                 end
             catch
-                Class:Reason -> {error, {runner, {Class, Reason}}}
+                %% The user's frames only: the harness's (the generated
+                %% module, the engine) say nothing to them (#34).
+                Class:Reason:Stack ->
+                    {error, {runner, {Class, Reason, beamlab_engine_code:user_frames(Stack)}}}
             after
                 beamlab_engine_code:purge(Exec)
             end;
@@ -108,13 +111,27 @@ with_exec(Job, CompileOpts, Fun) ->
 %% Iterations that take about `Ms' unprofiled (found in a fresh process,
 %% whose mailbox and heap are the runner's alone).
 calibrate(Exec, IRR, Ms) ->
+    aside(fun() -> calibrate(Exec, IRR, Ms * 1000000, 1) end).
+
+%% Fun's value, computed in a fresh process. What it raises is raised
+%% here with its own class, reason and stack: a crash of that process
+%% would be logged by OTP ("Error in process ... with exit value") and
+%% reach us as an exit reason with the stack folded in.
+aside(Fun) ->
     Self = self(),
-    {Pid, Ref} = spawn_monitor(fun() -> Self ! {self(), calibrated, calibrate(Exec, IRR, Ms * 1000000, 1)} end),
+    {Pid, Ref} = spawn_monitor(fun() ->
+                                       Self ! {self(), try {value, Fun()}
+                                                       catch C:R:St -> {raised, C, R, St}
+                                                       end}
+                               end),
     receive
-        {Pid, calibrated, N} ->
-            receive {'DOWN', Ref, process, Pid, _} -> N end;
+        {Pid, {value, V}} ->
+            receive {'DOWN', Ref, process, Pid, _} -> V end;
+        {Pid, {raised, C, R, St}} ->
+            receive {'DOWN', Ref, process, Pid, _} -> ok end,
+            erlang:raise(C, R, St);
         {'DOWN', Ref, process, Pid, Reason} ->
-            error(Reason)
+            exit(Reason)
     end.
 
 calibrate(Exec, IRR, TargetNs, N) ->
@@ -250,9 +267,7 @@ msacc_stop(true) ->
 %% tree allocated, its reductions (its own and its children's) and the
 %% processes it spawned, with the allocating functions on OTP 26+.
 measure(Exec, IRR, N, CallMemory) ->
-    Self = self(),
-    {Pid, Ref} = spawn_monitor(
-                   fun() ->
+    aside(fun() ->
                            {_, Counts} = beamlab_runtime_alloc:measure_self(
                                            fun() -> beamlab_engine_code:timed(Exec, N, IRR) end),
                            %% A second pass names the allocating functions
@@ -264,15 +279,8 @@ measure(Exec, IRR, N, CallMemory) ->
                                                 call_memory(off);
                                             false -> []
                                         end,
-                           Self ! {self(), measured, Counts#{allocators => Allocators}}
-                   end),
-    receive
-        {Pid, measured, Result} ->
-            receive {'DOWN', Ref, process, Pid, _} -> ok end,
-            Result;
-        {'DOWN', Ref, process, Pid, Reason} ->
-            error(Reason)
-    end.
+                           Counts#{allocators => Allocators}
+          end).
 
 %% OTP 26+: call_memory tracing of every function, for the worker's tree.
 %% (The module name is built at run time: OTP 25's types do not know the
@@ -305,5 +313,7 @@ format_error({unsupported_tool, Tool, _}) ->
     io_lib:format("unknown profiler ~ts (eprof, fprof, cprof or tprof)", [Tool]);
 format_error({compile, Reason}) ->
     beamlab_engine_code:format_error(Reason);
+format_error({runner, {Class, Reason, Frames}}) ->
+    ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, Frames)];
 format_error({runner, {Class, Reason}}) ->
-    io_lib:format("the runner failed while profiling: ~0tp:~0tp", [Class, Reason]).
+    ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, [])].

@@ -32,6 +32,7 @@
 %%% the first State being the `init_runner' result.
 -module(beamlab_engine_code).
 
+-export([user_frames/1, format_raised/3]).
 -export([compile/1, compile/2, purge/1, continuous/3, timed/3,
          call_init/1, call_init_runner/2, call_done/2,
          runner_arity/1, source_label/1, job_label/1, module_name/1, stops_vm/3, format_error/1]).
@@ -93,6 +94,43 @@ compile(#{runner := _} = CodeMap, Opts) ->
     end;
 compile(_, _) ->
     {error, no_runner}.
+
+%% @doc The frames of a stack that are the user's code: the harness's
+%% (the generated module, beamlab's own modules, the evaluator) left out.
+-spec user_frames([tuple()]) -> [tuple()].
+user_frames(Stack) when is_list(Stack) ->
+    [F || F <- Stack, is_tuple(F), tuple_size(F) =:= 4, not harness(element(1, F))];
+user_frames(_) ->
+    [].
+
+harness(M) when is_atom(M) ->
+    lists:prefix("beamlab_", atom_to_list(M)) orelse
+        lists:member(M, [erl_eval, proc_lib, gen_server, gen, timer, eprof, fprof, cprof]);
+harness(_) ->
+    true.
+
+%% @doc One line for what the user's code raised: class, reason (depth
+%% limited) and where, from the user's own frames (at most three).
+-spec format_raised(atom(), term(), [tuple()]) -> iolist().
+format_raised(Class, Reason, Frames) ->
+    Where = [frame(F) || F <- lists:sublist(Frames, 3)],
+    [io_lib:format("~w ~0tP", [Class, Reason, 12]),
+     case Where of
+         [] -> [];
+         _ -> [" in ", lists:join(" <- ", Where)]
+     end].
+
+frame({M, F, A, Loc}) ->
+    Arity = case A of
+                L when is_list(L) -> length(L);
+                N -> N
+            end,
+    [io_lib:format("~tw:~tw/~b", [M, F, Arity]),
+     case {proplists:get_value(file, Loc), proplists:get_value(line, Loc)} of
+         {File, Line} when is_list(File), is_integer(Line) ->
+             io_lib:format(" (~ts:~b)", [filename:basename(File), Line]);
+         _ -> []
+     end].
 
 %% @doc The base name of a code map's generated module: `beamlab_gen_'
 %% and 8 hex digits of `erlang:phash2/2' (the same on every machine and

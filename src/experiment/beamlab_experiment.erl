@@ -18,7 +18,7 @@
 -module(beamlab_experiment).
 
 -export([run/1, run_inner/1, check/1, verdict/1, inner_kinds/1, kind/1,
-         format_error/1, error_class/1]).
+         format_error/1, error_class/1, is_error/1]).
 
 -export_type([experiment/0, what/0, kind/0, telemetry/0, after_phase/0, sut/0, dist/0,
               sink/0, event/0, verdict/0, inner/0, error_reason/0]).
@@ -45,14 +45,13 @@
           checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
           %% serve what is measured as live metrics while it runs
           metrics => beamlab_experiment_metrics:spec()}.
--type what() :: {bench, beamlab_experiment_bench:bench()}
-              | {suite, beamlab_experiment_suite:suite()}
-              | {matrix, beamlab_experiment_matrix:matrix()}
-              | {watch, beamlab_experiment_watch:watch()}
-              | {amqp, beamlab_experiment_amqp:amqp()}
-              | {profile, beamlab_experiment_profile:profile()}
-              | {check, beamlab_experiment_check:check()}.
--type kind() :: bench | suite | matrix | watch | amqp | profile | check.
+%% `{Kind, What}': the kind's name and its own description (see the kind's
+%% module, found by beamlab_experiment_kind: beamlab_experiment_bench:bench(),
+%% beamlab_experiment_suite:suite(), ...).
+-type what() :: {kind(), term()}.
+%% The name of a registered kind (beamlab_experiment_kind:all/0): bench,
+%% suite, matrix, watch, amqp, profile, check, ...
+-type kind() :: atom().
 -type telemetry() :: none | record | live.
 -type after_phase() :: #{memory => boolean(), reductions => boolean(),
                          profile => beamlab_engine_after:tool(), msacc => boolean()}.
@@ -73,6 +72,7 @@
                | {matrix, unicode:chardata()}             % a line per repetition, the target's lines
                | {amqp, binary()}                         % PerfTest's report lines
                | {check, unicode:chardata()}              % a step of a check (a build, a round)
+               | {doctor, unicode:chardata()}             % a phase or a VM of the doctor's protocol
                | {note, unicode:chardata()}              % one line worth telling (a node went down)
                | {metrics, unicode:chardata()}.           % where the live metrics are served
 %% How the run went, as its document tells it, and the lines worth
@@ -81,18 +81,15 @@
 %% How a matrix or a profile runs an inner experiment (see run_inner/1).
 -type inner() :: #{fresh := beamlab_runtime_peer:call_spec(),
                    here := fun((experiment()) -> {0 | 1 | 2 | 130, beamlab_result:result() | {error, binary()}})}.
--type error_reason() :: {bench, beamlab_experiment_bench:error_reason()}
-                      | {suite, beamlab_experiment_suite:error_reason()}
-                      | {matrix, beamlab_experiment_matrix:error_reason()}
-                      | {watch, beamlab_experiment_watch:error_reason()}
-                      | {amqp, beamlab_experiment_amqp:error_reason()}
-                      | {profile, beamlab_experiment_profile:error_reason()}
-                      | {check, beamlab_experiment_check:error_reason()}
-                      | {dist, beamlab_experiment_dist:error_reason()}
+%% A kind's error is `{Kind, Reason}' (its module's format_error/1 and
+%% error_class/1 take `Reason'); the others are this layer's.
+-type error_reason() :: {dist, beamlab_experiment_dist:error_reason()}
                       | {telemetry, term()}
                       | {metrics, beamlab_experiment_metrics:error_reason()}
                       | {unsupported, atom(), kind()}
-                      | {inner_kind, kind(), kind()}.
+                      | {inner_kind, kind(), kind()}
+                      | {unknown_kind, term()}
+                      | {kind(), term()}.
 
 %% @doc Runs an experiment and returns its result document; `{error, R}'
 %% when it could not run ({@link format_error/1} says why in one line,
@@ -126,22 +123,12 @@ nested(Exp) ->
         {error, _} = E -> E
     end.
 
-dispatch(#{run := {bench, B}} = Exp) ->
-    beamlab_experiment_bench:run(B, Exp);
-dispatch(#{run := {suite, S}} = Exp) ->
-    beamlab_experiment_suite:run(S, Exp);
-dispatch(#{run := {matrix, M}} = Exp) ->
-    %% The inner experiment runs through this module again (in a fresh
-    %% VM, or here against a target): the matrix gets the way to run it.
-    beamlab_experiment_matrix:run(M, Exp, inner());
-dispatch(#{run := {watch, W}} = Exp) ->
-    beamlab_experiment_watch:run(W, Exp);
-dispatch(#{run := {amqp, A}} = Exp) ->
-    beamlab_experiment_amqp:run(A, Exp);
-dispatch(#{run := {profile, P}} = Exp) ->
-    beamlab_experiment_profile:run(P, Exp, inner());
-dispatch(#{run := {check, C}} = Exp) ->
-    beamlab_experiment_check:run(C, Exp).
+%% The kind's module runs it (beamlab_experiment_kind); a matrix or a
+%% profile gets the way to run its inner experiment (in a fresh VM, or
+%% here against a target) through this module again.
+dispatch(#{run := {Kind, What}} = Exp) ->
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    Mod:run(What, Exp, inner()).
 
 %% How a matrix or a profile runs its inner experiment: in a fresh VM
 %% (by MFA, with the experiment appended to the arguments) or here.
@@ -175,88 +162,114 @@ code({ok, _}) -> 0;
 code({interrupted, _}) -> beamlab_runtime_interrupt:exit_code();
 code({failed, _}) -> 1.
 
-%% @doc Checks what can be checked before anything starts: the kinds an
-%% experiment combines, options that cannot go together, a suite's plan,
-%% a matrix's inner experiment.
+%% @doc Checks what can be checked before anything starts: the kind, the
+%% kinds an experiment combines, options that cannot go together, a
+%% suite's plan, a matrix's inner experiment.
 -spec check(experiment()) -> ok | {error, error_reason()}.
 check(#{run := {Kind, What}} = Exp) ->
-    Unsupported = [{unsupported, K, Kind} || K <- ['after', target], maps:is_key(K, Exp),
-                                             not supports(Kind, K)],
-    case Unsupported of
-        [E | _] -> {error, E};
-        [] -> check(Kind, What, Exp)
+    case beamlab_experiment_kind:find(Kind) of
+        {ok, Mod} ->
+            Composes = optional(Mod, composes, [], []),
+            Unsupported = [{unsupported, K, Kind} || K <- ['after', target], maps:is_key(K, Exp),
+                                                     not lists:member(K, Composes)],
+            case Unsupported of
+                [E | _] -> {error, E};
+                [] -> check_inner(Mod, Kind, What, Exp)
+            end;
+        error ->
+            {error, {unknown_kind, Kind}}
+    end;
+check(Other) ->
+    {error, {unknown_kind, Other}}.
+
+%% A matrix's or a profile's inner experiment first, then the kind's own
+%% checks.
+check_inner(Mod, Kind, What, Exp) ->
+    case optional(Mod, inner, [What], none) of
+        {ok, #{run := {Inner, _}} = I} ->
+            case lists:member(Inner, inner_kinds(Kind)) of
+                true ->
+                    case check(I) of
+                        ok -> Mod:check(What, Exp);
+                        {error, _} = E -> E
+                    end;
+                false ->
+                    {error, {inner_kind, Kind, Inner}}
+            end;
+        _ ->
+            Mod:check(What, Exp)
     end.
 
-supports(bench, 'after') -> true;
-supports(suite, 'after') -> true;
-supports(matrix, target) -> true;
-supports(_, _) -> false.
+%% An optional callback of a kind, or `Default' when it has none.
+optional(Mod, F, Args, Default) ->
+    {module, Mod} = code:ensure_loaded(Mod),
+    case erlang:function_exported(Mod, F, length(Args)) of
+        true -> apply(Mod, F, Args);
+        false -> Default
+    end.
 
-check(bench, B, Exp) -> beamlab_experiment_bench:check(B, Exp);
-check(suite, S, Exp) -> beamlab_experiment_suite:check(S, Exp);
-check(matrix, #{inner := #{run := {Inner, _}} = I}, _Exp) ->
-    case lists:member(Inner, inner_kinds(matrix)) of
-        true -> check(I);
-        false -> {error, {inner_kind, matrix, Inner}}
-    end;
-check(profile, #{subject := {experiment, #{run := {Inner, _}} = I}}, _Exp) ->
-    case lists:member(Inner, inner_kinds(profile)) of
-        true -> check(I);
-        false -> {error, {inner_kind, profile, Inner}}
-    end;
-check(_, _, _) -> ok.
-
-%% @doc The kinds of experiment a matrix or a profile can run inside it.
--spec inner_kinds(matrix | profile) -> [kind()].
-inner_kinds(matrix) -> [bench, suite, amqp];
-inner_kinds(profile) -> [bench, suite, matrix, amqp].
+%% @doc The kinds of experiment a kind can run inside it (a matrix's, a
+%% profile's; none for the others).
+-spec inner_kinds(kind()) -> [kind()].
+inner_kinds(Kind) ->
+    case beamlab_experiment_kind:find(Kind) of
+        {ok, Mod} -> optional(Mod, inner_kinds, [], []);
+        error -> []
+    end.
 
 %% @doc What kind of experiment this is.
 -spec kind(experiment()) -> kind().
 kind(#{run := {Kind, _}}) -> Kind.
 
-%% @doc How the run went, read from its document.
+%% @doc How the run went, read from its document (its kind's verdict; a
+%% document of no registered kind: interrupted when partial, else ok).
 -spec verdict(beamlab_result:result()) -> verdict().
-verdict(#{kind := bench} = Doc) -> beamlab_experiment_bench:verdict(Doc);
-verdict(#{kind := suite} = Doc) -> beamlab_experiment_suite:verdict(Doc);
-verdict(#{kind := matrix} = Doc) -> beamlab_experiment_matrix:verdict(Doc);
-verdict(#{kind := watch} = Doc) -> beamlab_experiment_watch:verdict(Doc);
-verdict(#{kind := amqp} = Doc) -> beamlab_experiment_amqp:verdict(Doc);
-verdict(#{kind := check} = Doc) -> beamlab_experiment_check:verdict(Doc);
-verdict(#{partial := true}) -> {interrupted, []};
-verdict(_) -> {ok, []}.
+verdict(#{kind := Kind} = Doc) ->
+    case beamlab_experiment_kind:find(Kind) of
+        {ok, Mod} -> Mod:verdict(Doc);
+        error -> generic_verdict(Doc)
+    end;
+verdict(Doc) ->
+    generic_verdict(Doc).
+
+generic_verdict(#{partial := true}) -> {interrupted, []};
+generic_verdict(_) -> {ok, []}.
 
 %% @doc Whether an error is the caller's mistake (`usage': a bad option,
 %% code that does not compile, an unknown workload) or a failure of the
 %% run (`failure': a broker that refused, perf that cannot record).
 -spec error_class(error_reason()) -> usage | failure.
-error_class({bench, R}) -> beamlab_experiment_bench:error_class(R);
-error_class({suite, {dist, R}}) -> beamlab_experiment_dist:error_class(R);
-error_class({suite, {flavor, _}}) -> failure;
-error_class({suite, _}) -> usage;
-error_class({matrix, R}) -> beamlab_experiment_matrix:error_class(R);
-error_class({watch, R}) -> beamlab_experiment_watch:error_class(R);
-error_class({amqp, R}) -> beamlab_experiment_amqp:error_class(R);
-error_class({profile, R}) -> beamlab_experiment_profile:error_class(R);
-error_class({check, R}) -> beamlab_experiment_check:error_class(R);
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({telemetry, _}) -> failure;
 error_class({metrics, _}) -> failure;
 error_class({unsupported, _, _}) -> usage;
-error_class({inner_kind, _, _}) -> usage.
+error_class({inner_kind, _, _}) -> usage;
+error_class({unknown_kind, _}) -> usage;
+error_class({Kind, R}) ->
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    Mod:error_class(R).
+
+%% @doc Whether `Reason' is one of this layer's errors (its own, or a
+%% registered kind's `{Kind, Reason}'): what {@link format_error/1} and
+%% {@link error_class/1} take.
+-spec is_error(term()) -> boolean().
+is_error({Tag, _}) when Tag =:= dist; Tag =:= telemetry; Tag =:= metrics; Tag =:= unknown_kind ->
+    true;
+is_error({Tag, _, _}) when Tag =:= unsupported; Tag =:= inner_kind ->
+    true;
+is_error({Kind, _}) ->
+    beamlab_experiment_kind:find(Kind) =/= error;
+is_error(_) ->
+    false.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({bench, R}) -> beamlab_experiment_bench:format_error(R);
-format_error({suite, R}) -> beamlab_experiment_suite:format_error(R);
-format_error({matrix, R}) -> beamlab_experiment_matrix:format_error(R);
-format_error({watch, R}) -> beamlab_experiment_watch:format_error(R);
-format_error({amqp, R}) -> beamlab_experiment_amqp:format_error(R);
-format_error({profile, R}) -> beamlab_experiment_profile:format_error(R);
-format_error({check, R}) -> beamlab_experiment_check:format_error(R);
 format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
 format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
 format_error({metrics, R}) -> beamlab_experiment_metrics:format_error(R);
+format_error({unknown_kind, Kind}) ->
+    io_lib:format("no experiment of kind ~0tP (the kinds: ~ts)",
+                  [Kind, 5, lists:join(", ", [atom_to_list(M:name()) || M <- beamlab_experiment_kind:all()])]);
 format_error({unsupported, 'after', Kind}) ->
     io_lib:format("a ~ts experiment has no after-phase (memory, reductions, profile: a benchmark's; "
                   "memory: a suite's)", [Kind]);
@@ -264,4 +277,7 @@ format_error({unsupported, target, Kind}) ->
     io_lib:format("a ~ts experiment has no system under test (a matrix has)", [Kind]);
 format_error({inner_kind, Outer, Inner}) ->
     io_lib:format("a ~ts cannot run a ~ts experiment inside it (it runs: ~ts)",
-                  [Outer, Inner, lists:join(", ", [atom_to_list(K) || K <- inner_kinds(Outer)])]).
+                  [Outer, Inner, lists:join(", ", [atom_to_list(K) || K <- inner_kinds(Outer)])]);
+format_error({Kind, R}) ->
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    Mod:format_error(R).

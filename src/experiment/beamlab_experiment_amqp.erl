@@ -4,7 +4,9 @@
 %%% lines go to the sink as `{amqp, Line}'.
 -module(beamlab_experiment_amqp).
 
--export([run/2, verdict/1, error_class/1, format_error/1]).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
 
 %% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
@@ -19,11 +21,49 @@
                       | term().
 -export_type([amqp/0, error_reason/0]).
 
+%% @doc The kind's name: `amqp'.
+-spec name() -> amqp.
+name() -> amqp.
+
+%% @doc The options of an AMQP load: the load generator's
+%% (`beamlab_amqp_config:defaults/0' but `out' and `nodes'), `nodes',
+%% `watch'.
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [nodes, watch]].
+
+%% @doc The load of the generator's options over its defaults (`uri' as
+%% text), on `nodes' (a count of VMs, or node names as text), with the
+%% broker's node watched beside it (`watch': `#{node, cookie}', text).
+-spec new(#{atom() => term()}) -> {ok, amqp()} | {error, {bad_option, nodes, term()}}.
+new(Opts) ->
+    Defaults = config_defaults(),
+    Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
+    Cfg = Cfg0#{uri := unicode:characters_to_binary(maps:get(uri, Cfg0))},
+    Watch = case maps:find(watch, Opts) of
+                {ok, #{node := _} = W} -> #{watch => W};
+                _ -> #{}
+            end,
+    case maps:get(nodes, Opts, this) of
+        N when is_integer(N), N > 1 -> {ok, Watch#{config => Cfg, nodes => {peers, N}}};
+        N when N =:= 1; N =:= this -> {ok, Watch#{config => Cfg, nodes => this}};
+        L when is_list(L) -> {ok, Watch#{config => Cfg, nodes => [list_to_atom(X) || X <- L]}};
+        Bad -> {error, {bad_option, nodes, Bad}}
+    end.
+
+config_defaults() ->
+    maps:without([out, nodes], beamlab_amqp_config:defaults()).
+
+%% @doc Nothing to check before it starts (the generator checks its
+%% configuration when it starts).
+-spec check(amqp(), beamlab_experiment:experiment()) -> ok.
+check(_A, _Exp) -> ok.
+
 %% @doc Runs the load; a run that ended early (broker gone, node down)
 %% still returns its document, whose verdict says so.
--spec run(amqp(), beamlab_experiment:experiment()) ->
+-spec run(amqp(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {amqp, error_reason()}}.
-run(#{config := Cfg0} = A, Exp) ->
+run(#{config := Cfg0} = A, Exp, _Inner) ->
     Nodes0 = maps:get(nodes, A, this),
     case beamlab_experiment_dist:controller(maps:get(dist, A, #{}),
                                             case Nodes0 of L when is_list(L) -> L; _ -> [] end) of

@@ -10,7 +10,10 @@
 %%% in the VM that runs the experiment.
 -module(beamlab_experiment_bench).
 
--export([run/2, check/2, verdict/1, error_class/1, format_error/1]).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, run/3, check/2, verdict/1, error_class/1, format_error/1,
+         composes/0]).
 
 %% `options' are the engine's (`beamlab_engine:options()': samples,
 %% duration, concurrency, loop, stopping rule, isolated, ...); `squeeze'
@@ -27,10 +30,54 @@
                       | {project, beamlab_experiment_project:error_reason()}.
 -export_type([bench/0, error_reason/0]).
 
+%% @doc The kind's name: `bench'.
+-spec name() -> bench.
+name() -> bench.
+
+%% @doc The options of a benchmark: the engine's run options, `squeeze'
+%% (concurrency estimation), the code (`codes') or a project's bench
+%% modules (`dir', `include', `root').
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- lists:sort(maps:keys(beamlab_engine:default_run_opts()))
+                              ++ [squeeze, codes, dir, include, root]].
+
+%% @doc The benchmark of `codes' (each code, or a map with its `runner'),
+%% or of the bench modules in `dir' (against `code_paths', with
+%% `include' and the project's `root'); the engine's options as given;
+%% `squeeze' (`true' or its bounds) asks for concurrency estimation.
+-spec new(#{atom() => term()}) -> {ok, bench()} | {error, {bad_option, squeeze, term()}}.
+new(Opts) ->
+    Options = maps:with(maps:keys(beamlab_engine:default_run_opts()), Opts),
+    Run = case Opts of
+              #{dir := Dir} ->
+                  #{modules => maps:merge(#{dir => Dir, paths => maps:get(code_paths, Opts, []),
+                                            include => maps:get(include, Opts, [])},
+                                          maps:with([root], Opts))};
+              _ ->
+                  #{jobs => [case C of
+                                 #{runner := _} -> C;
+                                 _ -> #{runner => C}
+                             end || C <- maps:get(codes, Opts, [])]}
+          end,
+    case maps:get(squeeze, Opts, none) of
+        none -> {ok, Run#{options => Options}};
+        true -> {ok, Run#{options => Options, squeeze => #{}}};
+        Sq when is_map(Sq) -> {ok, Run#{options => Options, squeeze => Sq}};
+        Bad -> {error, {bad_option, squeeze, Bad}}
+    end.
+
+%% @doc A benchmark has an after-phase.
+-spec composes() -> ['after'].
+composes() -> ['after'].
+
 %% @doc Runs the benchmark, then the after-phase on every job that
 %% measured (a partial run gets none).
--spec run(bench(), beamlab_experiment:experiment()) ->
+-spec run(bench(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {bench, error_reason()}}.
+run(B, Exp, _Inner) ->
+    run(B, Exp).
+
 run(#{modules := M} = B, Exp) ->
     case beamlab_experiment_project:jobs(M) of
         {ok, #{jobs := Jobs} = Project} ->

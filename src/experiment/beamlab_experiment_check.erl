@@ -14,7 +14,9 @@
 %%% through this layer again ({@link beamlab_experiment:run_inner/1}).
 -module(beamlab_experiment_check).
 
--export([run/2, verdict/1, error_class/1, format_error/1]).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
 
 -type check() :: #{root := file:filename(),                 % the project's root
                    bench := file:filename(),                % bench modules, relative to root
@@ -40,9 +42,60 @@
 %% validation, a side's VM in a round (beyond the time its samples take).
 -define(TIMEOUT, 600000).
 
+%% @doc The kind's name: `check'.
+-spec name() -> check.
+name() -> check.
+
+%% @doc The options of a check: `root', `bench', `build', `against',
+%% `rounds', `metric', `threshold', `alpha', `duration', `samples',
+%% `warmup', `vm_args'.
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- [root, bench, build, against, rounds, metric, threshold, alpha,
+                           duration, samples, warmup, vm_args]].
+
+%% @doc The check of the project at `root' (default the current
+%% directory) and its `bench' modules (default "bench"); `metric' (one or
+%% a list) the gated metrics; `duration', `samples', `warmup' per side
+%% and round over their defaults; `vm_args' one string of emulator
+%% arguments.
+-spec new(#{atom() => term()}) -> {ok, check()} | {error, {bad_option, vm_args, term()}}.
+new(Opts) ->
+    {ok, Cwd} = file:get_cwd(),
+    C0 = maps:merge(#{root => Cwd, bench => "bench"},
+                    maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
+    C1 = case maps:find(metric, Opts) of
+             {ok, M} when is_atom(M) -> C0#{gate => [M]};
+             {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
+             error -> C0
+         end,
+    C2 = case maps:with([duration, samples, warmup], Opts) of
+             O when map_size(O) > 0 -> C1#{options => maps:merge(maps:get(options, ?DEFAULTS), O)};
+             _ -> C1
+         end,
+    VmArgs = maps:get(vm_args, Opts, ""),
+    case beamlab_runtime_peer:parse_args(VmArgs) of
+        {ok, Args} -> {ok, C2#{vm_args => Args}};
+        {error, _} -> {error, {bad_option, vm_args, VmArgs}}
+    end.
+
+%% @doc What is known before anything is built (#34): the bench directory
+%% and its modules are there (`check --bench nosuch' used to be refused
+%% only after the project was built). The project is built and read when
+%% it runs.
+-spec check(check(), beamlab_experiment:experiment()) -> ok | {error, {check, error_reason()}}.
+check(#{root := Root, bench := Bench}, _Exp) ->
+    case beamlab_project_bench:sources(filename:join(Root, Bench)) of
+        {ok, _} -> ok;
+        {error, R} -> {error, {check, R}}
+    end.
+
 %% @doc Runs the check; its document (kind `check').
--spec run(check(), beamlab_experiment:experiment()) ->
+-spec run(check(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {check, error_reason()}}.
+run(C, Exp, _Inner) ->
+    run(C, Exp).
+
 run(#{against := _} = C0, Exp) ->
     C = maps:merge(?DEFAULTS, C0),
     #{root := Root, against := Ref, options := O} = C,

@@ -9,7 +9,10 @@
 %%% node, so the broker's telemetry joins the result.
 -module(beamlab_experiment_matrix).
 
--export([configs/2, run/3, verdict/1, error_class/1, format_error/1]).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, check/2, configs/2, run/3, verdict/1, error_class/1,
+         format_error/1, composes/0, inner_kinds/0, inner/1]).
 
 %% `configs' from {@link configs/2}; `baseline' the configuration the
 %% others are compared with (default the first); `sweep' whether the
@@ -30,6 +33,51 @@
                     scenarios => [{beamlab_experiment_preset:scenario(), beamlab_experiment:experiment()}]}.
 -type error_reason() :: term().
 -export_type([matrix/0, error_reason/0]).
+
+%% @doc The kind's name: `matrix'.
+-spec name() -> matrix.
+name() -> matrix.
+
+%% @doc The options of a matrix: its `inner' experiment, the dimensions
+%% (`vm', `sweep', `erl', `flavor', `wrap'), `repeat', `baseline', the
+%% system under test (`target', `otp').
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- [inner, vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp]].
+
+%% @doc The matrix over the `inner' experiment: the configurations of the
+%% dimensions (`vm', `sweep' as scheduler counts, `erl', `flavor',
+%% `wrap') for the system under test `target' (`none': beamlab VMs),
+%% `repeat' (3), `baseline' (a configuration's label, binary).
+-spec new(#{atom() => term()}) -> {ok, matrix()} | {error, {bad_option, matrix, error_reason()}}.
+new(#{inner := Inner} = Opts) ->
+    Sweep = maps:get(sweep, Opts, []),
+    Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
+             flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
+    case configs(Dims, maps:get(target, Opts, none)) of
+        {ok, Configs} ->
+            {ok, #{configs => Configs, inner => Inner, repeat => maps:get(repeat, Opts, 3),
+                   baseline => maps:get(baseline, Opts, undefined), sweep => Sweep =/= []}};
+        {error, {matrix, R}} ->
+            {error, {bad_option, matrix, R}}
+    end.
+
+%% @doc Nothing of its own to check (the entry point checks the inner
+%% experiment, {@link inner/1}).
+-spec check(matrix(), beamlab_experiment:experiment()) -> ok.
+check(_M, _Exp) -> ok.
+
+%% @doc A matrix may have a system under test.
+-spec composes() -> [target].
+composes() -> [target].
+
+%% @doc The kinds a matrix runs inside it.
+-spec inner_kinds() -> [beamlab_experiment:kind()].
+inner_kinds() -> [bench, suite, amqp].
+
+%% @doc The inner experiment.
+-spec inner(matrix()) -> {ok, beamlab_experiment:experiment()}.
+inner(#{inner := I}) -> {ok, I}.
 
 %% @doc The configurations of the dimensions, for the system under test
 %% `Target' (`none': beamlab VMs). A target's other OTP installations

@@ -17,7 +17,7 @@
 -module(beamlab_experiment_opts).
 
 -export([benchmark/2, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/1, profile/2, inner/1,
-         format_error/1]).
+         doctor/1, format_error/1]).
 
 -type opts() :: #{atom() => term()}.
 %% The inner experiment of a matrix or a profile, as the call that would
@@ -47,18 +47,8 @@ benchmark(Codes, Opts) ->
     {error, {bad_option, benchmark, {Codes, Opts}}}.
 
 benchmark_experiment(Codes, Opts) ->
-    Jobs = [case C of
-                #{runner := _} -> C;
-                _ -> #{runner => C}
-            end || C <- Codes],
-    Bench = #{jobs => Jobs, options => maps:without(?COMMON ++ ?AFTER ++ [squeeze], Opts)},
-    Squeeze = case maps:get(squeeze, Opts, none) of
-                  none -> #{};
-                  true -> #{squeeze => #{}};
-                  Sq when is_map(Sq) -> #{squeeze => Sq};
-                  Bad -> throw({bad_option, squeeze, Bad})
-              end,
-    common(Opts, #{run => {bench, maps:merge(Bench, Squeeze)}}, maps:with(?AFTER, Opts)).
+    What = beamlab_experiment_bench:new(maps:without(?COMMON ++ ?AFTER, Opts#{codes => Codes})),
+    common(Opts, kind(bench, What), maps:with(?AFTER, Opts)).
 
 %% @doc A benchmark of a project's bench modules in `Dir' (sources
 %% `*_bench.erl', `*_bench.ex', or compiled bench modules): the options of
@@ -68,15 +58,12 @@ benchmark_experiment(Codes, Opts) ->
 %% current directory).
 -spec bench(file:filename(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 bench(Dir, Opts) when is_map(Opts) ->
-    case benchmark([], maps:without([include, root], Opts)) of
-        {ok, #{run := {bench, B}} = Exp} ->
-            Modules = maps:merge(#{dir => Dir, paths => maps:get(code_paths, Opts, []),
-                                   include => maps:get(include, Opts, [])},
-                                 maps:with([root], Opts)),
-            {ok, Exp#{run := {bench, (maps:remove(jobs, B))#{modules => Modules}}}};
-        {error, _} = E ->
-            E
-    end;
+    Own = maps:keys(beamlab_engine:default_run_opts()) ++ ?AFTER ++ [squeeze, include, root],
+    known(Own, Opts,
+          fun() ->
+                  What = beamlab_experiment_bench:new(maps:without(?COMMON ++ ?AFTER, Opts#{dir => Dir})),
+                  common(Opts, kind(bench, What), maps:with(?AFTER, Opts))
+          end);
 bench(Dir, Opts) ->
     {error, {bad_option, bench, {Dir, Opts}}}.
 
@@ -95,23 +82,28 @@ check(Opts) ->
     {error, {bad_option, check, Opts}}.
 
 check_experiment(Opts) ->
-    {ok, Cwd} = file:get_cwd(),
-    C0 = maps:merge(#{root => Cwd, bench => "bench"},
-                    maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
-    C1 = case maps:find(metric, Opts) of
-             {ok, M} when is_atom(M) -> C0#{gate => [M]};
-             {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
-             error -> C0
-         end,
-    C2 = case maps:with([duration, samples, warmup], Opts) of
-             O when map_size(O) > 0 ->
-                 C1#{options => maps:merge(#{duration => 100, samples => 3, warmup => 1}, O)};
-             _ -> C1
-         end,
-    case beamlab_runtime_peer:parse_args(maps:get(vm_args, Opts, "")) of
-        {ok, Args} -> common(Opts, #{run => {check, C2#{vm_args => Args}}}, #{});
-        {error, _} -> {error, {bad_option, vm_args, maps:get(vm_args, Opts)}}
-    end.
+    What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
+    common(Opts, kind(check, What), #{}).
+
+%% @doc `beamlab doctor': the options of its command as a map (`quick',
+%% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
+%% doctor's phases go to `sink' as `{doctor, Line}'.
+-spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+doctor(Opts) when is_map(Opts) ->
+    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, remedy],
+    known(Own, Opts,
+          fun() ->
+                  Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
+                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
+                                      (quick, B) when is_boolean(B) -> B;
+                                      (K, N) when (K =:= reps orelse K =:= probe_ms), is_integer(N), N >= 1 -> N;
+                                      (K, V) -> throw({bad_option, K, V})
+                                  end, maps:with(Own, Opts)),
+                  common(Opts, kind(doctor, beamlab_experiment_doctor:new(Texts)), #{})
+          end);
+doctor(Opts) ->
+    {error, {bad_option, doctor, Opts}}.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to
@@ -128,17 +120,17 @@ suite(Names, Opts) ->
 
 suite_experiment(Names, Opts) ->
     Text = [text(N) || N <- Names],
-    Select = case maps:find(preset, Opts) of
-                 error -> {workloads, Text};
-                 {ok, P} when Text =:= [] -> {preset, text(P), maps:get(node, Opts, none)};
-                 {ok, _} -> throw({bad_option, preset, Text})
-             end,
     case params(maps:get(params, Opts, #{})) of
         {error, _} = E -> E;
         {ok, Params} ->
-            Suite = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
-                               #{select => Select, params => Params}),
-            common(Opts, #{run => {suite, Suite}}, maps:with([memory], Opts))
+            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor, node], Opts),
+                               #{names => Text, params => Params}),
+            Preset = case maps:find(preset, Opts) of
+                         {ok, P} -> #{preset => text(P)};
+                         error -> #{}
+                     end,
+            What = beamlab_experiment_suite:new(maps:merge(Given, Preset)),
+            common(Opts, kind(suite, What), maps:with([memory], Opts))
     end.
 
 %% workload => key => [text], as the suite's planner reads the command
@@ -201,21 +193,15 @@ matrix_experiment(InnerExp, Opts) ->
                 S -> throw({bad_option, sweep, S})
             end,
     Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
-    Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
-             flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
-    case beamlab_experiment_matrix:configs(Dims, Target) of
-        {ok, Configs} ->
-            Matrix = #{configs => Configs, inner => InnerExp, repeat => maps:get(repeat, Opts, 3),
-                       baseline => case maps:get(baseline, Opts, undefined) of
-                                       undefined -> undefined;
-                                       B -> unicode:characters_to_binary(text(B))
-                                   end,
-                       sweep => Sweep =/= []},
-            common(Opts, maps:merge(#{run => {matrix, Matrix}},
-                                    case Target of none -> #{}; _ -> #{target => Target} end), #{});
-        {error, {matrix, R}} ->
-            {error, {bad_option, matrix, R}}
-    end.
+    Baseline = case maps:get(baseline, Opts, undefined) of
+                   undefined -> undefined;
+                   B -> unicode:characters_to_binary(text(B))
+               end,
+    What = beamlab_experiment_matrix:new((maps:with([vm, erl, flavor, wrap, repeat], Opts))#{
+                                           inner => InnerExp, sweep => Sweep, target => Target,
+                                           baseline => Baseline}),
+    common(Opts, maps:merge(kind(matrix, What), case Target of none -> #{}; _ -> #{target => Target} end),
+           #{}).
 
 ok_or_throw(_Key, {ok, V}) -> V;
 ok_or_throw(Key, {error, R}) -> throw({bad_option, Key, R}).
@@ -243,9 +229,9 @@ watch(Node, Opts) when is_map(Opts) ->
     Own = [duration, interval, top, msacc, cookie],
     known(Own, Opts,
           fun() ->
-                  Watch = maps:merge(maps:with([duration, interval, top, msacc], Opts),
-                                     #{node => text(Node), cookie => cookie(Opts)}),
-                  common(maps:remove(telemetry, Opts), #{run => {watch, Watch}}, #{})
+                  What = beamlab_experiment_watch:new((maps:with([duration, interval, top, msacc], Opts))#{
+                                                        node => text(Node), cookie => cookie(Opts)}),
+                  common(maps:remove(telemetry, Opts), kind(watch, What), #{})
           end).
 
 %% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
@@ -255,28 +241,28 @@ watch(Node, Opts) when is_map(Opts) ->
 %% node, or `#{node, cookie}': its telemetry beside the load).
 -spec amqp(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 amqp(Opts) when is_map(Opts) ->
-    Defaults = maps:without([out, nodes], beamlab_amqp_config:defaults()),
-    Own = maps:keys(Defaults) ++ [nodes, watch],
-    known(Own, Opts, fun() -> amqp_experiment(Defaults, Opts) end);
+    Own = [K || #{name := K} <- beamlab_experiment_amqp:options()],
+    known(Own, Opts, fun() -> amqp_experiment(Opts) end);
 amqp(Opts) ->
     {error, {bad_option, amqp, Opts}}.
 
-amqp_experiment(Defaults, Opts) ->
-    Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
-    Cfg = Cfg0#{uri := unicode:characters_to_binary(text(maps:get(uri, Cfg0)))},
-    Nodes = case maps:get(nodes, Opts, this) of
-                N when is_integer(N), N > 1 -> {peers, N};
-                1 -> this;
-                this -> this;
-                L when is_list(L) -> [list_to_atom(text(X)) || X <- L];
-                Bad -> throw({bad_option, nodes, Bad})
+amqp_experiment(Opts) ->
+    Uri = case maps:find(uri, Opts) of
+              {ok, U} -> #{uri => text(U)};
+              error -> #{}
+          end,
+    Nodes = case maps:find(nodes, Opts) of
+                {ok, L} when is_list(L) -> #{nodes => [text(X) || X <- L]};
+                {ok, N} -> #{nodes => N};
+                error -> #{}
             end,
     Watch = case maps:get(watch, Opts, undefined) of
                 undefined -> #{};
                 #{node := WN} = W -> #{watch => #{node => text(WN), cookie => cookie(W)}};
                 WN -> #{watch => #{node => text(WN), cookie => undefined}}
             end,
-    common(Opts, #{run => {amqp, Watch#{config => Cfg, nodes => Nodes}}}, #{}).
+    Given = maps:merge(maps:without(?COMMON ++ [uri, nodes, watch], Opts), maps:merge(Uri, maps:merge(Nodes, Watch))),
+    common(Opts, kind(amqp, beamlab_experiment_amqp:new(Given)), #{}).
 
 %% @doc A perf profile of an inner experiment (run in a fresh VM under
 %% perf), of an OS pid (`{pid, N}') or of a node on this machine (`{node,
@@ -300,8 +286,9 @@ profile_experiment(Subject, Opts) ->
         end,
     case S of
         {ok, Subj} ->
-            P = maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts), #{subject => Subj}),
-            common(Opts, #{run => {profile, P}}, #{});
+            What = beamlab_experiment_profile:new((maps:with([frequency, call_graph, mode, duration, label],
+                                                             Opts))#{subject => Subj}),
+            common(Opts, kind(profile, What), #{});
         {error, _} = E2 -> E2
     end.
 
@@ -317,6 +304,11 @@ known(Own, Opts, Build) ->
         [K | _] ->
             {error, {unknown_option, K}}
     end.
+
+%% The experiment of a kind's `What' (a value refused is thrown, caught by
+%% known/3 in this module).
+kind(Kind, {ok, What}) -> #{run => {Kind, What}};
+kind(_Kind, {error, {bad_option, _, _} = Bad}) -> throw(Bad).
 
 %% The `cookie' of an option map, as text (undefined when not given).
 cookie(Opts) ->

@@ -5,7 +5,10 @@
 %%% (by OS pid, or by node name on this machine). See `beamlab_profile'.
 -module(beamlab_experiment_profile).
 
--export([run/3, error_class/1, format_error/1]).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1,
+         inner_kinds/0, inner/1]).
 
 %% `mode': graph (call stacks, the default) or flat (the leaf only, almost
 %% free; see `beamlab_profile:mode_info/1'); `duration' in ms (infinity:
@@ -25,6 +28,42 @@
 
 -define(DEFAULT_FREQ, 999).
 -define(DEFAULT_ATTACH_MS, 10000).
+
+%% @doc The kind's name: `profile'.
+-spec name() -> profile.
+name() -> profile.
+
+%% @doc The options of a profile: its `subject', `frequency',
+%% `call_graph', `mode', `duration' (ms), `label', `cookie' (a node's).
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- [subject, frequency, call_graph, mode, duration, label, cookie]].
+
+%% @doc The profile of `subject' (an inner experiment, an OS pid, a node
+%% with its cookie).
+-spec new(#{atom() => term()}) -> {ok, profile()}.
+new(#{subject := Subject} = Opts) ->
+    {ok, maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts),
+                    #{subject => Subject})}.
+
+%% @doc Nothing of its own to check (the entry point checks an inner
+%% experiment, {@link inner/1}; perf is found when it records).
+-spec check(profile(), beamlab_experiment:experiment()) -> ok.
+check(_P, _Exp) -> ok.
+
+%% @doc The kinds a profile runs inside it.
+-spec inner_kinds() -> [beamlab_experiment:kind()].
+inner_kinds() -> [bench, suite, matrix, amqp].
+
+%% @doc The inner experiment, when the subject is one.
+-spec inner(profile()) -> {ok, beamlab_experiment:experiment()} | none.
+inner(#{subject := {experiment, I}}) -> {ok, I};
+inner(_) -> none.
+
+%% @doc Interrupted when the recording was (what was recorded is kept).
+-spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
+verdict(#{partial := true}) -> {interrupted, []};
+verdict(_) -> {ok, []}.
 
 %% @doc Records the profile and returns its document; an inner experiment
 %% that failed is an error (its line, its exit code) and no profile.

@@ -4,7 +4,10 @@
 %%% `beamlab_suite_preset') and run by `beamlab_suite:run/2'.
 -module(beamlab_experiment_suite).
 
--export([run/2, check/2, verdict/1, format_error/1]).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, run/3, check/2, verdict/1, error_class/1, format_error/1,
+         composes/0]).
 
 %% `select': workload names ([] is every built-in one), or a preset (a
 %% built-in name or a preset file) with the node of its remote rows;
@@ -30,10 +33,44 @@
                       | {dist, beamlab_experiment_dist:error_reason()}.
 -export_type([suite/0, error_reason/0]).
 
+%% @doc The kind's name: `suite'.
+-spec name() -> suite.
+name() -> suite.
+
+%% @doc The options of a suite: the workloads' `names', `params',
+%% `profile', `repeat', `timeout', `preset' and its `node', `code_paths',
+%% `flavor'.
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- [names, params, profile, repeat, timeout, preset, node, code_paths, flavor]].
+
+%% @doc The suite of the workloads `names' (text; none: every built-in
+%% one) or of a `preset' (text) with the `node' of its remote rows;
+%% `params' as the planner reads `--param' (workload => key => values).
+-spec new(#{atom() => term()}) -> {ok, suite()} | {error, {bad_option, preset, [string()]}}.
+new(Opts) ->
+    Names = maps:get(names, Opts, []),
+    Select = case maps:find(preset, Opts) of
+                 error -> {ok, {workloads, Names}};
+                 {ok, P} when Names =:= [] -> {ok, {preset, P, maps:get(node, Opts, none)}};
+                 {ok, _} -> {error, {bad_option, preset, Names}}
+             end,
+    case Select of
+        {ok, Sel} ->
+            {ok, maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+                            #{select => Sel, params => maps:get(params, Opts, #{})})};
+        {error, _} = E ->
+            E
+    end.
+
+%% @doc A suite has an after-phase (memory).
+-spec composes() -> ['after'].
+composes() -> ['after'].
+
 %% @doc Runs the suite (after `check/2' passed).
--spec run(suite(), beamlab_experiment:experiment()) ->
+-spec run(suite(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {suite, error_reason()}}.
-run(S, Exp) ->
+run(S, Exp, _Inner) ->
     case plan(S) of
         {ok, Plan, DocParams, Extra} ->
             Sink = maps:get(sink, Exp, fun(_) -> ok end),
@@ -159,6 +196,14 @@ verdict(#{benchmarks := Bs, extra := Extra}) ->
         true -> {ok, []};
         false -> {failed, []}
     end.
+
+%% @doc A failure of the fresh VMs' distribution or of another OTP
+%% flavour is the run's; any other error (an unknown workload, parameter
+%% or preset) is the caller's mistake.
+-spec error_class(error_reason()) -> usage | failure.
+error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
+error_class({flavor, _}) -> failure;
+error_class(_) -> usage.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().

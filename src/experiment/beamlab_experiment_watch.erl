@@ -6,7 +6,9 @@
 %%% "broker: ...".
 -module(beamlab_experiment_watch).
 
--export([run/2, verdict/1, start_beside/3, stop_beside/3, cancel_beside/2, line/1, summary/2,
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, start_beside/3, stop_beside/3, cancel_beside/2, line/1, summary/2,
          error_class/1, format_error/1]).
 
 %% `duration' in ms (infinity: until interrupted or the node goes down),
@@ -22,14 +24,34 @@
 -type error_reason() :: beamlab_sut_watch:error_reason() | {telemetry, term()}.
 -export_type([watch/0, beside/0, error_reason/0]).
 
+%% @doc The kind's name: `watch'.
+-spec name() -> watch.
+name() -> watch.
+
+%% @doc The options of a watch: the `node' (text), `cookie', `duration'
+%% (ms), `interval' (ms), `top', `msacc'.
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => K} || K <- [node, cookie, duration, interval, top, msacc]].
+
+%% @doc The watch of `node' (text) with its `cookie' (text or undefined).
+-spec new(#{atom() => term()}) -> {ok, watch()}.
+new(#{node := Node} = Opts) ->
+    {ok, maps:merge(maps:with([duration, interval, top, msacc], Opts),
+                    #{node => Node, cookie => maps:get(cookie, Opts, undefined)})}.
+
+%% @doc Nothing to check before it starts (the node is reached when it runs).
+-spec check(watch(), beamlab_experiment:experiment()) -> ok.
+check(_W, _Exp) -> ok.
+
 %% @doc Watches the node; the document holds its series and the findings
 %% (the detectors' and the growth findings raised while it ran). Every
 %% wait is bounded by one deadline, the duration plus
 %% `beamlab_sut_watch:grace_ms()' from now, however the node behaves:
 %% connecting, reading its environment, each sample, stopping.
--spec run(watch(), beamlab_experiment:experiment()) ->
+-spec run(watch(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {watch, error_reason()}}.
-run(#{node := Name} = W, Exp) ->
+run(#{node := Name} = W, Exp, _Inner) ->
     Started = beamlab_runtime_clock:rfc3339(),
     T0 = erlang:monotonic_time(millisecond),
     Duration = maps:get(duration, W, infinity),

@@ -129,9 +129,20 @@ drain(Port) ->
 %% @doc The last `N' non-empty lines of an output, trimmed.
 -spec last_lines(binary(), pos_integer()) -> [binary()].
 last_lines(Output, N) ->
-    Lines = [string:trim(L) || L <- binary:split(Output, [<<"\n">>, <<"\r">>], [global])],
+    Lines = [string:trim(plain(L)) || L <- binary:split(Output, [<<"\n">>, <<"\r">>], [global])],
     NonEmpty = [L || L <- Lines, L =/= <<>>],
     lists:nthtail(max(0, length(NonEmpty) - N), NonEmpty).
+
+%% A tool's line as text: terminal escapes (rebar3's colours, ESC [ ... m,
+%% and any other CSI or OSC sequence) and other control characters
+%% removed, so that a quoted line reads the same on any output (#34).
+plain(Line) ->
+    NoCsi = re:replace(Line, "\e(\\[[0-?]*[ -/]*[@-~]|\\][^\a\e]*(\a|\e\\\\)?|[()*+#%]?[@-_0-9A-Za-z])", "",
+                       [global, {return, binary}]),
+    %% Bytes that are not UTF-8 as Latin-1 characters: string:trim/1
+    %% raises on invalid UTF-8.
+    unicode:characters_to_binary(beamlab_runtime_text:decode(
+                                   << <<C>> || <<C>> <= NoCsi, C >= 32 orelse C =:= $\t >>)).
 
 %% @doc One line for an error of this module.
 -spec format_error(error_reason()) -> iolist().

@@ -6,10 +6,12 @@
 -export([render/1]).
 
 %% @doc The Markdown view of a document (a `check' has its own, the
-%% summary for a pull-request comment).
+%% summary for a pull-request comment; a `doctor' its diagnosis).
 -spec render(beamlab_result:result()) -> binary().
 render(#{kind := check} = Result) ->
     beamlab_render_check:markdown(Result);
+render(#{kind := doctor} = Result) ->
+    beamlab_render_doctor:markdown(Result);
 render(Result = #{kind := Kind, command := Command, partial := Partial, findings := Findings}) ->
     Header = [<<"Benchmark">>, <<"n">>, <<"Mean">>, <<"95% CI">>, <<"Median">>, <<"P99">>,
               <<"Change">>, <<"Verdict">>],

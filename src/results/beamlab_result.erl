@@ -35,8 +35,16 @@
 -define(MAX_VALUES, 2000000).
 %% Samples in one benchmark.
 -define(MAX_BENCH_SAMPLES, 100000).
+%% The magnitude of any number in a document, and the smallest non-zero
+%% magnitude of a sample. Every statistic beamlab computes over a file
+%% (sums of 100,000 samples, squares, ratios of means, the Welch degrees
+%% of freedom with its fourth powers) stays a finite float inside these
+%% bounds; a 901-digit integer or 1.79e308 used to end `compare' and
+%% `report' in badarith. Real samples (times, rates, bytes) are far inside.
+-define(MAX_NUMBER, 1.0e60).
+-define(MIN_SAMPLE, 1.0e-60).
 
--type kind() :: bench | suite | matrix | amqp | profile | watch | check.
+-type kind() :: bench | suite | matrix | amqp | profile | watch | check | doctor.
 -type better() :: higher | lower.
 -type severity() :: info | warning | critical.
 -type sample_method() :: all | reservoir.
@@ -72,7 +80,8 @@
 -type error_reason() :: {save, file:filename_all(), term()}
                       | {load, file:filename_all(), term()}
                       | not_a_result | {newer_version, pos_integer()}
-                      | {bad_field, [binary() | non_neg_integer()], atom() | {too_many_samples, pos_integer()}}.
+                      | {bad_field, [binary() | non_neg_integer()],
+                         atom() | {too_many_samples, pos_integer()} | out_of_range | too_small}.
 -export_type([result/0, benchmark/0, finding/0, kind/0, better/0, severity/0,
               stats/0, comparison/0, object/0, sample_info/0, section/0, error_reason/0]).
 
@@ -215,10 +224,13 @@ save(R, Path, new) ->
 
 %% @doc The limits {@link load/1} enforces (see docs/reliability.md):
 %% file size in bytes, JSON values in the file, samples per benchmark.
+%% `number' is the largest magnitude of any number, `sample_min' the
+%% smallest non-zero magnitude of a sample.
 -spec limits() -> #{file_bytes := pos_integer(), values := pos_integer(),
-                    samples := pos_integer()}.
+                    samples := pos_integer(), number := float(), sample_min := float()}.
 limits() ->
-    #{file_bytes => ?MAX_FILE_BYTES, values => ?MAX_VALUES, samples => ?MAX_BENCH_SAMPLES}.
+    #{file_bytes => ?MAX_FILE_BYTES, values => ?MAX_VALUES, samples => ?MAX_BENCH_SAMPLES,
+      number => ?MAX_NUMBER, sample_min => ?MIN_SAMPLE}.
 
 %% @doc Reads and checks a saved document. Files beyond {@link limits/0}
 %% are refused before they are parsed.
@@ -255,7 +267,9 @@ to_json(R) ->
 %% @doc Turns decoded JSON into a document, checking every field.
 -spec from_json(beamlab_json:json()) -> {ok, result()} | {error, error_reason()}.
 from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V} = Json) when is_integer(V), V >= 1, V =< ?VERSION ->
-    try {ok, doc(Json)}
+    try
+        bound_numbers(Json, []),
+        {ok, doc(Json)}
     catch throw:{bad_field, Path, Expected} -> {error, {bad_field, lists:reverse(Path), Expected}}
     end;
 from_json(#{<<"schema">> := ?SCHEMA, <<"version">> := V}) when is_integer(V), V > ?VERSION ->
@@ -316,6 +330,12 @@ format_error_in(Path, {newer_version, V}) ->
 format_error_in(Path, {bad_field, Field, {too_many_samples, N}}) ->
     io_lib:format("~ts is not a valid beamlab result: ~ts has ~b samples (at most ~b)",
                   [Path, field_path(Field), N, ?MAX_BENCH_SAMPLES]);
+format_error_in(Path, {bad_field, Field, out_of_range}) ->
+    io_lib:format("~ts is not a valid beamlab result: ~ts is out of range (numbers in a result "
+                  "are at most ~s in magnitude)", [Path, field_path(Field), "1e60"]);
+format_error_in(Path, {bad_field, Field, too_small}) ->
+    io_lib:format("~ts is not a valid beamlab result: ~ts is too small (a sample is 0 or at "
+                  "least ~s in magnitude)", [Path, field_path(Field), "1e-60"]);
 format_error_in(Path, {bad_field, Field, Expected}) ->
     io_lib:format("~ts is not a valid beamlab result: ~ts must be ~ts",
                   [Path, field_path(Field), expected(Expected)]).
@@ -351,7 +371,7 @@ expected(list) -> "a list";
 expected(numbers) -> "a list of numbers";
 expected(strings) -> "a list of strings";
 expected(interval) -> "a pair of numbers [low, high]";
-expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check";
+expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, doctor";
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
@@ -367,7 +387,7 @@ expected(present) -> "present".
 %% with its expected type; the path of the field is kept for the error.
 
 -define(ENUMS,
-        #{kind => [bench, suite, matrix, amqp, profile, watch, check],
+        #{kind => [bench, suite, matrix, amqp, profile, watch, check, doctor],
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],
@@ -498,6 +518,36 @@ finding_json(F, P) when is_map(F) ->
       data => field(<<"data">>, F, object, P, #{})};
 finding_json(_, P) ->
     throw({bad_field, P, object}).
+
+%% Every number anywhere in the document (free-form sections too: reports
+%% compute with them) within ?MAX_NUMBER; samples also not below
+%% ?MIN_SAMPLE unless zero. Integers are compared without converting them
+%% to floats (a 400-digit one would not convert).
+bound_numbers(N, P) when is_integer(N) ->
+    (N >= -?MAX_NUMBER andalso N =< ?MAX_NUMBER) orelse throw({bad_field, P, out_of_range}),
+    ok;
+bound_numbers(N, P) when is_float(N) ->
+    abs(N) =< ?MAX_NUMBER orelse throw({bad_field, P, out_of_range}),
+    ok;
+bound_numbers(M, P) when is_map(M) ->
+    maps:foreach(fun(<<"samples">>, L) when is_list(L) -> bound_samples_in(L, 0, [<<"samples">> | P]);
+                    (K, V) -> bound_numbers(V, [K | P])
+                 end, M);
+bound_numbers(L, P) when is_list(L) ->
+    bound_list(L, 0, P);
+bound_numbers(_, _) ->
+    ok.
+
+bound_list([], _, _) -> ok;
+bound_list([X | T], I, P) -> bound_numbers(X, [I | P]), bound_list(T, I + 1, P).
+
+bound_samples_in([], _, _) -> ok;
+bound_samples_in([X | T], I, P) ->
+    bound_numbers(X, [I | P]),
+    case X of
+        _ when is_number(X), X /= 0, abs(X) < ?MIN_SAMPLE -> throw({bad_field, [I | P], too_small});
+        _ -> bound_samples_in(T, I + 1, P)
+    end.
 
 indexed(L) ->
     lists:zip(lists:seq(0, length(L) - 1), L).

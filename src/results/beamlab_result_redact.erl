@@ -18,6 +18,11 @@
 %% scheme://user:password@host - the password runs to the '@' that starts
 %% the host (so an unencoded '@' or a space in a password is masked too).
 -define(URI_RE, "([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\\s\"]*:)[^\"\\n]*?@(?=[^@/\\s\"]*(?:[/\\s\"?#]|$))").
+%% A URI's query (up to a fragment, a space or a quote), and the name of a
+%% query parameter that says it is a secret, or that is percent-encoded
+%% (so that `?pass%77ord=X' cannot hide one).
+-define(QUERY_RE, "[a-zA-Z][a-zA-Z0-9+.-]*://[^\\s\"?#]*\\?([^\\s\"#]*)").
+-define(SECRET_QUERY_KEY, "(?i)pass|pwd|secret|cookie|token|api_?key|credential|signature|%").
 %% A cookie flag and its value inside one string: "-setcookie X",
 %% "--cookie X", "--cookie=X" (the value may be quoted).
 -define(FLAG_RE, "((?:^|[\\s\"'])(?:-setcookie|--cookie)(?:=|\\s+))(?:'[^']*'|\"[^\"]*\"|[^\\s\"']+)").
@@ -40,20 +45,54 @@ text(Text) when is_binary(Text) ->
                Text -> [unicode];
                _ -> []  % not UTF-8: masked byte-wise
            end,
-    lists:foldl(fun({Probe, Re, Repl}, Acc) ->
-                        case binary:match(Acc, Probe) of
-                            nomatch -> Acc;
-                            _ -> re:replace(Acc, Re, Repl, [global, {return, binary} | Opts])
-                        end
-                end, Text,
-                [{<<"://">>, ?URI_RE, "\\1" ?MASK "@"},
-                 {<<"cookie">>, ?FLAG_RE, "\\1" ?MASK},
-                 {<<"=">>, ?ASSIGN_RE, "\\1" ?MASK},
-                 {<<"-">>, ?PARAM_RE, "\\1" ?MASK}]);
+    Masked = lists:foldl(fun({Probe, Re, Repl}, Acc) ->
+                                 case binary:match(Acc, Probe) of
+                                     nomatch -> Acc;
+                                     _ -> re:replace(Acc, Re, Repl, [global, {return, binary} | Opts])
+                                 end
+                         end, Text,
+                         [{<<"://">>, ?URI_RE, "\\1" ?MASK "@"},
+                          {<<"cookie">>, ?FLAG_RE, "\\1" ?MASK},
+                          {<<"=">>, ?ASSIGN_RE, "\\1" ?MASK},
+                          {<<"-">>, ?PARAM_RE, "\\1" ?MASK}]),
+    case binary:match(Masked, <<"?">>) of
+        nomatch -> Masked;
+        _ -> query_secrets(Masked, Opts)
+    end;
 text(Text) ->
     case unicode:characters_to_binary(Text) of
         B when is_binary(B) -> text(B);
         _ -> text(iolist_to_binary(io_lib:format("~tp", [Text])))
+    end.
+
+%% Every query parameter of every URI in the text whose name says it is a
+%% secret (`amqp://h/%2F?password=X', `?token=X') is masked (#34): an
+%% error line that quotes the URI shows no value.
+query_secrets(Text, Opts) ->
+    case re:run(Text, ?QUERY_RE, [global, {capture, [1], index} | Opts]) of
+        nomatch -> Text;
+        {match, Queries} ->
+            {Parts, Last} = lists:foldl(
+                              fun([{At, Len}], {Acc, From}) ->
+                                      Before = binary:part(Text, From, At - From),
+                                      Query = binary:part(Text, At, Len),
+                                      {[mask_query(Query), Before | Acc], At + Len}
+                              end, {[], 0}, Queries),
+            iolist_to_binary(lists:reverse([binary:part(Text, Last, byte_size(Text) - Last) | Parts]))
+    end.
+
+mask_query(Query) ->
+    lists:join(<<"&">>, [lists:join(<<";">>, [mask_param(P) || P <- binary:split(Amp, <<";">>, [global])])
+                         || Amp <- binary:split(Query, <<"&">>, [global])]).
+
+mask_param(Param) ->
+    case binary:split(Param, <<"=">>) of
+        [Key, _Value] ->
+            case re:run(Key, ?SECRET_QUERY_KEY) of
+                nomatch -> Param;
+                _ -> <<Key/binary, "=", ?MASK>>
+            end;
+        _ -> Param
     end.
 
 %% @doc A command line with every secret masked: the value after

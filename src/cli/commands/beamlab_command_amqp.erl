@@ -8,7 +8,8 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1,
-         perftest_options/0, files/1]).
+         perftest_options/0]).
+-export([kind/0, files/1]).
 
 -export_type([audit/0]).
 
@@ -25,6 +26,11 @@
 -define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
 -define(MAX_SECONDS, 31536000).         % one year
 -define(MAX_RATE, 1000000000).
+%% What one run holds in memory at once for its bodies (#34): every -B
+%% file, the paddings of every -s/-vs size (one shared binary per size,
+%% not one per producer), the --json-body bodies.
+-define(MAX_HELD, 1073741824).          % 1 GiB
+-define(MAX_LATENCY, 60000000).         % one minute per message, as -L
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -584,7 +590,8 @@ config(P0) ->
         autoack => G(autoack), multi_ack => G(multi_ack), nack => G(nack),
         requeue => G(requeue) =/= false,
         rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
-        variable_rate => variables(G(variable_rate), "--variable-rate", 0),
+        variable_rate => variables(G(variable_rate), "--variable-rate", 0,
+                                   {?MAX_RATE, "messages per second per channel"}),
         publishing_interval => publishing_interval(G(publishing_interval)),
         producer_start_delay => G(producer_start_delay),
         consumer_rate => case G(consumer_rate) of
@@ -593,9 +600,11 @@ config(P0) ->
                              R -> R
                          end,
         consumer_latency => G(consumer_latency),
-        variable_latency => variables(G(variable_latency), "--variable-latency", 0),
+        variable_latency => variables(G(variable_latency), "--variable-latency", 0,
+                                      {?MAX_LATENCY, "one minute per message"}),
         body_size => G(size),
-        variable_size => variables(G(variable_size), "--variable-size", 1),
+        variable_size => sizes_held(G(size), variables(G(variable_size), "--variable-size", 1,
+                                                       {?MAX_BODY, "RabbitMQ's largest message, 512 MiB"})),
         body => body(G),
         message_properties => message_properties(G(message_properties)),
         duration => G(time), pmessages => G(pmessages), cmessages => G(cmessages),
@@ -704,7 +713,7 @@ check_bounds(G) ->
     B(time, "-z", ?MAX_SECONDS, "one year"),
     B(rate, "-r", ?MAX_RATE, "messages per second per channel"),
     B(consumer_rate, "-R", ?MAX_RATE, "messages per second per channel"),
-    B(consumer_latency, "-L", 60000000, "one minute per message"),
+    B(consumer_latency, "-L", ?MAX_LATENCY, "one minute per message"),
     B(heartbeat, "-b", 65535, "AMQP's heartbeat is 16 bits"),
     B(frame_max, "-M", 4294967295, "AMQP's frame_max is 32 bits"),
     B(confirm_timeout, "-ct", 86400, "one day"),
@@ -748,9 +757,18 @@ check_uri(Uri) ->
 
 uris(undefined) -> [];
 uris(S) ->
-    case [string:trim(U) || U <- string:split(S, ",", all), string:trim(U) =/= ""] of
-        [] -> beamlab_cli_error:usage("--uris needs at least one URI", []);
-        Us -> Us
+    list_entries(S, "--uris").
+
+%% A comma-separated list of the command line (--uris, -B): an empty entry
+%% (`a,,b', a comma at an end) is refused as a mistake, not dropped.
+list_entries(S, Flag) ->
+    case [string:trim(U) || U <- string:split(S, ",", all)] of
+        [""] -> beamlab_cli_error:usage("~ts needs at least one entry", [Flag]);
+        Entries ->
+            lists:member("", Entries) andalso
+                beamlab_cli_error:usage("~ts: an empty entry in the list (two commas in a row, or "
+                                        "a comma at an end)", [Flag]),
+            Entries
     end.
 
 %% The test id is part of queue and connection names: printable, short.
@@ -858,12 +876,27 @@ read_small(File) ->
         {error, R} -> {error, file:format_error(R)}
     end.
 
-variables(undefined, _Flag, _Min) -> undefined;
-variables(Defs, Flag, Min) ->
+%% -vr, -vs, -vl: each value bounded as its fixed option (-r, -s, -L).
+variables(undefined, _Flag, _Min, _Max) -> undefined;
+variables(Defs, Flag, Min, {Max, Why}) ->
     [case beamlab_amqp_perftest:variable(D, Min) of
+         {ok, {V, _}} when V > Max ->
+             beamlab_cli_error:usage("invalid value '~ts' for ~ts: at most ~b (~ts)",
+                                     [D, Flag, Max, Why]);
          {ok, V} -> V;
-         {error, Why} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Why])
+         {error, Bad} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Bad])
      end || D <- Defs].
+
+%% Each body size has one padding, shared by every producer of a VM: their
+%% total is what is held at once.
+sizes_held(_Size, undefined) -> undefined;
+sizes_held(Size, Steps) ->
+    Held = lists:sum(lists:usort([Size | [S || {S, _} <- Steps]])),
+    Held > ?MAX_HELD andalso
+        beamlab_cli_error:usage("-s and --variable-size: the bodies of ~b distinct sizes add up to "
+                                "~b bytes, more than 1 GiB to keep in memory at once",
+                                [length(lists:usort([Size | [S || {S, _} <- Steps]])), Held]),
+    Steps.
 
 publishing_interval(undefined) -> undefined;
 publishing_interval(S) ->
@@ -934,23 +967,38 @@ body(G) ->
         {undefined, false} ->
             stamp;
         {undefined, true} ->
-            G(body_count) * max(G(size), 200) > 1073741824 andalso
+            G(body_count) * max(G(size), 200) > ?MAX_HELD andalso
                 beamlab_cli_error:usage("--json-body: ~b bodies of ~b bytes are more than 1 GiB "
                                         "to keep in memory; lower --body-count or -s",
                                         [G(body_count), G(size)]),
             {json, G(body_field_count), G(body_count)};
         {Files, false} ->
-            {files, [body_file(string:trim(F)) || F <- string:split(Files, ",", all)],
-             bin(G(body_content_type))};
+            Names = list_entries(Files, "--body"),
+            %% Sizes first: nothing is read when the total is too much.
+            Held = lists:sum([body_file_size(F) || F <- Names]),
+            Held > ?MAX_HELD andalso
+                beamlab_cli_error:usage("--body: ~b files of ~b bytes in all, more than 1 GiB to "
+                                        "keep in memory at once", [length(Names), Held]),
+            {files, [body_file(F) || F <- Names], bin(G(body_content_type))};
         {_, true} ->
             beamlab_cli_error:usage("give either --body files or --json-body, not both", [])
     end.
 
+%% A body file is bounded as -s is: at most RabbitMQ's largest message.
+body_file_size(F) ->
+    case file:read_file_info(F) of
+        {ok, #file_info{type = regular, size = Size}} when Size =< ?MAX_BODY -> Size;
+        {ok, #file_info{type = regular}} ->
+            beamlab_cli_error:usage("--body ~ts: larger than 512 MiB (RabbitMQ's largest message)", [F]);
+        {ok, _} -> beamlab_cli_error:usage("--body ~ts: not a regular file", [F]);
+        {error, R} -> beamlab_cli_error:usage("--body ~ts: ~ts", [F, file:format_error(R)])
+    end.
+
 body_file(F) ->
-    case read_small(F) of
+    case file:read_file(F) of
         {ok, Bin} when byte_size(Bin) =< ?MAX_BODY -> Bin;
-        {ok, _} -> beamlab_cli_error:usage("--body ~ts: larger than 512 MiB", [F]);
-        {error, Why} -> beamlab_cli_error:usage("--body ~ts: ~ts", [F, Why])
+        {ok, _} -> beamlab_cli_error:usage("--body ~ts: larger than 512 MiB (RabbitMQ's largest message)", [F]);
+        {error, R} -> beamlab_cli_error:usage("--body ~ts: ~ts", [F, file:format_error(R)])
     end.
 
 %% -o: checked now (a directory or an impossible path fails before the
@@ -1018,3 +1066,7 @@ node_list(S) ->
                  _ -> beamlab_cli_error:usage("--nodes: '~ts' is not a node name (name@host)", [X])
              end || X <- Names]
     end.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> amqp.
+kind() -> amqp.

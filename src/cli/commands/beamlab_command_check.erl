@@ -12,7 +12,8 @@
 -module(beamlab_command_check).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0, files/1]).
 
 -define(METRICS, [time, reductions, memory]).
 
@@ -153,3 +154,7 @@ error_line(R) ->
 option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
 
 fmt(F) -> float_to_list(F, [short]).
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> check.
+kind() -> check.

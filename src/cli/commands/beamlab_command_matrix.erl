@@ -5,7 +5,8 @@
 -module(beamlab_command_matrix).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -278,7 +279,13 @@ load_and_profile(Target, Parsed) ->
         _ ->
             Load = case Get(load_cmd) of
                        undefined -> #{};
-                       Cmd when map_get(kind, Target) =:= rabbitmq -> #{load_cmd => Cmd};
+                       Cmd when map_get(kind, Target) =:= rabbitmq ->
+                           %% Blank: no load at all, every repetition would
+                           %% fail after the brokers started (#34).
+                           string:trim(Cmd) =:= "" andalso
+                               beamlab_cli_error:usage("--load-cmd is empty: give the load's command "
+                                                       "line (an unset variable in a script?)", []),
+                           #{load_cmd => Cmd};
                        _ -> beamlab_cli_error:usage("--load-cmd needs --target rabbitmq", [])
                    end,
             Profile = case Get(profile) of
@@ -330,3 +337,7 @@ ok_or_usage({error, Reason}) -> beamlab_cli_error:usage("~ts", [beamlab_env_matr
 
 list(undefined) -> [];
 list(L) when is_list(L) -> L.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> matrix.
+kind() -> matrix.

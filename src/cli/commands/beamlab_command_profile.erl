@@ -8,7 +8,8 @@
 -module(beamlab_command_profile).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0, files/1]).
 
 -define(DEFAULT_FREQ, 999).
 
@@ -154,3 +155,7 @@ write_folded(Path, #{extra := #{<<"profile">> := P}}) ->
         {ok, _} -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
         {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> profile.
+kind() -> profile.

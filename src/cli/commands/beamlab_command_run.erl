@@ -9,6 +9,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0]).
 
 
 %% @doc One line for `beamlab help'.
@@ -319,3 +320,7 @@ bench_modules(Dir, Parsed) ->
                                         "with one another", []),
     #{root := Root, paths := Paths, include := Include} = beamlab_cli_project:project(Parsed),
     #{dir => Dir, root => Root, paths => Paths, include => Include}.
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> bench.
+kind() -> bench.

@@ -4,7 +4,8 @@
 -module(beamlab_command_suite).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, parse_param/1, files/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, parse_param/1]).
+-export([kind/0, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -238,3 +239,7 @@ text(Doc, Parsed) ->
                 end, ")\n"]
        end]
       || #{name := N, extra := #{<<"per_repetition">> := M}} <- maps:get(benchmarks, Doc)]].
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> suite.
+kind() -> suite.

@@ -6,6 +6,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([kind/0]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -105,3 +106,7 @@ experiment(Parsed) ->
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, _Parsed) ->
     [beamlab_render_watch:render(Doc), beamlab_render_text:findings(maps:get(findings, Doc))].
+
+%% @doc The kind of experiment the command runs.
+-spec kind() -> watch.
+kind() -> watch.

@@ -1,0 +1,80 @@
+%%% @doc `beamlab doctor': why this machine runs the BEAM slower, diagnosed,
+%%% with the remedies measured and ranked (`beamlab_experiment_doctor').
+%%% The first line of the output is the recommendation; each phase and
+%%% each VM is told on stderr.
+-module(beamlab_command_doctor).
+-behaviour(beamlab_command).
+
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+
+%% @doc One line for `beamlab help'.
+-spec summary() -> string().
+summary() ->
+    "diagnose why this machine runs the BEAM slower and measure the remedies (vm.args flags)".
+
+%% @doc Options of `beamlab doctor': the kind's own, then the common ones.
+-spec options() -> [beamlab_cli_args:option()].
+options() ->
+    [O#{hidden => lists:member(maps:get(name, O), [probe_ms, schedulers])}
+     || O <- beamlab_experiment_doctor:options()]
+        ++ beamlab_cli_args:common_options().
+
+%% @doc Usage and examples for `beamlab help doctor'.
+-spec usage() -> iodata().
+usage() ->
+    "Usage: beamlab doctor [--quick] [--vm \"FLAGS\"] [--wrap CMD] [--cgroup DIR] [--reps N]\n"
+    "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n\n"
+    "One fixed protocol (docs/doctor.md), each phase on stderr:\n"
+    "  facts     SMT siblings, physical cores, NUMA nodes and distances, last-level\n"
+    "            caches, frequency governor, THP, sched_ext, isolated CPUs; in each\n"
+    "            probed VM its schedulers, the CPUs it may run on, its cgroup quota\n"
+    "  curve     the probe (the message-load benchmark as published, the same mesh\n"
+    "            saturating the VM, a ping-pong) in fresh VMs with the default flags\n"
+    "            and at +S 1, 2, 4 ... up to twice the CPUs, interleaved; goodput,\n"
+    "            capacity, latency p50/p99, CPU per message, microstate accounting,\n"
+    "            utilisation, run queues, other processes' and the hypervisor's CPU;\n"
+    "            a USL fit locates the peak\n"
+    "  diagnosis named findings with evidence and confidence (oversubscribed,\n"
+    "            cgroup_quota, collapse, busy_wait, competing, steal, smt, numa,\n"
+    "            frequency_scaling, late_timers; or no_pathology)\n"
+    "  remedies  the findings' flag sets measured against the default in fresh VMs,\n"
+    "            interleaved, 5 repetitions (--quick: 3), ranked with intervals\n\n"
+    "The first line says what to put in vm.args and what it buys, e.g.\n"
+    "  start the VM with +S 2:2: goodput 1.01x (0.98 .. 1.04), capacity 2.90x (2.41 .. 3.49), ...\n\n"
+    "--quick finishes within 2 minutes on a 2-core machine, the default within 10.\n"
+    "--vm gives the flags the VM is started with today (the default configuration\n"
+    "the remedies are measured against); --wrap and --cgroup start every VM under a\n"
+    "command (taskset, numactl) or in a cgroup, as the VM runs in production.\n"
+    "Ctrl-C stops between two VMs and keeps what was measured (exit 130).\n\n"
+    "Examples:\n"
+    "  beamlab doctor --quick\n"
+    "  beamlab doctor --vm \"+S 16:16\" --save doctor.json\n"
+    "  beamlab doctor --quick --wrap \"taskset -c 0\" --vm \"+S 2:2\"\n"
+    "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n".
+
+%% @doc Runs the doctor; the document holds the diagnosis.
+-spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
+run(Parsed) ->
+    beamlab_cli_experiment:run(experiment(Parsed)).
+
+%% @doc The experiment: the options as the kind's map, the phases on stderr.
+-spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+experiment(Parsed) ->
+    maps:get(args, Parsed) =:= [] orelse
+        beamlab_cli_error:usage("doctor takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
+    Names = [N || #{name := N} <- beamlab_experiment_doctor:options()],
+    Opts = maps:from_list([{N, V} || N <- Names, V <- [beamlab_cli_args:get(N, Parsed)], V =/= undefined]),
+    D = case beamlab_experiment_doctor:new(Opts) of
+            {ok, D0} -> D0;
+            {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
+        end,
+    #{run => {doctor, D},
+      command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+      sink => fun({doctor, Line}) -> io:format(standard_error, "~ts", [Line]);
+                 (_) -> ok
+              end}.
+
+%% @doc The recommendation, findings, curve, accounting and ranking.
+-spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(Doc, _Parsed) ->
+    beamlab_render_doctor:text(Doc).

@@ -1,0 +1,351 @@
+%%% @doc `beamlab doctor' as an experiment kind: why this machine runs
+%%% the BEAM slower, diagnosed, with the remedies measured and ranked.
+%%% One fixed protocol in four phases, each told on the sink:
+%%%
+%%% 1. facts: the machine's (`beamlab_env_doctor_facts') and, from each
+%%%    probed VM, what it runs with (`beamlab_suite_probe:vm/0');
+%%% 2. curve: the probe (`beamlab_suite_probe') in fresh VMs with the
+%%%    default flags and at scheduler counts 1, 2, 4, ... up to twice the
+%%%    CPUs (`+S N:N'), the configurations interleaved repetition by
+%%%    repetition, and a USL fit of the capacity;
+%%% 3. diagnosis: findings from the facts, the default's figures and the
+%%%    curve (`beamlab_env_doctor');
+%%% 4. remedies: the findings' flag sets measured against the default,
+%%%    again interleaved in fresh VMs, ranked with intervals.
+%%%
+%%% The default configuration is the VM as the user starts it: `vm_args'
+%%% (default none), under `wrap' (e.g. `taskset -c 0') and in `cgroup'
+%%% (a cgroup directory each VM joins before it starts). An interrupt
+%%% stops between two VMs (the running one is interrupted too) and the
+%%% document keeps what was measured, `partial'.
+-module(beamlab_experiment_doctor).
+-behaviour(beamlab_experiment_kind).
+
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
+
+-export_type([doctor/0, error_reason/0]).
+
+-type doctor() :: #{quick := boolean(),
+                    reps := pos_integer(),              % repetitions of each remedy
+                    curve_reps := pos_integer(),        % repetitions of each curve point
+                    warmup_ms := non_neg_integer(),
+                    duration_ms := pos_integer(),       % measured time of each load
+                    vm_args := [string()],
+                    wrap := [string()],
+                    cgroup := file:filename() | none,
+                    counts := [pos_integer()] | auto,
+                    remedies := [binary()] | auto,
+                    max_remedies := pos_integer(),
+                    root := file:filename()}.
+-type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}.
+
+-define(CONF, 0.95).
+
+%% @doc The kind's tag.
+-spec name() -> atom().
+name() -> doctor.
+
+%% @doc The options (the command line's and the API's), as maps of the
+%% CLI option schema.
+-spec options() -> [beamlab_schema:option()].
+options() ->
+    [#{name => quick, long => "quick", type => boolean, default => false,
+       help => "the short protocol: at most 2 minutes on a 2-core machine (fewer repetitions, "
+               "shorter loads, fewer remedies)"},
+     #{name => vm, long => "vm", type => string, metavar => "ARGS",
+       help => "the emulator flags the VM is started with today (the default configuration), "
+               "e.g. \"+S 16:16\""},
+     #{name => wrap, long => "wrap", type => string, metavar => "CMD",
+       help => "start every VM under this command, e.g. \"taskset -c 0\""},
+     #{name => cgroup, long => "cgroup", type => string, metavar => "DIR",
+       help => "start every VM in this cgroup (a directory with cgroup.procs)"},
+     #{name => reps, long => "reps", type => pos_integer, metavar => "N", max => 50,
+       help => "repetitions of each remedy and of the default (default 5, --quick 3)"},
+     #{name => probe_ms, long => "probe-ms", type => pos_integer, metavar => "MS", max => 60000,
+       help => "measured milliseconds of each load in each VM (default 1500, --quick 600)"},
+     #{name => schedulers, long => "schedulers", type => string, metavar => "N,N,...",
+       help => "the curve's scheduler counts (default 1, 2, 4, ... up to twice the CPUs)"},
+     #{name => remedy, long => "remedy", type => string, metavar => "FLAGS", multi => true,
+       help => "measure this flag set as a remedy (repeatable; default: the findings' remedies)"}].
+
+%% @doc The description from options already checked against
+%% {@link options/0}.
+-spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {bad_option, atom(), term()}}.
+new(Opts) ->
+    Quick = maps:get(quick, Opts, false) =:= true,
+    Get = fun(K, D) -> case maps:get(K, Opts, undefined) of undefined -> D; V -> V end end,
+    try
+        Vm = words(vm, Get(vm, "")),
+        Wrap = words(wrap, Get(wrap, "")),
+        Counts = case Get(schedulers, auto) of
+                     auto -> auto;
+                     S -> counts(S)
+                 end,
+        Remedies = case Get(remedy, []) of
+                       [] -> auto;
+                       Rs -> [unicode:characters_to_binary(R) || R <- Rs]
+                   end,
+        Reps = Get(reps, case Quick of true -> 3; false -> 5 end),
+        {ok, #{quick => Quick, reps => Reps,
+               curve_reps => case Quick of true -> min(Reps, 2); false -> min(Reps, 3) end,
+               warmup_ms => case Quick of true -> 200; false -> 300 end,
+               duration_ms => Get(probe_ms, case Quick of true -> 600; false -> 1500 end),
+               vm_args => Vm, wrap => Wrap,
+               cgroup => case Get(cgroup, none) of
+                             none -> none;
+                             "" -> none;
+                             D -> D
+                         end,
+               counts => Counts, remedies => Remedies,
+               max_remedies => case Quick of true -> 3; false -> 6 end,
+               root => Get(root, "/")}}
+    catch
+        throw:{?MODULE, E} -> {error, E}
+    end.
+
+words(Name, S) ->
+    case beamlab_runtime_peer:parse_words(unicode:characters_to_list(S)) of
+        {ok, W} -> W;
+        {error, _} -> throw({?MODULE, {bad_option, Name, S}})
+    end.
+
+counts(S) ->
+    try [list_to_integer(string:trim(X)) || X <- string:lexemes(unicode:characters_to_list(S), ",")] of
+        Ns when Ns =/= [] ->
+            case lists:all(fun(N) -> N >= 1 andalso N =< 1024 end, Ns) of
+                true -> lists:usort(Ns);
+                false -> throw({?MODULE, {bad_option, schedulers, S}})
+            end;
+        _ -> throw({?MODULE, {bad_option, schedulers, S}})
+    catch error:badarg -> throw({?MODULE, {bad_option, schedulers, S}})
+    end.
+
+%% @doc The cgroup, when given, must be a directory with `cgroup.procs'.
+-spec check(doctor(), beamlab_experiment:experiment()) -> ok | {error, {doctor, error_reason()}}.
+check(#{cgroup := none}, _Exp) ->
+    ok;
+check(#{cgroup := Dir}, _Exp) ->
+    case filelib:is_regular(filename:join(Dir, "cgroup.procs")) of
+        true -> ok;
+        false -> {error, {doctor, {cgroup, Dir, no_procs}}}
+    end.
+
+%% @doc Runs the protocol and returns the document.
+-spec run(doctor(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
+          {ok, beamlab_result:result()} | {error, {doctor, error_reason()}}.
+run(D, Exp, _Inner) ->
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
+    Say = fun(Fmt, Args) -> Sink({doctor, io_lib:format(Fmt, Args)}) end,
+    Started = beamlab_runtime_clock:rfc3339(),
+    Machine = beamlab_env_doctor_facts:machine(maps:get(root, D)),
+    Cpus = case maps:get(logical_cpus, Machine) of
+               N when is_integer(N), N > 0 -> N;
+               _ -> erlang:system_info(logical_processors_available)
+           end,
+    Say("doctor: facts: ~b logical CPUs, ~ts physical cores, ~b NUMA node(s), governor ~ts, load ~ts~n",
+        [Cpus, fmt(maps:get(physical_cores, Machine)), max(1, maps:get(numa_nodes, Machine)),
+         fmt(maps:get(governor, maps:get(frequency, Machine))), fmt(maps:get(load1, Machine))]),
+    Counts = case maps:get(counts, D) of
+                 auto -> beamlab_env_doctor:counts(Cpus);
+                 Cs -> Cs
+             end,
+    Base = #{name => <<"default">>, args => maps:get(vm_args, D), wrap => []},
+    Curve = [Base | [#{name => iolist_to_binary(io_lib:format("+S ~b:~b", [N, N])),
+                       args => maps:get(vm_args, D) ++ ["+S", io_lib:format("~b:~b", [N, N])],
+                       wrap => [], schedulers => N} || N <- Counts]],
+    Say("doctor: curve: the probe at ~ts schedulers and the default flags, ~b repetition(s) each, "
+        "fresh VMs interleaved~n", [lists:join(", ", [integer_to_list(N) || N <- Counts]),
+                                    maps:get(curve_reps, D)]),
+    case measure(Curve, maps:get(curve_reps, D), D, Say) of
+        {error, R} ->
+            {error, {doctor, R}};
+        {ok, CurveRuns} ->
+            BaseSum = beamlab_env_doctor:summary(runs(<<"default">>, CurveRuns)),
+            Points = [{N, beamlab_env_doctor:summary(runs(Name, CurveRuns))}
+                      || #{name := Name, schedulers := N} <- Curve],
+            CurveDoc = beamlab_env_doctor:curve(Points),
+            Findings = beamlab_env_doctor:findings(Machine, BaseSum, CurveDoc),
+            Say("doctor: diagnosis: ~ts~n",
+                [lists:join("; ", [[atom_to_list(Sev), " ", T] || #{severity := Sev, title := T} <- Findings])]),
+            Remedies = case maps:get(remedies, D) of
+                           auto -> beamlab_env_doctor:candidates(Findings, maps:get(vm_args, D),
+                                                                 maps:get(max_remedies, D));
+                           Rs -> [#{name => R, args => maps:get(vm_args, D) ++ beamlab_env_doctor:flags_of(R),
+                                    wrap => [], why => [<<"asked">>]} || R <- Rs]
+                       end,
+            {Ranked, RemedyRuns, BaseRem} =
+                case interrupted() orelse Remedies =:= [] of
+                    true -> {[], [], BaseSum};
+                    false ->
+                        Say("doctor: remedies: ~ts against the default, ~b repetition(s) each~s~n",
+                            [lists:join(", ", [N || #{name := N} <- Remedies]), maps:get(reps, D),
+                             case maps:get(quick, D) of
+                                 true -> " (--quick: fewer than the 5 of the full protocol)";
+                                 false -> ""
+                             end]),
+                        case measure([Base | Remedies], maps:get(reps, D), D, Say) of
+                            {error, _} -> {[], [], BaseSum};
+                            {ok, RR} ->
+                                B2 = beamlab_env_doctor:summary(runs(<<"default">>, RR)),
+                                Sums = [{R, beamlab_env_doctor:summary(runs(N, RR))}
+                                        || #{name := N} = R <- Remedies],
+                                {beamlab_env_doctor:rank(B2, [X || {_, #{n := K}} = X <- Sums, K > 0], ?CONF),
+                                 RR, B2}
+                        end
+                end,
+            Recommendation = beamlab_env_doctor:recommendation(Ranked),
+            Partial = interrupted(),
+            Doc = document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
+                           Findings, Remedies, Ranked, RemedyRuns, Recommendation, Partial),
+            {ok, beamlab_experiment_env:attach(Doc, Exp)}
+    end.
+
+fmt(null) -> "?";
+fmt(X) when is_binary(X) -> X;
+fmt(X) when is_integer(X) -> integer_to_list(X);
+fmt(X) when is_float(X) -> io_lib:format("~.2f", [X]).
+
+interrupted() ->
+    beamlab_runtime_interrupt:interrupted().
+
+runs(Name, Runs) ->
+    [R || {N, R} <- Runs, N =:= Name].
+
+%% Every configuration once per repetition, in turn (interleaved: a
+%% drift of the machine touches every configuration alike), each in a
+%% fresh VM. The default's first VM failing to start is the caller's
+%% mistake (its flags); any other failure is recorded and skipped.
+measure(Configs, Reps, D, Say) ->
+    Total = Reps * length(Configs),
+    measure(Configs, 1, Reps, D, Say, 1, Total, []).
+
+measure(_Configs, Rep, Reps, _D, _Say, _I, _Total, Acc) when Rep > Reps ->
+    {ok, lists:reverse(Acc)};
+measure(Configs, Rep, Reps, D, Say, I, Total, Acc) ->
+    Step = fun(Config, {ok, I0, A}) ->
+                   case interrupted() of
+                       true -> {ok, I0, A};
+                       false -> one(Config, Rep, D, Say, I0, Total, A)
+                   end;
+              (_, {error, _} = E) -> E
+           end,
+    case lists:foldl(Step, {ok, I, Acc}, Configs) of
+        {error, _} = E -> E;
+        {ok, I1, Acc1} ->
+            case interrupted() of
+                true -> {ok, lists:reverse(Acc1)};
+                false -> measure(Configs, Rep + 1, Reps, D, Say, I1, Total, Acc1)
+            end
+    end.
+
+one(#{name := Name, args := Args, wrap := Wrap0}, Rep, D, Say, I, Total, Acc) ->
+    Wrap = cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D) ++ Wrap0,
+    ProbeOpts = #{warmup_ms => maps:get(warmup_ms, D), duration_ms => maps:get(duration_ms, D)},
+    Opts = #{args => Args, wrapper => Wrap, timeout => 60000},
+    case beamlab_runtime_peer:run(Opts, {beamlab_suite_probe, run, [ProbeOpts]},
+                                  {beamlab_suite_probe, vm, []}) of
+        {ok, #{exit := 0, result := Probe, env := Vm}} ->
+            #{load := L, mesh := M} = Probe,
+            Say("doctor: [~b/~b] ~ts rep ~b: goodput ~ts msg/s, capacity ~ts msg/s, CPU/msg ~ts us~n",
+                [I, Total, Name, Rep, fmt(round(maps:get(goodput, L))), fmt(round(maps:get(goodput, M))),
+                 fmt(maps:get(cpu_per_msg_us, L))]),
+            {ok, I + 1, [{Name, #{probe => Probe, vm => Vm}} | Acc]};
+        {ok, #{exit := Code}} ->
+            Say("doctor: [~b/~b] ~ts rep ~b: stopped (exit ~b)~n", [I, Total, Name, Rep, Code]),
+            {ok, I + 1, Acc};
+        {error, {vm_start, R}} when Name =:= <<"default">>, Acc =:= [] ->
+            {error, {vm_start, iolist_to_binary(beamlab_runtime_peer:format_error(R))}};
+        {error, R} ->
+            Say("doctor: [~b/~b] ~ts rep ~b failed: ~ts~n",
+                [I, Total, Name, Rep, beamlab_runtime_peer:format_error(element(2, R))]),
+            {ok, I + 1, [{Name, #{probe => #{}, vm => #{},
+                                  error => iolist_to_binary(io_lib:format("~0tP", [R, 10]))}} | Acc]}
+    end.
+
+%% The VM joins the cgroup before erl starts: the shell writes its own
+%% pid, then becomes the VM (exec), which keeps the pid.
+cgroup_wrap(none) -> [];
+cgroup_wrap(Dir) ->
+    ["sh", "-c", "echo $$ > \"$0\"/cgroup.procs && exec \"$@\"", Dir].
+
+document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns, Findings, Remedies,
+         Ranked, RemedyRuns, Recommendation, Partial) ->
+    Params = #{quick => maps:get(quick, D), reps => maps:get(reps, D), curve_reps => maps:get(curve_reps, D),
+               warmup_ms => maps:get(warmup_ms, D), duration_ms => maps:get(duration_ms, D),
+               vm_args => [list_to_binary(A) || A <- maps:get(vm_args, D)],
+               wrap => [unicode:characters_to_binary(W) || W <- maps:get(wrap, D)],
+               cgroup => case maps:get(cgroup, D) of none -> null; C -> unicode:characters_to_binary(C) end,
+               confidence => ?CONF},
+    Doc0 = beamlab_result:new(doctor, #{command => maps:get(command, Exp, []), started_at => Started,
+                                        params => Params}),
+    CurveBenches = [bench(Name, <<"curve">>, runs(Name, CurveRuns)) || #{name := Name} <- Curve],
+    RemedyBenches = case RemedyRuns of
+                        [] -> [];
+                        _ -> [bench(Name, <<"remedies">>, runs(Name, RemedyRuns))
+                              || #{name := Name} <- [#{name => <<"default">>} | Remedies]]
+                    end,
+    Extra = #{recommendation => Recommendation,
+              machine => Machine,
+              vm => case [Vm || {<<"default">>, #{vm := Vm}} <- CurveRuns, map_size(Vm) > 0] of
+                        [V | _] -> V;
+                        [] -> #{}
+                    end,
+              default => strip(BaseSum),
+              default_remedies_phase => strip(BaseRem),
+              curve => CurveDoc,
+              remedies => Ranked,
+              candidates => [maps:with([name, why], R) || R <- Remedies],
+              protocol => #{probe => <<"message_load original (96 processes, 10 ms wait) for goodput, latency "
+                                       "and CPU per message; message_load mesh (96 processes) for capacity; "
+                                       "ping_pong local (2000 round trips)">>,
+                            interleaved => true, fresh_vms => true}},
+    Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches),
+    Doc2 = beamlab_result:add_findings(beamlab_result:set(extra, Extra, Doc1), Findings),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Partial}).
+
+strip(S) ->
+    maps:without([goodput_samples, capacity_samples, latency_p99_samples, cpu_per_msg_samples], S).
+
+bench(Name, Group, Runs) ->
+    Loads = [P || #{probe := #{load := _} = P} <- Runs],
+    beamlab_result:benchmark(<<Group/binary, " ", Name/binary>>,
+                             [maps:get(goodput, maps:get(load, P)) || P <- Loads],
+                             #{group => Group, metric => <<"goodput">>, unit => <<"msg/s">>,
+                               better => higher,
+                               params => #{config => Name},
+                               extra => #{capacity => [maps:get(goodput, maps:get(mesh, P)) || P <- Loads],
+                                          cpu_per_msg_us => [maps:get(cpu_per_msg_us, maps:get(load, P)) || P <- Loads],
+                                          latency_p99_us => [maps:get(latency_p99_us, maps:get(load, P)) || P <- Loads],
+                                          round_trip_us => [maps:get(round_trip_us, maps:get(ping_pong, P, #{}), null) || P <- Loads],
+                                          failed => length(Runs) - length(Loads)}}).
+
+%% @doc Interrupted when partial; failed when nothing was measured.
+-spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
+verdict(#{partial := true}) ->
+    {interrupted, []};
+verdict(#{benchmarks := Bs}) ->
+    case [B || #{samples := [_ | _]} = B <- Bs] of
+        [] -> {failed, ["no probe run succeeded"]};
+        _ -> {ok, []}
+    end.
+
+%% @doc Bad flags or a missing cgroup are the caller's mistakes.
+-spec error_class(error_reason()) -> usage | failure.
+error_class({bad_option, _, _}) -> usage;
+error_class({vm_start, _}) -> usage;
+error_class({cgroup, _, _}) -> usage.
+
+%% @doc One line for each error.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error({bad_option, vm, S}) ->
+    io_lib:format("--vm ~ts: an unterminated quote", [S]);
+format_error({bad_option, wrap, S}) ->
+    io_lib:format("--wrap ~ts: an unterminated quote", [S]);
+format_error({bad_option, schedulers, S}) ->
+    io_lib:format("--schedulers ~ts: give scheduler counts from 1 to 1024 separated by commas", [S]);
+format_error({bad_option, K, V}) ->
+    io_lib:format("~ts: bad value ~0tp", [K, V]);
+format_error({vm_start, Msg}) ->
+    io_lib:format("the default configuration's VM did not start: ~ts", [Msg]);
+format_error({cgroup, Dir, _}) ->
+    io_lib:format("--cgroup ~ts: not a cgroup directory (no cgroup.procs there)", [Dir]).

@@ -1,0 +1,154 @@
+%%% @doc The doctor's document as text and as Markdown: the recommendation
+%%% first (the flags for vm.args and what they buy), the findings with
+%%% their evidence and confidence, the scaling curve per scheduler count
+%%% with the USL fit, microstate accounting per configuration, and the
+%%% remedies ranked with their intervals. Pure; reads the document's
+%%% JSON sections (binary keys), so a saved document renders the same.
+-module(beamlab_render_doctor).
+
+-export([text/1, markdown/1]).
+
+%% @doc The text view.
+-spec text(beamlab_result:result()) -> unicode:chardata().
+text(Doc) ->
+    #{extra := X, findings := Findings} = Doc,
+    Curve = maps:get(<<"curve">>, X, #{}),
+    [maps:get(<<"recommendation">>, X, <<"no recommendation (nothing was measured)">>), "\n",
+     [" (partial: interrupted; what was measured so far)\n" || maps:get(partial, Doc, false)],
+     "\nFindings:\n",
+     [io_lib:format("  [~ts] ~ts (confidence: ~ts)~n      evidence: ~ts~n      advice: ~ts~n",
+                    [Sev, T, conf(D), E, A])
+      || #{severity := Sev, title := T, evidence := E, advice := A, data := D} <- Findings],
+     "\nScaling (the probe in fresh VMs per scheduler count; medians):\n",
+     beamlab_format_table:render(curve_header(), curve_rows(Curve), #{indent => 2}),
+     usl_line(maps:get(<<"usl">>, Curve, #{})),
+     "\nMicrostate accounting of the schedulers under the load (share of their time):\n",
+     msacc_table(Curve, X, text),
+     "\nRemedies against the default (ratios, 95% intervals on the log scale; best first):\n",
+     remedies(maps:get(<<"remedies">>, X, []), text),
+     facts_lines(X)].
+
+%% @doc The Markdown view.
+-spec markdown(beamlab_result:result()) -> binary().
+markdown(Doc) ->
+    #{extra := X, findings := Findings} = Doc,
+    Curve = maps:get(<<"curve">>, X, #{}),
+    unicode:characters_to_binary(
+      ["**beamlab doctor**: ", beamlab_format_markdown:cell(maps:get(<<"recommendation">>, X, <<"">>)),
+       [" — **partial run** (interrupted)" || maps:get(partial, Doc, false)], "\n\n",
+       [io_lib:format("- **~ts** ~ts (confidence ~ts): ~ts~n",
+                      [Sev, beamlab_format_markdown:cell(T), conf(D), beamlab_format_markdown:cell(E)])
+        || #{severity := Sev, title := T, evidence := E, data := D} <- Findings],
+       "\n", beamlab_format_markdown:table(curve_header(), curve_rows(Curve)),
+       usl_line(maps:get(<<"usl">>, Curve, #{})), "\n",
+       msacc_table(Curve, X, markdown), "\n",
+       remedies(maps:get(<<"remedies">>, X, []), markdown)]).
+
+conf(#{<<"confidence">> := C}) -> C;
+conf(_) -> <<"?">>.
+
+curve_header() ->
+    [<<"schedulers">>, <<"capacity msg/s">>, <<"goodput msg/s">>, <<"p99 latency">>,
+     <<"CPU/msg">>, <<"round trip">>, <<"utilisation">>].
+
+curve_rows(#{<<"points">> := Ps}) ->
+    [[integer_to_binary(N), num(maps:get(<<"capacity">>, P, null)), num(maps:get(<<"goodput">>, P, null)),
+      us(maps:get(<<"latency_p99_us">>, P, null)), us(maps:get(<<"cpu_per_msg_us">>, P, null)),
+      us(maps:get(<<"round_trip_us">>, P, null)), pct(maps:get(<<"utilisation">>, P, null))]
+     || #{<<"schedulers">> := N} = P <- Ps];
+curve_rows(_) ->
+    [].
+
+usl_line(#{<<"model">> := M, <<"sigma">> := S, <<"kappa">> := K, <<"peak_n">> := PN, <<"r2">> := R2}) ->
+    io_lib:format("  USL fit (~ts): contention sigma ~.3g, coherency kappa ~.3g, ~ts, R^2 ~.2f~n",
+                  [M, float(S), float(K),
+                   case PN of
+                       N when is_number(N), N =< 4096 -> io_lib:format("peak at ~.1f schedulers", [float(N)]);
+                       _ -> "no peak within reach (capacity keeps rising)"
+                   end, float(R2)]);
+usl_line(#{<<"error">> := E}) ->
+    io_lib:format("  USL fit: ~ts~n", [E]);
+usl_line(_) ->
+    [].
+
+msacc_table(#{<<"points">> := Ps}, X, Form) ->
+    Default = maps:get(<<"default">>, X, #{}),
+    Rows0 = [{<<"default">>, maps:get(<<"msacc">>, Default, #{})}
+             | [{<<"+S ", (integer_to_binary(N))/binary>>, maps:get(<<"msacc">>, P, #{})}
+                || #{<<"schedulers">> := N} = P <- Ps]],
+    States = lists:usort(lists:append([maps:keys(M) || {_, M} <- Rows0])),
+    Header = [<<"configuration">> | States],
+    Rows = [[Name | [pct(maps:get(S, M, null)) || S <- States]] || {Name, M} <- Rows0],
+    case States of
+        [] -> "  (no microstate accounting)\n";
+        _ when Form =:= text -> beamlab_format_table:render(Header, Rows, #{indent => 2});
+        _ -> beamlab_format_markdown:table(Header, Rows)
+    end;
+msacc_table(_, _, _) ->
+    "  (no curve)\n".
+
+remedies([], _) ->
+    "  (none measured)\n";
+remedies(Rs, Form) ->
+    Header = [<<"#">>, <<"flags">>, <<"n">>, <<"verdict">>, <<"goodput">>, <<"capacity">>,
+              <<"p99 latency">>, <<"CPU/msg">>, <<"why">>],
+    Rows = [[integer_to_binary(I), Name, integer_to_binary(maps:get(<<"n">>, R, 0)), maps:get(<<"verdict">>, R, <<>>),
+             ratio(maps:get(<<"goodput">>, R, #{})), ratio(maps:get(<<"capacity">>, R, #{})),
+             ratio(maps:get(<<"latency_p99">>, R, #{})), ratio(maps:get(<<"cpu_per_msg">>, R, #{})),
+             iolist_to_binary(lists:join(",", maps:get(<<"why">>, R, [])))]
+            || {I, #{<<"name">> := Name} = R} <- lists:zip(lists:seq(1, length(Rs)), Rs)],
+    case Form of
+        text -> beamlab_format_table:render(Header, Rows, #{indent => 2});
+        markdown -> beamlab_format_markdown:table(Header, Rows)
+    end.
+
+ratio(#{<<"ratio">> := R, <<"ci">> := [Lo, Hi]}) when is_number(R) ->
+    iolist_to_binary(io_lib:format("~.2fx (~.2f..~.2f)", [float(R), float(Lo), float(Hi)]));
+ratio(#{<<"ratio">> := R}) when is_number(R) ->
+    iolist_to_binary(io_lib:format("~.2fx", [float(R)]));
+ratio(_) ->
+    <<"?">>.
+
+facts_lines(X) ->
+    M = maps:get(<<"machine">>, X, #{}),
+    Vm = maps:get(<<"vm">>, X, #{}),
+    Freq = maps:get(<<"frequency">>, M, #{}),
+    ["\nFacts: ",
+     io_lib:format("~ts logical CPUs, ~ts physical cores, ~ts NUMA node(s), LLC groups ~ts, governor ~ts, "
+                   "THP ~ts, sched_ext ~ts, isolated CPUs ~ts; the default VM: ~ts schedulers online, "
+                   "may run on ~ts CPUs, cgroup quota ~ts CPUs, flags ~ts~n",
+                   [v(maps:get(<<"logical_cpus">>, M, null)), v(maps:get(<<"physical_cores">>, M, null)),
+                    v(maps:get(<<"numa_nodes">>, M, null)),
+                    v(maps:get(<<"groups">>, maps:get(<<"llc_groups">>, M, #{}), null)),
+                    v(maps:get(<<"governor">>, Freq, null)), v(maps:get(<<"thp">>, M, null)),
+                    case maps:get(<<"sched_ext">>, M, #{}) of
+                        #{<<"visible">> := true, <<"state">> := St} -> St;
+                        _ -> <<"not visible">>
+                    end,
+                    v(maps:get(<<"isolated_cpus">>, M, [])),
+                    v(maps:get(<<"schedulers_online">>, Vm, null)),
+                    v(length(maps:get(<<"cpus_allowed">>, Vm, []))),
+                    v(maps:get(<<"cgroup_quota_cpus">>, Vm, null)),
+                    case maps:get(<<"emu_args">>, Vm, []) of
+                        [] -> <<"none">>;
+                        A -> lists:join(" ", A)
+                    end])].
+
+v(null) -> <<"unknown">>;
+v([]) -> <<"none">>;
+v(L) when is_list(L) -> io_lib:format("~w", [L]);
+v(B) when is_binary(B) -> B;
+v(F) when is_float(F) -> io_lib:format("~.2f", [F]);
+v(I) -> io_lib:format("~w", [I]).
+
+num(X) when is_number(X), X >= 1.0e6 -> iolist_to_binary(io_lib:format("~.2fM", [X / 1.0e6]));
+num(X) when is_number(X), X >= 1.0e3 -> iolist_to_binary(io_lib:format("~.1fk", [X / 1.0e3]));
+num(X) when is_number(X) -> iolist_to_binary(io_lib:format("~.1f", [float(X)]));
+num(_) -> <<"?">>.
+
+us(X) when is_number(X), X >= 1000 -> iolist_to_binary(io_lib:format("~.2f ms", [X / 1000]));
+us(X) when is_number(X) -> iolist_to_binary(io_lib:format("~.2f us", [float(X)]));
+us(_) -> <<"?">>.
+
+pct(X) when is_number(X) -> iolist_to_binary(io_lib:format("~.1f%", [100 * X]));
+pct(_) -> <<"?">>.

@@ -1,0 +1,126 @@
+-module(beamlab_env_doctor_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+fixture(Name) ->
+    filename:join([code:lib_dir(beamlab), "..", "..", "..", "..", "test", "fixtures", "env", Name]).
+
+root(Name) ->
+    %% Run from the project directory (rebar3 eunit) or from _build.
+    case filelib:is_dir(filename:join(["test", "fixtures", "env", Name])) of
+        true -> filename:join(["test", "fixtures", "env", Name]);
+        false -> fixture(Name)
+    end.
+
+smt_numa_facts_test() ->
+    F = beamlab_env_doctor_facts:machine(root("doctor_smt")),
+    ?assertEqual(4, maps:get(logical_cpus, F)),
+    ?assertEqual(2, maps:get(physical_cores, F)),
+    ?assertEqual(2, maps:get(threads_per_core, F)),
+    ?assertEqual([[0, 2], [1, 3]], maps:get(smt_groups, F)),
+    ?assertEqual(2, maps:get(numa_nodes, F)),
+    ?assertEqual([10, 21], maps:get(distances, hd(maps:get(numa, F)))),
+    ?assertEqual(#{level => 3, groups => [[0, 1, 2, 3]]}, maps:get(llc_groups, F)),
+    ?assertMatch(#{governor := <<"powersave">>, max_khz := 3000000,
+                   current_khz := [1200000, 1300000, 1400000, 1500000]}, maps:get(frequency, F)),
+    ?assertEqual(<<"madvise">>, maps:get(thp, F)),
+    ?assertEqual(#{visible => true, state => <<"enabled">>, ops => <<"rusty">>}, maps:get(sched_ext, F)),
+    ?assertEqual([3], maps:get(isolated_cpus, F)),
+    ?assertEqual(0.5, maps:get(load1, F)).
+
+missing_files_test() ->
+    F = beamlab_env_doctor_facts:machine(root("nothing")),
+    ?assertEqual(null, maps:get(logical_cpus, F)),
+    ?assertEqual(0, maps:get(numa_nodes, F)),
+    ?assertEqual(#{visible => false}, maps:get(sched_ext, F)),
+    ?assertEqual(null, maps:get(thp, F)),
+    ?assertNotEqual([], maps:get(notes, F)).
+
+counts_test() ->
+    ?assertEqual([1, 2, 4], beamlab_env_doctor:counts(2)),
+    ?assertEqual([1, 2], beamlab_env_doctor:counts(1)),
+    ?assertEqual([1, 2, 4, 6, 8, 12], beamlab_env_doctor:counts(6)),
+    C96 = beamlab_env_doctor:counts(96),
+    ?assert(length(C96) =< 8),
+    ?assert(lists:member(96, C96) andalso lists:member(192, C96) andalso lists:member(1, C96)).
+
+%% A probe run as beamlab_suite_probe returns it.
+run(Goodput, Capacity, CpuPerMsg, Msacc, Util, Vm) ->
+    Load = #{goodput => Goodput, latency_p99_us => 100.0, latency_p50_us => 10.0, flushput => 10.0,
+             cpu_per_msg_us => CpuPerMsg, cpu_us => 100000, wall_us => 1000000,
+             msacc => Msacc, utilisation => Util, run_queue => #{mean => 0.1, max => 2},
+             machine => #{total_ticks => 200, busy_ticks => 12, steal_ticks => 0, tick_us => 10000},
+             throttled => #{}},
+    Mesh = Load#{goodput => Capacity},
+    #{probe => #{load => Load, mesh => Mesh, ping_pong => #{round_trip_us => 1.0}}, vm => Vm}.
+
+vm(Online, Allowed) ->
+    #{schedulers_online => Online, cpus_allowed => lists:seq(0, Allowed - 1), cgroup_quota_cpus => null,
+      emu_args => [], timer_overshoot_us => 80}.
+
+quiet_msacc() -> #{emulator => 0.05, gc => 0.01, other => 0.01, sleep => 0.93}.
+
+machine() ->
+    #{logical_cpus => 2, physical_cores => 2, threads_per_core => 1, numa_nodes => 1, numa => [],
+      frequency => #{governor => null, current_khz => [], max_khz => null}}.
+
+curve(Points) ->
+    beamlab_env_doctor:curve([{N, beamlab_env_doctor:summary([run(30000, C, 2.0, quiet_msacc(), 0.3, vm(N, 2))
+                                                              || C <- Cs])} || {N, Cs} <- Points]).
+
+ids(Fs) -> [Id || #{id := Id} <- Fs].
+
+healthy_test() ->
+    Base = beamlab_env_doctor:summary([run(30000, 300000, 2.0, quiet_msacc(), 0.3, vm(2, 2)) || _ <- [1, 2, 3]]),
+    Curve = curve([{1, [150000, 151000]}, {2, [300000, 298000]}, {4, [290000, 295000]}]),
+    Fs = beamlab_env_doctor:findings(machine(), Base, Curve),
+    ?assertEqual([<<"no_pathology">>], ids(Fs)),
+    ?assertEqual([], [F || #{severity := critical} = F <- Fs]),
+    %% No finding suggests a remedy: the no-busy-wait set is still measured.
+    ?assertMatch([#{name := <<"+sbwt none +sbwtdcpu none +sbwtdio none">>}],
+                 beamlab_env_doctor:candidates(Fs, [], 3)).
+
+oversubscribed_and_collapse_test() ->
+    Base = beamlab_env_doctor:summary([run(30000, 100000, 6.0, quiet_msacc(), 0.3, vm(16, 2)) || _ <- [1, 2]]),
+    Curve = curve([{1, [150000, 151000]}, {2, [300000, 298000]}, {4, [100000, 101000]}]),
+    Fs = beamlab_env_doctor:findings(machine(), Base, Curve),
+    ?assert(lists:member(<<"oversubscribed">>, ids(Fs))),
+    ?assert(lists:member(<<"collapse">>, ids(Fs))),
+    [First | _] = beamlab_env_doctor:candidates(Fs, ["+S", "16:16"], 3),
+    ?assertEqual(<<"+S 2:2">>, maps:get(name, First)),
+    ?assertEqual(["+S", "16:16", "+S", "2:2"], maps:get(args, First)).
+
+busy_wait_test() ->
+    Spinning = #{emulator => 0.03, gc => 0.01, other => 0.30, sleep => 0.66},
+    Base = beamlab_env_doctor:summary([run(30000, 300000, 5.0, Spinning, 0.05, vm(2, 2)) || _ <- [1, 2]]),
+    Fs = beamlab_env_doctor:findings(machine(), Base, curve([{1, [1.5e5]}, {2, [3.0e5]}])),
+    ?assertEqual([<<"busy_wait">>], ids(Fs)),
+    [#{name := N}] = beamlab_env_doctor:candidates(Fs, [], 3),
+    ?assertEqual(<<"+sbwt none +sbwtdcpu none +sbwtdio none">>, N).
+
+quota_and_smt_numa_test() ->
+    Vm = (vm(2, 2))#{cgroup_quota_cpus => 0.5},
+    Base = beamlab_env_doctor:summary([run(30000, 300000, 2.0, quiet_msacc(), 0.3, Vm)]),
+    M = beamlab_env_doctor_facts:machine(root("doctor_smt")),
+    Fs = beamlab_env_doctor:findings(M, Base#{schedulers_online := 4}, curve([{1, [1.0e5]}, {2, [2.0e5]}])),
+    ?assert(lists:member(<<"cgroup_quota">>, ids(Fs))),
+    ?assert(lists:member(<<"smt">>, ids(Fs))),
+    ?assert(lists:member(<<"numa">>, ids(Fs))),
+    ?assert(lists:member(<<"frequency_scaling">>, ids(Fs))),
+    #{severity := critical} = hd([F || #{id := <<"cgroup_quota">>} = F <- Fs]).
+
+rank_test() ->
+    Base = beamlab_env_doctor:summary([run(G, 100000, 4.0, quiet_msacc(), 0.3, vm(2, 2)) || G <- [30000, 31000, 29000]]),
+    Good = beamlab_env_doctor:summary([run(G, 300000, 2.0, quiet_msacc(), 0.3, vm(2, 2)) || G <- [30000, 30500, 29500]]),
+    Bad = beamlab_env_doctor:summary([run(G, 50000, 4.0, quiet_msacc(), 0.3, vm(2, 2)) || G <- [15000, 15500, 14500]]),
+    R = fun(N) -> #{name => N, args => [], wrap => [], why => [<<"x">>]} end,
+    [First, Second] = beamlab_env_doctor:rank(Base, [{R(<<"bad">>), Bad}, {R(<<"good">>), Good}], 0.95),
+    ?assertMatch(#{name := <<"good">>, verdict := better}, First),
+    ?assertMatch(#{name := <<"bad">>, verdict := worse}, Second),
+    Line = beamlab_env_doctor:recommendation([First, Second]),
+    ?assertMatch(<<"start the VM with good: goodput 1.00x (", _/binary>>, Line),
+    ?assertMatch(<<"keep the VM's flags", _/binary>>, beamlab_env_doctor:recommendation([Second])).
+
+status_cpus_test() ->
+    S = <<"Name:\tbeam.smp\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1,4\nMems_allowed_list:\t0\n">>,
+    ?assertEqual([0, 1, 4], beamlab_suite_probe:parse_status_cpus(S)),
+    ?assertEqual([], beamlab_suite_probe:parse_status_cpus(<<"Name: x\n">>)).

@@ -1,0 +1,246 @@
+%%% Issue 34, problems 7-13, 15 (engineer harden2): bounded memory,
+%%% crafted numbers, secrets in every URI field, errors a person can read
+%%% (TLS files, `check' failures, a careless environment) and silent
+%%% acceptance, through the built escript. The metrics endpoint's cases
+%%% (problem 16) are in metrics_SUITE. See docs/reliability.md.
+-module(hardening_limits_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
+-export([compare_crafted_numbers/1, crafted_numbers_property/1]).
+-export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
+-export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
+-export([check_runner_raises_readable/1, uri_query_secrets_masked/1]).
+
+all() ->
+    [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
+
+groups() ->
+    [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
+     {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded]},
+     {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
+     {readable, [], [check_runner_raises_readable]},
+     {secrets, [], [uri_query_secrets_masked]}].
+
+init_per_suite(Config) ->
+    Dir = beamlab_test_util:tmp_dir("limits"),
+    #{code := 0} = cli(["ok.", "-d", "20", "-s", "3", "--save", "r.json"], #{dir => Dir}),
+    [{run, filename:join(Dir, "r.json")} | Config].
+
+end_per_suite(_Config) ->
+    ok.
+
+cli(Args, Opts) -> beamlab_test_util:cli(Args, Opts).
+
+tmp() -> beamlab_test_util:tmp_dir("limits").
+
+has(Bin, Part) ->
+    binary:match(Bin, iolist_to_binary(Part)) =/= nomatch.
+
+one_line(R) ->
+    beamlab_test_util:assert_one_line_error(R).
+
+%% The saved run with its samples replaced (its stats dropped, so that
+%% every statistic is computed from them) and written as Name in Dir.
+crafted_run(Config, Dir, Name, SamplesText) ->
+    {ok, Bin} = file:read_file(?config(run, Config)),
+    {ok, J = #{<<"benchmarks">> := [B | _]}} = beamlab_json:decode(Bin),
+    Doc = J#{<<"benchmarks">> := [maps:remove(<<"stats">>, B#{<<"samples">> := [1, 2, 3]})]},
+    Text = iolist_to_binary(beamlab_json:encode(Doc)),
+    %% Spliced in as text: a 901-digit integer must reach the file as such.
+    [Pre, Post] = binary:split(Text, <<"[1,2,3]">>),
+    File = filename:join(Dir, Name),
+    ok = file:write_file(File, [Pre, "[", SamplesText, "]", Post]),
+    File.
+
+%%--------------------------------------------------------------------
+%% Crafted numbers (problem 9)
+
+%% A 901-digit integer sample and samples of 1.79e308 were an internal
+%% error (badarith) in compare and report; now one line naming the field.
+%% Variants: a negative huge float, a subnormal sample, a huge number in a
+%% free-form section; numbers at the bounds give a result.
+compare_crafted_numbers(Config) ->
+    Dir = tmp(),
+    Run = ?config(run, Config),
+    Big = crafted_run(Config, Dir, "digits.json", lists:duplicate(901, $9)),
+    Max = crafted_run(Config, Dir, "max.json", "1.79e308, 1.79e308, 1.79e308"),
+    Neg = crafted_run(Config, Dir, "neg.json", "-1.7e308, 1, 2"),
+    Tiny = crafted_run(Config, Dir, "tiny.json", "5e-324, 1e-320, 2e-310"),
+    [begin
+         R = #{code := 2, err := Err} = cli([Cmd, Run, F | Rest], #{dir => Dir}),
+         one_line(R),
+         ?assert(has(Err, "is not a valid beamlab result: benchmarks[0].samples[0] is ")),
+         ?assertNot(has(Err, "internal error"))
+     end || F <- [Big, Max, Neg, Tiny],
+            {Cmd, Rest} <- [{"compare", []}, {"report", ["-o", "r.html"]}]],
+    %% In a free-form section (reports compute with some of those).
+    {ok, Bin} = file:read_file(Run),
+    {ok, J} = beamlab_json:decode(Bin),
+    Extra = filename:join(Dir, "extra.json"),
+    ok = file:write_file(Extra, beamlab_json:encode(J#{<<"extra">> => #{<<"n">> => 1.0e300}})),
+    #{code := 2, err := ExtraErr} = cli(["compare", Run, Extra], #{dir => Dir}),
+    ?assert(has(ExtraErr, "extra.n is out of range")),
+    %% At the bounds: a correct result, the means as given.
+    Edge = crafted_run(Config, Dir, "edge.json", "1e60, 1e60, 1e-60, 1e-60, 9.99e59"),
+    #{code := 0, out := Out} = cli(["compare", Run, Edge, "--format", "json"], #{dir => Dir}),
+    {ok, #{<<"rows">> := [#{<<"cells">> := [_, Cell]}]}} = beamlab_json:decode(Out),
+    ?assert(is_number(maps:get(<<"mean">>, Cell))),
+    #{code := 0} = cli(["report", Run, Edge, "-o", "edge.html"], #{dir => Dir}),
+    ok.
+
+%% The numbers class of the crafted-input properties: extreme numbers in
+%% samples, statistics and free-form values, through compare and report.
+crafted_numbers_property(_Config) ->
+    Dir = tmp(),
+    Bases = [begin
+                 {ok, J} = beamlab_json:decode(beamlab_result:to_json(beamlab_results_fixtures:result(K, #{}))),
+                 J
+             end || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]],
+    ?assert(proper:quickcheck(prop_beamlab_crafted:prop_result_numbers(Dir, Bases),
+                              [{numtests, 200}, {to_file, user}])).
+
+%%--------------------------------------------------------------------
+%% Bounded memory (problem 7). The bounds are checked before any broker
+%% is contacted: the URIs point at a closed port, so a run that got past
+%% them would fail with a connection error instead of the line asserted.
+
+-define(NOBROKER, "amqp://127.0.0.1:1/%2F").
+
+usage(Args, Expected) ->
+    R = #{code := Code, err := Err} = cli(["amqp", "-h", ?NOBROKER, "-z", "1" | Args], #{dir => tmp()}),
+    ?assertEqual({2, Args}, {Code, Args}),
+    one_line(R),
+    ?assert(has(Err, Expected)),
+    Err.
+
+%% One bound for every way a body size is given: -s, -vs and -B files
+%% (RabbitMQ's largest message, 512 MiB). `-vs 600000000:1' was accepted.
+amqp_body_sizes_bounded(_Config) ->
+    _ = usage(["-s", "600000000"], "at most 536870912"),
+    _ = usage(["-vs", "600000000:1"], "invalid value '600000000:1' for --variable-size: at most 536870912"),
+    _ = usage(["-vs", "100:5", "-vs", "536870913:1"], "for --variable-size: at most 536870912"),
+    Dir = tmp(),
+    Big = filename:join(Dir, "big.bin"),
+    %% Sparse: no disk space, and nothing is read (the size decides).
+    {ok, F} = file:open(Big, [write]),
+    {ok, _} = file:position(F, 536870913),
+    ok = file:write(F, <<0>>),
+    ok = file:close(F),
+    _ = usage(["-B", Big], "larger than 512 MiB"),
+    ok.
+
+%% A total for what is held at once: 100 files of 60 MiB (each under the
+%% per-file bound) used to be read whole, past 2.5 GB; -vs sizes that add
+%% up past 1 GiB likewise. Bodies are shared, not copied per producer
+%% (beamlab_amqp_producer_tests:shared_padding_test).
+amqp_bodies_held_bounded(_Config) ->
+    Dir = tmp(),
+    Files = [begin
+                 Name = filename:join(Dir, "b" ++ integer_to_list(I)),
+                 {ok, F} = file:open(Name, [write]),
+                 {ok, _} = file:position(F, 60 * 1048576 - 1),
+                 ok = file:write(F, <<0>>),
+                 ok = file:close(F),
+                 Name
+             end || I <- lists:seq(1, 100)],
+    _ = usage(["-B", lists:join(",", Files)], "--body: 100 files of 6291456000 bytes in all, more than 1 GiB"),
+    _ = usage(["-x", "4", "-vs", "536870912:1", "-vs", "536870911:1"],
+              "add up to 1073741835 bytes, more than 1 GiB"),
+    _ = usage(["--json-body", "-bc", "10000", "-s", "200000"], "more than 1 GiB"),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Silent acceptance (problem 15): refused up front, one line, exit 2.
+
+silent_acceptance_refused(_Config) ->
+    _ = usage(["-vr", "99999999999999999999:1"], "for --variable-rate: at most 1000000000"),
+    _ = usage(["-vl", "60000001:1"], "for --variable-latency: at most 60000000"),
+    _ = usage(["--uris", ?NOBROKER ",," ?NOBROKER], "--uris: an empty entry"),
+    _ = usage(["--uris", ?NOBROKER ","], "--uris: an empty entry"),
+    _ = usage(["--uris", " , "], "--uris: an empty entry"),
+    _ = usage(["-B", "a,,b"], "--body: an empty entry"),
+    _ = usage(["-B", "a,"], "--body: an empty entry"),
+    [begin
+         R = #{code := 2, err := Err} = cli(["matrix", "--target", "rabbitmq", "--load-cmd", Cmd,
+                                             "--", "amqp", "-z", "1"], #{dir => tmp()}),
+         one_line(R),
+         ?assert(has(Err, "--load-cmd is empty"))
+     end || Cmd <- ["", "  "]],
+    ok.
+
+%% `check --bench nosuch' (and a bench directory without bench modules)
+%% is refused before the project is built: the project here does not
+%% compile, so getting that far would say so instead.
+check_bench_dir_before_build(_Config) ->
+    Dir = tmp(),
+    ok = file:write_file(filename:join(Dir, "rebar.config"), "{erl_opts, []}.\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "src")),
+    ok = file:write_file(filename:join([Dir, "src", "broken.erl"]), "-module(broken).\nthis is not erlang\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "bench")),
+    [begin
+         R = #{code := 2, err := Err} = cli(["check" | Args], #{dir => Dir}),
+         one_line(R),
+         ?assert(has(Err, Expected)),
+         ?assertNot(has(Err, "broken"))
+     end || {Args, Expected} <- [{["--bench", "nosuch"], "nosuch: no such directory"},
+                                 {["--bench", "nosuch", "--against", "HEAD"], "nosuch: no such directory"},
+                                 {[], "holds no bench module"}]],
+    ok.
+
+%%--------------------------------------------------------------------
+%% Errors a person can read (problem 12)
+
+%% A runner that raises printed OTP's "Error in process ... with exit
+%% value" and a stack of beamlab_gen_* and beamlab_engine_after frames in
+%% the error and the table. Now: the class, the reason and the user's own
+%% frames. Variants: a throw, an exit, a raise deep in a helper.
+check_runner_raises_readable(_Config) ->
+    Dir = tmp(),
+    ok = file:write_file(filename:join(Dir, "rebar.config"), "{erl_opts, []}.\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "src")),
+    ok = file:write_file(filename:join([Dir, "src", "lim.erl"]), "-module(lim).\n-export([f/0]).\nf() -> ok.\n"),
+    ok = filelib:ensure_path(filename:join(Dir, "bench")),
+    ok = file:write_file(filename:join([Dir, "bench", "raise_bench.erl"]),
+                         "-module(raise_bench).\n-export([benchmarks/0]).\n"
+                         "benchmarks() ->\n"
+                         "    [#{name => \"raises\", runner => fun() -> deep(3) end},\n"
+                         "     #{name => \"throws\", runner => fun() -> throw(oops) end},\n"
+                         "     #{name => \"exits\", runner => fun() -> exit(gone) end},\n"
+                         "     #{name => \"fine\", runner => fun() -> lim:f() end}].\n"
+                         "deep(0) -> erlang:error({bad, input});\n"
+                         "deep(N) -> [deep(N - 1)].\n"),
+    #{code := 1, out := Out, err := Err} = cli(["check"], #{dir => Dir}),
+    All = <<Out/binary, Err/binary>>,
+    [?assertNot(has(All, Harness)) || Harness <- ["Error in process", "beamlab_gen_", "beamlab_engine",
+                                                  "exit value", "erl_eval"]],
+    ?assert(has(All, "raises: the runner failed while profiling: error {bad,input} in raise_bench:deep/1 (raise_bench.erl:8)")),
+    ?assert(has(All, "throws: the runner failed while profiling: throw oops")),
+    ?assert(has(All, "exits: the runner failed while profiling: exit gone")),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Secrets (problem 10)
+
+%% The query value of `?password=PW' was printed in clear (`unknown
+%% parameter "password"') while the user-info part was masked. Variants:
+%% a token among known parameters, a percent-encoded name, the command
+%% line recorded in a saved document.
+uri_query_secrets_masked(_Config) ->
+    Dir = tmp(),
+    [begin
+         R = #{code := 2, err := Err} = cli(["amqp", "-h", Uri, "-z", "1"], #{dir => Dir}),
+         one_line(R),
+         ?assertNot(has(Err, "SECRETPW")),
+         ?assert(has(Err, "****"))
+     end || Uri <- ["amqp://user:SECRETPW@127.0.0.1:1/%2F?password=SECRETPW",
+                    "amqp://127.0.0.1:1/%2F?heartbeat=5&token=SECRETPW",
+                    "amqp://127.0.0.1:1/%2F?pass%77ord=SECRETPW"]],
+    #{code := 0, out := Out} = cli(["ok.", "-d", "20", "-s", "2", "--label", "amqp://h/%2F?token=SECRETPW",
+                                    "--save", "r.json"], #{dir => Dir}),
+    ?assertNot(has(Out, "SECRETPW")),
+    {ok, Saved} = file:read_file(filename:join(Dir, "r.json")),
+    ?assertNot(has(Saved, "SECRETPW")),
+    ?assert(has(Saved, "token=****")),
+    ok.
