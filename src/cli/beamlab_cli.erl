@@ -9,7 +9,7 @@
 %%% {@link beamlab_cli_output}.
 -module(beamlab_cli).
 
--export([main/1, main/2, run_command/1, run_command/2]).
+-export([main/1, launched/1, run_command/1, run_command/2]).
 
 -define(EXIT_USAGE, 2).
 -define(EXIT_FAIL, 1).
@@ -22,9 +22,16 @@
 main(RawArgv) ->
     main(RawArgv, #{}).
 
-%% @doc As {@link main/1} with more options of {@link run_command/2}
-%% (`project': the command's VM of a build tool's entry,
-%% {@link beamlab_cli_launch}).
+%% @doc The command's VM of a build tool's entry ({@link
+%% beamlab_cli_launch}: `-run beamlab_cli launched FILE'): runs the
+%% command line and options of {@link run_command/2} (`project') that
+%% `FILE' holds, as the escript runs under its launcher.
+-spec launched([string()]) -> no_return().
+launched([Job]) ->
+    {ok, Bin} = file:read_file(Job),
+    {Argv, Extra} = binary_to_term(Bin),
+    main(Argv, Extra).
+
 -spec main([beamlab_runtime_text:raw_arg()], #{project => beamlab_project_build:project()}) -> no_return().
 main(RawArgv, Extra) ->
     %% Arguments that are not UTF-8 reach us as {error, Good, Rest}

@@ -16,7 +16,7 @@
 %%% outlives the build tool's (it watches its parent).
 -module(beamlab_cli_launch).
 
--export([run/2, child/1]).
+-export([run/2]).
 
 %% @doc Runs `Argv' with the options of {@link beamlab_cli:run_command/2}
 %% (`project') in a new VM with this VM's code paths; its exit code.
@@ -42,7 +42,7 @@ launch(Argv, Opts, Dir) ->
     Otp = code:root_dir(),
     Paths = [P || P <- code:get_path(), P =/= ".", not lists:prefix(Otp, P)],
     Args = ["-noshell", "+fnui", "-env", "ERL_CRASH_DUMP_SECONDS", "0",
-            "-pa" | Paths] ++ ["-run", atom_to_list(?MODULE), "child", Job],
+            "-pa" | Paths] ++ ["-run", "beamlab_cli", "launched", Job],
     Env = [{"BEAMLAB_LAUNCHER", "1"}, {"BEAMLAB_CHECKPOINT", Dir}, {"ERL_CRASH_DUMP_SECONDS", "0"},
            {"ERL_CRASH_DUMP", "/dev/null"}, {"BEAMLAB_RECOVER", false}],
     ok = beamlab_runtime_interrupt:install(),
@@ -78,11 +78,3 @@ code(S, Dir) ->
         true -> 1;
         false -> S
     end.
-
-%% @doc The command's VM (`-run beamlab_cli_launch child FILE'): runs the
-%% command line `FILE' holds as the escript does under its launcher.
--spec child([string()]) -> no_return().
-child([Job]) ->
-    {ok, Bin} = file:read_file(Job),
-    {Argv, Opts} = binary_to_term(Bin),
-    beamlab_cli:main(Argv, Opts).
