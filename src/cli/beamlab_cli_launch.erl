@@ -70,10 +70,7 @@ code(S, _Dir) when S >= 200, S =< 202 -> S - 200;
 code(203, _Dir) -> 130;
 code(S, Dir) ->
     %% The VM stopped without beamlab: what the escript's launcher does.
-    case beamlab_cli_recover:run(Dir, integer_to_list(S)) of
-        0 -> ok;
-        _ -> io:format(standard_error, "beamlab: the VM stopped (exit status ~b)~n", [S])
-    end,
+    _ = beamlab_cli_recover:run(Dir, integer_to_list(S)),
     case S < 128 of
         true -> 1;
         false -> S
