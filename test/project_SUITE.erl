@@ -320,7 +320,20 @@ mix_project(Config) ->
     #{params := #{<<"project">> := #{<<"tool">> := <<"mix">>}}} = Doc,
     %% docs/ci.md's trend step for Mix, after `mix compile'
     {0, _} = sh(Dir, "mix compile", Env),
-    trend_json(Dir, "mix beamlab", Env, Config).
+    trend_json(Dir, "mix beamlab", Env, Config),
+    %% A runner that stops its VM where beamlab cannot see it fails `mix
+    %% beamlab check' with beamlab's line (it used to end Mix with 0).
+    Halt = filename:join(Dir, "haltbench"),
+    ok = filelib:ensure_path(Halt),
+    ok = file:write_file(filename:join(Halt, "halt_bench.ex"),
+                         "defmodule HaltBench do\n"
+                         "  def benchmarks do\n"
+                         "    [%{name: \"halt\", runner: fn -> m = :erlang; m.halt(0) end}]\n"
+                         "  end\nend\n"),
+    {HCode, HOut} = sh(Dir, "mix beamlab check --bench haltbench", Env),
+    ct:log("~ts", [HOut]),
+    ?assertNotEqual(0, HCode),
+    ?assertMatch({_, _}, binary:match(HOut, <<"beamlab: the VM stopped">>)).
 
 %% `TOOL --reductions --memory --format github-smaller > bench.json', as
 %% docs/ci.md's GitHub Actions example runs it (shorter samples): stdout

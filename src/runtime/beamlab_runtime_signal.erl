@@ -1,9 +1,9 @@
 %%% @doc Sends an OS signal to a process or to a whole process group (a
 %%% session beamlab started: a fresh VM, a build tool, a load command),
 %%% so that nothing beamlab started outlives it. The shell's builtin
-%%% `kill' of some systems (dash, Debian's /bin/sh) takes no `--' and
-%%% reads `-PGID' as an option, so the `kill' program is run directly,
-%%% without a shell.
+%%% `kill' of some systems (dash, Debian's /bin/sh) takes no `--' (and
+%%% `kill -s SIG -PGID' reads the group as an option), so the `kill'
+%%% program is run directly, without a shell.
 -module(beamlab_runtime_signal).
 
 -export([send/2, send_group/2, send_tree/2, tree/1]).
