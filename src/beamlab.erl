@@ -207,7 +207,12 @@ amqp(Uri, Opts) ->
 %% @doc A perf profile (kind `profile') of an inner experiment (as for
 %% {@link matrix/2}), run in a fresh VM under perf, or of a running VM
 %% (`{pid, OsPid}', `{node, Node}'): options `frequency', `call_graph',
-%% `duration' (ms), `label', `cookie'.
+%% `duration' (ms), `label', `cookie'. With `process' (a list of pids as
+%% the node prints them, registered names, `top:reductions',
+%% `top:message_queue') and `{node, Node}': a call capture of those
+%% processes (kind `capture', no module loaded on the node): `duration'
+%% (ms), `stacks' (sample | trace), `calls' (time | none), `max_rate',
+%% `max_total', `cookie'.
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, experiment_opts()) -> result().
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).

@@ -272,6 +272,23 @@ amqp_experiment(Opts) ->
 %% `label', `cookie' (for a node).
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
+profile({node, Node}, #{process := Procs} = Opts) ->
+    %% A call capture of processes on the node (beamlab_experiment_capture).
+    Own = [process, duration, stacks, calls, max_rate, max_total, label, cookie],
+    known(Own, Opts, fun() ->
+                             Ps = case Procs of
+                                      [_ | _] -> [text(P) || P <- Procs];
+                                      _ -> throw({bad_option, process, Procs})
+                                  end,
+                             C0 = maps:with([duration, stacks, calls, max_rate, max_total, label], Opts),
+                             New = beamlab_experiment_capture:new(C0#{node => text(Node), cookie => cookie(Opts),
+                                                                      process => Ps}),
+                             What = case New of
+                                        {ok, W} -> {ok, W};
+                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}}
+                                    end,
+                             common(Opts, kind(capture, What), #{})
+                     end);
 profile(Subject, Opts) when is_map(Opts) ->
     Own = [frequency, call_graph, mode, duration, label, cookie],
     known(Own, Opts, fun() -> profile_experiment(Subject, Opts) end).
