@@ -227,11 +227,10 @@ format_error(squeeze_needs_bounds) ->
     "threshold)";
 format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
-format_error({bad_option, K, _} = R) ->
-    case lists:member(K, maps:keys(beamlab_engine:default_run_opts())) of
-        true -> beamlab_engine:format_error(R);
-        false -> beamlab_experiment_opts:format_error(R)
-    end;
+format_error({bad_option, _, _} = R) ->
+    %% one line for a bad value, whoever refused it (the maps' reader, or
+    %% the engine behind benchmark/3 and the short forms)
+    beamlab_experiment_opts:format_error(R);
 format_error(Reason) ->
     %% the experiment layer's errors (a kind's `{Kind, R}', its own), else
     %% the engine's (benchmark/3 and the short forms give them untagged)
