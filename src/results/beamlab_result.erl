@@ -44,7 +44,7 @@
 -define(MAX_NUMBER, 1.0e60).
 -define(MIN_SAMPLE, 1.0e-60).
 
--type kind() :: bench | suite | matrix | amqp | profile | watch | check | doctor.
+-type kind() :: bench | suite | matrix | amqp | profile | watch | check | doctor | capture.
 -type better() :: higher | lower.
 -type severity() :: info | warning | critical.
 -type sample_method() :: all | reservoir.
@@ -371,7 +371,7 @@ expected(list) -> "a list";
 expected(numbers) -> "a list of numbers";
 expected(strings) -> "a list of strings";
 expected(interval) -> "a pair of numbers [low, high]";
-expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, doctor";
+expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, doctor, capture";
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
@@ -387,7 +387,7 @@ expected(present) -> "present".
 %% with its expected type; the path of the field is kept for the error.
 
 -define(ENUMS,
-        #{kind => [bench, suite, matrix, amqp, profile, watch, check, doctor],
+        #{kind => [bench, suite, matrix, amqp, profile, watch, check, doctor, capture],
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],
