@@ -7,7 +7,7 @@
 -export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
          format/1, text_opts/1]).
 
--type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
+-type format() :: beamlab_render_view:format().
 -export_type([format/0]).
 
 %% Raw samples kept per benchmark in a saved file.
@@ -59,19 +59,10 @@ render(text, Mod, Doc, Parsed) ->
         true -> Mod:text(Doc, Parsed);
         false -> beamlab_render_text:render(Doc, text_opts(Parsed))
     end;
-render(json, _Mod, Doc, _Parsed) ->
-    beamlab_result:to_json(Doc);
-render(csv, _Mod, Doc, _Parsed) ->
-    beamlab_render_csv:render(Doc);
-render(markdown, _Mod, Doc, _Parsed) ->
-    beamlab_render_markdown:render(Doc);
-render(Ci, _Mod, Doc, _Parsed) ->
-    left_out(Ci, Doc),
-    case Ci of
-        'github-bigger' -> beamlab_render_github_benchmark:render(Doc, bigger);
-        'github-smaller' -> beamlab_render_github_benchmark:render(Doc, smaller);
-        bencher -> beamlab_render_bencher:render(Doc)
-    end.
+render(Format, _Mod, Doc, _Parsed) ->
+    _ = lists:member(Format, ['github-bigger', 'github-smaller', bencher]) andalso left_out(Format, Doc),
+    {ok, Out} = beamlab_render_view:render(Doc, Format, #{}),
+    Out.
 
 %% What a CI format leaves out is said on stderr, never dropped silently.
 left_out(Ci, Doc) ->

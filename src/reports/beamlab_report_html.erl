@@ -26,7 +26,7 @@
 -type opts() :: #{title => binary(), history => beamlab_result_history:history()}.
 -type model() :: #{runs := [map()], env := [map()], compare := map() | null, history := map() | null,
                    profiles := [beamlab_report_flame:profile()], diffs := [beamlab_report_flame:diff()]}.
--export_type([run/0, opts/0, model/0]).
+-export_type([run/0, opts/0, model/0, error_reason/0]).
 
 %% Keys naming the time axis of a series map, in order of preference.
 -define(TIME_KEYS, [<<"t">>, <<"time">>, <<"timestamps">>, <<"ts">>, <<"elapsed">>,

@@ -126,7 +126,7 @@ against(Ref, Parsed, Base) ->
 %% @doc The check's text view.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
-    beamlab_render_check:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed)}).
+    beamlab_render_view:text(Doc, beamlab_cli_output:text_opts(Parsed)).
 
 write_summary(File, Doc) ->
     case beamlab_runtime_file:write(File, beamlab_render_check:markdown(Doc)) of

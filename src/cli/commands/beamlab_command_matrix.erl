@@ -318,14 +318,8 @@ write_folded(Dir, Doc) ->
 %% @doc The configurations' table with verdicts, the profiles, then the
 %% findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
-text(#{extra := #{<<"preset">> := _}} = Result, Parsed) ->
-    [beamlab_render_matrix_preset:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_text:findings(maps:get(findings, Result))];
 text(Result, Parsed) ->
-    [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_text:findings(maps:get(findings, Result))].
+    beamlab_render_view:text(Result, beamlab_cli_output:text_opts(Parsed)).
 
 ok_or_usage({ok, V}) -> V;
 ok_or_usage({error, Reason}) -> beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)]).

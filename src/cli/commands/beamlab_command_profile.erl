@@ -171,9 +171,9 @@ text(Doc, Parsed) ->
                           F <- [unicode:characters_to_binary(F0)]];
                   _ -> []
               end,
-    beamlab_render_profile:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
-                                          top => beamlab_cli_args:get(top, Parsed, 25),
-                                          callers => Callers}).
+    beamlab_render_view:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
+                                    top => beamlab_cli_args:get(top, Parsed, 25),
+                                    callers => Callers}).
 
 subject(undefined, undefined, [], _) ->
     beamlab_cli_error:usage("nothing to profile: give a command after -- "
