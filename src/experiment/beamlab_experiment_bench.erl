@@ -58,15 +58,16 @@ schema() ->
     Squeeze = #{requires => [squeeze]},
     [Workers#{name => concurrency, short => "c", type => pos_integer},
      Samples#{name => samples, short => "s", type => pos_integer},
-     Day#{name => duration, short => "d", type => pos_integer,
-          conflicts => [{loop, "~ts sets the sample time of continuous mode; ~ts (timed mode) counts "
-                               "iterations instead"}]},
      Samples#{name => warmup, short => "w", type => non_neg_integer},
      #{name => loop, short => "l", type => quantity, max => 1000000000000000,
        conflicts => [{concurrency, "~ts (timed mode) runs one worker; it cannot be combined with ~ts"},
                      {squeeze, "~ts (timed mode) and ~ts (concurrency estimation) cannot be combined"}]},
      #{name => squeeze, short => "q", type => boolean,
        conflicts => [{concurrency, "~ts chooses the concurrency itself; drop ~ts or use --min"}]},
+     %% (after loop and squeeze: the order of the checks is the schema's)
+     Day#{name => duration, short => "d", type => pos_integer,
+          conflicts => [{loop, "~ts sets the sample time of continuous mode; ~ts (timed mode) counts "
+                               "iterations instead"}]},
      (maps:merge(Workers, Squeeze))#{name => min, long => "min", type => pos_integer},
      (maps:merge(Workers, Squeeze))#{name => max, long => "max", type => pos_integer},
      (maps:merge(Workers, Squeeze))#{name => step, long => "step", type => pos_integer},
