@@ -62,7 +62,7 @@
 
 -export([run/1, run/2, run/3, compare/2, time/2]).
 -export([benchmark/2, benchmark/3, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/2, profile/2,
-         format_error/1]).
+         doctor/1, format_error/1]).
 -export([format/2, format/3, report/2]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
@@ -224,6 +224,22 @@ amqp(Uri, Opts) ->
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, experiment_opts()) -> result().
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).
+
+%% @doc Why this machine runs the BEAM slower (kind `doctor'): the
+%% probe at several scheduler counts in fresh VMs, findings, remedies
+%% measured and ranked; the document's `extra' holds `recommendation'
+%% (the first line `beamlab doctor' prints). Options: `quick', `vm' (the
+%% flags the VM is started with today), `wrap' ("taskset -c 0"),
+%% `cgroup', `reps', `curve_reps', `probe_ms', `schedulers' ("1,2,4"),
+%% `max_remedies', `remedy' (flag strings measured besides the
+%% findings' own); `sink' gets `{doctor, Line}' per phase and VM.
+%% ```
+%% {ok, Doc} = beamlab:doctor(#{quick => true}),
+%% maps:get(<<"recommendation">>, maps:get(extra, Doc)).
+%% '''
+-spec doctor(experiment_opts()) -> result().
+doctor(Opts) ->
+    experiment(beamlab_experiment_opts:doctor(Opts)).
 
 %% @doc `Doc' (a document an experiment returned, or one
 %% `beamlab_result:load/1' read) as text: `text' (the view its command

@@ -179,6 +179,7 @@ run_model(Label, R) ->
       latency => beamlab_report_views:latency(R),
       matrix => beamlab_report_views:matrix(R),
       processes => beamlab_report_watch:processes(R),
+      doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)]}.
 
 %% Values in the unit people read: iterations per sample of D ms as
