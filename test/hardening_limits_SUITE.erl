@@ -11,7 +11,7 @@
 -export([compare_crafted_numbers/1, crafted_numbers_property/1]).
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
--export([check_runner_raises_readable/1, uri_query_secrets_masked/1]).
+-export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
 
 all() ->
     [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
@@ -20,7 +20,7 @@ groups() ->
     [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
      {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
-     {readable, [], [check_runner_raises_readable]},
+     {readable, [], [check_runner_raises_readable, tls_files_checked]},
      {secrets, [], [uri_query_secrets_masked]}].
 
 init_per_suite(Config) ->
@@ -243,4 +243,53 @@ uri_query_secrets_masked(_Config) ->
     {ok, Saved} = file:read_file(filename:join(Dir, "r.json")),
     ?assertNot(has(Saved, "SECRETPW")),
     ?assert(has(Saved, "token=****")),
+    ok.
+
+%% TLS files (problem 11), checked before any connection (the URI points
+%% at a closed port: a run that got past the check would fail to connect
+%% instead): a garbage, empty or bad-base64 CA file was accepted and the
+%% broker blamed; an encrypted key printed a raw term with an asn1 stack;
+%% a certificate given as the key `bad TLS options'; a key that does not
+%% match its certificate `socket error: unknown POSIX error'. Variants: a
+%% key given as the CA file, the certificate and key swapped, a
+%% directory.
+tls_files_checked(_Config) ->
+    Dir = tmp(),
+    ok = beamlab_test_tls:make(Dir),
+    F = fun(Name) -> filename:join(Dir, Name) end,
+    ok = file:write_file(F("garbage.pem"), <<"hello, not a certificate\n">>),
+    ok = file:write_file(F("empty.pem"), <<>>),
+    ok = file:write_file(F("badb64.pem"), <<"-----BEGIN CERTIFICATE-----\n!!not base64**\n-----END CERTIFICATE-----\n">>),
+    {ok, KeyPem} = file:read_file(F("client.key")),
+    [{KeyType, KeyDer, not_encrypted}] = public_key:pem_decode(KeyPem),
+    Key = public_key:der_decode(KeyType, KeyDer),
+    Enc = public_key:pem_entry_encode(KeyType, Key, {{"DES-EDE3-CBC", crypto:strong_rand_bytes(8)}, "passphrase"}),
+    ok = file:write_file(F("encrypted.key"), public_key:pem_encode([Enc])),
+    Uri = "amqps://127.0.0.1:1/%2F",
+    Ca = ["--tls-ca-file", F("server-ca.pem")],
+    Cases = [{["--tls-ca-file", F("garbage.pem")], "garbage.pem: no PEM certificate in it"},
+             {["--tls-ca-file", F("empty.pem")], "empty.pem: no PEM certificate in it"},
+             {["--tls-ca-file", F("badb64.pem")], "badb64.pem: a PEM block in it cannot be decoded"},
+             {["--tls-ca-file", F("client.key")], "client.key: holds no certificate"},
+             {["--tls-ca-file", Dir], "not a regular file"},
+             {Ca ++ ["--tls-cert-file", F("client.pem"), "--tls-key-file", F("encrypted.key")],
+              "encrypted.key: the private key is encrypted"},
+             {Ca ++ ["--tls-cert-file", F("client.pem"), "--tls-key-file", F("client.pem")],
+              "--tls-key-file " ++ F("client.pem") ++ ": holds a certificate, not a private key"},
+             {Ca ++ ["--tls-cert-file", F("client.key"), "--tls-key-file", F("client.pem")],
+              "--tls-cert-file " ++ F("client.key") ++ ": holds no certificate"},
+             {Ca ++ ["--tls-cert-file", F("client.pem"), "--tls-key-file", F("server.key")],
+              "server.key: does not match the certificate in " ++ F("client.pem")}],
+    [begin
+         R = #{code := Code, err := Err} = cli(["amqp", "-h", Uri, "-z", "1" | Args], #{dir => Dir}),
+         ?assertEqual({2, Args}, {Code, Args}),
+         one_line(R),
+         ?assert(has(Err, Expected)),
+         [?assertNot(has(Err, Bad)) || Bad <- ["SSL WARNING", "asn1", "{keyfile", "POSIX", "trusted CA"]]
+     end || {Args, Expected} <- Cases],
+    %% The good files pass the check (and the run then fails to connect).
+    #{code := 1, err := Good} = cli(["amqp", "-h", Uri, "-z", "1" | Ca ++ ["--tls-cert-file", F("client.pem"),
+                                                                          "--tls-key-file", F("client.key")]],
+                                    #{dir => Dir}),
+    ?assertNot(has(Good, "--tls-")),
     ok.
