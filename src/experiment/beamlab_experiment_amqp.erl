@@ -7,6 +7,7 @@
 -behaviour(beamlab_experiment_kind).
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
+-export([check_options/1, check_config/1]).
 
 %% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
@@ -16,7 +17,8 @@
                   nodes => this | {peers, pos_integer()} | [node()],
                   watch => #{node := string(), cookie => string() | undefined},
                   dist => beamlab_experiment:dist()}.
--type error_reason() :: {watch, beamlab_experiment_watch:error_reason()}
+-type error_reason() :: {option, beamlab_schema:error_reason()}
+                      | {watch, beamlab_experiment_watch:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}
                       | term().
 -export_type([amqp/0, error_reason/0]).
@@ -27,37 +29,195 @@ name() -> amqp.
 
 %% @doc The options of an AMQP load: the load generator's
 %% (`beamlab_amqp_config:defaults/0' but `out' and `nodes'), `nodes',
-%% `watch'.
+%% `watch'. Numbers are bounded, each with the reason for its limit
+%% (#27); the flag of each is PerfTest's, and the command line takes the
+%% bounds from here.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [nodes, watch]].
+    Bounded = bounded(),
+    Names = [N || #{name := N} <- Bounded],
+    Bounded ++ [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [nodes, watch],
+                                not lists:member(K, Names)].
+
+-define(MAX_COUNT, 100000).             % producers, consumers, closed-loop channels
+-define(MAX_CHANNELS, 2047).            % the client's channel_max
+-define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
+-define(MAX_SECONDS, 31536000).         % one year
+-define(MAX_RATE, 1000000000).
+
+bounded() ->
+    Undef = {enum, [undefined]},
+    Rate = {one_of, [number, {enum, [infinity]}]},
+    [#{name => producers, short => "x", type => non_neg_integer, max => ?MAX_COUNT,
+       max_why => "connections to one broker"},
+     #{name => consumers, short => "y", type => non_neg_integer, max => ?MAX_COUNT,
+       max_why => "connections to one broker"},
+     #{name => closed_loop, long => "closed-loop", type => pos_integer, max => ?MAX_COUNT,
+       max_why => "channels of one generator"},
+     #{name => producer_channels, short => "X", type => pos_integer, max => ?MAX_CHANNELS,
+       max_why => "channels per connection"},
+     #{name => consumer_channels, short => "Y", type => pos_integer, max => ?MAX_CHANNELS,
+       max_why => "channels per connection"},
+     #{name => body_size, short => "s", type => non_neg_integer, max => ?MAX_BODY,
+       max_why => "RabbitMQ's largest message, 512 MiB"},
+     #{name => prefetch, short => "q", type => non_neg_integer, max => 65535,
+       max_why => "AMQP's prefetch count is 16 bits"},
+     #{name => global_qos, short => "Q", type => non_neg_integer, max => 65535,
+       max_why => "AMQP's prefetch count is 16 bits"},
+     %% (0 or less: no confirms, as PerfTest's -c)
+     #{name => confirm, short => "c", type => {one_of, [integer, Undef]}, max => 10000000,
+       max_why => "unconfirmed messages kept per channel"},
+     #{name => consumer_latency, short => "L", type => non_neg_integer, max => 60000000,
+       max_why => "one minute per message"},
+     #{name => heartbeat, short => "b", type => {one_of, [non_neg_integer, Undef]}, max => 65535,
+       max_why => "AMQP's heartbeat is 16 bits"},
+     #{name => frame_max, short => "M", type => {one_of, [non_neg_integer, Undef]}, max => 4294967295,
+       max_why => "AMQP's frame_max is 32 bits"},
+     #{name => confirm_timeout, short => "ct", type => pos_integer, max => 86400, max_why => "one day"},
+     #{name => producer_start_delay, short => "prsd", type => {one_of, [non_neg_integer, Undef]},
+       max => 86400, max_why => "one day"},
+     #{name => consumer_start_delay, short => "csd", type => non_neg_integer, max => 86400,
+       max_why => "one day"},
+     #{name => shutdown_timeout, short => "st", type => non_neg_integer, max => 3600,
+       max_why => "one hour"},
+     #{name => startup_timeout, short => "sst", type => non_neg_integer, max => 86400,
+       max_why => "one day"},
+     #{name => polling_interval, short => "pi", type => non_neg_integer, max => 3600000,
+       max_why => "one hour"},
+     #{name => routing_key_cache, short => "rkcs", type => non_neg_integer, max => 1000000,
+       max_why => "keys kept in memory"},
+     #{name => producer_tx, short => "m", type => non_neg_integer, max => 100000000,
+       max_why => "messages per transaction"},
+     #{name => consumer_tx, short => "n", type => non_neg_integer, max => 100000000,
+       max_why => "messages per transaction"},
+     #{name => pmessages, short => "C", type => non_neg_integer, max => 4294967295},
+     #{name => cmessages, short => "D", type => non_neg_integer, max => 4294967295},
+     %% Last: the command line reads these four as text and checks them
+     %% once it has read every flag; the order here is the order of the
+     %% checks, the same for both front ends.
+     #{name => interval, short => "i", type => number, min => 0.01, max => 86400, max_why => "one day"},
+     #{name => duration, short => "z", type => {one_of, [pos_number, Undef]}, max => ?MAX_SECONDS,
+       max_why => "one year"},
+     #{name => rate, short => "r", type => Rate, min => 0, max => ?MAX_RATE,
+       max_why => "messages per second per channel"},
+     %% (0: no limit, as PerfTest's -R)
+     #{name => consumer_rate, short => "R", type => Rate, min => 0, max => ?MAX_RATE,
+       max_why => "messages per second per channel"}].
+
+%% @doc Checks the options given (load generator's keys, as given) against
+%% the schema: types and bounds, each with its reason. The command line
+%% checks its flags' values here too, so both refuse the same values for
+%% the same reason.
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    Bounded = bounded(),
+    beamlab_schema:check(Bounded, maps:with([N || #{name := N} <- Bounded], Given)).
+
+%% @doc Checks a whole configuration for a run that cannot work: a
+%% frame_max below AMQP's smallest, nothing to run, or a consumer count
+%% (`cmessages') that can never be reached without a duration (the run
+%% would wait forever without a word).
+-spec check_config(beamlab_amqp_perf:options()) -> ok | {error, beamlab_schema:error_reason()}.
+check_config(Cfg) ->
+    G = fun(K) -> maps:get(K, maps:merge(config_defaults(), Cfg)) end,
+    {ok, FrameMax} = beamlab_schema:find(frame_max, bounded()),
+    case G(frame_max) of
+        F when is_integer(F), F > 0, F < 4096 ->
+            {error, {rule, "invalid value '~ts' for ~ts: 0 (the broker's) or at least 4096 "
+                           "(AMQP's smallest frame_max)", [{value, F}, {opt, FrameMax}]}};
+        _ ->
+            check_work(G)
+    end.
+
+check_work(G) ->
+    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, bounded()), {opt, O} end,
+    ClosedLoop = G(closed_loop) > 0,
+    NP = G(producers) * G(producer_channels),
+    NC = G(consumers) * G(consumer_channels),
+    Timed = G(duration) =/= undefined,
+    Shared = G(queue_pattern) =:= undefined andalso G(queue) =:= undefined
+        andalso G(queues) =:= undefined andalso G(predeclared) =:= false
+        andalso G(exchange_type) =:= <<"direct">> andalso G(routing_key) =:= undefined,
+    D = G(cmessages),
+    C = G(pmessages),
+    if
+        NP =:= 0, NC =:= 0, not ClosedLoop ->
+            {error, {rule, "nothing to run: ~ts 0 and ~ts 0 (give producers, consumers or ~ts)",
+                     [Opt(producers), Opt(consumers), Opt(closed_loop)]}};
+        Timed; ClosedLoop; D =:= 0; NC =:= 0; not Shared ->
+            ok;
+        NP =:= 0 ->
+            {error, {rule, "~ts ~ts can never be reached: no producer (~ts 0) publishes to the run's "
+                           "queue; give ~ts or producers",
+                     [Opt(cmessages), {value, D}, Opt(producers), Opt(duration)]}};
+        C > 0, NC * D > NP * C ->
+            {error, {rule, "~ts ~ts can never be reached: ~ts consumer channel(s) would need ~ts messages "
+                           "but ~ts producer channel(s) publish ~ts in all (~ts ~ts) to one queue the "
+                           "consumers share; lower ~ts, raise ~ts or give ~ts",
+                     [Opt(cmessages), {value, D}, {value, NC}, {value, NC * D}, {value, NP},
+                      {value, NP * C}, Opt(pmessages), {value, C}, Opt(cmessages), Opt(pmessages),
+                      Opt(duration)]}};
+        true ->
+            ok
+    end.
 
 %% @doc The load of the generator's options over its defaults (`uri' as
 %% text), on `nodes' (a count of VMs, or node names as text), with the
 %% broker's node watched beside it (`watch': `#{node, cookie}', text).
--spec new(#{atom() => term()}) -> {ok, amqp()} | {error, {bad_option, nodes, term()}}.
+%% The values are checked first (check_options/1, check_config/1);
+%% `confirm' of 0 or less means no confirms and `consumer_rate' 0 no
+%% limit, as PerfTest's `-c' and `-R' (and the command line) take them.
+-spec new(#{atom() => term()}) -> {ok, amqp()} | {error, {bad_option, nodes, term()}
+                                                         | {option, beamlab_schema:error_reason()}}.
 new(Opts) ->
+    case check_options(Opts) of
+        ok -> build(Opts);
+        {error, R} -> {error, {option, R}}
+    end.
+
+build(Opts) ->
     Defaults = config_defaults(),
     Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
-    Cfg = Cfg0#{uri := unicode:characters_to_binary(maps:get(uri, Cfg0))},
+    Cfg = Cfg0#{uri := unicode:characters_to_binary(maps:get(uri, Cfg0)),
+                confirm := case maps:get(confirm, Cfg0) of
+                               Max when is_integer(Max), Max > 0 -> Max;
+                               _ -> undefined
+                           end,
+                consumer_rate := case maps:get(consumer_rate, Cfg0) of
+                                     R when is_number(R), R =< 0 -> infinity;
+                                     R -> R
+                                 end},
     Watch = case maps:find(watch, Opts) of
                 {ok, #{node := _} = W} -> #{watch => W};
                 _ -> #{}
             end,
-    case maps:get(nodes, Opts, this) of
-        N when is_integer(N), N > 1 -> {ok, Watch#{config => Cfg, nodes => {peers, N}}};
-        N when N =:= 1; N =:= this -> {ok, Watch#{config => Cfg, nodes => this}};
-        L when is_list(L) -> {ok, Watch#{config => Cfg, nodes => [list_to_atom(X) || X <- L]}};
-        Bad -> {error, {bad_option, nodes, Bad}}
+    Nodes = case maps:get(nodes, Opts, this) of
+                N when is_integer(N), N > 1 -> {ok, {peers, N}};
+                N when N =:= 1; N =:= this -> {ok, this};
+                L when is_list(L) -> {ok, [list_to_atom(X) || X <- L]};
+                Bad -> {error, {bad_option, nodes, Bad}}
+            end,
+    case Nodes of
+        {ok, Where} ->
+            case check_config(Cfg) of
+                ok -> {ok, Watch#{config => Cfg, nodes => Where}};
+                {error, R2} -> {error, {option, R2}}
+            end;
+        {error, _} = E ->
+            E
     end.
 
 config_defaults() ->
     maps:without([out, nodes], beamlab_amqp_config:defaults()).
 
-%% @doc Nothing to check before it starts (the generator checks its
-%% configuration when it starts).
--spec check(amqp(), beamlab_experiment:experiment()) -> ok.
-check(_A, _Exp) -> ok.
+%% @doc A run that cannot work is refused before anything starts
+%% (check_config/1).
+-spec check(amqp(), beamlab_experiment:experiment()) -> ok | {error, {amqp, {option, beamlab_schema:error_reason()}}}.
+check(#{config := Cfg}, _Exp) ->
+    case check_config(Cfg) of
+        ok -> ok;
+        {error, R} -> {error, {amqp, {option, R}}}
+    end.
 
 %% @doc Runs the load; a run that ended early (broker gone, node down)
 %% still returns its document, whose verdict says so.
@@ -180,12 +340,14 @@ verdict(#{extra := #{<<"amqp">> := Amqp}, benchmarks := Bs}) ->
 %% @doc A node name that cannot work is the caller's mistake; what the
 %% broker or the nodes did is a failure.
 -spec error_class(error_reason()) -> usage | failure.
+error_class({option, _}) -> usage;
 error_class({watch, E}) -> beamlab_experiment_watch:error_class(E);
 error_class({dist, E}) -> beamlab_experiment_dist:error_class(E);
 error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error({watch, E}) -> ["--watch: ", beamlab_experiment_watch:format_error(E)];
 format_error({dist, E}) -> beamlab_experiment_dist:format_error(E);
 format_error(E) -> beamlab_amqp_perf:format_error(E).

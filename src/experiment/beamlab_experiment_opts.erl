@@ -25,7 +25,8 @@
 -type inner() :: {benchmark, [beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()}
                | {suite, [atom() | string()], opts()}
                | {amqp, opts()}.
--type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}.
+-type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}
+                      | beamlab_experiment:error_reason().
 -export_type([opts/0, inner/0, error_reason/0]).
 
 -define(COMMON, [telemetry, verbose, env, sink, command]).
@@ -299,7 +300,10 @@ known(Own, Opts, Build) ->
     case maps:keys(maps:without(Own ++ ?COMMON, Opts)) of
         [] ->
             try Build()
-            catch throw:{bad_option, _, _} = Bad -> {error, Bad}
+            catch
+                throw:{bad_option, _, _} = Bad -> {error, Bad};
+                %% the kind's own refusal, as its errors are: {Kind, R}
+                throw:{kind, KindError} -> {error, KindError}
             end;
         [K | _] ->
             {error, {unknown_option, K}}
@@ -308,7 +312,8 @@ known(Own, Opts, Build) ->
 %% The experiment of a kind's `What' (a value refused is thrown, caught by
 %% known/3 in this module).
 kind(Kind, {ok, What}) -> #{run => {Kind, What}};
-kind(_Kind, {error, {bad_option, _, _} = Bad}) -> throw(Bad).
+kind(_Kind, {error, {bad_option, _, _} = Bad}) -> throw(Bad);
+kind(Kind, {error, R}) -> throw({kind, {Kind, R}}).
 
 %% The `cookie' of an option map, as text (undefined when not given).
 cookie(Opts) ->

@@ -1,22 +1,217 @@
 %%% @doc The declarative option schema: what an experiment kind's options
 %%% are (name, type, default, bounds, choices, conflicts, requires, the
-%%% reason shown on error). The command line builds its flags, help and
-%%% errors from it, the public API checks its maps against it (#31).
+%%% reason shown on error). The command line and the public API check the
+%%% same options against it (#31), so both refuse the same values for the
+%%% same reason; the line names the option as its front end's user knows
+%%% it: the API by its key (`rate'), the command line by its flag (`-r').
 %%%
 %%% An option is the map `beamlab_cli_args' reads (`name', `short',
 %%% `long', `type', `default', `metavar', `help', `max', `max_why',
-%%% `multi', ...) plus `min', `conflicts' (names that cannot be given with
-%%% it), `requires' (names that must be given with it) and `why' (the
-%%% reason shown when a value is refused). Core: it calls nothing above it.
+%%% `multi', ...) plus `min' (with `min_why'), `conflicts' (names that
+%%% cannot be given with it), `requires' (names of which one must be given
+%%% with it) and `why' (the reason shown for a conflict or a requirement).
+%%% A value checked is the value as the kind takes it (a number, an atom,
+%%% a binary), after the command line parsed its text.
+%%%
+%%% Core: pure, it calls nothing above it.
 -module(beamlab_schema).
+
+-export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
-              | {list, type()} | term.
+              | {list, type()} | {one_of, [type()]} | term.
 -type option() :: #{name := atom(), type => type(), short => string(), long => string(),
                     default => term(), metavar => string(), help => string(),
-                    min => number(), max => number(), max_why => string(),
+                    min => number(), min_why => string(), max => number(), max_why => string(),
                     multi => boolean(), attach => boolean(), optional_value => term(),
                     hidden => boolean(),
                     conflicts => [atom()], requires => [atom()], why => string()}.
--export_type([type/0, option/0]).
+-type schema() :: [option()].
+%% How a line names an option: by its key (the API) or its flag (the CLI).
+-type names() :: key | flag.
+%% Why a value was refused.
+-type why() :: {type, type()} | {min, number(), string()} | {max, number(), string()}.
+%% A rule of a kind's own that names options: `Format' is an io_lib
+%% format whose `~ts' take, in order, the `Args' (an option's shown name
+%% for `{opt, Option}', the text of `{value, V}').
+-type arg() :: {opt, option()} | {value, term()}.
+-type error_reason() :: {unknown_option, term()}
+                      | {invalid, option(), term(), why()}
+                      | {conflict, option(), option(), string()}
+                      | {requires, option(), [option()], string()}
+                      | {rule, string(), [arg()]}.
+-export_type([type/0, option/0, schema/0, names/0, why/0, arg/0, error_reason/0]).
+
+%% @doc Checks the options given (`Given': name => value, only those
+%% given, not the defaults) against `Schema': every name is one of its
+%% options, every value has the option's type and is within its bounds,
+%% no two options given conflict, and an option that requires others has
+%% one of them. The first mistake is the error.
+-spec check(schema(), #{atom() => term()}) -> ok | {error, error_reason()}.
+check(Schema, Given) when is_map(Given) ->
+    Names = [N || #{name := N} <- Schema],
+    case [K || K <- lists:sort(maps:keys(Given)), not lists:member(K, Names)] of
+        [K | _] ->
+            {error, {unknown_option, K}};
+        [] ->
+            first([fun() -> values(Schema, Given) end,
+                   fun() -> conflicts(Schema, Given) end,
+                   fun() -> requires(Schema, Given) end])
+    end.
+
+%% @doc Checks one value against its option: its type and bounds.
+-spec check_value(option(), term()) -> ok | {error, error_reason()}.
+check_value(Opt, Value) ->
+    Type = maps:get(type, Opt, term),
+    case has_type(Type, Value) of
+        false ->
+            {error, {invalid, Opt, Value, {type, Type}}};
+        true ->
+            Numbers = [X || X <- elements(Type, Value), is_number(X)],
+            Min = maps:get(min, Opt, undefined),
+            Max = maps:get(max, Opt, undefined),
+            case {[X || X <- Numbers, is_number(Min), X < Min], [X || X <- Numbers, is_number(Max), X > Max]} of
+                {[_ | _], _} -> {error, {invalid, Opt, Value, {min, Min, maps:get(min_why, Opt, "")}}};
+                {_, [_ | _]} -> {error, {invalid, Opt, Value, {max, Max, maps:get(max_why, Opt, "")}}};
+                {[], []} -> ok
+            end
+    end.
+
+%% @doc The option named `Name' of `Schema'.
+-spec find(atom(), schema()) -> {ok, option()} | error.
+find(Name, Schema) ->
+    case [O || #{name := N} = O <- Schema, N =:= Name] of
+        [O | _] -> {ok, O};
+        [] -> error
+    end.
+
+%% @doc An option's name as a line shows it: its key, or its flag (the
+%% short one first, as PerfTest's and erlperf's messages name them).
+-spec shown(option(), names()) -> string().
+shown(#{short := S}, flag) -> "-" ++ S;
+shown(#{long := L}, flag) -> "--" ++ L;
+shown(#{name := N}, _) -> atom_to_list(N).
+
+%% @doc One line for each error, naming options by their keys.
+-spec format_error(error_reason()) -> unicode:chardata().
+format_error(Reason) ->
+    format_error(Reason, key).
+
+%% @doc One line for each error, naming options as `Names' says.
+-spec format_error(error_reason(), names()) -> unicode:chardata().
+format_error({unknown_option, K}, _) ->
+    io_lib:format("unknown option ~0tp", [K]);
+format_error({invalid, Opt, Value, {type, Type}}, Names) ->
+    io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [value_text(Value), shown(Opt, Names), type_text(Type)]);
+format_error({invalid, Opt, Value, {min, Min, Why}}, Names) ->
+    io_lib:format("invalid value '~ts' for ~ts: expected a number >= ~ts~ts",
+                  [value_text(Value), shown(Opt, Names), number_text(Min), why(Why)]);
+format_error({invalid, Opt, Value, {max, Max, Why}}, Names) ->
+    io_lib:format("invalid value '~ts' for ~ts: at most ~ts~ts",
+                  [value_text(Value), shown(Opt, Names), number_text(Max), why(Why)]);
+format_error({conflict, A, B, Why}, Names) ->
+    io_lib:format("~ts and ~ts cannot be used together~ts", [shown(A, Names), shown(B, Names), why(Why)]);
+format_error({requires, A, Bs, Why}, Names) ->
+    io_lib:format("~ts needs ~ts~ts", [shown(A, Names), lists:join(" or ", [shown(B, Names) || B <- Bs]),
+                                       why(Why)]);
+format_error({rule, Format, Args}, Names) ->
+    io_lib:format(Format, [case A of
+                               {opt, O} -> shown(O, Names);
+                               {value, V} -> value_text(V)
+                           end || A <- Args]).
+
+%%--------------------------------------------------------------------
+
+first([]) -> ok;
+first([F | Rest]) ->
+    case F() of
+        ok -> first(Rest);
+        {error, _} = E -> E
+    end.
+
+values(Schema, Given) ->
+    first([fun() -> check_value(O, maps:get(N, Given)) end
+           || #{name := N} = O <- Schema, maps:is_key(N, Given)]).
+
+conflicts(Schema, Given) ->
+    case [{A, B} || #{name := N} = A <- Schema, maps:is_key(N, Given),
+                    C <- maps:get(conflicts, A, []), maps:is_key(C, Given),
+                    {ok, B} <- [find(C, Schema)]] of
+        [{A, B} | _] -> {error, {conflict, A, B, maps:get(why, A, "")}};
+        [] -> ok
+    end.
+
+requires(Schema, Given) ->
+    case [A || #{name := N, requires := Rs} = A <- Schema, maps:is_key(N, Given),
+               Rs =/= [], not lists:any(fun(R) -> maps:is_key(R, Given) end, Rs)] of
+        [A | _] ->
+            {error, {requires, A, [B || R <- maps:get(requires, A), {ok, B} <- [find(R, Schema)]],
+                     maps:get(why, A, "")}};
+        [] ->
+            ok
+    end.
+
+has_type(term, _) -> true;
+has_type(boolean, V) -> is_boolean(V);
+has_type(count, V) -> is_integer(V) andalso V >= 0;
+has_type(string, V) -> is_text(V);
+has_type(cookie, V) -> is_text(V) orelse is_atom(V);
+has_type(integer, V) -> is_integer(V);
+has_type(pos_integer, V) -> is_integer(V) andalso V > 0;
+has_type(non_neg_integer, V) -> is_integer(V) andalso V >= 0;
+has_type(quantity, V) -> is_integer(V) andalso V > 0;
+has_type(number, V) -> is_number(V);
+has_type(pos_number, V) -> is_number(V) andalso V > 0;
+has_type(percent, V) -> is_number(V) andalso V > 0;
+has_type(fraction, V) -> is_number(V) andalso V > 0 andalso V < 1;
+has_type({enum, L}, V) -> lists:member(V, L);
+has_type({list, T}, V) -> is_list(V) andalso lists:all(fun(X) -> has_type(T, X) end, V);
+has_type({one_of, Ts}, V) -> lists:any(fun(T) -> has_type(T, V) end, Ts).
+
+is_text(V) when is_binary(V) -> true;
+is_text(V) when is_list(V) -> io_lib:char_list(V);
+is_text(_) -> false.
+
+elements({list, _}, L) when is_list(L) -> L;
+elements(_, X) -> [X].
+
+type_text(boolean) -> "true or false";
+type_text(count) -> "a count";
+type_text(string) -> "text";
+type_text(cookie) -> "a cookie";
+type_text(integer) -> "an integer";
+type_text(pos_integer) -> "a positive integer";
+type_text(non_neg_integer) -> "a non-negative integer";
+type_text(quantity) -> "a positive count";
+type_text(number) -> "a number";
+type_text(pos_number) -> "a positive number";
+type_text(percent) -> "a positive percentage";
+type_text(fraction) -> "a fraction below 1";
+type_text({enum, L}) -> ["one of ", lists:join(", ", [atom_to_list(A) || A <- L])];
+type_text({list, T}) -> ["a list of ", type_text(T)];
+type_text({one_of, Ts}) ->
+    %% (`undefined' stands for "not given": not worth telling)
+    lists:join(" or ", [type_text(T) || T <- Ts, T =/= {enum, [undefined]}]);
+type_text(term) -> "a value".
+
+why("") -> "";
+why(Why) -> [" (", Why, ")"].
+
+number_text(N) when is_integer(N) -> integer_to_list(N);
+number_text(N) -> float_to_list(float(N), [short]).
+
+%% A value as a line quotes it: numbers as the command line writes them,
+%% text as it is (one line, at most 80 characters), anything else printed.
+value_text(V) when is_number(V) -> number_text(V);
+value_text(V) when is_atom(V) -> atom_to_list(V);
+value_text(V) ->
+    Text = case is_text(V) of
+               true -> unicode:characters_to_list(V);
+               false -> lists:flatten(io_lib:format("~0tP", [V, 8]))
+           end,
+    Line = [case C of C when C < 32; C =:= 127 -> $?; C -> C end || C <- Text],
+    case string:length(Line) > 80 of
+        true -> string:slice(Line, 0, 77) ++ "...";
+        false -> Line
+    end.

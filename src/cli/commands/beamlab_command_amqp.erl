@@ -173,7 +173,27 @@ perftest_options() ->
 options() ->
     own_options() ++ hidden_options() ++ beamlab_cli_args:common_options().
 
+%% PerfTest's options, bounded as the kind's schema bounds them (the same
+%% limit and reason for `-x 200000' as for `producers => 200000').
 own_options() ->
+    Schema = beamlab_experiment_amqp:options(),
+    [case schema_option(O, Schema) of
+         {ok, S} -> maps:merge(O, maps:with([max, max_why], S));
+         error -> O
+     end || O <- flag_options()].
+
+%% The kind's option a flag stands for: the one with the same flag.
+schema_option(O, Schema) ->
+    case [S || S <- Schema, flag(S) =/= none, flag(S) =:= flag(O)] of
+        [S | _] -> {ok, S};
+        [] -> error
+    end.
+
+flag(#{short := S}) -> {short, S};
+flag(#{long := L}) -> {long, L};
+flag(_) -> none.
+
+flag_options() ->
     Bool = {enum, [true, false]},
     [#{name => uri, short => "h", long => "uri", type => string,
        default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
@@ -260,9 +280,9 @@ own_options() ->
      #{name => json_body, short => "jb", long => "json-body", type => boolean, default => false,
        help => "random JSON documents of about -s bytes as bodies"},
      #{name => body_field_count, short => "bfc", long => "body-field-count", type => pos_integer,
-       default => 1000, metavar => "N", help => "fields to draw the JSON bodies from"},
+       max => 100000, max_why => "fields kept in memory", default => 1000, metavar => "N", help => "fields to draw the JSON bodies from"},
      #{name => body_count, short => "bc", long => "body-count", type => pos_integer,
-       default => 100, metavar => "N", help => "JSON bodies generated in advance"},
+       max => 100000, max_why => "bodies kept in memory", default => 100, metavar => "N", help => "JSON bodies generated in advance"},
      #{name => message_properties, short => "mp", long => "message-properties", type => string,
        multi => true, metavar => "K=V,...", help => "message properties (priority=5, "
                                                    "contentType=...); other keys are headers"},
@@ -340,9 +360,9 @@ own_options() ->
      #{name => tcp_no_delay, short => "tnd", long => "tcp-no-delay", type => Bool,
        metavar => "true|false", help => "TCP_NODELAY (default: true)"},
      #{name => tcp_send_buffer, short => "tsbs", long => "tcp-send-buffer-size",
-       type => pos_integer, metavar => "BYTES", help => "TCP send buffer"},
+       type => pos_integer, max => 268435456, max_why => "256 MiB", metavar => "BYTES", help => "TCP send buffer"},
      #{name => tcp_receive_buffer, short => "trbs", long => "tcp-receive-buffer-size",
-       type => pos_integer, metavar => "BYTES", help => "TCP receive buffer"},
+       type => pos_integer, max => 268435456, max_why => "256 MiB", metavar => "BYTES", help => "TCP receive buffer"},
      #{name => use_default_ssl_context, short => "udsc", long => "use-default-ssl-context",
        type => boolean, default => false,
        help => "verify the broker with the system's trust store (the default without --tls-ca-file)"},
@@ -397,7 +417,7 @@ own_options() ->
 %% PerfTest's options that beamlab does not take as they are: parsed so
 %% that a script passing them gets one clear line.
 hidden_options() ->
-    Known = [L || #{long := L} <- own_options() ++ beamlab_cli_args:common_options()],
+    Known = [L || #{long := L} <- flag_options() ++ beamlab_cli_args:common_options()],
     Takes = ["ctp", "ei", "em", "hst", "isn", "ist", "niot", "niotp", "o2gr", "o2id",
              "o2p", "o2sec", "o2uri", "pst"],
     [maps:merge(#{name => list_to_atom("perftest:" ++ Long), long => Long, hidden => true,
@@ -492,7 +512,12 @@ config(P0) ->
     _ = [beamlab_cli_error:usage("unexpected argument '~ts' (each value needs its own option, "
                                  "e.g. -f persistent -f mandatory)", [A])
          || A <- lists:sublist(maps:get(args, P), 1)],
-    check_bounds(G),
+    %% The values given, as the kind's schema names them: the same check
+    %% (and line, naming the flag) as the library's.
+    Schema = beamlab_experiment_amqp:options(),
+    Given = maps:from_list([{K, V} || O <- flag_options(), {ok, #{name := K}} <- [schema_option(O, Schema)],
+                                      V <- [G(maps:get(name, O))], V =/= undefined]),
+    refuse(beamlab_experiment_amqp:check_options(Given)),
     Uri = G(uri),
     Uris = uris(G(uris)),
     _ = [check_uri(U) || U <- [Uri | Uris]],
@@ -515,7 +540,6 @@ config(P0) ->
     G(predeclared) =:= true andalso Pattern =:= undefined andalso Queues =:= undefined
         andalso G(closed_loop) =:= undefined andalso
         beamlab_cli_error:usage("-p needs the queue(s): -u, --queue-file or --queue-pattern", []),
-    check_work(G, Pattern, Queues),
     Stream = G(stream),
     Type = atom_to_binary(G(exchange_type)),
     Exchange = case G(exchange) of
@@ -527,7 +551,7 @@ config(P0) ->
                             [Q] -> {Q, undefined};
                             _ -> {undefined, Queues}
                         end,
-    maps:merge(
+    Cfg = maps:merge(
       #{uri => list_to_binary(Uri), uris => [list_to_binary(U) || U <- Uris],
         producers => G(producers), consumers => G(consumers),
         producer_channels => G(producer_channels), consumer_channels => G(consumer_channels),
@@ -594,7 +618,14 @@ config(P0) ->
         recovery_interval => recovery_interval(G(recovery_interval)),
         startup_timeout => G(startup_timeout), servers_up => G(servers_up),
         shutdown_timeout => G(shutdown_timeout)},
-      tls(G, [Uri | Uris])).
+      tls(G, [Uri | Uris])),
+    %% A run that cannot work (nothing to run, -D never reached): the
+    %% kind's check, as the library's.
+    refuse(beamlab_experiment_amqp:check_config(Cfg)),
+    Cfg.
+
+refuse(ok) -> ok;
+refuse({error, R}) -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]).
 
 %% PerfTest's options without an equivalent: refused (usage error) or,
 %% for Java thread settings, accepted with a note.
@@ -619,11 +650,12 @@ perftest_only(Long, Audit) ->
 %% Numbers that PerfTest scripts write as decimals or with an exponent
 %% (-z 1e3): parsed here, so that a huge value is told its limit.
 numbers(#{opts := Opts} = P) ->
-    Num = fun(Flag, V, Min) ->
+    %% (the bounds are the schema's: check_options/1)
+    Num = fun(Flag, V, _Min) ->
                   case number(V) of
-                      {ok, N} when N >= Min -> N;
-                      _ -> beamlab_cli_error:usage("invalid value '~ts' for ~ts: expected a number "
-                                                   ">= ~ts", [V, Flag, num(Min)])
+                      {ok, N} -> N;
+                      _ -> beamlab_cli_error:usage("invalid value '~ts' for ~ts: expected a number",
+                                                   [V, Flag])
                   end
           end,
     Conv = [{interval, "-i", 0}, {time, "-z", 0}, {rate, "-r", 0}, {consumer_rate, "-R", 0}],
@@ -650,64 +682,6 @@ number(S) ->
         _ -> error
     end.
 
-%% Numbers bounded at parse time, each with the reason for its limit.
-check_bounds(G) ->
-    B = fun(Name, Flag, Max, Why) ->
-                case G(Name) of
-                    V when is_number(V), V > Max ->
-                        beamlab_cli_error:usage("invalid value '~ts' for ~ts: at most ~ts (~ts)",
-                                                [num(V), Flag, num(Max), Why]);
-                    _ -> ok
-                end
-        end,
-    B(producers, "-x", ?MAX_COUNT, "connections to one broker"),
-    B(consumers, "-y", ?MAX_COUNT, "connections to one broker"),
-    B(closed_loop, "--closed-loop", ?MAX_COUNT, "channels of one generator"),
-    B(producer_channels, "-X", ?MAX_CHANNELS, "channels per connection"),
-    B(consumer_channels, "-Y", ?MAX_CHANNELS, "channels per connection"),
-    B(size, "-s", ?MAX_BODY, "RabbitMQ's largest message, 512 MiB"),
-    B(qos, "-q", 65535, "AMQP's prefetch count is 16 bits"),
-    B(global_qos, "-Q", 65535, "AMQP's prefetch count is 16 bits"),
-    B(confirm, "-c", 10000000, "unconfirmed messages kept per channel"),
-    B(interval, "-i", 86400, "one day"),
-    B(time, "-z", ?MAX_SECONDS, "one year"),
-    B(rate, "-r", ?MAX_RATE, "messages per second per channel"),
-    B(consumer_rate, "-R", ?MAX_RATE, "messages per second per channel"),
-    B(consumer_latency, "-L", ?MAX_LATENCY, "one minute per message"),
-    B(heartbeat, "-b", 65535, "AMQP's heartbeat is 16 bits"),
-    B(frame_max, "-M", 4294967295, "AMQP's frame_max is 32 bits"),
-    B(confirm_timeout, "-ct", 86400, "one day"),
-    B(producer_start_delay, "-prsd", 86400, "one day"),
-    B(consumer_start_delay, "-csd", 86400, "one day"),
-    B(shutdown_timeout, "-st", 3600, "one hour"),
-    B(startup_timeout, "-sst", 86400, "one day"),
-    B(polling_interval, "-pi", 3600000, "one hour"),
-    B(body_field_count, "-bfc", 100000, "fields kept in memory"),
-    B(body_count, "-bc", 100000, "bodies kept in memory"),
-    B(routing_key_cache, "-rkcs", 1000000, "keys kept in memory"),
-    B(ptxsize, "-m", 100000000, "messages per transaction"),
-    B(ctxsize, "-n", 100000000, "messages per transaction"),
-    B(tcp_send_buffer, "-tsbs", 268435456, "256 MiB"),
-    B(tcp_receive_buffer, "-trbs", 268435456, "256 MiB"),
-    case G(frame_max) of
-        F when is_integer(F), F > 0, F < 4096 ->
-            beamlab_cli_error:usage("invalid value '~b' for -M: 0 (the broker's) or at least 4096 "
-                                    "(AMQP's smallest frame_max)", [F]);
-        _ -> ok
-    end,
-    case G(interval) of
-        I when I < 0.01 -> beamlab_cli_error:usage("invalid value '~ts' for -i: at least 0.01 s",
-                                                   [num(I)]);
-        _ -> ok
-    end,
-    case G(time) of
-        Z when is_number(Z), Z =< 0 -> beamlab_cli_error:usage("invalid value '~ts' for -z: a "
-                                                               "positive duration", [num(Z)]);
-        _ -> ok
-    end.
-
-num(V) when is_integer(V) -> integer_to_list(V);
-num(V) -> float_to_list(float(V), [short]).
 
 check_uri(Uri) ->
     case beamlab_amqp_uri:parse(Uri) of
@@ -748,34 +722,6 @@ id(S) ->
             beamlab_cli_error:usage("-d: the test id is empty", []);
         true -> B
     end.
-
-%% A run that has nothing to do, or whose counts can never be reached (it
-%% would wait forever without a word), is a usage error.
-check_work(G, Pattern, Queues) ->
-    ClosedLoop = G(closed_loop) =/= undefined,
-    NP = G(producers) * G(producer_channels),
-    NC = G(consumers) * G(consumer_channels),
-    NP =:= 0 andalso NC =:= 0 andalso not ClosedLoop andalso
-        beamlab_cli_error:usage("nothing to run: -x 0 and -y 0 (give producers, consumers "
-                                "or --closed-loop)", []),
-    Timed = G(time) =/= undefined,
-    Shared = Pattern =:= undefined andalso Queues =:= undefined andalso G(predeclared) =:= false
-        andalso G(exchange_type) =:= direct andalso G(routing_key) =:= undefined,
-    D = G(cmessages),
-    (not Timed andalso not ClosedLoop andalso D > 0 andalso NC > 0 andalso Shared) andalso
-        case {NP, G(pmessages)} of
-            {0, _} ->
-                beamlab_cli_error:usage("-D ~b can never be reached: no producer (-x 0) publishes "
-                                        "to the run's queue; give -z or producers",
-                                        [G(cmessages)]);
-            {_, C} when C > 0, NC * D > NP * C ->
-                beamlab_cli_error:usage(
-                  "-D ~b can never be reached: ~b consumer channel(s) would need ~b messages "
-                  "but ~b producer channel(s) publish ~b in all (-C ~b) to one queue the "
-                  "consumers share; lower -D, raise -C or give -z",
-                  [G(cmessages), NC, NC * G(cmessages), NP, NP * C, C]);
-            _ -> ok
-        end.
 
 bin(undefined) -> undefined;
 bin(S) -> unicode:characters_to_binary(S).

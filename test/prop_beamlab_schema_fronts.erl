@@ -1,0 +1,156 @@
+%%% @doc One schema, two front ends (#31): option maps generated from
+%%% each experiment kind's schema (`options/0') are given to the command
+%%% line (as its flags, parsed and turned into the experiment as
+%%% `beamlab KIND ...' does) and to the library (as the map the public API
+%%% takes, turned into the experiment and checked as `beamlab:KIND/2'
+%%% does). Both must accept the same maps and refuse the same ones for the
+%%% same reason: the library's reason, formatted naming flags, is the
+%%% command line's line.
+%%%
+%%% The values are drawn around each option's bounds (below the minimum,
+%%% at it, inside, at the maximum, beyond it), of the form the flag's
+%%% parser reads (integers for an integer flag, decimals for a flag read as
+%%% text). A kind whose schema declares no bounded option with a flag has
+%%% nothing to generate; `fronts/1' says how each kind is reached.
+-module(prop_beamlab_schema_fronts).
+
+-include_lib("proper/include/proper.hrl").
+-include_lib("eunit/include/eunit.hrl").
+
+-export([prop_cli_and_api_agree/0]).
+
+%% The kinds, their command and how the library builds their experiment.
+fronts(amqp) ->
+    {ok, beamlab_command_amqp, fun(Map) -> beamlab_experiment_opts:amqp(Map) end};
+fronts(_) ->
+    none.
+
+%% Options of a kind worth generating: bounded or typed, reached by a flag.
+generated(Kind) ->
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    {ok, Cmd, _} = fronts(Kind),
+    Flags = Cmd:options(),
+    [{O, cli_type(O, Flags)} || O <- Mod:options(), maps:is_key(short, O) orelse maps:is_key(long, O),
+                                maps:is_key(type, O), cli_type(O, Flags) =/= none].
+
+%% The type of the command line's flag for a schema option (how its text is read).
+cli_type(O, Flags) ->
+    case [maps:get(type, F) || F <- Flags, same_flag(O, F)] of
+        [T | _] -> T;
+        [] -> none
+    end.
+
+same_flag(#{short := S}, #{short := S}) -> true;
+same_flag(#{short := _}, _) -> false;
+same_flag(#{long := L}, #{long := L}) -> true;
+same_flag(_, _) -> false.
+
+kinds() ->
+    [M:name() || M <- beamlab_experiment_kind:all(), fronts(M:name()) =/= none].
+
+%%--------------------------------------------------------------------
+%% Generators
+
+%% A value around the option's bounds, of the form its flag reads.
+value(Opt, CliType) ->
+    Min = maps:get(min, Opt, 0),
+    Max = maps:get(max, Opt, 1000),
+    Integer = lists:member(CliType, [integer, pos_integer, non_neg_integer]),
+    Ints = oneof([range(-3, 3), Max, Max + 1, range(Max - 2, Max + 2), range(0, min(Max, 100000)),
+                  integer(-2, 2)]),
+    case Integer of
+        true -> Ints;
+        false -> oneof([Ints, Min, Min / 2, ?LET(F, float(0.0, 1.0), F * Max * 1.1)])
+    end.
+
+option_map(Kind) ->
+    Opts = generated(Kind),
+    ?LET(Picked, list(oneof([{O, T} || {O, T} <- Opts])),
+         ?LET(Values, [{O, value(O, T)} || {O, T} <- lists:ukeysort(1, Picked)],
+              %% in the schema's order: the order of the checks
+              [{O, V} || O0 <- [O || {O, _} <- Opts], {O, V} <- Values, O =:= O0])).
+
+kind_and_map() ->
+    ?LET(Kind, oneof(kinds()), {Kind, option_map(Kind)}).
+
+%%--------------------------------------------------------------------
+%% The two front ends
+
+%% The command line: the flags parsed, then the experiment built (as the
+%% command does, before anything runs).
+cli(Kind, Pairs) ->
+    {ok, Cmd, _} = fronts(Kind),
+    Argv = lists:append([[flag(O), text(V)] || {O, V} <- Pairs]),
+    case beamlab_cli_args:parse(Argv, Cmd:options()) of
+        {error, Msg} ->
+            {refused, flat(Msg)};
+        {ok, Parsed} ->
+            try Cmd:experiment(Parsed#{command => atom_to_list(Kind), argv => Argv}) of
+                _ -> accepted
+            catch
+                throw:{beamlab_cli_error, usage, Msg} -> {refused, flat(Msg)}
+            end
+    end.
+
+%% The library: the map as the API takes it, the experiment built and
+%% checked; a refusal formatted naming flags.
+api(Kind, Pairs) ->
+    {ok, _, Build} = fronts(Kind),
+    Map = maps:from_list([{maps:get(name, O), V} || {O, V} <- Pairs]),
+    Result = case Build(Map) of
+                 {ok, Exp} -> beamlab_experiment:check(Exp);
+                 {error, _} = E -> E
+             end,
+    case Result of
+        ok -> accepted;
+        {error, {Kind, {option, R}}} -> {refused, flat(beamlab_schema:format_error(R, flag))};
+        {error, Other} -> {other, Other}
+    end.
+
+flag(#{short := S}) -> "-" ++ S;
+flag(#{long := L}) -> "--" ++ L.
+
+text(V) when is_integer(V) -> integer_to_list(V);
+text(V) when is_float(V) -> float_to_list(V, [short]).
+
+flat(Chars) -> unicode:characters_to_list(Chars).
+
+%%--------------------------------------------------------------------
+%% Properties
+
+prop_cli_and_api_agree() ->
+    ?FORALL({Kind, Pairs}, kind_and_map(),
+            begin
+                Cli = cli(Kind, Pairs),
+                Api = api(Kind, Pairs),
+                ?WHENFAIL(io:format("~p ~p~n  cli: ~p~n  api: ~p~n", [Kind, Pairs, Cli, Api]),
+                          collect(element(1, {Cli}) =:= accepted, Cli =:= Api))
+            end).
+
+%% Both refusing and accepting happen (the generator reaches both sides).
+both_sides_are_reached_test() ->
+    ?assertEqual([amqp], kinds()),
+    ?assertMatch({refused, "invalid value '-5' for -r: expected a number >= 0"},
+                 cli(amqp, [{opt(amqp, rate), -5}])),
+    ?assertEqual(cli(amqp, [{opt(amqp, rate), -5}]), api(amqp, [{opt(amqp, rate), -5}])),
+    ?assertEqual(accepted, cli(amqp, [{opt(amqp, rate), 5}])),
+    ?assertEqual(accepted, api(amqp, [{opt(amqp, rate), 5}])),
+    ?assertEqual({refused, "nothing to run: -x 0 and -y 0 (give producers, consumers or --closed-loop)"},
+                 api(amqp, [{opt(amqp, producers), 0}, {opt(amqp, consumers), 0}])).
+
+%% The library's own line names the key.
+api_line_names_the_key_test() ->
+    {error, R} = beamlab_experiment_opts:amqp(#{rate => -5}),
+    ?assertEqual("invalid value '-5' for rate: expected a number >= 0", flat(beamlab:format_error(R))),
+    {error, R2} = beamlab_experiment_opts:amqp(#{producers => 200000}),
+    ?assertEqual("invalid value '200000' for producers: at most 100000 (connections to one broker)",
+                 flat(beamlab:format_error(R2))).
+
+opt(Kind, Name) ->
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    {ok, O} = beamlab_schema:find(Name, Mod:options()),
+    O.
+
+cli_and_api_agree_test_() ->
+    {timeout, 120,
+     ?_assert(proper:quickcheck(prop_cli_and_api_agree(), [{numtests, 300}, {to_file, user}]))}.
