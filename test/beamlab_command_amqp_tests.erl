@@ -179,7 +179,10 @@ sample(Long, Dir) ->
         "rate" -> ["100"]; "consumer-rate" -> ["100"]; "requeue" -> ["false"];
         "routing-key-cache-size" -> ["10"]; "size" -> ["1000"];
         "stream-consumer-offset" -> ["first"];
-        "sasl-external" -> Tls ++ ["--tls-cert-file", File, "--tls-key-file", File];
+        %% (real PEM files: they are checked before any connection, #34)
+        "sasl-external" -> ok = beamlab_test_tls:make(Dir),
+                           Tls ++ ["--tls-cert-file", filename:join(Dir, "client.pem"),
+                                   "--tls-key-file", filename:join(Dir, "client.key")];
         "stream-max-segment-size-bytes" -> ["100mb"]; "server-name-indication" -> ["b"] ++ Tls;
         "servers-startup-timeout" -> ["5"]; "shutdown-timeout" -> ["2"];
         "servers-up-limit" -> ["1"]; "type" -> ["fanout"]; "body-content-type" -> ["text/plain"];

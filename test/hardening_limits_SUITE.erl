@@ -12,15 +12,16 @@
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
 -export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
+-export([report_long_history_bounded/1, home_unset_one_line/1]).
 
 all() ->
     [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
 
 groups() ->
     [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
-     {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded]},
+     {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded, report_long_history_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
-     {readable, [], [check_runner_raises_readable, tls_files_checked]},
+     {readable, [], [check_runner_raises_readable, tls_files_checked, home_unset_one_line]},
      {secrets, [], [uri_query_secrets_masked]}].
 
 init_per_suite(Config) ->
@@ -292,4 +293,65 @@ tls_files_checked(_Config) ->
                                                                           "--tls-key-file", F("client.key")]],
                                     #{dir => Dir}),
     ?assertNot(has(Good, "--tls-")),
+    ok.
+
+%%--------------------------------------------------------------------
+%% A report over a long history (problem 8): the trend covers every run,
+%% read from a summary of each; only the newest runs are held whole and
+%% shown in detail (bench/report_history.escript measures the time and
+%% memory). Here: 45 runs, the page's trend has all 45 in order, its
+%% detail the newest 30 (beamlab_report_html:detail_runs/0); a history of
+%% 3 keeps all of them in detail.
+report_long_history_bounded(Config) ->
+    Dir = tmp(),
+    Hist = filename:join(Dir, "hist"),
+    ok = filelib:ensure_path(Hist),
+    {ok, Bin} = file:read_file(?config(run, Config)),
+    {ok, J} = beamlab_json:decode(Bin),
+    Names = [begin
+                 Name = lists:flatten(io_lib:format("r~3..0b", [I])),
+                 Started = iolist_to_binary(io_lib:format("2026-11-01T10:~2..0b:00Z", [I])),
+                 ok = file:write_file(filename:join(Hist, Name ++ ".json"),
+                                      beamlab_json:encode(J#{<<"started_at">> => Started})),
+                 list_to_binary(Name)
+             end || I <- lists:seq(0, 44)],
+    #{code := 0, out := Out} = cli(["report", Hist, "-o", "h.html"], #{dir => Dir}),
+    ?assert(has(Out, "(45 run(s)")),
+    Data = page_data(filename:join(Dir, "h.html")),
+    #{<<"history">> := #{<<"runs">> := HRuns}, <<"runs">> := Detail} = Data,
+    ?assertEqual(Names, [L || #{<<"label">> := L} <- HRuns]),
+    ?assertEqual(lists:nthtail(15, Names), [L || #{<<"label">> := L} <- Detail]),
+    Few = filename:join(Dir, "few"),
+    ok = filelib:ensure_path(Few),
+    [{ok, _} = file:copy(filename:join(Hist, binary_to_list(N) ++ ".json"),
+                         filename:join(Few, binary_to_list(N) ++ ".json")) || N <- lists:sublist(Names, 3)],
+    #{code := 0} = cli(["report", Few, "-o", "f.html"], #{dir => Dir}),
+    #{<<"runs">> := All} = page_data(filename:join(Dir, "f.html")),
+    ?assertEqual(lists:sublist(Names, 3), [L || #{<<"label">> := L} <- All]),
+    ok.
+
+page_data(Html) ->
+    {ok, Page} = file:read_file(Html),
+    [_, Rest] = binary:split(Page, <<"<script type=\"application/json\" id=\"beamlab-data\">">>),
+    [Json | _] = binary:split(Rest, <<"</script>">>),
+    {ok, Data} = beamlab_json:decode(Json),
+    Data.
+
+%%--------------------------------------------------------------------
+%% A careless environment (problem 13, the part the VM can check): HOME
+%% unset with `watch' and no --cookie printed a supervisor report and a
+%% crash report from OTP's auth server. Now one line, exit 1, before
+%% distribution starts. Variants: with --cookie (the cookie file is read
+%% first all the same), HOME set but empty, `node'.
+home_unset_one_line(_Config) ->
+    [begin
+         R = #{code := Code, err := Err} = cli(Args, #{dir => tmp(), env => [{"HOME", Home}]}),
+         ?assertEqual({1, Args}, {Code, Args}),
+         one_line(R),
+         ?assert(has(Err, "HOME is not set")),
+         [?assertNot(has(Err, Bad)) || Bad <- ["Supervisor", "crasher", "badmatch", "basedir"]]
+     end || {Args, Home} <- [{["watch", "--node", "nosuch@127.0.0.1"], false},
+                             {["watch", "--node", "nosuch@127.0.0.1", "--cookie", "c00kie"], false},
+                             {["watch", "--node", "nosuch@127.0.0.1"], ""},
+                             {["node", "--name", "limits_home@127.0.0.1"], false}]],
     ok.
