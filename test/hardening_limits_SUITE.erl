@@ -8,7 +8,8 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
--export([compare_crafted_numbers/1, crafted_numbers_property/1]).
+-export([compare_crafted_numbers/1, crafted_numbers_property/1, crafted_uris_property/1,
+         crafted_paths_property/1]).
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
 -export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
@@ -22,7 +23,7 @@ groups() ->
      {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded, report_long_history_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
      {readable, [], [check_runner_raises_readable, tls_files_checked, home_unset_one_line]},
-     {secrets, [], [uri_query_secrets_masked]}].
+     {secrets, [], [uri_query_secrets_masked, crafted_uris_property, crafted_paths_property]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("limits"),
@@ -355,3 +356,17 @@ home_unset_one_line(_Config) ->
                              {["watch", "--node", "nosuch@127.0.0.1"], ""},
                              {["node", "--name", "limits_home@127.0.0.1"], false}]],
     ok.
+
+%% The URIs class of the crafted-input properties: secrets in user-info
+%% and in secret-named query parameters never reach an error line or a
+%% recorded command line.
+crafted_uris_property(_Config) ->
+    ?assert(proper:quickcheck(prop_beamlab_crafted:prop_uri_secrets(), [{numtests, 300}, {to_file, user}])).
+
+%% The paths class: crafted output paths for report and compare answer in
+%% one line and never change the input.
+crafted_paths_property(Config) ->
+    Dir = tmp(),
+    Input = filename:join(Dir, "r.json"),
+    {ok, _} = file:copy(?config(run, Config), Input),
+    ?assert(proper:quickcheck(prop_beamlab_crafted:prop_output_paths(Dir, Input), [{numtests, 100}, {to_file, user}])).
