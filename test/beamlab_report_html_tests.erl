@@ -24,3 +24,27 @@ unanswered_gap_test() ->
     %% No silence, no extra point.
     Quiet = telemetry_doc(#{t_ms => [1000, 2000], run_queue => [1, 2]}),
     ?assertEqual({[0, 1.0], [1, 2]}, maps:get(<<"run_queue">>, series(Quiet))).
+
+%% message_load's per-second maps of 2 repetitions of 1000 ms: one line per
+%% repetition and key over the seconds of that repetition (never one line
+%% over seconds 1..4), the partial second after each period left out and
+%% counted, and none of it from a matrix's fresh-VM repetitions.
+per_second_repetitions_test() ->
+    Series = [#{rep => R, second => S, goodput => G, flushput => 10}
+              || {R, S, G} <- [{1, 1, 26000}, {1, 2, 0}, {2, 1, 27000}, {2, 2, 450}]],
+    B = beamlab_result:benchmark(<<"message_load">>, [26000.0, 27000.0],
+                                 #{group => <<"message_load">>, metric => goodput, unit => 'msg/s', better => higher,
+                                   params => #{duration => 1000}, extra => #{series => Series}}),
+    D = beamlab_result:add_benchmarks(telemetry_doc(#{}), [B]),
+    #{runs := [#{series := Model}]} = beamlab_report_html:model([{<<"a">>, D}]),
+    Goodput = [S || S = #{name := <<"message_load series.goodput">>} <- Model],
+    ?assertEqual([{1, [1], [26000], 1}, {2, [1], [27000], 1}],
+                 [{R, T, Y, P} || #{rep := R, t := T, y := Y, partial := P} <- Goodput]),
+    %% A point that says it lasted less than a second is partial too.
+    Short = B#{extra := #{series => [#{rep => 1, second => 1, goodput => 5, ms => 300}]}},
+    #{runs := [#{series := M2}]} = beamlab_report_html:model([{<<"a">>, beamlab_result:add_benchmarks(telemetry_doc(#{}), [Short#{params := #{}}])}]),
+    ?assertEqual([], [S || S = #{name := <<"message_load series.goodput">>} <- M2]),
+    %% A matrix's benchmark: its samples are fresh VMs, not seconds.
+    Rep = B#{extra := #{inner_benchmark => <<"message_load">>, series => Series}},
+    #{runs := [#{series := M3}]} = beamlab_report_html:model([{<<"a">>, beamlab_result:add_benchmarks(telemetry_doc(#{}), [Rep])}]),
+    ?assertEqual([], M3).

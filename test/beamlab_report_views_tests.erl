@@ -113,3 +113,42 @@ series_unit_test() ->
     ?assertEqual(<<"load average">>, U(<<"load1">>)),
     ?assertEqual(<<"count">>, U(<<"processes">>)),
     ?assertEqual(<<"count">>, U(<<"run_queue">>)).
+
+%% Two values of a parameter are levels (zlib 0 and 6): categorical, never
+%% a log axis; the title's workload is the benchmarks' group; a point
+%% without an interval has none (never a band of width 0).
+categorical_sweep_test() ->
+    Bs = [bench(iolist_to_binary(io_lib:format("ser[compressed=~b,term=~s]", [C, T])), Vs,
+                #{group => <<"serialization">>, params => #{compressed => C, term => T}})
+          || T <- [binary, atoms], {C, Vs} <- [{0, [1.0, 1.1, 0.9]}, {6, [100.0]}]],
+    [#{categorical := true, log := false, workload := <<"serialization">>, method := Method,
+       series := [#{points := [[0, _, Lo, Hi, 3], [6, 100.0, null, null, 1]]} | _]}] =
+        beamlab_report_views:sweeps(doc(suite, Bs)),
+    ?assert(Lo < Hi),
+    ?assert(is_binary(Method)),
+    Three = [bench(integer_to_binary(S), [1.0, 2.0], #{params => #{n => S}}) || S <- [10, 50, 200]],
+    ?assertMatch([#{categorical := false, workload := <<>>}], beamlab_report_views:sweeps(doc(suite, Three))).
+
+%% A matrix of `run': iterations per 100 ms sample drawn per second, as
+%% the command line prints them.
+matrix_per_second_test() ->
+    Bs = [beamlab_result:benchmark(<<C/binary, " / f">>, [100.0, 120.0, 110.0],
+                                   #{group => C, unit => iterations, better => higher, metric => throughput,
+                                     params => #{config => C, sample => #{duration_ms => 100}},
+                                     extra => #{inner_benchmark => <<"f">>}})
+          || C <- [<<"a">>, <<"b">>]],
+    D0 = doc(matrix, Bs),
+    D = D0#{params := #{<<"baseline">> => <<"a">>},
+            extra := #{<<"configs">> => [#{<<"name">> => <<"a">>}, #{<<"name">> => <<"b">>}]}},
+    #{rows := [#{unit := <<"iterations/s">>, cells := [#{mean := M, ci := [Lo, Hi], samples := [1000.0, 1200.0, 1100.0]} | _]}]} =
+        beamlab_report_views:matrix(D),
+    ?assert(abs(M - 1100) < 1.0e-6),
+    ?assert(Lo < M andalso M < Hi).
+
+%% A growth finding is shaded to the last sample of its evidence
+%% (`last_ms'), past the sample that raised it (`to_ms').
+marks_last_sample_test() ->
+    D0 = beamlab_result:set(telemetry, #{t_ms => [1000, 2000, 3000]}, doc(bench, [])),
+    D = beamlab_result:add_findings(D0, [beamlab_result:finding(x, warning, <<"T">>, <<>>, <<>>,
+                                                                #{from_ms => 1100, to_ms => 1500, last_ms => 2900})]),
+    ?assertEqual([#{title => <<"T">>, severity => warning, from => 0.1, to => 1.9}], beamlab_report_views:marks(D)).

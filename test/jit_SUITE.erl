@@ -283,7 +283,7 @@ preset_jit_study(Config) ->
         false -> ct:log("no chromium: the page is not drawn");
         Chromium ->
             Dom = dom(Chromium, Html),
-            [?assertNotEqual(nomatch, binary:match(Dom, <<"<figcaption>", S/binary, ": sending rate avg</figcaption>">>))
+            [?assertNotEqual(nomatch, binary:match(Dom, <<"<figcaption>", S/binary, ": sending rate avg per configuration</figcaption>">>))
              || S <- [<<"single queue">>, <<"100 queues">>]],
             {match, Rows} = re:run(Dom, <<"class=\"interval-row\" data-row=\"([^\"]*)\"">>,
                                    [global, {capture, all_but_first, binary}]),

@@ -13,8 +13,8 @@
 -export([every_kind_renders/1, single_run_renders/1, long_series_are_downsampled/1,
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
--export([sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1, matrix_chart/1,
-         distribution_chart/1, trend_chart/1]).
+-export([sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
+         matrix_chart/1, distribution_chart/1, trend_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -23,8 +23,8 @@ groups() ->
     [{fixtures, [], [every_kind_renders, single_run_renders, long_series_are_downsampled,
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
-     {chart_kinds, [], [sweep_chart, scaling_chart, latency_chart, timeseries_chart, matrix_chart,
-                        distribution_chart, trend_chart]}].
+     {chart_kinds, [], [sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
+                        matrix_chart, distribution_chart, trend_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -142,9 +142,12 @@ cli_report_renders(Config) ->
              end || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>]],
     Out = filename:join(Dir, "cli.html"),
     #{code := 0} = beamlab_test_util:cli(["report" | Files] ++ ["-o", Out]),
-    Body = beamlab_test_util:dom_body(dump_dom(Config, Out)),
+    Dom = dump_dom(Config, Out),
+    Body = beamlab_test_util:dom_body(Dom),
     ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
-    ?assert(binary_to_integer(beamlab_test_util:dom_attr(Body, <<"data-charts-rendered">>)) >= 20).
+    ?assert(binary_to_integer(beamlab_test_util:dom_attr(Body, <<"data-charts-rendered">>)) >= 20),
+    %% Four runs side by side: the comparison table scrolls in its box.
+    layout_ok(Dom).
 
 %% Labels that could end or comment out the embedded data's <script>
 %% (saved through the escript, rendered through it): every chart is still
@@ -194,7 +197,26 @@ sweep_chart(Config) ->
     ?assertEqual([<<"size">>], texts(Fig, <<"label x-label">>)),
     ?assertMatch([<<"round_trip (", _/binary>>], texts(Fig, <<"label y-label">>)),
     ?assert(lists:member(<<"10k">>, texts(Fig, <<"tick">>))),
+    %% The title names the workload and the measure, the subtitle the band's method.
+    ?assertEqual([<<"ping_pong: round_trip (us) against size">>], captions(Fig)),
+    ?assertMatch({match, _}, re:run(Fig, <<"band: [A-Za-z]">>)),
     ?assertEqual([], figures(Dom, <<"results">>)).
+
+%% A parameter with two values (zlib levels 0 and 6) is levels, not a
+%% range: each series' two points at those values with their intervals as
+%% whiskers, no line through 1..5, and no tick at a value never measured.
+categorical_sweep_chart(Config) ->
+    F = run(Config, "categorical", ["suite", "serialization", "--param", "serialization.compressed=0,6",
+                                    "--param", "serialization.term=binary,atoms", "--param", "serialization.k=10",
+                                    "-n", "3"]),
+    Dom = report(Config, "categorical", [F]),
+    [Fig] = figures(Dom, <<"sweep">>),
+    ?assertEqual([<<"serialization: encode_decode (us) against compressed">>], captions(Fig)),
+    ?assertEqual([], attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>)),
+    ?assertEqual([<<"0">>, <<"6">>], xticks(Fig)),
+    ?assertEqual(4, count(Fig, <<"<circle">>)),
+    ?assertEqual(2, count(Fig, <<"class=\"errorbar\"">>)),
+    ?assertMatch({match, _}, re:run(Fig, <<"whiskers: [A-Za-z]">>)).
 
 %% -q: throughput against workers, every repetition as a point, the fitted
 %% Universal Scalability Law, speedup and efficiency.
@@ -222,10 +244,12 @@ scaling_chart(Config) ->
 %% message_load records latency percentiles: the spectrum from 50% to
 %% 99.9% on the 1/(1-p) axis; its per-second series over time.
 latency_chart(Config) ->
-    F = run(Config, "latency", ["suite", "message_load", "-n", "2", "--param", "message_load.duration=300",
+    F = run(Config, "latency", ["suite", "message_load", "-n", "2", "--param", "message_load.duration=1000",
                                 "--param", "message_load.warmup=100"]),
     Dom = report(Config, "latency", [F]),
     [Fig] = figures(Dom, <<"latency">>),
+    %% A log latency axis (p50 and p99.9 differ by orders of magnitude).
+    ?assertNotEqual(nomatch, binary:match(Fig, <<"data-y-scale=\"log\"">>)),
     [D] = attrs(Fig, <<"path">>, <<"spectrum">>, <<"d">>),
     %% p50, p90, p99, p99.9, rising.
     Ys = [binary_to_float(Y) || [_, Y] <- re_all(D, <<"[ML]([0-9.]+),([0-9.]+)">>)],
@@ -236,6 +260,12 @@ latency_chart(Config) ->
     [Goodput] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.goodput">>) =/= nomatch],
     %% Each series with its unit: the run's metric of that name, or its name.
     ?assertEqual([<<"msg/s">>], texts(Goodput, <<"label y-label">>)),
+    %% Two repetitions of one second each (the legend): two lines over the first second
+    %% of each, never one line over seconds 1..4; the partial second after
+    %% each measured period is left out, not drawn as a fall to 0.
+    ?assertEqual([<<"rep 1">>, <<"rep 2">>], [R || [R] <- re_all(Goodput, <<"</i>(rep [0-9]+) \\(1 s\\)</span>">>)]),
+    ?assertEqual([<<"1">>], xticks(Goodput)),
+    ?assertEqual([<<"second of the repetition">>], texts(Goodput, <<"label x-label">>)),
     [Mean] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.latency_mean_us">>) =/= nomatch],
     %% (a time in the unit that keeps it short: 9 us is drawn as 9000 ns)
     [MeanUnit] = texts(Mean, <<"label y-label">>),
@@ -250,14 +280,19 @@ timeseries_chart(Config) ->
     Marked = beamlab_result:add_findings(
                Doc, [beamlab_result:finding(scheduler_imbalance, critical, <<"Scheduler imbalance">>,
                                             <<"evidence">>, <<"advice">>,
-                                            #{from_ms => T0 + 500, to_ms => T0 + 1000})]),
+                                            #{from_ms => T0 + 500, to_ms => T0 + 1000, last_ms => T0 + 1500})]),
     F2 = filename:join(?config(priv_dir, Config), "telemetry-marked.json"),
     {ok, _} = beamlab_result:save(Marked, F2),
     Dom = report(Config, "telemetry", [F2]),
-    [Util] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"<figcaption>util</figcaption>">>) =/= nomatch],
+    [Util] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"VM telemetry util</figcaption>">>) =/= nomatch],
+    %% The title names what ran and the measure.
+    ?assertEqual([<<"lists:seq(1, 100).: VM telemetry util">>], captions(Util)),
     ?assertEqual([<<"seconds">>], texts(Util, <<"label x-label">>)),
     ?assertEqual([<<"%">>], texts(Util, <<"label y-label">>)),
     ?assertEqual(1, count(Util, <<"class=\"finding-mark\"">>)),
+    %% Shaded over the interval the finding states: 0.5 s to its last
+    %% sample at 1.5 s (past the 1.0 s that raised it).
+    ?assertEqual([{<<"0.5">>, <<"1.5">>}], [{A, B} || [A, B] <- re_all(Util, <<"class=\"finding-mark\" data-from=\"([0-9.]+)\" data-to=\"([0-9.]+)\"">>)]),
     ?assertNotEqual(nomatch, binary:match(Util, <<"Scheduler imbalance">>)),
     [UtilLine] = attrs(Util, <<"path">>, <<"series">>, <<"d">>),
     ?assertEqual(1, count(UtilLine, <<"M">>)),
@@ -268,7 +303,7 @@ timeseries_chart(Config) ->
     F3 = filename:join(?config(priv_dir, Config), "telemetry-silent.json"),
     {ok, _} = beamlab_result:save(Silent, F3),
     [Broken] = [S || S <- figures(report(Config, "telemetry-silent", [F3]), <<"timeseries">>),
-                     binary:match(S, <<"<figcaption>util</figcaption>">>) =/= nomatch],
+                     binary:match(S, <<"VM telemetry util</figcaption>">>) =/= nomatch],
     ?assertMatch([_], attrs(Broken, <<"path">>, <<"series">>, <<"d">>)),
     ?assertEqual(2, count(hd(attrs(Broken, <<"path">>, <<"series">>, <<"d">>)), <<"M">>)),
     %% The benchmark's samples over time too, per second.
@@ -285,7 +320,14 @@ matrix_chart(Config) ->
     [{ChartPos, _} | _] = binary:matches(Dom, <<"data-kind=\"matrix\"">>),
     ?assert(TablePos < ChartPos),
     [Fig] = figures(Dom, <<"matrix">>),
+    ?assertEqual([<<"lists:seq(1, 300). per configuration">>], captions(Fig)),
     ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>], attrs(Fig, <<"g">>, <<"interval-row">>, <<"data-row">>)),
+    %% Iterations per 100 ms sample as a rate, as the command line prints it.
+    ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label x-label">>)),
+    [Table] = [T || [T] <- re_all(Dom, <<"(<table class=\"matrix-table\">.*?</table>)">>)],
+    ?assertEqual(2, count(Table, <<"iterations/s">>)),
+    %% Fresh-VM repetitions are not time: no chart over seconds of them.
+    ?assertEqual([], figures(Dom, <<"timeseries">>)),
     ?assertEqual(4, count(Fig, <<"class=\"sample\"">>)),
     ?assertEqual(2, count(Fig, <<"class=\"errorbar\"">>)),
     {match, _} = re:run(Dom, <<"data-verdict=\"baseline\"">>),
@@ -345,7 +387,17 @@ render(Config, Name, Runs) ->
     Path = filename:join(?config(priv_dir, Config), Name),
     ok = beamlab_report_html:write(Path, Runs),
     Dom = dump_dom(Config, Path),
+    layout_ok(Dom),
     {beamlab_test_util:dom_body(Dom), Dom}.
+
+%% What the page's own layout check (priv/report/layout.js) found as
+%% Chromium laid it out: no point or band outside its axis, no label cut
+%% off, no table running off the page, no word broken in a title, nothing
+%% wider than its card.
+layout_ok(Dom) ->
+    Problems = beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-layout">>),
+    ct:log("layout: ~ts", [Problems]),
+    ?assertEqual(<<>>, Problems).
 
 dump_dom(Config, Path) ->
     {0, Dom} = chromium_run(Config, ["--dump-dom", "file://" ++ Path]),
@@ -380,12 +432,21 @@ report(Config, Name, Files) ->
     #{code := 0} = beamlab_test_util:cli(["report" | Files] ++ ["-o", Out]),
     Dom = dump_dom(Config, Out),
     ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-errors">>)),
+    layout_ok(Dom),
     Dom.
 
 %% The charts of a kind: each <figure data-kind=KIND> up to the end of its
 %% own chart (a nested figure's end is far enough for the assertions).
 figures(Dom, Kind) ->
     [F || [F] <- re_all(Dom, <<"(<figure class=\"card\" data-kind=\"", Kind/binary, "\">.*?</figure>)">>)].
+
+%% The text of every figure caption.
+captions(Bin) ->
+    [T || [T] <- re_all(Bin, <<"<figcaption>([^<]*)</figcaption>">>)].
+
+%% The x axis' tick labels.
+xticks(Bin) ->
+    [T || [T] <- re_all(Bin, <<"<text [^>]*data-axis=\"x\"[^>]*>([^<]*)</text>">>)].
 
 %% An attribute of every element TAG of class CLASS.
 attrs(Bin, Tag, Class, Attr) ->

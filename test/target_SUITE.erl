@@ -240,7 +240,8 @@ matrix_target_cmd(_Config) ->
                  [maps:get(<<"ERL_ZFLAGS">>, maps:get(<<"os_env">>, maps:get(<<"env">>, C))) || C <- Cs]).
 
 %% With Chromium installed: the page draws the broker heatmap (a canvas in
-%% the timeline section) without a script error.
+%% the timeline section) and the latency spectrum on a log axis, without
+%% a script error or a layout problem.
 browser_check(Html) ->
     case os:find_executable("chromium") of
         false -> ct:log("chromium not installed: page not rendered");
@@ -255,6 +256,13 @@ browser_check(Html) ->
             Dom = collect_dom(Port, []),
             {match, [Body]} = re:run(Dom, <<"<body[^>]*>">>, [{capture, first, binary}]),
             ?assertNotEqual(nomatch, binary:match(Body, <<"data-errors=\"\"">>)),
+            %% Its own layout check found nothing (no point outside its
+            %% axis, no label cut off, no table off the page).
+            ?assertNotEqual(nomatch, binary:match(Body, <<"data-layout=\"\"">>)),
+            %% The consumer latency spectrum on a log axis.
+            {match, [Latency]} = re:run(Dom, <<"<figure class=\"card\" data-kind=\"latency\">.*?</figure>">>,
+                                        [dotall, {capture, first, binary}]),
+            ?assertNotEqual(nomatch, binary:match(Latency, <<"data-y-scale=\"log\"">>)),
             [_, Timeline] = binary:split(Dom, <<"<section id=\"timeline\"">>),
             ?assertNotEqual(nomatch, binary:match(Timeline, <<"class=\"chart heatmap\"">>))
     end.

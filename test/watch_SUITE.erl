@@ -197,13 +197,17 @@ mailbox(_Config) ->
         ?assert(maps:get(<<"rate_per_s">>, maps:get(<<"data">>, F)) > 1000),
         %% One finding for the culprit: its memory grows with its queue.
         ?assertNot(lists:member(<<"process_memory_growing">>, ids(R))),
-        page(R)
+        page(R, F)
     end).
 
-%% The page as Chromium draws it: no script error, the processes' charts
-%% (the culprit's line among them) and table, the watched node's
-%% environment (its own VM, not beamlab's).
-page(#{html := Html, doc := Doc}) ->
+%% The page as Chromium draws it: no script error, nothing its layout
+%% check finds (no point outside its axis, no label cut off, no table off
+%% the page, no word broken in a title), the processes' charts (the
+%% culprit's line among them, the finding shaded over the interval it
+%% states, from the start of the rise to its last sample) and table, the
+%% watched node's environment (its own VM, not beamlab's); the node's
+%% series are observations, never "higher is better".
+page(#{html := Html, doc := Doc}, Finding) ->
     case beamlab_test_util:chromium() of
         false -> ct:log("chromium not installed: page not rendered");
         Exe ->
@@ -214,7 +218,16 @@ page(#{html := Html, doc := Doc}) ->
                                           "--user-data-dir=" ++ Dir ++ " --dump-dom 'file://" ++ File ++ "' 2>/dev/null")),
             Body = beamlab_test_util:dom_body(Dom),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-layout">>)),
+            Drawn = re:replace(Dom, <<"<script.*?</script>">>, <<>>, [dotall, global, {return, binary}]),
+            ?assertEqual(nomatch, binary:match(Drawn, <<"higher is better">>)),
             [_, Procs] = binary:split(Dom, <<"<section id=\"processes\"">>),
+            #{<<"data">> := #{<<"from_ms">> := From, <<"last_ms">> := Last}} = Finding,
+            [T0 | _] = maps:get(<<"t_ms">>, maps:get(<<"telemetry">>, Doc)),
+            {match, [[A, B] | _]} = re:run(Procs, <<"class=\"finding-mark\" data-from=\"([-0-9.e]+)\" data-to=\"([-0-9.e]+)\"">>,
+                                           [global, {capture, all_but_first, binary}]),
+            ?assert(abs(text_number(A) - (From - T0) / 1000) < 0.01),
+            ?assert(abs(text_number(B) - (Last - T0) / 1000) < 0.01),
             ?assertEqual(4, length(binary:matches(Procs, <<"data-kind=\"processes\"">>))),
             ?assertNotEqual(nomatch, binary:match(Procs, <<"data-series=\"mailbox_sink">>)),
             ?assertNotEqual(nomatch, binary:match(Procs, <<"data-kind=\"process-table\"">>)),
@@ -222,6 +235,13 @@ page(#{html := Html, doc := Doc}) ->
             [_, Env] = binary:split(Dom, <<"<section id=\"env\"">>),
             ?assertNotEqual(nomatch, binary:match(Env, <<"env.node">>)),
             ?assertNotEqual(nomatch, binary:match(Env, Node))
+    end.
+
+%% A number as JavaScript writes it in an attribute ("1", "1.5").
+text_number(B) ->
+    case string:to_float(B) of
+        {F, <<>>} -> F;
+        _ -> binary_to_integer(B)
     end.
 
 %% A node with `Fault': watched for two seconds, its finding `Id' names

@@ -247,33 +247,48 @@
     if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
     if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
-    var X = function (v) { return L + (xa.map(v) - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
-    var Y = function (v) { return T + ph - (ya.map(v) - ya.lo) / ((ya.hi - ya.lo) || 1) * ph; };
+    // A few pixels inside the frame, so a point at the end of an axis is
+    // drawn whole inside the plot, not on (or over) its edge.
+    var PAD = 6;
+    var XA = function (a) { return L + PAD + (a - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
+    var YA = function (a) { return T + ph - PAD - (a - ya.lo) / ((ya.hi - ya.lo) || 1) * (ph - 2 * PAD); };
+    var X = function (v) { return XA(xa.map(v)); };
+    var Y = function (v) { return YA(ya.map(v)); };
     var svg = frame(opts.title, W, H);
     if (xa.log) svg.setAttribute('data-x-scale', 'log');
     if (ya.log) svg.setAttribute('data-y-scale', 'log');
     ya.ticks.forEach(function (t) {
-      var py = T + ph - (t[0] - ya.lo) / ((ya.hi - ya.lo) || 1) * ph;
+      var py = YA(t[0]);
       svg.appendChild(s('line', { x1: L, x2: L + pw, y1: py, y2: py, 'class': 'grid' }));
       svg.appendChild(s('text', { x: L - 6, y: py + 4, 'class': 'tick', 'text-anchor': 'end' }, t[1]));
     });
     xa.ticks.forEach(function (t) {
-      var px = L + (t[0] - xa.lo) / ((xa.hi - xa.lo) || 1) * pw;
+      var px = XA(t[0]);
       if (px < L - 1 || px > L + pw + 1) return;
       svg.appendChild(s('line', { x1: px, x2: px, y1: T + ph, y2: T + ph + 4, 'class': 'axis' }));
-      svg.appendChild(s('text', { x: px, y: T + ph + 16, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
+      svg.appendChild(s('text', { x: px, y: T + ph + 16, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, t[1]));
     });
     svg.appendChild(s('rect', { x: L, y: T, width: pw, height: ph, 'class': 'plot' }));
     (opts.marks || []).forEach(function (m) {
       var x0 = Math.max(L, X(m.from)), x1 = Math.min(L + pw, X(Math.max(m.to, m.from)));
-      var g = s('g', { 'class': 'finding-mark' });
+      // The interval the finding states, in the axis' seconds.
+      var g = s('g', { 'class': 'finding-mark', 'data-from': m.from, 'data-to': m.to });
       g.appendChild(s('rect', { x: x0, y: T, width: Math.max(2, x1 - x0), height: ph, fill: m.color, 'fill-opacity': 0.15 }));
       g.appendChild(s('title', {}, m.title));
       svg.appendChild(g);
     });
     opts.series.forEach(function (sr) {
       var cls = sr.cls || 'series';
-      if (sr.band) {
+      var dx = sr.offset || 0;
+      if (sr.band && sr.whiskers) {
+        var wp = '';
+        for (var w = 0; w < sr.x.length; w++) {
+          if (!isNum(sr.band.lo[w]) || !isNum(sr.band.hi[w])) continue;
+          var wx = (X(sr.x[w]) + dx).toFixed(1), wlo = Y(sr.band.lo[w]).toFixed(1), whi = Y(sr.band.hi[w]).toFixed(1);
+          wp += 'M' + (wx - 4) + ',' + whi + 'h8M' + wx + ',' + whi + 'V' + wlo + 'M' + (wx - 4) + ',' + wlo + 'h8';
+        }
+        if (wp) svg.appendChild(s('path', { d: wp, stroke: sr.color, 'stroke-width': 1.5, fill: 'none', 'class': 'errorbar' }));
+      } else if (sr.band) {
         var up = '', down = '';
         for (var b = 0; b < sr.x.length; b++) {
           if (!isNum(sr.band.lo[b]) || !isNum(sr.band.hi[b])) continue;
@@ -282,7 +297,7 @@
         }
         if (up) svg.appendChild(s('path', { d: up + down + 'Z', fill: sr.color, 'fill-opacity': 0.15, stroke: 'none', 'class': 'ci-band' }));
       }
-      if (!sr.scatter) {
+      if (!sr.scatter && !sr.noLine) {
         var path = '';
         sr.starts.forEach(function (from, k) {
           var to = k + 1 < sr.starts.length ? sr.starts[k + 1] : sr.x.length;
@@ -301,9 +316,9 @@
         svg.appendChild(s('path', attrs));
       }
       if (sr.scatter || sr.markers || sr.x.length <= 3) {
-        var g = s('g', { 'class': sr.scatter ? cls : 'markers', fill: sr.color });
+        var g = s('g', { 'class': sr.scatter ? cls : 'markers', fill: sr.color, 'data-series': sr.name || '' });
         for (var j = 0; j < sr.x.length; j++) {
-          var c = s('circle', { cx: X(sr.x[j]).toFixed(1), cy: Y(sr.y[j]).toFixed(1), r: sr.scatter ? 2.5 : 3, 'fill-opacity': sr.scatter ? 0.55 : 1 });
+          var c = s('circle', { cx: (X(sr.x[j]) + dx).toFixed(1), cy: Y(sr.y[j]).toFixed(1), r: sr.scatter ? 2.5 : 3, 'fill-opacity': sr.scatter ? 0.55 : 1 });
           c.appendChild(s('title', {}, (sr.name ? sr.name + ': ' : '') + fmt(sr.x[j]) + ', ' + fmt(sr.y[j])));
           g.appendChild(c);
         }
@@ -326,18 +341,27 @@
                                                  transform: 'rotate(-90 12 ' + (T + ph / 2) + ')' }, opts.yLabel));
     done(card, svg);
     if (!opts.noLegend) card.appendChild(legend(opts.series.filter(function (sr) { return !sr.hideLegend; })));
+    // Nothing is clamped silently: an interval the log axis cannot show
+    // below zero says so.
+    if (ya.log && opts.series.some(function (sr) { return sr.band && sr.band.lo.some(function (v) { return isNum(v) && v <= 0; }); })) {
+      card.appendChild(h('div', { 'class': 'muted band-floor' }, ['An interval reaching zero or below (as its document gives it) is cut at the log axis\u2019 0.']));
+    }
     if (!opts.into) parent.appendChild(card);
     return card;
   }
 
   // One benchmark across runs: a bar per run with its CI as error bar.
-  function barChart(parent, name, items, unit, better) {
+  function barChart(parent, name, items, unit, better, method) {
     var ts = timeScale(items.map(function (it) { return it.value; }), unit), f = ts[0];
     unit = ts[1];
     items = items.map(function (it) { return Object.assign({}, it, { value: it.value * f, ci: it.ci ? [it.ci[0] * f, it.ci[1] * f] : null }); });
-    var W = 500, rowH = 30, L = 70, R = 170, T = 8;
+    // Room for the longest run label on the left and the value on the right.
+    var longest = Math.max.apply(null, items.map(function (it) { return String(it.label).length; }).concat([0]));
+    var L = Math.min(300, Math.max(70, 14 + 6.6 * longest)), R = 170, rowH = 30, T = 8, W = L + 260 + R;
     var H = T + items.length * rowH + 26;
-    var card = box(name, (unit ? unit + ', ' : '') + betterText(better), 'results');
+    // A watched node's series are observations, not a benchmark: no better.
+    var card = box(name, [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
+                   '; error bar: ' + (method || 'interval of the mean'), 'results');
     var vals = [];
     items.forEach(function (it) { vals.push(it.value); if (it.ci) { vals.push(it.ci[0], it.ci[1]); } });
     var e = extent([vals]);
@@ -375,16 +399,21 @@
     unit = ts[1];
     var sc = function (v) { return isNum(v) ? v * f : v; };
     rows = rows.map(function (r) { return Object.assign({}, r, { samples: r.samples.map(sc), mean: sc(r.mean), ci: r.ci ? r.ci.map(sc) : null }); });
+    // The row labels get the room they need (a matrix's configurations can
+    // be long); the plot keeps its width.
     var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
-    var W = 560, rowH = 30, L = Math.min(260, Math.max(150, 12 + 6.2 * longest)), R = 16, T = 8;
+    var L = Math.max(150, 14 + 6.6 * longest), R = 16, rowH = 30, T = 8, W = L + 394;
     var H = T + rows.length * rowH + 40;
     var card = box(title, subtitle, kind);
     var vals = [];
     rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
     var xa = axis(vals, false, false, 5);
-    var pw = W - L - R;
-    var X = function (v) { return L + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * pw; };
+    var pw = W - L - R, PAD = 8;
+    // Inside a frame, a few pixels from its edges: a sample at the end of
+    // the axis is drawn whole inside it.
+    var X = function (v) { return L + PAD + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
     var svg = frame(title, W, H);
+    svg.appendChild(s('rect', { x: L, y: T, width: pw, height: rows.length * rowH, 'class': 'plot' }));
     xa.ticks.forEach(function (t) {
       svg.appendChild(s('line', { x1: X(t[0]), x2: X(t[0]), y1: T, y2: T + rows.length * rowH, 'class': 'grid' }));
       svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
@@ -524,7 +553,12 @@
     app.appendChild(sec);
     return grid;
   }
+  // A table in a box that scrolls sideways: a wide one (three runs, long
+  // names) never runs off the page.
   function table(head, rows, cls) {
+    return h('div', { 'class': 'tablebox' }, [tableOnly(head, rows, cls)]);
+  }
+  function tableOnly(head, rows, cls) {
     return h('table', { 'class': cls || '' }, [
       h('thead', {}, [h('tr', {}, head.map(function (c) { return h('th', {}, [c]); }))]),
       h('tbody', {}, rows.map(function (r) {
@@ -545,6 +579,19 @@
     if (head === 'p') return v < 0.001 ? '<0.001' : v.toFixed(3);
     if (/%$/.test(head)) return PM + v.toFixed(1) + '%';
     return fmt(v);
+  }
+
+  // What the runs of these entries measured, for a title: a suite's
+  // workloads, a run's code (one benchmark), else the runs' labels.
+  function workloads(entries) {
+    var names = [];
+    entries.forEach(function (e) {
+      var bs = e.run.benchmarks, groups = [];
+      bs.forEach(function (b) { if (b.group && b.group !== 'run' && groups.indexOf(b.group) < 0) groups.push(b.group); });
+      var w = groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label;
+      if (names.indexOf(w) < 0) names.push(w);
+    });
+    return names.join(' vs ');
   }
 
   // Groups items of every run by a key, keeping first-seen order.
@@ -674,7 +721,9 @@
         row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
-          intervalChart(g, sc ? sc + ': ' + row.benchmark : row.benchmark, run.label + ': ' + betterText(row.better), row.unit,
+          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' per configuration',
+                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
+                        (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
                           var i = configs.indexOf(c.config);
                           var label = short[i] || c.config;
@@ -701,7 +750,7 @@
       run.scaling.forEach(function (sc) {
         var fit = sc.fit;
         var maxN = Math.max.apply(null, sc.means.map(function (m) { return m[0]; }));
-        var sub = sc.unit + ' against ' + sc.axis;
+        var sub = sc.unit + ' against ' + sc.axis + '; dots: repetitions, line: their mean, band: ' + (sc.method || 'interval of the mean');
         if (fit) {
           sub += '; ' + (fit.model === 'amdahl' ? 'Amdahl (two levels cannot separate contention from coherency): ' : 'USL: ') +
             '\u03c3 = ' + coef(fit.sigma) + ', \u03ba = ' + coef(fit.kappa) + ', \u03bb = ' + fmt(fit.lambda) +
@@ -731,28 +780,48 @@
   }
 
   // Parameter sweeps: a line per run and series over the parameter, the
-  // interval as a band.
+  // interval the document gives as a band. A parameter with two values is
+  // levels, not a range: each series' points at those values (side by
+  // side), the interval as whiskers, no line through values never measured.
   function sweeps() {
-    var groups = byName(function (r) { return r.sweeps; }, function (sw) { return sw.metric + ' (' + sw.unit + ') against ' + sw.param; });
+    var groups = byName(function (r) { return r.sweeps; }, function (sw) {
+      return (sw.workload ? sw.workload + ': ' : '') + sw.metric + ' (' + sw.unit + ') against ' + sw.param;
+    });
     if (!groups.length) return;
-    var g = section('sweeps', 'Parameter sweeps', 'Mean of each point, band: its confidence interval; the x axis is logarithmic when the parameter spans more than two decades.');
+    var g = section('sweeps', 'Parameter sweeps', 'Mean of each point and the interval its document gives; the x axis is logarithmic ' +
+                    'when the parameter spans more than two decades; a parameter with two values is drawn as points at those values.');
     groups.forEach(function (grp) {
       var first = grp.entries[0].item, k = 0, series = [];
+      var cat = grp.entries.some(function (e) { return e.item.categorical; });
       grp.entries.forEach(function (e) {
         e.item.series.forEach(function (sr) {
           var name = (data.runs.length > 1 ? e.run.label + (sr.name ? ': ' : '') : '') + sr.name;
-          series.push({ name: name || first.metric, color: color(k), markers: true, cls: 'sweep-line',
+          series.push({ name: name || first.metric, color: color(k), markers: true, cls: 'sweep-line', noLine: cat, whiskers: cat,
                         x: sr.points.map(function (p) { return p[0]; }), y: sr.points.map(function (p) { return p[1]; }),
                         band: { lo: sr.points.map(function (p) { return p[2]; }), hi: sr.points.map(function (p) { return p[3]; }) } });
           k++;
         });
       });
+      var xAxis = null;
+      if (cat) {
+        // The measured values, evenly spaced, each series beside the next.
+        var vals = [];
+        series.forEach(function (sr) { sr.x.forEach(function (v) { if (vals.indexOf(v) < 0) vals.push(v); }); });
+        vals.sort(function (a, b) { return a - b; });
+        xAxis = { lo: -0.5, hi: vals.length - 0.5, map: function (v) { return vals.indexOf(v); },
+                  ticks: vals.map(function (v, i) { return [i, String(v)]; }), categorical: true };
+        var width = Math.min(60, 300 / vals.length) ;
+        series.forEach(function (sr, i) { sr.offset = series.length > 1 ? (i - (series.length - 1) / 2) * width / series.length : 0; });
+      }
       var ys = [];
       series.forEach(function (sr) { ys = ys.concat(sr.y.filter(function (v) { return v > 0; })); });
-      lineChart(g, { title: grp.name, subtitle: first.unit + ', ' + betterText(first.better), kind: 'sweep',
+      var yLog = ys.length > 1 && Math.max.apply(null, ys) / Math.min.apply(null, ys) > 100;
+      var method = first.method || 'interval of the mean';
+      lineChart(g, { title: grp.name, kind: 'sweep', xAxis: xAxis,
+                     subtitle: first.unit + ', ' + betterText(first.better) + '; ' + (cat ? 'whiskers' : 'band') + ': ' + method +
+                       (cat ? '; ' + first.param + ' is drawn at its ' + xAxis.ticks.length + ' measured values' : ''),
                      xLabel: first.param, yLabel: first.metric + ' (' + first.unit + ')', yUnit: first.unit,
-                     yLog: ys.length > 1 && Math.max.apply(null, ys) / Math.min.apply(null, ys) > 100,
-                     xLog: grp.entries.some(function (e) { return e.item.log; }), series: series });
+                     yLog: yLog, xLog: !cat && grp.entries.some(function (e) { return e.item.log; }), series: series });
     });
   }
 
@@ -770,14 +839,14 @@
       var first = grp.entries[0].item;
       var ys = [];
       grp.entries.forEach(function (e) { e.item.points.forEach(function (p) { ys.push(p[1]); }); });
-      var pos = ys.filter(function (v) { return v > 0; });
-      var span = pos.length ? Math.max.apply(null, pos) / Math.min.apply(null, pos) : 1;
-      lineChart(g, { title: grp.name, kind: 'latency',
+      // Latency on a log axis, always: the median and the tail of one run
+      // differ by orders of magnitude, and a linear axis puts p50 on the floor.
+      lineChart(g, { title: grp.name + ': latency percentile spectrum', kind: 'latency',
                      subtitle: first.unit + grp.entries.map(function (e) {
                        return '; ' + (data.runs.length > 1 ? e.run.label + ': ' : '') + 'max ' + valueText(e.item.max, e.item.unit) +
                          (isNum(e.item.count) ? ', ' + fmt(e.item.count) + ' values' : '');
                      }).join(''),
-                     xLabel: 'percentile', yLabel: 'latency (' + first.unit + ')', yUnit: first.unit, xAxis: xAxis, yLog: span > 100,
+                     xLabel: 'percentile', yLabel: 'latency (' + first.unit + ')', yUnit: first.unit, xAxis: xAxis, yLog: true,
                      series: grp.entries.map(function (e) {
                        return { name: e.run.label, color: color(e.ri), markers: true, cls: 'spectrum',
                                 x: e.item.points.map(function (p) { return p[0]; }), y: e.item.points.map(function (p) { return p[1]; }) };
@@ -796,7 +865,7 @@
       if (!measured.length) return;
       barChart(g, grp.name, measured.map(function (e) {
         return { label: e.run.label + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
-      }), first.unit, first.better);
+      }), first.unit, grp.entries.every(function (e) { return e.run.kind === 'watch'; }) ? null : first.better, first.ci_method);
     });
     distributions(groups);
   }
@@ -814,7 +883,7 @@
           return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
         }));
       } else {
-        intervalChart(d, grp.name, 'samples (n < ' + MIN_HIST + '), mean and interval', unit, entries.map(function (e) {
+        intervalChart(d, grp.name, 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
         }), 'points');
       }
@@ -838,13 +907,26 @@
         });
       });
       var unit = grp.entries[0].item.unit || '';
+      // Repetitions are separate lines over the seconds of each, never
+      // stitched onto one time axis; a trailing partial second is left out
+      // (the model counts it), not drawn as a fall.
+      var reps = grp.entries.some(function (e) { return isNum(e.item.rep); });
+      var partial = 0;
+      grp.entries.forEach(function (e) { partial += e.item.partial || 0; });
+      var sub = reps ? 'each repetition its own line, seconds from its start' +
+        (partial ? '; ' + partial + ' trailing partial second' + (partial > 1 ? 's' : '') + ' (shorter than a second) left out' : '') : null;
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
-      var card = lineChart(parent, { title: grp.name, xLabel: 'seconds', yLabel: unit, yUnit: unit, kind: 'timeseries', marks: marks,
+      var card = lineChart(parent, { title: (tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') : '') + grp.name,
+                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit, yUnit: unit,
+                                     kind: 'timeseries', marks: marks, xInt: reps,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
-                                     series: grp.entries.map(function (e) {
-        return { name: e.run.label + ' (' + e.item.y.filter(isNum).length + ' points)', color: color(e.ri), x: e.item.t, y: e.item.y,
-                 breakAtNull: tele };
+                                     series: grp.entries.map(function (e, i) {
+        var n = e.item.y.filter(isNum).length;
+        var name = reps ? (data.runs.length > 1 ? e.run.label + ' ' : '') + 'rep ' + (isNum(e.item.rep) ? e.item.rep : '?') + ' (' + n + ' s)'
+                        : e.run.label + ' (' + n + ' points)';
+        return { name: name, color: color(reps ? i : e.ri), x: e.item.t, y: e.item.y, breakAtNull: tele, cls: reps ? 'series rep-line' : null,
+                 rep: e.item.rep };
       }) });
       // Findings about this benchmark as a whole, under its series.
       if (card && !tele) {

@@ -10,7 +10,7 @@
 %%% docs/doctor.md).
 -module(beamlab_env_doctor).
 
--export([counts/1, summary/1, curve/1, findings/3, candidates/3, rank/3,
+-export([counts/1, summary/1, curve/1, findings/3, candidates/3, remedy/3, rank/3,
          recommendation/1, flags_of/1]).
 
 -export_type([run/0, summary/0, config/0, remedy/0, ranked/0]).
@@ -92,7 +92,7 @@ summary(Runs0) ->
       cpu_share => Med(cpu_share, [cpu_share(L, Vm) || L <- Load]),
       others_share => median([S || L <- Load ++ Mesh, S <- [others_share(L, Allowed)], is_number(S)]),
       steal_share => median([S || L <- Load ++ Mesh, S <- [steal_share(L)], is_number(S)]),
-      throttled_share => median([S || L <- Load ++ Mesh, S <- [throttled_share(L)], is_number(S)]),
+      throttled_share => median([S || L <- Mesh, S <- [throttled_share(L)], is_number(S)]),
       schedulers_online => maps:get(schedulers_online, Vm, null),
       cpus_allowed => Allowed,
       quota_cpus => maps:get(cgroup_quota_cpus, Vm, null),
@@ -413,6 +413,9 @@ candidates(Findings, BaseArgs, Max) ->
     [remedy(N, [Id || {R, Id} <- Pairs1, R =:= N], BaseArgs)
      || N <- lists:sublist([N || N <- Names, N =/= Base], Max)].
 
+%% @doc A remedy from its flag string: emulator flags added to the
+%% default's, or a `numactl ...' command the VM is started under.
+-spec remedy(binary(), [binary()], [string()]) -> remedy().
 remedy(<<"numactl ", _/binary>> = N, Why, BaseArgs) ->
     #{name => N, args => BaseArgs, wrap => string:lexemes(binary_to_list(N), " "), why => lists:usort(Why)};
 remedy(N, Why, BaseArgs) ->
@@ -428,14 +431,18 @@ flags_of(B) ->
 %% capacity, p99 latency and CPU per message, a verdict, and the score
 %% that ranks them: the geometric mean of the goodput and capacity
 %% ratios divided by the CPU-per-message ratio (more messages, each for
-%% less CPU). A remedy whose goodput or capacity is clearly lower than
-%% the default's is ranked after the others. Returned best first.
+%% less CPU). Clearly better remedies (a ratio's interval excludes 1 in
+%% the good direction, none in the bad) come first, then those with no
+%% clear difference, then the clearly worse (goodput or capacity clearly
+%% lower); by score within each. Returned best first.
 -spec rank(summary(), [{remedy(), summary()}], float()) -> [ranked()].
 rank(Base, Remedies, Conf) ->
     Rows = [row(Base, R, S, Conf) || {R, S} <- Remedies],
     lists:sort(fun(A, B) -> key(A) =< key(B) end, Rows).
 
-key(#{worse := W, score := S}) -> {W, case S of null -> 0.0; _ -> -S end}.
+%% Clearly better first, then neither, then clearly worse; by score within.
+key(#{verdict := V, score := S}) ->
+    {case V of better -> 0; no_difference -> 1; worse -> 2 end, case S of null -> 0.0; _ -> -S end}.
 
 row(Base, #{name := Name, why := Why}, S, Conf) ->
     R = fun(K) -> beamlab_stats_ratio:ratio(maps:get(K, Base), maps:get(K, S), Conf) end,

@@ -34,7 +34,7 @@
                     wrap := [string()],
                     cgroup := file:filename() | none,
                     counts := [pos_integer()] | auto,
-                    remedies := [binary()] | auto,
+                    remedies := [binary()],             % measured besides the findings' own
                     max_remedies := pos_integer(),
                     root := file:filename()}.
 -type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}.
@@ -65,8 +65,12 @@ options() ->
        help => "measured milliseconds of each load in each VM (default 1500, --quick 600)"},
      #{name => schedulers, long => "schedulers", type => string, metavar => "N,N,...",
        help => "the curve's scheduler counts (default 1, 2, 4, ... up to twice the CPUs)"},
+     #{name => max_remedies, long => "max-remedies", type => pos_integer, metavar => "N", max => 20,
+       help => "measure at most N of the findings' remedies (default 6, --quick 3)"},
      #{name => remedy, long => "remedy", type => string, metavar => "FLAGS", multi => true,
-       help => "measure this flag set as a remedy (repeatable; default: the findings' remedies)"}].
+       help => "also measure this flag set as a remedy, after the findings' own (repeatable)"},
+     #{name => curve_reps, long => "curve-reps", type => pos_integer, metavar => "N", max => 50,
+       help => "repetitions of each point of the curve (default 3, --quick 2)"}].
 
 %% @doc The description from options already checked against
 %% {@link options/0}.
@@ -81,13 +85,10 @@ new(Opts) ->
                      auto -> auto;
                      S -> counts(S)
                  end,
-        Remedies = case Get(remedy, []) of
-                       [] -> auto;
-                       Rs -> [unicode:characters_to_binary(R) || R <- Rs]
-                   end,
+        Remedies = [unicode:characters_to_binary(R) || R <- Get(remedy, [])],
         Reps = Get(reps, case Quick of true -> 3; false -> 5 end),
         {ok, #{quick => Quick, reps => Reps,
-               curve_reps => case Quick of true -> min(Reps, 2); false -> min(Reps, 3) end,
+               curve_reps => Get(curve_reps, case Quick of true -> min(Reps, 2); false -> min(Reps, 3) end),
                warmup_ms => case Quick of true -> 200; false -> 300 end,
                duration_ms => Get(probe_ms, case Quick of true -> 600; false -> 1500 end),
                vm_args => Vm, wrap => Wrap,
@@ -97,7 +98,7 @@ new(Opts) ->
                              D -> D
                          end,
                counts => Counts, remedies => Remedies,
-               max_remedies => case Quick of true -> 3; false -> 6 end,
+               max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
                root => Get(root, "/")}}
     catch
         throw:{?MODULE, E} -> {error, E}
@@ -134,6 +135,18 @@ check(#{cgroup := Dir}, _Exp) ->
 -spec run(doctor(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {doctor, error_reason()}}.
 run(D, Exp, _Inner) ->
+    %% The default's flags and wrapper first, before any line is told: a
+    %% VM that does not start with them is the caller's mistake, one line.
+    case beamlab_runtime_peer:start(#{args => maps:get(vm_args, D), load => false,
+                                      wrapper => cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D)}) of
+        {ok, Vm} ->
+            ok = beamlab_runtime_peer:stop(Vm),
+            protocol(D, Exp);
+        {error, R} ->
+            {error, {doctor, {vm_start, iolist_to_binary(beamlab_runtime_peer:format_error(R))}}}
+    end.
+
+protocol(D, Exp) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
     Say = fun(Fmt, Args) -> Sink({doctor, io_lib:format(Fmt, Args)}) end,
     Started = beamlab_runtime_clock:rfc3339(),
@@ -167,12 +180,9 @@ run(D, Exp, _Inner) ->
             Findings = beamlab_env_doctor:findings(Machine, BaseSum, CurveDoc),
             Say("doctor: diagnosis: ~ts~n",
                 [lists:join("; ", [[atom_to_list(Sev), " ", T] || #{severity := Sev, title := T} <- Findings])]),
-            Remedies = case maps:get(remedies, D) of
-                           auto -> beamlab_env_doctor:candidates(Findings, maps:get(vm_args, D),
-                                                                 maps:get(max_remedies, D));
-                           Rs -> [#{name => R, args => maps:get(vm_args, D) ++ beamlab_env_doctor:flags_of(R),
-                                    wrap => [], why => [<<"asked">>]} || R <- Rs]
-                       end,
+            Auto = beamlab_env_doctor:candidates(Findings, maps:get(vm_args, D), maps:get(max_remedies, D)),
+            Remedies = Auto ++ [beamlab_env_doctor:remedy(R, [<<"asked">>], maps:get(vm_args, D))
+                                || R <- maps:get(remedies, D), not lists:member(R, [N || #{name := N} <- Auto])],
             {Ranked, RemedyRuns, BaseRem} =
                 case interrupted() orelse Remedies =:= [] of
                     true -> {[], [], BaseSum};

@@ -92,13 +92,13 @@ check_experiment(Opts) ->
 %% doctor's phases go to `sink' as `{doctor, Line}'.
 -spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 doctor(Opts) when is_map(Opts) ->
-    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, remedy],
+    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, max_remedies, curve_reps, remedy],
     known(Own, Opts,
           fun() ->
                   Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
                                       (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
                                       (quick, B) when is_boolean(B) -> B;
-                                      (K, N) when (K =:= reps orelse K =:= probe_ms), is_integer(N), N >= 1 -> N;
+                                      (K, N) when (K =:= reps orelse K =:= probe_ms orelse K =:= max_remedies orelse K =:= curve_reps), is_integer(N), N >= 1 -> N;
                                       (K, V) -> throw({bad_option, K, V})
                                   end, maps:with(Own, Opts)),
                   common(Opts, kind(doctor, beamlab_experiment_doctor:new(Texts)), #{})

@@ -131,7 +131,8 @@ facts_lines(X) ->
                     v(maps:get(<<"cgroup_quota_cpus">>, Vm, null)),
                     case maps:get(<<"emu_args">>, Vm, []) of
                         [] -> <<"none">>;
-                        A -> lists:join(" ", A)
+                        %% (the VM lists its emulator flags with a dash)
+                        A -> lists:join(" ", [case F of <<"-", R/binary>> -> <<"+", R/binary>>; _ -> F end || F <- A])
                     end])].
 
 v(null) -> <<"unknown">>;

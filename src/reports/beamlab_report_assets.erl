@@ -21,7 +21,7 @@
 
 %% In page order: later styles and scripts build on the earlier ones.
 -define(STYLES, ["report.css", "flame.css"]).
--define(SCRIPTS, ["report.js", "flame.js", "watch.js"]).
+-define(SCRIPTS, ["report.js", "flame.js", "watch.js", "layout.js"]).
 
 %% @doc The stylesheets, in page order.
 -spec styles() -> {ok, [binary()]} | {error, error_reason()}.

@@ -24,18 +24,19 @@
 -module(beamlab_report_views).
 
 -export([sweeps/1, scaling/1, latency/1, matrix/1, marks/1, claimed/1,
-         per_second/1, series_unit/2, key_bins/1, num/1]).
+         per_second/1, series_unit/2, key_bins/1, num/1, interval_method/1]).
 
 -type point() :: [number()].
 -type series() :: #{name := binary(), points := [point()]}.
 -type sweep() :: #{param := binary(), metric := binary(), unit := binary(),
-                   better := beamlab_result:better(), log := boolean(),
+                   better := beamlab_result:better(), log := boolean(), workload := binary(),
+                   categorical := boolean(), method := binary(),
                    series := [series()], benchmarks := [binary()]}.
 -type usl() :: #{lambda := number(), sigma := number(), kappa := number(),
                  model := usl | amdahl, peak_n := number() | null, peak_x := number() | null,
                  r2 := number(), curve := [point()]}.
 -type scaling() :: #{title := binary(), axis := binary(), unit := binary(),
-                     points := [point()], means := [point()], speedup := [point()],
+                     points := [point()], means := [point()], speedup := [point()], method := binary(),
                      efficiency := [point()], fit := usl() | null, benchmarks := [binary()]}.
 -type spectrum() :: #{name := binary(), unit := binary(), points := [point()],
                       max := number() | null, count := number() | null}.
@@ -44,7 +45,7 @@
                   p := number() | null, verdict := binary() | null, scenario := binary() | null}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
                     rows := [#{benchmark := binary(), unit := binary(),
-                               better := beamlab_result:better(), cells := [cell()]}]}.
+                               better := beamlab_result:better(), method := binary(), cells := [cell()]}]}.
 -type mark() :: #{title := binary(), severity := beamlab_result:severity(), from := number(),
                   to := number()}.
 -export_type([sweep/0, scaling/0, spectrum/0, matrix/0, mark/0]).
@@ -126,8 +127,14 @@ param_sweep([#{metric := M, unit := U, better := Better} | _] = Bs) ->
 sweep_view(false, X, M, U, Better, Series) ->
     Xs = [xval(X, B) || #{bs := G} <- Series, B <- G],
     Pos = [V || V <- Xs, V > 0],
+    Distinct = length(lists:usort([float(V) || V <- Xs])),
     {sweep, #{param => X, metric => M, unit => U, better => Better,
-              log => Pos =/= [] andalso lists:max(Pos) / lists:min(Pos) > 100,
+              workload => workload([B || #{bs := G} <- Series, B <- G]),
+              %% Two values are levels, not a range: points at their values,
+              %% no line through values that were never measured.
+              categorical => Distinct < 3,
+              method => ci_method([B || #{bs := G} <- Series, B <- G]),
+              log => Distinct >= 3 andalso Pos =/= [] andalso lists:max(Pos) / lists:min(Pos) > 100,
               series => [#{name => N, points => [[num(xval(X, B)) | mean_ci(B)] || B <- G]}
                          || #{name := N, bs := G} <- Series],
               benchmarks => [maps:get(name, B) || #{bs := G} <- Series, B <- G]}};
@@ -136,6 +143,38 @@ sweep_view(true, X, M, U, Better, Series) ->
                 series => [#{name => N, throughput => throughput(Better, U, [{xval(X, B), B} || B <- G]),
                              benchmarks => [maps:get(name, B) || B <- G]}
                            || #{name := N, bs := G} <- Series]}}.
+
+%% What the benchmarks of a view ran: their common group (a suite's
+%% workload), else the common name before its parameters.
+workload(Bs) ->
+    case lists:usort([maps:get(group, B, <<>>) || B <- Bs]) of
+        [G] when G =/= <<>>, G =/= <<"run">> -> G;
+        _ -> case lists:usort([hd(binary:split(maps:get(name, B), <<"[">>)) || B <- Bs]) of
+                 [N] -> N;
+                 _ -> <<>>
+             end
+    end.
+
+%% How the intervals of these benchmarks were made, as the document says
+%% (`stats.ci_method'), else the mean's Student t interval it has always
+%% carried.
+ci_method(Bs) ->
+    case lists:usort([interval_method(B) || B <- Bs]) of
+        [Method] -> Method;
+        Methods -> iolist_to_binary(lists:join(" or ", Methods))
+    end.
+
+%% @doc How a benchmark's interval of the mean was made, as its document
+%% says (`stats.ci_method'), else the Student t interval every document
+%% carried before it said.
+-spec interval_method(#{stats => map(), atom() => term()}) -> binary().
+interval_method(#{stats := S}) ->
+    case maps:get(ci_method, S, maps:get(<<"ci_method">>, S, null)) of
+        null -> <<"Student t interval of the mean">>;
+        M -> text(M)
+    end;
+interval_method(_) ->
+    <<"no interval">>.
 
 series_title(<<>>, M) -> M;
 series_title(N, M) -> <<N/binary, " ", M/binary>>.
@@ -238,6 +277,7 @@ scaling_view(Title, Axis, Unit, Points, Names) ->
     M0 = mean(X0s),
     Speedup = [{N, case M0 > 0 of true -> mean(Xs) / M0; false -> 0.0 end} || {N, Xs} <- Means],
     #{title => Title, axis => Axis, unit => Unit,
+      method => interval_method(#{stats => beamlab_stats:summary(X0s)}),
       points => [[num(N), num(X)] || {N, X} <- Points],
       means => [[num(N) | ci(Xs)] || {N, Xs} <- Means],
       speedup => [[num(N), num(S)] || {N, S} <- Speedup],
@@ -332,8 +372,8 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) w
     #{baseline => maps:get(<<"baseline">>, P, null),
       configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
                              <<"errors">>], C) || C <- Configs, is_map(C)],
-      rows => [#{benchmark => Inner, unit => maps:get(unit, hd(G)), better => maps:get(better, hd(G)),
-                 cells => [cell(B) || B <- G]}
+      rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
+                 method => ci_method(G), cells => [cell(B) || B <- G]}
                || {Inner, G} <- Rows]};
 matrix(_) ->
     null.
@@ -341,15 +381,22 @@ matrix(_) ->
 inner(#{extra := #{<<"inner_benchmark">> := I}}) -> I;
 inner(#{name := N}) -> N.
 
+%% Iterations counted per sample of D ms are drawn per second, as the
+%% command line prints them (`iter/s').
 cell(#{group := Config, samples := Samples} = B) ->
     S = maps:get(stats, B, #{}),
     C = maps:get(comparison, B, #{}),
+    {Scale, _} = per_second(B),
+    Sc = fun(X) when is_number(X) -> X * Scale; (X) -> X end,
     #{config => Config,
       %% a preset's scenario: its configurations are compared within it
       scenario => maps:get(<<"scenario">>, maps:get(params, B, #{}), null),
-      mean => num(maps:get(mean, S, null)),
-      ci => pair(maps:get(ci_mean, S, null)),
-      samples => [num(X) || X <- Samples, is_number(X)],
+      mean => num(Sc(maps:get(mean, S, null))),
+      ci => case {maps:get(ci_mean, S, null), maps:get(n, S, 0)} of
+                {{Lo, Hi}, N} when N >= 2 -> pair({Sc(Lo), Sc(Hi)});
+                _ -> null
+            end,
+      samples => [num(Sc(X)) || X <- Samples, is_number(X)],
       change => num(maps:get(change, C, null)),
       change_ci => pair(maps:get(ci, C, null)),
       p => num(maps:get(p_value, C, null)),
@@ -363,7 +410,8 @@ cell(#{group := Config, samples := Samples} = B) ->
 %%====================================================================
 
 %% @doc Findings whose data say when they fired (`from_ms', `to_ms' on
-%% the telemetry's clock), in seconds from the start of the telemetry.
+%% the telemetry's clock, or `last_ms' when the evidence runs past
+%% `to_ms'), in seconds from the start of the telemetry.
 -spec marks(beamlab_result:result()) -> [mark()].
 marks(#{findings := Fs} = Doc) ->
     T0 = case maps:get(telemetry, Doc, #{}) of
@@ -371,7 +419,10 @@ marks(#{findings := Fs} = Doc) ->
              _ -> 0
          end,
     [#{title => Title, severity => Sev, from => num((From - T0) / 1000), to => num((To - T0) / 1000)}
-     || #{title := Title, severity := Sev, data := #{<<"from_ms">> := From, <<"to_ms">> := To}} <- Fs,
+     || #{title := Title, severity := Sev, data := #{<<"from_ms">> := From, <<"to_ms">> := To0} = D} <- Fs,
+        %% the interval the finding states: a growth finding's evidence
+        %% runs to its last sample (`last_ms'), past the one that raised it
+        To <- [case maps:get(<<"last_ms">>, D, null) of L when is_number(L) -> max(L, To0); _ -> To0 end],
         is_number(From), is_number(To)].
 
 %%====================================================================
@@ -407,11 +458,13 @@ mean(Xs) -> lists:sum(Xs) / length(Xs).
 %% [mean, lo, hi, n] of a benchmark, or of values.
 mean_ci(#{stats := #{mean := M, n := N} = S}) ->
     case maps:get(ci_mean, S, undefined) of
-        {Lo, Hi} -> [num(M), num(Lo), num(Hi), N];
-        _ -> [num(M), num(M), num(M), N]
+        %% one sample has no interval, whatever width a document gives it
+        {Lo, Hi} when N >= 2 -> [num(M), num(Lo), num(Hi), N];
+        %% no interval (one repetition): no band, never a band of width 0
+        _ -> [num(M), null, null, N]
     end.
 
-ci([X]) -> [num(X), num(X), num(X), 1];
+ci([X]) -> [num(X), null, null, 1];
 ci(Xs) -> mean_ci(#{stats => beamlab_stats:summary(Xs)}).
 
 text(V) when is_binary(V) -> V;

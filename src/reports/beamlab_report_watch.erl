@@ -51,13 +51,17 @@ processes(R) ->
               samples => [#{t => Tm, rows => rows(S)} || {Tm, S} <- lists:zip(Ts, Tops), is_map(S)]}
     end.
 
-%% The findings of these kinds, when they were raised (from the start of
-%% the rise to the sample that proved it), on the chart's time axis.
+%% The findings of these kinds over the interval they state (from the
+%% start of the rise to the last sample that saw it, `last_ms'; older
+%% documents: `to_ms', else the sample that raised it), on the chart's
+%% time axis.
 marks(R, Kinds, T0) ->
     [#{title => Title, severity => Sev, from => num((From - T0) / 1000), to => num((To - T0) / 1000)}
      || #{title := Title, severity := Sev, data := D} <- maps:get(findings, R, []),
         lists:member(beamlab_json:canonical(maps:get(<<"kind">>, D, null)), Kinds),
-        From <- [maps:get(<<"from_ms">>, D, null)], To <- [maps:get(<<"detected_ms">>, D, null)],
+        From <- [maps:get(<<"from_ms">>, D, null)],
+        To <- [hd([V || K <- [<<"last_ms">>, <<"to_ms">>, <<"detected_ms">>],
+                        V <- [maps:get(K, D, null)], is_number(V)] ++ [null])],
         is_number(From), is_number(To)].
 
 %% A line for each process that was among the leaders of `List' at some

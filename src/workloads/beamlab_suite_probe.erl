@@ -125,11 +125,39 @@ cpu_us(Root) ->
         {error, _} -> {ok, erlang:convert_time_unit(element(1, erlang:statistics(runtime)), millisecond, microsecond)}
     end.
 
+%% The CPU ticks of the CPUs this VM may run on (its affinity), summed
+%% from their `cpuN' lines of /proc/stat: another process busy on a CPU
+%% the VM cannot use is no competitor. All CPUs when the affinity is
+%% unknown.
 machine(Root) ->
-    case beamlab_runtime_probe:cpu_times(Root) of
-        {ok, T} -> T;
+    Allowed = case file:read_file(filename:join(Root, "proc/self/status")) of
+                  {ok, S} -> parse_status_cpus(S);
+                  {error, _} -> []
+              end,
+    case file:read_file(filename:join(Root, "proc/stat")) of
+        {ok, Stat} -> cpu_ticks(Stat, Allowed);
         {error, _} -> #{}
     end.
+
+cpu_ticks(Stat, Allowed) ->
+    Names = [user, nice, system, idle, iowait, irq, softirq, steal],
+    Lines = [string:lexemes(L, " ") || L <- string:split(Stat, "\n", all)],
+    Rows = [lists:sublist(Fields, length(Names))
+            || [<<"cpu", N/binary>> | Fields] <- Lines, N =/= <<>>,
+               Allowed =:= [] orelse lists:member(int(N), Allowed)],
+    case Rows of
+        [] -> #{};
+        _ ->
+            Sums = lists:foldl(fun(Fields, Acc) -> [A + int(F) || {A, F} <- lists:zip(Acc, pad(Fields, length(Names)))] end,
+                               lists:duplicate(length(Names), 0), Rows),
+            maps:from_list(lists:zip(Names, Sums))
+    end.
+
+pad(L, N) when length(L) >= N -> L;
+pad(L, N) -> L ++ lists:duplicate(N - length(L), <<"0">>).
+
+int(B) ->
+    try binary_to_integer(B) catch error:badarg -> -1 end.
 
 %% The machine's CPU ticks over the run: all, busy (not idle or iowait),
 %% stolen by the hypervisor.

@@ -15,7 +15,7 @@ summary() ->
 %% @doc Options of `beamlab doctor': the kind's own, then the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [O#{hidden => lists:member(maps:get(name, O), [probe_ms, schedulers])}
+    [O#{hidden => lists:member(maps:get(name, O), [probe_ms, schedulers, max_remedies, curve_reps])}
      || O <- beamlab_experiment_doctor:options()]
         ++ beamlab_cli_args:common_options().
 

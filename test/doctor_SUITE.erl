@@ -1,0 +1,288 @@
+%%% Common Test suite for `beamlab doctor', through the built ./beamlab:
+%%% each pathology is made to happen on this (2-core) machine and the
+%%% doctor must name it and rank the right remedy first; a quiet machine
+%%% must raise no critical finding. Every run is short (hidden options:
+%%% short loads, one curve point, few repetitions) and adds a decoy
+%%% remedy (`+swt very_low', which cures none of them) that the right
+%%% remedy must beat. Assertions are about what the doctor says, never
+%%% about times.
+-module(doctor_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([oversubscribed_taskset/1, cgroup_quota/1, competing_processes/1, busy_waiting/1,
+         healthy_quiet/1, quick_text_and_errors/1, interrupted_keeps_what_was_measured/1,
+         api_erlang_and_elixir/1]).
+
+-define(DECOY, "+swt very_low").
+-define(SBWT, <<"+sbwt none +sbwtdcpu none +sbwtdio none">>).
+
+suite() -> [{timetrap, {minutes, 4}}].
+
+all() ->
+    [quick_text_and_errors, api_erlang_and_elixir, oversubscribed_taskset, cgroup_quota, competing_processes,
+     busy_waiting, healthy_quiet, interrupted_keeps_what_was_measured].
+
+init_per_suite(Config) ->
+    _ = beamlab_test_util:escript(),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
+
+init_per_testcase(_Case, Config) ->
+    Config.
+
+end_per_testcase(_Case, Config) ->
+    %% Nothing a case started outlives it: the competing burners, the
+    %% cgroup it made.
+    %% (each case stops what it started itself, in an `after')
+    _ = Config,
+    ok.
+
+%%--------------------------------------------------------------------
+
+%% The short protocol of every case: one curve point (+S 1) beside the
+%% default, 3 repetitions of the remedies, 250 ms loads.
+doctor(Extra) ->
+    R = beamlab_test_util:cli(["doctor", "--quick", "--reps", "3", "--curve-reps", "1",
+                               "--schedulers", "1", "--probe-ms", "250", "--max-remedies", "2",
+                               "--remedy", ?DECOY, "--format", "json" | Extra],
+                              #{timeout => 150000}),
+    #{code := Code, out := Out, err := Err} = R,
+    ct:log("exit ~b~nstderr:~n~ts", [Code, Err]),
+    ?assertEqual(0, Code),
+    {ok, Json} = beamlab_json:decode(Out),
+    {ok, Doc} = beamlab_result:from_json(Json),
+    ct:log("~ts", [beamlab_render_doctor:text(Doc)]),
+    Doc.
+
+ids(#{findings := Fs}) -> [Id || #{id := Id} <- Fs].
+
+finding(Id, #{findings := Fs}) ->
+    case [F || #{id := I} = F <- Fs, I =:= Id] of
+        [F | _] -> F;
+        [] -> ct:fail({no_finding, Id, [I || #{id := I} <- Fs]})
+    end.
+
+remedies(#{extra := #{<<"remedies">> := Rs}}) -> Rs.
+
+first(Doc) ->
+    [R | _] = remedies(Doc),
+    R.
+
+name(#{<<"name">> := N}) -> N.
+
+%% The ranking puts `Name' (or a name `Pred' accepts) above the decoy.
+above_decoy(Pred, Doc) ->
+    Names = [name(R) || R <- remedies(Doc)],
+    Pos = fun(P) -> length(lists:takewhile(fun(N) -> not P(N) end, Names)) end,
+    ?assert(Pos(Pred) < Pos(fun(N) -> N =:= <<?DECOY>> end)).
+
+ratio(Key, R) -> maps:get(<<"ratio">>, maps:get(Key, R)).
+
+%%--------------------------------------------------------------------
+
+%% The VM restricted to one CPU with 2 schedulers online: oversubscribed,
+%% and one scheduler per CPU ranked first.
+oversubscribed_taskset(_Config) ->
+    case os:find_executable("taskset") of
+        false -> {skip, "taskset is not installed"};
+        _ ->
+            Doc = doctor(["--wrap", "taskset -c 0", "--vm", "+S 2:2"]),
+            #{severity := critical, data := D} = finding(<<"oversubscribed">>, Doc),
+            ?assertMatch(#{<<"cpus">> := 1, <<"schedulers_online">> := 2}, D),
+            First = first(Doc),
+            ?assertMatch(<<"+S 1:1", _/binary>>, name(First)),
+            %% the cure: each message costs less CPU
+            ?assert(ratio(<<"cpu_per_msg">>, First) < 1.0)
+    end.
+
+%% Half a CPU of quota under 2 schedulers: cgroup_quota, and one
+%% scheduler without busy-waiting first.
+cgroup_quota(Config) ->
+    case make_cgroup() of
+        {skip, _} = Skip -> Skip;
+        {ok, Dir} ->
+            _ = Config,
+            Doc = try doctor(["--cgroup", Dir])
+                  after _ = file:del_dir(Dir)
+                  end,
+            #{severity := critical, data := D} = finding(<<"cgroup_quota">>, Doc),
+            ?assertEqual(0.5, maps:get(<<"quota_cpus">>, D)),
+            First = first(Doc),
+            ?assertMatch(<<"+S 1:1", _/binary>>, name(First)),
+            above_decoy(fun(N) -> binary:match(N, <<"+S 1:1">>) =/= nomatch end, Doc),
+            ?assert(ratio(<<"cpu_per_msg">>, First) < 1.0)
+    end.
+
+%% A child cgroup with half a CPU: cgroup v1's cpu controller
+%% (cpu.cfs_quota_us), else v2's cpu.max.
+make_cgroup() ->
+    Name = "beamlab-doctor-" ++ integer_to_list(erlang:unique_integer([positive])),
+    V1 = "/sys/fs/cgroup/cpu",
+    V2 = "/sys/fs/cgroup",
+    case filelib:is_regular(filename:join(V1, "cpu.cfs_quota_us")) of
+        true ->
+            Dir = filename:join(V1, Name),
+            case file:make_dir(Dir) of
+                ok ->
+                    case {file:write_file(filename:join(Dir, "cpu.cfs_period_us"), "100000"),
+                          file:write_file(filename:join(Dir, "cpu.cfs_quota_us"), "50000")} of
+                        {ok, ok} -> {ok, Dir};
+                        Err -> _ = file:del_dir(Dir), {skip, io_lib:format("cannot set a quota in ~ts: ~p", [Dir, Err])}
+                    end;
+                {error, E} -> {skip, io_lib:format("no writable cgroup v1 cpu controller (~ts: ~p)", [V1, E])}
+            end;
+        false ->
+            case file:read_file(filename:join(V2, "cgroup.subtree_control")) of
+                {ok, Ctl} ->
+                    case binary:match(Ctl, <<"cpu">>) of
+                        nomatch -> {skip, "the cgroup v2 cpu controller is not enabled for children here"};
+                        _ ->
+                            Dir = filename:join(V2, Name),
+                            case file:make_dir(Dir) of
+                                ok ->
+                                    case file:write_file(filename:join(Dir, "cpu.max"), "50000 100000") of
+                                        ok -> {ok, Dir};
+                                        E -> _ = file:del_dir(Dir), {skip, io_lib:format("cpu.max not writable: ~p", [E])}
+                                    end;
+                                {error, E} -> {skip, io_lib:format("no writable cgroup v2 (~p)", [E])}
+                            end
+                    end;
+                {error, _} -> {skip, "no writable cgroup cpu controller (neither v1 nor v2)"}
+            end
+    end.
+
+%% Two CPU-bound shell loops, one on each CPU: competing, and fewer
+%% schedulers or no busy-waiting first.
+competing_processes(Config) ->
+    Cpus = erlang:system_info(logical_processors_available),
+    Burners = [burner(C) || C <- lists:seq(0, Cpus - 1)],
+    try
+        Doc = doctor([]),
+        #{severity := Sev} = finding(<<"competing">>, Doc),
+        ?assert(lists:member(Sev, [warning, critical])),
+        #{data := #{<<"remedies">> := Cures}} = finding(<<"competing">>, Doc),
+        ?assert(lists:member(name(first(Doc)), Cures)),
+        above_decoy(fun(N) -> lists:member(N, Cures) end, Doc)
+    after
+        _ = [os:cmd("kill -KILL " ++ integer_to_list(P) ++ " 2>/dev/null") || P <- Burners],
+        _ = Config
+    end.
+
+burner(Cpu) ->
+    Taskset = os:find_executable("taskset"),
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", "exec " ++ Taskset ++ " -c " ++ integer_to_list(Cpu)
+                              ++ " sh -c 'while :; do :; done'"]}]),
+    {os_pid, P} = erlang:port_info(Port, os_pid),
+    P.
+
+%% Schedulers told to spin long at a message rate below capacity: the
+%% doctor names the busy-waiting and ranks no busy-waiting above the
+%% decoy, keeping the goodput and lowering CPU per message.
+busy_waiting(_Config) ->
+    Doc = doctor(["--vm", "+sbwt very_long +sbwtdcpu very_long +sbwtdio very_long"]),
+    #{data := #{<<"spin_share">> := Spin}} = finding(<<"busy_wait">>, Doc),
+    ?assert(Spin >= 0.5),
+    above_decoy(fun(N) -> binary:match(N, ?SBWT) =/= nomatch end, Doc),
+    [Cure | _] = [R || R <- remedies(Doc), binary:match(name(R), ?SBWT) =/= nomatch],
+    ?assert(ratio(<<"cpu_per_msg">>, Cure) < 1.0),
+    ?assertNotEqual(<<"lower">>, maps:get(<<"verdict">>, maps:get(<<"goodput">>, Cure))).
+
+%% A quiet machine: no critical finding (the false-alarm side). Other
+%% processes busy before the run make the machine not quiet: then the
+%% case cannot say anything about false alarms and is skipped.
+healthy_quiet(_Config) ->
+    case busy_share(1000) of
+        B when B > 0.2 ->
+            {skip, io_lib:format("the machine is not quiet: ~b% of its CPU time was busy before the run", [round(100 * B)])};
+        _ ->
+            Doc = doctor([]),
+            ?assertEqual([], [Id || #{id := Id, severity := critical} <- maps:get(findings, Doc)]),
+            ct:log("findings: ~p", [ids(Doc)])
+    end.
+
+busy_share(Ms) ->
+    {ok, A} = beamlab_runtime_probe:cpu_times("/"),
+    timer:sleep(Ms),
+    {ok, B} = beamlab_runtime_probe:cpu_times("/"),
+    D = maps:map(fun(K, V) -> V - maps:get(K, A) end, B),
+    Total = lists:sum(maps:values(D)),
+    Idle = maps:get(idle, D, 0) + maps:get(iowait, D, 0),
+    case Total of
+        0 -> 0.0;
+        _ -> (Total - Idle) / Total
+    end.
+
+%% The text view leads with the recommendation; bad options are one line
+%% and exit 2.
+quick_text_and_errors(_Config) ->
+    #{code := 2} = E1 = beamlab_test_util:cli(["doctor", "--vm", "\"+S 2"]),
+    beamlab_test_util:assert_one_line_error(E1),
+    #{code := 2} = E2 = beamlab_test_util:cli(["doctor", "--schedulers", "0"]),
+    beamlab_test_util:assert_one_line_error(E2),
+    #{code := 2} = E3 = beamlab_test_util:cli(["doctor", "--cgroup", "/nonexistent-cgroup"]),
+    beamlab_test_util:assert_one_line_error(E3),
+    #{code := 2} = E4 = beamlab_test_util:cli(["doctor", "--vm", "+Sbad 3", "--schedulers", "1",
+                                                      "--curve-reps", "1"]),
+    beamlab_test_util:assert_one_line_error(E4),
+    #{code := 0, out := Out, err := Err} =
+        beamlab_test_util:cli(["doctor", "--quick", "--reps", "2", "--curve-reps", "1", "--schedulers", "1,2",
+                               "--probe-ms", "200", "--max-remedies", "1"], #{timeout => 150000}),
+    ct:log("~ts~n~ts", [Out, Err]),
+    [First | _] = string:split(Out, "\n"),
+    ?assertMatch({match, _}, re:run(First, "^(start the VM with |keep the VM's flags)")),
+    [?assertNotEqual(nomatch, binary:match(Err, P)) || P <- [<<"doctor: facts:">>, <<"doctor: curve:">>,
+                                                           <<"doctor: diagnosis:">>, <<"doctor: remedies:">>]],
+    ?assertNotEqual(nomatch, binary:match(Out, <<"Scaling">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"Microstate accounting">>)).
+
+%% SIGTERM during the curve: exit 130, the document saved with what was
+%% measured, partial.
+interrupted_keeps_what_was_measured(_Config) ->
+    Dir = beamlab_test_util:tmp_dir("doctor-int"),
+    File = filename:join(Dir, "d.json"),
+    Run = beamlab_test_util:cli_start_group(["doctor", "--quick", "--schedulers", "1,2", "--probe-ms", "300",
+                                             "--save", File], #{dir => Dir}),
+    %% After the first VM's line, interrupt.
+    _ = beamlab_test_util:wait_for_file(maps:get(err_file, Run), "doctor: \\[1/", 60000),
+    beamlab_test_util:signal_group(Run, "TERM"),
+    #{code := Code} = beamlab_test_util:cli_group_finish(Run),
+    ?assertEqual(130, Code),
+    {ok, Doc} = beamlab_result:load(File),
+    ?assertEqual(true, maps:get(partial, Doc)),
+    ?assertMatch([_ | _], [B || #{samples := [_ | _]} = B <- maps:get(benchmarks, Doc)]).
+
+%% beamlab:doctor/1 from Erlang (here) and from Elixir: the same document;
+%% its mistakes are values with one line.
+api_erlang_and_elixir(_Config) ->
+    Opts = #{quick => true, reps => 2, curve_reps => 1, schedulers => "1", probe_ms => 200, max_remedies => 1},
+    {ok, Doc} = beamlab:doctor(Opts),
+    api_doc(Doc),
+    {error, {unknown_option, bogus}} = beamlab:doctor(#{bogus => 1}),
+    {error, {bad_option, reps, 0}} = E = beamlab:doctor(#{reps => 0}),
+    ?assertMatch([_ | _], lists:flatten(io_lib:format("~ts", [beamlab:format_error(E)]))),
+    {error, {doctor, {cgroup, _, _}}} = E2 = beamlab:doctor(#{cgroup => "/nonexistent-cgroup"}),
+    ?assertNotEqual(nomatch, string:find(beamlab:format_error(E2), "cgroup")),
+    case os:find_executable("elixir") of
+        false -> {comment, "elixir is not installed: the Elixir half was not run"};
+        Elixir ->
+            Ebin = filename:dirname(code:which(beamlab)),
+            Code = "{:ok, doc} = :beamlab.doctor(%{quick: true, reps: 2, curve_reps: 1, schedulers: ~c\"1\", "
+                   "probe_ms: 200, max_remedies: 1})\nIO.binwrite(:beamlab_result.to_json(doc))\n",
+            Port = open_port({spawn_executable, Elixir}, [{args, ["-pa", Ebin, "-e", Code]},
+                                                          exit_status, binary, use_stdio]),
+            {0, Out} = beamlab_test_util:port_output(Port, 150000),
+            {ok, Json} = beamlab_json:decode(Out),
+            {ok, Doc2} = beamlab_result:from_json(Json),
+            api_doc(Doc2)
+    end.
+
+api_doc(Doc) ->
+    #{kind := doctor, extra := #{<<"recommendation">> := Line, <<"curve">> := #{<<"points">> := [_]}},
+      findings := [_ | _]} = Doc,
+    ?assertMatch({match, _}, re:run(Line, "^(start the VM with |keep the VM's flags)")).
