@@ -13,7 +13,7 @@
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
 -export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
--export([report_long_history_bounded/1, home_unset_one_line/1]).
+-export([report_long_history_bounded/1, home_unset_one_line/1, check_base_build_plain/1]).
 
 all() ->
     [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
@@ -22,7 +22,8 @@ groups() ->
     [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
      {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded, report_long_history_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
-     {readable, [], [check_runner_raises_readable, tls_files_checked, home_unset_one_line]},
+     {readable, [], [check_runner_raises_readable, check_base_build_plain, tls_files_checked,
+                     home_unset_one_line]},
      {secrets, [], [uri_query_secrets_masked, crafted_uris_property, crafted_paths_property]}].
 
 init_per_suite(Config) ->
@@ -370,3 +371,39 @@ crafted_paths_property(Config) ->
     Input = filename:join(Dir, "r.json"),
     {ok, _} = file:copy(?config(run, Config), Input),
     ?assert(proper:quickcheck(prop_beamlab_crafted:prop_output_paths(Dir, Input), [{numtests, 100}, {to_file, user}])).
+
+%% A base that fails to build put rebar3's colour codes inside the error
+%% line. Now the line quotes rebar3's last line as plain text. (The base
+%% is the commit; the working tree fixes it.)
+check_base_build_plain(_Config) ->
+    Dir = tmp(),
+    W = fun(Path, Text) -> ok = filelib:ensure_dir(filename:join(Dir, Path)),
+                           ok = file:write_file(filename:join(Dir, Path), Text) end,
+    %% A broken rebar.config: rebar3's last line is then its coloured
+    %% "===> Error reading file rebar.config: ..." one.
+    W("rebar.config", "{erl_opts, [}.\n"),
+    W("src/lim.app.src", "{application, lim, [{vsn, \"1\"}, {applications, [kernel, stdlib]}]}.\n"),
+    W("src/lim.erl", "-module(lim).\n-export([f/0]).\nf() -> ok.\n"),
+    W("bench/lim_bench.erl", "-module(lim_bench).\n-export([benchmarks/0]).\n"
+                             "benchmarks() -> [#{name => \"f\", runner => fun() -> lim:f() end}].\n"),
+    Git = fun(Args) -> {0, _} = beamlab_test_util:port_output(
+                                  open_port({spawn_executable, os:find_executable("git")},
+                                            [{args, ["-C", Dir | Args]}, exit_status, stderr_to_stdout, binary,
+                                             {env, [{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"},
+                                                    {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}]}]),
+                                  30000) end,
+    _ = Git(["init", "-q"]),
+    _ = Git(["add", "."]),
+    _ = Git(["commit", "-q", "-m", "broken"]),
+    W("rebar.config", "{erl_opts, []}.\n"),
+    %% Colours as on a terminal: rebar3 colours unless told not to.
+    R = #{code := Code, err := Err} = cli(["check", "--against", "HEAD", "--rounds", "4", "--alpha", "0.2"],
+                                          #{dir => Dir, env => [{"TERM", "xterm-256color"}, {"NO_COLOR", false},
+                                                                {"REBAR_COLOR", "high"}]}),
+    ct:log("~ts", [Err]),
+    ?assertEqual(1, Code),
+    ?assert(has(Err, "rebar3 exited with status 1: ")),
+    ?assert(has(Err, "Error reading file rebar.config")),
+    ?assertEqual(nomatch, binary:match(Err, <<"\e">>)),
+    _ = R,
+    ok.

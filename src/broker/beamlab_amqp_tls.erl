@@ -96,7 +96,6 @@ key(File) ->
             end;
         [] ->
             case Entries of
-                [{'EncryptedPrivateKeyInfo', _, _} | _] -> throw({file, Flag, File, encrypted});
                 [{'Certificate', _, _} | _] -> throw({file, Flag, File, certificate_not_key});
                 _ -> throw({file, Flag, File, no_key})
             end
