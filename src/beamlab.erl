@@ -207,7 +207,12 @@ amqp(Uri, Opts) ->
 %% @doc A perf profile (kind `profile') of an inner experiment (as for
 %% {@link matrix/2}), run in a fresh VM under perf, or of a running VM
 %% (`{pid, OsPid}', `{node, Node}'): options `frequency', `call_graph',
-%% `duration' (ms), `label', `cookie'.
+%% `duration' (ms), `label', `cookie'. With `process' (a list of pids as
+%% the node prints them, registered names, `top:reductions',
+%% `top:message_queue') and `{node, Node}': a call capture of those
+%% processes (kind `capture', no module loaded on the node): `duration'
+%% (ms), `stacks' (sample | trace), `calls' (time | none), `max_rate',
+%% `max_total', `cookie'.
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, experiment_opts()) -> result().
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).
@@ -222,11 +227,10 @@ format_error(squeeze_needs_bounds) ->
     "threshold)";
 format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
-format_error({bad_option, K, _} = R) ->
-    case lists:member(K, maps:keys(beamlab_engine:default_run_opts())) of
-        true -> beamlab_engine:format_error(R);
-        false -> beamlab_experiment_opts:format_error(R)
-    end;
+format_error({bad_option, _, _} = R) ->
+    %% one line for a bad value, whoever refused it (the maps' reader, or
+    %% the engine behind benchmark/3 and the short forms)
+    beamlab_experiment_opts:format_error(R);
 format_error(Reason) ->
     %% the experiment layer's errors (a kind's `{Kind, R}', its own), else
     %% the engine's (benchmark/3 and the short forms give them untagged)

@@ -10,8 +10,16 @@ bench(Name, Samples, Better) ->
 result(Benchmarks) ->
     result(Benchmarks, #{}).
 result(Benchmarks, Env) ->
-    R = beamlab_result:new(bench, #{command => [], started_at => <<"2026-11-23T00:00:00Z">>}),
+    result(Benchmarks, Env, suite).
+%% A suite's samples are repetitions (runs); a bench run's are samples
+%% within one run.
+result(Benchmarks, Env, Kind) ->
+    R = beamlab_result:new(Kind, #{command => [], started_at => <<"2026-11-23T00:00:00Z">>}),
     beamlab_result:set(env, Env, beamlab_result:add_benchmarks(R, Benchmarks)).
+
+overloaded(R) ->
+    beamlab_result:add_findings(R, [beamlab_result:finding(machine_overloaded, warning, <<"t">>,
+                                                           <<"e">>, <<"a">>, #{})]).
 
 base() -> [100.0 + X / 10 || X <- lists:seq(1, 20)].
 shifted(F) -> [X * F || X <- base()].
@@ -27,9 +35,40 @@ verdicts_test() ->
     ?assertEqual(#{<<"same">> => no_difference, <<"slow">> => slower, <<"fast">> => faster,
                    <<"thr">> => faster}, V),
     [Slow] = [R || R <- maps:get(rows, Cmp), maps:get(name, R) =:= <<"slow">>],
-    #{change := Change, ci := [Lo, Hi]} = lists:last(maps:get(cells, Slow)),
+    #{change := Change, ci := [Lo, Hi], basis := runs} = lists:last(maps:get(cells, Slow)),
     ?assert(abs(Change - 0.2) < 1.0e-9),
     ?assert(Lo < 0.2 andalso 0.2 < Hi).
+
+%% Two single runs (samples within each run): the change and its interval
+%% are shown, but the verdict says what they cover, never faster/slower.
+single_runs_get_no_verdict_test() ->
+    A = result([bench(<<"slow">>, base())], #{}, bench),
+    B = result([bench(<<"slow">>, shifted(1.2))], #{}, bench),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    [#{cells := [_, Cell]}] = maps:get(rows, Cmp),
+    ?assertMatch(#{verdict := within_run_only, basis := within_run, ci := [_, _]}, Cell),
+    ?assertEqual([], beamlab_result_compare:slower_than(Cmp, 5)),
+    Notes = iolist_to_binary(maps:get(notes, Cmp)),
+    ?assertNotEqual(nomatch, binary:match(Notes, <<"within-run noise only">>)),
+    Text = iolist_to_binary(beamlab_render_compare:render(Cmp, text)),
+    ?assertEqual(nomatch, binary:match(Text, <<"SLOWER">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"within-run only">>)).
+
+%% An overloaded machine: a wall-clock change not far outside the noise
+%% is inconclusive; a huge one, and a load-independent metric, keep theirs.
+overloaded_machine_test() ->
+    Noisy = fun(F) -> [X * F * (1 + 0.15 * math:sin(X)) || X <- [100.0, 130.0, 90.0, 115.0, 105.0]] end,
+    Reds = fun(F) -> (bench(<<"reds">>, Noisy(F)))#{unit => <<"reductions">>, metric => <<"reductions">>} end,
+    A = result([bench(<<"t">>, Noisy(1.0)), bench(<<"huge">>, Noisy(1.0)), Reds(1.0)]),
+    B = overloaded(result([bench(<<"t">>, Noisy(1.35)), bench(<<"huge">>, Noisy(5.0)), Reds(1.35)])),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    V = maps:from_list([{N, maps:get(verdict, C)} || #{name := N, cells := [_, C]} <- maps:get(rows, Cmp)]),
+    %% Without the finding, "t" is slower at 95%.
+    {ok, Quiet} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B#{findings := []}}]),
+    ?assertMatch([#{cells := [_, #{verdict := slower}]} | _], maps:get(rows, Quiet)),
+    ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => slower, <<"reds">> => slower}, V),
+    ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
+                                          <<"the machine was overloaded">>)).
 
 fail_if_slower_threshold_test() ->
     A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), higher)]),
@@ -50,8 +89,8 @@ unpaired_are_reported_test() ->
                       maps:get(notes, Cmp))).
 
 too_few_samples_test() ->
-    A = result([bench(<<"a">>, [5.0])]),
-    B = result([bench(<<"a">>, [6.0])]),
+    A = result([bench(<<"a">>, [5.0, 5.5])]),
+    B = result([bench(<<"a">>, [6.0, 6.1])]),
     {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     [Row] = maps:get(rows, Cmp),
     ?assertEqual(too_few_samples, maps:get(verdict, lists:last(maps:get(cells, Row)))),
@@ -91,7 +130,10 @@ three_runs_and_table_test() ->
     ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(16, Row), lists:nth(21, Row)]),
     %% Change and CI bounds are plain fractions for CSV and the HTML page.
     [Change, Lo, Hi] = lists:sublist(Row, 12, 3),
-    ?assert(Lo < Change andalso Change < Hi andalso abs(Change - 0.3) < 1.0e-9).
+    ?assert(Lo < Change andalso Change < Hi andalso abs(Change - 0.3) < 1.0e-9),
+    %% The C side: its interval never reaches below -100%.
+    [ChangeC, LoC, _] = lists:sublist(Row, 17, 3),
+    ?assert(LoC > -1.0 andalso abs(ChangeC + 0.3) < 1.0e-9).
 
 needs_two_runs_test() ->
     ?assertEqual({error, {too_few_runs, 1}}, beamlab_compare:compare([{<<"A">>, result([])}])),
@@ -99,8 +141,9 @@ needs_two_runs_test() ->
 
 partial_and_kinds_notes_test() ->
     A = result([bench(<<"a">>, base())]),
+    A1 = A#{kind => bench},
     B = (result([bench(<<"a">>, base())]))#{kind => suite, partial => true},
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A1}, {<<"B">>, B}]),
     Notes = iolist_to_binary(maps:get(notes, Cmp)),
     ?assertNotEqual(nomatch, binary:match(Notes, <<"partial (interrupted) run: B">>)),
     ?assertNotEqual(nomatch, binary:match(Notes, <<"different kinds (bench, suite)">>)),

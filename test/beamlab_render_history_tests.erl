@@ -6,7 +6,7 @@ run(Label, Started, Ns) ->
     rand:seed(exsss, {erlang:phash2(Label), 2, 3}),
     B = beamlab_result:benchmark(<<"b">>, [Ns * (1 + 0.01 * rand:normal()) || _ <- lists:seq(1, 20)],
                                  #{unit => ns, better => lower, metric => time}),
-    D = beamlab_result:add_benchmarks(beamlab_result:new(bench, #{command => [], started_at => Started}), [B]),
+    D = beamlab_result:add_benchmarks(beamlab_result:new(suite, #{command => [], started_at => Started}), [B]),
     {Label, beamlab_result:set(env, #{git => #{commit => <<"0123456789abcdef", Label/binary>>,
                                                commit_time => Started, dirty => Label =:= <<"c">>}}, D)}.
 

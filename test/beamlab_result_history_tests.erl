@@ -8,7 +8,8 @@ run(Label, Started, Ns, Git) ->
     rand:seed(exsss, {erlang:phash2(Label), 2, 3}),
     Samples = [Ns * (1 + 0.01 * rand:normal()) || _ <- lists:seq(1, 20)],
     B = beamlab_result:benchmark(<<"b">>, Samples, #{unit => ns, better => lower, metric => time}),
-    Doc0 = beamlab_result:new(bench, #{command => [], started_at => Started}),
+    %% A suite: each sample is one repetition, so two runs compare by themselves.
+    Doc0 = beamlab_result:new(suite, #{command => [], started_at => Started}),
     Doc = beamlab_result:add_benchmarks(Doc0, [B]),
     case Git of
         none -> {Label, Doc};
@@ -71,14 +72,15 @@ per_second_test() ->
                   {Label, beamlab_result:add_benchmarks(beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
           end,
     {ok, #{trends := [#{unit := <<"iterations/s">>, points := [#{mean := M1}, #{mean := M2}],
-                        changes := [#{verdict := no_difference}]}]}} =
+                        changes := [#{verdict := within_run_only, basis := within_run}]}]}} =
         beamlab_result_history:history([Run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100, 1000),
                                         Run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 200, 2000)], #{}),
     ?assert(abs(M1 / 10000 - 1) < 0.02 andalso abs(M2 / 10000 - 1) < 0.02).
 
 %% #34: a summary keeps all the history reads: the same history from
-%% summaries as from whole documents, and the summary holds no telemetry,
-%% findings or environment but the git commit.
+%% summaries as from whole documents (the fixtures carry a noisy finding,
+%% which the history reads), and the summary holds no telemetry, extra or
+%% environment but the git commit.
 summary_keeps_history_test() ->
     Runs = [{<<"a">>, beamlab_results_fixtures:result(<<"bench">>, #{factor => 1.0})},
             {<<"b">>, beamlab_results_fixtures:result(<<"bench">>, #{factor => 1.3})},
@@ -86,6 +88,41 @@ summary_keeps_history_test() ->
     Summaries = [{L, beamlab_result_history:summary(R)} || {L, R} <- Runs],
     ?assertEqual(beamlab_result_history:history(Runs, #{order => time}),
                  beamlab_result_history:history(Summaries, #{order => time})),
-    [?assertMatch(#{telemetry := T, findings := [], extra := E} when map_size(T) =:= 0 andalso map_size(E) =:= 0, S)
+    [?assertMatch(#{telemetry := T, extra := E} when map_size(T) =:= 0 andalso map_size(E) =:= 0, S)
      || {_, S} <- Summaries],
     [?assertEqual([], maps:keys(maps:without([<<"git">>], maps:get(env, S)))) || {_, S} <- Summaries].
+
+%% Single runs (samples within one run each): the verdict rests on the
+%% spread of the earlier runs' means, never on the samples within them.
+history_spread_test() ->
+    Single = fun(I, Ns, Noise) ->
+                     rand:seed(exsss, {I, 7, 8}),
+                     %% Each run has its own level (the machine's load of the day)
+                     Level = Ns * (1 + Noise * rand:normal()),
+                     Samples = [Level * (1 + 0.001 * rand:normal()) || _ <- lists:seq(1, 30)],
+                     B = beamlab_result:benchmark(<<"b">>, Samples, #{unit => ns, better => lower, metric => time}),
+                     Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                     {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                              beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
+             end,
+    Same = [Single(I, 100, 0.05) || I <- lists:seq(1, 10)],
+    {ok, #{trends := [#{changes := Cs}]}} = beamlab_result_history:history(Same, #{}),
+    %% The within-run samples are 50x tighter than the run-to-run spread:
+    %% treated as evidence they would call most steps a change.
+    %% With fewer than 3 earlier runs there is no spread to judge by.
+    ?assertEqual([within_run_only, within_run_only],
+                 [V || #{verdict := V} <- lists:sublist(Cs, 2)]),
+    ?assertEqual([history], lists:usort([B || #{basis := B} <- lists:nthtail(2, Cs)])),
+    ?assertEqual([no_difference], lists:usort([V || #{verdict := V} <- lists:nthtail(2, Cs)])),
+    %% A run 22% slower than the history stands out of its spread.
+    Slow = Same ++ [Single(11, 122, 0.0)],
+    {ok, #{trends := [#{changes := Cs2}]}} = beamlab_result_history:history(Slow, #{}),
+    #{verdict := slower, basis := history, window := 10, from := 1, ci := {Lo, _}} = lists:last(Cs2),
+    ?assert(Lo > 0),
+    %% ... unless the machine was overloaded and it is not far outside the noise.
+    {L, Doc} = lists:last(Slow),
+    Loaded = beamlab_result:add_findings(Doc, [beamlab_result:finding(noisy_measurement, warning, <<"t">>,
+                                                                      <<"e">>, <<"a">>, #{})]),
+    {ok, #{trends := [#{changes := Cs3}]}} =
+        beamlab_result_history:history(lists:droplast(Slow) ++ [{L, Loaded}], #{}),
+    ?assertMatch(#{verdict := inconclusive_load}, lists:last(Cs3)).

@@ -139,6 +139,9 @@ check_verbose(#{<<"kind">> := Kind} = Doc, Kind, AdvicePattern) ->
 
 noisy(#{<<"stats">> := #{<<"mean">> := M, <<"cv">> := Cv, <<"ci_mean">> := [Lo, Hi]}}) when M /= 0 ->
     abs(Hi - Lo) / 2 / abs(M) > 0.05 orelse Cv > 0.10;
+%% Fewer than 3 repetitions: no interval, the cv alone.
+noisy(#{<<"stats">> := #{<<"mean">> := M, <<"cv">> := Cv}}) when M /= 0 ->
+    Cv > 0.10;
 noisy(_) -> false.
 
 json(Bin) ->

@@ -239,6 +239,8 @@ flame_graph_renders_and_zooms(Config) ->
             Dom = dump_dom(Chromium, Dir, Html),
             Body = beamlab_test_util:dom_body(Dom),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+            %% The page's layout check: every flame graph within its card.
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-layout">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"<section id=\"profiles\"">>)),
             %% Two flame graphs and the differential one.
             ?assertEqual(3, length(binary:matches(Dom, <<"<svg class=\"flame\"">>))),
@@ -286,6 +288,7 @@ differential_hot_to_cold(Config) ->
             #{code := 0} = beamlab_test_util:cli(["report" | Saved] ++ ["-o", Html]),
             Dom = dump_dom(Chromium, Base, Html),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-errors">>)),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-layout">>)),
             {match, [Diff]} = re:run(Dom, <<"(<figure [^>]*data-kind=\"flame-diff\".*?</figure>)">>,
                                      [dotall, {capture, all_but_first, binary}]),
             Frames = fun(Fn) ->

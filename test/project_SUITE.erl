@@ -198,10 +198,11 @@ interrupt_removes_worktree(Config) ->
 %% `run --bench --save' files runs under .beamlab/history/ by date and
 %% commit, never over an earlier one; three commits later (`work' 20
 %% times slower, then back), `beamlab report .beamlab/history/' draws
-%% each benchmark's trend in commit order with the changes marked, and
-%% `compare' prints them. Separate runs compare time between runs: the
-%% change is 20 times so that its verdict stands on a loaded machine (a
-%% doubling did not, at a load average of 7).
+%% each benchmark's trend in commit order, and `compare' prints them.
+%% Three single runs give no run-to-run spread to judge a change by (the
+%% run is the unit of replication, issue #35): the 20-fold step is shown
+%% with its within-run interval and the verdict `within-run only', and
+%% the chart marks no change.
 history(Config) ->
     Sample = ?config(sample, Config),
     Run = fun() -> beamlab_test_util:cli(["run", "--bench", "bench", "-d", "30", "-s", "8", "--save"],
@@ -228,7 +229,8 @@ history(Config) ->
     #{code := 0} = beamlab_test_util:cli(["report", History, "-o", Html], cli_opts(Config)),
     #{code := 0, out := Text} = beamlab_test_util:cli(["compare", History], cli_opts(Config)),
     ct:log("~ts", [Text]),
-    ?assertMatch({match, _}, re:run(Text, <<"work: .* SLOWER">>)),
+    ?assertMatch({match, _}, re:run(Text, <<"\\+[0-9.]+% .* within-run only">>)),
+    ?assertEqual(nomatch, re:run(Text, <<"SLOWER">>)),
     case beamlab_test_util:chromium() of
         false ->
             {comment, "chromium is not installed: the trend chart was not drawn"};
@@ -242,7 +244,7 @@ history(Config) ->
                                      [global, dotall, {capture, all_but_first, binary}]),
             [Work] = [T || [T] <- Trends, binary:match(T, <<"work">>) =/= nomatch],
             ?assertMatch({_, _}, binary:match(Work, <<"trend-line">>)),
-            ?assertMatch({_, _}, binary:match(Work, <<"data-verdict=\"slower\"">>))
+            ?assertEqual(nomatch, binary:match(Work, <<"data-verdict=\"slower\"">>))
     end.
 
 %% The same from an Elixir project: beamlab as a Mix dependency (git URL),

@@ -568,7 +568,9 @@
       }))]);
   }
   var VERDICTS = { no_difference: '~ (no significant difference)', too_few_samples: 'too few samples',
-                   unit_mismatch: 'units differ', no_baseline: 'no baseline', slower: 'SLOWER' };
+                   unit_mismatch: 'units differ', no_baseline: 'no baseline', slower: 'SLOWER',
+                   within_run_only: 'within-run noise only (single runs: no verdict)',
+                   inconclusive_load: 'inconclusive: the machine was overloaded' };
   function verdictText(v) { return VERDICTS[v] || v || ''; }
   function verdictClass(v) { return v === 'slower' ? 'bad' : v === 'faster' ? 'good' : ''; }
   function cellText(v, head) {
@@ -658,7 +660,9 @@
         return { x: c.to, y: p[1], up: (c.change > 0), verdict: c.verdict, color: worse ? '#dc2626' : '#16a34a',
                  title: hi.runs[c.from].label + ' \u2192 ' + hi.runs[c.to].label + ': ' + pct(c.change) + ' (' + verdictText(c.verdict) + ', p=' + fmt(c.p, 3) + ')' };
       });
-      lineChart(g, { title: tr.name, subtitle: (tr.unit || 'no unit') + ', ' + betterText(tr.better), kind: 'trend',
+      lineChart(g, { title: tr.name + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
+                     subtitle: (tr.unit || 'no unit') + ', ' + betterText(tr.better) + '; each run' + String.fromCharCode(8217) +
+                       's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean', kind: 'trend',
                      xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit, yUnit: tr.unit, xAxis: xAxis,
                      series: [{ name: 'mean', color: COLORS[0], markers: true, cls: 'trend-line', flags: flags,
                                 x: tr.points.map(function (p) { return p[0]; }), y: tr.points.map(function (p) { return p[1]; }),

@@ -162,11 +162,15 @@ run(Jobs, RunOpts0, ModeOpts) ->
                           run_opts => maps:without([progress, checkpoint, metrics], Opts1),
                           mode_opts => ModeOpts, findings => Findings,
                           timer => Timer#{busy_wait := Busy}, started_at => Started},
+              Measured = case maps:get(isolated, RunOpts) of
+                             true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
+                             false -> beamlab_engine_measure:measure(
+                                        Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
+                         end,
               #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
-                  case maps:get(isolated, RunOpts) of
-                      true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
-                      false -> beamlab_engine_measure:measure(
-                                 Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
+                  case Measured of
+                      {ok, M} -> M;
+                      {error, Reason} -> throw({beamlab_engine, Reason})
                   end,
               flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],

@@ -255,20 +255,25 @@ noisy(Result) ->
     lists:append([noisy_bench(B, Kind) || B <- maps:get(benchmarks, Result, []), is_map(B)]).
 
 noisy_bench(#{stats := #{mean := Mean} = S} = B, Kind) when is_number(Mean), Mean /= 0 ->
-    Cv = case S of #{cv := C} when is_number(C) -> C; _ -> 0 end,
-    RelCi = case ci(maps:get(ci_mean, S, undefined)) of
-                {Lo, Hi} -> abs(Hi - Lo) / 2 / abs(Mean);
-                undefined -> 0
-            end,
+    Cv = case S of #{cv := C} when is_number(C) -> C; _ -> 0.0 end,
+    %% Fewer than 3 samples have no interval (docs/statistics.md): only
+    %% the cv can say the measurement is noisy.
+    {RelCi, CiText} = case ci(maps:get(ci_mean, S, undefined)) of
+                          {Lo, Hi} ->
+                              R = abs(Hi - Lo) / 2 / abs(Mean),
+                              {R, io_lib:format("confidence interval of the mean is +/-~.1f% of the mean", [100 * R])};
+                          undefined ->
+                              {0.0, "no confidence interval (fewer than 3 samples)"}
+                      end,
     Name = maps:get(name, B, <<"benchmark">>),
     case RelCi > ?REL_CI orelse Cv > ?CV of
         true ->
             [finding(noisy_measurement,
                      case RelCi > 4 * ?REL_CI orelse Cv > 4 * ?CV of true -> critical; false -> warning end,
                      ["Measurement too noisy to trust: ", Name],
-                     io_lib:format("~ts: confidence interval of the mean is +/-~.1f% of the mean, "
+                     io_lib:format("~ts: ~ts, "
                                    "cv ~.1f% over ~p samples (limits: +/-~b%, cv ~b%)",
-                                   [Name, 100 * RelCi, 100 * Cv, maps:get(n, S, length(maps:get(samples, B, []))),
+                                   [Name, CiText, 100 * Cv, maps:get(n, S, length(maps:get(samples, B, []))),
                                     round(100 * ?REL_CI), round(100 * ?CV)]),
                      noisy_advice(Kind),
                      #{benchmark => Name, rel_ci => RelCi, cv => Cv})];

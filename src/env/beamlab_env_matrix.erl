@@ -380,11 +380,10 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
     Cmp = case BaseVals of
               undefined -> #{};
               _ when Name =:= Base -> #{};
-              %% Repetitions' means are close to normal, and with a few
-              %% repetitions Mann-Whitney cannot reach significance at all
-              %% (n = 3 + 3 gives p >= 0.1): Welch decides.
-              _ -> #{comparison => beamlab_stats:compare(BaseVals, Vals,
-                                                         #{better => Better, test => welch})}
+              %% Each value is one fresh VM's mean: the VM is the unit of
+              %% replication, and Welch on the logs of the VMs' means
+              %% decides (beamlab_stats:compare/3).
+              _ -> #{comparison => beamlab_stats:compare(BaseVals, Vals, #{better => Better})}
           end,
     Scaling = case Sweep andalso is_integer(Sched) andalso is_integer(BaseSched)
                   andalso BaseVals =/= undefined andalso mean(Vals) /= 0 andalso mean(BaseVals) /= 0 of

@@ -24,10 +24,14 @@ controller(Dist, Nodes) ->
                     ok;
                 [] ->
                     %% (an empty cookie is refused: beamlab_runtime_peer:cookie/1)
-                    _ = beamlab_runtime_peer:ensure_dist(),
-                    case beamlab_runtime_peer:set_cookie(node(), Cookie) of
-                        ok -> ok;
-                        {error, Bad} -> {error, {name, Bad}}
+                    case beamlab_runtime_peer:ensure_dist() of
+                        ok ->
+                            case beamlab_runtime_peer:set_cookie(node(), Cookie) of
+                                ok -> ok;
+                                {error, Bad} -> {error, {name, Bad}}
+                            end;
+                        {error, NoDist} ->
+                            {error, {name, NoDist}}
                     end;
                 [Far | _] ->
                     {error, {not_loopback, Far}}

@@ -53,7 +53,8 @@ all() ->
      beamlab_experiment_amqp,
      beamlab_experiment_profile,
      beamlab_experiment_check,
-     beamlab_experiment_doctor].
+     beamlab_experiment_doctor,
+     beamlab_experiment_capture].
 
 %% @doc The module of the kind named `Name'.
 -spec find(atom()) -> {ok, module()} | error.

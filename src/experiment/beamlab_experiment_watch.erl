@@ -17,7 +17,7 @@
 %% node (false: leave its system monitor alone).
 -type watch() :: #{node := string(), cookie => string() | undefined,
                    duration => pos_integer() | infinity, interval => pos_integer(),
-                   top => non_neg_integer(), msacc => boolean(),
+                   top => non_neg_integer(), msacc => boolean(), capture => boolean(),
                    system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()}}.
 %% The node watched beside a load.
 -type beside() :: none | #{node := node(), env := map(), pid := pid(), mon := reference()}.
@@ -32,12 +32,12 @@ name() -> watch.
 %% (ms), `interval' (ms), `top', `msacc'.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- [node, cookie, duration, interval, top, msacc]].
+    [#{name => K} || K <- [node, cookie, duration, interval, top, msacc, capture]].
 
 %% @doc The watch of `node' (text) with its `cookie' (text or undefined).
 -spec new(#{atom() => term()}) -> {ok, watch()}.
 new(#{node := Node} = Opts) ->
-    {ok, maps:merge(maps:with([duration, interval, top, msacc], Opts),
+    {ok, maps:merge(maps:with([duration, interval, top, msacc, capture], Opts),
                     #{node => Node, cookie => maps:get(cookie, Opts, undefined)})}.
 
 %% @doc Nothing to check before it starts (the node is reached when it runs).
@@ -75,11 +75,21 @@ run(#{node := Name} = W, Exp, _Inner) ->
                      metrics => beamlab_experiment_metrics:server(Exp),
                      deadline => case Deadline of infinity -> infinity; _ -> Deadline - 1000 end,
                      print => maps:get(telemetry, Exp, none) =:= live},
-            case beamlab_sut_watch:watch(Node, Opts) of
+            Capturer = case maps:get(capture, W, false) of
+                           true -> start_capturer(Node);
+                           false -> none
+                       end,
+            Opts1 = case Capturer of
+                        none -> Opts;
+                        _ -> Opts#{on_finding => fun(New) -> culprit(Capturer, New) end}
+                    end,
+            case beamlab_sut_watch:watch(Node, Opts1) of
                 {ok, Series, #{interrupted := Interrupted, findings := Growth}} ->
-                    {ok, document(W#{interval => Interval}, Exp, Started, Node, NodeEnv, Series, Growth,
-                                  Interrupted)};
+                    Doc = document(W#{interval => Interval}, Exp, Started, Node, NodeEnv, Series, Growth,
+                                   Interrupted),
+                    {ok, with_capture(Doc, finish_capturer(Capturer))};
                 {error, E} ->
+                    _ = finish_capturer(Capturer),
                     {error, {watch, E}}
             end;
         {error, E} ->
@@ -125,10 +135,86 @@ document(W, Exp, Started, Node, NodeEnv, Series, Growth, Interrupted) ->
     Doc2 = beamlab_result:set(env, NodeEnv, beamlab_result:set(telemetry, Series, Doc1)),
     %% The benchmarks are the node's series, not measurements: no noise check.
     Findings = beamlab_env_detect:findings(#{telemetry => Series, env => NodeEnv, result => #{},
-                                             timer => skip}) ++ Growth,
+                                             timer => skip}) ++
+        [beamlab_sut_growth:with_capture_command(Node, F) || F <- Growth],
     Doc3 = beamlab_result:finish(beamlab_result:add_findings(Doc2, Findings),
                                  #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Interrupted}),
     beamlab_experiment_env:attach(Doc3, Exp).
+
+%%--------------------------------------------------------------------
+%% watch --capture: the first process a finding names, captured
+
+-define(CAPTURE_MS, 5000).
+
+%% A process that captures the first culprit it is told of (once), and
+%% keeps the result until the watch asks for it.
+start_capturer(Node) ->
+    Watch = self(),
+    spawn_link(fun() -> capturer(Node, Watch) end).
+
+capturer(Node, Watch) ->
+    receive
+        {culprit, Pid} ->
+            R = case beamlab_profile_capture:resolve(Node, [{pid, binary_to_list(Pid)}], 5000) of
+                    {ok, Procs} -> beamlab_profile_capture:capture(Node, Procs, #{duration => ?CAPTURE_MS});
+                    {error, _} = E -> E
+                end,
+            receive {done, Watch} -> Watch ! {capture, self(), {Pid, R}} end;
+        {done, Watch} ->
+            Watch ! {capture, self(), none}
+    end.
+
+%% Called by the watch with the findings of each sample.
+culprit(Capturer, New) ->
+    case [Pid || #{data := #{<<"capture_command">> := _, <<"culprit">> := Pid}} <- New] of
+        [Pid | _] -> Capturer ! {culprit, Pid};
+        [] -> ok
+    end.
+
+%% Ends a capture still running (as an interrupt would: it keeps what it
+%% captured) and returns what was captured, if anything.
+finish_capturer(none) ->
+    none;
+finish_capturer(Capturer) ->
+    Capturer ! {beamlab_interrupt, watch_ended},
+    Capturer ! {done, self()},
+    receive
+        {capture, Capturer, R} -> unlink(Capturer), R
+    after 30000 ->
+            unlink(Capturer),
+            exit(Capturer, kill),
+            none
+    end.
+
+%% The capture beside the finding that named its process: `extra.capture'
+%% and `extra.profile' (the report's flame graph), and the finding says
+%% where the process's time went.
+with_capture(Doc, none) ->
+    Doc;
+with_capture(Doc, {_Id, {error, R}}) ->
+    Extra = maps:get(extra, Doc, #{}),
+    beamlab_result:set(extra, Extra#{capture_error => iolist_to_binary(beamlab_profile_capture:format_error(R))},
+                       Doc);
+with_capture(Doc, {Pid, {ok, Cap}}) ->
+    #{profile := Prof, processes := [P | _]} = Cap,
+    Label = maps:get(label, P),
+    Extra = maps:get(extra, Doc, #{}),
+    Doc1 = beamlab_result:set(extra, Extra#{capture => maps:without([profile], Cap),
+                                            profile => Prof#{<<"subject">> => <<"capture of ", Label/binary>>}},
+                              Doc),
+    Hottest = case maps:get(calls, Cap) of
+                  [#{function := F} | _] -> F;
+                  [] -> <<"-">>
+              end,
+    Findings = [case F of
+                    #{data := #{<<"capture_command">> := _, <<"culprit">> := Pid} = D, advice := A} ->
+                        F#{data := D#{<<"captured">> => #{<<"hottest">> => Hottest, <<"process">> => Label}},
+                           advice := <<A/binary, " Captured for ", (integer_to_binary(maps:get(elapsed_ms, Cap)))/binary,
+                                       " ms: its hottest function by own time is ", Hottest/binary,
+                                       " (the capture's flame graph is in the report).">>};
+                    _ -> F
+                end || F <- maps:get(findings, Doc1)],
+    Doc1#{findings := Findings}.
 
 seconds(infinity) -> null;
 seconds(Ms) when Ms rem 1000 =:= 0 -> Ms div 1000;

@@ -16,6 +16,7 @@
 -module(beamlab_format_units).
 
 -export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1, sign/1,
+         rel_interval/3,
          number/1, value/2, bench_value/2, per_second/1, sig/2, to_binary/1, plural/2]).
 
 %% @doc `Word' as it goes with the number `N': "1 scheduler", "2 schedulers"
@@ -69,6 +70,28 @@ rate(R) ->
 -spec percent(number()) -> string().
 percent(F) ->
     sig(F * 100, 3) ++ "%".
+
+%% @doc A mean's interval relative to the mean: `"±2.1%"' (with `Pm' as the
+%% plus-minus sign) when both sides are equal to 3 significant digits,
+%% `"-1.9%/+2.3%"' when not (log-scale intervals of times and rates are
+%% wider above the mean than below), `"no interval"' without one (fewer
+%% than three samples: never a `±0%'), `"-"' for a zero mean.
+-spec rel_interval(number(), {number(), number()} | [number()] | undefined | null, string()) -> string().
+rel_interval(Mean, [Lo, Hi], Pm) ->
+    rel_interval(Mean, {Lo, Hi}, Pm);
+rel_interval(Mean, {Lo, Hi}, Pm) when is_number(Mean), is_number(Lo), is_number(Hi) ->
+    case Mean == 0 of
+        true -> "-";
+        false ->
+            Below = percent((Mean - Lo) / abs(Mean)),
+            Above = percent((Hi - Mean) / abs(Mean)),
+            case Below =:= Above of
+                true -> Pm ++ Above;
+                false -> "-" ++ Below ++ "/+" ++ Above
+            end
+    end;
+rel_interval(_Mean, _None, _Pm) ->
+    "no interval".
 
 %% @doc A relative change with its sign: `"+4.2%"', `"-1.3%"', `"0%"'.
 -spec signed_percent(number()) -> string().

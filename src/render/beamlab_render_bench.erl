@@ -114,9 +114,9 @@ extended(Benches, Timed, Many, Pm) ->
         end,
     Rows = [case maps:find(stats, B) of
                 {ok, #{n := N, mean := Mean, cv := Cv, median := Med, p99 := P99,
-                       ci_mean := {Lo, Hi}, outliers := Out}} ->
+                       outliers := Out} = S} ->
                     [name(B), conc(B), N, V(Mean), beamlab_format_units:percent(Cv), V(Med), V(P99),
-                     iter(B), ci(Pm, Mean, Lo, Hi), outliers(Out)]
+                     iter(B), ci(Pm, Mean, maps:get(ci_mean, S, undefined)), outliers(Out)]
                     ++ [X || Many, X <- [rel(B), verdict(B)]];
                 error ->
                     [name(B), conc(B), 0, "-", "-", "-", "-", iter(B), "-", "-"]
@@ -142,8 +142,7 @@ iter(_) -> "-".
 rel(#{extra := #{<<"rel">> := R}}) when is_number(R) -> io_lib:format("~w%", [round(R * 100)]);
 rel(_) -> "-".
 
-ci(_Pm, Mean, _Lo, _Hi) when Mean == 0 -> "-";
-ci(Pm, Mean, Lo, Hi) -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))].
+ci(Pm, Mean, Ci) -> beamlab_format_units:rel_interval(Mean, Ci, Pm).
 
 outliers(#{low := L, high := H}) -> integer_to_list(L + H).
 

@@ -95,10 +95,11 @@ display_row(#{name := Name, unit := Unit, cells := Cells}) ->
 own_text(#{present := false}, _Unit) ->
     <<"missing">>;
 own_text(#{mean := Mean, ci_mean := CI, n := N}, Unit) ->
-    Half = case {Mean, CI} of
-               {M, [Lo, Hi]} when is_number(M), M /= 0, is_number(Lo), is_number(Hi) ->
-                   io_lib:format(" ±~.1f%", [100 * (Hi - Lo) / 2 / abs(M)]);
-               _ -> ""
+    %% Intervals of times and rates are not symmetric (log scale): both
+    %% sides are shown; fewer than 3 samples have none.
+    Half = case is_number(Mean) of
+               true -> [" ", beamlab_format_units:rel_interval(Mean, CI, "±")];
+               false -> ""
            end,
     unicode:characters_to_binary([value_text(Mean, Unit), Half, io_lib:format(" n=~b", [N])]).
 
@@ -118,6 +119,8 @@ verdict(no_difference) -> <<"~">>;
 verdict(too_few_samples) -> <<"too few samples">>;
 verdict(unit_mismatch) -> <<"units differ">>;
 verdict(no_baseline) -> <<"no baseline">>;
+verdict(within_run_only) -> <<"within-run only">>;
+verdict(inconclusive_load) -> <<"inconclusive: overloaded">>;
 verdict(Other) -> atom_to_binary(Other, utf8).
 
 %% @doc A fraction as a signed percentage: `-0.248' is `-24.8%'.

@@ -68,14 +68,16 @@ render(H, Format, Opts) ->
 trend_row(#{run := I, mean := M, ci := Ci, n := N}, Changes, Runs, Unit) ->
     Own = unicode:characters_to_binary(
             [beamlab_render_compare:value_text(M, Unit),
-             case Ci of
-                 {Lo, Hi} when M /= 0 -> io_lib:format(" ±~.1f%", [100 * (Hi - Lo) / 2 / abs(M)]);
-                 _ -> ""
-             end, io_lib:format(" n=~b", [N])]),
+             " ", beamlab_format_units:rel_interval(M, Ci, "±"), io_lib:format(" n=~b", [N])]),
     Head = [integer_to_binary(I), label(I, Runs), Own],
     case [C || C = #{to := To} <- Changes, To =:= I] of
-        [#{from := From, change := X, ci := XCi, p_value := P, verdict := V}] ->
-            Head ++ [iolist_to_binary([pct(X), [[" vs #", integer_to_binary(From)] || From =/= I - 1]]),
+        [#{from := From, change := X, ci := XCi, p_value := P, verdict := V} = C] ->
+            %% Against the history's spread: the runs it was judged by.
+            Against = case C of
+                          #{basis := history} -> [" vs #", integer_to_binary(From), "-#", integer_to_binary(I - 1)];
+                          _ -> [[" vs #", integer_to_binary(From)] || From =/= I - 1]
+                      end,
+            Head ++ [iolist_to_binary([pct(X), Against]),
                      case XCi of
                          {A, B} -> iolist_to_binary(["[", pct(A), ", ", pct(B), "]"]);
                          _ -> <<"-">>

@@ -36,8 +36,10 @@ row(B = #{name := Name}) ->
     V = fun(X) -> unicode:characters_to_binary(beamlab_format_units:bench_value(X, B)) end,
     case maps:find(stats, B) of
         {ok, S = #{n := N, mean := Mean, median := Med, p99 := P99}} ->
-            {Lo, Hi} = maps:get(ci_mean, S),
-            Ci = iolist_to_binary(["[", V(Lo), ", ", V(Hi), "]"]),
+            Ci = case maps:get(ci_mean, S, undefined) of
+                     {Lo, Hi} -> iolist_to_binary(["[", V(Lo), ", ", V(Hi), "]"]);
+                     _ -> <<"no interval">>
+                 end,
             {Change, Verdict} = case maps:get(comparison, B, #{}) of
                                     #{change := Ch, verdict := Vd} when is_number(Ch) ->
                                         {list_to_binary(beamlab_format_units:signed_percent(Ch)),

@@ -36,7 +36,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
          _ -> ["\nfailed runs:\n" | Failed]
      end].
 
-row(#{group := G, metric := M, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
+row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
       extra := X} = B, Base, Sweep, Pm) ->
     {Change, Ci, Verdict} =
         case {G, B} of
@@ -48,7 +48,8 @@ row(#{group := G, metric := M, stats := #{mean := Mean, ci_mean := {Lo, Hi}},
         end,
     Rel = case Mean == 0 of
               true -> "";
-              false -> [Pm, beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))]
+              %% One repetition per configuration: no interval, not ±0%.
+              false -> beamlab_format_units:rel_interval(Mean, maps:get(ci_mean, Stats, undefined), Pm)
           end,
     [G, maps:get(<<"inner_benchmark">>, X, M), beamlab_format_units:bench_value(Mean, B), Rel, Change, Ci, Verdict,
      case maps:get(<<"schedulers_online">>, X, null) of null -> "?"; N -> integer_to_list(N) end]

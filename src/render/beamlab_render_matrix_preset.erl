@@ -112,11 +112,11 @@ mean_text(Doc, L, F, M, Unit) ->
 
 with_ci(Doc, L, F, M) ->
     case bench(Doc, L, F, M) of
-        #{stats := #{mean := V, ci_mean := {Lo, Hi}}, unit := U} ->
+        #{stats := #{mean := V} = S, unit := U} ->
             [case U of <<"msg/s">> -> int(V); _ -> beamlab_format_units:value(V, U) end,
              case V == 0 of
                  true -> "";
-                 false -> [" ±", beamlab_format_units:percent((Hi - Lo) / 2 / abs(V))]
+                 false -> [" ", beamlab_format_units:rel_interval(V, maps:get(ci_mean, S, undefined), "±")]
              end];
         _ -> "-"
     end.

@@ -12,10 +12,19 @@
 -define(SCHEMA, <<"https://www.speedscope.app/file-format-schema.json">>).
 
 %% @doc The speedscope file of a document with a profile.
+%% A capture's profile (`beamlab profile --node N --process P') is its
+%% timeline: the stacks in time order, each weighted by its milliseconds,
+%% so speedscope's time-order view is a flame chart.
 -spec render(beamlab_result:result()) -> {ok, iodata()} | {error, no_profile}.
-render(#{extra := #{<<"profile">> := #{<<"stacks">> := Stacks0} = P}} = Doc) when is_list(Stacks0) ->
-    Stacks = [{binary:split(S, <<";">>, [global]), N}
-              || [S, N] <- Stacks0, is_binary(S), is_integer(N), N > 0],
+render(#{extra := #{<<"profile">> := #{<<"stacks">> := Stacks0} = P} = Extra} = Doc) when is_list(Stacks0) ->
+    Stacks = case Extra of
+                 #{<<"capture">> := #{<<"timeline">> := [_ | _] = Timeline}} ->
+                     [{binary:split(S, <<";">>, [global]), Ms}
+                      || [_, Ms, S] <- Timeline, is_binary(S), is_integer(Ms), Ms > 0];
+                 _ ->
+                     [{binary:split(S, <<";">>, [global]), N}
+                      || [S, N] <- Stacks0, is_binary(S), is_integer(N), N > 0]
+             end,
     {Index, Frames} = frames(Stacks),
     Total = lists:sum([N || {_, N} <- Stacks]),
     Name = maps:get(<<"subject">>, P, maps:get(<<"subject">>, maps:get(params, Doc), <<"profile">>)),
@@ -37,6 +46,7 @@ render(_) ->
 -spec format_error(no_profile) -> iolist().
 format_error(no_profile) ->
     "the document has no profile (speedscope's format is for `beamlab profile' documents)".
+
 
 %% Each distinct frame name once, numbered in order of first appearance.
 frames(Stacks) ->

@@ -56,10 +56,13 @@ render(Doc, Opts) ->
      beamlab_render_text:findings(maps:get(findings, Doc))].
 
 row(#{name := Name, group := Group, metric := Metric, unit := Unit} = B, Unicode) ->
-    #{n := N, median := Med, mean := Mean, p99 := P99, ci_mean := {Lo, Hi}} = maps:get(stats, B),
+    #{n := N, median := Med, mean := Mean, p99 := P99} = S = maps:get(stats, B),
     Num = fun(V) -> beamlab_format_units:sig(V, 4) end,
+    %% The interval relative to the mean: a log-scale interval is wider
+    %% above than below, and one or two repetitions have none.
     [Group, params_text(Name), Metric, Unit, Num(Med),
-     [Num(Mean), " ", pm(Unicode), " ", Num((Hi - Lo) / 2)], Num(P99), N, reps(B, Unicode),
+     [Num(Mean), " ", beamlab_format_units:rel_interval(Mean, maps:get(ci_mean, S, undefined), pm(Unicode))],
+     Num(P99), N, reps(B, Unicode),
      maps:get(<<"check">>, maps:get(extra, B), <<"unchecked">>)].
 
 pm(true) -> "±";

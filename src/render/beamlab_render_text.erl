@@ -32,10 +32,9 @@ benchmark_row(B = #{name := Name}, Ascii) ->
     V = fun(X) -> beamlab_format_units:bench_value(X, B) end,
     case maps:find(stats, B) of
         {ok, S = #{n := N, median := Med, mean := Mean, p99 := P99}} ->
-            {Lo, Hi} = maps:get(ci_mean, S),
             Rel = case Mean == 0 of
                       true -> "";
-                      false -> "±" ++ beamlab_format_units:percent((Hi - Lo) / 2 / abs(Mean))
+                      false -> beamlab_format_units:rel_interval(Mean, maps:get(ci_mean, S, undefined), "±")
                   end,
             [Name, N, V(Med), V(Mean), Rel, V(P99), spark(B, Ascii), verdict(B)];
         error ->

@@ -44,7 +44,7 @@ compare(Runs, _Opts) when length(Runs) < 2 ->
 compare(Runs, Opts) ->
     Conf = maps:get(confidence, Opts, 0.95),
     Names = ordered_names(Runs),
-    Rows = [row(Name, Runs, Conf) || Name <- Names],
+    Rows = [row(Name, Runs, Conf, context(Runs)) || Name <- Names],
     Labels = [L || {L, _} <- Runs],
     Unpaired = [#{name => maps:get(name, R),
                   missing_in => [L || {L, #{present := false}} <- lists:zip(Labels, maps:get(cells, R))]}
@@ -96,23 +96,38 @@ per_second(B) ->
                stats => Scaled}
     end.
 
-row(Name, Runs, Conf) ->
+%% Per run: what its samples replicate and whether the machine was
+%% overloaded while it ran.
+context(Runs) ->
+    [{beamlab_result_compare:replication(R), beamlab_result_compare:overloaded(R)} || {_, R} <- Runs].
+
+row(Name, Runs, Conf, Context) ->
     Found = [{L, find(Name, Res)} || {L, Res} <- Runs],
     Present = [B || {_, B} <- Found, B =/= undefined],
     First = hd(Present),
     Better = maps:get(better, First),
     Unit = maps:get(unit, First, <<>>),
     [{_, BaseB} | _] = Found,
-    Cells = [cell(L, B, BaseB, Better, Unit, Conf, Pos) || {Pos, {L, B}} <- enumerate(Found)],
+    WallClock = beamlab_result_compare:wall_clock(Unit, maps:get(metric, First, <<>>)),
+    [BaseCtx | _] = Context,
+    Cells = [cell(L, B, BaseB, Better, Unit, Conf, Pos, ctx(BaseCtx, Ctx, WallClock))
+             || {Pos, {{L, B}, Ctx}} <- enumerate(lists:zip(Found, Context))],
     #{name => Name, unit => Unit, better => Better,
       metric => maps:get(metric, First, <<>>), group => maps:get(group, First, <<>>),
       cells => Cells}.
 
 enumerate(L) -> lists:zip(lists:seq(1, length(L)), L).
 
-cell(Label, undefined, _BaseB, _Better, _Unit, _Conf, _Pos) ->
+ctx({RepB, LoadB}, {Rep, Load}, WallClock) ->
+    #{replication => case {RepB, Rep} of
+                         {runs, runs} -> runs;
+                         _ -> samples
+                     end,
+      overloaded => LoadB orelse Load, wall_clock => WallClock}.
+
+cell(Label, undefined, _BaseB, _Better, _Unit, _Conf, _Pos, _Ctx) ->
     #{label => Label, present => false};
-cell(Label, B, BaseB, Better, Unit, Conf, Pos) ->
+cell(Label, B, BaseB, Better, Unit, Conf, Pos, Ctx) ->
     Samples = maps:get(samples, B, []),
     Stats = stats_of(B, Samples),
     Own = #{label => Label, present => true, n => sample_count(B, Stats),
@@ -123,17 +138,29 @@ cell(Label, B, BaseB, Better, Unit, Conf, Pos) ->
         _ ->
             case maps:get(unit, B, Unit) =:= maps:get(unit, BaseB, Unit) of
                 false -> Own#{verdict => unit_mismatch};
-                true -> maps:merge(Own, change(BaseB, B, Better, Conf))
+                true -> maps:merge(Own, change(BaseB, B, Better, Conf, Ctx))
             end
     end.
 
-change(BaseB, B, Better, Conf) ->
-    %% beamlab_stats:compare/3 itself says too_few_samples below 2 per side.
-    C = beamlab_stats:compare(maps:get(samples, BaseB, []), maps:get(samples, B, []),
-                              #{better => Better, confidence => Conf}),
+change(BaseB, B, Better, Conf, Ctx) ->
+    %% beamlab_stats:compare/3 itself says too_few_samples below 3 per side.
+    Xs = maps:get(samples, BaseB, []),
+    Ys = maps:get(samples, B, []),
+    C = beamlab_stats:compare(Xs, Ys, #{better => Better, confidence => Conf}),
+    Far = case Ctx of
+              #{overloaded := true, wall_clock := true, replication := runs} ->
+                  maps:get(verdict, beamlab_stats:compare(
+                                      Xs, Ys, #{better => Better,
+                                                confidence => beamlab_result_compare:far_confidence()}));
+              _ -> undefined
+          end,
     #{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),
       p_value => null_if_undefined(maps:get(p_value, C)), test => maps:get(test, C),
-      verdict => maps:get(verdict, C)}.
+      basis => case Ctx of
+                   #{replication := runs} -> runs;
+                   _ -> within_run
+               end,
+      verdict => beamlab_result_compare:qualify(C, Far, Ctx)}.
 
 null_if_undefined(undefined) -> null;
 null_if_undefined(V) -> V.
@@ -169,6 +196,12 @@ notes(Runs, Rows, Unpaired) ->
     TooFew = [maps:get(name, R) || R <- Rows,
                                    lists:any(fun(C) -> maps:get(verdict, C, x) =:= too_few_samples end,
                                              maps:get(cells, R))],
+    Within = [maps:get(name, R) || R <- Rows,
+                                   lists:any(fun(C) -> maps:get(verdict, C, x) =:= within_run_only end,
+                                             maps:get(cells, R))],
+    Loaded = [maps:get(name, R) || R <- Rows,
+                                   lists:any(fun(C) -> maps:get(verdict, C, x) =:= inconclusive_load end,
+                                             maps:get(cells, R))],
     Mismatch = [maps:get(name, R) || R <- Rows,
                                      lists:any(fun(C) -> maps:get(verdict, C, x) =:= unit_mismatch end,
                                                maps:get(cells, R))],
@@ -176,8 +209,15 @@ notes(Runs, Rows, Unpaired) ->
       [[fmt("runs are of different kinds (~ts): names may not measure the same thing",
             [lists:join(", ", [beamlab_format_units:to_binary(K) || K <- Kinds])]) || length(Kinds) > 1],
        [fmt("partial (interrupted) run: ~ts", [lists:join(", ", Partial)]) || Partial =/= []],
-       [fmt("too few samples to tell (need at least 2 on each side): ~ts",
+       [fmt("too few samples to tell (need at least 3 on each side): ~ts",
             [lists:join(", ", TooFew)]) || TooFew =/= []],
+       [fmt("within-run noise only (single runs): the interval covers the noise within each run, "
+            "not the run-to-run variation, so there is no verdict; repeat each side "
+            "(suite -n 5, matrix -n 5, check --against) or compare a history of 3+ runs: ~ts",
+            [lists:join(", ", Within)]) || Within =/= []],
+       [fmt("inconclusive: the machine was overloaded (a machine_overloaded or noisy_measurement "
+            "finding) and the wall-clock difference is not far outside the noise: ~ts",
+            [lists:join(", ", Loaded)]) || Loaded =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
        [fmt("~b benchmark(s) missing from some runs: ~ts",
             [length(Unpaired), lists:join(", ", [maps:get(name, U) || U <- Unpaired])])

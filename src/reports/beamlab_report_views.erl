@@ -164,17 +164,22 @@ ci_method(Bs) ->
         Methods -> iolist_to_binary(lists:join(" or ", Methods))
     end.
 
-%% @doc How a benchmark's interval of the mean was made, as its document
-%% says (`stats.ci_method'), else the Student t interval every document
-%% carried before it said.
+%% @doc How a benchmark's interval of the mean was made, in words, as its
+%% document says (`stats.ci_mean_method': `log_delta', `student', `none'),
+%% else the Student t interval documents carried before they said.
 -spec interval_method(#{stats => map(), atom() => term()}) -> binary().
 interval_method(#{stats := S}) ->
-    case maps:get(ci_method, S, maps:get(<<"ci_method">>, S, null)) of
+    case maps:get(ci_mean_method, S, maps:get(<<"ci_mean_method">>, S, null)) of
         null -> <<"Student t interval of the mean">>;
-        M -> text(M)
+        M -> method_text(text(M))
     end;
 interval_method(_) ->
     <<"no interval">>.
+
+method_text(<<"log_delta">>) -> <<"interval of the mean on the log scale (delta method)">>;
+method_text(<<"student">>) -> <<"Student t interval of the mean">>;
+method_text(<<"none">>) -> <<"no interval">>;
+method_text(Other) -> <<Other/binary, " interval of the mean">>.
 
 series_title(<<>>, M) -> M;
 series_title(N, M) -> <<N/binary, " ", M/binary>>.
@@ -458,9 +463,9 @@ mean(Xs) -> lists:sum(Xs) / length(Xs).
 %% [mean, lo, hi, n] of a benchmark, or of values.
 mean_ci(#{stats := #{mean := M, n := N} = S}) ->
     case maps:get(ci_mean, S, undefined) of
-        %% one sample has no interval, whatever width a document gives it
-        {Lo, Hi} when N >= 2 -> [num(M), num(Lo), num(Hi), N];
-        %% no interval (one repetition): no band, never a band of width 0
+        %% One or two values have no interval (docs/statistics.md), whatever
+        %% an older document gives them: no band, never a band of width 0.
+        {Lo, Hi} when N >= 3 -> [num(M), num(Lo), num(Hi), N];
         _ -> [num(M), null, null, N]
     end.
 

@@ -44,7 +44,7 @@
 -define(MAX_NUMBER, 1.0e60).
 -define(MIN_SAMPLE, 1.0e-60).
 
--type kind() :: bench | suite | matrix | amqp | profile | watch | check | doctor.
+-type kind() :: bench | suite | matrix | amqp | profile | watch | check | doctor | capture.
 -type better() :: higher | lower.
 -type severity() :: info | warning | critical.
 -type sample_method() :: all | reservoir.
@@ -371,13 +371,13 @@ expected(list) -> "a list";
 expected(numbers) -> "a list of numbers";
 expected(strings) -> "a list of strings";
 expected(interval) -> "a pair of numbers [low, high]";
-expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, doctor";
+expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, doctor, capture";
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
 expected(verdict) -> "one of faster, slower, no_difference, too_few_samples";
-expected(test) -> "one of mann_whitney, welch, none";
-expected(ci_method) -> "one of fieller, welch, none";
+expected(test) -> "one of welch_log, welch, mann_whitney, none";
+expected(ci_method) -> "one of log_welch, welch, fieller, none";
 expected(mw_method) -> "one of exact, normal, none";
 expected(version) -> "a format version (1, 2, ...)";
 expected(present) -> "present".
@@ -387,13 +387,14 @@ expected(present) -> "present".
 %% with its expected type; the path of the field is kept for the error.
 
 -define(ENUMS,
-        #{kind => [bench, suite, matrix, amqp, profile, watch, check, doctor],
+        #{kind => [bench, suite, matrix, amqp, profile, watch, check, doctor, capture],
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],
           verdict => [faster, slower, no_difference, too_few_samples],
-          test => [mann_whitney, welch, none],
-          ci_method => [fieller, welch, none],
+          %% mann_whitney and fieller: written by beamlab before 0.2, still read.
+          test => [welch_log, welch, mann_whitney, none],
+          ci_method => [log_welch, welch, fieller, none],
           mw_method => [exact, normal, none]}).
 
 doc(J) ->
@@ -462,6 +463,7 @@ sample_info(_, _, P) ->
 
 -define(STAT_NUMBERS, [mean, sd, cv, median, min, max, p1, p5, p10, p25, p75, p90, p95, p99,
                        p999, iqr, confidence, ci_median_coverage]).
+-define(CI_MEAN_METHODS, [<<"log_delta">>, <<"student">>, <<"none">>]).
 
 stats(S, P) when is_map(S) ->
     Numbers = maps:from_list([{K, field(atom_to_binary(K), S, number, P)}
@@ -477,6 +479,8 @@ stats(S, P) when is_map(S) ->
     Optional = maps:from_list(
                  [{ci_mean, field(<<"ci_mean">>, S, interval, P)} || maps:is_key(<<"ci_mean">>, S)] ++
                  [{ci_median, field(<<"ci_median">>, S, interval, P)} || maps:is_key(<<"ci_median">>, S)] ++
+                 [{ci_mean_method, binary_to_atom(M)} || M <- [maps:get(<<"ci_mean_method">>, S, none)],
+                                                         lists:member(M, ?CI_MEAN_METHODS)] ++
                  [{ci_median_exact, field(<<"ci_median_exact">>, S, boolean, P)}
                   || maps:is_key(<<"ci_median_exact">>, S)] ++
                  [{too_few, field(<<"too_few">>, S, boolean, P)} || maps:is_key(<<"too_few">>, S)]),

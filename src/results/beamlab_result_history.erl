@@ -4,10 +4,17 @@
 %%% Runs are ordered by the git commit each document recorded in its
 %%% environment (`env.git': the committer date of the commit, then the
 %%% start of the run: a commit measured again later stays in its place) or
-%%% by the start of the run alone. A benchmark's change is measured against
-%%% the previous run that has it, with `beamlab_stats:compare/3' (the same
-%%% test, interval and verdict as `beamlab compare'); `faster' and `slower'
-%%% are the significant changes. Iterations counted per sample of D ms are
+%%% by the start of the run alone. The run is the unit of replication: a
+%%% benchmark's change is measured against the previous run that has it,
+%%% with `beamlab_stats:compare/3' when both runs' samples are
+%%% repetitions (suite, matrix, check: `basis' `runs'); for single runs
+%%% (samples within one run) against the spread of the earlier runs'
+%%% means (up to the last 10, at least 3; `beamlab_stats:compare_to_runs/3',
+%%% `basis' `history'); with fewer earlier runs the verdict is
+%%% `within_run_only'. A wall-clock change on an overloaded machine is
+%%% `inconclusive_load' unless far outside the noise
+%%% (`beamlab_result_compare:qualify/3'). `faster' and `slower' are the
+%%% significant changes. Iterations counted per sample of D ms are
 %%% taken per second (`beamlab_format_units:per_second/1'), so runs with
 %%% another sample duration stay comparable. Pure: takes loaded documents.
 -module(beamlab_result_history).
@@ -26,7 +33,8 @@
                    ci := {number(), number()} | null}.
 -type change() :: #{from := pos_integer(), to := pos_integer(), change := number() | null,
                     ci := {number(), number()} | null, p_value := number() | null,
-                    verdict := faster | slower | no_difference | too_few_samples | unit_mismatch}.
+                    basis => runs | history | within_run, window => non_neg_integer(),
+                    verdict := beamlab_result_compare:verdict()}.
 -type trend() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
                    points := [point()], changes := [change()]}.
 -type history() :: #{runs := [run_info()], order := order(), confidence := float(),
@@ -34,6 +42,9 @@
 -type error_reason() :: {too_few_runs, non_neg_integer()} | {no_commit, [binary()]}.
 -export_type([run/0, order/0, opts/0, history/0, trend/0, point/0, change/0, run_info/0,
               git/0, error_reason/0]).
+
+%% Earlier runs whose spread judges a single run.
+-define(WINDOW, 10).
 
 %% @doc The runs in order (see {@link order/2}) and every benchmark's trend.
 %% `order' `auto' (the default) is `commit' when every run recorded one,
@@ -71,14 +82,15 @@ order(Runs, commit) ->
     end.
 
 %% @doc What {@link history/2} reads of a document, and nothing else: its
-%% kind, start, `partial', the git commit of its environment and each
-%% benchmark's name, unit, samples and statistics. A report over thousands
+%% kind, start, `partial', its findings, the git commit of its environment
+%% and each benchmark's name, unit, samples and statistics. A report over thousands
 %% of saved runs keeps this of each (#34: 3,000 whole documents took 949
 %% MB), and the whole documents only of the runs it shows in detail.
 -spec summary(beamlab_result:result()) -> beamlab_result:result().
 summary(R) ->
     Env = maps:get(env, R, #{}),
-    R#{env => maps:with([<<"git">>], Env), telemetry => #{}, findings => [], extra => #{},
+    %% (The findings stay: a machine found overloaded changes a verdict.)
+    R#{env => maps:with([<<"git">>], Env), telemetry => #{}, extra => #{},
        benchmarks => [maps:with([name, group, metric, unit, better, samples, sample_info, stats, params], B)
                       || B <- maps:get(benchmarks, R, [])]}.
 
@@ -145,18 +157,24 @@ names(Runs) ->
     lists:reverse(Rev).
 
 trend(Name, Runs, Conf) ->
-    Found = [{I, B} || {I, {_, R}} <- lists:zip(lists:seq(1, length(Runs)), Runs),
-                       B <- [find(Name, R)], B =/= undefined, is_map_key(stats, B)],
+    Found = [{I, B, R} || {I, {_, R}} <- lists:zip(lists:seq(1, length(Runs)), Runs),
+                          B <- [find(Name, R)], B =/= undefined, is_map_key(stats, B)],
     Bench = case Found of
-                [{_, B0} | _] -> B0;
+                [{_, B0, _} | _] -> B0;
                 [] -> find_any(Name, Runs)
             end,
-    #{name => Name, unit => element(2, beamlab_format_units:per_second(Bench)), better => maps:get(better, Bench),
-      points => [point(I, B) || {I, B} <- Found],
-      changes => [change(I0, B0, I1, B1, Conf) || {{I0, B0}, {I1, B1}} <- pairs(Found)]}.
+    {_, Unit} = beamlab_format_units:per_second(Bench),
+    WallClock = beamlab_result_compare:wall_clock(Unit, maps:get(metric, Bench, <<>>)),
+    #{name => Name, unit => Unit, better => maps:get(better, Bench),
+      points => [point(I, B) || {I, B, _} <- Found],
+      changes => changes(Found, [], Conf, WallClock)}.
 
-pairs([A, B | T]) -> [{A, B} | pairs([B | T])];
-pairs(_) -> [].
+%% Each point against the one before it, with the earlier points (newest
+%% first) for the history's own spread.
+changes([Prev, Cur | T], Earlier, Conf, WallClock) ->
+    [change(Prev, Cur, [Prev | Earlier], Conf, WallClock) | changes([Cur | T], [Prev | Earlier], Conf, WallClock)];
+changes(_, _, _, _) ->
+    [].
 
 point(I, #{stats := S} = B) ->
     {F, _} = beamlab_format_units:per_second(B),
@@ -166,20 +184,55 @@ point(I, #{stats := S} = B) ->
                                                _ -> null
                                            end}.
 
-change(I0, B0, I1, B1, Conf) ->
+change({I0, B0, R0}, {I1, B1, R1}, Earlier, Conf, WallClock) ->
     {F0, U0} = beamlab_format_units:per_second(B0),
     {F1, U1} = beamlab_format_units:per_second(B1),
+    Same = [E || {_, EB, _} = E <- Earlier, element(2, beamlab_format_units:per_second(EB)) =:= U1],
     case U0 =:= U1 of
-        true -> change(I0, [X * F0 || X <- maps:get(samples, B0)], I1, [X * F1 || X <- maps:get(samples, B1)],
-                       maps:get(better, B1), Conf);
+        true ->
+            Ctx = #{replication => case {beamlab_result_compare:replication(R0),
+                                         beamlab_result_compare:replication(R1)} of
+                                       {runs, runs} -> runs;
+                                       _ -> samples
+                                   end,
+                    overloaded => beamlab_result_compare:overloaded(R0)
+                        orelse beamlab_result_compare:overloaded(R1),
+                    wall_clock => WallClock},
+            Opts = #{better => maps:get(better, B1), confidence => Conf},
+            S0 = [X * F0 || X <- maps:get(samples, B0)],
+            S1 = [X * F1 || X <- maps:get(samples, B1)],
+            Window = lists:sublist(Same, ?WINDOW),
+            {Basis, Cmp, Far} =
+                case Ctx of
+                    #{replication := runs} ->
+                        {runs, fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx};
+                    _ when length(Window) >= 3 ->
+                        Means = [run_mean(B) || {_, B, _} <- Window],
+                        {history, fun(O) -> beamlab_stats:compare_to_runs(Means, run_mean(B1), O) end,
+                         Ctx#{replication := runs}};
+                    _ ->
+                        {within_run, fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx}
+                end,
+            C = Cmp(Opts),
+            FarVerdict = case Far of
+                             #{overloaded := true, wall_clock := true, replication := runs} ->
+                                 maps:get(verdict, Cmp(Opts#{confidence => beamlab_result_compare:far_confidence()}));
+                             _ -> undefined
+                         end,
+            #{from => case Basis of
+                          history -> element(1, lists:last(Window));
+                          _ -> I0
+                      end,
+              to => I1, change => null_if_undefined(maps:get(change, C)),
+              ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
+              basis => Basis, window => case Basis of history -> length(Window); _ -> 1 end,
+              verdict => beamlab_result_compare:qualify(C, FarVerdict, Far)};
         false -> #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch}
     end.
 
-change(I0, S0, I1, S1, Better, Conf) ->
-    C = beamlab_stats:compare(S0, S1, #{better => Better, confidence => Conf}),
-    #{from => I0, to => I1, change => null_if_undefined(maps:get(change, C)),
-      ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
-      verdict => maps:get(verdict, C)}.
+run_mean(#{stats := #{mean := M}} = B) ->
+    {F, _} = beamlab_format_units:per_second(B),
+    M * F.
 
 null_if_undefined(undefined) -> null;
 null_if_undefined(V) -> V.

@@ -54,7 +54,10 @@
 start(Opts) ->
     try
         Dist = maps:get(dist, Opts, false),
-        Dist andalso ensure_dist(),
+        case Dist andalso ensure_dist() of
+            {error, NoDist} -> throw({beamlab_runtime_peer, NoDist});
+            _ -> ok
+        end,
         PeerOpts = peer_opts(flavor_env(Opts), Dist),
         Started = try peer:start(PeerOpts)
                   catch exit:BootExit -> {error, BootExit}
@@ -81,7 +84,8 @@ start(Opts) ->
 flavor_args(#{flavor := F} = Opts) ->
     Erl = case maps:find(exec, Opts) of
               {ok, E} -> E;
-              error -> default_erl()
+              %% (no erl beside this VM nor on the PATH: install/1 says so)
+              error -> try default_erl() catch throw:{?MODULE, {no_executable, N}} -> N end
           end,
     case beamlab_runtime_otp:install(Erl) of
         {ok, I} -> beamlab_runtime_otp:flavor_args(I, F);
@@ -336,8 +340,9 @@ check_own_cookie() ->
     end.
 
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
-%% loopback when none runs), unless it is one already.
--spec ensure_dist() -> true.
+%% loopback when none runs), unless it is one already; an error
+%% ({@link format_error/1}) when the distribution cannot start.
+-spec ensure_dist() -> ok | {error, {no_distribution, term()} | {bad_cookie, term()}}.
 ensure_dist() ->
     case node() of
         nonode@nohost ->
@@ -346,12 +351,15 @@ ensure_dist() ->
             start_epmd(),
             Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
             case net_kernel:start(Name, #{name_domain => longnames}) of
-                {ok, _} -> check_own_cookie(), true;
-                {error, {already_started, _}} -> true;
-                {error, Reason} -> throw({beamlab_runtime_peer, {no_distribution, Reason}})
+                {ok, _} ->
+                    try check_own_cookie()
+                    catch throw:{?MODULE, BadCookie} -> {error, BadCookie}
+                    end;
+                {error, {already_started, _}} -> ok;
+                {error, Reason} -> {error, {no_distribution, Reason}}
             end;
         _ ->
-            true
+            ok
     end.
 
 %% @doc Makes this VM the distributed node `name@host' on the interface

@@ -183,7 +183,7 @@ init(#{node := Node} = Opts) when Node =/= node() ->
                   shape = #{normal => N, online => Online, dirty_cpu => DC, dirty_io => DIO},
                   limits = #{processes => ProcLimit, ports => PortLimit, atoms => AtomLimit},
                   t0 = maps:get(t0, Opts, now_ms()), prev = #{}, deadline = Deadline, tracker = Tracker},
-        St = baseline(St0, Until),
+        St = remote(baseline(St0, Until)),
         _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
         _ = St#st.print andalso io:put_chars(standard_error, sysmon_line(SysMon)),
         {ok, schedule(St)}
@@ -222,7 +222,8 @@ init(Opts) ->
               root = Root, cgroup = beamlab_runtime_probe:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
               top = Top, notify = maps:get(notify, Opts, undefined), tracker = Tracker,
               t0 = maps:get(t0, Opts, now_ms()), prev = #{}},
-    St = baseline(St0, infinity),
+    %% (this VM's own processes: read here, they always answer)
+    {ok, St} = baseline(St0, infinity),
     _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
     {ok, schedule(St)}.
 
@@ -288,13 +289,18 @@ tracker(Node, Top, Interval, WordSize, Release, Exclude) ->
 
 %% The first snapshot, with every process when they are tracked: what the
 %% first sample compares with.
+baseline(St0 = #st{tracker = undefined}, Until) ->
+    {ok, St0#st{prev = raw(St0, false, Until)}};
 baseline(St0 = #st{tracker = Tracker}, Until) ->
-    Raw = raw(St0, Tracker =/= undefined, Until),
-    St0#st{prev = Raw,
-           tracker = case Tracker of
-                         undefined -> undefined;
-                         _ -> beamlab_runtime_procs:baseline(Tracker, Raw, Until)
-                     end}.
+    Raw = raw(St0, true, Until),
+    case beamlab_runtime_procs:baseline(Tracker, Raw, Until) of
+        {ok, Tr} -> {ok, St0#st{prev = Raw, tracker = Tr}};
+        {error, _} = E -> E
+    end.
+
+%% A node's reads that failed: thrown on, to the catches of this module.
+remote({ok, V}) -> V;
+remote({error, {remote, _} = R}) -> throw(R).
 
 %% Absolute timer targets: sampling does not drift by its own cost.
 schedule(St = #st{t0 = T0, tick = K, interval = I}) ->
@@ -344,7 +350,7 @@ sample1(St = #st{prev = Prev, samples = Samples, print = Print, tracker = Tracke
     {S1, Tracker1} = case Tracker of
                          undefined -> {S0, undefined};
                          _ ->
-                             {Extras, Tr} = beamlab_runtime_procs:observe(Tracker, Raw, Prev, Until),
+                             {Extras, Tr} = remote(beamlab_runtime_procs:observe(Tracker, Raw, Prev, Until)),
                              {maps:merge(S0, Extras), Tr}
                      end,
     CostUs = erlang:monotonic_time(microsecond) - Start,

@@ -17,6 +17,7 @@
          mean/1, variance/1, sd/1, median/1,
          percentile/2, histogram/2,
          compare/3, converged/2,
+         compare_to_runs/3,
          mann_whitney/2, welch/2,
          normal_cdf/1, normal_quantile/1, t_cdf/2, t_quantile/2]).
 
@@ -31,7 +32,8 @@
           p1 := float(), p5 := float(), p10 := float(), p25 := float(),
           p75 := float(), p90 := float(), p95 := float(), p99 := float(),
           p999 := float(), iqr := float(),
-          ci_mean := interval(), ci_median := interval(),
+          ci_mean => interval(), ci_mean_method := log_delta | student | none,
+          ci_median => interval(),
           ci_median_exact := boolean(), ci_median_coverage := float(),
           confidence := float(),
           outliers := #{low := non_neg_integer(), high := non_neg_integer(),
@@ -41,12 +43,12 @@
 -type comparison() ::
         #{change := float() | undefined,
           ci := interval() | undefined,
-          ci_method := fieller | welch | none,
+          ci_method := log_welch | welch | log_runs | runs | none,
           p_value := float() | undefined,
           p_value_welch := float() | undefined,
           p_value_mann_whitney := float() | undefined,
           mann_whitney_method := exact | normal | none,
-          test := mann_whitney | welch | none,
+          test := welch_log | welch | runs_log | runs | none,
           verdict := faster | slower | no_difference | too_few_samples,
           n_base := non_neg_integer(), n_new := non_neg_integer(),
           mean_base := float() | undefined, mean_new := float() | undefined,
@@ -56,6 +58,10 @@
 %% Beyond this many degrees of freedom Student's t equals the normal
 %% distribution to far better than 1e-9.
 -define(DF_NORMAL, 1.0e10).
+%% The fewest values an interval is computed from: with one or two there is
+%% no interval (one value has no spread; two give a Student quantile of
+%% 12.7 and an interval that says nothing). Documented in docs/statistics.md.
+-define(MIN_INTERVAL_N, 3).
 %% Magnitudes outside [SMALL, LARGE] are rescaled before squaring.
 -define(LARGE, 1.0e150).
 -define(SMALL, 1.0e-150).
@@ -71,7 +77,11 @@ summary(Samples) ->
     summary(Samples, #{}).
 
 %% @doc Full summary of a non-empty sample. Options: `confidence' in (0,1).
-%% With a single sample both intervals are `{X, X}' and `too_few' is true.
+%% With fewer than three samples there are no intervals (`ci_mean' and
+%% `ci_median' are absent, `ci_mean_method' is `none') and `too_few' is
+%% true. The interval of the mean of positive samples is on the log scale
+%% (mean */ exp(t * cv / sqrt(n)), never below zero); samples with a zero
+%% or a negative value get Student's t interval.
 -spec summary([number(), ...], #{confidence => float()}) -> summary().
 summary([_ | _] = Samples, Opts) when is_map(Opts) ->
     Conf = confidence(Opts),
@@ -87,18 +97,23 @@ summary([_ | _] = Samples, Opts) when is_map(Opts) ->
     Iqr = sub(P75, P25),
     Median = P(50),
     {CiMedian, Exact, Coverage} = ci_median(T, N, Conf),
-    #{n => N,
+    {CiMean, CiMethod} = ci_mean(Sorted, Mean, Sd, N, Min, Conf),
+    Intervals = case N < ?MIN_INTERVAL_N of
+                    true -> #{};
+                    false -> #{ci_mean => CiMean, ci_median => CiMedian}
+                end,
+    Intervals#{n => N,
       mean => Mean, sd => Sd, cv => cv(Sd, Mean),
       median => Median, min => Min, max => Max,
       p1 => P(1), p5 => P(5), p10 => P(10), p25 => P25, p75 => P75,
       p90 => P(90), p95 => P(95), p99 => P(99), p999 => P(99.9),
       iqr => Iqr,
-      ci_mean => ci_mean(Mean, Sd, N, Conf),
-      ci_median => CiMedian, ci_median_exact => Exact,
+      ci_mean_method => CiMethod,
+      ci_median_exact => Exact,
       ci_median_coverage => Coverage,
       confidence => Conf,
       outliers => outliers(T, N, P25, P75, Iqr),
-      too_few => N < 2}.
+      too_few => N < ?MIN_INTERVAL_N}.
 
 %% @doc Like {@link summary/1} but `undefined' for an empty sample.
 -spec safe_summary([number()]) -> summary() | undefined.
@@ -176,18 +191,23 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 
 %% @doc Compare `New' against `Base'. Options: `better' (`higher' or
 %% `lower', also as binaries like the result document's `better', default
-%% `lower', as for times), `confidence' (default 0.95),
-%% `test' (`mann_whitney', the default, or `welch') chooses which p-value
-%% gives the verdict, `min_change' (default 0.0) is the smallest relative
-%% change of the means worth reporting: a significant but smaller change
-%% is `no_difference'. `change' is (mean(New) - mean(Base)) / mean(Base);
-%% its interval is Fieller's interval for the ratio of means minus one
-%% (Welch's interval on the difference divided by the base mean when the
-%% base mean is not clearly non-zero). `change' and `ci' are `undefined'
-%% when the base mean is zero.
+%% `lower', as for times), `confidence' (default 0.95), `min_change'
+%% (default 0.0) is the smallest relative change worth reporting: a
+%% significant but smaller change is `no_difference'.
+%%
+%% One method gives the estimate, the interval and the test, so they cannot
+%% disagree. Positive samples (times, rates, sizes) are compared on the log
+%% scale: `change' is the ratio of the geometric means minus one, `ci' is
+%% Welch's interval of the difference of the log means, exponentiated
+%% (never below -100%), and the verdict is "that interval excludes 0"
+%% (equivalently Welch's p < 1 - confidence on the logs). Samples with a
+%% zero or a negative value are compared by Welch on the raw values
+%% (`change' relative to |mean(Base)|). Fewer than three values on either
+%% side give `too_few_samples' and no interval. The Mann-Whitney p-value
+%% is reported for information only.
 -spec compare([number()], [number()],
               #{better => higher | lower | binary(), confidence => float(),
-                test => mann_whitney | welch, min_change => number()}) ->
+                min_change => number()}) ->
           comparison().
 compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
     Conf = confidence(Opts),
@@ -196,10 +216,6 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                  B when B =:= lower; B =:= <<"lower">> -> lower;
                  B -> error({badarg, {better, B}})
              end,
-    Test = case maps:get(test, Opts, mann_whitney) of
-               T when T =:= mann_whitney; T =:= welch -> T;
-               T -> error({badarg, {test, T}})
-           end,
     MinChange = case maps:get(min_change, Opts, 0.0) of
                     M when is_number(M), M >= 0 -> M;
                     M -> error({badarg, {min_change, M}})
@@ -207,7 +223,7 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
     NB = length(Base0),
     NN = length(New0),
     Common = #{n_base => NB, n_new => NN, confidence => Conf},
-    case NB < 2 orelse NN < 2 of
+    case NB < ?MIN_INTERVAL_N orelse NN < ?MIN_INTERVAL_N of
         true ->
             {MB, MN, Change} = means_change(Base0, New0),
             Common#{change => Change, ci => undefined, ci_method => none,
@@ -217,25 +233,30 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                     verdict => too_few_samples,
                     mean_base => MB, mean_new => MN};
         false ->
-            compare2(to_floats(Base0), to_floats(New0), Conf, Better, Test,
-                     MinChange, Common)
+            compare2(to_floats(Base0), to_floats(New0), Conf, Better, MinChange, Common)
     end.
 
-compare2(Base0, New0, Conf, Better, Test, MinChange, Common) ->
-    %% Ratios, t and rank statistics are scale-invariant: rescale by a power
-    %% of two (exact) so that squares never overflow or underflow.
+compare2(Base0, New0, Conf, Better, MinChange, Common) ->
+    %% t and rank statistics are scale-invariant: rescale by a power of two
+    %% (exact) so that squares never overflow or underflow.
     Scale = scale(lists:max([abs(X) || X <- Base0 ++ New0])),
     Base = [X / Scale || X <- Base0],
     New = [X / Scale || X <- New0],
-    W = welch(Base, New),
-    #{p_value := PW, mean_base := MB, mean_new := MN} = W,
     MW = mann_whitney(Base, New),
-    #{p_value := PU} = MW,
-    {P, Direction} = case Test of
-                         mann_whitney -> {PU, maps:get(direction, MW)};
-                         welch -> {PW, sign(MN - MB)}
-                     end,
-    {Change, Ci, CiMethod} = change_ci(W, Conf),
+    Positive = lists:min(Base ++ New) > 0,
+    {Test, W, Change, Ci, CiMethod} =
+        case Positive of
+            true ->
+                WL = welch([math:log(X) || X <- Base], [math:log(X) || X <- New]),
+                {C, I} = log_change_ci(WL, Conf),
+                {welch_log, WL, C, I, log_welch};
+            false ->
+                WR = welch(Base, New),
+                {C, I, M} = raw_change_ci(WR, Conf),
+                {welch, WR, C, I, M}
+        end,
+    #{p_value := P, mean_base := WB, mean_new := WN} = W,
+    Direction = sign(WN - WB),
     Relevant = MinChange == 0 orelse
         (is_float(Change) andalso abs(Change) >= MinChange),
     Verdict = case P < 1 - Conf andalso Direction =/= 0 andalso Relevant of
@@ -243,10 +264,11 @@ compare2(Base0, New0, Conf, Better, Test, MinChange, Common) ->
                   false -> no_difference
               end,
     Common#{change => Change, ci => Ci, ci_method => CiMethod,
-            p_value => P, p_value_welch => PW, p_value_mann_whitney => PU,
+            p_value => P, p_value_welch => P,
+            p_value_mann_whitney => maps:get(p_value, MW),
             mann_whitney_method => maps:get(method, MW), test => Test,
             verdict => Verdict,
-            mean_base => MB * Scale, mean_new => MN * Scale}.
+            mean_base => mean(Base) * Scale, mean_new => mean(New) * Scale}.
 
 verdict(1, higher) -> faster;
 verdict(1, lower) -> slower;
@@ -265,35 +287,99 @@ means_change(Base, New) ->
 safe_mean([]) -> undefined;
 safe_mean(L) -> mean(L).
 
-%% Fieller's interval for the ratio of two independent means: the set of r
-%% for which mean(New) - r*mean(Base) is not significantly different from
-%% zero, using Welch's standard errors and Satterthwaite's df.
-change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
-    {undefined, undefined, none};
-change_ci(#{mean_base := MB, mean_new := MN, se2_base := S1, se2_new := S2,
-            df := Df}, Conf) ->
-    Change = (MN - MB) / MB,
-    case S1 + S2 == 0.0 of
+%% @doc Compare one run's value `New' with the values of earlier runs
+%% (`Runs', one value per run, e.g. each run's mean): is `New' outside
+%% what the run-to-run spread of `Runs' explains? The run is the unit:
+%% with y the logs of the run values, d = ln(New) - mean(y), its standard
+%% error s*sqrt(1 + 1/m) (the new run varies like any earlier one; m runs,
+%% s their sd) and Student's t with m - 1 df give the p-value and the
+%% interval of the change exp(d -+ t*se) - 1 (never below -100%) -- one
+%% method for both. Values with a zero or a negative one are compared on
+%% the raw scale. Fewer than 3 earlier runs: `too_few_samples'. Options as
+%% {@link compare/3}.
+-spec compare_to_runs([number()], number(),
+                      #{better => higher | lower | binary(), confidence => float(),
+                        min_change => number()}) -> comparison().
+compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Opts) ->
+    Conf = confidence(Opts),
+    Better = case maps:get(better, Opts, lower) of
+                 B when B =:= higher; B =:= <<"higher">> -> higher;
+                 _ -> lower
+             end,
+    MinChange = maps:get(min_change, Opts, 0.0),
+    M = length(Runs0),
+    Common = #{n_base => M, n_new => 1, confidence => Conf,
+               p_value_welch => undefined, p_value_mann_whitney => undefined,
+               mann_whitney_method => none},
+    case M < ?MIN_INTERVAL_N of
         true ->
-            {Change, {Change, Change}, fieller};
+            {MB, MN, Change} = means_change(Runs0, [New]),
+            Common#{change => Change, ci => undefined, ci_method => none, p_value => undefined,
+                    test => none, verdict => too_few_samples, mean_base => MB, mean_new => MN};
         false ->
-            T = t_quantile((1 + Conf) / 2, Df),
-            T2 = T * T,
-            A = MB * MB - T2 * S1,
-            case A > 0.0 of
-                true ->
-                    B = MB * MN,
-                    C = MN * MN - T2 * S2,
-                    Disc = max(0.0, B * B - A * C),
-                    Root = math:sqrt(Disc),
-                    R1 = (B - Root) / A,
-                    R2 = (B + Root) / A,
-                    {Change, {min(R1, R2) - 1, max(R1, R2) - 1}, fieller};
-                false ->
-                    H = T * math:sqrt(S1 + S2) / abs(MB),
-                    {Change, {Change - H, Change + H}, welch}
-            end
+            Runs = to_floats(Runs0),
+            X = float(New),
+            Positive = lists:min([X | Runs]) > 0,
+            {Ys, Y, Test, Method} = case Positive of
+                                         true -> {[math:log(R) || R <- Runs], math:log(X), runs_log, log_runs};
+                                         false -> {Runs, X, runs, runs}
+                                     end,
+            YBar = mean(Ys),
+            D = Y - YBar,
+            Se = sd(Ys) * math:sqrt(1 + 1 / M),
+            Df = M - 1,
+            P = case Se == 0.0 of
+                    true when D == 0.0 -> 1.0;
+                    true -> 0.0;
+                    false -> min(1.0, 2 * t_sf(abs(D / Se), Df))
+                end,
+            H = case Se == 0.0 of
+                    true -> 0.0;
+                    false -> t_quantile((1 + Conf) / 2, Df) * Se
+                end,
+            MB = mean(Runs),
+            {Change, Ci} = case Positive of
+                               true -> {safe_exp(D) - 1, {safe_exp(D - H) - 1, safe_exp(D + H) - 1}};
+                               false when YBar == 0.0 -> {undefined, undefined};
+                               false -> {D / abs(YBar), {(D - H) / abs(YBar), (D + H) / abs(YBar)}}
+                           end,
+            Relevant = MinChange == 0 orelse (is_float(Change) andalso abs(Change) >= MinChange),
+            Verdict = case P < 1 - Conf andalso D /= 0.0 andalso Relevant of
+                          true -> verdict(sign(D), Better);
+                          false -> no_difference
+                      end,
+            Common#{change => Change, ci => Ci, ci_method => Method, p_value => P, test => Test,
+                    verdict => Verdict, mean_base => MB, mean_new => X}
     end.
+
+%% On the logs: the difference of the means d estimates ln(ratio of the
+%% geometric means); the interval d -+ t*se, exponentiated, is the
+%% interval of the ratio, and minus one that of the change. The same t and
+%% se give Welch's p, so "the interval excludes 0" and "p < 1 - confidence"
+%% are one statement.
+log_change_ci(#{mean_base := LB, mean_new := LN, se2_base := S1, se2_new := S2, df := Df},
+              Conf) ->
+    D = LN - LB,
+    Change = safe_exp(D) - 1,
+    case S1 + S2 == 0.0 of
+        true -> {Change, {Change, Change}};
+        false ->
+            H = t_quantile((1 + Conf) / 2, Df) * math:sqrt(S1 + S2),
+            {Change, {safe_exp(D - H) - 1, safe_exp(D + H) - 1}}
+    end.
+
+%% Welch's interval of the difference, relative to |mean(Base)|: the same
+%% t and se as the test. Undefined when the base mean is zero.
+raw_change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
+    {undefined, undefined, none};
+raw_change_ci(#{mean_base := MB, mean_new := MN, se2_base := S1, se2_new := S2, df := Df},
+              Conf) ->
+    Change = (MN - MB) / abs(MB),
+    H = case S1 + S2 == 0.0 of
+            true -> 0.0;
+            false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(S1 + S2) / abs(MB)
+        end,
+    {Change, {Change - H, Change + H}, welch}.
 
 %% @doc Welch's unequal-variance t test of `New' vs `Base' (two-sided).
 %% Both samples need at least two values. Returns the statistic, the
@@ -728,10 +814,22 @@ lerp(A, B, F) ->
         end,
     min(B, max(A, V)).
 
-ci_mean(Mean, _Sd, 1, _Conf) -> {Mean, Mean};
-ci_mean(Mean, Sd, N, Conf) ->
+ci_mean(_Sorted, Mean, _Sd, N, _Min, _Conf) when N < ?MIN_INTERVAL_N ->
+    {{Mean, Mean}, none};
+ci_mean(_Sorted, Mean, Sd, N, Min, Conf) when Min > 0 ->
+    %% On the log scale (delta method): ln(mean) has standard error about
+    %% cv/sqrt(n), so the interval is mean */ exp(t * cv / sqrt(n)). It is
+    %% positive, contains the mean, and is wider above it than below, as
+    %% the interval of a time, a rate or a size should be.
+    F = safe_exp(mul_sat(t_quantile((1 + Conf) / 2, N - 1), cv(Sd, Mean) / math:sqrt(N))),
+    {{Mean / F, mul_sat(Mean, F)}, log_delta};
+ci_mean(_Sorted, Mean, Sd, N, _Min, Conf) ->
     H = half_width(Sd, N, Conf),
-    {sat_add(Mean, -H), sat_add(Mean, H)}.
+    {{sat_add(Mean, -H), sat_add(Mean, H)}, student}.
+
+safe_exp(X) when X > 709.0 -> ?MAX_FLOAT;
+safe_exp(X) when X < -745.0 -> 0.0;
+safe_exp(X) -> math:exp(X).
 
 half_width(_Sd, N, _Conf) when N < 2 -> 0.0;
 half_width(Sd, N, Conf) ->

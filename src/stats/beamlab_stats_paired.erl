@@ -100,9 +100,13 @@ median(Xs) -> beamlab_stats:median(Xs).
 estimate([], _Conf) ->
     {undefined, undefined, 0.0};
 estimate(Ratios, Conf) ->
-    #{median := M, ci_median := {Lo, Hi}, ci_median_coverage := Cov} =
-        beamlab_stats:summary(Ratios, #{confidence => Conf}),
-    {M - 1, {Lo - 1, Hi - 1}, Cov}.
+    case beamlab_stats:summary(Ratios, #{confidence => Conf}) of
+        #{median := M, ci_median := {Lo, Hi}, ci_median_coverage := Cov} ->
+            {M - 1, {Lo - 1, Hi - 1}, Cov};
+        %% One or two rounds: no interval.
+        #{median := M} ->
+            {M - 1, undefined, 0.0}
+    end.
 
 verdict(N, P, Change, Alpha, Threshold, Better) ->
     Worse = case {Change, Better} of

@@ -28,7 +28,7 @@
 %%% saved alike.
 -module(beamlab_sut_growth).
 
--export([new/1, step/2, findings/1, finding/2, live_line/1]).
+-export([new/1, step/2, findings/1, finding/2, live_line/1, capture_command/2, with_capture_command/2]).
 
 -type key() :: {atom(), binary()}.
 -type obs() :: #{t := number(), v := number(), d := number() | null, since := number() | null, ctx := map()}.
@@ -95,8 +95,33 @@ finding(F = #{key := {Kind, _}}, St) ->
 
 %% @doc One line for a finding raised while watching.
 -spec live_line(beamlab_result:finding()) -> iolist().
-live_line(#{severity := Sev, title := Title, evidence := Ev}) ->
-    io_lib:format("          ! [~s] ~ts: ~ts~n", [Sev, Title, Ev]).
+live_line(#{severity := Sev, title := Title, evidence := Ev} = F) ->
+    [io_lib:format("          ! [~s] ~ts: ~ts~n", [Sev, Title, Ev]),
+     case F of
+         #{data := #{<<"capture_command">> := Cmd}} -> io_lib:format("            capture it: ~ts~n", [Cmd]);
+         _ -> ""
+     end].
+
+%% @doc The command line that captures the calls of process `Pid' (as
+%% beamlab printed it: `<8905.85.0>' or `<0.85.0>') on `Node': what a
+%% finding about a process prints. The cookie is never part of it (add
+%% `--cookie' when the node's is not in ~/.erlang.cookie).
+-spec capture_command(binary() | string() | atom(), binary() | string()) -> binary().
+capture_command(Node, Pid) ->
+    Local = re:replace(Pid, "^<[0-9]+\\.", "<0.", [{return, binary}]),
+    iolist_to_binary(["beamlab profile --node ", beamlab_format_units:to_binary(Node),
+                      " --process '", Local, "' --duration 5"]).
+
+%% @doc A finding about one process (a growing mailbox, a growing
+%% process, long schedules or collections) with the command that captures it: `data.capture_command',
+%% and the advice says it. Other findings are returned as they are.
+-spec with_capture_command(node() | binary(), beamlab_result:finding()) -> beamlab_result:finding().
+with_capture_command(Node, #{data := #{<<"culprit">> := <<"<", _/binary>> = Pid} = D, advice := Advice} = F) ->
+    Cmd = capture_command(Node, Pid),
+    F#{data := D#{<<"capture_command">> => Cmd},
+       advice := <<Advice/binary, " See where its time goes: ", Cmd/binary>>};
+with_capture_command(_Node, F) ->
+    F.
 
 %%--------------------------------------------------------------------
 %% Observations and rules

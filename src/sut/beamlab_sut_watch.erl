@@ -27,6 +27,7 @@
                         top => non_neg_integer(), print => boolean(),
                         system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()},
                         metrics => beamlab_runtime_metrics:server() | undefined,
+                        on_finding => none | fun(([beamlab_result:finding()]) -> term()),
                         deadline => integer() | infinity}.
 -type error_reason() :: {bad_node, string()} | {no_distribution, term()}
                       | {unreachable, node(), term()} | {not_running, node()}
@@ -240,7 +241,8 @@ watch(Node, Opts) ->
             %% down, which it reports) ends the watch at once.
             Mon = erlang:monitor(process, Pid),
             Ended = try loop(#{pid => Pid, mon => Mon, until => Until, growth => Growth, print => Print,
-                               metrics => Metrics})
+                               metrics => Metrics, node => Node,
+                               on_finding => maps:get(on_finding, Opts, none)})
                     after
                         case Metrics of
                             undefined -> ok;
@@ -270,8 +272,10 @@ loop(L = #{pid := Pid, mon := Mon, until := Until, growth := G, print := Print, 
            end,
     receive
         {beamlab_telemetry_sample, Pid, S} ->
-            {New, G1} = beamlab_sut_growth:step(S, G),
+            {New0, G1} = beamlab_sut_growth:step(S, G),
+            New = [beamlab_sut_growth:with_capture_command(maps:get(node, L), F) || F <- New0],
             _ = Print andalso io:put_chars(standard_error, [beamlab_sut_growth:live_line(F) || F <- New]),
+            ok = notify(maps:get(on_finding, L), New),
             ok = publish(Metrics, [{sample, S} | [{findings, New} || New =/= []]]),
             loop(L#{growth := G1});
         {beamlab_telemetry_silent, Pid, _} ->
@@ -285,6 +289,13 @@ loop(L = #{pid := Pid, mon := Mon, until := Until, growth := G, print := Print, 
         {'DOWN', Mon, process, Pid, Why} -> {lost, Why}
     after Wait -> false
     end.
+
+%% The caller's function gets each new finding (watch --capture).
+notify(none, _) -> ok;
+notify(_, []) -> ok;
+notify(Fun, New) ->
+    _ = Fun(New),
+    ok.
 
 publish(undefined, _) ->
     ok;

@@ -47,14 +47,31 @@ options() ->
      #{name => top, long => "top", type => pos_integer, default => 25, metavar => "N",
        help => "rows of the top table (default 25)"},
      #{name => callers, long => "callers", type => string, multi => true, metavar => "FUNCTION",
-       help => "also list who calls FUNCTION (as named in the table; repeatable)"}
+       help => "also list who calls FUNCTION (as named in the table; repeatable)"},
+     #{name => process, long => "process", type => string, multi => true,
+       metavar => "PID|NAME|top:reductions|top:message_queue",
+       help => "with --node: capture this process's calls with the VM's tracing instead of perf "
+               "(no module loaded on the node; repeatable; docs/profile.md)"},
+     #{name => stacks, long => "stacks", type => {enum, [sample, trace]}, default => sample,
+       metavar => "sample|trace",
+       help => "--process: stacks sampled every ms (default) or from call/return trace messages "
+               "(exact, one message per call)"},
+     #{name => calls, long => "calls", type => {enum, [time, none]}, default => time, metavar => "time|none",
+       help => "--process: count calls and own time per function (call_time; slows call-heavy code) "
+               "or none (stack samples only, nearly free)"},
+     #{name => max_rate, long => "max-rate", type => pos_integer, metavar => "N",
+       help => "--process: stop after N trace messages in one second (default 20000)"},
+     #{name => max_total, long => "max-total", type => pos_integer, metavar => "N",
+       help => "--process: stop after N trace messages and samples in all (default 2000000)"}
      | beamlab_cli_args:common_options()].
 
 %% @doc Examples for `beamlab help profile'.
 -spec usage() -> iodata().
 usage() ->
     "Usage: beamlab profile [OPTIONS] -- COMMAND...\n"
-    "       beamlab profile --pid OSPID | --node NAME@HOST [--duration S] [OPTIONS]\n\n"
+    "       beamlab profile --pid OSPID | --node NAME@HOST [--duration S] [OPTIONS]\n"
+    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue\n"
+    "                       [--process ...] [--duration S] [--stacks sample|trace] [--calls time|none]\n\n"
     "Samples call stacks with perf (Debian package linux-perf) at --freq per thread.\n"
     "Each sample is resolved into an Erlang function (Module:Function/Arity, named\n"
     "by the JIT's perf map), an emulator C function (GC, hashing, copying, BIFs),\n"
@@ -67,6 +84,8 @@ usage() ->
     "  beamlab profile --speedscope p.speedscope.json -- run 'lists:seq(1, 100).'\n"
     "  beamlab profile --pid $(pgrep -f rabbit) --duration 10\n"
     "  beamlab profile --node rabbit@$(hostname -s) --cookie SECRET --duration 10\n"
+    "  beamlab profile --node app@host --process my_server --duration 5 --save --folded s.folded\n"
+    "  beamlab profile --node app@host --process top:message_queue --calls none\n"
     "  beamlab report before.json after.json -o flame.html   (differential flame graph)\n".
 
 %% @doc Runs the command.
@@ -86,6 +105,42 @@ run(Parsed) ->
 %% experiment, an OS pid, a node), how often and how long.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
+    case beamlab_cli_args:get(process, Parsed, []) of
+        [] ->
+            Given = maps:get(given, Parsed, []),
+            [beamlab_cli_error:usage("--~ts goes with --process", [L])
+             || {K, L} <- [{stacks, "stacks"}, {calls, "calls"}, {max_rate, "max-rate"}, {max_total, "max-total"}],
+                lists:member(K, Given)],
+            perf_experiment(Parsed);
+        Procs ->
+            capture_experiment(Procs, Parsed)
+    end.
+
+%% `--node N --process P': a call capture (beamlab_experiment_capture).
+capture_experiment(Procs, Parsed) ->
+    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Get(node) =:= undefined andalso
+        beamlab_cli_error:usage("--process captures a process of a running node: give its --node", []),
+    (Get(pid) =/= undefined orelse maps:get(rest, Parsed, []) =/= [] orelse maps:get(args, Parsed) =/= [])
+        andalso beamlab_cli_error:usage("--process goes with --node only (not --pid or a command)", []),
+    Given = maps:get(given, Parsed, []),
+    [beamlab_cli_error:usage("--~ts is perf's: a --process capture does not take it", [L])
+     || {K, L} <- [{freq, "freq"}, {mode, "mode"}, {call_graph, "call-graph"}, {callers, "callers"}],
+        lists:member(K, Given)],
+    Opts0 = #{node => Get(node), cookie => Get(cookie), process => Procs,
+              stacks => Get(stacks), calls => Get(calls)},
+    Opts = maps:merge(Opts0, maps:from_list([{K, V} || K <- [max_rate, max_total, label],
+                                                       V <- [Get(K)], V =/= undefined])),
+    Opts1 = case Get(duration) of
+                undefined -> Opts;
+                Secs -> Opts#{duration => max(1, round(Secs * 1000))}
+            end,
+    case beamlab_experiment_capture:new(Opts1) of
+        {ok, C} -> #{run => {capture, C}, command => maps:get(argv, Parsed)};
+        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_capture:format_error(R)])
+    end.
+
+perf_experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Subject = subject(Get(pid), Get(node), maps:get(rest, Parsed, []), Parsed),
     maps:get(args, Parsed) =:= [] orelse
@@ -106,6 +161,8 @@ experiment(Parsed) ->
 
 %% @doc The top table.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
+text(#{kind := capture} = Doc, Parsed) ->
+    beamlab_render_capture:render(Doc, #{top => beamlab_cli_args:get(top, Parsed, 25)});
 text(Doc, Parsed) ->
     Callers = case Doc of
                   #{extra := #{<<"profile">> := P}} ->

@@ -33,7 +33,10 @@ options() ->
      #{name => long_schedule, long => "long-schedule", type => pos_integer, default => 100, metavar => "MS",
        help => "report processes or ports running longer than MS without yielding"},
      #{name => no_system_monitor, long => "no-system-monitor", type => boolean, default => false,
-       help => "leave the node's system monitor alone (no long GC, long schedule or busy port events)"}]
+       help => "leave the node's system monitor alone (no long GC, long schedule or busy port events)"},
+     #{name => capture, long => "capture", type => boolean, default => false,
+       help => "when a finding names a process (a growing mailbox or process), capture its calls for 5 s "
+               "(as beamlab profile --node N --process P; the report shows it beside the finding)"}]
     ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help watch'.
@@ -93,7 +96,7 @@ experiment(Parsed) ->
                               undefined -> infinity;
                               S -> max(1, round(S * 1000))
                           end,
-              interval => Get(interval), top => Get(top), msacc => Get(msacc),
+              interval => Get(interval), top => Get(top), msacc => Get(msacc), capture => Get(capture),
               system_monitor => case Get(no_system_monitor) of
                                     true -> false;
                                     false -> #{long_gc => Get(long_gc), long_schedule => Get(long_schedule)}

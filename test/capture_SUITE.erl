@@ -1,0 +1,306 @@
+%%% `beamlab profile --node N --process P' (call capture, #36) through the
+%%% built escript, against a peer node running the test's victims
+%%% (capture_SUITE_data/capture_victim.erl: a hot loop, a deep call
+%%% chain, a process with a growing mailbox; the node's own code, loaded
+%%% by the test): each one's hottest function is named; folded stacks,
+%%% speedscope and the report (rendered in headless Chromium) are
+%%% written; a process making millions of calls a second stops the
+%%% capture at its rate bound; no trace flag, pattern or tracer process is
+%%% left on the node after a normal end, SIGTERM to beamlab, and SIGKILL to
+%%% beamlab's VM mid-capture; bad processes are one line and exit 2; the
+%%% public API does the same.
+-module(capture_SUITE).
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
+-export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
+         bad_processes/1, api/1, watch_capture/1]).
+
+-define(COOKIE, "capture_suite_cookie_27182").
+
+all() ->
+    [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture].
+
+init_per_suite(Config) ->
+    _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
+    Data = ?config(data_dir, Config),
+    {ok, capture_victim, Beam} = compile:file(filename:join(Data, "capture_victim.erl"), [binary, debug_info]),
+    [{victim_beam, Beam} | Config].
+
+end_per_suite(_Config) ->
+    ok.
+
+%% Each case gets a fresh node with only its victim running (the machine
+%% has two cores).
+init_per_testcase(Case, Config) ->
+    Victim = case Case of
+                 hot_loop -> hot;
+                 rate_bound -> hot;
+                 growing_mailbox -> mailbox;
+                 watch_capture -> mailbox;
+                 bad_processes -> none;
+                 _ -> deep
+             end,
+    Name = list_to_atom("capture_" ++ atom_to_list(Case) ++ "_" ++ integer_to_list(erlang:unique_integer([positive]))),
+    %% (watch_capture's node has the default cookie, ~/.erlang.cookie, so
+    %% the command a finding prints works as printed)
+    Cookie = case Case of
+                 watch_capture -> [];
+                 _ -> ["-setcookie", ?COOKIE]
+             end,
+    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
+                                    connection => standard_io,
+                                    args => Cookie ++ ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"]}),
+    {module, capture_victim} = peer:call(Peer, code, load_binary,
+                                         [capture_victim, "capture_victim.erl", ?config(victim_beam, Config)]),
+    ok = case Victim of
+             none -> ok;
+             _ -> peer:call(Peer, capture_victim, start, [Victim])
+         end,
+    [{peer, Peer}, {node, atom_to_list(Node)}, {dir, beamlab_test_util:tmp_dir("capture")} | Config].
+
+end_per_testcase(_Case, Config) ->
+    catch peer:stop(?config(peer, Config)),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Cases
+%%--------------------------------------------------------------------
+
+%% A process that only loops in spin/2: that is its hottest function.
+hot_loop(Config) ->
+    #{doc := Doc} = capture(Config, ["--process", "capture_hot", "--duration", "1"]),
+    ?assertEqual(<<"capture_victim:spin/2">>, hottest(Doc)),
+    [P] = procs(Doc),
+    ?assertMatch(#{<<"label">> := <<"<0.", _/binary>>}, P),
+    ?assertEqual(<<"capture_hot">>, maps:get(<<"registered_name">>, maps:get(<<"before">>, P))),
+    ?assert(maps:get(<<"reductions_per_s_untraced">>, P) > 0),
+    clean(Config).
+
+%% d1 > ... > d6 > leaf_loop: the leaf is the hottest, the chain is on
+%% the stacks, and folded, speedscope and report output are written; the
+%% report's page draws the capture's flame graph in Chromium.
+deep_chain(Config) ->
+    Dir = ?config(dir, Config),
+    Folded = filename:join(Dir, "deep.folded"),
+    Speedscope = filename:join(Dir, "deep.speedscope.json"),
+    Save = filename:join(Dir, "deep.json"),
+    #{doc := Doc} = capture(Config, ["--process", "capture_deep", "--duration", "1", "--folded", Folded,
+                                     "--speedscope", Speedscope, "--save", Save]),
+    ?assertEqual(<<"capture_victim:leaf_loop/2">>, hottest(Doc)),
+    Chain = <<"capture_victim:deep/0;capture_victim:d1/0;capture_victim:d2/0;capture_victim:d3/0;"
+              "capture_victim:d4/0;capture_victim:d5/0;capture_victim:d6/0;capture_victim:leaf_loop/2">>,
+    {ok, FoldedText} = file:read_file(Folded),
+    ?assertNotEqual(nomatch, binary:match(FoldedText, Chain)),
+    {ok, Stacks} = beamlab_profile_stacks:parse_folded(FoldedText),
+    ?assert(lists:sum([N || {_, N} <- Stacks]) > 0),
+    ok = beamlab_test_util:json_schema_valid("speedscope.schema.json", Speedscope),
+    {ok, SS} = file:read_file(Speedscope),
+    ?assertNotEqual(nomatch, binary:match(SS, <<"capture_victim:leaf_loop/2">>)),
+    %% The saved document reads back, and the report draws it.
+    {ok, Loaded} = beamlab_result:load(Save),
+    ?assertEqual(capture, maps:get(kind, Loaded)),
+    Html = filename:join(Dir, "deep.html"),
+    #{code := 0} = beamlab_test_util:cli(["report", Save, "-o", Html], #{dir => Dir}),
+    case beamlab_test_util:chromium() of
+        false ->
+            {skip, "chromium is not installed (Debian package 'chromium')"};
+        Chromium ->
+            Dom = dump_dom(Chromium, Dir, Html),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"svg">>)),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"capture_victim:leaf_loop/2\"">>)),
+            ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"capture_victim:d3/0\"">>)),
+            clean(Config)
+    end.
+
+%% top:message_queue finds the process with the growing mailbox; its
+%% time goes to crunch/2; its mailbox grew from before to after.
+growing_mailbox(Config) ->
+    %% (until its mailbox is clearly the longest)
+    beamlab_test_util:wait_until(fun() -> queue_len(Config) > 100 end, 30000),
+    #{doc := Doc} = capture(Config, ["--process", "top:message_queue", "--duration", "1"]),
+    ?assertEqual(<<"capture_victim:crunch/2">>, hottest(Doc)),
+    [P] = procs(Doc),
+    ?assertEqual(<<"top:message_queue">>, maps:get(<<"spec">>, P)),
+    ?assertNotEqual(nomatch, binary:match(maps:get(<<"label">>, P), <<"capture_mailbox">>)),
+    ?assert(maps:get(<<"message_queue_len">>, maps:get(<<"before">>, P)) > 0),
+    clean(Config).
+
+%% One trace message per call on a process making millions of calls a
+%% second: the capture stops at its rate bound, says so, keeps what it
+%% had, and leaves the node clean.
+rate_bound(Config) ->
+    #{doc := Doc, err := Err, code := Code} =
+        capture(Config, ["--process", "capture_hot", "--duration", "20", "--stacks", "trace",
+                         "--max-rate", "5000"]),
+    ?assertEqual(0, Code),
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    ?assertEqual(<<"rate_bound">>, maps:get(<<"stopped">>, C)),
+    ?assert(maps:get(<<"elapsed_ms">>, C) < 20000),
+    ?assertNotEqual(nomatch, binary:match(Err, <<"rate bound">>)),
+    clean(Config).
+
+%% SIGTERM to beamlab's process group mid-capture: what was captured is
+%% printed (exit 130) and the node is left clean.
+sigterm(Config) ->
+    Dir = ?config(dir, Config),
+    H = beamlab_test_util:cli_start_group(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,
+                                           "--process", "capture_deep", "--duration", "60",
+                                           "--format", "json"], #{dir => Dir}),
+    wait_traced(Config),
+    ok = beamlab_test_util:signal_group(H, "TERM"),
+    #{code := Code, out := Out} = beamlab_test_util:cli_group_finish(H),
+    ?assertEqual(130, Code),
+    {ok, Doc} = beamlab_json:decode(Out),
+    ?assertEqual(<<"interrupted">>, maps:get(<<"stopped">>, maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)))),
+    clean(Config).
+
+%% SIGKILL to beamlab's VM mid-capture: nothing of beamlab's runs any
+%% more, and the tracer on the node removes every flag and pattern when
+%% its monitor on beamlab's process fires.
+sigkill(Config) ->
+    Dir = ?config(dir, Config),
+    H = beamlab_test_util:cli_start_group(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,
+                                           "--process", "capture_deep", "--duration", "60"], #{dir => Dir}),
+    wait_traced(Config),
+    [ok = beamlab_test_util:signal_pid(P, "KILL") || P <- beamlab_test_util:launcher_children(H)],
+    _ = beamlab_test_util:cli_group_finish(H),
+    clean(Config).
+
+%% A name nobody registered, a pid that is not one, a dead pid: one line,
+%% exit 2, and no atom created on the node for the unknown name.
+bad_processes(Config) ->
+    Node = ?config(node, Config),
+    Check = fun(Proc, Expect) ->
+                    R = beamlab_test_util:cli(["profile", "--node", Node, "--cookie", ?COOKIE,
+                                               "--process", Proc, "--duration", "1"]),
+                    ?assertEqual(2, maps:get(code, R)),
+                    beamlab_test_util:assert_one_line_error(R),
+                    ?assertNotEqual(nomatch, binary:match(maps:get(err, R), Expect))
+            end,
+    Check("no_such_registered_name_31337", <<"no process is registered">>),
+    Check("<0.9999.0>", <<"no such process">>),
+    Check("<0.x.0>", <<"not a pid">>),
+    Check("top:cpu", <<"expected a pid">>),
+    %% (the unknown name was looked up with list_to_existing_atom)
+    ?assertMatch({'EXIT', _}, catch peer:call(?config(peer, Config), erlang, list_to_existing_atom,
+                                              ["no_such_registered_name_31337"])),
+    #{code := 2} = beamlab_test_util:cli(["profile", "--process", "x"]),
+    clean(Config).
+
+%% beamlab:profile/2 with `process': the same capture from Erlang.
+api(Config) ->
+    Node = list_to_atom(?config(node, Config)),
+    {ok, Doc} = beamlab:profile({node, Node}, #{process => [capture_deep], duration => 1000, cookie => ?COOKIE,
+                                                 env => false}),
+    ?assertEqual(capture, maps:get(kind, Doc)),
+    #{extra := #{<<"capture">> := #{<<"calls">> := [#{<<"function">> := F} | _]}}} = Doc,
+    ?assertEqual(<<"capture_victim:leaf_loop/2">>, F),
+    %% A process that is not there is an error value with its one line.
+    {error, R} = beamlab:profile({node, Node}, #{process => ["nobody_31337"], duration => 1000,
+                                                  cookie => ?COOKIE}),
+    ?assertNotEqual(nomatch, string:find(lists:flatten(io_lib:format("~ts", [beamlab:format_error(R)])),
+                                         "no process is registered")),
+    clean(Config).
+
+%% `watch' names the process with the growing mailbox and prints the
+%% command that captures it; run as printed (through the shell, with
+%% beamlab on PATH), it names crunch/2. `watch --capture' captures it by
+%% itself: the finding says its hottest function, the document holds the
+%% capture, the report draws its flame graph beside the findings.
+watch_capture(Config) ->
+    Dir = ?config(dir, Config),
+    Node = ?config(node, Config),
+    Save = filename:join(Dir, "watch.json"),
+    R = beamlab_test_util:cli(["watch", "--node", Node, "--duration", "4", "--interval", "500", "--capture",
+                               "--format", "json", "--save", Save], #{dir => Dir}),
+    ct:log("exit ~p~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
+    ?assertEqual(0, maps:get(code, R)),
+    {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+    [F | _] = [F || F = #{<<"id">> := <<"mailbox_growth">>} <- maps:get(<<"findings">>, Doc)]
+        ++ [F || F = #{<<"data">> := #{<<"capture_command">> := _}} <- maps:get(<<"findings">>, Doc)],
+    #{<<"data">> := #{<<"capture_command">> := Cmd}} = F,
+    ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"capture it: ", Cmd/binary>>)),
+    %% The automatic capture, beside the finding.
+    #{<<"extra">> := #{<<"capture">> := C, <<"profile">> := _}} = Doc,
+    [#{<<"function">> := <<"capture_victim:crunch/2">>} | _] = maps:get(<<"calls">>, C),
+    ?assertNotEqual(nomatch, binary:match(maps:get(<<"advice">>, F), <<"capture_victim:crunch/2">>)),
+    Html = filename:join(Dir, "watch.html"),
+    #{code := 0} = beamlab_test_util:cli(["report", Save, "-o", Html], #{dir => Dir}),
+    {ok, Page} = file:read_file(Html),
+    ?assertNotEqual(nomatch, binary:match(Page, <<"capture_victim:crunch/2">>)),
+    clean(Config),
+    %% The printed command, as printed.
+    Root = beamlab_test_util:root(),
+    Out = os:cmd("cd " ++ Dir ++ " && PATH=" ++ Root ++ ":$PATH " ++ binary_to_list(Cmd) ++ " 2>&1; echo \"exit $?\""),
+    ct:log("~ts~n~ts", [Cmd, Out]),
+    ?assertNotEqual(nomatch, string:find(Out, "exit 0")),
+    ?assertNotEqual(nomatch, string:find(Out, "capture_mailbox")),
+    ?assertNotEqual(nomatch, string:find(Out, "1  capture_victim:crunch/2")),
+    clean(Config).
+
+%%--------------------------------------------------------------------
+%% Helpers
+%%--------------------------------------------------------------------
+
+capture(Config, Args) ->
+    R = beamlab_test_util:cli(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,
+                               "--format", "json" | Args], #{dir => ?config(dir, Config)}),
+    ct:log("exit ~p~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
+    {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+    R#{doc => Doc}.
+
+hottest(Doc) ->
+    [#{<<"function">> := F} | _] = maps:get(<<"calls">>, maps:get(<<"capture">>, maps:get(<<"extra">>, Doc))),
+    F.
+
+procs(Doc) ->
+    maps:get(<<"processes">>, maps:get(<<"capture">>, maps:get(<<"extra">>, Doc))).
+
+queue_len(Config) ->
+    Peer = ?config(peer, Config),
+    case peer:call(Peer, erlang, whereis, [capture_mailbox]) of
+        P when is_pid(P) -> element(2, peer:call(Peer, erlang, process_info, [P, message_queue_len]));
+        _ -> 0
+    end.
+
+%% The capture is on: the victim has the call flag.
+wait_traced(Config) ->
+    Peer = ?config(peer, Config),
+    P = peer:call(Peer, erlang, whereis, [capture_deep]),
+    beamlab_test_util:wait_until(fun() -> peer:call(Peer, erlang, trace_info, [P, flags]) =:= {flags, [call]} end,
+                                 60000).
+
+%% No trace flag on any process, no pattern on the victims' functions or
+%% on OTP's, no tracer process of beamlab's left (the tracer ends within
+%% a few seconds of the end; awaited, never slept).
+clean(Config) ->
+    Peer = ?config(peer, Config),
+    Funs = [{capture_victim, F, A} || {F, A} <- peer:call(Peer, capture_victim, module_info, [functions]),
+                                      F =/= module_info]
+        ++ [{lists, seq, 2}, {erlang, apply, 2}, {gen_server, loop, 7}, {erl_eval, exprs, 2}],
+    Clean = fun() ->
+                    Flags = [P || P <- peer:call(Peer, erlang, processes, []),
+                                  peer:call(Peer, erlang, trace_info, [P, flags]) =/= {flags, []},
+                                  peer:call(Peer, erlang, trace_info, [P, flags]) =/= undefined],
+                    Patterns = [MFA || MFA <- Funs, peer:call(Peer, erlang, trace_info, [MFA, all]) =/= {all, false}],
+                    Agents = [P || P <- peer:call(Peer, erlang, processes, []),
+                                   peer:call(Peer, erlang, process_info, [P, initial_call])
+                                       =:= {initial_call, {erl_eval, exprs, 2}}],
+                    ct:log("flags ~p patterns ~p tracers ~p", [Flags, Patterns, Agents]),
+                    Flags =:= [] andalso Patterns =:= [] andalso Agents =:= []
+            end,
+    beamlab_test_util:wait_until(Clean, 30000),
+    ok.
+
+dump_dom(Chromium, Dir, Path) ->
+    UserDir = filename:join(Dir, "chromium-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = filelib:ensure_dir(filename:join(UserDir, "x")),
+    Args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--user-data-dir=" ++ UserDir, "--dump-dom", "file://" ++ Path],
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Chromium | Args]}, binary, exit_status]),
+    {0, Dom} = beamlab_test_util:port_output(Port, 120000),
+    Dom.
