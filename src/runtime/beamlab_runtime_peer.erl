@@ -342,24 +342,29 @@ check_own_cookie() ->
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
 %% loopback when none runs), unless it is one already; an error
 %% ({@link format_error/1}) when the distribution cannot start.
--spec ensure_dist() -> ok | {error, {no_distribution, term()} | {bad_cookie, term()}}.
+-spec ensure_dist() -> ok | {error, {no_distribution, term()} | {bad_cookie, term()} | no_home}.
 ensure_dist() ->
     case node() of
         nonode@nohost ->
-            ok = home_or_throw(),
-            _ = application:set_env(kernel, inet_dist_use_interface, {127, 0, 0, 1}),
-            start_epmd(),
-            Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
-            case net_kernel:start(Name, #{name_domain => longnames}) of
-                {ok, _} ->
-                    try check_own_cookie()
-                    catch throw:{?MODULE, BadCookie} -> {error, BadCookie}
-                    end;
-                {error, {already_started, _}} -> ok;
-                {error, Reason} -> {error, {no_distribution, Reason}}
+            case home() of
+                {error, no_home} -> {error, no_home};
+                {ok, _} -> ensure_dist_here()
             end;
         _ ->
             ok
+    end.
+
+ensure_dist_here() ->
+    _ = application:set_env(kernel, inet_dist_use_interface, {127, 0, 0, 1}),
+    start_epmd(),
+    Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
+    case net_kernel:start(Name, #{name_domain => longnames}) of
+        {ok, _} ->
+            try check_own_cookie()
+            catch throw:{?MODULE, BadCookie} -> {error, BadCookie}
+            end;
+        {error, {already_started, _}} -> ok;
+        {error, Reason} -> {error, {no_distribution, Reason}}
     end.
 
 %% @doc Makes this VM the distributed node `name@host' on the interface
