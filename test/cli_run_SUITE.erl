@@ -115,8 +115,27 @@ labels_and_baseline(_) ->
 stopping_rule(_) ->
     #{code := 0, out := Out} = cli(["timer:sleep(1).", "--rel-ci", "50%", "--max-samples", "20",
                                      "-d", "50", "--format", "json"]),
-    #{benchmarks := [#{samples := S}]} = json(Out),
-    true = length(S) >= 3 andalso length(S) =< 20.
+    #{benchmarks := [#{samples := S, stats := Stats}], extra := #{<<"stopped_by">> := By}} = json(Out),
+    true = length(S) >= 3 andalso length(S) =< 20,
+    %% The document says what ended the run, and it is true of the numbers:
+    %% converged means the printed interval is within 50% on both sides.
+    case By of
+        <<"converged">> ->
+            #{mean := M, ci_mean := {Lo, Hi}} = Stats,
+            true = (M - Lo) / M =< 0.5 andalso (Hi - M) / M =< 0.5;
+        <<"max_samples">> ->
+            20 = length(S)
+    end,
+    %% --ci is the same rule; an unreachable target ends with the cap,
+    %% and the text says so.
+    #{code := 0, out := Capped} = cli(["rand:uniform().", "--ci", "0.001%", "--max-samples", "4",
+                                        "-d", "50", "-s", "3"]),
+    has(Capped, "stopped: --max-samples reached before every mean's 95% CI within"),
+    #{code := 0, out := Timed} = cli(["rand:uniform().", "--ci", "0.001%", "--max-time", "1",
+                                       "-d", "50", "-s", "3"]),
+    has(Timed, "stopped: --max-time spent before every mean's 95% CI within"),
+    R = #{code := 2} = cli(["ok.", "--ci", "2%", "--rel-ci", "2%"]),
+    beamlab_test_util:assert_one_line_error(R).
 
 verbose_telemetry(_) ->
     #{code := 0, err := Err, out := Out} = cli(["ok.", "-v", "-d", "700", "-s", "2",

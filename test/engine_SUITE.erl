@@ -343,7 +343,7 @@ busy_wait_timer(_) ->
     true = S1 > 0 andalso S2 > 0,
     %% every sample lasts at least the requested duration (the busy-wait
     %% timer does not return early)
-    #{outcomes := Outcomes, interrupted := false} =
+    {ok, #{outcomes := Outcomes, interrupted := false}} =
         beamlab_engine_measure:measure(
           Jobs, maps:merge(beamlab_engine:default_run_opts(),
                            #{busy_wait => true, samples => 2, duration => 100,

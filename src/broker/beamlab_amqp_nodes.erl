@@ -25,15 +25,19 @@ start(#{nodes := Nodes}) ->
         [] ->
             {ok, Nodes, fun() -> ok end};
         Remote ->
-            _ = beamlab_runtime_peer:ensure_dist(),
-            case [Nd || Nd <- Remote, net_adm:ping(Nd) =/= pong] of
-                [] ->
-                    case load_code(Remote) of
-                        ok -> {ok, Nodes, fun() -> ok end};
-                        {error, _} = E -> E
+            case beamlab_runtime_peer:ensure_dist() of
+                ok ->
+                    case [Nd || Nd <- Remote, net_adm:ping(Nd) =/= pong] of
+                        [] ->
+                            case load_code(Remote) of
+                                ok -> {ok, Nodes, fun() -> ok end};
+                                {error, _} = E -> E
+                            end;
+                        Down ->
+                            {error, {nodes_unreachable, Down}}
                     end;
-                Down ->
-                    {error, {nodes_unreachable, Down}}
+                {error, R} ->
+                    {error, {peer, R}}
             end
     end.
 

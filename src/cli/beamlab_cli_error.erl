@@ -25,7 +25,4 @@ fail(Fmt, Args) ->
 %% `other' for anything else (to be handled as an internal error).
 -spec caught(throw, term()) -> {kind(), unicode:chardata()} | other.
 caught(throw, {?MODULE, Kind, Msg}) when Kind =:= usage; Kind =:= fail -> {Kind, Msg};
-%% Distribution set up on the way (beamlab_runtime_peer:ensure_dist/0)
-%% fails with a reason of its own: a failure, in its own words.
-caught(throw, {beamlab_runtime_peer, Reason}) -> {fail, beamlab_runtime_peer:format_error(Reason)};
 caught(_, _) -> other.

@@ -162,11 +162,15 @@ run(Jobs, RunOpts0, ModeOpts) ->
                           run_opts => maps:without([progress, checkpoint, metrics], Opts1),
                           mode_opts => ModeOpts, findings => Findings,
                           timer => Timer#{busy_wait := Busy}, started_at => Started},
+              Measured = case maps:get(isolated, RunOpts) of
+                             true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
+                             false -> beamlab_engine_measure:measure(
+                                        Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
+                         end,
               #{outcomes := Outcomes, interrupted := Interrupted, telemetry := Telemetry} =
-                  case maps:get(isolated, RunOpts) of
-                      true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
-                      false -> beamlab_engine_measure:measure(
-                                 Jobs, with_save(Opts1#{labels => Labels}, Context), ModeOpts)
+                  case Measured of
+                      {ok, M} -> M;
+                      {error, Reason} -> throw({beamlab_engine, Reason})
                   end,
               flush_interrupts(),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
@@ -383,11 +387,43 @@ document(Outcomes, Base, RunOpts, ModeOpts, #{findings := Findings, timer := Tim
     Extra = #{timer => Timer,
               interleaved => length(Outcomes) > 1 andalso not maps:get(isolated, RunOpts),
               isolated => maps:get(isolated, RunOpts),
-              baseline_used => case Used of none -> null; _ -> Used end},
+              baseline_used => case Used of none -> null; _ -> Used end,
+              stopped_by => stopped_by(Outcomes, Mode, RunOpts, Partial)},
     Doc2 = beamlab_result:set(extra, maps:merge(Extra, maps:with([vm_stopped], Info)), Doc1),
     Doc3 = beamlab_result:set(telemetry, Telemetry, Doc2),
     beamlab_result:finish(Doc3, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Partial}).
+
+%% What ended the sampling, as the sampler decided it
+%% (beamlab_engine_sampler): `samples' (the -s asked for, no stopping rule),
+%% `converged' (every job's interval within --ci / its cv within --cv),
+%% `max_samples' or `max_time' (a cap spent first), `interrupted'; `null'
+%% for a concurrency search.
+stopped_by(_Outcomes, squeeze, _RunOpts, _Partial) ->
+    null;
+stopped_by(_Outcomes, _Mode, _RunOpts, true) ->
+    interrupted;
+stopped_by(Outcomes, _Mode, #{rel_ci := RelCi, cv := Cv, samples := S, max_samples := Max}, false) ->
+    Ok = [Xs || #{status := ok, samples := Xs} <- Outcomes],
+    Window = max(2, S),
+    Converged = fun(Xs) ->
+                        beamlab_stats:converged(Xs, #{rel_ci => RelCi, min => Window})
+                            andalso beamlab_stats:converged(lists:sublist(lists:reverse(Xs), Window),
+                                                            #{cv => Cv, min => Window})
+                end,
+    if
+        RelCi =:= undefined, Cv =:= undefined -> samples;
+        Ok =:= [] -> samples;
+        true ->
+            case lists:all(Converged, Ok) of
+                true -> converged;
+                false ->
+                    case lists:any(fun(Xs) -> length(Xs) >= Max end, Ok) of
+                        true -> max_samples;
+                        false -> max_time
+                    end
+            end
+    end.
 
 %% A failed job is no yardstick: when the requested baseline failed, the
 %% first job that succeeded takes its place (`params.baseline' keeps the

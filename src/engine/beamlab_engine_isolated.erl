@@ -20,24 +20,39 @@
 %% order and whether an interrupt cut the run short. A VM that cannot be
 %% started or dies fails only its job.
 -spec run([beamlab_engine:job_spec()], beamlab_engine:run_opts(), beamlab_engine:mode_opts()) ->
-          #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(),
-            telemetry := beamlab_runtime_telemetry:series()}.
+          {ok, #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(),
+                 telemetry := beamlab_runtime_telemetry:series()}}
+        | {error, beamlab_engine:error_reason()}.
 run(Jobs, RunOpts, ModeOpts) ->
     %% Compile here first: a syntax error is reported before any VM starts.
     %% The children's code paths are added meanwhile (only for this check),
     %% so calls into the user's modules are checked against them.
-    Paths = case beamlab_engine_paths:add_code_paths(maps:get(code_paths, RunOpts)) of
-                {ok, Added} -> Added;
-                {error, Reason} -> throw({beamlab_engine, Reason})
-            end,
-    _ = try
-            [case beamlab_engine_code:compile(J) of
-                 {ok, E} -> beamlab_engine_code:purge(E);
-                 {error, R} -> throw({beamlab_engine, {compile, I, beamlab_engine_code:job_label(J), R}})
-             end || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)]
-        after
-            beamlab_engine_paths:remove_code_paths(Paths)
-        end,
+    case beamlab_engine_paths:add_code_paths(maps:get(code_paths, RunOpts)) of
+        {ok, Paths} ->
+            Compiled = try compiles(lists:zip(lists:seq(1, length(Jobs)), Jobs))
+                       after beamlab_engine_paths:remove_code_paths(Paths)
+                       end,
+            case Compiled of
+                ok -> {ok, run_compiled(Jobs, RunOpts, ModeOpts)};
+                {error, _} = E -> E
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+%% Every job compiles (the first that does not is the error).
+compiles([]) ->
+    ok;
+compiles([{I, J} | Rest]) ->
+    case beamlab_engine_code:compile(J) of
+        {ok, E} ->
+            _ = beamlab_engine_code:purge(E),
+            compiles(Rest);
+        {error, R} ->
+            {error, {compile, I, beamlab_engine_code:job_label(J), R}}
+    end.
+
+run_compiled(Jobs, RunOpts, ModeOpts) ->
     %% Telemetry and progress stay in this VM's domain; the child runs plain.
     Remote = maps:without([labels, flavor], RunOpts#{checks => false, telemetry => false, verbose => false,
                                              progress => undefined, isolated => false,
@@ -117,10 +132,7 @@ wait(Peer, Ref, Forwarded) ->
         | {error, beamlab_engine:error_reason()}.
 remote_measure(Job, RunOpts, ModeOpts) ->
     true = register(?RUNNER, self()),
-    try
-        {ok, beamlab_engine_measure:measure([Job], RunOpts, ModeOpts)}
-    catch
-        throw:{beamlab_engine, Reason} -> {error, Reason}
+    try beamlab_engine_measure:measure([Job], RunOpts, ModeOpts)
     after
         unregister(?RUNNER)
     end.

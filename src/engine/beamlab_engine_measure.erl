@@ -2,8 +2,7 @@
 %%% samples them (continuous, timed or concurrency estimation), stops them
 %%% and returns one raw outcome per job. {@link beamlab_engine:run/3} calls
 %%% it for a run in this VM, {@link beamlab_engine_isolated} inside each
-%%% fresh VM. A compile error throws `{beamlab_engine, Reason}' (the
-%%% callers turn it into `{error, Reason}').
+%%% fresh VM. A compile error is `{error, Reason}' (nothing is measured).
 -module(beamlab_engine_measure).
 
 -export([measure/3, finish/2, empty/1, metric_families/2]).
@@ -17,11 +16,18 @@
 %% optionally `labels' and `save'.
 -spec measure([beamlab_engine:job_spec()], beamlab_engine:options(),
               beamlab_engine:mode_opts()) ->
-          #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(),
-            telemetry := beamlab_runtime_telemetry:series()}.
+          {ok, #{outcomes := [beamlab_engine:outcome()], interrupted := boolean(),
+                 telemetry := beamlab_runtime_telemetry:series()}}
+        | {error, {compile, pos_integer(), binary(), term()}}.
 measure(Jobs, RunOpts, ModeOpts) ->
+    try [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)] of
+        Execs -> {ok, measure_compiled(Execs, RunOpts, ModeOpts)}
+    catch
+        throw:{?MODULE, Compile} -> {error, Compile}
+    end.
+
+measure_compiled(Execs, RunOpts, ModeOpts) ->
     Save = maps:get(save, RunOpts, undefined),
-    Execs = [compile_job(I, J) || {I, J} <- lists:zip(lists:seq(1, length(Jobs)), Jobs)],
     OldPrio = process_flag(priority, high),
     %% Processes started from here on (jobs, workers, what the benchmarked
     %% code spawns) are killed when their heap passes a share of the
@@ -95,7 +101,7 @@ stop_telemetry({Pid, false}) -> _ = beamlab_runtime_telemetry:stop(Pid), #{}.
 compile_job(I, Job) ->
     case beamlab_engine_code:compile(Job) of
         {ok, Exec} -> Exec;
-        {error, Reason} -> throw({beamlab_engine, {compile, I, beamlab_engine_code:job_label(Job), Reason}})
+        {error, Reason} -> throw({?MODULE, {compile, I, beamlab_engine_code:job_label(Job), Reason}})
     end.
 
 %% Each job's init hook runs in start_job/2: the checkpoint names it first.

@@ -25,9 +25,11 @@
 -type inner() :: {benchmark, [beamlab_engine_code:callable() | beamlab_engine_code:code_map()], opts()}
                | {suite, [atom() | string()], opts()}
                | {amqp, opts()}.
--type error_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}
-                      | beamlab_experiment:error_reason().
--export_type([opts/0, inner/0, error_reason/0]).
+%% Its own (format_error/1), or a kind's refusal of a value (`{Kind, R}',
+%% beamlab_experiment:format_error/1).
+-type own_reason() :: {unknown_option, term()} | {bad_option, atom(), term()}.
+-type error_reason() :: own_reason() | beamlab_experiment:error_reason().
+-export_type([opts/0, inner/0, error_reason/0, own_reason/0]).
 
 -define(COMMON, [telemetry, verbose, env, sink, command]).
 -define(AFTER, [memory, reductions, profile, msacc]).
@@ -354,7 +356,7 @@ common(Opts, Exp, After) ->
          end}.
 
 %% @doc One line for each error.
--spec format_error(error_reason()) -> unicode:chardata().
+-spec format_error(own_reason()) -> unicode:chardata().
 format_error({unknown_option, K}) ->
     io_lib:format("unknown option ~0tp", [K]);
 format_error({bad_option, K, V}) ->

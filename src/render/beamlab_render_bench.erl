@@ -40,6 +40,7 @@ render(Doc, Opts) ->
      beamlab_format_table:render(Header, Rows),
      flavor_note(Doc),
      baseline_note(Doc),
+     stopped_note(Doc),
      [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
                     "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
                     [N, round(lists:sum(S))])
@@ -60,6 +61,23 @@ flavor_note(_) ->
 
 %% Rel and the verdicts are against the job that actually served as the
 %% baseline; say so when it is not the one asked for.
+%% With a stopping rule (--ci, --cv), what ended the run.
+stopped_note(#{extra := #{<<"stopped_by">> := By}, params := P}) ->
+    Ci = maps:get(<<"rel_ci">>, P, null),
+    Cv = maps:get(<<"cv">>, P, null),
+    Target = lists:join(" and ", [io_lib:format("every mean's 95% CI within ~ts of it", [beamlab_format_units:percent(Ci)])
+                                  || is_number(Ci)]
+                                 ++ [io_lib:format("cv of the last samples at most ~ts", [beamlab_format_units:percent(Cv)])
+                                     || is_number(Cv)]),
+    case By of
+        <<"converged">> -> io_lib:format("stopped: confident (~ts)~n", [Target]);
+        <<"max_time">> -> io_lib:format("stopped: --max-time spent before ~ts~n", [Target]);
+        <<"max_samples">> -> io_lib:format("stopped: --max-samples reached before ~ts~n", [Target]);
+        _ -> ""
+    end;
+stopped_note(_) ->
+    "".
+
 baseline_note(#{benchmarks := Benches, params := #{<<"baseline">> := Asked}, extra := Extra})
   when length(Benches) > 1, is_integer(Asked) ->
     AskedName = name(lists:nth(Asked, Benches)),

@@ -37,7 +37,7 @@ entry(#{name := Name, unit := Unit, value := V} = M) ->
     E = #{name => Name, unit => Unit, value => V},
     case M of
         #{interval := {Lo, Hi}, confidence := C, n := N} ->
-            E#{range => unicode:characters_to_binary(["\x{b1} ", num((Hi - Lo) / 2)]),
+            E#{range => range(V, Lo, Hi),
                extra => unicode:characters_to_binary(
                           io_lib:format("n=~b, ~ts% CI of the mean ~ts .. ~ts~ts",
                                         [N, level(C), num(Lo), num(Hi),
@@ -52,6 +52,17 @@ entry(#{name := Name, unit := Unit, value := V} = M) ->
     end.
 
 num(V) -> beamlab_format_units:sig(V, 4).
+
+%% `± h' when the interval is symmetric to 4 digits, else `-a +b': the
+%% log-scale interval of a time or a rate is wider above than below, and a
+%% `± h' wider than the value would read as reaching below zero.
+range(V, Lo, Hi) ->
+    Below = num(V - Lo),
+    Above = num(Hi - V),
+    unicode:characters_to_binary(case Below =:= Above of
+                                     true -> ["\x{b1} ", Above];
+                                     false -> ["-", Below, " +", Above]
+                                 end).
 
 %% 0.95 -> "95", 0.995 -> "99.5".
 level(C) ->

@@ -262,9 +262,20 @@ full_due(#{since_full := K, full_every := E}) ->
     K + 1 >= E.
 
 %% @doc Reads the baseline the first sample compares with: every process
-%% and every port.
--spec baseline(tracker(), raw(), integer() | infinity) -> tracker().
-baseline(Tr = #{node := Node}, Raw, Deadline) ->
+%% and every port; `{error, {remote, Reason}}' when the node does not
+%% answer by `Deadline'.
+-spec baseline(tracker(), raw(), integer() | infinity) -> {ok, tracker()} | {error, {remote, term()}}.
+baseline(Tr, Raw, Deadline) ->
+    remote(fun() -> read_baseline(Tr, Raw, Deadline) end).
+
+%% The reads of a node throw `{remote, Reason}' (ok/1, ok3/1) when it
+%% does not answer: caught here, for the exported functions to return.
+remote(Read) ->
+    try {ok, Read()}
+    catch throw:{remote, _} = R -> {error, R}
+    end.
+
+read_baseline(Tr = #{node := Node}, Raw, Deadline) ->
     T = maps:get(t, Raw),
     Table = maps:without(maps:get(exclude, Tr), ok(scan(Node, maps:get(pids, Raw), false, left(Deadline)))),
     Ports = ok(ports(Node, left(Deadline))),
@@ -278,10 +289,14 @@ baseline(Tr = #{node := Node}, Raw, Deadline) ->
 %% and when a measure grew, who holds the refc binaries
 %% (`binary_holders'), what the new processes and ports are
 %% (`new_processes', `new_ports'); the system monitor's events of the
-%% interval (`monitor_events'). Throws `{remote, Reason}' when the node
+%% interval (`monitor_events'). `{error, {remote, Reason}}' when the node
 %% does not answer by `Deadline'.
--spec observe(tracker(), raw(), raw(), integer() | infinity) -> {map(), tracker()}.
-observe(Tr = #{node := Node, top := N, seen := Seen, names := Names0}, Raw, Prev, Deadline) ->
+-spec observe(tracker(), raw(), raw(), integer() | infinity) ->
+          {ok, {map(), tracker()}} | {error, {remote, term()}}.
+observe(Tr, Raw, Prev, Deadline) ->
+    remote(fun() -> read_observe(Tr, Raw, Prev, Deadline) end).
+
+read_observe(Tr = #{node := Node, top := N, seen := Seen, names := Names0}, Raw, Prev, Deadline) ->
     T = maps:get(t, Raw),
     Full = maps:get(pids, Raw, skip) =/= skip,
     Pids = case Full of true -> maps:get(pids, Raw); false -> maps:get(candidates, Tr) end,

@@ -169,7 +169,7 @@ has_type({enum, L}, V) -> lists:member(V, L);
 has_type({list, T}, V) -> is_list(V) andalso lists:all(fun(X) -> has_type(T, X) end, V);
 has_type({one_of, Ts}, V) -> lists:any(fun(T) -> has_type(T, V) end, Ts).
 
-is_text(V) when is_binary(V) -> true;
+is_text(V) when is_binary(V) -> is_list(unicode:characters_to_list(V));
 is_text(V) when is_list(V) -> io_lib:char_list(V);
 is_text(_) -> false.
 
@@ -204,10 +204,10 @@ number_text(N) -> float_to_list(float(N), [short]).
 %% A value as a line quotes it: numbers as the command line writes them,
 %% text as it is (one line, at most 80 characters), anything else printed.
 value_text(V) when is_number(V) -> number_text(V);
-value_text(V) when is_atom(V) -> atom_to_list(V);
 value_text(V) ->
     Text = case is_text(V) of
                true -> unicode:characters_to_list(V);
+               false when is_atom(V) -> atom_to_list(V);
                false -> lists:flatten(io_lib:format("~0tP", [V, 8]))
            end,
     Line = [case C of C when C < 32; C =:= 127 -> $?; C -> C end || C <- Text],

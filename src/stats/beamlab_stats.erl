@@ -504,10 +504,14 @@ tie_sum([X | _] = L, Acc) ->
 %% Stopping rule
 %%====================================================================
 
-%% @doc The engine's stopping rule: true when there are at least `min'
-%% samples (default 3) and every given target holds: the half-width of
-%% the confidence interval of the mean relative to |mean| is at most
-%% `rel_ci', and the coefficient of variation is at most `cv'. With no
+%% @doc The engine's stopping rule (`--ci'/`--rel-ci', `--cv'): true when
+%% there are at least `min' samples (default 3) and every given target
+%% holds: the interval of the mean that {@link summary/2} reports
+%% (`ci_mean': on the log scale for positive samples, else Student's)
+%% reaches at most `rel_ci' of |mean| on either side, and the coefficient
+%% of variation is at most `cv'. One interval both stops the run and is
+%% printed. With fewer than 3 samples there is no interval: `rel_ci' does
+%% not hold. With no
 %% target set, only `min' counts. Instead of the samples, a map with the
 %% count (`n' or `count'), `mean' and `sd' may be given, e.g. a
 %% {@link summary/1} or a `beamlab_stats_reservoir:summary/1', so that
@@ -523,14 +527,21 @@ converged(Samples, Opts) when is_list(Samples), is_map(Opts) ->
     N = length(Samples),
     converged(N, Opts, fun() ->
                                Fs = to_floats(Samples),
-                               mean_sd(Fs, N, lists:min(Fs), lists:max(Fs))
+                               Min = lists:min(Fs),
+                               {M, Sd} = mean_sd(Fs, N, Min, lists:max(Fs)),
+                               {M, Sd, Min > 0}
                        end);
 converged(#{mean := Mean, sd := Sd} = Stats, Opts) when is_map(Opts) ->
     N = case Stats of
             #{n := N0} -> N0;
             #{count := N0} -> N0
         end,
-    converged(N, Opts, fun() -> {float(Mean), float(Sd)} end).
+    %% Positive when the summary says its minimum is.
+    Positive = case Stats of
+                   #{min := Min} when is_number(Min) -> Min > 0;
+                   _ -> false
+               end,
+    converged(N, Opts, fun() -> {float(Mean), float(Sd), Positive} end).
 
 converged(N, Opts, MeanSd) ->
     Min = max(1, maps:get(min, Opts, 3)),
@@ -540,14 +551,20 @@ converged(N, Opts, MeanSd) ->
         false -> false;
         true when RelCi =:= undefined, CvT =:= undefined -> true;
         true ->
-            {Mean, Sd} = MeanSd(),
+            {Mean, Sd, Positive} = MeanSd(),
             CiOk = RelCi =:= undefined orelse
-                (N >= 2 andalso
-                 rel(half_width(Sd, N, confidence(Opts)), Mean) =< RelCi),
+                (N >= ?MIN_INTERVAL_N andalso rel_ci(Mean, Sd, N, Positive, confidence(Opts)) =< RelCi),
             CvOk = CvT =:= undefined orelse
                 (N >= 2 andalso rel(Sd, Mean) =< CvT),
             CiOk andalso CvOk
     end.
+
+%% The wider side of ci_mean relative to |mean|: on the log scale (mean */
+%% F) the upper side, F - 1; Student's is symmetric.
+rel_ci(Mean, Sd, N, true, Conf) when Mean > 0 ->
+    safe_exp(mul_sat(t_quantile((1 + Conf) / 2, N - 1), cv(Sd, Mean) / math:sqrt(N))) - 1;
+rel_ci(Mean, Sd, N, _, Conf) ->
+    rel(half_width(Sd, N, Conf), Mean).
 
 %% X / |Mean|, where 0/0 is 0 and X/0 is "infinitely large".
 rel(X, _Mean) when X == 0.0 -> 0.0;

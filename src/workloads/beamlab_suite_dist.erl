@@ -32,14 +32,14 @@ stop_peer(Vm) -> beamlab_runtime_peer:stop(Vm).
 %% already loaded.
 -spec connect(node(), [module()]) -> ok | {error, term()}.
 connect(Node, Mods) ->
-    try beamlab_runtime_peer:ensure_dist() of
-        true ->
+    case beamlab_runtime_peer:ensure_dist() of
+        ok ->
             case net_kernel:connect_node(Node) of
                 true -> load_modules(Node, Mods);
                 _ -> {error, {cannot_connect, Node}}
-            end
-    catch
-        throw:{beamlab_runtime_peer, R} -> {error, {peer, R}}
+            end;
+        {error, R} ->
+            {error, {peer, R}}
     end.
 
 %% @doc One line per error.

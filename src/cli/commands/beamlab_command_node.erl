@@ -123,7 +123,10 @@ stop_request(From) ->
 
 stop_nodes(Parsed, Nodes) ->
     beamlab_cli_dist:controller(Parsed, Nodes),
-    _ = beamlab_runtime_peer:ensure_dist(),
+    case beamlab_runtime_peer:ensure_dist() of
+        ok -> ok;
+        {error, NoDist} -> beamlab_cli_error:fail("~ts", [beamlab_runtime_peer:format_error(NoDist)])
+    end,
     Bad = [{N, R} || N <- Nodes,
                      R <- [try erpc:call(N, ?MODULE, stop_request, [node()], 10000)
                            catch _:E -> {unreachable, E} end],

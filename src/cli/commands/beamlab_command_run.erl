@@ -64,8 +64,11 @@ options() ->
        help => "--done for every code without its own"},
      #{name => baseline, long => "baseline", type => string, metavar => "N|LABEL",
        help => "job the others are compared to (default: the first)"},
+     #{name => ci, long => "ci", type => fraction, metavar => "PCT",
+       help => "sample until the 95% CI of every mean is within PCT of it on both sides (2% or 0.02), "
+               "or --max-samples/--max-time is spent; the output says which ended the run"},
      #{name => rel_ci, long => "rel-ci", type => fraction, metavar => "F",
-       help => "sample until the 95% CI of the mean is within +-F of it (0.02 or 2%: +-2%)"},
+       help => "the same as --ci (kept for erlperf users)"},
      #{name => cv, long => "cv", type => fraction, metavar => "F",
        help => "sample until the coefficient of variation of the last -s samples is at most F "
                "(0.05 or 5%), as erlperf's --cv"},
@@ -179,9 +182,8 @@ experiment(Parsed, What, NJobs) ->
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
-    [beamlab_render_bench:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
-                                        report => beamlab_cli_args:get(report, Parsed, auto)}),
-     beamlab_render_profile:after_phases(Doc)].
+    beamlab_render_view:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
+                                    report => beamlab_cli_args:get(report, Parsed, auto)}).
 
 %% The lines that name this command's flags; the layer's line otherwise.
 error_line({bench, {bad_baseline, _} = R}) ->
@@ -223,7 +225,13 @@ run_opts(Parsed, NJobs) ->
     Given = fun(K) -> lists:member(K, maps:get(given, Parsed)) end,
     Squeeze = Get(squeeze),
     Loop = Get(loop),
-    Rule = Get(rel_ci) =/= undefined orelse Get(cv) =/= undefined,
+    Given(ci) andalso Given(rel_ci)
+        andalso beamlab_cli_error:usage("--ci and --rel-ci are the same rule; give one", []),
+    RelCi = case Get(ci) of
+                undefined -> Get(rel_ci);
+                Ci -> Ci
+            end,
+    Rule = RelCi =/= undefined orelse Get(cv) =/= undefined,
     Loop =/= undefined andalso Given(concurrency)
         andalso beamlab_cli_error:usage("-l (timed mode) runs one worker; it cannot be combined with -c", []),
     Loop =/= undefined andalso Squeeze
@@ -235,7 +243,7 @@ run_opts(Parsed, NJobs) ->
                                         "counts iterations instead", []),
     _ = [beamlab_cli_error:usage("--~ts needs -q", [option_text(K)])
          || K <- [min, max, step, threshold], Given(K), not Squeeze],
-    _ = [beamlab_cli_error:usage("--~ts needs --rel-ci or --cv", [option_text(K)])
+    _ = [beamlab_cli_error:usage("--~ts needs --ci (or --rel-ci) or --cv", [option_text(K)])
          || K <- [max_samples, max_time], Given(K), not Rule],
     Given(vm_args) andalso not Get(isolated)
         andalso beamlab_cli_error:usage("--vm-args applies to the fresh VMs of -i; add -i", []),
@@ -254,7 +262,7 @@ run_opts(Parsed, NJobs) ->
     Duration = Get(duration),
     Base = #{concurrency => Get(concurrency), samples => Samples, duration => Duration,
              warmup => Get(warmup), loop => Loop,
-             rel_ci => Get(rel_ci), cv => Get(cv),
+             rel_ci => RelCi, cv => Get(cv),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
              flavor => Get(flavor),
              code_paths => beamlab_cli_args:get(pa, Parsed, [])},
@@ -296,7 +304,7 @@ sink(undefined, _Parsed) ->
     fun(_) -> ok end;
 sink(Progress, Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    Of = case Get(rel_ci) =:= undefined andalso Get(cv) =:= undefined of
+    Of = case Get(rel_ci) =:= undefined andalso Get(ci) =:= undefined andalso Get(cv) =:= undefined of
              true -> io_lib:format("/~w", [Get(samples) + Get(warmup)]);
              false -> ""
          end,

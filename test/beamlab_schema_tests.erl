@@ -1,0 +1,62 @@
+%%% @doc beamlab_schema: types, bounds, conflicts, requirements and the
+%%% line of each refusal, naming options by key or by flag.
+-module(beamlab_schema_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+schema() ->
+    [#{name => rate, short => "r", type => {one_of, [number, {enum, [infinity]}]}, min => 0,
+       max => 100, max_why => "per channel"},
+     #{name => loop, short => "l", long => "loop", type => pos_integer, conflicts => [concurrency],
+       why => "timed mode runs one worker"},
+     #{name => concurrency, short => "c", type => pos_integer},
+     #{name => min, long => "min", type => pos_integer, requires => [squeeze]},
+     #{name => squeeze, short => "q", type => boolean}].
+
+line(R, Names) -> lists:flatten(io_lib:format("~ts", [beamlab_schema:format_error(R, Names)])).
+
+accepts_what_fits_test() ->
+    ?assertEqual(ok, beamlab_schema:check(schema(), #{})),
+    ?assertEqual(ok, beamlab_schema:check(schema(), #{rate => 0, loop => 3, min => 2, squeeze => true})),
+    ?assertEqual(ok, beamlab_schema:check(schema(), #{rate => infinity})),
+    ?assertEqual(ok, beamlab_schema:check(schema(), #{rate => 100.0})).
+
+unknown_option_test() ->
+    {error, R} = beamlab_schema:check(schema(), #{bogus => 1}),
+    ?assertEqual({unknown_option, bogus}, R),
+    ?assertEqual("unknown option bogus", line(R, key)).
+
+type_and_bounds_test() ->
+    {error, R1} = beamlab_schema:check(schema(), #{rate => -5}),
+    ?assertEqual("invalid value '-5' for rate: expected a number >= 0", line(R1, key)),
+    ?assertEqual("invalid value '-5' for -r: expected a number >= 0", line(R1, flag)),
+    {error, R2} = beamlab_schema:check(schema(), #{rate => 101}),
+    ?assertEqual("invalid value '101' for -r: at most 100 (per channel)", line(R2, flag)),
+    {error, R3} = beamlab_schema:check(schema(), #{concurrency => 0}),
+    ?assertEqual("invalid value '0' for concurrency: expected a positive integer", line(R3, key)),
+    {error, R4} = beamlab_schema:check(schema(), #{rate => <<"fast">>}),
+    ?assertEqual("invalid value 'fast' for rate: expected a number or one of infinity", line(R4, key)).
+
+conflicts_and_requires_test() ->
+    {error, R1} = beamlab_schema:check(schema(), #{loop => 10, concurrency => 2}),
+    ?assertEqual("-l and -c cannot be used together (timed mode runs one worker)", line(R1, flag)),
+    ?assertEqual("loop and concurrency cannot be used together (timed mode runs one worker)", line(R1, key)),
+    {error, R2} = beamlab_schema:check(schema(), #{min => 2}),
+    ?assertEqual("--min needs -q", line(R2, flag)).
+
+rule_lines_name_options_test() ->
+    {ok, Rate} = beamlab_schema:find(rate, schema()),
+    R = {rule, "~ts ~ts is too much", [{opt, Rate}, {value, 5}]},
+    ?assertEqual("-r 5 is too much", line(R, flag)),
+    ?assertEqual("rate 5 is too much", line(R, key)).
+
+%% Values that are not text are printed, on one line, bounded.
+values_quoted_on_one_line_test() ->
+    {error, R} = beamlab_schema:check(schema(), #{concurrency => "a\nb"}),
+    ?assertEqual("invalid value 'a?b' for concurrency: expected a positive integer", line(R, key)),
+    {error, R2} = beamlab_schema:check(schema(), #{concurrency => <<255, 0>>}),
+    ?assertNot(lists:member($\n, line(R2, key))).
+
+%% An atom is quoted as text too: its control characters never break the line.
+atom_values_on_one_line_test() ->
+    {error, R} = beamlab_schema:check(schema(), #{concurrency => 'a\nb'}),
+    ?assertEqual("invalid value 'a?b' for concurrency: expected a positive integer", line(R, key)).

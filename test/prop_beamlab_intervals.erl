@@ -1,0 +1,249 @@
+-module(prop_beamlab_intervals).
+%% Issue #35: no output of any command shows an interval below zero for a
+%% positive quantity, a change below -100%, or an interval (a ±0%) from
+%% one or two samples. Checked over crafted documents (skewed positive
+%% samples, 1 to 8 per benchmark, the shapes of run, suite and matrix
+%% documents, through the JSON boundary as a saved file is) and the
+%% synthetic documents of every kind in beamlab_results_fixtures, in every
+%% format: text (the generic, run, suite and matrix tables), JSON, CSV,
+%% Markdown, github-bigger/smaller, bencher, and `compare' and history in
+%% text, Markdown, CSV and JSON.
+-include_lib("proper/include/proper.hrl").
+-include_lib("eunit/include/eunit.hrl").
+
+-export([prop_no_impossible_interval/0, prop_no_impossible_comparison/0]).
+
+%%--------------------------------------------------------------------
+%% Generators
+
+%% Log-normal with a large spread: three such values give a Student
+%% interval far below zero (the issue's `-35.69 .. 61.03').
+samples() ->
+    ?LET({Scale, Zs}, {oneof([float(1.0e-3, 10.0), float(10.0, 1.0e7)]),
+                       ?LET(N, range(1, 8), vector(N, float(-2.5, 2.5)))},
+         %% Distinct values: three equal samples honestly have a ±0% interval.
+         [Scale * math:exp(Z) * (1 + I / 1000) || {I, Z} <- lists:zip(lists:seq(1, length(Zs)), Zs)]).
+
+unit() -> oneof([<<"ns">>, <<"us">>, <<"ms">>, <<"iterations">>, <<"msg/s">>, <<"bytes">>, <<"ops/s">>]).
+better() -> oneof([higher, lower]).
+kind() -> oneof([bench, suite, matrix]).
+
+doc() ->
+    ?LET({Kind, Unit, Better, Sets}, {kind(), unit(), better(), ?LET(N, range(1, 3), vector(N, samples()))},
+         build(Kind, Unit, Better, Sets)).
+
+%%--------------------------------------------------------------------
+%% Properties
+
+prop_no_impossible_interval() ->
+    ?FORALL(Doc, doc(),
+            begin
+                Outputs = outputs(Doc),
+                Bad = [{F, Why} || {F, Out} <- Outputs, Why <- problems(F, Out)],
+                ?WHENFAIL(io:format("~p~n", [Bad]), Bad =:= [])
+            end).
+
+prop_no_impossible_comparison() ->
+    ?FORALL({Kind, Unit, Better, Sets}, {kind(), unit(), better(), vector(4, samples())},
+            begin
+                Docs = [build(Kind, Unit, Better, [S]) || S <- Sets],
+                Runs = [{iolist_to_binary(["r", integer_to_list(I)]), D#{started_at := started(I)}}
+                        || {I, D} <- lists:zip(lists:seq(1, 4), Docs)],
+                Outputs = compare_outputs(Runs),
+                Bad = [{F, Why} || {F, Out} <- Outputs, Why <- problems(F, Out)],
+                ?WHENFAIL(io:format("~p~n", [Bad]), Bad =:= [])
+            end).
+
+%%--------------------------------------------------------------------
+%% Documents
+
+build(Kind, Unit, Better, Sets) ->
+    Names = [iolist_to_binary(["b", integer_to_list(I)]) || I <- lists:seq(1, length(Sets))],
+    [{_, BaseSamples} | _] = Named = lists:zip(Names, Sets),
+    Benches = [bench(Kind, Name, Samples, Unit, Better, Name =:= hd(Names), BaseSamples)
+               || {Name, Samples} <- Named],
+    Doc0 = beamlab_result:new(Kind, #{command => [<<"beamlab">>], started_at => started(1),
+                                      params => params(Kind)}),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, Benches),
+    Doc = case Kind of
+              matrix -> beamlab_result:set(extra, #{configs => []}, Doc1);
+              _ -> Doc1
+          end,
+    %% Through the one JSON boundary, as a saved and loaded file.
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
+    {ok, Loaded} = beamlab_result:from_json(Json),
+    Loaded.
+
+params(bench) -> #{mode => continuous, sample => #{duration_ms => 100}};
+params(suite) -> #{};
+params(matrix) -> #{baseline => <<"b1">>, repeat => 3}.
+
+bench(Kind, Name, Samples, Unit, Better, IsBase, BaseSamples) ->
+    Cmp = case IsBase of
+              true -> #{};
+              false -> #{comparison => beamlab_stats:compare(BaseSamples, Samples, #{better => Better})}
+          end,
+    Opts = Cmp#{unit => Unit, better => Better, metric => <<"time">>,
+                group => case Kind of matrix -> Name; _ -> <<"g">> end,
+                params => #{concurrency => 1},
+                extra => case Kind of
+                             matrix -> #{inner_benchmark => <<"x">>, schedulers_online => 2};
+                             bench -> #{baseline => IsBase, rel => 1.0};
+                             suite -> #{check => <<"ok">>}
+                         end},
+    beamlab_result:benchmark(Name, Samples, Opts).
+
+started(I) ->
+    iolist_to_binary(io_lib:format("2026-11-~2..0bT00:00:00Z", [I])).
+
+%%--------------------------------------------------------------------
+%% Outputs
+
+outputs(#{kind := Kind} = Doc) ->
+    Own = case Kind of
+              bench -> [{text, beamlab_render_bench:render(Doc, #{unicode => U, report => extended})}
+                        || U <- [true, false]];
+              suite -> [{text, beamlab_render_suite:render(Doc, #{unicode => U})} || U <- [true, false]];
+              matrix -> [{text, beamlab_render_matrix:render(Doc, #{unicode => U})} || U <- [true, false]]
+          end,
+    Own ++
+        [{text, beamlab_render_text:render(Doc, #{unicode => true})},
+         {json, beamlab_result:to_json(Doc)},
+         {csv, beamlab_render_csv:render(Doc)},
+         {markdown, beamlab_render_markdown:render(Doc)},
+         {github, beamlab_render_github_benchmark:render(Doc, bigger)},
+         {github, beamlab_render_github_benchmark:render(Doc, smaller)},
+         {bencher, beamlab_render_bencher:render(Doc)}].
+
+compare_outputs(Runs) ->
+    {ok, Cmp} = beamlab_compare:compare(Runs),
+    {ok, H} = beamlab_result_history:history(Runs, #{}),
+    [{text, beamlab_render_compare:render(Cmp, F)} || F <- [text, markdown]]
+        ++ [{csv, beamlab_render_compare:render(Cmp, csv)},
+            {compare_json, beamlab_render_compare:render(Cmp, json)}]
+        ++ [{text, beamlab_render_history:render(H, F, #{})} || F <- [text, markdown]]
+        ++ [{csv, beamlab_render_history:render(H, csv, #{})},
+            {history_json, beamlab_render_history:render(H, json, #{})}]
+        ++ lists:append([outputs(D) || {_, D} <- Runs]).
+
+%%--------------------------------------------------------------------
+%% Checks: every sample is positive, so nothing may go below zero.
+
+problems(Format, Out) ->
+    Bin = unicode:characters_to_binary(Out),
+    text_problems(Bin) ++ format_problems(Format, Bin).
+
+text_problems(Bin) ->
+    %% A ±0% (or +-0%) is an interval of zero width: from one sample.
+    [{zero_width, Bin} || re:run(Bin, <<"(±|\\+-|\\+/-) ?0(\\.0+)?%"/utf8>>, [unicode]) =/= nomatch]
+    %% A percentage below -100%: a change, or the lower side of a mean's
+    %% interval, below zero.
+    ++ [{below_minus_100, P} || {match, Ps} <- [re:run(Bin, <<"-([0-9]+(?:\\.[0-9]+)?)%">>,
+                                                       [global, {capture, all_but_first, binary}])],
+                                [P] <- Ps, binary_to_number(P) > 100.0]
+    %% An interval of values whose lower end is negative: `[-35.7 ms, ...]', `-35.69 .. 61.03'.
+    %% (Changes are negative when faster: only values with a unit count.)
+    ++ [{negative_bound, Bin} || re:run(Bin, <<"\\[-[0-9.]+(e[-+]?[0-9]+)? ?[A-Za-z]|(^|[ (])-[0-9.]+(e[-+]?[0-9]+)? \\.\\. ">>,
+                                        [multiline]) =/= nomatch].
+
+format_problems(json, Bin) ->
+    {ok, #{<<"benchmarks">> := Bs}} = beamlab_json:decode(Bin),
+    lists:append([stats_problems(maps:get(<<"stats">>, B, #{}))
+                   ++ change_problems(maps:get(<<"comparison">>, B, #{})) || B <- Bs]);
+format_problems(csv, Bin) ->
+    {ok, [Header | Rows]} = beamlab_csv_decoder:decode(Bin),
+    Idx = fun(Col) -> index(Col, Header) end,
+    [{csv_below_zero, Col, V} || Row <- Rows, Col <- [<<"ci_low">>, <<"change_ci_low">>, <<"CI low">>],
+                                 I <- [Idx(Col)], I > 0, V <- [lists:nth(I, Row)], is_number(V),
+                                 V < limit(Col)];
+format_problems(github, Bin) ->
+    {ok, Entries} = beamlab_json:decode(Bin),
+    [{github, E} || E <- Entries,
+                    binary:match(maps:get(<<"extra">>, E, <<>>), <<"of the mean -">>) =/= nomatch
+                        orelse symmetric_below_zero(E)];
+format_problems(bencher, Bin) ->
+    {ok, Bmf} = beamlab_json:decode(Bin),
+    [{bencher, M} || {_, Ms} <- maps:to_list(Bmf), {_, M} <- maps:to_list(Ms),
+                     maps:get(<<"lower_value">>, M, 0) < 0];
+format_problems(compare_json, Bin) ->
+    {ok, #{<<"rows">> := Rows}} = beamlab_json:decode(Bin),
+    lists:append([change_problems(C) ++ interval_problems(maps:get(<<"ci_mean">>, C, null), C)
+                  || #{<<"cells">> := Cs} <- Rows, C <- Cs]);
+format_problems(history_json, Bin) ->
+    {ok, #{<<"trends">> := Ts}} = beamlab_json:decode(Bin),
+    lists:append([change_problems(C) || #{<<"changes">> := Cs} <- Ts, C <- Cs])
+        ++ lists:append([interval_problems(maps:get(<<"ci">>, P, null), P)
+                         || #{<<"points">> := Ps} <- Ts, P <- Ps, is_map(P)]);
+format_problems(_, _) ->
+    [].
+
+%% A `± h' range (symmetric) wider than the value reads as reaching below zero.
+symmetric_below_zero(#{<<"range">> := <<"± "/utf8, H/binary>>, <<"value">> := V}) ->
+    binary_to_number(H) > V;
+symmetric_below_zero(_) ->
+    false.
+
+stats_problems(#{<<"n">> := N} = S) when N < 3 ->
+    [{interval_from_too_few, S} || is_map_key(<<"ci_mean">>, S) orelse is_map_key(<<"ci_median">>, S)];
+stats_problems(S) ->
+    interval_problems(maps:get(<<"ci_mean">>, S, null), S).
+
+interval_problems([Lo, _], Ctx) when Lo < 0 -> [{below_zero, Ctx}];
+interval_problems(_, _) -> [].
+
+change_problems(#{<<"ci">> := [Lo, _]} = C) when Lo < -1 -> [{change_below_minus_100, C}];
+change_problems(_) -> [].
+
+binary_to_number(B) ->
+    try binary_to_float(B)
+    catch error:badarg -> float(binary_to_integer(B))
+    end.
+
+limit(<<"ci_low">>) -> 0;
+limit(_) -> -1.
+
+index(X, L) -> index(X, L, 1).
+index(_, [], _) -> 0;
+index(X, [X | _], I) -> I;
+index(X, [_ | T], I) -> index(X, T, I + 1).
+
+%%--------------------------------------------------------------------
+%% The fixtures of every kind (`real' documents in shape: every section,
+%% findings, telemetry) in every format.
+
+fixtures_test() ->
+    Docs = [beamlab_results_fixtures:result(K, #{factor => F})
+            || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>], F <- [1.0, 1.3]],
+    Bad = [{F, Why} || D <- Docs, {F, Out} <- generic_outputs(D), Why <- problems(F, Out)],
+    ?assertEqual([], Bad).
+
+generic_outputs(Doc) ->
+    [{text, beamlab_render_text:render(Doc, #{unicode => true})},
+     {json, beamlab_result:to_json(Doc)},
+     {csv, beamlab_render_csv:render(Doc)},
+     {markdown, beamlab_render_markdown:render(Doc)},
+     {github, beamlab_render_github_benchmark:render(Doc, bigger)},
+     {github, beamlab_render_github_benchmark:render(Doc, smaller)},
+     {bencher, beamlab_render_bencher:render(Doc)}].
+
+%% The issue's own examples, as they would be printed now.
+issue_examples_test() ->
+    %% `suite fib -n 3 --format github-smaller': three skewed repetitions.
+    Doc = build(suite, <<"ms">>, lower, [[2.1, 3.0, 31.5]]),
+    [] = [P || {F, Out} <- outputs(Doc), P <- problems(F, Out)],
+    %% `matrix -n 1': no ±0%, "no interval".
+    One = build(matrix, <<"ops/s">>, higher, [[100.0], [120.0]]),
+    Text = iolist_to_binary(beamlab_render_matrix:render(One, #{unicode => true})),
+    ?assertEqual(nomatch, binary:match(Text, <<"±0"/utf8>>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"no interval">>)).
+
+%%--------------------------------------------------------------------
+%% EUnit wrappers
+
+check(Prop, N) ->
+    ?assertEqual(true, proper:quickcheck(Prop, [{numtests, N}, {to_file, user}])).
+
+intervals_props_test_() ->
+    {timeout, 120,
+     [?_test(check(prop_no_impossible_interval(), 150)),
+      ?_test(check(prop_no_impossible_comparison(), 60))]}.
