@@ -4,7 +4,7 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
+-export([emit/4, check_save/1, check_files/2, check_output/2, written_note/1, put_chars/1, unicode/1,
          format/1, text_opts/1]).
 
 -type format() :: beamlab_render_view:format().
@@ -97,6 +97,25 @@ check_save(Parsed) ->
         "" -> beamlab_cli_error:usage("--save= needs a path (or give --save alone for "
                                       "beamlab-results/<kind>-<time>.json)", []);
         Path -> check_output("--save", Path)
+    end.
+
+%% @doc Checks, before anything runs, that no file the command writes
+%% (`--save PATH' and the command's own outputs, `Mod:files/1') is one it
+%% reads or another it writes, by identity (device and inode, through
+%% links): a usage error naming both otherwise.
+-spec check_files(module(), beamlab_cli_args:parsed()) -> ok.
+check_files(Mod, Parsed) ->
+    Files = case erlang:function_exported(Mod, files, 1) of
+                true -> Mod:files(Parsed);
+                false -> #{}
+            end,
+    Save = case beamlab_cli_args:get(save, Parsed, undefined) of
+               P when is_list(P), P =/= "" -> [{"--save", P}];
+               _ -> []
+           end,
+    case beamlab_runtime_file:check_distinct(maps:get(outputs, Files, []) ++ Save, maps:get(inputs, Files, [])) of
+        ok -> ok;
+        {error, Why} -> beamlab_cli_error:usage("~ts", [beamlab_runtime_file:format_error(Why)])
     end.
 
 %% @doc As {@link check_save/1} for any output file option (`Option' names

@@ -5,7 +5,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, parse_param/1]).
--export([kind/0]).
+-export([kind/0, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -62,6 +62,12 @@ usage() ->
     "  beamlab suite --preset ./my-table.preset\n"
     "  beamlab suite -pa ./ebin my_workload --format json\n"
     "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n".
+
+%% @doc The preset file read, when `--preset' names one (`--save' is the
+%% output).
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{inputs => [{"--preset", F} || F <- [beamlab_cli_args:get(preset, Parsed)], F =/= undefined]}.
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
