@@ -61,7 +61,7 @@ tprof_run(Name, Ms) ->
     _ = tprof:disable_trace(Pid),
     Data = tprof:collect(),
     ok = tprof:stop(),
-    #{all := {call_time, Total, Lines}} = tprof:inspect(Data),
+    [{call_time, Total, Lines}] = maps:values(tprof:inspect(Data)),
     {(B - A) * 1000 / Ms, Total,
      [{iolist_to_binary(io_lib:format("~ts:~ts/~b", [M, F, Ar])), Cnt, T} || {M, {F, Ar}, Cnt, T, _, _} <- Lines]}.
 
