@@ -1,7 +1,7 @@
 # beamlab: `make` builds ./beamlab, `make test` runs everything CI runs.
 REBAR ?= rebar3
 
-.PHONY: all escript compile test eunit ct dialyzer xref docs clean quickstart
+.PHONY: all escript compile test eunit ct dialyzer xref docs clean quickstart architecture-map
 
 all: escript
 
@@ -30,6 +30,11 @@ xref:
 
 docs:
 	$(REBAR) edoc
+
+# docs/architecture.md's module map, regenerated from src/ (a unit test
+# fails when it is out of date).
+architecture-map:
+	escript scripts/architecture-map.escript
 
 # The full suite: unit tests, properties, CLI and integration tests through the
 # built escript, then the static checks.

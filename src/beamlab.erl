@@ -34,15 +34,20 @@
 %%% (the environment report; with `verbose' or `telemetry', this VM's
 %%% telemetry and the detectors' findings):
 %%% ```
-%%% {ok, Doc} = beamlab:benchmark(["lists:seq(1, 100)."],
-%%%                               #{samples => 5, memory => true, reductions => true, profile => eprof}).
-%%% {ok, Doc} = beamlab:benchmark(["code:is_loaded(local_udp)."], #{squeeze => #{max => 8}}).
-%%% {ok, Doc} = beamlab:suite([ring], #{params => #{ring => #{n => [1000, 4000]}}, repeat => 3}).
-%%% {ok, Doc} = beamlab:matrix({benchmark, ["ok."], #{samples => 3}}, #{vm => ["+S 1", "+S 2"]}).
-%%% {ok, Doc} = beamlab:watch('rabbit@host', #{duration => 10000, cookie => "secret"}).
-%%% {ok, Doc} = beamlab:amqp("amqp://guest:guest@127.0.0.1:5672/%2F", #{duration => 10, closed_loop => 10}).
-%%% {ok, Doc} = beamlab:profile({benchmark, ["lists:seq(1, 100)."], #{}}, #{frequency => 499}).
+%%% {ok, Alloc} = beamlab:benchmark(["lists:seq(1, 100)."],
+%%%                                 #{samples => 5, memory => true, reductions => true, profile => eprof}).
+%%% {ok, Squeezed} = beamlab:benchmark(["code:is_loaded(local_udp)."], #{squeeze => #{max => 8}}).
+%%% {ok, Ring} = beamlab:suite([ring], #{params => #{ring => #{n => [1000, 4000]}}, repeat => 3}).
+%%% {ok, Matrix} = beamlab:matrix({benchmark, ["ok."], #{samples => 3}}, #{vm => ["+S 1", "+S 2"]}).
+%%% {ok, Watched} = beamlab:watch('rabbit@host', #{duration => 10000, cookie => "secret"}).
+%%% {ok, Load} = beamlab:amqp("amqp://guest:guest@127.0.0.1:5672/%2F", #{duration => 10, closed_loop => 10}).
+%%% {ok, Profiled} = beamlab:profile({benchmark, ["lists:seq(1, 100)."], #{}}, #{frequency => 499}).
+%%% {ok, Text} = beamlab:format(Alloc, text).
+%%% {ok, Html} = beamlab:report([Alloc, Squeezed], #{title => "plain and squeezed"}).
 %%% '''
+%%% A call leaves the calling VM as it found it: distribution started on
+%%% the way (to watch a node, for `amqp''s `nodes', a remote ping-pong) is
+%%% stopped when the call returns.
 %%% Concurrency estimation runs only when asked for: `squeeze' in the
 %%% options of `benchmark/2', or `run/3' (whose answer is the best
 %%% concurrency). `benchmark/3' is the earlier form: its third argument is
@@ -57,7 +62,8 @@
 
 -export([run/1, run/2, run/3, compare/2, time/2]).
 -export([benchmark/2, benchmark/3, bench/2, check/1, suite/2, matrix/2, watch/2, amqp/2, profile/2,
-         format_error/1]).
+         doctor/1, format_error/1]).
+-export([format/2, format/3, report/2]).
 
 -type code() :: beamlab_engine_code:callable() | beamlab_engine_code:code_map().
 -type options() :: beamlab_engine:options().
@@ -71,7 +77,9 @@
                       | beamlab_engine:error_reason()
                       | beamlab_experiment:error_reason()
                       | beamlab_experiment_opts:error_reason()
-                      | squeeze_needs_bounds.
+                      | squeeze_needs_bounds
+                      | beamlab_render_view:error_reason()
+                      | beamlab_experiment_report:error_reason().
 -type result() :: {ok, beamlab_result:result()} | {error, error_reason()}.
 -export_type([code/0, options/0, mode_opts/0, experiment_opts/0, inner/0, error_reason/0, result/0]).
 
@@ -217,6 +225,61 @@ amqp(Uri, Opts) ->
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).
 
+%% @doc Why this machine runs the BEAM slower (kind `doctor'): the
+%% probe at several scheduler counts in fresh VMs, findings, remedies
+%% measured and ranked; the document's `extra' holds `recommendation'
+%% (the first line `beamlab doctor' prints). Options: `quick', `vm' (the
+%% flags the VM is started with today), `wrap' ("taskset -c 0"),
+%% `cgroup', `reps', `curve_reps', `probe_ms', `schedulers' ("1,2,4"),
+%% `max_remedies', `remedy' (flag strings measured besides the
+%% findings' own); `sink' gets `{doctor, Line}' per phase and VM.
+%% ```
+%% {ok, Doc} = beamlab:doctor(#{quick => true}),
+%% maps:get(<<"recommendation">>, maps:get(extra, Doc)).
+%% '''
+-spec doctor(experiment_opts()) -> result().
+doctor(Opts) ->
+    experiment(beamlab_experiment_opts:doctor(Opts)).
+
+%% @doc `Doc' (a document an experiment returned, or one
+%% `beamlab_result:load/1' read) as text: `text' (the view its command
+%% prints), `json' (the saved form), `csv', `markdown', `github-bigger',
+%% `github-smaller' or `bencher' (the formats of CI tools; they leave out
+%% measures they cannot express). The format may be given as an atom or
+%% its name. Text uses Unicode (±, sparklines); see {@link format/3}.
+%% ```
+%% {ok, Text} = beamlab:format(Doc, text), io:put_chars(Text).
+%% {ok, Json} = beamlab:format(Doc, json), file:write_file("run.json", Json).
+%% '''
+-spec format(beamlab_result:result(), beamlab_render_view:format() | string() | binary()) ->
+          {ok, unicode:chardata()} | {error, error_reason()}.
+format(Doc, Format) ->
+    format(Doc, Format, #{}).
+
+%% @doc {@link format/2} with the text view's options: `unicode'
+%% (`false': ASCII only), `report' (a benchmark's table: `basic',
+%% `extended', `full' or `auto'), `top' (rows of a profile's table).
+-spec format(beamlab_result:result(), beamlab_render_view:format() | string() | binary(),
+             beamlab_render_view:opts()) -> {ok, unicode:chardata()} | {error, error_reason()}.
+format(Doc, Format, Opts) ->
+    beamlab_render_view:render(Doc, Format, Opts).
+
+%% @doc The self-contained HTML report of one or several documents, as
+%% `beamlab report' makes it from saved files: `Docs' are documents,
+%% `{Label, Doc}' pairs or saved files' names; the first is the baseline
+%% of the comparison. Options: `title', `history' (`true': the documents
+%% are a history, drawn in `order' (`auto', `time' or `commit') with each
+%% benchmark's trend), `output' (a file: the page is written there
+%% atomically and `ok' returned; without it, `{ok, Html}').
+%% ```
+%% {ok, Html} = beamlab:report([Before, After], #{title => "before and after"}).
+%% ok = beamlab:report(["base.json", "new.json"], #{output => "report.html"}).
+%% '''
+-spec report([beamlab_experiment_report:source()], beamlab_experiment_report:opts()) ->
+          ok | {ok, binary()} | {error, error_reason()}.
+report(Docs, Opts) ->
+    beamlab_experiment_report:report(Docs, Opts).
+
 %% @doc One line explaining an error returned or raised by this module.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({job_failed, Name, Message}) ->
@@ -225,6 +288,12 @@ format_error(squeeze_needs_bounds) ->
     "an empty map as the third argument of benchmark/3 does not start a concurrency estimation: "
     "ask for one with benchmark(Codes, Opts#{squeeze => #{}}) or give its bounds (min, max, step, "
     "threshold)";
+format_error({unknown_format, _} = R) ->
+    beamlab_render_view:format_error(R);
+format_error({not_a_document, _} = R) ->
+    beamlab_render_view:format_error(R);
+format_error({report, _} = R) ->
+    beamlab_experiment_report:format_error(R);
 format_error({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
 format_error({bad_option, _, _} = R) ->
@@ -247,7 +316,9 @@ format_error(Reason) ->
 inner({amqp, Uri, Opts}) when is_map(Opts) -> {amqp, Opts#{uri => Uri}};
 inner(Other) -> Other.
 
-experiment({ok, Exp}) -> beamlab_experiment:run(Exp);
+%% The caller's VM is left as found: distribution beamlab starts on the
+%% way is stopped again (beamlab_experiment_dist:as_found/1).
+experiment({ok, Exp}) -> beamlab_experiment_dist:as_found(fun() -> beamlab_experiment:run(Exp) end);
 experiment({error, _} = E) -> E.
 
 %% The short forms: no environment report, no pre-flight checks; a failed

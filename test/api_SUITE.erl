@@ -8,14 +8,17 @@
 %% for (#27 item 14), suite/2 with parameters, matrix/2 over fresh VMs,
 %% findings with telemetry, watch/2 of a peer node, amqp/2 against a
 %% private RabbitMQ (scripts/rabbitmq.sh) with its lines through the sink,
-%% profile/2 with perf.
+%% profile/2 with perf; format/2,3 and report/2 (the rendering API);
+%% a plain VM stays undistributed after watch/2 (the caller's VM as
+%% found); the README's Erlang examples, run in order in one shell's
+%% bindings.
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, suite/0, init_per_group/2, end_per_group/2]).
 -export([benchmark_after_phase/1, squeeze_only_when_asked/1, suite_params/1, matrix_fresh_vms/1,
          findings_with_telemetry/1, watch_peer/1, amqp_broker/1, profile_with_perf/1,
-         unknown_options_refused/1]).
+         unknown_options_refused/1, format_and_report/1, plain_vm_left_as_found/1, readme_examples/1]).
 
 -define(PORT, "5741").
 -define(COOKIE, "apisecret").
@@ -26,8 +29,9 @@ all() -> [{group, api}, {group, broker}].
 
 groups() ->
     [{api, [], [benchmark_after_phase, squeeze_only_when_asked, unknown_options_refused, suite_params,
-                matrix_fresh_vms, findings_with_telemetry, watch_peer, profile_with_perf]},
-     {broker, [], [amqp_broker]}].
+                matrix_fresh_vms, findings_with_telemetry, watch_peer, profile_with_perf,
+                format_and_report, plain_vm_left_as_found]},
+     {broker, [], [amqp_broker, readme_examples]}].
 
 init_per_group(broker, Config) ->
     ok = beamlab_test_util:start_rabbitmq(?PORT),
@@ -214,6 +218,164 @@ profile_with_perf(_Config) ->
             elixir("{:ok, doc} = :beamlab.profile({:benchmark, [~c\"lists:seq(1, 100).\"], "
                    "%{samples: 1, duration: 500}}, %{frequency: 499})", Check)
     end.
+
+%% format/2,3 renders a document in every format of the command line,
+%% and report/2 makes the HTML page of documents, returned or written
+%% atomically (never over an input); mistakes are one line. The same
+%% from Elixir.
+format_and_report(Config) ->
+    Dir = ?config(priv_dir, Config),
+    {ok, Doc} = beamlab:benchmark(["lists:seq(1, 10).", "ok."], #{samples => 3, duration => 20}),
+    [begin
+         {ok, Out} = beamlab:format(Doc, F),
+         ?assert(iolist_size(unicode:characters_to_binary(Out)) > 0, F)
+     end || F <- [text, json, csv, markdown, 'github-bigger', 'github-smaller', bencher]],
+    %% JSON is the saved form: it reads back as the same document.
+    {ok, Json} = beamlab:format(Doc, json),
+    {ok, Decoded} = beamlab_json:decode(iolist_to_binary(Json)),
+    ?assertEqual({ok, Doc}, beamlab_result:from_json(Decoded)),
+    %% Text is the command's table; ASCII on request; a name works too.
+    {ok, Text} = beamlab:format(Doc, text),
+    Flat = unicode:characters_to_binary(Text),
+    [?assertNotEqual(nomatch, binary:match(Flat, N)) || N <- [<<"lists:seq(1, 10).">>, <<"ok.">>]],
+    {ok, Ascii} = beamlab:format(Doc, "text", #{unicode => false}),
+    ?assert(lists:all(fun(C) -> C < 128 end, unicode:characters_to_list(Ascii))),
+    {ok, Md} = beamlab:format(Doc, <<"markdown">>),
+    ?assertNotEqual(nomatch, binary:match(unicode:characters_to_binary(Md), <<"| Benchmark |">>)),
+    one_line(beamlab:format(Doc, yaml), "yaml"),
+    one_line(beamlab:format(#{not_a => document}, text), "not a result document"),
+    %% The report: returned, or written; a saved file is an input too.
+    {ok, Other} = beamlab:benchmark(["lists:seq(1, 10)."], #{samples => 3, duration => 20}),
+    {ok, Html} = beamlab:report([Doc, {"second", Other}], #{title => "api"}),
+    ?assertMatch(<<"<!DOCTYPE html>", _/binary>>, Html),
+    ?assertNotEqual(nomatch, binary:match(Html, <<"<title>api</title>">>)),
+    Saved = filename:join(Dir, "saved.json"),
+    ok = file:write_file(Saved, Json),
+    Page = filename:join(Dir, "page.html"),
+    ok = beamlab:report([Saved, Other], #{output => Page, history => true, order => time}),
+    {ok, <<"<!DOCTYPE html>", _/binary>>} = file:read_file(Page),
+    one_line(beamlab:report([Saved], #{output => Saved}), "never replaces an input"),
+    ?assertEqual({ok, iolist_to_binary(Json)}, file:read_file(Saved)),
+    one_line(beamlab:report([], #{}), "at least one"),
+    one_line(beamlab:report([Doc], #{titel => "x"}), "titel"),
+    one_line(beamlab:report([42], #{}), "not a result document"),
+    one_line(beamlab:report([filename:join(Dir, "missing.json")], #{}), "missing.json"),
+    %% From Elixir: the text as the command prints it, the page written.
+    ElixirText = filename:join(Dir, "elixir.txt"),
+    ElixirPage = filename:join(Dir, "elixir.html"),
+    elixir(io_lib:format("{:ok, doc} = :beamlab.benchmark([~~c\"ok.\"], %{samples: 3, duration: 20})\n"
+                         "{:ok, text} = :beamlab.format(doc, :text)\n"
+                         "File.write!(~~c\"~ts\", IO.chardata_to_string(text))\n"
+                         ":ok = :beamlab.report([doc], %{output: ~~c\"~ts\", title: \"from Elixir\"})",
+                         [ElixirText, ElixirPage]),
+           fun(D) ->
+                   {ok, T} = file:read_file(ElixirText),
+                   {ok, Expected} = beamlab:format(D, text),
+                   ?assertEqual(unicode:characters_to_binary(Expected), T),
+                   {ok, P} = file:read_file(ElixirPage),
+                   ?assertNotEqual(nomatch, binary:match(P, <<"<title>from Elixir</title>">>))
+           end).
+
+one_line({error, R}, Expect) ->
+    Line = unicode:characters_to_list(beamlab:format_error(R)),
+    ?assertEqual(nomatch, string:find(Line, "\n")),
+    ?assertNotEqual(nomatch, string:find(Line, Expect), Line).
+
+%% A plain VM (not distributed) that calls watch/2 is still `nonode@nohost'
+%% afterwards, its kernel's distribution settings untouched: when the node
+%% does not exist (an error) and when it does (a short watch).
+plain_vm_left_as_found(_Config) ->
+    Ebin = filename:dirname(code:which(beamlab)),
+    {ok, Plain, _} = peer:start(#{connection => standard_io, args => ["-pa", Ebin]}),
+    {ok, Watched, Node} = peer:start(#{name => api_found, longnames => true, host => "127.0.0.1",
+                                       connection => standard_io,
+                                       args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
+                                                "{127,0,0,1}"]}),
+    try
+        State = fun() -> {peer:call(Plain, erlang, node, []),
+                          peer:call(Plain, application, get_env, [kernel, inet_dist_use_interface])}
+                end,
+        ?assertEqual({nonode@nohost, undefined}, State()),
+        {error, _} = peer:call(Plain, beamlab, watch,
+                               ['api_nosuch@127.0.0.1', #{duration => 500, cookie => ?COOKIE}], 60000),
+        ?assertEqual({nonode@nohost, undefined}, State()),
+        {ok, #{kind := watch}} = peer:call(Plain, beamlab, watch,
+                                           [Node, #{duration => 1000, interval => 500, cookie => ?COOKIE}],
+                                           60000),
+        ?assertEqual({nonode@nohost, undefined}, State())
+    after
+        peer:stop(Watched),
+        peer:stop(Plain)
+    end.
+
+%% The README's Erlang examples ("From Erlang and Elixir"), in order, in
+%% one set of bindings as a shell would keep them: a name bound twice
+%% fails as it would when pasted. What they need is started or stood in
+%% for, and they run short: the watched node is a peer with their cookie,
+%% the broker is this group's, durations and samples are cut, files go to
+%% this case's directory.
+readme_examples(Config) ->
+    case os:find_executable("perf") of
+        false -> {skip, "perf is not installed (Debian package linux-perf); CI installs it"};
+        _ -> readme_examples_run(?config(priv_dir, Config))
+    end.
+
+readme_examples_run(Dir) ->
+    {ok, Peer, Node} = peer:start(#{name => api_readme, longnames => true, host => "127.0.0.1",
+                                    connection => standard_io,
+                                    args => ["-setcookie", "secret", "-kernel", "inet_dist_use_interface",
+                                             "{127,0,0,1}"]}),
+    try
+        Exprs = readme_erlang(),
+        ?assert(length(Exprs) >= 14),
+        Handler = fun({beamlab, F}, Args) ->
+                          {F1, Args1} = quick(F, Args, #{node => Node, dir => Dir}),
+                          apply(beamlab, F1, Args1);
+                     ({M, F}, Args) -> apply(M, F, Args)
+                  end,
+        Bindings = lists:foldl(fun({Line, E}, B) ->
+                                       try erl_eval:exprs(E, B, none, {value, Handler}) of
+                                           {value, _, B1} -> B1
+                                       catch C:R:St ->
+                                               ct:fail("README example ~b: ~p:~p~n~p", [Line, C, R, St])
+                                       end
+                               end, erl_eval:new_bindings(), Exprs),
+        ?assertMatch({value, #{kind := profile}}, erl_eval:binding('Profiled', Bindings)),
+        {ok, <<"<!DOCTYPE html>", _/binary>>} = file:read_file(filename:join(Dir, "report.html"))
+    after
+        peer:stop(Peer)
+    end.
+
+%% The README's ```erlang blocks as {Line, Exprs}, shell prompts removed.
+readme_erlang() ->
+    {ok, Md} = file:read_file(filename:join(beamlab_test_util:root(), "README.md")),
+    Blocks = re:run(Md, "```erlang\n(.*?)```", [global, dotall, {capture, all_but_first, list}]),
+    {match, Found} = Blocks,
+    Code = lists:append([re:replace(B, "^[0-9]+> ", "", [multiline, global, {return, list}])
+                         || [B] <- Found]),
+    {ok, Tokens, _} = erl_scan:string(Code),
+    split_exprs(Tokens, []).
+
+split_exprs([], []) -> [];
+split_exprs([{dot, _} = Dot | Rest], Acc) ->
+    [First | _] = Expr = lists:reverse([Dot | Acc]),
+    {ok, Parsed} = erl_parse:parse_exprs(Expr),
+    [{erl_anno:line(element(2, First)), Parsed} | split_exprs(Rest, [])];
+split_exprs([T | Rest], Acc) ->
+    split_exprs(Rest, [T | Acc]).
+
+%% The examples' calls, made short and pointed at what this case started.
+-define(QUICK, #{samples => 2, duration => 20}).
+quick(run, [Code], _) -> {run, [Code, ?QUICK]};
+quick(F, [Code, Opts], _) when F =:= run; F =:= compare; F =:= benchmark -> {F, [Code, maps:merge(Opts, ?QUICK)]};
+quick(suite, [Names, Opts], _) -> {suite, [Names, Opts#{repeat => 1}]};
+quick(matrix, [{benchmark, C, O}, Opts], _) -> {matrix, [{benchmark, C, maps:merge(O, ?QUICK)}, Opts#{repeat => 1}]};
+quick(profile, [{benchmark, C, O}, Opts], _) -> {profile, [{benchmark, C, maps:merge(O, ?QUICK)}, Opts]};
+quick(watch, [_Node, Opts], #{node := Node}) -> {watch, [Node, Opts#{duration => 1000, interval => 500}]};
+quick(amqp, [Uri, Opts], _) ->
+    {amqp, [lists:flatten(string:replace(Uri, ":5672/", ":" ?PORT "/")), Opts#{duration => 2, closed_loop => 2}]};
+quick(report, [Docs, #{output := Out} = Opts], #{dir := Dir}) -> {report, [Docs, Opts#{output => filename:join(Dir, Out)}]};
+quick(F, Args, _) -> {F, Args}.
 
 %%--------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 %%% The architecture as docs/architecture.md states it, checked against
 %%% the tree and the compiled code: every folder under src/ is in the
-%%% layers' table, and no module calls back into one that calls it
+%%% layers' table, the module map is the one generated from src/, and no module calls back into one that calls it
 %%% (directly or through others: xref finds the module graph's strongly
 %%% connected components; each must be one module). The developers' guide
 %%% on every module: it opens with a `%%% @doc', each exported function
@@ -35,6 +35,19 @@ src_folders(Root, Rel) ->
     {ok, Names} = file:list_dir(Dir),
     Subs = lists:sort([Rel ++ [N] || N <- Names, filelib:is_dir(filename:join(Dir, N))]),
     [filename:join(S) || S <- Subs] ++ lists:append([src_folders(Root, S) || S <- Subs]).
+
+%% The module map of docs/architecture.md is the one the code gives
+%% (scripts/architecture-map.escript --check); when a module was added,
+%% moved or redocumented, the failure names the command that regenerates it.
+module_map_is_generated_from_the_code_test() ->
+    Root = beamlab_test_util:root(),
+    Script = filename:join([Root, "scripts", "architecture-map.escript"]),
+    Out = os:cmd("escript '" ++ Script ++ "' --check 2>&1; echo \"exit=$?\""),
+    lists:suffix("exit=0\n", Out) orelse
+        erlang:error({module_map_out_of_date,
+                      "docs/architecture.md's module map differs from src/: run "
+                      "`escript scripts/architecture-map.escript` (or make architecture-map) and commit it",
+                      Out}).
 
 no_call_cycle_between_modules_test() ->
     Ebin = filename:dirname(code:which(beamlab)),

@@ -50,3 +50,29 @@ write_test() ->
     ?assertEqual({ok, <<"b">>}, file:read_file(P)),
     ?assertEqual({error, eisdir}, beamlab_runtime_file:write(D, <<"c">>)),
     _ = file:del_dir_r(D).
+
+%% Outputs compared with inputs and with each other by identity (issue
+%% 34): a hard link, a link to the input, a path through `..', two names
+%% for one new file clash; other files, streams and devices do not.
+distinct_test() ->
+    D = tmp(),
+    J = fun(N) -> filename:join(D, N) end,
+    ok = file:write_file(J("in"), <<"x">>),
+    ok = file:write_file(J("other"), <<"y">>),
+    ok = file:make_link(J("in"), J("hard")),
+    ok = file:make_symlink("in", J("sym")),
+    ok = file:make_dir(J("sub")),
+    Check = fun beamlab_runtime_file:check_distinct/2,
+    In = [{"input", J("in")}],
+    ?assertEqual({error, {same_file, {"-o", J("in")}, {"input", J("in")}, input}}, Check([{"-o", J("in")}], In)),
+    ?assertMatch({error, {same_file, {"-o", _}, {"input", _}, input}}, Check([{"-o", J("hard")}], In)),
+    ?assertMatch({error, {same_file, _, _, input}}, Check([{"-o", J("sub/../in")}], In)),
+    ?assertMatch({error, {same_file, _, _, input}}, Check([{"-o", J("in")}], [{"-B", J("sym")}])),
+    ?assertMatch({error, {same_file, {"-o", _}, {"--save", _}, output}},
+                 Check([{"-o", J("new.json")}, {"--save", J("sub/../new.json")}], [])),
+    ?assertEqual(ok, Check([{"-o", J("other")}, {"--save", J("new.json")}], In)),
+    ?assertEqual(ok, Check([{"-o", "-"}, {"--save", "/dev/stdout"}, {"--x", "/dev/null"}, {"--y", "/dev/null"}], In)),
+    %% An input that is not there is the command's own error, later.
+    ?assertEqual(ok, Check([{"-o", J("missing")}], [{"input", J("missing")}])),
+    [?assertEqual(1, length(string:split(lists:flatten(beamlab_runtime_file:format_error(E)), "\n", all)))
+     || {error, E} <- [Check([{"-o", J("in")}], In), Check([{"-o", J("n")}, {"--save", J("n")}], [])]].

@@ -14,7 +14,7 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([oversubscribed_taskset/1, cgroup_quota/1, competing_processes/1, busy_waiting/1,
          healthy_quiet/1, quick_text_and_errors/1, interrupted_keeps_what_was_measured/1,
-         api_erlang_and_elixir/1]).
+         api_erlang_and_elixir/1, report_page_in_chromium/1]).
 
 -define(DECOY, "+swt very_low").
 -define(SBWT, <<"+sbwt none +sbwtdcpu none +sbwtdio none">>).
@@ -23,7 +23,7 @@ suite() -> [{timetrap, {minutes, 4}}].
 
 all() ->
     [quick_text_and_errors, api_erlang_and_elixir, oversubscribed_taskset, cgroup_quota, competing_processes,
-     busy_waiting, healthy_quiet, interrupted_keeps_what_was_measured].
+     busy_waiting, healthy_quiet, interrupted_keeps_what_was_measured, report_page_in_chromium].
 
 init_per_suite(Config) ->
     _ = beamlab_test_util:escript(),
@@ -286,3 +286,45 @@ api_doc(Doc) ->
     #{kind := doctor, extra := #{<<"recommendation">> := Line, <<"curve">> := #{<<"points">> := [_]}},
       findings := [_ | _]} = Doc,
     ?assertMatch({match, _}, re:run(Line, "^(start the VM with |keep the VM's flags)")).
+
+%% The report page of a saved doctor document, in headless Chromium: the
+%% recommendation first, the curve drawn as a chart, microstate accounting
+%% stacked, the remedies with their intervals; no script error; a
+%% screenshot is taken.
+report_page_in_chromium(_Config) ->
+    case beamlab_test_util:chromium() of
+        false -> {skip, "chromium is not installed (Debian package 'chromium')"};
+        Chromium ->
+            Dir = beamlab_test_util:tmp_dir("doctor-report"),
+            Json = filename:join(Dir, "doctor.json"),
+            Html = filename:join(Dir, "doctor.html"),
+            #{code := 0} = beamlab_test_util:cli(["doctor", "--quick", "--reps", "2", "--curve-reps", "1",
+                                                  "--schedulers", "1,2", "--probe-ms", "200",
+                                                  "--max-remedies", "1", "--save", Json], #{timeout => 150000}),
+            #{code := 0} = beamlab_test_util:cli(["report", Json, "-o", Html]),
+            Flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--user-data-dir=" ++ filename:join(Dir, "chromium")],
+            Dom = os:cmd(lists:flatten(io_lib:format("'~ts' ~ts --dump-dom 'file://~ts' 2>/dev/null",
+                                                     [Chromium, lists:join(" ", Flags), Html]))),
+            Body = beamlab_test_util:dom_body(unicode:characters_to_binary(Dom)),
+            ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
+            D = unicode:characters_to_binary(Dom),
+            %% The doctor's section comes first, the recommendation first in it.
+            {match, [{Doctor, _}]} = re:run(D, <<"<section id=\"doctor\"">>),
+            [?assert(Doctor =< P) || {P, _} <- binary:matches(D, <<"<section id=\"">>)],
+            {match, _} = re:run(D, <<"<section id=\"doctor\".*?data-kind=\"recommendation\">(start the VM with|keep the VM's flags)">>,
+                                [dotall]),
+            ?assertNotEqual(nomatch, binary:match(D, <<"data-kind=\"doctor-curve\"">>)),
+            ?assertMatch({match, _}, re:run(D, <<"data-kind=\"doctor-curve\".*?<svg class=\"chart\"">>, [dotall])),
+            ?assertNotEqual(nomatch, binary:match(D, <<"data-kind=\"doctor-msacc\"">>)),
+            ?assert(length(binary:matches(D, <<"class=\"stack\"">>)) >= 3),
+            ?assertNotEqual(nomatch, binary:match(D, <<"data-kind=\"doctor-remedies\"">>)),
+            ?assertNotEqual(nomatch, binary:match(D, <<"class=\"forest\"">>)),
+            Png = filename:join(Dir, "doctor.png"),
+            _ = os:cmd(lists:flatten(io_lib:format("'~ts' ~ts --hide-scrollbars --window-size=1280,2000 "
+                                                   "--screenshot='~ts' 'file://~ts' 2>/dev/null",
+                                                   [Chromium, lists:join(" ", Flags), Png, Html]))),
+            {ok, <<137, "PNG", _/binary>> = Bin} = file:read_file(Png),
+            ?assert(byte_size(Bin) > 20000)
+    end.

@@ -15,7 +15,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
--export([validate/1, mistakes_one_line_each/1, twice_as_slow_fails/1, no_change_passes/1,
+-export([validate/1, vm_stop_fails_the_gate/1, mistakes_one_line_each/1, twice_as_slow_fails/1, no_change_passes/1,
          reductions_gate_on_loaded_machine/1, interrupt_removes_worktree/1, history/1,
          mix_project/1]).
 
@@ -29,7 +29,7 @@ all() ->
     [{group, rebar3}, {group, mix}].
 
 groups() ->
-    [{rebar3, [sequence], [validate, mistakes_one_line_each, twice_as_slow_fails, no_change_passes,
+    [{rebar3, [sequence], [validate, vm_stop_fails_the_gate, mistakes_one_line_each, twice_as_slow_fails, no_change_passes,
                            reductions_gate_on_loaded_machine, interrupt_removes_worktree, history]},
      {mix, [], [mix_project]}].
 
@@ -74,6 +74,39 @@ validate(Config) ->
     ?assertMatch({_, _}, binary:match(Run, <<"QPS">>)),
     %% docs/ci.md's trend step: stdout holds the JSON alone
     trend_json(Sample, "QUIET=1 rebar3 beamlab", env(Config), Config).
+
+%% A runner that stops the VM in a way beamlab cannot see in the code
+%% (`M = erlang, M:halt(0)', `M:stop()' of init, `halt(1)' through apply)
+%% never passes `rebar3 beamlab check' nor `rebar3 beamlab' (run): the
+%% command runs in a VM of its own, and a VM that stopped is a failure in
+%% one line, as with the escript (it used to stop rebar3's VM with status
+%% 0 and print nothing). The run keeps what it measured before.
+vm_stop_fails_the_gate(Config) ->
+    Sample = ?config(sample, Config),
+    Dir = filename:join(Sample, "haltbench"),
+    ok = filelib:ensure_path(Dir),
+    Stops = [{"halt", "M = erlang, M:halt(0)"}, {"stop", "M = init, M:stop()"},
+             {"apply", "A = fun erlang:apply/3, A(erlang, halt, [1])"}],
+    try
+        [begin
+             ok = file:write_file(filename:join(Dir, "stop_bench.erl"),
+                                  ["-module(stop_bench).\n-export([benchmarks/0]).\n"
+                                   "benchmarks() -> [#{name => \"ok\", runner => fun() -> ok end},\n"
+                                   "                 #{name => \"", Name, "\", runner => fun() -> ", Code, " end}].\n"]),
+             {C1, Check} = sh(Sample, "rebar3 beamlab check --bench haltbench", env(Config)),
+             ct:log("check, ~ts: ~b~n~ts", [Name, C1, Check]),
+             ?assertEqual(1, C1),
+             ?assertMatch({_, _}, binary:match(Check, <<"beamlab: the VM stopped">>)),
+             Json = filename:join(?config(dir, Config), "stopped-" ++ Name ++ ".json"),
+             {C2, Run} = sh(Sample, "rebar3 beamlab --bench haltbench -s 1 -d 20 --save " ++ Json, env(Config)),
+             ct:log("run, ~ts: ~b~n~ts", [Name, C2, Run]),
+             ?assertEqual(1, C2),
+             ?assertMatch({match, _}, re:run(Run, "beamlab: " ++ Name ++ ": the VM stopped \\(exit status [01]\\)")),
+             #{partial := true, benchmarks := [#{name := <<"ok">>, samples := [_ | _]} | _]} = load(Json)
+         end || {Name, Code} <- Stops]
+    after
+        ok = file:del_dir_r(Dir)
+    end.
 
 %% Every mistake in the bench modules is one line naming the file.
 mistakes_one_line_each(Config) ->
@@ -289,7 +322,20 @@ mix_project(Config) ->
     #{params := #{<<"project">> := #{<<"tool">> := <<"mix">>}}} = Doc,
     %% docs/ci.md's trend step for Mix, after `mix compile'
     {0, _} = sh(Dir, "mix compile", Env),
-    trend_json(Dir, "mix beamlab", Env, Config).
+    trend_json(Dir, "mix beamlab", Env, Config),
+    %% A runner that stops its VM where beamlab cannot see it fails `mix
+    %% beamlab check' with beamlab's line (it used to end Mix with 0).
+    Halt = filename:join(Dir, "haltbench"),
+    ok = filelib:ensure_path(Halt),
+    ok = file:write_file(filename:join(Halt, "halt_bench.ex"),
+                         "defmodule HaltBench do\n"
+                         "  def benchmarks do\n"
+                         "    [%{name: \"halt\", runner: fn -> m = :erlang; m.halt(0) end}]\n"
+                         "  end\nend\n"),
+    {HCode, HOut} = sh(Dir, "mix beamlab check --bench haltbench", Env),
+    ct:log("~ts", [HOut]),
+    ?assertNotEqual(0, HCode),
+    ?assertMatch({_, _}, binary:match(HOut, <<"beamlab: the VM stopped">>)).
 
 %% `TOOL --reductions --memory --format github-smaller > bench.json', as
 %% docs/ci.md's GitHub Actions example runs it (shorter samples): stdout

@@ -313,7 +313,7 @@ timeseries_chart(Config) ->
 %% A matrix over schedulers: the verdict table first, one chart of every
 %% configuration's repetitions per benchmark, and the scaling chart.
 matrix_chart(Config) ->
-    F = run(Config, "matrix", ["matrix", "--sweep-schedulers", "1..2", "-n", "2", "--",
+    F = run(Config, "matrix", ["matrix", "--sweep-schedulers", "1..2", "-n", "3", "--",
                                "run", "lists:seq(1, 300).", "-d", "100", "-s", "2"]),
     Dom = report(Config, "matrix", [F]),
     {TablePos, _} = binary:match(Dom, <<"matrix-table">>),
@@ -328,7 +328,8 @@ matrix_chart(Config) ->
     ?assertEqual(2, count(Table, <<"iterations/s">>)),
     %% Fresh-VM repetitions are not time: no chart over seconds of them.
     ?assertEqual([], figures(Dom, <<"timeseries">>)),
-    ?assertEqual(4, count(Fig, <<"class=\"sample\"">>)),
+    %% Three fresh VMs per configuration (an interval needs three values).
+    ?assertEqual(6, count(Fig, <<"class=\"sample\"">>)),
     ?assertEqual(2, count(Fig, <<"class=\"errorbar\"">>)),
     {match, _} = re:run(Dom, <<"data-verdict=\"baseline\"">>),
     [Scaling | _] = figures(Dom, <<"scaling">>),

@@ -14,7 +14,7 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([spinning/1, mailbox/1, process_heap/1, binaries/1, ets_table/1, process_count/1, port_count/1,
-         atom_count/1, long_gc/1, busy_dist_port/1, healthy/1, system_monitor_taken/1,
+         atom_count/1, long_gc/1, busy_dist_port/1, busy_dist_port_during_watch/1, healthy/1, system_monitor_taken/1,
          frozen_mid_watch/1, frozen_then_resumes/1, frozen_before_watch/1, sampler_lost/1, no_secrets/1]).
 
 -define(COOKIE, "watch_suite_cookie_31415").
@@ -22,7 +22,7 @@
 
 all() ->
     [spinning, mailbox, process_heap, binaries, ets_table, process_count, port_count, atom_count,
-     long_gc, busy_dist_port, healthy, system_monitor_taken, frozen_mid_watch, frozen_then_resumes,
+     long_gc, busy_dist_port, busy_dist_port_during_watch, healthy, system_monitor_taken, frozen_mid_watch, frozen_then_resumes,
      frozen_before_watch, sampler_lost, no_secrets].
 
 init_per_suite(Config) ->
@@ -278,22 +278,60 @@ long_gc(_Config) ->
     end).
 
 %% A sender on the watched node floods a node that is frozen: the
-%% distribution buffer to it fills and the sender is suspended.
+%% distribution buffer to it fills and the sender is suspended. Here the
+%% sender is suspended before the watch starts (its system monitor never
+%% sees that suspension, which is how the case failed on every fresh
+%% machine): the watch finds it from the process's status and the port's
+%% queue.
 busy_dist_port(_Config) ->
-    {Target, TargetNode} = peer(watch_dist_target, healthy),
-    {Peer, Node} = peer(watch_dist_sender, healthy),
+    flooding(watch_dist_target, watch_dist_sender, fun(Peer, Node, TargetNode) ->
+        start_flood(Peer, TargetNode),
+        named(watch(Node, 2, []), <<"busy_dist_port">>, list_to_binary(TargetNode))
+    end).
+
+%% The other order: the watch runs (its first sample is in) before the
+%% sender starts and is suspended: the system monitor reports it.
+busy_dist_port_during_watch(_Config) ->
+    flooding(watch_dist_target2, watch_dist_sender2, fun(Peer, Node, TargetNode) ->
+        Dir = beamlab_test_util:tmp_dir("watch"),
+        H = beamlab_test_util:cli_start(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", "3",
+                                         "--interval", integer_to_list(?INTERVAL), "--format", "json"],
+                                        #{dir => Dir}),
+        _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "memory: ", 30000),
+        start_flood(Peer, TargetNode),
+        R = beamlab_test_util:cli_finish(H, <<>>),
+        ct:log("exit ~b~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
+        {ok, Doc} = beamlab_json:decode(maps:get(out, R)),
+        Fs = [F || F = #{<<"id">> := <<"busy_dist_port">>, <<"title">> := T} <- maps:get(<<"findings">>, Doc),
+                   binary:match(T, list_to_binary(TargetNode)) =/= nomatch],
+        ?assertMatch([_ | _], Fs)
+    end).
+
+%% A frozen target node connected to a sender node, thawed and stopped
+%% after `Fun(Sender, SenderNode, TargetNode)'.
+flooding(TargetName, SenderName, Fun) ->
+    {Target, TargetNode} = peer(TargetName, healthy),
+    {Peer, Node} = peer(SenderName, healthy),
     TargetPid = peer:call(Target, os, getpid, []),
     try
         true = peer:call(Peer, net_kernel, connect_node, [list_to_atom(TargetNode)]),
         _ = os:cmd("kill -STOP " ++ TargetPid),
-        ok = eval(Peer, "erlang:spawn(fun() -> register(flooder, self()), B = binary:copy(<<1>>, 1000000),"
-                        " L = fun Loop() -> {sink, '" ++ TargetNode ++ "'} ! B, Loop() end, L() end), ok."),
-        named(watch(Node, 2, []), <<"busy_dist_port">>, list_to_binary(TargetNode))
+        Fun(Peer, Node, TargetNode)
     after
         _ = os:cmd("kill -CONT " ++ TargetPid),
         peer:stop(Peer),
         peer:stop(Target)
     end.
+
+%% Starts the flooder and returns once it is suspended on the busy port.
+start_flood(Peer, TargetNode) ->
+    ok = eval(Peer, "erlang:spawn(fun() -> register(flooder, self()), B = binary:copy(<<1>>, 1000000),"
+                    " L = fun Loop() -> {sink, '" ++ TargetNode ++ "'} ! B, Loop() end, L() end), ok."),
+    beamlab_test_util:wait_until(
+      fun() ->
+              F = peer:call(Peer, erlang, whereis, [flooder]),
+              is_pid(F) andalso peer:call(Peer, erlang, process_info, [F, status]) =:= {status, suspended}
+      end, 30000, "the flooder suspended on the busy distribution port").
 
 %% Nothing grows on an idle node: no growth finding.
 healthy(_Config) ->

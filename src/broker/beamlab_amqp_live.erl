@@ -359,9 +359,18 @@ write(#live{out = Device}, IoData) ->
 
 %% @doc Writes UTF-8 text to `Device' as UTF-8 whatever the device's
 %% encoding (a latin1 device would otherwise turn "µ" into one byte).
+%% A device that is gone (standard output closed early, `| head -1', a
+%% terminal that hung up) drops the text: the run goes on and is saved.
 -spec write_utf8(io:device(), binary()) -> ok.
 write_utf8(Device, Bin) ->
-    case lists:keyfind(encoding, 1, io:getopts(Device)) of
-        {encoding, unicode} -> io:put_chars(Device, Bin);
-        _ -> ok = file:write(Device, Bin)
+    try io:getopts(Device) of
+        Opts when is_list(Opts) ->
+            _ = case lists:keyfind(encoding, 1, Opts) of
+                    {encoding, unicode} -> io:put_chars(Device, Bin);
+                    _ -> file:write(Device, Bin)
+                end,
+            ok;
+        _ -> ok
+    catch
+        _:_ -> ok
     end.

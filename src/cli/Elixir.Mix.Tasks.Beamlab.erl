@@ -35,9 +35,11 @@ run(Args0) ->
     Project = #{root => Root, tool => mix, paths => Paths,
                 include => beamlab_project_build:include_dirs(Root)},
     Argv = beamlab_cli_project:tool_argv(Args),
-    case beamlab_cli:run_command(Argv, #{project => Project}) of
-        {0, _} -> ok;
-        {Code, _} -> exit({shutdown, Code})
+    %% In a VM of its own: benchmarked code that stops its VM must not
+    %% stop Mix's with status 0 (beamlab_cli_launch).
+    case beamlab_cli_launch:run(Argv, #{project => Project}) of
+        0 -> ok;
+        Code -> exit({shutdown, Code})
     end.
 
 %% A call to Mix's own modules (here `Mix.Task.run("compile", [])': the

@@ -9,7 +9,7 @@
 %%% {@link beamlab_cli_output}.
 -module(beamlab_cli).
 
--export([main/1, run_command/1, run_command/2]).
+-export([main/1, launched/1, run_command/1, run_command/2]).
 
 -define(EXIT_USAGE, 2).
 -define(EXIT_FAIL, 1).
@@ -20,6 +20,20 @@
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
 -spec main([beamlab_runtime_text:raw_arg()]) -> no_return().
 main(RawArgv) ->
+    main(RawArgv, #{}).
+
+%% @doc The command's VM of a build tool's entry ({@link
+%% beamlab_cli_launch}: `-run beamlab_cli launched FILE'): runs the
+%% command line and options of {@link run_command/2} (`project') that
+%% `FILE' holds, as the escript runs under its launcher.
+-spec launched([string()]) -> no_return().
+launched([Job]) ->
+    {ok, Bin} = file:read_file(Job),
+    {Argv, Extra} = binary_to_term(Bin),
+    main(Argv, Extra).
+
+-spec main([beamlab_runtime_text:raw_arg()], #{project => beamlab_project_build:project()}) -> no_return().
+main(RawArgv, Extra) ->
     %% Arguments that are not UTF-8 reach us as {error, Good, Rest}
     %% tuples: decoded once here, with a fallback that never fails
     %% (beamlab_runtime_text), so every command sees strings. A file they
@@ -48,8 +62,8 @@ main(RawArgv) ->
         "" ->
             beamlab_runtime_interrupt:install(#{launcher => Launched, private_dir => Checkpoint}),
             Opts = case Launched andalso Checkpoint =/= "" of
-                       true -> #{checkpoint => Checkpoint};
-                       false -> #{}
+                       true -> Extra#{checkpoint => Checkpoint};
+                       false -> Extra
                    end,
             {Code, _} = run_command(Argv, Opts),
             halt_flushed(launcher_code(Launched, Code));
@@ -143,6 +157,7 @@ run_module(Name, Mod, Args, Argv, Opts) ->
             Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
                                 maps:with([checkpoint, project], Opts)),
             ok = beamlab_cli_output:check_save(Parsed),
+            ok = beamlab_cli_output:check_files(Mod, Parsed),
             {ok, Cwd} = file:get_cwd(),
             Outcome = Mod:run(Parsed),
             %% Benchmarked code may have moved the working directory

@@ -4,10 +4,10 @@
 %%% statistics staying those of every sample).
 -module(beamlab_cli_output).
 
--export([emit/4, check_save/1, check_output/2, written_note/1, put_chars/1, unicode/1,
+-export([emit/4, check_save/1, check_files/2, check_output/2, written_note/1, put_chars/1, unicode/1,
          format/1, text_opts/1]).
 
--type format() :: text | json | csv | markdown | 'github-bigger' | 'github-smaller' | bencher.
+-type format() :: beamlab_render_view:format().
 -export_type([format/0]).
 
 %% Raw samples kept per benchmark in a saved file.
@@ -59,19 +59,10 @@ render(text, Mod, Doc, Parsed) ->
         true -> Mod:text(Doc, Parsed);
         false -> beamlab_render_text:render(Doc, text_opts(Parsed))
     end;
-render(json, _Mod, Doc, _Parsed) ->
-    beamlab_result:to_json(Doc);
-render(csv, _Mod, Doc, _Parsed) ->
-    beamlab_render_csv:render(Doc);
-render(markdown, _Mod, Doc, _Parsed) ->
-    beamlab_render_markdown:render(Doc);
-render(Ci, _Mod, Doc, _Parsed) ->
-    left_out(Ci, Doc),
-    case Ci of
-        'github-bigger' -> beamlab_render_github_benchmark:render(Doc, bigger);
-        'github-smaller' -> beamlab_render_github_benchmark:render(Doc, smaller);
-        bencher -> beamlab_render_bencher:render(Doc)
-    end.
+render(Format, _Mod, Doc, _Parsed) ->
+    _ = lists:member(Format, ['github-bigger', 'github-smaller', bencher]) andalso left_out(Format, Doc),
+    {ok, Out} = beamlab_render_view:render(Doc, Format, #{}),
+    Out.
 
 %% What a CI format leaves out is said on stderr, never dropped silently.
 left_out(Ci, Doc) ->
@@ -106,6 +97,25 @@ check_save(Parsed) ->
         "" -> beamlab_cli_error:usage("--save= needs a path (or give --save alone for "
                                       "beamlab-results/<kind>-<time>.json)", []);
         Path -> check_output("--save", Path)
+    end.
+
+%% @doc Checks, before anything runs, that no file the command writes
+%% (`--save PATH' and the command's own outputs, `Mod:files/1') is one it
+%% reads or another it writes, by identity (device and inode, through
+%% links): a usage error naming both otherwise.
+-spec check_files(module(), beamlab_cli_args:parsed()) -> ok.
+check_files(Mod, Parsed) ->
+    Files = case erlang:function_exported(Mod, files, 1) of
+                true -> Mod:files(Parsed);
+                false -> #{}
+            end,
+    Save = case beamlab_cli_args:get(save, Parsed, undefined) of
+               P when is_list(P), P =/= "" -> [{"--save", P}];
+               _ -> []
+           end,
+    case beamlab_runtime_file:check_distinct(maps:get(outputs, Files, []) ++ Save, maps:get(inputs, Files, [])) of
+        ok -> ok;
+        {error, Why} -> beamlab_cli_error:usage("~ts", [beamlab_runtime_file:format_error(Why)])
     end.
 
 %% @doc As {@link check_save/1} for any output file option (`Option' names

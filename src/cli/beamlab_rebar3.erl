@@ -50,9 +50,11 @@ init(State) ->
 -spec do(state()) -> {ok, state()} | {error, {module(), term()}}.
 do(State) ->
     Argv = beamlab_cli_project:tool_argv(rebar3(rebar_state, command_args, [State])),
-    case beamlab_cli:run_command(Argv, #{project => project(State)}) of
-        {0, _} -> {ok, State};
-        {Code, _} -> {error, {?MODULE, {exit, Code}}}
+    %% In a VM of its own: benchmarked code that stops its VM must not
+    %% stop rebar3's with status 0 (beamlab_cli_launch).
+    case beamlab_cli_launch:run(Argv, #{project => project(State)}) of
+        0 -> {ok, State};
+        Code -> {error, {?MODULE, {exit, Code}}}
     end.
 
 project(State) ->

@@ -29,7 +29,8 @@
                    alpha => float(),                        % significance level
                    options => #{duration => pos_integer(), samples => pos_integer(),
                                 warmup => non_neg_integer()},
-                   vm_args => [string()]}.
+                   vm_args => [string()],
+                   timeout => pos_integer()}.               % ms: each build, validation, side
 -type error_reason() :: beamlab_project_check:error_reason()
                       | beamlab_project_build:error_reason()
                       | {bench, beamlab_experiment_bench:error_reason()}.
@@ -37,6 +38,9 @@
 
 -define(DEFAULTS, #{rounds => 12, gate => [time], threshold => 0.05, alpha => 0.01,
                     options => #{duration => 100, samples => 3, warmup => 1}}).
+%% Each phase's deadline when none is given: a build, a benchmark's
+%% validation, a side's VM in a round (beyond the time its samples take).
+-define(TIMEOUT, 600000).
 
 %% @doc The kind's name: `check'.
 -spec name() -> check.
@@ -97,17 +101,22 @@ run(#{against := _} = C0, Exp) ->
     #{root := Root, against := Ref, options := O} = C,
     Note = note(Exp),
     Opts0 = maps:with([rounds, gate, threshold, alpha, vm_args], C),
+    Timeout = maps:get(timeout, C, ?TIMEOUT),
     Opts = Opts0#{root => Root, against => Ref, bench => maps:get(bench, C),
                   main => main(O), command => maps:get(command, Exp, []),
                   params => O#{project => beamlab_experiment_project:info(Root)},
-                  progress => Note},
+                  progress => Note, timeout => Timeout},
     Head = case head(C, Note) of
                none -> #{};
                P -> #{head => P}
            end,
     case beamlab_project_check:run(maps:merge(Opts, Head)) of
         {ok, Doc} -> {ok, beamlab_experiment_env:attach(Doc, Exp)};
-        {error, R} -> {error, {check, R}}
+        {error, R} ->
+            case beamlab_project_check:interrupted(R) of
+                true -> {ok, interrupted(Exp, #{against => unicode:characters_to_binary(Ref)}, Root)};
+                false -> {error, {check, R}}
+            end
     end;
 run(C, Exp) ->
     validate(C, Exp).
@@ -116,8 +125,8 @@ run(C, Exp) ->
 %% `none': the check builds it.
 head(#{project := P}, _Note) ->
     P;
-head(#{build := false, root := Root}, _Note) ->
-    case beamlab_project_build:build(Root, #{build => false}) of
+head(#{build := false, root := Root} = C, _Note) ->
+    case beamlab_project_build:build(Root, #{build => false, timeout => maps:get(timeout, C, ?TIMEOUT)}) of
         {ok, P} -> P;
         {error, _} -> none
     end;
@@ -154,7 +163,7 @@ validate(C, Exp) ->
                       Tool = beamlab_project_build:detect(Root),
                       Build andalso Tool =/= none
                           andalso (note(Exp))(io_lib:format("building the project (~ts compile)", [Tool])),
-                      beamlab_project_build:build(Root, #{build => Build})
+                      beamlab_project_build:build(Root, #{build => Build, timeout => maps:get(timeout, C, ?TIMEOUT)})
               end,
     case Project of
         {ok, #{paths := Paths, include := Include}} ->
@@ -163,20 +172,73 @@ validate(C, Exp) ->
                                                    include => Include}) of
                 {ok, #{jobs := Jobs, failed := Failed}} ->
                     Started = beamlab_runtime_clock:rfc3339(),
-                    Benches = [counted(J) || J <- Jobs] ++ Failed,
+                    {Counted, Partial} = count_all(Jobs, maps:get(timeout, C, ?TIMEOUT), []),
+                    Benches = Counted ++ Failed,
                     Doc0 = beamlab_result:new(check, #{command => maps:get(command, Exp, []),
                                                        started_at => Started,
                                                        params => #{project => beamlab_experiment_project:info(Root)}}),
                     Doc = beamlab_result:finish(beamlab_result:add_benchmarks(Doc0, Benches),
                                                 #{finished_at => beamlab_runtime_clock:rfc3339(),
-                                                  partial => false}),
+                                                  partial => Partial}),
                     {ok, beamlab_experiment_env:attach(Doc, Exp)};
                 {error, R} ->
                     {error, {check, {bench, {project, R}}}}
             end;
         {error, R} ->
-            {error, {check, R}}
+            case beamlab_project_check:interrupted(R) of
+                true -> {ok, interrupted(Exp, #{}, Root)};
+                false -> {error, {check, R}}
+            end
     end.
+
+%% Interrupted before anything was measured (while a build ran): an empty
+%% partial document, which the command ends with 130.
+interrupted(Exp, Params, Root) ->
+    Doc0 = beamlab_result:new(check, #{command => maps:get(command, Exp, []),
+                                       started_at => beamlab_runtime_clock:rfc3339(),
+                                       params => Params#{project => beamlab_experiment_project:info(Root)}}),
+    beamlab_result:finish(Doc0, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => true}).
+
+%% Each benchmark counted in a process of its own, within the deadline;
+%% an interrupt ends the validation with what was counted (partial).
+count_all([], _Timeout, Acc) ->
+    {lists:reverse(Acc), false};
+count_all([Job | Rest], Timeout, Acc) ->
+    case bounded(Job, Timeout) of
+        interrupted -> {lists:reverse(Acc), true};
+        B -> count_all(Rest, Timeout, [B | Acc])
+    end.
+
+bounded(Job, Timeout) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() -> Self ! {Ref, counted(Job)} end),
+    receive
+        {Ref, B} ->
+            erlang:demonitor(MRef, [flush]),
+            B;
+        {'DOWN', MRef, process, Pid, Why} ->
+            failed(Job, io_lib:format("the runner's process ended: ~0tP", [Why, 8]));
+        {beamlab_interrupt, _} = Msg ->
+            stop(Pid, MRef),
+            %% (left for the caller's loop too)
+            self() ! Msg,
+            interrupted
+    after Timeout ->
+            stop(Pid, MRef),
+            failed(Job, io_lib:format("did not return within ~b s (a runner that never returns?): "
+                                      "stopped; --timeout sets the deadline", [Timeout div 1000]))
+    end.
+
+stop(Pid, MRef) ->
+    exit(Pid, kill),
+    receive {'DOWN', MRef, process, Pid, _} -> ok end.
+
+failed(#{label := L, module := M} = Job, Error) ->
+    beamlab_result:benchmark(L, [], #{group => L, metric => reductions, unit => reductions,
+                                      better => lower, params => maps:with([module, input], Job),
+                                      extra => #{status => failed, module => M,
+                                                 error => iolist_to_binary(Error)}}).
 
 %% One benchmark's reductions and words per iteration, in its own phase.
 counted(#{label := L, module := M} = Job) ->
@@ -201,6 +263,8 @@ counted(#{label := L, module := M} = Job) ->
 %% when a benchmark fails on the working tree although it ran on the
 %% base, or (validation) when a runner fails; each told in one line.
 -spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
+verdict(#{partial := true, benchmarks := []}) ->
+    {interrupted, []};
 verdict(#{params := #{<<"against">> := Ref}} = Doc) ->
     Regressed = beamlab_project_check:regressions(Doc),
     Broken = beamlab_project_check:failed_head(Doc),
@@ -216,8 +280,9 @@ verdict(#{params := #{<<"against">> := Ref}} = Doc) ->
         Lines =/= [] -> {failed, Lines};
         true -> {ok, []}
     end;
-verdict(#{benchmarks := Bs}) ->
+verdict(#{benchmarks := Bs} = Doc) ->
     case [[N, ": ", E] || #{name := N, extra := #{<<"status">> := <<"failed">>, <<"error">> := E}} <- Bs] of
+        Lines when map_get(partial, Doc) -> {interrupted, Lines};
         [] -> {ok, []};
         Lines -> {failed, Lines}
     end.

@@ -5,7 +5,7 @@
 %%% loopback (`beamlab_runtime_peer:ensure_dist/0').
 -module(beamlab_experiment_dist).
 
--export([controller/2, loopback/1, far/1, error_class/1, format_error/1]).
+-export([controller/2, loopback/1, far/1, as_found/1, error_class/1, format_error/1]).
 
 -type error_reason() :: {not_loopback, node()} | {name, term()}.
 -export_type([error_reason/0]).
@@ -46,6 +46,45 @@ controller(Dist, Nodes) ->
                 {error, E} -> {error, {name, E}}
             end
     end.
+
+%% @doc Runs `Fun' and leaves this VM's distribution as it found it, for
+%% the public API's callers (a plain `erl' shell stays `nonode@nohost'):
+%% distribution started on the way (`watch', `amqp' with nodes, a remote
+%% ping-pong, fresh VMs over distribution) is stopped again, the kernel's
+%% distribution settings beamlab set are restored, and in a VM that was
+%% distributed already its own cookie is put back and the connections
+%% beamlab opened are closed. Also when `Fun' fails or raises.
+-spec as_found(fun(() -> Result)) -> Result.
+as_found(Fun) ->
+    Before = dist_state(),
+    try Fun()
+    after
+        restore(Before)
+    end.
+
+-define(DIST_ENV, [inet_dist_use_interface, inet_dist_listen_min, inet_dist_listen_max]).
+
+dist_state() ->
+    Env = [{K, application:get_env(kernel, K)} || K <- ?DIST_ENV],
+    case node() of
+        nonode@nohost -> #{alive => false, env => Env};
+        _ -> #{alive => true, env => Env, cookie => erlang:get_cookie(), connected => nodes(connected)}
+    end.
+
+restore(#{alive := Alive, env := Env} = Before) ->
+    case {Alive, node()} of
+        {false, nonode@nohost} -> ok;
+        {false, _} -> _ = net_kernel:stop(), ok;
+        {true, nonode@nohost} -> ok;
+        {true, _} ->
+            #{cookie := Cookie, connected := Connected} = Before,
+            _ = erlang:get_cookie() =:= Cookie orelse erlang:set_cookie(node(), Cookie),
+            _ = [erlang:disconnect_node(N) || N <- nodes(connected), not lists:member(N, Connected)],
+            ok
+    end,
+    lists:foreach(fun({K, {ok, V}}) -> ok = application:set_env(kernel, K, V);
+                     ({K, undefined}) -> ok = application:unset_env(kernel, K)
+                  end, Env).
 
 %% @doc True when the node's host resolves to an address that is not
 %% loopback (a host that does not resolve is left to the connection

@@ -23,7 +23,8 @@
                      include := [file:filename()]}.
 -type opts() :: #{log => file:filename(),
                   deps_from => file:filename(),   % the head's root: reuse its dependencies
-                  build => boolean()}.            % false: only find the code paths
+                  build => boolean(),             % false: only find the code paths
+                  timeout => timeout()}.          % ms for each run of the tool
 -type error_reason() :: {build_failed, tool(), file:filename(), beamlab_project_cmd:error_reason(),
                          file:filename() | none}.
 -export_type([tool/0, project/0, error_reason/0]).
@@ -47,7 +48,8 @@ build(Root, Opts) ->
     Tool = detect(Root),
     Log = maps:get(log, Opts, none),
     CmdOpts = maps:merge(#{cd => Root, env => env(Tool, Root, Opts)},
-                         case Log of none -> #{}; _ -> #{log => Log} end),
+                         maps:merge(case Log of none -> #{}; _ -> #{log => Log} end,
+                                    maps:with([timeout], Opts))),
     _ = [copy_deps(Tool, From, Root) || {ok, From} <- [maps:find(deps_from, Opts)]],
     Built = case maps:get(build, Opts, true) of
                 true -> compile(Tool, CmdOpts);
@@ -84,7 +86,7 @@ env(none, _Root, _Opts) ->
 
 %% @doc The code paths of a built project: rebar3's `_build/default'
 %% directories, Mix's as `mix run' sets them (without OTP's own).
--spec paths(tool(), #{cd := file:filename(), env => list(), log => file:filename()}) ->
+-spec paths(tool(), #{cd := file:filename(), env => list(), log => file:filename(), timeout => timeout()}) ->
           {ok, [file:filename()]} | {error, beamlab_project_cmd:error_reason()}.
 paths(none, _CmdOpts) ->
     {ok, []};

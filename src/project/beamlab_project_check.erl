@@ -27,7 +27,7 @@
 %%% {@link regressions/1} lists what the gate fails on.
 -module(beamlab_project_check).
 
--export([run/1, document/5, regressions/1, failed_head/1, metrics/0, format_error/1]).
+-export([run/1, document/5, regressions/1, failed_head/1, metrics/0, interrupted/1, format_error/1]).
 
 -type metric() :: time | reductions | memory.
 -type side_project() :: beamlab_project_build:project().
@@ -43,6 +43,7 @@
                   params => map(),                      % more run parameters, recorded
                   head => side_project(),               % already built (the rebar3 plugin, Mix)
                   vm_args => [string()],
+                  timeout => timeout(),                 % ms: each build, validation, side of a round
                   progress => fun((unicode:chardata()) -> any())}.
 -type error_reason() :: beamlab_project_git:error_reason()
                       | beamlab_project_build:error_reason()
@@ -68,7 +69,8 @@ run(#{root := Root0, against := Ref} = Opts) ->
               Base = ok(beamlab_project_git:commit(Git, Ref)),
               Head = ok(beamlab_project_git:head(Git)),
               Tmp = private_dir("beamlab-check"),
-              %% The build logs stay when something failed (the error names them).
+              %% The build logs stay when something failed (the error names
+              %% them), not when the check was interrupted.
               Logs = private_dir("beamlab-check-logs"),
               try
                   Rel = ok(beamlab_project_git:prefix(Root)),
@@ -79,18 +81,29 @@ run(#{root := Root0, against := Ref} = Opts) ->
                   try
                       BaseRoot = filename:join([Tmp, "base" | Rel]),
                       Sides = sides(Root, BaseRoot, Tmp, Logs, Opts),
-                      ok = validate(lists:last(Sides), Opts),
-                      Rounds = rounds(Sides, Opts),
+                      Benchmarks = validate(lists:last(Sides), Opts),
+                      Rounds = rounds(Sides, Benchmarks, Opts),
                       Doc = document(Rounds, Base, Head, Started, Opts),
                       _ = file:del_dir_r(Logs),
                       Doc
                   after
                       beamlab_project_git:remove(Tree)
                   end
+              catch
+                  throw:{?MODULE, Reason} = Thrown ->
+                      _ = interrupted(Reason) andalso file:del_dir_r(Logs),
+                      throw(Thrown)
               after
                   _ = file:del_dir_r(Tmp)
               end
       end).
+
+%% @doc Whether the check stopped because it was interrupted (a build
+%% tool stopped by the interrupt): the caller ends it as interrupted.
+-spec interrupted(error_reason()) -> boolean().
+interrupted({build_failed, _, _, {interrupted, _}, _}) -> true;
+interrupted({side, _, interrupted}) -> true;
+interrupted(_) -> false.
 
 private_dir(Prefix) ->
     case beamlab_runtime_file:private_dir(Prefix) of
@@ -117,15 +130,18 @@ sides(Root, BaseRoot, Tmp, Logs, Opts) ->
                       error ->
                           Progress(io_lib:format("building the working tree (~ts)",
                                                  [beamlab_project_build:detect(Root)])),
-                          ok(beamlab_project_build:build(Root, #{log => filename:join(Logs, "head.log")}))
+                          ok(beamlab_project_build:build(Root, (timeout(Opts))#{log => filename:join(Logs, "head.log")}))
                   end,
     Progress(io_lib:format("building the base (~ts)", [beamlab_project_build:detect(BaseRoot)])),
-    BaseProject = ok(beamlab_project_build:build(BaseRoot, #{log => filename:join(Logs, "base.log"),
-                                                             deps_from => Root})),
+    BaseProject = ok(beamlab_project_build:build(BaseRoot, (timeout(Opts))#{log => filename:join(Logs, "base.log"),
+                                                                            deps_from => Root})),
     BenchDir = filename:join(Root, maps:get(bench, Opts, "bench")),
     Sources = ok(beamlab_project_bench:sources(BenchDir)),
     [side(Name, Project, Sources, BenchDir, Tmp, Logs)
      || {Name, Project} <- [{base, BaseProject}, {head, HeadProject}]].
+
+timeout(Opts) ->
+    maps:with([timeout], Opts).
 
 side(Name, #{root := Root, paths := Paths, include := Include}, Sources, BenchDir, Tmp, Logs) ->
     Ebin = filename:join(Tmp, atom_to_list(Name) ++ "-bench"),
@@ -145,23 +161,39 @@ own_code(Paths) ->
 validate(#{paths := Paths, bench := Ebin, load := Load}, Opts) ->
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Progress("checking the bench modules"),
-    case beamlab_runtime_peer:run(#{paths => Paths, args => maps:get(vm_args, Opts, []), load => Load},
+    case beamlab_runtime_peer:run(maps:merge(#{paths => Paths, args => maps:get(vm_args, Opts, []), load => Load},
+                                             deadline(Opts, 0)),
                                   {beamlab_project_bench, validate, [Ebin]},
                                   {erlang, system_info, [otp_release]}) of
-        {ok, #{result := {ok, _Names}}} -> ok;
+        {ok, #{result := {ok, Names}}} -> length(Names);
         {ok, #{result := {error, Reason}}} -> throw({?MODULE, Reason});
-        {error, Reason} -> throw({?MODULE, {side, head, iolist_to_binary(beamlab_runtime_peer:format_error(Reason))}})
+        {error, Reason} -> throw({?MODULE, side_failure(head, Reason)})
     end.
+
+%% A side's VM stopped by the interrupt is the check interrupted.
+side_failure(Side, {vm_start, interrupted}) -> {side, Side, interrupted};
+side_failure(Side, Reason) -> {side, Side, iolist_to_binary(beamlab_runtime_peer:format_error(Reason))}.
+
+%% The deadline of a side's VM: `timeout' beyond the time its samples
+%% take (`Benchmarks' of them, each warm-up and sample a duration).
+deadline(#{timeout := T} = Opts, Benchmarks) when is_integer(T) ->
+    #{duration := D, samples := S, warmup := W} =
+        maps:merge(#{duration => 0, samples => 0, warmup => 0},
+                   maps:with([duration, samples, warmup], maps:get(params, Opts, #{}))),
+    #{deadline => T + Benchmarks * D * (S + W)};
+deadline(_, _) ->
+    #{}.
 
 %%--------------------------------------------------------------------
 %% Rounds
 
-rounds([Base, Head], Opts) ->
+rounds([Base, Head], Benchmarks, Opts) ->
     N = maps:get(rounds, Opts),
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Result = beamlab_project_rounds:run(
                Base, Head,
-               #{rounds => N, main => maps:get(main, Opts), vm_args => maps:get(vm_args, Opts, []),
+               (deadline(Opts, Benchmarks))#{
+                 rounds => N, main => maps:get(main, Opts), vm_args => maps:get(vm_args, Opts, []),
                  progress => fun(I, Side) -> Progress(io_lib:format("round ~b/~b: ~ts", [I, N, Side])) end,
                  %% A side that cannot run at all will not run in the next round either.
                  stop => fun(#{base := B, head := H}) -> not (runs(B) andalso runs(H)) end}),

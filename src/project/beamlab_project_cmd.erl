@@ -5,17 +5,22 @@
 %%% directory and environment; standard error joins standard output. An
 %%% interrupt (`{beamlab_interrupt, _}') arriving meanwhile stops the
 %%% program (SIGTERM) and is put back in the caller's mailbox, so the
-%%% caller's own loop sees it too.
+%%% caller's own loop sees it too. A program that runs past its deadline
+%%% (`timeout') is stopped the same way. Stopping ends its whole session
+%%% (SIGTERM, then SIGKILL after 10 s): what the program started (a
+%%% compiler, a hook's `sleep') does not outlive it.
 -module(beamlab_project_cmd).
 
 -export([run/3, find/1, last_lines/2, format_error/1]).
 
 -type opts() :: #{cd => file:filename(),
                   env => [{string(), string() | false}],
-                  log => file:filename()}.      % also append the output there
+                  log => file:filename(),       % also append the output there
+                  timeout => timeout()}.        % ms (default infinity)
 -type error_reason() :: {not_found, string()}
                       | {exit, string(), integer(), binary()}
-                      | {interrupted, string()}.
+                      | {interrupted, string()}
+                      | {timeout, string(), pos_integer()}.
 -export_type([opts/0, error_reason/0]).
 
 %% Output kept in memory (the last part; the log file has all of it).
@@ -37,9 +42,13 @@ run(Program, Args, Opts) ->
             PortOpts = [{args, Args}, binary, exit_status, stderr_to_stdout, hide]
                        ++ [{cd, D} || {ok, D} <- [maps:find(cd, Opts)]]
                        ++ [{env, E} || {ok, E} <- [maps:find(env, Opts)]],
+            Deadline = case maps:get(timeout, Opts, infinity) of
+                           infinity -> infinity;
+                           Ms -> {erlang:monotonic_time(millisecond) + Ms, Ms}
+                       end,
             try
                 Port = open_port({spawn_executable, Exe}, PortOpts),
-                collect(Port, Program, Log, <<>>)
+                collect(Port, Program, Log, <<>>, Deadline)
             after
                 Log =/= none andalso file:close(Log)
             end
@@ -60,11 +69,11 @@ find(Program) ->
             end
     end.
 
-collect(Port, Program, Log, Acc) ->
+collect(Port, Program, Log, Acc, Deadline) ->
     receive
         {Port, {data, Data}} ->
             Log =/= none andalso file:write(Log, Data),
-            collect(Port, Program, Log, keep(<<Acc/binary, Data/binary>>));
+            collect(Port, Program, Log, keep(<<Acc/binary, Data/binary>>), Deadline);
         {Port, {exit_status, 0}} ->
             {ok, Acc};
         {Port, {exit_status, Status}} ->
@@ -73,30 +82,48 @@ collect(Port, Program, Log, Acc) ->
             stop(Port),
             self() ! Msg,
             {error, {interrupted, Program}}
+    after left(Deadline) ->
+            stop(Port),
+            {_, Ms} = Deadline,
+            {error, {timeout, Program, Ms}}
     end.
+
+left(infinity) -> infinity;
+left({At, _}) -> max(0, At - erlang:monotonic_time(millisecond)).
 
 keep(Bin) when byte_size(Bin) > ?KEEP ->
     binary:part(Bin, byte_size(Bin) - ?KEEP, ?KEEP);
 keep(Bin) ->
     Bin.
 
-%% SIGTERM to the program, then wait for it (its output is dropped).
+%% SIGTERM to the program's session (OTP starts a port program with
+%% setsid: its pid is its group's) and to everything it started (also in
+%% sessions of their own: rebar3's hooks), then wait for it (its output
+%% is dropped); SIGKILL to what is left after 10 s.
 stop(Port) ->
     case erlang:port_info(Port, os_pid) of
         {os_pid, Pid} ->
-            _ = os:cmd("kill -TERM " ++ integer_to_list(Pid) ++ " 2>/dev/null"),
-            drain(Port);
+            Tree = beamlab_runtime_signal:tree(Pid),
+            ok = beamlab_runtime_signal:send_tree(Pid, "TERM"),
+            case drain(Port) of
+                ok -> ok;
+                timeout -> catch port_close(Port)
+            end,
+            _ = [beamlab_runtime_signal:send(P, "KILL") || P <- Tree, alive(P)],
+            ok;
         undefined ->
             ok
     end.
+
+alive(Pid) ->
+    filelib:is_dir("/proc/" ++ integer_to_list(Pid)).
 
 drain(Port) ->
     receive
         {Port, {exit_status, _}} -> ok;
         {Port, {data, _}} -> drain(Port)
     after 10000 ->
-            catch port_close(Port),
-            ok
+            timeout
     end.
 
 %% @doc The last `N' non-empty lines of an output, trimmed.
@@ -128,4 +155,10 @@ format_error({exit, Program, Status, Output}) ->
            end,
     [io_lib:format("~ts exited with status ~b", [Program, Status]) | Last];
 format_error({interrupted, Program}) ->
-    io_lib:format("~ts was interrupted", [Program]).
+    io_lib:format("~ts was interrupted", [Program]);
+format_error({timeout, Program, Ms}) ->
+    io_lib:format("~ts did not finish within ~ts (stopped; --timeout sets the deadline)",
+                  [Program, seconds(Ms)]).
+
+seconds(Ms) when Ms rem 1000 =:= 0 -> integer_to_list(Ms div 1000) ++ " s";
+seconds(Ms) -> io_lib:format("~.1f s", [Ms / 1000]).

@@ -31,6 +31,7 @@
 -type opts() :: #{rounds := pos_integer(),
                   main := fun((side()) -> beamlab_runtime_peer:call_spec()),
                   vm_args => [string()],
+                  deadline => timeout(),                  % ms for a side's VM
                   progress => fun((pos_integer(), side_name()) -> any()),
                   stop => fun((round()) -> boolean())}.   % stop early after this round?
 -export_type([side/0, side_name/0, outcome/0, round/0, opts/0]).
@@ -76,7 +77,8 @@ sides(I, [#{name := Name} = Side | Rest], Opts, Acc) ->
 
 side(#{dir := Dir, paths := Paths} = Side, #{main := Main} = Opts) ->
     {M, F, A} = Main(Side),
-    VmOpts = #{args => maps:get(vm_args, Opts, []), paths => Paths, load => maps:get(load, Side, true)},
+    VmOpts = maps:merge(#{args => maps:get(vm_args, Opts, []), paths => Paths, load => maps:get(load, Side, true)},
+                        maps:with([deadline], Opts)),
     case beamlab_runtime_peer:run(VmOpts, {?MODULE, in_dir, [Dir, M, F, A]},
                                   {erlang, system_info, [otp_release]}) of
         {ok, #{exit := Code, result := Result}} -> {ok, {Code, Result}};

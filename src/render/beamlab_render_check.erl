@@ -15,6 +15,8 @@
 
 %% @doc The text view.
 -spec text(beamlab_result:result(), opts()) -> unicode:chardata().
+text(#{partial := true, benchmarks := []}, _Opts) ->
+    "(interrupted before anything was measured)\n";
 text(#{params := P} = Doc, _Opts) when not is_map_key(<<"against">>, P) ->
     validation(Doc);
 text(Doc = #{benchmarks := Bs, findings := Findings}, _Opts) ->
@@ -49,19 +51,21 @@ text_row(#{group := G, metric := M} = B, First) ->
 
 %% A check without a base: the bench modules validated, each benchmark's
 %% reductions and words per iteration.
-validation(#{benchmarks := Bs}) ->
+validation(#{benchmarks := Bs} = Doc) ->
     Rows = [[N, maps:get(<<"module">>, X, ""),
              per(X, <<"reductions">>, ""), per(X, <<"words">>, " words"),
              case S of <<"ok">> -> "ok"; _ -> ["failed: ", maps:get(<<"error">>, X, <<>>)] end]
             || #{name := N, extra := #{<<"status">> := S} = X} <- Bs],
     Failed = length([x || #{extra := #{<<"status">> := S}} <- Bs, S =/= <<"ok">>]),
     Modules = lists:usort([M || #{extra := #{<<"module">> := M}} <- Bs]),
-    [beamlab_format_table:render(["Benchmark", "Module", "Reductions/iter", "Memory/iter", "Status"], Rows),
+    [[["(interrupted: showing the benchmarks checked so far)\n"] || maps:get(partial, Doc)],
+     beamlab_format_table:render(["Benchmark", "Module", "Reductions/iter", "Memory/iter", "Status"], Rows),
      io_lib:format("~b benchmark(s) in ~b module(s); ~ts~n",
                    [length(Bs), length(Modules),
-                    case Failed of
-                        0 -> "every runner works";
-                        _ -> io_lib:format("~b failed", [Failed])
+                    case {maps:get(partial, Doc), Failed} of
+                        {true, _} -> io_lib:format("interrupted, ~b failed so far", [Failed]);
+                        {false, 0} -> "every runner works";
+                        {false, _} -> io_lib:format("~b failed", [Failed])
                     end])].
 
 per(#{<<"per_iteration">> := #{} = P}, Key, Unit) ->
@@ -77,6 +81,8 @@ per(_, _, _) ->
 %% and the findings folded below. A check without a base: its validation
 %% table.
 -spec markdown(beamlab_result:result()) -> binary().
+markdown(#{partial := true, benchmarks := []}) ->
+    <<"**Interrupted** before anything was measured.\n">>;
 markdown(#{params := P} = Doc) when not is_map_key(<<"against">>, P) ->
     unicode:characters_to_binary(["```\n", validation(Doc), "```\n"]);
 markdown(Doc = #{benchmarks := Bs, findings := Findings}) ->

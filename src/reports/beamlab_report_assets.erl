@@ -20,8 +20,9 @@
 -export_type([error_reason/0]).
 
 %% In page order: later styles and scripts build on the earlier ones.
--define(STYLES, ["report.css", "flame.css"]).
--define(SCRIPTS, ["report.js", "flame.js", "watch.js", "layout.js"]).
+-define(STYLES, ["report.css", "flame.css", "doctor.css"]).
+%% (layout.js checks the drawn page: last)
+-define(SCRIPTS, ["report.js", "flame.js", "watch.js", "doctor.js", "layout.js"]).
 
 %% @doc The stylesheets, in page order.
 -spec styles() -> {ok, [binary()]} | {error, error_reason()}.

@@ -26,7 +26,7 @@
 -type opts() :: #{title => binary(), history => beamlab_result_history:history()}.
 -type model() :: #{runs := [map()], env := [map()], compare := map() | null, history := map() | null,
                    profiles := [beamlab_report_flame:profile()], diffs := [beamlab_report_flame:diff()]}.
--export_type([run/0, opts/0, model/0]).
+-export_type([run/0, opts/0, model/0, error_reason/0]).
 
 %% Keys naming the time axis of a series map, in order of preference.
 -define(TIME_KEYS, [<<"t">>, <<"time">>, <<"timestamps">>, <<"ts">>, <<"elapsed">>,
@@ -179,6 +179,7 @@ run_model(Label, R) ->
       latency => beamlab_report_views:latency(R),
       matrix => beamlab_report_views:matrix(R),
       processes => beamlab_report_watch:processes(R),
+      doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)]}.
 
 %% Values in the unit people read: iterations per sample of D ms as

@@ -9,7 +9,7 @@
 -module(beamlab_runtime_file).
 
 -export([write/2, write_atomic/2, write_atomic/3, write_new/2, write_unique/2, check_target/1,
-         read/2, read/3, private_dir/1, format_error/1]).
+         check_distinct/2, read/2, read/3, private_dir/1, format_error/1]).
 
 -include_lib("kernel/include/file.hrl").
 
@@ -25,7 +25,10 @@
 -type read_error() :: file:posix() | {too_large, pos_integer()} | {no_writer, non_neg_integer()}
                     | {special, file:filename(), special()} | badarg.
 -type special() :: block_device | socket | character_device | fifo | unknown.
--export_type([target/0, in_place/0, path_error/0, written/0, read_error/0]).
+%% A file a command names: the option (or `input') and the path given.
+-type named() :: {string(), file:filename()}.
+-type distinct_error() :: {same_file, Output :: named(), Other :: named(), input | output}.
+-export_type([target/0, in_place/0, path_error/0, written/0, read_error/0, named/0, distinct_error/0]).
 
 -define(TMP_TRIES, 8).
 %% write_unique/2 tries Path, Path-2 ... Path-<this>.
@@ -193,6 +196,55 @@ check_target(Path) ->
         none ->
             try classify(beamlab_runtime_text:native_name(Path))
             catch throw:{path, Why} -> {error, Why}
+            end
+    end.
+
+%% @doc Checks that no output is also an input or another output, by
+%% identity, not by spelling: two names are the same file when they lead
+%% (through links, `..', hard links) to the same device and inode; an
+%% output that does not exist yet is the same as another name for that
+%% place (the same directory, by identity, and the same name). Streams,
+%% devices, FIFOs and directories are left out (they are written in
+%% place or given a new name, never replaced). The first clash is
+%% returned, outputs in the order given.
+-spec check_distinct([named()], [named()]) -> ok | {error, distinct_error()}.
+check_distinct(Outputs, Inputs) ->
+    Keyed = fun(L) -> [{K, N} || N = {_, P} <- L, K <- [identity(P)], K =/= none] end,
+    Outs = Keyed(Outputs),
+    %% (An input that is not there is the command's own error, later.)
+    Ins = [I || I = {{file, _, _}, _} <- Keyed(Inputs)],
+    clash(Outs, Ins).
+
+clash([], _Ins) ->
+    ok;
+clash([{K, Out} | Rest], Ins) ->
+    case {lists:keyfind(K, 1, Ins), lists:keyfind(K, 1, Rest)} of
+        {{K, In}, _} -> {error, {same_file, Out, In, input}};
+        {false, {K, Other}} -> {error, {same_file, Out, Other, output}};
+        {false, false} -> clash(Rest, Ins)
+    end.
+
+%% What a name leads to: `{file, Device, Inode}' for a regular file,
+%% `{new, DirIdentity, Name}' for a name not there yet, `none' for what
+%% is never replaced.
+identity(Path) when Path =:= ""; Path =:= <<>> ->
+    none;
+identity(Path) ->
+    case stream(Path) of
+        {ok, _} -> none;
+        none ->
+            Native = beamlab_runtime_text:native_name(Path),
+            case file:read_file_info(Native) of
+                {ok, #file_info{type = regular, major_device = Dev, inode = Ino}} -> {file, Dev, Ino};
+                {ok, _} -> none;
+                {error, enoent} ->
+                    Dir = filename:dirname(Native),
+                    case file:read_file_info(Dir) of
+                        {ok, #file_info{type = directory, major_device = Dev, inode = Ino}} ->
+                            {new, {Dev, Ino}, filename:basename(Native)};
+                        _ -> {new, filename:absname(Dir), filename:basename(Native)}
+                    end;
+                {error, _} -> none
             end
     end.
 
@@ -403,6 +455,12 @@ private_dir(Tmp, Prefix, Tries) ->
 
 %% @doc One line for an error of this module.
 -spec format_error(path_error() | term()) -> string().
+format_error({same_file, {Opt, Path}, {Other, OtherPath}, input}) ->
+    text("~ts ~ts is the input ~ts~ts: writing it would destroy it (name another file)",
+         [Opt, beamlab_runtime_text:display(Path), as_given(Other), beamlab_runtime_text:display(OtherPath)]);
+format_error({same_file, {Opt, Path}, {Other, OtherPath}, output}) ->
+    text("~ts ~ts and ~ts ~ts are the same file: one would overwrite the other (name two files)",
+         [Opt, beamlab_runtime_text:display(Path), Other, beamlab_runtime_text:display(OtherPath)]);
 format_error(empty) ->
     "empty file name";
 format_error({not_a_directory, Dir}) ->
@@ -432,6 +490,11 @@ format_error(Reason) when is_atom(Reason) ->
     file:format_error(Reason);
 format_error(Reason) ->
     text("~0tp", [Reason]).
+
+%% "the input a.json" for a positional file, "the input -B a.json" for
+%% an option's.
+as_given("input") -> "";
+as_given(Opt) -> [Opt, " "].
 
 special_text(block_device) -> "a block device";
 special_text(socket) -> "a socket";

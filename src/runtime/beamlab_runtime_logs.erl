@@ -7,7 +7,7 @@
 %%% the terminal.
 -module(beamlab_runtime_logs).
 
--export([to_stderr/0, drop_peer_crash/2]).
+-export([to_stderr/0, drop_peer_crash/2, drop_stdout_closed/2]).
 
 %% At most this many events a second reach the terminal; the rest are
 %% dropped (logger_std_h says how many).
@@ -37,7 +37,8 @@ add(Base) ->
     %% A report can hold huge terms (a crash while loading code carries the
     %% whole .beam): each event is cut to a few lines.
     Formatter = {logger_formatter, #{depth => ?DEPTH, chars_limit => ?CHARS, max_size => ?CHARS}},
-    Filters = [{beamlab_peer_crash, {fun ?MODULE:drop_peer_crash/2, []}} | maps:get(filters, Base, [])],
+    Filters = [{beamlab_peer_crash, {fun ?MODULE:drop_peer_crash/2, []}},
+               {beamlab_stdout_closed, {fun ?MODULE:drop_stdout_closed/2, []}} | maps:get(filters, Base, [])],
     case logger:add_handler(default, logger_std_h, Base#{config => Config, formatter => Formatter,
                                                           filters => Filters}) of
         ok -> ok;
@@ -60,3 +61,25 @@ drop_peer_crash(#{msg := {report, #{label := {proc_lib, crash}, report := [Info 
     end;
 drop_peer_crash(Event, _) ->
     Event.
+
+%% @doc Drops the reports of OTP's standard output server ending with
+%% `epipe' (stdout closed early: `beamlab ... | head -1'): its supervisor,
+%% its bridge and `kernel_sup' each log the exit. beamlab carries on
+%% without standard output (what it writes there is dropped, the save is
+%% kept), so these are noise, not errors.
+-spec drop_stdout_closed(logger:log_event(), term()) -> logger:filter_return().
+drop_stdout_closed(#{msg := {report, #{label := {supervisor, _}, report := R}}} = Event, _) when is_list(R) ->
+    epipe_or(proplists:get_value(reason, R), Event);
+drop_stdout_closed(#{msg := {report, #{label := {gen_server, terminate}, reason := Reason}}} = Event, _) ->
+    epipe_or(Reason, Event);
+drop_stdout_closed(#{msg := {report, #{label := {proc_lib, crash}, report := [Info | _]}}} = Event, _)
+  when is_list(Info) ->
+    case lists:keyfind(error_info, 1, Info) of
+        {error_info, {_, Reason, _}} -> epipe_or(Reason, Event);
+        _ -> Event
+    end;
+drop_stdout_closed(Event, _) ->
+    Event.
+
+epipe_or(epipe, _Event) -> stop;
+epipe_or(_, Event) -> Event.

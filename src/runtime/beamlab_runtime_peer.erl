@@ -29,13 +29,14 @@
                   env => [{string(), string()}],
                   flavor => beamlab_runtime_otp:flavor(), % emulator flavour, proven after start
                   timeout => timeout(),
+                  deadline => timeout(),       % run/3: ms for the call (default infinity)
                   load => boolean()}.          % load beamlab's modules (default true)
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
                 os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
 -type run_out() :: #{exit := integer(), result := term(), env := term()}.
 -type run_error() :: {vm_start, term()} | {vm_failed, error | exit | throw, term()}
-                   | {vm_unresponsive, pos_integer()}.
+                   | {vm_unresponsive, pos_integer()} | {vm_deadline, pos_integer()}.
 -type dist_opts() :: #{name := string(),              % name@host: host is a local address
                        cookie => string(),
                        port => inet:port_number(),      % fixed distribution port
@@ -58,9 +59,7 @@ start(Opts) ->
             _ -> ok
         end,
         PeerOpts = peer_opts(flavor_env(Opts), Dist),
-        Started = try peer:start(PeerOpts)
-                  catch exit:BootExit -> {error, BootExit}
-                  end,
+        Started = boot(PeerOpts),
         Stderr = read_stderr(PeerOpts),
         case Started of
             {ok, Pid, Node} when Dist ->
@@ -68,6 +67,7 @@ start(Opts) ->
                 proven(#{peer => Pid, node => Node, connection => dist}, Opts);
             {ok, Pid, _NoNode} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
             {ok, Pid} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+            {error, interrupted} -> {error, interrupted};
             {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
         end
     catch
@@ -75,6 +75,60 @@ start(Opts) ->
         exit:Exit -> {error, {start_failed, describe(Opts), Exit}};
         error:Error -> {error, {start_failed, describe(Opts), Error}}
     end.
+
+%% peer:start/1 in a process of its own, so that an interrupt reaching
+%% the caller (subscribed to them) ends the boot at once instead of after
+%% the boot timeout. A VM that does not boot (interrupted, timed out,
+%% failed) is killed with everything in its session: an `erl' that hangs
+%% (a wrapper script that sleeps) and its children never outlive us. The
+%% shell that execs the VM wrote its pid, which is its session's and
+%% process group's (OTP starts port programs with setsid).
+boot(PeerOpts) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() ->
+                                        Self ! {Ref, try peer:start(PeerOpts)
+                                                     catch exit:BootExit -> {error, BootExit}
+                                                     end}
+                                end),
+    case await_boot(Pid, MRef, Ref) of
+        {ok, _, _} = Ok -> Ok;
+        {ok, _} = Ok -> Ok;
+        {error, _} = E ->
+            kill_session(pid_file(PeerOpts)),
+            E
+    end.
+
+await_boot(Pid, MRef, Ref) ->
+    receive
+        {Ref, R} ->
+            erlang:demonitor(MRef, [flush]),
+            R;
+        {'DOWN', MRef, process, Pid, Why} ->
+            {error, Why};
+        {beamlab_interrupt, _} = Msg ->
+            exit(Pid, kill),
+            receive {'DOWN', MRef, process, Pid, _} -> ok end,
+            %% (the caller's own loop sees it too)
+            self() ! Msg,
+            {error, interrupted}
+    end.
+
+pid_file(#{exec := {_, [_, _, File | _]}}) ->
+    File ++ ".pid".
+
+kill_session(PidFile) ->
+    case file:read_file(PidFile) of
+        {ok, Bin} ->
+            case string:to_integer(string:trim(Bin)) of
+                {N, <<>>} when is_integer(N), N > 1 -> kill_group(integer_to_list(N));
+                _ -> ok
+            end;
+        {error, _} -> ok
+    end.
+
+kill_group(OsPid) ->
+    beamlab_runtime_signal:send_tree(OsPid, "KILL").
 
 %% @doc The `erl' flags that start the flavour `Opts' asks for (none
 %% without one) from its `exec' (default: this VM's installation); an
@@ -130,7 +184,8 @@ stop(#{peer := Pid}) ->
 %% OS process, then {@link stop/1}, which no longer waits for it.
 -spec kill(vm()) -> ok.
 kill(#{os_pid := OsPid} = Vm) ->
-    _ = os:cmd("kill -KILL " ++ OsPid ++ " 2>/dev/null"),
+    %% Its session too: what it started (a wrapper's children) goes with it.
+    ok = kill_group(OsPid),
     stop(Vm);
 kill(Vm) ->
     stop(Vm).
@@ -163,14 +218,21 @@ call(#{peer := Pid}, M, F, A, Timeout) ->
 run(Opts, {M, F, A}, {EM, EF, EA}) ->
     case start(Opts) of
         {ok, Vm} ->
+            Deadline = case maps:get(deadline, Opts, infinity) of
+                           infinity -> infinity;
+                           Ms -> erlang:monotonic_time(millisecond) + Ms
+                       end,
             try
-                {Code, Result} = interruptible_call(Vm, M, F, A),
+                {Code, Result} = interruptible_call(Vm, M, F, A, Deadline),
                 Env = call(Vm, EM, EF, EA, 60000),
                 {ok, #{exit => Code, result => Result, env => Env}}
             catch
                 throw:{?MODULE, unresponsive} ->
                     kill(Vm),
                     {error, {vm_unresponsive, interrupt_grace()}};
+                throw:{?MODULE, deadline} ->
+                    kill(Vm),
+                    {error, {vm_deadline, maps:get(deadline, Opts)}};
                 Class:Reason -> {error, {vm_failed, Class, Reason}}
             after
                 stop(Vm)
@@ -179,7 +241,7 @@ run(Opts, {M, F, A}, {EM, EF, EA}) ->
             {error, {vm_start, Reason}}
     end.
 
-interruptible_call(Vm, M, F, A) ->
+interruptible_call(Vm, M, F, A, Deadline) ->
     Self = self(),
     Ref = make_ref(),
     {Pid, MRef} = spawn_monitor(fun() ->
@@ -187,13 +249,13 @@ interruptible_call(Vm, M, F, A) ->
                                                      catch C:E -> {raised, C, E}
                                                      end}
                                 end),
-    Reply = await_call(Vm, Pid, MRef, Ref, none),
+    Reply = await_call(Vm, Pid, MRef, Ref, none, Deadline),
     case Reply of
         {{ok, V}, _} -> V;
         {{raised, C, E}, _} -> erlang:raise(C, E, [])
     end.
 
-await_call(Vm, Pid, MRef, Ref, Held) ->
+await_call(Vm, Pid, MRef, Ref, Held, Deadline) ->
     receive
         {Ref, R} ->
             erlang:demonitor(MRef, [flush]),
@@ -206,14 +268,19 @@ await_call(Vm, Pid, MRef, Ref, Held) ->
             %% Passed on once; a second interrupt is the caller's business
             %% (in the command line it stops beamlab at once).
             ok = interrupt(Vm),
-            await_call(Vm, Pid, MRef, Ref, Msg)
+            await_call(Vm, Pid, MRef, Ref, Msg, Deadline)
     after case Held of
-              none -> infinity;
+              none when Deadline =:= infinity -> infinity;
+              none -> max(0, Deadline - erlang:monotonic_time(millisecond));
               _ -> interrupt_grace()
           end ->
-            self() ! Held,
             exit(Pid, kill),
-            throw({?MODULE, unresponsive})
+            case Held of
+                none -> throw({?MODULE, deadline});
+                _ ->
+                    self() ! Held,
+                    throw({?MODULE, unresponsive})
+            end
     end.
 
 %% @doc How long a VM that was passed an interrupt may take to return
@@ -471,6 +538,8 @@ local_addresses() ->
 
 %% @doc One line for an error returned by this module.
 -spec format_error(term()) -> iolist().
+format_error(interrupted) ->
+    "interrupted while the VM was starting (it was stopped)";
 format_error({start_failed, What, Reason}) ->
     io_lib:format("could not start a VM (~ts): ~ts", [What, reason_text(Reason)]);
 format_error({otp, Reason}) ->
@@ -532,6 +601,9 @@ format_error({not_a_flag, Word}) ->
                   [Word]);
 format_error({vm_unresponsive, Ms}) ->
     io_lib:format("the VM did not stop within ~b s of the interrupt (frozen?): killed", [Ms div 1000]);
+format_error({vm_deadline, Ms}) ->
+    io_lib:format("the VM did not finish within ~b s (a runner that never returns?): killed; "
+                  "--timeout sets the deadline", [Ms div 1000]);
 format_error({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
 format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
@@ -588,8 +660,9 @@ exec(Opts, StderrFile) ->
                   [] -> [Erl];
                   [W | WArgs] -> [find_exe(W) | WArgs] ++ [Erl]
               end,
-    %% set -C: the redirection never replaces an existing file.
-    {"/bin/sh", ["-c", "set -C; exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
+    %% set -C: the redirection never replaces an existing file. The pid
+    %% is the session's (see boot/1).
+    {"/bin/sh", ["-c", "set -C; echo $$ >\"$0.pid\"; exec \"$@\" 2>\"$0\"", StderrFile | Command]}.
 
 %% The file sits in a private directory (mode 0700, created exclusively,
 %% see beamlab_runtime_file:private_dir/1): no one else can plant a link at
@@ -606,6 +679,7 @@ read_stderr(#{exec := {_, [_, _, File | _]}}) ->
                {error, _} -> <<>>
            end,
     _ = file:delete(File),
+    _ = file:delete(File ++ ".pid"),
     _ = file:del_dir(filename:dirname(File)),
     Text.
 

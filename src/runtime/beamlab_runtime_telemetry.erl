@@ -596,6 +596,14 @@ msacc_sum(Stats) ->
 %% no other process holds it: there is one per node). It gathers the
 %% monitor's events, counted per process and kind, until asked for them,
 %% and restores everything when told to or when this sampler is gone.
+%% A sender already suspended on a busy distribution port when the
+%% monitor is installed never produces a monitor message: the holder
+%% counts each suspended process once for each dist port whose driver
+%% queue is over its high watermark at that moment (it cannot tell which
+%% of several busy ports a process waits on), so the order of the two
+%% does not matter. The first request for events is the watch's baseline
+%% snapshot, whose events no interval shows: it gets none, and what was
+%% gathered so far goes to the first interval.
 hold_flags(Node, Msacc, SysMon, Until) ->
     Holder = spawn(Node, erl_eval, exprs, [parse(holder_text()), []]),
     Opts = case SysMon of
@@ -632,22 +640,34 @@ holder_text() ->
     "               end"
     "        end,"
     "  W ! {beamlab_watch_holder, self(), Mon},"
-    "  Loop = fun L(Acc, N) ->"
+    "  Busy = case Mon of"
+    "           ours -> [Pt || {_, Pt} <- erlang:system_info(dist_ctrl), is_port(Pt),"
+    "                          case {erlang:port_info(Pt, queue_size), inet:getopts(Pt, [high_watermark])} of"
+    "                            {{queue_size, Q}, {ok, [{high_watermark, Hw}]}} -> Q >= Hw;"
+    "                            {{queue_size, Q}, _} -> Q > 0;"
+    "                            _ -> false"
+    "                          end];"
+    "           _ -> []"
+    "         end,"
+    "  Seed = maps:from_list(lists:sublist([{{busy_dist_port, P, Pt}, {1, 0}} || Pt <- Busy, P <- erlang:processes(),"
+    "                         erlang:process_info(P, status) =:= {status, suspended}], 1000)),"
+    "  Loop = fun L(Acc, N, First) ->"
     "    receive"
     "      {beamlab_watch_stop, W} -> ok;"
     "      {'DOWN', Ref, process, W, _} -> ok;"
-    "      {beamlab_watch_events, From} -> From ! {beamlab_watch_events, self(), Acc, N}, L(#{}, 0);"
+    "      {beamlab_watch_events, From} when First -> From ! {beamlab_watch_events, self(), #{}, 0}, L(Acc, N, false);"
+    "      {beamlab_watch_events, From} -> From ! {beamlab_watch_events, self(), Acc, N}, L(#{}, 0, false);"
     "      {monitor, P, What, Info} ->"
     "        K = {What, P, case Info of I when is_port(I) -> I; _ -> none end},"
     "        Ms = case Info of [_ | _] -> proplists:get_value(timeout, Info, 0); _ -> 0 end,"
     "        case Acc of"
-    "          #{K := {C, Max}} -> L(Acc#{K := {C + 1, erlang:max(Max, Ms)}}, N + 1);"
-    "          _ when map_size(Acc) < 1000 -> L(Acc#{K => {1, Ms}}, N + 1);"
-    "          _ -> L(Acc, N + 1)"
+    "          #{K := {C, Max}} -> L(Acc#{K := {C + 1, erlang:max(Max, Ms)}}, N + 1, First);"
+    "          _ when map_size(Acc) < 1000 -> L(Acc#{K => {1, Ms}}, N + 1, First);"
+    "          _ -> L(Acc, N + 1, First)"
     "        end"
     "    end"
     "  end,"
-    "  Loop(#{}, 0),"
+    "  Loop(Seed, map_size(Seed), true),"
     "  Self = self(),"
     "  case erlang:system_monitor() of {Self, _} -> erlang:system_monitor(undefined); _ -> ok end,"
     "  case Old of keep -> ok; _ -> erlang:system_flag(microstate_accounting, Old) end,"

@@ -65,7 +65,8 @@ collect(Port, Pid, Sink, Acc, Stopping) ->
         {Port, {exit_status, S}} ->
             {S, Acc};
         {beamlab_interrupt, _} = M when not Stopping ->
-            _ = os:cmd("kill -TERM -" ++ integer_to_list(Pid) ++ " 2>/dev/null"),
+            %% Its group and what it started in sessions of their own.
+            ok = beamlab_runtime_signal:send_tree(Pid, "TERM"),
             %% Kept for the caller, which stops the matrix too.
             self() ! M,
             collect(Port, Pid, Sink, Acc, true)

@@ -38,8 +38,13 @@
 %% The kind of experiment it runs (beamlab_experiment_kind), for commands
 %% with experiment/1.
 -callback kind() -> beamlab_experiment:kind().
+%% The files the command line names besides `--save': what it reads and
+%% what it writes (option and path), checked by the dispatcher before
+%% anything runs so that no output is an input or another output.
+-callback files(beamlab_cli_args:parsed()) -> #{inputs => [beamlab_runtime_file:named()],
+                                                 outputs => [beamlab_runtime_file:named()]}.
 
--optional_callbacks([text/2, help_flags/0, experiment/1, kind/0]).
+-optional_callbacks([text/2, help_flags/0, experiment/1, kind/0, files/1]).
 
 %% @doc The command table: the name a user types and its module.
 -spec all() -> [{string(), module()}].

@@ -9,7 +9,7 @@
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1,
          perftest_options/0]).
--export([kind/0]).
+-export([kind/0, files/1]).
 
 -export_type([audit/0]).
 
@@ -457,6 +457,20 @@ usage() ->
 help_flags() ->
     ["--help", "-?"].
 
+%% @doc The files read (bodies, queue names, TLS files) and written (`-o').
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()],
+                                             outputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Bodies = case G(body) of
+                 undefined -> [];
+                 B -> [{"-B", string:trim(F)} || F <- string:split(B, ",", all)]
+             end,
+    Given = fun(K, Flag) -> [{Flag, F} || F <- [G(K)], F =/= undefined] end,
+    #{inputs => Bodies ++ Given(queue_file, "-qf") ++ Given(tls_ca_file, "--tls-ca-file")
+                    ++ Given(tls_cert_file, "--tls-cert-file") ++ Given(tls_key_file, "--tls-key-file"),
+      outputs => Given(output_file, "-o")}.
+
 %% @doc Runs the command; the exit code is non-zero when the run could not
 %% start or ended early (broker gone, node down).
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
@@ -475,7 +489,33 @@ run(Parsed) ->
               ({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
               (_) -> ok
            end,
-    beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}).
+    Exp = experiment(Parsed),
+    Csv = beamlab_cli_args:get(output_file, Parsed),
+    Before = csv_file(Csv),
+    Outcome = beamlab_cli_experiment:run(Exp#{sink => Sink}),
+    csv_written(Csv, Before),
+    Outcome.
+
+%% -o is written at the end of the run under the output-path policy, as
+%% `--save' and `report -o' are: a file it replaced is said, like theirs.
+%% (The write replaces the file by a new one, so a new inode means it was
+%% written.)
+csv_file(undefined) -> none;
+csv_file(F) ->
+    case file:read_file_info(beamlab_runtime_text:native_name(F)) of
+        {ok, #file_info{type = regular, inode = Ino}} -> {exists, Ino};
+        {ok, _} -> other;
+        {error, _} -> new
+    end.
+
+csv_written(undefined, _) -> ok;
+csv_written(F, Before) ->
+    case {Before, csv_file(F)} of
+        {new, {exists, _}} -> io:format(standard_error, "wrote ~ts~n", [F]);
+        {{exists, Old}, {exists, New}} when New =/= Old ->
+            io:format(standard_error, "wrote ~ts~ts~n", [F, beamlab_cli_output:written_note({ok, exists})]);
+        _ -> ok
+    end.
 
 %% @doc The experiment: the load's configuration, where it runs, the
 %% broker node to watch beside it (`--watch'), and this VM's telemetry

@@ -13,7 +13,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
--export([kind/0]).
+-export([kind/0, files/1]).
 
 -define(METRICS, [time, reductions, memory]).
 
@@ -52,7 +52,11 @@ options() ->
      #{name => no_build, long => "no-build", type => boolean, default => false,
        help => "use the working tree's code as it is built now (the base is always built)"},
      #{name => summary, long => "summary", type => string, metavar => "FILE",
-       help => "also write the Markdown summary (a pull-request comment) to FILE"}
+       help => "also write the Markdown summary (a pull-request comment) to FILE"},
+     #{name => timeout, long => "timeout", type => pos_integer, default => 600, max => 604800,
+       max_why => "one week", metavar => "S",
+       help => "deadline of each phase: a build, a benchmark's validation, a side's VM in a "
+               "round (beyond the time its samples take); past it the phase is stopped"}
      | beamlab_cli_args:common_options()].
 
 %% @doc Usage and examples.
@@ -74,6 +78,11 @@ usage() ->
     "  beamlab check --against HEAD~1 --metric reductions --threshold 1%\n"
     "  beamlab check --against origin/main --summary comment.md --save\n".
 
+%% @doc The file written besides `--save' (`--summary').
+-spec files(beamlab_cli_args:parsed()) -> #{outputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{outputs => [{"--summary", F} || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined]}.
+
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
@@ -93,7 +102,8 @@ run(Parsed) ->
 experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     {ok, Root} = file:get_cwd(),
-    Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build)},
+    Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build),
+                        timeout => Get(timeout) * 1000},
                       maps:with([project], Parsed)),
     Check = case Get(against) of
                 undefined ->
@@ -126,7 +136,7 @@ against(Ref, Parsed, Base) ->
 %% @doc The check's text view.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
-    beamlab_render_check:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed)}).
+    beamlab_render_view:text(Doc, beamlab_cli_output:text_opts(Parsed)).
 
 write_summary(File, Doc) ->
     case beamlab_runtime_file:write(File, beamlab_render_check:markdown(Doc)) of

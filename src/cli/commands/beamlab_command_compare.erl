@@ -6,7 +6,7 @@
 -module(beamlab_command_compare).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, load_runs/1, expand/1, history_options/0, history/2]).
+-export([summary/0, options/0, usage/0, run/1, files/1, load_runs/1, expand/1, history_options/0, history/2]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -86,6 +86,12 @@ history(Runs, Opts) ->
         {ok, H} -> H;
         {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result_history:format_error(Reason)])
     end.
+
+%% @doc The runs read (`--save' is the only output).
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
+files(#{args := Args}) ->
+    {Files, _} = expand(Args),
+    #{inputs => [{"input", F} || F <- Files]}.
 
 %% @doc Result files named by the arguments: a file as it is, a directory
 %% as its `*.json' files, a pattern with `*', `?' or `[' (quoted, so the

@@ -76,5 +76,5 @@ experiment(Parsed) ->
 
 %% @doc The recommendation, findings, curve, accounting and ranking.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
-text(Doc, _Parsed) ->
-    beamlab_render_doctor:text(Doc).
+text(Doc, Parsed) ->
+    beamlab_render_view:text(Doc, beamlab_cli_output:text_opts(Parsed)).

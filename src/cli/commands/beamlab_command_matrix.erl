@@ -6,7 +6,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
--export([kind/0]).
+-export([kind/0, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -100,6 +100,11 @@ usage() ->
     "over distribution, runs the inner command against it (amqp gets -h URI and\n"
     "--watch NODE), stops it and removes its data. A configuration whose target\n"
     "fails (flag refused, wrapper missing, died under load) is reported as failed.\n".
+
+%% @doc The configuration file read (`--file'; `--save' is the output).
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{inputs => [{"--file", F} || F <- [beamlab_cli_args:get(file, Parsed)], F =/= undefined]}.
 
 %% @doc Runs the matrix; the document compares the configurations.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
@@ -318,14 +323,8 @@ write_folded(Dir, Doc) ->
 %% @doc The configurations' table with verdicts, the profiles, then the
 %% findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
-text(#{extra := #{<<"preset">> := _}} = Result, Parsed) ->
-    [beamlab_render_matrix_preset:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_text:findings(maps:get(findings, Result))];
 text(Result, Parsed) ->
-    [beamlab_render_matrix:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_matrix_profile:render(Result, beamlab_cli_output:text_opts(Parsed)),
-     beamlab_render_text:findings(maps:get(findings, Result))].
+    beamlab_render_view:text(Result, beamlab_cli_output:text_opts(Parsed)).
 
 ok_or_usage({ok, V}) -> V;
 ok_or_usage({error, Reason}) -> beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)]).

@@ -9,7 +9,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
--export([kind/0]).
+-export([kind/0, files/1]).
 
 -define(DEFAULT_FREQ, 999).
 
@@ -87,6 +87,12 @@ usage() ->
     "  beamlab profile --node app@host --process my_server --duration 5 --save --folded s.folded\n"
     "  beamlab profile --node app@host --process top:message_queue --calls none\n"
     "  beamlab report before.json after.json -o flame.html   (differential flame graph)\n".
+
+%% @doc The files written besides `--save' (`--folded', `--speedscope').
+-spec files(beamlab_cli_args:parsed()) -> #{outputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{outputs => [{"--" ++ atom_to_list(O), P} || O <- [folded, speedscope],
+                                                 P <- [beamlab_cli_args:get(O, Parsed)], P =/= undefined]}.
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
@@ -171,9 +177,9 @@ text(Doc, Parsed) ->
                           F <- [unicode:characters_to_binary(F0)]];
                   _ -> []
               end,
-    beamlab_render_profile:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
-                                          top => beamlab_cli_args:get(top, Parsed, 25),
-                                          callers => Callers}).
+    beamlab_render_view:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
+                                    top => beamlab_cli_args:get(top, Parsed, 25),
+                                    callers => Callers}).
 
 subject(undefined, undefined, [], _) ->
     beamlab_cli_error:usage("nothing to profile: give a command after -- "

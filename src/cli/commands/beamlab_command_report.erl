@@ -3,7 +3,7 @@
 -module(beamlab_command_report).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1]).
+-export([summary/0, options/0, usage/0, run/1, files/1]).
 
 -define(DEFAULT_OUT, "beamlab-report.html").
 -define(DEFAULT_OUT_2, "beamlab-report-2.html").
@@ -40,6 +40,14 @@ usage() ->
     "  beamlab report beamlab-results/*.json -o report.html\n"
     "  beamlab report before.json after.json --title 'OTP 25 vs 26'\n"
     "  beamlab report bench-history/ -o trend.html\n".
+
+%% @doc The runs read and the page written (`-o').
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()],
+                                             outputs := [beamlab_runtime_file:named()]}.
+files(Parsed = #{args := Args}) ->
+    {Files, _} = beamlab_command_compare:expand(Args),
+    #{inputs => [{"input", F} || F <- Files],
+      outputs => [{"-o", O} || O <- [beamlab_cli_args:get(output, Parsed)], O =/= undefined]}.
 
 %% @doc Runs the command; returns the exit code.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().

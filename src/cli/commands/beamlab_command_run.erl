@@ -182,9 +182,8 @@ experiment(Parsed, What, NJobs) ->
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
 text(Doc, Parsed) ->
-    [beamlab_render_bench:render(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
-                                        report => beamlab_cli_args:get(report, Parsed, auto)}),
-     beamlab_render_profile:after_phases(Doc)].
+    beamlab_render_view:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
+                                    report => beamlab_cli_args:get(report, Parsed, auto)}).
 
 %% The lines that name this command's flags; the layer's line otherwise.
 error_line({bench, {bad_baseline, _} = R}) ->

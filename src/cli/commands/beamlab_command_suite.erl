@@ -5,7 +5,7 @@
 -behaviour(beamlab_command).
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, parse_param/1]).
--export([kind/0]).
+-export([kind/0, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -62,6 +62,12 @@ usage() ->
     "  beamlab suite --preset ./my-table.preset\n"
     "  beamlab suite -pa ./ebin my_workload --format json\n"
     "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n".
+
+%% @doc The preset file read, when `--preset' names one (`--save' is the
+%% output).
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    #{inputs => [{"--preset", F} || F <- [beamlab_cli_args:get(preset, Parsed)], F =/= undefined]}.
 
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
@@ -214,25 +220,8 @@ sink(true, _Progress) ->
 %% @doc The suite's table, counters and failures; a preset's own table
 %% first when the run followed one.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
-text(#{extra := #{<<"preset">> := _}} = Doc, Parsed) ->
-    beamlab_render_suite_preset:render(Doc, beamlab_cli_output:text_opts(Parsed));
 text(Doc, Parsed) ->
-    [beamlab_render_suite:render(Doc, beamlab_cli_output:text_opts(Parsed)),
-     %% --memory: one repetition's words and reductions per point.
-     [["\n", N, ", one repetition (traced, after the measured ones):\n",
-       beamlab_render_profile:memory_lines(M, "repetition"),
-       case {maps:get(<<"spawned">>, M, 0), maps:get(<<"spawns_wrapped">>, M, false)} of
-           {0, _} -> [];
-           {_, true} -> [];
-           {_, Why} ->
-               ["  (spawned processes count through their garbage collections only: what one "
-                "allocates after its last one, and its reductions, are not seen",
-                case Why of
-                    B when is_binary(B) -> ["; ", B];
-                    _ -> []
-                end, ")\n"]
-       end]
-      || #{name := N, extra := #{<<"per_repetition">> := M}} <- maps:get(benchmarks, Doc)]].
+    beamlab_render_view:text(Doc, beamlab_cli_output:text_opts(Parsed)).
 
 %% @doc The kind of experiment the command runs.
 -spec kind() -> suite.

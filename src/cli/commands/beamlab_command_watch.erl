@@ -107,8 +107,8 @@ experiment(Parsed) ->
 
 %% @doc The node's summary, its top processes, then the findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
-text(Doc, _Parsed) ->
-    [beamlab_render_watch:render(Doc), beamlab_render_text:findings(maps:get(findings, Doc))].
+text(Doc, Parsed) ->
+    beamlab_render_view:text(Doc, beamlab_cli_output:text_opts(Parsed)).
 
 %% @doc The kind of experiment the command runs.
 -spec kind() -> watch.

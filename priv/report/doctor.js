@@ -1,0 +1,100 @@
+// beamlab report: a doctor run (model: beamlab_report_doctor), drawn with
+// report.js's helpers (window.beamlabReport). First the recommendation
+// and the findings, then the scaling curve per scheduler count (capacity
+// of every repetition as points, the medians of capacity and goodput as
+// lines, the USL fit dashed), microstate accounting stacked per
+// configuration, and the remedies ranked with their ratios to the default
+// and 95% intervals (a forest of intervals on a log axis, 1 = no change).
+// The page inlines this file in a <script> element: it must never contain
+// the characters that would close one.
+(function () {
+  'use strict';
+  var B = window.beamlabReport;
+  if (!B) return;
+  try {
+    var runs = B.data.runs.filter(function (r) { return r.doctor; });
+    if (!runs.length) return;
+    var g = B.section('doctor', 'Doctor', 'Why this machine runs the BEAM slower: the recommendation, the findings, ' +
+                      'the scaling curve, microstate accounting and the remedies measured against the default.');
+    // First on the page.
+    var sec = g.parentNode, first = sec.parentNode.firstElementChild;
+    if (first && first !== sec) sec.parentNode.insertBefore(sec, first);
+    runs.forEach(function (r) {
+      var d = r.doctor, pre = runs.length > 1 ? r.label + ': ' : '';
+      var rec = d.recommendation || 'no recommendation (nothing was measured)';
+      g.appendChild(B.h('div', { 'class': 'recommendation' + (/^start /.test(rec) ? '' : ' keep'),
+                                 'data-kind': 'recommendation' }, [pre + rec + (d.partial ? ' (partial: interrupted)' : '')]));
+      d.findings.forEach(function (f) {
+        g.appendChild(B.h('div', { 'class': 'finding ' + f.severity, 'data-kind': 'doctor-finding', 'data-id': f.id }, [
+          B.h('strong', {}, [f.title]), B.h('span', { 'class': 'badge ' + f.severity }, [f.severity]),
+          B.h('span', { 'class': 'badge' }, ['confidence ' + (f.confidence || '?')]),
+          B.h('p', {}, [f.evidence]), B.h('p', { 'class': 'advice' }, [f.advice])]));
+      });
+      var c = d.curve;
+      if (c.schedulers.length) {
+        var series = [{ name: 'capacity, each repetition', color: B.color(0), scatter: true, cls: 'usl-point',
+                        x: c.points.map(function (p) { return p[0]; }), y: c.points.map(function (p) { return p[1]; }) },
+                      { name: 'capacity (median)', color: B.color(0), markers: true, x: c.schedulers, y: c.capacity },
+                      { name: 'message-load goodput (median)', color: B.color(1), markers: true, x: c.schedulers, y: c.goodput }];
+        var sub = 'the probe in fresh VMs at +S N:N';
+        if (c.fit) {
+          series.push({ name: 'USL fit', color: '#111827', dash: true, cls: 'usl-fit', width: 2,
+                        x: c.fit.curve.map(function (p) { return p[0]; }), y: c.fit.curve.map(function (p) { return p[1]; }) });
+          sub += '; USL: \u03c3 = ' + B.fmt(c.fit.sigma) + ', \u03ba = ' + B.fmt(c.fit.kappa) +
+                 (c.fit.peak_n !== null && c.fit.peak_n <= 4096 ? ', peak at ' + B.fmt(c.fit.peak_n) + ' schedulers' : ', no peak within reach');
+        }
+        B.lineChart(g, { title: pre + 'Scaling per scheduler count', subtitle: sub, kind: 'doctor-curve',
+                         xLabel: 'schedulers', yLabel: 'msg/s', xInt: true, yFromZero: true, series: series });
+      }
+      if (d.msacc.rows.length) {
+        var card = B.h('figure', { 'class': 'card wide', 'data-kind': 'doctor-msacc' },
+                       [B.h('figcaption', {}, [pre + 'Microstate accounting of the schedulers under the load'])]);
+        var legend = B.h('div', { 'class': 'legend' }, d.msacc.states.map(function (s, i) {
+          return B.h('span', {}, [B.h('i', { style: 'background:' + B.color(i) }), s]);
+        }));
+        card.appendChild(legend);
+        card.appendChild(B.table(['configuration', 'share of the schedulers\' time'], d.msacc.rows.map(function (row) {
+          var bar = B.h('div', { 'class': 'stack' }, row.shares.map(function (v, i) {
+            return B.h('span', { style: 'width:' + (100 * (v || 0)).toFixed(2) + '%;background:' + B.color(i),
+                                 title: d.msacc.states[i] + ' ' + (100 * (v || 0)).toFixed(1) + '%' });
+          }));
+          return [row.label, B.h('td', {}, [bar])];
+        }), 'msacc'));
+        g.appendChild(card);
+      }
+      if (d.remedies.length) {
+        var all = [];
+        d.remedies.forEach(function (m) { ['goodput', 'capacity', 'latency_p99', 'cpu_per_msg'].forEach(function (k) {
+          m[k].forEach(function (v) { if (typeof v === 'number' && v > 0) all.push(v); });
+        }); });
+        var lo = Math.min.apply(null, all.concat([0.5])), hi = Math.max.apply(null, all.concat([2]));
+        var pos = function (v) { return (100 * (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo))).toFixed(2) + '%'; };
+        var cell = function (t) {
+          if (typeof t[0] !== 'number') return '-';
+          var kids = [B.h('span', { 'class': 'one', style: 'left:' + pos(1) })];
+          if (typeof t[1] === 'number') {
+            kids.push(B.h('span', { 'class': 'ci', style: 'left:' + pos(t[1]) + ';width:calc(' + pos(t[2]) + ' - ' + pos(t[1]) + ')' }));
+          }
+          kids.push(B.h('span', { 'class': 'pt', style: 'left:' + pos(t[0]) }));
+          return B.h('td', { 'class': 'ratio' }, [B.h('span', { 'class': 'forest' }, kids), ' ' + t[0].toFixed(2) + 'x' +
+                     (typeof t[1] === 'number' ? ' (' + t[1].toFixed(2) + '..' + t[2].toFixed(2) + ')' : '')]);
+        };
+        var rcard = B.h('figure', { 'class': 'card wide', 'data-kind': 'doctor-remedies' },
+                        [B.h('figcaption', {}, [pre + 'Remedies against the default, best first (ratio, 95% interval, log axis ' +
+                                                B.fmt(lo) + '..' + B.fmt(hi) + ')'])]);
+        var box = B.h('div', { 'class': 'tablebox' });
+        rcard.appendChild(box);
+        box.appendChild(B.table(['#', 'flags', 'n', 'verdict', 'goodput', 'capacity', 'p99 latency', 'CPU per message', 'why'],
+                                  d.remedies.map(function (m, i) {
+                                    var row = [String(i + 1), m.name, m.n, m.verdict, cell(m.goodput), cell(m.capacity),
+                                               cell(m.latency_p99), cell(m.cpu_per_msg), m.why.join(', ')];
+                                    return { cells: row, cls: m.verdict === 'better' ? 'good' : m.verdict === 'worse' ? 'bad' : '' };
+                                  }), 'remedies'));
+        g.appendChild(rcard);
+      }
+    });
+    B.charted();
+  } catch (e) {
+    B.noteError('doctor: ' + (e && e.message ? e.message : e));
+  }
+})();

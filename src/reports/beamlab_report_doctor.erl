@@ -1,0 +1,76 @@
+%%% @doc The model of a doctor document for the report page
+%%% (`priv/report/doctor.js' draws it): the recommendation and the
+%%% findings first, the scaling curve per scheduler count (capacity and
+%%% the load's goodput, every repetition as a point) with the USL fit
+%%% drawn over it, microstate accounting per configuration (each state's
+%%% share, to stack), and the remedies ranked with their ratios and
+%%% intervals. Pure; reads the document's JSON sections.
+-module(beamlab_report_doctor).
+
+-export([model/1]).
+
+-export_type([model/0]).
+
+-type model() :: #{atom() => term()}.
+
+%% @doc The model, `null' for a document of another kind.
+-spec model(beamlab_result:result() | map()) -> model() | null.
+model(#{kind := doctor, extra := X} = R) ->
+    Curve = maps:get(<<"curve">>, X, #{}),
+    Points = [P || #{<<"schedulers">> := N} = P <- maps:get(<<"points">>, Curve, []), is_number(N)],
+    Ns = [maps:get(<<"schedulers">>, P) || P <- Points],
+    #{recommendation => maps:get(<<"recommendation">>, X, null),
+      partial => maps:get(partial, R, false) =:= true,
+      findings => [(maps:with([id, severity, title, evidence, advice], F))
+                   #{confidence => maps:get(<<"confidence">>, maps:get(data, F, #{}), null)}
+                   || F <- maps:get(findings, R, []), is_map(F)],
+      curve => #{schedulers => Ns,
+                 capacity => [num(maps:get(<<"capacity">>, P, null)) || P <- Points],
+                 goodput => [num(maps:get(<<"goodput">>, P, null)) || P <- Points],
+                 points => [[N, num(S)] || P <- Points, N <- [maps:get(<<"schedulers">>, P)],
+                                           S <- maps:get(<<"capacity_samples">>, P, []), is_number(S)],
+                 fit => fit(maps:get(<<"usl">>, Curve, #{}), Ns)},
+      msacc => msacc(X, Points),
+      remedies => [remedy(Rm) || Rm <- maps:get(<<"remedies">>, X, []), is_map(Rm)]};
+model(_) ->
+    null.
+
+%% The fitted law on a fine grid from 1 to the largest count measured.
+fit(#{<<"lambda">> := L, <<"sigma">> := S, <<"kappa">> := K} = F, [_ | _] = Ns)
+  when is_number(L), is_number(S), is_number(K) ->
+    Max = lists:max(Ns),
+    Grid = lists:usort([1 + (Max - 1) * I / 40 || I <- lists:seq(0, 40)]),
+    #{sigma => float(S), kappa => float(K), model => maps:get(<<"model">>, F, null),
+      peak_n => num(maps:get(<<"peak_n">>, F, null)), r2 => num(maps:get(<<"r2">>, F, null)),
+      curve => [[num(N), num(beamlab_stats_usl:predict(#{lambda => L, sigma => S, kappa => K}, N))]
+                || N <- Grid]};
+fit(_, _) ->
+    null.
+
+msacc(X, Points) ->
+    Rows0 = [{<<"default">>, maps:get(<<"msacc">>, maps:get(<<"default">>, X, #{}), #{})}
+             | [{<<"+S ", (integer_to_binary(maps:get(<<"schedulers">>, P)))/binary>>, maps:get(<<"msacc">>, P, #{})}
+                || P <- Points]],
+    Rows = [{L, M} || {L, M} <- Rows0, is_map(M), map_size(M) > 0],
+    %% Sleep last: the stack reads as awake time from the left.
+    States = lists:usort(lists:append([maps:keys(M) || {_, M} <- Rows])) -- [<<"sleep">>],
+    Ordered = States ++ [<<"sleep">> || lists:any(fun({_, M}) -> maps:is_key(<<"sleep">>, M) end, Rows)],
+    #{states => Ordered,
+      rows => [#{label => L, shares => [num(maps:get(S, M, 0.0)) || S <- Ordered]} || {L, M} <- Rows]}.
+
+remedy(R) ->
+    Ratio = fun(K) ->
+                    case maps:get(K, R, #{}) of
+                        #{<<"ratio">> := V, <<"ci">> := [Lo, Hi]} -> [num(V), num(Lo), num(Hi)];
+                        #{<<"ratio">> := V} when is_number(V) -> [num(V), null, null];
+                        _ -> [null, null, null]
+                    end
+            end,
+    #{name => maps:get(<<"name">>, R, <<"?">>), verdict => maps:get(<<"verdict">>, R, null),
+      n => maps:get(<<"n">>, R, null), why => maps:get(<<"why">>, R, []),
+      goodput => Ratio(<<"goodput">>), capacity => Ratio(<<"capacity">>),
+      latency_p99 => Ratio(<<"latency_p99">>), cpu_per_msg => Ratio(<<"cpu_per_msg">>)}.
+
+num(X) when is_float(X) -> float(round(X * 1.0e6) / 1.0e6);
+num(X) when is_integer(X) -> X;
+num(_) -> null.
