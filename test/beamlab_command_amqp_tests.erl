@@ -179,7 +179,9 @@ sample(Long, Dir) ->
         "rate" -> ["100"]; "consumer-rate" -> ["100"]; "requeue" -> ["false"];
         "routing-key-cache-size" -> ["10"]; "size" -> ["1000"];
         "stream-consumer-offset" -> ["first"];
-        "sasl-external" -> Tls ++ ["--tls-cert-file", File, "--tls-key-file", File];
+        %% (real PEM files: they are checked before any connection, #34)
+        "sasl-external" -> {Cert, Key} = ec_cert(Dir),
+                           Tls ++ ["--tls-cert-file", Cert, "--tls-key-file", Key];
         "stream-max-segment-size-bytes" -> ["100mb"]; "server-name-indication" -> ["b"] ++ Tls;
         "servers-startup-timeout" -> ["5"]; "shutdown-timeout" -> ["2"];
         "servers-up-limit" -> ["1"]; "type" -> ["fanout"]; "body-content-type" -> ["text/plain"];
@@ -321,3 +323,16 @@ audit_table_test() ->
          Prefix = iolist_to_binary([Opt, Status]),
          ?assertMatch({Long, [_]}, {Long, [R || R <- Rows, binary:longest_common_prefix([R, Prefix]) =:= byte_size(Prefix)]})
      end || {Short, Long, Audit} <- beamlab_command_amqp:perftest_options()].
+
+%% A client certificate and its key (EC: made in milliseconds, where RSA
+%% keys take seconds on a loaded machine), as PEM files in Dir.
+ec_cert(Dir) ->
+    Ec = [{key, {namedCurve, secp256r1}}],
+    #{client_config := C} = public_key:pkix_test_data(#{server_chain => #{root => Ec, intermediates => [], peer => Ec},
+                                                         client_chain => #{root => Ec, intermediates => [], peer => Ec}}),
+    Cert = filename:join(Dir, "ec.pem"),
+    Key = filename:join(Dir, "ec.key"),
+    ok = file:write_file(Cert, public_key:pem_encode([{'Certificate', proplists:get_value(cert, C), not_encrypted}])),
+    {KT, KD} = proplists:get_value(key, C),
+    ok = file:write_file(Key, public_key:pem_encode([{KT, KD, not_encrypted}])),
+    {Cert, Key}.

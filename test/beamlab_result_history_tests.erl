@@ -77,6 +77,21 @@ per_second_test() ->
                                         Run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 200, 2000)], #{}),
     ?assert(abs(M1 / 10000 - 1) < 0.02 andalso abs(M2 / 10000 - 1) < 0.02).
 
+%% #34: a summary keeps all the history reads: the same history from
+%% summaries as from whole documents (the fixtures carry a noisy finding,
+%% which the history reads), and the summary holds no telemetry, extra or
+%% environment but the git commit.
+summary_keeps_history_test() ->
+    Runs = [{<<"a">>, beamlab_results_fixtures:result(<<"bench">>, #{factor => 1.0})},
+            {<<"b">>, beamlab_results_fixtures:result(<<"bench">>, #{factor => 1.3})},
+            {<<"c">>, beamlab_results_fixtures:result(<<"bench">>, #{factor => 0.8})}],
+    Summaries = [{L, beamlab_result_history:summary(R)} || {L, R} <- Runs],
+    ?assertEqual(beamlab_result_history:history(Runs, #{order => time}),
+                 beamlab_result_history:history(Summaries, #{order => time})),
+    [?assertMatch(#{telemetry := T, extra := E} when map_size(T) =:= 0 andalso map_size(E) =:= 0, S)
+     || {_, S} <- Summaries],
+    [?assertEqual([], maps:keys(maps:without([<<"git">>], maps:get(env, S)))) || {_, S} <- Summaries].
+
 %% Single runs (samples within one run each): the verdict rests on the
 %% spread of the earlier runs' means, never on the samples within them.
 history_spread_test() ->

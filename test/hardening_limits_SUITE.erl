@@ -8,20 +8,23 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
--export([compare_crafted_numbers/1, crafted_numbers_property/1]).
+-export([compare_crafted_numbers/1, crafted_numbers_property/1, crafted_uris_property/1,
+         crafted_paths_property/1]).
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
--export([check_runner_raises_readable/1, uri_query_secrets_masked/1]).
+-export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
+-export([report_long_history_bounded/1, home_unset_one_line/1, check_base_build_plain/1]).
 
 all() ->
     [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
 
 groups() ->
     [{numbers, [], [compare_crafted_numbers, crafted_numbers_property]},
-     {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded]},
+     {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded, report_long_history_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
-     {readable, [], [check_runner_raises_readable]},
-     {secrets, [], [uri_query_secrets_masked]}].
+     {readable, [], [check_runner_raises_readable, check_base_build_plain, tls_files_checked,
+                     home_unset_one_line]},
+     {secrets, [], [uri_query_secrets_masked, crafted_uris_property, crafted_paths_property]}].
 
 init_per_suite(Config) ->
     Dir = beamlab_test_util:tmp_dir("limits"),
@@ -243,4 +246,164 @@ uri_query_secrets_masked(_Config) ->
     {ok, Saved} = file:read_file(filename:join(Dir, "r.json")),
     ?assertNot(has(Saved, "SECRETPW")),
     ?assert(has(Saved, "token=****")),
+    ok.
+
+%% TLS files (problem 11), checked before any connection (the URI points
+%% at a closed port: a run that got past the check would fail to connect
+%% instead): a garbage, empty or bad-base64 CA file was accepted and the
+%% broker blamed; an encrypted key printed a raw term with an asn1 stack;
+%% a certificate given as the key `bad TLS options'; a key that does not
+%% match its certificate `socket error: unknown POSIX error'. Variants: a
+%% key given as the CA file, the certificate and key swapped, a
+%% directory.
+tls_files_checked(_Config) ->
+    Dir = tmp(),
+    ok = beamlab_test_tls:make(Dir),
+    F = fun(Name) -> filename:join(Dir, Name) end,
+    ok = file:write_file(F("garbage.pem"), <<"hello, not a certificate\n">>),
+    ok = file:write_file(F("empty.pem"), <<>>),
+    ok = file:write_file(F("badb64.pem"), <<"-----BEGIN CERTIFICATE-----\n!!not base64**\n-----END CERTIFICATE-----\n">>),
+    {ok, KeyPem} = file:read_file(F("client.key")),
+    [{KeyType, KeyDer, not_encrypted}] = public_key:pem_decode(KeyPem),
+    Key = public_key:der_decode(KeyType, KeyDer),
+    Enc = public_key:pem_entry_encode(KeyType, Key, {{"DES-EDE3-CBC", crypto:strong_rand_bytes(8)}, "passphrase"}),
+    ok = file:write_file(F("encrypted.key"), public_key:pem_encode([Enc])),
+    Uri = "amqps://127.0.0.1:1/%2F",
+    Ca = ["--tls-ca-file", F("server-ca.pem")],
+    Cases = [{["--tls-ca-file", F("garbage.pem")], "garbage.pem: no PEM certificate in it"},
+             {["--tls-ca-file", F("empty.pem")], "empty.pem: no PEM certificate in it"},
+             {["--tls-ca-file", F("badb64.pem")], "badb64.pem: a PEM block in it cannot be decoded"},
+             {["--tls-ca-file", F("client.key")], "client.key: holds no certificate"},
+             {["--tls-ca-file", Dir], "not a regular file"},
+             {Ca ++ ["--tls-cert-file", F("client.pem"), "--tls-key-file", F("encrypted.key")],
+              "encrypted.key: the private key is encrypted"},
+             {Ca ++ ["--tls-cert-file", F("client.pem"), "--tls-key-file", F("client.pem")],
+              "--tls-key-file " ++ F("client.pem") ++ ": holds a certificate, not a private key"},
+             {Ca ++ ["--tls-cert-file", F("client.key"), "--tls-key-file", F("client.pem")],
+              "--tls-cert-file " ++ F("client.key") ++ ": holds no certificate"},
+             {Ca ++ ["--tls-cert-file", F("client.pem"), "--tls-key-file", F("server.key")],
+              "server.key: does not match the certificate in " ++ F("client.pem")}],
+    [begin
+         R = #{code := Code, err := Err} = cli(["amqp", "-h", Uri, "-z", "1" | Args], #{dir => Dir}),
+         ?assertEqual({2, Args}, {Code, Args}),
+         one_line(R),
+         ?assert(has(Err, Expected)),
+         [?assertNot(has(Err, Bad)) || Bad <- ["SSL WARNING", "asn1", "{keyfile", "POSIX", "trusted CA"]]
+     end || {Args, Expected} <- Cases],
+    %% The good files pass the check (and the run then fails to connect).
+    #{code := 1, err := Good} = cli(["amqp", "-h", Uri, "-z", "1" | Ca ++ ["--tls-cert-file", F("client.pem"),
+                                                                          "--tls-key-file", F("client.key")]],
+                                    #{dir => Dir}),
+    ?assertNot(has(Good, "--tls-")),
+    ok.
+
+%%--------------------------------------------------------------------
+%% A report over a long history (problem 8): the trend covers every run,
+%% read from a summary of each; only the newest runs are held whole and
+%% shown in detail (bench/report_history.escript measures the time and
+%% memory). Here: 45 runs, the page's trend has all 45 in order, its
+%% detail the newest 30 (beamlab_report_html:detail_runs/0); a history of
+%% 3 keeps all of them in detail.
+report_long_history_bounded(Config) ->
+    Dir = tmp(),
+    Hist = filename:join(Dir, "hist"),
+    ok = filelib:ensure_path(Hist),
+    {ok, Bin} = file:read_file(?config(run, Config)),
+    {ok, J} = beamlab_json:decode(Bin),
+    Names = [begin
+                 Name = lists:flatten(io_lib:format("r~3..0b", [I])),
+                 Started = iolist_to_binary(io_lib:format("2026-11-01T10:~2..0b:00Z", [I])),
+                 ok = file:write_file(filename:join(Hist, Name ++ ".json"),
+                                      beamlab_json:encode(J#{<<"started_at">> => Started})),
+                 list_to_binary(Name)
+             end || I <- lists:seq(0, 44)],
+    #{code := 0, out := Out} = cli(["report", Hist, "-o", "h.html"], #{dir => Dir}),
+    ?assert(has(Out, "(45 run(s)")),
+    Data = page_data(filename:join(Dir, "h.html")),
+    #{<<"history">> := #{<<"runs">> := HRuns}, <<"runs">> := Detail} = Data,
+    ?assertEqual(Names, [L || #{<<"label">> := L} <- HRuns]),
+    ?assertEqual(lists:nthtail(15, Names), [L || #{<<"label">> := L} <- Detail]),
+    Few = filename:join(Dir, "few"),
+    ok = filelib:ensure_path(Few),
+    [{ok, _} = file:copy(filename:join(Hist, binary_to_list(N) ++ ".json"),
+                         filename:join(Few, binary_to_list(N) ++ ".json")) || N <- lists:sublist(Names, 3)],
+    #{code := 0} = cli(["report", Few, "-o", "f.html"], #{dir => Dir}),
+    #{<<"runs">> := All} = page_data(filename:join(Dir, "f.html")),
+    ?assertEqual(lists:sublist(Names, 3), [L || #{<<"label">> := L} <- All]),
+    ok.
+
+page_data(Html) ->
+    {ok, Page} = file:read_file(Html),
+    [_, Rest] = binary:split(Page, <<"<script type=\"application/json\" id=\"beamlab-data\">">>),
+    [Json | _] = binary:split(Rest, <<"</script>">>),
+    {ok, Data} = beamlab_json:decode(Json),
+    Data.
+
+%%--------------------------------------------------------------------
+%% A careless environment (problem 13, the part the VM can check): HOME
+%% unset with `watch' and no --cookie printed a supervisor report and a
+%% crash report from OTP's auth server. Now one line, exit 1, before
+%% distribution starts. Variants: with --cookie (the cookie file is read
+%% first all the same), HOME set but empty, `node'.
+home_unset_one_line(_Config) ->
+    [begin
+         R = #{code := Code, err := Err} = cli(Args, #{dir => tmp(), env => [{"HOME", Home}]}),
+         ?assertEqual({1, Args}, {Code, Args}),
+         one_line(R),
+         ?assert(has(Err, "HOME is not set")),
+         [?assertNot(has(Err, Bad)) || Bad <- ["Supervisor", "crasher", "badmatch", "basedir"]]
+     end || {Args, Home} <- [{["watch", "--node", "nosuch@127.0.0.1"], false},
+                             {["watch", "--node", "nosuch@127.0.0.1", "--cookie", "c00kie"], false},
+                             {["watch", "--node", "nosuch@127.0.0.1"], ""},
+                             {["node", "--name", "limits_home@127.0.0.1"], false}]],
+    ok.
+
+%% The URIs class of the crafted-input properties: secrets in user-info
+%% and in secret-named query parameters never reach an error line or a
+%% recorded command line.
+crafted_uris_property(_Config) ->
+    ?assert(proper:quickcheck(prop_beamlab_crafted:prop_uri_secrets(), [{numtests, 300}, {to_file, user}])).
+
+%% The paths class: crafted output paths for report and compare answer in
+%% one line and never change the input.
+crafted_paths_property(Config) ->
+    Dir = tmp(),
+    Input = filename:join(Dir, "r.json"),
+    {ok, _} = file:copy(?config(run, Config), Input),
+    ?assert(proper:quickcheck(prop_beamlab_crafted:prop_output_paths(Dir, Input), [{numtests, 100}, {to_file, user}])).
+
+%% A base that fails to build put rebar3's colour codes inside the error
+%% line. Now the line quotes rebar3's last line as plain text. (The base
+%% is the commit; the working tree fixes it.)
+check_base_build_plain(_Config) ->
+    Dir = tmp(),
+    W = fun(Path, Text) -> ok = filelib:ensure_dir(filename:join(Dir, Path)),
+                           ok = file:write_file(filename:join(Dir, Path), Text) end,
+    %% A broken rebar.config: rebar3's last line is then its coloured
+    %% "===> Error reading file rebar.config: ..." one.
+    W("rebar.config", "{erl_opts, [}.\n"),
+    W("src/lim.app.src", "{application, lim, [{vsn, \"1\"}, {applications, [kernel, stdlib]}]}.\n"),
+    W("src/lim.erl", "-module(lim).\n-export([f/0]).\nf() -> ok.\n"),
+    W("bench/lim_bench.erl", "-module(lim_bench).\n-export([benchmarks/0]).\n"
+                             "benchmarks() -> [#{name => \"f\", runner => fun() -> lim:f() end}].\n"),
+    Git = fun(Args) -> {0, _} = beamlab_test_util:port_output(
+                                  open_port({spawn_executable, os:find_executable("git")},
+                                            [{args, ["-C", Dir | Args]}, exit_status, stderr_to_stdout, binary,
+                                             {env, [{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"},
+                                                    {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}]}]),
+                                  30000) end,
+    _ = Git(["init", "-q"]),
+    _ = Git(["add", "."]),
+    _ = Git(["commit", "-q", "-m", "broken"]),
+    W("rebar.config", "{erl_opts, []}.\n"),
+    %% Colours as on a terminal: rebar3 colours unless told not to.
+    R = #{code := Code, err := Err} = cli(["check", "--against", "HEAD", "--rounds", "4", "--alpha", "0.2"],
+                                          #{dir => Dir, env => [{"TERM", "xterm-256color"}, {"NO_COLOR", false},
+                                                                {"REBAR_COLOR", "high"}]}),
+    ct:log("~ts", [Err]),
+    ?assertEqual(1, Code),
+    ?assert(has(Err, "rebar3 exited with status 1: ")),
+    ?assert(has(Err, "Error reading file rebar.config")),
+    ?assertEqual(nomatch, binary:match(Err, <<"\e">>)),
+    _ = R,
     ok.

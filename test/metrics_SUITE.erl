@@ -10,6 +10,7 @@
 -export([all/0]).
 -export([formats/1, http_details/1, collector_failures/1, stops_with_owner/1, listen_error/1,
          promtool_accepts/1, prometheus_scrapes_watch/1, metrics_options/1, run_and_suite/1]).
+-export([idle_clients_cannot_lock_out/1, slowloris_cut/1, metrics_bind_warns/1]).
 
 -define(M, beamlab_runtime_metrics).
 -define(OM_ACCEPT, "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
@@ -17,7 +18,8 @@
 
 all() ->
     [formats, http_details, collector_failures, stops_with_owner, listen_error, promtool_accepts,
-     prometheus_scrapes_watch, metrics_options, run_and_suite].
+     prometheus_scrapes_watch, metrics_options, run_and_suite, idle_clients_cannot_lock_out,
+     slowloris_cut, metrics_bind_warns].
 
 families() ->
     [#{name => <<"beamlab_test_events">>, type => counter, help => <<"Events seen">>,
@@ -289,6 +291,79 @@ metrics_options(_Config) ->
     after
         gen_tcp:close(Busy)
     end.
+
+%%--------------------------------------------------------------------
+%% Idle clients (#34)
+
+%% A few idle local clients used to hold all 16 slots for 10 s each and
+%% lock Prometheus out with 503s. Now a scrape is served whatever the idle
+%% clients do, and under pressure the connections that have been waiting
+%% for over a second are closed. Variant: idle kept-alive connections
+%% (after a request) are evicted the same way.
+idle_clients_cannot_lock_out(_Config) ->
+    {S, Port} = start(),
+    try
+        Idle = [begin
+                    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+                    C
+                end || _ <- lists:seq(1, 40)],
+        {ok, Kept} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+        {200, _, _} = request(Kept, "GET", "/metrics", []),
+        %% Served at once, not refused, while all of them wait.
+        {200, _, _} = get(Port, "/metrics", []),
+        Opened = erlang:monotonic_time(millisecond),
+        %% Eviction takes connections that waited over a second when a
+        %% newcomer arrives: let that second pass, then one more scrape.
+        beamlab_test_util:wait_until(fun() -> erlang:monotonic_time(millisecond) - Opened > 1100 end, 5000),
+        {200, _, _} = get(Port, "/metrics", []),
+        [?assertEqual({error, closed}, gen_tcp:recv(C, 0, 5000)) || C <- [Kept | Idle]],
+        {200, _, _} = get(Port, "/metrics", [])
+    after
+        ?M:stop(S)
+    end.
+
+%% A slowloris (a request whose head trickles in, one header line every
+%% 1.5 s) is cut when its request does not complete within 10 s: each
+%% line used to get 10 s of its own, so such a client held its slot for
+%% 100 lines. Variant: a client that sends nothing at all.
+slowloris_cut(_Config) ->
+    {S, Port} = start(),
+    try
+        {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+        ok = gen_tcp:send(C, <<"GET /metrics HTTP/1.1\r\n">>),
+        Lines = trickle(C, 0),
+        ct:log("cut after ~b header lines", [Lines]),
+        ?assert(Lines < 20),
+        {ok, Mute} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+        ?assertEqual({error, closed}, gen_tcp:recv(Mute, 0, 30000)),
+        {200, _, _} = get(Port, "/metrics", [])
+    after
+        ?M:stop(S)
+    end.
+
+trickle(C, N) when N < 100 ->
+    case gen_tcp:recv(C, 0, 1500) of
+        {error, timeout} ->
+            case gen_tcp:send(C, [<<"x-slow-">>, integer_to_list(N), <<": 1\r\n">>]) of
+                ok -> trickle(C, N + 1);
+                {error, _} -> N
+            end;
+        {error, closed} -> N;
+        {ok, Data} -> error({answered, Data})
+    end;
+trickle(_C, N) ->
+    N.
+
+%% --metrics-bind to an address other hosts reach says so on stderr.
+%% (A short run; nothing connects to the endpoint.) Variant: a loopback
+%% address other than 127.0.0.1 says nothing.
+metrics_bind_warns(_Config) ->
+    Run = fun(Bind) -> beamlab_test_util:cli(["ok.", "-d", "20", "-s", "1", "--metrics-port", "0",
+                                              "--metrics-bind", Bind]) end,
+    #{code := 0, err := Err} = Run("0.0.0.0"),
+    ?assertNotEqual(nomatch, binary:match(Err, <<"--metrics-bind 0.0.0.0: the metrics are reachable from other hosts">>)),
+    #{code := 0, err := Err2} = Run("127.0.0.2"),
+    ?assertEqual(nomatch, binary:match(Err2, <<"reachable from other hosts">>)).
 
 %%--------------------------------------------------------------------
 %% A small HTTP/1.1 client

@@ -8,7 +8,7 @@
 -module(prop_beamlab_crafted).
 -include_lib("proper/include/proper.hrl").
 
--export([prop_result_numbers/2, numbers_doc/1]).
+-export([prop_result_numbers/2, numbers_doc/1, prop_uri_secrets/0, prop_output_paths/2]).
 -export([prop_json/0, prop_result_files/2, prop_term_files/1, prop_env_root/1, prop_options/0,
          prop_dispatch_options/0, prop_experiments/1]).
 -export([commands/0]).
@@ -189,6 +189,75 @@ prop_result_numbers(Dir, Bases) ->
                 lists:all(fun(Argv) -> dispatched(Argv) end,
                           [["compare", FA, FB], ["compare", FB, FA, "--format", "json"],
                            ["report", FB, FA, "-o", Out]])
+            end).
+
+%% URIs class (issue 34): a URI holding secrets in its user-info and in
+%% query parameters named as secrets (any case, percent-encoded names,
+%% `;' or `&' separators, known parameters around them) is checked as
+%% `amqp -h' checks it; whatever the answer (an experiment, or a one-line
+%% error quoting the URI), neither secret appears in it, nor in the
+%% command line a document records.
+secret() ->
+    ?LET(Cs, vector(10, elements(lists:seq($a, $z) ++ lists:seq($A, $Z) ++ lists:seq($0, $9))),
+         "Zq" ++ Cs).
+
+secret_key() ->
+    ?LET({K, Upper, Enc}, {elements(["password", "passwd", "pwd", "token", "access_token", "api_key",
+                                     "apikey", "secret", "client_secret", "cookie", "credential"]),
+                           boolean(), boolean()},
+         begin
+             K1 = case Upper of true -> string:uppercase(K); false -> K end,
+             case Enc of
+                 true -> "%" ++ integer_to_list(hd(K1), 16) ++ tl(K1);
+                 false -> K1
+             end
+         end).
+
+uri() ->
+    ?LET({Scheme, User, Pass, Key, Val, Before, After, Sep},
+         {elements(["amqp", "amqps", "AMQP"]), elements(["guest", "u", ""]), secret(), secret_key(), secret(),
+          elements([[], ["heartbeat=5"], ["frame_max=8192", "channel_max=10"]]),
+          elements([[], ["heartbeat=x"], ["nosuch=1"]]), elements(["&", ";"])},
+         {Scheme ++ "://" ++ User ++ ":" ++ Pass ++ "@127.0.0.1:1/%2F?"
+          ++ lists:append(lists:join(Sep, Before ++ [Key ++ "=" ++ Val] ++ After)), [Pass, Val]}).
+
+prop_uri_secrets() ->
+    ?FORALL({Uri, Secrets}, uri(),
+            begin
+                Argv = ["-h", Uri, "-z", "1"],
+                Said = case bounded(fun() -> experiment(beamlab_command_amqp, "amqp", Argv) end, ?HANG_MS) of
+                           {ok, ok} -> <<>>;
+                           {ok, {error, Msg}} -> unicode:characters_to_binary(Msg);
+                           Other -> report(Argv, Other), <<"crashed">>
+                       end,
+                Recorded = iolist_to_binary(beamlab_result_redact:argv(["amqp" | Argv])),
+                Clean = fun(B) -> lists:all(fun(S) -> binary:match(B, list_to_binary(S)) =:= nomatch end, Secrets) end,
+                (Said =/= <<"crashed">> andalso no_internal(Said) andalso Clean(Said) andalso Clean(Recorded))
+                    orelse report(Uri, {Said, Recorded})
+            end).
+
+%% Paths class (issue 34): an output path made of crafted parts (`..',
+%% empty parts, a name that is not UTF-8, a very long name, a directory,
+%% a missing directory, a name like an option) for `report -o' and as a
+%% `compare' input: one answer (exit 0, 1 or 2, one line), never an
+%% internal error, and the input file is never changed. (The input named
+%% as the output itself is the output-identity policy's case, in
+%% hardening_SUITE.) Paths start 8 directories below `Dir' and have at
+%% most 6 parts: a `..' never leads out of the test's directory.
+path_part() ->
+    elements(["a", "..", ".", "", "sub", "in.json", "\x{ff}name", lists:duplicate(300, $p), "-x",
+              "beamlab-results", "out.html", " "]).
+
+prop_output_paths(Dir, Input) ->
+    {ok, Before} = file:read_file(Input),
+    Base = filename:join([Dir, "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"]),
+    ok = filelib:ensure_path(Base),
+    ?FORALL(Parts, ?LET(N, range(1, 6), vector(N, path_part())),
+            begin
+                Out = filename:join([Base | Parts]),
+                Ok = dispatched(["report", Input, "-o", Out]) andalso dispatched(["compare", Input, Out]),
+                {ok, After} = file:read_file(Input),
+                (Ok andalso After =:= Before) orelse report(Out, changed)
             end).
 
 dispatched(Argv) ->

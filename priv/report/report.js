@@ -615,6 +615,9 @@
 
   function overview() {
     var g = section('runs', 'Runs');
+    if (data.history && data.history.runs.length > data.runs.length)
+      g.appendChild(h('p', { 'class': 'note' }, ['The newest ' + data.runs.length + ' of ' + data.history.runs.length +
+                                                 ' runs in detail; the trend covers all of them.']));
     g.appendChild(table(['', 'run', 'kind', 'started', 'commit', 'benchmarks', 'command'], data.runs.map(function (r, i) {
       return [h('td', {}, [h('i', { 'class': 'swatch', style: 'background:' + color(i) })]),
               h('td', {}, [r.label, r.partial ? h('span', { 'class': 'badge warning' }, ['partial']) : null]),

@@ -75,7 +75,7 @@
                 | {channel_max, non_neg_integer()}
                 | {encode, beamlab_amqp_method:encode_error()}
                 | {protocol, binary()}
-                | {socket, inet:posix()}
+                | {socket, inet:posix() | term()}
                 %% A connection lost for a local reason (socket_closed,
                 %% heartbeat_timeout, ...) and its explanation.
                 | {atom(), binary()}
@@ -536,8 +536,15 @@ format_error({protocol, R}) when is_binary(R) ->
     io_lib:format("AMQP protocol error: ~ts", [R]);
 format_error({protocol, R}) ->
     io_lib:format("AMQP protocol error: ~0tp", [R]);
-format_error({socket, Posix}) ->
+format_error({socket, {tls_alert, {Alert, _}}}) ->
+    %% After the handshake (TLS 1.3): the broker refused what this client
+    %% showed (#34: was "unknown POSIX error").
+    io_lib:format("the broker refused this client's TLS certificate (~ts): is it signed by a CA "
+                  "the broker trusts (its ssl_options cacertfile)?", [Alert]);
+format_error({socket, Posix}) when is_atom(Posix) ->
     io_lib:format("socket error: ~s", [inet:format_error(Posix)]);
+format_error({socket, R}) ->
+    io_lib:format("socket error: ~ts", [ssl:format_error(R)]);
 format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
     %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...).
     [Text];

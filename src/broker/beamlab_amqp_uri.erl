@@ -179,7 +179,14 @@ format_error({bad_query_value, Uri, K, V}) ->
                    "auth_mechanism" -> "plain or external";
                    _ -> "an integer"
                end,
-    io_lib:format("~ts: bad value \"~ts\" for ~ts (expected ~ts)", [redact(Uri), V, K, Expected]);
+    %% A value holding '=', ';' or '&' may hold another parameter (and
+    %% its secret, decoded): it is not echoed (#34).
+    case lists:any(fun(C) -> lists:member(C, "=;&") end, V) of
+        true -> io_lib:format("~ts: bad value for ~ts (expected ~ts; parameters are separated by '&')",
+                              [redact(Uri), K, Expected]);
+        false -> io_lib:format("~ts: bad value \"~ts\" for ~ts (expected ~ts)",
+                               [redact(Uri), beamlab_result_redact:text(V), K, Expected])
+    end;
 format_error({unknown_query_param, Uri, K}) ->
     io_lib:format("~ts: unknown parameter \"~ts\" (known: ~ts)", [redact(Uri), K, ?KNOWN]);
 format_error({bad_percent_encoding, Uri, password}) ->

@@ -36,5 +36,15 @@ add(Parsed, Exp) ->
         Port when Port > 65535 ->
             beamlab_cli_error:usage("--metrics-port: ~b is not a port (0 to 65535)", [Port]);
         Port ->
+            loopback(Bind) orelse
+                io:format(standard_error, "beamlab: --metrics-bind ~ts: the metrics are reachable from "
+                          "other hosts (anyone who can reach this address can read them)~n",
+                          [inet:ntoa(Bind)]),
             Exp#{metrics => #{port => Port, bind => Bind}}
     end.
+
+%% 127.0.0.0/8 and ::1 (and ::ffff:127.x) stay on this machine.
+loopback({127, _, _, _}) -> true;
+loopback({0, 0, 0, 0, 0, 0, 0, 1}) -> true;
+loopback({0, 0, 0, 0, 0, 16#ffff, A, _}) -> A bsr 8 =:= 127;
+loopback(_) -> false.

@@ -16,7 +16,8 @@
 %%% environment as its differences.
 -module(beamlab_report_html).
 
--export([render/1, render/2, write/2, write/3, model/1, model/2, embed_json/1, format_error/1]).
+-export([render/1, render/2, write/2, write/3, model/1, model/2, embed_json/1, detail_runs/0,
+         format_error/1]).
 
 -type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
 -type error_reason() :: no_runs | {write, file:filename_all(), file:posix() | badarg | terminated}
@@ -29,6 +30,9 @@
 -export_type([run/0, opts/0, model/0, error_reason/0]).
 
 %% Keys naming the time axis of a series map, in order of preference.
+%% A history of more runs than this is drawn from summaries of them all,
+%% and only its newest runs are shown in detail (beamlab report).
+-define(DETAIL_RUNS, 30).
 -define(TIME_KEYS, [<<"t">>, <<"time">>, <<"timestamps">>, <<"ts">>, <<"elapsed">>,
                     <<"elapsed_s">>, <<"t_ms">>, <<"time_ms">>]).
 
@@ -110,7 +114,9 @@ model(Runs0, Opts) ->
                           undefined -> {Redacted, null};
                           H -> {in_order(Redacted, H), history_model(H)}
                       end,
-    Cmp = case length(Runs) > 1 of
+    %% A history shows its trend, not a comparison against its first run:
+    %% that is only computed for a short one (its env table's order).
+    Cmp = case length(Runs) > 1 andalso (History =:= null orelse length(Runs) =< ?DETAIL_RUNS) of
               true -> beamlab_compare:compare(Runs);
               false -> none
           end,
@@ -125,6 +131,11 @@ model(Runs0, Opts) ->
       profiles => Profiles,
       diffs => beamlab_report_flame:diffs(Profiles)}.
 
+%% @doc How many runs of a long history the page shows in detail (the
+%% newest); its trend covers every run.
+-spec detail_runs() -> pos_integer().
+detail_runs() -> ?DETAIL_RUNS.
+
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
 format_error(no_runs) ->
@@ -136,9 +147,11 @@ format_error({asset, _, _} = Reason) ->
 
 %% Internals: the model
 
+%% The runs given, in the history's order (a long history is drawn from
+%% summaries, and only its newest runs are given whole: beamlab report).
 in_order(Runs, #{runs := Order}) ->
     ByLabel = maps:from_list(Runs),
-    [{L, maps:get(L, ByLabel)} || #{label := L} <- Order].
+    [{L, maps:get(L, ByLabel)} || #{label := L} <- Order, is_map_key(L, ByLabel)].
 
 history_model(#{order := Order, confidence := Conf, trends := Trends, runs := Infos}) ->
     #{order => Order, confidence => Conf,

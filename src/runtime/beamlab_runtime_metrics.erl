@@ -11,9 +11,17 @@
 %%% is copied per event). Collectors run in parallel in the connection's
 %%% own processes, each bounded by a timeout: a collector that fails or is
 %%% late is left out of that scrape, and `beamlab_metrics_collector_up'
-%%% says which. The server listens on loopback unless told otherwise,
-%%% serves at most 16 connections at once (keep-alive, idle ones closed
-%%% after 2 minutes), and stops with the process that started it.
+%%% says which. The server listens on loopback unless told otherwise and
+%%% stops with the process that started it.
+%%%
+%%% Idle clients cannot lock a scraper out (#34): a request's head must be
+%%% complete within 10 s of its first wait (a slowloris that trickles one
+%%% header line at a time is cut when its request stops advancing towards
+%%% that deadline), a kept-alive connection may wait 2 minutes for its next
+%%% request, and when more than 16 connections are open every new one
+%%% makes the connections that have been waiting (idle, or with a request
+%%% that has not completed) for over a second close, so the newcomer, a
+%%% scrape, is served. Only at 1024 connections is one refused (503).
 -module(beamlab_runtime_metrics).
 -behaviour(gen_server).
 
@@ -29,7 +37,9 @@
 -type error_reason() :: {listen, inet:ip_address(), inet:port_number(), inet:posix() | term()}.
 -export_type([labels/0, histogram/0, family/0, collector/0, server/0, opts/0, error_reason/0]).
 
--define(MAX_CONNECTIONS, 16).
+-define(SOFT_CONNECTIONS, 16).      % above this, waiting connections are evicted
+-define(MAX_CONNECTIONS, 1024).    % above this, a newcomer is refused
+-define(EVICT_AFTER, 1000).        % ms a connection waited before it may be evicted
 -define(REQUEST_TIMEOUT, 10000).   % ms to send a request's head
 -define(IDLE_TIMEOUT, 120000).     % ms a kept-alive connection may wait
 -define(COLLECT_TIMEOUT, 5000).    % ms for all collectors of one scrape
@@ -101,7 +111,10 @@ init({Owner, #{port := Port} = Opts}) ->
         {ok, L} ->
             process_flag(trap_exit, true),
             Self = self(),
-            Acceptor = spawn_link(fun() -> accept(Self, L, counters:new(1, [atomics])) end),
+            Acceptor = spawn_link(fun() ->
+                                          Conns = ets:new(beamlab_metrics_conns, [public, set]),
+                                          accept(Self, L, {counters:new(1, [atomics]), Conns})
+                                  end),
             {ok, #st{listen = L, acceptor = Acceptor, owner = erlang:monitor(process, Owner)}};
         {error, Reason} ->
             {stop, {listen, Bind, Port, Reason}}
@@ -148,33 +161,43 @@ terminate(_, #st{listen = L, acceptor = A}) ->
 %% Connection handlers are linked to the acceptor, which is linked to the
 %% server: stopping the server closes them all. A handler never crashes
 %% (it catches everything), so it cannot take the acceptor down.
-accept(Server, L, Count) ->
+accept(Server, L, {Count, Conns} = Reg) ->
     case gen_tcp:accept(L) of
         {ok, S} ->
-            case counters:get(Count, 1) >= ?MAX_CONNECTIONS of
+            Open = counters:get(Count, 1),
+            %% Pressure: whoever has been waiting for over a second goes,
+            %% so a scrape that arrives now is served.
+            Open >= ?SOFT_CONNECTIONS andalso
+                begin
+                    Before = erlang:monotonic_time(millisecond) - ?EVICT_AFTER,
+                    ets:foldl(fun({Pid}, _) -> Pid ! {evict, Before}, ok end, ok, Conns)
+                end,
+            case Open >= ?MAX_CONNECTIONS of
                 true ->
                     _ = gen_tcp:send(S, response(503, <<"text/plain">>, <<"too many connections\n">>, false, [])),
                     ok = gen_tcp:close(S);
                 false ->
                     counters:add(Count, 1, 1),
-                    Pid = spawn_link(fun() -> connection(Server, S, Count) end),
+                    Pid = spawn_link(fun() -> connection(Server, S, Reg) end),
                     case gen_tcp:controlling_process(S, Pid) of
                         ok -> Pid ! go;
                         {error, _} -> exit(Pid, kill), counters:sub(Count, 1, 1)
                     end
             end,
-            accept(Server, L, Count);
+            accept(Server, L, Reg);
         {error, closed} -> ok;
-        {error, _} -> accept(Server, L, Count)
+        {error, _} -> accept(Server, L, Reg)
     end.
 
-connection(Server, S, Count) ->
+connection(Server, S, {Count, Conns}) ->
     try
         receive go -> ok end,
+        true = ets:insert(Conns, {self()}),
         serve(Server, S, ?REQUEST_TIMEOUT)
     catch _:_ -> ok
     after
         _ = gen_tcp:close(S),
+        _ = ets:delete(Conns, self()),
         counters:sub(Count, 1, 1)
     end.
 
@@ -199,10 +222,14 @@ serve(Server, S, Timeout) ->
             ok
     end.
 
+%% The request line within `Timeout' (idle) and then the whole head within
+%% ?REQUEST_TIMEOUT of it: a deadline for the request, not for each line.
 request(S, Timeout) ->
-    case gen_tcp:recv(S, 0, Timeout) of
+    Since = erlang:monotonic_time(millisecond),
+    case recv(S, Since + Timeout, Since) of
         {ok, {http_request, Method, Uri, Version}} ->
-            case headers(S, [], 0) of
+            Now = erlang:monotonic_time(millisecond),
+            case headers(S, [], 0, {Now + ?REQUEST_TIMEOUT, Now}) of
                 {ok, Headers} -> {ok, Method, path(Uri), Version, Headers};
                 Other -> Other
             end;
@@ -211,16 +238,33 @@ request(S, Timeout) ->
         {error, _} -> closed
     end.
 
-headers(_, _, N) when N > ?MAX_HEADERS ->
+headers(_, _, N, _) when N > ?MAX_HEADERS ->
     {bad, <<"too many headers">>};
-headers(S, Acc, N) ->
-    case gen_tcp:recv(S, 0, ?REQUEST_TIMEOUT) of
+headers(S, Acc, N, {Deadline, Since} = D) ->
+    case recv(S, Deadline, Since) of
         {ok, {http_header, _, Name, _, Value}} ->
-            headers(S, [{header_name(Name), Value} | Acc], N + 1);
+            headers(S, [{header_name(Name), Value} | Acc], N + 1, D);
         {ok, http_eoh} -> {ok, Acc};
         {ok, {http_error, _}} -> {bad, <<"bad header">>};
         {ok, _} -> {bad, <<"bad request">>};
         {error, _} -> closed
+    end.
+
+%% One packet by its deadline; an eviction (the acceptor under pressure)
+%% that names a time after this wait started closes the connection.
+recv(S, Deadline, Since) ->
+    ok = inet:setopts(S, [{active, once}]),
+    wait_packet(S, Deadline, Since).
+
+wait_packet(S, Deadline, Since) ->
+    receive
+        {http, S, Packet} -> {ok, Packet};
+        {tcp_closed, S} -> {error, closed};
+        {tcp_error, S, R} -> {error, R};
+        {evict, Before} when Since =< Before -> {error, evicted};
+        {evict, _} -> wait_packet(S, Deadline, Since)
+    after max(0, Deadline - erlang:monotonic_time(millisecond)) ->
+            {error, timeout}
     end.
 
 header_name(A) when is_atom(A) -> string:lowercase(atom_to_binary(A));

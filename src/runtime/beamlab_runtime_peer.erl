@@ -17,6 +17,7 @@
 
 -compile({no_auto_import, [node/1]}).
 
+-export([home/0]).
 -export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, interrupt/1, run/3, node/1,
          split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1,
          cookie/1, set_cookie/2, flavor_args/1, format_error/1]).
@@ -351,6 +352,17 @@ unterminated([_ | T], Q) -> unterminated(T, Q).
 start_hidden(Domain) ->
     case {node(), net_kernel:longnames()} of
         {nonode@nohost, _} ->
+            start_hidden_home(Domain);
+        {_, Long} when Long =:= (Domain =:= longnames) -> ok;
+        {_, true} -> {error, {no_distribution, "this VM uses long names; the node has a short one"}};
+        {_, false} -> {error, {no_distribution, "this VM uses short names; the node has a long one"}}
+    end.
+
+start_hidden_home(Domain) ->
+    case home() of
+        {error, no_home} ->
+            {error, {no_distribution, no_home_text()}};
+        {ok, _} ->
             Self = "beamlab_" ++ os:getpid(),
             Name = case Domain of
                        longnames -> list_to_atom(Self ++ "@127.0.0.1");
@@ -360,10 +372,7 @@ start_hidden(Domain) ->
                 {ok, _} -> ok;
                 {error, {already_started, _}} -> ok;
                 {error, R} -> {error, {no_distribution, R}}
-            end;
-        {_, Long} when Long =:= (Domain =:= longnames) -> ok;
-        {_, true} -> {error, {no_distribution, "this VM uses long names; the node has a short one"}};
-        {_, false} -> {error, {no_distribution, "this VM uses short names; the node has a long one"}}
+            end
     end.
 
 %% @doc A distribution cookie as the atom Erlang wants, under the secret
@@ -400,23 +409,29 @@ check_own_cookie() ->
 %% @doc Makes this VM a distributed node on 127.0.0.1 (starting epmd on
 %% loopback when none runs), unless it is one already; an error
 %% ({@link format_error/1}) when the distribution cannot start.
--spec ensure_dist() -> ok | {error, {no_distribution, term()} | {bad_cookie, term()}}.
+-spec ensure_dist() -> ok | {error, {no_distribution, term()} | {bad_cookie, term()} | no_home}.
 ensure_dist() ->
     case node() of
         nonode@nohost ->
-            _ = application:set_env(kernel, inet_dist_use_interface, {127, 0, 0, 1}),
-            start_epmd(),
-            Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
-            case net_kernel:start(Name, #{name_domain => longnames}) of
-                {ok, _} ->
-                    try check_own_cookie()
-                    catch throw:{?MODULE, BadCookie} -> {error, BadCookie}
-                    end;
-                {error, {already_started, _}} -> ok;
-                {error, Reason} -> {error, {no_distribution, Reason}}
+            case home() of
+                {error, no_home} -> {error, no_home};
+                {ok, _} -> ensure_dist_here()
             end;
         _ ->
             ok
+    end.
+
+ensure_dist_here() ->
+    _ = application:set_env(kernel, inet_dist_use_interface, {127, 0, 0, 1}),
+    start_epmd(),
+    Name = list_to_atom("beamlab_" ++ os:getpid() ++ "@127.0.0.1"),
+    case net_kernel:start(Name, #{name_domain => longnames}) of
+        {ok, _} ->
+            try check_own_cookie()
+            catch throw:{?MODULE, BadCookie} -> {error, BadCookie}
+            end;
+        {error, {already_started, _}} -> ok;
+        {error, Reason} -> {error, {no_distribution, Reason}}
     end.
 
 %% @doc Makes this VM the distributed node `name@host' on the interface
@@ -442,7 +457,7 @@ start_dist(#{name := Name} = Opts) ->
         {Short, Ip} = dist_address(Name),
         Want = list_to_atom(Name),
         case node() of
-            nonode@nohost -> ok;
+            nonode@nohost -> ok = home_or_throw();
             Want -> ok;
             Other -> throw({beamlab_runtime_peer, {already_distributed, Other}})
         end,
@@ -485,6 +500,28 @@ start_dist(#{name := Name} = Opts) ->
     catch
         throw:{beamlab_runtime_peer, Error} -> {error, Error}
     end.
+
+%% @doc Where Erlang keeps the node's cookie file: `{ok, Dir}', or
+%% `{error, no_home}' when HOME is unset or empty and no `-setcookie' flag
+%% was given. OTP's auth server then fails while distribution starts, in a
+%% supervisor report and a crash report (#34): said before, in one line.
+-spec home() -> {ok, string()} | {error, no_home}.
+home() ->
+    case {os:getenv("HOME"), init:get_argument(setcookie)} of
+        {H, error} when H =:= false; H =:= "" -> {error, no_home};
+        {H, _} when H =:= false; H =:= "" -> {ok, ""};
+        {H, _} -> {ok, H}
+    end.
+
+home_or_throw() ->
+    case home() of
+        {ok, _} -> ok;
+        {error, no_home} -> throw({beamlab_runtime_peer, no_home})
+    end.
+
+no_home_text() ->
+    "HOME is not set, so Erlang can neither read nor create the node's cookie file "
+    "($HOME/.erlang.cookie): set HOME (even with --cookie, the file is read first)".
 
 %% OTP logs a distribution that does not start as three reports: they
 %% are kept from the user, who gets one line.
@@ -551,6 +588,10 @@ format_error({stderr_file, Reason}) ->
      beamlab_runtime_file:format_error(Reason)];
 format_error({no_executable, Exe}) ->
     io_lib:format("executable not found: ~ts", [Exe]);
+format_error(no_home) ->
+    no_home_text();
+format_error({no_distribution, Reason}) when is_list(Reason) ->
+    Reason;
 format_error({no_distribution, Reason}) ->
     io_lib:format("could not start Erlang distribution on 127.0.0.1 (is epmd available?): ~0tp",
                   [Reason]);

@@ -985,6 +985,12 @@ tls(G, Uris) ->
              {ok, _} -> ok;
              {error, Why} -> beamlab_cli_error:usage("~ts ~ts: ~ts", [Flag, F, Why])
          end || {_, F, Flag} <- Given],
+    %% Each file as PEM, the key matching its certificate: said now, with
+    %% the file named, not as the broker's fault later (#34).
+    case beamlab_amqp_tls:check_files(maps:from_list([{K, F} || {K, F, _} <- Given])) of
+        ok -> ok;
+        {error, TlsErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_tls:format_error(TlsErr)])
+    end,
     Sni = case G(sni) of
               undefined -> #{};
               S -> case string:split(S, ",", leading) of

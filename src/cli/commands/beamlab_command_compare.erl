@@ -6,7 +6,8 @@
 -module(beamlab_command_compare).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, files/1, load_runs/1, expand/1, history_options/0, history/2]).
+-export([summary/0, options/0, usage/0, run/1, files/1, load_runs/1, load_runs/2, expand/1,
+         history_options/0, history/2]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -157,12 +158,23 @@ fail_if_slower(Cmp, Pct) ->
 %% stops with one line naming the file that cannot be used.
 -spec load_runs([string()]) -> [{binary(), beamlab_result:result()}].
 load_runs(Files) ->
-    Results = [case beamlab_result:load(F) of
-                   {ok, R} -> beamlab_result_redact:document(R);
-                   {error, Reason} ->
-                       beamlab_cli_error:usage("~ts", [beamlab_result:format_error(Reason)])
-               end || F <- Files],
-    lists:zip(labels(Files), Results).
+    load_runs(Files, fun(R) -> R end).
+
+%% @doc As {@link load_runs/1}, keeping `Keep(Document)' of each, or only
+%% the runs whose labels are keys of `{only, Labels}' (the others are not
+%% read): one file is read, checked and reduced at a time, so a report over
+%% thousands of runs never holds their whole documents together (#34).
+-spec load_runs([string()], fun((beamlab_result:result()) -> beamlab_result:result())
+                          | {only, #{binary() => true}}) ->
+          [{binary(), beamlab_result:result()}].
+load_runs(Files, Keep) ->
+    [{Label, case beamlab_result:load(F) of
+                 {ok, R} when is_function(Keep, 1) -> Keep(beamlab_result_redact:document(R));
+                 {ok, R} -> beamlab_result_redact:document(R);
+                 {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result:format_error(Reason)])
+             end}
+     || {Label, F} <- lists:zip(labels(Files), Files),
+        not is_tuple(Keep) orelse is_map_key(Label, element(2, Keep))].
 
 labels(Files) ->
     Base = [unicode:characters_to_binary(filename:basename(F, ".json")) || F <- Files],

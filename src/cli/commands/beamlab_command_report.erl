@@ -3,7 +3,7 @@
 -module(beamlab_command_report).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, files/1]).
+-export([summary/0, options/0, usage/0, run/1, files/1, history_runs/3]).
 
 -define(DEFAULT_OUT, "beamlab-report.html").
 -define(DEFAULT_OUT_2, "beamlab-report-2.html").
@@ -56,16 +56,15 @@ run(Parsed = #{args := Args}) ->
     Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
-    Runs = beamlab_command_compare:load_runs(Files),
     Titled = case beamlab_cli_args:get(title, Parsed) of
                  undefined -> #{};
                  T -> #{title => unicode:characters_to_binary(T)}
              end,
-    Opts = case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Runs) > 1 of
-               true -> Titled#{history => beamlab_command_compare:history(
-                                            Runs, #{order => beamlab_cli_args:get(order, Parsed, auto)})};
-               false -> Titled
-           end,
+    {Runs, Opts} =
+        case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Files) > 1 of
+            true -> history_runs(Files, Titled, beamlab_cli_args:get(order, Parsed, auto));
+            false -> {beamlab_command_compare:load_runs(Files), Titled}
+        end,
     Html = case beamlab_report_html:render(Runs, Opts) of
                {ok, H} -> H;
                {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_report_html:format_error(Reason)])
@@ -98,9 +97,27 @@ run(Parsed = #{args := Args}) ->
                 end
         end,
     io:format(To, "wrote ~ts (~b run(s), ~ts)~ts~n",
-              [Written, length(Runs), beamlab_format_units:bytes(byte_size(Html)),
+              [Written, length(Files), beamlab_format_units:bytes(byte_size(Html)),
                beamlab_cli_output:written_note(Note)]),
     {0, none}.
+
+%% @doc A history: its trend from a summary of every run (read one file at
+%% a time), the page's detail from the whole documents of the newest runs
+%% only (#34: 3,000 runs took 62 s and 949 MB, each held whole). The runs
+%% to draw and the options of `beamlab_report_html:render/2'.
+-spec history_runs([string()], beamlab_report_html:opts(), beamlab_result_history:order() | auto) ->
+          {[beamlab_result_history:run()], beamlab_report_html:opts()}.
+history_runs(Files, Titled, Order) ->
+    Summaries = beamlab_command_compare:load_runs(Files, fun beamlab_result_history:summary/1),
+    H = beamlab_command_compare:history(Summaries, #{order => Order}),
+    Ordered = [L || #{label := L} <- maps:get(runs, H)],
+    Shown = maps:from_list([{L, true} || L <- lists:nthtail(max(0, length(Ordered) - beamlab_report_html:detail_runs()),
+                                                            Ordered)]),
+    Runs = case map_size(Shown) =:= length(Summaries) of
+               true -> beamlab_command_compare:load_runs(Files);
+               false -> beamlab_command_compare:load_runs(Files, {only, Shown})
+           end,
+    {Runs, Titled#{history => H}}.
 
 -spec write_failed(file:filename(), term()) -> no_return().
 write_failed(Path, Why) ->
