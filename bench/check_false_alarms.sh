@@ -2,7 +2,7 @@
 # bench/check_false_alarms.sh [RUNS] [CHECK OPTIONS...]
 #
 # The false-alarm rate of `beamlab check --against': a sample rebar3
-# project (two benchmarks, as test/project_SUITE's) gets a second commit
+# project (two benchmarks, as test/project/project_SUITE's) gets a second commit
 # that changes nothing measurable (a comment and a README), and
 # `beamlab check --against HEAD~1' runs RUNS times (default 20) with the
 # default gate (time, beyond +5% at p < 0.01) unless CHECK OPTIONS say

@@ -29,6 +29,23 @@ every_src_folder_is_in_the_readme_test() ->
     Folders = [unicode:characters_to_binary(D) || D <- src_folders(Root, [])],
     ?assertEqual([], [F || F <- Folders, binary:match(Readme, <<"`src/", F/binary, "`">>) =:= nomatch]).
 
+%% test/ mirrors src/: every folder of tests is a folder of src/ (test/cli
+%% holds the tests of src/cli, ...), besides the fixtures and a suite's
+%% data folder; tests of several layers stay at the top.
+test_folders_mirror_src_test() ->
+    Root = beamlab_test_util:root(),
+    Src = src_folders(Root, []),
+    Tests = [D || D <- test_folders(filename:join(Root, "test"), ""),
+                  not lists:prefix("fixtures", D), string:find(D, "_SUITE_data") =:= nomatch],
+    ?assert(length(Tests) > 5),
+    ?assertEqual([], [D || D <- Tests, not lists:member(D, Src)]).
+
+test_folders(Dir, Rel) ->
+    {ok, Names} = file:list_dir(filename:join(Dir, Rel)),
+    Subs = lists:sort([case Rel of "" -> N; _ -> Rel ++ "/" ++ N end
+                       || N <- Names, filelib:is_dir(filename:join([Dir, Rel, N]))]),
+    Subs ++ lists:append([test_folders(Dir, S) || S <- Subs]).
+
 %% The folders under src/, as paths relative to it (["cli", "cli/commands", ...]).
 src_folders(Root, Rel) ->
     Dir = filename:join([Root, "src" | Rel]),

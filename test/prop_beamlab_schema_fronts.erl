@@ -22,16 +22,48 @@
 %% The kinds, their command and how the library builds their experiment.
 fronts(amqp) ->
     {ok, beamlab_command_amqp, fun(Map) -> beamlab_experiment_opts:amqp(Map) end};
+fronts(bench) ->
+    %% The library's `squeeze' is `true' or the map of its bounds.
+    {ok, beamlab_command_run,
+     fun(Map) ->
+             Bounds = maps:with([min, max, step, threshold], Map),
+             Api = case maps:get(squeeze, Map, false) of
+                       true when map_size(Bounds) > 0 -> (maps:without(maps:keys(Bounds), Map))#{squeeze => Bounds};
+                       _ -> Map
+                   end,
+             beamlab_experiment_opts:benchmark(["ok."], Api)
+     end};
 fronts(_) ->
     none.
+
+%% The command line's positional arguments before the flags.
+args(bench) -> ["ok."];
+args(_) -> [].
+
+%% Maps both front ends can say: a squeeze's bounds only with a squeeze
+%% (the library's map cannot give them alone); `max_time' left out (seconds
+%% on the command line, milliseconds in the library).
+shape(bench, Pairs) ->
+    Squeeze = lists:any(fun({#{name := squeeze}, true}) -> true; (_) -> false end, Pairs),
+    [P || {#{name := N}, _} = P <- Pairs, N =/= max_time,
+          Squeeze orelse not lists:member(N, [min, max, step, threshold])];
+shape(_, Pairs) ->
+    Pairs.
 
 %% Options of a kind worth generating: bounded or typed, reached by a flag.
 generated(Kind) ->
     {ok, Mod} = beamlab_experiment_kind:find(Kind),
     {ok, Cmd, _} = fronts(Kind),
     Flags = Cmd:options(),
-    [{O, cli_type(O, Flags)} || O <- Mod:options(), maps:is_key(short, O) orelse maps:is_key(long, O),
-                                maps:is_key(type, O), cli_type(O, Flags) =/= none].
+    %% numbers, and flags (booleans); the text forms of fractions, enums
+    %% and strings are the command line's own
+    [{O, T} || O <- Mod:options(), maps:is_key(short, O) orelse maps:is_key(long, O),
+               maps:is_key(type, O), T <- [cli_type(O, Flags)],
+               lists:member(T, [integer, pos_integer, non_neg_integer, number, pos_number, quantity,
+                                string, boolean]),
+               T =/= string orelse lists:member(maps:get(type, O), [number, pos_number,
+                                                                   {one_of, [pos_number, {enum, [undefined]}]},
+                                                                   {one_of, [number, {enum, [infinity]}]}])].
 
 %% The type of the command line's flag for a schema option (how its text is read).
 cli_type(O, Flags) ->
@@ -52,10 +84,12 @@ kinds() ->
 %% Generators
 
 %% A value around the option's bounds, of the form its flag reads.
+value(_Opt, boolean) ->
+    true;
 value(Opt, CliType) ->
     Min = maps:get(min, Opt, 0),
     Max = maps:get(max, Opt, 1000),
-    Integer = lists:member(CliType, [integer, pos_integer, non_neg_integer]),
+    Integer = lists:member(CliType, [integer, pos_integer, non_neg_integer, quantity]),
     Ints = oneof([range(-3, 3), Max, Max + 1, range(Max - 2, Max + 2), range(0, min(Max, 100000)),
                   integer(-2, 2)]),
     case Integer of
@@ -71,7 +105,7 @@ option_map(Kind) ->
               [{O, V} || O0 <- [O || {O, _} <- Opts], {O, V} <- Values, O =:= O0])).
 
 kind_and_map() ->
-    ?LET(Kind, oneof(kinds()), {Kind, option_map(Kind)}).
+    ?LET(Kind, oneof(kinds()), ?LET(Pairs, option_map(Kind), {Kind, shape(Kind, Pairs)})).
 
 %%--------------------------------------------------------------------
 %% The two front ends
@@ -80,7 +114,10 @@ kind_and_map() ->
 %% command does, before anything runs).
 cli(Kind, Pairs) ->
     {ok, Cmd, _} = fronts(Kind),
-    Argv = lists:append([[flag(O), text(V)] || {O, V} <- Pairs]),
+    Argv = args(Kind) ++ lists:append([case V of
+                                           true -> [flag(O)];
+                                           _ -> [flag(O), text(V)]
+                                       end || {O, V} <- Pairs]),
     case beamlab_cli_args:parse(Argv, Cmd:options()) of
         {error, Msg} ->
             {refused, flat(Msg)};
@@ -129,7 +166,7 @@ prop_cli_and_api_agree() ->
 
 %% Both refusing and accepting happen (the generator reaches both sides).
 both_sides_are_reached_test() ->
-    ?assertEqual([amqp], kinds()),
+    ?assertEqual([amqp, bench], lists:sort(kinds())),
     ?assertMatch({refused, "invalid value '-5' for -r: expected a number >= 0"},
                  cli(amqp, [{opt(amqp, rate), -5}])),
     ?assertEqual(cli(amqp, [{opt(amqp, rate), -5}]), api(amqp, [{opt(amqp, rate), -5}])),

@@ -14,6 +14,7 @@
 
 -export([name/0, options/0, new/1, run/3, check/2, verdict/1, error_class/1, format_error/1,
          composes/0]).
+-export([check_options/1]).
 
 %% `options' are the engine's (`beamlab_engine:options()': samples,
 %% duration, concurrency, loop, stopping rule, isolated, ...); `squeeze'
@@ -24,7 +25,8 @@
                | #{modules := beamlab_experiment_project:modules(),
                    options => beamlab_engine:options(),
                    squeeze => beamlab_engine_squeeze:given_opts()}.
--type error_reason() :: beamlab_engine:error_reason()
+-type error_reason() :: {option, beamlab_schema:error_reason()}
+                      | beamlab_engine:error_reason()
                       | msacc_needs_profile
                       | beamlab_engine_after:error_reason()
                       | {project, beamlab_experiment_project:error_reason()}.
@@ -34,20 +36,104 @@
 -spec name() -> bench.
 name() -> bench.
 
-%% @doc The options of a benchmark: the engine's run options, `squeeze'
-%% (concurrency estimation), the code (`codes') or a project's bench
-%% modules (`dir', `include', `root').
+%% @doc The options of a benchmark: the engine's run options (bounded,
+%% with what cannot go together and what needs what), `squeeze'
+%% (concurrency estimation; the command line's `-q' with `--min',
+%% `--max', `--step', `--threshold', the library's `squeeze => true' or a
+%% map of them), the code (`codes') or a project's bench modules (`dir',
+%% `include', `root'). The command line takes its checks from here.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- lists:sort(maps:keys(beamlab_engine:default_run_opts()))
-                              ++ [squeeze, codes, dir, include, root]].
+    Schema = schema(),
+    Names = [N || #{name := N} <- Schema],
+    Schema ++ [#{name => K} || K <- lists:sort(maps:keys(beamlab_engine:default_run_opts()))
+                                   ++ [codes, dir, include, root],
+                               not lists:member(K, Names)].
+
+schema() ->
+    Workers = #{max => erlang:system_info(process_limit) div 2,
+                max_why => "half the VM's process limit; raise it with +P"},
+    Samples = #{max => 1000000, max_why => "a million samples"},
+    Day = #{max => 86400000, max_why => "one day"},
+    Squeeze = #{requires => [squeeze]},
+    [Workers#{name => concurrency, short => "c", type => pos_integer},
+     Samples#{name => samples, short => "s", type => pos_integer},
+     Samples#{name => warmup, short => "w", type => non_neg_integer},
+     #{name => loop, short => "l", type => quantity, max => 1000000000000000,
+       conflicts => [{concurrency, "~ts (timed mode) runs one worker; it cannot be combined with ~ts"},
+                     {squeeze, "~ts (timed mode) and ~ts (concurrency estimation) cannot be combined"}]},
+     #{name => squeeze, short => "q", type => boolean,
+       conflicts => [{concurrency, "~ts chooses the concurrency itself; drop ~ts or use --min"}]},
+     %% (after loop and squeeze: the order of the checks is the schema's)
+     Day#{name => duration, short => "d", type => pos_integer,
+          conflicts => [{loop, "~ts sets the sample time of continuous mode; ~ts (timed mode) counts "
+                               "iterations instead"}]},
+     (maps:merge(Workers, Squeeze))#{name => min, long => "min", type => pos_integer},
+     (maps:merge(Workers, Squeeze))#{name => max, long => "max", type => pos_integer},
+     (maps:merge(Workers, Squeeze))#{name => step, long => "step", type => pos_integer},
+     (maps:merge(Samples, Squeeze))#{name => threshold, short => "t", type => pos_integer},
+     #{name => rel_ci, long => "rel-ci", type => fraction},
+     #{name => cv, long => "cv", type => fraction},
+     Samples#{name => max_samples, long => "max-samples", type => pos_integer, requires => [rel_ci, cv]},
+     %% (the library's is in ms, the command line's in seconds: no bound here)
+     #{name => max_time, long => "max-time", type => pos_number, requires => [rel_ci, cv]},
+     Day#{name => deadline, long => "deadline", type => pos_integer},
+     #{name => isolated, short => "i", type => boolean},
+     #{name => vm_args, long => "vm-args", type => string, requires => [isolated],
+       requires_format => "~ts applies to the fresh VMs of ~ts; add it"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, requires => [isolated],
+       requires_format => "~ts applies to the fresh VMs of ~ts; add it"}].
+
+%% @doc Checks the options given (the engine's keys; `squeeze' true, and
+%% its bounds `min', `max', `step', `threshold' beside it) against the
+%% schema, and that a concurrency estimation's first concurrency is not
+%% above its last. The command line checks its flags here too.
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    Schema = schema(),
+    case beamlab_schema:check(Schema, maps:with([N || #{name := N} <- Schema], Given)) of
+        ok -> squeeze_range(Schema, Given);
+        {error, _} = E -> E
+    end.
+
+squeeze_range(Schema, #{squeeze := true} = Given) ->
+    M = maps:merge(beamlab_engine_squeeze:defaults(), maps:with([min, max], Given)),
+    case M of
+        #{min := Min, max := Max} when is_integer(Min), is_integer(Max), Min > Max ->
+            {ok, MinO} = beamlab_schema:find(min, Schema),
+            {ok, MaxO} = beamlab_schema:find(max, Schema),
+            {error, {rule, "~ts ~ts is above ~ts ~ts (the default ~ts is 2 x schedulers; give a larger "
+                           "~ts or a smaller ~ts)",
+                     [{opt, MinO}, {value, Min}, {opt, MaxO}, {value, Max}, {opt, MaxO}, {opt, MaxO},
+                      {opt, MinO}]}};
+        _ ->
+            ok
+    end;
+squeeze_range(_, _) ->
+    ok.
+
+%% The library's map as the schema reads it: `squeeze' true or its
+%% bounds' map, which stand beside it.
+flat_squeeze(#{squeeze := Sq} = Opts) when is_map(Sq) ->
+    maps:merge(Sq, Opts#{squeeze := true});
+flat_squeeze(Opts) ->
+    Opts.
 
 %% @doc The benchmark of `codes' (each code, or a map with its `runner'),
 %% or of the bench modules in `dir' (against `code_paths', with
 %% `include' and the project's `root'); the engine's options as given;
 %% `squeeze' (`true' or its bounds) asks for concurrency estimation.
--spec new(#{atom() => term()}) -> {ok, bench()} | {error, {bad_option, squeeze, term()}}.
+-spec new(#{atom() => term()}) -> {ok, bench()} | {error, {bad_option, squeeze, term()}
+                                                         | {option, beamlab_schema:error_reason()}}.
+new(#{squeeze := Bad}) when not is_boolean(Bad), not is_map(Bad) ->
+    {error, {bad_option, squeeze, Bad}};
 new(Opts) ->
+    case check_options(flat_squeeze(Opts)) of
+        ok -> build(Opts);
+        {error, R} -> {error, {option, R}}
+    end.
+
+build(Opts) ->
     Options = maps:with(maps:keys(beamlab_engine:default_run_opts()), Opts),
     Run = case Opts of
               #{dir := Dir} ->
@@ -189,6 +275,7 @@ verdict(Doc) ->
 %% @doc Code that does not compile and options that do not fit are the
 %% caller's mistakes.
 -spec error_class(error_reason()) -> usage | failure.
+error_class({option, _}) -> usage;
 error_class({compile, _, _, _}) -> usage;
 error_class({bad_option, _, _}) -> usage;
 error_class({conflict, _, _}) -> usage;
@@ -205,6 +292,8 @@ error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) ->
+    beamlab_schema:format_error(R);
 format_error(msacc_needs_profile) ->
     "microstate accounting (msacc) needs a profiler and telemetry (--profile TOOL and -v)";
 format_error({unsupported_tool, _, _} = R) ->

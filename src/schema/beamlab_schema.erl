@@ -8,8 +8,13 @@
 %%% An option is the map `beamlab_cli_args' reads (`name', `short',
 %%% `long', `type', `default', `metavar', `help', `max', `max_why',
 %%% `multi', ...) plus `min' (with `min_why'), `conflicts' (names that
-%%% cannot be given with it), `requires' (names of which one must be given
-%%% with it) and `why' (the reason shown for a conflict or a requirement).
+%%% cannot be given with it; `{Name, Format}' with the line's own format,
+%%% whose two `~ts' take the two options' names), `requires' (names of
+%%% which one must be given with it, `requires_format' the line's own
+%%% format: `~ts' this option, `~ts' the first it requires) and `why' (the
+%%% reason shown for a conflict or a requirement). An option counts as
+%%% given when its key is there with a value other than `false' and
+%%% `undefined'.
 %%% A value checked is the value as the kind takes it (a number, an atom,
 %%% a binary), after the command line parsed its text.
 %%%
@@ -26,7 +31,8 @@
                     min => number(), min_why => string(), max => number(), max_why => string(),
                     multi => boolean(), attach => boolean(), optional_value => term(),
                     hidden => boolean(),
-                    conflicts => [atom()], requires => [atom()], why => string()}.
+                    conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
+                    requires_format => string()}.
 -type schema() :: [option()].
 %% How a line names an option: by its key (the API) or its flag (the CLI).
 -type names() :: key | flag.
@@ -39,7 +45,9 @@
 -type error_reason() :: {unknown_option, term()}
                       | {invalid, option(), term(), why()}
                       | {conflict, option(), option(), string()}
+                      | {conflict, option(), option(), {format, string()}}
                       | {requires, option(), [option()], string()}
+                      | {requires, option(), [option()], {format, string()}}
                       | {rule, string(), [arg()]}.
 -export_type([type/0, option/0, schema/0, names/0, why/0, arg/0, error_reason/0]).
 
@@ -110,6 +118,10 @@ format_error({invalid, Opt, Value, {min, Min, Why}}, Names) ->
 format_error({invalid, Opt, Value, {max, Max, Why}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: at most ~ts~ts",
                   [value_text(Value), shown(Opt, Names), number_text(Max), why(Why)]);
+format_error({conflict, A, B, {format, Format}}, Names) ->
+    io_lib:format(Format, [shown(A, Names), shown(B, Names)]);
+format_error({requires, A, [B | _], {format, Format}}, Names) ->
+    io_lib:format(Format, [shown(A, Names), shown(B, Names)]);
 format_error({conflict, A, B, Why}, Names) ->
     io_lib:format("~ts and ~ts cannot be used together~ts", [shown(A, Names), shown(B, Names), why(Why)]);
 format_error({requires, A, Bs, Why}, Names) ->
@@ -135,21 +147,34 @@ values(Schema, Given) ->
            || #{name := N} = O <- Schema, maps:is_key(N, Given)]).
 
 conflicts(Schema, Given) ->
-    case [{A, B} || #{name := N} = A <- Schema, maps:is_key(N, Given),
-                    C <- maps:get(conflicts, A, []), maps:is_key(C, Given),
-                    {ok, B} <- [find(C, Schema)]] of
-        [{A, B} | _] -> {error, {conflict, A, B, maps:get(why, A, "")}};
+    case [{A, B, Why} || #{name := N} = A <- Schema, given(N, Given),
+                         C0 <- maps:get(conflicts, A, []),
+                         {C, Why} <- [case C0 of
+                                          {Name, Format} -> {Name, {format, Format}};
+                                          Name -> {Name, maps:get(why, A, "")}
+                                      end],
+                         given(C, Given), {ok, B} <- [find(C, Schema)]] of
+        [{A, B, Why} | _] -> {error, {conflict, A, B, Why}};
         [] -> ok
     end.
 
 requires(Schema, Given) ->
-    case [A || #{name := N, requires := Rs} = A <- Schema, maps:is_key(N, Given),
-               Rs =/= [], not lists:any(fun(R) -> maps:is_key(R, Given) end, Rs)] of
+    case [A || #{name := N, requires := Rs} = A <- Schema, given(N, Given),
+               Rs =/= [], not lists:any(fun(R) -> given(R, Given) end, Rs)] of
         [A | _] ->
-            {error, {requires, A, [B || R <- maps:get(requires, A), {ok, B} <- [find(R, Schema)]],
-                     maps:get(why, A, "")}};
+            Why = case maps:find(requires_format, A) of
+                      {ok, Format} -> {format, Format};
+                      error -> maps:get(why, A, "")
+                  end,
+            {error, {requires, A, [B || R <- maps:get(requires, A), {ok, B} <- [find(R, Schema)]], Why}};
         [] ->
             ok
+    end.
+
+given(Name, Given) ->
+    case maps:find(Name, Given) of
+        {ok, V} -> V =/= false andalso V =/= undefined;
+        error -> false
     end.
 
 has_type(term, _) -> true;
@@ -183,7 +208,7 @@ type_text(cookie) -> "a cookie";
 type_text(integer) -> "an integer";
 type_text(pos_integer) -> "a positive integer";
 type_text(non_neg_integer) -> "a non-negative integer";
-type_text(quantity) -> "a positive count";
+type_text(quantity) -> "a positive count, optionally with a K, M or G suffix (e.g. 10M)";
 type_text(number) -> "a number";
 type_text(pos_number) -> "a positive number";
 type_text(percent) -> "a positive percentage";

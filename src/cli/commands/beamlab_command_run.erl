@@ -190,9 +190,6 @@ error_line({bench, {bad_baseline, _} = R}) ->
     {usage, ["--", beamlab_engine:format_error(R)]};
 error_line({bench, {bad_vm_args, _} = R}) ->
     {usage, ["--vm-args: ", beamlab_engine:format_error(R)]};
-error_line({bench, {min_above_max, Min, Max}}) ->
-    {usage, io_lib:format("--min ~b is above --max ~b (the default --max is 2 x schedulers; "
-                          "give a larger --max or a smaller --min)", [Min, Max])};
 error_line({bench, msacc_needs_profile}) ->
     {usage, "--msacc needs --profile TOOL and -v"};
 error_line({bench, {project, _}} = R) ->
@@ -231,24 +228,16 @@ run_opts(Parsed, NJobs) ->
                 undefined -> Get(rel_ci);
                 Ci -> Ci
             end,
-    Rule = RelCi =/= undefined orelse Get(cv) =/= undefined,
-    Loop =/= undefined andalso Given(concurrency)
-        andalso beamlab_cli_error:usage("-l (timed mode) runs one worker; it cannot be combined with -c", []),
-    Loop =/= undefined andalso Squeeze
-        andalso beamlab_cli_error:usage("-l (timed mode) and -q (concurrency estimation) cannot be combined", []),
-    Squeeze andalso Given(concurrency)
-        andalso beamlab_cli_error:usage("-q chooses the concurrency itself; drop -c or use --min", []),
-    Loop =/= undefined andalso Given(duration)
-        andalso beamlab_cli_error:usage("-d sets the sample time of continuous mode; -l (timed mode) "
-                                        "counts iterations instead", []),
-    _ = [beamlab_cli_error:usage("--~ts needs -q", [option_text(K)])
-         || K <- [min, max, step, threshold], Given(K), not Squeeze],
-    _ = [beamlab_cli_error:usage("--~ts needs --ci (or --rel-ci) or --cv", [option_text(K)])
-         || K <- [max_samples, max_time], Given(K), not Rule],
-    Given(vm_args) andalso not Get(isolated)
-        andalso beamlab_cli_error:usage("--vm-args applies to the fresh VMs of -i; add -i", []),
-    Given(flavor) andalso not Get(isolated)
-        andalso beamlab_cli_error:usage("--flavor applies to the fresh VMs of -i; add -i", []),
+    %% What cannot go together, what needs what, a squeeze's range: the
+    %% kind's schema, the same checks as the library's (naming the flags;
+    %% --ci is --rel-ci).
+    Schema = [N || #{name := N, type := _} <- beamlab_experiment_bench:options()],
+    Flags = maps:from_list([{K, Get(K)} || K <- Schema, Given(K)]
+                           ++ [{rel_ci, RelCi} || Given(ci)]),
+    case beamlab_experiment_bench:check_options(Flags) of
+        ok -> ok;
+        {error, Refused} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(Refused, flag)])
+    end,
     _ = case Get(flavor) of
             undefined -> ok;
             F -> case beamlab_runtime_peer:flavor_args(#{flavor => F}) of

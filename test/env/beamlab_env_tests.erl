@@ -2,8 +2,7 @@
 -include_lib("eunit/include/eunit.hrl").
 
 fixture(Name) ->
-    Src = proplists:get_value(source, ?MODULE:module_info(compile)),
-    filename:join([filename:dirname(Src), "fixtures", "env", Name]).
+    filename:join([beamlab_test_util:root(), "test", "fixtures", "env", Name]).
 
 parse_cpulist_test_() ->
     [?_assertEqual([0, 1, 2, 3, 8, 10, 11], beamlab_env:parse_cpulist(<<"0-3,8,10-11\n">>)),
