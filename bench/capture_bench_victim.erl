@@ -3,6 +3,7 @@
 %% iterations in an atomics array (persistent_term capture_bench_counter,
 %% one slot per victim) so the bench reads each one's throughput.
 -module(capture_bench_victim).
+-export([tprof_run/2, slot/1]).
 -export([start/0, hot/1, deep/1, busy/1, spin/2, d1/0, d2/0, d3/0, d4/0, d5/0, d6/0, leaf_loop/2,
          handle/1]).
 
@@ -48,20 +49,19 @@ handle({request, N, State}) ->
 
 %% OTP 27's tprof, run on the node itself on one victim for `Ms':
 %% {iterations per second meanwhile, total time, [{Function, Calls, Time}]}.
--export([tprof_run/2, slot/1]).
 tprof_run(Name, Ms) ->
     Pid = whereis(Name),
     C = persistent_term:get(capture_bench_counter),
     {ok, _} = tprof:start(#{type => call_time}),
     _ = tprof:enable_trace(Pid),
-    ok = tprof:set_pattern('_', '_', '_'),
+    _ = tprof:set_pattern('_', '_', '_'),
     A = atomics:get(C, slot(Name)),
     timer:sleep(Ms),
     B = atomics:get(C, slot(Name)),
     _ = tprof:disable_trace(Pid),
     Data = tprof:collect(),
     ok = tprof:stop(),
-    #{all := {call_time, Total, Lines}} = tprof:inspect(Data),
+    [{call_time, Total, Lines}] = maps:values(tprof:inspect(Data)),
     {(B - A) * 1000 / Ms, Total,
      [{iolist_to_binary(io_lib:format("~ts:~ts/~b", [M, F, Ar])), Cnt, T} || {M, {F, Ar}, Cnt, T, _, _} <- Lines]}.
 

@@ -117,7 +117,8 @@ way(_Beamlab, Node, _Cookie, V, tprof) ->
 way(Beamlab, Node, Cookie, V, Calls) ->
     Out = filename:join("/tmp", "capbench-" ++ os:getpid() ++ ".json"),
     _ = file:delete(Out),
-    Cmd = lists:flatten(io_lib:format("~s profile --node ~s --cookie ~s --process ~s --duration 4 --calls ~s "
+    %% (setsid: the launcher signals its process group when it ends)
+    Cmd = lists:flatten(io_lib:format("setsid ~s profile --node ~s --cookie ~s --process ~s --duration 4 --calls ~s "
                                       "--format json > ~s 2>/dev/null",
                                       [Beamlab, Node, Cookie, V, Calls, Out])),
     Self = self(),

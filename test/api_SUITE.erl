@@ -375,6 +375,8 @@ quick(watch, [_Node, Opts], #{node := Node}) -> {watch, [Node, Opts#{duration =>
 quick(amqp, [Uri, Opts], _) ->
     {amqp, [lists:flatten(string:replace(Uri, ":5672/", ":" ?PORT "/")), Opts#{duration => 2, closed_loop => 2}]};
 quick(report, [Docs, #{output := Out} = Opts], #{dir := Dir}) -> {report, [Docs, Opts#{output => filename:join(Dir, Out)}]};
+quick(doctor, [Opts], _) ->
+    {doctor, [Opts#{reps => 1, curve_reps => 1, probe_ms => 100, max_remedies => 1, schedulers => "1,2"}]};
 quick(F, Args, _) -> {F, Args}.
 
 %%--------------------------------------------------------------------

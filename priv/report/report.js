@@ -77,6 +77,13 @@
   function trim(str) {
     return str.indexOf('.') >= 0 && str.indexOf('e') < 0 ? str.replace(/0+$/, '').replace(/[.]$/, '') : str;
   }
+  // An interval relative to its estimate, both sides (intervals of times
+  // and rates are not symmetric): -12.0%/+15.3%, or one +-x% when they are.
+  function relInterval(mean, ci) {
+    if (!ci || !isNum(mean) || mean === 0 || !isNum(ci[0]) || !isNum(ci[1])) return 'no interval';
+    var below = (100 * (mean - ci[0]) / Math.abs(mean)).toFixed(1), above = (100 * (ci[1] - mean) / Math.abs(mean)).toFixed(1);
+    return below === above ? PM + above + '%' : '\u2212' + below + '%/+' + above + '%';
+  }
   function pct(v) { return isNum(v) ? (v >= 0 ? '+' : '') + (100 * v).toFixed(1) + '%' : '-'; }
   // A value with its unit; times move to the unit that keeps them short.
   var TIME = { ns: 1, us: 1e3, ms: 1e6, s: 1e9 };
@@ -232,6 +239,8 @@
         });
       }
       opts.yLabel = (opts.yLabel || '').replace('(' + opts.yUnit + ')', '(' + ts[1] + ')');
+      // The title names the unit the axis shows.
+      if (opts.title) opts.title = opts.title.replace('(' + opts.yUnit + ')', '(' + ts[1] + ')');
       if (opts.yLabel === opts.yUnit) opts.yLabel = ts[1];
     }
     var W = opts.width || 560, H = opts.height || 250, L = 62, R = 14, T = 12, B = 42;
@@ -357,7 +366,9 @@
     items = items.map(function (it) { return Object.assign({}, it, { value: it.value * f, ci: it.ci ? [it.ci[0] * f, it.ci[1] * f] : null }); });
     // Room for the longest run label on the left and the value on the right.
     var longest = Math.max.apply(null, items.map(function (it) { return String(it.label).length; }).concat([0]));
-    var L = Math.min(300, Math.max(70, 14 + 6.6 * longest)), R = 170, rowH = 30, T = 8, W = L + 260 + R;
+    var texts = items.map(function (it) { return valueText(it.value, unit) + (it.ci ? ' [' + fmt(it.ci[0]) + ', ' + fmt(it.ci[1]) + ']' : ''); });
+    var longestText = Math.max.apply(null, texts.map(function (t) { return t.length; }).concat([0]));
+    var L = Math.min(300, Math.max(70, 14 + 6.6 * longest)), R = Math.max(170, 12 + 6.4 * longestText), rowH = 30, T = 8, W = L + 260 + R;
     var H = T + items.length * rowH + 26;
     // A watched node's series are observations, not a benchmark: no better.
     var card = box(name, [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
@@ -385,8 +396,7 @@
                                        X(it.ci[1]) + 'M' + X(it.ci[1]) + ',' + (cy - 7) + 'v14',
                                     stroke: '#111', 'stroke-width': 1.5, fill: 'none', 'class': 'errorbar' }));
       }
-      svg.appendChild(s('text', { x: W - R + 6, y: y + rowH / 2 + 4, 'class': 'tick' },
-                        valueText(it.value, unit) + (it.ci ? ' ' + PM + fmt((it.ci[1] - it.ci[0]) / 2) : '')));
+      svg.appendChild(s('text', { x: W - R + 6, y: y + rowH / 2 + 4, 'class': 'tick' }, texts[i]));
     });
     done(card, svg);
     parent.appendChild(card);
@@ -631,7 +641,7 @@
     var g = section('compare', 'Comparison against ' + data.runs[0].label,
                     'Change of each later run against the first, its confidence interval and verdict.');
     var rows = c.rows.map(function (r) {
-      var cls = r.indexOf('slower') >= 0 ? 'bad' : r.indexOf('faster') >= 0 ? 'good' : '';
+      var cls = r.indexOf('SLOWER') >= 0 || r.indexOf('slower') >= 0 ? 'bad' : r.indexOf('faster') >= 0 ? 'good' : '';
       return { cls: cls, cells: r.map(function (v, i) { return h('td', typeof v === 'number' ? { 'class': 'num' } : {}, [cellText(v, c.header[i])]); }) };
     });
     g.appendChild(table(c.header, rows, 'wide'));
@@ -709,7 +719,7 @@
         return [row.benchmark].concat(configs.map(function (cname) {
           var cell = row.cells.filter(function (c) { return c.config === cname; })[0];
           if (!cell) return h('td', {}, ['-']);
-          var own = valueText(cell.mean, row.unit) + (cell.ci && isNum(cell.mean) && cell.mean !== 0 ? ' ' + PM + (100 * (cell.ci[1] - cell.ci[0]) / 2 / Math.abs(cell.mean)).toFixed(1) + '%' : '');
+          var own = valueText(cell.mean, row.unit) + ' ' + relInterval(cell.mean, cell.ci);
           var v = cname === m.baseline ? 'baseline' : pct(cell.change) + ' ' + verdictText(cell.verdict);
           return h('td', { 'class': 'num ' + verdictClass(cell.verdict), 'data-verdict': cell.verdict || (cname === m.baseline ? 'baseline' : '') },
                    [own, h('br'), h('span', { 'class': 'muted' }, [v])]);

@@ -6,7 +6,7 @@
 %%% JSON sections (binary keys), so a saved document renders the same.
 -module(beamlab_render_doctor).
 
--export([text/1, markdown/1]).
+-export([text/1, markdown/1, compare/1]).
 
 %% @doc The text view.
 -spec text(beamlab_result:result()) -> unicode:chardata().
@@ -153,3 +153,62 @@ us(_) -> <<"?">>.
 
 pct(X) when is_number(X) -> iolist_to_binary(io_lib:format("~.1f%", [100 * X]));
 pct(_) -> <<"?">>.
+
+%% @doc Two machines' doctor documents side by side
+%% (`beamlab_result_doctor:compare/2'): what explains the difference
+%% first, then the facts that differ, the curves and the default's
+%% figures.
+-spec compare(beamlab_result_doctor:comparison()) -> unicode:chardata().
+compare(C) ->
+    #{a := A, b := B, facts := Facts, curve := Curve, parted_at := Parted, default := Default,
+      only_a := OnlyA, only_b := OnlyB} = C,
+    Explain = case {OnlyA, OnlyB} of
+                  {[], []} -> ["  the same findings on both machines\n"];
+                  _ ->
+                      [[io_lib:format("  only on ~ts: [~ts] ~ts~n      evidence: ~ts~n", [Who, Sev, T, E])
+                        || #{severity := Sev, title := T, evidence := E} <- Fs]
+                       || {Who, Fs} <- [{<<"B">>, OnlyB}, {<<"A">>, OnlyA}]]
+              end,
+    [io_lib:format("A: ~ts~nB: ~ts~n", [A, B]),
+     case Parted of
+         null -> "\nThe capacity curves stay within 0.8 .. 1.25 of each other at every scheduler count both measured.\n";
+         N -> io_lib:format("\nThe capacity curves part at ~b scheduler~s (B/A outside 0.8 .. 1.25).~n",
+                            [N, case N of 1 -> ""; _ -> "s" end])
+     end,
+     "\nWhat explains it (findings one machine has and the other has not, the most severe first):\n",
+     Explain,
+     "\nCapacity per scheduler count (msg/s):\n",
+     beamlab_format_table:render([<<"schedulers">>, <<"A">>, <<"B">>, <<"B/A">>],
+                                 [[integer_to_binary(N), num(Xa), num(Xb), x(R)]
+                                  || #{schedulers := N, a := Xa, b := Xb, ratio := R} <- Curve], #{indent => 2}),
+     "\nThe default configuration:\n",
+     beamlab_format_table:render([<<"figure">>, <<"A">>, <<"B">>, <<"B/A">>],
+                                 [[F, fig(F, Va), fig(F, Vb), x(R)]
+                                  || #{figure := F, a := Va, b := Vb, ratio := R} <- Default], #{indent => 2}),
+     "\nFacts that differ:\n",
+     case Facts of
+         [] -> "  none\n";
+         _ -> beamlab_format_table:render([<<"fact">>, <<"A">>, <<"B">>],
+                                          [[K, short(Va), short(Vb)] || #{fact := K, a := Va, b := Vb} <- Facts],
+                                          #{indent => 2})
+     end,
+     io_lib:format("~nRecommendation on A: ~ts~nRecommendation on B: ~ts~n",
+                   [v(maps:get(recommendation_a, C)), v(maps:get(recommendation_b, C))])].
+
+x(R) when is_number(R) -> iolist_to_binary(io_lib:format("~.2fx", [float(R)]));
+x(_) -> <<"-">>.
+
+fig(<<"others_share">>, V) -> pct(V);
+fig(<<"steal_share">>, V) -> pct(V);
+fig(F, V) ->
+    case binary:longest_common_suffix([F, <<"_us">>]) of
+        3 -> us(V);
+        _ -> num(V)
+    end.
+
+short(V) ->
+    B = iolist_to_binary(v(V)),
+    case byte_size(B) > 60 of
+        true -> <<(binary:part(B, 0, 57))/binary, "...">>;
+        false -> B
+    end.

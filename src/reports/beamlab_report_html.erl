@@ -443,8 +443,11 @@ env_table(Runs, Cmp) ->
                        {maps:get(A, Rank, infinity), A} =< {maps:get(B, Rank, infinity), B}
                end, Rows).
 
+%% The cells `beamlab compare' prints: each run's mean with its interval
+%% as both sides (times and rates have asymmetric intervals), the change,
+%% its interval, p and the verdict.
 compare_model({ok, Cmp}) ->
-    {Header, Rows} = beamlab_render_compare:rows(Cmp),
+    {Header, Rows} = beamlab_render_compare:display_rows(Cmp),
     #{header => Header, rows => Rows, notes => maps:get(notes, Cmp)};
 compare_model(_) ->
     null.

@@ -124,3 +124,31 @@ status_cpus_test() ->
     S = <<"Name:\tbeam.smp\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1,4\nMems_allowed_list:\t0\n">>,
     ?assertEqual([0, 1, 4], beamlab_suite_probe:parse_status_cpus(S)),
     ?assertEqual([], beamlab_suite_probe:parse_status_cpus(<<"Name: x\n">>)).
+
+%% Two documents as the doctor writes them (JSON sections), compared.
+doc(Host, Numa, Capacities, Findings) ->
+    D0 = beamlab_result:new(doctor, #{command => [<<"doctor">>], started_at => <<"2026-01-01T00:00:00Z">>}),
+    D1 = beamlab_result:set(env, #{os => #{hostname => Host}}, D0),
+    D2 = beamlab_result:set(extra, #{machine => #{numa_nodes => Numa, logical_cpus => 4, load1 => 0.1},
+                                     vm => #{schedulers_online => 4},
+                                     default => #{capacity => hd(Capacities), goodput => 1000.0},
+                                     curve => #{points => [#{schedulers => N, capacity => C}
+                                                           || {N, C} <- lists:zip([1, 2, 4], Capacities)]},
+                                     recommendation => <<"keep">>}, D1),
+    beamlab_result:add_findings(D2, Findings).
+
+compare_test() ->
+    Numa = beamlab_result:finding(numa, warning, <<"2 NUMA nodes">>, <<"e">>, <<"a">>, #{}),
+    A = doc(<<"a">>, 1, [100.0, 200.0, 400.0], []),
+    B = doc(<<"b">>, 2, [100.0, 210.0, 150.0], [Numa]),
+    C = beamlab_result_doctor:compare(A, B),
+    ?assertEqual(4, maps:get(parted_at, C)),
+    ?assertMatch([#{fact := <<"machine.numa_nodes">>, a := 1, b := 2}], maps:get(facts, C)),
+    ?assertMatch([#{id := <<"numa">>}], maps:get(only_b, C)),
+    ?assertEqual([], maps:get(only_a, C)),
+    ?assertMatch(<<"b at ", _/binary>>, maps:get(b, C)),
+    Text = iolist_to_binary(beamlab_render_doctor:compare(C)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"part at 4 schedulers">>)),
+    Same = beamlab_result_doctor:compare(A, A),
+    ?assertEqual(null, maps:get(parted_at, Same)),
+    ?assertEqual([], maps:get(facts, Same)).

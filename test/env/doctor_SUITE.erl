@@ -47,8 +47,13 @@ end_per_testcase(_Case, Config) ->
 %% The short protocol of every case: one curve point (+S 1) beside the
 %% default, 3 repetitions of the remedies, 250 ms loads.
 doctor(Extra) ->
+    doctor(2, Extra).
+
+%% `Max' of the findings' remedies besides the decoy (1 where the
+%% pathology's own finding is the most severe one on any machine).
+doctor(Max, Extra) ->
     R = beamlab_test_util:cli(["doctor", "--quick", "--reps", "3", "--curve-reps", "1",
-                               "--schedulers", "1", "--probe-ms", "250", "--max-remedies", "2",
+                               "--schedulers", "1", "--probe-ms", "250", "--max-remedies", integer_to_list(Max),
                                "--remedy", ?DECOY, "--format", "json" | Extra],
                               #{timeout => 150000}),
     #{code := Code, out := Out, err := Err} = R,
@@ -91,7 +96,7 @@ oversubscribed_taskset(_Config) ->
     case os:find_executable("taskset") of
         false -> {skip, "taskset is not installed"};
         _ ->
-            Doc = doctor(["--wrap", "taskset -c 0", "--vm", "+S 2:2"]),
+            Doc = doctor(1, ["--wrap", "taskset -c 0", "--vm", "+S 2:2"]),
             #{severity := critical, data := D} = finding(<<"oversubscribed">>, Doc),
             ?assertMatch(#{<<"cpus">> := 1, <<"schedulers_online">> := 2}, D),
             First = first(Doc),
@@ -107,7 +112,7 @@ cgroup_quota(Config) ->
         {skip, _} = Skip -> Skip;
         {ok, Dir} ->
             _ = Config,
-            Doc = try doctor(["--cgroup", Dir])
+            Doc = try doctor(1, ["--cgroup", Dir])
                   after _ = file:del_dir(Dir)
                   end,
             #{severity := critical, data := D} = finding(<<"cgroup_quota">>, Doc),
@@ -162,7 +167,7 @@ competing_processes(Config) ->
     Cpus = erlang:system_info(logical_processors_available),
     Burners = [burner(C) || C <- lists:seq(0, Cpus - 1)],
     try
-        Doc = doctor([]),
+        Doc = doctor(1, []),
         #{severity := Sev} = finding(<<"competing">>, Doc),
         ?assert(lists:member(Sev, [warning, critical])),
         #{data := #{<<"remedies">> := Cures}} = finding(<<"competing">>, Doc),
@@ -302,6 +307,7 @@ report_page_in_chromium(_Config) ->
                                                   "--schedulers", "1,2", "--probe-ms", "200",
                                                   "--max-remedies", "1", "--save", Json], #{timeout => 150000}),
             #{code := 0} = beamlab_test_util:cli(["report", Json, "-o", Html]),
+            compare_cli(Dir, Json),
             Flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
                      "--user-data-dir=" ++ filename:join(Dir, "chromium")],
@@ -328,3 +334,30 @@ report_page_in_chromium(_Config) ->
             {ok, <<137, "PNG", _/binary>> = Bin} = file:read_file(Png),
             ?assert(byte_size(Bin) > 20000)
     end.
+
+%% `doctor --compare A B' on a real document and a copy of it made to
+%% look like a machine with 4 NUMA nodes whose capacity halves from 2
+%% schedulers on and that has a critical finding A has not.
+compare_cli(Dir, FileA) ->
+    {ok, A} = beamlab_result:load(FileA),
+    #{extra := X} = A,
+    Machine = maps:get(<<"machine">>, X),
+    Curve = maps:get(<<"curve">>, X),
+    Points = [case P of
+                  #{<<"schedulers">> := N, <<"capacity">> := C} when N >= 2 -> P#{<<"capacity">> := C / 2};
+                  _ -> P
+              end || P <- maps:get(<<"points">>, Curve)],
+    Numa = beamlab_result:finding(numa, critical, <<"4 NUMA nodes: the VM's work spreads across them">>,
+                                  <<"4 NUMA nodes with distances ...">>, <<"bind the schedulers">>,
+                                  #{confidence => medium, remedies => []}),
+    B = (beamlab_result:add_findings(A, [Numa]))#{extra := X#{<<"machine">> := Machine#{<<"numa_nodes">> := 4},
+                                                             <<"curve">> := Curve#{<<"points">> := Points}}},
+    FileB = filename:join(Dir, "b.json"),
+    {ok, _} = beamlab_result:save(B, FileB),
+    #{code := 0, out := Out} = beamlab_test_util:cli(["doctor", "--compare", FileA, FileB]),
+    ct:log("~ts", [Out]),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"The capacity curves part at 2 schedulers">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"only on B: [critical] 4 NUMA nodes">>)),
+    ?assertMatch({match, _}, re:run(Out, <<"machine.numa_nodes +[01] +4">>)),
+    #{code := 2} = E = beamlab_test_util:cli(["doctor", "--compare", FileA]),
+    beamlab_test_util:assert_one_line_error(E).

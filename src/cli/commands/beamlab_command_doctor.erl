@@ -17,13 +17,17 @@ summary() ->
 options() ->
     [O#{hidden => lists:member(maps:get(name, O), [probe_ms, schedulers, max_remedies, curve_reps])}
      || O <- beamlab_experiment_doctor:options()]
+        ++ [#{name => compare, long => "compare", type => boolean, default => false,
+              help => "compare two saved doctor documents (A.json B.json): the facts that differ, "
+                      "where the curves part, which finding explains it"}]
         ++ beamlab_cli_args:common_options().
 
 %% @doc Usage and examples for `beamlab help doctor'.
 -spec usage() -> iodata().
 usage() ->
     "Usage: beamlab doctor [--quick] [--vm \"FLAGS\"] [--wrap CMD] [--cgroup DIR] [--reps N]\n"
-    "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n\n"
+    "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n"
+    "       beamlab doctor --compare A.json B.json\n\n"
     "One fixed protocol (docs/doctor.md), each phase on stderr:\n"
     "  facts     SMT siblings, physical cores, NUMA nodes and distances, last-level\n"
     "            caches, frequency governor, THP, sched_ext, isolated CPUs; in each\n"
@@ -50,12 +54,29 @@ usage() ->
     "  beamlab doctor --quick\n"
     "  beamlab doctor --vm \"+S 16:16\" --save doctor.json\n"
     "  beamlab doctor --quick --wrap \"taskset -c 0\" --vm \"+S 2:2\"\n"
-    "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n".
+    "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n"
+    "  beamlab doctor --compare machine-a.json machine-b.json\n".
 
-%% @doc Runs the doctor; the document holds the diagnosis.
+%% @doc Runs the doctor; the document holds the diagnosis. With
+%% `--compare', prints two saved documents side by side instead.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    beamlab_cli_experiment:run(experiment(Parsed)).
+    case beamlab_cli_args:get(compare, Parsed) of
+        true -> compare(maps:get(args, Parsed));
+        false -> beamlab_cli_experiment:run(experiment(Parsed))
+    end.
+
+compare([FileA, FileB]) ->
+    [A, B] = [case beamlab_result:load(F) of
+                  {ok, #{kind := doctor} = D} -> D;
+                  {ok, #{kind := K}} -> beamlab_cli_error:usage("~ts is a ~ts document, not a doctor's", [F, K]);
+                  {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_result:format_error(R)])
+              end || F <- [FileA, FileB]],
+    beamlab_cli_output:put_chars(beamlab_render_doctor:compare(beamlab_result_doctor:compare(A, B))),
+    {0, none};
+compare(Args) ->
+    beamlab_cli_error:usage("doctor --compare takes two saved doctor documents (got ~b argument~s)",
+                            [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
 
 %% @doc The experiment: the options as the kind's map, the phases on stderr.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
