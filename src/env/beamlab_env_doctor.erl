@@ -432,9 +432,9 @@ flags_of(B) ->
 %% that ranks them: the geometric mean of the goodput and capacity
 %% ratios divided by the CPU-per-message ratio (more messages, each for
 %% less CPU). Clearly better remedies (a ratio's interval excludes 1 in
-%% the good direction, none in the bad) come first, then those with no
-%% clear difference, then the clearly worse (goodput or capacity clearly
-%% lower); by score within each. Returned best first.
+%% the good direction, none in the bad) come first, then trade-offs (some
+%% of each) and those with no clear difference, then the clearly worse;
+%% by score within each. Returned best first.
 -spec rank(summary(), [{remedy(), summary()}], float()) -> [ranked()].
 rank(Base, Remedies, Conf) ->
     Rows = [row(Base, R, S, Conf) || {R, S} <- Remedies],
@@ -442,7 +442,7 @@ rank(Base, Remedies, Conf) ->
 
 %% Clearly better first, then neither, then clearly worse; by score within.
 key(#{verdict := V, score := S}) ->
-    {case V of better -> 0; no_difference -> 1; worse -> 2 end, case S of null -> 0.0; _ -> -S end}.
+    {case V of better -> 0; trade_off -> 1; no_difference -> 1; worse -> 2 end, case S of null -> 0.0; _ -> -S end}.
 
 row(Base, #{name := Name, why := Why}, S, Conf) ->
     R = fun(K) -> beamlab_stats_ratio:ratio(maps:get(K, Base), maps:get(K, S), Conf) end,
@@ -454,11 +454,14 @@ row(Base, #{name := Name, why := Why}, S, Conf) ->
                 {Gr, Cr, Pr} when is_float(Gr), is_float(Cr), is_float(Pr), Pr > 0 -> math:sqrt(Gr * Cr) / Pr;
                 _ -> null
             end,
-    Worse = maps:get(verdict, G) =:= lower orelse maps:get(verdict, C) =:= lower,
-    Better = not Worse andalso (maps:get(verdict, G) =:= higher orelse maps:get(verdict, C) =:= higher
-                                orelse maps:get(verdict, P) =:= lower),
+    %% Clearly better: more goodput or capacity, lower p99 latency or CPU
+    %% per message (an interval that excludes 1); clearly worse: the
+    %% opposite. Both at once is a trade-off, not a cure and not harm.
+    Gains = [V || {V, Good} <- [{G, higher}, {C, higher}, {L, lower}, {P, lower}], maps:get(verdict, V) =:= Good],
+    Losses = [V || {V, Bad} <- [{G, lower}, {C, lower}, {L, higher}, {P, higher}], maps:get(verdict, V) =:= Bad],
+    {Better, Worse} = {Gains =/= [] andalso Losses =:= [], Losses =/= [] andalso Gains =:= []},
     #{name => Name, why => Why, n => maps:get(n, S), score => Score, worse => Worse,
-      verdict => if Worse -> worse; Better -> better; true -> no_difference end,
+      verdict => if Worse -> worse; Better -> better; Gains =/= [] -> trade_off; true -> no_difference end,
       goodput => ratio_out(G), capacity => ratio_out(C), latency_p99 => ratio_out(L),
       cpu_per_msg => ratio_out(P),
       medians => maps:with([goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us], S)}.

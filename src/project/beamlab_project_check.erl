@@ -240,7 +240,14 @@ document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, O
                   [] -> #{}
               end,
     Gate = maps:get(gate, Opts),
-    Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts)},
+    Findings = case HeadDocs of
+                   [D2 | _] -> maps:get(findings, D2);
+                   [] -> []
+               end,
+    %% An overloaded machine makes a time verdict inconclusive unless far
+    %% outside the noise (beamlab_result_compare:qualify/3's rule).
+    Loaded = beamlab_result_compare:overloaded(#{findings => Findings}),
+    Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts), overloaded => Loaded},
     Entries = lists:append([entries(N, PerRound, maps:get(N, Modules, #{}), Gate, Stats) || N <- Names]),
     Params = maps:merge(maps:get(params, Opts, #{}),
                         #{against => unicode:characters_to_binary(maps:get(against, Opts)),
@@ -252,10 +259,6 @@ document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, O
                           min_rounds => beamlab_stats_paired:min_rounds(maps:get(alpha, Opts))}),
     Doc0 = beamlab_result:new(check, #{command => maps:get(command, Opts), started_at => Started,
                                        params => Params}),
-    Findings = case HeadDocs of
-                   [D2 | _] -> maps:get(findings, D2);
-                   [] -> []
-               end,
     Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc0, Entries), Findings),
     Doc2 = beamlab_result:set(extra, #{regressed => [iolist_to_binary(regression_text(R))
                                                      || R <- regressions(Doc1)]}, Doc1),
@@ -306,8 +309,9 @@ entry(Name, Metric, Pairs, Status, Params, Gated, Stats) ->
     Extra0 = #{base => BaseVals, gated => Gated, status => status_name(Status)},
     Extra = case Status of
                 compared when Paired =/= [] ->
-                    P = beamlab_stats_paired:compare(BaseVals, HeadVals, Stats#{better => lower}),
-                    Extra0#{paired => paired_json(P)};
+                    P = beamlab_stats_paired:compare(BaseVals, HeadVals,
+                                                     maps:with([alpha, threshold], Stats#{better => lower})),
+                    Extra0#{paired => paired_json(load_aware(P, Metric, Stats))};
                 compared ->
                     Extra0#{error => <<"not measured">>};
                 {_, Error} ->
@@ -318,6 +322,18 @@ entry(Name, Metric, Pairs, Status, Params, Gated, Stats) ->
                              #{group => Name, metric => Metric, unit => Unit, better => lower,
                                params => maps:with([<<"module">>, <<"input">>], Params),
                                extra => Extra}).
+
+%% Time on an overloaded machine: a regression or an improvement stands
+%% only when the sign test is significant at 1 - far_confidence (0.001)
+%% too; reductions and memory keep their verdicts.
+load_aware(#{verdict := V, p_value := P} = Paired, time, #{overloaded := true})
+  when V =:= regressed; V =:= improved ->
+    case P < 1 - beamlab_result_compare:far_confidence() of
+        true -> Paired;
+        false -> Paired#{verdict := inconclusive_load}
+    end;
+load_aware(Paired, _Metric, _Stats) ->
+    Paired.
 
 status_name(compared) -> compared;
 status_name({S, _}) -> S.

@@ -226,7 +226,8 @@ verdict_text(B, #{<<"verdict">> := V}) ->
         {<<"regressed">>, false} -> "regressed (not gated)";
         {<<"improved">>, _} -> "improved";
         {<<"unchanged">>, _} -> "~";
-        {<<"too_few_rounds">>, _} -> "too few rounds"
+        {<<"too_few_rounds">>, _} -> "too few rounds";
+        {<<"inconclusive_load">>, _} -> "inconclusive: overloaded"
     end.
 
 status_text(#{extra := #{<<"status">> := S} = X}) ->

@@ -46,7 +46,7 @@ replication(_) -> samples.
 
 %% @doc True when the document has a `machine_overloaded' or
 %% `noisy_measurement' finding.
--spec overloaded(beamlab_result:result()) -> boolean().
+-spec overloaded(beamlab_result:result() | #{findings := [beamlab_result:finding()]}) -> boolean().
 overloaded(R) ->
     lists:any(fun(#{id := Id}) -> lists:member(Id, ?LOAD_FINDINGS) end, maps:get(findings, R, [])).
 

@@ -21,7 +21,8 @@
 -export([compare/3, sign_test/2, min_rounds/1]).
 
 -type better() :: higher | lower.
--type verdict() :: regressed | improved | unchanged | too_few_rounds.
+-type verdict() :: regressed | improved | unchanged | too_few_rounds
+                 | inconclusive_load.  % set by a caller (beamlab_project_check) on a loaded machine
 -type opts() :: #{better => better(),     % default lower (times, reductions, words)
                   alpha => float(),       % significance level, default 0.01
                   threshold => float()}.  % effect floor, a fraction: 0.05 = 5%

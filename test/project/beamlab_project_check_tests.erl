@@ -100,3 +100,29 @@ views_test() ->
               <<":x: time">>, <<"<details>">>]],
     %% the generic Markdown format gives the same summary
     ?assertEqual(Md, beamlab_render_markdown:render(Doc)).
+
+%% An overloaded machine (a finding in the head's runs): a time regression
+%% with 9 unanimous rounds (sign test p = 0.004 < 0.01, not < 0.001) is
+%% inconclusive and does not fail the gate; with 12 (p = 0.0005) it is far
+%% outside the noise and stands; reductions keep their verdict (issue #35).
+overloaded_machine_test() ->
+    Loaded = fun(Rs) ->
+                     [R#{head := {ok, {X, beamlab_result:add_findings(
+                                              D, [beamlab_result:finding(machine_overloaded, warning,
+                                                                         <<"t">>, <<"e">>, <<"a">>, #{})])}}}
+                      || #{head := {ok, {X, D}}} = R <- Rs]
+             end,
+    Nine = document(Loaded(lists:sublist(rounds(ok), 9)), [time]),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"inconclusive_load">>}}} =
+        paired(Nine, <<"slow">>, <<"time">>),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>}}} =
+        paired(Nine, <<"slow">>, <<"reductions">>),
+    ?assertEqual([], beamlab_project_check:regressions(Nine)),
+    ?assertNotEqual(nomatch, binary:match(unicode:characters_to_binary(beamlab_render_check:text(Nine, #{})),
+                                          <<"inconclusive: overloaded">>)),
+    Twelve = document(Loaded(rounds(ok)), [time]),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>}}} =
+        paired(Twelve, <<"slow">>, <<"time">>),
+    %% the same nine rounds on a quiet machine: regressed
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>}}} =
+        paired(document(lists:sublist(rounds(ok), 9), [time]), <<"slow">>, <<"time">>).
