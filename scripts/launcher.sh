@@ -49,6 +49,14 @@
 # The user's own ERL_FLAGS come after, so they win.
 
 # Standard input, kept for the VM (a background job's would be /dev/null).
+# What would end the VM before any Erlang code runs, said in one line
+# first (#34): a deleted working directory ("init terminating in
+# do_boot"), too few file descriptors ("Failed to create sig_suspend
+# pipe: emfile", exit 134). (The shell's own "getcwd() failed" notice
+# comes before this line.) Short on purpose: the line's byte budget.
+f(){ echo beamlab: $1>&2;exit 1;};
+[ -d "$PWD" ]||f "cwd deleted";
+[ $(ulimit -n) -lt 64 ]&&f "ulimit -n < 64";
 exec 3<&0;
 s=;
 case "$1" in

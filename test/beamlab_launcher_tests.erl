@@ -15,7 +15,9 @@ launcher_line() ->
 
 line_is_one_short_comment_line_test() ->
     Line = launcher_line(),
-    ?assertMatch("%% 2>/dev/null; exec 3<&0; " ++ _, Line),
+    %% (first the checks of what would end the VM before it runs, #34)
+    ?assertMatch("%% 2>/dev/null; f(){ echo beamlab: $1>&2;exit 1;}; " ++ _, Line),
+    ?assertNotEqual(nomatch, string:find(Line, "; exec 3<&0; ")),
     ?assertEqual([$\n], [C || C <- Line, C =:= $\n]),
     ?assertEqual($\n, lists:last(Line)),
     ?assert(length(Line) < 1023),

@@ -13,7 +13,8 @@
 -export([amqp_body_sizes_bounded/1, amqp_bodies_held_bounded/1]).
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
 -export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
--export([report_long_history_bounded/1, home_unset_one_line/1, check_base_build_plain/1]).
+-export([report_long_history_bounded/1, home_unset_one_line/1, check_base_build_plain/1,
+         launcher_checks_environment/1]).
 
 all() ->
     [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
@@ -23,7 +24,7 @@ groups() ->
      {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded, report_long_history_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
      {readable, [], [check_runner_raises_readable, check_base_build_plain, tls_files_checked,
-                     home_unset_one_line]},
+                     home_unset_one_line, launcher_checks_environment]},
      {secrets, [], [uri_query_secrets_masked, crafted_uris_property, crafted_paths_property]}].
 
 init_per_suite(Config) ->
@@ -406,4 +407,30 @@ check_base_build_plain(_Config) ->
     ?assert(has(Err, "Error reading file rebar.config")),
     ?assertEqual(nomatch, binary:match(Err, <<"\e">>)),
     _ = R,
+    ok.
+
+%% What ends the VM before any Erlang code runs is said by the launcher
+%% in one line, exit 1: a deleted working directory ("init terminating in
+%% do_boot" twice), `ulimit -n 16' ("Failed to create sig_suspend pipe",
+%% "Aborted", exit 134). Variant: 32 descriptors; 64 still runs.
+launcher_checks_environment(_Config) ->
+    Dir = tmp(),
+    Esc = beamlab_test_util:escript(),
+    Sh = fun(Script) ->
+                 Port = open_port({spawn_executable, "/bin/sh"},
+                                  [{args, ["-c", Script]}, {cd, Dir}, exit_status, stderr_to_stdout, binary]),
+                 beamlab_test_util:port_output(Port, 120000)
+         end,
+    Gone = filename:join(Dir, "gone"),
+    {1, Out1} = Sh("mkdir '" ++ Gone ++ "' && cd '" ++ Gone ++ "' && rmdir '" ++ Gone ++ "' && exec '" ++ Esc
+                   ++ "' ok. -d 20 -s 1"),
+    ?assert(has(Out1, "beamlab: cwd deleted")),
+    ?assertNot(has(Out1, "do_boot")),
+    [begin
+         {1, Out} = Sh("ulimit -n " ++ N ++ " && exec '" ++ Esc ++ "' ok. -d 20 -s 1"),
+         ?assert(has(Out, "beamlab: ulimit -n < 64")),
+         ?assertNot(has(Out, "Aborted")),
+         ?assertNot(has(Out, "sig_suspend"))
+     end || N <- ["16", "32"]],
+    {0, _} = Sh("ulimit -n 64 && exec '" ++ Esc ++ "' ok. -d 20 -s 1"),
     ok.
