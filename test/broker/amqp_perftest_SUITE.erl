@@ -508,10 +508,13 @@ watch_sampler_lost(_) ->
                                                     "-u", uniq("watch-lost")], #{dir => Dir}),
     Seen = beamlab_test_util:await_output(P, "broker " ?BROKER_NODE ": schedulers", <<>>, 60000),
     %% On the broker: every telemetry sampler of each beamlab node.
-    Kill = "[erpc:call(N, erlang, exit, [Pid, kill]) || N <- nodes(hidden), "
-           "lists:prefix(\"beamlab\", atom_to_list(N)), Pid <- erpc:call(N, erlang, processes, []), "
+    %% Per node in a try: another beamlab node (a short-lived probe) may
+    %% leave while it is listed.
+    Kill = "lists:append([try [erpc:call(N, erlang, exit, [Pid, kill]) "
+           "|| Pid <- erpc:call(N, erlang, processes, []), "
            "{dictionary, D} <- [erpc:call(N, erlang, process_info, [Pid, dictionary])], "
-           "proplists:get_value('$initial_call', D) =:= {beamlab_runtime_telemetry, init, 1}].",
+           "proplists:get_value('$initial_call', D) =:= {beamlab_runtime_telemetry, init, 1}] "
+           "catch _:_ -> [] end || N <- nodes(hidden), lists:prefix(\"beamlab\", atom_to_list(N))]).",
     {0, Killed} = ctl(["eval", Kill]),
     ?assertEqual(<<"[true]">>, string:trim(Killed)),
     #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
