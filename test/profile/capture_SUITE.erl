@@ -24,8 +24,11 @@ all() ->
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
-    Data = ?config(data_dir, Config),
-    {ok, capture_victim, Beam} = compile:file(filename:join(Data, "capture_victim.erl"), [binary, debug_info]),
+    %% From the repository, not ?config(data_dir): rebar3 compiles the
+    %% suites of test/<folder>/ into one directory, where no data dir is.
+    Src = filename:join([beamlab_test_util:root(), "test", "profile", "capture_SUITE_data",
+                         "capture_victim.erl"]),
+    {ok, capture_victim, Beam} = compile:file(Src, [binary, debug_info]),
     [{victim_beam, Beam} | Config].
 
 end_per_suite(_Config) ->
