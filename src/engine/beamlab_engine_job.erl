@@ -36,7 +36,7 @@
                  | {job_down, term()}.
 
 %% How long a worker killed unasked waits for the heap-limit report.
--define(HEAP_REPORT_MS, 500).
+-define(HEAP_REPORT_MS, 2000).
 
 -record(st, {exec :: beamlab_engine_code:exec(),
              owner :: pid(),

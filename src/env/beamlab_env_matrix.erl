@@ -308,6 +308,8 @@ progress_line(Name, Rep, R, {ok, #{exit := 0, env := Env}}) ->
                   [Name, Rep, R, Online, beamlab_format_units:plural(Online, "scheduler"), flavor(Env)]);
 progress_line(Name, Rep, R, {ok, #{exit := 130}}) ->
     io_lib:format("[~ts] rep ~b/~b: interrupted (left out)~n", [Name, Rep, R]);
+progress_line(Name, Rep, R, {error, {vm_start, interrupted}}) ->
+    progress_line(Name, Rep, R, {ok, #{exit => 130}});
 progress_line(Name, Rep, R, {ok, #{exit := _}} = Out) ->
     io_lib:format("[~ts] rep ~b/~b: ~ts~n", [Name, Rep, R, format_run_error(Out)]);
 progress_line(Name, Rep, R, {error, E}) ->
@@ -450,6 +452,9 @@ ok_run({ok, #{exit := 0}}) -> true;
 ok_run(_) -> false.
 
 interrupted_run({ok, #{exit := 130}}) -> true;
+%% An interrupt while the repetition's VM was still booting (the boot is
+%% interruptible): the repetition is cut, not failed.
+interrupted_run({error, {vm_start, interrupted}}) -> true;
 interrupted_run(_) -> false.
 
 format_run_error({ok, #{exit := Code} = Out}) ->
