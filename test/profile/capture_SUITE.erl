@@ -110,7 +110,7 @@ deep_chain(Config) ->
         false ->
             {skip, "chromium is not installed (Debian package 'chromium')"};
         Chromium ->
-            Dom = dump_dom(Chromium, Dir, Html),
+            Dom = beamlab_test_util:dump_dom(Chromium, Dir, Html),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"svg">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"capture_victim:leaf_loop/2\"">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"capture_victim:d3/0\"">>)),
@@ -296,14 +296,3 @@ clean(Config) ->
             end,
     beamlab_test_util:wait_until(Clean, 30000),
     ok.
-
-dump_dom(Chromium, Dir, Path) ->
-    UserDir = filename:join(Dir, "chromium-" ++ integer_to_list(erlang:unique_integer([positive]))),
-    ok = filelib:ensure_dir(filename:join(UserDir, "x")),
-    Args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--user-data-dir=" ++ UserDir, "--dump-dom", "file://" ++ Path],
-    Port = open_port({spawn_executable, "/bin/sh"},
-                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Chromium | Args]}, binary, exit_status]),
-    {0, Dom} = beamlab_test_util:port_output(Port, 120000),
-    Dom.

@@ -236,7 +236,7 @@ flame_graph_renders_and_zooms(Config) ->
             Clicked = binary:replace(Page, <<"</body>">>, Click),
             ClickFile = filename:join(Dir, "flame-click.html"),
             ok = file:write_file(ClickFile, Clicked),
-            Dom = dump_dom(Chromium, Dir, Html),
+            Dom = beamlab_test_util:dump_dom(Chromium, Dir, Html),
             Body = beamlab_test_util:dom_body(Dom),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-errors">>)),
             %% The page's layout check: every flame graph within its card.
@@ -246,7 +246,7 @@ flame_graph_renders_and_zooms(Config) ->
             ?assertEqual(3, length(binary:matches(Dom, <<"<svg class=\"flame\"">>))),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"Differential: ">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"prof_hot:spin/2\"">>)),
-            CDom = dump_dom(Chromium, Dir, ClickFile),
+            CDom = beamlab_test_util:dump_dom(Chromium, Dir, ClickFile),
             CBody = beamlab_test_util:dom_body(CDom),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(CBody, <<"data-errors">>)),
             ?assertNotEqual(nomatch, binary:match(CDom, <<"data-zoom=\"prof_hot:spin/2\"">>)),
@@ -286,7 +286,7 @@ differential_hot_to_cold(Config) ->
                      end || {Name, Hot, Other} <- [{"before", 8000, 2000}, {"after", 2000, 8000}]],
             Html = filename:join(Base, "diff.html"),
             #{code := 0} = beamlab_test_util:cli(["report" | Saved] ++ ["-o", Html]),
-            Dom = dump_dom(Chromium, Base, Html),
+            Dom = beamlab_test_util:dump_dom(Chromium, Base, Html),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-errors">>)),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(beamlab_test_util:dom_body(Dom), <<"data-layout">>)),
             {match, [Diff]} = re:run(Dom, <<"(<figure [^>]*data-kind=\"flame-diff\".*?</figure>)">>,
@@ -502,15 +502,4 @@ stop_vm(Port, OsPid) ->
     _ = file:delete("/tmp/perf-" ++ integer_to_list(OsPid) ++ ".map"),
     _ = file:delete("/tmp/jit-" ++ integer_to_list(OsPid) ++ ".dump"),
     ok.
-
-dump_dom(Chromium, Dir, Path) ->
-    UserDir = filename:join(Dir, "chromium-" ++ integer_to_list(erlang:unique_integer([positive]))),
-    ok = filelib:ensure_dir(filename:join(UserDir, "x")),
-    Args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--user-data-dir=" ++ UserDir, "--dump-dom", "file://" ++ Path],
-    Port = open_port({spawn_executable, "/bin/sh"},
-                     [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Chromium | Args]}, binary, exit_status]),
-    {0, Dom} = beamlab_test_util:port_output(Port, 120000),
-    Dom.
 
