@@ -418,7 +418,7 @@ value() ->
            ?LET(I, oneof([range(1 bsl 31, 1 bsl 64), range(1 bsl 64, 1 bsl 200)]), integer_to_list(I)),
            ?LET(F, float(), float_to_list(F)),
            ?LET(S, string(), S),
-           ?LET(B, binary(), beamlab_runtime_text:decode(B)),
+           ?LET(B, binary(), beamlab_input_text:decode(B)),
            elements(["", "-", "1e11", "1e12", "100000000000", "-1", "0", "0.0", "nan", "inf",
                      "10G", "1000000G", "5%", "500%", "1,2,3", "1..4", "-0", "0x10", "1_000",
                      "amqp://u:p@127.0.0.1:1/%2F", "\x{ff}\x{fe}", "ラベル"])]).

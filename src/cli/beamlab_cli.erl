@@ -18,7 +18,7 @@
 -export_type([exit_code/0]).
 
 %% @doc Escript entry point. Never returns: halts with the command's exit code.
--spec main([beamlab_runtime_text:raw_arg()]) -> no_return().
+-spec main([beamlab_input_text:raw_arg()]) -> no_return().
 main(RawArgv) ->
     main(RawArgv, #{}).
 
@@ -32,13 +32,13 @@ launched([Job]) ->
     {Argv, Extra} = binary_to_term(Bin),
     main(Argv, Extra).
 
--spec main([beamlab_runtime_text:raw_arg()], #{project => beamlab_project_build:project()}) -> no_return().
+-spec main([beamlab_input_text:raw_arg()], #{project => beamlab_project_build:project()}) -> no_return().
 main(RawArgv, Extra) ->
     %% Arguments that are not UTF-8 reach us as {error, Good, Rest}
     %% tuples: decoded once here, with a fallback that never fails
-    %% (beamlab_runtime_text), so every command sees strings. A file they
-    %% name keeps its bytes on disk (beamlab_runtime_text:native_name/1).
-    Argv = [beamlab_runtime_text:decode(A) || A <- RawArgv],
+    %% (beamlab_input_text), so every command sees strings. A file they
+    %% name keeps its bytes on disk (beamlab_input_text:native_name/1).
+    Argv = [beamlab_input_text:decode(A) || A <- RawArgv],
     %% An escript's standard output starts as latin1: µ, ± and sparklines
     %% would be mangled.
     ok = io:setopts(standard_io, [{encoding, unicode}]),

@@ -363,7 +363,7 @@ echo(Text) ->
     Chars = [case C of
                  C when C < 32; C =:= 127 -> io_lib:format("\\x~2.16.0B", [C]);
                  C -> C
-             end || C <- beamlab_runtime_text:decode(Text)],
+             end || C <- beamlab_input_text:decode(Text)],
     case string:length(Chars) of
         N when N > 80 -> [string:slice(Chars, 0, 77), "..."];
         _ -> Chars

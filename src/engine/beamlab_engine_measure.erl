@@ -92,7 +92,7 @@ metric_families(Sample, Counters) ->
     [#{name => <<"beamlab_run_iterations">>, type => counter,
        help => <<"Iterations each benchmark job has completed (rate() gives its throughput)">>,
        samples => [{Node ++ [{<<"job">>, L}], counters:get(C, 1)} || {L, C} <- Counters]}
-     | beamlab_runtime_vm_metrics:families(Sample, Node)].
+     | beamlab_format_vm_metrics:families(Sample, Node)].
 
 stop_telemetry(undefined) -> #{};
 stop_telemetry({Pid, true}) -> beamlab_runtime_telemetry:stop(Pid);

@@ -182,12 +182,12 @@ vm_args(_Root) ->
 %% byte: UTF-8 text ("café") is decoded as UTF-8, anything else as Latin-1,
 %% so the report is valid UTF-8 either way.
 %% A plain argument that is not UTF-8 comes as an `{error, Good, Rest}'
-%% tuple (beamlab_runtime_text:decode/1 reads every form).
+%% tuple (beamlab_input_text:decode/1 reads every form).
 arg(A) when is_atom(A) -> atom_to_binary(A);
-arg(T) when is_tuple(T) -> unicode:characters_to_binary(beamlab_runtime_text:decode(T));
+arg(T) when is_tuple(T) -> unicode:characters_to_binary(beamlab_input_text:decode(T));
 arg(L) when is_list(L) ->
     case lists:all(fun(C) -> is_integer(C) andalso C >= 0 andalso C < 256 end, L) of
-        true -> unicode:characters_to_binary(beamlab_runtime_text:decode(list_to_binary(L)));
+        true -> unicode:characters_to_binary(beamlab_input_text:decode(list_to_binary(L)));
         false -> text(L)
     end.
 

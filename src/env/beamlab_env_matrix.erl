@@ -197,7 +197,7 @@ cpus() ->
 %% `baseline', `repeat' and `command'.
 -spec read_grid(file:filename()) -> {ok, map()} | {error, term()}.
 read_grid(File) ->
-    case beamlab_runtime_terms:consult(File) of
+    case beamlab_input_terms:consult(File) of
         {ok, Terms} -> grid(Terms, #{});
         {error, Reason} -> {error, {grid_file, File, Reason}}
     end.
@@ -527,7 +527,7 @@ format_error({wrapper_not_found, W}) ->
 format_error({bad_range, S}) ->
     io_lib:format("bad scheduler range \"~ts\" (use 1..4, 1,2,4 or 1..max)", [S]);
 format_error({grid_file, File, Reason}) ->
-    io_lib:format("~ts: ~ts", [File, beamlab_runtime_terms:format_error(Reason)]);
+    io_lib:format("~ts: ~ts", [File, beamlab_input_terms:format_error(Reason)]);
 format_error({bad_grid_term, T}) ->
     io_lib:format("grid file: unknown or malformed term ~0tP", [T, 8]);
 format_error({unknown_baseline, B}) ->

@@ -59,7 +59,7 @@ node_telemetry(Exp, Name, Node, Pid) ->
         Server ->
             Labels = [{<<"node">>, atom_to_binary(Node)}],
             beamlab_runtime_metrics:register(
-              Server, Name, fun() -> beamlab_runtime_vm_metrics:families(beamlab_runtime_telemetry:last(Pid), Labels) end)
+              Server, Name, fun() -> beamlab_format_vm_metrics:families(beamlab_runtime_telemetry:last(Pid), Labels) end)
     end.
 
 %% @doc Stops serving the collector `Name' (when there is a server).

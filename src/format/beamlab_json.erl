@@ -229,7 +229,7 @@ str(Bin, Acc) ->
 utf8(S) ->
     case unicode:characters_to_binary(S) of
         S -> S;
-        _ -> unicode:characters_to_binary(beamlab_runtime_text:decode(S))
+        _ -> unicode:characters_to_binary(beamlab_input_text:decode(S))
     end.
 
 check_control(Chunk, Where) ->

@@ -141,7 +141,7 @@ plain(Line) ->
                        [global, {return, binary}]),
     %% Bytes that are not UTF-8 as Latin-1 characters: string:trim/1
     %% raises on invalid UTF-8.
-    unicode:characters_to_binary(beamlab_runtime_text:decode(
+    unicode:characters_to_binary(beamlab_input_text:decode(
                                    << <<C>> || <<C>> <= NoCsi, C >= 32 orelse C =:= $\t >>)).
 
 %% @doc One line for an error of this module.

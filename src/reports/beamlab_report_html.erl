@@ -117,7 +117,7 @@ model(Runs0, Opts) ->
     %% A history shows its trend, not a comparison against its first run:
     %% that is only computed for a short one (its env table's order).
     Cmp = case length(Runs) > 1 andalso (History =:= null orelse length(Runs) =< ?DETAIL_RUNS) of
-              true -> beamlab_compare:compare(Runs);
+              true -> beamlab_result_compare:compare(Runs);
               false -> none
           end,
     Profiles = beamlab_report_flame:profiles(Runs),

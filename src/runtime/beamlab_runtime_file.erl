@@ -54,7 +54,7 @@
 %% what was done.
 -spec write(file:filename(), iodata()) -> {ok, written()} | {error, path_error() | badarg | terminated}.
 write(Path, Data) ->
-    Native = beamlab_runtime_text:native_name(Path),
+    Native = beamlab_input_text:native_name(Path),
     case check_target(Path) of
         {ok, new} -> ok_as(write_atomic(Native, Data), new);
         {ok, exists} -> ok_as(write_atomic(Native, Data), replaced);
@@ -81,7 +81,7 @@ write_in_place(Path, _Device, Data) ->
                           W;
                       {error, _} = E -> E
                   end
-          end, ?FIFO_OPEN_MS, {error, {no_reader, beamlab_runtime_text:display(Path), ?FIFO_OPEN_MS div 1000}}).
+          end, ?FIFO_OPEN_MS, {error, {no_reader, beamlab_input_text:display(Path), ?FIFO_OPEN_MS div 1000}}).
 
 %% Runs Fun in a process of its own and returns what it returns, or
 %% `Late' after `Ms' (the process is killed; one stuck in open(2) stays
@@ -165,7 +165,7 @@ write_unique(Path, Data, N) ->
                     _ -> filename:rootname(Path) ++ "-" ++ integer_to_list(N) ++ filename:extension(Path)
                 end,
     Checked = case check_target(Candidate) of
-                  {ok, new} -> write_new(beamlab_runtime_text:native_name(Candidate), Data);
+                  {ok, new} -> write_new(beamlab_input_text:native_name(Candidate), Data);
                   {ok, _} -> {error, eexist};  % anything there is kept: try the next name
                   {error, _} = E -> E
               end,
@@ -194,7 +194,7 @@ check_target(Path) ->
     case stream(Path) of
         {ok, Stream} -> {ok, {in_place, Stream}};
         none ->
-            try classify(beamlab_runtime_text:native_name(Path))
+            try classify(beamlab_input_text:native_name(Path))
             catch throw:{path, Why} -> {error, Why}
             end
     end.
@@ -233,7 +233,7 @@ identity(Path) ->
     case stream(Path) of
         {ok, _} -> none;
         none ->
-            Native = beamlab_runtime_text:native_name(Path),
+            Native = beamlab_input_text:native_name(Path),
             case file:read_file_info(Native) of
                 {ok, #file_info{type = regular, major_device = Dev, inode = Ino}} -> {file, Dev, Ino};
                 {ok, _} -> none;
@@ -297,7 +297,7 @@ final(_Real, Shown, #file_info{mode = Mode}, _Link) ->
 %% or `link' (from a link's target: shown as the path on disk).
 walk(Cur, [], _Hops, Link) ->
     {ok, Info} = file:read_file_info(Cur),
-    {found, Cur, beamlab_runtime_text:display(Cur), Info, Link};
+    {found, Cur, beamlab_input_text:display(Cur), Info, Link};
 walk(Cur, [{Part, From} | Rest], Hops, Link) ->
     Next = filename:join(Cur, Part),
     Shown = shown(Next, From),
@@ -339,8 +339,8 @@ follow(Cur, Link, Shown, Rest, Hops, Named) ->
             end
     end.
 
-shown(Path, user) -> strip_dot(beamlab_runtime_text:display(Path));
-shown(Path, link) -> beamlab_runtime_text:display(Path).
+shown(Path, user) -> strip_dot(beamlab_input_text:display(Path));
+shown(Path, link) -> beamlab_input_text:display(Path).
 
 strip_dot("./" ++ P) -> P;
 strip_dot(P) -> P.
@@ -349,7 +349,7 @@ strip_dot(P) -> P.
 trusted_dir(Dir) ->
     case file:read_file_info(Dir) of
         {ok, #file_info{uid = Uid}} ->
-            trusted(Uid) orelse throw({path, {foreign_dir, strip_dot(beamlab_runtime_text:display(Dir)), Uid}}),
+            trusted(Uid) orelse throw({path, {foreign_dir, strip_dot(beamlab_input_text:display(Dir)), Uid}}),
             ok;
         {error, Reason} -> throw({path, Reason})
     end.
@@ -381,7 +381,7 @@ read(Path, Max) ->
 -spec read(file:filename_all(), pos_integer(), #{streams => boolean()}) ->
           {ok, binary()} | {error, read_error()}.
 read(Path, Max, Opts) ->
-    Native = beamlab_runtime_text:native_name(Path),
+    Native = beamlab_input_text:native_name(Path),
     Streams = maps:get(streams, Opts, true),
     case file:read_file_info(Native) of
         {ok, #file_info{type = directory}} -> {error, eisdir};
@@ -391,11 +391,11 @@ read(Path, Max, Opts) ->
             case Mode band ?S_IFMT of
                 T when Streams, T =:= ?S_IFCHR orelse T =:= ?S_IFIFO ->
                     read_bounded(Native, Max, ?STREAM_READ_MS);
-                ?S_IFCHR -> {error, {special, beamlab_runtime_text:display(Path), character_device}};
-                ?S_IFIFO -> {error, {special, beamlab_runtime_text:display(Path), fifo}};
-                ?S_IFBLK -> {error, {special, beamlab_runtime_text:display(Path), block_device}};
-                ?S_IFSOCK -> {error, {special, beamlab_runtime_text:display(Path), socket}};
-                _ -> {error, {special, beamlab_runtime_text:display(Path), unknown}}
+                ?S_IFCHR -> {error, {special, beamlab_input_text:display(Path), character_device}};
+                ?S_IFIFO -> {error, {special, beamlab_input_text:display(Path), fifo}};
+                ?S_IFBLK -> {error, {special, beamlab_input_text:display(Path), block_device}};
+                ?S_IFSOCK -> {error, {special, beamlab_input_text:display(Path), socket}};
+                _ -> {error, {special, beamlab_input_text:display(Path), unknown}}
             end;
         {error, _} = E -> E
     end.
@@ -457,10 +457,10 @@ private_dir(Tmp, Prefix, Tries) ->
 -spec format_error(path_error() | term()) -> string().
 format_error({same_file, {Opt, Path}, {Other, OtherPath}, input}) ->
     text("~ts ~ts is the input ~ts~ts: writing it would destroy it (name another file)",
-         [Opt, beamlab_runtime_text:display(Path), as_given(Other), beamlab_runtime_text:display(OtherPath)]);
+         [Opt, beamlab_input_text:display(Path), as_given(Other), beamlab_input_text:display(OtherPath)]);
 format_error({same_file, {Opt, Path}, {Other, OtherPath}, output}) ->
     text("~ts ~ts and ~ts ~ts are the same file: one would overwrite the other (name two files)",
-         [Opt, beamlab_runtime_text:display(Path), Other, beamlab_runtime_text:display(OtherPath)]);
+         [Opt, beamlab_input_text:display(Path), Other, beamlab_input_text:display(OtherPath)]);
 format_error(empty) ->
     "empty file name";
 format_error({not_a_directory, Dir}) ->

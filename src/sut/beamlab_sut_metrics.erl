@@ -1,5 +1,5 @@
 %%% @doc Live metrics of a watch, for `beamlab_runtime_metrics': the
-%%% watched node's VM families (`beamlab_runtime_vm_metrics') from its
+%%% watched node's VM families (`beamlab_format_vm_metrics') from its
 %%% latest sample, whether it answers, its top processes and ETS tables,
 %%% the system monitor's events and the findings raised so far, each
 %%% sample labelled with `node'.
@@ -37,7 +37,7 @@ families(#{node := Node, sample := S, up := Up, samples := N, findings := Fs, ev
     L = [{<<"node">>, Node}],
     Top = case S of #{top := Tp} -> Tp; _ -> #{} end,
     Proc = fun(E) -> L ++ [{<<"pid">>, maps:get(pid, E)}, {<<"name">>, maps:get(name, E)}] end,
-    beamlab_runtime_vm_metrics:families(S, L)
+    beamlab_format_vm_metrics:families(S, L)
         ++ [#{name => <<"beamlab_watch_up">>, type => gauge,
               help => <<"1 while the watched node answers, 0 while it does not">>,
               samples => [{L, case Up of true -> 1; false -> 0 end}]},

@@ -116,7 +116,7 @@ outputs(#{kind := Kind} = Doc) ->
          {bencher, beamlab_render_bencher:render(Doc)}].
 
 compare_outputs(Runs) ->
-    {ok, Cmp} = beamlab_compare:compare(Runs),
+    {ok, Cmp} = beamlab_result_compare:compare(Runs),
     {ok, H} = beamlab_result_history:history(Runs, #{}),
     [{text, beamlab_render_compare:render(Cmp, F)} || F <- [text, markdown]]
         ++ [{csv, beamlab_render_compare:render(Cmp, csv)},

@@ -35,7 +35,7 @@ saved_document_compares_and_reports_test() ->
     Path = filename:join(Dir, "a.json"),
     {ok, _} = beamlab_result:save(beamlab_result:bound_samples(doc(), 10), Path),
     {ok, Loaded} = beamlab_result:load(Path),
-    {ok, Cmp} = beamlab_compare:compare([{<<"a">>, Loaded}, {<<"b">>, Loaded}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"a">>, Loaded}, {<<"b">>, Loaded}]),
     %% Two single bench runs: within-run noise only, never a verdict.
     ?assertEqual([within_run_only], [maps:get(verdict, lists:last(maps:get(cells, R))) || R <- maps:get(rows, Cmp)]),
     {ok, Html} = beamlab_report_html:render([{<<"a">>, Loaded}]),

@@ -502,7 +502,7 @@ run(Parsed) ->
 %% written.)
 csv_file(undefined) -> none;
 csv_file(F) ->
-    case file:read_file_info(beamlab_runtime_text:native_name(F)) of
+    case file:read_file_info(beamlab_input_text:native_name(F)) of
         {ok, #file_info{type = regular, inode = Ino}} -> {exists, Ino};
         {ok, _} -> other;
         {error, _} -> new

@@ -6,8 +6,7 @@
 -module(beamlab_command_compare).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, files/1, load_runs/1, load_runs/2, expand/1,
-         history_options/0, history/2]).
+-export([summary/0, options/0, usage/0, run/1, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -25,18 +24,7 @@ options() ->
                       "than PCT percent"},
             #{name => confidence, long => "confidence", type => percent, default => 95.0,
               metavar => "PCT", help => "confidence level of intervals and tests, in percent"}
-            | history_options()].
-
-%% @doc The options of a history (many saved runs of the same benchmarks),
-%% shared with `beamlab report'.
--spec history_options() -> [beamlab_cli_args:option()].
-history_options() ->
-    [#{name => history, long => "history", type => boolean, default => false,
-       help => "the runs are a history: order them and compare each with the one before "
-               "(the default when a directory or a quoted glob is given)"},
-     #{name => order, long => "order", type => {enum, [auto, time, commit]}, default => auto, metavar => "HOW",
-       help => "order of a history: commit (the git commit's date each run recorded), time (when each "
-               "run started) or auto (commit when every run has one)"}].
+            | beamlab_cli_runs:history_options()].
 
 %% @doc Examples for `beamlab help compare'.
 -spec usage() -> iodata().
@@ -58,66 +46,32 @@ usage() ->
 %% @doc Runs the command and prints the comparison in the chosen format.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed = #{args := Args}) ->
-    {Files, Listed} = expand(Args),
+    {Files, Listed} = beamlab_cli_runs:expand(Args),
     length(Files) >= 2 orelse
         beamlab_cli_error:usage("compare needs at least two result files (got ~b)", [length(Files)]),
     Conf = beamlab_cli_args:get(confidence, Parsed, 95.0) / 100,
     (Conf > 0.5 andalso Conf < 1) orelse
         beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
-    Runs = load_runs(Files),
+    Runs = beamlab_cli_runs:load_runs(Files),
     Format = beamlab_cli_output:format(Parsed),
     case Listed orelse beamlab_cli_args:get(history, Parsed, false) of
         true ->
-            H = history(Runs, #{order => beamlab_cli_args:get(order, Parsed, auto), confidence => Conf}),
+            H = beamlab_cli_runs:history(Runs, #{order => beamlab_cli_args:get(order, Parsed, auto), confidence => Conf}),
             FileOf = maps:from_list(lists:zip([L || {L, _} <- Runs], Files)),
             Ordered = [maps:get(L, FileOf) || #{label := L} <- maps:get(runs, H)],
             beamlab_cli_output:put_chars(beamlab_render_history:render(H, Format, #{files => Ordered})),
             {fail_if_newest_slower(H, beamlab_cli_args:get(fail_if_slower, Parsed)), none};
         false ->
-            {ok, Cmp} = beamlab_compare:compare(Runs, #{confidence => Conf}),
+            {ok, Cmp} = beamlab_result_compare:compare(Runs, #{confidence => Conf}),
             beamlab_cli_output:put_chars(beamlab_render_compare:render(Cmp, Format, #{files => Files})),
             {fail_if_slower(Cmp, beamlab_cli_args:get(fail_if_slower, Parsed)), none}
-    end.
-
-%% @doc The history of loaded runs in the order asked for, or one line
-%% saying why it cannot be ordered so.
--spec history([beamlab_result_history:run()], beamlab_result_history:opts()) -> beamlab_result_history:history().
-history(Runs, Opts) ->
-    case beamlab_result_history:history(Runs, Opts) of
-        {ok, H} -> H;
-        {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result_history:format_error(Reason)])
     end.
 
 %% @doc The runs read (`--save' is the only output).
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
 files(#{args := Args}) ->
-    {Files, _} = expand(Args),
+    {Files, _} = beamlab_cli_runs:expand(Args),
     #{inputs => [{"input", F} || F <- Files]}.
-
-%% @doc Result files named by the arguments: a file as it is, a directory
-%% as its `*.json' files, a pattern with `*', `?' or `[' (quoted, so the
-%% shell left it) as the files it matches, sorted. `Listed' is true when a
-%% directory or pattern was given: the runs are then a history.
--spec expand([string()]) -> {[string()], Listed :: boolean()}.
-expand(Args) ->
-    Expanded = [expand_arg(A) || A <- Args],
-    {lists:append([Fs || {Fs, _} <- Expanded]), lists:any(fun({_, L}) -> L end, Expanded)}.
-
-expand_arg(Arg) ->
-    case {filelib:is_dir(Arg), lists:any(fun(C) -> lists:member(C, "*?[") end, Arg)} of
-        {true, _} ->
-            case lists:sort(filelib:wildcard(filename:join(Arg, "*.json"))) of
-                [] -> beamlab_cli_error:usage("~ts: no saved runs (*.json) in this directory", [Arg]);
-                Fs -> {Fs, true}
-            end;
-        {false, true} ->
-            case lists:sort([F || F <- filelib:wildcard(Arg), filelib:is_regular(F)]) of
-                [] -> beamlab_cli_error:usage("~ts: no file matches", [Arg]);
-                Fs -> {Fs, true}
-            end;
-        {false, false} ->
-            {[Arg], false}
-    end.
 
 %% A history fails when its newest run is significantly slower than the
 %% run before it by more than PCT percent.
@@ -153,33 +107,3 @@ fail_if_slower(Cmp, Pct) ->
                                                  || {N, L, P} <- Slower])]),
                     1
             end.
-
-%% @doc Loads result files, labelled by their base names (made unique), or
-%% stops with one line naming the file that cannot be used.
--spec load_runs([string()]) -> [{binary(), beamlab_result:result()}].
-load_runs(Files) ->
-    load_runs(Files, fun(R) -> R end).
-
-%% @doc As {@link load_runs/1}, keeping `Keep(Document)' of each, or only
-%% the runs whose labels are keys of `{only, Labels}' (the others are not
-%% read): one file is read, checked and reduced at a time, so a report over
-%% thousands of runs never holds their whole documents together (#34).
--spec load_runs([string()], fun((beamlab_result:result()) -> beamlab_result:result())
-                          | {only, #{binary() => true}}) ->
-          [{binary(), beamlab_result:result()}].
-load_runs(Files, Keep) ->
-    [{Label, case beamlab_result:load(F) of
-                 {ok, R} when is_function(Keep, 1) -> Keep(beamlab_result_redact:document(R));
-                 {ok, R} -> beamlab_result_redact:document(R);
-                 {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result:format_error(Reason)])
-             end}
-     || {Label, F} <- lists:zip(labels(Files), Files),
-        not is_tuple(Keep) orelse is_map_key(Label, element(2, Keep))].
-
-labels(Files) ->
-    Base = [unicode:characters_to_binary(filename:basename(F, ".json")) || F <- Files],
-    case length(lists:usort(Base)) =:= length(Base) of
-        true -> Base;
-        false -> [iolist_to_binary([integer_to_list(I), ":", B])
-                  || {I, B} <- lists:zip(lists:seq(1, length(Base)), Base)]
-    end.

@@ -22,7 +22,7 @@ options() ->
                                   "is replaced)"},
      #{name => title, long => "title", type => string, metavar => "TEXT",
        help => "page title (default: the run names)"}
-     | beamlab_command_compare:history_options()].
+     | beamlab_cli_runs:history_options()].
 
 %% @doc Examples for `beamlab help report'.
 -spec usage() -> iodata().
@@ -45,14 +45,14 @@ usage() ->
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()],
                                              outputs := [beamlab_runtime_file:named()]}.
 files(Parsed = #{args := Args}) ->
-    {Files, _} = beamlab_command_compare:expand(Args),
+    {Files, _} = beamlab_cli_runs:expand(Args),
     #{inputs => [{"input", F} || F <- Files],
       outputs => [{"-o", O} || O <- [beamlab_cli_args:get(output, Parsed)], O =/= undefined]}.
 
 %% @doc Runs the command; returns the exit code.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed = #{args := Args}) ->
-    {Files, Listed} = beamlab_command_compare:expand(Args),
+    {Files, Listed} = beamlab_cli_runs:expand(Args),
     Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
@@ -63,7 +63,7 @@ run(Parsed = #{args := Args}) ->
     {Runs, Opts} =
         case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Files) > 1 of
             true -> history_runs(Files, Titled, beamlab_cli_args:get(order, Parsed, auto));
-            false -> {beamlab_command_compare:load_runs(Files), Titled}
+            false -> {beamlab_cli_runs:load_runs(Files), Titled}
         end,
     Html = case beamlab_report_html:render(Runs, Opts) of
                {ok, H} -> H;
@@ -108,14 +108,14 @@ run(Parsed = #{args := Args}) ->
 -spec history_runs([string()], beamlab_report_html:opts(), beamlab_result_history:order() | auto) ->
           {[beamlab_result_history:run()], beamlab_report_html:opts()}.
 history_runs(Files, Titled, Order) ->
-    Summaries = beamlab_command_compare:load_runs(Files, fun beamlab_result_history:summary/1),
-    H = beamlab_command_compare:history(Summaries, #{order => Order}),
+    Summaries = beamlab_cli_runs:load_runs(Files, fun beamlab_result_history:summary/1),
+    H = beamlab_cli_runs:history(Summaries, #{order => Order}),
     Ordered = [L || #{label := L} <- maps:get(runs, H)],
     Shown = maps:from_list([{L, true} || L <- lists:nthtail(max(0, length(Ordered) - beamlab_report_html:detail_runs()),
                                                             Ordered)]),
     Runs = case map_size(Shown) =:= length(Summaries) of
-               true -> beamlab_command_compare:load_runs(Files);
-               false -> beamlab_command_compare:load_runs(Files, {only, Shown})
+               true -> beamlab_cli_runs:load_runs(Files);
+               false -> beamlab_cli_runs:load_runs(Files, {only, Shown})
            end,
     {Runs, Titled#{history => H}}.
 

@@ -4,7 +4,7 @@
 %%% (reductions, garbage collections, IO bytes, OS CPU time) as counters,
 %%% each sample labelled with the given labels (`node'). The names start
 %%% with `beamlab_vm_' for a watched node and for beamlab's own VM alike.
--module(beamlab_runtime_vm_metrics).
+-module(beamlab_format_vm_metrics).
 
 -export([families/2]).
 

@@ -121,13 +121,13 @@ find(NameOrFile) ->
     case [P || #{name := N} = P <- builtin(), N =:= Name] of
         [P] -> {ok, P};
         [] ->
-            case filelib:is_file(beamlab_runtime_text:native_name(NameOrFile)) of
+            case filelib:is_file(beamlab_input_text:native_name(NameOrFile)) of
                 false -> {error, {unknown_preset, Name}};
                 true ->
-                    case beamlab_runtime_terms:consult(NameOrFile) of
+                    case beamlab_input_terms:consult(NameOrFile) of
                         {ok, [Term]} -> validate(Term);
                         {ok, _} -> {error, {bad_preset, Name, "the file must hold exactly one term"}};
-                        {error, R} -> {error, {bad_preset, Name, beamlab_runtime_terms:format_error(R)}}
+                        {error, R} -> {error, {bad_preset, Name, beamlab_input_terms:format_error(R)}}
                     end
             end
     end.
@@ -179,7 +179,7 @@ preset_name(T) ->
     end.
 
 %% Text of a preset: valid UTF-8 whatever the file held.
-txt(B) when is_binary(B) -> unicode:characters_to_binary(beamlab_runtime_text:decode(B));
+txt(B) when is_binary(B) -> unicode:characters_to_binary(beamlab_input_text:decode(B));
 txt(A) when is_atom(A) -> atom_to_binary(A);
 txt(L) when is_list(L) ->
     try unicode:characters_to_binary(L) of

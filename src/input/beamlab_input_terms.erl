@@ -8,7 +8,7 @@
 %%% quadratic), and each term must be a literal whose binaries are built
 %%% from segments of at most 1024 bits (`<<0:8796093022208>>' would
 %%% allocate a terabyte).
--module(beamlab_runtime_terms).
+-module(beamlab_input_terms).
 
 -export([consult/1, limits/0, format_error/1]).
 
@@ -39,7 +39,7 @@ consult(File) ->
             try
                 check_atoms(Bin),
                 check_numbers(Bin),
-                {ok, terms(beamlab_runtime_text:decode(Bin))}
+                {ok, terms(beamlab_input_text:decode(Bin))}
             catch throw:{?MODULE, Reason} -> {error, Reason}
             end;
         {error, _} = E -> E

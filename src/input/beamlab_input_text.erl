@@ -5,7 +5,7 @@
 %%% can crash on it (`\xff' in a label, a code string, `--title', a file
 %%% name). A file named on the command line with such bytes is still the
 %%% same file on disk: {@link native_name/1} gives its bytes back.
--module(beamlab_runtime_text).
+-module(beamlab_input_text).
 
 -export([decode/1, native_name/1, display/1]).
 

@@ -1,4 +1,4 @@
--module(beamlab_compare_tests).
+-module(beamlab_result_compare_tests).
 -include_lib("eunit/include/eunit.hrl").
 
 bench(Name, Samples) ->
@@ -29,7 +29,7 @@ verdicts_test() ->
                 bench(<<"thr">>, base(), higher)]),
     B = result([bench(<<"same">>, base()), bench(<<"slow">>, shifted(1.2)),
                 bench(<<"fast">>, shifted(0.8)), bench(<<"thr">>, shifted(1.2), higher)]),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     V = maps:from_list([{maps:get(name, R), maps:get(verdict, lists:last(maps:get(cells, R)))}
                         || R <- maps:get(rows, Cmp)]),
     ?assertEqual(#{<<"same">> => no_difference, <<"slow">> => slower, <<"fast">> => faster,
@@ -44,7 +44,7 @@ verdicts_test() ->
 single_runs_get_no_verdict_test() ->
     A = result([bench(<<"slow">>, base())], #{}, bench),
     B = result([bench(<<"slow">>, shifted(1.2))], #{}, bench),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     [#{cells := [_, Cell]}] = maps:get(rows, Cmp),
     ?assertMatch(#{verdict := within_run_only, basis := within_run, ci := [_, _]}, Cell),
     ?assertEqual([], beamlab_result_compare:slower_than(Cmp, 5)),
@@ -61,10 +61,10 @@ overloaded_machine_test() ->
     Reds = fun(F) -> (bench(<<"reds">>, Noisy(F)))#{unit => <<"reductions">>, metric => <<"reductions">>} end,
     A = result([bench(<<"t">>, Noisy(1.0)), bench(<<"huge">>, Noisy(1.0)), Reds(1.0)]),
     B = overloaded(result([bench(<<"t">>, Noisy(1.35)), bench(<<"huge">>, Noisy(5.0)), Reds(1.35)])),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     V = maps:from_list([{N, maps:get(verdict, C)} || #{name := N, cells := [_, C]} <- maps:get(rows, Cmp)]),
     %% Without the finding, "t" is slower at 95%.
-    {ok, Quiet} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B#{findings := []}}]),
+    {ok, Quiet} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B#{findings := []}}]),
     ?assertMatch([#{cells := [_, #{verdict := slower}]} | _], maps:get(rows, Quiet)),
     ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => slower, <<"reds">> => slower}, V),
     ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
@@ -73,7 +73,7 @@ overloaded_machine_test() ->
 fail_if_slower_threshold_test() ->
     A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), higher)]),
     B = result([bench(<<"x">>, shifted(1.1)), bench(<<"y">>, shifted(0.7), higher)]),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     ?assertMatch([{<<"x">>, <<"B">>, _}, {<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 5)),
     ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 15)),
     ?assertEqual([], beamlab_result_compare:slower_than(Cmp, 40)).
@@ -81,7 +81,7 @@ fail_if_slower_threshold_test() ->
 unpaired_are_reported_test() ->
     A = result([bench(<<"a">>, base()), bench(<<"only_a">>, base())]),
     B = result([bench(<<"a">>, base()), bench(<<"only_b">>, base())]),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     ?assertEqual([<<"a">>, <<"only_a">>, <<"only_b">>], [maps:get(name, R) || R <- maps:get(rows, Cmp)]),
     ?assertEqual([#{name => <<"only_a">>, missing_in => [<<"B">>]},
                   #{name => <<"only_b">>, missing_in => [<<"A">>]}], maps:get(unpaired, Cmp)),
@@ -91,7 +91,7 @@ unpaired_are_reported_test() ->
 too_few_samples_test() ->
     A = result([bench(<<"a">>, [5.0, 5.5])]),
     B = result([bench(<<"a">>, [6.0, 6.1])]),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     [Row] = maps:get(rows, Cmp),
     ?assertEqual(too_few_samples, maps:get(verdict, lists:last(maps:get(cells, Row)))),
     ?assert(lists:any(fun(N) -> binary:match(N, <<"too few samples">>) =/= nomatch end,
@@ -102,7 +102,7 @@ too_few_samples_test() ->
 unit_mismatch_test() ->
     A = result([bench(<<"a">>, base())]),
     B = result([(bench(<<"a">>, base()))#{unit => <<"us">>}]),
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     [Row] = maps:get(rows, Cmp),
     ?assertEqual(unit_mismatch, maps:get(verdict, lists:last(maps:get(cells, Row)))).
 
@@ -112,7 +112,7 @@ env_diff_test() ->
              load => #{load1 => 1.5}},
     EnvB = EnvA#{otp_release => <<"26">>, now => <<"t2">>, extra_key => 1,
                  memory => #{erlang => #{total => 2}}, load => #{load1 => 3.0}},
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, result([], EnvA)}, {<<"B">>, result([], EnvB)}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, result([], EnvA)}, {<<"B">>, result([], EnvB)}]),
     Diff = maps:get(env_diff, Cmp),
     Keys = [K || #{key := K} <- Diff],
     %% OTP is explanatory, so it sorts first; a key one run lacks shows as null.
@@ -121,7 +121,7 @@ env_diff_test() ->
 
 three_runs_and_table_test() ->
     Runs = [{L, result([bench(<<"a">>, shifted(F))])} || {L, F} <- [{<<"A">>, 1.0}, {<<"B">>, 1.3}, {<<"C">>, 0.7}]],
-    {ok, Cmp} = beamlab_compare:compare(Runs),
+    {ok, Cmp} = beamlab_result_compare:compare(Runs),
     {Header, [Row]} = beamlab_render_compare:rows(Cmp),
     ?assertEqual(length(Header), length(Row)),
     ?assertEqual(2 + 3 * 3 + 2 * 5, length(Header)),
@@ -136,14 +136,14 @@ three_runs_and_table_test() ->
     ?assert(LoC > -1.0 andalso abs(ChangeC + 0.3) < 1.0e-9).
 
 needs_two_runs_test() ->
-    ?assertEqual({error, {too_few_runs, 1}}, beamlab_compare:compare([{<<"A">>, result([])}])),
-    ?assertMatch([_ | _], lists:flatten(beamlab_compare:format_error({too_few_runs, 1}))).
+    ?assertEqual({error, {too_few_runs, 1}}, beamlab_result_compare:compare([{<<"A">>, result([])}])),
+    ?assertMatch([_ | _], lists:flatten(beamlab_result_compare:format_error({too_few_runs, 1}))).
 
 partial_and_kinds_notes_test() ->
     A = result([bench(<<"a">>, base())]),
     A1 = A#{kind => bench},
     B = (result([bench(<<"a">>, base())]))#{kind => suite, partial => true},
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, A1}, {<<"B">>, B}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A1}, {<<"B">>, B}]),
     Notes = iolist_to_binary(maps:get(notes, Cmp)),
     ?assertNotEqual(nomatch, binary:match(Notes, <<"partial (interrupted) run: B">>)),
     ?assertNotEqual(nomatch, binary:match(Notes, <<"different kinds (bench, suite)">>)),
@@ -159,7 +159,7 @@ per_second_test() ->
                                                  params => #{<<"sample">> => #{<<"duration_ms">> => D}}}),
                   result([B])
           end,
-    {ok, Cmp} = beamlab_compare:compare([{<<"A">>, Run(100, 1.0)}, {<<"B">>, Run(200, 2.0)}]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, Run(100, 1.0)}, {<<"B">>, Run(200, 2.0)}]),
     [#{unit := <<"iterations/s">>, cells := [#{mean := M}, #{verdict := no_difference, change := C}]}] =
         maps:get(rows, Cmp),
     ?assert(abs(M - 1000.0 * lists:sum(base()) / 20 / 100) < 1.0e-6),
