@@ -157,7 +157,13 @@ in_key_units(V, _) -> V.
 in_flag_units(V, 1) -> V;
 in_flag_units(V, N) when is_integer(N), is_integer(V), V rem N =:= 0 -> V div N;
 in_flag_units(V, N) when is_integer(N), is_number(V) -> V / N;
-in_flag_units(V, {1, N}) when is_number(V) -> V * N;
+in_flag_units(V, {1, N}) when is_number(V) ->
+    %% (0.05 is 5 percent, not 5.000000000000001)
+    X = V * N,
+    case abs(X - round(X)) < 1.0e-9 * max(1, abs(X)) of
+        true -> round(X);
+        false -> X
+    end;
 in_flag_units(V, _) -> V.
 
 %% @doc One line for each error, naming options by their keys.
