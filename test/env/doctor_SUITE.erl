@@ -276,7 +276,7 @@ api_erlang_and_elixir(_Config) ->
     api_doc(Doc),
     {error, {unknown_option, bogus}} = beamlab:doctor(#{bogus => 1}),
     %% (the schema's reason, naming the key: the command line's names --reps)
-    {error, {doctor, {option, _}}} = E = beamlab:doctor(#{reps => 0}),
+    {error, {doctor, {option, _}} = E} = beamlab:doctor(#{reps => 0}),
     ?assertEqual("invalid value '0' for reps: expected a positive integer",
                  lists:flatten(io_lib:format("~ts", [beamlab:format_error(E)]))),
     {error, {doctor, {cgroup, _, _}}} = E2 = beamlab:doctor(#{cgroup => "/nonexistent-cgroup"}),
