@@ -98,25 +98,20 @@ options() ->
 %% checks its flags here too.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
-    Schema = options(),
-    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, Schema), {opt, O} end,
-    case beamlab_schema:check(Schema, Given) of
-        ok ->
-            Rounds = maps:get(rounds, Given, maps:get(rounds, ?DEFAULTS)),
-            Alpha = maps:get(alpha, Given, maps:get(alpha, ?DEFAULTS)),
-            Min = beamlab_stats_paired:min_rounds(Alpha),
-            case beamlab_runtime_peer:parse_args(unicode:characters_to_list(maps:get(vm_args, Given, ""))) of
-                {error, Why} ->
-                    {error, {rule, "~ts: ~ts", [Opt(vm_args), {value, lists:flatten(
-                                                                         beamlab_runtime_peer:format_error(Why))}]}};
-                {ok, _} when Rounds < Min ->
-                    {error, {rule, "~ts ~ts cannot reach p < ~ts: even rounds that all agree need at least ~ts",
-                             [Opt(rounds), {value, Rounds}, {value, Alpha}, {value, Min}]}};
-                {ok, _} ->
-                    ok
-            end;
-        {error, _} = E ->
-            E
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    Rounds = maps:get(rounds, Given, maps:get(rounds, ?DEFAULTS)),
+    Alpha = maps:get(alpha, Given, maps:get(alpha, ?DEFAULTS)),
+    Min = beamlab_stats_paired:min_rounds(Alpha),
+    case beamlab_runtime_peer:parse_args(unicode:characters_to_list(maps:get(vm_args, Given, ""))) of
+        {error, Why} ->
+            {error, {rule, "~ts: ~ts", [Opt(vm_args), {value, lists:flatten(beamlab_runtime_peer:format_error(Why))}]}};
+        {ok, _} when Rounds < Min ->
+            {error, {rule, "~ts ~ts cannot reach p < ~ts: even rounds that all agree need at least ~ts",
+                     [Opt(rounds), {value, Rounds}, {value, Alpha}, {value, Min}]}};
+        {ok, _} ->
+            ok
     end.
 
 %% @doc The check of the project at `root' (default the current

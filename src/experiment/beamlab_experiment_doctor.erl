@@ -83,31 +83,27 @@ options() ->
 %% here too (new/1).
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
-    Schema = options(),
-    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, Schema), {opt, O} end,
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
     Words = fun(K) ->
                     case beamlab_runtime_peer:parse_words(unicode:characters_to_list(maps:get(K, Given, ""))) of
                         {ok, _} -> ok;
-                        {error, _} -> {error, {rule, "~ts ~ts: an unterminated quote",
-                                               [Opt(K), {value, maps:get(K, Given)}]}}
+                        {error, _} -> {error, {rule, "~ts ~ts: an unterminated quote", [Opt(K), {value, maps:get(K, Given)}]}}
                     end
             end,
-    Counts = fun() ->
-                     case maps:find(schedulers, Given) of
-                         error -> ok;
-                         {ok, S} ->
-                             try counts(S) of
-                                 _ -> ok
-                             catch throw:{?MODULE, _} ->
-                                     {error, {rule, "~ts ~ts: give scheduler counts from 1 to 1024 separated "
-                                                    "by commas", [Opt(schedulers), {value, S}]}}
-                             end
-                     end
-             end,
-    lists:foldl(fun(F, ok) -> F();
-                   (_, E) -> E
-                end, beamlab_schema:check(Schema, Given),
-                [fun() -> Words(vm) end, fun() -> Words(wrap) end, Counts]).
+    case {Words(vm), Words(wrap), maps:find(schedulers, Given)} of
+        {ok, ok, {ok, S}} ->
+            try counts(S) of
+                _ -> ok
+            catch throw:{?MODULE, _} ->
+                    {error, {rule, "~ts ~ts: give scheduler counts from 1 to 1024 separated by commas",
+                             [Opt(schedulers), {value, S}]}}
+            end;
+        {ok, ok, error} -> ok;
+        {ok, E, _} -> E;
+        {E, _, _} -> E
+    end.
 
 %% @doc The description from the options (checked first, check_options/1).
 -spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}}.

@@ -78,28 +78,22 @@ options() ->
 %% too.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
-    Schema = options(),
-    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, Schema), {opt, O} end,
-    case beamlab_schema:check(Schema, Given) of
-        ok ->
-            case {maps:get(target, Given, none), maps:get(otp, Given, [])} of
-                {none, [_ | _]} ->
-                    {error, {rule, "~ts needs ~ts or a target command (use ~ts for beamlab VMs)",
-                             [Opt(otp), Opt(target), Opt(erl)]}};
-                {#{cmd := _, node := Node}, _} ->
-                    case is_node_name(Node) of
-                        true -> ok;
-                        false -> {error, {rule, "~ts: '~ts' is not a node name (name@host)",
-                                          [Opt(target), {value, Node}]}}
-                    end;
-                {T, _} when is_map(T) ->
-                    {error, {rule, "~ts: a target command is #{cmd => Cmd, node => Node} (and a cookie)",
-                             [Opt(target)]}};
-                _ ->
-                    ok
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    case {maps:get(target, Given, none), maps:get(otp, Given, [])} of
+        {none, [_ | _]} ->
+            {error, {rule, "~ts needs ~ts or a target command (use ~ts for beamlab VMs)",
+                     [Opt(otp), Opt(target), Opt(erl)]}};
+        {#{cmd := _, node := Node}, _} ->
+            case is_node_name(Node) of
+                true -> ok;
+                false -> {error, {rule, "~ts: '~ts' is not a node name (name@host)", [Opt(target), {value, Node}]}}
             end;
-        {error, _} = E ->
-            E
+        {T, _} when is_map(T) ->
+            {error, {rule, "~ts: a target command is #{cmd => Cmd, node => Node} (and a cookie)", [Opt(target)]}};
+        _ ->
+            ok
     end.
 
 is_node_name(Node) when is_atom(Node) ->

@@ -30,7 +30,7 @@
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
--export([flags/1, from_flags/2]).
+-export([check/3, flags/1, from_flags/2]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -77,6 +77,17 @@ check(Schema, Given) when is_map(Given) ->
             first([fun() -> values(Schema, Given) end,
                    fun() -> conflicts(Schema, Given) end,
                    fun() -> requires(Schema, Given) end])
+    end.
+
+%% @doc Checks the options given as {@link check/2} does, then, when they
+%% pass, a kind's own rules: `Rules' gets how a rule's line names an
+%% option (`Opt(Name)', an `arg()') and returns the first rule broken.
+-spec check(schema(), #{atom() => term()}, fun((fun((atom()) -> arg())) -> ok | {error, error_reason()})) ->
+          ok | {error, error_reason()}.
+check(Schema, Given, Rules) ->
+    case check(Schema, Given) of
+        ok -> Rules(fun(Name) -> {ok, O} = find(Name, Schema), {opt, O} end);
+        {error, _} = E -> E
     end.
 
 %% @doc Checks one value against its option: its type and bounds.

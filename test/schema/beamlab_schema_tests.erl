@@ -110,3 +110,15 @@ multi_values_test() ->
     ?assertEqual(ok, beamlab_schema:check(flag_schema(), #{params => #{ring => #{n => 1}}})),
     {error, R3} = beamlab_schema:check(flag_schema(), #{params => [x]}),
     ?assertEqual("invalid value '[x]' for params: expected a map", line(R3, key)).
+
+%% A kind's own rules run once the schema's check passed, naming options
+%% as the line's front end does.
+check_with_rules_test() ->
+    Rules = fun(Opt) -> {error, {rule, "~ts ~ts: too long", [Opt(timeout), {value, 5}]}} end,
+    {error, R} = beamlab_schema:check(flag_schema(), #{timeout => 5000}, Rules),
+    ?assertEqual("--timeout 5: too long", line(R, flag)),
+    ?assertEqual("timeout 5: too long", line(R, key)),
+    %% the schema's refusal first: the rules are not asked
+    {error, R2} = beamlab_schema:check(flag_schema(), #{timeout => 0}, Rules),
+    ?assertMatch({invalid, _, 0, _}, R2),
+    ?assertEqual(ok, beamlab_schema:check(flag_schema(), #{}, fun(_) -> ok end)).

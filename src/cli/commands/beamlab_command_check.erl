@@ -80,11 +80,8 @@ run(Parsed) ->
 experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Schema = beamlab_experiment_check:options(),
-    Given = beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed), maps:get(opts, Parsed))),
-    case beamlab_experiment_check:check_options(Given) of
-        ok -> ok;
-        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)])
-    end,
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_check:check_options(
+                                          beamlab_cli_experiment:given(Parsed, Schema))),
     Get(against) =:= undefined andalso lists:member(summary, maps:get(given, Parsed)) andalso
         beamlab_cli_error:usage("--summary needs --against REF", []),
     Values = beamlab_schema:from_flags(Schema, maps:get(opts, Parsed)),

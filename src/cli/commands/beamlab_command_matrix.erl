@@ -234,17 +234,13 @@ default_otp() ->
 %% (beamlab_experiment_matrix:check_options/1), naming the flags; a
 %% target command as the library states it.
 check_options(Parsed, Target) ->
-    Flags = beamlab_schema:from_flags(beamlab_experiment_matrix:options(),
-                                      maps:with(maps:get(given, Parsed), maps:get(opts, Parsed))),
+    Flags = beamlab_cli_experiment:given(Parsed, beamlab_experiment_matrix:options()),
     Given = case Target of
                 none -> Flags;
                 #{kind := rabbitmq} -> Flags#{target => rabbitmq};
                 #{kind := cmd} -> Flags#{target => maps:with([cmd, node], Target)}
             end,
-    case beamlab_experiment_matrix:check_options(Given) of
-        ok -> ok;
-        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)])
-    end.
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Given)).
 
 %% The target the options ask for (`none' without one).
 target(Parsed, Command) ->
