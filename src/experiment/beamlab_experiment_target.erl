@@ -91,8 +91,8 @@ start_capture(#{node := Node} = Target, #{processes := Procs, window := {Delay, 
                                  after Delay ->
                                          case beamlab_experiment_capture:new(maps:merge(Opts, maps:with([label], C))) of
                                              {ok, Cap} ->
-                                                 beamlab_experiment_capture:run(Cap, #{env => false, command => []},
-                                                                                none);
+                                                 beamlab_experiment_capture:run(
+                                                   Cap, #{run => {capture, Cap}, env => false, command => []}, none);
                                              {error, R} -> {error, {capture, R}}
                                          end
                                  end,

@@ -189,7 +189,7 @@ plain(Parsed) ->
                              undefined -> maps:get(repeat, Grid, 3);
                              R -> R
                          end,
-               sweep => Sweep =/= [], profiled => Get(profile) orelse maps:is_key(capture, Target)},
+               sweep => Sweep =/= [], profiled => Get(profile) orelse (is_map(Target) andalso maps:is_key(capture, Target))},
     maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                  %% -v: live telemetry of this VM
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
