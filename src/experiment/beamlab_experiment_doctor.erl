@@ -106,7 +106,8 @@ rules(Given, Opt) ->
     end.
 
 %% @doc The description from the options (checked first, check_options/1).
--spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}}.
+-spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}
+                                                         | {bad_option, atom(), term()}}.
 new(Opts) ->
     case check_options(maps:without([root], Opts)) of
         ok -> build(Opts);
