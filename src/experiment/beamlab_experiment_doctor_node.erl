@@ -52,7 +52,7 @@ run(#{node := Name} = D, Exp) ->
                                                  top => 0, print => false, system_monitor => false}) of
                 {ok, Series, #{interrupted := Interrupted}} ->
                     WallUs = erlang:monotonic_time(microsecond) - T0,
-                    Mig = migration_rate(Mig0, migrations(Local, OsPid), WallUs,
+                    Mig = beamlab_runtime_probe:migration_rate(Mig0, migrations(Local, OsPid), WallUs,
                                          maps:get(schedulers_online, Facts)),
                     Sum = beamlab_env_doctor_node:summary(
                             Facts, Series, #{migrations_per_s => maps:get(per_s, Mig),
@@ -101,12 +101,6 @@ migrations(true, OsPid) ->
     beamlab_runtime_probe:scheduler_migrations("/", OsPid);
 migrations(false, _) ->
     {error, remote}.
-
-migration_rate({ok, A}, {ok, B}, WallUs, Online) when WallUs > 0, is_integer(Online) ->
-    Per = [maps:get(I, B) - maps:get(I, A) || I <- lists:seq(1, Online), is_map_key(I, A), is_map_key(I, B)],
-    #{per_scheduler => Per, total => lists:sum(Per), per_s => lists:sum(Per) * 1.0e6 / WallUs};
-migration_rate(_, _, _, _) ->
-    #{per_scheduler => [], total => null, per_s => null}.
 
 plus(Args) ->
     [case A of <<"-", R/binary>> -> <<"+", R/binary>>; _ -> A end || A <- Args].

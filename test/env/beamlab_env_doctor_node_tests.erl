@@ -88,3 +88,30 @@ healthy_node_test() ->
     ?assertEqual([<<"no_pathology">>], [Id || #{id := Id} <- Fs]),
     ?assertMatch(#{flags := [], rests_on := [], line := <<"keep the node's flags", _/binary>>},
                  beamlab_env_doctor_node:recommendation(Fs)).
+
+%% The text and Markdown views of a node's document (`doctor --node'):
+%% the recommendation first, that nothing was measured, each scheduler's
+%% utilisation, the migrations, the node's microstate accounting.
+node_views_test() ->
+    S = beamlab_env_doctor_node:summary(beamlab_env_doctor_node:facts(raw()), series(),
+                                        #{migrations_per_s => 3.5, logical_cpus => 4}),
+    Fs = beamlab_env_doctor:node_findings(#{}, S),
+    #{line := Line} = beamlab_env_doctor_node:recommendation(Fs),
+    Doc0 = beamlab_result:new(doctor, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>, params => #{}}),
+    Extra = #{recommendation => Line, vm => beamlab_env_doctor_node:facts(raw()), machine => #{},
+              default => maps:without([utilisation_samples], S),
+              node => #{name => <<"app@127.0.0.1">>, local => true, duration_s => 3.0, samples => 3,
+                        utilisation_schedulers => maps:get(utilisation_schedulers, S),
+                        utilisation => maps:get(utilisation, S), run_queue_mean => 4.0, run_queue_max => 5,
+                        msacc => maps:get(msacc, S), cpu_cores => 2.0, others_share => 0.1, steal_share => 0.0,
+                        migrations => #{per_s => 3.5, per_scheduler => [1, 2, 3, 4, 0, 0, 0, 0]},
+                        restored => <<"turned back">>, why_not_measured => <<"cannot restart">>}},
+    Doc = beamlab_result:add_findings(beamlab_result:set(extra, Extra, Doc0), Fs),
+    Text = iolist_to_binary(beamlab_render_doctor:text(Doc)),
+    ?assertEqual(Line, hd(binary:split(Text, <<"\n">>))),
+    [?assertMatch({_, _}, binary:match(Text, W))
+     || W <- [<<"(cannot restart)">>, <<"each scheduler: 100 99 1 0 2 0 1 0">>, <<"3.5 times/s">>,
+              <<"Node app@127.0.0.1, watched 3.0 s (3 samples), on this host">>, <<"the node: 8 schedulers online">>]],
+    Md = beamlab_render_doctor:markdown(Doc),
+    ?assertMatch({_, _}, binary:match(Md, <<"**beamlab doctor --node**">>)),
+    ?assertMatch({_, _}, binary:match(Md, <<"each scheduler: 100 99 1 0 2 0 1 0">>)).
