@@ -97,8 +97,9 @@ check_experiment(Opts) ->
 
 %% @doc `beamlab doctor': the options of its command as a map (`quick',
 %% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
-%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
-%% doctor's phases go to `sink' as `{doctor, Line}'.
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings); or
+%% `node' ("name@host", a running node), its `cookie' and `duration'
+%% (seconds)); the doctor's phases go to `sink' as `{doctor, Line}'.
 -spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 doctor(Opts) when is_map(Opts) ->
     Own = [K || #{name := K} <- beamlab_experiment_doctor:options()],
