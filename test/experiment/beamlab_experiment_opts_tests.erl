@@ -79,7 +79,10 @@ doctor_target_test() ->
     ?assertEqual({error, {doctor, target_needs_load}}, beamlab_experiment:check(NoLoad)),
     {ok, NoTarget} = beamlab_experiment_opts:doctor(#{load => {amqp, #{}}}),
     ?assertEqual({error, {doctor, load_needs_target}}, beamlab_experiment:check(NoTarget)),
-    ?assertEqual({error, {bad_option, target, foo}}, beamlab_experiment_opts:doctor(#{target => foo})),
+    %% (the schema's reason, as the command line's --target foo)
+    {error, {doctor, {option, _}} = BadTarget} = beamlab_experiment_opts:doctor(#{target => foo}),
+    ?assertEqual("invalid value 'foo' for target: expected one of rabbitmq",
+                 lists:flatten(io_lib:format("~ts", [beamlab:format_error(BadTarget)]))),
     ?assertEqual({error, {bad_option, load, {suite, [], #{}}}},
                  beamlab_experiment_opts:doctor(#{target => rabbitmq, load => {suite, [], #{}}})),
     ?assertEqual({error, {unknown_option, bogus}},
