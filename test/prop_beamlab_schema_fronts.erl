@@ -33,11 +33,14 @@ fronts(bench) ->
                    end,
              beamlab_experiment_opts:benchmark(["ok."], Api)
      end};
+fronts(suite) ->
+    {ok, beamlab_command_suite, fun(Map) -> beamlab_experiment_opts:suite(["ring"], Map) end};
 fronts(_) ->
     none.
 
 %% The command line's positional arguments before the flags.
 args(bench) -> ["ok."];
+args(suite) -> ["ring"];
 args(_) -> [].
 
 %% Maps both front ends can say: a squeeze's bounds only with a squeeze
@@ -57,19 +60,21 @@ generated(Kind) ->
     Flags = Cmd:options(),
     %% numbers, and flags (booleans); the text forms of fractions, enums
     %% and strings are the command line's own
-    [{O, T} || O <- Mod:options(), maps:is_key(short, O) orelse maps:is_key(long, O),
-               maps:is_key(type, O), T <- [cli_type(O, Flags)],
+    %% (bounded in the flag's units: its bounds are the flag's)
+    [{maps:merge(O, maps:with([max], F)), T}
+     || O <- Mod:options(), maps:is_key(short, O) orelse maps:is_key(long, O),
+        maps:is_key(type, O), F <- [flag_of(O, Flags)], T <- [maps:get(type, F, none)],
                lists:member(T, [integer, pos_integer, non_neg_integer, number, pos_number, quantity,
                                 string, boolean]),
                T =/= string orelse lists:member(maps:get(type, O), [number, pos_number,
                                                                    {one_of, [pos_number, {enum, [undefined]}]},
                                                                    {one_of, [number, {enum, [infinity]}]}])].
 
-%% The type of the command line's flag for a schema option (how its text is read).
-cli_type(O, Flags) ->
-    case [maps:get(type, F) || F <- Flags, same_flag(O, F)] of
-        [T | _] -> T;
-        [] -> none
+%% The command line's flag of a schema option (how its text is read).
+flag_of(O, Flags) ->
+    case [F || F <- Flags, same_flag(O, F)] of
+        [F | _] -> F;
+        [] -> #{}
     end.
 
 same_flag(#{short := S}, #{short := S}) -> true;
@@ -133,7 +138,9 @@ cli(Kind, Pairs) ->
 %% checked; a refusal formatted naming flags.
 api(Kind, Pairs) ->
     {ok, _, Build} = fronts(Kind),
-    Map = maps:from_list([{maps:get(name, O), V} || {O, V} <- Pairs]),
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    %% in the keys' units (the flag's seconds are the key's milliseconds)
+    Map = beamlab_schema:from_flags(Mod:options(), maps:from_list([{maps:get(name, O), V} || {O, V} <- Pairs])),
     Result = case Build(Map) of
                  {ok, Exp} -> beamlab_experiment:check(Exp);
                  {error, _} = E -> E
@@ -166,7 +173,7 @@ prop_cli_and_api_agree() ->
 
 %% Both refusing and accepting happen (the generator reaches both sides).
 both_sides_are_reached_test() ->
-    ?assertEqual([amqp, bench], lists:sort(kinds())),
+    ?assertEqual([amqp, bench, suite], lists:sort(kinds())),
     ?assertMatch({refused, "invalid value '-5' for -r: expected a number >= 0"},
                  cli(amqp, [{opt(amqp, rate), -5}])),
     ?assertEqual(cli(amqp, [{opt(amqp, rate), -5}]), api(amqp, [{opt(amqp, rate), -5}])),
@@ -174,6 +181,23 @@ both_sides_are_reached_test() ->
     ?assertEqual(accepted, api(amqp, [{opt(amqp, rate), 5}])),
     ?assertEqual({refused, "nothing to run: -x 0 and -y 0 (give producers, consumers or --closed-loop)"},
                  api(amqp, [{opt(amqp, producers), 0}, {opt(amqp, consumers), 0}])).
+
+%% The suite's reasons, its own rules included, are the same from both
+%% front ends; a flag in seconds is a key in milliseconds.
+suite_fronts_agree_test() ->
+    Timeout = opt(suite, timeout),
+    ?assertEqual({refused, "invalid value '700000' for --timeout: at most 604800 (one week)"},
+                 cli(suite, [{Timeout, 700000}])),
+    ?assertEqual(cli(suite, [{Timeout, 700000}]), api(suite, [{Timeout, 700000}])),
+    ?assertEqual(accepted, api(suite, [{Timeout, 5}])),
+    ?assertEqual(cli(suite, [{opt(suite, repeat), 0}]), api(suite, [{opt(suite, repeat), 0}])),
+    {error, R} = beamlab_experiment_opts:suite([ring], #{preset => "termite"}),
+    ?assertEqual("preset runs the preset's rows: do not also name workloads (ring)",
+                 flat(beamlab:format_error(R))),
+    {error, R2} = beamlab_experiment_opts:suite([], #{node => "bench@host"}),
+    ?assertEqual("node names the remote node of a preset's rows: add preset", flat(beamlab:format_error(R2))),
+    {error, R3} = beamlab_experiment_opts:suite([], #{timeout => 0}),
+    ?assertEqual("invalid value '0' for timeout: expected a positive integer", flat(beamlab:format_error(R3))).
 
 %% The library's own line names the key.
 api_line_names_the_key_test() ->
