@@ -36,7 +36,7 @@ options() ->
      #{name => cookie, type => cookie, help => "its cookie (default: ~/.erlang.cookie)"},
      #{name => label, type => string, help => "the name of the capture"},
      #{name => process, type => string, multi => true,
-       help => "PID (<0.85.0>), registered name, top:reductions or top:message_queue"},
+       help => "PID (<0.85.0>), registered name, top:reductions, top:message_queue or queue:NAME (RabbitMQ)"},
      #{name => duration, type => pos_number, help => "seconds to capture (default 5)"},
      #{name => stacks, type => {enum, [sample, trace]}, default => sample,
        help => "sample: process_info stacks every ms; trace: call/return messages (exact, costly)"},
@@ -62,10 +62,13 @@ text(A) when is_atom(A) -> atom_to_list(A);
 text(B) when is_binary(B) -> unicode:characters_to_list(B);
 text(L) -> L.
 
-%% `top:reductions', `top:message_queue', `<0.85.0>', or a registered name.
+%% `top:reductions', `top:message_queue', `queue:NAME' (a RabbitMQ
+%% queue's process), `<0.85.0>', or a registered name.
 target("top:reductions") -> {top, reductions};
 target("top:message_queue") -> {top, message_queue};
 target("top:" ++ _ = T) -> throw({bad_process, T});
+target("queue:") -> throw({bad_process, "queue:"});
+target("queue:" ++ Q) -> {queue, Q};
 target("<" ++ _ = P) -> {pid, P};
 target("") -> throw({bad_process, ""});
 target(Name) -> {name, Name}.
@@ -148,6 +151,8 @@ error_class({bad_process, _}) -> usage;
 error_class({bad_pid, _}) -> usage;
 error_class({no_process, _}) -> usage;
 error_class({no_name, _}) -> usage;
+error_class({no_queue, _}) -> usage;
+error_class({not_rabbit, _}) -> usage;
 error_class(_) -> failure.
 
 %% @doc One line for each error.
@@ -155,7 +160,7 @@ error_class(_) -> failure.
 format_error({watch, R}) -> beamlab_sut_watch:format_error(R);
 format_error({bad_process, P}) ->
     io_lib:format("--process '~ts': expected a pid (<0.85.0>), a registered name, "
-                  "top:reductions or top:message_queue", [P]);
+                  "top:reductions, top:message_queue or queue:NAME", [P]);
 format_error(R) -> beamlab_profile_capture:format_error(R).
 
 %% @doc The command line that captures `Process' (a pid as the node

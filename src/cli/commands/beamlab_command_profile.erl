@@ -49,7 +49,7 @@ options() ->
      #{name => callers, long => "callers", type => string, multi => true, metavar => "FUNCTION",
        help => "also list who calls FUNCTION (as named in the table; repeatable)"},
      #{name => process, long => "process", type => string, multi => true,
-       metavar => "PID|NAME|top:reductions|top:message_queue",
+       metavar => "PID|NAME|top:reductions|top:message_queue|queue:NAME",
        help => "with --node: capture this process's calls with the VM's tracing instead of perf "
                "(no module loaded on the node; repeatable; docs/profile.md)"},
      #{name => stacks, long => "stacks", type => {enum, [sample, trace]}, default => sample,
@@ -70,7 +70,7 @@ options() ->
 usage() ->
     "Usage: beamlab profile [OPTIONS] -- COMMAND...\n"
     "       beamlab profile --pid OSPID | --node NAME@HOST [--duration S] [OPTIONS]\n"
-    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue\n"
+    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue|queue:NAME\n"
     "                       [--process ...] [--duration S] [--stacks sample|trace] [--calls time|none]\n\n"
     "Samples call stacks with perf (Debian package linux-perf) at --freq per thread.\n"
     "Each sample is resolved into an Erlang function (Module:Function/Arity, named\n"
