@@ -21,6 +21,8 @@
 #               over the connections added (the VM's or JVM's fixed part
 #               cancels out)
 #   CPU us/msg  the tool's CPU (utime+stime, whole run, set-up included) per sent message
+#   broker      its resident memory and open files per connection (growth
+#               from before the run to its last interval line, over N)
 # plus the broker's resident memory per connection (its RSS with the
 # connections open, minus before, over N).
 #
@@ -67,6 +69,8 @@ done
 trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
 BROKER_PID=$(cat "${BEAMLAB_RABBIT_DIR:-$ROOT/_build/rabbitmq/$PORT}/rabbit.pid")
 
+BROKER_FDS=$(ls "/proc/$BROKER_PID/fd" 2>/dev/null | wc -l)
+
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 ticks() { local s; read -r s <"/proc/$1/stat" 2>/dev/null || { echo 0; return; }
@@ -75,7 +79,7 @@ ticks() { local s; read -r s <"/proc/$1/stat" 2>/dev/null || { echo 0; return; }
 echo "broker: RabbitMQ on 127.0.0.1:$PORT (pid ${BROKER_PID:-?}); $SECS s per run; open files per process: $FDS"
 echo "machine: $(nproc) CPUs, $(free -m | awk '/^Mem/ {print $2}') MiB; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "scenario: -x N -y 0 -P 5 -prsd 5 (beamlab: --connection-rate $RATE; PerfTest: -niot $NIOT -niotp $((2 * NIOT)) -pst $NIOT)"
-printf "%-8s %6s %6s %9s %9s %6s %9s %8s %9s %9s %11s %s\n" tool N up_s sent expected late KiB/conn RSS_MiB RSS_KiB/c CPU_us/msg broker_KiB/c result
+printf "%-8s %6s %6s %9s %9s %6s %9s %8s %10s %11s %12s %s\n" tool N up_s sent expected late KiB/conn RSS_MiB CPU_us/msg broker_KiB/c broker_fds/c result
 
 # run TOOL N CMD...: runs CMD with its output in a log, samples its
 # memory and CPU (the tool's own OS process: escript and the java launcher
@@ -83,7 +87,7 @@ printf "%-8s %6s %6s %9s %9s %6s %9s %8s %9s %9s %11s %s\n" tool N up_s sent exp
 run() {
     local tool=$1 n=$2; shift 2
     local log="$WORK/iot-$tool-$n.log" fifo="$WORK/iot-fifo.$$"
-    local t0 up="-" line pid broker0 broker1=0 hwm=0 cpu=0 sent=0 late="-" kib="-" result=ok
+    local t0 up="-" line pid broker0 broker1=0 bfds=0 hwm=0 cpu=0 sent=0 late="-" kib="-" result=ok
     broker0=$(rss_kb "${BROKER_PID:-0}")
     rm -f "$fifo"; mkfifo "$fifo"
     t0=$(date +%s.%N)
@@ -98,6 +102,7 @@ run() {
         # The last interval line: every connection is open; sample then.
         if [[ $line =~ time:?\ ([0-9.]+)\ ?s, ]] && [ "${BASH_REMATCH[1]%.*}" -ge $((SECS - 2)) ]; then
             hwm=$(hwm_kb "$pid"); cpu=$(ticks "$pid"); broker1=$(rss_kb "${BROKER_PID:-0}")
+            bfds=$(ls "/proc/$BROKER_PID/fd" 2>/dev/null | wc -l)
         fi
     done <"$fifo"
     wait "$pid" || result="exit $?"
@@ -112,14 +117,21 @@ run() {
     # stops connections or producers counts as a failure.
     grep -qiE "OutOfMemory|Too many open files|TimeoutException|Connection refused|unable to create|^beamlab: " "$log" \
         && result="failed (see $log)"
-    printf "%-8s %6d %6s %9d %9.0f %6s %9s %8.0f %9.1f %9.1f %11.1f %s\n" "$tool" "$n" "$up" "$sent" \
+    printf "%-8s %6d %6s %9d %9.0f %6s %9s %8.0f %10.1f %11.1f %12.2f %s\n" "$tool" "$n" "$up" "$sent" \
         "$(awk -v n="$n" -v s="$SECS" 'BEGIN {print n * int(s / 5)}')" "$late" "$kib" \
-        "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" "$(awk -v k="$hwm" -v n="$n" 'BEGIN {print k / n}')" \
+        "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" \
         "$(awk -v t="$cpu" -v hz="$CLK_TCK" -v m="$sent" 'BEGIN {print (m > 0 ? t / hz * 1e6 / m : 0)}')" \
-        "$(awk -v a="$broker0" -v b="$broker1" -v n="$n" 'BEGIN {print (b - a) / n}')" "$result"
+        "$(awk -v a="$broker0" -v b="$broker1" -v n="$n" 'BEGIN {print (b - a) / n}')" \
+        "$(awk -v a="$BROKER_FDS" -v b="$bfds" -v n="$n" 'BEGIN {print (b - a) / n}')" "$result"
     RSS[$tool-$n]=$hwm
-    # Let the broker close the last run's connections before the next.
-    sleep 5
+    # The broker must have closed this run's connections before the next
+    # opens its own (one file each, 20,000 at most): wait for its open
+    # files to come back to where they were (at most a minute).
+    local i
+    for i in $(seq 60); do
+        [ "$(ls "/proc/$BROKER_PID/fd" 2>/dev/null | wc -l)" -le $((BROKER_FDS + 50)) ] && break
+        sleep 1
+    done
 }
 
 declare -A RSS

@@ -82,8 +82,9 @@ next(#rate{k = K} = L, NowUs) ->
         true -> {go, Due, L#rate{k = K + 1}};
         false -> {wait, Due - NowUs}
     end;
-next(#var{per_cycle = 0}, _NowUs) ->
-    {wait, ?NEVER_US};
+next(#var{per_cycle = 0, start = S}, NowUs) ->
+    %% Due "never": at due/2's time for it, as for any other wait.
+    {wait, max(1, S + ?NEVER_US - NowUs)};
 next(#var{k = K} = L, NowUs) ->
     Due = due(L, K),
     case Due =< NowUs of
