@@ -9,7 +9,8 @@
 %%% Every wait is bounded: a node that stops answering (frozen) is dropped
 %%% after a few seconds and its counts so far kept; the end of the run
 %%% (stop, drain, final counts) takes at most the shutdown timeout, plus at
-%%% most a second each to read the queues' depth and delete them; an
+%%% most a second each to read the queues' depth (plus a millisecond per
+%%% connection: the broker is closing them) and delete them; an
 %%% interruption during the set-up (a silent server) ends it at once.
 -module(beamlab_amqp_coordinator).
 
@@ -917,10 +918,14 @@ collect_finals(Pending, Acc, End, R) ->
 %% ours; `undefined' when the broker does not answer in time, and for
 %% streams (which keep what is read). Exclusive queues: what their agents
 %% read before closing their connections.
-depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo} = R) ->
+depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo, cfg = Cfg} = R) ->
+    %% The broker is closing the run's connections meanwhile: with
+    %% thousands of them (-x 15000) that takes it seconds, so the read may
+    %% wait a millisecond more per connection.
+    Ms = ?END_OP_MS + maps:get(producers, Cfg) + maps:get(consumers, Cfg),
     {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
                                            fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
-                                           undefined, ?END_OP_MS),
+                                           undefined, Ms),
     Exclusive = [Q || {Q, _, exclusive} <- maps:get(queues, Topo)],
     ExclQueued = case {Exclusive, Silent} of
                      {[], _} -> 0;
