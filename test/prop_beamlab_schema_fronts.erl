@@ -252,6 +252,12 @@ check_and_doctor_fronts_agree_test() ->
     ?assertEqual(cli(doctor, [{opt(doctor, reps), 51}]), api(doctor, [{opt(doctor, reps), 51}])),
     ?assertEqual(cli(doctor, [{opt(doctor, schedulers), "0,x"}]), api(doctor, [{opt(doctor, schedulers), "0,x"}])),
     ?assertEqual(accepted, api(doctor, [{opt(doctor, schedulers), "1,2"}])),
+    %% a running node is read as it is: the same line from both
+    Node = {opt(doctor, node), "a@127.0.0.1"},
+    ?assertEqual({refused, "--node reads a running node as it is: --reps applies to the fresh VMs of the probe only"},
+                 cli(doctor, [{opt(doctor, reps), 2}, Node])),
+    ?assertEqual(cli(doctor, [{opt(doctor, reps), 2}, Node]), api(doctor, [{opt(doctor, reps), 2}, Node])),
+    ?assertEqual(cli(doctor, [{opt(doctor, duration), 5}]), api(doctor, [{opt(doctor, duration), 5}])),
     {error, R2} = beamlab_experiment_opts:doctor(#{vm => "+S '1"}),
     ?assertEqual("vm +S '1: an unterminated quote", flat(beamlab:format_error(R2))).
 

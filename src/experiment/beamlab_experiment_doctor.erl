@@ -111,7 +111,7 @@ options() ->
 
 %% @doc Checks the options given (the schema's keys, as given) against
 %% the schema and the doctor's own rules: a running `node' is read as it
-%% is (nothing of the probe's applies), `duration' is how long it is
+%% is (no `target', nothing of the probe's applies), `duration' is how long it is
 %% watched, `vm' and `wrap' split into words, `schedulers' are counts. The command line's flags are checked
 %% here too (new/1).
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
@@ -128,6 +128,9 @@ rules(Given, Opt) ->
     Probe = [K || K <- [vm, wrap, cgroup, remedy, schedulers, probe_ms, curve_reps, max_remedies, reps],
                   maps:get(K, Given, undefined) =/= undefined, maps:get(K, Given) =/= []],
     case {Words(vm), Words(wrap), maps:find(schedulers, Given)} of
+        _ when is_map_key(node, Given), is_map_key(target, Given) ->
+            {error, {rule, "~ts reads a running node as it is; ~ts restarts a broker of its own: give one of them",
+                     [Opt(node), Opt(target)]}};
         _ when is_map_key(node, Given), Probe =/= [] ->
             {error, {rule, "~ts reads a running node as it is: ~ts applies to the fresh VMs of the probe only",
                      [Opt(node), Opt(hd(Probe))]}};
