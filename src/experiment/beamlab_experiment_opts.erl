@@ -226,16 +226,20 @@ inner(Other) -> {error, {bad_option, inner, Other}}.
 
 %% @doc Watching a running node: `duration' (ms; default: until
 %% interrupted or the node goes down), `interval' (ms), `top', `msacc',
-%% `cookie'; `verbose' prints one line per interval on stderr.
+%% `capture', `long_gc' and `long_schedule' (ms) or `no_system_monitor',
+%% `cookie' (`beamlab_experiment_watch:options/0'); `verbose' prints one
+%% line per interval on stderr.
 -spec watch(node() | string(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 watch(Node, Opts) when is_map(Opts) ->
-    Own = [duration, interval, top, msacc, cookie],
+    Own = [K || #{name := K} <- beamlab_experiment_watch:options(), K =/= node],
     known(Own, Opts,
           fun() ->
-                  What = beamlab_experiment_watch:new((maps:with([duration, interval, top, msacc], Opts))#{
-                                                        node => text(Node), cookie => cookie(Opts)}),
+                  What = beamlab_experiment_watch:new((maps:with(Own, Opts))#{node => text(Node),
+                                                                              cookie => cookie(Opts)}),
                   common(maps:remove(telemetry, Opts), kind(watch, What), #{})
-          end).
+          end);
+watch(Node, Opts) ->
+    {error, {bad_option, watch, {Node, Opts}}}.
 
 %% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
 %% options (`beamlab_amqp_config:defaults/0': `uri', `producers',

@@ -15,6 +15,14 @@
 %%% reason shown for a conflict or a requirement). An option counts as
 %%% given when its key is there with a value other than `false' and
 %%% `undefined'.
+%%%
+%%% An option whose flag reads another type than the key's value has
+%%% `cli_type' (a type `beamlab_cli_args' parses; the key's `type' may be
+%%% one it cannot, as `{one_of, ...}'); one whose flag counts in other
+%%% units has `cli_scale' (the key's value is the flag's times it: 1000
+%%% for a flag in seconds and a key in milliseconds). A line naming flags
+%%% quotes values and bounds in the flag's units and types, so it is the
+%%% line the command line gives for the same value.
 %%% A value checked is the value as the kind takes it (a number, an atom,
 %%% a binary), after the command line parsed its text.
 %%%
@@ -22,6 +30,7 @@
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
+-export([cli_type/1, to_flag_units/2]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -32,7 +41,7 @@
                     multi => boolean(), attach => boolean(), optional_value => term(),
                     hidden => boolean(),
                     conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
-                    requires_format => string()}.
+                    requires_format => string(), cli_type => type(), cli_scale => pos_integer()}.
 -type schema() :: [option()].
 %% How a line names an option: by its key (the API) or its flag (the CLI).
 -type names() :: key | flag.
@@ -101,6 +110,22 @@ shown(#{short := S}, flag) -> "-" ++ S;
 shown(#{long := L}, flag) -> "--" ++ L;
 shown(#{name := N}, _) -> atom_to_list(N).
 
+%% @doc The type an option's flag reads: its `cli_type', else its `type'.
+-spec cli_type(option()) -> type().
+cli_type(#{cli_type := T}) -> T;
+cli_type(Opt) -> maps:get(type, Opt, term).
+
+%% @doc A key's value (or bound) in the units of the option's flag: the
+%% value over its `cli_scale' (an integer when it is a whole number).
+-spec to_flag_units(option(), term()) -> term().
+to_flag_units(#{cli_scale := Scale}, V) when is_number(V) ->
+    case V / Scale of
+        F when F == trunc(F), abs(F) < 1.0e15 -> trunc(F);
+        F -> F
+    end;
+to_flag_units(_, V) ->
+    V.
+
 %% @doc One line for each error, naming options by their keys.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error(Reason) ->
@@ -110,6 +135,14 @@ format_error(Reason) ->
 -spec format_error(error_reason(), names()) -> unicode:chardata().
 format_error({unknown_option, K}, _) ->
     io_lib:format("unknown option ~0tp", [K]);
+format_error({invalid, Opt, Value, Why}, flag) when is_map_key(cli_scale, Opt); is_map_key(cli_type, Opt) ->
+    %% (the flag's units and type: the command line's own line)
+    Flag = fun(V) -> to_flag_units(Opt, V) end,
+    Opt1 = maps:without([cli_scale, cli_type], Opt#{type => cli_type(Opt)}),
+    format_error({invalid, Opt1, Flag(Value), case Why of
+                                                  {type, _} -> {type, cli_type(Opt)};
+                                                  {Bound, N, W} -> {Bound, Flag(N), W}
+                                              end}, flag);
 format_error({invalid, Opt, Value, {type, Type}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [value_text(Value), shown(Opt, Names), type_text(Type)]);
 format_error({invalid, Opt, Value, {min, Min, Why}}, Names) ->
