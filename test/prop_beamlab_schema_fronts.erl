@@ -11,8 +11,9 @@
 %%% drawn by its type (numbers around their bounds, fractions in both
 %%% forms, enum values and one that is none of them, text, flags), its
 %%% text the form the command's flag reads; an option whose flag counts in
-%%% other units (`cli_scale': seconds on the command line, milliseconds in
-%%% the map) is drawn in the key's units and written in the flag's. A kind
+%%% other units (`scale': seconds on the command line, milliseconds in
+%%% the map) is drawn in the key's units and written in the
+%%% flag's. A kind
 %%% whose options have no flag yet contributes nothing; what a kind needs
 %%% besides its options (the code of a benchmark, the node watched) is its
 %%% front's context, {@link front/1}.
@@ -52,7 +53,7 @@ front(capture) ->
       context => [node, process],
       api => fun(Map) -> beamlab_experiment_opts:profile({node, ?NODE}, Map#{process => ["p"]}) end};
 front(suite) ->
-    #{api => fun(Map) -> beamlab_experiment_opts:suite([], Map) end};
+    #{before => ["ring"], api => fun(Map) -> beamlab_experiment_opts:suite(["ring"], Map) end};
 front(matrix) ->
     #{'after' => ["--", "run", "ok."],
       api => fun(Map) -> beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, Map) end};
@@ -147,20 +148,33 @@ value(_Opt, {enum, Choices}) ->
 value(#{type := T}, string) when T =:= string; T =:= cookie ->
     oneof([{"abc", "abc"}, {"a b", "a b"}, {"+S 2", "+S 2"}, {"1", "1"}]);
 value(Opt, CliType) ->
-    Scale = maps:get(cli_scale, Opt, 1),
+    Scale = maps:get(scale, Opt, 1),
     Min = maps:get(min, Opt, 0),
     Max = maps:get(max, Opt, 1000 * Scale),
     Integer = lists:member(CliType, [integer, pos_integer, non_neg_integer, quantity]),
     Ints = oneof([range(-3, 3), Max, Max + 1, range(Max - 2, Max + 2), range(0, min(Max, 100000)),
                   integer(-2, 2)]),
     Numbers = case Integer of
+                  true when Scale > 1 ->
+                      %% whole flag units (the flag reads integers)
+                      MaxF = Max div Scale,
+                      ?LET(I, oneof([range(-3, 3), MaxF, MaxF + 1, range(0, min(MaxF, 100000))]), I * Scale);
                   true -> Ints;
                   false when Scale > 1 ->
                       %% in the key's units; the flag's text is exact
                       oneof([Ints, Min, range(-2 * Scale, 3 * Scale), Max - 1]);
                   false -> oneof([Ints, Min, Min / 2, ?LET(F, float(0.0, 1.0), F * Max * 1.1)])
               end,
-    ?LET(V, Numbers, {V, number_text(beamlab_schema:to_flag_units(Opt, V))}).
+    ?LET(V, Numbers, {V, number_text(flag_units(Opt, V))}).
+
+%% A key's value in its flag's units (an integer when it is a whole one).
+flag_units(#{scale := Scale}, V) when is_integer(Scale), is_number(V) ->
+    case V / Scale of
+        F when F == trunc(F) -> trunc(F);
+        F -> F
+    end;
+flag_units(_, V) ->
+    V.
 
 number_text(V) when is_integer(V) -> integer_to_list(V);
 number_text(V) when is_float(V) -> float_to_list(V, [short]).
@@ -245,7 +259,23 @@ every_kind_with_flags_is_covered_test() ->
     WithFlags = [K || M <- beamlab_experiment_kind:all(), K <- [M:name()],
                       lists:any(fun(O) -> is_map_key(short, O) orelse is_map_key(long, O) end, M:options())],
     ?assertEqual([], WithFlags -- (kinds() ++ pending())),
-    ?assertEqual([], [amqp, bench, watch] -- kinds()).
+    ?assertEqual([], [amqp, bench, suite, watch] -- kinds()).
+
+%% The suite's reasons, its own rules included, are the same from both
+%% front ends; a flag in seconds is a key in milliseconds.
+suite_fronts_agree_test() ->
+    Over = [pair(suite, timeout, 700000000)],
+    ?assertEqual({refused, "invalid value '700000' for --timeout: at most 604800 (one week)"}, cli(suite, Over)),
+    ?assertEqual(cli(suite, Over), api(suite, Over)),
+    ?assertEqual(accepted, api(suite, [pair(suite, timeout, 5000)])),
+    ?assertEqual(cli(suite, [pair(suite, repeat, 0)]), api(suite, [pair(suite, repeat, 0)])),
+    {error, R} = beamlab_experiment_opts:suite([ring], #{preset => "termite"}),
+    ?assertEqual("preset runs the preset's rows: do not also name workloads (ring)",
+                 flat(beamlab:format_error(R))),
+    {error, R2} = beamlab_experiment_opts:suite([], #{node => "bench@host"}),
+    ?assertEqual("node names the remote node of a preset's rows: add preset", flat(beamlab:format_error(R2))),
+    {error, R3} = beamlab_experiment_opts:suite([], #{timeout => 0}),
+    ?assertEqual("invalid value '0' for timeout: expected a positive integer", flat(beamlab:format_error(R3))).
 
 %% Both refusing and accepting happen (the generator reaches both sides).
 both_sides_are_reached_test() ->
@@ -283,7 +313,7 @@ api_line_names_the_key_test() ->
 pair(Kind, Name, V) ->
     {ok, Mod} = beamlab_experiment_kind:find(Kind),
     {ok, O} = beamlab_schema:find(Name, Mod:options()),
-    Text = case beamlab_schema:to_flag_units(O, V) of
+    Text = case flag_units(O, V) of
                X when is_number(X) -> number_text(X);
                X -> X
            end,

@@ -85,6 +85,12 @@ summary(Runs0) ->
       round_trip_us => Med(round_trip_us, Pp),
       utilisation => Med(utilisation, Load),
       capacity_utilisation => Med(utilisation, Mesh),
+      %% each scheduler's busy share under the saturating mesh, per
+      %% repetition and on average (the mean hides an imbalance)
+      capacity_utilisation_samples => [U || M <- Mesh, U <- [maps:get(utilisation_schedulers, M, [])], U =/= []],
+      capacity_utilisation_schedulers =>
+          beamlab_env_doctor_sched:mean_vector([maps:get(utilisation_schedulers, M, []) || M <- Mesh]),
+      migrations_per_s => Med(per_s, [maps:get(migrations, M, #{}) || M <- Mesh]),
       run_queue_mean => median([maps:get(mean, maps:get(run_queue, L, #{}), 0) || L <- Load ++ Mesh]),
       run_queue_max => lists:max([0 | [maps:get(max, maps:get(run_queue, L, #{}), 0) || L <- Load ++ Mesh]]),
       msacc => msacc_median(Load),
@@ -156,6 +162,8 @@ curve(Points) ->
                    cpu_per_msg_us => maps:get(cpu_per_msg_us, S),
                    round_trip_us => maps:get(round_trip_us, S),
                    utilisation => maps:get(capacity_utilisation, S),
+                   utilisation_schedulers => maps:get(capacity_utilisation_schedulers, S, []),
+                   migrations_per_s => maps:get(migrations_per_s, S, null),
                    msacc => maps:get(msacc, S),
                    capacity_samples => maps:get(capacity_samples, S)} || {N, S} <- Measured],
       peak_schedulers => PeakN, peak_capacity => PeakX, usl => Fit}.
@@ -168,7 +176,7 @@ curve(Points) ->
 -spec findings(map(), summary(), map()) -> [beamlab_result:finding()].
 findings(Machine, Base, Curve) ->
     Fs = lists:append([oversubscribed(Base), quota(Base), collapse(Base, Curve),
-                       busy_wait(Base), others(Base), steal(Base), smt(Machine, Base),
+                       busy_wait(Base), imbalance(Base), others(Base), steal(Base), smt(Machine, Base),
                        numa(Machine), frequency(Machine), late_timers(Base)]),
     case [F || #{severity := S} = F <- Fs, S =/= info] of
         [] -> [healthy(Base, Curve) | Fs];
@@ -284,6 +292,15 @@ busy_wait(#{msacc := M, utilisation := U, cpu_per_msg_us := Cpm, cpu_share := CS
     end;
 busy_wait(_) ->
     [].
+
+%% A few schedulers saturated while others idle under the mesh, which
+%% wants them all (beamlab_env_doctor_sched).
+imbalance(B) ->
+    beamlab_env_doctor_sched:imbalance(#{samples => maps:get(capacity_utilisation_samples, B, []),
+                                         run_queue_mean => maps:get(run_queue_mean, B, null),
+                                         migrations_per_s => maps:get(migrations_per_s, B, null),
+                                         saturating => true,
+                                         where => <<"under the saturating mesh">>}).
 
 sbwt_off(#{emu_args := Args}) ->
     lists:member(<<"-sbwt">>, Args) andalso lists:member(<<"none">>, Args);

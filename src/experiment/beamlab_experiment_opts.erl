@@ -116,18 +116,27 @@ doctor(Opts) ->
 -spec suite([atom() | string() | binary()], opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 suite(Names, Opts) when is_list(Names), is_map(Opts) ->
-    Own = [params, profile, repeat, timeout, memory, preset, node, code_paths, flavor],
+    Own = [K || #{name := K} <- beamlab_experiment_suite:options(), K =/= names],
     known(Own, Opts, fun() -> suite_experiment(Names, Opts) end);
 suite(Names, Opts) ->
     {error, {bad_option, suite, {Names, Opts}}}.
 
 suite_experiment(Names, Opts) ->
     Text = [text(N) || N <- Names],
-    case params(maps:get(params, Opts, #{})) of
+    %% (the schema's check, the command line's: the same reasons)
+    Checked = case beamlab_experiment_suite:check_options((maps:without(?COMMON, Opts))#{names => Text}) of
+                  ok -> params(maps:get(params, Opts, #{}));
+                  {error, R} -> {error, {suite, {option, R}}}
+              end,
+    case Checked of
         {error, _} = E -> E;
         {ok, Params} ->
-            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor, node], Opts),
-                               #{names => Text, params => Params}),
+            Node = case maps:find(node, Opts) of
+                       {ok, N} -> {ok, Remote} = beamlab_experiment_suite:remote_node(N), #{node => Remote};
+                       error -> #{}
+                   end,
+            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+                               Node#{names => Text, params => Params}),
             Preset = case maps:find(preset, Opts) of
                          {ok, P} -> #{preset => text(P)};
                          error -> #{}

@@ -41,7 +41,7 @@ options() ->
        help => "the node to watch (required)"},
      #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "its distribution cookie (default: ~/.erlang.cookie)"},
-     #{name => duration, long => "duration", type => pos_integer, cli_type => pos_number, cli_scale => 1000,
+     #{name => duration, long => "duration", type => pos_number, scale => 1000,
        max => 4294967000, max_why => "the longest timer, about 49 days", metavar => "SECONDS",
        help => "how long to watch (default: until Ctrl-C or the node goes down)"},
      #{name => interval, long => "interval", type => pos_integer, default => 1000, metavar => "MS",
@@ -79,7 +79,9 @@ new(#{node := Node} = Opts) ->
                           false -> #{long_gc => maps:get(long_gc, Opts, 100),
                                      long_schedule => maps:get(long_schedule, Opts, 100)}
                       end,
-            {ok, maps:merge(maps:with([duration, interval, top, msacc, capture], Opts),
+            %% (whole milliseconds: the command line's seconds may have a fraction)
+            Duration = maps:from_list([{duration, max(1, round(D))} || {ok, D} <- [maps:find(duration, Given)]]),
+            {ok, maps:merge(maps:merge(maps:with([interval, top, msacc, capture], Opts), Duration),
                             #{node => Node, cookie => maps:get(cookie, Opts, undefined),
                               system_monitor => Monitor})};
         {error, R} ->

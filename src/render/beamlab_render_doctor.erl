@@ -49,15 +49,26 @@ conf(_) -> <<"?">>.
 
 curve_header() ->
     [<<"schedulers">>, <<"capacity msg/s">>, <<"goodput msg/s">>, <<"p99 latency">>,
-     <<"CPU/msg">>, <<"round trip">>, <<"utilisation">>].
+     <<"CPU/msg">>, <<"round trip">>, <<"utilisation">>, <<"per scheduler">>, <<"migrations/s">>].
 
 curve_rows(#{<<"points">> := Ps}) ->
     [[integer_to_binary(N), num(maps:get(<<"capacity">>, P, null)), num(maps:get(<<"goodput">>, P, null)),
       us(maps:get(<<"latency_p99_us">>, P, null)), us(maps:get(<<"cpu_per_msg_us">>, P, null)),
-      us(maps:get(<<"round_trip_us">>, P, null)), pct(maps:get(<<"utilisation">>, P, null))]
+      us(maps:get(<<"round_trip_us">>, P, null)), pct(maps:get(<<"utilisation">>, P, null)),
+      per_scheduler(maps:get(<<"utilisation_schedulers">>, P, [])),
+      rate(maps:get(<<"migrations_per_s">>, P, null))]
      || #{<<"schedulers">> := N} = P <- Ps];
 curve_rows(_) ->
     [].
+
+%% Each scheduler's busy share, in scheduler order ("98 97 3 2"): the
+%% mean hides a few saturated schedulers beside idle ones.
+per_scheduler([]) -> <<"?">>;
+per_scheduler(Us) ->
+    iolist_to_binary(lists:join(" ", [integer_to_list(round(100 * U)) || U <- Us, is_number(U)])).
+
+rate(R) when is_number(R) -> iolist_to_binary(io_lib:format("~.1f", [float(R)]));
+rate(_) -> <<"?">>.
 
 usl_line(#{<<"model">> := M, <<"sigma">> := S, <<"kappa">> := K, <<"peak_n">> := PN, <<"r2">> := R2}) ->
     io_lib:format("  USL fit (~ts): contention sigma ~.3g, coherency kappa ~.3g, ~ts, R^2 ~.2f~n",

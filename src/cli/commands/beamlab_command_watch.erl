@@ -18,7 +18,7 @@ summary() ->
 %% common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    beamlab_cli_schema:flags(beamlab_experiment_watch:options())
+    beamlab_schema:flags(beamlab_experiment_watch:options())
     ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help watch'.
