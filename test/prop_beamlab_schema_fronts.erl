@@ -22,11 +22,11 @@
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_cli_and_api_agree/0]).
+-export([prop_cli_and_api_agree/0, front/1, kinds/0]).
 
 -define(NODE, "watched@127.0.0.1").
 
-%% How a kind is reached from each front end: its command, the command
+%% @doc How a kind is reached from each front end: its command, the command
 %% line's words before and after the flags, how the library builds its
 %% experiment from the map, and the options that are the context (given
 %% on both sides, never drawn).
@@ -112,7 +112,7 @@ same_flag(#{short := _}, _) -> false;
 same_flag(#{long := L}, #{long := L}) -> true;
 same_flag(_, _) -> false.
 
-%% The kinds the property covers: a front on both sides and options to draw.
+%% @doc The kinds the property covers: a front on both sides and options to draw.
 kinds() ->
     [K || M <- beamlab_experiment_kind:all(), K <- [M:name()], is_map_key(api, front(K)),
           generated(K) =/= [], not lists:member(K, pending())].
@@ -145,8 +145,14 @@ value(_Opt, fraction) ->
            {1, "1"}, {1.5, "1.5"}, {0, "0"}, {-0.1, "-0.1"}]);
 value(_Opt, {enum, Choices}) ->
     ?LET(A, oneof(Choices ++ [bogus]), {A, atom_to_list(A)});
-value(#{type := T}, string) when T =:= string; T =:= cookie ->
-    oneof([{"abc", "abc"}, {"a b", "a b"}, {"+S 2", "+S 2"}, {"1", "1"}]);
+value(#{type := T}, string) when T =:= string; T =:= cookie; T =:= term ->
+    text();
+value(#{type := {one_of, Ts}} = Opt, string) ->
+    %% text for a key that takes text (a baseline's label or number)
+    case lists:member(string, Ts) of
+        true -> text();
+        false -> value(maps:remove(type, Opt), number)
+    end;
 value(Opt, CliType) ->
     Scale = maps:get(scale, Opt, 1),
     Min = maps:get(min, Opt, 0),
@@ -175,6 +181,9 @@ flag_units(#{scale := Scale}, V) when is_integer(Scale), is_number(V) ->
     end;
 flag_units(_, V) ->
     V.
+
+text() ->
+    ?LET(T, oneof(["abc", "a b", "+S 2", "1", "2", "3", "0", "-1", "ok. #2"]), {T, T}).
 
 number_text(V) when is_integer(V) -> integer_to_list(V);
 number_text(V) when is_float(V) -> float_to_list(V, [short]).
@@ -259,7 +268,7 @@ every_kind_with_flags_is_covered_test() ->
     WithFlags = [K || M <- beamlab_experiment_kind:all(), K <- [M:name()],
                       lists:any(fun(O) -> is_map_key(short, O) orelse is_map_key(long, O) end, M:options())],
     ?assertEqual([], WithFlags -- (kinds() ++ pending())),
-    ?assertEqual([], [amqp, bench, suite, watch] -- kinds()).
+    ?assertEqual([], [amqp, bench, suite, watch, profile, capture] -- kinds()).
 
 %% The suite's reasons, its own rules included, are the same from both
 %% front ends; a flag in seconds is a key in milliseconds.

@@ -74,14 +74,14 @@ new(#{node := Node} = Opts) ->
     Given = maps:filter(fun(_, V) -> V =/= undefined end, maps:without([node], Opts)),
     case beamlab_schema:check(options(), Given) of
         ok ->
-            Monitor = case maps:get(no_system_monitor, Opts, false) of
+            Monitor = case maps:get(no_system_monitor, Given, false) of
                           true -> false;
-                          false -> #{long_gc => maps:get(long_gc, Opts, 100),
-                                     long_schedule => maps:get(long_schedule, Opts, 100)}
+                          false -> #{long_gc => maps:get(long_gc, Given, 100),
+                                     long_schedule => maps:get(long_schedule, Given, 100)}
                       end,
             %% (whole milliseconds: the command line's seconds may have a fraction)
             Duration = maps:from_list([{duration, max(1, round(D))} || {ok, D} <- [maps:find(duration, Given)]]),
-            {ok, maps:merge(maps:merge(maps:with([interval, top, msacc, capture], Opts), Duration),
+            {ok, maps:merge(maps:merge(maps:with([interval, top, msacc, capture], Given), Duration),
                             #{node => Node, cookie => maps:get(cookie, Opts, undefined),
                               system_monitor => Monitor})};
         {error, R} ->
