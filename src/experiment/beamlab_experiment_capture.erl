@@ -43,7 +43,7 @@ options() ->
      #{name => label, long => "label", type => string, metavar => "TEXT",
        help => "name of the capture (reports diff profiles with the same name)"},
      #{name => process, long => "process", type => string, multi => true,
-       metavar => "PID|NAME|top:reductions|top:message_queue",
+       metavar => "PID|NAME|top:reductions|top:message_queue|queue:NAME",
        help => "with --node: capture this process's calls with the VM's tracing instead of perf "
                "(no module loaded on the node; repeatable; docs/profile.md)"},
      #{name => duration, long => "duration", type => pos_number, scale => 1000,
@@ -88,10 +88,13 @@ text(A) when is_atom(A) -> atom_to_list(A);
 text(B) when is_binary(B) -> unicode:characters_to_list(B);
 text(L) -> L.
 
-%% `top:reductions', `top:message_queue', `<0.85.0>', or a registered name.
+%% `top:reductions', `top:message_queue', `queue:NAME' (a RabbitMQ
+%% queue's process), `<0.85.0>', or a registered name.
 target("top:reductions") -> {top, reductions};
 target("top:message_queue") -> {top, message_queue};
 target("top:" ++ _ = T) -> throw({bad_process, T});
+target("queue:") -> throw({bad_process, "queue:"});
+target("queue:" ++ Q) -> {queue, Q};
 target("<" ++ _ = P) -> {pid, P};
 target("") -> throw({bad_process, ""});
 target(Name) -> {name, Name}.
@@ -175,6 +178,8 @@ error_class({option, _}) -> usage;
 error_class({bad_pid, _}) -> usage;
 error_class({no_process, _}) -> usage;
 error_class({no_name, _}) -> usage;
+error_class({no_queue, _}) -> usage;
+error_class({not_rabbit, _}) -> usage;
 error_class(_) -> failure.
 
 %% @doc One line for each error.
@@ -183,7 +188,7 @@ format_error({watch, R}) -> beamlab_sut_watch:format_error(R);
 format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error({bad_process, P}) ->
     io_lib:format("--process '~ts': expected a pid (<0.85.0>), a registered name, "
-                  "top:reductions or top:message_queue", [P]);
+                  "top:reductions, top:message_queue or queue:NAME", [P]);
 format_error(R) -> beamlab_profile_capture:format_error(R).
 
 %% @doc The command line that captures `Process' (a pid as the node

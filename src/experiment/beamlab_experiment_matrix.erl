@@ -19,7 +19,8 @@
 %% configurations are a scheduler sweep (the document then has speedups).
 %% `profiled': one more repetition per configuration after the measured
 %% ones, with the target's OS process profiled while its load runs (kept
-%% out of the statistics).
+%% out of the statistics), or (the target's `capture') its named processes
+%% captured (beamlab_experiment_target).
 %% With a preset (`beamlab_experiment_preset'), `scenarios' are its
 %% scenarios with their inner experiments, run in turn in place of
 %% `inner' and combined into one document.
@@ -201,13 +202,28 @@ runner(Target, InnerExp, #{here := Here}, Progress) ->
                      profile => case {Profiled, Target} of
                                     {true, #{profile := P}} -> P#{subject => Subject, label => Name};
                                     _ -> none
+                                end,
+                     capture => case {Profiled, Target} of
+                                    {true, #{capture := Procs}} ->
+                                        #{processes => Procs, label => Name,
+                                          window => beamlab_experiment_target:capture_window(load_seconds(InnerExp))};
+                                    _ -> none
                                 end},
             Load = fun(T) -> compact(Profiled, beamlab_experiment_target:load(T, Opts)) end,
             case beamlab_sut_broker:run(Spec, Load, Progress) of
+                {ok, #{result := #{extra := #{<<"capture_error">> := E}}} = Out} ->
+                    Progress(io_lib:format("[~ts] ~ts~n", [Name, E])),
+                    {ok, Out};
                 {ok, Out} -> {ok, Out};
                 {error, E} -> {error, {target, iolist_to_binary(beamlab_sut_broker:format_error(E))}}
             end
     end.
+
+%% The inner AMQP load's time limit in whole seconds (-z; 0: none).
+load_seconds(#{run := {amqp, #{config := #{duration := D}}}}) when is_number(D), D > 0 ->
+    max(1, round(D));
+load_seconds(_) ->
+    0.
 
 %% {flags} in a --load-cmd: the inner amqp's arguments (PerfTest's own),
 %% each quoted for the shell.
@@ -220,7 +236,8 @@ fill_flags(Cmd, _) ->
 %% The profiled repetition keeps its figures and profile only (no
 %% telemetry series, no env: the matrix holds those of the measured ones).
 compact(true, {Code, #{extra := Extra} = Doc}) ->
-    {Code, Doc#{extra := maps:with([<<"profile">>, <<"profile_error">>, <<"broker_cpu_us">>], Extra),
+    {Code, Doc#{extra := maps:with([<<"profile">>, <<"profile_error">>, <<"capture">>, <<"capture_error">>,
+                                    <<"broker_cpu_us">>], Extra),
                 telemetry := #{}, env := #{}}};
 compact(_, Out) ->
     Out.
@@ -237,13 +254,19 @@ against(Exp, _Target) ->
     Exp.
 
 %% @doc Interrupted when partial; failed when no configuration ran
-%% successfully.
+%% successfully, or when captures were asked for and none was made.
 -spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
 verdict(#{partial := true}) ->
     {interrupted, []};
 verdict(#{extra := Extra}) ->
-    case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, Extra, []), N > 0] of
-        [] -> {failed, ["no configuration ran successfully"]};
+    Configs = maps:get(<<"configs">>, Extra, []),
+    Captured = [C || C = #{<<"capture">> := Cap} <- Configs, is_map(Cap)],
+    case {[C || C = #{<<"ok_runs">> := N} <- Configs, N > 0],
+          [E || #{<<"capture_error">> := E} <- Configs, is_binary(E)]} of
+        {[], _} -> {failed, ["no configuration ran successfully"]};
+        %% A capture asked for (--profile-process) that no configuration
+        %% got: its line says why (a name the node does not have).
+        {_, [E | _]} when Captured =:= [] -> {failed, [E]};
         _ -> {ok, []}
     end.
 

@@ -31,7 +31,8 @@
 
 -export([resolve/3, capture/3, agent_exprs/0, fun_name/1, format_error/1]).
 
--type target() :: {pid, string()} | {name, string()} | {top, reductions | message_queue}.
+-type target() :: {pid, string()} | {name, string()} | {top, reductions | message_queue}
+                | {queue, string()}.
 -type opts() :: #{duration := pos_integer(),          % ms
                   stacks => sample | trace,
                   calls => time | none,               % none: stack samples only
@@ -42,6 +43,7 @@
 -type resolved() :: #{spec := binary(), pid := pid()}.
 -type capture() :: #{atom() => term()}.
 -type error_reason() :: {bad_pid, string()} | {no_process, string()} | {no_name, string()}
+                      | {no_queue, string()} | {not_rabbit, string()}
                       | {node, node(), term()} | {traced, [binary()]} | {agent, term()}
                       | no_processes.
 -export_type([target/0, opts/0, resolved/0, capture/0, error_reason/0]).
@@ -63,8 +65,12 @@
 
 %% @doc The processes named by `Targets' on `Node': a pid as the node
 %% prints it (`<0.85.0>'), a registered name (never creates an atom on
-%% the node), or the top process by reductions (over 500 ms) or by
-%% message queue length. The same process named twice is captured once.
+%% the node), the top process by reductions (over 500 ms) or by
+%% message queue length, or a RabbitMQ queue's process (`{queue, Name}',
+%% in the default virtual host `/', found with the broker's own
+%% `rabbit_amqqueue:lookup/1' and `amqqueue:get_pid/1' called over
+%% distribution; a quorum queue's Ra server by its registered name).
+%% The same process named twice is captured once.
 -spec resolve(node(), [target()], timeout()) -> {ok, [resolved()]} | {error, error_reason()}.
 resolve(_Node, [], _Timeout) ->
     {error, no_processes};
@@ -85,6 +91,7 @@ dedup([#{pid := P} = R | Rest], Acc) ->
 
 spec({pid, S}) -> unicode:characters_to_binary(S);
 spec({name, S}) -> unicode:characters_to_binary(S);
+spec({queue, S}) -> unicode:characters_to_binary(["queue:", S]);
 spec({top, reductions}) -> <<"top:reductions">>;
 spec({top, message_queue}) -> <<"top:message_queue">>.
 
@@ -103,6 +110,27 @@ one(Node, {name, S}, T) ->
     case call(Node, erlang, whereis, [A], T) of
         P when is_pid(P) -> P;
         _ -> throw({capture, {no_name, S}})
+    end;
+one(Node, {queue, S}, T) ->
+    %% The broker's own lookup; nothing of ours is loaded there. A node
+    %% without RabbitMQ has no rabbit_amqqueue.
+    Resource = {resource, <<"/">>, queue, unicode:characters_to_binary(S)},
+    Q = try call(Node, rabbit_amqqueue, lookup, [Resource], T)
+        catch throw:{capture, {node, _, {erlang_error, undef}}} -> throw({capture, {not_rabbit, S}})
+        end,
+    case Q of
+        {ok, Queue} ->
+            case call(Node, amqqueue, get_pid, [Queue], T) of
+                P when is_pid(P) -> alive(Node, P, "queue:" ++ S, T);
+                %% A quorum queue: its Ra server, registered on its node.
+                {RaName, RaNode} when is_atom(RaName), RaNode =:= Node ->
+                    case call(Node, erlang, whereis, [RaName], T) of
+                        P when is_pid(P) -> P;
+                        _ -> throw({capture, {no_queue, S}})
+                    end;
+                _ -> throw({capture, {no_queue, S}})
+            end;
+        _ -> throw({capture, {no_queue, S}})
     end;
 one(Node, {top, By}, T) ->
     Ps = call(Node, erlang, processes, [], T),
@@ -324,7 +352,7 @@ tracing(#{calls := Calls, stacks := Stacks, memory := Mem}) ->
 label(P, Procs) ->
     label(P, Procs, #{}).
 
-label(P, _Procs, Started) ->
+label(P, Procs, Started) ->
     Name = case lists:keyfind(P, 1, maps:get(before, Started, [])) of
                {_, Info} when is_list(Info) ->
                    case lists:keyfind(registered_name, 1, Info) of
@@ -333,7 +361,9 @@ label(P, _Procs, Started) ->
                    end;
                _ -> ""
            end,
-    iolist_to_binary([pid_text(P), Name]).
+    %% A queue's process has no name of its own: the queue names it.
+    Queue = [[" ", S] || #{pid := Q, spec := <<"queue:", _/binary>> = S} <- Procs, Q =:= P],
+    iolist_to_binary([pid_text(P), Name, Queue]).
 
 %% A pid as the node itself prints it (`<0.85.0>').
 pid_text(P) ->
@@ -669,6 +699,11 @@ format_error({no_process, S}) ->
     io_lib:format("--process ~ts: no such process on the node", [S]);
 format_error({no_name, S}) ->
     io_lib:format("--process ~ts: no process is registered under that name on the node", [S]);
+format_error({no_queue, S}) ->
+    io_lib:format("--process queue:~ts: no such queue on the node (virtual host /), or its process is "
+                  "on another node", [S]);
+format_error({not_rabbit, S}) ->
+    io_lib:format("--process queue:~ts: the node does not run RabbitMQ (no rabbit_amqqueue)", [S]);
 format_error(no_processes) ->
     "nothing to capture: no process found on the node";
 format_error({traced, Labels}) ->

@@ -66,6 +66,11 @@ target_options() ->
        metavar => "graph|flat",
        help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
                "(+JPperf map, no call graphs: the least perf work)"},
+     #{name => profile_process, long => "profile-process", type => string, multi => true,
+       metavar => "PROCESS",
+       help => "with a target: one more repetition per configuration, after the measured ones, capturing "
+               "this process of the target's node while the load runs (as profile --process takes it: a "
+               "registered name, queue:NAME, top:reductions; repeatable): call table and flame graph"},
      #{name => folded, long => "folded", type => string, metavar => "DIR",
        help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}].
 
@@ -88,6 +93,8 @@ usage() ->
     "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 5 \\\n"
     "                 --profile -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
+    "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 3 \\\n"
+    "                 --profile-process queue:q1 -- amqp -x 1 -y 1 -u q1 -z 20\n"
     "  beamlab matrix --preset jit-study [--otp DIR] [-n 5] [--duration 30] [--profile] [--load-cmd CMD] [--save]\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit \\\n"
     "                 --load-cmd '/opt/beamlab-perftest/2.22.1/bin/perftest -h {uri} {flags}' \\\n"
@@ -182,7 +189,7 @@ plain(Parsed) ->
                              undefined -> maps:get(repeat, Grid, 3);
                              R -> R
                          end,
-               sweep => Sweep =/= [], profiled => Get(profile)},
+               sweep => Sweep =/= [], profiled => Get(profile) orelse (is_map(Target) andalso maps:is_key(capture, Target))},
     maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                  %% -v: live telemetry of this VM
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
@@ -221,7 +228,8 @@ preset(Name, Parsed) ->
                  || S <- maps:get(scenarios, Preset)],
     Matrix = #{configs => Configs, inner => element(2, hd(Scenarios)),
                repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
-               profiled => Get(profile), preset => Preset, scenarios => Scenarios},
+               profiled => Get(profile) orelse maps:is_key(capture, Target), preset => Preset,
+               scenarios => Scenarios},
     #{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
       telemetry => case Get(verbose) > 0 of true -> live; false -> none end,
       target => Target}.
@@ -272,6 +280,9 @@ load_and_profile(Target, Parsed) ->
     Target =:= none andalso Get(profile) andalso
         beamlab_cli_error:usage("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
                                 "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
+    Target =:= none andalso Get(profile_process) =/= undefined andalso
+        beamlab_cli_error:usage("--profile-process captures a process of a target's node: give --target "
+                                "rabbitmq or --target-cmd", []),
     Get(folded) =/= undefined andalso not Get(profile) andalso
         beamlab_cli_error:usage("--folded writes the profiles' stacks: add --profile", []),
     case Target of
@@ -297,7 +308,23 @@ load_and_profile(Target, Parsed) ->
                                                                        [beamlab_profile:format_error(R)])
                               end
                       end,
-            maps:merge(maps:merge(Target, Load), Profile)
+            maps:merge(maps:merge(maps:merge(Target, Load), Profile), capture(Get(profile_process)))
+    end.
+
+%% --profile-process: each form checked as `profile --process' checks it
+%% (before any broker starts); whether it names a process there is known
+%% only once the target runs.
+capture(undefined) ->
+    #{};
+capture(Procs) ->
+    case beamlab_experiment_capture:new(#{node => "target@127.0.0.1", process => Procs}) of
+        {ok, _} -> #{capture => Procs};
+        {error, R} ->
+            Line = lists:flatten(beamlab_experiment_capture:format_error(R)),
+            beamlab_cli_error:usage("~ts", [case string:prefix(Line, "--process") of
+                                                nomatch -> Line;
+                                                Rest -> "--profile-process" ++ Rest
+                                            end])
     end.
 
 %% Each configuration's folded stacks to DIR/CONFIG.folded (the

@@ -50,7 +50,7 @@ only(Kind, Other) ->
 usage() ->
     "Usage: beamlab profile [OPTIONS] -- COMMAND...\n"
     "       beamlab profile --pid OSPID | --node NAME@HOST [--duration S] [OPTIONS]\n"
-    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue\n"
+    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue|queue:NAME\n"
     "                       [--process ...] [--duration S] [--stacks sample|trace] [--calls time|none]\n\n"
     "Samples call stacks with perf (Debian package linux-perf) at --freq per thread.\n"
     "Each sample is resolved into an Erlang function (Module:Function/Arity, named\n"
