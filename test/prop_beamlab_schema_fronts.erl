@@ -286,6 +286,18 @@ suite_fronts_agree_test() ->
     {error, R3} = beamlab_experiment_opts:suite([], #{timeout => 0}),
     ?assertEqual("invalid value '0' for timeout: expected a positive integer", flat(beamlab:format_error(R3))).
 
+%% A command's flags are its kind's: every option of the kind's schema
+%% that has a flag is a flag of the command, by the same name, flags,
+%% default and help (nothing declared twice, nothing lost).
+every_flag_of_a_kind_is_its_commands_test() ->
+    [begin
+         {ok, Mod} = beamlab_experiment_kind:find(Kind),
+         Flags = (command(Kind)):options(),
+         [?assertEqual({Kind, maps:with([name, short, long, type, default, max], F)}, {Kind, maps:with([name, short, long, type, default, max], hd([C || #{name := N} = C <- Flags, N =:= maps:get(name, F)]
+                                            ++ [#{missing => F}]))})
+          || F <- beamlab_schema:flags(Mod:options())]
+     end || Kind <- kinds() ++ pending()].
+
 %% Both refusing and accepting happen (the generator reaches both sides).
 both_sides_are_reached_test() ->
     ?assertMatch({refused, "invalid value '-5' for -r: expected a number >= 0"},

@@ -28,7 +28,8 @@
 -type error_reason() :: {option, beamlab_schema:error_reason()}
                       | beamlab_engine:error_reason()
                       | beamlab_engine_after:error_reason()
-                      | {project, beamlab_experiment_project:error_reason()}.
+                      | {project, beamlab_experiment_project:error_reason()}
+                      | {flavor, term()}.
 -export_type([bench/0, error_reason/0]).
 
 %% @doc The kind's name: `bench'.
@@ -283,6 +284,12 @@ check(B, Exp) ->
             Refuse("~ts needs at least two codes to compare", [Opt(baseline)]);
         {error, {bad_baseline, Bl}} ->
             Refuse("~ts '~ts' is neither a job number nor a job's label", [Opt(baseline), {value, Bl}]);
+        ok when is_map_key(flavor, map_get(options, B)) ->
+            %% (an emulator flavour this OTP installation lacks: before anything runs)
+            case flavor(maps:get(flavor, maps:get(options, B))) of
+                ok -> check(maps:update_with(options, fun(O) -> maps:remove(flavor, O) end, B), Exp);
+                {error, R} -> {error, {bench, {flavor, R}}}
+            end;
         ok when Msacc, Tool =:= undefined orelse not Live ->
             %% (`verbose' or `telemetry' in the library, -v on the command line)
             Refuse("~ts needs ~ts and live telemetry (~ts)",
@@ -294,6 +301,14 @@ check(B, Exp) ->
             end;
         ok ->
             ok
+    end.
+
+flavor(undefined) ->
+    ok;
+flavor(F) ->
+    case beamlab_runtime_peer:flavor_args(#{flavor => F}) of
+        {ok, _} -> ok;
+        {error, _} = E -> E
     end.
 
 baseline(#{jobs := Jobs, options := #{baseline := _}}) when length(Jobs) < 2 ->
@@ -369,6 +384,7 @@ error_class({bad_vm_args, _}) -> usage;
 error_class({min_above_max, _, _}) -> usage;
 error_class({no_such_directory, _}) -> usage;
 error_class({unsupported_tool, _, _}) -> usage;
+error_class({flavor, _}) -> failure;
 error_class({project, {tool, _}}) -> failure;
 error_class({project, {tmp_dir, _}}) -> failure;
 error_class({project, _}) -> usage;
@@ -378,6 +394,8 @@ error_class(_) -> failure.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({option, R}) ->
     beamlab_schema:format_error(R);
+format_error({flavor, R}) ->
+    ["--flavor: ", beamlab_runtime_otp:format_error(R)];
 format_error({unsupported_tool, _, _} = R) ->
     beamlab_engine_after:format_error(R);
 format_error({no_such_directory, D}) ->

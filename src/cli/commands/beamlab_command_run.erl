@@ -179,13 +179,7 @@ run_opts(Parsed, NJobs) ->
         ok -> ok;
         {error, Refused} -> beamlab_cli_schema:refuse(Refused)
     end,
-    _ = case Get(flavor) of
-            undefined -> ok;
-            F -> case beamlab_runtime_peer:flavor_args(#{flavor => F}) of
-                     {ok, _} -> ok;
-                     {error, R} -> beamlab_cli_error:fail("--flavor: ~ts", [beamlab_runtime_otp:format_error(R)])
-                 end
-        end,
+    %% (the flavour's VMs are the kind's check: beamlab_experiment_bench:check/2)
     %% (a baseline is checked against the jobs with them: the kind's check)
     _ = NJobs,
     Samples = Get(samples),
