@@ -105,13 +105,13 @@ experiment(Parsed) ->
     case beamlab_cli_args:get(bench, Parsed) of
         undefined ->
             Jobs = jobs(Parsed),
-            experiment(Parsed, #{jobs => Jobs}, length(Jobs));
+            experiment(Parsed, #{jobs => Jobs});
         Dir ->
-            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)}, 1)
+            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)})
     end.
 
-experiment(Parsed, What, NJobs) ->
-    {Options, Squeeze} = run_opts(Parsed, NJobs),
+experiment(Parsed, What) ->
+    {Options, Squeeze} = run_opts(Parsed),
     _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
@@ -156,7 +156,7 @@ jobs(#{args := Codes, arg_opts := ArgOpts} = Parsed) ->
          WithDefaults#{runner => Code}
      end || {Code, AO} <- lists:zip(Codes, ArgOpts)].
 
-run_opts(Parsed, NJobs) ->
+run_opts(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Given = fun(K) -> lists:member(K, maps:get(given, Parsed)) end,
     Squeeze = Get(squeeze),
@@ -179,9 +179,8 @@ run_opts(Parsed, NJobs) ->
         ok -> ok;
         {error, Refused} -> beamlab_cli_schema:refuse(Refused)
     end,
-    %% (the flavour's VMs are the kind's check: beamlab_experiment_bench:check/2)
-    %% (a baseline is checked against the jobs with them: the kind's check)
-    _ = NJobs,
+    %% (a baseline is checked against the jobs, and the flavour's VMs
+    %% against this installation, by the kind: beamlab_experiment_bench:check/2)
     Samples = Get(samples),
     Duration = Get(duration),
     Base = #{concurrency => Get(concurrency), samples => Samples, duration => Duration,
