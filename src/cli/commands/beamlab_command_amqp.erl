@@ -178,8 +178,8 @@ options() ->
 
 flag_options() ->
     Bool = {enum, [true, false]},
-    Schema = beamlab_experiment_amqp:options(),
-    Kind = fun(Name) -> hd(beamlab_cli_schema:flags(Schema, [Name])) end,
+    Flags = beamlab_schema:flags(beamlab_experiment_amqp:options()),
+    Kind = fun(Name) -> hd([F || #{name := N} = F <- Flags, N =:= Name]) end,
     [#{name => uri, short => "h", long => "uri", type => string,
        default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
        help => "broker URI amqp://user:pass@host:port/vhost or amqps:// (TLS); -h is the URI, "
