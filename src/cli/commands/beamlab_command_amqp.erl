@@ -345,6 +345,9 @@ flag_options() ->
      Kind(shutdown_timeout),
      #{name => reconnect, long => "reconnect", type => boolean, default => false,
        help => "reopen lost connections and carry on instead of stopping the run"},
+     #{name => connection_rate, long => "connection-rate", type => pos_integer, metavar => "N",
+       help => "open at most N connections per second (and VM), so that thousands of "
+               "connections do not storm the broker (default: all at once)"},
      Kind(closed_loop),
      #{name => nodes, long => "nodes", type => string, metavar => "N|NODES",
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
@@ -594,6 +597,7 @@ config(P0) ->
         polling => G(polling), polling_interval => G(polling_interval),
         interval => G(interval), reconnect => G(reconnect),
         closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
+        connection_rate => case G(connection_rate) of undefined -> infinity; CR -> CR end,
         id => id(G(id)),
         output_file => output_file(G(output_file)),
         use_millis => G(use_millis), metrics_format => G(metrics_format),
