@@ -10,7 +10,7 @@
 %%% docs/doctor.md).
 -module(beamlab_env_doctor).
 
--export([counts/1, summary/1, curve/1, findings/3, candidates/3, remedy/3, rank/3,
+-export([counts/1, summary/1, curve/1, findings/3, node_findings/2, candidates/3, remedy/3, rank/3,
          recommendation/1, flags_of/1]).
 
 -export_type([run/0, summary/0, config/0, remedy/0, ranked/0]).
@@ -183,6 +183,37 @@ findings(Machine, Base, Curve) ->
         _ -> Fs
     end.
 
+%% @doc The findings on a running node (`doctor --node'), from the
+%% machine's facts (those of this host when the node runs here, else
+%% what the node reports) and the summary of its watch
+%% (`beamlab_env_doctor_node:summary/3'): the same as the probe's but
+%% those that need a curve or a fresh VM (collapse, late timers), and the
+%% per-scheduler imbalance from the node's samples. A node with no
+%% warning or critical finding gets `no_pathology'.
+-spec node_findings(map(), summary()) -> [beamlab_result:finding()].
+node_findings(Machine, Base) ->
+    Imbalance = beamlab_env_doctor_sched:imbalance(
+                  #{samples => maps:get(utilisation_samples, Base, []),
+                    run_queue_mean => maps:get(run_queue_mean, Base, null),
+                    migrations_per_s => maps:get(migrations_per_s, Base, null),
+                    where => <<"while the node worked">>}),
+    Fs = lists:append([oversubscribed(Base), quota(Base), busy_wait(Base), Imbalance, others(Base),
+                       steal(Base), smt(Machine, Base), numa(Machine), frequency(Machine)]),
+    case [F || #{severity := S} = F <- Fs, S =/= info] of
+        [] -> [healthy_node(Base) | Fs];
+        _ -> Fs
+    end.
+
+healthy_node(B) ->
+    finding(no_pathology, info, <<"no pathology found">>,
+            s("while the node worked its schedulers were busy ~ts of the time, run queue ~ts on average, "
+              "the node used ~ts of its schedulers' time in CPU; other processes ~ts, steal ~ts",
+              [opt_pct(maps:get(utilisation, B, null)),
+               case maps:get(run_queue_mean, B, null) of null -> <<"unknown">>; Rq -> s("~.1f", [float(Rq)]) end,
+               opt_pct(maps:get(cpu_share, B, null)), opt_pct(maps:get(others_share, B, null)),
+               opt_pct(maps:get(steal_share, B, null))]),
+            <<"nothing to change">>, medium, [], #{}).
+
 finding(Id, Sev, Title, Evidence, Advice, Confidence, Remedies, Data) ->
     beamlab_result:finding(Id, Sev, Title, Evidence, Advice,
                            Data#{confidence => Confidence, remedies => Remedies}).
@@ -199,9 +230,13 @@ oversubscribed(#{schedulers_online := On, cpus_allowed := Al} = B)
   when is_integer(On), is_integer(Al), On > Al ->
     [finding(oversubscribed, critical,
              s("~b schedulers online on ~b CPU~s", [On, Al, plural(Al)]),
-             s("the VM runs ~b schedulers but may run on ~b CPU~s (its affinity); capacity ~ts msg/s, "
-               "CPU per message ~ts", [On, Al, plural(Al), num(maps:get(capacity, B)),
-                                       us(maps:get(cpu_per_msg_us, B))]),
+             case maps:get(capacity, B, null) of
+                 null ->
+                     s("the VM runs ~b schedulers but may run on ~b CPU~s (its affinity)", [On, Al, plural(Al)]);
+                 Cap ->
+                     s("the VM runs ~b schedulers but may run on ~b CPU~s (its affinity); capacity ~ts msg/s, "
+                       "CPU per message ~ts", [On, Al, plural(Al), num(Cap), us(maps:get(cpu_per_msg_us, B))])
+             end,
              s("start the VM with ~ts (one scheduler per CPU it may use)", [s_flag(Al)]),
              high, [s_flag(Al), <<(s_flag(Al))/binary, " ", (sbwt())/binary>>],
              #{schedulers_online => On, cpus => Al})];
@@ -282,10 +317,12 @@ busy_wait(#{msacc := M, utilisation := U, cpu_per_msg_us := Cpm, cpu_share := CS
         true ->
             [finding(busy_wait, warning,
                      s("schedulers busy-wait: ~ts of their awake time does no work", [pct(Share)]),
-                     s("under the load (below capacity) the schedulers were busy ~ts of the time but awake "
+                     s("~ts the schedulers were busy ~ts of the time but awake "
                        "(spinning: ~ts, working: ~ts of their time); the VM used ~ts of its schedulers' "
-                       "time in CPU, ~ts per message",
-                       [pct(U), pct(Spin), pct(Work), case CS of null -> <<"?">>; _ -> pct(CS) end, us(Cpm)]),
+                       "time in CPU~ts",
+                       [maps:get(where, B, <<"under the load (below capacity)">>),
+                        pct(U), pct(Spin), pct(Work), case CS of null -> <<"?">>; _ -> pct(CS) end,
+                        case Cpm of null -> <<>>; _ -> [", ", us(Cpm), " per message"] end]),
                      s("start the VM with ~ts (RabbitMQ's default since 3.11)", [sbwt()]), medium,
                      [sbwt()], #{spin_share => Share, utilisation => U})];
         false -> []
@@ -307,7 +344,7 @@ sbwt_off(#{emu_args := Args}) ->
 sbwt_off(_) ->
     false.
 
-others(#{others_share := O, schedulers_online := On, cpus_allowed := Al}) when is_number(O), O >= ?OTHERS_WARN ->
+others(#{others_share := O, schedulers_online := On, cpus_allowed := Al} = B) when is_number(O), O >= ?OTHERS_WARN ->
     Sev = case O >= ?OTHERS_CRIT of true -> critical; false -> warning end,
     Free = case is_integer(Al) of
                true -> max(1, round(Al * (1 - O)));
@@ -317,8 +354,9 @@ others(#{others_share := O, schedulers_online := On, cpus_allowed := Al}) when i
         ++ [sbwt()] ++ [s_flag(Free) || is_integer(On), Free < On],
     [finding(competing, Sev,
              s("other processes take ~ts of the CPUs", [pct(O)]),
-             s("while the probe ran, processes other than the VM used ~ts of the CPU time of the ~ts CPU~s "
-               "the VM may run on", [pct(O), case Al of null -> "?"; _ -> integer_to_list(Al) end,
+             s("~ts, processes other than the VM used ~ts of the CPU time of the ~ts CPU~s "
+               "the VM may run on", [maps:get(where, B, <<"while the probe ran">>),
+                                     pct(O), case Al of null -> "?"; _ -> integer_to_list(Al) end,
                                      plural(Al)]),
              s("move the other work away (taskset/cpuset) or give the VM fewer schedulers and no "
                "busy-waiting: ~ts", [hd(Rem)]),

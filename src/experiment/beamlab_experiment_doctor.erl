@@ -18,6 +18,10 @@
 %%% (a cgroup directory each VM joins before it starts). An interrupt
 %%% stops between two VMs (the running one is interrupted too) and the
 %%% document keeps what was measured, `partial'.
+%%%
+%%% With `node' the doctor reads a running node instead, over
+%%% distribution, for `duration' while it works, and recommends flags for
+%%% its next start without measuring them (`beamlab_experiment_doctor_node').
 -module(beamlab_experiment_doctor).
 -behaviour(beamlab_experiment_kind).
 
@@ -36,8 +40,13 @@
                     counts := [pos_integer()] | auto,
                     remedies := [binary()],             % measured besides the findings' own
                     max_remedies := pos_integer(),
-                    root := file:filename()}.
--type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}.
+                    root := file:filename(),
+                    node := string() | none,                 % doctor --node: a running node
+                    cookie := string() | undefined,
+                    node_duration_ms := pos_integer()}.
+-type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
+                      | {node_conflict, atom()} | {duration_without_node, term()}
+                      | beamlab_experiment_doctor_node:error_reason().
 
 -define(CONF, 0.95).
 
@@ -70,7 +79,14 @@ options() ->
      #{name => remedy, long => "remedy", type => string, metavar => "FLAGS", multi => true,
        help => "also measure this flag set as a remedy, after the findings' own (repeatable)"},
      #{name => curve_reps, long => "curve-reps", type => pos_integer, metavar => "N", max => 50,
-       help => "repetitions of each point of the curve (default 3, --quick 2)"}].
+       help => "repetitions of each point of the curve (default 3, --quick 2)"},
+     #{name => node, long => "node", type => string, metavar => "NAME@HOST",
+       help => "diagnose this running node over distribution while it works (no code loaded there, "
+               "nothing restarted) and recommend flags for its next start"},
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
+       help => "with --node: its distribution cookie (default: ~/.erlang.cookie)"},
+     #{name => duration, long => "duration", type => pos_number, metavar => "SECONDS", max => 3600,
+       help => "with --node: how long to watch it (default 10, --quick 5)"}].
 
 %% @doc The description from options already checked against
 %% {@link options/0}.
@@ -79,6 +95,16 @@ new(Opts) ->
     Quick = maps:get(quick, Opts, false) =:= true,
     Get = fun(K, D) -> case maps:get(K, Opts, undefined) of undefined -> D; V -> V end end,
     try
+        Node = case Get(node, none) of
+                   none -> none;
+                   N0 -> unicode:characters_to_list(N0)
+               end,
+        _ = Node =/= none andalso
+            [throw({?MODULE, {node_conflict, K}}) || K <- [vm, wrap, cgroup, remedy, schedulers, probe_ms,
+                                                            curve_reps, max_remedies, reps],
+                                                     Get(K, undefined) =/= undefined, Get(K, undefined) =/= []],
+        Duration = Get(duration, undefined),
+        _ = Node =:= none andalso Duration =/= undefined andalso throw({?MODULE, {duration_without_node, Duration}}),
         Vm = words(vm, Get(vm, "")),
         Wrap = words(wrap, Get(wrap, "")),
         Counts = case Get(schedulers, auto) of
@@ -99,7 +125,13 @@ new(Opts) ->
                          end,
                counts => Counts, remedies => Remedies,
                max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
-               root => Get(root, "/")}}
+               root => Get(root, "/"),
+               node => Node, cookie => Get(cookie, undefined),
+               node_duration_ms => case Duration of
+                                       undefined when Quick -> 5000;
+                                       undefined -> 10000;
+                                       Sec -> max(1, round(Sec * 1000))
+                                   end}}
     catch
         throw:{?MODULE, E} -> {error, E}
     end.
@@ -123,6 +155,8 @@ counts(S) ->
 
 %% @doc The cgroup, when given, must be a directory with `cgroup.procs'.
 -spec check(doctor(), beamlab_experiment:experiment()) -> ok | {error, {doctor, error_reason()}}.
+check(#{node := N}, _Exp) when N =/= none ->
+    ok;
 check(#{cgroup := none}, _Exp) ->
     ok;
 check(#{cgroup := Dir}, _Exp) ->
@@ -134,6 +168,11 @@ check(#{cgroup := Dir}, _Exp) ->
 %% @doc Runs the protocol and returns the document.
 -spec run(doctor(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {doctor, error_reason()}}.
+run(#{node := N} = D, Exp, _Inner) when N =/= none ->
+    case beamlab_experiment_doctor_node:run(D, Exp) of
+        {ok, _} = Ok -> Ok;
+        {error, R} -> {error, {doctor, R}}
+    end;
 run(D, Exp, _Inner) ->
     %% The default's flags and wrapper first, before any line is told: a
     %% VM that does not start with them is the caller's mistake, one line.
@@ -333,6 +372,10 @@ bench(Name, Group, Runs) ->
 -spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
 verdict(#{partial := true}) ->
     {interrupted, []};
+verdict(#{extra := #{<<"node">> := #{<<"node_down">> := true, <<"name">> := Node}}}) ->
+    {failed, [io_lib:format("~ts went down during the watch; the findings rest on what was recorded", [Node])]};
+verdict(#{extra := #{<<"node">> := _}}) ->
+    {ok, []};
 verdict(#{benchmarks := Bs}) ->
     case [B || #{samples := [_ | _]} = B <- Bs] of
         [] -> {failed, ["no probe run succeeded"]};
@@ -342,6 +385,9 @@ verdict(#{benchmarks := Bs}) ->
 %% @doc Bad flags or a missing cgroup are the caller's mistakes.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({bad_option, _, _}) -> usage;
+error_class({node_conflict, _}) -> usage;
+error_class({duration_without_node, _}) -> usage;
+error_class({node, _} = R) -> beamlab_experiment_doctor_node:error_class(R);
 error_class({vm_start, _}) -> usage;
 error_class({cgroup, _, _}) -> usage.
 
@@ -353,6 +399,13 @@ format_error({bad_option, wrap, S}) ->
     io_lib:format("--wrap ~ts: an unterminated quote", [S]);
 format_error({bad_option, schedulers, S}) ->
     io_lib:format("--schedulers ~ts: give scheduler counts from 1 to 1024 separated by commas", [S]);
+format_error({node_conflict, K}) ->
+    io_lib:format("--node reads a running node as it is: --~ts applies to the fresh VMs of the probe only",
+                  [string:replace(atom_to_list(K), "_", "-", all)]);
+format_error({duration_without_node, _}) ->
+    "--duration is how long --node watches a node: give --node NAME@HOST too";
+format_error({node, _} = R) ->
+    beamlab_experiment_doctor_node:format_error(R);
 format_error({bad_option, K, V}) ->
     io_lib:format("~ts: bad value ~0tp", [K, V]);
 format_error({vm_start, Msg}) ->

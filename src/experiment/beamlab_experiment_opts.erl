@@ -90,15 +90,19 @@ check_experiment(Opts) ->
 
 %% @doc `beamlab doctor': the options of its command as a map (`quick',
 %% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
-%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
-%% doctor's phases go to `sink' as `{doctor, Line}'.
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings); or
+%% `node' ("name@host", a running node), its `cookie' and `duration'
+%% (seconds)); the doctor's phases go to `sink' as `{doctor, Line}'.
 -spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 doctor(Opts) when is_map(Opts) ->
-    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, max_remedies, curve_reps, remedy],
+    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, max_remedies, curve_reps, remedy,
+           node, cookie, duration],
     known(Own, Opts,
           fun() ->
                   Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
-                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
+                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers;
+                                                  K =:= node; K =:= cookie -> text(V);
+                                      (duration, S) when is_number(S), S > 0 -> S;
                                       (quick, B) when is_boolean(B) -> B;
                                       (K, N) when (K =:= reps orelse K =:= probe_ms orelse K =:= max_remedies orelse K =:= curve_reps), is_integer(N), N >= 1 -> N;
                                       (K, V) -> throw({bad_option, K, V})

@@ -10,6 +10,8 @@
 
 %% @doc The text view.
 -spec text(beamlab_result:result()) -> unicode:chardata().
+text(#{extra := #{<<"node">> := _}} = Doc) ->
+    node_view(Doc, text);
 text(Doc) ->
     #{extra := X, findings := Findings} = Doc,
     Curve = maps:get(<<"curve">>, X, #{}),
@@ -30,6 +32,8 @@ text(Doc) ->
 
 %% @doc The Markdown view.
 -spec markdown(beamlab_result:result()) -> binary().
+markdown(#{extra := #{<<"node">> := _}} = Doc) ->
+    unicode:characters_to_binary(node_view(Doc, markdown));
 markdown(Doc) ->
     #{extra := X, findings := Findings} = Doc,
     Curve = maps:get(<<"curve">>, X, #{}),
@@ -43,6 +47,59 @@ markdown(Doc) ->
        usl_line(maps:get(<<"usl">>, Curve, #{})), "\n",
        msacc_table(Curve, X, markdown), "\n",
        remedies(maps:get(<<"remedies">>, X, []), markdown)]).
+
+%% `doctor --node': the recommendation for the node's next start (not
+%% measured: a running node is not restarted), the findings, what the
+%% watch saw (each scheduler's utilisation, run queue, CPU, migrations,
+%% microstate accounting) and the node's facts.
+node_view(#{extra := X, findings := Findings} = Doc, Form) ->
+    N = maps:get(<<"node">>, X),
+    Get = fun(K) -> maps:get(K, N, null) end,
+    Mig = case Get(<<"migrations">>) of M when is_map(M) -> M; _ -> #{} end,
+    Lines = [io_lib:format("utilisation ~ts on average; each scheduler: ~ts~n",
+                           [pct(Get(<<"utilisation">>)), per_scheduler(Get(<<"utilisation_schedulers">>))]),
+             io_lib:format("run queue ~ts on average, ~ts at most~n",
+                           [rate(Get(<<"run_queue_mean">>)), v(Get(<<"run_queue_max">>))]),
+             io_lib:format("CPU: the node ~ts cores, other processes ~ts of the CPUs, steal ~ts~n",
+                           [rate(Get(<<"cpu_cores">>)), pct(Get(<<"others_share">>)), pct(Get(<<"steal_share">>))]),
+             io_lib:format("the kernel moved the scheduler threads between CPUs ~ts times/s (each: ~ts)~n",
+                           [rate(maps:get(<<"per_s">>, Mig, null)), v(maps:get(<<"per_scheduler">>, Mig, []))]),
+             [Get(<<"restored">>), "\n"]],
+    Msacc = maps:get(<<"msacc">>, N, #{}),
+    States = lists:sort(maps:keys(Msacc)),
+    MsaccRows = [[<<"node">> | [pct(maps:get(S, Msacc)) || S <- States]]],
+    Head = io_lib:format("Node ~ts, watched ~ts s (~ts samples), on ~ts:~n",
+                         [Get(<<"name">>), rate(Get(<<"duration_s">>)), v(Get(<<"samples">>)),
+                          case Get(<<"local">>) of true -> "this host"; _ -> "another host" end]),
+    case Form of
+        text ->
+            [maps:get(<<"recommendation">>, X, <<>>), "\n",
+             "  (", Get(<<"why_not_measured">>), ")\n",
+             [" (partial: interrupted; what was recorded so far)\n" || maps:get(partial, Doc, false)],
+             "\nFindings:\n",
+             [io_lib:format("  [~ts] ~ts (confidence: ~ts)~n      evidence: ~ts~n      advice: ~ts~n",
+                            [Sev, T, conf(D), E, A])
+              || #{severity := Sev, title := T, evidence := E, advice := A, data := D} <- Findings],
+             "\n", Head, [["  ", L] || L <- Lines],
+             "\nMicrostate accounting of the schedulers while the node worked (share of their time):\n",
+             case States of
+                 [] -> "  (none recorded)\n";
+                 _ -> beamlab_format_table:render([<<>> | States], MsaccRows, #{indent => 2})
+             end,
+             facts_lines(X)];
+        markdown ->
+            ["**beamlab doctor --node**: ", beamlab_format_markdown:cell(maps:get(<<"recommendation">>, X, <<>>)),
+             [" — **partial run** (interrupted)" || maps:get(partial, Doc, false)], "\n\n",
+             "_", beamlab_format_markdown:cell(Get(<<"why_not_measured">>)), "_\n\n",
+             [io_lib:format("- **~ts** ~ts (confidence ~ts): ~ts~n",
+                            [Sev, beamlab_format_markdown:cell(T), conf(D), beamlab_format_markdown:cell(E)])
+              || #{severity := Sev, title := T, evidence := E, data := D} <- Findings],
+             "\n", Head, "\n", [["- ", L] || L <- Lines], "\n",
+             case States of
+                 [] -> [];
+                 _ -> beamlab_format_markdown:table([<<>> | States], MsaccRows)
+             end]
+    end.
 
 conf(#{<<"confidence">> := C}) -> C;
 conf(_) -> <<"?">>.
@@ -63,7 +120,7 @@ curve_rows(_) ->
 
 %% Each scheduler's busy share, in scheduler order ("98 97 3 2"): the
 %% mean hides a few saturated schedulers beside idle ones.
-per_scheduler([]) -> <<"?">>;
+per_scheduler(Us) when not is_list(Us); Us =:= [] -> <<"?">>;
 per_scheduler(Us) ->
     iolist_to_binary(lists:join(" ", [integer_to_list(round(100 * U)) || U <- Us, is_number(U)])).
 
@@ -126,7 +183,7 @@ facts_lines(X) ->
     Freq = maps:get(<<"frequency">>, M, #{}),
     ["\nFacts: ",
      io_lib:format("~ts logical CPUs, ~ts physical cores, ~ts NUMA node(s), LLC groups ~ts, governor ~ts, "
-                   "THP ~ts, sched_ext ~ts, isolated CPUs ~ts; the default VM: ~ts schedulers online, "
+                   "THP ~ts, sched_ext ~ts, isolated CPUs ~ts; ~ts: ~ts schedulers online, "
                    "may run on ~ts CPUs, cgroup quota ~ts CPUs, flags ~ts~n",
                    [v(maps:get(<<"logical_cpus">>, M, null)), v(maps:get(<<"physical_cores">>, M, null)),
                     v(maps:get(<<"numa_nodes">>, M, null)),
@@ -137,6 +194,7 @@ facts_lines(X) ->
                         _ -> <<"not visible">>
                     end,
                     v(maps:get(<<"isolated_cpus">>, M, [])),
+                    case maps:is_key(<<"node">>, X) of true -> "the node"; false -> "the default VM" end,
                     v(maps:get(<<"schedulers_online">>, Vm, null)),
                     v(length(maps:get(<<"cpus_allowed">>, Vm, []))),
                     v(maps:get(<<"cgroup_quota_cpus">>, Vm, null)),

@@ -48,7 +48,9 @@ fit(_, _) ->
     null.
 
 msacc(X, Points) ->
-    Rows0 = [{<<"default">>, maps:get(<<"msacc">>, maps:get(<<"default">>, X, #{}), #{})}
+    %% (`doctor --node': the default is the running node, as found)
+    Rows0 = [{case maps:is_key(<<"node">>, X) of true -> <<"node">>; false -> <<"default">> end,
+              maps:get(<<"msacc">>, maps:get(<<"default">>, X, #{}), #{})}
              | [{<<"+S ", (integer_to_binary(maps:get(<<"schedulers">>, P)))/binary>>, maps:get(<<"msacc">>, P, #{})}
                 || P <- Points]],
     Rows = [{L, M} || {L, M} <- Rows0, is_map(M), map_size(M) > 0],

@@ -11,7 +11,7 @@
 
 -export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
          cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1,
-         scheduler_migrations/2, parse_nr_migrations/1]).
+         scheduler_migrations/2, migration_rate/4, parse_nr_migrations/1]).
 
 -type timer_report() :: #{sleep_ms := pos_integer(), samples := pos_integer(),
                           overshoot_us := #{median := integer(), p90 := integer(),
@@ -147,6 +147,19 @@ scheduler_migrations(Root, Pid) ->
             end;
         {error, _} -> {error, enoent}
     end.
+
+%% @doc The migrations of the online schedulers 1..`Online' between two
+%% reads of {@link scheduler_migrations/2} `WallUs' microseconds apart:
+%% per scheduler, in all and per second; `null' (and no schedulers) when
+%% either read failed.
+-spec migration_rate({ok, #{pos_integer() => non_neg_integer()}} | {error, term()},
+                     {ok, #{pos_integer() => non_neg_integer()}} | {error, term()}, integer(), term()) ->
+          #{per_scheduler := [integer()], total := integer() | null, per_s := float() | null}.
+migration_rate({ok, A}, {ok, B}, WallUs, Online) when WallUs > 0, is_integer(Online) ->
+    Per = [maps:get(I, B) - maps:get(I, A) || I <- lists:seq(1, Online), is_map_key(I, A), is_map_key(I, B)],
+    #{per_scheduler => Per, total => lists:sum(Per), per_s => lists:sum(Per) * 1.0e6 / WallUs};
+migration_rate(_, _, _, _) ->
+    #{per_scheduler => [], total => null, per_s => null}.
 
 %% "3_scheduler" is normal scheduler 3 (the dirty ones are "N_dirty_...").
 scheduler_id(Comm) ->

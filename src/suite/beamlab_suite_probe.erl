@@ -221,12 +221,8 @@ utilisation_schedulers(A, B) ->
 %% The kernel's migrations of the online normal scheduler threads between
 %% CPUs over the load: per scheduler, in all and per second (`null' where
 %% the kernel does not show them).
-migrations({ok, A}, {ok, B}, WallUs) when WallUs > 0 ->
-    N = erlang:system_info(schedulers_online),
-    Per = [maps:get(I, B) - maps:get(I, A) || I <- lists:seq(1, N), is_map_key(I, A), is_map_key(I, B)],
-    #{per_scheduler => Per, total => lists:sum(Per), per_s => lists:sum(Per) * 1.0e6 / WallUs};
-migrations(_, _, _) ->
-    #{per_scheduler => [], total => null, per_s => null}.
+migrations(A, B, WallUs) ->
+    beamlab_runtime_probe:migration_rate(A, B, WallUs, erlang:system_info(schedulers_online)).
 
 runq_sampler() ->
     Parent = self(),

@@ -77,7 +77,13 @@ migrations_test() ->
                  beamlab_runtime_probe:scheduler_migrations(root("doctor_migrations"), "4242")),
     ?assertEqual({error, enoent}, beamlab_runtime_probe:scheduler_migrations(root("doctor_migrations"), "1")),
     ?assertEqual(undefined, beamlab_runtime_probe:parse_nr_migrations(<<"nr_switches : 3\n">>)),
-    ?assertEqual(7, beamlab_runtime_probe:parse_nr_migrations(<<"x\nse.nr_migrations   :   7\n">>)).
+    ?assertEqual(7, beamlab_runtime_probe:parse_nr_migrations(<<"x\nse.nr_migrations   :   7\n">>)),
+    %% 2 migrations of the 2 online schedulers in 0.1 s (scheduler 3 is offline)
+    ?assertEqual(#{per_scheduler => [1, 1], total => 2, per_s => 20.0},
+                 beamlab_runtime_probe:migration_rate({ok, #{1 => 1, 2 => 5, 3 => 0}}, {ok, #{1 => 2, 2 => 6, 3 => 9}},
+                                                      100000, 2)),
+    ?assertEqual(#{per_scheduler => [], total => null, per_s => null},
+                 beamlab_runtime_probe:migration_rate({error, enoent}, {ok, #{}}, 100000, 2)).
 
 %% This VM's own scheduler threads, where the kernel shows them.
 own_migrations_test() ->

@@ -27,7 +27,8 @@ options() ->
 usage() ->
     "Usage: beamlab doctor [--quick] [--vm \"FLAGS\"] [--wrap CMD] [--cgroup DIR] [--reps N]\n"
     "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n"
-    "       beamlab doctor --compare A.json B.json\n\n"
+    "       beamlab doctor --compare A.json B.json\n"
+    "       beamlab doctor --node NAME@HOST [--cookie C] [--duration S]\n\n"
     "One fixed protocol (docs/doctor.md), each phase on stderr:\n"
     "  facts     SMT siblings, physical cores, NUMA nodes and distances, last-level\n"
     "            caches, frequency governor, THP, sched_ext, isolated CPUs; in each\n"
@@ -50,18 +51,30 @@ usage() ->
     "the remedies are measured against); --wrap and --cgroup start every VM under a\n"
     "command (taskset, numactl) or in a cgroup, as the VM runs in production.\n"
     "Ctrl-C stops between two VMs and keeps what was measured (exit 130).\n\n"
+    "--node reads a running node instead, over distribution, while it works (no code\n"
+    "loaded there): its schedulers, CPUs, cgroup quota and flags, microstate\n"
+    "accounting, each scheduler's utilisation, run queues, the kernel's migrations\n"
+    "of its scheduler threads and other processes' CPU (when it runs on this host),\n"
+    "for --duration seconds; the flags turned on there are turned back at the end,\n"
+    "on Ctrl-C and when beamlab dies. It recommends flags for the node's next start\n"
+    "(a vm.args line) with the findings they rest on; it does not measure them (it\n"
+    "cannot restart the node).\n\n"
     "Examples:\n"
     "  beamlab doctor --quick\n"
     "  beamlab doctor --vm \"+S 16:16\" --save doctor.json\n"
     "  beamlab doctor --quick --wrap \"taskset -c 0\" --vm \"+S 2:2\"\n"
     "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n"
-    "  beamlab doctor --compare machine-a.json machine-b.json\n".
+    "  beamlab doctor --compare machine-a.json machine-b.json\n"
+    "  beamlab doctor --node rabbit@$(hostname -s) --duration 20\n".
 
 %% @doc Runs the doctor; the document holds the diagnosis. With
 %% `--compare', prints two saved documents side by side instead.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    Node = beamlab_cli_args:get(node, Parsed),
     case beamlab_cli_args:get(compare, Parsed) of
+        true when Node =/= undefined ->
+            beamlab_cli_error:usage("doctor --compare reads two saved documents: --node does not apply", []);
         true -> compare(maps:get(args, Parsed));
         false -> beamlab_cli_experiment:run(experiment(Parsed))
     end.
