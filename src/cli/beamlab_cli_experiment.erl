@@ -58,13 +58,13 @@ raise(Reason) ->
         failure -> beamlab_cli_error:fail("~ts", [Line])
     end.
 
-%% @doc The inner command of `Outer' (`matrix' or `profile') parsed into
+%% @doc The inner command of `Outer' (`matrix', `profile', `doctor') parsed into
 %% its description. A command without an experiment (`env', `compare',
 %% `report', `node'), a kind the outer command cannot run inside it, a
 %% request for help and the inner command's own usage errors are usage
 %% errors naming the inner command. Its `--save' would write the inner
 %% document once per VM: the outer command saves its own.
--spec inner(matrix | profile, [string(), ...]) -> beamlab_experiment:experiment().
+-spec inner(matrix | profile | doctor, [string(), ...]) -> beamlab_experiment:experiment().
 inner(Outer, Argv) ->
     case beamlab_command:find(Argv) of
         {ok, Name, Mod, Args} ->
@@ -89,7 +89,7 @@ inner(Outer, Argv) ->
             cannot(Outer, Cmd)
     end.
 
--spec cannot(matrix | profile, string()) -> no_return().
+-spec cannot(matrix | profile | doctor, string()) -> no_return().
 cannot(Outer, Name) ->
     Allowed = [N || {N, M} <- beamlab_command:all(), code:ensure_loaded(M) =:= {module, M},
                     erlang:function_exported(M, experiment, 1),

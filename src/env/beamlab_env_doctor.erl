@@ -10,10 +10,10 @@
 %%% docs/doctor.md).
 -module(beamlab_env_doctor).
 
--export([counts/1, summary/1, curve/1, findings/3, node_findings/2, candidates/3, remedy/3, rank/3,
-         recommendation/1, flags_of/1]).
+-export([counts/1, summary/1, curve/1, findings/3, node_findings/2, candidates/3, remedy/3, rank/3, rank/4,
+         recommendation/1, buys/2, flags_of/1]).
 
--export_type([run/0, summary/0, config/0, remedy/0, ranked/0]).
+-export_type([run/0, summary/0, config/0, remedy/0, ranked/0, metric/0]).
 
 %% One probe run: what beamlab_suite_probe:run/1 measured and vm/0 said.
 -type run() :: #{probe := map(), vm := map()}.
@@ -23,6 +23,9 @@
 %% A candidate remedy: its flags and why it is tried (the findings).
 -type remedy() :: #{name := binary(), args := [string()], wrap := [string()], why := [binary()]}.
 -type ranked() :: #{atom() => term()}.
+%% A figure remedies are ranked by: its key in the ranking, the key of its
+%% samples in a summary, which way is better, and its part in the score.
+-type metric() :: {atom(), atom(), higher | lower, gain | cost | none}.
 
 %% Shares and ratios the findings use.
 -define(COLLAPSE, 0.7).          % capacity at N below this share of the peak
@@ -492,34 +495,56 @@ flags_of(B) ->
 %% by score within each. Returned best first.
 -spec rank(summary(), [{remedy(), summary()}], float()) -> [ranked()].
 rank(Base, Remedies, Conf) ->
-    Rows = [row(Base, R, S, Conf) || {R, S} <- Remedies],
+    rank(Base, Remedies, #{metrics => [{goodput, goodput_samples, higher, gain},
+                                       {capacity, capacity_samples, higher, gain},
+                                       {latency_p99, latency_p99_samples, lower, none},
+                                       {cpu_per_msg, cpu_per_msg_samples, lower, cost}],
+                           medians => [goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us]},
+         Conf).
+
+%% @doc {@link rank/3} over any figures (a system under test's load:
+%% `beamlab_env_doctor_target'): each metric is `{Key, SamplesKey,
+%% Better, Role}', its ratio kept under `Key'; the score is the geometric
+%% mean of the `gain' ratios divided by that of the `cost' ratios;
+%% `medians' are the summary's keys kept beside the ratios.
+-spec rank(summary(), [{remedy(), summary()}], #{metrics := [metric()], medians := [atom()]}, float()) ->
+          [ranked()].
+rank(Base, Remedies, Spec, Conf) ->
+    Rows = [row(Base, R, S, Spec, Conf) || {R, S} <- Remedies],
     lists:sort(fun(A, B) -> key(A) =< key(B) end, Rows).
 
 %% Clearly better first, then neither, then clearly worse; by score within.
 key(#{verdict := V, score := S}) ->
     {case V of better -> 0; trade_off -> 1; no_difference -> 1; worse -> 2 end, case S of null -> 0.0; _ -> -S end}.
 
-row(Base, #{name := Name, why := Why}, S, Conf) ->
-    R = fun(K) -> beamlab_stats_ratio:ratio(maps:get(K, Base), maps:get(K, S), Conf) end,
-    G = R(goodput_samples),
-    C = R(capacity_samples),
-    L = R(latency_p99_samples),
-    P = R(cpu_per_msg_samples),
-    Score = case {maps:get(ratio, G), maps:get(ratio, C), maps:get(ratio, P)} of
-                {Gr, Cr, Pr} when is_float(Gr), is_float(Cr), is_float(Pr), Pr > 0 -> math:sqrt(Gr * Cr) / Pr;
-                _ -> null
-            end,
-    %% Clearly better: more goodput or capacity, lower p99 latency or CPU
-    %% per message (an interval that excludes 1); clearly worse: the
-    %% opposite. Both at once is a trade-off, not a cure and not harm.
-    Gains = [V || {V, Good} <- [{G, higher}, {C, higher}, {L, lower}, {P, lower}], maps:get(verdict, V) =:= Good],
-    Losses = [V || {V, Bad} <- [{G, lower}, {C, lower}, {L, higher}, {P, higher}], maps:get(verdict, V) =:= Bad],
+row(Base, #{name := Name, why := Why}, S, #{metrics := Metrics, medians := Medians}, Conf) ->
+    Rs = [{K, Better, Role, beamlab_stats_ratio:ratio(maps:get(SK, Base, []), maps:get(SK, S, []), Conf)}
+          || {K, SK, Better, Role} <- Metrics],
+    Score = score([R || {_, _, gain, #{ratio := R}} <- Rs], [R || {_, _, cost, #{ratio := R}} <- Rs]),
+    %% Clearly better: more of a higher-is-better figure, less of a
+    %% lower-is-better one (an interval that excludes 1); clearly worse:
+    %% the opposite. Both at once is a trade-off, not a cure and not harm.
+    Gains = [K || {K, Good, _, #{verdict := V}} <- Rs, V =:= Good],
+    Losses = [K || {K, Good, _, #{verdict := V}} <- Rs, V =:= opposite(Good)],
     {Better, Worse} = {Gains =/= [] andalso Losses =:= [], Losses =/= [] andalso Gains =:= []},
-    #{name => Name, why => Why, n => maps:get(n, S), score => Score, worse => Worse,
-      verdict => if Worse -> worse; Better -> better; Gains =/= [] -> trade_off; true -> no_difference end,
-      goodput => ratio_out(G), capacity => ratio_out(C), latency_p99 => ratio_out(L),
-      cpu_per_msg => ratio_out(P),
-      medians => maps:with([goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us], S)}.
+    maps:merge(maps:from_list([{K, ratio_out(R)} || {K, _, _, R} <- Rs]),
+               #{name => Name, why => Why, n => maps:get(n, S), score => Score, worse => Worse,
+                 verdict => if Worse -> worse; Better -> better; Gains =/= [] -> trade_off; true -> no_difference end,
+                 medians => maps:with(Medians, S)}).
+
+opposite(higher) -> lower;
+opposite(lower) -> higher.
+
+%% Geometric mean of the gains over that of the costs (null when a
+%% ratio is unknown).
+score(Gains, Costs) ->
+    case lists:all(fun(R) -> is_float(R) andalso R > 0 end, Gains ++ Costs) andalso Gains =/= [] of
+        true -> geomean(Gains) / geomean(Costs);
+        false -> null
+    end.
+
+geomean([]) -> 1.0;
+geomean(Rs) -> math:exp(lists:sum([math:log(R) || R <- Rs]) / length(Rs)).
 
 ratio_out(#{ratio := R, ci := Ci, verdict := V}) ->
     #{ratio => R, ci => case Ci of undefined -> null; {Lo, Hi} -> [Lo, Hi] end, verdict => V}.
@@ -534,9 +559,16 @@ recommendation([#{name := Name} = Best | _]) ->
 recommendation([]) ->
     <<"keep the VM's flags: no remedy was measured">>.
 
-buys(#{goodput := G, capacity := C, latency_p99 := L, cpu_per_msg := P}) ->
-    iolist_to_binary(lists:join(", ", [x("goodput", G), x("capacity", C), x("p99 latency", L),
-                                       x("CPU per message", P)])).
+buys(Row) ->
+    buys(Row, [{goodput, "goodput"}, {capacity, "capacity"}, {latency_p99, "p99 latency"},
+               {cpu_per_msg, "CPU per message"}]).
+
+%% @doc What a ranked remedy buys, as the recommendation says it: each
+%% figure `{Key, Label}' as its ratio with the interval
+%% (`throughput 1.10x (1.02 .. 1.19)').
+-spec buys(ranked(), [{atom(), string()}]) -> binary().
+buys(Row, Figures) ->
+    iolist_to_binary(lists:join(", ", [x(Label, maps:get(K, Row, #{ratio => null})) || {K, Label} <- Figures])).
 
 x(What, #{ratio := R}) when not is_number(R) -> s("~ts unknown", [What]);
 x(What, #{ratio := R, ci := null}) -> s("~ts ~.2fx (one repetition: no interval)", [What, R]);

@@ -19,13 +19,18 @@
 %%% stops between two VMs (the running one is interrupted too) and the
 %%% document keeps what was measured, `partial'.
 %%%
+%%% With a system under test (`target' rabbitmq and an inner `amqp'
+%%% experiment, `load'), phase 4 measures the remedies on the broker
+%%% instead, each started fresh and loaded (`beamlab_experiment_doctor_target',
+%%% through a matrix as `matrix --target' runs it).
 %%% With `node' the doctor reads a running node instead, over
 %%% distribution, for `duration' while it works, and recommends flags for
 %%% its next start without measuring them (`beamlab_experiment_doctor_node').
 -module(beamlab_experiment_doctor).
 -behaviour(beamlab_experiment_kind).
 
--export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1,
+         composes/0, inner_kinds/0, inner/1]).
 
 -export_type([doctor/0, error_reason/0]).
 
@@ -41,10 +46,15 @@
                     remedies := [binary()],             % measured besides the findings' own
                     max_remedies := pos_integer(),
                     root := file:filename(),
+                    target := none | rabbitmq,          % remedies measured on a broker
+                    load => beamlab_experiment:experiment(),  % the target's load (an amqp)
+                    broker => beamlab_experiment_doctor_target:broker(),
+                    broker_wrap => [string()],
                     node := string() | none,                 % doctor --node: a running node
                     cookie := string() | undefined,
                     node_duration_ms := pos_integer()}.
 -type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
+                      | target_needs_load | load_needs_target | {target_start, usage | failure, binary()}
                       | {node_conflict, atom()} | {duration_without_node, term()}
                       | beamlab_experiment_doctor_node:error_reason().
 
@@ -80,6 +90,9 @@ options() ->
        help => "also measure this flag set as a remedy, after the findings' own (repeatable)"},
      #{name => curve_reps, long => "curve-reps", type => pos_integer, metavar => "N", max => 50,
        help => "repetitions of each point of the curve (default 3, --quick 2)"},
+     #{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
+       help => "measure the remedies on a system under test: rabbitmq (a private broker started fresh "
+               "per remedy and repetition, loaded by the amqp command after --)"},
      #{name => node, long => "node", type => string, metavar => "NAME@HOST",
        help => "diagnose this running node over distribution while it works (no code loaded there, "
                "nothing restarted) and recommend flags for its next start"},
@@ -101,7 +114,7 @@ new(Opts) ->
                end,
         _ = Node =/= none andalso
             [throw({?MODULE, {node_conflict, K}}) || K <- [vm, wrap, cgroup, remedy, schedulers, probe_ms,
-                                                            curve_reps, max_remedies, reps],
+                                                            curve_reps, max_remedies, reps, target],
                                                      Get(K, undefined) =/= undefined, Get(K, undefined) =/= []],
         Duration = Get(duration, undefined),
         _ = Node =:= none andalso Duration =/= undefined andalso throw({?MODULE, {duration_without_node, Duration}}),
@@ -126,6 +139,7 @@ new(Opts) ->
                counts => Counts, remedies => Remedies,
                max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
                root => Get(root, "/"),
+               target => Get(target, none),
                node => Node, cookie => Get(cookie, undefined),
                node_duration_ms => case Duration of
                                        undefined when Quick -> 5000;
@@ -153,10 +167,15 @@ counts(S) ->
     catch error:badarg -> throw({?MODULE, {bad_option, schedulers, S}})
     end.
 
-%% @doc The cgroup, when given, must be a directory with `cgroup.procs'.
+%% @doc A target comes with its load (and the experiment's `target');
+%% the cgroup, when given, must be a directory with `cgroup.procs'.
 -spec check(doctor(), beamlab_experiment:experiment()) -> ok | {error, {doctor, error_reason()}}.
 check(#{node := N}, _Exp) when N =/= none ->
     ok;
+check(#{target := rabbitmq} = D, Exp) when not is_map_key(load, D); not is_map_key(target, Exp) ->
+    {error, {doctor, target_needs_load}};
+check(#{target := none} = D, Exp) when is_map_key(load, D); is_map_key(target, Exp) ->
+    {error, {doctor, load_needs_target}};
 check(#{cgroup := none}, _Exp) ->
     ok;
 check(#{cgroup := Dir}, _Exp) ->
@@ -164,6 +183,19 @@ check(#{cgroup := Dir}, _Exp) ->
         true -> ok;
         false -> {error, {doctor, {cgroup, Dir, no_procs}}}
     end.
+
+%% @doc A doctor may have a system under test (`--target rabbitmq').
+-spec composes() -> [target].
+composes() -> [target].
+
+%% @doc The kinds a doctor's target is loaded with.
+-spec inner_kinds() -> [beamlab_experiment:kind()].
+inner_kinds() -> [amqp].
+
+%% @doc The target's load, checked by the entry point.
+-spec inner(doctor()) -> {ok, beamlab_experiment:experiment()} | none.
+inner(#{load := L}) -> {ok, L};
+inner(_) -> none.
 
 %% @doc Runs the protocol and returns the document.
 -spec run(doctor(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
@@ -173,19 +205,37 @@ run(#{node := N} = D, Exp, _Inner) when N =/= none ->
         {ok, _} = Ok -> Ok;
         {error, R} -> {error, {doctor, R}}
     end;
-run(D, Exp, _Inner) ->
+run(D, Exp, Inner) ->
     %% The default's flags and wrapper first, before any line is told: a
     %% VM that does not start with them is the caller's mistake, one line.
     case beamlab_runtime_peer:start(#{args => maps:get(vm_args, D), load => false,
                                       wrapper => cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D)}) of
         {ok, Vm} ->
             ok = beamlab_runtime_peer:stop(Vm),
-            protocol(D, Exp);
+            case preflight(D, Exp) of
+                {ok, D1} -> protocol(D1, Exp, Inner);
+                {error, R} -> {error, {doctor, R}}
+            end;
         {error, R} ->
             {error, {doctor, {vm_start, iolist_to_binary(beamlab_runtime_peer:format_error(R))}}}
     end.
 
-protocol(D, Exp) ->
+%% With a target, its broker once with the default flags (the VM's
+%% wrappers in front): its refusal is the caller's mistake, before the
+%% probe's minutes.
+preflight(#{target := rabbitmq} = D, Exp) ->
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
+    Wrap = cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D),
+    Spec = #{kind => rabbitmq, args => maps:get(vm_args, D), otp => undefined,
+             wrap => case Wrap of [] -> undefined; _ -> Wrap end},
+    case beamlab_experiment_doctor_target:preflight(Spec, fun(F, A) -> Sink({doctor, io_lib:format(F, A)}) end) of
+        {ok, Broker} -> {ok, D#{broker => Broker, broker_wrap => Wrap}};
+        {error, _} = E -> E
+    end;
+preflight(D, _Exp) ->
+    {ok, D}.
+
+protocol(D, Exp, Inner) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
     Say = fun(Fmt, Args) -> Sink({doctor, io_lib:format(Fmt, Args)}) end,
     Started = beamlab_runtime_clock:rfc3339(),
@@ -223,7 +273,7 @@ protocol(D, Exp) ->
             Remedies = Auto ++ [beamlab_env_doctor:remedy(R, [<<"asked">>], maps:get(vm_args, D))
                                 || R <- maps:get(remedies, D), not lists:member(R, [N || #{name := N} <- Auto])],
             {Ranked, RemedyRuns, BaseRem} =
-                case interrupted() orelse Remedies =:= [] of
+                case interrupted() orelse Remedies =:= [] orelse maps:get(target, D) =/= none of
                     true -> {[], [], BaseSum};
                     false ->
                         Say("doctor: remedies: ~ts against the default, ~b repetition(s) each~s~n",
@@ -242,10 +292,18 @@ protocol(D, Exp) ->
                                  RR, B2}
                         end
                 end,
-            Recommendation = beamlab_env_doctor:recommendation(Ranked),
+            %% With a target: the remedies measured on the broker instead.
+            Target = case maps:get(target, D) =/= none andalso not interrupted() of
+                         true -> beamlab_experiment_doctor_target:phase(D, Exp, Inner, Findings, Say);
+                         false -> #{}
+                     end,
+            Recommendation = case Target of
+                                 #{recommendation := TR} -> TR;
+                                 _ -> beamlab_env_doctor:recommendation(Ranked)
+                             end,
             Partial = interrupted(),
             Doc = document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
-                           Findings, Remedies, Ranked, RemedyRuns, Recommendation, Partial),
+                           Findings, Remedies, Ranked, RemedyRuns, Recommendation, Partial, Target),
             {ok, beamlab_experiment_env:attach(Doc, Exp)}
     end.
 
@@ -318,7 +376,7 @@ cgroup_wrap(Dir) ->
     ["sh", "-c", "echo $$ > \"$0\"/cgroup.procs && exec \"$@\"", Dir].
 
 document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns, Findings, Remedies,
-         Ranked, RemedyRuns, Recommendation, Partial) ->
+         Ranked, RemedyRuns, Recommendation, Partial, Target) ->
     Params = #{quick => maps:get(quick, D), reps => maps:get(reps, D), curve_reps => maps:get(curve_reps, D),
                warmup_ms => maps:get(warmup_ms, D), duration_ms => maps:get(duration_ms, D),
                vm_args => [list_to_binary(A) || A <- maps:get(vm_args, D)],
@@ -343,13 +401,20 @@ document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
               default_remedies_phase => strip(BaseRem),
               curve => CurveDoc,
               remedies => Ranked,
-              candidates => [maps:with([name, why], R) || R <- Remedies],
+              candidates => case Target of
+                                #{target := #{candidates := TC}} -> TC;
+                                _ -> [maps:with([name, why], R) || R <- Remedies]
+                            end,
               protocol => #{probe => <<"message_load original (96 processes, 10 ms wait) for goodput, latency "
                                        "and CPU per message; message_load mesh (96 processes) for capacity; "
                                        "ping_pong local (2000 round trips)">>,
                             interleaved => true, fresh_vms => true}},
-    Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches),
-    Doc2 = beamlab_result:add_findings(beamlab_result:set(extra, Extra, Doc1), Findings),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches ++ maps:get(benchmarks, Target, [])),
+    Extra1 = case Target of
+                 #{target := T} -> Extra#{target => T};
+                 _ -> Extra
+             end,
+    Doc2 = beamlab_result:add_findings(beamlab_result:set(extra, Extra1, Doc1), Findings),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Partial}).
 
 strip(S) ->
@@ -389,7 +454,10 @@ error_class({node_conflict, _}) -> usage;
 error_class({duration_without_node, _}) -> usage;
 error_class({node, _} = R) -> beamlab_experiment_doctor_node:error_class(R);
 error_class({vm_start, _}) -> usage;
-error_class({cgroup, _, _}) -> usage.
+error_class({cgroup, _, _}) -> usage;
+error_class(target_needs_load) -> usage;
+error_class(load_needs_target) -> usage;
+error_class({target_start, Class, _}) -> Class.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
@@ -410,5 +478,11 @@ format_error({bad_option, K, V}) ->
     io_lib:format("~ts: bad value ~0tp", [K, V]);
 format_error({vm_start, Msg}) ->
     io_lib:format("the default configuration's VM did not start: ~ts", [Msg]);
+format_error(target_needs_load) ->
+    "--target rabbitmq runs an amqp load: give '-- amqp ...'";
+format_error(load_needs_target) ->
+    "a load after -- is the load of a target: give --target rabbitmq";
+format_error({target_start, _, Msg}) ->
+    io_lib:format("the broker did not start with the default flags: ~ts", [Msg]);
 format_error({cgroup, Dir, _}) ->
     io_lib:format("--cgroup ~ts: not a cgroup directory (no cgroup.procs there)", [Dir]).

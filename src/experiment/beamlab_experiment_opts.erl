@@ -92,11 +92,14 @@ check_experiment(Opts) ->
 %% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
 %% `schedulers' ("1,2,4"), `remedy' (a list of flag strings); or
 %% `node' ("name@host", a running node), its `cookie' and `duration'
-%% (seconds)); the doctor's phases go to `sink' as `{doctor, Line}'.
+%% (seconds)); the doctor's phases go to `sink' as `{doctor, Line}'. With
+%% `target' (`rabbitmq') and `load' (`{amqp, Opts}', as a matrix's inner
+%% AMQP load) the remedies are measured on a private broker under that
+%% load.
 -spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 doctor(Opts) when is_map(Opts) ->
     Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, max_remedies, curve_reps, remedy,
-           node, cookie, duration],
+           node, cookie, duration, target, load],
     known(Own, Opts,
           fun() ->
                   Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
@@ -105,9 +108,27 @@ doctor(Opts) when is_map(Opts) ->
                                       (duration, S) when is_number(S), S > 0 -> S;
                                       (quick, B) when is_boolean(B) -> B;
                                       (K, N) when (K =:= reps orelse K =:= probe_ms orelse K =:= max_remedies orelse K =:= curve_reps), is_integer(N), N >= 1 -> N;
+                                      (target, T) when T =:= rabbitmq; T =:= "rabbitmq"; T =:= <<"rabbitmq">> -> rabbitmq;
                                       (K, V) -> throw({bad_option, K, V})
-                                  end, maps:with(Own, Opts)),
-                  common(Opts, kind(doctor, beamlab_experiment_doctor:new(Texts)), #{})
+                                  end, maps:with(Own -- [load], Opts)),
+                  Load = case maps:find(load, Opts) of
+                             error -> #{};
+                             {ok, {amqp, _} = L} ->
+                                 case inner(L) of
+                                     {ok, I} -> #{load => I};
+                                     {error, _} = E -> throw({inner, E})
+                                 end;
+                             {ok, L} -> throw({bad_option, load, L})
+                         end,
+                  Exp = kind(doctor, case beamlab_experiment_doctor:new(Texts) of
+                                         {ok, D} -> {ok, maps:merge(D, Load)};
+                                         Other -> Other
+                                     end),
+                  Target = case maps:get(target, Texts, none) of
+                               none -> #{};
+                               _ -> #{target => #{kind => rabbitmq, otp => []}}
+                           end,
+                  common(Opts, maps:merge(Exp, Target), #{})
           end);
 doctor(Opts) ->
     {error, {bad_option, doctor, Opts}}.
@@ -335,7 +356,9 @@ known(Own, Opts, Build) ->
             catch
                 throw:{bad_option, _, _} = Bad -> {error, Bad};
                 %% the kind's own refusal, as its errors are: {Kind, R}
-                throw:{kind, KindError} -> {error, KindError}
+                throw:{kind, KindError} -> {error, KindError};
+                %% an inner experiment's own error (a doctor's load)
+                throw:{inner, {error, InnerError}} -> {error, InnerError}
             end;
         [K | _] ->
             {error, {unknown_option, K}}

@@ -26,8 +26,7 @@ text(Doc) ->
      usl_line(maps:get(<<"usl">>, Curve, #{})),
      "\nMicrostate accounting of the schedulers under the load (share of their time):\n",
      msacc_table(Curve, X, text),
-     "\nRemedies against the default (ratios, 95% intervals on the log scale; best first):\n",
-     remedies(maps:get(<<"remedies">>, X, []), text),
+     remedies_section(X, text),
      facts_lines(X)].
 
 %% @doc The Markdown view.
@@ -46,7 +45,7 @@ markdown(Doc) ->
        "\n", beamlab_format_markdown:table(curve_header(), curve_rows(Curve)),
        usl_line(maps:get(<<"usl">>, Curve, #{})), "\n",
        msacc_table(Curve, X, markdown), "\n",
-       remedies(maps:get(<<"remedies">>, X, []), markdown)]).
+       remedies_section(X, markdown)]).
 
 %% `doctor --node': the recommendation for the node's next start (not
 %% measured: a running node is not restarted), the findings, what the
@@ -155,15 +154,39 @@ msacc_table(#{<<"points">> := Ps}, X, Form) ->
 msacc_table(_, _, _) ->
     "  (no curve)\n".
 
-remedies([], _) ->
+%% The probe's remedies, or with a target the broker's: measured under
+%% its load, ranked by the load's own figures.
+remedies_section(#{<<"target">> := T}, Form) ->
+    Load = lists:join(" ", maps:get(<<"load_command">>, T, [])),
+    Title = io_lib:format("Remedies on the broker (~ts, a fresh broker per repetition loaded by '~ts'; "
+                          "ratios against its default, 95% intervals on the log scale; best first):~n",
+                          [maps:get(<<"kind">>, T, <<"rabbitmq">>), Load]),
+    Left = case maps:get(<<"already_in_effect">>, T, []) of
+               [] -> [];
+               L -> io_lib:format("  left out, the broker already runs with them: ~ts~n", [lists:join("; ", L)])
+           end,
+    Failed = [io_lib:format("  ~ts: ~b of ~b repetition(s) failed: ~ts~n",
+                            [N, Runs - Ok, Runs, lists:join("; ", Es)])
+              || #{<<"name">> := N, <<"runs">> := Runs, <<"ok_runs">> := Ok, <<"errors">> := Es}
+                     <- maps:get(<<"configs">>, T, []), Ok < Runs, Es =/= []],
+    [case Form of text -> ["\n", Title]; markdown -> ["**", string:trim(Title), "**\n\n"] end,
+     remedies(maps:get(<<"remedies">>, T, []), Form,
+              [{<<"throughput">>, <<"throughput">>}, {<<"latency_p99">>, <<"p99 latency">>},
+               {<<"broker_cpu_per_msg">>, <<"broker CPU/msg">>}]),
+     Left, Failed];
+remedies_section(X, Form) ->
+    ["\nRemedies against the default (ratios, 95% intervals on the log scale; best first):\n",
+     remedies(maps:get(<<"remedies">>, X, []), Form,
+              [{<<"goodput">>, <<"goodput">>}, {<<"capacity">>, <<"capacity">>},
+               {<<"latency_p99">>, <<"p99 latency">>}, {<<"cpu_per_msg">>, <<"CPU/msg">>}])].
+
+remedies([], _, _) ->
     "  (none measured)\n";
-remedies(Rs, Form) ->
-    Header = [<<"#">>, <<"flags">>, <<"n">>, <<"verdict">>, <<"goodput">>, <<"capacity">>,
-              <<"p99 latency">>, <<"CPU/msg">>, <<"why">>],
-    Rows = [[integer_to_binary(I), Name, integer_to_binary(maps:get(<<"n">>, R, 0)), maps:get(<<"verdict">>, R, <<>>),
-             ratio(maps:get(<<"goodput">>, R, #{})), ratio(maps:get(<<"capacity">>, R, #{})),
-             ratio(maps:get(<<"latency_p99">>, R, #{})), ratio(maps:get(<<"cpu_per_msg">>, R, #{})),
-             iolist_to_binary(lists:join(",", maps:get(<<"why">>, R, [])))]
+remedies(Rs, Form, Columns) ->
+    Header = [<<"#">>, <<"flags">>, <<"n">>, <<"verdict">>] ++ [H || {_, H} <- Columns] ++ [<<"why">>],
+    Rows = [[integer_to_binary(I), Name, integer_to_binary(maps:get(<<"n">>, R, 0)), maps:get(<<"verdict">>, R, <<>>)]
+            ++ [ratio(maps:get(K, R, #{})) || {K, _} <- Columns]
+            ++ [iolist_to_binary(lists:join(",", maps:get(<<"why">>, R, [])))]
             || {I, #{<<"name">> := Name} = R} <- lists:zip(lists:seq(1, length(Rs)), Rs)],
     case Form of
         text -> beamlab_format_table:render(Header, Rows, #{indent => 2});

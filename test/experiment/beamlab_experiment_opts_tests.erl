@@ -41,3 +41,24 @@ descriptions_test() ->
                    target := #{kind := cmd, node := "a@b", cookie := undefined}}, M),
     {ok, A} = beamlab_experiment_opts:amqp(#{watch => #{node => r@h, cookie => c}, nodes => 2}),
     ?assertMatch(#{run := {amqp, #{nodes := {peers, 2}, watch := #{node := "r@h", cookie := "c"}}}}, A).
+
+%% `beamlab:doctor/1' with a target: the broker and its amqp load; the
+%% entry point refuses either without the other, and a mistake in the load.
+doctor_target_test() ->
+    {ok, D} = beamlab_experiment_opts:doctor(#{quick => true, target => rabbitmq,
+                                               load => {amqp, #{producers => 1, consumers => 1, duration => 2}}}),
+    ?assertMatch(#{run := {doctor, #{target := rabbitmq, load := #{run := {amqp, _}}}},
+                   target := #{kind := rabbitmq}}, D),
+    ?assertEqual(ok, beamlab_experiment:check(D)),
+    {ok, NoLoad} = beamlab_experiment_opts:doctor(#{target => <<"rabbitmq">>}),
+    ?assertEqual({error, {doctor, target_needs_load}}, beamlab_experiment:check(NoLoad)),
+    {ok, NoTarget} = beamlab_experiment_opts:doctor(#{load => {amqp, #{}}}),
+    ?assertEqual({error, {doctor, load_needs_target}}, beamlab_experiment:check(NoTarget)),
+    ?assertEqual({error, {bad_option, target, foo}}, beamlab_experiment_opts:doctor(#{target => foo})),
+    ?assertEqual({error, {bad_option, load, {suite, [], #{}}}},
+                 beamlab_experiment_opts:doctor(#{target => rabbitmq, load => {suite, [], #{}}})),
+    ?assertEqual({error, {unknown_option, bogus}},
+                 beamlab_experiment_opts:doctor(#{target => rabbitmq, load => {amqp, #{bogus => 1}}})),
+    ?assertEqual(usage, beamlab_experiment:error_class({doctor, target_needs_load})),
+    ?assertEqual("--target rabbitmq runs an amqp load: give '-- amqp ...'",
+                 lists:flatten(beamlab_experiment:format_error({doctor, target_needs_load}))).

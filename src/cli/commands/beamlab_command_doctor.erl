@@ -5,7 +5,7 @@
 -module(beamlab_command_doctor).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -27,6 +27,7 @@ options() ->
 usage() ->
     "Usage: beamlab doctor [--quick] [--vm \"FLAGS\"] [--wrap CMD] [--cgroup DIR] [--reps N]\n"
     "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n"
+    "       beamlab doctor --target rabbitmq [OPTIONS] -- amqp [AMQP OPTIONS]\n"
     "       beamlab doctor --compare A.json B.json\n"
     "       beamlab doctor --node NAME@HOST [--cookie C] [--duration S]\n\n"
     "One fixed protocol (docs/doctor.md), each phase on stderr:\n"
@@ -51,6 +52,11 @@ usage() ->
     "the remedies are measured against); --wrap and --cgroup start every VM under a\n"
     "command (taskset, numactl) or in a cgroup, as the VM runs in production.\n"
     "Ctrl-C stops between two VMs and keeps what was measured (exit 130).\n\n"
+    "With --target rabbitmq the remedies are measured on a private RabbitMQ instead\n"
+    "(as matrix --target starts it): the broker's default flags and each remedy it\n"
+    "does not already run with, a fresh broker per repetition loaded by the amqp\n"
+    "command after --, interleaved, ranked by throughput, p99 latency and the\n"
+    "broker's CPU per message; the first line is a rabbitmq-env.conf line.\n\n"
     "--node reads a running node instead, over distribution, while it works (no code\n"
     "loaded there): its schedulers, CPUs, cgroup quota and flags, microstate\n"
     "accounting, each scheduler's utilisation, run queues, the kernel's migrations\n"
@@ -65,7 +71,17 @@ usage() ->
     "  beamlab doctor --quick --wrap \"taskset -c 0\" --vm \"+S 2:2\"\n"
     "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n"
     "  beamlab doctor --compare machine-a.json machine-b.json\n"
-    "  beamlab doctor --node rabbit@$(hostname -s) --duration 20\n".
+    "  beamlab doctor --node rabbit@$(hostname -s) --duration 20\n"
+    "  beamlab doctor --quick --target rabbitmq -- amqp -x 1 -y 1 -r 2000 -z 10\n".
+
+%% @doc The files the command line reads: `--compare''s two documents
+%% (the dispatcher refuses a `--save' that is one of them).
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    case beamlab_cli_args:get(compare, Parsed) of
+        true -> #{inputs => [{"--compare", F} || F <- maps:get(args, Parsed)]};
+        false -> #{inputs => []}
+    end.
 
 %% @doc Runs the doctor; the document holds the diagnosis. With
 %% `--compare', prints two saved documents side by side instead.
@@ -91,7 +107,9 @@ compare(Args) ->
     beamlab_cli_error:usage("doctor --compare takes two saved doctor documents (got ~b argument~s)",
                             [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
 
-%% @doc The experiment: the options as the kind's map, the phases on stderr.
+%% @doc The experiment: the options as the kind's map, the phases on
+%% stderr; with `--target rabbitmq', the `amqp' command after `--' is the
+%% broker's load.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
     maps:get(args, Parsed) =:= [] orelse
@@ -102,11 +120,21 @@ experiment(Parsed) ->
             {ok, D0} -> D0;
             {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
         end,
-    #{run => {doctor, D},
-      command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-      sink => fun({doctor, Line}) -> io:format(standard_error, "~ts", [Line]);
-                 (_) -> ok
-              end}.
+    Target = case {maps:get(target, D), maps:get(rest, Parsed, [])} of
+                 {none, []} -> #{};
+                 {none, _} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(load_needs_target)]);
+                 {rabbitmq, ["amqp" | _] = Rest} -> #{load => beamlab_cli_experiment:inner(doctor, Rest)};
+                 {rabbitmq, _} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(target_needs_load)])
+             end,
+    maps:merge(#{run => {doctor, maps:merge(D, Target)},
+                 command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                 sink => fun({doctor, Line}) -> io:format(standard_error, "~ts", [Line]);
+                            (_) -> ok
+                         end},
+               case Target of
+                   #{load := _} -> #{target => #{kind => rabbitmq, otp => []}};
+                   _ -> #{}
+               end).
 
 %% @doc The recommendation, findings, curve, accounting and ranking.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
