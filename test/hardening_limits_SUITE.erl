@@ -417,11 +417,7 @@ check_base_build_plain(_Config) ->
 launcher_checks_environment(_Config) ->
     Dir = tmp(),
     Esc = beamlab_test_util:escript(),
-    Sh = fun(Script) ->
-                 Port = open_port({spawn_executable, "/bin/sh"},
-                                  [{args, ["-c", Script]}, {cd, Dir}, exit_status, stderr_to_stdout, binary]),
-                 beamlab_test_util:port_output(Port, 120000)
-         end,
+    Sh = fun(Script) -> sh(Dir, Script) end,
     Gone = filename:join(Dir, "gone"),
     {1, Out1} = Sh("mkdir '" ++ Gone ++ "' && cd '" ++ Gone ++ "' && rmdir '" ++ Gone ++ "' && exec '" ++ Esc
                    ++ "' ok. -d 20 -s 1"),
@@ -442,6 +438,12 @@ launcher_checks_environment(_Config) ->
     ?assert(lists:all(fun(L) -> has(L, "getcwd() failed") end, lists:droplast(Lines1))),
     ok.
 
+%% `sh -c Script' in Dir: its exit status and output (both streams).
+sh(Dir, Script) ->
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", Script]}, {cd, Dir}, exit_status, stderr_to_stdout, binary]),
+    beamlab_test_util:port_output(Port, 120000).
+
 %% `ulimit -v' too small for the VM (it reserves about 1.3 GB of address
 %% space: a 1 GB literal carrier, the JIT, thread stacks): the launcher
 %% boots it once, quietly, and says so in one line, exit 1, instead of the
@@ -452,11 +454,7 @@ launcher_checks_environment(_Config) ->
 launcher_address_space(_Config) ->
     Dir = tmp(),
     Esc = beamlab_test_util:escript(),
-    Sh = fun(Script) ->
-                 Port = open_port({spawn_executable, "/bin/sh"},
-                                  [{args, ["-c", Script]}, {cd, Dir}, exit_status, stderr_to_stdout, binary]),
-                 beamlab_test_util:port_output(Port, 120000)
-         end,
+    Sh = fun(Script) -> sh(Dir, Script) end,
     [begin
          {1, Out} = Sh("ulimit -v " ++ V ++ " && exec '" ++ Esc ++ "' " ++ Args),
          ?assertEqual(iolist_to_binary(["beamlab: ulimit -v ", V, " too low\n"]), Out)

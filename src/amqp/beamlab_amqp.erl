@@ -71,6 +71,10 @@
                 %% broker's certificate, name, or ours), bad options, or no
                 %% system trust store.
                 | {tls, binary(), {alert, atom(), binary()} | {options, binary()} | atom()}
+                %% The broker refused the client certificate in File.
+                | {client_cert_refused, file:filename_all(), atom()}
+                %% ... or closed the connection before AMQP started.
+                | {client_cert_closed, file:filename_all()}
                 | {frame_max_too_small, non_neg_integer()}
                 | {channel_max, non_neg_integer()}
                 | {encode, beamlab_amqp_method:encode_error()}
@@ -98,8 +102,12 @@
 -type delete_opts() :: #{if_unused => boolean(), if_empty => boolean(), timeout => timeout()}.
 -type qos_opts() :: #{prefetch_count => non_neg_integer(), prefetch_size => non_neg_integer(),
                       global => boolean(), timeout => timeout()}.
+%% `keep': how many bytes of each delivered body reach the owner (the
+%% first ones; default all): a consumer that reads only a stamp at the
+%% start of the body holds no more of a large message than that.
 -type consume_opts() :: #{no_ack => boolean(), exclusive => boolean(), consumer_tag => binary(),
-                          arguments => arguments(), timeout => timeout()}.
+                          arguments => arguments(), timeout => timeout(),
+                          keep => all | non_neg_integer()}.
 -type publish_opts() :: #{props => beamlab_amqp_method:props(), mandatory => boolean()}.
 %% basic.get-ok: delivery tag, redelivered, exchange, routing key, messages
 %% left in the queue, properties, body.
@@ -315,6 +323,11 @@ qos(Ch, Opts) when is_map(Opts) ->
 %% @doc basic.consume; deliveries go to the channel owner as
 %% `{amqp_deliver, ...}' messages. Returns the consumer tag.
 -spec consume(channel(), binary(), consume_opts()) -> {ok, binary()} | {error, reason()}.
+consume({amqp_channel, Conn, N, _} = Ch, Queue, #{keep := Keep} = Opts) ->
+    case beamlab_amqp_conn:keep(Conn, N, Keep, maps:get(timeout, Opts, ?TIMEOUT)) of
+        ok -> consume(Ch, Queue, maps:remove(keep, Opts));
+        {error, _} = E -> E
+    end;
 consume(Ch, Queue, Opts) ->
     encoding(fun() ->
         M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
@@ -536,6 +549,13 @@ format_error({protocol, R}) when is_binary(R) ->
     io_lib:format("AMQP protocol error: ~ts", [R]);
 format_error({protocol, R}) ->
     io_lib:format("AMQP protocol error: ~0tp", [R]);
+format_error({client_cert_refused, File, Alert}) ->
+    io_lib:format("the broker refused the client certificate in ~ts (~ts): is it signed by a CA the "
+                  "broker trusts (its ssl_options cacertfile), and is its key the one given?", [File, Alert]);
+format_error({client_cert_closed, File}) ->
+    io_lib:format("the broker closed the TLS connection before AMQP started: did it refuse the client "
+                  "certificate in ~ts (is it signed by a CA the broker trusts, its ssl_options cacertfile)?",
+                  [File]);
 format_error({socket, {tls_alert, {Alert, _}}}) ->
     %% After the handshake (TLS 1.3): the broker refused what this client
     %% showed (#34: was "unknown POSIX error").

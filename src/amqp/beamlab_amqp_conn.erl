@@ -18,7 +18,7 @@
 
 -include("beamlab_amqp.hrl").
 
--export([start/2, sync/4, open_channel/3, close_channel/2, close/2, close_all/2, info/1, pending/1]).
+-export([start/2, sync/4, keep/4, open_channel/3, close_channel/2, close/2, close_all/2, info/1, pending/1]).
 -export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(ACTIVE_N, 64).
@@ -34,7 +34,11 @@
              waiters = queue:new() :: queue:queue({gen_server:from() | none, [atom()]}),
              %% A content-bearing method waiting for its header and body frames.
              content = none :: none | {tuple(), beamlab_amqp_method:props() | undefined,
-                                       non_neg_integer(), [binary()]}}).
+                                       non_neg_integer(), [binary()]},
+             %% Bytes of each delivered body kept (the rest is received
+             %% and dropped): a load generator's consumer needs the
+             %% stamp at its start, not 512 MiB per message (#34-7).
+             keep = all :: all | non_neg_integer()}).
 
 -record(st, {sock :: socket(),
              tr :: gen_tcp | ssl,                  % the socket's module
@@ -77,6 +81,7 @@
                     auth_mechanism := plain | external}.
 -type socket() :: gen_tcp:socket() | ssl:sslsocket().
 -type request() :: {sync, char(), beamlab_amqp_method:method(), [atom()]}
+                 | {keep, char(), all | non_neg_integer()}
                  | {open_channel, pid()} | {close_channel, char()} | info | close.
 
 -spec start(params(), pid()) -> {ok, pid()} | {error, beamlab_amqp:reason()}.
@@ -94,6 +99,12 @@ start(Params, Owner) ->
           | {error, beamlab_amqp:reason()}.
 sync(Conn, Ch, Method, Timeout) ->
     call(Conn, {sync, Ch, Method, expect(Method)}, Timeout).
+
+%% @doc How many bytes of each body delivered on channel `Ch' are kept
+%% (`all', or the first `Keep'); the rest is received and dropped.
+-spec keep(pid(), char(), all | non_neg_integer(), timeout()) -> ok | {error, beamlab_amqp:reason()}.
+keep(Conn, Ch, Keep, Timeout) ->
+    call(Conn, {keep, Ch, Keep}, Timeout).
 
 %% @doc Open a channel owned by `Owner'.
 -spec open_channel(pid(), pid(), timeout()) -> {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
@@ -177,6 +188,7 @@ call(Conn, Request, Timeout) ->
 
 request_name({sync, _, Method, _}) -> element(1, Method);
 request_name({open_channel, _}) -> 'channel.open';
+request_name({keep, _, _}) -> 'basic.consume';
 request_name({close_channel, _}) -> 'channel.close';
 request_name(close) -> 'connection.close';
 request_name(Other) -> Other.
@@ -247,10 +259,15 @@ connect(Params, Owner) ->
                     {ok, St}
             catch throw:{negotiate, Reason} ->
                 _ = Tr:close(Sock),
-                {stop, Reason}
+                {stop, cert_refused(Reason, Params)}
             end;
         {error, timeout} ->
             {stop, {timeout, connect}};
+        {error, {tls, {tls_alert, _} = A} = E} ->
+            case cert_refused({socket, A}, Params) of
+                {socket, _} -> {stop, {tls, peer_text(Host, Port), tls_reason(E)}};
+                Refused -> {stop, Refused}
+            end;
         {error, {tls, _} = E} ->
             {stop, {tls, peer_text(Host, Port), tls_reason(E)}};
         {error, Posix} when is_atom(Posix) ->
@@ -258,6 +275,28 @@ connect(Params, Owner) ->
         {error, Other} ->
             {stop, {tls, peer_text(Host, Port), Other}}
     end.
+
+%% An alert about a certificate that the broker sent (TLS 1.2: in the
+%% handshake; TLS 1.3: at the first read after it) while this client
+%% showed one is that certificate refused: said with its file (#34),
+%% not as the broker's certificate untrusted or a socket error. An alert
+%% this side generated (the broker's certificate refused here) is not.
+cert_refused({socket, {tls_alert, {Alert, Text}}} = Reason, #{tls := #{certfile := File}}) ->
+    Cert = lists:member(Alert, [unknown_ca, bad_certificate, unsupported_certificate, certificate_revoked,
+                                certificate_expired, certificate_unknown, access_denied, decrypt_error]),
+    case Cert andalso (is_list(Text) orelse is_binary(Text))
+        andalso string:find(Text, "received SERVER ALERT") =/= nomatch of
+        true -> {client_cert_refused, File, Alert};
+        false -> Reason
+    end;
+cert_refused(Reason, #{tls := #{certfile := File}})
+  when Reason =:= {socket, closed}; Reason =:= {closed_during, start} ->
+    %% TLS 1.3: the broker's alert may be lost in the race with the AMQP
+    %% header sent after the handshake: the connection is just closed
+    %% before the broker said a word. The certificate is the likely cause.
+    {client_cert_closed, File};
+cert_refused(Reason, _) ->
+    Reason.
 
 %% An address given as text connects as that address (and TLS checks it
 %% as an IP entry of the certificate).
@@ -512,6 +551,11 @@ handle_call({sync, N, Method, Expect}, From, St) ->
         _ ->
             {reply, {error, closed}, St}
     end;
+handle_call({keep, N, Keep}, _From, St) ->
+    case St#st.channels of
+        #{N := #ch{state = open} = Ch} -> {reply, ok, put_ch(Ch#ch{keep = Keep}, St)};
+        _ -> {reply, {error, closed}, St}
+    end;
 handle_call({open_channel, Owner}, From, St) ->
     case free_channel(St) of
         {ok, N} ->
@@ -731,13 +775,13 @@ channel_frame(header, Payload, #ch{content = {M, undefined, _, []}} = Ch, St) ->
         {ok, _Class, Size, Props} -> {ok, put_ch(Ch#ch{content = {M, Props, Size, []}}, St)};
         {error, R} -> protocol_error(502, beamlab_amqp_method:format_error(R), St)
     end;
-channel_frame(body, Payload, #ch{content = {M, Props, Left, Acc}} = Ch, St)
+channel_frame(body, Payload, #ch{content = {M, Props, Left, Acc}, keep = Keep} = Ch, St)
   when Props =/= undefined ->
     case Left - byte_size(Payload) of
-        0 when Acc =:= [] -> content_done(M, Props, Payload, Ch#ch{content = none}, St);
-        0 -> content_done(M, Props, iolist_to_binary(lists:reverse(Acc, [Payload])),
+        0 when Acc =:= [], Keep =:= all -> content_done(M, Props, Payload, Ch#ch{content = none}, St);
+        0 -> content_done(M, Props, iolist_to_binary(lists:reverse(kept(Keep, Payload, Acc))),
                           Ch#ch{content = none}, St);
-        L when L > 0 -> {ok, put_ch(Ch#ch{content = {M, Props, L, [Payload | Acc]}}, St)};
+        L when L > 0 -> {ok, put_ch(Ch#ch{content = {M, Props, L, kept(Keep, Payload, Acc)}}, St)};
         _ -> protocol_error(501, "body frames longer than the content header's body size", St)
     end;
 channel_frame(_Type, _, #ch{state = closing} = Ch, St) ->
@@ -745,6 +789,17 @@ channel_frame(_Type, _, #ch{state = closing} = Ch, St) ->
     {ok, put_ch(Ch, St)};
 channel_frame(Type, _, Ch, St) ->
     protocol_error(505, io_lib:format("unexpected ~s frame on channel ~b", [Type, Ch#ch.num]), St).
+
+%% The body frames kept so far, newest first: all of them, or up to Keep
+%% bytes, copied (a part of a frame refers to the whole of what the
+%% socket read).
+kept(all, Payload, Acc) ->
+    [Payload | Acc];
+kept(Keep, Payload, Acc) ->
+    case Keep - iolist_size(Acc) of
+        Room when Room > 0 -> [binary:copy(binary:part(Payload, 0, min(Room, byte_size(Payload)))) | Acc];
+        _ -> Acc
+    end.
 
 content_done(_M, _Props, _Body, #ch{state = closing} = Ch, St) ->
     {ok, put_ch(Ch, St)};

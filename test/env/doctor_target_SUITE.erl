@@ -96,9 +96,29 @@ ranks_remedies_on_the_broker(_Config) ->
     ?assert(lists:any(fun(#{name := N, samples := S}) ->
                               N =:= <<"target default / receiving rate avg">> andalso length(S) =:= 2
                       end, TargetBenches)),
+    report_page(Tmp, Json),
     %% No broker outlives the run, no broker directory is left behind.
     ?assertEqual([], filelib:wildcard(filename:join(Tmp, "beamlab-target-*"))),
     ?assertEqual("", string:trim(os:cmd("pgrep -f '" ++ Tmp ++ "/beamlab-target-' || true"))).
+
+%% The report page draws the broker's ranking in the doctor's section, and
+%% its own layout check finds nothing wrong at 1300 and 800 px.
+report_page(Tmp, Json) ->
+    case beamlab_test_util:chromium() of
+        false -> ct:log("chromium is not installed: the page is not checked");
+        Chromium ->
+            Html = filename:join(Tmp, "doctor.html"),
+            #{code := 0} = beamlab_test_util:cli(["report", Json, "-o", Html]),
+            [begin
+                 Dom = beamlab_test_util:dump_dom(Chromium, Tmp, Html, ["--window-size=" ++ integer_to_list(W) ++ ",1600"]),
+                 Body = beamlab_test_util:dom_body(Dom),
+                 ?assertEqual({W, <<>>}, {W, beamlab_test_util:dom_attr(Body, <<"data-errors">>)}),
+                 ?assertEqual({W, <<>>}, {W, beamlab_test_util:dom_attr(Body, <<"data-layout">>)}),
+                 ?assertMatch({match, _}, re:run(Dom, <<"<section id=\"doctor\".*data-kind=\"doctor-target-remedies\""
+                                                       ".*class=\"forest\"">>, [dotall])),
+                 ?assertNotEqual(nomatch, binary:match(Dom, <<"Left out, the broker already runs with them">>))
+             end || W <- [1300, 800]]
+    end.
 
 %% A target without its load, a load without a target, an unknown target,
 %% a command that is not amqp, a mistake in the amqp: one line, exit 2,
