@@ -113,8 +113,8 @@ new(Opts) ->
                    N0 -> unicode:characters_to_list(N0)
                end,
         _ = Node =/= none andalso
-            [throw({?MODULE, {node_conflict, K}}) || K <- [vm, wrap, cgroup, remedy, schedulers, probe_ms,
-                                                            curve_reps, max_remedies, reps, target],
+            [throw({?MODULE, {node_conflict, K}}) || K <- [target, vm, wrap, cgroup, remedy, schedulers, probe_ms,
+                                                            curve_reps, max_remedies, reps],
                                                      Get(K, undefined) =/= undefined, Get(K, undefined) =/= []],
         Duration = Get(duration, undefined),
         _ = Node =:= none andalso Duration =/= undefined andalso throw({?MODULE, {duration_without_node, Duration}}),
@@ -467,6 +467,8 @@ format_error({bad_option, wrap, S}) ->
     io_lib:format("--wrap ~ts: an unterminated quote", [S]);
 format_error({bad_option, schedulers, S}) ->
     io_lib:format("--schedulers ~ts: give scheduler counts from 1 to 1024 separated by commas", [S]);
+format_error({node_conflict, target}) ->
+    "--node reads a running node as it is; --target restarts a broker of its own: give one of them";
 format_error({node_conflict, K}) ->
     io_lib:format("--node reads a running node as it is: --~ts applies to the fresh VMs of the probe only",
                   [string:replace(atom_to_list(K), "_", "-", all)]);

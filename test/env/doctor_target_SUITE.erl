@@ -128,7 +128,9 @@ bad_input(_Config) ->
              {["doctor", "--target", "rabbitmq", "--", "run", "ok."], <<"--target rabbitmq runs an amqp load">>},
              {["doctor", "--", "amqp", "-z", "1"], <<"a load after -- is the load of a target: give --target rabbitmq">>},
              {["doctor", "--target", "foo", "--", "amqp"], <<"'foo' for --target: expected one of rabbitmq">>},
-             {["doctor", "--target", "rabbitmq", "--", "amqp", "--bogus"], <<"doctor: amqp: unknown option '--bogus'">>}],
+             {["doctor", "--target", "rabbitmq", "--", "amqp", "--bogus"], <<"doctor: amqp: unknown option '--bogus'">>},
+             {["doctor", "--compare", "a.json", "b.json", "--target", "rabbitmq", "--", "amqp"],
+              <<"doctor --compare reads two saved documents: --target and a load after -- do not apply">>}],
     lists:foreach(fun({Args, Says}) ->
                           E = beamlab_test_util:cli(Args),
                           ct:log("~p: ~p", [Args, E]),

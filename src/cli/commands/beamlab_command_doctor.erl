@@ -88,9 +88,14 @@ files(Parsed) ->
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
     Node = beamlab_cli_args:get(node, Parsed),
+    Target = beamlab_cli_args:get(target, Parsed),
+    Rest = maps:get(rest, Parsed, []),
     case beamlab_cli_args:get(compare, Parsed) of
         true when Node =/= undefined ->
             beamlab_cli_error:usage("doctor --compare reads two saved documents: --node does not apply", []);
+        true when Target =/= undefined; Rest =/= [] ->
+            beamlab_cli_error:usage("doctor --compare reads two saved documents: --target and a load after -- "
+                                    "do not apply", []);
         true -> compare(maps:get(args, Parsed));
         false -> beamlab_cli_experiment:run(experiment(Parsed))
     end.
