@@ -15,10 +15,10 @@
          tx_select/1, tx_commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
-         publish_frames/5, ack_frame/3, nack_frame/4, send/2,
+         publish_frames/5, ack_frame/3, nack_frame/4, send/2, send/3,
          format_error/1]).
 
--export_type([conn/0, channel/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
+-export_type([conn/0, channel/0, written/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
               queue_opts/0, declare_ok/0, exchange_opts/0, delete_opts/0, qos_opts/0,
               consume_opts/0, publish_opts/0, get_ok/0, sync_opts/0]).
 
@@ -108,6 +108,8 @@
 -type consume_opts() :: #{no_ack => boolean(), exclusive => boolean(), consumer_tag => binary(),
                           arguments => arguments(), timeout => timeout(),
                           keep => all | non_neg_integer()}.
+%% What the connection does once a send's frames are written (see send/3).
+-type written() :: {counters:counters_ref(), pos_integer(), non_neg_integer(), notify | silent}.
 -type publish_opts() :: #{props => beamlab_amqp_method:props(), mandatory => boolean()}.
 %% basic.get-ok: delivery tag, redelivered, exchange, routing key, messages
 %% left in the queue, properties, body.
@@ -449,6 +451,19 @@ publish_frames({amqp_channel, _Conn, N, FrameMax}, Exchange, Key, Body, Opts)
 -spec send(channel(), iodata()) -> ok.
 send({amqp_channel, Conn, N, _}, Frames) ->
     Conn ! {'$amqp_send', N, Frames},
+    ok.
+
+%% @doc {@link send/2}, and once the socket has accepted the frames (the
+%% connection's write returned: the data is in the socket's buffers, past
+%% the client's queues), `K' is added to element `Ix' of `Counters'; with
+%% `notify', the channel's owner also gets `{amqp_written, Ch}' then. A
+%% publisher that waits for that notice is paced by the socket (TCP flow
+%% control, a broker that blocked the connection stops reading it) instead
+%% of queueing frames without bound in the connection's mailbox. Frames
+%% for a channel that closed meanwhile are neither written nor counted.
+-spec send(channel(), iodata(), written()) -> ok.
+send({amqp_channel, Conn, N, _}, Frames, Written) ->
+    Conn ! {'$amqp_send', N, Frames, Written},
     ok.
 
 bool(true) -> 1;

@@ -22,9 +22,17 @@
 -export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(ACTIVE_N, 64).
+%% A channel owner with more messages than this waiting (a consumer behind
+%% its deliveries) pauses reading the socket: the backlog then stays on the
+%% broker (queued, flow-controlled, counted) instead of growing without
+%% bound in the client's mailboxes. Checked every ACTIVE_N packets, and
+%% every PAUSE_MS while paused.
+-define(OWNER_BACKLOG, 1000).
+-define(PAUSE_MS, 2).
 -define(DEFAULT_BATCH_MSGS, 1000).
 -define(DEFAULT_BATCH_BYTES, 1 bsl 20).
 -define(CLOSE_WAIT, 5000).
+-define(HIBERNATE_AFTER_MS, 1000).
 
 -record(ch, {num :: char(),
              handle :: tuple(),
@@ -54,6 +62,8 @@
              mons = #{} :: #{reference() => char()},
              sent = false :: boolean(),
              idle_ticks = 0 :: non_neg_integer(),
+             %% Not reading the socket: a channel owner is behind.
+             paused = false :: boolean(),
              batch_msgs :: pos_integer(),
              %% Hot-path counters: socket writes of batches, and the
              %% '$amqp_send' messages they carried.
@@ -226,7 +236,9 @@ init_it(Params, Owner) ->
     case connect(Params, Owner) of
         {ok, St} ->
             proc_lib:init_ack({ok, self()}),
-            gen_server:enter_loop(?MODULE, [], St);
+            %% An idle connection (many slow producers, -P) shrinks to
+            %% what it holds; a busy one is never idle that long.
+            gen_server:enter_loop(?MODULE, [{hibernate_after, ?HIBERNATE_AFTER_MS}], St);
         {stop, Reason} ->
             proc_lib:init_ack({error, Reason})
     end.
@@ -538,6 +550,10 @@ send_raw({Tr, Sock}, Data) ->
           {noreply, #st{}} | {reply, {ok, beamlab_amqp:info()} | {error, closed}, #st{}}.
 handle_call(_Req, _From, #st{closing = {_, _}} = St) ->
     {reply, {error, closed}, St};
+handle_call(Req, From, #st{paused = true, sock = Sock, tr = Tr} = St) ->
+    %% Its reply needs the socket read.
+    _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+    handle_call(Req, From, St#st{paused = false});
 handle_call({sync, N, Method, Expect}, From, St) ->
     case St#st.channels of
         #{N := #ch{state = open} = Ch} ->
@@ -613,15 +629,22 @@ handle_cast(_Msg, St) ->
 handle_info({'$amqp_send', _, _}, #st{closing = {_, _}} = St) ->
     %% Once connection.close is sent, the spec allows nothing but close-ok.
     {noreply, St};
+handle_info({'$amqp_send', _, _, _}, #st{closing = {_, _}} = St) ->
+    {noreply, St};
 handle_info({'$amqp_send', N, Data}, St) ->
-    {Acc, Size} = add_send(N, Data, St, [], 0),
-    drain(St, Acc, Size, 1);
+    {Acc, Size, Done} = add_send(N, Data, none, St, {[], 0, []}),
+    drain(St, Acc, Size, Done, 1);
+handle_info({'$amqp_send', N, Data, Written}, St) ->
+    {Acc, Size, Done} = add_send(N, Data, Written, St, {[], 0, []}),
+    drain(St, Acc, Size, Done, 1);
 handle_info({T, Sock, Data}, #st{sock = Sock, buf = Buf} = St) when T =:= tcp; T =:= ssl ->
     Buf1 = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
     frames(Buf1, St#st{idle_ticks = 0});
-handle_info({T, Sock}, #st{sock = Sock, tr = Tr} = St) when T =:= tcp_passive; T =:= ssl_passive ->
-    %% If the socket just closed this fails; tcp_closed follows and ends us.
-    _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+handle_info({T, Sock}, #st{sock = Sock} = St) when T =:= tcp_passive; T =:= ssl_passive ->
+    {noreply, read_on(St)};
+handle_info(resume, #st{paused = true} = St) ->
+    {noreply, read_on(St)};
+handle_info(resume, St) ->
     {noreply, St};
 handle_info({T, Sock}, #st{sock = Sock} = St) when T =:= tcp_closed; T =:= ssl_closed ->
     lost(socket_closed, "socket closed", St);
@@ -629,6 +652,10 @@ handle_info({T, Sock, Reason}, #st{sock = Sock} = St) when T =:= tcp_error; T =:
     lost(socket_error, io_lib:format("~ts", [socket_error_text(Reason)]), St);
 handle_info(tick, #st{closing = {_, _}} = St) ->
     {noreply, St};
+handle_info(tick, #st{paused = true} = St) ->
+    %% Not reading: the broker's heartbeats wait in the socket, unseen.
+    schedule_tick(St),
+    {noreply, maybe_heartbeat(St)};
 handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
     schedule_tick(St),
     %% Ticks come every heartbeat/2: four idle ticks are two missed heartbeats.
@@ -638,11 +665,7 @@ handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
                                  [peer(St), (Idle + 1) * Hb div 2]),
             shutdown(heartbeat_timeout, iolist_to_binary(Text), St);
         false ->
-            St1 = case St#st.sent of
-                      true -> St;
-                      false -> write(beamlab_amqp_frame:encode_heartbeat(), St)
-                  end,
-            {noreply, St1#st{sent = false, idle_ticks = Idle + 1}}
+            {noreply, (maybe_heartbeat(St))#st{idle_ticks = Idle + 1}}
     end;
 handle_info(close_timeout, #st{closing = {From, {Code, Text}}} = St) ->
     reply_close(From),
@@ -670,31 +693,51 @@ handle_info({'DOWN', Mon, process, _, _}, #st{mons = Mons} = St) ->
 handle_info(_Other, St) ->
     {noreply, St}.
 
-add_send(N, Data, #st{channels = Chs}, Acc, Size) ->
+add_send(N, Data, Written, #st{channels = Chs}, {Acc, Size, Done} = Batch) ->
     case Chs of
-        #{N := #ch{state = open}} -> {[Data | Acc], Size + iolist_size(Data)};
+        #{N := #ch{state = open} = Ch} ->
+            {[Data | Acc], Size + iolist_size(Data), written(Written, Ch, Done)};
         %% Frames for a channel that is closing or gone would be a protocol
         %% error; the owner already has (or will get) its amqp_closed message.
-        _ -> {Acc, Size}
+        _ -> Batch
     end.
 
-drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Count)
+written(none, _Ch, Done) -> Done;
+written(Written, #ch{owner = O, handle = H}, Done) -> [{Written, O, H} | Done].
+
+drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Done, Count)
   when Count < MaxN, Size < MaxB ->
     receive
         {'$amqp_send', N, Data} ->
-            {Acc1, Size1} = add_send(N, Data, St, Acc, Size),
-            drain(St, Acc1, Size1, Count + 1)
+            {Acc1, Size1, Done1} = add_send(N, Data, none, St, {Acc, Size, Done}),
+            drain(St, Acc1, Size1, Done1, Count + 1);
+        {'$amqp_send', N, Data, Written} ->
+            {Acc1, Size1, Done1} = add_send(N, Data, Written, St, {Acc, Size, Done}),
+            drain(St, Acc1, Size1, Done1, Count + 1)
     after 0 ->
-        flush(Acc, Count, St)
+        flush(Acc, Done, Count, St)
     end;
-drain(St, Acc, _, Count) ->
-    flush(Acc, Count, St).
+drain(St, Acc, _, Done, Count) ->
+    flush(Acc, Done, Count, St).
 
-flush([], _, St) -> {noreply, St};
-flush(Acc, Count, #st{writes = W, sends = S} = St) ->
+%% The write returns once the socket took the data (it blocks while the
+%% port is busy: the kernel's buffer is full because the broker reads no
+%% faster, or blocked the connection); only then are the sends counted
+%% and their senders told.
+flush([], _, _, St) -> {noreply, St};
+flush(Acc, Done, Count, #st{writes = W, sends = S} = St) ->
     case (St#st.tr):send(St#st.sock, lists:reverse(Acc)) of
-        ok -> {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
+        ok ->
+            lists:foreach(fun done/1, lists:reverse(Done)),
+            {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
         {error, R} -> lost(socket_error, send_error(R), St)
+    end.
+
+done({{C, Ix, K, Notify}, Owner, H}) ->
+    counters:add(C, Ix, K),
+    case Notify of
+        notify -> Owner ! {amqp_written, H}, ok;
+        silent -> ok
     end.
 
 send_error(closed) -> "socket closed";
@@ -711,6 +754,41 @@ write(Data, St) ->
         {error, _} -> ok
     end,
     St#st{sent = true}.
+
+maybe_heartbeat(St) ->
+    St1 = case St#st.sent of
+              true -> St;
+              false -> write(beamlab_amqp_frame:encode_heartbeat(), St)
+          end,
+    St1#st{sent = false}.
+
+%% Reads the next ACTIVE_N packets, unless a channel owner is behind (and
+%% nobody waits for a reply, which would need the socket read): then checks
+%% again in PAUSE_MS. If the socket just closed, setopts fails; tcp_closed
+%% follows and ends us.
+read_on(#st{sock = Sock, tr = Tr} = St) ->
+    case owner_behind(St) of
+        true ->
+            erlang:send_after(?PAUSE_MS, self(), resume),
+            St#st{paused = true};
+        false ->
+            _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+            St#st{paused = false}
+    end.
+
+owner_behind(#st{closing = {_, _}}) ->
+    false;
+owner_behind(#st{channels = Chs}) ->
+    Self = self(),
+    Chans = maps:values(Chs),
+    lists:all(fun(#ch{waiters = W}) -> queue:is_empty(W) end, Chans)
+        andalso lists:any(fun(#ch{owner = O}) when O =:= Self -> false;
+                             (#ch{owner = O}) ->
+                                  case erlang:process_info(O, message_queue_len) of
+                                      {message_queue_len, L} -> L > ?OWNER_BACKLOG;
+                                      undefined -> false
+                                  end
+                          end, Chans).
 
 schedule_tick(#st{heartbeat = 0}) -> ok;
 schedule_tick(#st{heartbeat = Hb}) -> erlang:send_after(Hb * 500, self(), tick), ok.

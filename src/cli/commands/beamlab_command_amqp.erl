@@ -394,6 +394,9 @@ flag_options() ->
        default => 5, metavar => "SECONDS", help => "the longest the end of the run may take"},
      #{name => reconnect, long => "reconnect", type => boolean, default => false,
        help => "reopen lost connections and carry on instead of stopping the run"},
+     #{name => connection_rate, long => "connection-rate", type => pos_integer, metavar => "N",
+       help => "open at most N connections per second (and VM), so that thousands of "
+               "connections do not storm the broker (default: all at once)"},
      #{name => closed_loop, long => "closed-loop", type => pos_integer, metavar => "N",
        help => "N channels, each with its own queue, publishing the next message when the "
                "previous one is delivered (ignores -x/-y/-u/-r)"},
@@ -647,6 +650,7 @@ config(P0) ->
         polling => G(polling), polling_interval => G(polling_interval),
         interval => G(interval), reconnect => G(reconnect),
         closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
+        connection_rate => case G(connection_rate) of undefined -> infinity; CR -> CR end,
         id => id(G(id)),
         output_file => output_file(G(output_file)),
         use_millis => G(use_millis), metrics_format => G(metrics_format),
