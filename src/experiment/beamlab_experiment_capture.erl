@@ -15,7 +15,7 @@
 -type capture() :: #{node := string(), cookie => string() | undefined,
                      processes := [beamlab_profile_capture:target()],
                      duration => pos_integer(),                        % ms
-                     stacks => sample | trace, calls => time | none,
+                     stacks => sample | trace, calls => time | none, patterns => all | own,
                      max_rate => pos_integer(), max_total => pos_integer(),
                      label => unicode:chardata()}.
 -type error_reason() :: {watch, beamlab_sut_watch:error_reason()}
@@ -33,7 +33,8 @@ name() -> capture.
 %% @doc The options a capture takes (the command line's `profile
 %% --process' flags are built from them): the `node' (the library's first
 %% argument), `cookie', `label', `process' (texts), `duration' (ms; the
-%% command line's in seconds), `stacks', `calls', `max_rate', `max_total'.
+%% command line's in seconds), `stacks', `calls', `patterns', `max_rate',
+%% `max_total'.
 -spec options() -> [beamlab_schema:option()].
 options() ->
     [#{name => node, long => "node", type => string, metavar => "NAME@HOST",
@@ -56,6 +57,10 @@ options() ->
      #{name => calls, long => "calls", type => {enum, [time, none]}, default => time, metavar => "time|none",
        help => "--process: count calls and own time per function (call_time; slows call-heavy code) "
                "or none (stack samples only, nearly free)"},
+     #{name => patterns, long => "patterns", type => {enum, [all, own]}, default => all, metavar => "all|own",
+       help => "--process: call_time on every function (default) or on the processes' own modules only "
+               "(the modules on their stacks and of their initial calls: calls into lists, ets, ... "
+               "are not timed, and cost nothing)"},
      #{name => max_rate, long => "max-rate", type => pos_integer, metavar => "N",
        max => 10000000, max_why => "trace messages one second holds in memory",
        help => "--process: stop after N trace messages in one second (default 20000)"},
@@ -75,7 +80,7 @@ new(#{node := Node, process := Procs} = Opts) ->
                 Targets = [target(text(P)) || P <- Procs],
                 %% (whole milliseconds: the command line's seconds may have a fraction)
                 Ms = maps:from_list([{duration, max(1, round(D))} || {ok, D} <- [maps:find(duration, Given)]]),
-                {ok, maps:merge(maps:merge(maps:with([cookie, stacks, calls, max_rate, max_total, label], Opts), Ms),
+                {ok, maps:merge(maps:merge(maps:with([cookie, stacks, calls, patterns, max_rate, max_total, label], Opts), Ms),
                                 #{node => text(Node), processes => Targets})}
             catch
                 throw:{bad_process, _} = E -> {error, E}
@@ -114,7 +119,7 @@ run(#{node := Name, processes := Targets} = C, Exp, _Inner) ->
             case beamlab_profile_capture:resolve(Node, Targets, 10000) of
                 {ok, Procs} ->
                     Opts = maps:merge(#{duration => maps:get(duration, C, ?DEFAULT_MS)},
-                                      maps:with([stacks, calls, max_rate, max_total], C)),
+                                      maps:with([stacks, calls, patterns, max_rate, max_total], C)),
                     case beamlab_profile_capture:capture(Node, Procs, Opts) of
                         {ok, Cap} -> {ok, document(C, Exp, Started, Cap)};
                         {error, R} -> {error, {capture, R}}
