@@ -35,6 +35,12 @@ fronts(bench) ->
      end};
 fronts(suite) ->
     {ok, beamlab_command_suite, fun(Map) -> beamlab_experiment_opts:suite(["ring"], Map) end};
+fronts(matrix) ->
+    {ok, beamlab_command_matrix, fun(Map) -> beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, Map) end};
+fronts(check) ->
+    {ok, beamlab_command_check, fun(Map) -> beamlab_experiment_opts:check(Map) end};
+fronts(doctor) ->
+    {ok, beamlab_command_doctor, fun(Map) -> beamlab_experiment_opts:doctor(Map) end};
 fronts(_) ->
     none.
 
@@ -43,6 +49,10 @@ args(bench) -> ["ok."];
 args(suite) -> ["ring"];
 args(_) -> [].
 
+%% The command line's words after the flags (a matrix's inner command).
+tail(matrix) -> ["--", "run", "ok."];
+tail(_) -> [].
+
 %% Maps both front ends can say: a squeeze's bounds only with a squeeze
 %% (the library's map cannot give them alone); `max_time' left out (seconds
 %% on the command line, milliseconds in the library).
@@ -50,6 +60,9 @@ shape(bench, Pairs) ->
     Squeeze = lists:any(fun({#{name := squeeze}, true}) -> true; (_) -> false end, Pairs),
     [P || {#{name := N}, _} = P <- Pairs, N =/= max_time,
           Squeeze orelse not lists:member(N, [min, max, step, threshold])];
+shape(check, Pairs) ->
+    %% (a comparison: what only it uses is reached)
+    [{opt(check, against), "HEAD"} | Pairs];
 shape(_, Pairs) ->
     Pairs.
 
@@ -122,7 +135,7 @@ cli(Kind, Pairs) ->
     Argv = args(Kind) ++ lists:append([case V of
                                            true -> [flag(O)];
                                            _ -> [flag(O), text(V)]
-                                       end || {O, V} <- Pairs]),
+                                       end || {O, V} <- Pairs]) ++ tail(Kind),
     case beamlab_cli_args:parse(Argv, Cmd:options()) of
         {error, Msg} ->
             {refused, flat(Msg)};
@@ -142,7 +155,7 @@ api(Kind, Pairs) ->
     %% in the keys' units (the flag's seconds are the key's milliseconds)
     Map = beamlab_schema:from_flags(Mod:options(), maps:from_list([{maps:get(name, O), V} || {O, V} <- Pairs])),
     Result = case Build(Map) of
-                 {ok, Exp} -> beamlab_experiment:check(Exp);
+                 {ok, Exp} -> checked(Kind, Exp);
                  {error, _} = E -> E
              end,
     case Result of
@@ -151,9 +164,15 @@ api(Kind, Pairs) ->
         {error, Other} -> {other, Other}
     end.
 
+%% What the command line checks before it runs: a check's project (its
+%% bench directory) is read when it runs, by both.
+checked(check, _Exp) -> ok;
+checked(_, Exp) -> beamlab_experiment:check(Exp).
+
 flag(#{short := S}) -> "-" ++ S;
 flag(#{long := L}) -> "--" ++ L.
 
+text(V) when is_list(V) -> V;
 text(V) when is_integer(V) -> integer_to_list(V);
 text(V) when is_float(V) -> float_to_list(V, [short]).
 
@@ -173,7 +192,7 @@ prop_cli_and_api_agree() ->
 
 %% Both refusing and accepting happen (the generator reaches both sides).
 both_sides_are_reached_test() ->
-    ?assertEqual([amqp, bench, suite], lists:sort(kinds())),
+    ?assertEqual([amqp, bench, check, doctor, matrix, suite], lists:sort(kinds())),
     ?assertMatch({refused, "invalid value '-5' for -r: expected a number >= 0"},
                  cli(amqp, [{opt(amqp, rate), -5}])),
     ?assertEqual(cli(amqp, [{opt(amqp, rate), -5}]), api(amqp, [{opt(amqp, rate), -5}])),
@@ -198,6 +217,43 @@ suite_fronts_agree_test() ->
     ?assertEqual("node names the remote node of a preset's rows: add preset", flat(beamlab:format_error(R2))),
     {error, R3} = beamlab_experiment_opts:suite([], #{timeout => 0}),
     ?assertEqual("invalid value '0' for timeout: expected a positive integer", flat(beamlab:format_error(R3))).
+
+%% The matrix's rules are the same from both front ends.
+matrix_fronts_agree_test() ->
+    ?assertEqual({refused, "invalid value '0' for -n: expected a positive integer"},
+                 cli(matrix, [{opt(matrix, repeat), 0}])),
+    ?assertEqual(cli(matrix, [{opt(matrix, repeat), 0}]), api(matrix, [{opt(matrix, repeat), 0}])),
+    ?assertEqual(accepted, api(matrix, [{opt(matrix, repeat), 2}])),
+    {error, R} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, #{otp => ["/tmp"]}),
+    ?assertEqual("otp needs target or a target command (use erl for beamlab VMs)", flat(beamlab:format_error(R))),
+    {error, R2} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, #{sweep => "x"}),
+    ?assertEqual("bad scheduler range \"x\" (use 1..4, 1,2,4 or 1..max)", flat(beamlab:format_error(R2))),
+    {error, R3} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}},
+                                                 #{target => #{cmd => "x", node => "nohost"}}),
+    ?assertEqual("target: 'nohost' is not a node name (name@host)", flat(beamlab:format_error(R3))).
+
+%% The check's and the doctor's rules are the same from both front ends.
+check_and_doctor_fronts_agree_test() ->
+    Against = {opt(check, against), "HEAD"},
+    ?assertEqual({refused, "--rounds needs --against REF"}, cli(check, [{opt(check, rounds), 12}])),
+    ?assertEqual(cli(check, [{opt(check, rounds), 12}]), api(check, [{opt(check, rounds), 12}])),
+    ?assertEqual({refused, "--rounds 3 cannot reach p < 0.01: even rounds that all agree need at least 8"},
+                 cli(check, [Against, {opt(check, rounds), 3}])),
+    ?assertEqual(cli(check, [Against, {opt(check, rounds), 3}]), api(check, [Against, {opt(check, rounds), 3}])),
+    ?assertEqual(accepted, api(check, [Against, {opt(check, rounds), 8}])),
+    ?assertEqual(cli(check, [{opt(check, timeout), 700000}]), api(check, [{opt(check, timeout), 700000}])),
+    ?assertEqual(cli(check, [Against, {opt(check, vm_args), "+S '1"}]),
+                 api(check, [Against, {opt(check, vm_args), "+S '1"}])),
+    ?assertEqual({refused, "--vm-args: unterminated ' quote"}, api(check, [Against, {opt(check, vm_args), "+S '1"}])),
+    {error, R} = beamlab_experiment_opts:check(#{against => "HEAD", threshold => 0}),
+    ?assertEqual("invalid value '0' for threshold: expected a positive number", flat(beamlab:format_error(R))),
+    ?assertEqual({refused, "invalid value '51' for --reps: at most 50 (fresh VMs per remedy)"},
+                 api(doctor, [{opt(doctor, reps), 51}])),
+    ?assertEqual(cli(doctor, [{opt(doctor, reps), 51}]), api(doctor, [{opt(doctor, reps), 51}])),
+    ?assertEqual(cli(doctor, [{opt(doctor, schedulers), "0,x"}]), api(doctor, [{opt(doctor, schedulers), "0,x"}])),
+    ?assertEqual(accepted, api(doctor, [{opt(doctor, schedulers), "1,2"}])),
+    {error, R2} = beamlab_experiment_opts:doctor(#{vm => "+S '1"}),
+    ?assertEqual("vm +S '1: an unterminated quote", flat(beamlab:format_error(R2))).
 
 %% The library's own line names the key.
 api_line_names_the_key_test() ->

@@ -7,7 +7,7 @@
 %%% before anything starts.
 -module(beamlab_cli_experiment).
 
--export([run/1, run/2, inner/2, raise/1]).
+-export([run/1, run/2, inner/2, raise/1, given/2, checked/1]).
 
 %% `error': the command's own line for some errors (naming its flags);
 %% `undefined' leaves the error to the layer's line.
@@ -57,6 +57,19 @@ raise(Reason) ->
         usage -> beamlab_cli_error:usage("~ts", [Line]);
         failure -> beamlab_cli_error:fail("~ts", [Line])
     end.
+
+%% @doc The options of a kind's `Schema' given on the command line (not
+%% the defaults), as the kind's keys take them: in their units
+%% (beamlab_schema:from_flags/2), for the kind's `check_options/1'.
+-spec given(beamlab_cli_args:parsed(), beamlab_schema:schema()) -> #{atom() => term()}.
+given(Parsed, Schema) ->
+    beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed), maps:get(opts, Parsed))).
+
+%% @doc What the kind's `check_options/1' says of the flags given: a
+%% refusal is a usage error, its line naming the flags.
+-spec checked(ok | {error, beamlab_schema:error_reason()}) -> ok.
+checked(ok) -> ok;
+checked({error, R}) -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]).
 
 %% @doc The inner command of `Outer' (`matrix', `profile', `doctor') parsed into
 %% its description. A command without an experiment (`env', `compare',

@@ -15,7 +15,7 @@
 -type capture() :: #{node := string(), cookie => string() | undefined,
                      processes := [beamlab_profile_capture:target()],
                      duration => pos_integer(),                        % ms
-                     stacks => sample | trace, calls => time | none,
+                     stacks => sample | trace, calls => time | none, patterns => all | own,
                      max_rate => pos_integer(), max_total => pos_integer(),
                      label => unicode:chardata()}.
 -type error_reason() :: {watch, beamlab_sut_watch:error_reason()}
@@ -42,17 +42,19 @@ options() ->
        help => "sample: process_info stacks every ms; trace: call/return messages (exact, costly)"},
      #{name => calls, type => {enum, [time, none]}, default => time,
        help => "time: call_time counters per function (costs call-heavy code); none: stacks only"},
+     #{name => patterns, type => {enum, [all, own]}, default => all,
+       help => "all: call_time on every function; own: on the processes' own modules only (cheaper)"},
      #{name => max_rate, type => pos_integer, help => "trace messages per second before it stops (default 20000)"},
      #{name => max_total, type => pos_integer, help => "trace messages and samples in all (default 2000000)"}].
 
 %% @doc Builds the capture from an option map (`node', `cookie',
-%% `process' (a list of texts), `duration' in ms, `stacks', `calls',
+%% `process' (a list of texts), `duration' in ms, `stacks', `calls', `patterns',
 %% `max_rate', `max_total', `label').
 -spec new(#{atom() => term()}) -> {ok, capture()} | {error, error_reason()}.
 new(#{node := Node, process := Procs} = Opts) ->
     try
         Targets = [target(text(P)) || P <- Procs],
-        {ok, maps:merge(maps:with([cookie, duration, stacks, calls, max_rate, max_total, label], Opts),
+        {ok, maps:merge(maps:with([cookie, duration, stacks, calls, patterns, max_rate, max_total, label], Opts),
                         #{node => text(Node), processes => Targets})}
     catch
         throw:{bad_process, _} = E -> {error, E}
@@ -88,7 +90,7 @@ run(#{node := Name, processes := Targets} = C, Exp, _Inner) ->
             case beamlab_profile_capture:resolve(Node, Targets, 10000) of
                 {ok, Procs} ->
                     Opts = maps:merge(#{duration => maps:get(duration, C, ?DEFAULT_MS)},
-                                      maps:with([stacks, calls, max_rate, max_total], C)),
+                                      maps:with([stacks, calls, patterns, max_rate, max_total], C)),
                     case beamlab_profile_capture:capture(Node, Procs, Opts) of
                         {ok, Cap} -> {ok, document(C, Exp, Started, Cap)};
                         {error, R} -> {error, {capture, R}}

@@ -31,6 +31,7 @@
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1,
          composes/0, inner_kinds/0, inner/1]).
+-export([check_options/1]).
 
 -export_type([doctor/0, error_reason/0]).
 
@@ -53,7 +54,7 @@
                     node := string() | none,                 % doctor --node: a running node
                     cookie := string() | undefined,
                     node_duration_ms := pos_integer()}.
--type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
+-type error_reason() :: {option, beamlab_schema:error_reason()} | {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
                       | target_needs_load | load_needs_target | {target_start, usage | failure, binary()}
                       | {node_conflict, atom()} | {duration_without_node, term()}
                       | beamlab_experiment_doctor_node:error_reason().
@@ -79,16 +80,20 @@ options() ->
      #{name => cgroup, long => "cgroup", type => string, metavar => "DIR",
        help => "start every VM in this cgroup (a directory with cgroup.procs)"},
      #{name => reps, long => "reps", type => pos_integer, metavar => "N", max => 50,
+       max_why => "fresh VMs per remedy",
        help => "repetitions of each remedy and of the default (default 5, --quick 3)"},
      #{name => probe_ms, long => "probe-ms", type => pos_integer, metavar => "MS", max => 60000,
+       max_why => "one minute per load", hidden => true,
        help => "measured milliseconds of each load in each VM (default 1500, --quick 600)"},
-     #{name => schedulers, long => "schedulers", type => string, metavar => "N,N,...",
+     #{name => schedulers, long => "schedulers", type => string, metavar => "N,N,...", hidden => true,
        help => "the curve's scheduler counts (default 1, 2, 4, ... up to twice the CPUs)"},
      #{name => max_remedies, long => "max-remedies", type => pos_integer, metavar => "N", max => 20,
+       max_why => "remedies measured in one run", hidden => true,
        help => "measure at most N of the findings' remedies (default 6, --quick 3)"},
      #{name => remedy, long => "remedy", type => string, metavar => "FLAGS", multi => true,
        help => "also measure this flag set as a remedy, after the findings' own (repeatable)"},
      #{name => curve_reps, long => "curve-reps", type => pos_integer, metavar => "N", max => 50,
+       max_why => "fresh VMs per point", hidden => true,
        help => "repetitions of each point of the curve (default 3, --quick 2)"},
      #{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
        help => "measure the remedies on a system under test: rabbitmq (a private broker started fresh "
@@ -99,12 +104,58 @@ options() ->
      #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "with --node: its distribution cookie (default: ~/.erlang.cookie)"},
      #{name => duration, long => "duration", type => pos_number, metavar => "SECONDS", max => 3600,
-       help => "with --node: how long to watch it (default 10, --quick 5)"}].
+       max_why => "one hour",
+       help => "with --node: how long to watch it (default 10, --quick 5)"},
+     %% (the library's `{amqp, Opts}'; the command line's amqp after --)
+     #{name => load}].
 
-%% @doc The description from options already checked against
-%% {@link options/0}.
--spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {bad_option, atom(), term()}}.
+%% @doc Checks the options given (the schema's keys, as given) against
+%% the schema and the doctor's own rules: a running `node' is read as it
+%% is (nothing of the probe's applies), `duration' is how long it is
+%% watched, `vm' and `wrap' split into words, `schedulers' are counts. The command line's flags are checked
+%% here too (new/1).
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    Words = fun(K) ->
+                    case beamlab_runtime_peer:parse_words(unicode:characters_to_list(maps:get(K, Given, ""))) of
+                        {ok, _} -> ok;
+                        {error, _} -> {error, {rule, "~ts ~ts: an unterminated quote", [Opt(K), {value, maps:get(K, Given)}]}}
+                    end
+            end,
+    Probe = [K || K <- [vm, wrap, cgroup, remedy, schedulers, probe_ms, curve_reps, max_remedies, reps],
+                  maps:get(K, Given, undefined) =/= undefined, maps:get(K, Given) =/= []],
+    case {Words(vm), Words(wrap), maps:find(schedulers, Given)} of
+        _ when is_map_key(node, Given), Probe =/= [] ->
+            {error, {rule, "~ts reads a running node as it is: ~ts applies to the fresh VMs of the probe only",
+                     [Opt(node), Opt(hd(Probe))]}};
+        _ when is_map_key(duration, Given), not is_map_key(node, Given) ->
+            {error, {rule, "~ts is how long ~ts watches a node: give ~ts NAME@HOST too",
+                     [Opt(duration), Opt(node), Opt(node)]}};
+        {ok, ok, {ok, S}} ->
+            try counts(S) of
+                _ -> ok
+            catch throw:{?MODULE, _} ->
+                    {error, {rule, "~ts ~ts: give scheduler counts from 1 to 1024 separated by commas",
+                             [Opt(schedulers), {value, S}]}}
+            end;
+        {ok, ok, error} -> ok;
+        {ok, E, _} -> E;
+        {E, _, _} -> E
+    end.
+
+%% @doc The description from the options (checked first, check_options/1).
+-spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}
+                                                         | {bad_option, atom(), term()}}.
 new(Opts) ->
+    case check_options(maps:without([root], Opts)) of
+        ok -> build(Opts);
+        {error, R} -> {error, {option, R}}
+    end.
+
+build(Opts) ->
     Quick = maps:get(quick, Opts, false) =:= true,
     Get = fun(K, D) -> case maps:get(K, Opts, undefined) of undefined -> D; V -> V end end,
     try
@@ -449,6 +500,7 @@ verdict(#{benchmarks := Bs}) ->
 
 %% @doc Bad flags or a missing cgroup are the caller's mistakes.
 -spec error_class(error_reason()) -> usage | failure.
+error_class({option, _}) -> usage;
 error_class({bad_option, _, _}) -> usage;
 error_class({node_conflict, _}) -> usage;
 error_class({duration_without_node, _}) -> usage;
@@ -461,6 +513,8 @@ error_class({target_start, Class, _}) -> Class.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) ->
+    beamlab_schema:format_error(R);
 format_error({bad_option, vm, S}) ->
     io_lib:format("--vm ~ts: an unterminated quote", [S]);
 format_error({bad_option, wrap, S}) ->

@@ -76,17 +76,24 @@ bench(Dir, Opts) ->
 %% commit: `rounds' (12), `metric' (the gated metrics: time, reductions,
 %% memory; default [time]), `threshold' (a fraction, default 0.05),
 %% `alpha' (0.01), `duration', `samples', `warmup' per side and round
-%% (100 ms, 3, 1), `vm_args' (a string).
+%% (100 ms, 3, 1), `vm_args' (a string), `timeout' (ms: each build,
+%% validation and side's VM; default 600000).
 -spec check(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 check(Opts) when is_map(Opts) ->
-    Own = [root, bench, build, against, rounds, metric, threshold, alpha, duration, samples, warmup, vm_args],
+    Own = [K || #{name := K} <- beamlab_experiment_check:options()],
     known(Own, Opts, fun() -> check_experiment(Opts) end);
 check(Opts) ->
     {error, {bad_option, check, Opts}}.
 
 check_experiment(Opts) ->
-    What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
-    common(Opts, kind(check, What), #{}).
+    %% (the schema's check, the command line's: the same reasons)
+    case beamlab_experiment_check:check_options(maps:without(?COMMON, Opts)) of
+        ok ->
+            What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
+            common(Opts, kind(check, What), #{});
+        {error, R} ->
+            {error, {check, {option, R}}}
+    end.
 
 %% @doc `beamlab doctor': the options of its command as a map (`quick',
 %% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
@@ -98,19 +105,17 @@ check_experiment(Opts) ->
 %% load.
 -spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 doctor(Opts) when is_map(Opts) ->
-    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, max_remedies, curve_reps, remedy,
-           node, cookie, duration, target, load],
+    Own = [K || #{name := K} <- beamlab_experiment_doctor:options()],
     known(Own, Opts,
           fun() ->
-                  Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
-                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers;
-                                                  K =:= node; K =:= cookie -> text(V);
-                                      (duration, S) when is_number(S), S > 0 -> S;
-                                      (quick, B) when is_boolean(B) -> B;
-                                      (K, N) when (K =:= reps orelse K =:= probe_ms orelse K =:= max_remedies orelse K =:= curve_reps), is_integer(N), N >= 1 -> N;
-                                      (target, T) when T =:= rabbitmq; T =:= "rabbitmq"; T =:= <<"rabbitmq">> -> rabbitmq;
-                                      (K, V) -> throw({bad_option, K, V})
-                                  end, maps:with(Own -- [load], Opts)),
+                  %% (an atom is text too, "rabbitmq" a target; the kind
+                  %% checks the rest against its schema, as the command
+                  %% line's flags)
+                  Texts = maps:map(fun(target, T) when T =:= "rabbitmq"; T =:= <<"rabbitmq">> -> rabbitmq;
+                                      (target, T) -> T;
+                                      (_, V) when is_atom(V), not is_boolean(V) -> atom_to_list(V);
+                                      (_, V) -> V
+                                   end, maps:with(Own -- [load], Opts)),
                   Load = case maps:find(load, Opts) of
                              error -> #{};
                              {ok, {amqp, _} = L} ->
@@ -209,25 +214,31 @@ text(V) -> throw({bad_option, value, V}).
 %% configuration.
 -spec matrix(inner(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 matrix(Inner, Opts) when is_map(Opts) ->
-    Own = [vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp],
+    Own = [K || #{name := K} <- beamlab_experiment_matrix:options(), K =/= inner],
     known(Own, Opts,
           fun() ->
-                  case inner(Inner) of
-                      {ok, InnerExp} -> matrix_experiment(InnerExp, Opts);
-                      {error, _} = E -> E
+                  %% (the schema's check, the command line's: the same reasons)
+                  case beamlab_experiment_matrix:check_options(maps:without(?COMMON, Opts)) of
+                      ok ->
+                          case inner(Inner) of
+                              {ok, InnerExp} -> matrix_experiment(InnerExp, Opts);
+                              {error, _} = E -> E
+                          end;
+                      {error, R} ->
+                          {error, {matrix, {option, R}}}
                   end
           end);
 matrix(_Inner, Opts) ->
     {error, {bad_option, matrix, Opts}}.
 
 matrix_experiment(InnerExp, Opts) ->
+    %% (a range's mistake is said as the command line says it)
     Sweep = case maps:get(sweep, Opts, []) of
-                S when is_list(S) ->
-                    case io_lib:char_list(S) andalso S =/= [] of
-                        true -> ok_or_throw(sweep, beamlab_env_matrix:parse_range(S));
-                        false -> S
-                    end;
-                S -> throw({bad_option, sweep, S})
+                S when is_binary(S) -> range(unicode:characters_to_list(S));
+                S -> case io_lib:char_list(S) andalso S =/= [] of
+                         true -> range(S);
+                         false -> S
+                     end
             end,
     Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
     Baseline = case maps:get(baseline, Opts, undefined) of
@@ -240,11 +251,13 @@ matrix_experiment(InnerExp, Opts) ->
     common(Opts, maps:merge(kind(matrix, What), case Target of none -> #{}; _ -> #{target => Target} end),
            #{}).
 
-ok_or_throw(_Key, {ok, V}) -> V;
-ok_or_throw(Key, {error, R}) -> throw({bad_option, Key, R}).
+range(S) ->
+    case beamlab_env_matrix:parse_range(S) of
+        {ok, Ks} -> Ks;
+        {error, R} -> throw({kind, {matrix, R}})
+    end.
 
-target(none, []) -> none;
-target(none, Otp) -> throw({bad_option, otp, Otp});
+target(none, _) -> none;
 target(rabbitmq, Otp) -> #{kind => rabbitmq, otp => Otp};
 target(#{cmd := Cmd, node := Node} = T, Otp) ->
     #{kind => cmd, cmd => text(Cmd), node => text(Node), cookie => cookie(T), otp => Otp};

@@ -79,24 +79,20 @@ options() ->
 %% a node name, the `code_paths' are directories. The command line checks its flags here too.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
-    Schema = options(),
-    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, Schema), {opt, O} end,
-    case beamlab_schema:check(Schema, Given) of
-        ok ->
-            case Given of
-                #{preset := _, names := [_ | _] = Names} ->
-                    {error, {rule, "~ts runs the preset's rows: do not also name workloads (~ts)",
-                             [Opt(preset), {value, lists:flatten(lists:join(" ", Names))}]}};
-                #{node := Node} ->
-                    case remote_node(Node) of
-                        {ok, _} -> code_paths(Given, Opt);
-                        error -> {error, {rule, "~ts ~ts: expected NAME@HOST", [Opt(node), {value, Node}]}}
-                    end;
-                _ ->
-                    code_paths(Given, Opt)
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    case Given of
+        #{preset := _, names := [_ | _] = Names} ->
+            {error, {rule, "~ts runs the preset's rows: do not also name workloads (~ts)",
+                     [Opt(preset), {value, lists:flatten(lists:join(" ", Names))}]}};
+        #{node := Node} ->
+            case remote_node(Node) of
+                {ok, _} -> code_paths(Given, Opt);
+                error -> {error, {rule, "~ts ~ts: expected NAME@HOST", [Opt(node), {value, Node}]}}
             end;
-        {error, _} = E ->
-            E
+        _ ->
+            code_paths(Given, Opt)
     end.
 
 code_paths(Given, Opt) ->

@@ -30,7 +30,7 @@
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
--export([flags/1, from_flags/2]).
+-export([check/3, flags/1, from_flags/2]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -77,6 +77,17 @@ check(Schema, Given) when is_map(Given) ->
             first([fun() -> values(Schema, Given) end,
                    fun() -> conflicts(Schema, Given) end,
                    fun() -> requires(Schema, Given) end])
+    end.
+
+%% @doc Checks the options given as {@link check/2} does, then, when they
+%% pass, a kind's own rules: `Rules' gets how a rule's line names an
+%% option (`Opt(Name)', an `arg()') and returns the first rule broken.
+-spec check(schema(), #{atom() => term()}, fun((fun((atom()) -> arg())) -> ok | {error, error_reason()})) ->
+          ok | {error, error_reason()}.
+check(Schema, Given, Rules) ->
+    case check(Schema, Given) of
+        ok -> Rules(fun(Name) -> {ok, O} = find(Name, Schema), {opt, O} end);
+        {error, _} = E -> E
     end.
 
 %% @doc Checks one value against its option: its type and bounds.
@@ -157,7 +168,13 @@ in_key_units(V, _) -> V.
 in_flag_units(V, 1) -> V;
 in_flag_units(V, N) when is_integer(N), is_integer(V), V rem N =:= 0 -> V div N;
 in_flag_units(V, N) when is_integer(N), is_number(V) -> V / N;
-in_flag_units(V, {1, N}) when is_number(V) -> V * N;
+in_flag_units(V, {1, N}) when is_number(V) ->
+    %% (0.05 is 5 percent, not 5.000000000000001)
+    X = V * N,
+    case abs(X - round(X)) < 1.0e-9 * max(1, abs(X)) of
+        true -> round(X);
+        false -> X
+    end;
 in_flag_units(V, _) -> V.
 
 %% @doc One line for each error, naming options by their keys.

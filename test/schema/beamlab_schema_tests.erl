@@ -80,7 +80,7 @@ flags_are_the_schema_in_the_flags_units_test() ->
     [T, Th, Pa, P] = beamlab_schema:flags(flag_schema()),
     ?assertEqual(#{name => timeout, long => "timeout", type => pos_integer, default => 600,
                    max => 604800, max_why => "one week", metavar => "S", help => "seconds"}, T),
-    ?assertEqual(5.0, maps:get(default, Th)),
+    ?assertEqual(5, maps:get(default, Th)),   % (5 percent, not 5.000000000000001)
     ?assertEqual(#{name => paths, short => "pa", type => string, multi => true, default => [],
                    metavar => "DIR"}, Pa),
     ?assertEqual(string, maps:get(type, P)).
@@ -110,3 +110,15 @@ multi_values_test() ->
     ?assertEqual(ok, beamlab_schema:check(flag_schema(), #{params => #{ring => #{n => 1}}})),
     {error, R3} = beamlab_schema:check(flag_schema(), #{params => [x]}),
     ?assertEqual("invalid value '[x]' for params: expected a map", line(R3, key)).
+
+%% A kind's own rules run once the schema's check passed, naming options
+%% as the line's front end does.
+check_with_rules_test() ->
+    Rules = fun(Opt) -> {error, {rule, "~ts ~ts: too long", [Opt(timeout), {value, 5}]}} end,
+    {error, R} = beamlab_schema:check(flag_schema(), #{timeout => 5000}, Rules),
+    ?assertEqual("--timeout 5: too long", line(R, flag)),
+    ?assertEqual("timeout 5: too long", line(R, key)),
+    %% the schema's refusal first: the rules are not asked
+    {error, R2} = beamlab_schema:check(flag_schema(), #{timeout => 0}, Rules),
+    ?assertMatch({invalid, _, 0, _}, R2),
+    ?assertEqual(ok, beamlab_schema:check(flag_schema(), #{}, fun(_) -> ok end)).

@@ -12,11 +12,12 @@
 summary() ->
     "diagnose why this machine runs the BEAM slower and measure the remedies (vm.args flags)".
 
-%% @doc Options of `beamlab doctor': the kind's own, then the common ones.
+%% @doc Options of `beamlab doctor': the kind's own
+%% (beamlab_experiment_doctor:options/0, where their types, bounds and
+%% help are declared), then the command line's own and the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [O#{hidden => lists:member(maps:get(name, O), [probe_ms, schedulers, max_remedies, curve_reps])}
-     || O <- beamlab_experiment_doctor:options()]
+    beamlab_schema:flags(beamlab_experiment_doctor:options())
         ++ [#{name => compare, long => "compare", type => boolean, default => false,
               help => "compare two saved doctor documents (A.json B.json): the facts that differ, "
                       "where the curves part, which finding explains it"}]
@@ -123,6 +124,7 @@ experiment(Parsed) ->
     Opts = maps:from_list([{N, V} || N <- Names, V <- [beamlab_cli_args:get(N, Parsed)], V =/= undefined]),
     D = case beamlab_experiment_doctor:new(Opts) of
             {ok, D0} -> D0;
+            {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
             {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
         end,
     Target = case {maps:get(target, D), maps:get(rest, Parsed, [])} of

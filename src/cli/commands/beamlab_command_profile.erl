@@ -59,6 +59,10 @@ options() ->
      #{name => calls, long => "calls", type => {enum, [time, none]}, default => time, metavar => "time|none",
        help => "--process: count calls and own time per function (call_time; slows call-heavy code) "
                "or none (stack samples only, nearly free)"},
+     #{name => patterns, long => "patterns", type => {enum, [all, own]}, default => all, metavar => "all|own",
+       help => "--process: call_time on every function (default) or on the processes' own modules only "
+               "(the modules on their stacks and of their initial calls: calls into lists, ets, ... "
+               "are not timed, and cost nothing)"},
      #{name => max_rate, long => "max-rate", type => pos_integer, metavar => "N",
        help => "--process: stop after N trace messages in one second (default 20000)"},
      #{name => max_total, long => "max-total", type => pos_integer, metavar => "N",
@@ -134,7 +138,7 @@ capture_experiment(Procs, Parsed) ->
      || {K, L} <- [{freq, "freq"}, {mode, "mode"}, {call_graph, "call-graph"}, {callers, "callers"}],
         lists:member(K, Given)],
     Opts0 = #{node => Get(node), cookie => Get(cookie), process => Procs,
-              stacks => Get(stacks), calls => Get(calls)},
+              stacks => Get(stacks), calls => Get(calls), patterns => Get(patterns)},
     Opts = maps:merge(Opts0, maps:from_list([{K, V} || K <- [max_rate, max_total, label],
                                                        V <- [Get(K)], V =/= undefined])),
     Opts1 = case Get(duration) of

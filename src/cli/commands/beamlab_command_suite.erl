@@ -67,16 +67,13 @@ experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Names = maps:get(args, Parsed),
     Schema = beamlab_experiment_suite:options(),
-    Flags = beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed), maps:get(opts, Parsed))),
+    Flags = beamlab_cli_experiment:given(Parsed, Schema),
     Params = overrides(Parsed),
     Given = case maps:is_key(params, Flags) of
                 true -> Flags#{params => Params};
                 false -> Flags
             end,
-    case beamlab_experiment_suite:check_options(Given#{names => Names}) of
-        ok -> ok;
-        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)])
-    end,
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_suite:check_options(Given#{names => Names})),
     Select = case Get(preset) of
                  undefined ->
                      {workloads, Names};
