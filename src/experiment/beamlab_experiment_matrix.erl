@@ -64,7 +64,8 @@ options() ->
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
        max => 10000, max_why => "ten thousand fresh VMs per configuration",
        help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
-     #{name => target, long => "target", type => {one_of, [{enum, [rabbitmq]}, map]},
+     %% (the library's target command, a map, is checked by rules/2)
+     #{name => target, long => "target", type => term,
        cli_type => {enum, [rabbitmq]}, metavar => "KIND",
        help => "start the system under test per configuration instead of a beamlab VM: "
                "rabbitmq (a private broker; the inner command is amqp)"},
@@ -82,6 +83,24 @@ check_options(Given) ->
     beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
 
 rules(Given, Opt) ->
+    case range(maps:get(sweep, Given, [])) of
+        ok -> target_rules(Given, Opt);
+        {error, S} -> {error, {rule, "~ts: bad scheduler range '~ts' (use 1..4, 1,2,4 or 1..max)",
+                               [Opt(sweep), {value, S}]}}
+    end.
+
+%% A range as text is one the command line's `--sweep-schedulers' takes.
+range(S) when is_binary(S) ->
+    range(unicode:characters_to_list(S));
+range([C | _] = S) when is_integer(C) ->
+    case beamlab_env_matrix:parse_range(S) of
+        {ok, _} -> ok;
+        {error, _} -> {error, S}
+    end;
+range(_) ->
+    ok.
+
+target_rules(Given, Opt) ->
     case {maps:get(target, Given, none), maps:get(otp, Given, [])} of
         {none, [_ | _]} ->
             {error, {rule, "~ts needs ~ts or a target command (use ~ts for beamlab VMs)",
@@ -93,8 +112,11 @@ rules(Given, Opt) ->
             end;
         {T, _} when is_map(T) ->
             {error, {rule, "~ts: a target command is #{cmd => Cmd, node => Node} (and a cookie)", [Opt(target)]}};
-        _ ->
-            ok
+        {T, _} when T =:= none; T =:= rabbitmq ->
+            ok;
+        {T, _} ->
+            {opt, O} = Opt(target),
+            {error, {invalid, O, T, {type, {enum, [rabbitmq]}}}}
     end.
 
 is_node_name(Node) when is_atom(Node) ->

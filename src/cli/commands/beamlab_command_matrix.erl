@@ -133,6 +133,11 @@ experiment(Parsed) ->
 
 plain(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    %% (a range's mistake first, as the library says it; the rest once
+    %% the target is known: check_options/2)
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(
+                                          maps:with([sweep], beamlab_cli_experiment:given(
+                                                               Parsed, beamlab_experiment_matrix:options())))),
     Grid = case Get(file) of
                undefined -> #{};
                File -> ok_or_usage(beamlab_env_matrix:read_grid(File))
