@@ -128,15 +128,11 @@ kinds() ->
 %% with another reason. Remove a kind from here when its API checks the
 %% schema.
 pending() ->
-    %% matrix: `--target rabbitmq' over an inner command other than amqp
-    %% is a usage line on the command line (the command checks the inner
-    %% command) but accepted by the library's map check (its inner
-    %% experiment is not among the schema's options)
     %% doctor: `--target rabbitmq' without a load is a usage line on the
     %% command line but `{doctor, target_needs_load}' from the library's
     %% check (not `{doctor, {option, _}}'); the load is the command after
     %% `--', no flag of the schema
-    [matrix, doctor].
+    [doctor].
 
 %% Maps both front ends can say: a squeeze's bounds only with a squeeze
 %% (the library's map cannot give them alone).

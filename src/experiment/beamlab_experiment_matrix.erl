@@ -71,10 +71,11 @@ options() ->
                "rabbitmq (a private broker; the inner command is amqp)"},
      #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
        help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
-     #{name => inner}].
+     %% (the inner experiment's kind, when the options are checked)
+     #{name => inner, type => term}].
 
 %% @doc Checks the options given (the schema's keys; `target' as the
-%% library gives it) against the schema and the matrix's own rules: other
+%% library gives it; `inner' the inner experiment's kind) against the schema and the matrix's own rules: other
 %% OTP installations are a target's (beamlab's VMs take `erl'), a target
 %% command starts a named node. The command line checks its flags here
 %% too.
@@ -83,9 +84,13 @@ check_options(Given) ->
     beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
 
 rules(Given, Opt) ->
-    case range(maps:get(sweep, Given, [])) of
-        ok -> target_rules(Given, Opt);
-        {error, S} -> {error, {rule, "~ts: bad scheduler range '~ts' (use 1..4, 1,2,4 or 1..max)",
+    %% (a target's value first: the command line reads it as it parses)
+    case {maps:get(target, Given, none), range(maps:get(sweep, Given, []))} of
+        {T, _} when T =/= none, T =/= rabbitmq, not is_map(T) ->
+            {opt, O} = Opt(target),
+            {error, {invalid, O, T, {type, {enum, [rabbitmq]}}}};
+        {_, ok} -> target_rules(Given, Opt);
+        {_, {error, S}} -> {error, {rule, "~ts: bad scheduler range '~ts' (use 1..4, 1,2,4 or 1..max)",
                                [Opt(sweep), {value, S}]}}
     end.
 
@@ -101,22 +106,23 @@ range(_) ->
     ok.
 
 target_rules(Given, Opt) ->
-    case {maps:get(target, Given, none), maps:get(otp, Given, [])} of
-        {none, [_ | _]} ->
+    %% (an inner experiment not told: its kind is checked as it is built)
+    case {maps:get(target, Given, none), maps:get(otp, Given, []), maps:get(inner, Given, amqp)} of
+        {rabbitmq, _, Inner} when Inner =/= amqp ->
+            {error, {rule, "~ts rabbitmq runs an amqp load: give an amqp inner experiment ('-- amqp ...', "
+                           "{amqp, Opts})", [Opt(target)]}};
+        {none, [_ | _], _} ->
             {error, {rule, "~ts needs ~ts or a target command (use ~ts for beamlab VMs)",
                      [Opt(otp), Opt(target), Opt(erl)]}};
-        {#{cmd := _, node := Node}, _} ->
+        {#{cmd := _, node := Node}, _, _} ->
             case is_node_name(Node) of
                 true -> ok;
                 false -> {error, {rule, "~ts: '~ts' is not a node name (name@host)", [Opt(target), {value, Node}]}}
             end;
-        {T, _} when is_map(T) ->
+        {T, _, _} when is_map(T) ->
             {error, {rule, "~ts: a target command is #{cmd => Cmd, node => Node} (and a cookie)", [Opt(target)]}};
-        {T, _} when T =:= none; T =:= rabbitmq ->
-            ok;
-        {T, _} ->
-            {opt, O} = Opt(target),
-            {error, {invalid, O, T, {type, {enum, [rabbitmq]}}}}
+        _ ->
+            ok
     end.
 
 is_node_name(Node) when is_atom(Node) ->

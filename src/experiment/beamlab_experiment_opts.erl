@@ -218,14 +218,15 @@ matrix(Inner, Opts) when is_map(Opts) ->
     known(Own, Opts,
           fun() ->
                   %% (the schema's check, the command line's: the same reasons)
-                  case beamlab_experiment_matrix:check_options(maps:without(?COMMON, Opts)) of
-                      ok ->
-                          case inner(Inner) of
-                              {ok, InnerExp} -> matrix_experiment(InnerExp, Opts);
-                              {error, _} = E -> E
+                  case inner(Inner) of
+                      {ok, InnerExp} ->
+                          Given = (maps:without(?COMMON, Opts))#{inner => beamlab_experiment:kind(InnerExp)},
+                          case beamlab_experiment_matrix:check_options(Given) of
+                              ok -> matrix_experiment(InnerExp, Opts);
+                              {error, R} -> {error, {matrix, {option, R}}}
                           end;
-                      {error, R} ->
-                          {error, {matrix, {option, R}}}
+                      {error, _} = E ->
+                          E
                   end
           end);
 matrix(_Inner, Opts) ->

@@ -170,8 +170,11 @@ plain(Parsed) ->
         ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Target0 = target(Parsed, Command),
-    check_options(Parsed, Target0),
+    Target0 = target(Parsed),
+    check_options(Parsed, Target0, case Command of
+                                       ["amqp" | _] -> amqp;
+                                       _ -> other
+                                   end),
     Target = load_and_profile(Target0, Parsed),
     Configs = case beamlab_experiment_matrix:configs(Dims, Target) of
                   {ok, Cs} -> Cs;
@@ -246,27 +249,25 @@ default_otp() ->
 %% The kind's options given, checked as the library checks them
 %% (beamlab_experiment_matrix:check_options/1), naming the flags; a
 %% target command as the library states it.
-check_options(Parsed, Target) ->
+check_options(Parsed, Target, InnerKind) ->
     Flags = beamlab_cli_experiment:given(Parsed, beamlab_experiment_matrix:options()),
     Given = case Target of
                 none -> Flags;
                 #{kind := rabbitmq} -> Flags#{target => rabbitmq};
                 #{kind := cmd} -> Flags#{target => maps:with([cmd, node], Target)}
             end,
-    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Given)).
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Given#{inner => InnerKind})).
 
 %% The target the options ask for (`none' without one).
-target(Parsed, Command) ->
+target(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Otp = list(Get(otp)),
     case {Get(target), Get(target_cmd), Get(target_node)} of
         {undefined, undefined, undefined} ->
             none;
         {rabbitmq, undefined, undefined} ->
-            case Command of
-                ["amqp" | _] -> #{kind => rabbitmq, otp => Otp};
-                _ -> beamlab_cli_error:usage("--target rabbitmq runs an amqp load: give '-- amqp ...'", [])
-            end;
+            %% (its load is amqp: check_options/3)
+            #{kind => rabbitmq, otp => Otp};
         {undefined, Cmd, Node} when Cmd =/= undefined, Node =/= undefined ->
             case string:split(Node, "@") of
                 [[_ | _], [_ | _]] -> ok;
