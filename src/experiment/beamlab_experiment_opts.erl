@@ -219,8 +219,8 @@ matrix(Inner, Opts) when is_map(Opts) ->
           fun() ->
                   %% (the schema's check, the command line's: the same reasons)
                   case inner(Inner) of
-                      {ok, InnerExp} ->
-                          Given = (maps:without(?COMMON, Opts))#{inner => beamlab_experiment:kind(InnerExp)},
+                      {ok, #{run := {InnerKind, _}} = InnerExp} ->
+                          Given = (maps:without(?COMMON, Opts))#{inner => InnerKind},
                           case beamlab_experiment_matrix:check_options(Given) of
                               ok -> matrix_experiment(InnerExp, Opts);
                               {error, R} -> {error, {matrix, {option, R}}}
