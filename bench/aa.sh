@@ -144,6 +144,8 @@ iteration_history() {
         else
             verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
         fi
+        # with KEEP, the runs stay (the verdicts can be recomputed later)
+        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history-$z-$DONE" && cp "$DIR"/h/*.json "$V/runs/history-$z-$DONE/"; }
     done
 }
 

@@ -82,7 +82,10 @@ schema() ->
      #{name => vm_args, long => "vm-args", type => string, requires => [isolated],
        requires_format => "~ts applies to the fresh VMs of ~ts; add it"},
      #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, requires => [isolated],
-       requires_format => "~ts applies to the fresh VMs of ~ts; add it"}].
+       requires_format => "~ts applies to the fresh VMs of ~ts; add it"},
+     #{name => metric, long => "metric", type => {enum, [time, cpu]},
+       conflicts => [{squeeze, "~ts measures per iteration; ~ts (concurrency estimation) "
+                               "measures throughput: use one"}]}].
 
 %% @doc Checks the options given (the engine's keys; `squeeze' true, and
 %% its bounds `min', `max', `step', `threshold' beside it) against the

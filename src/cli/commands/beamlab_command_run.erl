@@ -91,6 +91,10 @@ options() ->
      #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
        help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
                "proven from what each VM reports"},
+     #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => maps:get(metric, D),
+       metavar => "time|cpu",
+       help => "what a sample measures: wall-clock time (default) or cpu, the CPU time per iteration "
+               "of the measuring VM's scheduler threads (Linux), which the machine's load does not inflate"},
      #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
        metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
      #{name => bench, long => "bench", type => string, metavar => "DIR",
@@ -253,7 +257,7 @@ run_opts(Parsed, NJobs) ->
              warmup => Get(warmup), loop => Loop,
              rel_ci => RelCi, cv => Get(cv),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
-             flavor => Get(flavor),
+             flavor => Get(flavor), metric => Get(metric),
              code_paths => beamlab_cli_args:get(pa, Parsed, [])},
     Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
                                      {max_time, case Get(max_time) of
