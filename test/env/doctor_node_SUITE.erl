@@ -189,8 +189,8 @@ watching(Peer, Node) ->
     beamlab_test_util:wait_until(fun() -> swt_on(Peer) end, 30000, scheduler_wall_time_on),
     H.
 
-%% No such node, a wrong cookie, not a node name, --node with --compare
-%% or with the probe's options, --duration alone: one line each, exit 2
+%% No such node, a wrong cookie, not a node name, --node with --compare,
+%% --target or the probe's options, --duration alone: one line each, exit 2
 %% for a usage error, 1 for a node that is not there or refuses.
 bad_input(_Config) ->
     {Peer, Node} = peer(doctor_node_bad, [], "ok."),
@@ -200,6 +200,7 @@ bad_input(_Config) ->
                  {2, ["doctor", "--node", "nonsense", "--duration", "1"], <<"not a node name">>},
                  {2, ["doctor", "--compare", "--node", Node, "a.json", "b.json"], <<"--node does not apply">>},
                  {2, ["doctor", "--node", Node, "--vm", "+S 1:1"], <<"--vm applies to the fresh VMs">>},
+                 {2, ["doctor", "--node", Node, "--target", "rabbitmq"], <<"give one of them">>},
                  {2, ["doctor", "--duration", "3"], <<"give --node">>}],
         [begin
              R = beamlab_test_util:cli(Args),
