@@ -51,6 +51,9 @@ run(Exp0, Opts) ->
 %% @doc Ends the command with the layer's error: a usage error (exit 2)
 %% for the caller's mistakes, else a failure (exit 1).
 -spec raise(beamlab_experiment:error_reason()) -> no_return().
+raise({_Kind, {option, R}}) ->
+    %% a kind's refusal of an option, naming the flag
+    beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
 raise(Reason) ->
     Line = beamlab_experiment:format_error(Reason),
     case beamlab_experiment:error_class(Reason) of

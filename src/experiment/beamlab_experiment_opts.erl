@@ -50,7 +50,7 @@ benchmark(Codes, Opts) ->
     {error, {bad_option, benchmark, {Codes, Opts}}}.
 
 benchmark_experiment(Codes, Opts) ->
-    What = beamlab_experiment_bench:new(maps:without(?COMMON ++ ?AFTER, Opts#{codes => Codes})),
+    What = beamlab_experiment_bench:new(maps:without(?COMMON, Opts#{codes => Codes})),
     common(Opts, kind(bench, What), maps:with(?AFTER, Opts)).
 
 %% @doc A benchmark of a project's bench modules in `Dir' (sources
@@ -64,7 +64,7 @@ bench(Dir, Opts) when is_map(Opts) ->
     Own = maps:keys(beamlab_engine:default_run_opts()) ++ ?AFTER ++ [squeeze, include, root],
     known(Own, Opts,
           fun() ->
-                  What = beamlab_experiment_bench:new(maps:without(?COMMON ++ ?AFTER, Opts#{dir => Dir})),
+                  What = beamlab_experiment_bench:new(maps:without(?COMMON, Opts#{dir => Dir})),
                   common(Opts, kind(bench, What), maps:with(?AFTER, Opts))
           end);
 bench(Dir, Opts) ->
@@ -273,16 +273,20 @@ inner(Other) -> {error, {bad_option, inner, Other}}.
 
 %% @doc Watching a running node: `duration' (ms; default: until
 %% interrupted or the node goes down), `interval' (ms), `top', `msacc',
-%% `cookie'; `verbose' prints one line per interval on stderr.
+%% `capture', `long_gc' and `long_schedule' (ms) or `no_system_monitor',
+%% `cookie' (`beamlab_experiment_watch:options/0'); `verbose' prints one
+%% line per interval on stderr.
 -spec watch(node() | string(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 watch(Node, Opts) when is_map(Opts) ->
-    Own = [duration, interval, top, msacc, cookie],
+    Own = [K || #{name := K} <- beamlab_experiment_watch:options(), K =/= node],
     known(Own, Opts,
           fun() ->
-                  What = beamlab_experiment_watch:new((maps:with([duration, interval, top, msacc], Opts))#{
-                                                        node => text(Node), cookie => cookie(Opts)}),
+                  What = beamlab_experiment_watch:new((maps:with(Own, Opts))#{node => text(Node),
+                                                                              cookie => cookie(Opts)}),
                   common(maps:remove(telemetry, Opts), kind(watch, What), #{})
-          end).
+          end);
+watch(Node, Opts) ->
+    {error, {bad_option, watch, {Node, Opts}}}.
 
 %% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
 %% options (`beamlab_amqp_config:defaults/0': `uri', `producers',
@@ -323,26 +327,29 @@ amqp_experiment(Opts) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 profile({node, Node}, #{process := Procs} = Opts) ->
     %% A call capture of processes on the node (beamlab_experiment_capture).
-    Own = [process, duration, stacks, calls, max_rate, max_total, label, cookie],
+    Own = [K || #{name := K} <- beamlab_experiment_capture:options(), K =/= node],
     known(Own, Opts, fun() ->
                              Ps = case Procs of
                                       [_ | _] -> [text(P) || P <- Procs];
                                       _ -> throw({bad_option, process, Procs})
                                   end,
-                             C0 = maps:with([duration, stacks, calls, max_rate, max_total, label], Opts),
+                             C0 = maps:with(Own, Opts),
                              New = beamlab_experiment_capture:new(C0#{node => text(Node), cookie => cookie(Opts),
                                                                       process => Ps}),
                              What = case New of
-                                        {ok, W} -> {ok, W};
-                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}}
+                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}};
+                                        Other -> Other
                                     end,
                              common(Opts, kind(capture, What), #{})
                      end);
 profile(Subject, Opts) when is_map(Opts) ->
-    Own = [frequency, call_graph, mode, duration, label, cookie],
-    known(Own, Opts, fun() -> profile_experiment(Subject, Opts) end).
+    %% (the subject is the first argument: not `pid' or `node')
+    Own = [K || #{name := K} <- beamlab_experiment_profile:options(), not lists:member(K, [subject, pid, node])],
+    known(Own, Opts, fun() -> profile_experiment(Subject, Opts, Own) end);
+profile(Subject, Opts) ->
+    {error, {bad_option, profile, {Subject, Opts}}}.
 
-profile_experiment(Subject, Opts) ->
+profile_experiment(Subject, Opts, Own) ->
     S = case Subject of
             {pid, Pid} when is_integer(Pid), Pid > 0 -> {ok, {pid, Pid}};
             {node, Node} -> {ok, {node, text(Node), cookie(Opts)}};
@@ -353,8 +360,7 @@ profile_experiment(Subject, Opts) ->
         end,
     case S of
         {ok, Subj} ->
-            What = beamlab_experiment_profile:new((maps:with([frequency, call_graph, mode, duration, label],
-                                                             Opts))#{subject => Subj}),
+            What = beamlab_experiment_profile:new((maps:with(Own, Opts))#{subject => Subj}),
             common(Opts, kind(profile, What), #{});
         {error, _} = E2 -> E2
     end.
@@ -392,6 +398,11 @@ cookie(Opts) ->
 
 %% The composition every kind shares.
 common(Opts, Exp, After) ->
+    %% (a shared option of the wrong shape is a bad option, as a kind's)
+    _ = [throw({bad_option, K, V}) || K <- [verbose, telemetry, env], {ok, V} <- [maps:find(K, Opts)],
+                                      not is_boolean(V)],
+    _ = [throw({bad_option, sink, V}) || {ok, V} <- [maps:find(sink, Opts)], not is_function(V, 1)],
+    _ = [throw({bad_option, command, V}) || {ok, V} <- [maps:find(command, Opts)], not is_list(V)],
     Telemetry = case {maps:get(verbose, Opts, false), maps:get(telemetry, Opts, false)} of
                     {true, _} -> live;
                     {false, true} -> record;

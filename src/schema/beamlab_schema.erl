@@ -193,6 +193,19 @@ format_error({invalid, #{scale := S} = Opt, Value, Why}, flag) when S =/= 1 ->
                 _ -> Why
             end,
     format_error({invalid, maps:remove(scale, Opt), in_flag_units(Value, S), Bound}, flag);
+format_error({invalid, Opt, Value, {type, fraction}}, Names) when is_number(Value), Value >= 1 ->
+    %% (a percentage written without its sign; the command line reads
+    %% `5%' as 0.05)
+    Text = value_text(Value),
+    io_lib:format("invalid value '~ts' for ~ts: a fraction is below 1 (0.05 means 5%)~ts",
+                  [Text, shown(Opt, Names), case Names of
+                                                flag -> io_lib:format("; for ~ts percent write ~ts%", [Text, Text]);
+                                                key -> ""
+                                            end]);
+format_error({invalid, Opt, Value, {type, fraction}}, flag) ->
+    %% (the command line's fraction is also a percentage)
+    io_lib:format("invalid value '~ts' for ~ts: expected a fraction below 1 or a percentage with %, "
+                  "e.g. 0.05 or 5%", [value_text(Value), shown(Opt, flag)]);
 format_error({invalid, Opt, Value, {type, Type}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [value_text(Value), shown(Opt, Names), type_text(Type)]);
 format_error({invalid, Opt, Value, {min, Min, Why}}, Names) ->
