@@ -5,15 +5,21 @@
 %%% /opt/beamlab-otp/27 when installed, for tprof; else `erl') runs three
 %%% victims (bench/capture_bench_victim.erl, loaded by this script): a
 %%% tight loop (`hot', 1000 calls of spin/2 an iteration), a deep chain
-%%% (`deep': d1 > ... > d6 > leaf_loop(2000)) and a server-like process
-%%% whose work is in BIFs (`busy'). For each victim, rounds rotate the
-%%% ways: untraced, `--calls none' (stack samples only), `--calls time'
-%%% (call_time counters + stack samples) and, on OTP 27, tprof on the
-%%% node; each way's throughput (iterations/s, read from the victim's
-%%% counter over 1.5 s while the capture runs) is printed as a median and
-%%% as a ratio to untraced. Then, for `hot' and `deep', the top function's
-%%% share of own time and the calls ratio leaf_loop/d1 from beamlab's
-%%% table against tprof's.
+%%% (`deep': d1 > ... > d6 > leaf_loop(2000)) and a gen_server a client
+%%% calls in a loop, each request a few microseconds of ordinary work
+%%% (`busy'). For each victim, rounds rotate the ways: untraced, `--calls
+%%% none' (stack samples only), `--calls time' (call_time counters on every
+%%% function + stack samples), `--calls time --patterns own' (counters on
+%%% the process's own modules only) and, on OTP 27, tprof on the node
+%%% (eprof on older releases); each way's throughput (iterations/s, read
+%%% from the victim's counter over 1.5 s while the capture runs) is
+%%% printed as a median and as a ratio to untraced, with the node's memory
+%%% growth while captured. Then, for `hot' and `deep', per function of
+%%% the in-node anchor's table: beamlab's share of calls and of own time
+%%% against the anchor's, as ratios; and the hot path of beamlab's flame
+%%% graph (the heaviest child from the root, over the stack samples)
+%%% against fprof's (the callee with the most accumulated time, from the
+%%% analysis of fprof run on the node).
 %%%
 %%% Run from the repository root after `make':
 %%%   escript bench/capture_overhead.escript [ROUNDS]
@@ -46,14 +52,20 @@ main(Args) ->
     {module, Mod} = erpc:call(Node, code, load_binary, [Mod, Src, Bin]),
     ok = erpc:call(Node, capture_bench_victim, start, []),
     Tprof = Otp >= "27",
+    code:add_pathz(filename:join(Root, "_build/default/lib/beamlab/ebin")),
     io:format("node ~s on OTP ~s (~s); ~b rounds, ways in rotating order, ~b ms windows~n"
               "load average before: ~ts~n~n", [Node, Otp, Erl, Rounds, ?WINDOW, loadavg()]),
-    Ways = [untraced, none, time] ++ [tprof || Tprof],
-    io:format("~-8s ~12s ~12s ~12s ~12s ~9s ~9s ~9s~n",
-              ["victim", "untraced", "calls none", "calls time", "tprof", "none/un", "time/un", "tprof/un"]),
+    Anchor = case Tprof of true -> tprof; false -> eprof end,
+    Ways = [untraced, none, time, own, Anchor],
+    io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s  ~s~n",
+              ["victim", "untraced", "calls none", "calls time", "time own", Anchor, "none/un", "time/un",
+               "own/un", io_lib:format("~s/un", [Anchor]), "node memory growth (MiB: none, time, own)"]),
     Tables = [victim(Beamlab, Node, Cookie, V, Ways, Rounds) || V <- [bench_hot, bench_deep, bench_busy]],
-    io:format("~ncall tables (last round), beamlab --calls time against tprof on the node:~n"),
-    [compare(V, T) || {V, T} <- Tables, V =/= bench_busy],
+    io:format("~ncall tables (last round), beamlab --calls time against ~s on the node, per function "
+              "(share of calls, share of own time; ratio beamlab/~s):~n", [Anchor, Anchor]),
+    [compare(V, T, Anchor) || {V, T} <- Tables, V =/= bench_busy],
+    io:format("~nhot paths: beamlab's flame graph (stack samples) against fprof on the node:~n"),
+    [hot_path(Beamlab, Node, Cookie, V) || V <- [bench_hot, bench_deep, bench_busy]],
     io:format("~nload average after: ~ts~n", [loadavg()]),
     catch erpc:call(Node, init, stop, []),
     receive {Port, {exit_status, _}} -> ok after 10000 -> ok end.
@@ -74,18 +86,25 @@ victim(Beamlab, Node, Cookie, V, Ways, Rounds) ->
             fun(R, Acc) ->
                     Order = rotate(Ways, R),
                     lists:foldl(fun(W, A) ->
-                                        {Rate, Table} = way(Beamlab, Node, Cookie, V, W),
-                                        A#{W => [Rate | maps:get(W, A, [])], {table, W} => Table}
+                                        {Rate, Table, Mem} = way(Beamlab, Node, Cookie, V, W),
+                                        A#{W => [Rate | maps:get(W, A, [])], {table, W} => Table,
+                                           {mem, W} => [Mem | maps:get({mem, W}, A, [])]}
                                 end, Acc, Order)
             end, #{}, lists:seq(0, Rounds - 1)),
     Med = fun(W) -> case maps:get(W, Res, []) of [] -> undefined; L -> median(L) end end,
     U = Med(untraced),
     Ratio = fun(W) -> case Med(W) of undefined -> "-"; X -> io_lib:format("~.3f", [X / U]) end end,
     Fmt = fun(undefined) -> "-"; (X) -> io_lib:format("~.1f", [X]) end,
-    io:format("~-8s ~12s ~12s ~12s ~12s ~9s ~9s ~9s~n",
-              [atom_to_list(V) -- "bench_", Fmt(U), Fmt(Med(none)), Fmt(Med(time)), Fmt(Med(tprof)),
-               Ratio(none), Ratio(time), Ratio(tprof)]),
-    {V, #{time => maps:get({table, time}, Res, []), tprof => maps:get({table, tprof}, Res, [])}}.
+    [_, _, _, _, Anchor] = Ways,
+    MemMed = fun(W) -> case [M || M <- maps:get({mem, W}, Res, []), is_number(M)] of
+                           [] -> "-";
+                           Ms -> io_lib:format("~.1f", [median(Ms) / 1048576])
+                       end
+             end,
+    io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s  ~s, ~s, ~s~n",
+              [atom_to_list(V) -- "bench_", Fmt(U), Fmt(Med(none)), Fmt(Med(time)), Fmt(Med(own)), Fmt(Med(Anchor)),
+               Ratio(none), Ratio(time), Ratio(own), Ratio(Anchor), MemMed(none), MemMed(time), MemMed(own)]),
+    {V, #{time => maps:get({table, time}, Res, []), anchor => maps:get({table, Anchor}, Res, [])}}.
 
 rotate(L, 0) -> L;
 rotate([H | T], N) -> rotate(T ++ [H], N - 1).
@@ -110,11 +129,23 @@ rate(Node, V) ->
     (B - A) * 1000 / (erlang:monotonic_time(millisecond) - T0).
 
 way(_Beamlab, Node, _Cookie, V, untraced) ->
-    {rate(Node, V), []};
-way(_Beamlab, Node, _Cookie, V, tprof) ->
-    {Rate, Total, Lines} = erpc:call(Node, capture_bench_victim, tprof_run, [V, ?WINDOW], 60000),
-    {Rate, [{F, C, T / max(1, Total)} || {F, C, T} <- Lines]};
-way(Beamlab, Node, Cookie, V, Calls) ->
+    {rate(Node, V), [], none};
+way(_Beamlab, Node, _Cookie, V, Anchor) when Anchor =:= tprof; Anchor =:= eprof ->
+    {Rate, Total, Lines} = erpc:call(Node, capture_bench_victim, Anchor, [V, ?WINDOW], 60000),
+    {Rate, [{F, C, T / max(1, Total)} || {F, C, T} <- Lines], none};
+way(Beamlab, Node, Cookie, V, Way) ->
+    {ok, #{<<"extra">> := #{<<"capture">> := Cap}}, Rate} = capture(Beamlab, Node, Cookie, V, Way, true),
+    Table = [{F, C, S} || #{<<"function">> := F, <<"calls">> := C, <<"own_share">> := S} <- maps:get(<<"calls">>, Cap)],
+    Mem = case maps:get(<<"cost">>, Cap) of
+              #{<<"node_memory_before">> := A, <<"node_memory_after">> := B} when is_integer(A), is_integer(B) -> B - A;
+              _ -> none
+          end,
+    {Rate, Table, Mem}.
+
+%% One `beamlab profile --node --process' run, its document and (when
+%% `Measure') the victim's throughput while it captured.
+capture(Beamlab, Node, Cookie, V, Way, Measure) ->
+    Calls = case Way of own -> "time --patterns own"; _ -> atom_to_list(Way) end,
     Out = filename:join("/tmp", "capbench-" ++ os:getpid() ++ ".json"),
     _ = file:delete(Out),
     %% (setsid: the launcher signals its process group when it ends)
@@ -123,16 +154,15 @@ way(Beamlab, Node, Cookie, V, Calls) ->
                                       [Beamlab, Node, Cookie, V, Calls, Out])),
     Self = self(),
     spawn_link(fun() -> _ = os:cmd(Cmd), Self ! cli_done end),
-    ok = wait_capturing(Node, 200),
-    Rate = rate(Node, V),
+    Rate = case Measure of
+               true -> ok = wait_capturing(Node, 200), rate(Node, V);
+               false -> none
+           end,
     receive cli_done -> ok after 60000 -> error(cli_timeout) end,
     {ok, J} = file:read_file(Out),
     ok = file:delete(Out),
-    Table = case re:run(J, "\"calls\":\\[(.*?)\\],\"calls_mode\"", [{capture, all_but_first, binary}]) of
-                {match, [Calls0]} -> parse_calls(Calls0);
-                nomatch -> []
-            end,
-    {Rate, Table}.
+    {ok, Doc} = beamlab_json:decode(J),
+    {ok, Doc, Rate}.
 
 %% The capture's tracer is on the node (an erl_eval process): the
 %% capture runs.
@@ -145,30 +175,62 @@ wait_capturing(Node, N) ->
         _ -> timer:sleep(300), ok   % past the untraced window it measures first
     end.
 
-%% Function, calls and own share of each row of the document's table.
-parse_calls(Text) ->
-    Rows = re:run(Text, "\\{\"calls\":([0-9]+),\"function\":\"([^\"]+)\",[^}]*\"own_share\":([-0-9.e]+)",
-                  [global, {capture, all_but_first, binary}]),
-    case Rows of
-        {match, L} -> [{F, binary_to_integer(C), binary_to_number(S)} || [C, F, S] <- L];
-        nomatch -> []
+%% Per function of the anchor's table (its top 6 by own time): the
+%% share of all calls and of own time in beamlab's table and in the
+%% anchor's, and beamlab's over the anchor's.
+compare(V, #{time := Time, anchor := Anchor}, Name) ->
+    Calls = fun(L) -> max(1, lists:sum([C || {_, C, _} <- L])) end,
+    CT = Calls(Time), CA = Calls(Anchor),
+    Top = lists:sublist(lists:reverse(lists:keysort(3, Anchor)), 6),
+    io:format("  ~s~n  ~-40s ~22s ~22s ~22s~n", [V, "function", "calls % (beamlab/" ++ atom_to_list(Name) ++ ")",
+                                                 "own % (beamlab/" ++ atom_to_list(Name) ++ ")", "ratio calls, own"]),
+    [begin
+         {BC, BS} = case lists:keyfind(F, 1, Time) of {_, C1, S1} -> {C1 / CT, S1}; false -> {0.0, 0.0} end,
+         R = fun(_, 0.0) -> "-"; (X, Y) -> io_lib:format("~.3f", [X / Y]) end,
+         io:format("  ~-40s ~10.2f/~-11.2f ~10.2f/~-11.2f ~10s, ~s~n",
+                   [F, BC * 100, AC / CA * 100, BS * 100, AS * 100, R(BC, AC / CA), R(BS, AS * 1.0)])
+     end || {F, AC, AS} <- Top],
+    ok.
+
+%% The hot path of beamlab's flame graph (a --calls none capture: the
+%% stack samples alone) against fprof's on the same victim.
+hot_path(Beamlab, Node, Cookie, V) ->
+    {ok, #{<<"extra">> := #{<<"profile">> := P}}, _} = capture(Beamlab, Node, Cookie, V, none, false),
+    Stacks = [{binary:split(S, <<";">>, [global]), C} || [S, C] <- maps:get(<<"stacks">>, P)],
+    %% (the root frame is the process's label)
+    Ours = heaviest([{tl(S), C} || {S, C} <- Stacks, S =/= []]),
+    Dir = filename:join("/tmp", "capbench-fprof-" ++ os:getpid()),
+    ok = filelib:ensure_path(Dir),
+    Entries = erpc:call(Node, capture_bench_victim, fprof_run, [V, 300, Dir], 300000),
+    _ = file:del_dir(Dir),
+    Theirs = fprof_path(Entries),
+    io:format("  ~s~n    beamlab: ~ts~n    fprof:   ~ts~n", [V, lists:join(" > ", Ours), lists:join(" > ", Theirs)]).
+
+heaviest([]) -> [];
+heaviest(Stacks) ->
+    By = lists:foldl(fun({[F | _], C}, M) -> M#{F => maps:get(F, M, 0) + C}; (_, M) -> M end, #{}, Stacks),
+    case lists:reverse(lists:keysort(2, maps:to_list(By))) of
+        [] -> [];
+        [{F, _} | _] -> [F | heaviest([{Rest, C} || {[G | Rest], C} <- Stacks, G =:= F, Rest =/= []])]
     end.
 
-binary_to_number(B) ->
-    try binary_to_float(B) catch error:badarg -> float(binary_to_integer(B)) end.
+%% From the function with the most accumulated time (not fprof's own
+%% pseudo functions), the callee with the most, until a leaf or a loop.
+fprof_path(Entries) ->
+    Real = [E || {F, _, _, _} = E <- Entries, binary:match(F, <<":">>) =/= nomatch,
+                 binary:match(F, [<<"fprof">>, <<"erlang:apply">>, <<"proc_lib">>]) =:= nomatch],
+    case lists:reverse(lists:keysort(2, Real)) of
+        [] -> [];
+        [{Top, _, _, _} | _] -> follow(Top, Real, [Top])
+    end.
 
-compare(V, #{time := Time, tprof := Tprof}) ->
-    Top = fun([]) -> {"-", 0, 0.0}; (L) -> hd(lists:reverse(lists:keysort(3, L))) end,
-    {F1, _, S1} = Top(Time),
-    {F2, _, S2} = Top(Tprof),
-    io:format("  ~s: top by own time: beamlab ~s ~.1f%, tprof ~s ~.1f%~n", [V, F1, S1 * 100, F2, S2 * 100]),
-    case V of
-        bench_deep ->
-            Ratio = fun(L) ->
-                            Get = fun(F) -> case lists:keyfind(F, 1, L) of {_, C, _} -> C; false -> 0 end end,
-                            Get(<<"capture_bench_victim:leaf_loop/2">>) / max(1, Get(<<"capture_bench_victim:d1/0">>))
-                    end,
-            io:format("  bench_deep: calls leaf_loop/2 per d1/0 call: beamlab ~.1f, tprof ~.1f (2001 by construction)~n",
-                      [Ratio(Time), Ratio(Tprof)]);
-        _ -> ok
+follow(F, Entries, Path) ->
+    case lists:keyfind(F, 1, Entries) of
+        {F, _, _, Callees} ->
+            case lists:reverse(lists:keysort(2, [C || {G, _} = C <- Callees, not lists:member(G, Path),
+                                                       binary:match(G, <<":">>) =/= nomatch])) of
+                [{G, _} | _] -> follow(G, Entries, Path ++ [G]);
+                [] -> Path
+            end;
+        false -> Path
     end.

@@ -12,7 +12,10 @@
 %% Deliveries a consumer nacked with requeue (--nack): received, but back
 %% in the queue.
 -define(C_REQUEUED, 7).
--define(C_SIZE, 7).
+%% Publishes of a -P producer made more than one interval after they were
+%% due (the producer fell behind its schedule).
+-define(C_LATE, 8).
+-define(C_SIZE, 8).
 
 %% How long a worker waits for the broker's channel.close-ok when it stops,
 %% and the agent for its connections to close: a frozen broker must not

@@ -48,41 +48,49 @@
 # events and spends about twice the CPU per message (bench/amqp_scale.sh).
 # The user's own ERL_FLAGS come after, so they win.
 
-# Standard input, kept for the VM (a background job's would be /dev/null).
 # What would end the VM before any Erlang code runs, said in one line
 # first (#34): a deleted working directory ("init terminating in
 # do_boot"), too few file descriptors ("Failed to create sig_suspend
-# pipe: emfile", exit 134). (The shell's own "getcwd() failed" notice
-# comes before this line.) Short on purpose: the line's byte budget.
+# pipe: emfile", exit 134), an address space too small for the VM
+# (`ulimit -v': "erts_mmap: Failed to create super carrier", or a
+# std::bad_alloc abort; the VM reserves about 1.3 GB of address space on
+# 2 cores, more with more schedulers, so a limit is tried by booting the
+# VM once, quietly, only when there is one). (The shell's own
+# "getcwd() failed" notice comes before this line: dash prints it while
+# it initialises, before the script's first line, see
+# docs/reliability.md.) Short on purpose: the line's byte budget.
+# Crash dumps off, for every VM below and those beamlab starts.
 f(){ echo beamlab: $1>&2;exit 1;};
 [ -d "$PWD" ]||f "cwd deleted";
 [ $(ulimit -n) -lt 64 ]&&f "ulimit -n < 64";
+export ERL_CRASH_DUMP_SECONDS=0 ERL_CRASH_DUMP=/dev/null;
+v=$(ulimit -v);
+[ $v = unlimited ]||escript "$0" --version >/dev/null 2>&1||f "ulimit -v $v too low";
+# Standard input, kept for the VM (a background job's would be /dev/null).
 exec 3<&0;
 s=;
 case "$1" in
-    amqp|node) ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"; export ERL_FLAGS;;
+    amqp|node) export ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none $ERL_FLAGS";;
     matrix|profile|watch) ;;
     # run, suite and the bare form: a session of its own, SIGINT at its default.
-    *) command -v setsid >/dev/null && env --default-signal=INT true 2>/dev/null && s='setsid env --default-signal=INT';;
+    *) command -v setsid >/dev/null&&env --default-signal=INT true 2>/dev/null&&s='setsid env --default-signal=INT';;
 esac;
 # The private directory of the checkpoint.
-d=$(mktemp -d "${TMPDIR:-/tmp}/beamlab.XXXXXX" 2>/dev/null) || d=;
+# (-t: in $TMPDIR, else /tmp; -q: quiet, empty when mktemp fails.)
+d=$(mktemp -qdt beamlab.XXXXXX);
 trap 'rm -rf "$d"' EXIT;
 trap '' USR2;
-trap 'kill -USR2 $p 2>/dev/null' HUP INT QUIT TERM;
-BEAMLAB_LAUNCHER=1 BEAMLAB_CHECKPOINT="$d" ERL_CRASH_DUMP_SECONDS=0 ERL_CRASH_DUMP=/dev/null $s escript "$0" "$@" <&3 3<&- &
+trap 'kill -USR2 $p 2>&-' HUP INT QUIT TERM;
+BEAMLAB_LAUNCHER=1 BEAMLAB_CHECKPOINT="$d" $s escript "$0" "$@" <&3 3<&- &
 p=$!;
 # A trapped signal ends `wait' early: wait again while the VM runs.
-while :; do
-    wait $p;
-    rc=$?;
-    kill -0 $p 2>/dev/null || break;
-done;
+# (Builtins' errors: stderr closed, 2>&-, a few bytes shorter.)
+while wait $p;rc=$?;kill -0 $p 2>&-;do :;done;
 case $rc in
-    20[012]) exit $((rc - 200));;
+    20[012]) exit $((rc-200));;
     203) exit 130;;
 esac;
 # The VM stopped without beamlab finishing: recover what was measured.
-BEAMLAB_RECOVER=$rc BEAMLAB_CHECKPOINT="$d" ERL_CRASH_DUMP_SECONDS=0 escript "$0" "$@" </dev/null 3<&- || echo "beamlab: the VM stopped (exit status $rc)" >&2;
-[ $rc -lt 128 ] && exit 1;
+BEAMLAB_RECOVER=$rc BEAMLAB_CHECKPOINT="$d" escript "$0" "$@" </dev/null 3<&- || echo "beamlab: the VM stopped (exit status $rc)" >&2;
+[ $rc -lt 128 ]&&exit 1;
 exit $rc

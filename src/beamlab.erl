@@ -171,7 +171,9 @@ bench(Dir, Opts) ->
 %% iteration), or with `against' (a git ref) the working tree against
 %% that commit in paired rounds of fresh VMs (options: `root', `bench',
 %% `rounds', `metric' (gated), `threshold', `alpha', `duration',
-%% `samples', `warmup', `vm_args', `build').
+%% `samples', `warmup', `vm_args', `build', `timeout' in ms: each phase's
+%% deadline). A value it refuses has the line `beamlab check' gives, naming
+%% the key (`rounds needs against REF').
 %% ```
 %% {ok, Doc} = beamlab:check(#{against => "HEAD~1", metric => [reductions], threshold => 0.01}).
 %% '''

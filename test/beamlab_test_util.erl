@@ -3,7 +3,7 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([free_port/0, chromium/0, dump_dom/3, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
+-export([free_port/0, chromium/0, dump_dom/3, dump_dom/4, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
@@ -431,11 +431,17 @@ free_port() ->
 %% profile of its own under Dir).
 -spec dump_dom(string(), file:filename(), string()) -> binary().
 dump_dom(Chromium, Dir, Path) ->
+    dump_dom(Chromium, Dir, Path, []).
+
+%% @doc {@link dump_dom/3} with more Chromium flags (`--window-size=W,H':
+%% the page laid out at that width).
+-spec dump_dom(string(), file:filename(), string(), [string()]) -> binary().
+dump_dom(Chromium, Dir, Path, Extra) ->
     UserDir = filename:join(Dir, "chromium-" ++ integer_to_list(erlang:unique_integer([positive]))),
     ok = filelib:ensure_dir(filename:join(UserDir, "x")),
     Args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--user-data-dir=" ++ UserDir, "--dump-dom", "file://" ++ Path],
+            "--user-data-dir=" ++ UserDir | Extra ++ ["--dump-dom", "file://" ++ Path]],
     Port = open_port({spawn_executable, "/bin/sh"},
                      [{args, ["-c", "exec \"$0\" \"$@\" 2>/dev/null", Chromium | Args]}, binary, exit_status]),
     {0, Dom} = port_output(Port, 120000),

@@ -14,7 +14,7 @@
 -export([silent_acceptance_refused/1, check_bench_dir_before_build/1]).
 -export([check_runner_raises_readable/1, uri_query_secrets_masked/1, tls_files_checked/1]).
 -export([report_long_history_bounded/1, home_unset_one_line/1, check_base_build_plain/1,
-         launcher_checks_environment/1]).
+         launcher_checks_environment/1, launcher_address_space/1]).
 
 all() ->
     [{group, numbers}, {group, memory}, {group, acceptance}, {group, readable}, {group, secrets}].
@@ -24,7 +24,8 @@ groups() ->
      {memory, [], [amqp_body_sizes_bounded, amqp_bodies_held_bounded, report_long_history_bounded]},
      {acceptance, [], [silent_acceptance_refused, check_bench_dir_before_build]},
      {readable, [], [check_runner_raises_readable, check_base_build_plain, tls_files_checked,
-                     home_unset_one_line, launcher_checks_environment]},
+                     home_unset_one_line, launcher_checks_environment,
+                     launcher_address_space]},
      {secrets, [], [uri_query_secrets_masked, crafted_uris_property, crafted_paths_property]}].
 
 init_per_suite(Config) ->
@@ -416,11 +417,7 @@ check_base_build_plain(_Config) ->
 launcher_checks_environment(_Config) ->
     Dir = tmp(),
     Esc = beamlab_test_util:escript(),
-    Sh = fun(Script) ->
-                 Port = open_port({spawn_executable, "/bin/sh"},
-                                  [{args, ["-c", Script]}, {cd, Dir}, exit_status, stderr_to_stdout, binary]),
-                 beamlab_test_util:port_output(Port, 120000)
-         end,
+    Sh = fun(Script) -> sh(Dir, Script) end,
     Gone = filename:join(Dir, "gone"),
     {1, Out1} = Sh("mkdir '" ++ Gone ++ "' && cd '" ++ Gone ++ "' && rmdir '" ++ Gone ++ "' && exec '" ++ Esc
                    ++ "' ok. -d 20 -s 1"),
@@ -433,4 +430,37 @@ launcher_checks_environment(_Config) ->
          ?assertNot(has(Out, "sig_suspend"))
      end || N <- ["16", "32"]],
     {0, _} = Sh("ulimit -n 64 && exec '" ++ Esc ++ "' ok. -d 20 -s 1"),
+    %% The deleted directory: beamlab's own line, and before it only the
+    %% notice of the shell the `#!' line starts (dash prints it while it
+    %% initialises, before any line of the script).
+    Lines1 = [L || L <- binary:split(Out1, <<"\n">>, [global, trim_all])],
+    ?assertEqual(<<"beamlab: cwd deleted">>, lists:last(Lines1)),
+    ?assert(lists:all(fun(L) -> has(L, "getcwd() failed") end, lists:droplast(Lines1))),
+    ok.
+
+%% `sh -c Script' in Dir: its exit status and output (both streams).
+sh(Dir, Script) ->
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", Script]}, {cd, Dir}, exit_status, stderr_to_stdout, binary]),
+    beamlab_test_util:port_output(Port, 120000).
+
+%% `ulimit -v' too small for the VM (it reserves about 1.3 GB of address
+%% space: a 1 GB literal carrier, the JIT, thread stacks): the launcher
+%% boots it once, quietly, and says so in one line, exit 1, instead of the
+%% emulator's `erts_mmap: Failed to create super carrier' lines or a
+%% std::bad_alloc abort (#34-13). Whatever the command, even a usage
+%% mistake (it cannot be parsed without the VM); a limit the VM can live
+%% with still runs.
+launcher_address_space(_Config) ->
+    Dir = tmp(),
+    Esc = beamlab_test_util:escript(),
+    Sh = fun(Script) -> sh(Dir, Script) end,
+    [begin
+         {1, Out} = Sh("ulimit -v " ++ V ++ " && exec '" ++ Esc ++ "' " ++ Args),
+         ?assertEqual(iolist_to_binary(["beamlab: ulimit -v ", V, " too low\n"]), Out)
+     end || {V, Args} <- [{"200000", "ok. -d 20 -s 1 --save r.json"}, {"600000", "--version"},
+                          {"200000", "--no-such-option"}, {"100000", "amqp -x 0 -y 0"}]],
+    ?assertNot(filelib:is_file(filename:join(Dir, "r.json"))),
+    {0, _} = Sh("ulimit -v 8000000 && exec '" ++ Esc ++ "' ok. -d 20 -s 1 --save r.json"),
+    ?assert(filelib:is_regular(filename:join(Dir, "r.json"))),
     ok.

@@ -90,7 +90,7 @@ outputs_never_eat_inputs(Config) ->
 %% Identity, not spelling: a hard link, a symbolic link to the input, a
 %% path through `..', an absolute path, a body among several, a file a
 %% directory of runs holds, two outputs of `profile', a matrix's term
-%% file, a suite's preset file.
+%% file, a suite's preset file, doctor's --compare documents.
 outputs_by_identity(Config) ->
     Dir = workdir(Config),
     ok = file:make_link(filename:join(Dir, "a.json"), filename:join(Dir, "hard.json")),
@@ -109,7 +109,12 @@ outputs_by_identity(Config) ->
     refused(Dir, ["matrix", "--file", "m.json", "--save", "m.json", "--", "ok."],
             ["--save m.json is the input --file m.json"]),
     refused(Dir, ["suite", "--preset", "s.json", "--save", "s.json"],
-            ["--save s.json is the input --preset s.json"]).
+            ["--save s.json is the input --preset s.json"]),
+    %% doctor --compare reads two documents: neither may be the save
+    refused(Dir, ["doctor", "--compare", "a.json", "b.json", "--save", "a.json"],
+            ["--save a.json is the input --compare a.json"]),
+    refused(Dir, ["doctor", "--compare", "a.json", "sym.json", "--save", "b.json"],
+            ["--save b.json is the input --compare sym.json"]).
 
 %% Outputs that are other files still work: a new page beside its input,
 %% two devices written in place, the same file named for input twice.

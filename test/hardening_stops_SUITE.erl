@@ -15,11 +15,12 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([check_runner_never_returns/1, check_interrupt_while_validating/1, check_build_deadline/1,
          check_interrupt_while_building/1, check_interrupt_during_base_build/1,
-         matrix_hung_erl_interrupted/1]).
+         matrix_hung_erl_interrupted/1, check_base_side_deadline/1, check_failed_build_leaves_no_tmp/1]).
 
 all() ->
     [check_runner_never_returns, check_interrupt_while_validating, check_build_deadline,
-     check_interrupt_while_building, check_interrupt_during_base_build, matrix_hung_erl_interrupted].
+     check_interrupt_while_building, check_interrupt_during_base_build, matrix_hung_erl_interrupted,
+     check_base_side_deadline, check_failed_build_leaves_no_tmp].
 
 init_per_suite(Config) ->
     _ = beamlab_test_util:escript(),
@@ -137,6 +138,77 @@ matrix_hung_erl_interrupted(_Config) ->
     gone(Own),
     gone(Child).
 
+%% `check --against' where the base's code never returns in the rounds
+%% (its `p:work/1' waits on a command that sleeps; the head's returns, so
+%% the validation, which runs the head, passes): `--timeout 15' stops the
+%% base side's VM with the documented line in the table, its benchmarks
+%% are "not compared" and no further round is run, exit 0 (a base that
+%% cannot run does not fail the gate, docs/ci.md), and neither the side's
+%% VM nor the command it waited on is left running, nothing in TMPDIR.
+check_base_side_deadline(_Config) ->
+    Sleep = sleep_marker(),
+    Dir = project(#{}),
+    Work = "-module(p).\n-export([work/1]).\nwork(N) -> lists:sum(lists:seq(1, N)).\n",
+    ok = file:write_file(filename:join([Dir, "src", "p.erl"]),
+                         ["-module(p).\n-export([work/1]).\nwork(_) -> os:cmd(\"", Sleep, "\").\n"]),
+    commit(Dir, "a base that never returns"),
+    ok = file:write_file(filename:join([Dir, "src", "p.erl"]), Work),
+    commit(Dir, "fixed"),
+    R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--timeout", "15", "--rounds", "3", "--alpha", "0.5",
+                               "-d", "20", "-s", "1", "-w", "0"], #{dir => Dir, env => env(Dir)}),
+    ct:log("~p", [R]),
+    #{code := Code, out := Out, err := Err} = R,
+    ?assertEqual(0, Code),
+    ?assertMatch({match, _}, re:run(Out, "^work +time .* fails on the base \\(not compared\\): the VM did not finish "
+                                         "within 15 s \\(a runner that never returns\\?\\): killed", [multiline])),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"Not compared (fail on the base): work.">>)),
+    %% Only the first round ran: a side that cannot run is not tried again.
+    ?assertNotEqual(nomatch, binary:match(Err, <<"round 1/3">>)),
+    ?assertEqual(nomatch, binary:match(Err, <<"round 2/3">>)),
+    gone(Sleep),
+    ?assertEqual([], vms(Dir)),
+    ?assertEqual([], filelib:wildcard("*", tmp(Dir))).
+
+%% A check that fails because a side does not build leaves nothing in
+%% TMPDIR (a `beamlab-check-logs-*' directory was left at every failed
+%% run): the log it names is kept in the project's
+%% `_build/beamlab-check/'. Variants: the base's rebar.config broken,
+%% the base's source not compiling, the working tree not compiling; and
+%% a later check that passes leaves no logs at all.
+check_failed_build_leaves_no_tmp(_Config) ->
+    Dir = project(#{}),
+    Good = "-module(p).\n-export([work/1]).\nwork(N) -> lists:sum(lists:seq(1, N)).\n",
+    Src = filename:join([Dir, "src", "p.erl"]),
+    Config = filename:join(Dir, "rebar.config"),
+    Check = fun(Ref) ->
+                    R = beamlab_test_util:cli(["check", "--against", Ref, "--rounds", "3", "--alpha", "0.5",
+                                               "-d", "20", "-s", "1", "-w", "0"],
+                                              #{dir => Dir, env => env(Dir)}),
+                    ct:log("~p", [R]),
+                    ?assertEqual([], filelib:wildcard("*", tmp(Dir))),
+                    R
+            end,
+    Failed = fun(R, Side) ->
+                     #{code := 1, err := Err} = R,
+                     {match, [Log]} = re:run(Err, "\\(log: ([^)]+)\\)", [{capture, all_but_first, list}]),
+                     ?assertEqual(filename:join([Dir, "_build", "beamlab-check", Side ++ ".log"]), Log),
+                     ?assert(filelib:is_regular(Log))
+             end,
+    ok = file:write_file(Config, "{erl_opts, [}.\n"),
+    commit(Dir, "broken config"),
+    ok = file:write_file(Config, "{erl_opts, [debug_info]}.\n"),
+    ok = file:write_file(Src, "-module(p).\n-export([work/1]).\nwork(N) -> N +.\n"),
+    commit(Dir, "broken source"),
+    ok = file:write_file(Src, Good),
+    Failed(Check("HEAD~1"), "base"),
+    Failed(Check("HEAD"), "base"),
+    ok = file:write_file(Src, "-module(p).\n-export([work/1]).\nwork(N) -> N +.\n"),
+    Failed(Check("HEAD~2"), "head"),
+    ok = file:write_file(Src, Good),
+    commit(Dir, "fixed"),
+    #{code := 0} = Check("HEAD~3"),
+    ?assertNot(filelib:is_file(filename:join([Dir, "_build", "beamlab-check"]))).
+
 %%--------------------------------------------------------------------
 %% Projects and processes
 
@@ -202,6 +274,11 @@ pids(Sleep) ->
 
 running(Sleep) ->
     beamlab_test_util:wait_until(fun() -> pids(Sleep) =/= [] end, 120000, {running, Sleep}).
+
+%% The VMs running code of the project (its directory in their command
+%% line: the code paths of a side's VM).
+vms(Dir) ->
+    [L || L <- string:lexemes(os:cmd("pgrep -af beam"), "\n"), string:find(L, Dir) =/= nomatch].
 
 %% The process is gone by the time beamlab has exited (a killed process
 %% may take a moment to be reaped: wait a little, it is no timing).

@@ -7,8 +7,10 @@
 %%% must return a value of that type, never raise; their error lines are
 %%% one line. Covered: `beamlab_cli_args:parse/2' over every command's
 %%% options, `beamlab_schema:check/2' and `format_error/2' over every
-%%% kind's schema, `beamlab_experiment:check/1' and `format_error/1' over
-%%% the experiments the API builds from those maps.
+%%% kind's schema, and every kind's library front (`beamlab_experiment_opts',
+%%% what `beamlab:KIND' calls, whose spec is an outcome), then
+%%% `beamlab_experiment:check/1' and `beamlab:format_error/1' over the
+%%% experiments it builds from those maps.
 -module(prop_beamlab_no_raise).
 
 -include_lib("proper/include/proper.hrl").
@@ -76,6 +78,35 @@ parse_never_raises_test_() ->
 
 schema_never_raises_test_() ->
     {timeout, 120, ?_assert(proper:quickcheck(prop_schema_never_raises(), [{numtests, 500}, {to_file, user}]))}.
+
+%% Every kind's library maps, one option of any value (its own, or one
+%% every kind shares): built, checked and formatted as values, never
+%% raised. The kinds are those whose schema is full (the agreement
+%% property's, prop_beamlab_schema_fronts:kinds/0, reached as it reaches
+%% them); the others join it as their schemas fill.
+api_maps_never_raise_test_() ->
+    {timeout, 120,
+     fun() ->
+             Values = [-1, 0, 1, 2.5, 1.0e20, infinity, undefined, <<"x">>, "x", x, [], #{}, [x], {1, 2}],
+             Shared = [telemetry, verbose, env, sink, command],
+             _ = [begin
+                      #{api := Build} = Front = prop_beamlab_schema_fronts:front(Kind),
+                      {ok, Mod} = beamlab_experiment_kind:find(Kind),
+                      Context = maps:get(context, Front, []),
+                      [outcome(Build(#{N => V})) || N <- [N || #{name := N} <- Mod:options()] ++ Shared,
+                                                   not lists:member(N, Context), V <- Values]
+                  end || Kind <- prop_beamlab_schema_fronts:kinds()],
+             ok
+     end}.
+
+%% A built experiment checked, an error formatted: one line, no raise.
+outcome({ok, Exp}) ->
+    case beamlab_experiment:check(Exp) of
+        ok -> ok;
+        {error, R} -> ?assert(one_line(beamlab:format_error(R)))
+    end;
+outcome({error, R}) ->
+    ?assert(one_line(beamlab:format_error(R))).
 
 %% The library's maps of an amqp load, any value: checked and formatted
 %% as values, never raised.

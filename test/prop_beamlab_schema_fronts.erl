@@ -1,69 +1,109 @@
 %%% @doc One schema, two front ends (#31): option maps generated from
-%%% each experiment kind's schema (`options/0') are given to the command
-%%% line (as its flags, parsed and turned into the experiment as
-%%% `beamlab KIND ...' does) and to the library (as the map the public API
-%%% takes, turned into the experiment and checked as `beamlab:KIND/2'
-%%% does). Both must accept the same maps and refuse the same ones for the
-%%% same reason: the library's reason, formatted naming flags, is the
-%%% command line's line.
+%%% every registered experiment kind's schema (`options/0') are given to
+%%% the command line (as its flags, parsed and turned into the experiment
+%%% as `beamlab COMMAND ...' does) and to the library (as the map the
+%%% public API takes, turned into the experiment and checked as
+%%% `beamlab:KIND/2' does). Both must accept the same maps and refuse the
+%%% same ones for the same reason: the library's reason, formatted naming
+%%% flags, is the command line's line.
 %%%
-%%% The values are drawn around each option's bounds (below the minimum,
-%%% at it, inside, at the maximum, beyond it), of the form the flag's
-%%% parser reads (integers for an integer flag, decimals for a flag read as
-%%% text). A kind whose schema declares no bounded option with a flag has
-%%% nothing to generate; `fronts/1' says how each kind is reached.
+%%% The generator is generic: every option of a kind that has a flag is
+%%% drawn by its type (numbers around their bounds, fractions in both
+%%% forms, enum values and one that is none of them, text, flags), its
+%%% text the form the command's flag reads; an option whose flag counts in
+%%% other units (`scale': seconds on the command line, milliseconds in
+%%% the map) is drawn in the key's units and written in the
+%%% flag's. A kind
+%%% whose options have no flag yet contributes nothing; what a kind needs
+%%% besides its options (the code of a benchmark, the node watched) is its
+%%% front's context, {@link front/1}.
 -module(prop_beamlab_schema_fronts).
 
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_cli_and_api_agree/0]).
+-export([prop_cli_and_api_agree/0, front/1, kinds/0]).
 
-%% The kinds, their command and how the library builds their experiment.
-fronts(amqp) ->
-    {ok, beamlab_command_amqp, fun(Map) -> beamlab_experiment_opts:amqp(Map) end};
-fronts(bench) ->
-    %% The library's `squeeze' is `true' or the map of its bounds.
-    {ok, beamlab_command_run,
-     fun(Map) ->
-             Bounds = maps:with([min, max, step, threshold], Map),
-             Api = case maps:get(squeeze, Map, false) of
-                       true when map_size(Bounds) > 0 -> (maps:without(maps:keys(Bounds), Map))#{squeeze => Bounds};
-                       _ -> Map
-                   end,
-             beamlab_experiment_opts:benchmark(["ok."], Api)
-     end};
-fronts(_) ->
-    none.
+-define(NODE, "watched@127.0.0.1").
 
-%% The command line's positional arguments before the flags.
-args(bench) -> ["ok."];
-args(_) -> [].
+%% @doc How a kind is reached from each front end: its command, the command
+%% line's words before and after the flags, how the library builds its
+%% experiment from the map, and the options that are the context (given
+%% on both sides, never drawn).
+front(bench) ->
+    %% (the library's `squeeze' is `true' or the map of its bounds)
+    #{command => beamlab_command_run, before => ["ok.", "ok."],
+      api => fun(Map) ->
+                     Bounds = maps:with([min, max, step, threshold], Map),
+                     Api = case maps:get(squeeze, Map, false) of
+                               true when map_size(Bounds) > 0 ->
+                                   (maps:without(maps:keys(Bounds), Map))#{squeeze => Bounds};
+                               _ -> Map
+                           end,
+                     beamlab_experiment_opts:benchmark(["ok.", "ok."], Api)
+             end};
+front(watch) ->
+    #{before => ["--node", ?NODE], context => [node],
+      api => fun(Map) -> beamlab_experiment_opts:watch(?NODE, Map) end};
+front(profile) ->
+    #{before => ["--pid", "4242"], context => [pid, node, subject],
+      api => fun(Map) -> beamlab_experiment_opts:profile({pid, 4242}, Map) end};
+front(capture) ->
+    #{command => beamlab_command_profile, before => ["--node", ?NODE, "--process", "p"],
+      context => [node, process],
+      api => fun(Map) -> beamlab_experiment_opts:profile({node, ?NODE}, Map#{process => ["p"]}) end};
+front(suite) ->
+    #{before => ["ring"], api => fun(Map) -> beamlab_experiment_opts:suite(["ring"], Map) end};
+front(matrix) ->
+    #{'after' => ["--", "run", "ok."],
+      api => fun(Map) -> beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, Map) end};
+front(check) ->
+    %% (a comparison, so that what only it uses is reached; its project is
+    %% read when it runs, by both: nothing to check before)
+    #{context => [against], check => false,
+      api => fun(Map) -> beamlab_experiment_opts:check(Map) end};
+front(Kind) ->
+    %% the library's `beamlab_experiment_opts:KIND/1' (amqp, check, doctor)
+    {module, _} = code:ensure_loaded(beamlab_experiment_opts),
+    case erlang:function_exported(beamlab_experiment_opts, Kind, 1) of
+        true -> #{api => fun(Map) -> beamlab_experiment_opts:Kind(Map) end};
+        false -> #{}
+    end.
 
-%% Maps both front ends can say: a squeeze's bounds only with a squeeze
-%% (the library's map cannot give them alone); `max_time' left out (seconds
-%% on the command line, milliseconds in the library).
-shape(bench, Pairs) ->
-    Squeeze = lists:any(fun({#{name := squeeze}, true}) -> true; (_) -> false end, Pairs),
-    [P || {#{name := N}, _} = P <- Pairs, N =/= max_time,
-          Squeeze orelse not lists:member(N, [min, max, step, threshold])];
-shape(_, Pairs) ->
-    Pairs.
+%% The command of a kind: its front's, else the one whose kind() it is,
+%% else the one named after it.
+command(Kind) ->
+    case maps:find(command, front(Kind)) of
+        {ok, Cmd} -> Cmd;
+        error ->
+            _ = [code:ensure_loaded(M) || {_, M} <- beamlab_command:all()],
+            Named = list_to_atom("beamlab_command_" ++ atom_to_list(Kind)),
+            hd([M || {_, M} <- beamlab_command:all(), erlang:function_exported(M, kind, 0),
+                     M:kind() =:= Kind]
+               ++ [M || {_, M} <- beamlab_command:all(), M =:= Named] ++ [none])
+    end.
 
-%% Options of a kind worth generating: bounded or typed, reached by a flag.
+%% Options of a kind the generator draws: those with a flag of the
+%% command's, not the front's context, of a type it can write.
 generated(Kind) ->
     {ok, Mod} = beamlab_experiment_kind:find(Kind),
-    {ok, Cmd, _} = fronts(Kind),
-    Flags = Cmd:options(),
-    %% numbers, and flags (booleans); the text forms of fractions, enums
-    %% and strings are the command line's own
-    [{O, T} || O <- Mod:options(), maps:is_key(short, O) orelse maps:is_key(long, O),
-               maps:is_key(type, O), T <- [cli_type(O, Flags)],
-               lists:member(T, [integer, pos_integer, non_neg_integer, number, pos_number, quantity,
-                                string, boolean]),
-               T =/= string orelse lists:member(maps:get(type, O), [number, pos_number,
-                                                                   {one_of, [pos_number, {enum, [undefined]}]},
-                                                                   {one_of, [number, {enum, [infinity]}]}])].
+    case command(Kind) of
+        none -> [];
+        Cmd ->
+            Flags = Cmd:options(),
+            Context = maps:get(context, front(Kind), []),
+            [{O, T} || O = #{name := N} <- Mod:options(), is_map_key(short, O) orelse is_map_key(long, O),
+                       not lists:member(N, Context), T <- [cli_type(O, Flags)], drawn(O, T)]
+    end.
+
+%% The types drawn: numbers (a flag read as text whose key is a number
+%% too), fractions, enums, text, flags. Lists and repeated flags are not.
+drawn(O, T) ->
+    not maps:get(multi, O, false) andalso
+        (lists:member(T, [integer, pos_integer, non_neg_integer, number, pos_number, quantity, fraction,
+                          boolean, cookie])
+         orelse (is_tuple(T) andalso element(1, T) =:= enum)
+         orelse T =:= string).
 
 %% The type of the command line's flag for a schema option (how its text is read).
 cli_type(O, Flags) ->
@@ -77,32 +117,98 @@ same_flag(#{short := _}, _) -> false;
 same_flag(#{long := L}, #{long := L}) -> true;
 same_flag(_, _) -> false.
 
+%% @doc The kinds the property covers: a front on both sides and options to draw.
 kinds() ->
-    [M:name() || M <- beamlab_experiment_kind:all(), fronts(M:name()) =/= none].
+    [K || M <- beamlab_experiment_kind:all(), K <- [M:name()], is_map_key(api, front(K)),
+          generated(K) =/= [], not lists:member(K, pending())].
+
+%% Kinds whose flags come from their schema but whose library front does
+%% not check it yet (#31, schema1's part): the property finds `beamlab
+%% doctor --reps 0' refused and `beamlab:doctor(#{reps => 0})' refused
+%% with another reason. Remove a kind from here when its API checks the
+%% schema.
+pending() ->
+    %% matrix: `--sweep-schedulers abc' is a usage line on the command
+    %% line but `{matrix, {bad_range, "abc"}}' from the library, and
+    %% `--target bogus' says "one of rabbitmq" against "one of rabbitmq or
+    %% a map" (found by this generator's text and enum values)
+    %% doctor: `--target rabbitmq' without a load, and `--node' with
+    %% `--target', are usage lines on the command line but
+    %% `{doctor, target_needs_load}' and `{doctor, {node_conflict, target}}'
+    %% from the library (not `{doctor, {option, _}}')
+    [matrix, doctor].
+
+%% Maps both front ends can say: a squeeze's bounds only with a squeeze
+%% (the library's map cannot give them alone).
+shape(bench, Pairs) ->
+    Squeeze = lists:any(fun({#{name := squeeze}, true, _}) -> true; (_) -> false end, Pairs),
+    [P || {#{name := N}, _, _} = P <- Pairs, Squeeze orelse not lists:member(N, [min, max, step, threshold])];
+shape(check, Pairs) ->
+    [pair(check, against, "HEAD") | Pairs];
+shape(_, Pairs) ->
+    Pairs.
 
 %%--------------------------------------------------------------------
-%% Generators
+%% Generators: {Option, the library's value, the command line's text}
 
-%% A value around the option's bounds, of the form its flag reads.
 value(_Opt, boolean) ->
-    true;
+    {true, none};
+value(_Opt, cookie) ->
+    {"c00kie", "c00kie"};
+value(_Opt, fraction) ->
+    oneof([{0.05, "0.05"}, {0.05, "5%"}, {0.5, "0.5"}, {0.999, "0.999"}, {0.125, "12.5%"},
+           {1, "1"}, {1.5, "1.5"}, {0, "0"}, {-0.1, "-0.1"}]);
+value(_Opt, {enum, Choices}) ->
+    ?LET(A, oneof(Choices ++ [bogus]), {A, atom_to_list(A)});
+value(#{type := T}, string) when T =:= string; T =:= cookie; T =:= term ->
+    text();
+value(#{type := {one_of, Ts}} = Opt, string) ->
+    %% text for a key that takes text (a baseline's label or number)
+    case lists:member(string, Ts) of
+        true -> text();
+        false -> value(maps:remove(type, Opt), number)
+    end;
 value(Opt, CliType) ->
+    Scale = maps:get(scale, Opt, 1),
     Min = maps:get(min, Opt, 0),
-    Max = maps:get(max, Opt, 1000),
+    Max = maps:get(max, Opt, 1000 * Scale),
     Integer = lists:member(CliType, [integer, pos_integer, non_neg_integer, quantity]),
     Ints = oneof([range(-3, 3), Max, Max + 1, range(Max - 2, Max + 2), range(0, min(Max, 100000)),
                   integer(-2, 2)]),
-    case Integer of
-        true -> Ints;
-        false -> oneof([Ints, Min, Min / 2, ?LET(F, float(0.0, 1.0), F * Max * 1.1)])
-    end.
+    Numbers = case Integer of
+                  true when Scale > 1 ->
+                      %% whole flag units (the flag reads integers)
+                      MaxF = Max div Scale,
+                      ?LET(I, oneof([range(-3, 3), MaxF, MaxF + 1, range(0, min(MaxF, 100000))]), I * Scale);
+                  true -> Ints;
+                  false when Scale > 1 ->
+                      %% in the key's units; the flag's text is exact
+                      oneof([Ints, Min, range(-2 * Scale, 3 * Scale), Max - 1]);
+                  false -> oneof([Ints, Min, Min / 2, ?LET(F, float(0.0, 1.0), F * Max * 1.1)])
+              end,
+    ?LET(V, Numbers, {V, number_text(flag_units(Opt, V))}).
+
+%% A key's value in its flag's units (an integer when it is a whole one).
+flag_units(#{scale := Scale}, V) when is_integer(Scale), is_number(V) ->
+    case V / Scale of
+        F when F == trunc(F) -> trunc(F);
+        F -> F
+    end;
+flag_units(_, V) ->
+    V.
+
+text() ->
+    ?LET(T, oneof(["abc", "a b", "+S 2", "1", "2", "3", "0", "-1", "ok. #2"]), {T, T}).
+
+number_text(V) when is_integer(V) -> integer_to_list(V);
+number_text(V) when is_float(V) -> float_to_list(V, [short]).
 
 option_map(Kind) ->
     Opts = generated(Kind),
-    ?LET(Picked, list(oneof([{O, T} || {O, T} <- Opts])),
+    ?LET(Picked, list(oneof(Opts)),
          ?LET(Values, [{O, value(O, T)} || {O, T} <- lists:ukeysort(1, Picked)],
               %% in the schema's order: the order of the checks
-              [{O, V} || O0 <- [O || {O, _} <- Opts], {O, V} <- Values, O =:= O0])).
+              [{O, V, Text} || O0 <- [O || {O, _} <- Opts], {O, {V, Text}} <- Values, O =:= O0])).
 
 kind_and_map() ->
     ?LET(Kind, oneof(kinds()), ?LET(Pairs, option_map(Kind), {Kind, shape(Kind, Pairs)})).
@@ -111,19 +217,28 @@ kind_and_map() ->
 %% The two front ends
 
 %% The command line: the flags parsed, then the experiment built (as the
-%% command does, before anything runs).
+%% command does, before anything runs) and checked as the command's run
+%% checks it.
 cli(Kind, Pairs) ->
-    {ok, Cmd, _} = fronts(Kind),
-    Argv = args(Kind) ++ lists:append([case V of
-                                           true -> [flag(O)];
-                                           _ -> [flag(O), text(V)]
-                                       end || {O, V} <- Pairs]),
+    Cmd = command(Kind),
+    Front = front(Kind),
+    Argv = maps:get(before, Front, [])
+        ++ lists:append([case Text of
+                             none -> [flag(O)];
+                             _ -> [flag(O), Text]
+                         end || {O, _, Text} <- Pairs])
+        ++ maps:get('after', Front, []),
     case beamlab_cli_args:parse(Argv, Cmd:options()) of
         {error, Msg} ->
             {refused, flat(Msg)};
         {ok, Parsed} ->
             try Cmd:experiment(Parsed#{command => atom_to_list(Kind), argv => Argv}) of
-                _ -> accepted
+                Exp ->
+                    case checked(Kind, Exp) of
+                        ok -> accepted;
+                        {error, {_, {option, R}}} -> {refused, flat(beamlab_schema:format_error(R, flag))};
+                        {error, Other} -> {other, Other}
+                    end
             catch
                 throw:{beamlab_cli_error, usage, Msg} -> {refused, flat(Msg)}
             end
@@ -132,23 +247,27 @@ cli(Kind, Pairs) ->
 %% The library: the map as the API takes it, the experiment built and
 %% checked; a refusal formatted naming flags.
 api(Kind, Pairs) ->
-    {ok, _, Build} = fronts(Kind),
-    Map = maps:from_list([{maps:get(name, O), V} || {O, V} <- Pairs]),
+    #{api := Build} = front(Kind),
+    Map = maps:from_list([{maps:get(name, O), V} || {O, V, _} <- Pairs]),
     Result = case Build(Map) of
-                 {ok, Exp} -> beamlab_experiment:check(Exp);
+                 {ok, Exp} -> checked(Kind, Exp);
                  {error, _} = E -> E
              end,
     case Result of
         ok -> accepted;
-        {error, {Kind, {option, R}}} -> {refused, flat(beamlab_schema:format_error(R, flag))};
+        {error, {_, {option, R}}} -> {refused, flat(beamlab_schema:format_error(R, flag))};
         {error, Other} -> {other, Other}
+    end.
+
+%% What both front ends check before anything runs.
+checked(Kind, Exp) ->
+    case maps:get(check, front(Kind), true) of
+        true -> beamlab_experiment:check(Exp);
+        false -> ok
     end.
 
 flag(#{short := S}) -> "-" ++ S;
 flag(#{long := L}) -> "--" ++ L.
-
-text(V) when is_integer(V) -> integer_to_list(V);
-text(V) when is_float(V) -> float_to_list(V, [short]).
 
 flat(Chars) -> unicode:characters_to_list(Chars).
 
@@ -158,22 +277,119 @@ flat(Chars) -> unicode:characters_to_list(Chars).
 prop_cli_and_api_agree() ->
     ?FORALL({Kind, Pairs}, kind_and_map(),
             begin
-                Cli = cli(Kind, Pairs),
-                Api = api(Kind, Pairs),
-                ?WHENFAIL(io:format("~p ~p~n  cli: ~p~n  api: ~p~n", [Kind, Pairs, Cli, Api]),
-                          collect(element(1, {Cli}) =:= accepted, Cli =:= Api))
+                {Cli, Api} = try {cli(Kind, Pairs), api(Kind, Pairs)}
+                             catch C:E:St -> {{raised, C, E, St}, none}
+                             end,
+                ?WHENFAIL(io:format("~p ~p~n  cli: ~p~n  api: ~p~n", [Kind, [{N, V, T} || {#{name := N}, V, T} <- Pairs], Cli, Api]),
+                          collect({Kind, element(1, {Cli}) =:= accepted}, Cli =:= Api))
             end).
+
+%% Every kind whose schema gives flags is covered (a kind whose options
+%% are names only has nothing to draw until its schema is full).
+every_kind_with_flags_is_covered_test() ->
+    WithFlags = [K || M <- beamlab_experiment_kind:all(), K <- [M:name()],
+                      lists:any(fun(O) -> is_map_key(short, O) orelse is_map_key(long, O) end, M:options())],
+    ?assertEqual([], WithFlags -- (kinds() ++ pending())),
+    ?assertEqual([], [amqp, bench, suite, watch, profile, capture, check] -- kinds()).
+
+%% The matrix's rules are the same from both front ends.
+matrix_fronts_agree_test() ->
+    ?assertEqual({refused, "invalid value '0' for -n: expected a positive integer"},
+                 cli(matrix, [fpair(matrix, repeat, 0)])),
+    ?assertEqual(cli(matrix, [fpair(matrix, repeat, 0)]), api(matrix, [fpair(matrix, repeat, 0)])),
+    ?assertEqual(accepted, api(matrix, [fpair(matrix, repeat, 2)])),
+    {error, R} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, #{otp => ["/tmp"]}),
+    ?assertEqual("otp needs target or a target command (use erl for beamlab VMs)", flat(beamlab:format_error(R))),
+    {error, R2} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, #{sweep => "x"}),
+    ?assertEqual("bad scheduler range \"x\" (use 1..4, 1,2,4 or 1..max)", flat(beamlab:format_error(R2))),
+    {error, R3} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}},
+                                                 #{target => #{cmd => "x", node => "nohost"}}),
+    ?assertEqual("target: 'nohost' is not a node name (name@host)", flat(beamlab:format_error(R3))).
+
+%% The check's and the doctor's rules are the same from both front ends.
+check_and_doctor_fronts_agree_test() ->
+    Against = fpair(check, against, "HEAD"),
+    ?assertEqual({refused, "--rounds needs --against REF"}, cli(check, [fpair(check, rounds, 12)])),
+    ?assertEqual(cli(check, [fpair(check, rounds, 12)]), api(check, [fpair(check, rounds, 12)])),
+    ?assertEqual({refused, "--rounds 3 cannot reach p < 0.01: even rounds that all agree need at least 8"},
+                 cli(check, [Against, fpair(check, rounds, 3)])),
+    ?assertEqual(cli(check, [Against, fpair(check, rounds, 3)]), api(check, [Against, fpair(check, rounds, 3)])),
+    ?assertEqual(accepted, api(check, [Against, fpair(check, rounds, 8)])),
+    ?assertEqual(cli(check, [fpair(check, timeout, 700000)]), api(check, [fpair(check, timeout, 700000)])),
+    ?assertEqual(cli(check, [Against, fpair(check, vm_args, "+S '1")]),
+                 api(check, [Against, fpair(check, vm_args, "+S '1")])),
+    ?assertEqual({refused, "--vm-args: unterminated ' quote"}, api(check, [Against, fpair(check, vm_args, "+S '1")])),
+    {error, R} = beamlab_experiment_opts:check(#{against => "HEAD", threshold => 0}),
+    ?assertEqual("invalid value '0' for threshold: expected a positive number", flat(beamlab:format_error(R))),
+    ?assertEqual({refused, "invalid value '51' for --reps: at most 50 (fresh VMs per remedy)"},
+                 api(doctor, [fpair(doctor, reps, 51)])),
+    ?assertEqual(cli(doctor, [fpair(doctor, reps, 51)]), api(doctor, [fpair(doctor, reps, 51)])),
+    ?assertEqual(cli(doctor, [fpair(doctor, schedulers, "0,x")]), api(doctor, [fpair(doctor, schedulers, "0,x")])),
+    ?assertEqual(accepted, api(doctor, [fpair(doctor, schedulers, "1,2")])),
+    {error, R2} = beamlab_experiment_opts:doctor(#{vm => "+S '1"}),
+    ?assertEqual("vm +S '1: an unterminated quote", flat(beamlab:format_error(R2))).
+
+%% A pair of an option of a kind, its value given in the flag's units
+%% (the key's value converted by the schema) and the flag's text.
+fpair(Kind, Name, V) ->
+    {ok, Mod} = beamlab_experiment_kind:find(Kind),
+    {ok, O} = beamlab_schema:find(Name, Mod:options()),
+    #{Name := Key} = beamlab_schema:from_flags(Mod:options(), #{Name => V}),
+    {O, Key, case V of
+                 _ when is_integer(V) -> integer_to_list(V);
+                 _ when is_float(V) -> float_to_list(V, [short]);
+                 _ -> V
+             end}.
+
+%% The suite's reasons, its own rules included, are the same from both
+%% front ends; a flag in seconds is a key in milliseconds.
+suite_fronts_agree_test() ->
+    Over = [pair(suite, timeout, 700000000)],
+    ?assertEqual({refused, "invalid value '700000' for --timeout: at most 604800 (one week)"}, cli(suite, Over)),
+    ?assertEqual(cli(suite, Over), api(suite, Over)),
+    ?assertEqual(accepted, api(suite, [pair(suite, timeout, 5000)])),
+    ?assertEqual(cli(suite, [pair(suite, repeat, 0)]), api(suite, [pair(suite, repeat, 0)])),
+    {error, R} = beamlab_experiment_opts:suite([ring], #{preset => "termite"}),
+    ?assertEqual("preset runs the preset's rows: do not also name workloads (ring)",
+                 flat(beamlab:format_error(R))),
+    {error, R2} = beamlab_experiment_opts:suite([], #{node => "bench@host"}),
+    ?assertEqual("node names the remote node of a preset's rows: add preset", flat(beamlab:format_error(R2))),
+    {error, R3} = beamlab_experiment_opts:suite([], #{timeout => 0}),
+    ?assertEqual("invalid value '0' for timeout: expected a positive integer", flat(beamlab:format_error(R3))).
+
+%% A command's flags are its kind's: every option of the kind's schema
+%% that has a flag is a flag of the command, by the same name, flags,
+%% default and help (nothing declared twice, nothing lost).
+every_flag_of_a_kind_is_its_commands_test() ->
+    [begin
+         {ok, Mod} = beamlab_experiment_kind:find(Kind),
+         Flags = (command(Kind)):options(),
+         [?assertEqual({Kind, maps:with([name, short, long, type, default, max], F)}, {Kind, maps:with([name, short, long, type, default, max], hd([C || #{name := N} = C <- Flags, N =:= maps:get(name, F)]
+                                            ++ [#{missing => F}]))})
+          || F <- beamlab_schema:flags(Mod:options())]
+     end || Kind <- kinds() ++ pending()].
 
 %% Both refusing and accepting happen (the generator reaches both sides).
 both_sides_are_reached_test() ->
-    ?assertEqual([amqp, bench], lists:sort(kinds())),
     ?assertMatch({refused, "invalid value '-5' for -r: expected a number >= 0"},
-                 cli(amqp, [{opt(amqp, rate), -5}])),
-    ?assertEqual(cli(amqp, [{opt(amqp, rate), -5}]), api(amqp, [{opt(amqp, rate), -5}])),
-    ?assertEqual(accepted, cli(amqp, [{opt(amqp, rate), 5}])),
-    ?assertEqual(accepted, api(amqp, [{opt(amqp, rate), 5}])),
+                 cli(amqp, [pair(amqp, rate, -5)])),
+    ?assertEqual(cli(amqp, [pair(amqp, rate, -5)]), api(amqp, [pair(amqp, rate, -5)])),
+    ?assertEqual(accepted, cli(amqp, [pair(amqp, rate, 5)])),
+    ?assertEqual(accepted, api(amqp, [pair(amqp, rate, 5)])),
     ?assertEqual({refused, "nothing to run: -x 0 and -y 0 (give producers, consumers or --closed-loop)"},
-                 api(amqp, [{opt(amqp, producers), 0}, {opt(amqp, consumers), 0}])).
+                 api(amqp, [pair(amqp, producers, 0), pair(amqp, consumers, 0)])).
+
+%% A flag in seconds and its key in milliseconds: the same line.
+seconds_and_milliseconds_test() ->
+    Over = [pair(watch, duration, 4294967001)],
+    ?assertEqual({refused, "invalid value '4294967.001' for --duration: at most 4294967 "
+                           "(the longest timer, about 49 days)"}, cli(watch, Over)),
+    ?assertEqual(cli(watch, Over), api(watch, Over)),
+    Negative = [pair(watch, duration, -500)],
+    ?assertEqual({refused, "invalid value '-0.5' for --duration: expected a positive number"},
+                 cli(watch, Negative)),
+    ?assertEqual(cli(watch, Negative), api(watch, Negative)),
+    ?assertEqual(accepted, api(watch, [pair(watch, duration, 1500)])).
 
 %% The library's own line names the key.
 api_line_names_the_key_test() ->
@@ -181,13 +397,20 @@ api_line_names_the_key_test() ->
     ?assertEqual("invalid value '-5' for rate: expected a number >= 0", flat(beamlab:format_error(R))),
     {error, R2} = beamlab_experiment_opts:amqp(#{producers => 200000}),
     ?assertEqual("invalid value '200000' for producers: at most 100000 (connections to one broker)",
-                 flat(beamlab:format_error(R2))).
+                 flat(beamlab:format_error(R2))),
+    {error, R3} = beamlab_experiment_opts:watch(?NODE, #{interval => 0}),
+    ?assertEqual("invalid value '0' for interval: expected a positive integer", flat(beamlab:format_error(R3))).
 
-opt(Kind, Name) ->
+%% A pair of an option of a kind, its value and the flag's text.
+pair(Kind, Name, V) ->
     {ok, Mod} = beamlab_experiment_kind:find(Kind),
     {ok, O} = beamlab_schema:find(Name, Mod:options()),
-    O.
+    Text = case flag_units(O, V) of
+               X when is_number(X) -> number_text(X);
+               X -> X
+           end,
+    {O, V, Text}.
 
 cli_and_api_agree_test_() ->
-    {timeout, 120,
-     ?_assert(proper:quickcheck(prop_cli_and_api_agree(), [{numtests, 300}, {to_file, user}]))}.
+    {timeout, 300,
+     ?_assert(proper:quickcheck(prop_cli_and_api_agree(), [{numtests, 500}, {to_file, user}]))}.

@@ -11,6 +11,43 @@
   'use strict';
   var B = window.beamlabReport;
   if (!B) return;
+  // A ranking of remedies: one row per remedy (flags, with its
+  // repetitions and why it was tried beneath), its verdict, and one cell
+  // per figure: the ratio to the default with its 95% interval drawn on a
+  // log axis shared by the card (1 = no change) and written under it.
+  // Narrow cells that wrap, so the table fits the page at any width.
+  function remediesCard(g, title, kind, list, cols, notes) {
+    var all = [];
+    list.forEach(function (m) { cols.forEach(function (c) {
+      (m[c[0]] || []).forEach(function (v) { if (typeof v === 'number' && v > 0) all.push(v); });
+    }); });
+    var lo = Math.min.apply(null, all.concat([0.5])), hi = Math.max.apply(null, all.concat([2]));
+    var pos = function (v) { return (100 * (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo))).toFixed(2) + '%'; };
+    var cell = function (t) {
+      if (!t || typeof t[0] !== 'number') return B.h('td', { 'class': 'ratio' }, ['-']);
+      var kids = [B.h('span', { 'class': 'one', style: 'left:' + pos(1) })];
+      if (typeof t[1] === 'number') {
+        kids.push(B.h('span', { 'class': 'ci', style: 'left:' + pos(t[1]) + ';width:calc(' + pos(t[2]) + ' - ' + pos(t[1]) + ')' }));
+      }
+      kids.push(B.h('span', { 'class': 'pt', style: 'left:' + pos(t[0]) }));
+      return B.h('td', { 'class': 'ratio' }, [B.h('span', { 'class': 'forest' }, kids),
+        B.h('span', { 'class': 'x' }, [t[0].toFixed(2) + 'x']), ' ',
+        B.h('span', { 'class': 'iv' }, [typeof t[1] === 'number' ? '(' + t[1].toFixed(2) + '..' + t[2].toFixed(2) + ')' : '(no interval)'])]);
+    };
+    var card = B.h('figure', { 'class': 'card wide', 'data-kind': kind },
+                   [B.h('figcaption', {}, [title + ' (ratio to the default, 95% interval, log axis ' + B.fmt(lo) + '..' + B.fmt(hi) + ')'])]);
+    if (list.length) {
+      card.appendChild(B.table(['#', 'flags', 'verdict'].concat(cols.map(function (c) { return c[1]; })),
+        list.map(function (m, i) {
+          var flags = B.h('td', { 'class': 'flags' }, [B.h('code', {}, [m.name]),
+            B.h('span', { 'class': 'why' }, ['n = ' + m.n + (m.why.length ? '; ' + m.why.join(', ') : '')])]);
+          return { cells: [String(i + 1), flags, m.verdict].concat(cols.map(function (c) { return cell(m[c[0]]); })),
+                   cls: m.verdict === 'better' ? 'good' : m.verdict === 'worse' ? 'bad' : '' };
+        }), 'remedies'));
+    }
+    notes.forEach(function (n) { card.appendChild(B.h('p', { 'class': 'note' }, [n])); });
+    g.appendChild(card);
+  }
   try {
     var runs = B.data.runs.filter(function (r) { return r.doctor; });
     if (!runs.length) return;
@@ -22,7 +59,7 @@
     runs.forEach(function (r) {
       var d = r.doctor, pre = runs.length > 1 ? r.label + ': ' : '';
       var rec = d.recommendation || 'no recommendation (nothing was measured)';
-      g.appendChild(B.h('div', { 'class': 'recommendation' + (/^start /.test(rec) ? '' : ' keep'),
+      g.appendChild(B.h('div', { 'class': 'recommendation' + (/^(start |put in )/.test(rec) ? '' : ' keep'),
                                  'data-kind': 'recommendation' }, [pre + rec + (d.partial ? ' (partial: interrupted)' : '')]));
       d.findings.forEach(function (f) {
         g.appendChild(B.h('div', { 'class': 'finding ' + f.severity, 'data-kind': 'doctor-finding', 'data-id': f.id }, [
@@ -63,34 +100,22 @@
         g.appendChild(card);
       }
       if (d.remedies.length) {
-        var all = [];
-        d.remedies.forEach(function (m) { ['goodput', 'capacity', 'latency_p99', 'cpu_per_msg'].forEach(function (k) {
-          m[k].forEach(function (v) { if (typeof v === 'number' && v > 0) all.push(v); });
-        }); });
-        var lo = Math.min.apply(null, all.concat([0.5])), hi = Math.max.apply(null, all.concat([2]));
-        var pos = function (v) { return (100 * (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo))).toFixed(2) + '%'; };
-        var cell = function (t) {
-          if (typeof t[0] !== 'number') return '-';
-          var kids = [B.h('span', { 'class': 'one', style: 'left:' + pos(1) })];
-          if (typeof t[1] === 'number') {
-            kids.push(B.h('span', { 'class': 'ci', style: 'left:' + pos(t[1]) + ';width:calc(' + pos(t[2]) + ' - ' + pos(t[1]) + ')' }));
-          }
-          kids.push(B.h('span', { 'class': 'pt', style: 'left:' + pos(t[0]) }));
-          return B.h('td', { 'class': 'ratio' }, [B.h('span', { 'class': 'forest' }, kids), ' ' + t[0].toFixed(2) + 'x' +
-                     (typeof t[1] === 'number' ? ' (' + t[1].toFixed(2) + '..' + t[2].toFixed(2) + ')' : '')]);
-        };
-        var rcard = B.h('figure', { 'class': 'card wide', 'data-kind': 'doctor-remedies' },
-                        [B.h('figcaption', {}, [pre + 'Remedies against the default, best first (ratio, 95% interval, log axis ' +
-                                                B.fmt(lo) + '..' + B.fmt(hi) + ')'])]);
-        var box = B.h('div', { 'class': 'tablebox' });
-        rcard.appendChild(box);
-        box.appendChild(B.table(['#', 'flags', 'n', 'verdict', 'goodput', 'capacity', 'p99 latency', 'CPU per message', 'why'],
-                                  d.remedies.map(function (m, i) {
-                                    var row = [String(i + 1), m.name, m.n, m.verdict, cell(m.goodput), cell(m.capacity),
-                                               cell(m.latency_p99), cell(m.cpu_per_msg), m.why.join(', ')];
-                                    return { cells: row, cls: m.verdict === 'better' ? 'good' : m.verdict === 'worse' ? 'bad' : '' };
-                                  }), 'remedies'));
-        g.appendChild(rcard);
+        remediesCard(g, pre + 'Remedies against the default, best first', 'doctor-remedies', d.remedies,
+                     [['goodput', 'goodput'], ['capacity', 'capacity'], ['latency_p99', 'p99 latency'],
+                      ['cpu_per_msg', 'CPU per message']], []);
+      }
+      if (d.target) {
+        var t = d.target, notes = [];
+        if (t.already_in_effect.length) notes.push('Left out, the broker already runs with them: ' + t.already_in_effect.join('; ') + '.');
+        t.failed.forEach(function (f) {
+          notes.push(f.name + ': ' + (f.runs - f.ok_runs) + ' of ' + f.runs + ' repetition(s) failed: ' + f.errors.join('; '));
+        });
+        if (t.remedies.length || notes.length) {
+          remediesCard(g, pre + 'Remedies on the broker (' + t.kind + ', a fresh broker per repetition loaded by \'' +
+                       t.load_command.join(' ') + '\'), best first', 'doctor-target-remedies', t.remedies,
+                       [['throughput', 'throughput'], ['latency_p99', 'p99 latency'], ['broker_cpu_per_msg', 'broker CPU per message']],
+                       notes);
+        }
       }
     });
     B.charted();

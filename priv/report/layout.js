@@ -3,7 +3,10 @@
 // for the browser tests and for anyone who opens the page's DOM:
 // - a point or band outside its chart's plot (the axis does not cover it);
 // - a label cut off at its chart's edge;
-// - a table wider than the page that cannot scroll;
+// - a table wider than the page that cannot scroll; in the doctor's
+//   section any table wider than its box, scrolling or not (its columns
+//   are the figures a reader compares side by side: one cut off or behind
+//   a scrollbar is a table that does not fit);
 // - a title with a word broken across lines;
 // - a chart's card narrower than what is in it.
 // Runs last, after report.js, flame.js and watch.js have drawn. Reads
@@ -23,13 +26,14 @@
     return r.left >= box.left - SLACK && r.right <= box.right + SLACK && r.top >= box.top - SLACK && r.bottom <= box.bottom + SLACK;
   }
   function note(msg) { if (problems.indexOf(msg) < 0) problems.push(msg); }
-  function scrolls(el) {
+  function scroller(el) {
     for (var p = el.parentElement; p && p !== document.body; p = p.parentElement) {
       var o = getComputedStyle(p).overflowX;
-      if (o === 'auto' || o === 'scroll') return true;
+      if (o === 'auto' || o === 'scroll') return p;
     }
-    return false;
+    return null;
   }
+  function scrolls(el) { return scroller(el) !== null; }
   try {
     Array.prototype.forEach.call(document.querySelectorAll('svg.chart'), function (svg) {
       var outer = svg.getBoundingClientRect();
@@ -50,7 +54,15 @@
     var page = document.documentElement.clientWidth;
     Array.prototype.forEach.call(document.querySelectorAll('table'), function (t) {
       var r = t.getBoundingClientRect();
-      if (!r.width || scrolls(t)) return;
+      if (!r.width) return;
+      if (t.closest('#doctor')) {
+        var s = scroller(t), card = t.closest('figure, section');
+        var cr = card.getBoundingClientRect();
+        if ((s && s.scrollWidth > s.clientWidth + SLACK) || r.right > Math.min(page, cr.right) + SLACK)
+          note('a table (' + name(t) + ') is wider than the page or its card');
+        return;
+      }
+      if (scrolls(t)) return;
       var box = t.parentElement.getBoundingClientRect();
       if (r.right > Math.min(page, box.right) + SLACK) note('a table (' + name(t) + ') overflows the page');
     });

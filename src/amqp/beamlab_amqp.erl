@@ -15,10 +15,10 @@
          tx_select/1, tx_commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
-         publish_frames/5, ack_frame/3, nack_frame/4, send/2,
+         publish_frames/5, ack_frame/3, nack_frame/4, send/2, send/3,
          format_error/1]).
 
--export_type([conn/0, channel/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
+-export_type([conn/0, channel/0, written/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
               queue_opts/0, declare_ok/0, exchange_opts/0, delete_opts/0, qos_opts/0,
               consume_opts/0, publish_opts/0, get_ok/0, sync_opts/0]).
 
@@ -71,6 +71,10 @@
                 %% broker's certificate, name, or ours), bad options, or no
                 %% system trust store.
                 | {tls, binary(), {alert, atom(), binary()} | {options, binary()} | atom()}
+                %% The broker refused the client certificate in File.
+                | {client_cert_refused, file:filename_all(), atom()}
+                %% ... or closed the connection before AMQP started.
+                | {client_cert_closed, file:filename_all()}
                 | {frame_max_too_small, non_neg_integer()}
                 | {channel_max, non_neg_integer()}
                 | {encode, beamlab_amqp_method:encode_error()}
@@ -98,8 +102,14 @@
 -type delete_opts() :: #{if_unused => boolean(), if_empty => boolean(), timeout => timeout()}.
 -type qos_opts() :: #{prefetch_count => non_neg_integer(), prefetch_size => non_neg_integer(),
                       global => boolean(), timeout => timeout()}.
+%% `keep': how many bytes of each delivered body reach the owner (the
+%% first ones; default all): a consumer that reads only a stamp at the
+%% start of the body holds no more of a large message than that.
 -type consume_opts() :: #{no_ack => boolean(), exclusive => boolean(), consumer_tag => binary(),
-                          arguments => arguments(), timeout => timeout()}.
+                          arguments => arguments(), timeout => timeout(),
+                          keep => all | non_neg_integer()}.
+%% What the connection does once a send's frames are written (see send/3).
+-type written() :: {counters:counters_ref(), pos_integer(), non_neg_integer(), notify | silent}.
 -type publish_opts() :: #{props => beamlab_amqp_method:props(), mandatory => boolean()}.
 %% basic.get-ok: delivery tag, redelivered, exchange, routing key, messages
 %% left in the queue, properties, body.
@@ -315,6 +325,11 @@ qos(Ch, Opts) when is_map(Opts) ->
 %% @doc basic.consume; deliveries go to the channel owner as
 %% `{amqp_deliver, ...}' messages. Returns the consumer tag.
 -spec consume(channel(), binary(), consume_opts()) -> {ok, binary()} | {error, reason()}.
+consume({amqp_channel, Conn, N, _} = Ch, Queue, #{keep := Keep} = Opts) ->
+    case beamlab_amqp_conn:keep(Conn, N, Keep, maps:get(timeout, Opts, ?TIMEOUT)) of
+        ok -> consume(Ch, Queue, maps:remove(keep, Opts));
+        {error, _} = E -> E
+    end;
 consume(Ch, Queue, Opts) ->
     encoding(fun() ->
         M = #'basic.consume'{queue = Queue, consumer_tag = maps:get(consumer_tag, Opts, <<>>),
@@ -438,6 +453,19 @@ send({amqp_channel, Conn, N, _}, Frames) ->
     Conn ! {'$amqp_send', N, Frames},
     ok.
 
+%% @doc {@link send/2}, and once the socket has accepted the frames (the
+%% connection's write returned: the data is in the socket's buffers, past
+%% the client's queues), `K' is added to element `Ix' of `Counters'; with
+%% `notify', the channel's owner also gets `{amqp_written, Ch}' then. A
+%% publisher that waits for that notice is paced by the socket (TCP flow
+%% control, a broker that blocked the connection stops reading it) instead
+%% of queueing frames without bound in the connection's mailbox. Frames
+%% for a channel that closed meanwhile are neither written nor counted.
+-spec send(channel(), iodata(), written()) -> ok.
+send({amqp_channel, Conn, N, _}, Frames, Written) ->
+    Conn ! {'$amqp_send', N, Frames, Written},
+    ok.
+
 bool(true) -> 1;
 bool(false) -> 0.
 
@@ -536,6 +564,13 @@ format_error({protocol, R}) when is_binary(R) ->
     io_lib:format("AMQP protocol error: ~ts", [R]);
 format_error({protocol, R}) ->
     io_lib:format("AMQP protocol error: ~0tp", [R]);
+format_error({client_cert_refused, File, Alert}) ->
+    io_lib:format("the broker refused the client certificate in ~ts (~ts): is it signed by a CA the "
+                  "broker trusts (its ssl_options cacertfile), and is its key the one given?", [File, Alert]);
+format_error({client_cert_closed, File}) ->
+    io_lib:format("the broker closed the TLS connection before AMQP started: did it refuse the client "
+                  "certificate in ~ts (is it signed by a CA the broker trusts, its ssl_options cacertfile)?",
+                  [File]);
 format_error({socket, {tls_alert, {Alert, _}}}) ->
     %% After the handshake (TLS 1.3): the broker refused what this client
     %% showed (#34: was "unknown POSIX error").

@@ -14,7 +14,7 @@
 
 -export([start/3, new_hist/0, hist_max/0]).
 
--export_type([plan/0, counts/0, sample/0, final/0]).
+-export_type([plan/0, counts/0, sample/0, final/0, memory/0]).
 
 %% What the coordinator gives an agent: the broker, the test id (in
 %% connection names), this node's clock offset and the workers to run.
@@ -23,6 +23,8 @@
 -type plan() :: #{uris := [beamlab_amqp:params(), ...], conn_opts := beamlab_amqp:connect_opts(),
                   id := binary(),
                   clock_offset_us => integer(),
+                  %% --connection-rate: new connections per second at most.
+                  connection_rate => pos_integer() | infinity,
                   bodies := tuple(), sizes := [non_neg_integer()],
                   producers => [beamlab_amqp_worker:producer_spec()],
                   consumers => [beamlab_amqp_worker:consumer_spec()],
@@ -31,7 +33,7 @@
 -type counts() :: #{reconnects := non_neg_integer(), sent := non_neg_integer(),
                     returned := non_neg_integer(), confirmed := non_neg_integer(),
                     nacked := non_neg_integer(), received := non_neg_integer(),
-                    requeued := non_neg_integer()}.
+                    requeued := non_neg_integer(), late := non_neg_integer()}.
 %% One interval: the counters, the interval's latency histograms, and how
 %% many workers have finished their -C/-D counts.
 -type sample() :: #{counters := counts(),
@@ -44,7 +46,13 @@
 -type final() :: #{counters := counts(),
                    consumer := beamlab_stats_hist:snapshot(),
                    confirm := beamlab_stats_hist:snapshot(),
-                   exclusive_queued := non_neg_integer() | undefined}.
+                   exclusive_queued := non_neg_integer() | undefined,
+                   memory := memory()}.
+%% The node's VM memory (erlang:memory(total), bytes) before its workers
+%% started and when the producers were told to stop (every connection
+%% open, in steady state), and the connections open then.
+-type memory() :: #{node := node(), before := non_neg_integer(), running := non_neg_integer(),
+                    connections := non_neg_integer()}.
 
 %% Internal entry point (spawned, possibly on another node).
 -export([init/2]).
@@ -65,7 +73,11 @@
              opened = #{} :: #{beamlab_amqp_worker:group() => true},   % groups ever connected
              %% Connections being opened, and the workers waiting for them.
              connecting = #{} :: #{beamlab_amqp_worker:group() => [{pid(), reference()}]},
-             phase = starting :: starting | running | stopping_p | stopping_c}).
+             %% --connection-rate: when (monotonic µs) the next connection
+             %% may be opened.
+             next_conn_us :: integer() | undefined,
+             phase = starting :: starting | running | stopping_p | stopping_c,
+             memory :: memory()}).
 
 %% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
 %% (`uri', `producers', `consumers', `loops': lists of worker specs). The
@@ -106,7 +118,8 @@ init(Coord, Plan) ->
                                     || Size <- lists:usort([max(?BODY_MIN, S)
                                                             || S <- maps:get(sizes, Plan)])])},
     CtxKey = beamlab_runtime_shared:share(Ctx),
-    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx, ctx_key = CtxKey},
+    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx, ctx_key = CtxKey,
+              memory = #{node => node(), before => erlang:memory(total), running => 0, connections => 0}},
     %% Consumers first: they must be subscribed before anything is published.
     Cons = [beamlab_amqp_consumer:start_link(CtxKey, S) || S <- maps:get(consumers, Plan, [])]
         ++ [beamlab_amqp_loop:start_link(CtxKey, S) || S <- maps:get(loops, Plan, [])],
@@ -137,7 +150,8 @@ handle({sample, From, Ref}, #st{ctx = Ctx} = St) ->
                                    producers_done => St#st.done_p,
                                    consumers_done => St#st.done_c}},
     St;
-handle(stop_producers, #st{ctx = #{counters := C}} = St) ->
+handle(stop_producers, #st{ctx = #{counters := C}, memory = M} = St0) ->
+    St = St0#st{memory = M#{running := erlang:memory(total), connections := map_size(St0#st.conns)}},
     counters:put(C, ?C_STOPPING, 1),
     _ = [P ! stop || P <- St#st.producers],
     maybe_stopped(St#st{phase = stopping_p});
@@ -180,9 +194,27 @@ get_connection(Group, From, Ref, #st{conns = Cs, connecting = Ing} = St) ->
             Name = iolist_to_binary(["beamlab amqp ", maps:get(id, Plan, <<>>), " ", group_name(Group)]),
             Opts = (maps:get(conn_opts, Plan))#{name => Name, owner => Self},
             Uris = shuffle(maps:get(uris, Plan)),
-            _ = spawn_link(fun() -> Self ! {connected, Group, connect_any(Uris, Opts)} end),
-            St#st{conns = maps:remove(Group, Cs), connecting = Ing#{Group => [{From, Ref}]}}
+            {DelayMs, Next} = conn_slot(maps:get(connection_rate, Plan, infinity), St#st.next_conn_us),
+            _ = spawn_link(fun() ->
+                                   timer:sleep(DelayMs),
+                                   Self ! {connected, Group, connect_any(Uris, Opts)}
+                           end),
+            St#st{conns = maps:remove(Group, Cs), connecting = Ing#{Group => [{From, Ref}]},
+                  next_conn_us = Next}
     end.
+
+%% --connection-rate: the connections are opened one every 1/Rate s (their
+%% helpers wait for their slot), so that thousands of them do not storm
+%% the broker (each costs it a process tree and a TLS or SASL handshake).
+conn_slot(infinity, Next) ->
+    {0, Next};
+conn_slot(Rate, Next) ->
+    Now = erlang:monotonic_time(microsecond),
+    Slot = case Next of
+               undefined -> Now;
+               _ -> max(Now, Next)
+           end,
+    {(Slot - Now) div 1000, Slot + 1000000 div Rate}.
 
 connected(Group, Result, #st{connecting = Ing, conns = Cs, opened = Opened} = St) ->
     {Waiting, Ing1} = case maps:take(Group, Ing) of
@@ -255,7 +287,8 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
     C ! {final, self(), #{counters => counts(St),
                           consumer => beamlab_stats_hist:snapshot(ConsT),
                           confirm => beamlab_stats_hist:snapshot(ConfT),
-                          exclusive_queued => exclusive_depth(St)}},
+                          exclusive_queued => exclusive_depth(St),
+                          memory => St#st.memory}},
     close_all(St),
     ok = beamlab_runtime_shared:release(St#st.ctx_key),
     exit(normal);
@@ -296,7 +329,8 @@ counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
       confirmed => counters:get(C, ?C_CONFIRMED),
       nacked => counters:get(C, ?C_NACKED),
       received => counters:get(C, ?C_RECEIVED),
-      requeued => counters:get(C, ?C_REQUEUED)}.
+      requeued => counters:get(C, ?C_REQUEUED),
+      late => counters:get(C, ?C_LATE)}.
 
 snap_reset(H) ->
     S = beamlab_stats_hist:snapshot(H),

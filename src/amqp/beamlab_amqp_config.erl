@@ -38,6 +38,9 @@
           sasl := plain | external,
           %% Reconnection delay (ms), a random one between the two.
           recovery_interval := {non_neg_integer(), non_neg_integer()},
+          %% --connection-rate: connections opened per second and VM at
+          %% most (beamlab's addition), or at once.
+          connection_rate := pos_integer() | infinity,
           %% -sst: seconds to wait for the brokers to answer at the start
           %% (0: fail at once); -sul: how many of the URIs must answer.
           startup_timeout := non_neg_integer(),
@@ -154,6 +157,7 @@
           sasl => plain | external,
           %% Reconnection delay (ms), a random one between the two.
           recovery_interval => {non_neg_integer(), non_neg_integer()},
+          connection_rate => pos_integer() | infinity,
           %% -sst: seconds to wait for the brokers to answer at the start
           %% (0: fail at once); -sul: how many of the URIs must answer.
           startup_timeout => non_neg_integer(),
@@ -259,7 +263,7 @@
 defaults() ->
     #{uri => <<"amqp://guest:guest@localhost:5672/%2F">>, uris => [],
       heartbeat => undefined, frame_max => undefined, tcp => #{}, tls => #{},
-      sasl => plain, recovery_interval => {1000, 1000}, startup_timeout => 0,
+      sasl => plain, recovery_interval => {1000, 1000}, connection_rate => infinity, startup_timeout => 0,
       servers_up => undefined, shutdown_timeout => 5,
       producers => 1, consumers => 1, producer_channels => 1, consumer_channels => 1,
       queue => undefined, queues => undefined, queue_pattern => undefined,

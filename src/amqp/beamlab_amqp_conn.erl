@@ -18,13 +18,21 @@
 
 -include("beamlab_amqp.hrl").
 
--export([start/2, sync/4, open_channel/3, close_channel/2, close/2, close_all/2, info/1, pending/1]).
+-export([start/2, sync/4, keep/4, open_channel/3, close_channel/2, close/2, close_all/2, info/1, pending/1]).
 -export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(ACTIVE_N, 64).
+%% A channel owner with more messages than this waiting (a consumer behind
+%% its deliveries) pauses reading the socket: the backlog then stays on the
+%% broker (queued, flow-controlled, counted) instead of growing without
+%% bound in the client's mailboxes. Checked every ACTIVE_N packets, and
+%% every PAUSE_MS while paused.
+-define(OWNER_BACKLOG, 1000).
+-define(PAUSE_MS, 2).
 -define(DEFAULT_BATCH_MSGS, 1000).
 -define(DEFAULT_BATCH_BYTES, 1 bsl 20).
 -define(CLOSE_WAIT, 5000).
+-define(HIBERNATE_AFTER_MS, 1000).
 
 -record(ch, {num :: char(),
              handle :: tuple(),
@@ -34,7 +42,11 @@
              waiters = queue:new() :: queue:queue({gen_server:from() | none, [atom()]}),
              %% A content-bearing method waiting for its header and body frames.
              content = none :: none | {tuple(), beamlab_amqp_method:props() | undefined,
-                                       non_neg_integer(), [binary()]}}).
+                                       non_neg_integer(), [binary()]},
+             %% Bytes of each delivered body kept (the rest is received
+             %% and dropped): a load generator's consumer needs the
+             %% stamp at its start, not 512 MiB per message (#34-7).
+             keep = all :: all | non_neg_integer()}).
 
 -record(st, {sock :: socket(),
              tr :: gen_tcp | ssl,                  % the socket's module
@@ -50,6 +62,8 @@
              mons = #{} :: #{reference() => char()},
              sent = false :: boolean(),
              idle_ticks = 0 :: non_neg_integer(),
+             %% Not reading the socket: a channel owner is behind.
+             paused = false :: boolean(),
              batch_msgs :: pos_integer(),
              %% Hot-path counters: socket writes of batches, and the
              %% '$amqp_send' messages they carried.
@@ -77,6 +91,7 @@
                     auth_mechanism := plain | external}.
 -type socket() :: gen_tcp:socket() | ssl:sslsocket().
 -type request() :: {sync, char(), beamlab_amqp_method:method(), [atom()]}
+                 | {keep, char(), all | non_neg_integer()}
                  | {open_channel, pid()} | {close_channel, char()} | info | close.
 
 -spec start(params(), pid()) -> {ok, pid()} | {error, beamlab_amqp:reason()}.
@@ -94,6 +109,12 @@ start(Params, Owner) ->
           | {error, beamlab_amqp:reason()}.
 sync(Conn, Ch, Method, Timeout) ->
     call(Conn, {sync, Ch, Method, expect(Method)}, Timeout).
+
+%% @doc How many bytes of each body delivered on channel `Ch' are kept
+%% (`all', or the first `Keep'); the rest is received and dropped.
+-spec keep(pid(), char(), all | non_neg_integer(), timeout()) -> ok | {error, beamlab_amqp:reason()}.
+keep(Conn, Ch, Keep, Timeout) ->
+    call(Conn, {keep, Ch, Keep}, Timeout).
 
 %% @doc Open a channel owned by `Owner'.
 -spec open_channel(pid(), pid(), timeout()) -> {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
@@ -177,6 +198,7 @@ call(Conn, Request, Timeout) ->
 
 request_name({sync, _, Method, _}) -> element(1, Method);
 request_name({open_channel, _}) -> 'channel.open';
+request_name({keep, _, _}) -> 'basic.consume';
 request_name({close_channel, _}) -> 'channel.close';
 request_name(close) -> 'connection.close';
 request_name(Other) -> Other.
@@ -214,7 +236,9 @@ init_it(Params, Owner) ->
     case connect(Params, Owner) of
         {ok, St} ->
             proc_lib:init_ack({ok, self()}),
-            gen_server:enter_loop(?MODULE, [], St);
+            %% An idle connection (many slow producers, -P) shrinks to
+            %% what it holds; a busy one is never idle that long.
+            gen_server:enter_loop(?MODULE, [{hibernate_after, ?HIBERNATE_AFTER_MS}], St);
         {stop, Reason} ->
             proc_lib:init_ack({error, Reason})
     end.
@@ -247,10 +271,15 @@ connect(Params, Owner) ->
                     {ok, St}
             catch throw:{negotiate, Reason} ->
                 _ = Tr:close(Sock),
-                {stop, Reason}
+                {stop, cert_refused(Reason, Params)}
             end;
         {error, timeout} ->
             {stop, {timeout, connect}};
+        {error, {tls, {tls_alert, _} = A} = E} ->
+            case cert_refused({socket, A}, Params) of
+                {socket, _} -> {stop, {tls, peer_text(Host, Port), tls_reason(E)}};
+                Refused -> {stop, Refused}
+            end;
         {error, {tls, _} = E} ->
             {stop, {tls, peer_text(Host, Port), tls_reason(E)}};
         {error, Posix} when is_atom(Posix) ->
@@ -258,6 +287,28 @@ connect(Params, Owner) ->
         {error, Other} ->
             {stop, {tls, peer_text(Host, Port), Other}}
     end.
+
+%% An alert about a certificate that the broker sent (TLS 1.2: in the
+%% handshake; TLS 1.3: at the first read after it) while this client
+%% showed one is that certificate refused: said with its file (#34),
+%% not as the broker's certificate untrusted or a socket error. An alert
+%% this side generated (the broker's certificate refused here) is not.
+cert_refused({socket, {tls_alert, {Alert, Text}}} = Reason, #{tls := #{certfile := File}}) ->
+    Cert = lists:member(Alert, [unknown_ca, bad_certificate, unsupported_certificate, certificate_revoked,
+                                certificate_expired, certificate_unknown, access_denied, decrypt_error]),
+    case Cert andalso (is_list(Text) orelse is_binary(Text))
+        andalso string:find(Text, "received SERVER ALERT") =/= nomatch of
+        true -> {client_cert_refused, File, Alert};
+        false -> Reason
+    end;
+cert_refused(Reason, #{tls := #{certfile := File}})
+  when Reason =:= {socket, closed}; Reason =:= {closed_during, start} ->
+    %% TLS 1.3: the broker's alert may be lost in the race with the AMQP
+    %% header sent after the handshake: the connection is just closed
+    %% before the broker said a word. The certificate is the likely cause.
+    {client_cert_closed, File};
+cert_refused(Reason, _) ->
+    Reason.
 
 %% An address given as text connects as that address (and TLS checks it
 %% as an IP entry of the certificate).
@@ -499,6 +550,10 @@ send_raw({Tr, Sock}, Data) ->
           {noreply, #st{}} | {reply, {ok, beamlab_amqp:info()} | {error, closed}, #st{}}.
 handle_call(_Req, _From, #st{closing = {_, _}} = St) ->
     {reply, {error, closed}, St};
+handle_call(Req, From, #st{paused = true, sock = Sock, tr = Tr} = St) ->
+    %% Its reply needs the socket read.
+    _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+    handle_call(Req, From, St#st{paused = false});
 handle_call({sync, N, Method, Expect}, From, St) ->
     case St#st.channels of
         #{N := #ch{state = open} = Ch} ->
@@ -511,6 +566,11 @@ handle_call({sync, N, Method, Expect}, From, St) ->
             end;
         _ ->
             {reply, {error, closed}, St}
+    end;
+handle_call({keep, N, Keep}, _From, St) ->
+    case St#st.channels of
+        #{N := #ch{state = open} = Ch} -> {reply, ok, put_ch(Ch#ch{keep = Keep}, St)};
+        _ -> {reply, {error, closed}, St}
     end;
 handle_call({open_channel, Owner}, From, St) ->
     case free_channel(St) of
@@ -569,15 +629,22 @@ handle_cast(_Msg, St) ->
 handle_info({'$amqp_send', _, _}, #st{closing = {_, _}} = St) ->
     %% Once connection.close is sent, the spec allows nothing but close-ok.
     {noreply, St};
+handle_info({'$amqp_send', _, _, _}, #st{closing = {_, _}} = St) ->
+    {noreply, St};
 handle_info({'$amqp_send', N, Data}, St) ->
-    {Acc, Size} = add_send(N, Data, St, [], 0),
-    drain(St, Acc, Size, 1);
+    {Acc, Size, Done} = add_send(N, Data, none, St, {[], 0, []}),
+    drain(St, Acc, Size, Done, 1);
+handle_info({'$amqp_send', N, Data, Written}, St) ->
+    {Acc, Size, Done} = add_send(N, Data, Written, St, {[], 0, []}),
+    drain(St, Acc, Size, Done, 1);
 handle_info({T, Sock, Data}, #st{sock = Sock, buf = Buf} = St) when T =:= tcp; T =:= ssl ->
     Buf1 = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
     frames(Buf1, St#st{idle_ticks = 0});
-handle_info({T, Sock}, #st{sock = Sock, tr = Tr} = St) when T =:= tcp_passive; T =:= ssl_passive ->
-    %% If the socket just closed this fails; tcp_closed follows and ends us.
-    _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+handle_info({T, Sock}, #st{sock = Sock} = St) when T =:= tcp_passive; T =:= ssl_passive ->
+    {noreply, read_on(St)};
+handle_info(resume, #st{paused = true} = St) ->
+    {noreply, read_on(St)};
+handle_info(resume, St) ->
     {noreply, St};
 handle_info({T, Sock}, #st{sock = Sock} = St) when T =:= tcp_closed; T =:= ssl_closed ->
     lost(socket_closed, "socket closed", St);
@@ -585,6 +652,10 @@ handle_info({T, Sock, Reason}, #st{sock = Sock} = St) when T =:= tcp_error; T =:
     lost(socket_error, io_lib:format("~ts", [socket_error_text(Reason)]), St);
 handle_info(tick, #st{closing = {_, _}} = St) ->
     {noreply, St};
+handle_info(tick, #st{paused = true} = St) ->
+    %% Not reading: the broker's heartbeats wait in the socket, unseen.
+    schedule_tick(St),
+    {noreply, maybe_heartbeat(St)};
 handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
     schedule_tick(St),
     %% Ticks come every heartbeat/2: four idle ticks are two missed heartbeats.
@@ -594,11 +665,7 @@ handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
                                  [peer(St), (Idle + 1) * Hb div 2]),
             shutdown(heartbeat_timeout, iolist_to_binary(Text), St);
         false ->
-            St1 = case St#st.sent of
-                      true -> St;
-                      false -> write(beamlab_amqp_frame:encode_heartbeat(), St)
-                  end,
-            {noreply, St1#st{sent = false, idle_ticks = Idle + 1}}
+            {noreply, (maybe_heartbeat(St))#st{idle_ticks = Idle + 1}}
     end;
 handle_info(close_timeout, #st{closing = {From, {Code, Text}}} = St) ->
     reply_close(From),
@@ -626,31 +693,51 @@ handle_info({'DOWN', Mon, process, _, _}, #st{mons = Mons} = St) ->
 handle_info(_Other, St) ->
     {noreply, St}.
 
-add_send(N, Data, #st{channels = Chs}, Acc, Size) ->
+add_send(N, Data, Written, #st{channels = Chs}, {Acc, Size, Done} = Batch) ->
     case Chs of
-        #{N := #ch{state = open}} -> {[Data | Acc], Size + iolist_size(Data)};
+        #{N := #ch{state = open} = Ch} ->
+            {[Data | Acc], Size + iolist_size(Data), written(Written, Ch, Done)};
         %% Frames for a channel that is closing or gone would be a protocol
         %% error; the owner already has (or will get) its amqp_closed message.
-        _ -> {Acc, Size}
+        _ -> Batch
     end.
 
-drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Count)
+written(none, _Ch, Done) -> Done;
+written(Written, #ch{owner = O, handle = H}, Done) -> [{Written, O, H} | Done].
+
+drain(#st{batch_msgs = MaxN, batch_bytes = MaxB} = St, Acc, Size, Done, Count)
   when Count < MaxN, Size < MaxB ->
     receive
         {'$amqp_send', N, Data} ->
-            {Acc1, Size1} = add_send(N, Data, St, Acc, Size),
-            drain(St, Acc1, Size1, Count + 1)
+            {Acc1, Size1, Done1} = add_send(N, Data, none, St, {Acc, Size, Done}),
+            drain(St, Acc1, Size1, Done1, Count + 1);
+        {'$amqp_send', N, Data, Written} ->
+            {Acc1, Size1, Done1} = add_send(N, Data, Written, St, {Acc, Size, Done}),
+            drain(St, Acc1, Size1, Done1, Count + 1)
     after 0 ->
-        flush(Acc, Count, St)
+        flush(Acc, Done, Count, St)
     end;
-drain(St, Acc, _, Count) ->
-    flush(Acc, Count, St).
+drain(St, Acc, _, Done, Count) ->
+    flush(Acc, Done, Count, St).
 
-flush([], _, St) -> {noreply, St};
-flush(Acc, Count, #st{writes = W, sends = S} = St) ->
+%% The write returns once the socket took the data (it blocks while the
+%% port is busy: the kernel's buffer is full because the broker reads no
+%% faster, or blocked the connection); only then are the sends counted
+%% and their senders told.
+flush([], _, _, St) -> {noreply, St};
+flush(Acc, Done, Count, #st{writes = W, sends = S} = St) ->
     case (St#st.tr):send(St#st.sock, lists:reverse(Acc)) of
-        ok -> {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
+        ok ->
+            lists:foreach(fun done/1, lists:reverse(Done)),
+            {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
         {error, R} -> lost(socket_error, send_error(R), St)
+    end.
+
+done({{C, Ix, K, Notify}, Owner, H}) ->
+    counters:add(C, Ix, K),
+    case Notify of
+        notify -> Owner ! {amqp_written, H}, ok;
+        silent -> ok
     end.
 
 send_error(closed) -> "socket closed";
@@ -667,6 +754,41 @@ write(Data, St) ->
         {error, _} -> ok
     end,
     St#st{sent = true}.
+
+maybe_heartbeat(St) ->
+    St1 = case St#st.sent of
+              true -> St;
+              false -> write(beamlab_amqp_frame:encode_heartbeat(), St)
+          end,
+    St1#st{sent = false}.
+
+%% Reads the next ACTIVE_N packets, unless a channel owner is behind (and
+%% nobody waits for a reply, which would need the socket read): then checks
+%% again in PAUSE_MS. If the socket just closed, setopts fails; tcp_closed
+%% follows and ends us.
+read_on(#st{sock = Sock, tr = Tr} = St) ->
+    case owner_behind(St) of
+        true ->
+            erlang:send_after(?PAUSE_MS, self(), resume),
+            St#st{paused = true};
+        false ->
+            _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
+            St#st{paused = false}
+    end.
+
+owner_behind(#st{closing = {_, _}}) ->
+    false;
+owner_behind(#st{channels = Chs}) ->
+    Self = self(),
+    Chans = maps:values(Chs),
+    lists:all(fun(#ch{waiters = W}) -> queue:is_empty(W) end, Chans)
+        andalso lists:any(fun(#ch{owner = O}) when O =:= Self -> false;
+                             (#ch{owner = O}) ->
+                                  case erlang:process_info(O, message_queue_len) of
+                                      {message_queue_len, L} -> L > ?OWNER_BACKLOG;
+                                      undefined -> false
+                                  end
+                          end, Chans).
 
 schedule_tick(#st{heartbeat = 0}) -> ok;
 schedule_tick(#st{heartbeat = Hb}) -> erlang:send_after(Hb * 500, self(), tick), ok.
@@ -731,13 +853,13 @@ channel_frame(header, Payload, #ch{content = {M, undefined, _, []}} = Ch, St) ->
         {ok, _Class, Size, Props} -> {ok, put_ch(Ch#ch{content = {M, Props, Size, []}}, St)};
         {error, R} -> protocol_error(502, beamlab_amqp_method:format_error(R), St)
     end;
-channel_frame(body, Payload, #ch{content = {M, Props, Left, Acc}} = Ch, St)
+channel_frame(body, Payload, #ch{content = {M, Props, Left, Acc}, keep = Keep} = Ch, St)
   when Props =/= undefined ->
     case Left - byte_size(Payload) of
-        0 when Acc =:= [] -> content_done(M, Props, Payload, Ch#ch{content = none}, St);
-        0 -> content_done(M, Props, iolist_to_binary(lists:reverse(Acc, [Payload])),
+        0 when Acc =:= [], Keep =:= all -> content_done(M, Props, Payload, Ch#ch{content = none}, St);
+        0 -> content_done(M, Props, iolist_to_binary(lists:reverse(kept(Keep, Payload, Acc))),
                           Ch#ch{content = none}, St);
-        L when L > 0 -> {ok, put_ch(Ch#ch{content = {M, Props, L, [Payload | Acc]}}, St)};
+        L when L > 0 -> {ok, put_ch(Ch#ch{content = {M, Props, L, kept(Keep, Payload, Acc)}}, St)};
         _ -> protocol_error(501, "body frames longer than the content header's body size", St)
     end;
 channel_frame(_Type, _, #ch{state = closing} = Ch, St) ->
@@ -745,6 +867,17 @@ channel_frame(_Type, _, #ch{state = closing} = Ch, St) ->
     {ok, put_ch(Ch, St)};
 channel_frame(Type, _, Ch, St) ->
     protocol_error(505, io_lib:format("unexpected ~s frame on channel ~b", [Type, Ch#ch.num]), St).
+
+%% The body frames kept so far, newest first: all of them, or up to Keep
+%% bytes, copied (a part of a frame refers to the whole of what the
+%% socket read).
+kept(all, Payload, Acc) ->
+    [Payload | Acc];
+kept(Keep, Payload, Acc) ->
+    case Keep - iolist_size(Acc) of
+        Room when Room > 0 -> [binary:copy(binary:part(Payload, 0, min(Room, byte_size(Payload)))) | Acc];
+        _ -> Acc
+    end.
 
 content_done(_M, _Props, _Body, #ch{state = closing} = Ch, St) ->
     {ok, put_ch(Ch, St)};

@@ -32,6 +32,10 @@
 -define(SLEEP_MIN_US, 1000).
 %% Each consumer has a channel of its own: one fixed tag serves them all.
 -define(TAG, <<"beamlab">>).
+%% The bytes of each delivered body the consumer keeps: the producer's
+%% stamp (64 bits at its start) is all it reads; the rest of a body (up
+%% to 512 MiB) is received and dropped frame by frame, never assembled.
+-define(KEEP, 8).
 %% Acks handed to the connection at most at once (see loop/1).
 -define(SETTLE_BATCH, 32).
 
@@ -163,7 +167,7 @@ qos(Ch, N, Global) -> beamlab_amqp:qos(Ch, #{prefetch_count => N, global => Glob
 consume(Ch, Spec) ->
     case beamlab_amqp:consume(Ch, maps:get(queue, Spec),
                               #{no_ack => maps:get(autoack, Spec), arguments => maps:get(args, Spec),
-                                consumer_tag => ?TAG}) of
+                                consumer_tag => ?TAG, keep => ?KEEP}) of
         {ok, _Tag} -> ok;
         {error, _} = E -> E
     end.

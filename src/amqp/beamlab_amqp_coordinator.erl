@@ -9,7 +9,8 @@
 %%% Every wait is bounded: a node that stops answering (frozen) is dropped
 %%% after a few seconds and its counts so far kept; the end of the run
 %%% (stop, drain, final counts) takes at most the shutdown timeout, plus at
-%%% most a second each to read the queues' depth and delete them; an
+%%% most a second each to read the queues' depth (plus a millisecond per
+%%% connection: the broker is closing them) and delete them; an
 %%% interruption during the set-up (a silent server) ends it at once.
 -module(beamlab_amqp_coordinator).
 
@@ -71,7 +72,12 @@
                     lost := [{node(), Exit :: term()}],
                     split := boolean(),
                     clock := #{node() => beamlab_runtime_clock:combined()},
-                    queues := [binary()]}.
+                    queues := [binary()],
+                    %% Per node: its VM's memory before and with the
+                    %% connections open, per connection (bytes).
+                    memory := [memory()]}.
+-type memory() :: #{node := node(), before := non_neg_integer(), running := non_neg_integer(),
+                    connections := non_neg_integer(), per_connection := non_neg_integer() | undefined}.
 
 -record(agent, {node :: node(), mon :: reference(),
                 seen :: integer(),                    % last answer, monotonic ms
@@ -288,7 +294,7 @@ start_run(#run{cfg = Cfg, topo = Topo} = R0) ->
                     {Pid, #agent{node = Node, mon = monitor(process, Pid), seen = Now}}
                 end || {Node, Plan} <- Plans]),
     R = R0#run{agents = Agents, split = Split, clock_before = Clock0, per_stream = PerStream},
-    case await_ready(maps:keys(Agents)) of
+    case await_ready(maps:keys(Agents), start_ms(Plans, maps:get(connection_rate, Cfg))) of
         ok ->
             StartUs = erlang:system_time(microsecond),
             T0 = erlang:monotonic_time(microsecond),
@@ -325,20 +331,30 @@ flush() ->
         ok
     end.
 
-await_ready([]) ->
+%% How long the agents may take to be ready: a minute, plus the time the
+%% --connection-rate pacing takes to open a node's connections.
+start_ms(_Plans, infinity) ->
+    ?AGENTS_START_MS;
+start_ms(Plans, Rate) ->
+    Conns = lists:max([length(maps:get(producers, P, [])) + length(maps:get(consumers, P, []))
+                       + length(maps:get(loops, P, [])) div ?LOOP_CHANNELS_PER_CONN + 1
+                       || {_, P} <- Plans]),
+    ?AGENTS_START_MS + Conns * 1000 div Rate.
+
+await_ready([], _Ms) ->
     ok;
-await_ready(Pending) ->
+await_ready(Pending, Ms) ->
     receive
-        {agent_ready, A} -> await_ready(lists:delete(A, Pending));
+        {agent_ready, A} -> await_ready(lists:delete(A, Pending), Ms);
         {agent_error, _A, Reason} -> {error, Reason};
         {'DOWN', _, process, A, Reason} when is_pid(A) ->
             case lists:member(A, Pending) of
                 true -> {error, {agent_down, node(A), Reason}};
-                false -> await_ready(Pending)
+                false -> await_ready(Pending, Ms)
             end;
         {beamlab_interrupt, _} ->
             {error, interrupted}
-    after ?AGENTS_START_MS ->
+    after Ms ->
         {error, {timeout, agents_start}}
     end.
 
@@ -374,6 +390,7 @@ plans(Targets, Cfg, Topo, Queues) ->
                         ++ producer_specs(Cfg, Common, NodeAt, QAt)
             end,
     Plan0 = #{uris => [U || {U, _} <- Targets], conn_opts => element(2, hd(Targets)),
+              connection_rate => maps:get(connection_rate, Cfg),
               id => maps:get(id, Cfg), bodies => bodies(Cfg), sizes => sizes(Cfg)},
     Grouped = lists:foldl(
                 fun({Node, Kind, Spec}, Acc) ->
@@ -462,6 +479,10 @@ producer_specs(Cfg, Common, NodeAt, QAt) ->
               group => {p, I}, mandatory => maps:get(mandatory, Cfg), props => props(Cfg),
               confirm => maps:get(confirm, Cfg), confirm_timeout => maps:get(confirm_timeout, Cfg),
               schedule => Schedule,
+              late_us => case {maps:get(publishing_interval, Cfg), Schedule} of
+                             {Every, {rate, _}} when is_float(Every) -> max(1, round(Every * 1000000));
+                             _ -> undefined
+                         end,
               start_delay_ms => AfterConsumers + case Random of
                                                      0 -> 0;
                                                      _ -> rand:uniform(Random * 1000)
@@ -799,7 +820,37 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
                                                 not lists:member(A, Silent)]),
     Clock = maps:map(fun(N, B) -> beamlab_runtime_clock:combine(B, maps:get(N, After, undefined)) end,
                      R4#run.clock_before),
-    {report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, Silent =/= [], R4), R4#run.conn}.
+    Memory = [memory(maps:get(memory, F)) || {_, F} <- lists:sort(Finals)],
+    {report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, Silent =/= [], Memory, R4), R4#run.conn}.
+
+%% A node's memory per connection: the VM's growth from before its workers
+%% started to the stop, over its connections (the VM's fixed footprint
+%% cancels out).
+memory(#{before := B, running := M, connections := N} = Mem) ->
+    Mem#{per_connection => case N of
+                               0 -> undefined;
+                               _ -> max(0, M - B) div N
+                           end}.
+
+%% -P or --connection-rate (many slow connections): how many publishes
+%% were late, and what each connection cost.
+iot_lines(#{publishing_interval := P, connection_rate := CR, id := Id}, C, Memory)
+  when is_float(P); is_integer(CR) ->
+    Pfx = [<<"id: ">>, Id, <<", ">>],
+    [[[Pfx, <<"publishes more than one interval (">>, float_to_binary(P, [{decimals, 3}, compact]),
+       <<" s) late: ">>, integer_to_binary(maps:get(late, C, 0)), <<" of ">>,
+       integer_to_binary(maps:get(sent, C)), <<"\n">>] || is_float(P)],
+     [[Pfx, <<"memory on ">>, atom_to_binary(N), <<": ">>, integer_to_binary(Conns),
+       <<" connections, VM ">>, mib(B), <<" MiB before them, ">>, mib(M), <<" MiB with them open = ">>,
+       integer_to_binary(round(Per / 1024)), <<" KiB per connection\n">>]
+      || #{node := N, before := B, running := M, connections := Conns, per_connection := Per} <- Memory,
+         is_integer(Per)]];
+iot_lines(_Cfg, _C, _Memory) ->
+    [].
+
+mib(Bytes) ->
+    float_to_binary(Bytes / 1048576, [{decimals, 1}]).
+
 
 left(End) ->
     max(0, End - erlang:monotonic_time(millisecond)).
@@ -867,10 +918,14 @@ collect_finals(Pending, Acc, End, R) ->
 %% ours; `undefined' when the broker does not answer in time, and for
 %% streams (which keep what is read). Exclusive queues: what their agents
 %% read before closing their connections.
-depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo} = R) ->
+depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo, cfg = Cfg} = R) ->
+    %% The broker is closing the run's connections meanwhile: with
+    %% thousands of them (-x 15000) that takes it seconds, so the read may
+    %% wait a millisecond more per connection.
+    Ms = ?END_OP_MS + maps:get(producers, Cfg) + maps:get(consumers, Cfg),
     {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
                                            fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
-                                           undefined, ?END_OP_MS),
+                                           undefined, Ms),
     Exclusive = [Q || {Q, _, exclusive} <- maps:get(queues, Topo)],
     ExclQueued = case {Exclusive, Silent} of
                      {[], _} -> 0;
@@ -885,7 +940,7 @@ sum_defined(L) ->
         false -> lists:sum(L)
     end.
 
-report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, CutShort, R0) ->
+report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, CutShort, Memory, R0) ->
     R = write_csv(R0),
     #run{cfg = Cfg, enabled = En, live = L} = R,
     C = maps:get(counters, Totals),
@@ -916,6 +971,10 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, CutShort, R0) ->
                                  received => maps:get(received, AtStop) / Secs,
                                  consumer => Cons, confirm => Conf},
                     clock => case R#run.split of true -> Clock; false -> none end}, C),
+    _ = case iot_lines(Cfg, C, Memory) of
+            [] -> ok;
+            Lines -> beamlab_amqp_live:write(L, Lines)
+        end,
     {ok, #{id => maps:get(id, Cfg), stop => Why, elapsed_us => ElapsedUs, counters => C,
            at_stop => AtStop, accounting => Acc, failure => Failure,
            partial => Failure =/= undefined orelse Why =:= interrupted,
@@ -928,7 +987,8 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, CutShort, R0) ->
            enabled => En,
            nodes => AllNodes, shares => Shares, lost => Lost,
            split => R#run.split, clock => Clock,
-           queues => [Q || {Q, _, _} <- maps:get(queues, R#run.topo)]}}.
+           queues => [Q || {Q, _, _} <- maps:get(queues, R#run.topo)],
+           memory => Memory}}.
 
 %% --output-file: PerfTest's CSV, written whole when the run ends (also
 %% for a run that was interrupted or failed: what was measured), under

@@ -75,7 +75,7 @@ new(Cfg, Enabled, T0, Metrics) ->
 -spec zero_counts() -> beamlab_amqp_agent:counts().
 zero_counts() ->
     #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0,
-      requeued => 0}.
+      requeued => 0, late => 0}.
 
 %% @doc An empty latency histogram snapshot.
 -spec empty_snap() -> beamlab_stats_hist:snapshot().

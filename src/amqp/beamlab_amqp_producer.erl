@@ -11,8 +11,14 @@
 %%% padded to the size (fixed or varying over time), or files or JSON
 %%% documents with the stamp in a header; properties, routing keys (fixed,
 %%% random, or from a cache of random keys) and transactions as PerfTest
-%%% sets them. Without confirms it watches the connection's backlog so
-%%% that an unlimited producer cannot flood the connection process.
+%%% sets them. A publish counts as sent once the connection's socket has
+%%% accepted it (the connection counts it after its write), and a producer
+%%% keeps at most a few batches handed to the connection but not yet
+%%% written (it asks to be told of every `?NOTIFY_MSGS'-th publish's
+%%% write), so an unlimited producer is paced by TCP flow control and the
+%%% broker's (a blocked connection, a busy queue) as PerfTest's blocking
+%%% socket writes are, instead of queueing frames in the connection's
+%%% mailbox and calling them sent.
 %%%
 %%% The messages due at one moment (a burst after the rate limiter's timer,
 %%% or an unlimited producer's run until its confirm window fills) go to
@@ -29,10 +35,20 @@
 %% Worker callbacks (beamlab_amqp_worker:start/3).
 -export([open/2, run/3]).
 
--define(BACKLOG_CHECK, 128).     % publishes between backlog checks
-%% Connection mailbox length that pauses us: messages, each a batch of at
-%% most BATCH_MSGS publishes or BATCH_BYTES of bodies (or one larger body).
--define(BACKLOG_MAX, 2000).
+%% Woken from hibernation (erlang:hibernate/3).
+-export([sleeping/2]).
+
+%% A write notice is asked for once this many publishes (or body bytes)
+%% were handed to the connection since the last one asked for ...
+-define(NOTIFY_MSGS, 64).
+-define(NOTIFY_BYTES, 65536).
+%% ... and the producer waits while this many notices are outstanding: at
+%% most about WRITE_AHEAD * NOTIFY_MSGS publishes are ever unwritten.
+-define(WRITE_AHEAD, 4).
+%% A producer with nothing to do for at least this long (-P: one message
+%% every few seconds) hibernates: its heap shrinks to what it holds, which
+%% is most of the memory of an idle connection (#33).
+-define(HIBERNATE_MS, 1000).
 -define(SETTLE_MS, 5000).        % max wait for outstanding confirms at the end
 -define(RETURN_GRACE_MS, 200).   % wait for late basic.return without confirms
 -define(BATCH_MSGS, 64).         % publishes handed to the connection at most at once
@@ -70,7 +86,12 @@
              %% their number and body bytes.
              out = [] :: [iodata()],
              out_n = 0 :: non_neg_integer(),
-             out_bytes = 0 :: non_neg_integer()}).
+             out_bytes = 0 :: non_neg_integer(),
+             %% Publishes and body bytes handed since the last write notice
+             %% asked for; notices asked for and not yet received.
+             unnoticed = 0 :: non_neg_integer(),
+             unnoticed_bytes = 0 :: non_neg_integer(),
+             unwritten = 0 :: non_neg_integer()}).
 
 %% @doc Starts a producer for `Spec' with the agent's context (counters,
 %% histograms, bodies, agent pid), shared under `CtxKey'. It sends
@@ -200,12 +221,22 @@ publish_or_wait(#st{limiter = none} = St) ->
 publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
   when is_integer(Max), map_size(Out) >= Max ->
     window_full(flush(St));
+publish_or_wait(#st{unwritten = U} = St) when U >= ?WRITE_AHEAD ->
+    %% The socket has not taken what we handed over: wait for it (or a
+    %% stop, a closed channel) rather than queue more.
+    St1 = flush(St),
+    receive Msg -> loop(handle(Msg, St1)) end;
 publish_or_wait(#st{limiter = L} = St) ->
     Now = ?NOW_US(),
     case beamlab_amqp_rate:next(L, Now) of
         {go, Intended, L1} ->
             Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
-            loop(throttle(publish(Stamp, St#st{limiter = L1, full_since = undefined, woke = false})));
+            late(Now - Intended, St),
+            loop(publish(Stamp, St#st{limiter = L1, full_since = undefined, woke = false}));
+        {wait, Us} when Us >= ?HIBERNATE_MS * 1000 ->
+            St1 = flush(St),
+            Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), wake),
+            erlang:hibernate(?MODULE, sleeping, [St1, Ref]);
         {wait, Us} ->
             St1 = flush(St),
             receive
@@ -214,6 +245,25 @@ publish_or_wait(#st{limiter = L} = St) ->
                 loop(St1#st{woke = true})
             end
     end.
+
+%% @private
+%% Hibernated until the next message is due (timer `Ref') or a message
+%% comes (the timer is then cancelled: the main loop sets it again).
+-spec sleeping(#st{}, reference()) -> no_return().
+sleeping(St, Ref) ->
+    receive
+        {timeout, Ref, wake} ->
+            loop(St#st{woke = true});
+        Msg ->
+            _ = erlang:cancel_timer(Ref, [{async, true}, {info, false}]),
+            loop(handle(Msg, St))
+    end.
+
+%% -P: a publish more than one interval behind its schedule is late.
+late(By, #st{spec = #{late_us := Max}, ctx = #{counters := C}}) when is_integer(Max), By > Max ->
+    counters:add(C, ?C_LATE, 1);
+late(_, _) ->
+    ok.
 
 %% The window is full: wait for a confirm, at most -ct seconds in all
 %% (PerfTest's confirm timeout: a broker that stopped confirming fails
@@ -229,12 +279,11 @@ window_full(#st{full_since = Since, spec = #{confirm_timeout := Secs}} = St) ->
     end.
 
 publish(Intended, #st{ch = Ch, exchange = Ex, n = N, left = Left,
-                      ctx = #{counters := C} = Ctx} = St) ->
+                      ctx = Ctx} = St) ->
     %% The body carries the coordinator's time (see the agent's clock_offset).
     Stamp = Intended - maps:get(clock_offset, Ctx, 0),
     {Body, Opts} = message(Stamp, N, St),
     Frames = beamlab_amqp:publish_frames(Ch, Ex, key(St), Body, Opts),
-    counters:add(C, ?C_SENT, 1),
     St1 = commit(batch(Frames, iolist_size(Body),
                        St#st{n = N + 1, left = dec(Left), keys = next_key(St#st.keys)})),
     case maps:get(confirm, St#st.spec) of
@@ -249,16 +298,25 @@ publish(Intended, #st{ch = Ch, exchange = Ex, n = N, left = Left,
 batch(Frames, Bytes, #st{out = Out, out_n = K, out_bytes = B} = St)
   when K + 1 < ?BATCH_MSGS, B + Bytes < ?BATCH_BYTES ->
     St#st{out = [Frames | Out], out_n = K + 1, out_bytes = B + Bytes};
-batch(Frames, _Bytes, #st{out = Out} = St) ->
-    flush(St#st{out = [Frames | Out]}).
+batch(Frames, Bytes, #st{out = Out, out_n = K, out_bytes = B} = St) ->
+    flush(St#st{out = [Frames | Out], out_n = K + 1, out_bytes = B + Bytes}).
 
 %% Hands the batch to the connection: before anything that waits, so that
-%% a batch never waits with the producer.
+%% a batch never waits with the producer. The connection counts it as
+%% sent once written, and tells us so when a notice is due.
 flush(#st{out = []} = St) ->
     St;
-flush(#st{out = Out, ch = Ch} = St) ->
-    ok = beamlab_amqp:send(Ch, lists:reverse(Out)),
-    St#st{out = [], out_n = 0, out_bytes = 0}.
+flush(#st{out = Out, out_n = K, out_bytes = B, ch = Ch, ctx = #{counters := C},
+          unnoticed = UN, unnoticed_bytes = UB, unwritten = UW} = St) ->
+    St1 = St#st{out = [], out_n = 0, out_bytes = 0},
+    case UN + K >= ?NOTIFY_MSGS orelse UB + B >= ?NOTIFY_BYTES of
+        true ->
+            ok = beamlab_amqp:send(Ch, lists:reverse(Out), {C, ?C_SENT, K, notify}),
+            St1#st{unnoticed = 0, unnoticed_bytes = 0, unwritten = UW + 1};
+        false ->
+            ok = beamlab_amqp:send(Ch, lists:reverse(Out), {C, ?C_SENT, K, silent}),
+            St1#st{unnoticed = UN + K, unnoticed_bytes = UB + B}
+    end.
 
 %% PerfTest's bodies: the stamp and sequence number padded to the size,
 %% or (files, JSON) a prepared body with the stamp in a header.
@@ -304,32 +362,10 @@ commit(#st{tx_left = L} = St) ->
 dec(infinity) -> infinity;
 dec(N) -> N - 1.
 
-%% Without confirms nothing stops a producer from outrunning the socket; the
-%% connection's mailbox is the backlog, so pause while it is long.
-throttle(#st{spec = #{confirm := undefined}, n = N, conn = Conn} = St0)
-  when N rem ?BACKLOG_CHECK =:= 0 ->
-    St = flush(St0),
-    wait_backlog(Conn),
-    St;
-throttle(St) ->
-    St.
-
-%% A stop request ends the wait (the connection may never catch up: a
-%% frozen broker stops reading); it is put back for the main loop.
-wait_backlog(Conn) ->
-    case beamlab_amqp:pending(Conn) of
-        P when is_integer(P), P > ?BACKLOG_MAX ->
-            receive
-                stop -> self() ! stop, ok
-            after 1 ->
-                wait_backlog(Conn)
-            end;
-        _ ->
-            ok
-    end.
-
 handle({amqp_confirm, Ch, Kind, Seq, Multiple}, #st{ch = Ch} = St) ->
     confirm(Kind, Seq, Multiple, St);
+handle({amqp_written, Ch}, #st{ch = Ch, unwritten = U} = St) ->
+    St#st{unwritten = max(0, U - 1)};
 handle({amqp_return, Ch, _Code, _Text, _Ex, _Key, _Props, _Body},
        #st{ch = Ch, ctx = #{counters := C}} = St) ->
     counters:add(C, ?C_RETURNED, 1),
@@ -374,7 +410,7 @@ connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx}
     %% The batch was for the lost channel: its fate is that of the window.
     {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
     St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
-          out = [], out_n = 0, out_bytes = 0,
+          out = [], out_n = 0, out_bytes = 0, unnoticed = 0, unnoticed_bytes = 0, unwritten = 0,
           tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end};
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).

@@ -82,8 +82,10 @@ next(#rate{k = K} = L, NowUs) ->
         true -> {go, Due, L#rate{k = K + 1}};
         false -> {wait, Due - NowUs}
     end;
-next(#var{per_cycle = 0}, _NowUs) ->
-    {wait, ?NEVER_US};
+next(#var{per_cycle = 0} = L, NowUs) ->
+    %% Never due: the wait agrees with due/2 (a year after the start, as
+    %% long as the longest run) and stays positive.
+    {wait, max(1, due(L, 0) - NowUs)};
 next(#var{k = K} = L, NowUs) ->
     Due = due(L, K),
     case Due =< NowUs of

@@ -82,6 +82,9 @@ amqp_section(R, Secs) ->
       clock_offsets => maps:fold(fun(N, O, A0) -> A0#{atom_to_binary(N) => O} end,
                                  #{}, maps:get(clock, R)),
       queues => maps:get(queues, R),
+      memory => [M#{node := atom_to_binary(N),
+                    per_connection := case P of undefined -> null; _ -> P end}
+                 || #{node := N, per_connection := P} = M <- maps:get(memory, R)],
       latency_unit => <<"us">>,
       latency_precision => <<"log-linear histogram, 3 significant digits (relative error =< 0.05%)">>}.
 

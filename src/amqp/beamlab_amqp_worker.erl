@@ -46,6 +46,9 @@
                            confirm := pos_integer() | undefined,
                            confirm_timeout := pos_integer(),
                            schedule := schedule(),
+                           %% -P: a publish made this much (one interval,
+                           %% µs) after it was due counts as late.
+                           late_us := pos_integer() | undefined,
                            start_delay_ms := non_neg_integer(),
                            count := non_neg_integer(),
                            tx := non_neg_integer(),

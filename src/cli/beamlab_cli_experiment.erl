@@ -7,7 +7,7 @@
 %%% before anything starts.
 -module(beamlab_cli_experiment).
 
--export([run/1, run/2, inner/2, raise/1]).
+-export([run/1, run/2, inner/2, raise/1, given/2, checked/1]).
 
 %% `error': the command's own line for some errors (naming its flags);
 %% `undefined' leaves the error to the layer's line.
@@ -51,6 +51,9 @@ run(Exp0, Opts) ->
 %% @doc Ends the command with the layer's error: a usage error (exit 2)
 %% for the caller's mistakes, else a failure (exit 1).
 -spec raise(beamlab_experiment:error_reason()) -> no_return().
+raise({_Kind, {option, R}}) ->
+    %% a kind's refusal of an option, naming the flag
+    beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
 raise(Reason) ->
     Line = beamlab_experiment:format_error(Reason),
     case beamlab_experiment:error_class(Reason) of
@@ -58,13 +61,26 @@ raise(Reason) ->
         failure -> beamlab_cli_error:fail("~ts", [Line])
     end.
 
-%% @doc The inner command of `Outer' (`matrix' or `profile') parsed into
+%% @doc The options of a kind's `Schema' given on the command line (not
+%% the defaults), as the kind's keys take them: in their units
+%% (beamlab_schema:from_flags/2), for the kind's `check_options/1'.
+-spec given(beamlab_cli_args:parsed(), beamlab_schema:schema()) -> #{atom() => term()}.
+given(Parsed, Schema) ->
+    beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed), maps:get(opts, Parsed))).
+
+%% @doc What the kind's `check_options/1' says of the flags given: a
+%% refusal is a usage error, its line naming the flags.
+-spec checked(ok | {error, beamlab_schema:error_reason()}) -> ok.
+checked(ok) -> ok;
+checked({error, R}) -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]).
+
+%% @doc The inner command of `Outer' (`matrix', `profile', `doctor') parsed into
 %% its description. A command without an experiment (`env', `compare',
 %% `report', `node'), a kind the outer command cannot run inside it, a
 %% request for help and the inner command's own usage errors are usage
 %% errors naming the inner command. Its `--save' would write the inner
 %% document once per VM: the outer command saves its own.
--spec inner(matrix | profile, [string(), ...]) -> beamlab_experiment:experiment().
+-spec inner(matrix | profile | doctor, [string(), ...]) -> beamlab_experiment:experiment().
 inner(Outer, Argv) ->
     case beamlab_command:find(Argv) of
         {ok, Name, Mod, Args} ->
@@ -89,7 +105,7 @@ inner(Outer, Argv) ->
             cannot(Outer, Cmd)
     end.
 
--spec cannot(matrix | profile, string()) -> no_return().
+-spec cannot(matrix | profile | doctor, string()) -> no_return().
 cannot(Outer, Name) ->
     Allowed = [N || {N, M} <- beamlab_command:all(), code:ensure_loaded(M) =:= {module, M},
                     erlang:function_exported(M, experiment, 1),

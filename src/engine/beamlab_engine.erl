@@ -47,7 +47,7 @@
 %%% {@link beamlab_engine_isolated}; `-pa' is {@link beamlab_engine_paths}.
 -module(beamlab_engine).
 
--export([run/3, recover/2, format_error/1, default_run_opts/0]).
+-export([run/3, recover/2, format_error/1, default_run_opts/0, baseline/2]).
 
 -export_type([job_spec/0, run_opts/0, options/0, mode_opts/0, outcome/0, progress/0,
               curve_point/0, error_reason/0, progress_state/0]).
@@ -264,6 +264,11 @@ checks(RunOpts) ->
 %% Validation
 %%====================================================================
 
+%% Invariants of a run: the bench kind (its schema and check/2,
+%% beamlab_experiment_bench) refuses all of these before the engine runs,
+%% with one reason naming the library's keys or the command line's flags
+%% (#31); the engine checks them again only so that it never runs what
+%% it cannot measure, and neither front end reaches these lines.
 validate(RunOpts, ModeOpts) ->
     Pos = [concurrency, samples, duration, max_samples, max_time, deadline],
     _ = [bad(K, maps:get(K, RunOpts)) || K <- Pos,
@@ -325,6 +330,15 @@ unique([L | Rest], Seen) ->
                _ -> <<L/binary, " #", (integer_to_binary(N))/binary>>
            end,
     [Name | unique(Rest, Seen#{L => N})].
+
+%% @doc The job a `baseline' names among `Jobs' (its number, or its
+%% label as the document names it), or why none: what the bench kind
+%% checks before anything runs.
+-spec baseline(term(), [job_spec()]) -> {ok, pos_integer()} | {error, {bad_baseline, term()}}.
+baseline(Baseline, Jobs) ->
+    try {ok, baseline_index(Baseline, labels(Jobs))}
+    catch throw:{beamlab_engine, {bad_baseline, _} = R} -> {error, R}
+    end.
 
 baseline_index(I, Labels) when is_integer(I), I >= 1, I =< length(Labels) -> I;
 baseline_index(L, Labels) when is_binary(L); is_list(L) ->

@@ -10,10 +10,10 @@
 %%% docs/doctor.md).
 -module(beamlab_env_doctor).
 
--export([counts/1, summary/1, curve/1, findings/3, candidates/3, remedy/3, rank/3,
-         recommendation/1, flags_of/1]).
+-export([counts/1, summary/1, curve/1, findings/3, node_findings/2, candidates/3, remedy/3, rank/3, rank/4,
+         recommendation/1, buys/2, flags_of/1]).
 
--export_type([run/0, summary/0, config/0, remedy/0, ranked/0]).
+-export_type([run/0, summary/0, config/0, remedy/0, ranked/0, metric/0]).
 
 %% One probe run: what beamlab_suite_probe:run/1 measured and vm/0 said.
 -type run() :: #{probe := map(), vm := map()}.
@@ -23,6 +23,9 @@
 %% A candidate remedy: its flags and why it is tried (the findings).
 -type remedy() :: #{name := binary(), args := [string()], wrap := [string()], why := [binary()]}.
 -type ranked() :: #{atom() => term()}.
+%% A figure remedies are ranked by: its key in the ranking, the key of its
+%% samples in a summary, which way is better, and its part in the score.
+-type metric() :: {atom(), atom(), higher | lower, gain | cost | none}.
 
 %% Shares and ratios the findings use.
 -define(COLLAPSE, 0.7).          % capacity at N below this share of the peak
@@ -85,6 +88,12 @@ summary(Runs0) ->
       round_trip_us => Med(round_trip_us, Pp),
       utilisation => Med(utilisation, Load),
       capacity_utilisation => Med(utilisation, Mesh),
+      %% each scheduler's busy share under the saturating mesh, per
+      %% repetition and on average (the mean hides an imbalance)
+      capacity_utilisation_samples => [U || M <- Mesh, U <- [maps:get(utilisation_schedulers, M, [])], U =/= []],
+      capacity_utilisation_schedulers =>
+          beamlab_env_doctor_sched:mean_vector([maps:get(utilisation_schedulers, M, []) || M <- Mesh]),
+      migrations_per_s => Med(per_s, [maps:get(migrations, M, #{}) || M <- Mesh]),
       run_queue_mean => median([maps:get(mean, maps:get(run_queue, L, #{}), 0) || L <- Load ++ Mesh]),
       run_queue_max => lists:max([0 | [maps:get(max, maps:get(run_queue, L, #{}), 0) || L <- Load ++ Mesh]]),
       msacc => msacc_median(Load),
@@ -156,6 +165,8 @@ curve(Points) ->
                    cpu_per_msg_us => maps:get(cpu_per_msg_us, S),
                    round_trip_us => maps:get(round_trip_us, S),
                    utilisation => maps:get(capacity_utilisation, S),
+                   utilisation_schedulers => maps:get(capacity_utilisation_schedulers, S, []),
+                   migrations_per_s => maps:get(migrations_per_s, S, null),
                    msacc => maps:get(msacc, S),
                    capacity_samples => maps:get(capacity_samples, S)} || {N, S} <- Measured],
       peak_schedulers => PeakN, peak_capacity => PeakX, usl => Fit}.
@@ -168,12 +179,43 @@ curve(Points) ->
 -spec findings(map(), summary(), map()) -> [beamlab_result:finding()].
 findings(Machine, Base, Curve) ->
     Fs = lists:append([oversubscribed(Base), quota(Base), collapse(Base, Curve),
-                       busy_wait(Base), others(Base), steal(Base), smt(Machine, Base),
+                       busy_wait(Base), imbalance(Base), others(Base), steal(Base), smt(Machine, Base),
                        numa(Machine), frequency(Machine), late_timers(Base)]),
     case [F || #{severity := S} = F <- Fs, S =/= info] of
         [] -> [healthy(Base, Curve) | Fs];
         _ -> Fs
     end.
+
+%% @doc The findings on a running node (`doctor --node'), from the
+%% machine's facts (those of this host when the node runs here, else
+%% what the node reports) and the summary of its watch
+%% (`beamlab_env_doctor_node:summary/3'): the same as the probe's but
+%% those that need a curve or a fresh VM (collapse, late timers), and the
+%% per-scheduler imbalance from the node's samples. A node with no
+%% warning or critical finding gets `no_pathology'.
+-spec node_findings(map(), summary()) -> [beamlab_result:finding()].
+node_findings(Machine, Base) ->
+    Imbalance = beamlab_env_doctor_sched:imbalance(
+                  #{samples => maps:get(utilisation_samples, Base, []),
+                    run_queue_mean => maps:get(run_queue_mean, Base, null),
+                    migrations_per_s => maps:get(migrations_per_s, Base, null),
+                    where => <<"while the node worked">>}),
+    Fs = lists:append([oversubscribed(Base), quota(Base), busy_wait(Base), Imbalance, others(Base),
+                       steal(Base), smt(Machine, Base), numa(Machine), frequency(Machine)]),
+    case [F || #{severity := S} = F <- Fs, S =/= info] of
+        [] -> [healthy_node(Base) | Fs];
+        _ -> Fs
+    end.
+
+healthy_node(B) ->
+    finding(no_pathology, info, <<"no pathology found">>,
+            s("while the node worked its schedulers were busy ~ts of the time, run queue ~ts on average, "
+              "the node used ~ts of its schedulers' time in CPU; other processes ~ts, steal ~ts",
+              [opt_pct(maps:get(utilisation, B, null)),
+               case maps:get(run_queue_mean, B, null) of null -> <<"unknown">>; Rq -> s("~.1f", [float(Rq)]) end,
+               opt_pct(maps:get(cpu_share, B, null)), opt_pct(maps:get(others_share, B, null)),
+               opt_pct(maps:get(steal_share, B, null))]),
+            <<"nothing to change">>, medium, [], #{}).
 
 finding(Id, Sev, Title, Evidence, Advice, Confidence, Remedies, Data) ->
     beamlab_result:finding(Id, Sev, Title, Evidence, Advice,
@@ -191,9 +233,13 @@ oversubscribed(#{schedulers_online := On, cpus_allowed := Al} = B)
   when is_integer(On), is_integer(Al), On > Al ->
     [finding(oversubscribed, critical,
              s("~b schedulers online on ~b CPU~s", [On, Al, plural(Al)]),
-             s("the VM runs ~b schedulers but may run on ~b CPU~s (its affinity); capacity ~ts msg/s, "
-               "CPU per message ~ts", [On, Al, plural(Al), num(maps:get(capacity, B)),
-                                       us(maps:get(cpu_per_msg_us, B))]),
+             case maps:get(capacity, B, null) of
+                 null ->
+                     s("the VM runs ~b schedulers but may run on ~b CPU~s (its affinity)", [On, Al, plural(Al)]);
+                 Cap ->
+                     s("the VM runs ~b schedulers but may run on ~b CPU~s (its affinity); capacity ~ts msg/s, "
+                       "CPU per message ~ts", [On, Al, plural(Al), num(Cap), us(maps:get(cpu_per_msg_us, B))])
+             end,
              s("start the VM with ~ts (one scheduler per CPU it may use)", [s_flag(Al)]),
              high, [s_flag(Al), <<(s_flag(Al))/binary, " ", (sbwt())/binary>>],
              #{schedulers_online => On, cpus => Al})];
@@ -274,10 +320,12 @@ busy_wait(#{msacc := M, utilisation := U, cpu_per_msg_us := Cpm, cpu_share := CS
         true ->
             [finding(busy_wait, warning,
                      s("schedulers busy-wait: ~ts of their awake time does no work", [pct(Share)]),
-                     s("under the load (below capacity) the schedulers were busy ~ts of the time but awake "
+                     s("~ts the schedulers were busy ~ts of the time but awake "
                        "(spinning: ~ts, working: ~ts of their time); the VM used ~ts of its schedulers' "
-                       "time in CPU, ~ts per message",
-                       [pct(U), pct(Spin), pct(Work), case CS of null -> <<"?">>; _ -> pct(CS) end, us(Cpm)]),
+                       "time in CPU~ts",
+                       [maps:get(where, B, <<"under the load (below capacity)">>),
+                        pct(U), pct(Spin), pct(Work), case CS of null -> <<"?">>; _ -> pct(CS) end,
+                        case Cpm of null -> <<>>; _ -> [", ", us(Cpm), " per message"] end]),
                      s("start the VM with ~ts (RabbitMQ's default since 3.11)", [sbwt()]), medium,
                      [sbwt()], #{spin_share => Share, utilisation => U})];
         false -> []
@@ -285,12 +333,21 @@ busy_wait(#{msacc := M, utilisation := U, cpu_per_msg_us := Cpm, cpu_share := CS
 busy_wait(_) ->
     [].
 
+%% A few schedulers saturated while others idle under the mesh, which
+%% wants them all (beamlab_env_doctor_sched).
+imbalance(B) ->
+    beamlab_env_doctor_sched:imbalance(#{samples => maps:get(capacity_utilisation_samples, B, []),
+                                         run_queue_mean => maps:get(run_queue_mean, B, null),
+                                         migrations_per_s => maps:get(migrations_per_s, B, null),
+                                         saturating => true,
+                                         where => <<"under the saturating mesh">>}).
+
 sbwt_off(#{emu_args := Args}) ->
     lists:member(<<"-sbwt">>, Args) andalso lists:member(<<"none">>, Args);
 sbwt_off(_) ->
     false.
 
-others(#{others_share := O, schedulers_online := On, cpus_allowed := Al}) when is_number(O), O >= ?OTHERS_WARN ->
+others(#{others_share := O, schedulers_online := On, cpus_allowed := Al} = B) when is_number(O), O >= ?OTHERS_WARN ->
     Sev = case O >= ?OTHERS_CRIT of true -> critical; false -> warning end,
     Free = case is_integer(Al) of
                true -> max(1, round(Al * (1 - O)));
@@ -300,8 +357,9 @@ others(#{others_share := O, schedulers_online := On, cpus_allowed := Al}) when i
         ++ [sbwt()] ++ [s_flag(Free) || is_integer(On), Free < On],
     [finding(competing, Sev,
              s("other processes take ~ts of the CPUs", [pct(O)]),
-             s("while the probe ran, processes other than the VM used ~ts of the CPU time of the ~ts CPU~s "
-               "the VM may run on", [pct(O), case Al of null -> "?"; _ -> integer_to_list(Al) end,
+             s("~ts, processes other than the VM used ~ts of the CPU time of the ~ts CPU~s "
+               "the VM may run on", [maps:get(where, B, <<"while the probe ran">>),
+                                     pct(O), case Al of null -> "?"; _ -> integer_to_list(Al) end,
                                      plural(Al)]),
              s("move the other work away (taskset/cpuset) or give the VM fewer schedulers and no "
                "busy-waiting: ~ts", [hd(Rem)]),
@@ -437,34 +495,56 @@ flags_of(B) ->
 %% by score within each. Returned best first.
 -spec rank(summary(), [{remedy(), summary()}], float()) -> [ranked()].
 rank(Base, Remedies, Conf) ->
-    Rows = [row(Base, R, S, Conf) || {R, S} <- Remedies],
+    rank(Base, Remedies, #{metrics => [{goodput, goodput_samples, higher, gain},
+                                       {capacity, capacity_samples, higher, gain},
+                                       {latency_p99, latency_p99_samples, lower, none},
+                                       {cpu_per_msg, cpu_per_msg_samples, lower, cost}],
+                           medians => [goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us]},
+         Conf).
+
+%% @doc {@link rank/3} over any figures (a system under test's load:
+%% `beamlab_env_doctor_target'): each metric is `{Key, SamplesKey,
+%% Better, Role}', its ratio kept under `Key'; the score is the geometric
+%% mean of the `gain' ratios divided by that of the `cost' ratios;
+%% `medians' are the summary's keys kept beside the ratios.
+-spec rank(summary(), [{remedy(), summary()}], #{metrics := [metric()], medians := [atom()]}, float()) ->
+          [ranked()].
+rank(Base, Remedies, Spec, Conf) ->
+    Rows = [row(Base, R, S, Spec, Conf) || {R, S} <- Remedies],
     lists:sort(fun(A, B) -> key(A) =< key(B) end, Rows).
 
 %% Clearly better first, then neither, then clearly worse; by score within.
 key(#{verdict := V, score := S}) ->
     {case V of better -> 0; trade_off -> 1; no_difference -> 1; worse -> 2 end, case S of null -> 0.0; _ -> -S end}.
 
-row(Base, #{name := Name, why := Why}, S, Conf) ->
-    R = fun(K) -> beamlab_stats_ratio:ratio(maps:get(K, Base), maps:get(K, S), Conf) end,
-    G = R(goodput_samples),
-    C = R(capacity_samples),
-    L = R(latency_p99_samples),
-    P = R(cpu_per_msg_samples),
-    Score = case {maps:get(ratio, G), maps:get(ratio, C), maps:get(ratio, P)} of
-                {Gr, Cr, Pr} when is_float(Gr), is_float(Cr), is_float(Pr), Pr > 0 -> math:sqrt(Gr * Cr) / Pr;
-                _ -> null
-            end,
-    %% Clearly better: more goodput or capacity, lower p99 latency or CPU
-    %% per message (an interval that excludes 1); clearly worse: the
-    %% opposite. Both at once is a trade-off, not a cure and not harm.
-    Gains = [V || {V, Good} <- [{G, higher}, {C, higher}, {L, lower}, {P, lower}], maps:get(verdict, V) =:= Good],
-    Losses = [V || {V, Bad} <- [{G, lower}, {C, lower}, {L, higher}, {P, higher}], maps:get(verdict, V) =:= Bad],
+row(Base, #{name := Name, why := Why}, S, #{metrics := Metrics, medians := Medians}, Conf) ->
+    Rs = [{K, Better, Role, beamlab_stats_ratio:ratio(maps:get(SK, Base, []), maps:get(SK, S, []), Conf)}
+          || {K, SK, Better, Role} <- Metrics],
+    Score = score([R || {_, _, gain, #{ratio := R}} <- Rs], [R || {_, _, cost, #{ratio := R}} <- Rs]),
+    %% Clearly better: more of a higher-is-better figure, less of a
+    %% lower-is-better one (an interval that excludes 1); clearly worse:
+    %% the opposite. Both at once is a trade-off, not a cure and not harm.
+    Gains = [K || {K, Good, _, #{verdict := V}} <- Rs, V =:= Good],
+    Losses = [K || {K, Good, _, #{verdict := V}} <- Rs, V =:= opposite(Good)],
     {Better, Worse} = {Gains =/= [] andalso Losses =:= [], Losses =/= [] andalso Gains =:= []},
-    #{name => Name, why => Why, n => maps:get(n, S), score => Score, worse => Worse,
-      verdict => if Worse -> worse; Better -> better; Gains =/= [] -> trade_off; true -> no_difference end,
-      goodput => ratio_out(G), capacity => ratio_out(C), latency_p99 => ratio_out(L),
-      cpu_per_msg => ratio_out(P),
-      medians => maps:with([goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us], S)}.
+    maps:merge(maps:from_list([{K, ratio_out(R)} || {K, _, _, R} <- Rs]),
+               #{name => Name, why => Why, n => maps:get(n, S), score => Score, worse => Worse,
+                 verdict => if Worse -> worse; Better -> better; Gains =/= [] -> trade_off; true -> no_difference end,
+                 medians => maps:with(Medians, S)}).
+
+opposite(higher) -> lower;
+opposite(lower) -> higher.
+
+%% Geometric mean of the gains over that of the costs (null when a
+%% ratio is unknown).
+score(Gains, Costs) ->
+    case lists:all(fun(R) -> is_float(R) andalso R > 0 end, Gains ++ Costs) andalso Gains =/= [] of
+        true -> geomean(Gains) / geomean(Costs);
+        false -> null
+    end.
+
+geomean([]) -> 1.0;
+geomean(Rs) -> math:exp(lists:sum([math:log(R) || R <- Rs]) / length(Rs)).
 
 ratio_out(#{ratio := R, ci := Ci, verdict := V}) ->
     #{ratio => R, ci => case Ci of undefined -> null; {Lo, Hi} -> [Lo, Hi] end, verdict => V}.
@@ -479,9 +559,16 @@ recommendation([#{name := Name} = Best | _]) ->
 recommendation([]) ->
     <<"keep the VM's flags: no remedy was measured">>.
 
-buys(#{goodput := G, capacity := C, latency_p99 := L, cpu_per_msg := P}) ->
-    iolist_to_binary(lists:join(", ", [x("goodput", G), x("capacity", C), x("p99 latency", L),
-                                       x("CPU per message", P)])).
+buys(Row) ->
+    buys(Row, [{goodput, "goodput"}, {capacity, "capacity"}, {latency_p99, "p99 latency"},
+               {cpu_per_msg, "CPU per message"}]).
+
+%% @doc What a ranked remedy buys, as the recommendation says it: each
+%% figure `{Key, Label}' as its ratio with the interval
+%% (`throughput 1.10x (1.02 .. 1.19)').
+-spec buys(ranked(), [{atom(), string()}]) -> binary().
+buys(Row, Figures) ->
+    iolist_to_binary(lists:join(", ", [x(Label, maps:get(K, Row, #{ratio => null})) || {K, Label} <- Figures])).
 
 x(What, #{ratio := R}) when not is_number(R) -> s("~ts unknown", [What]);
 x(What, #{ratio := R, ci := null}) -> s("~ts ~.2fx (one repetition: no interval)", [What, R]);

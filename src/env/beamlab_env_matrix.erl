@@ -442,8 +442,15 @@ profiled_info(Name, Profiled) ->
     case maps:find(Name, Profiled) of
         error -> #{profiled => null, profile => null};
         {ok, {ok, #{exit := 0, result := #{extra := X} = Doc}}} ->
-            #{profiled => #{status => <<"ok">>, result => Doc#{extra := maps:remove(<<"profile">>, X)}},
-              profile => maps:get(<<"profile">>, X, null)};
+            %% A call capture of the target's processes (matrix
+            %% --profile-process) is the configuration's `capture', or
+            %% its one line `capture_error'.
+            Capture = maps:with([<<"capture">>, <<"capture_error">>], X),
+            maps:merge(#{profiled => #{status => <<"ok">>,
+                                       result => Doc#{extra := maps:without([<<"profile">>, <<"capture">>,
+                                                                             <<"capture_error">>], X)}},
+                         profile => maps:get(<<"profile">>, X, null)},
+                       maps:from_list([{binary_to_atom(K), V} || {K, V} <- maps:to_list(Capture)]));
         {ok, Out} ->
             #{profiled => #{status => <<"failed">>, error => format_run_error(Out)}, profile => null}
     end.

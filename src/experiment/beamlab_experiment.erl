@@ -59,10 +59,12 @@
 %% started as a command that becomes node `node'.
 %% `load_cmd': the load is that command (a user's own tool, PerfTest),
 %% not the inner experiment; `profile': how a matrix's profiled
-%% repetition records the target (beamlab_experiment_target).
+%% repetition records the target (beamlab_experiment_target); `capture':
+%% the target's processes a matrix's profiled repetition captures
+%% (`--profile-process', as `profile --process' takes them).
 -type sut() :: #{kind := rabbitmq | cmd, cmd => string(), node => string(),
                  cookie => string() | undefined, otp => [file:filename()],
-                 load_cmd => string(),
+                 load_cmd => string(), capture => [string()],
                  profile => #{mode := beamlab_profile:mode(), frequency := pos_integer()}}.
 %% This VM as a controller of nodes on other hosts: its name and cookie.
 -type dist() :: #{name => string(), cookie => string()}.

@@ -27,9 +27,9 @@
                    squeeze => beamlab_engine_squeeze:given_opts()}.
 -type error_reason() :: {option, beamlab_schema:error_reason()}
                       | beamlab_engine:error_reason()
-                      | msacc_needs_profile
                       | beamlab_engine_after:error_reason()
-                      | {project, beamlab_experiment_project:error_reason()}.
+                      | {project, beamlab_experiment_project:error_reason()}
+                      | {flavor, term()}.
 -export_type([bench/0, error_reason/0]).
 
 %% @doc The kind's name: `bench'.
@@ -51,41 +51,85 @@ options() ->
                                not lists:member(K, Names)].
 
 schema() ->
+    %% The defaults are the engine's: one place says what a run does by default.
+    D = beamlab_engine:default_run_opts(),
+    %% Workers are processes: at most half of what the VM allows, so the
+    %% job's own processes still fit.
     Workers = #{max => erlang:system_info(process_limit) div 2,
                 max_why => "half the VM's process limit; raise it with +P"},
     Samples = #{max => 1000000, max_why => "a million samples"},
     Day = #{max => 86400000, max_why => "one day"},
     Squeeze = #{requires => [squeeze]},
-    [Workers#{name => concurrency, short => "c", type => pos_integer},
-     Samples#{name => samples, short => "s", type => pos_integer},
-     Samples#{name => warmup, short => "w", type => non_neg_integer},
-     #{name => loop, short => "l", type => quantity, max => 1000000000000000,
+    Fresh = #{requires => [isolated], requires_format => "~ts applies to the fresh VMs of ~ts; add it"},
+    Text = fun(Format, Args) -> lists:flatten(io_lib:format(Format, Args)) end,
+    [Workers#{name => concurrency, short => "c", long => "concurrency", type => pos_integer,
+              default => maps:get(concurrency, D), metavar => "N", help => "workers running the code concurrently"},
+     Samples#{name => samples, short => "s", long => "samples", type => pos_integer,
+              default => maps:get(samples, D), metavar => "N",
+              help => "samples to take (the minimum with --rel-ci/--cv)"},
+     Samples#{name => warmup, short => "w", long => "warmup", type => non_neg_integer,
+              default => maps:get(warmup, D), metavar => "N", help => "warm-up samples, discarded"},
+     #{name => loop, short => "l", long => "loop", type => quantity, max => 1000000000000000, metavar => "N",
        conflicts => [{concurrency, "~ts (timed mode) runs one worker; it cannot be combined with ~ts"},
-                     {squeeze, "~ts (timed mode) and ~ts (concurrency estimation) cannot be combined"}]},
-     #{name => squeeze, short => "q", type => boolean,
-       conflicts => [{concurrency, "~ts chooses the concurrency itself; drop ~ts or use --min"}]},
+                     {squeeze, "~ts (timed mode) and ~ts (concurrency estimation) cannot be combined"}],
+       help => "timed mode: time N iterations per sample (K/M/G suffixes: 10M)"},
+     #{name => squeeze, short => "q", long => "squeeze", type => boolean, default => false,
+       conflicts => [{concurrency, "~ts chooses the concurrency itself; drop ~ts or use --min"}],
+       help => "concurrency estimation: add workers until throughput stops growing"},
      %% (after loop and squeeze: the order of the checks is the schema's)
-     Day#{name => duration, short => "d", type => pos_integer,
+     Day#{name => duration, short => "d", long => "duration", type => pos_integer,
+          default => maps:get(duration, D), metavar => "MS",
           conflicts => [{loop, "~ts sets the sample time of continuous mode; ~ts (timed mode) counts "
-                               "iterations instead"}]},
-     (maps:merge(Workers, Squeeze))#{name => min, long => "min", type => pos_integer},
-     (maps:merge(Workers, Squeeze))#{name => max, long => "max", type => pos_integer},
-     (maps:merge(Workers, Squeeze))#{name => step, long => "step", type => pos_integer},
-     (maps:merge(Samples, Squeeze))#{name => threshold, short => "t", type => pos_integer},
-     #{name => rel_ci, long => "rel-ci", type => fraction},
-     #{name => cv, long => "cv", type => fraction},
-     Samples#{name => max_samples, long => "max-samples", type => pos_integer, requires => [rel_ci, cv]},
-     %% (the library's is in ms, the command line's in seconds: no bound here)
-     #{name => max_time, long => "max-time", type => pos_number, requires => [rel_ci, cv]},
-     Day#{name => deadline, long => "deadline", type => pos_integer},
-     #{name => isolated, short => "i", type => boolean},
-     #{name => vm_args, long => "vm-args", type => string, requires => [isolated],
-       requires_format => "~ts applies to the fresh VMs of ~ts; add it"},
-     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, requires => [isolated],
-       requires_format => "~ts applies to the fresh VMs of ~ts; add it"},
-     #{name => metric, long => "metric", type => {enum, [time, cpu]},
+                               "iterations instead"}],
+          help => "sample duration in ms, continuous mode"},
+     (maps:merge(Workers, Squeeze))#{name => min, long => "min", type => pos_integer, metavar => "N",
+                                     help => "squeeze: first concurrency (default 1)"},
+     (maps:merge(Workers, Squeeze))#{name => max, long => "max", type => pos_integer, metavar => "N",
+                                     help => "squeeze: last concurrency (default 2 x schedulers)"},
+     (maps:merge(Workers, Squeeze))#{name => step, long => "step", type => pos_integer, metavar => "N",
+                                     help => "squeeze: concurrency increment (default 1)"},
+     (maps:merge(Samples, Squeeze))#{name => threshold, short => "t", long => "threshold", type => pos_integer,
+                                     metavar => "N", help => "squeeze: stop after N steps without gain (default 3)"},
+     %% (a job's number or label; checked against the jobs by check/2)
+     #{name => baseline, long => "baseline", type => {one_of, [integer, string]}, cli_type => string,
+       metavar => "N|LABEL", help => "job the others are compared to (default: the first)"},
+     #{name => rel_ci, long => "rel-ci", type => fraction, metavar => "F",
+       help => "the same as --ci (kept for erlperf users)"},
+     #{name => cv, long => "cv", type => fraction, metavar => "F",
+       help => "sample until the coefficient of variation of the last -s samples is at most F "
+               "(0.05 or 5%), as erlperf's --cv"},
+     Samples#{name => max_samples, long => "max-samples", type => pos_integer, requires => [rel_ci, cv],
+              metavar => "N", help => Text("stopping rule cap on samples (default ~b)", [maps:get(max_samples, D)])},
+     %% (the library's in ms, the command line's in seconds)
+     #{name => max_time, long => "max-time", type => pos_number, scale => 1000, requires => [rel_ci, cv],
+       max => 604800000, max_why => "one week", metavar => "SEC",
+       help => Text("stopping rule cap on time in seconds (default ~b)", [maps:get(max_time, D) div 1000])},
+     Day#{name => deadline, long => "deadline", type => pos_integer, metavar => "MS",
+          help => Text("fail a job whose hook or runner makes no progress for MS (default ~b)",
+                       [maps:get(deadline, D)])},
+     #{name => isolated, short => "i", long => "isolated", type => boolean, default => maps:get(isolated, D),
+       help => "run each job in a fresh VM"},
+     Fresh#{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
+            help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
+     Fresh#{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+            help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
+                    "proven from what each VM reports"},
+     #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => maps:get(metric, D),
+       metavar => "time|cpu",
        conflicts => [{squeeze, "~ts measures per iteration; ~ts (concurrency estimation) "
-                               "measures throughput: use one"}]}].
+                               "measures throughput: use one"}],
+       help => "what a sample measures: wall-clock time (default) or cpu, the CPU time per iteration "
+               "of the measuring VM's scheduler threads (Linux), which the machine's load does not inflate"},
+     %% The after-the-samples phases: they run in this VM on each job once
+     %% the timed samples are taken and never touch the timed figures.
+     #{name => profile, long => "profile", type => {enum, [eprof, fprof, cprof, tprof]}, metavar => "TOOL",
+       help => "after the samples, profile the runner in the VM: eprof, fprof, cprof (tprof: OTP 27+)"},
+     #{name => msacc, long => "msacc", type => boolean, default => false,
+       help => "with --profile and -v: microstate accounting of the profiled period"},
+     #{name => memory, long => "memory", type => boolean, default => false,
+       help => "after the samples, words allocated per iteration (spawned processes included)"},
+     #{name => reductions, long => "reductions", type => boolean, default => false,
+       help => "after the samples, reductions per iteration (spawned processes included)"}].
 
 %% @doc Checks the options given (the engine's keys; `squeeze' true, and
 %% its bounds `min', `max', `step', `threshold' beside it) against the
@@ -95,9 +139,30 @@ schema() ->
 check_options(Given) ->
     Schema = schema(),
     case beamlab_schema:check(Schema, maps:with([N || #{name := N} <- Schema], Given)) of
-        ok -> squeeze_range(Schema, Given);
-        {error, _} = E -> E
+        ok ->
+            case squeeze_range(Schema, Given) of
+                ok -> vm_args(Schema, Given);
+                {error, _} = E -> E
+            end;
+        {error, _} = E ->
+            E
     end.
+
+%% Emulator arguments the fresh VMs could not start with.
+vm_args(Schema, #{vm_args := Args}) when Args =/= undefined ->
+    case beamlab_runtime_peer:parse_args(Args) of
+        {ok, _} ->
+            ok;
+        {error, Why} ->
+            {ok, O} = beamlab_schema:find(vm_args, Schema),
+            {error, {rule, "~ts: " ++ tilde(beamlab_runtime_peer:format_error(Why)), [{opt, O}]}}
+    end;
+vm_args(_, _) ->
+    ok.
+
+%% A text as an io_lib format that prints it as it is.
+tilde(Text) ->
+    lists:flatten(string:replace(unicode:characters_to_list(Text), "~", "~~", all)).
 
 squeeze_range(Schema, #{squeeze := true} = Given) ->
     M = maps:merge(beamlab_engine_squeeze:defaults(), maps:with([min, max], Given)),
@@ -137,7 +202,12 @@ new(Opts) ->
     end.
 
 build(Opts) ->
-    Options = maps:with(maps:keys(beamlab_engine:default_run_opts()), Opts),
+    Options0 = maps:with(maps:keys(beamlab_engine:default_run_opts()), Opts),
+    %% (whole milliseconds: the command line's seconds may have a fraction)
+    Options = case Options0 of
+                  #{max_time := T} when is_number(T) -> Options0#{max_time := max(1, round(T))};
+                  _ -> Options0
+              end,
     Run = case Opts of
               #{dir := Dir} ->
                   #{modules => maps:merge(#{dir => Dir, paths => maps:get(code_paths, Opts, []),
@@ -203,26 +273,59 @@ run(#{jobs := Jobs} = B, Exp) ->
             {error, {bench, R}}
     end.
 
-%% @doc The after-phase options that cannot work, before anything runs:
-%% `msacc' without a profiler and live telemetry, a profiler this OTP
-%% release lacks.
+%% @doc What cannot work, before anything runs: a `baseline' that is
+%% none of the jobs (or with one job, nothing to compare), `msacc'
+%% without a profiler and live telemetry, a profiler this OTP release
+%% lacks.
 -spec check(bench(), beamlab_experiment:experiment()) -> ok | {error, {bench, error_reason()}}.
-check(_B, Exp) ->
+check(B, Exp) ->
     After = maps:get('after', Exp, #{}),
     Tool = maps:get(profile, After, undefined),
     Msacc = maps:get(msacc, After, false),
     Live = maps:get(telemetry, Exp, none) =/= none,
-    if
-        Msacc, Tool =:= undefined orelse not Live ->
-            {error, {bench, msacc_needs_profile}};
-        Tool =/= undefined ->
+    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, schema()), {opt, O} end,
+    Refuse = fun(Format, Args) -> {error, {bench, {option, {rule, Format, Args}}}} end,
+    case baseline(B) of
+        {error, few} ->
+            Refuse("~ts needs at least two codes to compare", [Opt(baseline)]);
+        {error, {bad_baseline, Bl}} ->
+            Refuse("~ts '~ts' is neither a job number nor a job's label", [Opt(baseline), {value, Bl}]);
+        ok when is_map_key(flavor, map_get(options, B)) ->
+            %% (an emulator flavour this OTP installation lacks: before anything runs)
+            case flavor(maps:get(flavor, maps:get(options, B))) of
+                ok -> check(maps:update_with(options, fun(O) -> maps:remove(flavor, O) end, B), Exp);
+                {error, R} -> {error, {bench, {flavor, R}}}
+            end;
+        ok when Msacc, Tool =:= undefined orelse not Live ->
+            %% (`verbose' or `telemetry' in the library, -v on the command line)
+            Refuse("~ts needs ~ts and live telemetry (~ts)",
+                   [Opt(msacc), Opt(profile), {opt, #{name => verbose, short => "v"}}]);
+        ok when Tool =/= undefined ->
             case lists:member(Tool, beamlab_engine_after:tools()) of
                 true -> ok;
                 false -> {error, {bench, {unsupported_tool, Tool, erlang:system_info(otp_release)}}}
             end;
-        true ->
+        ok ->
             ok
     end.
+
+flavor(undefined) ->
+    ok;
+flavor(F) ->
+    case beamlab_runtime_peer:flavor_args(#{flavor => F}) of
+        {ok, _} -> ok;
+        {error, _} = E -> E
+    end.
+
+baseline(#{jobs := Jobs, options := #{baseline := _}}) when length(Jobs) < 2 ->
+    {error, few};
+baseline(#{jobs := Jobs, options := #{baseline := Bl}}) when Bl =/= undefined ->
+    case beamlab_engine:baseline(Bl, Jobs) of
+        {ok, _} -> ok;
+        {error, _} = E -> E
+    end;
+baseline(_) ->
+    ok.
 
 root(#{root := Root}) ->
     Root;
@@ -286,8 +389,8 @@ error_class({bad_baseline, _}) -> usage;
 error_class({bad_vm_args, _}) -> usage;
 error_class({min_above_max, _, _}) -> usage;
 error_class({no_such_directory, _}) -> usage;
-error_class(msacc_needs_profile) -> usage;
 error_class({unsupported_tool, _, _}) -> usage;
+error_class({flavor, _}) -> failure;
 error_class({project, {tool, _}}) -> failure;
 error_class({project, {tmp_dir, _}}) -> failure;
 error_class({project, _}) -> usage;
@@ -297,8 +400,8 @@ error_class(_) -> failure.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({option, R}) ->
     beamlab_schema:format_error(R);
-format_error(msacc_needs_profile) ->
-    "microstate accounting (msacc) needs a profiler and telemetry (--profile TOOL and -v)";
+format_error({flavor, R}) ->
+    ["--flavor: ", beamlab_runtime_otp:format_error(R)];
 format_error({unsupported_tool, _, _} = R) ->
     beamlab_engine_after:format_error(R);
 format_error({no_such_directory, D}) ->

@@ -15,12 +15,13 @@
 -type capture() :: #{node := string(), cookie => string() | undefined,
                      processes := [beamlab_profile_capture:target()],
                      duration => pos_integer(),                        % ms
-                     stacks => sample | trace, calls => time | none,
+                     stacks => sample | trace, calls => time | none, patterns => all | own,
                      max_rate => pos_integer(), max_total => pos_integer(),
                      label => unicode:chardata()}.
 -type error_reason() :: {watch, beamlab_sut_watch:error_reason()}
                       | beamlab_profile_capture:error_reason()
-                      | {bad_process, string()}.
+                      | {bad_process, string()}
+                      | {option, beamlab_schema:error_reason()}.
 -export_type([capture/0, error_reason/0]).
 
 -define(DEFAULT_MS, 5000).
@@ -29,43 +30,76 @@
 -spec name() -> capture.
 name() -> capture.
 
-%% @doc The options a capture takes (the CLI's `profile --process' flags).
+%% @doc The options a capture takes (the command line's `profile
+%% --process' flags are built from them): the `node' (the library's first
+%% argument), `cookie', `label', `process' (texts), `duration' (ms; the
+%% command line's in seconds), `stacks', `calls', `patterns', `max_rate',
+%% `max_total'.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => node, type => string, help => "the node (NAME@HOST)"},
-     #{name => cookie, type => cookie, help => "its cookie (default: ~/.erlang.cookie)"},
-     #{name => label, type => string, help => "the name of the capture"},
-     #{name => process, type => string, multi => true,
-       help => "PID (<0.85.0>), registered name, top:reductions or top:message_queue"},
-     #{name => duration, type => pos_number, help => "seconds to capture (default 5)"},
-     #{name => stacks, type => {enum, [sample, trace]}, default => sample,
-       help => "sample: process_info stacks every ms; trace: call/return messages (exact, costly)"},
-     #{name => calls, type => {enum, [time, none]}, default => time,
-       help => "time: call_time counters per function (costs call-heavy code); none: stacks only"},
-     #{name => max_rate, type => pos_integer, help => "trace messages per second before it stops (default 20000)"},
-     #{name => max_total, type => pos_integer, help => "trace messages and samples in all (default 2000000)"}].
+    [#{name => node, long => "node", type => string, metavar => "NAME@HOST",
+       help => "the node whose processes are captured"},
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
+       help => "cookie for --node (default: ~/.erlang.cookie)"},
+     #{name => label, long => "label", type => string, metavar => "TEXT",
+       help => "name of the capture (reports diff profiles with the same name)"},
+     #{name => process, long => "process", type => string, multi => true,
+       metavar => "PID|NAME|top:reductions|top:message_queue|queue:NAME",
+       help => "with --node: capture this process's calls with the VM's tracing instead of perf "
+               "(no module loaded on the node; repeatable; docs/profile.md)"},
+     #{name => duration, long => "duration", type => pos_number, scale => 1000,
+       max => 4294967000, max_why => "the longest timer, about 49 days", metavar => "S",
+       help => "seconds to capture (default 5)"},
+     #{name => stacks, long => "stacks", type => {enum, [sample, trace]}, default => sample,
+       metavar => "sample|trace",
+       help => "--process: stacks sampled every ms (default) or from call/return trace messages "
+               "(exact, one message per call)"},
+     #{name => calls, long => "calls", type => {enum, [time, none]}, default => time, metavar => "time|none",
+       help => "--process: count calls and own time per function (call_time; slows call-heavy code) "
+               "or none (stack samples only, nearly free)"},
+     #{name => patterns, long => "patterns", type => {enum, [all, own]}, default => all, metavar => "all|own",
+       help => "--process: call_time on every function (default) or on the processes' own modules only "
+               "(the modules on their stacks and of their initial calls: calls into lists, ets, ... "
+               "are not timed, and cost nothing)"},
+     #{name => max_rate, long => "max-rate", type => pos_integer, metavar => "N",
+       max => 10000000, max_why => "trace messages one second holds in memory",
+       help => "--process: stop after N trace messages in one second (default 20000)"},
+     #{name => max_total, long => "max-total", type => pos_integer, metavar => "N",
+       max => 1000000000, max_why => "trace messages and samples kept in memory",
+       help => "--process: stop after N trace messages and samples in all (default 2000000)"}].
 
 %% @doc Builds the capture from an option map (`node', `cookie',
 %% `process' (a list of texts), `duration' in ms, `stacks', `calls',
-%% `max_rate', `max_total', `label').
+%% `max_rate', `max_total', `label'), checked against options/0 first.
 -spec new(#{atom() => term()}) -> {ok, capture()} | {error, error_reason()}.
 new(#{node := Node, process := Procs} = Opts) ->
-    try
-        Targets = [target(text(P)) || P <- Procs],
-        {ok, maps:merge(maps:with([cookie, duration, stacks, calls, max_rate, max_total, label], Opts),
-                        #{node => text(Node), processes => Targets})}
-    catch
-        throw:{bad_process, _} = E -> {error, E}
+    Given = maps:filter(fun(_, V) -> V =/= undefined end, maps:without([node], Opts)),
+    case beamlab_schema:check(options(), Given) of
+        ok ->
+            try
+                Targets = [target(text(P)) || P <- Procs],
+                %% (whole milliseconds: the command line's seconds may have a fraction)
+                Ms = maps:from_list([{duration, max(1, round(D))} || {ok, D} <- [maps:find(duration, Given)]]),
+                {ok, maps:merge(maps:merge(maps:with([cookie, stacks, calls, patterns, max_rate, max_total, label], Opts), Ms),
+                                #{node => text(Node), processes => Targets})}
+            catch
+                throw:{bad_process, _} = E -> {error, E}
+            end;
+        {error, R} ->
+            {error, {option, R}}
     end.
 
 text(A) when is_atom(A) -> atom_to_list(A);
 text(B) when is_binary(B) -> unicode:characters_to_list(B);
 text(L) -> L.
 
-%% `top:reductions', `top:message_queue', `<0.85.0>', or a registered name.
+%% `top:reductions', `top:message_queue', `queue:NAME' (a RabbitMQ
+%% queue's process), `<0.85.0>', or a registered name.
 target("top:reductions") -> {top, reductions};
 target("top:message_queue") -> {top, message_queue};
 target("top:" ++ _ = T) -> throw({bad_process, T});
+target("queue:") -> throw({bad_process, "queue:"});
+target("queue:" ++ Q) -> {queue, Q};
 target("<" ++ _ = P) -> {pid, P};
 target("") -> throw({bad_process, ""});
 target(Name) -> {name, Name}.
@@ -85,7 +119,7 @@ run(#{node := Name, processes := Targets} = C, Exp, _Inner) ->
             case beamlab_profile_capture:resolve(Node, Targets, 10000) of
                 {ok, Procs} ->
                     Opts = maps:merge(#{duration => maps:get(duration, C, ?DEFAULT_MS)},
-                                      maps:with([stacks, calls, max_rate, max_total], C)),
+                                      maps:with([stacks, calls, patterns, max_rate, max_total], C)),
                     case beamlab_profile_capture:capture(Node, Procs, Opts) of
                         {ok, Cap} -> {ok, document(C, Exp, Started, Cap)};
                         {error, R} -> {error, {capture, R}}
@@ -145,17 +179,21 @@ verdict(_) -> {ok, []}.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({watch, {bad_node, _}}) -> usage;
 error_class({bad_process, _}) -> usage;
+error_class({option, _}) -> usage;
 error_class({bad_pid, _}) -> usage;
 error_class({no_process, _}) -> usage;
 error_class({no_name, _}) -> usage;
+error_class({no_queue, _}) -> usage;
+error_class({not_rabbit, _}) -> usage;
 error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({watch, R}) -> beamlab_sut_watch:format_error(R);
+format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error({bad_process, P}) ->
     io_lib:format("--process '~ts': expected a pid (<0.85.0>), a registered name, "
-                  "top:reductions or top:message_queue", [P]);
+                  "top:reductions, top:message_queue or queue:NAME", [P]);
 format_error(R) -> beamlab_profile_capture:format_error(R).
 
 %% @doc The command line that captures `Process' (a pid as the node

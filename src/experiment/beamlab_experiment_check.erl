@@ -17,6 +17,7 @@
 -behaviour(beamlab_experiment_kind).
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
+-export([check_options/1]).
 
 -type check() :: #{root := file:filename(),                 % the project's root
                    bench := file:filename(),                % bench modules, relative to root
@@ -31,7 +32,8 @@
                                 warmup => non_neg_integer()},
                    vm_args => [string()],
                    timeout => pos_integer()}.               % ms: each build, validation, side
--type error_reason() :: beamlab_project_check:error_reason()
+-type error_reason() :: {option, beamlab_schema:error_reason()}
+                      | beamlab_project_check:error_reason()
                       | beamlab_project_build:error_reason()
                       | {bench, beamlab_experiment_bench:error_reason()}.
 -export_type([check/0, error_reason/0]).
@@ -41,18 +43,76 @@
 %% Each phase's deadline when none is given: a build, a benchmark's
 %% validation, a side's VM in a round (beyond the time its samples take).
 -define(TIMEOUT, 600000).
+-define(METRICS, [time, reductions, memory]).
 
 %% @doc The kind's name: `check'.
 -spec name() -> check.
 name() -> check.
 
-%% @doc The options of a check: `root', `bench', `build', `against',
-%% `rounds', `metric', `threshold', `alpha', `duration', `samples',
-%% `warmup', `vm_args'.
+%% @doc The options of a check, as the library's keys and the command
+%% line's flags: `against' (a git ref), `bench', `rounds', `metric' (one
+%% or a list), `threshold' (a fraction; the flag's percent), `alpha',
+%% `duration', `samples', `warmup' per side and round, `vm_args',
+%% `timeout' (ms; the flag's seconds), `root' and `build' (the flag's
+%% `--no-build'). What only a comparison uses needs `against'.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- [root, bench, build, against, rounds, metric, threshold, alpha,
-                           duration, samples, warmup, vm_args]].
+    Against = #{requires => [against], requires_format => "~ts needs ~ts REF"},
+    Metrics = {enum, ?METRICS},
+    [#{name => against, long => "against", type => string, metavar => "REF",
+       help => "compare the working tree with this commit (branch, tag, HEAD~1, hash)"},
+     #{name => bench, long => "bench", type => string, default => "bench", metavar => "DIR",
+       help => "the directory of the bench modules"},
+     Against#{name => rounds, long => "rounds", type => pos_integer, default => 12, metavar => "N",
+              max => 10000, max_why => "ten thousand rounds",
+              help => "paired rounds (at least 8 for p < 0.01)"},
+     Against#{name => metric, long => "metric", type => {one_of, [Metrics, {list, Metrics}]},
+              cli_type => {list, Metrics}, default => [time], metavar => "M[,M]",
+              help => "metrics that fail the check: time, reductions, memory"},
+     Against#{name => threshold, long => "threshold", type => pos_number, cli_type => percent,
+              scale => {1, 100}, default => 0.05, metavar => "PCT",
+              help => "fail only on a regression beyond PCT percent"},
+     Against#{name => alpha, long => "alpha", type => fraction, default => 0.01, metavar => "P",
+              help => "significance level of the sign test"},
+     Against#{name => duration, short => "d", long => "duration", type => pos_integer, default => 100,
+              max => 86400000, max_why => "one day",
+              metavar => "MS", help => "sample duration per side and round"},
+     Against#{name => samples, short => "s", long => "samples", type => pos_integer, default => 3,
+              max => 1000000, max_why => "a million samples",
+              metavar => "N", help => "samples per side and round"},
+     Against#{name => warmup, short => "w", long => "warmup", type => non_neg_integer, default => 1,
+              max => 1000000, max_why => "a million samples",
+              metavar => "N", help => "warm-up samples per side and round"},
+     Against#{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
+              help => "emulator arguments of the measuring VMs, e.g. '+S 1'"},
+     #{name => timeout, long => "timeout", type => pos_integer, scale => 1000, default => ?TIMEOUT,
+       max => 604800000, max_why => "one week", metavar => "S",
+       help => "deadline of each phase: a build, a benchmark's validation, a side's VM in a "
+               "round (beyond the time its samples take); past it the phase is stopped"},
+     #{name => root, type => string},
+     #{name => build, type => boolean}].
+
+%% @doc Checks the options given (the schema's keys) against the schema
+%% and the check's own rules: the emulator arguments split into words,
+%% and the rounds can reach the significance level. The command line
+%% checks its flags here too.
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    Rounds = maps:get(rounds, Given, maps:get(rounds, ?DEFAULTS)),
+    Alpha = maps:get(alpha, Given, maps:get(alpha, ?DEFAULTS)),
+    Min = beamlab_stats_paired:min_rounds(Alpha),
+    case beamlab_runtime_peer:parse_args(unicode:characters_to_list(maps:get(vm_args, Given, ""))) of
+        {error, Why} ->
+            {error, {rule, "~ts: ~ts", [Opt(vm_args), {value, lists:flatten(beamlab_runtime_peer:format_error(Why))}]}};
+        {ok, _} when Rounds < Min ->
+            {error, {rule, "~ts ~ts cannot reach p < ~ts: even rounds that all agree need at least ~ts",
+                     [Opt(rounds), {value, Rounds}, {value, Alpha}, {value, Min}]}};
+        {ok, _} ->
+            ok
+    end.
 
 %% @doc The check of the project at `root' (default the current
 %% directory) and its `bench' modules (default "bench"); `metric' (one or
@@ -63,7 +123,7 @@ options() ->
 new(Opts) ->
     {ok, Cwd} = file:get_cwd(),
     C0 = maps:merge(#{root => Cwd, bench => "bench"},
-                    maps:with([root, bench, build, against, rounds, threshold, alpha], Opts)),
+                    maps:with([root, bench, build, against, rounds, threshold, alpha, timeout], Opts)),
     C1 = case maps:find(metric, Opts) of
              {ok, M} when is_atom(M) -> C0#{gate => [M]};
              {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
@@ -298,6 +358,7 @@ change_text(#{<<"change">> := C}) ->
 %% and mistakes in the bench modules are the caller's; a build or a side
 %% that fails is a failure.
 -spec error_class(error_reason()) -> usage | failure.
+error_class({option, _}) -> usage;
 error_class({bench, R}) -> beamlab_experiment_bench:error_class(R);
 error_class({unknown_ref, _}) -> usage;
 error_class({not_a_repository, _}) -> usage;
@@ -306,5 +367,6 @@ error_class(_) -> failure.
 
 %% @doc One line for each error (one per mistake in the bench modules).
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error({bench, R}) -> beamlab_experiment_bench:format_error(R);
 format_error(R) -> beamlab_project_check:format_error(R).

@@ -18,10 +18,20 @@
 %%% (a cgroup directory each VM joins before it starts). An interrupt
 %%% stops between two VMs (the running one is interrupted too) and the
 %%% document keeps what was measured, `partial'.
+%%%
+%%% With a system under test (`target' rabbitmq and an inner `amqp'
+%%% experiment, `load'), phase 4 measures the remedies on the broker
+%%% instead, each started fresh and loaded (`beamlab_experiment_doctor_target',
+%%% through a matrix as `matrix --target' runs it).
+%%% With `node' the doctor reads a running node instead, over
+%%% distribution, for `duration' while it works, and recommends flags for
+%%% its next start without measuring them (`beamlab_experiment_doctor_node').
 -module(beamlab_experiment_doctor).
 -behaviour(beamlab_experiment_kind).
 
--export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1,
+         composes/0, inner_kinds/0, inner/1]).
+-export([check_options/1]).
 
 -export_type([doctor/0, error_reason/0]).
 
@@ -36,8 +46,18 @@
                     counts := [pos_integer()] | auto,
                     remedies := [binary()],             % measured besides the findings' own
                     max_remedies := pos_integer(),
-                    root := file:filename()}.
--type error_reason() :: {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}.
+                    root := file:filename(),
+                    target := none | rabbitmq,          % remedies measured on a broker
+                    load => beamlab_experiment:experiment(),  % the target's load (an amqp)
+                    broker => beamlab_experiment_doctor_target:broker(),
+                    broker_wrap => [string()],
+                    node := string() | none,                 % doctor --node: a running node
+                    cookie := string() | undefined,
+                    node_duration_ms := pos_integer()}.
+-type error_reason() :: {option, beamlab_schema:error_reason()} | {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
+                      | target_needs_load | load_needs_target | {target_start, usage | failure, binary()}
+                      | {node_conflict, atom()} | {duration_without_node, term()}
+                      | beamlab_experiment_doctor_node:error_reason().
 
 -define(CONF, 0.95).
 
@@ -60,25 +80,95 @@ options() ->
      #{name => cgroup, long => "cgroup", type => string, metavar => "DIR",
        help => "start every VM in this cgroup (a directory with cgroup.procs)"},
      #{name => reps, long => "reps", type => pos_integer, metavar => "N", max => 50,
+       max_why => "fresh VMs per remedy",
        help => "repetitions of each remedy and of the default (default 5, --quick 3)"},
      #{name => probe_ms, long => "probe-ms", type => pos_integer, metavar => "MS", max => 60000,
+       max_why => "one minute per load", hidden => true,
        help => "measured milliseconds of each load in each VM (default 1500, --quick 600)"},
-     #{name => schedulers, long => "schedulers", type => string, metavar => "N,N,...",
+     #{name => schedulers, long => "schedulers", type => string, metavar => "N,N,...", hidden => true,
        help => "the curve's scheduler counts (default 1, 2, 4, ... up to twice the CPUs)"},
      #{name => max_remedies, long => "max-remedies", type => pos_integer, metavar => "N", max => 20,
+       max_why => "remedies measured in one run", hidden => true,
        help => "measure at most N of the findings' remedies (default 6, --quick 3)"},
      #{name => remedy, long => "remedy", type => string, metavar => "FLAGS", multi => true,
        help => "also measure this flag set as a remedy, after the findings' own (repeatable)"},
      #{name => curve_reps, long => "curve-reps", type => pos_integer, metavar => "N", max => 50,
-       help => "repetitions of each point of the curve (default 3, --quick 2)"}].
+       max_why => "fresh VMs per point", hidden => true,
+       help => "repetitions of each point of the curve (default 3, --quick 2)"},
+     #{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
+       help => "measure the remedies on a system under test: rabbitmq (a private broker started fresh "
+               "per remedy and repetition, loaded by the amqp command after --)"},
+     #{name => node, long => "node", type => string, metavar => "NAME@HOST",
+       help => "diagnose this running node over distribution while it works (no code loaded there, "
+               "nothing restarted) and recommend flags for its next start"},
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
+       help => "with --node: its distribution cookie (default: ~/.erlang.cookie)"},
+     #{name => duration, long => "duration", type => pos_number, metavar => "SECONDS", max => 3600,
+       max_why => "one hour",
+       help => "with --node: how long to watch it (default 10, --quick 5)"},
+     %% (the library's `{amqp, Opts}'; the command line's amqp after --)
+     #{name => load}].
 
-%% @doc The description from options already checked against
-%% {@link options/0}.
--spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {bad_option, atom(), term()}}.
+%% @doc Checks the options given (the schema's keys, as given) against
+%% the schema and the doctor's own rules: a running `node' is read as it
+%% is (nothing of the probe's applies), `duration' is how long it is
+%% watched, `vm' and `wrap' split into words, `schedulers' are counts. The command line's flags are checked
+%% here too (new/1).
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    Words = fun(K) ->
+                    case beamlab_runtime_peer:parse_words(unicode:characters_to_list(maps:get(K, Given, ""))) of
+                        {ok, _} -> ok;
+                        {error, _} -> {error, {rule, "~ts ~ts: an unterminated quote", [Opt(K), {value, maps:get(K, Given)}]}}
+                    end
+            end,
+    Probe = [K || K <- [vm, wrap, cgroup, remedy, schedulers, probe_ms, curve_reps, max_remedies, reps],
+                  maps:get(K, Given, undefined) =/= undefined, maps:get(K, Given) =/= []],
+    case {Words(vm), Words(wrap), maps:find(schedulers, Given)} of
+        _ when is_map_key(node, Given), Probe =/= [] ->
+            {error, {rule, "~ts reads a running node as it is: ~ts applies to the fresh VMs of the probe only",
+                     [Opt(node), Opt(hd(Probe))]}};
+        _ when is_map_key(duration, Given), not is_map_key(node, Given) ->
+            {error, {rule, "~ts is how long ~ts watches a node: give ~ts NAME@HOST too",
+                     [Opt(duration), Opt(node), Opt(node)]}};
+        {ok, ok, {ok, S}} ->
+            try counts(S) of
+                _ -> ok
+            catch throw:{?MODULE, _} ->
+                    {error, {rule, "~ts ~ts: give scheduler counts from 1 to 1024 separated by commas",
+                             [Opt(schedulers), {value, S}]}}
+            end;
+        {ok, ok, error} -> ok;
+        {ok, E, _} -> E;
+        {E, _, _} -> E
+    end.
+
+%% @doc The description from the options (checked first, check_options/1).
+-spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}
+                                                         | {bad_option, atom(), term()}}.
 new(Opts) ->
+    case check_options(maps:without([root], Opts)) of
+        ok -> build(Opts);
+        {error, R} -> {error, {option, R}}
+    end.
+
+build(Opts) ->
     Quick = maps:get(quick, Opts, false) =:= true,
     Get = fun(K, D) -> case maps:get(K, Opts, undefined) of undefined -> D; V -> V end end,
     try
+        Node = case Get(node, none) of
+                   none -> none;
+                   N0 -> unicode:characters_to_list(N0)
+               end,
+        _ = Node =/= none andalso
+            [throw({?MODULE, {node_conflict, K}}) || K <- [target, vm, wrap, cgroup, remedy, schedulers, probe_ms,
+                                                            curve_reps, max_remedies, reps],
+                                                     Get(K, undefined) =/= undefined, Get(K, undefined) =/= []],
+        Duration = Get(duration, undefined),
+        _ = Node =:= none andalso Duration =/= undefined andalso throw({?MODULE, {duration_without_node, Duration}}),
         Vm = words(vm, Get(vm, "")),
         Wrap = words(wrap, Get(wrap, "")),
         Counts = case Get(schedulers, auto) of
@@ -99,7 +189,14 @@ new(Opts) ->
                          end,
                counts => Counts, remedies => Remedies,
                max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
-               root => Get(root, "/")}}
+               root => Get(root, "/"),
+               target => Get(target, none),
+               node => Node, cookie => Get(cookie, undefined),
+               node_duration_ms => case Duration of
+                                       undefined when Quick -> 5000;
+                                       undefined -> 10000;
+                                       Sec -> max(1, round(Sec * 1000))
+                                   end}}
     catch
         throw:{?MODULE, E} -> {error, E}
     end.
@@ -121,8 +218,15 @@ counts(S) ->
     catch error:badarg -> throw({?MODULE, {bad_option, schedulers, S}})
     end.
 
-%% @doc The cgroup, when given, must be a directory with `cgroup.procs'.
+%% @doc A target comes with its load (and the experiment's `target');
+%% the cgroup, when given, must be a directory with `cgroup.procs'.
 -spec check(doctor(), beamlab_experiment:experiment()) -> ok | {error, {doctor, error_reason()}}.
+check(#{node := N}, _Exp) when N =/= none ->
+    ok;
+check(#{target := rabbitmq} = D, Exp) when not is_map_key(load, D); not is_map_key(target, Exp) ->
+    {error, {doctor, target_needs_load}};
+check(#{target := none} = D, Exp) when is_map_key(load, D); is_map_key(target, Exp) ->
+    {error, {doctor, load_needs_target}};
 check(#{cgroup := none}, _Exp) ->
     ok;
 check(#{cgroup := Dir}, _Exp) ->
@@ -131,22 +235,58 @@ check(#{cgroup := Dir}, _Exp) ->
         false -> {error, {doctor, {cgroup, Dir, no_procs}}}
     end.
 
+%% @doc A doctor may have a system under test (`--target rabbitmq').
+-spec composes() -> [target].
+composes() -> [target].
+
+%% @doc The kinds a doctor's target is loaded with.
+-spec inner_kinds() -> [beamlab_experiment:kind()].
+inner_kinds() -> [amqp].
+
+%% @doc The target's load, checked by the entry point.
+-spec inner(doctor()) -> {ok, beamlab_experiment:experiment()} | none.
+inner(#{load := L}) -> {ok, L};
+inner(_) -> none.
+
 %% @doc Runs the protocol and returns the document.
 -spec run(doctor(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
           {ok, beamlab_result:result()} | {error, {doctor, error_reason()}}.
-run(D, Exp, _Inner) ->
+run(#{node := N} = D, Exp, _Inner) when N =/= none ->
+    case beamlab_experiment_doctor_node:run(D, Exp) of
+        {ok, _} = Ok -> Ok;
+        {error, R} -> {error, {doctor, R}}
+    end;
+run(D, Exp, Inner) ->
     %% The default's flags and wrapper first, before any line is told: a
     %% VM that does not start with them is the caller's mistake, one line.
     case beamlab_runtime_peer:start(#{args => maps:get(vm_args, D), load => false,
                                       wrapper => cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D)}) of
         {ok, Vm} ->
             ok = beamlab_runtime_peer:stop(Vm),
-            protocol(D, Exp);
+            case preflight(D, Exp) of
+                {ok, D1} -> protocol(D1, Exp, Inner);
+                {error, R} -> {error, {doctor, R}}
+            end;
         {error, R} ->
             {error, {doctor, {vm_start, iolist_to_binary(beamlab_runtime_peer:format_error(R))}}}
     end.
 
-protocol(D, Exp) ->
+%% With a target, its broker once with the default flags (the VM's
+%% wrappers in front): its refusal is the caller's mistake, before the
+%% probe's minutes.
+preflight(#{target := rabbitmq} = D, Exp) ->
+    Sink = maps:get(sink, Exp, fun(_) -> ok end),
+    Wrap = cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D),
+    Spec = #{kind => rabbitmq, args => maps:get(vm_args, D), otp => undefined,
+             wrap => case Wrap of [] -> undefined; _ -> Wrap end},
+    case beamlab_experiment_doctor_target:preflight(Spec, fun(F, A) -> Sink({doctor, io_lib:format(F, A)}) end) of
+        {ok, Broker} -> {ok, D#{broker => Broker, broker_wrap => Wrap}};
+        {error, _} = E -> E
+    end;
+preflight(D, _Exp) ->
+    {ok, D}.
+
+protocol(D, Exp, Inner) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
     Say = fun(Fmt, Args) -> Sink({doctor, io_lib:format(Fmt, Args)}) end,
     Started = beamlab_runtime_clock:rfc3339(),
@@ -184,7 +324,7 @@ protocol(D, Exp) ->
             Remedies = Auto ++ [beamlab_env_doctor:remedy(R, [<<"asked">>], maps:get(vm_args, D))
                                 || R <- maps:get(remedies, D), not lists:member(R, [N || #{name := N} <- Auto])],
             {Ranked, RemedyRuns, BaseRem} =
-                case interrupted() orelse Remedies =:= [] of
+                case interrupted() orelse Remedies =:= [] orelse maps:get(target, D) =/= none of
                     true -> {[], [], BaseSum};
                     false ->
                         Say("doctor: remedies: ~ts against the default, ~b repetition(s) each~s~n",
@@ -203,10 +343,18 @@ protocol(D, Exp) ->
                                  RR, B2}
                         end
                 end,
-            Recommendation = beamlab_env_doctor:recommendation(Ranked),
+            %% With a target: the remedies measured on the broker instead.
+            Target = case maps:get(target, D) =/= none andalso not interrupted() of
+                         true -> beamlab_experiment_doctor_target:phase(D, Exp, Inner, Findings, Say);
+                         false -> #{}
+                     end,
+            Recommendation = case Target of
+                                 #{recommendation := TR} -> TR;
+                                 _ -> beamlab_env_doctor:recommendation(Ranked)
+                             end,
             Partial = interrupted(),
             Doc = document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
-                           Findings, Remedies, Ranked, RemedyRuns, Recommendation, Partial),
+                           Findings, Remedies, Ranked, RemedyRuns, Recommendation, Partial, Target),
             {ok, beamlab_experiment_env:attach(Doc, Exp)}
     end.
 
@@ -279,7 +427,7 @@ cgroup_wrap(Dir) ->
     ["sh", "-c", "echo $$ > \"$0\"/cgroup.procs && exec \"$@\"", Dir].
 
 document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns, Findings, Remedies,
-         Ranked, RemedyRuns, Recommendation, Partial) ->
+         Ranked, RemedyRuns, Recommendation, Partial, Target) ->
     Params = #{quick => maps:get(quick, D), reps => maps:get(reps, D), curve_reps => maps:get(curve_reps, D),
                warmup_ms => maps:get(warmup_ms, D), duration_ms => maps:get(duration_ms, D),
                vm_args => [list_to_binary(A) || A <- maps:get(vm_args, D)],
@@ -304,13 +452,20 @@ document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
               default_remedies_phase => strip(BaseRem),
               curve => CurveDoc,
               remedies => Ranked,
-              candidates => [maps:with([name, why], R) || R <- Remedies],
+              candidates => case Target of
+                                #{target := #{candidates := TC}} -> TC;
+                                _ -> [maps:with([name, why], R) || R <- Remedies]
+                            end,
               protocol => #{probe => <<"message_load original (96 processes, 10 ms wait) for goodput, latency "
                                        "and CPU per message; message_load mesh (96 processes) for capacity; "
                                        "ping_pong local (2000 round trips)">>,
                             interleaved => true, fresh_vms => true}},
-    Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches),
-    Doc2 = beamlab_result:add_findings(beamlab_result:set(extra, Extra, Doc1), Findings),
+    Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches ++ maps:get(benchmarks, Target, [])),
+    Extra1 = case Target of
+                 #{target := T} -> Extra#{target => T};
+                 _ -> Extra
+             end,
+    Doc2 = beamlab_result:add_findings(beamlab_result:set(extra, Extra1, Doc1), Findings),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(), partial => Partial}).
 
 strip(S) ->
@@ -333,6 +488,10 @@ bench(Name, Group, Runs) ->
 -spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
 verdict(#{partial := true}) ->
     {interrupted, []};
+verdict(#{extra := #{<<"node">> := #{<<"node_down">> := true, <<"name">> := Node}}}) ->
+    {failed, [io_lib:format("~ts went down during the watch; the findings rest on what was recorded", [Node])]};
+verdict(#{extra := #{<<"node">> := _}}) ->
+    {ok, []};
 verdict(#{benchmarks := Bs}) ->
     case [B || #{samples := [_ | _]} = B <- Bs] of
         [] -> {failed, ["no probe run succeeded"]};
@@ -341,21 +500,45 @@ verdict(#{benchmarks := Bs}) ->
 
 %% @doc Bad flags or a missing cgroup are the caller's mistakes.
 -spec error_class(error_reason()) -> usage | failure.
+error_class({option, _}) -> usage;
 error_class({bad_option, _, _}) -> usage;
+error_class({node_conflict, _}) -> usage;
+error_class({duration_without_node, _}) -> usage;
+error_class({node, _} = R) -> beamlab_experiment_doctor_node:error_class(R);
 error_class({vm_start, _}) -> usage;
-error_class({cgroup, _, _}) -> usage.
+error_class({cgroup, _, _}) -> usage;
+error_class(target_needs_load) -> usage;
+error_class(load_needs_target) -> usage;
+error_class({target_start, Class, _}) -> Class.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) ->
+    beamlab_schema:format_error(R);
 format_error({bad_option, vm, S}) ->
     io_lib:format("--vm ~ts: an unterminated quote", [S]);
 format_error({bad_option, wrap, S}) ->
     io_lib:format("--wrap ~ts: an unterminated quote", [S]);
 format_error({bad_option, schedulers, S}) ->
     io_lib:format("--schedulers ~ts: give scheduler counts from 1 to 1024 separated by commas", [S]);
+format_error({node_conflict, target}) ->
+    "--node reads a running node as it is; --target restarts a broker of its own: give one of them";
+format_error({node_conflict, K}) ->
+    io_lib:format("--node reads a running node as it is: --~ts applies to the fresh VMs of the probe only",
+                  [string:replace(atom_to_list(K), "_", "-", all)]);
+format_error({duration_without_node, _}) ->
+    "--duration is how long --node watches a node: give --node NAME@HOST too";
+format_error({node, _} = R) ->
+    beamlab_experiment_doctor_node:format_error(R);
 format_error({bad_option, K, V}) ->
     io_lib:format("~ts: bad value ~0tp", [K, V]);
 format_error({vm_start, Msg}) ->
     io_lib:format("the default configuration's VM did not start: ~ts", [Msg]);
+format_error(target_needs_load) ->
+    "--target rabbitmq runs an amqp load: give '-- amqp ...'";
+format_error(load_needs_target) ->
+    "a load after -- is the load of a target: give --target rabbitmq";
+format_error({target_start, _, Msg}) ->
+    io_lib:format("the broker did not start with the default flags: ~ts", [Msg]);
 format_error({cgroup, Dir, _}) ->
     io_lib:format("--cgroup ~ts: not a cgroup directory (no cgroup.procs there)", [Dir]).

@@ -13,13 +13,15 @@
 
 -export([name/0, options/0, new/1, check/2, configs/2, run/3, verdict/1, error_class/1,
          format_error/1, composes/0, inner_kinds/0, inner/1]).
+-export([check_options/1]).
 
 %% `configs' from {@link configs/2}; `baseline' the configuration the
 %% others are compared with (default the first); `sweep' whether the
 %% configurations are a scheduler sweep (the document then has speedups).
 %% `profiled': one more repetition per configuration after the measured
 %% ones, with the target's OS process profiled while its load runs (kept
-%% out of the statistics).
+%% out of the statistics), or (the target's `capture') its named processes
+%% captured (beamlab_experiment_target).
 %% With a preset (`beamlab_experiment_preset'), `scenarios' are its
 %% scenarios with their inner experiments, run in turn in place of
 %% `inner' and combined into one document.
@@ -38,18 +40,82 @@
 -spec name() -> matrix.
 name() -> matrix.
 
-%% @doc The options of a matrix: its `inner' experiment, the dimensions
-%% (`vm', `sweep', `erl', `flavor', `wrap'), `repeat', `baseline', the
-%% system under test (`target', `otp').
+%% @doc The options of a matrix, as the library's keys and the command
+%% line's flags: the dimensions (`vm', `sweep' as scheduler counts or a
+%% range "1..4", `flavor', `erl', `wrap'), `baseline', `repeat', the
+%% system under test (`target': rabbitmq, or the library's `#{cmd, node,
+%% cookie}'), `otp'; the `inner' experiment is the command after `--'.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- [inner, vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp]].
+    [#{name => vm, long => "vm", type => string, multi => true, metavar => "'ARGS'",
+       help => "emulator arguments of one configuration, e.g. '+S 2 +sbt db' (repeat)"},
+     #{name => sweep, long => "sweep-schedulers", type => {one_of, [string, {list, pos_integer}]},
+       cli_type => string, metavar => "RANGE",
+       help => "one configuration per scheduler count: 1..4, 1,2,4 or 1..max (+S K:K)"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, multi => true, metavar => "jit|emu",
+       help => "an emulator flavour as a dimension (repeat: --flavor emu --flavor jit); "
+               "the installation must hold it (scripts/install-otp.sh builds both)"},
+     #{name => erl, long => "erl", type => string, multi => true, metavar => "PATH",
+       help => "an erl executable (another OTP install) as a dimension (repeat)"},
+     #{name => wrap, long => "wrap", type => string, multi => true, metavar => "'CMD'",
+       help => "a wrapper command, e.g. 'taskset -c 0' or 'numactl -N 0'; 'none' for no wrapper (repeat)"},
+     #{name => baseline, long => "baseline", type => term, cli_type => string, metavar => "CONFIG",
+       help => "the configuration others are compared with (default: the first)"},
+     #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
+       max => 10000, max_why => "ten thousand fresh VMs per configuration",
+       help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
+     #{name => target, long => "target", type => {one_of, [{enum, [rabbitmq]}, map]},
+       cli_type => {enum, [rabbitmq]}, metavar => "KIND",
+       help => "start the system under test per configuration instead of a beamlab VM: "
+               "rabbitmq (a private broker; the inner command is amqp)"},
+     #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
+       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
+     #{name => inner}].
+
+%% @doc Checks the options given (the schema's keys; `target' as the
+%% library gives it) against the schema and the matrix's own rules: other
+%% OTP installations are a target's (beamlab's VMs take `erl'), a target
+%% command starts a named node. The command line checks its flags here
+%% too.
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    case {maps:get(target, Given, none), maps:get(otp, Given, [])} of
+        {none, [_ | _]} ->
+            {error, {rule, "~ts needs ~ts or a target command (use ~ts for beamlab VMs)",
+                     [Opt(otp), Opt(target), Opt(erl)]}};
+        {#{cmd := _, node := Node}, _} ->
+            case is_node_name(Node) of
+                true -> ok;
+                false -> {error, {rule, "~ts: '~ts' is not a node name (name@host)", [Opt(target), {value, Node}]}}
+            end;
+        {T, _} when is_map(T) ->
+            {error, {rule, "~ts: a target command is #{cmd => Cmd, node => Node} (and a cookie)", [Opt(target)]}};
+        _ ->
+            ok
+    end.
+
+is_node_name(Node) when is_atom(Node) ->
+    is_node_name(atom_to_list(Node));
+is_node_name(Node) when is_list(Node); is_binary(Node) ->
+    case unicode:characters_to_list(Node) of
+        S when is_list(S) ->
+            case string:split(S, "@") of
+                [[_ | _], [_ | _]] -> true;
+                _ -> false
+            end;
+        _ -> false
+    end;
+is_node_name(_) ->
+    false.
 
 %% @doc The matrix over the `inner' experiment: the configurations of the
 %% dimensions (`vm', `sweep' as scheduler counts, `erl', `flavor',
 %% `wrap') for the system under test `target' (`none': beamlab VMs),
 %% `repeat' (3), `baseline' (a configuration's label, binary).
--spec new(#{atom() => term()}) -> {ok, matrix()} | {error, {bad_option, matrix, error_reason()}}.
+-spec new(#{atom() => term()}) -> {ok, matrix()} | {error, error_reason()}.
 new(#{inner := Inner} = Opts) ->
     Sweep = maps:get(sweep, Opts, []),
     Dims = #{vm => maps:get(vm, Opts, []), sweep => Sweep, erl => maps:get(erl, Opts, []),
@@ -59,7 +125,7 @@ new(#{inner := Inner} = Opts) ->
             {ok, #{configs => Configs, inner => Inner, repeat => maps:get(repeat, Opts, 3),
                    baseline => maps:get(baseline, Opts, undefined), sweep => Sweep =/= []}};
         {error, {matrix, R}} ->
-            {error, {bad_option, matrix, R}}
+            {error, R}
     end.
 
 %% @doc Nothing of its own to check (the entry point checks the inner
@@ -201,13 +267,28 @@ runner(Target, InnerExp, #{here := Here}, Progress) ->
                      profile => case {Profiled, Target} of
                                     {true, #{profile := P}} -> P#{subject => Subject, label => Name};
                                     _ -> none
+                                end,
+                     capture => case {Profiled, Target} of
+                                    {true, #{capture := Procs}} ->
+                                        #{processes => Procs, label => Name,
+                                          window => beamlab_experiment_target:capture_window(load_seconds(InnerExp))};
+                                    _ -> none
                                 end},
             Load = fun(T) -> compact(Profiled, beamlab_experiment_target:load(T, Opts)) end,
             case beamlab_sut_broker:run(Spec, Load, Progress) of
+                {ok, #{result := #{extra := #{<<"capture_error">> := E}}} = Out} ->
+                    Progress(io_lib:format("[~ts] ~ts~n", [Name, E])),
+                    {ok, Out};
                 {ok, Out} -> {ok, Out};
                 {error, E} -> {error, {target, iolist_to_binary(beamlab_sut_broker:format_error(E))}}
             end
     end.
+
+%% The inner AMQP load's time limit in whole seconds (-z; 0: none).
+load_seconds(#{run := {amqp, #{config := #{duration := D}}}}) when is_number(D), D > 0 ->
+    max(1, round(D));
+load_seconds(_) ->
+    0.
 
 %% {flags} in a --load-cmd: the inner amqp's arguments (PerfTest's own),
 %% each quoted for the shell.
@@ -220,7 +301,8 @@ fill_flags(Cmd, _) ->
 %% The profiled repetition keeps its figures and profile only (no
 %% telemetry series, no env: the matrix holds those of the measured ones).
 compact(true, {Code, #{extra := Extra} = Doc}) ->
-    {Code, Doc#{extra := maps:with([<<"profile">>, <<"profile_error">>, <<"broker_cpu_us">>], Extra),
+    {Code, Doc#{extra := maps:with([<<"profile">>, <<"profile_error">>, <<"capture">>, <<"capture_error">>,
+                                    <<"broker_cpu_us">>], Extra),
                 telemetry := #{}, env := #{}}};
 compact(_, Out) ->
     Out.
@@ -237,13 +319,19 @@ against(Exp, _Target) ->
     Exp.
 
 %% @doc Interrupted when partial; failed when no configuration ran
-%% successfully.
+%% successfully, or when captures were asked for and none was made.
 -spec verdict(beamlab_result:result()) -> beamlab_experiment:verdict().
 verdict(#{partial := true}) ->
     {interrupted, []};
 verdict(#{extra := Extra}) ->
-    case [C || C = #{<<"ok_runs">> := N} <- maps:get(<<"configs">>, Extra, []), N > 0] of
-        [] -> {failed, ["no configuration ran successfully"]};
+    Configs = maps:get(<<"configs">>, Extra, []),
+    Captured = [C || C = #{<<"capture">> := Cap} <- Configs, is_map(Cap)],
+    case {[C || C = #{<<"ok_runs">> := N} <- Configs, N > 0],
+          [E || #{<<"capture_error">> := E} <- Configs, is_binary(E)]} of
+        {[], _} -> {failed, ["no configuration ran successfully"]};
+        %% A capture asked for (--profile-process) that no configuration
+        %% got: its line says why (a name the node does not have).
+        {_, [E | _]} when Captured =:= [] -> {failed, [E]};
         _ -> {ok, []}
     end.
 
@@ -253,6 +341,8 @@ error_class(_) -> usage.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) ->
+    beamlab_schema:format_error(R);
 format_error(nothing_ran) ->
     "interrupted before the first scenario ran";
 format_error({otp_not_found, D}) ->

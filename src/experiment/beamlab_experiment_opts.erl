@@ -50,7 +50,7 @@ benchmark(Codes, Opts) ->
     {error, {bad_option, benchmark, {Codes, Opts}}}.
 
 benchmark_experiment(Codes, Opts) ->
-    What = beamlab_experiment_bench:new(maps:without(?COMMON ++ ?AFTER, Opts#{codes => Codes})),
+    What = beamlab_experiment_bench:new(maps:without(?COMMON, Opts#{codes => Codes})),
     common(Opts, kind(bench, What), maps:with(?AFTER, Opts)).
 
 %% @doc A benchmark of a project's bench modules in `Dir' (sources
@@ -64,7 +64,7 @@ bench(Dir, Opts) when is_map(Opts) ->
     Own = maps:keys(beamlab_engine:default_run_opts()) ++ ?AFTER ++ [squeeze, include, root],
     known(Own, Opts,
           fun() ->
-                  What = beamlab_experiment_bench:new(maps:without(?COMMON ++ ?AFTER, Opts#{dir => Dir})),
+                  What = beamlab_experiment_bench:new(maps:without(?COMMON, Opts#{dir => Dir})),
                   common(Opts, kind(bench, What), maps:with(?AFTER, Opts))
           end);
 bench(Dir, Opts) ->
@@ -76,34 +76,64 @@ bench(Dir, Opts) ->
 %% commit: `rounds' (12), `metric' (the gated metrics: time, reductions,
 %% memory; default [time]), `threshold' (a fraction, default 0.05),
 %% `alpha' (0.01), `duration', `samples', `warmup' per side and round
-%% (100 ms, 3, 1), `vm_args' (a string).
+%% (100 ms, 3, 1), `vm_args' (a string), `timeout' (ms: each build,
+%% validation and side's VM; default 600000).
 -spec check(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 check(Opts) when is_map(Opts) ->
-    Own = [root, bench, build, against, rounds, metric, threshold, alpha, duration, samples, warmup, vm_args],
+    Own = [K || #{name := K} <- beamlab_experiment_check:options()],
     known(Own, Opts, fun() -> check_experiment(Opts) end);
 check(Opts) ->
     {error, {bad_option, check, Opts}}.
 
 check_experiment(Opts) ->
-    What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
-    common(Opts, kind(check, What), #{}).
+    %% (the schema's check, the command line's: the same reasons)
+    case beamlab_experiment_check:check_options(maps:without(?COMMON, Opts)) of
+        ok ->
+            What = beamlab_experiment_check:new(maps:without(?COMMON, Opts)),
+            common(Opts, kind(check, What), #{});
+        {error, R} ->
+            {error, {check, {option, R}}}
+    end.
 
 %% @doc `beamlab doctor': the options of its command as a map (`quick',
 %% `vm' and `wrap' as strings of flags, `cgroup', `reps', `probe_ms',
-%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings)); the
-%% doctor's phases go to `sink' as `{doctor, Line}'.
+%% `schedulers' ("1,2,4"), `remedy' (a list of flag strings); or
+%% `node' ("name@host", a running node), its `cookie' and `duration'
+%% (seconds)); the doctor's phases go to `sink' as `{doctor, Line}'. With
+%% `target' (`rabbitmq') and `load' (`{amqp, Opts}', as a matrix's inner
+%% AMQP load) the remedies are measured on a private broker under that
+%% load.
 -spec doctor(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 doctor(Opts) when is_map(Opts) ->
-    Own = [quick, vm, wrap, cgroup, reps, probe_ms, schedulers, max_remedies, curve_reps, remedy],
+    Own = [K || #{name := K} <- beamlab_experiment_doctor:options()],
     known(Own, Opts,
           fun() ->
-                  Texts = maps:map(fun(remedy, Rs) when is_list(Rs) -> [text(R) || R <- Rs];
-                                      (K, V) when K =:= vm; K =:= wrap; K =:= cgroup; K =:= schedulers -> text(V);
-                                      (quick, B) when is_boolean(B) -> B;
-                                      (K, N) when (K =:= reps orelse K =:= probe_ms orelse K =:= max_remedies orelse K =:= curve_reps), is_integer(N), N >= 1 -> N;
-                                      (K, V) -> throw({bad_option, K, V})
-                                  end, maps:with(Own, Opts)),
-                  common(Opts, kind(doctor, beamlab_experiment_doctor:new(Texts)), #{})
+                  %% (an atom is text too, "rabbitmq" a target; the kind
+                  %% checks the rest against its schema, as the command
+                  %% line's flags)
+                  Texts = maps:map(fun(target, T) when T =:= "rabbitmq"; T =:= <<"rabbitmq">> -> rabbitmq;
+                                      (target, T) -> T;
+                                      (_, V) when is_atom(V), not is_boolean(V) -> atom_to_list(V);
+                                      (_, V) -> V
+                                   end, maps:with(Own -- [load], Opts)),
+                  Load = case maps:find(load, Opts) of
+                             error -> #{};
+                             {ok, {amqp, _} = L} ->
+                                 case inner(L) of
+                                     {ok, I} -> #{load => I};
+                                     {error, _} = E -> throw({inner, E})
+                                 end;
+                             {ok, L} -> throw({bad_option, load, L})
+                         end,
+                  Exp = kind(doctor, case beamlab_experiment_doctor:new(Texts) of
+                                         {ok, D} -> {ok, maps:merge(D, Load)};
+                                         Other -> Other
+                                     end),
+                  Target = case maps:get(target, Texts, none) of
+                               none -> #{};
+                               _ -> #{target => #{kind => rabbitmq, otp => []}}
+                           end,
+                  common(Opts, maps:merge(Exp, Target), #{})
           end);
 doctor(Opts) ->
     {error, {bad_option, doctor, Opts}}.
@@ -116,18 +146,27 @@ doctor(Opts) ->
 -spec suite([atom() | string() | binary()], opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 suite(Names, Opts) when is_list(Names), is_map(Opts) ->
-    Own = [params, profile, repeat, timeout, memory, preset, node, code_paths, flavor],
+    Own = [K || #{name := K} <- beamlab_experiment_suite:options(), K =/= names],
     known(Own, Opts, fun() -> suite_experiment(Names, Opts) end);
 suite(Names, Opts) ->
     {error, {bad_option, suite, {Names, Opts}}}.
 
 suite_experiment(Names, Opts) ->
     Text = [text(N) || N <- Names],
-    case params(maps:get(params, Opts, #{})) of
+    %% (the schema's check, the command line's: the same reasons)
+    Checked = case beamlab_experiment_suite:check_options((maps:without(?COMMON, Opts))#{names => Text}) of
+                  ok -> params(maps:get(params, Opts, #{}));
+                  {error, R} -> {error, {suite, {option, R}}}
+              end,
+    case Checked of
         {error, _} = E -> E;
         {ok, Params} ->
-            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor, node], Opts),
-                               #{names => Text, params => Params}),
+            Node = case maps:find(node, Opts) of
+                       {ok, N} -> {ok, Remote} = beamlab_experiment_suite:remote_node(N), #{node => Remote};
+                       error -> #{}
+                   end,
+            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+                               Node#{names => Text, params => Params}),
             Preset = case maps:find(preset, Opts) of
                          {ok, P} -> #{preset => text(P)};
                          error -> #{}
@@ -175,25 +214,31 @@ text(V) -> throw({bad_option, value, V}).
 %% configuration.
 -spec matrix(inner(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 matrix(Inner, Opts) when is_map(Opts) ->
-    Own = [vm, sweep, erl, flavor, wrap, repeat, baseline, target, otp],
+    Own = [K || #{name := K} <- beamlab_experiment_matrix:options(), K =/= inner],
     known(Own, Opts,
           fun() ->
-                  case inner(Inner) of
-                      {ok, InnerExp} -> matrix_experiment(InnerExp, Opts);
-                      {error, _} = E -> E
+                  %% (the schema's check, the command line's: the same reasons)
+                  case beamlab_experiment_matrix:check_options(maps:without(?COMMON, Opts)) of
+                      ok ->
+                          case inner(Inner) of
+                              {ok, InnerExp} -> matrix_experiment(InnerExp, Opts);
+                              {error, _} = E -> E
+                          end;
+                      {error, R} ->
+                          {error, {matrix, {option, R}}}
                   end
           end);
 matrix(_Inner, Opts) ->
     {error, {bad_option, matrix, Opts}}.
 
 matrix_experiment(InnerExp, Opts) ->
+    %% (a range's mistake is said as the command line says it)
     Sweep = case maps:get(sweep, Opts, []) of
-                S when is_list(S) ->
-                    case io_lib:char_list(S) andalso S =/= [] of
-                        true -> ok_or_throw(sweep, beamlab_env_matrix:parse_range(S));
-                        false -> S
-                    end;
-                S -> throw({bad_option, sweep, S})
+                S when is_binary(S) -> range(unicode:characters_to_list(S));
+                S -> case io_lib:char_list(S) andalso S =/= [] of
+                         true -> range(S);
+                         false -> S
+                     end
             end,
     Target = target(maps:get(target, Opts, none), maps:get(otp, Opts, [])),
     Baseline = case maps:get(baseline, Opts, undefined) of
@@ -206,11 +251,13 @@ matrix_experiment(InnerExp, Opts) ->
     common(Opts, maps:merge(kind(matrix, What), case Target of none -> #{}; _ -> #{target => Target} end),
            #{}).
 
-ok_or_throw(_Key, {ok, V}) -> V;
-ok_or_throw(Key, {error, R}) -> throw({bad_option, Key, R}).
+range(S) ->
+    case beamlab_env_matrix:parse_range(S) of
+        {ok, Ks} -> Ks;
+        {error, R} -> throw({kind, {matrix, R}})
+    end.
 
-target(none, []) -> none;
-target(none, Otp) -> throw({bad_option, otp, Otp});
+target(none, _) -> none;
 target(rabbitmq, Otp) -> #{kind => rabbitmq, otp => Otp};
 target(#{cmd := Cmd, node := Node} = T, Otp) ->
     #{kind => cmd, cmd => text(Cmd), node => text(Node), cookie => cookie(T), otp => Otp};
@@ -226,16 +273,20 @@ inner(Other) -> {error, {bad_option, inner, Other}}.
 
 %% @doc Watching a running node: `duration' (ms; default: until
 %% interrupted or the node goes down), `interval' (ms), `top', `msacc',
-%% `cookie'; `verbose' prints one line per interval on stderr.
+%% `capture', `long_gc' and `long_schedule' (ms) or `no_system_monitor',
+%% `cookie' (`beamlab_experiment_watch:options/0'); `verbose' prints one
+%% line per interval on stderr.
 -spec watch(node() | string(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 watch(Node, Opts) when is_map(Opts) ->
-    Own = [duration, interval, top, msacc, cookie],
+    Own = [K || #{name := K} <- beamlab_experiment_watch:options(), K =/= node],
     known(Own, Opts,
           fun() ->
-                  What = beamlab_experiment_watch:new((maps:with([duration, interval, top, msacc], Opts))#{
-                                                        node => text(Node), cookie => cookie(Opts)}),
+                  What = beamlab_experiment_watch:new((maps:with(Own, Opts))#{node => text(Node),
+                                                                              cookie => cookie(Opts)}),
                   common(maps:remove(telemetry, Opts), kind(watch, What), #{})
-          end).
+          end);
+watch(Node, Opts) ->
+    {error, {bad_option, watch, {Node, Opts}}}.
 
 %% @doc An AMQP 0-9-1 load in PerfTest's style: the load generator's
 %% options (`beamlab_amqp_config:defaults/0': `uri', `producers',
@@ -276,26 +327,29 @@ amqp_experiment(Opts) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 profile({node, Node}, #{process := Procs} = Opts) ->
     %% A call capture of processes on the node (beamlab_experiment_capture).
-    Own = [process, duration, stacks, calls, max_rate, max_total, label, cookie],
+    Own = [K || #{name := K} <- beamlab_experiment_capture:options(), K =/= node],
     known(Own, Opts, fun() ->
                              Ps = case Procs of
                                       [_ | _] -> [text(P) || P <- Procs];
                                       _ -> throw({bad_option, process, Procs})
                                   end,
-                             C0 = maps:with([duration, stacks, calls, max_rate, max_total, label], Opts),
+                             C0 = maps:with(Own, Opts),
                              New = beamlab_experiment_capture:new(C0#{node => text(Node), cookie => cookie(Opts),
                                                                       process => Ps}),
                              What = case New of
-                                        {ok, W} -> {ok, W};
-                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}}
+                                        {error, {bad_process, P}} -> {error, {bad_option, process, P}};
+                                        Other -> Other
                                     end,
                              common(Opts, kind(capture, What), #{})
                      end);
 profile(Subject, Opts) when is_map(Opts) ->
-    Own = [frequency, call_graph, mode, duration, label, cookie],
-    known(Own, Opts, fun() -> profile_experiment(Subject, Opts) end).
+    %% (the subject is the first argument: not `pid' or `node')
+    Own = [K || #{name := K} <- beamlab_experiment_profile:options(), not lists:member(K, [subject, pid, node])],
+    known(Own, Opts, fun() -> profile_experiment(Subject, Opts, Own) end);
+profile(Subject, Opts) ->
+    {error, {bad_option, profile, {Subject, Opts}}}.
 
-profile_experiment(Subject, Opts) ->
+profile_experiment(Subject, Opts, Own) ->
     S = case Subject of
             {pid, Pid} when is_integer(Pid), Pid > 0 -> {ok, {pid, Pid}};
             {node, Node} -> {ok, {node, text(Node), cookie(Opts)}};
@@ -306,8 +360,7 @@ profile_experiment(Subject, Opts) ->
         end,
     case S of
         {ok, Subj} ->
-            What = beamlab_experiment_profile:new((maps:with([frequency, call_graph, mode, duration, label],
-                                                             Opts))#{subject => Subj}),
+            What = beamlab_experiment_profile:new((maps:with(Own, Opts))#{subject => Subj}),
             common(Opts, kind(profile, What), #{});
         {error, _} = E2 -> E2
     end.
@@ -322,7 +375,9 @@ known(Own, Opts, Build) ->
             catch
                 throw:{bad_option, _, _} = Bad -> {error, Bad};
                 %% the kind's own refusal, as its errors are: {Kind, R}
-                throw:{kind, KindError} -> {error, KindError}
+                throw:{kind, KindError} -> {error, KindError};
+                %% an inner experiment's own error (a doctor's load)
+                throw:{inner, {error, InnerError}} -> {error, InnerError}
             end;
         [K | _] ->
             {error, {unknown_option, K}}
@@ -343,6 +398,11 @@ cookie(Opts) ->
 
 %% The composition every kind shares.
 common(Opts, Exp, After) ->
+    %% (a shared option of the wrong shape is a bad option, as a kind's)
+    _ = [throw({bad_option, K, V}) || K <- [verbose, telemetry, env], {ok, V} <- [maps:find(K, Opts)],
+                                      not is_boolean(V)],
+    _ = [throw({bad_option, sink, V}) || {ok, V} <- [maps:find(sink, Opts)], not is_function(V, 1)],
+    _ = [throw({bad_option, command, V}) || {ok, V} <- [maps:find(command, Opts)], not is_list(V)],
     Telemetry = case {maps:get(verbose, Opts, false), maps:get(telemetry, Opts, false)} of
                     {true, _} -> live;
                     {false, true} -> record;

@@ -23,7 +23,8 @@
                      duration => pos_integer() | infinity, label => unicode:chardata()}.
 -type error_reason() :: beamlab_profile:error_reason()
                       | {node, beamlab_profile_node:error_reason()}
-                      | {inner_failed, 0..255, binary()}.
+                      | {inner_failed, 0..255, binary()}
+                      | {option, beamlab_schema:error_reason()}.
 -export_type([profile/0, subject/0, error_reason/0]).
 
 -define(DEFAULT_FREQ, 999).
@@ -33,18 +34,71 @@
 -spec name() -> profile.
 name() -> profile.
 
-%% @doc The options of a profile: its `subject', `frequency',
-%% `call_graph', `mode', `duration' (ms), `label', `cookie' (a node's).
+%% @doc The options of a profile: its `subject' (the library's first
+%% argument; the command line's `--pid', `--node' or a command after
+%% `--'), `frequency', `mode', `call_graph', `duration' (ms; the command
+%% line's in seconds), `label', `cookie' (a node's). The command line
+%% builds its flags from them.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- [subject, frequency, call_graph, mode, duration, label, cookie]].
+    [#{name => frequency, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
+       max => beamlab_profile:max_frequency(), max_why => "kernel.perf_event_max_sample_rate",
+       metavar => "HZ", help => "samples per second and thread"},
+     #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
+       help => "graph: call stacks (+JPperf true, perf -g; flame graphs); flat: self time only "
+               "(+JPperf map, no call graphs: the least perf work; what each costs: docs/profile.md)"},
+     #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
+       help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
+               "more data, use a lower --freq)"},
+     #{name => duration, long => "duration", type => pos_number, scale => 1000,
+       max => 4294967000, max_why => "the longest timer, about 49 days", metavar => "S",
+       help => "seconds to record (default: until the command ends; 10 with --pid/--node)"},
+     #{name => pid, long => "pid", type => pos_integer, metavar => "OSPID",
+       conflicts => [{node, "~ts and ~ts cannot be combined"}],
+       help => "profile the running VM with this OS pid"},
+     #{name => node, long => "node", type => string, metavar => "NAME@HOST",
+       help => "profile the running VM of this Erlang node (same machine)"},
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
+       help => "cookie for --node (default: ~/.erlang.cookie)"},
+     #{name => label, long => "label", type => string, metavar => "TEXT",
+       help => "name of the profile (reports diff profiles with the same name)"},
+     #{name => subject}].
 
 %% @doc The profile of `subject' (an inner experiment, an OS pid, a node
-%% with its cookie).
--spec new(#{atom() => term()}) -> {ok, profile()}.
-new(#{subject := Subject} = Opts) ->
-    {ok, maps:merge(maps:with([frequency, call_graph, mode, duration, label], Opts),
-                    #{subject => Subject})}.
+%% with its cookie; or `pid', or `node' and `cookie'), the options checked
+%% against options/0 first: `call_graph' walks stacks, so `mode' flat
+%% refuses it.
+-spec new(#{atom() => term()}) -> {ok, profile()} | {error, {option, beamlab_schema:error_reason()}}.
+new(Opts) ->
+    Schema = options(),
+    Given = maps:filter(fun(_, V) -> V =/= undefined end, maps:without([subject], Opts)),
+    case beamlab_schema:check(Schema, Given) of
+        ok when map_get(mode, Given) =:= flat, is_map_key(call_graph, Given) ->
+            {ok, CallGraph} = beamlab_schema:find(call_graph, Schema),
+            {ok, Mode} = beamlab_schema:find(mode, Schema),
+            {error, {option, {rule, "~ts walks stacks: ~ts flat records the leaf only",
+                              [{opt, CallGraph}, {opt, Mode}]}}};
+        ok ->
+            case maps:merge(Given, maps:with([subject], Opts)) of
+                #{subject := S} -> {ok, profile(S, Given)};
+                #{pid := Pid} -> {ok, profile({pid, Pid}, Given)};
+                #{node := Node} -> {ok, profile({node, Node, maps:get(cookie, Given, undefined)}, Given)};
+                _ ->
+                    {ok, PidO} = beamlab_schema:find(pid, Schema),
+                    {ok, NodeO} = beamlab_schema:find(node, Schema),
+                    {error, {option, {rule, "nothing to profile: give a subject, ~ts or ~ts",
+                                      [{opt, PidO}, {opt, NodeO}]}}}
+            end;
+        {error, R} ->
+            {error, {option, R}}
+    end.
+
+profile(Subject, Opts) ->
+    maps:merge(maps:merge(maps:with([frequency, call_graph, mode, label], Opts), ms(Opts)), #{subject => Subject}).
+
+%% Whole milliseconds (the command line's seconds may have a fraction).
+ms(#{duration := D}) when is_number(D) -> #{duration => max(1, round(D))};
+ms(_) -> #{}.
 
 %% @doc Nothing of its own to check (the entry point checks an inner
 %% experiment, {@link inner/1}; perf is found when it records).
@@ -159,10 +213,12 @@ document(O, P, #{frequency := Hz, call_graph := CG, mode := Mode}, Started, Exp)
 %% error; the rest (perf, the VM, a node not reached) are failures.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({inner_failed, 2, _}) -> usage;
+error_class({option, _}) -> usage;
 error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({node, R}) -> beamlab_profile_node:format_error(R);
+format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error({inner_failed, _Code, Msg}) -> Msg;
 format_error(R) -> beamlab_profile:format_error(R).

@@ -8,6 +8,7 @@
 
 -export([name/0, options/0, new/1, run/3, check/2, verdict/1, error_class/1, format_error/1,
          composes/0]).
+-export([check_options/1, remote_node/1]).
 
 %% `select': workload names ([] is every built-in one), or a preset (a
 %% built-in name or a preset file) with the node of its remote rows;
@@ -30,6 +31,7 @@
                       | {param_not_in_preset, binary(), binary()}
                       | {no_such_directory, file:filename()}
                       | {flavor, term()}
+                      | {option, beamlab_schema:error_reason()}
                       | {dist, beamlab_experiment_dist:error_reason()}.
 -export_type([suite/0, error_reason/0]).
 
@@ -37,12 +39,83 @@
 -spec name() -> suite.
 name() -> suite.
 
-%% @doc The options of a suite: the workloads' `names', `params',
-%% `profile', `repeat', `timeout', `preset' and its `node', `code_paths',
-%% `flavor'.
+%% @doc The options of a suite, as the library's keys and the command
+%% line's flags: `params' (workload => key => value or values; `--param
+%% W.K=V,V'), `preset' and its `node', `profile', `repeat', `code_paths'
+%% (`-pa'), `timeout' (ms; the flag's seconds), `flavor', `memory' (the
+%% after-phase); the workloads' `names' are the arguments.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- [names, params, profile, repeat, timeout, preset, node, code_paths, flavor]].
+    [#{name => params, long => "param", type => map, cli_type => string, multi => true,
+       metavar => "NAME.KEY=VALUE",
+       help => "set a parameter; a comma list sweeps it (ping_pong.size=0,10,100)"},
+     #{name => preset, long => "preset", type => string, metavar => "NAME|FILE",
+       help => "run a published table's rows and print it in its own layout "
+               "(termite, message-load, or a preset file)"},
+     #{name => node, long => "node", type => term, cli_type => string, metavar => "NAME@HOST",
+       requires => [preset], requires_format => "~ts names the remote node of a preset's rows: add ~ts",
+       help => "with --preset termite: also the ping-pong rows to this remote node"},
+     #{name => profile, long => "profile", type => {enum, [quick, full]}, default => quick,
+       help => "quick (all workloads in < 60 s) or full (1M-process ring and skynet, ...)"},
+     #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "N",
+       max => 10000, max_why => "ten thousand repetitions",
+       help => "measured repetitions per point (default: per workload, 3-5 quick, 3-10 full)"},
+     #{name => code_paths, short => "pa", type => string, multi => true, default => [], metavar => "DIR",
+       help => "add DIR to the code path (for your own workload modules)"},
+     #{name => timeout, long => "timeout", type => pos_integer, scale => 1000, default => 600000,
+       metavar => "S", max => 604800000, max_why => "one week",
+       help => "seconds one repetition may take before the point is abandoned"},
+     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
+       help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "
+               "proven from what the VM reports; compare them with matrix --flavor emu --flavor jit -- suite"},
+     #{name => memory, long => "memory", type => boolean, default => false,
+       help => "after the measured repetitions, one more traced for words allocated and reductions "
+               "(spawned processes included)"},
+     #{name => names, type => {list, string}}].
+
+%% @doc Checks the options given (the schema's keys, `names' the
+%% workloads as text) against the schema and the suite's own rules: a
+%% preset runs its own rows (no workload named beside it), its `node' is
+%% a node name, the `code_paths' are directories. The command line checks its flags here too.
+-spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
+check_options(Given) ->
+    beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
+
+rules(Given, Opt) ->
+    case Given of
+        #{preset := _, names := [_ | _] = Names} ->
+            {error, {rule, "~ts runs the preset's rows: do not also name workloads (~ts)",
+                     [Opt(preset), {value, lists:flatten(lists:join(" ", Names))}]}};
+        #{node := Node} ->
+            case remote_node(Node) of
+                {ok, _} -> code_paths(Given, Opt);
+                error -> {error, {rule, "~ts ~ts: expected NAME@HOST", [Opt(node), {value, Node}]}}
+            end;
+        _ ->
+            code_paths(Given, Opt)
+    end.
+
+code_paths(Given, Opt) ->
+    case [D || D <- maps:get(code_paths, Given, []), not filelib:is_dir(D)] of
+        [D | _] -> {error, {rule, "~ts ~ts: no such directory", [Opt(code_paths), {value, D}]}};
+        [] -> ok
+    end.
+
+%% @doc A preset's remote node, from its text (or atom).
+-spec remote_node(term()) -> {ok, node()} | error.
+remote_node(Node) when is_atom(Node) ->
+    remote_node(atom_to_list(Node));
+remote_node(Text) when is_list(Text); is_binary(Text) ->
+    case unicode:characters_to_list(Text) of
+        S when is_list(S) ->
+            case beamlab_workload:parse_value(node, S) of
+                {ok, N} when N =/= none -> {ok, N};
+                _ -> error
+            end;
+        _ -> error
+    end;
+remote_node(_) ->
+    error.
 
 %% @doc The suite of the workloads `names' (text; none: every built-in
 %% one) or of a `preset' (text) with the `node' of its remote rows;
@@ -203,10 +276,13 @@ verdict(#{benchmarks := Bs, extra := Extra}) ->
 -spec error_class(error_reason()) -> usage | failure.
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({flavor, _}) -> failure;
+error_class({option, _}) -> usage;
 error_class(_) -> usage.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
+format_error({option, R}) ->
+    beamlab_schema:format_error(R);
 format_error({preset, R}) ->
     beamlab_suite_preset:format_error(R);
 format_error({names_with_preset, Names}) ->

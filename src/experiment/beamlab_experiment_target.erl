@@ -10,17 +10,31 @@
 %%% runs (`beamlab_profile:start/2', `stop/1') and the profile joins the
 %%% document (`extra.profile'), annotated with the mode, what it costs,
 %%% the flavour and the subject that pairs the configurations' profiles.
+%%% With a capture asked for (`matrix --profile-process NAME'), the
+%%% capture kind (`beamlab_experiment_capture') captures the named broker
+%%% processes over a window of the load (from a quarter of its time limit,
+%%% for half of it) and its document joins the load's (`extra.capture',
+%%% or the one line of `extra.capture_error').
 -module(beamlab_experiment_target).
 
--export([load/2, figures/2]).
+-export([load/2, figures/2, capture_window/1]).
 
 -type load() :: {inner, fun((beamlab_sut_broker:target()) -> {integer(), term()})}
               | {cmd, string()}.
 -type profile() :: #{mode := beamlab_profile:mode(), frequency := pos_integer(),
                      subject := binary(), label := binary()}.
+%% `processes': as `profile --process' takes them; `window': the
+%% capture's start and length in ms after the load's start.
+-type capture() :: #{processes := [string()], window := {non_neg_integer(), pos_integer()},
+                     label => binary()}.
 -type opts() :: #{load := load(), profile => profile() | none,
+                  capture => capture() | none,
                   sink => fun((binary()) -> term())}.
--export_type([load/0, profile/0, opts/0]).
+-export_type([load/0, profile/0, capture/0, opts/0]).
+
+%% How long the capture may take beyond its window to come back (the
+%% tracer reads the call table after it).
+-define(CAPTURE_GRACE_MS, 30000).
 
 %% @doc Runs the load against `Target'; returns the load's exit code and
 %% its document with the study's figures (and the profile), as the load
@@ -32,14 +46,16 @@ load(#{os_pid := Pid} = Target, #{load := Load} = Opts) ->
             {1, {error, iolist_to_binary(["profiling the broker: ", beamlab_profile:format_error(Why)])}};
         {ok, Rec} ->
             Cpu0 = cpu_us(Pid),
+            Cap = start_capture(Target, maps:get(capture, Opts, none)),
             Out = try run_load(Load, Target, Opts)
-                  catch C:R:St -> _ = stop_profile(Rec), erlang:raise(C, R, St)
+                  catch C:R:St -> _ = stop_profile(Rec), _ = stop_capture(Cap), erlang:raise(C, R, St)
                   end,
             Cpu = cpu_us(Pid) - Cpu0,
             Profile = stop_profile(Rec),
+            Captured = stop_capture(Cap),
             case Out of
                 {Code, #{benchmarks := _} = Doc} when Code =:= 0; Code =:= 130 ->
-                    Doc1 = figures(Doc, Cpu),
+                    Doc1 = with_capture(figures(Doc, Cpu), Captured),
                     {Code, with_profile(Doc1, Profile, maps:get(profile, Opts, none), Target)};
                 Other ->
                     Other
@@ -56,6 +72,79 @@ cpu_us(Pid) ->
         {ok, Us} -> Us;
         {error, _} -> 0
     end.
+
+%% The capture runs in a process of its own beside the load: it waits
+%% for its window, then the capture kind connects to the target's node,
+%% resolves the processes (a queue exists once the load declared it) and
+%% captures them for the window's length. The load's end stops it (what
+%% was captured until then is kept, as after Ctrl-C).
+start_capture(_Target, none) ->
+    none;
+start_capture(#{node := Node} = Target, #{processes := Procs, window := {Delay, Length}} = C) ->
+    Parent = self(),
+    Opts = #{node => atom_to_list(Node), cookie => maps:get(cookie, Target, undefined), process => Procs,
+             duration => Length},
+    {Pid, Mon} = spawn_monitor(
+                   fun() ->
+                           Out = receive
+                                     {beamlab_interrupt, load_ended} -> {error, load_ended}
+                                 after Delay ->
+                                         case beamlab_experiment_capture:new(maps:merge(Opts, maps:with([label], C))) of
+                                             {ok, Cap} ->
+                                                 beamlab_experiment_capture:run(
+                                                   Cap, #{run => {capture, Cap}, env => false, command => []}, none);
+                                             {error, R} -> {error, {capture, R}}
+                                         end
+                                 end,
+                           Parent ! {beamlab_target_capture, self(), Out}
+                   end),
+    {Pid, Mon, Delay + Length}.
+
+stop_capture(none) ->
+    none;
+stop_capture({Pid, Mon, WindowMs}) ->
+    Pid ! {beamlab_interrupt, load_ended},
+    receive
+        {beamlab_target_capture, Pid, Out} ->
+            erlang:demonitor(Mon, [flush]),
+            Out;
+        {'DOWN', Mon, process, Pid, Why} ->
+            {error, {crashed, Why}}
+    after WindowMs + ?CAPTURE_GRACE_MS ->
+            erlang:demonitor(Mon, [flush]),
+            exit(Pid, kill),
+            {error, timeout}
+    end.
+
+with_capture(Doc, none) ->
+    Doc;
+with_capture(Doc, {ok, CapDoc}) ->
+    beamlab_result:set(extra, (maps:get(extra, Doc))#{<<"capture">> => CapDoc}, Doc);
+with_capture(Doc, {error, Why}) ->
+    beamlab_result:set(extra, (maps:get(extra, Doc))#{<<"capture_error">> => capture_error(Why)}, Doc).
+
+capture_error(load_ended) ->
+    <<"the load ended before the capture's window">>;
+capture_error({capture, R}) ->
+    %% (the matrix's flag is --profile-process)
+    Line = unicode:characters_to_list(beamlab_experiment_capture:format_error(R)),
+    iolist_to_binary(["capture: ", case string:prefix(Line, "--process") of
+                                       nomatch -> Line;
+                                       Rest -> ["--profile-process", Rest]
+                                   end]);
+capture_error(timeout) ->
+    <<"capture: no answer after its window (its tracer on the node removes its flags by its own deadline)">>;
+capture_error({crashed, Why}) ->
+    iolist_to_binary(io_lib:format("capture: ended unexpectedly: ~0tP", [Why, 8])).
+
+%% @doc The capture's window over a load that runs `Seconds' (0: until a
+%% count is reached, time unknown): from a quarter of it, for half of it
+%% (at least a second); 1 s then 5 s for an unknown time.
+-spec capture_window(non_neg_integer()) -> {non_neg_integer(), pos_integer()}.
+capture_window(0) ->
+    {1000, 5000};
+capture_window(Seconds) ->
+    {Seconds * 250, max(1000, Seconds * 500)}.
 
 start_profile(_Pid, none) ->
     {ok, none};

@@ -21,24 +21,72 @@
                    system_monitor => false | #{long_gc := pos_integer(), long_schedule := pos_integer()}}.
 %% The node watched beside a load.
 -type beside() :: none | #{node := node(), env := map(), pid := pid(), mon := reference()}.
--type error_reason() :: beamlab_sut_watch:error_reason() | {telemetry, term()}.
+-type error_reason() :: beamlab_sut_watch:error_reason() | {telemetry, term()}
+                      | {option, beamlab_schema:error_reason()}.
 -export_type([watch/0, beside/0, error_reason/0]).
 
 %% @doc The kind's name: `watch'.
 -spec name() -> watch.
 name() -> watch.
 
-%% @doc The options of a watch: the `node' (text), `cookie', `duration'
-%% (ms), `interval' (ms), `top', `msacc'.
+%% @doc The options of a watch: the `node' (text; the command line's
+%% `--node', the library's first argument), `cookie', `duration' (ms; the
+%% command line's in seconds), `interval' (ms), `top', `msacc',
+%% `capture', the node's system monitor (`long_gc', `long_schedule' in ms,
+%% or `no_system_monitor'). The command line builds its flags from them.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    [#{name => K} || K <- [node, cookie, duration, interval, top, msacc, capture]].
+    Monitor = "~ts leaves the node's system monitor alone; ~ts sets it",
+    [#{name => node, long => "node", type => string, metavar => "NAME@HOST",
+       help => "the node to watch (required)"},
+     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
+       help => "its distribution cookie (default: ~/.erlang.cookie)"},
+     #{name => duration, long => "duration", type => pos_number, scale => 1000,
+       max => 4294967000, max_why => "the longest timer, about 49 days", metavar => "SECONDS",
+       help => "how long to watch (default: until Ctrl-C or the node goes down)"},
+     #{name => interval, long => "interval", type => pos_integer, default => 1000, metavar => "MS",
+       max => 86400000, max_why => "one day",
+       help => "sampling interval in milliseconds"},
+     #{name => top, long => "top", type => non_neg_integer, default => 5, metavar => "N",
+       max => 10000, max_why => "processes read from the node per interval",
+       help => "top processes listed per interval (by reductions, queue, memory)"},
+     #{name => msacc, long => "msacc", type => boolean, default => false,
+       help => "record microstate accounting too (restored when done)"},
+     #{name => long_gc, long => "long-gc", type => pos_integer, default => 100, metavar => "MS",
+       max => 86400000, max_why => "one day",
+       help => "report garbage collections longer than MS (the node's system monitor)"},
+     #{name => long_schedule, long => "long-schedule", type => pos_integer, default => 100, metavar => "MS",
+       max => 86400000, max_why => "one day",
+       help => "report processes or ports running longer than MS without yielding"},
+     #{name => no_system_monitor, long => "no-system-monitor", type => boolean, default => false,
+       conflicts => [{long_gc, Monitor}, {long_schedule, Monitor}],
+       help => "leave the node's system monitor alone (no long GC, long schedule or busy port events)"},
+     #{name => capture, long => "capture", type => boolean, default => false,
+       help => "when a finding names a process (a growing mailbox or process), capture its calls for 5 s "
+               "(as beamlab profile --node N --process P; the report shows it beside the finding)"}].
 
-%% @doc The watch of `node' (text) with its `cookie' (text or undefined).
--spec new(#{atom() => term()}) -> {ok, watch()}.
+%% @doc The watch of `node' (text) with its `cookie' (text or undefined),
+%% the other options checked against options/0 first. The node's system
+%% monitor is set (long GCs and schedules of 100 ms, or as given) unless
+%% `no_system_monitor'.
+-spec new(#{atom() => term()}) -> {ok, watch()} | {error, {option, beamlab_schema:error_reason()}}.
 new(#{node := Node} = Opts) ->
-    {ok, maps:merge(maps:with([duration, interval, top, msacc, capture], Opts),
-                    #{node => Node, cookie => maps:get(cookie, Opts, undefined)})}.
+    Given = maps:filter(fun(_, V) -> V =/= undefined end, maps:without([node], Opts)),
+    case beamlab_schema:check(options(), Given) of
+        ok ->
+            Monitor = case maps:get(no_system_monitor, Given, false) of
+                          true -> false;
+                          false -> #{long_gc => maps:get(long_gc, Given, 100),
+                                     long_schedule => maps:get(long_schedule, Given, 100)}
+                      end,
+            %% (whole milliseconds: the command line's seconds may have a fraction)
+            Duration = maps:from_list([{duration, max(1, round(D))} || {ok, D} <- [maps:find(duration, Given)]]),
+            {ok, maps:merge(maps:merge(maps:with([interval, top, msacc, capture], Given), Duration),
+                            #{node => Node, cookie => maps:get(cookie, Opts, undefined),
+                              system_monitor => Monitor})};
+        {error, R} ->
+            {error, {option, R}}
+    end.
 
 %% @doc Nothing to check before it starts (the node is reached when it runs).
 -spec check(watch(), beamlab_experiment:experiment()) -> ok.
@@ -394,9 +442,11 @@ cancel_beside(#{pid := Pid, mon := Mon}, Exp) ->
 %% @doc A name that is not a node name is the caller's mistake.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({bad_node, _}) -> usage;
+error_class({option, _}) -> usage;
 error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({telemetry, E}) -> beamlab_runtime_telemetry:format_error(E);
+format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error(E) -> beamlab_sut_watch:format_error(E).

@@ -23,18 +23,24 @@
 %%% its peak memory, the node's memory before and after, and the traced
 %%% processes' reduction rate while captured against a window before.
 %%%
-%%% Classic tracing (`erlang:trace/3') is used on every release: a
-%%% process with a tracer already (dbg, another tool) is refused, and
-%%% `call_time' patterns are per node (a concurrent eprof or tprof on the
-%%% node would lose its own). See docs/profile.md.
+%%% On OTP 27 and later the agent makes a trace session of its own
+%%% (`trace:session_create/3'): its flags and patterns cannot collide with
+%%% another tracer on the node (dbg, tprof, another capture), and the VM
+%%% destroys the session with all its settings once the agent's handle is
+%%% gone. Before 27, classic tracing (`erlang:trace/3'): a process with a
+%%% tracer already (dbg, another tool) is refused, and `call_time'
+%%% patterns are per node (a concurrent eprof or tprof on the node would
+%%% lose its own). The document says which ran. See docs/profile.md.
 -module(beamlab_profile_capture).
 
 -export([resolve/3, capture/3, agent_exprs/0, fun_name/1, format_error/1]).
 
--type target() :: {pid, string()} | {name, string()} | {top, reductions | message_queue}.
+-type target() :: {pid, string()} | {name, string()} | {top, reductions | message_queue}
+                | {queue, string()}.
 -type opts() :: #{duration := pos_integer(),          % ms
                   stacks => sample | trace,
                   calls => time | none,               % none: stack samples only
+                  patterns => all | own,              % own: the processes' own modules only
                   max_rate => pos_integer(),          % trace messages per second
                   max_total => pos_integer(),         % trace messages and samples in all
                   sample_ms => pos_integer(),
@@ -42,6 +48,7 @@
 -type resolved() :: #{spec := binary(), pid := pid()}.
 -type capture() :: #{atom() => term()}.
 -type error_reason() :: {bad_pid, string()} | {no_process, string()} | {no_name, string()}
+                      | {no_queue, string()} | {not_rabbit, string()}
                       | {node, node(), term()} | {traced, [binary()]} | {agent, term()}
                       | no_processes.
 -export_type([target/0, opts/0, resolved/0, capture/0, error_reason/0]).
@@ -63,8 +70,12 @@
 
 %% @doc The processes named by `Targets' on `Node': a pid as the node
 %% prints it (`<0.85.0>'), a registered name (never creates an atom on
-%% the node), or the top process by reductions (over 500 ms) or by
-%% message queue length. The same process named twice is captured once.
+%% the node), the top process by reductions (over 500 ms) or by
+%% message queue length, or a RabbitMQ queue's process (`{queue, Name}',
+%% in the default virtual host `/', found with the broker's own
+%% `rabbit_amqqueue:lookup/1' and `amqqueue:get_pid/1' called over
+%% distribution; a quorum queue's Ra server by its registered name).
+%% The same process named twice is captured once.
 -spec resolve(node(), [target()], timeout()) -> {ok, [resolved()]} | {error, error_reason()}.
 resolve(_Node, [], _Timeout) ->
     {error, no_processes};
@@ -85,6 +96,7 @@ dedup([#{pid := P} = R | Rest], Acc) ->
 
 spec({pid, S}) -> unicode:characters_to_binary(S);
 spec({name, S}) -> unicode:characters_to_binary(S);
+spec({queue, S}) -> unicode:characters_to_binary(["queue:", S]);
 spec({top, reductions}) -> <<"top:reductions">>;
 spec({top, message_queue}) -> <<"top:message_queue">>.
 
@@ -103,6 +115,27 @@ one(Node, {name, S}, T) ->
     case call(Node, erlang, whereis, [A], T) of
         P when is_pid(P) -> P;
         _ -> throw({capture, {no_name, S}})
+    end;
+one(Node, {queue, S}, T) ->
+    %% The broker's own lookup; nothing of ours is loaded there. A node
+    %% without RabbitMQ has no rabbit_amqqueue.
+    Resource = {resource, <<"/">>, queue, unicode:characters_to_binary(S)},
+    Q = try call(Node, rabbit_amqqueue, lookup, [Resource], T)
+        catch throw:{capture, {node, _, {erlang_error, undef}}} -> throw({capture, {not_rabbit, S}})
+        end,
+    case Q of
+        {ok, Queue} ->
+            case call(Node, amqqueue, get_pid, [Queue], T) of
+                P when is_pid(P) -> alive(Node, P, "queue:" ++ S, T);
+                %% A quorum queue: its Ra server, registered on its node.
+                {RaName, RaNode} when is_atom(RaName), RaNode =:= Node ->
+                    case call(Node, erlang, whereis, [RaName], T) of
+                        P when is_pid(P) -> P;
+                        _ -> throw({capture, {no_queue, S}})
+                    end;
+                _ -> throw({capture, {no_queue, S}})
+            end;
+        _ -> throw({capture, {no_queue, S}})
     end;
 one(Node, {top, By}, T) ->
     Ps = call(Node, erlang, processes, [], T),
@@ -162,6 +195,7 @@ capture(Node, Procs, Opts) ->
                 max_total => maps:get(max_total, Opts, ?MAX_TOTAL),
                 stacks => Stacks, memory => Otp >= 26 andalso maps:get(calls, Opts, time) =:= time,
                 calls => maps:get(calls, Opts, time),
+                patterns => maps:get(patterns, Opts, all),
                 until_ms => Duration + maps:get(grace_ms, Opts, ?GRACE_MS),
                 batch_ms => ?BATCH_MS, max_stacks => ?MAX_STACKS, depth => ?DEPTH},
         Agent = spawn(Node, erl_eval, exprs, [agent_exprs(), []]),
@@ -288,8 +322,10 @@ result(Node, Procs, Cfg, Started, Untraced, St) ->
                  || #{pid := P, spec := Spec} <- Procs],
     {NodeMemBefore, NodeMemAfter} = maps:get(node_memory, D, {null, null}),
     #{node => atom_to_binary(Node),
-      tracing => tracing(Cfg),
+      tracing => tracing(Cfg#{session => maps:get(session, Started, false)}),
       calls_mode => atom_to_binary(maps:get(calls, Cfg)),
+      patterns => atom_to_binary(maps:get(patterns, Cfg)),
+      pattern_modules => [atom_to_binary(M) || M <- maps:get(modules, D, [])],
       otp_release => maps:get(otp, Cfg),
       stacks_mode => atom_to_binary(maps:get(stacks, Cfg)),
       processes => Processes,
@@ -314,17 +350,24 @@ result(Node, Procs, Cfg, Started, Untraced, St) ->
 
 tracing(#{calls := none, stacks := sample}) ->
     <<"none: stacks sampled with erlang:process_info/2 (no trace flag, no pattern)">>;
-tracing(#{calls := Calls, stacks := Stacks, memory := Mem}) ->
-    iolist_to_binary(["classic: erlang:trace/3 and erlang:trace_pattern/3 (",
+tracing(#{calls := Calls, stacks := Stacks, memory := Mem, patterns := Scope, session := Session}) ->
+    iolist_to_binary([case Session of
+                          true -> "session: trace:session_create/3, trace:process/4 and trace:function/4 (";
+                          false -> "classic: erlang:trace/3 and erlang:trace_pattern/3 ("
+                      end,
                       lists:join(", ", [P || {true, P} <- [{Calls =:= time, "call_time"},
                                                            {Mem, "call_memory"},
                                                            {Stacks =:= trace, "local call and return_to messages"}]]),
+                      case Scope of
+                          own -> " on the processes' own modules";
+                          all -> " on every function"
+                      end,
                       ")"]).
 
 label(P, Procs) ->
     label(P, Procs, #{}).
 
-label(P, _Procs, Started) ->
+label(P, Procs, Started) ->
     Name = case lists:keyfind(P, 1, maps:get(before, Started, [])) of
                {_, Info} when is_list(Info) ->
                    case lists:keyfind(registered_name, 1, Info) of
@@ -333,7 +376,9 @@ label(P, _Procs, Started) ->
                    end;
                _ -> ""
            end,
-    iolist_to_binary([pid_text(P), Name]).
+    %% A queue's process has no name of its own: the queue names it.
+    Queue = [[" ", S] || #{pid := Q, spec := <<"queue:", _/binary>> = S} <- Procs, Q =:= P],
+    iolist_to_binary([pid_text(P), Name, Queue]).
 
 %% A pid as the node itself prints it (`<0.85.0>').
 pid_text(P) ->
@@ -452,7 +497,8 @@ agent_exprs() ->
 agent_text() ->
     "receive {beamlab_capture, C, Ps, Cfg} ->
       #{sample_ms := Iv, max_rate := MaxRate, max_total := MaxTotal, stacks := Mode, memory := Mem0,
-        calls := Calls, until_ms := UntilMs, batch_ms := BatchMs, max_stacks := MaxStacks, depth := Depth} = Cfg,
+        calls := Calls, until_ms := UntilMs, batch_ms := BatchMs, max_stacks := MaxStacks, depth := Depth,
+        patterns := Scope} = Cfg,
       Self = self(),
       %% Queued trace messages stay out of the heap: a collection does
       %% not copy them (the usual setting of a tracer).
@@ -471,31 +517,77 @@ agent_text() ->
       Pats = case Calls of time -> [call_time]; none -> [] end
              ++ case Mem of true -> [call_memory]; false -> [] end
              ++ case Mode of trace -> [local]; sample -> [] end,
+      %% own: the modules on the processes' stacks and of their initial
+      %% calls (a gen_server's callback module with gen_server and
+      %% proc_lib): the calls into everything else (lists, ets, maps) run
+      %% without a breakpoint, which is what call_time costs.
+      OwnMods = fun(P) ->
+                  case erlang:process_info(P, [current_stacktrace, initial_call, dictionary]) of
+                    [{current_stacktrace, St}, {initial_call, {IM, _, _}}, {dictionary, Dict}] ->
+                      PL = case lists:keyfind('$initial_call', 1, Dict) of
+                             {_, {PM, _, _}} -> [PM];
+                             _ -> []
+                           end,
+                      [M || {M, _, _, _} <- St] ++ [IM | PL];
+                    _ -> []
+                  end
+                end,
+      Mods = case Scope of
+               all -> all;
+               own -> lists:usort([M || P <- Ps, M <- OwnMods(P), M =/= erlang, M =/= erts_internal,
+                                        M =/= erl_eval, M =/= erts_code_purger])
+             end,
+      PatSpecs = case Mods of
+                   all -> [{'_', '_', '_'}];
+                   _ -> [{M, '_', '_'} || M <- Mods]
+                 end,
+      %% OTP 27 and later: a trace session of our own, isolated from any
+      %% other tracer on the node (dbg, tprof, another capture) and
+      %% destroyed with all its settings once this process's handle is
+      %% gone, however it ends; classic tracing before.
+      Sess = case code:ensure_loaded(trace) of
+               {module, trace} ->
+                 case erlang:function_exported(trace, session_create, 3) of
+                   true -> trace:session_create(beamlab_capture, Self, []);
+                   false -> none
+                 end;
+               _ -> none
+             end,
+      TraceP = fun(P, How, Fl) ->
+                 case Sess of none -> erlang:trace(P, How, Fl); _ -> trace:process(Sess, P, How, Fl) end
+               end,
+      TraceF = fun(Spec, How, Fl) ->
+                 case Sess of none -> erlang:trace_pattern(Spec, How, Fl); _ -> trace:function(Sess, Spec, How, Fl) end
+               end,
+      TInfo = fun(X, Item) ->
+                case Sess of none -> erlang:trace_info(X, Item); _ -> trace:info(Sess, X, Item) end
+              end,
       Clean = fun() ->
-                [catch erlang:trace(P, false, Flags) || P <- Ps],
-                [catch erlang:trace_pattern({'_', '_', '_'}, false, [Pat]) || Pat <- Pats],
+                [catch TraceP(P, false, Flags) || P <- Ps],
+                [catch TraceF(Spec, false, [Pat]) || Pat <- Pats, Spec <- PatSpecs],
+                case Sess of none -> ok; _ -> catch trace:session_destroy(Sess) end,
                 ok
               end,
-      Busy = [P || P <- Ps, case catch erlang:trace_info(P, tracer) of
+      Busy = [P || P <- Ps, case catch TInfo(P, tracer) of
                               {tracer, Tr} when Tr =/= [] -> true;
                               _ -> false
                             end],
       case Busy of
-        [_ | _] -> C ! {beamlab_capture_refused, Self, {traced, Busy}};
+        [_ | _] -> Clean(), C ! {beamlab_capture_refused, Self, {traced, Busy}};
         [] ->
           Result =
             try
               Before = [{P, Info(P)} || P <- Ps],
               MemBefore = erlang:memory(total),
               {reductions, R0} = erlang:process_info(Self, reductions),
-              [erlang:trace_pattern({'_', '_', '_'}, true, [Pat]) || Pat <- Pats],
+              [TraceF(Spec, true, [Pat]) || Pat <- Pats, Spec <- PatSpecs],
               Traced = case Flags of
                          [] -> [P || P <- Ps, erlang:is_process_alive(P)];
-                         _ -> [P || P <- Ps, (catch erlang:trace(P, true, Flags)) =:= 1]
+                         _ -> [P || P <- Ps, (catch TraceP(P, true, Flags)) =:= 1]
                        end,
               Reds0 = [{P, erlang:process_info(P, reductions)} || P <- Traced],
               T0 = Now(),
-              C ! {beamlab_capture_started, Self, #{traced => Traced, before => Before}},
+              C ! {beamlab_capture_started, Self, #{traced => Traced, before => Before, session => Sess =/= none}},
               Hard = T0 + UntilMs * 1000,
               Fold = fun(P, S, A) ->
                        #{ids := Ids, new := New, nid := NId} = A,
@@ -622,7 +714,7 @@ agent_text() ->
               %% on a saturated node; normal again for reading the table.
               Prio = erlang:process_flag(priority, high),
               {Why, A9} = case Traced of [] -> {exited, Init}; _ -> Loop(Init) end,
-              [catch erlang:trace(P, false, Flags) || P <- Ps],
+              [catch TraceP(P, false, Flags) || P <- Ps],
               erlang:process_flag(priority, Prio),
               Reds1 = [{P, erlang:process_info(P, reductions)} || P <- Traced],
               Elapsed = Now() - T0,
@@ -634,8 +726,9 @@ agent_text() ->
                   Read = fun(Item) ->
                            MFAs = lists:append([try [{M, F, Ar} || {F, Ar} <- M:module_info(functions)]
                                                 catch _:_ -> [] end
-                                                || {M, _} <- code:all_loaded()]),
-                           Infos = lists:zipwith(fun erlang:trace_info/2, MFAs,
+                                                || {M, _} <- code:all_loaded(),
+                                                   Mods =:= all orelse lists:member(M, Mods)]),
+                           Infos = lists:zipwith(TInfo, MFAs,
                                                  lists:duplicate(length(MFAs), Item)),
                            [{MFA, I} || {MFA, {_, [_ | _] = I}} <- lists:zip(MFAs, Infos)]
                          end,
@@ -645,6 +738,7 @@ agent_text() ->
                   {reductions, R1} = erlang:process_info(Self, reductions),
                   #{why => Why, times => Times, memory => Mems, 'after' => [{P, Info(P)} || P <- Ps],
                     elapsed_us => Elapsed, agent_reductions => R1 - R0, peak => maps:get(peak, A10),
+                    modules => case Mods of all -> []; _ -> Mods end,
                     node_memory => {MemBefore, erlang:memory(total)}, messages => maps:get(msgs, A10),
                     waiting => maps:get(waiting, A10), dead => maps:get(dead, A10), read_us => ReadUs,
                     reductions_captured => maps:from_list([{P, Rb - Ra} || {P, {reductions, Ra}} <- Reds0,
@@ -669,6 +763,11 @@ format_error({no_process, S}) ->
     io_lib:format("--process ~ts: no such process on the node", [S]);
 format_error({no_name, S}) ->
     io_lib:format("--process ~ts: no process is registered under that name on the node", [S]);
+format_error({no_queue, S}) ->
+    io_lib:format("--process queue:~ts: no such queue on the node (virtual host /), or its process is "
+                  "on another node", [S]);
+format_error({not_rabbit, S}) ->
+    io_lib:format("--process queue:~ts: the node does not run RabbitMQ (no rabbit_amqqueue)", [S]);
 format_error(no_processes) ->
     "nothing to capture: no process found on the node";
 format_error({traced, Labels}) ->

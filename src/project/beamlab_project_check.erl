@@ -49,6 +49,7 @@
                       | beamlab_project_build:error_reason()
                       | beamlab_project_bench:error_reason()
                       | {tmp_dir, term()}
+                      | {logs_dir, file:filename(), term()}
                       | {side, base | head, binary()}.
 -export_type([metric/0, opts/0, error_reason/0]).
 
@@ -68,10 +69,13 @@ run(#{root := Root0, against := Ref} = Opts) ->
               Git = ok(beamlab_project_git:toplevel(Root)),
               Base = ok(beamlab_project_git:commit(Git, Ref)),
               Head = ok(beamlab_project_git:head(Git)),
-              Tmp = private_dir("beamlab-check"),
               %% The build logs stay when something failed (the error names
-              %% them), not when the check was interrupted.
-              Logs = private_dir("beamlab-check-logs"),
+              %% them), not when the check was interrupted or passed. They
+              %% are kept in the project's _build, not in TMPDIR: a failed
+              %% check (a base that does not build) must not leave a
+              %% directory behind in TMPDIR at every run in CI.
+              Logs = logs_dir(Root),
+              Tmp = private_dir("beamlab-check"),
               try
                   Rel = ok(beamlab_project_git:prefix(Root)),
                   Progress(io_lib:format("checking out ~ts (~ts) in a temporary worktree",
@@ -109,6 +113,16 @@ private_dir(Prefix) ->
     case beamlab_runtime_file:private_dir(Prefix) of
         {ok, D} -> D;
         {error, Why} -> throw({?MODULE, {tmp_dir, Why}})
+    end.
+
+%% `_build/beamlab-check/' of the project, emptied first: the logs of
+%% the last check only.
+logs_dir(Root) ->
+    Logs = filename:join([Root, "_build", "beamlab-check"]),
+    _ = file:del_dir_r(Logs),
+    case filelib:ensure_path(Logs) of
+        ok -> Logs;
+        {error, Why} -> throw({?MODULE, {logs_dir, Logs, Why}})
     end.
 
 maybe_run(Fun) ->
@@ -366,6 +380,8 @@ regression_text({Group, Metric, #{<<"change">> := C}}) ->
 -spec format_error(error_reason()) -> iolist().
 format_error({tmp_dir, Why}) ->
     ["cannot create a temporary directory: ", beamlab_runtime_file:format_error(Why)];
+format_error({logs_dir, Dir, Why}) ->
+    io_lib:format("cannot create ~ts for the build logs: ~ts", [Dir, beamlab_runtime_file:format_error(Why)]);
 format_error({side, Side, Msg}) ->
     io_lib:format("the benchmarks cannot run on the ~ts side: ~ts", [Side, Msg]);
 format_error({build_failed, _, _, _, _} = R) ->

@@ -10,6 +10,8 @@
 
 %% @doc The text view.
 -spec text(beamlab_result:result()) -> unicode:chardata().
+text(#{extra := #{<<"node">> := _}} = Doc) ->
+    node_view(Doc, text);
 text(Doc) ->
     #{extra := X, findings := Findings} = Doc,
     Curve = maps:get(<<"curve">>, X, #{}),
@@ -24,12 +26,13 @@ text(Doc) ->
      usl_line(maps:get(<<"usl">>, Curve, #{})),
      "\nMicrostate accounting of the schedulers under the load (share of their time):\n",
      msacc_table(Curve, X, text),
-     "\nRemedies against the default (ratios, 95% intervals on the log scale; best first):\n",
-     remedies(maps:get(<<"remedies">>, X, []), text),
+     remedies_section(X, text),
      facts_lines(X)].
 
 %% @doc The Markdown view.
 -spec markdown(beamlab_result:result()) -> binary().
+markdown(#{extra := #{<<"node">> := _}} = Doc) ->
+    unicode:characters_to_binary(node_view(Doc, markdown));
 markdown(Doc) ->
     #{extra := X, findings := Findings} = Doc,
     Curve = maps:get(<<"curve">>, X, #{}),
@@ -42,22 +45,86 @@ markdown(Doc) ->
        "\n", beamlab_format_markdown:table(curve_header(), curve_rows(Curve)),
        usl_line(maps:get(<<"usl">>, Curve, #{})), "\n",
        msacc_table(Curve, X, markdown), "\n",
-       remedies(maps:get(<<"remedies">>, X, []), markdown)]).
+       remedies_section(X, markdown)]).
+
+%% `doctor --node': the recommendation for the node's next start (not
+%% measured: a running node is not restarted), the findings, what the
+%% watch saw (each scheduler's utilisation, run queue, CPU, migrations,
+%% microstate accounting) and the node's facts.
+node_view(#{extra := X, findings := Findings} = Doc, Form) ->
+    N = maps:get(<<"node">>, X),
+    Get = fun(K) -> maps:get(K, N, null) end,
+    Mig = case Get(<<"migrations">>) of M when is_map(M) -> M; _ -> #{} end,
+    Lines = [io_lib:format("utilisation ~ts on average; each scheduler: ~ts~n",
+                           [pct(Get(<<"utilisation">>)), per_scheduler(Get(<<"utilisation_schedulers">>))]),
+             io_lib:format("run queue ~ts on average, ~ts at most~n",
+                           [rate(Get(<<"run_queue_mean">>)), v(Get(<<"run_queue_max">>))]),
+             io_lib:format("CPU: the node ~ts cores, other processes ~ts of the CPUs, steal ~ts~n",
+                           [rate(Get(<<"cpu_cores">>)), pct(Get(<<"others_share">>)), pct(Get(<<"steal_share">>))]),
+             io_lib:format("the kernel moved the scheduler threads between CPUs ~ts times/s (each: ~ts)~n",
+                           [rate(maps:get(<<"per_s">>, Mig, null)), v(maps:get(<<"per_scheduler">>, Mig, []))]),
+             [Get(<<"restored">>), "\n"]],
+    Msacc = maps:get(<<"msacc">>, N, #{}),
+    States = lists:sort(maps:keys(Msacc)),
+    MsaccRows = [[<<"node">> | [pct(maps:get(S, Msacc)) || S <- States]]],
+    Head = io_lib:format("Node ~ts, watched ~ts s (~ts samples), on ~ts:~n",
+                         [Get(<<"name">>), rate(Get(<<"duration_s">>)), v(Get(<<"samples">>)),
+                          case Get(<<"local">>) of true -> "this host"; _ -> "another host" end]),
+    case Form of
+        text ->
+            [maps:get(<<"recommendation">>, X, <<>>), "\n",
+             "  (", Get(<<"why_not_measured">>), ")\n",
+             [" (partial: interrupted; what was recorded so far)\n" || maps:get(partial, Doc, false)],
+             "\nFindings:\n",
+             [io_lib:format("  [~ts] ~ts (confidence: ~ts)~n      evidence: ~ts~n      advice: ~ts~n",
+                            [Sev, T, conf(D), E, A])
+              || #{severity := Sev, title := T, evidence := E, advice := A, data := D} <- Findings],
+             "\n", Head, [["  ", L] || L <- Lines],
+             "\nMicrostate accounting of the schedulers while the node worked (share of their time):\n",
+             case States of
+                 [] -> "  (none recorded)\n";
+                 _ -> beamlab_format_table:render([<<>> | States], MsaccRows, #{indent => 2})
+             end,
+             facts_lines(X)];
+        markdown ->
+            ["**beamlab doctor --node**: ", beamlab_format_markdown:cell(maps:get(<<"recommendation">>, X, <<>>)),
+             [" — **partial run** (interrupted)" || maps:get(partial, Doc, false)], "\n\n",
+             "_", beamlab_format_markdown:cell(Get(<<"why_not_measured">>)), "_\n\n",
+             [io_lib:format("- **~ts** ~ts (confidence ~ts): ~ts~n",
+                            [Sev, beamlab_format_markdown:cell(T), conf(D), beamlab_format_markdown:cell(E)])
+              || #{severity := Sev, title := T, evidence := E, data := D} <- Findings],
+             "\n", Head, "\n", [["- ", L] || L <- Lines], "\n",
+             case States of
+                 [] -> [];
+                 _ -> beamlab_format_markdown:table([<<>> | States], MsaccRows)
+             end]
+    end.
 
 conf(#{<<"confidence">> := C}) -> C;
 conf(_) -> <<"?">>.
 
 curve_header() ->
     [<<"schedulers">>, <<"capacity msg/s">>, <<"goodput msg/s">>, <<"p99 latency">>,
-     <<"CPU/msg">>, <<"round trip">>, <<"utilisation">>].
+     <<"CPU/msg">>, <<"round trip">>, <<"utilisation">>, <<"per scheduler">>, <<"migrations/s">>].
 
 curve_rows(#{<<"points">> := Ps}) ->
     [[integer_to_binary(N), num(maps:get(<<"capacity">>, P, null)), num(maps:get(<<"goodput">>, P, null)),
       us(maps:get(<<"latency_p99_us">>, P, null)), us(maps:get(<<"cpu_per_msg_us">>, P, null)),
-      us(maps:get(<<"round_trip_us">>, P, null)), pct(maps:get(<<"utilisation">>, P, null))]
+      us(maps:get(<<"round_trip_us">>, P, null)), pct(maps:get(<<"utilisation">>, P, null)),
+      per_scheduler(maps:get(<<"utilisation_schedulers">>, P, [])),
+      rate(maps:get(<<"migrations_per_s">>, P, null))]
      || #{<<"schedulers">> := N} = P <- Ps];
 curve_rows(_) ->
     [].
+
+%% Each scheduler's busy share, in scheduler order ("98 97 3 2"): the
+%% mean hides a few saturated schedulers beside idle ones.
+per_scheduler(Us) when not is_list(Us); Us =:= [] -> <<"?">>;
+per_scheduler(Us) ->
+    iolist_to_binary(lists:join(" ", [integer_to_list(round(100 * U)) || U <- Us, is_number(U)])).
+
+rate(R) when is_number(R) -> iolist_to_binary(io_lib:format("~.1f", [float(R)]));
+rate(_) -> <<"?">>.
 
 usl_line(#{<<"model">> := M, <<"sigma">> := S, <<"kappa">> := K, <<"peak_n">> := PN, <<"r2">> := R2}) ->
     io_lib:format("  USL fit (~ts): contention sigma ~.3g, coherency kappa ~.3g, ~ts, R^2 ~.2f~n",
@@ -87,15 +154,39 @@ msacc_table(#{<<"points">> := Ps}, X, Form) ->
 msacc_table(_, _, _) ->
     "  (no curve)\n".
 
-remedies([], _) ->
+%% The probe's remedies, or with a target the broker's: measured under
+%% its load, ranked by the load's own figures.
+remedies_section(#{<<"target">> := T}, Form) ->
+    Load = lists:join(" ", maps:get(<<"load_command">>, T, [])),
+    Title = io_lib:format("Remedies on the broker (~ts, a fresh broker per repetition loaded by '~ts'; "
+                          "ratios against its default, 95% intervals on the log scale; best first):~n",
+                          [maps:get(<<"kind">>, T, <<"rabbitmq">>), Load]),
+    Left = case maps:get(<<"already_in_effect">>, T, []) of
+               [] -> [];
+               L -> io_lib:format("  left out, the broker already runs with them: ~ts~n", [lists:join("; ", L)])
+           end,
+    Failed = [io_lib:format("  ~ts: ~b of ~b repetition(s) failed: ~ts~n",
+                            [N, Runs - Ok, Runs, lists:join("; ", Es)])
+              || #{<<"name">> := N, <<"runs">> := Runs, <<"ok_runs">> := Ok, <<"errors">> := Es}
+                     <- maps:get(<<"configs">>, T, []), Ok < Runs, Es =/= []],
+    [case Form of text -> ["\n", Title]; markdown -> ["**", string:trim(Title), "**\n\n"] end,
+     remedies(maps:get(<<"remedies">>, T, []), Form,
+              [{<<"throughput">>, <<"throughput">>}, {<<"latency_p99">>, <<"p99 latency">>},
+               {<<"broker_cpu_per_msg">>, <<"broker CPU/msg">>}]),
+     Left, Failed];
+remedies_section(X, Form) ->
+    ["\nRemedies against the default (ratios, 95% intervals on the log scale; best first):\n",
+     remedies(maps:get(<<"remedies">>, X, []), Form,
+              [{<<"goodput">>, <<"goodput">>}, {<<"capacity">>, <<"capacity">>},
+               {<<"latency_p99">>, <<"p99 latency">>}, {<<"cpu_per_msg">>, <<"CPU/msg">>}])].
+
+remedies([], _, _) ->
     "  (none measured)\n";
-remedies(Rs, Form) ->
-    Header = [<<"#">>, <<"flags">>, <<"n">>, <<"verdict">>, <<"goodput">>, <<"capacity">>,
-              <<"p99 latency">>, <<"CPU/msg">>, <<"why">>],
-    Rows = [[integer_to_binary(I), Name, integer_to_binary(maps:get(<<"n">>, R, 0)), maps:get(<<"verdict">>, R, <<>>),
-             ratio(maps:get(<<"goodput">>, R, #{})), ratio(maps:get(<<"capacity">>, R, #{})),
-             ratio(maps:get(<<"latency_p99">>, R, #{})), ratio(maps:get(<<"cpu_per_msg">>, R, #{})),
-             iolist_to_binary(lists:join(",", maps:get(<<"why">>, R, [])))]
+remedies(Rs, Form, Columns) ->
+    Header = [<<"#">>, <<"flags">>, <<"n">>, <<"verdict">>] ++ [H || {_, H} <- Columns] ++ [<<"why">>],
+    Rows = [[integer_to_binary(I), Name, integer_to_binary(maps:get(<<"n">>, R, 0)), maps:get(<<"verdict">>, R, <<>>)]
+            ++ [ratio(maps:get(K, R, #{})) || {K, _} <- Columns]
+            ++ [iolist_to_binary(lists:join(",", maps:get(<<"why">>, R, [])))]
             || {I, #{<<"name">> := Name} = R} <- lists:zip(lists:seq(1, length(Rs)), Rs)],
     case Form of
         text -> beamlab_format_table:render(Header, Rows, #{indent => 2});
@@ -115,7 +206,7 @@ facts_lines(X) ->
     Freq = maps:get(<<"frequency">>, M, #{}),
     ["\nFacts: ",
      io_lib:format("~ts logical CPUs, ~ts physical cores, ~ts NUMA node(s), LLC groups ~ts, governor ~ts, "
-                   "THP ~ts, sched_ext ~ts, isolated CPUs ~ts; the default VM: ~ts schedulers online, "
+                   "THP ~ts, sched_ext ~ts, isolated CPUs ~ts; ~ts: ~ts schedulers online, "
                    "may run on ~ts CPUs, cgroup quota ~ts CPUs, flags ~ts~n",
                    [v(maps:get(<<"logical_cpus">>, M, null)), v(maps:get(<<"physical_cores">>, M, null)),
                     v(maps:get(<<"numa_nodes">>, M, null)),
@@ -126,6 +217,7 @@ facts_lines(X) ->
                         _ -> <<"not visible">>
                     end,
                     v(maps:get(<<"isolated_cpus">>, M, [])),
+                    case maps:is_key(<<"node">>, X) of true -> "the node"; false -> "the default VM" end,
                     v(maps:get(<<"schedulers_online">>, Vm, null)),
                     v(length(maps:get(<<"cpus_allowed">>, Vm, []))),
                     v(maps:get(<<"cgroup_quota_cpus">>, Vm, null)),

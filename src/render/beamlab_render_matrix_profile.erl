@@ -11,7 +11,25 @@
 %% @doc The profiles section ("" when the matrix recorded none).
 -spec render(beamlab_result:result(), #{top => pos_integer(), unicode => boolean()}) -> unicode:chardata().
 render(Doc, Opts) ->
-    [section(Name, P, Doc, Opts) || {Name, P} <- beamlab_result_profiles:of_matrix(Doc)].
+    [[section(Name, P, Doc, Opts) || {Name, P} <- beamlab_result_profiles:of_matrix(Doc)],
+     [capture(Name, C, Opts) || {Name, C} <- beamlab_result_profiles:captures_of_matrix(Doc)]].
+
+capture(Name, {error, Line}, _Opts) ->
+    ["
+capture in ", Name, ": ", Line, "
+"];
+capture(Name, {ok, #{extra := #{<<"capture">> := C}} = CapDoc}, Opts) ->
+    Hottest = case maps:get(<<"calls">>, C, []) of
+                  [#{<<"function">> := F, <<"own_share">> := S} | _] when is_number(S) ->
+                      io_lib:format("hottest function (own time): ~ts, ~ts~n", [F, beamlab_format_units:percent(S)]);
+                  _ -> ""
+              end,
+    ["
+capture in ", Name, " (its own repetition after the measured ones)
+", Hottest,
+     beamlab_render_capture:render(CapDoc, #{top => min(10, maps:get(top, Opts, 10))})];
+capture(_, _, _) ->
+    "".
 
 section(Name, #{extra := #{<<"profile">> := P}} = ProfileDoc, Doc, Opts) ->
     ["\nprofile of ", Name, io_lib:format(" (OS pid ~p, ~ts flavour, its own repetition after the measured ones)~n",

@@ -4,7 +4,9 @@
 %%% the load's goodput, every repetition as a point) with the USL fit
 %%% drawn over it, microstate accounting per configuration (each state's
 %%% share, to stack), and the remedies ranked with their ratios and
-%%% intervals. Pure; reads the document's JSON sections.
+%%% intervals; with a system under test (`doctor --target rabbitmq'), the
+%%% remedies ranked by its load's figures instead. Pure; reads the
+%%% document's JSON sections.
 -module(beamlab_report_doctor).
 
 -export([model/1]).
@@ -12,6 +14,10 @@
 -export_type([model/0]).
 
 -type model() :: #{atom() => term()}.
+
+%% The ratios of a remedy's row: the probe's, a target's load's.
+-define(PROBE, [<<"goodput">>, <<"capacity">>, <<"latency_p99">>, <<"cpu_per_msg">>]).
+-define(TARGET, [<<"throughput">>, <<"latency_p99">>, <<"broker_cpu_per_msg">>]).
 
 %% @doc The model, `null' for a document of another kind.
 -spec model(beamlab_result:result() | map()) -> model() | null.
@@ -31,7 +37,8 @@ model(#{kind := doctor, extra := X} = R) ->
                                            S <- maps:get(<<"capacity_samples">>, P, []), is_number(S)],
                  fit => fit(maps:get(<<"usl">>, Curve, #{}), Ns)},
       msacc => msacc(X, Points),
-      remedies => [remedy(Rm) || Rm <- maps:get(<<"remedies">>, X, []), is_map(Rm)]};
+      remedies => [remedy(Rm, ?PROBE) || Rm <- maps:get(<<"remedies">>, X, []), is_map(Rm)],
+      target => target(maps:get(<<"target">>, X, null))};
 model(_) ->
     null.
 
@@ -48,7 +55,9 @@ fit(_, _) ->
     null.
 
 msacc(X, Points) ->
-    Rows0 = [{<<"default">>, maps:get(<<"msacc">>, maps:get(<<"default">>, X, #{}), #{})}
+    %% (`doctor --node': the default is the running node, as found)
+    Rows0 = [{case maps:is_key(<<"node">>, X) of true -> <<"node">>; false -> <<"default">> end,
+              maps:get(<<"msacc">>, maps:get(<<"default">>, X, #{}), #{})}
              | [{<<"+S ", (integer_to_binary(maps:get(<<"schedulers">>, P)))/binary>>, maps:get(<<"msacc">>, P, #{})}
                 || P <- Points]],
     Rows = [{L, M} || {L, M} <- Rows0, is_map(M), map_size(M) > 0],
@@ -58,7 +67,18 @@ msacc(X, Points) ->
     #{states => Ordered,
       rows => [#{label => L, shares => [num(maps:get(S, M, 0.0)) || S <- Ordered]} || {L, M} <- Rows]}.
 
-remedy(R) ->
+target(#{} = T) ->
+    #{kind => maps:get(<<"kind">>, T, <<"rabbitmq">>),
+      load_command => maps:get(<<"load_command">>, T, []),
+      already_in_effect => maps:get(<<"already_in_effect">>, T, []),
+      failed => [#{name => N, runs => Runs, ok_runs => Ok, errors => Es}
+                 || #{<<"name">> := N, <<"runs">> := Runs, <<"ok_runs">> := Ok, <<"errors">> := Es}
+                        <- maps:get(<<"configs">>, T, []), is_integer(Ok), is_integer(Runs), Ok < Runs],
+      remedies => [remedy(Rm, ?TARGET) || Rm <- maps:get(<<"remedies">>, T, []), is_map(Rm)]};
+target(_) ->
+    null.
+
+remedy(R, Keys) ->
     Ratio = fun(K) ->
                     case maps:get(K, R, #{}) of
                         #{<<"ratio">> := V, <<"ci">> := [Lo, Hi]} -> [num(V), num(Lo), num(Hi)];
@@ -66,10 +86,9 @@ remedy(R) ->
                         _ -> [null, null, null]
                     end
             end,
-    #{name => maps:get(<<"name">>, R, <<"?">>), verdict => maps:get(<<"verdict">>, R, null),
-      n => maps:get(<<"n">>, R, null), why => maps:get(<<"why">>, R, []),
-      goodput => Ratio(<<"goodput">>), capacity => Ratio(<<"capacity">>),
-      latency_p99 => Ratio(<<"latency_p99">>), cpu_per_msg => Ratio(<<"cpu_per_msg">>)}.
+    maps:merge(maps:from_list([{binary_to_atom(K), Ratio(K)} || K <- Keys]),
+               #{name => maps:get(<<"name">>, R, <<"?">>), verdict => maps:get(<<"verdict">>, R, null),
+                 n => maps:get(<<"n">>, R, null), why => maps:get(<<"why">>, R, [])}).
 
 num(X) when is_float(X) -> float(round(X * 1.0e6) / 1.0e6);
 num(X) when is_integer(X) -> X;

@@ -58,7 +58,14 @@ run_profiles(Label, #{extra := Extra} = R) ->
                        [<<"matrix:", Inner/binary, (maps:get(<<"scenario">>, C, <<>>))/binary>>], P)
                || C <- case maps:get(<<"configs">>, Extra, []) of L when is_list(L) -> L; _ -> [] end,
                   is_map(C), #{<<"name">> := Name, <<"profile">> := P} <- [C], is_map(P)],
-    Own ++ Configs.
+    %% Call captures of the target's processes (matrix
+    %% --profile-process): every configuration's pairs with the first one's.
+    Captures = [profile(<<Label/binary, ": ", Name/binary, " capture">>, maps:get(<<"subject">>, P, Name),
+                        [<<"capture:", Inner/binary, (maps:get(<<"scenario">>, C, <<>>))/binary>>], P)
+                || C <- case maps:get(<<"configs">>, Extra, []) of L when is_list(L) -> L; _ -> [] end,
+                   is_map(C), #{<<"name">> := Name, <<"capture">> := #{<<"extra">> := #{<<"profile">> := P}}} <- [C],
+                   is_map(P)],
+    Own ++ Configs ++ Captures.
 
 profile(Label, Subject, Keys, P) ->
     #{label => Label, subject => Subject, detail => detail(Label, Subject), keys => Keys,

@@ -183,8 +183,8 @@ run_model(Label, R) ->
       commit => maps:get(commit, Git, null),
       dirty => maps:get(dirty, Git, null),
       benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
-      series => telemetry_series(maps:get(telemetry, R, #{})) ++ bench_series(Benchmarks)
-                ++ sample_series(R, Benchmarks) ++ broker_series(R),
+      series => telemetry_series(maps:get(telemetry, R, #{})) ++ per_second_series(R, Benchmarks)
+                ++ broker_series(R),
       marks => beamlab_report_views:marks(R),
       heatmaps => heatmaps(maps:get(telemetry, R, #{})) ++ broker_heatmaps(R),
       sweeps => beamlab_report_views:sweeps(R),
@@ -333,6 +333,13 @@ sample_series(R, Benchmarks) ->
                      _ -> Interval
                  end], Step =/= null,
         {Scale, Unit} <- [beamlab_report_views:per_second(B)]].
+
+%% A doctor's benchmarks hold one value per fresh VM or broker in their
+%% samples and `extra' lists (repetitions, not time): no series over time.
+per_second_series(#{kind := doctor}, _Benchmarks) ->
+    [];
+per_second_series(R, Benchmarks) ->
+    bench_series(Benchmarks) ++ sample_series(R, Benchmarks).
 
 %% Per-second series a command keeps in a benchmark's `extra' or `counters'
 %% (lists of numbers, one per second, maps with their own time axis, or

@@ -66,11 +66,16 @@
 
 %% @doc Parameter sweeps other than over concurrency.
 -spec sweeps(beamlab_result:result()) -> [sweep()].
+sweeps(#{kind := doctor}) ->
+    %% (the doctor's section draws its own curve and rankings)
+    [];
 sweeps(Doc) ->
     [S || {sweep, S} <- param_sweeps(Doc)].
 
 %% @doc Throughput against concurrency, with the USL fit.
 -spec scaling(beamlab_result:result()) -> [scaling()].
+scaling(#{kind := doctor}) ->
+    [];
 scaling(#{benchmarks := Bs} = Doc) ->
     Squeeze = [scaling_view(<<(maps:get(name, B))/binary, ": throughput against workers">>, <<"workers">>,
                             Unit, [{C, S * Scale} || {C, Ss} <- Curve, S <- Ss], [maps:get(name, B)])
@@ -85,16 +90,18 @@ scaling(#{benchmarks := Bs} = Doc) ->
                  #{name := Name, throughput := {U, Pts}, benchmarks := Names} <- Series],
     Squeeze ++ Matrix ++ Params.
 
-%% @doc Names of the benchmarks a sweep, scaling or matrix view draws, which
-%% the page leaves out of its plain per-benchmark charts.
+%% @doc Names of the benchmarks a sweep, scaling or matrix view (or the
+%% doctor's section) draws, which the page leaves out of its plain
+%% per-benchmark charts.
 -spec claimed(beamlab_result:result()) -> [binary()].
 claimed(Doc) ->
     lists:usort(lists:append([maps:get(benchmarks, V) || V <- sweeps(Doc)])
                 ++ lists:append([maps:get(benchmarks, V) || #{axis := A} = V <- scaling(Doc),
                                  A =/= <<"workers">>])
-                ++ case matrix(Doc) of
-                       null -> [];
-                       _ -> [maps:get(name, B) || B <- maps:get(benchmarks, Doc)]
+                ++ case matrix(Doc) =/= null orelse maps:get(kind, Doc, null) =:= doctor of
+                       %% (a doctor's section draws its curve and remedies)
+                       false -> [];
+                       true -> [maps:get(name, B) || B <- maps:get(benchmarks, Doc)]
                    end).
 
 param_sweeps(#{benchmarks := Bs}) ->
@@ -319,6 +326,8 @@ inf_null(V) -> num(V).
 %% with `hist' in a benchmark's `extra' or `counters') and percentile map
 %% (`p50', `p99', ... keys, unit from a `_us'/`_ms'/`_ns' suffix).
 -spec latency(beamlab_result:result()) -> [spectrum()].
+latency(#{kind := doctor}) ->
+    [];
 latency(#{benchmarks := Bs}) ->
     lists:append([bench_spectra(B) || B <- Bs]).
 

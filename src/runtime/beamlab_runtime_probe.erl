@@ -10,7 +10,8 @@
 -module(beamlab_runtime_probe).
 
 -export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
-         cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1]).
+         cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1,
+         scheduler_migrations/2, migration_rate/4, parse_nr_migrations/1]).
 
 -type timer_report() :: #{sleep_ms := pos_integer(), samples := pos_integer(),
                           overshoot_us := #{median := integer(), p90 := integer(),
@@ -121,6 +122,60 @@ process_cpu_us(Root, Pid) ->
                 _ -> {error, enoent}
             end;
         error -> {error, enoent}
+    end.
+
+%% @doc How many times the kernel moved each normal scheduler thread of
+%% the VM `Pid' ("self" or an OS pid on this host) to another CPU since
+%% it started: `se.nr_migrations' of proc/PID/task/TID/sched, for the
+%% threads named `N_scheduler' (the VM names its threads), as
+%% `#{N => Migrations}'. `{error, enoent}' when the kernel does not show
+%% it (no sched debug file) or the process is gone.
+-spec scheduler_migrations(file:filename(), string()) ->
+          {ok, #{pos_integer() => non_neg_integer()}} | {error, enoent}.
+scheduler_migrations(Root, Pid) ->
+    Dir = filename:join([Root, "proc", Pid, "task"]),
+    case file:list_dir(Dir) of
+        {ok, Tids} ->
+            Pairs = [{Id, M} || Tid <- Tids,
+                                {ok, Comm} <- [read(filename:join([Dir, Tid, "comm"]))],
+                                Id <- scheduler_id(string:trim(Comm)),
+                                {ok, Sched} <- [read(filename:join([Dir, Tid, "sched"]))],
+                                M <- [parse_nr_migrations(Sched)], is_integer(M)],
+            case Pairs of
+                [] -> {error, enoent};
+                _ -> {ok, maps:from_list(Pairs)}
+            end;
+        {error, _} -> {error, enoent}
+    end.
+
+%% @doc The migrations of the online schedulers 1..`Online' between two
+%% reads of {@link scheduler_migrations/2} `WallUs' microseconds apart:
+%% per scheduler, in all and per second; `null' (and no schedulers) when
+%% either read failed.
+-spec migration_rate({ok, #{pos_integer() => non_neg_integer()}} | {error, term()},
+                     {ok, #{pos_integer() => non_neg_integer()}} | {error, term()}, integer(), term()) ->
+          #{per_scheduler := [integer()], total := integer() | null, per_s := float() | null}.
+migration_rate({ok, A}, {ok, B}, WallUs, Online) when WallUs > 0, is_integer(Online) ->
+    Per = [maps:get(I, B) - maps:get(I, A) || I <- lists:seq(1, Online), is_map_key(I, A), is_map_key(I, B)],
+    #{per_scheduler => Per, total => lists:sum(Per), per_s => lists:sum(Per) * 1.0e6 / WallUs};
+migration_rate(_, _, _, _) ->
+    #{per_scheduler => [], total => null, per_s => null}.
+
+%% "3_scheduler" is normal scheduler 3 (the dirty ones are "N_dirty_...").
+scheduler_id(Comm) ->
+    case string:split(Comm, "_") of
+        [N, <<"scheduler">>] ->
+            try [binary_to_integer(N)] catch error:badarg -> [] end;
+        _ -> []
+    end.
+
+%% @doc The `se.nr_migrations' count of a proc/PID/task/TID/sched file,
+%% `undefined' when it has none.
+-spec parse_nr_migrations(binary()) -> non_neg_integer() | undefined.
+parse_nr_migrations(Text) ->
+    case re:run(Text, "^se\\.nr_migrations\\s*:\\s*([0-9]+)", [multiline, {capture, all_but_first, binary}]) of
+        {match, [N]} -> binary_to_integer(N);
+        nomatch -> undefined
     end.
 
 %%--------------------------------------------------------------------

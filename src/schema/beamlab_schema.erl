@@ -15,6 +15,14 @@
 %%% reason shown for a conflict or a requirement). An option counts as
 %%% given when its key is there with a value other than `false' and
 %%% `undefined'.
+%%% An option of several values (`multi', a flag given again and again)
+%%% takes a list of values of its type. A flag read in other units than
+%%% its key (seconds on the command line, milliseconds in the library)
+%%% says so with `scale' (the key's value is the flag's times `N', or
+%%% divided by `N' for `{1, N}'): its bounds and default are the key's,
+%%% and a line naming the flag shows them in the flag's units. A flag
+%%% whose text the command turns into the key's value itself (`--param
+%%% W.K=V' into a map) says how the text is read with `cli_type'.
 %%% A value checked is the value as the kind takes it (a number, an atom,
 %%% a binary), after the command line parsed its text.
 %%%
@@ -22,18 +30,21 @@
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
+-export([check/3, flags/1, from_flags/2]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
-              | {list, type()} | {one_of, [type()]} | term.
+              | {list, type()} | {one_of, [type()]} | map | term.
 -type option() :: #{name := atom(), type => type(), short => string(), long => string(),
                     default => term(), metavar => string(), help => string(),
                     min => number(), min_why => string(), max => number(), max_why => string(),
                     multi => boolean(), attach => boolean(), optional_value => term(),
                     hidden => boolean(),
                     conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
-                    requires_format => string()}.
+                    requires_format => string(), scale => scale(), cli_type => type()}.
 -type schema() :: [option()].
+%% The key's value is the flag's times `N' (`{1, N}': divided by `N').
+-type scale() :: pos_integer() | {1, pos_integer()}.
 %% How a line names an option: by its key (the API) or its flag (the CLI).
 -type names() :: key | flag.
 %% Why a value was refused.
@@ -49,7 +60,7 @@
                       | {requires, option(), [option()], string()}
                       | {requires, option(), [option()], {format, string()}}
                       | {rule, string(), [arg()]}.
--export_type([type/0, option/0, schema/0, names/0, why/0, arg/0, error_reason/0]).
+-export_type([type/0, option/0, schema/0, names/0, why/0, arg/0, error_reason/0, scale/0]).
 
 %% @doc Checks the options given (`Given': name => value, only those
 %% given, not the defaults) against `Schema': every name is one of its
@@ -68,8 +79,27 @@ check(Schema, Given) when is_map(Given) ->
                    fun() -> requires(Schema, Given) end])
     end.
 
+%% @doc Checks the options given as {@link check/2} does, then, when they
+%% pass, a kind's own rules: `Rules' gets how a rule's line names an
+%% option (`Opt(Name)', an `arg()') and returns the first rule broken.
+-spec check(schema(), #{atom() => term()}, fun((fun((atom()) -> arg())) -> ok | {error, error_reason()})) ->
+          ok | {error, error_reason()}.
+check(Schema, Given, Rules) ->
+    case check(Schema, Given) of
+        ok -> Rules(fun(Name) -> {ok, O} = find(Name, Schema), {opt, O} end);
+        {error, _} = E -> E
+    end.
+
 %% @doc Checks one value against its option: its type and bounds.
 -spec check_value(option(), term()) -> ok | {error, error_reason()}.
+check_value(#{multi := true} = Opt, Values) when not is_map_key(cli_type, Opt) ->
+    %% (with `cli_type', only the flag is repeated: the command makes the
+    %% value; one text is not a list of texts)
+    Type = maps:get(type, Opt, term),
+    case is_list(Values) andalso not (Values =/= [] andalso Type =:= string andalso is_text(Values)) of
+        true -> first([fun() -> check_value(maps:remove(multi, Opt), V) end || V <- Values]);
+        false -> {error, {invalid, Opt, Values, {type, {list, Type}}}}
+    end;
 check_value(Opt, Value) ->
     Type = maps:get(type, Opt, term),
     case has_type(Type, Value) of
@@ -101,6 +131,52 @@ shown(#{short := S}, flag) -> "-" ++ S;
 shown(#{long := L}, flag) -> "--" ++ L;
 shown(#{name := N}, _) -> atom_to_list(N).
 
+%% @doc The options of `Schema' the command line has a flag for, as its
+%% parser reads them: in the flag's units (`scale': the bounds and the
+%% default), of the flag's type (`cli_type'), without what only the
+%% schema's check reads (the command line checks it there too, with
+%% {@link from_flags/2} and {@link check/2}).
+-spec flags(schema()) -> [option()].
+flags(Schema) ->
+    [flag(O) || O <- Schema, maps:is_key(short, O) orelse maps:is_key(long, O)].
+
+flag(O) ->
+    Scale = maps:get(scale, O, 1),
+    Units = maps:map(fun(K, V) when K =:= max; K =:= default -> in_flag_units(V, Scale);
+                        (_, V) -> V
+                     end, maps:with([max, default], O)),
+    Typed = case maps:find(cli_type, O) of
+                {ok, T} -> #{type => T};
+                error -> #{}
+            end,
+    maps:merge(maps:with([name, short, long, type, default, metavar, help, max, max_why, multi,
+                          attach, optional_value, hidden], O),
+               maps:merge(Units, Typed)).
+
+%% @doc The values of the flags given (name => value as the command line
+%% parsed it) as the schema's keys take them: each in its key's units
+%% (`scale'); the names that are not options of `Schema' left out.
+-spec from_flags(schema(), #{atom() => term()}) -> #{atom() => term()}.
+from_flags(Schema, Values) ->
+    maps:from_list([{N, in_key_units(V, maps:get(scale, O, 1))}
+                    || #{name := N} = O <- Schema, {ok, V} <- [maps:find(N, Values)]]).
+
+in_key_units(V, N) when is_integer(N), is_number(V) -> V * N;
+in_key_units(V, {1, N}) when is_number(V) -> V / N;
+in_key_units(V, _) -> V.
+
+in_flag_units(V, 1) -> V;
+in_flag_units(V, N) when is_integer(N), is_integer(V), V rem N =:= 0 -> V div N;
+in_flag_units(V, N) when is_integer(N), is_number(V) -> V / N;
+in_flag_units(V, {1, N}) when is_number(V) ->
+    %% (0.05 is 5 percent, not 5.000000000000001)
+    X = V * N,
+    case abs(X - round(X)) < 1.0e-9 * max(1, abs(X)) of
+        true -> round(X);
+        false -> X
+    end;
+in_flag_units(V, _) -> V.
+
 %% @doc One line for each error, naming options by their keys.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error(Reason) ->
@@ -110,6 +186,26 @@ format_error(Reason) ->
 -spec format_error(error_reason(), names()) -> unicode:chardata().
 format_error({unknown_option, K}, _) ->
     io_lib:format("unknown option ~0tp", [K]);
+format_error({invalid, #{scale := S} = Opt, Value, Why}, flag) when S =/= 1 ->
+    %% (in the flag's units, as its user wrote them)
+    Bound = case Why of
+                {Side, B, W} when Side =:= min; Side =:= max -> {Side, in_flag_units(B, S), W};
+                _ -> Why
+            end,
+    format_error({invalid, maps:remove(scale, Opt), in_flag_units(Value, S), Bound}, flag);
+format_error({invalid, Opt, Value, {type, fraction}}, Names) when is_number(Value), Value >= 1 ->
+    %% (a percentage written without its sign; the command line reads
+    %% `5%' as 0.05)
+    Text = value_text(Value),
+    io_lib:format("invalid value '~ts' for ~ts: a fraction is below 1 (0.05 means 5%)~ts",
+                  [Text, shown(Opt, Names), case Names of
+                                                flag -> io_lib:format("; for ~ts percent write ~ts%", [Text, Text]);
+                                                key -> ""
+                                            end]);
+format_error({invalid, Opt, Value, {type, fraction}}, flag) ->
+    %% (the command line's fraction is also a percentage)
+    io_lib:format("invalid value '~ts' for ~ts: expected a fraction below 1 or a percentage with %, "
+                  "e.g. 0.05 or 5%", [value_text(Value), shown(Opt, flag)]);
 format_error({invalid, Opt, Value, {type, Type}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [value_text(Value), shown(Opt, Names), type_text(Type)]);
 format_error({invalid, Opt, Value, {min, Min, Why}}, Names) ->
@@ -178,6 +274,7 @@ given(Name, Given) ->
     end.
 
 has_type(term, _) -> true;
+has_type(map, V) -> is_map(V);
 has_type(boolean, V) -> is_boolean(V);
 has_type(count, V) -> is_integer(V) andalso V >= 0;
 has_type(string, V) -> is_text(V);
@@ -218,6 +315,7 @@ type_text({list, T}) -> ["a list of ", type_text(T)];
 type_text({one_of, Ts}) ->
     %% (`undefined' stands for "not given": not worth telling)
     lists:join(" or ", [type_text(T) || T <- Ts, T =/= {enum, [undefined]}]);
+type_text(map) -> "a map";
 type_text(term) -> "a value".
 
 why("") -> "";

@@ -78,11 +78,13 @@ measured(Root, Load) ->
     Cg = beamlab_runtime_probe:cgroup_locate(Root),
     Throttle0 = throttled(Cg),
     {ok, Cpu0} = cpu_us(Root),
+    Mig0 = beamlab_runtime_probe:scheduler_migrations(Root, "self"),
     T0 = erlang:monotonic_time(microsecond),
     Sampler = runq_sampler(),
     Rep = Load(),
     Runq = stop_sampler(Sampler),
     T1 = erlang:monotonic_time(microsecond),
+    Mig1 = beamlab_runtime_probe:scheduler_migrations(Root, "self"),
     {ok, Cpu1} = cpu_us(Root),
     Throttle1 = throttled(Cg),
     Machine1 = machine(Root),
@@ -115,6 +117,8 @@ measured(Root, Load) ->
                         end,
       msacc => Msacc,
       utilisation => utilisation(Swt0, Swt1),
+      utilisation_schedulers => utilisation_schedulers(Swt0, Swt1),
+      migrations => migrations(Mig0, Mig1, T1 - T0),
       run_queue => Runq,
       machine => machine_delta(Machine0, Machine1),
       throttled => throttle_delta(Throttle0, Throttle1)}.
@@ -206,6 +210,19 @@ utilisation(A, B) ->
         0 -> 0.0;
         Total -> lists:sum([Act || {Act, _} <- Pairs]) / Total
     end.
+
+%% Each online normal scheduler's busy share, in scheduler order: the
+%% mean hides a few saturated schedulers beside idle ones.
+utilisation_schedulers(A, B) ->
+    N = erlang:system_info(schedulers_online),
+    [case Tb - Ta of 0 -> 0.0; T -> (Ab - Aa) / T end
+     || {{I, Aa, Ta}, {I, Ab, Tb}} <- lists:zip(A, B), I =< N].
+
+%% The kernel's migrations of the online normal scheduler threads between
+%% CPUs over the load: per scheduler, in all and per second (`null' where
+%% the kernel does not show them).
+migrations(A, B, WallUs) ->
+    beamlab_runtime_probe:migration_rate(A, B, WallUs, erlang:system_info(schedulers_online)).
 
 runq_sampler() ->
     Parent = self(),

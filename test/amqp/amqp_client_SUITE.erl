@@ -14,7 +14,7 @@
          multi_ack/1, nack_reject_requeue/1, get_purge_delete/1, cancel/1,
          redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
          channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
-         blocked/1, missed_heartbeats/1, broker_stops/1,
+         blocked/1, missed_heartbeats/1, broker_stops/1, send_counted_when_written/1,
          silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
 
 all() ->
@@ -22,7 +22,7 @@ all() ->
      mandatory_return, confirms, nacks_reject_publish, prefetch, multi_ack, nack_reject_requeue,
      get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
      silent_server, not_amqp_server, wrong_protocol_version, channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
-     blocked, missed_heartbeats,
+     blocked, missed_heartbeats, send_counted_when_written,
      %% Last: it stops the broker.
      broker_stops].
 
@@ -504,6 +504,35 @@ blocked(Config) ->
     ctl(Config, "set_vm_memory_high_watermark 0.4"),
     {amqp_unblocked, C} = recv(10000),
     1 = message_count(C, Q),
+    ok = beamlab_amqp:close(C).
+
+%% #33-5: send/3 counts what the socket took, after the write, and tells
+%% the channel's owner when asked; frames for a closed channel are neither
+%% written nor counted.
+send_counted_when_written(Config) ->
+    C = connect(Config),
+    Ch = channel(C),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    Cs = counters:new(2, []),
+    Frames = [beamlab_amqp:publish_frames(Ch, <<>>, Q, integer_to_binary(I), #{}) || I <- lists:seq(1, 10)],
+    ok = beamlab_amqp:send(Ch, Frames, {Cs, 2, 10, notify}),
+    {amqp_written, Ch} = recv(10000),
+    ?assertEqual({0, 10}, {counters:get(Cs, 1), counters:get(Cs, 2)}),
+    ok = beamlab_amqp:send(Ch, hd(Frames), {Cs, 2, 1, silent}),
+    %% The connection handles its mailbox in order: once info/1 answers,
+    %% the send before it was written.
+    {ok, _} = beamlab_amqp:info(C),
+    ?assertEqual(11, counters:get(Cs, 2)),
+    no_message(0),
+    %% What was counted reached the queue.
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    ?assertEqual([integer_to_binary(I) || I <- lists:seq(1, 10) ++ [1]],
+                 [B || {_, _, B} <- deliveries(Ch, 11)]),
+    ok = beamlab_amqp:close_channel(Ch),
+    ok = beamlab_amqp:send(Ch, Frames, {Cs, 2, 10, notify}),
+    {ok, _} = beamlab_amqp:info(C),
+    ?assertEqual(11, counters:get(Cs, 2)),
+    no_message(0),
     ok = beamlab_amqp:close(C).
 
 ctl(Config, Args) ->

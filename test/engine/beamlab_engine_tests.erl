@@ -20,6 +20,9 @@ run_options_test_() ->
      ?_assertMatch({ok, #{args := ["a.", "b."], arg_opts := [#{init := "i."}, #{label := "B"}]}},
                    P(["a.", "--init", "i.", "b.", "--label", "B"]))].
 
+%% The engine's invariants, for a direct caller: the front ends never
+%% reach them, the bench kind refuses the same first with the options'
+%% names (beamlab_experiment_bench_tests, prop_beamlab_schema_fronts).
 validation_test_() ->
     Run = fun(Opts) -> beamlab_engine:run([#{runner => "ok."}], Opts#{checks => false}, undefined) end,
     [?_assertEqual({error, {bad_option, concurrency, 0}}, Run(#{concurrency => 0})),

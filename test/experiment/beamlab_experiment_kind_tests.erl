@@ -57,11 +57,11 @@ unknown_kind_is_a_usage_error_test() ->
 
 %% A kind's error goes to its module's format_error/1 and error_class/1.
 kind_errors_dispatch_to_the_kind_test() ->
-    ?assertEqual(usage, beamlab_experiment:error_class({bench, msacc_needs_profile})),
-    ?assertEqual(iolist_to_binary(beamlab_experiment_bench:format_error(msacc_needs_profile)),
-                 iolist_to_binary(beamlab_experiment:format_error({bench, msacc_needs_profile}))),
+    ?assertEqual(usage, beamlab_experiment:error_class({bench, {no_such_directory, "/nowhere"}})),
+    ?assertEqual(iolist_to_binary(beamlab_experiment_bench:format_error({no_such_directory, "/nowhere"})),
+                 iolist_to_binary(beamlab_experiment:format_error({bench, {no_such_directory, "/nowhere"}}))),
     ?assertEqual(failure, beamlab_experiment:error_class({suite, {flavor, x}})),
-    ?assert(beamlab_experiment:is_error({bench, msacc_needs_profile})),
+    ?assert(beamlab_experiment:is_error({bench, {no_such_directory, "/nowhere"}})),
     ?assertNot(beamlab_experiment:is_error({no_such_kind, x})).
 
 inner_kinds_come_from_the_kinds_test() ->

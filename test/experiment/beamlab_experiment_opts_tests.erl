@@ -20,7 +20,32 @@ bad_values_refused_test() ->
     ?assertMatch({error, {bad_option, nodes, -1}}, beamlab_experiment_opts:amqp(#{nodes => -1})),
     ?assertMatch({error, {bad_option, value, {x}}}, beamlab_experiment_opts:watch(n@h, #{cookie => {x}})),
     ?assertMatch({error, {bad_option, value, {x}}}, beamlab_experiment_opts:profile({node, n@h}, #{cookie => {x}})),
-    ?assertMatch({error, {bad_option, vm_args, _}}, beamlab_experiment_opts:check(#{vm_args => "'"})).
+    ?assertMatch({error, {check, {option, _}}}, beamlab_experiment_opts:check(#{against => "HEAD", vm_args => "'"})).
+
+%% The kinds whose options are declared refuse a value by their schema,
+%% the option named by its key (#31: the command line's reasons).
+schema_reasons_test() ->
+    Line = fun({error, R}) -> lists:flatten(io_lib:format("~ts", [beamlab:format_error(R)])) end,
+    ?assertEqual("invalid value 'x' for profile: expected one of quick, full",
+                 Line(beamlab_experiment_opts:suite([fib], #{profile => x}))),
+    ?assertEqual("code_paths /no/such/dir: no such directory",
+                 Line(beamlab_experiment_opts:suite([fib], #{code_paths => ["/no/such/dir"]}))),
+    ?assertEqual("invalid value 'x' for flavor: expected one of jit, emu",
+                 Line(beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, #{flavor => [x]}))),
+    ?assertEqual("invalid value '+S 1' for vm: expected a list of text",
+                 Line(beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}}, #{vm => "+S 1"}))),
+    ?assertEqual("vm_args: unterminated ' quote",
+                 Line(beamlab_experiment_opts:check(#{against => "HEAD", vm_args => "'"}))),
+    ?assertEqual("metric needs against REF", Line(beamlab_experiment_opts:check(#{metric => time}))),
+    ?assertEqual("invalid value '0' for curve_reps: expected a positive integer",
+                 Line(beamlab_experiment_opts:doctor(#{curve_reps => 0}))),
+    ?assertEqual("invalid value '+S 1' for remedy: expected a list of text",
+                 Line(beamlab_experiment_opts:doctor(#{remedy => "+S 1"}))).
+
+%% A check's timeout (ms) is the library's too, as --timeout (s).
+check_timeout_test() ->
+    {ok, #{run := {check, C}}} = beamlab_experiment_opts:check(#{timeout => 5000}),
+    ?assertEqual(5000, maps:get(timeout, C)).
 
 %% A matrix's inner experiment's own error comes as it is.
 inner_error_passes_through_test() ->
@@ -41,3 +66,27 @@ descriptions_test() ->
                    target := #{kind := cmd, node := "a@b", cookie := undefined}}, M),
     {ok, A} = beamlab_experiment_opts:amqp(#{watch => #{node => r@h, cookie => c}, nodes => 2}),
     ?assertMatch(#{run := {amqp, #{nodes := {peers, 2}, watch := #{node := "r@h", cookie := "c"}}}}, A).
+
+%% `beamlab:doctor/1' with a target: the broker and its amqp load; the
+%% entry point refuses either without the other, and a mistake in the load.
+doctor_target_test() ->
+    {ok, D} = beamlab_experiment_opts:doctor(#{quick => true, target => rabbitmq,
+                                               load => {amqp, #{producers => 1, consumers => 1, duration => 2}}}),
+    ?assertMatch(#{run := {doctor, #{target := rabbitmq, load := #{run := {amqp, _}}}},
+                   target := #{kind := rabbitmq}}, D),
+    ?assertEqual(ok, beamlab_experiment:check(D)),
+    {ok, NoLoad} = beamlab_experiment_opts:doctor(#{target => <<"rabbitmq">>}),
+    ?assertEqual({error, {doctor, target_needs_load}}, beamlab_experiment:check(NoLoad)),
+    {ok, NoTarget} = beamlab_experiment_opts:doctor(#{load => {amqp, #{}}}),
+    ?assertEqual({error, {doctor, load_needs_target}}, beamlab_experiment:check(NoTarget)),
+    %% (the schema's reason, as the command line's --target foo)
+    {error, {doctor, {option, _}} = BadTarget} = beamlab_experiment_opts:doctor(#{target => foo}),
+    ?assertEqual("invalid value 'foo' for target: expected one of rabbitmq",
+                 lists:flatten(io_lib:format("~ts", [beamlab:format_error(BadTarget)]))),
+    ?assertEqual({error, {bad_option, load, {suite, [], #{}}}},
+                 beamlab_experiment_opts:doctor(#{target => rabbitmq, load => {suite, [], #{}}})),
+    ?assertEqual({error, {unknown_option, bogus}},
+                 beamlab_experiment_opts:doctor(#{target => rabbitmq, load => {amqp, #{bogus => 1}}})),
+    ?assertEqual(usage, beamlab_experiment:error_class({doctor, target_needs_load})),
+    ?assertEqual("--target rabbitmq runs an amqp load: give '-- amqp ...'",
+                 lists:flatten(beamlab_experiment:format_error({doctor, target_needs_load}))).

@@ -21,6 +21,20 @@ targets_test() ->
     ?assertEqual(usage, beamlab_experiment_capture:error_class({bad_process, "x"})),
     ?assertEqual(failure, beamlab_experiment_capture:error_class({node, 'n@h', timeout})).
 
+%% queue:NAME (a RabbitMQ queue's process); the matrix's window over a load.
+queue_target_test() ->
+    {ok, C} = beamlab_experiment_capture:new(#{node => "n@h", process => ["queue:q1"], patterns => own}),
+    ?assertEqual([{queue, "q1"}], maps:get(processes, C)),
+    ?assertEqual(own, maps:get(patterns, C)),
+    ?assertMatch({error, {bad_process, "queue:"}},
+                 beamlab_experiment_capture:new(#{node => "n@h", process => ["queue:"]})),
+    ?assertEqual(usage, beamlab_experiment_capture:error_class({no_queue, "q1"})),
+    ?assertNotEqual(nomatch, string:find(lists:flatten(beamlab_experiment_capture:format_error({not_rabbit, "q1"})),
+                                         "does not run RabbitMQ")),
+    ?assertEqual({1000, 5000}, beamlab_experiment_target:capture_window(0)),
+    ?assertEqual({2500, 5000}, beamlab_experiment_target:capture_window(10)),
+    ?assertEqual({250, 1000}, beamlab_experiment_target:capture_window(1)).
+
 command_line_test() ->
     ?assertEqual(<<"beamlab profile --node a@h --process '<0.85.0>' --duration 5">>,
                  beamlab_experiment_capture:command_line(<<"a@h">>, <<"<0.85.0>">>)).

@@ -8,19 +8,23 @@
 %%% capture at its rate bound; no trace flag, pattern or tracer process is
 %%% left on the node after a normal end, SIGTERM to beamlab, and SIGKILL to
 %%% beamlab's VM mid-capture; bad processes are one line and exit 2; the
-%%% public API does the same.
+%%% public API does the same. `matrix --target rabbitmq --profile-process'
+%%% captures a queue's process of the private broker under each
+%%% configuration; a name the broker does not have is one line. On OTP 27
+%%% the capture runs in a trace session of its own, beside another tracer.
 -module(capture_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
-         bad_processes/1, api/1, watch_capture/1]).
+         bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1, session_otp27/1]).
 
 -define(COOKIE, "capture_suite_cookie_27182").
 
 all() ->
-    [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture].
+    [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture,
+     matrix_queue, matrix_bad_process, session_otp27].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -35,7 +39,17 @@ end_per_suite(_Config) ->
     ok.
 
 %% Each case gets a fresh node with only its victim running (the machine
-%% has two cores).
+%% has two cores); the matrix cases run their own brokers.
+init_per_testcase(Case, Config) when Case =:= matrix_queue; Case =:= matrix_bad_process ->
+    case filelib:is_regular("/usr/lib/rabbitmq/bin/rabbitmq-server") of
+        false -> {skip, "Debian's rabbitmq-server is not installed"};
+        true -> [{dir, beamlab_test_util:tmp_dir("capture_matrix")} | Config]
+    end;
+init_per_testcase(session_otp27, Config) ->
+    case beamlab_test_util:otp27() of
+        {error, Why} -> beamlab_test_util:otp27_missing(Why);
+        {ok, Bin} -> init_per_testcase(hot_loop, [{exec, filename:join(Bin, "erl")} | Config])
+    end;
 init_per_testcase(Case, Config) ->
     Victim = case Case of
                  hot_loop -> hot;
@@ -52,9 +66,13 @@ init_per_testcase(Case, Config) ->
                  watch_capture -> [];
                  _ -> ["-setcookie", ?COOKIE]
              end,
-    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
-                                    connection => standard_io,
-                                    args => Cookie ++ ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"]}),
+    Exec = case ?config(exec, Config) of
+               undefined -> #{};
+               Erl -> #{exec => Erl}
+           end,
+    {ok, Peer, Node} = peer:start(Exec#{name => Name, longnames => true, host => "127.0.0.1",
+                                        connection => standard_io,
+                                        args => Cookie ++ ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"]}),
     {module, capture_victim} = peer:call(Peer, code, load_binary,
                                          [capture_victim, "capture_victim.erl", ?config(victim_beam, Config)]),
     ok = case Victim of
@@ -64,7 +82,7 @@ init_per_testcase(Case, Config) ->
     [{peer, Peer}, {node, atom_to_list(Node)}, {dir, beamlab_test_util:tmp_dir("capture")} | Config].
 
 end_per_testcase(_Case, Config) ->
-    catch peer:stop(?config(peer, Config)),
+    _ = [catch peer:stop(P) || P <- [?config(peer, Config)], P =/= undefined],
     ok.
 
 %%--------------------------------------------------------------------
@@ -186,6 +204,7 @@ bad_processes(Config) ->
     Check("<0.9999.0>", <<"no such process">>),
     Check("<0.x.0>", <<"not a pid">>),
     Check("top:cpu", <<"expected a pid">>),
+    Check("queue:q1", <<"does not run RabbitMQ">>),
     %% (the unknown name was looked up with list_to_existing_atom)
     ?assertMatch({'EXIT', _}, catch peer:call(?config(peer, Config), erlang, list_to_existing_atom,
                                               ["no_such_registered_name_31337"])),
@@ -246,6 +265,86 @@ watch_capture(Config) ->
 %%--------------------------------------------------------------------
 %% Helpers
 %%--------------------------------------------------------------------
+
+%% On OTP 27 the capture runs in a trace session of its own: a process
+%% another tracer traces already is captured all the same (classic tracing
+%% refuses it), that tracer keeps its flag, and no session of ours is
+%% left on the node afterwards.
+session_otp27(Config) ->
+    Peer = ?config(peer, Config),
+    {ok, Tokens, _} = erl_scan:string("P = whereis(capture_hot), erlang:trace(P, true, [call]), "
+                                      "register(other_tracer, self()), receive stop -> ok end."),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    _ = peer:call(Peer, erlang, spawn, [erl_eval, exprs, [Exprs, []]]),
+    Hot = peer:call(Peer, erlang, whereis, [capture_hot]),
+    beamlab_test_util:wait_until(fun() -> is_pid(peer:call(Peer, erlang, whereis, [other_tracer])) end, 10000),
+    Other = peer:call(Peer, erlang, whereis, [other_tracer]),
+    ?assertEqual({tracer, Other}, peer:call(Peer, erlang, trace_info, [Hot, tracer])),
+    #{doc := Doc, code := Code} = capture(Config, ["--process", "capture_hot", "--duration", "1"]),
+    ?assertEqual(0, Code),
+    ?assertEqual(<<"capture_victim:spin/2">>, hottest(Doc)),
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    ?assertMatch(<<"session: trace:session_create/3", _/binary>>, maps:get(<<"tracing">>, C)),
+    ?assertEqual({tracer, Other}, peer:call(Peer, erlang, trace_info, [Hot, tracer])),
+    ?assertEqual([], [S || {beamlab_capture, _} = S <- peer:call(Peer, trace, session_info, [all])]).
+
+%% matrix --target rabbitmq --profile-process queue:q1: each configuration's
+%% profiled repetition captures the queue's process while the load runs;
+%% its call table and flame graph name the queue's own code, and the text
+%% and the report's flame graphs show each configuration's capture.
+matrix_queue(Config) ->
+    R = beamlab_test_util:cli(["matrix", "--target", "rabbitmq", "--vm", "+S 1", "--vm", "+S 2", "-n", "1",
+                               "--profile-process", "queue:q1", "--format", "json",
+                               "--", "amqp", "-x", "1", "-y", "1", "-u", "q1", "-z", "2"],
+                              #{dir => ?config(dir, Config), timeout => 600000}),
+    ct:log("exit ~p~nstderr:~n~ts", [maps:get(code, R), maps:get(err, R)]),
+    ?assertEqual(0, maps:get(code, R)),
+    {ok, Json} = beamlab_json:decode(maps:get(out, R)),
+    #{<<"extra">> := #{<<"configs">> := Configs}} = Json,
+    ?assertEqual([<<"+S 1">>, <<"+S 2">>], [N || #{<<"name">> := N} <- Configs]),
+    [begin
+         #{<<"extra">> := #{<<"capture">> := C, <<"profile">> := P}} = maps:get(<<"capture">>, Cfg),
+         [Proc] = maps:get(<<"processes">>, C),
+         ?assertEqual(<<"queue:q1">>, maps:get(<<"spec">>, Proc)),
+         ?assert(maps:get(<<"samples">>, C) > 0),
+         [#{<<"function">> := Hottest} | _] = Calls = maps:get(<<"calls">>, C),
+         ct:log("~ts: hottest ~ts", [maps:get(<<"name">>, Cfg), Hottest]),
+         %% A queue process's time is in its own code or the OTP and
+         %% RabbitMQ libraries it runs, never in a tracer of ours.
+         ?assertMatch({match, _}, re:run(Hottest, "^(rabbit|gen_server2|gb_trees|lqueue|priority_queue|lists|"
+                                                  "erlang|maps|queue|credit_flow|pmon|ets|sets|dict|"
+                                                  "file_handle_cache|mirrored_supervisor)")),
+         ?assert(lists:any(fun(#{<<"function">> := F}) -> binary:match(F, <<"rabbit_amqqueue_process:">>) =/= nomatch end,
+                           Calls)),
+         ?assert(lists:any(fun([S, _]) -> binary:match(S, <<"rabbit_amqqueue_process:">>) =/= nomatch end,
+                           maps:get(<<"stacks">>, P)))
+     end || Cfg <- Configs],
+    %% The text and the report's flame graphs show each capture.
+    {ok, Doc} = beamlab_result:from_json(Json),
+    Text = unicode:characters_to_binary(beamlab_render_view:text(Doc, #{})),
+    [?assertNotEqual(nomatch, binary:match(Text, <<"capture in ", N/binary>>)) || N <- [<<"+S 1">>, <<"+S 2">>]],
+    ?assertNotEqual(nomatch, binary:match(Text, <<"hottest function (own time): ">>)),
+    Flames = [L || #{label := L} <- beamlab_report_flame:profiles([{<<"m">>, Doc}])],
+    ?assertEqual([<<"m: +S 1 capture">>, <<"m: +S 2 capture">>], Flames).
+
+%% A name the broker does not have: its one line (no stack trace), the
+%% matrix fails as no capture was made; a form that is none fails before
+%% any broker starts (exit 2).
+matrix_bad_process(Config) ->
+    R = beamlab_test_util:cli(["matrix", "--target", "rabbitmq", "--vm", "+S 1", "-n", "1",
+                               "--profile-process", "no_such_broker_process",
+                               "--", "amqp", "-x", "1", "-y", "1", "-u", "q1", "-z", "1"],
+                              #{dir => ?config(dir, Config), timeout => 600000}),
+    ct:log("exit ~p~nstdout:~n~ts~nstderr:~n~ts", [maps:get(code, R), maps:get(out, R), maps:get(err, R)]),
+    ?assertEqual(1, maps:get(code, R)),
+    Line = <<"capture: --profile-process no_such_broker_process: no process is registered under that name "
+             "on the node">>,
+    ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"beamlab: ", Line/binary, "\n">>)),
+    ?assertEqual(nomatch, binary:match(maps:get(err, R), [<<"stacktrace">>, <<"crash">>, <<"error:">>])),
+    Usage = beamlab_test_util:cli(["matrix", "--target", "rabbitmq", "--vm", "+S 1", "--profile-process", "top:cpu",
+                                   "--", "amqp", "-z", "1"]),
+    ?assertEqual(2, maps:get(code, Usage)),
+    beamlab_test_util:assert_one_line_error(Usage).
 
 capture(Config, Args) ->
     R = beamlab_test_util:cli(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,

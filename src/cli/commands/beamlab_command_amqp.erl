@@ -168,33 +168,18 @@ perftest_options() ->
 %% @doc The command's options: PerfTest's (same letters, same meaning) plus
 %% beamlab's `--closed-loop', `--nodes', `--cookie', `--reconnect', the TLS
 %% files and the common ones; PerfTest's options without an equivalent are
-%% parsed (hidden from the help) to say so.
+%% parsed (hidden from the help) to say so. The load's bounded options are
+%% the kind's (`beamlab_experiment_amqp:options/0'): their flags, defaults,
+%% help and bounds (the same limit and reason for `-x 200000' as for
+%% `producers => 200000').
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    own_options() ++ hidden_options() ++ beamlab_cli_args:common_options().
-
-%% PerfTest's options, bounded as the kind's schema bounds them (the same
-%% limit and reason for `-x 200000' as for `producers => 200000').
-own_options() ->
-    Schema = beamlab_experiment_amqp:options(),
-    [case schema_option(O, Schema) of
-         {ok, S} -> maps:merge(O, maps:with([max, max_why], S));
-         error -> O
-     end || O <- flag_options()].
-
-%% The kind's option a flag stands for: the one with the same flag.
-schema_option(O, Schema) ->
-    case [S || S <- Schema, flag(S) =/= none, flag(S) =:= flag(O)] of
-        [S | _] -> {ok, S};
-        [] -> error
-    end.
-
-flag(#{short := S}) -> {short, S};
-flag(#{long := L}) -> {long, L};
-flag(_) -> none.
+    flag_options() ++ hidden_options() ++ beamlab_cli_args:common_options().
 
 flag_options() ->
     Bool = {enum, [true, false]},
+    Flags = beamlab_schema:flags(beamlab_experiment_amqp:options()),
+    Kind = fun(Name) -> hd([F || #{name := N} = F <- Flags, N =:= Name]) end,
     [#{name => uri, short => "h", long => "uri", type => string,
        default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
        help => "broker URI amqp://user:pass@host:port/vhost or amqps:// (TLS); -h is the URI, "
@@ -202,14 +187,10 @@ flag_options() ->
      #{name => uris, short => "H", long => "uris", type => string, metavar => "URI,URI...",
        help => "URIs of a cluster's nodes: each connection takes them in a random order "
                "(the first that answers); queue i is declared on node i"},
-     #{name => producers, short => "x", long => "producers", type => non_neg_integer, default => 1,
-       metavar => "N", help => "producer count (one connection each)"},
-     #{name => consumers, short => "y", long => "consumers", type => non_neg_integer, default => 1,
-       metavar => "N", help => "consumer count (one connection each)"},
-     #{name => producer_channels, short => "X", long => "producer-channel-count",
-       type => pos_integer, default => 1, metavar => "N", help => "channels per producer"},
-     #{name => consumer_channels, short => "Y", long => "consumer-channel-count",
-       type => pos_integer, default => 1, metavar => "N", help => "channels per consumer"},
+     Kind(producers),
+     Kind(consumers),
+     Kind(producer_channels),
+     Kind(consumer_channels),
      #{name => queue, short => "u", long => "queue", type => string, metavar => "NAME[,NAME...]",
        help => "queue name(s) (default: one queue named after the test id, deleted at the end)"},
      #{name => queue_file, short => "qf", long => "queue-file", type => string, metavar => "FILE",
@@ -224,23 +205,15 @@ flag_options() ->
        help => "routing key (default: the queue's name, to which the queue is bound)"},
      #{name => random_routing_key, short => "K", long => "random-routing-key", type => boolean,
        default => false, help => "a random routing key for each message"},
-     #{name => routing_key_cache, short => "rkcs", long => "routing-key-cache-size",
-       type => non_neg_integer, default => 0, metavar => "N",
-       help => "with -K: cycle through N random keys instead of a new one each time"},
+     Kind(routing_key_cache),
      #{name => skip_binding, short => "sb", long => "skip-binding-queues", type => boolean,
        default => false, help => "don't bind queues to the exchange"},
      #{name => flag, short => "f", long => "flag", type => {enum, [persistent, mandatory]},
        multi => true, metavar => "FLAG", help => "message flag, repeatable: persistent, mandatory"},
-     #{name => qos, short => "q", long => "qos", type => non_neg_integer, default => 0,
-       metavar => "N", help => "consumer prefetch count (0: unlimited; at most 65535)"},
-     #{name => global_qos, short => "Q", long => "global-qos", type => non_neg_integer, default => 0,
-       metavar => "N", help => "channel prefetch count (basic.qos global; 0: unlimited)"},
-     #{name => confirm, short => "c", long => "confirm", type => integer, metavar => "N",
-       help => "publisher confirms with at most N unconfirmed messages per producer channel "
-               "(0 or -1, PerfTest's default: no confirms)"},
-     #{name => confirm_timeout, short => "ct", long => "confirm-timeout", type => pos_integer,
-       default => 30, metavar => "SECONDS",
-       help => "a producer waiting that long for a free confirm slot fails the run"},
+     Kind(prefetch),
+     Kind(global_qos),
+     Kind(confirm),
+     Kind(confirm_timeout),
      #{name => autoack, short => "a", long => "autoack", type => boolean, default => false,
        help => "consume without acknowledgements"},
      #{name => multi_ack, short => "A", long => "multi-ack-every", type => non_neg_integer,
@@ -249,28 +222,20 @@ flag_options() ->
        help => "nack the messages instead of acknowledging them"},
      #{name => requeue, short => "re", long => "requeue", type => Bool, metavar => "true|false",
        help => "whether nacked messages are requeued (default: true)"},
-     #{name => rate, short => "r", long => "rate", type => string, metavar => "MSG/S",
-       help => "rate limit of each producer channel (default: unlimited; 0: publish nothing)"},
+     Kind(rate),
      #{name => variable_rate, short => "vr", long => "variable-rate", type => string, multi => true,
        metavar => "RATE:SECONDS", help => "publish at RATE for SECONDS, repeatable; the steps "
                                           "cycle (e.g. -vr 100:60 -vr 1000:10)"},
      #{name => publishing_interval, short => "P", long => "publishing-interval", type => string,
        metavar => "SECONDS", help => "each producer channel publishes one message every SECONDS "
                                      "(at least 0.1)"},
-     #{name => producer_start_delay, short => "prsd", long => "producer-random-start-delay",
-       type => non_neg_integer, metavar => "SECONDS",
-       help => "each producer starts after a random delay up to SECONDS (default with a rate: 1)"},
-     #{name => consumer_rate, short => "R", long => "consumer-rate", type => string,
-       metavar => "MSG/S", help => "rate limit of each consumer channel"},
-     #{name => consumer_latency, short => "L", long => "consumer-latency", type => non_neg_integer,
-       default => 0, metavar => "MICROSECONDS", help => "simulated work per message"},
+     Kind(producer_start_delay),
+     Kind(consumer_rate),
+     Kind(consumer_latency),
      #{name => variable_latency, short => "vl", long => "variable-latency", type => string,
        multi => true, metavar => "US:SECONDS", help => "simulated work per message that varies "
                                                        "over time, repeatable, cycled"},
-     #{name => size, short => "s", long => "size", type => non_neg_integer, default => 12,
-       max => ?MAX_BODY, max_why => "RabbitMQ's largest message, 512 MiB",
-       metavar => "BYTES", help => "message body size (bodies carry a 12-byte stamp: smaller "
-                                   "sizes send 12 bytes, as PerfTest; at most 512 MiB)"},
+     Kind(body_size),
      #{name => variable_size, short => "vs", long => "variable-size", type => string, multi => true,
        metavar => "BYTES:SECONDS", help => "body size that varies over time, repeatable, cycled"},
      #{name => body, short => "B", long => "body", type => string, metavar => "FILE,FILE...",
@@ -286,16 +251,11 @@ flag_options() ->
      #{name => message_properties, short => "mp", long => "message-properties", type => string,
        multi => true, metavar => "K=V,...", help => "message properties (priority=5, "
                                                    "contentType=...); other keys are headers"},
-     #{name => time, short => "z", long => "time", type => string, metavar => "SECONDS",
-       help => "run duration (default: until -C/-D counts, --exit-when or Ctrl-C)"},
-     #{name => pmessages, short => "C", long => "pmessages", type => non_neg_integer, default => 0,
-       metavar => "N", help => "messages each producer channel publishes, then stops (0: no limit)"},
-     #{name => cmessages, short => "D", long => "cmessages", type => non_neg_integer, default => 0,
-       metavar => "N", help => "messages each consumer channel receives, then stops (0: no limit)"},
-     #{name => ptxsize, short => "m", long => "ptxsize", type => non_neg_integer, default => 0,
-       metavar => "N", help => "producer transactions: commit every N messages"},
-     #{name => ctxsize, short => "n", long => "ctxsize", type => non_neg_integer, default => 0,
-       metavar => "N", help => "consumer transactions: commit every N acknowledgements"},
+     Kind(duration),
+     Kind(pmessages),
+     Kind(cmessages),
+     Kind(producer_tx),
+     Kind(consumer_tx),
      #{name => queue_pattern, short => "qp", long => "queue-pattern", type => string,
        metavar => "PATTERN", help => "queue name pattern, e.g. 'perf-test-%d' (Java format: "
                                      "%d, %s, %03d...)"},
@@ -332,18 +292,14 @@ flag_options() ->
                                     "or an ISO 8601 time"},
      #{name => slow_start, short => "S", long => "slow-start", type => boolean, default => false,
        help => "start consumers one second apart"},
-     #{name => consumer_start_delay, short => "csd", long => "consumer-start-delay",
-       type => non_neg_integer, default => 0, metavar => "SECONDS",
-       help => "start consumers after this delay"},
+     Kind(consumer_start_delay),
      #{name => exit_when, short => "ew", long => "exit-when", type => {enum, [empty, idle]},
        metavar => "empty|idle", help => "end when the consumers' queues are empty, or the "
                                         "consumers idle, for 1 second"},
      #{name => polling, short => "po", long => "polling", type => boolean, default => false,
        help => "consume with basic.get"},
-     #{name => polling_interval, short => "pi", long => "polling-interval", type => non_neg_integer,
-       default => 0, metavar => "MS", help => "pause after each basic.get"},
-     #{name => interval, short => "i", long => "interval", type => string, default => "1",
-       metavar => "SECONDS", help => "reporting interval"},
+     Kind(polling_interval),
+     Kind(interval),
      #{name => id, short => "d", long => "id", type => string, metavar => "ID",
        help => "test id printed on every line (default: test-HHMMSS-mmm)"},
      #{name => output_file, short => "o", long => "output-file", type => string, metavar => "FILE",
@@ -353,10 +309,8 @@ flag_options() ->
      #{name => metrics_format, short => "mf", long => "metrics-format",
        type => {enum, [default, compact]}, default => default, metavar => "FORMAT",
        help => "interval lines: PerfTest's default or compact format"},
-     #{name => heartbeat, short => "b", long => "heartbeat", type => non_neg_integer,
-       metavar => "SECONDS", help => "requested heartbeat (0: the broker's)"},
-     #{name => frame_max, short => "M", long => "framemax", type => non_neg_integer,
-       metavar => "BYTES", help => "requested frame_max (0: the broker's)"},
+     Kind(heartbeat),
+     Kind(frame_max),
      #{name => tcp_no_delay, short => "tnd", long => "tcp-no-delay", type => Bool,
        metavar => "true|false", help => "TCP_NODELAY (default: true)"},
      #{name => tcp_send_buffer, short => "tsbs", long => "tcp-send-buffer-size",
@@ -385,18 +339,16 @@ flag_options() ->
      #{name => disable_recovery, short => "dcr", long => "disable-connection-recovery",
        type => boolean, default => false, help => "stop the run on a lost connection "
                                                   "(beamlab's default; see --reconnect)"},
-     #{name => startup_timeout, short => "sst", long => "servers-startup-timeout",
-       type => non_neg_integer, default => 0, metavar => "SECONDS",
-       help => "wait this long for the broker(s) to answer at the start"},
+     Kind(startup_timeout),
      #{name => servers_up, short => "sul", long => "servers-up-limit", type => pos_integer,
        metavar => "N", help => "with -sst: how many of the --uris must answer"},
-     #{name => shutdown_timeout, short => "st", long => "shutdown-timeout", type => non_neg_integer,
-       default => 5, metavar => "SECONDS", help => "the longest the end of the run may take"},
+     Kind(shutdown_timeout),
      #{name => reconnect, long => "reconnect", type => boolean, default => false,
        help => "reopen lost connections and carry on instead of stopping the run"},
-     #{name => closed_loop, long => "closed-loop", type => pos_integer, metavar => "N",
-       help => "N channels, each with its own queue, publishing the next message when the "
-               "previous one is delivered (ignores -x/-y/-u/-r)"},
+     #{name => connection_rate, long => "connection-rate", type => pos_integer, metavar => "N",
+       help => "open at most N connections per second (and VM), so that thousands of "
+               "connections do not storm the broker (default: all at once)"},
+     Kind(closed_loop),
      #{name => nodes, long => "nodes", type => string, metavar => "N|NODES",
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
@@ -554,9 +506,7 @@ config(P0) ->
          || A <- lists:sublist(maps:get(args, P), 1)],
     %% The values given, as the kind's schema names them: the same check
     %% (and line, naming the flag) as the library's.
-    Schema = beamlab_experiment_amqp:options(),
-    Given = maps:from_list([{K, V} || O <- flag_options(), {ok, #{name := K}} <- [schema_option(O, Schema)],
-                                      V <- [G(maps:get(name, O))], V =/= undefined]),
+    Given = beamlab_cli_schema:given(beamlab_experiment_amqp:options(), P),
     refuse(beamlab_experiment_amqp:check_options(Given)),
     Uri = G(uri),
     Uris = uris(G(uris)),
@@ -567,10 +517,10 @@ config(P0) ->
             end,
     G(multi_ack) > 0 andalso G(autoack) =:= true andalso
         beamlab_cli_error:usage("-A (multi-ack) and -a (autoack) exclude each other", []),
-    G(multi_ack) > 0 andalso G(qos) > 0 andalso G(multi_ack) > G(qos) andalso
+    G(multi_ack) > 0 andalso G(prefetch) > 0 andalso G(multi_ack) > G(prefetch) andalso
         beamlab_cli_error:usage("--multi-ack-every ~b must be less than or equal to --qos ~b "
                                 "(the consumer would wait forever for more messages)",
-                                [G(multi_ack), G(qos)]),
+                                [G(multi_ack), G(prefetch)]),
     G(quorum) andalso G(stream) andalso
         beamlab_cli_error:usage("use quorum queues or stream queues, not both (-qq, -sq)", []),
     Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
@@ -601,7 +551,7 @@ config(P0) ->
         routing_key_cache => G(routing_key_cache), skip_binding => G(skip_binding),
         persistent => lists:member(persistent, Flags) orelse G(quorum) orelse Stream,
         mandatory => lists:member(mandatory, Flags),
-        prefetch => case {Stream, G(qos)} of
+        prefetch => case {Stream, G(prefetch)} of
                         {true, 0} -> 200;              % PerfTest's default for streams
                         {_, Q0} -> Q0
                     end,
@@ -626,13 +576,13 @@ config(P0) ->
         consumer_latency => G(consumer_latency),
         variable_latency => variables(G(variable_latency), "--variable-latency", 0,
                                       {?MAX_LATENCY, "one minute per message"}),
-        body_size => G(size),
-        variable_size => sizes_held(G(size), variables(G(variable_size), "--variable-size", 1,
+        body_size => G(body_size),
+        variable_size => sizes_held(G(body_size), variables(G(variable_size), "--variable-size", 1,
                                                        {?MAX_BODY, "RabbitMQ's largest message, 512 MiB"})),
         body => body(G),
         message_properties => message_properties(G(message_properties)),
-        duration => G(time), pmessages => G(pmessages), cmessages => G(cmessages),
-        producer_tx => G(ptxsize), consumer_tx => G(ctxsize),
+        duration => G(duration), pmessages => G(pmessages), cmessages => G(cmessages),
+        producer_tx => G(producer_tx), consumer_tx => G(consumer_tx),
         predeclared => G(predeclared), quorum => G(quorum), stream => Stream,
         queue_args => key_values(G(queue_args), "--queue-args"),
         max_length_bytes => capacity(G(max_length_bytes), "--max-length-bytes"),
@@ -647,6 +597,7 @@ config(P0) ->
         polling => G(polling), polling_interval => G(polling_interval),
         interval => G(interval), reconnect => G(reconnect),
         closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
+        connection_rate => case G(connection_rate) of undefined -> infinity; CR -> CR end,
         id => id(G(id)),
         output_file => output_file(G(output_file)),
         use_millis => G(use_millis), metrics_format => G(metrics_format),
@@ -691,14 +642,15 @@ perftest_only(Long, Audit) ->
 %% (-z 1e3): parsed here, so that a huge value is told its limit.
 numbers(#{opts := Opts} = P) ->
     %% (the bounds are the schema's: check_options/1)
-    Num = fun(Flag, V, _Min) ->
+    Num = fun(_Flag, V, _Min) when is_number(V) -> V;     % (a default)
+             (Flag, V, _Min) ->
                   case number(V) of
                       {ok, N} -> N;
                       _ -> beamlab_cli_error:usage("invalid value '~ts' for ~ts: expected a number",
                                                    [V, Flag])
                   end
           end,
-    Conv = [{interval, "-i", 0}, {time, "-z", 0}, {rate, "-r", 0}, {consumer_rate, "-R", 0}],
+    Conv = [{interval, "-i", 0}, {duration, "-z", 0}, {rate, "-r", 0}, {consumer_rate, "-R", 0}],
     P#{opts := lists:foldl(fun({K, Flag, Min}, O) ->
                                    case maps:get(K, O, undefined) of
                                        undefined -> O;
@@ -913,10 +865,10 @@ body(G) ->
         {undefined, false} ->
             stamp;
         {undefined, true} ->
-            G(body_count) * max(G(size), 200) > ?MAX_HELD andalso
+            G(body_count) * max(G(body_size), 200) > ?MAX_HELD andalso
                 beamlab_cli_error:usage("--json-body: ~b bodies of ~b bytes are more than 1 GiB "
                                         "to keep in memory; lower --body-count or -s",
-                                        [G(body_count), G(size)]),
+                                        [G(body_count), G(body_size)]),
             {json, G(body_field_count), G(body_count)};
         {Files, false} ->
             Names = list_entries(Files, "--body"),

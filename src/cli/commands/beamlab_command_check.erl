@@ -15,49 +15,25 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0, files/1]).
 
--define(METRICS, [time, reductions, memory]).
-
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
     "check a project's bench modules, or compare them with a git commit (--against REF)".
 
-%% @doc The options of `beamlab check'.
+%% @doc The options of `beamlab check': the check kind's
+%% (beamlab_experiment_check:options/0, where their types, bounds and
+%% help are declared) with the command line's own after `--vm-args',
+%% then the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [#{name => against, long => "against", type => string, metavar => "REF",
-       help => "compare the working tree with this commit (branch, tag, HEAD~1, hash)"},
-     #{name => bench, long => "bench", type => string, default => "bench", metavar => "DIR",
-       help => "the directory of the bench modules"},
-     #{name => rounds, long => "rounds", type => pos_integer, default => 12, metavar => "N",
-       max => 10000,
-       help => "paired rounds (at least 8 for p < 0.01)"},
-     #{name => metric, long => "metric", type => {list, {enum, ?METRICS}}, default => [time],
-       metavar => "M[,M]", help => "metrics that fail the check: time, reductions, memory"},
-     #{name => threshold, long => "threshold", type => percent, default => 5, metavar => "PCT",
-       help => "fail only on a regression beyond PCT percent"},
-     #{name => alpha, long => "alpha", type => fraction, default => 0.01, metavar => "P",
-       help => "significance level of the sign test"},
-     #{name => duration, short => "d", long => "duration", type => pos_integer, default => 100,
-       max => 86400000, max_why => "one day",
-       metavar => "MS", help => "sample duration per side and round"},
-     #{name => samples, short => "s", long => "samples", type => pos_integer, default => 3,
-       max => 1000000,
-       metavar => "N", help => "samples per side and round"},
-     #{name => warmup, short => "w", long => "warmup", type => non_neg_integer, default => 1,
-       max => 1000000,
-       metavar => "N", help => "warm-up samples per side and round"},
-     #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
-       help => "emulator arguments of the measuring VMs, e.g. '+S 1'"},
-     #{name => no_build, long => "no-build", type => boolean, default => false,
-       help => "use the working tree's code as it is built now (the base is always built)"},
-     #{name => summary, long => "summary", type => string, metavar => "FILE",
-       help => "also write the Markdown summary (a pull-request comment) to FILE"},
-     #{name => timeout, long => "timeout", type => pos_integer, default => 600, max => 604800,
-       max_why => "one week", metavar => "S",
-       help => "deadline of each phase: a build, a benchmark's validation, a side's VM in a "
-               "round (beyond the time its samples take); past it the phase is stopped"}
-     | beamlab_cli_args:common_options()].
+    Own = #{vm_args =>
+                [#{name => no_build, long => "no-build", type => boolean, default => false,
+                   help => "use the working tree's code as it is built now (the base is always built)"},
+                 #{name => summary, long => "summary", type => string, metavar => "FILE",
+                   help => "also write the Markdown summary (a pull-request comment) to FILE"}]},
+    lists:append([[F | maps:get(N, Own, [])]
+                  || #{name := N} = F <- beamlab_schema:flags(beamlab_experiment_check:options())])
+        ++ beamlab_cli_args:common_options().
 
 %% @doc Usage and examples.
 -spec usage() -> iodata().
@@ -97,41 +73,35 @@ run(Parsed) ->
     _ = [write_summary(F, Doc) || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined],
     {Code, Doc}.
 
-%% @doc The check as an experiment: validation, or against a commit.
+%% @doc The check as an experiment: validation, or against a commit;
+%% the kind's options given checked as the library checks them
+%% (beamlab_experiment_check:check_options/1), naming the flags.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
+    Schema = beamlab_experiment_check:options(),
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_check:check_options(
+                                          beamlab_cli_experiment:given(Parsed, Schema))),
+    Get(against) =:= undefined andalso lists:member(summary, maps:get(given, Parsed)) andalso
+        beamlab_cli_error:usage("--summary needs --against REF", []),
+    Values = beamlab_schema:from_flags(Schema, maps:get(opts, Parsed)),
     {ok, Root} = file:get_cwd(),
     Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build),
-                        timeout => Get(timeout) * 1000},
+                        timeout => maps:get(timeout, Values)},
                       maps:with([project], Parsed)),
     Check = case Get(against) of
-                undefined ->
-                    _ = [beamlab_cli_error:usage("--~ts needs --against REF", [option_text(K)])
-                         || K <- [rounds, metric, threshold, alpha, duration, samples, warmup, vm_args,
-                                  summary],
-                            lists:member(K, maps:get(given, Parsed))],
-                    Base;
-                Ref ->
-                    against(Ref, Parsed, Base)
+                undefined -> Base;
+                Ref -> against(Ref, Values, Get(summary), Base)
             end,
     #{run => {check, Check}, command => maps:get(argv, Parsed)}.
 
-against(Ref, Parsed, Base) ->
-    Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    Alpha = Get(alpha),
-    Min = beamlab_stats_paired:min_rounds(Alpha),
-    Get(rounds) >= Min
-        orelse beamlab_cli_error:usage("--rounds ~b cannot reach p < ~ts: even rounds that all agree "
-                                       "need at least ~b", [Get(rounds), fmt(Alpha), Min]),
-    VmArgs = case beamlab_runtime_peer:parse_args(beamlab_cli_args:get(vm_args, Parsed, "")) of
-                 {ok, A} -> A;
-                 {error, Why} -> beamlab_cli_error:usage("--vm-args: ~ts", [beamlab_runtime_peer:format_error(Why)])
-             end,
-    _ = [beamlab_cli_output:check_output("--summary", F) || F <- [Get(summary)], F =/= undefined],
-    Base#{against => Ref, rounds => Get(rounds), gate => lists:usort(Get(metric)),
-          threshold => Get(threshold) / 100, alpha => Alpha, vm_args => VmArgs,
-          options => #{duration => Get(duration), samples => Get(samples), warmup => Get(warmup)}}.
+against(Ref, Values, Summary, Base) ->
+    %% (checked: the arguments split)
+    {ok, VmArgs} = beamlab_runtime_peer:parse_args(maps:get(vm_args, Values, "")),
+    _ = [beamlab_cli_output:check_output("--summary", F) || F <- [Summary], F =/= undefined],
+    Base#{against => Ref, rounds => maps:get(rounds, Values), gate => lists:usort(maps:get(metric, Values)),
+          threshold => maps:get(threshold, Values), alpha => maps:get(alpha, Values), vm_args => VmArgs,
+          options => maps:with([duration, samples, warmup], Values)}.
 
 %% @doc The check's text view.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
@@ -150,10 +120,6 @@ write_summary(File, Doc) ->
 -spec error_line(beamlab_experiment:error_reason()) -> no_return().
 error_line(R) ->
     beamlab_cli_project:error_lines(beamlab_experiment:format_error(R), beamlab_experiment:error_class(R)).
-
-option_text(K) -> string:replace(atom_to_list(K), "_", "-", all).
-
-fmt(F) -> float_to_list(F, [short]).
 
 %% @doc The kind of experiment the command runs.
 -spec kind() -> check.

@@ -5,18 +5,19 @@
 -module(beamlab_command_doctor).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
     "diagnose why this machine runs the BEAM slower and measure the remedies (vm.args flags)".
 
-%% @doc Options of `beamlab doctor': the kind's own, then the common ones.
+%% @doc Options of `beamlab doctor': the kind's own
+%% (beamlab_experiment_doctor:options/0, where their types, bounds and
+%% help are declared), then the command line's own and the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [O#{hidden => lists:member(maps:get(name, O), [probe_ms, schedulers, max_remedies, curve_reps])}
-     || O <- beamlab_experiment_doctor:options()]
+    beamlab_schema:flags(beamlab_experiment_doctor:options())
         ++ [#{name => compare, long => "compare", type => boolean, default => false,
               help => "compare two saved doctor documents (A.json B.json): the facts that differ, "
                       "where the curves part, which finding explains it"}]
@@ -27,7 +28,9 @@ options() ->
 usage() ->
     "Usage: beamlab doctor [--quick] [--vm \"FLAGS\"] [--wrap CMD] [--cgroup DIR] [--reps N]\n"
     "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n"
-    "       beamlab doctor --compare A.json B.json\n\n"
+    "       beamlab doctor --target rabbitmq [OPTIONS] -- amqp [AMQP OPTIONS]\n"
+    "       beamlab doctor --compare A.json B.json\n"
+    "       beamlab doctor --node NAME@HOST [--cookie C] [--duration S]\n\n"
     "One fixed protocol (docs/doctor.md), each phase on stderr:\n"
     "  facts     SMT siblings, physical cores, NUMA nodes and distances, last-level\n"
     "            caches, frequency governor, THP, sched_ext, isolated CPUs; in each\n"
@@ -50,18 +53,50 @@ usage() ->
     "the remedies are measured against); --wrap and --cgroup start every VM under a\n"
     "command (taskset, numactl) or in a cgroup, as the VM runs in production.\n"
     "Ctrl-C stops between two VMs and keeps what was measured (exit 130).\n\n"
+    "With --target rabbitmq the remedies are measured on a private RabbitMQ instead\n"
+    "(as matrix --target starts it): the broker's default flags and each remedy it\n"
+    "does not already run with, a fresh broker per repetition loaded by the amqp\n"
+    "command after --, interleaved, ranked by throughput, p99 latency and the\n"
+    "broker's CPU per message; the first line is a rabbitmq-env.conf line.\n\n"
+    "--node reads a running node instead, over distribution, while it works (no code\n"
+    "loaded there): its schedulers, CPUs, cgroup quota and flags, microstate\n"
+    "accounting, each scheduler's utilisation, run queues, the kernel's migrations\n"
+    "of its scheduler threads and other processes' CPU (when it runs on this host),\n"
+    "for --duration seconds; the flags turned on there are turned back at the end,\n"
+    "on Ctrl-C and when beamlab dies. It recommends flags for the node's next start\n"
+    "(a vm.args line) with the findings they rest on; it does not measure them (it\n"
+    "cannot restart the node).\n\n"
     "Examples:\n"
     "  beamlab doctor --quick\n"
     "  beamlab doctor --vm \"+S 16:16\" --save doctor.json\n"
     "  beamlab doctor --quick --wrap \"taskset -c 0\" --vm \"+S 2:2\"\n"
     "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n"
-    "  beamlab doctor --compare machine-a.json machine-b.json\n".
+    "  beamlab doctor --compare machine-a.json machine-b.json\n"
+    "  beamlab doctor --node rabbit@$(hostname -s) --duration 20\n"
+    "  beamlab doctor --quick --target rabbitmq -- amqp -x 1 -y 1 -r 2000 -z 10\n".
+
+%% @doc The files the command line reads: `--compare''s two documents
+%% (the dispatcher refuses a `--save' that is one of them).
+-spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
+files(Parsed) ->
+    case beamlab_cli_args:get(compare, Parsed) of
+        true -> #{inputs => [{"--compare", F} || F <- maps:get(args, Parsed)]};
+        false -> #{inputs => []}
+    end.
 
 %% @doc Runs the doctor; the document holds the diagnosis. With
 %% `--compare', prints two saved documents side by side instead.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    Node = beamlab_cli_args:get(node, Parsed),
+    Target = beamlab_cli_args:get(target, Parsed),
+    Rest = maps:get(rest, Parsed, []),
     case beamlab_cli_args:get(compare, Parsed) of
+        true when Node =/= undefined ->
+            beamlab_cli_error:usage("doctor --compare reads two saved documents: --node does not apply", []);
+        true when Target =/= undefined; Rest =/= [] ->
+            beamlab_cli_error:usage("doctor --compare reads two saved documents: --target and a load after -- "
+                                    "do not apply", []);
         true -> compare(maps:get(args, Parsed));
         false -> beamlab_cli_experiment:run(experiment(Parsed))
     end.
@@ -78,7 +113,9 @@ compare(Args) ->
     beamlab_cli_error:usage("doctor --compare takes two saved doctor documents (got ~b argument~s)",
                             [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
 
-%% @doc The experiment: the options as the kind's map, the phases on stderr.
+%% @doc The experiment: the options as the kind's map, the phases on
+%% stderr; with `--target rabbitmq', the `amqp' command after `--' is the
+%% broker's load.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
     maps:get(args, Parsed) =:= [] orelse
@@ -87,13 +124,24 @@ experiment(Parsed) ->
     Opts = maps:from_list([{N, V} || N <- Names, V <- [beamlab_cli_args:get(N, Parsed)], V =/= undefined]),
     D = case beamlab_experiment_doctor:new(Opts) of
             {ok, D0} -> D0;
+            {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
             {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
         end,
-    #{run => {doctor, D},
-      command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-      sink => fun({doctor, Line}) -> io:format(standard_error, "~ts", [Line]);
-                 (_) -> ok
-              end}.
+    Target = case {maps:get(target, D), maps:get(rest, Parsed, [])} of
+                 {none, []} -> #{};
+                 {none, _} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(load_needs_target)]);
+                 {rabbitmq, ["amqp" | _] = Rest} -> #{load => beamlab_cli_experiment:inner(doctor, Rest)};
+                 {rabbitmq, _} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(target_needs_load)])
+             end,
+    maps:merge(#{run => {doctor, maps:merge(D, Target)},
+                 command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                 sink => fun({doctor, Line}) -> io:format(standard_error, "~ts", [Line]);
+                            (_) -> ok
+                         end},
+               case Target of
+                   #{load := _} -> #{target => #{kind => rabbitmq, otp => []}};
+                   _ -> #{}
+               end).
 
 %% @doc The recommendation, findings, curve, accounting and ranking.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

@@ -13,61 +13,57 @@
 summary() ->
     "run a benchmark or suite across VM configurations, each in a fresh VM".
 
-%% @doc Options of `beamlab matrix'.
+%% @doc Options of `beamlab matrix': the matrix kind's
+%% (beamlab_experiment_matrix:options/0, where their types, bounds and
+%% help are declared), each followed by the command line's own that
+%% belong with it, then the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [#{name => vm, long => "vm", type => string, multi => true, metavar => "'ARGS'",
-       help => "emulator arguments of one configuration, e.g. '+S 2 +sbt db' (repeat)"},
-     #{name => sweep, long => "sweep-schedulers", type => string, metavar => "RANGE",
-       help => "one configuration per scheduler count: 1..4, 1,2,4 or 1..max (+S K:K)"},
-     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, multi => true, metavar => "jit|emu",
-       help => "an emulator flavour as a dimension (repeat: --flavor emu --flavor jit); "
-               "the installation must hold it (scripts/install-otp.sh builds both)"},
-     #{name => erl, long => "erl", type => string, multi => true, metavar => "PATH",
-       help => "an erl executable (another OTP install) as a dimension (repeat)"},
-     #{name => wrap, long => "wrap", type => string, multi => true, metavar => "'CMD'",
-       help => "a wrapper command, e.g. 'taskset -c 0' or 'numactl -N 0'; 'none' for no wrapper (repeat)"},
-     #{name => file, long => "file", type => string, metavar => "FILE",
-       help => "a grid of Erlang terms: {vm, \"+S 1\"}. {sweep, \"1..4\"}. {erl, Path}. "
-               "{wrap, Cmd}. {baseline, Name}. {repeat, N}. {command, [Arg, ...]}."},
-     #{name => baseline, long => "baseline", type => string, metavar => "CONFIG",
-       help => "the configuration others are compared with (default: the first)"},
-     #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
-       max => 10000,
-       help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
-     #{name => preset, long => "preset", type => string, metavar => "NAME",
-       help => "run a published study's scenarios and print its table beside this machine's: "
-               "jit-study (RabbitMQ's JIT against its interpreter under PerfTest's two scenarios)"},
-     #{name => duration, long => "duration", type => pos_integer, metavar => "S", max => 86400,
-       help => "with --preset: seconds each load runs (default the preset's)"}
-     | target_options() ++ beamlab_cli_args:common_options()].
+    Own = cli_options(),
+    lists:append([[F | maps:get(N, Own, [])]
+                  || #{name := N} = F <- beamlab_schema:flags(beamlab_experiment_matrix:options())])
+        ++ beamlab_cli_args:common_options().
 
-%% The system under test started per configuration (beamlab_experiment_matrix).
-target_options() ->
-    [#{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
-       help => "start the system under test per configuration instead of a beamlab VM: "
-               "rabbitmq (a private broker; the inner command is amqp)"},
-     #{name => target_cmd, long => "target-cmd", type => string, metavar => "'CMD'",
-       help => "start any release or escript per configuration (flags via ERL_ZFLAGS)"},
-     #{name => target_node, long => "target-node", type => string, metavar => "NODE",
-       help => "the node name --target-cmd starts (name@host)"},
-     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
-       help => "the --target-cmd node's cookie"},
-     #{name => otp, long => "otp", type => string, multi => true, metavar => "DIR",
-       help => "run the target on the Erlang/OTP installed in DIR (a dimension; repeat)"},
-     #{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
-       help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
-               "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
-               "the arguments of the amqp after --; its PerfTest lines are read"},
-     #{name => profile, long => "profile", type => boolean, default => false,
-       help => "with a target: one more repetition per configuration, after the measured ones, with perf "
-               "on the target's OS process while the load runs (top table, folded stacks, flame graphs)"},
-     #{name => profile_mode, long => "profile-mode", type => {enum, [graph, flat]}, default => graph,
-       metavar => "graph|flat",
-       help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
-               "(+JPperf map, no call graphs: the least perf work)"},
-     #{name => folded, long => "folded", type => string, metavar => "DIR",
-       help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}].
+%% The command line's own options (the library has no grid file, no
+%% preset, states a target command as a map and runs no load command),
+%% by the kind's option they follow.
+cli_options() ->
+    #{wrap =>
+          [#{name => file, long => "file", type => string, metavar => "FILE",
+             help => "a grid of Erlang terms: {vm, \"+S 1\"}. {sweep, \"1..4\"}. {erl, Path}. "
+                     "{wrap, Cmd}. {baseline, Name}. {repeat, N}. {command, [Arg, ...]}."}],
+      repeat =>
+          [#{name => preset, long => "preset", type => string, metavar => "NAME",
+             help => "run a published study's scenarios and print its table beside this machine's: "
+                     "jit-study (RabbitMQ's JIT against its interpreter under PerfTest's two scenarios)"},
+           #{name => duration, long => "duration", type => pos_integer, metavar => "S", max => 86400,
+             help => "with --preset: seconds each load runs (default the preset's)"}],
+      target =>
+          [#{name => target_cmd, long => "target-cmd", type => string, metavar => "'CMD'",
+             help => "start any release or escript per configuration (flags via ERL_ZFLAGS)"},
+           #{name => target_node, long => "target-node", type => string, metavar => "NODE",
+             help => "the node name --target-cmd starts (name@host)"},
+           #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
+             help => "the --target-cmd node's cookie"}],
+      otp =>
+          [#{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
+             help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
+                     "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
+                     "the arguments of the amqp after --; its PerfTest lines are read"},
+           #{name => profile, long => "profile", type => boolean, default => false,
+             help => "with a target: one more repetition per configuration, after the measured ones, with perf "
+                     "on the target's OS process while the load runs (top table, folded stacks, flame graphs)"},
+           #{name => profile_mode, long => "profile-mode", type => {enum, [graph, flat]}, default => graph,
+             metavar => "graph|flat",
+             help => "graph: call stacks (+JPperf true on the JIT; flame graphs); flat: self time only "
+                     "(+JPperf map, no call graphs: the least perf work)"},
+           #{name => profile_process, long => "profile-process", type => string, multi => true,
+             metavar => "PROCESS",
+             help => "with a target: one more repetition per configuration, after the measured ones, capturing "
+                     "this process of the target's node while the load runs (as profile --process takes it: a "
+                     "registered name, queue:NAME, top:reductions; repeatable): call table and flame graph"},
+           #{name => folded, long => "folded", type => string, metavar => "DIR",
+             help => "with --profile: write each configuration's folded stacks to DIR/CONFIG.folded"}]}.
 
 %% @doc Examples for `beamlab help matrix'.
 -spec usage() -> iodata().
@@ -88,6 +84,8 @@ usage() ->
     "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 5 \\\n"
     "                 --profile -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 30\n"
+    "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 3 \\\n"
+    "                 --profile-process queue:q1 -- amqp -x 1 -y 1 -u q1 -z 20\n"
     "  beamlab matrix --preset jit-study [--otp DIR] [-n 5] [--duration 30] [--profile] [--load-cmd CMD] [--save]\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit \\\n"
     "                 --load-cmd '/opt/beamlab-perftest/2.22.1/bin/perftest -h {uri} {flags}' \\\n"
@@ -167,7 +165,9 @@ plain(Parsed) ->
         ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
         _ -> ok
     end,
-    Target = load_and_profile(target(Parsed, Command), Parsed),
+    Target0 = target(Parsed, Command),
+    check_options(Parsed, Target0),
+    Target = load_and_profile(Target0, Parsed),
     Configs = case beamlab_experiment_matrix:configs(Dims, Target) of
                   {ok, Cs} -> Cs;
                   {error, Why} -> beamlab_cli_experiment:raise(Why)
@@ -182,7 +182,7 @@ plain(Parsed) ->
                              undefined -> maps:get(repeat, Grid, 3);
                              R -> R
                          end,
-               sweep => Sweep =/= [], profiled => Get(profile)},
+               sweep => Sweep =/= [], profiled => Get(profile) orelse (is_map(Target) andalso maps:is_key(capture, Target))},
     maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                  %% -v: live telemetry of this VM
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
@@ -221,7 +221,8 @@ preset(Name, Parsed) ->
                  || S <- maps:get(scenarios, Preset)],
     Matrix = #{configs => Configs, inner => element(2, hd(Scenarios)),
                repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
-               profiled => Get(profile), preset => Preset, scenarios => Scenarios},
+               profiled => Get(profile) orelse maps:is_key(capture, Target), preset => Preset,
+               scenarios => Scenarios},
     #{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
       telemetry => case Get(verbose) > 0 of true -> live; false -> none end,
       target => Target}.
@@ -237,14 +238,24 @@ default_otp() ->
                                          "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
     end.
 
+%% The kind's options given, checked as the library checks them
+%% (beamlab_experiment_matrix:check_options/1), naming the flags; a
+%% target command as the library states it.
+check_options(Parsed, Target) ->
+    Flags = beamlab_cli_experiment:given(Parsed, beamlab_experiment_matrix:options()),
+    Given = case Target of
+                none -> Flags;
+                #{kind := rabbitmq} -> Flags#{target => rabbitmq};
+                #{kind := cmd} -> Flags#{target => maps:with([cmd, node], Target)}
+            end,
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Given)).
+
 %% The target the options ask for (`none' without one).
 target(Parsed, Command) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Otp = list(Get(otp)),
     case {Get(target), Get(target_cmd), Get(target_node)} of
         {undefined, undefined, undefined} ->
-            Otp =:= [] orelse
-                beamlab_cli_error:usage("--otp needs --target or --target-cmd (use --erl for beamlab VMs)", []),
             none;
         {rabbitmq, undefined, undefined} ->
             case Command of
@@ -272,6 +283,9 @@ load_and_profile(Target, Parsed) ->
     Target =:= none andalso Get(profile) andalso
         beamlab_cli_error:usage("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
                                 "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
+    Target =:= none andalso Get(profile_process) =/= undefined andalso
+        beamlab_cli_error:usage("--profile-process captures a process of a target's node: give --target "
+                                "rabbitmq or --target-cmd", []),
     Get(folded) =/= undefined andalso not Get(profile) andalso
         beamlab_cli_error:usage("--folded writes the profiles' stacks: add --profile", []),
     case Target of
@@ -297,7 +311,23 @@ load_and_profile(Target, Parsed) ->
                                                                        [beamlab_profile:format_error(R)])
                               end
                       end,
-            maps:merge(maps:merge(Target, Load), Profile)
+            maps:merge(maps:merge(maps:merge(Target, Load), Profile), capture(Get(profile_process)))
+    end.
+
+%% --profile-process: each form checked as `profile --process' checks it
+%% (before any broker starts); whether it names a process there is known
+%% only once the target runs.
+capture(undefined) ->
+    #{};
+capture(Procs) ->
+    case beamlab_experiment_capture:new(#{node => "target@127.0.0.1", process => Procs}) of
+        {ok, _} -> #{capture => Procs};
+        {error, R} ->
+            Line = lists:flatten(beamlab_experiment_capture:format_error(R)),
+            beamlab_cli_error:usage("~ts", [case string:prefix(Line, "--process") of
+                                                nomatch -> Line;
+                                                Rest -> "--profile-process" ++ Rest
+                                            end])
     end.
 
 %% Each configuration's folded stacks to DIR/CONFIG.folded (the

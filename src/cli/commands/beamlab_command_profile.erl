@@ -11,66 +11,46 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0, files/1]).
 
--define(DEFAULT_FREQ, 999).
-
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
     "profile a command or a running VM with perf: top table, folded stacks, flame graphs".
 
-%% @doc Options of `beamlab profile'.
+%% @doc Options of `beamlab profile': the profile kind's
+%% (`beamlab_experiment_profile:options/0'), the table's and the files',
+%% the call capture's (`beamlab_experiment_capture:options/0', `--process'
+%% and the flags that go with it), the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [#{name => freq, short => "F", long => "freq", type => pos_integer, default => ?DEFAULT_FREQ,
-       max => beamlab_profile:max_frequency(), max_why => "kernel.perf_event_max_sample_rate",
-       metavar => "HZ", help => "samples per second and thread (default 999)"},
-     #{name => mode, long => "mode", type => {enum, [graph, flat]}, default => graph, metavar => "graph|flat",
-       help => "graph: call stacks (+JPperf true, perf -g; flame graphs); flat: self time only "
-               "(+JPperf map, no call graphs: the least perf work; what each costs: docs/profile.md)"},
-     #{name => call_graph, long => "call-graph", type => {enum, [fp, dwarf]}, default => fp, metavar => "fp|dwarf",
-       help => "stack walking: fp (frame pointers, default) or dwarf (keeps the callers of C functions; "
-               "more data, use a lower --freq)"},
-     #{name => duration, long => "duration", type => pos_number, metavar => "S",
-       help => "seconds to record (default: until the command ends; 10 with --pid/--node)"},
-     #{name => pid, long => "pid", type => pos_integer, metavar => "OSPID",
-       help => "profile the running VM with this OS pid"},
-     #{name => node, long => "node", type => string, metavar => "NAME@HOST",
-       help => "profile the running VM of this Erlang node (same machine)"},
-     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
-       help => "cookie for --node (default: ~/.erlang.cookie)"},
-     #{name => label, long => "label", type => string, metavar => "TEXT",
-       help => "name of the profile (reports diff profiles with the same name)"},
-     #{name => folded, long => "folded", type => string, metavar => "FILE",
-       help => "write folded stacks (flamegraph.pl, inferno, speedscope)"},
-     #{name => speedscope, long => "speedscope", type => string, metavar => "FILE",
-       help => "write the profile in speedscope's JSON format (speedscope FILE, or www.speedscope.app)"},
-     #{name => top, long => "top", type => pos_integer, default => 25, metavar => "N",
-       help => "rows of the top table (default 25)"},
-     #{name => callers, long => "callers", type => string, multi => true, metavar => "FUNCTION",
-       help => "also list who calls FUNCTION (as named in the table; repeatable)"},
-     #{name => process, long => "process", type => string, multi => true,
-       metavar => "PID|NAME|top:reductions|top:message_queue",
-       help => "with --node: capture this process's calls with the VM's tracing instead of perf "
-               "(no module loaded on the node; repeatable; docs/profile.md)"},
-     #{name => stacks, long => "stacks", type => {enum, [sample, trace]}, default => sample,
-       metavar => "sample|trace",
-       help => "--process: stacks sampled every ms (default) or from call/return trace messages "
-               "(exact, one message per call)"},
-     #{name => calls, long => "calls", type => {enum, [time, none]}, default => time, metavar => "time|none",
-       help => "--process: count calls and own time per function (call_time; slows call-heavy code) "
-               "or none (stack samples only, nearly free)"},
-     #{name => max_rate, long => "max-rate", type => pos_integer, metavar => "N",
-       help => "--process: stop after N trace messages in one second (default 20000)"},
-     #{name => max_total, long => "max-total", type => pos_integer, metavar => "N",
-       help => "--process: stop after N trace messages and samples in all (default 2000000)"}
-     | beamlab_cli_args:common_options()].
+    Perf = beamlab_schema:flags(beamlab_experiment_profile:options()),
+    Names = [N || #{name := N} <- Perf],
+    Perf
+    ++ [#{name => folded, long => "folded", type => string, metavar => "FILE",
+          help => "write folded stacks (flamegraph.pl, inferno, speedscope)"},
+        #{name => speedscope, long => "speedscope", type => string, metavar => "FILE",
+          help => "write the profile in speedscope's JSON format (speedscope FILE, or www.speedscope.app)"},
+        #{name => top, long => "top", type => pos_integer, default => 25, metavar => "N",
+          max => 100000, max_why => "rows of one table",
+          help => "rows of the top table"},
+        #{name => callers, long => "callers", type => string, multi => true, metavar => "FUNCTION",
+          help => "also list who calls FUNCTION (as named in the table; repeatable)"}]
+    ++ [F || #{name := N} = F <- beamlab_schema:flags(beamlab_experiment_capture:options()),
+             not lists:member(N, Names)]
+    ++ beamlab_cli_args:common_options().
+
+%% The flags of one kind that the other does not take (`--process' and
+%% `--pid' aside: each has its own line).
+only(Kind, Other) ->
+    Others = [N || #{name := N} <- Other:options()],
+    [{N, Long} || #{name := N, long := Long} <- Kind:options(), not lists:member(N, Others),
+                  N =/= process, N =/= pid].
 
 %% @doc Examples for `beamlab help profile'.
 -spec usage() -> iodata().
 usage() ->
     "Usage: beamlab profile [OPTIONS] -- COMMAND...\n"
     "       beamlab profile --pid OSPID | --node NAME@HOST [--duration S] [OPTIONS]\n"
-    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue\n"
+    "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue|queue:NAME\n"
     "                       [--process ...] [--duration S] [--stacks sample|trace] [--calls time|none]\n\n"
     "Samples call stacks with perf (Debian package linux-perf) at --freq per thread.\n"
     "Each sample is resolved into an Erlang function (Module:Function/Arity, named\n"
@@ -115,15 +95,14 @@ experiment(Parsed) ->
         [] ->
             Given = maps:get(given, Parsed, []),
             [beamlab_cli_error:usage("--~ts goes with --process", [L])
-             || {K, L} <- [{stacks, "stacks"}, {calls, "calls"}, {max_rate, "max-rate"}, {max_total, "max-total"}],
-                lists:member(K, Given)],
+             || {K, L} <- only(beamlab_experiment_capture, beamlab_experiment_profile), lists:member(K, Given)],
             perf_experiment(Parsed);
-        Procs ->
-            capture_experiment(Procs, Parsed)
+        _ ->
+            capture_experiment(Parsed)
     end.
 
 %% `--node N --process P': a call capture (beamlab_experiment_capture).
-capture_experiment(Procs, Parsed) ->
+capture_experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Get(node) =:= undefined andalso
         beamlab_cli_error:usage("--process captures a process of a running node: give its --node", []),
@@ -131,39 +110,26 @@ capture_experiment(Procs, Parsed) ->
         andalso beamlab_cli_error:usage("--process goes with --node only (not --pid or a command)", []),
     Given = maps:get(given, Parsed, []),
     [beamlab_cli_error:usage("--~ts is perf's: a --process capture does not take it", [L])
-     || {K, L} <- [{freq, "freq"}, {mode, "mode"}, {call_graph, "call-graph"}, {callers, "callers"}],
+     || {K, L} <- only(beamlab_experiment_profile, beamlab_experiment_capture) ++ [{callers, "callers"}],
         lists:member(K, Given)],
-    Opts0 = #{node => Get(node), cookie => Get(cookie), process => Procs,
-              stacks => Get(stacks), calls => Get(calls)},
-    Opts = maps:merge(Opts0, maps:from_list([{K, V} || K <- [max_rate, max_total, label],
-                                                       V <- [Get(K)], V =/= undefined])),
-    Opts1 = case Get(duration) of
-                undefined -> Opts;
-                Secs -> Opts#{duration => max(1, round(Secs * 1000))}
-            end,
-    case beamlab_experiment_capture:new(Opts1) of
+    Opts = beamlab_cli_schema:given(beamlab_experiment_capture:options(), Parsed),
+    case beamlab_experiment_capture:new(Opts#{node => Get(node), cookie => Get(cookie)}) of
         {ok, C} -> #{run => {capture, C}, command => maps:get(argv, Parsed)};
+        {error, {option, R}} -> beamlab_cli_schema:refuse(R);
         {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_capture:format_error(R)])
     end.
 
 perf_experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    Subject = subject(Get(pid), Get(node), maps:get(rest, Parsed, []), Parsed),
+    Subject = subject(Get(pid), Get(node), maps:get(rest, Parsed, [])),
     maps:get(args, Parsed) =:= [] orelse
         beamlab_cli_error:usage("unexpected argument '~ts': put the command to profile after --",
                                 [hd(maps:get(args, Parsed))]),
-    Get(mode) =:= flat andalso lists:member(call_graph, maps:get(given, Parsed))
-        andalso beamlab_cli_error:usage("--call-graph walks stacks: --mode flat records the leaf only", []),
-    Profile = #{subject => Subject, frequency => Get(freq), call_graph => Get(call_graph), mode => Get(mode)},
-    Profile1 = lists:foldl(fun({_, undefined}, P) -> P;
-                              ({K, V}, P) -> P#{K => V}
-                           end, Profile,
-                           [{duration, case Get(duration) of
-                                           undefined -> undefined;
-                                           Secs -> max(1, round(Secs * 1000))
-                                       end},
-                            {label, Get(label)}]),
-    #{run => {profile, Profile1}, command => maps:get(argv, Parsed)}.
+    Given = beamlab_cli_schema:given(beamlab_experiment_profile:options(), Parsed),
+    case beamlab_experiment_profile:new(maps:merge(Given, Subject)) of
+        {ok, Profile} -> #{run => {profile, Profile}, command => maps:get(argv, Parsed)};
+        {error, {option, R}} -> beamlab_cli_schema:refuse(R)
+    end.
 
 %% @doc The top table.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
@@ -181,20 +147,19 @@ text(Doc, Parsed) ->
                                     top => beamlab_cli_args:get(top, Parsed, 25),
                                     callers => Callers}).
 
-subject(undefined, undefined, [], _) ->
+%% The subject besides `--pid' and `--node' (the kind's options): a
+%% command after `--'.
+subject(undefined, undefined, []) ->
     beamlab_cli_error:usage("nothing to profile: give a command after -- "
                             "(beamlab profile -- run 'lists:seq(1, 100).'), --pid or --node", []);
-subject(undefined, undefined, ["profile" | _], _) ->
+subject(undefined, undefined, ["profile" | _]) ->
     beamlab_cli_error:usage("profile cannot profile itself", []);
-subject(undefined, undefined, Command, _) ->
-    {experiment, beamlab_cli_experiment:inner(profile, Command)};
-subject(Pid, undefined, [], _) when is_integer(Pid) -> {pid, Pid};
-subject(undefined, Node, [], Parsed) when is_list(Node) ->
-    {node, Node, beamlab_cli_args:get(cookie, Parsed)};
-subject(_, _, [_ | _], _) ->
+subject(undefined, undefined, Command) ->
+    #{subject => {experiment, beamlab_cli_experiment:inner(profile, Command)}};
+subject(_, _, [_ | _]) ->
     beamlab_cli_error:usage("give either a command after -- or --pid/--node, not both", []);
-subject(_, _, _, _) ->
-    beamlab_cli_error:usage("--pid and --node cannot be combined", []).
+subject(_, _, []) ->
+    #{}.
 
 write_speedscope(undefined, _Doc) ->
     ok;

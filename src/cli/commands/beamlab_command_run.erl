@@ -17,105 +17,47 @@
 summary() ->
     "benchmark Erlang code (continuous, timed and concurrency-estimation modes)".
 
-%% @doc The options of `beamlab run'.
+%% @doc The options of `beamlab run': the bench kind's
+%% (`beamlab_experiment_bench:options/0': the engine's run options, the
+%% stopping rule, the fresh VMs, the after-phase), the command line's
+%% hooks and labels, `--ci', `-pa', `-r', `--bench', the metrics server's
+%% and the common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    %% The defaults are the engine's: one place says what a run does by default.
-    D = beamlab_engine:default_run_opts(),
-    %% Bounds (beamlab_cli_args): workers are processes, at most half of
-    %% what the VM allows, so the job's own processes still fit.
-    Workers = #{max => erlang:system_info(process_limit) div 2,
-                max_why => "half the VM's process limit; raise it with +P"},
-    Day = #{max => 86400000, max_why => "one day"},
-    Samples = #{max => 1000000, max_why => "a million samples"},
-    [Workers#{name => concurrency, short => "c", long => "concurrency", type => pos_integer,
-       default => maps:get(concurrency, D), metavar => "N", help => "workers running the code concurrently"},
-     Samples#{name => samples, short => "s", long => "samples", type => pos_integer, default => maps:get(samples, D),
-       metavar => "N", help => "samples to take (the minimum with --rel-ci/--cv)"},
-     Day#{name => duration, short => "d", long => "duration", type => pos_integer,
-       default => maps:get(duration, D), metavar => "MS", help => "sample duration in ms, continuous mode"},
-     Samples#{name => warmup, short => "w", long => "warmup", type => non_neg_integer,
-       default => maps:get(warmup, D), metavar => "N", help => "warm-up samples, discarded"},
-     #{name => loop, short => "l", long => "loop", type => quantity, metavar => "N",
-       help => "timed mode: time N iterations per sample (K/M/G suffixes: 10M)"},
-     #{name => squeeze, short => "q", long => "squeeze", type => boolean, default => false,
-       help => "concurrency estimation: add workers until throughput stops growing"},
-     Workers#{name => min, long => "min", type => pos_integer, metavar => "N",
-       help => "squeeze: first concurrency (default 1)"},
-     Workers#{name => max, long => "max", type => pos_integer, metavar => "N",
-       help => "squeeze: last concurrency (default 2 x schedulers)"},
-     Workers#{name => step, long => "step", type => pos_integer, metavar => "N",
-       help => "squeeze: concurrency increment (default 1)"},
-     Samples#{name => threshold, short => "t", long => "threshold", type => pos_integer, metavar => "N",
-       help => "squeeze: stop after N steps without gain (default 3)"},
-     #{name => init, long => "init", type => string, attach => true, metavar => "CODE",
-       help => "run once before the code before it; result goes to init_runner and done"},
-     #{name => init_runner, long => "init_runner", type => string, attach => true,
-       metavar => "CODE", help => "run in every worker before the loop; result goes to the runner"},
-     #{name => done, long => "done", type => string, attach => true, metavar => "CODE",
-       help => "run once after the code before it"},
-     #{name => label, long => "label", type => string, attach => true, metavar => "TEXT",
-       help => "name for the code before it (default: the code)"},
-     #{name => init_all, long => "init_all", type => string, metavar => "CODE",
-       help => "--init for every code without its own"},
-     #{name => init_runner_all, long => "init_runner_all", type => string, metavar => "CODE",
-       help => "--init_runner for every code without its own"},
-     #{name => done_all, long => "done_all", type => string, metavar => "CODE",
-       help => "--done for every code without its own"},
-     #{name => baseline, long => "baseline", type => string, metavar => "N|LABEL",
-       help => "job the others are compared to (default: the first)"},
-     #{name => ci, long => "ci", type => fraction, metavar => "PCT",
-       help => "sample until the 95% CI of every mean is within PCT of it on both sides (2% or 0.02), "
-               "or --max-samples/--max-time is spent; the output says which ended the run"},
-     #{name => rel_ci, long => "rel-ci", type => fraction, metavar => "F",
-       help => "the same as --ci (kept for erlperf users)"},
-     #{name => cv, long => "cv", type => fraction, metavar => "F",
-       help => "sample until the coefficient of variation of the last -s samples is at most F "
-               "(0.05 or 5%), as erlperf's --cv"},
-     Samples#{name => max_samples, long => "max-samples", type => pos_integer, metavar => "N",
-       help => lists:flatten(io_lib:format("stopping rule cap on samples (default ~b)",
-                                           [maps:get(max_samples, D)]))},
-     #{name => max_time, long => "max-time", type => pos_number, metavar => "SEC",
-       max => 604800, max_why => "one week",
-       help => lists:flatten(io_lib:format("stopping rule cap on time in seconds (default ~b)",
-                                           [maps:get(max_time, D) div 1000]))},
-     Day#{name => deadline, long => "deadline", type => pos_integer, metavar => "MS",
-       help => lists:flatten(io_lib:format("fail a job whose hook or runner makes no progress for MS "
-                                           "(default ~b)", [maps:get(deadline, D)]))},
-     #{name => pa, short => "pa", type => string, multi => true, metavar => "DIR",
-       help => "add a code path (repeatable); ERL_LIBS is honoured too"},
-     #{name => isolated, short => "i", long => "isolated", type => boolean, default => maps:get(isolated, D),
-       help => "run each job in a fresh VM"},
-     #{name => vm_args, long => "vm-args", type => string, metavar => "ARGS",
-       help => "emulator arguments for the fresh VMs of -i, e.g. '+S 2'"},
-     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
-       help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
-               "proven from what each VM reports"},
-     #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => maps:get(metric, D),
-       metavar => "time|cpu",
-       help => "what a sample measures: wall-clock time (default) or cpu, the CPU time per iteration "
-               "of the measuring VM's scheduler threads (Linux), which the machine's load does not inflate"},
-     #{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
-       metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
-     #{name => bench, long => "bench", type => string, metavar => "DIR",
-       help => "run the project's bench modules in DIR (bench/*_bench.erl exporting benchmarks/0) "
-               "instead of CODE; the project is built first"},
-     #{name => no_build, long => "no-build", type => boolean, default => false,
-       help => "with --bench: use the project's code as it is built now"}
-     | after_options() ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options()].
-
-%% The after-the-samples phases (`--profile TOOL', `--memory',
-%% `--reductions', `--msacc'): they run in this VM on each job once the
-%% timed samples are taken and never touch the timed figures.
-after_options() ->
-    [#{name => profile, long => "profile", type => {enum, [eprof, fprof, cprof, tprof]}, metavar => "TOOL",
-       help => "after the samples, profile the runner in the VM: eprof, fprof, cprof (tprof: OTP 27+)"},
-     #{name => msacc, long => "msacc", type => boolean, default => false,
-       help => "with --profile and -v: microstate accounting of the profiled period"},
-     #{name => memory, long => "memory", type => boolean, default => false,
-       help => "after the samples, words allocated per iteration (spawned processes included)"},
-     #{name => reductions, long => "reductions", type => boolean, default => false,
-       help => "after the samples, reductions per iteration (spawned processes included)"}].
+    Kind = fun(Names) -> beamlab_cli_schema:flags(beamlab_experiment_bench:options(), Names) end,
+    Kind([concurrency, samples, duration, warmup, loop, squeeze, min, max, step, threshold])
+    ++ [#{name => init, long => "init", type => string, attach => true, metavar => "CODE",
+          help => "run once before the code before it; result goes to init_runner and done"},
+        #{name => init_runner, long => "init_runner", type => string, attach => true,
+          metavar => "CODE", help => "run in every worker before the loop; result goes to the runner"},
+        #{name => done, long => "done", type => string, attach => true, metavar => "CODE",
+          help => "run once after the code before it"},
+        #{name => label, long => "label", type => string, attach => true, metavar => "TEXT",
+          help => "name for the code before it (default: the code)"},
+        #{name => init_all, long => "init_all", type => string, metavar => "CODE",
+          help => "--init for every code without its own"},
+        #{name => init_runner_all, long => "init_runner_all", type => string, metavar => "CODE",
+          help => "--init_runner for every code without its own"},
+        #{name => done_all, long => "done_all", type => string, metavar => "CODE",
+          help => "--done for every code without its own"}]
+    ++ Kind([baseline])
+    %% (--ci is --rel-ci under the name its help explains)
+    ++ [#{name => ci, long => "ci", type => fraction, metavar => "PCT",
+          help => "sample until the 95% CI of every mean is within PCT of it on both sides (2% or 0.02), "
+                  "or --max-samples/--max-time is spent; the output says which ended the run"}]
+    ++ Kind([rel_ci, cv, max_samples, max_time, deadline])
+    ++ [#{name => pa, short => "pa", type => string, multi => true, metavar => "DIR",
+          help => "add a code path (repeatable); ERL_LIBS is honoured too"}]
+    ++ Kind([isolated, vm_args, flavor, metric])
+    ++ [#{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
+          metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
+        #{name => bench, long => "bench", type => string, metavar => "DIR",
+          help => "run the project's bench modules in DIR (bench/*_bench.erl exporting benchmarks/0) "
+                  "instead of CODE; the project is built first"},
+        #{name => no_build, long => "no-build", type => boolean, default => false,
+          help => "with --bench: use the project's code as it is built now"}]
+    ++ Kind([profile, msacc, memory, reductions])
+    ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help run'.
 -spec usage() -> iodata().
@@ -163,13 +105,13 @@ experiment(Parsed) ->
     case beamlab_cli_args:get(bench, Parsed) of
         undefined ->
             Jobs = jobs(Parsed),
-            experiment(Parsed, #{jobs => Jobs}, length(Jobs));
+            experiment(Parsed, #{jobs => Jobs});
         Dir ->
-            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)}, 1)
+            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)})
     end.
 
-experiment(Parsed, What, NJobs) ->
-    {Options, Squeeze} = run_opts(Parsed, NJobs),
+experiment(Parsed, What) ->
+    {Options, Squeeze} = run_opts(Parsed),
     _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
@@ -189,15 +131,8 @@ text(Doc, Parsed) ->
     beamlab_render_view:text(Doc, #{unicode => beamlab_cli_output:unicode(Parsed),
                                     report => beamlab_cli_args:get(report, Parsed, auto)}).
 
-%% The lines that name this command's flags; the layer's line otherwise.
-error_line({bench, {bad_baseline, _} = R}) ->
-    {usage, ["--", beamlab_engine:format_error(R)]};
-error_line({bench, {bad_vm_args, _} = R}) ->
-    {usage, ["--vm-args: ", beamlab_engine:format_error(R)]};
-error_line({bench, msacc_needs_profile}) ->
-    {usage, "--msacc needs --profile TOOL and -v"};
+%% One line per mistake in the bench modules; the layer's line otherwise.
 error_line({bench, {project, _}} = R) ->
-    %% One line per mistake in the bench modules.
     beamlab_cli_project:error_lines(beamlab_experiment:format_error(R),
                                     beamlab_experiment:error_class(R));
 error_line(_) ->
@@ -221,7 +156,7 @@ jobs(#{args := Codes, arg_opts := ArgOpts} = Parsed) ->
          WithDefaults#{runner => Code}
      end || {Code, AO} <- lists:zip(Codes, ArgOpts)].
 
-run_opts(Parsed, NJobs) ->
+run_opts(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Given = fun(K) -> lists:member(K, maps:get(given, Parsed)) end,
     Squeeze = Get(squeeze),
@@ -232,25 +167,20 @@ run_opts(Parsed, NJobs) ->
                 undefined -> Get(rel_ci);
                 Ci -> Ci
             end,
-    %% What cannot go together, what needs what, a squeeze's range: the
-    %% kind's schema, the same checks as the library's (naming the flags;
-    %% --ci is --rel-ci).
-    Schema = [N || #{name := N, type := _} <- beamlab_experiment_bench:options()],
-    Flags = maps:from_list([{K, Get(K)} || K <- Schema, Given(K)]
-                           ++ [{rel_ci, RelCi} || Given(ci)]),
+    %% What cannot go together, what needs what, a squeeze's range, the
+    %% fresh VMs' arguments: the kind's schema, the same checks as the
+    %% library's (naming the flags; --ci is --rel-ci).
+    Flags0 = beamlab_cli_schema:given(beamlab_experiment_bench:options(), Parsed),
+    Flags = case Given(ci) of
+                true -> Flags0#{rel_ci => RelCi};
+                false -> Flags0
+            end,
     case beamlab_experiment_bench:check_options(Flags) of
         ok -> ok;
-        {error, Refused} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(Refused, flag)])
+        {error, Refused} -> beamlab_cli_schema:refuse(Refused)
     end,
-    _ = case Get(flavor) of
-            undefined -> ok;
-            F -> case beamlab_runtime_peer:flavor_args(#{flavor => F}) of
-                     {ok, _} -> ok;
-                     {error, R} -> beamlab_cli_error:fail("--flavor: ~ts", [beamlab_runtime_otp:format_error(R)])
-                 end
-        end,
-    Given(baseline) andalso NJobs < 2
-        andalso beamlab_cli_error:usage("--baseline needs at least two codes to compare", []),
+    %% (a baseline is checked against the jobs, and the flavour's VMs
+    %% against this installation, by the kind: beamlab_experiment_bench:check/2)
     Samples = Get(samples),
     Duration = Get(duration),
     Base = #{concurrency => Get(concurrency), samples => Samples, duration => Duration,
@@ -260,9 +190,10 @@ run_opts(Parsed, NJobs) ->
              flavor => Get(flavor), metric => Get(metric),
              code_paths => beamlab_cli_args:get(pa, Parsed, [])},
     Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
-                                     {max_time, case Get(max_time) of
-                                                    undefined -> undefined;
-                                                    S -> max(1, round(S * 1000))
+                                     %% (whole milliseconds, as the kind takes them)
+                                     {max_time, case maps:find(max_time, Flags) of
+                                                    {ok, T} -> max(1, round(T));
+                                                    error -> undefined
                                                 end},
                                      {deadline, Get(deadline)},
                                      {baseline, Get(baseline)}],

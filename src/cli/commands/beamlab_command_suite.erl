@@ -11,35 +11,14 @@
 -spec summary() -> string().
 summary() -> "run the actor workload suite (spawn, ring, ping-pong, message load, ...)".
 
-%% @doc Options of `beamlab suite'.
+%% @doc Options of `beamlab suite': `--list', then the suite kind's
+%% (beamlab_experiment_suite:options/0, where their types, bounds and
+%% help are declared), then the command line's own.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
     [#{name => list, long => "list", type => boolean, default => false,
-       help => "list the workloads, their definitions and parameters"},
-     #{name => param, long => "param", type => string, multi => true, default => [],
-       metavar => "NAME.KEY=VALUE",
-       help => "set a parameter; a comma list sweeps it (ping_pong.size=0,10,100)"},
-     #{name => preset, long => "preset", type => string, metavar => "NAME|FILE",
-       help => "run a published table's rows and print it in its own layout "
-               "(termite, message-load, or a preset file)"},
-     #{name => node, long => "node", type => string, metavar => "NAME@HOST",
-       help => "with --preset termite: also the ping-pong rows to this remote node"},
-     #{name => profile, long => "profile", type => {enum, [quick, full]}, default => quick,
-       help => "quick (all workloads in < 60 s) or full (1M-process ring and skynet, ...)"},
-     #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "N",
-       max => 10000,
-       help => "measured repetitions per point (default: per workload, 3-5 quick, 3-10 full)"},
-     #{name => pa, short => "pa", type => string, multi => true, default => [], metavar => "DIR",
-       help => "add DIR to the code path (for your own workload modules)"},
-     #{name => timeout, long => "timeout", type => pos_integer, default => 600, metavar => "S",
-       max => 604800, max_why => "one week",
-       help => "seconds one repetition may take before the point is abandoned"},
-     #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
-       help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "
-               "proven from what the VM reports; compare them with matrix --flavor emu --flavor jit -- suite"},
-     #{name => memory, long => "memory", type => boolean, default => false,
-       help => "after the measured repetitions, one more traced for words allocated and reductions "
-               "(spawned processes included)"}]
+       help => "list the workloads, their definitions and parameters"}]
+        ++ beamlab_schema:flags(beamlab_experiment_suite:options())
         ++ beamlab_cli_dist:options()     % --name, --cookie for remote nodes
         ++ beamlab_cli_metrics:options()  % --metrics-port, --metrics-bind
         ++ beamlab_cli_args:common_options().
@@ -74,31 +53,40 @@ files(Parsed) ->
 run(Parsed) ->
     case beamlab_cli_args:get(list, Parsed) of
         true ->
-            beamlab_cli_args:add_code_paths(beamlab_cli_args:get(pa, Parsed)),
+            beamlab_cli_args:add_code_paths(beamlab_cli_args:get(code_paths, Parsed)),
             list(maps:get(args, Parsed));
         false ->
             measure(experiment(Parsed), Parsed)
     end.
 
 %% @doc The experiment: the selection (workloads or a preset), the
-%% parameters, the measurement options.
+%% parameters, the measurement options, checked as the library checks
+%% them (beamlab_experiment_suite:check_options/1), naming the flags.
 -spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
 experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Names = maps:get(args, Parsed),
+    Schema = beamlab_experiment_suite:options(),
+    Flags = beamlab_cli_experiment:given(Parsed, Schema),
+    Params = overrides(Parsed),
+    Given = case maps:is_key(params, Flags) of
+                true -> Flags#{params => Params};
+                false -> Flags
+            end,
+    ok = beamlab_cli_experiment:checked(beamlab_experiment_suite:check_options(Given#{names => Names})),
     Select = case Get(preset) of
                  undefined ->
                      {workloads, Names};
                  Preset ->
-                     Names =:= [] orelse
-                         beamlab_cli_error:usage("--preset runs the preset's rows: do not also name workloads (~ts)",
-                                                 [lists:join(" ", Names)]),
-                     {preset, Preset, preset_node(Get(node))}
+                     {preset, Preset, case Get(node) of
+                                          undefined -> none;
+                                          Text -> {ok, N} = beamlab_experiment_suite:remote_node(Text), N
+                                      end}
              end,
-    _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D]) || D <- Get(pa)],
-    Suite = #{select => Select, params => overrides(Parsed), profile => Get(profile),
-              repeat => beamlab_cli_args:get(repeat, Parsed, default), timeout => 1000 * Get(timeout),
-              code_paths => Get(pa), flavor => Get(flavor),
+    Suite = #{select => Select, params => Params, profile => Get(profile),
+              repeat => beamlab_cli_args:get(repeat, Parsed, default),
+              timeout => maps:get(timeout, beamlab_schema:from_flags(Schema, #{timeout => Get(timeout)})),
+              code_paths => Get(code_paths), flavor => Get(flavor),
               dist => maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
                                                 V <- [Get(O)], V =/= undefined])},
     beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {suite, Suite}, command => maps:get(argv, Parsed),
@@ -107,14 +95,6 @@ experiment(Parsed) ->
                    true -> #{'after' => #{memory => true}};
                    false -> #{}
                end)).
-
-preset_node(undefined) ->
-    none;
-preset_node(Text) ->
-    case beamlab_workload:parse_value(node, Text) of
-        {ok, N} when N =/= none -> N;
-        _ -> beamlab_cli_error:usage("--node ~ts: expected NAME@HOST", [Text])
-    end.
 
 %%--------------------------------------------------------------------
 %% --list
@@ -166,7 +146,7 @@ measure(Exp, Parsed) ->
 
 overrides(Parsed) ->
     lists:foldl(fun(P, Acc) -> add_param(parse_param(P), Acc) end, #{},
-                beamlab_cli_args:get(param, Parsed)).
+                beamlab_cli_args:get(params, Parsed, [])).
 
 %% @doc Parses `NAME.KEY=VALUE[,VALUE...]'; usage error when malformed.
 -spec parse_param(string()) -> {binary(), string(), [string()]}.

@@ -13,30 +13,12 @@
 summary() ->
     "watch a running node (schedulers, memory, top processes) without loading code there".
 
-%% @doc Options of `beamlab watch'.
+%% @doc Options of `beamlab watch': the watch kind's
+%% (`beamlab_experiment_watch:options/0'), the metrics server's and the
+%% common ones.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
-    [#{name => node, long => "node", type => string, metavar => "NAME@HOST",
-       help => "the node to watch (required)"},
-     #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
-       help => "its distribution cookie (default: ~/.erlang.cookie)"},
-     #{name => duration, long => "duration", type => pos_number, metavar => "SECONDS",
-       help => "how long to watch (default: until Ctrl-C or the node goes down)"},
-     #{name => interval, long => "interval", type => pos_integer, default => 1000, metavar => "MS",
-       help => "sampling interval in milliseconds"},
-     #{name => top, long => "top", type => non_neg_integer, default => 5, metavar => "N",
-       help => "top processes listed per interval (by reductions, queue, memory)"},
-     #{name => msacc, long => "msacc", type => boolean, default => false,
-       help => "record microstate accounting too (restored when done)"},
-     #{name => long_gc, long => "long-gc", type => pos_integer, default => 100, metavar => "MS",
-       help => "report garbage collections longer than MS (the node's system monitor)"},
-     #{name => long_schedule, long => "long-schedule", type => pos_integer, default => 100, metavar => "MS",
-       help => "report processes or ports running longer than MS without yielding"},
-     #{name => no_system_monitor, long => "no-system-monitor", type => boolean, default => false,
-       help => "leave the node's system monitor alone (no long GC, long schedule or busy port events)"},
-     #{name => capture, long => "capture", type => boolean, default => false,
-       help => "when a finding names a process (a growing mailbox or process), capture its calls for 5 s "
-               "(as beamlab profile --node N --process P; the report shows it beside the finding)"}]
+    beamlab_schema:flags(beamlab_experiment_watch:options())
     ++ beamlab_cli_metrics:options() ++ beamlab_cli_args:common_options().
 
 %% @doc Examples for `beamlab help watch'.
@@ -91,16 +73,11 @@ experiment(Parsed) ->
                    undefined -> beamlab_cli_error:usage("give the node to watch: --node NAME@HOST", []);
                    N -> N
                end,
-    Watch = #{node => NodeName, cookie => Get(cookie),
-              duration => case Get(duration) of
-                              undefined -> infinity;
-                              S -> max(1, round(S * 1000))
-                          end,
-              interval => Get(interval), top => Get(top), msacc => Get(msacc), capture => Get(capture),
-              system_monitor => case Get(no_system_monitor) of
-                                    true -> false;
-                                    false -> #{long_gc => Get(long_gc), long_schedule => Get(long_schedule)}
-                                end},
+    Given = beamlab_cli_schema:given(beamlab_experiment_watch:options(), Parsed),
+    Watch = case beamlab_experiment_watch:new(Given#{node => NodeName}) of
+                {ok, W} -> W;
+                {error, {option, R}} -> beamlab_cli_schema:refuse(R)
+            end,
     beamlab_cli_metrics:add(Parsed, #{run => {watch, Watch},
                                       command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                                       telemetry => live}).
