@@ -10,20 +10,21 @@
 %%% beamlab's VM mid-capture; bad processes are one line and exit 2; the
 %%% public API does the same. `matrix --target rabbitmq --profile-process'
 %%% captures a queue's process of the private broker under each
-%%% configuration; a name the broker does not have is one line.
+%%% configuration; a name the broker does not have is one line. On OTP 27
+%%% the capture runs in a trace session of its own, beside another tracer.
 -module(capture_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
-         bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1]).
+         bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1, session_otp27/1]).
 
 -define(COOKIE, "capture_suite_cookie_27182").
 
 all() ->
     [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture,
-     matrix_queue, matrix_bad_process].
+     matrix_queue, matrix_bad_process, session_otp27].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -44,6 +45,11 @@ init_per_testcase(Case, Config) when Case =:= matrix_queue; Case =:= matrix_bad_
         false -> {skip, "Debian's rabbitmq-server is not installed"};
         true -> [{dir, beamlab_test_util:tmp_dir("capture_matrix")} | Config]
     end;
+init_per_testcase(session_otp27, Config) ->
+    case beamlab_test_util:otp27() of
+        {error, Why} -> beamlab_test_util:otp27_missing(Why);
+        {ok, Bin} -> init_per_testcase(hot_loop, [{exec, filename:join(Bin, "erl")} | Config])
+    end;
 init_per_testcase(Case, Config) ->
     Victim = case Case of
                  hot_loop -> hot;
@@ -60,9 +66,13 @@ init_per_testcase(Case, Config) ->
                  watch_capture -> [];
                  _ -> ["-setcookie", ?COOKIE]
              end,
-    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
-                                    connection => standard_io,
-                                    args => Cookie ++ ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"]}),
+    Exec = case ?config(exec, Config) of
+               undefined -> #{};
+               Erl -> #{exec => Erl}
+           end,
+    {ok, Peer, Node} = peer:start(Exec#{name => Name, longnames => true, host => "127.0.0.1",
+                                        connection => standard_io,
+                                        args => Cookie ++ ["-kernel", "inet_dist_use_interface", "{127,0,0,1}"]}),
     {module, capture_victim} = peer:call(Peer, code, load_binary,
                                          [capture_victim, "capture_victim.erl", ?config(victim_beam, Config)]),
     ok = case Victim of
@@ -255,6 +265,28 @@ watch_capture(Config) ->
 %%--------------------------------------------------------------------
 %% Helpers
 %%--------------------------------------------------------------------
+
+%% On OTP 27 the capture runs in a trace session of its own: a process
+%% another tracer traces already is captured all the same (classic tracing
+%% refuses it), that tracer keeps its flag, and no session of ours is
+%% left on the node afterwards.
+session_otp27(Config) ->
+    Peer = ?config(peer, Config),
+    {ok, Tokens, _} = erl_scan:string("P = whereis(capture_hot), erlang:trace(P, true, [call]), "
+                                      "register(other_tracer, self()), receive stop -> ok end."),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    _ = peer:call(Peer, erlang, spawn, [erl_eval, exprs, [Exprs, []]]),
+    Hot = peer:call(Peer, erlang, whereis, [capture_hot]),
+    beamlab_test_util:wait_until(fun() -> is_pid(peer:call(Peer, erlang, whereis, [other_tracer])) end, 10000),
+    Other = peer:call(Peer, erlang, whereis, [other_tracer]),
+    ?assertEqual({tracer, Other}, peer:call(Peer, erlang, trace_info, [Hot, tracer])),
+    #{doc := Doc, code := Code} = capture(Config, ["--process", "capture_hot", "--duration", "1"]),
+    ?assertEqual(0, Code),
+    ?assertEqual(<<"capture_victim:spin/2">>, hottest(Doc)),
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    ?assertMatch(<<"session: trace:session_create/3", _/binary>>, maps:get(<<"tracing">>, C)),
+    ?assertEqual({tracer, Other}, peer:call(Peer, erlang, trace_info, [Hot, tracer])),
+    ?assertEqual([], [S || {beamlab_capture, _} = S <- peer:call(Peer, trace, session_info, [all])]).
 
 %% matrix --target rabbitmq --profile-process queue:q1: each configuration's
 %% profiled repetition captures the queue's process while the load runs;
