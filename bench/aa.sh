@@ -6,54 +6,74 @@
 # slowdowns (+5% and +20% more work per iteration) are planted and the
 # runs that catch them are counted:
 #   compare  pairs of runs, each with 3 fresh-VM repetitions (matrix -n 3
-#            of one configuration), `beamlab compare A.json B.json'
-#   history  10 single runs (6 with SHORT=1; `run', samples within each run) in a
-#            directory, `beamlab compare DIR': every change between
+#            of one configuration), `beamlab compare A.json B.json'; one
+#            base run per iteration serves the A/A and the planted pairs
+#   history  10 single runs (6 with SHORT=1; `run', samples within each run)
+#            in a directory, `beamlab compare DIR': every change between
 #            consecutive runs is a verdict (the later ones are judged by
-#            the spread of the earlier runs)
+#            the spread of the earlier runs); the first 9 runs are shared,
+#            the 10th is identical (A/A) or planted
 #   matrix   two identical configurations (+S 2 and +S 2:2), -n 3
 #   check    `beamlab check --against HEAD~1' on a sample project whose
-#            last commit changes nothing measurable (or plants a slowdown)
+#            last commit changes nothing measurable (or plants a slowdown);
+#            each project's head is built once (--no-build afterwards)
 #
-# Environment: N (runs per cell, default 100), LOAD=1 (CPU-bound
-# competitors at twice the cores for the whole harness), SHORT=1 (the CI
-# version: one run per cell, A/A and +20% only, no check cell; about a
-# minute on a quiet 2-core machine),
-# SCENARIOS (default "compare history matrix check"), BEAMLAB (the escript,
-# default ./beamlab). Prints one line per cell and a summary; exits 0
-# whatever the counts (numbers are recorded, not asserted: docs/statistics.md
-# says under which conditions they were measured), non-zero only when the
-# harness itself fails. Run from the repository root after `make'.
+# One iteration runs every cell once, so stopping early (UNTIL, Ctrl-C)
+# leaves every cell with the same N. Environment:
+#   N          iterations (default 100)
+#   LOAD=1     CPU-bound competitors at twice the cores for the whole harness
+#   SHORT=1    the CI version: one iteration, A/A and +20% only, no check
+#              cell (about a minute on a quiet 2-core machine)
+#   UNTIL      HH:MM (UTC): start no iteration after this time
+#   SCENARIOS  default "compare history matrix check"
+#   SIZES      the planted cells (default "5 20"; the A/A cell always runs)
+#   CHECK_SIZES the planted cells of check (default: SIZES)
+#   KEEP=DIR   keep the verdict files (one verdict a line per cell) in DIR
+#   BEAMLAB    the escript (default ./beamlab)
+# Prints one line per cell after every iteration's cell and a summary at the
+# end (also when interrupted); exits 0 whatever the counts (numbers are
+# recorded, not asserted: docs/statistics.md says under which conditions
+# they were measured), non-zero only when the harness itself fails. Run
+# from the repository root after `make'.
 set -eu
 ROOT=$(pwd)
 BEAMLAB=$(realpath "${BEAMLAB:-./beamlab}" 2>/dev/null || echo ./beamlab)
 [ -x "$BEAMLAB" ] || { echo "aa: $BEAMLAB is not built: run make first (from the repository root)" >&2; exit 2; }
 SHORT=${SHORT:-0}
 LOAD=${LOAD:-0}
-if [ "$SHORT" = 1 ]; then N=${N:-1}; SCENARIOS=${SCENARIOS:-"compare history matrix"}
-else N=${N:-100}; SCENARIOS=${SCENARIOS:-"compare history matrix check"}; fi
+if [ "$SHORT" = 1 ]; then
+    N=${N:-1}; SCENARIOS=${SCENARIOS:-"compare history matrix"}; SIZES=${SIZES:-20}
+else
+    N=${N:-100}; SCENARIOS=${SCENARIOS:-"compare history matrix check"}; SIZES=${SIZES:-"5 20"}
+fi
+CHECK_SIZES=${CHECK_SIZES:-$SIZES}
 case $N in ''|*[!0-9]*|0) echo "aa: N must be a positive integer" >&2; exit 2;; esac
+DEADLINE=""
+if [ -n "${UNTIL:-}" ]; then
+    DEADLINE=$(date -u -d "$UNTIL" +%s 2>/dev/null) ||
+        { echo "aa: UNTIL must be a time such as 19:20" >&2; exit 2; }
+fi
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-aa.XXXXXX")
+V=${KEEP:-$DIR/v}
+mkdir -p "$V"
 COMPETITORS=""
+DONE=0
 cleanup() {
     for p in $COMPETITORS; do kill "$p" 2>/dev/null || true; done
     rm -rf "$DIR"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # The code under test: the planted slowdowns do 5% and 20% more work.
-code() { echo "lists:sum(lists:seq(1, $1))."; }
 BASE=2000
-SLOW5=2100
-SLOW20=2400
-SIZES="$BASE $SLOW5 $SLOW20"
+size_of() { case $1 in 0) echo $BASE;; 5) echo 2100;; 20) echo 2400;;
+    *) echo "aa: planted slowdowns are 5 and 20 (%), not $1" >&2; exit 2;; esac; }
+code() { echo "lists:sum(lists:seq(1, $(size_of "$1")))."; }
+for s in $SIZES $CHECK_SIZES; do size_of "$s" >/dev/null; done
 HISTORY=10
 # --label: the benchmark keeps its name whatever the code, so runs pair.
 RUN_OPTS="-s 5 -d 50 --label work"
-if [ "$SHORT" = 1 ]; then
-    RUN_OPTS="-s 3 -d 30 --label work"; SIZES="$BASE $SLOW20"; HISTORY=6
-fi
+CHECK_OPTS="-s 3 -d 30 -w 1"
+if [ "$SHORT" = 1 ]; then RUN_OPTS="-s 3 -d 30 --label work"; HISTORY=6; fi
 
 if [ "$LOAD" = 1 ]; then
     cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
@@ -67,101 +87,85 @@ if [ "$LOAD" = 1 ]; then
 else
     condition="no added load"
 fi
-echo "beamlab A/A and power: N=$N per cell, $condition"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The verdict column (the last) of a CSV row, rows after the header.
 verdicts() { tail -n +2 "$1" | tr -d '\r' | awk -F, '{print $NF}'; }
 
-# cell NAME EXPECTED: reads verdicts on stdin, one a line; EXPECTED is
-# "none" (A/A: faster/slower are false) or "slower" (a planted slowdown).
+# cell NAME: "0" is A/A (faster/slower are false), otherwise a planted
+# slowdown (slower is a catch).
 report() {
-    name=$1; expected=$2; file=$3
+    file=$V/$1
+    [ -f "$file" ] || return 0
     total=$(grep -c . "$file" || true)
-    if [ "$expected" = none ]; then
-        bad=$(grep -c -E '^(faster|slower)$' "$file" || true)
-        echo "$name: $bad false verdict(s) in $total; others: $(sort "$file" | uniq -c | tr -s ' ' | tr '\n' ';')"
-    else
-        hit=$(grep -c -E "^$expected\$" "$file" || true)
-        echo "$name: caught in $hit of $total; verdicts: $(sort "$file" | uniq -c | tr -s ' ' | tr '\n' ';')"
-    fi
+    all=$(sort "$file" | uniq -c | awk '{printf "%s %s; ", $1, $2}')
+    case $1 in
+        *-0) bad=$(grep -c -E '^(faster|slower)$' "$file" || true)
+             echo "$1 (A/A): $bad false verdict(s) in $total; verdicts: $all";;
+        *) hit=$(grep -c -E '^slower$' "$file" || true)
+           echo "$1 (+${1##*-}%): caught in $hit of $total; verdicts: $all";;
+    esac
 }
+summary() {
+    echo "== beamlab A/A and power: $DONE iteration(s), $condition, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "== load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
+    for s in $SCENARIOS; do for z in 0 5 20; do report "$s-$z"; done; done
+}
+trap 'summary; cleanup; exit 130' INT TERM
+trap cleanup EXIT
+
+echo "beamlab A/A and power: N=$N per cell, $condition"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 matrix_run() { # OUT.json SIZE
     "$BEAMLAB" matrix --vm '+S 2' -n 3 --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
 }
 
-scenario_compare() {
-    for size in $SIZES; do
-        : > "$DIR/v"
-        i=1
-        while [ "$i" -le "$N" ]; do
-            matrix_run "$DIR/a.json" "$BASE"
-            matrix_run "$DIR/b.json" "$size"
-            "$BEAMLAB" compare "$DIR/a.json" "$DIR/b.json" --format csv > "$DIR/c.csv"
-            verdicts "$DIR/c.csv" >> "$DIR/v"
-            i=$((i + 1))
-        done
-        case $size in
-            "$BASE") report "compare A/A" none "$DIR/v";;
-            "$SLOW5") report "compare +5%" slower "$DIR/v";;
-            *) report "compare +20%" slower "$DIR/v";;
-        esac
+iteration_compare() {
+    matrix_run "$DIR/a.json" 0
+    for z in 0 $SIZES; do
+        matrix_run "$DIR/b.json" "$z"
+        "$BEAMLAB" compare "$DIR/a.json" "$DIR/b.json" --format csv > "$DIR/c.csv"
+        verdicts "$DIR/c.csv" >> "$V/compare-$z"
     done
 }
 
-scenario_history() {
-    for size in $SIZES; do
-        : > "$DIR/v"
-        i=1
-        while [ "$i" -le "$N" ]; do
-            rm -rf "$DIR/h" && mkdir "$DIR/h"
-            r=1
-            while [ "$r" -le "$HISTORY" ]; do
-                s=$BASE
-                [ "$r" = "$HISTORY" ] && s=$size
-                "$BEAMLAB" "$(code "$s")" $RUN_OPTS --save "$DIR/h/r$r.json" >/dev/null 2>&1
-                r=$((r + 1))
-            done
-            "$BEAMLAB" compare "$DIR/h" --format csv > "$DIR/c.csv"
-            if [ "$size" = "$BASE" ]; then
-                verdicts "$DIR/c.csv" | grep . >> "$DIR/v" || true
-            else
-                verdicts "$DIR/c.csv" | tail -n 1 >> "$DIR/v"
-            fi
-            i=$((i + 1))
-        done
-        case $size in
-            "$BASE") report "history A/A (every change of $HISTORY runs)" none "$DIR/v";;
-            "$SLOW5") report "history +5% (run $HISTORY)" slower "$DIR/v";;
-            *) report "history +20% (run $HISTORY)" slower "$DIR/v";;
-        esac
+iteration_history() {
+    rm -rf "$DIR/h" && mkdir "$DIR/h"
+    r=1
+    while [ "$r" -lt "$HISTORY" ]; do
+        "$BEAMLAB" "$(code 0)" $RUN_OPTS --save "$DIR/h/r$r.json" >/dev/null 2>&1
+        r=$((r + 1))
+    done
+    for z in 0 $SIZES; do
+        "$BEAMLAB" "$(code "$z")" $RUN_OPTS --save "$DIR/h/r$HISTORY.json" >/dev/null 2>&1
+        "$BEAMLAB" compare "$DIR/h" --format csv > "$DIR/c.csv"
+        if [ "$z" = 0 ]; then
+            verdicts "$DIR/c.csv" | grep . >> "$V/history-$z" || true
+        else
+            verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
+        fi
+        # with KEEP, the runs stay (the verdicts can be recomputed later)
+        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history-$z-$DONE" && cp "$DIR"/h/*.json "$V/runs/history-$z-$DONE/"; }
     done
 }
 
-scenario_matrix() {
-    : > "$DIR/v"
-    i=1
-    while [ "$i" -le "$N" ]; do
-        "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n 3 --format csv -- "$(code $BASE)" $RUN_OPTS \
-            > "$DIR/m.csv" 2>/dev/null
-        # the second configuration's row: the first is the baseline
-        # (names hold commas; the verdict is third from the end: partial, started_at follow)
-        tail -n +3 "$DIR/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$DIR/v"
-        i=$((i + 1))
-    done
-    report "matrix A/A (two identical configurations)" none "$DIR/v"
+iteration_matrix() {
+    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n 3 --format csv -- "$(code 0)" $RUN_OPTS \
+        > "$DIR/m.csv" 2>/dev/null
+    # the second configuration's row: the first is the baseline
+    # (names hold commas; the verdict is third from the end: partial, started_at follow)
+    tail -n +3 "$DIR/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$V/matrix-0"
 }
 
 # A sample rebar3 project (bench/check_false_alarms.sh's); its second
 # commit changes nothing measurable, or plants a slowdown.
-check_project() { # DIR SIZE
+check_project() { # DIR PLANTED
     P=$1
     rm -rf "$P" && mkdir -p "$P/src" "$P/bench"
     echo '{erl_opts, [debug_info]}.' > "$P/rebar.config"
     printf '%s\n' '{application, sample, [{description, "sample"}, {vsn, "0.1.0"},' \
         '  {applications, [kernel, stdlib]}, {modules, []}]}.' > "$P/src/sample.app.src"
-    printf '%s\n' '-module(sample).' '-export([work/0]).' "work() -> $(code $BASE | tr -d .)." \
+    printf '%s\n' '-module(sample).' '-export([work/0]).' "work() -> $(code 0 | tr -d .)." \
         > "$P/src/sample.erl"
     printf '%s\n' '-module(sample_bench).' '-export([benchmarks/0]).' \
         'benchmarks() -> [#{name => "work", runner => fun() -> sample:work() end}].' \
@@ -174,38 +178,39 @@ check_project() { # DIR SIZE
     g add -A && g commit -q -m second
 }
 
-scenario_check() {
-    for size in $SIZES; do
-        check_project "$DIR/p" "$size"
-        : > "$DIR/v"
-        i=1
-        while [ "$i" -le "$N" ]; do
-            rm -f "$DIR/run.json"
-            (cd "$DIR/p" && "$BEAMLAB" check --against HEAD~1 --save "$DIR/run.json" >/dev/null 2>&1) || true
-            if [ -s "$DIR/run.json" ]; then
-                erl -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" -eval '
-                    {ok, #{benchmarks := Bs}} = beamlab_result:load(hd(init:get_plain_arguments())),
-                    [io:format("~s~n", [V]) || #{metric := <<"time">>,
-                                                  extra := #{<<"paired">> := #{<<"verdict">> := V}}} <- Bs],
-                    halt().' -extra "$DIR/run.json" |
-                    sed 's/^regressed$/slower/; s/^improved$/faster/' >> "$DIR/v"
-            else
-                echo failed >> "$DIR/v"
-            fi
-            i=$((i + 1))
-        done
-        case $size in
-            "$BASE") report "check A/A (same code)" none "$DIR/v";;
-            "$SLOW5") report "check +5%" slower "$DIR/v";;
-            *) report "check +20%" slower "$DIR/v";;
-        esac
+iteration_check() {
+    for z in 0 $CHECK_SIZES; do
+        P=$DIR/p$z
+        build=""
+        if [ -f "$P/.built" ]; then build=--no-build; else check_project "$P" "$z"; fi
+        rm -f "$DIR/run.json"
+        (cd "$P" && "$BEAMLAB" check --against HEAD~1 $CHECK_OPTS $build --save "$DIR/run.json" >/dev/null 2>&1) || true
+        if [ -s "$DIR/run.json" ]; then
+            touch "$P/.built"
+            erl -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" -eval '
+                {ok, #{benchmarks := Bs}} = beamlab_result:load(hd(init:get_plain_arguments())),
+                [io:format("~s~n", [V]) || #{metric := <<"time">>,
+                                              extra := #{<<"paired">> := #{<<"verdict">> := V}}} <- Bs],
+                halt().' -extra "$DIR/run.json" |
+                sed 's/^regressed$/slower/; s/^improved$/faster/' >> "$V/check-$z"
+        else
+            echo failed >> "$V/check-$z"
+        fi
     done
 }
 
 for s in $SCENARIOS; do
-    case $s in
-        compare|history|matrix|check) "scenario_$s";;
-        *) echo "aa: unknown scenario $s" >&2; exit 2;;
-    esac
+    case $s in compare|history|matrix|check) ;;
+        *) echo "aa: unknown scenario $s" >&2; exit 2;; esac
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+i=1
+while [ "$i" -le "$N" ]; do
+    if [ -n "$DEADLINE" ] && [ "$(date -u +%s)" -ge "$DEADLINE" ]; then
+        echo "aa: UNTIL $UNTIL reached after $DONE iteration(s)"; break
+    fi
+    for s in $SCENARIOS; do "iteration_$s"; done
+    DONE=$i
+    echo "-- iteration $i done $(date -u +%H:%M:%S), load average $(cut -d' ' -f1 /proc/loadavg)"
+    i=$((i + 1))
+done
+summary

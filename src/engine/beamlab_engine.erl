@@ -20,6 +20,9 @@
 %%%       succeeded is used instead (`extra.baseline_used');</li>
 %%%   <li>`isolated' (false), `vm_args' (string), `code_paths' ([string()]):
 %%%       run each job in a fresh VM;</li>
+%%%   <li>`metric' (`time'): `cpu' makes each sample the CPU time per
+%%%       iteration of the measuring VM's scheduler threads
+%%%       ({@link beamlab_runtime_cpu}; Linux), a load-independent measure;</li>
 %%%   <li>`confidence' (0.95), `progress' (fun((progress()) -> any())),
 %%%       `command' (the command line recorded in the result, given by the
 %%%       caller; default []), `checks' (true), `busy_wait' (true forces the
@@ -74,7 +77,8 @@
                       telemetry := boolean(),
                       verbose := boolean(),
                       metrics := undefined | beamlab_runtime_metrics:server(),
-                      checkpoint := beamlab_runtime_checkpoint:checkpoint() | none}.
+                      checkpoint := beamlab_runtime_checkpoint:checkpoint() | none,
+                      metric := time | cpu}.
 %% What callers pass: any subset of run_opts(). `labels' is internal (the
 %% unique job names, passed from run/3 to measure/3).
 -type options() :: #{concurrency => pos_integer(),
@@ -101,6 +105,7 @@
                      verbose => boolean(),
                      metrics => undefined | beamlab_runtime_metrics:server(),
                      checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
+                     metric => time | cpu,
                      labels => [binary()],
                      save => fun((progress_state()) -> ok)}.
 -type mode_opts() :: undefined | beamlab_engine_squeeze:given_opts().
@@ -109,6 +114,7 @@
 -type outcome() :: #{label := binary(),
                      samples := [number()],
                      times := [non_neg_integer()],
+                     cpu => [non_neg_integer()],
                      status := ok | {error, beamlab_engine_job:failure() | {isolated, term()}
                                                | error_reason() | stop_failure()},
                      concurrency := non_neg_integer(),
@@ -128,6 +134,7 @@
                       | {bad_baseline, term()}
                       | {min_above_max, pos_integer(), pos_integer()}
                       | {bad_vm_args, term()}
+                      | beamlab_runtime_cpu:error_reason()
                       | {no_such_directory, file:filename()}.
 
 %% @doc Defaults of every run option: the one source of them.
@@ -138,7 +145,7 @@ default_run_opts() ->
       deadline => 30000, baseline => 1, isolated => false, vm_args => "", flavor => undefined, code_paths => [],
       confidence => 0.95, progress => undefined, command => [], checks => true,
       busy_wait => undefined, telemetry => false, verbose => false, metrics => undefined,
-      checkpoint => none}.
+      checkpoint => none, metric => time}.
 
 %% @doc Runs a benchmark and returns the result document (kind `bench',
 %% without an environment report: the caller attaches one if it wants).
@@ -283,6 +290,15 @@ validate(RunOpts, ModeOpts) ->
         andalso throw({beamlab_engine, {conflict, loop, concurrency}}),
     L =/= undefined andalso ModeOpts =/= undefined
         andalso throw({beamlab_engine, {conflict, loop, squeeze}}),
+    case maps:get(metric, RunOpts) of
+        time -> ok;
+        cpu when ModeOpts =/= undefined -> throw({beamlab_engine, {conflict, metric, squeeze}});
+        cpu -> case beamlab_runtime_cpu:threads() of
+                   {ok, _} -> ok;
+                   {error, Unavailable} -> throw({beamlab_engine, Unavailable})
+               end;
+        NoMetric -> bad(metric, NoMetric)
+    end,
     case ModeOpts of
         undefined ->
             ok;
@@ -366,6 +382,8 @@ format_error({vm_stopped, Phase, Status}) ->
                   [Status, phase_text(Phase), beamlab_runtime_checkpoint:cause(Status)]);
 format_error({isolated, Reason}) ->
     beamlab_engine_isolated:format_error(Reason);
+format_error({unavailable, _} = Cpu) ->
+    beamlab_runtime_cpu:format_error(Cpu);
 format_error(Other) ->
     beamlab_engine_job:format_error(Other).
 
@@ -417,8 +435,9 @@ stopped_by(_Outcomes, squeeze, _RunOpts, _Partial) ->
     null;
 stopped_by(_Outcomes, _Mode, _RunOpts, true) ->
     interrupted;
-stopped_by(Outcomes, _Mode, #{rel_ci := RelCi, cv := Cv, samples := S, max_samples := Max}, false) ->
-    Ok = [Xs || #{status := ok, samples := Xs} <- Outcomes],
+stopped_by(Outcomes, Mode, #{rel_ci := RelCi, cv := Cv, samples := S, max_samples := Max} = RunOpts,
+           false) ->
+    Ok = [judged(O, Mode, RunOpts) || #{status := ok} = O <- Outcomes],
     Window = max(2, S),
     Converged = fun(Xs) ->
                         beamlab_stats:converged(Xs, #{rel_ci => RelCi, min => Window})
@@ -461,7 +480,7 @@ role(_I, _Used) -> compared.
 
 params(Mode, RunOpts, ModeOpts, Base) ->
     P = maps:with([concurrency, samples, duration, warmup, loop, rel_ci, cv, max_samples,
-                   max_time, deadline, isolated, flavor], RunOpts),
+                   max_time, deadline, isolated, flavor, metric], RunOpts),
     P1 = maps:filter(fun(_, V) -> V =/= undefined end, P),
     Q = case ModeOpts of
             undefined -> #{};
@@ -470,11 +489,26 @@ params(Mode, RunOpts, ModeOpts, Base) ->
         end,
     maps:merge(P1#{mode => atom_to_binary(Mode), baseline => Base}, Q).
 
-benchmark(#{label := Label, samples := Samples} = O, Role, BaseOutcome, Mode, RunOpts) ->
+%% The values a benchmark's statistics are about: the samples, or with
+%% `--metric cpu' each sample's scheduler CPU time per iteration (a
+%% continuous sample with no iteration has none).
+judged(#{samples := S}, _Mode, #{metric := time}) ->
+    S;
+judged(#{samples := S} = O, Mode, #{metric := cpu} = RunOpts) ->
+    Cpu = maps:get(cpu, O, []),
+    case length(Cpu) =:= length(S) of
+        false -> [];
+        true -> [Ns / case Mode of timed -> maps:get(loop, RunOpts); _ -> N end
+                 || {N, Ns} <- lists:zip(S, Cpu), Mode =:= timed orelse N > 0]
+    end.
+
+benchmark(#{label := Label} = O, Role, BaseOutcome, Mode, RunOpts) ->
     Timed = Mode =:= timed,
-    {Metric, Unit, Better} = case Timed of
-                                 true -> {<<"time">>, <<"ns">>, lower};
-                                 false -> {<<"throughput">>, <<"iterations">>, higher}
+    Samples = judged(O, Mode, RunOpts),
+    {Metric, Unit, Better} = case {maps:get(metric, RunOpts), Timed} of
+                                 {cpu, _} -> {<<"cpu">>, <<"ns">>, lower};
+                                 {time, true} -> {<<"time">>, <<"ns">>, lower};
+                                 {time, false} -> {<<"throughput">>, <<"iterations">>, higher}
                              end,
     Conf = maps:get(confidence, RunOpts),
     Extra = extra(O, Mode, RunOpts),
@@ -501,7 +535,7 @@ benchmark(#{label := Label, samples := Samples} = O, Role, BaseOutcome, Mode, Ru
 
 extra(#{samples := Samples, times := Times, status := Status, concurrency := C} = O,
       Mode, RunOpts) ->
-    Rates = rates(Mode, Samples, Times, C, RunOpts),
+    Rates = maps:merge(rates(Mode, Samples, Times, C, RunOpts), cpu_rate(O, RunOpts)),
     Extra0 = Rates#{status => status_name(Status), mode => atom_to_binary(Mode)},
     Extra1 = case Status of
                  ok -> Extra0;
@@ -520,8 +554,9 @@ relation(not_compared, _O, _Extra, _Base, _Mode, _RunOpts, _Better) ->
     {#{baseline => false, rel => null}, none};
 relation(baseline, _O, _Extra, _Base, _Mode, _RunOpts, _Better) ->
     {#{baseline => true, rel => 1.0}, none};
-relation(compared, #{samples := S}, #{qps := Q}, #{samples := BS} = Base, Mode, RunOpts,
-         Better) ->
+relation(compared, O, #{qps := Q}, Base, Mode, RunOpts, Better) ->
+    S = judged(O, Mode, RunOpts),
+    BS = judged(Base, Mode, RunOpts),
     #{qps := BQ} = extra(Base, Mode, RunOpts),
     Rel = case is_number(Q) andalso is_number(BQ) andalso BQ > 0 of
               true -> Q / BQ;
@@ -533,6 +568,18 @@ relation(compared, #{samples := S}, #{qps := Q}, #{samples := BS} = Base, Mode, 
                      false -> none
                  end,
     {#{baseline => false, rel => Rel}, Comparison}.
+
+%% The CPU time per iteration over the whole run (total CPU / total
+%% iterations), and what it is.
+cpu_rate(#{samples := S, cpu := Cpu}, #{metric := cpu} = RunOpts) when Cpu =/= [] ->
+    Iters = case maps:get(loop, RunOpts) of
+                undefined -> lists:sum(S);
+                Loop -> Loop * length(S)
+            end,
+    #{cpu_iteration_ns => case Iters of 0 -> null; _ -> lists:sum(Cpu) / Iters end,
+      cpu_source => <<"scheduler threads (/proc/self/task/*/schedstat)">>};
+cpu_rate(_O, _RunOpts) ->
+    #{}.
 
 curve_point(#{concurrency := C, mean := Mean, samples := S}, #{duration := D}) ->
     #{concurrency => C, mean => Mean, samples => S, qps => Mean * 1000 / D}.

@@ -129,7 +129,7 @@ stop_jobs(Started, {PerJob, _Int}, Save) ->
     _ = Save =/= undefined andalso
         begin
             {Outcomes, _} = finish({PerJob, false}, Stopped),
-            Final = [{I, {maps:with([samples, times, status], O), C, Curve}}
+            Final = [{I, {maps:with([samples, times, cpu, status], O), C, Curve}}
                      || {I, O, {_, C, Curve}} <- lists:zip3(lists:seq(1, length(PerJob)),
                                                            Outcomes, PerJob)],
             checkpoint(Save, #{phase => finished, current => none,
@@ -242,8 +242,9 @@ finish({PerJob, Int}, Stopped) ->
                                  {ok, {error, F}} -> {error, F};
                                  {S, _} -> S
                              end,
-                    Base = #{samples => maps:get(samples, O), times => maps:get(times, O),
-                             status => Status, concurrency => C, label => <<>>},
+                    Base0 = #{samples => maps:get(samples, O), times => maps:get(times, O),
+                              status => Status, concurrency => C, label => <<>>},
+                    Base = maps:merge(Base0, maps:with([cpu], O)),
                     case Curve of
                         undefined -> Base;
                         _ -> Base#{curve => [#{concurrency => PC, mean => PM, samples => PS}
@@ -265,7 +266,18 @@ sampler_opts(RunOpts) ->
       max_samples => maps:get(max_samples, RunOpts), max_time => maps:get(max_time, RunOpts),
       deadline => maps:get(deadline, RunOpts),
       busy_wait => maps:get(busy_wait, RunOpts) =:= true,
-      progress => maps:get(progress, RunOpts)}.
+      progress => maps:get(progress, RunOpts),
+      cpu => cpu_threads(maps:get(metric, RunOpts, time))}.
+
+%% beamlab_engine:run/3 has checked that the threads can be read here
+%% (a fresh VM runs on the same machine).
+cpu_threads(cpu) ->
+    case beamlab_runtime_cpu:threads() of
+        {ok, Threads} -> Threads;
+        {error, _} -> undefined
+    end;
+cpu_threads(_) ->
+    undefined.
 
 checkpoint(undefined, _Progress) -> ok;
 checkpoint(Save, Progress) -> Save(Progress).

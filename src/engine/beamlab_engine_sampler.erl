@@ -49,12 +49,14 @@
                   deadline := pos_integer(),          % ms
                   busy_wait := boolean(),
                   progress := undefined | fun((progress()) -> any()),
-                  checkpoint => undefined | fun((pos_integer(), [outcome()]) -> ok)}.
+                  checkpoint => undefined | fun((pos_integer(), [outcome()]) -> ok),
+                  cpu => undefined | beamlab_runtime_cpu:threads()}.
 %% Reported after every round: samples kept so far per job (by position).
 -type progress() :: #{round := pos_integer(), warmup := boolean(),
                       samples := [{pos_integer(), non_neg_integer()}]}.
 -type outcome() :: #{samples := [number()],
                      times := [non_neg_integer()],    % actual ns per sample
+                     cpu => [non_neg_integer()],      % scheduler CPU ns per sample (`cpu')
                      status := ok | {error, beamlab_engine_job:failure()}}.
 
 %% @doc Default sampling options (erlperf's defaults: 3 samples of 1 s).
@@ -62,7 +64,8 @@
 default_opts() ->
     #{mode => continuous, duration => 1000, loop => 1, samples => 3, warmup => 0,
       rel_ci => undefined, cv => undefined, max_samples => 1000, max_time => 600000,
-      deadline => 30000, busy_wait => false, progress => undefined, checkpoint => undefined}.
+      deadline => 30000, busy_wait => false, progress => undefined, checkpoint => undefined,
+      cpu => undefined}.
 
 %% @doc Samples the jobs. Returns each job's outcome (in the given order)
 %% and whether the run was interrupted.
@@ -72,7 +75,7 @@ run(Jobs, Opts0) ->
     Opts = maps:merge(default_opts(), Opts0),
     Ids = lists:seq(1, length(Jobs)),
     JobMap = maps:from_list(lists:zip(Ids, Jobs)),
-    Init = maps:from_list([{I, #{samples => [], times => [], status => ok, idle => 0}}
+    Init = maps:from_list([{I, #{samples => [], times => [], cpu => [], status => ok, idle => 0}}
                            || I <- Ids]),
     Solo = length(Jobs) =:= 1 andalso maps:get(mode, Opts) =:= continuous,
     %% A lone continuous job runs from here on: its checkpoint comes first.
@@ -89,8 +92,12 @@ run(Jobs, Opts0) ->
 
 outcomes(Acc) ->
     [begin
-         #{samples := S, times := T, status := St} = maps:get(I, Acc),
-         #{samples => lists:reverse(S), times => lists:reverse(T), status => St}
+         #{samples := S, times := T, cpu := Cpu, status := St} = maps:get(I, Acc),
+         O = #{samples => lists:reverse(S), times => lists:reverse(T), status => St},
+         case Cpu of
+             [] -> O;
+             _ -> O#{cpu => lists:reverse(Cpu)}
+         end
      end || I <- lists:sort(maps:keys(Acc))].
 
 %% Before job I's code runs (outside every timed interval).
@@ -154,11 +161,20 @@ all_converged(Acc, Opts) ->
     Window = max(2, maps:get(samples, Opts)),
     RelCi = #{rel_ci => maps:get(rel_ci, Opts), min => Window},
     Cv = #{cv => maps:get(cv, Opts), min => Window},
-    lists:all(fun(#{status := ok, samples := S}) ->
+    lists:all(fun(#{status := ok} = M) ->
+                      S = judged(M, Opts),
                       beamlab_stats:converged(S, RelCi)
                           andalso beamlab_stats:converged(lists:sublist(S, Window), Cv);
                  (_) -> true
               end, maps:values(Acc)).
+
+%% What the stopping rule judges: the samples, or with `cpu' the CPU time
+%% per iteration of each sample (newest first, as the samples).
+judged(#{samples := S}, #{cpu := undefined}) ->
+    S;
+judged(#{samples := S, cpu := Cpu}, #{mode := Mode, loop := Loop}) ->
+    [Ns / case Mode of timed -> Loop; continuous -> N end
+     || {N, Ns} <- lists:zip(S, Cpu), Mode =:= timed orelse N > 0].
 
 report(Round, Acc, #{progress := Progress, warmup := W}) when is_function(Progress, 1) ->
     _ = Progress(#{round => Round, warmup => Round =< W,
@@ -175,19 +191,20 @@ round([I | Rest], JobMap, Acc, Warm, Opts, Pace) ->
     case sample(Job, Opts) of
         interrupted ->
             {interrupted, Acc, Pace1};
-        {ok, Value, Ns} ->
+        {ok, Value, Ns, Cpu} ->
             Acc1 = case Warm of
                        true -> Acc;
-                       false -> record(I, Value, Ns, Acc)
+                       false -> record(I, Value, Ns, Cpu, Acc)
                    end,
             round(Rest, JobMap, check_idle(I, Job, Value, Ns, Acc1, Opts), Warm, Opts, Pace1);
         {error, Failure} ->
             round(Rest, JobMap, set_status(I, {error, Failure}, Acc), Warm, Opts, Pace1)
     end.
 
-record(I, Value, Ns, Acc) ->
-    maps:update_with(I, fun(#{samples := S, times := T} = M) ->
-                                M#{samples := [Value | S], times := [Ns | T]}
+record(I, Value, Ns, Cpu, Acc) ->
+    maps:update_with(I, fun(#{samples := S, times := T, cpu := C} = M) ->
+                                M#{samples := [Value | S], times := [Ns | T],
+                                   cpu := case Cpu of none -> C; _ -> [Cpu | C] end}
                         end, Acc).
 
 set_status(I, Status, Acc) ->
@@ -216,10 +233,15 @@ check_idle(_I, _Job, _Value, _Ns, Acc, _Opts) ->
 %% One sample
 %%====================================================================
 
-sample(Job, #{mode := timed, loop := N}) ->
+sample(Job, #{mode := timed, loop := N, cpu := Threads}) ->
     case interrupt_pending() of
         true -> interrupted;
-        false -> timed_sample(Job, N)
+        false ->
+            Cpu0 = cpu(Threads),
+            case timed_sample(Job, N) of
+                {ok, Value, Ns} -> {ok, Value, Ns, cpu_since(Threads, Cpu0)};
+                Other -> Other
+            end
     end;
 sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
     Counter = beamlab_engine_job:counter(Job),
@@ -227,18 +249,21 @@ sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->
         {error, _} = E ->
             E;
         _ ->
+            Threads = maps:get(cpu, Opts),
+            Cpu0 = cpu(Threads),
             C0 = counters:get(Counter, 1),
             T0 = erlang:monotonic_time(),
             Waited = wait(T0 + erlang:convert_time_unit(D, millisecond, native), Opts),
             C1 = counters:get(Counter, 1),
             T1 = erlang:monotonic_time(),
+            Cpu = cpu_since(Threads, Cpu0),
             Solo orelse beamlab_engine_job:pause(Job),
             case Waited of
                 interrupted ->
                     interrupted;
                 ok ->
                     case beamlab_engine_job:status(Job) of
-                        ok -> {ok, C1 - C0, erlang:convert_time_unit(T1 - T0, native, nanosecond)};
+                        ok -> {ok, C1 - C0, erlang:convert_time_unit(T1 - T0, native, nanosecond), Cpu};
                         {error, _} = E -> E
                     end
             end
@@ -272,9 +297,25 @@ timed_sample(Job, N) ->
 resume(JobMap, I, _Acc) ->
     beamlab_engine_job:resume(maps:get(I, JobMap)).
 
+%% The scheduler threads' CPU time at a sample's boundary (`none' when
+%% the run does not measure it).
+cpu(undefined) -> none;
+cpu(Threads) -> beamlab_runtime_cpu:read(Threads).
+
+cpu_since(undefined, none) -> none;
+cpu_since(Threads, Cpu0) -> max(0, beamlab_runtime_cpu:read(Threads) - Cpu0).
+
 %% Sleeps until the native-time deadline; returns early on an interrupt.
-wait(Until, #{busy_wait := true}) ->
+%% Measuring CPU time, the sampler does not busy-wait: its spinning would
+%% be counted (a sample's actual length is measured anyway).
+wait(Until, #{busy_wait := true, cpu := undefined}) ->
     busy_wait(Until);
+wait(Until, #{cpu := Threads}) when Threads =/= undefined ->
+    Ms = erlang:convert_time_unit(Until - erlang:monotonic_time(), native, millisecond),
+    receive
+        {beamlab_interrupt, _} = Msg -> self() ! Msg, interrupted
+    after max(0, Ms) -> ok
+    end;
 wait(Until, _Opts) ->
     Ms = erlang:convert_time_unit(Until - erlang:monotonic_time(), native, millisecond),
     receive

@@ -114,6 +114,12 @@ schema() ->
      Fresh#{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
             help => "the emulator flavour of the fresh VMs of -i (the JIT or the interpreter), "
                     "proven from what each VM reports"},
+     #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => maps:get(metric, D),
+       metavar => "time|cpu",
+       conflicts => [{squeeze, "~ts measures per iteration; ~ts (concurrency estimation) "
+                               "measures throughput: use one"}],
+       help => "what a sample measures: wall-clock time (default) or cpu, the CPU time per iteration "
+               "of the measuring VM's scheduler threads (Linux), which the machine's load does not inflate"},
      %% The after-the-samples phases: they run in this VM on each job once
      %% the timed samples are taken and never touch the timed figures.
      #{name => profile, long => "profile", type => {enum, [eprof, fprof, cprof, tprof]}, metavar => "TOOL",

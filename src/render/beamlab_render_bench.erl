@@ -16,14 +16,15 @@
 render(Doc, Opts) ->
     Benches = maps:get(benchmarks, Doc),
     Report = report_kind(maps:get(report, Opts), Benches),
-    Timed = maps:get(<<"mode">>, maps:get(params, Doc)) =:= <<"timed">>,
+    Cpu = maps:get(<<"metric">>, maps:get(params, Doc), <<"time">>) =:= <<"cpu">>,
+    Timed = maps:get(<<"mode">>, maps:get(params, Doc)) =:= <<"timed">> orelse Cpu,
     %% No column of comparisons where nothing is compared (a project's
     %% bench modules are not alternatives of one another).
     Many = length(Benches) > 1
         andalso lists:any(fun(#{extra := X}) -> maps:get(<<"rel">>, X, null) =/= null end, Benches),
     {Header, Rows} = case Report of
-                         basic -> basic(Benches, Timed, Many);
-                         _ -> extended(Benches, Timed, Many, plus_minus(Opts))
+                         basic -> basic(Benches, Cpu, Many);
+                         _ -> extended(Benches, {Timed, Cpu}, Many, plus_minus(Opts))
                      end,
     [case Doc of
          #{partial := true, extra := #{<<"vm_stopped">> := #{<<"exit_status">> := 130}}} ->
@@ -41,6 +42,7 @@ render(Doc, Opts) ->
      flavor_note(Doc),
      baseline_note(Doc),
      stopped_note(Doc),
+     cpu_note(Cpu),
      [io_lib:format("note: ~ts completed fewer than one iteration per sample; "
                     "its figures come from ~w iteration(s) in total (use a longer -d or -l)~n",
                     [N, round(lists:sum(S))])
@@ -106,9 +108,17 @@ report_kind(Report, Benches) ->
             Kind
     end.
 
-basic(Benches, _Timed, Many) ->
-    Header = ["Code", "||", "QPS", "Time"] ++ [ "Rel" || Many],
-    {Header, [[name(B), conc(B), qps(B), iter(B)] ++ [rel(B) || Many] || B <- Benches]}.
+basic(Benches, Cpu, Many) ->
+    Header = ["Code", "||", "QPS", "Time"] ++ ["CPU" || Cpu] ++ [ "Rel" || Many],
+    {Header, [[name(B), conc(B), qps(B), iter(B)] ++ [cpu(B) || Cpu] ++ [rel(B) || Many]
+              || B <- Benches]}.
+
+%% --metric cpu: what the CPU column and the statistics are.
+cpu_note(false) ->
+    "";
+cpu_note(true) ->
+    "CPU: CPU time per iteration of the measuring VM's scheduler threads (their time waiting for a "
+    "core is not counted); the statistics and verdicts are about it\n".
 
 plus_minus(Opts) ->
     case maps:get(unicode, Opts) of
@@ -116,12 +126,14 @@ plus_minus(Opts) ->
         false -> "+-"
     end.
 
-extended(Benches, Timed, Many, Pm) ->
+extended(Benches, {Timed, Cpu}, Many, Pm) ->
     %% A sample counts iterations in a fixed time, or times a fixed
-    %% number of them (timed): the header says which.
-    Avg = case Timed of
-              true -> "Avg time/sample";
-              false -> "Avg iter/sample"
+    %% number of them (timed), or is the CPU time per iteration: the
+    %% header says which.
+    Avg = case {Cpu, Timed} of
+              {true, _} -> "Avg CPU/iter";
+              {false, true} -> "Avg time/sample";
+              {false, false} -> "Avg iter/sample"
           end,
     Header = ["Code", "||", "Samples", Avg, "StdDev", "Median", "P99", "Iteration", "95% CI",
               "Outliers"] ++ [H || Many, H <- ["Rel", "vs baseline"]],
@@ -156,6 +168,9 @@ iter(#{extra := #{<<"status">> := <<"failed">>}}) -> "-";
 iter(#{extra := #{<<"iteration_ns">> := I}}) when is_number(I) -> beamlab_format_units:duration(I);
 iter(#{extra := #{<<"less_than_one_per_sample">> := true}}) -> "> sample";
 iter(_) -> "-".
+
+cpu(#{extra := #{<<"cpu_iteration_ns">> := I}}) when is_number(I) -> beamlab_format_units:duration(I);
+cpu(_) -> "-".
 
 rel(#{extra := #{<<"rel">> := R}}) when is_number(R) -> io_lib:format("~w%", [round(R * 100)]);
 rel(_) -> "-".

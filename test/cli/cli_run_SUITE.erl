@@ -12,7 +12,7 @@ all() ->
     [bare_form, run_subcommand, single_sample, json_output, extended_report, timed_mode,
      squeeze_mode, hooks_positional, hooks_all_defaults, labels_and_baseline, stopping_rule,
      verbose_telemetry, code_path_pa, slow_runner_note, failing_runner_keeps_others, bad_inputs, help_run,
-     save_result, ctrl_c_partial].
+     save_result, ctrl_c_partial, metric_cpu].
 
 suite() ->
     [{timetrap, {seconds, 120}}].
@@ -135,6 +135,26 @@ stopping_rule(_) ->
                                        "-d", "50", "-s", "3"]),
     has(Timed, "stopped: --max-time spent before every mean's 95% CI within"),
     R = #{code := 2} = cli(["ok.", "--ci", "2%", "--rel-ci", "2%"]),
+    beamlab_test_util:assert_one_line_error(R).
+
+%% --metric cpu: each sample is the scheduler threads' CPU time per
+%% iteration; the text says so, the document's metric is cpu (which keeps
+%% its verdicts under load), timed mode too; squeeze refuses it.
+metric_cpu(_) ->
+    #{code := 0, out := Json} = cli(["lists:seq(1, 100).", "--metric", "cpu", "-d", "50", "-s", "3",
+                                     "--format", "json"]),
+    #{params := #{<<"metric">> := <<"cpu">>},
+      benchmarks := [#{metric := <<"cpu">>, unit := <<"ns">>, better := lower, samples := S,
+                       extra := #{<<"cpu_iteration_ns">> := PerIter}}]} = json(Json),
+    3 = length(S),
+    true = lists:all(fun(X) -> X > 0 end, S),
+    true = PerIter > 0,
+    #{code := 0, out := Timed} = cli(["lists:seq(1, 100).", "--metric", "cpu", "-l", "1000", "-s", "3",
+                                      "--format", "json"]),
+    #{benchmarks := [#{metric := <<"cpu">>, samples := [_, _, _]}]} = json(Timed),
+    #{code := 0, out := Text} = cli(["lists:seq(1, 100).", "--metric", "cpu", "-d", "50", "-s", "3"]),
+    has(Text, "CPU: CPU time per iteration of the measuring VM's scheduler threads"),
+    R = #{code := 2} = cli(["ok.", "--metric", "cpu", "-q"]),
     beamlab_test_util:assert_one_line_error(R).
 
 verbose_telemetry(_) ->

@@ -48,7 +48,7 @@ options() ->
     ++ Kind([rel_ci, cv, max_samples, max_time, deadline])
     ++ [#{name => pa, short => "pa", type => string, multi => true, metavar => "DIR",
           help => "add a code path (repeatable); ERL_LIBS is honoured too"}]
-    ++ Kind([isolated, vm_args, flavor])
+    ++ Kind([isolated, vm_args, flavor, metric])
     ++ [#{name => report, short => "r", long => "report", type => {enum, [basic, extended, full]},
           metavar => "KIND", help => "basic, extended (default with 10+ samples) or full (adds the environment)"},
         #{name => bench, long => "bench", type => string, metavar => "DIR",
@@ -187,7 +187,7 @@ run_opts(Parsed) ->
              warmup => Get(warmup), loop => Loop,
              rel_ci => RelCi, cv => Get(cv),
              isolated => Get(isolated), vm_args => beamlab_cli_args:get(vm_args, Parsed, ""),
-             flavor => Get(flavor),
+             flavor => Get(flavor), metric => Get(metric),
              code_paths => beamlab_cli_args:get(pa, Parsed, [])},
     Optional = [{K, V} || {K, V} <- [{max_samples, Get(max_samples)},
                                      %% (whole milliseconds, as the kind takes them)
