@@ -41,8 +41,9 @@ render(Cmp, text, Opts) ->
 
 %% @doc The comparison as a table: a header and one row per benchmark, cells
 %% as plain values (binaries, numbers, `null'), shared by every format.
-%% Columns: name, unit, then per run its mean, CI half-width (percent of
-%% the mean) and n, and for each later run the change and its CI bounds
+%% Columns: name, unit, then per run its mean, the low and high bounds of
+%% its interval (in the unit: the interval is asymmetric on the log scale,
+%% so no single half-width describes it; `null' below 3 values) and n, and for each later run the change and its CI bounds
 %% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
 %% `slower', `no_difference', `too_few_samples', `unit_mismatch',
 %% `no_baseline', `missing').
@@ -50,7 +51,8 @@ render(Cmp, text, Opts) ->
 rows(#{runs := Runs, rows := Rows}) ->
     [#{label := Base} | Later] = Runs,
     Header = [<<"name">>, <<"unit">>]
-        ++ lists:append([[<<L/binary, " mean">>, <<L/binary, " ±%"/utf8>>, <<L/binary, " n">>]
+        ++ lists:append([[<<L/binary, " mean">>, <<L/binary, " CI low">>, <<L/binary, " CI high">>,
+                          <<L/binary, " n">>]
                          || #{label := L} <- Runs])
         ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI low">>, <<"CI high">>, <<"p">>,
                           <<"verdict">>]
@@ -194,8 +196,9 @@ table_row(#{name := Name, unit := Unit, cells := Cells}) ->
         ++ lists:append([own_cols(C) || C <- Cells])
         ++ lists:append([change_cols(C) || C <- tl(Cells)]).
 
-own_cols(#{present := false}) -> [null, null, null];
-own_cols(#{mean := Mean, ci_mean := CI, n := N}) -> [Mean, rel_halfwidth(Mean, CI), N].
+own_cols(#{present := false}) -> [null, null, null, null];
+own_cols(#{mean := Mean, ci_mean := [Lo, Hi], n := N}) when is_number(Lo), is_number(Hi) -> [Mean, Lo, Hi, N];
+own_cols(#{mean := Mean, n := N}) -> [Mean, null, null, N].
 
 change_cols(#{present := false}) -> [null, null, null, null, <<"missing">>];
 change_cols(#{verdict := V} = C) ->
@@ -206,6 +209,3 @@ change_cols(#{verdict := V} = C) ->
     [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), atom_to_binary(V, utf8)];
 change_cols(_) -> [null, null, null, null, null].
 
-rel_halfwidth(Mean, [Lo, Hi]) when is_number(Mean), Mean /= 0 ->
-    100 * (Hi - Lo) / 2 / abs(Mean);
-rel_halfwidth(_, _) -> null.

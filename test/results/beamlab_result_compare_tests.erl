@@ -97,7 +97,9 @@ too_few_samples_test() ->
     ?assert(lists:any(fun(N) -> binary:match(N, <<"too few samples">>) =/= nomatch end,
                       maps:get(notes, Cmp))),
     {_, [TableRow]} = beamlab_render_compare:rows(Cmp),
-    ?assertEqual(<<"too_few_samples">>, lists:last(TableRow)).
+    ?assertEqual(<<"too_few_samples">>, lists:last(TableRow)),
+    %% two values have no interval: no bounds, never a +-0%
+    ?assertMatch([_, null, null, 2], lists:sublist(TableRow, 3, 4)).
 
 unit_mismatch_test() ->
     A = result([bench(<<"a">>, base())]),
@@ -124,15 +126,21 @@ three_runs_and_table_test() ->
     {ok, Cmp} = beamlab_result_compare:compare(Runs),
     {Header, [Row]} = beamlab_render_compare:rows(Cmp),
     ?assertEqual(length(Header), length(Row)),
-    ?assertEqual(2 + 3 * 3 + 2 * 5, length(Header)),
+    ?assertEqual(2 + 3 * 4 + 2 * 5, length(Header)),
     ?assert(lists:member(<<"B vs A">>, Header)),
     ?assert(lists:member(<<"C vs A">>, Header)),
-    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(16, Row), lists:nth(21, Row)]),
+    ?assertEqual([<<"A mean">>, <<"A CI low">>, <<"A CI high">>, <<"A n">>], lists:sublist(Header, 3, 4)),
+    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(19, Row), lists:nth(24, Row)]),
+    %% Each run's interval as its two bounds (never a symmetric +-%): on the
+    %% log scale it reaches further above the mean than below, never below 0.
+    [MeanA, LoA, HiA, _] = lists:sublist(Row, 3, 4),
+    ?assert(0 < LoA andalso LoA < MeanA andalso MeanA < HiA),
+    ?assert(HiA - MeanA > MeanA - LoA),
     %% Change and CI bounds are plain fractions for CSV and the HTML page.
-    [Change, Lo, Hi] = lists:sublist(Row, 12, 3),
+    [Change, Lo, Hi] = lists:sublist(Row, 15, 3),
     ?assert(Lo < Change andalso Change < Hi andalso abs(Change - 0.3) < 1.0e-9),
     %% The C side: its interval never reaches below -100%.
-    [ChangeC, LoC, _] = lists:sublist(Row, 17, 3),
+    [ChangeC, LoC, _] = lists:sublist(Row, 20, 3),
     ?assert(LoC > -1.0 andalso abs(ChangeC + 0.3) < 1.0e-9).
 
 needs_two_runs_test() ->
