@@ -3,7 +3,7 @@
 %% iterations in an atomics array (persistent_term capture_bench_counter,
 %% one slot per victim) so the bench reads each one's throughput.
 -module(capture_bench_victim).
--export([tprof/2, eprof/2, slot/1]).
+-export([tprof/2, eprof/2, slot/1, suspend/1]).
 -export([start/0, hot/1, deep/1, busy_client/2, spin/2, d1/0, d2/0, d3/0, d4/0, d5/0, d6/0, leaf_loop/2,
          handle_request/2, items/3, compare/2, weigh/2, fprof_run/3]).
 -export([init/1, handle_call/3, handle_cast/2]).
@@ -127,6 +127,14 @@ eprof(Name, Ms) ->
     stopped = eprof:stop(),
     Lines = [{iolist_to_binary(io_lib:format("~ts:~ts/~b", [M, F, Ar])), Cnt, Us} || {{M, F, Ar}, {Cnt, Us}} <- Fs],
     {(B - A) * 1000 / Ms, lists:sum([T || {_, _, T} <- Lines]), Lines}.
+
+%% A process that keeps `Pids' suspended until it gets `resume' (a
+%% suspension ends with the process that made it).
+suspend(Pids) ->
+    Self = self(),
+    H = spawn(fun() -> [true = erlang:suspend_process(P) || P <- Pids], Self ! {held, self()},
+                       receive resume -> ok end end),
+    receive {held, H} -> H end.
 
 slot(bench_hot) -> 1;
 slot(bench_deep) -> 2;

@@ -82,6 +82,18 @@ loadavg() ->
     lists:join(" ", lists:sublist(string:lexemes(binary_to_list(B), " "), 3)).
 
 victim(Beamlab, Node, Cookie, V, Ways, Rounds) ->
+    %% The other victims are suspended meanwhile: on two schedulers, a
+    %% gen_server and its client beside two spinning loops ran at rates
+    %% that depended on where the schedulers put them (124 to 46760 calls
+    %% a second untraced).
+    Others = [erpc:call(Node, erlang, whereis, [O]) || O <- [bench_hot, bench_deep, bench_busy, bench_busy_client],
+                                                      O =/= V, not (V =:= bench_busy andalso O =:= bench_busy_client)],
+    Holder = erpc:call(Node, capture_bench_victim, suspend, [Others]),
+    try victim_rounds(Beamlab, Node, Cookie, V, Ways, Rounds)
+    after Holder ! resume
+    end.
+
+victim_rounds(Beamlab, Node, Cookie, V, Ways, Rounds) ->
     Res = lists:foldl(
             fun(R, Acc) ->
                     Order = rotate(Ways, R),

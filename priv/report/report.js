@@ -760,6 +760,11 @@
     if (!any) return;
     var g = section('scaling', 'Scaling', 'Throughput against concurrency with the Universal Scalability Law fitted to every point: ' +
                     'X(N) = \u03bbN / (1 + \u03c3(N\u22121) + \u03baN(N\u22121)); \u03c3 contention, \u03ba coherency.');
+    // "1 worker", "2 workers": the axis names a plural.
+    function countOf(n, axis) {
+      if (n !== '1') return n + ' ' + axis;
+      return n + ' ' + (/(s|x|ch|sh)es$/.test(axis) ? axis.slice(0, -2) : /[^s]s$/.test(axis) ? axis.slice(0, -1) : axis);
+    }
     data.runs.forEach(function (run, ri) {
       run.scaling.forEach(function (sc) {
         var fit = sc.fit;
@@ -769,7 +774,7 @@
           sub += '; ' + (fit.model === 'amdahl' ? 'Amdahl (two levels cannot separate contention from coherency): ' : 'USL: ') +
             '\u03c3 = ' + coef(fit.sigma) + ', \u03ba = ' + coef(fit.kappa) + ', \u03bb = ' + fmt(fit.lambda) +
             ', R\u00b2 = ' + fmt(fit.r2, 3) + '; ' +
-            (isNum(fit.peak_n) && fit.peak_n <= 4 * maxN ? 'predicted peak ' + valueText(fit.peak_x, sc.unit) + ' at ' + fmt(fit.peak_n, 3) + ' ' + sc.axis
+            (isNum(fit.peak_n) && fit.peak_n <= 4 * maxN ? 'predicted peak ' + valueText(fit.peak_x, sc.unit) + ' at ' + countOf(fmt(fit.peak_n, 3), sc.axis)
                                                          : 'no peak within ' + 4 * maxN + ' ' + sc.axis);
         }
         var series = [{ name: 'repetitions', color: color(ri), scatter: true, cls: 'usl-point', x: sc.points.map(function (p) { return p[0]; }), y: sc.points.map(function (p) { return p[1]; }) },

@@ -41,7 +41,9 @@
 
 %% Finding ids (beamlab_env_detect) that make wall-clock verdicts
 %% inconclusive.
--define(LOAD_FINDINGS, [<<"machine_overloaded">>, <<"noisy_measurement">>]).
+%% (`load_high' is the engine's pre-flight check, the one a `run' carries:
+%% without it a history of loaded runs was judged as if quiet.)
+-define(LOAD_FINDINGS, [<<"machine_overloaded">>, <<"noisy_measurement">>, <<"load_high">>]).
 %% Units and metrics that do not depend on the machine's load.
 -define(LOAD_FREE, [<<"reduction">>, <<"word">>, <<"byte">>, <<"cpu">>, <<"alloc">>]).
 %% "Far outside the noise": the difference is still significant at this level.
@@ -55,8 +57,8 @@
 replication(#{kind := K}) when K =:= suite; K =:= matrix; K =:= check -> runs;
 replication(_) -> samples.
 
-%% @doc True when the document has a `machine_overloaded' or
-%% `noisy_measurement' finding.
+%% @doc True when the document has a `machine_overloaded',
+%% `noisy_measurement' or `load_high' finding.
 -spec overloaded(beamlab_result:result() | #{findings := [beamlab_result:finding()]}) -> boolean().
 overloaded(R) ->
     lists:any(fun(#{id := Id}) -> lists:member(Id, ?LOAD_FINDINGS) end, maps:get(findings, R, [])).

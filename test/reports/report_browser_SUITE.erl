@@ -239,7 +239,7 @@ scaling_chart(Config) ->
     Num = <<"[0-9.]+(?:e-[0-9]+)?">>,
     ?assertMatch({match, _}, re:run(Fig, <<"\x{3c3} = "/utf8, Num/binary, ", \x{3ba} = "/utf8, Num/binary, ", ">>,
                                     [unicode])),
-    ?assertMatch({match, _}, re:run(Fig, <<"(predicted peak [0-9.]+[kMG]? iterations/s at [0-9.]+ workers"
+    ?assertMatch({match, _}, re:run(Fig, <<"(predicted peak [0-9.]+[kMG]? iterations/s at [0-9.]+ workers?"
                                           "|no peak within 12 workers)">>)),
     ?assertNotEqual(nomatch, binary:match(Fig, <<"data-kind=\"speedup\"">>)),
     ?assertEqual(1, count(Dom, <<"data-kind=\"efficiency\"">>)).

@@ -133,4 +133,9 @@ history_spread_test() ->
     Loaded4 = beamlab_result:add_findings(Doc4, [beamlab_result:finding(machine_overloaded, warning, <<"t">>,
                                                                         <<"e">>, <<"a">>, #{})]),
     {ok, #{trends := [#{changes := Cs4}]}} = beamlab_result_history:history(Same ++ [{L4, Loaded4}], #{}),
-    ?assertMatch(#{verdict := inconclusive_load, basis := history}, lists:last(Cs4)).
+    ?assertMatch(#{verdict := inconclusive_load, basis := history}, lists:last(Cs4)),
+    %% `run''s own load finding (the engine's pre-flight check) counts too.
+    Loaded5 = beamlab_result:add_findings(Doc4, [beamlab_result:finding(load_high, warning, <<"t">>,
+                                                                        <<"e">>, <<"a">>, #{})]),
+    {ok, #{trends := [#{changes := Cs5}]}} = beamlab_result_history:history(Same ++ [{L4, Loaded5}], #{}),
+    ?assertMatch(#{verdict := inconclusive_load, basis := history}, lists:last(Cs5)).
