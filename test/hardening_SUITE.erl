@@ -485,7 +485,7 @@ numbers_bounded(_Config) ->
              {["suite", "ring", "-n", "1000000"], "at most 10000"},
              {["matrix", "-n", "99999999999", "--", "ok."], "at most 10000"},
              {["profile", "-F", "1000000000", "--", "ok."], "perf_event_max_sample_rate"},
-             {["watch", "--node", "x@127.0.0.1", "--interval", "99999999999"], "at most 4294967295"}],
+             {["watch", "--node", "x@127.0.0.1", "--interval", "99999999999"], "at most 86400000 (one day)"}],
     [begin
          R = #{code := 2, out := <<>>, err := Err} = cli(Args),
          one_line(R),

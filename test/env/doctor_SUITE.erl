@@ -368,6 +368,9 @@ layout_at_widths(Chromium, Dir, Html) ->
     ok = file:write_file(Wide, binary:replace(Page, <<"</head>">>,
                                               <<"<style>.remedies td{white-space:nowrap!important}"
                                                 ".forest{display:inline-block!important;width:200px!important}"
+                                                %% wider than any card whatever the run's
+                                                %% figures (a quiet run's cells are short)
+                                                ".remedies td.flags{min-width:1400px!important}"
                                                 "</style></head>">>)),
     [begin
          {Problems, _} = Layout(Wide, W),
