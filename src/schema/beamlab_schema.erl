@@ -227,7 +227,10 @@ format_error({rule, Format, Args}, Names) ->
     io_lib:format(Format, [case A of
                                {opt, O} -> shown(O, Names);
                                {value, V} -> value_text(V)
-                           end || A <- Args]).
+                           end || A <- Args]);
+format_error(Other, _) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %%--------------------------------------------------------------------
 
