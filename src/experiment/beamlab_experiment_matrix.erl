@@ -72,7 +72,9 @@ options() ->
      #{name => ci, long => "ci", type => fraction, metavar => "PCT",
        help => "repeat (-n is the least) until every configuration's 95% interval between fresh VMs is "
                "within PCT of its mean (2% or 0.02), or --max-time is spent; the output says which"},
-     #{name => max_time, long => "max-time", type => pos_number, scale => 1000, requires => [ci],
+     %% (its need of --ci is a rule: checked after the target and the
+     %% range, as the command line reads them first)
+     #{name => max_time, long => "max-time", type => pos_number, scale => 1000,
        max => 604800000, max_why => "one week", metavar => "SEC",
        help => "--ci's time budget in seconds (default 600)"},
      #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => time, metavar => "time|cpu",
@@ -99,10 +101,16 @@ check_options(Given) ->
 
 rules(Given, Opt) ->
     %% (a target's value first: the command line reads it as it parses)
+    Budget = maps:get(max_time, Given, undefined) =/= undefined,
+    Rule = maps:get(ci, Given, undefined) =/= undefined,
     case {maps:get(target, Given, none), range(maps:get(sweep, Given, []))} of
         {T, _} when T =/= none, T =/= rabbitmq, not is_map(T) ->
             {opt, O} = Opt(target),
             {error, {invalid, O, T, {type, {enum, [rabbitmq]}}}};
+        {_, ok} when Budget, not Rule ->
+            {opt, MaxTime} = Opt(max_time),
+            {opt, Ci} = Opt(ci),
+            {error, {requires, MaxTime, [Ci], ""}};
         {_, ok} -> target_rules(Given, Opt);
         {_, {error, S}} -> {error, {rule, "~ts: bad scheduler range '~ts' (use 1..4, 1,2,4 or 1..max)",
                                [Opt(sweep), {value, S}]}}
@@ -422,7 +430,7 @@ error_class(_) -> usage.
 format_error({option, R}) ->
     beamlab_schema:format_error(R);
 format_error({cpu, R}) ->
-    ["--metric cpu: ", beamlab_runtime_cpu:format_error(R)];
+    beamlab_runtime_cpu:format_error(R);
 format_error(nothing_ran) ->
     "interrupted before the first scenario ran";
 format_error({otp_not_found, D}) ->
