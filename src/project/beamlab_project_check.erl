@@ -252,9 +252,9 @@ more(_) ->
 %% The gated entries (`NAME (metric)') whose paired interval is not yet
 %% within `ci' of the ratio.
 unconfident(Rounds, #{ci := Ci} = Opts) ->
-    #{benchmarks := Bs} = document(#{rounds => Rounds, interrupted => false}, #{}, #{}, <<>>,
-                                   Opts#{command => []}),
-    [N || #{name := N, extra := #{<<"gated">> := true} = X} <- Bs,
+    {Entries, _} = entries_of(Rounds, Opts),
+    %% (the entries' extra as the document holds it: JSON keys)
+    [N || #{name := N, extra := #{<<"gated">> := true} = X} <- Entries,
           not beamlab_stats_stop:paired_met(paired_ci(maps:get(<<"paired">>, X, #{})), Ci)].
 
 paired_ci(#{<<"change">> := C, <<"ci">> := [Lo, Hi]}) -> #{change => C, ci => {Lo, Hi}};
@@ -284,26 +284,8 @@ side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [C
                beamlab_project_git:commit(), beamlab_project_git:head(), binary(), opts()) ->
           beamlab_result:result().
 document(#{rounds := Rounds, interrupted := Interrupted} = Done, Base, Head, Started, Opts) ->
-    HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
-    Names = case HeadDocs of
-                [D | _] -> [N || #{name := N} <- maps:get(benchmarks, D)];
-                [] -> []
-            end,
-    PerRound = [{values(maps:get(base, R), Names), values(maps:get(head, R), Names)} || R <- Rounds],
-    Modules = case HeadDocs of
-                  [D1 | _] -> maps:from_list([{N, P} || #{name := N, params := P} <- maps:get(benchmarks, D1)]);
-                  [] -> #{}
-              end,
+    {Entries, Findings} = entries_of(Rounds, Opts),
     Gate = maps:get(gate, Opts),
-    Findings = case HeadDocs of
-                   [D2 | _] -> maps:get(findings, D2);
-                   [] -> []
-               end,
-    %% An overloaded machine makes a time verdict inconclusive unless far
-    %% outside the noise (beamlab_result_compare:qualify/3's rule).
-    Loaded = beamlab_result_compare:overloaded(#{findings => Findings}),
-    Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts), overloaded => Loaded},
-    Entries = lists:append([entries(N, PerRound, maps:get(N, Modules, #{}), Gate, Stats) || N <- Names]),
     Rule = case Opts of
                #{ci := Ci} when is_number(Ci) -> #{ci => Ci, max_time => maps:get(max_time, Opts, ?MAX_TIME)};
                _ -> #{}
@@ -329,6 +311,31 @@ document(#{rounds := Rounds, interrupted := Interrupted} = Done, Base, Head, Sta
                                                             || R <- regressions(Doc1)]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Interrupted}).
+
+%% The entries of the rounds (per benchmark and metric, the paired
+%% comparison) and the head's findings.
+entries_of(Rounds, Opts) ->
+    HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
+    Names = case HeadDocs of
+                [D | _] -> [N || #{name := N} <- maps:get(benchmarks, D)];
+                [] -> []
+            end,
+    PerRound = [{values(maps:get(base, R), Names), values(maps:get(head, R), Names)} || R <- Rounds],
+    Modules = case HeadDocs of
+                  [D1 | _] -> maps:from_list([{N, P} || #{name := N, params := P} <- maps:get(benchmarks, D1)]);
+                  [] -> #{}
+              end,
+    Gate = maps:get(gate, Opts),
+    Findings = case HeadDocs of
+                   [D2 | _] -> maps:get(findings, D2);
+                   [] -> []
+               end,
+    %% An overloaded machine makes a time verdict inconclusive unless far
+    %% outside the noise (beamlab_result_compare:qualify/3's rule).
+    Loaded = beamlab_result_compare:overloaded(#{findings => Findings}),
+    Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts), overloaded => Loaded},
+    Entries = lists:append([entries(N, PerRound, maps:get(N, Modules, #{}), Gate, Stats) || N <- Names]),
+    {Entries, Findings}.
 
 %% Name => {ok, #{time, reductions, memory}} | {error, Message} for one
 %% side of a round; a side that did not run fails every benchmark.
