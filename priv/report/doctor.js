@@ -120,13 +120,13 @@
                          subtitle: 'busy share of its time (scheduler_wall_time); run queue ' +
                                    (typeof n.run_queue_mean === 'number' ? B.fmt(n.run_queue_mean) + ' on average' : 'unknown'),
                          kind: 'doctor-node-utilisation', xLabel: 'scheduler', yLabel: 'busy %', xInt: true, yFromZero: true,
-                         series: [{ name: 'utilisation', color: B.color(0), scatter: true, x: x, y: n.utilisation }] });
+                         series: [{ name: 'utilisation', color: B.color(0), markers: true, noLine: true, x: x, y: n.utilisation }] });
         if (n.migrations.length) {
           B.lineChart(g, { title: pre + 'Migrations of each scheduler thread between CPUs',
                            subtitle: 'how often the kernel moved it, per second (se.nr_migrations); all threads: ' +
                                      (typeof n.migrations_per_s === 'number' ? B.fmt(n.migrations_per_s) + '/s' : 'unknown'),
                            kind: 'doctor-node-migrations', xLabel: 'scheduler', yLabel: 'migrations/s', xInt: true, yFromZero: true,
-                           series: [{ name: 'migrations/s', color: B.color(1), scatter: true, x: x.slice(0, n.migrations.length),
+                           series: [{ name: 'migrations/s', color: B.color(1), markers: true, noLine: true, x: x.slice(0, n.migrations.length),
                                       y: n.migrations }] });
         }
       }

@@ -178,6 +178,7 @@ curve(Points) ->
                    migrations_per_s => maps:get(migrations_per_s, S, null),
                    msacc => maps:get(msacc, S),
                    capacity_msacc => maps:get(capacity_msacc, S, #{}),
+                   capacity_cpu_per_msg_us => maps:get(capacity_cpu_per_msg_us, S, null),
                    capacity_stranded => maps:get(capacity_stranded, S, null),
                    capacity_active_mean => maps:get(capacity_active_mean, S, []),
                    capacity_samples => maps:get(capacity_samples, S)} || {N, S} <- Measured],
