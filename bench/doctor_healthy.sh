@@ -83,7 +83,7 @@ while [ "$I" -le "$N" ]; do
     fi
     if head -n 1 "$DIR/run-$I.txt" | grep -q '^start the VM with '; then
         RECOMMENDED=$((RECOMMENDED + 1))
-        head -n 1 "$DIR/run-$I.txt" | sed 's/^start the VM with \([^:]*\):.*/\1/' >>"$DIR/recommended"
+        head -n 1 "$DIR/run-$I.txt" | sed 's/^start the VM with \(.*\): goodput .*/\1/' >>"$DIR/recommended"
     fi
     I=$((I + 1))
 done
