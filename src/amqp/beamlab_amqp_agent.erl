@@ -57,7 +57,10 @@
 %% Internal entry point (spawned, possibly on another node).
 -export([init/2]).
 
--define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
+-define(HIST_MAX_US, 3600000000).
+%% At most this long with the connections open after the final counts,
+%% waiting for the coordinator's depth read (see await_close/1).
+-define(HOLD_MS, 120000).    % one hour; larger latencies clamp, counted as overflow
 
 -record(st, {coord :: pid(),
              plan :: plan(),
@@ -289,11 +292,24 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
                           confirm => beamlab_stats_hist:snapshot(ConfT),
                           exclusive_queued => exclusive_depth(St),
                           memory => St#st.memory}},
+    await_close(C),
     close_all(St),
     ok = beamlab_runtime_shared:release(St#st.ctx_key),
     exit(normal);
 maybe_stopped(St) ->
     St.
+
+%% The connections stay open until the coordinator has read the queues'
+%% depth: a broker closing thousands of connections (-x 15000) at once
+%% answers that read too late (#33). Bounded: a coordinator that never
+%% says so (it always does, or is gone) does not keep them forever.
+await_close(Coord) ->
+    receive
+        close_connections -> ok;
+        {'DOWN', _, process, Coord, _} -> ok
+    after ?HOLD_MS ->
+        ok
+    end.
 
 %% --exclusive: the consumers' queues die with their connections, so their
 %% depth is read now, on those connections (a fresh channel each).

@@ -803,7 +803,13 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
     %% kept (the accounting says it is approximate).
     Silent = [A || A <- Live, not lists:keymember(A, 1, Finals)],
     _ = [give_up(A, R3) || A <- Silent],
-    closed([A || {A, _} <- Finals], R3),
+    %% The depth is read while the agents still hold their connections
+    %% open, then they close them: a broker busy closing thousands of
+    %% connections (-x 15000) would answer the read too late (#33).
+    {Totals, L3} = beamlab_amqp_live:totals(Finals, [node(A) || A <- Silent], R3#run.live),
+    {Queued, R4} = depth(Finals, Silent, R3#run{live = L3}),
+    _ = [A ! close_connections || {A, _} <- Finals],
+    closed([A || {A, _} <- Finals], R4),
     _ = Silent =/= [] andalso
         beamlab_amqp_live:write(R3#run.live,
                                 [<<"id: ">>, maps:get(id, Cfg), <<", the end of the run took longer than "
@@ -813,8 +819,6 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
                                  lists:join(<<", ">>, [atom_to_binary(node(A)) || A <- Silent]),
                                  <<" stand for their final ones\n">>]),
 
-    {Totals, L3} = beamlab_amqp_live:totals(Finals, [node(A) || A <- Silent], R3#run.live),
-    {Queued, R4} = depth(Finals, Silent, R3#run{live = L3}),
     %% The clocks again, after the run: the drift widens the uncertainty.
     After = beamlab_runtime_clock:offsets([N || {A, #agent{node = N}} <- maps:to_list(R4#run.agents),
                                                 not lists:member(A, Silent)]),
@@ -919,9 +923,10 @@ collect_finals(Pending, Acc, End, R) ->
 %% streams (which keep what is read). Exclusive queues: what their agents
 %% read before closing their connections.
 depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo, cfg = Cfg} = R) ->
-    %% The broker is closing the run's connections meanwhile: with
-    %% thousands of them (-x 15000) that takes it seconds, so the read may
-    %% wait a millisecond more per connection.
+    %% The broker is closing the run's channels just before (the
+    %% connections after it): with thousands of them (-x 15000) that
+    %% takes it seconds, so the read may wait a millisecond more per
+    %% connection.
     Ms = ?END_OP_MS + maps:get(producers, Cfg) + maps:get(consumers, Cfg),
     {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
                                            fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
