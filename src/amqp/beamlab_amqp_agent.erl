@@ -288,11 +288,16 @@ maybe_stopped(#st{phase = stopping_p, producers = [], coord = C} = St) ->
     St#st{phase = running};
 maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
                   coord = C} = St0) ->
-    {_, #st{totals = {ConsT, ConfT}} = St} = take(St0),
+    {_, #st{totals = {ConsT, ConfT}} = St1} = take(St0),
+    Excl = exclusive_depth(St1),
+    %% Consumers' connections close before the depth is read: what a
+    %% consumer had unacked when its channel did not close in time goes
+    %% back to its queue with the connection, and counts as queued.
+    St = close_groups([c, l], St1),
     C ! {final, self(), #{counters => counts(St),
                           consumer => ConsT,
                           confirm => ConfT,
-                          exclusive_queued => exclusive_depth(St),
+                          exclusive_queued => Excl,
                           memory => St#st.memory}},
     await_close(C),
     close_all(St),
@@ -301,8 +306,9 @@ maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
 maybe_stopped(St) ->
     St.
 
-%% The connections stay open until the coordinator has read the queues'
-%% depth: a broker closing thousands of connections (-x 15000) at once
+%% The producers' connections stay open until the coordinator has read
+%% the queues' depth (their channels are closed, what they published is
+%% routed): a broker closing thousands of connections (-x 15000) at once
 %% answers that read too late (#33). Bounded: a coordinator that never
 %% says so (it always does, or is gone) does not keep them forever.
 await_close(Coord) ->
@@ -357,6 +363,17 @@ take(#st{ctx = Ctx, totals = {ConsT, ConfT}} = St) ->
     Conf = beamlab_stats_hist:take(maps:get(conf_hists, Ctx)),
     {{Cons, Conf}, St#st{totals = {beamlab_stats_hist:merge(ConsT, Cons),
                                    beamlab_stats_hist:merge(ConfT, Conf)}}}.
+
+%% Closes the connections of the groups of these kinds (bounded).
+close_groups(Kinds, #st{conns = Cs} = St) ->
+    {Close, Keep} = maps:fold(fun({K, _} = G, Conn, {Cl, Kp}) ->
+                                      case lists:member(K, Kinds) of
+                                          true -> {[Conn | Cl], Kp};
+                                          false -> {Cl, Kp#{G => Conn}}
+                                      end
+                              end, {[], #{}}, Cs),
+    ok = beamlab_amqp:close_all(Close, ?CLOSE_MS),
+    St#st{conns = Keep}.
 
 %% Bounded: a connection that cannot close (frozen broker) is killed.
 close_all(#st{conns = Cs}) ->

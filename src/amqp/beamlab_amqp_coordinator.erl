@@ -803,9 +803,10 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
     %% kept (the accounting says it is approximate).
     Silent = [A || A <- Live, not lists:keymember(A, 1, Finals)],
     _ = [give_up(A, R3) || A <- Silent],
-    %% The depth is read while the agents still hold their connections
-    %% open, then they close them: a broker busy closing thousands of
-    %% connections (-x 15000) would answer the read too late (#33).
+    %% The depth is read while the agents still hold their producers'
+    %% connections open, then they close them: a broker busy closing
+    %% thousands of connections (-x 15000) would answer the read too
+    %% late (#33).
     {Totals, L3} = beamlab_amqp_live:totals(Finals, [node(A) || A <- Silent], R3#run.live),
     {Queued, R4} = depth(Finals, Silent, R3#run{live = L3}),
     _ = [A ! close_connections || {A, _} <- Finals],
