@@ -41,6 +41,8 @@ options() ->
     Bounded ++ [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [nodes, watch],
                                 not lists:member(K, Names)].
 
+%% The queues are named by a list or a pattern, not both.
+-define(ONE_WAY, "give one of ~ts or ~ts: the queues are named one way").
 -define(MAX_COUNT, 100000).             % producers, consumers, closed-loop channels
 -define(MAX_CHANNELS, 2047).            % the client's channel_max
 -define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
@@ -65,9 +67,11 @@ texts() ->
      #{name => queue, short => "u", long => "queue", type => {one_of, [string, Undef]},
        cli_type => string, metavar => "NAME[,NAME...]",
        check => fun(Q) -> check_name(queue, Q) end,
+       conflicts => [{queues, ?ONE_WAY}, {queue_pattern, ?ONE_WAY}],
        help => "queue name(s) (default: one queue named after the test id, deleted at the end)"},
      %% (the command line's -u a,b: each name checked as `queue')
      #{name => queues, type => {one_of, [{list, string}, Undef]},
+       conflicts => [{queue_pattern, ?ONE_WAY}],
        check => fun(undefined) -> ok;
                    (Qs) -> first_error([check_name(queue, Q) || Q <- Qs])
                 end},

@@ -507,7 +507,11 @@ config(P0) ->
             end,
     _ = [refuse(beamlab_experiment_amqp:check_options(#{queue => Q})) || length(Named) > 1, Q <- Named],
     Texts = #{uri => Uri, uris => Uris, queue_pattern => Pattern, id => G(id),
-              queue => case Named of [Q1] -> Q1; _ -> undefined end},
+              queue => case Named of [Q1] -> Q1; _ -> undefined end,
+              queues => case {Named, Queues} of
+                            {[_], _} -> undefined;
+                            {_, Qs} -> Qs
+                        end},
     refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
     Flags = case G(flag) of
                 undefined -> [];

@@ -81,7 +81,7 @@ closed_loop_and_nodes_test() ->
 usage_errors_test() ->
     ?assertMatch("-h: malformed AMQP URI" ++ _, usage_error(["-h", "amqp://h:notaport/"])),
     ?assertMatch("-A (multi-ack) and -a" ++ _, usage_error(["-A", "5", "-a"])),
-    ?assertMatch("give one of -u, --queue-file or --queue-pattern" ++ _,
+    ?assertMatch("give one of -u or -qp" ++ _,
                  usage_error(["-u", "q", "--queue-pattern", "p-%d", "--queue-pattern-from", "1",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("--queue-pattern needs" ++ _, usage_error(["--queue-pattern", "p-%d"])),
