@@ -139,7 +139,6 @@ experiment(Parsed) ->
             {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
             {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
         end,
-    Usage = fun(R) -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)]) end,
     %% (--load-cmd is the load itself: an amqp after -- only lends its
     %% flags, {flags}; without one the load is that command alone)
     Rest = case {maps:get(load_cmd, D), maps:get(rest, Parsed, [])} of
@@ -148,15 +147,15 @@ experiment(Parsed) ->
                {_, ["amqp" | Args] = R0} ->
                    case beamlab_experiment_doctor:load_rule(D, Args =/= []) of
                        ok -> R0;
-                       {error, R1} -> Usage(R1)
+                       {error, R1} -> refuse(R1)
                    end;
                {_, R0} -> R0
            end,
     Target = case {maps:get(target, D), Rest} of
                  {none, []} -> #{};
-                 {none, _} -> Usage(load_needs_target);
+                 {none, _} -> refuse(load_needs_target);
                  {rabbitmq, ["amqp" | _]} -> #{load => beamlab_cli_experiment:inner(doctor, Rest)};
-                 {rabbitmq, _} -> Usage(target_needs_load)
+                 {rabbitmq, _} -> refuse(target_needs_load)
              end,
     maps:merge(#{run => {doctor, maps:merge(D, Target)},
                  command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
@@ -167,6 +166,11 @@ experiment(Parsed) ->
                    #{load := _} -> #{target => #{kind => rabbitmq, otp => []}};
                    _ -> #{}
                end).
+
+%% The doctor's own refusal, one line (exit 2).
+-spec refuse(beamlab_experiment_doctor:error_reason()) -> no_return().
+refuse(R) ->
+    beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)]).
 
 %% @doc The recommendation, findings, curve, accounting and ranking.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
