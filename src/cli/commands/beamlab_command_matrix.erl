@@ -188,7 +188,7 @@ plain(Parsed) ->
                              R -> R
                          end,
                sweep => Sweep =/= [], profiled => Get(profile) orelse (is_map(Target) andalso maps:is_key(capture, Target))},
-    maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+    maps:merge(#{run => {matrix, with_rule(Parsed, Matrix)}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                  %% -v: live telemetry of this VM
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
                case Target of
@@ -228,9 +228,15 @@ preset(Name, Parsed) ->
                repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
                profiled => Get(profile) orelse maps:is_key(capture, Target), preset => Preset,
                scenarios => Scenarios},
-    #{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+    #{run => {matrix, with_rule(Parsed, Matrix)}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
       telemetry => case Get(verbose) > 0 of true -> live; false -> none end,
       target => Target}.
+
+%% --ci, --max-time (in ms, as the library takes it) and --metric.
+with_rule(Parsed, Matrix) ->
+    Schema = beamlab_experiment_matrix:options(),
+    Values = beamlab_schema:from_flags(Schema, maps:with([ci, max_time, metric], maps:get(opts, Parsed))),
+    beamlab_experiment_matrix:with_rule(maps:filter(fun(_, V) -> V =/= undefined end, Values), Matrix).
 
 default_otp() ->
     Prefix = case os:getenv("BEAMLAB_OTP27_PREFIX") of
