@@ -6,17 +6,27 @@
 # slowdowns (+5% and +20% more work per iteration) are planted and the
 # runs that catch them are counted:
 #   compare  pairs of runs, each with 3 fresh-VM repetitions (matrix -n 3
-#            of one configuration), `beamlab compare A.json B.json'; one
-#            base run per iteration serves the A/A and the planted pairs
+#            of one configuration), `beamlab compare A.json B.json'; the
+#            A/A run B of one iteration is the base A of the next (every
+#            pair is still two independent runs; one matrix less per
+#            iteration), and serves the planted pairs too
 #   history  10 single runs (6 with SHORT=1; `run', samples within each run)
-#            in a directory, `beamlab compare DIR': every change between
-#            consecutive runs is a verdict (the later ones are judged by
-#            the spread of the earlier runs); the first 9 runs are shared,
-#            the 10th is identical (A/A) or planted
+#            in a directory, `beamlab compare DIR': the verdict of the
+#            10th run, judged by the spread of the 9 before it; the 9 are
+#            a sliding window of the A/A runs (each iteration's A/A run
+#            joins it, the oldest leaves), so an iteration runs 3 runs
+#            (A/A, +5%, +20%) instead of 12 once the window is full
 #   matrix   two identical configurations (+S 2 and +S 2:2), -n 3
 #   check    `beamlab check --against HEAD~1' on a sample project whose
 #            last commit changes nothing measurable (or plants a slowdown);
 #            each project's head is built once (--no-build afterwards)
+#
+# The planted slowdowns are more loop iterations of the same
+# allocation-free loop (2000, 2100, 2400): 1.05x and 1.20x the work,
+# checked at the start by the reductions per iteration (`--reductions')
+# and printed with their ratios; the harness stops if a ratio is off.
+# (lists:seq/lists:sum of 2100 and 2400 elements, the earlier workload,
+# took ~25% and ~50% longer: garbage collection grows by steps.)
 #
 # One iteration runs every cell once, so stopping early (UNTIL, Ctrl-C)
 # leaves every cell with the same N. Environment:
@@ -30,8 +40,9 @@
 #   CHECK_SIZES the planted cells of check (default: SIZES)
 #   KEEP=DIR   keep the verdict files (one verdict a line per cell) in DIR
 #   BEAMLAB    the escript (default ./beamlab)
-# Prints one line per cell after every iteration's cell and a summary at the
-# end (also when interrupted); exits 0 whatever the counts (numbers are
+# Prints after every iteration its time and, per cell, the counts so far
+# (false faster/slower of the A/A cells, catches of the planted ones),
+# and a summary at the end (also when interrupted); exits 0 whatever the counts (numbers are
 # recorded, not asserted: docs/statistics.md says under which conditions
 # they were measured), non-zero only when the harness itself fails. Run
 # from the repository root after `make'.
@@ -63,11 +74,13 @@ cleanup() {
     rm -rf "$DIR"
 }
 
-# The code under test: the planted slowdowns do 5% and 20% more work.
+# The code under test: a loop that allocates nothing (no garbage
+# collection), so its cost is its iteration count; the planted slowdowns
+# run 5% and 20% more iterations.
 BASE=2000
 size_of() { case $1 in 0) echo $BASE;; 5) echo 2100;; 20) echo 2400;;
     *) echo "aa: planted slowdowns are 5 and 20 (%), not $1" >&2; exit 2;; esac; }
-code() { echo "lists:sum(lists:seq(1, $(size_of "$1")))."; }
+code() { echo "(fun L(0, A) -> A; L(I, A) -> L(I - 1, A + I) end)($(size_of "$1"), 0)."; }
 for s in $SIZES $CHECK_SIZES; do size_of "$s" >/dev/null; done
 HISTORY=10
 # --label: the benchmark keeps its name whatever the code, so runs pair.
@@ -99,12 +112,31 @@ report() {
     total=$(grep -c . "$file" || true)
     all=$(sort "$file" | uniq -c | awk '{printf "%s %s; ", $1, $2}')
     case $1 in
-        *-0) bad=$(grep -c -E '^(faster|slower)$' "$file" || true)
-             echo "$1 (A/A): $bad false verdict(s) in $total; verdicts: $all";;
-        *) hit=$(grep -c -E '^slower$' "$file" || true)
+        *-0) fast=$(grep -c -x faster "$file" || true)
+             slow=$(grep -c -x slower "$file" || true)
+             echo "$1 (A/A): $((fast + slow)) false verdict(s) in $total ($fast faster, $slow slower); verdicts: $all";;
+        *) hit=$(grep -c -x slower "$file" || true)
            echo "$1 (+${1##*-}%): caught in $hit of $total; verdicts: $all";;
     esac
 }
+# The planted work, proven: reductions per iteration of each size (one
+# reduction a loop step) and their ratios to the base.
+verify_work() {
+    base=""
+    for z in 0 $SIZES $CHECK_SIZES; do
+        case " $seen " in *" $z "*) continue;; esac
+        seen="$seen $z"
+        r=$("$BEAMLAB" "$(code "$z")" -s 1 -d 10 -w 0 --reductions 2>/dev/null |
+            sed -n 's/^ *reductions: \([0-9.]*\) per iteration.*/\1/p')
+        [ -n "$r" ] || { echo "aa: could not measure the reductions of the +$z% code" >&2; exit 1; }
+        [ -n "$base" ] || base=$r
+        ratio=$(awk -v a="$r" -v b="$base" 'BEGIN {printf "%.4f", a / b}')
+        echo "planted work +$z%: $r reductions per iteration, ${ratio}x the base"
+        awk -v x="$ratio" -v z="$z" 'BEGIN {exit !(x > 1 + z / 100 - 0.01 && x < 1 + z / 100 + 0.01)}' ||
+            { echo "aa: the +$z% code does ${ratio}x the work, not $((100 + z))%" >&2; exit 1; }
+    done
+}
+seen=
 summary() {
     echo "== beamlab A/A and power: $DONE iteration(s), $condition, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "== load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -115,38 +147,45 @@ trap cleanup EXIT
 
 echo "beamlab A/A and power: N=$N per cell, $condition"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+verify_work
 
 matrix_run() { # OUT.json SIZE
     "$BEAMLAB" matrix --vm '+S 2' -n 3 --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
 }
 
 iteration_compare() {
-    matrix_run "$DIR/a.json" 0
-    for z in 0 $SIZES; do
-        matrix_run "$DIR/b.json" "$z"
-        "$BEAMLAB" compare "$DIR/a.json" "$DIR/b.json" --format csv > "$DIR/c.csv"
+    # the previous iteration's A/A run is this one's base
+    [ -f "$DIR/a.json" ] || matrix_run "$DIR/a.json" 0
+    for z in $SIZES 0; do
+        matrix_run "$DIR/b-$z.json" "$z"
+        "$BEAMLAB" compare "$DIR/a.json" "$DIR/b-$z.json" --format csv > "$DIR/c.csv"
         verdicts "$DIR/c.csv" >> "$V/compare-$z"
     done
+    mv "$DIR/b-0.json" "$DIR/a.json"
 }
 
+# The history's window: runs w1..w(HISTORY-1), oldest first (names sort
+# by time: compare DIR orders runs by their start).
+hist_run() { # OUT SIZE
+    "$BEAMLAB" "$(code "$2")" $RUN_OPTS --save "$1" >/dev/null 2>&1
+}
 iteration_history() {
-    rm -rf "$DIR/h" && mkdir "$DIR/h"
-    r=1
-    while [ "$r" -lt "$HISTORY" ]; do
-        "$BEAMLAB" "$(code 0)" $RUN_OPTS --save "$DIR/h/r$r.json" >/dev/null 2>&1
-        r=$((r + 1))
+    mkdir -p "$DIR/w"
+    while [ "$(ls "$DIR/w" | wc -l)" -lt $((HISTORY - 1)) ]; do
+        hist_run "$DIR/w/$(date +%s%N).json" 0
     done
-    for z in 0 $SIZES; do
-        "$BEAMLAB" "$(code "$z")" $RUN_OPTS --save "$DIR/h/r$HISTORY.json" >/dev/null 2>&1
+    for z in $SIZES 0; do
+        rm -rf "$DIR/h" && mkdir "$DIR/h" && cp "$DIR"/w/*.json "$DIR/h/"
+        last=$DIR/h/$(date +%s%N).json
+        hist_run "$last" "$z"
         "$BEAMLAB" compare "$DIR/h" --format csv > "$DIR/c.csv"
-        if [ "$z" = 0 ]; then
-            verdicts "$DIR/c.csv" | grep . >> "$V/history-$z" || true
-        else
-            verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
-        fi
+        verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
         # with KEEP, the runs stay (the verdicts can be recomputed later)
         [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history-$z-$DONE" && cp "$DIR"/h/*.json "$V/runs/history-$z-$DONE/"; }
     done
+    # the A/A run joins the window, the oldest leaves
+    mv "$last" "$DIR/w/"
+    rm -f "$DIR/w/$(ls "$DIR/w" | head -n 1)"
 }
 
 iteration_matrix() {
@@ -208,9 +247,11 @@ while [ "$i" -le "$N" ]; do
     if [ -n "$DEADLINE" ] && [ "$(date -u +%s)" -ge "$DEADLINE" ]; then
         echo "aa: UNTIL $UNTIL reached after $DONE iteration(s)"; break
     fi
+    t0=$(date +%s)
     for s in $SCENARIOS; do "iteration_$s"; done
     DONE=$i
-    echo "-- iteration $i done $(date -u +%H:%M:%S), load average $(cut -d' ' -f1 /proc/loadavg)"
+    echo "-- iteration $i done $(date -u +%H:%M:%S) in $(($(date +%s) - t0)) s, load average $(cut -d' ' -f1 /proc/loadavg)"
+    for s in $SCENARIOS; do for z in 0 5 20; do report "$s-$z" | sed 's/; verdicts:.*//; s/^/   /'; done; done
     i=$((i + 1))
 done
 summary

@@ -44,6 +44,17 @@
     if (text !== undefined) e.textContent = String(text);
     return e;
   }
+  // A row label in at most `px' pixels (the chart's left margin): a
+  // longer one ends in an ellipsis, and its full text is the element's
+  // <title> (shown on hover), so no label is cut off at the chart's edge.
+  var LABEL_MAX = 300, CHAR_PX = 6.6;
+  function rowLabel(attrs, label, px) {
+    var full = String(label), fit = Math.max(4, Math.floor((px - 14) / CHAR_PX));
+    var shown = full.length <= fit ? full : full.slice(0, fit - 1) + '\u2026';
+    var t = s('text', Object.assign({ 'data-full': full }, attrs), shown);
+    if (shown !== full) t.appendChild(s('title', {}, full));
+    return t;
+  }
   function setAttrs(e, attrs) {
     Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
   }
@@ -368,7 +379,7 @@
     var longest = Math.max.apply(null, items.map(function (it) { return String(it.label).length; }).concat([0]));
     var texts = items.map(function (it) { return valueText(it.value, unit) + (it.ci ? ' [' + fmt(it.ci[0]) + ', ' + fmt(it.ci[1]) + ']' : ''); });
     var longestText = Math.max.apply(null, texts.map(function (t) { return t.length; }).concat([0]));
-    var L = Math.min(300, Math.max(70, 14 + 6.6 * longest)), R = Math.max(170, 12 + 6.4 * longestText), rowH = 30, T = 8, W = L + 260 + R;
+    var L = Math.min(LABEL_MAX, Math.max(70, 14 + CHAR_PX * longest)), R = Math.max(170, 12 + 6.4 * longestText), rowH = 30, T = 8, W = L + 260 + R;
     var H = T + items.length * rowH + 26;
     // A watched node's series are observations, not a benchmark: no better.
     var card = box(name, [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
@@ -387,7 +398,7 @@
     });
     items.forEach(function (it, i) {
       var y = T + i * rowH;
-      svg.appendChild(s('text', { x: L - 6, y: y + rowH / 2 + 4, 'class': 'tick', 'text-anchor': 'end' }, it.label));
+      svg.appendChild(rowLabel({ x: L - 6, y: y + rowH / 2 + 4, 'class': 'tick row-label', 'text-anchor': 'end' }, it.label, L));
       svg.appendChild(s('rect', { x: Math.min(X(0), X(it.value)), y: y + 5, width: Math.abs(X(it.value) - X(0)),
                                   height: rowH - 10, fill: it.color, 'fill-opacity': 0.75 }));
       if (it.ci) {
@@ -412,7 +423,7 @@
     // The row labels get the room they need (a matrix's configurations can
     // be long); the plot keeps its width.
     var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
-    var L = Math.max(150, 14 + 6.6 * longest), R = 16, rowH = 30, T = 8, W = L + 394;
+    var L = Math.min(LABEL_MAX, Math.max(150, 14 + CHAR_PX * longest)), R = 16, rowH = 30, T = 8, W = L + 394;
     var H = T + rows.length * rowH + 40;
     var card = box(title, subtitle, kind);
     var vals = [];
@@ -431,7 +442,7 @@
     rows.forEach(function (r, i) {
       var cy = T + i * rowH + rowH / 2;
       var g = s('g', { 'class': 'interval-row', 'data-row': r.label });
-      g.appendChild(s('text', { x: L - 6, y: cy + 4, 'class': 'tick', 'text-anchor': 'end' }, r.label));
+      g.appendChild(rowLabel({ x: L - 6, y: cy + 4, 'class': 'tick row-label', 'text-anchor': 'end' }, r.label, L));
       r.samples.forEach(function (v) {
         g.appendChild(s('circle', { cx: X(v).toFixed(1), cy: cy + ((v * 7919) % 7 - 3), r: 2.5, fill: r.color, 'fill-opacity': 0.5, 'class': 'sample' }));
       });
@@ -933,7 +944,8 @@
       var partial = 0;
       grp.entries.forEach(function (e) { partial += e.item.partial || 0; });
       var sub = reps ? 'each repetition its own line, seconds from its start' +
-        (partial ? '; ' + partial + ' trailing partial second' + (partial > 1 ? 's' : '') + ' (shorter than a second) left out' : '') : null;
+        (partial ? '; ' + partial + ' trailing partial second' + (partial > 1 ? 's' : '') + ' (shorter than a second) left out' : '')
+        : partial ? 'the last interval, shorter than the others (the recording stopped within it), is left out' : null;
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
       var card = lineChart(parent, { title: (tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') : '') + grp.name,

@@ -30,7 +30,8 @@
           return { from: m.from, to: m.to, color: B.SEVERITY[m.severity] || '#f59e0b', title: m.title };
         });
         B.lineChart(g, { title: (runs.length > 1 ? r.label + ': ' : '') + c.title + ' (' + c.unit + ')',
-                         xLabel: 'seconds', kind: 'processes', marks: marks,
+                         // observed on the watched node: a rate with its unit, no "better"
+                         xLabel: 'seconds', yLabel: c.unit, yUnit: c.unit, kind: 'processes', marks: marks,
                          series: c.lines.map(function (l, i) { return { name: l.label, color: B.color(i), x: p.t, y: l.y }; }) });
       });
       var card = B.h('figure', { 'class': 'card wide', 'data-kind': 'process-table' },

@@ -14,6 +14,9 @@
 %%% fails to start is reported with its error; the others go on.
 -module(beamlab_env_matrix).
 
+%% Findings of a repetition on the machine's load, kept in the matrix.
+-define(LOAD_FINDINGS, [<<"load_high">>, <<"machine_overloaded">>]).
+
 -export([configs/1, configs/2, parse_range/1, read_grid/1, run/2, format_error/1]).
 
 %% `flavor': the emulator flavour the configuration asks for (`--flavor',
@@ -336,12 +339,36 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                        params => #{repeat => R, baseline => Base, sweep => Sweep,
                                                    inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                    order => <<"interleaved">>}}),
-    Doc1 = beamlab_result:add_benchmarks(Doc, Benchmarks),
+    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks),
+                                       load_findings(Runs)),
     Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
                                                               profiled_info(maps:get(name, C), Profiled))
                                                    || {C, Outs} <- PerConfig]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
+
+%% The machine's load while the matrix ran, as a run document records it:
+%% every fresh VM's pre-flight check (`load_high') and detectors
+%% (`machine_overloaded') saw the machine around it, so the matrix keeps
+%% one finding per id, the worst repetition's, with how many repetitions
+%% raised it. Without it a compare or a history of matrices measured on a
+%% loaded machine was judged as if quiet (beamlab_result_compare).
+load_findings(Runs) ->
+    Raised = [{Name, Rep, F} || {Name, Rep, {ok, #{exit := 0, result := #{findings := Fs}}}} <- Runs,
+                                F = #{id := Id} <- Fs, lists:member(Id, ?LOAD_FINDINGS)],
+    Total = length([ok || {_, _, {ok, #{exit := 0}}} <- Runs]),
+    [begin
+         Of = [{N, R, F} || {N, R, F = #{id := I}} <- Raised, I =:= Id],
+         {Name, Rep, Worst} = lists:last(lists:sort(fun({_, _, A}, {_, _, B}) -> rank(A) =< rank(B) end, Of)),
+         Worst#{evidence := iolist_to_binary(
+                              io_lib:format("~b of ~b repetitions; worst [~ts] rep ~b: ~ts",
+                                            [length(Of), Total, Name, Rep, maps:get(evidence, Worst)])),
+                data := (maps:get(data, Worst))#{<<"repetitions">> => length(Of),
+                                                 <<"of">> => Total}}
+     end || Id <- lists:usort([I || {_, _, #{id := I}} <- Raised])].
+
+rank(#{severity := critical}) -> 1;
+rank(_) -> 0.
 
 base_values(Metric, BaseVals) ->
     case BaseVals of

@@ -174,6 +174,7 @@ run_model(Label, R) ->
               undefined -> #{};
               G -> G
           end,
+    Tele = maps:get(telemetry, R, #{}),
     #{label => Label,
       kind => maps:get(kind, R, null),
       partial => maps:get(partial, R, false) =:= true,
@@ -183,10 +184,9 @@ run_model(Label, R) ->
       commit => maps:get(commit, Git, null),
       dirty => maps:get(dirty, Git, null),
       benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
-      series => telemetry_series(maps:get(telemetry, R, #{})) ++ per_second_series(R, Benchmarks)
-                ++ broker_series(R),
+      series => telemetry_series(Tele) ++ per_second_series(R, Benchmarks) ++ broker_series(R),
       marks => beamlab_report_views:marks(R),
-      heatmaps => heatmaps(maps:get(telemetry, R, #{})) ++ broker_heatmaps(R),
+      heatmaps => heatmaps(Tele) ++ broker_heatmaps(R),
       sweeps => beamlab_report_views:sweeps(R),
       scaling => beamlab_report_views:scaling(R),
       latency => beamlab_report_views:latency(R),
@@ -227,7 +227,8 @@ finding_model(F) ->
 
 %% Telemetry: numeric series on a common time axis; nested maps are flattened
 %% into dotted names; lists of per-scheduler lists are heatmaps instead.
-telemetry_series(T) when is_map(T), map_size(T) > 0 ->
+telemetry_series(Tele) when is_map(Tele), map_size(Tele) > 0 ->
+    {T, Partial} = whole_intervals(Tele),
     case time_axis(T) of
         {ok, TimeKey, Ts} ->
             N = length(Ts),
@@ -236,7 +237,7 @@ telemetry_series(T) when is_map(T), map_size(T) > 0 ->
                        _ -> []
                    end,
             [with_gaps(#{name => K, source => <<"telemetry">>, unit => beamlab_report_views:series_unit(K, #{}),
-                         t => Ts, y => Ys}, Gaps)
+                         t => Ts, y => Ys, partial => Partial}, Gaps)
              || {K, Ys} <- numeric_lists(maps:remove(TimeKey, key_bins(T)), <<>>),
                 length(Ys) =:= N];
         error ->
@@ -244,6 +245,30 @@ telemetry_series(T) when is_map(T), map_size(T) > 0 ->
     end;
 telemetry_series(_) ->
     [].
+
+%% A trailing interval shorter than the others (the sampler's last sample
+%% when the run stopped between two ticks, or a series' last second cut
+%% short) is left out of every list on the time axis and counted: drawn,
+%% it looks like a fall (a count over part of a second) or a swing (a
+%% rate over a fraction of the interval): beamlab_report_views:partial_tail/1.
+whole_intervals(Tele) ->
+    T = key_bins(Tele),
+    case time_axis(T) of
+        {ok, _, Ts} ->
+            case beamlab_report_views:partial_tail(Ts) of
+                true -> {drop_last(T, length(Ts)), 1};
+                false -> {T, 0}
+            end;
+        _ ->
+            {T, 0}
+    end.
+
+drop_last(M, N) when is_map(M) ->
+    maps:map(fun(<<"unanswered">>, V) -> V;
+                (_, V) when is_list(V), length(V) =:= N -> lists:droplast(V);
+                (_, V) when is_map(V) -> drop_last(key_bins(V), N);
+                (_, V) -> V
+             end, key_bins(M)).
 
 %% When a watched node did not answer (`unanswered', times in ms on the
 %% series' own clock), as times on the chart's axis (`At').
@@ -259,7 +284,8 @@ with_gaps(#{t := Ts, y := Ys} = S, Gaps) ->
     Points = lists:merge(fun({A, _}, {B, _}) -> A =< B end, lists:zip(Ts, Ys), [{G, null} || G <- Gaps]),
     S#{t := [X || {X, _} <- Points], y := [Y || {_, Y} <- Points]}.
 
-heatmaps(T) when is_map(T), map_size(T) > 0 ->
+heatmaps(Tele) when is_map(Tele), map_size(Tele) > 0 ->
+    {T, _} = whole_intervals(Tele),
     case time_axis(T) of
         {ok, _, Ts} ->
             N = length(Ts),
@@ -302,7 +328,7 @@ broker_time(T) ->
 
 broker_heatmaps(R) ->
     [#{name => <<Label/binary, " ", K/binary>>, t => Ts, z => transpose(Rows), broker => true}
-     || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
+     || {Label, BT} <- broker_telemetry(R), {T, _} <- [whole_intervals(BT)], {ok, Ts} <- [broker_time(T)],
         K <- [<<"util_schedulers">>],
         Rows <- [maps:get(K, T, [])], is_list(Rows), length(Rows) =:= length(Ts),
         lists:all(fun is_num_list/1, Rows),
@@ -310,9 +336,10 @@ broker_heatmaps(R) ->
 
 broker_series(R) ->
     [with_gaps(#{name => <<Label/binary, " ", K/binary>>, source => <<"broker">>,
-                 unit => beamlab_report_views:series_unit(K, #{}), t => Ts, y => [num(Y) || Y <- Ys]},
+                 unit => beamlab_report_views:series_unit(K, #{}), t => Ts, y => [num(Y) || Y <- Ys],
+                 partial => Partial},
                gaps(T, fun(Ms) -> num(Ms / 1000) end))
-     || {Label, T} <- broker_telemetry(R), {ok, Ts} <- [broker_time(T)],
+     || {Label, BT} <- broker_telemetry(R), {T, Partial} <- [whole_intervals(BT)], {ok, Ts} <- [broker_time(T)],
         K <- [<<"util">>, <<"run_queue">>, <<"reductions_per_s">>],
         Ys <- [maps:get(K, T, [])], is_num_list(Ys), length(Ys) =:= length(Ts)].
 

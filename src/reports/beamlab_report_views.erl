@@ -24,7 +24,7 @@
 -module(beamlab_report_views).
 
 -export([sweeps/1, scaling/1, latency/1, matrix/1, marks/1, claimed/1,
-         per_second/1, series_unit/2, key_bins/1, num/1, interval_method/1]).
+         per_second/1, series_unit/2, key_bins/1, num/1, interval_method/1, partial_tail/1]).
 
 -type point() :: [number()].
 -type series() :: #{name := binary(), points := [point()]}.
@@ -244,7 +244,10 @@ named_unit(<<"rates.", _/binary>>, _) -> <<"iterations/s">>;
 named_unit(<<"util", _/binary>>, _) -> <<"%">>;
 named_unit(<<"load", _/binary>>, _) -> <<"load average">>;
 named_unit(_, Last) ->
-    Suffixes = [{<<"_bytes_per_s">>, <<"bytes/s">>}, {<<"_bytes">>, <<"bytes">>}, {<<"_per_s">>, <<"/s">>},
+    %% A rate names what it counts: reductions_per_s is reductions/s (a
+    %% bare "/s" or "1/s" reads as a frequency of nothing).
+    Suffixes = [{<<"_bytes_per_s">>, <<"bytes/s">>}, {<<"_bytes">>, <<"bytes">>},
+                {<<"_per_s">>, <<(per_s_counted(Last))/binary, "/s">>},
                 {<<"_pct">>, <<"%">>}, {<<"_cores">>, <<"cores">>}, {<<"_usec">>, <<"us">>},
                 {<<"_us">>, <<"us">>}, {<<"_ms">>, <<"ms">>}, {<<"_ns">>, <<"ns">>}],
     case [U || {Suffix, U} <- Suffixes, ends_with(Last, Suffix)] of
@@ -252,9 +255,30 @@ named_unit(_, Last) ->
         [] -> <<"count">>
     end.
 
+%% What a `X_per_s' series counts: X, its words spaced.
+per_s_counted(Last) ->
+    case binary:split(Last, <<"_per_s">>) of
+        [<<>> | _] -> <<"events">>;
+        [X | _] -> binary:replace(X, <<"_">>, <<" ">>, [global])
+    end.
+
 ends_with(Bin, Suffix) ->
     byte_size(Bin) >= byte_size(Suffix)
         andalso binary:part(Bin, byte_size(Bin) - byte_size(Suffix), byte_size(Suffix)) =:= Suffix.
+
+%% @doc True when the last interval of a time axis (sample times,
+%% ascending) is a partial one: shorter than 90% of the shortest interval
+%% before it (a sampler's last sample taken when the run stopped between
+%% two ticks; the shortest, as a silent node makes longer intervals,
+%% never shorter ones). Drawn, it invents a fall or a swing; the report
+%% leaves it out and says so. Needs three times (two intervals) to tell.
+-spec partial_tail([number()]) -> boolean().
+partial_tail(Ts) when length(Ts) >= 3 ->
+    Steps = [B - A || {A, B} <- lists:zip(lists:droplast(Ts), tl(Ts))],
+    Shortest = lists:min(lists:droplast(Steps)),
+    Shortest > 0 andalso lists:last(Steps) < 0.9 * Shortest;
+partial_tail(_) ->
+    false.
 
 %% @doc As `beamlab_format_units:per_second/1'.
 -spec per_second(beamlab_result:benchmark()) -> {number(), binary()}.

@@ -26,15 +26,24 @@
 -spec processes(beamlab_result:result()) -> model() | null.
 processes(R) ->
     T = beamlab_report_views:key_bins(maps:get(telemetry, R, #{})),
-    Tops = [beamlab_json:canonical(S) || S <- list(<<"top">>, T)],
-    Times = list(<<"t_ms">>, T),
+    Tops0 = [beamlab_json:canonical(S) || S <- list(<<"top">>, T)],
+    Times0 = list(<<"t_ms">>, T),
+    %% A last sample taken when the watch stopped between two ticks covers
+    %% part of an interval: its reductions/s would be a swing the node did
+    %% not make (beamlab_report_views:partial_tail/1); it is left out.
+    {Tops, Times} = case length(Tops0) =:= length(Times0) andalso lists:all(fun is_number/1, Times0)
+                             andalso beamlab_report_views:partial_tail(Times0) of
+                        true -> {lists:droplast(Tops0), lists:droplast(Times0)};
+                        false -> {Tops0, Times0}
+                    end,
     case length(Tops) =:= length(Times) andalso lists:any(fun is_map/1, Tops) of
         false -> null;
         true ->
             T0 = case Times of [First | _] when is_number(First) -> First; _ -> 0 end,
             Ts = [num((X - T0) / 1000) || X <- Times],
             Ets = case list(<<"ets_top">>, T) of
-                      L when length(L) =:= length(Times) -> [beamlab_json:canonical(E) || E <- L];
+                      L when length(L) =:= length(Times0) ->
+                          [beamlab_json:canonical(E) || E <- lists:sublist(L, length(Times))];
                       _ -> [null || _ <- Times]
                   end,
             Marks = fun(Kinds) -> marks(R, Kinds, T0) end,
@@ -44,8 +53,8 @@ processes(R) ->
                                                                <<"messages">>, <<"by_message_queue">>, [<<"mailbox">>]},
                                                               {<<"memory">>, <<"Process memory">>, <<"bytes">>, <<"by_memory">>,
                                                                [<<"process_memory">>, <<"mailbox">>]},
-                                                              {<<"reductions_per_s">>, <<"Reductions per second">>,
-                                                               <<"1/s">>, <<"by_reductions">>, [<<"long_schedule">>]}]]
+                                                              {<<"reductions_per_s">>, <<"Reductions">>,
+                                                               <<"reductions/s">>, <<"by_reductions">>, [<<"long_schedule">>]}]]
                   ++ [(ets_chart(Ets))#{marks => Marks([<<"ets">>])}],
               summary => summary(Tops),
               samples => [#{t => Tm, rows => rows(S)} || {Tm, S} <- lists:zip(Ts, Tops), is_map(S)]}

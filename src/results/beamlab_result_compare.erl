@@ -314,8 +314,8 @@ notes(Runs, Rows, Unpaired) ->
             "not the run-to-run variation, so there is no verdict; repeat each side "
             "(suite -n 5, matrix -n 5, check --against) or compare a history of 3+ runs: ~ts",
             [lists:join(", ", Within)]) || Within =/= []],
-       [fmt("inconclusive: the machine was overloaded (a machine_overloaded or noisy_measurement "
-            "finding) and the wall-clock difference is not far outside the noise: ~ts",
+       [fmt("inconclusive: the machine was overloaded (a load_high, machine_overloaded or "
+            "noisy_measurement finding, of a run or of a matrix's repetitions) and the wall-clock difference is not far outside the noise: ~ts",
             [lists:join(", ", Loaded)]) || Loaded =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
        [fmt("~b benchmark(s) missing from some runs: ~ts",

@@ -104,3 +104,49 @@ unknown_baseline_test() ->
                                           argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>,
                                           inner => {erlang, error, [not_called]},
                                           baseline => <<"+S 9">>}, #{runner => fake_runner(self())})).
+
+%% #35: the repetitions' load findings join the matrix document (one per
+%% id, the worst, with how many repetitions raised it), so a compare of
+%% two matrices measured on a loaded machine is `inconclusive_load' like
+%% a compare of runs, unless far outside the noise.
+load_finding_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
+    Loaded = fun(Factor) ->
+                     Count = counters:new(1, []),
+                     fun(_C, _Argv) ->
+                             ok = counters:add(Count, 1, 1),
+                             Rep = counters:get(Count, 1),
+                             F = beamlab_result:finding(load_high, case Rep of 2 -> critical; _ -> warning end,
+                                                        "Machine is overloaded",
+                                                        io_lib:format("load ~b", [Rep]), "stop it", #{}),
+                             Mean = Factor * lists:nth(Rep, [10.0, 10.3, 9.7]),
+                             {ok, #{exit => 0, env => #{schedulers => #{online => 1}},
+                                    result => #{findings => [F],
+                                                benchmarks => [#{name => <<"x">>, unit => <<"ms">>,
+                                                                 better => lower,
+                                                                 stats => #{mean => Mean}}]}}}
+                     end
+             end,
+    Spec = #{configs => Cs, command => ["run", "x"], repeat => 3,
+             argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>,
+             inner => {erlang, error, [not_called]}},
+    {ok, A} = beamlab_env_matrix:run(Spec, #{runner => Loaded(1.0)}),
+    [#{id := <<"load_high">>, severity := critical, evidence := Ev}] = maps:get(findings, A),
+    ?assertMatch({match, _}, re:run(Ev, "^3 of 3 repetitions; worst \\[\\+S 1\\] rep 2: load 2")),
+    ?assert(beamlab_result_compare:overloaded(A)),
+    Verdict = fun(Factor, Quiet) ->
+                      {ok, B} = beamlab_env_matrix:run(Spec, #{runner => Loaded(Factor)}),
+                      Q = fun(D) when Quiet -> D#{findings := []}; (D) -> D end,
+                      {ok, #{rows := [#{cells := [_, Cell]}]}} =
+                          beamlab_result_compare:compare([{<<"a">>, Q(A)}, {<<"b">>, Q(B)}]),
+                      ?assertEqual(runs, maps:get(basis, Cell)),
+                      maps:get(verdict, Cell)
+              end,
+    %% +20%: significant at 95%, not at 99.9%
+    ?assertEqual(slower, Verdict(1.2, true)),
+    ?assertEqual(inconclusive_load, Verdict(1.2, false)),
+    %% +50%: far outside the noise, a verdict even under load
+    ?assertEqual(slower, Verdict(1.5, false)),
+    %% the finding survives JSON
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
+    {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).

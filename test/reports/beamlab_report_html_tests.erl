@@ -25,6 +25,25 @@ unanswered_gap_test() ->
     Quiet = telemetry_doc(#{t_ms => [1000, 2000], run_queue => [1, 2]}),
     ?assertEqual({[0, 1.0], [1, 2]}, maps:get(<<"run_queue">>, series(Quiet))).
 
+%% #35: a last sample taken when the recording stopped between two ticks
+%% covers part of an interval: left out of every series (and heatmap) on
+%% that axis and counted, never drawn as a fall; an interval within 10%
+%% of the others is whole.
+partial_tail_test() ->
+    Doc = telemetry_doc(#{t_ms => [1000, 2000, 3000, 3400], run_queue => [1, 2, 3, 0],
+                          nested => #{reductions_per_s => [5, 6, 7, 1]},
+                          util_schedulers => [[1, 2], [3, 4], [5, 6], [0, 0]]}),
+    #{runs := [#{series := Series, heatmaps := [Hm]}]} = beamlab_report_html:model([{<<"a">>, Doc}]),
+    ?assertEqual([{<<"nested.reductions_per_s">>, [0, 1.0, 2.0], [5, 6, 7], 1, <<"reductions/s">>},
+                  {<<"run_queue">>, [0, 1.0, 2.0], [1, 2, 3], 1, <<"count">>}],
+                 lists:sort([{N, T, Y, P, U} || #{name := N, t := T, y := Y, partial := P, unit := U} <- Series])),
+    ?assertEqual([0, 1.0, 2.0], maps:get(t, Hm)),
+    Whole = telemetry_doc(#{t_ms => [1000, 2000, 3000, 3950], run_queue => [1, 2, 3, 4]}),
+    ?assertEqual({[0, 1.0, 2.0, 2.95], [1, 2, 3, 4]}, maps:get(<<"run_queue">>, series(Whole))),
+    ?assert(beamlab_report_views:partial_tail([0, 1000, 3000, 3500])),
+    ?assertNot(beamlab_report_views:partial_tail([0, 1000, 3000, 4000])),
+    ?assertNot(beamlab_report_views:partial_tail([0, 400])).
+
 %% message_load's per-second maps of 2 repetitions of 1000 ms: one line per
 %% repetition and key over the seconds of that repetition (never one line
 %% over seconds 1..4), the partial second after each period left out and

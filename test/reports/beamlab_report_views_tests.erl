@@ -105,7 +105,9 @@ series_unit_test() ->
     ?assertEqual(<<"%">>, U(<<"util">>)),
     ?assertEqual(<<"%">>, U(<<"util_dirty_io">>)),
     ?assertEqual(<<"%">>, U(<<"steal_pct">>)),
-    ?assertEqual(<<"/s">>, U(<<"reductions_per_s">>)),
+    %% #35: a rate names what it counts
+    ?assertEqual(<<"reductions/s">>, U(<<"reductions_per_s">>)),
+    ?assertEqual(<<"context switches/s">>, U(<<"context_switches_per_s">>)),
     ?assertEqual(<<"bytes/s">>, U(<<"io_in_bytes_per_s">>)),
     ?assertEqual(<<"iterations/s">>, U(<<"rates.lists:seq(1,100).">>)),
     ?assertEqual(<<"cores">>, U(<<"scheduler_busy_cores">>)),

@@ -14,7 +14,7 @@
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
 -export([sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, distribution_chart/1, trend_chart/1]).
+         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -24,7 +24,7 @@ groups() ->
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, distribution_chart, trend_chart]}].
+                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -311,7 +311,30 @@ timeseries_chart(Config) ->
     ?assertEqual(2, count(hd(attrs(Broken, <<"path">>, <<"series">>, <<"d">>)), <<"M">>)),
     %% The benchmark's samples over time too, per second.
     ?assertMatch([_], [S || S <- figures(Dom, <<"timeseries">>),
-                            binary:match(S, <<"lists:seq(1, 100). (iterations/s)">>) =/= nomatch]).
+                            binary:match(S, <<"lists:seq(1, 100). (iterations/s)">>) =/= nomatch]),
+    %% #35: a last sample 0.3 s after the one before (the run stopped
+    %% between two ticks) is a partial interval: left out of the line, and
+    %% the subtitle says so; the same run without it draws every sample.
+    #{<<"t_ms">> := Times} = Tele,
+    N = length(Times),
+    Tail = maps:map(fun(<<"t_ms">>, V) -> V ++ [lists:last(V) + 300];
+                       (_, V) when is_list(V), length(V) =:= N ->
+                            V ++ [case lists:last(V) of X when is_number(X) -> 0; X -> X end];
+                       (_, V) -> V
+                    end, Tele),
+    F4 = filename:join(?config(priv_dir, Config), "telemetry-tail.json"),
+    {ok, _} = beamlab_result:save(beamlab_result:set(telemetry, Tail, Doc), F4),
+    Points = fun(D) ->
+                     [Fig] = [S || S <- figures(D, <<"timeseries">>),
+                                   binary:match(S, <<"VM telemetry util</figcaption>">>) =/= nomatch],
+                     [Line] = attrs(Fig, <<"path">>, <<"series">>, <<"d">>),
+                     {count(Line, <<"M">>) + count(Line, <<"L">>), Fig}
+             end,
+    {Whole, WholeFig} = Points(Dom),
+    {Cut, CutFig} = Points(report(Config, "telemetry-tail", [F4])),
+    ?assertEqual(Whole, Cut),
+    ?assertEqual(nomatch, binary:match(WholeFig, <<"left out">>)),
+    ?assertNotEqual(nomatch, binary:match(CutFig, <<"the last interval, shorter than the others">>)).
 
 %% A matrix over schedulers: the verdict table first, one chart of every
 %% configuration's repetitions per benchmark, and the scaling chart.
@@ -339,6 +362,20 @@ matrix_chart(Config) ->
     ?assertEqual([<<"schedulers">>], lists:usort(texts(Scaling, <<"label x-label">>))),
     ?assertNotEqual(nomatch, binary:match(Scaling, <<"Amdahl">>)),
     ?assertMatch([_], attrs(Scaling, <<"path">>, <<"usl-fit">>, <<"d">>)).
+
+%% #35: a configuration's label longer than the chart's margin is not cut
+%% off: it ends in an ellipsis and its full text is the row's <title>;
+%% the page's layout check (report/3) finds nothing cut off.
+matrix_long_labels(Config) ->
+    Vm = "+S 1:1 +sbwt none +sbwtdcpu none +sbwtdio none +swt very_low +swtdcpu very_low +swtdio very_low +sub true",
+    F = run(Config, "matrix-long", ["matrix", "--vm", Vm, "-n", "3", "--", "run", "ok.", "-d", "10", "-s", "2"]),
+    Dom = report(Config, "matrix-long", [F]),
+    [Fig] = figures(Dom, <<"matrix">>),
+    [Row] = [R || [R] <- re_all(Fig, <<"(<g class=\"interval-row\".*?</g>)">>)],
+    [[Shown, Full]] = re_all(Row, <<"<text [^>]*class=\"tick row-label\"[^>]*>([^<]*)<title>([^<]*)</title></text>">>),
+    ?assertMatch({match, _}, re:run(Shown, <<"^\\+S 1:1 .*\\x{2026}$">>, [unicode])),
+    ?assert(string:length(Shown) < length(Vm)),
+    ?assertEqual(list_to_binary(Vm), Full).
 
 %% A histogram from 20 samples on; fewer are drawn as points.
 distribution_chart(Config) ->

@@ -221,6 +221,10 @@ page(#{html := Html, doc := Doc}, Finding) ->
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(Body, <<"data-layout">>)),
             Drawn = re:replace(Dom, <<"<script.*?</script>">>, <<>>, [dotall, global, {return, binary}]),
             ?assertEqual(nomatch, binary:match(Drawn, <<"higher is better">>)),
+            %% #35: reductions are a rate with what it counts, never "1/s"
+            ?assertEqual(nomatch, binary:match(Drawn, <<"1/s">>)),
+            ?assertMatch({match, _}, re:run(Drawn, <<"<figcaption>Reductions \\(reductions/s\\)</figcaption>.*?"
+                                                     "class=\"label y-label\"[^>]*>reductions/s</text>">>, [dotall])),
             [_, Procs] = binary:split(Dom, <<"<section id=\"processes\"">>),
             #{<<"data">> := #{<<"from_ms">> := From, <<"last_ms">> := Last}} = Finding,
             [T0 | _] = maps:get(<<"t_ms">>, maps:get(<<"telemetry">>, Doc)),
@@ -229,6 +233,12 @@ page(#{html := Html, doc := Doc}, Finding) ->
             ?assert(abs(text_number(A) - (From - T0) / 1000) < 0.01),
             ?assert(abs(text_number(B) - (Last - T0) / 1000) < 0.01),
             ?assertEqual(4, length(binary:matches(Procs, <<"data-kind=\"processes\"">>))),
+            %% #35: a last sample that covers part of an interval is left
+            %% out of the processes' charts (and drawn when whole).
+            Times = maps:get(<<"t_ms">>, maps:get(<<"telemetry">>, Doc)),
+            #{<<"t">> := Drawn_t} = page_processes(#{html => Html}),
+            ?assertEqual(length(Times) - case beamlab_report_views:partial_tail(Times) of true -> 1; false -> 0 end,
+                         length(Drawn_t)),
             ?assertNotEqual(nomatch, binary:match(Procs, <<"data-series=\"mailbox_sink">>)),
             ?assertNotEqual(nomatch, binary:match(Procs, <<"data-kind=\"process-table\"">>)),
             #{<<"env">> := #{<<"node">> := Node, <<"otp">> := #{<<"release">> := _}}} = Doc,
