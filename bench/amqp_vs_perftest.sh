@@ -16,6 +16,13 @@
 # floor client bench/amqp_floor.erl: the same traffic from one process per
 # socket doing nothing but send, count and ack, i.e. the least CPU per
 # message any client on this VM spends on it (the platform's share).
+# RATES="2000 10000 30000 60000" runs `fixed' once per rate (scenarios
+# fixed-2000 ...; default: FIXED_RATE alone). BEFORE=path/to/beamlab also
+# runs another build of the escript (tool `before', e.g. the one before a
+# change) next to this one in every scenario. With FLOOR=1 the end is the
+# table docs/amqp.md records: per rate, µs of CPU per message of each
+# client and the ratios (#33). A full run of the table (RATES of four,
+# varrate, FLOOR=1, BEFORE, 15 s, 3 rounds) takes about 25 minutes.
 #
 # Steady state only: both tools print one line per second ("time T s, ...,
 # received: R msg/s"). The script reads each line the moment the tool writes
@@ -46,6 +53,9 @@ URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 TLS_URI="amqps://guest:guest@127.0.0.1:$TLS_PORT/%2F"
 CASES=${CASES:-single fixed multi varrate quorum stream tls}
 FIXED_RATE=${FIXED_RATE:-10000}
+RATES=${RATES:-$FIXED_RATE}
+BEFORE=${BEFORE:-}
+T_START=$(date +%s)
 CLK_TCK=$(getconf CLK_TCK)
 BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 mkdir -p "$WORK"
@@ -81,7 +91,9 @@ run() {   # tool scenario args...
     [ "$name" = tls ] && uri=$TLS_URI
     [ "$name" = tls ] && [ "$tool" = beamlab ] && set -- "$@" --tls-insecure
     la=$(cut -d' ' -f1 /proc/loadavg)
-    if [ "$tool" = floor ]; then
+    if [ "$tool" = before ]; then
+        URI=$uri load beamlab "$out" "$BEFORE" "$@"
+    elif [ "$tool" = floor ]; then
         # shellcheck disable=SC2086  # flags and FLOOR_ARGS are words
         measure "$out" erl $BEAMLAB_AMQP_FLAGS -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" \
             -pa "$WORK" -run amqp_floor main "$PORT" ${FLOOR_ARGS[$name]} "$SECS"
@@ -116,18 +128,29 @@ fi
 BEAMLAB_RABBIT_TLS_PORT=$TLS_PORT BEAMLAB_RABBIT_TLS_DIR=$TLS_DIR "$ROOT/scripts/rabbitmq.sh" start >&2
 trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
 
-declare -A ARGS
+declare -A ARGS FLOOR_ARGS
 ARGS[single]="-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100"
-ARGS[fixed]="-x 1 -y 1 -u qf -r $FIXED_RATE -f mandatory -q 300 -c 100"
+# `fixed' stands for one scenario per rate of RATES.
+EXPANDED=""
+for name in $CASES; do
+    if [ "$name" = fixed ]; then
+        for r in $RATES; do
+            ARGS[fixed-$r]="-x 1 -y 1 -u qf -r $r -f mandatory -q 300 -c 100"
+            # The floor client's arguments for the same traffic: producers,
+            # consumers, queue, rate steps (msg/s per producer[:seconds,...]).
+            FLOOR_ARGS[fixed-$r]="1 1 qf $r"
+            EXPANDED="$EXPANDED fixed-$r"
+        done
+    else
+        EXPANDED="$EXPANDED $name"
+    fi
+done
+CASES=$EXPANDED
 ARGS[multi]="-x 10 -y 20 -f mandatory -q 300 -c 100 --queue-pattern perf-test-%d --queue-pattern-from 1 --queue-pattern-to 10"
 ARGS[varrate]="-x 2 -y 2 -u qv -q 300 -c 100 --variable-rate 2000:3 --variable-rate 12000:3"
 ARGS[quorum]="-x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100"
 ARGS[stream]="-x 1 -y 1 -sq -u sq1 -c 100"
 ARGS[tls]="${ARGS[single]}"
-# The floor client's arguments for the same traffic: producers, consumers,
-# queue, rate steps (msg/s per producer[:seconds,...]).
-declare -A FLOOR_ARGS
-FLOOR_ARGS[fixed]="1 1 qf $FIXED_RATE"
 FLOOR_ARGS[varrate]="2 2 qv 2000:3,12000:3"
 if [ -n "${FLOOR:-}" ]; then
     [ -d "$ROOT/_build/default/lib/beamlab/ebin" ] || make -C "$ROOT" escript >/dev/null
@@ -139,7 +162,8 @@ echo "machine: $(nproc) CPUs, $(uname -r); Erlang $(erl -noshell -eval 'io:put_c
 echo "measured: steady state only, from the tool's first interval line at >= ${WARMUP} s to its last one;"
 echo "  received msg/s from the tool's own per-second lines, CPU = utime+stime of the tool's process"
 echo "  (/proc/<pid>/stat, all threads) between the same two lines"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load average at start: $LOAD_START"
 for round in $(seq 1 "$ROUNDS"); do
     # beamlab first in odd scenarios, PerfTest first in even ones.
     i=0
@@ -149,6 +173,9 @@ for round in $(seq 1 "$ROUNDS"); do
             run beamlab "$name" ${ARGS[$name]}; run perftest "$name" ${ARGS[$name]}
         else
             run perftest "$name" ${ARGS[$name]}; run beamlab "$name" ${ARGS[$name]}
+        fi
+        if [ -n "$BEFORE" ]; then
+            run before "$name" ${ARGS[$name]}
         fi
         if [ -n "${FLOOR:-}" ] && [ -n "${FLOOR_ARGS[$name]:-}" ]; then
             run floor "$name"
@@ -183,3 +210,42 @@ if [ -n "${FLOOR:-}" ]; then
             "$(awk -v a="$bc" -v b="$fc" 'BEGIN{printf "%.2f", a/b}')"
     done
 fi
+if [ -n "$BEFORE" ]; then
+    echo
+    echo "this build against BEFORE=$BEFORE (same scenarios, same rounds):"
+    echo "scenario  before us/msg  beamlab us/msg  beamlab/before CPU/msg"
+    for name in $CASES; do
+        oc=$(median "${CPU[before-$name]}"); bc=$(median "${CPU[beamlab-$name]}")
+        printf "%-8s  %13s  %14s  %22s\n" "$name" "$oc" "$bc" \
+            "$(awk -v a="$bc" -v b="$oc" 'BEGIN{printf "%.2f", a/b}')"
+    done
+fi
+if [ -n "${FLOOR:-}" ]; then
+    # The table of docs/amqp.md: medians of µs of CPU per received message.
+    echo
+    echo "for docs/amqp.md (medians over $ROUNDS rounds, us of CPU per received message; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end):"
+    echo
+    if [ -n "$BEFORE" ]; then
+        echo "| scenario | beamlab | before | PerfTest | floor | beamlab/PerfTest | beamlab/floor | before/floor | floor/PerfTest |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+    else
+        echo "| scenario | beamlab | PerfTest | floor | beamlab/PerfTest | beamlab/floor | floor/PerfTest |"
+        echo "|---|---|---|---|---|---|---|"
+    fi
+    for name in $CASES; do
+        [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
+        bc=$(median "${CPU[beamlab-$name]}"); pc=$(median "${CPU[perftest-$name]}")
+        fc=$(median "${CPU[floor-$name]}")
+        r() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
+        if [ -n "$BEFORE" ]; then
+            oc=$(median "${CPU[before-$name]}")
+            printf "| %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n" "$name" "$bc" "$oc" "$pc" "$fc" \
+                "$(r "$bc" "$pc")" "$(r "$bc" "$fc")" "$(r "$oc" "$fc")" "$(r "$fc" "$pc")"
+        else
+            printf "| %s | %.1f | %.1f | %.1f | %s | %s | %s |\n" "$name" "$bc" "$pc" "$fc" \
+                "$(r "$bc" "$pc")" "$(r "$bc" "$fc")" "$(r "$fc" "$pc")"
+        fi
+    done
+fi
+echo
+echo "the run took $(( ($(date +%s) - T_START) / 60 )) min $(( ($(date +%s) - T_START) % 60 )) s"

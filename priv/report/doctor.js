@@ -4,13 +4,25 @@
 // of every repetition as points, the medians of capacity and goodput as
 // lines, the USL fit dashed), microstate accounting stacked per
 // configuration, and the remedies ranked with their ratios to the default
-// and 95% intervals (a forest of intervals on a log axis, 1 = no change).
+// and their intervals (a forest of intervals on a log axis, 1 = no change;
+// Bonferroni-corrected over all remedy x figure comparisons, the caption
+// says at which confidence). A watched node (doctor --node): each
+// scheduler's utilisation and its thread's migrations between CPUs.
 // The page inlines this file in a <script> element: it must never contain
 // the characters that would close one.
 (function () {
   'use strict';
   var B = window.beamlabReport;
   if (!B) return;
+  // "1 scheduler", "2 schedulers", "1.5 schedulers".
+  function count(n, one, many) { return B.fmt(n) + ' ' + (B.fmt(n) === '1' ? one : many || one + 's'); }
+  // How the ranking's intervals were made, from its rows.
+  function intervals(list) {
+    var m = list[0];
+    if (!m || typeof m.confidence !== 'number') return '95% interval';
+    var c = (100 * m.confidence).toFixed(m.confidence >= 0.99 ? 2 : 0) + '% interval';
+    return m.correction === 'bonferroni' ? c + ', Bonferroni over ' + count(m.comparisons, 'comparison') : c;
+  }
   // A ranking of remedies: one row per remedy (flags, with its
   // repetitions and why it was tried beneath), its verdict, and one cell
   // per figure: the ratio to the default with its 95% interval drawn on a
@@ -35,12 +47,12 @@
         B.h('span', { 'class': 'iv' }, [typeof t[1] === 'number' ? '(' + t[1].toFixed(2) + '..' + t[2].toFixed(2) + ')' : '(no interval)'])]);
     };
     var card = B.h('figure', { 'class': 'card wide', 'data-kind': kind },
-                   [B.h('figcaption', {}, [title + ' (ratio to the default, 95% interval, log axis ' + B.fmt(lo) + '..' + B.fmt(hi) + ')'])]);
+                   [B.h('figcaption', {}, [title + ' (ratio to the default, ' + intervals(list) + ', log axis ' + B.fmt(lo) + '..' + B.fmt(hi) + ')'])]);
     if (list.length) {
       card.appendChild(B.table(['#', 'flags', 'verdict'].concat(cols.map(function (c) { return c[1]; })),
         list.map(function (m, i) {
           var flags = B.h('td', { 'class': 'flags' }, [B.h('code', {}, [m.name]),
-            B.h('span', { 'class': 'why' }, ['n = ' + m.n + (m.why.length ? '; ' + m.why.join(', ') : '')])]);
+            B.h('span', { 'class': 'why' }, [count(m.n, 'repetition') + (m.why.length ? '; ' + m.why.join(', ') : '')])]);
           return { cells: [String(i + 1), flags, m.verdict].concat(cols.map(function (c) { return cell(m[c[0]]); })),
                    cls: m.verdict === 'better' ? 'good' : m.verdict === 'worse' ? 'bad' : '' };
         }), 'remedies'));
@@ -78,26 +90,45 @@
           series.push({ name: 'USL fit', color: '#111827', dash: true, cls: 'usl-fit', width: 2,
                         x: c.fit.curve.map(function (p) { return p[0]; }), y: c.fit.curve.map(function (p) { return p[1]; }) });
           sub += '; USL: \u03c3 = ' + B.fmt(c.fit.sigma) + ', \u03ba = ' + B.fmt(c.fit.kappa) +
-                 (c.fit.peak_n !== null && c.fit.peak_n <= 4096 ? ', peak at ' + B.fmt(c.fit.peak_n) + ' schedulers' : ', no peak within reach');
+                 (c.fit.peak_n !== null && c.fit.peak_n <= 4096 ? ', peak at ' + count(c.fit.peak_n, 'scheduler') : ', no peak within reach');
         }
         B.lineChart(g, { title: pre + 'Scaling per scheduler count', subtitle: sub, kind: 'doctor-curve',
                          xLabel: 'schedulers', yLabel: 'msg/s', xInt: true, yFromZero: true, series: series });
       }
-      if (d.msacc.rows.length) {
+      var msaccCard = function (m, what) {
+        if (!m || !m.rows.length) return;
         var card = B.h('figure', { 'class': 'card wide', 'data-kind': 'doctor-msacc' },
-                       [B.h('figcaption', {}, [pre + 'Microstate accounting of the schedulers under the load'])]);
-        var legend = B.h('div', { 'class': 'legend' }, d.msacc.states.map(function (s, i) {
+                       [B.h('figcaption', {}, [pre + 'Microstate accounting of the schedulers ' + what])]);
+        var legend = B.h('div', { 'class': 'legend' }, m.states.map(function (s, i) {
           return B.h('span', {}, [B.h('i', { style: 'background:' + B.color(i) }), s]);
         }));
         card.appendChild(legend);
-        card.appendChild(B.table(['configuration', 'share of the schedulers\' time'], d.msacc.rows.map(function (row) {
+        card.appendChild(B.table(['configuration', 'share of the schedulers\' time'], m.rows.map(function (row) {
           var bar = B.h('div', { 'class': 'stack' }, row.shares.map(function (v, i) {
             return B.h('span', { style: 'width:' + (100 * (v || 0)).toFixed(2) + '%;background:' + B.color(i),
-                                 title: d.msacc.states[i] + ' ' + (100 * (v || 0)).toFixed(1) + '%' });
+                                 title: m.states[i] + ' ' + (100 * (v || 0)).toFixed(1) + '%' });
           }));
           return [row.label, B.h('td', {}, [bar])];
         }), 'msacc'));
         g.appendChild(card);
+      };
+      msaccCard(d.msacc, d.node ? 'while the node worked' : 'under the load (below capacity)');
+      msaccCard(d.capacity_msacc, 'under the saturating load (capacity)');
+      if (d.node) {
+        var n = d.node, x = n.schedulers;
+        B.lineChart(g, { title: pre + 'Each scheduler of ' + n.name + ' while it worked',
+                         subtitle: 'busy share of its time (scheduler_wall_time); run queue ' +
+                                   (typeof n.run_queue_mean === 'number' ? B.fmt(n.run_queue_mean) + ' on average' : 'unknown'),
+                         kind: 'doctor-node-utilisation', xLabel: 'scheduler', yLabel: 'busy %', xInt: true, yFromZero: true,
+                         series: [{ name: 'utilisation', color: B.color(0), markers: true, noLine: true, x: x, y: n.utilisation }] });
+        if (n.migrations.length) {
+          B.lineChart(g, { title: pre + 'Migrations of each scheduler thread between CPUs',
+                           subtitle: 'how often the kernel moved it, per second (se.nr_migrations); all threads: ' +
+                                     (typeof n.migrations_per_s === 'number' ? B.fmt(n.migrations_per_s) + '/s' : 'unknown'),
+                           kind: 'doctor-node-migrations', xLabel: 'scheduler', yLabel: 'migrations/s', xInt: true, yFromZero: true,
+                           series: [{ name: 'migrations/s', color: B.color(1), markers: true, noLine: true, x: x.slice(0, n.migrations.length),
+                                      y: n.migrations }] });
+        }
       }
       if (d.remedies.length) {
         remediesCard(g, pre + 'Remedies against the default, best first', 'doctor-remedies', d.remedies,
@@ -108,7 +139,7 @@
         var t = d.target, notes = [];
         if (t.already_in_effect.length) notes.push('Left out, the broker already runs with them: ' + t.already_in_effect.join('; ') + '.');
         t.failed.forEach(function (f) {
-          notes.push(f.name + ': ' + (f.runs - f.ok_runs) + ' of ' + f.runs + ' repetition(s) failed: ' + f.errors.join('; '));
+          notes.push(f.name + ': ' + (f.runs - f.ok_runs) + ' of ' + count(f.runs, 'repetition') + ' failed: ' + f.errors.join('; '));
         });
         if (t.remedies.length || notes.length) {
           remediesCard(g, pre + 'Remedies on the broker (' + t.kind + ', a fresh broker per repetition loaded by \'' +

@@ -12,7 +12,7 @@
          declare_queue/3, declare_exchange/3, delete_exchange/3,
          bind/4, bind/5, unbind/4, unbind/5, bind_exchange/5,
          purge/2, delete_queue/3, qos/2, consume/3, cancel/2, cancel/3, confirm_select/1,
-         tx_select/1, tx_commit/1, tx_rollback/1,
+         tx_select/1, tx_commit/1, commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
          publish_frames/5, ack_frame/3, nack_frame/4, send/2, send/3,
@@ -367,6 +367,19 @@ tx_select(Ch) ->
 -spec tx_commit(channel()) -> ok | {error, reason()}.
 tx_commit(Ch) ->
     ok(sync(Ch, #'tx.commit'{}, #{})).
+
+%% @doc tx.commit for a load generator's channel, with what its caller
+%% must do next: `ok', `{lost, Code, Text}' (the channel or its connection
+%% is gone: the caller reconnects or reports it) or `{error, Reason}' (the
+%% broker refused or did not answer). The producers' `-m' and the
+%% consumers' `-n' transactions both take this step.
+-spec commit(channel()) -> ok | {lost, atom(), binary()} | {error, reason()}.
+commit(Ch) ->
+    case tx_commit(Ch) of
+        ok -> ok;
+        {error, {Code, Text}} when is_binary(Text) -> {lost, Code, Text};
+        {error, _} = E -> E
+    end.
 
 %% @doc tx.rollback.
 -spec tx_rollback(channel()) -> ok | {error, reason()}.

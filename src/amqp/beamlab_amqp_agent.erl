@@ -58,6 +58,9 @@
 -export([init/2]).
 
 -define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
+%% At most this long with the connections open after the final counts,
+%% waiting for the coordinator's depth read (see await_close/1).
+-define(HOLD_MS, 120000).
 
 -record(st, {coord :: pid(),
              plan :: plan(),
@@ -77,6 +80,9 @@
              %% may be opened.
              next_conn_us :: integer() | undefined,
              phase = starting :: starting | running | stopping_p | stopping_c,
+             %% The run's latency totals: the sum of every take of the
+             %% workers' histograms (consumer, confirm).
+             totals :: {beamlab_stats_hist:snapshot(), beamlab_stats_hist:snapshot()},
              memory :: memory()}).
 
 %% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
@@ -105,8 +111,8 @@ init(Coord, Plan) ->
     _ = monitor(process, Coord),
     Ctx = #{agent => self(),
             counters => counters:new(?C_SIZE, [write_concurrency]),
-            cons_hists => {new_hist(), new_hist()},
-            conf_hists => {new_hist(), new_hist()},
+            cons_hists => new_hist(),
+            conf_hists => new_hist(),
             %% This node's clock minus the coordinator's (microseconds):
             %% producers stamp and consumers read bodies in the
             %% coordinator's time, so a message produced on one node and
@@ -118,7 +124,8 @@ init(Coord, Plan) ->
                                     || Size <- lists:usort([max(?BODY_MIN, S)
                                                             || S <- maps:get(sizes, Plan)])])},
     CtxKey = beamlab_runtime_shared:share(Ctx),
-    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx, ctx_key = CtxKey,
+    Empty = beamlab_stats_hist:snapshot(new_hist()),
+    St0 = #st{coord = Coord, plan = Plan, ctx = Ctx, ctx_key = CtxKey, totals = {Empty, Empty},
               memory = #{node => node(), before => erlang:memory(total), running => 0, connections => 0}},
     %% Consumers first: they must be subscribed before anything is published.
     Cons = [beamlab_amqp_consumer:start_link(CtxKey, S) || S <- maps:get(consumers, Plan, [])]
@@ -141,12 +148,11 @@ handle({connected, Group, Result}, St) ->
 handle({go, StartUs}, St) ->
     _ = [W ! {go, StartUs} || W <- St#st.producers ++ St#st.consumers],
     St#st{phase = running};
-handle({sample, From, Ref}, #st{ctx = Ctx} = St) ->
-    {_, ConsI} = maps:get(cons_hists, Ctx),
-    {_, ConfI} = maps:get(conf_hists, Ctx),
+handle({sample, From, Ref}, St0) ->
+    {{Cons, Conf}, St} = take(St0),
     From ! {sample, Ref, self(), #{counters => counts(St),
-                                   consumer => snap_reset(ConsI),
-                                   confirm => snap_reset(ConfI),
+                                   consumer => Cons,
+                                   confirm => Conf,
                                    producers_done => St#st.done_p,
                                    consumers_done => St#st.done_c}},
     St;
@@ -281,19 +287,37 @@ maybe_stopped(#st{phase = stopping_p, producers = [], coord = C} = St) ->
     C ! {producers_stopped, self()},
     St#st{phase = running};
 maybe_stopped(#st{phase = stopping_c, consumers = [], producers = [],
-                  coord = C, ctx = Ctx} = St) ->
-    {ConsT, _} = maps:get(cons_hists, Ctx),
-    {ConfT, _} = maps:get(conf_hists, Ctx),
+                  coord = C} = St0) ->
+    {_, #st{totals = {ConsT, ConfT}} = St1} = take(St0),
+    Excl = exclusive_depth(St1),
+    %% Consumers' connections close before the depth is read: what a
+    %% consumer had unacked when its channel did not close in time goes
+    %% back to its queue with the connection, and counts as queued.
+    St = close_groups([c, l], St1),
     C ! {final, self(), #{counters => counts(St),
-                          consumer => beamlab_stats_hist:snapshot(ConsT),
-                          confirm => beamlab_stats_hist:snapshot(ConfT),
-                          exclusive_queued => exclusive_depth(St),
+                          consumer => ConsT,
+                          confirm => ConfT,
+                          exclusive_queued => Excl,
                           memory => St#st.memory}},
+    await_close(C),
     close_all(St),
     ok = beamlab_runtime_shared:release(St#st.ctx_key),
     exit(normal);
 maybe_stopped(St) ->
     St.
+
+%% The producers' connections stay open until the coordinator has read
+%% the queues' depth (their channels are closed, what they published is
+%% routed): a broker closing thousands of connections (-x 15000) at once
+%% answers that read too late (#33). Bounded: a coordinator that never
+%% says so (it always does, or is gone) does not keep them forever.
+await_close(Coord) ->
+    receive
+        close_connections -> ok;
+        {'DOWN', _, process, Coord, _} -> ok
+    after ?HOLD_MS ->
+        ok
+    end.
 
 %% --exclusive: the consumers' queues die with their connections, so their
 %% depth is read now, on those connections (a fresh channel each).
@@ -332,10 +356,24 @@ counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
       requeued => counters:get(C, ?C_REQUEUED),
       late => counters:get(C, ?C_LATE)}.
 
-snap_reset(H) ->
-    S = beamlab_stats_hist:snapshot(H),
-    _ = beamlab_stats_hist:reset(H),
-    S.
+%% What the workers recorded since the last take (consumer and confirm
+%% latencies), added to the run's totals.
+take(#st{ctx = Ctx, totals = {ConsT, ConfT}} = St) ->
+    Cons = beamlab_stats_hist:take(maps:get(cons_hists, Ctx)),
+    Conf = beamlab_stats_hist:take(maps:get(conf_hists, Ctx)),
+    {{Cons, Conf}, St#st{totals = {beamlab_stats_hist:merge(ConsT, Cons),
+                                   beamlab_stats_hist:merge(ConfT, Conf)}}}.
+
+%% Closes the connections of the groups of these kinds (bounded).
+close_groups(Kinds, #st{conns = Cs} = St) ->
+    {Close, Keep} = maps:fold(fun({K, _} = G, Conn, {Cl, Kp}) ->
+                                      case lists:member(K, Kinds) of
+                                          true -> {[Conn | Cl], Kp};
+                                          false -> {Cl, Kp#{G => Conn}}
+                                      end
+                              end, {[], #{}}, Cs),
+    ok = beamlab_amqp:close_all(Close, ?CLOSE_MS),
+    St#st{conns = Keep}.
 
 %% Bounded: a connection that cannot close (frozen broker) is killed.
 close_all(#st{conns = Cs}) ->

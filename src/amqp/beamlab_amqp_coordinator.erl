@@ -29,6 +29,8 @@
 -define(SILENT_MS, 3000).
 %% Reading the queues' depth and deleting them after the end, each.
 -define(END_OP_MS, 1000).
+%% The pause between two reads of the depth while it is still changing.
+-define(DEPTH_RETRY_MS, 200).
 -define(SETUP_RETRY_MS, 1000).
 
 %% Why the run ended.
@@ -803,7 +805,14 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
     %% kept (the accounting says it is approximate).
     Silent = [A || A <- Live, not lists:keymember(A, 1, Finals)],
     _ = [give_up(A, R3) || A <- Silent],
-    closed([A || {A, _} <- Finals], R3),
+    %% The depth is read while the agents still hold their producers'
+    %% connections open, then they close them: a broker busy closing
+    %% thousands of connections (-x 15000) would answer the read too
+    %% late (#33).
+    {Totals, L3} = beamlab_amqp_live:totals(Finals, [node(A) || A <- Silent], R3#run.live),
+    {Queued, R4} = depth(Finals, Silent, maps:get(counters, Totals), R3#run{live = L3}),
+    _ = [A ! close_connections || {A, _} <- Finals],
+    closed([A || {A, _} <- Finals], R4),
     _ = Silent =/= [] andalso
         beamlab_amqp_live:write(R3#run.live,
                                 [<<"id: ">>, maps:get(id, Cfg), <<", the end of the run took longer than "
@@ -813,8 +822,6 @@ finish(Why, #run{t0 = T0, timer = Timer, cfg = Cfg} = R00) ->
                                  lists:join(<<", ">>, [atom_to_binary(node(A)) || A <- Silent]),
                                  <<" stand for their final ones\n">>]),
 
-    {Totals, L3} = beamlab_amqp_live:totals(Finals, [node(A) || A <- Silent], R3#run.live),
-    {Queued, R4} = depth(Finals, Silent, R3#run{live = L3}),
     %% The clocks again, after the run: the drift widens the uncertainty.
     After = beamlab_runtime_clock:offsets([N || {A, #agent{node = N}} <- maps:to_list(R4#run.agents),
                                                 not lists:member(A, Silent)]),
@@ -918,21 +925,47 @@ collect_finals(Pending, Acc, End, R) ->
 %% ours; `undefined' when the broker does not answer in time, and for
 %% streams (which keep what is read). Exclusive queues: what their agents
 %% read before closing their connections.
-depth(Finals, Silent, #run{conn = Conn, target = Target, topo = Topo, cfg = Cfg} = R) ->
-    %% The broker is closing the run's connections meanwhile: with
-    %% thousands of them (-x 15000) that takes it seconds, so the read may
-    %% wait a millisecond more per connection.
+depth(Finals, Silent, Counts, #run{conn = Conn, target = Target, topo = Topo, cfg = Cfg} = R) ->
+    %% The broker is closing the run's channels just before (the
+    %% connections after it): with thousands of them (-x 15000) that
+    %% takes it seconds, so the read may wait a millisecond more per
+    %% connection.
     Ms = ?END_OP_MS + maps:get(producers, Cfg) + maps:get(consumers, Cfg),
-    {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
-                                           fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
-                                           undefined, Ms),
     Exclusive = [Q || {Q, _, exclusive} <- maps:get(queues, Topo)],
     ExclQueued = case {Exclusive, Silent} of
                      {[], _} -> 0;
                      {_, [_ | _]} -> undefined;
                      _ -> sum_defined([maps:get(exclusive_queued, F) || {_, F} <- Finals])
                  end,
+    %% What the queues should hold if nothing is missing. Deliveries a
+    %% consumer had not acked when its connection closed go back to the
+    %% queue while the broker closes it: the depth is read again until it
+    %% balances, or stops changing, within the bound.
+    Want = case ExclQueued of
+               undefined -> undefined;
+               _ -> #{sent := S, received := Rcv, returned := Ret, nacked := N} = Counts,
+                    S - (Rcv - maps:get(requeued, Counts, 0)) - Ret - N - ExclQueued
+           end,
+    Until = erlang:monotonic_time(millisecond) + Ms - ?DEPTH_RETRY_MS,
+    {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
+                                           fun(C) -> settled_depth(C, Topo, Want, Until, none) end,
+                                           undefined, Ms),
     {sum_defined([Queued, ExclQueued]), R#run{conn = Live}}.
+
+settled_depth(C, Topo, Want, Until, Prev) ->
+    case beamlab_amqp_topology:depth(C, Topo) of
+        Want -> Want;
+        undefined -> undefined;
+        Prev -> Prev;
+        D ->
+            case erlang:monotonic_time(millisecond) + ?DEPTH_RETRY_MS < Until of
+                true ->
+                    receive after ?DEPTH_RETRY_MS -> ok end,
+                    settled_depth(C, Topo, Want, Until, D);
+                false ->
+                    D
+            end
+    end.
 
 sum_defined(L) ->
     case lists:member(undefined, L) of

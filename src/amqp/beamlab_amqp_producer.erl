@@ -351,9 +351,9 @@ commit(#st{tx_left = none} = St) ->
     St;
 commit(#st{tx_left = 1, ch = Ch, spec = #{tx := N}} = St0) ->
     St = flush(St0),
-    case beamlab_amqp:tx_commit(Ch) of
+    case beamlab_amqp:commit(Ch) of
         ok -> St#st{tx_left = N};
-        {error, {Code, Text}} when is_binary(Text) -> connection_lost(Code, Text, St);
+        {lost, Code, Text} -> connection_lost(Code, Text, St);
         {error, R} -> exit({shutdown, R})
     end;
 commit(#st{tx_left = L} = St) ->

@@ -12,9 +12,10 @@
 -export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
               loop_spec/0, opened/0, common/0, schedule/0]).
 
-%% A latency histogram pair: the run's total (never reset) and the current
-%% interval's (snapshotted and reset at each line).
--type hists() :: {Total :: beamlab_stats_hist:hist(), Interval :: beamlab_stats_hist:hist()}.
+%% A latency histogram: what was recorded since the agent last took it
+%% (beamlab_stats_hist:take/1, at each line); the agent adds each take to
+%% the run's total. One histogram, so a message costs one record (#33).
+-type hists() :: beamlab_stats_hist:hist().
 %% What an agent shares with its workers (fetched by each worker, see
 %% init/4): the node's counters (slots in beamlab_amqp_perf.hrl), latency
 %% histograms, and this node's clock minus the coordinator's.
@@ -160,10 +161,8 @@ reopen(Open, #{recovery_ms := {Min, Max}} = Spec) ->
 connection_lost(Code, Text) ->
     exit({shutdown, {connection_lost, Code, Text}}).
 
-%% @doc Records one latency (microseconds) in the total and interval
-%% histograms of a worker context.
+%% @doc Records one latency (microseconds) in a histogram of a worker
+%% context.
 -spec record(hists(), non_neg_integer()) -> ok.
-record({Total, Interval}, V) ->
-    _ = beamlab_stats_hist:record(Total, V),
-    _ = beamlab_stats_hist:record(Interval, V),
-    ok.
+record(H, V) ->
+    beamlab_stats_hist:record(H, V).

@@ -11,6 +11,7 @@
 -module(beamlab_env_doctor).
 
 -export([counts/1, summary/1, curve/1, findings/3, node_findings/2, candidates/3, remedy/3, rank/3, rank/4,
+         corrected/4,
          recommendation/1, buys/2, flags_of/1]).
 
 -export_type([run/0, summary/0, config/0, remedy/0, ranked/0, metric/0]).
@@ -94,6 +95,14 @@ summary(Runs0) ->
       capacity_utilisation_schedulers =>
           beamlab_env_doctor_sched:mean_vector([maps:get(utilisation_schedulers, M, []) || M <- Mesh]),
       migrations_per_s => Med(per_s, [maps:get(migrations, M, #{}) || M <- Mesh]),
+      %% the evidence that the saturating load offered work to every
+      %% scheduler: its own run queue, the share of samples with work
+      %% waiting beside an idle scheduler, runnable processes per scheduler
+      capacity_run_queue_mean => Med(mean, [maps:get(run_queue, M, #{}) || M <- Mesh]),
+      capacity_stranded => Med(stranded, [maps:get(run_queue, M, #{}) || M <- Mesh]),
+      capacity_active_mean =>
+          beamlab_env_doctor_sched:mean_vector([maps:get(active_mean, maps:get(run_queue, M, #{}), [])
+                                                || M <- Mesh]),
       run_queue_mean => median([maps:get(mean, maps:get(run_queue, L, #{}), 0) || L <- Load ++ Mesh]),
       run_queue_max => lists:max([0 | [maps:get(max, maps:get(run_queue, L, #{}), 0) || L <- Load ++ Mesh]]),
       msacc => msacc_median(Load),
@@ -168,6 +177,10 @@ curve(Points) ->
                    utilisation_schedulers => maps:get(capacity_utilisation_schedulers, S, []),
                    migrations_per_s => maps:get(migrations_per_s, S, null),
                    msacc => maps:get(msacc, S),
+                   capacity_msacc => maps:get(capacity_msacc, S, #{}),
+                   capacity_cpu_per_msg_us => maps:get(capacity_cpu_per_msg_us, S, null),
+                   capacity_stranded => maps:get(capacity_stranded, S, null),
+                   capacity_active_mean => maps:get(capacity_active_mean, S, []),
                    capacity_samples => maps:get(capacity_samples, S)} || {N, S} <- Measured],
       peak_schedulers => PeakN, peak_capacity => PeakX, usl => Fit}.
 
@@ -333,14 +346,18 @@ busy_wait(#{msacc := M, utilisation := U, cpu_per_msg_us := Cpm, cpu_share := CS
 busy_wait(_) ->
     [].
 
-%% A few schedulers saturated while others idle under the mesh, which
-%% wants them all (beamlab_env_doctor_sched).
+%% A few schedulers saturated while others idle under the saturating
+%% load, raised only when the samples show it offered the idle ones work
+%% (beamlab_env_doctor_sched): a load that was not parallel says nothing
+%% about the machine.
 imbalance(B) ->
     beamlab_env_doctor_sched:imbalance(#{samples => maps:get(capacity_utilisation_samples, B, []),
-                                         run_queue_mean => maps:get(run_queue_mean, B, null),
+                                         run_queue_mean => maps:get(capacity_run_queue_mean, B, null),
                                          migrations_per_s => maps:get(migrations_per_s, B, null),
-                                         saturating => true,
-                                         where => <<"under the saturating mesh">>}).
+                                         stranded => maps:get(capacity_stranded, B, null),
+                                         active_mean => maps:get(capacity_active_mean, B, []),
+                                         unoffered => none,
+                                         where => <<"under the saturating load">>}).
 
 sbwt_off(#{emu_args := Args}) ->
     lists:member(<<"-sbwt">>, Args) andalso lists:member(<<"none">>, Args);
@@ -493,25 +510,50 @@ flags_of(B) ->
 %% the good direction, none in the bad) come first, then trade-offs (some
 %% of each) and those with no clear difference, then the clearly worse;
 %% by score within each. Returned best first.
+%%
+%% The intervals are Bonferroni-corrected over every remedy x figure
+%% comparison of the run (m of them, each interval at confidence
+%% 1 - (1 - Conf) / m): with four remedies and four figures at 95% each,
+%% a healthy machine would see some interval exclude 1 by chance in more
+%% than half the runs; corrected, in at most 1 - Conf of them. Each row
+%% says the correction (`correction', `comparisons', `confidence').
 -spec rank(summary(), [{remedy(), summary()}], float()) -> [ranked()].
 rank(Base, Remedies, Conf) ->
     rank(Base, Remedies, #{metrics => [{goodput, goodput_samples, higher, gain},
                                        {capacity, capacity_samples, higher, gain},
                                        {latency_p99, latency_p99_samples, lower, none},
                                        {cpu_per_msg, cpu_per_msg_samples, lower, cost}],
-                           medians => [goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us]},
+                           medians => [goodput, capacity, latency_p99_us, cpu_per_msg_us, round_trip_us],
+                           correction => bonferroni},
          Conf).
 
 %% @doc {@link rank/3} over any figures (a system under test's load:
 %% `beamlab_env_doctor_target'): each metric is `{Key, SamplesKey,
 %% Better, Role}', its ratio kept under `Key'; the score is the geometric
 %% mean of the `gain' ratios divided by that of the `cost' ratios;
-%% `medians' are the summary's keys kept beside the ratios.
--spec rank(summary(), [{remedy(), summary()}], #{metrics := [metric()], medians := [atom()]}, float()) ->
+%% `medians' are the summary's keys kept beside the ratios; `correction'
+%% (`bonferroni' or `none', the default) the multiplicity correction of
+%% the intervals ({@link corrected/4}).
+-spec rank(summary(), [{remedy(), summary()}],
+           #{metrics := [metric()], medians := [atom()], correction => bonferroni | none}, float()) ->
           [ranked()].
-rank(Base, Remedies, Spec, Conf) ->
-    Rows = [row(Base, R, S, Spec, Conf) || {R, S} <- Remedies],
+rank(Base, Remedies, #{metrics := Metrics} = Spec, Conf) ->
+    Corr = corrected(maps:get(correction, Spec, none), length(Remedies), length(Metrics), Conf),
+    #{confidence := C} = Corr,
+    Rows = [maps:merge(row(Base, R, S, Spec, C), Corr) || {R, S} <- Remedies],
     lists:sort(fun(A, B) -> key(A) =< key(B) end, Rows).
+
+%% @doc The confidence of each interval when `Remedies' x `Figures'
+%% comparisons are made at family-wise confidence `Conf': Bonferroni's
+%% 1 - (1 - Conf) / m, or `Conf' itself without a correction (or with
+%% one comparison).
+-spec corrected(bonferroni | none, non_neg_integer(), non_neg_integer(), float()) ->
+          #{correction := bonferroni | none, comparisons := non_neg_integer(), confidence := float()}.
+corrected(bonferroni, Remedies, Figures, Conf) when Remedies * Figures > 1 ->
+    M = Remedies * Figures,
+    #{correction => bonferroni, comparisons => M, confidence => 1 - (1 - Conf) / M};
+corrected(_, Remedies, Figures, Conf) ->
+    #{correction => none, comparisons => Remedies * Figures, confidence => Conf}.
 
 %% Clearly better first, then neither, then clearly worse; by score within.
 key(#{verdict := V, score := S}) ->

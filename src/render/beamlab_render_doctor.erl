@@ -24,8 +24,10 @@ text(Doc) ->
      "\nScaling (the probe in fresh VMs per scheduler count; medians):\n",
      beamlab_format_table:render(curve_header(), curve_rows(Curve), #{indent => 2}),
      usl_line(maps:get(<<"usl">>, Curve, #{})),
-     "\nMicrostate accounting of the schedulers under the load (share of their time):\n",
-     msacc_table(Curve, X, text),
+     "\nMicrostate accounting of the schedulers under the load (below capacity; share of their time):\n",
+     msacc_table(Curve, X, <<"msacc">>, text),
+     "\nMicrostate accounting of the schedulers under the saturating load (capacity; share of their time):\n",
+     msacc_table(Curve, X, <<"capacity_msacc">>, text),
      remedies_section(X, text),
      facts_lines(X)].
 
@@ -44,7 +46,10 @@ markdown(Doc) ->
         || #{severity := Sev, title := T, evidence := E, data := D} <- Findings],
        "\n", beamlab_format_markdown:table(curve_header(), curve_rows(Curve)),
        usl_line(maps:get(<<"usl">>, Curve, #{})), "\n",
-       msacc_table(Curve, X, markdown), "\n",
+       "Microstate accounting under the load (below capacity):\n\n",
+       msacc_table(Curve, X, <<"msacc">>, markdown), "\n",
+       "Microstate accounting under the saturating load (capacity):\n\n",
+       msacc_table(Curve, X, <<"capacity_msacc">>, markdown), "\n",
        remedies_section(X, markdown)]).
 
 %% `doctor --node': the recommendation for the node's next start (not
@@ -138,10 +143,12 @@ usl_line(#{<<"error">> := E}) ->
 usl_line(_) ->
     [].
 
-msacc_table(#{<<"points">> := Ps}, X, Form) ->
+%% `Key': msacc (the load below capacity) or capacity_msacc (the
+%% saturating load).
+msacc_table(#{<<"points">> := Ps}, X, Key, Form) ->
     Default = maps:get(<<"default">>, X, #{}),
-    Rows0 = [{<<"default">>, maps:get(<<"msacc">>, Default, #{})}
-             | [{<<"+S ", (integer_to_binary(N))/binary>>, maps:get(<<"msacc">>, P, #{})}
+    Rows0 = [{<<"default">>, maps:get(Key, Default, #{})}
+             | [{<<"+S ", (integer_to_binary(N))/binary>>, maps:get(Key, P, #{})}
                 || #{<<"schedulers">> := N} = P <- Ps]],
     States = lists:usort(lists:append([maps:keys(M) || {_, M} <- Rows0])),
     Header = [<<"configuration">> | States],
@@ -151,7 +158,7 @@ msacc_table(#{<<"points">> := Ps}, X, Form) ->
         _ when Form =:= text -> beamlab_format_table:render(Header, Rows, #{indent => 2});
         _ -> beamlab_format_markdown:table(Header, Rows)
     end;
-msacc_table(_, _, _) ->
+msacc_table(_, _, _, _) ->
     "  (no curve)\n".
 
 %% The probe's remedies, or with a target the broker's: measured under
@@ -175,10 +182,24 @@ remedies_section(#{<<"target">> := T}, Form) ->
                {<<"broker_cpu_per_msg">>, <<"broker CPU/msg">>}]),
      Left, Failed];
 remedies_section(X, Form) ->
-    ["\nRemedies against the default (ratios, 95% intervals on the log scale; best first):\n",
+    ["\nRemedies against the default (ratios, ", intervals(maps:get(<<"remedies">>, X, [])),
+     " on the log scale; best first):\n",
      remedies(maps:get(<<"remedies">>, X, []), Form,
               [{<<"goodput">>, <<"goodput">>}, {<<"capacity">>, <<"capacity">>},
                {<<"latency_p99">>, <<"p99 latency">>}, {<<"cpu_per_msg">>, <<"CPU/msg">>}])].
+
+%% How the ranking's intervals were made (its rows say; a document from
+%% before the correction: 95% each).
+intervals([#{<<"correction">> := <<"bonferroni">>, <<"comparisons">> := M, <<"confidence">> := C} | _]) ->
+    io_lib:format("~ts intervals, Bonferroni-corrected over ~b comparisons (remedies x figures) so that all of "
+                  "them hold together at ~ts", [level(C), M, level(1 - (1 - C) * M)]);
+intervals([#{<<"confidence">> := C} | _]) when is_number(C) ->
+    io_lib:format("~ts intervals", [level(C)]);
+intervals(_) ->
+    "95% intervals".
+
+level(C) when C >= 0.99 -> io_lib:format("~.2f%", [100 * C]);
+level(C) -> io_lib:format("~b%", [round(100 * C)]).
 
 remedies([], _, _) ->
     "  (none measured)\n";

@@ -5,8 +5,9 @@
 %%% drawn over it, microstate accounting per configuration (each state's
 %%% share, to stack), and the remedies ranked with their ratios and
 %%% intervals; with a system under test (`doctor --target rabbitmq'), the
-%%% remedies ranked by its load's figures instead. Pure; reads the
-%%% document's JSON sections.
+%%% remedies ranked by its load's figures instead; on a running node
+%%% (`doctor --node'), each scheduler's utilisation and its thread's
+%%% migrations between CPUs. Pure; reads the document's JSON sections.
 -module(beamlab_report_doctor).
 
 -export([model/1]).
@@ -36,10 +37,32 @@ model(#{kind := doctor, extra := X} = R) ->
                  points => [[N, num(S)] || P <- Points, N <- [maps:get(<<"schedulers">>, P)],
                                            S <- maps:get(<<"capacity_samples">>, P, []), is_number(S)],
                  fit => fit(maps:get(<<"usl">>, Curve, #{}), Ns)},
-      msacc => msacc(X, Points),
+      msacc => msacc(X, Points, <<"msacc">>),
+      capacity_msacc => msacc(X, Points, <<"capacity_msacc">>),
       remedies => [remedy(Rm, ?PROBE) || Rm <- maps:get(<<"remedies">>, X, []), is_map(Rm)],
-      target => target(maps:get(<<"target">>, X, null))};
+      target => target(maps:get(<<"target">>, X, null)),
+      node => node_model(maps:get(<<"node">>, X, null))};
 model(_) ->
+    null.
+
+%% A watched node's schedulers: each one's busy share (in %) and its
+%% thread's migrations between CPUs per second (empty where the kernel
+%% did not show them, e.g. a node on another host).
+node_model(#{<<"utilisation_schedulers">> := [_ | _] = Us} = N) ->
+    Ns = lists:seq(1, length(Us)),
+    Secs = maps:get(<<"duration_s">>, N, null),
+    Mig = case maps:get(<<"migrations">>, N, #{}) of
+              #{<<"per_scheduler">> := [_ | _] = Per} when is_number(Secs), Secs > 0 ->
+                  [num(C / Secs) || C <- lists:sublist(Per, length(Us))];
+              _ -> []
+          end,
+    #{name => maps:get(<<"name">>, N, null),
+      schedulers => Ns,
+      utilisation => [num(100 * U) || U <- Us],
+      migrations => Mig,
+      migrations_per_s => num(maps:get(<<"per_s">>, maps:get(<<"migrations">>, N, #{}), null)),
+      run_queue_mean => num(maps:get(<<"run_queue_mean">>, N, null))};
+node_model(_) ->
     null.
 
 %% The fitted law on a fine grid from 1 to the largest count measured.
@@ -54,11 +77,13 @@ fit(#{<<"lambda">> := L, <<"sigma">> := S, <<"kappa">> := K} = F, [_ | _] = Ns)
 fit(_, _) ->
     null.
 
-msacc(X, Points) ->
+%% `Key': msacc (under the load below capacity) or capacity_msacc (under
+%% the saturating load).
+msacc(X, Points, Key) ->
     %% (`doctor --node': the default is the running node, as found)
     Rows0 = [{case maps:is_key(<<"node">>, X) of true -> <<"node">>; false -> <<"default">> end,
-              maps:get(<<"msacc">>, maps:get(<<"default">>, X, #{}), #{})}
-             | [{<<"+S ", (integer_to_binary(maps:get(<<"schedulers">>, P)))/binary>>, maps:get(<<"msacc">>, P, #{})}
+              maps:get(Key, maps:get(<<"default">>, X, #{}), #{})}
+             | [{<<"+S ", (integer_to_binary(maps:get(<<"schedulers">>, P)))/binary>>, maps:get(Key, P, #{})}
                 || P <- Points]],
     Rows = [{L, M} || {L, M} <- Rows0, is_map(M), map_size(M) > 0],
     %% Sleep last: the stack reads as awake time from the left.
@@ -88,7 +113,12 @@ remedy(R, Keys) ->
             end,
     maps:merge(maps:from_list([{binary_to_atom(K), Ratio(K)} || K <- Keys]),
                #{name => maps:get(<<"name">>, R, <<"?">>), verdict => maps:get(<<"verdict">>, R, null),
-                 n => maps:get(<<"n">>, R, null), why => maps:get(<<"why">>, R, [])}).
+                 n => maps:get(<<"n">>, R, null), why => maps:get(<<"why">>, R, []),
+                 %% the multiplicity correction of its intervals (a
+                 %% document from before it: 95% each, uncorrected)
+                 confidence => num(maps:get(<<"confidence">>, R, 0.95)),
+                 correction => maps:get(<<"correction">>, R, <<"none">>),
+                 comparisons => maps:get(<<"comparisons">>, R, null)}).
 
 num(X) when is_float(X) -> float(round(X * 1.0e6) / 1.0e6);
 num(X) when is_integer(X) -> X;

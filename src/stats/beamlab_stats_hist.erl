@@ -23,7 +23,7 @@
 -module(beamlab_stats_hist).
 
 -export([new/0, new/1, record/2, record_n/3, record_list/2, inline_buckets/1, reset/1,
-         snapshot/1, merge/2, empty/1,
+         snapshot/1, take/1, merge/2, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
          percentile/2, percentiles/2, summary/1, buckets/1,
          to_map/1, from_map/1, format_error/1]).
@@ -197,6 +197,75 @@ snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
       count => Count, sum => Sum, min => Min, max => MaxV,
       overflow => counters:get(C, NB + 2), exact => Exact,
       buckets => Buckets}.
+
+%% @doc A snapshot that also takes what it read out of the histogram:
+%% each bucket, the sum and the overflow count are decreased by what was
+%% read, the extremes swapped for empty ones. A value recorded meanwhile is
+%% never lost: it is in this take or the next, so the merge of all the
+%% takes of a histogram is exactly what was recorded (a reset after a
+%% snapshot would drop it). One pass over the buckets, which is cheaper
+%% than {@link snapshot/1} and {@link reset/1} together.
+-spec take(hist()) -> snapshot().
+take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exact = Exact}) ->
+    %% The extremes first: a record updates them after its bucket, so a
+    %% value whose extremes are taken here has its bucket counted below.
+    {Lo, Hi} = case Exact of
+                   true -> {atomics:exchange(E, 1, ?EMPTY_MIN), atomics:exchange(E, 2, -1)};
+                   false -> {?EMPTY_MIN, -1}
+               end,
+    Buckets = take_buckets(C, NB, []),
+    Count = lists:sum([K || {_, K} <- Buckets]),
+    Sum0 = take_counter(C, NB + 1),
+    Over = take_counter(C, NB + 2),
+    {Min, MaxV, Sum} =
+        case {Count, Exact} of
+            {0, true} ->
+                %% Extremes of values whose buckets were taken before:
+                %% back for the next take.
+                _ = Lo < ?EMPTY_MIN andalso lower_min(E, Lo),
+                _ = Hi >= 0 andalso raise_max(E, Hi),
+                {undefined, undefined, Sum0};
+            {0, false} -> {undefined, undefined, 0};
+            {_, true} ->
+                {Lo1, Hi1} = late_extremes(E, Lo, Hi, 1000),
+                {min_or(Lo1, Buckets, Bits), max_or(Hi1, Buckets, Bits), Sum0};
+            {_, false} -> bucket_stats(Buckets, Bits, Max)
+        end,
+    #{significant_digits => digits(Bits), bits => Bits, max_trackable => Max,
+      count => Count, sum => Sum, min => Min, max => MaxV,
+      overflow => Over, exact => Exact, buckets => Buckets}.
+
+take_buckets(_C, 0, Acc) ->
+    Acc;
+take_buckets(C, I, Acc) ->
+    case counters:get(C, I) of
+        0 -> take_buckets(C, I - 1, Acc);
+        K -> counters:sub(C, I, K), take_buckets(C, I - 1, [{I - 1, K} | Acc])
+    end.
+
+take_counter(C, I) ->
+    K = counters:get(C, I),
+    counters:sub(C, I, K),
+    K.
+
+%% Buckets were taken but no extremes: their recorders are between the
+%% bucket and the extremes (a few instructions); wait for them a little.
+late_extremes(E, Lo, Hi, N) when N > 0, (Lo =:= ?EMPTY_MIN orelse Hi < 0) ->
+    erlang:yield(),
+    late_extremes(E, erlang:min(Lo, atomics:exchange(E, 1, ?EMPTY_MIN)),
+                  erlang:max(Hi, atomics:exchange(E, 2, -1)), N - 1);
+late_extremes(_E, Lo, Hi, _N) ->
+    {Lo, Hi}.
+
+%% The extremes of a take whose values' extremes all come after it (each
+%% recorded between the take's swap of the extremes and its read of the
+%% buckets, and still not there): the lowest and highest bucket's bounds,
+%% within the histogram's precision.
+min_or(Lo, _Buckets, _Bits) when Lo < ?EMPTY_MIN -> Lo;
+min_or(_, [{First, _} | _], Bits) -> lowest(First, Bits).
+
+max_or(Hi, _Buckets, _Bits) when Hi >= 0 -> Hi;
+max_or(_, Buckets, Bits) -> {Last, _} = lists:last(Buckets), lowest(Last, Bits) + width(Last, Bits) - 1.
 
 %% Min, max and sum estimated from bucket middles (clamped to the largest
 %% trackable value, which is what overflowed values were recorded as).

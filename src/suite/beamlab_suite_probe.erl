@@ -1,12 +1,15 @@
 %%% @doc The doctor's probe, run inside one fresh VM: the suite's message
 %%% load as the published benchmark defines it (variant `original': a load
 %%% below capacity whose goodput, latency and CPU per message show how the
-%%% VM wakes and spins), the same mesh saturating the VM (variant `mesh':
-%%% its capacity, the point of a scaling curve) and one local ping-pong
+%%% VM wakes and spins), a saturating load of independent token-passing
+%%% meshes sized from the schedulers online ({@link
+%%% beamlab_suite_probe_mesh}: its capacity, the point of a scaling
+%%% curve) and one local ping-pong
 %%% (round-trip time between two processes), each measured with the VM's
 %%% own counters around it: its OS process's CPU time (/proc/self/stat),
 %%% microstate accounting per state, scheduler utilisation
-%%% (`scheduler_wall_time'), run-queue lengths sampled every 20 ms, the
+%%% (`scheduler_wall_time'), run-queue lengths and each scheduler's
+%%% runnable processes (`active_tasks') sampled every 20 ms, the
 %%% machine's CPU ticks (/proc/stat: other processes' share, steal) and
 %%% the cgroup's throttling counters. {@link vm/0} says what the VM runs
 %%% with: schedulers, the CPUs it may run on, its cgroup quota, its
@@ -40,7 +43,10 @@ run(Opts) ->
                warmup => maps:get(warmup_ms, Opts), duration => maps:get(duration_ms, Opts)},
     Root = maps:get(root, Opts, "/"),
     Parts = [{load, fun() -> measured(Root, fun() -> message_load(Params#{variant => original, record => true}) end) end},
-             {mesh, fun() -> measured(Root, fun() -> message_load(Params#{variant => mesh}) end) end},
+             {mesh, fun() -> measured(Root, fun() -> beamlab_suite_probe_mesh:run(
+                                                               #{warmup_ms => maps:get(warmup_ms, Opts),
+                                                                 duration_ms => maps:get(duration_ms, Opts)})
+                                               end) end},
              {ping_pong, fun() -> ping_pong(maps:get(ping_pong_n, Opts, 2000)) end}],
     Out = lists:foldl(fun({Key, F}, Acc) ->
                               case interrupted() of
@@ -226,17 +232,41 @@ migrations(A, B, WallUs) ->
 
 runq_sampler() ->
     Parent = self(),
-    spawn_link(fun() -> runq_loop(Parent, 0, 0, 0) end).
+    spawn_link(fun() -> runq_loop(Parent, {0, 0, 0, 0, []}) end).
 
-runq_loop(Parent, N, Sum, Max) ->
+%% Every 20 ms: the total run queue (processes waiting), and each online
+%% scheduler's runnable processes (`active_tasks': waiting or running,
+%% this sampler left out). A sample is `stranded' when one scheduler had
+%% work waiting (2 or more runnable) while another had none: work the
+%% idle one could have run. That, not an idle scheduler alone, says the
+%% load offered parallel work the VM did not spread.
+runq_loop(Parent, {N, Sum, Max, Stranded, Act}) ->
     receive
         {stop, Parent} ->
             Parent ! {runq, self(), #{samples => N, mean => case N of 0 -> 0.0; _ -> Sum / N end,
-                                      max => Max}}
+                                      max => Max,
+                                      stranded => case N of 0 -> null; _ -> Stranded / N end,
+                                      active_mean => [case N of 0 -> 0.0; _ -> A / N end || A <- Act]}}
     after ?RUNQ_MS ->
             L = erlang:statistics(total_run_queue_lengths),
-            runq_loop(Parent, N + 1, Sum + L, max(Max, L))
+            A = active(),
+            runq_loop(Parent, {N + 1, Sum + L, max(Max, L),
+                               Stranded + case stranded(A) of true -> 1; false -> 0 end,
+                               case Act of
+                                   [] -> A;
+                                   _ when length(Act) =:= length(A) -> [X + Y || {X, Y} <- lists:zip(Act, A)];
+                                   _ -> Act
+                               end})
     end.
+
+active() ->
+    Own = erlang:system_info(scheduler_id),
+    On = erlang:system_info(schedulers_online),
+    Tasks = lists:sublist(erlang:statistics(active_tasks), On),
+    [case I of Own -> max(0, T - 1); _ -> T end || {I, T} <- lists:zip(lists:seq(1, length(Tasks)), Tasks)].
+
+stranded(A) when length(A) >= 2 -> lists:max(A) >= 2 andalso lists:min(A) =:= 0;
+stranded(_) -> false.
 
 stop_sampler(Pid) ->
     Pid ! {stop, self()},

@@ -43,34 +43,70 @@ forum_pattern_test() ->
     ?assertNotEqual(nomatch, binary:match(E, <<"12.5 times/s">>)).
 
 %% A light load on few schedulers with nothing waiting is load
-%% compaction: information, not a warning.
+%% compaction: information, not a warning (a node's samples).
 compaction_is_info_test() ->
     [F] = beamlab_env_doctor_sched:imbalance(#{samples => lists:duplicate(4, [0.95, 0.05]), run_queue_mean => 0.0}),
     ?assertMatch(#{severity := info}, F),
-    %% the same under a load that wants every scheduler: a warning
-    [G] = beamlab_env_doctor_sched:imbalance(#{samples => lists:duplicate(4, [0.95, 0.05]), saturating => true}),
+    %% the same with processes waiting in the run queues: a warning
+    [G] = beamlab_env_doctor_sched:imbalance(#{samples => lists:duplicate(4, [0.95, 0.05]), run_queue_mean => 2.5}),
     ?assertMatch(#{severity := warning}, G).
+
+%% A load that is not parallel (one scheduler busy, the other idle, but
+%% never work waiting beside the idle one) raises nothing under the
+%% probe, whatever the load was meant to be: the old mesh's curve.
+not_parallel_load_test() ->
+    E = #{samples => [[0.97, 0.02], [0.98, 0.01], [0.96, 0.03]], stranded => 0.05, run_queue_mean => 0.6,
+          active_mean => [1.1, 0.0], unoffered => none},
+    ?assertEqual([], beamlab_env_doctor_sched:imbalance(E)),
+    ?assertNot(beamlab_env_doctor_sched:offered(E)),
+    %% a node's observer still learns of it, as information
+    [F] = beamlab_env_doctor_sched:imbalance(maps:remove(unoffered, E)),
+    ?assertMatch(#{severity := info}, F),
+    %% the sampled evidence decides, not the run queue's mean
+    ?assertEqual([], beamlab_env_doctor_sched:imbalance(E#{run_queue_mean => 5.0})).
+
+%% Runnable work waiting on one scheduler while another had none, in
+%% most samples, beside the busy/idle pattern: a warning, with the
+%% evidence in its text.
+stranded_work_test() ->
+    E = #{samples => lists:duplicate(3, [1.0, 0.1]), stranded => 0.9, run_queue_mean => 0.4,
+          active_mean => [6.0, 0.0], unoffered => none, where => <<"under the saturating load">>},
+    ?assert(beamlab_env_doctor_sched:offered(E)),
+    [F] = beamlab_env_doctor_sched:imbalance(E),
+    ?assertMatch(#{id := <<"imbalance">>, severity := warning}, F),
+    #{evidence := Ev, data := D} = F,
+    ?assertEqual(true, maps:get(<<"offered">>, D)),
+    ?assertNotEqual(nomatch, binary:match(Ev, <<"in 90% of the samples">>)),
+    ?assertNotEqual(nomatch, binary:match(Ev, <<"runnable processes per scheduler on average: 6.0 0.0">>)),
+    %% every scheduler busy: no pattern, no finding, whatever waited
+    ?assertEqual([], beamlab_env_doctor_sched:imbalance(E#{samples => lists:duplicate(3, [1.0, 0.99])})).
 
 %% Shown in fewer than half the observations: no finding; in half but not
 %% 80% (or fewer than 3 observations): medium confidence.
 how_often_test() ->
     Bad = [1.0, 0.0],
     Good = [0.97, 0.96],
-    ?assertEqual([], beamlab_env_doctor_sched:imbalance(#{samples => [Bad, Good, Good]})),
-    [F] = beamlab_env_doctor_sched:imbalance(#{samples => [Bad, Bad, Good, Good], saturating => true}),
+    ?assertEqual([], beamlab_env_doctor_sched:imbalance(#{samples => [Bad, Good, Good], stranded => 1.0})),
+    [F] = beamlab_env_doctor_sched:imbalance(#{samples => [Bad, Bad, Good, Good], stranded => 1.0}),
     ?assertEqual(<<"medium">>, maps:get(<<"confidence">>, maps:get(data, F))),
-    [G] = beamlab_env_doctor_sched:imbalance(#{samples => [Bad, Bad], saturating => true}),
+    [G] = beamlab_env_doctor_sched:imbalance(#{samples => [Bad, Bad], stranded => 1.0}),
     ?assertEqual(<<"medium">>, maps:get(<<"confidence">>, maps:get(data, G))),
     ?assertEqual([], beamlab_env_doctor_sched:imbalance(#{samples => []})),
     ?assertEqual([], beamlab_env_doctor_sched:imbalance(#{samples => [[1.0]]})).
 
-%% The doctor's findings/3 raises it from the default's mesh repetitions.
+%% The doctor's findings/3 raises it from the default's repetitions of
+%% the saturating load when work was stranded, and not otherwise.
 in_findings_test() ->
-    Base = #{n => 3, capacity_utilisation_samples => lists:duplicate(3, [1.0, 0.0]), run_queue_mean => 2.0,
-             migrations_per_s => null, schedulers_online => 2, cpus_allowed => 2, msacc => #{}},
+    Base = #{n => 3, capacity_utilisation_samples => lists:duplicate(3, [1.0, 0.0]), capacity_stranded => 0.8,
+             capacity_active_mean => [5.0, 0.0], migrations_per_s => null, schedulers_online => 2,
+             cpus_allowed => 2, msacc => #{}, capacity => 1.0e6, goodput => 3.0e4, latency_p99_us => 100.0,
+             cpu_per_msg_us => 2.0, others_share => 0.01, steal_share => 0.0},
     Ids = [Id || #{id := Id} <- beamlab_env_doctor:findings(#{}, Base, #{points => []})],
     ?assert(lists:member(<<"imbalance">>, Ids)),
-    ?assertNot(lists:member(<<"no_pathology">>, Ids)).
+    ?assertNot(lists:member(<<"no_pathology">>, Ids)),
+    Curve = #{points => [], peak_capacity => 1.0e6, peak_schedulers => 2},
+    ?assertEqual([<<"no_pathology">>],
+                 [Id || #{id := Id} <- beamlab_env_doctor:findings(#{}, Base#{capacity_stranded := 0.02}, Curve)]).
 
 migrations_test() ->
     ?assertEqual({ok, #{1 => 17, 2 => 250}},

@@ -152,3 +152,40 @@ compare_test() ->
     Same = beamlab_result_doctor:compare(A, A),
     ?assertEqual(null, maps:get(parted_at, Same)),
     ?assertEqual([], maps:get(facts, Same)).
+
+%% The multiplicity correction: m = remedies x figures comparisons, each
+%% interval at 1 - 0.05 / m; none for one comparison or when not asked.
+corrected_test() ->
+    ?assertEqual(#{correction => bonferroni, comparisons => 16, confidence => 1 - 0.05 / 16},
+                 beamlab_env_doctor:corrected(bonferroni, 4, 4, 0.95)),
+    ?assertEqual(#{correction => none, comparisons => 1, confidence => 0.95},
+                 beamlab_env_doctor:corrected(bonferroni, 1, 1, 0.95)),
+    ?assertEqual(#{correction => none, comparisons => 8, confidence => 0.95},
+                 beamlab_env_doctor:corrected(none, 2, 4, 0.95)).
+
+%% An A/A-like run: four remedies that are the default (the same machine,
+%% run-to-run noise), one of them lucky in goodput: at 95% each its
+%% interval just excludes 1 and it would be recommended; over the 16
+%% comparisons, Bonferroni-corrected, nothing is, and every row says the
+%% correction.
+correction_recommends_nothing_by_chance_test() ->
+    %% capacity and CPU per message: noise of the same size in every configuration
+    S = fun(Gs) -> beamlab_env_doctor:summary([run(G, 3.0e5 + 10 * (G rem 1000), 2.0 + (G rem 1000) / 1.0e5,
+                                                   quiet_msacc(), 0.3, vm(2, 2))
+                                               || G <- Gs]) end,
+    Base = S([30000, 30300, 29700]),
+    Lucky = S([30700, 31000, 31300]),
+    Same = [S([29900, 30200, 30000 + 100 * I]) || I <- [1, 2, 3]],
+    R = fun(N) -> #{name => N, args => [], wrap => [], why => [<<"x">>]} end,
+    One = beamlab_stats_ratio:ratio(maps:get(goodput_samples, Base), maps:get(goodput_samples, Lucky), 0.95),
+    ?assertMatch(#{verdict := higher}, One),
+    Ranked = beamlab_env_doctor:rank(Base, [{R(<<"lucky">>), Lucky}
+                                            | [{R(integer_to_binary(I)), X} || {I, X} <- lists:enumerate(Same)]],
+                                     0.95),
+    ?assertEqual([], [N || #{name := N, verdict := better} <- Ranked]),
+    ?assertMatch(<<"keep the VM's flags", _/binary>>, beamlab_env_doctor:recommendation(Ranked)),
+    [?assertMatch(#{correction := bonferroni, comparisons := 16}, Row) || Row <- Ranked],
+    %% a remedy that clearly cures still stands out after the correction
+    Cure = S([45000, 45300, 44700]),
+    [First | _] = beamlab_env_doctor:rank(Base, [{R(<<"cure">>), Cure} | [{R(<<"same">>), hd(Same)}]], 0.95),
+    ?assertMatch(#{name := <<"cure">>, verdict := better}, First).

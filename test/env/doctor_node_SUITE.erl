@@ -126,10 +126,47 @@ oversubscribed_busy_waiting(_Config) ->
         ?assertEqual(0, maps:get(code, beamlab_test_util:cli(["report", Save, "-o", Html], #{dir => Dir}))),
         {ok, Page} = file:read_file(Html),
         ?assertMatch({_, _}, binary:match(Page, <<"start the node next time with">>)),
+        node_page_in_chromium(Dir, Html),
         nomatch = binary:match(iolist_to_binary([Text, Page, Err]), list_to_binary(?COOKIE))
     after
         peer:stop(Peer)
     end.
+
+%% The node's report page in headless Chromium at 1300 and 800 px: each
+%% scheduler's utilisation drawn (and its thread's migrations where the
+%% kernel shows them), no script error, nothing wrong by the page's own
+%% layout check (no point outside its axis, no label cut off, the
+%% tables fit).
+node_page_in_chromium(Dir, Html) ->
+    case beamlab_test_util:chromium() of
+        false -> ct:comment("chromium is not installed: the page was not drawn");
+        Chromium ->
+            [begin
+                 Dom = beamlab_test_util:dump_dom(Chromium, Dir, Html, ["--window-size=" ++ integer_to_list(W) ++ ",2000"]),
+                 Body = beamlab_test_util:dom_body(Dom),
+                 ?assertEqual({W, <<>>}, {W, beamlab_test_util:dom_attr(Body, <<"data-errors">>)}),
+                 ?assertEqual({W, <<>>}, {W, beamlab_test_util:dom_attr(Body, <<"data-layout">>)}),
+                 ?assertMatch({match, _}, re:run(Dom, <<"data-kind=\"doctor-node-utilisation\".*?<svg class=\"chart\"">>,
+                                                 [dotall])),
+                 %% one marker per scheduler online
+                 {match, [Chart]} = re:run(Dom, <<"data-kind=\"doctor-node-utilisation\".*?</svg>">>,
+                                           [dotall, {capture, first, binary}]),
+                 N = node_of(Html),
+                 ?assertEqual(length(maps:get(<<"utilisation_schedulers">>, N)),
+                              length(binary:matches(Chart, <<"<circle">>))),
+                 %% migrations drawn when the kernel showed them
+                 Drawn = binary:match(Dom, <<"data-kind=\"doctor-node-migrations\"">>) =/= nomatch,
+                 ct:log("migrations: ~p", [maps:get(<<"migrations">>, N)]),
+                 ?assertEqual(maps:get(<<"per_scheduler">>, maps:get(<<"migrations">>, N)) =/= [], Drawn)
+             end || W <- [1300, 800]],
+            ok
+    end.
+
+%% The saved document's `extra.node' beside the page.
+node_of(Html) ->
+    {ok, Json} = file:read_file(filename:join(filename:dirname(Html), "doctor.json")),
+    {ok, Doc} = beamlab_json:decode(Json),
+    maps:get(<<"node">>, maps:get(<<"extra">>, Doc)).
 
 %% One process spinning on two schedulers: one scheduler saturated, the
 %% other idle, in most samples: the imbalance finding, with each

@@ -33,6 +33,17 @@ markdown_csv_json_test() ->
     ?assertMatch({match, _}, re:run(Md, <<"\\*\\*b \\(ns, lower is better\\)\\*\\*\\n\\n\\| # \\| run \\| mean \\|">>)),
     {ok, [Header | Rows]} = beamlab_csv_decoder:decode(beamlab_render_history:render(H, csv, #{})),
     ?assertEqual(<<"verdict">>, lists:last(Header)),
+    %% #35: intervals as their low and high bounds (in the unit; the
+    %% change's as fractions), as compare's CSV gives them: no `±%' column.
+    [?assert(lists:member(C, Header)) || C <- [<<"ci_low">>, <<"ci_high">>, <<"change_ci_low">>, <<"change_ci_high">>]],
+    ?assertEqual([], [Hd || Hd <- Header, re:run(Hd, <<"±|%|\\+-"/utf8>>, [unicode]) =/= nomatch]),
+    %% (the decoder gives every field as text)
+    Num = fun(B) -> try binary_to_float(B) catch _:_ -> try binary_to_integer(B) catch _:_ -> B end end end,
+    Col = fun(Name, Row) -> Num(lists:nth(length(lists:takewhile(fun(Hd) -> Hd =/= Name end, Header)) + 1, Row)) end,
+    [?assert(Col(<<"ci_low">>, R) =< Col(<<"mean">>, R) andalso Col(<<"mean">>, R) =< Col(<<"ci_high">>, R)
+             andalso Col(<<"ci_low">>, R) > 0)
+     || R <- Rows, is_number(Col(<<"ci_low">>, R))],
+    ?assertNotEqual([], [R || R <- Rows, is_number(Col(<<"ci_low">>, R))]),
     ?assertEqual([<<>>, <<"slower">>, <<"faster">>], [lists:last(R) || R <- Rows]),
     {ok, #{<<"schema">> := <<"beamlab.history">>, <<"order">> := <<"commit">>,
            <<"trends">> := [#{<<"changes">> := [_, _]}]}} =

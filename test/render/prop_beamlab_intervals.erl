@@ -7,7 +7,10 @@
 %% synthetic documents of every kind in beamlab_results_fixtures, in every
 %% format: text (the generic, run, suite and matrix tables), JSON, CSV,
 %% Markdown, github-bigger/smaller, bencher, and `compare' and history in
-%% text, Markdown, CSV and JSON.
+%% text, Markdown, CSV and JSON, and the report page's model (its
+%% benchmarks, matrix cells, comparison and history trend); runs with a
+%% load finding (the load-aware verdicts, #35) as well as quiet ones. No
+%% CSV has a `±' column: intervals are their low and high bounds.
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
@@ -44,9 +47,9 @@ prop_no_impossible_interval() ->
             end).
 
 prop_no_impossible_comparison() ->
-    ?FORALL({Kind, Unit, Better, Sets}, {kind(), unit(), better(), vector(4, samples())},
+    ?FORALL({Kind, Unit, Better, Sets, Loaded}, {kind(), unit(), better(), vector(4, samples()), vector(4, boolean())},
             begin
-                Docs = [build(Kind, Unit, Better, [S]) || S <- Sets],
+                Docs = [loaded(L, build(Kind, Unit, Better, [S])) || {L, S} <- lists:zip(Loaded, Sets)],
                 Runs = [{iolist_to_binary(["r", integer_to_list(I)]), D#{started_at := started(I)}}
                         || {I, D} <- lists:zip(lists:seq(1, 4), Docs)],
                 Outputs = compare_outputs(Runs),
@@ -73,6 +76,15 @@ build(Kind, Unit, Better, Sets) ->
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
     {ok, Loaded} = beamlab_result:from_json(Json),
     Loaded.
+
+%% A run measured on a loaded machine carries the engine's pre-flight
+%% finding (a matrix: its repetitions', beamlab_env_matrix).
+loaded(false, Doc) ->
+    Doc;
+loaded(true, Doc) ->
+    beamlab_result:add_findings(Doc, [beamlab_result:finding(load_high, warning, <<"Machine is overloaded">>,
+                                                             <<"1-minute load average 9.00 on 2 cores">>,
+                                                             <<"stop them">>, #{})]).
 
 params(bench) -> #{mode => continuous, sample => #{duration_ms => 100}};
 params(suite) -> #{};
@@ -124,6 +136,8 @@ compare_outputs(Runs) ->
         ++ [{text, beamlab_render_history:render(H, F, #{})} || F <- [text, markdown]]
         ++ [{csv, beamlab_render_history:render(H, csv, #{})},
             {history_json, beamlab_render_history:render(H, json, #{})}]
+        ++ [{report_model, beamlab_json:encode(beamlab_report_html:model(Runs))},
+            {report_model, beamlab_json:encode(beamlab_report_html:model(Runs, #{history => H}))}]
         ++ lists:append([outputs(D) || {_, D} <- Runs]).
 
 %%--------------------------------------------------------------------
@@ -153,8 +167,10 @@ format_problems(json, Bin) ->
 format_problems(csv, Bin) ->
     {ok, [Header | Rows]} = beamlab_csv_decoder:decode(Bin),
     Idx = fun(Col) -> index(Col, Header) end,
-    [{csv_below_zero, Col, V} || Row <- Rows, Col <- [<<"ci_low">>, <<"change_ci_low">>, <<"CI low">>],
-                                 I <- [Idx(Col)], I > 0, V <- [lists:nth(I, Row)], is_number(V),
+    [{csv_plus_minus_column, H} || H <- Header, is_binary(H),
+                                   re:run(H, <<"±|\\+-|\\+/-"/utf8>>, [unicode]) =/= nomatch]
+    ++ [{csv_below_zero, Col, V} || Row <- Rows, Col <- [<<"ci_low">>, <<"change_ci_low">>, <<"CI low">>],
+                                 I <- [Idx(Col)], I > 0, V <- [field_number(lists:nth(I, Row))], is_number(V),
                                  V < limit(Col)];
 format_problems(github, Bin) ->
     {ok, Entries} = beamlab_json:decode(Bin),
@@ -174,6 +190,20 @@ format_problems(history_json, Bin) ->
     lists:append([change_problems(C) || #{<<"changes">> := Cs} <- Ts, C <- Cs])
         ++ lists:append([interval_problems(maps:get(<<"ci">>, P, null), P)
                          || #{<<"points">> := Ps} <- Ts, P <- Ps, is_map(P)]);
+format_problems(report_model, Bin) ->
+    {ok, #{<<"runs">> := Runs} = M} = beamlab_json:decode(Bin),
+    lists:append([interval_problems(maps:get(<<"ci">>, B, null), B) || #{<<"benchmarks">> := Bs} <- Runs, B <- Bs])
+        ++ lists:append([interval_problems(maps:get(<<"ci">>, C, null), C)
+                         ++ change_problems(#{<<"ci">> => maps:get(<<"change_ci">>, C, null)})
+                         || #{<<"matrix">> := #{<<"rows">> := Rows}} <- Runs, #{<<"cells">> := Cs} <- Rows, C <- Cs])
+        ++ case maps:get(<<"history">>, M, null) of
+               #{<<"trends">> := Ts} ->
+                   %% a point: [run, mean, low, high, n] (no interval: [run, mean, n])
+                   [{history_point_below_zero, P} || #{<<"points">> := Ps} <- Ts, P = [_, _, Lo, _, _] <- Ps,
+                                                     is_number(Lo), Lo < 0]
+                       ++ lists:append([change_problems(C) || #{<<"changes">> := Cs} <- Ts, C <- Cs]);
+               _ -> []
+           end;
 format_problems(_, _) ->
     [].
 
@@ -198,6 +228,14 @@ binary_to_number(B) ->
     try binary_to_float(B)
     catch error:badarg -> float(binary_to_integer(B))
     end.
+
+%% A CSV field (the decoder gives text) as a number, when it is one.
+field_number(B) when is_binary(B) ->
+    try binary_to_number(B)
+    catch error:badarg -> B
+    end;
+field_number(V) ->
+    V.
 
 limit(<<"ci_low">>) -> 0;
 limit(_) -> -1.

@@ -169,3 +169,44 @@ decimal_percentile_rank_test() ->
     beamlab_stats_hist:record_n(H, 1000000, N - K),
     ?assertEqual(100, beamlab_stats_hist:percentile(
                         beamlab_stats_hist:snapshot(H), 99.9)).
+
+%% take/1: a snapshot that empties what it read; the next take has only
+%% what was recorded since.
+take_empties_test() ->
+    H = beamlab_stats_hist:new(#{max => 1000000}),
+    [beamlab_stats_hist:record(H, V) || V <- [5, 70, 70, 123456, 2000000]],
+    Ref = beamlab_stats_hist:new(#{max => 1000000}),
+    [beamlab_stats_hist:record(Ref, V) || V <- [5, 70, 70, 123456, 2000000]],
+    ?assertEqual(beamlab_stats_hist:snapshot(Ref), beamlab_stats_hist:take(H)),
+    Empty = beamlab_stats_hist:take(H),
+    ?assertMatch(#{count := 0, sum := 0, min := undefined, max := undefined, overflow := 0,
+                   buckets := []}, Empty),
+    beamlab_stats_hist:record(H, 9),
+    ?assertMatch(#{count := 1, sum := 9, min := 9, max := 9}, beamlab_stats_hist:take(H)).
+
+%% Values recorded while takes run are each in exactly one take: the
+%% merge of the takes is everything recorded, count, sum and extremes.
+take_loses_nothing_test() ->
+    H = beamlab_stats_hist:new(#{max => 1 bsl 30}),
+    Self = self(),
+    Vs = [[(I * 7919 + W * 104729) rem 100000 + 1 || I <- lists:seq(1, 20000)] || W <- [1, 2, 3]],
+    Ws = [spawn_link(fun() -> [beamlab_stats_hist:record(H, V) || V <- L], Self ! {done, self()} end)
+          || L <- Vs],
+    Takes = take_until_done(H, Ws, []),
+    All = lists:append(Vs),
+    M = lists:foldl(fun beamlab_stats_hist:merge/2, hd(Takes), tl(Takes)),
+    ?assertEqual(length(All), beamlab_stats_hist:count(M)),
+    ?assertEqual(lists:sum(All), beamlab_stats_hist:sum(M)),
+    %% Extremes: exact, or (a recorder descheduled between its bucket and
+    %% its extremes) within the precision of 3 significant digits.
+    Near = fun(Exact, Got) -> abs(Got - Exact) =< Exact div 1000 + 1 end,
+    ?assert(Near(lists:min(All), beamlab_stats_hist:min(M))),
+    ?assert(Near(lists:max(All), beamlab_stats_hist:max(M))).
+
+take_until_done(H, [], Acc) ->
+    [beamlab_stats_hist:take(H) | Acc];
+take_until_done(H, Ws, Acc) ->
+    T = beamlab_stats_hist:take(H),
+    receive {done, W} -> take_until_done(H, lists:delete(W, Ws), [T | Acc])
+    after 0 -> take_until_done(H, Ws, [T | Acc])
+    end.
