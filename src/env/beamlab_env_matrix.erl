@@ -19,6 +19,11 @@
 
 -export([configs/1, configs/2, parse_range/1, read_grid/1, run/2, format_error/1]).
 
+%% `--ci' without `--max-time': ten minutes; at most the schema's
+%% ten thousand rounds.
+-define(MAX_TIME, 600000).
+-define(MAX_REPEAT, 10000).
+
 %% `flavor': the emulator flavour the configuration asks for (`--flavor',
 %% or `-emu_flavor' among its arguments), proven from what its VM reports.
 -type config() :: #{name := binary(), args := [string()],
@@ -33,6 +38,11 @@
 %% matrix's own command line and `started_at' its start time, both for the
 %% result document; `inner' runs the inner command in the fresh VM and
 %% returns {ExitCode, ResultDocument}.
+%% `ci' (`--ci PCT', a fraction): `repeat' is the least number of rounds;
+%% more rounds follow until the interval of every configuration's values
+%% (one per fresh VM) is within `ci' of its mean, or `max_time' ms
+%% (default 600000) are spent ({@link beamlab_stats_stop}); the document
+%% says which (`extra.stopped_by', `extra.unconfident').
 %% `profiled': after the measured repetitions, one more per configuration
 %% whose runner is given the configuration with `profiled => true' (it
 %% profiles while it runs); its outcome is kept apart from the statistics
@@ -42,7 +52,8 @@
                   argv := [unicode:chardata()], started_at := binary(),
                   inner := beamlab_runtime_peer:call_spec(),
                   baseline => binary() | undefined, sweep => boolean(),
-                  paths => [file:filename()], profiled => boolean()}.
+                  paths => [file:filename()], profiled => boolean(),
+                  ci => float() | undefined, max_time => pos_integer()}.
 -export_type([config/0, dims/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -261,34 +272,84 @@ run(#{configs := Configs, command := Argv, repeat := R} = Spec, Opts) ->
     case lists:member(Baseline, [maps:get(name, C) || C <- Configs]) of
         false -> {error, {unknown_baseline, Baseline}};
         true ->
-            Runs = interleave(Configs, R, Argv, Runner, Progress),
+            {Runs, Stop} = case maps:get(ci, Spec, undefined) of
+                               undefined -> {interleave(Configs, R, Argv, Runner, Progress), none};
+                               Ci -> until_confident(Configs, R, Ci, maps:get(max_time, Spec, ?MAX_TIME),
+                                                     Argv, Runner, Progress)
+                           end,
             Profiled = case maps:get(profiled, Spec, false) of
                            true -> profiled(Configs, Runs, Argv, Runner, Progress);
                            false -> #{}
                        end,
-            {ok, result(Spec#{baseline => Baseline}, Runs, Profiled)}
+            {ok, stopping(Stop, result(Spec#{baseline => Baseline}, Runs, Profiled))}
     end.
 
 %% Rep 1 of every configuration, then rep 2, ... A configuration whose VM
 %% failed to start is not retried. Returns [{Config, Rep, Outcome}].
 interleave(Configs, R, Argv, Runner, Progress) ->
-    Order = [{Rep, C} || Rep <- lists:seq(1, R), C <- Configs],
-    {Runs, _} =
-        lists:foldl(
-          fun({Rep, #{name := Name} = C}, {Acc, Dead}) ->
-                  case lists:member(Name, Dead) orelse interrupted() of
-                      true -> {Acc, Dead};
-                      false ->
-                          Out = Runner(C, Argv),
-                          Progress(progress_line(Name, Rep, R, Out)),
-                          Dead1 = case Out of
-                                      {error, _} -> [Name | Dead];
-                                      {ok, _} -> Dead
-                                  end,
-                          {[{Name, Rep, Out} | Acc], Dead1}
-                  end
-          end, {[], []}, Order),
+    {Runs, _} = rounds(Configs, 1, R, R, Argv, Runner, Progress, {[], []}),
     lists:reverse(Runs).
+
+%% `--ci': rounds of every configuration until the stopping rule says
+%% stop (judged after each round from `Min' on); the runs and
+%% `{Reason, Unmet}' (`interrupted' when an interrupt ended them).
+until_confident(Configs, Min, Ci, Budget, Argv, Runner, Progress) ->
+    Start = erlang:monotonic_time(millisecond),
+    {Runs0, Dead0} = rounds(Configs, 1, Min, Min, Argv, Runner, Progress, {[], []}),
+    more(Configs, Min, Ci, Budget, Start, Argv, Runner, Progress, {Runs0, Dead0}).
+
+more(Configs, Done, Ci, Budget, Start, Argv, Runner, Progress, {Runs, Dead} = Acc) ->
+    Unmet = beamlab_stats_stop:unmet(items([C || #{name := N} = C <- Configs, not lists:member(N, Dead)],
+                                           lists:reverse(Runs)), Ci, 0),
+    State = #{ci => Ci, elapsed => erlang:monotonic_time(millisecond) - Start, max_time => Budget,
+              repetitions => Done, min => 1, max_repeat => ?MAX_REPEAT, unmet => Unmet},
+    case interrupted() of
+        true ->
+            {lists:reverse(Runs), {interrupted, Unmet}};
+        false ->
+            case beamlab_stats_stop:decide(State) of
+                {stop, Reason} ->
+                    {lists:reverse(Runs), {Reason, Unmet}};
+                continue ->
+                    Next = rounds(Configs, Done + 1, Done + 1, Done + 1, Argv, Runner, Progress, Acc),
+                    more(Configs, Done + 1, Ci, Budget, Start, Argv, Runner, Progress, Next)
+            end
+    end.
+
+%% What the rule judges: per configuration and inner metric (named as the
+%% document's benchmark), the repetitions' primary values; a configuration
+%% with none yet (its runs failed) by its name, with none. A configuration
+%% whose VM cannot start is left out: it is not retried.
+items(Configs, Runs) ->
+    maps:from_list(lists:append(
+                     [case maps:to_list(primary_values([Out || {N, _, Out} <- Runs, N =:= Name])) of
+                          [] -> [{Name, []}];
+                          Vs -> [{<<Name/binary, " / ", Metric/binary>>, Vals} || {Metric, {_, Vals}} <- Vs]
+                      end || #{name := Name} <- Configs])).
+
+%% Rounds `From'..`To' of every configuration (`R' the count shown).
+rounds(Configs, From, To, R, Argv, Runner, Progress, Acc0) ->
+    Order = [{Rep, C} || Rep <- lists:seq(From, To), C <- Configs],
+    lists:foldl(
+      fun({Rep, #{name := Name} = C}, {Acc, Dead}) ->
+              case lists:member(Name, Dead) orelse interrupted() of
+                  true -> {Acc, Dead};
+                  false ->
+                      Out = Runner(C, Argv),
+                      Progress(progress_line(Name, Rep, R, Out)),
+                      Dead1 = case Out of
+                                  {error, _} -> [Name | Dead];
+                                  {ok, _} -> Dead
+                              end,
+                      {[{Name, Rep, Out} | Acc], Dead1}
+              end
+      end, Acc0, Order).
+
+%% What ended the rounds under `--ci', in the document.
+stopping(none, Doc) ->
+    Doc;
+stopping({Reason, Unmet}, #{extra := Extra} = Doc) ->
+    Doc#{extra := Extra#{<<"stopped_by">> => atom_to_binary(Reason), <<"unconfident">> => Unmet}}.
 
 %% The profiled repetition of every configuration that ran, in the same
 %% order, unless interrupted.
@@ -336,9 +397,11 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
             {Metric, {Info, Vals}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
     Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec),
                                        started_at => maps:get(started_at, Spec),
-                                       params => #{repeat => R, baseline => Base, sweep => Sweep,
-                                                   inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
-                                                   order => <<"interleaved">>}}),
+                                       params => maps:merge(
+                                                   #{repeat => R, baseline => Base, sweep => Sweep,
+                                                     inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
+                                                     order => <<"interleaved">>},
+                                                   rule(Spec))}),
     Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks),
                                        load_findings(Runs)),
     Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
@@ -346,6 +409,12 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    || {C, Outs} <- PerConfig]}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
+
+%% `--ci' and its budget (ms), when given.
+rule(#{ci := Ci} = Spec) when is_number(Ci) ->
+    #{ci => Ci, max_time => maps:get(max_time, Spec, ?MAX_TIME)};
+rule(_) ->
+    #{}.
 
 %% The machine's load while the matrix ran, as a run document records it:
 %% every fresh VM's pre-flight check (`load_high') and detectors

@@ -43,7 +43,9 @@
 %% Each phase's deadline when none is given: a build, a benchmark's
 %% validation, a side's VM in a round (beyond the time its samples take).
 -define(TIMEOUT, 600000).
--define(METRICS, [time, reductions, memory]).
+-define(METRICS, [time, cpu, reductions, memory]).
+%% `--ci' without `--max-time': ten minutes.
+-define(MAX_TIME, 600000).
 
 %% @doc The kind's name: `check'.
 -spec name() -> check.
@@ -68,10 +70,17 @@ options() ->
               help => "paired rounds (at least 8 for p < 0.01)"},
      Against#{name => metric, long => "metric", type => {one_of, [Metrics, {list, Metrics}]},
               cli_type => {list, Metrics}, default => [time], metavar => "M[,M]",
-              help => "metrics that fail the check: time, reductions, memory"},
+              help => "metrics that fail the check: time, cpu (CPU time per iteration of the sides' "
+                      "scheduler threads, Linux: load-independent), reductions, memory"},
      Against#{name => threshold, long => "threshold", type => pos_number, cli_type => percent,
               scale => {1, 100}, default => 0.05, metavar => "PCT",
               help => "fail only on a regression beyond PCT percent"},
+     Against#{name => ci, long => "ci", type => fraction, metavar => "PCT",
+              help => "more rounds (--rounds is the least) until every gated metric's interval is within "
+                      "PCT of the ratio head/base (2% or 0.02), or --max-time is spent; the output says which"},
+     #{name => max_time, long => "max-time", type => pos_number, scale => 1000, requires => [ci],
+       max => 604800000, max_why => "one week", metavar => "SEC",
+       help => "--ci's time budget in seconds for the rounds (default 600)"},
      Against#{name => alpha, long => "alpha", type => fraction, default => 0.01, metavar => "P",
               help => "significance level of the sign test"},
      Against#{name => duration, short => "d", long => "duration", type => pos_integer, default => 100,
@@ -122,12 +131,16 @@ rules(Given, Opt) ->
 -spec new(#{atom() => term()}) -> {ok, check()} | {error, {bad_option, vm_args, term()}}.
 new(Opts) ->
     {ok, Cwd} = file:get_cwd(),
-    C0 = maps:merge(#{root => Cwd, bench => "bench"},
-                    maps:with([root, bench, build, against, rounds, threshold, alpha, timeout], Opts)),
+    C0a = maps:merge(#{root => Cwd, bench => "bench"},
+                    maps:with([root, bench, build, against, rounds, threshold, alpha, timeout, ci], Opts)),
+    C0b = case Opts of
+              #{max_time := T} when is_number(T) -> C0a#{max_time => max(1, round(T))};
+              _ -> C0a
+          end,
     C1 = case maps:find(metric, Opts) of
-             {ok, M} when is_atom(M) -> C0#{gate => [M]};
-             {ok, Ms} when is_list(Ms) -> C0#{gate => Ms};
-             error -> C0
+             {ok, M} when is_atom(M) -> C0b#{gate => [M]};
+             {ok, Ms} when is_list(Ms) -> C0b#{gate => Ms};
+             error -> C0b
          end,
     C2 = case maps:with([duration, samples, warmup], Opts) of
              O when map_size(O) > 0 -> C1#{options => maps:merge(maps:get(options, ?DEFAULTS), O)};
@@ -144,11 +157,21 @@ new(Opts) ->
 %% only after the project was built). The project is built and read when
 %% it runs.
 -spec check(check(), beamlab_experiment:experiment()) -> ok | {error, {check, error_reason()}}.
-check(#{root := Root, bench := Bench}, _Exp) ->
+check(#{root := Root, bench := Bench} = C, _Exp) ->
     case beamlab_project_bench:sources(filename:join(Root, Bench)) of
-        {ok, _} -> ok;
+        {ok, _} -> cpu(C);
         {error, R} -> {error, {check, R}}
     end.
+
+%% `--metric cpu': the sides' VMs run on this machine; its threads' CPU
+%% time must be readable here.
+cpu(#{gate := Gate}) ->
+    case lists:member(cpu, Gate) andalso beamlab_runtime_cpu:threads() of
+        {error, R} -> {error, {check, {cpu, R}}};
+        _ -> ok
+    end;
+cpu(_) ->
+    ok.
 
 %% @doc Runs the check; its document (kind `check').
 -spec run(check(), beamlab_experiment:experiment(), beamlab_experiment:inner()) ->
@@ -160,10 +183,10 @@ run(#{against := _} = C0, Exp) ->
     C = maps:merge(?DEFAULTS, C0),
     #{root := Root, against := Ref, options := O} = C,
     Note = note(Exp),
-    Opts0 = maps:with([rounds, gate, threshold, alpha, vm_args], C),
+    Opts0 = maps:with([rounds, gate, threshold, alpha, vm_args, ci, max_time], C),
     Timeout = maps:get(timeout, C, ?TIMEOUT),
     Opts = Opts0#{root => Root, against => Ref, bench => maps:get(bench, C),
-                  main => main(O), command => maps:get(command, Exp, []),
+                  main => main(O, lists:member(cpu, maps:get(gate, C))), command => maps:get(command, Exp, []),
                   params => O#{project => beamlab_experiment_project:info(Root)},
                   progress => Note, timeout => Timeout},
     Head = case head(C, Note) of
@@ -194,12 +217,17 @@ head(_, _Note) ->
     none.
 
 %% What a side's fresh VM runs: a benchmark of the bench modules compiled
-%% for that side, its reductions and words per iteration counted after
-%% the samples, no environment report (the document has this VM's).
-main(#{duration := D, samples := S, warmup := W}) ->
+%% for that side (measuring CPU time with `check --metric cpu'), its
+%% reductions and words per iteration counted after the samples, no
+%% environment report (the document has this VM's).
+main(#{duration := D, samples := S, warmup := W}, Cpu) ->
+    Metric = case Cpu of
+                 true -> #{metric => cpu};
+                 false -> #{}
+             end,
     fun(#{bench := Ebin, dir := Dir}) ->
             Inner = #{run => {bench, #{modules => #{dir => Ebin, root => Dir},
-                                       options => #{duration => D, samples => S, warmup => W}}},
+                                       options => Metric#{duration => D, samples => S, warmup => W}}},
                       'after' => #{reductions => true, memory => true},
                       env => false},
             {beamlab_experiment, run_inner, [Inner]}
@@ -359,6 +387,7 @@ change_text(#{<<"change">> := C}) ->
 %% that fails is a failure.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({option, _}) -> usage;
+error_class({cpu, _}) -> failure;
 error_class({bench, R}) -> beamlab_experiment_bench:error_class(R);
 error_class({unknown_ref, _}) -> usage;
 error_class({not_a_repository, _}) -> usage;
@@ -369,4 +398,5 @@ error_class(_) -> failure.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({option, R}) -> beamlab_schema:format_error(R);
 format_error({bench, R}) -> beamlab_experiment_bench:format_error(R);
+format_error({cpu, R}) -> beamlab_runtime_cpu:format_error(R);
 format_error(R) -> beamlab_project_check:format_error(R).

@@ -13,7 +13,10 @@
 
 -export([name/0, options/0, new/1, check/2, configs/2, run/3, verdict/1, error_class/1,
          format_error/1, composes/0, inner_kinds/0, inner/1]).
--export([check_options/1]).
+-export([check_options/1, with_rule/2]).
+
+%% `--ci' without `--max-time': ten minutes.
+-define(MAX_TIME, 600000).
 
 %% `configs' from {@link configs/2}; `baseline' the configuration the
 %% others are compared with (default the first); `sweep' whether the
@@ -28,6 +31,8 @@
 -type matrix() :: #{configs := [beamlab_env_matrix:config()],
                     inner := beamlab_experiment:experiment(),
                     repeat => pos_integer(),
+                    ci => float(),                  % --ci: repeat until confident ...
+                    max_time => pos_integer(),      % ... or this budget (ms) is spent
                     baseline => binary() | undefined,
                     sweep => boolean(),
                     profiled => boolean(),
@@ -64,6 +69,17 @@ options() ->
      #{name => repeat, short => "n", long => "repeat", type => pos_integer, metavar => "R",
        max => 10000, max_why => "ten thousand fresh VMs per configuration",
        help => "fresh VMs per configuration, interleaved (default 3; a preset's own)"},
+     #{name => ci, long => "ci", type => fraction, metavar => "PCT",
+       help => "repeat (-n is the least) until every configuration's 95% interval between fresh VMs is "
+               "within PCT of its mean (2% or 0.02), or --max-time is spent; the output says which"},
+     %% (its need of --ci is a rule: checked after the target and the
+     %% range, as the command line reads them first)
+     #{name => max_time, long => "max-time", type => pos_number, scale => 1000,
+       max => 604800000, max_why => "one week", metavar => "SEC",
+       help => "--ci's time budget in seconds (default 600)"},
+     #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => time, metavar => "time|cpu",
+       help => "cpu: the inner run or suite measures the CPU time of its VM's scheduler threads "
+               "(Linux), which the machine's load does not inflate; the comparison rests on it"},
      %% (the library's target command, a map, is checked by rules/2)
      #{name => target, long => "target", type => term,
        cli_type => {enum, [rabbitmq]}, metavar => "KIND",
@@ -85,10 +101,16 @@ check_options(Given) ->
 
 rules(Given, Opt) ->
     %% (a target's value first: the command line reads it as it parses)
+    Budget = maps:get(max_time, Given, undefined) =/= undefined,
+    Rule = maps:get(ci, Given, undefined) =/= undefined,
     case {maps:get(target, Given, none), range(maps:get(sweep, Given, []))} of
         {T, _} when T =/= none, T =/= rabbitmq, not is_map(T) ->
             {opt, O} = Opt(target),
             {error, {invalid, O, T, {type, {enum, [rabbitmq]}}}};
+        {_, ok} when Budget, not Rule ->
+            {opt, MaxTime} = Opt(max_time),
+            {opt, Ci} = Opt(ci),
+            {error, {requires, MaxTime, [Ci], ""}};
         {_, ok} -> target_rules(Given, Opt);
         {_, {error, S}} -> {error, {rule, "~ts: bad scheduler range '~ts' (use 1..4, 1,2,4 or 1..max)",
                                [Opt(sweep), {value, S}]}}
@@ -108,6 +130,9 @@ range(_) ->
 target_rules(Given, Opt) ->
     %% (an inner experiment not told: its kind is checked as it is built)
     case {maps:get(target, Given, none), maps:get(otp, Given, []), maps:get(inner, Given, amqp)} of
+        {_, _, amqp} when map_get(metric, Given) =:= cpu ->
+            {error, {rule, "~ts cpu measures a run or a suite; an amqp load's load-independent measure is "
+                           "the broker's CPU per message, which it reports already", [Opt(metric)]}};
         {rabbitmq, _, Inner} when Inner =/= amqp ->
             {error, {rule, "~ts rabbitmq runs an amqp load: give an amqp inner experiment ('-- amqp ...', "
                            "{amqp, Opts})", [Opt(target)]}};
@@ -150,15 +175,47 @@ new(#{inner := Inner} = Opts) ->
              flavor => maps:get(flavor, Opts, []), wrap => maps:get(wrap, Opts, [])},
     case configs(Dims, maps:get(target, Opts, none)) of
         {ok, Configs} ->
-            {ok, #{configs => Configs, inner => Inner, repeat => maps:get(repeat, Opts, 3),
-                   baseline => maps:get(baseline, Opts, undefined), sweep => Sweep =/= []}};
+            {ok, with_rule(Opts, #{configs => Configs, inner => Inner, repeat => maps:get(repeat, Opts, 3),
+                                   baseline => maps:get(baseline, Opts, undefined), sweep => Sweep =/= []})};
         {error, {matrix, R}} ->
             {error, R}
     end.
 
-%% @doc Nothing of its own to check (the entry point checks the inner
-%% experiment, {@link inner/1}).
--spec check(matrix(), beamlab_experiment:experiment()) -> ok.
+%% @doc The matrix with `ci' and its budget `max_time' (ms) and `metric'
+%% (`cpu': its inner run or suite measures CPU time) of `Opts' (the
+%% schema's keys).
+-spec with_rule(#{atom() => term()}, matrix()) -> matrix().
+with_rule(Opts, #{inner := Inner} = M) ->
+    maps:merge(M#{inner := with_metric(maps:get(metric, Opts, time), Inner)}, rule(Opts)).
+
+%% `--ci' and its budget (whole ms: the command line's seconds may have a
+%% fraction).
+rule(#{ci := Ci} = Opts) when is_number(Ci) ->
+    #{ci => Ci, max_time => max(1, round(maps:get(max_time, Opts, ?MAX_TIME)))};
+rule(_) ->
+    #{}.
+
+%% `--metric cpu': the inner run or suite measures CPU time.
+with_metric(cpu, #{run := {bench, #{options := O} = B}} = Inner) ->
+    Inner#{run := {bench, B#{options := O#{metric => cpu}}}};
+with_metric(cpu, #{run := {bench, B}} = Inner) ->
+    Inner#{run := {bench, B#{options => #{metric => cpu}}}};
+with_metric(cpu, #{run := {suite, S}} = Inner) ->
+    Inner#{run := {suite, S#{metric => cpu}}};
+with_metric(_, Inner) ->
+    Inner.
+
+%% @doc The CPU time of `--metric cpu' must be measurable here (the
+%% fresh VMs run on this machine); the entry point checks the inner
+%% experiment ({@link inner/1}).
+-spec check(matrix(), beamlab_experiment:experiment()) -> ok | {error, {matrix, error_reason()}}.
+check(#{inner := #{run := {Kind, I}}}, _Exp)
+  when (Kind =:= bench andalso map_get(metric, map_get(options, I)) =:= cpu)
+       orelse (Kind =:= suite andalso map_get(metric, I) =:= cpu) ->
+    case beamlab_runtime_cpu:threads() of
+        {ok, _} -> ok;
+        {error, R} -> {error, {matrix, {cpu, R}}}
+    end;
 check(_M, _Exp) -> ok.
 
 %% @doc A matrix may have a system under test.
@@ -250,6 +307,7 @@ run_one(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
     Spec = #{configs => Configs, command => [unicode:characters_to_list(A) || A <- InnerCommand],
              baseline => maps:get(baseline, M, undefined),
              repeat => maps:get(repeat, M, 3),
+             ci => maps:get(ci, M, undefined), max_time => maps:get(max_time, M, ?MAX_TIME),
              sweep => maps:get(sweep, M, false),
              profiled => maps:get(profiled, M, false) andalso maps:is_key(target, Exp),
              argv => maps:get(command, Exp, []),
@@ -284,7 +342,7 @@ runner(Target, InnerExp, #{here := Here}, Progress) ->
                                            _ -> filename:dirname(filename:dirname(Erl))
                                        end}),
             LoadSpec = case Target of
-                           #{load_cmd := Cmd} -> {cmd, fill_flags(Cmd, Argv)};
+                           #{load_cmd := Cmd} -> {cmd, beamlab_experiment_target:fill_flags(Cmd, Argv)};
                            _ -> {inner, fun(T) -> Here(against(InnerExp, T)) end}
                        end,
             Subject = iolist_to_binary(["target under ", case LoadSpec of
@@ -317,14 +375,6 @@ load_seconds(#{run := {amqp, #{config := #{duration := D}}}}) when is_number(D),
     max(1, round(D));
 load_seconds(_) ->
     0.
-
-%% {flags} in a --load-cmd: the inner amqp's arguments (PerfTest's own),
-%% each quoted for the shell.
-fill_flags(Cmd, ["amqp" | Flags]) ->
-    Quoted = [[$', string:replace(F, "'", "'\\''", all), $'] || F <- Flags],
-    lists:flatten(string:replace(Cmd, "{flags}", lists:join(" ", Quoted), all));
-fill_flags(Cmd, _) ->
-    Cmd.
 
 %% The profiled repetition keeps its figures and profile only (no
 %% telemetry series, no env: the matrix holds those of the measured ones).
@@ -371,6 +421,8 @@ error_class(_) -> usage.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({option, R}) ->
     beamlab_schema:format_error(R);
+format_error({cpu, R}) ->
+    beamlab_runtime_cpu:format_error(R);
 format_error(nothing_ran) ->
     "interrupted before the first scenario ran";
 format_error({otp_not_found, D}) ->

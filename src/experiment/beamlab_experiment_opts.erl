@@ -77,7 +77,8 @@ bench(Dir, Opts) ->
 %% memory; default [time]), `threshold' (a fraction, default 0.05),
 %% `alpha' (0.01), `duration', `samples', `warmup' per side and round
 %% (100 ms, 3, 1), `vm_args' (a string), `timeout' (ms: each build,
-%% validation and side's VM; default 600000).
+%% validation and side's VM; default 600000), `ci' (more rounds until
+%% confident, a fraction) with `max_time' (ms).
 -spec check(opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 check(Opts) when is_map(Opts) ->
     Own = [K || #{name := K} <- beamlab_experiment_check:options()],
@@ -113,6 +114,9 @@ doctor(Opts) when is_map(Opts) ->
                   %% line's flags)
                   Texts = maps:map(fun(target, T) when T =:= "rabbitmq"; T =:= <<"rabbitmq">> -> rabbitmq;
                                       (target, T) -> T;
+                                      (flavor, F) when F =:= "jit"; F =:= <<"jit">> -> jit;
+                                      (flavor, F) when F =:= "emu"; F =:= <<"emu">> -> emu;
+                                      (flavor, F) -> F;
                                       (_, V) when is_atom(V), not is_boolean(V) -> atom_to_list(V);
                                       (_, V) -> V
                                    end, maps:with(Own -- [load], Opts)),
@@ -126,7 +130,7 @@ doctor(Opts) when is_map(Opts) ->
                              {ok, L} -> throw({bad_option, load, L})
                          end,
                   Exp = kind(doctor, case beamlab_experiment_doctor:new(Texts) of
-                                         {ok, D} -> {ok, maps:merge(D, Load)};
+                                         {ok, D} -> doctor_load(D, Load);
                                          Other -> Other
                                      end),
                   Target = case maps:get(target, Texts, none) of
@@ -138,11 +142,28 @@ doctor(Opts) when is_map(Opts) ->
 doctor(Opts) ->
     {error, {bad_option, doctor, Opts}}.
 
+%% A load command is the load itself: an amqp given too only lends it
+%% {flags}; without one, the broker's load is that command alone.
+doctor_load(#{load_cmd := Cmd} = D, Load) when Cmd =/= none ->
+    case beamlab_experiment_doctor:load_rule(D, maps:is_key(load, Load)) of
+        ok when map_size(Load) =:= 0 ->
+            case inner({amqp, #{}}) of
+                {ok, I} -> {ok, D#{load => I}};
+                {error, _} = E -> throw({inner, E})
+            end;
+        ok -> {ok, maps:merge(D, Load)};
+        {error, _} = E -> E
+    end;
+doctor_load(D, Load) ->
+    {ok, maps:merge(D, Load)}.
+
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to
 %% sweep; a string value is a binary or an atom), `profile' (quick | full), `repeat', `timeout' (ms per
 %% repetition), `memory' (one more traced repetition), `preset' (a
-%% published table's rows, by name or file) and its `node', `code_paths'.
+%% published table's rows, by name or file) and its `node', `code_paths',
+%% `ci' (repeat each point until confident, a fraction) with `max_time'
+%% (ms per point), `metric' (time | cpu).
 -spec suite([atom() | string() | binary()], opts()) ->
           {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
 suite(Names, Opts) when is_list(Names), is_map(Opts) ->
@@ -165,7 +186,8 @@ suite_experiment(Names, Opts) ->
                        {ok, N} -> {ok, Remote} = beamlab_experiment_suite:remote_node(N), #{node => Remote};
                        error -> #{}
                    end,
-            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+            Given = maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor, ci, max_time, metric],
+                                         Opts),
                                Node#{names => Text, params => Params}),
             Preset = case maps:find(preset, Opts) of
                          {ok, P} -> #{preset => text(P)};
@@ -209,7 +231,8 @@ text(V) -> throw({bad_option, value, V}).
 %% @doc A matrix of VM configurations over an inner experiment: `vm'
 %% (emulator argument strings), `sweep' (scheduler counts, or a range
 %% "1..4"), `erl' (executables), `wrap' (wrapper commands), `repeat',
-%% `baseline'; `target' (`rabbitmq', or `#{cmd, node, cookie}') with
+%% `baseline', `ci' (repeat until confident, a fraction) with `max_time'
+%% (ms), `metric' (time | cpu: the inner run's or suite's); `target' (`rabbitmq', or `#{cmd, node, cookie}') with
 %% `otp' (installation directories) starts a system under test per
 %% configuration.
 -spec matrix(inner(), opts()) -> {ok, beamlab_experiment:experiment()} | {error, error_reason()}.
@@ -246,7 +269,7 @@ matrix_experiment(InnerExp, Opts) ->
                    undefined -> undefined;
                    B -> unicode:characters_to_binary(text(B))
                end,
-    What = beamlab_experiment_matrix:new((maps:with([vm, erl, flavor, wrap, repeat], Opts))#{
+    What = beamlab_experiment_matrix:new((maps:with([vm, erl, flavor, wrap, repeat, ci, max_time, metric], Opts))#{
                                            inner => InnerExp, sweep => Sweep, target => Target,
                                            baseline => Baseline}),
     common(Opts, maps:merge(kind(matrix, What), case Target of none -> #{}; _ -> #{target => Target} end),

@@ -29,7 +29,11 @@
 
 -export([run/1, document/5, regressions/1, failed_head/1, metrics/0, interrupted/1, format_error/1]).
 
--type metric() :: time | reductions | memory.
+%% `--ci' without `--max-time': ten minutes; at most ten thousand rounds.
+-define(MAX_TIME, 600000).
+-define(MAX_ROUNDS, 10000).
+
+-type metric() :: time | cpu | reductions | memory.
 -type side_project() :: beamlab_project_build:project().
 -type opts() :: #{root := file:filename(),             % the project (the working tree)
                   against := string(),                  % the git ref of the base
@@ -43,6 +47,8 @@
                   params => map(),                      % more run parameters, recorded
                   head => side_project(),               % already built (the rebar3 plugin, Mix)
                   vm_args => [string()],
+                  ci => float(),                        % --ci: more rounds until confident ...
+                  max_time => pos_integer(),            % ... or this budget (ms) is spent
                   timeout => timeout(),                 % ms: each build, validation, side of a round
                   progress => fun((unicode:chardata()) -> any())}.
 -type error_reason() :: beamlab_project_git:error_reason()
@@ -53,10 +59,14 @@
                       | {side, base | head, binary()}.
 -export_type([metric/0, opts/0, error_reason/0]).
 
-%% @doc The metrics, in the order they are reported.
+%% @doc The metrics, in the order they are reported (`cpu' only when a
+%% check gates on it: the sides measure it then).
 -spec metrics() -> [metric()].
 metrics() ->
-    [time, reductions, memory].
+    [time, cpu, reductions, memory].
+
+measured(Gate) ->
+    [M || M <- metrics(), M =/= cpu orelse lists:member(cpu, Gate)].
 
 %% @doc Runs the check; the document says what changed.
 -spec run(opts()) -> {ok, beamlab_result:result()} | {error, error_reason()}.
@@ -206,11 +216,13 @@ rounds([Base, Head], Benchmarks, Opts) ->
     Progress = maps:get(progress, Opts, fun(_) -> ok end),
     Result = beamlab_project_rounds:run(
                Base, Head,
-               (deadline(Opts, Benchmarks))#{
+               maps:merge((deadline(Opts, Benchmarks))#{
                  rounds => N, main => maps:get(main, Opts), vm_args => maps:get(vm_args, Opts, []),
-                 progress => fun(I, Side) -> Progress(io_lib:format("round ~b/~b: ~ts", [I, N, Side])) end,
+                 progress => fun(I, Side) when I =< N -> Progress(io_lib:format("round ~b/~b: ~ts", [I, N, Side]));
+                                (I, Side) -> Progress(io_lib:format("round ~b (--ci): ~ts", [I, Side]))
+                             end,
                  %% A side that cannot run at all will not run in the next round either.
-                 stop => fun(#{base := B, head := H}) -> not (runs(B) andalso runs(H)) end}),
+                 stop => fun(#{base := B, head := H}) -> not (runs(B) andalso runs(H)) end}, more(Opts))),
     case Result of
         #{rounds := [#{head := First} | _]} ->
             ok = head_runs(First),
@@ -218,6 +230,35 @@ rounds([Base, Head], Benchmarks, Opts) ->
         _ ->
             Result
     end.
+
+%% `--ci': rounds beyond `rounds' until every gated metric's interval is
+%% within the target (beamlab_stats_stop), or the budget is spent.
+more(#{ci := Ci} = Opts) when is_number(Ci) ->
+    Start = erlang:monotonic_time(millisecond),
+    Budget = maps:get(max_time, Opts, ?MAX_TIME),
+    #{more => fun(Rounds) ->
+                      Unmet = unconfident(Rounds, Opts),
+                      State = #{ci => Ci, elapsed => erlang:monotonic_time(millisecond) - Start,
+                                max_time => Budget, repetitions => length(Rounds), min => 1,
+                                max_repeat => ?MAX_ROUNDS, unmet => Unmet},
+                      case beamlab_stats_stop:decide(State) of
+                          continue -> continue;
+                          {stop, Reason} -> {stop, {Reason, Unmet}}
+                      end
+              end};
+more(_) ->
+    #{}.
+
+%% The gated entries (`NAME (metric)') whose paired interval is not yet
+%% within `ci' of the ratio.
+unconfident(Rounds, #{ci := Ci} = Opts) ->
+    {Entries, _} = entries_of(Rounds, Opts),
+    %% (the entries' extra as the document holds it: JSON keys)
+    [N || #{name := N, extra := #{<<"gated">> := true} = X} <- Entries,
+          not beamlab_stats_stop:paired_met(paired_ci(maps:get(<<"paired">>, X, #{})), Ci)].
+
+paired_ci(#{<<"change">> := C, <<"ci">> := [Lo, Hi]}) -> #{change => C, ci => {Lo, Hi}};
+paired_ci(_) -> #{change => undefined, ci => undefined}.
 
 runs({ok, {Code, #{}}}) -> Code =:= 0 orelse Code =:= 1;
 runs(_) -> false.
@@ -242,7 +283,38 @@ side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [C
 -spec document(#{rounds := [beamlab_project_rounds:round()], interrupted := boolean()},
                beamlab_project_git:commit(), beamlab_project_git:head(), binary(), opts()) ->
           beamlab_result:result().
-document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, Opts) ->
+document(#{rounds := Rounds, interrupted := Interrupted} = Done, Base, Head, Started, Opts) ->
+    {Entries, Findings} = entries_of(Rounds, Opts),
+    Gate = maps:get(gate, Opts),
+    Rule = case Opts of
+               #{ci := Ci} when is_number(Ci) -> #{ci => Ci, max_time => maps:get(max_time, Opts, ?MAX_TIME)};
+               _ -> #{}
+           end,
+    Params = maps:merge(maps:get(params, Opts, #{}),
+                        #{against => unicode:characters_to_binary(maps:get(against, Opts)),
+                          base => maps:with([commit, short, subject, date, ref], Base),
+                          head => maps:with([commit, short, subject, date, dirty], Head),
+                          rounds => maps:get(rounds, Opts), rounds_done => length(Rounds),
+                          gate => Gate, threshold => maps:get(threshold, Opts),
+                          alpha => maps:get(alpha, Opts), test => sign,
+                          min_rounds => beamlab_stats_paired:min_rounds(maps:get(alpha, Opts))}),
+    Params1 = maps:merge(Params, Rule),
+    Doc0 = beamlab_result:new(check, #{command => maps:get(command, Opts), started_at => Started,
+                                       params => Params1}),
+    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc0, Entries), Findings),
+    Stopped = case {Rule, Done} of
+                  {#{ci := _}, #{stopped := {Reason, Unmet}}} -> #{stopped_by => Reason, unconfident => Unmet};
+                  {#{ci := _}, _} when Interrupted -> #{stopped_by => interrupted, unconfident => []};
+                  _ -> #{}
+              end,
+    Doc2 = beamlab_result:set(extra, Stopped#{regressed => [iolist_to_binary(regression_text(R))
+                                                            || R <- regressions(Doc1)]}, Doc1),
+    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
+                                  partial => Interrupted}).
+
+%% The entries of the rounds (per benchmark and metric, the paired
+%% comparison) and the head's findings.
+entries_of(Rounds, Opts) ->
     HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
     Names = case HeadDocs of
                 [D | _] -> [N || #{name := N} <- maps:get(benchmarks, D)];
@@ -263,21 +335,7 @@ document(#{rounds := Rounds, interrupted := Interrupted}, Base, Head, Started, O
     Loaded = beamlab_result_compare:overloaded(#{findings => Findings}),
     Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts), overloaded => Loaded},
     Entries = lists:append([entries(N, PerRound, maps:get(N, Modules, #{}), Gate, Stats) || N <- Names]),
-    Params = maps:merge(maps:get(params, Opts, #{}),
-                        #{against => unicode:characters_to_binary(maps:get(against, Opts)),
-                          base => maps:with([commit, short, subject, date, ref], Base),
-                          head => maps:with([commit, short, subject, date, dirty], Head),
-                          rounds => maps:get(rounds, Opts), rounds_done => length(Rounds),
-                          gate => Gate, threshold => maps:get(threshold, Opts),
-                          alpha => maps:get(alpha, Opts), test => sign,
-                          min_rounds => beamlab_stats_paired:min_rounds(maps:get(alpha, Opts))}),
-    Doc0 = beamlab_result:new(check, #{command => maps:get(command, Opts), started_at => Started,
-                                       params => Params}),
-    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc0, Entries), Findings),
-    Doc2 = beamlab_result:set(extra, #{regressed => [iolist_to_binary(regression_text(R))
-                                                     || R <- regressions(Doc1)]}, Doc1),
-    beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
-                                  partial => Interrupted}).
+    {Entries, Findings}.
 
 %% Name => {ok, #{time, reductions, memory}} | {error, Message} for one
 %% side of a round; a side that did not run fails every benchmark.
@@ -293,6 +351,7 @@ bench_values(#{extra := #{<<"status">> := <<"ok">>} = X}) ->
               _ -> #{}
           end,
     {ok, maps:from_list([{K, V} || {K, V} <- [{time, maps:get(<<"iteration_ns">>, X, null)},
+                                              {cpu, maps:get(<<"cpu_iteration_ns">>, X, null)},
                                               {reductions, maps:get(<<"reductions">>, Per, null)},
                                               {memory, maps:get(<<"words">>, Per, null)}],
                                    is_number(V)])};
@@ -302,7 +361,7 @@ bench_values(#{extra := X}) ->
 entries(Name, PerRound, Params, Gate, Stats) ->
     Pairs = [{maps:get(Name, B, missing), maps:get(Name, H, missing)} || {B, H} <- PerRound],
     Status = status(Pairs),
-    [entry(Name, M, Pairs, Status, Params, lists:member(M, Gate), Stats) || M <- metrics()].
+    [entry(Name, M, Pairs, Status, Params, lists:member(M, Gate), Stats) || M <- measured(Gate)].
 
 status(Pairs) ->
     BaseErr = [E || {{error, E}, _} <- Pairs],
@@ -353,6 +412,7 @@ status_name(compared) -> compared;
 status_name({S, _}) -> S.
 
 unit(time) -> {<<"ns">>, "time per iteration"};
+unit(cpu) -> {<<"ns">>, "CPU time per iteration"};
 unit(reductions) -> {<<"reductions">>, "reductions per iteration"};
 unit(memory) -> {<<"words">>, "words allocated per iteration"}.
 

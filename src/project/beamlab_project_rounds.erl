@@ -33,17 +33,29 @@
                   vm_args => [string()],
                   deadline => timeout(),                  % ms for a side's VM
                   progress => fun((pos_integer(), side_name()) -> any()),
-                  stop => fun((round()) -> boolean())}.   % stop early after this round?
+                  stop => fun((round()) -> boolean()),    % stop early after this round?
+                  %% past `rounds' (then the least number): one more round?
+                  more => fun(([round()]) -> continue | {stop, term()})}.
 -export_type([side/0, side_name/0, outcome/0, round/0, opts/0]).
 
 %% @doc Runs the rounds. `stop' may end them early (a side that cannot
-%% run at all, say).
--spec run(side(), side(), opts()) -> #{rounds := [round()], interrupted := boolean()}.
+%% run at all, say); `more' (`--ci') asks for rounds beyond `rounds' until
+%% it says stop, and why (`stopped').
+-spec run(side(), side(), opts()) -> #{rounds := [round()], interrupted := boolean(), stopped => term()}.
 run(#{name := base} = Base, #{name := head} = Head, Opts) ->
     loop(1, Base, Head, Opts, []).
 
-loop(I, _Base, _Head, #{rounds := N}, Acc) when I > N ->
-    #{rounds => lists:reverse(Acc), interrupted => false};
+loop(I, Base, Head, #{rounds := N} = Opts, Acc) when I > N ->
+    Done = lists:reverse(Acc),
+    case maps:find(more, Opts) of
+        error ->
+            #{rounds => Done, interrupted => false};
+        {ok, More} ->
+            case More(Done) of
+                continue -> loop(I, Base, Head, Opts#{rounds := I}, Acc);
+                {stop, Why} -> #{rounds => Done, interrupted => false, stopped => Why}
+            end
+    end;
 loop(I, Base, Head, Opts, Acc) ->
     Order = case I rem 2 of
                 1 -> [Base, Head];

@@ -19,7 +19,7 @@ text(#{partial := true, benchmarks := []}, _Opts) ->
     "(interrupted before anything was measured)\n";
 text(#{params := P} = Doc, _Opts) when not is_map_key(<<"against">>, P) ->
     validation(Doc);
-text(Doc = #{benchmarks := Bs, findings := Findings}, _Opts) ->
+text(Doc = #{benchmarks := Bs, findings := Findings}, Opts) ->
     Conf = confidence(Doc),
     Header = ["Benchmark", "Metric", "Base", "Head", "Change", ci_title(Conf), "p", "Verdict"],
     Rows = [text_row(B, First) || {B, First} <- with_first(Bs)],
@@ -28,7 +28,18 @@ text(Doc = #{benchmarks := Bs, findings := Findings}, _Opts) ->
      "\n",
      beamlab_format_table:render(Header, Rows, #{align => [left, left, right, right, right, right, right, left]}),
      "\n", result_line(Doc), "\n",
+     stop_line(Doc, Opts),
      beamlab_render_text:findings(Findings)].
+
+%% With --ci, what ended the rounds (and for which entries).
+stop_line(#{params := #{<<"ci">> := Ci}, extra := #{<<"stopped_by">> := By} = X}, Opts) ->
+    Pm = case maps:get(unicode, Opts, false) of
+             true -> "±";
+             false -> "+-"
+         end,
+    lists:flatten(io_lib:format("~ts", [beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, X, []), Pm)]));
+stop_line(_Doc, _Opts) ->
+    "".
 
 %% Each benchmark's name on its first metric's row only.
 with_first(Bs) ->
@@ -107,6 +118,7 @@ markdown(Doc = #{benchmarks := Bs, findings := Findings}) ->
       [io_lib:format("### ~ts beamlab check: ~ts~n~n", [Icon, Title]),
        [["**Interrupted**: only the rounds measured so far.\n\n"] || maps:get(partial, Doc)],
        md_cell(headline(Doc)), "\n\n",
+       [[md_cell(string:trim(Line)), "\n\n"] || Line <- [stop_line(Doc, #{unicode => true})], Line =/= ""],
        beamlab_format_markdown:table(Header, Rows, [left, right, right, right, right, right, right, left]),
        "\n<details><summary>How this was measured</summary>\n\n",
        md_cell(method(Doc)), "\n\n",
@@ -243,6 +255,7 @@ status_text(#{extra := #{<<"status">> := S} = X}) ->
     end.
 
 value(<<"time">>, V) -> beamlab_format_units:duration(V);
+value(<<"cpu">>, V) -> beamlab_format_units:duration(V);
 value(_, V) -> beamlab_format_units:number(V).
 
 %% Changes below 0.01% are noise of the counting, shown as none.

@@ -27,14 +27,27 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
          false -> []
      end,
-     io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one fresh VM's mean~n",
-                   [maps:get(<<"repeat">>, P), Base]),
+     case maps:get(<<"ci">>, P, null) of
+         null ->
+             io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one "
+                           "fresh VM's mean~n", [maps:get(<<"repeat">>, P), Base]);
+         _ ->
+             io_lib:format("at least ~b repetitions per configuration (--ci), interleaved; baseline ~ts; each "
+                           "value is one fresh VM's mean~n", [maps:get(<<"repeat">>, P), Base])
+     end,
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),
+     stop_line(Doc, Pm),
      case Failed of
          [] -> [];
          _ -> ["\nfailed runs:\n" | Failed]
      end].
+
+%% With --ci, what ended the repetitions (and for which benchmarks).
+stop_line(#{params := #{<<"ci">> := Ci}, extra := #{<<"stopped_by">> := By} = X}, Pm) ->
+    beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, X, []), Pm);
+stop_line(_Doc, _Pm) ->
+    "".
 
 row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
       extra := X} = B, Base, Sweep, Pm) ->

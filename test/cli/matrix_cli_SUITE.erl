@@ -10,6 +10,7 @@
 
 -export([all/0, suite/0]).
 -export([vm_configs_text/1, sweep_json/1, sweep_text_verbose/1, failing_config/1, suite_verbose/1]).
+-export([ci_budget_spent/1, ci_confident/1, ci_bad_values/1, metric_cpu/1]).
 
 %% big: many-to-many messaging, which uses every scheduler; small enough
 %% that one repetition takes well under a second.
@@ -18,7 +19,8 @@
 suite() -> [{timetrap, {minutes, 5}}].
 
 all() ->
-    [vm_configs_text, sweep_json, sweep_text_verbose, failing_config, suite_verbose].
+    [vm_configs_text, sweep_json, sweep_text_verbose, failing_config, suite_verbose,
+     ci_budget_spent, ci_confident, ci_bad_values, metric_cpu].
 
 %%--------------------------------------------------------------------
 
@@ -90,6 +92,63 @@ suite_verbose(_Config) ->
              "--format", "json"]),
     ?assertMatch({match, _}, re:run(Err, "^ +time +util .*runq", [multiline])),
     check_verbose(json(Out), <<"suite">>, "repeat it more often \\(-n\\)").
+
+%% --ci with a budget spent before the target (1 ms: spent once the first
+%% round is done, and one value per configuration has no interval): the
+%% text, the saved document say so, and for which benchmarks; not an error.
+ci_budget_spent(_Config) ->
+    #{code := 0, out := Out, dir := Dir} =
+        cli(["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "1", "--ci", "0.1%", "--max-time", "0.001",
+             "--save", "m.json", "--", "run", "lists:seq(1, 10).", "-d", "20", "-s", "3", "-w", "0"]),
+    {ok, Saved} = file:read_file(filename:join(Dir, "m.json")),
+    #{<<"params">> := #{<<"ci">> := Ci, <<"max_time">> := 1, <<"repeat">> := 1},
+      <<"extra">> := #{<<"stopped_by">> := <<"max_time">>, <<"unconfident">> := Unmet},
+      <<"benchmarks">> := Bs} = json(Saved),
+    close(0.001, Ci),
+    ?assertEqual(lists:sort([N || #{<<"name">> := N} <- Bs]), lists:sort(Unmet)),
+    ?assertEqual([1, 1], [length(S) || #{<<"samples">> := S} <- Bs]),
+    ?assertMatch({match, _}, re:run(Out, "^at least 1 repetitions per configuration \\(--ci\\)", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "^stopped: budget spent before (\\+/-|±)0.1% \\(--max-time; not within it: "
+                                         "\\+S 1 / lists:seq\\(1, 10\\)\\., \\+S 2 / ", [multiline, unicode])).
+
+%% --ci with a target the fresh VMs' means reach (99%) and a budget that
+%% is never the limit: more rounds than -n, stopped as confident, and
+%% every configuration's interval is within the target.
+ci_confident(_Config) ->
+    #{code := 0, out := Out} =
+        cli(["matrix", "--vm", "+S 1", "-n", "2", "--ci", "99%", "--max-time", "600", "--format", "json",
+             "--", "run", "lists:seq(1, 10).", "-d", "20", "-s", "3", "-w", "0"]),
+    #{<<"extra">> := #{<<"stopped_by">> := <<"converged">>, <<"unconfident">> := []},
+      <<"benchmarks">> := [#{<<"samples">> := S, <<"stats">> := #{<<"mean">> := M, <<"ci_mean">> := [Lo, Hi]}}]} =
+        json(Out),
+    ?assert(length(S) >= 3),
+    ?assert(Hi / M - 1 =< 0.99 andalso 1 - Lo / M =< 0.99, {Lo, M, Hi}).
+
+%% Bad values: one line, exit 2, before any VM starts.
+ci_bad_values(_Config) ->
+    Inner = ["--", "run", "ok."],
+    [begin
+         #{code := 2, out := <<>>, err := Err} = cli(["matrix", "--vm", "+S 1" | Args] ++ Inner),
+         ?assertMatch([_], string:split(string:trim(Err), "\n", all), Err),
+         ?assertMatch({match, _}, re:run(Err, Pattern), {Args, Err})
+     end || {Args, Pattern} <- [{["--ci", "0"], "invalid value '0' for --ci"},
+                                {["--ci", "5"], "for 5 percent write 5%"},
+                                {["--max-time", "5"], "--max-time needs --ci"},
+                                {["--ci", "5%", "--max-time", "0"], "invalid value '0' for --max-time"},
+                                {["--metric", "wall"], "invalid value 'wall' for --metric"}]],
+    #{code := 2, err := AmqpErr} = cli(["matrix", "--vm", "+S 1", "--metric", "cpu", "--", "amqp"]),
+    ?assertMatch({match, _}, re:run(AmqpErr, "^beamlab: --metric cpu measures a run or a suite")).
+
+%% --metric cpu: each fresh VM's run measures the CPU time per iteration
+%% of its scheduler threads, and the configurations compare on it.
+metric_cpu(_Config) ->
+    #{code := 0, out := Out} =
+        cli(["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "3", "--metric", "cpu", "--format", "json",
+             "--", "run", "lists:seq(1, 10).", "-d", "20", "-s", "3", "-w", "0"]),
+    #{<<"benchmarks">> := [B1, B2]} = json(Out),
+    [?assertMatch(#{<<"metric">> := <<"cpu">>, <<"unit">> := <<"ns">>, <<"better">> := <<"lower">>}, B)
+     || B <- [B1, B2]],
+    ?assertMatch(#{<<"comparison">> := #{<<"verdict">> := _}}, B2).
 
 %%--------------------------------------------------------------------
 

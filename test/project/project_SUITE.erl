@@ -16,7 +16,7 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
 -export([validate/1, vm_stop_fails_the_gate/1, mistakes_one_line_each/1, twice_as_slow_fails/1, no_change_passes/1,
-         reductions_gate_on_loaded_machine/1, interrupt_removes_worktree/1, history/1,
+         reductions_gate_on_loaded_machine/1, interrupt_removes_worktree/1, history/1, ci_budget_cpu/1, ci_bad_values/1,
          mix_project/1]).
 
 %% Quick settings: 8 rounds are the fewest that can reach p < 0.01 (the
@@ -30,7 +30,8 @@ all() ->
 
 groups() ->
     [{rebar3, [sequence], [validate, vm_stop_fails_the_gate, mistakes_one_line_each, twice_as_slow_fails, no_change_passes,
-                           reductions_gate_on_loaded_machine, interrupt_removes_worktree, history]},
+                           reductions_gate_on_loaded_machine, interrupt_removes_worktree, history,
+                           ci_budget_cpu, ci_bad_values]},
      {mix, [], [mix_project]}].
 
 init_per_suite(Config) ->
@@ -208,6 +209,43 @@ reductions_gate_on_loaded_machine(Config) ->
                              hd(string:lexemes(os:cmd("cat /proc/loadavg"), " "))]),
     ct:log("~ts", [Comment]),
     {comment, lists:flatten(Comment)}.
+
+%% `check --ci' whose budget is spent (1 ms: at the least rounds) before
+%% a target no CPU time reaches, with `--metric cpu' gated: the text and
+%% the document say the budget ended it and for which entries; the sides
+%% measured CPU time per iteration (`NAME (cpu)', ns). Not an error.
+ci_budget_cpu(Config) ->
+    Sample = ?config(sample, Config),
+    ok = write_sample(Sample, #{work => 3, other => 103}),
+    commit(Sample, "work x3"),
+    Json = filename:join(?config(dir, Config), "ci-cpu.json"),
+    R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions,cpu", "--ci", "0.01%",
+                               "--max-time", "0.001", "--save", Json | ?QUICK], cli_opts(Config)),
+    ct:log("~p", [R]),
+    #{code := Code, out := Out} = R,
+    %% (the gate's verdict on CPU time is the machine's; the rule is not)
+    ?assert(Code =:= 0 orelse Code =:= 1),
+    Doc = load(Json),
+    #{params := #{<<"max_time">> := 1, <<"rounds_done">> := 8, <<"gate">> := Gate},
+      extra := #{<<"stopped_by">> := <<"max_time">>, <<"unconfident">> := Unmet}} = Doc,
+    ?assertEqual([<<"cpu">>, <<"reductions">>], lists:sort(Gate)),
+    ?assert(lists:member(<<"other (cpu)">>, Unmet), Unmet),
+    [?assertMatch(#{<<"median_new">> := N} when N > 0, paired(Doc, B, <<"cpu">>)) || B <- [<<"work">>, <<"other">>]],
+    ?assertMatch({match, _}, re:run(Out, "^stopped: budget spent before (\\+-|±)0.01% \\(--max-time; "
+                                         "not within it: .*other \\(cpu\\)", [multiline, unicode])).
+
+%% Bad values: one line, exit 2, before anything is built.
+ci_bad_values(Config) ->
+    [begin
+         R = #{code := Code, err := Err} = beamlab_test_util:cli(["check" | Args], cli_opts(Config)),
+         ct:log("~p", [R]),
+         ?assertEqual(2, Code),
+         ?assertMatch([_], binary:split(string:trim(Err), <<"\n">>, [global]), Err),
+         ?assertMatch({match, _}, re:run(Err, Pattern), {Args, Err})
+     end || {Args, Pattern} <- [{["--ci", "2%"], "--ci needs --against REF"},
+                                {["--against", "HEAD~1", "--max-time", "5"], "--max-time needs --ci"},
+                                {["--against", "HEAD~1", "--ci", "0"], "invalid value '0' for --ci"},
+                                {["--against", "HEAD~1", "--metric", "cpu,wall"], "--metric"}]].
 
 %% SIGTERM to the process group (as Ctrl-C or `timeout' send it) in the
 %% middle of the rounds: what was measured is printed (partial), exit 130,

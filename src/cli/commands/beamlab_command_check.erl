@@ -99,9 +99,15 @@ against(Ref, Values, Summary, Base) ->
     %% (checked: the arguments split)
     {ok, VmArgs} = beamlab_runtime_peer:parse_args(maps:get(vm_args, Values, "")),
     _ = [beamlab_cli_output:check_output("--summary", F) || F <- [Summary], F =/= undefined],
-    Base#{against => Ref, rounds => maps:get(rounds, Values), gate => lists:usort(maps:get(metric, Values)),
+    maps:merge(Base#{against => Ref, rounds => maps:get(rounds, Values), gate => lists:usort(maps:get(metric, Values)),
           threshold => maps:get(threshold, Values), alpha => maps:get(alpha, Values), vm_args => VmArgs,
-          options => maps:with([duration, samples, warmup], Values)}.
+          options => maps:with([duration, samples, warmup], Values)}, rule(Values)).
+
+%% --ci, and its budget in whole ms.
+rule(Values) ->
+    maps:from_list([{ci, C} || C <- [maps:get(ci, Values, undefined)], C =/= undefined]
+                   ++ [{max_time, max(1, round(T))} || T <- [maps:get(max_time, Values, undefined)],
+                                                         T =/= undefined]).
 
 %% @doc The check's text view.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

@@ -46,10 +46,7 @@ cli_options() ->
            #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
              help => "the --target-cmd node's cookie"}],
       otp =>
-          [#{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
-             help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
-                     "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
-                     "the arguments of the amqp after --; its PerfTest lines are read"},
+          [beamlab_experiment_target:load_cmd_option(),
            #{name => profile, long => "profile", type => boolean, default => false,
              help => "with a target: one more repetition per configuration, after the measured ones, with perf "
                      "on the target's OS process while the load runs (top table, folded stacks, flame graphs)"},
@@ -191,7 +188,7 @@ plain(Parsed) ->
                              R -> R
                          end,
                sweep => Sweep =/= [], profiled => Get(profile) orelse (is_map(Target) andalso maps:is_key(capture, Target))},
-    maps:merge(#{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+    maps:merge(#{run => {matrix, with_rule(Parsed, Matrix)}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
                  %% -v: live telemetry of this VM
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
                case Target of
@@ -231,9 +228,15 @@ preset(Name, Parsed) ->
                repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
                profiled => Get(profile) orelse maps:is_key(capture, Target), preset => Preset,
                scenarios => Scenarios},
-    #{run => {matrix, Matrix}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+    #{run => {matrix, with_rule(Parsed, Matrix)}, command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
       telemetry => case Get(verbose) > 0 of true -> live; false -> none end,
       target => Target}.
+
+%% --ci, --max-time (in ms, as the library takes it) and --metric.
+with_rule(Parsed, Matrix) ->
+    Schema = beamlab_experiment_matrix:options(),
+    Values = beamlab_schema:from_flags(Schema, maps:with([ci, max_time, metric], maps:get(opts, Parsed))),
+    beamlab_experiment_matrix:with_rule(maps:filter(fun(_, V) -> V =/= undefined end, Values), Matrix).
 
 default_otp() ->
     Prefix = case os:getenv("BEAMLAB_OTP27_PREFIX") of
