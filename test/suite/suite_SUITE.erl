@@ -377,7 +377,13 @@ cli_ci_budget_spent(Config) ->
     ?assertEqual([<<"fib">>, <<"send">>], lists:sort(Points)),
     ?assertEqual(lists:sort(Points), lists:sort(Unmet)),
     ?assertMatch({match, _}, re:run(Out, "^stopped: budget spent before (\\+-|±)0.01% \\(--max-time; "
-                                         "not within it: fib, send\\)", [multiline, unicode])).
+                                         "not within it: fib, send\\)", [multiline, unicode])),
+    %% the report says it too
+    Html = filename:join(?config(priv_dir, Config), "ci-budget.html"),
+    #{code := 0} = cli(["report", Json, "-o", Html]),
+    {ok, Page} = file:read_file(Html),
+    ?assertMatch({_, _}, binary:match(Page, <<"stopped: budget spent before ±0.01% (--max-time; "
+                                              "not within it: fib, send)"/utf8>>)).
 
 %% --ci with a target the repetitions reach (99%) and --metric cpu: the
 %% point repeats past -n until its CPU time's interval is within it,
