@@ -32,7 +32,13 @@
 -define(DEFAULT_BATCH_MSGS, 1000).
 -define(DEFAULT_BATCH_BYTES, 1 bsl 20).
 -define(CLOSE_WAIT, 5000).
+%% Every HIBERNATE_AFTER_MS the connection checks whether it was idle
+%% (fewer than IDLE_REDS reductions since the last check) and if so
+%% hibernates. Not gen_server's hibernate_after: that arms and cancels a
+%% timer at every message the process waits for, a cost per burst on the
+%% hot path (#33).
 -define(HIBERNATE_AFTER_MS, 1000).
+-define(IDLE_REDS, 5000).
 
 -record(ch, {num :: char(),
              handle :: tuple(),
@@ -70,6 +76,8 @@
              writes = 0 :: non_neg_integer(),
              sends = 0 :: non_neg_integer(),
              batch_bytes :: pos_integer(),
+             %% This process's reductions at the last idle check.
+             reds = 0 :: non_neg_integer(),
              closing = none :: none | {gen_server:from() | none, term()}}).
 
 %%====================================================================
@@ -236,9 +244,9 @@ init_it(Params, Owner) ->
     case connect(Params, Owner) of
         {ok, St} ->
             proc_lib:init_ack({ok, self()}),
-            %% An idle connection (many slow producers, -P) shrinks to
-            %% what it holds; a busy one is never idle that long.
-            gen_server:enter_loop(?MODULE, [{hibernate_after, ?HIBERNATE_AFTER_MS}], St);
+            %% Idle checks (see HIBERNATE_AFTER_MS).
+            _ = erlang:send_after(?HIBERNATE_AFTER_MS, self(), idle_check),
+            gen_server:enter_loop(?MODULE, [], St);
         {stop, Reason} ->
             proc_lib:init_ack({error, Reason})
     end.
@@ -625,7 +633,7 @@ handle_cast(_Msg, St) ->
 %%====================================================================
 
 %% @private
--spec handle_info(term(), #st{}) -> {noreply, #st{}} | {stop, normal, #st{}}.
+-spec handle_info(term(), #st{}) -> {noreply, #st{}} | {noreply, #st{}, hibernate} | {stop, normal, #st{}}.
 handle_info({'$amqp_send', _, _}, #st{closing = {_, _}} = St) ->
     %% Once connection.close is sent, the spec allows nothing but close-ok.
     {noreply, St};
@@ -666,6 +674,15 @@ handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
             shutdown(heartbeat_timeout, iolist_to_binary(Text), St);
         false ->
             {noreply, (maybe_heartbeat(St))#st{idle_ticks = Idle + 1}}
+    end;
+handle_info(idle_check, #st{reds = Reds0} = St) ->
+    _ = erlang:send_after(?HIBERNATE_AFTER_MS, self(), idle_check),
+    {reductions, Reds} = erlang:process_info(self(), reductions),
+    case Reds - Reds0 < ?IDLE_REDS of
+        %% An idle connection (many slow producers, -P) shrinks to what
+        %% it holds.
+        true -> {noreply, St#st{reds = Reds}, hibernate};
+        false -> {noreply, St#st{reds = Reds}}
     end;
 handle_info(close_timeout, #st{closing = {From, {Code, Text}}} = St) ->
     reply_close(From),
@@ -726,7 +743,7 @@ drain(St, Acc, _, Done, Count) ->
 %% and their senders told.
 flush([], _, _, St) -> {noreply, St};
 flush(Acc, Done, Count, #st{writes = W, sends = S} = St) ->
-    case (St#st.tr):send(St#st.sock, lists:reverse(Acc)) of
+    case send(St#st.tr, St#st.sock, lists:reverse(Acc)) of
         ok ->
             lists:foreach(fun done/1, lists:reverse(Done)),
             {noreply, St#st{sent = true, writes = W + 1, sends = S + Count}};
@@ -746,9 +763,14 @@ send_error(R) -> socket_error_text(R).
 socket_error_text(R) when is_atom(R) -> inet:format_error(R);
 socket_error_text(R) -> ssl:format_error(R).
 
+%% A static call (a call through the module in a variable looks the
+%% function up at every call).
+send(gen_tcp, Sock, Data) -> gen_tcp:send(Sock, Data);
+send(ssl, Sock, Data) -> ssl:send(Sock, Data).
+
 %% Writes from the connection process itself (replies, control methods).
 write(Data, St) ->
-    case (St#st.tr):send(St#st.sock, Data) of
+    case send(St#st.tr, St#st.sock, Data) of
         ok -> ok;
         %% The socket's closed/error message follows and ends the connection.
         {error, _} -> ok

@@ -460,8 +460,9 @@ document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
                                 _ -> [maps:with([name, why], R) || R <- Remedies]
                             end,
               protocol => #{probe => <<"message_load original (96 processes, 10 ms wait) for goodput, latency "
-                                       "and CPU per message; message_load mesh (96 processes) for capacity; "
-                                       "ping_pong local (2000 round trips)">>,
+                                       "and CPU per message; a saturating load for capacity (2 independent "
+                                       "token-passing meshes of 8 processes per scheduler online, "
+                                       "beamlab_suite_probe_mesh); ping_pong local (2000 round trips)">>,
                             interleaved => true, fresh_vms => true}},
     Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches ++ maps:get(benchmarks, Target, [])),
     Extra1 = case Target of
