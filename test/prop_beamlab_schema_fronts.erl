@@ -335,6 +335,40 @@ check_and_doctor_fronts_agree_test() ->
     {error, R2} = beamlab_experiment_opts:doctor(#{vm => "+S '1"}),
     ?assertEqual("vm +S '1: an unterminated quote", flat(beamlab:format_error(R2))).
 
+%% The broker's options of doctor --target (#32): its OTP, flavour and
+%% load command, declared as matrix --target declares them; the same
+%% line from both fronts.
+doctor_broker_options_agree_test() ->
+    Enum = fun(Name, A) -> {O, _, _} = fpair(doctor, Name, "x"), {O, A, atom_to_list(A)} end,
+    Target = Enum(target, rabbitmq),
+    Cases = [{[fpair(doctor, otp, "/nonexistent-otp"), Target],
+              "--otp /nonexistent-otp: no bin/erl there (an OTP installation prefix)"},
+             {[Enum(flavor, emu)], "--flavor is for the broker of --target rabbitmq: add it"},
+             {[fpair(doctor, load_cmd, "perftest -h {uri}")],
+              "--load-cmd is for the broker of --target rabbitmq: add it"},
+             {[fpair(doctor, load_cmd, "  "), Target],
+              "--load-cmd is empty: give the load's command line (an unset variable in a script?)"},
+             {[fpair(doctor, otp, "/nonexistent-otp"), fpair(doctor, node, "a@127.0.0.1")],
+              "--otp is for the broker of --target rabbitmq: add it"}],
+    [begin
+         ?assertEqual({Pairs, {refused, Line}}, {Pairs, cli(doctor, Pairs)}),
+         ?assertEqual({Pairs, cli(doctor, Pairs)}, {Pairs, api(doctor, Pairs)})
+     end || {Pairs, Line} <- Cases],
+    %% A load command is a load: no amqp needed, from either front.
+    LoadCmd = [fpair(doctor, load_cmd, "perftest -h {uri} {flags}"), Enum(flavor, jit), Target],
+    ?assertEqual(accepted, cli(doctor, LoadCmd)),
+    ?assertEqual(accepted, api(doctor, LoadCmd)),
+    {ok, #{run := {doctor, D}}} = beamlab_experiment_opts:doctor(#{target => rabbitmq, flavor => "jit",
+                                                                   load_cmd => "perftest -h {uri}"}),
+    ?assertMatch(#{flavor := jit, load_cmd := "perftest -h {uri}", otp := none, load := #{run := {amqp, _}}}, D),
+    %% an amqp given too only fills {flags}: a command without them would ignore it
+    {error, R} = beamlab_experiment_opts:doctor(#{target => rabbitmq, load_cmd => "perftest -h {uri}",
+                                                  load => {amqp, #{duration => 2}}}),
+    ?assertEqual("--load-cmd is the broker's load: the amqp after -- only fills its {flags}, which the command "
+                 "does not have (put {flags} in it, or give no amqp)", flat(beamlab:format_error(R))),
+    ?assertMatch({ok, _}, beamlab_experiment_opts:doctor(#{target => rabbitmq, load_cmd => "perftest {flags}",
+                                                           load => {amqp, #{duration => 2}}})).
+
 %% A pair of an option of a kind, its value given in the flag's units
 %% (the key's value converted by the schema) and the flag's text.
 fpair(Kind, Name, V) ->

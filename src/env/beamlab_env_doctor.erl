@@ -116,7 +116,12 @@ summary(Runs0) ->
       quota_cpus => maps:get(cgroup_quota_cpus, Vm, null),
       emu_args => maps:get(emu_args, Vm, []),
       timer_overshoot_us => median([T || #{vm := #{timer_overshoot_us := T}} <- Runs, is_number(T)]),
-      failed => length(Runs0) - length(Runs)}.
+      failed => length(Runs0) - length(Runs),
+      %% the loads' own checks (message conservation; the saturating
+      %% load's tokens) that did not hold, as `load: reason'
+      checks_failed => [iolist_to_binary(io_lib:format("~ts: ~tp", [K, C]))
+                        || #{probe := P} <- Runs, K <- [load, mesh], C <- [maps:get(check, maps:get(K, P), ok)],
+                           C =/= ok, C =/= unchecked]}.
 
 allowed(#{cpus_allowed := [_ | _] = L}) -> length(L);
 allowed(#{logical_processors_available := N}) when is_integer(N) -> N;

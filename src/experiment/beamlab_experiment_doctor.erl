@@ -31,7 +31,7 @@
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1,
          composes/0, inner_kinds/0, inner/1]).
--export([check_options/1]).
+-export([check_options/1, load_rule/2]).
 
 -export_type([doctor/0, error_reason/0]).
 
@@ -48,6 +48,9 @@
                     max_remedies := pos_integer(),
                     root := file:filename(),
                     target := none | rabbitmq,          % remedies measured on a broker
+                    otp := file:filename() | none,       % the broker's OTP installation
+                    flavor := beamlab_runtime_otp:flavor() | none,  % the broker's emulator flavour
+                    load_cmd := string() | none,        % the broker's load: a command (PerfTest)
                     load => beamlab_experiment:experiment(),  % the target's load (an amqp)
                     broker => beamlab_experiment_doctor_target:broker(),
                     broker_wrap => [string()],
@@ -56,6 +59,7 @@
                     node_duration_ms := pos_integer()}.
 -type error_reason() :: {option, beamlab_schema:error_reason()} | {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
                       | target_needs_load | load_needs_target | {target_start, usage | failure, binary()}
+                      | load_cmd_without_flags
                       | {node_conflict, atom()} | {duration_without_node, term()}
                       | beamlab_experiment_doctor_node:error_reason().
 
@@ -98,6 +102,17 @@ options() ->
      #{name => target, long => "target", type => {enum, [rabbitmq]}, metavar => "KIND",
        help => "measure the remedies on a system under test: rabbitmq (a private broker started fresh "
                "per remedy and repetition, loaded by the amqp command after --)"},
+     %% The broker's OTP and flavour as matrix --target takes them, one
+     %% each (the remedies are measured against one broker's default),
+     %% and its load as a command of the user's (beamlab_experiment_target).
+     broker_option(otp, "with --target: run the broker on the Erlang/OTP installed in DIR (default: the erl "
+                        "on the PATH; the probe's VMs run on beamlab's own)"),
+     broker_option(flavor, "with --target: the broker's emulator flavour (the installation must hold it: "
+                           "scripts/install-otp.sh builds both into /opt/beamlab-otp/27)"),
+     broker_option(load_cmd, "with --target: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
+                             "per remedy and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
+                             "the arguments of the amqp after -- (without {flags}, give no amqp); its PerfTest "
+                             "lines are read"),
      #{name => node, long => "node", type => string, metavar => "NAME@HOST",
        help => "diagnose this running node over distribution while it works (no code loaded there, "
                "nothing restarted) and recommend flags for its next start"},
@@ -109,6 +124,16 @@ options() ->
      %% (the library's `{amqp, Opts}'; the command line's amqp after --)
      #{name => load}].
 
+%% An option of the target's broker, declared where matrix --target
+%% declares it (its type and metavar), given once here.
+broker_option(Name, Help) ->
+    Decl = case Name of
+               load_cmd -> beamlab_experiment_target:load_cmd_option();
+               _ -> {ok, O} = beamlab_schema:find(Name, beamlab_experiment_matrix:options()), O
+           end,
+    (maps:remove(multi, Decl))#{help => Help, requires => [target],
+                                requires_format => "~ts is for the broker of ~ts rabbitmq: add it"}.
+
 %% @doc Checks the options given (the schema's keys, as given) against
 %% the schema and the doctor's own rules: a running `node' is read as it
 %% is (no `target', nothing of the probe's applies), `duration' is how long it is
@@ -119,6 +144,36 @@ check_options(Given) ->
     beamlab_schema:check(options(), Given, fun(Opt) -> rules(Given, Opt) end).
 
 rules(Given, Opt) ->
+    case broker_rules(Given, Opt) of
+        ok -> probe_rules(Given, Opt);
+        {error, _} = E -> E
+    end.
+
+%% The broker's OTP is an installation (as matrix --otp checks it; its
+%% flavours are checked as the broker starts, before the probe); a
+%% blank load command would fail every repetition after the brokers
+%% started (#34).
+broker_rules(Given, Opt) ->
+    Otp = maps:get(otp, Given, undefined),
+    Cmd = maps:get(load_cmd, Given, undefined),
+    if
+        Otp =/= undefined ->
+            case filelib:is_regular(filename:join([Otp, "bin", "erl"])) of
+                true -> broker_rules(maps:remove(otp, Given), Opt);
+                false -> {error, {rule, "~ts ~ts: no bin/erl there (an OTP installation prefix)",
+                                  [Opt(otp), {value, Otp}]}}
+            end;
+        Cmd =/= undefined ->
+            case string:is_empty(string:trim(Cmd)) of
+                true -> {error, {rule, "~ts is empty: give the load's command line (an unset variable in a script?)",
+                               [Opt(load_cmd)]}};
+                false -> ok
+            end;
+        true ->
+            ok
+    end.
+
+probe_rules(Given, Opt) ->
     Words = fun(K) ->
                     case beamlab_runtime_peer:parse_words(unicode:characters_to_list(maps:get(K, Given, ""))) of
                         {ok, _} -> ok;
@@ -148,6 +203,19 @@ rules(Given, Opt) ->
         {ok, E, _} -> E;
         {E, _, _} -> E
     end.
+
+%% @doc A load command (`load_cmd') is the broker's load itself: an
+%% amqp given with it (`LoadGiven': the command line's arguments after
+%% `-- amqp', the library's `load') only fills its `{flags}', so a
+%% command without `{flags}' would ignore it.
+-spec load_rule(doctor(), boolean()) -> ok | {error, load_cmd_without_flags}.
+load_rule(#{load_cmd := Cmd}, true) when Cmd =/= none ->
+    case string:find(Cmd, "{flags}") of
+        nomatch -> {error, load_cmd_without_flags};
+        _ -> ok
+    end;
+load_rule(_D, _LoadGiven) ->
+    ok.
 
 %% @doc The description from the options (checked first, check_options/1).
 -spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}
@@ -194,6 +262,8 @@ build(Opts) ->
                max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
                root => Get(root, "/"),
                target => Get(target, none),
+               otp => text_or_none(Get(otp, none)), flavor => Get(flavor, none),
+               load_cmd => text_or_none(Get(load_cmd, none)),
                node => Node, cookie => Get(cookie, undefined),
                node_duration_ms => case Duration of
                                        undefined when Quick -> 5000;
@@ -203,6 +273,9 @@ build(Opts) ->
     catch
         throw:{?MODULE, E} -> {error, E}
     end.
+
+text_or_none(none) -> none;
+text_or_none(T) -> unicode:characters_to_list(T).
 
 words(Name, S) ->
     case beamlab_runtime_peer:parse_words(unicode:characters_to_list(S)) of
@@ -280,8 +353,10 @@ run(D, Exp, Inner) ->
 preflight(#{target := rabbitmq} = D, Exp) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
     Wrap = cgroup_wrap(maps:get(cgroup, D)) ++ maps:get(wrap, D),
-    Spec = #{kind => rabbitmq, args => maps:get(vm_args, D), otp => undefined,
-             wrap => case Wrap of [] -> undefined; _ -> Wrap end},
+    Spec = maps:merge(#{kind => rabbitmq, args => maps:get(vm_args, D),
+                        otp => case maps:get(otp, D) of none -> undefined; Otp -> Otp end,
+                        wrap => case Wrap of [] -> undefined; _ -> Wrap end},
+                      case maps:get(flavor, D) of none -> #{}; F -> #{flavor => F} end),
     case beamlab_experiment_doctor_target:preflight(Spec, fun(F, A) -> Sink({doctor, io_lib:format(F, A)}) end) of
         {ok, Broker} -> {ok, D#{broker => Broker, broker_wrap => Wrap}};
         {error, _} = E -> E
@@ -460,8 +535,9 @@ document(D, Exp, Started, Machine, BaseSum, BaseRem, CurveDoc, Curve, CurveRuns,
                                 _ -> [maps:with([name, why], R) || R <- Remedies]
                             end,
               protocol => #{probe => <<"message_load original (96 processes, 10 ms wait) for goodput, latency "
-                                       "and CPU per message; message_load mesh (96 processes) for capacity; "
-                                       "ping_pong local (2000 round trips)">>,
+                                       "and CPU per message; a saturating load for capacity (2 independent "
+                                       "token-passing meshes of 8 processes per scheduler online, "
+                                       "beamlab_suite_probe_mesh); ping_pong local (2000 round trips)">>,
                             interleaved => true, fresh_vms => true}},
     Doc1 = beamlab_result:add_benchmarks(Doc0, CurveBenches ++ RemedyBenches ++ maps:get(benchmarks, Target, [])),
     Extra1 = case Target of
@@ -512,6 +588,7 @@ error_class({vm_start, _}) -> usage;
 error_class({cgroup, _, _}) -> usage;
 error_class(target_needs_load) -> usage;
 error_class(load_needs_target) -> usage;
+error_class(load_cmd_without_flags) -> usage;
 error_class({target_start, Class, _}) -> Class.
 
 %% @doc One line for each error.
@@ -541,6 +618,9 @@ format_error(target_needs_load) ->
     "--target rabbitmq runs an amqp load: give '-- amqp ...'";
 format_error(load_needs_target) ->
     "a load after -- is the load of a target: give --target rabbitmq";
+format_error(load_cmd_without_flags) ->
+    "--load-cmd is the broker's load: the amqp after -- only fills its {flags}, which the command "
+    "does not have (put {flags} in it, or give no amqp)";
 format_error({target_start, _, Msg}) ->
     io_lib:format("the broker did not start with the default flags: ~ts", [Msg]);
 format_error({cgroup, Dir, _}) ->

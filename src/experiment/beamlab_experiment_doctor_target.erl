@@ -29,8 +29,14 @@
 -spec preflight(beamlab_sut_broker:spec(), fun((string(), list()) -> term())) ->
           {ok, broker()} | {error, {target_start, usage | failure, binary()}}.
 preflight(Spec, Say) ->
-    Say("doctor: target: starting the broker once with the default flags (what it runs with)~n", []),
-    case beamlab_sut_broker:start(Spec) of
+    %% (what is not installed is said before any line: one line)
+    Started = case beamlab_sut_broker:check(Spec) of
+                  {ok, _} ->
+                      Say("doctor: target: starting the broker once with the default flags (what it runs with)~n", []),
+                      beamlab_sut_broker:start(Spec);
+                  {error, _} = E -> E
+              end,
+    case Started of
         {ok, #{env := Env} = T} ->
             ok = beamlab_sut_broker:stop(T),
             Cmdline = maps:get(emulator_cmdline, Env, null),
@@ -47,6 +53,10 @@ preflight(Spec, Say) ->
                         {boot_failed, _, _} -> usage;
                         {flags_not_applied, _} -> usage;
                         {wrapper_not_found, _} -> usage;
+                        %% an --otp or --flavor the installation cannot run
+                        {otp, _} -> usage;
+                        {otp_not_found, _} -> usage;
+                        {no_broker_for, _, _, _} -> usage;
                         _ -> failure
                     end,
             {error, {target_start, Class, iolist_to_binary(beamlab_sut_broker:format_error(R))}}
@@ -99,8 +109,26 @@ phase(D, Exp, #{here := Here}, Findings, Say) ->
     SkippedNames = lists:usort([N || #{name := N} <- Skipped1]),
     SkippedNames =:= [] orelse
         Say("doctor: target: left out (the broker already runs with them): ~ts~n", [lists:join(", ", SkippedNames)]),
-    InnerCommand = maps:get(command, Load, []),
-    Section0 = #{kind => rabbitmq, load_command => [unicode:characters_to_binary(A) || A <- InnerCommand],
+    %% The broker's OTP, flavour and load command as matrix --target
+    %% takes them; with a load command the amqp only lends its flags
+    %% ({flags}: none when it has no command, as from the library).
+    Otp = maps:get(otp, D, none),
+    Flavor = maps:get(flavor, D, none),
+    LoadCmd = maps:get(load_cmd, D, none),
+    Load1 = case {LoadCmd, [unicode:characters_to_list(A) || A <- maps:get(command, Load, [])]} of
+                {none, _} -> Load;
+                {_, ["amqp" | _] = Words} -> Load#{command => Words};
+                {_, _} -> Load#{command => ["amqp"]}
+            end,
+    InnerCommand = maps:get(command, Load1, []),
+    Section0 = #{kind => rabbitmq,
+                 load_command => case LoadCmd of
+                                     none -> [unicode:characters_to_binary(A) || A <- InnerCommand];
+                                     _ -> [unicode:characters_to_binary(beamlab_experiment_target:fill_flags(LoadCmd, InnerCommand))]
+                                 end,
+                 load_cmd => case LoadCmd of none -> null; _ -> unicode:characters_to_binary(LoadCmd) end,
+                 otp => case Otp of none -> null; _ -> unicode:characters_to_binary(Otp) end,
+                 flavor => case Flavor of none -> null; _ -> atom_to_binary(Flavor) end,
                  broker_flags => case Cmdline of null -> null; _ -> flags(Cmdline) end,
                  already_in_effect => SkippedNames, repetitions => Reps,
                  candidates => [maps:with([name, why, given], R) || R <- Remedies]},
@@ -109,19 +137,26 @@ phase(D, Exp, #{here := Here}, Findings, Say) ->
             #{recommendation => beamlab_env_doctor_target:recommendation([], Vm, SkippedNames),
               target => Section0#{remedies => [], configs => []}, benchmarks => []};
         false ->
-            Say("doctor: target: ~ts against the broker's default, each a fresh broker loaded by '~ts', "
+            Say("doctor: target: ~ts against the broker's default, each a fresh broker~ts loaded by '~ts', "
                 "~b repetition(s) each, interleaved~n",
-                [lists:join(", ", [N || #{name := N} <- Remedies]), lists:join(" ", InnerCommand), Reps]),
+                [lists:join(", ", [N || #{name := N} <- Remedies]), on(Otp, Flavor),
+                 lists:join(" ", maps:get(load_command, Section0)), Reps]),
             Wrap = maps:get(broker_wrap, D, []),
             Config = fun(Name, Args, W) ->
-                             #{name => Name, args => Args, erl => undefined,
-                               wrap => case Wrap ++ W of [] -> undefined; Ws -> Ws end}
+                             C = #{name => Name, args => Args,
+                                   erl => case Otp of none -> undefined; _ -> filename:join([Otp, "bin", "erl"]) end,
+                                   wrap => case Wrap ++ W of [] -> undefined; Ws -> Ws end},
+                             case Flavor of none -> C; _ -> C#{flavor => Flavor} end
                      end,
             Configs = [Config(<<"default">>, Vm, []) | [Config(N, A, W) || #{name := N, args := A, wrap := W} <- Remedies]],
             Sink = maps:get(sink, Exp, fun(_) -> ok end),
-            Matrix = #{run => {matrix, #{configs => Configs, inner => Load, repeat => Reps,
+            Target = case LoadCmd of
+                         none -> maps:get(target, Exp);
+                         _ -> (maps:get(target, Exp))#{load_cmd => LoadCmd}
+                     end,
+            Matrix = #{run => {matrix, #{configs => Configs, inner => Load1, repeat => Reps,
                                          baseline => <<"default">>, sweep => false}},
-                       target => maps:get(target, Exp),
+                       target => Target,
                        env => false, telemetry => none,
                        command => maps:get(command, Exp, []),
                        sink => fun({matrix, Line}) -> Sink({doctor, ["doctor: target: ", Line]});
@@ -150,6 +185,12 @@ phase(D, Exp, #{here := Here}, Findings, Say) ->
 name(Args) ->
     iolist_to_binary(lists:join(" ", Args)).
 
+%% Where the brokers run, when not on the erl on the PATH.
+on(none, none) -> "";
+on(Otp, Flavor) ->
+    [" on ", case Otp of none -> "the PATH's erl"; _ -> Otp end,
+     case Flavor of none -> ""; _ -> [" (", atom_to_list(Flavor), ")"] end].
+
 configs(#{extra := X}) ->
     case maps:get(configs, X, maps:get(<<"configs">>, X, [])) of
         L when is_list(L) -> L;
@@ -159,6 +200,6 @@ configs(#{extra := X}) ->
 %% A configuration's runs as the matrix counted them, and why any failed.
 %% (The matrix's `extra' has crossed beamlab_result:set/3: binary keys.)
 config_info(C) ->
-    Keys = [<<"name">>, <<"args">>, <<"wrap">>, <<"runs">>, <<"ok_runs">>, <<"status">>, <<"errors">>,
-            <<"schedulers_online">>],
+    Keys = [<<"name">>, <<"args">>, <<"wrap">>, <<"erl">>, <<"runs">>, <<"ok_runs">>, <<"status">>, <<"errors">>,
+            <<"schedulers_online">>, <<"flavor">>, <<"flavor_reported">>],
     maps:filter(fun(K, _) -> lists:member(if is_atom(K) -> atom_to_binary(K); true -> K end, Keys) end, C).

@@ -342,7 +342,7 @@ runner(Target, InnerExp, #{here := Here}, Progress) ->
                                            _ -> filename:dirname(filename:dirname(Erl))
                                        end}),
             LoadSpec = case Target of
-                           #{load_cmd := Cmd} -> {cmd, fill_flags(Cmd, Argv)};
+                           #{load_cmd := Cmd} -> {cmd, beamlab_experiment_target:fill_flags(Cmd, Argv)};
                            _ -> {inner, fun(T) -> Here(against(InnerExp, T)) end}
                        end,
             Subject = iolist_to_binary(["target under ", case LoadSpec of
@@ -375,14 +375,6 @@ load_seconds(#{run := {amqp, #{config := #{duration := D}}}}) when is_number(D),
     max(1, round(D));
 load_seconds(_) ->
     0.
-
-%% {flags} in a --load-cmd: the inner amqp's arguments (PerfTest's own),
-%% each quoted for the shell.
-fill_flags(Cmd, ["amqp" | Flags]) ->
-    Quoted = [[$', string:replace(F, "'", "'\\''", all), $'] || F <- Flags],
-    lists:flatten(string:replace(Cmd, "{flags}", lists:join(" ", Quoted), all));
-fill_flags(Cmd, _) ->
-    Cmd.
 
 %% The profiled repetition keeps its figures and profile only (no
 %% telemetry series, no env: the matrix holds those of the measured ones).

@@ -114,6 +114,9 @@ doctor(Opts) when is_map(Opts) ->
                   %% line's flags)
                   Texts = maps:map(fun(target, T) when T =:= "rabbitmq"; T =:= <<"rabbitmq">> -> rabbitmq;
                                       (target, T) -> T;
+                                      (flavor, F) when F =:= "jit"; F =:= <<"jit">> -> jit;
+                                      (flavor, F) when F =:= "emu"; F =:= <<"emu">> -> emu;
+                                      (flavor, F) -> F;
                                       (_, V) when is_atom(V), not is_boolean(V) -> atom_to_list(V);
                                       (_, V) -> V
                                    end, maps:with(Own -- [load], Opts)),
@@ -127,7 +130,7 @@ doctor(Opts) when is_map(Opts) ->
                              {ok, L} -> throw({bad_option, load, L})
                          end,
                   Exp = kind(doctor, case beamlab_experiment_doctor:new(Texts) of
-                                         {ok, D} -> {ok, maps:merge(D, Load)};
+                                         {ok, D} -> doctor_load(D, Load);
                                          Other -> Other
                                      end),
                   Target = case maps:get(target, Texts, none) of
@@ -138,6 +141,21 @@ doctor(Opts) when is_map(Opts) ->
           end);
 doctor(Opts) ->
     {error, {bad_option, doctor, Opts}}.
+
+%% A load command is the load itself: an amqp given too only lends it
+%% {flags}; without one, the broker's load is that command alone.
+doctor_load(#{load_cmd := Cmd} = D, Load) when Cmd =/= none ->
+    case beamlab_experiment_doctor:load_rule(D, maps:is_key(load, Load)) of
+        ok when map_size(Load) =:= 0 ->
+            case inner({amqp, #{}}) of
+                {ok, I} -> {ok, D#{load => I}};
+                {error, _} = E -> throw({inner, E})
+            end;
+        ok -> {ok, maps:merge(D, Load)};
+        {error, _} = E -> E
+    end;
+doctor_load(D, Load) ->
+    {ok, maps:merge(D, Load)}.
 
 %% @doc The workload suite: `Names' of workloads ([] for every built-in
 %% one), `params' (workload => key => a value, or a list of values to

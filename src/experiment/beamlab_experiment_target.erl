@@ -17,7 +17,7 @@
 %%% or the one line of `extra.capture_error').
 -module(beamlab_experiment_target).
 
--export([load/2, figures/2, capture_window/1]).
+-export([load/2, figures/2, capture_window/1, load_cmd_option/0, fill_flags/2]).
 
 -type load() :: {inner, fun((beamlab_sut_broker:target()) -> {integer(), term()})}
               | {cmd, string()}.
@@ -35,6 +35,26 @@
 %% How long the capture may take beyond its window to come back (the
 %% tracer reads the call table after it).
 -define(CAPTURE_GRACE_MS, 30000).
+
+%% @doc The `load_cmd' option (`--load-cmd CMD') as every command that
+%% loads a target declares it (`matrix --target', `doctor --target'):
+%% a user's own load tool (PerfTest) run per configuration and
+%% repetition instead of `beamlab amqp' (`beamlab_sut_load').
+-spec load_cmd_option() -> beamlab_schema:option().
+load_cmd_option() ->
+    #{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
+      help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
+              "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
+              "the arguments of the amqp after --; its PerfTest lines are read"}.
+
+%% @doc A load command with `{flags}' filled: the inner amqp's arguments
+%% (`Argv', its command words: PerfTest's own), each quoted for the shell.
+-spec fill_flags(string(), [unicode:chardata()]) -> string().
+fill_flags(Cmd, ["amqp" | Flags]) ->
+    Quoted = [[$', string:replace(F, "'", "'\\''", all), $'] || F <- Flags],
+    lists:flatten(string:replace(Cmd, "{flags}", lists:join(" ", Quoted), all));
+fill_flags(Cmd, _) ->
+    Cmd.
 
 %% @doc Runs the load against `Target'; returns the load's exit code and
 %% its document with the study's figures (and the profile), as the load

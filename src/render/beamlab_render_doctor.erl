@@ -165,9 +165,12 @@ msacc_table(_, _, _, _) ->
 %% its load, ranked by the load's own figures.
 remedies_section(#{<<"target">> := T}, Form) ->
     Load = lists:join(" ", maps:get(<<"load_command">>, T, [])),
-    Title = io_lib:format("Remedies on the broker (~ts, a fresh broker per repetition loaded by '~ts'; "
+    %% (the broker's OTP and flavour when asked for: --otp, --flavor)
+    On = [case K of <<"otp">> -> [" on ", V]; _ -> [", ", V, " flavour"] end
+          || K <- [<<"otp">>, <<"flavor">>], V <- [maps:get(K, T, null)], is_binary(V)],
+    Title = io_lib:format("Remedies on the broker (~ts~ts, a fresh broker per repetition loaded by '~ts'; "
                           "ratios against its default, 95% intervals on the log scale; best first):~n",
-                          [maps:get(<<"kind">>, T, <<"rabbitmq">>), Load]),
+                          [maps:get(<<"kind">>, T, <<"rabbitmq">>), On, Load]),
     Left = case maps:get(<<"already_in_effect">>, T, []) of
                [] -> [];
                L -> io_lib:format("  left out, the broker already runs with them: ~ts~n", [lists:join("; ", L)])

@@ -29,6 +29,11 @@
 %%% second of the last interrupt is taken as part of it. A second interrupt
 %%% is one that comes later than that.
 %%%
+%%% Subscriptions nest: a process that subscribes again (an AMQP load run
+%%% by the experiment that subscribed, in the same process) stays
+%%% subscribed until it has unsubscribed as often, so the inner run's end
+%%% does not end the outer run's (before, a matrix --target or doctor
+%%% --target lost an interrupt that came during a load, #32).
 %%% Subscribers are monitored: one that dies is dropped. The interrupted
 %%% flag belongs to a run: it is cleared when the last subscriber is gone
 %%% (unsubscribed or dead) and by {@link reset/0}.
@@ -46,7 +51,7 @@
 
 -record(st, {owner = false :: boolean(),                 % installed: we own SIGTERM
              halt_code = 130 :: non_neg_integer(),       % the status of a halt from here
-             subs = #{} :: #{pid() => reference()},
+             subs = #{} :: #{pid() => {reference(), pos_integer()}},  % monitor, subscriptions
              measured = false :: boolean(),              % someone subscribed once
              terms = 0 :: non_neg_integer(),             % SIGTERMs received
              forwarded = 0 :: non_neg_integer(),         % SIGUSR2s (from the launcher)
@@ -250,16 +255,18 @@ interrupt(#st{owner = Owner, subs = Subs, measured = Measured, halt_code = Halt}
 -spec handle_call(term(), #st{}) -> {ok, ok, #st{}}.
 handle_call({subscribe, Pid}, #st{subs = Subs} = St) ->
     case Subs of
-        #{Pid := _} -> {ok, ok, St};
+        #{Pid := {Ref, N}} -> {ok, ok, St#st{subs = Subs#{Pid := {Ref, N + 1}}}};
         _ ->
             %% An interrupt that came before anyone listened (passed on to a
             %% fresh VM while its command was starting) still stops the run.
             _ = interrupted() andalso (Pid ! {beamlab_interrupt, sigterm}),
-            {ok, ok, St#st{subs = Subs#{Pid => erlang:monitor(process, Pid)}, measured = true}}
+            {ok, ok, St#st{subs = Subs#{Pid => {erlang:monitor(process, Pid), 1}}, measured = true}}
     end;
 handle_call({unsubscribe, Pid}, #st{subs = Subs} = St) ->
     case maps:take(Pid, Subs) of
-        {Ref, Rest} ->
+        {{Ref, N}, _} when N > 1 ->
+            {ok, ok, St#st{subs = Subs#{Pid := {Ref, N - 1}}}};
+        {{Ref, 1}, Rest} ->
             erlang:demonitor(Ref, [flush]),
             {ok, ok, run_over(St#st{subs = Rest})};
         error ->
@@ -276,7 +283,7 @@ handle_call(simulate, #st{simulated = S} = St) ->
 -spec handle_info(term(), #st{}) -> {ok, #st{}}.
 handle_info({'DOWN', Ref, process, Pid, _}, #st{subs = Subs} = St) ->
     case Subs of
-        #{Pid := Ref} -> {ok, run_over(St#st{subs = maps:remove(Pid, Subs)})};
+        #{Pid := {Ref, _}} -> {ok, run_over(St#st{subs = maps:remove(Pid, Subs)})};
         _ -> {ok, St}
     end;
 handle_info(_Info, St) ->

@@ -94,7 +94,8 @@ loop(Parent, Phase, Peers, Received, Measured) ->
             case atomics:get(Phase, 1) of
                 ?STOP -> stopped(Parent, Received, Measured, 1);
                 Ph ->
-                    peer(Peers) ! token,
+                    %% a random other member of the mesh
+                    beamlab_workload:random_peer(Peers) ! token,
                     loop(Parent, Phase, Peers, Received + 1,
                          case Ph of ?MEASURE -> Measured + 1; _ -> Measured end)
             end;
@@ -112,14 +113,6 @@ tokens(N) ->
         token -> tokens(N + 1);
         stop -> tokens(N)
     after 0 -> N
-    end.
-
-%% A random other member of the mesh.
-peer(Peers) ->
-    Self = self(),
-    case element(rand:uniform(tuple_size(Peers)), Peers) of
-        Self -> peer(Peers);
-        P -> P
     end.
 
 collect([], Acc) -> Acc;

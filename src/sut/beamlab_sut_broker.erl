@@ -21,7 +21,7 @@
 %%% turns into one line.
 -module(beamlab_sut_broker).
 
--export([start/1, stop/1, run/3, alive/1, verify/2, brokers/0, free_port/0, format_error/1]).
+-export([start/1, check/1, stop/1, run/3, alive/1, verify/2, brokers/0, free_port/0, format_error/1]).
 
 -type spec() :: #{kind := rabbitmq | cmd,
                   args := [string()],                 % emulator flags
@@ -71,7 +71,11 @@ start(Spec) ->
         {error, _} = E -> E
     end.
 
-%% The spec made concrete: the broker chosen, the flavour's flags added.
+%% @doc The spec made concrete without starting anything: the broker
+%% chosen for its OTP, the flavour's flags added; a wrapper, an OTP, a
+%% flavour or a broker that is not there is the error {@link start/1}
+%% would return.
+-spec check(spec()) -> {ok, spec()} | {error, term()}.
 check(Spec) ->
     try
         case maps:get(wrap, Spec, undefined) of

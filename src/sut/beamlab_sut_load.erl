@@ -30,10 +30,13 @@ run(Cmd, Target, Opts) ->
     Env = [{"BEAMLAB_URI", text(maps:get(uri, Target))},
            {"BEAMLAB_NODE", atom_to_list(maps:get(node, Target))}],
     Started = maps:get(started_at, Opts, beamlab_runtime_clock:rfc3339()),
-    %% setsid: the command leads a process group of its own, which an
-    %% interrupt stops as a whole (a wrapper script and its java).
-    Port = open_port({spawn_executable, "/usr/bin/setsid"},
-                     [{args, ["/bin/sh", "-c", Line]}, {env, Env}, binary, exit_status,
+    %% The shell leads a process group (and session) of its own, as OTP
+    %% starts every port program, which an interrupt stops as a whole (a
+    %% wrapper script and its java). (Not under setsid(1): already a group
+    %% leader, it forked, and the port's pid was a process gone at once,
+    %% so an interrupt reached nothing and the load ran to its end, #32.)
+    Port = open_port({spawn_executable, "/bin/sh"},
+                     [{args, ["-c", Line]}, {env, Env}, binary, exit_status,
                       stderr_to_stdout, {line, 16384}]),
     {os_pid, Pid} = erlang:port_info(Port, os_pid),
     {Status, Out} = collect(Port, Pid, maps:get(sink, Opts, fun(_) -> ok end), [], false),

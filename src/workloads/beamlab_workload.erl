@@ -28,7 +28,7 @@
 -export([builtin/0, resolve/1, is_workload/1, info/1, param_specs/1,
          parse_value/2, format_value/1, type_name/1,
          points/3, point_name/2, params_to_map/1, format_error/1,
-         us/1, check_all/1, await_process_count/2]).
+         us/1, check_all/1, await_process_count/2, random_peer/1]).
 
 -export_type([info/0, param_spec/0, param_type/0, params/0, rep/0, check/0,
               profile/0, overrides/0]).
@@ -442,3 +442,13 @@ expected(non_neg_integer) -> "an integer >= 0";
 expected(number) -> "a number";
 expected(boolean) -> "true or false";
 expected(T) -> type_name(T).
+
+%% @doc A random element of `Peers' other than the calling process (the
+%% tuple holds at least one other).
+-spec random_peer(tuple()) -> pid().
+random_peer(Peers) ->
+    Self = self(),
+    case element(rand:uniform(tuple_size(Peers)), Peers) of
+        Self -> random_peer(Peers);
+        P -> P
+    end.

@@ -109,7 +109,7 @@ ping(Parent, _Peers, 0, Answered, Pongs) ->
     Parent ! big_done,
     serve(Answered, Pongs);
 ping(Parent, Peers, Left, Answered, Pongs) ->
-    peer(Peers) ! {ping, self()},
+    beamlab_workload:random_peer(Peers) ! {ping, self()},
     await_pong(Parent, Peers, Left, Answered, Pongs).
 
 await_pong(Parent, Peers, Left, Answered, Pongs) ->
@@ -125,13 +125,6 @@ serve(Answered, Pongs) ->
     receive
         {ping, From} -> From ! pong, serve(Answered + 1, Pongs);
         {stop, Parent} -> Parent ! {big_counts, Pongs, Answered, Pongs}
-    end.
-
-peer(Peers) ->
-    Self = self(),
-    case element(rand:uniform(tuple_size(Peers)), Peers) of
-        Self -> peer(Peers);
-        P -> P
     end.
 
 wait_done(0) -> ok;

@@ -430,7 +430,7 @@ loop(Parent, #{phase := Phase} = Sh, Peers, Sent, Good, Flushed, MGood, MFlushed
             receive ml_drain -> ok end,
             Parent ! {ml_inflight, self(), flush(0)};
         Ph ->
-            peer(Peers) ! {ml, erlang:monotonic_time()},
+            beamlab_workload:random_peer(Peers) ! {ml, erlang:monotonic_time()},
             F = flush(0),
             Measuring = Ph =:= ?MEASURE,
             #{wait := W} = Sh,
@@ -479,13 +479,6 @@ second(#{phase := Phase, secs := Secs}, Now) ->
 
 flush(N) ->
     receive {ml, _} -> flush(N + 1) after 0 -> N end.
-
-peer(Peers) ->
-    Self = self(),
-    case element(rand:uniform(tuple_size(Peers)), Peers) of
-        Self -> peer(Peers);
-        P -> P
-    end.
 
 collect_stopped([], Acc) -> Acc;
 collect_stopped([Pid | Rest], {S, G, F, MG, MF}) ->

@@ -315,6 +315,7 @@ report_page_in_chromium(_Config) ->
                                                   "--schedulers", "1,2", "--probe-ms", "200",
                                                   "--max-remedies", "1", "--save", Json], #{timeout => 150000}),
             #{code := 0} = beamlab_test_util:cli(["report", Json, "-o", Html]),
+            saturating_load_recorded(Json),
             compare_cli(Dir, Json),
             Flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -335,6 +336,10 @@ report_page_in_chromium(_Config) ->
             ?assert(length(binary:matches(D, <<"class=\"stack\"">>)) >= 3),
             ?assertNotEqual(nomatch, binary:match(D, <<"data-kind=\"doctor-remedies\"">>)),
             ?assertNotEqual(nomatch, binary:match(D, <<"class=\"forest\"">>)),
+            %% microstate accounting under both loads; the ranking's
+            %% caption says the multiplicity correction (1 remedy x 4 figures)
+            ?assertEqual(2, length(binary:matches(D, <<"data-kind=\"doctor-msacc\"">>))),
+            ?assertNotEqual(nomatch, binary:match(D, <<"Bonferroni over 4 comparisons">>)),
             Png = filename:join(Dir, "doctor.png"),
             _ = os:cmd(lists:flatten(io_lib:format("'~ts' ~ts --hide-scrollbars --window-size=1280,2000 "
                                                    "--screenshot='~ts' 'file://~ts' 2>/dev/null",
@@ -343,6 +348,28 @@ report_page_in_chromium(_Config) ->
             ?assert(byte_size(Bin) > 20000),
             layout_at_widths(Chromium, Dir, Html)
     end.
+
+%% The saturating load as the saved document records it: at each
+%% scheduler count one busy share and one mean of runnable processes per
+%% scheduler, microstate accounting under it, the evidence of stranded
+%% work as a share, and every load's own check held (the tokens
+%% conserved, the message load's conservation). No figure is asserted:
+%% how busy the schedulers were depends on the machine.
+saturating_load_recorded(Json) ->
+    {ok, Doc} = beamlab_result:load(Json),
+    #{extra := #{<<"curve">> := #{<<"points">> := Points}, <<"default">> := Default}} = Doc,
+    ?assertEqual([1, 2], [N || #{<<"schedulers">> := N} <- Points]),
+    [begin
+         ?assertEqual(N, length(maps:get(<<"utilisation_schedulers">>, P))),
+         ?assertEqual(N, length(maps:get(<<"capacity_active_mean">>, P))),
+         ?assert(maps:is_key(<<"emulator">>, maps:get(<<"capacity_msacc">>, P))),
+         S = maps:get(<<"capacity_stranded">>, P),
+         ?assert(S >= 0 andalso S =< 1)
+     end || #{<<"schedulers">> := N} = P <- Points],
+    ?assertEqual([], maps:get(<<"checks_failed">>, Default)),
+    #{<<"remedies">> := [R | _]} = maps:get(extra, Doc),
+    ?assertMatch(#{<<"correction">> := <<"bonferroni">>, <<"comparisons">> := 4}, R),
+    ?assert(maps:get(<<"confidence">>, R) > 0.95).
 
 %% The page laid out at 1300 and 800 px has nothing wrong by its own
 %% layout check (the remedies' table fits: it ran off a 1300 px page

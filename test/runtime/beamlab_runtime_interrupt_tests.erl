@@ -18,6 +18,30 @@ library_subscribe_and_reset_test() ->
     ?assertNot(beamlab_runtime_interrupt:interrupted()),
     ok = beamlab_runtime_interrupt:unsubscribe().
 
+%% Subscriptions nest: an inner run in the same process (an AMQP load of
+%% a matrix --target) that subscribes and unsubscribes leaves the outer
+%% run subscribed and its interrupt standing (#32: a doctor --target
+%% interrupted during a load went on measuring).
+nested_subscription_keeps_the_outer_run_test() ->
+    ok = beamlab_runtime_interrupt:reset(),
+    ok = beamlab_runtime_interrupt:subscribe(),
+    ok = beamlab_runtime_interrupt:subscribe(),
+    ok = told(),
+    ok = beamlab_runtime_interrupt:unsubscribe(),
+    ?assert(beamlab_runtime_interrupt:interrupted()),
+    %% the outer run is still told of the next one
+    ok = told(),
+    ok = beamlab_runtime_interrupt:unsubscribe(),
+    ?assertNot(beamlab_runtime_interrupt:interrupted()),
+    flush().
+
+%% An interrupt simulated reaches this process.
+told() ->
+    ok = beamlab_runtime_interrupt:simulate(),
+    receive {beamlab_interrupt, sigterm} -> ok
+    after 1000 -> error(not_told)
+    end.
+
 explicit_reset_test() ->
     ok = beamlab_runtime_interrupt:subscribe(),
     ok = beamlab_runtime_interrupt:simulate(),

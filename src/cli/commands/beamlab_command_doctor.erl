@@ -28,7 +28,8 @@ options() ->
 usage() ->
     "Usage: beamlab doctor [--quick] [--vm \"FLAGS\"] [--wrap CMD] [--cgroup DIR] [--reps N]\n"
     "                      [--remedy FLAGS]... [--save [FILE]] [--format text|json|markdown]\n"
-    "       beamlab doctor --target rabbitmq [OPTIONS] -- amqp [AMQP OPTIONS]\n"
+    "       beamlab doctor --target rabbitmq [--otp DIR] [--flavor jit|emu] [OPTIONS] -- amqp [AMQP OPTIONS]\n"
+    "       beamlab doctor --target rabbitmq --load-cmd CMD [OPTIONS] [-- amqp [ITS {flags}]]\n"
     "       beamlab doctor --compare A.json B.json\n"
     "       beamlab doctor --node NAME@HOST [--cookie C] [--duration S]\n\n"
     "One fixed protocol (docs/doctor.md), each phase on stderr:\n"
@@ -57,7 +58,14 @@ usage() ->
     "(as matrix --target starts it): the broker's default flags and each remedy it\n"
     "does not already run with, a fresh broker per repetition loaded by the amqp\n"
     "command after --, interleaved, ranked by throughput, p99 latency and the\n"
-    "broker's CPU per message; the first line is a rabbitmq-env.conf line.\n\n"
+    "broker's CPU per message; the first line is a rabbitmq-env.conf line.\n"
+    "--otp DIR runs every broker on the Erlang/OTP installed in DIR (RabbitMQ 4.0\n"
+    "on OTP 26 and 27), --flavor its emulator flavour (jit or emu), as matrix\n"
+    "--target takes them; the probe's VMs run on beamlab's own. --load-cmd loads\n"
+    "each broker with your own tool (PerfTest) instead of amqp: {uri} is the\n"
+    "broker's URI, {flags} the arguments of an amqp after --; its PerfTest lines\n"
+    "are read into the same figures. Ctrl-C in this phase stops the broker and\n"
+    "the load, keeps the configurations finished (exit 130).\n\n"
     "--node reads a running node instead, over distribution, while it works (no code\n"
     "loaded there): its schedulers, CPUs, cgroup quota and flags, microstate\n"
     "accounting, each scheduler's utilisation, run queues, the kernel's migrations\n"
@@ -73,7 +81,11 @@ usage() ->
     "  beamlab doctor --remedy \"+S 2:2 +sbwt none\" --remedy \"+sbt db\"\n"
     "  beamlab doctor --compare machine-a.json machine-b.json\n"
     "  beamlab doctor --node rabbit@$(hostname -s) --duration 20\n"
-    "  beamlab doctor --quick --target rabbitmq -- amqp -x 1 -y 1 -r 2000 -z 10\n".
+    "  beamlab doctor --quick --target rabbitmq -- amqp -x 1 -y 1 -r 2000 -z 10\n"
+    "  beamlab doctor --quick --target rabbitmq --otp /opt/beamlab-otp/27 -- amqp -x 1 -y 1 -r 2000 -z 10\n"
+    "  beamlab doctor --quick --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu -- amqp -r 2000 -z 10\n"
+    "  beamlab doctor --quick --target rabbitmq --load-cmd '/opt/beamlab-perftest/2.22.1/bin/perftest -h {uri} {flags}' \\\n"
+    "                 -- amqp -x 1 -y 1 -r 2000 -z 10\n".
 
 %% @doc The files the command line reads: `--compare''s two documents
 %% (the dispatcher refuses a `--save' that is one of them).
@@ -127,11 +139,23 @@ experiment(Parsed) ->
             {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
             {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
         end,
-    Target = case {maps:get(target, D), maps:get(rest, Parsed, [])} of
+    %% (--load-cmd is the load itself: an amqp after -- only lends its
+    %% flags, {flags}; without one the load is that command alone)
+    Rest = case {maps:get(load_cmd, D), maps:get(rest, Parsed, [])} of
+               {none, R0} -> R0;
+               {_, []} -> ["amqp"];
+               {_, ["amqp" | Args] = R0} ->
+                   case beamlab_experiment_doctor:load_rule(D, Args =/= []) of
+                       ok -> R0;
+                       {error, R1} -> refuse(R1)
+                   end;
+               {_, R0} -> R0
+           end,
+    Target = case {maps:get(target, D), Rest} of
                  {none, []} -> #{};
-                 {none, _} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(load_needs_target)]);
-                 {rabbitmq, ["amqp" | _] = Rest} -> #{load => beamlab_cli_experiment:inner(doctor, Rest)};
-                 {rabbitmq, _} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(target_needs_load)])
+                 {none, _} -> refuse(load_needs_target);
+                 {rabbitmq, ["amqp" | _]} -> #{load => beamlab_cli_experiment:inner(doctor, Rest)};
+                 {rabbitmq, _} -> refuse(target_needs_load)
              end,
     maps:merge(#{run => {doctor, maps:merge(D, Target)},
                  command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
@@ -142,6 +166,11 @@ experiment(Parsed) ->
                    #{load := _} -> #{target => #{kind => rabbitmq, otp => []}};
                    _ -> #{}
                end).
+
+%% The doctor's own refusal, one line (exit 2).
+-spec refuse(beamlab_experiment_doctor:error_reason()) -> no_return().
+refuse(R) ->
+    beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)]).
 
 %% @doc The recommendation, findings, curve, accounting and ranking.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

@@ -46,10 +46,7 @@ cli_options() ->
            #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
              help => "the --target-cmd node's cookie"}],
       otp =>
-          [#{name => load_cmd, long => "load-cmd", type => string, metavar => "'CMD'",
-             help => "with --target rabbitmq: your own load tool (PerfTest) instead of amqp, run under /bin/sh "
-                     "per configuration and repetition; {uri} (and $BEAMLAB_URI) is the broker's URI, {flags} "
-                     "the arguments of the amqp after --; its PerfTest lines are read"},
+          [beamlab_experiment_target:load_cmd_option(),
            #{name => profile, long => "profile", type => boolean, default => false,
              help => "with a target: one more repetition per configuration, after the measured ones, with perf "
                      "on the target's OS process while the load runs (top table, folded stacks, flame graphs)"},
