@@ -111,23 +111,11 @@ check_name(What, Name) ->
         false ->
             {error, lists:flatten(
                       io_lib:format("'~ts' is not ~ts (~ts to 255 bytes of UTF-8)",
-                                    [shown_text(Name), case What of
+                                    [beamlab_schema:value_text(Name), case What of
                                                            queue -> "a queue name";
                                                            exchange -> "an exchange name";
                                                            routing_key -> "a routing key"
                                                        end, integer_to_list(Min)]))}
-    end.
-
-%% A name as a line shows it: printable, at most 80 characters.
-shown_text(Name) ->
-    L = case unicode:characters_to_list(Name) of
-            T when is_list(T) -> T;
-            _ -> "?"
-        end,
-    Line = [case C of C when C < 32; C =:= 127 -> $?; C -> C end || C <- L],
-    case string:length(Line) > 80 of
-        true -> string:slice(Line, 0, 77) ++ "...";
-        false -> Line
     end.
 
 %% `{Pattern, From, To}': queues Pattern with its conversion replaced by
@@ -145,7 +133,7 @@ check_pattern({P, From, To}) when is_integer(From), is_integer(To), From =< To -
         _ when To - From >= ?MAX_COUNT ->
             {error, lists:flatten(io_lib:format("~b to ~b is more than ~b queues", [From, To, ?MAX_COUNT]))};
         ok -> ok;
-        {error, Why} -> {error, ["'", shown_text(P), "' ", Why]}
+        {error, Why} -> {error, ["'", beamlab_schema:value_text(P), "' ", Why]}
     end;
 check_pattern({_P, From, To}) when is_integer(From), is_integer(To) ->
     {error, lists:flatten(io_lib:format("the first number ~b is above the last ~b", [From, To]))};

@@ -37,7 +37,7 @@
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
--export([check/3, flags/1, from_flags/2]).
+-export([check/3, flags/1, from_flags/2, value_text/1]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -348,8 +348,10 @@ why(Why) -> [" (", Why, ")"].
 number_text(N) when is_integer(N) -> integer_to_list(N);
 number_text(N) -> float_to_list(float(N), [short]).
 
-%% A value as a line quotes it: numbers as the command line writes them,
-%% text as it is (one line, at most 80 characters), anything else printed.
+%% @doc A value as a line quotes it: numbers as the command line writes
+%% them, text as it is (one line, at most 80 characters), anything else
+%% printed (a kind's own check names its value with it).
+-spec value_text(term()) -> string().
 value_text(V) when is_number(V) -> number_text(V);
 value_text(V) ->
     Text = case is_text(V) of
