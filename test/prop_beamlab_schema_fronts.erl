@@ -212,6 +212,11 @@ checked_value(queue_file) ->
     %% a bad name, missing, a directory
     ?LET(F, oneof(["names", "empty", "bad", "missing", "."]),
          begin P = filename:join(qf_dir(), F), {P, P} end);
+checked_value(nodes) ->
+    %% (counts around the bound, names that are not; named nodes need a
+    %% distributed VM to run, not drawn)
+    oneof([{3, "3"}, {0, "0"}, {64, "64"}, {65, "65"}, {["nohost"], "nohost"},
+           {["a@h", "b"], "a@h,b"}]);
 checked_value(id) ->
     ?LET(I, oneof(["run-1", "", "a\nb", lists:duplicate(201, $i), "ünï"]), {I, I}).
 

@@ -40,7 +40,7 @@ name() -> amqp.
 options() ->
     Bounded = bounded() ++ texts(),
     Names = [N || #{name := N} <- Bounded],
-    Bounded ++ [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [nodes, watch],
+    Bounded ++ [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [watch],
                                 not lists:member(K, Names)].
 
 %% The queues are named by a list or a pattern, not both.
@@ -98,6 +98,11 @@ texts() ->
      #{name => id, short => "d", long => "id", type => {one_of, [string, Undef]}, cli_type => string,
        metavar => "ID", check => fun check_id/1,
        help => "test id printed on every line (default: test-HHMMSS-mmm)"},
+     %% (the command line's text N or a@h,b@h: a count or the names)
+     #{name => nodes, long => "nodes", type => term, cli_type => string, metavar => "N|NODES",
+       check => fun check_nodes/1,
+       help => "spread the load over N VMs (this one and N-1 started peers) or over the "
+               "named nodes a@host,b@host"},
      %% (the command line's --tls-*-file flags make this map and check
      %% their files themselves, naming the flags)
      #{name => tls, type => map, check => fun check_tls/1}].
@@ -220,6 +225,38 @@ check_pattern({_P, From, To}) when is_integer(From), is_integer(To) ->
     {error, lists:flatten(io_lib:format("the first number ~b is above the last ~b", [From, To]))};
 check_pattern(_) ->
     {error, "expected {Pattern, From, To}: a pattern with %d and the first and last numbers"}.
+
+%% Where the load runs: this VM, a count of VMs (this one and started
+%% peers, at most 64) or node names (name@host).
+check_nodes(undefined) ->
+    ok;
+check_nodes(this) ->
+    ok;
+check_nodes(N) when is_integer(N), N > 64 ->
+    {error, lists:flatten(io_lib:format("~b: at most 64 local VMs", [N]))};
+check_nodes(N) when is_integer(N), N < 1 ->
+    {error, "needs at least 1 node"};
+check_nodes(N) when is_integer(N) ->
+    ok;
+check_nodes([_ | _] = Names) ->
+    Text = fun(X) -> (is_list(X) andalso io_lib:char_list(X)) orelse is_binary(X) end,
+    case lists:all(Text, Names) of
+        false ->
+            check_nodes(none);
+        true ->
+            case [X || X <- Names, not node_name(unicode:characters_to_list(X))] of
+                [] -> ok;
+                [X | _] -> {error, ["'", beamlab_schema:value_text(X), "' is not a node name (name@host)"]}
+            end
+    end;
+check_nodes(_) ->
+    {error, "expected a count of VMs or a list of node names (name@host)"}.
+
+node_name(X) ->
+    case string:split(X, "@") of
+        [[_ | _], [_ | _]] -> true;
+        _ -> false
+    end.
 
 %% The test id is part of queue and connection names: printable, short.
 check_id(undefined) ->
@@ -515,7 +552,7 @@ build_config(Opts) ->
     Nodes = case maps:get(nodes, Opts, this) of
                 N when is_integer(N), N > 1 -> {ok, {peers, N}};
                 N when N =:= 1; N =:= this -> {ok, this};
-                L when is_list(L) -> {ok, [list_to_atom(X) || X <- L]};
+                L when is_list(L) -> {ok, [list_to_atom(unicode:characters_to_list(X)) || X <- L]};
                 Bad -> {error, {bad_option, nodes, Bad}}
             end,
     case Nodes of

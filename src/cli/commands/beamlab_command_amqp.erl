@@ -336,9 +336,7 @@ flag_options() ->
        help => "open at most N connections per second (and VM), so that thousands of "
                "connections do not storm the broker (default: all at once)"},
      Kind(closed_loop),
-     #{name => nodes, long => "nodes", type => string, metavar => "N|NODES",
-       help => "spread the load over N VMs (this one and N-1 started peers) or over the "
-               "named nodes a@host,b@host"},
+     Kind(nodes),
      %% issue 13: --name NAME@HOST and --cookie (beamlab_cli_dist)
      #{name => cookie, long => "cookie", type => cookie, metavar => "COOKIE",
        help => "distribution cookie for --nodes with named nodes"},
@@ -502,6 +500,7 @@ config(P0) ->
     Named = queues(G(queue)),
     _ = [refuse(beamlab_experiment_amqp:check_options(#{queue => Q})) || length(Named) > 1, Q <- Named],
     Texts = #{uri => Uri, uris => Uris, queue_pattern => Pattern, id => G(id),
+              nodes => node_value(G(nodes)),
               queue => case Named of [Q1] -> Q1; _ -> undefined end,
               queues => case Named of
                             [_, _ | _] -> Named;
@@ -906,19 +905,21 @@ tls(G, Uris) ->
                                        end}),
       sasl => case G(sasl_external) of true -> external; false -> plain end}.
 
+%% --nodes N or a@h,b@h: the kind's `nodes' (checked there).
+node_value(undefined) ->
+    undefined;
+node_value(S) ->
+    case string:to_integer(string:trim(S)) of
+        {N, ""} -> N;
+        _ -> [string:trim(X) || X <- string:lexemes(S, ",")]
+    end.
+
 node_list(undefined) ->
     this;
 node_list(S) ->
-    case string:to_integer(S) of
-        {N, ""} when N >= 1, N =< 64 -> {peers, N};
-        {N, ""} when N > 64 -> beamlab_cli_error:usage("--nodes ~b: at most 64 local VMs", [N]);
-        {_, ""} -> beamlab_cli_error:usage("--nodes needs at least 1 node", []);
-        _ ->
-            Names = [string:trim(X) || X <- string:lexemes(S, ",")],
-            [case string:split(X, "@") of
-                 [[_ | _], [_ | _]] -> list_to_atom(X);
-                 _ -> beamlab_cli_error:usage("--nodes: '~ts' is not a node name (name@host)", [X])
-             end || X <- Names]
+    case node_value(S) of
+        N when is_integer(N) -> {peers, N};
+        Names -> [list_to_atom(X) || X <- Names]
     end.
 
 %% @doc The kind of experiment the command runs.
