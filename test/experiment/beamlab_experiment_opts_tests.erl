@@ -17,7 +17,8 @@ unknown_keys_refused_test() ->
 bad_values_refused_test() ->
     ?assertEqual({error, {bad_option, squeeze, 3}}, beamlab_experiment_opts:benchmark(["ok."], #{squeeze => 3})),
     ?assertMatch({error, {bad_option, value, {x}}}, beamlab_experiment_opts:suite([{x}], #{})),
-    ?assertMatch({error, {bad_option, nodes, -1}}, beamlab_experiment_opts:amqp(#{nodes => -1})),
+    {error, Nodes} = beamlab_experiment_opts:amqp(#{nodes => -1}),
+    ?assertEqual("nodes: needs at least 1 node", lists:flatten(io_lib:format("~ts", [beamlab:format_error(Nodes)]))),
     ?assertMatch({error, {bad_option, value, {x}}}, beamlab_experiment_opts:watch(n@h, #{cookie => {x}})),
     ?assertMatch({error, {bad_option, value, {x}}}, beamlab_experiment_opts:profile({node, n@h}, #{cookie => {x}})),
     ?assertMatch({error, {check, {option, _}}}, beamlab_experiment_opts:check(#{against => "HEAD", vm_args => "'"})).
