@@ -645,6 +645,10 @@
               r.kind, r.started_at, r.commit ? r.commit.slice(0, 10) + (r.dirty ? ' (dirty)' : '') : '-',
               r.benchmarks.length, (r.command || []).join(' ')];
     })));
+    // --ci: what ended each run (confident, or the budget spent first).
+    data.runs.forEach(function (r) {
+      if (r.stopped) g.appendChild(h('p', { 'class': 'note' }, [r.label + ': ' + r.stopped]));
+    });
   }
   function comparison() {
     if (!data.compare) return;

@@ -10,6 +10,9 @@
          composes/0]).
 -export([check_options/1, remote_node/1]).
 
+%% `--ci' without `--max-time': ten minutes per point.
+-define(MAX_TIME, 600000).
+
 %% `select': workload names ([] is every built-in one), or a preset (a
 %% built-in name or a preset file) with the node of its remote rows;
 %% `params': workload => key => [value] as text (several values sweep);
@@ -24,6 +27,9 @@
                    timeout => pos_integer(),
                    code_paths => [file:filename()],
                    flavor => undefined | beamlab_runtime_otp:flavor(),
+                   ci => float(),                   % --ci: repeat each point until confident ...
+                   max_time => pos_integer(),       % ... or this budget (ms per point) is spent
+                   metric => time | cpu,
                    dist => beamlab_experiment:dist()}.
 -type error_reason() :: beamlab_suite:error_reason()
                       | {preset, term()}
@@ -68,6 +74,15 @@ options() ->
      #{name => flavor, long => "flavor", type => {enum, [jit, emu]}, metavar => "jit|emu",
        help => "run every point in a fresh VM of this emulator flavour (the JIT or the interpreter), "
                "proven from what the VM reports; compare them with matrix --flavor emu --flavor jit -- suite"},
+     #{name => ci, long => "ci", type => fraction, metavar => "PCT",
+       help => "repeat each point (-n is the least) until the 95% interval of its repetitions' mean is "
+               "within PCT of it (2% or 0.02), or --max-time is spent; the output says which"},
+     #{name => max_time, long => "max-time", type => pos_number, scale => 1000, requires => [ci],
+       max => 604800000, max_why => "one week", metavar => "SEC",
+       help => "--ci's time budget per point in seconds (default 600)"},
+     #{name => metric, long => "metric", type => {enum, [time, cpu]}, default => time, metavar => "time|cpu",
+       help => "cpu: also measure each repetition's CPU time of the VM's scheduler threads (Linux; "
+               "NAME/cpu, ms), which the machine's load does not inflate; --ci judges it"},
      #{name => memory, long => "memory", type => boolean, default => false,
        help => "after the measured repetitions, one more traced for words allocated and reductions "
                "(spawned processes included)"},
@@ -130,7 +145,11 @@ new(Opts) ->
              end,
     case Select of
         {ok, Sel} ->
-            {ok, maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor], Opts),
+            {ok, maps:merge(maps:merge(maps:with([profile, repeat, timeout, code_paths, flavor, ci, metric], Opts),
+                                       case Opts of
+                                           #{max_time := T} when is_number(T) -> #{max_time => max(1, round(T))};
+                                           _ -> #{}
+                                       end),
                             #{select => Sel, params => maps:get(params, Opts, #{})})};
         {error, _} = E ->
             E
@@ -155,6 +174,9 @@ run(S, Exp, _Inner) ->
                                                       orelse maps:get(reductions, After, false),
                                                   timeout => maps:get(timeout, S, 600000),
                                                   flavor => maps:get(flavor, S, undefined),
+                                                  ci => maps:get(ci, S, undefined),
+                                                  max_time => maps:get(max_time, S, ?MAX_TIME),
+                                                  metric => maps:get(metric, S, time),
                                                   progress => fun(E) -> Sink({suite, E}) end,
                                                   command => maps:get(command, Exp, []),
                                                   params => DocParams,
@@ -173,6 +195,11 @@ run(S, Exp, _Inner) ->
 check(S, Exp) ->
     case maps:is_key(profile, maps:get('after', Exp, #{})) of
         true -> {error, {unsupported, 'after', suite}};
+        false when map_get(metric, S) =:= cpu ->
+            case beamlab_runtime_cpu:threads() of
+                {ok, _} -> check(maps:remove(metric, S), Exp);
+                {error, R} -> {error, {suite, {cpu, R}}}
+            end;
         false ->
             case plan(S) of
                 {ok, _, _, _} -> ok;
@@ -241,12 +268,17 @@ named_nodes(Overrides) ->
                         lists:member(K, ["node", "from"]), V <- Vs, lists:member($@, V)].
 
 doc_params(Profile, Names, Overrides, S) ->
-    #{<<"profile">> => atom_to_binary(Profile),
+    Rule = case S of
+               #{ci := Ci} when is_number(Ci) -> #{<<"ci">> => Ci, <<"max_time">> => maps:get(max_time, S, ?MAX_TIME)};
+               _ -> #{}
+           end,
+    Rule#{<<"profile">> => atom_to_binary(Profile),
       <<"workloads">> => [unicode:characters_to_binary(N) || N <- Names],
       <<"repeat">> => case maps:get(repeat, S, default) of
                           default -> <<"default">>;
                           N -> N
                       end,
+      <<"metric">> => atom_to_binary(maps:get(metric, S, time)),
       <<"flavor">> => case maps:get(flavor, S, undefined) of
                           undefined -> null;
                           F -> atom_to_binary(F)
@@ -276,6 +308,7 @@ verdict(#{benchmarks := Bs, extra := Extra}) ->
 -spec error_class(error_reason()) -> usage | failure.
 error_class({dist, R}) -> beamlab_experiment_dist:error_class(R);
 error_class({flavor, _}) -> failure;
+error_class({cpu, _}) -> failure;
 error_class({option, _}) -> usage;
 error_class(_) -> usage.
 
@@ -295,5 +328,7 @@ format_error({dist, R}) ->
     beamlab_experiment_dist:format_error(R);
 format_error({flavor, R}) ->
     ["--flavor: ", beamlab_runtime_otp:format_error(R)];
+format_error({cpu, R}) ->
+    beamlab_runtime_cpu:format_error(R);
 format_error(R) ->
     beamlab_suite:format_error(R).

@@ -40,6 +40,11 @@ render(Doc, Opts) ->
          _ -> beamlab_format_table:render(Header, Rows, #{align => [left, left, left, left, right,
                                                                     right, right, right, left, left]})
      end,
+     case {maps:get(params, Doc), Extra} of
+         {#{<<"ci">> := Ci}, #{<<"stopped_by">> := By}} ->
+             beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, Extra, []), pm(Unicode));
+         _ -> ""
+     end,
      case maps:get(params, Doc) of
          #{<<"flavor">> := F} when is_binary(F) ->
              io_lib:format("each point ran in a fresh VM of the ~ts flavour (as the VM reported)~n", [F]);

@@ -193,7 +193,24 @@ run_model(Label, R) ->
       matrix => beamlab_report_views:matrix(R),
       processes => beamlab_report_watch:processes(R),
       doctor => beamlab_report_doctor:model(R),
-      findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)]}.
+      findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
+      stopped => stopped(R)}.
+
+%% With a stopping rule (`--ci'), the line that says what ended the run.
+stopped(#{params := P, extra := X}) when is_map(P), is_map(X) ->
+    Ci = maps:get(<<"ci">>, P, maps:get(<<"rel_ci">>, P, null)),
+    case {Ci, maps:get(<<"stopped_by">>, X, null)} of
+        {Ci, By} when is_number(Ci), is_binary(By) ->
+            Unmet = [U || U <- maps:get(<<"unconfident">>, X, []), is_binary(U)],
+            case unicode:characters_to_binary(beamlab_stats_stop:line(By, Ci, Unmet, "±")) of
+                <<>> -> null;
+                Line -> string:trim(Line)
+            end;
+        _ ->
+            null
+    end;
+stopped(_) ->
+    null.
 
 %% Values in the unit people read: iterations per sample of D ms as
 %% iterations per second (beamlab_report_views:per_second/1).

@@ -70,24 +70,29 @@ decide(#{repetitions := R, min := Min, unmet := Unmet, elapsed := Elapsed, max_t
 %% document records it), for the target `Pct' (a fraction) and what did
 %% not meet it (`Unmet', their names), `Pm' the plus-minus sign the
 %% output uses; empty for no rule (`null').
--spec line(reason() | interrupted | binary() | null, number() | null, [unicode:chardata()], string()) ->
+-spec line(reason() | max_samples | interrupted | binary() | null, number() | null, [unicode:chardata()],
+           string()) ->
           unicode:chardata().
 line(Reason, Pct, Unmet, Pm) when is_binary(Reason) ->
     line(case Reason of
              <<"converged">> -> converged;
              <<"max_time">> -> max_time;
              <<"max_repeat">> -> max_repeat;
+             <<"max_samples">> -> max_samples;
              <<"interrupted">> -> interrupted;
              _ -> null
          end, Pct, Unmet, Pm);
 line(converged, Pct, _Unmet, Pm) ->
-    io_lib:format("stopped: confident (every between-run 95% interval within ~ts of its estimate)~n",
+    io_lib:format("stopped: confident (every 95% interval within ~ts of its estimate)~n",
                   [pm(Pct, Pm)]);
 line(max_time, Pct, Unmet, Pm) ->
     io_lib:format("stopped: budget spent before ~ts (--max-time; not within it: ~ts)~n",
                   [pm(Pct, Pm), names(Unmet)]);
 line(max_repeat, Pct, Unmet, Pm) ->
     io_lib:format("stopped: repetition cap reached before ~ts (not within it: ~ts)~n", [pm(Pct, Pm), names(Unmet)]);
+line(max_samples, Pct, _Unmet, Pm) ->
+    %% (run's own cap)
+    io_lib:format("stopped: --max-samples reached before ~ts~n", [pm(Pct, Pm)]);
 line(interrupted, Pct, _Unmet, Pm) ->
     io_lib:format("stopped: interrupted before ~ts~n", [pm(Pct, Pm)]);
 line(_, _Pct, _Unmet, _Pm) ->

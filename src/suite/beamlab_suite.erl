@@ -35,6 +35,13 @@
                          checkpoint := beamlab_runtime_checkpoint:checkpoint() | none,
                          %% every point in a fresh VM of this flavour
                          flavor := beamlab_runtime_otp:flavor() | undefined,
+                         %% --ci: `repeat' is the least; more repetitions
+                         %% until the point's interval is within `ci', or
+                         %% `max_time' ms per point are spent
+                         ci := float() | undefined,
+                         max_time := pos_integer(),
+                         %% cpu: each repetition's scheduler CPU time too
+                         metric := time | cpu,
                          %% internal: the checkpoint writers of the run and of one point
                          save => fun((map()) -> ok),
                          save_reps => fun(([map()]) -> ok)}.
@@ -49,7 +56,10 @@
                      params => #{atom() | binary() => term()},
                      extra => #{atom() | binary() => term()},
                      checkpoint => beamlab_runtime_checkpoint:checkpoint() | none,
-                     flavor => beamlab_runtime_otp:flavor() | undefined}.
+                     flavor => beamlab_runtime_otp:flavor() | undefined,
+                     ci => float() | undefined,
+                     max_time => pos_integer(),
+                     metric => time | cpu}.
 -type error_reason() :: {workload, term()}
                       | {bad_param, binary(), atom(), term()}
                       | {param_for_unselected, binary()}
@@ -62,6 +72,9 @@
 -define(PROC_MARGIN, 10000).
 -define(BYTES_PER_PROC, 4096).
 -define(DEFAULT_TIMEOUT, 600000).
+%% --ci: the budget per point without --max-time, the cap on repetitions.
+-define(MAX_TIME, 600000).
+-define(MAX_REPEAT, 10000).
 
 %% @doc Resolve workload names (all built-ins when empty) and expand their
 %% parameters into points. Overrides map workload name (binary) to
@@ -153,7 +166,7 @@ run(Plan, Opts0) ->
 default_options() ->
     #{profile => quick, repeat => default, warmup => true, memory => false, timeout => ?DEFAULT_TIMEOUT,
       progress => fun(_) -> ok end, command => [], params => #{}, extra => #{},
-      checkpoint => none, flavor => undefined}.
+      checkpoint => none, flavor => undefined, ci => undefined, max_time => ?MAX_TIME, metric => time}.
 
 saver(#{checkpoint := none}, _Started, _Workloads, _Plan) ->
     fun(_) -> ok end;
@@ -246,10 +259,12 @@ run_point(Mod, Info, Name, {_, Params}, Opts) ->
                     try
                         %% The worker is not linked: the harness outlives a
                         %% crashing workload and reports it.
+                        Now = erlang:monotonic_time(millisecond),
                         {Pid, MRef} = spawn_monitor(Node, ?MODULE, worker,
-                                                    [self(), Mod, Params, Reps, Warmup,
+                                                    [self(), Mod, Params, worker_reps(Reps, Opts), Warmup,
                                                      memory_arg(maps:get(memory, Opts, false), Node, Mod)]),
-                        collect(Pid, MRef, Name, Mod, Opts, [], {Name, erlang:monotonic_time(millisecond)})
+                        collect(Pid, MRef, Name, Mod, Opts#{point_reps => Reps, point_start => Now}, [],
+                                {Name, Now})
                     after
                         stop_vm(Peer)
                     end;
@@ -267,6 +282,49 @@ memory_arg(true, Node, Mod) when Node =/= node() ->
     end;
 memory_arg(Memory, _Node, _Mod) ->
     Memory.
+
+%% What the worker is told: a count, or (--ci) to ask after each
+%% repetition; with (--metric cpu) its scheduler CPU time measured too.
+worker_reps(Reps, Opts) ->
+    Count = case maps:get(ci, Opts, undefined) of
+                undefined -> Reps;
+                _ -> {ci, Reps}
+            end,
+    case maps:get(metric, Opts, time) of
+        cpu -> {cpu, Count};
+        time -> Count
+    end.
+
+%% --ci: after a measured repetition, whether the worker goes on (told to
+%% it); the repetition that ended the point carries why (`stopped_by').
+go_on(Pid, Rep, Acc, #{ci := Ci} = Opts) when is_number(Ci) ->
+    Values = judged(Acc),
+    Min = maps:get(point_reps, Opts),
+    State = #{ci => Ci, elapsed => erlang:monotonic_time(millisecond) - maps:get(point_start, Opts),
+              max_time => maps:get(max_time, Opts), repetitions => length(Acc), min => Min,
+              max_repeat => ?MAX_REPEAT,
+              unmet => case beamlab_stats_stop:met(Values, Ci, Min) of
+                           true -> [];
+                           false -> [point]
+                       end},
+    case beamlab_stats_stop:decide(State) of
+        continue ->
+            Pid ! {suite_go, self(), true},
+            Rep;
+        {stop, Reason} ->
+            Pid ! {suite_go, self(), false},
+            Rep#{stopped_by => Reason}
+    end;
+go_on(_Pid, Rep, _Acc, _Opts) ->
+    Rep.
+
+%% What --ci judges: the repetitions' CPU time when measured, else their
+%% values.
+judged(Reps) ->
+    case [C || #{cpu_ns := C} <- Reps] of
+        Cpu when length(Cpu) =:= length(Reps) -> Cpu;
+        _ -> [V || #{value := V} <- Reps]
+    end.
 
 default_repeat(quick) -> 5;
 default_repeat(full) -> 10.
@@ -343,7 +401,7 @@ collect(Pid, MRef, Name, Mod, Opts, Acc, Pace) ->
                 warmup ->
                     collect(Pid, MRef, Name, Mod, Opts, Acc, Pace);
                 _ ->
-                    Acc1 = [Rep | Acc],
+                    Acc1 = [go_on(Pid, Rep, [Rep | Acc], Opts) | Acc],
                     Pace1 = case beamlab_runtime_checkpoint:due(Name, Pace,
                                                                 erlang:monotonic_time(millisecond)) of
                                 false -> Pace;
@@ -383,6 +441,8 @@ stop_worker(Pid, MRef) ->
     exit(Pid, kill),
     receive {'DOWN', MRef, process, Pid, _} -> ok end.
 
+stage_error(_Mod, _Stage, {cpu, R}) ->
+    beamlab_runtime_cpu:format_error(R);
 stage_error(_Mod, Stage, {crashed, {Class, Reason, Stack}}) ->
     Where = case Stack of
                 [{M, F, A, Loc} | _] ->
@@ -413,13 +473,30 @@ stage_error(Mod, Stage, Reason) ->
 %% `beamlab_runtime_alloc' (its words, reductions and spawned processes go
 %% to the harness as `suite_alloc'; its time is not a sample), in the
 %% workload's wrapped copy (built from `{object_code, Bin}' when given).
--spec worker(pid(), module(), beamlab_workload:params(), pos_integer(), boolean(),
+%% `{ci, Min}': after each measured repetition the worker waits for the
+%% harness to say whether to go on (`{suite_go, Harness, Bool}');
+%% `{cpu, Reps}': each repetition also carries the CPU time of this VM's
+%% scheduler threads while it ran (`cpu_ns', beamlab_runtime_cpu).
+-spec worker(pid(), module(), beamlab_workload:params(),
+             pos_integer() | {ci, pos_integer()} | {cpu, pos_integer() | {ci, pos_integer()}}, boolean(),
              boolean() | {object_code, binary()}) -> ok.
+worker(Harness, Mod, Params, {cpu, Reps}, Warmup, Memory) ->
+    case beamlab_runtime_cpu:threads() of
+        {ok, Threads} -> worker(Harness, Mod, Params, Reps, Warmup, Memory, Threads);
+        {error, R} -> Harness ! {suite_error, self(), setup, {cpu, R}}, ok
+    end;
 worker(Harness, Mod, Params, Reps, Warmup, Memory) ->
+    worker(Harness, Mod, Params, Reps, Warmup, Memory, none).
+
+worker(Harness, Mod, Params, Reps, Warmup, Memory, Cpu) ->
     case catch_stage(fun() -> Mod:setup(Params) end) of
         {ok, {ok, State}} ->
-            Order = [warmup || Warmup] ++ lists:seq(1, Reps) ++ [{memory, Memory} || Memory =/= false],
-            State1 = reps(Harness, Mod, Params, State, Order),
+            Measured = case Reps of
+                           {ci, _} -> [{ci, 1}];
+                           N -> lists:seq(1, N)
+                       end,
+            Order = [warmup || Warmup] ++ Measured ++ [{memory, Memory} || Memory =/= false],
+            State1 = reps({Harness, Cpu}, Mod, Params, State, Order),
             _ = catch_stage(fun() -> Mod:teardown(State1) end),
             Harness ! {suite_done, self()},
             ok;
@@ -428,8 +505,9 @@ worker(Harness, Mod, Params, Reps, Warmup, Memory) ->
         {crashed, R} -> Harness ! {suite_error, self(), setup, {crashed, R}}, ok
     end.
 
-reps(_Harness, _Mod, _Params, State, []) -> State;
-reps(Harness, Mod, Params, State, [{memory, Memory}]) ->
+%% `To': the harness and the CPU threads to read (`none').
+reps(_To, _Mod, _Params, State, []) -> State;
+reps({Harness, _}, Mod, Params, State, [{memory, Memory}]) ->
     %% The repetition runs the workload's wrapped copy (same code, its spawns
     %% end with a last GC), built before the measurement; without debug
     %% information the workload itself, its processes seen through their GCs.
@@ -450,24 +528,51 @@ reps(Harness, Mod, Params, State, [{memory, Memory}]) ->
         {ok, {{ok, _Rep, State1}, Counts}} -> Harness ! {suite_alloc, self(), Counts#{wrapped => Wrapped}}, State1;
         _ -> State
     end;
-reps(Harness, Mod, Params, State, [Which | Rest]) ->
-    case catch_stage(fun() -> Mod:run(State, Params) end) of
+reps({Harness, _} = To, Mod, Params, State, [{ci, I} | Rest]) ->
+    %% (--ci: the harness says whether another repetition follows)
+    case rep(To, Mod, Params, State, I) of
+        {ok, State1} ->
+            receive
+                {suite_go, Harness, true} -> reps(To, Mod, Params, State1, [{ci, I + 1} | Rest]);
+                {suite_go, Harness, false} -> reps(To, Mod, Params, State1, Rest)
+            end;
+        {error, State1} ->
+            State1
+    end;
+reps(To, Mod, Params, State, [Which | Rest]) ->
+    case rep(To, Mod, Params, State, Which) of
+        {ok, State1} -> reps(To, Mod, Params, State1, Rest);
+        {error, State1} -> State1
+    end.
+
+%% One repetition, told to the harness (with its CPU time when measured).
+rep({Harness, Cpu}, Mod, Params, State, Which) ->
+    Before = cpu(Cpu),
+    Result = catch_stage(fun() -> Mod:run(State, Params) end),
+    Used = case Before of
+               none -> #{};
+               _ -> #{cpu_ns => cpu(Cpu) - Before}
+           end,
+    case Result of
         {ok, {ok, #{value := V} = Rep}} when is_number(V) ->
-            Harness ! {suite_rep, self(), Which, Rep},
-            reps(Harness, Mod, Params, State, Rest);
+            Harness ! {suite_rep, self(), Which, maps:merge(Rep, Used)},
+            {ok, State};
         {ok, {ok, #{value := V} = Rep, State1}} when is_number(V) ->
-            Harness ! {suite_rep, self(), Which, Rep},
-            reps(Harness, Mod, Params, State1, Rest);
+            Harness ! {suite_rep, self(), Which, maps:merge(Rep, Used)},
+            {ok, State1};
         {ok, {error, R}} ->
             Harness ! {suite_error, self(), run, R},
-            State;
+            {error, State};
         {ok, Other} ->
             Harness ! {suite_error, self(), run, {bad_return, Other}},
-            State;
+            {error, State};
         {crashed, R} ->
             Harness ! {suite_error, self(), run, {crashed, R}},
-            State
+            {error, State}
     end.
+
+cpu(none) -> none;
+cpu(Threads) -> beamlab_runtime_cpu:read(Threads).
 
 %% `suite --memory': words (and bytes), reductions and spawned processes of
 %% one repetition, as `extra.per_repetition'.
@@ -499,7 +604,7 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
                         unit => maps:get(unit, Info),
                         better => maps:get(better, Info),
                         counters => maps:get(counters, Last, #{}),
-                        extra => with_alloc(Last, (maps:get(extra, Last, #{}))#{check => Check})}),
+                        extra => stopped(Reps, with_alloc(Last, (maps:get(extra, Last, #{}))#{check => Check}))}),
     Secondary = [beamlab_result:benchmark(
                    [Name, $/, atom_to_binary(K)],
                    [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
@@ -508,7 +613,22 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
                  || #{key := K, unit := U, better := B} <- maps:get(metrics, Info),
                     %% A metric only some variants report is left out of the others.
                     lists:all(fun(R) -> maps:is_key(K, maps:get(metrics, R, #{})) end, Reps)],
-    lists:reverse([Primary | Secondary]).
+    %% --metric cpu: the scheduler threads' CPU time of each repetition
+    %% (ms), what --ci judges then.
+    Cpu = [beamlab_result:benchmark(
+             [Name, "/cpu"], [C / 1.0e6 || #{cpu_ns := C} <- Reps],
+             Common#{metric => <<"cpu">>, unit => <<"ms">>, better => lower,
+                     extra => #{check => Check,
+                                cpu_source => <<"scheduler threads (/proc/self/task/*/schedstat)">>}})
+           || lists:all(fun(R) -> is_map_key(cpu_ns, R) end, Reps)],
+    lists:reverse([Primary | Secondary] ++ Cpu).
+
+%% --ci: what ended the point's repetitions (the last one says).
+stopped(Reps, Extra) ->
+    case [By || #{stopped_by := By} <- Reps] of
+        [By | _] -> Extra#{stopped_by => By};
+        [] -> Extra
+    end.
 
 %% The point's check is the first failure over its repetitions, else the
 %% weakest status (unchecked if any repetition could not check itself).
@@ -534,11 +654,30 @@ document(Opts, Started, Benchmarks, Failures, Partial, Workloads) ->
                                        started_at => Started,
                                        params => maps:get(params, Opts)}),
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),
-    Doc2 = beamlab_result:set(extra, maps:merge(maps:get(extra, Opts),
-                                                #{workloads => Workloads, failures => Failures}),
+    Doc2 = beamlab_result:set(extra, maps:merge(maps:merge(maps:get(extra, Opts),
+                                                           #{workloads => Workloads, failures => Failures}),
+                                                stopping(Opts, Benchmarks, Partial)),
                               Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Partial}).
+
+%% --ci: what ended the run (`interrupted', else the points' reason that
+%% is furthest from confident) and the points that did not meet it.
+stopping(#{ci := Ci}, Benchmarks, Partial) when is_number(Ci) ->
+    Points = [{N, By} || #{name := N, extra := X} <- Benchmarks,
+                         By <- [maps:get(<<"stopped_by">>, X, maps:get(stopped_by, X, none))], By =/= none],
+    Reasons = [beamlab_format_units:to_binary(By) || {_, By} <- Points],
+    #{stopped_by => if
+                        Partial -> interrupted;
+                        true ->
+                            case [R || R <- [<<"max_time">>, <<"max_repeat">>], lists:member(R, Reasons)] of
+                                [R | _] -> R;
+                                [] -> converged
+                            end
+                    end,
+      unconfident => [N || {N, By} <- Points, beamlab_format_units:to_binary(By) =/= <<"converged">>]};
+stopping(_Opts, _Benchmarks, _Partial) ->
+    #{}.
 
 %% @doc One line per error.
 -spec format_error(error_reason()) -> iolist().

@@ -64,8 +64,12 @@ sweep_text_verbose(_Config) ->
     ?assertMatch({match, _}, re:run(Err, "^ +time +util .*runq", [multiline])),
     check_verbose(Doc, <<"matrix">>, "repetitions per configuration \\(-n\\)"),
     #{<<"findings">> := Fs} = Doc,
+    %% The matrix's own detector does not count its fresh VMs as other
+    %% processes; a repetition's finding (kept by the matrix, #35: "K of N
+    %% repetitions; worst ...") is that VM's view, where others are others.
     [?assertEqual(nomatch, binary:match(Ev, <<"other processes">>))
-     || #{<<"id">> := <<"machine_overloaded">>, <<"evidence">> := Ev} <- Fs],
+     || #{<<"id">> := <<"machine_overloaded">>, <<"evidence">> := Ev} <- Fs,
+        re:run(Ev, <<"^[0-9]+ of [0-9]+ repetitions; ">>) =:= nomatch],
     [?assertNotEqual(nomatch, binary:match(Out, T)) || #{<<"title">> := T} <- Fs].
 
 %% A VM that refuses its flags: its own error line is reported, the other

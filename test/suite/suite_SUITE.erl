@@ -19,6 +19,7 @@
 -export([cli_preset_termite/1, cli_preset_message_load/1, cli_verbose_scheduler_utilisation/1]).
 -export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
          cli_text_report/1, cli_text_unicode_and_ascii/1, cli_check_failure_exit_code/1]).
+-export([cli_ci_budget_spent/1, cli_ci_confident_cpu/1, cli_ci_bad_values/1]).
 
 all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
@@ -34,7 +35,8 @@ groups() ->
      {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
                 cli_text_report, cli_text_unicode_and_ascii, cli_check_failure_exit_code,
                 cli_interrupt_partial, cli_ctrl_c_partial, cli_preset_termite,
-                cli_preset_message_load, cli_verbose_scheduler_utilisation]}].
+                cli_preset_message_load, cli_verbose_scheduler_utilisation,
+                cli_ci_budget_spent, cli_ci_confident_cpu, cli_ci_bad_values]}].
 
 init_per_suite(Config) ->
     Dir = ?config(priv_dir, Config),
@@ -359,6 +361,64 @@ user_workload_source() ->
 
 cli(Args) -> beamlab_test_util:cli(Args).
 cli(Args, Opts) -> beamlab_test_util:cli(Args, Opts).
+
+%% --ci with a target no repetitions reach (0.01%) and a budget of 1 ms
+%% per point: every point stops on its budget, the text and the saved
+%% document say so, for which points; not an error.
+cli_ci_budget_spent(Config) ->
+    Json = filename:join(?config(priv_dir, Config), "ci-budget.json"),
+    #{code := 0, out := Out} = cli(["suite", "fib", "send", "--param", "fib.n=10", "-n", "1",
+                                    "--ci", "0.01%", "--max-time", "0.001", "--save", Json]),
+    {ok, Doc} = beamlab_result:load(Json),
+    #{params := #{<<"ci">> := Ci, <<"max_time">> := 1},
+      extra := #{<<"stopped_by">> := <<"max_time">>, <<"unconfident">> := Unmet}, benchmarks := Bs} = Doc,
+    ?assert(abs(Ci - 0.0001) < 1.0e-12),
+    Points = [N || #{name := N, extra := #{<<"stopped_by">> := <<"max_time">>}} <- Bs],
+    ?assertEqual([<<"fib">>, <<"send">>], lists:sort(Points)),
+    ?assertEqual(lists:sort(Points), lists:sort(Unmet)),
+    ?assertMatch({match, _}, re:run(Out, "^stopped: budget spent before (\\+-|±)0.01% \\(--max-time; "
+                                         "not within it: fib, send\\)", [multiline, unicode])),
+    %% the report says it too
+    Html = filename:join(?config(priv_dir, Config), "ci-budget.html"),
+    #{code := 0} = cli(["report", Json, "-o", Html]),
+    {ok, Page} = file:read_file(Html),
+    ?assertMatch({_, _}, binary:match(Page, <<"stopped: budget spent before ±0.01% (--max-time; "
+                                              "not within it: fib, send)"/utf8>>)).
+
+%% --ci with a target the repetitions reach (99%) and --metric cpu: the
+%% point repeats past -n until its CPU time's interval is within it,
+%% stopped as confident; each repetition's CPU time is the NAME/cpu
+%% benchmark (ms), as many values as repetitions.
+cli_ci_confident_cpu(_Config) ->
+    #{code := 0, out := Out} = cli(["suite", "fib", "--param", "fib.n=15", "-n", "2", "--ci", "99%",
+                                    "--metric", "cpu", "--format", "json"]),
+    {ok, Doc} = beamlab_json:decode(Out),
+    #{<<"params">> := #{<<"metric">> := <<"cpu">>, <<"max_time">> := 600000},
+      <<"extra">> := #{<<"stopped_by">> := <<"converged">>, <<"unconfident">> := []},
+      <<"benchmarks">> := Bs} = Doc,
+    [#{<<"samples">> := Own, <<"extra">> := #{<<"stopped_by">> := <<"converged">>}}] =
+        [B || #{<<"name">> := <<"fib">>} = B <- Bs],
+    [#{<<"samples">> := Cpu, <<"metric">> := <<"cpu">>, <<"unit">> := <<"ms">>,
+       <<"better">> := <<"lower">>, <<"stats">> := #{<<"mean">> := M, <<"ci_mean">> := [Lo, Hi]}}] =
+        [B || #{<<"name">> := <<"fib/cpu">>} = B <- Bs],
+    ?assert(length(Own) >= 3),
+    ?assertEqual(length(Own), length(Cpu)),
+    ?assert(lists:all(fun(C) -> C > 0 end, Cpu)),
+    ?assert(Hi / M - 1 =< 0.99 andalso 1 - Lo / M =< 0.99, {Lo, M, Hi}).
+
+%% Bad values: one line, exit 2.
+cli_ci_bad_values(_Config) ->
+    [begin
+         #{code := Code, err := Err} = R = cli(["suite", "fib" | Args]),
+         ct:log("~p", [R]),
+         ?assertEqual(2, Code),
+         ?assertMatch([_], binary:split(string:trim(Err), <<"\n">>, [global]), Err),
+         ?assertMatch({match, _}, re:run(Err, Pattern), {Args, Err})
+     end || {Args, Pattern} <- [{["--ci", "0"], "invalid value '0' for --ci"},
+                                {["--ci", "2"], "for 2 percent write 2%"},
+                                {["--max-time", "5"], "--max-time needs --ci"},
+                                {["--ci", "2%", "--max-time", "x"], "--max-time"},
+                                {["--metric", "wall"], "invalid value 'wall' for --metric"}]].
 
 cli_list(_) ->
     #{code := 0, out := Out} = cli(["suite", "--list"]),

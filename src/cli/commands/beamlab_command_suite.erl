@@ -86,10 +86,15 @@ experiment(Parsed) ->
     Suite = #{select => Select, params => Params, profile => Get(profile),
               repeat => beamlab_cli_args:get(repeat, Parsed, default),
               timeout => maps:get(timeout, beamlab_schema:from_flags(Schema, #{timeout => Get(timeout)})),
-              code_paths => Get(code_paths), flavor => Get(flavor),
+              code_paths => Get(code_paths), flavor => Get(flavor), metric => Get(metric),
               dist => maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
                                                 V <- [Get(O)], V =/= undefined])},
-    beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {suite, Suite}, command => maps:get(argv, Parsed),
+    %% --ci, and its budget per point in whole ms
+    Rule = maps:from_list([{ci, C} || C <- [Get(ci)], C =/= undefined]
+                          ++ [{max_time, max(1, round(T))}
+                              || #{max_time := T} <- [beamlab_schema:from_flags(Schema, #{max_time => Get(max_time)})],
+                                 is_number(T)]),
+    beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {suite, maps:merge(Suite, Rule)}, command => maps:get(argv, Parsed),
                  telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
                case Get(memory) of
                    true -> #{'after' => #{memory => true}};
