@@ -8,18 +8,22 @@
 %%% (`deep': d1 > ... > d6 > leaf_loop(2000)) and a gen_server a client
 %%% calls in a loop, each request a few microseconds of ordinary work
 %%% (`busy'). For each victim, rounds rotate the ways: untraced, `--calls
-%%% none' (stack samples only), `--calls time' (call_time counters on every
-%%% function + stack samples), `--calls time --patterns own' (counters on
-%%% the process's own modules only) and, on OTP 27, tprof on the node
-%%% (eprof on older releases); each way's throughput (iterations/s, read
-%%% from the victim's counter over 1.5 s while the capture runs) is
-%%% printed as a median and as a ratio to untraced, with the node's memory
-%%% growth while captured. Then, for `hot' and `deep', per function of
-%%% the in-node anchor's table: beamlab's share of calls and of own time
-%%% against the anchor's, as ratios; and the hot path of beamlab's flame
-%%% graph (the heaviest child from the root, over the stack samples)
-%%% against fprof's (the callee with the most accumulated time, from the
-%%% analysis of fprof run on the node).
+%%% none' (stack samples only), `--calls time --duty 100' (full: call_time
+%%% counters on every function all along + stack samples), `--calls time'
+%%% (the default: duty-cycled, the patterns on the process's own modules
+%%% 5% of the time, counts scaled), `--calls time --patterns all'
+%%% (duty-cycled, on every function) and, on OTP 27, tprof on the node (eprof on older
+%%% releases); each way's throughput (iterations/s, read from the
+%%% victim's counter over 1.5 s while the capture runs) is printed as a
+%%% median and as a ratio to untraced, with the node's memory growth while
+%%% captured. Then, for `hot', `deep' and `busy', per function of the
+%%% in-node anchor's table: the share of calls and of own time in the
+%%% duty-cycled table, the full one and the anchor's, as ratios, and the
+%%% calls per second (scaled ones for the duty cycle) against the full
+%%% capture's; and the hot path of beamlab's flame graph (the heaviest
+%%% child from the root, over the stack samples) against fprof's (the
+%%% callee with the most accumulated time, from the analysis of fprof run
+%%% on the node).
 %%%
 %%% Run from the repository root after `make':
 %%%   escript bench/capture_overhead.escript [ROUNDS]
@@ -56,14 +60,16 @@ main(Args) ->
     io:format("node ~s on OTP ~s (~s); ~b rounds, ways in rotating order, ~b ms windows~n"
               "load average before: ~ts~n~n", [Node, Otp, Erl, Rounds, ?WINDOW, loadavg()]),
     Anchor = case Tprof of true -> tprof; false -> eprof end,
-    Ways = [untraced, none, time, own, Anchor],
-    io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s  ~s~n",
-              ["victim", "untraced", "calls none", "calls time", "time own", Anchor, "none/un", "time/un",
-               "own/un", io_lib:format("~s/un", [Anchor]), "node memory growth (MiB: none, time, own)"]),
+    Ways = [untraced, none, time, duty, duty_all, Anchor],
+    io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s ~8s  ~s~n",
+              ["victim", "untraced", "stacks", "full time", "duty", "duty all", Anchor, "stacks", "full",
+               "duty", "duty all", Anchor, "node memory growth (MiB: stacks, full, duty, duty all)"]),
     Tables = [victim(Beamlab, Node, Cookie, V, Ways, Rounds) || V <- [bench_hot, bench_deep, bench_busy]],
-    io:format("~ncall tables (last round), beamlab --calls time against ~s on the node, per function "
-              "(share of calls, share of own time; ratio beamlab/~s):~n", [Anchor, Anchor]),
-    [compare(V, T, Anchor) || {V, T} <- Tables, V =/= bench_busy],
+    io:format("~ncall tables (last round): the duty-cycled capture (default) against the full one (--duty 100) "
+              "and ~s on the node, per function of ~s's top 6 (share of calls %, share of own time %; "
+              "ratios duty/~s and duty/full; calls per second, scaled for the duty cycle, duty/full):~n",
+              [Anchor, Anchor, Anchor]),
+    [compare(V, T, Anchor) || {V, T} <- Tables],
     io:format("~nhot paths: beamlab's flame graph (stack samples) against fprof on the node:~n"),
     [hot_path(Beamlab, Node, Cookie, V) || V <- [bench_hot, bench_deep, bench_busy]],
     io:format("~nload average after: ~ts~n", [loadavg()]),
@@ -98,8 +104,9 @@ victim_rounds(Beamlab, Node, Cookie, V, Ways, Rounds) ->
             fun(R, Acc) ->
                     Order = rotate(Ways, R),
                     lists:foldl(fun(W, A) ->
-                                        {Rate, Table, Mem} = way(Beamlab, Node, Cookie, V, W),
+                                        {Rate, Table, Mem, Sampled} = way(Beamlab, Node, Cookie, V, W),
                                         A#{W => [Rate | maps:get(W, A, [])], {table, W} => Table,
+                                           {sampled, W} => Sampled,
                                            {mem, W} => [Mem | maps:get({mem, W}, A, [])]}
                                 end, Acc, Order)
             end, #{}, lists:seq(0, Rounds - 1)),
@@ -107,16 +114,18 @@ victim_rounds(Beamlab, Node, Cookie, V, Ways, Rounds) ->
     U = Med(untraced),
     Ratio = fun(W) -> case Med(W) of undefined -> "-"; X -> io_lib:format("~.3f", [X / U]) end end,
     Fmt = fun(undefined) -> "-"; (X) -> io_lib:format("~.1f", [X]) end,
-    [_, _, _, _, Anchor] = Ways,
+    Anchor = lists:last(Ways),
     MemMed = fun(W) -> case [M || M <- maps:get({mem, W}, Res, []), is_number(M)] of
                            [] -> "-";
                            Ms -> io_lib:format("~.1f", [median(Ms) / 1048576])
                        end
              end,
-    io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s  ~s, ~s, ~s~n",
-              [atom_to_list(V) -- "bench_", Fmt(U), Fmt(Med(none)), Fmt(Med(time)), Fmt(Med(own)), Fmt(Med(Anchor)),
-               Ratio(none), Ratio(time), Ratio(own), Ratio(Anchor), MemMed(none), MemMed(time), MemMed(own)]),
-    {V, #{time => maps:get({table, time}, Res, []), anchor => maps:get({table, Anchor}, Res, [])}}.
+    io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s ~8s  ~s, ~s, ~s, ~s~n",
+              [atom_to_list(V) -- "bench_", Fmt(U), Fmt(Med(none)), Fmt(Med(time)), Fmt(Med(duty)),
+               Fmt(Med(duty_all)), Fmt(Med(Anchor)), Ratio(none), Ratio(time), Ratio(duty), Ratio(duty_all),
+               Ratio(Anchor), MemMed(none), MemMed(time), MemMed(duty), MemMed(duty_all)]),
+    {V, #{time => maps:get({table, time}, Res, {1, []}), duty => maps:get({table, duty}, Res, {1, []}),
+          anchor => maps:get({table, Anchor}, Res, {1, []}), sampled => maps:get({sampled, duty}, Res, null)}}.
 
 rotate(L, 0) -> L;
 rotate([H | T], N) -> rotate(T ++ [H], N - 1).
@@ -141,10 +150,10 @@ rate(Node, V) ->
     (B - A) * 1000 / (erlang:monotonic_time(millisecond) - T0).
 
 way(_Beamlab, Node, _Cookie, V, untraced) ->
-    {rate(Node, V), [], none};
+    {rate(Node, V), {1, []}, none, null};
 way(_Beamlab, Node, _Cookie, V, Anchor) when Anchor =:= tprof; Anchor =:= eprof ->
     {Rate, Total, Lines} = erpc:call(Node, capture_bench_victim, Anchor, [V, ?WINDOW], 60000),
-    {Rate, [{F, C, T / max(1, Total)} || {F, C, T} <- Lines], none};
+    {Rate, {?WINDOW, [{F, C, T / max(1, Total)} || {F, C, T} <- Lines]}, none, null};
 way(Beamlab, Node, Cookie, V, Way) ->
     {ok, #{<<"extra">> := #{<<"capture">> := Cap}}, Rate} = capture(Beamlab, Node, Cookie, V, Way, true),
     Table = [{F, C, S} || #{<<"function">> := F, <<"calls">> := C, <<"own_share">> := S} <- maps:get(<<"calls">>, Cap)],
@@ -152,12 +161,17 @@ way(Beamlab, Node, Cookie, V, Way) ->
               #{<<"node_memory_before">> := A, <<"node_memory_after">> := B} when is_integer(A), is_integer(B) -> B - A;
               _ -> none
           end,
-    {Rate, Table, Mem}.
+    {Rate, {max(1, maps:get(<<"elapsed_ms">>, Cap)), Table}, Mem, maps:get(<<"sampled">>, Cap, null)}.
 
 %% One `beamlab profile --node --process' run, its document and (when
 %% `Measure') the victim's throughput while it captured.
 capture(Beamlab, Node, Cookie, V, Way, Measure) ->
-    Calls = case Way of own -> "time --patterns own"; _ -> atom_to_list(Way) end,
+    Calls = case Way of
+                none -> "none";
+                time -> "time --duty 100";
+                duty -> "time";
+                duty_all -> "time --patterns all"
+            end,
     Out = filename:join("/tmp", "capbench-" ++ os:getpid() ++ ".json"),
     _ = file:delete(Out),
     %% (setsid: the launcher signals its process group when it ends)
@@ -188,20 +202,32 @@ wait_capturing(Node, N) ->
     end.
 
 %% Per function of the anchor's table (its top 6 by own time): the
-%% share of all calls and of own time in beamlab's table and in the
-%% anchor's, and beamlab's over the anchor's.
-compare(V, #{time := Time, anchor := Anchor}, Name) ->
+%% share of all calls and of own time in the duty-cycled table, the full
+%% one and the anchor's; duty over anchor and over full; and the calls
+%% per second of the duty-cycled capture (scaled) over the full one's.
+compare(V, #{time := {TMs, Time}, duty := {DMs, Duty}, anchor := {_, Anchor}, sampled := S}, Name) ->
     Calls = fun(L) -> max(1, lists:sum([C || {_, C, _} <- L])) end,
-    CT = Calls(Time), CA = Calls(Anchor),
+    CT = Calls(Time), CD = Calls(Duty), CA = Calls(Anchor),
     Top = lists:sublist(lists:reverse(lists:keysort(3, Anchor)), 6),
-    io:format("  ~s~n  ~-40s ~22s ~22s ~22s~n", [V, "function", "calls % (beamlab/" ++ atom_to_list(Name) ++ ")",
-                                                 "own % (beamlab/" ++ atom_to_list(Name) ++ ")", "ratio calls, own"]),
+    Sampled = case S of
+                  #{<<"on_fraction">> := F, <<"on_fraction_error">> := E, <<"windows">> := W} ->
+                      io_lib:format("patterns on ~.2f% of the time, ~b windows, on-time error ~.1f%", [F * 100, W, E * 100]);
+                  _ -> "not sampled"
+              end,
+    io:format("  ~s (duty cycle: ~s)~n  ~-36s ~26s ~26s ~18s ~18s ~14s~n",
+              [V, Sampled, "function", "calls % (duty/full/" ++ atom_to_list(Name) ++ ")",
+               "own % (duty/full/" ++ atom_to_list(Name) ++ ")", "duty/" ++ atom_to_list(Name) ++ " calls, own",
+               "duty/full calls, own", "calls/s duty/full"]),
+    R = fun(_, 0.0) -> "-"; (_, 0) -> "-"; (X, Y) -> io_lib:format("~.3f", [X / Y]) end,
+    Find = fun(F, L, Tot) -> case lists:keyfind(F, 1, L) of {_, C1, S1} -> {C1 / Tot, S1, C1}; false -> {0.0, 0.0, 0} end end,
     [begin
-         {BC, BS} = case lists:keyfind(F, 1, Time) of {_, C1, S1} -> {C1 / CT, S1}; false -> {0.0, 0.0} end,
-         R = fun(_, 0.0) -> "-"; (X, Y) -> io_lib:format("~.3f", [X / Y]) end,
-         io:format("  ~-40s ~10.2f/~-11.2f ~10.2f/~-11.2f ~10s, ~s~n",
-                   [F, BC * 100, AC / CA * 100, BS * 100, AS * 100, R(BC, AC / CA), R(BS, AS * 1.0)])
-     end || {F, AC, AS} <- Top],
+         {DC, DS, DN} = Find(F, Duty, CD),
+         {TC, TS, TN} = Find(F, Time, CT),
+         AC = AN / CA,
+         io:format("  ~-36s ~8.2f/~8.2f/~8.2f ~8.2f/~8.2f/~8.2f ~8s, ~8s ~8s, ~8s ~14s~n",
+                   [F, DC * 100, TC * 100, AC * 100, DS * 100, TS * 100, AS * 100, R(DC, AC), R(DS, AS * 1.0),
+                    R(DC, TC), R(DS, TS), R(DN / DMs, TN / TMs)])
+     end || {F, AN, AS} <- Top],
     ok.
 
 %% The hot path of beamlab's flame graph (a --calls none capture: the

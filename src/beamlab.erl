@@ -221,8 +221,10 @@ amqp(Uri, Opts) ->
 %% the node prints them, registered names, `top:reductions',
 %% `top:message_queue') and `{node, Node}': a call capture of those
 %% processes (kind `capture', no module loaded on the node): `duration'
-%% (ms), `stacks' (sample | trace), `calls' (time | none), `max_rate',
-%% `max_total', `cookie'.
+%% (ms), `stacks' (sample | trace), `calls' (time | none), `duty' (the %
+%% of the time the call_time patterns are on, default 5; 100: all along),
+%% `duty_period' (ms), `patterns' (own | all), `max_rate', `max_total',
+%% `cookie'.
 -spec profile(inner() | {pid, pos_integer()} | {node, node() | string()}, experiment_opts()) -> result().
 profile(Subject, Opts) ->
     experiment(beamlab_experiment_opts:profile(inner(Subject), Opts)).

@@ -16,6 +16,7 @@
                      processes := [beamlab_profile_capture:target()],
                      duration => pos_integer(),                        % ms
                      stacks => sample | trace, calls => time | none, patterns => all | own,
+                     duty => 1..100, duty_period => pos_integer(),       % %, ms
                      max_rate => pos_integer(), max_total => pos_integer(),
                      label => unicode:chardata()}.
 -type error_reason() :: {watch, beamlab_sut_watch:error_reason()}
@@ -33,7 +34,8 @@ name() -> capture.
 %% @doc The options a capture takes (the command line's `profile
 %% --process' flags are built from them): the `node' (the library's first
 %% argument), `cookie', `label', `process' (texts), `duration' (ms; the
-%% command line's in seconds), `stacks', `calls', `patterns', `max_rate',
+%% command line's in seconds), `stacks', `calls', `patterns', `duty' (%),
+%% `duty_period' (ms; the command line's in seconds), `max_rate',
 %% `max_total'.
 -spec options() -> [beamlab_schema:option()].
 options() ->
@@ -57,10 +59,18 @@ options() ->
      #{name => calls, long => "calls", type => {enum, [time, none]}, default => time, metavar => "time|none",
        help => "--process: count calls and own time per function (call_time; slows call-heavy code) "
                "or none (stack samples only, nearly free)"},
-     #{name => patterns, long => "patterns", type => {enum, [all, own]}, default => all, metavar => "all|own",
-       help => "--process: call_time on every function (default) or on the processes' own modules only "
-               "(the modules on their stacks and of their initial calls: calls into lists, ets, ... "
-               "are not timed, and cost nothing)"},
+     #{name => patterns, long => "patterns", type => {enum, [all, own]}, metavar => "all|own",
+       help => "--process: call_time on the processes' own modules only (the modules on their stacks and "
+               "of their initial calls: calls into lists, ets, ... are not timed, and cost nothing; the "
+               "default with --duty below 100) or on every function (the default with --duty 100)"},
+     #{name => duty, long => "duty", type => pos_integer, max => 100, max_why => "a share of the time",
+       metavar => "PCT",
+       help => "--process --calls time: the call_time patterns are on PCT% of the time (default 5: "
+               "one window every --duty-period, on the own modules, counts and times scaled; 100: on all along, every call "
+               "timed, the call-heavy code slowed tens of times)"},
+     #{name => duty_period, long => "duty-period", type => pos_number, scale => 1000, max => 3600000,
+       max_why => "an hour", metavar => "S",
+       help => "--process --duty: seconds from one window's start to the next (default 2)"},
      #{name => max_rate, long => "max-rate", type => pos_integer, metavar => "N",
        max => 10000000, max_why => "trace messages one second holds in memory",
        help => "--process: stop after N trace messages in one second (default 20000)"},
@@ -70,7 +80,8 @@ options() ->
 
 %% @doc Builds the capture from an option map (`node', `cookie',
 %% `process' (a list of texts), `duration' in ms, `stacks', `calls',
-%% `max_rate', `max_total', `label'), checked against options/0 first.
+%% `patterns', `duty', `duty_period' in ms, `max_rate', `max_total',
+%% `label'), checked against options/0 first.
 -spec new(#{atom() => term()}) -> {ok, capture()} | {error, error_reason()}.
 new(#{node := Node, process := Procs} = Opts) ->
     Given = maps:filter(fun(_, V) -> V =/= undefined end, maps:without([node], Opts)),
@@ -79,8 +90,9 @@ new(#{node := Node, process := Procs} = Opts) ->
             try
                 Targets = [target(text(P)) || P <- Procs],
                 %% (whole milliseconds: the command line's seconds may have a fraction)
-                Ms = maps:from_list([{duration, max(1, round(D))} || {ok, D} <- [maps:find(duration, Given)]]),
-                {ok, maps:merge(maps:merge(maps:with([cookie, stacks, calls, patterns, max_rate, max_total, label], Opts), Ms),
+                Ms = maps:from_list([{K, max(1, round(D))} || K <- [duration, duty_period],
+                                                              {ok, D} <- [maps:find(K, Given)]]),
+                {ok, maps:merge(maps:merge(maps:with([cookie, stacks, calls, patterns, duty, max_rate, max_total, label], Opts), Ms),
                                 #{node => text(Node), processes => Targets})}
             catch
                 throw:{bad_process, _} = E -> {error, E}
@@ -119,7 +131,8 @@ run(#{node := Name, processes := Targets} = C, Exp, _Inner) ->
             case beamlab_profile_capture:resolve(Node, Targets, 10000) of
                 {ok, Procs} ->
                     Opts = maps:merge(#{duration => maps:get(duration, C, ?DEFAULT_MS)},
-                                      maps:with([stacks, calls, patterns, max_rate, max_total], C)),
+                                      maps:with([stacks, calls, patterns, duty, duty_period, max_rate,
+                                                 max_total], C)),
                     case beamlab_profile_capture:capture(Node, Procs, Opts) of
                         {ok, Cap} -> {ok, document(C, Exp, Started, Cap)};
                         {error, R} -> {error, {capture, R}}

@@ -30,10 +30,17 @@
 %%% gone. Before 27, classic tracing (`erlang:trace/3'): a process with a
 %%% tracer already (dbg, another tool) is refused, and `call_time'
 %%% patterns are per node (a concurrent eprof or tprof on the node would
-%%% lose its own). The document says which ran. See docs/profile.md.
+%%% lose its own). The document says which ran.
+%%%
+%%% By default the `call_time' patterns are duty-cycled: set on the
+%%% processes' own modules for one window of `duty'% of each
+%%% `duty_period', then paused, read and removed; the counters summed over
+%%% the windows are scaled by the measured on-fraction (what a breakpoint
+%%% on every call costs a call-heavy process is paid only in the windows).
+%%% `duty => 100' keeps them on all along. See docs/profile.md.
 -module(beamlab_profile_capture).
 
--export([resolve/3, capture/3, agent_exprs/0, fun_name/1, format_error/1]).
+-export([resolve/3, capture/3, agent_exprs/0, fun_name/1, on_fraction/2, scale/2, format_error/1]).
 
 -type target() :: {pid, string()} | {name, string()} | {top, reductions | message_queue}
                 | {queue, string()}.
@@ -41,17 +48,22 @@
                   stacks => sample | trace,
                   calls => time | none,               % none: stack samples only
                   patterns => all | own,              % own: the processes' own modules only
+                  duty => 1..100,                     % % of the time the patterns are on
+                  duty_period => pos_integer(),       % ms: one window on, then off
                   max_rate => pos_integer(),          % trace messages per second
                   max_total => pos_integer(),         % trace messages and samples in all
                   sample_ms => pos_integer(),
                   grace_ms => pos_integer()}.
 -type resolved() :: #{spec := binary(), pid := pid()}.
+%% A duty cycle's window on the node's monotonic clock (µs): the patterns'
+%% setting began and returned, their pause began and returned.
+-type window() :: {integer(), integer(), integer(), integer()}.
 -type capture() :: #{atom() => term()}.
 -type error_reason() :: {bad_pid, string()} | {no_process, string()} | {no_name, string()}
                       | {no_queue, string()} | {not_rabbit, string()}
                       | {node, node(), term()} | {traced, [binary()]} | {agent, term()}
                       | no_processes.
--export_type([target/0, opts/0, resolved/0, capture/0, error_reason/0]).
+-export_type([target/0, opts/0, resolved/0, capture/0, error_reason/0, window/0]).
 
 -define(MAX_RATE, 20000).
 -define(MAX_TOTAL, 2000000).
@@ -63,6 +75,8 @@
 -define(MAX_SAMPLES, 300000).
 -define(CALL_MS, 10000).
 -define(OTHER, <<"[other stacks]">>).
+-define(DUTY, 5).
+-define(DUTY_PERIOD_MS, 2000).
 
 %%--------------------------------------------------------------------
 %% Which processes
@@ -190,12 +204,27 @@ capture(Node, Procs, Opts) ->
     try
         Otp = otp(call(Node, erlang, system_info, [otp_release], ?CALL_MS)),
         Untraced = reduction_rates(Node, Pids, 300),
-        Cfg = #{sample_ms => maps:get(sample_ms, Opts, ?SAMPLE_MS),
+        Calls = maps:get(calls, Opts, time),
+        Pct = maps:get(duty, Opts, ?DUTY),
+        PeriodUs = maps:get(duty_period, Opts, ?DUTY_PERIOD_MS) * 1000,
+        %% Duty-cycled: only call_time with sampled stacks (trace stacks
+        %% need their local patterns all along); 100% is a full capture.
+        Duty = case {Calls, Stacks} of
+                   {time, sample} when Pct < 100 -> {max(1, PeriodUs * Pct div 100), PeriodUs};
+                   _ -> none
+               end,
+        Cfg = #{sample_ms => maps:get(sample_ms, Opts, ?SAMPLE_MS), duty => Duty,
                 max_rate => maps:get(max_rate, Opts, ?MAX_RATE),
                 max_total => maps:get(max_total, Opts, ?MAX_TOTAL),
-                stacks => Stacks, memory => Otp >= 26 andalso maps:get(calls, Opts, time) =:= time,
-                calls => maps:get(calls, Opts, time),
-                patterns => maps:get(patterns, Opts, all),
+                %% (no call_memory in a duty cycle: switching call_time and
+                %% call_memory on and off together crashes OTP 27.3's VM,
+                %% docs/profile.md)
+                stacks => Stacks, memory => Otp >= 26 andalso Calls =:= time andalso Duty =:= none,
+                calls => Calls,
+                %% A duty cycle reads the counters at each window's end, one
+                %% trace_info call per patterned function: the own modules'
+                %% few by default, not every loaded function.
+                patterns => maps:get(patterns, Opts, case Duty of none -> all; _ -> own end),
                 until_ms => Duration + maps:get(grace_ms, Opts, ?GRACE_MS),
                 batch_ms => ?BATCH_MS, max_stacks => ?MAX_STACKS, depth => ?DEPTH},
         Agent = spawn(Node, erl_eval, exprs, [agent_exprs(), []]),
@@ -321,6 +350,15 @@ result(Node, Procs, Cfg, Started, Untraced, St) ->
                                                 end}
                  || #{pid := P, spec := Spec} <- Procs],
     {NodeMemBefore, NodeMemAfter} = maps:get(node_memory, D, {null, null}),
+    Windows = maps:get(windows, D, []),
+    {Fraction, FracErr} = on_fraction(Windows, Elapsed),
+    Sampled = case maps:get(duty, Cfg) of
+                  none -> null;
+                  {OnUs, PeriodUs} ->
+                      #{on_fraction => Fraction, on_fraction_error => FracErr, windows => length(Windows),
+                        on_ms => OnUs / 1000, period_ms => PeriodUs div 1000}
+              end,
+    Scale = case Sampled of null -> 1.0; _ -> Fraction end,
     #{node => atom_to_binary(Node),
       tracing => tracing(Cfg#{session => maps:get(session, Started, false)}),
       calls_mode => atom_to_binary(maps:get(calls, Cfg)),
@@ -329,7 +367,8 @@ result(Node, Procs, Cfg, Started, Untraced, St) ->
       otp_release => maps:get(otp, Cfg),
       stacks_mode => atom_to_binary(maps:get(stacks, Cfg)),
       processes => Processes,
-      calls => calls(maps:get(times, D, []), maps:get(memory, D, []), Pids, Profile),
+      calls => calls(maps:get(times, D, []), maps:get(memory, D, []), Pids, Profile, Scale),
+      sampled => Sampled,
       memory_measured => maps:get(memory, Cfg),
       profile => Profile,
       timeline => timeline(Samples, Folded),
@@ -462,7 +501,7 @@ timeline(Samples, Folded) ->
 %% The call table: per function the calls, own time and words of the
 %% captured processes (the VM's counters), and its share of the stack
 %% samples (self and total).
-calls(Times, Mems, Pids, Profile) ->
+calls(Times, Mems, Pids, Profile, Scale) ->
     Ours = fun(P) -> lists:member(P, Pids) end,
     MemBy = maps:from_list([{MFA, lists:sum([W || {P, _, W} <- L, Ours(P)])} || {MFA, L} <- Mems]),
     SampleShare = maps:from_list([{N, {S, T}} || #{<<"name">> := N, <<"self">> := S, <<"total">> := T}
@@ -477,10 +516,35 @@ calls(Times, Mems, Pids, Profile) ->
     [begin
          Name = fun_name(MFA),
          {SS, TS} = maps:get(Name, SampleShare, {0, 0}),
-         #{function => Name, calls => C, own_us => U, own_share => U / AllUs,
-           self_samples => SS / NSamples, total_samples => TS / NSamples,
-           memory_words => maps:get(MFA, MemBy, null)}
+         Words = maps:get(MFA, MemBy, null),
+         #{function => Name, calls => scale(C, Scale), own_us => scale(U, Scale), own_share => U / AllUs,
+           calls_counted => C, self_samples => SS / NSamples, total_samples => TS / NSamples,
+           memory_words => case Words of null -> null; _ -> scale(Words, Scale) end}
      end || {MFA, C, U} <- lists:sublist(Sorted, 300)].
+
+%% @doc The share of `ElapsedUs' during which a duty cycle's patterns
+%% counted, and its relative error: `{Fraction, Error}'. The VM switches
+%% a pattern on (and pauses it) at some moment inside the
+%% `trace_pattern' call, not known more closely, so each window counts
+%% from the middle of its setting to the middle of its pause, give or
+%% take half of each call's length; `Error' is that sum over the on-time
+%% (0.05: the scaled figures are 5% uncertain from it). No window (or no
+%% time): `{0.0, 0.0}'.
+-spec on_fraction([window()], non_neg_integer()) -> {float(), float()}.
+on_fraction(Windows, ElapsedUs) ->
+    On = lists:sum([(P0 + P1) / 2 - (S0 + S1) / 2 || {S0, S1, P0, P1} <- Windows]),
+    Unsure = lists:sum([((S1 - S0) + (P1 - P0)) / 2 || {S0, S1, P0, P1} <- Windows]),
+    case On > 0 andalso ElapsedUs > 0 of
+        true -> {min(1.0, On / ElapsedUs), Unsure / On};
+        false -> {0.0, 0.0}
+    end.
+
+%% @doc A counter of the on-time scaled to the whole capture: `N' divided
+%% by the on-fraction, rounded (`N' itself when the fraction is 0 or 1:
+%% nothing counted, or counted all the time).
+-spec scale(non_neg_integer(), float()) -> non_neg_integer().
+scale(N, F) when F > 0.0, F < 1.0 -> round(N / F);
+scale(N, _) -> N.
 
 %%--------------------------------------------------------------------
 %% The agent on the node
@@ -499,6 +563,10 @@ agent_text() ->
       #{sample_ms := Iv, max_rate := MaxRate, max_total := MaxTotal, stacks := Mode, memory := Mem0,
         calls := Calls, until_ms := UntilMs, batch_ms := BatchMs, max_stacks := MaxStacks, depth := Depth,
         patterns := Scope} = Cfg,
+      %% Duty cycle: {OnUs, PeriodUs} (patterns set for OnUs out of every
+      %% PeriodUs, their counters read and the patterns removed at each
+      %% window's end) or none (patterns on the whole capture).
+      Duty = maps:get(duty, Cfg, none),
       Self = self(),
       %% Queued trace messages stay out of the heap: a collection does
       %% not copy them (the usual setting of a tracer).
@@ -580,12 +648,67 @@ agent_text() ->
               Before = [{P, Info(P)} || P <- Ps],
               MemBefore = erlang:memory(total),
               {reductions, R0} = erlang:process_info(Self, reductions),
-              [TraceF(Spec, true, [Pat]) || Pat <- Pats, Spec <- PatSpecs],
+              PatsTo = fun(How) -> [TraceF(Spec, How, [Pat]) || Pat <- Pats, Spec <- PatSpecs] end,
+              case Duty of none -> PatsTo(true); _ -> ok end,
               Traced = case Flags of
                          [] -> [P || P <- Ps, erlang:is_process_alive(P)];
                          _ -> [P || P <- Ps, (catch TraceP(P, true, Flags)) =:= 1]
                        end,
               Reds0 = [{P, erlang:process_info(P, reductions)} || P <- Traced],
+              Read = fun(Item) ->
+                       MFAs = lists:append([try [{M, F, Ar} || {F, Ar} <- M:module_info(functions)]
+                                            catch _:_ -> [] end
+                                            || {M, _} <- code:all_loaded(),
+                                               Mods =:= all orelse lists:member(M, Mods)]),
+                       Infos = lists:zipwith(TInfo, MFAs,
+                                             lists:duplicate(length(MFAs), Item)),
+                       [{MFA, I} || {MFA, {_, [_ | _] = I}} <- lists:zip(MFAs, Infos)]
+                     end,
+              %% Counters summed over the windows: {MFA, P} => {Calls, Us}
+              %% and {MFA, P} => Words.
+              AddT = fun(Ts, Acc) ->
+                       lists:foldl(fun({MFA, L}, A0) ->
+                                     lists:foldl(fun({P, Cn, S, U}, A1) ->
+                                                   {C0, U0} = maps:get({MFA, P}, A1, {0, 0}),
+                                                   A1#{{MFA, P} => {C0 + Cn, U0 + S * 1000000 + U}}
+                                                 end, A0, L)
+                                   end, Acc, Ts)
+                     end,
+              AddM = fun(Ms, Acc) ->
+                       lists:foldl(fun({MFA, L}, A0) ->
+                                     lists:foldl(fun({P, _, W}, A1) ->
+                                                   A1#{{MFA, P} => maps:get({MFA, P}, A1, 0) + W}
+                                                 end, A0, L)
+                                   end, Acc, Ms)
+                     end,
+              %% A window's end: the patterns paused (the counters stop at
+              %% once), read, then removed (which frees them). Its times
+              %% {SetStart, SetEnd, PauseStart, PauseEnd} tell the on-time.
+              Close = fun(#{won := false} = A) -> A;
+                         (A) ->
+                           {S0, S1} = maps:get(ws, A),
+                           P0 = Now(),
+                           PatsTo(pause),
+                           P1 = Now(),
+                           Ts = case Calls of time -> Read(call_time); none -> [] end,
+                           Ms = case Mem of true -> Read(call_memory); false -> [] end,
+                           PatsTo(false),
+                           A#{won := false, wins := [{S0, S1, P0, P1} | maps:get(wins, A)],
+                              acc_t := AddT(Ts, maps:get(acc_t, A)), acc_m := AddM(Ms, maps:get(acc_m, A)),
+                              read_us := maps:get(read_us, A) + (Now() - P1)}
+                       end,
+              Toggle = fun(#{won := false} = A) ->
+                             S0 = Now(),
+                             PatsTo(true),
+                             S1 = Now(),
+                             {OnUs, _} = Duty,
+                             A#{won := true, ws := {S0, S1}, wnext := S1 + OnUs};
+                          (A) ->
+                             {S0, _} = maps:get(ws, A),
+                             {_, PeriodUs} = Duty,
+                             A1 = Close(A),
+                             A1#{wnext := erlang:max(S0 + PeriodUs, Now())}
+                       end,
               T0 = Now(),
               C ! {beamlab_capture_started, Self, #{traced => Traced, before => Before, session => Sess =/= none}},
               Hard = T0 + UntilMs * 1000,
@@ -688,10 +811,12 @@ agent_text() ->
                           T >= Hard -> {deadline, A};
                           Live =:= [] -> {exited, A};
                           T >= NextBatch -> L(Flush(A#{batch := T + BatchMs * 1000}));
+                          Duty =/= none, T >= map_get(wnext, A) -> L(Toggle(A));
                           true ->
                             %% (A stop or a DOWN is seen before the next
                             %% tick even when the ticks fall behind.)
-                            Wait = erlang:max(0, (Next - T + 999) div 1000),
+                            Due = case Duty of none -> Next; _ -> erlang:min(Next, map_get(wnext, A)) end,
+                            Wait = erlang:max(0, (Due - T + 999) div 1000),
                             receive
                               {beamlab_capture_stop, C} -> {stopped, A};
                               {'DOWN', CRef, process, C, _} -> {gone, A};
@@ -708,12 +833,16 @@ agent_text() ->
                      end,
               Init = #{ids => #{}, new => [], nid => 1, samples => [], n => 0, msgs => 0, win => T0,
                        win_n => 0, over => false, waiting => 0, dead => [], peak => 0, cur => #{}, next => T0,
-                       batch => T0 + BatchMs * 1000},
+                       batch => T0 + BatchMs * 1000, won => false, ws => none, wnext => T0, wins => [],
+                       acc_t => #{}, acc_m => #{}, read_us => 0},
               %% High priority while sampling (a few microseconds a
               %% millisecond), so ticks, bounds and a stop are honoured
               %% on a saturated node; normal again for reading the table.
               Prio = erlang:process_flag(priority, high),
-              {Why, A9} = case Traced of [] -> {exited, Init}; _ -> Loop(Init) end,
+              {Why, A8} = case Traced of [] -> {exited, Init}; _ -> Loop(Init) end,
+              %% (an open window is closed and read, unless beamlab is
+              %% gone: then only the cleanup below runs)
+              A9 = case Why of gone -> A8; _ when Duty =/= none -> Close(A8); _ -> A8 end,
               [catch TraceP(P, false, Flags) || P <- Ps],
               erlang:process_flag(priority, Prio),
               Reds1 = [{P, erlang:process_info(P, reductions)} || P <- Traced],
@@ -723,24 +852,26 @@ agent_text() ->
                 _ ->
                   A10 = Flush(A9),
                   TR = Now(),
-                  Read = fun(Item) ->
-                           MFAs = lists:append([try [{M, F, Ar} || {F, Ar} <- M:module_info(functions)]
-                                                catch _:_ -> [] end
-                                                || {M, _} <- code:all_loaded(),
-                                                   Mods =:= all orelse lists:member(M, Mods)]),
-                           Infos = lists:zipwith(TInfo, MFAs,
-                                                 lists:duplicate(length(MFAs), Item)),
-                           [{MFA, I} || {MFA, {_, [_ | _] = I}} <- lists:zip(MFAs, Infos)]
-                         end,
-                  Times = case Calls of time -> Read(call_time); none -> [] end,
-                  Mems = case Mem of true -> Read(call_memory); false -> [] end,
-                  ReadUs = Now() - TR,
+                  Group = fun(Acc, Row) ->
+                            maps:to_list(maps:fold(fun({MFA, P}, V, G) ->
+                                                     G#{MFA => [Row(P, V) | maps:get(MFA, G, [])]}
+                                                   end, #{}, Acc))
+                          end,
+                  {Times, Mems} =
+                    case Duty of
+                      none -> {case Calls of time -> Read(call_time); none -> [] end,
+                               case Mem of true -> Read(call_memory); false -> [] end};
+                      _ -> {Group(maps:get(acc_t, A10), fun(P, {Cn, Us}) -> {P, Cn, 0, Us} end),
+                            Group(maps:get(acc_m, A10), fun(P, W) -> {P, 0, W} end)}
+                    end,
+                  ReadUs = Now() - TR + maps:get(read_us, A10),
                   {reductions, R1} = erlang:process_info(Self, reductions),
                   #{why => Why, times => Times, memory => Mems, 'after' => [{P, Info(P)} || P <- Ps],
                     elapsed_us => Elapsed, agent_reductions => R1 - R0, peak => maps:get(peak, A10),
                     modules => case Mods of all -> []; _ -> Mods end,
                     node_memory => {MemBefore, erlang:memory(total)}, messages => maps:get(msgs, A10),
                     waiting => maps:get(waiting, A10), dead => maps:get(dead, A10), read_us => ReadUs,
+                    windows => lists:reverse(maps:get(wins, A10)),
                     reductions_captured => maps:from_list([{P, Rb - Ra} || {P, {reductions, Ra}} <- Reds0,
                                                                            {Q, {reductions, Rb}} <- Reds1,
                                                                            P =:= Q])}

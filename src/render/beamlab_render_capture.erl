@@ -21,6 +21,7 @@ render(#{extra := #{<<"capture">> := C}} = Doc, Opts) ->
                     stacks_what(Get(<<"stacks_mode">>), maps:get(<<"sample_ms">>, Bounds, 1)),
                     calls_what(Get(<<"calls_mode">>))]),
      io_lib:format("tracing: ~ts~n", [Get(<<"tracing">>)]),
+     sampled(Get(<<"sampled">>)),
      io_lib:format("stopped: ~ts~n", [stopped(Get(<<"stopped">>), C)]),
      "\n",
      processes(Procs),
@@ -41,6 +42,16 @@ stacks_what(_, Ms) -> io_lib:format("process_info stacks every ~b ms, on CPU onl
 
 calls_what(<<"none">>) -> "no call counters";
 calls_what(_) -> "calls and own time counted by the VM (call_time)".
+
+%% A duty-cycled capture says so, with how much of the time it counted.
+sampled(#{<<"on_fraction">> := F} = S) ->
+    io_lib:format("sampled: patterns on ~ts of the time (~b windows of ~ts every ~ts; on-time known within ~ts), "
+                  "counts and times scaled to the whole capture~n",
+                  [beamlab_format_units:percent(num(F)), num(maps:get(<<"windows">>, S, 0)),
+                   beamlab_format_units:duration(num(maps:get(<<"on_ms">>, S, 0)), ms),
+                   beamlab_format_units:duration(num(maps:get(<<"period_ms">>, S, 0)), ms),
+                   beamlab_format_units:percent(num(maps:get(<<"on_fraction_error">>, S, 0)))]);
+sampled(_) -> "".
 
 stopped(<<"stopped">>, _) -> "at the end of its duration";
 stopped(<<"interrupted">>, _) -> "interrupted (what was captured until then is kept)";

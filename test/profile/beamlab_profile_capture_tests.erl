@@ -77,3 +77,46 @@ render_test() ->
     [?assertNotEqual(nomatch, binary:match(Text, S), S)
      || S <- [<<"m:spin/2">>, <<"at the end of its duration">>, <<"0.800 of untraced">>, <<"exited">>,
               <<"1500 us">>, <<"cost on the node">>]].
+
+%% The duty cycle's arithmetic: each window counts from the middle of
+%% its setting to the middle of its pause; the error is half of both
+%% calls' lengths over the on-time; counters are divided by the fraction.
+on_fraction_test() ->
+    %% Two windows of 50 ms on (set 2 ms, pause 2 ms) in 1 s: 100 ms.
+    W = [{0, 2000, 50000, 52000}, {500000, 502000, 550000, 552000}],
+    {F, E} = beamlab_profile_capture:on_fraction(W, 1000000),
+    ?assertEqual(0.1, F),
+    ?assert(abs(E - 0.04) < 1.0e-9),
+    ?assertEqual({0.0, 0.0}, beamlab_profile_capture:on_fraction([], 1000000)),
+    ?assertEqual({0.0, 0.0}, beamlab_profile_capture:on_fraction(W, 0)),
+    %% (never above 1: a window longer than the elapsed time)
+    ?assertMatch({1.0, _}, beamlab_profile_capture:on_fraction([{0, 0, 2000, 2000}], 1000)).
+
+scale_test() ->
+    ?assertEqual(1000, beamlab_profile_capture:scale(50, 0.05)),
+    ?assertEqual(333, beamlab_profile_capture:scale(100, 0.3)),
+    ?assertEqual(0, beamlab_profile_capture:scale(0, 0.05)),
+    %% counted all along, or nothing counted: as is
+    ?assertEqual(7, beamlab_profile_capture:scale(7, 1.0)),
+    ?assertEqual(7, beamlab_profile_capture:scale(7, 0.0)).
+
+duty_options_test() ->
+    {ok, C} = beamlab_experiment_capture:new(#{node => "n@h", process => ["p"], duty => 20, duty_period => 2000.4}),
+    ?assertEqual(20, maps:get(duty, C)),
+    ?assertEqual(2000, maps:get(duty_period, C)),
+    ?assertMatch({error, {option, _}}, beamlab_experiment_capture:new(#{node => "n@h", process => ["p"], duty => 101})),
+    ?assertMatch({error, {option, _}}, beamlab_experiment_capture:new(#{node => "n@h", process => ["p"], duty => 0})).
+
+render_sampled_test() ->
+    Doc = #{kind => capture, params => #{},
+            extra => #{<<"capture">> =>
+                           #{<<"node">> => <<"n@h">>, <<"elapsed_ms">> => 2000, <<"samples">> => 10,
+                             <<"stacks_mode">> => <<"sample">>, <<"calls_mode">> => <<"time">>,
+                             <<"tracing">> => <<"classic">>, <<"stopped">> => <<"stopped">>,
+                             <<"sampled">> => #{<<"on_fraction">> => 0.05, <<"on_fraction_error">> => 0.02,
+                                                <<"windows">> => 2, <<"on_ms">> => 50.0, <<"period_ms">> => 1000},
+                             <<"processes">> => [], <<"calls">> => [], <<"cost">> => #{}},
+                       <<"profile">> => #{}}},
+    Text = unicode:characters_to_binary(beamlab_render_capture:render(Doc, #{})),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"sampled: patterns on 5">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"counts and times scaled">>)).

@@ -12,19 +12,24 @@
 %%% captures a queue's process of the private broker under each
 %%% configuration; a name the broker does not have is one line. On OTP 27
 %%% the capture runs in a trace session of its own, beside another tracer.
+%%% The default capture is duty-cycled (patterns on 5% of the time, counts
+%%% scaled) and says so; `--duty 100' counts all along; a SIGKILL while
+%%% the duty cycle's patterns are on, and while they are off, leaves the
+%%% node clean.
 -module(capture_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
-         bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1, session_otp27/1]).
+         bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1, session_otp27/1,
+         full_capture/1, sigkill_patterns_on/1, sigkill_patterns_off/1]).
 
 -define(COOKIE, "capture_suite_cookie_27182").
 
 all() ->
     [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture,
-     matrix_queue, matrix_bad_process, session_otp27].
+     matrix_queue, matrix_bad_process, session_otp27, full_capture, sigkill_patterns_on, sigkill_patterns_off].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -53,6 +58,7 @@ init_per_testcase(session_otp27, Config) ->
 init_per_testcase(Case, Config) ->
     Victim = case Case of
                  hot_loop -> hot;
+                 full_capture -> hot;
                  rate_bound -> hot;
                  growing_mailbox -> mailbox;
                  watch_capture -> mailbox;
@@ -93,6 +99,18 @@ end_per_testcase(_Case, Config) ->
 hot_loop(Config) ->
     #{doc := Doc} = capture(Config, ["--process", "capture_hot", "--duration", "1"]),
     ?assertEqual(<<"capture_victim:spin/2">>, hottest(Doc)),
+    %% The default is the duty cycle: it says so, in the document and the
+    %% text, and its counts are the counted ones scaled up.
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    #{<<"sampled">> := #{<<"on_fraction">> := F, <<"windows">> := W}} = C,
+    ?assert(W >= 1 andalso F > 0 andalso F < 1),
+    ?assertEqual([<<"capture_victim">>], maps:get(<<"pattern_modules">>, C)),
+    [#{<<"calls">> := Scaled, <<"calls_counted">> := Counted} | _] = maps:get(<<"calls">>, C),
+    ?assertEqual(beamlab_profile_capture:scale(Counted, F), Scaled),
+    {ok, Loaded} = beamlab_result:from_json(Doc),
+    Text = unicode:characters_to_binary(beamlab_render_capture:render(Loaded, #{})),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"sampled: patterns on ">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"counts and times scaled">>)),
     [P] = procs(Doc),
     ?assertMatch(#{<<"label">> := <<"<0.", _/binary>>}, P),
     ?assertEqual(<<"capture_hot">>, maps:get(<<"registered_name">>, maps:get(<<"before">>, P))),
@@ -110,6 +128,8 @@ deep_chain(Config) ->
     #{doc := Doc} = capture(Config, ["--process", "capture_deep", "--duration", "1", "--folded", Folded,
                                      "--speedscope", Speedscope, "--save", Save]),
     ?assertEqual(<<"capture_victim:leaf_loop/2">>, hottest(Doc)),
+    ?assertMatch(#{<<"windows">> := W} when W >= 1,
+                 maps:get(<<"sampled">>, maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)))),
     Chain = <<"capture_victim:deep/0;capture_victim:d1/0;capture_victim:d2/0;capture_victim:d3/0;"
               "capture_victim:d4/0;capture_victim:d5/0;capture_victim:d6/0;capture_victim:leaf_loop/2">>,
     {ok, FoldedText} = file:read_file(Folded),
@@ -188,6 +208,56 @@ sigkill(Config) ->
     [ok = beamlab_test_util:signal_pid(P, "KILL") || P <- beamlab_test_util:launcher_children(H)],
     _ = beamlab_test_util:cli_group_finish(H),
     clean(Config).
+
+%% `--duty 100': call_time on every function all along, nothing scaled.
+full_capture(Config) ->
+    #{doc := Doc, code := 0} = capture(Config, ["--process", "capture_hot", "--duration", "1", "--duty", "100"]),
+    ?assertEqual(<<"capture_victim:spin/2">>, hottest(Doc)),
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    ?assertEqual(null, maps:get(<<"sampled">>, C)),
+    ?assertEqual(<<"all">>, maps:get(<<"patterns">>, C)),
+    [#{<<"calls">> := N, <<"calls_counted">> := N} | _] = maps:get(<<"calls">>, C),
+    clean(Config).
+
+%% SIGKILL to beamlab's VM while the duty cycle's patterns are on (a
+%% window of 10 s from the start): the node is left clean.
+sigkill_patterns_on(Config) ->
+    H = start_duty(Config, "50", "20"),
+    wait_pattern(Config, true),
+    kill(H),
+    clean(Config).
+
+%% ... and while they are off (a window of 0.6 s, then 59.4 s off): the
+%% window seen on, then off, before the kill.
+sigkill_patterns_off(Config) ->
+    H = start_duty(Config, "1", "60"),
+    wait_pattern(Config, true),
+    wait_pattern(Config, false),
+    kill(H),
+    clean(Config).
+
+start_duty(Config, Pct, Period) ->
+    H = beamlab_test_util:cli_start_group(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,
+                                           "--process", "capture_deep", "--duration", "60",
+                                           "--duty", Pct, "--duty-period", Period], #{dir => ?config(dir, Config)}),
+    wait_traced(Config),
+    H.
+
+kill(H) ->
+    [ok = beamlab_test_util:signal_pid(P, "KILL") || P <- beamlab_test_util:launcher_children(H)],
+    _ = beamlab_test_util:cli_group_finish(H),
+    ok.
+
+%% The deep victim's leaf has its call_time pattern (On) or none.
+wait_pattern(Config, On) ->
+    Peer = ?config(peer, Config),
+    beamlab_test_util:wait_until(
+      fun() ->
+              case peer:call(Peer, erlang, trace_info, [{capture_victim, leaf_loop, 2}, call_time]) of
+                  {call_time, L} when is_list(L) -> On;
+                  _ -> not On
+              end
+      end, 60000, {pattern_on, On}).
 
 %% A name nobody registered, a pid that is not one, a dead pid: one line,
 %% exit 2, and no atom created on the node for the unknown name.

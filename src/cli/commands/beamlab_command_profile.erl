@@ -51,7 +51,8 @@ usage() ->
     "Usage: beamlab profile [OPTIONS] -- COMMAND...\n"
     "       beamlab profile --pid OSPID | --node NAME@HOST [--duration S] [OPTIONS]\n"
     "       beamlab profile --node NAME@HOST --process PID|NAME|top:reductions|top:message_queue|queue:NAME\n"
-    "                       [--process ...] [--duration S] [--stacks sample|trace] [--calls time|none]\n\n"
+    "                       [--process ...] [--duration S] [--stacks sample|trace] [--calls time|none]\n"
+    "                       [--duty PCT] [--duty-period S] [--patterns own|all]\n\n"
     "Samples call stacks with perf (Debian package linux-perf) at --freq per thread.\n"
     "Each sample is resolved into an Erlang function (Module:Function/Arity, named\n"
     "by the JIT's perf map), an emulator C function (GC, hashing, copying, BIFs),\n"
@@ -66,6 +67,9 @@ usage() ->
     "  beamlab profile --node rabbit@$(hostname -s) --cookie SECRET --duration 10\n"
     "  beamlab profile --node app@host --process my_server --duration 5 --save --folded s.folded\n"
     "  beamlab profile --node app@host --process top:message_queue --calls none\n"
+    "  (--process counts calls with call_time patterns on its own modules 5% of the time by default,\n"
+    "   counts and times scaled and said to be; --duty 100: every call of every function timed, the\n"
+    "   full table, at a tenth of the process's speed or less for call-heavy code; docs/profile.md)\n"
     "  beamlab report before.json after.json -o flame.html   (differential flame graph)\n".
 
 %% @doc The files written besides `--save' (`--folded', `--speedscope').
