@@ -150,3 +150,50 @@ load_finding_test() ->
     %% the finding survives JSON
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
     {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).
+
+%% #35 `--ci': a runner whose values are given per configuration, in turn.
+values_runner(Values) ->
+    Counter = counters:new(1, []),
+    fun(#{name := Name}, _Argv) ->
+            ok = counters:add(Counter, 1, 1),
+            Vs = maps:get(Name, Values),
+            V = lists:nth((counters:get(Counter, 1) - 1) rem length(Vs) + 1, Vs),
+            {ok, #{exit => 0, env => #{},
+                   result => #{benchmarks => [#{name => <<"x">>, unit => <<"ns">>, better => <<"lower">>,
+                                                stats => #{mean => V}}]}}}
+    end.
+
+ci_spec(Extra) ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
+    maps:merge(#{configs => Cs, command => ["run", "x"], repeat => 1, argv => ["matrix"],
+                 started_at => <<"2026-01-01T00:00:00Z">>, inner => {erlang, error, [not_called]}}, Extra).
+
+%% Steady values meet 5% once there are 3 of them: -n 1 becomes 3 rounds,
+%% stopped as confident.
+ci_converged_test() ->
+    {ok, R} = beamlab_env_matrix:run(ci_spec(#{ci => 0.05, max_time => 600000}),
+                                     #{runner => values_runner(#{<<"+S 1">> => [100.0, 101.0, 99.0]})}),
+    #{benchmarks := [#{samples := S}], params := #{<<"ci">> := 0.05, <<"max_time">> := 600000},
+      extra := #{<<"stopped_by">> := <<"converged">>, <<"unconfident">> := []}} = R,
+    ?assertEqual(3, length(S)).
+
+%% Values that never agree and no budget: stopped after the least rounds
+%% as `max_time', the configuration named.
+ci_budget_test() ->
+    {ok, R} = beamlab_env_matrix:run(ci_spec(#{ci => 0.01, max_time => 1, repeat => 2}),
+                                     #{runner => values_runner(#{<<"+S 1">> => [10.0, 1000.0]})}),
+    #{benchmarks := [#{name := Name, samples := S}],
+      extra := #{<<"stopped_by">> := <<"max_time">>, <<"unconfident">> := [Name]}} = R,
+    %% (the budget is judged after the least rounds: at least 2)
+    ?assert(length(S) >= 2),
+    Text = unicode:characters_to_binary(beamlab_render_matrix:render(R, #{unicode => false})),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"stopped: budget spent before +/-1% (--max-time; "
+                                                  "not within it: +S 1 / x)">>)).
+
+%% Without --ci nothing changes: -n rounds, no stop reason.
+ci_absent_test() ->
+    {ok, R} = beamlab_env_matrix:run(ci_spec(#{repeat => 2}),
+                                     #{runner => values_runner(#{<<"+S 1">> => [10.0, 1000.0]})}),
+    #{benchmarks := [#{samples := [_, _]}], extra := Extra, params := P} = R,
+    ?assertNot(maps:is_key(<<"stopped_by">>, Extra)),
+    ?assertNot(maps:is_key(<<"ci">>, P)).

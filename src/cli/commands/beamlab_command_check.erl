@@ -52,7 +52,9 @@ usage() ->
     "  beamlab check\n"
     "  beamlab check --against main\n"
     "  beamlab check --against HEAD~1 --metric reductions --threshold 1%\n"
-    "  beamlab check --against origin/main --summary comment.md --save\n".
+    "  beamlab check --against origin/main --summary comment.md --save\n"
+    "  beamlab check --against main --metric cpu,reductions     (CPU time per iteration: load-independent)\n"
+    "  beamlab check --against main --ci 2% --max-time 300      (more rounds until within +-2%, or 5 min)\n".
 
 %% @doc The file written besides `--save' (`--summary').
 -spec files(beamlab_cli_args:parsed()) -> #{outputs := [beamlab_runtime_file:named()]}.

@@ -77,6 +77,8 @@ usage() ->
     "  beamlab matrix --vm '+sbwt none' --vm '+sbwt very_long' --wrap 'taskset -c 0' -- suite ring\n"
     "  beamlab matrix --erl /opt/otp26/bin/erl --erl /opt/otp27/bin/erl -- run 'ok.'\n"
     "  beamlab matrix --file grid.config --format json --save\n"
+    "  beamlab matrix --vm '+S 1' --vm '+S 2' --ci 2% --max-time 600 -- run 'lists:seq(1, 1000).'\n"
+    "  beamlab matrix --vm '+S 1' --vm '+S 2' --metric cpu -- run 'lists:seq(1, 1000).'\n"
     "  beamlab matrix --target rabbitmq --vm '+sbt u' --vm '+sbt db' --vm '+S 1' \\\n"
     "                 --wrap 'taskset -c 1' -n 3 -- amqp --closed-loop 50 -z 6\n"
     "  beamlab matrix --target rabbitmq --otp /opt/beamlab-otp/27 --flavor emu --flavor jit -n 5 \\\n"

@@ -40,7 +40,9 @@ usage() ->
     "  beamlab suite --preset message-load --profile full -v\n"
     "  beamlab suite --preset ./my-table.preset\n"
     "  beamlab suite -pa ./ebin my_workload --format json\n"
-    "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n".
+    "  beamlab suite ring --flavor emu            (the interpreter: an OTP with both flavours)\n"
+    "  beamlab suite fib ring --ci 2% --max-time 60   (repeat each point until within +-2%, or 60 s)\n"
+    "  beamlab suite fib --metric cpu                 (also each repetition's CPU time: fib/cpu)\n".
 
 %% @doc The preset file read, when `--preset' names one (`--save' is the
 %% output).
