@@ -594,8 +594,13 @@ format_error({socket, Posix}) when is_atom(Posix) ->
 format_error({socket, R}) ->
     io_lib:format("socket error: ~ts", [ssl:format_error(R)]);
 format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
-    %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...).
-    [Text];
+    %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...);
+    %% a text from elsewhere may not be UTF-8 nor one line.
+    Chars = case unicode:characters_to_list(Text) of
+                L when is_list(L) -> L;
+                _ -> binary_to_list(Text)
+            end,
+    [case C of C when C < 32; C =:= 127 -> $\s; C -> C end || C <- Chars];
 format_error(closed) ->
     "the connection or channel is closed";
 format_error(Other) ->

@@ -499,6 +499,7 @@ format_error({unknown_method, C, M}) ->
 format_error({amqp_encode, R}) ->
     io_lib:format("cannot encode AMQP value: ~0tp", [R]);
 format_error({Name, R}) when is_atom(Name) ->
-    io_lib:format("malformed ~s method: ~0tp", [Name, R]);
+    %% (a name of any atom: its control characters are not printed)
+    io_lib:format("malformed ~ts method: ~0tp", [[C || C <- atom_to_list(Name), C >= 32], R]);
 format_error(R) ->
     io_lib:format("malformed AMQP data: ~0tp", [R]).

@@ -87,4 +87,7 @@ format_error({nodes_unreachable, Nodes}) ->
 format_error({load_code, R}) ->
     io_lib:format("cannot load beamlab's code on a node: ~0p", [R]);
 format_error({peer, R}) ->
-    ["cannot start a peer node: ", beamlab_runtime_peer:format_error(R)].
+    ["cannot start a peer node: ", beamlab_runtime_peer:format_error(R)];
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -288,7 +288,10 @@ format_error({declare_queue, Q, R}) ->
 format_error({declare_exchange, Ex, R}) ->
     io_lib:format("cannot declare exchange ~ts: ~ts", [Ex, beamlab_amqp:format_error(R)]);
 format_error({bind, Q, R}) ->
-    io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]).
+    io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% A failed synchronous operation also sends the channel owner (us) an
 %% amqp_closed message, already in the mailbox when the call returns: drop

@@ -192,7 +192,10 @@ format_error({unknown_query_param, Uri, K}) ->
 format_error({bad_percent_encoding, Uri, password}) ->
     io_lib:format("~ts: bad percent-encoding in the password", [redact(Uri)]);
 format_error({bad_percent_encoding, Uri, S}) ->
-    io_lib:format("~ts: bad percent-encoding in \"~ts\"", [redact(Uri), S]).
+    io_lib:format("~ts: bad percent-encoding in \"~ts\"", [redact(Uri), S]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% Never print a password back.
 redact(Uri) ->

@@ -106,4 +106,7 @@ format_error({exit, 2}) ->
 format_error({exit, 130}) ->
     "beamlab: interrupted";
 format_error({exit, Code}) ->
-    io_lib:format("beamlab: exit code ~b", [Code]).
+    io_lib:format("beamlab: exit code ~b", [Code]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

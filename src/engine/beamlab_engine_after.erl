@@ -316,4 +316,7 @@ format_error({compile, Reason}) ->
 format_error({runner, {Class, Reason, Frames}}) ->
     ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, Frames)];
 format_error({runner, {Class, Reason}}) ->
-    ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, [])].
+    ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, [])];
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

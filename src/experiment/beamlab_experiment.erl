@@ -280,6 +280,11 @@ format_error({unsupported, target, Kind}) ->
 format_error({inner_kind, Outer, Inner}) ->
     io_lib:format("a ~ts cannot run a ~ts experiment inside it (it runs: ~ts)",
                   [Outer, Inner, lists:join(", ", [atom_to_list(K) || K <- inner_kinds(Outer)])]);
-format_error({Kind, R}) ->
-    {ok, Mod} = beamlab_experiment_kind:find(Kind),
-    Mod:format_error(R).
+format_error({Kind, R} = Reason) ->
+    case beamlab_experiment_kind:find(Kind) of
+        {ok, Mod} -> Mod:format_error(R);
+        error -> io_lib:format("~0tP", [Reason, 12])
+    end;
+format_error(Other) ->
+    %% (a reason of no kind: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -7,7 +7,7 @@
 -behaviour(beamlab_experiment_kind).
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
--export([check_options/1, check_config/1]).
+-export([check_options/1, check_config/1, check_name/2]).
 
 %% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
@@ -30,20 +30,142 @@ name() -> amqp.
 %% @doc The options of an AMQP load: the load generator's
 %% (`beamlab_amqp_config:defaults/0' but `out' and `nodes'), `nodes',
 %% `watch'. Numbers are bounded, each with the reason for its limit
-%% (#27); the flag of each is PerfTest's, and the command line takes the
-%% bounds from here.
+%% (#27); texts are checked (a URI parses, a name fits AMQP's 255 bytes,
+%% a queue pattern has its number's conversion); the flag of each is
+%% PerfTest's, and the command line takes the bounds and checks from
+%% here.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    Bounded = bounded(),
+    Bounded = bounded() ++ texts(),
     Names = [N || #{name := N} <- Bounded],
     Bounded ++ [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [nodes, watch],
                                 not lists:member(K, Names)].
 
+%% The queues are named by a list or a pattern, not both.
+-define(ONE_WAY, "give one of ~ts or ~ts: the queues are named one way").
 -define(MAX_COUNT, 100000).             % producers, consumers, closed-loop channels
 -define(MAX_CHANNELS, 2047).            % the client's channel_max
 -define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
 -define(MAX_SECONDS, 31536000).         % one year
 -define(MAX_RATE, 1000000000).
+
+%% The options of text (URIs, names, a pattern, the test id), after the
+%% numbers (the command line reads every number before it turns these
+%% flags' text into the values the library takes, then checks them here:
+%% the order here is the order of the checks, the same for both fronts).
+texts() ->
+    Undef = {enum, [undefined]},
+    [#{name => uri, short => "h", long => "uri", type => string,
+       default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
+       check => fun check_uri/1,
+       help => "broker URI amqp://user:pass@host:port/vhost or amqps:// (TLS); -h is the URI, "
+               "as in PerfTest"},
+     #{name => uris, short => "H", long => "uris", type => {list, string}, cli_type => string,
+       metavar => "URI,URI...", check => fun(Us) -> first_error([check_uri(U) || U <- Us]) end,
+       help => "URIs of a cluster's nodes: each connection takes them in a random order "
+               "(the first that answers); queue i is declared on node i"},
+     #{name => queue, short => "u", long => "queue", type => {one_of, [string, Undef]},
+       cli_type => string, metavar => "NAME[,NAME...]",
+       check => fun(Q) -> check_name(queue, Q) end,
+       conflicts => [{queues, ?ONE_WAY}, {queue_pattern, ?ONE_WAY}],
+       help => "queue name(s) (default: one queue named after the test id, deleted at the end)"},
+     %% (the command line's -u a,b: each name checked as `queue')
+     #{name => queues, type => {one_of, [{list, string}, Undef]},
+       conflicts => [{queue_pattern, ?ONE_WAY}],
+       check => fun(undefined) -> ok;
+                   (Qs) -> first_error([check_name(queue, Q) || Q <- Qs])
+                end},
+     #{name => exchange, short => "e", long => "exchange", type => string, cli_type => string,
+       metavar => "NAME", check => fun(E) -> check_name(exchange, E) end,
+       help => "exchange name (\"\" or amq.default: the default exchange; "
+               "default: named after its type, as PerfTest)"},
+     #{name => routing_key, short => "k", long => "routing-key", type => {one_of, [string, Undef]},
+       cli_type => string, metavar => "KEY", check => fun(K) -> check_name(routing_key, K) end,
+       help => "routing key (default: the queue's name, to which the queue is bound)"},
+     #{name => queue_pattern, short => "qp", long => "queue-pattern", type => term, cli_type => string,
+       metavar => "PATTERN", check => fun check_pattern/1,
+       help => "queue name pattern, e.g. 'perf-test-%d' (Java format: "
+               "%d, %s, %03d...)"},
+     #{name => id, short => "d", long => "id", type => {one_of, [string, Undef]}, cli_type => string,
+       metavar => "ID", check => fun check_id/1,
+       help => "test id printed on every line (default: test-HHMMSS-mmm)"}].
+
+check_uri(undefined) -> ok;
+check_uri(Uri) ->
+    case beamlab_amqp_uri:parse(Uri) of
+        {ok, _} -> ok;
+        {error, R} -> {error, beamlab_amqp_uri:format_error(R)}
+    end.
+
+%% @doc A queue's name (1 to 255 bytes), an exchange's or a routing key
+%% (0 to 255 bytes): AMQP's short strings, checked before the broker
+%% closes the channel for them; `undefined' is none given.
+-spec check_name(queue | exchange | routing_key, term()) -> ok | {error, string()}.
+check_name(_, undefined) ->
+    ok;
+check_name(What, Name) ->
+    B = unicode:characters_to_binary(Name),
+    Min = case What of queue -> 1; _ -> 0 end,
+    case is_binary(B) andalso byte_size(B) >= Min andalso byte_size(B) =< 255 of
+        true -> ok;
+        false ->
+            {error, lists:flatten(
+                      io_lib:format("'~ts' is not ~ts (~ts to 255 bytes of UTF-8)",
+                                    [beamlab_schema:value_text(Name), case What of
+                                                           queue -> "a queue name";
+                                                           exchange -> "an exchange name";
+                                                           routing_key -> "a routing key"
+                                                       end, integer_to_list(Min)]))}
+    end.
+
+%% `{Pattern, From, To}': queues Pattern with its conversion replaced by
+%% From..To, at most as many as connections to one broker.
+check_pattern(undefined) ->
+    ok;
+check_pattern({P, From, To}) when is_integer(From), is_integer(To), From =< To ->
+    Text = case P of
+               B when is_binary(B) -> is_list(unicode:characters_to_list(B));
+               L when is_list(L) -> io_lib:char_list(L);
+               _ -> false
+           end,
+    case Text andalso beamlab_amqp_perftest:check_pattern(P) of
+        false -> check_pattern(none);
+        _ when To - From >= ?MAX_COUNT ->
+            {error, lists:flatten(io_lib:format("~b to ~b is more than ~b queues", [From, To, ?MAX_COUNT]))};
+        ok -> ok;
+        {error, Why} -> {error, ["'", beamlab_schema:value_text(P), "' ", Why]}
+    end;
+check_pattern({_P, From, To}) when is_integer(From), is_integer(To) ->
+    {error, lists:flatten(io_lib:format("the first number ~b is above the last ~b", [From, To]))};
+check_pattern(_) ->
+    {error, "expected {Pattern, From, To}: a pattern with %d and the first and last numbers"}.
+
+%% The test id is part of queue and connection names: printable, short.
+check_id(undefined) ->
+    ok;
+check_id(Id) ->
+    B = unicode:characters_to_binary(Id),
+    S = unicode:characters_to_list(Id),
+    if
+        not (is_binary(B) andalso is_list(S)) orelse S =:= [] ->
+            {error, "the test id is empty"};
+        true ->
+            Printable = io_lib:printable_unicode_list(S)
+                andalso not lists:any(fun(C) -> C < 32 orelse C =:= 127 end, S),
+            if
+                not Printable ->
+                    {error, "the test id must be printable text (no newline or control character): "
+                            "it names the run's queues"};
+                byte_size(B) > 200 ->
+                    {error, lists:flatten(io_lib:format("the test id is ~b bytes; at most 200 (queue names "
+                                                        "are at most 255)", [byte_size(B)]))};
+                true -> ok
+            end
+    end.
+
+first_error([]) -> ok;
+first_error([ok | Rest]) -> first_error(Rest);
+first_error([{error, _} = E | _]) -> E.
 
 bounded() ->
     Undef = {enum, [undefined]},
@@ -217,8 +339,8 @@ bounded() ->
 %% the same reason.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
-    Bounded = bounded(),
-    beamlab_schema:check(Bounded, maps:with([N || #{name := N} <- Bounded], Given)).
+    Declared = bounded() ++ texts(),
+    beamlab_schema:check(Declared, maps:with([N || #{name := N} <- Declared], Given)).
 
 %% @doc Checks a whole configuration for a run that cannot work: a
 %% frame_max below AMQP's smallest, nothing to run, or a consumer count

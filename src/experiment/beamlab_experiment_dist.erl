@@ -132,4 +132,7 @@ format_error({name, E}) ->
     case error_class({name, E}) of
         usage -> ["--name: ", beamlab_runtime_peer:format_error(E)];
         failure -> beamlab_runtime_peer:format_error(E)
-    end.
+    end;
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

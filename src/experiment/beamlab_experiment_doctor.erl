@@ -60,7 +60,6 @@
 -type error_reason() :: {option, beamlab_schema:error_reason()} | {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
                       | target_needs_load | load_needs_target | {target_start, usage | failure, binary()}
                       | load_cmd_without_flags
-                      | {node_conflict, atom()} | {duration_without_node, term()}
                       | beamlab_experiment_doctor_node:error_reason().
 
 -define(CONF, 0.95).
@@ -234,12 +233,9 @@ build(Opts) ->
                    none -> none;
                    N0 -> unicode:characters_to_list(N0)
                end,
-        _ = Node =/= none andalso
-            [throw({?MODULE, {node_conflict, K}}) || K <- [target, vm, wrap, cgroup, remedy, schedulers, probe_ms,
-                                                            curve_reps, max_remedies, reps],
-                                                     Get(K, undefined) =/= undefined, Get(K, undefined) =/= []],
+        %% (a node with the probe's options, a duration without a node:
+        %% refused by check_options/1 before)
         Duration = Get(duration, undefined),
-        _ = Node =:= none andalso Duration =/= undefined andalso throw({?MODULE, {duration_without_node, Duration}}),
         Vm = words(vm, Get(vm, "")),
         Wrap = words(wrap, Get(wrap, "")),
         Counts = case Get(schedulers, auto) of
@@ -581,8 +577,6 @@ verdict(#{benchmarks := Bs}) ->
 -spec error_class(error_reason()) -> usage | failure.
 error_class({option, _}) -> usage;
 error_class({bad_option, _, _}) -> usage;
-error_class({node_conflict, _}) -> usage;
-error_class({duration_without_node, _}) -> usage;
 error_class({node, _} = R) -> beamlab_experiment_doctor_node:error_class(R);
 error_class({vm_start, _}) -> usage;
 error_class({cgroup, _, _}) -> usage;
@@ -601,13 +595,6 @@ format_error({bad_option, wrap, S}) ->
     io_lib:format("--wrap ~ts: an unterminated quote", [S]);
 format_error({bad_option, schedulers, S}) ->
     io_lib:format("--schedulers ~ts: give scheduler counts from 1 to 1024 separated by commas", [S]);
-format_error({node_conflict, target}) ->
-    "--node reads a running node as it is; --target restarts a broker of its own: give one of them";
-format_error({node_conflict, K}) ->
-    io_lib:format("--node reads a running node as it is: --~ts applies to the fresh VMs of the probe only",
-                  [string:replace(atom_to_list(K), "_", "-", all)]);
-format_error({duration_without_node, _}) ->
-    "--duration is how long --node watches a node: give --node NAME@HOST too";
 format_error({node, _} = R) ->
     beamlab_experiment_doctor_node:format_error(R);
 format_error({bad_option, K, V}) ->
@@ -624,4 +611,7 @@ format_error(load_cmd_without_flags) ->
 format_error({target_start, _, Msg}) ->
     io_lib:format("the broker did not start with the default flags: ~ts", [Msg]);
 format_error({cgroup, Dir, _}) ->
-    io_lib:format("--cgroup ~ts: not a cgroup directory (no cgroup.procs there)", [Dir]).
+    io_lib:format("--cgroup ~ts: not a cgroup directory (no cgroup.procs there)", [Dir]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

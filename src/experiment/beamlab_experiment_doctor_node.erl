@@ -160,4 +160,7 @@ error_class({node, _}) -> failure.
 format_error({node, {read, _, _} = E}) ->
     beamlab_sut_doctor:format_error(E);
 format_error({node, E}) ->
-    beamlab_sut_watch:format_error(E).
+    beamlab_sut_watch:format_error(E);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

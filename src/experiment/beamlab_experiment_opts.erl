@@ -444,4 +444,7 @@ common(Opts, Exp, After) ->
 format_error({unknown_option, K}) ->
     io_lib:format("unknown option ~0tp", [K]);
 format_error({bad_option, K, V}) ->
-    io_lib:format("bad value for option ~0tp: ~0tP", [K, V, 10]).
+    io_lib:format("bad value for option ~0tp: ~0tP", [K, V, 10]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

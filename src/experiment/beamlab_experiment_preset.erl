@@ -103,4 +103,7 @@ combine(Preset, [{_, First} | _] = Runs, Params) ->
 %% @doc One line for each error.
 -spec format_error(term()) -> iolist().
 format_error({unknown_preset, N}) ->
-    io_lib:format("unknown preset '~ts' (matrix presets: ~ts)", [N, lists:join(", ", names())]).
+    io_lib:format("unknown preset '~ts' (matrix presets: ~ts)", [N, lists:join(", ", names())]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -155,7 +155,10 @@ is_input(Out, Sources) ->
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error({report, R}) ->
-    reason(R).
+    reason(R);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 reason(no_documents) ->
     "report needs at least one result document";

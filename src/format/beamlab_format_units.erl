@@ -27,9 +27,9 @@ plural(_, Word) -> Word ++ "s".
 
 %% @doc A count of iterations or messages: `"982"', `"17266 Ki"', `"1402 Mi"'.
 -spec count(number()) -> string().
-count(N) when N >= 100000000000 -> scaled(N / 1000000000, " Gi");
-count(N) when N >= 100000000 -> scaled(N / 1000000, " Mi");
-count(N) when N >= 100000 -> scaled(N / 1000, " Ki");
+count(N) when N >= 100000000000 -> scaled(quot(N, 1000000000), " Gi");
+count(N) when N >= 100000000 -> scaled(quot(N, 1000000), " Mi");
+count(N) when N >= 100000 -> scaled(quot(N, 1000), " Ki");
 count(N) when is_integer(N) -> integer_to_list(N);
 count(N) when N == 0 -> "0";
 count(N) when N >= 100 -> integer_to_list(round(N));
@@ -45,21 +45,21 @@ duration(Ns) ->
 %% @doc A duration given in `Unit' (ns, us, ms or s).
 -spec duration(number(), ns | us | ms | s) -> string().
 duration(V, Unit) ->
-    Ns = V * case Unit of ns -> 1; us -> 1000; ms -> 1000000; s -> 1000000000 end,
+    Ns = mul(V, case Unit of ns -> 1; us -> 1000; ms -> 1000000; s -> 1000000000 end),
     A = abs(Ns),
     if
         A < 10000 -> sig(Ns, 3) ++ " ns";
-        A < 10000000 -> sig(Ns / 1000, 3) ++ " us";
-        A < 10000000000 -> sig(Ns / 1000000, 3) ++ " ms";
-        true -> sig(Ns / 1000000000, 3) ++ " s"
+        A < 10000000 -> sig(quot(Ns, 1000), 3) ++ " us";
+        A < 10000000000 -> sig(quot(Ns, 1000000), 3) ++ " ms";
+        true -> sig(quot(Ns, 1000000000), 3) ++ " s"
     end.
 
 %% @doc A byte size: `"512 B"', `"24.2 KiB"', `"3.00 GiB"'.
 -spec bytes(number()) -> string().
 bytes(B) when abs(B) < 1024 -> sig(B, 3) ++ " B";
-bytes(B) when abs(B) < 1048576 -> sig(B / 1024, 3) ++ " KiB";
-bytes(B) when abs(B) < 1073741824 -> sig(B / 1048576, 3) ++ " MiB";
-bytes(B) -> sig(B / 1073741824, 3) ++ " GiB".
+bytes(B) when abs(B) < 1048576 -> sig(quot(B, 1024), 3) ++ " KiB";
+bytes(B) when abs(B) < 1073741824 -> sig(quot(B, 1048576), 3) ++ " MiB";
+bytes(B) -> sig(quot(B, 1073741824), 3) ++ " GiB".
 
 %% @doc A rate per second: `"17266 Ki/s"'.
 -spec rate(number()) -> string().
@@ -69,7 +69,7 @@ rate(R) ->
 %% @doc A fraction as a percentage: `percent(0.0123)' is `"1.23%"'.
 -spec percent(number()) -> string().
 percent(F) ->
-    sig(F * 100, 3) ++ "%".
+    sig(mul(F, 100), 3) ++ "%".
 
 %% @doc A mean's interval relative to the mean: `"±2.1%"' (with `Pm' as the
 %% plus-minus sign) when both sides are equal to 3 significant digits,
@@ -83,8 +83,8 @@ rel_interval(Mean, {Lo, Hi}, Pm) when is_number(Mean), is_number(Lo), is_number(
     case Mean == 0 of
         true -> "-";
         false ->
-            Below = percent((Mean - Lo) / abs(Mean)),
-            Above = percent((Hi - Mean) / abs(Mean)),
+            Below = percent(quot(sub(Mean, Lo), abs(Mean))),
+            Above = percent(quot(sub(Hi, Mean), abs(Mean))),
             case Below =:= Above of
                 true -> Pm ++ Above;
                 false -> "-" ++ Below ++ "/+" ++ Above
@@ -169,10 +169,33 @@ per_second(#{unit := U}) ->
 %% numbers of `Digits' or more integer digits are rounded to an integer.
 -spec sig(number(), pos_integer()) -> string().
 sig(V, _Digits) when V == 0 -> "0";
+sig(V, _Digits) when is_integer(V), abs(V) >= 1 bsl 53 ->
+    %% (more integer digits than any `Digits', and beyond a float's range
+    %% maybe: printed as it is)
+    integer_to_list(V);
 sig(V, Digits) ->
     Magnitude = floor(math:log10(abs(V))) + 1,
     Decimals = max(0, Digits - Magnitude),
-    case Decimals of
-        0 -> integer_to_list(round(V));
-        _ -> float_to_list(float(V), [{decimals, Decimals}])
+    if
+        Decimals =:= 0 -> integer_to_list(round(V));
+        Decimals > 253 ->
+            %% (below 1e-250: more zeros than a line holds or
+            %% float_to_list/2 writes; the exponent says it)
+            float_to_list(float(V), [{scientific, Digits - 1}]);
+        true -> float_to_list(float(V), [{decimals, Decimals}])
     end.
+
+%% Arithmetic on any two numbers of a spec's `number()': a result a float
+%% cannot hold (beyond 1.8e308: no measurement is) is the largest float
+%% of its sign instead of an exception.
+mul(A, B) -> arith(fun() -> A * B end, sign_of(A) * sign_of(B)).
+quot(A, B) -> arith(fun() -> A / B end, sign_of(A) * sign_of(B)).
+sub(A, B) -> arith(fun() -> A - B end, sign_of(A)).
+
+arith(F, Sign) ->
+    try F()
+    catch error:badarith -> Sign * 1.7976931348623157e308
+    end.
+
+sign_of(X) when X < 0 -> -1;
+sign_of(_) -> 1.

@@ -78,7 +78,7 @@ format_error({trailing_data, Pos}) ->
 format_error({Reason, Pos}) when is_integer(Pos) ->
     io_lib:format("invalid JSON at byte ~b: ~ts", [Pos, reason_text(Reason)]);
 format_error(Other) ->
-    io_lib:format("invalid JSON: ~tp", [Other]).
+    io_lib:format("invalid JSON: ~0tP", [Other, 12]).
 
 reason_text(unexpected_end) -> "unexpected end of input";
 reason_text(unexpected_char) -> "unexpected character";
@@ -86,7 +86,8 @@ reason_text(bad_string) -> "bad string";
 reason_text(bad_number) -> "bad number";
 reason_text(bad_escape) -> "bad escape sequence";
 reason_text(too_deep) -> io_lib:format("nested more than ~b levels deep", [?MAX_DEPTH]);
-reason_text(number_too_long) -> io_lib:format("a number longer than ~b characters", [?MAX_NUMBER]).
+reason_text(number_too_long) -> io_lib:format("a number longer than ~b characters", [?MAX_NUMBER]);
+reason_text(Other) -> io_lib:format("~0tP", [Other, 12]).
 
 %%--------------------------------------------------------------------
 %% Encoding

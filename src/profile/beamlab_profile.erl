@@ -549,4 +549,7 @@ format_error({perf_failed, Msg}) ->
 format_error({target_gone, Pid}) ->
     io_lib:format("the VM with OS pid ~b exited before perf could attach to it: nothing was recorded", [Pid]);
 format_error({vm, Reason}) ->
-    beamlab_runtime_peer:format_error(Reason).
+    beamlab_runtime_peer:format_error(Reason);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -912,4 +912,7 @@ format_error({node, Node, timeout}) ->
 format_error({node, Node, noconnection}) ->
     io_lib:format("lost the connection to ~ts", [Node]);
 format_error({node, Node, R}) ->
-    io_lib:format("~ts: ~0tP", [Node, R, 8]).
+    io_lib:format("~ts: ~0tP", [Node, R, 8]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -64,4 +64,7 @@ format_error({unreachable, Node}) ->
     io_lib:format("cannot reach node ~ts: is it running, and is the cookie right (--cookie)?", [Node]);
 format_error({remote_host, Node, P}) ->
     io_lib:format("node ~ts runs as OS pid ~ts on another machine: perf profiles local VMs only",
-                  [Node, P]).
+                  [Node, P]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

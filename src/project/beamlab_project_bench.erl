@@ -381,4 +381,7 @@ format_error({invalid, Lines}) ->
 format_error({no_elixirc, [File | _]}) ->
     io_lib:format("~ts: Elixir bench modules need elixirc on the PATH", [File]);
 format_error({tool, Reason}) ->
-    beamlab_project_cmd:format_error(Reason).
+    beamlab_project_cmd:format_error(Reason);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

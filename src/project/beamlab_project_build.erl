@@ -167,4 +167,7 @@ format_error({build_failed, Tool, Root, Reason, Log}) ->
      case Log of
          none -> [];
          _ -> io_lib:format(" (log: ~ts)", [Log])
-     end].
+     end];
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -158,7 +158,10 @@ format_error({interrupted, Program}) ->
     io_lib:format("~ts was interrupted", [Program]);
 format_error({timeout, Program, Ms}) ->
     io_lib:format("~ts did not finish within ~ts (stopped; --timeout sets the deadline)",
-                  [Program, seconds(Ms)]).
+                  [Program, seconds(Ms)]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 seconds(Ms) when Ms rem 1000 =:= 0 -> integer_to_list(Ms div 1000) ++ " s";
 seconds(Ms) -> io_lib:format("~.1f s", [Ms / 1000]).

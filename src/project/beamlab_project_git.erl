@@ -126,4 +126,7 @@ format_error({unknown_ref, Ref}) ->
 format_error({worktree, Reason}) ->
     ["git worktree add failed: ", beamlab_project_cmd:format_error(Reason)];
 format_error({git, Reason}) ->
-    beamlab_project_cmd:format_error(Reason).
+    beamlab_project_cmd:format_error(Reason);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

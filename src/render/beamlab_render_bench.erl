@@ -17,7 +17,7 @@ render(Doc, Opts) ->
     Benches = maps:get(benchmarks, Doc),
     Report = report_kind(maps:get(report, Opts), Benches),
     Cpu = maps:get(<<"metric">>, maps:get(params, Doc), <<"time">>) =:= <<"cpu">>,
-    Timed = maps:get(<<"mode">>, maps:get(params, Doc)) =:= <<"timed">> orelse Cpu,
+    Timed = maps:get(<<"mode">>, maps:get(params, Doc), null) =:= <<"timed">> orelse Cpu,
     %% No column of comparisons where nothing is compared (a project's
     %% bench modules are not alternatives of one another).
     Many = length(Benches) > 1
@@ -99,7 +99,7 @@ baseline_note(_) ->
 report_kind(Report, Benches) ->
     case Report of
         auto ->
-            Max = lists:max([length(maps:get(samples, B)) || B <- Benches]),
+            Max = lists:max([0 | [length(maps:get(samples, B)) || B <- Benches]]),
             case Max >= 10 of
                 true -> extended;
                 false -> basic

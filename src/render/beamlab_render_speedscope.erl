@@ -45,7 +45,10 @@ render(_) ->
 %% @doc One line for each error of this module.
 -spec format_error(no_profile) -> iolist().
 format_error(no_profile) ->
-    "the document has no profile (speedscope's format is for `beamlab profile' documents)".
+    "the document has no profile (speedscope's format is for `beamlab profile' documents)";
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 
 %% Each distinct frame name once, numbered in order of first appearance.

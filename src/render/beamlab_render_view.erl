@@ -110,4 +110,7 @@ format_error({unknown_format, F}) ->
     io_lib:format("unknown format ~tp: one of ~ts", [F, lists:join(", ", [atom_to_list(X) || X <- formats()])]);
 format_error({not_a_document, _}) ->
     "not a result document (a map with schema, kind and benchmarks, as the experiments return "
-    "it or beamlab_result:load/1 reads it)".
+    "it or beamlab_result:load/1 reads it)";
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -43,7 +43,10 @@ files() ->
 -spec format_error(error_reason()) -> iolist().
 format_error({asset, Name, Reason}) ->
     io_lib:format("cannot read the report's ~ts from ~ts: ~tp (a broken installation: rebuild beamlab)",
-                  [Name, dir(), Reason]).
+                  [Name, dir(), Reason]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 read_all(Names) ->
     read_all(Names, []).

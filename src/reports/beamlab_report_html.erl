@@ -143,7 +143,10 @@ format_error(no_runs) ->
 format_error({write, Path, Reason}) ->
     io_lib:format("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
 format_error({asset, _, _} = Reason) ->
-    beamlab_report_assets:format_error(Reason).
+    beamlab_report_assets:format_error(Reason);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% Internals: the model
 

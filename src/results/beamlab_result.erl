@@ -338,7 +338,10 @@ format_error_in(Path, {bad_field, Field, too_small}) ->
                   "least ~s in magnitude)", [Path, field_path(Field), "1e-60"]);
 format_error_in(Path, {bad_field, Field, Expected}) ->
     io_lib:format("~ts is not a valid beamlab result: ~ts must be ~ts",
-                  [Path, field_path(Field), expected(Expected)]).
+                  [Path, field_path(Field), expected(Expected)]);
+format_error_in(_Path, Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% "file already exists" from mkdir when a file stands where a directory
 %% is needed: name that file instead.

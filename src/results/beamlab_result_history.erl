@@ -116,7 +116,10 @@ format_error({too_few_runs, N}) ->
 format_error({no_commit, Labels}) ->
     io_lib:format("cannot order by commit: no git commit recorded in ~ts "
                   "(runs saved outside a git work tree, or by an older beamlab); order them by time",
-                  [lists:join(", ", Labels)]).
+                  [lists:join(", ", Labels)]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% Internals
 

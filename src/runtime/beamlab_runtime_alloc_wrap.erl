@@ -60,7 +60,10 @@ format_error({no_object_code, Mod}) ->
 format_error({compile, Mod, Reason}) ->
     io_lib:format("~ts could not be recompiled with wrapped spawns: ~0tp", [Mod, Reason]);
 format_error({load, Mod, Reason}) ->
-    io_lib:format("the wrapped copy of ~ts could not be loaded: ~0tp", [Mod, Reason]).
+    io_lib:format("the wrapped copy of ~ts could not be loaded: ~0tp", [Mod, Reason]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 version(Mod) ->
     _ = code:ensure_loaded(Mod),

@@ -73,7 +73,10 @@ is_scheduler(Comm) ->
 %% @doc One line for an error of this module.
 -spec format_error(error_reason()) -> string().
 format_error({unavailable, Why}) ->
-    "--metric cpu: this VM cannot measure its threads' CPU time: " ++ Why.
+    "--metric cpu: this VM cannot measure its threads' CPU time: " ++ Why;
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 comm(File) ->
     case file:read_file(File) of

@@ -92,7 +92,10 @@ format_error({listen, Bind, Port, Reason}) ->
               R when is_atom(R) -> inet:format_error(R);
               R -> io_lib:format("~0tp", [R])
           end,
-    io_lib:format("cannot serve metrics on ~ts: ~ts", [address(Bind, Port), Why]).
+    io_lib:format("cannot serve metrics on ~ts: ~ts", [address(Bind, Port), Why]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 address(Ip, Port) when tuple_size(Ip) =:= 8 -> io_lib:format("[~ts]:~b", [inet:ntoa(Ip), Port]);
 address(Ip, Port) -> io_lib:format("~ts:~b", [inet:ntoa(Ip), Port]).

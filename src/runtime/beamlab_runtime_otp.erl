@@ -140,4 +140,7 @@ format_error({flavor_missing, F, Root, Have}) ->
     io_lib:format("the Erlang/OTP in ~ts has no ~s flavour (it has ~ts): scripts/install-otp.sh builds "
                   "both into /opt/beamlab-otp/27", [Root, F, lists:join(", ", [atom_to_list(H) || H <- Have])]);
 format_error({bad_flavor, F}) ->
-    io_lib:format("flavour '~ts': expected jit or emu", [F]).
+    io_lib:format("flavour '~ts': expected jit or emu", [F]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

@@ -24,13 +24,20 @@
 %%% whose text the command turns into the key's value itself (`--param
 %%% W.K=V' into a map) says how the text is read with `cli_type'.
 %%% A value checked is the value as the kind takes it (a number, an atom,
-%%% a binary), after the command line parsed its text.
+%%% a binary), after the command line parsed its text (and, for a flag
+%%% whose text the command turns into the key's value, after it did).
+%%% What a type cannot say (a URI that parses, a file that exists, a name
+%%% of at most 255 bytes) is the option's `check': a fun of the kind's
+%%% that takes one value of the option's type (each value of a `multi'
+%%% option) and returns `ok' or `{error, Why}', Why a line's end naming
+%%% the value as it may be shown (a URI's password masked): the line is
+%%% the option's name, a colon and Why.
 %%%
 %%% Core: pure, it calls nothing above it.
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
--export([check/3, flags/1, from_flags/2]).
+-export([check/3, flags/1, from_flags/2, value_text/1]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -41,14 +48,16 @@
                     multi => boolean(), attach => boolean(), optional_value => term(),
                     hidden => boolean(),
                     conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
-                    requires_format => string(), scale => scale(), cli_type => type()}.
+                    requires_format => string(), scale => scale(), cli_type => type(),
+                    check => fun((term()) -> ok | {error, unicode:chardata()})}.
 -type schema() :: [option()].
 %% The key's value is the flag's times `N' (`{1, N}': divided by `N').
 -type scale() :: pos_integer() | {1, pos_integer()}.
 %% How a line names an option: by its key (the API) or its flag (the CLI).
 -type names() :: key | flag.
 %% Why a value was refused.
--type why() :: {type, type()} | {min, number(), string()} | {max, number(), string()}.
+-type why() :: {type, type()} | {min, number(), string()} | {max, number(), string()}
+             | {check, unicode:chardata()}.
 %% A rule of a kind's own that names options: `Format' is an io_lib
 %% format whose `~ts' take, in order, the `Args' (an option's shown name
 %% for `{opt, Option}', the text of `{value, V}').
@@ -112,9 +121,18 @@ check_value(Opt, Value) ->
             case {[X || X <- Numbers, is_number(Min), X < Min], [X || X <- Numbers, is_number(Max), X > Max]} of
                 {[_ | _], _} -> {error, {invalid, Opt, Value, {min, Min, maps:get(min_why, Opt, "")}}};
                 {_, [_ | _]} -> {error, {invalid, Opt, Value, {max, Max, maps:get(max_why, Opt, "")}}};
-                {[], []} -> ok
+                {[], []} -> own_check(Opt, Value)
             end
     end.
+
+%% The kind's own check of a value of the option's type.
+own_check(#{check := Check} = Opt, Value) ->
+    case Check(Value) of
+        ok -> ok;
+        {error, Why} -> {error, {invalid, Opt, Value, {check, Why}}}
+    end;
+own_check(_, _) ->
+    ok.
 
 %% @doc The option named `Name' of `Schema'.
 -spec find(atom(), schema()) -> {ok, option()} | error.
@@ -186,6 +204,9 @@ format_error(Reason) ->
 -spec format_error(error_reason(), names()) -> unicode:chardata().
 format_error({unknown_option, K}, _) ->
     io_lib:format("unknown option ~0tp", [K]);
+format_error({invalid, Opt, _Value, {check, Why}}, Names) ->
+    %% (Why names the value as it may be shown: not quoted here)
+    io_lib:format("~ts: ~ts", [shown(Opt, Names), Why]);
 format_error({invalid, #{scale := S} = Opt, Value, Why}, flag) when S =/= 1 ->
     %% (in the flag's units, as its user wrote them)
     Bound = case Why of
@@ -227,7 +248,10 @@ format_error({rule, Format, Args}, Names) ->
     io_lib:format(Format, [case A of
                                {opt, O} -> shown(O, Names);
                                {value, V} -> value_text(V)
-                           end || A <- Args]).
+                           end || A <- Args]);
+format_error(Other, _) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %%--------------------------------------------------------------------
 
@@ -324,8 +348,10 @@ why(Why) -> [" (", Why, ")"].
 number_text(N) when is_integer(N) -> integer_to_list(N);
 number_text(N) -> float_to_list(float(N), [short]).
 
-%% A value as a line quotes it: numbers as the command line writes them,
-%% text as it is (one line, at most 80 characters), anything else printed.
+%% @doc A value as a line quotes it: numbers as the command line writes
+%% them, text as it is (one line, at most 80 characters), anything else
+%% printed (a kind's own check names its value with it).
+-spec value_text(term()) -> string().
 value_text(V) when is_number(V) -> number_text(V);
 value_text(V) ->
     Text = case is_text(V) of

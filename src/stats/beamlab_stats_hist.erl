@@ -498,7 +498,7 @@ format_error({bad_field, K}) ->
 format_error(not_a_map) ->
     "histogram: expected a JSON object";
 format_error(Other) ->
-    io_lib:format("histogram: ~tp", [Other]).
+    io_lib:format("histogram: ~0tP", [Other, 12]).
 
 %%====================================================================
 %% Bucket arithmetic

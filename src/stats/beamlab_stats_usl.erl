@@ -58,7 +58,10 @@ predict(#{lambda := L, sigma := S, kappa := K}, N) ->
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
 format_error(too_few_levels) -> "a scalability fit needs throughput at two or more concurrency levels";
-format_error(no_throughput) -> "a scalability fit needs a throughput above zero".
+format_error(no_throughput) -> "a scalability fit needs a throughput above zero";
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% X(N) / lambda.
 shape(S, K, N) ->

@@ -76,4 +76,7 @@ parse(Text) ->
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
 format_error({read, Node, R}) ->
-    io_lib:format("reading ~ts's facts failed: ~0tP", [Node, R, 8]).
+    io_lib:format("reading ~ts's facts failed: ~0tP", [Node, R, 8]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).

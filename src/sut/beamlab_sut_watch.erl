@@ -335,7 +335,10 @@ format_error({watch, _, _} = E) ->
     beamlab_runtime_telemetry:format_error(E);
 format_error({sampler_lost, Node, Why}) ->
     io_lib:format("watching ~ts: sampling stopped during the watch (~0tp); "
-                  "its figures are the lines printed so far", [Node, Why]).
+                  "its figures are the lines printed so far", [Node, Why]);
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 reason(nxdomain) -> "no such host";
 reason(econnrefused) -> "connection refused";

@@ -45,7 +45,10 @@ normalize(P) -> {ok, P}.
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error(no_processes) -> "readers + writers must be at least 1".
+format_error(no_processes) -> "readers + writers must be at least 1";
+format_error(Other) ->
+    %% (a reason of no kind above: printed, never raised)
+    io_lib:format("~0tP", [Other, 12]).
 
 %% @doc Create and fill the table (owned by the measuring process).
 -spec setup(beamlab_workload:params()) -> {ok, ets:tid()}.

@@ -180,29 +180,20 @@ flag_options() ->
     Bool = {enum, [true, false]},
     Flags = beamlab_schema:flags(beamlab_experiment_amqp:options()),
     Kind = fun(Name) -> hd([F || #{name := N} = F <- Flags, N =:= Name]) end,
-    [#{name => uri, short => "h", long => "uri", type => string,
-       default => "amqp://guest:guest@localhost:5672/%2F", metavar => "URI",
-       help => "broker URI amqp://user:pass@host:port/vhost or amqps:// (TLS); -h is the URI, "
-               "as in PerfTest"},
-     #{name => uris, short => "H", long => "uris", type => string, metavar => "URI,URI...",
-       help => "URIs of a cluster's nodes: each connection takes them in a random order "
-               "(the first that answers); queue i is declared on node i"},
+    [Kind(uri),
+     Kind(uris),
      Kind(producers),
      Kind(consumers),
      Kind(producer_channels),
      Kind(consumer_channels),
-     #{name => queue, short => "u", long => "queue", type => string, metavar => "NAME[,NAME...]",
-       help => "queue name(s) (default: one queue named after the test id, deleted at the end)"},
+     Kind(queue),
      #{name => queue_file, short => "qf", long => "queue-file", type => string, metavar => "FILE",
        help => "queue names, one per line, used in sequence"},
-     #{name => exchange, short => "e", long => "exchange", type => string,
-       metavar => "NAME", help => "exchange name (\"\" or amq.default: the default exchange; "
-                                  "default: named after its type, as PerfTest)"},
+     Kind(exchange),
      #{name => exchange_type, short => "t", long => "type",
        type => {enum, [direct, fanout, topic, headers]}, default => direct, metavar => "TYPE",
        help => "exchange type"},
-     #{name => routing_key, short => "k", long => "routing-key", type => string, metavar => "KEY",
-       help => "routing key (default: the queue's name, to which the queue is bound)"},
+     Kind(routing_key),
      #{name => random_routing_key, short => "K", long => "random-routing-key", type => boolean,
        default => false, help => "a random routing key for each message"},
      Kind(routing_key_cache),
@@ -256,9 +247,7 @@ flag_options() ->
      Kind(cmessages),
      Kind(producer_tx),
      Kind(consumer_tx),
-     #{name => queue_pattern, short => "qp", long => "queue-pattern", type => string,
-       metavar => "PATTERN", help => "queue name pattern, e.g. 'perf-test-%d' (Java format: "
-                                     "%d, %s, %03d...)"},
+     Kind(queue_pattern),
      #{name => queue_pattern_from, short => "qpf", long => "queue-pattern-from", type => integer,
        metavar => "N", help => "first number of the queue pattern"},
      #{name => queue_pattern_to, short => "qpt", long => "queue-pattern-to", type => integer,
@@ -300,8 +289,7 @@ flag_options() ->
        help => "consume with basic.get"},
      Kind(polling_interval),
      Kind(interval),
-     #{name => id, short => "d", long => "id", type => string, metavar => "ID",
-       help => "test id printed on every line (default: test-HHMMSS-mmm)"},
+     Kind(id),
      #{name => output_file, short => "o", long => "output-file", type => string, metavar => "FILE",
        help => "PerfTest's CSV of the interval lines, written when the run ends"},
      #{name => use_millis, short => "ms", long => "use-millis", type => boolean, default => false,
@@ -507,10 +495,24 @@ config(P0) ->
     %% The values given, as the kind's schema names them: the same check
     %% (and line, naming the flag) as the library's.
     Given = beamlab_cli_schema:given(beamlab_experiment_amqp:options(), P),
-    refuse(beamlab_experiment_amqp:check_options(Given)),
     Uri = G(uri),
     Uris = uris(G(uris)),
-    _ = [check_uri(U) || U <- [Uri | Uris]],
+    Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
+    Queues = queues(G(queue), G(queue_file)),
+    %% The texts as the library takes them (a list of URIs, the pattern's
+    %% triple, each -u name as a queue's), checked with the numbers.
+    Named = case G(queue) of
+                undefined -> [];
+                _ -> Queues
+            end,
+    _ = [refuse(beamlab_experiment_amqp:check_options(#{queue => Q})) || length(Named) > 1, Q <- Named],
+    Texts = #{uri => Uri, uris => Uris, queue_pattern => Pattern, id => G(id),
+              queue => case Named of [Q1] -> Q1; _ -> undefined end,
+              queues => case {Named, Queues} of
+                            {[_], _} -> undefined;
+                            {_, Qs} -> Qs
+                        end},
+    refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
     Flags = case G(flag) of
                 undefined -> [];
                 L -> L
@@ -523,8 +525,6 @@ config(P0) ->
                                 [G(multi_ack), G(prefetch)]),
     G(quorum) andalso G(stream) andalso
         beamlab_cli_error:usage("use quorum queues or stream queues, not both (-qq, -sq)", []),
-    Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
-    Queues = queues(G(queue), G(queue_file)),
     length([x || X <- [Pattern, Queues], X =/= undefined]) > 1 andalso
         beamlab_cli_error:usage("give one of -u, --queue-file or --queue-pattern", []),
     G(predeclared) =:= true andalso Pattern =:= undefined andalso Queues =:= undefined
@@ -598,7 +598,7 @@ config(P0) ->
         interval => G(interval), reconnect => G(reconnect),
         closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
         connection_rate => case G(connection_rate) of undefined -> infinity; CR -> CR end,
-        id => id(G(id)),
+        id => bin(G(id)),
         output_file => output_file(G(output_file)),
         use_millis => G(use_millis), metrics_format => G(metrics_format),
         heartbeat => G(heartbeat), frame_max => G(frame_max),
@@ -675,12 +675,6 @@ number(S) ->
     end.
 
 
-check_uri(Uri) ->
-    case beamlab_amqp_uri:parse(Uri) of
-        {ok, _} -> ok;
-        {error, UriErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_uri:format_error(UriErr)])
-    end.
-
 uris(undefined) -> [];
 uris(S) ->
     list_entries(S, "--uris").
@@ -697,24 +691,6 @@ list_entries(S, Flag) ->
             Entries
     end.
 
-%% The test id is part of queue and connection names: printable, short.
-id(undefined) -> undefined;
-id(S) ->
-    B = unicode:characters_to_binary(S),
-    Printable = is_binary(B) andalso io_lib:printable_unicode_list(S)
-        andalso not lists:any(fun(C) -> C < 32 orelse C =:= 127 end, S),
-    if
-        not Printable ->
-            beamlab_cli_error:usage("-d: the test id must be printable text (no newline or "
-                                    "control character): it names the run's queues", []);
-        byte_size(B) > 200 ->
-            beamlab_cli_error:usage("-d: the test id is ~b bytes; at most 200 (queue names "
-                                    "are at most 255)", [byte_size(B)]);
-        B =:= <<>> ->
-            beamlab_cli_error:usage("-d: the test id is empty", []);
-        true -> B
-    end.
-
 bin(undefined) -> undefined;
 bin(S) -> unicode:characters_to_binary(S).
 
@@ -722,16 +698,9 @@ pattern(undefined, undefined, undefined) ->
     undefined;
 pattern(undefined, _, _) ->
     beamlab_cli_error:usage("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
-pattern(P, From, To) when is_integer(From), is_integer(To), From =< To ->
-    To - From >= ?MAX_COUNT andalso
-        beamlab_cli_error:usage("--queue-pattern-from ~b to ~b is more than ~b queues",
-                                [From, To, ?MAX_COUNT]),
-    case beamlab_amqp_perftest:check_pattern(P) of
-        ok -> {unicode:characters_to_binary(P), From, To};
-        {error, Why} -> beamlab_cli_error:usage("--queue-pattern '~ts' ~ts", [P, Why])
-    end;
-pattern(_P, From, To) when is_integer(From), is_integer(To) ->
-    beamlab_cli_error:usage("--queue-pattern-from ~b is above --queue-pattern-to ~b", [From, To]);
+pattern(P, From, To) when is_integer(From), is_integer(To) ->
+    %% (checked as the library's triple: the kind's check_options/1)
+    {unicode:characters_to_binary(P), From, To};
 pattern(_P, _, _) ->
     beamlab_cli_error:usage("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
@@ -739,7 +708,8 @@ pattern(_P, _, _) ->
 queues(undefined, undefined) ->
     undefined;
 queues(Names, undefined) ->
-    [check_queue_name(bin(string:trim(N)), "-u") || N <- string:split(Names, ",", all)];
+    %% (each name checked as the kind's `queue')
+    [bin(string:trim(N)) || N <- string:split(Names, ",", all)];
 queues(undefined, File) ->
     case read_small(File) of
         {ok, Bin} ->
@@ -756,9 +726,11 @@ queues(undefined, File) ->
 queues(_, _) ->
     beamlab_cli_error:usage("give one of -u, --queue-file or --queue-pattern", []).
 
-check_queue_name(Q, _Flag) when is_binary(Q), byte_size(Q) > 0, byte_size(Q) =< 255 -> Q;
 check_queue_name(Q, Flag) ->
-    beamlab_cli_error:usage("~ts: '~ts' is not a queue name (1 to 255 bytes of UTF-8)", [Flag, Q]).
+    case beamlab_experiment_amqp:check_name(queue, Q) of
+        ok -> Q;
+        {error, Why} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Why])
+    end.
 
 %% Files named on the command line are read whole, but only regular files
 %% and at most 64 MiB (a FIFO or a device would hang or never end).

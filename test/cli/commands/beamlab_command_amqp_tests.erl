@@ -79,20 +79,20 @@ closed_loop_and_nodes_test() ->
     ?assertMatch(#{nodes := ['a@h', 'b@h']}, config(["--nodes", "a@h,b@h"])).
 
 usage_errors_test() ->
-    ?assertMatch("malformed AMQP URI" ++ _, usage_error(["-h", "amqp://h:notaport/"])),
+    ?assertMatch("-h: malformed AMQP URI" ++ _, usage_error(["-h", "amqp://h:notaport/"])),
     ?assertMatch("-A (multi-ack) and -a" ++ _, usage_error(["-A", "5", "-a"])),
-    ?assertMatch("give one of -u, --queue-file or --queue-pattern" ++ _,
+    ?assertMatch("give one of -u or -qp" ++ _,
                  usage_error(["-u", "q", "--queue-pattern", "p-%d", "--queue-pattern-from", "1",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("--queue-pattern needs" ++ _, usage_error(["--queue-pattern", "p-%d"])),
-    ?assertMatch("--queue-pattern 'p' has no conversion" ++ _,
+    ?assertMatch("-qp: 'p' has no conversion" ++ _,
                  usage_error(["--queue-pattern", "p", "--queue-pattern-from", "1",
                               "--queue-pattern-to", "2"])),
-    ?assertMatch("--queue-pattern-from 3 is above" ++ _,
+    ?assertEqual("-qp: the first number 3 is above the last 2",
                  usage_error(["--queue-pattern", "p-%d", "--queue-pattern-from", "3",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("-p needs the queue(s)" ++ _, usage_error(["-p"])),
-    ?assertMatch("--queue-pattern 'q-%f' has an unsupported conversion '%f'" ++ _,
+    ?assertMatch("-qp: 'q-%f' has an unsupported conversion '%f'" ++ _,
                  usage_error(["--queue-pattern", "q-%f", "--queue-pattern-from", "1",
                               "--queue-pattern-to", "2"])),
     ?assertMatch("--nodes: 'nohost' is not a node name" ++ _, usage_error(["--nodes", "nohost"])).
