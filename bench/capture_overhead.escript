@@ -66,7 +66,8 @@ main(Args) ->
                "duty", "duty all", Anchor, "node memory growth (MiB: stacks, full, duty, duty all)"]),
     Tables = [victim(Beamlab, Node, Cookie, V, Ways, Rounds) || V <- [bench_hot, bench_deep, bench_busy]],
     io:format("~ncall tables (last round): the duty-cycled capture (default) against the full one (--duty 100) "
-              "and ~s on the node, per function of ~s's top 6 (share of calls %, share of own time %; "
+              "and ~s on the node, per function of ~s's top 6 among the duty-cycled table's functions, each "
+              "table's shares renormalised over those (share of calls %, share of own time %; "
               "ratios duty/~s and duty/full; calls per second, scaled for the duty cycle, duty/full):~n",
               [Anchor, Anchor, Anchor]),
     [compare(V, T, Anchor) || {V, T} <- Tables],
@@ -201,17 +202,28 @@ wait_capturing(Node, N) ->
         _ -> timer:sleep(300), ok   % past the untraced window it measures first
     end.
 
-%% Per function of the anchor's table (its top 6 by own time): the
-%% share of all calls and of own time in the duty-cycled table, the full
-%% one and the anchor's; duty over anchor and over full; and the calls
-%% per second of the duty-cycled capture (scaled) over the full one's.
-compare(V, #{time := {TMs, Time}, duty := {DMs, Duty}, anchor := {_, Anchor}, sampled := S}, Name) ->
+%% Per function of the anchor's table (its top 6 by own time, among the
+%% duty-cycled table's functions): the share of calls and of own time in
+%% the duty-cycled table, the full one and the anchor's, each table
+%% restricted to the duty-cycled table's functions (its patterns are on
+%% the process's own modules) and its shares renormalised over them;
+%% duty over anchor and over full; and the calls per second of the
+%% duty-cycled capture (scaled) over the full one's.
+compare(V, #{time := {TMs, Time0}, duty := {DMs, Duty}, anchor := {_, Anchor0}, sampled := S}, Name) ->
+    Own = [F || {F, _, _} <- Duty],
+    Restrict = fun(L) ->
+                       R = [E || {F, _, _} = E <- L, lists:member(F, Own)],
+                       Tot = lists:sum([X || {_, _, X} <- R]),
+                       [{F, C, X / max(1.0e-12, Tot)} || {F, C, X} <- R]
+               end,
+    Time = Restrict(Time0), Anchor = Restrict(Anchor0),
     Calls = fun(L) -> max(1, lists:sum([C || {_, C, _} <- L])) end,
     CT = Calls(Time), CD = Calls(Duty), CA = Calls(Anchor),
     Top = lists:sublist(lists:reverse(lists:keysort(3, Anchor)), 6),
     Sampled = case S of
-                  #{<<"on_fraction">> := F, <<"on_fraction_error">> := E, <<"windows">> := W} ->
-                      io_lib:format("patterns on ~.2f% of the time, ~b windows, on-time error ~.1f%", [F * 100, W, E * 100]);
+                  #{<<"on_fraction">> := F0, <<"on_fraction_error">> := E, <<"windows">> := W} ->
+                      io_lib:format("patterns on ~.2f% of the time, ~b windows, on-time error ~.1f%",
+                                    [F0 * 100, W, E * 100]);
                   _ -> "not sampled"
               end,
     io:format("  ~s (duty cycle: ~s)~n  ~-36s ~26s ~26s ~18s ~18s ~14s~n",
@@ -219,7 +231,12 @@ compare(V, #{time := {TMs, Time}, duty := {DMs, Duty}, anchor := {_, Anchor}, sa
                "own % (duty/full/" ++ atom_to_list(Name) ++ ")", "duty/" ++ atom_to_list(Name) ++ " calls, own",
                "duty/full calls, own", "calls/s duty/full"]),
     R = fun(_, 0.0) -> "-"; (_, 0) -> "-"; (X, Y) -> io_lib:format("~.3f", [X / Y]) end,
-    Find = fun(F, L, Tot) -> case lists:keyfind(F, 1, L) of {_, C1, S1} -> {C1 / Tot, S1, C1}; false -> {0.0, 0.0, 0} end end,
+    Find = fun(F, L, Tot) ->
+                   case lists:keyfind(F, 1, L) of
+                       {_, C1, S1} -> {C1 / Tot, S1, C1};
+                       false -> {0.0, 0.0, 0}
+                   end
+           end,
     [begin
          {DC, DS, DN} = Find(F, Duty, CD),
          {TC, TS, TN} = Find(F, Time, CT),
