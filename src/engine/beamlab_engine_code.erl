@@ -200,7 +200,8 @@ source_label(Fun) when is_function(Fun) -> iolist_to_binary(io_lib:format("~0tp"
 %% @doc One line describing a compile error.
 -spec format_error(term()) -> iolist().
 format_error({Role, Reason}) when is_atom(Role) ->
-    [atom_to_list(Role), ": ", format_reason(Reason)];
+    %% (a role of any atom: its control characters are not printed)
+    [[C || C <- atom_to_list(Role), C >= 32, C =/= 127], ": ", format_reason(Reason)];
 format_error(no_runner) ->
     "no runner given";
 format_error(Other) ->
