@@ -493,3 +493,32 @@ pair(Kind, Name, V) ->
 cli_and_api_agree_test_() ->
     {timeout, 300,
      ?_assert(proper:quickcheck(prop_cli_and_api_agree(), [{numtests, 500}, {to_file, user}]))}.
+
+%% The library's TLS files are checked before anything connects (the
+%% command line checks its --tls-*-file flags itself): missing, not a
+%% regular file, not PEM, a certificate without its key.
+library_tls_files_test() ->
+    Dir = filename:join(os:getenv("TMPDIR", "/tmp"),
+                        "beamlab-tls-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = file:make_dir(Dir),
+    NotPem = filename:join(Dir, "ca.pem"),
+    ok = file:write_file(NotPem, <<"not a certificate\n">>),
+    Line = fun(Tls) ->
+                   case beamlab_experiment_opts:amqp(#{uri => "amqps://127.0.0.1", tls => Tls}) of
+                       {error, R} -> flat(beamlab:format_error(R));
+                       {ok, _} -> accepted
+                   end
+           end,
+    try
+        Missing = filename:join(Dir, "none.pem"),
+        ?assertEqual("tls: cacertfile " ++ Missing ++ ": no such file or directory",
+                     Line(#{cacertfile => Missing})),
+        ?assertEqual("tls: cacertfile " ++ Dir ++ ": not a regular file", Line(#{cacertfile => Dir})),
+        ?assertEqual("tls: cacertfile " ++ NotPem ++ ": no PEM certificate in it (expected "
+                     "-----BEGIN CERTIFICATE----- blocks)", Line(#{cacertfile => NotPem})),
+        ?assertEqual("tls: certfile and keyfile go together", Line(#{certfile => NotPem})),
+        ?assertEqual(accepted, Line(#{verify => verify_peer}))
+    after
+        ok = file:delete(NotPem),
+        ok = file:del_dir(Dir)
+    end.

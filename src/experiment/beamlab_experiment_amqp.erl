@@ -6,6 +6,8 @@
 
 -behaviour(beamlab_experiment_kind).
 
+-include_lib("kernel/include/file.hrl").
+
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
 -export([check_options/1, check_config/1, check_name/2]).
 
@@ -88,7 +90,47 @@ texts() ->
                "%d, %s, %03d...)"},
      #{name => id, short => "d", long => "id", type => {one_of, [string, Undef]}, cli_type => string,
        metavar => "ID", check => fun check_id/1,
-       help => "test id printed on every line (default: test-HHMMSS-mmm)"}].
+       help => "test id printed on every line (default: test-HHMMSS-mmm)"},
+     %% (the command line's --tls-*-file flags make this map and check
+     %% their files themselves, naming the flags)
+     #{name => tls, type => map, check => fun check_tls/1}].
+
+%% The TLS files of an amqps:// load (`cacertfile', `certfile', `keyfile'):
+%% regular files, the certificate and its key together, each PEM and the
+%% key matching the certificate; said before anything connects.
+check_tls(Tls) ->
+    Files = maps:with([cacertfile, certfile, keyfile], Tls),
+    Named = [{K, F, file_name(F)} || {K, F} <- lists:sort(maps:to_list(Files))],
+    case [{K, F, R} || {K, F, R} <- Named, R =/= ok] of
+        [{K, F, Why} | _] ->
+            {error, [atom_to_list(K), " ", beamlab_schema:value_text(F), ": ", Why]};
+        [] when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
+            {error, "certfile and keyfile go together"};
+        [] ->
+            case beamlab_amqp_tls:check_files(Files) of
+                ok -> ok;
+                {error, E} ->
+                    %% (its line names the command line's flags: the keys here)
+                    Line = unicode:characters_to_list(beamlab_amqp_tls:format_error(E)),
+                    {error, lists:foldl(fun({Flag, Key}, L) -> string:replace(L, Flag, Key, all) end, Line,
+                                        [{"--tls-ca-file", "cacertfile"}, {"--tls-cert-file", "certfile"},
+                                         {"--tls-key-file", "keyfile"}])}
+            end
+    end.
+
+%% A file the load reads: named by text, a regular file.
+file_name(F) ->
+    Text = case F of
+               B when is_binary(B) -> is_list(unicode:characters_to_list(B));
+               L when is_list(L) -> io_lib:char_list(L);
+               _ -> false
+           end,
+    case Text andalso file:read_file_info(F) of
+        false -> "expected a file name";
+        {ok, #file_info{type = regular}} -> ok;
+        {ok, _} -> "not a regular file";
+        {error, R} -> file:format_error(R)
+    end.
 
 check_uri(undefined) -> ok;
 check_uri(Uri) ->
