@@ -95,10 +95,20 @@ combine(Preset, [{_, First} | _] = Runs, Params) ->
                                                           scenarios => Scenarios,
                                                           flavors => [atom_to_binary(F) || F <- maps:get(flavors, Preset)]})},
     Partial = lists:any(fun({_, D}) -> maps:get(partial, D) end, Runs),
+    %% --ci: what ended the scenarios' rounds, the furthest from confident,
+    %% and every scenario's items that did not meet it.
+    Stops = [{L, By, maps:get(<<"unconfident">>, X, [])}
+             || {#{label := L}, #{extra := #{<<"stopped_by">> := By} = X}} <- Runs],
+    Stopped = case Stops of
+                  [] -> #{};
+                  _ -> #{<<"stopped_by">> => hd([R || R <- [<<"interrupted">>, <<"max_time">>, <<"max_repeat">>],
+                                                      lists:keymember(R, 2, Stops)] ++ [<<"converged">>]),
+                         <<"unconfident">> => [Prefix(L, U) || {L, _, Us} <- Stops, U <- Us]}
+              end,
     Doc0 = First#{benchmarks := Benchmarks,
                   params := maps:merge(maps:get(params, First), beamlab_json:canonical(Params)),
                   partial := Partial},
-    beamlab_result:set(extra, Extra, Doc0).
+    beamlab_result:set(extra, maps:merge(Extra, Stopped), Doc0).
 
 %% @doc One line for each error.
 -spec format_error(term()) -> iolist().

@@ -72,3 +72,19 @@ short_runs_test() ->
     Short = lists:flatten(io_lib:format("~ts", [beamlab_render_matrix_preset:table(Doc1)])),
     ?assertEqual(nomatch, string:find(Full, "repetitions measured")),
     ?assertNotEqual(nomatch, string:find(Short, "100 queues, interpreter: 2 of 3 repetitions measured (failed runs below)")).
+
+%% #35 --ci: the combined document says what ended the scenarios (the
+%% furthest from confident) and names the items of each that missed it.
+combine_stops_test() ->
+    {ok, Preset} = beamlab_experiment_preset:find("jit-study"),
+    [Single, Multi] = maps:get(scenarios, Preset),
+    With = fun(#{extra := X} = D, By, Unmet) ->
+                   D#{extra := X#{<<"stopped_by">> => By, <<"unconfident">> => Unmet}}
+           end,
+    #{extra := X} = beamlab_experiment_preset:combine(
+                      Preset, [{Single, With(scenario_doc(2.0), <<"converged">>, [])},
+                               {Multi, With(scenario_doc(1.25), <<"max_time">>, [<<"flavor=jit / x">>])}],
+                      #{preset => <<"jit-study">>}),
+    ?assertMatch(#{<<"stopped_by">> := <<"max_time">>, <<"unconfident">> := [<<"100 queues: flavor=jit / x">>]}, X),
+    #{extra := X0} = combined(),
+    ?assertNot(maps:is_key(<<"stopped_by">>, X0)).
