@@ -207,6 +207,11 @@ checked_value(queue_pattern) ->
                      oneof([1, 3, 5]), oneof([1, 4, 100001])},
          {{P, F, T}, {args, [P, "--queue-pattern-from", integer_to_list(F),
                              "--queue-pattern-to", integer_to_list(T)]}});
+checked_value(queue_file) ->
+    %% files in the test's temporary directory (qf_files/0): names, none,
+    %% a bad name, missing, a directory
+    ?LET(F, oneof(["names", "empty", "bad", "missing", "."]),
+         begin P = filename:join(qf_dir(), F), {P, P} end);
 checked_value(id) ->
     ?LET(I, oneof(["run-1", "", "a\nb", lists:duplicate(201, $i), "ünï"]), {I, I}).
 
@@ -491,8 +496,25 @@ pair(Kind, Name, V) ->
     {O, V, Text}.
 
 cli_and_api_agree_test_() ->
-    {timeout, 300,
-     ?_assert(proper:quickcheck(prop_cli_and_api_agree(), [{numtests, 500}, {to_file, user}]))}.
+    {setup, fun qf_files/0, fun qf_clean/1,
+     {timeout, 300,
+      ?_assert(proper:quickcheck(prop_cli_and_api_agree(), [{numtests, 500}, {to_file, user}]))}}.
+
+%% The queue files the property draws (amqp's -qf / queue_file).
+qf_dir() ->
+    filename:join(os:getenv("TMPDIR", "/tmp"), "beamlab-prop-qf-" ++ os:getpid()).
+
+qf_files() ->
+    Dir = qf_dir(),
+    ok = filelib:ensure_path(Dir),
+    Files = [{"names", <<"qa\n\nqb\n">>}, {"empty", <<"\n">>},
+             {"bad", [lists:duplicate(256, $q), "\n"]}],
+    [ok = file:write_file(filename:join(Dir, F), C) || {F, C} <- Files],
+    Dir.
+
+qf_clean(Dir) ->
+    _ = [ok = file:delete(filename:join(Dir, F)) || F <- ["names", "empty", "bad"]],
+    ok = file:del_dir(Dir).
 
 %% The library's TLS files are checked before anything connects (the
 %% command line checks its --tls-*-file flags itself): missing, not a

@@ -9,7 +9,7 @@
 %%% Every wait is bounded: a node that stops answering (frozen) is dropped
 %%% after a few seconds and its counts so far kept; the end of the run
 %%% (stop, drain, final counts) takes at most the shutdown timeout, plus at
-%%% most a second each to read the queues' depth (plus a millisecond per
+%%% most a second each to read the queues' depth (plus 5 ms per
 %%% connection: the broker is closing them) and delete them; an
 %%% interruption during the set-up (a silent server) ends it at once.
 -module(beamlab_amqp_coordinator).
@@ -29,6 +29,7 @@
 -define(SILENT_MS, 3000).
 %% Reading the queues' depth and deleting them after the end, each.
 -define(END_OP_MS, 1000).
+-define(END_OP_PER_CONN_MS, 5).
 %% The pause between two reads of the depth while it is still changing.
 -define(DEPTH_RETRY_MS, 200).
 -define(SETUP_RETRY_MS, 1000).
@@ -926,11 +927,11 @@ collect_finals(Pending, Acc, End, R) ->
 %% streams (which keep what is read). Exclusive queues: what their agents
 %% read before closing their connections.
 depth(Finals, Silent, Counts, #run{conn = Conn, target = Target, topo = Topo, cfg = Cfg} = R) ->
-    %% The broker is closing the run's channels just before (the
-    %% connections after it): with thousands of them (-x 15000) that
-    %% takes it seconds, so the read may wait a millisecond more per
-    %% connection.
-    Ms = ?END_OP_MS + maps:get(producers, Cfg) + maps:get(consumers, Cfg),
+    %% The broker has just closed the run's channels: with thousands of
+    %% them the queue is busy for a while before it answers (-x 15000 on
+    %% the 2-core machine, loaded: 53 s, #33), so the read may wait
+    %% ?END_OP_PER_CONN_MS more per connection.
+    Ms = ?END_OP_MS + ?END_OP_PER_CONN_MS * (maps:get(producers, Cfg) + maps:get(consumers, Cfg)),
     Exclusive = [Q || {Q, _, exclusive} <- maps:get(queues, Topo)],
     ExclQueued = case {Exclusive, Silent} of
                      {[], _} -> 0;
@@ -946,24 +947,27 @@ depth(Finals, Silent, Counts, #run{conn = Conn, target = Target, topo = Topo, cf
                _ -> #{sent := S, received := Rcv, returned := Ret, nacked := N} = Counts,
                     S - (Rcv - maps:get(requeued, Counts, 0)) - Ret - N - ExclQueued
            end,
-    Until = erlang:monotonic_time(millisecond) + Ms - ?DEPTH_RETRY_MS,
-    {Queued, Live} = beamlab_amqp_setup:op(Conn, Target,
-                                           fun(C) -> settled_depth(C, Topo, Want, Until, none) end,
-                                           undefined, Ms),
+    Until = erlang:monotonic_time(millisecond) + Ms,
+    {Queued, Live} = settled_depth(Conn, Target, Topo, Want, Until, undefined),
     {sum_defined([Queued, ExclQueued]), R#run{conn = Live}}.
 
-settled_depth(C, Topo, Want, Until, Prev) ->
-    case beamlab_amqp_topology:depth(C, Topo) of
-        Want -> Want;
-        undefined -> undefined;
-        Prev -> Prev;
-        D ->
+%% Each read is bounded by the time left; a read that does not answer in
+%% it leaves the last value read (or undefined).
+settled_depth(Conn, Target, Topo, Want, Until, Prev) ->
+    Left = Until - erlang:monotonic_time(millisecond),
+    {D, Live} = beamlab_amqp_setup:op(Conn, Target, fun(C) -> beamlab_amqp_topology:depth(C, Topo) end,
+                                      undefined, max(0, Left)),
+    case D of
+        Want -> {D, Live};
+        undefined -> {Prev, Live};
+        Prev -> {D, Live};
+        _ ->
             case erlang:monotonic_time(millisecond) + ?DEPTH_RETRY_MS < Until of
                 true ->
                     receive after ?DEPTH_RETRY_MS -> ok end,
-                    settled_depth(C, Topo, Want, Until, D);
+                    settled_depth(Live, Target, Topo, Want, Until, D);
                 false ->
-                    D
+                    {D, Live}
             end
     end.
 

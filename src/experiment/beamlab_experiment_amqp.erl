@@ -9,7 +9,7 @@
 -include_lib("kernel/include/file.hrl").
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
--export([check_options/1, check_config/1, check_name/2]).
+-export([check_options/1, check_config/1, check_name/2, queue_file/1]).
 
 %% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
@@ -77,6 +77,13 @@ texts() ->
        check => fun(undefined) -> ok;
                    (Qs) -> first_error([check_name(queue, Q) || Q <- Qs])
                 end},
+     %% (a path, read when the load is made: the names, not the file's
+     %% contents, are the library's value; checked by reading it)
+     #{name => queue_file, short => "qf", long => "queue-file", type => {one_of, [string, Undef]},
+       cli_type => string, metavar => "FILE",
+       check => fun(F) -> case queue_file(F) of {ok, _} -> ok; {error, _} = E -> E end end,
+       conflicts => [{queue, ?ONE_WAY}, {queues, ?ONE_WAY}, {queue_pattern, ?ONE_WAY}],
+       help => "queue names, one per line, used in sequence"},
      #{name => exchange, short => "e", long => "exchange", type => string, cli_type => string,
        metavar => "NAME", check => fun(E) -> check_name(exchange, E) end,
        help => "exchange name (\"\" or amq.default: the default exchange; "
@@ -94,6 +101,38 @@ texts() ->
      %% (the command line's --tls-*-file flags make this map and check
      %% their files themselves, naming the flags)
      #{name => tls, type => map, check => fun check_tls/1}].
+
+%% @doc The queue names of a queue file (`queue_file', `-qf'): one per
+%% line, blank lines skipped, each a queue's name, at most as many as
+%% connections to one broker; the file regular and at most 64 MiB (a FIFO
+%% or a device would hang or never end). `undefined' is none given.
+-spec queue_file(term()) -> {ok, undefined | [binary()]} | {error, unicode:chardata()}.
+queue_file(undefined) ->
+    {ok, undefined};
+queue_file(F) ->
+    Named = fun(Why) -> {error, [beamlab_schema:value_text(F), ": ", Why]} end,
+    case file_name(F) of
+        ok ->
+            case file:read_file_info(F) of
+                {ok, #file_info{size = Size}} when Size > 67108864 -> Named("larger than 64 MiB");
+                _ ->
+                    case file:read_file(F) of
+                        {ok, Bin} ->
+                            Lines = [string:trim(L) || L <- string:split(Bin, "\n", all)],
+                            Names = [L || L <- Lines, L =/= <<>>],
+                            case first_error([check_name(queue, N) || N <- Names]) of
+                                {error, Why} -> Named(Why);
+                                ok when Names =:= [] -> Named("no queue names");
+                                ok when length(Names) > ?MAX_COUNT ->
+                                    Named(io_lib:format("more than ~b queues", [?MAX_COUNT]));
+                                ok -> {ok, Names}
+                            end;
+                        {error, R} -> Named(file:format_error(R))
+                    end
+            end;
+        Why ->
+            Named(Why)
+    end.
 
 %% The TLS files of an amqps:// load (`cacertfile', `certfile', `keyfile'):
 %% regular files, the certificate and its key together, each PEM and the
@@ -447,6 +486,17 @@ new(Opts) ->
     end.
 
 build(Opts) ->
+    case queue_file(maps:get(queue_file, Opts, undefined)) of
+        {ok, undefined} -> build_config(Opts);
+        {ok, [Q]} -> build_config(Opts#{queue => Q});
+        {ok, Qs} -> build_config(Opts#{queues => Qs});
+        {error, Why} ->
+            %% (the file changed since its check)
+            {ok, O} = beamlab_schema:find(queue_file, texts()),
+            {error, {option, {invalid, O, maps:get(queue_file, Opts), {check, Why}}}}
+    end.
+
+build_config(Opts) ->
     Defaults = config_defaults(),
     Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
     Cfg = Cfg0#{uri := unicode:characters_to_binary(maps:get(uri, Cfg0)),

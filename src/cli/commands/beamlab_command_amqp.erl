@@ -187,8 +187,7 @@ flag_options() ->
      Kind(producer_channels),
      Kind(consumer_channels),
      Kind(queue),
-     #{name => queue_file, short => "qf", long => "queue-file", type => string, metavar => "FILE",
-       help => "queue names, one per line, used in sequence"},
+     Kind(queue_file),
      Kind(exchange),
      #{name => exchange_type, short => "t", long => "type",
        type => {enum, [direct, fanout, topic, headers]}, default => direct, metavar => "TYPE",
@@ -498,21 +497,22 @@ config(P0) ->
     Uri = G(uri),
     Uris = uris(G(uris)),
     Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
-    Queues = queues(G(queue), G(queue_file)),
-    %% The texts as the library takes them (a list of URIs, the pattern's
-    %% triple, each -u name as a queue's), checked with the numbers.
-    Named = case G(queue) of
-                undefined -> [];
-                _ -> Queues
-            end,
+    %% (-u a,b: each name checked as the kind's `queue'; --queue-file is
+    %% the kind's `queue_file', checked and read by it)
+    Named = queues(G(queue)),
     _ = [refuse(beamlab_experiment_amqp:check_options(#{queue => Q})) || length(Named) > 1, Q <- Named],
     Texts = #{uri => Uri, uris => Uris, queue_pattern => Pattern, id => G(id),
               queue => case Named of [Q1] -> Q1; _ -> undefined end,
-              queues => case {Named, Queues} of
-                            {[_], _} -> undefined;
-                            {_, Qs} -> Qs
+              queues => case Named of
+                            [_, _ | _] -> Named;
+                            _ -> undefined
                         end},
     refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
+    Queues = case {Named, beamlab_experiment_amqp:queue_file(G(queue_file))} of
+                 {[], {ok, FromFile}} -> FromFile;
+                 {[], {error, Why}} -> beamlab_cli_error:usage("-qf: ~ts", [Why]);
+                 _ -> Named
+             end,
     Flags = case G(flag) of
                 undefined -> [];
                 L -> L
@@ -704,33 +704,11 @@ pattern(P, From, To) when is_integer(From), is_integer(To) ->
 pattern(_P, _, _) ->
     beamlab_cli_error:usage("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
-%% -u a,b (PerfTest's comma list) or --queue-file (one name per line).
-queues(undefined, undefined) ->
-    undefined;
-queues(Names, undefined) ->
-    %% (each name checked as the kind's `queue')
-    [bin(string:trim(N)) || N <- string:split(Names, ",", all)];
-queues(undefined, File) ->
-    case read_small(File) of
-        {ok, Bin} ->
-            Lines = [string:trim(L) || L <- string:split(Bin, "\n", all)],
-            case [check_queue_name(L, "--queue-file") || L <- Lines, L =/= <<>>] of
-                [] -> beamlab_cli_error:usage("--queue-file ~ts has no queue names", [File]);
-                Qs when length(Qs) > ?MAX_COUNT ->
-                    beamlab_cli_error:usage("--queue-file ~ts has more than ~b queues",
-                                            [File, ?MAX_COUNT]);
-                Qs -> Qs
-            end;
-        {error, Why} -> beamlab_cli_error:usage("--queue-file ~ts: ~ts", [File, Why])
-    end;
-queues(_, _) ->
-    beamlab_cli_error:usage("give one of -u, --queue-file or --queue-pattern", []).
-
-check_queue_name(Q, Flag) ->
-    case beamlab_experiment_amqp:check_name(queue, Q) of
-        ok -> Q;
-        {error, Why} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Why])
-    end.
+%% -u a,b (PerfTest's comma list): [] when not given.
+queues(undefined) ->
+    [];
+queues(Names) ->
+    [bin(string:trim(N)) || N <- string:split(Names, ",", all)].
 
 %% Files named on the command line are read whole, but only regular files
 %% and at most 64 MiB (a FIFO or a device would hang or never end).

@@ -295,7 +295,7 @@ option_conflicts_test() ->
     ?assertMatch("give either --body files or --json-body, not both",
                  usage_error(["-B", "/etc/hostname", "-jb"])),
     ?assertMatch("--body /nonexistent/x: " ++ _, usage_error(["-B", "/nonexistent/x"])),
-    ?assertMatch("--queue-file /dev/null: not a regular file", usage_error(["-qf", "/dev/null"])),
+    ?assertMatch("-qf: /dev/null: not a regular file", usage_error(["-qf", "/dev/null"])),
     ?assertMatch("unexpected argument 'mandatory'" ++ _, usage_error(["-f", "persistent", "mandatory"])),
     ?assertMatch("--variable-rate: Invalid variable value definition: 10" ++ _,
                  usage_error(["-vr", "10"])),
