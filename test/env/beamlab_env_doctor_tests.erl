@@ -89,6 +89,27 @@ oversubscribed_and_collapse_test() ->
     ?assertEqual(<<"+S 2:2">>, maps:get(name, First)),
     ?assertEqual(["+S", "16:16", "+S", "2:2"], maps:get(args, First)).
 
+%% Capacity falling only past the CPUs the VM may use is what
+%% oversubscription does anywhere: said (info), no remedy, still "no
+%% pathology found"; a peak below those CPUs is the pathology (warning,
+%% critical when the VM runs more schedulers than the peak).
+collapse_severity_test() ->
+    Past = curve([{1, [150000, 151000]}, {2, [300000, 298000]}, {4, [150000, 152000]}]),
+    Healthy = beamlab_env_doctor:summary([run(30000, 300000, 2.0, quiet_msacc(), 0.3, vm(2, 2)) || _ <- [1, 2]]),
+    Fs = beamlab_env_doctor:findings(machine(), Healthy, Past),
+    ?assertEqual([<<"no_pathology">>, <<"collapse">>], ids(Fs)),
+    [#{severity := info, title := T, data := D}] = [F || #{id := <<"collapse">>} = F <- Fs],
+    ?assertNotEqual(nomatch, binary:match(T, <<"oversubscription">>)),
+    ?assertEqual([], maps:get(<<"remedies">>, D)),
+    ?assertMatch([#{name := <<"+sbwt none +sbwtdcpu none +sbwtdio none">>}],
+                 beamlab_env_doctor:candidates(Fs, [], 3)),
+    Within = curve([{1, [300000, 298000]}, {2, [150000, 151000]}, {4, [100000, 101000]}]),
+    One = beamlab_env_doctor:summary([run(30000, 300000, 2.0, quiet_msacc(), 0.3, vm(1, 2)) || _ <- [1, 2]]),
+    ?assertMatch([#{severity := warning}],
+                 [F || #{id := <<"collapse">>} = F <- beamlab_env_doctor:findings(machine(), One, Within)]),
+    ?assertMatch([#{severity := critical}],
+                 [F || #{id := <<"collapse">>} = F <- beamlab_env_doctor:findings(machine(), Healthy, Within)]).
+
 busy_wait_test() ->
     Spinning = #{emulator => 0.03, gc => 0.01, other => 0.30, sleep => 0.66},
     Base = beamlab_env_doctor:summary([run(30000, 300000, 5.0, Spinning, 0.05, vm(2, 2)) || _ <- [1, 2]]),
