@@ -107,8 +107,13 @@ collapse_severity_test() ->
     One = beamlab_env_doctor:summary([run(30000, 300000, 2.0, quiet_msacc(), 0.3, vm(1, 2)) || _ <- [1, 2]]),
     ?assertMatch([#{severity := warning}],
                  [F || #{id := <<"collapse">>} = F <- beamlab_env_doctor:findings(machine(), One, Within)]),
+    %% The VM's own runs (the default, 2 schedulers) held the peak's
+    %% capacity: the curve's low point at 2 is not confirmed, no critical.
+    ?assertMatch([#{severity := warning}],
+                 [F || #{id := <<"collapse">>} = F <- beamlab_env_doctor:findings(machine(), Healthy, Within)]),
+    Slow = beamlab_env_doctor:summary([run(30000, 140000, 2.0, quiet_msacc(), 0.3, vm(2, 2)) || _ <- [1, 2]]),
     ?assertMatch([#{severity := critical}],
-                 [F || #{id := <<"collapse">>} = F <- beamlab_env_doctor:findings(machine(), Healthy, Within)]).
+                 [F || #{id := <<"collapse">>} = F <- beamlab_env_doctor:findings(machine(), Slow, Within)]).
 
 busy_wait_test() ->
     Spinning = #{emulator => 0.03, gc => 0.01, other => 0.30, sleep => 0.66},
