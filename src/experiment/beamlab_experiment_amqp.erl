@@ -164,17 +164,17 @@ check_tls(Tls) ->
 
 %% A file the load reads: named by text, a regular file.
 file_name(F) ->
-    Text = case F of
-               B when is_binary(B) -> is_list(unicode:characters_to_list(B));
-               L when is_list(L) -> io_lib:char_list(L);
-               _ -> false
-           end,
-    case Text andalso file:read_file_info(F) of
+    case is_text(F) andalso file:read_file_info(F) of
         false -> "expected a file name";
         {ok, #file_info{type = regular}} -> ok;
         {ok, _} -> "not a regular file";
         {error, R} -> file:format_error(R)
     end.
+
+%% Text: a UTF-8 binary or a list of characters.
+is_text(B) when is_binary(B) -> is_list(unicode:characters_to_list(B));
+is_text(L) when is_list(L) -> io_lib:char_list(L);
+is_text(_) -> false.
 
 check_uri(undefined) -> ok;
 check_uri(Uri) ->
@@ -209,12 +209,7 @@ check_name(What, Name) ->
 check_pattern(undefined) ->
     ok;
 check_pattern({P, From, To}) when is_integer(From), is_integer(To), From =< To ->
-    Text = case P of
-               B when is_binary(B) -> is_list(unicode:characters_to_list(B));
-               L when is_list(L) -> io_lib:char_list(L);
-               _ -> false
-           end,
-    case Text andalso beamlab_amqp_perftest:check_pattern(P) of
+    case is_text(P) andalso beamlab_amqp_perftest:check_pattern(P) of
         false -> check_pattern(none);
         _ when To - From >= ?MAX_COUNT ->
             {error, lists:flatten(io_lib:format("~b to ~b is more than ~b queues", [From, To, ?MAX_COUNT]))};
