@@ -38,7 +38,8 @@
 #   SCENARIOS  default "compare history matrix check"
 #   SIZES      the planted cells (default "5 20"; the A/A cell always runs)
 #   CHECK_SIZES the planted cells of check (default: SIZES)
-#   KEEP=DIR   keep the verdict files (one verdict a line per cell) in DIR
+#   KEEP=DIR   keep the verdict files (one verdict a line per cell) in DIR,
+#              and under DIR/runs every document they were computed from
 #   BEAMLAB    the escript (default ./beamlab)
 # Prints after every iteration its time and, per cell, the counts so far
 # (false faster/slower of the A/A cells, catches of the planted ones),
@@ -162,6 +163,8 @@ iteration_compare() {
         matrix_run "$DIR/b-$z.json" "$z"
         "$BEAMLAB" compare "$DIR/a.json" "$DIR/b-$z.json" --format csv > "$DIR/c.csv"
         verdicts "$DIR/c.csv" >> "$V/compare-$z"
+        # with KEEP, the pair stays (the verdicts can be recomputed later)
+        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/compare-$z-$i" && cp "$DIR/a.json" "$DIR/b-$z.json" "$V/runs/compare-$z-$i/"; }
     done
     mv "$DIR/b-0.json" "$DIR/a.json"
 }
@@ -183,7 +186,7 @@ iteration_history() {
         "$BEAMLAB" compare "$DIR/h" --format csv > "$DIR/c.csv"
         verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
         # with KEEP, the runs stay (the verdicts can be recomputed later)
-        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history-$z-$DONE" && cp "$DIR"/h/*.json "$V/runs/history-$z-$DONE/"; }
+        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history-$z-$i" && cp "$DIR"/h/*.json "$V/runs/history-$z-$i/"; }
     done
     # the A/A run joins the window, the oldest leaves
     mv "$last" "$DIR/w/"
@@ -191,8 +194,9 @@ iteration_history() {
 }
 
 iteration_matrix() {
-    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n 3 --format csv -- "$(code 0)" $RUN_OPTS \
-        > "$DIR/m.csv" 2>/dev/null
+    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n 3 --format csv --save "$DIR/m.json" \
+        -- "$(code 0)" $RUN_OPTS > "$DIR/m.csv" 2>/dev/null
+    [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$DIR/m.json" "$V/runs/matrix-0-$i.json"; }
     # the second configuration's row: the first is the baseline
     # (names hold commas; the verdict is third from the end: partial, started_at follow)
     tail -n +3 "$DIR/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$V/matrix-0"
