@@ -32,12 +32,19 @@
 %%% option) and returns `ok' or `{error, Why}', Why a line's end naming
 %%% the value as it may be shown (a URI's password masked): the line is
 %%% the option's name, a colon and Why.
+%%% A flag whose text the kind reads itself (PerfTest's `100:60' steps,
+%%% `20gb', `PT10M', `k=v' lists) says how with `parse': a fun of the
+%%% kind's from the flag's text (a list of texts for a `multi' flag) to
+%%% `{ok, Value}' (the key's value, then checked as the library's is) or
+%%% `{error, Why}' (text that reads as no value: the line "option: Why").
+%%% A parser reads; the bounds are the check's, so both fronts refuse the
+%%% same values with the same line.
 %%%
 %%% Core: pure, it calls nothing above it.
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
--export([check/3, flags/1, from_flags/2, value_text/1]).
+-export([check/3, flags/1, from_flags/2, parse/2, value_text/1]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -49,7 +56,8 @@
                     hidden => boolean(),
                     conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
                     requires_format => string(), scale => scale(), cli_type => type(),
-                    check => fun((term()) -> ok | {error, unicode:chardata()})}.
+                    check => fun((term()) -> ok | {error, unicode:chardata()}),
+                    parse => fun((term()) -> {ok, term()} | {error, unicode:chardata()})}.
 -type schema() :: [option()].
 %% The key's value is the flag's times `N' (`{1, N}': divided by `N').
 -type scale() :: pos_integer() | {1, pos_integer()}.
@@ -194,6 +202,21 @@ in_flag_units(V, {1, N}) when is_number(V) ->
         false -> X
     end;
 in_flag_units(V, _) -> V.
+
+%% @doc The flags' values (as {@link from_flags/2} gives them) with each
+%% option's `parse' applied to its text: the key's value, to check as the
+%% library's is. The first text that reads as no value is the error.
+-spec parse(schema(), #{atom() => term()}) -> {ok, #{atom() => term()}} | {error, error_reason()}.
+parse(Schema, Values) ->
+    lists:foldl(fun(#{name := N, parse := Parse} = O, {ok, Acc}) when is_map_key(N, Acc) ->
+                        Text = maps:get(N, Acc),
+                        case Parse(Text) of
+                            {ok, V} -> {ok, Acc#{N := V}};
+                            {error, Why} -> {error, {invalid, O, Text, {check, Why}}}
+                        end;
+                   (_, Acc) ->
+                        Acc
+                end, {ok, Values}, Schema).
 
 %% @doc One line for each error, naming options by their keys.
 -spec format_error(error_reason()) -> unicode:chardata().
