@@ -298,6 +298,7 @@ cli(Kind, Pairs) ->
         ++ lists:append([case Text of
                              none -> [flag(O)];
                              {args, Words} -> [flag(O) | Words];
+                             {argv, Words} -> Words;
                              _ -> [flag(O), Text]
                          end || {O, _, Text} <- Pairs])
         ++ maps:get('after', Front, []),
@@ -650,5 +651,44 @@ library_forms_test() ->
         ?assertEqual(unicode:characters_to_binary(filename:join(Dir, "o.csv")), maps:get(output_file, C))
     after
         ok = file:delete(Body),
+        ok = file:del_dir(Dir)
+    end.
+
+%% The TLS files from both fronts (#31): the command line's --tls-*-file
+%% flags are the library's `tls' map, checked once; each line names the
+%% flag on the command line and the map's key in the library
+%% (library_tls_files_test). Missing, a directory, not PEM, the key not
+%% PEM; --tls-insecure is `verify => verify_none'.
+tls_fronts_agree_test() ->
+    Dir = filename:join(os:getenv("TMPDIR", "/tmp"),
+                        "beamlab-tls-fronts-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = file:make_dir(Dir),
+    NotPem = filename:join(Dir, "ca.pem"),
+    ok = file:write_file(NotPem, <<"not a certificate\n">>),
+    Missing = filename:join(Dir, "none.pem"),
+    {ok, Tls} = beamlab_schema:find(tls, beamlab_experiment_amqp:options()),
+    Uri = pair(amqp, uri, "amqps://127.0.0.1"),
+    NoPem = ": no PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks)",
+    Cases = [{#{cacertfile => Missing}, ["--tls-ca-file", Missing],
+              "--tls-ca-file " ++ Missing ++ ": no such file or directory"},
+             {#{cacertfile => Dir}, ["--tls-ca-file", Dir], "--tls-ca-file " ++ Dir ++ ": not a regular file"},
+             {#{cacertfile => NotPem}, ["--tls-ca-file", NotPem], "--tls-ca-file " ++ NotPem ++ NoPem},
+             {#{certfile => NotPem, keyfile => NotPem}, ["--tls-cert-file", NotPem, "--tls-key-file", NotPem],
+              "--tls-cert-file " ++ NotPem ++ NoPem}],
+    try
+        [begin
+             Pairs = [Uri, {Tls, Map, {argv, Words}}],
+             ?assertEqual({Map, {refused, Line}}, {Map, cli(amqp, Pairs)}),
+             ?assertEqual({Map, cli(amqp, Pairs)}, {Map, api(amqp, Pairs)})
+         end || {Map, Words, Line} <- Cases],
+        Insecure = [Uri, {Tls, #{verify => verify_none}, {argv, ["--tls-insecure"]}}],
+        ?assertEqual(accepted, cli(amqp, Insecure)),
+        ?assertEqual(accepted, api(amqp, Insecure)),
+        {ok, P} = beamlab_cli_args:parse(["-h", "amqps://h", "--tls-insecure", "-sni", "b.example,c"],
+                                         beamlab_command_amqp:options()),
+        #{run := {amqp, #{config := #{tls := T}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+        ?assertEqual(#{verify => verify_none, server_name_indication => "b.example"}, T)
+    after
+        ok = file:delete(NotPem),
         ok = file:del_dir(Dir)
     end.

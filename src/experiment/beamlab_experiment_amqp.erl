@@ -112,9 +112,24 @@ texts() ->
        check => fun check_nodes/1,
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
-     %% (the command line's --tls-*-file flags make this map and check
-     %% their files themselves, naming the flags)
-     #{name => tls, type => map, check => fun check_tls/1}].
+     %% (the command line's --tls-*-file, -sni and --tls-insecure flags
+     %% make this map: its keys' flags, which its check's lines name)
+     #{name => tls, type => map, check => fun check_tls/1,
+       fields => [#{name => tls_ca_file, key => cacertfile, long => "tls-ca-file", type => string,
+                    metavar => "FILE",
+                    help => "CA certificates (PEM) that sign the broker's certificate (amqps://)"},
+                  #{name => tls_cert_file, key => certfile, long => "tls-cert-file", type => string,
+                    metavar => "FILE", help => "client certificate (PEM) for amqps://"},
+                  #{name => tls_key_file, key => keyfile, long => "tls-key-file", type => string,
+                    metavar => "FILE", help => "the client certificate's key (PEM, unencrypted)"},
+                  #{name => tls_insecure, key => verify, long => "tls-insecure", type => boolean,
+                    default => false, parse => fun(true) -> {ok, verify_none}; (_) -> {ok, verify_peer} end,
+                    help => "do not verify the broker's certificate (PerfTest's amqps:// default)"},
+                  %% (PerfTest's list: its first name)
+                  #{name => sni, key => server_name_indication, short => "sni",
+                    long => "server-name-indication", type => string, metavar => "NAME",
+                    parse => fun(S) -> {ok, string:trim(hd(string:split(S, ",", leading)))} end,
+                    help => "TLS server name (SNI), also the name the broker's certificate must have"}]}].
 
 %% PerfTest's text forms and the files the load reads (#31): each key
 %% takes the library's value (steps `[{Value, Seconds}]', a number of
@@ -255,11 +270,11 @@ check_bodies([_ | _] = Files) ->
                  ok ->
                      case file:read_file_info(F) of
                          {ok, #file_info{size = Size}} when Size =< ?MAX_BODY -> {ok, Size};
-                         {ok, _} -> {error, [beamlab_schema:value_text(F), ": larger than 512 MiB (RabbitMQ's largest message)"]};
-                         {error, R} -> {error, [beamlab_schema:value_text(F), ": ", file:format_error(R)]}
+                         {ok, _} -> {error, [file_text(F), ": larger than 512 MiB (RabbitMQ's largest message)"]};
+                         {error, R} -> {error, [file_text(F), ": ", file:format_error(R)]}
                      end;
                  Why ->
-                     {error, [beamlab_schema:value_text(F), ": ", Why]}
+                     {error, [file_text(F), ": ", Why]}
              end || F <- Files],
     case all_ok(Sizes) of
         {ok, Bytes} ->
@@ -278,8 +293,8 @@ check_bodies(_) ->
 bodies(Files) ->
     all_ok([case file:read_file(F) of
                 {ok, Bin} when byte_size(Bin) =< ?MAX_BODY -> {ok, Bin};
-                {ok, _} -> {error, [beamlab_schema:value_text(F), ": larger than 512 MiB (RabbitMQ's largest message)"]};
-                {error, R} -> {error, [beamlab_schema:value_text(F), ": ", file:format_error(R)]}
+                {ok, _} -> {error, [file_text(F), ": larger than 512 MiB (RabbitMQ's largest message)"]};
+                {error, R} -> {error, [file_text(F), ": ", file:format_error(R)]}
             end || F <- Files]).
 
 %% An AMQP short string (a content type): at most 255 bytes.
@@ -403,9 +418,9 @@ check_output(undefined) ->
     ok;
 check_output(F) ->
     case beamlab_runtime_file:check_target(unicode:characters_to_list(F)) of
-        {ok, directory} -> {error, [beamlab_schema:value_text(F), " is a directory"]};
+        {ok, directory} -> {error, [file_text(F), " is a directory"]};
         {ok, _} -> ok;
-        {error, R} -> {error, [beamlab_schema:value_text(F), ": ", beamlab_runtime_file:format_error(R)]}
+        {error, R} -> {error, [file_text(F), ": ", beamlab_runtime_file:format_error(R)]}
     end.
 
 %% The delay between reconnection attempts, ms: `{Min, Max}', a random
@@ -508,19 +523,26 @@ check_tls(Tls) ->
     Named = [{K, F, file_name(F)} || {K, F} <- lists:sort(maps:to_list(Files))],
     case [{K, F, R} || {K, F, R} <- Named, R =/= ok] of
         [{K, F, Why} | _] ->
-            {error, [atom_to_list(K), " ", beamlab_schema:value_text(F), ": ", Why]};
+            {error, {field, K, [file_text(F), ": ", Why]}};
         [] when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
-            {error, "certfile and keyfile go together"};
+            {error, {fields, "~ts and ~ts go together", [certfile, keyfile]}};
         [] ->
             case beamlab_amqp_tls:check_files(Files) of
                 ok -> ok;
-                {error, E} ->
-                    %% (its line names the command line's flags: the keys here)
+                {error, {file, Flag, _, _} = E} ->
+                    %% (its line names the command line's flag: the key's)
                     Line = unicode:characters_to_list(beamlab_amqp_tls:format_error(E)),
-                    {error, lists:foldl(fun({Flag, Key}, L) -> string:replace(L, Flag, Key, all) end, Line,
-                                        [{"--tls-ca-file", "cacertfile"}, {"--tls-cert-file", "certfile"},
-                                         {"--tls-key-file", "keyfile"}])}
+                    Key = maps:get(Flag, #{"--tls-ca-file" => cacertfile, "--tls-cert-file" => certfile,
+                                           "--tls-key-file" => keyfile}),
+                    {error, {field, Key, string:prefix(Line, Flag ++ " ")}}
             end
+    end.
+
+%% A file's name as a line shows it: whole, a control character as `?'.
+file_text(F) ->
+    case is_text(F) of
+        true -> [case C of C when C < 32; C =:= 127 -> $?; C -> C end || C <- unicode:characters_to_list(F)];
+        false -> beamlab_schema:value_text(F)
     end.
 
 %% A file the load reads: named by text, a regular file.

@@ -280,17 +280,11 @@ flag_options() ->
      #{name => use_default_ssl_context, short => "udsc", long => "use-default-ssl-context",
        type => boolean, default => false,
        help => "verify the broker with the system's trust store (the default without --tls-ca-file)"},
-     #{name => tls_ca_file, long => "tls-ca-file", type => string, metavar => "FILE",
-       help => "CA certificates (PEM) that sign the broker's certificate (amqps://)"},
-     #{name => tls_cert_file, long => "tls-cert-file", type => string, metavar => "FILE",
-       help => "client certificate (PEM) for amqps://"},
-     #{name => tls_key_file, long => "tls-key-file", type => string, metavar => "FILE",
-       help => "the client certificate's key (PEM, unencrypted)"},
-     #{name => tls_insecure, long => "tls-insecure", type => boolean, default => false,
-       help => "do not verify the broker's certificate (PerfTest's amqps:// default)"},
-     #{name => sni, short => "sni", long => "server-name-indication", type => string,
-       metavar => "NAME", help => "TLS server name (SNI), also the name the broker's "
-                                  "certificate must have"},
+     Kind(tls_ca_file),
+     Kind(tls_cert_file),
+     Kind(tls_key_file),
+     Kind(tls_insecure),
+     Kind(sni),
      #{name => sasl_external, short => "se", long => "sasl-external", type => boolean,
        default => false, help => "log in with SASL EXTERNAL (the client certificate's name)"},
      Kind(recovery_interval),
@@ -474,6 +468,9 @@ config(P0) ->
                             [_, _ | _] -> Named;
                             _ -> undefined
                         end},
+    %% (TLS flags without an amqps:// URI, flags that go together: said
+    %% before their files are read)
+    ok = tls_rules(G, [Uri | Uris]),
     refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
     %% PerfTest's text forms and the -B files as the load takes them, as
     %% the library's are made
@@ -580,7 +577,7 @@ config(P0) ->
         recovery_interval => Load(recovery_interval, {1000, 1000}),
         startup_timeout => G(startup_timeout), servers_up => G(servers_up),
         shutdown_timeout => G(shutdown_timeout)},
-      tls(G, [Uri | Uris])),
+      tls(G, Given)),
     %% A run that cannot work (nothing to run, -D never reached): the
     %% kind's check, as the library's.
     refuse(beamlab_experiment_amqp:check_config(Cfg)),
@@ -665,20 +662,6 @@ queues(undefined) ->
 queues(Names) ->
     [bin(string:trim(N)) || N <- string:split(Names, ",", all)].
 
-%% Files named on the command line are read whole, but only regular files
-%% and at most 64 MiB (a FIFO or a device would hang or never end).
-read_small(File) ->
-    case file:read_file_info(File) of
-        {ok, #file_info{type = T}} when T =/= regular -> {error, "not a regular file"};
-        {ok, #file_info{size = Size}} when Size > 67108864 -> {error, "larger than 64 MiB"};
-        {ok, _} ->
-            case file:read_file(File) of
-                {ok, Bin} -> {ok, Bin};
-                {error, R} -> {error, file:format_error(R)}
-            end;
-        {error, R} -> {error, file:format_error(R)}
-    end.
-
 %% The bodies: the stamp, -B's files (read as the library's are,
 %% beamlab_experiment_amqp:config_values/1) or --json-body's documents.
 body(G, Files) ->
@@ -698,13 +681,11 @@ body(G, Files) ->
     end.
 
 %% TLS: the options of amqps:// URIs, and SASL EXTERNAL.
-tls(G, Uris) ->
+tls_rules(G, Uris) ->
     Tls = lists:any(fun(U) -> string:prefix(string:lowercase(U), "amqps:") =/= nomatch end, Uris),
-    Files = [{cacertfile, G(tls_ca_file), "--tls-ca-file"},
-             {certfile, G(tls_cert_file), "--tls-cert-file"},
-             {keyfile, G(tls_key_file), "--tls-key-file"}],
-    Given = [{K, F, Flag} || {K, F, Flag} <- Files, F =/= undefined],
-    TlsOnly = [Flag || {_, _, Flag} <- Given]
+    Files = [{G(tls_ca_file), "--tls-ca-file"}, {G(tls_cert_file), "--tls-cert-file"},
+             {G(tls_key_file), "--tls-key-file"}],
+    TlsOnly = [Flag || {F, Flag} <- Files, F =/= undefined]
         ++ ["--server-name-indication" || G(sni) =/= undefined]
         ++ ["--tls-insecure" || G(tls_insecure)]
         ++ ["--use-default-ssl-context" || G(use_default_ssl_context)],
@@ -720,27 +701,13 @@ tls(G, Uris) ->
     G(tls_insecure) andalso (G(tls_ca_file) =/= undefined orelse G(use_default_ssl_context)) andalso
         beamlab_cli_error:usage("--tls-insecure verifies nothing: drop --tls-ca-file and "
                                 "--use-default-ssl-context, or drop --tls-insecure", []),
-    _ = [case read_small(F) of
-             {ok, _} -> ok;
-             {error, Why} -> beamlab_cli_error:usage("~ts ~ts: ~ts", [Flag, F, Why])
-         end || {_, F, Flag} <- Given],
-    %% Each file as PEM, the key matching its certificate: said now, with
-    %% the file named, not as the broker's fault later (#34).
-    case beamlab_amqp_tls:check_files(maps:from_list([{K, F} || {K, F, _} <- Given])) of
-        ok -> ok;
-        {error, TlsErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_tls:format_error(TlsErr)])
-    end,
-    Sni = case G(sni) of
-              undefined -> #{};
-              S -> case string:split(S, ",", leading) of
-                       [First | _] -> #{server_name_indication => string:trim(First)}
-                   end
-          end,
-    #{tls => maps:merge(maps:from_list([{K, F} || {K, F, _} <- Given]),
-                        Sni#{verify => case G(tls_insecure) of
-                                           true -> verify_none;
-                                           false -> verify_peer
-                                       end}),
+    ok.
+
+%% The TLS options: the kind's `tls' map of the flags given (its files
+%% checked by the kind: regular, PEM, the key matching its certificate,
+%% #34), verifying the broker unless --tls-insecure; SASL EXTERNAL.
+tls(G, Given) ->
+    #{tls => maps:merge(#{verify => verify_peer}, maps:get(tls, Given, #{})),
       sasl => case G(sasl_external) of true -> external; false -> plain end}.
 
 %% --nodes N or a@h,b@h: the kind's `nodes' (checked there).
