@@ -8,7 +8,8 @@
 %%% Run with the release to test (the VM running the escript is the one
 %%% traced; a crash ends it):
 %%%   /opt/beamlab-otp/27/bin/escript scripts/repro/call_memory_toggle.escript [both|time|memory] [classic|session] [ROUNDS]
-%%% Defaults: both, classic, 300. Expected: "survived N rounds" and exit 0.
+%%% Defaults: both, classic, 300 (call_memory needs OTP 26 or later).
+%%% Expected: "survived N rounds" and exit 0.
 %%% Seen on 27.3.4.1 with `both': the VM died (exit status 139, SIGSEGV)
 %%% before the end; `time' or `memory' alone survived.
 -mode(compile).
