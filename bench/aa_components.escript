@@ -44,6 +44,9 @@ compare(Dirs) ->
     Runs = [Ys || F <- Docs, Ys <- [logs(hd(benchmarks(F)))], length(Ys) >= 2],
     io:format("== compare: ~b A/A runs (fresh-VM means per run: ~w)~n",
               [length(Runs), lists:usort([length(R) || R <- Runs])]),
+    length(Runs) >= 2 andalso compare_runs(Dirs, Runs).
+
+compare_runs(Dirs, Runs) ->
     components("VM to VM (within a run)", "run to run (between runs)", Runs),
     Means = [mean(R) || R <- Runs],
     io:format("   lag-1 autocorrelation of the run means: ~.2f (drift when well above 0)~n",
@@ -114,6 +117,7 @@ history(Dirs) ->
     Windows = lists:append([[lists:sort(filelib:wildcard(filename:join(Dir, "*.json")))
                              || {_, Dir} <- iterations(D, "history-0-")] || D <- Dirs]),
     Windows1 = [W || W <- Windows, length(W) >= 4],
+    %% (the windows of one directory have one length: aa.sh's HISTORY)
     io:format("== history: ~b A/A windows~n", [length(Windows1)]),
     case Windows1 of
         [] -> ok;
