@@ -369,19 +369,22 @@ validate(Dir) ->
 
 %% @doc One line (or, for several mistakes, one line each) for an error.
 -spec format_error(error_reason()) -> iolist().
-format_error({no_bench_dir, Dir}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({no_bench_dir, Dir}) ->
     io_lib:format("~ts: no such directory (bench modules live in bench/, as bench/NAME_bench.erl)", [Dir]);
-format_error({no_bench_modules, Dir}) ->
+error_line({no_bench_modules, Dir}) ->
     io_lib:format("~ts holds no bench module (files named *_bench.erl, or *_bench.ex in an Elixir project)",
                   [Dir]);
-format_error({compile, Lines}) ->
+error_line({compile, Lines}) ->
     lists:join("\n", Lines);
-format_error({invalid, Lines}) ->
+error_line({invalid, Lines}) ->
     lists:join("\n", Lines);
-format_error({no_elixirc, [File | _]}) ->
+error_line({no_elixirc, [File | _]}) ->
     io_lib:format("~ts: Elixir bench modules need elixirc on the PATH", [File]);
-format_error({tool, Reason}) ->
+error_line({tool, Reason}) ->
     beamlab_project_cmd:format_error(Reason);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
