@@ -18,6 +18,9 @@
 %%% STEPS is `RATE' (msg/s per producer) or `RATE:SECONDS,RATE:SECONDS,...'
 %%% (cycled, as --variable-rate). Prints PerfTest's interval line once a
 %%% second ("time T s, sent: S msg/s, received: R msg/s"), then halts.
+%%% For bench/amqp_tcp_opts.sh (#33): FLOOR_ACTIVE_N sets the sockets'
+%%% {active, N} (default 64), FLOOR_TICK_MS the producer's tick (default
+%%% 1 ms: what is due is written at most every tick).
 -module(amqp_floor).
 
 -include("beamlab_amqp.hrl").   % erlc -I include
@@ -27,7 +30,6 @@
 -define(FRAME_MAX, 131072).
 -define(CONFIRM_WINDOW, 100).
 -define(PREFETCH, 300).
--define(ACTIVE_N, 64).
 
 -spec main([string()]) -> no_return().
 main([PortS, ProducersS, ConsumersS, Queue, StepsS, SecsS]) ->
@@ -117,7 +119,13 @@ own(S, Loop) ->
     Pid ! go.
 
 active(S) ->
-    ok = inet:setopts(S, [{active, ?ACTIVE_N}]).
+    ok = inet:setopts(S, [{active, env_int("FLOOR_ACTIVE_N", 64)}]).
+
+env_int(Name, Default) ->
+    case os:getenv(Name) of
+        false -> Default;
+        V -> list_to_integer(V)
+    end.
 
 %%--------------------------------------------------------------------
 %% Consumer: one basic.ack per delivery, the acks of one read in one write
@@ -164,10 +172,11 @@ producer(Port, Q, Steps, Start, Counts) ->
     call(S, #'confirm.select'{}),
     Publish = #'basic.publish'{routing_key = Q, mandatory = true},
     own(S, fun() -> produce(#{sock => S, steps => Steps, start => Start, counts => Counts,
+                              tick => env_int("FLOOR_TICK_MS", 1),
                               publish => Publish, sent => 0, unconfirmed => 0,
                               confirmed => 0, buf => <<>>}) end).
 
-produce(#{sock := S, steps := Steps, start := Start, sent := K, unconfirmed := Out} = St) ->
+produce(#{sock := S, steps := Steps, start := Start, sent := K, unconfirmed := Out, tick := Tick} = St) ->
     Now = erlang:monotonic_time(microsecond),
     N = max(0, min(due(Steps, Now - Start) - K, ?CONFIRM_WINDOW - Out)),
     N > 0 andalso publish(St, K, N, Now),
@@ -175,7 +184,7 @@ produce(#{sock := S, steps := Steps, start := Start, sent := K, unconfirmed := O
     %% Waits for confirms when the window is full, else for the next tick.
     Wait = case Out + N >= ?CONFIRM_WINDOW of
                true -> infinity;
-               false -> 1
+               false -> Tick
            end,
     receive
         {tcp, S, Data} -> produce(confirms(Data, St1));

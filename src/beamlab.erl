@@ -208,8 +208,19 @@ watch(Node, Opts) ->
 %% @doc An AMQP 0-9-1 load on the broker at `Uri' (kind `amqp'), with
 %% PerfTest's options (`producers', `consumers', `duration' in seconds,
 %% `rate', `confirm', `closed_loop', ...), `nodes', `watch' (the broker's
-%% node: its telemetry beside the load); PerfTest's lines go to `sink'
-%% as `{amqp, Line}'.
+%% node, or `#{node, cookie}': its telemetry beside the load); PerfTest's
+%% lines go to `sink' as `{amqp, Line}'. The options PerfTest spells in its
+%% own syntax take the value it means (docs/amqp.md, "From Erlang and
+%% Elixir"): `variable_rate', `variable_size', `variable_latency' steps
+%% `[{Value, Seconds}]'; `publishing_interval' seconds; `body_files' file
+%% names (read into the bodies) and `body_content_type'; `message_properties'
+%% a map (`priority', `content_type', ..., `headers' a map); `queue_args'
+%% and `consumer_args' `[{Key, Value}]'; `max_length_bytes' and
+%% `stream_segment_bytes' bytes; `max_age' seconds; `stream_offset'
+%% `first', `last', `next' (text), an offset or `{timestamp, Seconds}';
+%% `recovery_interval' `{MinMs, MaxMs}'; `output_file' a file name; `tls'
+%% `#{cacertfile, certfile, keyfile}'. Each is checked as the command line
+%% checks its flag, with the same line naming the key.
 -spec amqp(unicode:chardata(), experiment_opts()) -> result().
 amqp(Uri, Opts) ->
     experiment(beamlab_experiment_opts:amqp(Opts#{uri => Uri})).

@@ -99,7 +99,9 @@ generated(Kind) ->
 %% The types drawn: numbers (a flag read as text whose key is a number
 %% too), fractions, enums, text, flags. Lists and repeated flags are not.
 drawn(O, T) ->
-    not maps:get(multi, O, false) andalso
+    %% (a flag the kind reads itself, `parse', is drawn as its library
+    %% value and the text that reads as it: checked_value/1)
+    is_map_key(parse, O) orelse not maps:get(multi, O, false) andalso
         (lists:member(T, [integer, pos_integer, non_neg_integer, number, pos_number, quantity, fraction,
                           boolean, cookie])
          orelse (is_tuple(T) andalso element(1, T) =:= enum)
@@ -141,7 +143,7 @@ shape(_, Pairs) ->
 %%--------------------------------------------------------------------
 %% Generators: {Option, the library's value, the command line's text}
 
-value(#{name := Name} = Opt, _) when is_map_key(check, Opt) ->
+value(#{name := Name} = Opt, _) when is_map_key(check, Opt); is_map_key(parse, Opt) ->
     %% a text the kind checks itself (amqp's URIs, names, pattern, id):
     %% drawn valid and not
     checked_value(Name);
@@ -217,6 +219,43 @@ checked_value(nodes) ->
     %% distributed VM to run, not drawn)
     oneof([{3, "3"}, {0, "0"}, {64, "64"}, {65, "65"}, {["nohost"], "nohost"},
            {["a@h", "b"], "a@h,b"}]);
+checked_value(Name) when Name =:= variable_rate; Name =:= variable_latency; Name =:= variable_size ->
+    %% PerfTest's steps: valid, a value over its fixed option's bound, a
+    %% size or a step of 0, a step over a year
+    Max = #{variable_rate => 1000000000, variable_latency => 60000000, variable_size => 536870912},
+    M = maps:get(Name, Max),
+    ?LET(Steps, non_empty(list(oneof([{100, 60}, {1, 5}, {0, 5}, {M, 1}, {M + 1, 1}, {5, 0},
+                                      {5, 31536001}]))),
+         {Steps, {args, lists:join(flag_of(Name), [lists:flatten(io_lib:format("~b:~b", [V, S])) || {V, S} <- Steps])}});
+checked_value(publishing_interval) ->
+    oneof([{5, "5"}, {0.1, "0.1"}, {2.5, "2.5"}, {0.05, "0.05"}, {86401, "86401"}, {0, "0"}]);
+checked_value(body_files) ->
+    %% files in the test's temporary directory: a file, two, missing, a
+    %% directory
+    ?LET(Fs, non_empty(list(oneof(["names", "empty", "missing", "."]))),
+         begin Ps = [filename:join(qf_dir(), F) || F <- Fs], {Ps, lists:join(",", Ps)} end);
+checked_value(body_content_type) ->
+    oneof([{"text/plain", "text/plain"}, {lists:duplicate(256, $t), lists:duplicate(256, $t)}]);
+checked_value(message_properties) ->
+    oneof([{#{priority => 5}, "priority=5"}, {#{content_type => <<"text/plain">>}, "contentType=text/plain"},
+           {#{delivery_mode => 2, headers => #{<<"h">> => <<"v">>}}, "deliveryMode=2,h=v"}]);
+checked_value(Name) when Name =:= queue_args; Name =:= consumer_args ->
+    oneof([{[{<<"x-max-length">>, 10}], "x-max-length=10"}, {[{"x-a", true}, {"x-b", <<"c">>}], "x-a=true,x-b=c"}]);
+checked_value(max_length_bytes) ->
+    oneof([{20000000000, "20gb"}, {0, "0"}, {1000, "1kb"}]);
+checked_value(max_age) ->
+    oneof([{600, "PT10M"}, {1, "PT1S"}]);
+checked_value(stream_segment_bytes) ->
+    oneof([{100000000, "100mb"}, {3000000000, "3gb"}, {4000000000, "4gb"}, {0, "0"}]);
+checked_value(stream_offset) ->
+    oneof([{<<"first">>, "first"}, {"next", "NEXT"}, {5, "5"}]);
+checked_value(recovery_interval) ->
+    oneof([{{1000, 3000}, "1-3"}, {{30000, 30000}, "30"}]);
+checked_value(output_file) ->
+    %% a new file, a directory, a file in a directory that is not there
+    ?LET(F, oneof(["out.csv", ".", "missing/out.csv"]), begin P = filename:join(qf_dir(), F), {P, P} end);
+checked_value(watch) ->
+    oneof([{"rabbit@127.0.0.1", "rabbit@127.0.0.1"}, {"nohost", "nohost"}]);
 checked_value(id) ->
     ?LET(I, oneof(["run-1", "", "a\nb", lists:duplicate(201, $i), "ünï"]), {I, I}).
 
@@ -259,6 +298,7 @@ cli(Kind, Pairs) ->
         ++ lists:append([case Text of
                              none -> [flag(O)];
                              {args, Words} -> [flag(O) | Words];
+                             {argv, Words} -> Words;
                              _ -> [flag(O), Text]
                          end || {O, _, Text} <- Pairs])
         ++ maps:get('after', Front, []),
@@ -310,6 +350,11 @@ checked(Kind, Exp) ->
 
 flag(#{short := S}) -> "-" ++ S;
 flag(#{long := L}) -> "--" ++ L.
+
+%% The flag of an amqp option, to repeat it.
+flag_of(Name) ->
+    {ok, O} = beamlab_schema:find(Name, beamlab_experiment_amqp:options()),
+    flag(O).
 
 flat(Chars) -> unicode:characters_to_list(Chars).
 
@@ -545,6 +590,104 @@ library_tls_files_test() ->
                      "-----BEGIN CERTIFICATE----- blocks)", Line(#{cacertfile => NotPem})),
         ?assertEqual("tls: certfile and keyfile go together", Line(#{certfile => NotPem})),
         ?assertEqual(accepted, Line(#{verify => verify_peer}))
+    after
+        ok = file:delete(NotPem),
+        ok = file:del_dir(Dir)
+    end.
+
+%% PerfTest's text forms and the body files in the library's shapes
+%% (#31): refused with the command line's line, naming the key; taken as
+%% the load takes them.
+library_forms_test() ->
+    Line = fun(Opts) ->
+                   case beamlab_experiment_opts:amqp(Opts) of
+                       {error, R} -> flat(beamlab:format_error(R));
+                       {ok, _} -> accepted
+                   end
+           end,
+    ?assertEqual("variable_rate: 2000000000:5: at most 1000000000 (messages per second per channel)",
+                 Line(#{variable_rate => [{100, 5}, {2000000000, 5}]})),
+    ?assertEqual("variable_rate: expected a list of steps {Value, Seconds}", Line(#{variable_rate => 5})),
+    ?assertMatch("variable_size: Invalid variable value definition: 0:5." ++ _,
+                 Line(#{variable_size => [{0, 5}]})),
+    ?assertEqual("invalid value '0.05' for publishing_interval: expected a number >= 0.1 (PerfTest's smallest)",
+                 Line(#{publishing_interval => 0.05})),
+    ?assertEqual("body_files: /nonexistent/x: no such file or directory", Line(#{body_files => ["/nonexistent/x"]})),
+    ?assertEqual("message_properties: priority '300': expected an integer 0..255",
+                 Line(#{message_properties => #{priority => 300}})),
+    ?assertMatch("message_properties: 'colour' is not a message property" ++ _,
+                 Line(#{message_properties => #{colour => <<"red">>}})),
+    ?assertEqual("queue_args: '' is not a key (1 to 255 bytes of text)", Line(#{queue_args => [{<<>>, 1}]})),
+    ?assertEqual("consumer_args: the value of 'x' is not true, false, a 64-bit integer or text",
+                 Line(#{consumer_args => [{"x", 1.5}]})),
+    ?assertEqual("invalid value '4000000000' for stream_segment_bytes: at most 3000000000 "
+                 "(a stream segment is at most 3 GB)", Line(#{stream_segment_bytes => 4000000000})),
+    ?assertMatch("stream_offset: 'sometime' is not a stream offset" ++ _, Line(#{stream_offset => sometime})),
+    ?assertMatch("recovery_interval: '{3000,1000}' is not {Min, Max}" ++ _,
+                 Line(#{recovery_interval => {3000, 1000}})),
+    ?assertEqual("watch: 'nohost' is not a node name (name@host)", Line(#{watch => "nohost"})),
+    ?assertEqual("body_size and variable_size: the bodies of 3 distinct sizes add up to 1073741835 bytes, "
+                 "more than 1 GiB to keep in memory at once",
+                 Line(#{variable_size => [{536870912, 1}, {536870911, 1}]})),
+    %% taken as the load takes them
+    Dir = filename:join(os:getenv("TMPDIR", "/tmp"),
+                        "beamlab-forms-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = file:make_dir(Dir),
+    Body = filename:join(Dir, "b.txt"),
+    ok = file:write_file(Body, <<"hello">>),
+    try
+        {ok, #{run := {amqp, #{config := C}}}} =
+            beamlab_experiment_opts:amqp(#{body_files => [Body], body_content_type => "text/plain",
+                                           publishing_interval => 5, stream_offset => "NEXT",
+                                           queue_args => [{"x-max-length", 10}, {"x-q", "quorum"}],
+                                           message_properties => #{priority => 5, content_type => "a/b",
+                                                                   headers => #{<<"h">> => <<"v">>}},
+                                           output_file => filename:join(Dir, "o.csv")}),
+        ?assertMatch(#{body := {files, [<<"hello">>], <<"text/plain">>}, publishing_interval := 5.0,
+                       stream_offset := <<"next">>,
+                       queue_args := [{<<"x-max-length">>, 10}, {<<"x-q">>, <<"quorum">>}],
+                       message_properties := #{priority := 5, content_type := <<"a/b">>,
+                                               headers := [{<<"h">>, longstr, <<"v">>}]}}, C),
+        ?assertEqual(unicode:characters_to_binary(filename:join(Dir, "o.csv")), maps:get(output_file, C))
+    after
+        ok = file:delete(Body),
+        ok = file:del_dir(Dir)
+    end.
+
+%% The TLS files from both fronts (#31): the command line's --tls-*-file
+%% flags are the library's `tls' map, checked once; each line names the
+%% flag on the command line and the map's key in the library
+%% (library_tls_files_test). Missing, a directory, not PEM, the key not
+%% PEM; --tls-insecure is `verify => verify_none'.
+tls_fronts_agree_test() ->
+    Dir = filename:join(os:getenv("TMPDIR", "/tmp"),
+                        "beamlab-tls-fronts-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = file:make_dir(Dir),
+    NotPem = filename:join(Dir, "ca.pem"),
+    ok = file:write_file(NotPem, <<"not a certificate\n">>),
+    Missing = filename:join(Dir, "none.pem"),
+    {ok, Tls} = beamlab_schema:find(tls, beamlab_experiment_amqp:options()),
+    Uri = pair(amqp, uri, "amqps://127.0.0.1"),
+    NoPem = ": no PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks)",
+    Cases = [{#{cacertfile => Missing}, ["--tls-ca-file", Missing],
+              "--tls-ca-file " ++ Missing ++ ": no such file or directory"},
+             {#{cacertfile => Dir}, ["--tls-ca-file", Dir], "--tls-ca-file " ++ Dir ++ ": not a regular file"},
+             {#{cacertfile => NotPem}, ["--tls-ca-file", NotPem], "--tls-ca-file " ++ NotPem ++ NoPem},
+             {#{certfile => NotPem, keyfile => NotPem}, ["--tls-cert-file", NotPem, "--tls-key-file", NotPem],
+              "--tls-cert-file " ++ NotPem ++ NoPem}],
+    try
+        [begin
+             Pairs = [Uri, {Tls, Map, {argv, Words}}],
+             ?assertEqual({Map, {refused, Line}}, {Map, cli(amqp, Pairs)}),
+             ?assertEqual({Map, cli(amqp, Pairs)}, {Map, api(amqp, Pairs)})
+         end || {Map, Words, Line} <- Cases],
+        Insecure = [Uri, {Tls, #{verify => verify_none}, {argv, ["--tls-insecure"]}}],
+        ?assertEqual(accepted, cli(amqp, Insecure)),
+        ?assertEqual(accepted, api(amqp, Insecure)),
+        {ok, P} = beamlab_cli_args:parse(["-h", "amqps://h", "--tls-insecure", "-sni", "b.example,c"],
+                                         beamlab_command_amqp:options()),
+        #{run := {amqp, #{config := #{tls := T}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+        ?assertEqual(#{verify => verify_none, server_name_indication => "b.example"}, T)
     after
         ok = file:delete(NotPem),
         ok = file:del_dir(Dir)

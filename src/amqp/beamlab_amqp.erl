@@ -23,7 +23,12 @@
               consume_opts/0, publish_opts/0, get_ok/0, sync_opts/0]).
 
 -type conn() :: pid().
--type channel() :: {amqp_channel, pid(), char(), non_neg_integer()}.
+%% A channel: its connection, number and frame_max; a direct channel
+%% (opened with `direct => true' on plain TCP) also carries the socket,
+%% its gate and its owner, who writes its frames to the socket itself.
+-type channel() :: {amqp_channel, pid(), char(), non_neg_integer()}
+                 | {amqp_channel, pid(), char(), non_neg_integer(),
+                    {gen_tcp:socket(), atomics:atomics_ref(), pid()}}.
 
 %% TLS (amqps://): the broker's certificate is verified (`verify_peer',
 %% the default) against `cacertfile' or else the system's trust store,
@@ -198,8 +203,8 @@ info(Conn) ->
 %% @doc How many messages wait in the connection process's mailbox: a cheap
 %% back-pressure signal for publishers without confirms.
 -spec pending(conn() | channel()) -> non_neg_integer().
-pending({amqp_channel, Conn, _, _}) -> beamlab_amqp_conn:pending(Conn);
-pending(Conn) -> beamlab_amqp_conn:pending(Conn).
+pending(Conn) when is_pid(Conn) -> beamlab_amqp_conn:pending(Conn);
+pending(Ch) -> beamlab_amqp_conn:pending(element(2, Ch)).
 
 %% @doc Open a channel owned by the caller.
 -spec open_channel(conn()) -> {ok, channel()} | {error, reason()}.
@@ -207,11 +212,16 @@ open_channel(Conn) ->
     open_channel(Conn, #{}).
 
 %% @doc Open a channel; `#{owner => Pid}' names the process that gets its
-%% messages.
--spec open_channel(conn(), #{owner => pid(), timeout => timeout()}) ->
+%% messages. With `direct => true' (plain TCP; ignored over TLS) the
+%% owner's {@link send/2} and {@link send/3} write the frames to the socket
+%% from the owner's own process, one `gen_tcp:send/2' per call, instead of
+%% handing them to the connection process (one message and one wake-up of
+%% that process less per batch, #33); other processes' sends on the
+%% channel still go through the connection.
+-spec open_channel(conn(), #{owner => pid(), timeout => timeout(), direct => boolean()}) ->
           {ok, channel()} | {error, reason()}.
 open_channel(Conn, Opts) ->
-    beamlab_amqp_conn:open_channel(Conn, maps:get(owner, Opts, self()),
+    beamlab_amqp_conn:open_channel(Conn, maps:get(owner, Opts, self()), maps:get(direct, Opts, false),
                                    maps:get(timeout, Opts, ?TIMEOUT)).
 
 %% @doc Close a channel.
@@ -325,8 +335,8 @@ qos(Ch, Opts) when is_map(Opts) ->
 %% @doc basic.consume; deliveries go to the channel owner as
 %% `{amqp_deliver, ...}' messages. Returns the consumer tag.
 -spec consume(channel(), binary(), consume_opts()) -> {ok, binary()} | {error, reason()}.
-consume({amqp_channel, Conn, N, _} = Ch, Queue, #{keep := Keep} = Opts) ->
-    case beamlab_amqp_conn:keep(Conn, N, Keep, maps:get(timeout, Opts, ?TIMEOUT)) of
+consume(Ch, Queue, #{keep := Keep} = Opts) ->
+    case beamlab_amqp_conn:keep(element(2, Ch), element(3, Ch), Keep, maps:get(timeout, Opts, ?TIMEOUT)) of
         ok -> consume(Ch, Queue, maps:remove(keep, Opts));
         {error, _} = E -> E
     end;
@@ -403,8 +413,8 @@ get(Ch, Queue, NoAck) ->
 recover(Ch, Requeue) ->
     ok(sync(Ch, #'basic.recover'{requeue = Requeue}, #{})).
 
-sync({amqp_channel, Conn, N, _}, Method, Opts) ->
-    beamlab_amqp_conn:sync(Conn, N, Method, maps:get(timeout, Opts, ?TIMEOUT)).
+sync(Ch, Method, Opts) ->
+    beamlab_amqp_conn:sync(element(2, Ch), element(3, Ch), Method, maps:get(timeout, Opts, ?TIMEOUT)).
 
 %% Arguments given as maps are converted before the call; a value that has
 %% no AMQP type is the caller's error, returned rather than raised.
@@ -439,8 +449,10 @@ publish(Ch, Exchange, Key, Body, Opts) ->
 %% @doc The frames of a basic.publish (see {@link publish/5}), for a caller
 %% that hands several methods to the connection at once with {@link send/2}.
 -spec publish_frames(channel(), binary(), binary(), iodata(), publish_opts()) -> iodata().
-publish_frames({amqp_channel, _Conn, N, FrameMax}, Exchange, Key, Body, Opts)
+publish_frames(Ch, Exchange, Key, Body, Opts)
   when byte_size(Exchange) =< 255, byte_size(Key) =< 255 ->
+    N = element(3, Ch),
+    FrameMax = element(4, Ch),
     %% A large iodata body stays iodata: encode_body/3 frames it without a
     %% copy (the producers' shared padding).
     {Bin, Size} = case Body of
@@ -460,10 +472,15 @@ publish_frames({amqp_channel, _Conn, N, FrameMax}, Exchange, Key, Body, Opts)
 
 %% @doc Hands frames built for channel `Ch' (by {@link publish_frames/5},
 %% {@link ack_frame/3}, {@link nack_frame/4}, in order) to its connection,
-%% which writes them in its next socket write. Asynchronous.
+%% which writes them in its next socket write. Asynchronous; on a direct
+%% channel, its owner writes them itself (returning once the socket took
+%% them).
 -spec send(channel(), iodata()) -> ok.
-send({amqp_channel, Conn, N, _}, Frames) ->
-    Conn ! {'$amqp_send', N, Frames},
+send({amqp_channel, _, _, _, {Sock, Gate, Owner}}, Frames) when Owner =:= self() ->
+    _ = beamlab_amqp_conn:write_direct(Sock, Gate, Frames),
+    ok;
+send(Ch, Frames) ->
+    element(2, Ch) ! {'$amqp_send', element(3, Ch), Frames},
     ok.
 
 %% @doc {@link send/2}, and once the socket has accepted the frames (the
@@ -474,9 +491,20 @@ send({amqp_channel, Conn, N, _}, Frames) ->
 %% control, a broker that blocked the connection stops reading it) instead
 %% of queueing frames without bound in the connection's mailbox. Frames
 %% for a channel that closed meanwhile are neither written nor counted.
+%% On a direct channel its owner writes them itself, counts them and (with
+%% `notify') sends itself the notice.
 -spec send(channel(), iodata(), written()) -> ok.
-send({amqp_channel, Conn, N, _}, Frames, Written) ->
-    Conn ! {'$amqp_send', N, Frames, Written},
+send({amqp_channel, _, _, _, {Sock, Gate, Owner}} = Ch, Frames, {C, Ix, K, Notify}) when Owner =:= self() ->
+    case beamlab_amqp_conn:write_direct(Sock, Gate, Frames) of
+        written ->
+            counters:add(C, Ix, K),
+            _ = Notify =:= notify andalso (self() ! {amqp_written, Ch}),
+            ok;
+        dropped ->
+            ok
+    end;
+send(Ch, Frames, Written) ->
+    element(2, Ch) ! {'$amqp_send', element(3, Ch), Frames, Written},
     ok.
 
 bool(true) -> 1;
@@ -489,7 +517,8 @@ ack(Ch, Tag, Multiple) ->
 
 %% @doc The frame of a basic.ack, for {@link send/2}.
 -spec ack_frame(channel(), non_neg_integer(), boolean()) -> binary().
-ack_frame({amqp_channel, _Conn, N, _}, Tag, Multiple) ->
+ack_frame(Ch, Tag, Multiple) ->
+    N = element(3, Ch),
     <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 80:16, Tag:64, (bool(Multiple)):8, ?AMQP_FRAME_END>>.
 
 %% @doc basic.nack with requeue (asynchronous).
@@ -504,16 +533,16 @@ nack(Ch, Tag, Multiple, Requeue) ->
 
 %% @doc The frame of a basic.nack, for {@link send/2}.
 -spec nack_frame(channel(), non_neg_integer(), boolean(), boolean()) -> binary().
-nack_frame({amqp_channel, _Conn, N, _}, Tag, Multiple, Requeue) ->
+nack_frame(Ch, Tag, Multiple, Requeue) ->
+    N = element(3, Ch),
     <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 120:16, Tag:64,
       (bool(Multiple) bor (bool(Requeue) bsl 1)):8, ?AMQP_FRAME_END>>.
 
 %% @doc basic.reject (asynchronous). AMQP's reject has no `multiple' bit.
 -spec reject(channel(), non_neg_integer(), boolean()) -> ok.
-reject({amqp_channel, Conn, N, _}, Tag, Requeue) ->
-    Conn ! {'$amqp_send', N, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 90:16, Tag:64,
-                               (bool(Requeue)):8, ?AMQP_FRAME_END>>},
-    ok.
+reject(Ch, Tag, Requeue) ->
+    N = element(3, Ch),
+    send(Ch, <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 90:16, Tag:64, (bool(Requeue)):8, ?AMQP_FRAME_END>>).
 
 %%====================================================================
 %% Errors

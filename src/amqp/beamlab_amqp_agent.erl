@@ -74,6 +74,9 @@
              pending = #{} :: #{pid() => true},     % started, not yet ready
              done_p = 0 :: non_neg_integer(),
              done_c = 0 :: non_neg_integer(),
+             %% How many producers, and consumers and loop workers, started.
+             n_p = 0 :: non_neg_integer(),
+             n_c = 0 :: non_neg_integer(),
              reconnects = 0 :: non_neg_integer(),
              opened = #{} :: #{beamlab_amqp_worker:group() => true},   % groups ever connected
              %% Connections being opened, and the workers waiting for them.
@@ -134,6 +137,7 @@ init(Coord, Plan) ->
         ++ [beamlab_amqp_loop:start_link(CtxKey, S) || S <- maps:get(loops, Plan, [])],
     Prods = [beamlab_amqp_producer:start_link(CtxKey, S) || S <- maps:get(producers, Plan, [])],
     loop(St0#st{consumers = maps:from_keys(Cons, true), producers = maps:from_keys(Prods, true),
+                n_c = length(Cons), n_p = length(Prods),
                 pending = maps:from_keys(Cons ++ Prods, true)}).
 
 loop(St) ->
@@ -268,9 +272,9 @@ worker_exit(Pid, Reason, #st{producers = Ps, consumers = Cs, coord = C} = St) ->
     IsC = is_map_key(Pid, Cs),
     case Reason of
         normal when IsP ->
-            maybe_stopped(done(St#st{producers = maps:remove(Pid, Ps), done_p = St#st.done_p + 1}));
+            maybe_stopped(done(p, St#st{producers = maps:remove(Pid, Ps), done_p = St#st.done_p + 1}));
         normal when IsC ->
-            maybe_stopped(done(St#st{consumers = maps:remove(Pid, Cs), done_c = St#st.done_c + 1}));
+            maybe_stopped(done(c, St#st{consumers = maps:remove(Pid, Cs), done_c = St#st.done_c + 1}));
         _ when IsP; IsC ->
             C ! {agent_failure, self(), failure_reason(Reason)},
             maybe_stopped(St#st{producers = maps:remove(Pid, Ps), consumers = maps:remove(Pid, Cs)});
@@ -278,9 +282,18 @@ worker_exit(Pid, Reason, #st{producers = Ps, consumers = Cs, coord = C} = St) ->
             St
     end.
 
-%% The coordinator ends a -C/-D run as soon as every worker is done.
-done(#st{coord = C, done_p = P, done_c = D} = St) ->
-    C ! {workers_done, self(), P, D},
+%% The coordinator ends a -C/-D run as soon as every producer (-C) or
+%% every consumer (-D, --exit-when) is done, on all agents: an agent tells
+%% it once all of its producers, and once all of its consumers, have ended
+%% normally, not at every worker's end (15,000 messages at the end of an
+%% IoT run, #33). A count that stays short (a worker failed) ends the run
+%% through the failure instead.
+done(Kind, #st{coord = C, done_p = P, done_c = D, n_p = NP, n_c = NC} = St) ->
+    Last = case Kind of
+               p -> P =:= NP;
+               c -> D =:= NC
+           end,
+    _ = Last andalso (C ! {workers_done, self(), P, D}),
     St.
 
 failure_reason({shutdown, R}) -> R;

@@ -9,7 +9,11 @@
 %%% {@link beamlab_amqp:publish/5}); each time one arrives, the process also
 %%% drains every such message already waiting in its mailbox (up to
 %%% `batch_msgs' messages or `batch_bytes' bytes) and writes them all with
-%%% one `gen_tcp:send/2'.
+%%% one `gen_tcp:send/2'. A channel opened with `direct' (plain TCP only)
+%%% lets its owner write its frames to the socket itself
+%%% ({@link write_direct/3}), one `gen_tcp:send/2' per batch, without the
+%%% hop through this process (#33); a gate per channel (an atomic) keeps
+%%% those writes from following the channel's close (see shut_gate/1).
 %%%
 %%% The process is started unlinked and monitors its owner; it always exits
 %%% `normal' and reports why it ended by message to the owners.
@@ -18,7 +22,8 @@
 
 -include("beamlab_amqp.hrl").
 
--export([start/2, sync/4, keep/4, open_channel/3, close_channel/2, close/2, close_all/2, info/1, pending/1]).
+-export([start/2, sync/4, keep/4, open_channel/3, open_channel/4, close_channel/2, close/2, close_all/2,
+         info/1, pending/1, write_direct/3]).
 -export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(ACTIVE_N, 64).
@@ -39,12 +44,32 @@
 %% hot path (#33).
 -define(HIBERNATE_AFTER_MS, 1000).
 -define(IDLE_REDS, 5000).
+%% The gate of a direct channel (one atomic): its owner may write (OPEN),
+%% is writing (WRITING), or may no longer write (SHUT: the channel is
+%% closing or gone). The owner moves OPEN -> WRITING -> OPEN around each
+%% write; this process shuts an OPEN gate, and marks a WRITING one
+%% (CLOSING), which the owner then shuts at the end of its write: an owner
+%% that writes without pause cannot starve the close. A broker's
+%% channel.close is answered (close-ok) only once the gate is shut, so no
+%% frame of the channel follows the close-ok (the broker would close the
+%% whole connection for it). A gate not yet shut is looked at again every
+%% GATE_RETRY_MS.
+-define(GATE_OPEN, 0).
+-define(GATE_WRITING, 1).
+-define(GATE_SHUT, 2).
+-define(GATE_CLOSING, 3).
+-define(GATE_RETRY_MS, 1).
 
 -record(ch, {num :: char(),
              handle :: tuple(),
              owner :: pid(),
              mon :: reference(),
-             state = opening :: opening | open | closing,
+             %% gated: closed (by the broker or us), waiting for the
+             %% owner's write in progress to end; then `gated' is done.
+             state = opening :: opening | open | closing | gated,
+             gate = none :: none | atomics:atomics_ref(),
+             gated = none :: none | {broker, non_neg_integer(), binary()}
+                           | {client, gen_server:from() | none, non_neg_integer(), binary()},
              waiters = queue:new() :: queue:queue({gen_server:from() | none, [atom()]}),
              %% A content-bearing method waiting for its header and body frames.
              content = none :: none | {tuple(), beamlab_amqp_method:props() | undefined,
@@ -100,7 +125,7 @@
 -type socket() :: gen_tcp:socket() | ssl:sslsocket().
 -type request() :: {sync, char(), beamlab_amqp_method:method(), [atom()]}
                  | {keep, char(), all | non_neg_integer()}
-                 | {open_channel, pid()} | {close_channel, char()} | info | close.
+                 | {open_channel, pid(), boolean()} | {close_channel, char()} | info | close.
 
 -spec start(params(), pid()) -> {ok, pid()} | {error, beamlab_amqp:reason()}.
 start(Params, Owner) ->
@@ -127,12 +152,46 @@ keep(Conn, Ch, Keep, Timeout) ->
 %% @doc Open a channel owned by `Owner'.
 -spec open_channel(pid(), pid(), timeout()) -> {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
 open_channel(Conn, Owner, Timeout) ->
-    call(Conn, {open_channel, Owner}, Timeout).
+    open_channel(Conn, Owner, false, Timeout).
+
+%% @doc Open a channel owned by `Owner'; with `Direct' (and a plain TCP
+%% connection) its owner writes the channel's frames to the socket itself
+%% (see {@link write_direct/3}).
+-spec open_channel(pid(), pid(), boolean(), timeout()) ->
+          {ok, beamlab_amqp:channel()} | {error, beamlab_amqp:reason()}.
+open_channel(Conn, Owner, Direct, Timeout) ->
+    call(Conn, {open_channel, Owner, Direct}, Timeout).
+
+%% @doc Writes frames of a direct channel from its owner's process: one
+%% `gen_tcp:send/2', so the frames of one call never interleave with
+%% another channel's. `written' once the socket took them; `dropped' if
+%% the channel is closing or gone (its owner has or will get
+%% `amqp_closed') or the socket failed (the connection reports that).
+-spec write_direct(gen_tcp:socket(), atomics:atomics_ref(), iodata()) -> written | dropped.
+write_direct(Sock, Gate, Data) ->
+    case atomics:compare_exchange(Gate, 1, ?GATE_OPEN, ?GATE_WRITING) of
+        ok ->
+            Result = try gen_tcp:send(Sock, Data)
+                     after
+                         case atomics:compare_exchange(Gate, 1, ?GATE_WRITING, ?GATE_OPEN) of
+                             ok -> ok;
+                             %% The connection closes the channel (or has
+                             %% shut every gate): this was the last write.
+                             _ -> atomics:put(Gate, 1, ?GATE_SHUT)
+                         end
+                     end,
+            case Result of
+                ok -> written;
+                {error, _} -> dropped
+            end;
+        _ ->
+            dropped
+    end.
 
 %% @doc Close a channel (channel.close, waits for close-ok).
 -spec close_channel(beamlab_amqp:channel(), timeout()) -> ok | {error, beamlab_amqp:reason()}.
-close_channel({amqp_channel, Conn, N, _}, Timeout) ->
-    case call(Conn, {close_channel, N}, Timeout) of
+close_channel(Ch, Timeout) ->
+    case call(element(2, Ch), {close_channel, element(3, Ch)}, Timeout) of
         {ok, _} -> ok;
         {error, {amqp_closed, _, _}} -> ok;
         {error, closed} -> ok;
@@ -205,7 +264,7 @@ call(Conn, Request, Timeout) ->
     end.
 
 request_name({sync, _, Method, _}) -> element(1, Method);
-request_name({open_channel, _}) -> 'channel.open';
+request_name({open_channel, _, _}) -> 'channel.open';
 request_name({keep, _, _}) -> 'basic.consume';
 request_name({close_channel, _}) -> 'channel.close';
 request_name(close) -> 'connection.close';
@@ -580,11 +639,19 @@ handle_call({keep, N, Keep}, _From, St) ->
         #{N := #ch{state = open} = Ch} -> {reply, ok, put_ch(Ch#ch{keep = Keep}, St)};
         _ -> {reply, {error, closed}, St}
     end;
-handle_call({open_channel, Owner}, From, St) ->
+handle_call({open_channel, Owner, Direct}, From, #st{tr = Tr, sock = Sock} = St) ->
     case free_channel(St) of
         {ok, N} ->
             Mon = monitor(process, Owner),
-            Ch = #ch{num = N, handle = {amqp_channel, self(), N, St#st.frame_max},
+            %% TLS keeps the hop: ssl:send is itself a call to another process.
+            {Handle, Gate} = case Direct andalso Tr =:= gen_tcp of
+                                 true ->
+                                     G = atomics:new(1, [{signed, false}]),
+                                     {{amqp_channel, self(), N, St#st.frame_max, {Sock, G, Owner}}, G};
+                                 false ->
+                                     {{amqp_channel, self(), N, St#st.frame_max}, none}
+                             end,
+            Ch = #ch{num = N, handle = Handle, gate = Gate,
                      owner = Owner, mon = Mon,
                      waiters = queue:from_list([{From, ['channel.open_ok']}])},
             St1 = St#st{mons = maps:put(Mon, N, St#st.mons)},
@@ -595,7 +662,8 @@ handle_call({open_channel, Owner}, From, St) ->
 handle_call({close_channel, N}, From, St) ->
     case St#st.channels of
         #{N := #ch{state = open} = Ch} ->
-            {noreply, start_channel_close(Ch, From, 200, <<"Goodbye">>, St)};
+            {ok, St1} = when_gate_shut(Ch, {client, From, 200, <<"Goodbye">>}, St),
+            {noreply, St1};
         _ ->
             {reply, {error, closed}, St}
     end;
@@ -690,12 +758,25 @@ handle_info(close_timeout, #st{closing = {From, {Code, Text}}} = St) ->
 handle_info({'DOWN', Mon, process, _, _}, #st{owner_mon = Mon} = St) ->
     start_close(none, 320, <<"CONNECTION_FORCED - owner process exited">>,
                 {owner_down, <<"connection owner exited">>}, St);
+handle_info({gate, N}, St) ->
+    case St#st.channels of
+        #{N := #ch{state = gated, gated = Close} = Ch} ->
+            {ok, St1} = when_gate_shut(Ch, Close, St),
+            {noreply, St1};
+        _ ->
+            {noreply, St}
+    end;
 handle_info({'DOWN', Mon, process, _, _}, #st{mons = Mons} = St) ->
     case Mons of
         #{Mon := N} ->
             St1 = St#st{mons = maps:remove(Mon, Mons)},
+            %% A dead owner writes no more (even if it died writing).
+            _ = case St1#st.channels of
+                    #{N := #ch{gate = G}} when G =/= none -> atomics:put(G, 1, ?GATE_SHUT);
+                    _ -> ok
+                end,
             case St1#st.channels of
-                #{N := #ch{state = closing} = Ch} ->
+                #{N := #ch{state = S} = Ch} when S =:= closing; S =:= gated ->
                     {noreply, put_ch(Ch#ch{owner = self()}, St1)};
                 #{N := Ch} ->
                     %% Nobody to tell: close it quietly.
@@ -884,7 +965,7 @@ channel_frame(body, Payload, #ch{content = {M, Props, Left, Acc}, keep = Keep} =
         L when L > 0 -> {ok, put_ch(Ch#ch{content = {M, Props, L, kept(Keep, Payload, Acc)}}, St)};
         _ -> protocol_error(501, "body frames longer than the content header's body size", St)
     end;
-channel_frame(_Type, _, #ch{state = closing} = Ch, St) ->
+channel_frame(_Type, _, #ch{state = S} = Ch, St) when S =:= closing; S =:= gated ->
     %% Content of a delivery that raced with our channel.close: discard.
     {ok, put_ch(Ch, St)};
 channel_frame(Type, _, Ch, St) ->
@@ -914,6 +995,14 @@ content_done(#'basic.return'{reply_code = C, reply_text = T, exchange = X, routi
 content_done(#'basic.get_ok'{} = M, Props, Body, Ch, St) ->
     reply_waiter({M, Props, Body}, Ch, St).
 
+channel_method(#'channel.close'{reply_code = Code, reply_text = Text},
+               #ch{state = gated, gated = {client, From, _, _}} = Ch, St) ->
+    %% Both ends closing: the broker's close wins, ours is not sent.
+    reply(From, {ok, closed}),
+    {ok, put_ch(Ch#ch{gated = {broker, Code, Text}}, St)};
+channel_method(_M, #ch{state = gated}, St) ->
+    %% Closed, waiting for the owner's write to end: as closing.
+    {ok, St};
 channel_method(M, #ch{state = closing} = Ch, St) ->
     %% Spec: after sending channel.close, discard everything but close/close-ok.
     case M of
@@ -938,9 +1027,7 @@ channel_method(#'basic.get_ok'{} = M, Ch, St) ->
 channel_method(#'channel.open_ok'{}, #ch{state = opening} = Ch, St) ->
     reply_waiter({ok, Ch#ch.handle}, Ch#ch{state = open}, St, raw);
 channel_method(#'channel.close'{reply_code = Code, reply_text = Text}, Ch, St) ->
-    St1 = write(beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close_ok'{}), St),
-    Ch#ch.owner ! {amqp_closed, Ch#ch.handle, Code, Text},
-    channel_gone(Ch, {error, {amqp_closed, Code, Text}}, {error, {amqp_closed, Code, Text}}, St1);
+    when_gate_shut(Ch, {broker, Code, Text}, St);
 channel_method(#'channel.flow'{active = A}, Ch, St) ->
     St1 = write(beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.flow_ok'{active = A}), St),
     Ch#ch.owner ! {amqp_flow, Ch#ch.handle, A},
@@ -951,6 +1038,51 @@ channel_method(#'basic.cancel'{consumer_tag = Tag}, Ch, St) ->
     {ok, St};
 channel_method(M, Ch, St) ->
     reply_waiter({ok, M}, Ch, St).
+
+%% The broker closed the channel: close-ok, and its owner is told.
+broker_closed(Ch, Code, Text, St) ->
+    St1 = write(beamlab_amqp_frame:encode_method(Ch#ch.num, #'channel.close_ok'{}), St),
+    Ch#ch.owner ! {amqp_closed, Ch#ch.handle, Code, Text},
+    channel_gone(Ch, {error, {amqp_closed, Code, Text}}, {error, {amqp_closed, Code, Text}}, St1).
+
+%% Closes the channel (answers the broker's close, or sends ours) once
+%% its owner can no longer write to the socket: at once, unless a direct
+%% write is in progress; then the channel waits (state gated) and the
+%% gate is tried again in GATE_RETRY_MS, while this process goes on
+%% reading.
+when_gate_shut(#ch{gate = G, num = N} = Ch, Close, St) ->
+    case shut_gate(G) of
+        true ->
+            case Close of
+                {broker, Code, Text} -> broker_closed(Ch#ch{gated = none}, Code, Text, St);
+                {client, From, Code, Text} -> {ok, start_channel_close(Ch#ch{gated = none}, From, Code, Text, St)}
+            end;
+        false ->
+            _ = erlang:send_after(?GATE_RETRY_MS, self(), {gate, N}),
+            {ok, put_ch(Ch#ch{state = gated, gated = Close, content = none}, St)}
+    end.
+
+shut_gate(none) ->
+    true;
+shut_gate(G) ->
+    case atomics:compare_exchange(G, 1, ?GATE_OPEN, ?GATE_SHUT) of
+        ok -> true;
+        ?GATE_SHUT -> true;
+        ?GATE_CLOSING -> false;
+        ?GATE_WRITING ->
+            case atomics:compare_exchange(G, 1, ?GATE_WRITING, ?GATE_CLOSING) of
+                ok -> false;
+                %% The write ended meanwhile: try again.
+                _ -> shut_gate(G)
+            end
+    end.
+
+%% Shuts every gate at once: the connection is closing or gone (the
+%% broker ignores channel frames once connection.close is under way).
+shut_gates(#st{channels = Chs}) ->
+    maps:foreach(fun(_, #ch{gate = none}) -> ok;
+                    (_, #ch{gate = G}) -> atomics:put(G, 1, ?GATE_SHUT)
+                 end, Chs).
 
 reply_waiter(Reply, Ch, St) ->
     reply_waiter(Reply, Ch, St, checked).
@@ -1009,6 +1141,7 @@ put_ch(#ch{num = N} = Ch, St) ->
 
 %% We close: send connection.close and wait (bounded) for close-ok.
 start_close(From, Code, Text, Why, St) ->
+    shut_gates(St),
     St1 = write(beamlab_amqp_frame:encode_method(0, #'connection.close'{reply_code = Code,
                                                                         reply_text = Text}), St),
     erlang:send_after(?CLOSE_WAIT, self(), close_timeout),
@@ -1036,6 +1169,7 @@ lost(Code, Detail, St) ->
 
 %% Tell everybody why the connection ended, then stop.
 shutdown(Code, Text, #st{closing = Closing} = St) ->
+    shut_gates(St),
     reset_if_unsent(St),
     _ = (St#st.tr):close(St#st.sock),
     Err = case is_integer(Code) of

@@ -71,7 +71,8 @@ start_link(CtxKey, Spec) ->
 open(Ctx, Spec) ->
     case beamlab_amqp_worker:connection(Ctx, Spec) of
         {ok, Conn} ->
-            with_channel(beamlab_amqp:open_channel(Conn), Spec);
+            %% Direct: the consumer writes its acks to the socket itself (#33).
+            with_channel(beamlab_amqp:open_channel(Conn, #{direct => true}), Spec);
         {error, _} = E ->
             E
     end.

@@ -42,7 +42,7 @@ run({ok, Ch}, Ctx, Spec) ->
 open(Ctx, Spec) ->
     case beamlab_amqp_worker:connection(Ctx, Spec) of
         {ok, Conn} ->
-            case beamlab_amqp:open_channel(Conn) of
+            case beamlab_amqp:open_channel(Conn, #{direct => true}) of
                 {ok, Ch} ->
                     case beamlab_amqp:consume(Ch, maps:get(queue, Spec), #{}) of
                         {ok, _} -> {ok, Ch};

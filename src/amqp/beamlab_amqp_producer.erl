@@ -12,13 +12,15 @@
 %%% documents with the stamp in a header; properties, routing keys (fixed,
 %%% random, or from a cache of random keys) and transactions as PerfTest
 %%% sets them. A publish counts as sent once the connection's socket has
-%%% accepted it (the connection counts it after its write), and a producer
-%%% keeps at most a few batches handed to the connection but not yet
-%%% written (it asks to be told of every `?NOTIFY_MSGS'-th publish's
-%%% write), so an unlimited producer is paced by TCP flow control and the
-%%% broker's (a blocked connection, a busy queue) as PerfTest's blocking
-%%% socket writes are, instead of queueing frames in the connection's
-%%% mailbox and calling them sent.
+%%% accepted it. The producer's channel is direct: it writes its batches
+%%% to the socket itself and counts them when the write returns (#33), so
+%%% an unlimited producer is paced by TCP flow control and the broker's (a
+%%% blocked connection, a busy queue) as PerfTest's blocking socket writes
+%%% are. Over TLS the batches go through the connection process, which
+%%% counts them after its write; the producer then keeps at most a few
+%%% batches handed over but not yet written (it asks to be told of every
+%%% `?NOTIFY_MSGS'-th publish's write), instead of queueing frames in the
+%%% connection's mailbox and calling them sent.
 %%%
 %%% The messages due at one moment (a burst after the rate limiter's timer,
 %%% or an unlimited producer's run until its confirm window fills) go to
@@ -182,7 +184,8 @@ open(Ctx, Spec) ->
     maybe_open(beamlab_amqp_worker:connection(Ctx, Spec), Spec).
 
 maybe_open({ok, Conn}, Spec) ->
-    case beamlab_amqp:open_channel(Conn) of
+    %% Direct: the producer writes its batches to the socket itself (#33).
+    case beamlab_amqp:open_channel(Conn, #{direct => true}) of
         {ok, Ch} ->
             Modes = [fun beamlab_amqp:confirm_select/1 || maps:get(confirm, Spec) =/= undefined]
                 ++ [fun beamlab_amqp:tx_select/1 || maps:get(tx, Spec) > 0],

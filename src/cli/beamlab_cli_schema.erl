@@ -16,11 +16,16 @@ flags(Schema, Names) ->
     [F || N <- Names, #{name := M} = F <- Flags, M =:= N].
 
 %% @doc The options of `Schema' given on the command line, by their keys
-%% and in their keys' units (`beamlab_schema:from_flags/2'): the map the
-%% kind's `new/1' and the library take.
+%% and in their keys' units (`beamlab_schema:from_flags/2'), the text of
+%% a flag the kind reads itself read by its `parse' (`beamlab_schema:parse/2';
+%% text that reads as no value is a usage error): the map the kind's
+%% `new/1' and the library take.
 -spec given(beamlab_schema:schema(), beamlab_cli_args:parsed()) -> #{atom() => term()}.
 given(Schema, #{opts := Opts} = Parsed) ->
-    beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed, []), Opts)).
+    case beamlab_schema:parse(Schema, beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed, []), Opts))) of
+        {ok, Given} -> Given;
+        {error, R} -> refuse(R)
+    end.
 
 %% @doc Ends the command with a usage error: the kind's refusal of an
 %% option, in one line naming the flags.

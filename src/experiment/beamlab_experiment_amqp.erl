@@ -9,7 +9,7 @@
 -include_lib("kernel/include/file.hrl").
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
--export([check_options/1, check_config/1, check_name/2, queue_file/1]).
+-export([check_options/1, check_config/1, check_name/2, queue_file/1, config_values/1]).
 
 %% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
@@ -38,7 +38,7 @@ name() -> amqp.
 %% here.
 -spec options() -> [beamlab_schema:option()].
 options() ->
-    Bounded = bounded() ++ texts(),
+    Bounded = declared(),
     Names = [N || #{name := N} <- Bounded],
     Bounded ++ [#{name => K} || K <- lists:sort(maps:keys(config_defaults())) ++ [watch],
                                 not lists:member(K, Names)].
@@ -50,6 +50,14 @@ options() ->
 -define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
 -define(MAX_SECONDS, 31536000).         % one year
 -define(MAX_RATE, 1000000000).
+-define(MAX_LATENCY, 60000000).         % one minute per message, as -L
+%% What one run holds in memory at once for its bodies (#34): every -B
+%% file, the paddings of every -s/-vs size (one shared binary per size).
+-define(MAX_HELD, 1073741824).          % 1 GiB
+
+%% The options checked, in the order of the checks.
+declared() ->
+    bounded() ++ texts() ++ forms().
 
 %% The options of text (URIs, names, a pattern, the test id), after the
 %% numbers (the command line reads every number before it turns these
@@ -63,7 +71,8 @@ texts() ->
        help => "broker URI amqp://user:pass@host:port/vhost or amqps:// (TLS); -h is the URI, "
                "as in PerfTest"},
      #{name => uris, short => "H", long => "uris", type => {list, string}, cli_type => string,
-       metavar => "URI,URI...", check => fun(Us) -> first_error([check_uri(U) || U <- Us]) end,
+       metavar => "URI,URI...", parse => fun entries/1,
+       check => fun(Us) -> first_error([check_uri(U) || U <- Us]) end,
        help => "URIs of a cluster's nodes: each connection takes them in a random order "
                "(the first that answers); queue i is declared on node i"},
      #{name => queue, short => "u", long => "queue", type => {one_of, [string, Undef]},
@@ -103,9 +112,376 @@ texts() ->
        check => fun check_nodes/1,
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
-     %% (the command line's --tls-*-file flags make this map and check
-     %% their files themselves, naming the flags)
-     #{name => tls, type => map, check => fun check_tls/1}].
+     %% (the command line's --tls-*-file, -sni and --tls-insecure flags
+     %% make this map: its keys' flags, which its check's lines name)
+     #{name => tls, type => map, check => fun check_tls/1,
+       fields => [#{name => tls_ca_file, key => cacertfile, long => "tls-ca-file", type => string,
+                    metavar => "FILE",
+                    help => "CA certificates (PEM) that sign the broker's certificate (amqps://)"},
+                  #{name => tls_cert_file, key => certfile, long => "tls-cert-file", type => string,
+                    metavar => "FILE", help => "client certificate (PEM) for amqps://"},
+                  #{name => tls_key_file, key => keyfile, long => "tls-key-file", type => string,
+                    metavar => "FILE", help => "the client certificate's key (PEM, unencrypted)"},
+                  #{name => tls_insecure, key => verify, long => "tls-insecure", type => boolean,
+                    default => false, parse => fun(true) -> {ok, verify_none}; (_) -> {ok, verify_peer} end,
+                    help => "do not verify the broker's certificate (PerfTest's amqps:// default)"},
+                  %% (PerfTest's list: its first name)
+                  #{name => sni, key => server_name_indication, short => "sni",
+                    long => "server-name-indication", type => string, metavar => "NAME",
+                    parse => fun(S) -> {ok, string:trim(hd(string:split(S, ",", leading)))} end,
+                    help => "TLS server name (SNI), also the name the broker's certificate must have"}]}].
+
+%% PerfTest's text forms and the files the load reads (#31): each key
+%% takes the library's value (steps `[{Value, Seconds}]', a number of
+%% bytes or seconds, a properties map, file names), the flag's text read
+%% into it by the option's `parse'; the check is the same for both fronts.
+forms() ->
+    Undef = {enum, [undefined]},
+    Steps = fun(Min, Max) -> #{type => term, cli_type => string, multi => true,
+                               parse => fun(Texts) -> all_ok([step(T, Min) || T <- Texts]) end,
+                               check => fun(V) -> check_steps(V, Min, Max) end} end,
+    Args = #{type => term, cli_type => string, multi => true, parse => fun key_values/1,
+             check => fun check_args/1},
+    [(Steps(0, {?MAX_RATE, "messages per second per channel"}))#{
+       name => variable_rate, short => "vr", long => "variable-rate", metavar => "RATE:SECONDS",
+       help => "publish at RATE for SECONDS, repeatable; the steps cycle (e.g. -vr 100:60 -vr 1000:10)"},
+     #{name => publishing_interval, short => "P", long => "publishing-interval",
+       type => {one_of, [pos_number, Undef]}, min => 0.1, min_why => "PerfTest's smallest",
+       max => 86400, max_why => "one day", cli_type => string, parse => fun number_text/1,
+       metavar => "SECONDS", help => "each producer channel publishes one message every SECONDS "
+                                     "(at least 0.1)"},
+     (Steps(0, {?MAX_LATENCY, "one minute per message"}))#{
+       name => variable_latency, short => "vl", long => "variable-latency", metavar => "US:SECONDS",
+       help => "simulated work per message that varies over time, repeatable, cycled"},
+     (Steps(1, {?MAX_BODY, "RabbitMQ's largest message, 512 MiB"}))#{
+       name => variable_size, short => "vs", long => "variable-size", metavar => "BYTES:SECONDS",
+       help => "body size that varies over time, repeatable, cycled"},
+     %% (paths, read when the load is made: the files' contents are the
+     %% load's `body')
+     #{name => body_files, short => "B", long => "body", type => term, cli_type => string,
+       parse => fun entries/1, check => fun check_bodies/1, metavar => "FILE,FILE...",
+       help => "send the contents of these files as bodies, in turn"},
+     #{name => body_content_type, short => "T", long => "body-content-type",
+       type => {one_of, [string, Undef]}, cli_type => string, check => fun check_short_text/1,
+       metavar => "TYPE", help => "content type of the -B bodies"},
+     #{name => message_properties, short => "mp", long => "message-properties", type => term,
+       cli_type => string, multi => true, parse => fun properties/1, check => fun check_properties/1,
+       metavar => "K=V,...", help => "message properties (priority=5, contentType=...); other keys are headers"},
+     Args#{name => queue_args, short => "qa", long => "queue-args", metavar => "K=V,...",
+           help => "queue arguments, e.g. x-queue-type=quorum,x-max-length=10"},
+     #{name => max_length_bytes, short => "mlb", long => "max-length-bytes",
+       type => {one_of, [non_neg_integer, Undef]}, cli_type => string,
+       parse => fun beamlab_amqp_perftest:byte_capacity/1, metavar => "BYTES",
+       help => "x-max-length-bytes of created queues (e.g. 20gb; 0: none)"},
+     #{name => max_age, short => "ma", long => "max-age", type => {one_of, [pos_integer, Undef]},
+       cli_type => string, parse => fun beamlab_amqp_perftest:iso_duration/1, metavar => "DURATION",
+       help => "x-max-age of created streams, ISO 8601 (PT10M30S, P5DT8H)"},
+     #{name => stream_segment_bytes, short => "smssb", long => "stream-max-segment-size-bytes",
+       type => {one_of, [pos_integer, Undef]}, max => 3000000000, max_why => "a stream segment is at most 3 GB",
+       cli_type => string, parse => fun beamlab_amqp_perftest:byte_capacity/1, metavar => "BYTES",
+       help => "segment size of created streams (at most 3gb)"},
+     Args#{name => consumer_args, short => "ca", long => "consumer-args", metavar => "K=V,...",
+           help => "consumer arguments, e.g. x-priority=10"},
+     #{name => stream_offset, short => "sco", long => "stream-consumer-offset", type => term,
+       cli_type => string, parse => fun beamlab_amqp_perftest:stream_offset/1, check => fun check_offset/1,
+       metavar => "OFFSET", help => "where stream consumers start: first, last, next, an offset "
+                                    "or an ISO 8601 time"},
+     %% (checked now: a directory or an impossible path fails before the
+     %% run; written atomically at the end)
+     #{name => output_file, short => "o", long => "output-file", type => {one_of, [string, Undef]},
+       cli_type => string, check => fun check_output/1, metavar => "FILE",
+       help => "PerfTest's CSV of the interval lines, written when the run ends"},
+     #{name => recovery_interval, short => "cri", long => "connection-recovery-interval", type => term,
+       cli_type => string, parse => fun beamlab_amqp_perftest:recovery_interval/1,
+       check => fun check_recovery/1, metavar => "S|S-S",
+       help => "with --reconnect: seconds between attempts, or a random delay in a range"},
+     %% (the command line's text is the node; its --cookie joins it there)
+     #{name => watch, long => "watch", type => term, cli_type => string, check => fun check_watch/1,
+       metavar => "NODE",
+       help => "record the broker node's telemetry (schedulers, memory, top processes) "
+               "beside the load, over distribution (--cookie gives its cookie); its key "
+               "figures are printed under each interval line and after the summary"}].
+
+%% `{ok, [V]}' of every `{ok, V}', or the first error.
+all_ok(Results) ->
+    case [E || {error, _} = E <- Results] of
+        [] -> {ok, [V || {ok, V} <- Results]};
+        [E | _] -> E
+    end.
+
+%% A step of -vr/-vs/-vl: `VALUE:SECONDS', two integers (their bounds are
+%% the check's); other text gets PerfTest's line.
+step(Text, Min) ->
+    case [string:to_integer(X) || X <- string:split(Text, ":", all)] of
+        [{V, ""}, {S, ""}] -> {ok, {V, S}};
+        _ -> beamlab_amqp_perftest:variable(Text, Min)
+    end.
+
+%% Steps `[{Value, Seconds}]', cycled: each value at least `Min' and at
+%% most the bound of its fixed option (-r, -L, -s), each step a second to
+%% a year (PerfTest's line for what it refuses).
+check_steps(undefined, _, _) ->
+    ok;
+check_steps([_ | _] = Steps, Min, {Max, Why}) ->
+    first_error([case Step of
+                     {V, S} when is_integer(V), is_integer(S) ->
+                         Text = lists:flatten(io_lib:format("~b:~b", [V, S])),
+                         case beamlab_amqp_perftest:variable(Text, Min) of
+                             {ok, _} when V > Max ->
+                                 {error, lists:flatten(io_lib:format("~ts: at most ~b (~ts)", [Text, Max, Why]))};
+                             {ok, _} -> ok;
+                             {error, _} = E -> E
+                         end;
+                     _ ->
+                         {error, ["'", beamlab_schema:value_text(Step), "' is not a step {Value, Seconds}"]}
+                 end || Step <- Steps]);
+check_steps(_, _, _) ->
+    {error, "expected a list of steps {Value, Seconds}"}.
+
+%% Text that reads as a number is the number; other text stays text, which
+%% the option's type refuses.
+number_text(Text) ->
+    T = string:trim(Text),
+    case {string:to_integer(T), string:to_float(T)} of
+        {{I, ""}, _} -> {ok, I};
+        {_, {F, ""}} -> {ok, F};
+        _ -> {ok, Text}
+    end.
+
+%% A comma-separated list (-B, -H): an empty entry (`a,,b', a comma at an
+%% end) is refused as a mistake, not dropped.
+entries(Text) ->
+    case [string:trim(E) || E <- string:split(Text, ",", all)] of
+        [""] -> {error, "needs at least one entry"};
+        Entries ->
+            case lists:member("", Entries) of
+                true -> {error, "an empty entry in the list (two commas in a row, or a comma at an end)"};
+                false -> {ok, Entries}
+            end
+    end.
+
+%% The body files: regular, each at most RabbitMQ's largest message, all
+%% of them at most 1 GiB (held in memory at once); their sizes are
+%% checked before anything is read.
+check_bodies(undefined) ->
+    ok;
+check_bodies([_ | _] = Files) ->
+    Sizes = [case file_name(F) of
+                 ok ->
+                     case file:read_file_info(F) of
+                         {ok, #file_info{size = Size}} when Size =< ?MAX_BODY -> {ok, Size};
+                         {ok, _} -> {error, [file_text(F), ": larger than 512 MiB (RabbitMQ's largest message)"]};
+                         {error, R} -> {error, [file_text(F), ": ", file:format_error(R)]}
+                     end;
+                 Why ->
+                     {error, [file_text(F), ": ", Why]}
+             end || F <- Files],
+    case all_ok(Sizes) of
+        {ok, Bytes} ->
+            case lists:sum(Bytes) of
+                Held when Held > ?MAX_HELD ->
+                    {error, lists:flatten(io_lib:format("~b files of ~b bytes in all, more than 1 GiB to keep "
+                                                        "in memory at once", [length(Files), Held]))};
+                _ -> ok
+            end;
+        {error, _} = E -> E
+    end;
+check_bodies(_) ->
+    {error, "expected a list of file names"}.
+
+%% The contents of the body files (checked by check_bodies/1).
+bodies(Files) ->
+    all_ok([case file:read_file(F) of
+                {ok, Bin} when byte_size(Bin) =< ?MAX_BODY -> {ok, Bin};
+                {ok, _} -> {error, [file_text(F), ": larger than 512 MiB (RabbitMQ's largest message)"]};
+                {error, R} -> {error, [file_text(F), ": ", file:format_error(R)]}
+            end || F <- Files]).
+
+%% An AMQP short string (a content type): at most 255 bytes.
+check_short_text(undefined) ->
+    ok;
+check_short_text(T) ->
+    case byte_size(unicode:characters_to_binary(T)) =< 255 of
+        true -> ok;
+        false -> {error, ["'", beamlab_schema:value_text(T), "' is longer than 255 bytes (an AMQP short string)"]}
+    end.
+
+%% PerfTest's `k1=v1,k2=v2' lists of a repeated flag, a later key
+%% replacing an earlier one.
+key_values(Texts) ->
+    lists:foldl(fun(_, {error, _} = E) -> E;
+                   (Text, {ok, Acc}) ->
+                        case beamlab_amqp_perftest:key_values(Text) of
+                            {ok, KVs} ->
+                                {ok, lists:foldl(fun({K, X}, A) -> lists:keystore(K, 1, A, {K, X}) end, Acc, KVs)};
+                            {error, Why} ->
+                                {error, ["'", beamlab_schema:value_text(Text), "': ", Why]}
+                        end
+                end, {ok, []}, Texts).
+
+%% Queue or consumer arguments: `[{Key, Value}]', the key text of at most
+%% 255 bytes, the value `true', `false', a 64-bit integer or text.
+check_args(Args) when is_list(Args) ->
+    first_error([case KV of
+                     {K, V} ->
+                         case is_text(K) andalso byte_size(unicode:characters_to_binary(K)) of
+                             N when is_integer(N), N > 0, N =< 255 -> check_arg(K, V);
+                             _ -> {error, ["'", beamlab_schema:value_text(K), "' is not a key (1 to 255 bytes of text)"]}
+                         end;
+                     _ ->
+                         {error, ["'", beamlab_schema:value_text(KV), "' is not a pair {Key, Value}"]}
+                 end || KV <- Args]);
+check_args(_) ->
+    {error, "expected a list of pairs {Key, Value}"}.
+
+check_arg(_K, V) when is_boolean(V) -> ok;
+check_arg(_K, V) when is_integer(V), V >= -9223372036854775808, V =< 9223372036854775807 -> ok;
+check_arg(K, V) ->
+    case is_text(V) of
+        true -> ok;
+        false -> {error, ["the value of '", beamlab_schema:value_text(K), "' is not true, false, "
+                          "a 64-bit integer or text"]}
+    end.
+
+%% -mp's lists: their pairs as PerfTest applies them (the 13 standard
+%% properties, the other keys headers).
+properties(Texts) ->
+    case key_values(Texts) of
+        {ok, KVs} -> beamlab_amqp_perftest:properties(KVs);
+        {error, _} = E -> E
+    end.
+
+%% The message properties: a map of the standard properties (text of at
+%% most 255 bytes, `delivery_mode' 1 or 2, `priority' 0 to 255,
+%% `timestamp' seconds) and `headers' (a map, or an AMQP table).
+check_properties(undefined) ->
+    ok;
+check_properties(Props) when is_map(Props) ->
+    first_error([check_property(K, V) || {K, V} <- lists:sort(maps:to_list(Props))]);
+check_properties(_) ->
+    {error, "expected a map of message properties"}.
+
+check_property(K, V) when K =:= delivery_mode, V =:= 1; K =:= delivery_mode, V =:= 2 -> ok;
+check_property(priority, V) when is_integer(V), V >= 0, V =< 255 -> ok;
+check_property(timestamp, V) when is_integer(V), V >= 0 -> ok;
+check_property(headers, V) when is_map(V) ->
+    case lists:all(fun header_value/1, [V]) of
+        true -> ok;
+        false -> {error, "headers: expected a map of text keys to true, false, numbers, text, lists or maps"}
+    end;
+check_property(headers, V) when is_list(V) ->
+    %% (an AMQP table, as beamlab_amqp_method encodes it)
+    case lists:all(fun({K, T, _}) -> is_binary(K) andalso is_atom(T); (_) -> false end, V) of
+        true -> ok;
+        false -> {error, "headers: expected a map (or an AMQP table [{Key, Type, Value}])"}
+    end;
+check_property(K, V) when K =:= content_type; K =:= content_encoding; K =:= correlation_id;
+                          K =:= reply_to; K =:= expiration; K =:= message_id; K =:= type;
+                          K =:= user_id; K =:= app_id; K =:= cluster_id ->
+    case is_text(V) andalso check_short_text(V) of
+        ok -> ok;
+        _ -> {error, [atom_to_list(K), " '", beamlab_schema:value_text(V), "': expected text of at most 255 bytes"]}
+    end;
+check_property(K, V) when K =:= delivery_mode; K =:= priority; K =:= timestamp; K =:= headers ->
+    {error, [atom_to_list(K), " '", beamlab_schema:value_text(V), "': expected ",
+             case K of
+                 delivery_mode -> "1 or 2";
+                 priority -> "an integer 0..255";
+                 timestamp -> "seconds since 1970";
+                 headers -> "a map"
+             end]};
+check_property(K, _) ->
+    {error, ["'", beamlab_schema:value_text(K), "' is not a message property (content_type, "
+             "content_encoding, headers, delivery_mode, priority, correlation_id, reply_to, "
+             "expiration, message_id, timestamp, type, user_id, app_id, cluster_id)"]}.
+
+%% A value a header can hold (its AMQP type inferred from it).
+header_value(M) when is_map(M) ->
+    lists:all(fun({K, V}) -> (is_atom(K) orelse is_text(K)) andalso header_value(V) end, maps:to_list(M));
+header_value(L) when is_list(L) -> is_text(L) orelse lists:all(fun header_value/1, L);
+header_value(V) -> is_boolean(V) orelse is_number(V) orelse is_binary(V) orelse is_atom(V).
+
+%% Where stream consumers start: first, last or next, an offset, or
+%% `{timestamp, Seconds}'.
+check_offset(undefined) -> ok;
+check_offset(N) when is_integer(N), N >= 0, N =< 18446744073709551615 -> ok;
+check_offset({timestamp, T}) when is_integer(T) -> ok;
+check_offset(T) ->
+    case is_text(T) andalso lists:member(string:lowercase(unicode:characters_to_list(T)), ["first", "last", "next"]) of
+        true -> ok;
+        false -> {error, ["'", beamlab_schema:value_text(T), "' is not a stream offset (first, last, next, "
+                          "an offset or {timestamp, Seconds})"]}
+    end.
+
+%% -o: a file that can be written (not a directory, a path that exists).
+check_output(undefined) ->
+    ok;
+check_output(F) ->
+    case beamlab_runtime_file:check_target(unicode:characters_to_list(F)) of
+        {ok, directory} -> {error, [file_text(F), " is a directory"]};
+        {ok, _} -> ok;
+        {error, R} -> {error, [file_text(F), ": ", beamlab_runtime_file:format_error(R)]}
+    end.
+
+%% The delay between reconnection attempts, ms: `{Min, Max}', a random
+%% one between the two.
+check_recovery({A, B}) when is_integer(A), is_integer(B), A >= 0, A =< B -> ok;
+check_recovery(V) ->
+    {error, ["'", beamlab_schema:value_text(V), "' is not {Min, Max}: milliseconds, 0 =< Min =< Max"]}.
+
+%% The broker's node watched: its name (name@host), or `#{node, cookie}'.
+check_watch(undefined) -> ok;
+check_watch(#{node := N}) -> check_watch(N);
+check_watch(N) when is_atom(N) -> check_watch(atom_to_list(N));
+check_watch(N) ->
+    case is_text(N) andalso node_name(unicode:characters_to_list(N)) of
+        true -> ok;
+        false -> {error, ["'", beamlab_schema:value_text(N), "' is not a node name (name@host)"]}
+    end.
+
+%% @doc The options given with the values of PerfTest's text forms and
+%% files made the load's (`beamlab_amqp_config'): text as binaries, a
+%% publishing interval a float, a headers map an AMQP table, the body
+%% files (`body_files', `body_content_type') read into `body'. The command
+%% line makes its load's values here too.
+-spec config_values(#{atom() => term()}) -> {ok, #{atom() => term()}} | {error, beamlab_schema:error_reason()}.
+config_values(Opts) ->
+    Bin = fun(T) -> unicode:characters_to_binary(T) end,
+    Norm = #{publishing_interval => fun(P) -> float(P) end,
+             stream_offset => fun(O) when is_integer(O); is_tuple(O) -> O;
+                                 (O) -> Bin(string:lowercase(unicode:characters_to_list(O)))
+                              end,
+             message_properties => fun(P) -> maps:map(fun(headers, H) when is_map(H) -> beamlab_amqp_method:to_table(H);
+                                                          (headers, H) -> H;
+                                                          (_, V) when is_integer(V) -> V;
+                                                          (_, V) -> Bin(V)
+                                                       end, P)
+                                   end,
+             queue_args => fun(A) -> [{Bin(K), arg_value(V)} || {K, V} <- A] end,
+             consumer_args => fun(A) -> [{Bin(K), arg_value(V)} || {K, V} <- A] end,
+             output_file => Bin},
+    Values = maps:map(fun(K, V) when V =/= undefined, is_map_key(K, Norm) -> (maps:get(K, Norm))(V);
+                         (_, V) -> V
+                      end, Opts),
+    case maps:get(body_files, Opts, undefined) of
+        undefined ->
+            {ok, Values};
+        Files ->
+            case bodies(Files) of
+                {ok, Bins} ->
+                    {ok, Values#{body => {files, Bins, case maps:get(body_content_type, Opts, undefined) of
+                                                          undefined -> undefined;
+                                                          T -> Bin(T)
+                                                      end}}};
+                {error, Why} ->
+                    %% (a file changed since its check)
+                    {ok, O} = beamlab_schema:find(body_files, forms()),
+                    {error, {invalid, O, Files, {check, Why}}}
+            end
+    end.
+
+arg_value(V) when is_boolean(V); is_integer(V) -> V;
+arg_value(V) -> unicode:characters_to_binary(V).
 
 %% @doc The queue names of a queue file (`queue_file', `-qf'): one per
 %% line, blank lines skipped, each a queue's name, at most as many as
@@ -147,19 +523,26 @@ check_tls(Tls) ->
     Named = [{K, F, file_name(F)} || {K, F} <- lists:sort(maps:to_list(Files))],
     case [{K, F, R} || {K, F, R} <- Named, R =/= ok] of
         [{K, F, Why} | _] ->
-            {error, [atom_to_list(K), " ", beamlab_schema:value_text(F), ": ", Why]};
+            {error, {field, K, [file_text(F), ": ", Why]}};
         [] when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
-            {error, "certfile and keyfile go together"};
+            {error, {fields, "~ts and ~ts go together", [certfile, keyfile]}};
         [] ->
             case beamlab_amqp_tls:check_files(Files) of
                 ok -> ok;
-                {error, E} ->
-                    %% (its line names the command line's flags: the keys here)
+                {error, {file, Flag, _, _} = E} ->
+                    %% (its line names the command line's flag: the key's)
                     Line = unicode:characters_to_list(beamlab_amqp_tls:format_error(E)),
-                    {error, lists:foldl(fun({Flag, Key}, L) -> string:replace(L, Flag, Key, all) end, Line,
-                                        [{"--tls-ca-file", "cacertfile"}, {"--tls-cert-file", "certfile"},
-                                         {"--tls-key-file", "keyfile"}])}
+                    Key = maps:get(Flag, #{"--tls-ca-file" => cacertfile, "--tls-cert-file" => certfile,
+                                           "--tls-key-file" => keyfile}),
+                    {error, {field, Key, string:prefix(Line, Flag ++ " ")}}
             end
+    end.
+
+%% A file's name as a line shows it: whole, a control character as `?'.
+file_text(F) ->
+    case is_text(F) of
+        true -> [case C of C when C < 32; C =:= 127 -> $?; C -> C end || C <- unicode:characters_to_list(F)];
+        false -> beamlab_schema:value_text(F)
     end.
 
 %% A file the load reads: named by text, a regular file.
@@ -452,7 +835,7 @@ bounded() ->
 %% the same reason.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
-    Declared = bounded() ++ texts(),
+    Declared = declared(),
     beamlab_schema:check(Declared, maps:with([N || #{name := N} <- Declared], Given)).
 
 %% @doc Checks a whole configuration for a run that cannot work: a
@@ -468,7 +851,24 @@ check_config(Cfg) ->
             {error, {rule, "invalid value '~ts' for ~ts: 0 (the broker's) or at least 4096 "
                            "(AMQP's smallest frame_max)", [{value, F}, {opt, FrameMax}]}};
         _ ->
-            check_work(G)
+            first_error([check_held(G), check_work(G)])
+    end.
+
+%% Each body size has one padding, shared by every producer of a VM: the
+%% sizes of -s and -vs add up to what is held at once.
+check_held(G) ->
+    case G(variable_size) of
+        Steps when is_list(Steps) ->
+            Sizes = lists:usort([G(body_size) | [S || {S, _} <- Steps]]),
+            case lists:sum(Sizes) of
+                Held when Held > ?MAX_HELD ->
+                    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, declared()), {opt, O} end,
+                    {error, {rule, "~ts and ~ts: the bodies of ~ts distinct sizes add up to ~ts bytes, more "
+                                   "than 1 GiB to keep in memory at once",
+                             [Opt(body_size), Opt(variable_size), {value, length(Sizes)}, {value, Held}]}};
+                _ -> ok
+            end;
+        _ -> ok
     end.
 
 check_work(G) ->
@@ -527,7 +927,13 @@ build(Opts) ->
             {error, {option, {invalid, O, maps:get(queue_file, Opts), {check, Why}}}}
     end.
 
-build_config(Opts) ->
+build_config(Opts0) ->
+    case config_values(Opts0) of
+        {ok, Opts} -> build_load(Opts);
+        {error, R} -> {error, {option, R}}
+    end.
+
+build_load(Opts) ->
     Defaults = config_defaults(),
     Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
     Cfg = Cfg0#{uri := unicode:characters_to_binary(maps:get(uri, Cfg0)),

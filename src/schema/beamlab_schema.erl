@@ -32,12 +32,26 @@
 %%% option) and returns `ok' or `{error, Why}', Why a line's end naming
 %%% the value as it may be shown (a URI's password masked): the line is
 %%% the option's name, a colon and Why.
+%%% A flag whose text the kind reads itself (PerfTest's `100:60' steps,
+%%% `20gb', `PT10M', `k=v' lists) says how with `parse': a fun of the
+%%% kind's from the flag's text (a list of texts for a `multi' flag) to
+%%% `{ok, Value}' (the key's value, then checked as the library's is) or
+%%% `{error, Why}' (text that reads as no value: the line "option: Why").
+%%% A parser reads; the bounds are the check's, so both fronts refuse the
+%%% same values with the same line.
+%%% An option whose value is a map may give some of its keys flags of
+%%% their own (`--tls-ca-file' is `tls''s `cacertfile'): `fields', options
+%%% each with the `key' it sets (and its flag, type, help, `parse'); the
+%%% flags given make the map. A check names one of its keys with the Why
+%%% `{field, Key, Why}' (the library's line `tls: cacertfile Why', the
+%%% command line's `--tls-ca-file Why') or several with `{fields, Format,
+%%% Keys}' (a `~ts' for each, no other text of the user's).
 %%%
 %%% Core: pure, it calls nothing above it.
 -module(beamlab_schema).
 
 -export([check/2, check_value/2, find/2, shown/2, format_error/1, format_error/2]).
--export([check/3, flags/1, from_flags/2, value_text/1]).
+-export([check/3, flags/1, from_flags/2, parse/2, value_text/1]).
 
 -type type() :: boolean | count | string | cookie | integer | pos_integer | non_neg_integer
               | number | pos_number | quantity | percent | fraction | {enum, [atom()]}
@@ -49,7 +63,12 @@
                     hidden => boolean(),
                     conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
                     requires_format => string(), scale => scale(), cli_type => type(),
-                    check => fun((term()) -> ok | {error, unicode:chardata()})}.
+                    check => fun((term()) -> ok | {error, check_why()}),
+                    parse => fun((term()) -> {ok, term()} | {error, unicode:chardata()}),
+                    fields => [option()], key => atom()}.
+%% Why a kind's check refused a value: a line's end, or naming keys of a
+%% map option (`fields').
+-type check_why() :: unicode:chardata() | {field, atom(), unicode:chardata()} | {fields, string(), [atom()]}.
 -type schema() :: [option()].
 %% The key's value is the flag's times `N' (`{1, N}': divided by `N').
 -type scale() :: pos_integer() | {1, pos_integer()}.
@@ -57,7 +76,7 @@
 -type names() :: key | flag.
 %% Why a value was refused.
 -type why() :: {type, type()} | {min, number(), string()} | {max, number(), string()}
-             | {check, unicode:chardata()}.
+             | {check, check_why()}.
 %% A rule of a kind's own that names options: `Format' is an io_lib
 %% format whose `~ts' take, in order, the `Args' (an option's shown name
 %% for `{opt, Option}', the text of `{value, V}').
@@ -69,7 +88,7 @@
                       | {requires, option(), [option()], string()}
                       | {requires, option(), [option()], {format, string()}}
                       | {rule, string(), [arg()]}.
--export_type([type/0, option/0, schema/0, names/0, why/0, arg/0, error_reason/0, scale/0]).
+-export_type([type/0, option/0, schema/0, names/0, why/0, arg/0, error_reason/0, scale/0, check_why/0]).
 
 %% @doc Checks the options given (`Given': name => value, only those
 %% given, not the defaults) against `Schema': every name is one of its
@@ -156,7 +175,8 @@ shown(#{name := N}, _) -> atom_to_list(N).
 %% {@link from_flags/2} and {@link check/2}).
 -spec flags(schema()) -> [option()].
 flags(Schema) ->
-    [flag(O) || O <- Schema, maps:is_key(short, O) orelse maps:is_key(long, O)].
+    [flag(O) || O <- lists:append([[O | maps:get(fields, O, [])] || O <- Schema]),
+                maps:is_key(short, O) orelse maps:is_key(long, O)].
 
 flag(O) ->
     Scale = maps:get(scale, O, 1),
@@ -176,8 +196,17 @@ flag(O) ->
 %% (`scale'); the names that are not options of `Schema' left out.
 -spec from_flags(schema(), #{atom() => term()}) -> #{atom() => term()}.
 from_flags(Schema, Values) ->
-    maps:from_list([{N, in_key_units(V, maps:get(scale, O, 1))}
-                    || #{name := N} = O <- Schema, {ok, V} <- [maps:find(N, Values)]]).
+    Own = maps:from_list([{N, in_key_units(V, maps:get(scale, O, 1))}
+                          || #{name := N} = O <- Schema, {ok, V} <- [maps:find(N, Values)]]),
+    %% (the flags of a map's keys make the map)
+    lists:foldl(fun(#{name := N, fields := Fields}, Acc) ->
+                        case maps:from_list([{K, V} || #{name := F, key := K} <- Fields,
+                                                       {ok, V} <- [maps:find(F, Values)]]) of
+                            M when map_size(M) =:= 0 -> Acc;
+                            M -> Acc#{N => maps:merge(maps:get(N, Acc, #{}), M)}
+                        end;
+                   (_, Acc) -> Acc
+                end, Own, Schema).
 
 in_key_units(V, N) when is_integer(N), is_number(V) -> V * N;
 in_key_units(V, {1, N}) when is_number(V) -> V / N;
@@ -195,6 +224,34 @@ in_flag_units(V, {1, N}) when is_number(V) ->
     end;
 in_flag_units(V, _) -> V.
 
+%% @doc The flags' values (as {@link from_flags/2} gives them) with each
+%% option's `parse' applied to its text: the key's value, to check as the
+%% library's is. The first text that reads as no value is the error.
+-spec parse(schema(), #{atom() => term()}) -> {ok, #{atom() => term()}} | {error, error_reason()}.
+parse(Schema, Values) ->
+    lists:foldl(fun(#{name := N, parse := Parse} = O, {ok, Acc}) when is_map_key(N, Acc) ->
+                        Text = maps:get(N, Acc),
+                        case Parse(Text) of
+                            {ok, V} -> {ok, Acc#{N := V}};
+                            {error, Why} -> {error, {invalid, O, Text, {check, Why}}}
+                        end;
+                   (#{name := N, fields := Fields}, {ok, Acc}) when is_map_key(N, Acc) ->
+                        case parse(Fields, rekey(maps:get(N, Acc), Fields, key, name)) of
+                            {ok, M} -> {ok, Acc#{N := rekey(M, Fields, name, key)}};
+                            {error, _} = E -> E
+                        end;
+                   (_, Acc) ->
+                        Acc
+                end, {ok, Values}, Schema).
+
+%% A map option's value with its keys named as its fields' `From' (`key'
+%% or `name') named as their `To'.
+rekey(Map, Fields, From, To) ->
+    maps:from_list([{case [maps:get(To, F) || F <- Fields, maps:get(From, F) =:= K] of
+                         [K2 | _] -> K2;
+                         [] -> K
+                     end, V} || {K, V} <- maps:to_list(Map)]).
+
 %% @doc One line for each error, naming options by their keys.
 -spec format_error(error_reason()) -> unicode:chardata().
 format_error(Reason) ->
@@ -207,6 +264,14 @@ format_error(Reason, Names) ->
 
 error_line({unknown_option, K}, _) ->
     io_lib:format("unknown option ~0tp", [K]);
+error_line({invalid, Opt, _Value, {check, {field, K, Why}}}, key) ->
+    io_lib:format("~ts: ~ts ~ts", [shown(Opt, key), atom_to_list(K), Why]);
+error_line({invalid, Opt, _Value, {check, {field, K, Why}}}, flag) ->
+    io_lib:format("~ts ~ts", [field_shown(Opt, K), Why]);
+error_line({invalid, Opt, _Value, {check, {fields, Format, Keys}}}, key) ->
+    io_lib:format("~ts: ~ts", [shown(Opt, key), io_lib:format(Format, [atom_to_list(K) || K <- Keys])]);
+error_line({invalid, Opt, _Value, {check, {fields, Format, Keys}}}, flag) ->
+    io_lib:format(Format, [field_shown(Opt, K) || K <- Keys]);
 error_line({invalid, Opt, _Value, {check, Why}}, Names) ->
     %% (Why names the value as it may be shown: not quoted here)
     io_lib:format("~ts: ~ts", [shown(Opt, Names), Why]);
@@ -255,6 +320,13 @@ error_line({rule, Format, Args}, Names) ->
 error_line(Other, _) ->
     %% (a reason of no kind above: printed, never raised)
     beamlab_format_reason:term(Other).
+
+%% A map option's key as the command line names it: its field's flag.
+field_shown(Opt, K) ->
+    case [F || #{key := Key} = F <- maps:get(fields, Opt, []), Key =:= K] of
+        [F | _] -> shown(F, flag);
+        [] -> atom_to_list(K)
+    end.
 
 %%--------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
          redeclare_406/1, wrong_credentials/1, wrong_vhost/1, not_reachable/1,
          channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
          blocked/1, missed_heartbeats/1, broker_stops/1, send_counted_when_written/1,
+         direct_send_counted_when_written/1, direct_channel_closed_by_broker/1,
          silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
 
 all() ->
@@ -23,6 +24,7 @@ all() ->
      get_purge_delete, cancel, redeclare_406, wrong_credentials, wrong_vhost, not_reachable,
      silent_server, not_amqp_server, wrong_protocol_version, channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
      blocked, missed_heartbeats, send_counted_when_written,
+     direct_send_counted_when_written, direct_channel_closed_by_broker,
      %% Last: it stops the broker.
      broker_stops].
 
@@ -534,6 +536,79 @@ send_counted_when_written(Config) ->
     ?assertEqual(11, counters:get(Cs, 2)),
     no_message(0),
     ok = beamlab_amqp:close(C).
+
+%% A direct channel: its owner writes to the socket itself, so send/3
+%% has counted (and notified) by the time it returns; another process's
+%% send on the channel goes through the connection; after the close,
+%% nothing is written or counted.
+direct_send_counted_when_written(Config) ->
+    C = connect(Config),
+    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+    {amqp_channel, C, _, _, {_, _, Owner}} = Ch,
+    ?assertEqual(self(), Owner),
+    Q = queue(Ch, ?FUNCTION_NAME),
+    Cs = counters:new(2, []),
+    Frames = [beamlab_amqp:publish_frames(Ch, <<>>, Q, integer_to_binary(I), #{}) || I <- lists:seq(1, 10)],
+    ok = beamlab_amqp:send(Ch, Frames, {Cs, 2, 10, notify}),
+    ?assertEqual({0, 10}, {counters:get(Cs, 1), counters:get(Cs, 2)}),
+    {amqp_written, Ch} = recv(0),
+    Self = self(),
+    Other = spawn_link(fun() -> ok = beamlab_amqp:send(Ch, hd(Frames), {Cs, 2, 1, notify}), Self ! {sent, self()} end),
+    {sent, Other} = recv(),
+    %% Through the connection: the notice goes to the channel's owner.
+    {amqp_written, Ch} = recv(),
+    ?assertEqual(11, counters:get(Cs, 2)),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    ?assertEqual([integer_to_binary(I) || I <- lists:seq(1, 10) ++ [1]],
+                 [B || {_, _, B} <- deliveries(Ch, 11)]),
+    ok = beamlab_amqp:close_channel(Ch),
+    ok = beamlab_amqp:send(Ch, Frames, {Cs, 2, 10, notify}),
+    ok = beamlab_amqp:send(Ch, Frames),
+    {ok, #{channels := 0}} = beamlab_amqp:info(C),
+    ?assertEqual(11, counters:get(Cs, 2)),
+    no_message(0),
+    ok = beamlab_amqp:close(C).
+
+%% The broker closes a direct channel (a publish to an exchange that does
+%% not exist) while its owner keeps writing as fast as it can: its frames
+%% must all reach the broker before the channel's close-ok (the broker
+%% ends the whole connection, 504, for a frame on a closed channel), and
+%% what it sends once told of the close is neither written nor counted.
+direct_channel_closed_by_broker(Config) ->
+    C = connect(Config),
+    Self = self(),
+    Pub = spawn_link(
+            fun() ->
+                    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+                    Cs = counters:new(1, []),
+                    Frames = [beamlab_amqp:publish_frames(Ch, <<"no-such-exchange">>, <<"k">>, <<"x">>, #{})
+                              || _ <- lists:seq(1, 20)],
+                    Self ! {flooded, self(), flood(Ch, Frames, Cs)}
+            end),
+    {flooded, Pub, {404, <<"NOT_FOUND - no exchange 'no-such-exchange'", _/binary>>, Written, Written}} =
+        recv(30000),
+    ct:log("~b writes of 20 publishes before the close", [Written]),
+    ?assert(Written >= 1),
+    %% The connection outlived the channel: a frame after close-ok would
+    %% have closed it, and its connection.close would come before this
+    %% channel's open-ok.
+    Ch2 = channel(C),
+    Q = queue(Ch2, ?FUNCTION_NAME),
+    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
+    {ok, #{channels := 1}} = beamlab_amqp:info(C),
+    no_message(0),
+    ok = beamlab_amqp:close(C).
+
+flood(Ch, Frames, Cs) ->
+    ok = beamlab_amqp:send(Ch, Frames, {Cs, 1, 1, silent}),
+    receive
+        {amqp_closed, Ch, Code, Text} ->
+            Before = counters:get(Cs, 1),
+            ok = beamlab_amqp:send(Ch, Frames, {Cs, 1, 1, silent}),
+            {Code, Text, Before, counters:get(Cs, 1)}
+    after 0 ->
+        flood(Ch, Frames, Cs)
+    end.
 
 ctl(Config, Args) ->
     Out = os:cmd("HOME=" ++ broker_dir(Config) ++ " ERL_EPMD_ADDRESS=127.0.0.1 "

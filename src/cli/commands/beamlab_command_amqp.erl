@@ -20,17 +20,9 @@
 %% stderr says why nothing changes) or `{refused, Why}' (one line, exit 2).
 -type audit() :: same | {differently | no_effect | refused, string()}.
 
-%% Limits checked at parse time (#27): each names why.
--define(MAX_COUNT, 100000).             % producers, consumers, closed-loop channels
--define(MAX_CHANNELS, 2047).            % the client's channel_max
--define(MAX_BODY, 536870912).           % RabbitMQ's largest message (512 MiB)
--define(MAX_SECONDS, 31536000).         % one year
--define(MAX_RATE, 1000000000).
-%% What one run holds in memory at once for its bodies (#34): every -B
-%% file, the paddings of every -s/-vs size (one shared binary per size,
-%% not one per producer), the --json-body bodies.
+%% What one run holds in memory at once for its --json-body bodies (#34;
+%% the -B files and the -s/-vs paddings are the kind's checks).
 -define(MAX_HELD, 1073741824).          % 1 GiB
--define(MAX_LATENCY, 60000000).         % one minute per message, as -L
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -213,34 +205,23 @@ flag_options() ->
      #{name => requeue, short => "re", long => "requeue", type => Bool, metavar => "true|false",
        help => "whether nacked messages are requeued (default: true)"},
      Kind(rate),
-     #{name => variable_rate, short => "vr", long => "variable-rate", type => string, multi => true,
-       metavar => "RATE:SECONDS", help => "publish at RATE for SECONDS, repeatable; the steps "
-                                          "cycle (e.g. -vr 100:60 -vr 1000:10)"},
-     #{name => publishing_interval, short => "P", long => "publishing-interval", type => string,
-       metavar => "SECONDS", help => "each producer channel publishes one message every SECONDS "
-                                     "(at least 0.1)"},
+     Kind(variable_rate),
+     Kind(publishing_interval),
      Kind(producer_start_delay),
      Kind(consumer_rate),
      Kind(consumer_latency),
-     #{name => variable_latency, short => "vl", long => "variable-latency", type => string,
-       multi => true, metavar => "US:SECONDS", help => "simulated work per message that varies "
-                                                       "over time, repeatable, cycled"},
+     Kind(variable_latency),
      Kind(body_size),
-     #{name => variable_size, short => "vs", long => "variable-size", type => string, multi => true,
-       metavar => "BYTES:SECONDS", help => "body size that varies over time, repeatable, cycled"},
-     #{name => body, short => "B", long => "body", type => string, metavar => "FILE,FILE...",
-       help => "send the contents of these files as bodies, in turn"},
-     #{name => body_content_type, short => "T", long => "body-content-type", type => string,
-       metavar => "TYPE", help => "content type of the -B bodies"},
+     Kind(variable_size),
+     Kind(body_files),
+     Kind(body_content_type),
      #{name => json_body, short => "jb", long => "json-body", type => boolean, default => false,
        help => "random JSON documents of about -s bytes as bodies"},
      #{name => body_field_count, short => "bfc", long => "body-field-count", type => pos_integer,
        max => 100000, max_why => "fields kept in memory", default => 1000, metavar => "N", help => "fields to draw the JSON bodies from"},
      #{name => body_count, short => "bc", long => "body-count", type => pos_integer,
        max => 100000, max_why => "bodies kept in memory", default => 100, metavar => "N", help => "JSON bodies generated in advance"},
-     #{name => message_properties, short => "mp", long => "message-properties", type => string,
-       multi => true, metavar => "K=V,...", help => "message properties (priority=5, "
-                                                   "contentType=...); other keys are headers"},
+     Kind(message_properties),
      Kind(duration),
      Kind(pmessages),
      Kind(cmessages),
@@ -257,14 +238,10 @@ flag_options() ->
        help => "declare quorum queues"},
      #{name => stream, short => "sq", long => "stream-queue", type => boolean, default => false,
        help => "declare stream queues (over AMQP 0-9-1; prefetch 200 unless -q)"},
-     #{name => queue_args, short => "qa", long => "queue-args", type => string, multi => true,
-       metavar => "K=V,...", help => "queue arguments, e.g. x-queue-type=quorum,x-max-length=10"},
-     #{name => max_length_bytes, short => "mlb", long => "max-length-bytes", type => string,
-       metavar => "BYTES", help => "x-max-length-bytes of created queues (e.g. 20gb; 0: none)"},
-     #{name => max_age, short => "ma", long => "max-age", type => string, metavar => "DURATION",
-       help => "x-max-age of created streams, ISO 8601 (PT10M30S, P5DT8H)"},
-     #{name => segment_bytes, short => "smssb", long => "stream-max-segment-size-bytes",
-       type => string, metavar => "BYTES", help => "segment size of created streams (at most 3gb)"},
+     Kind(queue_args),
+     Kind(max_length_bytes),
+     Kind(max_age),
+     Kind(stream_segment_bytes),
      #{name => leader_locator, short => "ll", long => "leader-locator",
        type => {enum, ['client-local', balanced]}, metavar => "STRATEGY",
        help => "leader locator of created quorum queues and streams"},
@@ -273,11 +250,8 @@ flag_options() ->
                                         "broker; default: plain, deleted by beamlab at the end)"},
      #{name => exclusive, short => "E", long => "exclusive", type => boolean, default => false,
        help => "each consumer declares its own exclusive queue"},
-     #{name => consumer_args, short => "ca", long => "consumer-args", type => string, multi => true,
-       metavar => "K=V,...", help => "consumer arguments, e.g. x-priority=10"},
-     #{name => stream_offset, short => "sco", long => "stream-consumer-offset", type => string,
-       metavar => "OFFSET", help => "where stream consumers start: first, last, next, an offset "
-                                    "or an ISO 8601 time"},
+     Kind(consumer_args),
+     Kind(stream_offset),
      #{name => slow_start, short => "S", long => "slow-start", type => boolean, default => false,
        help => "start consumers one second apart"},
      Kind(consumer_start_delay),
@@ -289,8 +263,7 @@ flag_options() ->
      Kind(polling_interval),
      Kind(interval),
      Kind(id),
-     #{name => output_file, short => "o", long => "output-file", type => string, metavar => "FILE",
-       help => "PerfTest's CSV of the interval lines, written when the run ends"},
+     Kind(output_file),
      #{name => use_millis, short => "ms", long => "use-millis", type => boolean, default => false,
        help => "print latency in milliseconds"},
      #{name => metrics_format, short => "mf", long => "metrics-format",
@@ -307,22 +280,14 @@ flag_options() ->
      #{name => use_default_ssl_context, short => "udsc", long => "use-default-ssl-context",
        type => boolean, default => false,
        help => "verify the broker with the system's trust store (the default without --tls-ca-file)"},
-     #{name => tls_ca_file, long => "tls-ca-file", type => string, metavar => "FILE",
-       help => "CA certificates (PEM) that sign the broker's certificate (amqps://)"},
-     #{name => tls_cert_file, long => "tls-cert-file", type => string, metavar => "FILE",
-       help => "client certificate (PEM) for amqps://"},
-     #{name => tls_key_file, long => "tls-key-file", type => string, metavar => "FILE",
-       help => "the client certificate's key (PEM, unencrypted)"},
-     #{name => tls_insecure, long => "tls-insecure", type => boolean, default => false,
-       help => "do not verify the broker's certificate (PerfTest's amqps:// default)"},
-     #{name => sni, short => "sni", long => "server-name-indication", type => string,
-       metavar => "NAME", help => "TLS server name (SNI), also the name the broker's "
-                                  "certificate must have"},
+     Kind(tls_ca_file),
+     Kind(tls_cert_file),
+     Kind(tls_key_file),
+     Kind(tls_insecure),
+     Kind(sni),
      #{name => sasl_external, short => "se", long => "sasl-external", type => boolean,
        default => false, help => "log in with SASL EXTERNAL (the client certificate's name)"},
-     #{name => recovery_interval, short => "cri", long => "connection-recovery-interval",
-       type => string, metavar => "S|S-S", help => "with --reconnect: seconds between "
-                                                   "attempts, or a random delay in a range"},
+     Kind(recovery_interval),
      #{name => disable_recovery, short => "dcr", long => "disable-connection-recovery",
        type => boolean, default => false, help => "stop the run on a lost connection "
                                                   "(beamlab's default; see --reconnect)"},
@@ -343,10 +308,7 @@ flag_options() ->
      #{name => version, long => "version", type => boolean, default => false,
        help => "print beamlab's version"},
      %% issue 12: the broker's own telemetry (beamlab_experiment_watch)
-     #{name => watch, long => "watch", type => string, metavar => "NODE",
-       help => "record the broker node's telemetry (schedulers, memory, top processes) "
-               "beside the load, over distribution (--cookie gives its cookie); its key "
-               "figures are printed under each interval line and after the summary"},
+     Kind(watch),
      hd([O || #{name := dist_name} = O <- beamlab_cli_dist:options()])]
         %% #24: the rates and latencies for Prometheus, under PerfTest's names.
         ++ beamlab_cli_metrics:options().
@@ -399,7 +361,7 @@ help_flags() ->
                                              outputs := [beamlab_runtime_file:named()]}.
 files(Parsed) ->
     G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    Bodies = case G(body) of
+    Bodies = case G(body_files) of
                  undefined -> [];
                  B -> [{"-B", string:trim(F)} || F <- string:split(B, ",", all)]
              end,
@@ -493,7 +455,7 @@ config(P0) ->
     %% (and line, naming the flag) as the library's.
     Given = beamlab_cli_schema:given(beamlab_experiment_amqp:options(), P),
     Uri = G(uri),
-    Uris = uris(G(uris)),
+    Uris = maps:get(uris, Given, []),
     Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
     %% (-u a,b: each name checked as the kind's `queue'; --queue-file is
     %% the kind's `queue_file', checked and read by it)
@@ -506,7 +468,17 @@ config(P0) ->
                             [_, _ | _] -> Named;
                             _ -> undefined
                         end},
+    %% (TLS flags without an amqps:// URI, flags that go together: said
+    %% before their files are read)
+    ok = tls_rules(G, [Uri | Uris]),
     refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
+    %% PerfTest's text forms and the -B files as the load takes them, as
+    %% the library's are made
+    Loaded = case beamlab_experiment_amqp:config_values(Given) of
+                 {ok, Values} -> Values;
+                 {error, LoadErr} -> beamlab_cli_schema:refuse(LoadErr)
+             end,
+    Load = fun(Key, Default) -> case maps:get(Key, Loaded, undefined) of undefined -> Default; Value -> Value end end,
     Queues = case {Named, beamlab_experiment_amqp:queue_file(G(queue_file))} of
                  {[], {ok, FromFile}} -> FromFile;
                  {[], {error, Why}} -> beamlab_cli_error:usage("-qf: ~ts", [Why]);
@@ -563,9 +535,8 @@ config(P0) ->
         autoack => G(autoack), multi_ack => G(multi_ack), nack => G(nack),
         requeue => G(requeue) =/= false,
         rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
-        variable_rate => variables(G(variable_rate), "--variable-rate", 0,
-                                   {?MAX_RATE, "messages per second per channel"}),
-        publishing_interval => publishing_interval(G(publishing_interval)),
+        variable_rate => Load(variable_rate, undefined),
+        publishing_interval => Load(publishing_interval, undefined),
         producer_start_delay => G(producer_start_delay),
         consumer_rate => case G(consumer_rate) of
                              undefined -> infinity;
@@ -573,24 +544,22 @@ config(P0) ->
                              R -> R
                          end,
         consumer_latency => G(consumer_latency),
-        variable_latency => variables(G(variable_latency), "--variable-latency", 0,
-                                      {?MAX_LATENCY, "one minute per message"}),
+        variable_latency => Load(variable_latency, undefined),
         body_size => G(body_size),
-        variable_size => sizes_held(G(body_size), variables(G(variable_size), "--variable-size", 1,
-                                                       {?MAX_BODY, "RabbitMQ's largest message, 512 MiB"})),
-        body => body(G),
-        message_properties => message_properties(G(message_properties)),
+        variable_size => Load(variable_size, undefined),
+        body => body(G, Load(body, undefined)),
+        message_properties => Load(message_properties, #{}),
         duration => G(duration), pmessages => G(pmessages), cmessages => G(cmessages),
         producer_tx => G(producer_tx), consumer_tx => G(consumer_tx),
         predeclared => G(predeclared), quorum => G(quorum), stream => Stream,
-        queue_args => key_values(G(queue_args), "--queue-args"),
-        max_length_bytes => capacity(G(max_length_bytes), "--max-length-bytes"),
-        max_age => max_age(G(max_age)),
-        stream_segment_bytes => segment_bytes(G(segment_bytes)),
+        queue_args => Load(queue_args, []),
+        max_length_bytes => Load(max_length_bytes, undefined),
+        max_age => Load(max_age, undefined),
+        stream_segment_bytes => Load(stream_segment_bytes, undefined),
         leader_locator => case G(leader_locator) of undefined -> undefined; LL -> atom_to_binary(LL) end,
         auto_delete => G(auto_delete), exclusive => G(exclusive),
-        consumer_args => key_values(G(consumer_args), "--consumer-args"),
-        stream_offset => stream_offset(G(stream_offset)),
+        consumer_args => Load(consumer_args, []),
+        stream_offset => Load(stream_offset, undefined),
         slow_start => G(slow_start), consumer_start_delay => G(consumer_start_delay),
         exit_when => case G(exit_when) of undefined -> never; W -> W end,
         polling => G(polling), polling_interval => G(polling_interval),
@@ -598,17 +567,17 @@ config(P0) ->
         closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
         connection_rate => case G(connection_rate) of undefined -> infinity; CR -> CR end,
         id => bin(G(id)),
-        output_file => output_file(G(output_file)),
+        output_file => Load(output_file, undefined),
         use_millis => G(use_millis), metrics_format => G(metrics_format),
         heartbeat => G(heartbeat), frame_max => G(frame_max),
         tcp => maps:from_list([{K, V} || {K, V} <- [{nodelay, G(tcp_no_delay)},
                                                      {sndbuf, G(tcp_send_buffer)},
                                                      {recbuf, G(tcp_receive_buffer)}],
                                          V =/= undefined]),
-        recovery_interval => recovery_interval(G(recovery_interval)),
+        recovery_interval => Load(recovery_interval, {1000, 1000}),
         startup_timeout => G(startup_timeout), servers_up => G(servers_up),
         shutdown_timeout => G(shutdown_timeout)},
-      tls(G, [Uri | Uris])),
+      tls(G, Given)),
     %% A run that cannot work (nothing to run, -D never reached): the
     %% kind's check, as the library's.
     refuse(beamlab_experiment_amqp:check_config(Cfg)),
@@ -674,22 +643,6 @@ number(S) ->
     end.
 
 
-uris(undefined) -> [];
-uris(S) ->
-    list_entries(S, "--uris").
-
-%% A comma-separated list of the command line (--uris, -B): an empty entry
-%% (`a,,b', a comma at an end) is refused as a mistake, not dropped.
-list_entries(S, Flag) ->
-    case [string:trim(U) || U <- string:split(S, ",", all)] of
-        [""] -> beamlab_cli_error:usage("~ts needs at least one entry", [Flag]);
-        Entries ->
-            lists:member("", Entries) andalso
-                beamlab_cli_error:usage("~ts: an empty entry in the list (two commas in a row, or "
-                                        "a comma at an end)", [Flag]),
-            Entries
-    end.
-
 bin(undefined) -> undefined;
 bin(S) -> unicode:characters_to_binary(S).
 
@@ -709,108 +662,10 @@ queues(undefined) ->
 queues(Names) ->
     [bin(string:trim(N)) || N <- string:split(Names, ",", all)].
 
-%% Files named on the command line are read whole, but only regular files
-%% and at most 64 MiB (a FIFO or a device would hang or never end).
-read_small(File) ->
-    case file:read_file_info(File) of
-        {ok, #file_info{type = T}} when T =/= regular -> {error, "not a regular file"};
-        {ok, #file_info{size = Size}} when Size > 67108864 -> {error, "larger than 64 MiB"};
-        {ok, _} ->
-            case file:read_file(File) of
-                {ok, Bin} -> {ok, Bin};
-                {error, R} -> {error, file:format_error(R)}
-            end;
-        {error, R} -> {error, file:format_error(R)}
-    end.
-
-%% -vr, -vs, -vl: each value bounded as its fixed option (-r, -s, -L).
-variables(undefined, _Flag, _Min, _Max) -> undefined;
-variables(Defs, Flag, Min, {Max, Why}) ->
-    [case beamlab_amqp_perftest:variable(D, Min) of
-         {ok, {V, _}} when V > Max ->
-             beamlab_cli_error:usage("invalid value '~ts' for ~ts: at most ~b (~ts)",
-                                     [D, Flag, Max, Why]);
-         {ok, V} -> V;
-         {error, Bad} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Bad])
-     end || D <- Defs].
-
-%% Each body size has one padding, shared by every producer of a VM: their
-%% total is what is held at once.
-sizes_held(_Size, undefined) -> undefined;
-sizes_held(Size, Steps) ->
-    Held = lists:sum(lists:usort([Size | [S || {S, _} <- Steps]])),
-    Held > ?MAX_HELD andalso
-        beamlab_cli_error:usage("-s and --variable-size: the bodies of ~b distinct sizes add up to "
-                                "~b bytes, more than 1 GiB to keep in memory at once",
-                                [length(lists:usort([Size | [S || {S, _} <- Steps]])), Held]),
-    Steps.
-
-publishing_interval(undefined) -> undefined;
-publishing_interval(S) ->
-    case beamlab_amqp_perftest:publishing_interval(S) of
-        {ok, V} -> V;
-        {error, Why} -> beamlab_cli_error:usage("invalid value '~ts' for --publishing-interval: ~ts",
-                                                [S, Why])
-    end.
-
-key_values(undefined, _Flag) -> [];
-key_values(Values, Flag) ->
-    lists:foldl(fun(V, Acc) ->
-                        case beamlab_amqp_perftest:key_values(V) of
-                            {ok, KVs} ->
-                                lists:foldl(fun({K, X}, A) -> lists:keystore(K, 1, A, {K, X}) end,
-                                            Acc, KVs);
-                            {error, Why} -> beamlab_cli_error:usage("~ts '~ts': ~ts", [Flag, V, Why])
-                        end
-                end, [], Values).
-
-message_properties(undefined) -> #{};
-message_properties(Values) ->
-    case beamlab_amqp_perftest:properties(key_values(Values, "--message-properties")) of
-        {ok, Props} -> Props;
-        {error, Why} -> beamlab_cli_error:usage("--message-properties: ~ts", [Why])
-    end.
-
-capacity(undefined, _Flag) -> undefined;
-capacity(S, Flag) ->
-    case beamlab_amqp_perftest:byte_capacity(S) of
-        {ok, N} -> N;
-        {error, Why} -> beamlab_cli_error:usage("~ts: ~ts", [Flag, Why])
-    end.
-
-segment_bytes(undefined) -> undefined;
-segment_bytes(S) ->
-    case capacity(S, "--stream-max-segment-size-bytes") of
-        N when N > 3000000000 ->
-            beamlab_cli_error:usage("--stream-max-segment-size-bytes: the maximum segment size "
-                                    "cannot be more than 3 GB", []);
-        0 -> beamlab_cli_error:usage("--stream-max-segment-size-bytes: must be positive", []);
-        N -> N
-    end.
-
-max_age(undefined) -> undefined;
-max_age(S) ->
-    case beamlab_amqp_perftest:iso_duration(S) of
-        {ok, N} -> N;
-        {error, Why} -> beamlab_cli_error:usage("--max-age: ~ts", [Why])
-    end.
-
-stream_offset(undefined) -> undefined;
-stream_offset(S) ->
-    case beamlab_amqp_perftest:stream_offset(S) of
-        {ok, O} -> O;
-        {error, Why} -> beamlab_cli_error:usage("--stream-consumer-offset: ~ts", [Why])
-    end.
-
-recovery_interval(undefined) -> {1000, 1000};
-recovery_interval(S) ->
-    case beamlab_amqp_perftest:recovery_interval(S) of
-        {ok, I} -> I;
-        {error, Why} -> beamlab_cli_error:usage("--connection-recovery-interval: ~ts", [Why])
-    end.
-
-body(G) ->
-    case {G(body), G(json_body)} of
+%% The bodies: the stamp, -B's files (read as the library's are,
+%% beamlab_experiment_amqp:config_values/1) or --json-body's documents.
+body(G, Files) ->
+    case {Files, G(json_body)} of
         {undefined, false} ->
             stamp;
         {undefined, true} ->
@@ -820,53 +675,17 @@ body(G) ->
                                         [G(body_count), G(body_size)]),
             {json, G(body_field_count), G(body_count)};
         {Files, false} ->
-            Names = list_entries(Files, "--body"),
-            %% Sizes first: nothing is read when the total is too much.
-            Held = lists:sum([body_file_size(F) || F <- Names]),
-            Held > ?MAX_HELD andalso
-                beamlab_cli_error:usage("--body: ~b files of ~b bytes in all, more than 1 GiB to "
-                                        "keep in memory at once", [length(Names), Held]),
-            {files, [body_file(F) || F <- Names], bin(G(body_content_type))};
+            Files;
         {_, true} ->
             beamlab_cli_error:usage("give either --body files or --json-body, not both", [])
     end.
 
-%% A body file is bounded as -s is: at most RabbitMQ's largest message.
-body_file_size(F) ->
-    case file:read_file_info(F) of
-        {ok, #file_info{type = regular, size = Size}} when Size =< ?MAX_BODY -> Size;
-        {ok, #file_info{type = regular}} ->
-            beamlab_cli_error:usage("--body ~ts: larger than 512 MiB (RabbitMQ's largest message)", [F]);
-        {ok, _} -> beamlab_cli_error:usage("--body ~ts: not a regular file", [F]);
-        {error, R} -> beamlab_cli_error:usage("--body ~ts: ~ts", [F, file:format_error(R)])
-    end.
-
-body_file(F) ->
-    case file:read_file(F) of
-        {ok, Bin} when byte_size(Bin) =< ?MAX_BODY -> Bin;
-        {ok, _} -> beamlab_cli_error:usage("--body ~ts: larger than 512 MiB (RabbitMQ's largest message)", [F]);
-        {error, R} -> beamlab_cli_error:usage("--body ~ts: ~ts", [F, file:format_error(R)])
-    end.
-
-%% -o: checked now (a directory or an impossible path fails before the
-%% run), written atomically at the end.
-output_file(undefined) -> undefined;
-output_file(F) ->
-    case beamlab_runtime_file:check_target(F) of
-        {ok, directory} -> beamlab_cli_error:usage("--output-file ~ts is a directory", [F]);
-        {ok, _} -> unicode:characters_to_binary(F);
-        {error, R} -> beamlab_cli_error:usage("--output-file ~ts: ~ts",
-                                              [F, beamlab_runtime_file:format_error(R)])
-    end.
-
 %% TLS: the options of amqps:// URIs, and SASL EXTERNAL.
-tls(G, Uris) ->
+tls_rules(G, Uris) ->
     Tls = lists:any(fun(U) -> string:prefix(string:lowercase(U), "amqps:") =/= nomatch end, Uris),
-    Files = [{cacertfile, G(tls_ca_file), "--tls-ca-file"},
-             {certfile, G(tls_cert_file), "--tls-cert-file"},
-             {keyfile, G(tls_key_file), "--tls-key-file"}],
-    Given = [{K, F, Flag} || {K, F, Flag} <- Files, F =/= undefined],
-    TlsOnly = [Flag || {_, _, Flag} <- Given]
+    Files = [{G(tls_ca_file), "--tls-ca-file"}, {G(tls_cert_file), "--tls-cert-file"},
+             {G(tls_key_file), "--tls-key-file"}],
+    TlsOnly = [Flag || {F, Flag} <- Files, F =/= undefined]
         ++ ["--server-name-indication" || G(sni) =/= undefined]
         ++ ["--tls-insecure" || G(tls_insecure)]
         ++ ["--use-default-ssl-context" || G(use_default_ssl_context)],
@@ -882,27 +701,13 @@ tls(G, Uris) ->
     G(tls_insecure) andalso (G(tls_ca_file) =/= undefined orelse G(use_default_ssl_context)) andalso
         beamlab_cli_error:usage("--tls-insecure verifies nothing: drop --tls-ca-file and "
                                 "--use-default-ssl-context, or drop --tls-insecure", []),
-    _ = [case read_small(F) of
-             {ok, _} -> ok;
-             {error, Why} -> beamlab_cli_error:usage("~ts ~ts: ~ts", [Flag, F, Why])
-         end || {_, F, Flag} <- Given],
-    %% Each file as PEM, the key matching its certificate: said now, with
-    %% the file named, not as the broker's fault later (#34).
-    case beamlab_amqp_tls:check_files(maps:from_list([{K, F} || {K, F, _} <- Given])) of
-        ok -> ok;
-        {error, TlsErr} -> beamlab_cli_error:usage("~ts", [beamlab_amqp_tls:format_error(TlsErr)])
-    end,
-    Sni = case G(sni) of
-              undefined -> #{};
-              S -> case string:split(S, ",", leading) of
-                       [First | _] -> #{server_name_indication => string:trim(First)}
-                   end
-          end,
-    #{tls => maps:merge(maps:from_list([{K, F} || {K, F, _} <- Given]),
-                        Sni#{verify => case G(tls_insecure) of
-                                           true -> verify_none;
-                                           false -> verify_peer
-                                       end}),
+    ok.
+
+%% The TLS options: the kind's `tls' map of the flags given (its files
+%% checked by the kind: regular, PEM, the key matching its certificate,
+%% #34), verifying the broker unless --tls-insecure; SASL EXTERNAL.
+tls(G, Given) ->
+    #{tls => maps:merge(#{verify => verify_peer}, maps:get(tls, Given, #{})),
       sasl => case G(sasl_external) of true -> external; false -> plain end}.
 
 %% --nodes N or a@h,b@h: the kind's `nodes' (checked there).

@@ -294,15 +294,31 @@ option_conflicts_test() ->
                  usage_error(["-h", "amqps://h", "--tls-cert-file", "c.pem"])),
     ?assertMatch("give either --body files or --json-body, not both",
                  usage_error(["-B", "/etc/hostname", "-jb"])),
-    ?assertMatch("--body /nonexistent/x: " ++ _, usage_error(["-B", "/nonexistent/x"])),
+    ?assertEqual("-B: /nonexistent/x: no such file or directory", usage_error(["-B", "/nonexistent/x"])),
     ?assertMatch("-qf: /dev/null: not a regular file", usage_error(["-qf", "/dev/null"])),
     ?assertMatch("unexpected argument 'mandatory'" ++ _, usage_error(["-f", "persistent", "mandatory"])),
-    ?assertMatch("--variable-rate: Invalid variable value definition: 10" ++ _,
+    ?assertMatch("-vr: Invalid variable value definition: 10" ++ _,
                  usage_error(["-vr", "10"])),
-    ?assertMatch("invalid value '0.05' for --publishing-interval: cannot be less than 0.1",
+    ?assertEqual("invalid value '0.05' for -P: expected a number >= 0.1 (PerfTest's smallest)",
                  usage_error(["-P", "0.05"])),
-    ?assertMatch("--stream-max-segment-size-bytes: the maximum segment size cannot be more than 3 GB",
-                 usage_error(["-smssb", "4gb"])).
+    ?assertEqual("invalid value '4000000000' for -smssb: at most 3000000000 (a stream segment is at most 3 GB)",
+                 usage_error(["-smssb", "4gb"])),
+    ?assertEqual("invalid value '0' for -smssb: expected a positive integer", usage_error(["-smssb", "0"])),
+    ?assertEqual("-vr: 2000000000:5: at most 1000000000 (messages per second per channel)",
+                 usage_error(["-vr", "100:5", "-vr", "2000000000:5"])),
+    ?assertMatch("-vs: Invalid variable value definition: 0:5." ++ _, usage_error(["-vs", "0:5"])),
+    ?assertEqual("-H: an empty entry in the list (two commas in a row, or a comma at an end)",
+                 usage_error(["-H", "amqp://a,,amqp://b"])),
+    ?assertEqual("-mp: message property priority=300: expected an integer 0..255",
+                 usage_error(["-mp", "priority=300"])),
+    ?assertEqual("-qa: 'a=1,,b=2': an empty key (two commas in a row?)", usage_error(["-qa", "a=1,,b=2"])),
+    ?assertMatch("-ma: 'PT0S' is not a valid duration" ++ _, usage_error(["-ma", "PT0S"])),
+    ?assertEqual("-cri: must be e.g. 30 or 30-60 (seconds)", usage_error(["-cri", "x"])),
+    ?assertEqual("-sco: 'sometime' is not a valid stream offset value.", usage_error(["-sco", "sometime"])),
+    ?assertEqual("--watch: 'nohost' is not a node name (name@host)", usage_error(["--watch", "nohost"])),
+    ?assertEqual("-s and -vs: the bodies of 3 distinct sizes add up to 1073741835 bytes, more than 1 GiB "
+                 "to keep in memory at once",
+                 usage_error(["-vs", "536870912:1", "-vs", "536870911:1"])).
 
 %% docs/amqp.md's audit table has a row for every PerfTest option, with
 %% the status the command gives it.
