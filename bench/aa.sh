@@ -86,8 +86,9 @@ for s in $SIZES $CHECK_SIZES; do size_of "$s" >/dev/null; done
 HISTORY=10
 # --label: the benchmark keeps its name whatever the code, so runs pair.
 RUN_OPTS="-s 5 -d 50 --label work"
-# check's default 12 rounds: fewer cannot reach the 0.001 a time verdict
-# needs under load (docs/statistics.md); each round is two fresh VMs.
+# check's default 14 rounds: fewer cannot reach the 0.001 (over the
+# family of entries) a time verdict needs under load
+# (docs/statistics.md); each round is two fresh VMs.
 CHECK_OPTS="-s 3 -d 30 -w 1"
 if [ "$SHORT" = 1 ]; then RUN_OPTS="-s 3 -d 30 --label work"; HISTORY=6; fi
 

@@ -522,10 +522,11 @@ check_tls(Tls) ->
     Files = maps:with([cacertfile, certfile, keyfile], Tls),
     Named = [{K, F, file_name(F)} || {K, F} <- lists:sort(maps:to_list(Files))],
     case [{K, F, R} || {K, F, R} <- Named, R =/= ok] of
+        _ when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
+            %% (said before the files are read, as the command line does)
+            {error, {fields, "~ts and ~ts go together", [certfile, keyfile]}};
         [{K, F, Why} | _] ->
             {error, {field, K, [file_text(F), ": ", Why]}};
-        [] when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
-            {error, {fields, "~ts and ~ts go together", [certfile, keyfile]}};
         [] ->
             case beamlab_amqp_tls:check_files(Files) of
                 ok -> ok;

@@ -5,7 +5,7 @@
 %%% sweeps, then the failed runs. Pure.
 -module(beamlab_render_matrix).
 
--export([render/2]).
+-export([render/2, stop_line/2]).
 
 
 %% @doc The matrix as text: configuration x metric with the mean of the
@@ -50,7 +50,9 @@ render(Doc, Opts) ->
     %% findings after the view as ever)
     beamlab_render_text:render(Doc#{findings => []}, Opts).
 
-%% With --ci, what ended the repetitions (and for which benchmarks).
+%% @doc With `--ci', what ended the repetitions (and for which
+%% benchmarks), `Pm' the plus-minus sign; "" without.
+-spec stop_line(beamlab_result:result(), string()) -> unicode:chardata().
 stop_line(#{params := #{<<"ci">> := Ci}, extra := #{<<"stopped_by">> := By} = X}, Pm) ->
     beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, X, []), Pm);
 stop_line(_Doc, _Pm) ->

@@ -49,7 +49,8 @@
           p_value_mann_whitney := float() | undefined,
           mann_whitney_method := exact | normal | none,
           test := welch_log | welch | runs_log | runs | none,
-          verdict := faster | slower | no_difference | too_few_samples,
+          %% (inconclusive_load: set by a caller, a matrix on a loaded machine)
+          verdict := faster | slower | no_difference | too_few_samples | inconclusive_load,
           n_base := non_neg_integer(), n_new := non_neg_integer(),
           mean_base := float() | undefined, mean_new := float() | undefined,
           confidence := float()}.

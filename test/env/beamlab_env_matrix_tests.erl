@@ -151,6 +151,39 @@ load_finding_test() ->
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
     {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).
 
+%% #35: the matrix's own verdict against its baseline configuration is
+%% load-aware as a compare of two matrices is: with the repetitions'
+%% `load_high', +20% in time is `inconclusive_load', +50% stands; a
+%% load-independent unit (reductions) keeps its verdict; quiet, +20% is
+%% `slower'.
+own_verdict_load_aware_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Runner = fun(Factor, Unit, Load) ->
+                     Counts = ets:new(counts, [public]),
+                     fun(#{name := Name}, _Argv) ->
+                             Rep = ets:update_counter(Counts, Name, 1, {Name, 0}),
+                             F = [beamlab_result:finding(load_high, warning, "Machine is overloaded", "e", "a", #{})
+                                  || Load],
+                             Scale = case Name of <<"+S 2">> -> Factor; _ -> 1.0 end,
+                             {ok, #{exit => 0, env => #{schedulers => #{online => 1}},
+                                    result => #{findings => F,
+                                                benchmarks => [#{name => <<"x">>, unit => Unit, better => lower,
+                                                                 stats => #{mean => Scale * lists:nth(Rep, [10.0, 10.3, 9.7])}}]}}}
+                     end
+             end,
+    Verdict = fun(Factor, Unit, Load) ->
+                      Spec = #{configs => Cs, command => ["run", "x"], repeat => 3, baseline => <<"+S 1">>,
+                               argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>,
+                               inner => {erlang, error, [not_called]}},
+                      {ok, #{benchmarks := Bs}} = beamlab_env_matrix:run(Spec, #{runner => Runner(Factor, Unit, Load)}),
+                      [V] = [V || #{group := <<"+S 2">>, comparison := #{verdict := V}} <- Bs],
+                      V
+              end,
+    ?assertEqual(slower, Verdict(1.2, <<"ms">>, false)),
+    ?assertEqual(inconclusive_load, Verdict(1.2, <<"ms">>, true)),
+    ?assertEqual(slower, Verdict(1.5, <<"ms">>, true)),
+    ?assertEqual(slower, Verdict(1.2, <<"reductions">>, true)).
+
 %% #35 `--ci': a runner whose values are given per configuration, in turn.
 values_runner(Values) ->
     Counter = counters:new(1, []),
