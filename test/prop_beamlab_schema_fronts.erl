@@ -719,3 +719,10 @@ tls_fronts_agree_test() ->
         ok = file:delete(NotPem),
         ok = file:del_dir(Dir)
     end.
+
+%% -f's words are the library's booleans, typed.
+library_message_flags_test() ->
+    {error, R} = beamlab_experiment_opts:amqp(#{persistent => yes}),
+    ?assertEqual("invalid value 'yes' for persistent: expected true or false", flat(beamlab:format_error(R))),
+    {ok, #{run := {amqp, #{config := C}}}} = beamlab_experiment_opts:amqp(#{persistent => true, mandatory => true}),
+    ?assertMatch(#{persistent := true, mandatory := true}, C).

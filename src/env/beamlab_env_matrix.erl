@@ -481,8 +481,14 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
               _ when Name =:= Base -> #{};
               %% Each value is one fresh VM's mean: the VM is the unit of
               %% replication, and Welch on the logs of the VMs' means
-              %% decides (beamlab_stats:compare/3).
-              _ -> #{comparison => load_aware(beamlab_stats:compare(BaseVals, Vals, #{better => Better}),
+              %% decides (beamlab_stats:compare/3), at the level of every
+              %% verdict between runs (99%). The configurations ran in the
+              %% same rounds, so no between-run term: `compare M.json'
+              %% gives the same verdict (beamlab_result_compare, interleaved).
+              _ -> #{comparison => load_aware(beamlab_stats:compare(
+                                                BaseVals, Vals,
+                                                #{better => Better,
+                                                  confidence => beamlab_result_compare:between_runs_confidence()}),
                                               BaseVals, Vals, Better, Loaded,
                                               beamlab_result_compare:wall_clock(
                                                 beamlab_format_units:to_binary(maps:get(unit, Info, <<>>)),

@@ -112,6 +112,9 @@ texts() ->
        check => fun check_nodes/1,
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
+     %% (the command line's -f persistent / -f mandatory)
+     #{name => persistent, type => boolean},
+     #{name => mandatory, type => boolean},
      %% (the command line's --tls-*-file, -sni and --tls-insecure flags
      %% make this map: its keys' flags, which its check's lines name)
      #{name => tls, type => map, check => fun check_tls/1,
