@@ -118,15 +118,18 @@ significant(#{trends := Trends}) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error({too_few_runs, N}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({too_few_runs, N}) ->
     io_lib:format("a history needs at least two runs, got ~b", [N]);
-format_error({no_commit, Labels}) ->
+error_line({no_commit, Labels}) ->
     io_lib:format("cannot order by commit: no git commit recorded in ~ts "
                   "(runs saved outside a git work tree, or by an older beamlab); order them by time",
                   [lists:join(", ", Labels)]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% Internals
 
