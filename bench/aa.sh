@@ -86,8 +86,9 @@ for s in $SIZES $CHECK_SIZES; do size_of "$s" >/dev/null; done
 HISTORY=10
 # --label: the benchmark keeps its name whatever the code, so runs pair.
 RUN_OPTS="-s 5 -d 50 --label work"
-# check's default 12 rounds: fewer cannot reach the 0.001 a time verdict
-# needs under load (docs/statistics.md); each round is two fresh VMs.
+# check's default 14 rounds: fewer cannot reach the 0.001 (over the
+# family of entries) a time verdict needs under load
+# (docs/statistics.md); each round is two fresh VMs.
 CHECK_OPTS="-s 3 -d 30 -w 1"
 if [ "$SHORT" = 1 ]; then RUN_OPTS="-s 3 -d 30 --label work"; HISTORY=6; fi
 
@@ -104,24 +105,9 @@ else
     condition="no added load"
 fi
 
-# The verdict column (the last) of a CSV row, rows after the header.
-verdicts() { tail -n +2 "$1" | tr -d '\r' | awk -F, '{print $NF}'; }
+# verdicts, report, cells (the counting, shared with bench/aa_recompute.sh)
+. "$ROOT/bench/aa_lib.sh"
 
-# cell NAME: "0" is A/A (faster/slower are false), otherwise a planted
-# slowdown (slower is a catch).
-report() {
-    file=$V/$1
-    [ -f "$file" ] || return 0
-    total=$(grep -c . "$file" || true)
-    all=$(sort "$file" | uniq -c | awk '{printf "%s %s; ", $1, $2}')
-    case $1 in
-        *-0) fast=$(grep -c -x faster "$file" || true)
-             slow=$(grep -c -x slower "$file" || true)
-             echo "$1 (A/A): $((fast + slow)) false verdict(s) in $total ($fast faster, $slow slower); verdicts: $all";;
-        *) hit=$(grep -c -x slower "$file" || true)
-           echo "$1 (+${1##*-}%): caught in $hit of $total; verdicts: $all";;
-    esac
-}
 # The planted work, proven: reductions per iteration of each size (one
 # reduction a loop step) and their ratios to the base.
 verify_work() {
@@ -143,7 +129,7 @@ seen=
 summary() {
     echo "== beamlab A/A and power: $DONE iteration(s), $condition, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "== load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
-    for s in $SCENARIOS; do for z in 0 5 20; do report "$s-$z"; done; done
+    cells "$SCENARIOS"
 }
 trap 'summary; cleanup; exit 130' INT TERM
 trap cleanup EXIT
@@ -262,7 +248,7 @@ while [ "$i" -le "$N" ]; do
     done
     DONE=$i
     echo "-- iteration $i done $(date -u +%H:%M:%S) in $(($(date +%s) - t0)) s ($took), load average $(cut -d' ' -f1 /proc/loadavg)"
-    for s in $SCENARIOS; do for z in 0 5 20; do report "$s-$z" | sed 's/; verdicts:.*//; s/^/   /'; done; done
+    cells "$SCENARIOS" | sed 's/; verdicts:.*//; s/^/   /'
     i=$((i + 1))
 done
 summary

@@ -3,7 +3,7 @@
 %% iterations in an atomics array (persistent_term capture_bench_counter,
 %% one slot per victim) so the bench reads each one's throughput.
 -module(capture_bench_victim).
--export([tprof/2, eprof/2, slot/1, suspend/1]).
+-export([tprof/2, tprof/3, eprof/2, slot/1, suspend/1]).
 -export([start/0, hot/1, deep/1, busy_client/2, spin/2, d1/0, d2/0, d3/0, d4/0, d5/0, d6/0, leaf_loop/2,
          handle_request/2, items/3, compare/2, weigh/2, fprof_run/3]).
 -export([init/1, handle_call/3, handle_cast/2]).
@@ -74,11 +74,20 @@ weigh({item, W, K}, Acc) -> Acc + W * K.
 %% OTP 27's tprof, run on the node itself on one victim for `Ms':
 %% {iterations per second meanwhile, total time, [{Function, Calls, Time}]}.
 tprof(Name, Ms) ->
+    tprof(Name, Ms, all).
+
+%% ... with patterns on every function (all) or on the modules a capture
+%% takes as the process's own (own: the modules on its stack and of its
+%% initial call; gen_server and proc_lib for the gen_server).
+tprof(Name, Ms, Scope) ->
     Pid = whereis(Name),
     C = persistent_term:get(capture_bench_counter),
     {ok, _} = tprof:start(#{type => call_time}),
     _ = tprof:enable_trace(Pid),
-    _ = tprof:set_pattern('_', '_', '_'),
+    _ = case Scope of
+            all -> tprof:set_pattern('_', '_', '_');
+            own -> [tprof:set_pattern(M, '_', '_') || M <- own_modules(Name)]
+        end,
     A = atomics:get(C, slot(Name)),
     timer:sleep(Ms),
     B = atomics:get(C, slot(Name)),
@@ -135,6 +144,9 @@ suspend(Pids) ->
     H = spawn(fun() -> [true = erlang:suspend_process(P) || P <- Pids], Self ! {held, self()},
                        receive resume -> ok end end),
     receive {held, H} -> H end.
+
+own_modules(bench_busy) -> [?MODULE, gen_server, proc_lib];
+own_modules(_) -> [?MODULE].
 
 slot(bench_hot) -> 1;
 slot(bench_deep) -> 2;

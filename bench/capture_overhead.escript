@@ -12,7 +12,8 @@
 %%% counters on every function all along + stack samples), `--calls time'
 %%% (the default: duty-cycled, the patterns on the process's own modules
 %%% 5% of the time, counts scaled), `--calls time --patterns all'
-%%% (duty-cycled, on every function) and, on OTP 27, tprof on the node (eprof on older
+%%% (duty-cycled, on every function) and, on OTP 27, tprof on the node, with its
+%%% patterns on every function and on the own modules only (eprof on older
 %%% releases); each way's throughput (iterations/s, read from the
 %%% victim's counter over 1.5 s while the capture runs) is printed as a
 %%% median and as a ratio to untraced, with the node's memory growth while
@@ -60,16 +61,20 @@ main(Args) ->
     io:format("node ~s on OTP ~s (~s); ~b rounds, ways in rotating order, ~b ms windows~n"
               "load average before: ~ts~n~n", [Node, Otp, Erl, Rounds, ?WINDOW, loadavg()]),
     Anchor = case Tprof of true -> tprof; false -> eprof end,
-    Ways = [untraced, none, time, duty, duty_all, Anchor],
+    %% (tprof_own: tprof with the duty cycle's patterns, the process's own
+    %% modules: the anchor for the duty cycle's windows alone)
+    Ways = [untraced, none, time, duty, duty_all] ++ [tprof_own || Tprof] ++ [Anchor],
     io:format("~-6s ~10s ~10s ~10s ~10s ~10s ~10s ~8s ~8s ~8s ~8s ~8s  ~s~n",
               ["victim", "untraced", "stacks", "full time", "duty", "duty all", Anchor, "stacks", "full",
                "duty", "duty all", Anchor, "node memory growth (MiB: stacks, full, duty, duty all)"]),
     Tables = [victim(Beamlab, Node, Cookie, V, Ways, Rounds) || V <- [bench_hot, bench_deep, bench_busy]],
-    io:format("~ncall tables (last round): the duty-cycled capture (default) against the full one (--duty 100) "
-              "and ~s on the node, per function of ~s's top 6 among the duty-cycled table's functions, each "
-              "table's shares renormalised over those (share of calls %, share of own time %; "
-              "ratios duty/~s and duty/full; calls per second, scaled for the duty cycle, duty/full):~n",
-              [Anchor, Anchor, Anchor]),
+    io:format("~ncall tables (last round), per function of the in-node anchor's top 6 among the duty-cycled "
+              "table's functions: the duty-cycled capture (default: own modules) against ~s on the node with "
+              "the same patterns (tprof_own: the process's own modules; ~s if none), `--patterns all' "
+              "duty-cycled against ~s on every function, the full capture (--duty 100) against ~s (share of "
+              "calls % among those functions; share of own time % of each table's whole; calls per second, "
+              "scaled for the duty cycle, duty/full):~n",
+              [Anchor, Anchor, Anchor, Anchor]),
     [compare(V, T, Anchor) || {V, T} <- Tables],
     io:format("~nhot paths: beamlab's flame graph (stack samples) against fprof on the node:~n"),
     [hot_path(Beamlab, Node, Cookie, V) || V <- [bench_hot, bench_deep, bench_busy]],
@@ -125,8 +130,10 @@ victim_rounds(Beamlab, Node, Cookie, V, Ways, Rounds) ->
               [atom_to_list(V) -- "bench_", Fmt(U), Fmt(Med(none)), Fmt(Med(time)), Fmt(Med(duty)),
                Fmt(Med(duty_all)), Fmt(Med(Anchor)), Ratio(none), Ratio(time), Ratio(duty), Ratio(duty_all),
                Ratio(Anchor), MemMed(none), MemMed(time), MemMed(duty), MemMed(duty_all)]),
-    {V, #{time => maps:get({table, time}, Res, {1, []}), duty => maps:get({table, duty}, Res, {1, []}),
-          anchor => maps:get({table, Anchor}, Res, {1, []}), sampled => maps:get({sampled, duty}, Res, null)}}.
+    Table = fun(W) -> maps:get({table, W}, Res, {1, []}) end,
+    {V, #{time => Table(time), duty => Table(duty), duty_all => Table(duty_all), anchor => Table(Anchor),
+          anchor_own => case lists:member(tprof_own, Ways) of true -> Table(tprof_own); false -> Table(Anchor) end,
+          sampled => maps:get({sampled, duty}, Res, null)}}.
 
 rotate(L, 0) -> L;
 rotate([H | T], N) -> rotate(T ++ [H], N - 1).
@@ -152,6 +159,9 @@ rate(Node, V) ->
 
 way(_Beamlab, Node, _Cookie, V, untraced) ->
     {rate(Node, V), {1, []}, none, null};
+way(_Beamlab, Node, _Cookie, V, tprof_own) ->
+    {Rate, Total, Lines} = erpc:call(Node, capture_bench_victim, tprof, [V, ?WINDOW, own], 60000),
+    {Rate, {?WINDOW, [{F, C, T / max(1, Total)} || {F, C, T} <- Lines]}, none, null};
 way(_Beamlab, Node, _Cookie, V, Anchor) when Anchor =:= tprof; Anchor =:= eprof ->
     {Rate, Total, Lines} = erpc:call(Node, capture_bench_victim, Anchor, [V, ?WINDOW], 60000),
     {Rate, {?WINDOW, [{F, C, T / max(1, Total)} || {F, C, T} <- Lines]}, none, null};
@@ -202,49 +212,54 @@ wait_capturing(Node, N) ->
         _ -> timer:sleep(300), ok   % past the untraced window it measures first
     end.
 
-%% Per function of the anchor's table (its top 6 by own time, among the
-%% duty-cycled table's functions): the share of calls and of own time in
-%% the duty-cycled table, the full one and the anchor's, each table
-%% restricted to the duty-cycled table's functions (its patterns are on
-%% the process's own modules) and its shares renormalised over them;
-%% duty over anchor and over full; and the calls per second of the
-%% duty-cycled capture (scaled) over the full one's.
-compare(V, #{time := {TMs, Time0}, duty := {DMs, Duty}, anchor := {_, Anchor0}, sampled := S}, Name) ->
+%% Per function of the in-node anchor's table with the own modules
+%% patterned (its top 6 by own time, among the duty-cycled table's
+%% functions): the shares of calls and of own time of the duty-cycled
+%% capture against that anchor (the same patterns: what is left is the
+%% duty cycle's own error), of the duty-cycled capture on every function
+%% against the anchor on every function, and of the full capture against
+%% the anchor on every function; and the calls per second of the
+%% duty-cycled capture (scaled) over the full one's. Shares of calls are
+%% over the duty-cycled table's functions in each table (calls into
+%% other modules are not counted with the own modules patterned). Shares
+%% of own time are over each table's whole: with the own modules
+%% patterned, the time in an unpatterned callee (lists:sort/2's own code,
+%% say) is charged to the patterned function that called it, which is
+%% what `own' time means then, and a breakpoint's own cost is charged to
+%% the function it counts, so the shares depend on what is patterned.
+compare(V, #{time := {TMs, Time}, duty := {DMs, Duty}, duty_all := {_, DutyAll}, anchor := {_, Anchor},
+             anchor_own := {_, AnchorOwn}, sampled := S}, Name) ->
     Own = [F || {F, _, _} <- Duty],
-    Restrict = fun(L) ->
-                       R = [E || {F, _, _} = E <- L, lists:member(F, Own)],
-                       Tot = lists:sum([X || {_, _, X} <- R]),
-                       [{F, C, X / max(1.0e-12, Tot)} || {F, C, X} <- R]
-               end,
-    Time = Restrict(Time0), Anchor = Restrict(Anchor0),
-    Calls = fun(L) -> max(1, lists:sum([C || {_, C, _} <- L])) end,
-    CT = Calls(Time), CD = Calls(Duty), CA = Calls(Anchor),
-    Top = lists:sublist(lists:reverse(lists:keysort(3, Anchor)), 6),
+    OwnCalls = fun(L) -> max(1, lists:sum([C || {F, C, _} <- L, lists:member(F, Own)])) end,
+    Top = lists:sublist(lists:reverse(lists:keysort(3, [E || {F, _, _} = E <- AnchorOwn, lists:member(F, Own)])),
+                        6),
     Sampled = case S of
                   #{<<"on_fraction">> := F0, <<"on_fraction_error">> := E, <<"windows">> := W} ->
                       io_lib:format("patterns on ~.2f% of the time, ~b windows, on-time error ~.1f%",
                                     [F0 * 100, W, E * 100]);
                   _ -> "not sampled"
               end,
-    io:format("  ~s (duty cycle: ~s)~n  ~-36s ~26s ~26s ~18s ~18s ~14s~n",
-              [V, Sampled, "function", "calls % (duty/full/" ++ atom_to_list(Name) ++ ")",
-               "own % (duty/full/" ++ atom_to_list(Name) ++ ")", "duty/" ++ atom_to_list(Name) ++ " calls, own",
-               "duty/full calls, own", "calls/s duty/full"]),
-    R = fun(_, 0.0) -> "-"; (_, 0) -> "-"; (X, Y) -> io_lib:format("~.3f", [X / Y]) end,
-    Find = fun(F, L, Tot) ->
-                   case lists:keyfind(F, 1, L) of
-                       {_, C1, S1} -> {C1 / Tot, S1, C1};
-                       false -> {0.0, 0.0, 0}
-                   end
-           end,
+    N = atom_to_list(Name),
+    io:format("  ~s (duty cycle: ~s)~n  ~-36s ~20s ~20s ~14s ~20s ~20s ~14s~n",
+              [V, Sampled, "function", "calls % duty/" ++ N ++ "_own", "own % duty/" ++ N ++ "_own",
+               "ratio own", "own % all/" ++ N, "own % full/" ++ N, "calls/s d/f"]),
+    R = fun(_, Y) when Y == 0 -> "-"; (X, Y) -> io_lib:format("~.3f", [X / Y]) end,
+    Share = fun(F, L) ->
+                    case lists:keyfind(F, 1, L) of
+                        {_, C1, S1} -> {C1 / OwnCalls(L), S1, C1};
+                        false -> {0.0, 0.0, 0}
+                    end
+            end,
     [begin
-         {DC, DS, DN} = Find(F, Duty, CD),
-         {TC, TS, TN} = Find(F, Time, CT),
-         AC = AN / CA,
-         io:format("  ~-36s ~8.2f/~8.2f/~8.2f ~8.2f/~8.2f/~8.2f ~8s, ~8s ~8s, ~8s ~14s~n",
-                   [F, DC * 100, TC * 100, AC * 100, DS * 100, TS * 100, AS * 100, R(DC, AC), R(DS, AS * 1.0),
-                    R(DC, TC), R(DS, TS), R(DN / DMs, TN / TMs)])
-     end || {F, AN, AS} <- Top],
+         {DC, DS, DN} = Share(F, Duty),
+         {OC, OS, _} = Share(F, AnchorOwn),
+         {_, AS, _} = Share(F, DutyAll),
+         {_, XS, _} = Share(F, Anchor),
+         {_, TS, TN} = Share(F, Time),
+         io:format("  ~-36s ~9.2f/~9.2f ~9.2f/~9.2f ~6s,~6s ~9.2f/~9.2f ~9.2f/~9.2f ~14s~n",
+                   [F, DC * 100, OC * 100, DS * 100, OS * 100, R(DC, OC), R(DS, OS), AS * 100, XS * 100,
+                    TS * 100, XS * 100, R(DN / DMs, TN / TMs)])
+     end || {F, _, _} <- Top],
     ok.
 
 %% The hot path of beamlab's flame graph (a --calls none capture: the

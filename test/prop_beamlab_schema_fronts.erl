@@ -137,8 +137,31 @@ shape(bench, Pairs) ->
     [P || {#{name := N}, _, _} = P <- Pairs, Squeeze orelse not lists:member(N, [min, max, step, threshold])];
 shape(check, Pairs) ->
     [pair(check, against, "HEAD") | Pairs];
+shape(amqp, Pairs) ->
+    %% the TLS files are for an amqps:// URI (the command line refuses
+    %% them without one, before it reads them: a rule of its own)
+    case [P || {#{name := tls}, _, _} = P <- Pairs] of
+        [] -> Pairs;
+        _ -> [pair(amqp, uri, "amqps://127.0.0.1") | [P || {#{name := N}, _, _} = P <- Pairs, N =/= uri, N =/= uris]]
+    end;
 shape(_, Pairs) ->
     Pairs.
+
+%% What a kind's map may hold besides its flags' options: amqp's `tls'
+%% map, which the command line's --tls-* flags make (files in the test's
+%% temporary directory: not PEM, missing, a directory; a certificate
+%% without its key; --tls-insecure).
+extra(amqp) ->
+    {ok, Tls} = beamlab_schema:find(tls, beamlab_experiment_amqp:options()),
+    ?LET(F, oneof(["names", "missing", "."]),
+         begin
+             P = filename:join(qf_dir(), F),
+             frequency([{6, []}, {1, [{Tls, #{cacertfile => P}, {argv, ["--tls-ca-file", P]}}]},
+                        {1, [{Tls, #{certfile => P}, {argv, ["--tls-cert-file", P]}}]},
+                        {2, [{Tls, #{verify => verify_none}, {argv, ["--tls-insecure"]}}]}])
+         end);
+extra(_) ->
+    [].
 
 %%--------------------------------------------------------------------
 %% Generators: {Option, the library's value, the command line's text}
@@ -224,18 +247,20 @@ checked_value(Name) when Name =:= variable_rate; Name =:= variable_latency; Name
     %% size or a step of 0, a step over a year
     Max = #{variable_rate => 1000000000, variable_latency => 60000000, variable_size => 536870912},
     M = maps:get(Name, Max),
-    ?LET(Steps, non_empty(list(oneof([{100, 60}, {1, 5}, {0, 5}, {M, 1}, {M + 1, 1}, {5, 0},
-                                      {5, 31536001}]))),
+    %% (valid ones mostly: a map of many options still reaches acceptance)
+    ?LET(Steps, non_empty(list(frequency([{6, oneof([{100, 60}, {1, 5}, {M, 1}])},
+                                          {1, oneof([{0, 5}, {M + 1, 1}, {5, 0}, {5, 31536001}])}]))),
          {Steps, {args, lists:join(flag_of(Name), [lists:flatten(io_lib:format("~b:~b", [V, S])) || {V, S} <- Steps])}});
 checked_value(publishing_interval) ->
-    oneof([{5, "5"}, {0.1, "0.1"}, {2.5, "2.5"}, {0.05, "0.05"}, {86401, "86401"}, {0, "0"}]);
+    frequency([{3, oneof([{5, "5"}, {0.1, "0.1"}, {2.5, "2.5"}])},
+               {1, oneof([{0.05, "0.05"}, {86401, "86401"}, {0, "0"}])}]);
 checked_value(body_files) ->
     %% files in the test's temporary directory: a file, two, missing, a
     %% directory
-    ?LET(Fs, non_empty(list(oneof(["names", "empty", "missing", "."]))),
+    ?LET(Fs, non_empty(list(frequency([{4, oneof(["names", "empty"])}, {1, oneof(["missing", "."])}]))),
          begin Ps = [filename:join(qf_dir(), F) || F <- Fs], {Ps, lists:join(",", Ps)} end);
 checked_value(body_content_type) ->
-    oneof([{"text/plain", "text/plain"}, {lists:duplicate(256, $t), lists:duplicate(256, $t)}]);
+    frequency([{4, {"text/plain", "text/plain"}}, {1, {lists:duplicate(256, $t), lists:duplicate(256, $t)}}]);
 checked_value(message_properties) ->
     oneof([{#{priority => 5}, "priority=5"}, {#{content_type => <<"text/plain">>}, "contentType=text/plain"},
            {#{delivery_mode => 2, headers => #{<<"h">> => <<"v">>}}, "deliveryMode=2,h=v"}]);
@@ -246,16 +271,17 @@ checked_value(max_length_bytes) ->
 checked_value(max_age) ->
     oneof([{600, "PT10M"}, {1, "PT1S"}]);
 checked_value(stream_segment_bytes) ->
-    oneof([{100000000, "100mb"}, {3000000000, "3gb"}, {4000000000, "4gb"}, {0, "0"}]);
+    frequency([{3, oneof([{100000000, "100mb"}, {3000000000, "3gb"}])}, {1, oneof([{4000000000, "4gb"}, {0, "0"}])}]);
 checked_value(stream_offset) ->
     oneof([{<<"first">>, "first"}, {"next", "NEXT"}, {5, "5"}]);
 checked_value(recovery_interval) ->
     oneof([{{1000, 3000}, "1-3"}, {{30000, 30000}, "30"}]);
 checked_value(output_file) ->
     %% a new file, a directory, a file in a directory that is not there
-    ?LET(F, oneof(["out.csv", ".", "missing/out.csv"]), begin P = filename:join(qf_dir(), F), {P, P} end);
+    ?LET(F, frequency([{4, "out.csv"}, {1, oneof([".", "missing/out.csv"])}]),
+         begin P = filename:join(qf_dir(), F), {P, P} end);
 checked_value(watch) ->
-    oneof([{"rabbit@127.0.0.1", "rabbit@127.0.0.1"}, {"nohost", "nohost"}]);
+    frequency([{4, {"rabbit@127.0.0.1", "rabbit@127.0.0.1"}}, {1, {"nohost", "nohost"}}]);
 checked_value(id) ->
     ?LET(I, oneof(["run-1", "", "a\nb", lists:duplicate(201, $i), "ünï"]), {I, I}).
 
@@ -283,7 +309,8 @@ option_map(Kind) ->
               [{O, V, Text} || O0 <- [O || {O, _} <- Opts], {O, {V, Text}} <- Values, O =:= O0])).
 
 kind_and_map() ->
-    ?LET(Kind, oneof(kinds()), ?LET(Pairs, option_map(Kind), {Kind, shape(Kind, Pairs)})).
+    ?LET(Kind, oneof(kinds()), ?LET({Pairs, Extra}, {option_map(Kind), extra(Kind)},
+                                    {Kind, shape(Kind, Extra ++ Pairs)})).
 
 %%--------------------------------------------------------------------
 %% The two front ends
@@ -692,3 +719,10 @@ tls_fronts_agree_test() ->
         ok = file:delete(NotPem),
         ok = file:del_dir(Dir)
     end.
+
+%% -f's words are the library's booleans, typed.
+library_message_flags_test() ->
+    {error, R} = beamlab_experiment_opts:amqp(#{persistent => yes}),
+    ?assertEqual("invalid value 'yes' for persistent: expected true or false", flat(beamlab:format_error(R))),
+    {ok, #{run := {amqp, #{config := C}}}} = beamlab_experiment_opts:amqp(#{persistent => true, mandatory => true}),
+    ?assertMatch(#{persistent := true, mandatory := true}, C).

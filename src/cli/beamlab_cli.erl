@@ -252,6 +252,9 @@ internal_text(Class, Reason) ->
     io_lib:format("internal error: ~0tP (rerun with BEAMLAB_DEBUG=1 for details, and "
                   "please report it)", [{Class, Reason}, 12]).
 
+%% An epmd a command started for its distribution (`suite' with a peer
+%% VM, `amqp' nodes, `node') goes with it.
 -spec halt_flushed(non_neg_integer()) -> no_return().
 halt_flushed(Code) ->
+    ok = beamlab_runtime_peer:release_epmd(),
     erlang:halt(Code, [{flush, true}]).

@@ -161,13 +161,14 @@ run(Jobs, RunOpts0, ModeOpts) ->
               ok = validate(RunOpts, ModeOpts),
               Labels = labels(Jobs),
               Base = baseline_index(maps:get(baseline, RunOpts), Labels),
-              {Findings, Timer} = checks(RunOpts),
+              Competition = competition_start(RunOpts),
+              {Findings0, Timer} = checks(RunOpts),
               %% `busy_wait => true' forces the busy-wait sample timer.
               Busy = maps:get(busy_wait, RunOpts) =:= true orelse maps:get(busy_wait, Timer),
               Opts1 = RunOpts#{busy_wait => Busy},
               Context = #{labels => Labels, base => Base,
                           run_opts => maps:without([progress, checkpoint, metrics], Opts1),
-                          mode_opts => ModeOpts, findings => Findings,
+                          mode_opts => ModeOpts, findings => Findings0,
                           timer => Timer#{busy_wait := Busy}, started_at => Started},
               Measured = case maps:get(isolated, RunOpts) of
                              true -> beamlab_engine_isolated:run(Jobs, Opts1, ModeOpts);
@@ -180,6 +181,7 @@ run(Jobs, RunOpts0, ModeOpts) ->
                       {error, Reason} -> throw({beamlab_engine, Reason})
                   end,
               flush_interrupts(),
+              Findings = Findings0 ++ competition(Competition, Interrupted),
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
               {ok, document(Labelled, Base, Opts1, ModeOpts,
                             #{findings => Findings, timer => Timer#{busy_wait := Busy},
@@ -254,6 +256,21 @@ maybe_result(Fun) ->
     try Fun()
     catch throw:{beamlab_engine, Reason} -> {error, Reason}
     end.
+
+%% Whether other processes competed for the CPUs is measured over the
+%% whole run, pre-flight checks included (beamlab_engine_checks).
+competition_start(#{checks := false}) ->
+    none;
+competition_start(_RunOpts) ->
+    beamlab_engine_checks:competition_start().
+
+competition(none, _Interrupted) ->
+    [];
+competition(Start, Interrupted) ->
+    beamlab_engine_checks:competition(Start, case Interrupted of
+                                                  true -> interrupted;
+                                                  false -> measured
+                                              end).
 
 checks(#{checks := false}) ->
     {[], #{busy_wait => false, overshoot_us => 0}};

@@ -1,16 +1,27 @@
-%%% @doc Pre-flight checks before a measurement: is the emulator an
-%%% optimised JIT build, is the machine already busy, do timers fire on
-%%% time. Each problem becomes a finding (the result document's `findings'
+%%% @doc Checks around a measurement: is the emulator an optimised JIT
+%%% build, are this VM's schedulers already busy, do timers fire on time
+%%% (before), and did other processes compete for the CPUs (over the
+%%% measurement, {@link competition_start/0} and {@link competition/2}).
+%%% Each problem becomes a finding (the result document's `findings'
 %%% entry) so it is printed as a warning and saved with the result.
 -module(beamlab_engine_checks).
 
--export([run/1, emulator/0, overload/0, timer/1]).
+-export([run/1, emulator/0, overload/0, timer/1, competition_start/0, competition/2, load_high/2]).
 
 -type finding() :: beamlab_result:finding().
 
 %% Timers firing later than this (median, for a 1 ms wait) switch the
 %% sampler to busy waiting: a late sample end would inflate counts.
 -define(OVERSHOOT_LIMIT_US, 2000).
+%% Competition is measured over at least this window (a shorter run is
+%% followed by a wait): /proc/stat counts in 10 ms ticks.
+-define(MIN_WINDOW_MS, 200).
+%% Other processes using at least this share of the CPUs make the machine
+%% overloaded (beamlab_env_detect's `machine_overloaded' uses the same).
+-define(OTHERS_SHARE, 0.5).
+
+-type start() :: {beamlab_runtime_probe:cpu_snapshot(), Cpus :: pos_integer()} | unknown.
+-export_type([start/0]).
 
 %% @doc Runs every check. Returns the findings and whether the sampler
 %% should busy-wait for sample boundaries.
@@ -36,23 +47,71 @@ emulator() ->
                     #{build_type => Type})
             || Type =/= opt].
 
-%% @doc Warns when runnable work or the OS load already exceeds the cores.
+%% @doc Warns when runnable work in this VM already exceeds the cores.
+%% (The machine's load is judged over the measurement itself:
+%% {@link competition/2}.)
 -spec overload() -> [finding()].
 overload() ->
     Cores = cores(),
     RunQueue = erlang:statistics(total_run_queue_lengths_all),
-    Load = beamlab_runtime_probe:load1(),
     [finding(run_queue_busy, <<"Schedulers are already busy">>,
              fmt("~w processes runnable on ~w schedulers before the run", [RunQueue, Cores]),
              <<"Other work in this VM competes with the benchmark.">>,
              #{run_queue => RunQueue, cores => Cores})
-     || RunQueue > Cores]
-        ++ [finding(load_high, <<"Machine is overloaded">>,
-                    fmt("1-minute load average ~.2f on ~w cores", [Load, Cores]),
-                    <<"Other processes compete for the CPU; expect noisy, pessimistic numbers. "
-                      "Stop them or use more samples.">>,
-                    #{load_average => Load, cores => Cores})
-            || is_number(Load), Load > Cores].
+     || RunQueue > Cores].
+
+%% @doc The start of a competition window: the machine's busy CPU time
+%% and this VM's process tree's (itself and the fresh VMs it starts), or
+%% `unknown' off Linux.
+-spec competition_start() -> start().
+competition_start() ->
+    case beamlab_runtime_probe:cpu_snapshot("/", os:getpid()) of
+        {ok, S} -> {S, erlang:system_info(logical_processors_online)};
+        {error, _} -> unknown
+    end.
+
+%% @doc At the end of a measurement that began at `Start': a `load_high'
+%% finding when other processes (the machine's busy CPU time minus this
+%% VM's process tree's) used at least half the CPUs during it. beamlab's
+%% own work, and a run that ended before, never count (the load average
+%% did: a previous benchmark kept it above the cores for a minute). A
+%% window shorter than 0.2 s is extended by a wait first, unless the
+%% measurement was `interrupted' (then a window that short says nothing).
+%% No finding off Linux: unknown, never invented.
+-spec competition(start(), interrupted | measured) -> [finding()].
+competition(unknown, _) ->
+    [];
+competition({#{t_us := T0} = S0, Cpus}, How) ->
+    Left = ?MIN_WINDOW_MS - (erlang:monotonic_time(microsecond) - T0) div 1000,
+    _ = Left > 0 andalso How =:= measured andalso timer:sleep(Left),
+    case beamlab_runtime_probe:cpu_snapshot("/", os:getpid()) of
+        {ok, S1} ->
+            C = beamlab_runtime_probe:competition(S0, S1),
+            case maps:get(window_ms, C) >= ?MIN_WINDOW_MS of
+                true -> load_high(C, Cpus);
+                false -> []
+            end;
+        {error, _} -> []
+    end.
+
+%% @doc The `load_high' finding for what was measured over a run on a
+%% machine of `Cpus' CPUs, if other processes used at least half of
+%% them (critical from all of them).
+-spec load_high(beamlab_runtime_probe:competition(), pos_integer()) -> [finding()].
+load_high(#{others_cores := Others, own_cores := Own, machine_cores := Machine, window_ms := Ms}, Cpus) ->
+    Sev = case Others >= Cpus of
+              true -> critical;
+              false -> warning
+          end,
+    [beamlab_result:finding(
+       load_high, Sev, <<"Machine is overloaded">>,
+       fmt("other processes used ~.2f of ~w CPUs during the measurement (~.1f s): the machine's busy "
+           "CPU time (~.2f CPUs) minus this VM's and its children's (~.2f)",
+           [Others, Cpus, Ms / 1000, Machine, Own]),
+       <<"Other processes competed for the CPUs; expect noisy, pessimistic numbers. "
+         "Stop them, or interleave and repeat runs (`beamlab matrix -n`, `check`).">>,
+       #{others_cores => Others, own_cores => Own, machine_cores => Machine, window_ms => Ms, cores => Cpus})
+     || Others >= ?OTHERS_SHARE * Cpus].
 
 %% @doc Measures timer overshoot; a bad timer means busy waiting.
 -spec timer(map()) -> {[finding()], #{busy_wait := boolean(), overshoot_us := non_neg_integer()}}.

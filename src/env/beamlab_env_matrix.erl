@@ -390,9 +390,11 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
     Values = maps:from_list([{maps:get(name, C), primary_values(Outs)} || {C, Outs} <- PerConfig]),
     BaseVals = maps:get(Base, Values),
     BaseEnv = last_env(proplists:get_value(Base, [{maps:get(name, C), O} || {C, O} <- PerConfig])),
+    LoadFindings = load_findings(Runs),
+    Loaded = beamlab_result_compare:overloaded(#{findings => LoadFindings}),
     Benchmarks =
         [bench(C, Metric, Info, Vals, base_values(Metric, BaseVals), Base, Sweep,
-               online(last_env(Outs)), online(BaseEnv))
+               online(last_env(Outs)), online(BaseEnv), Loaded)
          || {C, Outs} <- PerConfig,
             {Metric, {Info, Vals}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
     Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec),
@@ -402,8 +404,7 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                      inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                      order => <<"interleaved">>},
                                                    rule(Spec))}),
-    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks),
-                                       load_findings(Runs)),
+    Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks), LoadFindings),
     Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
                                                               profiled_info(maps:get(name, C), Profiled))
                                                    || {C, Outs} <- PerConfig]}, Doc1),
@@ -467,7 +468,7 @@ primary(#{stats := #{mean := M}}) when is_number(M) -> M;
 primary(#{samples := [_ | _] = S}) -> lists:sum(S) / length(S);
 primary(_) -> undefined.
 
-bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSched) ->
+bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSched, Loaded) ->
     %% An inner document in memory says `lower'; one that crossed JSON
     %% would say <<"lower">>.
     Better = case maps:get(better, Info, higher) of
@@ -480,8 +481,18 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
               _ when Name =:= Base -> #{};
               %% Each value is one fresh VM's mean: the VM is the unit of
               %% replication, and Welch on the logs of the VMs' means
-              %% decides (beamlab_stats:compare/3).
-              _ -> #{comparison => beamlab_stats:compare(BaseVals, Vals, #{better => Better})}
+              %% decides (beamlab_stats:compare/3), at the level of every
+              %% verdict between runs (99%). The configurations ran in the
+              %% same rounds, so no between-run term: `compare M.json'
+              %% gives the same verdict (beamlab_result_compare, interleaved).
+              _ -> #{comparison => load_aware(beamlab_stats:compare(
+                                                BaseVals, Vals,
+                                                #{better => Better,
+                                                  confidence => beamlab_result_compare:between_runs_confidence()}),
+                                              BaseVals, Vals, Better, Loaded,
+                                              beamlab_result_compare:wall_clock(
+                                                beamlab_format_units:to_binary(maps:get(unit, Info, <<>>)),
+                                                beamlab_format_units:to_binary(maps:get(metric, Info, Metric))))}
           end,
     Scaling = case Sweep andalso is_integer(Sched) andalso is_integer(BaseSched)
                   andalso BaseVals =/= undefined andalso mean(Vals) /= 0 andalso mean(BaseVals) /= 0 of
@@ -502,6 +513,22 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                                   params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
                                   extra => Scaling#{schedulers_online => Sched,
                                                     inner_benchmark => Metric}}).
+
+%% A repetition measured on a loaded machine (its `load_high' or
+%% `machine_overloaded': the matrix's load findings) makes a wall-clock
+%% verdict `inconclusive_load' unless it holds at far_confidence too, as
+%% a compare of two matrices says (beamlab_result_compare:qualify/3);
+%% reductions, words and CPU time keep theirs.
+load_aware(C, BaseVals, Vals, Better, true, true) ->
+    Far = maps:get(verdict, beamlab_stats:compare(BaseVals, Vals,
+                                                  #{better => Better,
+                                                    confidence => beamlab_result_compare:far_confidence()})),
+    case beamlab_result_compare:qualify(C, Far, #{replication => runs, overloaded => true, wall_clock => true}) of
+        inconclusive_load -> C#{verdict := inconclusive_load};
+        _ -> C
+    end;
+load_aware(C, _BaseVals, _Vals, _Better, _Loaded, _WallClock) ->
+    C.
 
 config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) ->
     %% A repetition cut short by an interrupt is left out (its mean covers

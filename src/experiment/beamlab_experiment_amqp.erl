@@ -112,6 +112,9 @@ texts() ->
        check => fun check_nodes/1,
        help => "spread the load over N VMs (this one and N-1 started peers) or over the "
                "named nodes a@host,b@host"},
+     %% (the command line's -f persistent / -f mandatory)
+     #{name => persistent, type => boolean},
+     #{name => mandatory, type => boolean},
      %% (the command line's --tls-*-file, -sni and --tls-insecure flags
      %% make this map: its keys' flags, which its check's lines name)
      #{name => tls, type => map, check => fun check_tls/1,
@@ -522,10 +525,11 @@ check_tls(Tls) ->
     Files = maps:with([cacertfile, certfile, keyfile], Tls),
     Named = [{K, F, file_name(F)} || {K, F} <- lists:sort(maps:to_list(Files))],
     case [{K, F, R} || {K, F, R} <- Named, R =/= ok] of
+        _ when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
+            %% (said before the files are read, as the command line does)
+            {error, {fields, "~ts and ~ts go together", [certfile, keyfile]}};
         [{K, F, Why} | _] ->
             {error, {field, K, [file_text(F), ": ", Why]}};
-        [] when is_map_key(certfile, Files) =/= is_map_key(keyfile, Files) ->
-            {error, {fields, "~ts and ~ts go together", [certfile, keyfile]}};
         [] ->
             case beamlab_amqp_tls:check_files(Files) of
                 ok -> ok;

@@ -61,13 +61,14 @@ options() ->
                "or none (stack samples only, nearly free)"},
      #{name => patterns, long => "patterns", type => {enum, [all, own]}, metavar => "all|own",
        help => "--process: call_time on the processes' own modules only (the modules on their stacks and "
-               "of their initial calls: calls into lists, ets, ... are not timed, and cost nothing; the "
-               "default with --duty below 100) or on every function (the default with --duty 100)"},
+               "of their initial calls, and up to 32 more the stack samples show later: calls into lists, "
+               "ets, ... are not timed, and cost nothing; the default with --duty below 100) or on every "
+               "function (the default with --duty 100)"},
      #{name => duty, long => "duty", type => pos_integer, max => 100, max_why => "a share of the time",
        metavar => "PCT",
        help => "--process --calls time: the call_time patterns are on PCT% of the time (default 5: "
-               "one window every --duty-period, on the own modules, counts and times scaled; 100: on all along, every call "
-               "timed, the call-heavy code slowed tens of times)"},
+               "one window every --duty-period, on the own modules, counts and times scaled, no memory "
+               "counted; 100: on all along, every call timed, the call-heavy code slowed tens of times)"},
      #{name => duty_period, long => "duty-period", type => pos_number, scale => 1000, max => 3600000,
        max_why => "an hour", metavar => "S",
        help => "--process --duty: seconds from one window's start to the next (default 2)"},

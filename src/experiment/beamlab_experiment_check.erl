@@ -38,7 +38,7 @@
                       | {bench, beamlab_experiment_bench:error_reason()}.
 -export_type([check/0, error_reason/0]).
 
--define(DEFAULTS, #{rounds => 12, gate => [time], threshold => 0.05, alpha => 0.01,
+-define(DEFAULTS, #{rounds => 14, gate => [time], threshold => 0.05, alpha => 0.01,
                     options => #{duration => 100, samples => 3, warmup => 1}}).
 %% Each phase's deadline when none is given: a build, a benchmark's
 %% validation, a side's VM in a round (beyond the time its samples take).
@@ -65,9 +65,10 @@ options() ->
        help => "compare the working tree with this commit (branch, tag, HEAD~1, hash)"},
      #{name => bench, long => "bench", type => string, default => "bench", metavar => "DIR",
        help => "the directory of the bench modules"},
-     Against#{name => rounds, long => "rounds", type => pos_integer, default => 12, metavar => "N",
+     Against#{name => rounds, long => "rounds", type => pos_integer, default => 14, metavar => "N",
               max => 10000, max_why => "ten thousand rounds",
-              help => "paired rounds (at least 8 for p < 0.01)"},
+              help => "paired rounds (at least 8 for p < 0.01; the entries are judged together, "
+                      "so more entries need more: 14 reach it for up to 60)"},
      Against#{name => metric, long => "metric", type => {one_of, [Metrics, {list, Metrics}]},
               cli_type => {list, Metrics}, default => [time], metavar => "M[,M]",
               help => "metrics that fail the check: time, cpu (CPU time per iteration of the sides' "
@@ -82,7 +83,7 @@ options() ->
        max => 604800000, max_why => "one week", metavar => "SEC",
        help => "--ci's time budget in seconds for the rounds (default 600)"},
      Against#{name => alpha, long => "alpha", type => fraction, default => 0.01, metavar => "P",
-              help => "significance level of the sign test"},
+              help => "significance level of the whole check (Bonferroni over its entries)"},
      Against#{name => duration, short => "d", long => "duration", type => pos_integer, default => 100,
               max => 86400000, max_why => "one day",
               metavar => "MS", help => "sample duration per side and round"},

@@ -34,13 +34,20 @@
 %%%
 %%% By default the `call_time' patterns are duty-cycled: set on the
 %%% processes' own modules for one window of `duty'% of each
-%%% `duty_period', then paused, read and removed; the counters summed over
-%%% the windows are scaled by the measured on-fraction (what a breakpoint
-%%% on every call costs a call-heavy process is paid only in the windows).
-%%% `duty => 100' keeps them on all along. See docs/profile.md.
+%%% `duty_period'; each window's counters are read just after the setting
+%%% and again at its end, while the patterns are still on, and only the
+%%% difference counts (what the setting and the removal charge to the
+%%% function a process is in is left out), then the patterns are removed;
+%%% the differences summed over the windows are scaled by the measured
+%%% on-fraction (what a breakpoint on every call costs a call-heavy
+%%% process is paid only in the windows). `duty => 100' keeps them on all
+%%% along. With the own modules, a module that a sampled stack shows later
+%%% is patterned too (at most `max_followed', default 32). See
+%%% docs/profile.md.
 -module(beamlab_profile_capture).
 
--export([resolve/3, capture/3, agent_exprs/0, fun_name/1, on_fraction/2, scale/2, format_error/1]).
+-export([resolve/3, capture/3, agent_exprs/0, fun_name/1, on_fraction/2, scale/2, window_counts/2,
+         format_error/1]).
 
 -type target() :: {pid, string()} | {name, string()} | {top, reductions | message_queue}
                 | {queue, string()}.
@@ -53,10 +60,13 @@
                   max_rate => pos_integer(),          % trace messages per second
                   max_total => pos_integer(),         % trace messages and samples in all
                   sample_ms => pos_integer(),
+                  max_followed => non_neg_integer(),  % modules followed beyond the own ones
                   grace_ms => pos_integer()}.
 -type resolved() :: #{spec := binary(), pid := pid()}.
-%% A duty cycle's window on the node's monotonic clock (µs): the patterns'
-%% setting began and returned, their pause began and returned.
+%% A duty cycle's window on the node's monotonic clock (µs): its first
+%% read of the counters (just after the patterns were set) began and
+%% returned, its last read (at its end, the patterns still on) began and
+%% returned.
 -type window() :: {integer(), integer(), integer(), integer()}.
 -type capture() :: #{atom() => term()}.
 -type error_reason() :: {bad_pid, string()} | {no_process, string()} | {no_name, string()}
@@ -78,6 +88,7 @@
 -define(DUTY, 5).
 -define(DUTY_PERIOD_MS, 2000).
 -define(DUTY_SAMPLE_MS, 10).
+-define(MAX_FOLLOWED, 32).
 
 %%--------------------------------------------------------------------
 %% Which processes
@@ -231,6 +242,7 @@ capture(Node, Procs, Opts) ->
                 %% trace_info call per patterned function: the own modules'
                 %% few by default, not every loaded function.
                 patterns => maps:get(patterns, Opts, case Duty of none -> all; _ -> own end),
+                max_followed => maps:get(max_followed, Opts, ?MAX_FOLLOWED),
                 until_ms => Duration + maps:get(grace_ms, Opts, ?GRACE_MS),
                 batch_ms => ?BATCH_MS, max_stacks => ?MAX_STACKS, depth => ?DEPTH},
         Agent = spawn(Node, erl_eval, exprs, [agent_exprs(), []]),
@@ -370,10 +382,13 @@ result(Node, Procs, Cfg, Started, Untraced, St) ->
       calls_mode => atom_to_binary(maps:get(calls, Cfg)),
       patterns => atom_to_binary(maps:get(patterns, Cfg)),
       pattern_modules => [atom_to_binary(M) || M <- maps:get(modules, D, [])],
+      followed_modules => [atom_to_binary(M) || M <- maps:get(followed, D, [])],
+      followed_bound_reached => maps:get(follow_full, D, false),
       otp_release => maps:get(otp, Cfg),
       stacks_mode => atom_to_binary(maps:get(stacks, Cfg)),
       processes => Processes,
-      calls => calls(maps:get(times, D, []), maps:get(memory, D, []), Pids, Profile, Scale),
+      calls => calls(window_counts(maps:get(times, D, []), maps:get(times_base, D, [])), maps:get(memory, D, []),
+                     Pids, Profile, Scale),
       sampled => Sampled,
       memory_measured => maps:get(memory, Cfg),
       profile => Profile,
@@ -387,7 +402,7 @@ result(Node, Procs, Cfg, Started, Untraced, St) ->
       waiting_samples => maps:get(waiting, D, 0),
       exited => [pid_text(P) || P <- maps:get(dead, D, [])],
       bounds => #{max_rate => maps:get(max_rate, Cfg), max_total => maps:get(max_total, Cfg),
-                  sample_ms => maps:get(sample_ms, Cfg)},
+                  sample_ms => maps:get(sample_ms, Cfg), max_followed => maps:get(max_followed, Cfg)},
       cost => #{agent_reductions => maps:get(agent_reductions, D, null),
                 agent_memory_peak => maps:get(peak, D, null),
                 node_memory_before => NodeMemBefore, node_memory_after => NodeMemAfter,
@@ -516,7 +531,9 @@ calls(Times, Mems, Pids, Profile, Scale) ->
     Rows0 = [{MFA, lists:sum([C || {P, C, _, _} <- L, Ours(P)]),
               lists:sum([S * 1000000 + U || {P, _, S, U} <- L, Ours(P)])}
              || {MFA, L} <- Times],
-    Rows = [R || {_, C, _} = R <- Rows0, C > 0],
+    %% (a function that ran in a window without being called in it has
+    %% time but no calls)
+    Rows = [R || {_, C, U} = R <- Rows0, C > 0 orelse U > 0],
     AllUs = max(1, lists:sum([U || {_, _, U} <- Rows])),
     Sorted = lists:reverse(lists:keysort(3, Rows)),
     [begin
@@ -528,14 +545,14 @@ calls(Times, Mems, Pids, Profile, Scale) ->
            memory_words => case Words of null -> null; _ -> scale(Words, Scale) end}
      end || {MFA, C, U} <- lists:sublist(Sorted, 300)].
 
-%% @doc The share of `ElapsedUs' during which a duty cycle's patterns
-%% counted, and its relative error: `{Fraction, Error}'. The VM switches
-%% a pattern on (and pauses it) at some moment inside the
-%% `trace_pattern' call, not known more closely, so each window counts
-%% from the middle of its setting to the middle of its pause, give or
-%% take half of each call's length; `Error' is that sum over the on-time
-%% (0.05: the scaled figures are 5% uncertain from it). No window (or no
-%% time): `{0.0, 0.0}'.
+%% @doc The share of `ElapsedUs' that a duty cycle's windows counted, and
+%% its relative error: `{Fraction, Error}'. A window counts the
+%% difference between two reads of the counters, each one call per
+%% function at some moment inside the read, not known more closely, so
+%% each window counts from the middle of its first read to the middle of
+%% its last, give or take half of each read's length; `Error' is that
+%% sum over the on-time (0.05: the scaled figures are 5% uncertain from
+%% it). No window (or no time): `{0.0, 0.0}'.
 -spec on_fraction([window()], non_neg_integer()) -> {float(), float()}.
 on_fraction(Windows, ElapsedUs) ->
     On = lists:sum([(P0 + P1) / 2 - (S0 + S1) / 2 || {S0, S1, P0, P1} <- Windows]),
@@ -544,6 +561,23 @@ on_fraction(Windows, ElapsedUs) ->
         true -> {min(1.0, On / ElapsedUs), Unsure / On};
         false -> {0.0, 0.0}
     end.
+
+%% @doc What the windows counted: the counters of their last reads minus
+%% those of their first reads (each summed over the windows), per function
+%% and process, in the VM's `call_time' form `{Pid, Calls, Seconds,
+%% Microseconds}' (as microseconds). A pair absent from the first reads
+%% started at zero; a difference is never below zero. A full capture has
+%% no first reads: its counters as they are.
+-spec window_counts([{mfa(), [{pid(), non_neg_integer(), non_neg_integer(), non_neg_integer()}]}],
+                    [{mfa(), [{pid(), non_neg_integer(), non_neg_integer(), non_neg_integer()}]}]) ->
+          [{mfa(), [{pid(), non_neg_integer(), 0, non_neg_integer()}]}].
+window_counts(Ends, Bases) ->
+    Base = maps:from_list([{{MFA, P}, {C, S * 1000000 + U}} || {MFA, L} <- Bases, {P, C, S, U} <- L]),
+    [{MFA, [begin
+                {C0, U0} = maps:get({MFA, P}, Base, {0, 0}),
+                {P, max(0, C - C0), 0, max(0, S * 1000000 + U - U0)}
+            end || {P, C, S, U} <- L]}
+     || {MFA, L} <- Ends].
 
 %% @doc A counter of the on-time scaled to the whole capture: `N' divided
 %% by the on-fraction, rounded (`N' itself when the fraction is 0 or 1:
@@ -606,15 +640,24 @@ agent_text() ->
                     _ -> []
                   end
                 end,
+      OwnList = lists:usort([M || P <- Ps, M <- OwnMods(P), not lists:member(M, [erlang, erts_internal,
+                                                                                 erl_eval, erts_code_purger])]),
       Mods = case Scope of
                all -> all;
-               own -> lists:usort([M || P <- Ps, M <- OwnMods(P), M =/= erlang, M =/= erts_internal,
-                                        M =/= erl_eval, M =/= erts_code_purger])
+               own -> OwnList
              end,
-      PatSpecs = case Mods of
-                   all -> [{'_', '_', '_'}];
-                   _ -> [{M, '_', '_'} || M <- Mods]
-                 end,
+      Specs = fun(all) -> [{'_', '_', '_'}];
+                 (Ms) -> [{M, '_', '_'} || M <- Ms]
+              end,
+      %% Modules followed: with the own modules, a module a sampled stack
+      %% shows later is patterned too (at the next window in a duty
+      %% cycle, at once all along), at most MaxFollow of them.
+      Follow = Scope =:= own andalso Calls =:= time andalso Mode =:= sample,
+      MaxFollow = maps:get(max_followed, Cfg, 0),
+      NotOwn = [erlang, erts_internal, erl_eval, erts_code_purger],
+      %% (what may have been followed is not known here: the cleanup
+      %% removes ours from every function then)
+      CleanSpecs = case Follow of true -> Specs(all); false -> Specs(Mods) end,
       %% OTP 27 and later: a trace session of our own, isolated from any
       %% other tracer on the node (dbg, tprof, another capture) and
       %% destroyed with all its settings once this process's handle is
@@ -638,7 +681,7 @@ agent_text() ->
               end,
       Clean = fun() ->
                 [catch TraceP(P, false, Flags) || P <- Ps],
-                [catch TraceF(Spec, false, [Pat]) || Pat <- Pats, Spec <- PatSpecs],
+                [catch TraceF(Spec, false, [Pat]) || Pat <- Pats, Spec <- CleanSpecs],
                 case Sess of none -> ok; _ -> catch trace:session_destroy(Sess) end,
                 ok
               end,
@@ -647,31 +690,36 @@ agent_text() ->
                               _ -> false
                             end],
       case Busy of
-        [_ | _] -> Clean(), C ! {beamlab_capture_refused, Self, {traced, Busy}};
+        %% (nothing set yet: another tracer's flags and patterns are
+        %% left alone)
+        [_ | _] ->
+          case Sess of none -> ok; _ -> catch trace:session_destroy(Sess) end,
+          C ! {beamlab_capture_refused, Self, {traced, Busy}};
         [] ->
           Result =
             try
               Before = [{P, Info(P)} || P <- Ps],
               MemBefore = erlang:memory(total),
               {reductions, R0} = erlang:process_info(Self, reductions),
-              PatsTo = fun(How) -> [TraceF(Spec, How, [Pat]) || Pat <- Pats, Spec <- PatSpecs] end,
-              case Duty of none -> PatsTo(true); _ -> ok end,
+              PatsTo = fun(How, Ms) -> [TraceF(Spec, How, [Pat]) || Pat <- Pats, Spec <- Specs(Ms)] end,
+              case Duty of none -> PatsTo(true, Mods); _ -> ok end,
               Traced = case Flags of
                          [] -> [P || P <- Ps, erlang:is_process_alive(P)];
                          _ -> [P || P <- Ps, (catch TraceP(P, true, Flags)) =:= 1]
                        end,
               Reds0 = [{P, erlang:process_info(P, reductions)} || P <- Traced],
-              Read = fun(Item) ->
-                       MFAs = lists:append([try [{M, F, Ar} || {F, Ar} <- M:module_info(functions)]
-                                            catch _:_ -> [] end
-                                            || {M, _} <- code:all_loaded(),
-                                               Mods =:= all orelse lists:member(M, Mods)]),
-                       Infos = lists:zipwith(TInfo, MFAs,
-                                             lists:duplicate(length(MFAs), Item)),
-                       [{MFA, I} || {MFA, {_, [_ | _] = I}} <- lists:zip(MFAs, Infos)]
-                     end,
-              %% Counters summed over the windows: {MFA, P} => {Calls, Us}
-              %% and {MFA, P} => Words.
+              MFAsOf = fun(Ms) ->
+                         lists:append([try [{M, F, Ar} || {F, Ar} <- M:module_info(functions)]
+                                       catch _:_ -> [] end
+                                       || {M, _} <- code:all_loaded(),
+                                          Ms =:= all orelse lists:member(M, Ms)])
+                       end,
+              ReadMFAs = fun(Item, MFAs) ->
+                           Infos = lists:zipwith(TInfo, MFAs, lists:duplicate(length(MFAs), Item)),
+                           [{MFA, I} || {MFA, {_, [_ | _] = I}} <- lists:zip(MFAs, Infos)]
+                         end,
+              Read = fun(Item, Ms) -> ReadMFAs(Item, MFAsOf(Ms)) end,
+              %% Counters: {MFA, P} => {Calls, Us}.
               AddT = fun(Ts, Acc) ->
                        lists:foldl(fun({MFA, L}, A0) ->
                                      lists:foldl(fun({P, Cn, S, U}, A1) ->
@@ -680,41 +728,102 @@ agent_text() ->
                                                  end, A0, L)
                                    end, Acc, Ts)
                      end,
-              AddM = fun(Ms, Acc) ->
-                       lists:foldl(fun({MFA, L}, A0) ->
-                                     lists:foldl(fun({P, _, W}, A1) ->
-                                                   A1#{{MFA, P} => maps:get({MFA, P}, A1, 0) + W}
-                                                 end, A0, L)
-                                   end, Acc, Ms)
+              %% The reads summed over the windows (first reads apart from
+              %% last ones: beamlab takes the difference).
+              Sum = fun(M, Acc) ->
+                      maps:fold(fun(K, {C1, U1}, A0) ->
+                                  {C0, U0} = maps:get(K, A0, {0, 0}),
+                                  A0#{K => {C0 + C1, U0 + U1}}
+                                end, Acc, M)
+                    end,
+              ReadT = fun(MFAs) -> case Calls of time -> AddT(ReadMFAs(call_time, MFAs), #{}); none -> #{} end end,
+              %% The functions each window reads while its patterns are on:
+              %% with the own modules all of them; with every function, the
+              %% own modules' and those that counted in a window before
+              %% (reading all 8000 twice a window, each read stopping the
+              %% schedulers, kept the patterns on most of the time).
+              KnownOf = fun(A, Ms) ->
+                          case Ms of
+                            all -> maps:keys(maps:get(known, A));
+                            _ -> MFAsOf(Ms)
+                          end
+                        end,
+              %% A window: the patterns set, the counters read at once (the
+              %% baseline), read again at the window's end while the
+              %% patterns are still on, then removed (which frees them);
+              %% the window counts the difference of the two reads. What
+              %% the edges charge is left out: at the setting, the first
+              %% event charges the time since the process was last
+              %% scheduled in to the function it was in at the previous
+              %% window's end; and a paused pattern (the VM's `pause')
+              %% still charges each schedule-out and return to the
+              %% function the process was last counted in, so a read made
+              %% after a pause charged its whole length to one function
+              %% (docs/profile.md). Its times {BaseStart, BaseEnd,
+              %% EndStart, EndEnd} tell the on-time.
+              Open = fun(A) ->
+                       Ms = maps:get(mods, A),
+                       PatsTo(true, Ms),
+                       B0 = Now(),
+                       Base = ReadT(KnownOf(A, Ms)),
+                       B1 = Now(),
+                       {OnUs, _} = Duty,
+                       A#{won := true, ws := {B0, B1}, base := Base, wmods := Ms, wnext := B1 + OnUs,
+                          read_us := maps:get(read_us, A) + (B1 - B0)}
                      end,
-              %% A window's end: the patterns paused (the counters stop at
-              %% once), read, then removed (which frees them). Its times
-              %% {SetStart, SetEnd, PauseStart, PauseEnd} tell the on-time.
               Close = fun(#{won := false} = A) -> A;
                          (A) ->
-                           {S0, S1} = maps:get(ws, A),
+                           {B0, B1} = maps:get(ws, A),
+                           Ms = maps:get(wmods, A),
+                           Known = KnownOf(A, Ms),
                            P0 = Now(),
-                           PatsTo(pause),
+                           End1 = ReadT(Known),
                            P1 = Now(),
-                           Ts = case Calls of time -> Read(call_time); none -> [] end,
-                           Ms = case Mem of true -> Read(call_memory); false -> [] end,
-                           PatsTo(false),
-                           A#{won := false, wins := [{S0, S1, P0, P1} | maps:get(wins, A)],
-                              acc_t := AddT(Ts, maps:get(acc_t, A)), acc_m := AddM(Ms, maps:get(acc_m, A)),
-                              read_us := maps:get(read_us, A) + (Now() - P1)}
+                           %% The rest (with every function patterned): paused,
+                           %% then read; what the pause charges goes to the
+                           %% function last counted, one read above.
+                           End2 = case Ms of
+                                    all ->
+                                      KnownSet = maps:from_list([{K, true} || K <- Known]),
+                                      PatsTo(pause, Ms),
+                                      ReadT([K || K <- MFAsOf(Ms), not is_map_key(K, KnownSet)]);
+                                    _ -> #{}
+                                  end,
+                           PatsTo(false, Ms),
+                           End = maps:merge(End2, End1),
+                           A#{won := false, wins := [{B0, B1, P0, P1} | maps:get(wins, A)], base := #{},
+                              known := maps:merge(maps:get(known, A),
+                                                  maps:from_list([{K, true} || {K, _} <- maps:keys(End2)])),
+                              acc_t := Sum(End, maps:get(acc_t, A)),
+                              acc_b := Sum(maps:get(base, A), maps:get(acc_b, A)),
+                              read_us := maps:get(read_us, A) + (Now() - P0)}
                        end,
               Toggle = fun(#{won := false} = A) ->
                              S0 = Now(),
-                             PatsTo(true),
-                             S1 = Now(),
-                             {OnUs, _} = Duty,
-                             A#{won := true, ws := {S0, S1}, wnext := S1 + OnUs};
+                             A1 = Open(A),
+                             A1#{wstart := S0};
                           (A) ->
-                             {S0, _} = maps:get(ws, A),
+                             S0 = maps:get(wstart, A),
                              {_, PeriodUs} = Duty,
                              A1 = Close(A),
                              A1#{wnext := erlang:max(S0 + PeriodUs, Now())}
                        end,
+              %% A module first seen on a sampled stack: patterned from
+              %% then on (all along: at once; a duty cycle: from its next
+              %% window, so each window reads what it set).
+              FollowIn = fun(S, A) ->
+                           Known = maps:get(mods, A),
+                           New = lists:usort([M || {M, _, _} <- S]) -- (Known ++ NotOwn),
+                           Room = MaxFollow - length(maps:get(followed, A)),
+                           case New of
+                             [] -> A;
+                             _ when Room =< 0 -> A#{follow_full := true};
+                             _ ->
+                               Add = lists:sublist(New, Room),
+                               case Duty of none -> PatsTo(true, Add); _ -> ok end,
+                               A#{mods := lists:usort(Known ++ Add), followed := maps:get(followed, A) ++ Add}
+                           end
+                         end,
               T0 = Now(),
               C ! {beamlab_capture_started, Self, #{traced => Traced, before => Before, session => Sess =/= none}},
               Hard = T0 + UntilMs * 1000,
@@ -759,7 +868,7 @@ agent_text() ->
                                        waiting -> A#{waiting := maps:get(waiting, A) + 1};
                                        [] -> A;
                                        S ->
-                                         {Id, A1} = Fold(P, S, A),
+                                         {Id, A1} = Fold(P, S, case Follow of true -> FollowIn(S, A); false -> A end),
                                          A1#{samples := [{Tms, Id} | maps:get(samples, A1)],
                                              n := maps:get(n, A1) + 1}
                                      end
@@ -840,7 +949,9 @@ agent_text() ->
               Init = #{ids => #{}, new => [], nid => 1, samples => [], n => 0, msgs => 0, win => T0,
                        win_n => 0, over => false, waiting => 0, dead => [], peak => 0, cur => #{}, next => T0,
                        batch => T0 + BatchMs * 1000, won => false, ws => none, wnext => T0, wins => [],
-                       acc_t => #{}, acc_m => #{}, read_us => 0},
+                       acc_t => #{}, acc_b => #{}, read_us => 0, mods => Mods, followed => [], follow_full => false,
+                       base => #{}, wmods => Mods, wstart => T0,
+                       known => maps:from_list([{K, true} || K <- MFAsOf(OwnList)])},
               %% High priority while sampling (a few microseconds a
               %% millisecond), so ticks, bounds and a stop are honoured
               %% on a saturated node; normal again for reading the table.
@@ -863,18 +974,21 @@ agent_text() ->
                                                      G#{MFA => [Row(P, V) | maps:get(MFA, G, [])]}
                                                    end, #{}, Acc))
                           end,
+                  ByP = fun(P, {Cn, Us}) -> {P, Cn, 0, Us} end,
                   {Times, Mems} =
                     case Duty of
-                      none -> {case Calls of time -> Read(call_time); none -> [] end,
-                               case Mem of true -> Read(call_memory); false -> [] end};
-                      _ -> {Group(maps:get(acc_t, A10), fun(P, {Cn, Us}) -> {P, Cn, 0, Us} end),
-                            Group(maps:get(acc_m, A10), fun(P, W) -> {P, 0, W} end)}
+                      none -> {case Calls of time -> Read(call_time, maps:get(mods, A10)); none -> [] end,
+                               case Mem of true -> Read(call_memory, maps:get(mods, A10)); false -> [] end};
+                      %% (no call_memory in a duty cycle)
+                      _ -> {Group(maps:get(acc_t, A10), ByP), []}
                     end,
                   ReadUs = Now() - TR + maps:get(read_us, A10),
                   {reductions, R1} = erlang:process_info(Self, reductions),
-                  #{why => Why, times => Times, memory => Mems, 'after' => [{P, Info(P)} || P <- Ps],
+                  #{why => Why, times => Times, memory => Mems, times_base => Group(maps:get(acc_b, A10), ByP),
+                    'after' => [{P, Info(P)} || P <- Ps],
                     elapsed_us => Elapsed, agent_reductions => R1 - R0, peak => maps:get(peak, A10),
-                    modules => case Mods of all -> []; _ -> Mods end,
+                    modules => case maps:get(mods, A10) of all -> []; Ms -> Ms end,
+                    followed => maps:get(followed, A10), follow_full => maps:get(follow_full, A10),
                     node_memory => {MemBefore, erlang:memory(total)}, messages => maps:get(msgs, A10),
                     waiting => maps:get(waiting, A10), dead => maps:get(dead, A10), read_us => ReadUs,
                     windows => lists:reverse(maps:get(wins, A10)),

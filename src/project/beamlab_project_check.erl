@@ -18,7 +18,10 @@
 %%%    iteration.
 %%% 5. Each benchmark and metric is compared over the rounds with
 %%%    {@link beamlab_stats_paired} (median of the per-round ratios, its
-%%%    order-statistic interval, the sign test).
+%%%    order-statistic interval, the sign test), all at one level
+%%%    corrected for their number (`params.family':
+%%%    {@link beamlab_stats_paired:family/2}), so `alpha' bounds the
+%%%    chance of any false verdict in the whole check.
 %%%
 %%% The result is a document of kind `check': per benchmark one entry per
 %%% metric (`NAME (time)', `NAME (reductions)', `NAME (memory)'; group
@@ -252,7 +255,7 @@ more(_) ->
 %% The gated entries (`NAME (metric)') whose paired interval is not yet
 %% within `ci' of the ratio.
 unconfident(Rounds, #{ci := Ci} = Opts) ->
-    {Entries, _} = entries_of(Rounds, Opts),
+    {Entries, _, _} = entries_of(Rounds, Opts),
     %% (the entries' extra as the document holds it: JSON keys)
     [N || #{name := N, extra := #{<<"gated">> := true} = X} <- Entries,
           not beamlab_stats_stop:paired_met(paired_ci(maps:get(<<"paired">>, X, #{})), Ci)].
@@ -284,7 +287,7 @@ side_error({ok, {Code, _}}) -> iolist_to_binary(io_lib:format("exit code ~b", [C
                beamlab_project_git:commit(), beamlab_project_git:head(), binary(), opts()) ->
           beamlab_result:result().
 document(#{rounds := Rounds, interrupted := Interrupted} = Done, Base, Head, Started, Opts) ->
-    {Entries, Findings} = entries_of(Rounds, Opts),
+    {Entries, Findings, Family} = entries_of(Rounds, Opts),
     Gate = maps:get(gate, Opts),
     Rule = case Opts of
                #{ci := Ci} when is_number(Ci) -> #{ci => Ci, max_time => maps:get(max_time, Opts, ?MAX_TIME)};
@@ -296,8 +299,10 @@ document(#{rounds := Rounds, interrupted := Interrupted} = Done, Base, Head, Sta
                           head => maps:with([commit, short, subject, date, dirty], Head),
                           rounds => maps:get(rounds, Opts), rounds_done => length(Rounds),
                           gate => Gate, threshold => maps:get(threshold, Opts),
-                          alpha => maps:get(alpha, Opts), test => sign,
-                          min_rounds => beamlab_stats_paired:min_rounds(maps:get(alpha, Opts))}),
+                          alpha => maps:get(alpha, Opts), test => sign, family => Family,
+                          %% enough for every entry compared to count
+                          min_rounds => beamlab_stats_paired:min_rounds(
+                                          maps:get(alpha, Opts) / max(1, maps:get(compared, Family)))}),
     Params1 = maps:merge(Params, Rule),
     Doc0 = beamlab_result:new(check, #{command => maps:get(command, Opts), started_at => Started,
                                        params => Params1}),
@@ -313,7 +318,12 @@ document(#{rounds := Rounds, interrupted := Interrupted} = Done, Base, Head, Sta
                                   partial => Interrupted}).
 
 %% The entries of the rounds (per benchmark and metric, the paired
-%% comparison) and the head's findings.
+%% comparison), the head's findings and the family the entries were
+%% judged in: every entry is compared at the family's `entry_alpha'
+%% (Bonferroni with Tarone's refinement, beamlab_stats_paired:family/2),
+%% so that `alpha' bounds the chance of any false verdict in the check,
+%% not of each of its entries (8 benchmarks x 3 metrics at 0.01 each
+%% gave a false `regressed' in one check in five).
 entries_of(Rounds, Opts) ->
     HeadDocs = [D || #{head := {ok, {_, #{} = D}}} <- Rounds],
     Names = case HeadDocs of
@@ -333,9 +343,24 @@ entries_of(Rounds, Opts) ->
     %% An overloaded machine makes a time verdict inconclusive unless far
     %% outside the noise (beamlab_result_compare:qualify/3's rule).
     Loaded = beamlab_result_compare:overloaded(#{findings => Findings}),
-    Stats = #{alpha => maps:get(alpha, Opts), threshold => maps:get(threshold, Opts), overloaded => Loaded},
+    Differing = [length([x || {B, H} <- paired_values(M, Pairs), B /= H])
+                 || N <- Names, Pairs <- [pairs(N, PerRound)], status(Pairs) =:= compared,
+                    M <- measured(Gate), paired_values(M, Pairs) =/= []],
+    Family = beamlab_stats_paired:family(maps:get(alpha, Opts), Differing),
+    Stats = #{alpha => maps:get(entry_alpha, Family), threshold => maps:get(threshold, Opts),
+              overloaded => Loaded,
+              far_alpha => (1 - beamlab_result_compare:far_confidence()) / max(1, maps:get(size, Family))},
     Entries = lists:append([entries(N, PerRound, maps:get(N, Modules, #{}), Gate, Stats) || N <- Names]),
-    {Entries, Findings}.
+    {Entries, Findings, Family}.
+
+pairs(Name, PerRound) ->
+    [{maps:get(Name, B, missing), maps:get(Name, H, missing)} || {B, H} <- PerRound].
+
+%% The rounds where both sides measured `Metric': [{Base, Head}].
+paired_values(Metric, Pairs) ->
+    [{B, H} || {{ok, BV}, {ok, HV}} <- Pairs,
+               B <- [maps:get(Metric, BV, none)], H <- [maps:get(Metric, HV, none)],
+               is_number(B), is_number(H)].
 
 %% Name => {ok, #{time, reductions, memory}} | {error, Message} for one
 %% side of a round; a side that did not run fails every benchmark.
@@ -359,7 +384,7 @@ bench_values(#{extra := X}) ->
     {error, maps:get(<<"error">>, X, <<"failed">>)}.
 
 entries(Name, PerRound, Params, Gate, Stats) ->
-    Pairs = [{maps:get(Name, B, missing), maps:get(Name, H, missing)} || {B, H} <- PerRound],
+    Pairs = pairs(Name, PerRound),
     Status = status(Pairs),
     [entry(Name, M, Pairs, Status, Params, lists:member(M, Gate), Stats) || M <- measured(Gate)].
 
@@ -375,9 +400,7 @@ status(Pairs) ->
     end.
 
 entry(Name, Metric, Pairs, Status, Params, Gated, Stats) ->
-    Paired = [{B, H} || {{ok, BV}, {ok, HV}} <- Pairs,
-                        B <- [maps:get(Metric, BV, none)], H <- [maps:get(Metric, HV, none)],
-                        is_number(B), is_number(H)],
+    Paired = paired_values(Metric, Pairs),
     {BaseVals, HeadVals} = lists:unzip(Paired),
     Extra0 = #{base => BaseVals, gated => Gated, status => status_name(Status)},
     Extra = case Status of
@@ -397,11 +420,12 @@ entry(Name, Metric, Pairs, Status, Params, Gated, Stats) ->
                                extra => Extra}).
 
 %% Time on an overloaded machine: a regression or an improvement stands
-%% only when the sign test is significant at 1 - far_confidence (0.001)
-%% too; reductions and memory keep their verdicts.
-load_aware(#{verdict := V, p_value := P} = Paired, time, #{overloaded := true})
+%% only when the sign test is significant at 1 - far_confidence (0.001,
+%% over the family like alpha) too; reductions and memory keep their
+%% verdicts.
+load_aware(#{verdict := V, p_value := P} = Paired, time, #{overloaded := true, far_alpha := Far})
   when V =:= regressed; V =:= improved ->
-    case P < 1 - beamlab_result_compare:far_confidence() of
+    case P < Far of
         true -> Paired;
         false -> Paired#{verdict := inconclusive_load}
     end;

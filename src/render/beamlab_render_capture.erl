@@ -22,6 +22,7 @@ render(#{extra := #{<<"capture">> := C}} = Doc, Opts) ->
                     calls_what(Get(<<"calls_mode">>))]),
      io_lib:format("tracing: ~ts~n", [Get(<<"tracing">>)]),
      sampled(Get(<<"sampled">>)),
+     followed(Get(<<"followed_modules">>), Get(<<"followed_bound_reached">>), maps:get(<<"max_followed">>, Bounds, null)),
      io_lib:format("stopped: ~ts~n", [stopped(Get(<<"stopped">>), C)]),
      "\n",
      processes(Procs),
@@ -46,12 +47,23 @@ calls_what(_) -> "calls and own time counted by the VM (call_time)".
 %% A duty-cycled capture says so, with how much of the time it counted.
 sampled(#{<<"on_fraction">> := F} = S) ->
     io_lib:format("sampled: patterns on ~ts of the time (~b windows of ~ts every ~ts; on-time known within ~ts), "
-                  "counts and times scaled to the whole capture~n",
+                  "counts and times scaled to the whole capture (as if counted all along, at the counted speed: not the "
+                  "untraced call rate)~n",
                   [beamlab_format_units:percent(num(F)), num(maps:get(<<"windows">>, S, 0)),
                    beamlab_format_units:duration(num(maps:get(<<"on_ms">>, S, 0)), ms),
                    beamlab_format_units:duration(num(maps:get(<<"period_ms">>, S, 0)), ms),
                    beamlab_format_units:percent(num(maps:get(<<"on_fraction_error">>, S, 0)))]);
 sampled(_) -> "".
+
+%% Modules first seen on the sampled stacks and patterned from then on.
+followed(Mods, Full, Max) when is_list(Mods), (Mods =/= [] orelse Full =:= true) ->
+    io_lib:format("modules followed (first seen on the stacks, patterned from then on~ts): ~ts~n",
+                  [case Full of
+                       true -> io_lib:format("; the bound of ~p was reached, later ones uncounted", [Max]);
+                       _ -> ""
+                   end,
+                   case Mods of [] -> "none"; _ -> lists:join(", ", Mods) end]);
+followed(_, _, _) -> "".
 
 stopped(<<"stopped">>, _) -> "at the end of its duration";
 stopped(<<"interrupted">>, _) -> "interrupted (what was captured until then is kept)";

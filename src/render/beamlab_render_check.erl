@@ -111,15 +111,18 @@ markdown(Doc = #{benchmarks := Bs, findings := Findings}) ->
             end,
     Conf = confidence(Doc),
     Groups = groups(Bs),
-    Header = ["Benchmark", "Time/iter", "Change [" ++ ci_title(Conf) ++ "]", "Reductions/iter", "Change",
-              "Memory/iter (words)", "Change", "Verdict"],
-    Rows = [md_row(G, Entries) || {G, Entries} <- Groups],
+    %% CPU time per iteration has a column when the check measured it
+    %% (`--metric cpu').
+    Metrics = [<<"time">>] ++ [<<"cpu">> || lists:any(fun(#{metric := M}) -> M =:= <<"cpu">> end, Bs)]
+        ++ [<<"reductions">>, <<"memory">>],
+    Header = ["Benchmark"] ++ lists:append([md_titles(M, Conf) || M <- Metrics]) ++ ["Verdict"],
+    Rows = [md_row(G, Entries, Metrics) || {G, Entries} <- Groups],
     unicode:characters_to_binary(
       [io_lib:format("### ~ts beamlab check: ~ts~n~n", [Icon, Title]),
        [["**Interrupted**: only the rounds measured so far.\n\n"] || maps:get(partial, Doc)],
        md_cell(headline(Doc)), "\n\n",
        [[md_cell(string:trim(Line)), "\n\n"] || Line <- [stop_line(Doc, #{unicode => true})], Line =/= ""],
-       beamlab_format_markdown:table(Header, Rows, [left, right, right, right, right, right, right, left]),
+       beamlab_format_markdown:table(Header, Rows, [left] ++ [right || _ <- tl(tl(Header))] ++ [left]),
        "\n<details><summary>How this was measured</summary>\n\n",
        md_cell(method(Doc)), "\n\n",
        beamlab_result_env:summary(Doc), "\n",
@@ -136,10 +139,14 @@ groups(Bs) ->
                         end, [], Bs),
     [{G, [B || #{group := G1} = B <- Bs, G1 =:= G]} || G <- Order].
 
-md_row(G, Entries) ->
+md_titles(<<"time">>, Conf) -> ["Time/iter", "Change [" ++ ci_title(Conf) ++ "]"];
+md_titles(<<"cpu">>, Conf) -> ["CPU/iter", "Change [" ++ ci_title(Conf) ++ "]"];
+md_titles(<<"reductions">>, _) -> ["Reductions/iter", "Change"];
+md_titles(<<"memory">>, _) -> ["Memory/iter (words)", "Change"].
+
+md_row(G, Entries, Metrics) ->
     ByMetric = maps:from_list([{M, B} || #{metric := M} = B <- Entries]),
-    Cells = lists:append([md_metric(maps:get(M, ByMetric, none), M)
-                          || M <- [<<"time">>, <<"reductions">>, <<"memory">>]]),
+    Cells = lists:append([md_metric(maps:get(M, ByMetric, none), M) || M <- Metrics]),
     Verdicts = [[icon(B), " ", M] || #{metric := M} = B <- Entries, gated_regression(B)]
                ++ [["failed: ", status_text(B)] || B <- lists:sublist(Entries, 1), paired(B) =:= none],
     [md_cell(G) | Cells] ++ [case Verdicts of
@@ -160,7 +167,7 @@ md_metric(B, M) ->
                     end,
             [[value(M, maps:get(<<"median_base">>, P)), " → ", value(M, maps:get(<<"median_new">>, P))],
              case M of
-                 <<"time">> -> [Shown, " ", interval(maps:get(<<"ci">>, P))];
+                 _ when M =:= <<"time">>; M =:= <<"cpu">> -> [Shown, " ", interval(maps:get(<<"ci">>, P))];
                  _ -> Shown
              end]
     end.
@@ -190,17 +197,32 @@ subject(S) ->
         false -> S
     end.
 
-method(#{params := P}) ->
+method(#{params := P} = Doc) ->
     io_lib:format("~b paired rounds (base and head each in a fresh VM, order swapped every round; "
                   "~b ms x ~b samples per side and round after ~b warm-up). Change: the median of the "
                   "per-round ratios head/base; interval: its distribution-free order-statistic interval "
-                  "(~ts); p: the exact sign test on the rounds. Gate: ~ts regressed beyond ~ts at p < ~ts.",
+                  "(~ts); p: the exact sign test on the rounds. ~tsGate: ~ts regressed beyond ~ts at p < ~ts.",
                   [maps:get(<<"rounds_done">>, P, 0), maps:get(<<"duration">>, P, 0),
                    maps:get(<<"samples">>, P, 0), maps:get(<<"warmup">>, P, 0),
-                   ci_title(1 - maps:get(<<"alpha">>, P, 0.01)),
+                   ci_title(confidence(Doc)), family(P),
                    lists:join(", ", maps:get(<<"gate">>, P, [])),
                    beamlab_format_units:signed_percent(maps:get(<<"threshold">>, P, 0)),
-                   float_to_list(float(maps:get(<<"alpha">>, P, 0.01)), [short])]).
+                   level(entry_alpha(P))]).
+
+%% The family-wise correction (checks saved before it have none).
+family(#{<<"family">> := #{<<"size">> := K, <<"compared">> := M, <<"alpha">> := A, <<"entry_alpha">> := E}}) ->
+    io_lib:format("Family: ~b entries compared, each judged at p < ~ts (~ts / ~b: Bonferroni, leaving out "
+                  "entries whose rounds cannot reach it, after Tarone) with its ~ts, so that all verdicts "
+                  "together hold at ~ts. ",
+                  [M, level(E), level(A), max(1, K), ci_title(1 - E), level(A)]);
+family(_) ->
+    "".
+
+entry_alpha(#{<<"family">> := #{<<"entry_alpha">> := E}}) -> E;
+entry_alpha(P) -> maps:get(<<"alpha">>, P, 0.01).
+
+level(A) ->
+    float_to_list(float(A), [{decimals, 6}, compact]).
 
 result_line(Doc = #{benchmarks := Bs, params := P}) ->
     Regressed = [B || B <- Bs, gated_regression(B)],
@@ -219,8 +241,7 @@ result_line(Doc = #{benchmarks := Bs, params := P}) ->
      [io_lib:format("Not compared (fail on the base): ~ts.~n", [lists:join(", ", NotCompared)])
       || NotCompared =/= []],
      [io_lib:format("Note: ~b round(s) cannot reach p < ~ts; use --rounds ~b or more.~n",
-                    [Rounds, float_to_list(float(maps:get(<<"alpha">>, P)), [short]),
-                     maps:get(<<"min_rounds">>, P)])
+                    [Rounds, level(entry_alpha(P)), maps:get(<<"min_rounds">>, P)])
       || Rounds < maps:get(<<"min_rounds">>, P, 0)]].
 
 gated_regression(#{extra := #{<<"gated">> := true, <<"paired">> := #{<<"verdict">> := <<"regressed">>}}}) ->
@@ -269,12 +290,13 @@ interval(_) -> "-".
 p_value(P) when P >= 0.001 -> float_to_list(float(P), [{decimals, 3}]);
 p_value(P) -> float_to_list(float(P), [{scientific, 1}]).
 
+%% The confidence of every entry's interval: 1 - the family's level.
 confidence(#{params := P}) ->
-    1 - maps:get(<<"alpha">>, P, 0.01).
+    1 - entry_alpha(P).
 
 ci_title(Conf) ->
     Pct = Conf * 100,
     case abs(Pct - round(Pct)) < 1.0e-9 of
         true -> io_lib:format("~b% CI", [round(Pct)]);
-        false -> io_lib:format("~ts% CI", [float_to_list(Pct, [{decimals, 1}, compact])])
+        false -> io_lib:format("~ts% CI", [float_to_list(Pct, [{decimals, 3}, compact])])
     end.

@@ -140,10 +140,17 @@ p_text(null) -> <<"-">>;
 p_text(P) when P < 0.001 -> <<"<0.001">>;
 p_text(P) -> iolist_to_binary(io_lib:format("~.3f", [P * 1.0])).
 
-legend_text(#{runs := Runs, confidence := Conf}, Opts) ->
+legend_text(#{runs := Runs, confidence := Conf} = Cmp, Opts) ->
     Files = maps:get(files, Opts, [null || _ <- Runs]),
     ["runs (", maps:get(label, hd(Runs)), " is the baseline; ",
-     io_lib:format("~b", [round(Conf * 100)]), "% confidence; ~ = no significant difference):\n",
+     io_lib:format("~b", [round(Conf * 100)]), "% confidence",
+     %% (the between-run term, when there is one: docs/statistics.md)
+     case maps:get(run_noise, Cmp, 0.0) of
+         N when N > 0 -> io_lib:format("; runs with repetitions: +~ts run-to-run noise a side (--run-noise)",
+                                       [beamlab_format_units:number(100 * N) ++ "%"]);
+         _ -> ""
+     end,
+     "; ~ = no significant difference):\n",
      beamlab_format_table:render([<<>>, <<>>, <<>>, <<>>, <<>>],
                                  [[L, file_text(F), to_bin(K), to_bin(S),
                                    case P of true -> <<"partial: interrupted run">>; false -> <<>> end]

@@ -5,7 +5,7 @@
 %%% sweeps, then the failed runs. Pure.
 -module(beamlab_render_matrix).
 
--export([render/2]).
+-export([render/2, stop_line/2]).
 
 
 %% @doc The matrix as text: configuration x metric with the mean of the
@@ -43,7 +43,9 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
          _ -> ["\nfailed runs:\n" | Failed]
      end].
 
-%% With --ci, what ended the repetitions (and for which benchmarks).
+%% @doc With `--ci', what ended the repetitions (and for which
+%% benchmarks), `Pm' the plus-minus sign; "" without.
+-spec stop_line(beamlab_result:result(), string()) -> unicode:chardata().
 stop_line(#{params := #{<<"ci">> := Ci}, extra := #{<<"stopped_by">> := By} = X}, Pm) ->
     beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, X, []), Pm);
 stop_line(_Doc, _Pm) ->

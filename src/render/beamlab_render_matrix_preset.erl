@@ -15,13 +15,17 @@
 -define(RECEIVED, <<"receiving rate avg">>).
 -define(CPU, <<"broker CPU per message">>).
 
-%% @doc The preset's tables, then each scenario's matrix.
+%% @doc The preset's tables, then each scenario's matrix, then (with
+%% `--ci') what ended the repetitions: once, as it is one rule over every
+%% scenario.
 -spec render(beamlab_result:result(), beamlab_render_text:opts()) -> unicode:chardata().
 render(#{extra := #{<<"preset">> := #{<<"scenarios">> := Scenarios}}} = Doc, Opts) ->
+    Pm = case maps:get(unicode, Opts) of true -> "±"; false -> "+/-" end,
     [table(Doc),
      [["\n", L, " (", lists:join(" ", Cmd), "):\n",
        beamlab_render_matrix:render(scenario_doc(Doc, S), Opts)]
-      || #{<<"label">> := L, <<"command">> := Cmd} = S <- Scenarios]].
+      || #{<<"label">> := L, <<"command">> := Cmd} = S <- Scenarios],
+     beamlab_render_matrix:stop_line(Doc, Pm)].
 
 %% @doc The published layout and this machine's details ("" without a
 %% preset).
@@ -153,5 +157,7 @@ int(_) -> "-".
 scenario_doc(#{benchmarks := Bs, params := P, extra := Extra} = Doc, #{<<"label">> := L, <<"baseline">> := Base}) ->
     Doc#{benchmarks := [B#{group := G} || #{params := #{<<"scenario">> := S, <<"config">> := G}} = B <- Bs, S =:= L],
          params := P#{<<"baseline">> => Base},
-         extra := Extra#{<<"configs">> := [C#{<<"name">> := N} || #{<<"scenario">> := S, <<"config">> := N} = C
-                                                                     <- maps:get(<<"configs">>, Extra), S =:= L]}}.
+         %% (the stop rule's line is the whole preset's: said once, after)
+         extra := (maps:without([<<"stopped_by">>], Extra))#{
+                    <<"configs">> := [C#{<<"name">> := N} || #{<<"scenario">> := S, <<"config">> := N} = C
+                                                              <- maps:get(<<"configs">>, Extra), S =:= L]}}.

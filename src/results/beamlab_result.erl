@@ -378,7 +378,7 @@ expected(kind) -> "one of bench, suite, matrix, amqp, profile, watch, check, doc
 expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
-expected(verdict) -> "one of faster, slower, no_difference, too_few_samples";
+expected(verdict) -> "one of faster, slower, no_difference, too_few_samples, inconclusive_load";
 expected(test) -> "one of welch_log, welch, mann_whitney, none";
 expected(ci_method) -> "one of log_welch, welch, fieller, none";
 expected(mw_method) -> "one of exact, normal, none";
@@ -394,7 +394,7 @@ expected(present) -> "present".
           better => [higher, lower],
           severity => [info, warning, critical],
           method => [all, reservoir],
-          verdict => [faster, slower, no_difference, too_few_samples],
+          verdict => [faster, slower, no_difference, too_few_samples, inconclusive_load],
           %% mann_whitney and fieller: written by beamlab before 0.2, still read.
           test => [welch_log, welch, mann_whitney, none],
           ci_method => [log_welch, welch, fieller, none],

@@ -10,7 +10,7 @@
 
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
-         far_confidence/0]).
+         far_confidence/0, between_runs_confidence/0, run_noise/0, configurations/1]).
 
 -type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
                       started_at := binary()}.
@@ -30,12 +30,17 @@
 -type comparison() :: #{runs := [run_info()], rows := [row()],
                         unpaired := [#{name := binary(), missing_in := [binary()]}],
                         env_diff := [#{key := binary(), values := [beamlab_result_env:scalar()]}],
-                        notes := [binary()], confidence := float()}.
+                        notes := [binary()], confidence := float(), run_noise := float()}.
 -export_type([comparison/0, row/0, cell/0, run_info/0, verdict/0, replication/0, context/0]).
 
 -type run() :: {Label :: binary(), Result :: beamlab_result:result()}.
--type opts() :: #{confidence => float(), labels => [binary()]}.
--type error_reason() :: {too_few_runs, non_neg_integer()}.
+%% `run_noise': the relative sd of a run's level from run to run (the
+%% between-run term of two separately measured runs, see run_noise/0);
+%% `interleaved': the runs are the configurations of one matrix, measured
+%% in the same rounds, so no between-run term applies.
+-type opts() :: #{confidence => float(), labels => [binary()], run_noise => number(),
+                  interleaved => boolean()}.
+-type error_reason() :: {too_few_runs, non_neg_integer()} | not_a_matrix.
 -export_type([run/0, opts/0, error_reason/0]).
 
 
@@ -48,6 +53,18 @@
 -define(LOAD_FREE, [<<"reduction">>, <<"word">>, <<"byte">>, <<"cpu">>, <<"alloc">>]).
 %% "Far outside the noise": the difference is still significant at this level.
 -define(FAR_CONFIDENCE, 0.999).
+%% The level of every verdict between runs, configurations or commits
+%% (#35; check's paired rounds use the same alpha, 0.01): at 95% the A/A
+%% runs of bench/aa.sh on a quiet machine were called faster or slower
+%% 3 to 16% of the time (docs/statistics.md, "Verdicts between runs").
+-define(BETWEEN_RUNS_CONFIDENCE, 0.99).
+%% A MACHINE-SPECIFIC CONSTANT (`compare --run-noise PCT' overrides it):
+%% the sd of a run's level from run to run beyond what its repetitions'
+%% spread shows, measured on beamlab's quiet 2-core development machine
+%% (bench/aa_components.escript on 71 A/A `matrix -n 3' runs: 3.0% run to
+%% run, 5.5% fresh VM to fresh VM). Two separately measured runs differ
+%% by that much more than their repetitions say.
+-define(RUN_NOISE, 0.03).
 
 %% @doc What the samples of a document's benchmarks replicate: `runs' for
 %% a suite (each sample is one repetition), a matrix (one fresh VM's
@@ -75,6 +92,41 @@ wall_clock(Unit, Metric) ->
 %% noise of an overloaded machine.
 -spec far_confidence() -> float().
 far_confidence() -> ?FAR_CONFIDENCE.
+
+%% @doc The confidence level of verdicts between runs, configurations
+%% and commits (`compare', history, `matrix'): 0.99.
+-spec between_runs_confidence() -> float().
+between_runs_confidence() -> ?BETWEEN_RUNS_CONFIDENCE.
+
+%% @doc The default between-run term of two separately measured runs: the
+%% relative sd of a run's level from run to run on the machine it was
+%% measured on (0.03; machine-specific, `compare --run-noise PCT').
+-spec run_noise() -> float().
+run_noise() -> ?RUN_NOISE.
+
+%% @doc One matrix document as the runs of its configurations, the
+%% baseline first, each labelled by its configuration and holding its
+%% benchmarks under their inner names: `compare/2' of them (with
+%% `interleaved') recomputes the matrix's own verdicts with the current
+%% rule. `{error, not_a_matrix'} for any other document.
+-spec configurations(beamlab_result:result()) -> {ok, [run()]} | {error, error_reason()}.
+configurations(#{kind := matrix, benchmarks := Bs} = Doc) ->
+    Groups = dedup([maps:get(group, B, <<>>) || B <- Bs], #{}, []),
+    Params = maps:get(params, Doc, #{}),
+    Base = maps:get(<<"baseline">>, Params, maps:get(baseline, Params, hd(Groups ++ [<<>>]))),
+    Ordered = [G || G <- Groups, G =:= Base] ++ [G || G <- Groups, G =/= Base],
+    {ok, [{G, Doc#{benchmarks => [inner_name(B) || B <- Bs, maps:get(group, B, <<>>) =:= G]}}
+          || G <- Ordered]};
+configurations(_) ->
+    {error, not_a_matrix}.
+
+inner_name(#{extra := X} = B) ->
+    Name = case X of
+               #{<<"inner_benchmark">> := I} -> I;
+               #{inner_benchmark := I} -> I;
+               _ -> maps:get(name, B)
+           end,
+    maps:remove(comparison, B#{name => Name}).
 
 %% @doc The verdict a comparison may claim in its context: two single runs
 %% (`replication => samples') only show within-run noise and never get
@@ -131,19 +183,28 @@ worse_by(_, _) -> 0.0.
                 <<"finished">>, <<"_at">>, <<"now">>, <<"clock">>]).
 -define(NOISE_EXACT, [<<"time">>, <<"t">>, <<"ts">>]).
 
-%% @doc Compare runs at the default 95% confidence.
+%% @doc Compare runs at the default confidence of verdicts between runs
+%% ({@link between_runs_confidence/0}) and between-run term
+%% ({@link run_noise/0}).
 -spec compare([run()]) -> {ok, comparison()} | {error, error_reason()}.
 compare(Runs) ->
     compare(Runs, #{}).
 
-%% @doc Compare two or more runs; the first one is the baseline.
+%% @doc Compare two or more runs; the first one is the baseline. A
+%% verdict between runs with repetitions (`basis' `runs') rests on their
+%% repetitions' spread plus the between-run term `run_noise' on each
+%% side (none when `interleaved'), at `confidence'.
 -spec compare([run()], opts()) -> {ok, comparison()} | {error, error_reason()}.
 compare(Runs, _Opts) when length(Runs) < 2 ->
     {error, {too_few_runs, length(Runs)}};
 compare(Runs, Opts) ->
-    Conf = maps:get(confidence, Opts, 0.95),
+    Conf = maps:get(confidence, Opts, ?BETWEEN_RUNS_CONFIDENCE),
+    Noise = case maps:get(interleaved, Opts, false) of
+                true -> 0.0;
+                false -> float(maps:get(run_noise, Opts, ?RUN_NOISE))
+            end,
     Names = ordered_names(Runs),
-    Rows = [row(Name, Runs, Conf, context(Runs)) || Name <- Names],
+    Rows = [row(Name, Runs, #{confidence => Conf, run_noise => Noise}, context(Runs)) || Name <- Names],
     Labels = [L || {L, _} <- Runs],
     Unpaired = [#{name => maps:get(name, R),
                   missing_in => [L || {L, #{present := false}} <- lists:zip(Labels, maps:get(cells, R))]}
@@ -153,12 +214,14 @@ compare(Runs, Opts) ->
            unpaired => Unpaired,
            env_diff => env_diff(Runs),
            notes => notes(Runs, Rows, Unpaired),
-           confidence => Conf}}.
+           confidence => Conf, run_noise => Noise}}.
 
 %% @doc One line for each error `compare/2' returns.
 -spec format_error(error_reason()) -> iolist().
 format_error({too_few_runs, N}) ->
     io_lib:format("compare needs at least two runs, got ~b", [N]);
+format_error(not_a_matrix) ->
+    "one document is compared with itself only when it is a matrix (its configurations against its baseline)";
 format_error(Other) ->
     %% (a reason of no kind above: printed, never raised)
     io_lib:format("~0tP", [Other, 12]).
@@ -203,7 +266,7 @@ per_second(B) ->
 context(Runs) ->
     [{replication(R), overloaded(R)} || {_, R} <- Runs].
 
-row(Name, Runs, Conf, Context) ->
+row(Name, Runs, Judge, Context) ->
     Found = [{L, find(Name, Res)} || {L, Res} <- Runs],
     Present = [B || {_, B} <- Found, B =/= undefined],
     First = hd(Present),
@@ -212,7 +275,7 @@ row(Name, Runs, Conf, Context) ->
     [{_, BaseB} | _] = Found,
     WallClock = wall_clock(Unit, maps:get(metric, First, <<>>)),
     [BaseCtx | _] = Context,
-    Cells = [cell(L, B, BaseB, Better, Unit, Conf, Pos, ctx(BaseCtx, Ctx, WallClock))
+    Cells = [cell(L, B, BaseB, Better, Unit, Judge, Pos, ctx(BaseCtx, Ctx, WallClock))
              || {Pos, {{L, B}, Ctx}} <- enumerate(lists:zip(Found, Context))],
     #{name => Name, unit => Unit, better => Better,
       metric => maps:get(metric, First, <<>>), group => maps:get(group, First, <<>>),
@@ -229,7 +292,7 @@ ctx({RepB, LoadB}, {Rep, Load}, WallClock) ->
 
 cell(Label, undefined, _BaseB, _Better, _Unit, _Conf, _Pos, _Ctx) ->
     #{label => Label, present => false};
-cell(Label, B, BaseB, Better, Unit, Conf, Pos, Ctx) ->
+cell(Label, B, BaseB, Better, Unit, Judge, Pos, Ctx) ->
     Samples = maps:get(samples, B, []),
     Stats = stats_of(B, Samples),
     Own = #{label => Label, present => true, n => sample_count(B, Stats),
@@ -240,20 +303,24 @@ cell(Label, B, BaseB, Better, Unit, Conf, Pos, Ctx) ->
         _ ->
             case maps:get(unit, B, Unit) =:= maps:get(unit, BaseB, Unit) of
                 false -> Own#{verdict => unit_mismatch};
-                true -> maps:merge(Own, change(BaseB, B, Better, Conf, Ctx))
+                true -> maps:merge(Own, change(BaseB, B, Better, Judge, Ctx))
             end
     end.
 
-change(BaseB, B, Better, Conf, Ctx) ->
+change(BaseB, B, Better, #{confidence := Conf, run_noise := Noise}, Ctx) ->
     %% beamlab_stats:compare/3 itself says too_few_samples below 3 per side.
     Xs = maps:get(samples, BaseB, []),
     Ys = maps:get(samples, B, []),
-    C = beamlab_stats:compare(Xs, Ys, #{better => Better, confidence => Conf}),
+    %% The between-run term belongs to repetitions of two runs; samples
+    %% within single runs get no verdict anyway (within_run_only).
+    Opts = #{better => Better, run_noise => case Ctx of
+                                               #{replication := runs} -> Noise;
+                                               _ -> 0.0
+                                           end},
+    C = beamlab_stats:compare(Xs, Ys, Opts#{confidence => Conf}),
     Far = case Ctx of
               #{overloaded := true, wall_clock := true, replication := runs} ->
-                  maps:get(verdict, beamlab_stats:compare(
-                                      Xs, Ys, #{better => Better,
-                                                confidence => far_confidence()}));
+                  maps:get(verdict, beamlab_stats:compare(Xs, Ys, Opts#{confidence => far_confidence()}));
               _ -> undefined
           end,
     #{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),

@@ -23,7 +23,10 @@
 
 -type run() :: {Label :: binary(), beamlab_result:result()}.
 -type order() :: time | commit.
--type opts() :: #{order => order() | auto, confidence => float()}.
+%% `confidence' defaults to beamlab_result_compare:between_runs_confidence/0,
+%% `run_noise' (the between-run term of consecutive runs with
+%% repetitions) to beamlab_result_compare:run_noise/0.
+-type opts() :: #{order => order() | auto, confidence => float(), run_noise => number()}.
 -type git() :: #{commit := binary(), commit_time => binary(), dirty => boolean(),
                  branch => binary()}.
 -type run_info() :: #{label := binary(), started_at := binary(), partial := boolean(),
@@ -63,9 +66,11 @@ history(Runs, Opts) ->
             end,
     case order(Runs, Order) of
         {ok, Sorted} ->
-            Conf = maps:get(confidence, Opts, 0.95),
+            Conf = maps:get(confidence, Opts, beamlab_result_compare:between_runs_confidence()),
+            Judge = #{confidence => Conf,
+                      run_noise => float(maps:get(run_noise, Opts, beamlab_result_compare:run_noise()))},
             {ok, #{runs => [run_info(L, R) || {L, R} <- Sorted], order => Order, confidence => Conf,
-                   trends => [trend(Name, Sorted, Conf) || Name <- names(Sorted)]}};
+                   trends => [trend(Name, Sorted, Judge) || Name <- names(Sorted)]}};
         {error, _} = E ->
             E
     end.
@@ -159,7 +164,7 @@ names(Runs) ->
                            end, {[], #{}}, [maps:get(name, B) || {_, R} <- Runs, B <- maps:get(benchmarks, R)]),
     lists:reverse(Rev).
 
-trend(Name, Runs, Conf) ->
+trend(Name, Runs, Judge) ->
     Found = [{I, B, R} || {I, {_, R}} <- lists:zip(lists:seq(1, length(Runs)), Runs),
                           B <- [find(Name, R)], B =/= undefined, is_map_key(stats, B)],
     Bench = case Found of
@@ -170,12 +175,12 @@ trend(Name, Runs, Conf) ->
     WallClock = beamlab_result_compare:wall_clock(Unit, maps:get(metric, Bench, <<>>)),
     #{name => Name, unit => Unit, better => maps:get(better, Bench),
       points => [point(I, B) || {I, B, _} <- Found],
-      changes => changes(Found, [], Conf, WallClock)}.
+      changes => changes(Found, [], Judge, WallClock)}.
 
 %% Each point against the one before it, with the earlier points (newest
 %% first) for the history's own spread.
-changes([Prev, Cur | T], Earlier, Conf, WallClock) ->
-    [change(Prev, Cur, [Prev | Earlier], Conf, WallClock) | changes([Cur | T], [Prev | Earlier], Conf, WallClock)];
+changes([Prev, Cur | T], Earlier, Judge, WallClock) ->
+    [change(Prev, Cur, [Prev | Earlier], Judge, WallClock) | changes([Cur | T], [Prev | Earlier], Judge, WallClock)];
 changes(_, _, _, _) ->
     [].
 
@@ -187,7 +192,7 @@ point(I, #{stats := S} = B) ->
                                                _ -> null
                                            end}.
 
-change({I0, B0, R0}, {I1, B1, R1}, Earlier, Conf, WallClock) ->
+change({I0, B0, R0}, {I1, B1, R1}, Earlier, #{confidence := Conf, run_noise := Noise}, WallClock) ->
     {F0, U0} = beamlab_format_units:per_second(B0),
     {F1, U1} = beamlab_format_units:per_second(B1),
     Same = [E || {_, EB, _} = E <- Earlier, element(2, beamlab_format_units:per_second(EB)) =:= U1],
@@ -208,7 +213,8 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier, Conf, WallClock) ->
             {Basis, Cmp, Far} =
                 case Ctx of
                     #{replication := runs} ->
-                        {runs, fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx};
+                        %% two runs measured apart: the between-run term
+                        {runs, fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise}) end, Ctx};
                     _ when length(Window) >= 3 ->
                         Means = [run_mean(B) || {_, B, _} <- Window],
                         {history, fun(O) -> beamlab_stats:compare_to_runs(Means, run_mean(B1), O) end,

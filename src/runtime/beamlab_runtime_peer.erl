@@ -19,7 +19,7 @@
 
 -export([home/0]).
 -export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, interrupt/1, run/3, node/1,
-         split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1,
+         split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1, release_epmd/0,
          cookie/1, set_cookie/2, flavor_args/1, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
@@ -802,6 +802,7 @@ start_epmd(Ip) ->
                 {ok, _} -> false;    % an epmd for loopback only
                 {error, _} ->
                     _ = os:cmd(epmd_exe() ++ " -daemon -address " ++ inet:ntoa(Ip)),
+                    started_epmd(),
                     wait_epmd(50),
                     element(1, erl_epmd:names(Ip)) =:= ok
             end
@@ -817,13 +818,49 @@ start_epmd() ->
     case erl_epmd:names() of
         {ok, _} -> ok;
         {error, _} ->
-            Epmd = case os:find_executable("epmd") of
-                       false -> filename:join([code:root_dir(), "erts-" ++ erlang:system_info(version),
-                                               "bin", "epmd"]);
-                       Path -> Path
-                   end,
-            _ = os:cmd(Epmd ++ " -daemon -address 127.0.0.1"),
+            _ = os:cmd(epmd_exe() ++ " -daemon -address 127.0.0.1"),
+            started_epmd(),
             wait_epmd(50)
+    end.
+
+%% An epmd this VM started is stopped when it is done
+%% (release_epmd/0): a flag of the VM, set once, read at the end.
+-define(EPMD_STARTED, {?MODULE, epmd_started}).
+
+started_epmd() ->
+    persistent_term:put(?EPMD_STARTED, true).
+
+%% @doc Stops the epmd this VM started ({@link ensure_dist/0},
+%% {@link start_dist/1} when none ran), for a VM that is done with
+%% distribution: the command line calls it before it exits, so nothing
+%% beamlab starts outlives it. This VM stops being a node first; epmd
+%% itself refuses to stop while other nodes are registered with it
+%% (`epmd -kill' without relaxed checks), so an epmd others use meanwhile
+%% stays. Waits up to a second for this VM's own registration to go.
+-spec release_epmd() -> ok.
+release_epmd() ->
+    case persistent_term:get(?EPMD_STARTED, false) of
+        true ->
+            _ = persistent_term:erase(?EPMD_STARTED),
+            _ = net_kernel:stop(),
+            kill_epmd(20);
+        false ->
+            ok
+    end.
+
+kill_epmd(0) ->
+    ok;
+kill_epmd(N) ->
+    case erl_epmd:names() of
+        {ok, []} ->
+            _ = os:cmd(epmd_exe() ++ " -kill"),
+            kill_epmd(N - 1);
+        {ok, [_ | _]} ->
+            %% (our own name until epmd has seen its connection close)
+            timer:sleep(50),
+            kill_epmd(N - 1);
+        {error, _} ->
+            ok
     end.
 
 wait_epmd(0) ->

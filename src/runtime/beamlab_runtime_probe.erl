@@ -10,6 +10,7 @@
 -module(beamlab_runtime_probe).
 
 -export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
+         tree_cpu_us/2, cpu_snapshot/2, competition/2,
          cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1,
          scheduler_migrations/2, migration_rate/4, parse_nr_migrations/1]).
 
@@ -20,7 +21,12 @@
 -type cgroup() :: {v1 | v2, file:filename()} | none.
 -type cgroup_stat() :: #{nr_periods := non_neg_integer(), nr_throttled := non_neg_integer(),
                          throttled_usec := non_neg_integer(), usage_usec => non_neg_integer()}.
--export_type([timer_report/0, loadavg/0, cgroup/0, cgroup_stat/0]).
+%% The machine's busy CPU time and an OS process tree's at one instant.
+-type cpu_snapshot() :: #{t_us := integer(), busy_ticks := non_neg_integer(), own_us := non_neg_integer()}.
+%% What ran between two snapshots, in cores (1.0 = one CPU all the time).
+-type competition() :: #{window_ms := non_neg_integer(), machine_cores := float(),
+                         own_cores := float(), others_cores := float()}.
+-export_type([timer_report/0, loadavg/0, cgroup/0, cgroup_stat/0, cpu_snapshot/0, competition/0]).
 
 %% USER_HZ is part of the Linux /proc ABI and 100 on every architecture
 %% Linux runs beamlab on; /proc/*/stat times are in these ticks.
@@ -123,6 +129,77 @@ process_cpu_us(Root, Pid) ->
             end;
         error -> {error, enoent}
     end.
+
+%% @doc CPU time (user + system, in microseconds) of the OS process `Pid'
+%% and of every descendant: each live one's own time, plus the time of
+%% the children each has reaped (`cutime'/`cstime'), so a fresh VM that
+%% ran and exited during a window still counts as the tree's. Read from
+%% every proc/N/stat; a process gone meanwhile is skipped.
+-spec tree_cpu_us(file:filename(), string()) -> {ok, non_neg_integer()} | {error, enoent}.
+tree_cpu_us(Root, Pid) ->
+    Proc = filename:join(Root, "proc"),
+    case file:list_dir(Proc) of
+        {ok, Names} ->
+            Stats = [S || N <- Names, is_digits(list_to_binary(N)),
+                          {ok, T} <- [read(filename:join([Proc, N, "stat"]))], S <- parse_stat(T)],
+            Children = lists:foldl(fun({P, PP, _}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
+                                   #{}, Stats),
+            Ticks = maps:from_list([{P, T} || {P, _, T} <- Stats]),
+            case string:to_integer(Pid) of
+                {Me, []} when is_map_key(Me, Ticks) ->
+                    {ok, tree_ticks([Me], Children, Ticks, 0) * (1000000 div ?USER_HZ)};
+                _ -> {error, enoent}
+            end;
+        {error, _} -> {error, enoent}
+    end.
+
+tree_ticks([], _Children, _Ticks, Acc) ->
+    Acc;
+tree_ticks([P | Rest], Children, Ticks, Acc) ->
+    %% (a pid is its own parent only for the kernel's pid 0: never here)
+    Kids = [K || K <- maps:get(P, Children, []), K =/= P],
+    tree_ticks(Kids ++ Rest, Children, Ticks, Acc + maps:get(P, Ticks, 0)).
+
+%% proc/PID/stat -> [{Pid, PPid, utime + stime + cutime + cstime}], or []
+%% when malformed. The command name (field 2) may hold spaces and ')'.
+parse_stat(T) ->
+    case {string:split(T, " "), string:split(T, ")", trailing)} of
+        {[PidB, _], [_, After]} ->
+            try
+                Fields = string:lexemes(After, " \n"),
+                Int = fun(I) -> binary_to_integer(lists:nth(I, Fields)) end,
+                %% After ')' come fields 3..: ppid (4) is the 2nd, utime,
+                %% stime, cutime, cstime (14-17) the 12th to 15th.
+                [{binary_to_integer(PidB), Int(2), Int(12) + Int(13) + Int(14) + Int(15)}]
+            catch error:_ -> []
+            end;
+        _ -> []
+    end.
+
+%% @doc The machine's busy CPU time (proc/stat: all but idle and iowait)
+%% and the CPU time of the process tree of `Pid' ({@link tree_cpu_us/2}),
+%% now: two of them give {@link competition/2}.
+-spec cpu_snapshot(file:filename(), string()) -> {ok, cpu_snapshot()} | {error, enoent}.
+cpu_snapshot(Root, Pid) ->
+    case {cpu_times(Root), tree_cpu_us(Root, Pid)} of
+        {{ok, Times}, {ok, Own}} ->
+            Busy = lists:sum(maps:values(Times)) - maps:get(idle, Times, 0) - maps:get(iowait, Times, 0),
+            {ok, #{t_us => erlang:monotonic_time(microsecond), busy_ticks => Busy, own_us => Own}};
+        _ ->
+            {error, enoent}
+    end.
+
+%% @doc What ran on the machine between two snapshots, in cores: all of
+%% it, the snapshotted process tree, and everything else (`others', never
+%% below zero: the two clocks tick apart). beamlab's own work, now or in
+%% an earlier run, is never "others", unlike the load average.
+-spec competition(cpu_snapshot(), cpu_snapshot()) -> competition().
+competition(#{t_us := T0, busy_ticks := B0, own_us := O0}, #{t_us := T1, busy_ticks := B1, own_us := O1}) ->
+    Wall = max(1, T1 - T0),
+    Machine = max(0, B1 - B0) * (1000000 div ?USER_HZ) / Wall,
+    Own = max(0, O1 - O0) / Wall,
+    #{window_ms => Wall div 1000, machine_cores => Machine, own_cores => Own,
+      others_cores => max(0.0, Machine - Own)}.
 
 %% @doc How many times the kernel moved each normal scheduler thread of
 %% the VM `Pid' ("self" or an OS pid on this host) to another CPU since

@@ -49,7 +49,8 @@
           p_value_mann_whitney := float() | undefined,
           mann_whitney_method := exact | normal | none,
           test := welch_log | welch | runs_log | runs | none,
-          verdict := faster | slower | no_difference | too_few_samples,
+          %% (inconclusive_load: set by a caller, a matrix on a loaded machine)
+          verdict := faster | slower | no_difference | too_few_samples | inconclusive_load,
           n_base := non_neg_integer(), n_new := non_neg_integer(),
           mean_base := float() | undefined, mean_new := float() | undefined,
           confidence := float()}.
@@ -205,9 +206,19 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 %% (`change' relative to |mean(Base)|). Fewer than three values on either
 %% side give `too_few_samples' and no interval. The Mann-Whitney p-value
 %% is reported for information only.
+%%
+%% `run_noise' (default 0.0) is the relative sd of a run's level from run
+%% to run (Kalibera and Jones' between-run term) when `Base' and `New'
+%% are the repetitions of two separately measured runs: their
+%% repetitions share their run's conditions, so each side's mean varies
+%% by that much more than its repetitions' spread says. Its variance,
+%% 2 * run_noise^2 on the log scale ((run_noise * |mean(Base)|)^2 twice on
+%% the raw scale), is added to Welch's, as a known term (no degrees of
+%% freedom of its own), so the interval and the test still come from one
+%% standard error.
 -spec compare([number()], [number()],
               #{better => higher | lower | binary(), confidence => float(),
-                min_change => number()}) ->
+                min_change => number(), run_noise => number()}) ->
           comparison().
 compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
     Conf = confidence(Opts),
@@ -220,6 +231,10 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                     M when is_number(M), M >= 0 -> M;
                     M -> error({badarg, {min_change, M}})
                 end,
+    RunNoise = case maps:get(run_noise, Opts, 0.0) of
+                   RN when is_number(RN), RN >= 0 -> float(RN);
+                   RN -> error({badarg, {run_noise, RN}})
+               end,
     NB = length(Base0),
     NN = length(New0),
     Common = #{n_base => NB, n_new => NN, confidence => Conf},
@@ -233,10 +248,10 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                     verdict => too_few_samples,
                     mean_base => MB, mean_new => MN};
         false ->
-            compare2(to_floats(Base0), to_floats(New0), Conf, Better, MinChange, Common)
+            compare2(to_floats(Base0), to_floats(New0), Conf, Better, MinChange, RunNoise, Common)
     end.
 
-compare2(Base0, New0, Conf, Better, MinChange, Common) ->
+compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Common) ->
     %% t and rank statistics are scale-invariant: rescale by a power of two
     %% (exact) so that squares never overflow or underflow.
     Scale = scale(lists:max([abs(X) || X <- Base0 ++ New0])),
@@ -247,11 +262,13 @@ compare2(Base0, New0, Conf, Better, MinChange, Common) ->
     {Test, W, Change, Ci, CiMethod} =
         case Positive of
             true ->
-                WL = welch([math:log(X) || X <- Base], [math:log(X) || X <- New]),
+                WL = welch([math:log(X) || X <- Base], [math:log(X) || X <- New],
+                           2 * RunNoise * RunNoise),
                 {C, I} = log_change_ci(WL, Conf),
                 {welch_log, WL, C, I, log_welch};
             false ->
-                WR = welch(Base, New),
+                RawNoise = RunNoise * abs(mean(Base)),
+                WR = welch(Base, New, 2 * RawNoise * RawNoise),
                 {C, I, M} = raw_change_ci(WR, Conf),
                 {welch, WR, C, I, M}
         end,
@@ -357,14 +374,13 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
 %% interval of the ratio, and minus one that of the change. The same t and
 %% se give Welch's p, so "the interval excludes 0" and "p < 1 - confidence"
 %% are one statement.
-log_change_ci(#{mean_base := LB, mean_new := LN, se2_base := S1, se2_new := S2, df := Df},
-              Conf) ->
+log_change_ci(#{mean_base := LB, mean_new := LN, se2 := Se2, df := Df}, Conf) ->
     D = LN - LB,
     Change = safe_exp(D) - 1,
-    case S1 + S2 == 0.0 of
+    case Se2 == 0.0 of
         true -> {Change, {Change, Change}};
         false ->
-            H = t_quantile((1 + Conf) / 2, Df) * math:sqrt(S1 + S2),
+            H = t_quantile((1 + Conf) / 2, Df) * math:sqrt(Se2),
             {Change, {safe_exp(D - H) - 1, safe_exp(D + H) - 1}}
     end.
 
@@ -372,30 +388,37 @@ log_change_ci(#{mean_base := LB, mean_new := LN, se2_base := S1, se2_new := S2, 
 %% t and se as the test. Undefined when the base mean is zero.
 raw_change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
     {undefined, undefined, none};
-raw_change_ci(#{mean_base := MB, mean_new := MN, se2_base := S1, se2_new := S2, df := Df},
-              Conf) ->
+raw_change_ci(#{mean_base := MB, mean_new := MN, se2 := Se2, df := Df}, Conf) ->
     Change = (MN - MB) / abs(MB),
-    H = case S1 + S2 == 0.0 of
+    H = case Se2 == 0.0 of
             true -> 0.0;
-            false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(S1 + S2) / abs(MB)
+            false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(Se2) / abs(MB)
         end,
     {Change, {Change - H, Change + H}, welch}.
 
 %% @doc Welch's unequal-variance t test of `New' vs `Base' (two-sided).
 %% Both samples need at least two values. Returns the statistic, the
-%% Satterthwaite degrees of freedom and the p-value.
+%% Satterthwaite degrees of freedom and the p-value; `se2' is the
+%% variance of the difference of the means (`se2_base' + `se2_new').
 -spec welch([number(), ...], [number(), ...]) ->
           #{t := float(), df := df(), p_value := float(),
             mean_base := float(), mean_new := float(),
-            se2_base := float(), se2_new := float()}.
+            se2_base := float(), se2_new := float(), se2 := float()}.
 welch([_, _ | _] = Base, [_, _ | _] = New) ->
+    welch(Base, New, 0.0).
+
+%% Welch's test with a known variance `Known' added to that of the
+%% difference (the between-run term of compare/3's `run_noise'): it
+%% widens the standard error and, having no degrees of freedom of its
+%% own, raises Satterthwaite's df towards the normal's.
+welch(Base, New, Known) ->
     NB = length(Base),
     NN = length(New),
     MB = mean(Base),
     MN = mean(New),
     S1 = variance(Base) / NB,
     S2 = variance(New) / NN,
-    Se2 = S1 + S2,
+    Se2 = S1 + S2 + Known,
     Diff = MN - MB,
     {T, Df, P} =
         case Se2 == 0.0 of
@@ -408,12 +431,15 @@ welch([_, _ | _] = Base, [_, _ | _] = New) ->
                 %% so nothing is squared that could overflow.
                 F1 = S1 / Se2,
                 F2 = S2 / Se2,
-                Df0 = 1 / (F1 * F1 / (NB - 1) + F2 * F2 / (NN - 1)),
+                Df0 = case F1 * F1 / (NB - 1) + F2 * F2 / (NN - 1) of
+                          Inv when Inv < 1 / ?DF_NORMAL -> infinity;
+                          Inv -> 1 / Inv
+                      end,
                 T0 = Diff / math:sqrt(Se2),
                 {T0, Df0, min(1.0, 2 * t_sf(abs(T0), Df0))}
         end,
     #{t => T, df => Df, p_value => P, mean_base => MB, mean_new => MN,
-      se2_base => S1, se2_new => S2}.
+      se2_base => S1, se2_new => S2, se2 => Se2}.
 
 %% @doc Two-sided Mann-Whitney U (Wilcoxon rank-sum) test of `New' vs
 %% `Base'. Exact permutation distribution of the rank sum (ties handled by

@@ -18,7 +18,7 @@
 %%% agree could not reach p < alpha (fewer than 8 rounds at 0.01).
 -module(beamlab_stats_paired).
 
--export([compare/3, sign_test/2, min_rounds/1]).
+-export([compare/3, sign_test/2, min_rounds/1, family/2]).
 
 -type better() :: higher | lower.
 -type verdict() :: regressed | improved | unchanged | too_few_rounds
@@ -43,7 +43,10 @@
                     threshold := float(),
                     better := better(),
                     verdict := verdict()}.
--export_type([result/0, verdict/0, opts/0]).
+%% The family-wise correction of several comparisons judged together.
+-type family() :: #{method := bonferroni, alpha := float(), compared := non_neg_integer(),
+                    size := non_neg_integer(), entry_alpha := float()}.
+-export_type([result/0, verdict/0, opts/0, family/0]).
 
 -define(ALPHA, 0.01).
 -define(THRESHOLD, 0.05).
@@ -89,6 +92,29 @@ min_rounds(Alpha, N) ->
         true -> N;
         false -> min_rounds(Alpha, N + 1)
     end.
+
+%% @doc The level each of several paired comparisons is judged at so that
+%% all of them together hold at `Alpha' (the chance of any false verdict
+%% at most `Alpha'): Bonferroni, `Alpha / size', with Tarone's refinement
+%% for discrete tests (Tarone, 1990). `Differing' gives, per comparison,
+%% its rounds whose values differ; a comparison whose rounds could not
+%% reach significance even if all went one way (all tied, or too few)
+%% can never give a false verdict, so it is left out of the family: the
+%% size is the smallest K for which at most K comparisons can reach
+%% p < Alpha / K. Test and interval of each comparison are then taken at
+%% `entry_alpha' (the interval at confidence 1 - entry_alpha), so they
+%% agree.
+-spec family(float(), [non_neg_integer()]) -> family().
+family(Alpha, Differing) ->
+    Compared = length(Differing),
+    MinP = [sign_test(N, 0) || N <- Differing],
+    Size = case Compared of
+               0 -> 0;
+               _ -> hd([K || K <- lists:seq(1, Compared),
+                             length([P || P <- MinP, P < Alpha / K]) =< K])
+           end,
+    #{method => bonferroni, alpha => float(Alpha), compared => Compared, size => Size,
+      entry_alpha => float(Alpha / max(1, Size))}.
 
 %%--------------------------------------------------------------------
 

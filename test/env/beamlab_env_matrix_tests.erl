@@ -119,7 +119,7 @@ load_finding_test() ->
                              F = beamlab_result:finding(load_high, case Rep of 2 -> critical; _ -> warning end,
                                                         "Machine is overloaded",
                                                         io_lib:format("load ~b", [Rep]), "stop it", #{}),
-                             Mean = Factor * lists:nth(Rep, [10.0, 10.3, 9.7]),
+                             Mean = Factor * lists:nth(Rep, [10.0, 10.5, 9.5]),
                              {ok, #{exit => 0, env => #{schedulers => #{online => 1}},
                                     result => #{findings => [F],
                                                 benchmarks => [#{name => <<"x">>, unit => <<"ms">>,
@@ -142,7 +142,8 @@ load_finding_test() ->
                       ?assertEqual(runs, maps:get(basis, Cell)),
                       maps:get(verdict, Cell)
               end,
-    %% +20%: significant at 95%, not at 99.9%
+    %% +20%: significant at 99% (with the run-to-run noise of two
+    %% separate matrices), not at 99.9%
     ?assertEqual(slower, Verdict(1.2, true)),
     ?assertEqual(inconclusive_load, Verdict(1.2, false)),
     %% +50%: far outside the noise, a verdict even under load
@@ -150,6 +151,39 @@ load_finding_test() ->
     %% the finding survives JSON
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
     {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).
+
+%% #35: the matrix's own verdict against its baseline configuration is
+%% load-aware as a compare of two matrices is: with the repetitions'
+%% `load_high', +20% in time is `inconclusive_load', +50% stands; a
+%% load-independent unit (reductions) keeps its verdict; quiet, +20% is
+%% `slower'.
+own_verdict_load_aware_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Runner = fun(Factor, Unit, Load) ->
+                     Counts = ets:new(counts, [public]),
+                     fun(#{name := Name}, _Argv) ->
+                             Rep = ets:update_counter(Counts, Name, 1, {Name, 0}),
+                             F = [beamlab_result:finding(load_high, warning, "Machine is overloaded", "e", "a", #{})
+                                  || Load],
+                             Scale = case Name of <<"+S 2">> -> Factor; _ -> 1.0 end,
+                             {ok, #{exit => 0, env => #{schedulers => #{online => 1}},
+                                    result => #{findings => F,
+                                                benchmarks => [#{name => <<"x">>, unit => Unit, better => lower,
+                                                                 stats => #{mean => Scale * lists:nth(Rep, [10.0, 10.3, 9.7])}}]}}}
+                     end
+             end,
+    Verdict = fun(Factor, Unit, Load) ->
+                      Spec = #{configs => Cs, command => ["run", "x"], repeat => 3, baseline => <<"+S 1">>,
+                               argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>,
+                               inner => {erlang, error, [not_called]}},
+                      {ok, #{benchmarks := Bs}} = beamlab_env_matrix:run(Spec, #{runner => Runner(Factor, Unit, Load)}),
+                      [V] = [V || #{group := <<"+S 2">>, comparison := #{verdict := V}} <- Bs],
+                      V
+              end,
+    ?assertEqual(slower, Verdict(1.2, <<"ms">>, false)),
+    ?assertEqual(inconclusive_load, Verdict(1.2, <<"ms">>, true)),
+    ?assertEqual(slower, Verdict(1.5, <<"ms">>, true)),
+    ?assertEqual(slower, Verdict(1.2, <<"reductions">>, true)).
 
 %% #35 `--ci': a runner whose values are given per configuration, in turn.
 values_runner(Values) ->
@@ -197,3 +231,44 @@ ci_absent_test() ->
     #{benchmarks := [#{samples := [_, _]}], extra := Extra, params := P} = R,
     ?assertNot(maps:is_key(<<"stopped_by">>, Extra)),
     ?assertNot(maps:is_key(<<"ci">>, P)).
+
+%% The matrix's own verdict between configurations and `compare M.json'
+%% (beamlab_result_compare:configurations/1, interleaved) are one rule:
+%% 99%, no between-run term (the configurations ran in the same rounds).
+own_verdict_is_compare_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Means = #{<<"+S 1">> => [10.0, 10.2, 9.9, 10.1], <<"+S 2">> => [10.9, 11.3, 10.8, 11.2]},
+    Runner = fun() ->
+                     Count = counters:new(1, []),
+                     fun(#{name := Name}, _Argv) ->
+                             ok = counters:add(Count, 1, 1),
+                             Rep = (counters:get(Count, 1) + 1) div 2,
+                             {ok, #{exit => 0, env => #{schedulers => #{online => 1}},
+                                    result => #{findings => [],
+                                                benchmarks => [#{name => <<"x">>, unit => <<"ms">>, better => lower,
+                                                                 stats => #{mean => lists:nth(Rep, maps:get(Name, Means))}}]}}}
+                     end
+             end,
+    Spec = #{configs => Cs, command => ["run", "x"], repeat => 4, baseline => <<"+S 2">>,
+             argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>,
+             inner => {erlang, error, [not_called]}},
+    {ok, Doc} = beamlab_env_matrix:run(Spec, #{runner => Runner()}),
+    [#{comparison := Own}] = [B || #{group := <<"+S 1">>} = B <- maps:get(benchmarks, Doc)],
+    ?assertMatch(#{confidence := 0.99, verdict := faster}, Own),
+    %% Through JSON, as `beamlab compare M.json' reads it.
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
+    {ok, Loaded} = beamlab_result:from_json(Json),
+    {ok, [{<<"+S 2">>, _}, {<<"+S 1">>, _}] = Runs} = beamlab_result_compare:configurations(Loaded),
+    {ok, #{rows := [#{name := <<"x">>, cells := [_, Cell]}], run_noise := +0.0}} =
+        beamlab_result_compare:compare(Runs, #{interleaved => true}),
+    #{change := C, ci := {Lo, Hi}} = Own,
+    ?assertMatch(#{verdict := faster, basis := runs}, Cell),
+    ?assert(abs(maps:get(change, Cell) - C) < 1.0e-12),
+    [CLo, CHi] = maps:get(ci, Cell),
+    ?assert(abs(CLo - Lo) < 1.0e-12 andalso abs(CHi - Hi) < 1.0e-12),
+    %% Two separately measured matrices would add the between-run term.
+    {ok, #{rows := [#{cells := [_, Apart]}]}} = beamlab_result_compare:compare(Runs),
+    [ALo, AHi] = maps:get(ci, Apart),
+    ?assert(ALo < Lo andalso AHi > Hi),
+    ?assertEqual({error, not_a_matrix},
+                 beamlab_result_compare:configurations(beamlab_result:new(bench, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}))).

@@ -88,3 +88,24 @@ combine_stops_test() ->
     ?assertMatch(#{<<"stopped_by">> := <<"max_time">>, <<"unconfident">> := [<<"100 queues: flavor=jit / x">>]}, X),
     #{extra := X0} = combined(),
     ?assertNot(maps:is_key(<<"stopped_by">>, X0)).
+
+%% #35 --ci: the combined stop line is the whole preset's: printed once,
+%% after the scenarios' tables, not under each of them.
+stop_line_once_test() ->
+    {ok, Preset} = beamlab_experiment_preset:find("jit-study"),
+    [Single, Multi] = maps:get(scenarios, Preset),
+    With = fun(#{extra := X, params := P} = D, By, Unmet) ->
+                   D#{extra := X#{<<"stopped_by">> => By, <<"unconfident">> => Unmet},
+                      params := P#{<<"ci">> => 0.02}}
+           end,
+    Doc = #{params := P} = beamlab_experiment_preset:combine(
+                             Preset, [{Single, With(scenario_doc(2.0), <<"converged">>, [])},
+                                      {Multi, With(scenario_doc(1.25), <<"max_time">>, [<<"flavor=jit / x">>])}],
+                             #{preset => <<"jit-study">>}),
+    Text = unicode:characters_to_binary(
+             beamlab_render_matrix_preset:render(Doc#{params := P#{<<"ci">> => 0.02}}, #{unicode => false})),
+    ?assertMatch([_], binary:matches(Text, <<"stopped: ">>)),
+    %% after the last scenario's table
+    {Last, _} = lists:last(binary:matches(Text, <<"100 queues (amqp">>)),
+    {Stop, _} = binary:match(Text, <<"stopped: ">>),
+    ?assert(Stop > Last).

@@ -79,10 +79,10 @@ render_test() ->
               <<"1500 us">>, <<"cost on the node">>]].
 
 %% The duty cycle's arithmetic: each window counts from the middle of
-%% its setting to the middle of its pause; the error is half of both
-%% calls' lengths over the on-time; counters are divided by the fraction.
+%% its first read to the middle of its last; the error is half of both
+%% reads' lengths over the on-time; counters are divided by the fraction.
 on_fraction_test() ->
-    %% Two windows of 50 ms on (set 2 ms, pause 2 ms) in 1 s: 100 ms.
+    %% Two windows of 50 ms on (each read 2 ms) in 1 s: 100 ms.
     W = [{0, 2000, 50000, 52000}, {500000, 502000, 550000, 552000}],
     {F, E} = beamlab_profile_capture:on_fraction(W, 1000000),
     ?assertEqual(0.1, F),
@@ -120,3 +120,40 @@ render_sampled_test() ->
     Text = unicode:characters_to_binary(beamlab_render_capture:render(Doc, #{})),
     ?assertNotEqual(nomatch, binary:match(Text, <<"sampled: patterns on 5">>)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"counts and times scaled">>)).
+
+%% What the windows counted: the last reads minus the first ones, per
+%% function and process, in microseconds (seconds folded in); a pair the
+%% first reads did not have started at zero; never below zero; a full
+%% capture (no first reads) as it is.
+window_counts_test() ->
+    P = list_to_pid("<0.85.0>"),
+    Q = list_to_pid("<0.86.0>"),
+    Ends = [{{m, hot, 2}, [{P, 1500, 2, 500000}, {Q, 10, 0, 40}]},
+            {{m, new, 0}, [{P, 3, 0, 7}]}],
+    Bases = [{{m, hot, 2}, [{P, 500, 1, 900000}, {Q, 12, 0, 50}]}],
+    ?assertEqual([{{m, hot, 2}, [{P, 1000, 0, 600000}, {Q, 0, 0, 0}]},
+                  {{m, new, 0}, [{P, 3, 0, 7}]}],
+                 beamlab_profile_capture:window_counts(Ends, Bases)),
+    ?assertEqual([{{m, new, 0}, [{P, 3, 0, 7}]}],
+                 beamlab_profile_capture:window_counts([{{m, new, 0}, [{P, 3, 0, 7}]}], [])),
+    ?assertEqual([], beamlab_profile_capture:window_counts([], Bases)).
+
+%% Modules followed are listed, and a reached bound said.
+render_followed_test() ->
+    Doc = fun(Mods, Full) ->
+                  #{kind => capture, params => #{},
+                    extra => #{<<"capture">> =>
+                                   #{<<"node">> => <<"n@h">>, <<"elapsed_ms">> => 2000, <<"samples">> => 10,
+                                     <<"stacks_mode">> => <<"sample">>, <<"calls_mode">> => <<"time">>,
+                                     <<"tracing">> => <<"classic">>, <<"stopped">> => <<"stopped">>,
+                                     <<"followed_modules">> => Mods, <<"followed_bound_reached">> => Full,
+                                     <<"bounds">> => #{<<"sample_ms">> => 10, <<"max_followed">> => 32},
+                                     <<"processes">> => [], <<"calls">> => [], <<"cost">> => #{}},
+                               <<"profile">> => #{}}}
+          end,
+    Text = fun(D) -> unicode:characters_to_binary(beamlab_render_capture:render(D, #{})) end,
+    ?assertNotEqual(nomatch, binary:match(Text(Doc([<<"late_mod">>], false)),
+                                          <<"modules followed (first seen on the stacks, patterned from then on): "
+                                            "late_mod">>)),
+    ?assertNotEqual(nomatch, binary:match(Text(Doc([<<"a">>], true)), <<"the bound of 32 was reached">>)),
+    ?assertEqual(nomatch, binary:match(Text(Doc([], false)), <<"modules followed">>)).

@@ -15,7 +15,10 @@
 %%% The default capture is duty-cycled (patterns on 5% of the time, counts
 %%% scaled) and says so; `--duty 100' counts all along; a SIGKILL while
 %%% the duty cycle's patterns are on, and while they are off, leaves the
-%%% node clean.
+%%% node clean. Under the duty cycle a gen_server's hottest function by
+%%% own time is named right (what the windows' edges charge is left out),
+%%% and a module the process runs only after the capture started is
+%%% followed: patterned from the next window, its calls counted.
 -module(capture_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
@@ -23,13 +26,14 @@
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
          bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1, session_otp27/1,
-         full_capture/1, sigkill_patterns_on/1, sigkill_patterns_off/1]).
+         full_capture/1, sigkill_patterns_on/1, sigkill_patterns_off/1, server_duty/1, modules_followed/1]).
 
 -define(COOKIE, "capture_suite_cookie_27182").
 
 all() ->
     [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture,
-     matrix_queue, matrix_bad_process, session_otp27, full_capture, sigkill_patterns_on, sigkill_patterns_off].
+     matrix_queue, matrix_bad_process, session_otp27, full_capture, sigkill_patterns_on, sigkill_patterns_off,
+     server_duty, modules_followed].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -38,7 +42,9 @@ init_per_suite(Config) ->
     Src = filename:join([beamlab_test_util:root(), "test", "profile", "capture_SUITE_data",
                          "capture_victim.erl"]),
     {ok, capture_victim, Beam} = compile:file(Src, [binary, debug_info]),
-    [{victim_beam, Beam} | Config].
+    {ok, capture_late, Late} = compile:file(filename:join(filename:dirname(Src), "capture_late.erl"),
+                                            [binary, debug_info]),
+    [{victim_beam, Beam}, {late_beam, Late} | Config].
 
 end_per_suite(_Config) ->
     ok.
@@ -63,6 +69,8 @@ init_per_testcase(Case, Config) ->
                  growing_mailbox -> mailbox;
                  watch_capture -> mailbox;
                  bad_processes -> none;
+                 server_duty -> server;
+                 modules_followed -> late;
                  _ -> deep
              end,
     Name = list_to_atom("capture_" ++ atom_to_list(Case) ++ "_" ++ integer_to_list(erlang:unique_integer([positive]))),
@@ -259,6 +267,56 @@ wait_pattern(Config, On) ->
               end
       end, 60000, {pattern_on, On}).
 
+%% A gen_server serving short requests (each a loop of tally/2, some 95%
+%% of its time) under the duty cycle, with windows (2 ms) short against
+%% the time one read of the counters takes: tally/2 is the hottest
+%% function by own time, and by far (ten times any other in practice;
+%% asserted: five). Counting up to a pause and reading after it instead
+%% charged each window's read, while the process kept serving, to the
+%% one function it was last counted in (gen_server:loop/7 at 28-49%
+%% against tally/2's 41-66% in runs by hand).
+server_duty(Config) ->
+    #{doc := Doc, code := 0} = capture(Config, ["--process", "capture_server", "--duration", "2",
+                                                 "--duty", "1", "--duty-period", "0.2"]),
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    ct:log("~p", [lists:sublist(maps:get(<<"calls">>, C), 8)]),
+    ?assertMatch(#{<<"windows">> := W} when W >= 2, maps:get(<<"sampled">>, C)),
+    ?assertEqual(<<"capture_victim:tally/2">>, hottest(Doc)),
+    [#{<<"own_share">> := Top} | Rest] = maps:get(<<"calls">>, C),
+    [?assert(Top > 5 * S, F) || #{<<"function">> := F, <<"own_share">> := S} <- Rest],
+    ?assert(lists:member(<<"gen_server">>, maps:get(<<"pattern_modules">>, C))),
+    clean(Config).
+
+%% A process that runs a module loaded after its capture started
+%% (capture_late, loaded here once the capture traces it): the module
+%% seen on the sampled stacks is followed, patterned from the next
+%% window, and its function is the hottest; the document says so.
+modules_followed(Config) ->
+    Peer = ?config(peer, Config),
+    H = beamlab_test_util:cli_start_group(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,
+                                           "--process", "capture_late_victim", "--duration", "3",
+                                           "--duty", "20", "--duty-period", "0.25", "--format", "json"],
+                                          #{dir => ?config(dir, Config)}),
+    wait_traced(Config, capture_late_victim),
+    ?assertEqual(false, peer:call(Peer, code, is_loaded, [capture_late])),
+    {module, capture_late} = peer:call(Peer, code, load_binary,
+                                       [capture_late, "capture_late.erl", ?config(late_beam, Config)]),
+    peer:call(Peer, erlang, send, [capture_late_victim, {go, capture_late}]),
+    #{code := Code, out := Out} = beamlab_test_util:cli_group_finish(H),
+    ?assertEqual(0, Code),
+    {ok, Doc} = beamlab_json:decode(Out),
+    C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+    ct:log("~p", [maps:without([<<"timeline">>], C)]),
+    ?assertEqual([<<"capture_late">>], maps:get(<<"followed_modules">>, C)),
+    ?assert(lists:member(<<"capture_late">>, maps:get(<<"pattern_modules">>, C))),
+    ?assertEqual(<<"capture_late:churn/2">>, hottest(Doc)),
+    [#{<<"calls_counted">> := N} | _] = maps:get(<<"calls">>, C),
+    ?assert(N > 0),
+    {ok, Loaded} = beamlab_result:from_json(Doc),
+    Text = unicode:characters_to_binary(beamlab_render_capture:render(Loaded, #{})),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"modules followed (first seen on the stacks">>)),
+    clean(Config).
+
 %% A name nobody registered, a pid that is not one, a dead pid: one line,
 %% exit 2, and no atom created on the node for the unknown name.
 bad_processes(Config) ->
@@ -439,8 +497,11 @@ queue_len(Config) ->
 
 %% The capture is on: the victim has the call flag.
 wait_traced(Config) ->
+    wait_traced(Config, capture_deep).
+
+wait_traced(Config, Name) ->
     Peer = ?config(peer, Config),
-    P = peer:call(Peer, erlang, whereis, [capture_deep]),
+    P = peer:call(Peer, erlang, whereis, [Name]),
     beamlab_test_util:wait_until(fun() -> peer:call(Peer, erlang, trace_info, [P, flags]) =:= {flags, [call]} end,
                                  60000).
 
@@ -451,7 +512,12 @@ clean(Config) ->
     Peer = ?config(peer, Config),
     Funs = [{capture_victim, F, A} || {F, A} <- peer:call(Peer, capture_victim, module_info, [functions]),
                                       F =/= module_info]
-        ++ [{lists, seq, 2}, {erlang, apply, 2}, {gen_server, loop, 7}, {erl_eval, exprs, 2}],
+        ++ [{lists, seq, 2}, {erlang, apply, 2}, {gen_server, loop, 7}, {erl_eval, exprs, 2}]
+        %% (a module followed: modules_followed)
+        ++ case peer:call(Peer, code, is_loaded, [capture_late]) of
+               false -> [];
+               _ -> [{capture_late, churn, 2}, {capture_late, run, 0}]
+           end,
     Clean = fun() ->
                     Flags = [P || P <- peer:call(Peer, erlang, processes, []),
                                   peer:call(Peer, erlang, trace_info, [P, flags]) =/= {flags, []},

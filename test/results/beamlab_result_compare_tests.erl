@@ -60,10 +60,11 @@ overloaded_machine_test() ->
     Noisy = fun(F) -> [X * F * (1 + 0.15 * math:sin(X)) || X <- [100.0, 130.0, 90.0, 115.0, 105.0]] end,
     Reds = fun(F) -> (bench(<<"reds">>, Noisy(F)))#{unit => <<"reductions">>, metric => <<"reductions">>} end,
     A = result([bench(<<"t">>, Noisy(1.0)), bench(<<"huge">>, Noisy(1.0)), Reds(1.0)]),
-    B = overloaded(result([bench(<<"t">>, Noisy(1.35)), bench(<<"huge">>, Noisy(5.0)), Reds(1.35)])),
+    %% (+50%: slower at 99% with the default run-to-run noise, not at 99.9%)
+    B = overloaded(result([bench(<<"t">>, Noisy(1.5)), bench(<<"huge">>, Noisy(5.0)), Reds(1.5)])),
     {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     V = maps:from_list([{N, maps:get(verdict, C)} || #{name := N, cells := [_, C]} <- maps:get(rows, Cmp)]),
-    %% Without the finding, "t" is slower at 95%.
+    %% Without the finding, "t" is slower (at the default 99%).
     {ok, Quiet} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B#{findings := []}}]),
     ?assertMatch([#{cells := [_, #{verdict := slower}]} | _], maps:get(rows, Quiet)),
     ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => slower, <<"reds">> => slower}, V),
@@ -72,10 +73,11 @@ overloaded_machine_test() ->
 
 fail_if_slower_threshold_test() ->
     A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), higher)]),
-    B = result([bench(<<"x">>, shifted(1.1)), bench(<<"y">>, shifted(0.7), higher)]),
+    %% (+20% and -30%: beyond the default run-to-run noise of 3% a side)
+    B = result([bench(<<"x">>, shifted(1.2)), bench(<<"y">>, shifted(0.7), higher)]),
     {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B}]),
     ?assertMatch([{<<"x">>, <<"B">>, _}, {<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 5)),
-    ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 15)),
+    ?assertMatch([{<<"y">>, <<"B">>, _}], beamlab_result_compare:slower_than(Cmp, 25)),
     ?assertEqual([], beamlab_result_compare:slower_than(Cmp, 40)).
 
 unpaired_are_reported_test() ->

@@ -108,3 +108,40 @@ calibration_under_no_change_test() ->
                           end]),
     %% exact size of the 12-round sign test at 0.01 is 26/4096 = 0.63%
     ?assert(Alarms / Trials < 0.012).
+
+%% Bonferroni with Tarone's refinement: comparisons whose rounds cannot
+%% reach significance (all tied, or too few differing) leave the family.
+family_test() ->
+    %% nothing compared: the level itself
+    ?assertMatch(#{size := 0, compared := 0, entry_alpha := 0.01}, beamlab_stats_paired:family(0.01, [])),
+    %% one comparison: no correction
+    ?assertMatch(#{size := 1, entry_alpha := 0.01}, beamlab_stats_paired:family(0.01, [12])),
+    %% 24 entries of which 8 (time) differ in all 12 rounds, 16 tie
+    %% (exact counts): the 8 form the family, 0.01 / 8
+    F = beamlab_stats_paired:family(0.01, lists:duplicate(8, 12) ++ lists:duplicate(16, 0)),
+    ?assertMatch(#{method := bonferroni, compared := 24, size := 8, alpha := 0.01}, F),
+    ?near(0.01 / 8, maps:get(entry_alpha, F)),
+    %% the same 24 all differing: 0.01 / 24
+    ?assertMatch(#{size := 24}, beamlab_stats_paired:family(0.01, lists:duplicate(24, 14))),
+    %% 8 rounds (p >= 0.0078 at best) in a family of 24: none can reach
+    %% 0.01 / 2, so K = 2 and every entry is too few rounds
+    ?assertMatch(#{size := 2}, beamlab_stats_paired:family(0.01, lists:duplicate(24, 8))).
+
+%% The CI's false "regressed" (issue #35): 8 rounds all one way by
+%% chance, one of 24 entries. Alone at 0.01 it is regressed; at the
+%% family's level it cannot be, and interval and test agree.
+family_level_agrees_test() ->
+    Base = [100.0 + I || I <- lists:seq(1, 8)],
+    New = [B * 1.0276 || B <- Base],
+    #{verdict := regressed, p_value := P} = beamlab_stats_paired:compare(Base, New, #{threshold => 0.02}),
+    ?near(2 / 256, P),
+    #{entry_alpha := A} = beamlab_stats_paired:family(0.01, lists:duplicate(24, 8)),
+    R = beamlab_stats_paired:compare(Base, New, #{threshold => 0.02, alpha => A}),
+    ?assertMatch(#{verdict := too_few_rounds}, R),
+    %% 14 rounds at 0.01 / 24: the interval leaves out 0 exactly when p < level
+    Base14 = [100.0 + I || I <- lists:seq(1, 14)],
+    R14 = beamlab_stats_paired:compare(Base14, [B * 1.0276 || B <- Base14],
+                                       #{threshold => 0.02, alpha => 0.01 / 24}),
+    #{verdict := regressed, ci := {Lo, _}, p_value := P14, confidence := Conf} = R14,
+    ?assert(P14 < 0.01 / 24 andalso Lo > 0),
+    ?near(1 - 0.01 / 24, Conf).

@@ -383,3 +383,80 @@ calibration() ->
     ?assert(CovChange > 0.93 andalso CovChange < 0.97).
 
 round6(X) -> round(X * 1000000) / 1000000.
+
+%%--------------------------------------------------------------------
+%% Verdicts between runs (#35): A/A-like runs with a between-run effect.
+%% Each run has its own level (sd 3% on the log scale: what the run's
+%% conditions add) and 3 repetitions around it (sd 5%), as the fresh VMs
+%% of `matrix -n 3' on the quiet machine (docs/statistics.md).
+
+between_runs_test_() ->
+    {timeout, 60, fun between_runs/0}.
+
+between_runs() ->
+    rand:seed(exsss, 35035),
+    Run = fun(Shift) ->
+                  Level = 0.03 * rand:normal(),
+                  [1000 * math:exp(Shift + Level + 0.05 * rand:normal()) || _ <- lists:seq(1, 3)]
+          end,
+    Trials = 1000,
+    Rate = fun(Shift, Opts, V) ->
+                   length([ok || _ <- lists:seq(1, Trials),
+                                 #{verdict := X} <- [beamlab_stats:compare(Run(0.0), Run(Shift), Opts)],
+                                 lists:member(X, V)]) / Trials
+           end,
+    Rule = #{confidence => 0.99, run_noise => 0.03},
+    %% Welch on the repetitions alone, at 95%, ignores the run's level:
+    %% far more than 5% false verdicts (the A/A harness saw 16%).
+    Naive = Rate(0.0, #{}, [faster, slower]),
+    ?assert(Naive > 0.08),
+    %% With the between-run term at 99%: about 1% (binomial sd of 1000
+    %% trials at 1%: 0.3%).
+    False = Rate(0.0, Rule, [faster, slower]),
+    ?assert(False =< 0.02),
+    %% A planted slowdown of +50% is caught nearly always, +20% most of the
+    %% time (power is what two runs of 3 repetitions can give).
+    ?assert(Rate(math:log(1.5), Rule, [slower]) > 0.95),
+    ?assert(Rate(math:log(1.2), Rule, [slower]) > 0.5),
+    %% One method: the interval excludes 0 exactly when there is a verdict,
+    %% and never goes below -100%.
+    [begin
+         #{ci := {Lo, Hi}, verdict := V, p_value := P} = beamlab_stats:compare(Run(0.0), Run(S), Rule),
+         ?assertEqual(Lo > 0 orelse Hi < 0, V =/= no_difference),
+         ?assertEqual(P < 0.01, V =/= no_difference),
+         ?assert(Lo > -1.0 andalso Lo =< Hi)
+     end || S <- [-0.5, 0.0, 0.2, 0.5], _ <- lists:seq(1, 50)].
+
+run_noise_widens_test() ->
+    Base = [100.0, 101.0, 99.0],
+    New = [110.0, 111.1, 108.9],
+    #{ci := {Lo0, Hi0}, verdict := slower} = beamlab_stats:compare(Base, New, #{}),
+    #{ci := {Lo, Hi}, p_value := P} = beamlab_stats:compare(Base, New, #{run_noise => 0.05}),
+    ?assert(Lo < Lo0 andalso Hi > Hi0),
+    ?assert(P > 0.01),
+    %% No spread at all: the known term alone decides (normal quantile).
+    #{ci := {CLo, CHi}} = beamlab_stats:compare([100, 100, 100], [110, 110, 110], #{run_noise => 0.02}),
+    H = beamlab_stats:normal_quantile(0.975) * math:sqrt(2 * 0.02 * 0.02),
+    ?near(math:exp(math:log(1.1) - H) - 1, CLo, 1.0e-9),
+    ?near(math:exp(math:log(1.1) + H) - 1, CHi, 1.0e-9),
+    %% Raw scale (a zero among the values): relative to |mean(Base)|.
+    #{ci := {RLo, RHi}} = beamlab_stats:compare([0, 1, 2], [0, 1, 2], #{run_noise => 0.1}),
+    ?assert(RLo < 0 andalso RHi > 0),
+    ?assertError({badarg, {run_noise, -1}}, beamlab_stats:compare(Base, New, #{run_noise => -1})).
+
+%% A history of single runs: at 99%, the 10th run of identical code is
+%% outside the spread of the 9 before it about 1% of the time.
+compare_to_runs_level_test() ->
+    rand:seed(exsss, 3599),
+    Trials = 2000,
+    Run = fun(Shift) -> 1000 * math:exp(Shift + 0.03 * rand:normal()) end,
+    Rate = fun(Shift, V) ->
+                   length([ok || _ <- lists:seq(1, Trials),
+                                 #{verdict := X} <- [beamlab_stats:compare_to_runs(
+                                                       [Run(0.0) || _ <- lists:seq(1, 9)], Run(Shift),
+                                                       #{confidence => 0.99})],
+                                 lists:member(X, V)]) / Trials
+           end,
+    False = Rate(0.0, [faster, slower]),
+    ?assert(False =< 0.02),
+    ?assert(Rate(math:log(1.2), [slower]) > 0.9).

@@ -9,7 +9,7 @@
 -export([prop_percentile_monotone_bounded/0, prop_mean_bounded/0,
          prop_ci_contains_estimate/0, prop_compare_self/0,
          prop_histogram_counts/0, prop_outliers_counted/0,
-         prop_compare_shifted/0, prop_t_quantile_inverse/0,
+         prop_compare_shifted/0, prop_compare_between_runs/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
@@ -125,6 +125,27 @@ prop_compare_shifted() ->
                 ?WHENFAIL(io:format("verdict ~p change ~p~n", [V, Ch]),
                           V =:= Expected andalso Ch > 1.0 andalso
                           Lo =< Ch andalso Ch =< Hi)
+            end).
+
+%% Verdicts between runs (#35): with any between-run term and level, one
+%% standard error gives the interval and the test (the interval excludes
+%% 0 exactly when there is a verdict, p < 1 - confidence likewise), the
+%% interval holds the change and never goes below -100%. (A larger term
+%% is not always more cautious: it also raises Welch's df, and at 2-4 df
+%% the smaller t quantile can outweigh the wider standard error.)
+prop_compare_between_runs() ->
+    ?FORALL({A, B, Noise, Conf, Better},
+            {vector_between(3, 8, float(1.0, 100.0)), vector_between(3, 8, float(1.0, 100.0)),
+             float(0.0, 0.2), oneof([0.95, 0.99, 0.999]), oneof([higher, lower])},
+            begin
+                Opts = #{run_noise => Noise, confidence => Conf, better => Better},
+                #{verdict := V, change := Ch, ci := {Lo, Hi}, p_value := P} =
+                    beamlab_stats:compare(A, B, Opts),
+                Excludes = Lo > 0 orelse Hi < 0,
+                ?WHENFAIL(io:format("~p ~p ~p ~p~n", [V, Ch, {Lo, Hi}, P]),
+                          Lo > -1.0 andalso Lo =< Ch andalso Ch =< Hi
+                          andalso Excludes =:= (V =/= no_difference)
+                          andalso (P < 1 - Conf) =:= (V =/= no_difference))
             end).
 
 prop_t_quantile_inverse() ->
@@ -297,6 +318,7 @@ stats_props_test_() ->
       ?_test(check(prop_outliers_counted(), 300)),
       ?_test(check(prop_compare_self(), 200)),
       ?_test(check(prop_compare_shifted(), 150)),
+      ?_test(check(prop_compare_between_runs(), 300)),
       ?_test(check(prop_t_quantile_inverse(), 300)),
       ?_test(check(prop_normal_quantile_inverse(), 300))]}.
 

@@ -19,7 +19,7 @@
 -export([cli_preset_termite/1, cli_preset_message_load/1, cli_verbose_scheduler_utilisation/1]).
 -export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
          cli_text_report/1, cli_text_unicode_and_ascii/1, cli_check_failure_exit_code/1]).
--export([cli_ci_budget_spent/1, cli_ci_confident_cpu/1, cli_ci_bad_values/1]).
+-export([cli_ci_budget_spent/1, cli_ci_confident_cpu/1, cli_ci_bad_values/1, cli_peer_leaves_no_epmd/1]).
 
 all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
@@ -36,7 +36,7 @@ groups() ->
                 cli_text_report, cli_text_unicode_and_ascii, cli_check_failure_exit_code,
                 cli_interrupt_partial, cli_ctrl_c_partial, cli_preset_termite,
                 cli_preset_message_load, cli_verbose_scheduler_utilisation,
-                cli_ci_budget_spent, cli_ci_confident_cpu, cli_ci_bad_values]}].
+                cli_ci_budget_spent, cli_ci_confident_cpu, cli_ci_bad_values, cli_peer_leaves_no_epmd]}].
 
 init_per_suite(Config) ->
     Dir = ?config(priv_dir, Config),
@@ -616,3 +616,18 @@ cli_verbose_scheduler_utilisation(_) ->
                                       [multiline, {capture, all_but_first, list}]),
     ?assert(list_to_integer(Samples) >= 1),
     ?assertEqual(N, length(string:split(Line, "%", all)) - 1).
+
+%% A suite with a peer VM (distribution on loopback) starts epmd when none
+%% runs; nothing beamlab starts outlives it, so that epmd goes when the
+%% command ends. On a port of its own (ERL_EPMD_PORT, which epmd, the
+%% VMs and `epmd -names' all follow), so that no other job's epmd on
+%% this machine is involved: none answers there before, none after.
+cli_peer_leaves_no_epmd(_) ->
+    Port = integer_to_list(beamlab_test_util:free_port()),
+    Names = fun() -> os:cmd("ERL_EPMD_PORT=" ++ Port ++ " epmd -names 2>&1") end,
+    Down = fun() -> string:find(Names(), "up and running") =:= nomatch end,
+    ?assert(Down()),
+    #{code := 0} = cli(["suite", "ping_pong", "--param", "ping_pong.vm=peer", "--param", "ping_pong.n=100",
+                        "--param", "ping_pong.size=10", "-n", "1"], #{env => [{"ERL_EPMD_PORT", Port}]}),
+    ct:log("epmd on port ~s after the run: ~ts", [Port, Names()]),
+    ?assert(Down()).

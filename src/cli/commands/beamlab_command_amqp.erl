@@ -468,8 +468,8 @@ config(P0) ->
                             [_, _ | _] -> Named;
                             _ -> undefined
                         end},
-    %% (TLS flags without an amqps:// URI, flags that go together: said
-    %% before their files are read)
+    %% (TLS flags without an amqps:// URI or beside flags they contradict:
+    %% said before their files are read)
     ok = tls_rules(G, [Uri | Uris]),
     refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
     %% PerfTest's text forms and the -B files as the load takes them, as
@@ -693,8 +693,8 @@ tls_rules(G, Uris) ->
         {false, [Flag | _]} -> beamlab_cli_error:usage("~ts needs an amqps:// URI", [Flag]);
         _ -> ok
     end,
-    (G(tls_cert_file) =:= undefined) =:= (G(tls_key_file) =:= undefined) orelse
-        beamlab_cli_error:usage("--tls-cert-file and --tls-key-file go together", []),
+    %% (a certificate without its key: the kind's `tls' check, in the
+    %% schema's order, as the library's)
     G(sasl_external) andalso G(tls_cert_file) =:= undefined andalso
         beamlab_cli_error:usage("--sasl-external logs in with the client certificate: give "
                                 "--tls-cert-file and --tls-key-file (and an amqps:// URI)", []),

@@ -22,16 +22,25 @@ options() ->
         ++ [#{name => fail_if_slower, long => "fail-if-slower", type => percent, metavar => "PCT",
               help => "exit 1 when a benchmark is significantly slower than the baseline by more "
                       "than PCT percent"},
-            #{name => confidence, long => "confidence", type => percent, default => 95.0,
-              metavar => "PCT", help => "confidence level of intervals and tests, in percent"}
+            #{name => confidence, long => "confidence", type => percent, default => 99.0,
+              metavar => "PCT", help => "confidence level of intervals and tests between runs, in percent "
+                                        "(default 99)"},
+            #{name => run_noise, long => "run-noise", type => number, metavar => "PCT",
+              help => "machine-specific: the sd of a run's level from run to run, in percent, added on "
+                      "each side when two runs with repetitions are compared (default 3, measured on "
+                      "beamlab's quiet 2-core machine; bench/aa_components.escript measures yours; 0: "
+                      "the repetitions' spread alone)"}
             | beamlab_cli_runs:history_options()].
 
 %% @doc Examples for `beamlab help compare'.
 -spec usage() -> iodata().
 usage() ->
     "Usage: beamlab compare BASE.json NEW.json [MORE.json...] [OPTIONS]\n"
-    "       beamlab compare DIR | 'GLOB' | --history RUN.json... [--order commit|time]\n\n"
+    "       beamlab compare DIR | 'GLOB' | --history RUN.json... [--order commit|time]\n"
+    "       beamlab compare MATRIX.json\n\n"
     "Benchmarks are paired by name; each later run is compared with the first.\n"
+    "One matrix document: its configurations against its baseline, judged again\n"
+    "with this version's rule.\n"
     "Verdicts: faster, SLOWER, ~ (no significant difference), too few samples.\n"
     "A history (a directory of saved runs, a quoted glob, or --history) is put in\n"
     "order, by the git commit each run recorded or by time, and each run is\n"
@@ -47,25 +56,44 @@ usage() ->
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed = #{args := Args}) ->
     {Files, Listed} = beamlab_cli_runs:expand(Args),
-    length(Files) >= 2 orelse
-        beamlab_cli_error:usage("compare needs at least two result files (got ~b)", [length(Files)]),
-    Conf = beamlab_cli_args:get(confidence, Parsed, 95.0) / 100,
+    Files =/= [] orelse beamlab_cli_error:usage("compare needs at least two result files (got 0)", []),
+    Conf = beamlab_cli_args:get(confidence, Parsed, 99.0) / 100,
     (Conf > 0.5 andalso Conf < 1) orelse
         beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
-    Runs = beamlab_cli_runs:load_runs(Files),
+    Noise = case beamlab_cli_args:get(run_noise, Parsed) of
+                undefined -> beamlab_result_compare:run_noise();
+                N when N >= 0, N < 100 -> N / 100;
+                _ -> beamlab_cli_error:usage("--run-noise must be a percentage from 0 to below 100", [])
+            end,
+    {Runs, Matrix} = runs(Files),
+    Judge = #{confidence => Conf, run_noise => Noise, interleaved => Matrix},
     Format = beamlab_cli_output:format(Parsed),
-    case Listed orelse beamlab_cli_args:get(history, Parsed, false) of
+    case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso not Matrix of
         true ->
-            H = beamlab_cli_runs:history(Runs, #{order => beamlab_cli_args:get(order, Parsed, auto), confidence => Conf}),
+            H = beamlab_cli_runs:history(Runs, (maps:remove(interleaved, Judge))#{order => beamlab_cli_args:get(order, Parsed, auto)}),
             FileOf = maps:from_list(lists:zip([L || {L, _} <- Runs], Files)),
             Ordered = [maps:get(L, FileOf) || #{label := L} <- maps:get(runs, H)],
             beamlab_cli_output:put_chars(beamlab_render_history:render(H, Format, #{files => Ordered})),
             {fail_if_newest_slower(H, beamlab_cli_args:get(fail_if_slower, Parsed)), none};
         false ->
-            {ok, Cmp} = beamlab_result_compare:compare(Runs, #{confidence => Conf}),
-            beamlab_cli_output:put_chars(beamlab_render_compare:render(Cmp, Format, #{files => Files})),
+            {ok, Cmp} = beamlab_result_compare:compare(Runs, Judge),
+            beamlab_cli_output:put_chars(beamlab_render_compare:render(Cmp, Format, #{files => [F || F <- Files, _ <- Runs, Matrix] ++ [F || F <- Files, not Matrix]})),
             {fail_if_slower(Cmp, beamlab_cli_args:get(fail_if_slower, Parsed)), none}
     end.
+
+%% Two or more files are runs; one file must be a matrix document, whose
+%% configurations (measured interleaved, in the same rounds) are the runs.
+runs([File]) ->
+    [{_, Doc}] = beamlab_cli_runs:load_runs([File]),
+    case beamlab_result_compare:configurations(Doc) of
+        {ok, [_, _ | _] = Configs} -> {Configs, true};
+        {ok, _} -> beamlab_cli_error:usage("~ts: a matrix of one configuration has nothing to compare", [File]);
+        {error, not_a_matrix} ->
+            beamlab_cli_error:usage("compare needs at least two result files (got 1; one file is "
+                                    "compared only when it is a matrix document)", [])
+    end;
+runs(Files) ->
+    {beamlab_cli_runs:load_runs(Files), false}.
 
 %% @doc The runs read (`--save' is the only output).
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.

@@ -1,0 +1,64 @@
+-module(beamlab_runtime_probe_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+%% A fake proc tree: this VM (100) with an erl_child_setup (101) that
+%% reaped one fresh VM and runs another (102, a command name with spaces
+%% and a parenthesis), and processes that are not ours (1, 200).
+fake_proc() ->
+    Root = beamlab_test_util:tmp_dir("probe"),
+    Stat = fun(Pid, Comm, PPid, U, S, CU, CS) ->
+                   File = filename:join([Root, "proc", integer_to_list(Pid), "stat"]),
+                   ok = filelib:ensure_dir(File),
+                   ok = file:write_file(File, io_lib:format("~b (~s) S ~b 0 0 0 0 0 0 0 0 0 ~b ~b ~b ~b 20 0 1 0\n",
+                                                            [Pid, Comm, PPid, U, S, CU, CS]))
+           end,
+    Stat(1, "init", 0, 7, 3, 900, 100),
+    Stat(100, "beam.smp", 1, 100, 50, 10, 0),
+    Stat(101, "erl_child_setup", 100, 0, 1, 199, 0),
+    Stat(102, "beam.smp (x) y", 101, 250, 50, 0, 0),
+    Stat(200, "sh", 1, 5000, 0, 0, 0),
+    ok = filelib:ensure_dir(filename:join([Root, "proc", "self", "f"])),
+    ok = file:write_file(filename:join([Root, "proc", "stat"]), "cpu  1000 0 500 8000 40 0 0 0 0 0\ncpu0 1 2 3 4\n"),
+    Root.
+
+%% The tree's own and reaped children's time, not its parent's or a
+%% sibling's: (100+50+10) + (1+199) + (250+50) ticks of 10 ms.
+tree_cpu_test() ->
+    Root = fake_proc(),
+    ?assertEqual({ok, 6600000}, beamlab_runtime_probe:tree_cpu_us(Root, "100")),
+    ?assertEqual({ok, 3000000}, beamlab_runtime_probe:tree_cpu_us(Root, "102")),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:tree_cpu_us(Root, "4242")),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:tree_cpu_us(filename:join(Root, "none"), "100")),
+    {ok, #{busy_ticks := 1500, own_us := 6600000}} = beamlab_runtime_probe:cpu_snapshot(Root, "100"),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:cpu_snapshot(Root, "4242")).
+
+%% Others = the machine's busy time minus the tree's, in cores.
+competition_test() ->
+    S0 = #{t_us => 0, busy_ticks => 1000, own_us => 0},
+    ?assertEqual(#{window_ms => 1000, machine_cores => 2.0, own_cores => 0.5, others_cores => 1.5},
+                 beamlab_runtime_probe:competition(S0, #{t_us => 1000000, busy_ticks => 1200, own_us => 500000})),
+    %% the two clocks tick apart: never below zero
+    ?assertMatch(#{others_cores := 0.0, own_cores := 1.0},
+                 beamlab_runtime_probe:competition(S0, #{t_us => 1000000, busy_ticks => 1090, own_us => 1000000})).
+
+%% The real machine: this VM is in its own tree, and burning CPU here
+%% shows as its own time, not others'.
+this_machine_test() ->
+    case os:type() of
+        {unix, linux} ->
+            {ok, S0} = beamlab_runtime_probe:cpu_snapshot("/", os:getpid()),
+            Until = erlang:monotonic_time(millisecond) + 300,
+            spin(Until),
+            {ok, S1} = beamlab_runtime_probe:cpu_snapshot("/", os:getpid()),
+            #{own_cores := Own, machine_cores := Machine} = beamlab_runtime_probe:competition(S0, S1),
+            ?assert(Own > 0.0),
+            ?assert(Machine > 0.0);
+        _ ->
+            ?assertEqual({error, enoent}, beamlab_runtime_probe:cpu_snapshot("/", os:getpid()))
+    end.
+
+spin(Until) ->
+    case erlang:monotonic_time(millisecond) >= Until of
+        true -> ok;
+        false -> spin(Until)
+    end.
