@@ -47,7 +47,9 @@ compare(Dirs) ->
     length(Runs) >= 2 andalso compare_runs(Dirs, Runs).
 
 compare_runs(Dirs, Runs) ->
-    components("VM to VM (within a run)", "run to run (between runs)", Runs),
+    {_, S2b} = components("VM to VM (within a run)", "run to run (between runs)", Runs),
+    io:format("   => this machine's `compare --run-noise': ~.1f (beamlab's default: ~.1f)~n",
+              [100 * math:sqrt(S2b), 100 * beamlab_result_compare:run_noise()]),
     Means = [mean(R) || R <- Runs],
     io:format("   lag-1 autocorrelation of the run means: ~.2f (drift when well above 0)~n",
               [autocorr(Means)]),

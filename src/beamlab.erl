@@ -297,25 +297,28 @@ report(Docs, Opts) ->
 
 %% @doc One line explaining an error returned or raised by this module.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({job_failed, Name, Message}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({job_failed, Name, Message}) ->
     io_lib:format("~ts: ~ts", [Name, Message]);
-format_error(squeeze_needs_bounds) ->
+error_line(squeeze_needs_bounds) ->
     "an empty map as the third argument of benchmark/3 does not start a concurrency estimation: "
     "ask for one with benchmark(Codes, Opts#{squeeze => #{}}) or give its bounds (min, max, step, "
     "threshold)";
-format_error({unknown_format, _} = R) ->
+error_line({unknown_format, _} = R) ->
     beamlab_render_view:format_error(R);
-format_error({not_a_document, _} = R) ->
+error_line({not_a_document, _} = R) ->
     beamlab_render_view:format_error(R);
-format_error({report, _} = R) ->
+error_line({report, _} = R) ->
     beamlab_experiment_report:format_error(R);
-format_error({unknown_option, _} = R) ->
+error_line({unknown_option, _} = R) ->
     beamlab_experiment_opts:format_error(R);
-format_error({bad_option, _, _} = R) ->
+error_line({bad_option, _, _} = R) ->
     %% one line for a bad value, whoever refused it (the maps' reader, or
     %% the engine behind benchmark/3 and the short forms)
     beamlab_experiment_opts:format_error(R);
-format_error(Reason) ->
+error_line(Reason) ->
     %% the experiment layer's errors (a kind's `{Kind, R}', its own), else
     %% the engine's (benchmark/3 and the short forms give them untagged)
     case beamlab_experiment:is_error(Reason) of

@@ -550,79 +550,82 @@ reject(Ch, Tag, Requeue) ->
 
 %% @doc One line for every error this client returns.
 -spec format_error(reason()) -> iolist().
-format_error({unreachable, Host, Port, econnrefused}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unreachable, Host, Port, econnrefused}) ->
     io_lib:format("broker not reachable at ~s:~b (connection refused)", [Host, Port]);
-format_error({unreachable, Host, Port, Posix}) ->
+error_line({unreachable, Host, Port, Posix}) ->
     io_lib:format("broker not reachable at ~s:~b (~s)", [Host, Port, inet:format_error(Posix)]);
-format_error({access_refused, User, Text}) ->
+error_line({access_refused, User, Text}) ->
     io_lib:format("wrong credentials for user \"~ts\" (~ts)", [User, Text]);
-format_error({external_refused, Text}) ->
+error_line({external_refused, Text}) ->
     io_lib:format("the broker refused the user named by the client certificate (SASL EXTERNAL: "
                   "does that user exist, with access to the vhost?) (~ts)", [Text]);
-format_error({vhost_not_found, VHost, Text}) ->
+error_line({vhost_not_found, VHost, Text}) ->
     io_lib:format("virtual host \"~ts\" not found or not allowed (~ts)", [VHost, Text]);
-format_error({timeout, connect}) ->
+error_line({timeout, connect}) ->
     "timed out connecting to the broker";
-format_error({timeout, Stage}) ->
+error_line({timeout, Stage}) ->
     io_lib:format("timed out waiting for the broker (~s)", [Stage]);
-format_error({bad_param, frame_max, V}) ->
+error_line({bad_param, frame_max, V}) ->
     io_lib:format("bad connection parameter frame_max: ~0tp (0 or 4096..2^32-1)", [V]);
-format_error({bad_param, K, V}) ->
+error_line({bad_param, K, V}) ->
     io_lib:format("bad connection parameter ~s: ~0tp", [K, V]);
-format_error({closed_during, Stage}) ->
+error_line({closed_during, Stage}) ->
     io_lib:format("the broker closed the connection during negotiation (~s)", [Stage]);
-format_error({uri, R}) ->
+error_line({uri, R}) ->
     beamlab_amqp_uri:format_error(R);
-format_error({amqp_closed, Code, Text}) ->
+error_line({amqp_closed, Code, Text}) ->
     io_lib:format("broker closed the channel: ~b ~ts", [Code, Text]);
-format_error({connection_closed, Code, Text}) ->
+error_line({connection_closed, Code, Text}) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
-format_error({no_auth_mechanism, Mech, Mechs}) ->
+error_line({no_auth_mechanism, Mech, Mechs}) ->
     io_lib:format("the broker does not offer ~ts authentication (offers: ~ts)~ts",
                   [Mech, Mechs, case Mech of
                                     <<"EXTERNAL">> -> " (EXTERNAL needs TLS with a client certificate "
                                                       "and the rabbitmq_auth_mechanism_ssl plugin)";
                                     _ -> ""
                                 end]);
-format_error({tls, Peer, {alert, Alert, Text}}) ->
+error_line({tls, Peer, {alert, Alert, Text}}) ->
     io_lib:format("TLS connection to ~ts failed: ~ts (~ts)", [Peer, tls_alert_text(Alert, Text), Text]);
-format_error({tls, Peer, {options, Text}}) ->
+error_line({tls, Peer, {options, Text}}) ->
     io_lib:format("TLS connection to ~ts: bad TLS options (~ts)", [Peer, Text]);
-format_error({tls, Peer, no_system_cas}) ->
+error_line({tls, Peer, no_system_cas}) ->
     io_lib:format("TLS connection to ~ts: no system trust store on this machine (OTP 25 or later "
                   "reads it); give the broker's CA file", [Peer]);
-format_error({tls, Peer, closed}) ->
+error_line({tls, Peer, closed}) ->
     io_lib:format("TLS connection to ~ts: the broker closed the connection during the handshake "
                   "(is it a TLS port? does it require a client certificate?)", [Peer]);
-format_error({tls, Peer, R}) ->
+error_line({tls, Peer, R}) ->
     io_lib:format("TLS connection to ~ts failed: ~ts", [Peer, ssl:format_error(R)]);
-format_error({frame_max_too_small, F}) ->
+error_line({frame_max_too_small, F}) ->
     io_lib:format("negotiated frame_max ~b is below the protocol minimum 4096", [F]);
-format_error({channel_max, Max}) ->
+error_line({channel_max, Max}) ->
     io_lib:format("no free channel (channel_max is ~b)", [Max]);
-format_error({encode, R}) ->
+error_line({encode, R}) ->
     beamlab_amqp_method:format_error({amqp_encode, R});
-format_error({protocol, R}) when is_binary(R) ->
+error_line({protocol, R}) when is_binary(R) ->
     io_lib:format("AMQP protocol error: ~ts", [R]);
-format_error({protocol, R}) ->
+error_line({protocol, R}) ->
     io_lib:format("AMQP protocol error: ~0tp", [R]);
-format_error({client_cert_refused, File, Alert}) ->
+error_line({client_cert_refused, File, Alert}) ->
     io_lib:format("the broker refused the client certificate in ~ts (~ts): is it signed by a CA the "
                   "broker trusts (its ssl_options cacertfile), and is its key the one given?", [File, Alert]);
-format_error({client_cert_closed, File}) ->
+error_line({client_cert_closed, File}) ->
     io_lib:format("the broker closed the TLS connection before AMQP started: did it refuse the client "
                   "certificate in ~ts (is it signed by a CA the broker trusts, its ssl_options cacertfile)?",
                   [File]);
-format_error({socket, {tls_alert, {Alert, _}}}) ->
+error_line({socket, {tls_alert, {Alert, _}}}) ->
     %% After the handshake (TLS 1.3): the broker refused what this client
     %% showed (#34: was "unknown POSIX error").
     io_lib:format("the broker refused this client's TLS certificate (~ts): is it signed by a CA "
                   "the broker trusts (its ssl_options cacertfile)?", [Alert]);
-format_error({socket, Posix}) when is_atom(Posix) ->
+error_line({socket, Posix}) when is_atom(Posix) ->
     io_lib:format("socket error: ~s", [inet:format_error(Posix)]);
-format_error({socket, R}) ->
+error_line({socket, R}) ->
     io_lib:format("socket error: ~ts", [ssl:format_error(R)]);
-format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
+error_line({Code, Text}) when is_atom(Code), is_binary(Text) ->
     %% Local reasons for a lost connection (socket_closed, heartbeat_timeout, ...);
     %% a text from elsewhere may not be UTF-8 nor one line.
     Chars = case unicode:characters_to_list(Text) of
@@ -630,9 +633,9 @@ format_error({Code, Text}) when is_atom(Code), is_binary(Text) ->
                 _ -> binary_to_list(Text)
             end,
     [case C of C when C < 32; C =:= 127 -> $\s; C -> C end || C <- Chars];
-format_error(closed) ->
+error_line(closed) ->
     "the connection or channel is closed";
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("AMQP error: ~0tp", [Other]).
 
 %% What a TLS alert from the handshake means for the user.

@@ -1044,44 +1044,47 @@ write_csv(#run{cfg = #{output_file := File}, live = L} = R) ->
 
 %% @doc One line for every error `run/1' returns or a report carries.
 -spec format_error(failure()) -> iolist().
-format_error({uri, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({uri, R}) ->
     ["malformed URI: ", beamlab_amqp_uri:format_error(R)];
-format_error({Kind, _, _} = E) when Kind =:= declare_queue; Kind =:= declare_exchange;
+error_line({Kind, _, _} = E) when Kind =:= declare_queue; Kind =:= declare_exchange;
                                     Kind =:= bind ->
     beamlab_amqp_topology:format_error(E);
-format_error({Kind, _} = E) when Kind =:= nodes_unreachable; Kind =:= load_code; Kind =:= peer ->
+error_line({Kind, _} = E) when Kind =:= nodes_unreachable; Kind =:= load_code; Kind =:= peer ->
     beamlab_amqp_nodes:format_error(E);
-format_error(interrupted) ->
+error_line(interrupted) ->
     "interrupted";
-format_error({connection_lost, Code, Text}) when is_integer(Code) ->
+error_line({connection_lost, Code, Text}) when is_integer(Code) ->
     io_lib:format("broker closed the connection: ~b ~ts", [Code, Text]);
-format_error({connection_lost, _Code, Text}) ->
+error_line({connection_lost, _Code, Text}) ->
     io_lib:format("~ts", [Text]);
-format_error({queue_lost, Q}) ->
+error_line({queue_lost, Q}) ->
     io_lib:format("the broker lost queue ~ts (restarted?) and -p forbids declaring it again;"
                   " declare it durable, or drop -p", [Q]);
-format_error({redeclare, R}) ->
+error_line({redeclare, R}) ->
     ["cannot declare the run's topology again after reconnecting: ", format_error(R)];
-format_error({consumer_cancelled, Q}) ->
+error_line({consumer_cancelled, Q}) ->
     io_lib:format("the broker cancelled the consumer of queue ~ts (queue deleted?)", [Q]);
-format_error({confirm_timeout, Secs}) ->
+error_line({confirm_timeout, Secs}) ->
     io_lib:format("a producer waited ~b s for publisher confirms (--confirm-timeout): the broker "
                   "stopped confirming", [Secs]);
-format_error({nodes_lost, Lost}) ->
+error_line({nodes_lost, Lost}) ->
     io_lib:format("node(s) went away during the run: ~ts (the other nodes' data is kept)",
                   [lists:join(", ", [io_lib:format("~s (~ts)", [N, lost_reason(R)]) || {N, R} <- Lost])]);
-format_error({agent_down, Node, Reason}) ->
+error_line({agent_down, Node, Reason}) ->
     io_lib:format("load generator on node ~s stopped: ~0p", [Node, Reason]);
-format_error({timeout, What}) when is_list(What) ->
+error_line({timeout, What}) when is_list(What) ->
     io_lib:format("no answer from node(s) ~ts at the end of the run (their last counts are kept)",
                   [lists:join(", ", [atom_to_list(N) || N <- What])]);
-format_error({timeout, What}) ->
+error_line({timeout, What}) ->
     io_lib:format("timed out (~0p)", [What]);
-format_error({output_file, File, Reason}) ->
+error_line({output_file, File, Reason}) ->
     io_lib:format("cannot write --output-file ~ts: ~ts", [File, file_error(Reason)]);
-format_error({worker_crashed, R}) ->
+error_line({worker_crashed, R}) ->
     io_lib:format("a load generator process crashed: ~0p", [R]);
-format_error(R) ->
+error_line(R) ->
     beamlab_amqp:format_error(R).
 
 lost_reason({not_answering, Secs}) -> io_lib:format("no answer for ~b s", [Secs]);

@@ -137,16 +137,19 @@ encode_content(Ch, Method, Props, Body, FrameMax) ->
 
 %% @doc One line for a frame error.
 -spec format_error(error()) -> iolist().
-format_error({frame_too_large, Size, Max}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({frame_too_large, Size, Max}) ->
     io_lib:format("frame of ~b bytes exceeds the negotiated frame_max of ~b", [Size, Max]);
-format_error({bad_frame_end, End}) ->
+error_line({bad_frame_end, End}) ->
     io_lib:format("frame does not end with 0xCE (got 0x~2.16.0B): stream out of sync", [End]);
-format_error({bad_frame_type, T}) ->
+error_line({bad_frame_type, T}) ->
     io_lib:format("unknown frame type ~b", [T]);
-format_error({heartbeat_on_channel, Ch}) ->
+error_line({heartbeat_on_channel, Ch}) ->
     io_lib:format("heartbeat frame on channel ~b (must be 0)", [Ch]);
-format_error({protocol_mismatch, {A, B, C, D}}) ->
+error_line({protocol_mismatch, {A, B, C, D}}) ->
     io_lib:format("the server does not speak AMQP 0-9-1 (it offers protocol ~b-~b-~b-~b)",
                   [A, B, C, D]);
-format_error(R) ->
+error_line(R) ->
     io_lib:format("bad AMQP frame: ~0tp", [R]).

@@ -494,12 +494,15 @@ dec_props([{Key, Type} | Ps], Flags, Bit, Bin, Acc) ->
 
 %% @doc One line for a codec error.
 -spec format_error(decode_error() | {amqp_encode, encode_error()}) -> iolist().
-format_error({unknown_method, C, M}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unknown_method, C, M}) ->
     io_lib:format("unknown AMQP method ~b/~b", [C, M]);
-format_error({amqp_encode, R}) ->
+error_line({amqp_encode, R}) ->
     io_lib:format("cannot encode AMQP value: ~0tp", [R]);
-format_error({Name, R}) when is_atom(Name) ->
+error_line({Name, R}) when is_atom(Name) ->
     %% (a name of any atom: its control characters are not printed)
     io_lib:format("malformed ~ts method: ~0tp", [[C || C <- atom_to_list(Name), C >= 32], R]);
-format_error(R) ->
+error_line(R) ->
     io_lib:format("malformed AMQP data: ~0tp", [R]).

@@ -81,13 +81,16 @@ load_code(Nodes) ->
 
 %% @doc One line for a node error.
 -spec format_error(error()) -> iolist().
-format_error({nodes_unreachable, Nodes}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({nodes_unreachable, Nodes}) ->
     io_lib:format("cannot reach node(s) ~ts (same cookie? distribution started?)",
                   [lists:join(", ", [atom_to_list(N) || N <- Nodes])]);
-format_error({load_code, R}) ->
+error_line({load_code, R}) ->
     io_lib:format("cannot load beamlab's code on a node: ~0p", [R]);
-format_error({peer, R}) ->
+error_line({peer, R}) ->
     ["cannot start a peer node: ", beamlab_runtime_peer:format_error(R)];
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -45,11 +45,14 @@ check_files(Files) ->
 
 %% @doc One line for an error of {@link check_files/1}.
 -spec format_error(error_reason()) -> iolist().
-format_error({file, Flag, File, Why}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({file, Flag, File, Why}) ->
     io_lib:format("~ts ~ts: ~ts", [Flag, File, why(Why)]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 why(not_pem) -> "no PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks)";
 why(bad_entry) -> "a PEM block in it cannot be decoded (bad base64 or DER)";

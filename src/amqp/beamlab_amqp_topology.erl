@@ -281,17 +281,20 @@ depth(Conn, #{queues := Qs0}) ->
 
 %% @doc One line for a topology error.
 -spec format_error(error()) -> iolist().
-format_error({declare_queue, Q, {amqp_closed, 404, _}}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({declare_queue, Q, {amqp_closed, 404, _}}) ->
     io_lib:format("queue ~ts does not exist (-p expects predeclared queues)", [Q]);
-format_error({declare_queue, Q, R}) ->
+error_line({declare_queue, Q, R}) ->
     io_lib:format("cannot declare queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
-format_error({declare_exchange, Ex, R}) ->
+error_line({declare_exchange, Ex, R}) ->
     io_lib:format("cannot declare exchange ~ts: ~ts", [Ex, beamlab_amqp:format_error(R)]);
-format_error({bind, Q, R}) ->
+error_line({bind, Q, R}) ->
     io_lib:format("cannot bind queue ~ts: ~ts", [Q, beamlab_amqp:format_error(R)]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% A failed synchronous operation also sends the channel owner (us) an
 %% amqp_closed message, already in the mailbox when the call returns: drop

@@ -162,18 +162,21 @@ decode(Uri, Shown, S) ->
 
 %% @doc One line for a URI error.
 -spec format_error(error()) -> iolist().
-format_error({malformed, Uri, Why}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({malformed, Uri, Why}) ->
     io_lib:format("malformed AMQP URI ~ts: ~ts", [redact(Uri), Why]);
-format_error({tls_param_without_tls, Uri, K}) ->
+error_line({tls_param_without_tls, Uri, K}) ->
     io_lib:format("~ts: ~ts is a TLS parameter: use an amqps:// URI", [redact(Uri), K]);
-format_error({bad_scheme, Uri, Scheme}) ->
+error_line({bad_scheme, Uri, Scheme}) ->
     io_lib:format("~ts: scheme must be amqp://, not ~ts://", [redact(Uri), Scheme]);
-format_error({bad_port, Uri, Port}) ->
+error_line({bad_port, Uri, Port}) ->
     io_lib:format("~ts: port must be 1..65535, got ~p", [redact(Uri), Port]);
-format_error({bad_vhost, Uri, Path}) ->
+error_line({bad_vhost, Uri, Path}) ->
     io_lib:format("~ts: vhost \"~ts\" contains '/'; percent-encode it (e.g. %2F for \"/\")",
                   [redact(Uri), Path]);
-format_error({bad_query_value, Uri, K, V}) ->
+error_line({bad_query_value, Uri, K, V}) ->
     Expected = case K of
                    "verify" -> "verify_peer or verify_none";
                    "auth_mechanism" -> "plain or external";
@@ -187,15 +190,15 @@ format_error({bad_query_value, Uri, K, V}) ->
         false -> io_lib:format("~ts: bad value \"~ts\" for ~ts (expected ~ts)",
                                [redact(Uri), beamlab_result_redact:text(V), K, Expected])
     end;
-format_error({unknown_query_param, Uri, K}) ->
+error_line({unknown_query_param, Uri, K}) ->
     io_lib:format("~ts: unknown parameter \"~ts\" (known: ~ts)", [redact(Uri), K, ?KNOWN]);
-format_error({bad_percent_encoding, Uri, password}) ->
+error_line({bad_percent_encoding, Uri, password}) ->
     io_lib:format("~ts: bad percent-encoding in the password", [redact(Uri)]);
-format_error({bad_percent_encoding, Uri, S}) ->
+error_line({bad_percent_encoding, Uri, S}) ->
     io_lib:format("~ts: bad percent-encoding in \"~ts\"", [redact(Uri), S]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% Never print a password back.
 redact(Uri) ->

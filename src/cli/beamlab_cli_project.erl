@@ -9,7 +9,7 @@
 %%% the command line beamlab builds it (`--no-build': as it is).
 -module(beamlab_cli_project).
 
--export([project/1, progress/1, error_lines/2, tool_argv/1]).
+-export([project/1, progress/1, error_lines/1, tool_argv/1]).
 
 %% @doc The project the command works on (built unless `--no-build').
 -spec project(beamlab_cli_args:parsed()) -> beamlab_project_build:project().
@@ -26,13 +26,25 @@ project(Parsed) ->
         {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_project_build:format_error(Reason)])
     end.
 
-%% @doc An error of several lines (one per mistake): each on stderr, the
-%% last through the usage error (exit 2) or failure (exit 1).
--spec error_lines(unicode:chardata(), usage | failure) -> no_return().
-error_lines(Text, Kind) ->
-    Lines = string:split(unicode:characters_to_list(Text), "\n", all),
+%% @doc An experiment's error: the mistakes in the bench modules (of
+%% `check', of `run --bench') one per line on stderr, the last through the
+%% usage error (exit 2) or failure (exit 1) as any other error's line.
+-spec error_lines(beamlab_experiment:error_reason()) -> no_return().
+error_lines(R) ->
+    %% (the bench modules' reason as `check' (comparing, or validating
+    %% through a bench) and `run --bench' wrap it)
+    Mistakes = case R of
+                   {check, {bench, {project, Inner}}} -> beamlab_project_bench:mistakes(Inner);
+                   {check, Inner} -> beamlab_project_bench:mistakes(Inner);
+                   {bench, {project, Inner}} -> beamlab_project_bench:mistakes(Inner);
+                   _ -> none
+               end,
+    Lines = case Mistakes of
+                {ok, Ls} -> Ls;
+                none -> [beamlab_experiment:format_error(R)]
+            end,
     _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- lists:droplast(Lines)],
-    case Kind of
+    case beamlab_experiment:error_class(R) of
         usage -> beamlab_cli_error:usage("~ts", [lists:last(Lines)]);
         failure -> beamlab_cli_error:fail("~ts", [lists:last(Lines)])
     end.

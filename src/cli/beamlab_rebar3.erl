@@ -99,14 +99,17 @@ spec(Long, #{type := Type} = O, Shorts) ->
 
 %% @doc rebar3's last line when beamlab did not exit with 0.
 -spec format_error({exit, pos_integer()}) -> iolist().
-format_error({exit, 1}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({exit, 1}) ->
     "beamlab: failed (the reason is above)";
-format_error({exit, 2}) ->
+error_line({exit, 2}) ->
     "beamlab: usage error (the reason is above; see: rebar3 help beamlab)";
-format_error({exit, 130}) ->
+error_line({exit, 130}) ->
     "beamlab: interrupted";
-format_error({exit, Code}) ->
+error_line({exit, Code}) ->
     io_lib:format("beamlab: exit code ~b", [Code]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

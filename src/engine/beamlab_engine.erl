@@ -374,34 +374,37 @@ baseline_index(Other, _) ->
 %% @doc One line for an engine error or a job's failure.
 -spec format_error(error_reason() | beamlab_engine_job:failure() | {isolated, term()}
                    | stop_failure()) -> iolist().
-format_error(no_jobs) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(no_jobs) ->
     "no code to benchmark";
-format_error({no_such_directory, Dir}) ->
+error_line({no_such_directory, Dir}) ->
     io_lib:format("~ts: no such directory", [Dir]);
-format_error({compile, _I, Label, Reason}) ->
+error_line({compile, _I, Label, Reason}) ->
     io_lib:format("~ts: ~ts", [Label, beamlab_engine_code:format_error(Reason)]);
-format_error({bad_option, Key, Value}) ->
+error_line({bad_option, Key, Value}) ->
     io_lib:format("invalid ~ts: ~0tp", [Key, Value]);
-format_error({conflict, A, B}) ->
+error_line({conflict, A, B}) ->
     io_lib:format("~ts and ~ts cannot be used together", [A, B]);
-format_error({bad_baseline, B}) when is_binary(B) ->
+error_line({bad_baseline, B}) when is_binary(B) ->
     io_lib:format("baseline '~ts' is neither a job number nor a job's label", [B]);
-format_error({bad_baseline, B}) ->
+error_line({bad_baseline, B}) ->
     io_lib:format("baseline ~0tP is neither a job number nor a job's label", [B, 6]);
-format_error({min_above_max, Min, Max}) ->
+error_line({min_above_max, Min, Max}) ->
     io_lib:format("squeeze: the first concurrency (min ~b) is above the last (max ~b)", [Min, Max]);
-format_error({bad_vm_args, Why}) ->
+error_line({bad_vm_args, Why}) ->
     beamlab_runtime_peer:format_error(Why);
-format_error(not_run) ->
+error_line(not_run) ->
     "not run: the VM stopped before this job was measured";
-format_error({vm_stopped, Phase, Status}) ->
+error_line({vm_stopped, Phase, Status}) ->
     io_lib:format("the VM stopped (exit status ~b) while ~ts: ~ts",
                   [Status, phase_text(Phase), beamlab_runtime_checkpoint:cause(Status)]);
-format_error({isolated, Reason}) ->
+error_line({isolated, Reason}) ->
     beamlab_engine_isolated:format_error(Reason);
-format_error({unavailable, _} = Cpu) ->
+error_line({unavailable, _} = Cpu) ->
     beamlab_runtime_cpu:format_error(Cpu);
-format_error(Other) ->
+error_line(Other) ->
     beamlab_engine_job:format_error(Other).
 
 phase_text(init) -> "its init hook ran";

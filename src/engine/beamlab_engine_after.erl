@@ -306,17 +306,20 @@ allocators(List, N) ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error({unsupported_tool, tprof, Release}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unsupported_tool, tprof, Release}) ->
     io_lib:format("--profile tprof needs OTP 27 or later (this is OTP ~s); use eprof, fprof or cprof",
                   [Release]);
-format_error({unsupported_tool, Tool, _}) ->
+error_line({unsupported_tool, Tool, _}) ->
     io_lib:format("unknown profiler ~ts (eprof, fprof, cprof or tprof)", [Tool]);
-format_error({compile, Reason}) ->
+error_line({compile, Reason}) ->
     beamlab_engine_code:format_error(Reason);
-format_error({runner, {Class, Reason, Frames}}) ->
+error_line({runner, {Class, Reason, Frames}}) ->
     ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, Frames)];
-format_error({runner, {Class, Reason}}) ->
+error_line({runner, {Class, Reason}}) ->
     ["the runner failed while profiling: ", beamlab_engine_code:format_raised(Class, Reason, [])];
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -199,12 +199,15 @@ source_label(Fun) when is_function(Fun) -> iolist_to_binary(io_lib:format("~0tp"
 
 %% @doc One line describing a compile error.
 -spec format_error(term()) -> iolist().
-format_error({Role, Reason}) when is_atom(Role) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({Role, Reason}) when is_atom(Role) ->
     %% (a role of any atom: its control characters are not printed)
     [[C || C <- atom_to_list(Role), C >= 32, C =/= 127], ": ", format_reason(Reason)];
-format_error(no_runner) ->
+error_line(no_runner) ->
     "no runner given";
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("~0tp", [Other]).
 
 format_reason({syntax, {Line, Col}, Mod, Desc}) ->

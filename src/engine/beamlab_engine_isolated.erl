@@ -139,11 +139,14 @@ remote_measure(Job, RunOpts, ModeOpts) ->
 
 %% @doc One line for an isolation failure.
 -spec format_error(term()) -> iolist().
-format_error({exit, {Why, {gen_server, call, _}}}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({exit, {Why, {gen_server, call, _}}}) ->
     %% (the call's arguments are the job: never print them)
     io_lib:format("the job's VM stopped while measuring (~0tP): did the code stop it "
                   "(halt, init:stop) or run it out of memory?", [Why, 6]);
-format_error({C, E}) when C =:= error; C =:= exit; C =:= throw ->
+error_line({C, E}) when C =:= error; C =:= exit; C =:= throw ->
     io_lib:format("isolated VM failed: ~0tP", [{C, E}, 15]);
-format_error(Other) ->
+error_line(Other) ->
     beamlab_runtime_peer:format_error(Other).

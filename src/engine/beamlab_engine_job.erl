@@ -159,33 +159,36 @@ abort(Job, Failure) ->
 
 %% @doc One line for a job failure.
 -spec format_error(failure() | term()) -> iolist().
-format_error({runner_failed, error, {beamlab_stops_vm, Name}}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({runner_failed, error, {beamlab_stops_vm, Name}}) ->
     io_lib:format("the runner calls ~ts, which would stop beamlab's VM; not measured", [Name]);
-format_error({hook_failed, Hook, error, {beamlab_stops_vm, Name}}) ->
+error_line({hook_failed, Hook, error, {beamlab_stops_vm, Name}}) ->
     io_lib:format("the ~ts hook calls ~ts, which would stop beamlab's VM; not run", [Hook, Name]);
-format_error({runner_failed, Class, Reason}) ->
+error_line({runner_failed, Class, Reason}) ->
     io_lib:format("runner failed: ~ts", [class_reason(Class, Reason)]);
-format_error({hook_failed, Hook, Class, Reason}) ->
+error_line({hook_failed, Hook, Class, Reason}) ->
     io_lib:format("~ts hook failed: ~ts", [Hook, class_reason(Class, Reason)]);
-format_error({hook_timeout, Hook, Ms}) ->
+error_line({hook_timeout, Hook, Ms}) ->
     io_lib:format("~ts hook did not return within ~w ms", [Hook, Ms]);
-format_error({runner_timeout, Ms}) ->
+error_line({runner_timeout, Ms}) ->
     io_lib:format("runner hung: no iteration completed within ~w ms", [Ms]);
-format_error({memory_limit, Bytes}) ->
+error_line({memory_limit, Bytes}) ->
     io_lib:format("a process running the code grew past ~b MB of heap (a quarter of the memory "
                   "left) and was stopped", [Bytes div (1024 * 1024)]);
-format_error(runner_killed) ->
+error_line(runner_killed) ->
     "a process running the code was killed (by the code itself, e.g. exit(self(), kill), "
     "or by another process)";
-format_error({memory_watermark, Held, Allowed}) ->
+error_line({memory_watermark, Held, Allowed}) ->
     io_lib:format("the run's memory grew by more than ~b MB (three quarters of what was left when "
                   "it started); this job held the most (~b MB) and was stopped",
                   [Allowed div (1024 * 1024), Held div (1024 * 1024)]);
-format_error({job_down, killed}) ->
+error_line({job_down, killed}) ->
     "the job's process was killed (did its init or done hook use too much memory?)";
-format_error({job_down, Reason}) ->
+error_line({job_down, Reason}) ->
     io_lib:format("job process died: ~0tP", [Reason, 20]);
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("~0tP", [Other, 20]).
 
 class_reason(error, Reason) -> io_lib:format("error ~0tP", [Reason, 20]);

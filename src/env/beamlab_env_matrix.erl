@@ -641,37 +641,40 @@ run_in_vm(#{args := Args, erl := Erl, wrap := Wrap} = C, Inner, Paths) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
-format_error({bad_args, Opt, V, Why}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({bad_args, Opt, V, Why}) ->
     io_lib:format("--~ts ~ts: ~ts", [Opt, V, beamlab_runtime_peer:format_error(Why)]);
-format_error({flavor_twice, Name}) ->
+error_line({flavor_twice, Name}) ->
     io_lib:format("configuration \"~ts\" gives -emu_flavor in its arguments and --flavor: give one",
                   [Name]);
-format_error({flavor, R}) ->
+error_line({flavor, R}) ->
     ["--flavor: ", beamlab_runtime_peer:format_error({otp, R})];
-format_error({duplicate_config, Name}) ->
+error_line({duplicate_config, Name}) ->
     io_lib:format("configuration \"~ts\" is given twice", [Name]);
-format_error({erl_not_found, E}) ->
+error_line({erl_not_found, E}) ->
     io_lib:format("--erl ~ts: no such executable", [E]);
-format_error({wrapper_not_found, W}) ->
+error_line({wrapper_not_found, W}) ->
     io_lib:format("--wrap: ~ts is not installed (not found on PATH)", [W]);
-format_error({bad_range, S}) ->
+error_line({bad_range, S}) ->
     io_lib:format("bad scheduler range \"~ts\" (use 1..4, 1,2,4 or 1..max)", [S]);
-format_error({grid_file, File, Reason}) ->
+error_line({grid_file, File, Reason}) ->
     io_lib:format("~ts: ~ts", [File, beamlab_input_terms:format_error(Reason)]);
-format_error({bad_grid_term, T}) ->
+error_line({bad_grid_term, T}) ->
     io_lib:format("grid file: unknown or malformed term ~0tP", [T, 8]);
-format_error({unknown_baseline, B}) ->
+error_line({unknown_baseline, B}) ->
     io_lib:format("baseline \"~ts\" is not one of the configurations", [B]);
-format_error({vm_start, _} = E) ->
+error_line({vm_start, _} = E) ->
     beamlab_runtime_peer:format_error(E);
-format_error({vm_unresponsive, _} = E) ->
+error_line({vm_unresponsive, _} = E) ->
     beamlab_runtime_peer:format_error(E);
-format_error({vm_failed, _, _} = E) ->
+error_line({vm_failed, _, _} = E) ->
     beamlab_runtime_peer:format_error(E);
-format_error({target, Line}) when is_binary(Line) ->
+error_line({target, Line}) when is_binary(Line) ->
     Line;
-format_error(Other) ->
-    io_lib:format("~0tP", [Other, 12]).
+error_line(Other) ->
+    beamlab_format_reason:term(Other).
 
 mean(L) -> lists:sum(L) / length(L).
 

@@ -266,25 +266,28 @@ is_error(_) ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({dist, R}) -> beamlab_experiment_dist:format_error(R);
-format_error({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
-format_error({metrics, R}) -> beamlab_experiment_metrics:format_error(R);
-format_error({unknown_kind, Kind}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({dist, R}) -> beamlab_experiment_dist:format_error(R);
+error_line({telemetry, R}) -> beamlab_runtime_telemetry:format_error(R);
+error_line({metrics, R}) -> beamlab_experiment_metrics:format_error(R);
+error_line({unknown_kind, Kind}) ->
     io_lib:format("no experiment of kind ~0tP (the kinds: ~ts)",
                   [Kind, 5, lists:join(", ", [atom_to_list(M:name()) || M <- beamlab_experiment_kind:all()])]);
-format_error({unsupported, 'after', Kind}) ->
+error_line({unsupported, 'after', Kind}) ->
     io_lib:format("a ~ts experiment has no after-phase (memory, reductions, profile: a benchmark's; "
                   "memory: a suite's)", [Kind]);
-format_error({unsupported, target, Kind}) ->
+error_line({unsupported, target, Kind}) ->
     io_lib:format("a ~ts experiment has no system under test (a matrix has)", [Kind]);
-format_error({inner_kind, Outer, Inner}) ->
+error_line({inner_kind, Outer, Inner}) ->
     io_lib:format("a ~ts cannot run a ~ts experiment inside it (it runs: ~ts)",
                   [Outer, Inner, lists:join(", ", [atom_to_list(K) || K <- inner_kinds(Outer)])]);
-format_error({Kind, R} = Reason) ->
+error_line({Kind, R} = Reason) ->
     case beamlab_experiment_kind:find(Kind) of
         {ok, Mod} -> Mod:format_error(R);
-        error -> io_lib:format("~0tP", [Reason, 12])
+        error -> beamlab_format_reason:term(Reason)
     end;
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

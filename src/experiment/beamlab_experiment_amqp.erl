@@ -913,8 +913,7 @@ check_work(G) ->
 %% The values are checked first (check_options/1, check_config/1);
 %% `confirm' of 0 or less means no confirms and `consumer_rate' 0 no
 %% limit, as PerfTest's `-c' and `-R' (and the command line) take them.
--spec new(#{atom() => term()}) -> {ok, amqp()} | {error, {bad_option, nodes, term()}
-                                                         | {option, beamlab_schema:error_reason()}}.
+-spec new(#{atom() => term()}) -> {ok, amqp()} | {error, {option, beamlab_schema:error_reason()}}.
 new(Opts) ->
     case check_options(Opts) of
         ok -> build(Opts);
@@ -954,20 +953,15 @@ build_load(Opts) ->
                 {ok, #{node := _} = W} -> #{watch => W};
                 _ -> #{}
             end,
+    %% (what check_nodes/1 passed: `undefined' is not given)
     Nodes = case maps:get(nodes, Opts, this) of
-                N when is_integer(N), N > 1 -> {ok, {peers, N}};
-                N when N =:= 1; N =:= this -> {ok, this};
-                L when is_list(L) -> {ok, [list_to_atom(unicode:characters_to_list(X)) || X <- L]};
-                Bad -> {error, {bad_option, nodes, Bad}}
+                N when is_integer(N), N > 1 -> {peers, N};
+                N when N =:= 1; N =:= this; N =:= undefined -> this;
+                L when is_list(L) -> [list_to_atom(unicode:characters_to_list(X)) || X <- L]
             end,
-    case Nodes of
-        {ok, Where} ->
-            case check_config(Cfg) of
-                ok -> {ok, Watch#{config => Cfg, nodes => Where}};
-                {error, R2} -> {error, {option, R2}}
-            end;
-        {error, _} = E ->
-            E
+    case check_config(Cfg) of
+        ok -> {ok, Watch#{config => Cfg, nodes => Nodes}};
+        {error, R2} -> {error, {option, R2}}
     end.
 
 config_defaults() ->

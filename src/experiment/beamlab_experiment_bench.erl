@@ -398,22 +398,25 @@ error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({option, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({option, R}) ->
     beamlab_schema:format_error(R);
-format_error({flavor, R}) ->
+error_line({flavor, R}) ->
     ["--flavor: ", beamlab_runtime_otp:format_error(R)];
-format_error({unsupported_tool, _, _} = R) ->
+error_line({unsupported_tool, _, _} = R) ->
     beamlab_engine_after:format_error(R);
-format_error({no_such_directory, D}) ->
+error_line({no_such_directory, D}) ->
     io_lib:format("code path ~ts: no such directory", [D]);
-format_error({project, {no_such_directory, D}}) ->
+error_line({project, {no_such_directory, D}}) ->
     io_lib:format("code path ~ts: no such directory", [D]);
-format_error({project, {tmp_dir, Why}}) ->
+error_line({project, {tmp_dir, Why}}) ->
     ["cannot create a temporary directory: ", beamlab_runtime_file:format_error(Why)];
-format_error({project, no_runnable_benchmark}) ->
+error_line({project, no_runnable_benchmark}) ->
     "no benchmark of the bench modules can run (each one's code fails to compile)";
-format_error({project, R}) ->
+error_line({project, R}) ->
     %% (one line per mistake in the bench modules)
     beamlab_project_bench:format_error(R);
-format_error(R) ->
+error_line(R) ->
     beamlab_engine:format_error(R).

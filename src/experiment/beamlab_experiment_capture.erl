@@ -203,12 +203,15 @@ error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({watch, R}) -> beamlab_sut_watch:format_error(R);
-format_error({option, R}) -> beamlab_schema:format_error(R);
-format_error({bad_process, P}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({watch, R}) -> beamlab_sut_watch:format_error(R);
+error_line({option, R}) -> beamlab_schema:format_error(R);
+error_line({bad_process, P}) ->
     io_lib:format("--process '~ts': expected a pid (<0.85.0>), a registered name, "
                   "top:reductions, top:message_queue or queue:NAME", [P]);
-format_error(R) -> beamlab_profile_capture:format_error(R).
+error_line(R) -> beamlab_profile_capture:format_error(R).
 
 %% @doc The command line that captures `Process' (a pid as the node
 %% prints it, or a registered name) on `Node': what a `watch' finding

@@ -397,7 +397,10 @@ error_class(_) -> failure.
 
 %% @doc One line for each error (one per mistake in the bench modules).
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({option, R}) -> beamlab_schema:format_error(R);
-format_error({bench, R}) -> beamlab_experiment_bench:format_error(R);
-format_error({cpu, R}) -> beamlab_runtime_cpu:format_error(R);
-format_error(R) -> beamlab_project_check:format_error(R).
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({option, R}) -> beamlab_schema:format_error(R);
+error_line({bench, R}) -> beamlab_experiment_bench:format_error(R);
+error_line({cpu, R}) -> beamlab_runtime_cpu:format_error(R);
+error_line(R) -> beamlab_project_check:format_error(R).

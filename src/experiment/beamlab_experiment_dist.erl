@@ -125,14 +125,17 @@ error_class({name, _}) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({not_loopback, Far}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({not_loopback, Far}) ->
     io_lib:format("node ~s is not on loopback: name this controller after an interface "
                   "that reaches it, e.g. --name ctl@ADDRESS", [Far]);
-format_error({name, E}) ->
+error_line({name, E}) ->
     case error_class({name, E}) of
         usage -> ["--name: ", beamlab_runtime_peer:format_error(E)];
         failure -> beamlab_runtime_peer:format_error(E)
     end;
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

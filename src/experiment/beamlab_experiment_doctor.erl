@@ -57,7 +57,7 @@
                     node := string() | none,                 % doctor --node: a running node
                     cookie := string() | undefined,
                     node_duration_ms := pos_integer()}.
--type error_reason() :: {option, beamlab_schema:error_reason()} | {bad_option, atom(), term()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
+-type error_reason() :: {option, beamlab_schema:error_reason()} | {vm_start, binary()} | {cgroup, file:filename(), term()}
                       | target_needs_load | load_needs_target | {target_start, usage | failure, binary()}
                       | load_cmd_without_flags
                       | beamlab_experiment_doctor_node:error_reason().
@@ -192,11 +192,10 @@ probe_rules(Given, Opt) ->
             {error, {rule, "~ts is how long ~ts watches a node: give ~ts NAME@HOST too",
                      [Opt(duration), Opt(node), Opt(node)]}};
         {ok, ok, {ok, S}} ->
-            try counts(S) of
-                _ -> ok
-            catch throw:{?MODULE, _} ->
-                    {error, {rule, "~ts ~ts: give scheduler counts from 1 to 1024 separated by commas",
-                             [Opt(schedulers), {value, S}]}}
+            case counts(S) of
+                {ok, _} -> ok;
+                error -> {error, {rule, "~ts ~ts: give scheduler counts from 1 to 1024 separated by commas",
+                                  [Opt(schedulers), {value, S}]}}
             end;
         {ok, ok, error} -> ok;
         {ok, E, _} -> E;
@@ -217,77 +216,72 @@ load_rule(_D, _LoadGiven) ->
     ok.
 
 %% @doc The description from the options (checked first, check_options/1).
--spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}
-                                                         | {bad_option, atom(), term()}}.
+-spec new(#{atom() => term()}) -> {ok, doctor()} | {error, {option, beamlab_schema:error_reason()}}.
 new(Opts) ->
     case check_options(maps:without([root], Opts)) of
-        ok -> build(Opts);
+        ok -> {ok, build(Opts)};
         {error, R} -> {error, {option, R}}
     end.
 
+%% (The options passed check_options/1: `vm' and `wrap' split into
+%% words and `schedulers' are counts, as probe_rules/2 found.)
 build(Opts) ->
     Quick = maps:get(quick, Opts, false) =:= true,
     Get = fun(K, D) -> case maps:get(K, Opts, undefined) of undefined -> D; V -> V end end,
-    try
-        Node = case Get(node, none) of
-                   none -> none;
-                   N0 -> unicode:characters_to_list(N0)
-               end,
-        %% (a node with the probe's options, a duration without a node:
-        %% refused by check_options/1 before)
-        Duration = Get(duration, undefined),
-        Vm = words(vm, Get(vm, "")),
-        Wrap = words(wrap, Get(wrap, "")),
-        Counts = case Get(schedulers, auto) of
-                     auto -> auto;
-                     S -> counts(S)
-                 end,
-        Remedies = [unicode:characters_to_binary(R) || R <- Get(remedy, [])],
-        Reps = Get(reps, case Quick of true -> 3; false -> 5 end),
-        {ok, #{quick => Quick, reps => Reps,
-               curve_reps => Get(curve_reps, case Quick of true -> min(Reps, 2); false -> min(Reps, 3) end),
-               warmup_ms => case Quick of true -> 200; false -> 300 end,
-               duration_ms => Get(probe_ms, case Quick of true -> 600; false -> 1500 end),
-               vm_args => Vm, wrap => Wrap,
-               cgroup => case Get(cgroup, none) of
-                             none -> none;
-                             "" -> none;
-                             D -> D
-                         end,
-               counts => Counts, remedies => Remedies,
-               max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
-               root => Get(root, "/"),
-               target => Get(target, none),
-               otp => text_or_none(Get(otp, none)), flavor => Get(flavor, none),
-               load_cmd => text_or_none(Get(load_cmd, none)),
-               node => Node, cookie => Get(cookie, undefined),
-               node_duration_ms => case Duration of
-                                       undefined when Quick -> 5000;
-                                       undefined -> 10000;
-                                       Sec -> max(1, round(Sec * 1000))
-                                   end}}
-    catch
-        throw:{?MODULE, E} -> {error, E}
-    end.
+    Node = case Get(node, none) of
+               none -> none;
+               N0 -> unicode:characters_to_list(N0)
+           end,
+    %% (a node with the probe's options, a duration without a node:
+    %% refused by check_options/1 before)
+    Duration = Get(duration, undefined),
+    Vm = words(Get(vm, "")),
+    Wrap = words(Get(wrap, "")),
+    Counts = case Get(schedulers, auto) of
+                 auto -> auto;
+                 S -> {ok, Ns} = counts(S), Ns
+             end,
+    Remedies = [unicode:characters_to_binary(R) || R <- Get(remedy, [])],
+    Reps = Get(reps, case Quick of true -> 3; false -> 5 end),
+    #{quick => Quick, reps => Reps,
+      curve_reps => Get(curve_reps, case Quick of true -> min(Reps, 2); false -> min(Reps, 3) end),
+      warmup_ms => case Quick of true -> 200; false -> 300 end,
+      duration_ms => Get(probe_ms, case Quick of true -> 600; false -> 1500 end),
+      vm_args => Vm, wrap => Wrap,
+      cgroup => case Get(cgroup, none) of
+                    none -> none;
+                    "" -> none;
+                    D -> D
+                end,
+      counts => Counts, remedies => Remedies,
+      max_remedies => Get(max_remedies, case Quick of true -> 3; false -> 6 end),
+      root => Get(root, "/"),
+      target => Get(target, none),
+      otp => text_or_none(Get(otp, none)), flavor => Get(flavor, none),
+      load_cmd => text_or_none(Get(load_cmd, none)),
+      node => Node, cookie => Get(cookie, undefined),
+      node_duration_ms => case Duration of
+                              undefined when Quick -> 5000;
+                              undefined -> 10000;
+                              Sec -> max(1, round(Sec * 1000))
+                          end}.
 
 text_or_none(none) -> none;
 text_or_none(T) -> unicode:characters_to_list(T).
 
-words(Name, S) ->
-    case beamlab_runtime_peer:parse_words(unicode:characters_to_list(S)) of
-        {ok, W} -> W;
-        {error, _} -> throw({?MODULE, {bad_option, Name, S}})
-    end.
+words(S) ->
+    {ok, W} = beamlab_runtime_peer:parse_words(unicode:characters_to_list(S)),
+    W.
 
 counts(S) ->
     try [list_to_integer(string:trim(X)) || X <- string:lexemes(unicode:characters_to_list(S), ",")] of
-        Ns when Ns =/= [] ->
+        [_ | _] = Ns ->
             case lists:all(fun(N) -> N >= 1 andalso N =< 1024 end, Ns) of
-                true -> lists:usort(Ns);
-                false -> throw({?MODULE, {bad_option, schedulers, S}})
+                true -> {ok, lists:usort(Ns)};
+                false -> error
             end;
-        _ -> throw({?MODULE, {bad_option, schedulers, S}})
-    catch error:badarg -> throw({?MODULE, {bad_option, schedulers, S}})
+        [] -> error
+    catch error:badarg -> error
     end.
 
 %% @doc A target comes with its load (and the experiment's `target');
@@ -576,7 +570,6 @@ verdict(#{benchmarks := Bs}) ->
 %% @doc Bad flags or a missing cgroup are the caller's mistakes.
 -spec error_class(error_reason()) -> usage | failure.
 error_class({option, _}) -> usage;
-error_class({bad_option, _, _}) -> usage;
 error_class({node, _} = R) -> beamlab_experiment_doctor_node:error_class(R);
 error_class({vm_start, _}) -> usage;
 error_class({cgroup, _, _}) -> usage;
@@ -587,31 +580,26 @@ error_class({target_start, Class, _}) -> Class.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({option, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({option, R}) ->
     beamlab_schema:format_error(R);
-format_error({bad_option, vm, S}) ->
-    io_lib:format("--vm ~ts: an unterminated quote", [S]);
-format_error({bad_option, wrap, S}) ->
-    io_lib:format("--wrap ~ts: an unterminated quote", [S]);
-format_error({bad_option, schedulers, S}) ->
-    io_lib:format("--schedulers ~ts: give scheduler counts from 1 to 1024 separated by commas", [S]);
-format_error({node, _} = R) ->
+error_line({node, _} = R) ->
     beamlab_experiment_doctor_node:format_error(R);
-format_error({bad_option, K, V}) ->
-    io_lib:format("~ts: bad value ~0tp", [K, V]);
-format_error({vm_start, Msg}) ->
+error_line({vm_start, Msg}) ->
     io_lib:format("the default configuration's VM did not start: ~ts", [Msg]);
-format_error(target_needs_load) ->
+error_line(target_needs_load) ->
     "--target rabbitmq runs an amqp load: give '-- amqp ...'";
-format_error(load_needs_target) ->
+error_line(load_needs_target) ->
     "a load after -- is the load of a target: give --target rabbitmq";
-format_error(load_cmd_without_flags) ->
+error_line(load_cmd_without_flags) ->
     "--load-cmd is the broker's load: the amqp after -- only fills its {flags}, which the command "
     "does not have (put {flags} in it, or give no amqp)";
-format_error({target_start, _, Msg}) ->
+error_line({target_start, _, Msg}) ->
     io_lib:format("the broker did not start with the default flags: ~ts", [Msg]);
-format_error({cgroup, Dir, _}) ->
+error_line({cgroup, Dir, _}) ->
     io_lib:format("--cgroup ~ts: not a cgroup directory (no cgroup.procs there)", [Dir]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

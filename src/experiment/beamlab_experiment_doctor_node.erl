@@ -157,10 +157,13 @@ error_class({node, _}) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({node, {read, _, _} = E}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({node, {read, _, _} = E}) ->
     beamlab_sut_doctor:format_error(E);
-format_error({node, E}) ->
+error_line({node, E}) ->
     beamlab_sut_watch:format_error(E);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

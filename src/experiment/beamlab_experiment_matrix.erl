@@ -419,13 +419,16 @@ error_class(_) -> usage.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({option, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({option, R}) ->
     beamlab_schema:format_error(R);
-format_error({cpu, R}) ->
+error_line({cpu, R}) ->
     beamlab_runtime_cpu:format_error(R);
-format_error(nothing_ran) ->
+error_line(nothing_ran) ->
     "interrupted before the first scenario ran";
-format_error({otp_not_found, D}) ->
+error_line({otp_not_found, D}) ->
     io_lib:format("--otp ~ts: no bin/erl there (an OTP installation prefix)", [D]);
-format_error(R) ->
+error_line(R) ->
     beamlab_env_matrix:format_error(R).

@@ -441,10 +441,13 @@ common(Opts, Exp, After) ->
 
 %% @doc One line for each error.
 -spec format_error(own_reason()) -> unicode:chardata().
-format_error({unknown_option, K}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unknown_option, K}) ->
     io_lib:format("unknown option ~0tp", [K]);
-format_error({bad_option, K, V}) ->
+error_line({bad_option, K, V}) ->
     io_lib:format("bad value for option ~0tp: ~0tP", [K, V, 10]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -112,8 +112,11 @@ combine(Preset, [{_, First} | _] = Runs, Params) ->
 
 %% @doc One line for each error.
 -spec format_error(term()) -> iolist().
-format_error({unknown_preset, N}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unknown_preset, N}) ->
     io_lib:format("unknown preset '~ts' (matrix presets: ~ts)", [N, lists:join(", ", names())]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -218,7 +218,10 @@ error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({node, R}) -> beamlab_profile_node:format_error(R);
-format_error({option, R}) -> beamlab_schema:format_error(R);
-format_error({inner_failed, _Code, Msg}) -> Msg;
-format_error(R) -> beamlab_profile:format_error(R).
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({node, R}) -> beamlab_profile_node:format_error(R);
+error_line({option, R}) -> beamlab_schema:format_error(R);
+error_line({inner_failed, _Code, Msg}) -> Msg;
+error_line(R) -> beamlab_profile:format_error(R).

@@ -154,11 +154,14 @@ is_input(Out, Sources) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({report, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({report, R}) ->
     reason(R);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 reason(no_documents) ->
     "report needs at least one result document";

@@ -314,21 +314,24 @@ error_class(_) -> usage.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({option, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({option, R}) ->
     beamlab_schema:format_error(R);
-format_error({preset, R}) ->
+error_line({preset, R}) ->
     beamlab_suite_preset:format_error(R);
-format_error({names_with_preset, Names}) ->
+error_line({names_with_preset, Names}) ->
     io_lib:format("a preset runs its own rows: do not also name workloads (~ts)", [lists:join(" ", Names)]);
-format_error({param_not_in_preset, W, Preset}) ->
+error_line({param_not_in_preset, W, Preset}) ->
     io_lib:format("--param for workload '~ts', which preset ~ts does not run", [W, Preset]);
-format_error({no_such_directory, D}) ->
+error_line({no_such_directory, D}) ->
     io_lib:format("-pa ~ts: no such directory", [D]);
-format_error({dist, R}) ->
+error_line({dist, R}) ->
     beamlab_experiment_dist:format_error(R);
-format_error({flavor, R}) ->
+error_line({flavor, R}) ->
     ["--flavor: ", beamlab_runtime_otp:format_error(R)];
-format_error({cpu, R}) ->
+error_line({cpu, R}) ->
     beamlab_runtime_cpu:format_error(R);
-format_error(R) ->
+error_line(R) ->
     beamlab_suite:format_error(R).

@@ -451,6 +451,9 @@ error_class(_) -> failure.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({telemetry, E}) -> beamlab_runtime_telemetry:format_error(E);
-format_error({option, R}) -> beamlab_schema:format_error(R);
-format_error(E) -> beamlab_sut_watch:format_error(E).
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({telemetry, E}) -> beamlab_runtime_telemetry:format_error(E);
+error_line({option, R}) -> beamlab_schema:format_error(R);
+error_line(E) -> beamlab_sut_watch:format_error(E).

@@ -73,11 +73,14 @@ canonical(Other) -> iolist_to_binary(io_lib:format("~p", [Other])).
 
 %% @doc Explains a decoding error in one line.
 -spec format_error(term()) -> iolist().
-format_error({trailing_data, Pos}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({trailing_data, Pos}) ->
     io_lib:format("unexpected data after the JSON value at byte ~b", [Pos]);
-format_error({Reason, Pos}) when is_integer(Pos) ->
+error_line({Reason, Pos}) when is_integer(Pos) ->
     io_lib:format("invalid JSON at byte ~b: ~ts", [Pos, reason_text(Reason)]);
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("invalid JSON: ~0tP", [Other, 12]).
 
 reason_text(unexpected_end) -> "unexpected end of input";
@@ -87,7 +90,7 @@ reason_text(bad_number) -> "bad number";
 reason_text(bad_escape) -> "bad escape sequence";
 reason_text(too_deep) -> io_lib:format("nested more than ~b levels deep", [?MAX_DEPTH]);
 reason_text(number_too_long) -> io_lib:format("a number longer than ~b characters", [?MAX_NUMBER]);
-reason_text(Other) -> io_lib:format("~0tP", [Other, 12]).
+reason_text(Other) -> beamlab_format_reason:term(Other).
 
 %%--------------------------------------------------------------------
 %% Encoding

@@ -47,17 +47,20 @@ consult(File) ->
 
 %% @doc One line for an error of {@link consult/1}.
 -spec format_error(error_reason()) -> string().
-format_error({too_many_atoms, N}) ->
-    text("it names ~b atoms this VM does not know (at most ~b)", [N, ?MAX_NEW_ATOMS]);
-format_error(number_too_long) ->
-    text("a number is longer than ~b characters", [?MAX_NUMBER]);
-format_error({syntax, Line, Desc}) ->
-    text("line ~b: ~ts", [Line, Desc]);
-format_error({not_a_literal, Line}) ->
-    text("line ~b: not a literal term (no variables, calls, funs or records)", [Line]);
-format_error({big_binary, Line}) ->
-    text("line ~b: a binary segment larger than ~b bits", [Line, ?MAX_SEGMENT_BITS]);
 format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({too_many_atoms, N}) ->
+    text("it names ~b atoms this VM does not know (at most ~b)", [N, ?MAX_NEW_ATOMS]);
+error_line(number_too_long) ->
+    text("a number is longer than ~b characters", [?MAX_NUMBER]);
+error_line({syntax, Line, Desc}) ->
+    text("line ~b: ~ts", [Line, Desc]);
+error_line({not_a_literal, Line}) ->
+    text("line ~b: not a literal term (no variables, calls, funs or records)", [Line]);
+error_line({big_binary, Line}) ->
+    text("line ~b: a binary segment larger than ~b bits", [Line, ?MAX_SEGMENT_BITS]);
+error_line(Reason) ->
     beamlab_runtime_file:format_error(Reason).
 
 text(Format, Args) ->

@@ -529,27 +529,30 @@ collect(Port, Acc) ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error(perf_missing) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(perf_missing) ->
     "perf is not installed: install the Debian package linux-perf (apt-get install linux-perf)";
-format_error({perf_unusable, Msg}) ->
+error_line({perf_unusable, Msg}) ->
     io_lib:format("perf does not run here: ~ts (install the Debian package linux-perf matching "
                   "the running kernel)", [Msg]);
-format_error({paranoid, Level}) ->
+error_line({paranoid, Level}) ->
     io_lib:format("perf may not record here: kernel.perf_event_paranoid is ~b; run as root or "
                   "allow it with: sysctl -w kernel.perf_event_paranoid=1", [Level]);
-format_error({no_such_process, Pid}) ->
+error_line({no_such_process, Pid}) ->
     io_lib:format("no process with OS pid ~b", [Pid]);
-format_error({not_a_beam, Pid, Comm}) ->
+error_line({not_a_beam, Pid, Comm}) ->
     io_lib:format("OS pid ~b is ~ts, not an Erlang VM (beam.smp)", [Pid, Comm]);
-format_error({no_jit, Release, Flavor}) ->
+error_line({no_jit, Release, Flavor}) ->
     io_lib:format("OTP ~s runs the ~s emulator, which has no perf support: profiling needs the "
                   "JIT (OTP 24 or later on x86-64 or arm64)", [Release, Flavor]);
-format_error({perf_failed, Msg}) ->
+error_line({perf_failed, Msg}) ->
     io_lib:format("perf failed: ~ts", [Msg]);
-format_error({target_gone, Pid}) ->
+error_line({target_gone, Pid}) ->
     io_lib:format("the VM with OS pid ~b exited before perf could attach to it: nothing was recorded", [Pid]);
-format_error({vm, Reason}) ->
+error_line({vm, Reason}) ->
     beamlab_runtime_peer:format_error(Reason);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -1008,31 +1008,34 @@ agent_text() ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error({bad_pid, S}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({bad_pid, S}) ->
     io_lib:format("--process ~ts: not a pid (give it as the node prints it: <0.85.0>)", [S]);
-format_error({no_process, S}) ->
+error_line({no_process, S}) ->
     io_lib:format("--process ~ts: no such process on the node", [S]);
-format_error({no_name, S}) ->
+error_line({no_name, S}) ->
     io_lib:format("--process ~ts: no process is registered under that name on the node", [S]);
-format_error({no_queue, S}) ->
+error_line({no_queue, S}) ->
     io_lib:format("--process queue:~ts: no such queue on the node (virtual host /), or its process is "
                   "on another node", [S]);
-format_error({not_rabbit, S}) ->
+error_line({not_rabbit, S}) ->
     io_lib:format("--process queue:~ts: the node does not run RabbitMQ (no rabbit_amqqueue)", [S]);
-format_error(no_processes) ->
+error_line(no_processes) ->
     "nothing to capture: no process found on the node";
-format_error({traced, Labels}) ->
+error_line({traced, Labels}) ->
     io_lib:format("~ts is traced already by another tool (dbg, recon_trace, ...): "
                   "a process has one tracer; stop that trace first",
                   [lists:join(", ", Labels)]);
-format_error({agent, Why}) ->
+error_line({agent, Why}) ->
     io_lib:format("the capture's tracer on the node ended at start: ~0tP", [Why, 8]);
-format_error({node, Node, timeout}) ->
+error_line({node, Node, timeout}) ->
     io_lib:format("~ts did not answer in time", [Node]);
-format_error({node, Node, noconnection}) ->
+error_line({node, Node, noconnection}) ->
     io_lib:format("lost the connection to ~ts", [Node]);
-format_error({node, Node, R}) ->
+error_line({node, Node, R}) ->
     io_lib:format("~ts: ~0tP", [Node, R, 8]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

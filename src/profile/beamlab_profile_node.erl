@@ -52,19 +52,22 @@ ask(Node) ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error({bad_node, Name}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({bad_node, Name}) ->
     io_lib:format("--node ~ts: expected NAME@HOST", [Name]);
-format_error({no_distribution, R}) when is_list(R) ->
+error_line({no_distribution, R}) when is_list(R) ->
     io_lib:format("cannot start distribution to reach the node: ~ts", [R]);
-format_error({no_distribution, R}) ->
+error_line({no_distribution, R}) ->
     io_lib:format("cannot start distribution to reach the node (is epmd running?): ~0p", [R]);
-format_error({bad_cookie, _} = Bad) ->
+error_line({bad_cookie, _} = Bad) ->
     beamlab_runtime_peer:format_error(Bad);
-format_error({unreachable, Node}) ->
+error_line({unreachable, Node}) ->
     io_lib:format("cannot reach node ~ts: is it running, and is the cookie right (--cookie)?", [Node]);
-format_error({remote_host, Node, P}) ->
+error_line({remote_host, Node, P}) ->
     io_lib:format("node ~ts runs as OS pid ~ts on another machine: perf profiles local VMs only",
                   [Node, P]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -30,7 +30,7 @@
 %%% mistake is reported as one line naming the file and the benchmark.
 -module(beamlab_project_bench).
 
--export([sources/1, compile/3, load/1, benchmarks/1, jobs/1, validate/1, format_error/1]).
+-export([sources/1, compile/3, load/1, benchmarks/1, jobs/1, validate/1, format_error/1, mistakes/1]).
 
 -type callable() :: string() | binary() | fun() | {module(), atom(), [term()]}.
 -type bench() :: #{module := module(), source := binary(), name := binary(),
@@ -367,21 +367,33 @@ validate(Dir) ->
             {2, E}
     end.
 
-%% @doc One line (or, for several mistakes, one line each) for an error.
+%% @doc One line for an error; several mistakes in the bench modules
+%% are joined with "; " ({@link mistakes/1} gives them one by one).
 -spec format_error(error_reason()) -> iolist().
-format_error({no_bench_dir, Dir}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+%% @doc The mistakes in the bench modules of an error (`compile',
+%% `invalid'), one line each, for the command line to print a line per
+%% mistake; `none' for any other reason.
+-spec mistakes(term()) -> {ok, [unicode:chardata(), ...]} | none.
+mistakes({Kind, [_ | _] = Lines}) when Kind =:= compile; Kind =:= invalid ->
+    {ok, [beamlab_format_reason:line(fun(Text) -> Text end, L) || L <- Lines]};
+mistakes(_) ->
+    none.
+
+error_line({no_bench_dir, Dir}) ->
     io_lib:format("~ts: no such directory (bench modules live in bench/, as bench/NAME_bench.erl)", [Dir]);
-format_error({no_bench_modules, Dir}) ->
+error_line({no_bench_modules, Dir}) ->
     io_lib:format("~ts holds no bench module (files named *_bench.erl, or *_bench.ex in an Elixir project)",
                   [Dir]);
-format_error({compile, Lines}) ->
-    lists:join("\n", Lines);
-format_error({invalid, Lines}) ->
-    lists:join("\n", Lines);
-format_error({no_elixirc, [File | _]}) ->
+error_line({Kind, _} = R) when Kind =:= compile; Kind =:= invalid ->
+    {ok, Lines} = mistakes(R),
+    lists:join("; ", Lines);
+error_line({no_elixirc, [File | _]}) ->
     io_lib:format("~ts: Elixir bench modules need elixirc on the PATH", [File]);
-format_error({tool, Reason}) ->
+error_line({tool, Reason}) ->
     beamlab_project_cmd:format_error(Reason);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

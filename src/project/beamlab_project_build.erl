@@ -161,13 +161,16 @@ copy(From, To) ->
 
 %% @doc One line for a failed build.
 -spec format_error(error_reason()) -> iolist().
-format_error({build_failed, Tool, Root, Reason, Log}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({build_failed, Tool, Root, Reason, Log}) ->
     [io_lib:format("building ~ts with ~ts failed: ", [Root, Tool]),
      beamlab_project_cmd:format_error(Reason),
      case Log of
          none -> [];
          _ -> io_lib:format(" (log: ~ts)", [Log])
      end];
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

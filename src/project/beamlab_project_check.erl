@@ -462,15 +462,18 @@ regression_text({Group, Metric, #{<<"change">> := C}}) ->
 
 %% @doc One line for an error of a check.
 -spec format_error(error_reason()) -> iolist().
-format_error({tmp_dir, Why}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({tmp_dir, Why}) ->
     ["cannot create a temporary directory: ", beamlab_runtime_file:format_error(Why)];
-format_error({logs_dir, Dir, Why}) ->
+error_line({logs_dir, Dir, Why}) ->
     io_lib:format("cannot create ~ts for the build logs: ~ts", [Dir, beamlab_runtime_file:format_error(Why)]);
-format_error({side, Side, Msg}) ->
+error_line({side, Side, Msg}) ->
     io_lib:format("the benchmarks cannot run on the ~ts side: ~ts", [Side, Msg]);
-format_error({build_failed, _, _, _, _} = R) ->
+error_line({build_failed, _, _, _, _} = R) ->
     beamlab_project_build:format_error(R);
-format_error({R, _} = E) when R =:= not_a_repository; R =:= unknown_ref; R =:= worktree; R =:= git ->
+error_line({R, _} = E) when R =:= not_a_repository; R =:= unknown_ref; R =:= worktree; R =:= git ->
     beamlab_project_git:format_error(E);
-format_error(Other) ->
+error_line(Other) ->
     beamlab_project_bench:format_error(Other).

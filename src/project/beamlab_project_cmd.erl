@@ -146,22 +146,25 @@ plain(Line) ->
 
 %% @doc One line for an error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error({not_found, Program}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({not_found, Program}) ->
     io_lib:format("~ts: command not found (is it installed and on the PATH?)", [Program]);
-format_error({exit, Program, Status, Output}) ->
+error_line({exit, Program, Status, Output}) ->
     Last = case last_lines(Output, 1) of
                [L] -> [": ", L];
                [] -> []
            end,
     [io_lib:format("~ts exited with status ~b", [Program, Status]) | Last];
-format_error({interrupted, Program}) ->
+error_line({interrupted, Program}) ->
     io_lib:format("~ts was interrupted", [Program]);
-format_error({timeout, Program, Ms}) ->
+error_line({timeout, Program, Ms}) ->
     io_lib:format("~ts did not finish within ~ts (stopped; --timeout sets the deadline)",
                   [Program, seconds(Ms)]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 seconds(Ms) when Ms rem 1000 =:= 0 -> integer_to_list(Ms div 1000) ++ " s";
 seconds(Ms) -> io_lib:format("~.1f s", [Ms / 1000]).

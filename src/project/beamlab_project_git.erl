@@ -118,15 +118,18 @@ git(Dir, Args) ->
 
 %% @doc One line for an error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error({not_a_repository, Dir}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({not_a_repository, Dir}) ->
     io_lib:format("~ts is not in a git repository (check --against compares with a git commit)", [Dir]);
-format_error({unknown_ref, Ref}) ->
+error_line({unknown_ref, Ref}) ->
     io_lib:format("~ts: no such commit, branch or tag in this repository (in a shallow clone, fetch more "
                   "history: git fetch --deepen=1)", [Ref]);
-format_error({worktree, Reason}) ->
+error_line({worktree, Reason}) ->
     ["git worktree add failed: ", beamlab_project_cmd:format_error(Reason)];
-format_error({git, Reason}) ->
+error_line({git, Reason}) ->
     beamlab_project_cmd:format_error(Reason);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

@@ -81,7 +81,7 @@ stopped_note(_) ->
     "".
 
 baseline_note(#{benchmarks := Benches, params := #{<<"baseline">> := Asked}, extra := Extra})
-  when length(Benches) > 1, is_integer(Asked) ->
+  when length(Benches) > 1, is_integer(Asked), Asked >= 1, Asked =< length(Benches) ->
     AskedName = name(lists:nth(Asked, Benches)),
     case maps:get(<<"baseline_used">>, Extra, Asked) of
         Asked ->
@@ -89,6 +89,8 @@ baseline_note(#{benchmarks := Benches, params := #{<<"baseline">> := Asked}, ext
         null ->
             io_lib:format("note: baseline ~ts failed and no other job succeeded: nothing compared~n",
                           [AskedName]);
+        Used when not is_integer(Used); Used < 1; Used > length(Benches) ->
+            "";
         Used ->
             io_lib:format("note: baseline ~ts failed; the others are compared with ~ts instead~n",
                           [AskedName, name(lists:nth(Used, Benches))])
@@ -156,7 +158,10 @@ extended(Benches, {Timed, Cpu}, Many, Pm) ->
 
 name(#{name := N}) -> N.
 
-conc(#{params := #{<<"concurrency">> := C}}) -> C.
+%% (A document of another front, e.g. a project's bench modules, or one
+%% read from a file, may not say: "-".)
+conc(#{params := #{<<"concurrency">> := C}}) when is_integer(C) -> C;
+conc(_) -> "-".
 
 qps(#{extra := #{<<"not_run">> := true}}) -> "not run";
 qps(#{extra := #{<<"status">> := <<"failed">>}}) -> "failed";

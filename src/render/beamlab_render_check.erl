@@ -273,7 +273,10 @@ status_text(#{extra := #{<<"status">> := S} = X}) ->
     case maps:find(<<"error">>, X) of
         {ok, E} -> [What, ": ", E];
         error -> What
-    end.
+    end;
+status_text(_) ->
+    %% (a benchmark the check has no word of)
+    "not measured".
 
 value(<<"time">>, V) -> beamlab_format_units:duration(V);
 value(<<"cpu">>, V) -> beamlab_format_units:duration(V);

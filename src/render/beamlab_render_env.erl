@@ -8,9 +8,8 @@
 
 %% @doc The report, one "key: value" per line under VM, Hardware, OS.
 -spec render(beamlab_result:object()) -> iolist().
-render(R) ->
-    #{<<"otp">> := O, <<"schedulers">> := S, <<"cpu">> := C, <<"numa">> := N, <<"cgroup">> := G,
-      <<"os">> := OS, <<"memory">> := M, <<"load">> := L} = R,
+render(#{<<"otp">> := O, <<"schedulers">> := S, <<"cpu">> := C, <<"numa">> := N, <<"cgroup">> := G,
+         <<"os">> := OS, <<"memory">> := M, <<"load">> := L} = R) ->
     BW = maps:get(<<"busy_wait">>, S),
     Lines =
         [section("VM"),
@@ -86,7 +85,11 @@ render(R) ->
           || #{<<"commit">> := _} = G1 <- [maps:get(<<"git">>, R, #{})]],
          [[section("Notes"), [kv("note", Note) || Note <- Notes]]
           || Notes <- [maps:get(<<"notes">>, R, [])], Notes =/= []]],
-    Lines.
+    Lines;
+render(_R) ->
+    %% (a document whose environment was not recorded, or is not whole:
+    %% made by the library's caller, cut by hand)
+    "(no environment recorded in this document)\n".
 
 section(Name) -> [Name, "\n"].
 

@@ -27,13 +27,15 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
          false -> []
      end,
-     case maps:get(<<"ci">>, P, null) of
-         null ->
+     case {maps:get(<<"ci">>, P, null), maps:get(<<"repeat">>, P, null)} of
+         {null, Reps} when is_integer(Reps) ->
              io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one "
-                           "fresh VM's mean~n", [maps:get(<<"repeat">>, P), Base]);
-         _ ->
+                           "fresh VM's mean~n", [Reps, Base]);
+         {_, Reps} when is_integer(Reps) ->
              io_lib:format("at least ~b repetitions per configuration (--ci), interleaved; baseline ~ts; each "
-                           "value is one fresh VM's mean~n", [maps:get(<<"repeat">>, P), Base])
+                           "value is one fresh VM's mean~n", [Reps, Base]);
+         _ ->
+             io_lib:format("baseline ~ts; each value is one fresh VM's mean~n", [Base])
      end,
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),
@@ -41,7 +43,12 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
      case Failed of
          [] -> [];
          _ -> ["\nfailed runs:\n" | Failed]
-     end].
+     end];
+render(Doc, Opts) ->
+    %% (no configurations or no baseline: a document of another tool, or
+    %% cut by hand; its benchmarks as the generic table shows them, the
+    %% findings after the view as ever)
+    beamlab_render_text:render(Doc#{findings => []}, Opts).
 
 %% @doc With `--ci', what ended the repetitions (and for which
 %% benchmarks), `Pm' the plus-minus sign; "" without.

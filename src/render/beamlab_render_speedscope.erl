@@ -44,11 +44,14 @@ render(_) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(no_profile) -> iolist().
-format_error(no_profile) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(no_profile) ->
     "the document has no profile (speedscope's format is for `beamlab profile' documents)";
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 
 %% Each distinct frame name once, numbered in order of first appearance.

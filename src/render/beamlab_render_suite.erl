@@ -60,15 +60,22 @@ render(Doc, Opts) ->
      end,
      beamlab_render_text:findings(maps:get(findings, Doc))].
 
-row(#{name := Name, group := Group, metric := Metric, unit := Unit} = B, Unicode) ->
-    #{n := N, median := Med, mean := Mean, p99 := P99} = S = maps:get(stats, B),
+row(#{name := Name, group := Group, metric := Metric, unit := Unit, stats := S} = B, Unicode) ->
+    #{n := N, median := Med, mean := Mean, p99 := P99} = S,
     Num = fun(V) -> beamlab_format_units:sig(V, 4) end,
     %% The interval relative to the mean: a log-scale interval is wider
     %% above than below, and one or two repetitions have none.
     [Group, params_text(Name), Metric, Unit, Num(Med),
      [Num(Mean), " ", beamlab_format_units:rel_interval(Mean, maps:get(ci_mean, S, undefined), pm(Unicode))],
      Num(P99), N, reps(B, Unicode),
-     maps:get(<<"check">>, maps:get(extra, B), <<"unchecked">>)].
+     maps:get(<<"check">>, maps:get(extra, B), <<"unchecked">>)];
+row(#{name := Name, group := Group, metric := Metric, unit := Unit, extra := X}, _Unicode) ->
+    %% (a point with no sample: its failure, when the document says it)
+    [Group, params_text(Name), Metric, Unit, "-", "-", "-", 0, "",
+     case X of
+         #{<<"error">> := E} when is_binary(E) -> ["failed: ", E];
+         _ -> "no samples"
+     end].
 
 pm(true) -> "±";
 pm(false) -> "+-".

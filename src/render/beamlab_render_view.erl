@@ -106,11 +106,14 @@ suite(Doc, U) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> unicode:chardata().
-format_error({unknown_format, F}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unknown_format, F}) ->
     io_lib:format("unknown format ~tp: one of ~ts", [F, lists:join(", ", [atom_to_list(X) || X <- formats()])]);
-format_error({not_a_document, _}) ->
+error_line({not_a_document, _}) ->
     "not a result document (a map with schema, kind and benchmarks, as the experiments return "
     "it or beamlab_result:load/1 reads it)";
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

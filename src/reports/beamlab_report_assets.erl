@@ -41,12 +41,15 @@ files() ->
 
 %% @doc One line for an asset that cannot be read.
 -spec format_error(error_reason()) -> iolist().
-format_error({asset, Name, Reason}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({asset, Name, Reason}) ->
     io_lib:format("cannot read the report's ~ts from ~ts: ~tp (a broken installation: rebuild beamlab)",
                   [Name, dir(), Reason]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 read_all(Names) ->
     read_all(Names, []).

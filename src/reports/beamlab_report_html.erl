@@ -138,15 +138,18 @@ detail_runs() -> ?DETAIL_RUNS.
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error(no_runs) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(no_runs) ->
     "report needs at least one run";
-format_error({write, Path, Reason}) ->
+error_line({write, Path, Reason}) ->
     io_lib:format("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
-format_error({asset, _, _} = Reason) ->
+error_line({asset, _, _} = Reason) ->
     beamlab_report_assets:format_error(Reason);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% Internals: the model
 

@@ -295,31 +295,34 @@ default_dir() ->
 
 %% @doc One line for an error returned by this module.
 -spec format_error(error_reason()) -> iolist().
-format_error({save, Path, Reason}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({save, Path, Reason}) ->
     io_lib:format("cannot save results to ~ts: ~ts", [Path, save_error(Path, Reason)]);
-format_error({load, Path, enoent}) ->
+error_line({load, Path, enoent}) ->
     io_lib:format("~ts: no such file", [Path]);
-format_error({load, Path, {json, Reason}}) ->
+error_line({load, Path, {json, Reason}}) ->
     io_lib:format("~ts is not a beamlab result (~ts)", [Path, beamlab_json:format_error(Reason)]);
-format_error({load, Path, {too_large, _Max}}) ->
+error_line({load, Path, {too_large, _Max}}) ->
     io_lib:format("~ts is too large for a beamlab result (more than ~b bytes)", [Path, ?MAX_FILE_BYTES]);
-format_error({load, Path, {too_many_values, N}}) ->
+error_line({load, Path, {too_many_values, N}}) ->
     io_lib:format("~ts holds too many values for a beamlab result (~b; at most ~b)",
                   [Path, N, ?MAX_VALUES]);
-format_error({load, Path, eisdir}) ->
+error_line({load, Path, eisdir}) ->
     io_lib:format("~ts is a directory, not a result file", [Path]);
-format_error({load, Path, Reason}) when is_atom(Reason) ->
+error_line({load, Path, Reason}) when is_atom(Reason) ->
     case Reason of
         not_a_result -> format_error_in(Path, not_a_result);
         _ -> io_lib:format("cannot read ~ts: ~ts", [Path, file:format_error(Reason)])
     end;
-format_error({load, Path, {Read, _} = Reason}) when Read =:= no_writer ->
+error_line({load, Path, {Read, _} = Reason}) when Read =:= no_writer ->
     io_lib:format("cannot read ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
-format_error({load, Path, {special, _, _} = Reason}) ->
+error_line({load, Path, {special, _, _} = Reason}) ->
     io_lib:format("cannot read ~ts: ~ts", [Path, beamlab_runtime_file:format_error(Reason)]);
-format_error({load, Path, Reason}) ->
+error_line({load, Path, Reason}) ->
     format_error_in(Path, Reason);
-format_error(Reason) ->
+error_line(Reason) ->
     format_error_in(<<"result">>, Reason).
 
 format_error_in(Path, not_a_result) ->
@@ -341,7 +344,7 @@ format_error_in(Path, {bad_field, Field, Expected}) ->
                   [Path, field_path(Field), expected(Expected)]);
 format_error_in(_Path, Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% "file already exists" from mkdir when a file stands where a directory
 %% is needed: name that file instead.

@@ -218,13 +218,16 @@ compare(Runs, Opts) ->
 
 %% @doc One line for each error `compare/2' returns.
 -spec format_error(error_reason()) -> iolist().
-format_error({too_few_runs, N}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({too_few_runs, N}) ->
     io_lib:format("compare needs at least two runs, got ~b", [N]);
-format_error(not_a_matrix) ->
+error_line(not_a_matrix) ->
     "one document is compared with itself only when it is a matrix (its configurations against its baseline)";
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% Internals
 

@@ -7,14 +7,16 @@
 %%% by the start of the run alone. The run is the unit of replication: a
 %%% benchmark's change is measured against the previous run that has it,
 %%% with `beamlab_stats:compare/3' when both runs' samples are
-%%% repetitions (suite, matrix, check: `basis' `runs'); for single runs
+%%% repetitions (suite, matrix, check: `basis' `runs'; with the
+%%% between-run term `run_noise' on each side, as `compare'); for single runs
 %%% (samples within one run) against the spread of the earlier runs'
 %%% means (up to the last 10, at least 3; `beamlab_stats:compare_to_runs/3',
 %%% `basis' `history'); with fewer earlier runs the verdict is
 %%% `within_run_only'. A wall-clock change on an overloaded machine is
 %%% `inconclusive_load' unless far outside the noise
 %%% (`beamlab_result_compare:qualify/3'). `faster' and `slower' are the
-%%% significant changes. Iterations counted per sample of D ms are
+%%% significant changes, at 99% by default (the level of verdicts
+%%% between runs). Iterations counted per sample of D ms are
 %%% taken per second (`beamlab_format_units:per_second/1'), so runs with
 %%% another sample duration stay comparable. Pure: takes loaded documents.
 -module(beamlab_result_history).
@@ -116,15 +118,18 @@ significant(#{trends := Trends}) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error({too_few_runs, N}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({too_few_runs, N}) ->
     io_lib:format("a history needs at least two runs, got ~b", [N]);
-format_error({no_commit, Labels}) ->
+error_line({no_commit, Labels}) ->
     io_lib:format("cannot order by commit: no git commit recorded in ~ts "
                   "(runs saved outside a git work tree, or by an older beamlab); order them by time",
                   [lists:join(", ", Labels)]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% Internals
 

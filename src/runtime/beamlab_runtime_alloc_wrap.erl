@@ -53,17 +53,20 @@ module(Mod, ObjectCode) ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error({no_debug_info, Mod}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({no_debug_info, Mod}) ->
     io_lib:format("~ts has no debug information (compile it with debug_info)", [Mod]);
-format_error({no_object_code, Mod}) ->
+error_line({no_object_code, Mod}) ->
     io_lib:format("the object code of ~ts cannot be read in this VM", [Mod]);
-format_error({compile, Mod, Reason}) ->
+error_line({compile, Mod, Reason}) ->
     io_lib:format("~ts could not be recompiled with wrapped spawns: ~0tp", [Mod, Reason]);
-format_error({load, Mod, Reason}) ->
+error_line({load, Mod, Reason}) ->
     io_lib:format("the wrapped copy of ~ts could not be loaded: ~0tp", [Mod, Reason]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 version(Mod) ->
     _ = code:ensure_loaded(Mod),

@@ -72,11 +72,14 @@ is_scheduler(Comm) ->
 
 %% @doc One line for an error of this module.
 -spec format_error(error_reason()) -> string().
-format_error({unavailable, Why}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unavailable, Why}) ->
     "--metric cpu: this VM cannot measure its threads' CPU time: " ++ Why;
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 comm(File) ->
     case file:read_file(File) of

@@ -455,40 +455,43 @@ private_dir(Tmp, Prefix, Tries) ->
 
 %% @doc One line for an error of this module.
 -spec format_error(path_error() | term()) -> string().
-format_error({same_file, {Opt, Path}, {Other, OtherPath}, input}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({same_file, {Opt, Path}, {Other, OtherPath}, input}) ->
     text("~ts ~ts is the input ~ts~ts: writing it would destroy it (name another file)",
          [Opt, beamlab_input_text:display(Path), as_given(Other), beamlab_input_text:display(OtherPath)]);
-format_error({same_file, {Opt, Path}, {Other, OtherPath}, output}) ->
+error_line({same_file, {Opt, Path}, {Other, OtherPath}, output}) ->
     text("~ts ~ts and ~ts ~ts are the same file: one would overwrite the other (name two files)",
          [Opt, beamlab_input_text:display(Path), Other, beamlab_input_text:display(OtherPath)]);
-format_error(empty) ->
+error_line(empty) ->
     "empty file name";
-format_error({not_a_directory, Dir}) ->
+error_line({not_a_directory, Dir}) ->
     text("~ts is a file, not a directory", [Dir]);
-format_error({link, Link}) ->
+error_line({link, Link}) ->
     text("~ts is a symbolic link: beamlab neither replaces a link nor writes through one "
          "(name the file it points to, or remove the link)", [Link]);
-format_error({foreign_link, Link, Uid}) ->
+error_line({foreign_link, Link, Uid}) ->
     text("~ts is a symbolic link owned by another user (uid ~b): not followed", [Link, Uid]);
-format_error({foreign_dir, Dir, Uid}) ->
+error_line({foreign_dir, Dir, Uid}) ->
     text("~ts belongs to another user (uid ~b): beamlab writes only in directories owned "
          "by you or root", [Dir, Uid]);
-format_error({special, Path, What}) when What =:= character_device; What =:= fifo ->
+error_line({special, Path, What}) when What =:= character_device; What =:= fifo ->
     text("~ts is ~ts, not a regular file", [Path, special_text(What)]);
-format_error({special, Path, What}) ->
+error_line({special, Path, What}) ->
     text("~ts is ~ts: beamlab reads and writes only regular files, character devices and FIFOs",
          [Path, special_text(What)]);
-format_error({link_loop, Link}) ->
+error_line({link_loop, Link}) ->
     text("~ts: too many levels of symbolic links", [Link]);
-format_error({too_large, Max}) ->
+error_line({too_large, Max}) ->
     text("larger than the limit of ~ts", [beamlab_format_units:bytes(Max)]);
-format_error({no_writer, Secs}) ->
+error_line({no_writer, Secs}) ->
     text("nothing came within ~b s (a FIFO nobody writes to?)", [Secs]);
-format_error({no_reader, Path, Secs}) ->
+error_line({no_reader, Path, Secs}) ->
     text("~ts is a FIFO and nothing opened it for reading within ~b s", [Path, Secs]);
-format_error(Reason) when is_atom(Reason) ->
+error_line(Reason) when is_atom(Reason) ->
     file:format_error(Reason);
-format_error(Reason) ->
+error_line(Reason) ->
     text("~0tp", [Reason]).
 
 %% "the input a.json" for a positional file, "the input -B a.json" for

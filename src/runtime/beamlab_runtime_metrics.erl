@@ -87,15 +87,18 @@ families(Server) ->
 
 %% @doc One line for an error of {@link start/1}.
 -spec format_error(error_reason()) -> iolist().
-format_error({listen, Bind, Port, Reason}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({listen, Bind, Port, Reason}) ->
     Why = case Reason of
               R when is_atom(R) -> inet:format_error(R);
               R -> io_lib:format("~0tp", [R])
           end,
     io_lib:format("cannot serve metrics on ~ts: ~ts", [address(Bind, Port), Why]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 address(Ip, Port) when tuple_size(Ip) =:= 8 -> io_lib:format("[~ts]:~b", [inet:ntoa(Ip), Port]);
 address(Ip, Port) -> io_lib:format("~ts:~b", [inet:ntoa(Ip), Port]).

@@ -131,16 +131,19 @@ parse_flavor(Other) -> {error, {bad_flavor, Other}}.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error({no_erl, Erl}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({no_erl, Erl}) ->
     io_lib:format("~ts: no such erl executable", [Erl]);
-format_error({not_an_install, Erl}) ->
+error_line({not_an_install, Erl}) ->
     io_lib:format("~ts is not the erl of an Erlang/OTP installation (no releases/start_erl.data beside it)",
                   [Erl]);
-format_error({flavor_missing, F, Root, Have}) ->
+error_line({flavor_missing, F, Root, Have}) ->
     io_lib:format("the Erlang/OTP in ~ts has no ~s flavour (it has ~ts): scripts/install-otp.sh builds "
                   "both into /opt/beamlab-otp/27", [Root, F, lists:join(", ", [atom_to_list(H) || H <- Have])]);
-format_error({bad_flavor, F}) ->
+error_line({bad_flavor, F}) ->
     io_lib:format("flavour '~ts': expected jit or emu", [F]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

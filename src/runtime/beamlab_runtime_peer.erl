@@ -575,85 +575,88 @@ local_addresses() ->
 
 %% @doc One line for an error returned by this module.
 -spec format_error(term()) -> iolist().
-format_error(interrupted) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(interrupted) ->
     "interrupted while the VM was starting (it was stopped)";
-format_error({start_failed, What, Reason}) ->
+error_line({start_failed, What, Reason}) ->
     io_lib:format("could not start a VM (~ts): ~ts", [What, reason_text(Reason)]);
-format_error({otp, Reason}) ->
+error_line({otp, Reason}) ->
     beamlab_runtime_otp:format_error(Reason);
-format_error({flavor_not_in_effect, F, Got}) ->
+error_line({flavor_not_in_effect, F, Got}) ->
     io_lib:format("-emu_flavor ~s asked, the VM runs the ~0tP flavour", [F, Got, 5]);
-format_error({stderr_file, Reason}) ->
+error_line({stderr_file, Reason}) ->
     ["could not create a private directory for the VM's log: ",
      beamlab_runtime_file:format_error(Reason)];
-format_error({no_executable, Exe}) ->
+error_line({no_executable, Exe}) ->
     io_lib:format("executable not found: ~ts", [Exe]);
-format_error(no_home) ->
+error_line(no_home) ->
     no_home_text();
-format_error({no_distribution, Reason}) when is_list(Reason) ->
+error_line({no_distribution, Reason}) when is_list(Reason) ->
     Reason;
-format_error({no_distribution, Reason}) ->
+error_line({no_distribution, Reason}) ->
     io_lib:format("could not start Erlang distribution on 127.0.0.1 (is epmd available?): ~0tp",
                   [Reason]);
-format_error({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
+error_line({load_failed, {exit, {Why, {gen_server, call, _}}}}) ->
     %% The call's arguments hold every module as a binary: never print them.
     io_lib:format("the new VM stopped before beamlab's code was loaded (~0tP): do the emulator "
                   "arguments stop it (e.g. -eval 'halt()')?", [Why, 6]);
-format_error({bad_cookie, empty}) ->
+error_line({bad_cookie, empty}) ->
     "an empty distribution cookie is refused: a node with one lets anyone run any code on it "
     "(an unset variable in a script?)";
-format_error({bad_cookie, empty_flag}) ->
+error_line({bad_cookie, empty_flag}) ->
     "the emulator flags set an empty distribution cookie (-setcookie with an empty value, "
     "e.g. in ERL_FLAGS): anyone giving an empty cookie could run any code on this node";
-format_error({bad_cookie, too_long}) ->
+error_line({bad_cookie, too_long}) ->
     "the distribution cookie is longer than 255 characters";
-format_error({already_distributed, Node}) ->
+error_line({already_distributed, Node}) ->
     io_lib:format("this VM is already the distributed node ~s", [Node]);
-format_error({bad_node_name, Name}) ->
+error_line({bad_node_name, Name}) ->
     io_lib:format("'~ts' is not a node name (name@host: letters, digits, _ and - before the @, "
                   "host an address of this machine)", [Name]);
-format_error({name_in_use, Name}) ->
+error_line({name_in_use, Name}) ->
     io_lib:format("a node named ~ts is already running on this machine (beamlab node --stop ~ts, "
                   "or choose another name)", [Name, Name]);
-format_error({port_in_use, Port}) ->
+error_line({port_in_use, Port}) ->
     io_lib:format("distribution port ~b is in use~ts", [Port, case Port of
                                                                  4369 -> " (by epmd: it is epmd's port)";
                                                                  _ -> " by another program"
                                                              end]);
-format_error({port_denied, Port}) ->
+error_line({port_denied, Port}) ->
     io_lib:format("distribution port ~b needs privileges (ports below 1024 are root's)", [Port]);
-format_error({unknown_host, Host}) ->
+error_line({unknown_host, Host}) ->
     io_lib:format("cannot resolve host '~ts' of the node name", [Host]);
-format_error({not_local, Host, Ip}) ->
+error_line({not_local, Host, Ip}) ->
     io_lib:format("'~ts' (~ts) is not an address of this machine: name the node after one of its "
                   "interfaces", [Host, inet:ntoa(Ip)]);
-format_error({epmd_loopback_only, Ip}) ->
+error_line({epmd_loopback_only, Ip}) ->
     io_lib:format("epmd runs on this machine but does not listen on ~ts (it was started for "
                   "loopback only): stop it with 'epmd -kill' and start again", [inet:ntoa(Ip)]);
-format_error({dist_failed, Name, Reason}) ->
+error_line({dist_failed, Name, Reason}) ->
     io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tP",
                   [Name, innermost(Reason), 6]);
-format_error({load_failed, Reason}) ->
+error_line({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
-format_error({unterminated_quote, Q}) ->
+error_line({unterminated_quote, Q}) ->
     io_lib:format("unterminated ~c quote", [Q]);
-format_error({not_a_flag, Word}) ->
+error_line({not_a_flag, Word}) ->
     io_lib:format("emulator arguments: '~ts' is not a flag (they start with + or -, e.g. '+S 2')",
                   [Word]);
-format_error({vm_unresponsive, Ms}) ->
+error_line({vm_unresponsive, Ms}) ->
     io_lib:format("the VM did not stop within ~b s of the interrupt (frozen?): killed", [Ms div 1000]);
-format_error({vm_deadline, Ms}) ->
+error_line({vm_deadline, Ms}) ->
     io_lib:format("the VM did not finish within ~b s (a runner that never returns?): killed; "
                   "--timeout sets the deadline", [Ms div 1000]);
-format_error({vm_start, Reason}) ->
+error_line({vm_start, Reason}) ->
     ["the VM did not start: ", format_error(Reason)];
-format_error({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
+error_line({vm_failed, exit, {Why, {gen_server, call, _}}}) ->
     io_lib:format("the VM stopped while running the command (~0tP): did the command or the "
                   "emulator arguments stop it?", [Why, 6]);
-format_error({vm_failed, Class, Reason}) ->
+error_line({vm_failed, Class, Reason}) ->
     io_lib:format("the VM failed while running: ~p:~0tP", [Class, Reason, 12]);
-format_error(Other) ->
-    io_lib:format("~0tP", [Other, 12]).
+error_line(Other) ->
+    beamlab_format_reason:term(Other).
 
 %% What a supervisor's start error comes down to, without the child spec.
 innermost({{shutdown, {failed_to_start_child, _, Why}}, _Child}) -> innermost(Why);
@@ -890,7 +893,7 @@ reason_text({boot_failed, {exit_status, Code}}) ->
     io_lib:format("the VM exited with status ~b while booting (are the emulator arguments valid?)",
                   [Code]);
 reason_text(Other) ->
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 split([], [], Acc, _) -> lists:reverse(Acc);
 split([], Word, Acc, _) -> lists:reverse([lists:reverse(Word) | Acc]);

@@ -107,9 +107,12 @@ start(Opts) ->
 
 %% @doc One line for a start error.
 -spec format_error(term()) -> iolist().
-format_error({watch, Node, Reason}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({watch, Node, Reason}) ->
     io_lib:format("cannot watch ~ts: ~ts", [Node, reason(Reason)]);
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("~0p", [Other]).
 
 %% @doc Take a final sample, stop the monitor and return the series: a

@@ -259,27 +259,30 @@ format_error(Reason) ->
 
 %% @doc One line for each error, naming options as `Names' says.
 -spec format_error(error_reason(), names()) -> unicode:chardata().
-format_error({unknown_option, K}, _) ->
+format_error(Reason, Names) ->
+    beamlab_format_reason:line(fun(R) -> error_line(R, Names) end, Reason).
+
+error_line({unknown_option, K}, _) ->
     io_lib:format("unknown option ~0tp", [K]);
-format_error({invalid, Opt, _Value, {check, {field, K, Why}}}, key) ->
+error_line({invalid, Opt, _Value, {check, {field, K, Why}}}, key) ->
     io_lib:format("~ts: ~ts ~ts", [shown(Opt, key), atom_to_list(K), Why]);
-format_error({invalid, Opt, _Value, {check, {field, K, Why}}}, flag) ->
+error_line({invalid, Opt, _Value, {check, {field, K, Why}}}, flag) ->
     io_lib:format("~ts ~ts", [field_shown(Opt, K), Why]);
-format_error({invalid, Opt, _Value, {check, {fields, Format, Keys}}}, key) ->
+error_line({invalid, Opt, _Value, {check, {fields, Format, Keys}}}, key) ->
     io_lib:format("~ts: ~ts", [shown(Opt, key), io_lib:format(Format, [atom_to_list(K) || K <- Keys])]);
-format_error({invalid, Opt, _Value, {check, {fields, Format, Keys}}}, flag) ->
+error_line({invalid, Opt, _Value, {check, {fields, Format, Keys}}}, flag) ->
     io_lib:format(Format, [field_shown(Opt, K) || K <- Keys]);
-format_error({invalid, Opt, _Value, {check, Why}}, Names) ->
+error_line({invalid, Opt, _Value, {check, Why}}, Names) ->
     %% (Why names the value as it may be shown: not quoted here)
     io_lib:format("~ts: ~ts", [shown(Opt, Names), Why]);
-format_error({invalid, #{scale := S} = Opt, Value, Why}, flag) when S =/= 1 ->
+error_line({invalid, #{scale := S} = Opt, Value, Why}, flag) when S =/= 1 ->
     %% (in the flag's units, as its user wrote them)
     Bound = case Why of
                 {Side, B, W} when Side =:= min; Side =:= max -> {Side, in_flag_units(B, S), W};
                 _ -> Why
             end,
-    format_error({invalid, maps:remove(scale, Opt), in_flag_units(Value, S), Bound}, flag);
-format_error({invalid, Opt, Value, {type, fraction}}, Names) when is_number(Value), Value >= 1 ->
+    error_line({invalid, maps:remove(scale, Opt), in_flag_units(Value, S), Bound}, flag);
+error_line({invalid, Opt, Value, {type, fraction}}, Names) when is_number(Value), Value >= 1 ->
     %% (a percentage written without its sign; the command line reads
     %% `5%' as 0.05)
     Text = value_text(Value),
@@ -288,35 +291,35 @@ format_error({invalid, Opt, Value, {type, fraction}}, Names) when is_number(Valu
                                                 flag -> io_lib:format("; for ~ts percent write ~ts%", [Text, Text]);
                                                 key -> ""
                                             end]);
-format_error({invalid, Opt, Value, {type, fraction}}, flag) ->
+error_line({invalid, Opt, Value, {type, fraction}}, flag) ->
     %% (the command line's fraction is also a percentage)
     io_lib:format("invalid value '~ts' for ~ts: expected a fraction below 1 or a percentage with %, "
                   "e.g. 0.05 or 5%", [value_text(Value), shown(Opt, flag)]);
-format_error({invalid, Opt, Value, {type, Type}}, Names) ->
+error_line({invalid, Opt, Value, {type, Type}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: expected ~ts", [value_text(Value), shown(Opt, Names), type_text(Type)]);
-format_error({invalid, Opt, Value, {min, Min, Why}}, Names) ->
+error_line({invalid, Opt, Value, {min, Min, Why}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: expected a number >= ~ts~ts",
                   [value_text(Value), shown(Opt, Names), number_text(Min), why(Why)]);
-format_error({invalid, Opt, Value, {max, Max, Why}}, Names) ->
+error_line({invalid, Opt, Value, {max, Max, Why}}, Names) ->
     io_lib:format("invalid value '~ts' for ~ts: at most ~ts~ts",
                   [value_text(Value), shown(Opt, Names), number_text(Max), why(Why)]);
-format_error({conflict, A, B, {format, Format}}, Names) ->
+error_line({conflict, A, B, {format, Format}}, Names) ->
     io_lib:format(Format, [shown(A, Names), shown(B, Names)]);
-format_error({requires, A, [B | _], {format, Format}}, Names) ->
+error_line({requires, A, [B | _], {format, Format}}, Names) ->
     io_lib:format(Format, [shown(A, Names), shown(B, Names)]);
-format_error({conflict, A, B, Why}, Names) ->
+error_line({conflict, A, B, Why}, Names) ->
     io_lib:format("~ts and ~ts cannot be used together~ts", [shown(A, Names), shown(B, Names), why(Why)]);
-format_error({requires, A, Bs, Why}, Names) ->
+error_line({requires, A, Bs, Why}, Names) ->
     io_lib:format("~ts needs ~ts~ts", [shown(A, Names), lists:join(" or ", [shown(B, Names) || B <- Bs]),
                                        why(Why)]);
-format_error({rule, Format, Args}, Names) ->
+error_line({rule, Format, Args}, Names) ->
     io_lib:format(Format, [case A of
                                {opt, O} -> shown(O, Names);
                                {value, V} -> value_text(V)
                            end || A <- Args]);
-format_error(Other, _) ->
+error_line(Other, _) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% A map option's key as the command line names it: its field's flag.
 field_shown(Opt, K) ->

@@ -491,13 +491,16 @@ bucket(_) -> throw({bad_field, <<"buckets">>}).
 
 %% @doc One line describing a {@link from_map/1} error.
 -spec format_error(term()) -> iolist().
-format_error({missing_field, K}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({missing_field, K}) ->
     io_lib:format("histogram: missing field \"~ts\"", [K]);
-format_error({bad_field, K}) ->
+error_line({bad_field, K}) ->
     io_lib:format("histogram: invalid field \"~ts\"", [K]);
-format_error(not_a_map) ->
+error_line(not_a_map) ->
     "histogram: expected a JSON object";
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("histogram: ~0tP", [Other, 12]).
 
 %%====================================================================

@@ -57,11 +57,14 @@ predict(#{lambda := L, sigma := S, kappa := K}, N) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error(too_few_levels) -> "a scalability fit needs throughput at two or more concurrency levels";
-format_error(no_throughput) -> "a scalability fit needs a throughput above zero";
-format_error(Other) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(too_few_levels) -> "a scalability fit needs throughput at two or more concurrency levels";
+error_line(no_throughput) -> "a scalability fit needs a throughput above zero";
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% X(N) / lambda.
 shape(S, K, N) ->

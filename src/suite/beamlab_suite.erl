@@ -681,15 +681,18 @@ stopping(_Opts, _Benchmarks, _Partial) ->
 
 %% @doc One line per error.
 -spec format_error(error_reason()) -> iolist().
-format_error({workload, R}) -> beamlab_workload:format_error(R);
-format_error({bad_param, W, K, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({workload, R}) -> beamlab_workload:format_error(R);
+error_line({bad_param, W, K, R}) ->
     [W, $., atom_to_list(K), ": ", beamlab_workload:format_error(R)];
-format_error({param_for_unselected, W}) ->
+error_line({param_for_unselected, W}) ->
     io_lib:format("--param for workload '~ts', which is not selected or does not exist", [W]);
-format_error({not_enough_memory, Procs, Need, Avail}) ->
+error_line({not_enough_memory, Procs, Need, Avail}) ->
     io_lib:format("needs about ~b MB for ~b processes but only ~b MB of memory is available",
                   [Need div 1048576, Procs, Avail div 1048576]);
-format_error({isolated_vm, R}) ->
+error_line({isolated_vm, R}) ->
     ["could not start a VM with a larger process limit: ", beamlab_suite_dist:format_error(R)];
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("~0p", [Other]).

@@ -44,12 +44,15 @@ connect(Node, Mods) ->
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error({peer, R}) -> beamlab_runtime_peer:format_error(R);
-format_error({cannot_connect, Node}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({peer, R}) -> beamlab_runtime_peer:format_error(R);
+error_line({cannot_connect, Node}) ->
     io_lib:format("cannot connect to node ~s (is it running, with the same cookie?)", [Node]);
-format_error({load_failed, Node, Mod, R}) ->
+error_line({load_failed, Node, Mod, R}) ->
     io_lib:format("cannot load ~s on ~s: ~0p", [Mod, Node, R]);
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("~0p", [Other]).
 
 load_modules(_Node, []) -> ok;

@@ -241,17 +241,20 @@ plan_rows([#{label := Label, workload := W, params := P} = Row | Rest], Profile,
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error({unknown_preset, Name}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unknown_preset, Name}) ->
     io_lib:format("unknown preset '~ts' (built in: ~ts; or give a file)",
                   [Name, lists:join(", ", names())]);
-format_error({bad_preset, Name, Why}) ->
+error_line({bad_preset, Name, Why}) ->
     io_lib:format("preset ~ts: ~ts", [Name, Why]);
-format_error({row_sweeps, Label}) ->
+error_line({row_sweeps, Label}) ->
     io_lib:format("preset row '~ts' gives more than one point: set a single value "
                   "for every swept parameter", [Label]);
-format_error({row, Label, R}) ->
+error_line({row, Label, R}) ->
     io_lib:format("preset row '~ts': ~ts", [Label, beamlab_suite:format_error(R)]);
-format_error({same_point_twice, Name}) ->
+error_line({same_point_twice, Name}) ->
     io_lib:format("two preset rows measure the same point (~ts)", [Name]);
-format_error(Other) ->
-    io_lib:format("~0tP", [Other, 12]).
+error_line(Other) ->
+    beamlab_format_reason:term(Other).

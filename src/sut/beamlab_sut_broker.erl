@@ -488,34 +488,37 @@ tail(Log) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(term()) -> iolist().
-format_error({wrapper_not_found, W}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({wrapper_not_found, W}) ->
     io_lib:format("wrapper ~ts is not installed (not found on PATH)", [W]);
-format_error({otp_not_found, D}) ->
+error_line({otp_not_found, D}) ->
     io_lib:format("--otp ~ts: no bin/erl there", [D]);
-format_error({no_rabbitmq, Sbin}) ->
+error_line({no_rabbitmq, Sbin}) ->
     io_lib:format("~ts/rabbitmq-server not found (install Debian's rabbitmq-server)", [Sbin]);
-format_error({no_broker_for, Rel, Root, Fits}) ->
+error_line({no_broker_for, Rel, Root, Fits}) ->
     io_lib:format("no installed RabbitMQ runs on the OTP ~ts in ~ts~ts", [Rel, Root,
         case Fits of
             [#{version := "4.0"} | _] -> ": scripts/install-rabbitmq.sh installs RabbitMQ 4.0 for OTP 26 and 27";
             [#{version := V} | _] -> io_lib:format(": RabbitMQ ~ts runs on it (Debian 12's rabbitmq-server)", [V]);
             [] -> " (RabbitMQ 3.10 needs OTP 23 to 25, 4.0 OTP 26 or 27)"
         end]);
-format_error({otp, R}) ->
+error_line({otp, R}) ->
     beamlab_runtime_otp:format_error(R);
-format_error({boot_failed, S, Why}) ->
+error_line({boot_failed, S, Why}) ->
     io_lib:format("the target exited during boot (status ~b): ~ts", [S, string:trim(Why)]);
-format_error({boot_timeout, Why}) ->
+error_line({boot_timeout, Why}) ->
     io_lib:format("the target did not come up in time; last output: ~ts", [string:trim(Why)]);
-format_error({private_dir, Why}) ->
+error_line({private_dir, Why}) ->
     io_lib:format("cannot create the target's directory: ~ts", [beamlab_runtime_file:format_error(Why)]);
-format_error({flags_not_applied, Why}) ->
+error_line({flags_not_applied, Why}) ->
     io_lib:format("flags not in effect: ~ts", [Why]);
-format_error({load_crashed, C, R}) ->
+error_line({load_crashed, C, R}) ->
     io_lib:format("the load crashed: ~0tP", [{C, R}, 10]);
-format_error({died, S}) when is_integer(S), S > 128 ->
+error_line({died, S}) when is_integer(S), S > 128 ->
     io_lib:format("the target died during the load (killed by signal ~b)", [S - 128]);
-format_error({died, S}) ->
+error_line({died, S}) ->
     io_lib:format("the target died during the load (exit status ~0p)", [S]);
-format_error(E) ->
+error_line(E) ->
     beamlab_sut_watch:format_error(E).

@@ -75,8 +75,11 @@ parse(Text) ->
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().
-format_error({read, Node, R}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({read, Node, R}) ->
     io_lib:format("reading ~ts's facts failed: ~0tP", [Node, R, 8]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).

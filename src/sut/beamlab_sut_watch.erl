@@ -317,28 +317,31 @@ flush(Pid) ->
 
 %% @doc One line for each error of this module.
 -spec format_error(error_reason()) -> iolist().
-format_error({bad_node, Name}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({bad_node, Name}) ->
     io_lib:format("'~ts' is not a node name (name@host)", [Name]);
-format_error({no_distribution, R}) when is_list(R) ->
+error_line({no_distribution, R}) when is_list(R) ->
     io_lib:format("cannot start distribution: ~ts", [R]);
-format_error({no_distribution, R}) ->
+error_line({no_distribution, R}) ->
     io_lib:format("cannot start distribution: ~0tp (is epmd running?)", [R]);
-format_error({unreachable, Node, R}) ->
+error_line({unreachable, Node, R}) ->
     io_lib:format("~ts is unreachable: ~ts", [Node, reason(R)]);
-format_error({not_running, Node}) ->
+error_line({not_running, Node}) ->
     io_lib:format("no node ~ts is running (its host's epmd does not know the name)", [Node]);
-format_error({refused, Node}) ->
+error_line({refused, Node}) ->
     io_lib:format("~ts refused the connection: wrong cookie? (give it with --cookie)", [Node]);
-format_error({no_answer, Node, Ms}) ->
+error_line({no_answer, Node, Ms}) ->
     io_lib:format("~ts did not answer within ~b s (frozen, stopped or overloaded?)", [Node, Ms div 1000]);
-format_error({watch, _, _} = E) ->
+error_line({watch, _, _} = E) ->
     beamlab_runtime_telemetry:format_error(E);
-format_error({sampler_lost, Node, Why}) ->
+error_line({sampler_lost, Node, Why}) ->
     io_lib:format("watching ~ts: sampling stopped during the watch (~0tp); "
                   "its figures are the lines printed so far", [Node, Why]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 reason(nxdomain) -> "no such host";
 reason(econnrefused) -> "connection refused";

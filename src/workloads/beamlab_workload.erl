@@ -406,34 +406,37 @@ check_all([{What, Expected, Got} | _]) ->
 
 %% @doc One line for each error this module returns.
 -spec format_error(term()) -> iolist().
-format_error({unknown_workload, Name}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({unknown_workload, Name}) ->
     io_lib:format("unknown workload '~ts' (see beamlab suite --list)", [Name]);
-format_error({bad_callback, Mod, Callback, {invalid, Problem}}) ->
+error_line({bad_callback, Mod, Callback, {invalid, Problem}}) ->
     io_lib:format("workload module ~p: ~p/0: ~ts (a fault in the workload, not in beamlab)",
                   [Mod, Callback, Problem]);
-format_error({bad_callback, Mod, Callback, {returned, Value}}) ->
+error_line({bad_callback, Mod, Callback, {returned, Value}}) ->
     io_lib:format("workload module ~p: ~p/0 returned ~0tP (expected ~ts)",
                   [Mod, Callback, Value, 8, case Callback of
                                                 info -> "a map with a binary name";
                                                 params -> "a list of parameter maps"
                                             end]);
-format_error({bad_callback, Mod, Callback, {Class, Reason}}) ->
+error_line({bad_callback, Mod, Callback, {Class, Reason}}) ->
     io_lib:format("workload module ~p: ~p/0 failed: ~p ~0tP (a fault in the workload, not in beamlab)",
                   [Mod, Callback, Class, Reason, 10]);
-format_error({not_a_workload, Mod}) ->
+error_line({not_a_workload, Mod}) ->
     io_lib:format("module ~p is not a workload: it must export info/0, params/0, "
                   "setup/1, run/2 and teardown/1", [Mod]);
-format_error({unknown_param, W, K, Keys}) ->
+error_line({unknown_param, W, K, Keys}) ->
     io_lib:format("workload ~ts has no parameter '~ts' (it has: ~ts)",
                   [W, if is_atom(K) -> atom_to_list(K); true -> K end, lists:join(", ", [atom_to_list(X) || X <- Keys])]);
-format_error({bad_value, Type, Str}) ->
+error_line({bad_value, Type, Str}) ->
     io_lib:format("bad value '~ts': expected ~ts", [Str, expected(Type)]);
-format_error({invalid_params, Mod, R}) ->
+error_line({invalid_params, Mod, R}) ->
     case erlang:function_exported(Mod, format_error, 1) of
         true -> [info_name(Mod), ": ", Mod:format_error(R)];
         false -> io_lib:format("~ts: invalid parameters: ~0p", [info_name(Mod), R])
     end;
-format_error(Other) ->
+error_line(Other) ->
     io_lib:format("~0p", [Other]).
 
 %% A type as an error message says it (type_name/1 is the tables' form).

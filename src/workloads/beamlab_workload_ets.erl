@@ -45,10 +45,13 @@ normalize(P) -> {ok, P}.
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error(no_processes) -> "readers + writers must be at least 1";
-format_error(Other) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(no_processes) -> "readers + writers must be at least 1";
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% @doc Create and fill the table (owned by the measuring process).
 -spec setup(beamlab_workload:params()) -> {ok, ets:tid()}.

@@ -120,10 +120,13 @@ teardown(#{ponger := Ponger, peer := Peer}) ->
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error(remote_needs_node) -> "vm=remote needs --param ping_pong.node=NAME@HOST";
-format_error(peer_and_node) -> "vm=peer starts its own VM: do not also give node";
-format_error(from_needs_node) -> "from (the pinger's node) needs node (the ponger's): vm=remote";
-format_error(Other) -> beamlab_suite_dist:format_error(Other).
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line(remote_needs_node) -> "vm=remote needs --param ping_pong.node=NAME@HOST";
+error_line(peer_and_node) -> "vm=peer starts its own VM: do not also give node";
+error_line(from_needs_node) -> "from (the pinger's node) needs node (the ponger's): vm=remote";
+error_line(Other) -> beamlab_suite_dist:format_error(Other).
 
 %% @doc The echoing process (exported to be spawned on other nodes).
 -spec ponger() -> ok.

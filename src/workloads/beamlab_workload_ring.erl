@@ -64,11 +64,14 @@ normalize(#{variant := laps} = P) -> {ok, maps:remove(k, P)}.
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error({token_not_below_n, K, N}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({token_not_below_n, K, N}) ->
     io_lib:format("k (the starting token, ~b) must be smaller than n (~b)", [K, N]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% @doc Peak number of processes.
 -spec processes(beamlab_workload:params()) -> non_neg_integer().

@@ -72,11 +72,14 @@ teardown(_) -> ok.
 
 %% @doc One line per error.
 -spec format_error(term()) -> iolist().
-format_error({not_power_of_10, S}) ->
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({not_power_of_10, S}) ->
     io_lib:format("size must be a power of 10 (10, 100, ..., 1000000), not ~b", [S]);
-format_error(Other) ->
+error_line(Other) ->
     %% (a reason of no kind above: printed, never raised)
-    io_lib:format("~0tP", [Other, 12]).
+    beamlab_format_reason:term(Other).
 
 %% @doc One tree node of the original: a leaf sends its number, an inner
 %% node spawns `Div' children and sends the sum of their answers.

@@ -68,6 +68,26 @@ descriptions_test() ->
     {ok, A} = beamlab_experiment_opts:amqp(#{watch => #{node => r@h, cookie => c}, nodes => 2}),
     ?assertMatch(#{run := {amqp, #{nodes := {peers, 2}, watch := #{node := "r@h", cookie := "c"}}}}, A).
 
+%% `nodes' of `undefined' is not given, as the schema takes it: the load
+%% runs in this VM (#31: it came out as an error of no option's).
+amqp_nodes_undefined_test() ->
+    {ok, A} = beamlab_experiment_opts:amqp(#{nodes => undefined}),
+    ?assertMatch(#{run := {amqp, #{nodes := this}}}, A).
+
+%% The doctor's `vm', `wrap' and `schedulers' that do not parse are
+%% refused by its options' check, naming the option, before the doctor
+%% is built (#31: build/1's own refusals were never reached).
+doctor_words_and_counts_test() ->
+    Line = fun({error, R}) -> lists:flatten(io_lib:format("~ts", [beamlab:format_error(R)])) end,
+    ?assertEqual("vm +S \"1: an unterminated quote", Line(beamlab_experiment_opts:doctor(#{vm => "+S \"1"}))),
+    ?assertEqual("wrap taskset '0: an unterminated quote",
+                 Line(beamlab_experiment_opts:doctor(#{wrap => "taskset '0"}))),
+    [?assertEqual("schedulers " ++ S ++ ": give scheduler counts from 1 to 1024 separated by commas",
+                  Line(beamlab_experiment_opts:doctor(#{schedulers => S}))) || S <- ["0", "1,x", ",", "2000"]],
+    {ok, D} = beamlab_experiment_opts:doctor(#{vm => "+S 2:2 +sbt db", wrap => "taskset -c 0", schedulers => "4, 1,2,2"}),
+    ?assertMatch(#{run := {doctor, #{vm_args := ["+S", "2:2", "+sbt", "db"], wrap := ["taskset", "-c", "0"],
+                                     counts := [1, 2, 4]}}}, D).
+
 %% `beamlab:doctor/1' with a target: the broker and its amqp load; the
 %% entry point refuses either without the other, and a mistake in the load.
 doctor_target_test() ->

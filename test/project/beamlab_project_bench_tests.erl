@@ -121,3 +121,14 @@ crashing_and_empty_test() ->
 no_bench_modules_test() ->
     ?assertMatch({error, {invalid, [_]}}, beamlab_project_bench:benchmarks([lists])),
     ?assertMatch({error, {no_bench_dir, _}}, beamlab_project_bench:sources("/nonexistent/bench")).
+
+%% Several mistakes: one line from format_error/1 (joined with "; "),
+%% one line each from mistakes/1 for the command line, a mistake's own
+%% line breaks escaped (#31).
+mistakes_test() ->
+    R = {invalid, [<<"a.erl: no name">>, <<"b.erl: bad\nkey">>]},
+    ?assertEqual("a.erl: no name; b.erl: bad\\nkey", lists:flatten(io_lib:format("~ts", [beamlab_project_bench:format_error(R)]))),
+    {ok, Lines} = beamlab_project_bench:mistakes(R),
+    ?assertEqual(["a.erl: no name", "b.erl: bad\\nkey"], [unicode:characters_to_list(L) || L <- Lines]),
+    ?assertEqual(none, beamlab_project_bench:mistakes({no_bench_dir, "x"})),
+    ?assertEqual(none, beamlab_project_bench:mistakes({invalid, []})).

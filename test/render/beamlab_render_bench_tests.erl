@@ -15,3 +15,19 @@ header(Mode) ->
 average_unit_test() ->
     ?assertMatch({match, _}, re:run(header(<<"continuous">>), "^Code +\\|\\| +Samples +Avg iter/sample +StdDev +Median")),
     ?assertMatch({match, _}, re:run(header(<<"timed">>), "^Code +\\|\\| +Samples +Avg time/sample +StdDev +Median")).
+
+%% A bench document whose jobs say no concurrency (a project's bench
+%% modules, a file written by another tool) and whose baseline is not
+%% one of its jobs: rendered with what it has, "-" where it says
+%% nothing (#31: conc/1 raised a function_clause).
+no_concurrency_test() ->
+    D = beamlab_result:new(bench, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                    params => #{baseline => 7}}),
+    Doc = beamlab_result:add_benchmarks(D, [beamlab_result:benchmark(N, S, #{unit => iterations})
+                                            || {N, S} <- [{<<"a">>, [100, 110]}, {<<"b">>, lists:seq(1, 12)}]]),
+    [begin
+         Text = unicode:characters_to_list(beamlab_render_bench:render(Doc, #{unicode => false, report => R})),
+         [Header, Row | _] = string:split(Text, "\n", all),
+         ?assertMatch({match, _}, re:run(Header, "^Code +\\|\\|")),
+         ?assertMatch({match, _}, re:run(Row, "^a +- "))
+     end || R <- [basic, extended]].

@@ -127,7 +127,7 @@ write_summary(File, Doc) ->
 %% told line by line.
 -spec error_line(beamlab_experiment:error_reason()) -> no_return().
 error_line(R) ->
-    beamlab_cli_project:error_lines(beamlab_experiment:format_error(R), beamlab_experiment:error_class(R)).
+    beamlab_cli_project:error_lines(R).
 
 %% @doc The kind of experiment the command runs.
 -spec kind() -> check.

@@ -136,8 +136,7 @@ experiment(Parsed) ->
     Opts = maps:from_list([{N, V} || N <- Names, V <- [beamlab_cli_args:get(N, Parsed)], V =/= undefined]),
     D = case beamlab_experiment_doctor:new(Opts) of
             {ok, D0} -> D0;
-            {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
-            {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)])
+            {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)])
         end,
     %% (--load-cmd is the load itself: an amqp after -- only lends its
     %% flags, {flags}; without one the load is that command alone)

@@ -133,8 +133,7 @@ text(Doc, Parsed) ->
 
 %% One line per mistake in the bench modules; the layer's line otherwise.
 error_line({bench, {project, _}} = R) ->
-    beamlab_cli_project:error_lines(beamlab_experiment:format_error(R),
-                                    beamlab_experiment:error_class(R));
+    beamlab_cli_project:error_lines(R);
 error_line(_) ->
     undefined.
 
