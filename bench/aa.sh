@@ -38,6 +38,9 @@
 #   SCENARIOS  default "compare history matrix check"
 #   SIZES      the planted cells (default "5 20"; the A/A cell always runs)
 #   CHECK_SIZES the planted cells of check (default: SIZES)
+#   REPEAT     fresh VMs per run of the compare and matrix cells (default 3,
+#              matrix's default; docs/statistics.md: a matrix needs about 9
+#              to catch +20% nearly always)
 #   KEEP=DIR   keep the verdict files (one verdict a line per cell) in DIR,
 #              and under DIR/runs every document they were computed from
 #   BEAMLAB    the escript (default ./beamlab)
@@ -60,6 +63,8 @@ else
 fi
 CHECK_SIZES=${CHECK_SIZES:-$SIZES}
 case $N in ''|*[!0-9]*|0) echo "aa: N must be a positive integer" >&2; exit 2;; esac
+REPEAT=${REPEAT:-3}
+case $REPEAT in ''|*[!0-9]*|0|1|2) echo "aa: REPEAT must be an integer of at least 3" >&2; exit 2;; esac
 DEADLINE=""
 if [ -n "${UNTIL:-}" ]; then
     DEADLINE=$(date -u -d "$UNTIL" +%s 2>/dev/null) ||
@@ -134,12 +139,12 @@ summary() {
 trap 'summary; cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
-echo "beamlab A/A and power: N=$N per cell, $condition"
+echo "beamlab A/A and power: N=$N per cell, $condition, $REPEAT fresh VMs per run (compare, matrix)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 verify_work
 
 matrix_run() { # OUT.json SIZE
-    "$BEAMLAB" matrix --vm '+S 2' -n 3 --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
+    "$BEAMLAB" matrix --vm '+S 2' -n "$REPEAT" --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
 }
 
 iteration_compare() {
@@ -180,7 +185,7 @@ iteration_history() {
 }
 
 iteration_matrix() {
-    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n 3 --format csv --save "$DIR/m.json" \
+    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n "$REPEAT" --format csv --save "$DIR/m.json" \
         -- "$(code 0)" $RUN_OPTS > "$DIR/m.csv" 2>/dev/null
     [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$DIR/m.json" "$V/runs/matrix-0-$i.json"; }
     # the second configuration's row: the first is the baseline

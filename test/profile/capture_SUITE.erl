@@ -26,14 +26,15 @@
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([hot_loop/1, deep_chain/1, growing_mailbox/1, rate_bound/1, sigterm/1, sigkill/1,
          bad_processes/1, api/1, watch_capture/1, matrix_queue/1, matrix_bad_process/1, session_otp27/1,
-         full_capture/1, sigkill_patterns_on/1, sigkill_patterns_off/1, server_duty/1, modules_followed/1]).
+         full_capture/1, sigkill_patterns_on/1, sigkill_patterns_off/1, server_duty/1, modules_followed/1,
+         full_memory_otp27/1]).
 
 -define(COOKIE, "capture_suite_cookie_27182").
 
 all() ->
     [hot_loop, deep_chain, growing_mailbox, rate_bound, sigterm, sigkill, bad_processes, api, watch_capture,
      matrix_queue, matrix_bad_process, session_otp27, full_capture, sigkill_patterns_on, sigkill_patterns_off,
-     server_duty, modules_followed].
+     server_duty, modules_followed, full_memory_otp27].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -60,6 +61,11 @@ init_per_testcase(session_otp27, Config) ->
     case beamlab_test_util:otp27() of
         {error, Why} -> beamlab_test_util:otp27_missing(Why);
         {ok, Bin} -> init_per_testcase(hot_loop, [{exec, filename:join(Bin, "erl")} | Config])
+    end;
+init_per_testcase(full_memory_otp27, Config) ->
+    case beamlab_test_util:otp27() of
+        {error, Why} -> beamlab_test_util:otp27_missing(Why);
+        {ok, Bin} -> init_per_testcase(server_duty, [{exec, filename:join(Bin, "erl")} | Config])
     end;
 init_per_testcase(Case, Config) ->
     Victim = case Case of
@@ -285,6 +291,27 @@ server_duty(Config) ->
     [#{<<"own_share">> := Top} | Rest] = maps:get(<<"calls">>, C),
     [?assert(Top > 5 * S, F) || #{<<"function">> := F, <<"own_share">> := S} <- Rest],
     ?assert(lists:member(<<"gen_server">>, maps:get(<<"pattern_modules">>, C))),
+    clean(Config).
+
+%% `--duty 100' measures memory (call_memory with call_time) on OTP 27,
+%% whose VM crashed when both patterns were switched on and off
+%% repeatedly (scripts/repro/call_memory_toggle.escript): a full capture
+%% sets them once and removes them once. Three in a row on the
+%% gen_server: each measures its words, and the node is still up after
+%% them (its victim still serving) and left clean.
+full_memory_otp27(Config) ->
+    Peer = ?config(peer, Config),
+    Served = fun() -> peer:call(Peer, sys, get_state, [capture_server]) end,
+    [begin
+         #{doc := Doc, code := 0} = capture(Config, ["--process", "capture_server", "--duration", "1",
+                                                     "--duty", "100"]),
+         C = maps:get(<<"capture">>, maps:get(<<"extra">>, Doc)),
+         ?assertEqual(true, maps:get(<<"memory_measured">>, C)),
+         ?assert(lists:any(fun(#{<<"memory_words">> := W}) -> is_integer(W) andalso W > 0 end,
+                           maps:get(<<"calls">>, C)))
+     end || _ <- [1, 2, 3]],
+    N = Served(),
+    beamlab_test_util:wait_until(fun() -> Served() > N end, 30000),
     clean(Config).
 
 %% A process that runs a module loaded after its capture started
