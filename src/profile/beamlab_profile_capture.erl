@@ -651,8 +651,11 @@ agent_text() ->
               end,
       %% Modules followed: with the own modules, a module a sampled stack
       %% shows later is patterned too (at the next window in a duty
-      %% cycle, at once all along), at most MaxFollow of them.
-      Follow = Scope =:= own andalso Calls =:= time andalso Mode =:= sample,
+      %% cycle, at once all along), at most MaxFollow of them. Not with
+      %% call_memory: setting it again and again beside call_time is
+      %% what crashed OTP 27.3's VM (docs/profile.md), so a capture that
+      %% measures memory sets its patterns once.
+      Follow = Scope =:= own andalso Calls =:= time andalso Mode =:= sample andalso not Mem,
       MaxFollow = maps:get(max_followed, Cfg, 0),
       NotOwn = [erlang, erts_internal, erl_eval, erts_code_purger],
       %% (what may have been followed is not known here: the cleanup
