@@ -60,20 +60,6 @@ active_n() { case $1 in active1) echo 1 ;; active512) echo 512 ;; *) echo 64 ;; 
 tick_ms() { case $1 in tick2) echo 2 ;; *) echo 1 ;; esac; }
 floor_only() { case $1 in active*|tick*) return 0 ;; *) return 1 ;; esac; }
 
-# window SAMPLES: "<msg/s> <us CPU/msg>" over the steady-state window.
-window() {
-    awk -v w="$WARMUP" -v hz="$CLK_TCK" '
-        { t[NR] = $1; r[NR] = $2; k[NR] = $3 }
-        END {
-            for (i = 1; i <= NR && t[i] < w; i++) ;
-            s = i; if (s >= NR) exit
-            for (i = s + 1; i <= NR; i++) msgs += r[i] * (t[i] - t[i-1])
-            d = t[NR] - t[s]; cpu = (k[NR] - k[s]) / hz
-            if (msgs <= 0 || d <= 0) exit
-            printf "%.0f %.2f\n", msgs / d, cpu * 1e6 / msgs
-        }' "$1"
-}
-
 declare -A RATES CPUS
 run() {   # tool variant
     local tool=$1 v=$2 out="$WORK/opts-$1-$2-$round.log" res rate cpu la
@@ -92,7 +78,7 @@ run() {   # tool variant
         echo "$tool $v: fewer than two interval lines after ${WARMUP} s; log follows" >&2
         tail -n 20 "$out" >&2; exit 1
     fi
-    read -r rate cpu <<<"$res"
+    read -r rate cpu _ <<<"$res"
     printf "%-8s %-11s round %d: received %7s msg/s, %7s us CPU/msg (load %s)\n" "$tool" "$v" "$round" "$rate" "$cpu" "$la"
     RATES[$tool-$v]="${RATES[$tool-$v]:-} $rate"
     CPUS[$tool-$v]="${CPUS[$tool-$v]:-} $cpu"

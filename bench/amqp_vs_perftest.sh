@@ -68,21 +68,6 @@ fi
 
 . "$ROOT/bench/amqp-measure.sh"
 
-# window SAMPLES: "<msg/s> <us CPU/msg> <window s> <CPU s>" over the
-# steady-state window, or nothing if there are fewer than two lines in it.
-window() {
-    awk -v w="$WARMUP" -v hz="$CLK_TCK" '
-        { t[NR] = $1; r[NR] = $2; k[NR] = $3 }
-        END {
-            for (i = 1; i <= NR && t[i] < w; i++) ;
-            s = i; if (s >= NR) exit
-            for (i = s + 1; i <= NR; i++) msgs += r[i] * (t[i] - t[i-1])
-            d = t[NR] - t[s]; cpu = (k[NR] - k[s]) / hz
-            if (msgs <= 0 || d <= 0) exit
-            printf "%.0f %.2f %.1f %.2f\n", msgs / d, cpu * 1e6 / msgs, d, cpu
-        }' "$1"
-}
-
 declare -A RATE CPU
 run() {   # tool scenario args...
     local tool=$1 name=$2; shift 2

@@ -1,5 +1,9 @@
 #!/bin/sh
 # scripts/screenshots.sh [OUTDIR]
+# SHOTS="sweep trend" scripts/screenshots.sh   (only those: sweep categorical
+#   scaling latency per-second timeseries distributions matrix trend)
+# KEEP=DIR scripts/screenshots.sh   (also keeps the documents in DIR, to
+#   read the numbers the text quotes)
 #
 # Regenerates docs/results.md's screenshots (docs/images/report-*.png,
 # or into OUTDIR) from real runs of the built ./beamlab, rendered by
@@ -23,7 +27,8 @@ CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$CHROMIUM" ] || { echo "screenshots: chromium is not installed" >&2; exit 2; }
 mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-shots.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT INT TERM
+keep() { if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp -r "$WORK"/*.json "$WORK"/history "$KEEP"/ 2>/dev/null || true; fi; }
+trap 'keep; rm -rf "$WORK"' EXIT INT TERM
 B="$ROOT/beamlab"
 
 chromium() {
@@ -69,50 +74,67 @@ report() { # report NAME FILES...: $WORK/NAME-report.html
     "$B" report "$@" -o "$WORK/$name-report.html" >/dev/null
 }
 
+want() { case " ${SHOTS:-all} " in *" all "* | *" $1 "*) return 0 ;; esac; return 1; }
+
 cd "$WORK"
 echo "screenshots: running (a few minutes)"
+if want sweep; then
 "$B" suite ping_pong --param ping_pong.size=0,10,100,1000,10000 -n 5 --save sweep.json >/dev/null
 report sweep sweep.json
 shot "$WORK/sweep-report.html" '#sweeps figure.card' report-sweep
+fi
 
+if want categorical; then
 "$B" suite serialization --param serialization.compressed=0,6 -n 5 --save categorical.json >/dev/null
 report categorical categorical.json
 shot "$WORK/categorical-report.html" '#sweeps figure.card' report-categorical
+fi
 
+if want scaling; then
 "$B" 'lists:seq(1,1000).' -q --max 4 -d 300 -s 5 --save scaling.json >/dev/null
 report scaling scaling.json
-shot "$WORK/scaling-report.html" '#scaling' report-scaling
+shot "$WORK/scaling-report.html" '#scaling figure.card' report-scaling
+fi
 
+if want latency; then
 "$B" suite message_load -n 3 --save latency.json >/dev/null
 report latency latency.json
 shot "$WORK/latency-report.html" '#latency figure.card' report-latency
+fi
 
+if want per-second; then
 "$B" suite message_load -n 3 --param message_load.duration=3000 --save persecond.json >/dev/null
 report persecond persecond.json
 shot "$WORK/persecond-report.html" '#timeline figure.card' report-per-second
+fi
 
+if want timeseries || want distributions; then
 "$B" 'lists:seq(1,100).' -d 300 -s 25 -v --save timeseries.json >/dev/null 2>&1
 report timeseries timeseries.json
 shot "$WORK/timeseries-report.html" '#timeline figure.card' report-timeseries
-
 "$B" 'rand:uniform().' -d 300 -s 8 --save uniform.json >/dev/null
 report distributions timeseries.json uniform.json
 shot "$WORK/distributions-report.html" '#distributions' report-distributions
+fi
 
+if want matrix; then
 "$B" matrix --vm '+S 1' --vm '+S 2' -n 3 --save matrix.json -- suite fib ring >/dev/null 2>&1
 report matrix matrix.json
 shot "$WORK/matrix-report.html" '#matrix' report-matrix
+fi
 
 # Six commits in a git work tree, a run saved after each: four of the
 # same code, a fifth doing a thousand times more work, a sixth reverting it.
+if want trend; then
 mkdir trend history && cd trend
 git init -q . && git config user.email shots@example.invalid && git config user.name shots
 i=0
 for n in 1000 1000 1000 1000 1000000 1000; do
     i=$((i + 1))
-    echo "$n" >size && git add size && git commit -qm "work $i: lists:seq(1, $n)"
+    echo "run $i: lists:seq(1, $n)" >work.txt && git add work.txt && git commit -qm "work $i: lists:seq(1, $n)"
     "$B" "lists:seq(1,$n)." --label work -d 200 -s 5 --save "../history/run$i.json" >/dev/null
 done
 cd ..
 report trend history
 shot "$WORK/trend-report.html" '#trend figure.card' report-trend
+fi
