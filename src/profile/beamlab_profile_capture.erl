@@ -658,9 +658,11 @@ agent_text() ->
       Follow = Scope =:= own andalso Calls =:= time andalso Mode =:= sample andalso not Mem,
       MaxFollow = maps:get(max_followed, Cfg, 0),
       NotOwn = [erlang, erts_internal, erl_eval, erts_code_purger],
-      %% (what may have been followed is not known here: the cleanup
-      %% removes ours from every function then)
-      CleanSpecs = case Follow of true -> Specs(all); false -> Specs(Mods) end,
+      %% The cleanup removes the patterns of the modules patterned by
+      %% the end (own and followed); only a capture that crashed does not
+      %% know what it followed and removes its patterns from every
+      %% function (with classic tracing, another tool's call_time too).
+      CrashSpecs = case Follow of true -> Specs(all); false -> Specs(Mods) end,
       %% OTP 27 and later: a trace session of our own, isolated from any
       %% other tracer on the node (dbg, tprof, another capture) and
       %% destroyed with all its settings once this process's handle is
@@ -682,7 +684,7 @@ agent_text() ->
       TInfo = fun(X, Item) ->
                 case Sess of none -> erlang:trace_info(X, Item); _ -> trace:info(Sess, X, Item) end
               end,
-      Clean = fun() ->
+      Clean = fun(CleanSpecs) ->
                 [catch TraceP(P, false, Flags) || P <- Ps],
                 [catch TraceF(Spec, false, [Pat]) || Pat <- Pats, Spec <- CleanSpecs],
                 case Sess of none -> ok; _ -> catch trace:session_destroy(Sess) end,
@@ -699,7 +701,7 @@ agent_text() ->
           case Sess of none -> ok; _ -> catch trace:session_destroy(Sess) end,
           C ! {beamlab_capture_refused, Self, {traced, Busy}};
         [] ->
-          Result =
+          {Result, Patterned} =
             try
               Before = [{P, Info(P)} || P <- Ps],
               MemBefore = erlang:memory(total),
@@ -968,7 +970,7 @@ agent_text() ->
               Reds1 = [{P, erlang:process_info(P, reductions)} || P <- Traced],
               Elapsed = Now() - T0,
               case Why of
-                gone -> gone;
+                gone -> {gone, maps:get(mods, A9)};
                 _ ->
                   A10 = Flush(A9),
                   TR = Now(),
@@ -987,7 +989,7 @@ agent_text() ->
                     end,
                   ReadUs = Now() - TR + maps:get(read_us, A10),
                   {reductions, R1} = erlang:process_info(Self, reductions),
-                  #{why => Why, times => Times, memory => Mems, times_base => Group(maps:get(acc_b, A10), ByP),
+                  {#{why => Why, times => Times, memory => Mems, times_base => Group(maps:get(acc_b, A10), ByP),
                     'after' => [{P, Info(P)} || P <- Ps],
                     elapsed_us => Elapsed, agent_reductions => R1 - R0, peak => maps:get(peak, A10),
                     modules => case maps:get(mods, A10) of all -> []; Ms -> Ms end,
@@ -997,11 +999,14 @@ agent_text() ->
                     windows => lists:reverse(maps:get(wins, A10)),
                     reductions_captured => maps:from_list([{P, Rb - Ra} || {P, {reductions, Ra}} <- Reds0,
                                                                            {Q, {reductions, Rb}} <- Reds1,
-                                                                           P =:= Q])}
+                                                                           P =:= Q])},
+                   maps:get(mods, A10)}
               end
-            after
-              Clean()
+            catch Cl:Re:St ->
+              Clean(CrashSpecs),
+              erlang:raise(Cl, Re, St)
             end,
+          Clean(Specs(Patterned)),
           case Result of
             gone -> ok;
             _ -> C ! {beamlab_capture_done, Self, Result}

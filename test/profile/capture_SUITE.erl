@@ -320,6 +320,11 @@ full_memory_otp27(Config) ->
 %% window, and its function is the hottest; the document says so.
 modules_followed(Config) ->
     Peer = ?config(peer, Config),
+    %% another tool's call_time patterns (eprof's) on a module the capture
+    %% never patterns: its cleanup leaves them
+    {module, calendar} = peer:call(Peer, code, ensure_loaded, [calendar]),
+    Other = {calendar, date_to_gregorian_days, 3},
+    peer:call(Peer, erlang, trace_pattern, [{calendar, '_', '_'}, true, [call_time]]),
     H = beamlab_test_util:cli_start_group(["profile", "--node", ?config(node, Config), "--cookie", ?COOKIE,
                                            "--process", "capture_late_victim", "--duration", "3",
                                            "--duty", "20", "--duty-period", "0.25", "--format", "json"],
@@ -342,7 +347,9 @@ modules_followed(Config) ->
     {ok, Loaded} = beamlab_result:from_json(Doc),
     Text = unicode:characters_to_binary(beamlab_render_capture:render(Loaded, #{})),
     ?assertNotEqual(nomatch, binary:match(Text, <<"modules followed (first seen on the stacks">>)),
-    clean(Config).
+    clean(Config),
+    ?assertMatch({call_time, L} when is_list(L), peer:call(Peer, erlang, trace_info, [Other, call_time])),
+    peer:call(Peer, erlang, trace_pattern, [{calendar, '_', '_'}, false, [call_time]]).
 
 %% A name nobody registered, a pid that is not one, a dead pid: one line,
 %% exit 2, and no atom created on the node for the unknown name.
