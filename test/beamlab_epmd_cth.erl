@@ -6,14 +6,23 @@
 %%% node goes (beamlab_runtime_peer:release_epmd/0), and an epmd that did
 %%% not run when the suite began is stopped once no node is registered
 %%% with it (epmd refuses to stop before: another worktree's suite may be
-%%% using it, and then it stays).
+%%% using it, and then it stays). A suite whose nodes were still
+%%% registered after 10 s leaves epmd to the next suites, which find it
+%%% running at their start: so at the end of the whole run an epmd that
+%%% did not run when it began is stopped too (a full run on a fresh
+%%% machine left one that way).
 -module(beamlab_epmd_cth).
 
--export([id/1, init/2, pre_init_per_suite/3, post_end_per_suite/4]).
+-export([id/1, init/2, pre_init_per_suite/3, post_end_per_suite/4, terminate/1]).
 
 id(_Opts) -> ?MODULE.
 
-init(_Id, _Opts) -> {ok, #{}}.
+init(_Id, _Opts) -> {ok, #{'$run' => running()}}.
+
+terminate(#{'$run' := Before}) ->
+    ok = beamlab_runtime_peer:release_epmd(),
+    _ = Before orelse stop_epmd(100),
+    ok.
 
 pre_init_per_suite(Suite, Config, State) ->
     {Config, State#{Suite => running()}}.
