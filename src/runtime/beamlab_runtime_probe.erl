@@ -116,16 +116,13 @@ process_cpu_us(Root) ->
 process_cpu_us(Root, Pid) ->
     case read(filename:join([Root, "proc", Pid, "stat"])) of
         {ok, T} ->
-            %% The command name (field 2) may contain spaces: skip past ')'.
-            case string:split(T, ")", trailing) of
-                [_, After] ->
-                    Fields = string:lexemes(After, " "),
-                    %% After ')' come fields 3.., so utime (14) and stime (15)
-                    %% are the 12th and 13th.
+            case stat_fields(T) of
+                {ok, Fields} ->
+                    %% utime (14) and stime (15) are the 12th and 13th
                     UTime = binary_to_integer(lists:nth(12, Fields)),
                     STime = binary_to_integer(lists:nth(13, Fields)),
                     {ok, (UTime + STime) * (1000000 div ?USER_HZ)};
-                _ -> {error, enoent}
+                error -> {error, enoent}
             end;
         error -> {error, enoent}
     end.
@@ -163,17 +160,24 @@ tree_ticks([P | Rest], Children, Ticks, Acc) ->
 %% proc/PID/stat -> [{Pid, PPid, utime + stime + cutime + cstime}], or []
 %% when malformed. The command name (field 2) may hold spaces and ')'.
 parse_stat(T) ->
-    case {string:split(T, " "), string:split(T, ")", trailing)} of
-        {[PidB, _], [_, After]} ->
+    case {string:split(T, " "), stat_fields(T)} of
+        {[PidB, _], {ok, Fields}} ->
             try
-                Fields = string:lexemes(After, " \n"),
                 Int = fun(I) -> binary_to_integer(lists:nth(I, Fields)) end,
-                %% After ')' come fields 3..: ppid (4) is the 2nd, utime,
-                %% stime, cutime, cstime (14-17) the 12th to 15th.
+                %% ppid (4) is the 2nd, utime, stime, cutime, cstime
+                %% (14-17) the 12th to 15th
                 [{binary_to_integer(PidB), Int(2), Int(12) + Int(13) + Int(14) + Int(15)}]
             catch error:_ -> []
             end;
         _ -> []
+    end.
+
+%% The fields of a proc/PID/stat text from the 3rd on: the command name
+%% (the 2nd) may hold spaces and ')', so they start after its last ')'.
+stat_fields(T) ->
+    case string:split(T, ")", trailing) of
+        [_, After] -> {ok, string:lexemes(After, " \n")};
+        _ -> error
     end.
 
 %% @doc The machine's busy CPU time (proc/stat: all but idle and iowait)
