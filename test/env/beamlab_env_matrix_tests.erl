@@ -142,12 +142,15 @@ load_finding_test() ->
                       ?assertEqual(runs, maps:get(basis, Cell)),
                       maps:get(verdict, Cell)
               end,
-    %% +20%: significant at 99% (with the run-to-run noise of two
+    %% +20%: significant at 95% (with the run-to-run noise of two
     %% separate matrices), not at 99.9%
     ?assertEqual(slower, Verdict(1.2, true)),
     ?assertEqual(inconclusive_load, Verdict(1.2, false)),
-    %% +50%: far outside the noise, a verdict even under load
-    ?assertEqual(slower, Verdict(1.5, false)),
+    %% +50% is not far enough with 3 VMs a side (#35: the between-run term
+    %% keeps the repetitions' 4 df, whose 99.9% t is 8.6); +80% is far
+    %% outside the noise, a verdict even under load
+    ?assertEqual(inconclusive_load, Verdict(1.5, false)),
+    ?assertEqual(slower, Verdict(1.8, false)),
     %% the finding survives JSON
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
     {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).
