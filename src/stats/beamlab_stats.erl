@@ -301,7 +301,13 @@ means_change(Base, New) ->
     MB = safe_mean(Base),
     MN = safe_mean(New),
     Change = case {MB, MN} of
-                 {B, N} when is_float(B), is_float(N), B /= 0.0 -> (N - B) / B;
+                 {B, N} when is_float(B), is_float(N), B /= 0.0 ->
+                     %% (N - B) / B overflows for means hundreds of orders
+                     %% apart: then there is no finite change to show.
+                     case abs(B) >= 1.0 orelse abs(N) < abs(B) * (?MAX_FLOAT / 2) of
+                         true -> N / B - 1;
+                         false -> undefined
+                     end;
                  _ -> undefined
              end,
     {MB, MN, Change}.
@@ -433,12 +439,24 @@ log_change_ci(#{mean_base := LB, mean_new := LN, se2 := Se2, df := Df}, Conf) ->
 raw_change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
     {undefined, undefined, none};
 raw_change_ci(#{mean_base := MB, mean_new := MN, se2 := Se2, df := Df}, Conf) ->
-    Change = (MN - MB) / abs(MB),
-    H = case Se2 == 0.0 of
-            true -> 0.0;
-            false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(Se2) / abs(MB)
-        end,
-    {Change, {Change - H, Change + H}, welch}.
+    H0 = case Se2 == 0.0 of
+             true -> 0.0;
+             false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(Se2)
+         end,
+    %% Relative to a base mean hundreds of orders smaller, the change (or
+    %% its interval) has no finite value: none is shown.
+    case {relative(MN - MB, MB), relative(H0, MB)} of
+        {Change, H} when is_float(Change), is_float(H), abs(Change) + H < ?MAX_FLOAT / 2 ->
+            {Change, {Change - H, Change + H}, welch};
+        {Change, _} ->
+            {Change, undefined, none}
+    end.
+
+relative(X, MB) ->
+    case abs(MB) >= 1.0 orelse abs(X) < abs(MB) * (?MAX_FLOAT / 4) of
+        true -> X / abs(MB);
+        false -> undefined
+    end.
 
 %% @doc Welch's unequal-variance t test of `New' vs `Base' (two-sided).
 %% Both samples need at least two values. Returns the statistic, the

@@ -178,7 +178,8 @@ cautious(#{p_value := P0, ci := Ci0, verdict := V0}, #{p_value := P1, ci := Ci1,
         andalso (V1 =:= no_difference orelse V1 =:= V0)
         andalso contains(Ci1, Ci0, Eps).
 
-contains(undefined, undefined, _) -> true;
+%% (no finite interval: unbounded, it contains any)
+contains(undefined, _, _) -> true;
 contains({Lo1, Hi1}, {Lo0, Hi0}, Eps) ->
     Tol = Eps * max(1.0, max(abs(Lo0), abs(Hi0))),
     Lo1 =< Lo0 + Tol andalso Hi1 >= Hi0 - Tol;
