@@ -1,5 +1,5 @@
-%%% @doc One AMQP 0-9-1 connection: the only process that touches its
-%%% socket. It negotiates the connection (protocol header, PLAIN
+%%% @doc One AMQP 0-9-1 connection: the process that owns its socket. It
+%%% negotiates the connection (protocol header, PLAIN
 %%% start/start-ok, tune/tune-ok, open), exchanges heartbeats, opens and
 %%% closes numbered channels, routes inbound frames to each channel's owner
 %%% as plain messages, and answers synchronous methods.
@@ -14,6 +14,12 @@
 %%% ({@link write_direct/3}), one `gen_tcp:send/2' per batch, without the
 %%% hop through this process (#33); a gate per channel (an atomic) keeps
 %%% those writes from following the channel's close (see shut_gate/1).
+%%% The owner of a direct channel that is the connection's only one may
+%%% also take the socket's reads ({@link take_reads/2},
+%%% beamlab_amqp_reader): this process then neither reads nor forwards,
+%%% judges the broker's heartbeats by the socket's byte count, and goes on
+%%% reading where the owner stopped when the reads come back (at the first
+%%% frame the owner does not handle, or when it asks).
 %%%
 %%% The process is started unlinked and monitors its owner; it always exits
 %%% `normal' and reports why it ended by message to the owners.

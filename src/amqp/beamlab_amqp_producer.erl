@@ -431,7 +431,7 @@ settle(_Kind, 0, _Ts, St) ->
 settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, N),
     Now = ?NOW_US(),
-    _ = [beamlab_amqp_worker:record(Hs, max(0, Now - T)) || T <- Ts],
+    beamlab_amqp_worker:record_list(Hs, [max(0, Now - T) || T <- Ts]),
     St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
