@@ -41,7 +41,7 @@
       var plot = svg.querySelector('rect.plot');
       var pr = plot ? plot.getBoundingClientRect() : outer;
       Array.prototype.forEach.call(svg.querySelectorAll('circle, path.ci-band, path.errorbar, path.series, path.sweep-line, ' +
-                                                        'path.trend-line, path.spectrum, path.usl-fit, path.scaling-mean, .finding-mark rect'), function (el) {
+                                                        'path.trend-line, path.spectrum, path.usl-fit, path.scaling-mean, path.marker, .finding-mark rect'), function (el) {
         var r = el.getBoundingClientRect();
         if (!r.width && !r.height) return;
         if (!inside(r, pr)) note(name(svg) + ': a ' + (el.getAttribute('class') || el.tagName) + ' outside its axis');
