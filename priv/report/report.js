@@ -240,7 +240,7 @@
     if (shape === 'square') d = 'M' + (x - k) + ',' + (y - k) + 'h' + 2 * k + 'v' + 2 * k + 'h' + (-2 * k) + 'z';
     else if (shape === 'triangle') d = 'M' + x + ',' + (y - 1.3 * r) + 'L' + (x + 1.2 * r) + ',' + (y + r) + 'L' + (x - 1.2 * r) + ',' + (y + r) + 'z';
     else if (shape === 'down') d = 'M' + x + ',' + (y + 1.3 * r) + 'L' + (x + 1.2 * r) + ',' + (y - r) + 'L' + (x - 1.2 * r) + ',' + (y - r) + 'z';
-    else if (shape === 'diamond') d = 'M' + x + ',' + (y - 1.4 * r) + 'L' + (x + 1.4 * r) + ',' + y + 'L' + x + ',' + (y + 1.4 * r) + 'L' + (x - 1.4 * r) + ',' + y + 'z';
+    else if (shape === 'diamond') d = 'M' + x + ',' + (y - 1.3 * r) + 'L' + (x + 1.3 * r) + ',' + y + 'L' + x + ',' + (y + 1.3 * r) + 'L' + (x - 1.3 * r) + ',' + y + 'z';
     else d = 'M' + (x - r) + ',' + (y - r) + 'L' + (x + r) + ',' + (y + r) + 'M' + (x + r) + ',' + (y - r) + 'L' + (x - r) + ',' + (y + r);
     var a = Object.assign({ d: d, 'class': 'marker' }, attrs);
     if (shape === 'cross') { a.stroke = attrs.fill; a['stroke-width'] = 2; a.fill = 'none'; }
@@ -471,7 +471,8 @@
     series.forEach(function (sr) {
       if (!sr.under) return;
       sr.width = (sr.width || 1.5) + 2.5 * sr.under;
-      sr.radius = 3 + 2 * sr.under;
+      // (bigger markers stay inside the plot's 6-pixel padding)
+      sr.radius = 4.5;
     });
   }
 
