@@ -215,6 +215,9 @@
     }
     var x = extent([vals]);
     if (fromZero && x[0] > 0) x[0] = 0;
+    // Values that are never negative (a flat series of zeros) get no axis
+    // below zero.
+    if (vals.length && x[0] < 0 && vals.every(function (v) { return v >= 0; })) x[0] = 0;
     var t = niceTicks(x[0], x[1], count || 5);
     var step = t.length > 1 ? t[1] - t[0] : 1;
     return { lo: Math.min(x[0], t[0]), hi: Math.max(x[1], t[t.length - 1]), map: function (v) { return v; },
@@ -332,7 +335,7 @@
     ya.ticks.forEach(function (t) {
       var py = YA(t[0]);
       svg.appendChild(s('line', { x1: L, x2: L + pw, y1: py, y2: py, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: L - 6, y: py + 4, 'class': 'tick', 'text-anchor': 'end' }, t[1]));
+      svg.appendChild(s('text', { x: L - 6, y: py + 4, 'class': 'tick', 'data-axis': 'y', 'text-anchor': 'end' }, t[1]));
     });
     xa.ticks.forEach(function (t) {
       var px = XA(t[0]);
@@ -486,9 +489,9 @@
     var texts = items.map(function (it) { return valueText(it.value, unit) + (it.ci ? ' [' + fmt(it.ci[0]) + ', ' + fmt(it.ci[1]) + ']' : ''); });
     var longestText = Math.max.apply(null, texts.map(function (t) { return t.length; }).concat([0]));
     var L = Math.min(LABEL_MAX, Math.max(70, 14 + CHAR_PX * longest)), R = Math.max(170, 12 + 6.4 * longestText), rowH = 30, T = 8, W = L + 260 + R;
-    var H = T + items.length * rowH + 26;
+    var H = T + items.length * rowH + 40;
     // A watched node's series are observations, not a benchmark: no better.
-    var card = box(name, [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
+    var card = box(name + (unit ? ' (' + unit + ')' : ''), [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
                    '; error bar: ' + (method || 'interval of the mean'), 'results');
     var vals = [];
     items.forEach(function (it) { vals.push(it.value); if (it.ci) { vals.push(it.ci[0], it.ci[1]); } });
@@ -499,8 +502,8 @@
     var svg = frame(name, W, H);
     var bt = niceTicks(lo, hi, 4), bstep = bt.length > 1 ? bt[1] - bt[0] : 1;
     bt.forEach(function (t) {
-      svg.appendChild(s('line', { x1: X(t), x2: X(t), y1: T, y2: H - 22, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: X(t), y: H - 8, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, bstep)));
+      svg.appendChild(s('line', { x1: X(t), x2: X(t), y1: T, y2: T + items.length * rowH, 'class': 'grid' }));
+      svg.appendChild(s('text', { x: X(t), y: T + items.length * rowH + 14, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, fmtTick(t, bstep)));
     });
     items.forEach(function (it, i) {
       var y = T + i * rowH;
@@ -515,6 +518,7 @@
       }
       svg.appendChild(s('text', { x: W - R + 6, y: y + rowH / 2 + 4, 'class': 'tick' }, texts[i]));
     });
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit || 'value'));
     done(card, svg);
     parent.appendChild(card);
   }
@@ -531,6 +535,8 @@
     var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
     var L = Math.min(LABEL_MAX, Math.max(150, 14 + CHAR_PX * longest)), R = 16, rowH = 30, T = 8, W = L + 394;
     var H = T + rows.length * rowH + 40;
+    // The title names the measure: the unit the axis shows.
+    title = title.replace('{unit}', unit || 'value');
     var card = box(title, subtitle, kind);
     var vals = [];
     rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
@@ -543,7 +549,7 @@
     svg.appendChild(s('rect', { x: L, y: T, width: pw, height: rows.length * rowH, 'class': 'plot' }));
     xa.ticks.forEach(function (t) {
       svg.appendChild(s('line', { x1: X(t[0]), x2: X(t[0]), y1: T, y2: T + rows.length * rowH, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
+      svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, t[1]));
     });
     rows.forEach(function (r, i) {
       var cy = T + i * rowH + rowH / 2;
@@ -607,13 +613,13 @@
     var dt = niceTicks(e[0], e[1], 5), dstep = dt.length > 1 ? dt[1] - dt[0] : 1;
     dt.forEach(function (t) {
       if (t < e[0] || t > e[1]) return;
-      svg.appendChild(s('text', { x: X(t), y: H - 22, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
+      svg.appendChild(s('text', { x: X(t), y: H - 22, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
     });
     svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit));
     // The count axis: samples per bin, 0 and the tallest bin.
     svg.appendChild(s('path', { d: 'M' + (L - 4) + ',' + T + 'V' + (T + histH), 'class': 'axis' }));
     [[0, T + histH], [maxC, T]].forEach(function (c) {
-      svg.appendChild(s('text', { x: L - 8, y: c[1] + 4, 'class': 'tick', 'text-anchor': 'end' }, String(c[0])));
+      svg.appendChild(s('text', { x: L - 8, y: c[1] + 4, 'class': 'tick', 'data-axis': 'y', 'text-anchor': 'end' }, String(c[0])));
     });
     svg.appendChild(s('text', { x: 12, y: T + histH / 2, 'class': 'label y-label', 'text-anchor': 'middle',
                                 transform: 'rotate(-90 12 ' + (T + histH / 2) + ')' }, 'samples'));
@@ -791,12 +797,13 @@
         return { x: c.to, y: p[1], up: (c.change > 0), verdict: c.verdict, color: worse ? '#dc2626' : '#16a34a',
                  title: hi.runs[c.from].label + ' \u2192 ' + hi.runs[c.to].label + ': ' + pct(c.change) + ' (' + verdictText(c.verdict) + ', p=' + fmt(c.p, 3) + ')' };
       });
-      lineChart(g, { title: tr.name + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
+      // The title names the benchmark and its measure (the unit its axis shows).
+      lineChart(g, { title: tr.name + (tr.unit ? ' (' + tr.unit + ')' : '') + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
                      subtitle: function (unit) {
                        return (unit || 'no unit') + ', ' + betterText(tr.better) + '; each run' + String.fromCharCode(8217) +
                          's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean';
                      }, kind: 'trend',
-                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit, yUnit: tr.unit, xAxis: xAxis,
+                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit || tr.name, yUnit: tr.unit, xAxis: xAxis,
                      series: [{ name: 'mean', color: COLORS[0], markers: true, cls: 'trend-line', flags: flags,
                                 x: tr.points.map(function (p) { return p[0]; }), y: tr.points.map(function (p) { return p[1]; }),
                                 band: { lo: tr.points.map(function (p) { return p[2]; }), hi: tr.points.map(function (p) { return p[3]; }) } }] });
@@ -858,7 +865,7 @@
         row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
-          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' per configuration',
+          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' ({unit}) per configuration',
                         run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
@@ -1041,7 +1048,7 @@
           return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
         }));
       } else {
-        intervalChart(d, grp.name, 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
+        intervalChart(d, grp.name + ' ({unit})', 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
         }), 'points');
       }
@@ -1077,7 +1084,7 @@
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
       var card = lineChart(parent, { title: (tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') : '') + grp.name,
-                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit, yUnit: unit,
+                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
                                      series: grp.entries.map(function (e, i) {

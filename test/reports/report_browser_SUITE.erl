@@ -14,7 +14,7 @@
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1]).
+         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, profile_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -24,7 +24,7 @@ groups() ->
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart]}].
+                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart, profile_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -307,6 +307,9 @@ scaling_chart(Config) ->
                                 "-d", "100", "-s", "3"]),
     Dom = report(Config, "squeeze", [F]),
     [Fig | _] = figures(Dom, <<"scaling">>),
+    %% The title names what ran and the measure; the band says its method.
+    ?assertEqual(<<"squeeze: lists:seq(1, 1000).: throughput against workers">>, hd(captions(Fig))),
+    ?assertMatch({match, _}, re:run(Fig, <<"band: [a-z ]*interval">>)),
     ?assertEqual([<<"USL fit">>], attrs(Fig, <<"path">>, <<"usl-fit">>, <<"data-series">>)),
     %% 3 levels x 3 samples, as points.
     {match, [Points]} = re:run(Fig, <<"<g class=\"usl-point\"[^>]*>(.*?)</g>">>, [{capture, all_but_first, binary}]),
@@ -330,6 +333,11 @@ latency_chart(Config) ->
                                 "--param", "message_load.warmup=100"]),
     Dom = report(Config, "latency", [F]),
     [Fig] = figures(Dom, <<"latency">>),
+    ?assertEqual([<<"message_load latency_us: latency percentile spectrum">>], captions(Fig)),
+    %% One unit: the subtitle starts with the one the axis shows.
+    {match, [LUnit]} = re:run(hd(texts(Fig, <<"label y-label">>)), <<"^latency \\((ns|us|ms)\\)$">>,
+                              [{capture, all_but_first, binary}]),
+    ?assertMatch({match, _}, re:run(Fig, <<"<div class=\"muted\">", LUnit/binary, "; max ">>)),
     %% A log latency axis (p50 and p99.9 differ by orders of magnitude).
     ?assertNotEqual(nomatch, binary:match(Fig, <<"data-y-scale=\"log\"">>)),
     [D] = attrs(Fig, <<"path">>, <<"spectrum">>, <<"d">>),
@@ -425,7 +433,7 @@ matrix_chart(Config) ->
     [{ChartPos, _} | _] = binary:matches(Dom, <<"data-kind=\"matrix\"">>),
     ?assert(TablePos < ChartPos),
     [Fig] = figures(Dom, <<"matrix">>),
-    ?assertEqual([<<"lists:seq(1, 300). per configuration">>], captions(Fig)),
+    ?assertEqual([<<"lists:seq(1, 300). (iterations/s) per configuration">>], captions(Fig)),
     ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>], attrs(Fig, <<"g">>, <<"interval-row">>, <<"data-row">>)),
     %% Iterations per 100 ms sample as a rate, as the command line prints it.
     ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label x-label">>)),
@@ -467,7 +475,7 @@ distribution_chart(Config) ->
     ?assertEqual([<<"iterations/s">>], texts(Hist, <<"label x-label">>)),
     ?assertEqual([<<"samples">>], texts(Hist, <<"label y-label">>)),
     [Points] = figures(Dom, <<"points">>),
-    ?assertNotEqual(nomatch, binary:match(Points, <<"<figcaption>rand:uniform().</figcaption>">>)),
+    ?assertNotEqual(nomatch, binary:match(Points, <<"<figcaption>rand:uniform(). (iterations/s)</figcaption>">>)),
     ?assertEqual(5, count(Points, <<"class=\"sample\"">>)).
 
 %% Runs saved in a git work tree after each of three commits, the second
@@ -492,6 +500,9 @@ trend_chart(Config) ->
      end || {I, N} <- [{1, 10}, {2, 10000}, {3, 10}]],
     Dom = report(Config, "trend", [Hist]),
     [Fig] = figures(Dom, <<"trend">>),
+    ?assertEqual([<<"seq (iterations/s) by commit">>], captions(Fig)),
+    ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label y-label">>)),
+    ?assertMatch({match, _}, re:run(Fig, <<"band: 99% interval of that mean">>)),
     ?assertEqual([<<"commit">>], texts(Fig, <<"label x-label">>)),
     ?assertMatch([_], attrs(Fig, <<"path">>, <<"trend-line">>, <<"d">>)),
     ?assertEqual([], attrs(Fig, <<"path">>, <<"change-mark">>, <<"data-verdict">>)),
@@ -503,6 +514,28 @@ trend_chart(Config) ->
     ?assertMatch({match, _}, re:run(Text, <<"2 +run-2 .* within-run only">>)),
     ?assertMatch({match, _}, re:run(Text, <<"3 +run-1 .* within-run only">>)),
     ?assertEqual(nomatch, re:run(Text, <<"SLOWER|faster">>)).
+
+%% #35: a profiled run's report (with perf): the flame graph's table of
+%% top functions scrolls in its box instead of running off an 800-pixel
+%% page (the layout check in report/3), the run's own charts name their
+%% measure and axis, and no axis of a rate runs below zero.
+profile_chart(Config) ->
+    case os:find_executable("perf") of
+        false -> {skip, "perf is not installed (Debian package linux-perf); CI installs it"};
+        _ ->
+            F = run(Config, "profile", ["profile", "--", "run", "lists:seq(1, 1000).", "-s", "3"]),
+            Dom = report(Config, "profile", [F]),
+            ?assertMatch([_], flame_cards(Dom)),
+            [Bars] = figures(Dom, <<"results">>),
+            ?assertEqual([<<"lists:seq(1, 1000). (iterations/s)">>], captions(Bars)),
+            ?assertEqual([<<"iterations/s">>], texts(Bars, <<"label x-label">>)),
+            [Points] = figures(Dom, <<"points">>),
+            ?assertEqual([<<"iterations/s">>], texts(Points, <<"label x-label">>)),
+            [?assertNotMatch(<<"-", _/binary>>, T) || T <- xticks(Bars) ++ xticks(Points)]
+    end.
+
+flame_cards(Dom) ->
+    [F || [F] <- re_all(Dom, <<"(<figure class=\"card flamecard\" data-kind=\"flame\">.*?</figure>)">>)].
 
 %% Helpers
 
