@@ -402,7 +402,9 @@ notes(Runs, Rows, Unpaired) ->
             "(suite -n 5, matrix -n 5, check --against) or compare a history of 3+ runs: ~ts",
             [lists:join(", ", Within)]) || Within =/= []],
        [fmt("inconclusive: the machine was overloaded (a load_high, machine_overloaded or "
-            "noisy_measurement finding, of a run or of a matrix's repetitions) and the wall-clock difference is not far outside the noise: ~ts",
+            "noisy_measurement finding, of a run or of a matrix's repetitions) and the "
+            "wall-clock difference is not far outside the noise, or goes the way the load "
+            "pushes (the loaded run slower): ~ts",
             [lists:join(", ", Loaded)]) || Loaded =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
        [fmt("~b benchmark(s) missing from some runs: ~ts",
