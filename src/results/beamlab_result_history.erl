@@ -218,7 +218,9 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                                    end,
                     overloaded => beamlab_result_compare:overloaded(R0)
                         orelse beamlab_result_compare:overloaded(R1),
-                    wall_clock => WallClock},
+                    wall_clock => WallClock,
+                    loaded => [base || beamlab_result_compare:overloaded(R0)]
+                        ++ [new || beamlab_result_compare:overloaded(R1)]},
             Conf = case Ctx of
                        #{replication := runs} -> RunsConf;
                        _ -> HistConf
