@@ -25,7 +25,11 @@ groups() ->
 init_per_suite(Config) ->
     _ = beamlab_test_util:escript(),
     Dir = beamlab_test_util:tmp_dir("results"),
-    F = fun beamlab_results_fixtures:result/2,
+    %% The fixtures carry a noisy_measurement finding; these cases are about
+    %% the verdicts of quiet runs (a loaded run's slower is inconclusive at
+    %% any size since #35's load direction rule: beamlab_result_compare_tests
+    %% and beamlab_env_matrix_tests cover load).
+    F = fun(Kind, Opts) -> (beamlab_results_fixtures:result(Kind, Opts))#{findings := []} end,
     Docs = [{"bench-a", F(<<"bench">>, #{})},
             {"bench-b", F(<<"bench">>, #{factor => 1.2})},
             {"bench-same", F(<<"bench">>, #{})},
@@ -76,7 +80,7 @@ compare_every_kind(Config) ->
     ?assertNotEqual(nomatch, binary:match(S, <<"suite-b (partial)">>)),
     ?assertNotEqual(nomatch, binary:match(S, <<"partial (interrupted) run: suite-b">>)),
     %% suite-b is 30% faster (lower ns), matrix-b 30% more ops/s: beyond
-    %% the run-to-run noise two separate runs are judged with (99%).
+    %% the run-to-run noise two separate runs are judged with (95%, 2.5%).
     ?assertEqual(3, count(S, <<"faster">>)),
     #{out := M} = cli(["compare", file(Config, "matrix-a"), file(Config, "matrix-b")]),
     ?assertEqual(4, count(M, <<"faster">>)),
