@@ -138,31 +138,44 @@ shape(bench, Pairs) ->
 shape(check, Pairs) ->
     [pair(check, against, "HEAD") | Pairs];
 shape(amqp, Pairs) ->
-    %% the TLS files are for an amqps:// URI (the command line refuses
-    %% them without one, before it reads them: a rule of its own)
-    case [P || {#{name := tls}, _, _} = P <- Pairs] of
-        [] -> Pairs;
-        _ -> [pair(amqp, uri, "amqps://127.0.0.1") | [P || {#{name := N}, _, _} = P <- Pairs, N =/= uri, N =/= uris]]
+    %% one URI: the TLS combination's (extra/1, first) when it drew one
+    case lists:splitwith(fun({#{name := N}, _, _}) -> N =/= uri end, Pairs) of
+        {Before, [Uri | After]} -> Before ++ [Uri | [P || {#{name := N}, _, _} = P <- After, N =/= uri]];
+        {_, []} -> Pairs
     end;
 shape(_, Pairs) ->
     Pairs.
 
 %% What a kind's map may hold besides its flags' options: amqp's `tls'
-%% map, which the command line's --tls-* flags make (files in the test's
-%% temporary directory: not PEM, missing, a directory; a certificate
-%% without its key; --tls-insecure).
+%% map, which the command line's --tls-* flags make, drawn as a
+%% combination with an amqp:// or amqps:// URI (or the default one): a CA
+%% file (PEM, not PEM, missing, a directory), a client certificate with
+%% its key or one without the other, a server name, --tls-insecure. With
+%% `sasl' (-se) and `use_default_ssl_context' (-udsc), drawn as options
+%% of the schema, the property covers the TLS rules (#31).
 extra(amqp) ->
-    {ok, Tls} = beamlab_schema:find(tls, beamlab_experiment_amqp:options()),
-    ?LET(F, oneof(["names", "missing", "."]),
-         begin
-             P = filename:join(qf_dir(), F),
-             frequency([{6, []}, {1, [{Tls, #{cacertfile => P}, {argv, ["--tls-ca-file", P]}}]},
-                        {1, [{Tls, #{certfile => P}, {argv, ["--tls-cert-file", P]}}]},
-                        {2, [{Tls, #{verify => verify_none}, {argv, ["--tls-insecure"]}}]}])
-         end);
+    ?LET({Uri, Ca, Client, Sni, Insecure},
+         {frequency([{2, none}, {3, "amqps://127.0.0.1"}, {2, "amqp://127.0.0.1"}]),
+          frequency([{3, none}, {2, "ec.pem"}, {1, oneof(["names", "missing", "."])}]),
+          frequency([{3, none}, {2, both}, {1, oneof([cert, key])}]),
+          frequency([{4, false}, {1, true}]), frequency([{3, false}, {1, true}])},
+         tls_pairs(Uri, Ca, Client, Sni, Insecure));
 extra(_) ->
     [].
 
+%% The pairs of a TLS combination: the URI's, then the `tls' map's (its
+%% flags as one argv).
+tls_pairs(Uri, Ca, Client, Sni, Insecure) ->
+    {ok, Tls} = beamlab_schema:find(tls, beamlab_experiment_amqp:options()),
+    F = fun(Name) -> filename:join(qf_dir(), Name) end,
+    Fields = [{cacertfile, "--tls-ca-file", F(Ca)} || Ca =/= none]
+        ++ [{certfile, "--tls-cert-file", F("ec.pem")} || lists:member(Client, [both, cert])]
+        ++ [{keyfile, "--tls-key-file", F("ec.key")} || lists:member(Client, [both, key])]
+        ++ [{server_name_indication, "-sni", "b.example"} || Sni]
+        ++ [{verify, "--tls-insecure", verify_none} || Insecure],
+    Map = maps:from_list([{K, V} || {K, _, V} <- Fields]),
+    Argv = lists:append([case V of verify_none -> [Flag]; _ -> [Flag, V] end || {_, Flag, V} <- Fields]),
+    [pair(amqp, uri, Uri) || Uri =/= none] ++ [{Tls, Map, {argv, Argv}} || Fields =/= []].
 %%--------------------------------------------------------------------
 %% Generators: {Option, the library's value, the command line's text}
 
@@ -282,6 +295,9 @@ checked_value(output_file) ->
          begin P = filename:join(qf_dir(), F), {P, P} end);
 checked_value(watch) ->
     frequency([{4, {"rabbit@127.0.0.1", "rabbit@127.0.0.1"}}, {1, {"nohost", "nohost"}}]);
+checked_value(sasl) ->
+    %% (the command line's -se)
+    {external, none};
 checked_value(id) ->
     ?LET(I, oneof(["run-1", "", "a\nb", lists:duplicate(201, $i), "ünï"]), {I, I}).
 
@@ -585,12 +601,22 @@ qf_files() ->
     Dir = qf_dir(),
     ok = filelib:ensure_path(Dir),
     Files = [{"names", <<"qa\n\nqb\n">>}, {"empty", <<"\n">>},
-             {"bad", [lists:duplicate(256, $q), "\n"]}],
+             {"bad", [lists:duplicate(256, $q), "\n"]}] ++ ec_cert(),
     [ok = file:write_file(filename:join(Dir, F), C) || {F, C} <- Files],
     Dir.
 
+%% A certificate and its key (PEM), also a CA file: what the TLS
+%% combinations need to be accepted.
+ec_cert() ->
+    Ec = [{key, {namedCurve, secp256r1}}],
+    #{client_config := C} = public_key:pkix_test_data(#{server_chain => #{root => Ec, intermediates => [], peer => Ec},
+                                                         client_chain => #{root => Ec, intermediates => [], peer => Ec}}),
+    {KT, KD} = proplists:get_value(key, C),
+    [{"ec.pem", public_key:pem_encode([{'Certificate', proplists:get_value(cert, C), not_encrypted}])},
+     {"ec.key", public_key:pem_encode([{KT, KD, not_encrypted}])}].
+
 qf_clean(Dir) ->
-    _ = [ok = file:delete(filename:join(Dir, F)) || F <- ["names", "empty", "bad"]],
+    _ = [ok = file:delete(filename:join(Dir, F)) || F <- ["names", "empty", "bad", "ec.pem", "ec.key"]],
     ok = file:del_dir(Dir).
 
 %% The library's TLS files are checked before anything connects (the
@@ -726,3 +752,100 @@ library_message_flags_test() ->
     ?assertEqual("invalid value 'yes' for persistent: expected true or false", flat(beamlab:format_error(R))),
     {ok, #{run := {amqp, #{config := C}}}} = beamlab_experiment_opts:amqp(#{persistent => true, mandatory => true}),
     ?assertMatch(#{persistent := true, mandatory := true}, C).
+
+%% The TLS rules (#31), every combination of an amqp:// or amqps:// URI
+%% (or the default), a CA file, a client certificate (with its key or
+%% alone), a server name, --tls-insecure, -se and -udsc: the kind's, the
+%% same line from both fronts (the flag on the command line, the key in
+%% the library).
+tls_rules_fronts_agree_test_() ->
+    {setup, fun qf_files/0, fun qf_clean/1,
+     fun(_) ->
+             {timeout, 120,
+              fun() ->
+                      Sasl = pair(amqp, sasl, external),
+                      Udsc = pair(amqp, use_default_ssl_context, true),
+                      Outcomes =
+                          [begin
+                               Pairs = tls_pairs(Uri, Ca, Client, Sni, Insecure)
+                                   ++ [{S, external, none} || {S, _, _} <- [Sasl], Se]
+                                   ++ [{U, true, none} || {U, _, _} <- [Udsc], D],
+                               Cli = cli(amqp, Pairs),
+                               ?assertEqual({Pairs, Cli}, {Pairs, api(amqp, Pairs)}),
+                               Cli
+                           end || Uri <- [none, "amqp://127.0.0.1", "amqps://127.0.0.1"], Ca <- [none, "ec.pem"],
+                                  Client <- [none, both, cert], Sni <- [false, true], Insecure <- [false, true],
+                                  Se <- [false, true], D <- [false, true]],
+                      Lines = lists:usort([L || {refused, L} <- Outcomes]),
+                      ?assert(lists:member(accepted, Outcomes)),
+                      [?assert(lists:member(L, Lines))
+                       || L <- ["--tls-ca-file needs an amqps:// URI", "-sni needs an amqps:// URI",
+                                "--tls-insecure needs an amqps:// URI", "-udsc needs an amqps:// URI",
+                                "--tls-cert-file and --tls-key-file go together",
+                                "-se logs in with the client certificate: give --tls-cert-file and "
+                                "--tls-key-file (and an amqps:// URI)",
+                                "--tls-insecure verifies nothing: drop --tls-ca-file and -udsc, or drop "
+                                "--tls-insecure"]],
+                      %% the library's lines name its keys
+                      Line = fun(Map) ->
+                                     {error, R} = beamlab_experiment_opts:amqp(Map),
+                                     flat(beamlab:format_error(R))
+                             end,
+                      ?assertEqual("tls: cacertfile needs an amqps:// URI",
+                                   Line(#{tls => #{cacertfile => "ca.pem"}})),
+                      ?assertEqual("use_default_ssl_context needs an amqps:// URI",
+                                   Line(#{use_default_ssl_context => true})),
+                      ?assertEqual("sasl logs in with the client certificate: give certfile in tls and keyfile "
+                                   "in tls (and an amqps:// URI)", Line(#{uri => "amqps://h", sasl => external})),
+                      ?assertEqual("verify in tls verifies nothing: drop cacertfile in tls and "
+                                   "use_default_ssl_context, or drop verify in tls",
+                                   Line(#{uri => "amqps://h", use_default_ssl_context => true,
+                                          tls => #{verify => verify_none}})),
+                      %% the URIs the load connects to: `uris' when given
+                      ?assertEqual("tls: verify needs an amqps:// URI",
+                                   Line(#{uri => "amqps://h", uris => ["amqp://a"], tls => #{verify => verify_none}})),
+                      ?assertMatch({ok, _}, beamlab_experiment_opts:amqp(#{uris => ["amqps://a"],
+                                                                          tls => #{verify => verify_none}})),
+                      %% an experiment made by hand is checked alike (the kind's check/2)
+                      {ok, #{run := {amqp, A}} = Exp} = beamlab_experiment_opts:amqp(#{}),
+                      #{config := C} = A,
+                      Bad = Exp#{run := {amqp, A#{config := C#{tls := #{verify => verify_none}}}}},
+                      {error, R} = beamlab_experiment:check(Bad),
+                      ?assertEqual("tls: verify needs an amqps:// URI", flat(beamlab:format_error(R)))
+              end}
+     end}.
+
+%% --json-body's options are the kind's (#31): the same lines from both
+%% fronts, the load's `body' made alike.
+json_body_fronts_agree_test() ->
+    Jb = pair(amqp, json_body, true),
+    Big = [setelement(3, Jb, none), pair(amqp, body_count, 100000), pair(amqp, body_size, 100000)],
+    ?assertEqual({refused, "-jb: 100000 bodies of 100000 bytes are more than 1 GiB to keep in memory; "
+                           "lower -bc or -s"}, cli(amqp, Big)),
+    ?assertEqual(cli(amqp, Big), api(amqp, Big)),
+    Over = [setelement(3, Jb, none), pair(amqp, body_field_count, 100001)],
+    ?assertEqual({refused, "invalid value '100001' for -bfc: at most 100000 (fields kept in memory)"}, cli(amqp, Over)),
+    ?assertEqual(cli(amqp, Over), api(amqp, Over)),
+    {ok, #{run := {amqp, #{config := C}}}} = beamlab_experiment_opts:amqp(#{json_body => true, body_count => 5}),
+    ?assertEqual({json, 1000, 5}, maps:get(body, C)),
+    {error, R} = beamlab_experiment_opts:amqp(#{json_body => true, body_files => ["/etc/hostname"]}),
+    ?assertEqual("give either body_files or json_body, not both", flat(beamlab:format_error(R))).
+
+%% The acknowledgement and queue rules (#31: the command line's until now)
+%% are the kind's: the same line from both fronts.
+ack_and_queue_rules_fronts_agree_test() ->
+    Cases = [{[pair(amqp, multi_ack, 10), pair(amqp, prefetch, 5)],
+              "-A 10 must be less than or equal to -q 5 (the consumer would wait forever for more messages)"},
+             {[pair(amqp, multi_ack, 2), {element(1, pair(amqp, autoack, true)), true, none}],
+              "-A (multi-ack) and -a (autoack) exclude each other"},
+             {[{element(1, pair(amqp, quorum, true)), true, none}, {element(1, pair(amqp, stream, true)), true, none}],
+              "use quorum queues or stream queues, not both (-qq, -sq)"},
+             {[{element(1, pair(amqp, predeclared, true)), true, none}], "-p needs the queue(s): -u, -qf or -qp"}],
+    [begin
+         ?assertEqual({refused, Line}, cli(amqp, Pairs)),
+         ?assertEqual(cli(amqp, Pairs), api(amqp, Pairs))
+     end || {Pairs, Line} <- Cases],
+    {error, R} = beamlab_experiment_opts:amqp(#{predeclared => true}),
+    ?assertEqual("predeclared needs the queue(s): queue, queue_file or queue_pattern", flat(beamlab:format_error(R))),
+    ?assertMatch({ok, _}, beamlab_experiment_opts:amqp(#{predeclared => true, queue => "q"})),
+    ?assertMatch({ok, _}, beamlab_experiment_opts:amqp(#{multi_ack => 5, prefetch => 5})).

@@ -132,7 +132,17 @@ texts() ->
                   #{name => sni, key => server_name_indication, short => "sni",
                     long => "server-name-indication", type => string, metavar => "NAME",
                     parse => fun(S) -> {ok, string:trim(hd(string:split(S, ",", leading)))} end,
-                    help => "TLS server name (SNI), also the name the broker's certificate must have"}]}].
+                    help => "TLS server name (SNI), also the name the broker's certificate must have"}]},
+     %% (what the load does without a CA file: said, so that it can be
+     %% refused beside --tls-insecure; not a key of the load)
+     #{name => use_default_ssl_context, short => "udsc", long => "use-default-ssl-context",
+       type => boolean, default => false,
+       help => "verify the broker with the system's trust store (the default without --tls-ca-file)"},
+     %% (the command line's -se is `external')
+     #{name => sasl, short => "se", long => "sasl-external", type => {enum, [plain, external]},
+       cli_type => boolean, default => false,
+       parse => fun(true) -> {ok, external}; (_) -> {ok, plain} end,
+       help => "log in with SASL EXTERNAL (the client certificate's name)"}].
 
 %% PerfTest's text forms and the files the load reads (#31): each key
 %% takes the library's value (steps `[{Value, Seconds}]', a number of
@@ -163,6 +173,7 @@ forms() ->
      %% load's `body')
      #{name => body_files, short => "B", long => "body", type => term, cli_type => string,
        parse => fun entries/1, check => fun check_bodies/1, metavar => "FILE,FILE...",
+       conflicts => [{json_body, "give either ~ts or ~ts, not both"}],
        help => "send the contents of these files as bodies, in turn"},
      #{name => body_content_type, short => "T", long => "body-content-type",
        type => {one_of, [string, Undef]}, cli_type => string, check => fun check_short_text/1,
@@ -445,8 +456,9 @@ check_watch(N) ->
 %% @doc The options given with the values of PerfTest's text forms and
 %% files made the load's (`beamlab_amqp_config'): text as binaries, a
 %% publishing interval a float, a headers map an AMQP table, the body
-%% files (`body_files', `body_content_type') read into `body'. The command
-%% line makes its load's values here too.
+%% files (`body_files', `body_content_type') read into `body', or
+%% `json_body' (`body_field_count', `body_count') made its `{json, F, C}'.
+%% The command line makes its load's values here too.
 -spec config_values(#{atom() => term()}) -> {ok, #{atom() => term()}} | {error, beamlab_schema:error_reason()}.
 config_values(Opts) ->
     Bin = fun(T) -> unicode:characters_to_binary(T) end,
@@ -467,6 +479,10 @@ config_values(Opts) ->
                          (_, V) -> V
                       end, Opts),
     case maps:get(body_files, Opts, undefined) of
+        undefined when map_get(json_body, Opts) =:= true ->
+            %% (--json-body's documents: made when the load starts)
+            Count = fun(K) -> {ok, #{default := D}} = beamlab_schema:find(K, bounded()), maps:get(K, Opts, D) end,
+            {ok, Values#{body => {json, Count(body_field_count), Count(body_count)}}};
         undefined ->
             {ok, Values};
         Files ->
@@ -804,6 +820,26 @@ bounded() ->
        default => 0,
        metavar => "N",
        help => "messages each consumer channel receives, then stops (0: no limit)"},
+     %% (the acknowledgements and the queues' kind: check_config/1's rules)
+     #{name => autoack, short => "a", long => "autoack", type => boolean, default => false,
+       help => "consume without acknowledgements"},
+     #{name => multi_ack, short => "A", long => "multi-ack-every", type => non_neg_integer,
+       default => 0, metavar => "N", help => "acknowledge every N messages at once (multiple)"},
+     #{name => predeclared, short => "p", long => "predeclared", type => boolean, default => false,
+       help => "use existing queues as they are (no declaration, no binding)"},
+     #{name => quorum, short => "qq", long => "quorum-queue", type => boolean, default => false,
+       help => "declare quorum queues"},
+     #{name => stream, short => "sq", long => "stream-queue", type => boolean, default => false,
+       help => "declare stream queues (over AMQP 0-9-1; prefetch 200 unless -q)"},
+     %% (the load's `body' {json, Fields, Count}, made by config_values/1)
+     #{name => json_body, short => "jb", long => "json-body", type => boolean, default => false,
+       help => "random JSON documents of about -s bytes as bodies"},
+     #{name => body_field_count, short => "bfc", long => "body-field-count", type => pos_integer,
+       max => 100000, max_why => "fields kept in memory", default => 1000, metavar => "N",
+       help => "fields to draw the JSON bodies from"},
+     #{name => body_count, short => "bc", long => "body-count", type => pos_integer,
+       max => 100000, max_why => "bodies kept in memory", default => 100, metavar => "N",
+       help => "JSON bodies generated in advance"},
      %% Last: the command line reads these four as text and checks them
      %% once it has read every flag; the order here is the order of the
      %% checks, the same for both front ends.
@@ -834,18 +870,89 @@ bounded() ->
        help => "rate limit of each consumer channel"}].
 
 %% @doc Checks the options given (load generator's keys, as given) against
-%% the schema: types and bounds, each with its reason. The command line
+%% the schema: types and bounds, each with its reason, then the rules
+%% that tie the TLS options together, then the TLS files. The command line
 %% checks its flags' values here too, so both refuse the same values for
 %% the same reason.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
     Declared = declared(),
-    beamlab_schema:check(Declared, maps:with([N || #{name := N} <- Declared], Given)).
+    Opts = maps:with([N || #{name := N} <- Declared], Given),
+    %% (the TLS rules once the values they read are known good, before
+    %% the TLS files are read: the command line's order)
+    {Tls, Others} = lists:partition(fun(#{name := N}) -> N =:= tls end, Declared),
+    case beamlab_schema:check(Others, maps:without([tls], Opts)) of
+        ok ->
+            case tls_rules(Opts) of
+                ok -> beamlab_schema:check(Tls, maps:with([tls], Opts));
+                {error, _} = E -> E
+            end;
+        {error, _} = E ->
+            E
+    end.
+
+%% The rules that tie the TLS options together (#31; the command line's
+%% lines, naming the flags there and the keys here): TLS options need an
+%% amqps:// URI among those the load connects to (`uris', else `uri'),
+%% SASL EXTERNAL a client certificate, and `verify_none' (--tls-insecure)
+%% no CA to verify with. Values of the wrong type are the schema's to
+%% refuse: no rule reads them.
+tls_rules(Opts) ->
+    Tls = maps:get(tls, Opts, #{}),
+    Udsc = maps:get(use_default_ssl_context, Opts, false) =:= true,
+    case {is_map(Tls), uris_in_use(Opts)} of
+        {true, {ok, Uris}} ->
+            Amqps = lists:any(fun(U) -> string:prefix(string:lowercase(unicode:characters_to_list(U)),
+                                                      "amqps:") =/= nomatch end, Uris),
+            {ok, TlsOpt} = beamlab_schema:find(tls, texts()),
+            Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, texts()), {opt, O} end,
+            Field = fun(K) -> {field, TlsOpt, K} end,
+            %% (`verify_peer' is the default: no option of its own)
+            Given = [K || #{key := K} <- maps:get(fields, TlsOpt),
+                          maps:get(K, Tls, undefined) =/= undefined,
+                          maps:get(K, Tls, undefined) =/= verify_peer],
+            Insecure = maps:get(verify, Tls, verify_peer) =:= verify_none,
+            if
+                not Amqps, Given =/= [] ->
+                    {error, {invalid, TlsOpt, Tls, {check, {field, hd(Given), "needs an amqps:// URI"}}}};
+                not Amqps, Udsc ->
+                    {error, {rule, "~ts needs an amqps:// URI", [Opt(use_default_ssl_context)]}};
+                true ->
+                    case maps:get(sasl, Opts, plain) =:= external andalso not is_map_key(certfile, Tls) of
+                        true ->
+                            {error, {rule, "~ts logs in with the client certificate: give ~ts and ~ts "
+                                           "(and an amqps:// URI)",
+                                     [Opt(sasl), Field(certfile), Field(keyfile)]}};
+                        false when Insecure, Udsc orelse is_map_key(cacertfile, Tls) ->
+                            {error, {rule, "~ts verifies nothing: drop ~ts and ~ts, or drop ~ts",
+                                     [Field(verify), Field(cacertfile), Opt(use_default_ssl_context),
+                                      Field(verify)]}};
+                        false ->
+                            ok
+                    end
+            end;
+        _ ->
+            ok
+    end.
+
+%% The URIs the load connects to: `uris' when given, else `uri' (its
+%% default when not given); `error' when one is not text.
+uris_in_use(Opts) ->
+    Uris = case maps:get(uris, Opts, []) of
+               U when U =:= []; U =:= undefined ->
+                   [maps:get(uri, Opts, maps:get(uri, config_defaults()))];
+               L -> L
+           end,
+    case is_list(Uris) andalso lists:all(fun is_text/1, Uris) of
+        true -> {ok, Uris};
+        false -> error
+    end.
 
 %% @doc Checks a whole configuration for a run that cannot work: a
-%% frame_max below AMQP's smallest, nothing to run, or a consumer count
-%% (`cmessages') that can never be reached without a duration (the run
-%% would wait forever without a word).
+%% frame_max below AMQP's smallest, TLS options without an amqps:// URI
+%% or contradicting each other, bodies of more than 1 GiB in all, nothing
+%% to run, or a consumer count (`cmessages') that can never be reached
+%% without a duration (the run would wait forever without a word).
 -spec check_config(beamlab_amqp_perf:options()) -> ok | {error, beamlab_schema:error_reason()}.
 check_config(Cfg) ->
     G = fun(K) -> maps:get(K, maps:merge(config_defaults(), Cfg)) end,
@@ -855,12 +962,48 @@ check_config(Cfg) ->
             {error, {rule, "invalid value '~ts' for ~ts: 0 (the broker's) or at least 4096 "
                            "(AMQP's smallest frame_max)", [{value, F}, {opt, FrameMax}]}};
         _ ->
-            first_error([check_held(G), check_work(G)])
+            first_error([tls_rules(maps:with([uri, uris, tls, sasl], maps:merge(config_defaults(), Cfg))),
+                         check_acks_and_queues(G), check_held(G), check_work(G)])
+    end.
+
+%% Acknowledgements that can be given, one kind of queue, the queues of
+%% -p named.
+check_acks_and_queues(G) ->
+    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, declared()), {opt, O} end,
+    MultiAck = G(multi_ack),
+    Prefetch = G(prefetch),
+    Unnamed = lists:all(fun(K) -> G(K) =:= undefined end, [queue, queues, queue_pattern]),
+    case {G(autoack), G(quorum), G(stream), G(predeclared), G(closed_loop)} of
+        {true, _, _, _, _} when MultiAck > 0 ->
+            {error, {rule, "~ts (multi-ack) and ~ts (autoack) exclude each other", [Opt(multi_ack), Opt(autoack)]}};
+        _ when is_integer(MultiAck), is_integer(Prefetch), MultiAck > 0, Prefetch > 0, MultiAck > Prefetch ->
+            {error, {rule, "~ts ~ts must be less than or equal to ~ts ~ts (the consumer would wait forever "
+                           "for more messages)", [Opt(multi_ack), {value, MultiAck}, Opt(prefetch), {value, Prefetch}]}};
+        {_, true, true, _, _} ->
+            {error, {rule, "use quorum queues or stream queues, not both (~ts, ~ts)", [Opt(quorum), Opt(stream)]}};
+        {_, _, _, true, 0} when Unnamed ->
+            {error, {rule, "~ts needs the queue(s): ~ts, ~ts or ~ts",
+                     [Opt(predeclared), Opt(queue), Opt(queue_file), Opt(queue_pattern)]}};
+        _ ->
+            ok
     end.
 
 %% Each body size has one padding, shared by every producer of a VM: the
 %% sizes of -s and -vs add up to what is held at once.
 check_held(G) ->
+    Opt = fun(K) -> {ok, O} = beamlab_schema:find(K, declared()), {opt, O} end,
+    case {G(body), G(body_size)} of
+        {{json, _, Count}, Size} when is_integer(Count), is_integer(Size),
+                                      Count * Size > ?MAX_HELD orelse Count * 200 > ?MAX_HELD ->
+            %% (a JSON body is about -s bytes, at least 200)
+            {error, {rule, "~ts: ~ts bodies of ~ts bytes are more than 1 GiB to keep in memory; "
+                           "lower ~ts or ~ts",
+                     [Opt(json_body), {value, Count}, {value, Size}, Opt(body_count), Opt(body_size)]}};
+        _ ->
+            check_sizes(G)
+    end.
+
+check_sizes(G) ->
     case G(variable_size) of
         Steps when is_list(Steps) ->
             Sizes = lists:usort([G(body_size) | [S || {S, _} <- Steps]]),
@@ -968,7 +1111,8 @@ config_defaults() ->
     maps:without([out, nodes], beamlab_amqp_config:defaults()).
 
 %% @doc A run that cannot work is refused before anything starts
-%% (check_config/1).
+%% (check_config/1: the same rules new/1 applies, TLS's included, for an
+%% experiment made by hand).
 -spec check(amqp(), beamlab_experiment:experiment()) -> ok | {error, {amqp, {option, beamlab_schema:error_reason()}}}.
 check(#{config := Cfg}, _Exp) ->
     case check_config(Cfg) of

@@ -79,8 +79,9 @@
              | {check, check_why()}.
 %% A rule of a kind's own that names options: `Format' is an io_lib
 %% format whose `~ts' take, in order, the `Args' (an option's shown name
-%% for `{opt, Option}', the text of `{value, V}').
--type arg() :: {opt, option()} | {value, term()}.
+%% for `{opt, Option}', a key of a map option for `{field, Option, Key}':
+%% its field's flag, or `Key in Option' naming keys; the text of `{value, V}').
+-type arg() :: {opt, option()} | {field, option(), atom()} | {value, term()}.
 -type error_reason() :: {unknown_option, term()}
                       | {invalid, option(), term(), why()}
                       | {conflict, option(), option(), string()}
@@ -315,6 +316,8 @@ error_line({requires, A, Bs, Why}, Names) ->
 error_line({rule, Format, Args}, Names) ->
     io_lib:format(Format, [case A of
                                {opt, O} -> shown(O, Names);
+                               {field, O, K} when Names =:= flag -> field_shown(O, K);
+                               {field, O, K} -> [atom_to_list(K), " in ", shown(O, key)];
                                {value, V} -> value_text(V)
                            end || A <- Args]);
 error_line(Other, _) ->

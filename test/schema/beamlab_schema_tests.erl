@@ -49,6 +49,16 @@ rule_lines_name_options_test() ->
     ?assertEqual("-r 5 is too much", line(R, flag)),
     ?assertEqual("rate 5 is too much", line(R, key)).
 
+%% A rule naming a key of a map option: its field's flag on the command
+%% line, `Key in Option' in the library.
+rule_lines_name_fields_test() ->
+    {ok, Rate} = beamlab_schema:find(rate, schema()),
+    Tls = #{name => tls, type => map,
+            fields => [#{name => tls_ca_file, key => cacertfile, long => "tls-ca-file", type => string}]},
+    R = {rule, "~ts needs ~ts", [{opt, Rate}, {field, Tls, cacertfile}]},
+    ?assertEqual("-r needs --tls-ca-file", line(R, flag)),
+    ?assertEqual("rate needs cacertfile in tls", line(R, key)).
+
 %% Values that are not text are printed, on one line, bounded.
 values_quoted_on_one_line_test() ->
     {error, R} = beamlab_schema:check(schema(), #{concurrency => "a\nb"}),

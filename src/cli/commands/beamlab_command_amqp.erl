@@ -20,10 +20,6 @@
 %% stderr says why nothing changes) or `{refused, Why}' (one line, exit 2).
 -type audit() :: same | {differently | no_effect | refused, string()}.
 
-%% What one run holds in memory at once for its --json-body bodies (#34;
-%% the -B files and the -s/-vs paddings are the kind's checks).
--define(MAX_HELD, 1073741824).          % 1 GiB
-
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -196,10 +192,8 @@ flag_options() ->
      Kind(global_qos),
      Kind(confirm),
      Kind(confirm_timeout),
-     #{name => autoack, short => "a", long => "autoack", type => boolean, default => false,
-       help => "consume without acknowledgements"},
-     #{name => multi_ack, short => "A", long => "multi-ack-every", type => non_neg_integer,
-       default => 0, metavar => "N", help => "acknowledge every N messages at once (multiple)"},
+     Kind(autoack),
+     Kind(multi_ack),
      #{name => nack, short => "na", long => "nack", type => boolean, default => false,
        help => "nack the messages instead of acknowledging them"},
      #{name => requeue, short => "re", long => "requeue", type => Bool, metavar => "true|false",
@@ -215,12 +209,9 @@ flag_options() ->
      Kind(variable_size),
      Kind(body_files),
      Kind(body_content_type),
-     #{name => json_body, short => "jb", long => "json-body", type => boolean, default => false,
-       help => "random JSON documents of about -s bytes as bodies"},
-     #{name => body_field_count, short => "bfc", long => "body-field-count", type => pos_integer,
-       max => 100000, max_why => "fields kept in memory", default => 1000, metavar => "N", help => "fields to draw the JSON bodies from"},
-     #{name => body_count, short => "bc", long => "body-count", type => pos_integer,
-       max => 100000, max_why => "bodies kept in memory", default => 100, metavar => "N", help => "JSON bodies generated in advance"},
+     Kind(json_body),
+     Kind(body_field_count),
+     Kind(body_count),
      Kind(message_properties),
      Kind(duration),
      Kind(pmessages),
@@ -232,12 +223,9 @@ flag_options() ->
        metavar => "N", help => "first number of the queue pattern"},
      #{name => queue_pattern_to, short => "qpt", long => "queue-pattern-to", type => integer,
        metavar => "N", help => "last number of the queue pattern"},
-     #{name => predeclared, short => "p", long => "predeclared", type => boolean, default => false,
-       help => "use existing queues as they are (no declaration, no binding)"},
-     #{name => quorum, short => "qq", long => "quorum-queue", type => boolean, default => false,
-       help => "declare quorum queues"},
-     #{name => stream, short => "sq", long => "stream-queue", type => boolean, default => false,
-       help => "declare stream queues (over AMQP 0-9-1; prefetch 200 unless -q)"},
+     Kind(predeclared),
+     Kind(quorum),
+     Kind(stream),
      Kind(queue_args),
      Kind(max_length_bytes),
      Kind(max_age),
@@ -277,16 +265,13 @@ flag_options() ->
        type => pos_integer, max => 268435456, max_why => "256 MiB", metavar => "BYTES", help => "TCP send buffer"},
      #{name => tcp_receive_buffer, short => "trbs", long => "tcp-receive-buffer-size",
        type => pos_integer, max => 268435456, max_why => "256 MiB", metavar => "BYTES", help => "TCP receive buffer"},
-     #{name => use_default_ssl_context, short => "udsc", long => "use-default-ssl-context",
-       type => boolean, default => false,
-       help => "verify the broker with the system's trust store (the default without --tls-ca-file)"},
+     Kind(use_default_ssl_context),
      Kind(tls_ca_file),
      Kind(tls_cert_file),
      Kind(tls_key_file),
      Kind(tls_insecure),
      Kind(sni),
-     #{name => sasl_external, short => "se", long => "sasl-external", type => boolean,
-       default => false, help => "log in with SASL EXTERNAL (the client certificate's name)"},
+     Kind(sasl),
      Kind(recovery_interval),
      #{name => disable_recovery, short => "dcr", long => "disable-connection-recovery",
        type => boolean, default => false, help => "stop the run on a lost connection "
@@ -468,12 +453,10 @@ config(P0) ->
                             [_, _ | _] -> Named;
                             _ -> undefined
                         end},
-    %% (TLS flags without an amqps:// URI or beside flags they contradict:
-    %% said before their files are read)
-    ok = tls_rules(G, [Uri | Uris]),
+    %% (the TLS rules among them: the kind's, said before its files are read)
     refuse(beamlab_experiment_amqp:check_options(maps:merge(Given, Texts))),
-    %% PerfTest's text forms and the -B files as the load takes them, as
-    %% the library's are made
+    %% PerfTest's text forms, the -B files and --json-body's bodies as the
+    %% load takes them, as the library's are made
     Loaded = case beamlab_experiment_amqp:config_values(Given) of
                  {ok, Values} -> Values;
                  {error, LoadErr} -> beamlab_cli_schema:refuse(LoadErr)
@@ -488,19 +471,6 @@ config(P0) ->
                 undefined -> [];
                 L -> L
             end,
-    G(multi_ack) > 0 andalso G(autoack) =:= true andalso
-        beamlab_cli_error:usage("-A (multi-ack) and -a (autoack) exclude each other", []),
-    G(multi_ack) > 0 andalso G(prefetch) > 0 andalso G(multi_ack) > G(prefetch) andalso
-        beamlab_cli_error:usage("--multi-ack-every ~b must be less than or equal to --qos ~b "
-                                "(the consumer would wait forever for more messages)",
-                                [G(multi_ack), G(prefetch)]),
-    G(quorum) andalso G(stream) andalso
-        beamlab_cli_error:usage("use quorum queues or stream queues, not both (-qq, -sq)", []),
-    length([x || X <- [Pattern, Queues], X =/= undefined]) > 1 andalso
-        beamlab_cli_error:usage("give one of -u, --queue-file or --queue-pattern", []),
-    G(predeclared) =:= true andalso Pattern =:= undefined andalso Queues =:= undefined
-        andalso G(closed_loop) =:= undefined andalso
-        beamlab_cli_error:usage("-p needs the queue(s): -u, --queue-file or --queue-pattern", []),
     Stream = G(stream),
     Type = atom_to_binary(G(exchange_type)),
     Exchange = case G(exchange) of
@@ -547,7 +517,7 @@ config(P0) ->
         variable_latency => Load(variable_latency, undefined),
         body_size => G(body_size),
         variable_size => Load(variable_size, undefined),
-        body => body(G, Load(body, undefined)),
+        body => Load(body, stamp),
         message_properties => Load(message_properties, #{}),
         duration => G(duration), pmessages => G(pmessages), cmessages => G(cmessages),
         producer_tx => G(producer_tx), consumer_tx => G(consumer_tx),
@@ -577,9 +547,10 @@ config(P0) ->
         recovery_interval => Load(recovery_interval, {1000, 1000}),
         startup_timeout => G(startup_timeout), servers_up => G(servers_up),
         shutdown_timeout => G(shutdown_timeout)},
-      tls(G, Given)),
-    %% A run that cannot work (nothing to run, -D never reached): the
-    %% kind's check, as the library's.
+      tls(Given)),
+    %% A run that cannot work (-A with -a, -qq with -sq, -p without its
+    %% queues, nothing to run, -D never reached): the kind's check, as the
+    %% library's.
     refuse(beamlab_experiment_amqp:check_config(Cfg)),
     Cfg.
 
@@ -662,53 +633,12 @@ queues(undefined) ->
 queues(Names) ->
     [bin(string:trim(N)) || N <- string:split(Names, ",", all)].
 
-%% The bodies: the stamp, -B's files (read as the library's are,
-%% beamlab_experiment_amqp:config_values/1) or --json-body's documents.
-body(G, Files) ->
-    case {Files, G(json_body)} of
-        {undefined, false} ->
-            stamp;
-        {undefined, true} ->
-            G(body_count) * max(G(body_size), 200) > ?MAX_HELD andalso
-                beamlab_cli_error:usage("--json-body: ~b bodies of ~b bytes are more than 1 GiB "
-                                        "to keep in memory; lower --body-count or -s",
-                                        [G(body_count), G(body_size)]),
-            {json, G(body_field_count), G(body_count)};
-        {Files, false} ->
-            Files;
-        {_, true} ->
-            beamlab_cli_error:usage("give either --body files or --json-body, not both", [])
-    end.
-
-%% TLS: the options of amqps:// URIs, and SASL EXTERNAL.
-tls_rules(G, Uris) ->
-    Tls = lists:any(fun(U) -> string:prefix(string:lowercase(U), "amqps:") =/= nomatch end, Uris),
-    Files = [{G(tls_ca_file), "--tls-ca-file"}, {G(tls_cert_file), "--tls-cert-file"},
-             {G(tls_key_file), "--tls-key-file"}],
-    TlsOnly = [Flag || {F, Flag} <- Files, F =/= undefined]
-        ++ ["--server-name-indication" || G(sni) =/= undefined]
-        ++ ["--tls-insecure" || G(tls_insecure)]
-        ++ ["--use-default-ssl-context" || G(use_default_ssl_context)],
-    case {Tls, TlsOnly} of
-        {false, [Flag | _]} -> beamlab_cli_error:usage("~ts needs an amqps:// URI", [Flag]);
-        _ -> ok
-    end,
-    %% (a certificate without its key: the kind's `tls' check, in the
-    %% schema's order, as the library's)
-    G(sasl_external) andalso G(tls_cert_file) =:= undefined andalso
-        beamlab_cli_error:usage("--sasl-external logs in with the client certificate: give "
-                                "--tls-cert-file and --tls-key-file (and an amqps:// URI)", []),
-    G(tls_insecure) andalso (G(tls_ca_file) =/= undefined orelse G(use_default_ssl_context)) andalso
-        beamlab_cli_error:usage("--tls-insecure verifies nothing: drop --tls-ca-file and "
-                                "--use-default-ssl-context, or drop --tls-insecure", []),
-    ok.
-
 %% The TLS options: the kind's `tls' map of the flags given (its files
 %% checked by the kind: regular, PEM, the key matching its certificate,
 %% #34), verifying the broker unless --tls-insecure; SASL EXTERNAL.
-tls(G, Given) ->
+tls(Given) ->
     #{tls => maps:merge(#{verify => verify_peer}, maps:get(tls, Given, #{})),
-      sasl => case G(sasl_external) of true -> external; false -> plain end}.
+      sasl => maps:get(sasl, Given, plain)}.
 
 %% --nodes N or a@h,b@h: the kind's `nodes' (checked there).
 node_value(undefined) ->

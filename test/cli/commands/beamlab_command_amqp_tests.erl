@@ -248,6 +248,9 @@ new_options_test() ->
     ?assertMatch(#{heartbeat := 0, frame_max := 0, tcp := #{nodelay := false, sndbuf := 65536}},
                  config(["-b", "0", "-M", "0", "-tnd", "false", "-tsbs", "65536"])),
     ?assertMatch(#{body := {json, 1000, 100}}, config(["-jb"])),
+    ?assertMatch(#{body := {json, 7, 5}}, config(["-jb", "-bc", "5", "-bfc", "7"])),
+    %% (-bc and -bfc without -jb: ignored, as PerfTest does)
+    ?assertMatch(#{body := stamp}, config(["-bc", "5"])),
     ?assertMatch(#{exit_when := idle}, config(["-ew", "idle"])),
     ?assertMatch(#{interval := 2.5, duration := 1000.0}, config(["-i", "2.5", "-z", "1e3"])),
     ?assertMatch(#{message_properties := #{priority := 5, headers := [{<<"h">>, longstr, <<"v">>}]}},
@@ -285,14 +288,22 @@ id_test() ->
 
 option_conflicts_test() ->
     ?assertMatch("use quorum queues or stream queues" ++ _, usage_error(["-qq", "-sq"])),
-    ?assertMatch("--multi-ack-every 10 must be less than or equal to --qos 5" ++ _,
+    ?assertMatch("-A 10 must be less than or equal to -q 5" ++ _,
                  usage_error(["-A", "10", "-q", "5"])),
     ?assertMatch("--tls-ca-file needs an amqps:// URI", usage_error(["--tls-ca-file", "ca.pem"])),
-    ?assertMatch("--sasl-external logs in with the client certificate" ++ _,
-                 usage_error(["-h", "amqps://h", "-se"])),
+    ?assertEqual("-se logs in with the client certificate: give --tls-cert-file and --tls-key-file "
+                 "(and an amqps:// URI)", usage_error(["-h", "amqps://h", "-se"])),
+    %% (the URIs the load connects to: -H's when given, else -h)
+    ?assertEqual("-sni needs an amqps:// URI", usage_error(["-h", "amqps://h", "-H", "amqp://a", "-sni", "b"])),
+    ?assertMatch(#{tls := #{server_name_indication := "b"}}, config(["-H", "amqp://a,amqps://b", "-sni", "b"])),
+    ?assertEqual("-udsc needs an amqps:// URI", usage_error(["-udsc"])),
+    ?assertEqual("--tls-insecure verifies nothing: drop --tls-ca-file and -udsc, or drop --tls-insecure",
+                 usage_error(["-h", "amqps://h", "--tls-insecure", "-udsc"])),
+    ?assertEqual("--tls-insecure needs an amqps:// URI", usage_error(["--tls-insecure"])),
+    ?assertMatch(#{sasl := plain, tls := #{verify := verify_peer}}, config(["-h", "amqps://h", "-udsc"])),
     ?assertMatch("--tls-cert-file and --tls-key-file go together",
                  usage_error(["-h", "amqps://h", "--tls-cert-file", "c.pem"])),
-    ?assertMatch("give either --body files or --json-body, not both",
+    ?assertMatch("give either -B or -jb, not both",
                  usage_error(["-B", "/etc/hostname", "-jb"])),
     ?assertEqual("-B: /nonexistent/x: no such file or directory", usage_error(["-B", "/nonexistent/x"])),
     ?assertMatch("-qf: /dev/null: not a regular file", usage_error(["-qf", "/dev/null"])),
