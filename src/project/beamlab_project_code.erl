@@ -83,10 +83,8 @@ normalize(Bin) ->
     try beam_lib:all_chunks(Bin) of
         {ok, _, Chunks} ->
             Kept = [{Id, chunk(Id, Data)} || {Id, Data} <- Chunks, not lists:member(Id, ?UNLOADED)],
-            case beam_lib:build_module(Kept) of
-                {ok, New} -> New;
-                _ -> Bin
-            end;
+            {ok, New} = beam_lib:build_module(Kept),
+            New;
         _ ->
             Bin
     catch
