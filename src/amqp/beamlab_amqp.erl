@@ -16,9 +16,10 @@
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
          publish_frames/5, ack_frame/3, nack_frame/4, send/2, send/3,
+         take_reads/1, reads/2, give_back_reads/1,
          format_error/1]).
 
--export_type([conn/0, channel/0, written/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
+-export_type([conn/0, channel/0, written/0, reader/0, params/0, connect_opts/0, tls_opts/0, tcp_opts/0, arguments/0, reason/0, info/0,
               queue_opts/0, declare_ok/0, exchange_opts/0, delete_opts/0, qos_opts/0,
               consume_opts/0, publish_opts/0, get_ok/0, sync_opts/0]).
 
@@ -85,10 +86,18 @@
                 | {encode, beamlab_amqp_method:encode_error()}
                 | {protocol, binary()}
                 | {socket, inet:posix() | term()}
+                %% take_reads/1 refused: not the caller's direct channel on
+                %% plain TCP, the connection has other channels, or the
+                %% channel waits for a reply.
+                | {reads, not_direct | shared | waiting}
+                %% A synchronous call by a channel owner that holds the reads.
+                | reads_taken
                 %% A connection lost for a local reason (socket_closed,
                 %% heartbeat_timeout, ...) and its explanation.
                 | {atom(), binary()}
                 | closed.
+%% The reads of a direct channel taken by its owner (take_reads/1).
+-type reader() :: beamlab_amqp_reader:reader().
 -type info() :: #{host := inet:hostname() | inet:ip_address(), port := inet:port_number(),
                   user := binary(), vhost := binary(),
                   frame_max := non_neg_integer(), channel_max := char(),
@@ -507,6 +516,40 @@ send(Ch, Frames, Written) ->
     element(2, Ch) ! {'$amqp_send', element(3, Ch), Frames, Written},
     ok.
 
+%% @doc The caller, owner of direct channel `Ch' and the only channel of
+%% its plain TCP connection, reads the socket itself from now on (#33):
+%% the socket's messages come to it, and {@link reads/2} turns them into
+%% the messages the connection process would have sent (`amqp_deliver',
+%% `amqp_confirm', `amqp_return'), without the hop through that process.
+%% Every other frame (a reply, the broker's close, `connection.blocked',
+%% heartbeats aside) gives the reads back to the connection, which goes on
+%% from it. While it holds the reads the owner makes no synchronous call
+%% (`{error, reads_taken}'): {@link give_back_reads/1} first; and it gives
+%% them back before it ends (its socket would close with it). `{error, _}'
+%% (the channel is not direct, the connection is TLS or has other
+%% channels): the connection keeps reading, nothing changed.
+-spec take_reads(channel()) -> {ok, reader()} | {error, reason()}.
+take_reads({amqp_channel, _, _, _, {_, _, Owner}} = Ch) when Owner =:= self() ->
+    beamlab_amqp_conn:take_reads(Ch, ?TIMEOUT);
+take_reads(_Ch) ->
+    %% Not direct (or TLS, where direct is ignored), or not the caller's.
+    {error, {reads, not_direct}}.
+
+%% @doc Handles a message of the owner's mailbox if it is its socket's
+%% (see {@link take_reads/1}): `{ok, Msgs, Reader1}' with the channel's
+%% messages it carried, in order, to be handled as if they had come from
+%% the connection; `Reader1' is `none' once the reads went back to the
+%% connection. `ignore' for any other message.
+-spec reads(term(), reader()) -> {ok, [tuple()], reader() | none} | ignore.
+reads(Msg, Reader) ->
+    beamlab_amqp_reader:handle(Msg, Reader).
+
+%% @doc Gives the reads back to the connection process (before a
+%% synchronous call, or at the owner's end); `none' is the state after.
+-spec give_back_reads(reader() | none) -> none.
+give_back_reads(Reader) ->
+    beamlab_amqp_reader:give_back(Reader).
+
 bool(true) -> 1;
 bool(false) -> 0.
 
@@ -633,6 +676,15 @@ error_line({Code, Text}) when is_atom(Code), is_binary(Text) ->
                 _ -> binary_to_list(Text)
             end,
     [case C of C when C < 32; C =:= 127 -> $\s; C -> C end || C <- Chars];
+error_line({reads, not_direct}) ->
+    "the channel's owner cannot read the socket: not its direct channel on a plain TCP connection";
+error_line({reads, shared}) ->
+    "the channel's owner cannot read the socket: the connection has other channels";
+error_line({reads, waiting}) ->
+    "the channel's owner cannot read the socket: the channel waits for a reply";
+error_line(reads_taken) ->
+    "a synchronous call by the owner of the channel's reads (give them back first: "
+    "beamlab_amqp:give_back_reads/1)";
 error_line(closed) ->
     "the connection or channel is closed";
 error_line(Other) ->

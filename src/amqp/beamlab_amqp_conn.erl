@@ -1,5 +1,5 @@
-%%% @doc One AMQP 0-9-1 connection: the only process that touches its
-%%% socket. It negotiates the connection (protocol header, PLAIN
+%%% @doc One AMQP 0-9-1 connection: the process that owns its socket. It
+%%% negotiates the connection (protocol header, PLAIN
 %%% start/start-ok, tune/tune-ok, open), exchanges heartbeats, opens and
 %%% closes numbered channels, routes inbound frames to each channel's owner
 %%% as plain messages, and answers synchronous methods.
@@ -14,6 +14,12 @@
 %%% ({@link write_direct/3}), one `gen_tcp:send/2' per batch, without the
 %%% hop through this process (#33); a gate per channel (an atomic) keeps
 %%% those writes from following the channel's close (see shut_gate/1).
+%%% The owner of a direct channel that is the connection's only one may
+%%% also take the socket's reads ({@link take_reads/2},
+%%% beamlab_amqp_reader): this process then neither reads nor forwards,
+%%% judges the broker's heartbeats by the socket's byte count, and goes on
+%%% reading where the owner stopped when the reads come back (at the first
+%%% frame the owner does not handle, or when it asks).
 %%%
 %%% The process is started unlinked and monitors its owner; it always exits
 %%% `normal' and reports why it ended by message to the owners.
@@ -23,7 +29,7 @@
 -include("beamlab_amqp.hrl").
 
 -export([start/2, sync/4, keep/4, open_channel/3, open_channel/4, close_channel/2, close/2, close_all/2,
-         info/1, pending/1, write_direct/3]).
+         info/1, pending/1, write_direct/3, take_reads/2]).
 -export([init_it/2, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(ACTIVE_N, 64).
@@ -103,6 +109,12 @@
              batch_bytes :: pos_integer(),
              %% This process's reductions at the last idle check.
              reds = 0 :: non_neg_integer(),
+             %% The reads taken by the owner of channel N (take_reads/2):
+             %% the socket's bytes received at the last tick (heartbeats),
+             %% and the socket's messages that came back meanwhile (held,
+             %% newest first, handled once the reads are back).
+             lent = none :: none | {char(), non_neg_integer()},
+             held = [] :: [tuple()],
              closing = none :: none | {gen_server:from() | none, term()}}).
 
 %%====================================================================
@@ -125,7 +137,8 @@
 -type socket() :: gen_tcp:socket() | ssl:sslsocket().
 -type request() :: {sync, char(), beamlab_amqp_method:method(), [atom()]}
                  | {keep, char(), all | non_neg_integer()}
-                 | {open_channel, pid(), boolean()} | {close_channel, char()} | info | close.
+                 | {open_channel, pid(), boolean()} | {close_channel, char()} | {take_reads, char()}
+                 | info | close.
 
 -spec start(params(), pid()) -> {ok, pid()} | {error, beamlab_amqp:reason()}.
 start(Params, Owner) ->
@@ -187,6 +200,16 @@ write_direct(Sock, Gate, Data) ->
         _ ->
             dropped
     end.
+
+%% @doc The owner of direct channel `Ch', the only channel of its plain
+%% TCP connection, takes the socket's reads (see beamlab_amqp_reader): the
+%% connection process no longer reads nor forwards the channel's frames.
+%% `{error, Why}' when the connection has other channels, is TLS, or the
+%% channel waits for a reply.
+-spec take_reads(beamlab_amqp:channel(), timeout()) ->
+          {ok, beamlab_amqp_reader:reader()} | {error, beamlab_amqp:reason()}.
+take_reads(Ch, Timeout) ->
+    call(element(2, Ch), {take_reads, element(3, Ch)}, Timeout).
 
 %% @doc Close a channel (channel.close, waits for close-ok).
 -spec close_channel(beamlab_amqp:channel(), timeout()) -> ok | {error, beamlab_amqp:reason()}.
@@ -267,6 +290,7 @@ request_name({sync, _, Method, _}) -> element(1, Method);
 request_name({open_channel, _, _}) -> 'channel.open';
 request_name({keep, _, _}) -> 'basic.consume';
 request_name({close_channel, _}) -> 'channel.close';
+request_name({take_reads, _}) -> take_reads;
 request_name(close) -> 'connection.close';
 request_name(Other) -> Other.
 
@@ -617,6 +641,10 @@ send_raw({Tr, Sock}, Data) ->
           {noreply, #st{}} | {reply, {ok, beamlab_amqp:info()} | {error, closed}, #st{}}.
 handle_call(_Req, _From, #st{closing = {_, _}} = St) ->
     {reply, {error, closed}, St};
+handle_call(_Req, {Pid, _}, #st{lent = {N, _}, channels = Chs} = St)
+  when is_map_key(N, Chs), Pid =:= (map_get(N, Chs))#ch.owner ->
+    %% The caller reads the socket: the reply would wait for it forever.
+    {reply, {error, reads_taken}, St};
 handle_call(Req, From, #st{paused = true, sock = Sock, tr = Tr} = St) ->
     %% Its reply needs the socket read.
     _ = setopts(Tr, Sock, [{active, ?ACTIVE_N}]),
@@ -667,6 +695,37 @@ handle_call({close_channel, N}, From, St) ->
         _ ->
             {reply, {error, closed}, St}
     end;
+handle_call({take_reads, N}, {Pid, _}, #st{tr = Tr, sock = Sock, channels = Chs, lent = Lent} = St) ->
+    case Chs of
+        #{N := #ch{state = open, owner = Pid, gate = G, waiters = W, handle = H, keep = Keep,
+                   content = Content} = Ch}
+          when Tr =:= gen_tcp, G =/= none, map_size(Chs) =:= 1, Lent =:= none ->
+            case queue:is_empty(W) of
+                true ->
+                    %% Reading stops; the socket's messages waiting here
+                    %% move to the owner (in order, before the reply), and
+                    %% the bytes not handled yet go with the reply.
+                    _ = inet:setopts(Sock, [{active, false}]),
+                    case gen_tcp:controlling_process(Sock, Pid) of
+                        ok ->
+                            _ = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
+                            R = beamlab_amqp_reader:new(Sock, self(), N, H, Keep, St#st.frame_max,
+                                                        {St#st.buf, Content}),
+                            {reply, {ok, R}, put_ch(Ch#ch{content = none},
+                                                    St#st{buf = <<>>, paused = false,
+                                                          lent = {N, recv_oct(Sock)}})};
+                        {error, _} ->
+                            %% The socket closed: its tcp_closed follows.
+                            {reply, {error, closed}, St}
+                    end;
+                false ->
+                    {reply, {error, {reads, waiting}}, St}
+            end;
+        #{N := #ch{state = open}} ->
+            {reply, {error, {reads, shared}}, St};
+        _ ->
+            {reply, {error, closed}, St}
+    end;
 handle_call(info, _From, St) ->
     #st{params = P} = St,
     {reply, {ok, #{host => maps:get(host, P), port => maps:get(port, P),
@@ -713,6 +772,19 @@ handle_info({'$amqp_send', N, Data}, St) ->
 handle_info({'$amqp_send', N, Data, Written}, St) ->
     {Acc, Size, Done} = add_send(N, Data, Written, St, {[], 0, []}),
     drain(St, Acc, Size, Done, 1);
+handle_info(Msg, #st{lent = {_, _}, sock = Sock, held = Held} = St)
+  when element(2, Msg) =:= Sock, (element(1, Msg) =:= tcp orelse element(1, Msg) =:= tcp_closed
+                                  orelse element(1, Msg) =:= tcp_error
+                                  orelse element(1, Msg) =:= tcp_passive) ->
+    %% Moved here by the reader giving the reads back: handled after the
+    %% bytes it had not handled (its '$amqp_reads_back' follows).
+    {noreply, St#st{held = [Msg | Held]}};
+handle_info({'$amqp_reads_back', N, Buf, Content, Extra}, #st{lent = {N, _}, held = Held} = St) ->
+    St1 = case St#st.channels of
+              #{N := Ch} -> put_ch(Ch#ch{content = Content}, St);
+              _ -> St
+          end,
+    reads_back(frames(Buf, St1#st{lent = none, held = [], idle_ticks = 0}), lists:reverse(Held) ++ Extra);
 handle_info({T, Sock, Data}, #st{sock = Sock, buf = Buf} = St) when T =:= tcp; T =:= ssl ->
     Buf1 = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
     frames(Buf1, St#st{idle_ticks = 0});
@@ -728,21 +800,13 @@ handle_info({T, Sock, Reason}, #st{sock = Sock} = St) when T =:= tcp_error; T =:
     lost(socket_error, io_lib:format("~ts", [socket_error_text(Reason)]), St);
 handle_info(tick, #st{closing = {_, _}} = St) ->
     {noreply, St};
-handle_info(tick, #st{paused = true} = St) ->
-    %% Not reading: the broker's heartbeats wait in the socket, unseen.
-    schedule_tick(St),
-    {noreply, maybe_heartbeat(St)};
-handle_info(tick, #st{heartbeat = Hb, idle_ticks = Idle} = St) ->
-    schedule_tick(St),
-    %% Ticks come every heartbeat/2: four idle ticks are two missed heartbeats.
-    case Idle + 1 >= 4 of
-        true ->
-            Text = io_lib:format("missed heartbeats from ~s (no data for ~b s)",
-                                 [peer(St), (Idle + 1) * Hb div 2]),
-            shutdown(heartbeat_timeout, iolist_to_binary(Text), St);
-        false ->
-            {noreply, (maybe_heartbeat(St))#st{idle_ticks = Idle + 1}}
-    end;
+handle_info(tick, #st{lent = {N, Oct0}, sock = Sock, idle_ticks = Idle} = St) ->
+    %% The owner reads: the socket's byte count says whether the broker
+    %% sent anything since the last tick.
+    Oct = recv_oct(Sock),
+    tick(St#st{lent = {N, Oct}, idle_ticks = case Oct of Oct0 -> Idle; _ -> 0 end});
+handle_info(tick, St) ->
+    tick(St);
 handle_info(idle_check, #st{reds = Reds0} = St) ->
     _ = erlang:send_after(?HIBERNATE_AFTER_MS, self(), idle_check),
     {reductions, Reds} = erlang:process_info(self(), reductions),
@@ -766,6 +830,10 @@ handle_info({gate, N}, St) ->
         _ ->
             {noreply, St}
     end;
+handle_info({'DOWN', Mon, process, _, _}, #st{mons = Mons, lent = {N, _}} = St)
+  when map_get(Mon, Mons) =:= N ->
+    %% The owner held the reads: its socket closed with it.
+    lost(socket_closed, "closed with the channel owner that read it", St);
 handle_info({'DOWN', Mon, process, _, _}, #st{mons = Mons} = St) ->
     case Mons of
         #{Mon := N} ->
@@ -857,6 +925,37 @@ write(Data, St) ->
         {error, _} -> ok
     end,
     St#st{sent = true}.
+
+tick(#st{paused = true} = St) ->
+    %% Not reading: the broker's heartbeats wait in the socket, unseen.
+    schedule_tick(St),
+    {noreply, maybe_heartbeat(St)};
+tick(#st{heartbeat = Hb, idle_ticks = Idle} = St) ->
+    schedule_tick(St),
+    %% Ticks come every heartbeat/2: four idle ticks are two missed heartbeats.
+    case Idle + 1 >= 4 of
+        true ->
+            Text = io_lib:format("missed heartbeats from ~s (no data for ~b s)",
+                                 [peer(St), (Idle + 1) * Hb div 2]),
+            shutdown(heartbeat_timeout, iolist_to_binary(Text), St);
+        false ->
+            {noreply, (maybe_heartbeat(St))#st{idle_ticks = Idle + 1}}
+    end.
+
+recv_oct(Sock) ->
+    case inet:getstat(Sock, [recv_oct]) of
+        {ok, [{recv_oct, N}]} -> N;
+        _ -> 0
+    end.
+
+%% The reads are back (beamlab_amqp_reader): after the bytes the owner had
+%% not handled, the socket's messages held meanwhile, then reading goes on.
+reads_back({noreply, St}, [Msg | Rest]) ->
+    reads_back(handle_info(Msg, St), Rest);
+reads_back({noreply, #st{paused = false} = St}, []) ->
+    {noreply, read_on(St)};
+reads_back(Done, _) ->
+    Done.
 
 maybe_heartbeat(St) ->
     St1 = case St#st.sent of
@@ -971,16 +1070,8 @@ channel_frame(_Type, _, #ch{state = S} = Ch, St) when S =:= closing; S =:= gated
 channel_frame(Type, _, Ch, St) ->
     protocol_error(505, io_lib:format("unexpected ~s frame on channel ~b", [Type, Ch#ch.num]), St).
 
-%% The body frames kept so far, newest first: all of them, or up to Keep
-%% bytes, copied (a part of a frame refers to the whole of what the
-%% socket read).
-kept(all, Payload, Acc) ->
-    [Payload | Acc];
 kept(Keep, Payload, Acc) ->
-    case Keep - iolist_size(Acc) of
-        Room when Room > 0 -> [binary:copy(binary:part(Payload, 0, min(Room, byte_size(Payload)))) | Acc];
-        _ -> Acc
-    end.
+    beamlab_amqp_reader:kept(Keep, Payload, Acc).
 
 content_done(_M, _Props, _Body, #ch{state = closing} = Ch, St) ->
     {ok, put_ch(Ch, St)};

@@ -54,7 +54,10 @@
              %% Acks/nacks not yet handed to the connection (newest
              %% first) and their number.
              settles = [] :: [binary()],
-             settles_n = 0 :: non_neg_integer()}).
+             settles_n = 0 :: non_neg_integer(),
+             %% The channel's reads, when this process reads its socket
+             %% itself (take/1), or none.
+             reader = none :: beamlab_amqp:reader() | none}).
 
 %% @doc Starts a consumer for `Spec'. It sends `{self(), ready}' to its
 %% parent once the broker confirmed the subscription (basic.consume-ok),
@@ -113,13 +116,13 @@ subscribes_at_once(_) -> false.
 
 %% A late consumer subscribes (or polls) when its delay is over.
 start(#st{spec = #{start_delay_ms := 0, polling := false}} = St) ->
-    loop(St);
+    loop(take(St));
 start(#st{spec = #{start_delay_ms := Delay}} = St) ->
     receive
         stop -> finish(St)
     after Delay ->
         case subscribe(St) of
-            {ok, St1} -> loop(St1);
+            {ok, St1} -> loop(take(St1));
             {error, R} -> exit({shutdown, R})
         end
     end.
@@ -183,6 +186,21 @@ quiet(Ch, E) ->
     after 0 -> E
     end.
 
+%% A subscribed consumer that makes no synchronous call while it runs
+%% (none of -n, --polling, --exit-when empty) reads its socket itself
+%% when its channel is the only one of its connection (PerfTest's
+%% default, a connection per consumer): no hop through the connection
+%% process per burst of deliveries (#33). The reads go back before the
+%% calls of its end.
+take(#st{reader = none, subscribed = true, ch = Ch,
+         spec = #{tx := 0, polling := false, exit_when := When}} = St) when When =/= empty ->
+    case beamlab_amqp:take_reads(Ch) of
+        {ok, R} -> St#st{reader = R};
+        {error, _} -> St
+    end;
+take(St) ->
+    St.
+
 %% While deliveries are waiting, their acks are gathered and handed to
 %% the connection together once the mailbox is empty (or SETTLE_BATCH of
 %% them), so that they take one socket write: the same frames, one
@@ -198,19 +216,37 @@ loop(St) ->
         loop(flush(St))
     end.
 
-handle({amqp_deliver, Ch, Tag, Redelivered, _Ex, _Key, Props, Body}, #st{ch = Ch} = St) ->
+handle(Msg, #st{reader = R} = St) when R =/= none ->
+    case beamlab_amqp:reads(Msg, R) of
+        {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1});
+        ignore -> handle_msg(Msg, St)
+    end;
+handle(Msg, St) ->
+    handle_msg(Msg, St).
+
+%% The deliveries of one read, as if each had come as a message: those
+%% after the last one the consumer is to take (-C) wait in the mailbox,
+%% as they would have.
+handle_read([Msg | Rest], #st{left = L} = St) when L =/= 0 ->
+    handle_read(Rest, handle_msg(Msg, St));
+handle_read(Rest, St) ->
+    _ = [self() ! Msg || Msg <- Rest],
+    St.
+
+handle_msg({amqp_deliver, Ch, Tag, Redelivered, _Ex, _Key, Props, Body}, #st{ch = Ch} = St) ->
     deliver(Tag, Redelivered, Props, Body, St);
-handle({amqp_closed, Ch, Code, Text}, #st{ch = Ch} = St) ->
-    connection_lost(Code, Text, St);
-handle({amqp_cancelled, Ch, _}, #st{ch = Ch} = St) ->
+handle_msg({amqp_closed, Ch, Code, Text}, #st{ch = Ch} = St) ->
+    %% The connection closed the socket (or has the reads back).
+    connection_lost(Code, Text, St#st{reader = none});
+handle_msg({amqp_cancelled, Ch, _}, #st{ch = Ch} = St) ->
     exit({shutdown, {consumer_cancelled, maps:get(queue, St#st.spec)}});
-handle(poll, St) ->
+handle_msg(poll, St) ->
     poll(St);
-handle(exit_check, St) ->
+handle_msg(exit_check, St) ->
     exit_check(St);
-handle(stop, St) ->
+handle_msg(stop, St) ->
     finish(St);
-handle(_Other, St) ->
+handle_msg(_Other, St) ->
     St.
 
 deliver(Tag, _Redelivered, Props, Body, #st{ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
@@ -364,16 +400,18 @@ connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx}
     case St#st.subscribed andalso not subscribes_at_once(Spec) of
         true ->
             case subscribe(St1) of
-                {ok, St2} -> St2;
+                {ok, St2} -> take(St2);
                 {error, R} -> exit({shutdown, R})
             end;
-        false -> St1
+        false -> take(St1)
     end;
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).
 
 -spec finish(#st{}) -> no_return().
-finish(#st{ch = Ch, unacked = U, last_tag = Tag} = St) ->
+finish(#st{ch = Ch, unacked = U, last_tag = Tag, reader = R} = St0) ->
+    %% The calls below need the connection reading the socket.
+    St = St0#st{reader = beamlab_amqp:give_back_reads(R)},
     St1 = flush(case U > 0 of
                     true -> settle(Tag, true, U, St);
                     false -> St

@@ -93,7 +93,10 @@
              %% asked for; notices asked for and not yet received.
              unnoticed = 0 :: non_neg_integer(),
              unnoticed_bytes = 0 :: non_neg_integer(),
-             unwritten = 0 :: non_neg_integer()}).
+             unwritten = 0 :: non_neg_integer(),
+             %% The channel's reads, when this process reads its socket
+             %% itself (take/1), or none.
+             reader = none :: beamlab_amqp:reader() | none}).
 
 %% @doc Starts a producer for `Spec' with the agent's context (counters,
 %% histograms, bodies, agent pid), shared under `CtxKey'. It sends
@@ -151,7 +154,7 @@ run({ok, Conn, Ch}, Ctx, Spec) ->
                 stop -> close(St0);
                 ok ->
                     Start = StartUs + Delay * 1000,
-                    loop(St0#st{limiter = limiter(maps:get(schedule, Spec), Start),
+                    loop((take(St0))#st{limiter = limiter(maps:get(schedule, Spec), Start),
                                 sizes = case Size of
                                             {fixed, _} -> fixed;
                                             {variable, Steps} -> beamlab_amqp_cycle:new(Steps, StartUs)
@@ -207,6 +210,19 @@ select(Ch, [Mode | Rest]) ->
         ok -> select(Ch, Rest);
         {error, _} = E -> E
     end.
+
+%% A producer that makes no synchronous call while it runs (no -m) reads
+%% its socket itself when its channel is the only one of its connection
+%% (PerfTest's default, a connection per producer): its confirms and
+%% returns come without a hop through the connection process per burst
+%% (#33). The reads go back before the channel's close.
+take(#st{reader = none, ch = Ch, spec = #{tx := 0}} = St) ->
+    case beamlab_amqp:take_reads(Ch) of
+        {ok, R} -> St#st{reader = R};
+        {error, _} -> St
+    end;
+take(St) ->
+    St.
 
 %% The main loop: handle what arrived, then publish if the window, the
 %% schedule and the message count allow.
@@ -278,6 +294,8 @@ window_full(#st{full_since = Since, spec = #{confirm_timeout := Secs}} = St) ->
     receive
         Msg -> loop(handle(Msg, St))
     after max(0, Left) ->
+        %% The socket would close with this process.
+        _ = beamlab_amqp:give_back_reads(St#st.reader),
         exit({shutdown, {confirm_timeout, Secs}})
     end.
 
@@ -365,19 +383,28 @@ commit(#st{tx_left = L} = St) ->
 dec(infinity) -> infinity;
 dec(N) -> N - 1.
 
-handle({amqp_confirm, Ch, Kind, Seq, Multiple}, #st{ch = Ch} = St) ->
+handle(Msg, #st{reader = R} = St) when R =/= none ->
+    case beamlab_amqp:reads(Msg, R) of
+        {ok, Msgs, R1} -> lists:foldl(fun handle_msg/2, St#st{reader = R1}, Msgs);
+        ignore -> handle_msg(Msg, St)
+    end;
+handle(Msg, St) ->
+    handle_msg(Msg, St).
+
+handle_msg({amqp_confirm, Ch, Kind, Seq, Multiple}, #st{ch = Ch} = St) ->
     confirm(Kind, Seq, Multiple, St);
-handle({amqp_written, Ch}, #st{ch = Ch, unwritten = U} = St) ->
+handle_msg({amqp_written, Ch}, #st{ch = Ch, unwritten = U} = St) ->
     St#st{unwritten = max(0, U - 1)};
-handle({amqp_return, Ch, _Code, _Text, _Ex, _Key, _Props, _Body},
-       #st{ch = Ch, ctx = #{counters := C}} = St) ->
+handle_msg({amqp_return, Ch, _Code, _Text, _Ex, _Key, _Props, _Body},
+           #st{ch = Ch, ctx = #{counters := C}} = St) ->
     counters:add(C, ?C_RETURNED, 1),
     St;
-handle({amqp_closed, Ch, Code, Text}, #st{ch = Ch} = St) ->
-    connection_lost(Code, Text, St);
-handle(stop, St) ->
+handle_msg({amqp_closed, Ch, Code, Text}, #st{ch = Ch} = St) ->
+    %% The connection closed the socket (or has the reads back).
+    connection_lost(Code, Text, St#st{reader = none});
+handle_msg(stop, St) ->
     finish(St);
-handle(_Other, St) ->
+handle_msg(_Other, St) ->
     St.
 
 confirm(Kind, Seq, false, #st{outstanding = Out} = St) ->
@@ -404,7 +431,7 @@ settle(_Kind, 0, _Ts, St) ->
 settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, N),
     Now = ?NOW_US(),
-    _ = [beamlab_amqp_worker:record(Hs, max(0, Now - T)) || T <- Ts],
+    beamlab_amqp_worker:record_list(Hs, [max(0, Now - T) || T <- Ts]),
     St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
@@ -412,9 +439,9 @@ connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx}
     %% from the window; the accounting shows them as unaccounted.
     %% The batch was for the lost channel: its fate is that of the window.
     {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
-    St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
-          out = [], out_n = 0, out_bytes = 0, unnoticed = 0, unnoticed_bytes = 0, unwritten = 0,
-          tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end};
+    take(St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
+               out = [], out_n = 0, out_bytes = 0, unnoticed = 0, unnoticed_bytes = 0, unwritten = 0,
+               tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end, reader = none});
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).
 
@@ -453,6 +480,7 @@ next_until(St, Deadline, Next) ->
     end.
 
 -spec close(#st{}) -> no_return().
-close(#st{ch = Ch}) ->
+close(#st{ch = Ch, reader = R}) ->
+    _ = beamlab_amqp:give_back_reads(R),
     _ = catch beamlab_amqp:close_channel(Ch, #{timeout => ?CLOSE_MS}),
     exit(normal).

@@ -16,6 +16,8 @@
          channel_owner_exit/1, connection_owner_exit/1, broker_closes_connection/1, socket_lost/1,
          blocked/1, missed_heartbeats/1, broker_stops/1, send_counted_when_written/1,
          direct_send_counted_when_written/1, direct_channel_closed_by_broker/1,
+         direct_reads/1, direct_reads_closed_by_broker/1, direct_reads_heartbeats/1,
+         direct_reads_owner_exit/1,
          silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
 
 all() ->
@@ -25,6 +27,7 @@ all() ->
      silent_server, not_amqp_server, wrong_protocol_version, channel_owner_exit, connection_owner_exit, broker_closes_connection, socket_lost,
      blocked, missed_heartbeats, send_counted_when_written,
      direct_send_counted_when_written, direct_channel_closed_by_broker,
+     direct_reads, direct_reads_closed_by_broker, direct_reads_heartbeats, direct_reads_owner_exit,
      %% Last: it stops the broker.
      broker_stops].
 
@@ -54,6 +57,9 @@ init_per_testcase(_Case, Config) ->
 end_per_testcase(blocked, Config) ->
     %% A failed `blocked' must not leave the broker in a memory alarm.
     ctl(Config, "set_vm_memory_high_watermark 0.4"),
+    ok;
+end_per_testcase(direct_reads_heartbeats, Config) ->
+    _ = signal_broker(Config, "CONT"),
     ok;
 end_per_testcase(missed_heartbeats, Config) ->
     %% A failed missed_heartbeats must not leave the broker frozen.
@@ -598,6 +604,155 @@ direct_channel_closed_by_broker(Config) ->
     {ok, #{channels := 1}} = beamlab_amqp:info(C),
     no_message(0),
     ok = beamlab_amqp:close(C).
+
+%% The owner of a direct channel, the only one of its connection, takes
+%% the socket's reads: the socket's messages then come to it, and reads/2
+%% turns them into the messages the connection would have sent
+%% (deliveries, a return, confirms, in the order the broker sent them),
+%% nothing comes from the connection; a synchronous call meanwhile is
+%% refused, not left waiting for a reply nobody reads; given back, the
+%% connection reads again. A channel that is not alone, or not direct, is
+%% refused the reads.
+direct_reads(Config) ->
+    C = connect(Config),
+    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+    {amqp_channel, C, _, _, {Sock, _, _}} = Ch,
+    Q = queue(Ch, ?FUNCTION_NAME),
+    ok = beamlab_amqp:confirm_select(Ch),
+    {ok, _} = beamlab_amqp:consume(Ch, Q, #{no_ack => true}),
+    {ok, R0} = beamlab_amqp:take_reads(Ch),
+    ?assertEqual({connected, self()}, erlang:port_info(Sock, connected)),
+    ?assertEqual({error, reads_taken}, beamlab_amqp:declare_queue(Ch, Q, #{passive => true})),
+    Frames = [beamlab_amqp:publish_frames(Ch, <<>>, Q, integer_to_binary(I), #{}) || I <- lists:seq(1, 10)]
+        ++ [beamlab_amqp:publish_frames(Ch, <<>>, <<"no-such-queue">>, <<"r">>, #{mandatory => true})],
+    ok = beamlab_amqp:send(Ch, Frames),
+    {Msgs, R1} = read_until(R0, fun(Ms) -> confirmed(Ms) =:= lists:seq(1, 11)
+                                               andalso length([D || {amqp_deliver, _, _, _, _, _, _, _} = D <- Ms]) =:= 10
+                                 end, []),
+    ?assertNotEqual(none, R1),
+    ?assertEqual([integer_to_binary(I) || I <- lists:seq(1, 10)],
+                 [B || {amqp_deliver, Ch1, _, false, <<>>, _, _, B} <- Msgs, Ch1 =:= Ch]),
+    ?assertMatch([{amqp_return, Ch, 312, <<"NO_ROUTE">>, <<>>, <<"no-such-queue">>, _, <<"r">>}],
+                 [M || M <- Msgs, element(1, M) =:= amqp_return]),
+    ?assertEqual([], [M || {amqp_confirm, _, nack, _, _} = M <- Msgs]),
+    %% The return came before the confirm of its publish (11).
+    ?assert(index(amqp_return, Msgs) =< length(lists:takewhile(fun(M) -> not lists:member(11, confirmed([M])) end, Msgs))),
+    no_message(0),
+    none = beamlab_amqp:give_back_reads(R1),
+    ?assertEqual({connected, C}, erlang:port_info(Sock, connected)),
+    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch, Q, #{passive => true}),
+    ok = beamlab_amqp:send(Ch, hd(Frames)),
+    [{_, _, <<"1">>}] = deliveries(Ch, 1),
+    {amqp_confirm, Ch, ack, 12, false} = recv(),
+    Ch2 = channel(C),
+    ?assertEqual({error, {reads, shared}}, beamlab_amqp:take_reads(Ch)),
+    ?assertEqual({error, {reads, not_direct}}, beamlab_amqp:take_reads(Ch2)),
+    ok = beamlab_amqp:close(C).
+
+%% The broker closes a channel whose owner holds the reads (a publish to
+%% an exchange that does not exist): its channel.close gives the reads back
+%% to the connection, which answers it; the owner is told as ever and the
+%% connection lives on.
+direct_reads_closed_by_broker(Config) ->
+    C = connect(Config),
+    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+    {amqp_channel, C, _, _, {Sock, _, _}} = Ch,
+    {ok, R0} = beamlab_amqp:take_reads(Ch),
+    ok = beamlab_amqp:publish(Ch, <<"no-such-exchange">>, <<"k">>, <<"x">>),
+    {[], none} = read_until(R0, fun(_) -> false end, []),
+    {amqp_closed, Ch, 404, <<"NOT_FOUND - no exchange 'no-such-exchange'", _/binary>>} = recv(),
+    ?assertEqual({connected, C}, erlang:port_info(Sock, connected)),
+    Ch2 = channel(C),
+    Q = queue(Ch2, ?FUNCTION_NAME),
+    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
+    {ok, #{channels := 1}} = beamlab_amqp:info(C),
+    no_message(0),
+    ok = beamlab_amqp:close(C).
+
+%% While the owner holds the reads, the connection still judges the
+%% broker's heartbeats (by the socket's byte count): the broker's
+%% heartbeats keep an idle connection open, a frozen broker is found out
+%% after two missed ones.
+direct_reads_heartbeats(Config) ->
+    C = connect(Config, "?heartbeat=1"),
+    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+    {amqp_channel, C, _, _, {Sock, _, _}} = Ch,
+    {ok, R0} = beamlab_amqp:take_reads(Ch),
+    {ok, [{recv_oct, Oct0}]} = inet:getstat(Sock, [recv_oct]),
+    %% Four heartbeats (8 bytes each), read and dropped here: twice what
+    %% would have ended an idle connection that did not see them.
+    wait_until(fun() -> {ok, [{recv_oct, Oct}]} = inet:getstat(Sock, [recv_oct]), Oct >= Oct0 + 32 end,
+               "four heartbeats from the broker"),
+    R1 = drain_reads(R0),
+    ?assertNotEqual(none, R1),
+    no_message(0),
+    _ = signal_broker(Config, "STOP"),
+    try
+        %% (Heartbeats that came before the stop may wait in the mailbox.)
+        Text = receive {amqp_closed, Ch, heartbeat_timeout, T} -> T after 10000 -> ct:fail(no_close) end,
+        receive {amqp_closed, C, heartbeat_timeout, Text} -> ok after 1000 -> ct:fail(no_close) end,
+        ct:log("~s", [Text]),
+        {match, _} = re:run(Text, "\\(no data for 2 s\\)$")
+    after
+        signal_broker(Config, "CONT")
+    end.
+
+%% The owner of the reads exits without giving them back: the socket
+%% closes with it, and the connection says so to its owner.
+direct_reads_owner_exit(Config) ->
+    C = connect(Config),
+    Mon = monitor(process, C),
+    Self = self(),
+    Pid = spawn(fun() ->
+                        {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+                        {ok, _} = beamlab_amqp:take_reads(Ch),
+                        Self ! {taken, self()}
+                end),
+    {taken, Pid} = recv(),
+    {amqp_closed, C, socket_closed, Text} = recv(),
+    ct:log("~s", [Text]),
+    {'DOWN', Mon, process, C, normal} = recv().
+
+%% Reads the socket's messages through R until Done(Msgs) holds or the
+%% reads went back to the connection; {Msgs, Reader}.
+read_until(R, Done, Acc) ->
+    receive
+        Msg ->
+            case beamlab_amqp:reads(Msg, R) of
+                {ok, Ms, R1} ->
+                    Acc1 = Acc ++ Ms,
+                    case R1 =:= none orelse Done(Acc1) of
+                        true -> {Acc1, R1};
+                        false -> read_until(R1, Done, Acc1)
+                    end;
+                ignore ->
+                    ct:fail({unexpected, Msg})
+            end
+    after 5000 ->
+        ct:fail({read_until, Acc})
+    end.
+
+%% The socket's messages waiting now, read (heartbeats only).
+drain_reads(R) ->
+    receive
+        {tcp, _, _} = Msg ->
+            {ok, [], R1} = beamlab_amqp:reads(Msg, R),
+            drain_reads(R1);
+        {tcp_passive, _} = Msg ->
+            {ok, [], R1} = beamlab_amqp:reads(Msg, R),
+            drain_reads(R1)
+    after 0 ->
+        R
+    end.
+
+%% The sequence numbers confirmed by Msgs (a multiple confirm covers all
+%% up to its own), in order.
+confirmed(Msgs) ->
+    lists:usort(lists:append([case Mu of true -> lists:seq(1, Tag); false -> [Tag] end
+                              || {amqp_confirm, _, _, Tag, Mu} <- Msgs])).
+
+index(Tag, Msgs) ->
+    length(lists:takewhile(fun(M) -> element(1, M) =/= Tag end, Msgs)) + 1.
 
 flood(Ch, Frames, Cs) ->
     ok = beamlab_amqp:send(Ch, Frames, {Cs, 1, 1, silent}),
