@@ -40,6 +40,23 @@ test_folders_mirror_src_test() ->
     ?assert(length(Tests) > 5),
     ?assertEqual([], [D || D <- Tests, not lists:member(D, Src)]).
 
+%% A module's name carries its folder (#31): src/amqp/ holds beamlab_amqp*,
+%% src/cli/commands/ beamlab_command_*, ...; the exceptions are named by
+%% the layers' table: the build tools' entry points (their names are the
+%% tools') and the JSON codec of src/format/.
+module_prefixes_match_folders_test() ->
+    Root = beamlab_test_util:root(),
+    Exceptions = ["cli/beamlab_rebar3", "cli/Elixir.Mix.Tasks.Beamlab", "format/beamlab_json"],
+    Files = [F || F <- src_files(), filename:dirname(F) =/= filename:join(Root, "src")],
+    ?assert(length(Files) > 100),
+    Wrong = [Rel || F <- Files,
+                    Folder <- [filename:basename(filename:dirname(F))],
+                    Mod <- [filename:basename(F, ".erl")],
+                    Rel <- [Folder ++ "/" ++ Mod],
+                    not lists:member(Rel, Exceptions),
+                    not lists:prefix("beamlab_" ++ string:trim(Folder, trailing, "s"), Mod)],
+    ?assertEqual([], Wrong).
+
 test_folders(Dir, Rel) ->
     {ok, Names} = file:list_dir(filename:join(Dir, Rel)),
     Subs = lists:sort([case Rel of "" -> N; _ -> Rel ++ "/" ++ N end

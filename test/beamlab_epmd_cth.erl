@@ -11,39 +11,103 @@
 %%% running at their start: so at the end of the whole run an epmd that
 %%% did not run when it began is stopped too (a full run on a fresh
 %%% machine left one that way).
+%%%
+%%% The CT node itself counts: a suite that makes it a node while an
+%%% epmd it did not start runs (a broker's, a named peer's) leaves it
+%%% registered, since release_epmd/0 only undoes what it started, and
+%%% epmd then never stops (measured: amqp_perf_SUITE's
+%%% named_node_without_code left `beamlab_PID@127.0.0.1' registered, both
+%%% stops gave up after 10 s and the run left epmd behind). So a node that
+%%% became distributed during a suite (or the run) stops being one at its
+%%% end. epmd is asked on 127.0.0.1, where every epmd the tests start
+%%% listens (`-address 127.0.0.1' included): erl_epmd:names/0 asks the
+%%% host name's address, which is not loopback on some machines.
+%%%
+%%% What it sees and does goes to epmd_cth.log in the run's log directory
+%%% (ct_run.*), one line per step.
 -module(beamlab_epmd_cth).
 
 -export([id/1, init/2, pre_init_per_suite/3, post_end_per_suite/4, terminate/1]).
 
 id(_Opts) -> ?MODULE.
 
-init(_Id, _Opts) -> {ok, #{'$run' => running()}}.
+init(_Id, _Opts) ->
+    State = #{'$run' => running(), '$alive' => is_alive(), '$log' => undefined},
+    {ok, State}.
 
-terminate(#{'$run' := Before}) ->
+terminate(#{'$run' := Before, '$alive' := Alive} = State) ->
+    log(State, "terminate: epmd ran when the run began: ~p; ~ts", [Before, seen()]),
     ok = beamlab_runtime_peer:release_epmd(),
-    _ = Before orelse stop_epmd(100),
+    ok = undistribute(State, terminate, Alive),
+    _ = Before orelse stop_epmd(State, terminate, 100),
+    log(State, "terminate done: ~ts", [seen()]),
     ok.
 
-pre_init_per_suite(Suite, Config, State) ->
-    {Config, State#{Suite => running()}}.
+pre_init_per_suite(Suite, Config, State0) ->
+    State = State0#{'$log' => log_file(Config, maps:get('$log', State0))},
+    Running = running(),
+    log(State, "~p begins: epmd running: ~p; ~ts", [Suite, Running, seen()]),
+    {Config, State#{Suite => {Running, is_alive()}}}.
 
 post_end_per_suite(Suite, _Config, Return, State) ->
+    log(State, "~p ended: ~ts", [Suite, seen()]),
+    {Running, Alive} = maps:get(Suite, State, {true, true}),
     ok = beamlab_runtime_peer:release_epmd(),
-    _ = maps:get(Suite, State, true) orelse stop_epmd(100),
+    ok = undistribute(State, Suite, Alive),
+    _ = Running orelse stop_epmd(State, Suite, 100),
+    log(State, "~p after the hook: ~ts", [Suite, seen()]),
     {Return, maps:remove(Suite, State)}.
 
 running() ->
-    element(1, erl_epmd:names()) =:= ok.
+    element(1, names()) =:= ok.
+
+names() ->
+    erl_epmd:names({127, 0, 0, 1}).
+
+%% This node stops being a node when it was not one at the start.
+undistribute(_State, _Who, true) ->
+    ok;
+undistribute(State, Who, false) ->
+    case is_alive() of
+        true -> log(State, "~p: net_kernel:stop() -> ~0p", [Who, net_kernel:stop()]);
+        false -> ok
+    end.
 
 %% Up to 10 s for the suite's nodes (a broker shutting down) to go.
-stop_epmd(0) ->
-    ok;
-stop_epmd(N) ->
-    case erl_epmd:names() of
+stop_epmd(State, Who, 0) ->
+    log(State, "~p: gave up stopping epmd: ~ts", [Who, seen()]);
+stop_epmd(State, Who, N) ->
+    case names() of
         {error, _} -> ok;
         {ok, []} ->
-            _ = os:cmd("epmd -kill"),
-            stop_epmd(N - 1);
+            Out = os:cmd("epmd -kill"),
+            log(State, "~p: epmd -kill: ~ts", [Who, string:trim(Out)]),
+            stop_epmd(State, Who, N - 1);
         {ok, _} ->
-            receive after 100 -> stop_epmd(N - 1) end
+            receive after 100 -> stop_epmd(State, Who, N - 1) end
     end.
+
+%% What the hook sees: this node, the names epmd knows (asked on loopback
+%% and through the host name, as erl_epmd:names/0 does), the epmd
+%% processes and their binaries.
+seen() ->
+    io_lib:format("node ~p alive ~p; names() ~0p; names(127.0.0.1) ~0p; epmd processes: ~ts",
+                  [node(), is_alive(), erl_epmd:names(), erl_epmd:names({127, 0, 0, 1}),
+                   string:trim(os:cmd("ps -C epmd -o pid=,args= | tr '\\n' ';'"))]).
+
+%% The run's log directory (ct_run.*), found from a suite's priv_dir.
+log_file(_Config, File) when File =/= undefined ->
+    File;
+log_file(Config, undefined) ->
+    Parts = filename:split(proplists:get_value(priv_dir, Config, "")),
+    case lists:splitwith(fun(P) -> not lists:prefix("ct_run.", P) end, Parts) of
+        {Up, [Run | _]} -> filename:join(Up ++ [Run, "epmd_cth.log"]);
+        {_, []} -> undefined
+    end.
+
+log(#{'$log' := File}, Fmt, Args) ->
+    Line = io_lib:format("~ts ~ts~n", [calendar:system_time_to_rfc3339(erlang:system_time(millisecond),
+                                                                     [{unit, millisecond}]),
+                                      io_lib:format(Fmt, Args)]),
+    _ = File =/= undefined andalso file:write_file(File, Line, [append]),
+    ok.

@@ -208,21 +208,24 @@
         el('td', { 'class': 'num' }, [pc(f.self / (p.samples || 1))]), el('td', { 'class': 'num' }, [pc(f.total / (p.samples || 1))]),
         el('td', {}, [f.note || ''])]);
     });
-    return el('table', {}, [el('thead', {}, [el('tr', {}, ['function', 'category', 'self', 'total', 'note'].map(function (c) { return el('th', {}, [c]); }))]),
-                            el('tbody', {}, rows)]);
+    // In a box that scrolls sideways: long function names never push the
+    // table off the page.
+    return el('div', { 'class': 'tablebox' }, [
+      el('table', {}, [el('thead', {}, [el('tr', {}, ['function', 'category', 'self', 'total', 'note'].map(function (c) { return el('th', {}, [c]); }))]),
+                       el('tbody', {}, rows)])]);
   }
   // The functions whose share changed most: on the stack (total) and as
   // the leaf (self), before and after, and the change of the first.
   function diffTable(rows, base, now) {
     var head = ['function', 'total ' + base, 'total ' + now, 'change', 'self ' + base, 'self ' + now];
-    return el('table', { 'class': 'flame-diff-table' }, [
+    return el('div', { 'class': 'tablebox' }, [el('table', { 'class': 'flame-diff-table' }, [
       el('thead', {}, [el('tr', {}, head.map(function (c) { return el('th', {}, [c]); }))]),
       el('tbody', {}, rows.map(function (r) {
         return el('tr', { 'class': r.change > 0 ? 'hotter' : 'cooler', 'data-function': r['function'], 'data-change': String(r.change) }, [
           el('td', {}, [r['function']]), el('td', { 'class': 'num' }, [r.before.toFixed(2) + '%']),
           el('td', { 'class': 'num' }, [r.after.toFixed(2) + '%']), el('td', { 'class': 'num change' }, [pp(r.change)]),
           el('td', { 'class': 'num' }, [r.self_before.toFixed(2) + '%']), el('td', { 'class': 'num' }, [r.self_after.toFixed(2) + '%'])]);
-      }))]);
+      }))])]);
   }
   try {
     var data = JSON.parse(document.getElementById('beamlab-data').textContent);

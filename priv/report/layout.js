@@ -8,7 +8,11 @@
 //   are the figures a reader compares side by side: one cut off or behind
 //   a scrollbar is a table that does not fit);
 // - a title with a word broken across lines;
-// - a chart's card narrower than what is in it.
+// - a chart's card narrower than what is in it;
+// - a chart without a title, an axis with ticks but no label (its unit),
+//   a rate labelled `1/s' (a rate says what it counts: iterations/s);
+// - a band, whisker or error bar whose card does not say how its
+//   interval was made (every method's words name an `interval').
 // Runs last, after report.js, flame.js and watch.js have drawn. Reads
 // layout only; changes nothing but the attribute.
 // The page inlines this file in a <script> element: it must never contain
@@ -41,7 +45,7 @@
       var plot = svg.querySelector('rect.plot');
       var pr = plot ? plot.getBoundingClientRect() : outer;
       Array.prototype.forEach.call(svg.querySelectorAll('circle, path.ci-band, path.errorbar, path.series, path.sweep-line, ' +
-                                                        'path.trend-line, path.spectrum, path.usl-fit, path.scaling-mean, .finding-mark rect'), function (el) {
+                                                        'path.trend-line, path.spectrum, path.usl-fit, path.scaling-mean, path.marker, .finding-mark rect'), function (el) {
         var r = el.getBoundingClientRect();
         if (!r.width && !r.height) return;
         if (!inside(r, pr)) note(name(svg) + ': a ' + (el.getAttribute('class') || el.tagName) + ' outside its axis');
@@ -50,6 +54,19 @@
         if (!el.textContent) return;
         if (!inside(el.getBoundingClientRect(), outer)) note(name(svg) + ': label "' + el.textContent + '" cut off');
       });
+      var fig = svg.closest('figure');
+      var cap = fig && fig.querySelector('figcaption');
+      if (!cap || !cap.textContent.trim()) note('a chart without a title');
+      ['x', 'y'].forEach(function (ax) {
+        if (!svg.querySelector('text.tick[data-axis="' + ax + '"]')) return;
+        var lab = svg.querySelector('text.' + ax + '-label');
+        if (!lab || !lab.textContent.trim()) note(name(svg) + ': its ' + ax + ' axis has no label');
+        else if (/^1\/s$|\(1\/s\)/.test(lab.textContent)) note(name(svg) + ': a rate labelled 1/s');
+      });
+      if (fig && svg.querySelector('path.ci-band, path.errorbar')) {
+        var said = Array.prototype.map.call(fig.querySelectorAll('.muted'), function (m) { return m.textContent; }).join(' ');
+        if (!/interval/.test(said)) note(name(svg) + ': a band or error bar without its method');
+      }
     });
     var page = document.documentElement.clientWidth;
     Array.prototype.forEach.call(document.querySelectorAll('table'), function (t) {

@@ -183,7 +183,8 @@
   }
   function legend(items) {
     return h('div', { 'class': 'legend' }, items.filter(function (it) { return it.name; }).map(function (it) {
-      return h('span', {}, [h('i', { style: 'background:' + it.color }), it.name]);
+      return h('span', it.overlaps ? { 'class': 'overlaps' } : {},
+               [swatch(it), it.name + (it.overlaps ? ' (overlaps ' + it.overlaps + ')' : '')]);
     }));
   }
   function done(card, svg) {
@@ -192,7 +193,9 @@
   }
 
   // An axis: linear, or logarithmic (values <= 0 drawn one decade below
-  // the smallest positive one, at a tick labelled 0).
+  // the smallest positive one's decade, at a tick labelled 0, past a break
+  // of the axis (brk) that the chart marks: the distance from 0 to the
+  // first decade is not to scale).
   function axis(values, log, fromZero, count) {
     var vals = values.filter(isNum);
     if (log) {
@@ -206,15 +209,54 @@
         var ticks = [];
         if (zero) ticks.push([floor, '0']);
         for (var d = lo; d <= hi; d++) ticks.push([d, fmt(Math.pow(10, d))]);
-        return { lo: floor, hi: hi, map: function (v) { return v > 0 ? log10(v) : floor; }, ticks: ticks, log: true };
+        return { lo: floor, hi: hi, map: function (v) { return v > 0 ? log10(v) : floor; }, ticks: ticks, log: true,
+                 brk: zero ? floor + 0.5 : null };
       }
     }
     var x = extent([vals]);
     if (fromZero && x[0] > 0) x[0] = 0;
+    // Values that are never negative (a flat series of zeros) get no axis
+    // below zero.
+    if (vals.length && x[0] < 0 && vals.every(function (v) { return v >= 0; })) x[0] = 0;
     var t = niceTicks(x[0], x[1], count || 5);
     var step = t.length > 1 ? t[1] - t[0] : 1;
     return { lo: Math.min(x[0], t[0]), hi: Math.max(x[1], t[t.length - 1]), map: function (v) { return v; },
              ticks: t.map(function (v) { return [v, fmtTick(v, step)]; }), log: false };
+  }
+
+  // Peer series' styles: the first solid with round markers, the next
+  // dashed with squares, dotted with triangles, ... (a series' own dash
+  // is kept).
+  var DASHES = [null, '7,3', '2,3', '9,3,2,3', '4,4', '1,5'];
+  var SHAPES = ['circle', 'square', 'triangle', 'diamond', 'down', 'cross'];
+  function distinguish(series) {
+    series.forEach(function (sr, i) {
+      if (!sr.dash && DASHES[i % DASHES.length]) sr.dash = DASHES[i % DASHES.length];
+      sr.shape = SHAPES[i % SHAPES.length];
+    });
+  }
+  // A marker of shape SHAPE, radius R, at (x, y): a circle, or a filled path
+  // of class `marker' (whose title says the point).
+  function marker(shape, x, y, r, attrs) {
+    if (!shape || shape === 'circle') return s('circle', Object.assign({ cx: x.toFixed(1), cy: y.toFixed(1), r: r }, attrs));
+    var d, k = r * 1.15;
+    if (shape === 'square') d = 'M' + (x - k) + ',' + (y - k) + 'h' + 2 * k + 'v' + 2 * k + 'h' + (-2 * k) + 'z';
+    else if (shape === 'triangle') d = 'M' + x + ',' + (y - 1.3 * r) + 'L' + (x + 1.2 * r) + ',' + (y + r) + 'L' + (x - 1.2 * r) + ',' + (y + r) + 'z';
+    else if (shape === 'down') d = 'M' + x + ',' + (y + 1.3 * r) + 'L' + (x + 1.2 * r) + ',' + (y - r) + 'L' + (x - 1.2 * r) + ',' + (y - r) + 'z';
+    else if (shape === 'diamond') d = 'M' + x + ',' + (y - 1.3 * r) + 'L' + (x + 1.3 * r) + ',' + y + 'L' + x + ',' + (y + 1.3 * r) + 'L' + (x - 1.3 * r) + ',' + y + 'z';
+    else d = 'M' + (x - r) + ',' + (y - r) + 'L' + (x + r) + ',' + (y + r) + 'M' + (x + r) + ',' + (y - r) + 'L' + (x - r) + ',' + (y + r);
+    var a = Object.assign({ d: d, 'class': 'marker' }, attrs);
+    if (shape === 'cross') { a.stroke = attrs.fill; a['stroke-width'] = 2; a.fill = 'none'; }
+    return s('path', a);
+  }
+  // A legend swatch that shows the series' line and marker as drawn.
+  function swatch(it) {
+    if (!it.dash && !it.shape) return h('i', { style: 'background:' + it.color });
+    var sw = s('svg', { width: 30, height: 12, 'class': 'swatch-line' });
+    sw.appendChild(s('path', Object.assign({ d: 'M1,6H29', stroke: it.color, 'stroke-width': 2, fill: 'none' },
+                                           it.dash ? { 'stroke-dasharray': it.dash === true ? '5,4' : it.dash } : {})));
+    if (it.shape) sw.appendChild(marker(it.shape, 15, 6, 3.5, { fill: it.color }));
+    return sw;
   }
 
   // Line chart. opts: title, subtitle, kind, series [{name, color, x, y,
@@ -253,7 +295,18 @@
       // The title names the unit the axis shows.
       if (opts.title) opts.title = opts.title.replace('(' + opts.yUnit + ')', '(' + ts[1] + ')');
       if (opts.yLabel === opts.yUnit) opts.yLabel = ts[1];
+      opts.yShown = ts[1];
     }
+    // One unit per chart: a subtitle that names the unit is written for
+    // the one the axis shows (subtitle(unit)), as are the points' tooltips.
+    if (typeof opts.subtitle === 'function') opts.subtitle = opts.subtitle(opts.yShown || opts.yUnit || '');
+    var yTip = opts.yShown || opts.yUnit || '';
+    // Peer series (runs, repetitions, a sweep's series) each get their own
+    // dash pattern and marker shape, so they can be told apart in grey;
+    // one another's exact copy (two runs of identical code) is drawn
+    // under it wider, with bigger markers, and the legend says which it
+    // overlaps: no series hides behind another.
+    if (opts.distinct && opts.series.length > 1) distinguish(opts.series);
     var W = opts.width || 560, H = opts.height || 250, L = 62, R = 14, T = 12, B = 42;
     var pw = W - L - R, ph = H - T - B;
     var card = opts.into || box(opts.title, opts.subtitle, opts.kind);
@@ -274,13 +327,15 @@
     var YA = function (a) { return T + ph - PAD - (a - ya.lo) / ((ya.hi - ya.lo) || 1) * (ph - 2 * PAD); };
     var X = function (v) { return XA(xa.map(v)); };
     var Y = function (v) { return YA(ya.map(v)); };
+    if (opts.distinct) overlaps(opts.series, X, Y);
     var svg = frame(opts.title, W, H);
     if (xa.log) svg.setAttribute('data-x-scale', 'log');
+    if (xa.ordinal) svg.setAttribute('data-x-scale', 'ordinal');
     if (ya.log) svg.setAttribute('data-y-scale', 'log');
     ya.ticks.forEach(function (t) {
       var py = YA(t[0]);
       svg.appendChild(s('line', { x1: L, x2: L + pw, y1: py, y2: py, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: L - 6, y: py + 4, 'class': 'tick', 'text-anchor': 'end' }, t[1]));
+      svg.appendChild(s('text', { x: L - 6, y: py + 4, 'class': 'tick', 'data-axis': 'y', 'text-anchor': 'end' }, t[1]));
     });
     xa.ticks.forEach(function (t) {
       var px = XA(t[0]);
@@ -289,6 +344,23 @@
       svg.appendChild(s('text', { x: px, y: T + ph + 16, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, t[1]));
     });
     svg.appendChild(s('rect', { x: L, y: T, width: pw, height: ph, 'class': 'plot' }));
+    // A log axis' break between its 0 and its first decade: a gap in the
+    // axis line crossed by two slanted strokes.
+    if (isNum(xa.brk)) {
+      var bx = XA(xa.brk), by = T + ph;
+      var xb = s('g', { 'class': 'axis-break', 'data-axis': 'x' });
+      xb.appendChild(s('rect', { x: bx - 3, y: by - 1.5, width: 6, height: 3, fill: '#fff' }));
+      xb.appendChild(s('path', { d: 'M' + (bx - 6) + ',' + (by + 5) + 'l6,-10M' + bx + ',' + (by + 5) + 'l6,-10', stroke: '#555', 'stroke-width': 1.2, fill: 'none' }));
+      xb.appendChild(s('title', {}, 'axis break: 0 is drawn one decade below the first, not to scale'));
+      svg.appendChild(xb);
+    }
+    if (isNum(ya.brk)) {
+      var yb = YA(ya.brk), yg = s('g', { 'class': 'axis-break', 'data-axis': 'y' });
+      yg.appendChild(s('rect', { x: L - 1.5, y: yb - 3, width: 3, height: 6, fill: '#fff' }));
+      yg.appendChild(s('path', { d: 'M' + (L - 5) + ',' + (yb + 1) + 'l10,-6M' + (L - 5) + ',' + (yb + 7) + 'l10,-6', stroke: '#555', 'stroke-width': 1.2, fill: 'none' }));
+      yg.appendChild(s('title', {}, 'axis break: 0 is drawn one decade below the first, not to scale'));
+      svg.appendChild(yg);
+    }
     (opts.marks || []).forEach(function (m) {
       var x0 = Math.max(L, X(m.from)), x1 = Math.min(L + pw, X(Math.max(m.to, m.from)));
       // The interval the finding states, in the axis' seconds.
@@ -297,8 +369,9 @@
       g.appendChild(s('title', {}, m.title));
       svg.appendChild(g);
     });
+    // In three layers: every band, then every line, then every marker, so
+    // no band tints a line and no line hides a point.
     opts.series.forEach(function (sr) {
-      var cls = sr.cls || 'series';
       var dx = sr.offset || 0;
       if (sr.band && sr.whiskers) {
         var wp = '';
@@ -317,6 +390,9 @@
         }
         if (up) svg.appendChild(s('path', { d: up + down + 'Z', fill: sr.color, 'fill-opacity': 0.15, stroke: 'none', 'class': 'ci-band' }));
       }
+    });
+    opts.series.forEach(function (sr) {
+      var cls = sr.cls || 'series';
       if (!sr.scatter && !sr.noLine) {
         var path = '';
         sr.starts.forEach(function (from, k) {
@@ -335,11 +411,18 @@
         if (sr.dash) attrs['stroke-dasharray'] = sr.dash === true ? '5,4' : sr.dash;
         svg.appendChild(s('path', attrs));
       }
+    });
+    opts.series.forEach(function (sr) {
+      var cls = sr.cls || 'series';
+      var dx = sr.offset || 0;
       if (sr.scatter || sr.markers || sr.x.length <= 3) {
         var g = s('g', { 'class': sr.scatter ? cls : 'markers', fill: sr.color, 'data-series': sr.name || '' });
         for (var j = 0; j < sr.x.length; j++) {
-          var c = s('circle', { cx: (X(sr.x[j]) + dx).toFixed(1), cy: Y(sr.y[j]).toFixed(1), r: sr.scatter ? 2.5 : 3, 'fill-opacity': sr.scatter ? 0.55 : 1 });
-          c.appendChild(s('title', {}, (sr.name ? sr.name + ': ' : '') + fmt(sr.x[j]) + ', ' + fmt(sr.y[j])));
+          var c = marker(sr.scatter ? 'circle' : sr.shape, X(sr.x[j]) + dx, Y(sr.y[j]), sr.scatter ? 2.5 : sr.radius || 3,
+                         { fill: sr.color, 'fill-opacity': sr.scatter ? 0.55 : 1 });
+          // The point in the axes' terms: x (its label) and y in the axis' unit.
+          c.appendChild(s('title', {}, (sr.name ? sr.name + ': ' : '') + (opts.xLabel ? opts.xLabel + ' ' : '') + fmt(sr.x[j]) + ', ' +
+                          fmt(sr.y[j]) + (yTip ? ' ' + yTip : '')));
           g.appendChild(c);
         }
         svg.appendChild(g);
@@ -370,6 +453,32 @@
     return card;
   }
 
+  // A later series drawn within a pixel or two of an earlier one at every
+  // point overlaps it: the earlier one is drawn wider, with bigger markers
+  // (once per series over it), so it shows around the one on top.
+  function overlaps(series, X, Y) {
+    series.forEach(function (sr) { sr.under = 0; });
+    series.forEach(function (b, j) {
+      for (var i = 0; i < j; i++) {
+        var a = series[i];
+        if (a.scatter || b.scatter || a.x.length !== b.x.length) continue;
+        var same = a.x.every(function (x, k) {
+          return Math.abs(X(x) + (a.offset || 0) - X(b.x[k]) - (b.offset || 0)) <= 1 && Math.abs(Y(a.y[k]) - Y(b.y[k])) <= 1.5;
+        });
+        if (same) {
+          if (!b.overlaps) b.overlaps = a.name;
+          a.under++;
+        }
+      }
+    });
+    series.forEach(function (sr) {
+      if (!sr.under) return;
+      sr.width = (sr.width || 1.5) + 2.5 * sr.under;
+      // (bigger markers stay inside the plot's 6-pixel padding)
+      sr.radius = 4.5;
+    });
+  }
+
   // One benchmark across runs: a bar per run with its CI as error bar.
   function barChart(parent, name, items, unit, better, method) {
     var ts = timeScale(items.map(function (it) { return it.value; }), unit), f = ts[0];
@@ -380,9 +489,9 @@
     var texts = items.map(function (it) { return valueText(it.value, unit) + (it.ci ? ' [' + fmt(it.ci[0]) + ', ' + fmt(it.ci[1]) + ']' : ''); });
     var longestText = Math.max.apply(null, texts.map(function (t) { return t.length; }).concat([0]));
     var L = Math.min(LABEL_MAX, Math.max(70, 14 + CHAR_PX * longest)), R = Math.max(170, 12 + 6.4 * longestText), rowH = 30, T = 8, W = L + 260 + R;
-    var H = T + items.length * rowH + 26;
+    var H = T + items.length * rowH + 40;
     // A watched node's series are observations, not a benchmark: no better.
-    var card = box(name, [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
+    var card = box(name + (unit ? ' (' + unit + ')' : ''), [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
                    '; error bar: ' + (method || 'interval of the mean'), 'results');
     var vals = [];
     items.forEach(function (it) { vals.push(it.value); if (it.ci) { vals.push(it.ci[0], it.ci[1]); } });
@@ -393,8 +502,8 @@
     var svg = frame(name, W, H);
     var bt = niceTicks(lo, hi, 4), bstep = bt.length > 1 ? bt[1] - bt[0] : 1;
     bt.forEach(function (t) {
-      svg.appendChild(s('line', { x1: X(t), x2: X(t), y1: T, y2: H - 22, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: X(t), y: H - 8, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, bstep)));
+      svg.appendChild(s('line', { x1: X(t), x2: X(t), y1: T, y2: T + items.length * rowH, 'class': 'grid' }));
+      svg.appendChild(s('text', { x: X(t), y: T + items.length * rowH + 14, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, fmtTick(t, bstep)));
     });
     items.forEach(function (it, i) {
       var y = T + i * rowH;
@@ -409,6 +518,7 @@
       }
       svg.appendChild(s('text', { x: W - R + 6, y: y + rowH / 2 + 4, 'class': 'tick' }, texts[i]));
     });
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit || 'value'));
     done(card, svg);
     parent.appendChild(card);
   }
@@ -425,6 +535,8 @@
     var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
     var L = Math.min(LABEL_MAX, Math.max(150, 14 + CHAR_PX * longest)), R = 16, rowH = 30, T = 8, W = L + 394;
     var H = T + rows.length * rowH + 40;
+    // The title names the measure: the unit the axis shows.
+    title = title.replace('{unit}', unit || 'value');
     var card = box(title, subtitle, kind);
     var vals = [];
     rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
@@ -437,7 +549,7 @@
     svg.appendChild(s('rect', { x: L, y: T, width: pw, height: rows.length * rowH, 'class': 'plot' }));
     xa.ticks.forEach(function (t) {
       svg.appendChild(s('line', { x1: X(t[0]), x2: X(t[0]), y1: T, y2: T + rows.length * rowH, 'class': 'grid' }));
-      svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'text-anchor': 'middle' }, t[1]));
+      svg.appendChild(s('text', { x: X(t[0]), y: T + rows.length * rowH + 14, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, t[1]));
     });
     rows.forEach(function (r, i) {
       var cy = T + i * rowH + rowH / 2;
@@ -501,13 +613,13 @@
     var dt = niceTicks(e[0], e[1], 5), dstep = dt.length > 1 ? dt[1] - dt[0] : 1;
     dt.forEach(function (t) {
       if (t < e[0] || t > e[1]) return;
-      svg.appendChild(s('text', { x: X(t), y: H - 22, 'class': 'tick', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
+      svg.appendChild(s('text', { x: X(t), y: H - 22, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
     });
     svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit));
     // The count axis: samples per bin, 0 and the tallest bin.
     svg.appendChild(s('path', { d: 'M' + (L - 4) + ',' + T + 'V' + (T + histH), 'class': 'axis' }));
     [[0, T + histH], [maxC, T]].forEach(function (c) {
-      svg.appendChild(s('text', { x: L - 8, y: c[1] + 4, 'class': 'tick', 'text-anchor': 'end' }, String(c[0])));
+      svg.appendChild(s('text', { x: L - 8, y: c[1] + 4, 'class': 'tick', 'data-axis': 'y', 'text-anchor': 'end' }, String(c[0])));
     });
     svg.appendChild(s('text', { x: 12, y: T + histH / 2, 'class': 'label y-label', 'text-anchor': 'middle',
                                 transform: 'rotate(-90 12 ' + (T + histH / 2) + ')' }, 'samples'));
@@ -685,10 +797,13 @@
         return { x: c.to, y: p[1], up: (c.change > 0), verdict: c.verdict, color: worse ? '#dc2626' : '#16a34a',
                  title: hi.runs[c.from].label + ' \u2192 ' + hi.runs[c.to].label + ': ' + pct(c.change) + ' (' + verdictText(c.verdict) + ', p=' + fmt(c.p, 3) + ')' };
       });
-      lineChart(g, { title: tr.name + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
-                     subtitle: (tr.unit || 'no unit') + ', ' + betterText(tr.better) + '; each run' + String.fromCharCode(8217) +
-                       's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean', kind: 'trend',
-                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit, yUnit: tr.unit, xAxis: xAxis,
+      // The title names the benchmark and its measure (the unit its axis shows).
+      lineChart(g, { title: tr.name + (tr.unit ? ' (' + tr.unit + ')' : '') + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
+                     subtitle: function (unit) {
+                       return (unit || 'no unit') + ', ' + betterText(tr.better) + '; each run' + String.fromCharCode(8217) +
+                         's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean';
+                     }, kind: 'trend',
+                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit || tr.name, yUnit: tr.unit, xAxis: xAxis,
                      series: [{ name: 'mean', color: COLORS[0], markers: true, cls: 'trend-line', flags: flags,
                                 x: tr.points.map(function (p) { return p[0]; }), y: tr.points.map(function (p) { return p[1]; }),
                                 band: { lo: tr.points.map(function (p) { return p[2]; }), hi: tr.points.map(function (p) { return p[3]; }) } }] });
@@ -750,7 +865,7 @@
         row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
-          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' per configuration',
+          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' ({unit}) per configuration',
                         run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
@@ -822,8 +937,10 @@
       return (sw.workload ? sw.workload + ': ' : '') + sw.metric + ' (' + sw.unit + ') against ' + sw.param;
     });
     if (!groups.length) return;
-    var g = section('sweeps', 'Parameter sweeps', 'Mean of each point and the interval its document gives; the x axis is logarithmic ' +
-                    'when the parameter spans more than two decades; a parameter with two values is drawn as points at those values.');
+    var g = section('sweeps', 'Parameter sweeps', 'Mean of each point and the interval its document gives. The x axis is ' +
+                    'logarithmic when the parameter\u2019s positive values span two decades or more (a 0 sits one decade below, ' +
+                    'past a marked break of the axis); it is ordinal (the measured values evenly spaced, a tick at each) when ' +
+                    'neighbouring values would otherwise crowd together; a parameter with two values is drawn as points at those values.');
     groups.forEach(function (grp) {
       var first = grp.entries[0].item, k = 0, series = [];
       var cat = grp.entries.some(function (e) { return e.item.categorical; });
@@ -837,7 +954,16 @@
         });
       });
       var xAxis = null;
-      if (cat) {
+      var ord = !cat && grp.entries.some(function (e) { return e.item.ordinal; });
+      if (ord) {
+        // Unevenly spread values: evenly spaced in their order, a tick at
+        // each measured value and none between (no value is invented).
+        var ovals = [];
+        series.forEach(function (sr) { sr.x.forEach(function (v) { if (ovals.indexOf(v) < 0) ovals.push(v); }); });
+        ovals.sort(function (a, b) { return a - b; });
+        xAxis = { lo: 0, hi: ovals.length - 1, map: function (v) { return ovals.indexOf(v); },
+                  ticks: ovals.map(function (v, i) { return [i, fmt(v)]; }), ordinal: true };
+      } else if (cat) {
         // The measured values, evenly spaced, each series beside the next.
         var vals = [];
         series.forEach(function (sr) { sr.x.forEach(function (v) { if (vals.indexOf(v) < 0) vals.push(v); }); });
@@ -851,9 +977,12 @@
       series.forEach(function (sr) { ys = ys.concat(sr.y.filter(function (v) { return v > 0; })); });
       var yLog = ys.length > 1 && Math.max.apply(null, ys) / Math.min.apply(null, ys) > 100;
       var method = first.method || 'interval of the mean';
-      lineChart(g, { title: grp.name, kind: 'sweep', xAxis: xAxis,
-                     subtitle: first.unit + ', ' + betterText(first.better) + '; ' + (cat ? 'whiskers' : 'band') + ': ' + method +
-                       (cat ? '; ' + first.param + ' is drawn at its ' + xAxis.ticks.length + ' measured values' : ''),
+      lineChart(g, { title: grp.name, kind: 'sweep', xAxis: xAxis, distinct: true,
+                     subtitle: function (unit) {
+                       return unit + ', ' + betterText(first.better) + '; ' + (cat ? 'whiskers' : 'band') + ': ' + method +
+                         (cat ? '; ' + first.param + ' is drawn at its ' + xAxis.ticks.length + ' measured values' : '') +
+                         (ord ? '; ' + first.param + ' on an ordinal axis: its ' + xAxis.ticks.length + ' measured values evenly spaced' : '');
+                     },
                      xLabel: first.param, yLabel: first.metric + ' (' + first.unit + ')', yUnit: first.unit,
                      yLog: yLog, xLog: !cat && grp.entries.some(function (e) { return e.item.log; }), series: series });
     });
@@ -875,11 +1004,13 @@
       grp.entries.forEach(function (e) { e.item.points.forEach(function (p) { ys.push(p[1]); }); });
       // Latency on a log axis, always: the median and the tail of one run
       // differ by orders of magnitude, and a linear axis puts p50 on the floor.
-      lineChart(g, { title: grp.name + ': latency percentile spectrum', kind: 'latency',
-                     subtitle: first.unit + grp.entries.map(function (e) {
-                       return '; ' + (data.runs.length > 1 ? e.run.label + ': ' : '') + 'max ' + valueText(e.item.max, e.item.unit) +
-                         (isNum(e.item.count) ? ', ' + fmt(e.item.count) + ' values' : '');
-                     }).join(''),
+      lineChart(g, { title: grp.name + ': latency percentile spectrum', kind: 'latency', distinct: true,
+                     subtitle: function (unit) {
+                       return unit + grp.entries.map(function (e) {
+                         return '; ' + (data.runs.length > 1 ? e.run.label + ': ' : '') + 'max ' + valueText(e.item.max, e.item.unit) +
+                           (isNum(e.item.count) ? ', ' + fmt(e.item.count) + ' values' : '');
+                       }).join('');
+                     },
                      xLabel: 'percentile', yLabel: 'latency (' + first.unit + ')', yUnit: first.unit, xAxis: xAxis, yLog: true,
                      series: grp.entries.map(function (e) {
                        return { name: e.run.label, color: color(e.ri), markers: true, cls: 'spectrum',
@@ -917,7 +1048,7 @@
           return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
         }));
       } else {
-        intervalChart(d, grp.name, 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
+        intervalChart(d, grp.name + ' ({unit})', 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
         }), 'points');
       }
@@ -953,8 +1084,8 @@
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
       var card = lineChart(parent, { title: (tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') : '') + grp.name,
-                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit, yUnit: unit,
-                                     kind: 'timeseries', marks: marks, xInt: reps,
+                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit || grp.name, yUnit: unit,
+                                     kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
                                      series: grp.entries.map(function (e, i) {
         var n = e.item.y.filter(isNum).length;

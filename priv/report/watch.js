@@ -31,7 +31,7 @@
         });
         B.lineChart(g, { title: (runs.length > 1 ? r.label + ': ' : '') + c.title + ' (' + c.unit + ')',
                          // observed on the watched node: a rate with its unit, no "better"
-                         xLabel: 'seconds', yLabel: c.unit, yUnit: c.unit, kind: 'processes', marks: marks,
+                         xLabel: 'seconds', yLabel: c.unit || c.title, yUnit: c.unit, kind: 'processes', marks: marks,
                          series: c.lines.map(function (l, i) { return { name: l.label, color: B.color(i), x: p.t, y: l.y }; }) });
       });
       var card = B.h('figure', { 'class': 'card wide', 'data-kind': 'process-table' },

@@ -30,7 +30,7 @@
 -type series() :: #{name := binary(), points := [point()]}.
 -type sweep() :: #{param := binary(), metric := binary(), unit := binary(),
                    better := beamlab_result:better(), log := boolean(), workload := binary(),
-                   categorical := boolean(), method := binary(),
+                   categorical := boolean(), ordinal := boolean(), method := binary(),
                    series := [series()], benchmarks := [binary()]}.
 -type usl() :: #{lambda := number(), sigma := number(), kappa := number(),
                  model := usl | amdahl, peak_n := number() | null, peak_x := number() | null,
@@ -133,15 +133,15 @@ param_sweep([#{metric := M, unit := U, better := Better} | _] = Bs) ->
 
 sweep_view(false, X, M, U, Better, Series) ->
     Xs = [xval(X, B) || #{bs := G} <- Series, B <- G],
-    Pos = [V || V <- Xs, V > 0],
-    Distinct = length(lists:usort([float(V) || V <- Xs])),
+    Scale = x_scale(lists:usort([float(V) || V <- Xs])),
     {sweep, #{param => X, metric => M, unit => U, better => Better,
               workload => workload([B || #{bs := G} <- Series, B <- G]),
               %% Two values are levels, not a range: points at their values,
               %% no line through values that were never measured.
-              categorical => Distinct < 3,
+              categorical => Scale =:= categorical,
               method => ci_method([B || #{bs := G} <- Series, B <- G]),
-              log => Distinct >= 3 andalso Pos =/= [] andalso lists:max(Pos) / lists:min(Pos) > 100,
+              log => Scale =:= log,
+              ordinal => Scale =:= ordinal,
               series => [#{name => N, points => [[num(xval(X, B)) | mean_ci(B)] || B <- G]}
                          || #{name := N, bs := G} <- Series],
               benchmarks => [maps:get(name, B) || #{bs := G} <- Series, B <- G]}};
@@ -150,6 +150,35 @@ sweep_view(true, X, M, U, Better, Series) ->
                 series => [#{name => N, throughput => throughput(Better, U, [{xval(X, B), B} || B <- G]),
                              benchmarks => [maps:get(name, B) || B <- G]}
                            || #{name := N, bs := G} <- Series]}}.
+
+%% The x axis of a sweep over these distinct values (sorted), so that
+%% every point is visible and apart from its neighbours:
+%% - fewer than three values are levels (`categorical');
+%% - positive values spanning two decades or more go on a log axis (a 0
+%%   sits one decade below the smallest positive value's decade, past a
+%%   marked break of the axis, as report.js draws it);
+%% - else a linear axis;
+%% - unless two neighbouring values would then sit closer than 1/25 of
+%%   the axis (about 19 pixels of the plot): an `ordinal' axis, the
+%%   measured values evenly spaced, a tick at each and none between.
+x_scale(Vs) when length(Vs) < 3 ->
+    categorical;
+x_scale(Vs) ->
+    Pos = [V || V <- Vs, V > 0],
+    Log = Pos =/= [] andalso lists:max(Pos) / lists:min(Pos) >= 100,
+    Mapped = case Log of
+                 true ->
+                     Floor = math:floor(math:log10(lists:min(Pos))) - 1,
+                     [case V > 0 of true -> math:log10(V); false -> Floor end || V <- Vs];
+                 false -> Vs
+             end,
+    Span = lists:max(Mapped) - lists:min(Mapped),
+    Gaps = [B - A || {A, B} <- lists:zip(lists:droplast(Mapped), tl(Mapped))],
+    case lists:min(Gaps) < Span / 25 of
+        true -> ordinal;
+        false when Log -> log;
+        false -> linear
+    end.
 
 %% What the benchmarks of a view ran: their common group (a suite's
 %% workload), else the common name before its parameters.

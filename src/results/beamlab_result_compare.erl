@@ -23,8 +23,11 @@
 %% What a comparison's samples replicate: whole runs (repetitions,
 %% fresh VMs, rounds) or samples within one run.
 -type replication() :: runs | samples.
+%% `loaded': which sides of a comparison of two separately measured runs
+%% carry a load finding (absent: the caller does not tell, e.g. a
+%% matrix's interleaved configurations, and the far rule alone decides).
 -type context() :: #{replication := replication(), overloaded := boolean(),
-                     wall_clock := boolean()}.
+                     wall_clock := boolean(), loaded => [base | new]}.
 -type row() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
                  metric := binary(), group := binary(), cells := [cell()]}.
 -type comparison() :: #{runs := [run_info()], rows := [row()],
@@ -133,19 +136,29 @@ inner_name(#{extra := X} = B) ->
 %% `faster'/`slower' (`within_run_only'); a wall-clock change measured
 %% on an overloaded machine is `inconclusive_load' unless it is
 %% significant at {@link far_confidence/0} too (`Far' is the comparison's
-%% verdict at that level, or `undefined' when not computed).
+%% verdict at that level, or `undefined' when not computed) and the load
+%% cannot explain its direction: load only ever makes a wall-clock
+%% measure worse, so `slower' with the new side loaded, or `faster' with
+%% the baseline loaded, stays `inconclusive_load' at any size (bench/aa.sh
+%% on a shared machine: every repetition of one run slowed by the same
+%% burst, -27% at p < 0.001; the repetitions' spread does not contain a
+%% load that lasted the whole run).
 -spec qualify(beamlab_stats:comparison(), verdict() | undefined, context()) -> verdict().
 qualify(#{verdict := V}, _Far, #{replication := samples})
   when V =:= faster; V =:= slower; V =:= no_difference ->
     within_run_only;
-qualify(#{verdict := V}, Far, #{overloaded := true, wall_clock := true})
+qualify(#{verdict := V}, Far, #{overloaded := true, wall_clock := true} = Ctx)
   when V =:= faster; V =:= slower ->
-    case Far =:= V of
+    case Far =:= V andalso not load_explains(V, maps:get(loaded, Ctx, [])) of
         true -> V;
         false -> inconclusive_load
     end;
 qualify(#{verdict := V}, _Far, _Context) ->
     V.
+
+%% A loaded new side explains `slower', a loaded baseline `faster'.
+load_explains(slower, Loaded) -> lists:member(new, Loaded);
+load_explains(faster, Loaded) -> lists:member(base, Loaded).
 
 %% @doc Benchmarks significantly worse than the baseline by more than `Pct'
 %% percent in any later run (the `--fail-if-slower' rule: verdict `slower'
@@ -291,7 +304,8 @@ ctx({RepB, LoadB}, {Rep, Load}, WallClock) ->
                          {runs, runs} -> runs;
                          _ -> samples
                      end,
-      overloaded => LoadB orelse Load, wall_clock => WallClock}.
+      overloaded => LoadB orelse Load, wall_clock => WallClock,
+      loaded => [base || LoadB] ++ [new || Load]}.
 
 cell(Label, undefined, _BaseB, _Better, _Unit, _Conf, _Pos, _Ctx) ->
     #{label => Label, present => false};
@@ -388,7 +402,9 @@ notes(Runs, Rows, Unpaired) ->
             "(suite -n 5, matrix -n 5, check --against) or compare a history of 3+ runs: ~ts",
             [lists:join(", ", Within)]) || Within =/= []],
        [fmt("inconclusive: the machine was overloaded (a load_high, machine_overloaded or "
-            "noisy_measurement finding, of a run or of a matrix's repetitions) and the wall-clock difference is not far outside the noise: ~ts",
+            "noisy_measurement finding, of a run or of a matrix's repetitions) and the "
+            "wall-clock difference is not far outside the noise, or goes the way the load "
+            "pushes (the loaded run slower): ~ts",
             [lists:join(", ", Loaded)]) || Loaded =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
        [fmt("~b benchmark(s) missing from some runs: ~ts",

@@ -210,7 +210,9 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier, #{confidence := Conf, run_noise := N
                                    end,
                     overloaded => beamlab_result_compare:overloaded(R0)
                         orelse beamlab_result_compare:overloaded(R1),
-                    wall_clock => WallClock},
+                    wall_clock => WallClock,
+                    loaded => [base || beamlab_result_compare:overloaded(R0)]
+                        ++ [new || beamlab_result_compare:overloaded(R1)]},
             Opts = #{better => maps:get(better, B1), confidence => Conf},
             S0 = [X * F0 || X <- maps:get(samples, B0)],
             S1 = [X * F1 || X <- maps:get(samples, B1)],

@@ -82,7 +82,8 @@ summary(Samples) ->
 %% `ci_median' are absent, `ci_mean_method' is `none') and `too_few' is
 %% true. The interval of the mean of positive samples is on the log scale
 %% (mean */ exp(t * cv / sqrt(n)), never below zero); samples with a zero
-%% or a negative value get Student's t interval.
+%% or a negative value get Student's t interval, which stops at zero when
+%% no sample is negative (a rate with an idle second).
 -spec summary([number(), ...], #{confidence => float()}) -> summary().
 summary([_ | _] = Samples, Opts) when is_map(Opts) ->
     Conf = confidence(Opts),
@@ -270,7 +271,7 @@ compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Common) ->
                 RawNoise = RunNoise * abs(mean(Base)),
                 WR = welch(Base, New, 2 * RawNoise * RawNoise),
                 {C, I, M} = raw_change_ci(WR, Conf),
-                {welch, WR, C, I, M}
+                {welch, WR, C, non_negative_change(I, Base ++ New), M}
         end,
     #{p_value := P, mean_base := WB, mean_new := WN} = W,
     Direction = sign(WN - WB),
@@ -358,7 +359,9 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
             {Change, Ci} = case Positive of
                                true -> {safe_exp(D) - 1, {safe_exp(D - H) - 1, safe_exp(D + H) - 1}};
                                false when YBar == 0.0 -> {undefined, undefined};
-                               false -> {D / abs(YBar), {(D - H) / abs(YBar), (D + H) / abs(YBar)}}
+                               false -> {D / abs(YBar),
+                                         non_negative_change({(D - H) / abs(YBar), (D + H) / abs(YBar)},
+                                                             [X | Runs])}
                            end,
             Relevant = MinChange == 0 orelse (is_float(Change) andalso abs(Change) >= MinChange),
             Verdict = case P < 1 - Conf andalso D /= 0.0 andalso Relevant of
@@ -386,6 +389,17 @@ log_change_ci(#{mean_base := LB, mean_new := LN, se2 := Se2, df := Df}, Conf) ->
 
 %% Welch's interval of the difference, relative to |mean(Base)|: the same
 %% t and se as the test. Undefined when the base mean is zero.
+%% A change of a quantity that cannot go below zero (every value >= 0,
+%% some zero: no log scale) cannot fall below -100%: its interval stops
+%% there. Whether it contains 0, the test's statement, is unchanged.
+non_negative_change({Lo, Hi}, Values) when is_float(Lo) ->
+    case lists:min(Values) >= 0 of
+        true -> {max(-1.0, Lo), Hi};
+        false -> {Lo, Hi}
+    end;
+non_negative_change(Ci, _Values) ->
+    Ci.
+
 raw_change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
     {undefined, undefined, none};
 raw_change_ci(#{mean_base := MB, mean_new := MN, se2 := Se2, df := Df}, Conf) ->
@@ -866,6 +880,12 @@ ci_mean(_Sorted, Mean, Sd, N, Min, Conf) when Min > 0 ->
     %% the interval of a time, a rate or a size should be.
     F = safe_exp(mul_sat(t_quantile((1 + Conf) / 2, N - 1), cv(Sd, Mean) / math:sqrt(N))),
     {{Mean / F, mul_sat(Mean, F)}, log_delta};
+ci_mean(_Sorted, Mean, Sd, N, Min, Conf) when Min == 0 ->
+    %% Non-negative with a zero (a rate's second in which nothing was
+    %% sent): no log scale, and Student's interval stops at zero, where
+    %% the quantity does (an amqp run printed `sent ... ±315%').
+    H = half_width(Sd, N, Conf),
+    {{max(0.0, sat_add(Mean, -H)), sat_add(Mean, H)}, student};
 ci_mean(_Sorted, Mean, Sd, N, _Min, Conf) ->
     H = half_width(Sd, N, Conf),
     {{sat_add(Mean, -H), sat_add(Mean, H)}, student}.

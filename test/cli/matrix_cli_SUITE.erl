@@ -119,12 +119,16 @@ ci_budget_spent(_Config) ->
 %% is never the limit: more rounds than -n, stopped as confident, and
 %% every configuration's interval is within the target.
 ci_confident(_Config) ->
-    #{code := 0, out := Out} =
-        cli(["matrix", "--vm", "+S 1", "-n", "2", "--ci", "99%", "--max-time", "600", "--format", "json",
+    #{code := 0, out := Out, dir := Dir} =
+        cli(["matrix", "--vm", "+S 1", "-n", "2", "--ci", "99%", "--max-time", "600", "--save", "c.json",
              "--", "run", "lists:seq(1, 10).", "-d", "20", "-s", "3", "-w", "0"]),
+    %% the text says what ended it (#35), the saved document too
+    ?assertMatch({match, _}, re:run(Out, "^stopped: confident \\(every 95% interval within (\\+/-|±)99% of its "
+                                         "estimate\\)", [multiline, unicode])),
+    {ok, Saved} = file:read_file(filename:join(Dir, "c.json")),
     #{<<"extra">> := #{<<"stopped_by">> := <<"converged">>, <<"unconfident">> := []},
       <<"benchmarks">> := [#{<<"samples">> := S, <<"stats">> := #{<<"mean">> := M, <<"ci_mean">> := [Lo, Hi]}}]} =
-        json(Out),
+        json(Saved),
     ?assert(length(S) >= 3),
     ?assert(Hi / M - 1 =< 0.99 andalso 1 - Lo / M =< 0.99, {Lo, M, Hi}).
 

@@ -7,7 +7,7 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
+-export([compare_overloaded/1, all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2, end_per_group/2]).
 -export([compare_every_kind/1, compare_one_matrix/1, compare_formats/1, compare_three_runs/1, fail_if_slower/1, compare_history/1,
          compare_unpaired/1, bad_inputs/1, report_every_kind/1, report_bad_inputs/1,
          run_save_compare_report/1, run_formats/1, ci_formats/1, interrupted_run_is_partial/1,
@@ -17,7 +17,8 @@ all() ->
     [{group, fixtures}, {group, real_runs}].
 
 groups() ->
-    [{fixtures, [], [compare_every_kind, compare_one_matrix, compare_formats, compare_three_runs, fail_if_slower, compare_history,
+    [{fixtures, [], [compare_every_kind, compare_one_matrix, compare_formats, compare_overloaded, compare_three_runs,
+                     fail_if_slower, compare_history,
                      compare_unpaired, bad_inputs, report_every_kind, report_bad_inputs]},
      {real_runs, [], [run_save_compare_report, run_formats, ci_formats, interrupted_run_is_partial,
                       save_default_path]}].
@@ -64,6 +65,47 @@ cli(Args) -> beamlab_test_util:cli(Args).
 file(Config, Name) -> maps:get(Name, ?config(files, Config)).
 
 %% Fixtures ------------------------------------------------------------------
+
+%% #35 item 3 through the command line: the second run carries a
+%% machine_overloaded finding. Its +50% in time (slower at 99% on a quiet
+%% machine) is "inconclusive: overloaded", in text and JSON, with the
+%% note saying why; a change far outside the noise (x5) and a
+%% load-independent metric (reductions) keep their verdicts.
+compare_overloaded(Config) ->
+    Noisy = fun(F) -> [X * F * (1 + 0.15 * math:sin(X)) || X <- [100.0, 130.0, 90.0, 115.0, 105.0]] end,
+    B = fun(Name, Unit, Metric, F) ->
+                beamlab_result:benchmark(Name, Noisy(F), #{group => <<"g">>, metric => Metric, unit => Unit,
+                                                           better => lower})
+        end,
+    Doc = fun(F, Huge, Findings) ->
+                  R = beamlab_result:new(suite, #{command => [<<"beamlab">>, <<"suite">>],
+                                                  started_at => <<"2026-11-23T00:00:00Z">>}),
+                  beamlab_result:add_findings(
+                    beamlab_result:add_benchmarks(R, [B(<<"t">>, <<"ns">>, <<"time">>, F),
+                                                      B(<<"huge">>, <<"ns">>, <<"time">>, Huge),
+                                                      B(<<"reds">>, <<"reductions">>, <<"reductions">>, F)]),
+                    Findings)
+          end,
+    Loaded = [beamlab_result:finding(machine_overloaded, warning, <<"Machine is overloaded">>,
+                                     <<"other processes used 1.9 of 2 CPUs">>, <<"stop them">>, #{})],
+    Dir = ?config(dir, Config),
+    [A, L, Q] = [filename:join(Dir, N) || N <- ["ov-a.json", "ov-loaded.json", "ov-quiet.json"]],
+    {ok, _} = beamlab_result:save(Doc(1.0, 1.0, []), A),
+    {ok, _} = beamlab_result:save(Doc(1.5, 5.0, Loaded), L),
+    {ok, _} = beamlab_result:save(Doc(1.5, 5.0, []), Q),
+    #{code := 0, out := Quiet} = cli(["compare", A, Q]),
+    ct:log("~ts", [Quiet]),
+    ?assertMatch({match, _}, re:run(Quiet, <<"^t .* SLOWER$">>, [multiline])),
+    #{code := 0, out := Text} = cli(["compare", A, L]),
+    ct:log("~ts", [Text]),
+    ?assertMatch({match, _}, re:run(Text, <<"^t .* inconclusive: overloaded$">>, [multiline])),
+    ?assertMatch({match, _}, re:run(Text, <<"^huge .* SLOWER$">>, [multiline])),
+    ?assertMatch({match, _}, re:run(Text, <<"^reds .* SLOWER$">>, [multiline])),
+    ?assertMatch({match, _}, re:run(Text, <<"inconclusive: the machine was overloaded">>)),
+    #{code := 0, out := Json} = cli(["compare", A, L, "--format", "json"]),
+    {ok, #{<<"rows">> := Rows}} = beamlab_json:decode(Json),
+    ?assertEqual(#{<<"t">> => <<"inconclusive_load">>, <<"huge">> => <<"slower">>, <<"reds">> => <<"slower">>},
+                 maps:from_list([{N, V} || #{<<"name">> := N, <<"cells">> := [_, #{<<"verdict">> := V}]} <- Rows])).
 
 compare_every_kind(Config) ->
     [begin

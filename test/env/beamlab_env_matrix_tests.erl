@@ -108,7 +108,8 @@ unknown_baseline_test() ->
 %% #35: the repetitions' load findings join the matrix document (one per
 %% id, the worst, with how many repetitions raised it), so a compare of
 %% two matrices measured on a loaded machine is `inconclusive_load' like
-%% a compare of runs, unless far outside the noise.
+%% a compare of runs, unless far outside the noise and not the way the load
+%% pushes (the loaded matrix slower).
 load_finding_test() ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
     Loaded = fun(Factor) ->
@@ -134,11 +135,16 @@ load_finding_test() ->
     [#{id := <<"load_high">>, severity := critical, evidence := Ev}] = maps:get(findings, A),
     ?assertMatch({match, _}, re:run(Ev, "^3 of 3 repetitions; worst \\[\\+S 1\\] rep 2: load 2")),
     ?assert(beamlab_result_compare:overloaded(A)),
-    Verdict = fun(Factor, Quiet) ->
+    Verdict = fun(Factor, Which) ->
                       {ok, B} = beamlab_env_matrix:run(Spec, #{runner => Loaded(Factor)}),
-                      Q = fun(D) when Quiet -> D#{findings := []}; (D) -> D end,
+                      Q = fun(D) -> D#{findings := []} end,
+                      Pair = case Which of
+                                 true -> [Q(A), Q(B)];       % both quiet
+                                 false -> [A, B];            % both loaded
+                                 base_loaded -> [A, Q(B)]
+                             end,
                       {ok, #{rows := [#{cells := [_, Cell]}]}} =
-                          beamlab_result_compare:compare([{<<"a">>, Q(A)}, {<<"b">>, Q(B)}]),
+                          beamlab_result_compare:compare(lists:zip([<<"a">>, <<"b">>], Pair)),
                       ?assertEqual(runs, maps:get(basis, Cell)),
                       maps:get(verdict, Cell)
               end,
@@ -146,8 +152,12 @@ load_finding_test() ->
     %% separate matrices), not at 99.9%
     ?assertEqual(slower, Verdict(1.2, true)),
     ?assertEqual(inconclusive_load, Verdict(1.2, false)),
-    %% +50%: far outside the noise, a verdict even under load
-    ?assertEqual(slower, Verdict(1.5, false)),
+    %% +50%: far outside the noise, but the loaded new matrix is the
+    %% slower one: the load explains that direction at any size
+    ?assertEqual(inconclusive_load, Verdict(1.5, false)),
+    %% ... a quiet new matrix 50% slower than a loaded baseline: not the
+    %% load's doing, and far outside the noise: a verdict
+    ?assertEqual(slower, Verdict(1.5, base_loaded)),
     %% the finding survives JSON
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
     {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).

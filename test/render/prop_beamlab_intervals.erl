@@ -11,10 +11,19 @@
 %% benchmarks, matrix cells, comparison and history trend); runs with a
 %% load finding (the load-aware verdicts, #35) as well as quiet ones. No
 %% CSV has a `±' column: intervals are their low and high bounds.
+%%
+%% Real saved results too (test/fixtures/results: run with 1, 2 and 5
+%% samples, suite, a ping_pong sweep, matrix -n 1 and -n 3, check, amqp,
+%% profile, watch, made by the built escript on a loaded 2-core machine):
+%% each in every format through beamlab_render_view (the table behind
+%% `--format' and beamlab:format/3), compared with and without another
+%% run of its kind (compare, history, the report's model), and reshaped:
+%% every benchmark's samples replaced by crafted ones (zeros among them:
+%% a rate with an idle second), its statistics recomputed.
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_no_impossible_interval/0, prop_no_impossible_comparison/0]).
+-export([prop_no_impossible_interval/0, prop_no_impossible_comparison/0, prop_real_reshaped/0]).
 
 %%--------------------------------------------------------------------
 %% Generators
@@ -27,12 +36,21 @@ samples() ->
          %% Distinct values: three equal samples honestly have a ±0% interval.
          [Scale * math:exp(Z) * (1 + I / 1000) || {I, Z} <- lists:zip(lists:seq(1, length(Zs)), Zs)]).
 
+%% Non-negative samples, sometimes with a zero (a rate's second in which
+%% nothing happened: an amqp run's `sent' printed ±315% from one).
+samples_with_zero() ->
+    ?LET({S, Zero}, {samples(), frequency([{3, false}, {1, true}])},
+         case {Zero, S} of
+             {true, [_, _ | _]} -> [0.0 | tl(S)];
+             _ -> S
+         end).
+
 unit() -> oneof([<<"ns">>, <<"us">>, <<"ms">>, <<"iterations">>, <<"msg/s">>, <<"bytes">>, <<"ops/s">>]).
 better() -> oneof([higher, lower]).
 kind() -> oneof([bench, suite, matrix]).
 
 doc() ->
-    ?LET({Kind, Unit, Better, Sets}, {kind(), unit(), better(), ?LET(N, range(1, 3), vector(N, samples()))},
+    ?LET({Kind, Unit, Better, Sets}, {kind(), unit(), better(), ?LET(N, range(1, 3), vector(N, samples_with_zero()))},
          build(Kind, Unit, Better, Sets)).
 
 %%--------------------------------------------------------------------
@@ -47,7 +65,8 @@ prop_no_impossible_interval() ->
             end).
 
 prop_no_impossible_comparison() ->
-    ?FORALL({Kind, Unit, Better, Sets, Loaded}, {kind(), unit(), better(), vector(4, samples()), vector(4, boolean())},
+    ?FORALL({Kind, Unit, Better, Sets, Loaded}, {kind(), unit(), better(), vector(4, samples_with_zero()),
+                                                 vector(4, boolean())},
             begin
                 Docs = [loaded(L, build(Kind, Unit, Better, [S])) || {L, S} <- lists:zip(Loaded, Sets)],
                 Runs = [{iolist_to_binary(["r", integer_to_list(I)]), D#{started_at := started(I)}}
@@ -118,16 +137,24 @@ outputs(#{kind := Kind} = Doc) ->
               suite -> [{text, beamlab_render_suite:render(Doc, #{unicode => U})} || U <- [true, false]];
               matrix -> [{text, beamlab_render_matrix:render(Doc, #{unicode => U})} || U <- [true, false]]
           end,
-    Own ++
-        [{text, beamlab_render_text:render(Doc, #{unicode => true})},
-         {json, beamlab_result:to_json(Doc)},
-         {csv, beamlab_render_csv:render(Doc)},
-         {markdown, beamlab_render_markdown:render(Doc)},
-         {github, beamlab_render_github_benchmark:render(Doc, bigger)},
-         {github, beamlab_render_github_benchmark:render(Doc, smaller)},
-         {bencher, beamlab_render_bencher:render(Doc)}].
+    Own ++ [{text, beamlab_render_text:render(Doc, #{unicode => true})} | view_outputs(Doc)].
+
+%% Every `--format' of a document of any kind, as the command line
+%% prints it (beamlab_render_view), the text view in both alphabets.
+view_outputs(Doc) ->
+    [{tag(F), Out} || F <- beamlab_render_view:formats(), U <- [true, false],
+                      F =:= text orelse U,
+                      {ok, Out} <- [beamlab_render_view:render(Doc, F, #{unicode => U})]].
+
+tag('github-bigger') -> github;
+tag('github-smaller') -> github;
+tag(F) -> F.
 
 compare_outputs(Runs) ->
+    runs_outputs(Runs) ++ lists:append([outputs(D) || {_, D} <- Runs]).
+
+%% compare and history in every format, and the report's model.
+runs_outputs(Runs) ->
     {ok, Cmp} = beamlab_result_compare:compare(Runs),
     {ok, H} = beamlab_result_history:history(Runs, #{}),
     [{text, beamlab_render_compare:render(Cmp, F)} || F <- [text, markdown]]
@@ -137,8 +164,7 @@ compare_outputs(Runs) ->
         ++ [{csv, beamlab_render_history:render(H, csv, #{})},
             {history_json, beamlab_render_history:render(H, json, #{})}]
         ++ [{report_model, beamlab_json:encode(beamlab_report_html:model(Runs))},
-            {report_model, beamlab_json:encode(beamlab_report_html:model(Runs, #{history => H}))}]
-        ++ lists:append([outputs(D) || {_, D} <- Runs]).
+            {report_model, beamlab_json:encode(beamlab_report_html:model(Runs, #{history => H}))}].
 
 %%--------------------------------------------------------------------
 %% Checks: every sample is positive, so nothing may go below zero.
@@ -148,8 +174,12 @@ problems(Format, Out) ->
     text_problems(Bin) ++ format_problems(Format, Bin).
 
 text_problems(Bin) ->
-    %% A ±0% (or +-0%) is an interval of zero width: from one sample.
-    [{zero_width, Bin} || re:run(Bin, <<"(±|\\+-|\\+/-) ?0(\\.0+)?%"/utf8>>, [unicode]) =/= nomatch]
+    %% A ±0% (or +-0%) is an interval of zero width: from one sample. (A
+    %% cell that says it holds 3 or more, `n=11', may honestly be one:
+    %% a check's reductions, the same count every round.)
+    [{zero_width, Bin} || Cell <- binary:split(Bin, [<<"\n">>, <<"\",\"">>], [global]),
+                          re:run(Cell, <<"(±|\\+-|\\+/-) ?0(\\.0+)?%"/utf8>>, [unicode]) =/= nomatch,
+                          re:run(Cell, <<"n=([3-9]|[1-9][0-9]+)\\b">>) =:= nomatch]
     %% A percentage below -100%: a change, or the lower side of a mean's
     %% interval, below zero.
     ++ [{below_minus_100, P} || {match, Ps} <- [re:run(Bin, <<"-([0-9]+(?:\\.[0-9]+)?)%">>,
@@ -252,17 +282,10 @@ index(X, [_ | T], I) -> index(X, T, I + 1).
 fixtures_test() ->
     Docs = [beamlab_results_fixtures:result(K, #{factor => F})
             || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>], F <- [1.0, 1.3]],
-    Bad = [{F, Why} || D <- Docs, {F, Out} <- generic_outputs(D), Why <- problems(F, Out)],
+    Bad = [{F, Why} || D <- Docs, {F, Out} <- [{text, beamlab_render_text:render(D, #{unicode => true})}
+                                               | view_outputs(D)],
+                       Why <- problems(F, Out)],
     ?assertEqual([], Bad).
-
-generic_outputs(Doc) ->
-    [{text, beamlab_render_text:render(Doc, #{unicode => true})},
-     {json, beamlab_result:to_json(Doc)},
-     {csv, beamlab_render_csv:render(Doc)},
-     {markdown, beamlab_render_markdown:render(Doc)},
-     {github, beamlab_render_github_benchmark:render(Doc, bigger)},
-     {github, beamlab_render_github_benchmark:render(Doc, smaller)},
-     {bencher, beamlab_render_bencher:render(Doc)}].
 
 %% The issue's own examples, as they would be printed now.
 issue_examples_test() ->
@@ -276,6 +299,67 @@ issue_examples_test() ->
     ?assertNotEqual(nomatch, binary:match(Text, <<"no interval">>)).
 
 %%--------------------------------------------------------------------
+%% Real saved results (test/fixtures/results)
+
+real_docs() ->
+    Files = filelib:wildcard(filename:join([beamlab_test_util:root(), "test", "fixtures", "results", "*.json"])),
+    [begin
+         {ok, Doc} = beamlab_result:load(F),
+         {filename:basename(F, ".json"), Doc}
+     end || F <- Files].
+
+%% Every kind that carries intervals has a real result here.
+real_kinds_test() ->
+    Kinds = lists:usort([K || {_, #{kind := K}} <- real_docs()]),
+    ?assertEqual([amqp, bench, check, matrix, profile, suite, watch], Kinds).
+
+real_results_test_() ->
+    {timeout, 120,
+     [{Name, fun() -> ?assertEqual([], real_problems(Name, Doc, real_docs())) end}
+      || {Name, Doc} <- real_docs()]}.
+
+real_problems(Name, #{kind := Kind} = Doc, All) ->
+    Own = [{F, Why} || {F, Out} <- view_outputs(Doc), Why <- problems(F, Out)],
+    %% with itself, and with every other saved run of its kind
+    Others = [D || {N, #{kind := K} = D} <- All, K =:= Kind, N =/= Name],
+    Sets = [[Doc, Doc] | [[Doc, O] || O <- Others]],
+    Cmp = [{F, Why} || Set <- Sets, Runs <- [runs(Set)], {F, Out} <- runs_outputs(Runs),
+                       Why <- problems(F, Out)],
+    Own ++ Cmp.
+
+runs(Docs) ->
+    [{iolist_to_binary(["r", integer_to_list(I)]), D#{started_at := started(I)}}
+     || {I, D} <- lists:zip(lists:seq(1, length(Docs)), Docs)].
+
+
+%% A real document of any kind with every benchmark's samples replaced
+%% by crafted ones (statistics and comparisons recomputed): the kind's
+%% own views meet skewed samples, one or two of them, and zeros.
+prop_real_reshaped() ->
+    Docs = real_docs(),
+    ?FORALL({I, Sets}, {range(1, length(Docs)), vector(6, samples_with_zero())},
+            begin
+                {Name, Doc} = lists:nth(I, Docs),
+                New = reshaped(Doc, Sets),
+                Bad = [{Name, F, Why} || {F, Out} <- view_outputs(New) ++ runs_outputs(runs([Doc, New])),
+                                         Why <- problems(F, Out)],
+                ?WHENFAIL(io:format("~p~n", [Bad]), Bad =:= [])
+            end).
+
+reshaped(#{benchmarks := Bs} = Doc, Sets) ->
+    Cycle = fun(J) -> lists:nth(1 + (J rem length(Sets)), Sets) end,
+    New = [B#{samples => S, stats => beamlab_stats:summary(S),
+              sample_info => #{count => length(S), kept => length(S), method => all}}
+           || {J, B} <- lists:zip(lists:seq(1, length(Bs)), Bs), S <- [Cycle(J)]],
+    Base = hd(New ++ [#{samples => []}]),
+    Doc#{benchmarks := [case B of
+                            #{comparison := _, better := Better} when length(map_get(samples, Base)) > 0 ->
+                                B#{comparison := beamlab_stats:compare(map_get(samples, Base), map_get(samples, B),
+                                                                       #{better => Better})};
+                            _ -> B
+                        end || B <- New]}.
+
+%%--------------------------------------------------------------------
 %% EUnit wrappers
 
 check(Prop, N) ->
@@ -285,3 +369,10 @@ intervals_props_test_() ->
     {timeout, 120,
      [?_test(check(prop_no_impossible_interval(), 150)),
       ?_test(check(prop_no_impossible_comparison(), 60))]}.
+
+%% (Its own timeout, few shrinks: each case renders a real document in
+%% every format and compares it, a second or two on a loaded machine.)
+real_reshaped_test_() ->
+    {timeout, 300,
+     ?_assertEqual(true, proper:quickcheck(prop_real_reshaped(), [{numtests, 25}, {max_shrinks, 10},
+                                                                  {to_file, user}]))}.

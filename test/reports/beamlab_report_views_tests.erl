@@ -34,6 +34,33 @@ no_log_no_sweep_test() ->
     Words = [bench(V, [1.0, 2.0], #{params => #{variant => V}}) || V <- [<<"a">>, <<"b">>]],
     ?assertEqual([], beamlab_report_views:sweeps(doc(suite, Words))).
 
+%% #35: the x axis keeps every point apart. 0,10,100,1000,10000: a log
+%% axis (the 0 a decade below 10, past a break); 0,1,10,100 spans two
+%% decades exactly: log too; 10,11,12,5000 crowds 10,11,12 even on a log axis,
+%% 1,2,90 on a linear one (below two decades): ordinal, the measured
+%% values evenly spaced; 10,50,200 is spread enough for a linear axis.
+x_scale_test() ->
+    Scale = fun(Xs) ->
+                    Bs = [bench(integer_to_binary(S), [1.0, 2.0], #{params => #{n => S}}) || S <- Xs],
+                    [#{log := Log, ordinal := Ord, categorical := Cat}] = beamlab_report_views:sweeps(doc(suite, Bs)),
+                    case {Log, Ord, Cat} of
+                        {true, false, false} -> log;
+                        {false, true, false} -> ordinal;
+                        {false, false, true} -> categorical;
+                        {false, false, false} -> linear
+                    end
+            end,
+    ?assertEqual(log, Scale([0, 10, 100, 1000, 10000])),
+    ?assertEqual(log, Scale([0, 1, 10, 100])),
+    ?assertEqual(log, Scale([1, 2, 4, 8, 16, 32, 64, 128, 256])),
+    ?assertEqual(ordinal, Scale([10, 11, 12, 5000])),
+    ?assertEqual(log, Scale([1, 2, 3, 500])),
+    ?assertEqual(ordinal, Scale([1, 2, 90])),
+    ?assertEqual(ordinal, Scale([0, 1, 50])),
+    ?assertEqual(linear, Scale([10, 50, 200])),
+    ?assertEqual(linear, Scale([0, 10, 20, 30])),
+    ?assertEqual(categorical, Scale([0, 6])).
+
 %% A squeeze curve: throughput per second against workers, every sample a
 %% point, speedup, efficiency and a USL fit.
 squeeze_scaling_test() ->

@@ -13,8 +13,8 @@
 -export([every_kind_renders/1, single_run_renders/1, long_series_are_downsampled/1,
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
--export([sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1]).
+-export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
+         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, profile_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -23,8 +23,8 @@ groups() ->
     [{fixtures, [], [every_kind_renders, single_run_renders, long_series_are_downsampled,
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
-     {chart_kinds, [], [sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart]}].
+     {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
+                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart, profile_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -180,28 +180,105 @@ hostile_labels_render(Config) ->
 
 %% Chart kinds on real runs ----------------------------------------------------
 
-%% suite --param size=0,10,10000: one curve per payload over the size, on a
-%% log axis (three decades), the interval as a band; not one bar per point.
+%% suite --param size=0,10,100,1000,10000 (issue #35's sweep): one curve
+%% per payload over the size, on a log axis (four decades of positive
+%% sizes), the 0 one decade below 10 past a marked break of the axis; every
+%% point at its own place, apart from its neighbours; ticks at the decades
+%% only; the interval as a band, not one bar per point.
 sweep_chart(Config) ->
-    F = run(Config, "sweep", ["suite", "ping_pong", "--param", "ping_pong.size=0,10,10000",
-                              "--param", "ping_pong.n=2000", "-n", "3"]),
-    Dom = report(Config, "sweep", [F]),
+    Dom = report(Config, "sweep", [sweep_run(Config)]),
     [Fig] = figures(Dom, <<"sweep">>),
     ?assertNotEqual(nomatch, binary:match(Fig, <<"data-x-scale=\"log\"">>)),
     ?assertEqual([<<"payload=binary">>, <<"payload=list">>],
                  lists:sort(attrs(Fig, <<"path">>, <<"sweep-line">>, <<"data-series">>))),
     ?assertEqual(2, count(Fig, <<"class=\"ci-band\"">>)),
-    %% Three points each, the axis labelled with the parameter and the metric.
-    ?assertEqual([3, 3], [length(binary:split(D, <<"L">>, [global]))
-                          || D <- attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>)]),
+    %% Five points each, the axis labelled with the parameter and the metric.
+    Lines = attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>),
+    ?assertEqual([5, 5], [length(binary:split(D, <<"L">>, [global])) || D <- Lines]),
     ?assertEqual([<<"size">>], texts(Fig, <<"label x-label">>)),
     ?assertMatch([<<"round_trip (", _/binary>>], texts(Fig, <<"label y-label">>)),
-    ?assert(lists:member(<<"10k">>, texts(Fig, <<"tick">>))),
+    ?assertEqual([<<"0">>, <<"10">>, <<"100">>, <<"1000">>, <<"10k">>], xticks(Fig)),
+    %% #35: 0, 10 and 100 are not piled up at the origin: the five sizes
+    %% sit at five places at least 20 pixels apart, in order.
+    Xs = lists:usort([binary_to_float(X) || D <- Lines, [X, _] <- re_all(D, <<"[ML]([0-9.]+),([0-9.]+)">>)]),
+    ?assertEqual(5, length(Xs)),
+    ?assert(lists:all(fun({A, B}) -> B - A >= 20 end, lists:zip(lists:droplast(Xs), tl(Xs)))),
+    %% The 0 is not a decade: the axis is broken between it and 10.
+    ?assertEqual(1, count(Fig, <<"class=\"axis-break\" data-axis=\"x\"">>)),
+    ?assertMatch({match, _}, re:run(Dom, <<"a 0 sits one decade below, past a marked break">>)),
     %% The title names the workload and the measure, the subtitle the band's method.
     [Title] = captions(Fig),
     ?assertMatch({match, _}, re:run(Title, <<"^ping_pong: round_trip \\((ns|us|ms)\\) against size$">>)),
     ?assertMatch({match, _}, re:run(Fig, <<"band: [A-Za-z]">>)),
     ?assertEqual([], figures(Dom, <<"results">>)).
+
+%% #35: one unit per chart. fib's document is in ms; fib(18..22) takes
+%% microseconds, drawn in us (or ns): the title, the subtitle, the axis and
+%% every point's tooltip all name the unit the axis shows.
+sweep_units(Config) ->
+    F = run(Config, "fib-sweep", ["suite", "fib", "--param", "fib.n=18,20,22", "-n", "3"]),
+    {ok, #{benchmarks := [#{unit := <<"ms">>} | _]}} = beamlab_result:load(F),
+    Dom = report(Config, "fib-sweep", [F]),
+    [Fig] = figures(Dom, <<"sweep">>),
+    [Title] = captions(Fig),
+    {match, [Unit]} = re:run(Title, <<"^fib: time \\((ns|us)\\) against n$">>, [{capture, all_but_first, binary}]),
+    ?assertEqual([<<"time (", Unit/binary, ")">>], texts(Fig, <<"label y-label">>)),
+    [Sub] = [S || [S] <- re_all(Fig, <<"<div class=\"muted\">([^<]*)</div>">>)],
+    ?assertMatch({match, _}, re:run(Sub, <<"^", Unit/binary, ", lower is better">>)),
+    ?assertEqual(nomatch, binary:match(Sub, <<"ms">>)),
+    Tips = [T || [T] <- re_all(Fig, <<"<title>time: (n [^<]*)</title>">>)],
+    ?assertEqual(3, length(Tips)),
+    [?assertMatch({match, _}, re:run(T, <<"^n [0-9]+, [0-9.]+ ", Unit/binary, "$">>)) || T <- Tips].
+
+%% #35: a report of the same run twice (two names, identical numbers):
+%% the second run's lines lie exactly on the first's, yet both show.
+%% Distinct dash patterns and marker shapes, the first drawn wider under
+%% the second, and the legend says which overlaps which. Checked on the
+%% pixels: a screenshot of the chart alone holds every series' colour.
+identical_runs_visible(Config) ->
+    F = sweep_run(Config),
+    Copy = filename:join(?config(priv_dir, Config), "again.json"),
+    {ok, _} = file:copy(F, Copy),
+    Dom = report(Config, "identical", [F, Copy]),
+    Png = screenshot(Config, "identical", filename:join(?config(priv_dir, Config), "identical.html"), <<"figure[data-kind=sweep] svg.chart">>),
+    Colours = [{16#25, 16#63, 16#eb}, {16#dc, 16#26, 16#26}, {16#16, 16#a3, 16#4a}, {16#93, 16#33, 16#ea}],
+    Counts = [colour_pixels(Png, C) || C <- Colours],
+    ct:log("pixels of each series' colour: ~w", [Counts]),
+    [?assert(N >= 30) || N <- Counts],
+    [Fig] = figures(Dom, <<"sweep">>),
+    Series = attrs(Fig, <<"path">>, <<"sweep-line">>, <<"data-series">>),
+    ?assertEqual(4, length(Series)),
+    %% Four series, four dash patterns (the first solid), four marker shapes.
+    Dashes = [case re:run(P, <<"stroke-dasharray=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
+                  {match, [D]} -> D;
+                  nomatch -> solid
+              end || [P] <- re_all(Fig, <<"(<path [^>]*class=\"sweep-line\"[^>]*>)">>)],
+    ?assertEqual(4, length(lists:usort(Dashes))),
+    %% (in the chart; the legend's swatches show each line and marker too)
+    [Chart] = [C || [C] <- re_all(Fig, <<"(<svg class=\"chart\".*?</svg>)">>)],
+    ?assertEqual(5, count(Chart, <<"<circle">>)),
+    ?assertEqual(15, count(Chart, <<"class=\"marker\"">>)),
+    ?assertEqual([<<"again: payload=binary (overlaps sweep: payload=binary)">>,
+                  <<"again: payload=list (overlaps sweep: payload=list)">>],
+                 lists:sort([T || [T] <- re_all(Fig, <<"</svg>(again[^<]*)</span>">>)])).
+
+%% #35: sizes 10, 11, 12 and 5000 crowd together on a log axis as on a
+%% linear one: an ordinal axis, the measured values evenly spaced, a tick
+%% at each and none between.
+ordinal_sweep_chart(Config) ->
+    F = run(Config, "ordinal", ["suite", "ping_pong", "--param", "ping_pong.size=10,11,12,5000",
+                                "--param", "ping_pong.n=2000", "-n", "3"]),
+    Dom = report(Config, "ordinal", [F]),
+    [Fig] = figures(Dom, <<"sweep">>),
+    ?assertNotEqual(nomatch, binary:match(Fig, <<"data-x-scale=\"ordinal\"">>)),
+    ?assertEqual([<<"10">>, <<"11">>, <<"12">>, <<"5000">>], xticks(Fig)),
+    [Line | _] = attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>),
+    Xs = [binary_to_float(X) || [X, _] <- re_all(Line, <<"[ML]([0-9.]+),([0-9.]+)">>)],
+    Gaps = [B - A || {A, B} <- lists:zip(lists:droplast(Xs), tl(Xs))],
+    ?assertEqual(3, length(Gaps)),
+    ?assert(lists:max(Gaps) - lists:min(Gaps) < 1),
+    ?assert(lists:min(Gaps) > 50),
+    ?assertMatch({match, _}, re:run(Fig, <<"size on an ordinal axis: its 4 measured values evenly spaced">>)).
 
 %% A parameter with two values (zlib levels 0 and 6) is levels, not a
 %% range: each series' two points at those values with their intervals as
@@ -217,7 +294,9 @@ categorical_sweep_chart(Config) ->
     ?assertMatch({match, _}, re:run(Title, <<"^serialization: encode_decode \\((ns|us|ms)\\) against compressed$">>)),
     ?assertEqual([], attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>)),
     ?assertEqual([<<"0">>, <<"6">>], xticks(Fig)),
-    ?assertEqual(4, count(Fig, <<"<circle">>)),
+    %% (each series its marker shape: the first's circles, the second's squares)
+    [Chart] = [C || [C] <- re_all(Fig, <<"(<svg class=\"chart\".*?</svg>)">>)],
+    ?assertEqual({2, 2}, {count(Chart, <<"<circle">>), count(Chart, <<"class=\"marker\"">>)}),
     ?assertEqual(2, count(Fig, <<"class=\"errorbar\"">>)),
     ?assertMatch({match, _}, re:run(Fig, <<"whiskers: [A-Za-z]">>)).
 
@@ -228,6 +307,9 @@ scaling_chart(Config) ->
                                 "-d", "100", "-s", "3"]),
     Dom = report(Config, "squeeze", [F]),
     [Fig | _] = figures(Dom, <<"scaling">>),
+    %% The title names what ran and the measure; the band says its method.
+    ?assertEqual(<<"squeeze: lists:seq(1, 1000).: throughput against workers">>, hd(captions(Fig))),
+    ?assertMatch({match, _}, re:run(Fig, <<"band: [a-z ]*interval">>)),
     ?assertEqual([<<"USL fit">>], attrs(Fig, <<"path">>, <<"usl-fit">>, <<"data-series">>)),
     %% 3 levels x 3 samples, as points.
     {match, [Points]} = re:run(Fig, <<"<g class=\"usl-point\"[^>]*>(.*?)</g>">>, [{capture, all_but_first, binary}]),
@@ -251,6 +333,11 @@ latency_chart(Config) ->
                                 "--param", "message_load.warmup=100"]),
     Dom = report(Config, "latency", [F]),
     [Fig] = figures(Dom, <<"latency">>),
+    ?assertEqual([<<"message_load latency_us: latency percentile spectrum">>], captions(Fig)),
+    %% One unit: the subtitle starts with the one the axis shows.
+    {match, [LUnit]} = re:run(hd(texts(Fig, <<"label y-label">>)), <<"^latency \\((ns|us|ms)\\)$">>,
+                              [{capture, all_but_first, binary}]),
+    ?assertMatch({match, _}, re:run(Fig, <<"<div class=\"muted\">", LUnit/binary, "; max ">>)),
     %% A log latency axis (p50 and p99.9 differ by orders of magnitude).
     ?assertNotEqual(nomatch, binary:match(Fig, <<"data-y-scale=\"log\"">>)),
     [D] = attrs(Fig, <<"path">>, <<"spectrum">>, <<"d">>),
@@ -266,7 +353,7 @@ latency_chart(Config) ->
     %% Two repetitions of one second each (the legend): two lines over the first second
     %% of each, never one line over seconds 1..4; the partial second after
     %% each measured period is left out, not drawn as a fall to 0.
-    ?assertEqual([<<"rep 1">>, <<"rep 2">>], [R || [R] <- re_all(Goodput, <<"</i>(rep [0-9]+) \\(1 s\\)</span>">>)]),
+    ?assertEqual([<<"rep 1">>, <<"rep 2">>], [R || [R] <- re_all(Goodput, <<"</svg>(rep [0-9]+) \\(1 s\\)</span>">>)]),
     ?assertEqual([<<"1">>], xticks(Goodput)),
     ?assertEqual([<<"second of the repetition">>], texts(Goodput, <<"label x-label">>)),
     [Mean] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.latency_mean_us">>) =/= nomatch],
@@ -346,7 +433,7 @@ matrix_chart(Config) ->
     [{ChartPos, _} | _] = binary:matches(Dom, <<"data-kind=\"matrix\"">>),
     ?assert(TablePos < ChartPos),
     [Fig] = figures(Dom, <<"matrix">>),
-    ?assertEqual([<<"lists:seq(1, 300). per configuration">>], captions(Fig)),
+    ?assertEqual([<<"lists:seq(1, 300). (iterations/s) per configuration">>], captions(Fig)),
     ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>], attrs(Fig, <<"g">>, <<"interval-row">>, <<"data-row">>)),
     %% Iterations per 100 ms sample as a rate, as the command line prints it.
     ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label x-label">>)),
@@ -388,7 +475,7 @@ distribution_chart(Config) ->
     ?assertEqual([<<"iterations/s">>], texts(Hist, <<"label x-label">>)),
     ?assertEqual([<<"samples">>], texts(Hist, <<"label y-label">>)),
     [Points] = figures(Dom, <<"points">>),
-    ?assertNotEqual(nomatch, binary:match(Points, <<"<figcaption>rand:uniform().</figcaption>">>)),
+    ?assertNotEqual(nomatch, binary:match(Points, <<"<figcaption>rand:uniform(). (iterations/s)</figcaption>">>)),
     ?assertEqual(5, count(Points, <<"class=\"sample\"">>)).
 
 %% Runs saved in a git work tree after each of three commits, the second
@@ -413,6 +500,9 @@ trend_chart(Config) ->
      end || {I, N} <- [{1, 10}, {2, 10000}, {3, 10}]],
     Dom = report(Config, "trend", [Hist]),
     [Fig] = figures(Dom, <<"trend">>),
+    ?assertEqual([<<"seq (iterations/s) by commit">>], captions(Fig)),
+    ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label y-label">>)),
+    ?assertMatch({match, _}, re:run(Fig, <<"band: 99% interval of that mean">>)),
     ?assertEqual([<<"commit">>], texts(Fig, <<"label x-label">>)),
     ?assertMatch([_], attrs(Fig, <<"path">>, <<"trend-line">>, <<"d">>)),
     ?assertEqual([], attrs(Fig, <<"path">>, <<"change-mark">>, <<"data-verdict">>)),
@@ -425,7 +515,111 @@ trend_chart(Config) ->
     ?assertMatch({match, _}, re:run(Text, <<"3 +run-1 .* within-run only">>)),
     ?assertEqual(nomatch, re:run(Text, <<"SLOWER|faster">>)).
 
+%% #35: a profiled run's report (with perf): the flame graph's table of
+%% top functions scrolls in its box instead of running off an 800-pixel
+%% page (the layout check in report/3), the run's own charts name their
+%% measure and axis, and no axis of a rate runs below zero.
+profile_chart(Config) ->
+    case os:find_executable("perf") of
+        false -> {skip, "perf is not installed (Debian package linux-perf); CI installs it"};
+        _ ->
+            F = run(Config, "profile", ["profile", "--", "run", "lists:seq(1, 1000).", "-s", "3"]),
+            Dom = report(Config, "profile", [F]),
+            ?assertMatch([_], flame_cards(Dom)),
+            [Bars] = figures(Dom, <<"results">>),
+            ?assertEqual([<<"lists:seq(1, 1000). (iterations/s)">>], captions(Bars)),
+            ?assertEqual([<<"iterations/s">>], texts(Bars, <<"label x-label">>)),
+            [Points] = figures(Dom, <<"points">>),
+            ?assertEqual([<<"iterations/s">>], texts(Points, <<"label x-label">>)),
+            [?assertNotMatch(<<"-", _/binary>>, T) || T <- xticks(Bars) ++ xticks(Points)]
+    end.
+
+flame_cards(Dom) ->
+    [F || [F] <- re_all(Dom, <<"(<figure class=\"card flamecard\" data-kind=\"flame\">.*?</figure>)">>)].
+
 %% Helpers
+
+%% Issue #35's sweep (ping_pong over five sizes, two payloads), run once
+%% for the cases that draw it.
+sweep_run(Config) ->
+    F = filename:join(?config(priv_dir, Config), "sweep.json"),
+    case filelib:is_regular(F) of
+        true -> F;
+        false -> run(Config, "sweep", ["suite", "ping_pong", "--param", "ping_pong.size=0,10,100,1000,10000",
+                                       "--param", "ping_pong.n=2000", "-n", "3"])
+    end.
+
+%% A screenshot of the element SELECTOR of the page HTML alone (everything
+%% else hidden, so no legend swatch or table counts), decoded: {Width,
+%% Height, Bytes per pixel, Pixels}.
+screenshot(Config, Name, Html, Selector) ->
+    {ok, Page} = file:read_file(Html),
+    Isolate = <<"<script>(function () { var el = document.querySelector('", Selector/binary, "');\n"
+                "for (var n = el; n && n !== document.body; n = n.parentNode) {\n"
+                "  var sibs = n.parentNode ? n.parentNode.children : [];\n"
+                "  for (var i = 0; i < sibs.length; i++) if (sibs[i] !== n) sibs[i].style.display = 'none'; } })();</script>">>,
+    Shot = filename:join(?config(priv_dir, Config), Name ++ "-shot.html"),
+    ok = file:write_file(Shot, [Page, Isolate]),
+    Png = filename:join(?config(priv_dir, Config), Name ++ ".png"),
+    {0, _} = chromium_run(Config, ["--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=800,600",
+                                   "--screenshot=" ++ Png, "file://" ++ Shot]),
+    {ok, Bin} = file:read_file(Png),
+    png_decode(Bin).
+
+%% Pixels within 6 of colour {R, G, B} on every channel.
+colour_pixels({_W, _H, Bpp, Pixels}, {R, G, B}) ->
+    length([x || <<R1, G1, B1, _:(Bpp - 3)/binary>> <= Pixels,
+                 abs(R1 - R) =< 6, abs(G1 - G) =< 6, abs(B1 - B) =< 6]).
+
+%% An 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes).
+png_decode(<<137, "PNG", 13, 10, 26, 10, Chunks/binary>>) ->
+    png_chunks(Chunks, undefined, []).
+
+png_chunks(<<Len:32, Type:4/binary, Data:Len/binary, _Crc:32, Rest/binary>>, Hdr, Idat) ->
+    case Type of
+        <<"IHDR">> ->
+            <<W:32, H:32, 8, Colour, _:3/binary>> = Data,
+            png_chunks(Rest, {W, H, case Colour of 2 -> 3; 6 -> 4 end}, Idat);
+        <<"IDAT">> -> png_chunks(Rest, Hdr, [Data | Idat]);
+        <<"IEND">> ->
+            {W, H, Bpp} = Hdr,
+            Raw = zlib:uncompress(iolist_to_binary(lists:reverse(Idat))),
+            {W, H, Bpp, png_unfilter(Raw, W * Bpp, Bpp, binary:copy(<<0>>, W * Bpp), [])};
+        _ -> png_chunks(Rest, Hdr, Idat)
+    end.
+
+png_unfilter(<<>>, _Stride, _Bpp, _Prev, Acc) ->
+    iolist_to_binary(lists:reverse(Acc));
+png_unfilter(Raw, Stride, Bpp, Prev, Acc) ->
+    <<Filter, Line:Stride/binary, Rest/binary>> = Raw,
+    Row = png_row(Filter, Line, Prev, Bpp),
+    png_unfilter(Rest, Stride, Bpp, Row, [Row | Acc]).
+
+png_row(Filter, Line, Prev, Bpp) ->
+    Up = binary_to_list(Prev),
+    Out = png_row(Filter, binary_to_list(Line), Up, lists:duplicate(Bpp, 0), lists:duplicate(Bpp, 0), []),
+    list_to_binary(Out).
+
+%% Left (A) and upper-left (C) bytes are the last Bpp bytes decoded / above.
+png_row(_F, [], _Up, _As, _Cs, Acc) ->
+    lists:reverse(Acc);
+png_row(F, [X | Xs], [B | Up], [A | As], [C | Cs], Acc) ->
+    V = case F of
+            0 -> X;
+            1 -> X + A;
+            2 -> X + B;
+            3 -> X + (A + B) div 2;
+            4 -> X + paeth(A, B, C)
+        end band 255,
+    png_row(F, Xs, Up, As ++ [V], Cs ++ [B], [V | Acc]).
+
+paeth(A, B, C) ->
+    P = A + B - C,
+    Pa = abs(P - A), Pb = abs(P - B), Pc = abs(P - C),
+    if Pa =< Pb, Pa =< Pc -> A;
+       Pb =< Pc -> B;
+       true -> C
+    end.
 
 render(Config, Name, Runs) ->
     Path = filename:join(?config(priv_dir, Config), Name),

@@ -55,7 +55,10 @@ single_runs_get_no_verdict_test() ->
     ?assertNotEqual(nomatch, binary:match(Text, <<"within-run only">>)).
 
 %% An overloaded machine: a wall-clock change not far outside the noise
-%% is inconclusive; a huge one, and a load-independent metric, keep theirs.
+%% is inconclusive; a huge one keeps its verdict only when the load
+%% cannot explain it (load only makes things worse: a loaded new run's
+%% `slower' or a loaded baseline's `faster' stays inconclusive at any
+%% size); a load-independent metric keeps its verdict.
 overloaded_machine_test() ->
     Noisy = fun(F) -> [X * F * (1 + 0.15 * math:sin(X)) || X <- [100.0, 130.0, 90.0, 115.0, 105.0]] end,
     Reds = fun(F) -> (bench(<<"reds">>, Noisy(F)))#{unit => <<"reductions">>, metric => <<"reductions">>} end,
@@ -67,9 +70,33 @@ overloaded_machine_test() ->
     %% Without the finding, "t" is slower (at the default 99%).
     {ok, Quiet} = beamlab_result_compare:compare([{<<"A">>, A}, {<<"B">>, B#{findings := []}}]),
     ?assertMatch([#{cells := [_, #{verdict := slower}]} | _], maps:get(rows, Quiet)),
-    ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => slower, <<"reds">> => slower}, V),
+    ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => inconclusive_load, <<"reds">> => slower}, V),
     ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
-                                          <<"the machine was overloaded">>)).
+                                          <<"the machine was overloaded">>)),
+    %% The baseline loaded, the new run quiet: its 5x slowdown is not the
+    %% load's doing (far outside the noise: kept), +50% is still within
+    %% the noise a load adds.
+    {ok, BaseLoaded} = beamlab_result_compare:compare([{<<"A">>, overloaded(A)}, {<<"B">>, B#{findings := []}}]),
+    V2 = maps:from_list([{N, maps:get(verdict, C)} || #{name := N, cells := [_, C]} <- maps:get(rows, BaseLoaded)]),
+    ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => slower, <<"reds">> => slower}, V2),
+    %% ... and a 5x speed-up against a loaded baseline is the load's doing.
+    {ok, Faster} = beamlab_result_compare:compare([{<<"B">>, overloaded(B)}, {<<"A">>, A}]),
+    V3 = maps:from_list([{N, maps:get(verdict, C)} || #{name := N, cells := [_, C]} <- maps:get(rows, Faster)]),
+    ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => inconclusive_load, <<"reds">> => faster}, V3).
+
+%% qualify/3 on its own: the far rule, and the direction the load explains.
+qualify_load_direction_test() ->
+    Ctx = #{replication => runs, overloaded => true, wall_clock => true},
+    Q = fun(V, Far, Loaded) -> beamlab_result_compare:qualify(#{verdict => V}, Far, Ctx#{loaded => Loaded}) end,
+    ?assertEqual(inconclusive_load, Q(slower, slower, [new])),
+    ?assertEqual(inconclusive_load, Q(slower, slower, [base, new])),
+    ?assertEqual(slower, Q(slower, slower, [base])),
+    ?assertEqual(inconclusive_load, Q(slower, no_difference, [base])),
+    ?assertEqual(inconclusive_load, Q(faster, faster, [base])),
+    ?assertEqual(faster, Q(faster, faster, [new])),
+    ?assertEqual(no_difference, Q(no_difference, no_difference, [new])),
+    %% No side named (a matrix's interleaved configurations): the far rule.
+    ?assertEqual(slower, beamlab_result_compare:qualify(#{verdict => slower}, slower, Ctx)).
 
 fail_if_slower_threshold_test() ->
     A = result([bench(<<"x">>, base()), bench(<<"y">>, base(), higher)]),

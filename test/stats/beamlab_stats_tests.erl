@@ -460,3 +460,26 @@ compare_to_runs_level_test() ->
     False = Rate(0.0, [faster, slower]),
     ?assert(False =< 0.02),
     ?assert(Rate(math:log(1.2), [slower]) > 0.9).
+
+%% #35: a non-negative quantity with a zero among its values (an amqp
+%% run's `sent' per second: 95620, 22664, 0 when the broker blocked the
+%% publisher) has no log scale; Student's interval of its mean stops at
+%% zero (it printed ±315%, a rate below zero), and a change of it stops
+%% at -100%, while the test (and whether the interval holds 0) is as
+%% before.
+non_negative_with_zero_test() ->
+    S = beamlab_stats:summary([95620.13, 22664.12, 0.0]),
+    #{ci_mean := {Lo, Hi}, ci_mean_method := student, mean := M, sd := Sd} = S,
+    ?assertEqual(0.0, Lo),
+    ?near(M + beamlab_stats:t_quantile(0.975, 2) * Sd / math:sqrt(3), Hi, 1.0e-6),
+    %% a negative value keeps the plain Student interval
+    #{ci_mean := {NLo, _}} = beamlab_stats:summary([95620.13, 22664.12, -1.0]),
+    ?assert(NLo < 0),
+    Zeros = beamlab_stats:compare([100.0, 90.0, 110.0], [0.0, 80.0, 5.0], #{better => higher}),
+    #{ci := {CLo, CHi}, ci_method := welch, p_value := P} = Zeros,
+    ?assertEqual(-1.0, CLo),
+    ?assert(CHi > 0 andalso P > 0.01),
+    #{ci := {RLo, _}} = beamlab_stats:compare_to_runs([0.0, 100.0, 200.0], 1.0, #{}),
+    ?assertEqual(-1.0, RLo),
+    #{ci := {SLo, _}} = beamlab_stats:compare_to_runs([-1.0, 100.0, 200.0], 1.0, #{}),
+    ?assert(SLo < -1.0).

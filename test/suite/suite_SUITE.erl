@@ -390,9 +390,13 @@ cli_ci_budget_spent(Config) ->
 %% stopped as confident; each repetition's CPU time is the NAME/cpu
 %% benchmark (ms), as many values as repetitions.
 cli_ci_confident_cpu(_Config) ->
-    #{code := 0, out := Out} = cli(["suite", "fib", "--param", "fib.n=15", "-n", "2", "--ci", "99%",
-                                    "--metric", "cpu", "--format", "json"]),
-    {ok, Doc} = beamlab_json:decode(Out),
+    #{code := 0, out := Out, dir := Dir} = cli(["suite", "fib", "--param", "fib.n=15", "-n", "2", "--ci", "99%",
+                                                "--metric", "cpu", "--save", "confident.json"]),
+    %% the text says what ended it (#35), the saved document too
+    ?assertMatch({match, _}, re:run(Out, "^stopped: confident \\(every 95% interval within (\\+-|±)99% of its "
+                                         "estimate\\)", [multiline, unicode])),
+    {ok, Saved} = file:read_file(filename:join(Dir, "confident.json")),
+    {ok, Doc} = beamlab_json:decode(Saved),
     #{<<"params">> := #{<<"metric">> := <<"cpu">>, <<"max_time">> := 600000},
       <<"extra">> := #{<<"stopped_by">> := <<"converged">>, <<"unconfident">> := []},
       <<"benchmarks">> := Bs} = Doc,
