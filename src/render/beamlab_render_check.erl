@@ -32,12 +32,14 @@ text(Doc = #{benchmarks := Bs, findings := Findings}, Opts) ->
      beamlab_render_text:findings(Findings)].
 
 %% With --ci, what ended the rounds (and for which entries).
-stop_line(#{params := #{<<"ci">> := Ci}, extra := #{<<"stopped_by">> := By} = X}, Opts) ->
+stop_line(#{params := #{<<"ci">> := Ci}, extra := #{<<"stopped_by">> := By} = X} = Doc, Opts) ->
     Pm = case maps:get(unicode, Opts, false) of
              true -> "±";
              false -> "+-"
          end,
-    lists:flatten(io_lib:format("~ts", [beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, X, []), Pm)]));
+    %% (the rule judges each entry's interval, at the family's level)
+    lists:flatten(io_lib:format("~ts", [beamlab_stats_stop:line(By, Ci, maps:get(<<"unconfident">>, X, []), Pm,
+                                                                conf_pct(confidence(Doc)))]));
 stop_line(_Doc, _Opts) ->
     "".
 
@@ -298,8 +300,11 @@ confidence(#{params := P}) ->
     1 - entry_alpha(P).
 
 ci_title(Conf) ->
+    conf_pct(Conf) ++ " CI".
+
+conf_pct(Conf) ->
     Pct = Conf * 100,
     case abs(Pct - round(Pct)) < 1.0e-9 of
-        true -> io_lib:format("~b% CI", [round(Pct)]);
-        false -> io_lib:format("~ts% CI", [float_to_list(Pct, [{decimals, 3}, compact])])
+        true -> lists:flatten(io_lib:format("~b%", [round(Pct)]));
+        false -> lists:flatten(io_lib:format("~ts%", [float_to_list(Pct, [{decimals, 3}, compact])]))
     end.

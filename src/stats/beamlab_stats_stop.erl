@@ -14,7 +14,7 @@
 %%% Core: pure, it calls nothing above it.
 -module(beamlab_stats_stop).
 
--export([met/3, paired_met/2, unmet/3, decide/1, line/4]).
+-export([met/3, paired_met/2, unmet/3, decide/1, line/4, line/5]).
 
 -type reason() :: converged | max_time | max_repeat.
 -type state() :: #{ci := float(),                  % the target: a fraction, 0.02 = 2%
@@ -69,11 +69,20 @@ decide(#{repetitions := R, min := Min, unmet := Unmet, elapsed := Elapsed, max_t
 %% @doc The line that says what ended the repetitions (`Reason' as the
 %% document records it), for the target `Pct' (a fraction) and what did
 %% not meet it (`Unmet', their names), `Pm' the plus-minus sign the
-%% output uses; empty for no rule (`null').
+%% output uses; empty for no rule (`null'). The intervals judged are 95%
+%% intervals ({@link line/5} for another level).
 -spec line(reason() | max_samples | interrupted | binary() | null, number() | null, [unicode:chardata()],
            string()) ->
           unicode:chardata().
-line(Reason, Pct, Unmet, Pm) when is_binary(Reason) ->
+line(Reason, Pct, Unmet, Pm) ->
+    line(Reason, Pct, Unmet, Pm, "95%").
+
+%% @doc {@link line/4} for intervals of the level `Level' (`"99.75%"'):
+%% `check' judges each entry's interval at the family's level.
+-spec line(reason() | max_samples | interrupted | binary() | null, number() | null, [unicode:chardata()],
+           string(), unicode:chardata()) ->
+          unicode:chardata().
+line(Reason, Pct, Unmet, Pm, Level) when is_binary(Reason) ->
     line(case Reason of
              <<"converged">> -> converged;
              <<"max_time">> -> max_time;
@@ -81,21 +90,21 @@ line(Reason, Pct, Unmet, Pm) when is_binary(Reason) ->
              <<"max_samples">> -> max_samples;
              <<"interrupted">> -> interrupted;
              _ -> null
-         end, Pct, Unmet, Pm);
-line(converged, Pct, _Unmet, Pm) ->
-    io_lib:format("stopped: confident (every 95% interval within ~ts of its estimate)~n",
-                  [pm(Pct, Pm)]);
-line(max_time, Pct, Unmet, Pm) ->
+         end, Pct, Unmet, Pm, Level);
+line(converged, Pct, _Unmet, Pm, Level) ->
+    io_lib:format("stopped: confident (every ~ts interval within ~ts of its estimate)~n",
+                  [Level, pm(Pct, Pm)]);
+line(max_time, Pct, Unmet, Pm, _Level) ->
     io_lib:format("stopped: budget spent before ~ts (--max-time; not within it: ~ts)~n",
                   [pm(Pct, Pm), names(Unmet)]);
-line(max_repeat, Pct, Unmet, Pm) ->
+line(max_repeat, Pct, Unmet, Pm, _Level) ->
     io_lib:format("stopped: repetition cap reached before ~ts (not within it: ~ts)~n", [pm(Pct, Pm), names(Unmet)]);
-line(max_samples, Pct, _Unmet, Pm) ->
+line(max_samples, Pct, _Unmet, Pm, _Level) ->
     %% (run's own cap)
     io_lib:format("stopped: --max-samples reached before ~ts~n", [pm(Pct, Pm)]);
-line(interrupted, Pct, _Unmet, Pm) ->
+line(interrupted, Pct, _Unmet, Pm, _Level) ->
     io_lib:format("stopped: interrupted before ~ts~n", [pm(Pct, Pm)]);
-line(_, _Pct, _Unmet, _Pm) ->
+line(_, _Pct, _Unmet, _Pm, _Level) ->
     "".
 
 pm(Pct, Pm) when is_number(Pct) ->

@@ -196,8 +196,11 @@ reductions_gate_on_loaded_machine(Config) ->
     ?assertEqual([true, true], Alive),
     #{code := 1, err := Err, out := Out} = R,
     ?assertMatch({_, _}, binary:match(Err, <<"regressed beyond +1.00%: other reductions +">>)),
-    ?assertMatch({match, _}, re:run(Out, "^stopped: confident \\(every 95% interval within (\\+-|±)50% of its "
-                                         "estimate\\)", [multiline, unicode])),
+    %% (at the level of the entries' intervals, the table's)
+    {match, [Level]} = re:run(Out, "Change +([0-9.]+%) CI", [{capture, all_but_first, binary}]),
+    ?assertNotEqual(<<"95%">>, Level),
+    ?assertMatch({match, _}, re:run(Out, ["^stopped: confident \\(every ", Level, " interval within (\\+-|±)50% of ",
+                                          "its estimate\\)"], [multiline, unicode])),
     Doc = load(Json),
     #{extra := #{<<"stopped_by">> := <<"converged">>, <<"unconfident">> := []},
       params := #{<<"rounds_done">> := 11}} = Doc,

@@ -57,3 +57,14 @@ line_test() ->
     ?assertEqual("", Text(null, [])),
     ?assertMatch("stopped: budget spent before +-2.5% " ++ _,
                  lists:flatten(io_lib:format("~ts", [beamlab_stats_stop:line(max_time, 0.025, [], "+-")]))).
+
+%% The confident line names the level of the intervals judged: 95% by
+%% default, the family's for `check' (its table's "99.75% CI").
+line_level_test() ->
+    Text = fun(L) -> lists:flatten(io_lib:format("~ts", [L])) end,
+    ?assertEqual("stopped: confident (every 95% interval within +-2% of its estimate)\n",
+                 Text(beamlab_stats_stop:line(<<"converged">>, 0.02, [], "+-"))),
+    ?assertEqual("stopped: confident (every 99.75% interval within +-2% of its estimate)\n",
+                 Text(beamlab_stats_stop:line(<<"converged">>, 0.02, [], "+-", "99.75%"))),
+    ?assertEqual("stopped: budget spent before +-2% (--max-time; not within it: a)\n",
+                 Text(beamlab_stats_stop:line(max_time, 0.02, [<<"a">>], "+-", "99.75%"))).
