@@ -59,7 +59,8 @@
                       | beamlab_project_bench:error_reason()
                       | {tmp_dir, term()}
                       | {logs_dir, file:filename(), term()}
-                      | {side, base | head, binary()}.
+                      | {side, base | head, binary()}
+                      | {normalize, file:filename(), file:posix() | badarg | terminated}.
 -export_type([metric/0, opts/0, error_reason/0]).
 
 %% @doc The metrics, in the order they are reported (`cpu' only when a
@@ -164,8 +165,19 @@ sides(Root, BaseRoot, Tmp, Logs, Opts) ->
                                                                             deps_from => Root})),
     BenchDir = filename:join(Root, maps:get(bench, Opts, "bench")),
     Sources = ok(beamlab_project_bench:sources(BenchDir)),
-    [side(Name, Project, Sources, BenchDir, Tmp, Logs)
-     || {Name, Project} <- [{base, BaseProject}, {head, HeadProject}]].
+    Sides = [side(Name, Project, Sources, BenchDir, Tmp, Logs)
+             || {Name, Project} <- [{base, BaseProject}, {head, HeadProject}]],
+    preload(Sides).
+
+%% Each side's VM loads its code first, the same bytes in the same order
+%% as the other side's wherever the code is the same
+%% (beamlab_project_code): built in different directories, identical code
+%% was laid out differently and measured faster on one side in every
+%% round (#35). Paths both sides have (Elixir's libraries) are the same
+%% code on both: loaded on demand, as usual.
+preload([#{paths := BasePaths} = Base, #{paths := HeadPaths} = Head]) ->
+    Shared = [P || P <- BasePaths, lists:member(P, HeadPaths)],
+    [S#{preload => beamlab_project_code:modules(Paths, Shared)} || #{paths := Paths} = S <- [Base, Head]].
 
 timeout(Opts) ->
     maps:with([timeout], Opts).
@@ -175,6 +187,9 @@ side(Name, #{root := Root, paths := Paths, include := Include}, Sources, BenchDi
     ok = ok(beamlab_project_bench:compile(Sources, Ebin,
                                      #{paths => Paths, include => [BenchDir | Include],
                                        log => filename:join(Logs, atom_to_list(Name) ++ "-bench.log")})),
+    %% (compiled against the side's include directories: the same bytes
+    %% for both sides once normalized, see preload/1)
+    ok = ok(beamlab_project_code:normalize_dir(Ebin)),
     #{name => Name, dir => Root, paths => Paths ++ [Ebin], bench => Ebin, load => not own_code(Paths)}.
 
 %% beamlab checking itself: each side's VM runs that side's beamlab (its
@@ -469,6 +484,8 @@ error_line({tmp_dir, Why}) ->
     ["cannot create a temporary directory: ", beamlab_runtime_file:format_error(Why)];
 error_line({logs_dir, Dir, Why}) ->
     io_lib:format("cannot create ~ts for the build logs: ~ts", [Dir, beamlab_runtime_file:format_error(Why)]);
+error_line({normalize, File, Why}) ->
+    io_lib:format("cannot rewrite ~ts: ~ts", [File, beamlab_runtime_file:format_error(Why)]);
 error_line({side, Side, Msg}) ->
     io_lib:format("the benchmarks cannot run on the ~ts side: ~ts", [Side, Msg]);
 error_line({build_failed, _, _, _, _} = R) ->

@@ -24,6 +24,8 @@
 -type side_name() :: base | head.
 -type side() :: #{name := side_name(), dir := file:filename(), paths := [file:filename()],
                   load => boolean(),      % load this VM's beamlab (default), or use the side's
+                  %% loaded first, in this order (beamlab_project_code:modules/2)
+                  preload => [beamlab_project_code:loadable()],
                   atom() => term()}.
 -type outcome() :: {ok, {integer(), term()}} | {error, beamlab_runtime_peer:run_error()}.
 -type round() :: #{index := pos_integer(), order := [side_name()],
@@ -89,7 +91,8 @@ sides(I, [#{name := Name} = Side | Rest], Opts, Acc) ->
 
 side(#{dir := Dir, paths := Paths} = Side, #{main := Main} = Opts) ->
     {M, F, A} = Main(Side),
-    VmOpts = maps:merge(#{args => maps:get(vm_args, Opts, []), paths => Paths, load => maps:get(load, Side, true)},
+    VmOpts = maps:merge(#{args => maps:get(vm_args, Opts, []), paths => Paths, load => maps:get(load, Side, true),
+                          preload => maps:get(preload, Side, [])},
                         maps:with([deadline], Opts)),
     case beamlab_runtime_peer:run(VmOpts, {?MODULE, in_dir, [Dir, M, F, A]},
                                   {erlang, system_info, [otp_release]}) of

@@ -31,7 +31,10 @@
                   flavor => beamlab_runtime_otp:flavor(), % emulator flavour, proven after start
                   timeout => timeout(),
                   deadline => timeout(),       % run/3: ms for the call (default infinity)
-                  load => boolean()}.          % load beamlab's modules (default true)
+                  load => boolean(),           % load beamlab's modules (default true)
+                  %% modules loaded before anything runs, one after the
+                  %% other in this order (after beamlab's): see preload/2
+                  preload => [{module(), file:filename(), binary()}]}.
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
                 os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
@@ -764,16 +767,43 @@ loaded(Vm0, Opts) ->
              _ -> Vm0
          end,
     case maps:get(load, Opts, true) of
-        false -> {ok, Vm};
+        false -> preloaded(Vm, Opts);
         true ->
             case load_code(Vm) of
                 ok ->
                     %% Its standard output may be our control channel, and
                     %% its logs must not reach our output either.
                     _ = (catch call(Vm, beamlab_runtime_logs, to_stderr, [], 60000)),
-                    {ok, Vm};
+                    preloaded(Vm, Opts);
                 {error, Reason} -> stop(Vm), {error, {load_failed, Reason}}
             end
+    end.
+
+preloaded(Vm, Opts) ->
+    case preload(Vm, maps:get(preload, Opts, [])) of
+        ok -> {ok, Vm};
+        {error, Reason} -> stop(Vm), {error, {load_failed, Reason}}
+    end.
+
+%% The caller's modules, loaded before anything runs, one after the
+%% other in the order given, so that two VMs given the same modules lay
+%% their code out alike (the sides of `check --against':
+%% beamlab_project_code). One at a time: code:atomic_load/1 prepares
+%% modules in parallel, and the JIT then placed them in an order that
+%% changed from VM to VM. One call (lists:zipwith3/4 calls its fun in
+%% order), not one a module. A module the code server refuses (a sticky
+%% name) is left to be loaded on demand as usual.
+preload(_Vm, []) ->
+    ok;
+preload(Vm, Mods) ->
+    {Names, Files, Bins} = lists:unzip3(Mods),
+    try
+        %% (a minute, and a tenth of a second a module for a large project)
+        _ = call(Vm, lists, zipwith3, [fun code:load_binary/3, Names, Files, Bins],
+                 60000 + 100 * length(Mods)),
+        ok
+    catch
+        Class:Reason -> {error, {Class, Reason}}
     end.
 
 load_code(Vm) ->
