@@ -17,7 +17,10 @@
 -type cell() :: #{label := binary(), present := boolean(), n => non_neg_integer(),
                   mean => number() | null, ci_mean => [number()] | null,
                   change => number() | null, ci => [number()] | null, p_value => number() | null,
-                  test => welch_log | welch | mann_whitney | none, verdict => verdict()}.
+                  test => welch_log | welch | mann_whitney | none, verdict => verdict(),
+                  %% basis runs, verdict no_difference: the smallest slowdown
+                  %% this comparison catches 80% of the time (relative)
+                  detectable => number() | null}.
 -type verdict() :: faster | slower | no_difference | too_few_samples | unit_mismatch | no_baseline
                  | within_run_only | inconclusive_load | unconfirmed.
 %% What a comparison's samples replicate: whole runs (repetitions,
@@ -369,13 +372,24 @@ change(BaseB, B, Better, #{confidence := Conf, run_noise := Noise}, Ctx) ->
                   maps:get(verdict, beamlab_stats:compare(Xs, Ys, Opts#{confidence => far_confidence()}));
               _ -> undefined
           end,
-    #{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),
-      p_value => null_if_undefined(maps:get(p_value, C)), test => maps:get(test, C),
-      basis => case Ctx of
-                   #{replication := runs} -> runs;
-                   _ -> within_run
-               end,
-      verdict => qualify(C, Far, Ctx)}.
+    Verdict = qualify(C, Far, Ctx),
+    %% What a "no difference" between runs could have seen (#35).
+    Detectable = case {Ctx, Verdict} of
+                     {#{replication := runs}, no_difference} ->
+                         #{detectable => null_if_undefined(maps:get(detectable, C, undefined))};
+                     _ -> #{}
+                 end,
+    Detectable#{change => null_if_undefined(maps:get(change, C)), ci => pair(maps:get(ci, C)),
+                p_value => null_if_undefined(maps:get(p_value, C)), test => maps:get(test, C),
+                basis => case Ctx of
+                             #{replication := runs} -> runs;
+                             _ -> within_run
+                         end,
+                verdict => Verdict}.
+
+%% ±12% (a relative change as a whole percentage; 3 digits below 10%).
+pct_text(D) when D < 0.1 -> io_lib:format("~ts~.1f%", [[177], 100 * D]);
+pct_text(D) -> io_lib:format("~ts~b%", [[177], round(100 * D)]).
 
 null_if_undefined(undefined) -> null;
 null_if_undefined(V) -> V.
@@ -417,6 +431,8 @@ notes(Runs, Rows, Unpaired) ->
     Loaded = [maps:get(name, R) || R <- Rows,
                                    lists:any(fun(C) -> maps:get(verdict, C, x) =:= inconclusive_load end,
                                              maps:get(cells, R))],
+    Detectable = [{maps:get(name, R), maps:get(label, C), D}
+                  || R <- Rows, C = #{detectable := D} <- tl(maps:get(cells, R)), is_number(D)],
     Mismatch = [maps:get(name, R) || R <- Rows,
                                      lists:any(fun(C) -> maps:get(verdict, C, x) =:= unit_mismatch end,
                                                maps:get(cells, R))],
@@ -435,6 +451,11 @@ notes(Runs, Rows, Unpaired) ->
             "wall-clock difference is not far outside the noise, or goes the way the load "
             "pushes (the loaded run slower): ~ts",
             [lists:join(", ", Loaded)]) || Loaded =/= []],
+       [fmt("no significant difference between separately measured runs; from their own spread, "
+            "this comparison catches a change 80% of the time only beyond: ~ts; smaller changes need "
+            "an interleaved design (check --against REF, or a matrix of both versions with -n 9)",
+            [lists:join(", ", [[N, " (", L, ") ", pct_text(D)] || {N, L, D} <- Detectable])])
+        || Detectable =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
        [fmt("~b benchmark(s) missing from some runs: ~ts",
             [length(Unpaired), lists:join(", ", [maps:get(name, U) || U <- Unpaired])])

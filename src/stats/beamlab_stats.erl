@@ -55,6 +55,9 @@
           n_base := non_neg_integer(), n_new := non_neg_integer(),
           mean_base := float() | undefined, mean_new := float() | undefined,
           confidence := float(),
+          %% compare/3 on positive samples: the smallest slowdown caught
+          %% 80% of the time at the level (relative)
+          detectable => float() | undefined,
           %% confirm_runs/4: the previous run's own comparison
           prev => #{atom() => term()}}.
 
@@ -290,8 +293,21 @@ compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Common) ->
             p_value => P, p_value_welch => P,
             p_value_mann_whitney => maps:get(p_value, MW),
             mann_whitney_method => maps:get(method, MW), test => Test,
-            verdict => Verdict,
+            verdict => Verdict, detectable => detectable(Test, W, Conf),
             mean_base => mean(Base) * Scale, mean_new => mean(New) * Scale}.
+
+%% The smallest slowdown this comparison calls 80% of the time at its
+%% level: (t(1 - alpha/2) + t(0.8)) * se on the log scale (positive
+%% samples), as a relative change; `undefined' on the raw scale or without
+%% a spread.
+detectable(welch_log, #{se2 := Se2, df := Df}, Conf) when Se2 > 0.0 ->
+    D = (t_quantile((1 + Conf) / 2, Df) + t_quantile(0.8, Df)) * math:sqrt(Se2),
+    case D < 700.0 of
+        true -> math:exp(D) - 1;
+        false -> undefined
+    end;
+detectable(_, _, _) ->
+    undefined.
 
 verdict(1, higher) -> faster;
 verdict(1, lower) -> slower;

@@ -194,7 +194,15 @@ compare_formats(Config) ->
     ?assertEqual([<<"slower">>], lists:usort([lists:last(R) || R <- SRows])),
     %% Same run against itself: no significant difference.
     #{out := Same} = cli(["compare", file(Config, "suite-a"), file(Config, "suite-a")]),
-    ?assertMatch({match, _}, re:run(Same, <<"^ping_pong .* ~$">>, [multiline])).
+    ?assertMatch({match, _}, re:run(Same, <<"^ping_pong .* ~$">>, [multiline])),
+    %% ... and what it could have seen (#35), in the text, Markdown and JSON.
+    ?assertMatch({match, _}, re:run(Same, <<"this comparison catches a change 80% of the time only beyond: "
+                                            "ping_pong \\([^)]*suite-a\\) ", 177/utf8, "[0-9.]+%"/utf8>>, [unicode])),
+    #{out := SameMd} = cli(["compare", file(Config, "suite-a"), file(Config, "suite-a"), "--format", "markdown"]),
+    ?assertNotEqual(nomatch, binary:match(SameMd, <<"check --against REF, or a matrix of both versions with -n 9">>)),
+    #{out := SameJson} = cli(["compare", file(Config, "suite-a"), file(Config, "suite-a"), "--format", "json"]),
+    {ok, #{<<"rows">> := [#{<<"cells">> := [_, #{<<"detectable">> := D}]} | _]}} = beamlab_json:decode(SameJson),
+    ?assert(is_number(D) andalso D > 0).
 
 compare_three_runs(Config) ->
     #{code := 0, out := Out} = cli(["compare", file(Config, "bench-a"), file(Config, "bench-b"),
