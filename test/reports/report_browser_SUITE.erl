@@ -249,10 +249,7 @@ identical_runs_visible(Config) ->
     Series = attrs(Fig, <<"path">>, <<"sweep-line">>, <<"data-series">>),
     ?assertEqual(4, length(Series)),
     %% Four series, four dash patterns (the first solid), four marker shapes.
-    Dashes = [case re:run(P, <<"stroke-dasharray=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
-                  {match, [D]} -> D;
-                  nomatch -> solid
-              end || [P] <- re_all(Fig, <<"(<path [^>]*class=\"sweep-line\"[^>]*>)">>)],
+    Dashes = dashes(Fig, <<"sweep-line">>),
     ?assertEqual(4, length(lists:usort(Dashes))),
     %% (in the chart; the legend's swatches show each line and marker too)
     [Chart] = [C || [C] <- re_all(Fig, <<"(<svg class=\"chart\".*?</svg>)">>)],
@@ -276,10 +273,7 @@ identical_series_visible(Config) ->
     [Goodput] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.goodput">>) =/= nomatch],
     Notes = [T || [T] <- re_all(Goodput, <<"</svg>(copy rep [0-9]+ \\(1 s\\) \\(overlaps latency rep [0-9]+ \\(1 s\\)\\))</span>">>)],
     ?assertEqual(2, length(Notes)),
-    Dashes = [case re:run(P, <<"stroke-dasharray=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
-                  {match, [D]} -> D;
-                  nomatch -> solid
-              end || [P] <- re_all(Goodput, <<"(<path [^>]*class=\"series rep-line\"[^>]*>)">>)],
+    Dashes = dashes(Goodput, <<"series rep-line">>),
     ?assertEqual(4, length(Dashes)),
     ?assertEqual(4, length(lists:usort(Dashes))).
 
@@ -595,6 +589,13 @@ screenshot(Config, Name, Html, Selector) ->
                                    "--screenshot=" ++ Png, "file://" ++ Shot]),
     {ok, Bin} = file:read_file(Png),
     png_decode(Bin).
+
+%% The dash pattern of each line of class CLASS (`solid': none).
+dashes(Fig, Class) ->
+    [case re:run(P, <<"stroke-dasharray=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
+         {match, [D]} -> D;
+         nomatch -> solid
+     end || [P] <- re_all(Fig, <<"(<path [^>]*class=\"", Class/binary, "\"[^>]*>)">>)].
 
 %% Pixels within 6 of colour {R, G, B} on every channel.
 colour_pixels({_W, _H, Bpp, Pixels}, {R, G, B}) ->
