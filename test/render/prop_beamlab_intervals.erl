@@ -187,7 +187,9 @@ text_problems(Bin) ->
                                 [P] <- Ps, binary_to_number(P) > 100.0]
     %% An interval of values whose lower end is negative: `[-35.7 ms, ...]', `-35.69 .. 61.03'.
     %% (Changes are negative when faster: only values with a unit count.)
-    ++ [{negative_bound, Bin} || re:run(Bin, <<"\\[-[0-9.]+(e[-+]?[0-9]+)? ?[A-Za-z]|(^|[ (])-[0-9.]+(e[-+]?[0-9]+)? \\.\\. ">>,
+    %% (Possessive: a JSON change interval `[-8.8e-4,11.0]' is no value
+    %% with a unit: its exponent's `e' must not be read as one.)
+    ++ [{negative_bound, Bin} || re:run(Bin, <<"\\[-[0-9.]++(e[-+]?[0-9]+)?+ ?[A-Za-z]|(^|[ (])-[0-9.]++(e[-+]?[0-9]+)?+ \\.\\. ">>,
                                         [multiline]) =/= nomatch].
 
 format_problems(json, Bin) ->
