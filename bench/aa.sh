@@ -12,10 +12,12 @@
 #            iteration), and serves the planted pairs too
 #   history  10 single runs (6 with SHORT=1; `run', samples within each run)
 #            in a directory, `beamlab compare DIR': the verdict of the
-#            10th run, judged by the spread of the 9 before it; the 9 are
-#            a sliding window of the A/A runs (each iteration's A/A run
-#            joins it, the oldest leaves), so an iteration runs 3 runs
-#            (A/A, +5%, +20%) instead of 12 once the window is full
+#            10th run, which with the 9th is judged by the spread of the 8
+#            before them (a verdict needs both outside it); the runs are a
+#            sliding window of the A/A runs (each iteration's A/A run
+#            joins it, the oldest leaves); a planted cell's 9th run is the
+#            planted run of the previous iteration, so an iteration runs 3
+#            runs (A/A, +5%, +20%) instead of 12 once the window is full
 #   matrix   two identical configurations (+S 2 and +S 2:2), -n 3
 #   check    `beamlab check --against HEAD~1' on a sample project whose
 #            last commit changes nothing measurable (or plants a slowdown);
@@ -171,9 +173,21 @@ iteration_history() {
         hist_run "$DIR/w/$(date +%s%N).json" 0
     done
     for z in $SIZES 0; do
-        rm -rf "$DIR/h" && mkdir "$DIR/h" && cp "$DIR"/w/*.json "$DIR/h/"
+        rm -rf "$DIR/h" && mkdir "$DIR/h"
+        if [ "$z" = 0 ]; then
+            cp "$DIR"/w/*.json "$DIR/h/"
+        else
+            # A verdict against a history needs two runs outside its
+            # spread (docs/statistics.md): the planted run of the previous
+            # iteration (one more on the first) and this one, after the
+            # oldest runs of the window, all measured before both.
+            [ -f "$DIR/p-$z.json" ] || hist_run "$DIR/p-$z.json" "$z"
+            for f in $(ls "$DIR/w" | head -n $((HISTORY - 2))); do cp "$DIR/w/$f" "$DIR/h/"; done
+            cp "$DIR/p-$z.json" "$DIR/h/$(date +%s%N).json"
+        fi
         last=$DIR/h/$(date +%s%N).json
         hist_run "$last" "$z"
+        [ "$z" = 0 ] || cp "$last" "$DIR/p-$z.json"
         "$BEAMLAB" compare "$DIR/h" --format csv > "$DIR/c.csv"
         verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
         # with KEEP, the runs stay (the verdicts can be recomputed later)

@@ -35,7 +35,7 @@ compare(Dir) ->
                 New <- [filename:join(Sub, "b-" ++ integer_to_list(Z) ++ ".json")]],
     io:format("== compare: ~b pairs~n~-34s | odd: false  +5% +20% | even: false +5% +20% | all: false  +5% +20%~n",
               [length(Pairs), "rule"]),
-    Rules = [{welch, C, Noise, 0.0} || C <- [0.95, 0.99], Noise <- [0.0, 0.01, 0.015, 0.02, 0.025, 0.03]]
+    Rules = [{welch, C, Noise, 0.0} || C <- [0.95, 0.975, 0.99], Noise <- [0.0, 0.01, 0.015, 0.02, 0.025, 0.03]]
         ++ [{welch, C, 0.0, T} || C <- [0.95, 0.99], T <- [0.03, 0.05, 0.08]]
         ++ [{fixed_sd, C, S, 0.0} || C <- [0.95, 0.99], S <- [0.04, 0.05, 0.056, 0.06]],
     [io:format("~-34s | ~s~n", [io_lib:format("~w", [Rule]),

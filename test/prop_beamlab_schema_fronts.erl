@@ -179,6 +179,10 @@ tls_pairs(Uri, Ca, Client, Sni, Insecure) ->
 %%--------------------------------------------------------------------
 %% Generators: {Option, the library's value, the command line's text}
 
+value(#{name := Name, parse := _} = Opt, string) when Name =:= interval; Name =:= duration; Name =:= rate;
+                                                     Name =:= consumer_rate ->
+    %% (amqp's PerfTest numbers: drawn as numbers, written as the flag's text)
+    value(maps:remove(parse, Opt), string);
 value(#{name := Name} = Opt, _) when is_map_key(check, Opt); is_map_key(parse, Opt) ->
     %% a text the kind checks itself (amqp's URIs, names, pattern, id):
     %% drawn valid and not
@@ -849,3 +853,18 @@ ack_and_queue_rules_fronts_agree_test() ->
     ?assertEqual("predeclared needs the queue(s): queue, queue_file or queue_pattern", flat(beamlab:format_error(R))),
     ?assertMatch({ok, _}, beamlab_experiment_opts:amqp(#{predeclared => true, queue => "q"})),
     ?assertMatch({ok, _}, beamlab_experiment_opts:amqp(#{multi_ack => 5, prefetch => 5})).
+
+%% PerfTest's numbers (-i, -z, -r, -R) are read by the kind's `parse' (#31):
+%% an exponent is a number, text that is none is refused naming the flag,
+%% and a value over its bound gets the library's line.
+perftest_numbers_test() ->
+    {Z, _, _} = pair(amqp, duration, 1),
+    ?assertEqual(accepted, cli(amqp, [{Z, 1000.0, "1e3"}])),
+    ?assertEqual(accepted, api(amqp, [{Z, 1000.0, "1e3"}])),
+    ?assertEqual({refused, "invalid value 'abc' for -z: expected a number"}, cli(amqp, [{Z, x, "abc"}])),
+    Over = [{Z, 2.0e9, "2e9"}],
+    ?assertEqual({refused, "invalid value '2.0e9' for -z: at most 31536000 (one year)"}, cli(amqp, Over)),
+    ?assertEqual(cli(amqp, Over), api(amqp, Over)),
+    {ok, P} = beamlab_cli_args:parse(["-z", "2.5E1", "-r", "1e2", "-i", "0.5"], beamlab_command_amqp:options()),
+    #{run := {amqp, #{config := C}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+    ?assertMatch(#{duration := 25.0, rate := 100.0, interval := 0.5}, C).

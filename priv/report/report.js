@@ -703,7 +703,8 @@
   var VERDICTS = { no_difference: '~ (no significant difference)', too_few_samples: 'too few samples',
                    unit_mismatch: 'units differ', no_baseline: 'no baseline', slower: 'SLOWER',
                    within_run_only: 'within-run noise only (single runs: no verdict)',
-                   inconclusive_load: 'inconclusive: the machine was overloaded' };
+                   inconclusive_load: 'inconclusive: the machine was overloaded',
+                   unconfirmed: 'unconfirmed: one run outside the history' + String.fromCharCode(8217) + 's range; run again (a verdict needs two consecutive runs)' };
   function verdictText(v) { return VERDICTS[v] || v || ''; }
   function verdictClass(v) { return v === 'slower' ? 'bad' : v === 'faster' ? 'good' : ''; }
   function cellText(v, head) {
@@ -796,6 +797,10 @@
         var worse = c.verdict === 'slower';
         return { x: c.to, y: p[1], up: (c.change > 0), verdict: c.verdict, color: worse ? '#dc2626' : '#16a34a',
                  title: hi.runs[c.from].label + ' \u2192 ' + hi.runs[c.to].label + ': ' + pct(c.change) + ' (' + verdictText(c.verdict) + ', p=' + fmt(c.p, 3) + ')' };
+      });
+      // one run outside the history's range: listed (run again), not flagged
+      tr.changes.filter(function (c) { return c.verdict === 'unconfirmed'; }).forEach(function (c) {
+        sig.push([tr.name, hi.runs[c.from].label, hi.runs[c.to].label, c]);
       });
       // The title names the benchmark and its measure (the unit its axis shows).
       lineChart(g, { title: tr.name + (tr.unit ? ' (' + tr.unit + ')' : '') + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),

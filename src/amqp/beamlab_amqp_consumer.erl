@@ -194,10 +194,7 @@ quiet(Ch, E) ->
 %% calls of its end.
 take(#st{reader = none, subscribed = true, ch = Ch,
          spec = #{tx := 0, polling := false, exit_when := When}} = St) when When =/= empty ->
-    case beamlab_amqp:take_reads(Ch) of
-        {ok, R} -> St#st{reader = R};
-        {error, _} -> St
-    end;
+    St#st{reader = beamlab_amqp_worker:take_reads(Ch)};
 take(St) ->
     St.
 

@@ -217,10 +217,7 @@ select(Ch, [Mode | Rest]) ->
 %% returns come without a hop through the connection process per burst
 %% (#33). The reads go back before the channel's close.
 take(#st{reader = none, ch = Ch, spec = #{tx := 0}} = St) ->
-    case beamlab_amqp:take_reads(Ch) of
-        {ok, R} -> St#st{reader = R};
-        {error, _} -> St
-    end;
+    St#st{reader = beamlab_amqp_worker:take_reads(Ch)};
 take(St) ->
     St.
 

@@ -7,7 +7,7 @@
 %%% with no cycle between them.
 -module(beamlab_amqp_worker).
 
--export([start/3, connection/2, record/2, record_list/2, reopen/2, connection_lost/2]).
+-export([start/3, connection/2, take_reads/1, record/2, record_list/2, reopen/2, connection_lost/2]).
 
 -export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
               loop_spec/0, opened/0, common/0, schedule/0]).
@@ -137,6 +137,15 @@ connection_reply(Ref) ->
             {error, {agent_down, Reason}};
         stop ->
             exit(normal)
+    end.
+
+%% @doc The reads of the worker's channel (beamlab_amqp:take_reads/1), or
+%% `none' where the connection keeps them (TLS, a shared connection).
+-spec take_reads(beamlab_amqp:channel()) -> beamlab_amqp:reader() | none.
+take_reads(Ch) ->
+    case beamlab_amqp:take_reads(Ch) of
+        {ok, R} -> R;
+        {error, _} -> none
     end.
 
 %% @doc With `--reconnect': calls `Open' until it succeeds, waiting the

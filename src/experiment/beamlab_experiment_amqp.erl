@@ -262,6 +262,24 @@ number_text(Text) ->
         _ -> {ok, Text}
     end.
 
+%% PerfTest's numbers (-i, -z, -r, -R): an integer, a decimal or a number
+%% with an exponent (`1e3', `2.5E-1'), as scripts write them; the bounds
+%% are the check's, so a huge value is told its limit.
+perftest_number(Text) ->
+    T = string:lowercase(string:trim(Text)),
+    Fixed = case string:split(T, "e") of
+                [M, E] -> case lists:member($., M) of
+                              true -> M ++ "e" ++ E;
+                              false -> M ++ ".0e" ++ E
+                          end;
+                [M] -> M
+            end,
+    case {string:to_integer(T), string:to_float(Fixed)} of
+        {{I, ""}, _} -> {ok, I};
+        {_, {F, ""}} -> {ok, F};
+        _ -> {error, {type, number}}
+    end.
+
 %% A comma-separated list (-B, -H): an empty entry (`a,,b', a comma at an
 %% end) is refused as a mistake, not dropped.
 entries(Text) ->
@@ -845,27 +863,27 @@ bounded() ->
      %% checks, the same for both front ends.
      #{name => interval, short => "i", type => number, min => 0.01, max => 86400, max_why => "one day",
        long => "interval",
-       cli_type => string,
+       cli_type => string, parse => fun perftest_number/1,
        default => 1,
        metavar => "SECONDS",
        help => "reporting interval"},
      #{name => duration, short => "z", type => {one_of, [pos_number, Undef]}, max => ?MAX_SECONDS,
        max_why => "one year",
        long => "time",
-       cli_type => string,
+       cli_type => string, parse => fun perftest_number/1,
        metavar => "SECONDS",
        help => "run duration (default: until -C/-D counts, --exit-when or Ctrl-C)"},
      #{name => rate, short => "r", type => Rate, min => 0, max => ?MAX_RATE,
        max_why => "messages per second per channel",
        long => "rate",
-       cli_type => string,
+       cli_type => string, parse => fun perftest_number/1,
        metavar => "MSG/S",
        help => "rate limit of each producer channel (default: unlimited; 0: publish nothing)"},
      %% (0: no limit, as PerfTest's -R)
      #{name => consumer_rate, short => "R", type => Rate, min => 0, max => ?MAX_RATE,
        max_why => "messages per second per channel",
        long => "consumer-rate",
-       cli_type => string,
+       cli_type => string, parse => fun perftest_number/1,
        metavar => "MSG/S",
        help => "rate limit of each consumer channel"}].
 

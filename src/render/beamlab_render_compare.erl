@@ -123,6 +123,7 @@ verdict(unit_mismatch) -> <<"units differ">>;
 verdict(no_baseline) -> <<"no baseline">>;
 verdict(within_run_only) -> <<"within-run only">>;
 verdict(inconclusive_load) -> <<"inconclusive: overloaded">>;
+verdict(unconfirmed) -> <<"unconfirmed: run again">>;
 verdict(Other) -> atom_to_binary(Other, utf8).
 
 %% @doc A fraction as a signed percentage: `-0.248' is `-24.8%'.

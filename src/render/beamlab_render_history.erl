@@ -36,22 +36,34 @@ render(H, Format, Opts) ->
                      <- lists:zip(lists:seq(1, length(Runs)), Runs)],
     LegendHead = [<<"#">>, <<"run">>, <<"commit">>, <<"">>, <<"started">> | [<<"file">> || Files =/= []]],
     Intro = io_lib:format("history of ~b runs, oldest first (ordered by ~ts); each change is against "
-                          "the run before with the benchmark, ~b% confidence:~n",
-                          [length(Runs), Order, round(Conf * 100)]),
+                          "the run before with the benchmark (a single run: it and the run before it "
+                          "against the spread of the runs before both), ~ts confidence:~n",
+                          [length(Runs), Order, level(Conf)]),
     Sig = beamlab_result_history:significant(H),
     Blocks = [{Title, [<<"#">>, <<"run">>, <<"mean">>, <<"change">>, ci_head(Conf), <<"p">>, <<"verdict">>],
-               [trend_row(P, Changes, Runs, Unit) || P <- Ps]}
+               [trend_row(P, Changes, Runs, Unit, Conf) || P <- Ps]}
               || #{name := Name, unit := Unit, better := Better, points := Ps, changes := Changes} <- Trends,
                  Title <- [iolist_to_binary([Name, " (", unit_text(Unit), ", ", atom_to_binary(Better),
                                              " is better)"])]],
-    Summary = case Sig of
-                  [] -> [<<"no significant change between consecutive runs\n">>];
-                  _ -> [io_lib:format("significant changes (~b):~n", [length(Sig)]),
-                        [io_lib:format("  ~ts: ~ts -> ~ts ~ts ~ts~n",
-                                       [Name, label(From, Runs), label(To, Runs), pct(X),
-                                        beamlab_render_compare:verdict(V)])
-                         || {Name, #{from := From, to := To, change := X, verdict := V}} <- Sig]]
-              end,
+    Summary0 = case Sig of
+                   [] -> [<<"no significant change between consecutive runs\n">>];
+                   _ -> [io_lib:format("significant changes (~b):~n", [length(Sig)]),
+                         [io_lib:format("  ~ts: ~ts -> ~ts ~ts ~ts~n",
+                                        [Name, label(From, Runs), label(To, Runs), pct(X),
+                                         beamlab_render_compare:verdict(V)])
+                          || {Name, #{from := From, to := To, change := X, verdict := V}} <- Sig]]
+               end,
+    %% A single run outside the history's spread is not a verdict: one run
+    %% is as often a burst of the machine as a change (docs/statistics.md).
+    Unconfirmed = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
+                                C = #{verdict := unconfirmed} <- Cs],
+    Summary = [Summary0,
+               [[io_lib:format("unconfirmed (~b): one run outside the history's range, not the run before it; "
+                               "run again: a verdict needs two consecutive runs outside it~n",
+                               [length(Unconfirmed)]),
+                 [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), pct(X)])
+                  || {Name, #{to := To, change := X}} <- Unconfirmed]]
+                || Unconfirmed =/= []]],
     case Format of
         text ->
             [Intro, beamlab_format_table:render(LegendHead, Legend, #{indent => 2}),
@@ -65,7 +77,7 @@ render(H, Format, Opts) ->
              "\n", Summary]
     end.
 
-trend_row(#{run := I, mean := M, ci := Ci, n := N}, Changes, Runs, Unit) ->
+trend_row(#{run := I, mean := M, ci := Ci, n := N}, Changes, Runs, Unit, Conf) ->
     Own = unicode:characters_to_binary(
             [beamlab_render_compare:value_text(M, Unit),
              " ", beamlab_format_units:rel_interval(M, Ci, "±"), io_lib:format(" n=~b", [N])]),
@@ -74,12 +86,21 @@ trend_row(#{run := I, mean := M, ci := Ci, n := N}, Changes, Runs, Unit) ->
         [#{from := From, change := X, ci := XCi, p_value := P, verdict := V} = C] ->
             %% Against the history's spread: the runs it was judged by.
             Against = case C of
+                          #{basis := history, confirmed_by := By} ->
+                              %% this run and the one before it, against the runs before both
+                              [" vs #", integer_to_binary(From), "-#", integer_to_binary(By - 1),
+                               " with #", integer_to_binary(By)];
                           #{basis := history} -> [" vs #", integer_to_binary(From), "-#", integer_to_binary(I - 1)];
                           _ -> [[" vs #", integer_to_binary(From)] || From =/= I - 1]
                       end,
+            %% (a change judged at another level than the header's says so)
+            Level = case C of
+                        #{confidence := L} when L /= Conf -> [" at ", level(L)];
+                        _ -> []
+                    end,
             Head ++ [iolist_to_binary([pct(X), Against]),
                      case XCi of
-                         {A, B} -> iolist_to_binary(["[", pct(A), ", ", pct(B), "]"]);
+                         {A, B} -> iolist_to_binary(["[", pct(A), ", ", pct(B), "]", Level]);
                          _ -> <<"-">>
                      end,
                      beamlab_render_compare:p_text(P), beamlab_render_compare:verdict(V)];
@@ -88,6 +109,13 @@ trend_row(#{run := I, mean := M, ci := Ci, n := N}, Changes, Runs, Unit) ->
     end.
 
 pct(X) -> beamlab_render_compare:pct(X).
+
+level(C) ->
+    Pct = 100 * C,
+    case Pct == round(Pct) of
+        true -> io_lib:format("~b%", [round(Pct)]);
+        false -> io_lib:format("~.1f%", [Pct])
+    end.
 
 ci_head(Conf) -> iolist_to_binary(io_lib:format("~b% CI", [round(Conf * 100)])).
 

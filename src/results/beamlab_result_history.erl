@@ -8,15 +8,18 @@
 %%% benchmark's change is measured against the previous run that has it,
 %%% with `beamlab_stats:compare/3' when both runs' samples are
 %%% repetitions (suite, matrix, check: `basis' `runs'; with the
-%%% between-run term `run_noise' on each side, as `compare'); for single runs
-%%% (samples within one run) against the spread of the earlier runs'
-%%% means (up to the last 10, at least 3; `beamlab_stats:compare_to_runs/3',
-%%% `basis' `history'); with fewer earlier runs the verdict is
+%%% between-run term `run_noise' on each side, as `compare', at 95% by
+%%% default); for single runs (samples within one run) the run and the
+%%% one before it against the spread of the earlier runs' means (up to the
+%%% 10 before those two, at least 3; `beamlab_stats:confirm_runs/4',
+%%% `basis' `history', at 99% by default): `faster'/`slower' only when
+%%% both are outside it on the same side, `unconfirmed' when only the
+%%% newer one is ("run again"); with fewer earlier runs the verdict is
 %%% `within_run_only'. A wall-clock change on an overloaded machine is
 %%% `inconclusive_load' unless far outside the noise
 %%% (`beamlab_result_compare:qualify/3'). `faster' and `slower' are the
-%%% significant changes, at 99% by default (the level of verdicts
-%%% between runs). Iterations counted per sample of D ms are
+%%% significant changes; each change records its `confidence'.
+%%% Iterations counted per sample of D ms are
 %%% taken per second (`beamlab_format_units:per_second/1'), so runs with
 %%% another sample duration stay comparable. Pure: takes loaded documents.
 -module(beamlab_result_history).
@@ -25,7 +28,9 @@
 
 -type run() :: {Label :: binary(), beamlab_result:result()}.
 -type order() :: time | commit.
-%% `confidence' defaults to beamlab_result_compare:between_runs_confidence/0,
+%% `confidence' (of every change) defaults to
+%% beamlab_result_compare:between_runs_confidence/0 for single runs and
+%% beamlab_result_compare:runs_confidence/0 for runs with repetitions,
 %% `run_noise' (the between-run term of consecutive runs with
 %% repetitions) to beamlab_result_compare:run_noise/0.
 -type opts() :: #{order => order() | auto, confidence => float(), run_noise => number()}.
@@ -39,6 +44,7 @@
 -type change() :: #{from := pos_integer(), to := pos_integer(), change := number() | null,
                     ci := {number(), number()} | null, p_value := number() | null,
                     basis => runs | history | within_run, window => non_neg_integer(),
+                    confidence => float(), confirmed_by => pos_integer(),
                     verdict := beamlab_result_compare:verdict()}.
 -type trend() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
                    points := [point()], changes := [change()]}.
@@ -70,6 +76,7 @@ history(Runs, Opts) ->
         {ok, Sorted} ->
             Conf = maps:get(confidence, Opts, beamlab_result_compare:between_runs_confidence()),
             Judge = #{confidence => Conf,
+                      runs_confidence => maps:get(confidence, Opts, beamlab_result_compare:runs_confidence()),
                       run_noise => float(maps:get(run_noise, Opts, beamlab_result_compare:run_noise()))},
             {ok, #{runs => [run_info(L, R) || {L, R} <- Sorted], order => Order, confidence => Conf,
                    trends => [trend(Name, Sorted, Judge) || Name <- names(Sorted)]}};
@@ -197,7 +204,8 @@ point(I, #{stats := S} = B) ->
                                                _ -> null
                                            end}.
 
-change({I0, B0, R0}, {I1, B1, R1}, Earlier, #{confidence := Conf, run_noise := Noise}, WallClock) ->
+change({I0, B0, R0}, {I1, B1, R1}, Earlier,
+       #{confidence := HistConf, runs_confidence := RunsConf, run_noise := Noise}, WallClock) ->
     {F0, U0} = beamlab_format_units:per_second(B0),
     {F1, U1} = beamlab_format_units:per_second(B1),
     Same = [E || {_, EB, _} = E <- Earlier, element(2, beamlab_format_units:per_second(EB)) =:= U1],
@@ -213,21 +221,32 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier, #{confidence := Conf, run_noise := N
                     wall_clock => WallClock,
                     loaded => [base || beamlab_result_compare:overloaded(R0)]
                         ++ [new || beamlab_result_compare:overloaded(R1)]},
+            Conf = case Ctx of
+                       #{replication := runs} -> RunsConf;
+                       _ -> HistConf
+                   end,
             Opts = #{better => maps:get(better, B1), confidence => Conf},
             S0 = [X * F0 || X <- maps:get(samples, B0)],
             S1 = [X * F1 || X <- maps:get(samples, B1)],
-            Window = lists:sublist(Same, ?WINDOW),
-            {Basis, Cmp, Far} =
+            %% The runs before the previous one (`Same' is newest first and
+            %% starts with it): the spread the two newest are judged by.
+            Older = lists:sublist(tl(Same), ?WINDOW),
+            {Basis, Window, Cmp, Far} =
                 case Ctx of
                     #{replication := runs} ->
                         %% two runs measured apart: the between-run term
-                        {runs, fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise}) end, Ctx};
-                    _ when length(Window) >= 3 ->
-                        Means = [run_mean(B) || {_, B, _} <- Window],
-                        {history, fun(O) -> beamlab_stats:compare_to_runs(Means, run_mean(B1), O) end,
+                        {runs, [], fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise}) end, Ctx};
+                    _ when length(Older) >= 3 ->
+                        %% A single run far off is as often a burst of the
+                        %% machine as a change (the heavy tail of single
+                        %% runs, docs/statistics.md): a verdict needs this
+                        %% run and the one before it outside the spread.
+                        Means = [run_mean(B) || {_, B, _} <- Older],
+                        {history, Older,
+                         fun(O) -> beamlab_stats:confirm_runs(Means, run_mean(B0), run_mean(B1), O) end,
                          Ctx#{replication := runs}};
                     _ ->
-                        {within_run, fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx}
+                        {within_run, [], fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx}
                 end,
             C = Cmp(Opts),
             %% A single run on an overloaded machine can be slowed by any
@@ -242,14 +261,19 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier, #{confidence := Conf, run_noise := N
                                  maps:get(verdict, Cmp(Opts#{confidence => beamlab_result_compare:far_confidence()}));
                              _ -> undefined
                          end,
-            #{from => case Basis of
-                          history -> element(1, lists:last(Window));
-                          _ -> I0
+            Confirm = case C of
+                          #{test := confirm} -> #{confirmed_by => I0};
+                          _ -> #{}
                       end,
-              to => I1, change => null_if_undefined(maps:get(change, C)),
-              ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
-              basis => Basis, window => case Basis of history -> length(Window); _ -> 1 end,
-              verdict => beamlab_result_compare:qualify(C, FarVerdict, Far)};
+            Confirm#{from => case Basis of
+                                 history -> element(1, lists:last(Window));
+                                 _ -> I0
+                             end,
+                     to => I1, change => null_if_undefined(maps:get(change, C)),
+                     ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
+                     basis => Basis, window => case Basis of history -> length(Window); _ -> 1 end,
+                     confidence => Conf,
+                     verdict => beamlab_result_compare:qualify(C, FarVerdict, Far)};
         false -> #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch}
     end.
 

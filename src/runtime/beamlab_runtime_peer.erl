@@ -831,7 +831,7 @@ start_epmd(Ip) ->
     case erl_epmd:names(Ip) of
         {ok, _} -> true;
         {error, _} ->
-            case erl_epmd:names() of
+            case loopback_names() of
                 {ok, _} -> false;    % an epmd for loopback only
                 {error, _} ->
                     _ = os:cmd(epmd_exe() ++ " -daemon -address " ++ inet:ntoa(Ip)),
@@ -841,6 +841,14 @@ start_epmd(Ip) ->
             end
     end.
 
+%% The names the epmd on 127.0.0.1 knows. Not erl_epmd:names/0: it asks
+%% the host name's address, which Debian's /etc/hosts makes 127.0.1.1,
+%% where an epmd started for loopback (`-address 127.0.0.1', RabbitMQ's
+%% ERL_EPMD_ADDRESS) does not listen: it seemed not to run, so it was
+%% started again and never stopped.
+loopback_names() ->
+    erl_epmd:names({127, 0, 0, 1}).
+
 epmd_exe() ->
     case os:find_executable("epmd") of
         false -> filename:join([code:root_dir(), "erts-" ++ erlang:system_info(version), "bin", "epmd"]);
@@ -848,7 +856,7 @@ epmd_exe() ->
     end.
 
 start_epmd() ->
-    case erl_epmd:names() of
+    case loopback_names() of
         {ok, _} -> ok;
         {error, _} ->
             _ = os:cmd(epmd_exe() ++ " -daemon -address 127.0.0.1"),
@@ -884,7 +892,7 @@ release_epmd() ->
 kill_epmd(0) ->
     ok;
 kill_epmd(N) ->
-    case erl_epmd:names() of
+    case loopback_names() of
         {ok, []} ->
             _ = os:cmd(epmd_exe() ++ " -kill"),
             kill_epmd(N - 1);
@@ -899,7 +907,7 @@ kill_epmd(N) ->
 wait_epmd(0) ->
     ok;
 wait_epmd(N) ->
-    case erl_epmd:names() of
+    case loopback_names() of
         {ok, _} -> ok;
         {error, _} -> timer:sleep(100), wait_epmd(N - 1)
     end.

@@ -36,7 +36,9 @@
 %%% `20gb', `PT10M', `k=v' lists) says how with `parse': a fun of the
 %%% kind's from the flag's text (a list of texts for a `multi' flag) to
 %%% `{ok, Value}' (the key's value, then checked as the library's is) or
-%%% `{error, Why}' (text that reads as no value: the line "option: Why").
+%%% `{error, Why}' (text that reads as no value: the line "option: Why";
+%%% `{error, {type, Type}}' for text that is no value of `Type', the
+%%% line "invalid value 'TEXT' for option: expected ...").
 %%% A parser reads; the bounds are the check's, so both fronts refuse the
 %%% same values with the same line.
 %%% An option whose value is a map may give some of its keys flags of
@@ -64,7 +66,7 @@
                     conflicts => [atom() | {atom(), string()}], requires => [atom()], why => string(),
                     requires_format => string(), scale => scale(), cli_type => type(),
                     check => fun((term()) -> ok | {error, check_why()}),
-                    parse => fun((term()) -> {ok, term()} | {error, unicode:chardata()}),
+                    parse => fun((term()) -> {ok, term()} | {error, unicode:chardata() | {type, type()}}),
                     fields => [option()], key => atom()}.
 %% Why a kind's check refused a value: a line's end, or naming keys of a
 %% map option (`fields').
@@ -234,6 +236,7 @@ parse(Schema, Values) ->
                         Text = maps:get(N, Acc),
                         case Parse(Text) of
                             {ok, V} -> {ok, Acc#{N := V}};
+                            {error, {type, T}} -> {error, {invalid, O, Text, {type, T}}};
                             {error, Why} -> {error, {invalid, O, Text, {check, Why}}}
                         end;
                    (#{name := N, fields := Fields}, {ok, Acc}) when is_map_key(N, Acc) ->

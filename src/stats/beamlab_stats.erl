@@ -17,7 +17,7 @@
          mean/1, variance/1, sd/1, median/1,
          percentile/2, histogram/2,
          compare/3, converged/2,
-         compare_to_runs/3,
+         compare_to_runs/3, confirm_runs/4,
          mann_whitney/2, welch/2,
          normal_cdf/1, normal_quantile/1, t_cdf/2, t_quantile/2]).
 
@@ -48,12 +48,18 @@
           p_value_welch := float() | undefined,
           p_value_mann_whitney := float() | undefined,
           mann_whitney_method := exact | normal | none,
-          test := welch_log | welch | runs_log | runs | none,
+          test := welch_log | welch | runs_log | runs | confirm | none,
           %% (inconclusive_load: set by a caller, a matrix on a loaded machine)
-          verdict := faster | slower | no_difference | too_few_samples | inconclusive_load,
+          verdict := faster | slower | no_difference | too_few_samples | inconclusive_load
+                   | unconfirmed,
           n_base := non_neg_integer(), n_new := non_neg_integer(),
           mean_base := float() | undefined, mean_new := float() | undefined,
-          confidence := float()}.
+          confidence := float(),
+          %% compare/3 on positive samples: the smallest slowdown caught
+          %% 80% of the time at the level (relative)
+          detectable => float() | undefined,
+          %% confirm_runs/4: the previous run's own comparison
+          prev => #{atom() => term()}}.
 
 -define(DEFAULT_CONFIDENCE, 0.95).
 %% Beyond this many degrees of freedom Student's t equals the normal
@@ -214,9 +220,11 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 %% repetitions share their run's conditions, so each side's mean varies
 %% by that much more than its repetitions' spread says. Its variance,
 %% 2 * run_noise^2 on the log scale ((run_noise * |mean(Base)|)^2 twice on
-%% the raw scale), is added to Welch's, as a known term (no degrees of
-%% freedom of its own), so the interval and the test still come from one
-%% standard error.
+%% the raw scale), is added to Welch's, as a known term: the degrees of
+%% freedom stay those of the sampled part, so the term can only widen the
+%% interval and raise the p-value (never turn "no difference" into a
+%% verdict), and the interval and the test still come from one standard
+%% error.
 -spec compare([number()], [number()],
               #{better => higher | lower | binary(), confidence => float(),
                 min_change => number(), run_noise => number()}) ->
@@ -285,8 +293,21 @@ compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Common) ->
             p_value => P, p_value_welch => P,
             p_value_mann_whitney => maps:get(p_value, MW),
             mann_whitney_method => maps:get(method, MW), test => Test,
-            verdict => Verdict,
+            verdict => Verdict, detectable => detectable(Test, W, Conf),
             mean_base => mean(Base) * Scale, mean_new => mean(New) * Scale}.
+
+%% The smallest slowdown this comparison calls 80% of the time at its
+%% level: (t(1 - alpha/2) + t(0.8)) * se on the log scale (positive
+%% samples), as a relative change; `undefined' on the raw scale or without
+%% a spread.
+detectable(welch_log, #{se2 := Se2, df := Df}, Conf) when Se2 > 0.0 ->
+    D = (t_quantile((1 + Conf) / 2, Df) + t_quantile(0.8, Df)) * math:sqrt(Se2),
+    case D < 700.0 of
+        true -> math:exp(D) - 1;
+        false -> undefined
+    end;
+detectable(_, _, _) ->
+    undefined.
 
 verdict(1, higher) -> faster;
 verdict(1, lower) -> slower;
@@ -297,7 +318,13 @@ means_change(Base, New) ->
     MB = safe_mean(Base),
     MN = safe_mean(New),
     Change = case {MB, MN} of
-                 {B, N} when is_float(B), is_float(N), B /= 0.0 -> (N - B) / B;
+                 {B, N} when is_float(B), is_float(N), B /= 0.0 ->
+                     %% (N - B) / B overflows for means hundreds of orders
+                     %% apart: then there is no finite change to show.
+                     case abs(B) >= 1.0 orelse abs(N) < abs(B) * (?MAX_FLOAT / 2) of
+                         true -> N / B - 1;
+                         false -> undefined
+                     end;
                  _ -> undefined
              end,
     {MB, MN, Change}.
@@ -372,6 +399,45 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
                     verdict => Verdict, mean_base => MB, mean_new => X}
     end.
 
+%% @doc Judge the two newest runs of a history, `Prev' then `Last' (one
+%% value each), against the earlier runs before both (`Runs'): each by
+%% {@link compare_to_runs/3}, and `faster'/`slower' only when BOTH are
+%% outside the earlier runs' spread at the level, on the same side. One
+%% run outside it alone (`Last' significant, `Prev' not or on the other
+%% side) is `unconfirmed': a single run far off is as often a burst of
+%% the machine as a change, and only the next run can tell (the heavy tail
+%% of single runs, docs/statistics.md). It is an intersection-union test:
+%% `p_value' is the larger of the two p-values when both changes have one
+%% sign (1.0 otherwise), `ci' is the hull of the two intervals, so the
+%% verdict, "p < 1 - confidence" and "the interval excludes 0" are one
+%% statement. `change' is `Last''s change against `Runs', `mean_new' its
+%% value; `prev' holds `Prev''s own comparison.
+-spec confirm_runs([number()], number(), number(),
+                   #{better => higher | lower | binary(), confidence => float(),
+                     min_change => number()}) -> comparison().
+confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_number(Last), is_map(Opts) ->
+    P = compare_to_runs(Runs, Prev, Opts),
+    L = compare_to_runs(Runs, Last, Opts),
+    case L of
+        #{verdict := too_few_samples} -> L;
+        #{change := undefined} -> L;
+        #{ci := {LLo, LHi}, p_value := LP, verdict := LV, change := LC} ->
+            #{ci := {PLo, PHi}, p_value := PP, verdict := PV, change := PC} = P,
+            Same = sign(LC) =:= sign(PC) andalso sign(LC) =/= 0,
+            Verdict = if
+                          LV =:= PV, LV =/= no_difference -> LV;
+                          LV =/= no_difference -> unconfirmed;
+                          true -> no_difference
+                      end,
+            L#{ci => {min(LLo, PLo), max(LHi, PHi)},
+               p_value => case Same of
+                              true -> max(LP, PP);
+                              false -> 1.0
+                          end,
+               test => confirm, verdict => Verdict,
+               prev => maps:with([change, ci, p_value, verdict, mean_new], P)}
+    end.
+
 %% On the logs: the difference of the means d estimates ln(ratio of the
 %% geometric means); the interval d -+ t*se, exponentiated, is the
 %% interval of the ratio, and minus one that of the change. The same t and
@@ -403,12 +469,24 @@ non_negative_change(Ci, _Values) ->
 raw_change_ci(#{mean_base := MB}, _Conf) when MB == 0.0 ->
     {undefined, undefined, none};
 raw_change_ci(#{mean_base := MB, mean_new := MN, se2 := Se2, df := Df}, Conf) ->
-    Change = (MN - MB) / abs(MB),
-    H = case Se2 == 0.0 of
-            true -> 0.0;
-            false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(Se2) / abs(MB)
-        end,
-    {Change, {Change - H, Change + H}, welch}.
+    H0 = case Se2 == 0.0 of
+             true -> 0.0;
+             false -> t_quantile((1 + Conf) / 2, Df) * math:sqrt(Se2)
+         end,
+    %% Relative to a base mean hundreds of orders smaller, the change (or
+    %% its interval) has no finite value: none is shown.
+    case {relative(MN - MB, MB), relative(H0, MB)} of
+        {Change, H} when is_float(Change), is_float(H), abs(Change) + H < ?MAX_FLOAT / 2 ->
+            {Change, {Change - H, Change + H}, welch};
+        {Change, _} ->
+            {Change, undefined, none}
+    end.
+
+relative(X, MB) ->
+    case abs(MB) >= 1.0 orelse abs(X) < abs(MB) * (?MAX_FLOAT / 4) of
+        true -> X / abs(MB);
+        false -> undefined
+    end.
 
 %% @doc Welch's unequal-variance t test of `New' vs `Base' (two-sided).
 %% Both samples need at least two values. Returns the statistic, the
@@ -423,8 +501,13 @@ welch([_, _ | _] = Base, [_, _ | _] = New) ->
 
 %% Welch's test with a known variance `Known' added to that of the
 %% difference (the between-run term of compare/3's `run_noise'): it
-%% widens the standard error and, having no degrees of freedom of its
-%% own, raises Satterthwaite's df towards the normal's.
+%% widens the standard error and leaves the degrees of freedom those of
+%% the sampled part. (Satterthwaite's df over the sum, with the known
+%% term counted as exact, would rise with it: at 3 values a side a term
+%% of the sampled se's size takes df from 2 to about 8 and the 99% t
+%% from 9.9 to 3.4, so adding noise could turn "no difference" into a
+%% verdict. With the df fixed, a larger term can only lower |t| and widen
+%% the interval: the p-value never falls, the interval never shrinks.)
 welch(Base, New, Known) ->
     NB = length(Base),
     NN = length(New),
@@ -441,19 +524,25 @@ welch(Base, New, Known) ->
             %% certain, as far as these samples can tell.
             true -> {float(sign(Diff)) * ?MAX_FLOAT, infinity, 0.0};
             false ->
-                %% Satterthwaite's df with the shares of Se2 (each =< 1),
-                %% so nothing is squared that could overflow.
-                F1 = S1 / Se2,
-                F2 = S2 / Se2,
-                Df0 = case F1 * F1 / (NB - 1) + F2 * F2 / (NN - 1) of
-                          Inv when Inv < 1 / ?DF_NORMAL -> infinity;
-                          Inv -> 1 / Inv
-                      end,
+                Df0 = sampled_df(S1, S2, NB, NN),
                 T0 = Diff / math:sqrt(Se2),
                 {T0, Df0, min(1.0, 2 * t_sf(abs(T0), Df0))}
         end,
     #{t => T, df => Df, p_value => P, mean_base => MB, mean_new => MN,
       se2_base => S1, se2_new => S2, se2 => Se2}.
+
+%% Satterthwaite's df of the sampled variance S1 + S2, with the shares of
+%% the sum (each =< 1) so that nothing is squared that could overflow. No
+%% sampled spread at all (the known term alone): the normal's.
+sampled_df(S1, S2, _NB, _NN) when S1 + S2 == 0.0 ->
+    infinity;
+sampled_df(S1, S2, NB, NN) ->
+    F1 = S1 / (S1 + S2),
+    F2 = S2 / (S1 + S2),
+    case F1 * F1 / (NB - 1) + F2 * F2 / (NN - 1) of
+        Inv when Inv < 1 / ?DF_NORMAL -> infinity;
+        Inv -> 1 / Inv
+    end.
 
 %% @doc Two-sided Mann-Whitney U (Wilcoxon rank-sum) test of `New' vs
 %% `Base'. Exact permutation distribution of the rank sum (ties handled by

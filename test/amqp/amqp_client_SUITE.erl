@@ -598,12 +598,7 @@ direct_channel_closed_by_broker(Config) ->
     %% The connection outlived the channel: a frame after close-ok would
     %% have closed it, and its connection.close would come before this
     %% channel's open-ok.
-    Ch2 = channel(C),
-    Q = queue(Ch2, ?FUNCTION_NAME),
-    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
-    {ok, #{channels := 1}} = beamlab_amqp:info(C),
-    no_message(0),
-    ok = beamlab_amqp:close(C).
+    outlived_channel(C, ?FUNCTION_NAME).
 
 %% The owner of a direct channel, the only one of its connection, takes
 %% the socket's reads: the socket's messages then come to it, and reads/2
@@ -655,19 +650,12 @@ direct_reads(Config) ->
 %% connection lives on.
 direct_reads_closed_by_broker(Config) ->
     C = connect(Config),
-    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
-    {amqp_channel, C, _, _, {Sock, _, _}} = Ch,
-    {ok, R0} = beamlab_amqp:take_reads(Ch),
+    {Ch, Sock, R0} = reading_channel(C),
     ok = beamlab_amqp:publish(Ch, <<"no-such-exchange">>, <<"k">>, <<"x">>),
     {[], none} = read_until(R0, fun(_) -> false end, []),
     {amqp_closed, Ch, 404, <<"NOT_FOUND - no exchange 'no-such-exchange'", _/binary>>} = recv(),
     ?assertEqual({connected, C}, erlang:port_info(Sock, connected)),
-    Ch2 = channel(C),
-    Q = queue(Ch2, ?FUNCTION_NAME),
-    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
-    {ok, #{channels := 1}} = beamlab_amqp:info(C),
-    no_message(0),
-    ok = beamlab_amqp:close(C).
+    outlived_channel(C, ?FUNCTION_NAME).
 
 %% While the owner holds the reads, the connection still judges the
 %% broker's heartbeats (by the socket's byte count): the broker's
@@ -675,9 +663,7 @@ direct_reads_closed_by_broker(Config) ->
 %% after two missed ones.
 direct_reads_heartbeats(Config) ->
     C = connect(Config, "?heartbeat=1"),
-    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
-    {amqp_channel, C, _, _, {Sock, _, _}} = Ch,
-    {ok, R0} = beamlab_amqp:take_reads(Ch),
+    {Ch, Sock, R0} = reading_channel(C),
     {ok, [{recv_oct, Oct0}]} = inet:getstat(Sock, [recv_oct]),
     %% Four heartbeats (8 bytes each), read and dropped here: twice what
     %% would have ended an idle connection that did not see them.
@@ -712,6 +698,24 @@ direct_reads_owner_exit(Config) ->
     {amqp_closed, C, socket_closed, Text} = recv(),
     ct:log("~s", [Text]),
     {'DOWN', Mon, process, C, normal} = recv().
+
+%% Connection C is still open after one of its channels was closed by
+%% the broker: a new channel on it works, the old one is gone, nothing
+%% else was said. Closes C.
+outlived_channel(C, Name) ->
+    Ch2 = channel(C),
+    Q = queue(Ch2, Name),
+    {ok, #{queue := Q}} = beamlab_amqp:declare_queue(Ch2, Q, #{passive => true}),
+    {ok, #{channels := 1}} = beamlab_amqp:info(C),
+    no_message(0),
+    ok = beamlab_amqp:close(C).
+
+%% A direct channel on C whose reads this process took: {Ch, Socket, Reader}.
+reading_channel(C) ->
+    {ok, Ch} = beamlab_amqp:open_channel(C, #{direct => true}),
+    {amqp_channel, C, _, _, {Sock, _, _}} = Ch,
+    {ok, R} = beamlab_amqp:take_reads(Ch),
+    {Ch, Sock, R}.
 
 %% Reads the socket's messages through R until Done(Msgs) holds or the
 %% reads went back to the connection; {Msgs, Reader}.

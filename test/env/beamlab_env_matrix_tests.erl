@@ -148,16 +148,19 @@ load_finding_test() ->
                       ?assertEqual(runs, maps:get(basis, Cell)),
                       maps:get(verdict, Cell)
               end,
-    %% +20%: significant at 99% (with the run-to-run noise of two
+    %% +20%: significant at 95% (with the run-to-run noise of two
     %% separate matrices), not at 99.9%
     ?assertEqual(slower, Verdict(1.2, true)),
     ?assertEqual(inconclusive_load, Verdict(1.2, false)),
     %% +50%: far outside the noise, but the loaded new matrix is the
     %% slower one: the load explains that direction at any size
     ?assertEqual(inconclusive_load, Verdict(1.5, false)),
-    %% ... a quiet new matrix 50% slower than a loaded baseline: not the
-    %% load's doing, and far outside the noise: a verdict
-    ?assertEqual(slower, Verdict(1.5, base_loaded)),
+    %% ... a quiet new matrix slower than a loaded baseline: not the load's
+    %% doing; +50% is not far enough with 3 VMs a side (#35: the
+    %% between-run term keeps the repetitions' 4 df, whose 99.9% t is
+    %% 8.6), +80% is far outside the noise: a verdict
+    ?assertEqual(inconclusive_load, Verdict(1.5, base_loaded)),
+    ?assertEqual(slower, Verdict(1.8, base_loaded)),
     %% the finding survives JSON
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(A))),
     {ok, #{findings := [#{id := <<"load_high">>}]}} = beamlab_result:from_json(Json).

@@ -59,3 +59,35 @@ report_model_test() ->
     ?assertEqual([0, 1, 2], [I || [I | _] <- Ps]),
     ?assertEqual([slower, faster], [V || #{verdict := V} <- Cs]),
     #{compare := #{}, history := null} = beamlab_report_html:model(Runs).
+
+%% #35: single runs: the newest run alone outside the history's spread is
+%% `unconfirmed' (run again) in every format; with the run before it also
+%% outside, the verdict names both runs it rests on.
+unconfirmed_test() ->
+    Single = fun(I, Ns) ->
+                     rand:seed(exsss, {I, 3, 5}),
+                     Level = Ns * (1 + 0.02 * rand:normal()),
+                     B = beamlab_result:benchmark(<<"b">>, [Level * (1 + 0.001 * rand:normal()) || _ <- lists:seq(1, 10)],
+                                                  #{unit => ns, better => lower, metric => time}),
+                     Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                     {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                              beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
+             end,
+    Same = [Single(I, 100) || I <- lists:seq(1, 6)],
+    {ok, H1} = beamlab_result_history:history(Same ++ [Single(7, 150)], #{}),
+    T1 = iolist_to_binary(beamlab_render_history:render(H1, text, #{})),
+    ?assertMatch({match, _}, re:run(T1, <<"7 +7 .*\\+[0-9.]+% vs #1-#5 with #6 .* unconfirmed: run again">>)),
+    ?assertMatch({match, _}, re:run(T1, <<"unconfirmed \\(1\\): one run outside the history's range, not the run "
+                                         "before it; run again: a verdict needs two consecutive runs outside it\\n  b: 7 \\+">>)),
+    ?assertMatch({match, _}, re:run(T1, <<"no significant change between consecutive runs">>)),
+    Md = iolist_to_binary(beamlab_render_history:render(H1, markdown, #{})),
+    ?assertMatch({match, _}, re:run(Md, <<"\\| unconfirmed: run again \\|">>)),
+    {ok, [_ | Rows]} = beamlab_csv_decoder:decode(beamlab_render_history:render(H1, csv, #{})),
+    ?assertEqual(<<"unconfirmed">>, lists:last(lists:last(Rows))),
+    {ok, #{<<"trends">> := [#{<<"changes">> := Cs}]}} = beamlab_json:decode(beamlab_render_history:render(H1, json, #{})),
+    ?assertMatch(#{<<"verdict">> := <<"unconfirmed">>, <<"confirmed_by">> := 6, <<"basis">> := <<"history">>},
+                 lists:last(Cs)),
+    {ok, H2} = beamlab_result_history:history(Same ++ [Single(7, 150), Single(8, 150)], #{}),
+    T2 = iolist_to_binary(beamlab_render_history:render(H2, text, #{})),
+    ?assertMatch({match, _}, re:run(T2, <<"8 +8 .*\\+[0-9.]+% vs #1-#6 with #7 .* SLOWER">>)),
+    ?assertMatch({match, _}, re:run(T2, <<"significant changes \\(1\\):\\n  b: 1 -> 8 \\+">>)).

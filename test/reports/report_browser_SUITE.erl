@@ -13,7 +13,7 @@
 -export([every_kind_renders/1, single_run_renders/1, long_series_are_downsampled/1,
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
--export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
+-export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, profile_chart/1]).
 
 all() ->
@@ -23,7 +23,7 @@ groups() ->
     [{fixtures, [], [every_kind_renders, single_run_renders, long_series_are_downsampled,
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
-     {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
+     {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, distribution_chart, trend_chart, profile_chart]}].
 
 init_per_suite(Config) ->
@@ -249,10 +249,7 @@ identical_runs_visible(Config) ->
     Series = attrs(Fig, <<"path">>, <<"sweep-line">>, <<"data-series">>),
     ?assertEqual(4, length(Series)),
     %% Four series, four dash patterns (the first solid), four marker shapes.
-    Dashes = [case re:run(P, <<"stroke-dasharray=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
-                  {match, [D]} -> D;
-                  nomatch -> solid
-              end || [P] <- re_all(Fig, <<"(<path [^>]*class=\"sweep-line\"[^>]*>)">>)],
+    Dashes = dashes(Fig, <<"sweep-line">>),
     ?assertEqual(4, length(lists:usort(Dashes))),
     %% (in the chart; the legend's swatches show each line and marker too)
     [Chart] = [C || [C] <- re_all(Fig, <<"(<svg class=\"chart\".*?</svg>)">>)],
@@ -261,6 +258,24 @@ identical_runs_visible(Config) ->
     ?assertEqual([<<"again: payload=binary (overlaps sweep: payload=binary)">>,
                   <<"again: payload=list (overlaps sweep: payload=list)">>],
                  lists:sort([T || [T] <- re_all(Fig, <<"</svg>(again[^<]*)</span>">>)])).
+
+%% #35: the same message_load run twice: its latency spectra and its
+%% per-second series lie on one another too; each later line has its own
+%% dash pattern and the legend says which one it overlaps.
+identical_series_visible(Config) ->
+    F = latency_run(Config),
+    Copy = filename:join(?config(priv_dir, Config), "copy.json"),
+    {ok, _} = file:copy(F, Copy),
+    Dom = report(Config, "identical-latency", [F, Copy]),
+    [Spectrum] = figures(Dom, <<"latency">>),
+    ?assertEqual([<<"copy (overlaps latency)">>], [T || [T] <- re_all(Spectrum, <<"</svg>(copy[^<]*)</span>">>)]),
+    ?assertEqual(2, length(lists:usort([P || [P] <- re_all(Spectrum, <<"<path ([^>]*class=\"spectrum\"[^>]*)>">>)]))),
+    [Goodput] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.goodput">>) =/= nomatch],
+    Notes = [T || [T] <- re_all(Goodput, <<"</svg>(copy rep [0-9]+ \\(1 s\\) \\(overlaps latency rep [0-9]+ \\(1 s\\)\\))</span>">>)],
+    ?assertEqual(2, length(Notes)),
+    Dashes = dashes(Goodput, <<"series rep-line">>),
+    ?assertEqual(4, length(Dashes)),
+    ?assertEqual(4, length(lists:usort(Dashes))).
 
 %% #35: sizes 10, 11, 12 and 5000 crowd together on a log axis as on a
 %% linear one: an ordinal axis, the measured values evenly spaced, a tick
@@ -329,8 +344,7 @@ scaling_chart(Config) ->
 %% message_load records latency percentiles: the spectrum from 50% to
 %% 99.9% on the 1/(1-p) axis; its per-second series over time.
 latency_chart(Config) ->
-    F = run(Config, "latency", ["suite", "message_load", "-n", "2", "--param", "message_load.duration=1000",
-                                "--param", "message_load.warmup=100"]),
+    F = latency_run(Config),
     Dom = report(Config, "latency", [F]),
     [Fig] = figures(Dom, <<"latency">>),
     ?assertEqual([<<"message_load latency_us: latency percentile spectrum">>], captions(Fig)),
@@ -539,6 +553,16 @@ flame_cards(Dom) ->
 
 %% Helpers
 
+%% message_load, two repetitions of a second: a latency spectrum and
+%% per-second series, run once for the cases that draw them.
+latency_run(Config) ->
+    F = filename:join(?config(priv_dir, Config), "latency.json"),
+    case filelib:is_regular(F) of
+        true -> F;
+        false -> run(Config, "latency", ["suite", "message_load", "-n", "2", "--param", "message_load.duration=1000",
+                                         "--param", "message_load.warmup=100"])
+    end.
+
 %% Issue #35's sweep (ping_pong over five sizes, two payloads), run once
 %% for the cases that draw it.
 sweep_run(Config) ->
@@ -565,6 +589,13 @@ screenshot(Config, Name, Html, Selector) ->
                                    "--screenshot=" ++ Png, "file://" ++ Shot]),
     {ok, Bin} = file:read_file(Png),
     png_decode(Bin).
+
+%% The dash pattern of each line of class CLASS (`solid': none).
+dashes(Fig, Class) ->
+    [case re:run(P, <<"stroke-dasharray=\"([^\"]*)\"">>, [{capture, all_but_first, binary}]) of
+         {match, [D]} -> D;
+         nomatch -> solid
+     end || [P] <- re_all(Fig, <<"(<path [^>]*class=\"", Class/binary, "\"[^>]*>)">>)].
 
 %% Pixels within 6 of colour {R, G, B} on every channel.
 colour_pixels({_W, _H, Bpp, Pixels}, {R, G, B}) ->

@@ -201,3 +201,31 @@ per_second_test() ->
         maps:get(rows, Cmp),
     ?assert(abs(M - 1000.0 * lists:sum(base()) / 20 / 100) < 1.0e-6),
     ?assert(abs(C) < 1.0e-9).
+
+%% #35: a "no difference" between separately measured runs says what it
+%% could have seen: the smallest slowdown caught 80% of the time at the
+%% comparison's level, from its own spread (cell `detectable', a note
+%% naming the interleaved designs); a verdict or single runs say nothing.
+detectable_test() ->
+    Noisy = [100.0, 108.0, 93.0, 104.0, 97.0],
+    A = result([bench(<<"same">>, Noisy), bench(<<"slow">>, Noisy)]),
+    B = result([bench(<<"same">>, [X * 1.01 || X <- Noisy]), bench(<<"slow">>, [X * 1.5 || X <- Noisy])]),
+    {ok, #{rows := Rows, notes := Notes}} = beamlab_result_compare:compare([{<<"a">>, A}, {<<"b">>, B}]),
+    [#{cells := [_, #{verdict := no_difference, detectable := D}]}] = [R || R = #{name := <<"same">>} <- Rows],
+    [#{cells := [_, Slow]}] = [R || R = #{name := <<"slow">>} <- Rows],
+    ?assertMatch(#{verdict := slower}, Slow),
+    ?assertNot(is_map_key(detectable, Slow)),
+    %% (t(0.975, df) + t(0.8, df)) * se on the logs, df those of the repetitions
+    Logs = [math:log(X) || X <- Noisy],
+    #{se2 := Se2, df := Df} = beamlab_stats:welch(Logs, [L + math:log(1.01) || L <- Logs]),
+    Se = math:sqrt(Se2 + 2 * math:pow(beamlab_result_compare:run_noise(), 2)),
+    Expected = math:exp((beamlab_stats:t_quantile(0.975, Df) + beamlab_stats:t_quantile(0.8, Df)) * Se) - 1,
+    ?assert(abs(D - Expected) < 1.0e-9),
+    ?assert(D > 0.1 andalso D < 1.0),
+    [Note] = [N || N <- Notes, binary:match(N, <<"catches a change 80% of the time">>) =/= nomatch],
+    ?assertNotEqual(nomatch, binary:match(Note, <<"same (b) ", 177/utf8>>)),
+    ?assertNotEqual(nomatch, binary:match(Note, <<"check --against REF">>)),
+    %% Two single runs: within-run only, nothing about what they could see.
+    {ok, #{rows := SRows}} = beamlab_result_compare:compare([{<<"a">>, result([bench(<<"same">>, Noisy)], #{}, bench)},
+                                                             {<<"b">>, result([bench(<<"same">>, Noisy)], #{}, bench)}]),
+    ?assertEqual([], [C || #{cells := Cs} <- SRows, C <- Cs, is_map_key(detectable, C)]).

@@ -109,16 +109,29 @@ history_spread_test() ->
     {ok, #{trends := [#{changes := Cs}]}} = beamlab_result_history:history(Same, #{}),
     %% The within-run samples are 50x tighter than the run-to-run spread:
     %% treated as evidence they would call most steps a change.
-    %% With fewer than 3 earlier runs there is no spread to judge by.
-    ?assertEqual([within_run_only, within_run_only],
-                 [V || #{verdict := V} <- lists:sublist(Cs, 2)]),
-    ?assertEqual([history], lists:usort([B || #{basis := B} <- lists:nthtail(2, Cs)])),
-    ?assertEqual([no_difference], lists:usort([V || #{verdict := V} <- lists:nthtail(2, Cs)])),
-    %% A run 22% slower than the history stands out of its spread.
-    Slow = Same ++ [Single(11, 122, 0.0)],
+    %% With fewer than 3 runs before the previous one there is no spread
+    %% to judge the two by.
+    ?assertEqual([within_run_only, within_run_only, within_run_only],
+                 [V || #{verdict := V} <- lists:sublist(Cs, 3)]),
+    ?assertEqual([history], lists:usort([B || #{basis := B} <- lists:nthtail(3, Cs)])),
+    ?assertEqual([no_difference], lists:usort([V || #{verdict := V} <- lists:nthtail(3, Cs)])),
+    %% A run 30% slower than the history stands out of its spread, but one
+    %% run alone is `unconfirmed' (run again) ...
+    Slow = Same ++ [Single(11, 130, 0.0)],
     {ok, #{trends := [#{changes := Cs2}]}} = beamlab_result_history:history(Slow, #{}),
-    #{verdict := slower, basis := history, window := 10, from := 1, ci := {Lo, _}} = lists:last(Cs2),
+    #{verdict := unconfirmed, basis := history, window := 9, from := 1, to := 11, confirmed_by := 10,
+      confidence := 0.99} = lists:last(Cs2),
+    %% ... and the next run, as slow, makes it `slower': both against the
+    %% 10 runs before them.
+    Slow2 = Slow ++ [Single(12, 130, 0.0)],
+    {ok, #{trends := [#{changes := Cs2b}]} = H2} = beamlab_result_history:history(Slow2, #{}),
+    #{verdict := slower, basis := history, window := 10, from := 1, confirmed_by := 11, ci := {Lo, _}} =
+        lists:last(Cs2b),
     ?assert(Lo > 0),
+    ?assertEqual([{<<"b">>, 12}], [{N, T} || {N, #{to := T}} <- beamlab_result_history:significant(H2)]),
+    %% A burst: one slow run, then one as before: no verdict either time.
+    {ok, #{trends := [#{changes := Cs2c}]}} = beamlab_result_history:history(Slow ++ [Single(12, 100, 0.0)], #{}),
+    ?assertMatch([#{verdict := unconfirmed}, #{verdict := no_difference}], lists:nthtail(length(Cs2c) - 2, Cs2c)),
     %% ... unless the machine was overloaded and it is not far outside the noise.
     {L, Doc} = lists:last(Slow),
     Loaded = beamlab_result:add_findings(Doc, [beamlab_result:finding(noisy_measurement, warning, <<"t">>,

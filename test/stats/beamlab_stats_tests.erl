@@ -405,25 +405,27 @@ between_runs() ->
                                  #{verdict := X} <- [beamlab_stats:compare(Run(0.0), Run(Shift), Opts)],
                                  lists:member(X, V)]) / Trials
            end,
-    Rule = #{confidence => 0.99, run_noise => 0.03},
+    %% The rule of `compare' between two runs (beamlab_result_compare:
+    %% runs_confidence/0 and run_noise/0): 95%, a 2.5% term.
+    Rule = #{confidence => 0.95, run_noise => 0.025},
     %% Welch on the repetitions alone, at 95%, ignores the run's level:
     %% far more than 5% false verdicts (the A/A harness saw 16%).
     Naive = Rate(0.0, #{}, [faster, slower]),
     ?assert(Naive > 0.08),
-    %% With the between-run term at 99%: about 1% (binomial sd of 1000
-    %% trials at 1%: 0.3%).
+    %% With the between-run term (its df those of the repetitions): about
+    %% 1% (binomial sd of 1000 trials at 1%: 0.3%).
     False = Rate(0.0, Rule, [faster, slower]),
     ?assert(False =< 0.02),
-    %% A planted slowdown of +50% is caught nearly always, +20% most of the
-    %% time (power is what two runs of 3 repetitions can give).
+    %% A planted slowdown of +50% is caught nearly always, +20% about half
+    %% the time (power is what two runs of 3 repetitions can give).
     ?assert(Rate(math:log(1.5), Rule, [slower]) > 0.95),
-    ?assert(Rate(math:log(1.2), Rule, [slower]) > 0.5),
+    ?assert(Rate(math:log(1.2), Rule, [slower]) > 0.4),
     %% One method: the interval excludes 0 exactly when there is a verdict,
     %% and never goes below -100%.
     [begin
          #{ci := {Lo, Hi}, verdict := V, p_value := P} = beamlab_stats:compare(Run(0.0), Run(S), Rule),
          ?assertEqual(Lo > 0 orelse Hi < 0, V =/= no_difference),
-         ?assertEqual(P < 0.01, V =/= no_difference),
+         ?assertEqual(P < 0.05, V =/= no_difference),
          ?assert(Lo > -1.0 andalso Lo =< Hi)
      end || S <- [-0.5, 0.0, 0.2, 0.5], _ <- lists:seq(1, 50)].
 
@@ -446,6 +448,47 @@ run_noise_widens_test() ->
 
 %% A history of single runs: at 99%, the 10th run of identical code is
 %% outside the spread of the 9 before it about 1% of the time.
+%% #35: a history's verdict needs two runs. Runs of a level with sd 3%
+%% (normal): the two newest both outside the spread of the 8 before them
+%% at 99% is rarer than one (well under 1% false), a +20% step in both is
+%% still caught nearly always, and a step in the newest alone is
+%% `unconfirmed', never a verdict.
+confirm_runs_level_test_() ->
+    {timeout, 120, fun confirm_runs_level/0}.
+
+confirm_runs_level() ->
+    rand:seed(exsss, 3535),
+    Trials = 1000,
+    Run = fun(Shift) -> 1000 * math:exp(Shift + 0.03 * rand:normal()) end,
+    Judge = fun(ShiftPrev, ShiftLast) ->
+                    maps:get(verdict, beamlab_stats:confirm_runs([Run(0.0) || _ <- lists:seq(1, 8)],
+                                                                 Run(ShiftPrev), Run(ShiftLast),
+                                                                 #{confidence => 0.99}))
+            end,
+    Rate = fun(P, L, V) -> length([ok || _ <- lists:seq(1, Trials), lists:member(Judge(P, L), V)]) / Trials end,
+    ?assert(Rate(0.0, 0.0, [faster, slower]) =< 0.005),
+    ?assert(Rate(math:log(1.2), math:log(1.2), [slower]) > 0.85),
+    %% (only when the run before was outside by chance, about 0.5%)
+    ?assert(Rate(0.0, math:log(1.5), [faster, slower]) =< 0.01),
+    ?assert(Rate(0.0, math:log(1.5), [unconfirmed]) > 0.9).
+
+%% One method: the verdict, "p < 1 - confidence" and "the interval (the
+%% hull of both runs' intervals) excludes 0" are one statement; the change
+%% and `prev' are each run's own.
+confirm_runs_one_method_test() ->
+    Earlier = [100.0, 102.0, 98.0, 101.0, 99.0],
+    Opts = #{confidence => 0.99, better => lower},
+    #{verdict := slower, p_value := P, ci := {Lo, Hi}, change := Ch, test := confirm,
+      prev := #{verdict := slower, change := PCh}} = beamlab_stats:confirm_runs(Earlier, 125.0, 130.0, Opts),
+    ?assert(P < 0.01 andalso Lo > 0 andalso Lo =< Ch andalso Ch =< Hi andalso Lo =< PCh andalso PCh =< Hi),
+    ?assert(abs(Ch - 0.3) < 0.01),
+    #{verdict := unconfirmed, p_value := P2, ci := {Lo2, _}} = beamlab_stats:confirm_runs(Earlier, 100.5, 130.0, Opts),
+    ?assert(P2 >= 0.01 andalso Lo2 =< 0),
+    %% Outside on opposite sides: no verdict, p = 1.
+    #{verdict := unconfirmed, p_value := 1.0} = beamlab_stats:confirm_runs(Earlier, 75.0, 130.0, Opts),
+    #{verdict := no_difference} = beamlab_stats:confirm_runs(Earlier, 130.0, 100.5, Opts),
+    #{verdict := too_few_samples} = beamlab_stats:confirm_runs([100.0, 101.0], 130.0, 130.0, Opts).
+
 compare_to_runs_level_test() ->
     rand:seed(exsss, 3599),
     Trials = 2000,

@@ -9,7 +9,8 @@
 -export([prop_percentile_monotone_bounded/0, prop_mean_bounded/0,
          prop_ci_contains_estimate/0, prop_compare_self/0,
          prop_histogram_counts/0, prop_outliers_counted/0,
-         prop_compare_shifted/0, prop_compare_between_runs/0, prop_t_quantile_inverse/0,
+         prop_compare_shifted/0, prop_compare_between_runs/0,
+         prop_run_noise_cautious/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
@@ -142,14 +143,64 @@ prop_compare_between_runs() ->
                 #{verdict := V, change := Ch, ci := {Lo, Hi}, p_value := P} =
                     beamlab_stats:compare(A, B, Opts),
                 Excludes = Lo > 0 orelse Hi < 0,
+                %% (-1.0 itself: exp of a bound hundreds below zero
+                %% underflows, e.g. 3 values spread 32-fold at 99.9%)
                 ?WHENFAIL(io:format("~p ~p ~p ~p~n", [V, Ch, {Lo, Hi}, P]),
-                          %% (-1.0 itself: exp of a far lower log bound
-                          %% rounds to 0, e.g. 3 samples spread over
-                          %% 1..100 at 99.9%)
                           Lo >= -1.0 andalso Lo =< Ch andalso Ch =< Hi
                           andalso Excludes =:= (V =/= no_difference)
                           andalso (P < 1 - Conf) =:= (V =/= no_difference))
             end).
+
+%% #35: the between-run term is noise added to the comparison, so it may
+%% only make a verdict less likely: for any samples (positive ones on the
+%% log scale, others on the raw scale) and any run_noise >= 0, the p-value
+%% with the term is at least the one without, its interval contains the
+%% one without, and a verdict with it is the verdict without it. (Before,
+%% the term raised Satterthwaite's df: at 3 values a side a difference
+%% could be significant only with the term.)
+prop_run_noise_cautious() ->
+    ?FORALL({A, B, Noise, Conf, Better},
+            {oneof([vector_between(3, 6, float(1.0, 100.0)), vector_between(2, 8, sample())]),
+             oneof([vector_between(3, 6, float(1.0, 100.0)), vector_between(2, 8, sample())]),
+             oneof([0.0, float(0.0, 0.05), float(0.0, 1.0)]),
+             oneof([0.9, 0.95, 0.99, 0.999]), oneof([higher, lower])},
+            begin
+                Without = beamlab_stats:compare(A, B, #{confidence => Conf, better => Better}),
+                With = beamlab_stats:compare(A, B, #{confidence => Conf, better => Better,
+                                                     run_noise => Noise}),
+                ?WHENFAIL(io:format("without ~p~nwith ~p~n", [Without, With]),
+                          cautious(Without, With))
+            end).
+
+cautious(#{p_value := undefined, verdict := V}, #{p_value := undefined, verdict := V}) ->
+    true;
+cautious(#{p_value := P0, ci := Ci0, verdict := V0}, #{p_value := P1, ci := Ci1, verdict := V1}) ->
+    Eps = 1.0e-9,
+    P1 >= P0 - Eps
+        andalso (V1 =:= no_difference orelse V1 =:= V0)
+        andalso contains(Ci1, Ci0, Eps).
+
+%% (no finite interval: unbounded, it contains any)
+contains(undefined, _, _) -> true;
+contains({Lo1, Hi1}, {Lo0, Hi0}, Eps) ->
+    Tol = Eps * max(1.0, max(abs(Lo0), abs(Hi0))),
+    Lo1 =< Lo0 + Tol andalso Hi1 >= Hi0 - Tol;
+contains(_, _, _) -> false.
+
+%% The example of #35: 3 values a side, a sampled se of about 1% and a run
+%% noise of 1%. Before, df rose from about 4 to about 8 with the term and
+%% the difference became significant at 99%; now the term keeps the df and
+%% can only widen the interval.
+run_noise_example_test() ->
+    A = [100.0, 101.0, 99.0],
+    B = [93.5, 94.5, 92.5],
+    Opts = #{confidence => 0.99, better => lower},
+    #{p_value := P0, verdict := V0, ci := {Lo0, Hi0}} = beamlab_stats:compare(A, B, Opts),
+    #{p_value := P1, verdict := V1, ci := {Lo1, Hi1}} =
+        beamlab_stats:compare(A, B, Opts#{run_noise => 0.01}),
+    ?assert(P1 > P0),
+    ?assert(Lo1 < Lo0 andalso Hi1 > Hi0),
+    ?assert(V1 =:= no_difference orelse V1 =:= V0).
 
 prop_t_quantile_inverse() ->
     ?FORALL({P, Df}, {float(1.0e-6, 0.999999),
@@ -315,6 +366,7 @@ check(Prop, N) ->
 stats_props_test_() ->
     {timeout, 60,
      [?_test(check(prop_percentile_monotone_bounded(), 300)),
+      ?_test(check(prop_run_noise_cautious(), 500)),
       ?_test(check(prop_mean_bounded(), 300)),
       ?_test(check(prop_ci_contains_estimate(), 300)),
       ?_test(check(prop_histogram_counts(), 200)),

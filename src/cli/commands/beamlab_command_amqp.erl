@@ -429,8 +429,7 @@ experiment(Parsed) ->
 %% options (but where it runs, `nodes', and where its lines go, `out');
 %% user mistakes end in `beamlab_cli_error:usage/2'.
 -spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
-config(P0) ->
-    P = numbers(P0),
+config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     perftest_only(P),
     _ = [beamlab_cli_error:usage("unexpected argument '~ts' (each value needs its own option, "
@@ -462,6 +461,8 @@ config(P0) ->
                  {error, LoadErr} -> beamlab_cli_schema:refuse(LoadErr)
              end,
     Load = fun(Key, Default) -> case maps:get(Key, Loaded, undefined) of undefined -> Default; Value -> Value end end,
+    %% (-i, -z, -r, -R: PerfTest's numbers, read by the kind's `parse')
+    Num = fun(Key) -> maps:get(Key, Given, G(Key)) end,
     Queues = case {Named, beamlab_experiment_amqp:queue_file(G(queue_file))} of
                  {[], {ok, FromFile}} -> FromFile;
                  {[], {error, Why}} -> beamlab_cli_error:usage("-qf: ~ts", [Why]);
@@ -504,11 +505,11 @@ config(P0) ->
         confirm_timeout => G(confirm_timeout),
         autoack => G(autoack), multi_ack => G(multi_ack), nack => G(nack),
         requeue => G(requeue) =/= false,
-        rate => case G(rate) of undefined -> infinity; Rate -> Rate end,
+        rate => case Num(rate) of undefined -> infinity; Rate -> Rate end,
         variable_rate => Load(variable_rate, undefined),
         publishing_interval => Load(publishing_interval, undefined),
         producer_start_delay => G(producer_start_delay),
-        consumer_rate => case G(consumer_rate) of
+        consumer_rate => case Num(consumer_rate) of
                              undefined -> infinity;
                              R when R =< 0 -> infinity;     % PerfTest: no limit
                              R -> R
@@ -519,7 +520,7 @@ config(P0) ->
         variable_size => Load(variable_size, undefined),
         body => Load(body, stamp),
         message_properties => Load(message_properties, #{}),
-        duration => G(duration), pmessages => G(pmessages), cmessages => G(cmessages),
+        duration => Num(duration), pmessages => G(pmessages), cmessages => G(cmessages),
         producer_tx => G(producer_tx), consumer_tx => G(consumer_tx),
         predeclared => G(predeclared), quorum => G(quorum), stream => Stream,
         queue_args => Load(queue_args, []),
@@ -533,7 +534,7 @@ config(P0) ->
         slow_start => G(slow_start), consumer_start_delay => G(consumer_start_delay),
         exit_when => case G(exit_when) of undefined -> never; W -> W end,
         polling => G(polling), polling_interval => G(polling_interval),
-        interval => G(interval), reconnect => G(reconnect),
+        interval => Num(interval), reconnect => G(reconnect),
         closed_loop => case G(closed_loop) of undefined -> 0; N -> N end,
         connection_rate => case G(connection_rate) of undefined -> infinity; CR -> CR end,
         id => bin(G(id)),
@@ -576,43 +577,6 @@ perftest_only(Long, Audit) ->
                   {no_effect, Why} ->
                       io:format(standard_error, "beamlab: --~ts has no effect: ~ts~n", [Long, Why])
               end.
-
-%% Numbers that PerfTest scripts write as decimals or with an exponent
-%% (-z 1e3): parsed here, so that a huge value is told its limit.
-numbers(#{opts := Opts} = P) ->
-    %% (the bounds are the schema's: check_options/1)
-    Num = fun(_Flag, V, _Min) when is_number(V) -> V;     % (a default)
-             (Flag, V, _Min) ->
-                  case number(V) of
-                      {ok, N} -> N;
-                      _ -> beamlab_cli_error:usage("invalid value '~ts' for ~ts: expected a number",
-                                                   [V, Flag])
-                  end
-          end,
-    Conv = [{interval, "-i", 0}, {duration, "-z", 0}, {rate, "-r", 0}, {consumer_rate, "-R", 0}],
-    P#{opts := lists:foldl(fun({K, Flag, Min}, O) ->
-                                   case maps:get(K, O, undefined) of
-                                       undefined -> O;
-                                       V -> O#{K := Num(Flag, V, Min)}
-                                   end
-                           end, Opts, Conv)}.
-
-%% An integer, a decimal or a number with an exponent (1e3, 2.5E-1).
-number(S) ->
-    T = string:lowercase(string:trim(S)),
-    Fixed = case string:split(T, "e") of
-                [M, E] -> case lists:member($., M) of
-                              true -> M ++ "e" ++ E;
-                              false -> M ++ ".0e" ++ E
-                          end;
-                [M] -> M
-            end,
-    case {string:to_integer(T), string:to_float(Fixed)} of
-        {{I, ""}, _} -> {ok, I};
-        {_, {F, ""}} -> {ok, F};
-        _ -> error
-    end.
-
 
 bin(undefined) -> undefined;
 bin(S) -> unicode:characters_to_binary(S).

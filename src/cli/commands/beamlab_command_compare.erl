@@ -22,12 +22,14 @@ options() ->
         ++ [#{name => fail_if_slower, long => "fail-if-slower", type => percent, metavar => "PCT",
               help => "exit 1 when a benchmark is significantly slower than the baseline by more "
                       "than PCT percent"},
-            #{name => confidence, long => "confidence", type => percent, default => 99.0,
+            #{name => confidence, long => "confidence", type => percent,
               metavar => "PCT", help => "confidence level of intervals and tests between runs, in percent "
-                                        "(default 99)"},
+                                        "(default 95 between runs with repetitions, judged with --run-noise; "
+                                        "99 for a matrix's configurations, a history of single runs and "
+                                        "single runs' within-run intervals)"},
             #{name => run_noise, long => "run-noise", type => number, metavar => "PCT",
               help => "machine-specific: the sd of a run's level from run to run, in percent, added on "
-                      "each side when two runs with repetitions are compared (default 3, measured on "
+                      "each side when two runs with repetitions are compared (default 2.5, chosen on "
                       "beamlab's quiet 2-core machine; bench/aa_components.escript measures yours; 0: "
                       "the repetitions' spread alone)"}
             | beamlab_cli_runs:history_options()].
@@ -57,16 +59,21 @@ usage() ->
 run(Parsed = #{args := Args}) ->
     {Files, Listed} = beamlab_cli_runs:expand(Args),
     Files =/= [] orelse beamlab_cli_error:usage("compare needs at least two result files (got 0)", []),
-    Conf = beamlab_cli_args:get(confidence, Parsed, 99.0) / 100,
-    (Conf > 0.5 andalso Conf < 1) orelse
-        beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
+    Level = case beamlab_cli_args:get(confidence, Parsed) of
+                undefined -> #{};
+                Pct ->
+                    Conf = Pct / 100,
+                    (Conf > 0.5 andalso Conf < 1) orelse
+                        beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
+                    #{confidence => Conf}
+            end,
     Noise = case beamlab_cli_args:get(run_noise, Parsed) of
                 undefined -> beamlab_result_compare:run_noise();
                 N when N >= 0, N < 100 -> N / 100;
                 _ -> beamlab_cli_error:usage("--run-noise must be a percentage from 0 to below 100", [])
             end,
     {Runs, Matrix} = runs(Files),
-    Judge = #{confidence => Conf, run_noise => Noise, interleaved => Matrix},
+    Judge = Level#{run_noise => Noise, interleaved => Matrix},
     Format = beamlab_cli_output:format(Parsed),
     case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso not Matrix of
         true ->
