@@ -387,9 +387,13 @@ change(BaseB, B, Better, #{confidence := Conf, run_noise := Noise}, Ctx) ->
                          end,
                 verdict => Verdict}.
 
-%% ±12% (a relative change as a whole percentage; 3 digits below 10%).
-pct_text(D) when D < 0.1 -> io_lib:format("~ts~.1f%", [[177], 100 * D]);
-pct_text(D) -> io_lib:format("~ts~b%", [[177], round(100 * D)]).
+%% The detectable change both ways, `-11%/+12%': `D' is a slowdown on the
+%% log scale, so the speed-up it mirrors is 1/(1 + D) - 1 (never below
+%% -100%, where a "±460%" would go); whole percentages, one decimal below 10%.
+pct_text(D) -> ["-", pct_digits(D / (1 + D)), "/+", pct_digits(D)].
+
+pct_digits(F) when F < 0.1 -> io_lib:format("~.1f%", [100 * F]);
+pct_digits(F) -> io_lib:format("~b%", [round(100 * F)]).
 
 null_if_undefined(undefined) -> null;
 null_if_undefined(V) -> V.

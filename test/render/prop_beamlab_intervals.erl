@@ -180,6 +180,10 @@ text_problems(Bin) ->
     [{zero_width, Bin} || Cell <- binary:split(Bin, [<<"\n">>, <<"\",\"">>], [global]),
                           re:run(Cell, <<"(±|\\+-|\\+/-) ?0(\\.0+)?%"/utf8>>, [unicode]) =/= nomatch,
                           re:run(Cell, <<"n=([3-9]|[1-9][0-9]+)\\b">>) =:= nomatch]
+    %% A symmetric ± beyond 100%: its lower side is below zero.
+    ++ [{plus_minus_beyond_100, P} || {match, Ps} <- [re:run(Bin, <<"(?:±|\\+-|\\+/-) ?([0-9]+(?:\\.[0-9]+)?)%"/utf8>>,
+                                                             [global, unicode, {capture, all_but_first, binary}])],
+                                      [P] <- Ps, binary_to_number(P) > 100.0]
     %% A percentage below -100%: a change, or the lower side of a mean's
     %% interval, below zero.
     ++ [{below_minus_100, P} || {match, Ps} <- [re:run(Bin, <<"-([0-9]+(?:\\.[0-9]+)?)%">>,
