@@ -708,6 +708,14 @@ handle_call({take_reads, N}, {Pid, _}, #st{tr = Tr, sock = Sock, channels = Chs,
                     _ = inet:setopts(Sock, [{active, false}]),
                     case gen_tcp:controlling_process(Sock, Pid) of
                         ok ->
+                            %% Still linked to the socket while the owner
+                            %% reads: abort/1 finds it there and a killed
+                            %% connection closes it (on the first Ctrl-C
+                            %% with a frozen broker, the socket's unsent
+                            %% data otherwise held the VM's halt); an owner
+                            %% that crashes holding the reads takes the
+                            %% connection with it, as its socket.
+                            _ = try link(Sock) catch error:noproc -> false end,
                             _ = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
                             R = beamlab_amqp_reader:new(Sock, self(), N, H, Keep, St#st.frame_max,
                                                         {St#st.buf, Content}),

@@ -515,7 +515,11 @@ comparison(C, P) when is_map(C) ->
              n_base => field(<<"n_base">>, C, integer, P, 0),
              n_new => field(<<"n_new">>, C, integer, P, 0),
              confidence => field(<<"confidence">>, C, number, P, 0.95)},
-    Base;
+    %% (documents before #35's `detectable' have no such key)
+    case maps:is_key(<<"detectable">>, C) of
+        true -> Base#{detectable => Maybe(<<"detectable">>, number)};
+        false -> Base
+    end;
 comparison(_, P) ->
     throw({bad_field, P, object}).
 

@@ -45,11 +45,19 @@ document() ->
          end).
 
 benchmark() ->
-    ?LET({Name, Samples, Unit, Better, Params},
+    ?LET({Name, Samples, Unit, Better, Params, Base},
          {name(), non_empty(list(oneof([integer(), float()]))),
           oneof([<<"ns">>, <<"ops/s">>, <<"msg/s">>, <<"us">>]),
-          oneof([higher, lower]), user_map()},
-         beamlab_result:benchmark(Name, Samples, #{unit => Unit, better => Better, params => Params})).
+          oneof([higher, lower]), user_map(), oneof([none, list(oneof([integer(), float()]))])},
+         begin
+             B = beamlab_result:benchmark(Name, Samples, #{unit => Unit, better => Better, params => Params}),
+             %% against a baseline, as `run' with several snippets saves it
+             %% (every key of beamlab_stats:compare/3, `detectable' too)
+             case Base of
+                 none -> B;
+                 _ -> B#{comparison => beamlab_stats:compare(Base, Samples, #{better => Better})}
+             end
+         end).
 
 finding() ->
     ?LET({Title, Sev}, {name(), oneof([info, warning, critical])},
