@@ -203,6 +203,11 @@ check_failed_build_leaves_no_tmp(_Config) ->
     Failed(Check("HEAD~1"), "base"),
     Failed(Check("HEAD"), "base"),
     ok = file:write_file(Src, "-module(p).\n-export([work/1]).\nwork(N) -> N +.\n"),
+    %% (rebar3 judges by the second: written within the second of the last
+    %% build, the broken source looked older than its .beam and was not
+    %% compiled, so the check passed; on a fast machine it did)
+    ok = file:change_time(Src, calendar:gregorian_seconds_to_datetime(
+                                 calendar:datetime_to_gregorian_seconds(erlang:localtime()) + 5)),
     Failed(Check("HEAD~2"), "head"),
     ok = file:write_file(Src, Good),
     commit(Dir, "fixed"),
