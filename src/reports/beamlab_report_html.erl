@@ -167,9 +167,11 @@ history_model(#{order := Order, confidence := Conf, trends := Trends, runs := In
                                                                          started_at := S} <- Infos],
       trends => [#{name => Name, unit => Unit, better => Better,
                    points => [[I - 1, num(M) | ci(Ci)] ++ [N] || #{run := I, mean := M, ci := Ci, n := N} <- Ps],
-                   changes => [#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi), p => num(P),
-                                 verdict => V}
-                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} <- Cs]}
+                   changes => [maps:merge(#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi),
+                                            p => num(P), verdict => V},
+                                          %% what a `~' between runs with repetitions could have seen
+                                          maps:map(fun(_, D) -> num(D) end, maps:with([detectable], C)))
+                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} = C <- Cs]}
                  || #{name := Name, unit := Unit, better := Better, points := Ps, changes := Cs} <- Trends]}.
 
 ci({Lo, Hi}) -> [num(Lo), num(Hi)];
