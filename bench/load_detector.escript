@@ -29,6 +29,14 @@ main([Dir]) ->
                "load_high", "overloaded", "contended"]),
     [row(Cmd, Cond, [D || {C1, C2, _, _} = D <- Docs, C1 =:= Cmd, C2 =:= Cond], Docs)
      || Cmd <- ["run1", "run2", "mat1", "mat2"], Cond <- ["none", "one", "half"]],
+    %% Candidate rules on the same figures: others >= M x CPUs while
+    %% others + own >= B x CPUs (or others alone >= half the CPUs).
+    Grid = [{M, B} || M <- [0.1, 0.15, 0.2, 0.25], B <- [0.75, 0.8, 0.9]],
+    io:format("~ncandidates (others >= M x CPUs and others + own >= B x CPUs, or others >= 0.5 x CPUs): "
+              "runs / fresh VMs called loaded~n~-5s ~-5s ~ts~n",
+              ["cmd", "cond", [io_lib:format(" M~.2f/B~.2f", [M, B]) || {M, B} <- Grid]]),
+    [candidates(Cmd, Cond, [D || {C1, C2, _, D} <- Docs, C1 =:= Cmd, C2 =:= Cond], Grid)
+     || Cmd <- ["run1", "run2", "mat1", "mat2"], Cond <- ["none", "one", "half"]],
     ok;
 main(_) ->
     io:format(standard_error, "usage: bench/load_detector.escript DIR~n", []),
@@ -55,6 +63,19 @@ row(Cmd, Cond, Rows, Docs) ->
                io_lib:format("~b/~b", [Fired(<<"load_high">>), length(Rows)]),
                io_lib:format("~b/~b", [Fired(<<"machine_overloaded">>), length(Rows)]),
                io_lib:format("~b/~b ~s", [New, length(Comps), Units])]).
+
+candidates(_Cmd, _Cond, [], _Grid) ->
+    ok;
+candidates(Cmd, Cond, Docs, Grid) ->
+    Comps = lists:append([comps(D) || D <- Docs]),
+    io:format("~-5s ~-5s ~ts~n",
+              [Cmd, Cond,
+               [io_lib:format(" ~11s", [io_lib:format("~b/~b", [length([ok || #{<<"others_cores">> := O, <<"own_cores">> := W,
+                                                                                  <<"cores">> := C} <- Comps,
+                                                                              O >= 0.5 * C orelse
+                                                                                  (O >= M * C andalso O + W >= B * C)]),
+                                                                  length(Comps)])])
+                || {M, B} <- Grid]]).
 
 %% A run's rate: its benchmark's mean; a matrix's: the mean of its fresh
 %% VMs' means (its one benchmark's samples).

@@ -26,8 +26,12 @@
 # matrix's `extra.competition', `machine_overloaded's others from the
 # run's telemetry), the rate's ratio to `none', and how often the
 # findings fired. Environment: ROUNDS (default 6), KEEP=DIR (default a
-# temporary directory, printed), BEAMLAB (default ./beamlab). Run from
-# the repository root after `make'. Prints figures; asserts nothing.
+# temporary directory, printed), BEAMLAB (default ./beamlab), PRIORITY=1
+# (a shared machine: this script and everything it starts run in a
+# cgroup v1 cpu group of the highest weight, cpu.shares 262144, so other
+# users' work takes only what this group leaves idle; the half-core
+# competitor's quota group sits inside it). Run from the repository root
+# after `make'. Prints figures; asserts nothing.
 set -eu
 BEAMLAB=$(realpath "${BEAMLAB:-./beamlab}" 2>/dev/null || echo ./beamlab)
 [ -x "$BEAMLAB" ] || { echo "load_detector: $BEAMLAB is not built: run make first" >&2; exit 2; }
@@ -37,6 +41,7 @@ DIR=${KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/beamlab-load.XXXXXX")}
 mkdir -p "$DIR"
 CODE='(fun L(0, A) -> A; L(I, A) -> L(I - 1, A + I) end)(2000, 0).'
 CG=""
+PRIO=""
 COMP=""
 
 stop_competitor() {
@@ -45,13 +50,28 @@ stop_competitor() {
 cleanup() {
     stop_competitor
     [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true
+    if [ -n "$PRIO" ]; then
+        # back to the root group, so that the priority group can go
+        echo $$ > /sys/fs/cgroup/cpu/cgroup.procs 2>/dev/null || true
+        rmdir "$PRIO" 2>/dev/null || true
+    fi
 }
 trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
+PARENT=/sys/fs/cgroup/cpu
+if [ "${PRIORITY:-0}" = 1 ]; then
+    PRIO=$PARENT/beamlab-load-prio-$$
+    if [ -w "$PARENT" ] && mkdir "$PRIO" 2>/dev/null && echo 262144 > "$PRIO/cpu.shares" && echo $$ > "$PRIO/cgroup.procs"; then
+        PARENT=$PRIO
+    else
+        echo "load_detector: PRIORITY=1 needs a writable cgroup v1 cpu controller" >&2
+        rmdir "$PRIO" 2>/dev/null || true; PRIO=""; exit 2
+    fi
+fi
 # a cgroup v1 cpu controller this user may write: half a core by quota
-if [ -w /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
-    CG=/sys/fs/cgroup/cpu/beamlab-load-$$
+if [ -w "$PARENT" ] && [ -f "$PARENT/cpu.cfs_quota_us" ]; then
+    CG=$PARENT/beamlab-load-$$
     if mkdir "$CG" 2>/dev/null && echo 100000 > "$CG/cpu.cfs_period_us" && echo 50000 > "$CG/cpu.cfs_quota_us"; then
         HALF="cgroup v1 quota 50000/100000 us"
     else
@@ -77,7 +97,7 @@ start_competitor() { # none | one | half
     esac
 }
 
-echo "load detector: $ROUNDS rounds of none/one/half ($HALF), documents in $DIR"
+echo "load detector: $ROUNDS rounds of none/one/half ($HALF${PRIO:+; in the priority group $PRIO}), documents in $DIR"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$ROUNDS"); do
     for c in none one half; do

@@ -68,7 +68,9 @@ overload() ->
 %% `unknown' off Linux.
 -spec competition_start() -> start().
 competition_start() ->
-    case beamlab_runtime_probe:cpu_snapshot("/", os:getpid()) of
+    %% (a fresh VM of a matrix or a check: the beamlab VM that started it
+    %% is ours too, BEAMLAB_TREE)
+    case beamlab_runtime_probe:cpu_snapshot("/", os:getpid(), beamlab_runtime_probe:tree_root()) of
         {ok, S} -> {S, erlang:system_info(logical_processors_online)};
         {error, _} -> unknown
     end.
@@ -97,7 +99,7 @@ measure(unknown, _) ->
 measure({#{t_us := T0} = S0, Cpus}, How) ->
     Left = ?MIN_WINDOW_MS - (erlang:monotonic_time(microsecond) - T0) div 1000,
     _ = Left > 0 andalso How =:= measured andalso timer:sleep(Left),
-    case beamlab_runtime_probe:cpu_snapshot("/", os:getpid()) of
+    case beamlab_runtime_probe:cpu_snapshot("/", os:getpid(), beamlab_runtime_probe:tree_root()) of
         {ok, S1} ->
             C = beamlab_runtime_probe:competition(S0, S1),
             case maps:get(window_ms, C) >= ?MIN_WINDOW_MS of
