@@ -6,7 +6,8 @@
 %%% for cores, and a slow drift of machine speed (thermal throttling, a
 %%% neighbour's load) is spread evenly over all jobs instead of hitting the
 %%% one that happened to run last. A single job simply keeps running and is
-%%% read at every sample boundary.
+%%% read at every sample boundary, except when the scheduler threads' CPU
+%%% time is measured (`cpu'): then every job is read while suspended.
 %%%
 %%% Continuous mode: a sample is the number of iterations the job's workers
 %%% completed during one sample duration (read from the job's counter).
