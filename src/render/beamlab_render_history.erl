@@ -61,6 +61,10 @@ render(H, Format, Opts) ->
                                 C = #{verdict := unconfirmed} <- Cs],
     Detectable = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
                                C = #{verdict := no_difference, detectable := D} <- Cs, is_number(D)],
+    %% A wall-clock change on an overloaded machine has no verdict; CPU
+    %% time keeps one (bench/aa.sh METRIC="time cpu", docs/statistics.md).
+    Loaded = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
+                           C = #{verdict := inconclusive_load} <- Cs],
     Summary = [Summary0,
                [[io_lib:format("unconfirmed (~b): one run outside the history's range, not the run before it; "
                                "run again: a verdict needs two consecutive runs outside it~n",
@@ -74,7 +78,13 @@ render(H, Format, Opts) ->
                                "spread, each of these changes is caught 80% of the time only beyond:~n", []),
                  [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), beamlab_format_units:detectable(D)])
                   || {Name, #{to := To, detectable := D}} <- Detectable]]
-                || Detectable =/= []]],
+                || Detectable =/= []],
+               [[io_lib:format("inconclusive (~b): the machine was overloaded and the wall-clock change is "
+                               "not far outside the noise; CPU time keeps its verdict under load: "
+                               "measure with --metric cpu~n", [length(Loaded)]),
+                 [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), pct(X)])
+                  || {Name, #{to := To, change := X}} <- Loaded]]
+                || Loaded =/= []]],
     case Format of
         text ->
             [Intro, beamlab_format_table:render(LegendHead, Legend, #{indent => 2}),
