@@ -183,6 +183,7 @@ run_model(Label, R) ->
     Tele = maps:get(telemetry, R, #{}),
     #{label => Label,
       kind => maps:get(kind, R, null),
+      subject => subject(R),
       partial => maps:get(partial, R, false) =:= true,
       started_at => maps:get(started_at, R, null),
       finished_at => maps:get(finished_at, R, null),
@@ -201,6 +202,16 @@ run_model(Label, R) ->
       doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
       stopped => stopped(R)}.
+
+%% What a watch observed: the watched node, which every chart of the run
+%% names in its title (its benchmarks are the node's measures, not a
+%% workload's); `null' for every other run.
+subject(#{kind := watch, params := #{<<"node">> := Node}}) when is_binary(Node) ->
+    Node;
+subject(#{kind := watch, params := #{node := Node}}) when is_binary(Node) ->
+    Node;
+subject(_) ->
+    null.
 
 %% With a stopping rule (`--ci'), the line that says what ended the run.
 stopped(#{params := P, extra := X}) when is_map(P), is_map(X) ->
@@ -387,6 +398,10 @@ sample_series(R, Benchmarks) ->
 %% A doctor's benchmarks hold one value per fresh VM or broker in their
 %% samples and `extra' lists (repetitions, not time): no series over time.
 per_second_series(#{kind := doctor}, _Benchmarks) ->
+    [];
+%% A check's samples are paired rounds, each side in a fresh VM, and its
+%% `extra' holds the base's rounds and the paired interval: no time.
+per_second_series(#{kind := check}, _Benchmarks) ->
     [];
 per_second_series(R, Benchmarks) ->
     bench_series(Benchmarks) ++ sample_series(R, Benchmarks).

@@ -67,3 +67,31 @@ per_second_repetitions_test() ->
     Rep = B#{extra := #{inner_benchmark => <<"message_load">>, series => Series}},
     #{runs := [#{series := M3}]} = beamlab_report_html:model([{<<"a">>, beamlab_result:add_benchmarks(telemetry_doc(#{}), [Rep])}]),
     ?assertEqual([], M3).
+
+%% #35: a check's samples are paired rounds in fresh VMs and its `extra'
+%% the base's rounds and the paired interval: nothing of it is drawn over
+%% seconds (it was: `work (time) base' and `paired.ci' against 1..8 s).
+check_rounds_are_not_time_test() ->
+    B = beamlab_result:benchmark(<<"work (time)">>, [2000.0, 2100.0, 1900.0, 2050.0],
+                                 #{group => <<"work">>, metric => time, unit => ns, better => lower,
+                                   extra => #{base => [1000.0, 1100.0, 900.0, 1050.0],
+                                              paired => #{ci => [0.8, 1.2], change => 1.0}}}),
+    Check = beamlab_result:add_benchmarks(beamlab_result:new(check, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}), [B]),
+    #{runs := [#{series := Series}]} = beamlab_report_html:model([{<<"a">>, Check}]),
+    ?assertEqual([], Series),
+    %% The same benchmark in a bench document is drawn (the list of per-second values).
+    Bench = beamlab_result:add_benchmarks(telemetry_doc(#{}), [B]),
+    #{runs := [#{series := BenchSeries}]} = beamlab_report_html:model([{<<"a">>, Bench}]),
+    ?assertNotEqual([], BenchSeries).
+
+%% #35: a watch's run names the node it watched (every chart's title says
+%% it); other runs name none.
+watch_subject_test() ->
+    W = beamlab_result:new(watch, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                    params => #{node => <<"app@host">>}}),
+    #{runs := [#{subject := <<"app@host">>}]} = beamlab_report_html:model([{<<"w">>, W}]),
+    %% (as saved and loaded: binary keys)
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(W))),
+    {ok, Loaded} = beamlab_result:from_json(Json),
+    #{runs := [#{subject := <<"app@host">>}]} = beamlab_report_html:model([{<<"w">>, Loaded}]),
+    #{runs := [#{subject := null}]} = beamlab_report_html:model([{<<"b">>, telemetry_doc(#{})}]).
