@@ -735,10 +735,20 @@
   // A benchmark named `work (time)', the metric time of the group work
   // (check's, one per metric), is titled `work: time' (then its unit):
   // what ran, then the measure, not `work (time) (us)'.
+  // An amqp run's or a suite's benchmark (`sent', `consumer latency') is
+  // a measure of its workload: `amqp: sent'. (NAME: a benchmark's, or a
+  // series' or spectrum's that starts with one's.)
   function shown(name) {
-    var b = null;
-    data.runs.forEach(function (r) { r.benchmarks.forEach(function (x) { if (!b && x.name === name) b = x; }); });
-    return b && b.group && b.metric && name === b.group + ' (' + b.metric + ')' ? b.group + ': ' + b.metric : name;
+    var b = null, kind = null;
+    data.runs.forEach(function (r) {
+      r.benchmarks.forEach(function (x) {
+        if (!b && (x.name === name || name.indexOf(x.name + ' ') === 0)) { b = x; kind = r.kind; }
+      });
+    });
+    if (!b || !b.group) return name;
+    if (b.metric && name === b.group + ' (' + b.metric + ')') return b.group + ': ' + b.metric;
+    if ((kind === 'amqp' || kind === 'suite') && name.indexOf(b.group) < 0) return b.group + ': ' + name;
+    return name;
   }
 
   // A chart of a watched node's measures is titled with the node: `NODE:
@@ -1042,7 +1052,7 @@
       grp.entries.forEach(function (e) { e.item.points.forEach(function (p) { ys.push(p[1]); }); });
       // Latency on a log axis, always: the median and the tail of one run
       // differ by orders of magnitude, and a linear axis puts p50 on the floor.
-      lineChart(g, { title: grp.name + ': latency percentile spectrum', kind: 'latency', distinct: true,
+      lineChart(g, { title: shown(grp.name) + ': latency percentile spectrum', kind: 'latency', distinct: true,
                      subtitle: function (unit) {
                        return unit + grp.entries.map(function (e) {
                          return '; ' + (data.runs.length > 1 ? e.run.label + ': ' : '') + 'max ' + valueText(e.item.max, e.item.unit) +
@@ -1121,7 +1131,8 @@
         : partial ? 'the last interval, shorter than the others (the recording stopped within it), is left out' : null;
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
-      var card = lineChart(parent, { title: (tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') : '') + grp.name,
+      var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
+                                                 : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',

@@ -95,3 +95,29 @@ watch_subject_test() ->
     {ok, Loaded} = beamlab_result:from_json(Json),
     #{runs := [#{subject := <<"app@host">>}]} = beamlab_report_html:model([{<<"w">>, Loaded}]),
     #{runs := [#{subject := null}]} = beamlab_report_html:model([{<<"b">>, telemetry_doc(#{})}]).
+
+%% #35: an amqp run's samples at the ends of their intervals; a last
+%% interval shorter than the others (the run stopped 0.5 s into it) is
+%% left out and counted, never drawn as one more whole second.
+amqp_interval_ends_test() ->
+    Doc = fun(Ends) ->
+                  Extra = case Ends of none -> #{}; _ -> #{interval_end_s => Ends} end,
+                  B = beamlab_result:benchmark(<<"sent">>, [500.0, 1000.0, 1500.0, 4000.0],
+                                               #{group => <<"amqp">>, metric => throughput, unit => 'msg/s',
+                                                 better => higher, extra => Extra}),
+                  D = beamlab_result:new(amqp, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                                 params => #{interval => 1}}),
+                  beamlab_result:add_benchmarks(D, [B])
+          end,
+    Sent = fun(D) ->
+                   #{runs := [#{series := Series}]} = beamlab_report_html:model([{<<"a">>, D}]),
+                   [{T, Y, P}] = [{T, Y, P} || #{name := <<"sent (msg/s)">>, t := T, y := Y, partial := P} <- Series],
+                   {T, Y, P}
+           end,
+    ?assertEqual({[1.02, 2.01, 3.0], [500.0, 1000.0, 1500.0], 1}, Sent(Doc([1.02, 2.01, 3.0, 3.5]))),
+    ?assertEqual({[1.02, 2.01, 3.0, 4.01], [500.0, 1000.0, 1500.0, 4000.0], 0}, Sent(Doc([1.02, 2.01, 3.0, 4.01]))),
+    %% (older documents: one interval per sample)
+    ?assertEqual({[1, 2, 3, 4], [500.0, 1000.0, 1500.0, 4000.0], 0}, Sent(Doc(none))),
+    %% The ends are the samples' time axis, not a series of their own.
+    #{runs := [#{series := All}]} = beamlab_report_html:model([{<<"a">>, Doc([1.02, 2.01, 3.0, 3.5])}]),
+    ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]).

@@ -14,7 +14,8 @@
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1]).
+         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
+         amqp_run_charts/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -24,7 +25,8 @@ groups() ->
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart]}].
+                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart,
+                        amqp_run_charts]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -627,6 +629,56 @@ profile_chart(Config) ->
             ?assertEqual([<<"iterations/s">>], texts(Points, <<"label x-label">>)),
             [?assertNotMatch(<<"-", _/binary>>, T) || T <- xticks(Bars) ++ xticks(Points)]
     end.
+
+%% #35: an `amqp' run against a real broker (RabbitMQ, started for the
+%% case on free ports), stopped 0.7 s into its fourth 1-second interval:
+%% every title names the workload (`amqp: sent (msg/s)'; it was `sent
+%% (msg/s)'), the rates are msg/s, the latency spectrum of the consumer
+%% latency histogram is on a log axis, and the per-interval series put
+%% each point at the end of its interval and leave the last, partial one
+%% out, saying so (it was drawn as a fourth whole second).
+amqp_run_charts(Config) ->
+    case filelib:is_regular("/usr/lib/rabbitmq/bin/rabbitmq-server") of
+        false -> {skip, "Debian's rabbitmq-server is not installed"};
+        true ->
+            _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
+            {ok, B} = beamlab_sut_broker:start(#{kind => rabbitmq, args => []}),
+            try
+                #{uri := Uri} = B,
+                amqp_charts(Config, run(Config, "amqp", ["amqp", "-h", binary_to_list(Uri), "--closed-loop", "2",
+                                                         "-z", "3.7"]))
+            after
+                beamlab_sut_broker:stop(B)
+            end
+    end.
+
+amqp_charts(Config, F) ->
+    {ok, #{benchmarks := [#{name := <<"sent">>, samples := Sent, extra := Extra} | _]}} = beamlab_result:load(F),
+    #{<<"interval_end_s">> := Ends} = beamlab_report_views:key_bins(Extra),
+    ct:log("sent: ~p at ~p s", [Sent, Ends]),
+    %% Four intervals, the last 0.7 s: partial.
+    ?assertEqual(4, length(Ends)),
+    ?assert(beamlab_report_views:partial_tail([0 | Ends])),
+    Dom = report(Config, "amqp", [F]),
+    [Spectrum] = figures(Dom, <<"latency">>),
+    ?assertEqual([<<"amqp: consumer latency: latency percentile spectrum">>], captions(Spectrum)),
+    ?assertNotEqual(nomatch, binary:match(Spectrum, <<"data-y-scale=\"log\"">>)),
+    ?assertMatch([<<"latency (", _/binary>>], texts(Spectrum, <<"label y-label">>)),
+    [D] = attrs(Spectrum, <<"path">>, <<"spectrum">>, <<"d">>),
+    Ys = [binary_to_float(Y) || [_, Y] <- re_all(D, <<"[ML]([0-9.]+),([0-9.]+)">>)],
+    ?assert(length(Ys) >= 5),
+    ?assertEqual(lists:reverse(lists:sort(Ys)), Ys),
+    Results = lists:append([captions(R) || R <- figures(Dom, <<"results">>)]),
+    ?assertEqual([<<"amqp: consumer latency (us)">>, <<"amqp: received (msg/s)">>, <<"amqp: sent (msg/s)">>],
+                 lists:sort(Results)),
+    [SentFig] = [S || S <- figures(Dom, <<"timeseries">>), captions(S) =:= [<<"amqp: sent (msg/s)">>]],
+    ?assertEqual([<<"msg/s">>], texts(SentFig, <<"label y-label">>)),
+    ?assertEqual([<<"seconds">>], texts(SentFig, <<"label x-label">>)),
+    [Line] = attrs(SentFig, <<"path">>, <<"series">>, <<"d">>),
+    ?assertEqual(3, count(Line, <<"M">>) + count(Line, <<"L">>)),
+    ?assertNotEqual(nomatch, binary:match(SentFig, <<"the last interval, shorter than the others">>)),
+    %% (the legend counts the points drawn)
+    ?assertNotEqual(nomatch, binary:match(SentFig, <<"(3 points)">>)).
 
 flame_cards(Dom) ->
     [F || [F] <- re_all(Dom, <<"(<figure class=\"card flamecard\" data-kind=\"flame\">.*?</figure>)">>)].
