@@ -208,8 +208,6 @@ run_model(Label, R) ->
 %% workload's); `null' for every other run.
 subject(#{kind := watch, params := #{<<"node">> := Node}}) when is_binary(Node) ->
     Node;
-subject(#{kind := watch, params := #{node := Node}}) when is_binary(Node) ->
-    Node;
 subject(_) ->
     null.
 
