@@ -167,17 +167,20 @@ sides(Root, BaseRoot, Tmp, Logs, Opts) ->
     Sources = ok(beamlab_project_bench:sources(BenchDir)),
     Sides = [side(Name, Project, Sources, BenchDir, Tmp, Logs)
              || {Name, Project} <- [{base, BaseProject}, {head, HeadProject}]],
-    preload(Sides).
+    preload(Sides, Tmp).
 
 %% Each side's VM loads its code first, the same bytes in the same order
 %% as the other side's wherever the code is the same
 %% (beamlab_project_code): built in different directories, identical code
 %% was laid out differently and measured faster on one side in every
 %% round (#35). Paths both sides have (Elixir's libraries) are the same
-%% code on both: loaded on demand, as usual.
-preload([#{paths := BasePaths} = Base, #{paths := HeadPaths} = Head]) ->
+%% code on both: loaded on demand, as usual. Normalized once, into
+%% `base-code/' and `head-code/' of the check's temporary directory
+%% (removed with it), read from there by every VM of the side.
+preload([#{paths := BasePaths} = Base, #{paths := HeadPaths} = Head], Tmp) ->
     Shared = [P || P <- BasePaths, lists:member(P, HeadPaths)],
-    [S#{preload => beamlab_project_code:modules(Paths, Shared)} || #{paths := Paths} = S <- [Base, Head]].
+    [S#{preload => ok(beamlab_project_code:write(Paths, Shared, filename:join(Tmp, atom_to_list(Name) ++ "-code")))}
+     || #{name := Name, paths := Paths} = S <- [Base, Head]].
 
 timeout(Opts) ->
     maps:with([timeout], Opts).
@@ -188,7 +191,7 @@ side(Name, #{root := Root, paths := Paths, include := Include}, Sources, BenchDi
                                      #{paths => Paths, include => [BenchDir | Include],
                                        log => filename:join(Logs, atom_to_list(Name) ++ "-bench.log")})),
     %% (compiled against the side's include directories: the same bytes
-    %% for both sides once normalized, see preload/1)
+    %% for both sides once normalized, see preload/2)
     ok = ok(beamlab_project_code:normalize_dir(Ebin)),
     #{name => Name, dir => Root, paths => Paths ++ [Ebin], bench => Ebin, load => not own_code(Paths)}.
 

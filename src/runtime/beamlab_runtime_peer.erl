@@ -33,8 +33,10 @@
                   deadline => timeout(),       % run/3: ms for the call (default infinity)
                   load => boolean(),           % load beamlab's modules (default true)
                   %% modules loaded before anything runs, one after the
-                  %% other in this order (after beamlab's): see preload/2
-                  preload => [{module(), file:filename(), binary()}]}.
+                  %% other in this order (after beamlab's), each read
+                  %% from its copy as the file it was built as: {Module,
+                  %% File, Copy}, see preload/2
+                  preload => [{module(), file:filename(), file:filename()}]}.
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
                 os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
@@ -639,6 +641,8 @@ error_line({epmd_loopback_only, Ip}) ->
 error_line({dist_failed, Name, Reason}) ->
     io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tP",
                   [Name, innermost(Reason), 6]);
+error_line({load_failed, {read, Copy, Why}}) ->
+    io_lib:format("the new VM could not read ~ts: ~ts", [Copy, file:format_error(Why)]);
 error_line({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
 error_line({unterminated_quote, Q}) ->
@@ -790,18 +794,32 @@ preloaded(Vm, Opts) ->
 %% their code out alike (the sides of `check --against':
 %% beamlab_project_code). One at a time: code:atomic_load/1 prepares
 %% modules in parallel, and the JIT then placed them in an order that
-%% changed from VM to VM. One call (lists:zipwith3/4 calls its fun in
-%% order), not one a module. A module the code server refuses (a sticky
-%% name) is left to be loaded on demand as usual.
+%% changed from VM to VM. The VM reads each module from the copy named
+%% (sent over the control channel at each start, 208 modules took a
+%% second or more) and loads it as the file it was built as, which
+%% code:which/1 then names (a NIF library found next to it). One call,
+%% an expression of OTP's modules only (the VM may have none of ours):
+%% not one call a module. A copy that cannot be read fails the start; a
+%% module the code server refuses (a sticky name) is left to be loaded
+%% on demand as usual.
 preload(_Vm, []) ->
     ok;
 preload(Vm, Mods) ->
-    {Names, Files, Bins} = lists:unzip3(Mods),
+    {ok, Tokens, _} = erl_scan:string(
+                        "[case file:read_file(Copy) of"
+                        "     {ok, Bin} -> code:load_binary(M, File, Bin), ok;"
+                        "     {error, Why} -> {Copy, Why}"
+                        " end || {M, File, Copy} <- Mods]."),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
     try
         %% (a minute, and a tenth of a second a module for a large project)
-        _ = call(Vm, lists, zipwith3, [fun code:load_binary/3, Names, Files, Bins],
-                 60000 + 100 * length(Mods)),
-        ok
+        call(Vm, erl_eval, exprs, [Exprs, [{'Mods', Mods}]],
+             60000 + 100 * length(Mods)) of
+        {value, Results, _} ->
+            case [E || {_, _} = E <- Results] of
+                [] -> ok;
+                [{Copy, Why} | _] -> {error, {read, Copy, Why}}
+            end
     catch
         Class:Reason -> {error, {Class, Reason}}
     end.
