@@ -35,7 +35,7 @@
 -type loadable() :: {module(), file:filename(), binary()}.
 %% a module, the file it was built as (`code:which/1' names it), the
 %% normalized copy the VM reads
--type stored() :: {module(), file:filename(), file:filename()}.
+-type stored() :: beamlab_runtime_peer:stored().
 -export_type([loadable/0, stored/0]).
 
 %% Chunks the loader does not read: debug information, abstract code,
@@ -72,18 +72,9 @@ modules(Paths, Shared) ->
 -spec write([file:filename()], [file:filename()], file:filename()) ->
           {ok, [stored()]} | {error, {normalize, file:filename(), file:posix() | badarg | terminated}}.
 write(Paths, Shared, Dir) ->
-    case filelib:ensure_path(Dir) of
-        ok -> write_all(modules(Paths, Shared), Dir, []);
-        {error, Why} -> {error, {normalize, Dir, Why}}
-    end.
-
-write_all([], _Dir, Acc) ->
-    {ok, lists:reverse(Acc)};
-write_all([{M, File, Bin} | Rest], Dir, Acc) ->
-    Copy = filename:join(Dir, atom_to_list(M) ++ ".beam"),
-    case beamlab_runtime_file:write_atomic(Copy, Bin, #{sync => false}) of
-        ok -> write_all(Rest, Dir, [{M, File, Copy} | Acc]);
-        {error, Why} -> {error, {normalize, Copy, Why}}
+    case beamlab_runtime_peer:store(modules(Paths, Shared), Dir) of
+        {ok, Stored} -> {ok, Stored};
+        {error, {write_code, File, Why}} -> {error, {normalize, File, Why}}
     end.
 
 %% @doc Normalizes (see {@link normalize/1}) every .beam of `Dir' in

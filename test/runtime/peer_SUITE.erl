@@ -5,11 +5,12 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, args_applied_and_code_loaded/1, distributed_on_loopback/1, bad_args_error/1,
-         missing_executable/1, split_args/1, run_command/1, preload_reads_copies_in_order/1]).
+         missing_executable/1, split_args/1, run_command/1, preload_reads_copies_in_order/1,
+         load_from_copies/1]).
 
 all() ->
     [args_applied_and_code_loaded, distributed_on_loopback, bad_args_error, missing_executable,
-     split_args, run_command, preload_reads_copies_in_order].
+     split_args, run_command, preload_reads_copies_in_order, load_from_copies].
 
 args_applied_and_code_loaded(_) ->
     {ok, Vm} = beamlab_runtime_peer:start(#{args => ["+S", "1"]}),
@@ -110,6 +111,28 @@ preload_reads_copies_in_order(_) ->
     {error, Reason} = beamlab_runtime_peer:start(#{load => false, preload => [{gone, Gone, Gone}]}),
     ?assertEqual("the new VM could not read " ++ Gone ++ ": no such file or directory",
                  lists:flatten(beamlab_runtime_peer:format_error(Reason))),
+    ok = file:del_dir_r(Dir).
+
+%% load => the copies write_code/1 made (check's rounds): every module of
+%% beamlab's in the new VM, read from its copy, as the file it was built
+%% as; the copies are the modules' bytes, in name order.
+load_from_copies(_) ->
+    Dir = beamlab_test_util:tmp_dir("copies"),
+    {ok, Copies} = beamlab_runtime_peer:write_code(Dir),
+    Names = [M || {M, _, _} <- Copies],
+    ?assertEqual(lists:sort(Names), Names),
+    ?assert(lists:member(beamlab_json, Names)),
+    {beamlab_json, Built, Copy} = lists:keyfind(beamlab_json, 1, Copies),
+    {_, Bin, Built} = code:get_object_code(beamlab_json),
+    ?assertEqual({ok, Bin}, file:read_file(Copy)),
+    {ok, Vm} = beamlab_runtime_peer:start(#{load => Copies}),
+    try
+        ?assertEqual(<<"[1]">>, iolist_to_binary(beamlab_runtime_peer:call(Vm, beamlab_json, encode, [[1]]))),
+        ?assertEqual(Built, beamlab_runtime_peer:call(Vm, code, which, [beamlab_json])),
+        ?assertEqual([], [M || M <- Names, beamlab_runtime_peer:call(Vm, code, is_loaded, [M]) =:= false])
+    after
+        beamlab_runtime_peer:stop(Vm)
+    end,
     ok = file:del_dir_r(Dir).
 
 split_forms([], [], Acc) -> lists:reverse(Acc);
