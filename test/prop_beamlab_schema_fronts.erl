@@ -353,15 +353,15 @@ cli(Kind, Pairs) ->
         {error, Msg} ->
             {refused, flat(Msg)};
         {ok, Parsed} ->
-            try Cmd:experiment(Parsed#{command => atom_to_list(Kind), argv => Argv}) of
-                Exp ->
+            case Cmd:experiment(Parsed#{command => atom_to_list(Kind), argv => Argv}) of
+                {ok, Exp} ->
                     case checked(Kind, Exp) of
                         ok -> accepted;
                         {error, {_, {option, R}}} -> {refused, flat(beamlab_schema:format_error(R, flag))};
                         {error, Other} -> refused(Other)
-                    end
-            catch
-                throw:{beamlab_cli_error, usage, Msg} -> {refused, flat(Msg)}
+                    end;
+                {error, {usage, Msg}} ->
+                    {refused, flat(Msg)}
             end
     end.
 
@@ -743,7 +743,7 @@ tls_fronts_agree_test() ->
         ?assertEqual(accepted, api(amqp, Insecure)),
         {ok, P} = beamlab_cli_args:parse(["-h", "amqps://h", "--tls-insecure", "-sni", "b.example,c"],
                                          beamlab_command_amqp:options()),
-        #{run := {amqp, #{config := #{tls := T}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+        {ok, #{run := {amqp, #{config := #{tls := T}}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
         ?assertEqual(#{verify => verify_none, server_name_indication => "b.example"}, T)
     after
         ok = file:delete(NotPem),
@@ -866,5 +866,5 @@ perftest_numbers_test() ->
     ?assertEqual({refused, "invalid value '2.0e9' for -z: at most 31536000 (one year)"}, cli(amqp, Over)),
     ?assertEqual(cli(amqp, Over), api(amqp, Over)),
     {ok, P} = beamlab_cli_args:parse(["-z", "2.5E1", "-r", "1e2", "-i", "0.5"], beamlab_command_amqp:options()),
-    #{run := {amqp, #{config := C}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+    {ok, #{run := {amqp, #{config := C}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
     ?assertMatch(#{duration := 25.0, rate := 100.0, interval := 0.5}, C).

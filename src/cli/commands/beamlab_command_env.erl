@@ -5,6 +5,8 @@
 
 -export([summary/0, options/0, usage/0, run/1]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -33,12 +35,15 @@ usage() ->
 %% @doc Prints the report.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
     case maps:get(args, Parsed) of
         [] -> ok;
-        Extra -> beamlab_cli_error:usage("env takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
+        Extra -> ?USAGE("env takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
     end,
     Root = beamlab_cli_args:get(root, Parsed),
-    filelib:is_dir(Root) orelse beamlab_cli_error:usage("--root ~ts: no such directory", [Root]),
+    filelib:is_dir(Root) orelse ?USAGE("--root ~ts: no such directory", [Root]),
     Report = beamlab_env:report(#{root => Root}),
     case beamlab_cli_args:get(format, Parsed) of
         json -> beamlab_cli_output:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);
