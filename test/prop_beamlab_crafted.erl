@@ -498,8 +498,8 @@ experiment(Mod, Name, Argv) ->
                         ok -> ok;
                         {error, R} -> {error, beamlab_experiment:format_error(R)}
                     end;
-                {error, Reason} ->
-                    {error, beamlab_cli_error:format_error(Reason)}
+                {error, {_Kind, Said}} ->
+                    {error, Said}
             end;
         {error, Msg} ->
             {error, Msg}

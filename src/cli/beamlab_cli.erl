@@ -103,8 +103,8 @@ run_command(Argv, Opts) ->
                      end
              end,
     try dispatch(Argv, Opts) of
-        {error, Reason} ->
-            Report(beamlab_cli_error:exit_code(Reason), beamlab_cli_error:format_error(Reason));
+        {error, {_Kind, Msg} = Reason} ->
+            Report(beamlab_cli_error:exit_code(Reason), Msg);
         {Code, Doc} ->
             {Code, Doc}
     catch

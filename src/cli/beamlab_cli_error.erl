@@ -24,10 +24,14 @@ usage_error(Fmt, Args) ->
 failure(Fmt, Args) ->
     {error, {fail, io_lib:format(Fmt, Args)}}.
 
-%% @doc The line of an error (before the dispatcher's redaction and
-%% flattening to one line).
+%% @doc The line of an error, whatever the term (`beamlab_format_reason').
+%% The dispatcher prints the message itself (redacted, its line breaks
+%% made spaces).
 -spec format_error(reason()) -> unicode:chardata().
-format_error({Kind, Msg}) when Kind =:= usage; Kind =:= fail -> Msg.
+format_error(Reason) ->
+    beamlab_format_reason:line(fun error_line/1, Reason).
+
+error_line({Kind, Msg}) when Kind =:= usage; Kind =:= fail -> Msg.
 
 %% @doc The exit code of an error: 2 for a usage error, 1 for a failure.
 -spec exit_code(reason()) -> 1 | 2.
