@@ -447,6 +447,18 @@ matrix_fronts_agree_test() ->
                                                  #{target => #{cmd => "x", node => "nohost"}}),
     ?assertEqual("target: 'nohost' is not a node name (name@host)", flat(beamlab:format_error(R3))).
 
+%% A project's bench modules have no baseline: `run --bench DIR
+%% --baseline N' and `beamlab:bench(Dir, #{baseline => N})' refuse it
+%% with the same line (naming the flag, the key), the command line before
+%% it builds the project.
+bench_modules_fronts_agree_test() ->
+    Argv = ["--bench", "bench", "--baseline", "2"],
+    {ok, Parsed} = beamlab_cli_args:parse(Argv, beamlab_command_run:options()),
+    {error, {usage, Msg}} = beamlab_command_run:experiment(Parsed#{command => "run", argv => Argv}),
+    {error, {bench, {option, R}}} = beamlab_experiment_opts:bench("bench", #{baseline => 2}),
+    ?assertEqual("--baseline: the benchmarks of bench modules are not compared with one another", flat(Msg)),
+    ?assertEqual(flat(Msg), flat(beamlab_schema:format_error(R, flag))).
+
 %% The check's and the doctor's rules are the same from both front ends.
 check_and_doctor_fronts_agree_test() ->
     Against = fpair(check, against, "HEAD"),

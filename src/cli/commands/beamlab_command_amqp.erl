@@ -429,20 +429,20 @@ describe(Parsed) ->
                           W -> #{watch => #{node => W, cookie => G(cookie)}}
                       end),
     ?VALUE(beamlab_cli_metrics:add(Parsed, #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
-                                      telemetry => case G(verbose) > 0 of true -> live; false -> none end})).
+                                             telemetry => case G(verbose) > 0 of true -> live; false -> none end})).
 
 %%--------------------------------------------------------------------
 %% Options to configuration
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
 %% options (but where it runs, `nodes', and where its lines go, `out');
-%% user mistakes end in `beamlab_cli_error:usage/2'.
+%% user mistakes end in a usage error (?USAGE, caught by run/1 and experiment/1).
 -spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
 config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     perftest_only(P),
     _ = [?USAGE("unexpected argument '~ts' (each value needs its own option, "
-                                 "e.g. -f persistent -f mandatory)", [A])
+                "e.g. -f persistent -f mandatory)", [A])
          || A <- lists:sublist(maps:get(args, P), 1)],
     %% The values given, as the kind's schema names them: the same check
     %% (and line, naming the flag) as the library's.

@@ -91,8 +91,8 @@ experiment(Parsed) ->
 describe(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Schema = beamlab_experiment_check:options(),
-    ?CHECK(beamlab_cli_experiment:checked(beamlab_experiment_check:check_options(
-                                          beamlab_cli_experiment:given(Parsed, Schema)))),
+    ?CHECK(beamlab_cli_experiment:checked(
+             beamlab_experiment_check:check_options(beamlab_cli_experiment:given(Parsed, Schema)))),
     Get(against) =:= undefined andalso lists:member(summary, maps:get(given, Parsed)) andalso
         ?USAGE("--summary needs --against REF", []),
     Values = beamlab_schema:from_flags(Schema, maps:get(opts, Parsed)),
@@ -129,7 +129,7 @@ write_summary(File, Doc) ->
     case beamlab_runtime_file:write(File, beamlab_render_check:markdown(Doc)) of
         {ok, _} -> io:format(standard_error, "summary: ~ts~n", [File]);
         {error, Why} -> ?FAIL("cannot write the summary to ~ts: ~ts",
-                                               [File, beamlab_runtime_file:format_error(Why)])
+                              [File, beamlab_runtime_file:format_error(Why)])
     end.
 
 %% Errors of several lines (a mistake in the bench modules each) are

@@ -102,7 +102,7 @@ runs([File]) ->
         {ok, _} -> ?USAGE("~ts: a matrix of one configuration has nothing to compare", [File]);
         {error, not_a_matrix} ->
             ?USAGE("compare needs at least two result files (got 1; one file is "
-                                    "compared only when it is a matrix document)", [])
+                   "compared only when it is a matrix document)", [])
     end;
 runs(Files) ->
     {?VALUE(beamlab_cli_runs:load_runs(Files)), false}.

@@ -113,7 +113,7 @@ run_parsed(Parsed) ->
             ?USAGE("doctor --compare reads two saved documents: --node does not apply", []);
         true when Target =/= undefined; Rest =/= [] ->
             ?USAGE("doctor --compare reads two saved documents: --target and a load after -- "
-                                    "do not apply", []);
+                   "do not apply", []);
         true -> compare(maps:get(args, Parsed));
         false -> ?VALUE(beamlab_cli_experiment:run(describe(Parsed)))
     end.
@@ -128,7 +128,7 @@ compare([FileA, FileB]) ->
     {0, none};
 compare(Args) ->
     ?USAGE("doctor --compare takes two saved doctor documents (got ~b argument~s)",
-                            [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
+           [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
 
 %% @doc The experiment: the options as the kind's map, the phases on
 %% stderr; with `--target rabbitmq', the `amqp' command after `--' is the

@@ -143,16 +143,15 @@ plain(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     %% (a range's mistake first, as the library says it; the rest once
     %% the target is known: check_options/2)
-    ?CHECK(beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(
-                                          maps:with([sweep], beamlab_cli_experiment:given(
-                                                               Parsed, beamlab_experiment_matrix:options()))))),
+    Range = maps:with([sweep], beamlab_cli_experiment:given(Parsed, beamlab_experiment_matrix:options())),
+    ?CHECK(beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Range))),
     Grid = case Get(file) of
                undefined -> #{};
                File -> ok_or_usage(beamlab_env_matrix:read_grid(File))
            end,
     Sweep = case Get(sweep) of
                 undefined -> maps:get(sweep, Grid, []);
-                Range -> maps:get(sweep, Grid, []) ++ ok_or_usage(beamlab_env_matrix:parse_range(Range))
+                Text -> maps:get(sweep, Grid, []) ++ ok_or_usage(beamlab_env_matrix:parse_range(Text))
             end,
     Dims = #{vm => maps:get(vm, Grid, []) ++ list(Get(vm)),
              sweep => Sweep,
@@ -163,8 +162,8 @@ plain(Parsed) ->
                    {[], []} -> maps:get(command, Grid, []);
                    {Rest, []} -> Rest;
                    {_, Args} -> ?USAGE("unexpected arguments before '--': ~ts "
-                                                        "(the inner command goes after --)",
-                                                        [lists:join(" ", Args)])
+                                       "(the inner command goes after --)",
+                                       [lists:join(" ", Args)])
                end,
     %% --load-cmd is the load itself: an amqp after -- only lends its
     %% flags ({flags}).
@@ -174,7 +173,7 @@ plain(Parsed) ->
               end,
     case Command of
         [] -> ?USAGE("no command to run: give one after '--', e.g. "
-                                      "beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong", []);
+                     "beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong", []);
         ["matrix" | _] -> ?USAGE("a matrix cannot run a matrix", []);
         _ -> ok
     end,
@@ -217,7 +216,7 @@ preset(Name, Parsed) ->
                  {error, R} -> ?USAGE("~ts", [beamlab_experiment_preset:format_error(R)])
              end,
     _ = [?USAGE("--preset ~ts sets the configurations, the target and the load: "
-                                 "drop --~ts", [Name, string:replace(atom_to_list(K), "_", "-", all)])
+                "drop --~ts", [Name, string:replace(atom_to_list(K), "_", "-", all)])
          || K <- [vm, sweep, erl, wrap, file, flavor, target, target_cmd, target_node, baseline],
             Get(K) =/= undefined],
     maps:get(rest, Parsed) =:= [] andalso maps:get(args, Parsed) =:= [] orelse
@@ -257,7 +256,7 @@ default_otp() ->
     case filelib:is_regular(filename:join([Prefix, "bin", "erl"])) of
         true -> Prefix;
         false -> ?USAGE("--preset needs an OTP with both flavours: build it with "
-                                         "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
+                        "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
     end.
 
 %% The kind's options given, checked as the library checks them
@@ -302,10 +301,10 @@ load_and_profile(Target, Parsed) ->
         ?USAGE("--load-cmd is the load of a target: give --target rabbitmq", []),
     Target =:= none andalso Get(profile) andalso
         ?USAGE("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
-                                "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
+               "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
     Target =:= none andalso Get(profile_process) =/= undefined andalso
         ?USAGE("--profile-process captures a process of a target's node: give --target "
-                                "rabbitmq or --target-cmd", []),
+               "rabbitmq or --target-cmd", []),
     Get(folded) =/= undefined andalso not Get(profile) andalso
         ?USAGE("--folded writes the profiles' stacks: add --profile", []),
     case Target of
@@ -318,7 +317,7 @@ load_and_profile(Target, Parsed) ->
                            %% fail after the brokers started (#34).
                            string:trim(Cmd) =:= "" andalso
                                ?USAGE("--load-cmd is empty: give the load's command "
-                                                       "line (an unset variable in a script?)", []),
+                                      "line (an unset variable in a script?)", []),
                            #{load_cmd => Cmd};
                        _ -> ?USAGE("--load-cmd needs --target rabbitmq", [])
                    end,
@@ -328,7 +327,7 @@ load_and_profile(Target, Parsed) ->
                               case beamlab_profile:check_perf() of
                                   {ok, _} -> #{profile => #{mode => Get(profile_mode), frequency => 999}};
                                   {error, R} -> ?FAIL("--profile: ~ts",
-                                                                       [beamlab_profile:format_error(R)])
+                                                      [beamlab_profile:format_error(R)])
                               end
                       end,
             maps:merge(maps:merge(maps:merge(Target, Load), Profile), capture(Get(profile_process)))
@@ -345,9 +344,9 @@ capture(Procs) ->
         {error, R} ->
             Line = lists:flatten(beamlab_experiment_capture:format_error(R)),
             ?USAGE("~ts", [case string:prefix(Line, "--process") of
-                                                nomatch -> Line;
-                                                Rest -> "--profile-process" ++ Rest
-                                            end])
+                   nomatch -> Line;
+                   Rest -> "--profile-process" ++ Rest
+               end])
     end.
 
 %% Each configuration's folded stacks to DIR/CONFIG.folded (the
@@ -366,7 +365,7 @@ write_folded(Dir, Doc) ->
               case beamlab_runtime_file:write(File, beamlab_profile_stacks:folded(P)) of
                   {ok, _} -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
                   {error, R2} -> ?FAIL("cannot write ~ts: ~ts",
-                                                        [File, beamlab_runtime_file:format_error(R2)])
+                                       [File, beamlab_runtime_file:format_error(R2)])
               end
       end, beamlab_result_profiles:of_matrix(Doc)).
 

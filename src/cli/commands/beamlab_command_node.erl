@@ -65,7 +65,7 @@ run_parsed(Parsed) ->
     case {G(stop), G(dist_name)} of
         {undefined, undefined} ->
             ?USAGE("node needs --name NAME@HOST (HOST: an address of this "
-                                    "machine the controller reaches)", []);
+                   "machine the controller reaches)", []);
         {undefined, _} ->
             serve(?VALUE(beamlab_cli_dist:start(G(dist_name), G(cookie), port_opt(G(dist_port)))));
         {Nodes, _} ->

@@ -137,7 +137,7 @@ perf_experiment(Parsed) ->
     Subject = subject(Get(pid), Get(node), maps:get(rest, Parsed, [])),
     maps:get(args, Parsed) =:= [] orelse
         ?USAGE("unexpected argument '~ts': put the command to profile after --",
-                                [hd(maps:get(args, Parsed))]),
+               [hd(maps:get(args, Parsed))]),
     Given = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_profile:options(), Parsed)),
     case beamlab_experiment_profile:new(maps:merge(Given, Subject)) of
         {ok, Profile} -> #{run => {profile, Profile}, command => maps:get(argv, Parsed)};
@@ -164,7 +164,7 @@ text(Doc, Parsed) ->
 %% command after `--'.
 subject(undefined, undefined, []) ->
     ?USAGE("nothing to profile: give a command after -- "
-                            "(beamlab profile -- run 'lists:seq(1, 100).'), --pid or --node", []);
+           "(beamlab profile -- run 'lists:seq(1, 100).'), --pid or --node", []);
 subject(undefined, undefined, ["profile" | _]) ->
     ?USAGE("profile cannot profile itself", []);
 subject(undefined, undefined, Command) ->

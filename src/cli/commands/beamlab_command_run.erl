@@ -99,7 +99,7 @@ run_parsed(Parsed) ->
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
     try ?VALUE(beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
-                                   #{error => fun error_line/1}))
+               #{error => fun error_line/1}))
     after
         Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
     end.
@@ -114,15 +114,19 @@ describe(Parsed) ->
     case beamlab_cli_args:get(bench, Parsed) of
         undefined ->
             Jobs = jobs(Parsed),
-            describe(Parsed, #{jobs => Jobs});
+            describe(Parsed, fun() -> #{jobs => Jobs} end);
         Dir ->
-            describe(Parsed, #{modules => bench_modules(Dir, Parsed)})
+            ok = bench_only(Parsed),
+            describe(Parsed, fun() -> #{modules => bench_modules(Dir, Parsed)} end)
     end.
 
-describe(Parsed, What) ->
+%% The options are checked before `What' is made: a mistake is refused
+%% before a project is built.
+describe(Parsed, What0) ->
     {Options, Squeeze} = run_opts(Parsed),
     _ = [filelib:is_dir(D) orelse ?USAGE("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
+    What = What0(),
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     After = maps:from_list([{K, V} || K <- [memory, reductions, msacc], V <- [Get(K)], V =:= true]
                            ++ [{profile, T} || T <- [Get(profile)], T =/= undefined]),
@@ -130,9 +134,10 @@ describe(Parsed, What) ->
                 undefined -> What#{options => Options};
                 _ -> What#{options => Options, squeeze => Squeeze}
             end,
-    ?VALUE(beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
-                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
-               case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end))).
+    Exp = maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
+                       telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+                     case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end),
+    ?VALUE(beamlab_cli_metrics:add(Parsed, Exp)).
 
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
@@ -179,9 +184,14 @@ run_opts(Parsed) ->
     %% fresh VMs' arguments: the kind's schema, the same checks as the
     %% library's (naming the flags; --ci is --rel-ci).
     Flags0 = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_bench:options(), Parsed)),
-    Flags = case Given(ci) of
-                true -> Flags0#{rel_ci => RelCi};
-                false -> Flags0
+    Flags1 = case Given(ci) of
+                 true -> Flags0#{rel_ci => RelCi};
+                 false -> Flags0
+             end,
+    %% (bench modules: the kind's rules for `dir', e.g. no baseline)
+    Flags = case Get(bench) of
+                undefined -> Flags1;
+                Dir -> Flags1#{dir => Dir}
             end,
     case beamlab_experiment_bench:check_options(Flags) of
         ok -> ok;
@@ -247,17 +257,20 @@ sink(Progress, Parsed) ->
             ok
     end.
 
+%% What the command line's own flags cannot do with `--bench DIR' (the
+%% library has no such flags: its codes and bench modules are two
+%% functions, a job's hooks are in its map).
+bench_only(#{args := [_ | _]}) ->
+    ?USAGE("give either CODE or --bench DIR, not both", []);
+bench_only(Parsed) ->
+    _ = [?USAGE("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    ok.
+
 %% The project's bench modules (`--bench DIR'), compiled against the
 %% project (built unless --no-build, or given by the build tool).
-bench_modules(_Dir, #{args := [_ | _]}) ->
-    ?USAGE("give either CODE or --bench DIR, not both", []);
 bench_modules(Dir, Parsed) ->
-    _ = [?USAGE("--~ts applies to CODE, not to --bench (a bench module's map holds "
-                                 "its hooks)", [option_text(K)])
-         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
-    lists:member(baseline, maps:get(given, Parsed))
-        andalso ?USAGE("--baseline: the benchmarks of bench modules are not compared "
-                                        "with one another", []),
     #{root := Root, paths := Paths, include := Include} = ?VALUE(beamlab_cli_project:project(Parsed)),
     #{dir => Dir, root => Root, paths => Paths, include => Include}.
 

@@ -105,12 +105,13 @@ describe(Parsed) ->
                           ++ [{max_time, max(1, round(T))}
                               || #{max_time := T} <- [beamlab_schema:from_flags(Schema, #{max_time => Get(max_time)})],
                                  is_number(T)]),
-    ?VALUE(beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {suite, maps:merge(Suite, Rule)}, command => maps:get(argv, Parsed),
-                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
-               case Get(memory) of
-                   true -> #{'after' => #{memory => true}};
-                   false -> #{}
-               end))).
+    Exp = maps:merge(#{run => {suite, maps:merge(Suite, Rule)}, command => maps:get(argv, Parsed),
+                       telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+                     case Get(memory) of
+                         true -> #{'after' => #{memory => true}};
+                         false -> #{}
+                     end),
+    ?VALUE(beamlab_cli_metrics:add(Parsed, Exp)).
 
 %%--------------------------------------------------------------------
 %% --list
@@ -180,7 +181,7 @@ parse_param(Text) ->
 -spec bad_param(string()) -> no_return().
 bad_param(Text) ->
     ?USAGE("--param ~ts: expected NAME.KEY=VALUE (e.g. ring.n=1000 or "
-                            "ping_pong.size=0,10,100)", [Text]).
+           "ping_pong.size=0,10,100)", [Text]).
 
 add_param({W, K, Vs}, Acc) ->
     Acc#{W => (maps:get(W, Acc, #{}))#{K => Vs}}.

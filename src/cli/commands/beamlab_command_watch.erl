@@ -88,8 +88,8 @@ describe(Parsed) ->
                 {error, {option, R}} -> ?ABORT(beamlab_cli_schema:refusal(R))
             end,
     ?VALUE(beamlab_cli_metrics:add(Parsed, #{run => {watch, Watch},
-                                      command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-                                      telemetry => live})).
+                                             command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                                             telemetry => live})).
 
 %% @doc The node's summary, its top processes, then the findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
