@@ -43,6 +43,12 @@
 #   REPEAT     fresh VMs per run of the compare and matrix cells (default 3,
 #              matrix's default; docs/statistics.md: a matrix needs about 9
 #              to catch +20% nearly always)
+#   METRIC     the measures, each cell run once per iteration for each
+#              (default time): `time' (wall clock), `cpu' (`--metric cpu':
+#              CPU time per iteration of the measuring VM's scheduler
+#              threads, which the machine's load does not inflate), or
+#              "time cpu" (both, interleaved in every iteration: the same
+#              load for both). Cells of cpu are named SCENARIO-cpu-Z.
 #   KEEP=DIR   keep the verdict files (one verdict a line per cell) in DIR,
 #              and under DIR/runs every document they were computed from
 #   BEAMLAB    the escript (default ./beamlab)
@@ -64,6 +70,10 @@ else
     N=${N:-100}; SCENARIOS=${SCENARIOS:-"compare history matrix check"}; SIZES=${SIZES:-"5 20"}
 fi
 CHECK_SIZES=${CHECK_SIZES:-$SIZES}
+METRIC=${METRIC:-time}
+for m in $METRIC; do
+    case $m in time|cpu) ;; *) echo "aa: METRIC is time, cpu or \"time cpu\", not $m" >&2; exit 2;; esac
+done
 case $N in ''|*[!0-9]*|0) echo "aa: N must be a positive integer" >&2; exit 2;; esac
 REPEAT=${REPEAT:-3}
 case $REPEAT in ''|*[!0-9]*|0|1|2) echo "aa: REPEAT must be an integer of at least 3" >&2; exit 2;; esac
@@ -112,6 +122,17 @@ else
     condition="no added load"
 fi
 
+# The measure of the cell being run: M (time or cpu), its option MOPT,
+# its state directory D (each measure keeps its own runs: a cpu run is
+# never the base of a time one) and the cell name's tag (time cells keep
+# their names: bench/aa_recompute.escript reads them).
+use_metric() {
+    M=$1
+    D=$DIR/$M
+    mkdir -p "$D"
+    case $M in time) MOPT=""; TAG="";; *) MOPT="--metric $M"; TAG="-$M";; esac
+}
+
 # verdicts, report, cells (the counting, shared with bench/aa_recompute.sh)
 . "$ROOT/bench/aa_lib.sh"
 
@@ -136,75 +157,77 @@ seen=
 summary() {
     echo "== beamlab A/A and power: $DONE iteration(s), $condition, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "== load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
-    cells "$SCENARIOS"
+    [ ! -s "$V/load" ] || awk '{s += $1; if (NR == 1 || $1 < lo) lo = $1; if ($1 > hi) hi = $1}
+        END {printf "== load average after each iteration: mean %.2f (%.2f..%.2f, %d iterations)\n", s / NR, lo, hi, NR}' "$V/load"
+    cells "$SCENARIOS" "$METRIC"
 }
 trap 'summary; cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
-echo "beamlab A/A and power: N=$N per cell, $condition, $REPEAT fresh VMs per run (compare, matrix)"
+echo "beamlab A/A and power: N=$N per cell, $condition, $REPEAT fresh VMs per run (compare, matrix), metric(s): $METRIC"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 verify_work
 
 matrix_run() { # OUT.json SIZE
-    "$BEAMLAB" matrix --vm '+S 2' -n "$REPEAT" --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
+    "$BEAMLAB" matrix --vm '+S 2' -n "$REPEAT" $MOPT --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
 }
 
 iteration_compare() {
     # the previous iteration's A/A run is this one's base
-    [ -f "$DIR/a.json" ] || matrix_run "$DIR/a.json" 0
+    [ -f "$D/a.json" ] || matrix_run "$D/a.json" 0
     for z in $SIZES 0; do
-        matrix_run "$DIR/b-$z.json" "$z"
-        "$BEAMLAB" compare "$DIR/a.json" "$DIR/b-$z.json" --format csv > "$DIR/c.csv"
-        verdicts "$DIR/c.csv" >> "$V/compare-$z"
+        matrix_run "$D/b-$z.json" "$z"
+        "$BEAMLAB" compare "$D/a.json" "$D/b-$z.json" --format csv > "$D/c.csv"
+        verdicts "$D/c.csv" >> "$V/compare$TAG-$z"
         # with KEEP, the pair stays (the verdicts can be recomputed later)
-        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/compare-$z-$i" && cp "$DIR/a.json" "$DIR/b-$z.json" "$V/runs/compare-$z-$i/"; }
+        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/compare$TAG-$z-$i" && cp "$D/a.json" "$D/b-$z.json" "$V/runs/compare$TAG-$z-$i/"; }
     done
-    mv "$DIR/b-0.json" "$DIR/a.json"
+    mv "$D/b-0.json" "$D/a.json"
 }
 
 # The history's window: runs w1..w(HISTORY-1), oldest first (names sort
 # by time: compare DIR orders runs by their start).
 hist_run() { # OUT SIZE
-    "$BEAMLAB" "$(code "$2")" $RUN_OPTS --save "$1" >/dev/null 2>&1
+    "$BEAMLAB" "$(code "$2")" $RUN_OPTS $MOPT --save "$1" >/dev/null 2>&1
 }
 iteration_history() {
-    mkdir -p "$DIR/w"
-    while [ "$(ls "$DIR/w" | wc -l)" -lt $((HISTORY - 1)) ]; do
-        hist_run "$DIR/w/$(date +%s%N).json" 0
+    mkdir -p "$D/w"
+    while [ "$(ls "$D/w" | wc -l)" -lt $((HISTORY - 1)) ]; do
+        hist_run "$D/w/$(date +%s%N).json" 0
     done
     for z in $SIZES 0; do
-        rm -rf "$DIR/h" && mkdir "$DIR/h"
+        rm -rf "$D/h" && mkdir "$D/h"
         if [ "$z" = 0 ]; then
-            cp "$DIR"/w/*.json "$DIR/h/"
+            cp "$D"/w/*.json "$D/h/"
         else
             # A verdict against a history needs two runs outside its
             # spread (docs/statistics.md): the planted run of the previous
             # iteration (one more on the first) and this one, after the
             # oldest runs of the window, all measured before both.
-            [ -f "$DIR/p-$z.json" ] || hist_run "$DIR/p-$z.json" "$z"
-            for f in $(ls "$DIR/w" | head -n $((HISTORY - 2))); do cp "$DIR/w/$f" "$DIR/h/"; done
-            cp "$DIR/p-$z.json" "$DIR/h/$(date +%s%N).json"
+            [ -f "$D/p-$z.json" ] || hist_run "$D/p-$z.json" "$z"
+            for f in $(ls "$D/w" | head -n $((HISTORY - 2))); do cp "$D/w/$f" "$D/h/"; done
+            cp "$D/p-$z.json" "$D/h/$(date +%s%N).json"
         fi
-        last=$DIR/h/$(date +%s%N).json
+        last=$D/h/$(date +%s%N).json
         hist_run "$last" "$z"
-        [ "$z" = 0 ] || cp "$last" "$DIR/p-$z.json"
-        "$BEAMLAB" compare "$DIR/h" --format csv > "$DIR/c.csv"
-        verdicts "$DIR/c.csv" | tail -n 1 >> "$V/history-$z"
+        [ "$z" = 0 ] || cp "$last" "$D/p-$z.json"
+        "$BEAMLAB" compare "$D/h" --format csv > "$D/c.csv"
+        verdicts "$D/c.csv" | tail -n 1 >> "$V/history$TAG-$z"
         # with KEEP, the runs stay (the verdicts can be recomputed later)
-        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history-$z-$i" && cp "$DIR"/h/*.json "$V/runs/history-$z-$i/"; }
+        [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history$TAG-$z-$i" && cp "$D"/h/*.json "$V/runs/history$TAG-$z-$i/"; }
     done
     # the A/A run joins the window, the oldest leaves
-    mv "$last" "$DIR/w/"
-    rm -f "$DIR/w/$(ls "$DIR/w" | head -n 1)"
+    mv "$last" "$D/w/"
+    rm -f "$D/w/$(ls "$D/w" | head -n 1)"
 }
 
 iteration_matrix() {
-    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n "$REPEAT" --format csv --save "$DIR/m.json" \
-        -- "$(code 0)" $RUN_OPTS > "$DIR/m.csv" 2>/dev/null
-    [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$DIR/m.json" "$V/runs/matrix-0-$i.json"; }
+    "$BEAMLAB" matrix --vm '+S 2' --vm '+S 2:2' -n "$REPEAT" $MOPT --format csv --save "$D/m.json" \
+        -- "$(code 0)" $RUN_OPTS > "$D/m.csv" 2>/dev/null
+    [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$D/m.json" "$V/runs/matrix$TAG-0-$i.json"; }
     # the second configuration's row: the first is the baseline
     # (names hold commas; the verdict is third from the end: partial, started_at follow)
-    tail -n +3 "$DIR/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$V/matrix-0"
+    tail -n +3 "$D/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$V/matrix$TAG-0"
 }
 
 # A sample rebar3 project (bench/check_false_alarms.sh's); its second
@@ -230,21 +253,23 @@ check_project() { # DIR PLANTED
 
 iteration_check() {
     for z in 0 $CHECK_SIZES; do
-        P=$DIR/p$z
+        P=$D/p$z
         build=""
         if [ -f "$P/.built" ]; then build=--no-build; else check_project "$P" "$z"; fi
-        rm -f "$DIR/run.json"
-        (cd "$P" && "$BEAMLAB" check --against HEAD~1 $CHECK_OPTS $build --save "$DIR/run.json" >/dev/null 2>&1) || true
-        if [ -s "$DIR/run.json" ]; then
+        rm -f "$D/run.json"
+        (cd "$P" && "$BEAMLAB" check --against HEAD~1 $CHECK_OPTS $MOPT $build --save "$D/run.json" >/dev/null 2>&1) || true
+        if [ -s "$D/run.json" ]; then
             touch "$P/.built"
             erl -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" -eval '
                 {ok, #{benchmarks := Bs}} = beamlab_result:load(hd(init:get_plain_arguments())),
-                [io:format("~s~n", [V]) || #{metric := <<"time">>,
-                                              extra := #{<<"paired">> := #{<<"verdict">> := V}}} <- Bs],
-                halt().' -extra "$DIR/run.json" |
-                sed 's/^regressed$/slower/; s/^improved$/faster/' >> "$V/check-$z"
+                [M] = tl(init:get_plain_arguments()),
+                [io:format("~s~n", [V]) || #{metric := Metric,
+                                              extra := #{<<"paired">> := #{<<"verdict">> := V}}} <- Bs,
+                                           Metric =:= list_to_binary(M)],
+                halt().' -extra "$D/run.json" "$M" |
+                sed 's/^regressed$/slower/; s/^improved$/faster/' >> "$V/check$TAG-$z"
         else
-            echo failed >> "$V/check-$z"
+            echo failed >> "$V/check$TAG-$z"
         fi
     done
 }
@@ -261,13 +286,19 @@ while [ "$i" -le "$N" ]; do
     t0=$(date +%s)
     took=""
     for s in $SCENARIOS; do
-        ts=$(date +%s)
-        "iteration_$s"
-        took="$took${took:+, }$s $(($(date +%s) - ts)) s"
+        for m in $METRIC; do
+            use_metric "$m"
+            ts=$(date +%s)
+            "iteration_$s"
+            took="$took${took:+, }$s${TAG} $(($(date +%s) - ts)) s"
+        done
     done
     DONE=$i
+    # the 1-minute load average after every iteration: the run's load is
+    # their mean (summary)
+    cut -d' ' -f1 /proc/loadavg >> "$V/load"
     echo "-- iteration $i done $(date -u +%H:%M:%S) in $(($(date +%s) - t0)) s ($took), load average $(cut -d' ' -f1 /proc/loadavg)"
-    cells "$SCENARIOS" | sed 's/; verdicts:.*//; s/^/   /'
+    cells "$SCENARIOS" "$METRIC" | sed 's/; verdicts:.*//; s/^/   /'
     i=$((i + 1))
 done
 summary

@@ -36,7 +36,11 @@ upper95() {
         printf "%.1f", 100 * hi }'
 }
 
-# cells SCENARIOS: the report of every cell that has verdicts.
+# cells SCENARIOS [METRICS]: the report of every cell that has verdicts
+# (time cells are SCENARIO-Z, the others SCENARIO-METRIC-Z).
 cells() {
-    for s in $1; do for z in 0 5 20; do report "$s-$z"; done; done
+    for s in $1; do for m in ${2:-time}; do
+        case $m in time) t="";; *) t="-$m";; esac
+        for z in 0 5 20; do report "$s$t-$z"; done
+    done; done
 }

@@ -6,7 +6,8 @@
 %%% for cores, and a slow drift of machine speed (thermal throttling, a
 %%% neighbour's load) is spread evenly over all jobs instead of hitting the
 %%% one that happened to run last. A single job simply keeps running and is
-%%% read at every sample boundary.
+%%% read at every sample boundary, except when the scheduler threads' CPU
+%%% time is measured (`cpu'): then every job is read while suspended.
 %%%
 %%% Continuous mode: a sample is the number of iterations the job's workers
 %%% completed during one sample duration (read from the job's counter).
@@ -77,7 +78,10 @@ run(Jobs, Opts0) ->
     JobMap = maps:from_list(lists:zip(Ids, Jobs)),
     Init = maps:from_list([{I, #{samples => [], times => [], cpu => [], status => ok, idle => 0}}
                            || I <- Ids]),
-    Solo = length(Jobs) =:= 1 andalso maps:get(mode, Opts) =:= continuous,
+    %% (Measuring CPU time, a lone job is paused between samples too: its
+    %% counter and CPU time are read while it is suspended, see sample/2.)
+    Solo = length(Jobs) =:= 1 andalso maps:get(mode, Opts) =:= continuous
+        andalso maps:get(cpu, Opts) =:= undefined,
     %% A lone continuous job runs from here on: its checkpoint comes first.
     Pace = case Solo of
                true -> checkpoint(1, Init, Opts, none);
@@ -241,6 +245,38 @@ sample(Job, #{mode := timed, loop := N, cpu := Threads}) ->
             case timed_sample(Job, N) of
                 {ok, Value, Ns} -> {ok, Value, Ns, cpu_since(Threads, Cpu0)};
                 Other -> Other
+            end
+    end;
+sample(Job, #{mode := continuous, duration := D, cpu := Threads} = Opts) when Threads =/= undefined ->
+    %% `--metric cpu': the counter and the threads' CPU time are read while
+    %% the job is suspended, before it resumes and after it pauses, so both
+    %% cover the same work. Read while it runs, a thread's CPU time lags
+    %% by up to a kernel tick (Linux updates a running thread's
+    %% `schedstat' at ticks and context switches only): with 50 ms samples
+    %% on a loaded machine that put +-50% on a sample; read paused, the
+    %% same iteration's CPU time varied by ~5% at a load average of 15
+    %% (docs/statistics.md).
+    Counter = beamlab_engine_job:counter(Job),
+    Cpu0 = cpu(Threads),
+    C0 = counters:get(Counter, 1),
+    T0 = erlang:monotonic_time(),
+    case beamlab_engine_job:resume(Job) of
+        {error, _} = E ->
+            E;
+        ok ->
+            Waited = wait(T0 + erlang:convert_time_unit(D, millisecond, native), Opts),
+            Paused = beamlab_engine_job:pause(Job),
+            T1 = erlang:monotonic_time(),
+            C1 = counters:get(Counter, 1),
+            Cpu = cpu_since(Threads, Cpu0),
+            case {Waited, Paused} of
+                {interrupted, _} -> interrupted;
+                {ok, {error, _} = E} -> E;
+                {ok, ok} ->
+                    case beamlab_engine_job:status(Job) of
+                        ok -> {ok, C1 - C0, erlang:convert_time_unit(T1 - T0, native, nanosecond), Cpu};
+                        {error, _} = E -> E
+                    end
             end
     end;
 sample(Job, #{mode := continuous, duration := D, solo := Solo} = Opts) ->

@@ -10,9 +10,11 @@
 %%% processes scheduled meanwhile (the sampler's reads, timers) and the
 %%% busy-wait of idle schedulers before they sleep; it excludes the time
 %%% the threads wait for a CPU (the other programs' load), dirty-I/O and
-%%% async threads, and the kernel's work on other threads. Where the file
-%%% is missing (not Linux, or a kernel without schedstats) `threads/0'
-%%% says so.
+%%% async threads, and the kernel's work on other threads. The kernel
+%%% brings a running thread's figure up to date only at a tick or a
+%%% context switch: read it while the threads are idle (the sampler reads
+%%% with the job suspended). Where the file is missing (not Linux, or a
+%%% kernel without schedstats) `threads/0' says so.
 -module(beamlab_runtime_cpu).
 
 -export([threads/0, read/1, format_error/1]).
