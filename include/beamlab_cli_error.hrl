@@ -14,7 +14,10 @@
 -define(CHECK(Expr), cli_check(Expr)).
 -define(CATCHING(Expr), cli_catching(fun() -> Expr end)).
 
+%% (A module uses the ones it needs: neither the compiler nor xref warns
+%% of the others.)
 -compile({nowarn_unused_function, [{cli_value, 1}, {cli_check, 1}, {cli_catching, 1}]}).
+-ignore_xref([{cli_value, 1}, {cli_check, 1}, {cli_catching, 1}]).
 
 -spec cli_value({ok, T} | {error, beamlab_cli_error:reason()}) -> T.
 cli_value({ok, V}) -> V;
