@@ -23,6 +23,10 @@
 %%%          the A/A change of the 10th run against the 9 before it in
 %%%          units of its standard error (the t of compare_to_runs/3).
 %%%
+%%% METRIC=cpu (environment) reads the cells of `METRIC=cpu bench/aa.sh'
+%%% (SCENARIO-cpu-Z: CPU time per iteration, where the planted work is
+%%% +5%/+20% of the value, not of the rate).
+%%%
 %%% Prints figures; asserts nothing.
 -mode(compile).
 
@@ -36,8 +40,23 @@ main(_) ->
 
 %% ---- compare -------------------------------------------------------
 
+%% The cells' tag: "" for time, "-cpu" with METRIC=cpu.
+tag() ->
+    case os:getenv("METRIC") of
+        "cpu" -> "-cpu";
+        _ -> ""
+    end.
+
+%% The change a planted slowdown D makes: a rate falls to 1/(1+D), a CPU
+%% time per iteration grows by D.
+planted(D) ->
+    case tag() of
+        "-cpu" -> D;
+        _ -> 1 / (1 + D) - 1
+    end.
+
 compare(Dirs) ->
-    Iters = lists:append([iterations(D, "compare-0-") || D <- Dirs]),
+    Iters = lists:append([iterations(D, "compare" ++ tag() ++ "-0-") || D <- Dirs]),
     %% The chain of A/A runs, each once (b-0 of I is a of I+1).
     Docs = dedup([F || {_, Dir} <- Iters, F <- [filename:join(Dir, "a.json"),
                                                   filename:join(Dir, "b-0.json")]]),
@@ -64,7 +83,7 @@ compare_runs(Dirs, Runs) ->
              _ ->
                  io:format("   +~s% pairs: ~b; measured change of the means ~.2f% (planted ~.2f%), sd ~.2f%~n",
                            [Z, length(Ds), 100 * (math:exp(mean(Ds)) - 1),
-                            100 * (1 / (1 + list_to_integer(Z) / 100) - 1), 100 * sd(Ds)])
+                            100 * planted(list_to_integer(Z) / 100), 100 * sd(Ds)])
          end
      end || Z <- ["5", "20"]],
     ok.
@@ -72,12 +91,12 @@ compare_runs(Dirs, Runs) ->
 pairs_of(Dirs, Z) ->
     [{logs(hd(benchmarks(filename:join(Dir, "a.json")))),
       logs(hd(benchmarks(filename:join(Dir, "b-" ++ Z ++ ".json"))))}
-     || {_, Dir} <- lists:append([iterations(D, "compare-" ++ Z ++ "-") || D <- Dirs])].
+     || {_, Dir} <- lists:append([iterations(D, "compare" ++ tag() ++ "-" ++ Z ++ "-") || D <- Dirs])].
 
 %% ---- matrix --------------------------------------------------------
 
 matrix(Dirs) ->
-    Files = lists:sort([F || D <- Dirs, F <- filelib:wildcard(filename:join([D, "runs", "matrix-0-*.json"]))]),
+    Files = lists:sort([F || D <- Dirs, F <- filelib:wildcard(filename:join([D, "runs", "matrix" ++ tag() ++ "-0-*.json"]))]),
     Docs = [{logs(A), logs(B)} || F <- Files, [A, B | _] <- [benchmarks(F)],
                                    length(logs(A)) =:= length(logs(B)), length(logs(A)) >= 2],
     io:format("== matrix: ~b documents of two identical configurations~n", [length(Docs)]),
@@ -117,7 +136,7 @@ residuals(A, B) ->
 
 history(Dirs) ->
     Windows = lists:append([[lists:sort(filelib:wildcard(filename:join(Dir, "*.json")))
-                             || {_, Dir} <- iterations(D, "history-0-")] || D <- Dirs]),
+                             || {_, Dir} <- iterations(D, "history" ++ tag() ++ "-0-")] || D <- Dirs]),
     Windows1 = [W || W <- Windows, length(W) >= 4],
     %% (the windows of one directory have one length: aa.sh's HISTORY)
     io:format("== history: ~b A/A windows~n", [length(Windows1)]),

@@ -10,6 +10,9 @@
 # and context switches per message, the ratios B/A and their medians.
 #
 #   A=bench/_work/beamlab-before B=./beamlab bench/amqp_ab.sh [RATE] [ROUNDS] [WINDOW]
+#
+# A_FLAGS / B_FLAGS add emulator flags to one side (after the launcher's),
+# e.g. A=./beamlab B=./beamlab B_FLAGS="+S 1" compares VM flags on one build.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RATE=${1:-10000}
@@ -27,12 +30,13 @@ command -v perf >/dev/null || { echo "amqp_instr.sh: perf is not installed" >&2;
 trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
 EVENTS=task-clock,context-switches
 echo "broker: RabbitMQ on 127.0.0.1:$PORT; $RATE msg/s, $ROUNDS rounds, $WINDOW s counted after 4 s; events $EVENTS"
+echo "A: $A ${A_FLAGS:+(flags $A_FLAGS)}; B: $B ${B_FLAGS:+(flags $B_FLAGS)}"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# one BUILD LABEL: "µs of CPU per message, context switches per message" in the window.
+# one BUILD LABEL FLAGS: "µs of CPU per message, context switches per message" in the window.
 one() {
-    local build=$1 label=$2 out="$WORK/$2.log" pid ms cs recv
-    ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none" escript "$build" amqp -h "$URI" \
+    local build=$1 label=$2 flags=$3 out="$WORK/$2.log" pid ms cs recv
+    ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none $flags" escript "$build" amqp -h "$URI" \
         -x 1 -y 1 -u qf -r "$RATE" -f mandatory -q 300 -c 100 -z $((WINDOW + 6)) >"$out" 2>&1 &
     pid=$!
     sleep 4
@@ -48,9 +52,9 @@ one() {
 declare -a CA CB SA SB RC RS
 for round in $(seq 1 "$ROUNDS"); do
     if [ $((round % 2)) = 1 ]; then
-        a=$(one "$A" A); b=$(one "$B" B)
+        a=$(one "$A" A "${A_FLAGS:-}"); b=$(one "$B" B "${B_FLAGS:-}")
     else
-        b=$(one "$B" B); a=$(one "$A" A)
+        b=$(one "$B" B "${B_FLAGS:-}"); a=$(one "$A" A "${A_FLAGS:-}")
     fi
     read -r ca sa <<<"$a"; read -r cb sb <<<"$b"
     CA+=("$ca"); CB+=("$cb"); SA+=("$sa"); SB+=("$sb")

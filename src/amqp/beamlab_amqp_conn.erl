@@ -705,16 +705,24 @@ handle_call({take_reads, N}, {Pid, _}, #st{tr = Tr, sock = Sock, channels = Chs,
                     %% Reading stops; the socket's messages waiting here
                     %% move to the owner (in order, before the reply), and
                     %% the bytes not handled yet go with the reply.
-                    _ = inet:setopts(Sock, [{active, false}]),
+                    %% While lent, the socket closes only when its new
+                    %% owner dies (killed at the shutdown timeout, blocked
+                    %% writing to a broker that stopped reading): linger
+                    %% {true, 0} then drops its unsent data and resets it.
+                    %% Otherwise the port stays open after its owner, to
+                    %% send that data for as long as the broker does not
+                    %% read, and `erlang:halt/2' (flush) waits for it: the
+                    %% first Ctrl-C against a frozen broker printed the
+                    %% summary but the VM did not exit. Set back when the
+                    %% reads come back.
+                    _ = inet:setopts(Sock, [{active, false}, {linger, {true, 0}}]),
                     case gen_tcp:controlling_process(Sock, Pid) of
                         ok ->
                             %% Still linked to the socket while the owner
                             %% reads: abort/1 finds it there and a killed
-                            %% connection closes it (on the first Ctrl-C
-                            %% with a frozen broker, the socket's unsent
-                            %% data otherwise held the VM's halt); an owner
-                            %% that crashes holding the reads takes the
-                            %% connection with it, as its socket.
+                            %% connection closes it; an owner that crashes
+                            %% holding the reads takes the connection with
+                            %% it, as its socket.
                             _ = try link(Sock) catch error:noproc -> false end,
                             _ = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
                             R = beamlab_amqp_reader:new(Sock, self(), N, H, Keep, St#st.frame_max,
@@ -724,6 +732,7 @@ handle_call({take_reads, N}, {Pid, _}, #st{tr = Tr, sock = Sock, channels = Chs,
                                                           lent = {N, recv_oct(Sock)}})};
                         {error, _} ->
                             %% The socket closed: its tcp_closed follows.
+                            _ = inet:setopts(Sock, [{linger, {false, 0}}]),
                             {reply, {error, closed}, St}
                     end;
                 false ->
@@ -788,6 +797,8 @@ handle_info(Msg, #st{lent = {_, _}, sock = Sock, held = Held} = St)
     %% bytes it had not handled (its '$amqp_reads_back' follows).
     {noreply, St#st{held = [Msg | Held]}};
 handle_info({'$amqp_reads_back', N, Buf, Content, Extra}, #st{lent = {N, _}, held = Held} = St) ->
+    %% Closes are the connection's again (close-ok handshake, abort/1).
+    _ = inet:setopts(St#st.sock, [{linger, {false, 0}}]),
     St1 = case St#st.channels of
               #{N := Ch} -> put_ch(Ch#ch{content = Content}, St);
               _ -> St

@@ -142,11 +142,10 @@ connection_reply(Ref) ->
 %% @doc The reads of the worker's channel (beamlab_amqp:take_reads/1), or
 %% `none' where the connection keeps them (TLS, a shared connection), and
 %% unless the application environment's `amqp_direct_reads' is true (off
-%% by default since 2026-11-29: with the reads taken, the first Ctrl-C of
-%% a run against a frozen broker did not end the VM within 40 s in 1 of 2
-%% runs, reliability_SUITE:amqp_frozen_broker_interrupt, which passes with
-%% the connection reading; and on a quiet machine the direct reads showed
-%% no gain in CPU per message, docs/amqp.md).
+%% by default: on a quiet machine the direct reads showed no gain in CPU
+%% per message, and in interleaved runs under load they took more,
+%% docs/amqp.md; the hang they caused on the first Ctrl-C against a frozen
+%% broker is fixed, see beamlab_amqp_conn's take_reads).
 -spec take_reads(beamlab_amqp:channel()) -> beamlab_amqp:reader() | none.
 take_reads(Ch) ->
     case application:get_env(beamlab, amqp_direct_reads, false) =:= true

@@ -244,7 +244,21 @@ result_line(Doc = #{benchmarks := Bs, params := P}) ->
       || NotCompared =/= []],
      [io_lib:format("Note: ~b round(s) cannot reach p < ~ts; use --rounds ~b or more.~n",
                     [Rounds, level(entry_alpha(P)), maps:get(<<"min_rounds">>, P)])
-      || Rounds < maps:get(<<"min_rounds">>, P, 0)]].
+      || Rounds < maps:get(<<"min_rounds">>, P, 0)],
+     [io_lib:format("Note: the machine was overloaded; time is inconclusive (~ts), "
+                    "CPU time keeps its verdict under load: check --metric cpu.~n",
+                    [lists:join(", ", Loaded)]) || Loaded <- [loaded(Bs)], Loaded =/= []]].
+
+%% The benchmarks whose time an overloaded machine made inconclusive
+%% (none to name when the check measured CPU time already).
+loaded(Bs) ->
+    case lists:any(fun(#{metric := M}) -> M =:= <<"cpu">> end, Bs) of
+        true -> [];
+        false -> lists:usort([G || #{group := G,
+                                     extra := #{<<"paired">> := #{<<"verdict">> := <<"inconclusive_load">>}}}
+                                       <- Bs])
+    end.
+
 
 gated_regression(#{extra := #{<<"gated">> := true, <<"paired">> := #{<<"verdict">> := <<"regressed">>}}}) ->
     true;

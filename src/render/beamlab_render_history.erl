@@ -57,13 +57,23 @@ render(H, Format, Opts) ->
     %% is as often a burst of the machine as a change (docs/statistics.md).
     Unconfirmed = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
                                 C = #{verdict := unconfirmed} <- Cs],
+    %% A wall-clock change on an overloaded machine has no verdict; CPU
+    %% time keeps one (bench/aa.sh METRIC="time cpu", docs/statistics.md).
+    Loaded = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
+                           C = #{verdict := inconclusive_load} <- Cs],
     Summary = [Summary0,
                [[io_lib:format("unconfirmed (~b): one run outside the history's range, not the run before it; "
                                "run again: a verdict needs two consecutive runs outside it~n",
                                [length(Unconfirmed)]),
                  [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), pct(X)])
                   || {Name, #{to := To, change := X}} <- Unconfirmed]]
-                || Unconfirmed =/= []]],
+                || Unconfirmed =/= []],
+               [[io_lib:format("inconclusive (~b): the machine was overloaded and the wall-clock change is "
+                               "not far outside the noise; CPU time keeps its verdict under load: "
+                               "measure with --metric cpu~n", [length(Loaded)]),
+                 [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), pct(X)])
+                  || {Name, #{to := To, change := X}} <- Loaded]]
+                || Loaded =/= []]],
     case Format of
         text ->
             [Intro, beamlab_format_table:render(LegendHead, Legend, #{indent => 2}),

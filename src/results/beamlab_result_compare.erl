@@ -453,7 +453,8 @@ notes(Runs, Rows, Unpaired) ->
        [fmt("inconclusive: the machine was overloaded (a load_high, machine_overloaded or "
             "noisy_measurement finding, of a run or of a matrix's repetitions) and the "
             "wall-clock difference is not far outside the noise, or goes the way the load "
-            "pushes (the loaded run slower): ~ts",
+            "pushes (the loaded run slower): ~ts; CPU time keeps its verdict under load: "
+            "measure with --metric cpu (run, suite, matrix, check; docs/statistics.md)",
             [lists:join(", ", Loaded)]) || Loaded =/= []],
        [fmt("no significant difference between separately measured runs; from their own spread, "
             "this comparison catches a change 80% of the time only beyond: ~ts; smaller changes need "

@@ -17,7 +17,7 @@
          blocked/1, missed_heartbeats/1, broker_stops/1, send_counted_when_written/1,
          direct_send_counted_when_written/1, direct_channel_closed_by_broker/1,
          direct_reads/1, direct_reads_closed_by_broker/1, direct_reads_heartbeats/1,
-         direct_reads_owner_exit/1,
+         direct_reads_owner_exit/1, direct_reads_owner_killed_unsent/1,
          silent_server/1, not_amqp_server/1, wrong_protocol_version/1]).
 
 all() ->
@@ -28,6 +28,7 @@ all() ->
      blocked, missed_heartbeats, send_counted_when_written,
      direct_send_counted_when_written, direct_channel_closed_by_broker,
      direct_reads, direct_reads_closed_by_broker, direct_reads_heartbeats, direct_reads_owner_exit,
+     direct_reads_owner_killed_unsent,
      %% Last: it stops the broker.
      broker_stops].
 
@@ -698,6 +699,49 @@ direct_reads_owner_exit(Config) ->
     {amqp_closed, C, socket_closed, Text} = recv(),
     ct:log("~s", [Text]),
     {'DOWN', Mon, process, C, normal} = recv().
+
+%% The owner of the reads is killed while its writes wait in the socket
+%% (the broker is frozen and reads nothing): the socket is reset at once,
+%% its unsent data dropped, and the connection ends with it. The port used
+%% to outlive its owner, holding that data for as long as the broker
+%% stayed frozen, and `erlang:halt/2' (flush) waited for it: the first
+%% Ctrl-C of a run against a frozen broker printed its summary but did not
+%% end the VM (reliability_SUITE:amqp_frozen_broker_interrupt).
+direct_reads_owner_killed_unsent(Config) ->
+    C = connect(Config),
+    Mon = monitor(process, C),
+    Self = self(),
+    Owner = spawn(fun() ->
+                          {Ch, Sock, _R} = reading_channel(C),
+                          Self ! {reading, self(), Sock},
+                          receive write -> ok end,
+                          Frames = beamlab_amqp:publish_frames(Ch, <<>>, <<"nowhere">>,
+                                                               binary:copy(<<0>>, 65536), #{}),
+                          write_while_ok(Ch, Frames)
+                  end),
+    {reading, Owner, Sock} = recv(),
+    _ = signal_broker(Config, "STOP"),
+    try
+        Owner ! write,
+        %% The kernel's buffers are full and the port queues the rest.
+        beamlab_test_util:wait_until(
+          fun() -> case erlang:port_info(Sock, queue_size) of
+                       {queue_size, N} -> N > 0;
+                       undefined -> false
+                   end
+          end, 60000, "unsent data queued in the port"),
+        exit(Owner, kill),
+        wait_until(fun() -> erlang:port_info(Sock) =:= undefined end, "the socket closed"),
+        receive {'DOWN', Mon, process, C, _} -> ok after 5000 -> ct:fail(connection_left) end
+    after
+        signal_broker(Config, "CONT")
+    end.
+
+write_while_ok(Ch, Frames) ->
+    case beamlab_amqp:send(Ch, Frames) of
+        ok -> write_while_ok(Ch, Frames);
+        _ -> ok
+    end.
 
 %% Connection C is still open after one of its channels was closed by
 %% the broker: a new channel on it works, the old one is gone, nothing

@@ -123,8 +123,16 @@ overloaded_machine_test() ->
     #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>}}} =
         paired(Nine, <<"slow">>, <<"reductions">>),
     ?assertEqual([], beamlab_project_check:regressions(Nine)),
-    ?assertNotEqual(nomatch, binary:match(unicode:characters_to_binary(beamlab_render_check:text(Nine, #{})),
-                                          <<"inconclusive: overloaded">>)),
+    NineText = unicode:characters_to_binary(beamlab_render_check:text(Nine, #{})),
+    ?assertNotEqual(nomatch, binary:match(NineText, <<"inconclusive: overloaded">>)),
+    %% ... and says what keeps a verdict under load
+    ?assertNotEqual(nomatch, binary:match(NineText, <<"Note: the machine was overloaded; time is "
+                                                      "inconclusive (slow), CPU time keeps its verdict "
+                                                      "under load: check --metric cpu.">>)),
+    %% (no such note where nothing was inconclusive)
+    ?assertEqual(nomatch, binary:match(unicode:characters_to_binary(
+                                         beamlab_render_check:text(document(rounds(ok), [time]), #{})),
+                                       <<"--metric cpu">>)),
     Twelve = document(Loaded(rounds(ok)), [time]),
     #{extra := #{<<"paired">> := #{<<"verdict">> := <<"inconclusive_load">>}}} =
         paired(Twelve, <<"slow">>, <<"time">>),

@@ -87,6 +87,19 @@ unconfirmed_test() ->
     {ok, #{<<"trends">> := [#{<<"changes">> := Cs}]}} = beamlab_json:decode(beamlab_render_history:render(H1, json, #{})),
     ?assertMatch(#{<<"verdict">> := <<"unconfirmed">>, <<"confirmed_by">> := 6, <<"basis">> := <<"history">>},
                  lists:last(Cs)),
+    %% #35: the newest run on an overloaded machine: inconclusive, and
+    %% the summary points to the measure that keeps a verdict under load
+    %% (none of it on a quiet machine, above)
+    ?assertEqual(nomatch, re:run(T1, <<"--metric cpu">>)),
+    {L7, D7} = Single(7, 150),
+    Loaded = beamlab_result:add_findings(D7, [beamlab_result:finding(machine_overloaded, warning, <<"t">>,
+                                                                     <<"e">>, <<"a">>, #{})]),
+    {ok, HL} = beamlab_result_history:history(Same ++ [{L7, Loaded}], #{}),
+    TL = iolist_to_binary(beamlab_render_history:render(HL, text, #{})),
+    ?assertMatch({match, _}, re:run(TL, <<"7 +7 .* inconclusive: overloaded">>)),
+    ?assertMatch({match, _}, re:run(TL, <<"inconclusive \\(1\\): the machine was overloaded and the wall-clock "
+                                         "change is not far outside the noise; CPU time keeps its verdict under "
+                                         "load: measure with --metric cpu\\n  b: 7 \\+">>)),
     {ok, H2} = beamlab_result_history:history(Same ++ [Single(7, 150), Single(8, 150)], #{}),
     T2 = iolist_to_binary(beamlab_render_history:render(H2, text, #{})),
     ?assertMatch({match, _}, re:run(T2, <<"8 +8 .*\\+[0-9.]+% vs #1-#6 with #7 .* SLOWER">>)),

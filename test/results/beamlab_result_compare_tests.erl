@@ -73,6 +73,10 @@ overloaded_machine_test() ->
     ?assertEqual(#{<<"t">> => inconclusive_load, <<"huge">> => inconclusive_load, <<"reds">> => slower}, V),
     ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
                                           <<"the machine was overloaded">>)),
+    %% ... and the note says what keeps a verdict under load
+    ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
+                                          <<"CPU time keeps its verdict under load: measure with --metric cpu">>)),
+    ?assertEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Quiet)), <<"--metric cpu">>)),
     %% The baseline loaded, the new run quiet: its 5x slowdown is not the
     %% load's doing (far outside the noise: kept), +50% is still within
     %% the noise a load adds.
