@@ -859,6 +859,24 @@
     } else {
       g.appendChild(h('p', { 'class': 'muted' }, ['No significant change between consecutive runs.']));
     }
+    // What a `~' between runs with repetitions could have seen (as compare says it).
+    var could = [];
+    hi.trends.forEach(function (tr) {
+      tr.changes.forEach(function (c) {
+        if (c.verdict === 'no_difference' && isNum(c.detectable))
+          could.push(tr.name + ' ' + hi.runs[c.to].label + ' ' + detectableText(c.detectable));
+      });
+    });
+    if (could.length)
+      g.appendChild(h('p', { 'class': 'muted detectable' },
+                      ['No significant difference between separately measured runs; from their own spread, each of these ' +
+                       'changes is caught 80% of the time only beyond: ' + could.join('; ') + '.']));
+  }
+  // A detectable slowdown D both ways, as the command line prints it: the
+  // speed-up it mirrors is 1/(1 + D) - 1 (never below -100%).
+  function detectableText(d) {
+    function p(f) { return f < 0.1 ? (100 * f).toFixed(1) + '%' : Math.round(100 * f) + '%'; }
+    return '-' + p(d / (1 + d)) + '/+' + p(d);
   }
 
   // Configuration names (`+S 1 flavor=emu erl=/opt/... wrap=taskset -c 0')

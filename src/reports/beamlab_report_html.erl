@@ -24,7 +24,9 @@
                       | beamlab_report_assets:error_reason().
 %% `history': the runs are a history (`beamlab_result_history:history/2'
 %% of these runs), drawn in its order with each benchmark's trend.
--type opts() :: #{title => binary(), history => beamlab_result_history:history()}.
+%% `run_noise': the between-run term of the comparison of several runs
+%% (`beamlab_result_compare:compare/2'; its default without it).
+-type opts() :: #{title => binary(), history => beamlab_result_history:history(), run_noise => number()}.
 -type model() :: #{runs := [map()], env := [map()], compare := map() | null, history := map() | null,
                    profiles := [beamlab_report_flame:profile()], diffs := [beamlab_report_flame:diff()]}.
 -export_type([run/0, opts/0, model/0, error_reason/0]).
@@ -117,7 +119,7 @@ model(Runs0, Opts) ->
     %% A history shows its trend, not a comparison against its first run:
     %% that is only computed for a short one (its env table's order).
     Cmp = case length(Runs) > 1 andalso (History =:= null orelse length(Runs) =< ?DETAIL_RUNS) of
-              true -> beamlab_result_compare:compare(Runs);
+              true -> beamlab_result_compare:compare(Runs, maps:with([run_noise], Opts));
               false -> none
           end,
     Profiles = beamlab_report_flame:profiles(Runs),
@@ -165,9 +167,11 @@ history_model(#{order := Order, confidence := Conf, trends := Trends, runs := In
                                                                          started_at := S} <- Infos],
       trends => [#{name => Name, unit => Unit, better => Better,
                    points => [[I - 1, num(M) | ci(Ci)] ++ [N] || #{run := I, mean := M, ci := Ci, n := N} <- Ps],
-                   changes => [#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi), p => num(P),
-                                 verdict => V}
-                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} <- Cs]}
+                   changes => [maps:merge(#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi),
+                                            p => num(P), verdict => V},
+                                          %% what a `~' between runs with repetitions could have seen
+                                          maps:map(fun(_, D) -> num(D) end, maps:with([detectable], C)))
+                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} = C <- Cs]}
                  || #{name := Name, unit := Unit, better := Better, points := Ps, changes := Cs} <- Trends]}.
 
 ci({Lo, Hi}) -> [num(Lo), num(Hi)];
