@@ -284,7 +284,9 @@ format(Doc, Format, Opts) ->
 %% `{Label, Doc}' pairs or saved files' names; the first is the baseline
 %% of the comparison. Options: `title', `history' (`true': the documents
 %% are a history, drawn in `order' (`auto', `time' or `commit') with each
-%% benchmark's trend), `output' (a file: the page is written there
+%% benchmark's trend), `run_noise' (the between-run term of verdicts
+%% between runs with repetitions, a fraction: `beamlab report
+%% --run-noise PCT'), `output' (a file: the page is written there
 %% atomically and `ok' returned; without it, `{ok, Html}').
 %% ```
 %% {ok, Html} = beamlab:report([Before, After], #{title => "before and after"}).

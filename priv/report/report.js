@@ -641,7 +641,8 @@
     var util = /util/.test(hm.name);
     var scale = util ? (maxV > 1.0001 ? 100 : 1) : Math.max(1, maxV);
     var cols = Math.min(n, pw);
-    var card = box(run.label + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; ' +
+    var who = run.subject ? run.subject + (data.runs.length > 1 ? ' (' + run.label + ')' : '') : run.label;
+    var card = box(who + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; ' +
                    (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'), 'heatmap');
     var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap' });
     var ctx = cv.getContext('2d');
@@ -724,10 +725,38 @@
     entries.forEach(function (e) {
       var bs = e.run.benchmarks, groups = [];
       bs.forEach(function (b) { if (b.group && b.group !== 'run' && groups.indexOf(b.group) < 0) groups.push(b.group); });
-      var w = groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label;
+      // (a watch's charts name the node it watched)
+      var w = e.run.subject || (groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label);
       if (names.indexOf(w) < 0) names.push(w);
     });
     return names.join(' vs ');
+  }
+
+  // A benchmark named `work (time)', the metric time of the group work
+  // (check's, one per metric), is titled `work: time' (then its unit):
+  // what ran, then the measure, not `work (time) (us)'.
+  // An amqp run's or a suite's benchmark (`sent', `consumer latency') is
+  // a measure of its workload: `amqp: sent'. (NAME: a benchmark's, or a
+  // series' or spectrum's that starts with one's.)
+  function shown(name) {
+    var b = null, kind = null;
+    data.runs.forEach(function (r) {
+      r.benchmarks.forEach(function (x) {
+        if (!b && (x.name === name || name.indexOf(x.name + ' ') === 0)) { b = x; kind = r.kind; }
+      });
+    });
+    if (!b || !b.group) return name;
+    if (b.metric && name === b.group + ' (' + b.metric + ')') return b.group + ': ' + b.metric;
+    if ((kind === 'amqp' || kind === 'suite') && name.indexOf(b.group) < 0) return b.group + ': ' + name;
+    return name;
+  }
+
+  // A chart of a watched node's measures is titled with the node: `NODE:
+  // name' (its benchmarks are the node's measures, not a workload).
+  function about(entries, name) {
+    var nodes = [];
+    entries.forEach(function (e) { if (e.run.subject && nodes.indexOf(e.run.subject) < 0) nodes.push(e.run.subject); });
+    return nodes.length ? nodes.join(' vs ') + ': ' + name : name;
   }
 
   // Groups items of every run by a key, keeping first-seen order.
@@ -802,12 +831,20 @@
       tr.changes.filter(function (c) { return c.verdict === 'unconfirmed'; }).forEach(function (c) {
         sig.push([tr.name, hi.runs[c.from].label, hi.runs[c.to].label, c]);
       });
+      // Means two decades apart or more (a run a thousand times slower) go
+      // on a log axis, as a sweep's do: on a linear one the outlier would
+      // flatten every other run onto the floor (or sit on it, unreadable).
+      var means = tr.points.map(function (p) { return p[1]; }).filter(isNum);
+      var pos = means.filter(function (v) { return v > 0; });
+      var span = pos.length === means.length && pos.length > 1 ? log10(Math.max.apply(null, pos) / Math.min.apply(null, pos)) : 0;
+      var yLog = span >= 2;
       // The title names the benchmark and its measure (the unit its axis shows).
-      lineChart(g, { title: tr.name + (tr.unit ? ' (' + tr.unit + ')' : '') + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
+      lineChart(g, { title: shown(tr.name) + (tr.unit ? ' (' + tr.unit + ')' : '') + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
                      subtitle: function (unit) {
                        return (unit || 'no unit') + ', ' + betterText(tr.better) + '; each run' + String.fromCharCode(8217) +
-                         's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean';
-                     }, kind: 'trend',
+                         's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean' +
+                         (yLog ? '; log axis: the means span ' + span.toFixed(1) + ' decades' : '');
+                     }, kind: 'trend', yLog: yLog,
                      xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit || tr.name, yUnit: tr.unit, xAxis: xAxis,
                      series: [{ name: 'mean', color: COLORS[0], markers: true, cls: 'trend-line', flags: flags,
                                 x: tr.points.map(function (p) { return p[0]; }), y: tr.points.map(function (p) { return p[1]; }),
@@ -822,6 +859,24 @@
     } else {
       g.appendChild(h('p', { 'class': 'muted' }, ['No significant change between consecutive runs.']));
     }
+    // What a `~' between runs with repetitions could have seen (as compare says it).
+    var could = [];
+    hi.trends.forEach(function (tr) {
+      tr.changes.forEach(function (c) {
+        if (c.verdict === 'no_difference' && isNum(c.detectable))
+          could.push(tr.name + ' ' + hi.runs[c.to].label + ' ' + detectableText(c.detectable));
+      });
+    });
+    if (could.length)
+      g.appendChild(h('p', { 'class': 'muted detectable' },
+                      ['No significant difference between separately measured runs; from their own spread, each of these ' +
+                       'changes is caught 80% of the time only beyond: ' + could.join('; ') + '.']));
+  }
+  // A detectable slowdown D both ways, as the command line prints it: the
+  // speed-up it mirrors is 1/(1 + D) - 1 (never below -100%).
+  function detectableText(d) {
+    function p(f) { return f < 0.1 ? (100 * f).toFixed(1) + '%' : Math.round(100 * f) + '%'; }
+    return '-' + p(d / (1 + d)) + '/+' + p(d);
   }
 
   // Configuration names (`+S 1 flavor=emu erl=/opt/... wrap=taskset -c 0')
@@ -924,10 +979,16 @@
         var row = h('div', { 'class': 'grid' });
         card.appendChild(row);
         var x = sc.speedup.map(function (p) { return p[0]; });
-        lineChart(row, { title: 'speedup', kind: 'speedup', xLabel: sc.axis, yLabel: 'speedup', yFromZero: true, xInt: true, width: 280, height: 190,
+        // Titled like the chart above (what ran, the measure), so each
+        // stands alone; the subtitle says what the ratio is of.
+        var what = run.label + ': ' + sc.title.replace(/throughput against .*$/, '');
+        var base = countOf(fmt(x[0]), sc.axis);
+        lineChart(row, { title: what + 'throughput speedup against ' + sc.axis, kind: 'speedup',
+                         subtitle: 'throughput (' + sc.unit + ') at each level / at ' + base + '; dashed: linear', xLabel: sc.axis, yLabel: 'speedup', yFromZero: true, xInt: true, width: 280, height: 190,
                          series: [{ name: 'speedup', color: color(ri), markers: true, x: x, y: sc.speedup.map(function (p) { return p[1]; }) },
                                   { name: 'ideal', color: '#999', dash: true, x: x, y: x.map(function (v) { return v / x[0]; }) }] });
-        lineChart(row, { title: 'efficiency', kind: 'efficiency', xLabel: sc.axis, yLabel: 'efficiency', yFromZero: true, xInt: true, width: 280, height: 190,
+        lineChart(row, { title: what + 'throughput efficiency against ' + sc.axis, kind: 'efficiency',
+                         subtitle: 'speedup / (' + sc.axis + ' / ' + fmt(x[0]) + '); 1 is linear scaling', xLabel: sc.axis, yLabel: 'efficiency', yFromZero: true, xInt: true, width: 280, height: 190,
                          series: [{ name: 'efficiency', color: color(ri), markers: true, x: x, y: sc.efficiency.map(function (p) { return p[1]; }) }] });
       });
     });
@@ -1009,7 +1070,7 @@
       grp.entries.forEach(function (e) { e.item.points.forEach(function (p) { ys.push(p[1]); }); });
       // Latency on a log axis, always: the median and the tail of one run
       // differ by orders of magnitude, and a linear axis puts p50 on the floor.
-      lineChart(g, { title: grp.name + ': latency percentile spectrum', kind: 'latency', distinct: true,
+      lineChart(g, { title: shown(grp.name) + ': latency percentile spectrum', kind: 'latency', distinct: true,
                      subtitle: function (unit) {
                        return unit + grp.entries.map(function (e) {
                          return '; ' + (data.runs.length > 1 ? e.run.label + ': ' : '') + 'max ' + valueText(e.item.max, e.item.unit) +
@@ -1033,7 +1094,7 @@
       // A benchmark that failed has no statistics: nothing to draw.
       var measured = grp.entries.filter(function (e) { return isNum(e.item.stats.mean); });
       if (!measured.length) return;
-      barChart(g, grp.name, measured.map(function (e) {
+      barChart(g, about(measured, shown(grp.name)), measured.map(function (e) {
         return { label: e.run.label + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
       }), first.unit, grp.entries.every(function (e) { return e.run.kind === 'watch'; }) ? null : first.better, first.ci_method);
     });
@@ -1049,11 +1110,11 @@
       if (!entries.length) return;
       var unit = grp.entries[0].item.unit;
       if (entries.every(function (e) { return e.item.samples.length >= MIN_HIST; })) {
-        distChart(d, grp.name + ' (' + unit + ')', unit, entries.map(function (e) {
+        distChart(d, about(entries, shown(grp.name)) + ' (' + unit + ')', unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
         }));
       } else {
-        intervalChart(d, grp.name + ' ({unit})', 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
+        intervalChart(d, about(entries, shown(grp.name)) + ' ({unit})', 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
         }), 'points');
       }
@@ -1088,7 +1149,8 @@
         : partial ? 'the last interval, shorter than the others (the recording stopped within it), is left out' : null;
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
-      var card = lineChart(parent, { title: (tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') : '') + grp.name,
+      var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
+                                                 : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',

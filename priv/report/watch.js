@@ -24,18 +24,20 @@
     if (anchor) sec.parentNode.insertBefore(sec, anchor);
     runs.forEach(function (r) {
       var p = r.processes;
+      // Every title names the node watched (and the run, beside others).
+      var who = (runs.length > 1 ? r.label + ', ' : '') + (r.subject || r.label) + ': ';
       p.charts.forEach(function (c) {
         if (!c.lines.length) return;
         var marks = (c.marks || []).map(function (m) {
           return { from: m.from, to: m.to, color: B.SEVERITY[m.severity] || '#f59e0b', title: m.title };
         });
-        B.lineChart(g, { title: (runs.length > 1 ? r.label + ': ' : '') + c.title + ' (' + c.unit + ')',
+        B.lineChart(g, { title: who + c.title + ' (' + c.unit + ')',
                          // observed on the watched node: a rate with its unit, no "better"
                          xLabel: 'seconds', yLabel: c.unit || c.title, yUnit: c.unit, kind: 'processes', marks: marks,
                          series: c.lines.map(function (l, i) { return { name: l.label, color: B.color(i), x: p.t, y: l.y }; }) });
       });
       var card = B.h('figure', { 'class': 'card wide', 'data-kind': 'process-table' },
-                     [B.h('figcaption', {}, [(runs.length > 1 ? r.label + ': ' : '') + 'Processes over the recording'])]);
+                     [B.h('figcaption', {}, [who + 'processes over the recording'])]);
       card.appendChild(B.table(['pid', 'name or initial call', 'current function', 'max queue', 'max memory',
                                 'mean reductions/s', 'samples'],
                                p.summary.map(function (row) {

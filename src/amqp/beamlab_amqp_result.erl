@@ -1,7 +1,9 @@
 %%% @doc The result document of a load test (`kind' amqp) from the
 %%% coordinator's report: benchmarks for sent and received msg/s (one sample
 %%% per interval) and for consumer and confirm latency (per-interval medians
-%%% as samples; the run's exact percentiles and histogram in `extra'), and
+%%% as samples; the run's exact percentiles and histogram in `extra'; the
+%%% end of each sample's interval, seconds into the run, in `extra'
+%%% `interval_end_s': the last one may be shorter than the others), and
 %%% an `amqp' section in `extra' (accounting, counters, failure, nodes,
 %%% queues).
 -module(beamlab_amqp_result).
@@ -38,24 +40,35 @@ throughput(R, Key, Name, Secs) ->
     %% A run shorter than one interval has no interval sample: its average
     %% is the one sample.
     Average = maps:get(Key, maps:get(at_stop, R)) / Secs,
-    Samples = case [maps:get(Key, S) || S <- maps:get(rates, R)] of
-                  [] -> [Average];
-                  L -> L
-              end,
+    Rates = maps:get(rates, R),
+    {Samples, Extra} = case [maps:get(Key, S) || S <- Rates] of
+                           [] -> {[Average], #{}};
+                           L -> {L, #{interval_end_s => [maps:get(time, S) || S <- Rates]}}
+                       end,
     beamlab_result:benchmark(
       Name, Samples,
       #{group => <<"amqp">>, metric => <<"throughput">>, unit => <<"msg/s">>,
         better => higher, counters => #{total => maps:get(Key, maps:get(counters, R))},
-        extra => #{average => Average}}).
+        extra => Extra#{average => Average}}).
 
 latency(R, Key, HistKey, Name) ->
     Hist = maps:get(HistKey, R),
-    Medians = case [lists:nth(2, L) || L <- maps:get(Key, R), L =/= [0, 0, 0, 0, 0]] of
+    Intervals = maps:get(Key, R),
+    Measured = [L || L <- Intervals, L =/= [0, 0, 0, 0, 0]],
+    Medians = case [lists:nth(2, L) || L <- Measured] of
                   [] when map_get(count, Hist) > 0 -> [beamlab_stats_hist:percentile(Hist, 50)];
                   Ms -> Ms
               end,
-    Extra = #{per_interval => <<"median">>, total => percentiles(Hist),
-              histogram => beamlab_stats_hist:to_map(Hist)},
+    Extra0 = #{per_interval => <<"median">>, total => percentiles(Hist),
+               histogram => beamlab_stats_hist:to_map(Hist)},
+    %% The intervals' ends of the medians (an interval without messages
+    %% has none), when every interval has its rates.
+    Rates = maps:get(rates, R),
+    Extra = case length(Rates) =:= length(Intervals) andalso Measured =/= [] of
+                true -> Extra0#{interval_end_s => [T || {#{time := T}, L} <- lists:zip(Rates, Intervals),
+                                                        L =/= [0, 0, 0, 0, 0]]};
+                false -> Extra0
+            end,
     beamlab_result:benchmark(
       Name, Medians,
       #{group => <<"amqp">>, metric => <<"latency">>, unit => <<"us">>, better => lower,

@@ -5,7 +5,7 @@
 %%% usage line naming the file or argument.
 -module(beamlab_cli_runs).
 
--export([expand/1, load_runs/1, load_runs/2, history_options/0, history/2]).
+-export([expand/1, load_runs/1, load_runs/2, history_options/0, history/2, run_noise_option/0, run_noise/1]).
 
 %% @doc The options of a history (many saved runs of the same benchmarks),
 %% shared with `beamlab report'.
@@ -17,6 +17,31 @@ history_options() ->
      #{name => order, long => "order", type => {enum, [auto, time, commit]}, default => auto, metavar => "HOW",
        help => "order of a history: commit (the git commit's date each run recorded), time (when each "
                "run started) or auto (commit when every run has one)"}].
+
+%% @doc `--run-noise PCT', the between-run term of a verdict between two
+%% separately measured runs with repetitions (docs/statistics.md "Verdicts
+%% between runs"): every command whose verdicts use it takes it (`compare'
+%% of runs and of a history, `report' of several runs or of a history).
+-spec run_noise_option() -> beamlab_cli_args:option().
+run_noise_option() ->
+    #{name => run_noise, long => "run-noise", type => number, metavar => "PCT",
+      help => "machine-specific: the sd of a run's level from run to run, in percent (0 to below 100), "
+              "added on each side when two runs with repetitions are compared (default "
+              ++ beamlab_format_units:number(100 * beamlab_result_compare:run_noise())
+              ++ ", chosen on beamlab's quiet 2-core machine; bench/aa_components.escript measures "
+                 "yours; 0: the repetitions' spread alone)"}.
+
+%% @doc The `--run-noise' given, as a fraction, or `undefined' (the
+%% default, beamlab_result_compare:run_noise/0); a value outside 0 to
+%% below 100 is a usage error of one line.
+-spec run_noise(beamlab_cli_args:parsed()) -> float() | undefined.
+run_noise(Parsed) ->
+    case beamlab_cli_args:get(run_noise, Parsed) of
+        undefined -> undefined;
+        N when N >= 0, N < 100 -> N / 100;
+        N -> beamlab_cli_error:usage("--run-noise must be a percentage from 0 to below 100, not ~ts",
+                                     [beamlab_format_units:number(N)])
+    end.
 
 %% @doc The history of loaded runs in the order asked for, or one line
 %% saying why it cannot be ordered so.

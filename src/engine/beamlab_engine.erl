@@ -181,12 +181,13 @@ run(Jobs, RunOpts0, ModeOpts) ->
                       {error, Reason} -> throw({beamlab_engine, Reason})
                   end,
               flush_interrupts(),
-              Findings = Findings0 ++ competition(Competition, Interrupted),
+              {LoadFindings, Load} = competition(Competition, Interrupted),
+              Findings = Findings0 ++ LoadFindings,
               Labelled = [O#{label => L} || {O, L} <- lists:zip(Outcomes, Labels)],
               {ok, document(Labelled, Base, Opts1, ModeOpts,
                             #{findings => Findings, timer => Timer#{busy_wait := Busy},
                               partial => Interrupted, started_at => Started,
-                              telemetry => Telemetry})}
+                              telemetry => Telemetry, competition => Load})}
       end).
 
 %% Checkpoints of this run: the document's context with the progress.
@@ -265,12 +266,19 @@ competition_start(_RunOpts) ->
     beamlab_engine_checks:competition_start().
 
 competition(none, _Interrupted) ->
-    [];
+    {[], null};
 competition(Start, Interrupted) ->
-    beamlab_engine_checks:competition(Start, case Interrupted of
+    case beamlab_engine_checks:measure(Start, case Interrupted of
                                                   true -> interrupted;
                                                   false -> measured
-                                              end).
+                                              end) of
+        {ok, C, Cpus} ->
+            %% Kept below the finding's threshold too (`extra.competition'):
+            %% what a load too small to raise it did is worth knowing.
+            {beamlab_engine_checks:load_high(C, Cpus), C#{cores => Cpus}};
+        none ->
+            {[], null}
+    end.
 
 checks(#{checks := false}) ->
     {[], #{busy_wait => false, overshoot_us => 0}};
@@ -441,7 +449,7 @@ document(Outcomes, Base, RunOpts, ModeOpts, #{findings := Findings, timer := Tim
               isolated => maps:get(isolated, RunOpts),
               baseline_used => case Used of none -> null; _ -> Used end,
               stopped_by => stopped_by(Outcomes, Mode, RunOpts, Partial)},
-    Doc2 = beamlab_result:set(extra, maps:merge(Extra, maps:with([vm_stopped], Info)), Doc1),
+    Doc2 = beamlab_result:set(extra, maps:merge(Extra, maps:with([vm_stopped, competition], Info)), Doc1),
     Doc3 = beamlab_result:set(telemetry, Telemetry, Doc2),
     beamlab_result:finish(Doc3, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => Partial}).

@@ -407,7 +407,8 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
     Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks), LoadFindings),
     Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
                                                               profiled_info(maps:get(name, C), Profiled))
-                                                   || {C, Outs} <- PerConfig]}, Doc1),
+                                                   || {C, Outs} <- PerConfig],
+                                       competition => competition(Runs)}, Doc1),
     beamlab_result:finish(Doc2, #{finished_at => beamlab_runtime_clock:rfc3339(),
                                   partial => interrupted()}).
 
@@ -436,6 +437,16 @@ load_findings(Runs) ->
                 data := (maps:get(data, Worst))#{<<"repetitions">> => length(Of),
                                                  <<"of">> => Total}}
      end || Id <- lists:usort([I || {_, _, #{id := I}} <- Raised])].
+
+%% What every fresh VM measured of the machine's load over its run (its
+%% `extra.competition', below the `load_high' threshold too), in the
+%% order the repetitions ran.
+competition(Runs) ->
+    [maps:merge(#{config => Name, repetition => Rep}, C)
+     || {Name, Rep, {ok, #{exit := 0, result := #{extra := Extra}}}} <- lists:sort(fun run_order/2, Runs),
+        C <- [maps:get(competition, Extra, maps:get(<<"competition">>, Extra, null))], is_map(C)].
+
+run_order({_, RepA, _}, {_, RepB, _}) -> RepA =< RepB.
 
 rank(#{severity := critical}) -> 1;
 rank(_) -> 0.

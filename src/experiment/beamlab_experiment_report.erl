@@ -12,6 +12,9 @@
 -type opts() :: #{title => unicode:chardata(),
                   history => boolean(),
                   order => auto | time | commit,
+                  %% the between-run term (a fraction, 0 to below 1) of
+                  %% verdicts between runs with repetitions
+                  run_noise => number(),
                   output => file:filename()}.
 -type error_reason() :: {report, reason()}.
 -type reason() :: no_documents
@@ -24,7 +27,7 @@
                       | {page, beamlab_report_html:error_reason()}.
 -export_type([source/0, opts/0, error_reason/0]).
 
--define(OPTIONS, [title, history, order, output]).
+-define(OPTIONS, [title, history, order, output, run_noise]).
 
 %% @doc The page (`{ok, Html}'), or `ok' once it is written to `output'
 %% (atomically; a regular file there is replaced, an input file never).
@@ -66,6 +69,7 @@ check_values([{title, T} | Rest]) ->
         false -> {error, {bad_option, title, T}}
     end;
 check_values([{history, H} | Rest]) when is_boolean(H) -> check_values(Rest);
+check_values([{run_noise, N} | Rest]) when is_number(N), N >= 0, N < 1 -> check_values(Rest);
 check_values([{order, O} | Rest]) when O =:= auto; O =:= time; O =:= commit -> check_values(Rest);
 check_values([{output, P} | Rest]) ->
     case is_text(P) andalso P =/= "" andalso P =/= <<>> of
@@ -114,13 +118,14 @@ unique(Runs) ->
     end.
 
 report_runs(Runs, Sources, Opts) ->
+    Noise = maps:with([run_noise], Opts),
     Titled = case maps:find(title, Opts) of
-                 {ok, T} -> #{title => unicode:characters_to_binary(T)};
-                 error -> #{}
+                 {ok, T} -> Noise#{title => unicode:characters_to_binary(T)};
+                 error -> Noise
              end,
     WithHistory = case maps:get(history, Opts, false) andalso length(Runs) > 1 of
                       true ->
-                          case beamlab_result_history:history(Runs, #{order => maps:get(order, Opts, auto)}) of
+                          case beamlab_result_history:history(Runs, Noise#{order => maps:get(order, Opts, auto)}) of
                               {ok, H} -> {ok, Titled#{history => H}};
                               {error, HR} -> {error, {history, HR}}
                           end;
@@ -175,6 +180,8 @@ reason({bad_option, history, V}) ->
     io_lib:format("history must be true or false, not ~tP", [V, 8]);
 reason({bad_option, order, V}) ->
     io_lib:format("order must be auto, time or commit, not ~tP", [V, 8]);
+reason({bad_option, run_noise, V}) ->
+    io_lib:format("run_noise must be a fraction from 0 to below 1 (0.025 is 2.5%), not ~tP", [V, 8]);
 reason({bad_option, output, V}) ->
     io_lib:format("output must be a file name, not ~tP", [V, 8]);
 reason({bad_option, K, V}) ->

@@ -16,7 +16,7 @@
 -module(beamlab_format_units).
 
 -export([count/1, duration/1, duration/2, bytes/1, rate/1, percent/1, signed_percent/1, sign/1,
-         rel_interval/3,
+         rel_interval/3, detectable/1,
          number/1, value/2, bench_value/2, per_second/1, sig/2, to_binary/1, plural/2]).
 
 %% @doc `Word' as it goes with the number `N': "1 scheduler", "2 schedulers"
@@ -92,6 +92,17 @@ rel_interval(Mean, {Lo, Hi}, Pm) when is_number(Mean), is_number(Lo), is_number(
     end;
 rel_interval(_Mean, _None, _Pm) ->
     "no interval".
+
+%% @doc The smallest change a comparison could have seen (its `detectable':
+%% a slowdown `D' on the log scale, relative) both ways, `"-11%/+12%"':
+%% the speed-up it mirrors is 1/(1 + D) - 1, never below -100% (where a
+%% `±460%' would go); whole percentages, one decimal below 10%.
+-spec detectable(number()) -> string().
+detectable(D) when D >= 0 ->
+    lists:flatten(["-", detectable_digits(D / (1 + D)), "/+", detectable_digits(D)]).
+
+detectable_digits(F) when F < 0.1 -> io_lib:format("~.1f%", [100 * F]);
+detectable_digits(F) -> io_lib:format("~b%", [round(100 * F)]).
 
 %% @doc A relative change with its sign: `"+4.2%"', `"-1.3%"', `"0%"'.
 -spec signed_percent(number()) -> string().

@@ -185,18 +185,27 @@ ci(Pm, Mean, Ci) -> beamlab_format_units:rel_interval(Mean, Ci, Pm).
 outliers(#{low := L, high := H}) -> integer_to_list(L + H).
 
 verdict(#{extra := #{<<"baseline">> := true}}) -> "baseline";
-verdict(#{comparison := #{verdict := V, change := C}}) ->
+verdict(#{comparison := #{verdict := V, change := C}} = B) ->
     Name = case V of
                faster -> "faster";
                slower -> "slower";
                no_difference -> "no difference";
                too_few_samples -> "too few samples"
            end,
+    Could = case V of
+                %% what this `~' could have seen (#35)
+                no_difference -> detectable(maps:get(detectable, maps:get(comparison, B), null));
+                _ -> ""
+            end,
     case C of
         undefined -> Name;
-        _ -> io_lib:format("~ts ~ts", [Name, beamlab_format_units:signed_percent(C)])
+        _ -> io_lib:format("~ts ~ts~ts", [Name, beamlab_format_units:signed_percent(C), Could])
     end;
 verdict(_) -> "-".
+
+detectable(D) when is_number(D) -> [" (could have seen ", beamlab_format_units:detectable(D), ")"];
+detectable(_) -> "".
+
 
 squeeze_curves(Benches) ->
     [["\nConcurrency curve for ", Name, ":\n",

@@ -25,7 +25,10 @@
 -type measure() :: #{name := binary(), benchmark := binary(), measure := binary(),
                      unit := binary(), better := beamlab_result:better(), value := number(),
                      interval => {number(), number()}, confidence => float(),
-                     n => non_neg_integer(), median => number()}.
+                     n => non_neg_integer(), median => number(),
+                     %% the benchmark's verdict against its baseline (a
+                     %% matrix's configurations, a run's jobs), in words
+                     verdict => binary()}.
 -export_type([measure/0]).
 
 %% @doc Every measure of the document, in benchmark order.
@@ -54,13 +57,33 @@ bench_measures(#{name := Name, metric := Metric, better := Better,
                     Main0#{interval => {Lo * Scale, Hi * Scale}, confidence => maps:get(confidence, S, 0.95)};
                 _ -> Main0
             end,
-    Main = case maps:get(median, S, undefined) of
+    Main2 = case maps:get(median, S, undefined) of
                M when is_number(M) -> Main1#{median => M * Scale};
                _ -> Main1
+           end,
+    Main = case verdict(maps:get(comparison, B, undefined)) of
+               undefined -> Main2;
+               Text -> Main2#{verdict => Text}
            end,
     [Main | counted(B)];
 bench_measures(_, _) ->
     [].
+
+%% A verdict against the baseline in words, with what a `~' could have
+%% seen (#35): "+1.2% no_difference (could have seen -18%/+22%)".
+verdict(#{verdict := V} = C) ->
+    Change = case maps:get(change, C, undefined) of
+                 X when is_number(X) -> [beamlab_format_units:signed_percent(X), " "];
+                 _ -> []
+             end,
+    Could = case C of
+                #{verdict := no_difference, detectable := D} when is_number(D) ->
+                    [" (could have seen ", beamlab_format_units:detectable(D), ")"];
+                _ -> []
+            end,
+    unicode:characters_to_binary([Change, atom_to_binary(V), Could]);
+verdict(_) ->
+    undefined.
 
 counted(#{name := Name, extra := Extra}) ->
     {Per, What} = case Extra of

@@ -44,9 +44,11 @@ render(Cmp, text, Opts) ->
 %% Columns: name, unit, then per run its mean, the low and high bounds of
 %% its interval (in the unit: the interval is asymmetric on the log scale,
 %% so no single half-width describes it; `null' below 3 values) and n, and for each later run the change and its CI bounds
-%% (fractions: -0.1 is 10% lower), the p-value and the verdict (`faster',
-%% `slower', `no_difference', `too_few_samples', `unit_mismatch',
-%% `no_baseline', `missing').
+%% (fractions: -0.1 is 10% lower), the p-value, `detectable' (for a
+%% `no_difference' between runs: the smallest slowdown the comparison
+%% catches 80% of the time, a fraction; else empty) and the verdict
+%% (`faster', `slower', `no_difference', `too_few_samples', `unit_mismatch',
+%% `no_baseline', `missing', ...: always the last column).
 -spec rows(beamlab_result_compare:comparison()) -> {[binary()], [[binary() | number() | null]]}.
 rows(#{runs := Runs, rows := Rows}) ->
     [#{label := Base} | Later] = Runs,
@@ -55,7 +57,7 @@ rows(#{runs := Runs, rows := Rows}) ->
                           <<L/binary, " n">>]
                          || #{label := L} <- Runs])
         ++ lists:append([[<<L/binary, " vs ", Base/binary>>, <<"CI low">>, <<"CI high">>, <<"p">>,
-                          <<"verdict">>]
+                          <<"detectable">>, <<"verdict">>]
                          || #{label := L} <- Later]),
     {Header, [table_row(R) || R <- Rows]}.
 
@@ -208,12 +210,13 @@ own_cols(#{present := false}) -> [null, null, null, null];
 own_cols(#{mean := Mean, ci_mean := [Lo, Hi], n := N}) when is_number(Lo), is_number(Hi) -> [Mean, Lo, Hi, N];
 own_cols(#{mean := Mean, n := N}) -> [Mean, null, null, N].
 
-change_cols(#{present := false}) -> [null, null, null, null, <<"missing">>];
+change_cols(#{present := false}) -> [null, null, null, null, null, <<"missing">>];
 change_cols(#{verdict := V} = C) ->
     {Lo, Hi} = case maps:get(ci, C, null) of
                    [L, H] -> {L, H};
                    _ -> {null, null}
                end,
-    [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), atom_to_binary(V, utf8)];
-change_cols(_) -> [null, null, null, null, null].
+    [maps:get(change, C, null), Lo, Hi, maps:get(p_value, C, null), maps:get(detectable, C, null),
+     atom_to_binary(V, utf8)];
+change_cols(_) -> [null, null, null, null, null, null].
 

@@ -11,7 +11,7 @@ header() ->
      <<"n">>, <<"mean">>, <<"ci_low">>, <<"ci_high">>, <<"sd">>, <<"cv">>,
      <<"median">>, <<"min">>, <<"p5">>, <<"p25">>, <<"p75">>, <<"p95">>, <<"p99">>, <<"max">>,
      <<"samples_kept">>, <<"sample_method">>,
-     <<"change">>, <<"change_ci_low">>, <<"change_ci_high">>, <<"p_value">>, <<"verdict">>,
+     <<"change">>, <<"change_ci_low">>, <<"change_ci_high">>, <<"p_value">>, <<"detectable">>, <<"verdict">>,
      <<"partial">>, <<"started_at">>].
 
 %% @doc One CSV row per benchmark, header first.
@@ -25,16 +25,26 @@ render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := 
                 #{kept := Kept, method := Method} = Info,
                 [Kind, Name, Group, Metric, Unit, Better,
                  maps:get(n, S, null), maps:get(mean, S, null), CiLo, CiHi,
-                 maps:get(sd, S, null), maps:get(cv, S, null), maps:get(median, S, null),
+                 spread(sd, S), spread(cv, S), maps:get(median, S, null),
                  maps:get(min, S, null), maps:get(p5, S, null), maps:get(p25, S, null),
                  maps:get(p75, S, null), maps:get(p95, S, null), maps:get(p99, S, null),
                  maps:get(max, S, null), Kept, Method,
                  maps:get(change, C, null), ChLo, ChHi,
-                 maps:get(p_value, C, null), maps:get(verdict, C, null),
+                 maps:get(p_value, C, null), detectable(C), maps:get(verdict, C, null),
                  Partial, Started]
             end || B = #{name := Name, group := Group, metric := Metric, unit := Unit,
                          better := Better, sample_info := Info} <- Benchmarks],
     beamlab_format_csv:encode([header() | [[null_undefined(F) || F <- R] || R <- Rows]]).
+
+%% One value has no spread (a sample sd needs two): empty, never `0.0'
+%% (one repetition has no interval either).
+spread(K, #{n := N} = S) when N >= 2 -> maps:get(K, S, null);
+spread(_, _) -> null.
+
+%% What a `~' could have seen (beamlab_stats:compare/3's `detectable');
+%% empty beside any other verdict.
+detectable(#{verdict := no_difference, detectable := D}) when is_number(D) -> D;
+detectable(_) -> null.
 
 interval({Lo, Hi}) -> {Lo, Hi};
 interval(_) -> {null, null}.

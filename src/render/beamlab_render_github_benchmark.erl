@@ -34,7 +34,20 @@ fits(#{better := lower}, smaller) -> true;
 fits(_, _) -> false.
 
 entry(#{name := Name, unit := Unit, value := V} = M) ->
-    E = #{name => Name, unit => Unit, value => V},
+    E0 = #{name => Name, unit => Unit, value => V},
+    E = plain_entry(E0, M),
+    %% the verdict against the baseline, where the document has one
+    case M of
+        #{verdict := Verdict} ->
+            Extra = case E of
+                        #{extra := X} -> [X, ", "];
+                        _ -> []
+                    end,
+            E#{extra => unicode:characters_to_binary([Extra, "vs baseline ", Verdict])};
+        _ -> E
+    end.
+
+plain_entry(#{value := V} = E, M) ->
     case M of
         #{interval := {Lo, Hi}, confidence := C, n := N} ->
             E#{range => range(V, Lo, Hi),

@@ -1,8 +1,9 @@
 %%% @doc Renders a history of runs (`beamlab_result_history') in every
 %%% output format of `beamlab compare': `text' and `markdown' (the runs in
 %%% order, then per benchmark one line per run with its mean and the change
-%%% against the run before, then the significant changes), `csv' (one row
-%%% per benchmark and run, raw numbers) and `json' (the whole history). Pure.
+%%% against the run before, then the significant changes and what a `~'
+%%% between runs with repetitions could have seen), `csv' (one row per
+%%% benchmark and run, raw numbers) and `json' (the whole history). Pure.
 -module(beamlab_render_history).
 
 -export([render/3]).
@@ -18,11 +19,12 @@ render(H, json, _Opts) ->
 render(#{runs := Runs, trends := Trends}, csv, _Opts) ->
     Header = [<<"name">>, <<"unit">>, <<"better">>, <<"run">>, <<"label">>, <<"commit">>, <<"dirty">>,
               <<"started_at">>, <<"n">>, <<"mean">>, <<"ci_low">>, <<"ci_high">>, <<"change">>,
-              <<"change_ci_low">>, <<"change_ci_high">>, <<"p_value">>, <<"verdict">>],
+              <<"change_ci_low">>, <<"change_ci_high">>, <<"p_value">>, <<"detectable">>, <<"verdict">>],
     Rows = [[Name, Unit, Better, I, L, C, D, S, N, M, lo(Ci), hi(Ci)]
              ++ case lists:keyfind(I, 2, [{Ch, To} || Ch = #{to := To} <- Changes]) of
-                    {#{change := X, ci := XCi, p_value := P, verdict := V}, _} -> [X, lo(XCi), hi(XCi), P, V];
-                    false -> [null, null, null, null, null]
+                    {#{change := X, ci := XCi, p_value := P, verdict := V} = Ch, _} ->
+                        [X, lo(XCi), hi(XCi), P, maps:get(detectable, Ch, null), V];
+                    false -> [null, null, null, null, null, null]
                 end
             || #{name := Name, unit := Unit, better := Better, points := Ps, changes := Changes} <- Trends,
                #{run := I, n := N, mean := M, ci := Ci} <- Ps,
@@ -57,13 +59,32 @@ render(H, Format, Opts) ->
     %% is as often a burst of the machine as a change (docs/statistics.md).
     Unconfirmed = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
                                 C = #{verdict := unconfirmed} <- Cs],
+    Detectable = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
+                               C = #{verdict := no_difference, detectable := D} <- Cs, is_number(D)],
+    %% A wall-clock change on an overloaded machine has no verdict; CPU
+    %% time keeps one (bench/aa.sh METRIC="time cpu", docs/statistics.md).
+    Loaded = [{Name, C} || #{name := Name, changes := Cs} <- Trends,
+                           C = #{verdict := inconclusive_load} <- Cs],
     Summary = [Summary0,
                [[io_lib:format("unconfirmed (~b): one run outside the history's range, not the run before it; "
                                "run again: a verdict needs two consecutive runs outside it~n",
                                [length(Unconfirmed)]),
                  [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), pct(X)])
                   || {Name, #{to := To, change := X}} <- Unconfirmed]]
-                || Unconfirmed =/= []]],
+                || Unconfirmed =/= []],
+               %% What a `~' between runs with repetitions could have seen,
+               %% as `compare' says it (#35).
+               [[io_lib:format("no significant difference between separately measured runs; from their own "
+                               "spread, each of these changes is caught 80% of the time only beyond:~n", []),
+                 [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), beamlab_format_units:detectable(D)])
+                  || {Name, #{to := To, detectable := D}} <- Detectable]]
+                || Detectable =/= []],
+               [[io_lib:format("inconclusive (~b): the machine was overloaded and the wall-clock change is "
+                               "not far outside the noise; CPU time keeps its verdict under load: "
+                               "measure with --metric cpu~n", [length(Loaded)]),
+                 [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), pct(X)])
+                  || {Name, #{to := To, change := X}} <- Loaded]]
+                || Loaded =/= []]],
     case Format of
         text ->
             [Intro, beamlab_format_table:render(LegendHead, Legend, #{indent => 2}),

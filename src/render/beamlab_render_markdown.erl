@@ -41,6 +41,12 @@ row(B = #{name := Name}) ->
                      _ -> <<"no interval">>
                  end,
             {Change, Verdict} = case maps:get(comparison, B, #{}) of
+                                    #{change := Ch, verdict := no_difference, detectable := D}
+                                      when is_number(Ch), is_number(D) ->
+                                        %% what this `~' could have seen (#35)
+                                        {list_to_binary(beamlab_format_units:signed_percent(Ch)),
+                                         iolist_to_binary(["no_difference (could have seen ",
+                                                           beamlab_format_units:detectable(D), ")"])};
                                     #{change := Ch, verdict := Vd} when is_number(Ch) ->
                                         {list_to_binary(beamlab_format_units:signed_percent(Ch)),
                                          atom_to_binary(Vd)};

@@ -63,6 +63,11 @@ row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
     {Change, Ci, Verdict} =
         case {G, B} of
             {Base, _} -> {"baseline", "", ""};
+            {_, #{comparison := #{change := C, ci := {CLo, CHi}, verdict := no_difference, detectable := D}}}
+              when is_number(C), is_number(D) ->
+                %% what this `~' could have seen (#35)
+                {pct(C), [pct(CLo), " .. ", pct(CHi)],
+                 ["no_difference (could have seen ", beamlab_format_units:detectable(D), ")"]};
             {_, #{comparison := #{change := C, ci := {CLo, CHi}, verdict := V}}} when is_number(C) ->
                 {pct(C), [pct(CLo), " .. ", pct(CHi)], atom_to_list(V)};
             {_, #{comparison := #{verdict := V}}} -> {"", "", atom_to_list(V)};

@@ -72,6 +72,11 @@ distributions(Result, Opts) ->
 bins(N) ->
     max(3, min(10, ceil(math:log2(N)) + 1)).
 
+verdict(#{comparison := #{verdict := no_difference, change := C, detectable := D}})
+  when is_number(C), is_number(D) ->
+    %% what this `~' could have seen (#35)
+    io_lib:format("no_difference (~ts; could have seen ~ts)",
+                  [beamlab_format_units:signed_percent(C), beamlab_format_units:detectable(D)]);
 verdict(#{comparison := #{verdict := V, change := C}}) when is_number(C) ->
     io_lib:format("~ts (~ts)", [V, beamlab_format_units:signed_percent(C)]);
 verdict(#{comparison := #{verdict := V}}) ->

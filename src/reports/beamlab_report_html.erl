@@ -24,7 +24,9 @@
                       | beamlab_report_assets:error_reason().
 %% `history': the runs are a history (`beamlab_result_history:history/2'
 %% of these runs), drawn in its order with each benchmark's trend.
--type opts() :: #{title => binary(), history => beamlab_result_history:history()}.
+%% `run_noise': the between-run term of the comparison of several runs
+%% (`beamlab_result_compare:compare/2'; its default without it).
+-type opts() :: #{title => binary(), history => beamlab_result_history:history(), run_noise => number()}.
 -type model() :: #{runs := [map()], env := [map()], compare := map() | null, history := map() | null,
                    profiles := [beamlab_report_flame:profile()], diffs := [beamlab_report_flame:diff()]}.
 -export_type([run/0, opts/0, model/0, error_reason/0]).
@@ -117,7 +119,7 @@ model(Runs0, Opts) ->
     %% A history shows its trend, not a comparison against its first run:
     %% that is only computed for a short one (its env table's order).
     Cmp = case length(Runs) > 1 andalso (History =:= null orelse length(Runs) =< ?DETAIL_RUNS) of
-              true -> beamlab_result_compare:compare(Runs);
+              true -> beamlab_result_compare:compare(Runs, maps:with([run_noise], Opts));
               false -> none
           end,
     Profiles = beamlab_report_flame:profiles(Runs),
@@ -165,9 +167,11 @@ history_model(#{order := Order, confidence := Conf, trends := Trends, runs := In
                                                                          started_at := S} <- Infos],
       trends => [#{name => Name, unit => Unit, better => Better,
                    points => [[I - 1, num(M) | ci(Ci)] ++ [N] || #{run := I, mean := M, ci := Ci, n := N} <- Ps],
-                   changes => [#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi), p => num(P),
-                                 verdict => V}
-                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} <- Cs]}
+                   changes => [maps:merge(#{from => F - 1, to => T - 1, change => num(X), ci => pair(XCi),
+                                            p => num(P), verdict => V},
+                                          %% what a `~' between runs with repetitions could have seen
+                                          maps:map(fun(_, D) -> num(D) end, maps:with([detectable], C)))
+                               || #{from := F, to := T, change := X, ci := XCi, p_value := P, verdict := V} = C <- Cs]}
                  || #{name := Name, unit := Unit, better := Better, points := Ps, changes := Cs} <- Trends]}.
 
 ci({Lo, Hi}) -> [num(Lo), num(Hi)];
@@ -183,6 +187,7 @@ run_model(Label, R) ->
     Tele = maps:get(telemetry, R, #{}),
     #{label => Label,
       kind => maps:get(kind, R, null),
+      subject => subject(R),
       partial => maps:get(partial, R, false) =:= true,
       started_at => maps:get(started_at, R, null),
       finished_at => maps:get(finished_at, R, null),
@@ -201,6 +206,14 @@ run_model(Label, R) ->
       doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
       stopped => stopped(R)}.
+
+%% What a watch observed: the watched node, which every chart of the run
+%% names in its title (its benchmarks are the node's measures, not a
+%% workload's); `null' for every other run.
+subject(#{kind := watch, params := #{<<"node">> := Node}}) when is_binary(Node) ->
+    Node;
+subject(_) ->
+    null.
 
 %% With a stopping rule (`--ci'), the line that says what ended the run.
 stopped(#{params := P, extra := X}) when is_map(P), is_map(X) ->
@@ -368,25 +381,49 @@ broker_series(R) ->
 
 %% A benchmark's samples over time, where each sample covers a known
 %% time: a sample of D ms (`run'), one reporting interval (`amqp', whose
-%% broker series share its axis: seconds since the load started).
+%% broker series share its axis: seconds since the load started). An
+%% amqp benchmark says when each interval ended (`interval_end_s'): its
+%% points go there, and a last interval shorter than the others (the run
+%% stopped within it) is left out and counted in `partial', never drawn
+%% as one more whole second.
 sample_series(R, Benchmarks) ->
     Interval = case maps:get(<<"interval">>, maps:get(params, R, #{}), null) of
                    I when is_number(I), I > 0 -> I;
                    _ -> null
                end,
     [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>, unit => Unit,
-       t => [num(K * Step) || K <- lists:seq(1, length(Ys))], y => [num(Y * Scale) || Y <- Ys]}
+       t => Ts, y => [num(Y * Scale) || Y <- lists:sublist(Ys, length(Ts))], partial => Partial}
      || B = #{name := Name, samples := Ys, sample_info := #{method := all}} <- Benchmarks,
         length(Ys) >= 3, not is_repetitions(B),
         Step <- [case maps:get(params, B) of
                      #{<<"sample">> := #{<<"duration_ms">> := D}} when is_number(D) -> D / 1000;
                      _ -> Interval
                  end], Step =/= null,
+        {Ts, Partial} <- [sample_times(B, length(Ys), Step)],
         {Scale, Unit} <- [beamlab_report_views:per_second(B)]].
+
+sample_times(B, N, Step) ->
+    case maps:get(<<"interval_end_s">>, key_bins(maps:get(extra, B, #{})), null) of
+        Ends when is_list(Ends), length(Ends) =:= N ->
+            case lists:all(fun is_number/1, Ends) of
+                false -> {[num(K * Step) || K <- lists:seq(1, N)], 0};
+                true ->
+                    case beamlab_report_views:partial_tail([0 | Ends]) of
+                        true -> {[num(T) || T <- lists:droplast(Ends)], 1};
+                        false -> {[num(T) || T <- Ends], 0}
+                    end
+            end;
+        _ ->
+            {[num(K * Step) || K <- lists:seq(1, N)], 0}
+    end.
 
 %% A doctor's benchmarks hold one value per fresh VM or broker in their
 %% samples and `extra' lists (repetitions, not time): no series over time.
 per_second_series(#{kind := doctor}, _Benchmarks) ->
+    [];
+%% A check's samples are paired rounds, each side in a fresh VM, and its
+%% `extra' holds the base's rounds and the paired interval: no time.
+per_second_series(#{kind := check}, _Benchmarks) ->
     [];
 per_second_series(R, Benchmarks) ->
     bench_series(Benchmarks) ++ sample_series(R, Benchmarks).
@@ -401,7 +438,9 @@ bench_series(Benchmarks) ->
     lists:append(
       [begin
            Name = maps:get(name, B, <<"?">>),
-           Src = maps:merge(key_bins(maps:get(counters, B, #{})), key_bins(maps:get(extra, B, #{}))),
+           %% (an amqp benchmark's `interval_end_s' is its samples' time axis, sample_series/2)
+           Src = maps:remove(<<"interval_end_s">>,
+                             maps:merge(key_bins(maps:get(counters, B, #{})), key_bins(maps:get(extra, B, #{})))),
            case time_axis(Src) of
                {ok, TK, Ts} ->
                    [#{name => <<Name/binary, " ", K/binary>>, source => Name, unit => Unit(K), t => Ts, y => Ys}

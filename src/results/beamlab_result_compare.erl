@@ -387,14 +387,6 @@ change(BaseB, B, Better, #{confidence := Conf, run_noise := Noise}, Ctx) ->
                          end,
                 verdict => Verdict}.
 
-%% The detectable change both ways, `-11%/+12%': `D' is a slowdown on the
-%% log scale, so the speed-up it mirrors is 1/(1 + D) - 1 (never below
-%% -100%, where a "±460%" would go); whole percentages, one decimal below 10%.
-pct_text(D) -> ["-", pct_digits(D / (1 + D)), "/+", pct_digits(D)].
-
-pct_digits(F) when F < 0.1 -> io_lib:format("~.1f%", [100 * F]);
-pct_digits(F) -> io_lib:format("~b%", [round(100 * F)]).
-
 null_if_undefined(undefined) -> null;
 null_if_undefined(V) -> V.
 
@@ -459,7 +451,7 @@ notes(Runs, Rows, Unpaired) ->
        [fmt("no significant difference between separately measured runs; from their own spread, "
             "this comparison catches a change 80% of the time only beyond: ~ts; smaller changes need "
             "an interleaved design (check --against REF, or a matrix of both versions with -n 9)",
-            [lists:join(", ", [[N, " (", L, ") ", pct_text(D)] || {N, L, D} <- Detectable])])
+            [lists:join(", ", [[N, " (", L, ") ", beamlab_format_units:detectable(D)] || {N, L, D} <- Detectable])])
         || Detectable =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],
        [fmt("~b benchmark(s) missing from some runs: ~ts",

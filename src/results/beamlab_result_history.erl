@@ -45,6 +45,9 @@
                     ci := {number(), number()} | null, p_value := number() | null,
                     basis => runs | history | within_run, window => non_neg_integer(),
                     confidence => float(), confirmed_by => pos_integer(),
+                    %% basis runs, verdict no_difference: the smallest
+                    %% slowdown this change would have caught 80% of the time
+                    detectable => float(),
                     verdict := beamlab_result_compare:verdict()}.
 -type trend() :: #{name := binary(), unit := binary(), better := beamlab_result:better(),
                    points := [point()], changes := [change()]}.
@@ -265,7 +268,14 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                           #{test := confirm} -> #{confirmed_by => I0};
                           _ -> #{}
                       end,
-            Confirm#{from => case Basis of
+            Verdict = beamlab_result_compare:qualify(C, FarVerdict, Far),
+            %% What a `~' between two runs with repetitions could have
+            %% seen, as `compare' says it (#35).
+            Detectable = case {Basis, Verdict, maps:get(detectable, C, undefined)} of
+                             {runs, no_difference, D} when is_number(D) -> #{detectable => D};
+                             _ -> #{}
+                         end,
+            (maps:merge(Confirm, Detectable))#{from => case Basis of
                                  history -> element(1, lists:last(Window));
                                  _ -> I0
                              end,
@@ -273,7 +283,7 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                      ci => null_if_undefined(maps:get(ci, C)), p_value => null_if_undefined(maps:get(p_value, C)),
                      basis => Basis, window => case Basis of history -> length(Window); _ -> 1 end,
                      confidence => Conf,
-                     verdict => beamlab_result_compare:qualify(C, FarVerdict, Far)};
+                     verdict => Verdict};
         false -> #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch}
     end.
 

@@ -683,7 +683,10 @@ peer_opts(Opts, Dist) ->
                false -> []
            end,
     Base = #{args => Args,
-             env => [{"ERL_CRASH_DUMP_SECONDS", "0"}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}
+             %% BEAMLAB_TREE: the first beamlab VM, whose CPU a fresh VM's
+             %% load check counts as its own (beamlab_runtime_probe:tree_root/0)
+             env => [{"ERL_CRASH_DUMP_SECONDS", "0"}, {"ERL_EPMD_ADDRESS", "127.0.0.1"},
+                     {"BEAMLAB_TREE", beamlab_runtime_probe:tree_root()}
                      | maps:get(env, Opts, [])],
              wait_boot => maps:get(timeout, Opts, ?START_TIMEOUT),
              exec => exec(Opts, stderr_file())},

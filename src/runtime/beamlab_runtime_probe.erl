@@ -10,7 +10,7 @@
 -module(beamlab_runtime_probe).
 
 -export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
-         tree_cpu_us/2, cpu_snapshot/2, competition/2,
+         tree_cpu_us/2, tree_cpu_us/3, cpu_snapshot/2, cpu_snapshot/3, competition/2, tree_root/0,
          cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1,
          scheduler_migrations/2, migration_rate/4, parse_nr_migrations/1]).
 
@@ -22,7 +22,11 @@
 -type cgroup_stat() :: #{nr_periods := non_neg_integer(), nr_throttled := non_neg_integer(),
                          throttled_usec := non_neg_integer(), usage_usec => non_neg_integer()}.
 %% The machine's busy CPU time and an OS process tree's at one instant.
--type cpu_snapshot() :: #{t_us := integer(), busy_ticks := non_neg_integer(), own_us := non_neg_integer()}.
+%% `t_us' is when the machine's time was read, `tree_t_us' when the tree's
+%% walk ended: the walk reads every process and can take a large part of
+%% a short window on a loaded machine, so each figure has its own clock.
+-type cpu_snapshot() :: #{t_us := integer(), busy_ticks := non_neg_integer(), own_us := non_neg_integer(),
+                          tree_t_us => integer()}.
 %% What ran between two snapshots, in cores (1.0 = one CPU all the time).
 -type competition() :: #{window_ms := non_neg_integer(), machine_cores := float(),
                          own_cores := float(), others_cores := float()}.
@@ -134,20 +138,68 @@ process_cpu_us(Root, Pid) ->
 %% every proc/N/stat; a process gone meanwhile is skipped.
 -spec tree_cpu_us(file:filename(), string()) -> {ok, non_neg_integer()} | {error, enoent}.
 tree_cpu_us(Root, Pid) ->
+    tree_cpu_us(Root, Pid, undefined).
+
+%% @doc {@link tree_cpu_us/2}, plus the CPU time of `Pid''s ancestors up to
+%% and including the process `Upto' (their own time only: not their other
+%% children's, nor those they reaped), when `Upto' is an ancestor of
+%% `Pid' (else, or `undefined', the tree alone): a fresh VM of a `matrix'
+%% or `check' counts the beamlab VM that started it as its own, not as
+%% another process competing for the CPUs.
+-spec tree_cpu_us(file:filename(), string(), string() | undefined) -> {ok, non_neg_integer()} | {error, enoent}.
+tree_cpu_us(Root, Pid, Upto) ->
     Proc = filename:join(Root, "proc"),
     case file:list_dir(Proc) of
         {ok, Names} ->
             Stats = [S || N <- Names, is_digits(list_to_binary(N)),
                           {ok, T} <- [read(filename:join([Proc, N, "stat"]))], S <- parse_stat(T)],
-            Children = lists:foldl(fun({P, PP, _}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
+            Children = lists:foldl(fun({P, PP, _, _}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
                                    #{}, Stats),
-            Ticks = maps:from_list([{P, T} || {P, _, T} <- Stats]),
+            Ticks = maps:from_list([{P, T} || {P, _, T, _} <- Stats]),
+            Parents = maps:from_list([{P, {PP, Self}} || {P, PP, _, Self} <- Stats]),
             case string:to_integer(Pid) of
                 {Me, []} when is_map_key(Me, Ticks) ->
-                    {ok, tree_ticks([Me], Children, Ticks, 0) * (1000000 div ?USER_HZ)};
+                    Above = ancestors_ticks(Me, upto(Upto), Parents),
+                    {ok, (tree_ticks([Me], Children, Ticks, 0) + Above) * (1000000 div ?USER_HZ)};
                 _ -> {error, enoent}
             end;
         {error, _} -> {error, enoent}
+    end.
+
+upto(undefined) -> undefined;
+upto(Upto) ->
+    case string:to_integer(Upto) of
+        {U, []} when U > 1 -> U;
+        _ -> undefined
+    end.
+
+%% The own ticks of the ancestors of `Me' up to `Upto', 0 when `Upto' is
+%% not one of them.
+ancestors_ticks(_Me, undefined, _Parents) -> 0;
+ancestors_ticks(Me, Me, _Parents) -> 0;
+ancestors_ticks(Me, Upto, Parents) -> ancestors_ticks(Me, Upto, Parents, 0, 64).
+
+ancestors_ticks(_P, _Upto, _Parents, _Acc, 0) -> 0;
+ancestors_ticks(P, Upto, Parents, Acc, Left) ->
+    case maps:find(P, Parents) of
+        {ok, {Upto, _}} -> Acc + element(2, maps:get(Upto, Parents, {0, 0}));
+        {ok, {PP, _}} when PP > 1, PP =/= P ->
+            ancestors_ticks(PP, Upto, Parents, Acc + element(2, maps:get(PP, Parents, {0, 0})), Left - 1);
+        _ -> 0
+    end.
+
+%% @doc The OS process whose tree is beamlab's own: `BEAMLAB_TREE' (set by
+%% {@link beamlab_runtime_peer} for the fresh VMs it starts: the first
+%% beamlab VM's process) or this VM's.
+-spec tree_root() -> string().
+tree_root() ->
+    case os:getenv("BEAMLAB_TREE") of
+        false -> os:getpid();
+        "" -> os:getpid();
+        P -> case is_digits(list_to_binary(P)) of
+                 true -> P;
+                 false -> os:getpid()
+             end
     end.
 
 tree_ticks([], _Children, _Ticks, Acc) ->
@@ -157,8 +209,9 @@ tree_ticks([P | Rest], Children, Ticks, Acc) ->
     Kids = [K || K <- maps:get(P, Children, []), K =/= P],
     tree_ticks(Kids ++ Rest, Children, Ticks, Acc + maps:get(P, Ticks, 0)).
 
-%% proc/PID/stat -> [{Pid, PPid, utime + stime + cutime + cstime}], or []
-%% when malformed. The command name (field 2) may hold spaces and ')'.
+%% proc/PID/stat -> [{Pid, PPid, utime + stime + cutime + cstime, utime +
+%% stime}], or [] when malformed. The command name (field 2) may hold
+%% spaces and ')'.
 parse_stat(T) ->
     case {string:split(T, " "), stat_fields(T)} of
         {[PidB, _], {ok, Fields}} ->
@@ -166,7 +219,7 @@ parse_stat(T) ->
                 Int = fun(I) -> binary_to_integer(lists:nth(I, Fields)) end,
                 %% ppid (4) is the 2nd, utime, stime, cutime, cstime
                 %% (14-17) the 12th to 15th
-                [{binary_to_integer(PidB), Int(2), Int(12) + Int(13) + Int(14) + Int(15)}]
+                [{binary_to_integer(PidB), Int(2), Int(12) + Int(13) + Int(14) + Int(15), Int(12) + Int(13)}]
             catch error:_ -> []
             end;
         _ -> []
@@ -185,10 +238,19 @@ stat_fields(T) ->
 %% now: two of them give {@link competition/2}.
 -spec cpu_snapshot(file:filename(), string()) -> {ok, cpu_snapshot()} | {error, enoent}.
 cpu_snapshot(Root, Pid) ->
-    case {cpu_times(Root), tree_cpu_us(Root, Pid)} of
+    cpu_snapshot(Root, Pid, undefined).
+
+%% @doc {@link cpu_snapshot/2} with the tree of {@link tree_cpu_us/3}: the
+%% ancestors up to `Upto' count as the tree's.
+-spec cpu_snapshot(file:filename(), string(), string() | undefined) -> {ok, cpu_snapshot()} | {error, enoent}.
+cpu_snapshot(Root, Pid, Upto) ->
+    Stat = cpu_times(Root),
+    T = erlang:monotonic_time(microsecond),
+    case {Stat, tree_cpu_us(Root, Pid, Upto)} of
         {{ok, Times}, {ok, Own}} ->
             Busy = lists:sum(maps:values(Times)) - maps:get(idle, Times, 0) - maps:get(iowait, Times, 0),
-            {ok, #{t_us => erlang:monotonic_time(microsecond), busy_ticks => Busy, own_us => Own}};
+            {ok, #{t_us => T, busy_ticks => Busy, own_us => Own,
+                   tree_t_us => erlang:monotonic_time(microsecond)}};
         _ ->
             {error, enoent}
     end.
@@ -198,10 +260,13 @@ cpu_snapshot(Root, Pid) ->
 %% below zero: the two clocks tick apart). beamlab's own work, now or in
 %% an earlier run, is never "others", unlike the load average.
 -spec competition(cpu_snapshot(), cpu_snapshot()) -> competition().
-competition(#{t_us := T0, busy_ticks := B0, own_us := O0}, #{t_us := T1, busy_ticks := B1, own_us := O1}) ->
+competition(#{t_us := T0, busy_ticks := B0, own_us := O0} = S0, #{t_us := T1, busy_ticks := B1, own_us := O1} = S1) ->
     Wall = max(1, T1 - T0),
     Machine = max(0, B1 - B0) * (1000000 div ?USER_HZ) / Wall,
-    Own = max(0, O1 - O0) / Wall,
+    %% (the tree's own clock: a walk slowed at one end of the window made
+    %% the machine look idle, 0.9 of 2 CPUs beside a busy loop)
+    TreeWall = max(1, maps:get(tree_t_us, S1, T1) - maps:get(tree_t_us, S0, T0)),
+    Own = max(0, O1 - O0) / TreeWall,
     #{window_ms => Wall div 1000, machine_cores => Machine, own_cores => Own,
       others_cores => max(0.0, Machine - Own)}.
 

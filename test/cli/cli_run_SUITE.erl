@@ -12,7 +12,7 @@ all() ->
     [bare_form, run_subcommand, single_sample, json_output, extended_report, timed_mode,
      squeeze_mode, hooks_positional, hooks_all_defaults, labels_and_baseline, stopping_rule,
      verbose_telemetry, code_path_pa, slow_runner_note, failing_runner_keeps_others, bad_inputs, help_run,
-     save_result, ctrl_c_partial, metric_cpu, load_competitors, load_own_previous_run].
+     save_result, ctrl_c_partial, metric_cpu, load_competitors, load_one_competitor, load_own_previous_run].
 
 suite() ->
     [{timetrap, {seconds, 120}}].
@@ -319,6 +319,31 @@ load_competitors(_) ->
             {skip, "competition is measured from /proc (Linux)"}
     end.
 
+%% One CPU-bound process beside a run on every core (#35): others use
+%% less than half the CPUs (a third of them with three runnable threads
+%% on two cores), but the machine was busy, so they took CPU time from
+%% the measurement (bench/load_detector.sh: 15-25% slower): load_high.
+load_one_competitor(_) ->
+    case os:type() of
+        {unix, linux} ->
+            Loop = open_port({spawn_executable, "/bin/sh"}, [{args, ["-c", "while :; do :; done"]}, exit_status]),
+            try
+                #{code := 0, out := Out} = cli(["lists:seq(1, 100).", "-c", integer_to_list(cores()),
+                                                "-d", "200", "-s", "3", "--format", "json"]),
+                Doc = json(Out),
+                ct:log("~p~n~p", [maps:get(findings, Doc), maps:get(<<"competition">>, maps:get(extra, Doc))]),
+                [#{<<"others_cores">> := O, <<"cores">> := C}] = load_high(Doc),
+                #{others_min := M} = beamlab_engine_checks:thresholds(),
+                ?assert(O >= M * C),
+                %% what was measured is kept, finding or not
+                #{<<"others_cores">> := O} = maps:get(<<"competition">>, maps:get(extra, Doc))
+            after
+                stop_loop(Loop)
+            end;
+        _ ->
+            {skip, "competition is measured from /proc (Linux)"}
+    end.
+
 stop_loop(Port) ->
     {os_pid, Pid} = erlang:port_info(Port, os_pid),
     _ = os:cmd("kill -KILL " ++ integer_to_list(Pid)),
@@ -338,9 +363,12 @@ load_own_previous_run(_) ->
             Doc = json(Out),
             ct:log("others ~.2f of ~b CPUs; load ~p~n~p", [Others, cores(), beamlab_runtime_probe:load1(),
                                                          maps:get(findings, Doc)]),
+            %% (the test's window is the whole command, VM start
+            %% included: others seen in the run's part of it are diluted)
+            #{others_min := M} = beamlab_engine_checks:thresholds(),
             case load_high(Doc) of
                 [] -> ok;
-                [_] -> ?assert(Others >= 0.25 * cores())
+                [_] -> ?assert(Others >= 0.5 * M * cores())
             end;
         _ ->
             {skip, "competition is measured from /proc (Linux)"}

@@ -214,7 +214,20 @@ compare_formats(Config) ->
     ?assertNotEqual(nomatch, binary:match(SameMd, <<"check --against REF, or a matrix of both versions with -n 9">>)),
     #{out := SameJson} = cli(["compare", file(Config, "suite-a"), file(Config, "suite-a"), "--format", "json"]),
     {ok, #{<<"rows">> := [#{<<"cells">> := [_, #{<<"detectable">> := D}]} | _]}} = beamlab_json:decode(SameJson),
-    ?assert(is_number(D) andalso D > 0).
+    ?assert(is_number(D) andalso D > 0),
+    %% ... and in the CSV: a `detectable' column before the verdict, the
+    %% same fraction; --run-noise 0 (the repetitions' spread alone) sees
+    %% smaller changes.
+    Detectable = fun(Extra) ->
+                         #{code := 0, out := C} = cli(["compare", file(Config, "suite-a"), file(Config, "suite-a"),
+                                                       "--format", "csv" | Extra]),
+                         {ok, [H, R | _]} = beamlab_csv_decoder:decode(C),
+                         ?assertEqual([<<"detectable">>, <<"verdict">>], lists:nthtail(length(H) - 2, H)),
+                         [V, <<"no_difference">>] = lists:nthtail(length(R) - 2, R),
+                         binary_to_float(V)
+                 end,
+    ?assert(abs(Detectable([]) - D) < 1.0e-9),
+    ?assert(Detectable(["--run-noise", "0"]) < D).
 
 compare_three_runs(Config) ->
     #{code := 0, out := Out} = cli(["compare", file(Config, "bench-a"), file(Config, "bench-b"),
@@ -295,7 +308,23 @@ report_bad_inputs(Config) ->
     Blocked = filename:join(file(Config, "bench-a"), "r.html"),
     R3 = #{code := 2, err := E3} = cli(["report", file(Config, "bench-a"), "-o", Blocked]),
     beamlab_test_util:assert_one_line_error(R3),
-    ?assertNotEqual(nomatch, binary:match(E3, <<"is a file, not a directory">>)).
+    ?assertNotEqual(nomatch, binary:match(E3, <<"is a file, not a directory">>)),
+    %% --run-noise, as compare takes it (#35): a percentage below 100.
+    [begin
+         R = #{code := 2, err := E} = cli([Cmd, file(Config, "suite-a"), file(Config, "suite-a"), "--run-noise", V]),
+         beamlab_test_util:assert_one_line_error(R),
+         ?assertNotEqual(nomatch, binary:match(E, <<"--run-noise must be a percentage from 0 to below 100">>))
+     end || Cmd <- ["compare", "report"], V <- ["100", "-1"]],
+    %% and it judges the report's comparison: another term, another note
+    Page = fun(Noise) ->
+                   Html = filename:join(?config(dir, Config), "noise-" ++ Noise ++ ".html"),
+                   #{code := 0} = cli(["report", file(Config, "suite-a"), file(Config, "suite-a"),
+                                       "--run-noise", Noise, "-o", Html]),
+                   {ok, P} = file:read_file(Html),
+                   {match, [Note]} = re:run(P, <<"catches a change 80% of the time only beyond: ([^;]*);">>, [{capture, all_but_first, binary}]),
+                   Note
+           end,
+    ?assertNotEqual(Page("0"), Page("20")).
 
 %% Real runs -----------------------------------------------------------------
 

@@ -87,7 +87,43 @@ unconfirmed_test() ->
     {ok, #{<<"trends">> := [#{<<"changes">> := Cs}]}} = beamlab_json:decode(beamlab_render_history:render(H1, json, #{})),
     ?assertMatch(#{<<"verdict">> := <<"unconfirmed">>, <<"confirmed_by">> := 6, <<"basis">> := <<"history">>},
                  lists:last(Cs)),
+    %% #35: the newest run on an overloaded machine: inconclusive, and
+    %% the summary points to the measure that keeps a verdict under load
+    %% (none of it on a quiet machine, above)
+    ?assertEqual(nomatch, re:run(T1, <<"--metric cpu">>)),
+    {L7, D7} = Single(7, 150),
+    Loaded = beamlab_result:add_findings(D7, [beamlab_result:finding(machine_overloaded, warning, <<"t">>,
+                                                                     <<"e">>, <<"a">>, #{})]),
+    {ok, HL} = beamlab_result_history:history(Same ++ [{L7, Loaded}], #{}),
+    TL = iolist_to_binary(beamlab_render_history:render(HL, text, #{})),
+    ?assertMatch({match, _}, re:run(TL, <<"7 +7 .* inconclusive: overloaded">>)),
+    ?assertMatch({match, _}, re:run(TL, <<"inconclusive \\(1\\): the machine was overloaded and the wall-clock "
+                                         "change is not far outside the noise; CPU time keeps its verdict under "
+                                         "load: measure with --metric cpu\\n  b: 7 \\+">>)),
     {ok, H2} = beamlab_result_history:history(Same ++ [Single(7, 150), Single(8, 150)], #{}),
     T2 = iolist_to_binary(beamlab_render_history:render(H2, text, #{})),
     ?assertMatch({match, _}, re:run(T2, <<"8 +8 .*\\+[0-9.]+% vs #1-#6 with #7 .* SLOWER">>)),
     ?assertMatch({match, _}, re:run(T2, <<"significant changes \\(1\\):\\n  b: 1 -> 8 \\+">>)).
+
+%% #35: a `~' between runs with repetitions says what it could have seen,
+%% in every format of a history (and the report's model), as compare does.
+detectable_test() ->
+    {ok, H} = beamlab_result_history:history([run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100),
+                                              run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 100)], #{}),
+    #{trends := [#{changes := [#{verdict := no_difference, detectable := D}]}]} = H,
+    ?assert(D > 0 andalso D < 1),
+    Both = list_to_binary(beamlab_format_units:detectable(D)),
+    [?assertNotEqual(nomatch, binary:match(iolist_to_binary(beamlab_render_history:render(H, F, #{})),
+                                           <<"caught 80% of the time only beyond:\n  b: b ", Both/binary>>))
+     || F <- [text, markdown]],
+    {ok, [Header | Rows]} = beamlab_csv_decoder:decode(beamlab_render_history:render(H, csv, #{})),
+    ?assertEqual([<<"detectable">>, <<"verdict">>], lists:nthtail(length(Header) - 2, Header)),
+    [_, Last] = Rows,
+    [Csv, <<"no_difference">>] = lists:nthtail(length(Last) - 2, Last),
+    ?assert(abs(binary_to_float(Csv) - D) < 1.0e-9),
+    #{history := #{trends := [#{changes := [#{detectable := M}]}]}} =
+        beamlab_report_html:model([run(<<"a">>, <<"2026-01-01T00:00:00Z">>, 100),
+                                   run(<<"b">>, <<"2026-01-02T00:00:00Z">>, 100)], #{history => H}),
+    ?assert(abs(M - D) < 1.0e-6),
+    %% a verdict carries none
+    ?assertEqual([], [C || #{changes := Cs} <- maps:get(trends, history()), C <- Cs, is_map_key(detectable, C)]).

@@ -10,7 +10,9 @@
 %% text, Markdown, CSV and JSON, and the report page's model (its
 %% benchmarks, matrix cells, comparison and history trend); runs with a
 %% load finding (the load-aware verdicts, #35) as well as quiet ones. No
-%% CSV has a `±' column: intervals are their low and high bounds.
+%% CSV has a `±' column: intervals are their low and high bounds; one
+%% value has no sd or cv (empty); a `~' between runs says what it could
+%% have seen (`detectable') in text, Markdown and CSV alike.
 %%
 %% Real saved results too (test/fixtures/results: run with 1, 2 and 5
 %% samples, suite, a ping_pong sweep, matrix -n 1 and -n 3, check, amqp,
@@ -72,7 +74,7 @@ prop_no_impossible_comparison() ->
                 Runs = [{iolist_to_binary(["r", integer_to_list(I)]), D#{started_at := started(I)}}
                         || {I, D} <- lists:zip(lists:seq(1, 4), Docs)],
                 Outputs = compare_outputs(Runs),
-                Bad = [{F, Why} || {F, Out} <- Outputs, Why <- problems(F, Out)],
+                Bad = [{F, Why} || {F, Out} <- Outputs, Why <- problems(F, Out)] ++ detectable_problems(Runs),
                 ?WHENFAIL(io:format("~p~n", [Bad]), Bad =:= [])
             end).
 
@@ -166,6 +168,40 @@ runs_outputs(Runs) ->
         ++ [{report_model, beamlab_json:encode(beamlab_report_html:model(Runs))},
             {report_model, beamlab_json:encode(beamlab_report_html:model(Runs, #{history => H}))}].
 
+%% #35: every `~' between runs that could have seen something says so in
+%% every format that prints it: the comparison's and the history's
+%% `detectable' in text and Markdown (both ways) and in the CSV.
+detectable_problems(Runs) ->
+    {ok, Cmp} = beamlab_result_compare:compare(Runs),
+    {ok, H} = beamlab_result_history:history(Runs, #{}),
+    Shown = fun(Out, D) -> binary:match(unicode:characters_to_binary(Out),
+                                        list_to_binary(beamlab_format_units:detectable(D))) =/= nomatch end,
+    InCsv = fun(Out, D) ->
+                    {ok, [Header | Rows]} = beamlab_csv_decoder:decode(iolist_to_binary(Out)),
+                    lists:any(fun(Row) -> lists:any(fun({<<"detectable">>, V}) ->
+                                                            is_number(field_number(V))
+                                                                andalso abs(field_number(V) - D) =< 1.0e-9 * D;
+                                                       (_) -> false
+                                                    end, lists:zip(Header, Row))
+                              end, Rows)
+            end,
+    [{compare_detectable_not_shown, F, D}
+     || #{cells := Cs} <- maps:get(rows, Cmp), #{verdict := no_difference, detectable := D} <- Cs, is_number(D),
+        {F, Out} <- [{text, beamlab_render_compare:render(Cmp, text)},
+                     {markdown, beamlab_render_compare:render(Cmp, markdown)}],
+        not Shown(Out, D)]
+        ++ [{compare_detectable_not_in_csv, D}
+            || #{cells := Cs} <- maps:get(rows, Cmp), #{verdict := no_difference, detectable := D} <- Cs, is_number(D),
+               not InCsv(beamlab_render_compare:render(Cmp, csv), D)]
+        ++ [{history_detectable_not_shown, F, D}
+            || #{changes := Cs} <- maps:get(trends, H), #{verdict := no_difference, detectable := D} <- Cs,
+               {F, Out} <- [{text, beamlab_render_history:render(H, text, #{})},
+                            {markdown, beamlab_render_history:render(H, markdown, #{})}],
+               not Shown(Out, D)]
+        ++ [{history_detectable_not_in_csv, D}
+            || #{changes := Cs} <- maps:get(trends, H), #{verdict := no_difference, detectable := D} <- Cs,
+               not InCsv(beamlab_render_history:render(H, csv, #{}), D)].
+
 %%--------------------------------------------------------------------
 %% Checks: every sample is positive, so nothing may go below zero.
 
@@ -207,7 +243,19 @@ format_problems(csv, Bin) ->
                                    re:run(H, <<"±|\\+-|\\+/-"/utf8>>, [unicode]) =/= nomatch]
     ++ [{csv_below_zero, Col, V} || Row <- Rows, Col <- [<<"ci_low">>, <<"change_ci_low">>, <<"CI low">>],
                                  I <- [Idx(Col)], I > 0, V <- [field_number(lists:nth(I, Row))], is_number(V),
-                                 V < limit(Col)];
+                                 V < limit(Col)]
+    %% One value has no spread: its sd and cv are empty, never 0.0.
+    ++ [{csv_spread_from_one, Row} || Idx(<<"sd">>) > 0, Row <- Rows,
+                                      field_number(lists:nth(Idx(<<"n">>), Row)) =:= 1,
+                                      lists:nth(Idx(<<"sd">>), Row) =/= <<>>
+                                          orelse lists:nth(Idx(<<"cv">>), Row) =/= <<>>]
+    %% What a `~' could have seen: a positive fraction beside `no_difference'
+    %% only (#35; the verdict follows it).
+    ++ [{csv_detectable, Row} || Row <- Rows, {I, <<"detectable">>} <- lists:zip(lists:seq(1, length(Header)), Header),
+                                 D <- [lists:nth(I, Row)], D =/= <<>>,
+                                 not (is_number(field_number(D)) andalso field_number(D) > 0
+                                      andalso lists:nth(I + 1, Header) =:= <<"verdict">>
+                                      andalso lists:nth(I + 1, Row) =:= <<"no_difference">>)];
 format_problems(github, Bin) ->
     {ok, Entries} = beamlab_json:decode(Bin),
     [{github, E} || E <- Entries,

@@ -67,3 +67,57 @@ per_second_repetitions_test() ->
     Rep = B#{extra := #{inner_benchmark => <<"message_load">>, series => Series}},
     #{runs := [#{series := M3}]} = beamlab_report_html:model([{<<"a">>, beamlab_result:add_benchmarks(telemetry_doc(#{}), [Rep])}]),
     ?assertEqual([], M3).
+
+%% #35: a check's samples are paired rounds in fresh VMs and its `extra'
+%% the base's rounds and the paired interval: nothing of it is drawn over
+%% seconds (it was: `work (time) base' and `paired.ci' against 1..8 s).
+check_rounds_are_not_time_test() ->
+    B = beamlab_result:benchmark(<<"work (time)">>, [2000.0, 2100.0, 1900.0, 2050.0],
+                                 #{group => <<"work">>, metric => time, unit => ns, better => lower,
+                                   extra => #{base => [1000.0, 1100.0, 900.0, 1050.0],
+                                              paired => #{ci => [0.8, 1.2], change => 1.0}}}),
+    Check = beamlab_result:add_benchmarks(beamlab_result:new(check, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}), [B]),
+    #{runs := [#{series := Series}]} = beamlab_report_html:model([{<<"a">>, Check}]),
+    ?assertEqual([], Series),
+    %% The same benchmark in a bench document is drawn (the list of per-second values).
+    Bench = beamlab_result:add_benchmarks(telemetry_doc(#{}), [B]),
+    #{runs := [#{series := BenchSeries}]} = beamlab_report_html:model([{<<"a">>, Bench}]),
+    ?assertNotEqual([], BenchSeries).
+
+%% #35: a watch's run names the node it watched (every chart's title says
+%% it); other runs name none.
+watch_subject_test() ->
+    W = beamlab_result:new(watch, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                    params => #{node => <<"app@host">>}}),
+    #{runs := [#{subject := <<"app@host">>}]} = beamlab_report_html:model([{<<"w">>, W}]),
+    %% (as saved and loaded: binary keys)
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(W))),
+    {ok, Loaded} = beamlab_result:from_json(Json),
+    #{runs := [#{subject := <<"app@host">>}]} = beamlab_report_html:model([{<<"w">>, Loaded}]),
+    #{runs := [#{subject := null}]} = beamlab_report_html:model([{<<"b">>, telemetry_doc(#{})}]).
+
+%% #35: an amqp run's samples at the ends of their intervals; a last
+%% interval shorter than the others (the run stopped 0.5 s into it) is
+%% left out and counted, never drawn as one more whole second.
+amqp_interval_ends_test() ->
+    Doc = fun(Ends) ->
+                  Extra = case Ends of none -> #{}; _ -> #{interval_end_s => Ends} end,
+                  B = beamlab_result:benchmark(<<"sent">>, [500.0, 1000.0, 1500.0, 4000.0],
+                                               #{group => <<"amqp">>, metric => throughput, unit => 'msg/s',
+                                                 better => higher, extra => Extra}),
+                  D = beamlab_result:new(amqp, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                                 params => #{interval => 1}}),
+                  beamlab_result:add_benchmarks(D, [B])
+          end,
+    Sent = fun(D) ->
+                   #{runs := [#{series := Series}]} = beamlab_report_html:model([{<<"a">>, D}]),
+                   [{T, Y, P}] = [{T, Y, P} || #{name := <<"sent (msg/s)">>, t := T, y := Y, partial := P} <- Series],
+                   {T, Y, P}
+           end,
+    ?assertEqual({[1.02, 2.01, 3.0], [500.0, 1000.0, 1500.0], 1}, Sent(Doc([1.02, 2.01, 3.0, 3.5]))),
+    ?assertEqual({[1.02, 2.01, 3.0, 4.01], [500.0, 1000.0, 1500.0, 4000.0], 0}, Sent(Doc([1.02, 2.01, 3.0, 4.01]))),
+    %% (older documents: one interval per sample)
+    ?assertEqual({[1, 2, 3, 4], [500.0, 1000.0, 1500.0, 4000.0], 0}, Sent(Doc(none))),
+    %% The ends are the samples' time axis, not a series of their own.
+    #{runs := [#{series := All}]} = beamlab_report_html:model([{<<"a">>, Doc([1.02, 2.01, 3.0, 3.5])}]),
+    ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]).

@@ -159,11 +159,14 @@ three_runs_and_table_test() ->
     {ok, Cmp} = beamlab_result_compare:compare(Runs),
     {Header, [Row]} = beamlab_render_compare:rows(Cmp),
     ?assertEqual(length(Header), length(Row)),
-    ?assertEqual(2 + 3 * 4 + 2 * 5, length(Header)),
+    ?assertEqual(2 + 3 * 4 + 2 * 6, length(Header)),
     ?assert(lists:member(<<"B vs A">>, Header)),
     ?assert(lists:member(<<"C vs A">>, Header)),
     ?assertEqual([<<"A mean">>, <<"A CI low">>, <<"A CI high">>, <<"A n">>], lists:sublist(Header, 3, 4)),
-    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(19, Row), lists:nth(24, Row)]),
+    %% the verdict stays each later run's last column (after `detectable')
+    ?assertEqual([<<"slower">>, <<"faster">>], [lists:nth(20, Row), lists:nth(26, Row)]),
+    ?assertEqual([<<"detectable">>, <<"verdict">>], lists:sublist(Header, 19, 2)),
+    ?assertEqual(null, lists:nth(19, Row)),
     %% Each run's interval as its two bounds (never a symmetric +-%): on the
     %% log scale it reaches further above the mean than below, never below 0.
     [MeanA, LoA, HiA, _] = lists:sublist(Row, 3, 4),
@@ -173,7 +176,7 @@ three_runs_and_table_test() ->
     [Change, Lo, Hi] = lists:sublist(Row, 15, 3),
     ?assert(Lo < Change andalso Change < Hi andalso abs(Change - 0.3) < 1.0e-9),
     %% The C side: its interval never reaches below -100%.
-    [ChangeC, LoC, _] = lists:sublist(Row, 20, 3),
+    [ChangeC, LoC, _] = lists:sublist(Row, 21, 3),
     ?assert(LoC > -1.0 andalso abs(ChangeC + 0.3) < 1.0e-9).
 
 needs_two_runs_test() ->
@@ -235,3 +238,25 @@ detectable_test() ->
     {ok, #{rows := SRows}} = beamlab_result_compare:compare([{<<"a">>, result([bench(<<"same">>, Noisy)], #{}, bench)},
                                                              {<<"b">>, result([bench(<<"same">>, Noisy)], #{}, bench)}]),
     ?assertEqual([], [C || #{cells := Cs} <- SRows, C <- Cs, is_map_key(detectable, C)]).
+
+%% #35: every format that prints the `~' says what it could have seen: the
+%% CSV's `detectable' column (the fraction, before the verdict, which stays
+%% the last column), the text and Markdown notes (both ways), JSON's cell.
+detectable_in_every_format_test() ->
+    Noisy = [100.0, 108.0, 93.0, 104.0, 97.0],
+    A = result([bench(<<"same">>, Noisy)]),
+    B = result([bench(<<"same">>, [X * 1.01 || X <- Noisy])]),
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"a">>, A}, {<<"b">>, B}]),
+    [#{cells := [_, #{detectable := D}]}] = maps:get(rows, Cmp),
+    Text = beamlab_format_units:detectable(D),
+    ?assertEqual(lists:flatten(io_lib:format("-~b%/+~b%", [round(100 * D / (1 + D)), round(100 * D)])), Text),
+    {ok, [Header, Row]} = beamlab_csv_decoder:decode(iolist_to_binary(beamlab_render_compare:render(Cmp, csv))),
+    #{<<"detectable">> := Csv} = maps:from_list(lists:zip(Header, Row)),
+    ?assert(abs(binary_to_float(Csv) - D) < 1.0e-9),
+    ?assertEqual(<<"no_difference">>, lists:last(Row)),
+    [?assertNotEqual(nomatch, binary:match(iolist_to_binary(beamlab_render_compare:render(Cmp, F)),
+                                           list_to_binary(Text)))
+     || F <- [text, markdown]],
+    {ok, #{<<"rows">> := [#{<<"cells">> := [_, #{<<"detectable">> := J}]}]}} =
+        beamlab_json:decode(beamlab_render_compare:render(Cmp, json)),
+    ?assert(abs(J - D) < 1.0e-9).

@@ -32,6 +32,36 @@ tree_cpu_test() ->
     {ok, #{busy_ticks := 1500, own_us := 6600000}} = beamlab_runtime_probe:cpu_snapshot(Root, "100"),
     ?assertEqual({error, enoent}, beamlab_runtime_probe:cpu_snapshot(Root, "4242")).
 
+%% A fresh VM (102) started by a beamlab VM (100, BEAMLAB_TREE): the
+%% ancestors up to it count as its own, their own time only (not the
+%% fresh VM reaped before, 101's cutime, nor 100's cutime); an `Upto'
+%% that is no ancestor (200, a sibling of 100) or none adds nothing.
+tree_upto_test() ->
+    Root = fake_proc(),
+    %% 102's 300 ticks + 101's own 1 + 100's own 150
+    ?assertEqual({ok, 4510000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", "100")),
+    ?assertEqual({ok, 3010000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", "101")),
+    ?assertEqual({ok, 3000000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", "200")),
+    ?assertEqual({ok, 3000000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", "102")),
+    ?assertEqual({ok, 3000000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", undefined)),
+    ?assertEqual({ok, 6600000}, beamlab_runtime_probe:tree_cpu_us(Root, "100", "100")),
+    {ok, #{own_us := 4510000}} = beamlab_runtime_probe:cpu_snapshot(Root, "102", "100"),
+    %% BEAMLAB_TREE unset or not a pid: this VM's own tree
+    Old = os:getenv("BEAMLAB_TREE"),
+    try
+        os:unsetenv("BEAMLAB_TREE"),
+        ?assertEqual(os:getpid(), beamlab_runtime_probe:tree_root()),
+        os:putenv("BEAMLAB_TREE", "12x"),
+        ?assertEqual(os:getpid(), beamlab_runtime_probe:tree_root()),
+        os:putenv("BEAMLAB_TREE", "4242"),
+        ?assertEqual("4242", beamlab_runtime_probe:tree_root())
+    after
+        case Old of
+            false -> os:unsetenv("BEAMLAB_TREE");
+            _ -> os:putenv("BEAMLAB_TREE", Old)
+        end
+    end.
+
 %% Others = the machine's busy time minus the tree's, in cores.
 competition_test() ->
     S0 = #{t_us => 0, busy_ticks => 1000, own_us => 0},
@@ -39,7 +69,14 @@ competition_test() ->
                  beamlab_runtime_probe:competition(S0, #{t_us => 1000000, busy_ticks => 1200, own_us => 500000})),
     %% the two clocks tick apart: never below zero
     ?assertMatch(#{others_cores := 0.0, own_cores := 1.0},
-                 beamlab_runtime_probe:competition(S0, #{t_us => 1000000, busy_ticks => 1090, own_us => 1000000})).
+                 beamlab_runtime_probe:competition(S0, #{t_us => 1000000, busy_ticks => 1090, own_us => 1000000})),
+    %% each figure over its own clock: the machine's from its /proc/stat
+    %% reads, the tree's from its walks (a walk that ended 0.6 s after the
+    %% machine's read made a busy machine look idle)
+    T0 = S0#{tree_t_us => 50000},
+    ?assertEqual(#{window_ms => 1000, machine_cores => 2.0, own_cores => 1.0, others_cores => 1.0},
+                 beamlab_runtime_probe:competition(T0, #{t_us => 1000000, busy_ticks => 1200, own_us => 1600000,
+                                                         tree_t_us => 1650000})).
 
 %% The real machine: this VM is in its own tree, and burning CPU here
 %% shows as its own time, not others'.

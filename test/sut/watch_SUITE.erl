@@ -223,7 +223,13 @@ page(#{html := Html, doc := Doc}, Finding) ->
             ?assertEqual(nomatch, binary:match(Drawn, <<"higher is better">>)),
             %% #35: reductions are a rate with what it counts, never "1/s"
             ?assertEqual(nomatch, binary:match(Drawn, <<"1/s">>)),
-            ?assertMatch({match, _}, re:run(Drawn, <<"<figcaption>Reductions \\(reductions/s\\)</figcaption>.*?"
+            %% #35: every title names the node watched (its measures are
+            %% the node's, not a workload's)
+            #{<<"params">> := #{<<"node">> := Watched}} = Doc,
+            {match, Caps} = re:run(Drawn, <<"<figcaption>([^<]*)</figcaption>">>, [global, {capture, all_but_first, binary}]),
+            ?assert(length(Caps) >= 8),
+            [?assertNotEqual(nomatch, string:prefix(C, <<Watched/binary, ": ">>), C) || [C] <- Caps],
+            ?assertMatch({match, _}, re:run(Drawn, <<"<figcaption>", Watched/binary, ": Reductions \\(reductions/s\\)</figcaption>.*?"
                                                      "class=\"label y-label\"[^>]*>reductions/s</text>">>, [dotall])),
             [_, Procs] = binary:split(Dom, <<"<section id=\"processes\"">>),
             #{<<"data">> := #{<<"from_ms">> := From, <<"last_ms">> := Last}} = Finding,

@@ -27,11 +27,7 @@ options() ->
                                         "(default 95 between runs with repetitions, judged with --run-noise; "
                                         "99 for a matrix's configurations, a history of single runs and "
                                         "single runs' within-run intervals)"},
-            #{name => run_noise, long => "run-noise", type => number, metavar => "PCT",
-              help => "machine-specific: the sd of a run's level from run to run, in percent, added on "
-                      "each side when two runs with repetitions are compared (default 2.5, chosen on "
-                      "beamlab's quiet 2-core machine; bench/aa_components.escript measures yours; 0: "
-                      "the repetitions' spread alone)"}
+            beamlab_cli_runs:run_noise_option()
             | beamlab_cli_runs:history_options()].
 
 %% @doc Examples for `beamlab help compare'.
@@ -67,10 +63,9 @@ run(Parsed = #{args := Args}) ->
                         beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
                     #{confidence => Conf}
             end,
-    Noise = case beamlab_cli_args:get(run_noise, Parsed) of
+    Noise = case beamlab_cli_runs:run_noise(Parsed) of
                 undefined -> beamlab_result_compare:run_noise();
-                N when N >= 0, N < 100 -> N / 100;
-                _ -> beamlab_cli_error:usage("--run-noise must be a percentage from 0 to below 100", [])
+                N -> N
             end,
     {Runs, Matrix} = runs(Files),
     Judge = Level#{run_noise => Noise, interleaved => Matrix},

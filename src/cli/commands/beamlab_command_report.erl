@@ -21,7 +21,8 @@ options() ->
                                   ", or " ?DEFAULT_OUT_2 "... when it exists; a FILE you name "
                                   "is replaced)"},
      #{name => title, long => "title", type => string, metavar => "TEXT",
-       help => "page title (default: the run names)"}
+       help => "page title (default: the run names)"},
+     beamlab_cli_runs:run_noise_option()
      | beamlab_cli_runs:history_options()].
 
 %% @doc Examples for `beamlab help report'.
@@ -39,7 +40,8 @@ usage() ->
     "Examples:\n"
     "  beamlab report beamlab-results/*.json -o report.html\n"
     "  beamlab report before.json after.json --title 'OTP 25 vs 26'\n"
-    "  beamlab report bench-history/ -o trend.html\n".
+    "  beamlab report bench-history/ -o trend.html\n"
+    "  beamlab report suite-a.json suite-b.json --run-noise 4\n".
 
 %% @doc The runs read and the page written (`-o').
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()],
@@ -56,9 +58,13 @@ run(Parsed = #{args := Args}) ->
     Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
     Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
+    Noise = case beamlab_cli_runs:run_noise(Parsed) of
+                undefined -> #{};
+                N -> #{run_noise => N}
+            end,
     Titled = case beamlab_cli_args:get(title, Parsed) of
-                 undefined -> #{};
-                 T -> #{title => unicode:characters_to_binary(T)}
+                 undefined -> Noise;
+                 T -> Noise#{title => unicode:characters_to_binary(T)}
              end,
     {Runs, Opts} =
         case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Files) > 1 of
@@ -109,7 +115,7 @@ run(Parsed = #{args := Args}) ->
           {[beamlab_result_history:run()], beamlab_report_html:opts()}.
 history_runs(Files, Titled, Order) ->
     Summaries = beamlab_cli_runs:load_runs(Files, fun beamlab_result_history:summary/1),
-    H = beamlab_cli_runs:history(Summaries, #{order => Order}),
+    H = beamlab_cli_runs:history(Summaries, maps:merge(maps:with([run_noise], Titled), #{order => Order})),
     Ordered = [L || #{label := L} <- maps:get(runs, H)],
     Shown = maps:from_list([{L, true} || L <- lists:nthtail(max(0, length(Ordered) - beamlab_report_html:detail_runs()),
                                                             Ordered)]),
