@@ -560,6 +560,22 @@ both_sides_are_reached_test() ->
     ?assertEqual({refused, "nothing to run: -x 0 and -y 0 (give producers, consumers or --closed-loop)"},
                  api(amqp, [pair(amqp, producers, 0), pair(amqp, consumers, 0)])).
 
+%% Once, under load, the property saw the command line refuse `-A 1000
+%% -q 200' where the library accepted it: drawn here directly, in both
+%% orders, with a prefetch the multi-ack fits in and an unlimited one.
+multi_ack_over_prefetch_test() ->
+    Over = [pair(amqp, prefetch, 200), pair(amqp, multi_ack, 1000)],
+    Line = "-A 1000 must be less than or equal to -q 200 (the consumer would wait forever for more messages)",
+    ?assertEqual({refused, Line}, cli(amqp, Over)),
+    ?assertEqual({refused, Line}, api(amqp, Over)),
+    ?assertEqual({refused, Line}, cli(amqp, lists:reverse(Over))),
+    ?assertEqual({refused, Line}, api(amqp, lists:reverse(Over))),
+    [begin
+         ?assertEqual(accepted, cli(amqp, Fits)),
+         ?assertEqual(accepted, api(amqp, Fits))
+     end || Fits <- [[pair(amqp, prefetch, 1000), pair(amqp, multi_ack, 1000)],
+                     [pair(amqp, prefetch, 0), pair(amqp, multi_ack, 1000)]]].
+
 %% A flag in seconds and its key in milliseconds: the same line.
 seconds_and_milliseconds_test() ->
     Over = [pair(watch, duration, 4294967001)],

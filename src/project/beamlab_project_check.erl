@@ -60,7 +60,8 @@
                       | {tmp_dir, term()}
                       | {logs_dir, file:filename(), term()}
                       | {side, base | head, binary()}
-                      | {normalize, file:filename(), file:posix() | badarg | terminated}.
+                      | {normalize, file:filename(), file:posix() | badarg | terminated}
+                      | {write_code, file:filename(), file:posix() | badarg | terminated}.
 -export_type([metric/0, opts/0, error_reason/0]).
 
 %% @doc The metrics, in the order they are reported (`cpu' only when a
@@ -167,17 +168,31 @@ sides(Root, BaseRoot, Tmp, Logs, Opts) ->
     Sources = ok(beamlab_project_bench:sources(BenchDir)),
     Sides = [side(Name, Project, Sources, BenchDir, Tmp, Logs)
              || {Name, Project} <- [{base, BaseProject}, {head, HeadProject}]],
-    preload(Sides).
+    preload(Sides, Tmp).
 
 %% Each side's VM loads its code first, the same bytes in the same order
 %% as the other side's wherever the code is the same
 %% (beamlab_project_code): built in different directories, identical code
 %% was laid out differently and measured faster on one side in every
 %% round (#35). Paths both sides have (Elixir's libraries) are the same
-%% code on both: loaded on demand, as usual.
-preload([#{paths := BasePaths} = Base, #{paths := HeadPaths} = Head]) ->
+%% code on both: loaded on demand, as usual. Normalized once, into
+%% `base-code/' and `head-code/' of the check's temporary directory
+%% (removed with it), read from there by every VM of the side; so is this
+%% beamlab's code, which a side that does not bring its own runs
+%% (`beamlab-code/', in name order too): sent to every VM at its start
+%% instead, it took a second or more a VM under load.
+preload([#{paths := BasePaths} = Base, #{paths := HeadPaths} = Head], Tmp) ->
     Shared = [P || P <- BasePaths, lists:member(P, HeadPaths)],
-    [S#{preload => beamlab_project_code:modules(Paths, Shared)} || #{paths := Paths} = S <- [Base, Head]].
+    Own = case lists:any(fun(#{load := L}) -> L end, [Base, Head]) of
+              true -> ok(beamlab_runtime_peer:write_code(filename:join(Tmp, "beamlab-code")));
+              false -> []
+          end,
+    [S#{preload => ok(beamlab_project_code:write(Paths, Shared, filename:join(Tmp, atom_to_list(Name) ++ "-code"))),
+        load => case Load of
+                    true -> Own;
+                    false -> false
+                end}
+     || #{name := Name, paths := Paths, load := Load} = S <- [Base, Head]].
 
 timeout(Opts) ->
     maps:with([timeout], Opts).
@@ -188,7 +203,7 @@ side(Name, #{root := Root, paths := Paths, include := Include}, Sources, BenchDi
                                      #{paths => Paths, include => [BenchDir | Include],
                                        log => filename:join(Logs, atom_to_list(Name) ++ "-bench.log")})),
     %% (compiled against the side's include directories: the same bytes
-    %% for both sides once normalized, see preload/1)
+    %% for both sides once normalized, see preload/2)
     ok = ok(beamlab_project_code:normalize_dir(Ebin)),
     #{name => Name, dir => Root, paths => Paths ++ [Ebin], bench => Ebin, load => not own_code(Paths)}.
 
@@ -486,6 +501,8 @@ error_line({logs_dir, Dir, Why}) ->
     io_lib:format("cannot create ~ts for the build logs: ~ts", [Dir, beamlab_runtime_file:format_error(Why)]);
 error_line({normalize, File, Why}) ->
     io_lib:format("cannot rewrite ~ts: ~ts", [File, beamlab_runtime_file:format_error(Why)]);
+error_line({write_code, _, _} = R) ->
+    beamlab_runtime_peer:format_error(R);
 error_line({side, Side, Msg}) ->
     io_lib:format("the benchmarks cannot run on the ~ts side: ~ts", [Side, Msg]);
 error_line({build_failed, _, _, _, _} = R) ->

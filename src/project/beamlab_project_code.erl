@@ -20,16 +20,23 @@
 %%% line table's file names to their base names (as `+deterministic'
 %%% writes them), the chunks the loader never reads left out, all sorted
 %%% by module name. Built from the same sources, both sides load the same
-%%% bytes in the same order: they differ in the code under test only. The
+%%% bytes in the same order: they differ in the code under test only.
+%%% They are normalized once per check, into a directory of each side
+%%% ({@link write/3}), from which every VM of that side reads them: sent
+%%% over the VM's control channel at each start instead, the 208 modules
+%%% of beamlab checking itself cost a second or more per VM. The
 %%% bench modules, compiled for each side into a directory of its own and
 %%% loaded again from there by the benchmark harness, are normalized in
 %%% place ({@link normalize_dir/1}).
 -module(beamlab_project_code).
 
--export([modules/2, normalize/1, normalize_dir/1]).
+-export([modules/2, write/3, normalize/1, normalize_dir/1]).
 
 -type loadable() :: {module(), file:filename(), binary()}.
--export_type([loadable/0]).
+%% a module, the file it was built as (`code:which/1' names it), the
+%% normalized copy the VM reads
+-type stored() :: beamlab_runtime_peer:stored().
+-export_type([loadable/0, stored/0]).
 
 %% Chunks the loader does not read: debug information, abstract code,
 %% documentation (they are the bulk of a .beam; code:get_object_code/1
@@ -56,6 +63,19 @@ modules(Paths, Shared) ->
     lists:sort([{M, F, normalize(Bin)}
                 || {M, {P, F}} <- maps:to_list(First), not lists:member(P, Shared),
                    {ok, Bin} <- [file:read_file(F)]]).
+
+%% @doc Writes the modules {@link modules/2} gives into `Dir' (one of the
+%% check's own temporary directories), each as `Dir/NAME.beam', and lists
+%% them in the order they are to be loaded, each with the file it was
+%% read from. A side's VMs load them from there, so they are normalized
+%% once per check, not at every VM start.
+-spec write([file:filename()], [file:filename()], file:filename()) ->
+          {ok, [stored()]} | {error, {normalize, file:filename(), file:posix() | badarg | terminated}}.
+write(Paths, Shared, Dir) ->
+    case beamlab_runtime_peer:store(modules(Paths, Shared), Dir) of
+        {ok, Stored} -> {ok, Stored};
+        {error, {write_code, File, Why}} -> {error, {normalize, File, Why}}
+    end.
 
 %% @doc Normalizes (see {@link normalize/1}) every .beam of `Dir' in
 %% place; `Dir' is one of the check's own temporary directories.

@@ -23,9 +23,12 @@
 
 -type side_name() :: base | head.
 -type side() :: #{name := side_name(), dir := file:filename(), paths := [file:filename()],
-                  load => boolean(),      % load this VM's beamlab (default), or use the side's
-                  %% loaded first, in this order (beamlab_project_code:modules/2)
-                  preload => [beamlab_project_code:loadable()],
+                  %% load this VM's beamlab (default; from its copies:
+                  %% beamlab_runtime_peer:write_code/1), or use the side's
+                  load => boolean() | [beamlab_runtime_peer:stored()],
+                  %% loaded first, in this order, each from its normalized
+                  %% copy (beamlab_project_code:write/3)
+                  preload => [beamlab_project_code:stored()],
                   atom() => term()}.
 -type outcome() :: {ok, {integer(), term()}} | {error, beamlab_runtime_peer:run_error()}.
 -type round() :: #{index := pos_integer(), order := [side_name()],

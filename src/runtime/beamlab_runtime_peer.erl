@@ -6,7 +6,9 @@
 %%% its standard input/output (no distribution, no epmd); with
 %%% `dist => true' it is a distributed node on 127.0.0.1 (both sides use
 %%% loopback only). beamlab's modules are sent to it as binaries, so this
-%%% works from the escript, whose code lives in an archive.
+%%% works from the escript, whose code lives in an archive; a caller that
+%%% starts many VMs writes them once ({@link write_code/1}) and each VM
+%%% reads them itself (`load').
 %%%
 %%% ```
 %%% {ok, Vm} = beamlab_runtime_peer:start(#{args => ["+S", "1"]}),
@@ -20,7 +22,7 @@
 -export([home/0]).
 -export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, interrupt/1, run/3, node/1,
          split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1, release_epmd/0,
-         cookie/1, set_cookie/2, flavor_args/1, format_error/1]).
+         cookie/1, set_cookie/2, flavor_args/1, write_code/1, store/2, format_error/1]).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -31,10 +33,16 @@
                   flavor => beamlab_runtime_otp:flavor(), % emulator flavour, proven after start
                   timeout => timeout(),
                   deadline => timeout(),       % run/3: ms for the call (default infinity)
-                  load => boolean(),           % load beamlab's modules (default true)
+                  %% load beamlab's modules (default true), or read them
+                  %% from the copies write_code/1 made (in name order)
+                  load => boolean() | [stored()],
                   %% modules loaded before anything runs, one after the
-                  %% other in this order (after beamlab's): see preload/2
-                  preload => [{module(), file:filename(), binary()}]}.
+                  %% other in this order (after beamlab's), each read
+                  %% from its copy as the file it was built as: {Module,
+                  %% File, Copy}, see preload/2
+                  preload => [stored()]}.
+%% a module, the file it was built as, the copy a new VM reads it from
+-type stored() :: {module(), file:filename(), file:filename()}.
 -type vm() :: #{peer := pid(), node := node(), connection := standard_io | dist,
                 os_pid => string()}.
 -type call_spec() :: {module(), atom(), [term()]}.
@@ -47,7 +55,7 @@
                        epmd => required | optional}.    % must epmd answer on the address?
 -type dist_info() :: #{node := node(), address := inet:ip_address(), port := inet:port_number(),
                        epmd := boolean()}.
--export_type([opts/0, vm/0, call_spec/0, run_out/0, run_error/0, dist_opts/0, dist_info/0]).
+-export_type([opts/0, stored/0, vm/0, call_spec/0, run_out/0, run_error/0, dist_opts/0, dist_info/0]).
 
 -define(START_TIMEOUT, 30000).
 
@@ -639,6 +647,10 @@ error_line({epmd_loopback_only, Ip}) ->
 error_line({dist_failed, Name, Reason}) ->
     io_lib:format("could not start Erlang distribution as ~ts (port in use? epmd reachable?): ~0tP",
                   [Name, innermost(Reason), 6]);
+error_line({write_code, File, Why}) ->
+    io_lib:format("cannot write beamlab's code to ~ts: ~ts", [File, beamlab_runtime_file:format_error(Why)]);
+error_line({load_failed, {read, Copy, Why}}) ->
+    io_lib:format("the new VM could not read ~ts: ~ts", [Copy, file:format_error(Why)]);
 error_line({load_failed, Reason}) ->
     io_lib:format("could not load beamlab's code into the new VM: ~0tP", [Reason, 10]);
 error_line({unterminated_quote, Q}) ->
@@ -771,8 +783,11 @@ loaded(Vm0, Opts) ->
          end,
     case maps:get(load, Opts, true) of
         false -> preloaded(Vm, Opts);
-        true ->
-            case load_code(Vm) of
+        Load ->
+            case case Load of
+                     true -> load_code(Vm);
+                     Copies -> preload(Vm, Copies)
+                 end of
                 ok ->
                     %% Its standard output may be our control channel, and
                     %% its logs must not reach our output either.
@@ -793,18 +808,32 @@ preloaded(Vm, Opts) ->
 %% their code out alike (the sides of `check --against':
 %% beamlab_project_code). One at a time: code:atomic_load/1 prepares
 %% modules in parallel, and the JIT then placed them in an order that
-%% changed from VM to VM. One call (lists:zipwith3/4 calls its fun in
-%% order), not one a module. A module the code server refuses (a sticky
-%% name) is left to be loaded on demand as usual.
+%% changed from VM to VM. The VM reads each module from the copy named
+%% (sent over the control channel at each start, 208 modules took a
+%% second or more) and loads it as the file it was built as, which
+%% code:which/1 then names (a NIF library found next to it). One call,
+%% an expression of OTP's modules only (the VM may have none of ours):
+%% not one call a module. A copy that cannot be read fails the start; a
+%% module the code server refuses (a sticky name) is left to be loaded
+%% on demand as usual.
 preload(_Vm, []) ->
     ok;
 preload(Vm, Mods) ->
-    {Names, Files, Bins} = lists:unzip3(Mods),
+    {ok, Tokens, _} = erl_scan:string(
+                        "[case file:read_file(Copy) of"
+                        "     {ok, Bin} -> code:load_binary(M, File, Bin), ok;"
+                        "     {error, Why} -> {Copy, Why}"
+                        " end || {M, File, Copy} <- Mods]."),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
     try
         %% (a minute, and a tenth of a second a module for a large project)
-        _ = call(Vm, lists, zipwith3, [fun code:load_binary/3, Names, Files, Bins],
-                 60000 + 100 * length(Mods)),
-        ok
+        call(Vm, erl_eval, exprs, [Exprs, [{'Mods', Mods}]],
+             60000 + 100 * length(Mods)) of
+        {value, Results, _} ->
+            case [E || {_, _} = E <- Results] of
+                [] -> ok;
+                [{Copy, Why} | _] -> {error, {read, Copy, Why}}
+            end
     catch
         Class:Reason -> {error, {Class, Reason}}
     end.
@@ -817,6 +846,37 @@ load_code(Vm) ->
         {error, Reason} -> {error, Reason}
     catch
         Class:Reason -> {error, {Class, Reason}}
+    end.
+
+%% @doc Writes beamlab's modules (this VM's: the escript's) into `Dir' as
+%% `NAME.beam' ({@link store/2}), for VMs started with `load' the list
+%% returned: each reads them itself, one after the other in name order,
+%% instead of being sent them at its start (a second or more a VM under
+%% load, for VMs started again and again: `check''s rounds). `Dir' is the
+%% caller's temporary directory.
+-spec write_code(file:filename()) -> {ok, [stored()]} | {error, {write_code, file:filename(), file:posix() | badarg | terminated}}.
+write_code(Dir) ->
+    store(lists:sort([{M, File, Bin} || M <- beamlab_modules(), {_, Bin, File} <- [code:get_object_code(M)]]), Dir).
+
+%% @doc Writes modules (`{Module, File it was built as, Bytes}') into `Dir'
+%% (made if missing) as `NAME.beam', to be loaded by new VMs in the order
+%% given (`load', `preload'): listed as they are to be loaded, each with
+%% the file it was built as and its copy.
+-spec store([{module(), file:filename(), binary()}], file:filename()) ->
+          {ok, [stored()]} | {error, {write_code, file:filename(), file:posix() | badarg | terminated}}.
+store(Mods, Dir) ->
+    case filelib:ensure_path(Dir) of
+        ok -> store(Mods, Dir, []);
+        {error, Why} -> {error, {write_code, Dir, Why}}
+    end.
+
+store([], _Dir, Acc) ->
+    {ok, lists:reverse(Acc)};
+store([{M, File, Bin} | Rest], Dir, Acc) ->
+    Copy = filename:join(Dir, atom_to_list(M) ++ ".beam"),
+    case beamlab_runtime_file:write_atomic(Copy, Bin, #{sync => false}) of
+        ok -> store(Rest, Dir, [{M, File, Copy} | Acc]);
+        {error, Why} -> {error, {write_code, Copy, Why}}
     end.
 
 beamlab_modules() ->

@@ -85,6 +85,31 @@ first_on_the_path_and_shared_paths_test() ->
     ?assertEqual([app_b], [M || {M, _, _} <- beamlab_project_code:modules([One, Two], [One])]),
     ?assertEqual([], beamlab_project_code:modules([One, Two], [One, Two])).
 
+%% write/3: the modules normalized once into a directory of the check,
+%% listed in name order with the file each was built as; the copies are
+%% the bytes modules/2 gives, the same for both sides.
+write_test() ->
+    Short = build(tmp("w-h")),
+    Long = build(filename:join(tmp("w-base-of-a-longer-name"), "worktree")),
+    Out = fun(Ebin, Dir) ->
+                  {ok, Stored} = beamlab_project_code:write([Ebin], [], Dir),
+                  Stored
+          end,
+    HeadDir = filename:join(tmp("w-out"), "head-code"),
+    BaseDir = filename:join(tmp("w-out2"), "base-code"),
+    Head = Out(Short, HeadDir),
+    Base = Out(Long, BaseDir),
+    ?assertEqual([{app_a, filename:join(Short, "app_a.beam"), filename:join(HeadDir, "app_a.beam")},
+                  {app_b, filename:join(Short, "app_b.beam"), filename:join(HeadDir, "app_b.beam")}], Head),
+    Bytes = fun(Stored) -> [begin {ok, B} = file:read_file(C), B end || {_, _, C} <- Stored] end,
+    ?assertEqual(Bytes(Head), Bytes(Base)),
+    ?assertEqual([B || {_, _, B} <- beamlab_project_code:modules([Short], [])], Bytes(Head)),
+    %% a directory that cannot be made is an error naming it
+    Blocker = filename:join(tmp("w-blocked"), "file"),
+    ok = file:write_file(Blocker, "x"),
+    ?assertMatch({error, {normalize, _, _}},
+                 beamlab_project_code:write([Short], [], filename:join(Blocker, "code"))).
+
 normalize_dir_test() ->
     A = build(tmp("dir-a")),
     B = build(tmp("dir-b-longer")),

@@ -5,11 +5,12 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, args_applied_and_code_loaded/1, distributed_on_loopback/1, bad_args_error/1,
-         missing_executable/1, split_args/1, run_command/1]).
+         missing_executable/1, split_args/1, run_command/1, preload_reads_copies_in_order/1,
+         load_from_copies/1]).
 
 all() ->
     [args_applied_and_code_loaded, distributed_on_loopback, bad_args_error, missing_executable,
-     split_args, run_command].
+     split_args, run_command, preload_reads_copies_in_order, load_from_copies].
 
 args_applied_and_code_loaded(_) ->
     {ok, Vm} = beamlab_runtime_peer:start(#{args => ["+S", "1"]}),
@@ -67,3 +68,73 @@ run_command(_) ->
                                                          {erlang, node, []}, {erlang, node, []}),
     ?assertEqual("the VM did not start: executable not found: /nonexistent/erl",
                  lists:flatten(beamlab_runtime_peer:format_error(E))).
+
+%% preload (check's sides, #35): each module is read in the new VM from
+%% the copy named (not the file it was built as, not sent over the
+%% control channel), loaded as that file (code:which/1 names it), one
+%% after the other in the order given. A copy that cannot be read fails
+%% the start in one line.
+preload_reads_copies_in_order(_) ->
+    Dir = beamlab_test_util:tmp_dir("preload"),
+    Orig = filename:join(Dir, "orig"),
+    Copies = filename:join(Dir, "copies"),
+    ok = filelib:ensure_path(Orig),
+    ok = filelib:ensure_path(Copies),
+    %% each module's on_load appends its name to a list: the load order
+    Beam = fun(M, Value) ->
+                   Src = io_lib:format("-module(~s). -export([v/0]). -on_load(init/0).~n"
+                                       "init() -> persistent_term:put(order, persistent_term:get(order, []) ++ [~s]).~n"
+                                       "v() -> ~p.~n", [M, M, Value]),
+                   {ok, Toks, _} = erl_scan:string(lists:flatten(Src)),
+                   Forms = split_forms(Toks, [], []),
+                   {ok, M, Bin} = compile:forms([begin {ok, F} = erl_parse:parse_form(T), F end || T <- Forms]),
+                   Bin
+           end,
+    Stored = [begin
+                  File = filename:join(Orig, atom_to_list(M) ++ ".beam"),
+                  Copy = filename:join(Copies, atom_to_list(M) ++ ".beam"),
+                  ok = file:write_file(File, Beam(M, built)),
+                  ok = file:write_file(Copy, Beam(M, copy)),
+                  {M, File, Copy}
+              end || M <- [preload_z, preload_a, preload_m]],
+    {ok, Vm} = beamlab_runtime_peer:start(#{load => false, preload => Stored}),
+    try
+        ?assertEqual([preload_z, preload_a, preload_m], beamlab_runtime_peer:call(Vm, persistent_term, get, [order])),
+        [begin
+             ?assertEqual(copy, beamlab_runtime_peer:call(Vm, M, v, [])),
+             ?assertEqual(File, beamlab_runtime_peer:call(Vm, code, which, [M]))
+         end || {M, File, _} <- Stored]
+    after
+        beamlab_runtime_peer:stop(Vm)
+    end,
+    Gone = filename:join(Copies, "gone.beam"),
+    {error, Reason} = beamlab_runtime_peer:start(#{load => false, preload => [{gone, Gone, Gone}]}),
+    ?assertEqual("the new VM could not read " ++ Gone ++ ": no such file or directory",
+                 lists:flatten(beamlab_runtime_peer:format_error(Reason))),
+    ok = file:del_dir_r(Dir).
+
+%% load => the copies write_code/1 made (check's rounds): every module of
+%% beamlab's in the new VM, read from its copy, as the file it was built
+%% as; the copies are the modules' bytes, in name order.
+load_from_copies(_) ->
+    Dir = beamlab_test_util:tmp_dir("copies"),
+    {ok, Copies} = beamlab_runtime_peer:write_code(Dir),
+    Names = [M || {M, _, _} <- Copies],
+    ?assertEqual(lists:sort(Names), Names),
+    ?assert(lists:member(beamlab_json, Names)),
+    {beamlab_json, Built, Copy} = lists:keyfind(beamlab_json, 1, Copies),
+    {_, Bin, Built} = code:get_object_code(beamlab_json),
+    ?assertEqual({ok, Bin}, file:read_file(Copy)),
+    {ok, Vm} = beamlab_runtime_peer:start(#{load => Copies}),
+    try
+        ?assertEqual(<<"[1]">>, iolist_to_binary(beamlab_runtime_peer:call(Vm, beamlab_json, encode, [[1]]))),
+        ?assertEqual(Built, beamlab_runtime_peer:call(Vm, code, which, [beamlab_json])),
+        ?assertEqual([], [M || M <- Names, beamlab_runtime_peer:call(Vm, code, is_loaded, [M]) =:= false])
+    after
+        beamlab_runtime_peer:stop(Vm)
+    end,
+    ok = file:del_dir_r(Dir).
+
+split_forms([], [], Acc) -> lists:reverse(Acc);
+split_forms([{dot, _} = D | Rest], Cur, Acc) -> split_forms(Rest, [], [lists:reverse([D | Cur]) | Acc]);
+split_forms([T | Rest], Cur, Acc) -> split_forms(Rest, [T | Cur], Acc).
