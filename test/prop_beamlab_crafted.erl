@@ -490,23 +490,19 @@ prop_experiments(Dir) ->
 
 %% What the dispatcher does up to running: parse, describe, check.
 experiment(Mod, Name, Argv) ->
-    try
-        case beamlab_cli_args:parse(Argv, Mod:options()) of
-            {ok, P} ->
-                Exp = Mod:experiment(P#{command => Name, argv => [Name | Argv]}),
-                case beamlab_experiment:check(Exp) of
-                    ok -> ok;
-                    {error, R} -> {error, beamlab_experiment:format_error(R)}
-                end;
-            {error, Msg} ->
-                {error, Msg}
-        end
-    catch
-        throw:T ->
-            case beamlab_cli_error:caught(throw, T) of
-                {_Kind, Said} -> {error, Said};
-                other -> erlang:raise(throw, T, [])
-            end
+    case beamlab_cli_args:parse(Argv, Mod:options()) of
+        {ok, P} ->
+            case Mod:experiment(P#{command => Name, argv => [Name | Argv]}) of
+                {ok, Exp} ->
+                    case beamlab_experiment:check(Exp) of
+                        ok -> ok;
+                        {error, R} -> {error, beamlab_experiment:format_error(R)}
+                    end;
+                {error, {_Kind, Said}} ->
+                    {error, Said}
+            end;
+        {error, Msg} ->
+            {error, Msg}
     end.
 
 %% Any option's value may be one of the crafted files (or a directory, or

@@ -353,15 +353,15 @@ cli(Kind, Pairs) ->
         {error, Msg} ->
             {refused, flat(Msg)};
         {ok, Parsed} ->
-            try Cmd:experiment(Parsed#{command => atom_to_list(Kind), argv => Argv}) of
-                Exp ->
+            case Cmd:experiment(Parsed#{command => atom_to_list(Kind), argv => Argv}) of
+                {ok, Exp} ->
                     case checked(Kind, Exp) of
                         ok -> accepted;
                         {error, {_, {option, R}}} -> {refused, flat(beamlab_schema:format_error(R, flag))};
                         {error, Other} -> refused(Other)
-                    end
-            catch
-                throw:{beamlab_cli_error, usage, Msg} -> {refused, flat(Msg)}
+                    end;
+                {error, {usage, Msg}} ->
+                    {refused, flat(Msg)}
             end
     end.
 
@@ -446,6 +446,18 @@ matrix_fronts_agree_test() ->
     {error, R3} = beamlab_experiment_opts:matrix({benchmark, ["ok."], #{}},
                                                  #{target => #{cmd => "x", node => "nohost"}}),
     ?assertEqual("target: 'nohost' is not a node name (name@host)", flat(beamlab:format_error(R3))).
+
+%% A project's bench modules have no baseline: `run --bench DIR
+%% --baseline N' and `beamlab:bench(Dir, #{baseline => N})' refuse it
+%% with the same line (naming the flag, the key), the command line before
+%% it builds the project.
+bench_modules_fronts_agree_test() ->
+    Argv = ["--bench", "bench", "--baseline", "2"],
+    {ok, Parsed} = beamlab_cli_args:parse(Argv, beamlab_command_run:options()),
+    {error, {usage, Msg}} = beamlab_command_run:experiment(Parsed#{command => "run", argv => Argv}),
+    {error, {bench, {option, R}}} = beamlab_experiment_opts:bench("bench", #{baseline => 2}),
+    ?assertEqual("--baseline: the benchmarks of bench modules are not compared with one another", flat(Msg)),
+    ?assertEqual(flat(Msg), flat(beamlab_schema:format_error(R, flag))).
 
 %% The check's and the doctor's rules are the same from both front ends.
 check_and_doctor_fronts_agree_test() ->
@@ -759,7 +771,7 @@ tls_fronts_agree_test() ->
         ?assertEqual(accepted, api(amqp, Insecure)),
         {ok, P} = beamlab_cli_args:parse(["-h", "amqps://h", "--tls-insecure", "-sni", "b.example,c"],
                                          beamlab_command_amqp:options()),
-        #{run := {amqp, #{config := #{tls := T}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+        {ok, #{run := {amqp, #{config := #{tls := T}}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
         ?assertEqual(#{verify => verify_none, server_name_indication => "b.example"}, T)
     after
         ok = file:delete(NotPem),
@@ -882,5 +894,5 @@ perftest_numbers_test() ->
     ?assertEqual({refused, "invalid value '2.0e9' for -z: at most 31536000 (one year)"}, cli(amqp, Over)),
     ?assertEqual(cli(amqp, Over), api(amqp, Over)),
     {ok, P} = beamlab_cli_args:parse(["-z", "2.5E1", "-r", "1e2", "-i", "0.5"], beamlab_command_amqp:options()),
-    #{run := {amqp, #{config := C}}} = beamlab_command_amqp:experiment(P#{argv => []}),
+    {ok, #{run := {amqp, #{config := C}}}} = beamlab_command_amqp:experiment(P#{argv => []}),
     ?assertMatch(#{duration := 25.0, rate := 100.0, interval := 0.5}, C).

@@ -2,11 +2,12 @@
 %%% command modules, turns user mistakes into one line on stderr with the
 %%% right exit code, and never lets a stack trace or crash dump reach a user.
 %%%
-%%% Command modules implement {@link beamlab_command}. They report
-%%% problems with {@link beamlab_cli_error:usage/2} (exit 2) and
-%%% {@link beamlab_cli_error:fail/2} (exit 1) and return their exit code and result document, which the
-%%% dispatcher completes with the environment report and hands to
-%%% {@link beamlab_cli_output}.
+%%% Command modules implement {@link beamlab_command}. They return their
+%%% exit code and result document, which the dispatcher hands to
+%%% {@link beamlab_cli_output}, or an error value
+%%% ({@link beamlab_cli_error:usage_error/2}, exit 2;
+%%% {@link beamlab_cli_error:failure/2}, exit 1), which it prints as one
+%%% line on stderr.
 -module(beamlab_cli).
 
 -export([main/1, launched/1, run_command/1, run_command/2]).
@@ -101,14 +102,17 @@ run_command(Argv, Opts) ->
                          print -> print_error(Msg), {Code, undefined}
                      end
              end,
-    try dispatch(Argv, Opts)
+    try dispatch(Argv, Opts) of
+        {error, {_Kind, Msg} = Reason} ->
+            Report(beamlab_cli_error:exit_code(Reason), Msg);
+        {Code, Doc} ->
+            {Code, Doc}
     catch
+        %% A crash is an internal error: one line, never a stack trace.
         Class:Reason:Stack ->
-            case {beamlab_cli_error:caught(Class, Reason), maps:get(errors, Opts, print)} of
-                {{usage, Msg}, _} -> Report(?EXIT_USAGE, Msg);
-                {{fail, Msg}, _} -> Report(?EXIT_FAIL, Msg);
-                {other, return} -> Report(?EXIT_FAIL, internal_text(Class, Reason));
-                {other, print} -> internal_error(Class, Reason, Stack), {?EXIT_FAIL, undefined}
+            case maps:get(errors, Opts, print) of
+                return -> Report(?EXIT_FAIL, internal_text(Class, Reason));
+                print -> internal_error(Class, Reason, Stack), {?EXIT_FAIL, undefined}
             end
     end.
 
@@ -129,51 +133,67 @@ dispatch(["--version" | _], _Opts) ->
               [version(), erlang:system_info(otp_release), erlang:system_info(version)]),
     {0, undefined};
 dispatch([H | Rest], _Opts) when H =:= "help"; H =:= "--help"; H =:= "-h" ->
-    {help(Rest), undefined};
+    help(Rest);
 dispatch(Argv, Opts) ->
     case beamlab_command:find(Argv) of
         {ok, Name, Mod, Args} -> run_module(Name, Mod, Args, Argv, Opts);
         {unknown, Cmd} ->
-            beamlab_cli_error:usage("unknown command '~ts' (commands: ~ts; or give Erlang code to "
+            beamlab_cli_error:usage_error("unknown command '~ts' (commands: ~ts; or give Erlang code to "
                                     "benchmark, e.g. beamlab 'rand:uniform().')",
                                     [Cmd, string:join([N || {N, _} <- commands()], ", ")])
     end.
 
 run_module(Name, Mod, Args, Argv, Opts) ->
-    Quiet = maps:get(quiet, Opts, false),
-    ensure_available(Name, Mod),
     %% (What follows `--' is an inner command's: its `-h' is not ours.)
     Own = lists:takewhile(fun(A) -> A =/= "--" end, Args),
-    case lists:any(fun(F) -> lists:member(F, Own) end, beamlab_command:help_flags(Mod)) of
-        true ->
-            io:put_chars(command_help(Name, Mod)),
-            {0, undefined};
-        false ->
-            Parsed0 = case beamlab_cli_args:parse(Args, Mod:options()) of
-                          {ok, P} -> P;
-                          {error, Msg} ->
-                              beamlab_cli_error:usage("~ts (see: beamlab help ~ts)", [Msg, Name])
-                      end,
-            Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
-                                maps:with([checkpoint, project], Opts)),
-            ok = beamlab_cli_output:check_save(Parsed),
-            ok = beamlab_cli_output:check_files(Mod, Parsed),
-            {ok, Cwd} = file:get_cwd(),
-            Outcome = Mod:run(Parsed),
-            %% Benchmarked code may have moved the working directory
-            %% (file:set_cwd/1): relative paths (--save) mean what they
-            %% meant on the command line.
-            ok = restore_cwd(Cwd),
-            %% Measured: from here on the command prints its result itself.
-            ok = beamlab_runtime_checkpoint:clear(maps:get(checkpoint, Opts, none)),
-            case Outcome of
-                {Code, none} ->
-                    {Code, undefined};
-                {Code, Doc} ->
-                    case beamlab_cli_output:emit(Mod, Doc, Parsed, Quiet) of
-                        ok -> {Code, Doc};
-                        {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_result:format_error(Reason)])
+    case ensure_available(Name, Mod) of
+        ok ->
+            case lists:any(fun(F) -> lists:member(F, Own) end, beamlab_command:help_flags(Mod)) of
+                true ->
+                    io:put_chars(command_help(Name, Mod)),
+                    {0, undefined};
+                false ->
+                    case beamlab_cli_args:parse(Args, Mod:options()) of
+                        {ok, Parsed0} ->
+                            Parsed = maps:merge(Parsed0#{command => Name, argv => Argv},
+                                                maps:with([checkpoint, project], Opts)),
+                            run_parsed(Mod, Parsed, Opts);
+                        {error, Msg} ->
+                            beamlab_cli_error:usage_error("~ts (see: beamlab help ~ts)", [Msg, Name])
                     end
+            end;
+        {error, _} = Error ->
+            Error
+    end.
+
+run_parsed(Mod, Parsed, Opts) ->
+    Checked = case beamlab_cli_output:check_save(Parsed) of
+                  ok -> beamlab_cli_output:check_files(Mod, Parsed);
+                  Refused -> Refused
+              end,
+    case Checked of
+        ok -> run_checked(Mod, Parsed, Opts);
+        {error, _} = Error -> Error
+    end.
+
+run_checked(Mod, Parsed, Opts) ->
+    {ok, Cwd} = file:get_cwd(),
+    Outcome = Mod:run(Parsed),
+    %% Benchmarked code may have moved the working directory
+    %% (file:set_cwd/1): relative paths (--save) mean what they
+    %% meant on the command line.
+    ok = restore_cwd(Cwd),
+    %% Measured: from here on the command prints its result itself.
+    ok = beamlab_runtime_checkpoint:clear(maps:get(checkpoint, Opts, none)),
+    case Outcome of
+        {error, _} = Error ->
+            Error;
+        {Code, none} ->
+            {Code, undefined};
+        {Code, Doc} ->
+            case beamlab_cli_output:emit(Mod, Doc, Parsed, maps:get(quiet, Opts, false)) of
+                ok -> {Code, Doc};
+                {error, Reason} -> beamlab_cli_error:failure("~ts", [beamlab_result:format_error(Reason)])
             end
     end.
 
@@ -190,20 +210,24 @@ restore_cwd(Cwd) ->
 ensure_available(Name, Mod) ->
     case code:ensure_loaded(Mod) of
         {module, Mod} -> ok;
-        {error, _} -> beamlab_cli_error:fail("command '~ts' is not available in this build", [Name])
+        {error, _} -> beamlab_cli_error:failure("command '~ts' is not available in this build", [Name])
     end.
 
 help([]) ->
     io:put_chars(top_help()),
-    0;
+    {0, undefined};
 help([Cmd | _]) ->
     case lists:keyfind(Cmd, 1, commands()) of
         {Cmd, Mod} ->
-            ensure_available(Cmd, Mod),
-            io:put_chars(command_help(Cmd, Mod)),
-            0;
+            case ensure_available(Cmd, Mod) of
+                ok ->
+                    io:put_chars(command_help(Cmd, Mod)),
+                    {0, undefined};
+                {error, _} = Error ->
+                    Error
+            end;
         false ->
-            beamlab_cli_error:usage("no help for unknown command '~ts' (try: beamlab help)", [Cmd])
+            beamlab_cli_error:usage_error("no help for unknown command '~ts' (try: beamlab help)", [Cmd])
     end.
 
 top_help() ->

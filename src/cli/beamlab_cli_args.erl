@@ -419,9 +419,9 @@ type_text(_) -> "N".
 
 %% @doc `-pa DIR...': puts the directories on the code path, or stops
 %% with a usage error naming the one that does not exist.
--spec add_code_paths([file:filename()]) -> ok.
+-spec add_code_paths([file:filename()]) -> ok | {error, beamlab_cli_error:reason()}.
 add_code_paths(Dirs) ->
     case beamlab_engine_paths:add_code_paths(Dirs) of
         {ok, _} -> ok;
-        {error, {no_such_directory, D}} -> beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
+        {error, {no_such_directory, D}} -> beamlab_cli_error:usage_error("-pa ~ts: no such directory", [D])
     end.

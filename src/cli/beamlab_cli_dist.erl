@@ -18,29 +18,30 @@ options() ->
 %% @doc Sets up distribution for a controller from `--name'/`--cookie'
 %% before it talks to `Nodes' (see {@link beamlab_experiment_dist}); a
 %% name that cannot work is a usage error.
--spec controller(beamlab_cli_args:parsed(), [node()]) -> ok.
+-spec controller(beamlab_cli_args:parsed(), [node()]) -> ok | {error, beamlab_cli_error:reason()}.
 controller(Parsed, Nodes) ->
     Dist = maps:from_list([{K, V} || {K, O} <- [{name, dist_name}, {cookie, cookie}],
                                      V <- [beamlab_cli_args:get(O, Parsed)], V =/= undefined]),
     case beamlab_experiment_dist:controller(Dist, Nodes) of
         ok -> ok;
-        {error, R} -> beamlab_cli_experiment:raise({dist, R})
+        {error, R} -> beamlab_cli_experiment:cli_error({dist, R})
     end.
 
 %% @doc Starts distribution as `Name' (usage error on a bad name, failure
 %% otherwise) and returns what `beamlab_runtime_peer:start_dist/1' says.
--spec start(string(), string() | undefined, map()) -> beamlab_runtime_peer:dist_info().
+-spec start(string(), string() | undefined, map()) ->
+          {ok, beamlab_runtime_peer:dist_info()} | {error, beamlab_cli_error:reason()}.
 start(Name, Cookie, Extra) ->
     Opts = maps:merge(Extra, #{name => Name}),
     case beamlab_runtime_peer:start_dist(case Cookie of
                                              undefined -> Opts;
                                              _ -> Opts#{cookie => Cookie}
                                          end) of
-        {ok, Info} -> Info;
+        {ok, Info} -> {ok, Info};
         {error, {Bad, _} = E} when Bad =:= bad_node_name; Bad =:= unknown_host ->
-            beamlab_cli_error:usage("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
+            beamlab_cli_error:usage_error("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
         {error, {not_local, _, _} = E} ->
-            beamlab_cli_error:usage("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
+            beamlab_cli_error:usage_error("--name: ~ts", [beamlab_runtime_peer:format_error(E)]);
         {error, E} ->
-            beamlab_cli_error:fail("~ts", [beamlab_runtime_peer:format_error(E)])
+            beamlab_cli_error:failure("~ts", [beamlab_runtime_peer:format_error(E)])
     end.

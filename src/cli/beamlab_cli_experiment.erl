@@ -4,26 +4,30 @@
 %%% the command's exit code (telling its lines on stderr); and parses the
 %%% inner command of `matrix' and `profile' into an inner description, up
 %%% front, so that a command they cannot run is a usage error (exit 2)
-%%% before anything starts.
+%%% before anything starts. Errors are values (`beamlab_cli_error:reason()').
 -module(beamlab_cli_experiment).
 
--export([run/1, run/2, inner/2, raise/1, given/2, checked/1]).
+-export([run/1, run/2, inner/2, cli_error/1, given/2, checked/1]).
 
 %% `error': the command's own line for some errors (naming its flags);
 %% `undefined' leaves the error to the layer's line.
--type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {usage | fail, unicode:chardata()})}.
+-type opts() :: #{error => fun((beamlab_experiment:error_reason()) -> undefined | {error, beamlab_cli_error:reason()})}.
 -export_type([opts/0]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc As {@link run/2} with no options.
--spec run(beamlab_experiment:experiment()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
+-spec run(beamlab_experiment:experiment()) ->
+          {ok, {beamlab_command:exit_code(), beamlab_result:result()}} | {error, beamlab_cli_error:reason()}.
 run(Exp) ->
     run(Exp, #{}).
 
 %% @doc Runs the experiment and returns the exit code and the document:
 %% 0, 130 when interrupted (what was measured is still printed and
 %% saved), 1 when the document says the run failed (each line of the
-%% verdict told as `beamlab: LINE').
--spec run(beamlab_experiment:experiment(), opts()) -> {beamlab_command:exit_code(), beamlab_result:result()}.
+%% verdict told as `beamlab: LINE'); or the command line's error.
+-spec run(beamlab_experiment:experiment(), opts()) ->
+          {ok, {beamlab_command:exit_code(), beamlab_result:result()}} | {error, beamlab_cli_error:reason()}.
 run(Exp0, Opts) ->
     %% Where the live metrics are served is told here, whatever the
     %% command's own sink does with its events.
@@ -35,30 +39,29 @@ run(Exp0, Opts) ->
         {ok, Doc} ->
             {Status, Lines} = beamlab_experiment:verdict(Doc),
             _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- Lines],
-            {case Status of
-                 ok -> 0;
-                 interrupted -> beamlab_runtime_interrupt:exit_code();
-                 failed -> 1
-             end, Doc};
+            {ok, {case Status of
+                      ok -> 0;
+                      interrupted -> beamlab_runtime_interrupt:exit_code();
+                      failed -> 1
+                  end, Doc}};
         {error, Reason} ->
             case (maps:get(error, Opts, fun(_) -> undefined end))(Reason) of
-                {usage, Line} -> beamlab_cli_error:usage("~ts", [Line]);
-                {fail, Line} -> beamlab_cli_error:fail("~ts", [Line]);
-                undefined -> raise(Reason)
+                {error, _} = Error -> Error;
+                undefined -> cli_error(Reason)
             end
     end.
 
-%% @doc Ends the command with the layer's error: a usage error (exit 2)
-%% for the caller's mistakes, else a failure (exit 1).
--spec raise(beamlab_experiment:error_reason()) -> no_return().
-raise({_Kind, {option, R}}) ->
+%% @doc The command line's error for the layer's error: a usage error
+%% (exit 2) for the caller's mistakes, else a failure (exit 1).
+-spec cli_error(beamlab_experiment:error_reason()) -> {error, beamlab_cli_error:reason()}.
+cli_error({_Kind, {option, R}}) ->
     %% a kind's refusal of an option, naming the flag
-    beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]);
-raise(Reason) ->
+    beamlab_cli_error:usage_error("~ts", [beamlab_schema:format_error(R, flag)]);
+cli_error(Reason) ->
     Line = beamlab_experiment:format_error(Reason),
     case beamlab_experiment:error_class(Reason) of
-        usage -> beamlab_cli_error:usage("~ts", [Line]);
-        failure -> beamlab_cli_error:fail("~ts", [Line])
+        usage -> beamlab_cli_error:usage_error("~ts", [Line]);
+        failure -> beamlab_cli_error:failure("~ts", [Line])
     end.
 
 %% @doc The options of a kind's `Schema' given on the command line (not
@@ -70,9 +73,9 @@ given(Parsed, Schema) ->
 
 %% @doc What the kind's `check_options/1' says of the flags given: a
 %% refusal is a usage error, its line naming the flags.
--spec checked(ok | {error, beamlab_schema:error_reason()}) -> ok.
+-spec checked(ok | {error, beamlab_schema:error_reason()}) -> ok | {error, beamlab_cli_error:reason()}.
 checked(ok) -> ok;
-checked({error, R}) -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]).
+checked({error, R}) -> beamlab_cli_error:usage_error("~ts", [beamlab_schema:format_error(R, flag)]).
 
 %% @doc The inner command of `Outer' (`matrix', `profile', `doctor') parsed into
 %% its description. A command without an experiment (`env', `compare',
@@ -80,24 +83,26 @@ checked({error, R}) -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_err
 %% request for help and the inner command's own usage errors are usage
 %% errors naming the inner command. Its `--save' would write the inner
 %% document once per VM: the outer command saves its own.
--spec inner(matrix | profile | doctor, [string(), ...]) -> beamlab_experiment:experiment().
+-spec inner(matrix | profile | doctor, [string(), ...]) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 inner(Outer, Argv) ->
+    ?CATCHING({ok, inner_experiment(Outer, Argv)}).
+
+inner_experiment(Outer, Argv) ->
     case beamlab_command:find(Argv) of
         {ok, Name, Mod, Args} ->
             {module, Mod} = code:ensure_loaded(Mod),
             erlang:function_exported(Mod, experiment, 1) orelse cannot(Outer, Name),
             lists:any(fun(F) -> lists:member(F, Args) end, beamlab_command:help_flags(Mod))
-                andalso beamlab_cli_error:usage("~ts: the inner command asks for help (see: beamlab help ~ts)",
-                                                [Outer, Name]),
+                andalso ?USAGE("~ts: the inner command asks for help (see: beamlab help ~ts)", [Outer, Name]),
             Parsed = case beamlab_cli_args:parse(Args, Mod:options()) of
                          {ok, P} -> P#{command => Name, argv => Argv};
-                         {error, Msg} -> beamlab_cli_error:usage("~ts: ~ts: ~ts (see: beamlab help ~ts)",
-                                                                 [Outer, Name, Msg, Name])
+                         {error, Msg} -> ?USAGE("~ts: ~ts: ~ts (see: beamlab help ~ts)", [Outer, Name, Msg, Name])
                      end,
             beamlab_cli_args:get(save, Parsed, undefined) =:= undefined
-                orelse beamlab_cli_error:usage("~ts: the inner command's --save would save once per run: "
-                                               "give --save to ~ts", [Outer, Outer]),
-            Exp = Mod:experiment(Parsed),
+                orelse ?USAGE("~ts: the inner command's --save would save once per run: "
+                              "give --save to ~ts", [Outer, Outer]),
+            Exp = ?VALUE(Mod:experiment(Parsed)),
             lists:member(beamlab_experiment:kind(Exp), beamlab_experiment:inner_kinds(Outer))
                 orelse cannot(Outer, Name),
             Exp;
@@ -111,4 +116,4 @@ cannot(Outer, Name) ->
                     erlang:function_exported(M, experiment, 1),
                     erlang:function_exported(M, kind, 0),
                     lists:member(M:kind(), beamlab_experiment:inner_kinds(Outer))],
-    beamlab_cli_error:usage("~ts cannot run '~ts' (it runs: ~ts)", [Outer, Name, lists:join(", ", Allowed)]).
+    ?USAGE("~ts cannot run '~ts' (it runs: ~ts)", [Outer, Name, lists:join(", ", Allowed)]).

@@ -7,6 +7,8 @@
 
 -export([options/0, add/2]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc The two options.
 -spec options() -> [beamlab_cli_args:option()].
 options() ->
@@ -18,23 +20,27 @@ options() ->
 
 %% @doc The experiment with `metrics' when `--metrics-port' is given. A
 %% bad port or address is a usage error.
--spec add(beamlab_cli_args:parsed(), beamlab_experiment:experiment()) -> beamlab_experiment:experiment().
+-spec add(beamlab_cli_args:parsed(), beamlab_experiment:experiment()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 add(Parsed, Exp) ->
+    ?CATCHING({ok, added(Parsed, Exp)}).
+
+added(Parsed, Exp) ->
     Bind = case beamlab_cli_args:get(metrics_bind, Parsed) of
                undefined -> {127, 0, 0, 1};
                Text ->
                    case inet:parse_strict_address(Text) of
                        {ok, Ip} -> Ip;
-                       {error, _} -> beamlab_cli_error:usage("--metrics-bind: '~ts' is not an IP address", [Text])
+                       {error, _} -> ?USAGE("--metrics-bind: '~ts' is not an IP address", [Text])
                    end
            end,
     case beamlab_cli_args:get(metrics_port, Parsed) of
         undefined ->
             _ = beamlab_cli_args:get(metrics_bind, Parsed) =:= undefined orelse
-                beamlab_cli_error:usage("--metrics-bind needs --metrics-port", []),
+                ?USAGE("--metrics-bind needs --metrics-port", []),
             Exp;
         Port when Port > 65535 ->
-            beamlab_cli_error:usage("--metrics-port: ~b is not a port (0 to 65535)", [Port]);
+            ?USAGE("--metrics-port: ~b is not a port (0 to 65535)", [Port]);
         Port ->
             loopback(Bind) orelse
                 io:format(standard_error, "beamlab: --metrics-bind ~ts: the metrics are reachable from "

@@ -83,7 +83,7 @@ left_out(Ci, Doc) ->
 
 %% @doc Checks `--save PATH' before anything is measured: an empty path or
 %% a path below a file is a usage error now, not a failure after the run.
--spec check_save(beamlab_cli_args:parsed()) -> ok.
+-spec check_save(beamlab_cli_args:parsed()) -> ok | {error, beamlab_cli_error:reason()}.
 check_save(Parsed) ->
     case beamlab_cli_args:get(save, Parsed, undefined) of
         undefined -> ok;
@@ -92,9 +92,9 @@ check_save(Parsed) ->
             %% there by another user is refused before anything is run).
             case beamlab_runtime_file:check_target(filename:join(beamlab_result:default_dir(), "x.json")) of
                 {ok, _} -> ok;
-                {error, Why} -> beamlab_cli_error:usage("--save: ~ts", [beamlab_runtime_file:format_error(Why)])
+                {error, Why} -> beamlab_cli_error:usage_error("--save: ~ts", [beamlab_runtime_file:format_error(Why)])
             end;
-        "" -> beamlab_cli_error:usage("--save= needs a path (or give --save alone for "
+        "" -> beamlab_cli_error:usage_error("--save= needs a path (or give --save alone for "
                                       "beamlab-results/<kind>-<time>.json)", []);
         Path -> check_output("--save", Path)
     end.
@@ -103,7 +103,7 @@ check_save(Parsed) ->
 %% (`--save PATH' and the command's own outputs, `Mod:files/1') is one it
 %% reads or another it writes, by identity (device and inode, through
 %% links): a usage error naming both otherwise.
--spec check_files(module(), beamlab_cli_args:parsed()) -> ok.
+-spec check_files(module(), beamlab_cli_args:parsed()) -> ok | {error, beamlab_cli_error:reason()}.
 check_files(Mod, Parsed) ->
     Files = case erlang:function_exported(Mod, files, 1) of
                 true -> Mod:files(Parsed);
@@ -115,17 +115,17 @@ check_files(Mod, Parsed) ->
            end,
     case beamlab_runtime_file:check_distinct(maps:get(outputs, Files, []) ++ Save, maps:get(inputs, Files, [])) of
         ok -> ok;
-        {error, Why} -> beamlab_cli_error:usage("~ts", [beamlab_runtime_file:format_error(Why)])
+        {error, Why} -> beamlab_cli_error:usage_error("~ts", [beamlab_runtime_file:format_error(Why)])
     end.
 
 %% @doc As {@link check_save/1} for any output file option (`Option' names
 %% it in the message).
--spec check_output(string(), file:filename()) -> ok.
+-spec check_output(string(), file:filename()) -> ok | {error, beamlab_cli_error:reason()}.
 check_output(Option, Path) ->
     case beamlab_runtime_file:check_target(Path) of
         {ok, _} -> ok;
-        {error, empty} -> beamlab_cli_error:usage("~ts needs a file name", [Option]);
-        {error, Why} -> beamlab_cli_error:usage("~ts ~ts: ~ts",
+        {error, empty} -> beamlab_cli_error:usage_error("~ts needs a file name", [Option]);
+        {error, Why} -> beamlab_cli_error:usage_error("~ts ~ts: ~ts",
                                                 [Option, Path, beamlab_runtime_file:format_error(Why)])
     end.
 

@@ -12,9 +12,10 @@
 -export([project/1, progress/1, error_lines/1, tool_argv/1]).
 
 %% @doc The project the command works on (built unless `--no-build').
--spec project(beamlab_cli_args:parsed()) -> beamlab_project_build:project().
+-spec project(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_project_build:project()} | {error, beamlab_cli_error:reason()}.
 project(#{project := Project}) ->
-    Project;
+    {ok, Project};
 project(Parsed) ->
     {ok, Root} = file:get_cwd(),
     Build = not beamlab_cli_args:get(no_build, Parsed, false),
@@ -22,14 +23,14 @@ project(Parsed) ->
     Build andalso Tool =/= none
         andalso progress(io_lib:format("building the project (~ts compile)", [Tool])),
     case beamlab_project_build:build(Root, #{build => Build}) of
-        {ok, P} -> P;
-        {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_project_build:format_error(Reason)])
+        {ok, P} -> {ok, P};
+        {error, Reason} -> beamlab_cli_error:failure("~ts", [beamlab_project_build:format_error(Reason)])
     end.
 
 %% @doc An experiment's error: the mistakes in the bench modules (of
 %% `check', of `run --bench') one per line on stderr, the last through the
 %% usage error (exit 2) or failure (exit 1) as any other error's line.
--spec error_lines(beamlab_experiment:error_reason()) -> no_return().
+-spec error_lines(beamlab_experiment:error_reason()) -> {error, beamlab_cli_error:reason()}.
 error_lines(R) ->
     %% (the bench modules' reason as `check' (comparing, or validating
     %% through a bench) and `run --bench' wrap it)
@@ -45,8 +46,8 @@ error_lines(R) ->
             end,
     _ = [io:format(standard_error, "beamlab: ~ts~n", [L]) || L <- lists:droplast(Lines)],
     case beamlab_experiment:error_class(R) of
-        usage -> beamlab_cli_error:usage("~ts", [lists:last(Lines)]);
-        failure -> beamlab_cli_error:fail("~ts", [lists:last(Lines)])
+        usage -> beamlab_cli_error:usage_error("~ts", [lists:last(Lines)]);
+        failure -> beamlab_cli_error:failure("~ts", [lists:last(Lines)])
     end.
 
 %% @doc The command line of `rebar3 beamlab ARGS' and `mix beamlab ARGS':

@@ -2,10 +2,12 @@
 %%% `report': directories and quoted globs expanded to files, files loaded
 %%% one at a time (redacted, labelled by their base names), a history put
 %%% in order, and the options of a history. Each failure stops with one
-%%% usage line naming the file or argument.
+%%% usage line naming the file or argument (an error value).
 -module(beamlab_cli_runs).
 
 -export([expand/1, load_runs/1, load_runs/2, history_options/0, history/2, run_noise_option/0, run_noise/1]).
+
+-include("beamlab_cli_error.hrl").
 
 %% @doc The options of a history (many saved runs of the same benchmarks),
 %% shared with `beamlab report'.
@@ -34,30 +36,34 @@ run_noise_option() ->
 %% @doc The `--run-noise' given, as a fraction, or `undefined' (the
 %% default, beamlab_result_compare:run_noise/0); a value outside 0 to
 %% below 100 is a usage error of one line.
--spec run_noise(beamlab_cli_args:parsed()) -> float() | undefined.
+-spec run_noise(beamlab_cli_args:parsed()) -> {ok, float() | undefined} | {error, beamlab_cli_error:reason()}.
 run_noise(Parsed) ->
     case beamlab_cli_args:get(run_noise, Parsed) of
-        undefined -> undefined;
-        N when N >= 0, N < 100 -> N / 100;
-        N -> beamlab_cli_error:usage("--run-noise must be a percentage from 0 to below 100, not ~ts",
+        undefined -> {ok, undefined};
+        N when N >= 0, N < 100 -> {ok, N / 100};
+        N -> beamlab_cli_error:usage_error("--run-noise must be a percentage from 0 to below 100, not ~ts",
                                      [beamlab_format_units:number(N)])
     end.
 
 %% @doc The history of loaded runs in the order asked for, or one line
 %% saying why it cannot be ordered so.
--spec history([beamlab_result_history:run()], beamlab_result_history:opts()) -> beamlab_result_history:history().
+-spec history([beamlab_result_history:run()], beamlab_result_history:opts()) ->
+          {ok, beamlab_result_history:history()} | {error, beamlab_cli_error:reason()}.
 history(Runs, Opts) ->
     case beamlab_result_history:history(Runs, Opts) of
-        {ok, H} -> H;
-        {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result_history:format_error(Reason)])
+        {ok, H} -> {ok, H};
+        {error, Reason} -> beamlab_cli_error:usage_error("~ts", [beamlab_result_history:format_error(Reason)])
     end.
 
 %% @doc Result files named by the arguments: a file as it is, a directory
 %% as its `*.json' files, a pattern with `*', `?' or `[' (quoted, so the
 %% shell left it) as the files it matches, sorted. `Listed' is true when a
 %% directory or pattern was given: the runs are then a history.
--spec expand([string()]) -> {[string()], Listed :: boolean()}.
+-spec expand([string()]) -> {ok, {[string()], Listed :: boolean()}} | {error, beamlab_cli_error:reason()}.
 expand(Args) ->
+    ?CATCHING({ok, expanded(Args)}).
+
+expanded(Args) ->
     Expanded = [expand_arg(A) || A <- Args],
     {lists:append([Fs || {Fs, _} <- Expanded]), lists:any(fun({_, L}) -> L end, Expanded)}.
 
@@ -65,12 +71,12 @@ expand_arg(Arg) ->
     case {filelib:is_dir(Arg), lists:any(fun(C) -> lists:member(C, "*?[") end, Arg)} of
         {true, _} ->
             case lists:sort(filelib:wildcard(filename:join(Arg, "*.json"))) of
-                [] -> beamlab_cli_error:usage("~ts: no saved runs (*.json) in this directory", [Arg]);
+                [] -> ?USAGE("~ts: no saved runs (*.json) in this directory", [Arg]);
                 Fs -> {Fs, true}
             end;
         {false, true} ->
             case lists:sort([F || F <- filelib:wildcard(Arg), filelib:is_regular(F)]) of
-                [] -> beamlab_cli_error:usage("~ts: no file matches", [Arg]);
+                [] -> ?USAGE("~ts: no file matches", [Arg]);
                 Fs -> {Fs, true}
             end;
         {false, false} ->
@@ -79,7 +85,7 @@ expand_arg(Arg) ->
 
 %% @doc Loads result files, labelled by their base names (made unique), or
 %% stops with one line naming the file that cannot be used.
--spec load_runs([string()]) -> [{binary(), beamlab_result:result()}].
+-spec load_runs([string()]) -> {ok, [{binary(), beamlab_result:result()}]} | {error, beamlab_cli_error:reason()}.
 load_runs(Files) ->
     load_runs(Files, fun(R) -> R end).
 
@@ -89,12 +95,15 @@ load_runs(Files) ->
 %% thousands of runs never holds their whole documents together (#34).
 -spec load_runs([string()], fun((beamlab_result:result()) -> beamlab_result:result())
                           | {only, #{binary() => true}}) ->
-          [{binary(), beamlab_result:result()}].
+          {ok, [{binary(), beamlab_result:result()}]} | {error, beamlab_cli_error:reason()}.
 load_runs(Files, Keep) ->
+    ?CATCHING({ok, loaded(Files, Keep)}).
+
+loaded(Files, Keep) ->
     [{Label, case beamlab_result:load(F) of
                  {ok, R} when is_function(Keep, 1) -> Keep(beamlab_result_redact:document(R));
                  {ok, R} -> beamlab_result_redact:document(R);
-                 {error, Reason} -> beamlab_cli_error:usage("~ts", [beamlab_result:format_error(Reason)])
+                 {error, Reason} -> ?USAGE("~ts", [beamlab_result:format_error(Reason)])
              end}
      || {Label, F} <- lists:zip(labels(Files), Files),
         not is_tuple(Keep) orelse is_map_key(Label, element(2, Keep))].

@@ -1,12 +1,12 @@
 %%% @doc A command's side of an experiment kind's schema
 %%% ({@link beamlab_schema}): the kind's flags in the order its help
 %%% shows them, the flags given as the kind's option map (in the keys'
-%%% units), and a refusal as the command line's usage error (#31). A
+%%% units), and a refusal as the command line's usage error (a value, #31). A
 %%% command's options are the kind's options that have a flag plus the
 %%% command line's own (format, save, ...).
 -module(beamlab_cli_schema).
 
--export([flags/2, given/2, refuse/1]).
+-export([flags/2, given/2, refusal/1]).
 
 %% @doc The flags of the options named `Names' of `Schema', in that
 %% order (`beamlab_schema:flags/1': in the flag's units and type).
@@ -20,15 +20,16 @@ flags(Schema, Names) ->
 %% a flag the kind reads itself read by its `parse' (`beamlab_schema:parse/2';
 %% text that reads as no value is a usage error): the map the kind's
 %% `new/1' and the library take.
--spec given(beamlab_schema:schema(), beamlab_cli_args:parsed()) -> #{atom() => term()}.
+-spec given(beamlab_schema:schema(), beamlab_cli_args:parsed()) ->
+          {ok, #{atom() => term()}} | {error, beamlab_cli_error:reason()}.
 given(Schema, #{opts := Opts} = Parsed) ->
     case beamlab_schema:parse(Schema, beamlab_schema:from_flags(Schema, maps:with(maps:get(given, Parsed, []), Opts))) of
-        {ok, Given} -> Given;
-        {error, R} -> refuse(R)
+        {ok, Given} -> {ok, Given};
+        {error, R} -> refusal(R)
     end.
 
-%% @doc Ends the command with a usage error: the kind's refusal of an
-%% option, in one line naming the flags.
--spec refuse(beamlab_schema:error_reason()) -> no_return().
-refuse(Reason) ->
-    beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(Reason, flag)]).
+%% @doc The usage error of the kind's refusal of an option, in one line
+%% naming the flags.
+-spec refusal(beamlab_schema:error_reason()) -> {error, beamlab_cli_error:reason()}.
+refusal(Reason) ->
+    beamlab_cli_error:usage_error("~ts", [beamlab_schema:format_error(Reason, flag)]).

@@ -132,21 +132,36 @@ schema() ->
        help => "after the samples, reductions per iteration (spawned processes included)"}].
 
 %% @doc Checks the options given (the engine's keys; `squeeze' true, and
-%% its bounds `min', `max', `step', `threshold' beside it) against the
-%% schema, and that a concurrency estimation's first concurrency is not
-%% above its last. The command line checks its flags here too.
+%% its bounds `min', `max', `step', `threshold' beside it; `dir' for a
+%% project's bench modules) against the schema, that a concurrency
+%% estimation's first concurrency is not above its last, and that bench
+%% modules have no `baseline' (their benchmarks are not compared with one
+%% another). The command line checks its flags here too.
 -spec check_options(#{atom() => term()}) -> ok | {error, beamlab_schema:error_reason()}.
 check_options(Given) ->
     Schema = schema(),
     case beamlab_schema:check(Schema, maps:with([N || #{name := N} <- Schema], Given)) of
         ok ->
             case squeeze_range(Schema, Given) of
-                ok -> vm_args(Schema, Given);
-                {error, _} = E -> E
+                ok ->
+                    case modules_baseline(Schema, Given) of
+                        ok -> vm_args(Schema, Given);
+                        {error, _} = E -> E
+                    end;
+                {error, _} = E ->
+                    E
             end;
         {error, _} = E ->
             E
     end.
+
+%% A project's bench modules are measured side by side, each against
+%% nothing: a baseline would compare what is not meant to be compared.
+modules_baseline(Schema, #{dir := _, baseline := Bl}) when Bl =/= undefined ->
+    {ok, O} = beamlab_schema:find(baseline, Schema),
+    {error, {rule, "~ts: the benchmarks of bench modules are not compared with one another", [{opt, O}]}};
+modules_baseline(_, _) ->
+    ok.
 
 %% Emulator arguments the fresh VMs could not start with.
 vm_args(Schema, #{vm_args := Args}) when Args =/= undefined ->

@@ -147,7 +147,11 @@ extended(Benches, {Timed, Cpu}, Many, Pm) ->
     Rows = [case maps:find(stats, B) of
                 {ok, #{n := N, mean := Mean, cv := Cv, median := Med, p99 := P99,
                        outliers := Out} = S} ->
-                    [name(B), conc(B), N, V(Mean), beamlab_format_units:percent(Cv), V(Med), V(P99),
+                    %% (one sample has no spread: "-", never 0%)
+                    [name(B), conc(B), N, V(Mean), case N >= 2 of
+                                                       true -> beamlab_format_units:percent(Cv);
+                                                       false -> "-"
+                                                   end, V(Med), V(P99),
                      iter(B), ci(Pm, Mean, maps:get(ci_mean, S, undefined)), outliers(Out)]
                     ++ [X || Many, X <- [rel(B), verdict(B)]];
                 error ->

@@ -69,3 +69,13 @@ max_time_in_milliseconds_test() ->
     ?assertEqual({"invalid value '604800001' for max_time: at most 604800000 (one week)",
                   "invalid value '604800.001' for --max-time: at most 604800 (one week)"},
                  refusal(["ok."], #{rel_ci => 0.05, max_time => 604800001})).
+
+%% A project's bench modules have no baseline: the library refuses it as
+%% the command line does (`run --bench DIR --baseline N'), with the same
+%% line, before anything is built.
+bench_modules_have_no_baseline_test() ->
+    {error, {bench, {option, Reason}}} = beamlab_experiment_opts:bench("bench", #{baseline => 2}),
+    ?assertEqual({"baseline: the benchmarks of bench modules are not compared with one another",
+                  "--baseline: the benchmarks of bench modules are not compared with one another"},
+                 {flat(beamlab_schema:format_error(Reason, key)), flat(beamlab_schema:format_error(Reason, flag))}),
+    ?assertMatch({ok, _}, beamlab_experiment_opts:bench("bench", #{})).

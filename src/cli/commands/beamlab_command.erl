@@ -13,7 +13,9 @@
 -export([all/0, find/1, help_flags/1]).
 
 -type exit_code() :: 0 | 1 | 2 | 130.
--type outcome() :: {exit_code(), beamlab_result:result() | none}.
+%% A command's outcome: its exit code and document, or its error (a
+%% value: the dispatcher prints its one line and exits 2 or 1).
+-type outcome() :: {exit_code(), beamlab_result:result() | none} | {error, beamlab_cli_error:reason()}.
 -export_type([exit_code/0, outcome/0]).
 
 %% One line for `beamlab help'.
@@ -22,8 +24,8 @@
 -callback options() -> [beamlab_cli_args:option()].
 %% Extra help text: usage line and examples.
 -callback usage() -> iodata().
-%% Runs the command; user mistakes end in beamlab_cli_error:usage/2,
-%% failures before anything was measured in beamlab_cli_error:fail/2.
+%% Runs the command; user mistakes are beamlab_cli_error:usage_error/2,
+%% failures before anything was measured beamlab_cli_error:failure/2.
 -callback run(beamlab_cli_args:parsed()) -> outcome().
 %% The command's text view of its document (default: the generic table).
 -callback text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
@@ -31,9 +33,10 @@
 %% PerfTest's `-h' for the broker URI).
 -callback help_flags() -> [string()].
 %% The experiment the options describe (commands that run one); user
-%% mistakes end in beamlab_cli_error:usage/2. No side effect: the inner
+%% mistakes are beamlab_cli_error:usage_error/2. No side effect: the inner
 %% command of a matrix runs in another VM.
--callback experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-callback experiment(beamlab_cli_args:parsed()) ->
+    {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 
 %% The kind of experiment it runs (beamlab_experiment_kind), for commands
 %% with experiment/1.

@@ -7,7 +7,7 @@
 -module(beamlab_command_amqp).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0, config/1,
+-export([summary/0, options/0, usage/0, run/1, experiment/1, help_flags/0,
          perftest_options/0]).
 -export([kind/0, files/1]).
 
@@ -19,6 +19,8 @@
 %% output), `{differently, Why}', `{no_effect, Why}' (accepted, one line on
 %% stderr says why nothing changes) or `{refused, Why}' (one line, exit 2).
 -type audit() :: same | {differently | no_effect | refused, string()}.
+
+-include("beamlab_cli_error.hrl").
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -358,11 +360,14 @@ files(Parsed) ->
 %% @doc Runs the command; the exit code is non-zero when the run could not
 %% start or ended early (broker gone, node down).
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
-run(#{opts := #{version := true}}) ->
+run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(#{opts := #{version := true}}) ->
     io:format("beamlab ~ts (amqp: PerfTest 2.22.1's options; Erlang/OTP ~ts)~n",
               [beamlab_result:tool_version(), erlang:system_info(otp_release)]),
     {0, none};
-run(Parsed) ->
+run_parsed(Parsed) ->
     %% PerfTest's lines go to stdout in text mode; with a machine format
     %% stdout carries only the document.
     Out = case beamlab_cli_output:format(Parsed) of
@@ -373,10 +378,10 @@ run(Parsed) ->
               ({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
               (_) -> ok
            end,
-    Exp = experiment(Parsed),
+    Exp = describe(Parsed),
     Csv = beamlab_cli_args:get(output_file, Parsed),
     Before = csv_file(Csv),
-    Outcome = beamlab_cli_experiment:run(Exp#{sink => Sink}),
+    Outcome = ?VALUE(beamlab_cli_experiment:run(Exp#{sink => Sink})),
     csv_written(Csv, Before),
     Outcome.
 
@@ -405,8 +410,12 @@ csv_written(F, Before) ->
 %% broker node to watch beside it (`--watch'), and this VM's telemetry
 %% (`-v': the detectors' findings on it, scheduler trouble, a busy
 %% machine, noisy intervals, join the result).
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Cfg = config(Parsed),
     Nodes = node_list(G(nodes)),
@@ -419,25 +428,25 @@ experiment(Parsed) ->
                           undefined -> #{};
                           W -> #{watch => #{node => W, cookie => G(cookie)}}
                       end),
-    beamlab_cli_metrics:add(Parsed, #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
-                                      telemetry => case G(verbose) > 0 of true -> live; false -> none end}).
+    ?VALUE(beamlab_cli_metrics:add(Parsed, #{run => {amqp, Amqp}, command => maps:get(argv, Parsed),
+                                             telemetry => case G(verbose) > 0 of true -> live; false -> none end})).
 
 %%--------------------------------------------------------------------
 %% Options to configuration
 
 %% @doc The run configuration for `beamlab_amqp_perf:run/1' from parsed
 %% options (but where it runs, `nodes', and where its lines go, `out');
-%% user mistakes end in `beamlab_cli_error:usage/2'.
+%% user mistakes end in a usage error (?USAGE, caught by run/1 and experiment/1).
 -spec config(beamlab_cli_args:parsed()) -> beamlab_amqp_perf:options().
 config(P) ->
     G = fun(Name) -> beamlab_cli_args:get(Name, P) end,
     perftest_only(P),
-    _ = [beamlab_cli_error:usage("unexpected argument '~ts' (each value needs its own option, "
-                                 "e.g. -f persistent -f mandatory)", [A])
+    _ = [?USAGE("unexpected argument '~ts' (each value needs its own option, "
+                "e.g. -f persistent -f mandatory)", [A])
          || A <- lists:sublist(maps:get(args, P), 1)],
     %% The values given, as the kind's schema names them: the same check
     %% (and line, naming the flag) as the library's.
-    Given = beamlab_cli_schema:given(beamlab_experiment_amqp:options(), P),
+    Given = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_amqp:options(), P)),
     Uri = G(uri),
     Uris = maps:get(uris, Given, []),
     Pattern = pattern(G(queue_pattern), G(queue_pattern_from), G(queue_pattern_to)),
@@ -458,14 +467,14 @@ config(P) ->
     %% load takes them, as the library's are made
     Loaded = case beamlab_experiment_amqp:config_values(Given) of
                  {ok, Values} -> Values;
-                 {error, LoadErr} -> beamlab_cli_schema:refuse(LoadErr)
+                 {error, LoadErr} -> ?ABORT(beamlab_cli_schema:refusal(LoadErr))
              end,
     Load = fun(Key, Default) -> case maps:get(Key, Loaded, undefined) of undefined -> Default; Value -> Value end end,
     %% (-i, -z, -r, -R: PerfTest's numbers, read by the kind's `parse')
     Num = fun(Key) -> maps:get(Key, Given, G(Key)) end,
     Queues = case {Named, beamlab_experiment_amqp:queue_file(G(queue_file))} of
                  {[], {ok, FromFile}} -> FromFile;
-                 {[], {error, Why}} -> beamlab_cli_error:usage("-qf: ~ts", [Why]);
+                 {[], {error, Why}} -> ?USAGE("-qf: ~ts", [Why]);
                  _ -> Named
              end,
     Flags = case G(flag) of
@@ -556,7 +565,7 @@ config(P) ->
     Cfg.
 
 refuse(ok) -> ok;
-refuse({error, R}) -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)]).
+refuse({error, R}) -> ?USAGE("~ts", [beamlab_schema:format_error(R, flag)]).
 
 %% PerfTest's options without an equivalent: refused (usage error) or,
 %% for Java thread settings, accepted with a note.
@@ -573,7 +582,7 @@ perftest_only(#{given := Given}) ->
 perftest_only(Long, Audit) ->
               case Audit of
                   {refused, Why} ->
-                      beamlab_cli_error:usage("--~ts is not supported: ~ts", [Long, Why]);
+                      ?USAGE("--~ts is not supported: ~ts", [Long, Why]);
                   {no_effect, Why} ->
                       io:format(standard_error, "beamlab: --~ts has no effect: ~ts~n", [Long, Why])
               end.
@@ -584,12 +593,12 @@ bin(S) -> unicode:characters_to_binary(S).
 pattern(undefined, undefined, undefined) ->
     undefined;
 pattern(undefined, _, _) ->
-    beamlab_cli_error:usage("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
+    ?USAGE("--queue-pattern-from/--queue-pattern-to need --queue-pattern", []);
 pattern(P, From, To) when is_integer(From), is_integer(To) ->
     %% (checked as the library's triple: the kind's check_options/1)
     {unicode:characters_to_binary(P), From, To};
 pattern(_P, _, _) ->
-    beamlab_cli_error:usage("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
+    ?USAGE("--queue-pattern needs --queue-pattern-from and --queue-pattern-to", []).
 
 %% -u a,b (PerfTest's comma list): [] when not given.
 queues(undefined) ->

@@ -15,6 +15,8 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0, files/1]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -64,28 +66,35 @@ files(Parsed) ->
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Exp = experiment(Parsed),
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
+    Exp = describe(Parsed),
     %% A summary file that cannot be written is said now, not after the run.
-    _ = [beamlab_cli_output:check_output("--summary", F)
+    _ = [?CHECK(beamlab_cli_output:check_output("--summary", F))
          || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined],
     Sink = fun({check, Line}) -> beamlab_cli_project:progress(Line);
               (_) -> ok
            end,
-    {Code, Doc} = beamlab_cli_experiment:run(Exp#{sink => Sink}, #{error => fun error_line/1}),
+    {Code, Doc} = ?VALUE(beamlab_cli_experiment:run(Exp#{sink => Sink}, #{error => fun error_line/1})),
     _ = [write_summary(F, Doc) || F <- [beamlab_cli_args:get(summary, Parsed)], F =/= undefined],
     {Code, Doc}.
 
 %% @doc The check as an experiment: validation, or against a commit;
 %% the kind's options given checked as the library checks them
 %% (beamlab_experiment_check:check_options/1), naming the flags.
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Schema = beamlab_experiment_check:options(),
-    ok = beamlab_cli_experiment:checked(beamlab_experiment_check:check_options(
-                                          beamlab_cli_experiment:given(Parsed, Schema))),
+    ?CHECK(beamlab_cli_experiment:checked(
+             beamlab_experiment_check:check_options(beamlab_cli_experiment:given(Parsed, Schema)))),
     Get(against) =:= undefined andalso lists:member(summary, maps:get(given, Parsed)) andalso
-        beamlab_cli_error:usage("--summary needs --against REF", []),
+        ?USAGE("--summary needs --against REF", []),
     Values = beamlab_schema:from_flags(Schema, maps:get(opts, Parsed)),
     {ok, Root} = file:get_cwd(),
     Base = maps:merge(#{root => Root, bench => Get(bench), build => not Get(no_build),
@@ -100,7 +109,7 @@ experiment(Parsed) ->
 against(Ref, Values, Summary, Base) ->
     %% (checked: the arguments split)
     {ok, VmArgs} = beamlab_runtime_peer:parse_args(maps:get(vm_args, Values, "")),
-    _ = [beamlab_cli_output:check_output("--summary", F) || F <- [Summary], F =/= undefined],
+    _ = [?CHECK(beamlab_cli_output:check_output("--summary", F)) || F <- [Summary], F =/= undefined],
     maps:merge(Base#{against => Ref, rounds => maps:get(rounds, Values), gate => lists:usort(maps:get(metric, Values)),
           threshold => maps:get(threshold, Values), alpha => maps:get(alpha, Values), vm_args => VmArgs,
           options => maps:with([duration, samples, warmup], Values)}, rule(Values)).
@@ -119,13 +128,13 @@ text(Doc, Parsed) ->
 write_summary(File, Doc) ->
     case beamlab_runtime_file:write(File, beamlab_render_check:markdown(Doc)) of
         {ok, _} -> io:format(standard_error, "summary: ~ts~n", [File]);
-        {error, Why} -> beamlab_cli_error:fail("cannot write the summary to ~ts: ~ts",
-                                               [File, beamlab_runtime_file:format_error(Why)])
+        {error, Why} -> ?FAIL("cannot write the summary to ~ts: ~ts",
+                              [File, beamlab_runtime_file:format_error(Why)])
     end.
 
 %% Errors of several lines (a mistake in the bench modules each) are
 %% told line by line.
--spec error_line(beamlab_experiment:error_reason()) -> no_return().
+-spec error_line(beamlab_experiment:error_reason()) -> {error, beamlab_cli_error:reason()}.
 error_line(R) ->
     beamlab_cli_project:error_lines(R).
 

@@ -8,6 +8,8 @@
 
 -export([summary/0, options/0, usage/0, run/1, files/1]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -52,18 +54,21 @@ usage() ->
 
 %% @doc Runs the command and prints the comparison in the chosen format.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
-run(Parsed = #{args := Args}) ->
-    {Files, Listed} = beamlab_cli_runs:expand(Args),
-    Files =/= [] orelse beamlab_cli_error:usage("compare needs at least two result files (got 0)", []),
+run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed = #{args := Args}) ->
+    {Files, Listed} = ?VALUE(beamlab_cli_runs:expand(Args)),
+    Files =/= [] orelse ?USAGE("compare needs at least two result files (got 0)", []),
     Level = case beamlab_cli_args:get(confidence, Parsed) of
                 undefined -> #{};
                 Pct ->
                     Conf = Pct / 100,
                     (Conf > 0.5 andalso Conf < 1) orelse
-                        beamlab_cli_error:usage("--confidence must be between 50 and 100 (exclusive)", []),
+                        ?USAGE("--confidence must be between 50 and 100 (exclusive)", []),
                     #{confidence => Conf}
             end,
-    Noise = case beamlab_cli_runs:run_noise(Parsed) of
+    Noise = case ?VALUE(beamlab_cli_runs:run_noise(Parsed)) of
                 undefined -> beamlab_result_compare:run_noise();
                 N -> N
             end,
@@ -72,7 +77,7 @@ run(Parsed = #{args := Args}) ->
     Format = beamlab_cli_output:format(Parsed),
     case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso not Matrix of
         true ->
-            H = beamlab_cli_runs:history(Runs, (maps:remove(interleaved, Judge))#{order => beamlab_cli_args:get(order, Parsed, auto)}),
+            H = ?VALUE(beamlab_cli_runs:history(Runs, (maps:remove(interleaved, Judge))#{order => beamlab_cli_args:get(order, Parsed, auto)})),
             FileOf = maps:from_list(lists:zip([L || {L, _} <- Runs], Files)),
             Ordered = [maps:get(L, FileOf) || #{label := L} <- maps:get(runs, H)],
             beamlab_cli_output:put_chars(beamlab_render_history:render(H, Format, #{files => Ordered})),
@@ -86,22 +91,25 @@ run(Parsed = #{args := Args}) ->
 %% Two or more files are runs; one file must be a matrix document, whose
 %% configurations (measured interleaved, in the same rounds) are the runs.
 runs([File]) ->
-    [{_, Doc}] = beamlab_cli_runs:load_runs([File]),
+    [{_, Doc}] = ?VALUE(beamlab_cli_runs:load_runs([File])),
     case beamlab_result_compare:configurations(Doc) of
         {ok, [_, _ | _] = Configs} -> {Configs, true};
-        {ok, _} -> beamlab_cli_error:usage("~ts: a matrix of one configuration has nothing to compare", [File]);
+        {ok, _} -> ?USAGE("~ts: a matrix of one configuration has nothing to compare", [File]);
         {error, not_a_matrix} ->
-            beamlab_cli_error:usage("compare needs at least two result files (got 1; one file is "
-                                    "compared only when it is a matrix document)", [])
+            ?USAGE("compare needs at least two result files (got 1; one file is "
+                   "compared only when it is a matrix document)", [])
     end;
 runs(Files) ->
-    {beamlab_cli_runs:load_runs(Files), false}.
+    {?VALUE(beamlab_cli_runs:load_runs(Files)), false}.
 
-%% @doc The runs read (`--save' is the only output).
+%% @doc The runs read (`--save' is the only output); none when the
+%% arguments name no runs (`run/1' says why).
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
 files(#{args := Args}) ->
-    {Files, _} = beamlab_cli_runs:expand(Args),
-    #{inputs => [{"input", F} || F <- Files]}.
+    case beamlab_cli_runs:expand(Args) of
+        {ok, {Files, _}} -> #{inputs => [{"input", F} || F <- Files]};
+        {error, _} -> #{inputs => []}
+    end.
 
 %% A history fails when its newest run is significantly slower than the
 %% run before it by more than PCT percent.

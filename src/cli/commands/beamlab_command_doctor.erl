@@ -7,6 +7,8 @@
 
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, files/1]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -100,43 +102,50 @@ files(Parsed) ->
 %% `--compare', prints two saved documents side by side instead.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
     Node = beamlab_cli_args:get(node, Parsed),
     Target = beamlab_cli_args:get(target, Parsed),
     Rest = maps:get(rest, Parsed, []),
     case beamlab_cli_args:get(compare, Parsed) of
         true when Node =/= undefined ->
-            beamlab_cli_error:usage("doctor --compare reads two saved documents: --node does not apply", []);
+            ?USAGE("doctor --compare reads two saved documents: --node does not apply", []);
         true when Target =/= undefined; Rest =/= [] ->
-            beamlab_cli_error:usage("doctor --compare reads two saved documents: --target and a load after -- "
-                                    "do not apply", []);
+            ?USAGE("doctor --compare reads two saved documents: --target and a load after -- "
+                   "do not apply", []);
         true -> compare(maps:get(args, Parsed));
-        false -> beamlab_cli_experiment:run(experiment(Parsed))
+        false -> ?VALUE(beamlab_cli_experiment:run(describe(Parsed)))
     end.
 
 compare([FileA, FileB]) ->
     [A, B] = [case beamlab_result:load(F) of
                   {ok, #{kind := doctor} = D} -> D;
-                  {ok, #{kind := K}} -> beamlab_cli_error:usage("~ts is a ~ts document, not a doctor's", [F, K]);
-                  {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_result:format_error(R)])
+                  {ok, #{kind := K}} -> ?USAGE("~ts is a ~ts document, not a doctor's", [F, K]);
+                  {error, R} -> ?USAGE("~ts", [beamlab_result:format_error(R)])
               end || F <- [FileA, FileB]],
     beamlab_cli_output:put_chars(beamlab_render_doctor:compare(beamlab_result_doctor:compare(A, B))),
     {0, none};
 compare(Args) ->
-    beamlab_cli_error:usage("doctor --compare takes two saved doctor documents (got ~b argument~s)",
-                            [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
+    ?USAGE("doctor --compare takes two saved doctor documents (got ~b argument~s)",
+           [length(Args), case length(Args) of 1 -> ""; _ -> "s" end]).
 
 %% @doc The experiment: the options as the kind's map, the phases on
 %% stderr; with `--target rabbitmq', the `amqp' command after `--' is the
 %% broker's load.
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     maps:get(args, Parsed) =:= [] orelse
-        beamlab_cli_error:usage("doctor takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
+        ?USAGE("doctor takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
     Names = [N || #{name := N} <- beamlab_experiment_doctor:options()],
     Opts = maps:from_list([{N, V} || N <- Names, V <- [beamlab_cli_args:get(N, Parsed)], V =/= undefined]),
     D = case beamlab_experiment_doctor:new(Opts) of
             {ok, D0} -> D0;
-            {error, {option, R}} -> beamlab_cli_error:usage("~ts", [beamlab_schema:format_error(R, flag)])
+            {error, {option, R}} -> ?USAGE("~ts", [beamlab_schema:format_error(R, flag)])
         end,
     %% (--load-cmd is the load itself: an amqp after -- only lends its
     %% flags, {flags}; without one the load is that command alone)
@@ -153,7 +162,7 @@ experiment(Parsed) ->
     Target = case {maps:get(target, D), Rest} of
                  {none, []} -> #{};
                  {none, _} -> refuse(load_needs_target);
-                 {rabbitmq, ["amqp" | _]} -> #{load => beamlab_cli_experiment:inner(doctor, Rest)};
+                 {rabbitmq, ["amqp" | _]} -> #{load => ?VALUE(beamlab_cli_experiment:inner(doctor, Rest))};
                  {rabbitmq, _} -> refuse(target_needs_load)
              end,
     maps:merge(#{run => {doctor, maps:merge(D, Target)},
@@ -169,7 +178,7 @@ experiment(Parsed) ->
 %% The doctor's own refusal, one line (exit 2).
 -spec refuse(beamlab_experiment_doctor:error_reason()) -> no_return().
 refuse(R) ->
-    beamlab_cli_error:usage("~ts", [beamlab_experiment_doctor:format_error(R)]).
+    ?USAGE("~ts", [beamlab_experiment_doctor:format_error(R)]).
 
 %% @doc The recommendation, findings, curve, accounting and ranking.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

@@ -33,15 +33,17 @@ usage() ->
 %% @doc Prints the report.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    case maps:get(args, Parsed) of
-        [] -> ok;
-        Extra -> beamlab_cli_error:usage("env takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
-    end,
     Root = beamlab_cli_args:get(root, Parsed),
-    filelib:is_dir(Root) orelse beamlab_cli_error:usage("--root ~ts: no such directory", [Root]),
-    Report = beamlab_env:report(#{root => Root}),
-    case beamlab_cli_args:get(format, Parsed) of
-        json -> beamlab_cli_output:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);
-        text -> beamlab_cli_output:put_chars(beamlab_render_env:render(beamlab_json:canonical(Report)))
-    end,
-    {0, none}.
+    case {maps:get(args, Parsed), filelib:is_dir(Root)} of
+        {[_ | _] = Extra, _} ->
+            beamlab_cli_error:usage_error("env takes no arguments (got: ~ts)", [lists:join(" ", Extra)]);
+        {[], false} ->
+            beamlab_cli_error:usage_error("--root ~ts: no such directory", [Root]);
+        {[], true} ->
+            Report = beamlab_env:report(#{root => Root}),
+            case beamlab_cli_args:get(format, Parsed) of
+                json -> beamlab_cli_output:put_chars([beamlab_json:encode(Report, #{pretty => true}), "\n"]);
+                text -> beamlab_cli_output:put_chars(beamlab_render_env:render(beamlab_json:canonical(Report)))
+            end,
+            {0, none}
+    end.

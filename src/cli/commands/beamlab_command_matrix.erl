@@ -8,6 +8,8 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0, files/1]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -106,6 +108,9 @@ files(Parsed) ->
 %% @doc Runs the matrix; the document compares the configurations.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
     %% Each configuration's lines (and a target's, and an inner AMQP
     %% load's PerfTest lines) go to stderr: stdout carries the result.
     Sink = fun({note, Line}) -> io:format(standard_error, "beamlab: ~ts~n", [Line]);
@@ -113,19 +118,23 @@ run(Parsed) ->
               ({matrix, Line}) -> io:put_chars(standard_error, Line);
               (_) -> ok
            end,
-    {Code, Doc} = beamlab_cli_experiment:run((experiment(Parsed))#{sink => Sink}),
+    {Code, Doc} = ?VALUE(beamlab_cli_experiment:run((describe(Parsed))#{sink => Sink})),
     ok = write_folded(beamlab_cli_args:get(folded, Parsed), Doc),
     {Code, Doc}.
 
 %% @doc The experiment: the configurations, and the inner command parsed
 %% into the inner experiment (so a command the matrix cannot run, or a
 %% mistake in it, is a usage error before any VM starts).
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     case beamlab_cli_args:get(preset, Parsed) of
         undefined ->
             beamlab_cli_args:get(duration, Parsed) =:= undefined orelse
-                beamlab_cli_error:usage("--duration sets a preset's load time: give -z to the amqp after --", []),
+                ?USAGE("--duration sets a preset's load time: give -z to the amqp after --", []),
             plain(Parsed);
         Name -> preset(Name, Parsed)
     end.
@@ -134,16 +143,15 @@ plain(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     %% (a range's mistake first, as the library says it; the rest once
     %% the target is known: check_options/2)
-    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(
-                                          maps:with([sweep], beamlab_cli_experiment:given(
-                                                               Parsed, beamlab_experiment_matrix:options())))),
+    Range = maps:with([sweep], beamlab_cli_experiment:given(Parsed, beamlab_experiment_matrix:options())),
+    ?CHECK(beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Range))),
     Grid = case Get(file) of
                undefined -> #{};
                File -> ok_or_usage(beamlab_env_matrix:read_grid(File))
            end,
     Sweep = case Get(sweep) of
                 undefined -> maps:get(sweep, Grid, []);
-                Range -> maps:get(sweep, Grid, []) ++ ok_or_usage(beamlab_env_matrix:parse_range(Range))
+                Text -> maps:get(sweep, Grid, []) ++ ok_or_usage(beamlab_env_matrix:parse_range(Text))
             end,
     Dims = #{vm => maps:get(vm, Grid, []) ++ list(Get(vm)),
              sweep => Sweep,
@@ -153,9 +161,9 @@ plain(Parsed) ->
     Command0 = case {maps:get(rest, Parsed), maps:get(args, Parsed)} of
                    {[], []} -> maps:get(command, Grid, []);
                    {Rest, []} -> Rest;
-                   {_, Args} -> beamlab_cli_error:usage("unexpected arguments before '--': ~ts "
-                                                        "(the inner command goes after --)",
-                                                        [lists:join(" ", Args)])
+                   {_, Args} -> ?USAGE("unexpected arguments before '--': ~ts "
+                                       "(the inner command goes after --)",
+                                       [lists:join(" ", Args)])
                end,
     %% --load-cmd is the load itself: an amqp after -- only lends its
     %% flags ({flags}).
@@ -164,9 +172,9 @@ plain(Parsed) ->
                   _ -> Command0
               end,
     case Command of
-        [] -> beamlab_cli_error:usage("no command to run: give one after '--', e.g. "
-                                      "beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong", []);
-        ["matrix" | _] -> beamlab_cli_error:usage("a matrix cannot run a matrix", []);
+        [] -> ?USAGE("no command to run: give one after '--', e.g. "
+                     "beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong", []);
+        ["matrix" | _] -> ?USAGE("a matrix cannot run a matrix", []);
         _ -> ok
     end,
     Target0 = target(Parsed),
@@ -177,9 +185,9 @@ plain(Parsed) ->
     Target = load_and_profile(Target0, Parsed),
     Configs = case beamlab_experiment_matrix:configs(Dims, Target) of
                   {ok, Cs} -> Cs;
-                  {error, Why} -> beamlab_cli_experiment:raise(Why)
+                  {error, Why} -> ?ABORT(beamlab_cli_experiment:cli_error(Why))
               end,
-    Inner = beamlab_cli_experiment:inner(matrix, Command),
+    Inner = ?VALUE(beamlab_cli_experiment:inner(matrix, Command)),
     Matrix = #{configs => Configs, inner => Inner,
                baseline => case Get(baseline) of
                                undefined -> maps:get(baseline, Grid, undefined);
@@ -205,26 +213,26 @@ preset(Name, Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Preset = case beamlab_experiment_preset:find(Name) of
                  {ok, P} -> P;
-                 {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_preset:format_error(R)])
+                 {error, R} -> ?USAGE("~ts", [beamlab_experiment_preset:format_error(R)])
              end,
-    _ = [beamlab_cli_error:usage("--preset ~ts sets the configurations, the target and the load: "
-                                 "drop --~ts", [Name, string:replace(atom_to_list(K), "_", "-", all)])
+    _ = [?USAGE("--preset ~ts sets the configurations, the target and the load: "
+                "drop --~ts", [Name, string:replace(atom_to_list(K), "_", "-", all)])
          || K <- [vm, sweep, erl, wrap, file, flavor, target, target_cmd, target_node, baseline],
             Get(K) =/= undefined],
     maps:get(rest, Parsed) =:= [] andalso maps:get(args, Parsed) =:= [] orelse
-        beamlab_cli_error:usage("--preset ~ts runs its own loads: no command after --", [Name]),
+        ?USAGE("--preset ~ts runs its own loads: no command after --", [Name]),
     Otp = case list(Get(otp)) of
               [] -> default_otp();
               [O] -> O;
-              _ -> beamlab_cli_error:usage("--preset runs on one OTP: give --otp once", [])
+              _ -> ?USAGE("--preset runs on one OTP: give --otp once", [])
           end,
     Target = load_and_profile(#{kind => rabbitmq, otp => [Otp]}, Parsed),
     Configs = case beamlab_experiment_matrix:configs(#{flavor => maps:get(flavors, Preset)}, Target) of
                   {ok, Cs} -> Cs;
-                  {error, Why} -> beamlab_cli_experiment:raise(Why)
+                  {error, Why} -> ?ABORT(beamlab_cli_experiment:cli_error(Why))
               end,
     Seconds = case Get(duration) of undefined -> maps:get(duration, Preset); D -> D end,
-    Scenarios = [{S, beamlab_cli_experiment:inner(matrix, beamlab_experiment_preset:inner(Preset, S, Seconds))}
+    Scenarios = [{S, ?VALUE(beamlab_cli_experiment:inner(matrix, beamlab_experiment_preset:inner(Preset, S, Seconds)))}
                  || S <- maps:get(scenarios, Preset)],
     Matrix = #{configs => Configs, inner => element(2, hd(Scenarios)),
                repeat => case Get(repeat) of undefined -> maps:get(repeat, Preset); N -> N end,
@@ -247,8 +255,8 @@ default_otp() ->
              end,
     case filelib:is_regular(filename:join([Prefix, "bin", "erl"])) of
         true -> Prefix;
-        false -> beamlab_cli_error:usage("--preset needs an OTP with both flavours: build it with "
-                                         "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
+        false -> ?USAGE("--preset needs an OTP with both flavours: build it with "
+                        "scripts/install-otp.sh (~ts) or give --otp DIR", [Prefix])
     end.
 
 %% The kind's options given, checked as the library checks them
@@ -261,7 +269,7 @@ check_options(Parsed, Target, InnerKind) ->
                 #{kind := rabbitmq} -> Flags#{target => rabbitmq};
                 #{kind := cmd} -> Flags#{target => maps:with([cmd, node], Target)}
             end,
-    ok = beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Given#{inner => InnerKind})).
+    ?CHECK(beamlab_cli_experiment:checked(beamlab_experiment_matrix:check_options(Given#{inner => InnerKind}))).
 
 %% The target the options ask for (`none' without one).
 target(Parsed) ->
@@ -276,13 +284,13 @@ target(Parsed) ->
         {undefined, Cmd, Node} when Cmd =/= undefined, Node =/= undefined ->
             case string:split(Node, "@") of
                 [[_ | _], [_ | _]] -> ok;
-                _ -> beamlab_cli_error:usage("--target-node '~ts' is not a node name (name@host)", [Node])
+                _ -> ?USAGE("--target-node '~ts' is not a node name (name@host)", [Node])
             end,
             #{kind => cmd, cmd => Cmd, node => Node, cookie => Get(cookie), otp => Otp};
         {undefined, _, _} ->
-            beamlab_cli_error:usage("--target-cmd and --target-node go together", []);
+            ?USAGE("--target-cmd and --target-node go together", []);
         _ ->
-            beamlab_cli_error:usage("give either --target rabbitmq or --target-cmd/--target-node", [])
+            ?USAGE("give either --target rabbitmq or --target-cmd/--target-node", [])
     end.
 
 %% The target with its load (--load-cmd) and profile (--profile,
@@ -290,15 +298,15 @@ target(Parsed) ->
 load_and_profile(Target, Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Target =:= none andalso Get(load_cmd) =/= undefined andalso
-        beamlab_cli_error:usage("--load-cmd is the load of a target: give --target rabbitmq", []),
+        ?USAGE("--load-cmd is the load of a target: give --target rabbitmq", []),
     Target =:= none andalso Get(profile) andalso
-        beamlab_cli_error:usage("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
-                                "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
+        ?USAGE("--profile profiles a target's VM: give --target rabbitmq or --target-cmd "
+               "(beamlab profile -- matrix ... profiles beamlab's own VMs)", []),
     Target =:= none andalso Get(profile_process) =/= undefined andalso
-        beamlab_cli_error:usage("--profile-process captures a process of a target's node: give --target "
-                                "rabbitmq or --target-cmd", []),
+        ?USAGE("--profile-process captures a process of a target's node: give --target "
+               "rabbitmq or --target-cmd", []),
     Get(folded) =/= undefined andalso not Get(profile) andalso
-        beamlab_cli_error:usage("--folded writes the profiles' stacks: add --profile", []),
+        ?USAGE("--folded writes the profiles' stacks: add --profile", []),
     case Target of
         none -> none;
         _ ->
@@ -308,18 +316,18 @@ load_and_profile(Target, Parsed) ->
                            %% Blank: no load at all, every repetition would
                            %% fail after the brokers started (#34).
                            string:trim(Cmd) =:= "" andalso
-                               beamlab_cli_error:usage("--load-cmd is empty: give the load's command "
-                                                       "line (an unset variable in a script?)", []),
+                               ?USAGE("--load-cmd is empty: give the load's command "
+                                      "line (an unset variable in a script?)", []),
                            #{load_cmd => Cmd};
-                       _ -> beamlab_cli_error:usage("--load-cmd needs --target rabbitmq", [])
+                       _ -> ?USAGE("--load-cmd needs --target rabbitmq", [])
                    end,
             Profile = case Get(profile) of
                           false -> #{};
                           true ->
                               case beamlab_profile:check_perf() of
                                   {ok, _} -> #{profile => #{mode => Get(profile_mode), frequency => 999}};
-                                  {error, R} -> beamlab_cli_error:fail("--profile: ~ts",
-                                                                       [beamlab_profile:format_error(R)])
+                                  {error, R} -> ?FAIL("--profile: ~ts",
+                                                      [beamlab_profile:format_error(R)])
                               end
                       end,
             maps:merge(maps:merge(maps:merge(Target, Load), Profile), capture(Get(profile_process)))
@@ -335,10 +343,10 @@ capture(Procs) ->
         {ok, _} -> #{capture => Procs};
         {error, R} ->
             Line = lists:flatten(beamlab_experiment_capture:format_error(R)),
-            beamlab_cli_error:usage("~ts", [case string:prefix(Line, "--process") of
-                                                nomatch -> Line;
-                                                Rest -> "--profile-process" ++ Rest
-                                            end])
+            ?USAGE("~ts", [case string:prefix(Line, "--process") of
+                   nomatch -> Line;
+                   Rest -> "--profile-process" ++ Rest
+               end])
     end.
 
 %% Each configuration's folded stacks to DIR/CONFIG.folded (the
@@ -348,7 +356,7 @@ write_folded(undefined, _) ->
 write_folded(Dir, Doc) ->
     case filelib:ensure_path(Dir) of
         ok -> ok;
-        {error, R} -> beamlab_cli_error:fail("--folded ~ts: ~ts", [Dir, file:format_error(R)])
+        {error, R} -> ?FAIL("--folded ~ts: ~ts", [Dir, file:format_error(R)])
     end,
     lists:foreach(
       fun({Name, #{extra := #{<<"profile">> := P}}}) ->
@@ -356,8 +364,8 @@ write_folded(Dir, Doc) ->
                                    ++ ".folded"),
               case beamlab_runtime_file:write(File, beamlab_profile_stacks:folded(P)) of
                   {ok, _} -> io:format(standard_error, "folded stacks of ~ts: ~ts~n", [Name, File]);
-                  {error, R2} -> beamlab_cli_error:fail("cannot write ~ts: ~ts",
-                                                        [File, beamlab_runtime_file:format_error(R2)])
+                  {error, R2} -> ?FAIL("cannot write ~ts: ~ts",
+                                       [File, beamlab_runtime_file:format_error(R2)])
               end
       end, beamlab_result_profiles:of_matrix(Doc)).
 
@@ -368,7 +376,7 @@ text(Result, Parsed) ->
     beamlab_render_view:text(Result, beamlab_cli_output:text_opts(Parsed)).
 
 ok_or_usage({ok, V}) -> V;
-ok_or_usage({error, Reason}) -> beamlab_cli_error:usage("~ts", [beamlab_env_matrix:format_error(Reason)]).
+ok_or_usage({error, Reason}) -> ?USAGE("~ts", [beamlab_env_matrix:format_error(Reason)]).
 
 list(undefined) -> [];
 list(L) when is_list(L) -> L.

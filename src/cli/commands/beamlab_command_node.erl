@@ -16,6 +16,8 @@
 
 -define(REG, beamlab_node).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -52,23 +54,26 @@ usage() ->
 %% @doc Serves until stopped (exit 0), or stops the named nodes.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
     case maps:get(args, Parsed) of
         [] -> ok;
-        Extra -> beamlab_cli_error:usage("node takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
+        Extra -> ?USAGE("node takes no arguments (got: ~ts)", [lists:join(" ", Extra)])
     end,
     G = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     case {G(stop), G(dist_name)} of
         {undefined, undefined} ->
-            beamlab_cli_error:usage("node needs --name NAME@HOST (HOST: an address of this "
-                                    "machine the controller reaches)", []);
+            ?USAGE("node needs --name NAME@HOST (HOST: an address of this "
+                   "machine the controller reaches)", []);
         {undefined, _} ->
-            serve(beamlab_cli_dist:start(G(dist_name), G(cookie), port_opt(G(dist_port))));
+            serve(?VALUE(beamlab_cli_dist:start(G(dist_name), G(cookie), port_opt(G(dist_port)))));
         {Nodes, _} ->
             stop_nodes(Parsed, node_names(Nodes))
     end.
 
 port_opt(undefined) -> #{epmd => required};
-port_opt(P) when P > 65535 -> beamlab_cli_error:usage("--dist-port ~b is not a TCP port", [P]);
+port_opt(P) when P > 65535 -> ?USAGE("--dist-port ~b is not a TCP port", [P]);
 port_opt(P) -> #{epmd => required, port => P}.
 
 serve(#{node := Node, address := Ip, port := Port}) ->
@@ -122,10 +127,10 @@ stop_request(From) ->
     end.
 
 stop_nodes(Parsed, Nodes) ->
-    beamlab_cli_dist:controller(Parsed, Nodes),
+    ?CHECK(beamlab_cli_dist:controller(Parsed, Nodes)),
     case beamlab_runtime_peer:ensure_dist() of
         ok -> ok;
-        {error, NoDist} -> beamlab_cli_error:fail("~ts", [beamlab_runtime_peer:format_error(NoDist)])
+        {error, NoDist} -> ?FAIL("~ts", [beamlab_runtime_peer:format_error(NoDist)])
     end,
     Bad = [{N, R} || N <- Nodes,
                      R <- [try erpc:call(N, ?MODULE, stop_request, [node()], 10000)
@@ -135,12 +140,12 @@ stop_nodes(Parsed, Nodes) ->
         [] ->
             _ = [io:format("stopped ~s~n", [N]) || N <- Nodes],
             {0, none};
-        [{N, not_serving} | _] -> beamlab_cli_error:fail("~s is not a beamlab node", [N]);
-        [{N, _} | _] -> beamlab_cli_error:fail("cannot reach node ~s (running? same cookie?)", [N])
+        [{N, not_serving} | _] -> ?FAIL("~s is not a beamlab node", [N]);
+        [{N, _} | _] -> ?FAIL("cannot reach node ~s (running? same cookie?)", [N])
     end.
 
 node_names(S) ->
     [case string:split(X, "@") of
          [[_ | _], [_ | _]] -> list_to_atom(X);
-         _ -> beamlab_cli_error:usage("--stop: '~ts' is not a node name (name@host)", [X])
+         _ -> ?USAGE("--stop: '~ts' is not a node name (name@host)", [X])
      end || X0 <- string:lexemes(S, ","), X <- [string:trim(X0)]].

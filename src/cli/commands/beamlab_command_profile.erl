@@ -11,6 +11,8 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0, files/1]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -81,24 +83,31 @@ files(Parsed) ->
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Exp = experiment(Parsed),
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
+    Exp = describe(Parsed),
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     %% An output file that cannot be written is said now, not after the run.
-    _ = [beamlab_cli_output:check_output("--" ++ atom_to_list(O), P)
+    _ = [?CHECK(beamlab_cli_output:check_output("--" ++ atom_to_list(O), P))
          || O <- [folded, speedscope], P <- [Get(O)], P =/= undefined],
-    {Code, Doc} = beamlab_cli_experiment:run(Exp),
+    {Code, Doc} = ?VALUE(beamlab_cli_experiment:run(Exp)),
     write_folded(Get(folded), Doc),
     write_speedscope(Get(speedscope), Doc),
     {Code, Doc}.
 
 %% @doc The experiment: what to profile (an inner command parsed into its
 %% experiment, an OS pid, a node), how often and how long.
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     case beamlab_cli_args:get(process, Parsed, []) of
         [] ->
             Given = maps:get(given, Parsed, []),
-            [beamlab_cli_error:usage("--~ts goes with --process", [L])
+            [?USAGE("--~ts goes with --process", [L])
              || {K, L} <- only(beamlab_experiment_capture, beamlab_experiment_profile), lists:member(K, Given)],
             perf_experiment(Parsed);
         _ ->
@@ -109,30 +118,30 @@ experiment(Parsed) ->
 capture_experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Get(node) =:= undefined andalso
-        beamlab_cli_error:usage("--process captures a process of a running node: give its --node", []),
+        ?USAGE("--process captures a process of a running node: give its --node", []),
     (Get(pid) =/= undefined orelse maps:get(rest, Parsed, []) =/= [] orelse maps:get(args, Parsed) =/= [])
-        andalso beamlab_cli_error:usage("--process goes with --node only (not --pid or a command)", []),
+        andalso ?USAGE("--process goes with --node only (not --pid or a command)", []),
     Given = maps:get(given, Parsed, []),
-    [beamlab_cli_error:usage("--~ts is perf's: a --process capture does not take it", [L])
+    [?USAGE("--~ts is perf's: a --process capture does not take it", [L])
      || {K, L} <- only(beamlab_experiment_profile, beamlab_experiment_capture) ++ [{callers, "callers"}],
         lists:member(K, Given)],
-    Opts = beamlab_cli_schema:given(beamlab_experiment_capture:options(), Parsed),
+    Opts = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_capture:options(), Parsed)),
     case beamlab_experiment_capture:new(Opts#{node => Get(node), cookie => Get(cookie)}) of
         {ok, C} -> #{run => {capture, C}, command => maps:get(argv, Parsed)};
-        {error, {option, R}} -> beamlab_cli_schema:refuse(R);
-        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_experiment_capture:format_error(R)])
+        {error, {option, R}} -> ?ABORT(beamlab_cli_schema:refusal(R));
+        {error, R} -> ?USAGE("~ts", [beamlab_experiment_capture:format_error(R)])
     end.
 
 perf_experiment(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Subject = subject(Get(pid), Get(node), maps:get(rest, Parsed, [])),
     maps:get(args, Parsed) =:= [] orelse
-        beamlab_cli_error:usage("unexpected argument '~ts': put the command to profile after --",
-                                [hd(maps:get(args, Parsed))]),
-    Given = beamlab_cli_schema:given(beamlab_experiment_profile:options(), Parsed),
+        ?USAGE("unexpected argument '~ts': put the command to profile after --",
+               [hd(maps:get(args, Parsed))]),
+    Given = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_profile:options(), Parsed)),
     case beamlab_experiment_profile:new(maps:merge(Given, Subject)) of
         {ok, Profile} -> #{run => {profile, Profile}, command => maps:get(argv, Parsed)};
-        {error, {option, R}} -> beamlab_cli_schema:refuse(R)
+        {error, {option, R}} -> ?ABORT(beamlab_cli_schema:refusal(R))
     end.
 
 %% @doc The top table.
@@ -154,14 +163,14 @@ text(Doc, Parsed) ->
 %% The subject besides `--pid' and `--node' (the kind's options): a
 %% command after `--'.
 subject(undefined, undefined, []) ->
-    beamlab_cli_error:usage("nothing to profile: give a command after -- "
-                            "(beamlab profile -- run 'lists:seq(1, 100).'), --pid or --node", []);
+    ?USAGE("nothing to profile: give a command after -- "
+           "(beamlab profile -- run 'lists:seq(1, 100).'), --pid or --node", []);
 subject(undefined, undefined, ["profile" | _]) ->
-    beamlab_cli_error:usage("profile cannot profile itself", []);
+    ?USAGE("profile cannot profile itself", []);
 subject(undefined, undefined, Command) ->
-    #{subject => {experiment, beamlab_cli_experiment:inner(profile, Command)}};
+    #{subject => {experiment, ?VALUE(beamlab_cli_experiment:inner(profile, Command))}};
 subject(_, _, [_ | _]) ->
-    beamlab_cli_error:usage("give either a command after -- or --pid/--node, not both", []);
+    ?USAGE("give either a command after -- or --pid/--node, not both", []);
 subject(_, _, []) ->
     #{}.
 
@@ -171,7 +180,7 @@ write_speedscope(Path, Doc) ->
     {ok, Json} = beamlab_render_speedscope:render(Doc),
     case beamlab_runtime_file:write(Path, Json) of
         {ok, _} -> io:format(standard_error, "speedscope profile: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
+        {error, R} -> ?FAIL("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
 
 write_folded(undefined, _Doc) ->
@@ -179,7 +188,7 @@ write_folded(undefined, _Doc) ->
 write_folded(Path, #{extra := #{<<"profile">> := P}}) ->
     case beamlab_runtime_file:write(Path, beamlab_profile_stacks:folded(P)) of
         {ok, _} -> io:format(standard_error, "folded stacks: ~ts~n", [Path]);
-        {error, R} -> beamlab_cli_error:fail("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
+        {error, R} -> ?FAIL("cannot write ~ts: ~ts", [Path, beamlab_runtime_file:format_error(R)])
     end.
 
 %% @doc The kind of experiment the command runs.

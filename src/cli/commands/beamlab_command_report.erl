@@ -3,10 +3,12 @@
 -module(beamlab_command_report).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, files/1, history_runs/3]).
+-export([summary/0, options/0, usage/0, run/1, files/1]).
 
 -define(DEFAULT_OUT, "beamlab-report.html").
 -define(DEFAULT_OUT_2, "beamlab-report-2.html").
+
+-include("beamlab_cli_error.hrl").
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -43,22 +45,29 @@ usage() ->
     "  beamlab report bench-history/ -o trend.html\n"
     "  beamlab report suite-a.json suite-b.json --run-noise 4\n".
 
-%% @doc The runs read and the page written (`-o').
+%% @doc The runs read and the page written (`-o'); no input when the
+%% arguments name no runs (`run/1' says why).
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()],
                                              outputs := [beamlab_runtime_file:named()]}.
 files(Parsed = #{args := Args}) ->
-    {Files, _} = beamlab_cli_runs:expand(Args),
+    Files = case beamlab_cli_runs:expand(Args) of
+                {ok, {Fs, _}} -> Fs;
+                {error, _} -> []
+            end,
     #{inputs => [{"input", F} || F <- Files],
       outputs => [{"-o", O} || O <- [beamlab_cli_args:get(output, Parsed)], O =/= undefined]}.
 
 %% @doc Runs the command; returns the exit code.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
-run(Parsed = #{args := Args}) ->
-    {Files, Listed} = beamlab_cli_runs:expand(Args),
-    Files =/= [] orelse beamlab_cli_error:usage("report needs at least one result file", []),
+run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed = #{args := Args}) ->
+    {Files, Listed} = ?VALUE(beamlab_cli_runs:expand(Args)),
+    Files =/= [] orelse ?USAGE("report needs at least one result file", []),
     Out = beamlab_cli_args:get(output, Parsed),
-    Out =:= undefined orelse beamlab_cli_output:check_output("-o", Out),
-    Noise = case beamlab_cli_runs:run_noise(Parsed) of
+    Out =:= undefined orelse ?CHECK(beamlab_cli_output:check_output("-o", Out)),
+    Noise = case ?VALUE(beamlab_cli_runs:run_noise(Parsed)) of
                 undefined -> #{};
                 N -> #{run_noise => N}
             end,
@@ -69,11 +78,11 @@ run(Parsed = #{args := Args}) ->
     {Runs, Opts} =
         case (Listed orelse beamlab_cli_args:get(history, Parsed, false)) andalso length(Files) > 1 of
             true -> history_runs(Files, Titled, beamlab_cli_args:get(order, Parsed, auto));
-            false -> {beamlab_cli_runs:load_runs(Files), Titled}
+            false -> {?VALUE(beamlab_cli_runs:load_runs(Files)), Titled}
         end,
     Html = case beamlab_report_html:render(Runs, Opts) of
                {ok, H} -> H;
-               {error, Reason} -> beamlab_cli_error:fail("~ts", [beamlab_report_html:format_error(Reason)])
+               {error, Reason} -> ?FAIL("~ts", [beamlab_report_html:format_error(Reason)])
            end,
     %% The default name never replaces a page (-2, -3... are added); a file
     %% named with -o is replaced atomically, and the message says so.
@@ -85,7 +94,7 @@ run(Parsed = #{args := Args}) ->
                      case beamlab_runtime_file:check_target(Out) of
                          {ok, directory} -> {unique, filename:join(Out, ?DEFAULT_OUT)};
                          {ok, _} = Found -> {named, Out, Found};
-                         {error, _} -> beamlab_cli_output:check_output("-o", Out)
+                         {error, _} -> ?CHECK(beamlab_cli_output:check_output("-o", Out))
                      end
              end,
     {Written, Note, To} =
@@ -114,17 +123,17 @@ run(Parsed = #{args := Args}) ->
 -spec history_runs([string()], beamlab_report_html:opts(), beamlab_result_history:order() | auto) ->
           {[beamlab_result_history:run()], beamlab_report_html:opts()}.
 history_runs(Files, Titled, Order) ->
-    Summaries = beamlab_cli_runs:load_runs(Files, fun beamlab_result_history:summary/1),
-    H = beamlab_cli_runs:history(Summaries, maps:merge(maps:with([run_noise], Titled), #{order => Order})),
+    Summaries = ?VALUE(beamlab_cli_runs:load_runs(Files, fun beamlab_result_history:summary/1)),
+    H = ?VALUE(beamlab_cli_runs:history(Summaries, maps:merge(maps:with([run_noise], Titled), #{order => Order}))),
     Ordered = [L || #{label := L} <- maps:get(runs, H)],
     Shown = maps:from_list([{L, true} || L <- lists:nthtail(max(0, length(Ordered) - beamlab_report_html:detail_runs()),
                                                             Ordered)]),
     Runs = case map_size(Shown) =:= length(Summaries) of
-               true -> beamlab_cli_runs:load_runs(Files);
-               false -> beamlab_cli_runs:load_runs(Files, {only, Shown})
+               true -> ?VALUE(beamlab_cli_runs:load_runs(Files));
+               false -> ?VALUE(beamlab_cli_runs:load_runs(Files, {only, Shown}))
            end,
     {Runs, Titled#{history => H}}.
 
 -spec write_failed(file:filename(), term()) -> no_return().
 write_failed(Path, Why) ->
-    beamlab_cli_error:fail("~ts", [beamlab_report_html:format_error({write, Path, Why})]).
+    ?FAIL("~ts", [beamlab_report_html:format_error({write, Path, Why})]).

@@ -11,6 +11,8 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0]).
 
+-include("beamlab_cli_error.hrl").
+
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -84,7 +86,10 @@ usage() ->
 %% @doc Runs the benchmark; returns the exit code and the result.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    Exp = experiment(Parsed),
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
+    Exp = describe(Parsed),
     NJobs = case maps:get(run, Exp) of
                 {bench, #{jobs := Jobs}} -> length(Jobs);
                 {bench, #{modules := _}} -> 1
@@ -93,27 +98,35 @@ run(Parsed) ->
     %% Under the launcher: what was measured survives code that stops the VM.
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "run", parsed => Parsed}),
-    try beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
-                                   #{error => fun error_line/1})
+    try ?VALUE(beamlab_cli_experiment:run(Exp#{sink => sink(Progress, Parsed), checkpoint => Checkpoint},
+               #{error => fun error_line/1}))
     after
         Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
     end.
 
 %% @doc The experiment: the jobs, the engine's options, the after-phase.
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     case beamlab_cli_args:get(bench, Parsed) of
         undefined ->
             Jobs = jobs(Parsed),
-            experiment(Parsed, #{jobs => Jobs});
+            describe(Parsed, fun() -> #{jobs => Jobs} end);
         Dir ->
-            experiment(Parsed, #{modules => bench_modules(Dir, Parsed)})
+            ok = bench_only(Parsed),
+            describe(Parsed, fun() -> #{modules => bench_modules(Dir, Parsed)} end)
     end.
 
-experiment(Parsed, What) ->
+%% The options are checked before `What' is made: a mistake is refused
+%% before a project is built.
+describe(Parsed, What0) ->
     {Options, Squeeze} = run_opts(Parsed),
-    _ = [filelib:is_dir(D) orelse beamlab_cli_error:usage("-pa ~ts: no such directory", [D])
+    _ = [filelib:is_dir(D) orelse ?USAGE("-pa ~ts: no such directory", [D])
          || D <- beamlab_cli_args:get(pa, Parsed, [])],
+    What = What0(),
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     After = maps:from_list([{K, V} || K <- [memory, reductions, msacc], V <- [Get(K)], V =:= true]
                            ++ [{profile, T} || T <- [Get(profile)], T =/= undefined]),
@@ -121,9 +134,10 @@ experiment(Parsed, What) ->
                 undefined -> What#{options => Options};
                 _ -> What#{options => Options, squeeze => Squeeze}
             end,
-    beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
-                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
-               case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end)).
+    Exp = maps:merge(#{run => {bench, Bench}, command => maps:get(argv, Parsed),
+                       telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+                     case map_size(After) of 0 -> #{}; _ -> #{'after' => After} end),
+    ?VALUE(beamlab_cli_metrics:add(Parsed, Exp)).
 
 %% @doc The erlperf-style table (`-r basic|extended|full').
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().
@@ -142,7 +156,7 @@ error_line(_) ->
 %%====================================================================
 
 jobs(#{args := []}) ->
-    beamlab_cli_error:usage("no code to benchmark (example: beamlab 'rand:uniform().')", []);
+    ?USAGE("no code to benchmark (example: beamlab 'rand:uniform().')", []);
 jobs(#{args := Codes, arg_opts := ArgOpts} = Parsed) ->
     Defaults = [{init, beamlab_cli_args:get(init_all, Parsed)},
                 {init_runner, beamlab_cli_args:get(init_runner_all, Parsed)},
@@ -161,7 +175,7 @@ run_opts(Parsed) ->
     Squeeze = Get(squeeze),
     Loop = Get(loop),
     Given(ci) andalso Given(rel_ci)
-        andalso beamlab_cli_error:usage("--ci and --rel-ci are the same rule; give one", []),
+        andalso ?USAGE("--ci and --rel-ci are the same rule; give one", []),
     RelCi = case Get(ci) of
                 undefined -> Get(rel_ci);
                 Ci -> Ci
@@ -169,14 +183,19 @@ run_opts(Parsed) ->
     %% What cannot go together, what needs what, a squeeze's range, the
     %% fresh VMs' arguments: the kind's schema, the same checks as the
     %% library's (naming the flags; --ci is --rel-ci).
-    Flags0 = beamlab_cli_schema:given(beamlab_experiment_bench:options(), Parsed),
-    Flags = case Given(ci) of
-                true -> Flags0#{rel_ci => RelCi};
-                false -> Flags0
+    Flags0 = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_bench:options(), Parsed)),
+    Flags1 = case Given(ci) of
+                 true -> Flags0#{rel_ci => RelCi};
+                 false -> Flags0
+             end,
+    %% (bench modules: the kind's rules for `dir', e.g. no baseline)
+    Flags = case Get(bench) of
+                undefined -> Flags1;
+                Dir -> Flags1#{dir => Dir}
             end,
     case beamlab_experiment_bench:check_options(Flags) of
         ok -> ok;
-        {error, Refused} -> beamlab_cli_schema:refuse(Refused)
+        {error, Refused} -> ?ABORT(beamlab_cli_schema:refusal(Refused))
     end,
     %% (a baseline is checked against the jobs, and the flavour's VMs
     %% against this installation, by the kind: beamlab_experiment_bench:check/2)
@@ -238,18 +257,21 @@ sink(Progress, Parsed) ->
             ok
     end.
 
+%% What the command line's own flags cannot do with `--bench DIR' (the
+%% library has no such flags: its codes and bench modules are two
+%% functions, a job's hooks are in its map).
+bench_only(#{args := [_ | _]}) ->
+    ?USAGE("give either CODE or --bench DIR, not both", []);
+bench_only(Parsed) ->
+    _ = [?USAGE("--~ts applies to CODE, not to --bench (a bench module's map holds "
+                "its hooks)", [option_text(K)])
+         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
+    ok.
+
 %% The project's bench modules (`--bench DIR'), compiled against the
 %% project (built unless --no-build, or given by the build tool).
-bench_modules(_Dir, #{args := [_ | _]}) ->
-    beamlab_cli_error:usage("give either CODE or --bench DIR, not both", []);
 bench_modules(Dir, Parsed) ->
-    _ = [beamlab_cli_error:usage("--~ts applies to CODE, not to --bench (a bench module's map holds "
-                                 "its hooks)", [option_text(K)])
-         || K <- [init_all, init_runner_all, done_all], beamlab_cli_args:get(K, Parsed) =/= undefined],
-    lists:member(baseline, maps:get(given, Parsed))
-        andalso beamlab_cli_error:usage("--baseline: the benchmarks of bench modules are not compared "
-                                        "with one another", []),
-    #{root := Root, paths := Paths, include := Include} = beamlab_cli_project:project(Parsed),
+    #{root := Root, paths := Paths, include := Include} = ?VALUE(beamlab_cli_project:project(Parsed)),
     #{dir => Dir, root => Root, paths => Paths, include => Include}.
 
 %% @doc The kind of experiment the command runs.

@@ -4,8 +4,10 @@
 -module(beamlab_command_suite).
 -behaviour(beamlab_command).
 
--export([summary/0, options/0, usage/0, run/1, experiment/1, text/2, parse_param/1]).
+-export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0, files/1]).
+
+-include("beamlab_cli_error.hrl").
 
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
@@ -53,19 +55,26 @@ files(Parsed) ->
 %% @doc Runs the command.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
     case beamlab_cli_args:get(list, Parsed) of
         true ->
-            beamlab_cli_args:add_code_paths(beamlab_cli_args:get(code_paths, Parsed)),
+            ?CHECK(beamlab_cli_args:add_code_paths(beamlab_cli_args:get(code_paths, Parsed))),
             list(maps:get(args, Parsed));
         false ->
-            measure(experiment(Parsed), Parsed)
+            measure(describe(Parsed), Parsed)
     end.
 
 %% @doc The experiment: the selection (workloads or a preset), the
 %% parameters, the measurement options, checked as the library checks
 %% them (beamlab_experiment_suite:check_options/1), naming the flags.
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     Names = maps:get(args, Parsed),
     Schema = beamlab_experiment_suite:options(),
@@ -75,7 +84,7 @@ experiment(Parsed) ->
                 true -> Flags#{params => Params};
                 false -> Flags
             end,
-    ok = beamlab_cli_experiment:checked(beamlab_experiment_suite:check_options(Given#{names => Names})),
+    ?CHECK(beamlab_cli_experiment:checked(beamlab_experiment_suite:check_options(Given#{names => Names}))),
     Select = case Get(preset) of
                  undefined ->
                      {workloads, Names};
@@ -96,12 +105,13 @@ experiment(Parsed) ->
                           ++ [{max_time, max(1, round(T))}
                               || #{max_time := T} <- [beamlab_schema:from_flags(Schema, #{max_time => Get(max_time)})],
                                  is_number(T)]),
-    beamlab_cli_metrics:add(Parsed, maps:merge(#{run => {suite, maps:merge(Suite, Rule)}, command => maps:get(argv, Parsed),
-                 telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
-               case Get(memory) of
-                   true -> #{'after' => #{memory => true}};
-                   false -> #{}
-               end)).
+    Exp = maps:merge(#{run => {suite, maps:merge(Suite, Rule)}, command => maps:get(argv, Parsed),
+                       telemetry => case Get(verbose) > 0 of true -> live; false -> none end},
+                     case Get(memory) of
+                         true -> #{'after' => #{memory => true}};
+                         false -> #{}
+                     end),
+    ?VALUE(beamlab_cli_metrics:add(Parsed, Exp)).
 
 %%--------------------------------------------------------------------
 %% --list
@@ -120,7 +130,7 @@ list(Names) ->
 resolve(Name) ->
     case beamlab_workload:resolve(Name) of
         {ok, M} -> M;
-        {error, R} -> beamlab_cli_error:usage("~ts", [beamlab_workload:format_error(R)])
+        {error, R} -> ?USAGE("~ts", [beamlab_workload:format_error(R)])
     end.
 
 list_one(Mod) ->
@@ -146,7 +156,7 @@ measure(Exp, Parsed) ->
                end,
     Checkpoint = beamlab_runtime_checkpoint:open(maps:get(checkpoint, Parsed, undefined),
                                                  #{command => "suite", parsed => Parsed}),
-    try beamlab_cli_experiment:run(Exp#{sink => sink(Verbose, Progress), checkpoint => Checkpoint})
+    try ?VALUE(beamlab_cli_experiment:run(Exp#{sink => sink(Verbose, Progress), checkpoint => Checkpoint}))
     after
         Progress =/= undefined andalso beamlab_runtime_progress:stop(Progress)
     end.
@@ -170,8 +180,8 @@ parse_param(Text) ->
 
 -spec bad_param(string()) -> no_return().
 bad_param(Text) ->
-    beamlab_cli_error:usage("--param ~ts: expected NAME.KEY=VALUE (e.g. ring.n=1000 or "
-                            "ping_pong.size=0,10,100)", [Text]).
+    ?USAGE("--param ~ts: expected NAME.KEY=VALUE (e.g. ring.n=1000 or "
+           "ping_pong.size=0,10,100)", [Text]).
 
 add_param({W, K, Vs}, Acc) ->
     Acc#{W => (maps:get(W, Acc, #{}))#{K => Vs}}.

@@ -8,6 +8,8 @@
 -export([summary/0, options/0, usage/0, run/1, experiment/1, text/2]).
 -export([kind/0]).
 
+-include("beamlab_cli_error.hrl").
+
 %% @doc One line for `beamlab help'.
 -spec summary() -> string().
 summary() ->
@@ -60,27 +62,34 @@ usage() ->
 %% @doc Watches the node; the document holds its series and the findings.
 -spec run(beamlab_cli_args:parsed()) -> beamlab_command:outcome().
 run(Parsed) ->
-    beamlab_cli_experiment:run(experiment(Parsed)).
+    ?CATCHING(run_parsed(Parsed)).
+
+run_parsed(Parsed) ->
+    ?VALUE(beamlab_cli_experiment:run(describe(Parsed))).
 
 %% @doc The experiment: the node, how long and how often to sample it,
 %% one line per interval on stderr.
--spec experiment(beamlab_cli_args:parsed()) -> beamlab_experiment:experiment().
+-spec experiment(beamlab_cli_args:parsed()) ->
+          {ok, beamlab_experiment:experiment()} | {error, beamlab_cli_error:reason()}.
 experiment(Parsed) ->
+    ?CATCHING({ok, describe(Parsed)}).
+
+describe(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
     maps:get(args, Parsed) =:= [] orelse
-        beamlab_cli_error:usage("watch takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
+        ?USAGE("watch takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
     NodeName = case Get(node) of
-                   undefined -> beamlab_cli_error:usage("give the node to watch: --node NAME@HOST", []);
+                   undefined -> ?USAGE("give the node to watch: --node NAME@HOST", []);
                    N -> N
                end,
-    Given = beamlab_cli_schema:given(beamlab_experiment_watch:options(), Parsed),
+    Given = ?VALUE(beamlab_cli_schema:given(beamlab_experiment_watch:options(), Parsed)),
     Watch = case beamlab_experiment_watch:new(Given#{node => NodeName}) of
                 {ok, W} -> W;
-                {error, {option, R}} -> beamlab_cli_schema:refuse(R)
+                {error, {option, R}} -> ?ABORT(beamlab_cli_schema:refusal(R))
             end,
-    beamlab_cli_metrics:add(Parsed, #{run => {watch, Watch},
-                                      command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
-                                      telemetry => live}).
+    ?VALUE(beamlab_cli_metrics:add(Parsed, #{run => {watch, Watch},
+                                             command => beamlab_result_redact:argv(maps:get(argv, Parsed)),
+                                             telemetry => live})).
 
 %% @doc The node's summary, its top processes, then the findings.
 -spec text(beamlab_result:result(), beamlab_cli_args:parsed()) -> unicode:chardata().

@@ -5,8 +5,10 @@
 %% the experiment.
 config(Argv) ->
     {ok, P} = beamlab_cli_args:parse(Argv, beamlab_command_amqp:options()),
-    #{run := {amqp, #{config := C, nodes := N}}} = beamlab_command_amqp:experiment(P#{argv => Argv}),
-    C#{nodes => N}.
+    case beamlab_command_amqp:experiment(P#{argv => Argv}) of
+        {ok, #{run := {amqp, #{config := C, nodes := N}}}} -> C#{nodes => N};
+        {error, _} = Error -> Error
+    end.
 
 %% A mistake caught by the option parser (a value out of its bounds) or by
 %% the command: its one line.
@@ -15,10 +17,9 @@ usage_error(Argv) ->
         {error, Msg} ->
             lists:flatten(io_lib:format("~ts", [Msg]));
         {ok, _} ->
-            try config(Argv) of
+            case config(Argv) of
+                {error, {usage, Msg}} -> lists:flatten(io_lib:format("~ts", [Msg]));
                 Cfg -> {no_error, Cfg}
-            catch
-                throw:{beamlab_cli_error, usage, Msg} -> lists:flatten(io_lib:format("~ts", [Msg]))
             end
     end.
 
