@@ -911,8 +911,10 @@
           if (!cell) return h('td', {}, ['-']);
           var own = valueText(cell.mean, row.unit) + ' ' + relInterval(cell.mean, cell.ci);
           var v = cname === m.baseline ? 'baseline' : pct(cell.change) + ' ' + verdictText(cell.verdict);
+          // what a `~' could have seen (on a line of its own: the cell stays as wide)
+          var could = isNum(cell.detectable) ? [h('br'), h('span', { 'class': 'muted detectable' }, ['could have seen ' + detectableText(cell.detectable)])] : [];
           return h('td', { 'class': 'num ' + verdictClass(cell.verdict), 'data-verdict': cell.verdict || (cname === m.baseline ? 'baseline' : '') },
-                   [own, h('br'), h('span', { 'class': 'muted' }, [v])]);
+                   [own, h('br'), h('span', { 'class': 'muted' }, [v])].concat(could));
         }));
       });
       g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +

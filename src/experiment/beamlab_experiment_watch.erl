@@ -174,11 +174,12 @@ document(W, Exp, Started, Node, NodeEnv, Series, Growth, Interrupted) ->
     %% Observations of the node, not a benchmark's: reductions are a rate
     %% of the node's work (`reductions/s'), and more of it for the same
     %% traffic is no better, so like utilisation and run queue `lower'
-    %% (the report names no direction for a watched node).
+    %% (the report names no direction for a watched node). The run queue
+    %% counts processes waiting (its axis says so, not `value').
     Benchmarks = [beamlab_result:benchmark(Name, Vals, #{group => <<"watch">>, metric => Metric,
                                                          unit => Unit, better => Better})
                   || {Key, Name, Metric, Unit, Better} <- [{util, <<"scheduler utilisation">>, <<"util">>, <<"%">>, lower},
-                                                           {run_queue, <<"run queue">>, <<"run_queue">>, <<>>, lower},
+                                                           {run_queue, <<"run queue">>, <<"run_queue">>, <<"processes">>, lower},
                                                            {reductions_per_s, <<"reductions">>, <<"reductions">>, <<"reductions/s">>, lower}],
                      Vals <- [[V || V <- maps:get(Key, Series, []), is_number(V)]], Vals =/= []],
     Doc1 = beamlab_result:add_benchmarks(Doc0, Benchmarks),

@@ -42,7 +42,9 @@
                       max := number() | null, count := number() | null}.
 -type cell() :: #{config := binary(), mean := number() | null, ci := point() | null,
                   samples := [number()], change := number() | null, change_ci := point() | null,
-                  p := number() | null, verdict := binary() | null, scenario := binary() | null}.
+                  p := number() | null, verdict := binary() | null, scenario := binary() | null,
+                  %% a `~': the smallest slowdown the comparison catches 80% of the time
+                  detectable => number()}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
                     rows := [#{benchmark := binary(), unit := binary(),
                                better := beamlab_result:better(), method := binary(), cells := [cell()]}]}.
@@ -455,7 +457,7 @@ cell(#{group := Config, samples := Samples} = B) ->
     C = maps:get(comparison, B, #{}),
     {Scale, _} = per_second(B),
     Sc = fun(X) when is_number(X) -> X * Scale; (X) -> X end,
-    #{config => Config,
+    Cell = #{config => Config,
       %% a preset's scenario: its configurations are compared within it
       scenario => maps:get(<<"scenario">>, maps:get(params, B, #{}), null),
       mean => num(Sc(maps:get(mean, S, null))),
@@ -470,7 +472,12 @@ cell(#{group := Config, samples := Samples} = B) ->
       verdict => case maps:get(verdict, C, null) of
                      null -> null;
                      V -> atom_to_binary(V)
-                 end}.
+                 end},
+    %% what a `~' could have seen (#35), as the command line says it
+    case C of
+        #{verdict := no_difference, detectable := D} when is_number(D) -> Cell#{detectable => num(D)};
+        _ -> Cell
+    end.
 
 %%====================================================================
 %% Findings on the time axis

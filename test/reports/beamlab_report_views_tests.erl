@@ -181,3 +181,28 @@ marks_last_sample_test() ->
     D = beamlab_result:add_findings(D0, [beamlab_result:finding(x, warning, <<"T">>, <<>>, <<>>,
                                                                 #{from_ms => 1100, to_ms => 1500, last_ms => 2900})]),
     ?assertEqual([#{title => <<"T">>, severity => warning, from => 0.1, to => 1.9}], beamlab_report_views:marks(D)).
+
+%% #35: a matrix configuration's `~' carries what it could have seen into
+%% the report (the verdict table's cell), as the command line says it;
+%% a verdict carries none.
+matrix_detectable_test() ->
+    Base = [2.0, 2.1, 1.9],
+    Bs = [beamlab_result:benchmark(<<C/binary, " / fib">>, Vs,
+                                   maps:merge(#{group => C, unit => ms, better => lower, metric => time,
+                                                params => #{config => C},
+                                                extra => #{inner_benchmark => <<"fib">>, schedulers_online => 2}},
+                                              case C of
+                                                  <<"a">> -> #{};
+                                                  _ -> #{comparison => beamlab_stats:compare(Base, Vs, #{better => lower})}
+                                              end))
+          || {C, Vs} <- [{<<"a">>, Base}, {<<"same">>, [2.05, 1.95, 2.0]}, {<<"slow">>, [4.0, 4.2, 3.8]}]],
+    D0 = doc(matrix, Bs),
+    D = D0#{params := #{<<"baseline">> => <<"a">>},
+            extra := #{<<"configs">> => [#{<<"name">> => N, <<"status">> => <<"ok">>} || N <- [<<"a">>, <<"same">>, <<"slow">>]]}},
+    #{rows := [#{cells := [A, Same, Slow]}]} = beamlab_report_views:matrix(D),
+    #{verdict := <<"no_difference">>, detectable := Det} = Same,
+    [#{comparison := #{detectable := Expected}}] = [B || #{group := <<"same">>} = B <- Bs],
+    ?assert(abs(Det - Expected) < 1.0e-6),
+    ?assertNot(is_map_key(detectable, A)),
+    ?assertMatch(#{verdict := <<"slower">>}, Slow),
+    ?assertNot(is_map_key(detectable, Slow)).

@@ -229,6 +229,8 @@ page(#{html := Html, doc := Doc}, Finding) ->
             {match, Caps} = re:run(Drawn, <<"<figcaption>([^<]*)</figcaption>">>, [global, {capture, all_but_first, binary}]),
             ?assert(length(Caps) >= 8),
             [?assertNotEqual(nomatch, string:prefix(C, <<Watched/binary, ": ">>), C) || [C] <- Caps],
+            %% every axis its unit: the run queue counts processes
+            ?assert(lists:member([<<Watched/binary, ": run queue (processes)">>], Caps)),
             ?assertMatch({match, _}, re:run(Drawn, <<"<figcaption>", Watched/binary, ": Reductions \\(reductions/s\\)</figcaption>.*?"
                                                      "class=\"label y-label\"[^>]*>reductions/s</text>">>, [dotall])),
             [_, Procs] = binary:split(Dom, <<"<section id=\"processes\"">>),
