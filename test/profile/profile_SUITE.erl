@@ -100,8 +100,12 @@ duration_stops_the_command(Config) ->
                                "run", "prof_hot:work().", "-pa", Dir, "-s", "60"]),
     ct:log("~ts", [Err]),
     #{extra := #{<<"profile">> := P}} = doc(Out),
+    %% (The inner run alone would take 60 samples of a second. What the
+    %% 3 s window holds depends on how far the VM got under the machine's
+    %% load, so the ranking of functions is left to
+    %% hot_function_and_bif_in_top3, which profiles a run to its end.)
     ?assert(maps:get(<<"elapsed_ms">>, P) < 30000),
-    ?assert(lists:member(<<"prof_hot:spin/2">>, top_names(P, 3))).
+    ?assert(maps:get(<<"samples">>, P) > 0).
 
 pid_of_fresh_vm(Config) ->
     {Port, OsPid} = start_vm(Config, ["+JPperf", "true"], "prof_hot:forever()"),
