@@ -586,7 +586,14 @@ multi_ack_over_prefetch_test() ->
          ?assertEqual(accepted, cli(amqp, Fits)),
          ?assertEqual(accepted, api(amqp, Fits))
      end || Fits <- [[pair(amqp, prefetch, 1000), pair(amqp, multi_ack, 1000)],
-                     [pair(amqp, prefetch, 0), pair(amqp, multi_ack, 1000)]]].
+                     [pair(amqp, prefetch, 0), pair(amqp, multi_ack, 1000)]]],
+    %% A stream queue's consumers get PerfTest's prefetch of 200 when none
+    %% is given, on both fronts (the CLI alone applied it once).
+    Stream = [{O, V, none} || {O, V, _} <- [pair(amqp, stream, true)]] ++ [pair(amqp, multi_ack, 262)],
+    StreamLine = "-A 262 must be less than or equal to -q 200 (the consumer would wait forever for more messages)",
+    ?assertEqual({refused, StreamLine}, cli(amqp, Stream)),
+    ?assertEqual({refused, StreamLine}, api(amqp, Stream)),
+    ?assertEqual(accepted, api(amqp, [pair(amqp, stream, true), pair(amqp, multi_ack, 200)])).
 
 %% A flag in seconds and its key in milliseconds: the same line.
 seconds_and_milliseconds_test() ->

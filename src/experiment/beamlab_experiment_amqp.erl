@@ -9,7 +9,7 @@
 -include_lib("kernel/include/file.hrl").
 
 -export([name/0, options/0, new/1, check/2, run/3, verdict/1, error_class/1, format_error/1]).
--export([check_options/1, check_config/1, check_name/2, queue_file/1, config_values/1]).
+-export([check_options/1, check_config/1, check_name/2, queue_file/1, config_values/1, prefetch/2]).
 
 %% `config' is the load generator's (`beamlab_amqp_perf:options()', without
 %% `out' and `nodes'); `nodes' where the load runs: this VM, N VMs (this
@@ -1102,6 +1102,7 @@ build_load(Opts) ->
     Defaults = config_defaults(),
     Cfg0 = maps:merge(Defaults, maps:with(maps:keys(Defaults), Opts)),
     Cfg = Cfg0#{uri := unicode:characters_to_binary(maps:get(uri, Cfg0)),
+                prefetch := prefetch(maps:get(stream, Cfg0), maps:get(prefetch, Cfg0)),
                 confirm := case maps:get(confirm, Cfg0) of
                                Max when is_integer(Max), Max > 0 -> Max;
                                _ -> undefined
@@ -1127,6 +1128,13 @@ build_load(Opts) ->
 
 config_defaults() ->
     maps:without([out, nodes], beamlab_amqp_config:defaults()).
+
+%% @doc The consumers' prefetch: PerfTest's 200 for stream queues when
+%% none is given (0), as a stream consumer needs one; otherwise as given.
+%% The command line and the library both take it from here.
+-spec prefetch(Stream :: boolean(), Prefetch :: non_neg_integer()) -> non_neg_integer().
+prefetch(true, 0) -> 200;
+prefetch(_, Prefetch) -> Prefetch.
 
 %% @doc A run that cannot work is refused before anything starts
 %% (check_config/1: the same rules new/1 applies, TLS's included, for an

@@ -502,10 +502,7 @@ config(P) ->
         routing_key_cache => G(routing_key_cache), skip_binding => G(skip_binding),
         persistent => lists:member(persistent, Flags) orelse G(quorum) orelse Stream,
         mandatory => lists:member(mandatory, Flags),
-        prefetch => case {Stream, G(prefetch)} of
-                        {true, 0} -> 200;              % PerfTest's default for streams
-                        {_, Q0} -> Q0
-                    end,
+        prefetch => beamlab_experiment_amqp:prefetch(Stream, G(prefetch)),
         global_qos => G(global_qos),
         confirm => case G(confirm) of
                        C when is_integer(C), C > 0 -> C;
