@@ -74,7 +74,7 @@ dist_state() ->
 restore(#{alive := Alive, env := Env} = Before) ->
     case {Alive, node()} of
         {false, nonode@nohost} -> ok;
-        {false, _} -> _ = net_kernel:stop(), ok;
+        {false, _} -> beamlab_runtime_peer:stop_dist();
         {true, nonode@nohost} -> ok;
         {true, _} ->
             #{cookie := Cookie, connected := Connected} = Before,

@@ -54,8 +54,20 @@
 %% port, see {@link port/1}). The server stops when the calling process
 %% exits or {@link stop/1} is called.
 -spec start(opts()) -> {ok, server()} | {error, error_reason()}.
-start(Opts) ->
-    gen_server:start(?MODULE, {self(), Opts}, []).
+start(#{port := Port} = Opts) ->
+    %% (Listening here, not in init/1: on OTP 25 an init/1 that returns
+    %% `{stop, _}' leaves a crash report on stderr beside our one line.)
+    Bind = maps:get(bind, Opts, {127, 0, 0, 1}),
+    Family = case tuple_size(Bind) of 8 -> inet6; _ -> inet end,
+    case gen_tcp:listen(Port, [binary, Family, {ip, Bind}, {active, false}, {reuseaddr, true},
+                               {packet, http_bin}, {packet_size, 16384}, {backlog, 64}]) of
+        {ok, L} ->
+            {ok, Server} = gen_server:start(?MODULE, {self(), L}, []),
+            ok = gen_tcp:controlling_process(L, Server),
+            {ok, Server};
+        {error, Reason} ->
+            {error, {listen, Bind, Port, Reason}}
+    end.
 
 %% @doc Adds (or replaces) the collector called `Name'.
 -spec register(server(), atom(), collector()) -> ok.
@@ -108,23 +120,15 @@ address(Ip, Port) -> io_lib:format("~ts:~b", [inet:ntoa(Ip), Port]).
 %%--------------------------------------------------------------------
 
 %% @private
--spec init({pid(), opts()}) -> {ok, #st{}} | {stop, error_reason()}.
-init({Owner, #{port := Port} = Opts}) ->
-    Bind = maps:get(bind, Opts, {127, 0, 0, 1}),
-    Family = case tuple_size(Bind) of 8 -> inet6; _ -> inet end,
-    case gen_tcp:listen(Port, [binary, Family, {ip, Bind}, {active, false}, {reuseaddr, true},
-                               {packet, http_bin}, {packet_size, 16384}, {backlog, 64}]) of
-        {ok, L} ->
-            process_flag(trap_exit, true),
-            Self = self(),
-            Acceptor = spawn_link(fun() ->
-                                          Conns = ets:new(beamlab_metrics_conns, [public, set]),
-                                          accept(Self, L, {counters:new(1, [atomics]), Conns})
-                                  end),
-            {ok, #st{listen = L, acceptor = Acceptor, owner = erlang:monitor(process, Owner)}};
-        {error, Reason} ->
-            {stop, {listen, Bind, Port, Reason}}
-    end.
+-spec init({pid(), gen_tcp:socket()}) -> {ok, #st{}}.
+init({Owner, L}) ->
+    process_flag(trap_exit, true),
+    Self = self(),
+    Acceptor = spawn_link(fun() ->
+                                  Conns = ets:new(beamlab_metrics_conns, [public, set]),
+                                  accept(Self, L, {counters:new(1, [atomics]), Conns})
+                          end),
+    {ok, #st{listen = L, acceptor = Acceptor, owner = erlang:monitor(process, Owner)}}.
 
 %% @private
 -spec handle_call(term(), gen_server:from(), #st{}) -> {reply, term(), #st{}}.

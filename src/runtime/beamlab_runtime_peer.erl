@@ -21,8 +21,11 @@
 
 -export([home/0]).
 -export([start/1, stop/1, kill/1, interrupt_grace/0, call/4, call/5, interrupt/1, run/3, node/1,
-         split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1, release_epmd/0,
+         split_args/1, parse_args/1, parse_words/1, ensure_dist/0, start_dist/1, start_hidden/1, stop_dist/0, release_epmd/0,
          cookie/1, set_cookie/2, flavor_args/1, write_code/1, store/2, format_error/1]).
+
+%% Polls of 10 ms for a stopped distribution's name to go (5 s).
+-define(STOP_POLLS, 500).
 
 -type opts() :: #{args => [string()],          % emulator arguments, one per element
                   exec => file:filename(),     % an `erl' executable (another OTP install)
@@ -364,6 +367,12 @@ start_hidden(Domain) ->
     case {node(), net_kernel:longnames()} of
         {nonode@nohost, _} ->
             start_hidden_home(Domain);
+        {_, ignored} ->
+            %% (a name and no net_kernel: a stop still under way)
+            case await_nonode(?STOP_POLLS) of
+                ok -> start_hidden_home(Domain);
+                timeout -> {error, {no_distribution, "this VM's distribution is stopping and does not end"}}
+            end;
         {_, Long} when Long =:= (Domain =:= longnames) -> ok;
         {_, true} -> {error, {no_distribution, "this VM uses long names; the node has a short one"}};
         {_, false} -> {error, {no_distribution, "this VM uses short names; the node has a long one"}}
@@ -934,6 +943,24 @@ start_epmd() ->
 started_epmd() ->
     persistent_term:put(?EPMD_STARTED, true).
 
+%% @doc Stops this VM's distribution and returns once `node()' says so:
+%% `net_kernel:stop/0' returns before the node's name is cleared, and a
+%% start right after it found a name but no net_kernel. Waits at most
+%% 5 s (a guard: the name goes within milliseconds).
+-spec stop_dist() -> ok.
+stop_dist() ->
+    _ = net_kernel:stop(),
+    _ = await_nonode(?STOP_POLLS),
+    ok.
+
+await_nonode(0) ->
+    timeout;
+await_nonode(N) ->
+    case node() of
+        nonode@nohost -> ok;
+        _ -> receive after 10 -> await_nonode(N - 1) end
+    end.
+
 %% @doc Stops the epmd this VM started ({@link ensure_dist/0},
 %% {@link start_dist/1} when none ran), for a VM that is done with
 %% distribution: the command line calls it before it exits, so nothing
@@ -946,7 +973,7 @@ release_epmd() ->
     case persistent_term:get(?EPMD_STARTED, false) of
         true ->
             _ = persistent_term:erase(?EPMD_STARTED),
-            _ = net_kernel:stop(),
+            ok = stop_dist(),
             kill_epmd(20);
         false ->
             ok
