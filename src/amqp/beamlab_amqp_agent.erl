@@ -12,7 +12,7 @@
 
 -include("beamlab_amqp_perf.hrl").
 
--export([start/3, new_hist/0, hist_max/0]).
+-export([start/3, new_hist/0, hist_options/0, hist_max/0]).
 
 -export_type([plan/0, counts/0, sample/0, final/0, memory/0]).
 
@@ -33,7 +33,8 @@
 -type counts() :: #{reconnects := non_neg_integer(), sent := non_neg_integer(),
                     returned := non_neg_integer(), confirmed := non_neg_integer(),
                     nacked := non_neg_integer(), received := non_neg_integer(),
-                    requeued := non_neg_integer(), late := non_neg_integer()}.
+                    requeued := non_neg_integer(), late := non_neg_integer(),
+                    direct_reads := non_neg_integer()}.
 %% One interval: the counters, the interval's latency histograms, and how
 %% many workers have finished their -C/-D counts.
 -type sample() :: #{counters := counts(),
@@ -103,7 +104,13 @@ start(Node, Coord, Plan) ->
 %% 3 significant digits.
 -spec new_hist() -> beamlab_stats_hist:hist().
 new_hist() ->
-    beamlab_stats_hist:new(#{significant_digits => 3, max => ?HIST_MAX_US}).
+    beamlab_stats_hist:new(hist_options()).
+
+%% @doc The options of the latency histograms (also for an empty snapshot
+%% of their shape, beamlab_stats_hist:empty/1).
+-spec hist_options() -> beamlab_stats_hist:options().
+hist_options() ->
+    #{significant_digits => 3, max => ?HIST_MAX_US}.
 
 %% @doc The largest latency (microseconds) recorded without clamping.
 -spec hist_max() -> pos_integer().
@@ -304,7 +311,7 @@ maybe_stopped(#st{phase = stopping_p, producers = Ps, coord = C} = St) when map_
     St#st{phase = running};
 maybe_stopped(#st{phase = stopping_c, consumers = Cs, producers = Ps,
                   coord = C} = St0) when map_size(Cs) =:= 0, map_size(Ps) =:= 0 ->
-    {_, #st{totals = {ConsT, ConfT}} = St1} = take(St0),
+    {_, #st{totals = {ConsT, ConfT}} = St1} = take(fun beamlab_stats_hist:take_all/1, St0),
     Excl = exclusive_depth(St1),
     %% Consumers' connections close before the depth is read: what a
     %% consumer had unacked when its channel did not close in time goes
@@ -370,13 +377,19 @@ counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
       nacked => counters:get(C, ?C_NACKED),
       received => counters:get(C, ?C_RECEIVED),
       requeued => counters:get(C, ?C_REQUEUED),
-      late => counters:get(C, ?C_LATE)}.
+      late => counters:get(C, ?C_LATE),
+      direct_reads => counters:get(C, ?C_DIRECT_READS)}.
 
 %% What the workers recorded since the last take (consumer and confirm
-%% latencies), added to the run's totals.
-take(#st{ctx = Ctx, totals = {ConsT, ConfT}} = St) ->
-    Cons = beamlab_stats_hist:take(maps:get(cons_hists, Ctx)),
-    Conf = beamlab_stats_hist:take(maps:get(conf_hists, Ctx)),
+%% latencies), added to the run's totals. Each second's take reads the
+%% buckets between the extremes recorded (beamlab_stats_hist:take/1); the
+%% last one, once the workers are gone, reads them all.
+take(St) ->
+    take(fun beamlab_stats_hist:take/1, St).
+
+take(Take, #st{ctx = Ctx, totals = {ConsT, ConfT}} = St) ->
+    Cons = Take(maps:get(cons_hists, Ctx)),
+    Conf = Take(maps:get(conf_hists, Ctx)),
     {{Cons, Conf}, St#st{totals = {beamlab_stats_hist:merge(ConsT, Cons),
                                    beamlab_stats_hist:merge(ConfT, Conf)}}}.
 

@@ -7,7 +7,9 @@
 %%% with no cycle between them.
 -module(beamlab_amqp_worker).
 
--export([start/3, connection/2, take_reads/1, record/2, record_list/2, reopen/2, connection_lost/2]).
+-include("beamlab_amqp_perf.hrl").
+
+-export([start/3, connection/2, take_reads/2, record/2, record_list/2, reopen/2, connection_lost/2]).
 
 -export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
               loop_spec/0, opened/0, common/0, schedule/0]).
@@ -146,11 +148,15 @@ connection_reply(Ref) ->
 %% per message, and in interleaved runs under load they took more,
 %% docs/amqp.md; the hang they caused on the first Ctrl-C against a frozen
 %% broker is fixed, see beamlab_amqp_conn's take_reads).
--spec take_reads(beamlab_amqp:channel()) -> beamlab_amqp:reader() | none.
-take_reads(Ch) ->
+%% Each take is counted in the context's counters (`direct_reads' in the
+%% result).
+-spec take_reads(beamlab_amqp:channel(), ctx()) -> beamlab_amqp:reader() | none.
+take_reads(Ch, #{counters := C}) ->
     case application:get_env(beamlab, amqp_direct_reads, false) =:= true
         andalso beamlab_amqp:take_reads(Ch) of
-        {ok, R} -> R;
+        {ok, R} ->
+            counters:add(C, ?C_DIRECT_READS, 1),
+            R;
         _ -> none
     end.
 
