@@ -142,17 +142,16 @@ connection_reply(Ref) ->
     end.
 
 %% @doc The reads of the worker's channel (beamlab_amqp:take_reads/1), or
-%% `none' where the connection keeps them (TLS, a shared connection), and
-%% unless the application environment's `amqp_direct_reads' is true (off
-%% by default: on a quiet machine the direct reads showed no gain in CPU
-%% per message, and in interleaved runs under load they took more,
+%% `none' where the connection keeps them (TLS, a shared connection), or
+%% when the application environment's `amqp_direct_reads' is false (on by
+%% default since #33 counted them: without them the VM switched processes
+%% 1.8-2.8x as often per message as the floor client, with them as often,
 %% docs/amqp.md; the hang they caused on the first Ctrl-C against a frozen
-%% broker is fixed, see beamlab_amqp_conn's take_reads).
-%% Each take is counted in the context's counters (`direct_reads' in the
-%% result).
+%% broker is fixed, see beamlab_amqp_conn's take_reads). Each take is
+%% counted in the context's counters (`direct_reads' in the result).
 -spec take_reads(beamlab_amqp:channel(), ctx()) -> beamlab_amqp:reader() | none.
 take_reads(Ch, #{counters := C}) ->
-    case application:get_env(beamlab, amqp_direct_reads, false) =:= true
+    case application:get_env(beamlab, amqp_direct_reads, true) =/= false
         andalso beamlab_amqp:take_reads(Ch) of
         {ok, R} ->
             counters:add(C, ?C_DIRECT_READS, 1),
