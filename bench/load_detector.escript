@@ -14,7 +14,7 @@
 %%% `machine_overloaded' computes from the telemetry; and how many runs
 %%% (fresh VMs for a matrix) each rule calls loaded: `load_high' as the
 %%% document says, `machine_overloaded' as the document says, and the
-%%% rule of beamlab_engine_checks:contended/2 on the same figures.
+%%% rule of beamlab_runtime_probe:contended/2 on the same figures.
 %%% Prints figures; asserts nothing.
 -mode(compile).
 
@@ -56,7 +56,7 @@ row(Cmd, Cond, Rows, Docs) ->
                                      maps:get(<<"id">>, F) =:= Id]) end,
     Units = case Cmd of "mat" ++ _ -> "VMs"; _ -> "runs" end,
     New = length([ok || #{<<"others_cores">> := O, <<"own_cores">> := W, <<"cores">> := C} <- Comps,
-                        beamlab_engine_checks:contended(#{others_cores => O, own_cores => W}, C)]),
+                        beamlab_runtime_probe:contended(#{others_cores => O, own_cores => W}, C)]),
     io:format("~-5s ~-5s ~6b ~12s ~8s ~8s ~8s ~8s ~10s ~12s ~10s~n",
               [Cmd, Cond, length(Rows), num(median([V || {_, V} <- Rates, is_number(V)])),
                num(median(Ratios)), num(median(Others)), num(median(Own)), num(median(Tel)),

@@ -7,7 +7,7 @@
 -module(beamlab_engine_checks).
 
 -export([run/1, emulator/0, overload/0, timer/1, competition_start/0, competition/2, measure/2,
-         load_high/2, contended/2, thresholds/0]).
+         load_high/2]).
 
 -type finding() :: beamlab_result:finding().
 
@@ -17,16 +17,6 @@
 %% Competition is measured over at least this window (a shorter run is
 %% followed by a wait): /proc/stat counts in 10 ms ticks.
 -define(MIN_WINDOW_MS, 200).
-%% When other processes competed for the CPUs (#35, measured by
-%% bench/load_detector.sh, docs/statistics.md "What a load finding
-%% measures"): others used at least OTHERS_MIN_SHARE of the CPUs while the
-%% machine was busy (others and this VM's tree together at least
-%% BUSY_SHARE of them), or others alone at least OTHERS_SHARE. One busy
-%% loop beside a run on both cores of 2 slowed it 15-25% while others
-%% measured 0.7-0.9 cores: under the old rule (others >= half the CPUs).
--define(OTHERS_SHARE, 0.5).
--define(OTHERS_MIN_SHARE, 0.1).
--define(BUSY_SHARE, 0.75).
 
 -type start() :: {beamlab_runtime_probe:cpu_snapshot(), Cpus :: pos_integer()} | unknown.
 -export_type([start/0]).
@@ -116,7 +106,7 @@ measure({#{t_us := T0} = S0, Cpus}, How) ->
 
 %% @doc The `load_high' finding for what was measured over a run on a
 %% machine of `Cpus' CPUs, if other processes competed for them
-%% ({@link contended/2}; critical when others alone used all of them).
+%% ({@link beamlab_runtime_probe:contended/2}; critical when others alone used all of them).
 -spec load_high(beamlab_runtime_probe:competition(), pos_integer()) -> [finding()].
 load_high(#{others_cores := Others, own_cores := Own, machine_cores := Machine, window_ms := Ms} = C, Cpus) ->
     Sev = case Others >= Cpus of
@@ -128,33 +118,14 @@ load_high(#{others_cores := Others, own_cores := Own, machine_cores := Machine, 
        fmt("other processes used ~.2f of ~w CPUs during the measurement (~.1f s), the machine's busy "
            "CPU time (~.2f CPUs) minus this VM's and its children's (~.2f)~ts",
            [Others, Cpus, Ms / 1000, Machine, Own,
-            case Others >= ?OTHERS_SHARE * Cpus of
+            case Others >= maps:get(others, beamlab_runtime_probe:thresholds()) * Cpus of
                 true -> "";
                 false -> ": the machine was busy, so they took CPU time from the measurement"
             end]),
        <<"Other processes competed for the CPUs; expect noisy, pessimistic numbers. "
          "Stop them, or interleave and repeat runs (`beamlab matrix -n`, `check`).">>,
        #{others_cores => Others, own_cores => Own, machine_cores => Machine, window_ms => Ms, cores => Cpus})
-     || contended(C, Cpus)].
-
-%% @doc The rule's thresholds, as shares of the CPUs: `others_min' (what
-%% others must use while the machine is busy), `busy' (others and this
-%% VM's tree together) and `others' (others alone, busy or not).
--spec thresholds() -> #{others_min := float(), busy := float(), others := float()}.
-thresholds() ->
-    #{others_min => ?OTHERS_MIN_SHARE, busy => ?BUSY_SHARE, others => ?OTHERS_SHARE}.
-
-%% @doc Whether other processes competed with this measurement for the
-%% CPUs, from what was measured over it (in cores) on a machine of `Cpus'
-%% CPUs: the machine was busy (others and this VM's tree together used at
-%% least 3/4 of the CPUs) and others took at least 1/10 of them; or
-%% others alone used at least half the CPUs ({@link thresholds/0}). A
-%% quiet machine running beamlab alone (its fresh VMs and the VM that
-%% started them included: `BEAMLAB_TREE') has others near zero.
--spec contended(#{others_cores := number(), own_cores := number(), _ => _}, pos_integer()) -> boolean().
-contended(#{others_cores := Others, own_cores := Own}, Cpus) ->
-    Others >= ?OTHERS_SHARE * Cpus
-        orelse (Others >= ?OTHERS_MIN_SHARE * Cpus andalso Others + Own >= ?BUSY_SHARE * Cpus).
+     || beamlab_runtime_probe:contended(C, Cpus)].
 
 %% @doc Measures timer overshoot; a bad timer means busy waiting.
 -spec timer(map()) -> {[finding()], #{busy_wait := boolean(), overshoot_us := non_neg_integer()}}.

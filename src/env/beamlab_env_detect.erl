@@ -209,17 +209,30 @@ overloaded(T, Env, Kind) ->
                      end;
                Ls -> lists:max(Ls)
            end,
-    %% CPU used on the machine by everything but this VM, in cores. A
-    %% matrix measures in child VMs, whose CPU is ours, not others'.
-    Others = case {Kind =/= <<"matrix">> andalso nums(maps:get(<<"machine_cpu_pct">>, T, [])),
-                   nums(maps:get(<<"os_cpu_cores">>, T, []))} of
-                 {[_ | _] = M, [_ | _] = O} when length(M) =:= length(O) ->
-                     max(0.0, mean(M) * Cpus / 100 - mean(O));
-                 _ -> 0.0
-             end,
+    %% CPU used on the machine by everything but beamlab's own process
+    %% tree (this VM, its peers, its private broker: `tree_cpu_cores'),
+    %% in cores; a series without it (saved before, another node's) has
+    %% the VM's alone, and a matrix measures in child VMs, whose CPU is ours.
+    Machine = nums(maps:get(<<"machine_cpu_pct">>, T, [])),
+    Own = case nums(maps:get(<<"tree_cpu_cores">>, T, [])) of
+              Tree when length(Tree) =:= length(Machine) -> {tree, Tree};
+              _ -> {vm, nums(maps:get(<<"os_cpu_cores">>, T, []))}
+          end,
+    C = case {Machine, Own} of
+            {[_ | _], {tree, O}} -> competition(Machine, O, Cpus);
+            {[_ | _], {vm, [_ | _] = O}} when Kind =/= <<"matrix">>, length(O) =:= length(Machine) ->
+                competition(Machine, O, Cpus);
+            _ -> #{others_cores => 0.0, own_cores => 0.0}
+        end,
+    Others = maps:get(others_cores, C),
+    Contended = beamlab_runtime_probe:contended(C, Cpus),
     Reasons = [io_lib:format("steal time ~.1f% (the hypervisor ran other guests)", [Steal]) || Steal >= 5]
         ++ [io_lib:format("other processes used ~.2f of ~b CPUs during the run (the machine's busy CPU "
-                          "time minus this VM's)", [Others, Cpus]) || Others >= 0.5 * Cpus],
+                          "time minus ~ts, ~.2f)",
+                          [Others, Cpus, case Own of
+                                             {tree, _} -> "beamlab's own processes'";
+                                             {vm, _} -> "this VM's"
+                                         end, maps:get(own_cores, C)]) || Contended],
     case Reasons of
         [] -> [];
         _ ->
@@ -230,8 +243,16 @@ overloaded(T, Env, Kind) ->
                      "Numbers measured now are not comparable with a quiet machine. Stop other jobs, use "
                      "a dedicated or larger instance (steal), or interleave and repeat runs so drift hits "
                      "every variant (`beamlab matrix -n`).",
-                     #{steal_pct => Steal, load1 => Load, cpus => Cpus, others_cores => Others})]
+                     #{steal_pct => Steal, load1 => Load, cpus => Cpus, others_cores => Others,
+                       own_cores => maps:get(own_cores, C)})]
     end.
+
+%% Mean others and own cores over a series (machine busy percent and own
+%% cores per sample), as beamlab_runtime_probe:contended/2 takes them.
+competition(Machine, Own, Cpus) ->
+    M = mean(Machine) * Cpus / 100,
+    O = mean(Own),
+    #{others_cores => max(0.0, M - O), own_cores => O}.
 
 %%--------------------------------------------------------------------
 %% Timer

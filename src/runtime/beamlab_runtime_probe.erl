@@ -10,7 +10,7 @@
 -module(beamlab_runtime_probe).
 
 -export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
-         tree_cpu_us/2, tree_cpu_us/3, cpu_snapshot/2, cpu_snapshot/3, competition/2, tree_root/0,
+         tree_cpu_us/2, tree_cpu_us/3, cpu_snapshot/2, cpu_snapshot/3, competition/2, contended/2, thresholds/0, tree_root/0,
          cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1,
          scheduler_migrations/2, migration_rate/4, parse_nr_migrations/1]).
 
@@ -35,6 +35,19 @@
 %% USER_HZ is part of the Linux /proc ABI and 100 on every architecture
 %% Linux runs beamlab on; /proc/*/stat times are in these ticks.
 -define(USER_HZ, 100).
+
+%% When other processes competed for the CPUs (#35, measured by
+%% bench/load_detector.sh, docs/statistics.md "What a load finding
+%% measures"): others used at least OTHERS_MIN_SHARE of the CPUs while the
+%% machine was busy (others and beamlab's tree together at least
+%% BUSY_SHARE of them), or others alone at least OTHERS_SHARE. One busy
+%% loop beside a run on both cores of 2 slowed it 15-25% while others
+%% measured 0.7-0.9 cores: under the old rule (others >= half the CPUs).
+%% The one rule of the engine's `load_high' and the telemetry's
+%% `machine_overloaded'.
+-define(OTHERS_SHARE, 0.5).
+-define(OTHERS_MIN_SHARE, 0.1).
+-define(BUSY_SHARE, 0.75).
 
 %%--------------------------------------------------------------------
 %% Timers
@@ -145,14 +158,18 @@ tree_cpu_us(Root, Pid) ->
 %% children's, nor those they reaped), when `Upto' is an ancestor of
 %% `Pid' (else, or `undefined', the tree alone): a fresh VM of a `matrix'
 %% or `check' counts the beamlab VM that started it as its own, not as
-%% another process competing for the CPUs.
+%% another process competing for the CPUs. With `Upto' given, the VMs
+%% beamlab started detached from it (`peer''s default: their parent is
+%% init; their environment holds `BEAMLAB_TREE=Upto') and their trees
+%% count too: a suite's peer VMs are beamlab's own.
 -spec tree_cpu_us(file:filename(), string(), string() | undefined) -> {ok, non_neg_integer()} | {error, enoent}.
 tree_cpu_us(Root, Pid, Upto) ->
     Proc = filename:join(Root, "proc"),
     case file:list_dir(Proc) of
         {ok, Names} ->
-            Stats = [S || N <- Names, is_digits(list_to_binary(N)),
-                          {ok, T} <- [read(filename:join([Proc, N, "stat"]))], S <- parse_stat(T)],
+            Texts = [{N, T} || N <- Names, is_digits(list_to_binary(N)),
+                               {ok, T} <- [read(filename:join([Proc, N, "stat"]))]],
+            Stats = [S || {_, T} <- Texts, S <- parse_stat(T)],
             Children = lists:foldl(fun({P, PP, _, _}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
                                    #{}, Stats),
             Ticks = maps:from_list([{P, T} || {P, _, T, _} <- Stats]),
@@ -160,7 +177,17 @@ tree_cpu_us(Root, Pid, Upto) ->
             case string:to_integer(Pid) of
                 {Me, []} when is_map_key(Me, Ticks) ->
                     Above = ancestors_ticks(Me, upto(Upto), Parents),
-                    {ok, (tree_ticks([Me], Children, Ticks, 0) + Above) * (1000000 div ?USER_HZ)};
+                    Mine = tree_pids([Me], Children, #{}),
+                    %% the VMs beamlab started detached (peer's default:
+                    %% their parent is init), and what they started
+                    All = tree_pids([P || {N, T} <- Texts, upto(Upto) =/= undefined,
+                                               comm(T) =:= <<"beam.smp">>,
+                                               P <- [binary_to_integer(list_to_binary(N))],
+                                               not is_map_key(P, Mine),
+                                               names_tree(filename:join([Proc, N, "environ"]), Upto)],
+                                         Children, Mine),
+                    Own = lists:sum([maps:get(P, Ticks, 0) || P <- maps:keys(All)]),
+                    {ok, (Own + Above) * (1000000 div ?USER_HZ)};
                 _ -> {error, enoent}
             end;
         {error, _} -> {error, enoent}
@@ -202,12 +229,33 @@ tree_root() ->
              end
     end.
 
-tree_ticks([], _Children, _Ticks, Acc) ->
+%% The pids of the trees rooted at `Ps', added to `Acc' (a set).
+tree_pids([], _Children, Acc) ->
     Acc;
-tree_ticks([P | Rest], Children, Ticks, Acc) ->
+tree_pids([P | Rest], Children, Acc) when is_map_key(P, Acc) ->
+    tree_pids(Rest, Children, Acc);
+tree_pids([P | Rest], Children, Acc) ->
     %% (a pid is its own parent only for the kernel's pid 0: never here)
     Kids = [K || K <- maps:get(P, Children, []), K =/= P],
-    tree_ticks(Kids ++ Rest, Children, Ticks, Acc + maps:get(P, Ticks, 0)).
+    tree_pids(Kids ++ Rest, Children, Acc#{P => true}).
+
+%% The command name of a proc/PID/stat text (between the first '(' and
+%% the last ')').
+comm(T) ->
+    case {binary:match(T, <<"(">>), string:split(T, ")", trailing)} of
+        {{Start, 1}, [Before, _]} when byte_size(Before) > Start ->
+            binary:part(Before, Start + 1, byte_size(Before) - Start - 1);
+        _ -> <<>>
+    end.
+
+%% Whether a process's environment (proc/PID/environ, readable for our
+%% own user's processes only) says it is beamlab's: BEAMLAB_TREE=Upto,
+%% set by beamlab_runtime_peer for every VM it starts.
+names_tree(Environ, Upto) ->
+    case read(Environ) of
+        {ok, Env} -> lists:member(iolist_to_binary(["BEAMLAB_TREE=", Upto]), binary:split(Env, <<0>>, [global]));
+        error -> false
+    end.
 
 %% proc/PID/stat -> [{Pid, PPid, utime + stime + cutime + cstime, utime +
 %% stime}], or [] when malformed. The command name (field 2) may hold
@@ -269,6 +317,26 @@ competition(#{t_us := T0, busy_ticks := B0, own_us := O0} = S0, #{t_us := T1, bu
     Own = max(0, O1 - O0) / TreeWall,
     #{window_ms => Wall div 1000, machine_cores => Machine, own_cores => Own,
       others_cores => max(0.0, Machine - Own)}.
+
+%% @doc Whether other processes competed for the CPUs, from what was
+%% measured over a window (in cores) on a machine of `Cpus' CPUs: the
+%% machine was busy (others and beamlab's own tree together used at least
+%% 3/4 of the CPUs) and others took at least 1/10 of them; or others alone
+%% used at least half the CPUs ({@link thresholds/0}). A quiet machine
+%% running beamlab alone (its fresh VMs, its private broker and the VM
+%% that started them included: `BEAMLAB_TREE', {@link tree_root/0}) has
+%% others near zero.
+-spec contended(#{others_cores := number(), own_cores := number(), _ => _}, pos_integer()) -> boolean().
+contended(#{others_cores := Others, own_cores := Own}, Cpus) ->
+    Others >= ?OTHERS_SHARE * Cpus
+        orelse (Others >= ?OTHERS_MIN_SHARE * Cpus andalso Others + Own >= ?BUSY_SHARE * Cpus).
+
+%% @doc The rule's thresholds, as shares of the CPUs: `others_min' (what
+%% others must use while the machine is busy), `busy' (others and
+%% beamlab's tree together) and `others' (others alone, busy or not).
+-spec thresholds() -> #{others_min := float(), busy := float(), others := float()}.
+thresholds() ->
+    #{others_min => ?OTHERS_MIN_SHARE, busy => ?BUSY_SHARE, others => ?OTHERS_SHARE}.
 
 %% @doc How many times the kernel moved each normal scheduler thread of
 %% the VM `Pid' ("self" or an OS pid on this host) to another CPU since

@@ -474,6 +474,10 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tr
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
     Os = [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root)},
+          %% beamlab's own process tree (this VM, its peers, its private
+          %% broker; with BEAMLAB_TREE the VM that started this one): what
+          %% `machine_overloaded' never counts as others
+          {tree_cpu_us, beamlab_runtime_probe:tree_cpu_us(Root, os:getpid(), beamlab_runtime_probe:tree_root())},
           {cgroup, beamlab_runtime_probe:cgroup_cpu_stat_at(Cgroup)},
           {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
           {load, beamlab_runtime_probe:loadavg(Root)}],
@@ -519,7 +523,7 @@ derive(P, R, #st{t0 = T0, shape = Shape}) ->
              ets_tables => maps:get(ets, R),
              atoms => maps:get(atoms, R),
              growth => growth(P, R),
-             totals => maps:from_list([{K, maps:get(K, R)} || K <- [reds, gcs, io_in, io_out, os_cpu_us],
+             totals => maps:from_list([{K, maps:get(K, R)} || K <- [reds, gcs, io_in, io_out, os_cpu_us, tree_cpu_us],
                                                            is_map_key(K, R)]),
              memory => maps:get(memory, R),
              reductions_per_s => PerS(maps:get(reds, R) - maps:get(reds, P)),
@@ -540,10 +544,18 @@ growth(P, R) ->
               || K <- [total, processes, binary, ets, atom, code], V <- [maps:get(K, maps:get(memory, R), 0)]],
     maps:from_list(Counts ++ Memory).
 
-%% CPU time the OS charged to the VM, in cores (1.0 = one CPU all the time).
-os_cpu(#{os_cpu_us := A}, #{os_cpu_us := B}, DtMs) ->
-    #{os_cpu_cores => (B - A) / (DtMs * 1000)};
-os_cpu(_, _, _) -> #{}.
+%% CPU time the OS charged to the VM, and to beamlab's process tree
+%% (`tree_cpu_cores', this VM's only), in cores (1.0 = one CPU all the time).
+%% A VM of the tree that ends takes its time with it (a detached peer's
+%% goes to init): the tree's figure never falls below the VM's.
+os_cpu(P, R, DtMs) ->
+    M = maps:from_list([{Key, (B - A) / (DtMs * 1000)}
+                        || {K, Key} <- [{os_cpu_us, os_cpu_cores}, {tree_cpu_us, tree_cpu_cores}],
+                           #{K := A} <- [P], #{K := B} <- [R]]),
+    case M of
+        #{os_cpu_cores := Vm, tree_cpu_cores := Tree} -> M#{tree_cpu_cores := max(Vm, Tree)};
+        _ -> M
+    end.
 
 cgroup(#{cgroup := A}, #{cgroup := B}, _) ->
     #{cgroup_nr_periods => maps:get(nr_periods, B) - maps:get(nr_periods, A),

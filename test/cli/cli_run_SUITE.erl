@@ -333,7 +333,7 @@ load_one_competitor(_) ->
                 Doc = json(Out),
                 ct:log("~p~n~p", [maps:get(findings, Doc), maps:get(<<"competition">>, maps:get(extra, Doc))]),
                 [#{<<"others_cores">> := O, <<"cores">> := C}] = load_high(Doc),
-                #{others_min := M} = beamlab_engine_checks:thresholds(),
+                #{others_min := M} = beamlab_runtime_probe:thresholds(),
                 ?assert(O >= M * C),
                 %% what was measured is kept, finding or not
                 #{<<"others_cores">> := O} = maps:get(<<"competition">>, maps:get(extra, Doc))
@@ -365,7 +365,7 @@ load_own_previous_run(_) ->
                                                          maps:get(findings, Doc)]),
             %% (the test's window is the whole command, VM start
             %% included: others seen in the run's part of it are diluted)
-            #{others_min := M} = beamlab_engine_checks:thresholds(),
+            #{others_min := M} = beamlab_runtime_probe:thresholds(),
             case load_high(Doc) of
                 [] -> ok;
                 [_] -> ?assert(Others >= 0.5 * M * cores())

@@ -46,10 +46,10 @@ contended_test() ->
     ?assertEqual([], Loaded(1.45, 1.0, 2)),
     %% others alone on half the CPUs, the measurement nearly idle
     ?assertMatch([_], Loaded(1.1, 0.1, 2)),
-    #{others_min := M, busy := B, others := H} = beamlab_engine_checks:thresholds(),
+    #{others_min := M, busy := B, others := H} = beamlab_runtime_probe:thresholds(),
     ?assert(M < B andalso M < H),
-    ?assert(beamlab_engine_checks:contended(#{others_cores => M * 4, own_cores => B * 4 - M * 4}, 4)),
-    ?assertNot(beamlab_engine_checks:contended(#{others_cores => M * 4 * 0.9, own_cores => 4.0}, 4)).
+    ?assert(beamlab_runtime_probe:contended(#{others_cores => M * 4, own_cores => B * 4 - M * 4}, 4)),
+    ?assertNot(beamlab_runtime_probe:contended(#{others_cores => M * 4 * 0.9, own_cores => 4.0}, 4)).
 
 %% A window of real time on this machine: nothing invented off Linux, a
 %% finding (if any) only with its evidence.

@@ -77,7 +77,9 @@ busy_wait_test() ->
     S = series(5, #{os_cpu_cores => lists:duplicate(5, 2.0),
                     scheduler_busy_cores => lists:duplicate(5, 0.6),
                     util_schedulers => lists:duplicate(5, [15.0, 15.0, 15.0, 15.0]),
-                    run_queue => lists:duplicate(5, 0)}),
+                    run_queue => lists:duplicate(5, 0),
+                    %% (the machine busy with the VM alone)
+                    machine_cpu_pct => lists:duplicate(5, 51.0)}),
     [F] = find(S),
     ?assertMatch(#{id := <<"busy_wait">>}, F),
     ?assertNotEqual(nomatch, binary:match(maps:get(evidence, F), <<"2.00 cores">>)).
@@ -111,6 +113,44 @@ own_load_is_not_overload_test() ->
                         machine_cpu_pct => lists:duplicate(5, 1.0),
                         load1 => lists:duplicate(5, 4.8)}),
     ?assertEqual([], find(After)).
+
+%% The rule is the engine's (beamlab_runtime_probe:contended/2), on the
+%% series' means: one busy loop beside a run on a busy machine counts
+%% (0.5 of 4 CPUs: under the old "half the CPUs" threshold), others on
+%% an idle machine's spare cores below half the CPUs do not.
+overloaded_same_rule_as_engine_test() ->
+    Quiet = #{os_cpu_cores => lists:duplicate(5, 0.02), scheduler_busy_cores => lists:duplicate(5, 0.02),
+              util_schedulers => lists:duplicate(5, [1.0, 0.0, 0.0, 0.0]), run_queue => lists:duplicate(5, 0)},
+    Over = fun(Tree, MachinePct) ->
+                   [F || #{id := <<"machine_overloaded">>} = F
+                             <- find(series(5, Quiet#{tree_cpu_cores => lists:duplicate(5, Tree),
+                                                      machine_cpu_pct => lists:duplicate(5, MachinePct)}))]
+           end,
+    %% beamlab 2.8 of 4 CPUs, others 0.6 (3.4 busy of 4): contended
+    [F] = Over(2.8, 85.0),
+    #{data := #{<<"others_cores">> := O, <<"own_cores">> := 2.8}} = F,
+    ?assert(abs(O - 0.6) < 1.0e-9),
+    ?assert(beamlab_runtime_probe:contended(#{others_cores => 0.6, own_cores => 2.8}, 4)),
+    %% others 0.6 with beamlab at 1.0 (the machine at 40%): not busy
+    ?assertEqual([], Over(1.0, 40.0)),
+    ?assertNot(beamlab_runtime_probe:contended(#{others_cores => 0.6, own_cores => 1.0}, 4)),
+    %% others alone on half the CPUs: contended whatever beamlab did
+    ?assertMatch([_], Over(0.0, 50.0)).
+
+%% beamlab's own process tree (a suite's peer VMs, an amqp run's private
+%% broker: `tree_cpu_cores') is never "others": the VM alone used 0.1 of
+%% 4 CPUs while its tree used 3.8 of the machine's 3.9.
+own_children_are_not_others_test() ->
+    S = #{os_cpu_cores => lists:duplicate(5, 0.1), scheduler_busy_cores => lists:duplicate(5, 0.1),
+          util_schedulers => lists:duplicate(5, [10.0, 0.0, 0.0, 0.0]), run_queue => lists:duplicate(5, 0),
+          machine_cpu_pct => lists:duplicate(5, 97.5)},
+    ?assertEqual([], find(series(5, S#{tree_cpu_cores => lists:duplicate(5, 3.8)}))),
+    %% a saved series without the tree's figure: the VM's alone
+    [#{id := <<"machine_overloaded">>, evidence := E}] = find(series(5, S)),
+    ?assertNotEqual(nomatch, binary:match(E, <<"this VM's">>)),
+    %% with it, others working beside the tree still count
+    [#{evidence := E2}] = find(series(5, S#{tree_cpu_cores => lists:duplicate(5, 2.0)})),
+    ?assertNotEqual(nomatch, binary:match(E2, <<"beamlab's own processes'">>)).
 
 timer_test() ->
     Late = #{sleep_ms => 1, samples => 20,

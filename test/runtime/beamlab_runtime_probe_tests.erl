@@ -62,6 +62,33 @@ tree_upto_test() ->
         end
     end.
 
+%% A VM beamlab started detached (peer's default: its parent is init)
+%% carries BEAMLAB_TREE=root in its environment: it and its children are
+%% the root's tree too; a detached VM of another root, or another
+%% program's beam.smp, or one with no environment to read, are not.
+detached_vms_are_the_trees_test() ->
+    Root = fake_proc(),
+    Stat = fun(Pid, Comm, PPid, U, Env) ->
+                   Dir = filename:join([Root, "proc", integer_to_list(Pid)]),
+                   ok = filelib:ensure_dir(filename:join(Dir, "f")),
+                   ok = file:write_file(filename:join(Dir, "stat"),
+                                        io_lib:format("~b (~s) S ~b 0 0 0 0 0 0 0 0 0 ~b 0 0 0 20 0 1 0\n",
+                                                      [Pid, Comm, PPid, U])),
+                   [ok = file:write_file(filename:join(Dir, "environ"), [lists:join([0], E), 0]) || E <- [Env], E =/= none]
+           end,
+    Stat(300, "beam.smp", 1, 400, ["HOME=/x", "BEAMLAB_TREE=100"]),
+    Stat(301, "erl_child_setup", 300, 20, none),
+    Stat(302, "beam.smp", 1, 4000, ["BEAMLAB_TREE=200"]),
+    Stat(303, "sh", 1, 4000, ["BEAMLAB_TREE=100"]),
+    Stat(304, "beam.smp", 1, 4000, ["BEAMLAB_TREE=1000"]),
+    Stat(305, "beam.smp", 1, 4000, none),
+    %% 100's tree (660 ticks) and 300's (420)
+    ?assertEqual({ok, 10800000}, beamlab_runtime_probe:tree_cpu_us(Root, "100", "100")),
+    %% without a root named, the tree alone (as before)
+    ?assertEqual({ok, 6600000}, beamlab_runtime_probe:tree_cpu_us(Root, "100")),
+    %% a fresh VM (102) of root 100: its own, its ancestors', the detached VM's
+    ?assertEqual({ok, 4510000 + 4200000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", "100")).
+
 %% Others = the machine's busy time minus the tree's, in cores.
 competition_test() ->
     S0 = #{t_us => 0, busy_ticks => 1000, own_us => 0},
