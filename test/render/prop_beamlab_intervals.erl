@@ -395,7 +395,12 @@ index(X, [_ | T], I) -> index(X, T, I + 1).
 %% The fixtures of every kind (`real' documents in shape: every section,
 %% findings, telemetry) in every format.
 
-fixtures_test() ->
+%% (Its own timeout, as every test here that renders in every format: the
+%% 5 s default is close at a load average of 30.)
+fixtures_test_() ->
+    {timeout, 60, fun fixtures/0}.
+
+fixtures() ->
     Docs = [beamlab_results_fixtures:result(K, #{factor => F})
             || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>], F <- [1.0, 1.3]],
     Bad = [{F, Why} || D <- Docs, {F, Out} <- [{text, beamlab_render_text:render(D, #{unicode => true})}
@@ -429,10 +434,14 @@ real_kinds_test() ->
     Kinds = lists:usort([K || {_, #{kind := K}} <- real_docs()]),
     ?assertEqual([amqp, bench, check, matrix, profile, suite, watch], Kinds).
 
+%% The files are read once. EUnit's timeout on a list of tests bounds the
+%% whole list and leaves each test its 5 s default: each has its own.
 real_results_test_() ->
-    {timeout, 120,
-     [{Name, fun() -> ?assertEqual([], real_problems(Name, Doc, real_docs())) end}
-      || {Name, Doc} <- real_docs()]}.
+    {setup, fun real_docs/0,
+     fun(All) ->
+             [{Name, {timeout, 60, fun() -> ?assertEqual([], real_problems(Name, Doc, All)) end}}
+              || {Name, Doc} <- All]
+     end}.
 
 real_problems(Name, #{kind := Kind} = Doc, All) ->
     Own = [{F, Why} || {F, Out} <- view_outputs(Doc), Why <- problems(F, Out)],
@@ -481,11 +490,12 @@ reshaped(#{benchmarks := Bs} = Doc, Sets) ->
 check(Prop, N) ->
     ?assertEqual(true, proper:quickcheck(Prop, [{numtests, N}, {to_file, user}])).
 
+%% (A timeout each: on the list, it would leave each property the 5 s
+%% default, which the comparisons' took 4.2 s of at a load average of 23.)
 intervals_props_test_() ->
-    {timeout, 120,
-     [?_test(check(prop_no_impossible_interval(), 150)),
-      ?_test(check(prop_no_impossible_comparison(), 60)),
-      ?_test(check(prop_check_detectable(), 60))]}.
+    [{timeout, 120, ?_test(check(prop_no_impossible_interval(), 150))},
+     {timeout, 120, ?_test(check(prop_no_impossible_comparison(), 60))},
+     {timeout, 120, ?_test(check(prop_check_detectable(), 60))}].
 
 %% (Its own timeout, few shrinks: each case renders a real document in
 %% every format and compares it, a second or two on a loaded machine.)
