@@ -29,3 +29,13 @@ stop_private_epmd() {
         EPMD_PID=""
     fi
 }
+
+# private_broker: the caller's private broker (scripts/rabbitmq.sh, on
+# PORT, with the caller's ROOT and environment) on a private epmd (port
+# PORT + 30000), and an EXIT trap that stops both.
+private_broker() {
+    private_epmd $((PORT + 30000))
+    trap 'stop_private_epmd' EXIT
+    "$ROOT/scripts/rabbitmq.sh" start >&2
+    trap '"$ROOT/scripts/rabbitmq.sh" stop >&2; stop_private_epmd' EXIT
+}

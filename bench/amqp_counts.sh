@@ -47,11 +47,9 @@ command -v perf >/dev/null || { echo "amqp_counts.sh: perf is not installed" >&2
 erlc -o "$WORK" "$ROOT/bench/amqp_counts_probe.erl"
 erlc -I "$ROOT/include" -o "$WORK" "$ROOT/bench/amqp_floor.erl"
 
+# The broker and its epmd are the bench's own (bench/amqp-epmd.sh).
 . "$ROOT/bench/amqp-epmd.sh"
-private_epmd $((PORT + 30000))
-trap 'stop_private_epmd' EXIT
-"$ROOT/scripts/rabbitmq.sh" start >&2
-trap '"$ROOT/scripts/rabbitmq.sh" stop >&2; stop_private_epmd' EXIT
+private_broker
 
 TOOLS="beamlab floor"
 [ -n "$BEFORE" ] && TOOLS="$TOOLS before"
