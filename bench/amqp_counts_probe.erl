@@ -104,14 +104,17 @@ states(Stats, Type) ->
     Keys = lists:usort(lists:append([maps:keys(C) || C <- Counters])),
     [{K, lists:sum([maps:get(K, C, 0) || C <- Counters])} || K <- Keys].
 
-%% Which kind of process controls each TCP socket: the initial call or
-%% the function it runs now, as a short name.
+%% Which kind of process controls each TCP socket.
 owners() ->
     [{P, kind(Pid)} || P <- erlang:ports(), erlang:port_info(P, name) =:= {name, "tcp_inet"},
                        {connected, Pid} <- [erlang:port_info(P, connected)]].
 
+%% A process's kind, as a short name: the `$initial_call' of a proc_lib
+%% process, else its initial call and the outermost function of its
+%% stack (not the one it runs now: a process seen in another function at
+%% the end of another round would count as another kind).
 kind(Pid) ->
-    case erlang:process_info(Pid, [dictionary, initial_call, current_function]) of
+    case erlang:process_info(Pid, [dictionary, initial_call, current_stacktrace]) of
         undefined -> gone;
         Info ->
             Dict = proplists:get_value(dictionary, Info),
@@ -119,7 +122,10 @@ kind(Pid) ->
                 {M, _, _} -> M;
                 undefined ->
                     {M, _, _} = proplists:get_value(initial_call, Info),
-                    {M2, F, _} = proplists:get_value(current_function, Info),
+                    {M2, F, _, _} = case proplists:get_value(current_stacktrace, Info) of
+                                        [] -> {M, unknown, 0, []};
+                                        Stack -> lists:last(Stack)
+                                    end,
                     list_to_atom(atom_to_list(M) ++ "/" ++ atom_to_list(M2) ++ ":" ++ atom_to_list(F))
             end
     end.
