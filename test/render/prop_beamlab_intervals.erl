@@ -81,7 +81,8 @@ prop_no_impossible_comparison() ->
 
 %% #35: a check's paired `~' (`unchanged') says what its rounds could
 %% have seen (`detectable', beamlab_stats_paired) in text, Markdown and
-%% the CSV; and its outputs show no impossible interval. Crafted rounds:
+%% the CSV and the github-* formats' `extra'; and none of its outputs
+%% (every `--format') shows an impossible interval. Crafted rounds:
 %% 8 to 30, noise from 0.1% to 30%, no change or +20%, through the JSON
 %% boundary as a saved check is.
 prop_check_detectable() ->
@@ -107,8 +108,11 @@ prop_check_detectable() ->
                                                                      [{H, field_number(V)} || {H, V} <- lists:zip(Header, Row)])
                                             end, Rows)
                         end,
-                Bad = [{F, Why} || {F, Out} <- [{text, Text}, {text, Md}, {csv, Csv}], Why <- problems(F, Out)]
-                    ++ [{not_shown, F, D} || D <- Ds, {F, Out} <- [{text, Text}, {markdown, Md}], not Shown(Out, D)]
+                {ok, Github} = beamlab_render_view:render(Doc, 'github-smaller', #{unicode => true}),
+                Bad = [{F, Why} || {F, Out} <- [{text, Text}, {text, Md}, {csv, Csv} | view_outputs(Doc)],
+                                   Why <- problems(F, Out)]
+                    ++ [{not_shown, F, D} || D <- Ds, {F, Out} <- [{text, Text}, {markdown, Md}, {github, Github}],
+                                             not Shown(Out, D)]
                     ++ [{not_in_csv, D} || {_, D} <- All, not InCsv(D)],
                 ?WHENFAIL(io:format("~p~n~ts~n", [Bad, Text]), Bad =:= [])
             end).
