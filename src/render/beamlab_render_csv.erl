@@ -19,7 +19,7 @@ header() ->
 render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := Benchmarks}) ->
     Rows = [begin
                 S = maps:get(stats, B, #{}),
-                C = maps:get(comparison, B, #{}),
+                C = comparison(B),
                 {CiLo, CiHi} = interval(maps:get(ci_mean, S, null)),
                 {ChLo, ChHi} = interval(maps:get(ci, C, null)),
                 #{kept := Kept, method := Method} = Info,
@@ -41,9 +41,23 @@ render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := 
 spread(K, #{n := N} = S) when N >= 2 -> maps:get(K, S, null);
 spread(_, _) -> null.
 
-%% What a `~' could have seen (beamlab_stats:compare/3's `detectable');
-%% empty beside any other verdict.
-detectable(#{verdict := no_difference, detectable := D}) when is_number(D) -> D;
+%% A benchmark's comparison: its own, or a check's paired one (its
+%% rounds, `extra.paired', beamlab_stats_paired) in the same columns.
+comparison(#{comparison := C}) ->
+    C;
+comparison(#{extra := #{<<"paired">> := #{} = P}}) ->
+    maps:from_list([{K, V} || {K, J} <- [{change, <<"change">>}, {p_value, <<"p_value">>},
+                                         {detectable, <<"detectable">>}],
+                              V <- [maps:get(J, P, null)], is_number(V)]
+                   ++ [{ci, {Lo, Hi}} || [Lo, Hi] <- [maps:get(<<"ci">>, P, null)]]
+                   ++ [{verdict, binary_to_atom(V)} || V <- [maps:get(<<"verdict">>, P, null)], is_binary(V)]);
+comparison(_) ->
+    #{}.
+
+%% What a `~' could have seen (beamlab_stats:compare/3's `detectable', a
+%% check's paired `unchanged': beamlab_stats_paired's); empty beside any
+%% other verdict.
+detectable(#{verdict := V, detectable := D}) when is_number(D), V =:= no_difference; is_number(D), V =:= unchanged -> D;
 detectable(_) -> null.
 
 interval({Lo, Hi}) -> {Lo, Hi};

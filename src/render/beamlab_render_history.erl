@@ -73,9 +73,11 @@ render(H, Format, Opts) ->
                   || {Name, #{to := To, change := X}} <- Unconfirmed]]
                 || Unconfirmed =/= []],
                %% What a `~' between runs with repetitions could have seen,
-               %% as `compare' says it (#35).
+               %% as `compare' says it, or two single runs against the
+               %% history's spread (#35).
                [[io_lib:format("no significant difference between separately measured runs; from their own "
-                               "spread, each of these changes is caught 80% of the time only beyond:~n", []),
+                               "spread (single runs: the history's before them), each of these changes is "
+                               "caught 80% of the time only beyond:~n", []),
                  [io_lib:format("  ~ts: ~ts ~ts~n", [Name, label(To, Runs), beamlab_format_units:detectable(D)])
                   || {Name, #{to := To, detectable := D}} <- Detectable]]
                 || Detectable =/= []],

@@ -270,9 +270,11 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                       end,
             Verdict = beamlab_result_compare:qualify(C, FarVerdict, Far),
             %% What a `~' between two runs with repetitions could have
-            %% seen, as `compare' says it (#35).
+            %% seen, as `compare' says it, or two single runs against the
+            %% history's spread (confirm_runs/4's) (#35).
             Detectable = case {Basis, Verdict, maps:get(detectable, C, undefined)} of
-                             {runs, no_difference, D} when is_number(D) -> #{detectable => D};
+                             {_, no_difference, D} when is_number(D), Basis =:= runs orelse Basis =:= history ->
+                                 #{detectable => D};
                              _ -> #{}
                          end,
             (maps:merge(Confirm, Detectable))#{from => case Basis of

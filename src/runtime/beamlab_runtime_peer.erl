@@ -828,12 +828,11 @@ preloaded(Vm, Opts) ->
 preload(_Vm, []) ->
     ok;
 preload(Vm, Mods) ->
-    {ok, Tokens, _} = erl_scan:string(
-                        "[case file:read_file(Copy) of"
-                        "     {ok, Bin} -> code:load_binary(M, File, Bin), ok;"
-                        "     {error, Why} -> {Copy, Why}"
-                        " end || {M, File, Copy} <- Mods]."),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse(
+                    "[case file:read_file(Copy) of"
+                    "     {ok, Bin} -> code:load_binary(M, File, Bin), ok;"
+                    "     {error, Why} -> {Copy, Why}"
+                    " end || {M, File, Copy} <- Mods]."),
     try
         %% (a minute, and a tenth of a second a module for a large project)
         call(Vm, erl_eval, exprs, [Exprs, [{'Mods', Mods}]],

@@ -435,8 +435,7 @@ eval(Node, Exprs, Bindings, Timeout) ->
     end.
 
 parse(Text) ->
-    {ok, Tokens, _} = erl_scan:string(Text),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse(Text),
     Exprs.
 
 deadline(infinity) -> infinity;

@@ -758,8 +758,7 @@ snapshot_text(Msacc) ->
      " erlang:system_info(dist_ctrl)}."].
 
 parse(Text) ->
-    {ok, Tokens, _} = erl_scan:string(lists:flatten(Text)),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse(Text),
     Exprs.
 
 remote(Node, Text, Timeout) ->

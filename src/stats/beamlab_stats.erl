@@ -56,7 +56,8 @@
           mean_base := float() | undefined, mean_new := float() | undefined,
           confidence := float(),
           %% compare/3 on positive samples: the smallest slowdown caught
-          %% 80% of the time at the level (relative)
+          %% 80% of the time at the level (relative); confirm_runs/4: the
+          %% smallest that puts both runs outside the spread 80% of the time
           detectable => float() | undefined,
           %% confirm_runs/4: the previous run's own comparison
           prev => #{atom() => term()}}.
@@ -435,7 +436,30 @@ confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_num
                               false -> 1.0
                           end,
                test => confirm, verdict => Verdict,
+               detectable => runs_detectable(Runs, confidence(Opts)),
                prev => maps:with([change, ci, p_value, verdict, mean_new], P)}
+    end.
+
+%% What two runs judged against the spread of `Runs' could have seen
+%% (#35): the smallest slowdown (relative) that puts both outside it 80%
+%% of the time. Each run lies d ± s·sqrt(1 + 1/m) from the runs' mean on
+%% the log scale (compare_to_runs/3's se); both beyond the level's t
+%% quantile with probability 0.8 needs each with sqrt(0.8) (the two runs
+%% are measured apart): (t(1 - alpha/2) + t(sqrt 0.8)) · se, on m - 1 df.
+%% `undefined' without a spread or on the raw scale (a value not
+%% positive).
+runs_detectable(Runs, Conf) ->
+    M = length(Runs),
+    case M >= ?MIN_INTERVAL_N andalso lists:min(Runs) > 0 of
+        true ->
+            Se = sd([math:log(R) || R <- to_floats(Runs)]) * math:sqrt(1 + 1 / M),
+            D = (t_quantile((1 + Conf) / 2, M - 1) + t_quantile(math:sqrt(0.8), M - 1)) * Se,
+            case Se > 0.0 andalso D < 700.0 of
+                true -> math:exp(D) - 1;
+                false -> undefined
+            end;
+        false ->
+            undefined
     end.
 
 %% On the logs: the difference of the means d estimates ln(ratio of the

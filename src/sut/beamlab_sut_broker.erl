@@ -228,12 +228,11 @@ rabbit_setup(#{sbin := Sbin}, Dir, Args) ->
 %% erl_eval, no beamlab code) stops it when this process or the
 %% connection goes away.
 watchdog(Node) ->
-    {ok, Tokens, _} = erl_scan:string(
-                        "receive {beamlab_target_owner, W} ->"
-                        "  Ref = erlang:monitor(process, W),"
-                        "  receive {'DOWN', Ref, process, W, _} -> init:stop() end"
-                        " end."),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse(
+                    "receive {beamlab_target_owner, W} ->"
+                    "  Ref = erlang:monitor(process, W),"
+                    "  receive {'DOWN', Ref, process, W, _} -> init:stop() end"
+                    " end."),
     Pid = spawn(Node, erl_eval, exprs, [Exprs, []]),
     Pid ! {beamlab_target_owner, self()},
     ok.

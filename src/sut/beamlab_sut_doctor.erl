@@ -32,13 +32,15 @@ read(Node, TimeoutMs) ->
            "                       logical_processors_available, otp_release, version, emu_flavor,"
            "                       emu_type, emu_args]],"
            " Read(\"/proc/self/status\"), Read(\"/proc/self/cgroup\")}.",
+    {ok, Exprs} = beamlab_runtime_expr:parse(Text),
     try
         {value, {OsType, OsPid, Info, Status, Cgroup}, _} =
-            erpc:call(Node, erl_eval, exprs, [parse(Text), []], TimeoutMs),
+            erpc:call(Node, erl_eval, exprs, [Exprs, []], TimeoutMs),
         Paths = quota_files(Cgroup),
         Quota = case Paths of
                     [] -> #{};
                     _ ->
+                        %% (an external fun of an OTP module, which the node has)
                         Reads = erpc:call(Node, lists, map, [fun file:read_file/1, Paths], TimeoutMs),
                         maps:from_list([{P, B} || {P, {ok, B}} <- lists:zip(Paths, Reads)])
                 end,
@@ -65,13 +67,6 @@ quota_files(Text) ->
     lists:usort(V2 ++ [filename:join(Base, "cpu.max") || V2 =/= []] ++ V1).
 
 rel(P) -> string:trim(binary_to_list(P), leading, "/").
-
-%% Not a fun of this module: the fun passed to lists:map above is an
-%% external fun of an OTP module, which the node has.
-parse(Text) ->
-    {ok, Tokens, _} = erl_scan:string(Text),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
-    Exprs.
 
 %% @doc One line for each error.
 -spec format_error(error_reason()) -> iolist().

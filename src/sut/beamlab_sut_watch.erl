@@ -143,8 +143,7 @@ node_env(Node, TimeoutMs) ->
            "                  dirty_io_schedulers, scheduler_bind_type, scheduler_bindings, otp_release, version,"
            "                  emu_flavor, emu_type, logical_processors, logical_processors_online,"
            "                  logical_processors_available]]}.",
-    {ok, Tokens, _} = erl_scan:string(Text),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse(Text),
     try erpc:call(Node, erl_eval, exprs, [Exprs, [{'Vars', Vars}]], TimeoutMs) of
         {value, {OsPid, Args, Env, Info}, _} ->
             [S, Online, DC, DCOnline, DIO, Bind, Bindings, Release, Version, Flavor, EmuType, LP, LPOnline,

@@ -218,8 +218,10 @@ prop_ack_frames() ->
 check(Prop, N) ->
     ?assert(proper:quickcheck(Prop, [{numtests, N}, {to_file, user}])).
 
+%% (A timeout on each: EUnit's {timeout, N, List} bounds the list and
+%% leaves each test in it the 5 s default.)
 properties_test_() ->
-    {timeout, 120,
+    [{timeout, 120, T} || T <-
      [?_test(check(prop_frame(), 300)),
       ?_test(check(prop_frame_stream(), 300)),
       ?_test(check(prop_method(), 1000)),
@@ -228,7 +230,7 @@ properties_test_() ->
       ?_test(check(prop_content_split(), 150)),
       ?_test(check(prop_publish_frames(), 150)),
       ?_test(check(prop_publish_iodata(), 60)),
-      ?_test(check(prop_ack_frames(), 300))]}.
+      ?_test(check(prop_ack_frames(), 300))]].
 
 %% RabbitMQ decodes both 'l' and 'L' as signed 64-bit integers; so do we.
 rabbitmq_long_test() ->

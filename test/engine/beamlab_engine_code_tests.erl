@@ -152,11 +152,11 @@ source_label_test_() ->
      ?_assertEqual(<<"{rand,uniform,[]}">>, beamlab_engine_code:source_label({rand, uniform, []}))].
 
 properties_test_() ->
-    Q = fun(P, N) -> ?_assert(proper:quickcheck(P, [{numtests, N}, {to_file, user}])) end,
-    {timeout, 60,
-     [Q(prop_beamlab_engine_code:prop_timed_runs_exactly_n(), 100),
-      Q(prop_beamlab_engine_code:prop_state_threads_through(), 100),
-      Q(prop_beamlab_engine_code:prop_continuous_never_overcounts(), 20)]}.
+    %% (a timeout each: on the list it would leave each the 5 s default)
+    Q = fun(P, N) -> {timeout, 60, ?_assert(proper:quickcheck(P, [{numtests, N}, {to_file, user}]))} end,
+    [Q(prop_beamlab_engine_code:prop_timed_runs_exactly_n(), 100),
+     Q(prop_beamlab_engine_code:prop_state_threads_through(), 100),
+     Q(prop_beamlab_engine_code:prop_continuous_never_overcounts(), 20)].
 
 %% Code that would stop the VM is compiled into an error naming the call,
 %% in every form the code can name it; other code is untouched.

@@ -47,10 +47,7 @@ peer(Name, Args, Load) ->
     {Peer, atom_to_list(Node)}.
 
 eval(Peer, Text) ->
-    {ok, Tokens, _} = erl_scan:string(Text),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
-    {value, V, _} = peer:call(Peer, erl_eval, exprs, [Exprs, []], 30000),
-    V.
+    beamlab_test_util:peer_eval(Peer, Text).
 
 %% 20 processes waking every 2 ms: work far below capacity, so
 %% schedulers that busy-wait spin most of their awake time.

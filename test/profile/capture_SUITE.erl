@@ -434,9 +434,8 @@ watch_capture(Config) ->
 %% left on the node afterwards.
 session_otp27(Config) ->
     Peer = ?config(peer, Config),
-    {ok, Tokens, _} = erl_scan:string("P = whereis(capture_hot), erlang:trace(P, true, [call]), "
-                                      "register(other_tracer, self()), receive stop -> ok end."),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse("P = whereis(capture_hot), erlang:trace(P, true, [call]), "
+                                             "register(other_tracer, self()), receive stop -> ok end."),
     _ = peer:call(Peer, erlang, spawn, [erl_eval, exprs, [Exprs, []]]),
     Hot = peer:call(Peer, erlang, whereis, [capture_hot]),
     beamlab_test_util:wait_until(fun() -> is_pid(peer:call(Peer, erlang, whereis, [other_tracer])) end, 10000),

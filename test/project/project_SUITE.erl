@@ -255,7 +255,14 @@ ci_bad_values(Config) ->
      end || {Args, Pattern} <- [{["--ci", "2%"], "--ci needs --against REF"},
                                 {["--against", "HEAD~1", "--max-time", "5"], "--max-time needs --ci"},
                                 {["--against", "HEAD~1", "--ci", "0"], "invalid value '0' for --ci"},
-                                {["--against", "HEAD~1", "--metric", "cpu,wall"], "--metric"}]].
+                                {["--against", "HEAD~1", "--metric", "cpu,wall"], "--metric"},
+                                %% the default rounds follow the gate (#35): 14, 24 when cpu is gated
+                                {["--against", "HEAD~1", "--alpha", "0.00000001"],
+                                 "the default --rounds 14 cannot reach .*at least 28"},
+                                {["--against", "HEAD~1", "--metric", "time,cpu", "--alpha", "0.00000001"],
+                                 "the default --rounds 24 cannot reach .*at least 28"},
+                                {["--against", "HEAD~1", "--rounds", "20", "--alpha", "0.00000001"],
+                                 "^beamlab: --rounds 20 cannot reach"}]].
 
 %% SIGTERM to the process group (as Ctrl-C or `timeout' send it) in the
 %% middle of the rounds: what was measured is printed (partial), exit 130,

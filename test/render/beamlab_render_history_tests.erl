@@ -127,3 +127,32 @@ detectable_test() ->
     ?assert(abs(M - D) < 1.0e-6),
     %% a verdict carries none
     ?assertEqual([], [C || #{changes := Cs} <- maps:get(trends, history()), C <- Cs, is_map_key(detectable, C)]).
+
+%% #35: a history of single runs: a `~' (the two newest runs inside the
+%% spread of the runs before them) says what it could have seen
+%% (confirm_runs/4's `detectable') in text, Markdown, CSV and the report.
+single_runs_detectable_test() ->
+    Single = fun(I) ->
+                     rand:seed(exsss, {I, 7, 9}),
+                     Level = 100 * (1 + 0.03 * rand:normal()),
+                     B = beamlab_result:benchmark(<<"b">>, [Level * (1 + 0.001 * rand:normal()) || _ <- lists:seq(1, 5)],
+                                                  #{unit => ns, better => lower, metric => time}),
+                     Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                     {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                              beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
+             end,
+    Runs = [Single(I) || I <- lists:seq(1, 8)],
+    {ok, H} = beamlab_result_history:history(Runs, #{}),
+    #{trends := [#{changes := Cs}]} = H,
+    #{verdict := no_difference, basis := history, detectable := D} = lists:last(Cs),
+    ?assert(D > 0.03 andalso D < 1),
+    Both = list_to_binary(beamlab_format_units:detectable(D)),
+    [?assertNotEqual(nomatch, binary:match(iolist_to_binary(beamlab_render_history:render(H, F, #{})),
+                                           <<"  b: 8 ", Both/binary>>))
+     || F <- [text, markdown]],
+    {ok, [_ | Rows]} = beamlab_csv_decoder:decode(beamlab_render_history:render(H, csv, #{})),
+    [Csv, <<"no_difference">>] = lists:nthtail(length(lists:last(Rows)) - 2, lists:last(Rows)),
+    ?assert(abs(binary_to_float(Csv) - D) < 1.0e-9),
+    #{history := #{trends := [#{changes := MCs}]}} = beamlab_report_html:model(Runs, #{history => H}),
+    #{detectable := M} = lists:last(MCs),
+    ?assert(abs(M - D) < 1.0e-6).

@@ -25,7 +25,8 @@
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_no_impossible_interval/0, prop_no_impossible_comparison/0, prop_real_reshaped/0]).
+-export([prop_no_impossible_interval/0, prop_no_impossible_comparison/0, prop_real_reshaped/0,
+         prop_check_detectable/0]).
 
 %%--------------------------------------------------------------------
 %% Generators
@@ -77,6 +78,70 @@ prop_no_impossible_comparison() ->
                 Bad = [{F, Why} || {F, Out} <- Outputs, Why <- problems(F, Out)] ++ detectable_problems(Runs),
                 ?WHENFAIL(io:format("~p~n", [Bad]), Bad =:= [])
             end).
+
+%% #35: a check's paired `~' (`unchanged') says what its rounds could
+%% have seen (`detectable', beamlab_stats_paired) in text, Markdown and
+%% the CSV and the github-* formats' `extra'; and none of its outputs
+%% (every `--format') shows an impossible interval. Crafted rounds:
+%% 8 to 30, noise from 0.1% to 30%, no change or +20%, through the JSON
+%% boundary as a saved check is.
+prop_check_detectable() ->
+    ?FORALL({Base, Noise, Shift}, {?LET(N, range(8, 30), vector(N, float(0.5, 2.0))),
+                                   float(0.001, 0.3), oneof([0.0, 0.2])},
+            begin
+                Doc = check_doc(Base, Noise, Shift),
+                Text = beamlab_render_check:text(Doc, #{unicode => true}),
+                Md = beamlab_render_check:markdown(Doc),
+                Csv = beamlab_render_csv:render(Doc),
+                %% (text and Markdown name it for the measures with noise;
+                %% the CSV for every entry)
+                All = [{M, D} || #{metric := M,
+                                   extra := #{<<"paired">> := #{<<"verdict">> := <<"unchanged">>,
+                                                                <<"detectable">> := D}}} <- maps:get(benchmarks, Doc),
+                                 is_number(D)],
+                Ds = [D || {M, D} <- All, lists:member(M, [<<"time">>, <<"cpu">>])],
+                Shown = fun(Out, D) -> binary:match(unicode:characters_to_binary(Out),
+                                                    list_to_binary(beamlab_format_units:detectable(D))) =/= nomatch
+                        end,
+                {ok, [Header | Rows]} = beamlab_csv_decoder:decode(Csv),
+                InCsv = fun(D) -> lists:any(fun(Row) -> lists:member({<<"detectable">>, D},
+                                                                     [{H, field_number(V)} || {H, V} <- lists:zip(Header, Row)])
+                                            end, Rows)
+                        end,
+                {ok, Github} = beamlab_render_view:render(Doc, 'github-smaller', #{unicode => true}),
+                Bad = [{F, Why} || {F, Out} <- [{text, Text}, {text, Md}, {csv, Csv} | view_outputs(Doc)],
+                                   Why <- problems(F, Out)]
+                    ++ [{not_shown, F, D} || D <- Ds, {F, Out} <- [{text, Text}, {markdown, Md}, {github, Github}],
+                                             not Shown(Out, D)]
+                    ++ [{not_in_csv, D} || {_, D} <- All, not InCsv(D)],
+                ?WHENFAIL(io:format("~p~n~ts~n", [Bad, Text]), Bad =:= [])
+            end).
+
+%% A check of one benchmark over the rounds: time per iteration `Base'
+%% on the base side, `Base' x e^(Shift + noise) on the head, as
+%% beamlab_project_check makes it.
+check_doc(Base, Noise, Shift) ->
+    Side = fun(Ns) ->
+                   D0 = beamlab_result:new(bench, #{command => [], started_at => started(1)}),
+                   {ok, {1, beamlab_result:add_benchmarks(
+                              D0, [beamlab_result:benchmark(<<"work">>, [1],
+                                                            #{params => #{module => m_bench},
+                                                              extra => #{status => ok, iteration_ns => Ns,
+                                                                         per_iteration => #{reductions => 100,
+                                                                                            words => 0}}})])}}
+           end,
+    Rounds = [#{index => I, order => [base, head], base => Side(1000 * B),
+                head => Side(1000 * B * math:exp(Shift + Noise * math:sin(7 * I)))}
+              || {I, B} <- lists:zip(lists:seq(1, length(Base)), Base)],
+    Commit = #{commit => <<"c">>, short => <<"c">>, date => started(1), subject => <<"s">>},
+    Opts = #{root => ".", against => "HEAD~1", bench => "bench", rounds => length(Base), gate => [time],
+             threshold => 0.05, alpha => 0.01, command => ["check"], main => fun(_) -> {erlang, node, []} end,
+             params => #{duration => 100, samples => 3, warmup => 1, project => Commit}},
+    Doc = beamlab_project_check:document(#{rounds => Rounds, interrupted => false}, Commit#{ref => <<"HEAD~1">>},
+                                         Commit, started(1), Opts),
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
+    {ok, Loaded} = beamlab_result:from_json(Json),
+    Loaded.
 
 %%--------------------------------------------------------------------
 %% Documents
@@ -255,7 +320,8 @@ format_problems(csv, Bin) ->
                                  D <- [lists:nth(I, Row)], D =/= <<>>,
                                  not (is_number(field_number(D)) andalso field_number(D) > 0
                                       andalso lists:nth(I + 1, Header) =:= <<"verdict">>
-                                      andalso lists:nth(I + 1, Row) =:= <<"no_difference">>)];
+                                      andalso lists:member(lists:nth(I + 1, Row),
+                                                           [<<"no_difference">>, <<"unchanged">>]))];
 format_problems(github, Bin) ->
     {ok, Entries} = beamlab_json:decode(Bin),
     [{github, E} || E <- Entries,
@@ -333,7 +399,12 @@ index(X, [_ | T], I) -> index(X, T, I + 1).
 %% The fixtures of every kind (`real' documents in shape: every section,
 %% findings, telemetry) in every format.
 
-fixtures_test() ->
+%% (Its own timeout, as every test here that renders in every format: the
+%% 5 s default is close at a load average of 30.)
+fixtures_test_() ->
+    {timeout, 60, fun fixtures/0}.
+
+fixtures() ->
     Docs = [beamlab_results_fixtures:result(K, #{factor => F})
             || K <- [<<"bench">>, <<"suite">>, <<"matrix">>, <<"amqp">>], F <- [1.0, 1.3]],
     Bad = [{F, Why} || D <- Docs, {F, Out} <- [{text, beamlab_render_text:render(D, #{unicode => true})}
@@ -367,10 +438,14 @@ real_kinds_test() ->
     Kinds = lists:usort([K || {_, #{kind := K}} <- real_docs()]),
     ?assertEqual([amqp, bench, check, matrix, profile, suite, watch], Kinds).
 
+%% The files are read once. EUnit's timeout on a list of tests bounds the
+%% whole list and leaves each test its 5 s default: each has its own.
 real_results_test_() ->
-    {timeout, 120,
-     [{Name, fun() -> ?assertEqual([], real_problems(Name, Doc, real_docs())) end}
-      || {Name, Doc} <- real_docs()]}.
+    {setup, fun real_docs/0,
+     fun(All) ->
+             [{Name, {timeout, 60, fun() -> ?assertEqual([], real_problems(Name, Doc, All)) end}}
+              || {Name, Doc} <- All]
+     end}.
 
 real_problems(Name, #{kind := Kind} = Doc, All) ->
     Own = [{F, Why} || {F, Out} <- view_outputs(Doc), Why <- problems(F, Out)],
@@ -419,10 +494,12 @@ reshaped(#{benchmarks := Bs} = Doc, Sets) ->
 check(Prop, N) ->
     ?assertEqual(true, proper:quickcheck(Prop, [{numtests, N}, {to_file, user}])).
 
+%% (A timeout each: on the list, it would leave each property the 5 s
+%% default, which the comparisons' took 4.2 s of at a load average of 23.)
 intervals_props_test_() ->
-    {timeout, 120,
-     [?_test(check(prop_no_impossible_interval(), 150)),
-      ?_test(check(prop_no_impossible_comparison(), 60))]}.
+    [{timeout, 120, ?_test(check(prop_no_impossible_interval(), 150))},
+     {timeout, 120, ?_test(check(prop_no_impossible_comparison(), 60))},
+     {timeout, 120, ?_test(check(prop_check_detectable(), 60))}].
 
 %% (Its own timeout, few shrinks: each case renders a real document in
 %% every format and compares it, a second or two on a loaded machine.)

@@ -526,3 +526,24 @@ non_negative_with_zero_test() ->
     ?assertEqual(-1.0, RLo),
     #{ci := {SLo, _}} = beamlab_stats:compare_to_runs([-1.0, 100.0, 200.0], 1.0, #{}),
     ?assert(SLo < -1.0).
+
+%% #35: confirm_runs/4's `detectable': two runs shifted by what a window
+%% says it could have seen are both outside that window's spread about
+%% 80% of the time (log-normal runs, sd 3%, 8 before; seeded).
+confirm_runs_detectable_test_() ->
+    {timeout, 60,
+     fun() ->
+             rand:seed(exsss, {35, 3, 5}),
+             Run = fun(Shift) -> 100 * math:exp(Shift + 0.03 * rand:normal()) end,
+             Caught = length([x || _ <- lists:seq(1, 1000),
+                                   W <- [[Run(0.0) || _ <- lists:seq(1, 8)]],
+                                   #{detectable := D} <- [beamlab_stats:confirm_runs(W, 100.0, 100.0,
+                                                                                     #{confidence => 0.99})],
+                                   #{verdict := slower} <- [beamlab_stats:confirm_runs(
+                                                              W, Run(math:log(1 + D)), Run(math:log(1 + D)),
+                                                              #{confidence => 0.99})]]),
+             ?assert(Caught >= 720 andalso Caught =< 880),
+             %% too few runs, or no spread: nothing to say
+             ?assertNot(is_map_key(detectable, beamlab_stats:confirm_runs([1.0, 2.0], 1.0, 1.0, #{}))),
+             #{detectable := undefined} = beamlab_stats:confirm_runs([5.0, 5.0, 5.0], 5.0, 5.0, #{})
+     end}.

@@ -53,8 +53,7 @@ peer(Name) ->
 
 %% A process spinning forever, registered as `spinner', with OTP code only.
 spin(Peer) ->
-    {ok, Tokens, _} = erl_scan:string("register(spinner, self()), L = fun Loop() -> Loop() end, L()."),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {ok, Exprs} = beamlab_runtime_expr:parse("register(spinner, self()), L = fun Loop() -> Loop() end, L()."),
     _ = peer:call(Peer, erlang, spawn, [erl_eval, exprs, [Exprs, []]]),
     ok.
 

@@ -96,10 +96,7 @@ peer(Name, Fault, Args) ->
     {Peer, atom_to_list(Node)}.
 
 eval(Peer, Text) ->
-    {ok, Tokens, _} = erl_scan:string(Text),
-    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
-    {value, V, _} = peer:call(Peer, erl_eval, exprs, [Exprs, []], 30000),
-    V.
+    beamlab_test_util:peer_eval(Peer, Text).
 
 %% `watch' for `Seconds' with the JSON on stdout, the live lines on stderr
 %% and the document saved; then its report. With `--metrics-port' in

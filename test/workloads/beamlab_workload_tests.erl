@@ -176,7 +176,7 @@ message_load_record_test() ->
 %% copies: a copy charges each worker's virtual binary heap with the whole
 %% histogram and makes every one of its collections a full sweep.
 message_load_workers_not_charged_test_() ->
-    {timeout, 60, [fun() -> workers_not_charged(V) end || V <- [original, mesh]]}.
+    [{timeout, 60, fun() -> workers_not_charged(V) end} || V <- [original, mesh]].
 
 workers_not_charged(Variant) ->
     M = beamlab_workload_message_load,

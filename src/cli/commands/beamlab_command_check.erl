@@ -110,9 +110,11 @@ against(Ref, Values, Summary, Base) ->
     %% (checked: the arguments split)
     {ok, VmArgs} = beamlab_runtime_peer:parse_args(maps:get(vm_args, Values, "")),
     _ = [?CHECK(beamlab_cli_output:check_output("--summary", F)) || F <- [Summary], F =/= undefined],
-    maps:merge(Base#{against => Ref, rounds => maps:get(rounds, Values), gate => lists:usort(maps:get(metric, Values)),
+    %% no --rounds: the check's default for its gate (beamlab_experiment_check:default_rounds/1)
+    maps:merge(Base#{against => Ref, gate => lists:usort(maps:get(metric, Values)),
           threshold => maps:get(threshold, Values), alpha => maps:get(alpha, Values), vm_args => VmArgs,
-          options => maps:with([duration, samples, warmup], Values)}, rule(Values)).
+          options => maps:with([duration, samples, warmup], Values)},
+               maps:merge(maps:with([rounds], Values), rule(Values))).
 
 %% --ci, and its budget in whole ms.
 rule(Values) ->
