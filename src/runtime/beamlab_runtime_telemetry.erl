@@ -226,8 +226,8 @@ setup_remote(#{node := Node} = Opts) ->
 %% @private
 %% `{remote, Caller, Ref, Opts}': the sampler of another node, spawned by
 %% start/2: set up, it tells `Caller' and becomes the server; else it
-%% tells why and ends normally.
--spec init(opts() | {remote, pid(), reference(), opts()}) -> {ok, #st{}} | ok.
+%% tells why and ends normally (`ignore': nothing to report).
+-spec init(opts() | {remote, pid(), reference(), opts()}) -> {ok, #st{}} | ignore.
 init({remote, Caller, Ref, Opts}) ->
     case setup_remote(Opts) of
         {ok, St} ->
@@ -235,7 +235,7 @@ init({remote, Caller, Ref, Opts}) ->
             gen_server:enter_loop(?MODULE, [], St);
         {error, _} = E ->
             Caller ! {Ref, E},
-            ok
+            ignore
     end;
 init(Opts) ->
     Interval = maps:get(interval, Opts, 1000),
