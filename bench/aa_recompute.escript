@@ -9,9 +9,10 @@
 %%%
 %%%   bench/aa_recompute.escript KEEP_DIR [odd|even|all] [COMPARE OPTIONS...]
 %%%
-%%% Prints one line per cell: the counts of every verdict (A/A cells:
-%%% false = faster + slower; planted cells: caught = slower). Asserts
-%%% nothing.
+%%% Prints one line per cell that has documents, wall-clock time's
+%%% (SCENARIO-Z) and CPU time's (SCENARIO-cpu-Z, kept by `METRIC=cpu' or
+%%% "time cpu"): the counts of every verdict (A/A cells: false = faster +
+%%% slower; planted cells: caught = slower). Asserts nothing.
 -mode(compile).
 
 main([Dir | Rest]) ->
@@ -28,14 +29,22 @@ main(_) ->
     io:format(standard_error, "usage: bench/aa_recompute.escript KEEP_DIR [odd|even|all] [OPTIONS...]~n", []),
     halt(2).
 
+%% The cells of every measure kept: wall-clock time (SCENARIO-Z) and CPU
+%% time (SCENARIO-cpu-Z, `METRIC=cpu' or "time cpu"); a cell without
+%% documents is left out.
 cells(Dir) ->
     Runs = filename:join(Dir, "runs"),
-    [{"compare-" ++ Z, [{I, ["compare", filename:join(S, "a.json"), filename:join(S, "b-" ++ Z ++ ".json")]}
-                        || {I, S} <- iterations(Runs, "compare-" ++ Z ++ "-", "")]}
-     || Z <- ["0", "5", "20"]]
-        ++ [{"history-" ++ Z, [{I, ["compare", S]} || {I, S} <- iterations(Runs, "history-" ++ Z ++ "-", "")]}
-            || Z <- ["0", "5", "20"]]
-        ++ [{"matrix-0", [{I, ["compare", S]} || {I, S} <- iterations(Runs, "matrix-0-", ".json")]}].
+    [Cell || T <- ["", "-cpu"],
+             {_, [_ | _]} = Cell
+                 <- [{"compare" ++ T ++ "-" ++ Z,
+                      [{I, ["compare", filename:join(S, "a.json"), filename:join(S, "b-" ++ Z ++ ".json")]}
+                       || {I, S} <- iterations(Runs, "compare" ++ T ++ "-" ++ Z ++ "-", "")]}
+                     || Z <- ["0", "5", "20"]]
+                 ++ [{"history" ++ T ++ "-" ++ Z,
+                      [{I, ["compare", S]} || {I, S} <- iterations(Runs, "history" ++ T ++ "-" ++ Z ++ "-", "")]}
+                     || Z <- ["0", "5", "20"]]
+                 ++ [{"matrix" ++ T ++ "-0",
+                      [{I, ["compare", S]} || {I, S} <- iterations(Runs, "matrix" ++ T ++ "-0-", ".json")]}]].
 
 iterations(Runs, Prefix, Suffix) ->
     lists:sort([{I, P} || P <- filelib:wildcard(filename:join(Runs, Prefix ++ "*" ++ Suffix)),
@@ -56,7 +65,7 @@ cell(Name, Vs) ->
                true -> io_lib:format("~b false of ~b", [maps:get("faster", Counts, 0) + maps:get("slower", Counts, 0), N]);
                false -> io_lib:format("caught ~b of ~b", [maps:get("slower", Counts, 0), N])
            end,
-    io:format("~-11s ~s; ~s~n", [Name, Head, lists:join(", ", [io_lib:format("~b ~s", [C, V])
+    io:format("~-15s ~s; ~s~n", [Name, Head, lists:join(", ", [io_lib:format("~b ~s", [C, V])
                                                                || {V, C} <- lists:sort(maps:to_list(Counts))])]).
 
 %% Everything the command prints to standard output, as a string.

@@ -9,6 +9,8 @@
 #   history-Z-I/*.json             `beamlab compare DIR': the newest run's verdict
 #   matrix-0-I.json                `beamlab compare M.json': one matrix document's
 #                                  configurations against its baseline
+# and the same cells of CPU time (compare-cpu-Z-I, history-cpu-Z-I,
+# matrix-cpu-0-I.json: METRIC=cpu or "time cpu").
 #
 # Environment:
 #   HALF=odd|even  only the iterations I of that parity (design on one half,
@@ -48,28 +50,31 @@ iterations() { # PREFIX (e.g. compare-0-) [SUFFIX]
 }
 
 scenarios=""
-for z in 0 5 20; do
-    cell=compare-$z
-    rm -f "$V/$cell" "$V/history-$z" "$V/matrix-$z"
-    for i in $(iterations "compare-$z-"); do
-        d=$KEPT/runs/compare-$z-$i
-        # shellcheck disable=SC2086
-        "$BEAMLAB" compare "$d/a.json" "$d/b-$z.json" --format csv $COMPARE_OPTS > "$TMP/c.csv"
-        verdicts "$TMP/c.csv" >> "$V/$cell"
+# t: the cells' tag, "" for wall-clock time, -cpu for CPU time (METRIC=cpu)
+for t in "" -cpu; do
+    for z in 0 5 20; do
+        cell=compare$t-$z
+        rm -f "$V/$cell" "$V/history$t-$z" "$V/matrix$t-$z"
+        for i in $(iterations "compare$t-$z-"); do
+            d=$KEPT/runs/compare$t-$z-$i
+            # shellcheck disable=SC2086
+            "$BEAMLAB" compare "$d/a.json" "$d/b-$z.json" --format csv $COMPARE_OPTS > "$TMP/c.csv"
+            verdicts "$TMP/c.csv" >> "$V/$cell"
+        done
+        for i in $(iterations "history$t-$z-"); do
+            # shellcheck disable=SC2086
+            "$BEAMLAB" compare "$KEPT/runs/history$t-$z-$i" --format csv $COMPARE_OPTS > "$TMP/c.csv"
+            verdicts "$TMP/c.csv" | tail -n 1 >> "$V/history$t-$z"
+        done
     done
-    for i in $(iterations "history-$z-"); do
+    for i in $(iterations "matrix$t-0-" .json); do
         # shellcheck disable=SC2086
-        "$BEAMLAB" compare "$KEPT/runs/history-$z-$i" --format csv $COMPARE_OPTS > "$TMP/c.csv"
-        verdicts "$TMP/c.csv" | tail -n 1 >> "$V/history-$z"
+        "$BEAMLAB" compare "$KEPT/runs/matrix$t-0-$i.json" --format csv $COMPARE_OPTS > "$TMP/c.csv"
+        verdicts "$TMP/c.csv" | tail -n 1 >> "$V/matrix$t-0"
     done
-done
-for i in $(iterations matrix-0- .json); do
-    # shellcheck disable=SC2086
-    "$BEAMLAB" compare "$KEPT/runs/matrix-0-$i.json" --format csv $COMPARE_OPTS > "$TMP/c.csv"
-    verdicts "$TMP/c.csv" | tail -n 1 >> "$V/matrix-0"
 done
 for s in compare history matrix; do
     ls "$V/$s"-* >/dev/null 2>&1 && scenarios="$scenarios $s"
 done
 echo "== beamlab A/A and power, recomputed from $KEPT ($HALF iterations) with $("$BEAMLAB" --version 2>/dev/null | head -n 1)${COMPARE_OPTS:+, compare $COMPARE_OPTS}"
-cells "$scenarios"
+cells "$scenarios" "time cpu"

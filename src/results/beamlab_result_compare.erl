@@ -10,7 +10,8 @@
 
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
-         far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0, configurations/1]).
+         far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0,
+         robust_history/1, configurations/1]).
 
 -type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
                       started_at := binary()}.
@@ -117,6 +118,18 @@ between_runs_confidence() -> ?BETWEEN_RUNS_CONFIDENCE.
 %% measured on (0.025; machine-specific, `compare --run-noise PCT').
 -spec run_noise() -> float().
 run_noise() -> ?RUN_NOISE.
+
+%% @doc Whether a history of single runs judges a metric by the median
+%% and the median absolute deviation of its earlier runs (`robust' of
+%% beamlab_stats:confirm_runs/4) rather than their mean and sd: true for
+%% CPU time per iteration, whose runs are tight but for a rare far one
+%% that would hide every change while it stays in the window; wall-clock
+%% time keeps the mean and sd (docs/statistics.md).
+-spec robust_history(Metric :: binary()) -> boolean().
+robust_history(Metric) ->
+    cpu_time(Metric).
+
+cpu_time(Metric) -> Metric =:= <<"cpu">>.
 
 %% @doc The default confidence level of a verdict between two separately
 %% measured runs with repetitions, judged with the between-run term

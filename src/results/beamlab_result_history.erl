@@ -187,10 +187,13 @@ trend(Name, Runs, Judge) ->
                 [] -> find_any(Name, Runs)
             end,
     {_, Unit} = beamlab_format_units:per_second(Bench),
-    WallClock = beamlab_result_compare:wall_clock(Unit, maps:get(metric, Bench, <<>>)),
+    Metric = maps:get(metric, Bench, <<>>),
+    WallClock = beamlab_result_compare:wall_clock(Unit, Metric),
+    %% CPU time's robust spread of single runs (docs/statistics.md)
+    Judged = Judge#{robust => beamlab_result_compare:robust_history(Metric)},
     #{name => Name, unit => Unit, better => maps:get(better, Bench),
       points => [point(I, B) || {I, B, _} <- Found],
-      changes => changes(Found, [], Judge, WallClock)}.
+      changes => changes(Found, [], Judged, WallClock)}.
 
 %% Each point against the one before it, with the earlier points (newest
 %% first) for the history's own spread.
@@ -208,7 +211,7 @@ point(I, #{stats := S} = B) ->
                                            end}.
 
 change({I0, B0, R0}, {I1, B1, R1}, Earlier,
-       #{confidence := HistConf, runs_confidence := RunsConf, run_noise := Noise}, WallClock) ->
+       #{confidence := HistConf, runs_confidence := RunsConf, run_noise := Noise, robust := Robust}, WallClock) ->
     {F0, U0} = beamlab_format_units:per_second(B0),
     {F1, U1} = beamlab_format_units:per_second(B1),
     Same = [E || {_, EB, _} = E <- Earlier, element(2, beamlab_format_units:per_second(EB)) =:= U1],
@@ -246,7 +249,8 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                         %% run and the one before it outside the spread.
                         Means = [run_mean(B) || {_, B, _} <- Older],
                         {history, Older,
-                         fun(O) -> beamlab_stats:confirm_runs(Means, run_mean(B0), run_mean(B1), O) end,
+                         fun(O) -> beamlab_stats:confirm_runs(Means, run_mean(B0), run_mean(B1),
+                                                              O#{robust => Robust}) end,
                          Ctx#{replication := runs}};
                     _ ->
                         {within_run, [], fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx}

@@ -60,7 +60,10 @@
           %% smallest that puts both runs outside the spread 80% of the time
           detectable => float() | undefined,
           %% confirm_runs/4: the previous run's own comparison
-          prev => #{atom() => term()}}.
+          prev => #{atom() => term()},
+          %% compare_to_runs/3, confirm_runs/4: median and MAD in place
+          %% of mean and sd (the `robust' option)
+          robust => boolean()}.
 
 -define(DEFAULT_CONFIDENCE, 0.95).
 %% Beyond this many degrees of freedom Student's t equals the normal
@@ -74,6 +77,8 @@
 -define(LARGE, 1.0e150).
 -define(SMALL, 1.0e-150).
 -define(MAX_FLOAT, 1.7976931348623157e308).
+%% The median absolute deviation times this estimates a normal sample's sd.
+-define(MAD_SD, 1.4826).
 
 %%====================================================================
 %% Descriptive statistics
@@ -342,10 +347,17 @@ safe_mean(L) -> mean(L).
 %% interval of the change exp(d -+ t*se) - 1 (never below -100%) -- one
 %% method for both. Values with a zero or a negative one are compared on
 %% the raw scale. Fewer than 3 earlier runs: `too_few_samples'. Options as
-%% {@link compare/3}.
+%% {@link compare/3}, and `robust' (default false): the earlier runs'
+%% location is their median and their spread 1.4826 times their median
+%% absolute deviation (the sd of a normal sample, unmoved by one far run)
+%% in place of the mean and the sd, with the same t reference, interval
+%% and p-value (`robust => true' in the result). For a measure with a
+%% rare far run and a tight spread otherwise (CPU time under load:
+%% docs/statistics.md), one burst in the history no longer hides a change
+%% for as long as it stays in the window.
 -spec compare_to_runs([number()], number(),
                       #{better => higher | lower | binary(), confidence => float(),
-                        min_change => number()}) -> comparison().
+                        min_change => number(), robust => boolean()}) -> comparison().
 compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Opts) ->
     Conf = confidence(Opts),
     Better = case maps:get(better, Opts, lower) of
@@ -370,9 +382,19 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
                                          true -> {[math:log(R) || R <- Runs], math:log(X), runs_log, log_runs};
                                          false -> {Runs, X, runs, runs}
                                      end,
-            YBar = mean(Ys),
+            Robust = maps:get(robust, Opts, false) =:= true,
+            {YBar, S} = case Robust of
+                            %% (more than half the runs equal: the MAD
+                            %% says nothing of the spread, the sd does)
+                            true -> Med = median(Ys),
+                                    case median([abs(Yi - Med) || Yi <- Ys]) of
+                                        Mad when Mad > 0.0 -> {Med, ?MAD_SD * Mad};
+                                        _ -> {Med, sd(Ys)}
+                                    end;
+                            false -> {mean(Ys), sd(Ys)}
+                        end,
             D = Y - YBar,
-            Se = sd(Ys) * math:sqrt(1 + 1 / M),
+            Se = S * math:sqrt(1 + 1 / M),
             Df = M - 1,
             P = case Se == 0.0 of
                     true when D == 0.0 -> 1.0;
@@ -397,7 +419,7 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
                           false -> no_difference
                       end,
             Common#{change => Change, ci => Ci, ci_method => Method, p_value => P, test => Test,
-                    verdict => Verdict, mean_base => MB, mean_new => X}
+                    verdict => Verdict, mean_base => MB, mean_new => X, robust => Robust}
     end.
 
 %% @doc Judge the two newest runs of a history, `Prev' then `Last' (one
@@ -412,10 +434,11 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
 %% sign (1.0 otherwise), `ci' is the hull of the two intervals, so the
 %% verdict, "p < 1 - confidence" and "the interval excludes 0" are one
 %% statement. `change' is `Last''s change against `Runs', `mean_new' its
-%% value; `prev' holds `Prev''s own comparison.
+%% value; `prev' holds `Prev''s own comparison. Options as
+%% {@link compare_to_runs/3} (`robust' included).
 -spec confirm_runs([number()], number(), number(),
                    #{better => higher | lower | binary(), confidence => float(),
-                     min_change => number()}) -> comparison().
+                     min_change => number(), robust => boolean()}) -> comparison().
 confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_number(Last), is_map(Opts) ->
     P = compare_to_runs(Runs, Prev, Opts),
     L = compare_to_runs(Runs, Last, Opts),

@@ -239,19 +239,23 @@ watch(Node, Opts) ->
             %% A sampler that dies (for any reason but the node going
             %% down, which it reports) ends the watch at once.
             Mon = erlang:monitor(process, Pid),
-            Ended = try loop(#{pid => Pid, mon => Mon, until => Until, growth => Growth, print => Print,
-                               metrics => Metrics, node => Node,
-                               on_finding => maps:get(on_finding, Opts, none)})
-                    after
-                        case Metrics of
-                            undefined -> ok;
-                            {S, B} -> beamlab_runtime_metrics_board:withdraw(S, collector_name(Node), B)
-                        end
-                    end,
+            L0 = #{pid => Pid, mon => Mon, until => Until, growth => Growth, print => Print,
+                   metrics => Metrics, node => Node, on_finding => maps:get(on_finding, Opts, none)},
+            {Ended, L} = try loop(L0)
+                         after
+                             case Metrics of
+                                 undefined -> ok;
+                                 {S, B} -> beamlab_runtime_metrics_board:withdraw(S, collector_name(Node), B)
+                             end
+                         end,
             Finished = case Ended of
                            {lost, Why} -> {error, Why};
                            _ -> beamlab_runtime_telemetry:finish(Pid, Mon)
                        end,
+            %% The last sample (taken at the stop) raises its findings live
+            %% too; the metrics are withdrawn and a capture would come too
+            %% late, so it is printed only.
+            ok = tail(L#{metrics := undefined, on_finding := none}),
             flush(Pid),
             case Finished of
                 {ok, Series} ->
@@ -263,30 +267,44 @@ watch(Node, Opts) ->
         {error, R} -> {error, {watch, Node, R}}
     end.
 
-%% Samples, silences and the end of the watch, as they come.
-loop(L = #{pid := Pid, mon := Mon, until := Until, growth := G, print := Print, metrics := Metrics}) ->
+%% Samples, silences and the end of the watch, as they come; how it ended,
+%% with the state the samples left.
+loop(L = #{pid := Pid, mon := Mon, until := Until, metrics := Metrics}) ->
     Wait = case Until of
                infinity -> infinity;
                _ -> max(0, Until - erlang:monotonic_time(millisecond))
            end,
     receive
         {beamlab_telemetry_sample, Pid, S} ->
-            {New0, G1} = beamlab_sut_growth:step(S, G),
-            New = [beamlab_sut_growth:with_capture_command(maps:get(node, L), F) || F <- New0],
-            _ = Print andalso io:put_chars(standard_error, [beamlab_sut_growth:live_line(F) || F <- New]),
-            ok = notify(maps:get(on_finding, L), New),
-            ok = publish(Metrics, [{sample, S} | [{findings, New} || New =/= []]]),
-            loop(L#{growth := G1});
+            loop(sample(S, L));
         {beamlab_telemetry_silent, Pid, _} ->
             ok = publish(Metrics, [{up, false}]),
             loop(L);
         {beamlab_telemetry_answering, Pid, _} ->
             ok = publish(Metrics, [{up, true}]),
             loop(L);
-        {beamlab_telemetry_down, Pid, _} -> false;
-        {beamlab_interrupt, _} -> true;
-        {'DOWN', Mon, process, Pid, Why} -> {lost, Why}
-    after Wait -> false
+        {beamlab_telemetry_down, Pid, _} -> {false, L};
+        {beamlab_interrupt, _} -> {true, L};
+        {'DOWN', Mon, process, Pid, Why} -> {{lost, Why}, L}
+    after Wait -> {false, L}
+    end.
+
+%% A sample's new findings: printed live, given to the caller's function,
+%% published with the sample.
+sample(S, L = #{growth := G, print := Print, metrics := Metrics}) ->
+    {New0, G1} = beamlab_sut_growth:step(S, G),
+    New = [beamlab_sut_growth:with_capture_command(maps:get(node, L), F) || F <- New0],
+    _ = Print andalso io:put_chars(standard_error, [beamlab_sut_growth:live_line(F) || F <- New]),
+    ok = notify(maps:get(on_finding, L), New),
+    ok = publish(Metrics, [{sample, S} | [{findings, New} || New =/= []]]),
+    L#{growth := G1}.
+
+%% The samples that came after the loop ended, the sampler's last among
+%% them.
+tail(L = #{pid := Pid}) ->
+    receive
+        {beamlab_telemetry_sample, Pid, S} -> tail(sample(S, L))
+    after 0 -> ok
     end.
 
 %% The caller's function gets each new finding (watch --capture).

@@ -94,6 +94,29 @@ summary_keeps_history_test() ->
 
 %% Single runs (samples within one run each): the verdict rests on the
 %% spread of the earlier runs' means, never on the samples within them.
+%% #35: CPU time's history judges by the median and MAD of the earlier
+%% runs (beamlab_result_compare:robust_history/1): one burst run (1.4x)
+%% among them no longer hides two runs 20% slower; wall-clock time keeps
+%% the mean and sd, which the burst widens beyond them.
+cpu_history_robust_test() ->
+    Run = fun(I, Level, Metric) ->
+                  Samples = [Level * (1 + 0.001 * K) || K <- lists:seq(1, 5)],
+                  B = beamlab_result:benchmark(<<"b">>, Samples, #{unit => ns, better => lower, metric => Metric}),
+                  Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                  {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                           beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
+          end,
+    Levels = [100.0, 101.0, 99.0, 100.5, 140.0, 99.5, 100.2, 98.8, 120.0, 121.0],
+    Last = fun(Metric) ->
+                   Runs = [Run(I, L, Metric) || {I, L} <- lists:zip(lists:seq(1, 10), Levels)],
+                   {ok, #{trends := [#{changes := Cs}]}} = beamlab_result_history:history(Runs, #{}),
+                   lists:last(Cs)
+           end,
+    ?assertMatch(#{verdict := slower, basis := history, window := 8, confidence := 0.99}, Last(cpu)),
+    ?assertMatch(#{verdict := no_difference, basis := history}, Last(time)),
+    ?assert(beamlab_result_compare:robust_history(<<"cpu">>)),
+    ?assertNot(beamlab_result_compare:robust_history(<<"time">>)).
+
 history_spread_test() ->
     Single = fun(I, Ns, Noise) ->
                      rand:seed(exsss, {I, 7, 8}),

@@ -429,6 +429,43 @@ between_runs() ->
          ?assert(Lo > -1.0 andalso Lo =< Hi)
      end || S <- [-0.5, 0.0, 0.2, 0.5], _ <- lists:seq(1, 50)].
 
+%% #35, CPU time per iteration under load (`--metric cpu', `-n 5', the
+%% design docs/statistics.md recommends there): fresh VMs with an sd of
+%% 2.5% and, one in 10, a slow VM (+10% to +40%); runs with a level sd
+%% of 2% and, one in 30, a whole run +5% to +15% slower (what the A/A
+%% documents of `METRIC=cpu bench/aa.sh' showed). The rule of `compare'
+%% (95%, a 2.5% term) stays near 1% false; a 2% term, which the
+%% documents of 3 VMs a side allowed, is less safe with 5: the t
+%% quantile of more repetitions carries less of the caution.
+cpu_between_runs_test_() ->
+    {timeout, 60, fun cpu_between_runs/0}.
+
+cpu_between_runs() ->
+    rand:seed(exsss, 36035),
+    Tail = fun(P, Lo, W) ->
+                   case rand:uniform() < P of
+                       true -> Lo + W * rand:uniform();
+                       false -> 0.0
+                   end
+           end,
+    Run = fun(Shift) ->
+                  Level = 0.02 * rand:normal() + Tail(1 / 30, 0.05, 0.1),
+                  [2000 * math:exp(Shift + Level + 0.025 * rand:normal() + Tail(0.1, 0.1, 0.3))
+                   || _ <- lists:seq(1, 5)]
+          end,
+    Trials = 1000,
+    Rate = fun(Shift, Noise, V) ->
+                   Opts = #{confidence => 0.95, run_noise => Noise},
+                   length([ok || _ <- lists:seq(1, Trials),
+                                 #{verdict := X} <- [beamlab_stats:compare(Run(0.0), Run(Shift), Opts)],
+                                 lists:member(X, V)]) / Trials
+           end,
+    False = Rate(0.0, 0.025, [faster, slower]),
+    ?assert(False =< 0.02),
+    ?assert(Rate(math:log(1.2), 0.025, [slower]) > 0.55),
+    ?assert(Rate(math:log(1.5), 0.025, [slower]) > 0.95),
+    ?assert(Rate(0.0, 0.02, [faster, slower]) > False).
+
 run_noise_widens_test() ->
     Base = [100.0, 101.0, 99.0],
     New = [110.0, 111.1, 108.9],
@@ -488,6 +525,63 @@ confirm_runs_one_method_test() ->
     #{verdict := unconfirmed, p_value := 1.0} = beamlab_stats:confirm_runs(Earlier, 75.0, 130.0, Opts),
     #{verdict := no_difference} = beamlab_stats:confirm_runs(Earlier, 130.0, 100.5, Opts),
     #{verdict := too_few_samples} = beamlab_stats:confirm_runs([100.0, 101.0], 130.0, 130.0, Opts).
+
+%% `robust' (#35, CPU time under load): the earlier runs' median and
+%% 1.4826 x their median absolute deviation in place of the mean and the
+%% sd. One far run among the earlier ones (a burst: 1.4x) inflates their
+%% sd so much that a +20% run falls inside it; the median and MAD ignore
+%% it. Same t reference, so the verdict, p and interval stay one method.
+robust_runs_test() ->
+    Earlier = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 98.8, 140.0],
+    Opts = #{confidence => 0.99, better => lower},
+    #{verdict := no_difference, robust := false} = beamlab_stats:compare_to_runs(Earlier, 120.0, Opts),
+    #{verdict := slower, robust := true, p_value := P, ci := {Lo, Hi}, change := Ch} =
+        beamlab_stats:compare_to_runs(Earlier, 120.0, Opts#{robust => true}),
+    ?assert(P < 0.01 andalso Lo > 0 andalso Lo < Ch andalso Ch < Hi),
+    %% the change is against the median of the earlier runs' logs, the
+    %% spread 1.4826 x the MAD of the logs: p from t(m - 1)
+    Ys = [math:log(X) || X <- Earlier],
+    Med = beamlab_stats:median(Ys),
+    ?near(math:exp(math:log(120.0) - Med) - 1, Ch, 1.0e-9),
+    Se = 1.4826 * beamlab_stats:median([abs(Y - Med) || Y <- Ys]) * math:sqrt(1 + 1 / 8),
+    ?near(2 * (1 - beamlab_stats:t_cdf((math:log(120.0) - Med) / Se, 7)), P, 1.0e-9),
+    %% both runs outside: a verdict; the newest alone: unconfirmed
+    #{verdict := slower} = beamlab_stats:confirm_runs(Earlier, 121.0, 120.0, Opts#{robust => true}),
+    #{verdict := unconfirmed} = beamlab_stats:confirm_runs(Earlier, 100.0, 120.0, Opts#{robust => true}),
+    %% More than half the runs equal (MAD 0): the sd, not a zero spread.
+    Ties = [100.0, 100.0, 100.0, 100.0, 104.0],
+    #{verdict := no_difference} = beamlab_stats:compare_to_runs(Ties, 101.0, Opts#{robust => true}).
+
+%% The history rule of CPU time (`robust' at 99%, two runs): runs of a
+%% level with sd 2% and, one run in 20, a burst of +10% to +50% (what
+%% CPU time per iteration showed under load, docs/statistics.md): with
+%% the mean and sd a burst among the 8 earlier runs hides a +20% step;
+%% with the median and MAD it does not, and identical runs still get a
+%% verdict rarely.
+robust_history_level_test_() ->
+    {timeout, 120, fun robust_history_level/0}.
+
+robust_history_level() ->
+    rand:seed(exsss, 3636),
+    Trials = 1000,
+    Run = fun(Shift) ->
+                  Burst = case rand:uniform() < 0.05 of
+                              true -> 0.1 + 0.4 * rand:uniform();
+                              false -> 0.0
+                          end,
+                  2000 * math:exp(Shift + Burst + 0.02 * rand:normal())
+          end,
+    Rate = fun(Shift, Robust, V) ->
+                   length([ok || _ <- lists:seq(1, Trials),
+                                 #{verdict := X} <- [beamlab_stats:confirm_runs(
+                                                       [Run(0.0) || _ <- lists:seq(1, 8)], Run(Shift), Run(Shift),
+                                                       #{confidence => 0.99, robust => Robust})],
+                                 lists:member(X, V)]) / Trials
+           end,
+    ?assert(Rate(0.0, true, [faster, slower]) =< 0.02),
+    Robust = Rate(math:log(1.2), true, [slower]),
+    ?assert(Robust > 0.95),
+    ?assert(Rate(math:log(1.2), false, [slower]) < Robust - 0.15).
 
 compare_to_runs_level_test() ->
     rand:seed(exsss, 3599),

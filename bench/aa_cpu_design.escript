@@ -1,0 +1,250 @@
+#!/usr/bin/env escript
+%%! -pa _build/default/lib/beamlab/ebin
+%%% The candidates of the between-run rule for CPU time per iteration
+%%% (`--metric cpu', docs/statistics.md "Under load with `--metric cpu`,
+%%% REPEAT=5"), judged on the documents `METRIC=cpu KEEP=DIR bench/aa.sh'
+%%% kept. Usage, from the repository root after `make':
+%%%
+%%%   bench/aa_cpu_design.escript KEEP_DIR [MORE_KEEP_DIRS...]
+%%%
+%%% Each directory is judged on its own (design on one, validate on
+%%% another: the rule is chosen before the validation directory is read).
+%%% METRIC=time reads the wall-clock cells instead (SCENARIO-Z).
+%%%
+%%% compare  the kept pairs (a.json, b-Z.json), then ALL PAIRS of the
+%%%          independent runs: every two A/A runs of the chain (a of the
+%%%          first iteration, then b-0 of every iteration) are a
+%%%          legitimate A/A comparison, and every (A/A run, planted run)
+%%%          a planted one. The pairs share runs, so they are not
+%%%          independent trials: the rate is a U-statistic (an unbiased
+%%%          estimate of one pair's false rate, with far more evidence
+%%%          than the N kept pairs, but no binomial bound); printed with
+%%%          how many runs take part in a false pair.
+%%%          Rules, on the logs of the fresh VMs' means:
+%%%            {welch, C, K}  beamlab_stats:compare/3 at confidence C with
+%%%                           the run-to-run term K on each side (the df of
+%%%                           the sample: the rule of wall-clock time)
+%%%            {both, C, K}   a verdict only when Welch WITHOUT the term
+%%%                           (df of the sample) AND Welch with it, the
+%%%                           known term counted as exact in
+%%%                           Satterthwaite's df, are both significant at
+%%%                           C: the term adds no estimation uncertainty,
+%%%                           and it can only remove verdicts
+%%%            {median_both, C, K}  as both, each side's location the
+%%%                           median of its VMs (robust to one far VM)
+%%% history  the kept windows (the newest two runs against the 8 before
+%%%          both, beamlab_stats:confirm_runs/4), then windows drawn from
+%%%          the pool of distinct runs (8 A/A runs and 2 more: A/A, or the
+%%%          2 planted; a fixed seed).
+%%%
+%%% Prints figures; asserts nothing.
+-mode(compile).
+
+-define(DRAWS, 4000).
+
+main([_ | _] = Dirs) ->
+    [begin
+         io:format("######## ~s (~s)~n", [Dir, tag()]),
+         compare(Dir),
+         history(Dir)
+     end || Dir <- Dirs],
+    ok;
+main(_) ->
+    io:format(standard_error, "usage: bench/aa_cpu_design.escript KEEP_DIR [MORE...]~n", []),
+    halt(2).
+
+tag() ->
+    case os:getenv("METRIC") of
+        "time" -> "";
+        _ -> "-cpu"
+    end.
+
+%% ---- compare -------------------------------------------------------
+
+compare_rules() ->
+    [{welch, C, K} || C <- [0.95, 0.975, 0.99], K <- [0.0, 0.01, 0.015, 0.02, 0.025, 0.03]]
+        ++ [{both, C, K} || C <- [0.95, 0.975, 0.99], K <- [0.01, 0.015, 0.02, 0.025, 0.03, 0.04]]
+        ++ [{median_both, C, K} || C <- [0.95, 0.99], K <- [0.02, 0.025, 0.03]].
+
+compare(Dir) ->
+    Cell = fun(Z) -> iterations(Dir, "compare" ++ tag() ++ "-" ++ Z ++ "-") end,
+    Pairs = [{Z, values(filename:join(S, "a.json")), values(filename:join(S, "b-" ++ Z ++ ".json"))}
+             || Z <- ["0", "5", "20"], {_, S} <- Cell(Z)],
+    Chain = dedup([F || {_, S} <- Cell("0"), F <- [filename:join(S, "a.json"), filename:join(S, "b-0.json")]]),
+    %% (b-0 of iteration I is a of I + 1: distinct runs by their values)
+    AA = dedup([values(F) || F <- Chain]),
+    Planted = fun(Z) -> [values(filename:join(S, "b-" ++ Z ++ ".json")) || {_, S} <- Cell(Z)] end,
+    P20 = Planted("20"),
+    P5 = Planted("5"),
+    Better = better(Chain),
+    io:format("== compare: ~b kept pairs; all pairs: ~b A/A runs (~b pairs), ~b +20% and ~b +5% runs~n",
+              [length(Pairs), length(AA), length(AA) * (length(AA) - 1) div 2, length(P20), length(P5)]),
+    io:format("~-28s | kept: false +5% +20% | all pairs: false (rate, runs in a false pair) +20% +5%~n", ["rule"]),
+    [begin
+         V = fun(A, B) -> verdict(Rule, A, B, Better) end,
+         Kept = row([{Z, V(A, B)} || {Z, A, B} <- Pairs]),
+         Idx = lists:zip(lists:seq(1, length(AA)), AA),
+         FalsePairs = [{I, J} || {I, A} <- Idx, {J, B} <- Idx, I < J, wrong(V(A, B))],
+         NPairs = max(1, length(AA) * (length(AA) - 1) div 2),
+         Involved = length(lists:usort(lists:append([[I, J] || {I, J} <- FalsePairs]))),
+         Caught = fun(Ps) ->
+                          L = [V(A, B) || A <- AA, B <- Ps],
+                          pct(length([x || slower <- L]), length(L))
+                  end,
+         io:format("~-28s | ~s | ~4b of ~4b (~.2f%, ~b runs) ~s ~s~n",
+                   [io_lib:format("~w", [Rule]), Kept, length(FalsePairs), NPairs,
+                    100 * length(FalsePairs) / NPairs, Involved, Caught(P20), Caught(P5)])
+     end || Rule <- compare_rules()],
+    ok.
+
+wrong(V) -> V =:= faster orelse V =:= slower.
+
+verdict({welch, C, K}, A, B, Better) ->
+    maps:get(verdict, beamlab_stats:compare(A, B, #{better => Better, confidence => C, run_noise => K}));
+verdict({both, C, K}, A, B, Better) ->
+    both(A, B, Better, C, K, fun mean/1);
+verdict({median_both, C, K}, A, B, Better) ->
+    both(A, B, Better, C, K, fun beamlab_stats:median/1).
+
+%% Welch on the logs without the term (df of the sample) and with it (the
+%% term exact in Satterthwaite's df): a verdict when both are significant.
+both(A0, B0, Better, C, K, Loc) ->
+    A = [math:log(X) || X <- A0],
+    B = [math:log(X) || X <- B0],
+    S1 = beamlab_stats:variance(A) / length(A),
+    S2 = beamlab_stats:variance(B) / length(B),
+    D = Loc(B) - Loc(A),
+    Df0 = (S1 + S2) * (S1 + S2) / (S1 * S1 / (length(A) - 1) + S2 * S2 / (length(B) - 1)),
+    Known = 2 * K * K,
+    DfK = (S1 + S2 + Known) * (S1 + S2 + Known) / (S1 * S1 / (length(A) - 1) + S2 * S2 / (length(B) - 1)),
+    Q = (1 + C) / 2,
+    Sig = abs(D) > beamlab_stats:t_quantile(Q, Df0) * math:sqrt(S1 + S2)
+        andalso abs(D) > beamlab_stats:t_quantile(Q, DfK) * math:sqrt(S1 + S2 + Known),
+    case Sig of
+        false -> no_difference;
+        true when (D > 0) =:= (Better =:= lower) -> slower;
+        true -> faster
+    end.
+
+row(L) ->
+    N = fun(Z) -> length([x || {Y, _} <- L, Y =:= Z]) end,
+    F = length([x || {"0", V} <- L, wrong(V)]),
+    C = fun(Z) -> pct(length([x || {Y, slower} <- L, Y =:= Z]), N(Z)) end,
+    io_lib:format("~2b/~-3b ~s ~s", [F, N("0"), C("5"), C("20")]).
+
+pct(_, 0) -> "   -";
+pct(K, N) -> io_lib:format("~3b%", [round(100 * K / N)]).
+
+%% ---- history -------------------------------------------------------
+
+history_rules() ->
+    [{two, C} || C <- [0.95, 0.975, 0.99, 0.995]] ++ [{two_mad, K} || K <- [3.0, 4.0, 5.0, 6.0]]
+        ++ [{two_robust, C} || C <- [0.98, 0.99, 0.995, 0.999]].
+
+history(Dir) ->
+    Cell = fun(Z) -> [{I, runs(S)} || {I, S} <- iterations(Dir, "history" ++ tag() ++ "-" ++ Z ++ "-")] end,
+    W0 = Cell("0"),
+    W20 = Cell("20"),
+    case W0 of
+        [] -> ok;
+        [{_, [{F, _} | _]} | _] ->
+            Better = better([F]),
+            Pool = pool([R || {_, Rs} <- W0, R <- Rs]),
+            %% the planted runs: the newest two of every planted window
+            PPool = pool([R || {_, Rs} <- W20, R <- lists:nthtail(length(Rs) - 2, Rs)]),
+            io:format("== history: ~b A/A and ~b +20% windows; pools: ~b distinct A/A runs, ~b planted~n",
+                      [length(W0), length(W20), length(Pool), length(PPool)]),
+            io:format("~-20s | kept: false +20% (~~, unconfirmed) | ~b drawn windows: false (rate) +20%~n",
+                      ["rule", ?DRAWS]),
+            [begin
+                 Kept = fun(Ws) -> [judge(Rule, Ms, Better) || {_, Rs} <- Ws, Ms <- [[M || {_, M} <- Rs]]] end,
+                 K0 = Kept(W0),
+                 K20 = Kept(W20),
+                 rand:seed(exsss, {35, 36, 37}),
+                 D0 = [judge(Rule, draw(Pool, 10, []), Better) || _ <- lists:seq(1, ?DRAWS)],
+                 D20 = [judge(Rule, draw(Pool, 8, []) ++ draw(PPool, 2, []), Better)
+                        || length(PPool) >= 2, _ <- lists:seq(1, ?DRAWS)],
+                 io:format("~-20s | ~2b/~-3b ~s (~b, ~b) | ~4b (~.2f%) ~s~n",
+                           [io_lib:format("~w", [Rule]), length([x || V <- K0, wrong(V)]), length(K0),
+                            pct(length([x || slower <- K20]), length(K20)),
+                            length([x || no_difference <- K20]), length([x || unconfirmed <- K20]),
+                            length([x || V <- D0, wrong(V)]), 100 * length([x || V <- D0, wrong(V)]) / ?DRAWS,
+                            pct(length([x || slower <- D20]), length(D20))])
+             end || Rule <- history_rules()],
+            ok
+    end.
+
+%% The newest two runs against the (up to 8) before both, as `compare DIR'.
+judge(Rule, Ms, Better) ->
+    {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
+    E = lists:nthtail(max(0, length(Earlier) - 8), Earlier),
+    case Rule of
+        {two, C} ->
+            maps:get(verdict, beamlab_stats:confirm_runs(E, Prev, Last, #{better => Better, confidence => C}));
+        {two_robust, C} ->
+            maps:get(verdict, beamlab_stats:confirm_runs(E, Prev, Last, #{better => Better, confidence => C,
+                                                                           robust => true}));
+        {two_mad, K} ->
+            case {mad(K, E, Prev, Better), mad(K, E, Last, Better)} of
+                {V, V} -> V;
+                {_, no_difference} -> no_difference;
+                _ -> unconfirmed
+            end
+    end.
+
+mad(K, Earlier, X, Better) ->
+    Ys = [math:log(E) || E <- Earlier],
+    Med = beamlab_stats:median(Ys),
+    S = 1.4826 * beamlab_stats:median([abs(Y - Med) || Y <- Ys]) * math:sqrt(1 + 1 / length(Ys)),
+    D = math:log(X) - Med,
+    if
+        abs(D) =< K * S -> no_difference;
+        (D > 0) =:= (Better =:= lower) -> slower;
+        true -> faster
+    end.
+
+draw(_, 0, Acc) -> Acc;
+draw(Pool, K, Acc) ->
+    X = lists:nth(rand:uniform(length(Pool)), Pool),
+    case lists:member(X, Acc) of
+        true -> draw(Pool, K, Acc);
+        false -> draw(Pool, K - 1, [X | Acc])
+    end.
+
+%% Distinct runs by their value (a planted run is kept under two names).
+pool(Rs) -> lists:usort([M || {_, M} <- Rs]).
+
+%% [{File, RunMean}] of a window, in the order measured.
+runs(Sub) ->
+    [{F, run_mean(F)} || F <- lists:sort(filelib:wildcard(filename:join(Sub, "*.json")))].
+
+run_mean(File) ->
+    #{stats := #{mean := M}} = hd(benchmarks(File)),
+    M.
+
+%% ---- documents -----------------------------------------------------
+
+better([F | _]) ->
+    case maps:get(better, hd(benchmarks(F))) of
+        B when B =:= higher; B =:= <<"higher">> -> higher;
+        _ -> lower
+    end.
+
+iterations(Dir, Prefix) ->
+    lists:sort([{list_to_integer(N), S}
+                || S <- filelib:wildcard(filename:join([Dir, "runs", Prefix ++ "*"])), filelib:is_dir(S),
+                   N <- [lists:nthtail(length(Prefix), filename:basename(S))],
+                   lists:all(fun(Ch) -> Ch >= $0 andalso Ch =< $9 end, N)]).
+
+benchmarks(File) ->
+    {ok, Doc} = beamlab_result:load(File),
+    maps:get(benchmarks, Doc).
+
+values(File) -> maps:get(samples, hd(benchmarks(File))).
+
+mean(L) -> lists:sum(L) / length(L).
+
+dedup(L) -> dedup(L, #{}).
+dedup([], _) -> [];
+dedup([X | T], Seen) when is_map_key(X, Seen) -> dedup(T, Seen);
+dedup([X | T], Seen) -> [X | dedup(T, Seen#{X => true})].
