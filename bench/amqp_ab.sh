@@ -26,8 +26,9 @@ URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 WORK=$ROOT/bench/_work/ab
 mkdir -p "$WORK"
 command -v perf >/dev/null || { echo "amqp_instr.sh: perf is not installed" >&2; exit 2; }
-"$ROOT/scripts/rabbitmq.sh" start >&2
-trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
+# The broker and its epmd are the bench's own (bench/amqp-epmd.sh).
+. "$ROOT/bench/amqp-epmd.sh"
+private_broker
 EVENTS=task-clock,context-switches
 echo "broker: RabbitMQ on 127.0.0.1:$PORT; $RATE msg/s, $ROUNDS rounds, $WINDOW s counted after 4 s; events $EVENTS"
 echo "A: $A ${A_FLAGS:+(flags $A_FLAGS)}; B: $B ${B_FLAGS:+(flags $B_FLAGS)}"

@@ -65,8 +65,9 @@ done
 [ -x "$BEAMLAB" ] || make -C "$ROOT" escript >/dev/null
 [ "$PT" = 0 ] || "$ROOT/scripts/install-perftest.sh" >&2
 
-"$ROOT/scripts/rabbitmq.sh" start >&2
-trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
+# The broker and its epmd are the bench's own (bench/amqp-epmd.sh).
+. "$ROOT/bench/amqp-epmd.sh"
+private_broker
 BROKER_PID=$(cat "${BEAMLAB_RABBIT_DIR:-$ROOT/_build/rabbitmq/$PORT}/rabbit.pid")
 
 BROKER_FDS=$(ls "/proc/$BROKER_PID/fd" 2>/dev/null | wc -l)

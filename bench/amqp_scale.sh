@@ -102,8 +102,9 @@ BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 
 install_perftest "$ROOT"
 [ -x "$BEAMLAB" ] || make -C "$ROOT" escript >/dev/null
-"$ROOT/scripts/rabbitmq.sh" start >&2
-trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
+# The broker and its epmd are the bench's own (bench/amqp-epmd.sh).
+. "$ROOT/bench/amqp-epmd.sh"
+private_broker
 BROKER_PID=$(cat "${BEAMLAB_RABBIT_DIR:-$ROOT/_build/rabbitmq/$PORT}/rabbit.pid")
 
 Q1=(-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100)

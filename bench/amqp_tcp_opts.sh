@@ -87,8 +87,9 @@ run() {   # tool variant
 [ -x "$BEAMLAB" ] || make -C "$ROOT" escript >/dev/null
 [ -d "$ROOT/_build/default/lib/beamlab/ebin" ] || make -C "$ROOT" escript >/dev/null
 erlc -I "$ROOT/include" -o "$WORK" "$ROOT/bench/amqp_floor.erl"
-"$ROOT/scripts/rabbitmq.sh" start >&2
-trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
+# The broker and its epmd are the bench's own (bench/amqp-epmd.sh).
+. "$ROOT/bench/amqp-epmd.sh"
+private_broker
 
 T_START=$(date +%s)
 echo "broker: RabbitMQ on 127.0.0.1:$PORT; $RATE_N msg/s, $SECS s per run, $ROUNDS rounds, variants alternating"

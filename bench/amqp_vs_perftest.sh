@@ -110,8 +110,10 @@ if [ ! -s "$TLS_DIR/server.key" ]; then
     erlc -o "$WORK" "$ROOT/test/beamlab_test_tls.erl"
     erl -noshell -pa "$WORK" -eval "ok = beamlab_test_tls:make(\"$TLS_DIR\"), halt()."
 fi
-BEAMLAB_RABBIT_TLS_PORT=$TLS_PORT BEAMLAB_RABBIT_TLS_DIR=$TLS_DIR "$ROOT/scripts/rabbitmq.sh" start >&2
-trap '"$ROOT/scripts/rabbitmq.sh" stop >&2' EXIT
+# The broker and its epmd are the bench's own (bench/amqp-epmd.sh): a run
+# leaves nothing running that it started, and stops no other job's epmd.
+. "$ROOT/bench/amqp-epmd.sh"
+BEAMLAB_RABBIT_TLS_PORT=$TLS_PORT BEAMLAB_RABBIT_TLS_DIR=$TLS_DIR private_broker
 
 declare -A ARGS FLOOR_ARGS
 ARGS[single]="-x 1 -y 1 -u q1 -f mandatory -q 300 -c 100"

@@ -12,8 +12,9 @@
 %%       CHECK_ROUNDS=24): each cpu cell's verdicts recomputed with the
 %%       old rule (the first 14 rounds, as the old default ran them) and
 %%       the new (all the rounds), the family of each document's entries
-%%       as the check forms it; and the rounds' spread (log ratios beyond
-%%       +-8% of the median, per A/A round)
+%%       as the check forms it; the rounds' spread (log ratios beyond
+%%       +-8% of their check's median); what the new rule's `~' could
+%%       have seen (`detectable')
 %%
 %% Run from the repository root after `make'.
 -mode(compile).
@@ -37,15 +38,19 @@ main(["recompute", Dir]) ->
                         end, #{}, Files),
     [begin
          Docs = lists:reverse(maps:get(Cell, Cells)),
-         Old = [verdict(D, 14) || D <- Docs],
-         New = [verdict(D, all) || D <- Docs],
+         Old = [V || D <- Docs, {V, _} <- [verdict(D, 14)]],
+         New = [V || D <- Docs, {V, _} <- [verdict(D, all)]],
+         Seen = lists:sort([X || D <- Docs, {unchanged, X} <- [verdict(D, all)], is_number(X)]),
          Rounds = lists:usort([length(cpu_pairs(D)) || D <- Docs]),
          io:format("~ts: N=~b (rounds ~w)~n  old rule (14 rounds): ~ts~n  new rule (all rounds): ~ts~n",
                    [Cell, length(Docs), Rounds, counts(Old), counts(New)]),
          Logs = lists:append([spread(D) || D <- Docs]),
          Out = length([x || L <- Logs, abs(L) > math:log(1.08)]),
          io:format("  rounds: ~b, ~b beyond +-8% of their check's median (~.1f%)~n",
-                   [length(Logs), Out, 100 * Out / max(1, length(Logs))])
+                   [length(Logs), Out, 100 * Out / max(1, length(Logs))]),
+         [io:format("  detectable of the new rule's ~~ (~b): median +~.1f%, ~.1f% .. ~.1f%~n",
+                    [length(Seen), 100 * lists:nth((length(Seen) + 1) div 2, Seen),
+                     100 * hd(Seen), 100 * lists:last(Seen)]) || Seen =/= []]
      end || Cell <- lists:sort(maps:keys(Cells))],
     ok;
 main(_) ->
@@ -78,8 +83,10 @@ verdict(#{benchmarks := Bs}, N) ->
     case [Take(pairs(E)) || #{metric := <<"cpu">>} = E <- Bs, pairs(E) =/= []] of
         [Ps] ->
             {Base, Head} = lists:unzip(Ps),
-            maps:get(verdict, beamlab_stats_paired:compare(Base, Head, #{alpha => A, threshold => 0.05}));
-        [] -> failed
+            #{verdict := V, detectable := X} = beamlab_stats_paired:compare(Base, Head,
+                                                                             #{alpha => A, threshold => 0.05}),
+            {V, X};
+        [] -> {failed, undefined}
     end.
 
 counts(Vs) ->

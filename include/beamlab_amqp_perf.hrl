@@ -15,7 +15,11 @@
 %% Publishes of a -P producer made more than one interval after they were
 %% due (the producer fell behind its schedule).
 -define(C_LATE, 8).
--define(C_SIZE, 8).
+%% Producers and consumers that took their socket's reads from the
+%% connection (beamlab_amqp_worker:take_reads/2): whether the application
+%% environment's `amqp_direct_reads' was in effect is in the result.
+-define(C_DIRECT_READS, 9).
+-define(C_SIZE, 9).
 
 %% How long a worker waits for the broker's channel.close-ok when it stops,
 %% and the agent for its connections to close: a frozen broker must not

@@ -6,13 +6,13 @@
 %%% the node's `counters' array and latency histograms shared by its
 %%% workers, and answers the coordinator (`beamlab_amqp_perf') with counter
 %%% values and histogram snapshots, which are plain terms that cross nodes.
-%%% Per-interval histograms are snapshotted and reset on each sample; the
-%%% run totals are kept in separate histograms that are never reset.
+%%% Each sample takes what the workers' histograms recorded since the last
+%%% one; the run's totals are the merge of the takes.
 -module(beamlab_amqp_agent).
 
 -include("beamlab_amqp_perf.hrl").
 
--export([start/3, new_hist/0, hist_max/0]).
+-export([start/3, new_hist/0, hist_options/0, hist_max/0]).
 
 -export_type([plan/0, counts/0, sample/0, final/0, memory/0]).
 
@@ -33,7 +33,8 @@
 -type counts() :: #{reconnects := non_neg_integer(), sent := non_neg_integer(),
                     returned := non_neg_integer(), confirmed := non_neg_integer(),
                     nacked := non_neg_integer(), received := non_neg_integer(),
-                    requeued := non_neg_integer(), late := non_neg_integer()}.
+                    requeued := non_neg_integer(), late := non_neg_integer(),
+                    direct_reads := non_neg_integer()}.
 %% One interval: the counters, the interval's latency histograms, and how
 %% many workers have finished their -C/-D counts.
 -type sample() :: #{counters := counts(),
@@ -57,6 +58,8 @@
 %% Internal entry point (spawned, possibly on another node).
 -export([init/2]).
 
+%% Takes of the latency histograms merged into the totals at once.
+-define(MERGE_TAKES, 16).
 -define(HIST_MAX_US, 3600000000).    % one hour; larger latencies clamp, counted as overflow
 %% At most this long with the connections open after the final counts,
 %% waiting for the coordinator's depth read (see await_close/1).
@@ -86,8 +89,11 @@
              next_conn_us :: integer() | undefined,
              phase = starting :: starting | running | stopping_p | stopping_c,
              %% The run's latency totals: the sum of every take of the
-             %% workers' histograms (consumer, confirm).
+             %% workers' histograms (consumer, confirm), but the takes
+             %% not merged yet (newest first, their number).
              totals :: {beamlab_stats_hist:snapshot(), beamlab_stats_hist:snapshot()},
+             takes = {[], [], 0} :: {[beamlab_stats_hist:snapshot()], [beamlab_stats_hist:snapshot()],
+                                       non_neg_integer()},
              memory :: memory()}).
 
 %% @doc Starts an agent on `Node' for coordinator `Coord' with `Plan'
@@ -103,7 +109,13 @@ start(Node, Coord, Plan) ->
 %% 3 significant digits.
 -spec new_hist() -> beamlab_stats_hist:hist().
 new_hist() ->
-    beamlab_stats_hist:new(#{significant_digits => 3, max => ?HIST_MAX_US}).
+    beamlab_stats_hist:new(hist_options()).
+
+%% @doc The options of the latency histograms (also for an empty snapshot
+%% of their shape, beamlab_stats_hist:empty/1).
+-spec hist_options() -> beamlab_stats_hist:options().
+hist_options() ->
+    #{significant_digits => 3, max => ?HIST_MAX_US}.
 
 %% @doc The largest latency (microseconds) recorded without clamping.
 -spec hist_max() -> pos_integer().
@@ -304,7 +316,7 @@ maybe_stopped(#st{phase = stopping_p, producers = Ps, coord = C} = St) when map_
     St#st{phase = running};
 maybe_stopped(#st{phase = stopping_c, consumers = Cs, producers = Ps,
                   coord = C} = St0) when map_size(Cs) =:= 0, map_size(Ps) =:= 0 ->
-    {_, #st{totals = {ConsT, ConfT}} = St1} = take(St0),
+    {_, #st{totals = {ConsT, ConfT}} = St1} = merge_pending(take(fun beamlab_stats_hist:take_all/1, St0)),
     Excl = exclusive_depth(St1),
     %% Consumers' connections close before the depth is read: what a
     %% consumer had unacked when its channel did not close in time goes
@@ -370,15 +382,33 @@ counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
       nacked => counters:get(C, ?C_NACKED),
       received => counters:get(C, ?C_RECEIVED),
       requeued => counters:get(C, ?C_REQUEUED),
-      late => counters:get(C, ?C_LATE)}.
+      late => counters:get(C, ?C_LATE),
+      direct_reads => counters:get(C, ?C_DIRECT_READS)}.
 
 %% What the workers recorded since the last take (consumer and confirm
-%% latencies), added to the run's totals.
-take(#st{ctx = Ctx, totals = {ConsT, ConfT}} = St) ->
-    Cons = beamlab_stats_hist:take(maps:get(cons_hists, Ctx)),
-    Conf = beamlab_stats_hist:take(maps:get(conf_hists, Ctx)),
-    {{Cons, Conf}, St#st{totals = {beamlab_stats_hist:merge(ConsT, Cons),
-                                   beamlab_stats_hist:merge(ConfT, Conf)}}}.
+%% latencies), added to the run's totals. Each second's take reads the
+%% buckets between the extremes recorded (beamlab_stats_hist:take/1); the
+%% last one, once the workers are gone, reads them all.
+take(St) ->
+    take(fun beamlab_stats_hist:take/1, St).
+
+take(Take, #st{ctx = Ctx, takes = {PCons, PConf, N}} = St) ->
+    Cons = Take(maps:get(cons_hists, Ctx)),
+    Conf = Take(maps:get(conf_hists, Ctx)),
+    St1 = St#st{takes = {[Cons | PCons], [Conf | PConf], N + 1}},
+    case N + 1 >= ?MERGE_TAKES of
+        true -> merge_pending({{Cons, Conf}, St1});
+        false -> {{Cons, Conf}, St1}
+    end.
+
+%% The pending takes merged into the totals. A merge costs the size of the
+%% totals (thousands of buckets in a long run), a take's a few hundred, so
+%% the takes wait and go into the totals every MERGE_TAKES takes and at
+%% the end (#33: a merge a second was much of the agent's work at low
+%% rates).
+merge_pending({Sample, #st{totals = {ConsT, ConfT}, takes = {PCons, PConf, _}} = St}) ->
+    Merge = fun(T, Ps) -> lists:foldl(fun beamlab_stats_hist:merge/2, T, Ps) end,
+    {Sample, St#st{totals = {Merge(ConsT, PCons), Merge(ConfT, PConf)}, takes = {[], [], 0}}}.
 
 workers(#st{producers = Ps, consumers = Cs}) ->
     maps:keys(Ps) ++ maps:keys(Cs).

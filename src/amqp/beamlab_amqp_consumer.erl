@@ -194,7 +194,7 @@ quiet(Ch, E) ->
 %% calls of its end.
 take(#st{reader = none, subscribed = true, ch = Ch,
          spec = #{tx := 0, polling := false, exit_when := When}} = St) when When =/= empty ->
-    St#st{reader = beamlab_amqp_worker:take_reads(Ch)};
+    St#st{reader = beamlab_amqp_worker:take_reads(Ch, St#st.ctx)};
 take(St) ->
     St.
 

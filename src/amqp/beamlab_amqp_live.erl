@@ -75,12 +75,12 @@ new(Cfg, Enabled, T0, Metrics) ->
 -spec zero_counts() -> beamlab_amqp_agent:counts().
 zero_counts() ->
     #{reconnects => 0, sent => 0, returned => 0, confirmed => 0, nacked => 0, received => 0,
-      requeued => 0, late => 0}.
+      requeued => 0, late => 0, direct_reads => 0}.
 
 %% @doc An empty latency histogram snapshot.
 -spec empty_snap() -> beamlab_stats_hist:snapshot().
 empty_snap() ->
-    beamlab_stats_hist:snapshot(beamlab_amqp_agent:new_hist()).
+    beamlab_stats_hist:empty(beamlab_amqp_agent:hist_options()).
 
 %%--------------------------------------------------------------------
 %% Sampling the agents
@@ -224,7 +224,11 @@ add_shares(ByAgent, L) ->
     Shares = lists:foldl(
                fun({A, S}, Acc) ->
                        N = node(A),
-                       Old = maps:get(N, Acc, #{consumer => empty_snap(), confirm => empty_snap()}),
+                       %% Not maps:get/3: its default would be made every time.
+                       Old = case maps:find(N, Acc) of
+                                 {ok, O} -> O;
+                                 error -> #{consumer => empty_snap(), confirm => empty_snap()}
+                             end,
                        Acc#{N => #{counters => maps:get(counters, S),
                                    consumer => beamlab_stats_hist:merge(maps:get(consumer, S),
                                                                         maps:get(consumer, Old)),

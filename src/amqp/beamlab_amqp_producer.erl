@@ -217,7 +217,7 @@ select(Ch, [Mode | Rest]) ->
 %% returns come without a hop through the connection process per burst
 %% (#33). The reads go back before the channel's close.
 take(#st{reader = none, ch = Ch, spec = #{tx := 0}} = St) ->
-    St#st{reader = beamlab_amqp_worker:take_reads(Ch)};
+    St#st{reader = beamlab_amqp_worker:take_reads(Ch, St#st.ctx)};
 take(St) ->
     St.
 

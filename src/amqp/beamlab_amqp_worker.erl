@@ -7,7 +7,9 @@
 %%% with no cycle between them.
 -module(beamlab_amqp_worker).
 
--export([start/3, connection/2, take_reads/1, record/2, record_list/2, reopen/2, connection_lost/2]).
+-include("beamlab_amqp_perf.hrl").
+
+-export([start/3, connection/2, take_reads/2, record/2, record_list/2, reopen/2, connection_lost/2]).
 
 -export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
               loop_spec/0, opened/0, common/0, schedule/0]).
@@ -140,17 +142,20 @@ connection_reply(Ref) ->
     end.
 
 %% @doc The reads of the worker's channel (beamlab_amqp:take_reads/1), or
-%% `none' where the connection keeps them (TLS, a shared connection), and
-%% unless the application environment's `amqp_direct_reads' is true (off
-%% by default: on a quiet machine the direct reads showed no gain in CPU
-%% per message, and in interleaved runs under load they took more,
+%% `none' where the connection keeps them (TLS, a shared connection), or
+%% when the application environment's `amqp_direct_reads' is false (on by
+%% default since #33 counted them: without them the VM switched processes
+%% 1.8-2.8x as often per message as the floor client, with them as often,
 %% docs/amqp.md; the hang they caused on the first Ctrl-C against a frozen
-%% broker is fixed, see beamlab_amqp_conn's take_reads).
--spec take_reads(beamlab_amqp:channel()) -> beamlab_amqp:reader() | none.
-take_reads(Ch) ->
-    case application:get_env(beamlab, amqp_direct_reads, false) =:= true
+%% broker is fixed, see beamlab_amqp_conn's take_reads). Each take is
+%% counted in the context's counters (`direct_reads' in the result).
+-spec take_reads(beamlab_amqp:channel(), ctx()) -> beamlab_amqp:reader() | none.
+take_reads(Ch, #{counters := C}) ->
+    case application:get_env(beamlab, amqp_direct_reads, true) =/= false
         andalso beamlab_amqp:take_reads(Ch) of
-        {ok, R} -> R;
+        {ok, R} ->
+            counters:add(C, ?C_DIRECT_READS, 1),
+            R;
         _ -> none
     end.
 

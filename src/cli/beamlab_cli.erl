@@ -57,6 +57,10 @@ main(RawArgv, Extra) ->
     Checkpoint = os:getenv("BEAMLAB_CHECKPOINT", ""),
     Recover = os:getenv("BEAMLAB_RECOVER", ""),
     _ = [os:unsetenv(V) || V <- ["BEAMLAB_CHECKPOINT", "BEAMLAB_RECOVER"]],
+    %% An escript does not load its application: without this, settings
+    %% of the application environment given on the command line
+    %% (`ERL_FLAGS="-beamlab amqp_direct_reads true"') would be ignored.
+    _ = application:load(beamlab),
     %% Log events (from benchmarked code too) never go into the output.
     ok = beamlab_runtime_logs:to_stderr(),
     case Recover of

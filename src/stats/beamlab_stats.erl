@@ -383,16 +383,7 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
                                          false -> {Runs, X, runs, runs}
                                      end,
             Robust = maps:get(robust, Opts, false) =:= true,
-            {YBar, S} = case Robust of
-                            %% (more than half the runs equal: the MAD
-                            %% says nothing of the spread, the sd does)
-                            true -> Med = median(Ys),
-                                    case median([abs(Yi - Med) || Yi <- Ys]) of
-                                        Mad when Mad > 0.0 -> {Med, ?MAD_SD * Mad};
-                                        _ -> {Med, sd(Ys)}
-                                    end;
-                            false -> {mean(Ys), sd(Ys)}
-                        end,
+            {YBar, S} = runs_spread(Ys, Robust),
             D = Y - YBar,
             Se = S * math:sqrt(1 + 1 / M),
             Df = M - 1,
@@ -459,7 +450,7 @@ confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_num
                               false -> 1.0
                           end,
                test => confirm, verdict => Verdict,
-               detectable => runs_detectable(Runs, confidence(Opts)),
+               detectable => runs_detectable(Runs, confidence(Opts), maps:get(robust, Opts, false) =:= true),
                prev => maps:with([change, ci, p_value, verdict, mean_new], P)}
     end.
 
@@ -468,14 +459,16 @@ confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_num
 %% of the time. Each run lies d ± s·sqrt(1 + 1/m) from the runs' mean on
 %% the log scale (compare_to_runs/3's se); both beyond the level's t
 %% quantile with probability 0.8 needs each with sqrt(0.8) (the two runs
-%% are measured apart): (t(1 - alpha/2) + t(sqrt 0.8)) · se, on m - 1 df.
+%% are measured apart): (t(1 - alpha/2) + t(sqrt 0.8)) · se, on m - 1 df,
+%% with the spread the runs were judged by (`robust': the MAD's).
 %% `undefined' without a spread or on the raw scale (a value not
 %% positive).
-runs_detectable(Runs, Conf) ->
+runs_detectable(Runs, Conf, Robust) ->
     M = length(Runs),
     case M >= ?MIN_INTERVAL_N andalso lists:min(Runs) > 0 of
         true ->
-            Se = sd([math:log(R) || R <- to_floats(Runs)]) * math:sqrt(1 + 1 / M),
+            {_, S} = runs_spread([math:log(R) || R <- to_floats(Runs)], Robust),
+            Se = S * math:sqrt(1 + 1 / M),
             D = (t_quantile((1 + Conf) / 2, M - 1) + t_quantile(math:sqrt(0.8), M - 1)) * Se,
             case Se > 0.0 andalso D < 700.0 of
                 true -> math:exp(D) - 1;
@@ -484,6 +477,19 @@ runs_detectable(Runs, Conf) ->
         false ->
             undefined
     end.
+
+%% The earlier runs' location and spread: mean and sd, or (`robust')
+%% median and 1.4826 x MAD.
+runs_spread(Ys, true) ->
+    Med = median(Ys),
+    %% (more than half the runs equal: the MAD says nothing of the
+    %% spread, the sd does)
+    case median([abs(Yi - Med) || Yi <- Ys]) of
+        Mad when Mad > 0.0 -> {Med, ?MAD_SD * Mad};
+        _ -> {Med, sd(Ys)}
+    end;
+runs_spread(Ys, false) ->
+    {mean(Ys), sd(Ys)}.
 
 %% On the logs: the difference of the means d estimates ln(ratio of the
 %% geometric means); the interval d -+ t*se, exponentiated, is the

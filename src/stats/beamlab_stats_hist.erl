@@ -23,7 +23,7 @@
 -module(beamlab_stats_hist).
 
 -export([new/0, new/1, record/2, record_n/3, record_list/2, inline_buckets/1, reset/1,
-         snapshot/1, take/1, merge/2, empty/1,
+         snapshot/1, take/1, take_all/1, merge/2, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
          percentile/2, percentiles/2, summary/1, buckets/1,
          to_map/1, from_map/1, format_error/1]).
@@ -31,7 +31,8 @@
 -export_type([hist/0, snapshot/0, options/0]).
 
 -record(hist, {counts :: counters:counters_ref(),  % buckets, then sum, overflow
-               extremes :: atomics:atomics_ref(),  % min, max
+               %% min, max; the previous take's min and max (take/1)
+               extremes :: atomics:atomics_ref(),
                bits :: pos_integer(),
                max :: pos_integer(),
                nbuckets :: pos_integer(),
@@ -85,9 +86,11 @@ new(Opts) when is_map(Opts) ->
                       false -> []
                   end,
     Counts = counters:new(NBuckets + 2, CounterOpts),
-    Extremes = atomics:new(2, [{signed, true}]),
+    Extremes = atomics:new(4, [{signed, true}]),
     atomics:put(Extremes, 1, ?EMPTY_MIN),
     atomics:put(Extremes, 2, -1),
+    atomics:put(Extremes, 3, ?EMPTY_MIN),
+    atomics:put(Extremes, 4, -1),
     #hist{counts = Counts, extremes = Extremes, bits = Bits, max = Max,
           nbuckets = NBuckets, exact = Exact}.
 
@@ -175,6 +178,8 @@ reset(#hist{counts = C, extremes = E, nbuckets = NB}) ->
     lists:foreach(fun(I) -> counters:put(C, I, 0) end, lists:seq(1, NB + 2)),
     atomics:put(E, 1, ?EMPTY_MIN),
     atomics:put(E, 2, -1),
+    atomics:put(E, 3, ?EMPTY_MIN),
+    atomics:put(E, 4, -1),
     ok.
 
 %% @doc A plain sparse copy of the histogram (non-empty buckets only).
@@ -205,15 +210,58 @@ snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
 %% takes of a histogram is exactly what was recorded (a reset after a
 %% snapshot would drop it). One pass over the buckets, which is cheaper
 %% than {@link snapshot/1} and {@link reset/1} together.
+%%
+%% An exact histogram's take reads only the buckets between the lowest
+%% and the highest value recorded since the take before the previous one
+%% (the extremes of this take and the previous one): a latency histogram
+%% has tens of thousands of buckets and a second's values fill a few
+%% hundred, and the full pass cost a load generator's agent more per
+%% second than its workers' recording (#33). A value's recorder adds to
+%% its bucket, then checks the minimum, then the maximum; each check finds
+%% the value inside the extremes of the epoch (the time between two takes)
+%% it runs in, or moves them to it. So once both checks ran, the epochs
+%% they ran in cover the value, and unless a recorder was paused between
+%% its two checks for longer than a whole epoch they are this take's or
+%% the previous one's. {@link take_all/1} reads every bucket (the last
+%% take of a histogram).
 -spec take(hist()) -> snapshot().
-take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exact = Exact}) ->
+take(#hist{exact = true, extremes = E, bits = Bits, nbuckets = NB} = H) ->
     %% The extremes first: a record updates them after its bucket, so a
     %% value whose extremes are taken here has its bucket counted below.
+    Lo = atomics:exchange(E, 1, ?EMPTY_MIN),
+    Hi = atomics:exchange(E, 2, -1),
+    From = erlang:min(Lo, atomics:exchange(E, 3, Lo)),
+    To = erlang:max(Hi, atomics:exchange(E, 4, Hi)),
+    %% Counter indices (a bucket's index + 1); an open side is the end.
+    {First, Last} = case {From, To} of
+                        {?EMPTY_MIN, -1} -> {1, 0};
+                        {?EMPTY_MIN, _} -> {1, index(To, Bits) + 1};
+                        {_, -1} -> {index(From, Bits) + 1, NB};
+                        _ -> {index(From, Bits) + 1, index(To, Bits) + 1}
+                    end,
+    take(H, Lo, Hi, First, Last);
+take(H) ->
+    take_all(H).
+
+%% @doc As {@link take/1}, reading every bucket: finds a value however
+%% long its recorder was paused, so the last take of a histogram, after
+%% which nothing records into it, is exact.
+-spec take_all(hist()) -> snapshot().
+take_all(#hist{extremes = E, nbuckets = NB, exact = Exact} = H) ->
     {Lo, Hi} = case Exact of
-                   true -> {atomics:exchange(E, 1, ?EMPTY_MIN), atomics:exchange(E, 2, -1)};
+                   true ->
+                       L = atomics:exchange(E, 1, ?EMPTY_MIN),
+                       M = atomics:exchange(E, 2, -1),
+                       _ = atomics:exchange(E, 3, L),
+                       _ = atomics:exchange(E, 4, M),
+                       {L, M};
                    false -> {?EMPTY_MIN, -1}
                end,
-    Buckets = take_buckets(C, NB, []),
+    take(H, Lo, Hi, 1, NB).
+
+take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exact = Exact},
+     Lo, Hi, First, Last) ->
+    Buckets = take_buckets(C, First, Last, []),
     Count = lists:sum([K || {_, K} <- Buckets]),
     Sum0 = take_counter(C, NB + 1),
     Over = take_counter(C, NB + 2),
@@ -235,12 +283,13 @@ take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exac
       count => Count, sum => Sum, min => Min, max => MaxV,
       overflow => Over, exact => Exact, buckets => Buckets}.
 
-take_buckets(_C, 0, Acc) ->
+%% Counter indices Last down to First.
+take_buckets(_C, First, I, Acc) when I < First ->
     Acc;
-take_buckets(C, I, Acc) ->
+take_buckets(C, First, I, Acc) ->
     case counters:get(C, I) of
-        0 -> take_buckets(C, I - 1, Acc);
-        K -> counters:sub(C, I, K), take_buckets(C, I - 1, [{I - 1, K} | Acc])
+        0 -> take_buckets(C, First, I - 1, Acc);
+        K -> counters:sub(C, I, K), take_buckets(C, First, I - 1, [{I - 1, K} | Acc])
     end.
 
 take_counter(C, I) ->

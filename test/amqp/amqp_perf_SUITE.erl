@@ -6,7 +6,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
--export([cli_short_run/1, cli_json/1, cli_interrupt/1, counts_exact/1, consumer_count_below_producer_count/1,
+-export([cli_short_run/1, cli_json/1, cli_direct_reads/1, cli_interrupt/1, counts_exact/1, consumer_count_below_producer_count/1,
          mandatory_unroutable_returned/1, confirms_and_nacks/1, prefetch_honoured/1,
          multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1, unpaced_paced_by_socket/1,
          iot_500_connections/1,
@@ -25,7 +25,7 @@ groups() ->
                     multi_ack, queue_pattern, closed_loop, rate_never_overshoots, unpaced_paced_by_socket,
                     iot_500_connections,
                     quorum_queue, nodes_peer, named_node_without_code]},
-     {cli, [], [cli_short_run, cli_json, cli_interrupt, inequivalent_queue, bad_uri, wrong_credentials,
+     {cli, [], [cli_short_run, cli_json, cli_direct_reads, cli_interrupt, inequivalent_queue, bad_uri, wrong_credentials,
                 unreachable]}].
 
 init_per_suite(Config) ->
@@ -297,6 +297,29 @@ cli_json(_) ->
                                        <<"accounting">> := #{<<"balanced">> := true}}}} = Doc,
     %% The PerfTest lines went to stderr.
     ?assertMatch({match, _}, re:run(Err, "sending rate avg")).
+
+%% The application environment's `amqp_direct_reads', given on the
+%% escript's command line, is what the run does: with `true' the producer
+%% and the consumer (each the only channel of its connection) read their
+%% own sockets, with `false' neither does, and the counts close either way
+%% (the escript used to ignore the setting: its application was never
+%% loaded).
+cli_direct_reads(_) ->
+    Run = fun(Flag) ->
+                  R = #{code := 0, out := Out} =
+                      beamlab_test_util:cli(["amqp", "-h", binary_to_list(?URI), "-x", "1", "-y", "1",
+                                             "-C", "200", "-D", "200", "-c", "10", "--format", "json",
+                                             "-u", binary_to_list(uniq(<<"dr">>))],
+                                            #{env => [{"ERL_FLAGS", "-beamlab amqp_direct_reads " ++ Flag}]}),
+                  ct:log("~s: ~p", [Flag, R]),
+                  {ok, Doc} = beamlab_json:decode(Out),
+                  #{<<"extra">> := #{<<"amqp">> := #{<<"counters">> := C,
+                                                     <<"accounting">> := #{<<"balanced">> := true}}}} = Doc,
+                  ?assertMatch(#{<<"sent">> := 200, <<"received">> := 200}, C),
+                  maps:get(<<"direct_reads">>, C)
+          end,
+    ?assertEqual(2, Run("true")),
+    ?assertEqual(0, Run("false")).
 
 %% Ctrl-C (SIGTERM to the launcher): the run stops, prints what it measured,
 %% drains and balances, and the document says partial.

@@ -203,6 +203,42 @@ take_loses_nothing_test() ->
     ?assert(Near(lists:min(All), beamlab_stats_hist:min(M))),
     ?assert(Near(lists:max(All), beamlab_stats_hist:max(M))).
 
+%% take/1 reads only the buckets between the extremes of its epoch and
+%% the previous one (#33): values recorded while takes run, whose ranges
+%% move from take to take (each recorder walks up, then down, a wide range
+%% of values), are each in exactly one take, bucket for bucket.
+take_ranges_lose_nothing_test() ->
+    H = beamlab_stats_hist:new(#{max => 1 bsl 30}),
+    Ref = beamlab_stats_hist:new(#{max => 1 bsl 30}),
+    Self = self(),
+    Up = [I * I * W || I <- lists:seq(1, 3000), W <- [1]],
+    Vs = [Up ++ lists:reverse(Up), [V * 3 + 1 || V <- lists:reverse(Up) ++ Up], [7 || _ <- Up]],
+    [beamlab_stats_hist:record(Ref, V) || L <- Vs, V <- L],
+    Ws = [spawn_link(fun() -> [beamlab_stats_hist:record(H, V) || V <- L], Self ! {done, self()} end)
+          || L <- Vs],
+    Takes = take_until_done(H, Ws, []),
+    M = lists:foldl(fun beamlab_stats_hist:merge/2, hd(Takes), tl(Takes)),
+    R = beamlab_stats_hist:snapshot(Ref),
+    ?assertEqual(beamlab_stats_hist:buckets(R), beamlab_stats_hist:buckets(M)),
+    ?assertEqual(beamlab_stats_hist:sum(R), beamlab_stats_hist:sum(M)),
+    %% Nothing is left for a full pass.
+    ?assertMatch(#{count := 0, buckets := []}, beamlab_stats_hist:take_all(H)).
+
+%% A take has only what was recorded since the previous one, wherever it
+%% lies; take_all/1 finds the same.
+take_moves_with_values_test() ->
+    H = beamlab_stats_hist:new(#{max => 1 bsl 30}),
+    beamlab_stats_hist:record(H, 3),
+    ?assertMatch(#{count := 1, min := 3, max := 3}, beamlab_stats_hist:take(H)),
+    beamlab_stats_hist:record(H, 1000000),
+    ?assertMatch(#{count := 1, min := 1000000, max := 1000000}, beamlab_stats_hist:take(H)),
+    [beamlab_stats_hist:record(H, V) || V <- [2, 5000000]],
+    ?assertMatch(#{count := 2, min := 2, max := 5000000}, beamlab_stats_hist:take(H)),
+    ?assertMatch(#{count := 0}, beamlab_stats_hist:take(H)),
+    beamlab_stats_hist:record(H, 40),
+    ?assertMatch(#{count := 1, min := 40, max := 40, sum := 40}, beamlab_stats_hist:take_all(H)),
+    ?assertMatch(#{count := 0, buckets := []}, beamlab_stats_hist:take(H)).
+
 take_until_done(H, [], Acc) ->
     [beamlab_stats_hist:take(H) | Acc];
 take_until_done(H, Ws, Acc) ->

@@ -637,6 +637,12 @@ confirm_runs_detectable_test_() ->
                                                               W, Run(math:log(1 + D)), Run(math:log(1 + D)),
                                                               #{confidence => 0.99})]]),
              ?assert(Caught >= 720 andalso Caught =< 880),
+             %% judged robustly (median and MAD), by that spread: one far
+             %% run in the window hides less
+             Far = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 160.0],
+             #{detectable := Sd} = beamlab_stats:confirm_runs(Far, 100.0, 100.0, #{}),
+             #{detectable := Mad} = beamlab_stats:confirm_runs(Far, 100.0, 100.0, #{robust => true}),
+             ?assert(Mad < Sd / 5),
              %% too few runs, or no spread: nothing to say
              ?assertNot(is_map_key(detectable, beamlab_stats:confirm_runs([1.0, 2.0], 1.0, 1.0, #{}))),
              #{detectable := undefined} = beamlab_stats:confirm_runs([5.0, 5.0, 5.0], 5.0, 5.0, #{})
