@@ -276,6 +276,11 @@ take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exac
             {0, false} -> {undefined, undefined, 0};
             {_, true} ->
                 {Lo1, Hi1} = late_extremes(E, Lo, Hi, 1000),
+                %% Each exchange there ended an epoch whose values' buckets
+                %% this pass may have missed: the next take's range covers
+                %% them (take/1 reads from slots 3 and 4).
+                _ = Lo1 < Lo andalso atomics:put(E, 3, erlang:min(Lo1, atomics:get(E, 3))),
+                _ = Hi1 > Hi andalso atomics:put(E, 4, erlang:max(Hi1, atomics:get(E, 4))),
                 {min_or(Lo1, Buckets, Bits), max_or(Hi1, Buckets, Bits), Sum0};
             {_, false} -> bucket_stats(Buckets, Bits, Max)
         end,
