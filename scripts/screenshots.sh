@@ -1,12 +1,14 @@
 #!/bin/sh
 # scripts/screenshots.sh [OUTDIR]
 # SHOTS="sweep trend" scripts/screenshots.sh   (only those: sweep categorical
-#   scaling latency per-second timeseries distributions matrix trend)
+#   scaling latency per-second timeseries distributions matrix trend
+#   ci-trend watch)
 # KEEP=DIR scripts/screenshots.sh   (also keeps the documents in DIR, to
 #   read the numbers the text quotes)
 #
 # Regenerates docs/results.md's screenshots (docs/images/report-*.png,
-# or into OUTDIR) from real runs of the built ./beamlab, rendered by
+# or into OUTDIR), docs/ci.md's (ci-history-trend.png) and docs/target.md's
+# Processes section (watch-processes.png) from real runs of the built ./beamlab, rendered by
 # headless Chromium: the commands are the ones results.md names under
 # each picture. Each picture is one element of a `beamlab report' page
 # (a chart's card or a whole section), cut out in two passes: Chromium
@@ -137,4 +139,59 @@ done
 cd ..
 report trend history
 shot "$WORK/trend-report.html" '#trend figure.card' report-trend
+fi
+
+# docs/ci.md's history trend: three commits of test/project/project_SUITE's
+# sample project (`work' twice as slow in the second, back in the third),
+# each run saved to the project's history with `run --bench bench -d 30
+# -s 8 --save', then `report .beamlab/history/'.
+if want ci-trend; then
+mkdir ci-trend && cd ci-trend
+mkdir src bench
+printf '{erl_opts, [debug_info]}.\n' >rebar.config
+printf '{application, sample, [{description, "sample"}, {vsn, "0.1.0"},\n  {applications, [kernel, stdlib]}, {modules, []}]}.\n' >src/sample.app.src
+printf '%s\n' '-module(sample_bench).' '-export([benchmarks/0]).' 'benchmarks() ->' \
+    '    [#{name => "work", runner => fun() -> sample:work(1000) end},' \
+    '     #{name => "other", runner => {sample, other, [1000]}}].' >bench/sample_bench.erl
+printf '_build\n.beamlab\n' >.gitignore
+git init -q . && git config user.email shots@example.invalid && git config user.name shots
+for k in 1 2 1; do
+    printf '%s\n' '-module(sample).' '-export([work/1, other/1]).' "work(N) -> sum(N * $k, 0)." \
+        'other(N) -> sum(N, 0).' 'sum(0, Acc) -> Acc;' 'sum(I, Acc) -> sum(I - 1, Acc + I * I).' >src/sample.erl
+    git add -A && git commit -qm "work x$k"
+    "$B" run --bench bench -d 30 -s 8 --save >/dev/null
+done
+"$B" report .beamlab/history/ -o "$WORK/ci-trend-report.html" >/dev/null
+cd ..
+shot "$WORK/ci-trend-report.html" '#trend' ci-history-trend
+fi
+
+# docs/target.md's Processes section: the triage faults (a spinning
+# process, a mailbox nobody reads, a growing state) compiled into a module
+# on a node of 2 schedulers, watched for 4.5 s.
+if want watch; then
+mkdir watch && cd watch
+cat >shop_faults.erl <<'EOF'
+-module(shop_faults).
+-export([start/0]).
+start() ->
+    spawn(fun() -> register(spinner, self()), spin() end),
+    Backlog = spawn(fun() -> register(backlog, self()), receive never -> ok end end),
+    spawn(fun() -> register(feeder, self()), feed(Backlog) end),
+    spawn(fun() -> register(cache, self()), grow([]) end),
+    ok.
+spin() -> spin().
+feed(To) -> [To ! {order, I} || I <- lists:seq(1, 300)], receive after 10 -> feed(To) end.
+grow(State) -> receive after 10 -> grow([lists:seq(1, 40) || _ <- lists:seq(1, 25)] ++ State) end.
+EOF
+erlc shop_faults.erl
+NODE=shots_shop_$$@127.0.0.1
+erl -noshell -name "$NODE" -setcookie shots -kernel inet_dist_use_interface '{127,0,0,1}' +S 2 -pa . \
+    -eval 'shop_faults:start()' -eval 'receive after 60000 -> halt() end' &
+SHOP=$!
+"$B" watch --node "$NODE" --cookie shots --duration 4.5 --top 3 --save watch.json >/dev/null 2>&1 || true
+kill "$SHOP" 2>/dev/null || true
+cd ..
+report watch watch/watch.json
+shot "$WORK/watch-report.html" '#processes' watch-processes
 fi

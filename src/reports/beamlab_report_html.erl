@@ -268,8 +268,8 @@ telemetry_series(Tele) when is_map(Tele), map_size(Tele) > 0 ->
     case time_axis(T) of
         {ok, TimeKey, Ts} ->
             N = length(Ts),
-            Gaps = case maps:get(TimeKey, key_bins(T)) of
-                       [T0 | _] when TimeKey =:= <<"t_ms">> -> gaps(T, fun(Ms) -> num((Ms - T0) / 1000) end);
+            Gaps = case TimeKey of
+                       <<"t_ms">> -> gaps(T, fun(Ms) -> num(Ms / 1000) end);
                        _ -> []
                    end,
             [with_gaps(#{name => K, source => <<"telemetry">>, unit => beamlab_report_views:series_unit(K, #{}),
@@ -499,8 +499,13 @@ group_reps(L) ->
 time_axis(M) ->
     Bins = key_bins(M),
     case [{K, maps:get(K, Bins)} || K <- ?TIME_KEYS, is_num_list(maps:get(K, Bins, x))] of
-        [{K, [T0 | _] = Ts} | _] ->
+        [{K, [First | _] = Ts} | _] ->
             Scale = case binary:match(K, <<"ms">>) of nomatch -> 1; _ -> 1000 end,
+            %% The telemetry's own clock (`t_ms', from the start of the
+            %% recording) as it is: the findings' evidence, the live lines
+            %% and the marks tell times on it (#35: an axis from the first
+            %% sample put a finding's shading one interval off its text).
+            T0 = case K of <<"t_ms">> -> 0; _ -> First end,
             {ok, K, [num((T - T0) / Scale) || T <- Ts]};
         _ ->
             error

@@ -485,14 +485,11 @@ cell(#{group := Config, samples := Samples} = B) ->
 
 %% @doc Findings whose data say when they fired (`from_ms', `to_ms' on
 %% the telemetry's clock, or `last_ms' when the evidence runs past
-%% `to_ms'), in seconds from the start of the telemetry.
+%% `to_ms'), in seconds on that clock (from the start of the recording,
+%% as the evidence and the time axis tell them).
 -spec marks(beamlab_result:result()) -> [mark()].
-marks(#{findings := Fs} = Doc) ->
-    T0 = case maps:get(telemetry, Doc, #{}) of
-             #{<<"t_ms">> := [T | _]} when is_number(T) -> T;
-             _ -> 0
-         end,
-    [#{title => Title, severity => Sev, from => num((From - T0) / 1000), to => num((To - T0) / 1000)}
+marks(#{findings := Fs}) ->
+    [#{title => Title, severity => Sev, from => num(From / 1000), to => num(To / 1000)}
      || #{title := Title, severity := Sev, data := #{<<"from_ms">> := From, <<"to_ms">> := To0} = D} <- Fs,
         %% the interval the finding states: a growth finding's evidence
         %% runs to its last sample (`last_ms'), past the one that raised it

@@ -39,14 +39,15 @@ processes(R) ->
     case length(Tops) =:= length(Times) andalso lists:any(fun is_map/1, Tops) of
         false -> null;
         true ->
-            T0 = case Times of [First | _] when is_number(First) -> First; _ -> 0 end,
-            Ts = [num((X - T0) / 1000) || X <- Times],
+            %% (the telemetry's clock, from the start of the watch: the
+            %% findings' evidence and the live lines tell times on it)
+            Ts = [num(X / 1000) || X <- Times],
             Ets = case list(<<"ets_top">>, T) of
                       L when length(L) =:= length(Times0) ->
                           [beamlab_json:canonical(E) || E <- lists:sublist(L, length(Times))];
                       _ -> [null || _ <- Times]
                   end,
-            Marks = fun(Kinds) -> marks(R, Kinds, T0) end,
+            Marks = fun(Kinds) -> marks(R, Kinds) end,
             #{t => Ts,
               charts => [(chart(Tops, K, Title, Unit, List))#{marks => Marks(Kinds)}
                          || {K, Title, Unit, List, Kinds} <- [{<<"message_queue_len">>, <<"Message queue length">>,
@@ -64,8 +65,8 @@ processes(R) ->
 %% start of the rise to the last sample that saw it, `last_ms'; older
 %% documents: `to_ms', else the sample that raised it), on the chart's
 %% time axis.
-marks(R, Kinds, T0) ->
-    [#{title => Title, severity => Sev, from => num((From - T0) / 1000), to => num((To - T0) / 1000)}
+marks(R, Kinds) ->
+    [#{title => Title, severity => Sev, from => num(From / 1000), to => num(To / 1000)}
      || #{title := Title, severity := Sev, data := D} <- maps:get(findings, R, []),
         lists:member(beamlab_json:canonical(maps:get(<<"kind">>, D, null)), Kinds),
         From <- [maps:get(<<"from_ms">>, D, null)],

@@ -97,12 +97,36 @@
 %% on the node, default off).
 -spec start_link(opts()) -> {ok, pid()} | {error, term()}.
 start_link(Opts) ->
-    gen_server:start_link(?MODULE, Opts, []).
+    start(Opts, link).
 
 %% @doc As {@link start_link/1}, unlinked: a node that cannot be watched
 %% gives `{error, Reason}' (see {@link format_error/1}).
 -spec start(opts()) -> {ok, pid()} | {error, term()}.
 start(Opts) ->
+    start(Opts, nolink).
+
+%% Another node is set up (its flags held, its shape and first snapshot
+%% read) by the sampler's process before it becomes the server, not in
+%% init/1: on OTP 25 an init/1 that returns `{stop, _}' leaves a crash
+%% report on stderr beside the one line of a node that cannot be watched.
+%% A set-up that fails ends the process normally, with no report.
+start(#{node := Node} = Opts, Link) when Node =/= node() ->
+    Ref = make_ref(),
+    %% (through init/1, so the sampler's initial call is the server's)
+    Args = [{remote, self(), Ref, Opts}],
+    Pid = case Link of
+              link -> proc_lib:spawn_link(?MODULE, init, Args);
+              nolink -> proc_lib:spawn(?MODULE, init, Args)
+          end,
+    Mon = erlang:monitor(process, Pid),
+    receive
+        {Ref, ok} -> erlang:demonitor(Mon, [flush]), {ok, Pid};
+        {Ref, {error, _} = E} -> erlang:demonitor(Mon, [flush]), E;
+        {'DOWN', Mon, process, Pid, Why} -> {error, {watch, Node, Why}}
+    end;
+start(Opts, link) ->
+    gen_server:start_link(?MODULE, Opts, []);
+start(Opts, nolink) ->
     gen_server:start(?MODULE, Opts, []).
 
 %% @doc One line for a start error.
@@ -154,9 +178,9 @@ info(Pid) ->
 %% gen_server
 %%--------------------------------------------------------------------
 
-%% @private
--spec init(opts()) -> {ok, #st{}} | {stop, term()}.
-init(#{node := Node} = Opts) when Node =/= node() ->
+%% The state of a sampler of another node (see start/2), or why it
+%% cannot be watched.
+setup_remote(#{node := Node} = Opts) ->
     process_flag(trap_exit, true),
     process_flag(priority, high),
     Msacc = maps:get(msacc, Opts, false),
@@ -191,12 +215,27 @@ init(#{node := Node} = Opts) when Node =/= node() ->
         _ = St#st.print andalso io:put_chars(standard_error, sysmon_line(SysMon)),
         {ok, schedule(St)}
     catch
-        throw:{remote, Reason} -> {stop, {watch, Node, Reason}};
-        error:{erpc, Reason} -> {stop, {watch, Node, Reason}};
-        error:{exception, Reason, _} -> {stop, {watch, Node, Reason}};
+        throw:{remote, Reason} -> {error, {watch, Node, Reason}};
+        error:{erpc, Reason} -> {error, {watch, Node, Reason}};
+        error:{exception, Reason, _} -> {error, {watch, Node, Reason}};
         Class:Reason ->
             _ = Class,
-            {stop, {watch, Node, Reason}}
+            {error, {watch, Node, Reason}}
+    end.
+
+%% @private
+%% `{remote, Caller, Ref, Opts}': the sampler of another node, spawned by
+%% start/2: set up, it tells `Caller' and becomes the server; else it
+%% tells why and ends normally (`ignore': nothing to report).
+-spec init(opts() | {remote, pid(), reference(), opts()}) -> {ok, #st{}} | ignore.
+init({remote, Caller, Ref, Opts}) ->
+    case setup_remote(Opts) of
+        {ok, St} ->
+            Caller ! {Ref, ok},
+            gen_server:enter_loop(?MODULE, [], St);
+        {error, _} = E ->
+            Caller ! {Ref, E},
+            ignore
     end;
 init(Opts) ->
     Interval = maps:get(interval, Opts, 1000),
@@ -416,6 +455,8 @@ reason(noconnection) -> "node down or unreachable";
 reason(timeout) -> "the node did not answer";
 reason(not_allowed) -> "connection refused (wrong cookie?)";
 reason(holder_timeout) -> "the node did not answer";
+reason({holder_down, noconnection}) -> "node down or unreachable";
+reason({holder_down, Why}) -> io_lib:format("its process holding the sampling flags ended during set-up (~0tP)", [Why, 8]);
 reason(R) -> io_lib:format("~0tp", [R]).
 
 %% Cumulative counters at one instant, read from another node in one call
@@ -620,7 +661,9 @@ msacc_sum(Stats) ->
 %% snapshot, whose events no interval shows: it gets none, and what was
 %% gathered so far goes to the first interval.
 hold_flags(Node, Msacc, SysMon, Until) ->
-    Holder = spawn(Node, erl_eval, exprs, [parse(holder_text()), []]),
+    %% (monitored until it answers: a holder that dies, e.g. killed on
+    %% the node, fails the set-up at once rather than at its deadline)
+    {Holder, HMon} = erlang:spawn_monitor(Node, erl_eval, exprs, [parse(holder_text()), []]),
     Opts = case SysMon of
                false -> [];
                #{long_gc := Gc, long_schedule := Ls} ->
@@ -628,7 +671,8 @@ hold_flags(Node, Msacc, SysMon, Until) ->
            end,
     Holder ! {beamlab_watch, self(), Msacc, Opts},
     receive
-        {beamlab_watch_holder, Holder, Mon} -> {Holder, Mon}
+        {beamlab_watch_holder, Holder, Mon} -> erlang:demonitor(HMon, [flush]), {Holder, Mon};
+        {'DOWN', HMon, process, Holder, Why} -> throw({remote, {holder_down, Why}})
     after left(Until) -> throw({remote, timeout})
     end.
 

@@ -138,8 +138,9 @@ healthy_run_quiet(Config) ->
         VmIds = [Id || #{id := Id} <- Fs, Id =/= <<"machine_overloaded">>],
         ?assertEqual([], VmIds),
         [begin
-             #{data := #{<<"steal_pct">> := St, <<"cpus">> := Cpus, <<"others_cores">> := O}} = F,
-             ?assert(St >= 5 orelse O >= 0.5 * Cpus)
+             #{data := #{<<"steal_pct">> := St, <<"cpus">> := Cpus, <<"others_cores">> := O,
+                         <<"own_cores">> := Own}} = F,
+             ?assert(St >= 5 orelse beamlab_runtime_probe:contended(#{others_cores => O, own_cores => Own}, Cpus))
          end || F = #{id := <<"machine_overloaded">>} <- Fs]
     after
         peer:stop(Peer)

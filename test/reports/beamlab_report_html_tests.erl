@@ -12,18 +12,20 @@ series(Doc) ->
 
 %% A watched node silent from 2.5 s to 4 s: a null point where the
 %% silence began, so the chart breaks its line there instead of joining
-%% the samples on either side; the axis starts at the first sample.
+%% the samples on either side; the axis is the telemetry's own clock
+%% (from the start of the recording: the first sample at 1 s), on which
+%% the findings' evidence tells times.
 unanswered_gap_test() ->
     Doc = telemetry_doc(#{t_ms => [1000, 2000, 4000, 5000], run_queue => [1, 2, 3, 4],
                           unanswered => [#{from_ms => 2500, to_ms => 4000}]}),
-    ?assertEqual({[0, 1.0, 1.5, 3.0, 4.0], [1, 2, null, 3, 4]}, maps:get(<<"run_queue">>, series(Doc))),
+    ?assertEqual({[1.0, 2.0, 2.5, 4.0, 5.0], [1, 2, null, 3, 4]}, maps:get(<<"run_queue">>, series(Doc))),
     %% A node silent to the end: the null point after the last sample.
     Open = telemetry_doc(#{t_ms => [1000, 2000], run_queue => [1, 2],
                            unanswered => [#{from_ms => 2500, to_ms => null}]}),
-    ?assertEqual({[0, 1.0, 1.5], [1, 2, null]}, maps:get(<<"run_queue">>, series(Open))),
+    ?assertEqual({[1.0, 2.0, 2.5], [1, 2, null]}, maps:get(<<"run_queue">>, series(Open))),
     %% No silence, no extra point.
     Quiet = telemetry_doc(#{t_ms => [1000, 2000], run_queue => [1, 2]}),
-    ?assertEqual({[0, 1.0], [1, 2]}, maps:get(<<"run_queue">>, series(Quiet))).
+    ?assertEqual({[1.0, 2.0], [1, 2]}, maps:get(<<"run_queue">>, series(Quiet))).
 
 %% #35: a last sample taken when the recording stopped between two ticks
 %% covers part of an interval: left out of every series (and heatmap) on
@@ -34,12 +36,12 @@ partial_tail_test() ->
                           nested => #{reductions_per_s => [5, 6, 7, 1]},
                           util_schedulers => [[1, 2], [3, 4], [5, 6], [0, 0]]}),
     #{runs := [#{series := Series, heatmaps := [Hm]}]} = beamlab_report_html:model([{<<"a">>, Doc}]),
-    ?assertEqual([{<<"nested.reductions_per_s">>, [0, 1.0, 2.0], [5, 6, 7], 1, <<"reductions/s">>},
-                  {<<"run_queue">>, [0, 1.0, 2.0], [1, 2, 3], 1, <<"count">>}],
+    ?assertEqual([{<<"nested.reductions_per_s">>, [1.0, 2.0, 3.0], [5, 6, 7], 1, <<"reductions/s">>},
+                  {<<"run_queue">>, [1.0, 2.0, 3.0], [1, 2, 3], 1, <<"count">>}],
                  lists:sort([{N, T, Y, P, U} || #{name := N, t := T, y := Y, partial := P, unit := U} <- Series])),
-    ?assertEqual([0, 1.0, 2.0], maps:get(t, Hm)),
+    ?assertEqual([1.0, 2.0, 3.0], maps:get(t, Hm)),
     Whole = telemetry_doc(#{t_ms => [1000, 2000, 3000, 3950], run_queue => [1, 2, 3, 4]}),
-    ?assertEqual({[0, 1.0, 2.0, 2.95], [1, 2, 3, 4]}, maps:get(<<"run_queue">>, series(Whole))),
+    ?assertEqual({[1.0, 2.0, 3.0, 3.95], [1, 2, 3, 4]}, maps:get(<<"run_queue">>, series(Whole))),
     ?assert(beamlab_report_views:partial_tail([0, 1000, 3000, 3500])),
     ?assertNot(beamlab_report_views:partial_tail([0, 1000, 3000, 4000])),
     ?assertNot(beamlab_report_views:partial_tail([0, 400])).

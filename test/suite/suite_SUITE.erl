@@ -20,7 +20,7 @@
 -export([cli_list/1, cli_bad_params/1, cli_user_workload_pa/1, cli_json_parsed_back/1,
          cli_text_report/1, cli_text_unicode_and_ascii/1, cli_check_failure_exit_code/1]).
 -export([cli_ci_budget_spent/1, cli_ci_confident_cpu/1, cli_ci_bad_values/1, cli_peer_leaves_no_epmd/1,
-         cli_verbose_peers_are_own/1]).
+         cli_verbose_peers_are_own/1, cpu_short_against_long/1]).
 
 all() -> [{group, workloads}, {group, harness}, {group, cli}].
 
@@ -30,7 +30,7 @@ groups() ->
                       big, big_bencherl, bang, bang_bencherl, message_load_conservation,
                       message_load_unrecorded, message_load_mesh, selective_receive_shapes,
                       selective_receive_asm, serialization, ets, gen_server]},
-     {harness, [], [failed_check_reported, isolated_vm_for_process_limit,
+     {harness, [], [failed_check_reported, isolated_vm_for_process_limit, cpu_short_against_long,
                     not_enough_memory, repetition_timeout, interrupt_partial,
                     crash_reported]},
      {cli, [], [cli_list, cli_bad_params, cli_user_workload_pa, cli_json_parsed_back,
@@ -281,6 +281,28 @@ gen_server(_) ->
 failed_check_reported(_) ->
     [B] = run("suite_test_workload", #{mode => ["bad_check"]}),
     ?assertEqual(<<"failed: answer: expected 42, got 41">>, maps:get(<<"check">>, maps:get(extra, B))).
+
+%% --metric cpu: a repetition's CPU time is read over at least 100 ms of
+%% its runs, so a short workload's CPU per run keeps its proportion to a
+%% long one's: fib(12) makes 465 calls, fib(20) 21891 (47x), and their
+%% CPU per run is the same code's (more than 15x apart; the runs'
+%% own overhead takes some). Read around one run (as before), fib(12)'s
+%% microseconds drowned in the reading's ~0.1 ms and a kernel tick's lag:
+%% the two read 2-3x apart.
+cpu_short_against_long(_) ->
+    Cpu = fun(N) ->
+                  Bs = run("fib", #{n => [integer_to_list(N)]}, #{repeat => 3, warmup => true, metric => cpu}),
+                  [#{samples := S, extra := #{<<"cpu_runs">> := Runs}}] =
+                      [B || #{name := <<"fib/cpu">>} = B <- Bs],
+                  ct:log("fib(~b): ~p ms per run over ~p runs", [N, S, Runs]),
+                  {lists:sort(S), Runs}
+          end,
+    {Short, ShortRuns} = Cpu(12),
+    {Long, _} = Cpu(20),
+    %% (each repetition of the short one ran many times over its span)
+    ?assert(lists:all(fun(R) -> R > 10 end, ShortRuns)),
+    Median = fun(L) -> lists:nth(2, L) end,
+    ?assert(Median(Long) / Median(Short) > 15, {Short, Long}).
 
 isolated_vm_for_process_limit(_) ->
     Limit = erlang:system_info(process_limit),

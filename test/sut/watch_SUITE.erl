@@ -15,7 +15,8 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([spinning/1, mailbox/1, process_heap/1, binaries/1, ets_table/1, process_count/1, port_count/1,
          atom_count/1, long_gc/1, busy_dist_port/1, busy_dist_port_during_watch/1, healthy/1, system_monitor_taken/1,
-         frozen_mid_watch/1, frozen_then_resumes/1, frozen_before_watch/1, sampler_lost/1, no_secrets/1]).
+         frozen_mid_watch/1, frozen_then_resumes/1, frozen_before_watch/1, sampler_lost/1, no_secrets/1,
+         setup_fails_one_line/1, node_as_argument/1]).
 
 -define(COOKIE, "watch_suite_cookie_31415").
 -define(INTERVAL, 500).
@@ -23,7 +24,7 @@
 all() ->
     [spinning, mailbox, process_heap, binaries, ets_table, process_count, port_count, atom_count,
      long_gc, busy_dist_port, busy_dist_port_during_watch, healthy, system_monitor_taken, frozen_mid_watch, frozen_then_resumes,
-     frozen_before_watch, sampler_lost, no_secrets].
+     frozen_before_watch, sampler_lost, no_secrets, setup_fails_one_line, node_as_argument].
 
 init_per_suite(Config) ->
     _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
@@ -39,6 +40,16 @@ end_per_suite(_Config) ->
 %% Each fault is OTP code evaluated on the peer (no test module there).
 fault(spin) ->
     "erlang:spawn(fun() -> register(spinner, self()), L = fun Loop() -> Loop() end, L() end), ok.";
+fault(kill_holder) ->
+    %% Kills every process spawned here from another node to run
+    %% erl_eval:exprs/2 (the sampler's flag holder; erpc's calls, the
+    %% environment read among them, start as erpc:execute_call), from the
+    %% spawn's trace event, at max priority on the node's one scheduler
+    %% (+S 1): before the holder can take the sampler's first message.
+    "Me = self(), erlang:spawn(fun() -> register(holder_killer, self()), process_flag(priority, max),"
+    "  erlang:trace(new_processes, true, [procs]), Me ! tracing,"
+    "  L = fun Loop() -> receive {trace, P, spawned, _, {erts_internal, dist_spawn_init, [{erl_eval, exprs, 2}]}} ->"
+    "  exit(P, kill), Loop(); _ -> Loop() end end, L() end), receive tracing -> ok end.";
 fault(mailbox) ->
     "Sink = erlang:spawn(fun() -> register(mailbox_sink, self()), receive never -> ok end end),"
     "erlang:spawn(fun() -> L = fun Loop() -> [Sink ! {msg, I} || I <- lists:seq(1, 200)],"
@@ -231,12 +242,20 @@ page(#{html := Html, doc := Doc}, Finding) ->
             ?assertMatch({match, _}, re:run(Drawn, <<"<figcaption>", Watched/binary, ": Reductions \\(reductions/s\\)</figcaption>.*?"
                                                      "class=\"label y-label\"[^>]*>reductions/s</text>">>, [dotall])),
             [_, Procs] = binary:split(Dom, <<"<section id=\"processes\"">>),
-            #{<<"data">> := #{<<"from_ms">> := From, <<"last_ms">> := Last}} = Finding,
-            [T0 | _] = maps:get(<<"t_ms">>, maps:get(<<"telemetry">>, Doc)),
+            #{<<"data">> := #{<<"from_ms">> := From, <<"last_ms">> := Last}, <<"evidence">> := Evidence} = Finding,
             {match, [[A, B] | _]} = re:run(Procs, <<"class=\"finding-mark\" data-from=\"([-0-9.e]+)\" data-to=\"([-0-9.e]+)\"">>,
                                            [global, {capture, all_but_first, binary}]),
-            ?assert(abs(text_number(A) - (From - T0) / 1000) < 0.01),
-            ?assert(abs(text_number(B) - (Last - T0) / 1000) < 0.01),
+            ?assert(abs(text_number(A) - From / 1000) < 0.01),
+            ?assert(abs(text_number(B) - Last / 1000) < 0.01),
+            %% #35: the shading is where the text says, on the axis the
+            %% page draws: the evidence's "over 0.4-2.0 s" and the live
+            %% lines tell times on the telemetry's clock, which the axis
+            %% uses too (it started at the first sample: one interval off)
+            {match, [SaidFrom, SaidTo]} = re:run(Evidence, <<" over ([0-9.]+)-([0-9.]+) s">>,
+                                                 [{capture, all_but_first, binary}]),
+            ct:log("evidence ~ts; shaded ~ts-~ts", [Evidence, A, B]),
+            ?assert(abs(text_number(A) - text_number(SaidFrom)) =< 0.051),
+            ?assert(abs(text_number(B) - text_number(SaidTo)) =< 0.051),
             ?assertEqual(4, length(binary:matches(Procs, <<"data-kind=\"processes\"">>))),
             %% #35: a last sample that covers part of an interval is left
             %% out of the processes' charts (and drawn when whole).
@@ -244,6 +263,7 @@ page(#{html := Html, doc := Doc}, Finding) ->
             #{<<"t">> := Drawn_t} = page_processes(#{html => Html}),
             ?assertEqual(length(Times) - case beamlab_report_views:partial_tail(Times) of true -> 1; false -> 0 end,
                          length(Drawn_t)),
+            ?assertEqual(hd(Times) / 1000, hd(Drawn_t)),
             ?assertNotEqual(nomatch, binary:match(Procs, <<"data-series=\"mailbox_sink">>)),
             ?assertNotEqual(nomatch, binary:match(Procs, <<"data-kind=\"process-table\"">>)),
             #{<<"env">> := #{<<"node">> := Node, <<"otp">> := #{<<"release">> := _}}} = Doc,
@@ -474,6 +494,40 @@ frozen_before_watch(_Config) ->
         beamlab_test_util:assert_one_line_error(R),
         ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"did not answer">>))
     end).
+
+%% A node that fails while the watch sets it up (its process holding the
+%% sampling flags killed there): one line on stderr, exit 1, at once. On
+%% OTP 25 the sampler's init/1 returning `{stop, _}' printed a crash
+%% report beside it (and the holder's death waited out 10 s).
+setup_fails_one_line(_Config) ->
+    {Peer, Node} = peer(watch_setup_fails, kill_holder, ["+S", "1"]),
+    try
+        R = beamlab_test_util:cli(["watch", "--node", Node, "--cookie", ?COOKIE, "--duration", "2"]),
+        ct:log("~p", [R]),
+        ?assertEqual(1, maps:get(code, R)),
+        beamlab_test_util:assert_one_line_error(R),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"cannot watch ", (list_to_binary(Node))/binary>>)),
+        ?assertNotEqual(nomatch, binary:match(maps:get(err, R), <<"killed">>)),
+        ?assertEqual(<<>>, maps:get(out, R))
+    after
+        peer:stop(Peer)
+    end.
+
+%% `beamlab watch rabbit@host' (the node without its flag): one line
+%% suggesting `--node', exit 2; an argument that is no node name, or one
+%% beside --node, is only refused.
+node_as_argument(_Config) ->
+    R = beamlab_test_util:cli(["watch", "rabbit@somehost"]),
+    ?assertEqual(2, maps:get(code, R)),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertEqual(<<"beamlab: watch takes no arguments (got: rabbit@somehost); did you mean --node rabbit@somehost?\n">>,
+                 maps:get(err, R)),
+    [begin
+         R2 = beamlab_test_util:cli(Args),
+         ?assertEqual(2, maps:get(code, R2)),
+         beamlab_test_util:assert_one_line_error(R2),
+         ?assertEqual(nomatch, binary:match(maps:get(err, R2), <<"did you mean">>))
+     end || Args <- [["watch", "rabbit"], ["watch", "a@b", "--node", "c@d"], ["watch", "a@b", "c@d"]]].
 
 %% The node's cookie (its -setcookie argument, also the --cookie value) and
 %% the passwords in its arguments and ERL_ZFLAGS appear nowhere: not in

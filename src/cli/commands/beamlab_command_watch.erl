@@ -76,8 +76,16 @@ experiment(Parsed) ->
 
 describe(Parsed) ->
     Get = fun(K) -> beamlab_cli_args:get(K, Parsed) end,
-    maps:get(args, Parsed) =:= [] orelse
-        ?USAGE("watch takes no arguments (got: ~ts)", [lists:join(" ", maps:get(args, Parsed))]),
+    case {maps:get(args, Parsed), Get(node)} of
+        {[], _} -> ok;
+        %% (`beamlab watch rabbit@host': the node named without its flag)
+        {[Arg], undefined} ->
+            case is_node_name(Arg) of
+                true -> ?USAGE("watch takes no arguments (got: ~ts); did you mean --node ~ts?", [Arg, Arg]);
+                false -> ?USAGE("watch takes no arguments (got: ~ts)", [Arg])
+            end;
+        {Args, _} -> ?USAGE("watch takes no arguments (got: ~ts)", [lists:join(" ", Args)])
+    end,
     NodeName = case Get(node) of
                    undefined -> ?USAGE("give the node to watch: --node NAME@HOST", []);
                    N -> N
@@ -99,3 +107,11 @@ text(Doc, Parsed) ->
 %% @doc The kind of experiment the command runs.
 -spec kind() -> watch.
 kind() -> watch.
+
+%% Whether an argument looks like a node name: NAME@HOST, both parts
+%% non-empty, no space, one `@'.
+is_node_name(Arg) ->
+    case string:split(Arg, "@", all) of
+        [Name, Host] -> Name =/= "" andalso Host =/= "" andalso string:find(Arg, " ") =:= nomatch;
+        _ -> false
+    end.
