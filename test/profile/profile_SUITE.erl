@@ -306,8 +306,14 @@ differential_hot_to_cold(Config) ->
             ?assertNotEqual([], Hot),
             ?assertNotEqual([], Other),
             %% Cooler: a negative change and blue (rgb(c,c,235), c < 235).
-            [?assert(C < 0 andalso blue(F)) || {C, F} <- Hot],
-            [?assert(C > 0 andalso not blue(F)) || {C, F} <- Other],
+            %% Judged on the frame with the largest change: perf's sampling
+            %% puts a stray sample of a function under another stack now and
+            %% then (a hot_loop frame of +0.17 pp beside its -43 pp one).
+            Main = fun(Fs) -> lists:last(lists:sort(fun({A, _}, {B, _}) -> abs(A) =< abs(B) end, Fs)) end,
+            {HotC, HotF} = Main(Hot),
+            ?assert(HotC < 0 andalso blue(HotF)),
+            {OtherC, OtherF} = Main(Other),
+            ?assert(OtherC > 0 andalso not blue(OtherF)),
             [[HotRow]] = re_all(Diff, <<"<tr class=\"(cooler)\" data-function=\"hotmod:hot_loop/2\" data-change=\"-[0-9.]+\"">>),
             ?assertEqual(<<"cooler">>, HotRow),
             ?assertMatch([_], re_all(Diff, <<"<tr class=\"hotter\" data-function=\"hotmod:other_loop/2\" data-change=\"[0-9.]+\"">>)),
