@@ -64,15 +64,7 @@ report_model_test() ->
 %% `unconfirmed' (run again) in every format; with the run before it also
 %% outside, the verdict names both runs it rests on.
 unconfirmed_test() ->
-    Single = fun(I, Ns) ->
-                     rand:seed(exsss, {I, 3, 5}),
-                     Level = Ns * (1 + 0.02 * rand:normal()),
-                     B = beamlab_result:benchmark(<<"b">>, [Level * (1 + 0.001 * rand:normal()) || _ <- lists:seq(1, 10)],
-                                                  #{unit => ns, better => lower, metric => time}),
-                     Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
-                     {integer_to_binary(I), beamlab_result:add_benchmarks(
-                                              beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
-             end,
+    Single = fun(I, Ns) -> single_run(I, {I, 3, 5}, Ns, 0.02, 10) end,
     Same = [Single(I, 100) || I <- lists:seq(1, 6)],
     {ok, H1} = beamlab_result_history:history(Same ++ [Single(7, 150)], #{}),
     T1 = iolist_to_binary(beamlab_render_history:render(H1, text, #{})),
@@ -132,15 +124,7 @@ detectable_test() ->
 %% spread of the runs before them) says what it could have seen
 %% (confirm_runs/4's `detectable') in text, Markdown, CSV and the report.
 single_runs_detectable_test() ->
-    Single = fun(I) ->
-                     rand:seed(exsss, {I, 7, 9}),
-                     Level = 100 * (1 + 0.03 * rand:normal()),
-                     B = beamlab_result:benchmark(<<"b">>, [Level * (1 + 0.001 * rand:normal()) || _ <- lists:seq(1, 5)],
-                                                  #{unit => ns, better => lower, metric => time}),
-                     Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
-                     {integer_to_binary(I), beamlab_result:add_benchmarks(
-                                              beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
-             end,
+    Single = fun(I) -> single_run(I, {I, 7, 9}, 100, 0.03, 5) end,
     Runs = [Single(I) || I <- lists:seq(1, 8)],
     {ok, H} = beamlab_result_history:history(Runs, #{}),
     #{trends := [#{changes := Cs}]} = H,
@@ -156,3 +140,14 @@ single_runs_detectable_test() ->
     #{history := #{trends := [#{changes := MCs}]}} = beamlab_report_html:model(Runs, #{history => H}),
     #{detectable := M} = lists:last(MCs),
     ?assert(abs(M - D) < 1.0e-6).
+
+%% Run I of a history of single runs: a level drawn around Ns (relative
+%% sd RunSd, seeded by Seed) and Samples samples tightly around it.
+single_run(I, Seed, Ns, RunSd, Samples) ->
+    rand:seed(exsss, Seed),
+    Level = Ns * (1 + RunSd * rand:normal()),
+    B = beamlab_result:benchmark(<<"b">>, [Level * (1 + 0.001 * rand:normal()) || _ <- lists:seq(1, Samples)],
+                                 #{unit => ns, better => lower, metric => time}),
+    Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+    {integer_to_binary(I), beamlab_result:add_benchmarks(
+                             beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}.
