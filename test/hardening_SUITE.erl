@@ -11,7 +11,7 @@
 -export([output_devices_in_place/1, output_links_and_owners/1, output_stdout/1]).
 -export([stop_signals_are_interrupts/1, int_to_vm_alone/1, launcher_killed/1, launcher_line_fits/1]).
 -export([leftovers_reaped_whatever_their_leader/1, code_output_to_stderr/1, code_moves_cwd/1,
-         code_kills_itself/1, workload_shapes/1]).
+         code_kills_itself/1, heap_report_before_exit/1, workload_shapes/1]).
 -export([crafted_inputs/1, crafted_files_through_escript/1, non_utf8_bytes/1, numbers_bounded/1]).
 -export([secrets_masked_everywhere/1, empty_cookie_refused/1, node_messages/1, frozen_vm_bounded/1]).
 
@@ -24,7 +24,7 @@ groups() ->
      {signals, [], [stop_signals_are_interrupts, int_to_vm_alone, launcher_killed,
                     launcher_line_fits, frozen_vm_bounded]},
      {code, [], [leftovers_reaped_whatever_their_leader, code_output_to_stderr, code_moves_cwd,
-                 code_kills_itself, workload_shapes]},
+                 code_kills_itself, heap_report_before_exit, workload_shapes]},
      {input, [], [crafted_inputs, crafted_files_through_escript, non_utf8_bytes, numbers_bounded]},
      {secrets, [], [secrets_masked_everywhere, empty_cookie_refused]},
      {messages, [], [node_messages]}].
@@ -331,6 +331,19 @@ code_kills_itself(_Config) ->
          _ = R
      end || Args <- Cases],
     ok.
+
+%% The emulator's heap-limit report can reach the job before the killed
+%% worker's 'EXIT' (it is sent before the worker frees its heap and
+%% signals its links): the job keeps it and still calls the kill a heap
+%% limit. The code plays the emulator's part (its group leader is the
+%% job's proxy, which passes the report on) and then dies.
+heap_report_before_exit(_Config) ->
+    Code = "group_leader() ! {beamlab_heap_limit, self()}, "
+           "receive after 20 -> ok end, exit(self(), kill).",
+    #{code := 1, err := Err} = cli([Code, "-d", "50", "-s", "2"]),
+    ct:log("~ts", [Err]),
+    ?assert(has(Err, "grew past")),
+    ?assertNot(has(Err, "was killed")).
 
 %% User workloads of the wrong shape: one line naming what is wrong, exit 2.
 workload_shapes(Config) ->

@@ -51,7 +51,9 @@
              init_ok = true :: boolean(),
              leader :: pid(),                            % the job's group leader proxy
              spawned = [] :: [pid()],                    % every worker ever started
-             heap_limit = 0 :: non_neg_integer()}).      % bytes, 0: none
+             heap_limit = 0 :: non_neg_integer(),        % bytes, 0: none
+             %% heap-limit reports that came before their 'EXIT'
+             heap_reported = [] :: [pid()]}).
 
 %%====================================================================
 %% API
@@ -316,6 +318,10 @@ handle_info({'EXIT', Pid, Reason}, St) ->
     end;
 handle_info({'DOWN', _, process, Owner, Reason}, #st{owner = Owner} = St) ->
     {stop, {shutdown, {owner_down, Reason}}, St};
+%% The report can overtake the 'EXIT': the emulator sends it before the
+%% process has freed its (large) heap and signalled its links.
+handle_info({beamlab_heap_limit, Pid}, #st{heap_reported = R} = St) ->
+    {noreply, St#st{heap_reported = [Pid | lists:sublist(R, 15)]}};
 handle_info(_Msg, St) ->
     {noreply, St}.
 
@@ -343,9 +349,13 @@ exit_failure(_Pid, {beamlab_worker, Failure}, _St) -> Failure;
 %% unasked hit the heap limit (the logger filter says so, through the
 %% proxy leader, within a moment) or was killed by the code itself
 %% (`exit(self(), kill)') or by another process.
-exit_failure(Pid, killed, #st{heap_limit = L}) when L > 0 ->
-    receive {beamlab_heap_limit, Pid} -> {memory_limit, L}
-    after ?HEAP_REPORT_MS -> runner_killed
+exit_failure(Pid, killed, #st{heap_limit = L, heap_reported = R}) when L > 0 ->
+    case lists:member(Pid, R) of
+        true -> {memory_limit, L};
+        false ->
+            receive {beamlab_heap_limit, Pid} -> {memory_limit, L}
+            after ?HEAP_REPORT_MS -> runner_killed
+            end
     end;
 exit_failure(_Pid, killed, _St) -> runner_killed;
 exit_failure(_Pid, Other, _St) -> {runner_failed, exit, Other}.
