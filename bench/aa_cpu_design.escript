@@ -37,6 +37,16 @@
 %%%          the pool of distinct runs (8 A/A runs and 2 more: A/A, or the
 %%%          2 planted; a fixed seed).
 %%%
+%%% Environment (bench/aa.sh's knobs, emulated on the kept documents):
+%%%   VMS=K      compare: judge each run by its first K fresh VMs only (a
+%%%              run of REPEAT=9 judged as one of K: both in one run, under
+%%%              the same load)
+%%%   WINDOW=W   history: the earlier runs the newest two are judged by
+%%%              (default 8, HISTORY=10's; kept windows need HISTORY of at
+%%%              least W + 2, drawn windows draw W)
+%%%   ITERS=A-B  only the iterations A to B (design on some, validate on
+%%%              others: the rule is fixed before the others are read)
+%%%
 %%% Prints figures; asserts nothing.
 -mode(compile).
 
@@ -44,7 +54,8 @@
 
 main([_ | _] = Dirs) ->
     [begin
-         io:format("######## ~s (~s)~n", [Dir, tag()]),
+         io:format("######## ~s (~s; VMS=~s WINDOW=~b ITERS=~s)~n",
+                   [Dir, tag(), os:getenv("VMS", "all"), window(), os:getenv("ITERS", "all")]),
          compare(Dir),
          history(Dir)
      end || Dir <- Dirs],
@@ -57,6 +68,14 @@ tag() ->
     case os:getenv("METRIC") of
         "time" -> "";
         _ -> "-cpu"
+    end.
+
+window() -> list_to_integer(os:getenv("WINDOW", "8")).
+
+%% ITERS=A-B: the iterations kept.
+in_iters(I) ->
+    case string:split(os:getenv("ITERS", "1-999999"), "-") of
+        [A, B] -> I >= list_to_integer(A) andalso I =< list_to_integer(B)
     end.
 
 %% ---- compare -------------------------------------------------------
@@ -164,8 +183,8 @@ history(Dir) ->
                  K0 = Kept(W0),
                  K20 = Kept(W20),
                  rand:seed(exsss, {35, 36, 37}),
-                 D0 = [judge(Rule, draw(Pool, 10, []), Better) || _ <- lists:seq(1, ?DRAWS)],
-                 D20 = [judge(Rule, draw(Pool, 8, []) ++ draw(PPool, 2, []), Better)
+                 D0 = [judge(Rule, draw(Pool, window() + 2, []), Better) || _ <- lists:seq(1, ?DRAWS)],
+                 D20 = [judge(Rule, draw(Pool, window(), []) ++ draw(PPool, 2, []), Better)
                         || length(PPool) >= 2, _ <- lists:seq(1, ?DRAWS)],
                  io:format("~-20s | ~2b/~-3b ~s (~b, ~b) | ~4b (~.2f%) ~s~n",
                            [io_lib:format("~w", [Rule]), length([x || V <- K0, wrong(V)]), length(K0),
@@ -177,10 +196,10 @@ history(Dir) ->
             ok
     end.
 
-%% The newest two runs against the (up to 8) before both, as `compare DIR'.
+%% The newest two runs against the (up to WINDOW) before both, as `compare DIR'.
 judge(Rule, Ms, Better) ->
     {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
-    E = lists:nthtail(max(0, length(Earlier) - 8), Earlier),
+    E = lists:nthtail(max(0, length(Earlier) - window()), Earlier),
     case Rule of
         {two, C} ->
             maps:get(verdict, beamlab_stats:confirm_runs(E, Prev, Last, #{better => Better, confidence => C}));
@@ -237,13 +256,20 @@ iterations(Dir, Prefix) ->
     lists:sort([{list_to_integer(N), S}
                 || S <- filelib:wildcard(filename:join([Dir, "runs", Prefix ++ "*"])), filelib:is_dir(S),
                    N <- [lists:nthtail(length(Prefix), filename:basename(S))],
-                   lists:all(fun(Ch) -> Ch >= $0 andalso Ch =< $9 end, N)]).
+                   lists:all(fun(Ch) -> Ch >= $0 andalso Ch =< $9 end, N),
+                   in_iters(list_to_integer(N))]).
 
 benchmarks(File) ->
     {ok, Doc} = beamlab_result:load(File),
     maps:get(benchmarks, Doc).
 
-values(File) -> maps:get(samples, hd(benchmarks(File))).
+%% A compare run's fresh VMs' values (the first VMS of them).
+values(File) ->
+    S = maps:get(samples, hd(benchmarks(File))),
+    case os:getenv("VMS") of
+        false -> S;
+        K -> lists:sublist(S, list_to_integer(K))
+    end.
 
 mean(L) -> lists:sum(L) / length(L).
 
