@@ -43,7 +43,10 @@
 %%%              the same load)
 %%%   WINDOW=W   history: the earlier runs the newest two are judged by
 %%%              (default 8, HISTORY=10's; kept windows need HISTORY of at
-%%%              least W + 2, drawn windows draw W)
+%%%              least W + 2, drawn windows draw W); a list ("8 12 20")
+%%%              prints a table for each
+%%%   RULES="S1 S2" only the rules whose printed form holds one of them
+%%%              (e.g. "two_robust,0.99}")
 %%%   ITERS=A-B  only the iterations A to B (design on some, validate on
 %%%              others: the rule is fixed before the others are read)
 %%%
@@ -54,8 +57,8 @@
 
 main([_ | _] = Dirs) ->
     [begin
-         io:format("######## ~s (~s; VMS=~s WINDOW=~b ITERS=~s)~n",
-                   [Dir, tag(), os:getenv("VMS", "all"), window(), os:getenv("ITERS", "all")]),
+         io:format("######## ~s (~s; VMS=~s WINDOW=~s ITERS=~s)~n",
+                   [Dir, tag(), os:getenv("VMS", "all"), os:getenv("WINDOW", "8"), os:getenv("ITERS", "all")]),
          compare(Dir),
          history(Dir)
      end || Dir <- Dirs],
@@ -70,7 +73,15 @@ tag() ->
         _ -> "-cpu"
     end.
 
-window() -> list_to_integer(os:getenv("WINDOW", "8")).
+windows() -> [list_to_integer(W) || W <- string:lexemes(os:getenv("WINDOW", "8"), " ,")].
+
+%% RULES="S1 S2": only the rules whose printed form holds one of them.
+chosen(Rules) ->
+    case string:lexemes(os:getenv("RULES", ""), " ") of
+        [] -> Rules;
+        Ss -> [R || R <- Rules, F <- [lists:flatten(io_lib:format("~w", [R]))],
+                    lists:any(fun(S) -> string:find(F, S) =/= nomatch end, Ss)]
+    end.
 
 %% ITERS=A-B: the iterations kept.
 in_iters(I) ->
@@ -116,7 +127,7 @@ compare(_Dir, Cell) ->
          io:format("~-28s | ~s | ~4b of ~4b (~.2f%, ~b runs) ~s ~s~n",
                    [io_lib:format("~w", [Rule]), Kept, length(FalsePairs), NPairs,
                     100 * length(FalsePairs) / NPairs, Involved, Caught(P20), Caught(P5)])
-     end || Rule <- compare_rules()],
+     end || Rule <- chosen(compare_rules())],
     ok.
 
 wrong(V) -> V =:= faster orelse V =:= slower.
@@ -161,12 +172,23 @@ pct(K, N) -> io_lib:format("~3b%", [round(100 * K / N)]).
 
 history_rules() ->
     [{two, C} || C <- [0.95, 0.975, 0.99, 0.995]] ++ [{two_mad, K} || K <- [3.0, 4.0, 5.0, 6.0]]
-        ++ [{two_robust, C} || C <- [0.98, 0.99, 0.995, 0.999]].
+        ++ [{two_robust, C} || C <- [0.98, 0.99, 0.995, 0.999]]
+        %% each run's fastest sample instead of its mean
+        ++ [{{min, R}, C} || R <- [two, two_robust], C <- [0.99, 0.995, 0.999]].
 
 history(Dir) ->
-    Cell = fun(Z) -> [{I, runs(S)} || {I, S} <- iterations(Dir, "history" ++ tag() ++ "-" ++ Z ++ "-")] end,
+    %% (the windows share their runs: each document is read once)
+    Docs = iterations(Dir, "history" ++ tag() ++ "-0-") ++ iterations(Dir, "history" ++ tag() ++ "-20-"),
+    Files = maps:from_list([{filename:basename(F), F}
+                            || {_, S} <- Docs, F <- filelib:wildcard(filename:join(S, "*.json"))]),
+    Means = maps:map(fun(_, F) -> run_levels(F) end, Files),
+    Cell = fun(Z) -> [{I, runs(S, Means)} || {I, S} <- iterations(Dir, "history" ++ tag() ++ "-" ++ Z ++ "-")] end,
     W0 = Cell("0"),
     W20 = Cell("20"),
+    [history(W, W0, W20) || W <- windows()],
+    ok.
+
+history(W, W0, W20) ->
     case W0 of
         [] -> ok;
         [{_, [{F, _} | _]} | _] ->
@@ -174,17 +196,17 @@ history(Dir) ->
             Pool = pool([R || {_, Rs} <- W0, R <- Rs]),
             %% the planted runs: the newest two of every planted window
             PPool = pool([R || {_, Rs} <- W20, R <- lists:nthtail(length(Rs) - 2, Rs)]),
-            io:format("== history: ~b A/A and ~b +20% windows; pools: ~b distinct A/A runs, ~b planted~n",
-                      [length(W0), length(W20), length(Pool), length(PPool)]),
+            io:format("== history, window ~b: ~b A/A and ~b +20% windows; pools: ~b distinct A/A runs, ~b planted~n",
+                      [W, length(W0), length(W20), length(Pool), length(PPool)]),
             io:format("~-20s | kept: false +20% (~~, unconfirmed) | ~b drawn windows: false (rate) +20%~n",
                       ["rule", ?DRAWS]),
             [begin
-                 Kept = fun(Ws) -> [judge(Rule, Ms, Better) || {_, Rs} <- Ws, Ms <- [[M || {_, M} <- Rs]]] end,
+                 Kept = fun(Ws) -> [judge(Rule, W, Ms, Better) || {_, Rs} <- Ws, Ms <- [[M || {_, M} <- Rs]]] end,
                  K0 = Kept(W0),
                  K20 = Kept(W20),
                  rand:seed(exsss, {35, 36, 37}),
-                 D0 = [judge(Rule, draw(Pool, window() + 2, []), Better) || _ <- lists:seq(1, ?DRAWS)],
-                 D20 = [judge(Rule, draw(Pool, window(), []) ++ draw(PPool, 2, []), Better)
+                 D0 = [judge(Rule, W, draw(Pool, W + 2, []), Better) || _ <- lists:seq(1, ?DRAWS)],
+                 D20 = [judge(Rule, W, draw(Pool, W, []) ++ draw(PPool, 2, []), Better)
                         || length(PPool) >= 2, _ <- lists:seq(1, ?DRAWS)],
                  io:format("~-20s | ~2b/~-3b ~s (~b, ~b) | ~4b (~.2f%) ~s~n",
                            [io_lib:format("~w", [Rule]), length([x || V <- K0, wrong(V)]), length(K0),
@@ -192,14 +214,17 @@ history(Dir) ->
                             length([x || no_difference <- K20]), length([x || unconfirmed <- K20]),
                             length([x || V <- D0, wrong(V)]), 100 * length([x || V <- D0, wrong(V)]) / ?DRAWS,
                             pct(length([x || slower <- D20]), length(D20))])
-             end || Rule <- history_rules()],
+             end || Rule <- chosen(history_rules())],
             ok
     end.
 
 %% The newest two runs against the (up to WINDOW) before both, as `compare DIR'.
-judge(Rule, Ms, Better) ->
+judge({{min, Rule}, C}, W, Ms, Better) ->
+    judge({Rule, C}, W, [{Min, Min} || {_, Min} <- Ms], Better);
+judge(Rule, W, Ms0, Better) ->
+    Ms = [Mean || {Mean, _} <- Ms0],
     {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
-    E = lists:nthtail(max(0, length(Earlier) - window()), Earlier),
+    E = lists:nthtail(max(0, length(Earlier) - W), Earlier),
     case Rule of
         {two, C} ->
             maps:get(verdict, beamlab_stats:confirm_runs(E, Prev, Last, #{better => Better, confidence => C}));
@@ -237,12 +262,13 @@ draw(Pool, K, Acc) ->
 pool(Rs) -> lists:usort([M || {_, M} <- Rs]).
 
 %% [{File, RunMean}] of a window, in the order measured.
-runs(Sub) ->
-    [{F, run_mean(F)} || F <- lists:sort(filelib:wildcard(filename:join(Sub, "*.json")))].
+runs(Sub, Means) ->
+    [{F, maps:get(filename:basename(F), Means)} || F <- lists:sort(filelib:wildcard(filename:join(Sub, "*.json")))].
 
-run_mean(File) ->
-    #{stats := #{mean := M}} = hd(benchmarks(File)),
-    M.
+%% {mean, fastest sample} of a single run
+run_levels(File) ->
+    #{stats := #{mean := M}, samples := S} = hd(benchmarks(File)),
+    {M, lists:min(S)}.
 
 %% ---- documents -----------------------------------------------------
 
