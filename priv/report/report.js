@@ -642,7 +642,7 @@
     var scale = util ? (maxV > 1.0001 ? 100 : 1) : Math.max(1, maxV);
     var cols = Math.min(n, pw);
     var who = run.subject ? run.subject + (data.runs.length > 1 ? ' (' + run.label + ')' : '') : run.label;
-    var card = box(who + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; ' +
+    var card = box(who + ': ' + hm.name, rows + (rows === 1 ? ' scheduler, ' : ' schedulers, ') + n + ' samples; ' +
                    (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'), 'heatmap');
     var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap' });
     var ctx = cv.getContext('2d');

@@ -553,8 +553,9 @@ trend_chart(Config) ->
 %% keeps them): a sample project whose second commit does a thousand
 %% times the work and whose third takes it back, checked against the
 %% commit before each time. Each benchmark and metric its trend, titled
-%% `work: time (us) by commit' (the benchmark, then the measure; it was
-%% `work (time) (us)'), on a log axis where the means lie decades apart;
+%% `work: wall-clock time per iteration (us) by commit' (the benchmark,
+%% then the measure; it was `work (time) (us)'), on a log axis where the
+%% means lie decades apart;
 %% the check's paired rounds are not time: no chart over seconds of them
 %% (the base's rounds and the paired interval were drawn as per-second
 %% series); the page's layout check finds nothing wrong.
