@@ -247,9 +247,12 @@ result_line(Doc = #{benchmarks := Bs, params := P}) ->
      [io_lib:format("Fails on the head: ~ts.~n", [lists:join(", ", Failed)]) || Failed =/= []],
      [io_lib:format("Not compared (fail on the base): ~ts.~n", [lists:join(", ", NotCompared)])
       || NotCompared =/= []],
+     %% (whether the rounds reach the level the entries were judged at,
+     %% not every entry's: the note never sits beside a verdict below it;
+     %% the advice is enough rounds for every entry compared)
      [io_lib:format("Note: ~b round(s) cannot reach p < ~ts; use --rounds ~b or more.~n",
-                    [Rounds, level(entry_alpha(P)), maps:get(<<"min_rounds">>, P)])
-      || Rounds < maps:get(<<"min_rounds">>, P, 0)],
+                    [Rounds, level(E), max(Reach, maps:get(<<"min_rounds">>, P, 0))])
+      || E <- [entry_alpha(P)], E > 0, Reach <- [beamlab_stats_paired:min_rounds(float(E))], Rounds < Reach],
      [io_lib:format("Note: the machine was overloaded; time is inconclusive (~ts), "
                     "CPU time keeps its verdict under load: check --metric cpu.~n",
                     [lists:join(", ", Loaded)]) || Loaded <- [loaded(Bs)], Loaded =/= []]].
