@@ -130,8 +130,10 @@ commands() ->
 %% Dispatch
 
 dispatch([], _Opts) ->
-    io:put_chars(standard_error, top_help()),
-    {?EXIT_USAGE, undefined};
+    %% A mistake like any other (the full usage is `beamlab help''s, on
+    %% stdout): one line, exit 2.
+    beamlab_cli_error:usage_error("nothing to run: give Erlang code or a command "
+                                  "(example: beamlab 'rand:uniform().'; see: beamlab help)", []);
 dispatch(["--version" | _], _Opts) ->
     io:format("beamlab ~ts (OTP ~s, erts ~s)~n",
               [version(), erlang:system_info(otp_release), erlang:system_info(version)]),

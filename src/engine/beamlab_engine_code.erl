@@ -214,6 +214,8 @@ format_reason({syntax, {Line, Col}, Mod, Desc}) ->
     io_lib:format("~w:~w: ~ts", [Line, Col, Mod:format_error(Desc)]);
 format_reason({syntax, Line, Mod, Desc}) ->
     io_lib:format("~w: ~ts", [Line, Mod:format_error(Desc)]);
+format_reason({ends_early, Loc, After}) ->
+    io_lib:format("~ts: syntax error at the end of the code, after '~ts'", [loc(Loc), After]);
 format_reason({undef, Loc, {M, F, A}}) ->
     io_lib:format("~ts: undefined function ~0tp:~0tp/~w", [loc(Loc), M, F, A]);
 format_reason({bad_arity, Arity}) ->
@@ -257,11 +259,22 @@ parse(Role, Other) ->
     fail(Role, {bad_callable, Other}).
 
 parse_text(Role, Text) ->
-    Tokens = case erl_scan:string(Text, {1, 1}) of
-                 {ok, [], _} -> fail(Role, empty);
-                 {ok, Toks, _} -> ensure_dot(Toks);
-                 {error, {SLoc, SMod, SDesc}, _} -> fail(Role, {syntax, SLoc, SMod, SDesc})
-             end,
+    {Tokens, Added} = case erl_scan:string(Text, {1, 1}) of
+                          {ok, [], _} -> fail(Role, empty);
+                          {ok, Toks, End} -> ensure_dot(Toks, End);
+                          {error, {SLoc, SMod, SDesc}, _} -> fail(Role, {syntax, SLoc, SMod, SDesc})
+                      end,
+    try parse_tokens(Role, Tokens)
+    catch
+        %% The code ended where an expression had not: the error is at the
+        %% full stop beamlab added (where the code ends), which the user
+        %% never wrote ("before: '.'"); told at their last token.
+        throw:{beamlab_code, {Role, {syntax, Added, erl_parse, _}}} ->
+            Loc = element(2, lists:nth(length(Tokens) - 1, Tokens)),
+            fail(Role, {ends_early, Loc, token_text(Text, Loc)})
+    end.
+
+parse_tokens(Role, Tokens) ->
     case looks_like_function(Tokens) of
         true ->
             case erl_parse:parse_form(Tokens) of
@@ -306,11 +319,19 @@ arrow_at_top([{T, _} | Rest], D) when T =:= ')'; T =:= ']'; T =:= '}'; T =:= 'en
 arrow_at_top([_ | Rest], D) ->
     arrow_at_top(Rest, D).
 
-ensure_dot(Tokens) ->
+%% The full stop the code may leave out, added where the code ends, and
+%% its location (`none': the code has its own).
+ensure_dot(Tokens, End) ->
     case lists:last(Tokens) of
-        {dot, _} -> Tokens;
-        Last -> Tokens ++ [{dot, element(2, Last)}]
+        {dot, _} -> {Tokens, none};
+        _ -> {Tokens ++ [{dot, End}], End}
     end.
+
+%% The text of the token at `{Line, Col}' of `Text' (to the end of its
+%% line, trimmed: the last token of the code).
+token_text(Text, {Line, Col}) ->
+    L = lists:nth(Line, string:split(Text, "\n", all) ++ [""]),
+    string:trim(lists:nthtail(min(Col - 1, length(L)), L)).
 
 anno([Tok | _]) -> element(2, Tok).
 

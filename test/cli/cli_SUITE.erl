@@ -22,9 +22,13 @@ help(_) ->
     [?assertNotEqual(nomatch, binary:match(Out, S)) || S <- [<<"Usage:">>, <<"Commands:">>, <<"beamlab help [COMMAND]">>]],
     #{code := 0, out := Out} = cli(["--help"]).
 
+%% `beamlab' alone is a mistake like any other: one line on stderr with a
+%% hint, exit 2, nothing on stdout (it printed the whole usage).
 no_arguments(_) ->
-    #{code := 2, err := Err} = cli([]),
-    ?assertNotEqual(nomatch, binary:match(Err, <<"Usage:">>)).
+    R = #{code := 2, err := Err, out := Out} = cli([]),
+    beamlab_test_util:assert_one_line_error(R),
+    ?assertEqual(<<>>, Out),
+    ?assertMatch({_, _}, binary:match(Err, <<"see: beamlab help">>)).
 
 unknown_command(_) ->
     R = #{code := 2, err := Err} = cli(["frobnicate"]),

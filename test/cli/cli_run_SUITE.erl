@@ -236,6 +236,7 @@ bad_inputs(_) ->
              {["ok.", "--baseline", "2"], "baseline"},
              {["ok.", "ok.", "--baseline", "nope"], "baseline"},
              {["r(X) -> X + ."], "1:13: syntax error before: '.'"},
+             {["r(X) -> X +"], "1:11: syntax error at the end of the code, after '+'"},
              {["nomod:f()."], "undefined function nomod:f/0"},
              {["foo()."], "function foo/0 undefined"},
              {["ok.", "--init_runner", "bad("], "init_runner: 1:4: syntax error"},

@@ -118,7 +118,18 @@ syntax_error_position_test_() ->
     [?_assertEqual("runner: 1:13: syntax error before: '.'", err(#{runner => "r(X) -> X + ."})),
      ?_assertEqual("runner: 2:4: syntax error before: ')'", err(#{runner => "foo(\n  )) ."})),
      ?_assertEqual("runner: 1:1: unterminated string starting with \"abc. ok \"", err(#{runner => "\"abc. ok "})),
-     ?_assertEqual("init: 1:5: syntax error before: ','", err(#{runner => "ok.", init => "1 + , 2."}))].
+     ?_assertEqual("init: 1:5: syntax error before: ','", err(#{runner => "ok.", init => "1 + , 2."})),
+     %% code that ends early (the full stop left out, as it may be): the
+     %% error is at the user's last token, not at the '.' beamlab adds
+     ?_assertEqual("runner: 1:11: syntax error at the end of the code, after '+'", err(#{runner => "r(X) -> X +"})),
+     ?_assertEqual("runner: 1:13: syntax error at the end of the code, after '10'",
+                   err(#{runner => "lists:seq(1,10"})),
+     ?_assertEqual("runner: 2:4: syntax error at the end of the code, after ','",
+                   err(#{runner => "foo(1,\n  2,\n"})),
+     ?_assertEqual("init: 1:8: syntax error at the end of the code, after 'of'",
+                   err(#{runner => "ok", init => "case x of"})),
+     %% (an error before the end is told where it is)
+     ?_assertEqual("runner: 1:5: syntax error before: foo", err(#{runner => "foo foo"}))].
 
 undefined_function_test_() ->
     [?_assertEqual("runner: 1:1: undefined function nomod:foo/1", err(#{runner => "nomod:foo(1)."})),

@@ -170,6 +170,32 @@ family_test() ->
               <<"Note: 8 round(s) cannot reach p < 0.005; use --rounds 13 or more.">>]],
     ?assertEqual(nomatch, binary:match(Text, [<<"regressed (not gated)">>, <<"REGRESSED">>])).
 
+%% The note on too few rounds is about the level the entries were judged
+%% at: eight unanimous rounds reach p < 0.01 for the one entry that moved
+%% (every other entry is an exact count that did not, and leaves the
+%% family), so a significant REGRESSED has no note beside it saying that
+%% eight rounds cannot reach p < 0.01 (it used to: the note counted every
+%% entry compared, 6, and printed the family's level, 0.01).
+round_note_agrees_test() ->
+    Rounds = [#{index => I, order => [base, head],
+                base => {ok, {0, run_doc([{<<"slow">>, {100.0 + I, 50, 10}}, {<<"idle">>, {7.0, 3, 1}}])}},
+                head => {ok, {0, run_doc([{<<"slow">>, {(100.0 + I) * 1.5, 50, 10}}, {<<"idle">>, {7.0, 3, 1}}])}}}
+              || I <- lists:seq(1, 8)],
+    Doc = document(Rounds, [time]),
+    #{params := #{<<"family">> := #{<<"compared">> := 6, <<"size">> := 1}}} = Doc,
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"regressed">>, <<"p_value">> := P}}} =
+        paired(Doc, <<"slow">>, <<"time">>),
+    ?assert(P < 0.01),
+    Text = unicode:characters_to_binary(beamlab_render_check:text(Doc, #{})),
+    ?assertMatch({_, _}, binary:match(Text, <<"REGRESSED">>)),
+    ?assertEqual(nomatch, binary:match(Text, <<"round(s) cannot reach">>)),
+    %% seven rounds cannot reach it, and the note says so
+    Seven = document(lists:sublist(Rounds, 7), [time]),
+    #{extra := #{<<"paired">> := #{<<"verdict">> := <<"too_few_rounds">>}}} =
+        paired(Seven, <<"slow">>, <<"time">>),
+    SevenText = unicode:characters_to_binary(beamlab_render_check:text(Seven, #{})),
+    ?assertMatch({_, _}, binary:match(SevenText, <<"Note: 7 round(s) cannot reach p < 0.01; use --rounds 11 or more.">>)).
+
 %% `--metric cpu': the Markdown summary has a CPU column.
 markdown_cpu_column_test() ->
     Doc = document(rounds(ok), [time]),
