@@ -174,7 +174,9 @@ history_rules() ->
     [{two, C} || C <- [0.95, 0.975, 0.99, 0.995]] ++ [{two_mad, K} || K <- [3.0, 4.0, 5.0, 6.0]]
         ++ [{two_robust, C} || C <- [0.98, 0.99, 0.995, 0.999]]
         %% each run's fastest sample instead of its mean
-        ++ [{{min, R}, C} || R <- [two, two_robust], C <- [0.99, 0.995, 0.999]].
+        ++ [{{min, R}, C} || R <- [two, two_robust], C <- [0.99, 0.995, 0.999]]
+        %% and with a floor K under the median and MAD's sd (a run-to-run term)
+        ++ [{floor_min, K, C} || K <- [0.01, 0.015, 0.02, 0.025], C <- [0.99, 0.995]].
 
 history(Dir) ->
     %% (the windows share their runs: each document is read once)
@@ -221,6 +223,15 @@ history(W, W0, W20) ->
 %% The newest two runs against the (up to WINDOW) before both, as `compare DIR'.
 judge({{min, Rule}, C}, W, Ms, Better) ->
     judge({Rule, C}, W, [{Min, Min} || {_, Min} <- Ms], Better);
+judge({floor_min, K, C}, W, Ms0, Better) ->
+    Ms = [Min || {_, Min} <- Ms0],
+    {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
+    E = lists:nthtail(max(0, length(Earlier) - W), Earlier),
+    case {floor(K, C, E, Prev, Better), floor(K, C, E, Last, Better)} of
+        {V, V} -> V;
+        {_, no_difference} -> no_difference;
+        _ -> unconfirmed
+    end;
 judge(Rule, W, Ms0, Better) ->
     Ms = [Mean || {Mean, _} <- Ms0],
     {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
@@ -237,6 +248,20 @@ judge(Rule, W, Ms0, Better) ->
                 {_, no_difference} -> no_difference;
                 _ -> unconfirmed
             end
+    end.
+
+%% X against the median of the earlier runs' logs, the spread the larger
+%% of 1.4826 x their MAD and K, at confidence C on m - 1 df.
+floor(K, C, Earlier, X, Better) ->
+    Ys = [math:log(E) || E <- Earlier],
+    M = length(Ys),
+    Med = beamlab_stats:median(Ys),
+    S = max(K, 1.4826 * beamlab_stats:median([abs(Y - Med) || Y <- Ys])) * math:sqrt(1 + 1 / M),
+    D = math:log(X) - Med,
+    case abs(D) =< beamlab_stats:t_quantile((1 + C) / 2, M - 1) * S of
+        true -> no_difference;
+        false when (D > 0) =:= (Better =:= lower) -> slower;
+        false -> faster
     end.
 
 mad(K, Earlier, X, Better) ->
