@@ -15,7 +15,7 @@
          tx_select/1, tx_commit/1, commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
-         publish_frames/5, ack_frame/3, nack_frame/4, send/2, send/3,
+         publish_frames/5, publish_head/5, publish_body/2, ack_frame/3, nack_frame/4, send/2, send/3,
          take_reads/1, reads/2, give_back_reads/1,
          format_error/1]).
 
@@ -458,26 +458,29 @@ publish(Ch, Exchange, Key, Body, Opts) ->
 %% @doc The frames of a basic.publish (see {@link publish/5}), for a caller
 %% that hands several methods to the connection at once with {@link send/2}.
 -spec publish_frames(channel(), binary(), binary(), iodata(), publish_opts()) -> iodata().
-publish_frames(Ch, Exchange, Key, Body, Opts)
+publish_frames(Ch, Exchange, Key, Body, Opts) ->
+    [publish_head(Ch, Exchange, Key, iolist_size(Body), Opts) | publish_body(Ch, Body)].
+
+%% @doc The method and content header frames of a basic.publish of a body
+%% of `Size' bytes (see {@link publish/5}), as one binary: a publisher
+%% whose exchange, routing key, properties and body size do not change
+%% builds them once and adds each body with {@link publish_body/2} (#33).
+-spec publish_head(channel(), binary(), binary(), non_neg_integer(), publish_opts()) -> binary().
+publish_head(Ch, Exchange, Key, Size, Opts)
   when byte_size(Exchange) =< 255, byte_size(Key) =< 255 ->
     N = element(3, Ch),
-    FrameMax = element(4, Ch),
-    %% A large iodata body stays iodata: encode_body/3 frames it without a
-    %% copy (the producers' shared padding).
-    {Bin, Size} = case Body of
-                      B when is_binary(B) -> {B, byte_size(B)};
-                      _ -> case iolist_size(Body) of
-                               S when S =< ?AMQP_SHARED_BODY -> {iolist_to_binary(Body), S};
-                               S -> {Body, S}
-                           end
-                  end,
     Props = maps:get(props, Opts, #{}),
     Method = <<60:16, 40:16, 0:16, (byte_size(Exchange)):8, Exchange/binary,
                (byte_size(Key)):8, Key/binary, (bool(maps:get(mandatory, Opts, false))):8>>,
     Header = beamlab_amqp_method:encode_header(?AMQP_CLASS_BASIC, Size, Props),
-    [<<?AMQP_FRAME_METHOD, N:16, (byte_size(Method)):32>>, Method, ?AMQP_FRAME_END,
-     beamlab_amqp_frame:encode_frame(?AMQP_FRAME_HEADER, N, Header)
-     | beamlab_amqp_frame:encode_body(N, Bin, FrameMax)].
+    iolist_to_binary([<<?AMQP_FRAME_METHOD, N:16, (byte_size(Method)):32>>, Method, ?AMQP_FRAME_END,
+                      beamlab_amqp_frame:encode_frame(?AMQP_FRAME_HEADER, N, Header)]).
+
+%% @doc The body frames of a basic.publish on `Ch' (after its
+%% {@link publish_head/5}); a large iodata body is framed without a copy.
+-spec publish_body(channel(), iodata()) -> iodata().
+publish_body(Ch, Body) ->
+    beamlab_amqp_frame:encode_body(element(3, Ch), Body, element(4, Ch)).
 
 %% @doc Hands frames built for channel `Ch' (by {@link publish_frames/5},
 %% {@link ack_frame/3}, {@link nack_frame/4}, in order) to its connection,

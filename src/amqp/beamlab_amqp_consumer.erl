@@ -223,12 +223,49 @@ handle(Msg, St) ->
 
 %% The deliveries of one read, as if each had come as a message: those
 %% after the last one the consumer is to take (-C) wait in the mailbox,
-%% as they would have.
-handle_read([Msg | Rest], #st{left = L} = St) when L =/= 0 ->
-    handle_read(Rest, handle_msg(Msg, St));
-handle_read(Rest, St) ->
+%% as they would have. A consumer that neither simulates work nor limits
+%% its rate (nothing makes it wait between two deliveries) records them
+%% together (#33): they arrived together, so they share one receive time,
+%% and the read costs one histogram update of the sum and extremes and
+%% one add to the received count instead of one per message.
+handle_read(Msgs, #st{latency = none, spec = #{rate := infinity, stamp := Where},
+                      ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
+    %% Received now, in the coordinator's time (see the agent's clock_offset).
+    Now = ?NOW_US() - maps:get(clock_offset, Ctx, 0),
+    {St1, Ls, N} = read_batch(Msgs, Where, Now, St, [], 0),
+    beamlab_amqp_worker:record_list(Hs, Ls),
+    _ = N > 0 andalso counters:add(C, ?C_RECEIVED, N),
+    St1;
+handle_read(Msgs, St) ->
+    read_each(Msgs, St).
+
+read_each([Msg | Rest], #st{left = L} = St) when L =/= 0 ->
+    read_each(Rest, handle_msg(Msg, St));
+read_each(Rest, St) ->
+    requeue(Rest, St).
+
+%% The deliveries of a read counted and acked as deliver/5 does, their
+%% latencies and number returned to be recorded at once; any other
+%% message of the read is handled as it comes.
+read_batch([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
+           #st{ch = Ch, left = L} = St, Ls, N) when L =/= 0 ->
+    Ls1 = case stamp(Where, Props, Body) of
+              none -> Ls;   % a foreign message in the queue: counted, no latency
+              Intended -> [max(0, Now - Intended) | Ls]
+          end,
+    St1 = ack(Tag, St#st{left = dec(L), last_activity = last_activity(St)}),
+    read_batch(Rest, Where, Now, St1, Ls1, N + 1);
+read_batch([Msg | Rest], Where, Now, #st{left = L} = St, Ls, N) when L =/= 0 ->
+    read_batch(Rest, Where, Now, handle_msg(Msg, St), Ls, N);
+read_batch(Rest, _Where, _Now, St, Ls, N) ->
+    {requeue(Rest, St), Ls, N}.
+
+requeue(Rest, St) ->
     _ = [self() ! Msg || Msg <- Rest],
     St.
+
+dec(infinity) -> infinity;
+dec(L) -> L - 1.
 
 handle_msg({amqp_deliver, Ch, Tag, Redelivered, _Ex, _Key, Props, Body}, #st{ch = Ch} = St) ->
     deliver(Tag, Redelivered, Props, Body, St);
@@ -257,11 +294,7 @@ deliver(Tag, _Redelivered, Props, Body, #st{ctx = #{counters := C, cons_hists :=
     end,
     counters:add(C, ?C_RECEIVED, 1),
     St1 = pace(work(St)),
-    ack(Tag, St1#st{left = case St1#st.left of
-                               infinity -> infinity;
-                               L -> L - 1
-                           end,
-                    last_activity = last_activity(St1)}).
+    ack(Tag, St1#st{left = dec(St1#st.left), last_activity = last_activity(St1)}).
 
 stamp(body, _Props, <<Intended:64/signed, _/binary>>) ->
     Intended;

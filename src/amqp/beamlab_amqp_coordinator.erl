@@ -594,7 +594,7 @@ tick_loop(R) ->
                     tick_loop(redeclared(Result, R#run{redeclarer = undefined}));
                 {beamlab_interrupt, _} ->
                     tick_loop(R#run{interrupted = true})
-            after 100 ->
+            after to_time_limit(R) ->
                 tick_loop(R)
             end;
         Why ->
@@ -692,6 +692,19 @@ stop_reason(#run{cfg = Cfg, t0 = T0} = R) ->
     case maps:get(duration, Cfg) of
         D when is_number(D), Elapsed >= D * 1000000 -> time_limit;
         _ -> counts_reached(R)
+    end.
+
+%% Milliseconds until -z's end (rounded up), or `infinity': every other
+%% reason to stop comes as a message, so the loop sleeps until then
+%% instead of polling (#33: a poll every 100 ms woke a scheduler ten times
+%% a second for nothing).
+to_time_limit(#run{cfg = Cfg, t0 = T0}) ->
+    case maps:get(duration, Cfg) of
+        D when is_number(D) ->
+            Left = ceil(D * 1000000) - (erlang:monotonic_time(microsecond) - T0),
+            max(0, (Left + 999) div 1000);
+        _ ->
+            infinity
     end.
 
 %% -C: every producer has published its count; -D or --exit-when: every

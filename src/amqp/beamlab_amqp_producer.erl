@@ -82,6 +82,10 @@
              sizes :: beamlab_amqp_cycle:cycle() | fixed,
              pads = #{} :: #{non_neg_integer() => binary()},
              tx_left :: non_neg_integer() | none,
+             %% The method and header frames of the last publish and its
+             %% body size, kept while they cannot change (a fixed routing
+             %% key, the stamp body: head/3), else `none'.
+             head = none :: {non_neg_integer(), binary()} | none,
              %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
              woke = false :: boolean(),
              %% Publishes not yet handed to the connection (newest first),
@@ -248,7 +252,7 @@ publish_or_wait(#st{limiter = L} = St) ->
         {go, Intended, L1} ->
             Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
             late(Now - Intended, St),
-            loop(publish(Stamp, St#st{limiter = L1, full_since = undefined, woke = false}));
+            loop(publish(Stamp, L1, St));
         {wait, Us} when Us >= ?HIBERNATE_MS * 1000 ->
             St1 = flush(St),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), wake),
@@ -296,28 +300,32 @@ window_full(#st{full_since = Since, spec = #{confirm_timeout := Secs}} = St) ->
         exit({shutdown, {confirm_timeout, Secs}})
     end.
 
-publish(Intended, #st{ch = Ch, exchange = Ex, n = N, left = Left,
-                      ctx = Ctx} = St) ->
+%% Publishes the message due at `Intended' (the limiter then `L1'): its
+%% frames join the batch (a full batch goes to the connection), and with
+%% confirms it enters the window. The state is updated once per message
+%% (#33: each update copies the record).
+publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
+                          outstanding = Window, out = Out, out_n = K, out_bytes = B,
+                          ctx = Ctx} = St) ->
     %% The body carries the coordinator's time (see the agent's clock_offset).
     Stamp = Intended - maps:get(clock_offset, Ctx, 0),
     {Body, Opts} = message(Stamp, N, St),
-    Frames = beamlab_amqp:publish_frames(Ch, Ex, key(St), Body, Opts),
-    St1 = commit(batch(Frames, iolist_size(Body),
-                       St#st{n = N + 1, left = dec(Left), keys = next_key(St#st.keys)})),
-    case maps:get(confirm, St#st.spec) of
-        undefined ->
-            St1;
-        _ ->
-            Seq = St#st.seq,
-            St1#st{seq = Seq + 1, outstanding = maps:put(Seq, Intended, St#st.outstanding)}
+    Size = iolist_size(Body),
+    Head = head(Size, Opts, St),
+    Frames = [element(2, Head) | beamlab_amqp:publish_body(Ch, Body)],
+    B1 = B + Size,
+    {Seq1, Window1} = case maps:get(confirm, St#st.spec) of
+                          undefined -> {Seq, Window};
+                          _ -> {Seq + 1, maps:put(Seq, Intended, Window)}
+                      end,
+    St1 = St#st{limiter = L1, full_since = undefined, woke = false, head = Head,
+                n = N + 1, left = dec(Left), keys = next_key(St#st.keys),
+                seq = Seq1, outstanding = Window1,
+                out = [Frames | Out], out_n = K + 1, out_bytes = B1},
+    case K + 1 < ?BATCH_MSGS andalso B1 < ?BATCH_BYTES of
+        true -> commit(St1);
+        false -> commit(flush(St1))
     end.
-
-%% Adds a publish to the batch; a full batch goes to the connection.
-batch(Frames, Bytes, #st{out = Out, out_n = K, out_bytes = B} = St)
-  when K + 1 < ?BATCH_MSGS, B + Bytes < ?BATCH_BYTES ->
-    St#st{out = [Frames | Out], out_n = K + 1, out_bytes = B + Bytes};
-batch(Frames, Bytes, #st{out = Out, out_n = K, out_bytes = B} = St) ->
-    flush(St#st{out = [Frames | Out], out_n = K + 1, out_bytes = B + Bytes}).
 
 %% Hands the batch to the connection: before anything that waits, so that
 %% a batch never waits with the producer. The connection counts it as
@@ -335,6 +343,14 @@ flush(#st{out = Out, out_n = K, out_bytes = B, ch = Ch, ctx = #{counters := C},
             ok = beamlab_amqp:send(Ch, lists:reverse(Out), {C, ?C_SENT, K, silent}),
             St1#st{unnoticed = UN + K, unnoticed_bytes = UB + B}
     end.
+
+%% The method and header frames of a publish of `Size' body bytes, built
+%% once while the exchange, key, properties and size stay the same (#33:
+%% the encoding of the properties was most of a publish's own work).
+head(Size, _Opts, #st{head = {Size, _} = Head, keys = fixed, body = stamp}) ->
+    Head;
+head(Size, Opts, #st{ch = Ch, exchange = Ex} = St) ->
+    {Size, beamlab_amqp:publish_head(Ch, Ex, key(St), Size, Opts)}.
 
 %% PerfTest's bodies: the stamp and sequence number padded to the size,
 %% or (files, JSON) a prepared body with the stamp in a header.
@@ -382,7 +398,7 @@ dec(N) -> N - 1.
 
 handle(Msg, #st{reader = R} = St) when R =/= none ->
     case beamlab_amqp:reads(Msg, R) of
-        {ok, Msgs, R1} -> lists:foldl(fun handle_msg/2, St#st{reader = R1}, Msgs);
+        {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1}, [], []);
         ignore -> handle_msg(Msg, St)
     end;
 handle(Msg, St) ->
@@ -404,16 +420,36 @@ handle_msg(stop, St) ->
 handle_msg(_Other, St) ->
     St.
 
-confirm(Kind, Seq, false, #st{outstanding = Out} = St) ->
-    case maps:take(Seq, Out) of
-        {Intended, Out1} ->
-            settle(Kind, 1, [Intended], St#st{outstanding = Out1});
-        error ->
-            St
+%% The messages of one read: its confirms are settled together (#33),
+%% acks and nacks apart, with one receive time (they arrived together):
+%% one update of the counters and of the histogram's sum and extremes
+%% per read instead of per confirm.
+handle_read([{amqp_confirm, Ch, Kind, Seq, Multiple} | Rest], #st{ch = Ch} = St, Acks, Nacks) ->
+    {Ts, St1} = confirmed(Seq, Multiple, St),
+    case Kind of
+        ack -> handle_read(Rest, St1, Ts ++ Acks, Nacks);
+        nack -> handle_read(Rest, St1, Acks, Ts ++ Nacks)
     end;
-confirm(Kind, Seq, true, #st{outstanding = Out, low = Low} = St) ->
+handle_read([Msg | Rest], St, Acks, Nacks) ->
+    handle_read(Rest, handle_msg(Msg, St), Acks, Nacks);
+handle_read([], St, Acks, Nacks) ->
+    Now = ?NOW_US(),
+    settle(nack, Nacks, Now, settle(ack, Acks, Now, St)).
+
+confirm(Kind, Seq, Multiple, St) ->
+    {Ts, St1} = confirmed(Seq, Multiple, St),
+    settle(Kind, Ts, ?NOW_US(), St1).
+
+%% The intended send times of the publishes a confirm settles, taken out
+%% of the window.
+confirmed(Seq, false, #st{outstanding = Out} = St) ->
+    case maps:take(Seq, Out) of
+        {Intended, Out1} -> {[Intended], St#st{outstanding = Out1}};
+        error -> {[], St}
+    end;
+confirmed(Seq, true, #st{outstanding = Out, low = Low} = St) ->
     {Ts, Out1} = take_upto(Low, Seq, Out, []),
-    settle(Kind, length(Ts), Ts, St#st{outstanding = Out1, low = Seq + 1}).
+    {Ts, St#st{outstanding = Out1, low = Seq + 1}}.
 
 take_upto(I, Seq, Out, Acc) when I > Seq ->
     {Acc, Out};
@@ -423,11 +459,10 @@ take_upto(I, Seq, Out, Acc) ->
         error -> take_upto(I + 1, Seq, Out, Acc)
     end.
 
-settle(_Kind, 0, _Ts, St) ->
+settle(_Kind, [], _Now, St) ->
     St;
-settle(Kind, N, Ts, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
-    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, N),
-    Now = ?NOW_US(),
+settle(Kind, Ts, Now, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
+    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ts)),
     beamlab_amqp_worker:record_list(Hs, [max(0, Now - T) || T <- Ts]),
     St#st{full_since = undefined}.
 
@@ -438,6 +473,7 @@ connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx}
     {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
     take(St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
                out = [], out_n = 0, out_bytes = 0, unnoticed = 0, unnoticed_bytes = 0, unwritten = 0,
+               head = none,
                tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end, reader = none});
 connection_lost(Code, Text, _St) ->
     beamlab_amqp_worker:connection_lost(Code, Text).

@@ -133,6 +133,10 @@ frame(body, Payload, #reader{content = {M, Props, Left, Acc}, keep = Keep} = R)
   when Props =/= undefined ->
     case Left - byte_size(Payload) of
         0 when Acc =:= [], Keep =:= all -> {ok, done(M, Props, Payload, R), R#reader{content = none}};
+        0 when Acc =:= [] ->
+            %% The usual body, in one frame: what is kept of it, copied.
+            Kept = binary:copy(binary:part(Payload, 0, min(Keep, byte_size(Payload)))),
+            {ok, done(M, Props, Kept, R), R#reader{content = none}};
         0 -> {ok, done(M, Props, iolist_to_binary(lists:reverse(kept(Keep, Payload, Acc))), R),
               R#reader{content = none}};
         L when L > 0 -> {ok, R#reader{content = {M, Props, L, kept(Keep, Payload, Acc)}}};

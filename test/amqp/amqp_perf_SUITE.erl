@@ -89,6 +89,10 @@ counts_exact(_) ->
     {R, Text} = ok_run(#{queue => Q, pmessages => 300, cmessages => 300, prefetch => 50,
                          confirm => 20, producers => 1, consumers => 1}),
     ?assertMatch(#{sent := 300, received := 300, confirmed := 300, nacked := 0}, counters(R)),
+    %% One latency per message, also where the deliveries and confirms of
+    %% one read are recorded together (#33).
+    ?assertEqual(300, beamlab_stats_hist:count(maps:get(consumer_hist, R))),
+    ?assertEqual(300, beamlab_stats_hist:count(maps:get(confirm_hist, R))),
     ?assertMatch(#{balanced := true, queued := 0}, acc(R)),
     ?assertEqual(counts, maps:get(stop, R)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"sending rate avg: ">>)),
@@ -103,6 +107,8 @@ consumer_count_below_producer_count(_) ->
                       confirm => 50, duration => 5}),
     #{sent := 200, received := Rcv} = counters(R),
     ?assertEqual(50, Rcv),
+    %% The deliveries of the last read past -C are neither counted nor recorded.
+    ?assertEqual(50, beamlab_stats_hist:count(maps:get(consumer_hist, R))),
     ?assertMatch(#{balanced := true, queued := 150}, acc(R)).
 
 mandatory_unroutable_returned(_) ->

@@ -9,7 +9,7 @@
 -include_lib("eunit/include/eunit.hrl").
 
 -export([prop_frame/0, prop_frame_stream/0, prop_method/0, prop_table/0,
-         prop_header/0, prop_content_split/0, prop_publish_frames/0, prop_publish_iodata/0, prop_ack_frames/0]).
+         prop_header/0, prop_content_split/0, prop_publish_frames/0, prop_publish_head/0, prop_publish_iodata/0, prop_ack_frames/0]).
 
 %%====================================================================
 %% Generators
@@ -192,6 +192,23 @@ prop_publish_frames() ->
                 {M, Props, Body} =:= content_parts(iolist_to_binary(IoData), Ch, FrameMax)
             end).
 
+%% One head (method and header frames) serves every body of its size: the
+%% producer builds it once while nothing in it changes (#33).
+prop_publish_head() ->
+    ?FORALL({Ch, FrameMax, X, K, Mandatory, Size, Props, N},
+            {range(1, 65535), frame_max(), shortstr(), shortstr(), boolean(), range(0, 5000), props(),
+             range(1, 4)},
+            begin
+                Handle = {amqp_channel, self(), Ch, FrameMax},
+                Head = beamlab_amqp:publish_head(Handle, X, K, Size, #{props => Props, mandatory => Mandatory}),
+                M = {'basic.publish', X, K, Mandatory, false},
+                lists:all(fun(_) ->
+                                  Body = crypto:strong_rand_bytes(Size),
+                                  Bin = iolist_to_binary([Head | beamlab_amqp:publish_body(Handle, Body)]),
+                                  {M, Props, Body} =:= content_parts(Bin, Ch, FrameMax)
+                          end, lists:seq(1, N))
+            end).
+
 prop_ack_frames() ->
     ?FORALL({Ch, Tag, Multiple, Requeue, Kind},
             {range(1, 65535), range(0, (1 bsl 64) - 1), boolean(), boolean(), oneof([ack, nack, reject])},
@@ -229,6 +246,7 @@ properties_test_() ->
       ?_test(check(prop_header(), 300)),
       ?_test(check(prop_content_split(), 150)),
       ?_test(check(prop_publish_frames(), 150)),
+      ?_test(check(prop_publish_head(), 100)),
       ?_test(check(prop_publish_iodata(), 60)),
       ?_test(check(prop_ack_frames(), 300))]].
 
