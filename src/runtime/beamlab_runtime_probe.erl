@@ -185,7 +185,7 @@ tree_cpu_us(Root, Pid, Upto) ->
 
 %% @doc {@link tree_cpu_us/3} of the trees of `Pids' together (the first
 %% one's ancestors up to `Upto'; the first must exist, the others may
-%% not: a watched node's VM beside beamlab's own), for a caller that
+%% not: another VM beside beamlab's own), for a caller that
 %% samples it again and again: it keeps the tree's pids (`undefined' the
 %% first time) and reads every proc/N/stat at most once a second
 %% (`TREE_REFRESH_MS'). In between it lists /proc and reads only the

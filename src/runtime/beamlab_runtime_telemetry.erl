@@ -463,7 +463,7 @@ reason(R) -> io_lib:format("~0tp", [R]).
 %% (with its process list when a full scan is due, its ETS tables' memory
 %% when processes are tracked, and the system monitor's events).
 raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root, os_pid = OsPid,
-        holder = Holder, tracker = Tracker, prev = Prev}, Full, Until)
+        holder = Holder, tracker = Tracker}, Full, Until)
   when Node =/= undefined ->
     {value, {Reds, GCs, Swt, Rq, Procs, Ports, Ets, Mem, Io, MsaccRaw, Atoms, Pids, EtsMem, Events, Dist}, _} =
         erpc:call(Node, erl_eval, exprs, [Exprs, lists:sort([{'H', Holder}, {'Full', Full},
@@ -480,20 +480,13 @@ raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
     %% Machine-wide counters only when the node runs on this host.
-    {Os, Tree} = case OsPid of
-                     undefined -> {[], undefined};
-                     _ ->
-                         %% the node's VM with beamlab's own tree (this
-                         %% VM, its peers: `amqp --watch''s load
-                         %% generators), what `machine_overloaded' never
-                         %% counts as others
-                         {TreeUs, T} = tree(Root, [os:getpid(), OsPid], Prev),
-                         {[{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root, OsPid)},
-                           {tree_cpu_us, TreeUs},
-                           {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
-                           {load, beamlab_runtime_probe:loadavg(Root)}], T}
-                 end,
-    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ [{tree, Tree} || Tree =/= undefined])),
+    Os = case OsPid of
+             undefined -> [];
+             _ -> [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root, OsPid)},
+                   {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
+                   {load, beamlab_runtime_probe:loadavg(Root)}]
+         end,
+    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os])),
     case Msacc of
         true -> M1#{msacc => msacc_sum(MsaccRaw)};
         false -> M1
