@@ -2,13 +2,19 @@
 # scripts/screenshots.sh [OUTDIR]
 # SHOTS="sweep trend" scripts/screenshots.sh   (only those: sweep categorical
 #   scaling latency per-second timeseries distributions matrix trend
-#   ci-trend watch)
+#   ci-trend watch report flame-diff; with RabbitMQ: amqp-watch numa
+#   profile-rabbitmq, which also needs perf; with scripts/install-otp.sh's
+#   OTP 27 and scripts/install-rabbitmq.sh's RabbitMQ 4.0: jit-study)
 # KEEP=DIR scripts/screenshots.sh   (also keeps the documents in DIR, to
 #   read the numbers the text quotes)
 #
 # Regenerates docs/results.md's screenshots (docs/images/report-*.png,
-# or into OUTDIR), docs/ci.md's (ci-history-trend.png) and docs/target.md's
-# Processes section (watch-processes.png) from real runs of the built ./beamlab, rendered by
+# or into OUTDIR), README's report.png, docs/ci.md's (ci-history-trend.png)
+# and docs/target.md's (watch-processes.png; with Debian's rabbitmq-server,
+# target-amqp-watch.png and target-matrix-heatmaps.png, and docs/profile.md's
+# profile-flame-rabbitmq.png and profile-flame-diff-rabbitmq.png; with OTP
+# 27 and RabbitMQ 4.0, docs/jit-study.md's jit-study-*.png) from real runs of
+# the built ./beamlab, rendered by
 # headless Chromium: the commands are the ones results.md names under
 # each picture. Each picture is one element of a `beamlab report' page
 # (a chart's card or a whole section), cut out in two passes: Chromium
@@ -40,8 +46,9 @@ chromium() {
         --virtual-time-budget=5000 "$@" 2>/dev/null
 }
 
-# shot HTML SELECTOR NAME: the first element SELECTOR matches, alone, as
-# $OUT/NAME.png. The page is laid out 1345 px wide, as a desktop window.
+# shot HTML SELECTOR NAME [KEEP]: the first element SELECTOR matches, alone,
+# as $OUT/NAME.png (with KEEP, only the figures in it that KEEP matches).
+# The page is laid out 1345 px wide, as a desktop window.
 shot() {
     page=$WORK/$3.html
     # (a script after </html> still runs: the parser puts it in the body)
@@ -50,6 +57,8 @@ shot() {
 window.addEventListener("load", function () { setTimeout(function () {
   var el = document.querySelector("$2");
   if (!el) { document.body.setAttribute("data-shot", "none"); return; }
+  var keep = "${4:-}";
+  if (keep) el.querySelectorAll("figure, details, .tablebox").forEach(function (f) { if (!f.matches(keep)) f.style.display = "none"; });
   document.documentElement.style.width = "1345px";
   for (var n = el; n && n !== document.body; n = n.parentNode) {
     var sibs = n.parentNode ? n.parentNode.children : [];
@@ -74,6 +83,13 @@ EOF
 report() { # report NAME FILES...: $WORK/NAME-report.html
     name=$1; shift
     "$B" report "$@" -o "$WORK/$name-report.html" >/dev/null
+}
+
+# page HTML NAME WIDTH HEIGHT: the top of the whole page, as a window of
+# that size shows it.
+page() {
+    chromium --window-size="$3,$4" --screenshot="$OUT/$2.png" "file://$1" >/dev/null
+    echo "screenshots: $OUT/$2.png ($3,$4)"
 }
 
 want() { case " ${SHOTS:-all} " in *" all "* | *" $1 "*) return 0 ;; esac; return 1; }
@@ -194,4 +210,104 @@ kill "$SHOP" 2>/dev/null || true
 cd ..
 report watch watch/watch.json
 shot "$WORK/watch-report.html" '#processes' watch-processes
+fi
+
+# README's picture: the top of the report of results.md's three runs of
+# the same code (the third with two workers), compared.
+if want report; then
+"$B" 'lists:seq(1,100).' -d 1000 -s 8 -v --save seq-a.json >/dev/null 2>&1
+"$B" 'lists:seq(1,100).' -d 1000 -s 8 -v --save seq-b.json >/dev/null 2>&1
+"$B" 'lists:seq(1,100).' -d 1000 -s 8 -c 2 -v --save seq-c2.json >/dev/null 2>&1
+"$B" report seq-a.json seq-b.json seq-c2.json --title 'lists:seq(1,100): three runs on a shared 2-core VM' \
+    -o "$WORK/three-report.html" >/dev/null
+page "$WORK/three-report.html" report 1280 2300
+fi
+
+# results.md's differential flame graph (needs perf): profile_SUITE's
+# differential_hot_to_cold, hot_loop/2 made colder (80% of the loop's
+# iterations, then 20%).
+if want flame-diff; then
+mkdir -p flame
+for side in before:8000:2000 after:2000:8000; do
+    name=${side%%:*}; rest=${side#*:}; hot=${rest%%:*}; other=${rest#*:}
+    mkdir -p "flame/$name"
+    printf '%s\n' '-module(hotmod).' '-export([work/0]).' "work() -> hot_loop($hot, 0), other_loop($other, 0)." \
+        'hot_loop(0, A) -> A;' 'hot_loop(N, A) -> hot_loop(N - 1, (A * 31 + N) band 16#ffff).' \
+        'other_loop(0, A) -> A;' 'other_loop(N, A) -> other_loop(N - 1, (A * 31 + N) band 16#ffff).' >"flame/$name/hotmod.erl"
+    erlc -o "flame/$name" "flame/$name/hotmod.erl"
+    "$B" profile --save="$WORK/flame/$name.json" -- run 'hotmod:work().' -pa "$WORK/flame/$name" -s 2 >/dev/null 2>&1
+done
+report flame flame/before.json flame/after.json
+shot "$WORK/flame-report.html" 'figure[data-kind=flame-diff]' report-flame-diff
+fi
+
+# docs/target.md's amqp --watch and NUMA walk-through pictures, against a
+# private broker (Debian's rabbitmq-server, scripts/rabbitmq.sh) on port
+# SHOTS_RABBIT_PORT (default 5797).
+if want amqp-watch || want numa || want profile-rabbitmq; then
+if [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+    PORT=${SHOTS_RABBIT_PORT:-5797}
+    if want amqp-watch; then
+        BEAMLAB_RABBIT_PORT=$PORT "$ROOT/scripts/rabbitmq.sh" start >/dev/null
+        NODE=beamlab-rabbit-$PORT@localhost
+        "$B" amqp -h "amqp://guest:guest@127.0.0.1:$PORT/%2F" --closed-loop 20 -z 8 --watch "$NODE" \
+            --cookie "$(cat "$ROOT/_build/rabbitmq/$PORT/.erlang.cookie")" --save amqp-watch.json >/dev/null 2>&1 || true
+        BEAMLAB_RABBIT_PORT=$PORT "$ROOT/scripts/rabbitmq.sh" stop >/dev/null || true
+        report amqp-watch amqp-watch.json
+        shot "$WORK/amqp-watch-report.html" '#timeline' target-amqp-watch
+    fi
+    if want numa; then
+        # (6 minutes: 15 brokers, one after the other)
+        "$B" matrix --target rabbitmq --vm '+sbt u' --vm '+sbt db' --vm '+S 1' --wrap 'taskset -c 1' -n 5 \
+            --save numa.json -- amqp --closed-loop 50 -z 8 >/dev/null 2>&1
+        report numa numa.json
+        shot "$WORK/numa-report.html" '#timeline' target-matrix-heatmaps 'figure[data-kind=heatmap]'
+    fi
+    # profile.md's walk-through: the broker (the JIT's perf support on)
+    # profiled for 10 s under the reference's single-queue load, transient
+    # then persistent messages, the two profiles with the same label.
+    if want profile-rabbitmq; then
+        ERL_FLAGS='+JPperf true' BEAMLAB_RABBIT_PORT=$PORT "$ROOT/scripts/rabbitmq.sh" start >/dev/null
+        PID=$(cat "$ROOT/_build/rabbitmq/$PORT/rabbit.pid")
+        for kind in transient persistent; do
+            flags="-f mandatory"; [ $kind = persistent ] && flags="-f mandatory -f persistent"
+            # shellcheck disable=SC2086
+            "$B" amqp -h "amqp://guest:guest@127.0.0.1:$PORT/%2F" -x 1 -y 1 -u q1 $flags -q 300 -c 100 -z 22 \
+                >/dev/null 2>&1 &
+            LOAD=$!
+            sleep 5
+            save=rabbit-1q.json; [ $kind = persistent ] && save=rabbit-1q-persistent.json
+            "$B" profile --pid "$PID" --duration 10 --label 'rabbitmq single queue' --save="$WORK/$save" \
+                >/dev/null 2>&1 || true
+            wait "$LOAD" || true
+        done
+        BEAMLAB_RABBIT_PORT=$PORT "$ROOT/scripts/rabbitmq.sh" stop >/dev/null || true
+        report rabbit-one rabbit-1q.json
+        shot "$WORK/rabbit-one-report.html" 'figure[data-kind=flame]' profile-flame-rabbitmq
+        report rabbit-diff rabbit-1q.json rabbit-1q-persistent.json
+        shot "$WORK/rabbit-diff-report.html" 'figure[data-kind=flame-diff]' profile-flame-diff-rabbitmq
+    fi
+else
+    echo "screenshots: amqp-watch, numa: Debian's rabbitmq-server is not installed; skipped" >&2
+fi
+fi
+
+# docs/jit-study.md's pictures: the preset's recorded run (5 repetitions of
+# 30 s per flavour and scenario: about 12 minutes) and the single-queue
+# scenario profiled under each flavour (one repetition and a profiled one).
+if want jit-study; then
+OTP27=${BEAMLAB_OTP27_PREFIX:-/opt/beamlab-otp/27}
+if [ -x "$OTP27/bin/erl" ] && [ -x "${BEAMLAB_RABBITMQ40_PREFIX:-/opt/beamlab-rabbitmq/4.0}/bin/rabbitmq-server" ]; then
+    "$B" matrix --preset jit-study -n 5 --duration 30 --save jit-study.json >/dev/null 2>&1 || true
+    report jit-study jit-study.json
+    shot "$WORK/jit-study-report.html" '#matrix' jit-study-matrix 'figure[data-kind=matrix]'
+    "$B" matrix --target rabbitmq --otp "$OTP27" --flavor emu --flavor jit -n 1 --profile --save prof.json \
+        -- amqp -x 1 -y 1 -u q1 -f mandatory -q 300 -c 100 -z 20 >/dev/null 2>&1 || true
+    report prof prof.json
+    shot "$WORK/prof-report.html" '#profiles > figure:nth-of-type(1)' jit-study-flame-emu
+    shot "$WORK/prof-report.html" '#profiles > figure:nth-of-type(2)' jit-study-flame-jit
+    shot "$WORK/prof-report.html" 'figure[data-kind=flame-diff]' jit-study-flame-diff
+else
+    echo "screenshots: jit-study: needs scripts/install-otp.sh and scripts/install-rabbitmq.sh; skipped" >&2
+fi
 fi

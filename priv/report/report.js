@@ -480,7 +480,7 @@
   }
 
   // One benchmark across runs: a bar per run with its CI as error bar.
-  function barChart(parent, name, items, unit, better, method) {
+  function barChart(parent, name, items, unit, better, method, measure) {
     var ts = timeScale(items.map(function (it) { return it.value; }), unit), f = ts[0];
     unit = ts[1];
     items = items.map(function (it) { return Object.assign({}, it, { value: it.value * f, ci: it.ci ? [it.ci[0] * f, it.ci[1] * f] : null }); });
@@ -491,7 +491,7 @@
     var L = Math.min(LABEL_MAX, Math.max(70, 14 + CHAR_PX * longest)), R = Math.max(170, 12 + 6.4 * longestText), rowH = 30, T = 8, W = L + 260 + R;
     var H = T + items.length * rowH + 40;
     // A watched node's series are observations, not a benchmark: no better.
-    var card = box(name + (unit ? ' (' + unit + ')' : ''), [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
+    var card = box(withUnit(name, measure, unit), [unit, better ? betterText(better) : 'observed on the watched node, not measured by a benchmark'].filter(Boolean).join(', ') +
                    '; error bar: ' + (method || 'interval of the mean'), 'results');
     var vals = [];
     items.forEach(function (it) { vals.push(it.value); if (it.ci) { vals.push(it.ci[0], it.ci[1]); } });
@@ -518,14 +518,14 @@
       }
       svg.appendChild(s('text', { x: W - R + 6, y: y + rowH / 2 + 4, 'class': 'tick' }, texts[i]));
     });
-    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit || 'value'));
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, axisLabel(measure, unit)));
     done(card, svg);
     parent.appendChild(card);
   }
 
   // Rows of points: each row's samples as dots, its mean as a bar with the
   // interval as whiskers (a matrix's configurations, a small sample).
-  function intervalChart(parent, title, subtitle, unit, rows, kind) {
+  function intervalChart(parent, title, subtitle, unit, rows, kind, measure) {
     var ts = timeScale(rows.map(function (r) { return r.mean; }), unit), f = ts[0];
     unit = ts[1];
     var sc = function (v) { return isNum(v) ? v * f : v; };
@@ -536,7 +536,7 @@
     var L = Math.min(LABEL_MAX, Math.max(150, 14 + CHAR_PX * longest)), R = 16, rowH = 30, T = 8, W = L + 394;
     var H = T + rows.length * rowH + 40;
     // The title names the measure: the unit the axis shows.
-    title = title.replace('{unit}', unit || 'value');
+    title = title.replace(' ({unit})', withUnit('', measure, unit));
     var card = box(title, subtitle, kind);
     var vals = [];
     rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
@@ -568,7 +568,7 @@
       g.appendChild(t);
       svg.appendChild(g);
     });
-    svg.appendChild(s('text', { x: L + pw / 2, y: H - 5, 'class': 'label x-label', 'text-anchor': 'middle' }, unit || 'value'));
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 5, 'class': 'label x-label', 'text-anchor': 'middle' }, axisLabel(measure, unit)));
     done(card, svg);
     parent.appendChild(card);
     return card;
@@ -576,7 +576,7 @@
 
   // Sample distributions of one benchmark across runs: histograms on common
   // bins, and a box plot (p5, p25, median, p75, p95) per run below.
-  function distChart(parent, name, unit, items) {
+  function distChart(parent, name, unit, items, measure) {
     var W = 420, L = 52, R = 14, T = 10, histH = 120, boxH = 22;
     var H = T + histH + items.length * boxH + 46;
     var pw = W - L - R;
@@ -615,7 +615,7 @@
       if (t < e[0] || t > e[1]) return;
       svg.appendChild(s('text', { x: X(t), y: H - 22, 'class': 'tick', 'data-axis': 'x', 'text-anchor': 'middle' }, fmtTick(t, dstep)));
     });
-    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, unit));
+    svg.appendChild(s('text', { x: L + pw / 2, y: H - 4, 'class': 'label x-label', 'text-anchor': 'middle' }, axisLabel(measure, unit)));
     // The count axis: samples per bin, 0 and the tallest bin.
     svg.appendChild(s('path', { d: 'M' + (L - 4) + ',' + T + 'V' + (T + histH), 'class': 'axis' }));
     [[0, T + histH], [maxC, T]].forEach(function (c) {
@@ -642,7 +642,7 @@
     var scale = util ? (maxV > 1.0001 ? 100 : 1) : Math.max(1, maxV);
     var cols = Math.min(n, pw);
     var who = run.subject ? run.subject + (data.runs.length > 1 ? ' (' + run.label + ')' : '') : run.label;
-    var card = box(who + ': ' + hm.name, rows + ' schedulers, ' + n + ' samples; ' +
+    var card = box(who + ': ' + hm.name, rows + (rows === 1 ? ' scheduler, ' : ' schedulers, ') + n + ' samples; ' +
                    (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'), 'heatmap');
     var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap' });
     var ctx = cv.getContext('2d');
@@ -745,10 +745,35 @@
         if (!b && (x.name === name || name.indexOf(x.name + ' ') === 0)) { b = x; kind = r.kind; }
       });
     });
+    // A measure the unit does not say (CPU time, a check's counts) is
+    // named: `lists:seq(1,1000).: CPU time per iteration', `fib/cpu' as
+    // `fib: CPU time per repetition', `work (cpu)' as `work: CPU time
+    // per iteration' (#35: they were titled `(ns)' as wall-clock time).
+    if (b && b.measure && name === b.name) {
+      var what = b.group && name === b.group + ' (' + b.metric + ')' ? b.group : /\/cpu$/.test(name) ? name.slice(0, -4) : name;
+      return what + ': ' + b.measure;
+    }
     if (!b || !b.group) return name;
     if (b.metric && name === b.group + ' (' + b.metric + ')') return b.group + ': ' + b.metric;
     if ((kind === 'amqp' || kind === 'suite') && name.indexOf(b.group) < 0) return b.group + ': ' + name;
     return name;
+  }
+
+  // The measure of the benchmark named NAME (its `measure'), or null.
+  function measureOf(name) {
+    var m = null;
+    data.runs.forEach(function (r) { r.benchmarks.forEach(function (b) { if (m === null && b.name === name && b.measure) m = b.measure; }); });
+    return m;
+  }
+  // A title or an axis with its unit: `CPU time per iteration (ns)'; a
+  // count that names its unit already (`reductions per iteration') or
+  // none at all is left as it is.
+  function withUnit(text, measure, unit) {
+    if (!unit || (measure && measure.indexOf(unit) === 0)) return text;
+    return text + ' (' + unit + ')';
+  }
+  function axisLabel(measure, unit) {
+    return measure ? withUnit(measure, measure, unit) : unit || 'value';
   }
 
   // A chart of a watched node's measures is titled with the node: `NODE:
@@ -799,10 +824,45 @@
                     'Change of each later run against the first, its confidence interval and verdict.');
     var rows = c.rows.map(function (r) {
       var cls = r.indexOf('SLOWER') >= 0 || r.indexOf('slower') >= 0 ? 'bad' : r.indexOf('faster') >= 0 ? 'good' : '';
-      return { cls: cls, cells: r.map(function (v, i) { return h('td', typeof v === 'number' ? { 'class': 'num' } : {}, [cellText(v, c.header[i])]); }) };
+      // (a measure the unit does not say is named beside the benchmark: `(CPU time per iteration)')
+      var m = typeof r[0] === 'string' ? measureOf(r[0]) : null;
+      return { cls: cls, cells: r.map(function (v, i) {
+        return h('td', typeof v === 'number' ? { 'class': 'num' } : {}, [cellText(v, c.header[i]) + (i === 0 && m ? ' (' + m + ')' : '')]);
+      }) };
     });
     g.appendChild(table(c.header, rows, 'wide'));
     (c.notes || []).forEach(function (n) { g.appendChild(h('p', { 'class': 'note' }, [n])); });
+  }
+
+  // A check's paired verdicts, as its text table gives them (#35: the
+  // report showed only the head's rounds): each benchmark and metric with
+  // the medians of the base's and the head's rounds, the change, its
+  // interval, the sign test's p and the verdict, with what a `~' could
+  // have seen; then the method and the result.
+  var CHECK_CLASS = { regressed: 'bad', improved: 'good', failed_head: 'bad' };
+  // (below 0.01% a count's change is noise of the counting: none, as the command line says)
+  function change(v) { return isNum(v) && Math.abs(v) < 1e-4 ? '0%' : pct(v); }
+  function checks() {
+    var runs = data.runs.filter(function (r) { return r.check && r.check.entries.length; });
+    if (!runs.length) return;
+    var g = section('check', 'Check: head against base', 'Paired rounds, base and head each in a fresh VM; change: the median of ' +
+                    'the per-round ratios head/base, with its interval; p: the exact sign test on the rounds.');
+    runs.forEach(function (run) {
+      var es = run.check.entries;
+      var conf = es[0].confidence;
+      var head = ['benchmark', 'metric', 'base', 'head', 'change', (conf * 100).toFixed(conf * 100 % 1 ? 3 : 0).replace(/0+$/, '').replace(/[.]$/, '') + '% CI', 'p', 'verdict'];
+      var rows = es.map(function (e, i) {
+        var first = i === 0 || es[i - 1].benchmark !== e.benchmark;
+        return { cls: (CHECK_CLASS[e.kind] || '') + ' check-entry',
+                 cells: [first ? e.benchmark : '', e.metric + (e.gated ? ' (gated)' : ''), e.base === null ? '-' : e.base,
+                         e.head === null ? '-' : e.head, change(e.change), e.ci ? '[' + change(e.ci[0]) + ', ' + change(e.ci[1]) + ']' : '-',
+                         isNum(e.p) ? (e.p < 0.001 ? e.p.toExponential(1) : e.p.toFixed(3)) : '-',
+                         h('td', { 'class': 'verdict', 'data-verdict': e.kind }, [e.verdict])] };
+      });
+      var box = h('div', { 'class': 'checkbox' }, [h('p', {}, [h('strong', {}, [run.check.lines[0] || run.label])]), table(head, rows, 'check-table')]);
+      run.check.lines.slice(1).forEach(function (l) { box.appendChild(h('p', { 'class': 'note' }, [l])); });
+      g.appendChild(box);
+    });
   }
 
   // History: each benchmark's mean over the runs in order, its interval as
@@ -839,13 +899,15 @@
       var span = pos.length === means.length && pos.length > 1 ? log10(Math.max.apply(null, pos) / Math.min.apply(null, pos)) : 0;
       var yLog = span >= 2;
       // The title names the benchmark and its measure (the unit its axis shows).
-      lineChart(g, { title: shown(tr.name) + (tr.unit ? ' (' + tr.unit + ')' : '') + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
+      var trMeasure = measureOf(tr.name);
+      lineChart(g, { title: withUnit(shown(tr.name), trMeasure, tr.unit) + ' by ' + (hi.order === 'commit' ? 'commit' : 'run'),
                      subtitle: function (unit) {
                        return (unit || 'no unit') + ', ' + betterText(tr.better) + '; each run' + String.fromCharCode(8217) +
                          's mean in ' + hi.order + ' order, band: ' + Math.round(hi.confidence * 100) + '% interval of that mean' +
                          (yLog ? '; log axis: the means span ' + span.toFixed(1) + ' decades' : '');
                      }, kind: 'trend', yLog: yLog,
-                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit || tr.name, yUnit: tr.unit, xAxis: xAxis,
+                     xLabel: hi.order === 'commit' ? 'commit' : 'run', yLabel: tr.unit || trMeasure ? axisLabel(trMeasure, tr.unit) : tr.name,
+                     yUnit: tr.unit, xAxis: xAxis,
                      series: [{ name: 'mean', color: COLORS[0], markers: true, cls: 'trend-line', flags: flags,
                                 x: tr.points.map(function (p) { return p[0]; }), y: tr.points.map(function (p) { return p[1]; }),
                                 band: { lo: tr.points.map(function (p) { return p[2]; }), hi: tr.points.map(function (p) { return p[3]; }) } }] });
@@ -927,7 +989,7 @@
         row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
-          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + ' ({unit}) per configuration',
+          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + (row.measure ? ': ' + row.measure : '') + ' ({unit}) per configuration',
                         run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
@@ -936,7 +998,7 @@
                           if (sc && label.indexOf(sc + ': ') === 0) label = label.slice(sc.length + 2);
                           return { label: label, samples: c.samples, mean: c.mean, ci: c.ci, color: color(i),
                                    note: c.config === m.baseline || (c.verdict == null && c.change == null) ? 'baseline' : pct(c.change) + ' ' + verdictText(c.verdict) };
-                        }), 'matrix');
+                        }), 'matrix', row.measure);
         });
       });
     });
@@ -1002,7 +1064,7 @@
   // side), the interval as whiskers, no line through values never measured.
   function sweeps() {
     var groups = byName(function (r) { return r.sweeps; }, function (sw) {
-      return (sw.workload ? sw.workload + ': ' : '') + sw.metric + ' (' + sw.unit + ') against ' + sw.param;
+      return (sw.workload ? sw.workload + ': ' : '') + withUnit(sw.measure || sw.metric, sw.measure, sw.unit) + ' against ' + sw.param;
     });
     if (!groups.length) return;
     var g = section('sweeps', 'Parameter sweeps', 'Mean of each point and the interval its document gives. The x axis is ' +
@@ -1051,7 +1113,7 @@
                          (cat ? '; ' + first.param + ' is drawn at its ' + xAxis.ticks.length + ' measured values' : '') +
                          (ord ? '; ' + first.param + ' on an ordinal axis: its ' + xAxis.ticks.length + ' measured values evenly spaced' : '');
                      },
-                     xLabel: first.param, yLabel: first.metric + ' (' + first.unit + ')', yUnit: first.unit,
+                     xLabel: first.param, yLabel: withUnit(first.measure || first.metric, first.measure, first.unit), yUnit: first.unit,
                      yLog: yLog, xLog: !cat && grp.entries.some(function (e) { return e.item.log; }), series: series });
     });
   }
@@ -1098,7 +1160,7 @@
       if (!measured.length) return;
       barChart(g, about(measured, shown(grp.name)), measured.map(function (e) {
         return { label: e.run.label + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
-      }), first.unit, grp.entries.every(function (e) { return e.run.kind === 'watch'; }) ? null : first.better, first.ci_method);
+      }), first.unit, grp.entries.every(function (e) { return e.run.kind === 'watch'; }) ? null : first.better, first.ci_method, first.measure);
     });
     distributions(groups);
   }
@@ -1110,15 +1172,15 @@
     groups.forEach(function (grp) {
       var entries = grp.entries.filter(function (e) { return e.item.samples.length > 1; });
       if (!entries.length) return;
-      var unit = grp.entries[0].item.unit;
+      var unit = grp.entries[0].item.unit, measure = grp.entries[0].item.measure;
       if (entries.every(function (e) { return e.item.samples.length >= MIN_HIST; })) {
-        distChart(d, about(entries, shown(grp.name)) + ' (' + unit + ')', unit, entries.map(function (e) {
+        distChart(d, withUnit(about(entries, shown(grp.name)), measure, unit), unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
-        }));
+        }), measure);
       } else {
         intervalChart(d, about(entries, shown(grp.name)) + ' ({unit})', 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
           return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
-        }), 'points');
+        }), 'points', measure);
       }
     });
   }
@@ -1151,9 +1213,13 @@
         : partial ? 'the last interval, shorter than the others (the recording stopped within it), is left out' : null;
       // Shares and counts from zero (a 51% utilisation is not drawn as a
       // swing); counts on whole ticks.
+      // A benchmark's samples over time are titled and labelled with its
+      // measure (`lists:seq(1,1000).: CPU time per iteration (ns)').
+      var bench = grp.entries[0].item.benchmark, measure = bench ? measureOf(bench) : null;
       var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
-                                                 : shown(grp.name),
-                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds', yLabel: unit || grp.name, yUnit: unit,
+                                                 : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
+                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds',
+                                     yLabel: measure ? axisLabel(measure, unit) : unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
                                      series: grp.entries.map(function (e, i) {
@@ -1242,7 +1308,7 @@
   try {
     data = JSON.parse(document.getElementById('beamlab-data').textContent);
     app = document.getElementById('app');
-    [overview, history, comparison, matrices, scaling, sweeps, latency, results, series, heatmaps, env, findings].forEach(function (f) {
+    [overview, history, comparison, checks, matrices, scaling, sweeps, latency, results, series, heatmaps, env, findings].forEach(function (f) {
       try { f(); } catch (e) { noteError(f.name + ': ' + (e && e.message ? e.message : e)); }
     });
   } catch (e) {

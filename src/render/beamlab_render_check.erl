@@ -9,9 +9,18 @@
 %%% gated metric that regressed is REGRESSED; the others are informative.
 -module(beamlab_render_check).
 
--export([text/2, markdown/1]).
+-export([text/2, markdown/1, entries/1, lines/1]).
 
 -type opts() :: #{unicode := boolean()}.
+%% One entry of a check as its text table says it, for the HTML report:
+%% the medians as text in their unit, the change (head/base - 1), its
+%% interval, the sign test's p, the verdict in words (with what a `~'
+%% could have seen) and its kind.
+-type entry() :: #{benchmark := binary(), metric := binary(), base := binary() | null,
+                   head := binary() | null, change := number() | null, ci := [number()] | null,
+                   p := number() | null, confidence := number(), verdict := binary(),
+                   kind := binary(), gated := boolean(), detectable := number() | null}.
+-export_type([entry/0]).
 
 %% @doc The text view.
 -spec text(beamlab_result:result(), opts()) -> unicode:chardata().
@@ -88,6 +97,52 @@ per(#{<<"per_iteration">> := #{} = P}, Key, Unit) ->
     end;
 per(_, _, _) ->
     "-".
+
+%% @doc Every entry of a check against a base (none for any other
+%% document, or a check that only validated its bench modules).
+-spec entries(beamlab_result:result()) -> [entry()].
+entries(#{kind := check, params := #{<<"against">> := _}, benchmarks := Bs} = Doc) ->
+    Conf = confidence(Doc),
+    [entry(B, Conf) || B <- Bs];
+entries(_) ->
+    [].
+
+entry(#{group := G, metric := M, extra := X} = B, Conf) ->
+    Gated = maps:get(<<"gated">>, X, false) =:= true,
+    Common = #{benchmark => G, metric => M, confidence => Conf, gated => Gated},
+    case paired(B) of
+        none ->
+            Common#{base => null, head => null, change => null, ci => null, p => null,
+                    verdict => unicode:characters_to_binary(status_text(B)),
+                    kind => maps:get(<<"status">>, X, <<"not_measured">>), detectable => null};
+        P ->
+            Num = fun(K) -> case maps:get(K, P, null) of V when is_number(V) -> V; _ -> null end end,
+            Common#{base => unicode:characters_to_binary(value(M, maps:get(<<"median_base">>, P))),
+                    head => unicode:characters_to_binary(value(M, maps:get(<<"median_new">>, P))),
+                    change => Num(<<"change">>),
+                    ci => case maps:get(<<"ci">>, P, null) of
+                              [Lo, Hi] when is_number(Lo), is_number(Hi) -> [Lo, Hi];
+                              _ -> null
+                          end,
+                    p => Num(<<"p_value">>),
+                    verdict => unicode:characters_to_binary(verdict_text(B, P)),
+                    kind => case {maps:get(<<"verdict">>, P), Gated} of
+                                {<<"regressed">>, false} -> <<"regressed_not_gated">>;
+                                {V, _} -> V
+                            end,
+                    detectable => Num(<<"detectable">>)}
+    end.
+
+%% @doc What the text view says around its table, one line each: the
+%% headline, the method, the result and its notes, and with `--ci' what
+%% ended the rounds (none for a check without a base).
+-spec lines(beamlab_result:result()) -> [binary()].
+lines(#{kind := check, params := #{<<"against">> := _}, benchmarks := [_ | _]} = Doc) ->
+    Text = unicode:characters_to_binary([headline(Doc), "\n", result_line(Doc), "\n",
+                                         stop_line(Doc, #{unicode => true})]),
+    [L || L <- binary:split(Text, <<"\n">>, [global]), string:trim(L) =/= <<>>];
+lines(_) ->
+    [].
 
 %% @doc The Markdown summary: a headline with the outcome, one table row
 %% per benchmark (time, reductions and memory side by side), the method

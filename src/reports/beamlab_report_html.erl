@@ -202,6 +202,9 @@ run_model(Label, R) ->
       scaling => beamlab_report_views:scaling(R),
       latency => beamlab_report_views:latency(R),
       matrix => beamlab_report_views:matrix(R),
+      %% a check's paired verdicts, as its text table gives them
+      check => #{entries => [maps:map(fun(_, V) -> num(V) end, E) || E <- beamlab_render_check:entries(R)],
+                 lines => beamlab_render_check:lines(R)},
       processes => beamlab_report_watch:processes(R),
       doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
@@ -240,6 +243,7 @@ bench_model(B, Claimed) ->
     #{name => maps:get(name, B, <<"?">>),
       group => maps:get(group, B, <<>>),
       metric => maps:get(metric, B, <<>>),
+      measure => beamlab_report_views:measure(B),
       unit => Unit,
       better => maps:get(better, B),
       claimed => Claimed,
@@ -391,7 +395,7 @@ sample_series(R, Benchmarks) ->
                    I when is_number(I), I > 0 -> I;
                    _ -> null
                end,
-    [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>, unit => Unit,
+    [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>, unit => Unit, benchmark => Name,
        t => Ts, y => [num(Y * Scale) || Y <- lists:sublist(Ys, length(Ts))], partial => Partial}
      || B = #{name := Name, samples := Ys, sample_info := #{method := all}} <- Benchmarks,
         length(Ys) >= 3, not is_repetitions(B),
@@ -426,12 +430,12 @@ per_second_series(#{kind := doctor}, _Benchmarks) ->
 per_second_series(#{kind := check}, _Benchmarks) ->
     [];
 per_second_series(R, Benchmarks) ->
-    bench_series(Benchmarks) ++ sample_series(R, Benchmarks).
+    bench_series(R, Benchmarks) ++ sample_series(R, Benchmarks).
 
 %% Per-second series a command keeps in a benchmark's `extra' or `counters'
 %% (lists of numbers, one per second, maps with their own time axis, or
 %% lists of per-second maps: message_load's `series').
-bench_series(Benchmarks) ->
+bench_series(R, Benchmarks) ->
     %% A key named after one of the run's metrics has its unit.
     Metrics = maps:from_list([{M, U} || #{metric := M, unit := U} <- Benchmarks]),
     Unit = fun(K) -> beamlab_report_views:series_unit(K, Metrics) end,
@@ -449,11 +453,16 @@ bench_series(Benchmarks) ->
                error ->
                    [#{name => <<Name/binary, " ", K/binary>>, source => Name, unit => Unit(K),
                       t => lists:seq(1, length(Ys)), y => Ys}
-                    || {K, Ys} <- numeric_lists(Src, <<>>), length(Ys) >= 2]
+                    || {K, Ys} <- numeric_lists(Src, <<>>), length(Ys) >= 2, not per_repetition(R, B, Ys)]
                    ++ [S#{name => <<Name/binary, " ", K/binary>>, source => Name, unit => Unit(K)}
                        || {K, S} <- map_lists(Src, duration_ms(B))]
            end
        end || B <- Benchmarks, is_map(B), not is_repetitions(B)]).
+
+%% A suite's list with one value per repetition (`--metric cpu''s
+%% `cpu_runs') counts repetitions, not seconds: no series over time.
+per_repetition(#{kind := suite}, #{samples := Samples}, Ys) -> length(Ys) =:= length(Samples);
+per_repetition(_, _, _) -> false.
 
 %% A matrix's benchmarks hold one value per fresh VM: repetitions, not time.
 is_repetitions(#{extra := #{<<"inner_benchmark">> := _}}) -> true;

@@ -23,12 +23,12 @@
 %%% the page small. Pure.
 -module(beamlab_report_views).
 
--export([sweeps/1, scaling/1, latency/1, matrix/1, marks/1, claimed/1,
+-export([sweeps/1, scaling/1, latency/1, matrix/1, marks/1, claimed/1, measure/1,
          per_second/1, series_unit/2, key_bins/1, num/1, interval_method/1, partial_tail/1]).
 
 -type point() :: [number()].
 -type series() :: #{name := binary(), points := [point()]}.
--type sweep() :: #{param := binary(), metric := binary(), unit := binary(),
+-type sweep() :: #{param := binary(), metric := binary(), measure := binary() | null, unit := binary(),
                    better := beamlab_result:better(), log := boolean(), workload := binary(),
                    categorical := boolean(), ordinal := boolean(), method := binary(),
                    series := [series()], benchmarks := [binary()]}.
@@ -46,7 +46,7 @@
                   %% a `~': the smallest slowdown the comparison catches 80% of the time
                   detectable => number()}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
-                    rows := [#{benchmark := binary(), unit := binary(),
+                    rows := [#{benchmark := binary(), unit := binary(), measure := binary() | null,
                                better := beamlab_result:better(), method := binary(), cells := [cell()]}]}.
 -type mark() :: #{title := binary(), severity := beamlab_result:severity(), from := number(),
                   to := number()}.
@@ -129,7 +129,9 @@ param_sweep([#{metric := M, unit := U, better := Better} | _] = Bs) ->
                          length(lists:usort([xval(X, B) || B <- G])) >= 2],
             case Series of
                 [] -> [];
-                _ -> [sweep_view(lists:member(X, ?CONCURRENCY), X, M, U, Better, Series)]
+                %% (CPU time per iteration against workers is not a
+                %% throughput: drawn as it is, a sweep)
+                _ -> [sweep_view(lists:member(X, ?CONCURRENCY) andalso M =/= <<"cpu">>, X, M, U, Better, Series)]
             end
     end.
 
@@ -137,6 +139,7 @@ sweep_view(false, X, M, U, Better, Series) ->
     Xs = [xval(X, B) || #{bs := G} <- Series, B <- G],
     Scale = x_scale(lists:usort([float(V) || V <- Xs])),
     {sweep, #{param => X, metric => M, unit => U, better => Better,
+              measure => measure(hd(maps:get(bs, hd(Series)))),
               workload => workload([B || #{bs := G} <- Series, B <- G]),
               %% Two values are levels, not a range: points at their values,
               %% no line through values that were never measured.
@@ -201,6 +204,29 @@ ci_method(Bs) ->
         [Method] -> Method;
         Methods -> iolist_to_binary(lists:join(" or ", Methods))
     end.
+
+%% @doc What a benchmark measures, in words, when its unit alone does not
+%% say it (#35: a chart of `--metric cpu' said only `(ns)', as if it
+%% were wall-clock time): `CPU time per iteration' (a run's or a check's
+%% samples), `CPU time per repetition' (a suite's `NAME/cpu': one value
+%% per repetition), a check's `wall-clock time per iteration',
+%% `reductions per iteration' and `memory per iteration'; `null' for the
+%% rest, whose unit (a time, iterations/s, msg/s) or name says it.
+-spec measure(#{name := binary(), metric => binary(), atom() => term()}) -> binary() | null.
+measure(#{metric := <<"cpu">>, name := Name}) ->
+    case ends_with(Name, <<"/cpu">>) of
+        true -> <<"CPU time per repetition">>;
+        false -> <<"CPU time per iteration">>
+    end;
+measure(#{metric := <<"time">>, group := G, name := Name}) when Name =:= <<G/binary, " (time)">> ->
+    %% (a check's: beside its CPU time, the time is the wall clock's)
+    <<"wall-clock time per iteration">>;
+measure(#{metric := <<"reductions">>, group := G, name := Name}) when Name =:= <<G/binary, " (reductions)">> ->
+    <<"reductions per iteration">>;
+measure(#{metric := <<"memory">>, group := G, name := Name}) when Name =:= <<G/binary, " (memory)">> ->
+    <<"memory per iteration">>;
+measure(_) ->
+    null.
 
 %% @doc How a benchmark's interval of the mean was made, in words, as its
 %% document says (`stats.ci_mean_method': `log_delta', `student', `none'),
@@ -325,9 +351,10 @@ squeeze_curve(_) ->
 %% A matrix whose configurations each ran at their own scheduler count:
 %% per inner benchmark, its throughput at each count.
 matrix_levels(Bs) ->
+    %% (CPU time per iteration is not a rate: 1/it is no throughput)
     Levels = [{Inner, S, B} || B = #{extra := #{<<"inner_benchmark">> := Inner,
                                                 <<"schedulers_online">> := S}} <- Bs,
-                               is_integer(S), S > 0, is_map_key(stats, B)],
+                               is_integer(S), S > 0, is_map_key(stats, B), maps:get(metric, B, <<>>) =/= <<"cpu">>],
     [begin
          #{better := Better, unit := Unit} = hd(G),
          {TUnit, Pts} = throughput(Better, Unit, [{S, B} || {_, S, B} <- Group]),
@@ -442,6 +469,7 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) w
       configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
+                 measure => measure((hd(G))#{name := Inner}),
                  method => ci_method(G), cells => [cell(B) || B <- G]}
                || {Inner, G} <- Rows]};
 matrix(_) ->

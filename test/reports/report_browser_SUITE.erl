@@ -15,7 +15,7 @@
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
-         amqp_run_charts/1]).
+         amqp_run_charts/1, cpu_metric_charts/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -26,7 +26,7 @@ groups() ->
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart,
-                        amqp_run_charts]}].
+                        amqp_run_charts, cpu_metric_charts]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -553,8 +553,9 @@ trend_chart(Config) ->
 %% keeps them): a sample project whose second commit does a thousand
 %% times the work and whose third takes it back, checked against the
 %% commit before each time. Each benchmark and metric its trend, titled
-%% `work: time (us) by commit' (the benchmark, then the measure; it was
-%% `work (time) (us)'), on a log axis where the means lie decades apart;
+%% `work: wall-clock time per iteration (us) by commit' (the benchmark,
+%% then the measure; it was `work (time) (us)'), on a log axis where the
+%% means lie decades apart;
 %% the check's paired rounds are not time: no chart over seconds of them
 %% (the base's rounds and the paired interval were drawn as per-second
 %% series); the page's layout check finds nothing wrong.
@@ -590,7 +591,7 @@ check_trend_chart(Config) ->
          ok = Work(K),
          Git(["commit", "-q", "-a", "-m", "work x" ++ integer_to_list(K), "--date", Date]),
          Out = filename:join(Hist, "check-" ++ integer_to_list(K) ++ ".json"),
-         R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions", "--rounds", "8",
+         R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "cpu,reductions", "--rounds", "10",
                                     "-d", "10", "-s", "1", "-w", "0", "--save", Out],
                                    #{dir => Sample, env => Env, timeout => 600000}),
          ct:log("~ts~n~ts", [maps:get(out, R), maps:get(err, R)]),
@@ -600,16 +601,53 @@ check_trend_chart(Config) ->
     Trends = figures(Dom, <<"trend">>),
     Captions = lists:append([captions(F) || F <- Trends]),
     ct:log("~p", [Captions]),
-    ?assert(lists:member(<<"work: reductions (reductions) by commit">>, Captions)),
-    [Time] = [F || F <- Trends, re:run(hd(captions(F)), <<"^work: time \\((ns|us|ms)\\) by commit$">>) =/= nomatch],
+    %% #35: each trend names its measure, each axis its unit: the CPU
+    %% time per iteration is not `(ns)' as if it were the wall clock's.
+    ?assert(lists:member(<<"work: reductions per iteration by commit">>, Captions)),
+    [Time] = [F || F <- Trends, re:run(hd(captions(F)), <<"^work: wall-clock time per iteration \\((ns|us|ms)\\) by commit$">>) =/= nomatch],
+    [Cpu] = [F || F <- Trends, re:run(hd(captions(F)), <<"^work: CPU time per iteration \\((ns|us|ms)\\) by commit$">>) =/= nomatch],
+    {match, [CpuUnit]} = re:run(hd(captions(Cpu)), <<"\\((ns|us|ms)\\)">>, [{capture, all_but_first, binary}]),
+    ?assertEqual([<<"CPU time per iteration (", CpuUnit/binary, ")">>], texts(Cpu, <<"label y-label">>)),
     ?assertEqual([], [C || C <- Captions, binary:match(C, <<") (">>) =/= nomatch]),
-    [Reds] = [F || F <- Trends, hd(captions(F)) =:= <<"work: reductions (reductions) by commit">>],
+    [Reds] = [F || F <- Trends, hd(captions(F)) =:= <<"work: reductions per iteration by commit">>],
     %% A thousand times the reductions, then back: a log axis.
     ?assertNotEqual(nomatch, binary:match(Reds, <<"data-y-scale=\"log\"">>)),
     ?assertEqual([<<"commit">>], texts(Time, <<"label x-label">>)),
-    ?assertMatch([<<"reductions">>], texts(Reds, <<"label y-label">>)),
+    ?assertMatch([<<"reductions per iteration">>], texts(Reds, <<"label y-label">>)),
     %% Paired rounds in fresh VMs are not seconds.
-    ?assertEqual([], figures(Dom, <<"timeseries">>)).
+    ?assertEqual([], figures(Dom, <<"timeseries">>)),
+    check_verdicts(Config, filename:join(Hist, "check-1000.json")).
+
+%% #35: a check's report shows its paired verdicts as its text table
+%% does (it showed only the head's rounds): one row per benchmark and
+%% metric with the medians, the change, its interval, p and the verdict,
+%% a `~' of a time with what it could have seen. A thousand times the
+%% work: its reductions (counted, no noise) REGRESSED, gated.
+check_verdicts(Config, File) ->
+    {ok, Doc} = beamlab_result:load(File),
+    Dom = report(Config, "check-verdicts", [File]),
+    [Section] = [S || [S] <- re_all(Dom, <<"(<section id=\"check\">.*?</section>)">>)],
+    Rows = [R || [R] <- re_all(Section, <<"<tr class=\"[a-z ]*check-entry\">(.*?)</tr>">>)],
+    Cells = [[C || [C] <- re_all(R, <<"<td[^>]*>([^<]*)</td>">>)] || R <- Rows],
+    ct:log("~p", [Cells]),
+    ?assertEqual([<<"time">>, <<"cpu (gated)">>, <<"reductions (gated)">>, <<"memory">>], [M || [_, M | _] <- Cells]),
+    Text = iolist_to_binary(beamlab_render_check:text(Doc, #{unicode => true})),
+    [begin
+         %% the verdict as the command line prints it
+         ?assertNotEqual(nomatch, binary:match(Text, V)),
+         ?assertMatch({match, _}, re:run(Ch, <<"^([+-][0-9.]+|0)%$">>)),
+         ?assertMatch({match, _}, re:run(Ci, <<"^\\[([+-][0-9.]+|0)%, ([+-][0-9.]+|0)%\\]$">>)),
+         ?assertMatch({match, _}, re:run(P, <<"^[0-9.e-]+$">>))
+     end || [_, _, _, _, Ch, Ci, P, V] <- Cells],
+    [_, _, [_, _, Base, Head | _] = Reds, _] = Cells,
+    ?assertNotEqual(Base, Head),
+    ?assertEqual(<<"REGRESSED">>, lists:last(Reds)),
+    %% every `~' of a measured time says what it could have seen, as the JSON does
+    [?assertEqual(is_number(maps:get(<<"detectable">>, maps:get(<<"paired">>, X), null)),
+                  binary:match(V, <<"could have seen">>) =/= nomatch)
+     || {[_, M, _, _, _, _, _, V], #{extra := X}} <- lists:zip(Cells, maps:get(benchmarks, Doc)),
+        lists:member(M, [<<"time">>, <<"cpu (gated)">>]), binary:match(V, <<"~">>) =/= nomatch],
+    ?assertMatch({match, _}, re:run(Section, <<"10 paired rounds">>)).
 
 %% #35: a profiled run's report (with perf): the flame graph's table of
 %% top functions scrolls in its box instead of running off an 800-pixel
@@ -679,6 +717,46 @@ amqp_charts(Config, F) ->
     ?assertNotEqual(nomatch, binary:match(SentFig, <<"the last interval, shorter than the others">>)),
     %% (the legend counts the points drawn)
     ?assertNotEqual(nomatch, binary:match(SentFig, <<"(3 points)">>)).
+
+%% #35: `--metric cpu' measures CPU time per iteration (per repetition
+%% in a suite), which its charts titled and labelled `(ns)' alone, as if
+%% it were the wall clock's. Two runs (their report compares them), a
+%% suite's sweep and a matrix: every title names the workload and the
+%% measure, every axis the measure and its unit; the suite's count of
+%% runs per repetition is not drawn over seconds, and a matrix's CPU time
+%% is not turned into a throughput against schedulers.
+cpu_metric_charts(Config) ->
+    Unit = <<"(ns|us|ms)">>,
+    Run = fun(Name) -> run(Config, Name, ["lists:seq(1, 1000).", "--metric", "cpu", "-d", "50", "-s", "3"]) end,
+    Dom = report(Config, "cpu-runs", [Run("cpu-a"), Run("cpu-b")]),
+    Cards = figures(Dom, <<"results">>) ++ figures(Dom, <<"points">>) ++ figures(Dom, <<"timeseries">>),
+    ?assertEqual(3, length(Cards)),
+    [begin
+         [Title] = captions(C),
+         {match, [U]} = re:run(Title, <<"^lists:seq\\(1, 1000\\)\\.: CPU time per iteration \\(", Unit/binary, "\\)$">>,
+                               [{capture, all_but_first, binary}]),
+         ?assertEqual([<<"CPU time per iteration (", U/binary, ")">>],
+                      (texts(C, <<"label x-label">>) -- [<<"seconds">>]) ++ texts(C, <<"label y-label">>))
+     end || C <- Cards],
+    %% (the comparison's row names the measure its values are in)
+    ?assertNotEqual(nomatch, binary:match(Dom, <<"<td>lists:seq(1, 1000). (CPU time per iteration)</td>">>)),
+    Sweep = run(Config, "cpu-sweep", ["suite", "fib", "--param", "fib.n=16,18", "--metric", "cpu", "-n", "3"]),
+    SDom = report(Config, "cpu-sweep", [Sweep]),
+    SCaps = lists:append([captions(F) || F <- figures(SDom, <<"sweep">>)]),
+    ct:log("~p", [SCaps]),
+    [CpuSweep] = [F || F <- figures(SDom, <<"sweep">>),
+                       re:run(hd(captions(F)), <<"^fib: CPU time per repetition \\(", Unit/binary, "\\) against n$">>) =/= nomatch],
+    ?assertMatch([<<"CPU time per repetition (", _/binary>>], texts(CpuSweep, <<"label y-label">>)),
+    ?assertEqual([], figures(SDom, <<"timeseries">>)),
+    Matrix = run(Config, "cpu-matrix", ["matrix", "--vm", "+S 1", "--vm", "+S 2", "--metric", "cpu", "-n", "3", "--",
+                                        "run", "lists:seq(1, 300).", "-d", "50", "-s", "2"]),
+    MDom = report(Config, "cpu-matrix", [Matrix]),
+    [MFig] = figures(MDom, <<"matrix">>),
+    [MTitle] = captions(MFig),
+    {match, [MU]} = re:run(MTitle, <<"^lists:seq\\(1, 300\\)\\.: CPU time per iteration \\(", Unit/binary, "\\) per configuration$">>,
+                           [{capture, all_but_first, binary}]),
+    ?assertEqual([<<"CPU time per iteration (", MU/binary, ")">>], texts(MFig, <<"label x-label">>)),
+    ?assertEqual([], figures(MDom, <<"scaling">>)).
 
 flame_cards(Dom) ->
     [F || [F] <- re_all(Dom, <<"(<figure class=\"card flamecard\" data-kind=\"flame\">.*?</figure>)">>)].
