@@ -407,7 +407,10 @@ take(Take, #st{ctx = Ctx, takes = {PCons, PConf, N}} = St) ->
 %% the end (#33: a merge a second was much of the agent's work at low
 %% rates).
 merge_pending({Sample, #st{totals = {ConsT, ConfT}, takes = {PCons, PConf, _}} = St}) ->
-    Merge = fun(T, Ps) -> lists:foldl(fun beamlab_stats_hist:merge/2, T, Ps) end,
+    %% The takes merged among themselves first: the totals are walked once.
+    Merge = fun(T, []) -> T;
+               (T, Ps) -> beamlab_stats_hist:merge(T, beamlab_stats_hist:merge_all(Ps))
+            end,
     {Sample, St#st{totals = {Merge(ConsT, PCons), Merge(ConfT, PConf)}, takes = {[], [], 0}}}.
 
 workers(#st{producers = Ps, consumers = Cs}) ->

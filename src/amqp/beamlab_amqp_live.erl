@@ -36,6 +36,9 @@
                     by_agent => [{pid(), beamlab_amqp_agent:sample()}],
                     missing => [pid()]}.
 
+%% Histogram samples merged into the nodes' shares at once.
+-define(MERGE_SAMPLES, 16).
+
 -record(live, {id :: binary(),
                out :: beamlab_amqp_config:out(),
                enabled :: beamlab_amqp_report:enabled(),
@@ -54,6 +57,10 @@
                cons = [] :: [beamlab_amqp_report:latency()],
                conf = [] :: [beamlab_amqp_report:latency()],
                shares = #{} :: #{node() => node_state()},
+               %% Each node's histogram samples not merged into its share
+               %% yet (consumer, confirm; newest first) and their number.
+               pending = #{} :: #{node() => {[beamlab_stats_hist:snapshot()],
+                                             [beamlab_stats_hist:snapshot()], pos_integer()}},
                lost = [] :: [{node(), term()}]}).        % nodes gone, exit reasons
 -opaque live() :: #live{}.
 
@@ -164,8 +171,8 @@ interval(Agents, TimeoutMs, #live{last = Last, last_t = LastT, t0 = T0} = L) ->
 
 publish(#live{metrics = none}, _Dt) ->
     ok;
-publish(#live{metrics = {_, T}, shares = Shares}, Dt) ->
-    beamlab_amqp_metrics:publish(T, Shares, Dt).
+publish(#live{metrics = {_, T}} = L, Dt) ->
+    beamlab_amqp_metrics:publish(T, (merge_pending(L))#live.shares, Dt).
 
 %% The caller's line under the interval line (--watch: the broker's figures).
 annotate(#live{annotate = none}) ->
@@ -219,23 +226,44 @@ gone_counters(ByAgent, L) ->
     Answered = [node(A) || {A, _} <- ByAgent],
     [maps:get(counters, S) || {N, S} <- maps:to_list(L#live.shares), not lists:member(N, Answered)].
 
-%% Keeps the latest counters and the histograms so far of each node.
+%% Keeps the latest counters and the histograms so far of each node. A
+%% merge into a node's histograms so far costs their size (thousands of
+%% buckets in a long run), a sample's a few hundred: the samples wait and
+%% go in together every MERGE_SAMPLES samples, and whenever the shares'
+%% histograms are read (#33: a merge each second was much of the
+%% coordinator's work at low rates).
 add_shares(ByAgent, L) ->
-    Shares = lists:foldl(
-               fun({A, S}, Acc) ->
-                       N = node(A),
-                       %% Not maps:get/3: its default would be made every time.
-                       Old = case maps:find(N, Acc) of
-                                 {ok, O} -> O;
-                                 error -> #{consumer => empty_snap(), confirm => empty_snap()}
-                             end,
-                       Acc#{N => #{counters => maps:get(counters, S),
-                                   consumer => beamlab_stats_hist:merge(maps:get(consumer, S),
-                                                                        maps:get(consumer, Old)),
-                                   confirm => beamlab_stats_hist:merge(maps:get(confirm, S),
-                                                                       maps:get(confirm, Old))}}
-               end, L#live.shares, ByAgent),
-    L#live{shares = Shares}.
+    lists:foldl(
+      fun({A, S}, #live{shares = Shares, pending = Pending} = Acc) ->
+              N = node(A),
+              %% Not maps:get/3: its default would be made every time.
+              Old = case maps:find(N, Shares) of
+                        {ok, O} -> O;
+                        error -> #{consumer => empty_snap(), confirm => empty_snap()}
+                    end,
+              {Cs, Fs, K} = case maps:find(N, Pending) of
+                                {ok, P} -> P;
+                                error -> {[], [], 0}
+                            end,
+              Acc1 = Acc#live{shares = Shares#{N => Old#{counters => maps:get(counters, S)}},
+                              pending = Pending#{N => {[maps:get(consumer, S) | Cs],
+                                                       [maps:get(confirm, S) | Fs], K + 1}}},
+              case K + 1 >= ?MERGE_SAMPLES of
+                  true -> merge_pending(N, Acc1);
+                  false -> Acc1
+              end
+      end, L, ByAgent).
+
+%% Every node's pending samples merged into its share.
+merge_pending(#live{pending = Pending} = L) ->
+    lists:foldl(fun merge_pending/2, L, maps:keys(Pending)).
+
+merge_pending(N, #live{shares = Shares, pending = Pending} = L) ->
+    {{Cs, Fs, _}, Pending1} = maps:take(N, Pending),
+    #{consumer := C, confirm := F} = Share = maps:get(N, Shares),
+    Merged = Share#{consumer := beamlab_stats_hist:merge(C, beamlab_stats_hist:merge_all(Cs)),
+                    confirm := beamlab_stats_hist:merge(F, beamlab_stats_hist:merge_all(Fs))},
+    L#live{shares = Shares#{N := Merged}, pending = Pending1}.
 
 %% @doc A node went away: named on a line, its share so far kept.
 -spec lose(node(), Exit :: term(), live()) -> live().
@@ -255,7 +283,8 @@ lose(Node, Reason, L) ->
 %% away or silent at the end (in `Silent') what it had counted until its
 %% last sample.
 -spec totals([{pid(), beamlab_amqp_agent:final()}], [node()], live()) -> {merged(), live()}.
-totals(Finals, Silent, L) ->
+totals(Finals, Silent, L0) ->
+    L = merge_pending(L0),
     FinalShares = maps:from_list([{node(A), maps:with([counters, consumer, confirm], F)}
                                   || {A, F} <- Finals]),
     Shares = maps:merge(maps:with(lost_nodes(L) ++ Silent, L#live.shares), FinalShares),
@@ -272,7 +301,8 @@ totals(Finals, Silent, L) ->
 %% nodes that went away with the reason.
 -spec shares([node()], beamlab_amqp_agent:counts(), live()) ->
           {[node()], [share()], [{node(), Exit :: term()}]}.
-shares(Given, Total, #live{shares = ByNode} = L) ->
+shares(Given, Total, L0) ->
+    #live{shares = ByNode} = L = merge_pending(L0),
     Nodes = lists:usort(Given ++ maps:keys(ByNode)),
     Lost = lost_nodes(L),
     {Nodes, [share(N, maps:get(N, ByNode, #{counters => #{}, consumer => empty_snap()}), Total, Lost)

@@ -23,7 +23,7 @@
 -module(beamlab_stats_hist).
 
 -export([new/0, new/1, record/2, record_n/3, record_list/2, inline_buckets/1, reset/1,
-         snapshot/1, take/1, take_all/1, merge/2, empty/1,
+         snapshot/1, take/1, take_all/1, merge/2, merge_all/1, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
          percentile/2, percentiles/2, summary/1, buckets/1,
          to_map/1, from_map/1, format_error/1]).
@@ -356,6 +356,17 @@ merge(#{bits := Bits} = S1, #{bits := B2} = S2) ->
         overflow := maps:get(overflow, S1) + maps:get(overflow, S2),
         exact := maps:get(exact, S1) andalso maps:get(exact, S2),
         buckets := merge_buckets(maps:get(buckets, S1), Buckets2)}.
+
+%% @doc The merge of several snapshots (see {@link merge/2}), pairwise:
+%% each bucket goes through about log2(N) merges, not up to N as in a
+%% fold into a growing one (#33: a load generator merges its second's
+%% takes into the run's totals).
+-spec merge_all([snapshot(), ...]) -> snapshot().
+merge_all([S]) -> S;
+merge_all([_ | _] = Ss) -> merge_all(merge_pairs(Ss)).
+
+merge_pairs([A, B | Rest]) -> [merge(A, B) | merge_pairs(Rest)];
+merge_pairs(Rest) -> Rest.
 
 opt(_F, undefined, B) -> B;
 opt(_F, A, undefined) -> A;

@@ -246,3 +246,18 @@ take_until_done(H, Ws, Acc) ->
     receive {done, W} -> take_until_done(H, lists:delete(W, Ws), [T | Acc])
     after 0 -> take_until_done(H, Ws, [T | Acc])
     end.
+
+%% merge_all/1 (pairwise) is the snapshot of every value of its inputs,
+%% as one histogram of all of them would be, for any number of inputs,
+%% empty ones and mixed precisions among them (the coarser one wins).
+merge_all_test() ->
+    Parts = [[(I * 7919 + K * 104729) rem 50000 + K || I <- lists:seq(1, 40 * K)] || K <- lists:seq(0, 16)],
+    Snaps = [snap(#{}, P) || P <- Parts],
+    All = snap(#{}, lists:append(Parts)),
+    [?assertEqual(snap(#{}, lists:append(lists:sublist(Parts, N))),
+                  beamlab_stats_hist:merge_all(lists:sublist(Snaps, N)))
+     || N <- [1, 2, 3, 16, 17]],
+    ?assertEqual(All, beamlab_stats_hist:merge_all(lists:reverse(Snaps))),
+    Mixed = beamlab_stats_hist:merge_all([snap(#{significant_digits => 2}, [5, 5000]) | tl(Snaps)]),
+    ?assertEqual(2, maps:get(significant_digits, Mixed)),
+    ?assertEqual(2 + lists:sum([length(P) || P <- tl(Parts)]), beamlab_stats_hist:count(Mixed)).
