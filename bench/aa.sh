@@ -10,10 +10,11 @@
 #            A/A run B of one iteration is the base A of the next (every
 #            pair is still two independent runs; one matrix less per
 #            iteration), and serves the planted pairs too
-#   history  10 single runs (6 with SHORT=1; `run', samples within each run)
-#            in a directory, `beamlab compare DIR': the verdict of the
-#            10th run, which with the 9th is judged by the spread of the 8
-#            before them (a verdict needs both outside it); the runs are a
+#   history  HISTORY single runs (default 10, 6 with SHORT=1; `run',
+#            samples within each run) in a directory, `beamlab compare
+#            DIR': the verdict of the newest run, which with the one
+#            before it is judged by the spread of the HISTORY - 2 before
+#            them (a verdict needs both outside it); the runs are a
 #            sliding window of the A/A runs (each iteration's A/A run
 #            joins it, the oldest leaves); a planted cell's 9th run is the
 #            planted run of the previous iteration, so an iteration runs 3
@@ -41,6 +42,7 @@
 #   SIZES      the planted cells (default "5 20"; the A/A cell always runs)
 #   CHECK_SIZES the planted cells of check (default: SIZES)
 #   CHECK_ROUNDS the rounds of every check (default: check's own default)
+#   HISTORY    the runs of a history cell (default 10; 6 with SHORT=1)
 #   REPEAT     fresh VMs per run of the compare and matrix cells (default 3,
 #              matrix's default; docs/statistics.md: a matrix needs about 9
 #              to catch +20% nearly always)
@@ -101,14 +103,16 @@ size_of() { case $1 in 0) echo $BASE;; 5) echo 2100;; 20) echo 2400;;
     *) echo "aa: planted slowdowns are 5 and 20 (%), not $1" >&2; exit 2;; esac; }
 code() { echo "(fun L(0, A) -> A; L(I, A) -> L(I - 1, A + I) end)($(size_of "$1"), 0)."; }
 for s in $SIZES $CHECK_SIZES; do size_of "$s" >/dev/null; done
-HISTORY=10
+# HISTORY: the runs of a history cell's directory (the judged run included)
+if [ "$SHORT" = 1 ]; then HISTORY=${HISTORY:-6}; else HISTORY=${HISTORY:-10}; fi
+case $HISTORY in ''|*[!0-9]*|0|1|2|3|4) echo "aa: HISTORY must be an integer of at least 5" >&2; exit 2;; esac
 # --label: the benchmark keeps its name whatever the code, so runs pair.
 RUN_OPTS="-s 5 -d 50 --label work"
 # check's default 14 rounds: fewer cannot reach the 0.001 (over the
 # family of entries) a time verdict needs under load
 # (docs/statistics.md); each round is two fresh VMs.
 CHECK_OPTS="-s 3 -d 30 -w 1${CHECK_ROUNDS:+ --rounds $CHECK_ROUNDS}"
-if [ "$SHORT" = 1 ]; then RUN_OPTS="-s 3 -d 30 --label work"; HISTORY=6; fi
+if [ "$SHORT" = 1 ]; then RUN_OPTS="-s 3 -d 30 --label work"; fi
 
 if [ "$LOAD" = 1 ]; then
     cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)

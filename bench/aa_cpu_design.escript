@@ -37,6 +37,19 @@
 %%%          the pool of distinct runs (8 A/A runs and 2 more: A/A, or the
 %%%          2 planted; a fixed seed).
 %%%
+%%% Environment (bench/aa.sh's knobs, emulated on the kept documents):
+%%%   VMS=K      compare: judge each run by its first K fresh VMs only (a
+%%%              run of REPEAT=9 judged as one of K: both in one run, under
+%%%              the same load)
+%%%   WINDOW=W   history: the earlier runs the newest two are judged by
+%%%              (default 8, HISTORY=10's; kept windows need HISTORY of at
+%%%              least W + 2, drawn windows draw W); a list ("8 12 20")
+%%%              prints a table for each
+%%%   RULES="S1 S2" only the rules whose printed form holds one of them
+%%%              (e.g. "two_robust,0.99}")
+%%%   ITERS=A-B  only the iterations A to B (design on some, validate on
+%%%              others: the rule is fixed before the others are read)
+%%%
 %%% Prints figures; asserts nothing.
 -mode(compile).
 
@@ -44,7 +57,8 @@
 
 main([_ | _] = Dirs) ->
     [begin
-         io:format("######## ~s (~s)~n", [Dir, tag()]),
+         io:format("######## ~s (~s; VMS=~s WINDOW=~s ITERS=~s)~n",
+                   [Dir, tag(), os:getenv("VMS", "all"), os:getenv("WINDOW", "8"), os:getenv("ITERS", "all")]),
          compare(Dir),
          history(Dir)
      end || Dir <- Dirs],
@@ -57,6 +71,22 @@ tag() ->
     case os:getenv("METRIC") of
         "time" -> "";
         _ -> "-cpu"
+    end.
+
+windows() -> [list_to_integer(W) || W <- string:lexemes(os:getenv("WINDOW", "8"), " ,")].
+
+%% RULES="S1 S2": only the rules whose printed form holds one of them.
+chosen(Rules) ->
+    case string:lexemes(os:getenv("RULES", ""), " ") of
+        [] -> Rules;
+        Ss -> [R || R <- Rules, F <- [lists:flatten(io_lib:format("~w", [R]))],
+                    lists:any(fun(S) -> string:find(F, S) =/= nomatch end, Ss)]
+    end.
+
+%% ITERS=A-B: the iterations kept.
+in_iters(I) ->
+    case string:split(os:getenv("ITERS", "1-999999"), "-") of
+        [A, B] -> I >= list_to_integer(A) andalso I =< list_to_integer(B)
     end.
 
 %% ---- compare -------------------------------------------------------
@@ -97,7 +127,7 @@ compare(_Dir, Cell) ->
          io:format("~-28s | ~s | ~4b of ~4b (~.2f%, ~b runs) ~s ~s~n",
                    [io_lib:format("~w", [Rule]), Kept, length(FalsePairs), NPairs,
                     100 * length(FalsePairs) / NPairs, Involved, Caught(P20), Caught(P5)])
-     end || Rule <- compare_rules()],
+     end || Rule <- chosen(compare_rules())],
     ok.
 
 wrong(V) -> V =:= faster orelse V =:= slower.
@@ -142,12 +172,25 @@ pct(K, N) -> io_lib:format("~3b%", [round(100 * K / N)]).
 
 history_rules() ->
     [{two, C} || C <- [0.95, 0.975, 0.99, 0.995]] ++ [{two_mad, K} || K <- [3.0, 4.0, 5.0, 6.0]]
-        ++ [{two_robust, C} || C <- [0.98, 0.99, 0.995, 0.999]].
+        ++ [{two_robust, C} || C <- [0.98, 0.99, 0.995, 0.999]]
+        %% each run's fastest sample instead of its mean
+        ++ [{{min, R}, C} || R <- [two, two_robust], C <- [0.99, 0.995, 0.999]]
+        %% and with a floor K under the median and MAD's sd (a run-to-run term)
+        ++ [{floor_min, K, C} || K <- [0.01, 0.015, 0.02, 0.025], C <- [0.99, 0.995]].
 
 history(Dir) ->
-    Cell = fun(Z) -> [{I, runs(S)} || {I, S} <- iterations(Dir, "history" ++ tag() ++ "-" ++ Z ++ "-")] end,
+    %% (the windows share their runs: each document is read once)
+    Docs = iterations(Dir, "history" ++ tag() ++ "-0-") ++ iterations(Dir, "history" ++ tag() ++ "-20-"),
+    Files = maps:from_list([{filename:basename(F), F}
+                            || {_, S} <- Docs, F <- filelib:wildcard(filename:join(S, "*.json"))]),
+    Means = maps:map(fun(_, F) -> run_levels(F) end, Files),
+    Cell = fun(Z) -> [{I, runs(S, Means)} || {I, S} <- iterations(Dir, "history" ++ tag() ++ "-" ++ Z ++ "-")] end,
     W0 = Cell("0"),
     W20 = Cell("20"),
+    [history(W, W0, W20) || W <- windows()],
+    ok.
+
+history(W, W0, W20) ->
     case W0 of
         [] -> ok;
         [{_, [{F, _} | _]} | _] ->
@@ -155,17 +198,17 @@ history(Dir) ->
             Pool = pool([R || {_, Rs} <- W0, R <- Rs]),
             %% the planted runs: the newest two of every planted window
             PPool = pool([R || {_, Rs} <- W20, R <- lists:nthtail(length(Rs) - 2, Rs)]),
-            io:format("== history: ~b A/A and ~b +20% windows; pools: ~b distinct A/A runs, ~b planted~n",
-                      [length(W0), length(W20), length(Pool), length(PPool)]),
+            io:format("== history, window ~b: ~b A/A and ~b +20% windows; pools: ~b distinct A/A runs, ~b planted~n",
+                      [W, length(W0), length(W20), length(Pool), length(PPool)]),
             io:format("~-20s | kept: false +20% (~~, unconfirmed) | ~b drawn windows: false (rate) +20%~n",
                       ["rule", ?DRAWS]),
             [begin
-                 Kept = fun(Ws) -> [judge(Rule, Ms, Better) || {_, Rs} <- Ws, Ms <- [[M || {_, M} <- Rs]]] end,
+                 Kept = fun(Ws) -> [judge(Rule, W, Ms, Better) || {_, Rs} <- Ws, Ms <- [[M || {_, M} <- Rs]]] end,
                  K0 = Kept(W0),
                  K20 = Kept(W20),
                  rand:seed(exsss, {35, 36, 37}),
-                 D0 = [judge(Rule, draw(Pool, 10, []), Better) || _ <- lists:seq(1, ?DRAWS)],
-                 D20 = [judge(Rule, draw(Pool, 8, []) ++ draw(PPool, 2, []), Better)
+                 D0 = [judge(Rule, W, draw(Pool, W + 2, []), Better) || _ <- lists:seq(1, ?DRAWS)],
+                 D20 = [judge(Rule, W, draw(Pool, W, []) ++ draw(PPool, 2, []), Better)
                         || length(PPool) >= 2, _ <- lists:seq(1, ?DRAWS)],
                  io:format("~-20s | ~2b/~-3b ~s (~b, ~b) | ~4b (~.2f%) ~s~n",
                            [io_lib:format("~w", [Rule]), length([x || V <- K0, wrong(V)]), length(K0),
@@ -173,14 +216,26 @@ history(Dir) ->
                             length([x || no_difference <- K20]), length([x || unconfirmed <- K20]),
                             length([x || V <- D0, wrong(V)]), 100 * length([x || V <- D0, wrong(V)]) / ?DRAWS,
                             pct(length([x || slower <- D20]), length(D20))])
-             end || Rule <- history_rules()],
+             end || Rule <- chosen(history_rules())],
             ok
     end.
 
-%% The newest two runs against the (up to 8) before both, as `compare DIR'.
-judge(Rule, Ms, Better) ->
+%% The newest two runs against the (up to WINDOW) before both, as `compare DIR'.
+judge({{min, Rule}, C}, W, Ms, Better) ->
+    judge({Rule, C}, W, [{Min, Min} || {_, Min} <- Ms], Better);
+judge({floor_min, K, C}, W, Ms0, Better) ->
+    Ms = [Min || {_, Min} <- Ms0],
     {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
-    E = lists:nthtail(max(0, length(Earlier) - 8), Earlier),
+    E = lists:nthtail(max(0, length(Earlier) - W), Earlier),
+    case {floor(K, C, E, Prev, Better), floor(K, C, E, Last, Better)} of
+        {V, V} -> V;
+        {_, no_difference} -> no_difference;
+        _ -> unconfirmed
+    end;
+judge(Rule, W, Ms0, Better) ->
+    Ms = [Mean || {Mean, _} <- Ms0],
+    {Earlier, [Prev, Last]} = lists:split(length(Ms) - 2, Ms),
+    E = lists:nthtail(max(0, length(Earlier) - W), Earlier),
     case Rule of
         {two, C} ->
             maps:get(verdict, beamlab_stats:confirm_runs(E, Prev, Last, #{better => Better, confidence => C}));
@@ -193,6 +248,20 @@ judge(Rule, Ms, Better) ->
                 {_, no_difference} -> no_difference;
                 _ -> unconfirmed
             end
+    end.
+
+%% X against the median of the earlier runs' logs, the spread the larger
+%% of 1.4826 x their MAD and K, at confidence C on m - 1 df.
+floor(K, C, Earlier, X, Better) ->
+    Ys = [math:log(E) || E <- Earlier],
+    M = length(Ys),
+    Med = beamlab_stats:median(Ys),
+    S = max(K, 1.4826 * beamlab_stats:median([abs(Y - Med) || Y <- Ys])) * math:sqrt(1 + 1 / M),
+    D = math:log(X) - Med,
+    case abs(D) =< beamlab_stats:t_quantile((1 + C) / 2, M - 1) * S of
+        true -> no_difference;
+        false when (D > 0) =:= (Better =:= lower) -> slower;
+        false -> faster
     end.
 
 mad(K, Earlier, X, Better) ->
@@ -218,12 +287,13 @@ draw(Pool, K, Acc) ->
 pool(Rs) -> lists:usort([M || {_, M} <- Rs]).
 
 %% [{File, RunMean}] of a window, in the order measured.
-runs(Sub) ->
-    [{F, run_mean(F)} || F <- lists:sort(filelib:wildcard(filename:join(Sub, "*.json")))].
+runs(Sub, Means) ->
+    [{F, maps:get(filename:basename(F), Means)} || F <- lists:sort(filelib:wildcard(filename:join(Sub, "*.json")))].
 
-run_mean(File) ->
-    #{stats := #{mean := M}} = hd(benchmarks(File)),
-    M.
+%% {mean, fastest sample} of a single run
+run_levels(File) ->
+    #{stats := #{mean := M}, samples := S} = hd(benchmarks(File)),
+    {M, lists:min(S)}.
 
 %% ---- documents -----------------------------------------------------
 
@@ -237,13 +307,20 @@ iterations(Dir, Prefix) ->
     lists:sort([{list_to_integer(N), S}
                 || S <- filelib:wildcard(filename:join([Dir, "runs", Prefix ++ "*"])), filelib:is_dir(S),
                    N <- [lists:nthtail(length(Prefix), filename:basename(S))],
-                   lists:all(fun(Ch) -> Ch >= $0 andalso Ch =< $9 end, N)]).
+                   lists:all(fun(Ch) -> Ch >= $0 andalso Ch =< $9 end, N),
+                   in_iters(list_to_integer(N))]).
 
 benchmarks(File) ->
     {ok, Doc} = beamlab_result:load(File),
     maps:get(benchmarks, Doc).
 
-values(File) -> maps:get(samples, hd(benchmarks(File))).
+%% A compare run's fresh VMs' values (the first VMS of them).
+values(File) ->
+    S = maps:get(samples, hd(benchmarks(File))),
+    case os:getenv("VMS") of
+        false -> S;
+        K -> lists:sublist(S, list_to_integer(K))
+    end.
 
 mean(L) -> lists:sum(L) / length(L).
 

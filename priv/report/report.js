@@ -1159,11 +1159,14 @@
       var measured = grp.entries.filter(function (e) { return isNum(e.item.stats.mean); });
       if (!measured.length) return;
       barChart(g, about(measured, shown(grp.name)), measured.map(function (e) {
-        return { label: e.run.label + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
+        return { label: sideLabel(e.run) + (e.run.partial ? '*' : ''), value: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
       }), first.unit, grp.entries.every(function (e) { return e.run.kind === 'watch'; }) ? null : first.better, first.ci_method, first.measure);
     });
     distributions(groups);
   }
+  // A check's samples are its head's rounds (the base's are in its
+  // verdict table): its bars and points say so.
+  function sideLabel(run) { return run.kind === 'check' ? run.label + ' (head)' : run.label; }
   // A histogram needs samples to have a shape: from 20 on; fewer are
   // drawn as the points themselves with the mean and its interval.
   var MIN_HIST = 20;
@@ -1175,11 +1178,11 @@
       var unit = grp.entries[0].item.unit, measure = grp.entries[0].item.measure;
       if (entries.every(function (e) { return e.item.samples.length >= MIN_HIST; })) {
         distChart(d, withUnit(about(entries, shown(grp.name)), measure, unit), unit, entries.map(function (e) {
-          return { label: e.run.label, samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
+          return { label: sideLabel(e.run), samples: e.item.samples, stats: e.item.stats, color: color(e.ri) };
         }), measure);
       } else {
         intervalChart(d, about(entries, shown(grp.name)) + ' ({unit})', 'samples (n < ' + MIN_HIST + '), mean and ' + (grp.entries[0].item.ci_method || 'interval of the mean'), unit, entries.map(function (e) {
-          return { label: e.run.label, samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
+          return { label: sideLabel(e.run), samples: e.item.samples, mean: e.item.stats.mean, ci: e.item.ci, color: color(e.ri) };
         }), 'points', measure);
       }
     });

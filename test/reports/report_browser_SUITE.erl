@@ -647,7 +647,10 @@ check_verdicts(Config, File) ->
                   binary:match(V, <<"could have seen">>) =/= nomatch)
      || {[_, M, _, _, _, _, _, V], #{extra := X}} <- lists:zip(Cells, maps:get(benchmarks, Doc)),
         lists:member(M, [<<"time">>, <<"cpu (gated)">>]), binary:match(V, <<"~">>) =/= nomatch],
-    ?assertMatch({match, _}, re:run(Section, <<"10 paired rounds">>)).
+    ?assertMatch({match, _}, re:run(Section, <<"10 paired rounds">>)),
+    %% The bars and points below are the head's rounds, and say so.
+    [?assertEqual([<<"check-1000 (head)">>], [L || [L] <- re_all(F, <<"class=\"tick row-label\"[^>]*>([^<]*)<">>)])
+     || F <- figures(Dom, <<"results">>) ++ figures(Dom, <<"points">>)].
 
 %% #35: a profiled run's report (with perf): the flame graph's table of
 %% top functions scrolls in its box instead of running off an 800-pixel
