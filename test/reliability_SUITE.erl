@@ -84,7 +84,16 @@ save_path_checked_before_measuring(_Config) ->
     #{code := 2, out := <<>>, err := E2} = cli(quick() ++ ["--save", "afile/r.json"], #{dir => Dir}),
     ?assertMatch({match, _}, re:run(E2, "^beamlab: --save afile/r.json: afile is a file, not a directory\n$")),
     #{code := 2, err := E3} = cli(quick() ++ ["--save=afile/sub/r.json"], #{dir => Dir}),
-    ?assertNotEqual(nomatch, binary:match(E3, <<"afile is a file, not a directory">>)).
+    ?assertNotEqual(nomatch, binary:match(E3, <<"afile is a file, not a directory">>)),
+    %% a path under /proc or /dev is --save's (it was run as code: `runner:
+    %% 1:1: syntax error before: '/''), and refused in one line
+    [begin
+         R = #{code := 2, out := <<>>, err := E4} = cli(Args, #{dir => Dir}),
+         beamlab_test_util:assert_one_line_error(R),
+         ?assertMatch({match, _}, re:run(E4, ["^beamlab: --save ", Path, ": ", Path, " is under /(proc|dev), "]), E4)
+     end || Path <- ["/proc/self/x", "/dev/beamlab-x"],
+            Args <- [quick() ++ ["--save", Path], ["--save", Path | quick()]]],
+    ?assertEqual([], filelib:wildcard("/dev/beamlab-x*")).
 
 %% report: the default page name never replaces a page; -o FILE is replaced
 %% with a message; -o below a file is a usage error.

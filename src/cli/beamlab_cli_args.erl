@@ -61,7 +61,7 @@ common_options() ->
                "customSmallerIsBetter) and bencher (Bencher Metric Format)"},
      #{name => save, long => "save", type => string, optional_value => auto, metavar => "[PATH]",
        help => "save the result document (default path: beamlab-results/<kind>-<time>.json; "
-               "a PATH must end in .json or name a directory, or use --save=PATH)"},
+               "a PATH must end in .json, name a directory or be absolute, or use --save=PATH)"},
      #{name => verbose, short => "v", long => "verbose", type => count, default => 0,
        help => "print live VM telemetry every second (and record it in the result)"},
      #{name => no_color, long => "no-color", type => boolean, default => false,
@@ -182,9 +182,11 @@ take(Opt, Shown, none, _, _Options, _P) ->
 
 %% An optional value (as --save's PATH) is only taken when it cannot be
 %% mistaken for a positional argument such as Erlang code: a .json name, a
-%% directory, or what is written in place (`-', a device, a FIFO).
+%% directory, an absolute path (no code starts with `/': `--save
+%% /proc/self/x' was run as code), or what is written in place (`-', a
+%% device, a FIFO).
 takes_optional(#{name := save}, Next) ->
-    lists:suffix(".json", Next) orelse filelib:is_dir(Next) orelse
+    lists:suffix(".json", Next) orelse filelib:is_dir(Next) orelse lists:prefix("/", Next) orelse
         case beamlab_runtime_file:check_target(Next) of
             {ok, {in_place, _}} -> true;
             _ -> false

@@ -229,10 +229,8 @@ overloaded(T, Env, Kind) ->
     Reasons = [io_lib:format("steal time ~.1f% (the hypervisor ran other guests)", [Steal]) || Steal >= 5]
         ++ [io_lib:format("other processes used ~.2f of ~b CPUs during the run (the machine's busy CPU "
                           "time minus ~ts, ~.2f)",
-                          [Others, Cpus, case Own of
-                                             {tree, _} -> "beamlab's own processes'";
-                                             {vm, _} -> "this VM's"
-                                         end, maps:get(own_cores, C)]) || Contended],
+                          [Others, Cpus, own_text(Own, is_map_key(<<"node">>, T)), maps:get(own_cores, C)])
+            || Contended],
     case Reasons of
         [] -> [];
         _ ->
@@ -246,6 +244,14 @@ overloaded(T, Env, Kind) ->
                      #{steal_pct => Steal, load1 => Load, cpus => Cpus, others_cores => Others,
                        own_cores => maps:get(own_cores, C)})]
     end.
+
+%% Whose CPU time is not others': a watched node's series (`node') has
+%% the node's VM, and with the tree beamlab's own processes beside it
+%% (`amqp --watch''s load generators).
+own_text({tree, _}, false) -> "beamlab's own processes'";
+own_text({tree, _}, true) -> "the node's VM's and beamlab's own processes'";
+own_text({vm, _}, false) -> "this VM's";
+own_text({vm, _}, true) -> "the node's VM's".
 
 %% Mean others and own cores over a series (machine busy percent and own
 %% cores per sample), as beamlab_runtime_probe:contended/2 takes them.

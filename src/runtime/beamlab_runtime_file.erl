@@ -19,6 +19,7 @@
                     | {foreign_link, file:filename(), non_neg_integer()}
                     | {foreign_dir, file:filename(), non_neg_integer()}
                     | {special, file:filename(), special()}
+                    | {system_dir, file:filename(), string()}
                     | {link_loop, file:filename()} | {no_reader, file:filename(), pos_integer()}
                     | file:posix().
 -type written() :: new | replaced | in_place.
@@ -266,10 +267,29 @@ classify(Path) ->
         {missing, _Dir, _Shown, Link} when Link =/= none ->
             throw({path, {link, Link}});
         {missing, Dir, _Shown, none} ->
+            system_dir(Dir, Path),
             trusted_dir(Dir),
             {ok, new};
         {found, Real, Shown, Info, Link} ->
-            final(Real, Shown, Info, Link)
+            case final(Real, Shown, Info, Link) of
+                {ok, {in_place, _}} = InPlace -> InPlace;
+                Other -> system_dir(Real, Path), Other
+            end
+    end.
+
+%% /proc, /sys and /dev hold the kernel's files and device nodes: no file
+%% or directory of beamlab's belongs there (`--save /proc/self/x'), where
+%% it writes only in place (a device, standard output: decided before
+%% this). /dev/shm is a directory for files. Judged where the path leads.
+system_dir(Where, Path) ->
+    Bin = fun(P) when is_binary(P) -> P;
+             (P) -> unicode:characters_to_binary(P)
+          end,
+    case [Bin(P) || P <- filename:split(filename:absname(Where))] of
+        [<<"/">>, <<"dev">>, <<"shm">> | _] -> ok;
+        [<<"/">>, Top | _] when Top =:= <<"proc">>; Top =:= <<"sys">>; Top =:= <<"dev">> ->
+            throw({path, {system_dir, strip_dot(beamlab_input_text:display(Path)), "/" ++ binary_to_list(Top)}});
+        _ -> ok
     end.
 
 %% The last component, resolved (`Link': the name of the link that led
@@ -481,6 +501,9 @@ error_line({special, Path, What}) when What =:= character_device; What =:= fifo 
 error_line({special, Path, What}) ->
     text("~ts is ~ts: beamlab reads and writes only regular files, character devices and FIFOs",
          [Path, special_text(What)]);
+error_line({system_dir, Path, Top}) ->
+    text("~ts is under ~ts, the kernel's: beamlab writes there only to a device or its standard "
+         "output or error (/dev/null, /dev/stdout, /proc/self/fd/1); name a file elsewhere", [Path, Top]);
 error_line({link_loop, Link}) ->
     text("~ts: too many levels of symbolic links", [Link]);
 error_line({too_large, Max}) ->

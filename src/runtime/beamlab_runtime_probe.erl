@@ -10,7 +10,7 @@
 -module(beamlab_runtime_probe).
 
 -export([timer/1, timer_overshoot/0, loadavg/1, load1/0, cpu_times/1, process_cpu_us/1, process_cpu_us/2,
-         tree_cpu_us/2, tree_cpu_us/3, cpu_snapshot/2, cpu_snapshot/3, competition/2, contended/2, thresholds/0, tree_root/0,
+         tree_cpu_us/2, tree_cpu_us/3, tree_cpu/4, cpu_snapshot/2, cpu_snapshot/3, competition/2, contended/2, thresholds/0, tree_root/0,
          cgroup_locate/1, cgroup_cpu_stat/1, cgroup_cpu_stat_at/1, parse_kv_space/1,
          scheduler_migrations/2, migration_rate/4, parse_nr_migrations/1]).
 
@@ -30,7 +30,21 @@
 %% What ran between two snapshots, in cores (1.0 = one CPU all the time).
 -type competition() :: #{window_ms := non_neg_integer(), machine_cores := float(),
                          own_cores := float(), others_cores := float()}.
--export_type([timer_report/0, loadavg/0, cgroup/0, cgroup_stat/0, cpu_snapshot/0, competition/0]).
+%% A process tree's pids between walks of /proc ({@link tree_cpu/4}): the
+%% walk's key (root directory, roots, `Upto'), when it was made, every pid
+%% /proc listed at the last look, and the tree's pids and their
+%% ancestors' up to `Upto' with their start times (a pid reused by
+%% another process is not the tree's).
+-opaque tree() :: #{key := {file:filename(), [string()], string() | undefined},
+                    walked := integer(),
+                    known := #{integer() => true},
+                    mine := #{integer() => non_neg_integer()},
+                    above := #{integer() => non_neg_integer()}}.
+-export_type([timer_report/0, loadavg/0, cgroup/0, cgroup_stat/0, cpu_snapshot/0, competition/0, tree/0]).
+
+%% How often a tree's pids are found again by reading every proc/N/stat
+%% ({@link tree_cpu/4}); between, only the tree's and new pids' are read.
+-define(TREE_REFRESH_MS, 1000).
 
 %% USER_HZ is part of the Linux /proc ABI and 100 on every architecture
 %% Linux runs beamlab on; /proc/*/stat times are in these ticks.
@@ -164,34 +178,117 @@ tree_cpu_us(Root, Pid) ->
 %% count too: a suite's peer VMs are beamlab's own.
 -spec tree_cpu_us(file:filename(), string(), string() | undefined) -> {ok, non_neg_integer()} | {error, enoent}.
 tree_cpu_us(Root, Pid, Upto) ->
+    case tree_cpu(Root, [Pid], Upto, undefined) of
+        {ok, Us, _Tree} -> {ok, Us};
+        {error, enoent} = E -> E
+    end.
+
+%% @doc {@link tree_cpu_us/3} of the trees of `Pids' together (the first
+%% one's ancestors up to `Upto'; the first must exist, the others may
+%% not: another VM beside beamlab's own), for a caller that
+%% samples it again and again: it keeps the tree's pids (`undefined' the
+%% first time) and reads every proc/N/stat at most once a second
+%% (`TREE_REFRESH_MS'). In between it lists /proc and reads only the
+%% tree's pids and the new ones (a child started since is the tree's at
+%% once; a pid gone, or reused by another process, is left out).
+-spec tree_cpu(file:filename(), [string(), ...], string() | undefined, tree() | undefined) ->
+          {ok, non_neg_integer(), tree()} | {error, enoent}.
+tree_cpu(Root, Pids, Upto, Tree) ->
+    Key = {Root, Pids, Upto},
+    Now = erlang:monotonic_time(millisecond),
+    case Tree of
+        #{key := Key, walked := At} when Now - At < ?TREE_REFRESH_MS -> tree_again(Tree);
+        _ -> tree_walk(Key, Now)
+    end.
+
+%% Every proc/N/stat read: the trees' pids found from scratch.
+tree_walk({Root, [Pid | _] = Pids, Upto} = Key, Now) ->
     Proc = filename:join(Root, "proc"),
     case file:list_dir(Proc) of
         {ok, Names} ->
-            Texts = [{N, T} || N <- Names, is_digits(list_to_binary(N)),
-                               {ok, T} <- [read(filename:join([Proc, N, "stat"]))]],
-            Stats = [S || {_, T} <- Texts, S <- parse_stat(T)],
-            Children = lists:foldl(fun({P, PP, _, _}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
-                                   #{}, Stats),
-            Ticks = maps:from_list([{P, T} || {P, _, T, _} <- Stats]),
-            Parents = maps:from_list([{P, {PP, Self}} || {P, PP, _, Self} <- Stats]),
+            Listed = [N || N <- Names, is_digits(list_to_binary(N))],
+            Texts = [{N, T} || N <- Listed, {ok, T} <- [read(filename:join([Proc, N, "stat"]))]],
+            Stats = maps:from_list([{P, S} || {_, T} <- Texts, {P, _, _, _, _} = S <- parse_stat(T)]),
+            Children = maps:fold(fun(P, {_, PP, _, _, _}, Acc) -> maps:update_with(PP, fun(L) -> [P | L] end, [P], Acc) end,
+                                 #{}, Stats),
+            Present = [P || R <- Pids, {P, []} <- [string:to_integer(R)], is_map_key(P, Stats)],
             case string:to_integer(Pid) of
-                {Me, []} when is_map_key(Me, Ticks) ->
-                    Above = ancestors_ticks(Me, upto(Upto), Parents),
-                    Mine = tree_pids([Me], Children, #{}),
+                {Me, []} when is_map_key(Me, Stats) ->
+                    Mine = tree_pids(Present, Children, #{}),
                     %% the VMs beamlab started detached (peer's default:
                     %% their parent is init), and what they started
                     All = tree_pids([P || {N, T} <- Texts, upto(Upto) =/= undefined,
-                                               comm(T) =:= <<"beam.smp">>,
-                                               P <- [binary_to_integer(list_to_binary(N))],
-                                               not is_map_key(P, Mine),
-                                               names_tree(filename:join([Proc, N, "environ"]), Upto)],
-                                         Children, Mine),
-                    Own = lists:sum([maps:get(P, Ticks, 0) || P <- maps:keys(All)]),
-                    {ok, (Own + Above) * (1000000 div ?USER_HZ)};
+                                          P <- [binary_to_integer(list_to_binary(N))],
+                                          not is_map_key(P, Mine), detached(Proc, N, T, Upto)],
+                                    Children, Mine),
+                    Above = [P || P <- ancestors(Me, upto(Upto), Stats), not is_map_key(P, All)],
+                    Tree = #{key => Key, walked => Now,
+                             known => maps:from_list([{list_to_integer(N), true} || N <- Listed]),
+                             mine => start_times(maps:keys(All), Stats),
+                             above => start_times(Above, Stats)},
+                    {ok, tree_us(Tree, Stats), Tree};
                 _ -> {error, enoent}
             end;
         {error, _} -> {error, enoent}
     end.
+
+%% Between walks: /proc listed, the tree's and the new pids' stat read.
+tree_again(#{key := {Root, [Pid | _], Upto}, known := Known, mine := Mine0, above := Above} = Tree) ->
+    Proc = filename:join(Root, "proc"),
+    case file:list_dir(Proc) of
+        {ok, Names} ->
+            Listed = [list_to_integer(N) || N <- Names, is_digits(list_to_binary(N))],
+            New = [{P, T} || P <- Listed, not is_map_key(P, Known),
+                             {ok, T} <- [read(filename:join([Proc, integer_to_list(P), "stat"]))]],
+            NewStats = maps:from_list([{P, S} || {_, T} <- New, {P, _, _, _, _} = S <- parse_stat(T)]),
+            Old = [{P, S} || P <- maps:keys(Mine0) ++ maps:keys(Above),
+                             {ok, T} <- [read(filename:join([Proc, integer_to_list(P), "stat"]))],
+                             {_, _, _, _, Start} = S <- parse_stat(T),
+                             Start =:= maps:get(P, Mine0, maps:get(P, Above, none))],
+            Stats = maps:merge(maps:from_list(Old), NewStats),
+            Live = maps:filter(fun(P, _) -> is_map_key(P, Stats) end, Mine0),
+            %% a new pid whose parent is the tree's, or a detached VM
+            %% naming it, is the tree's (in the order they came: a
+            %% child of a new child too)
+            Detached = [P || upto(Upto) =/= undefined, {P, T} <- New,
+                             detached(Proc, integer_to_list(P), T, Upto)],
+            Mine = adopt(lists:sort(maps:keys(NewStats)), NewStats, Detached, Live),
+            {Me, []} = string:to_integer(Pid),
+            case is_map_key(Me, Mine) of
+                true ->
+                    Tree1 = Tree#{known := maps:from_list([{P, true} || P <- Listed]),
+                                  mine := Mine,
+                                  above := maps:filter(fun(P, _) -> is_map_key(P, Stats) end, Above)},
+                    {ok, tree_us(Tree1, Stats), Tree1};
+                false -> {error, enoent}
+            end;
+        {error, _} -> {error, enoent}
+    end.
+
+%% New pids joined to the tree until none more joins.
+adopt(New, Stats, Detached, Mine) ->
+    Joining = [P || P <- New, not is_map_key(P, Mine),
+                    is_map_key(element(2, maps:get(P, Stats)), Mine) orelse lists:member(P, Detached)],
+    case Joining of
+        [] -> Mine;
+        _ -> adopt(New, Stats, Detached,
+                   maps:merge(Mine, start_times(Joining, Stats)))
+    end.
+
+%% The tree's CPU time, in microseconds: each of its processes' own and
+%% reaped children's, and its ancestors' own.
+tree_us(#{mine := Mine, above := Above}, Stats) ->
+    Ticks = lists:sum([Total || P <- maps:keys(Mine), {_, _, Total, _, _} <- [maps:get(P, Stats, none)]])
+        + lists:sum([Self || P <- maps:keys(Above), {_, _, _, Self, _} <- [maps:get(P, Stats, none)]]),
+    Ticks * (1000000 div ?USER_HZ).
+
+start_times(Pids, Stats) ->
+    maps:from_list([{P, element(5, maps:get(P, Stats))} || P <- Pids]).
+
+%% A VM beamlab started detached (peer's default: its parent is init):
+%% a beam.smp whose environment names the tree's root.
+detached(Proc, N, Text, Upto) ->
+    comm(Text) =:= <<"beam.smp">> andalso names_tree(filename:join([Proc, N, "environ"]), Upto).
 
 upto(undefined) -> undefined;
 upto(Upto) ->
@@ -200,19 +297,19 @@ upto(Upto) ->
         _ -> undefined
     end.
 
-%% The own ticks of the ancestors of `Me' up to `Upto', 0 when `Upto' is
+%% The ancestors of `Me' up to and including `Upto', [] when `Upto' is
 %% not one of them.
-ancestors_ticks(_Me, undefined, _Parents) -> 0;
-ancestors_ticks(Me, Me, _Parents) -> 0;
-ancestors_ticks(Me, Upto, Parents) -> ancestors_ticks(Me, Upto, Parents, 0, 64).
+ancestors(_Me, undefined, _Stats) -> [];
+ancestors(Me, Me, _Stats) -> [];
+ancestors(Me, Upto, Stats) -> ancestors(Me, Upto, Stats, [], 64).
 
-ancestors_ticks(_P, _Upto, _Parents, _Acc, 0) -> 0;
-ancestors_ticks(P, Upto, Parents, Acc, Left) ->
-    case maps:find(P, Parents) of
-        {ok, {Upto, _}} -> Acc + element(2, maps:get(Upto, Parents, {0, 0}));
-        {ok, {PP, _}} when PP > 1, PP =/= P ->
-            ancestors_ticks(PP, Upto, Parents, Acc + element(2, maps:get(PP, Parents, {0, 0})), Left - 1);
-        _ -> 0
+ancestors(_P, _Upto, _Stats, _Acc, 0) -> [];
+ancestors(P, Upto, Stats, Acc, Left) ->
+    case maps:find(P, Stats) of
+        {ok, {_, Upto, _, _, _}} -> [Upto || is_map_key(Upto, Stats)] ++ Acc;
+        {ok, {_, PP, _, _, _}} when PP > 1, PP =/= P, is_map_key(PP, Stats) ->
+            ancestors(PP, Upto, Stats, [PP | Acc], Left - 1);
+        _ -> []
     end.
 
 %% @doc The OS process whose tree is beamlab's own: `BEAMLAB_TREE' (set by
@@ -258,16 +355,20 @@ names_tree(Environ, Upto) ->
     end.
 
 %% proc/PID/stat -> [{Pid, PPid, utime + stime + cutime + cstime, utime +
-%% stime}], or [] when malformed. The command name (field 2) may hold
-%% spaces and ')'.
+%% stime, starttime}], or [] when malformed (starttime 0 when absent).
+%% The command name (field 2) may hold spaces and ')'.
 parse_stat(T) ->
     case {string:split(T, " "), stat_fields(T)} of
         {[PidB, _], {ok, Fields}} ->
             try
                 Int = fun(I) -> binary_to_integer(lists:nth(I, Fields)) end,
                 %% ppid (4) is the 2nd, utime, stime, cutime, cstime
-                %% (14-17) the 12th to 15th
-                [{binary_to_integer(PidB), Int(2), Int(12) + Int(13) + Int(14) + Int(15), Int(12) + Int(13)}]
+                %% (14-17) the 12th to 15th, starttime (22) the 20th
+                Start = case length(Fields) >= 20 of
+                            true -> Int(20);
+                            false -> 0
+                        end,
+                [{binary_to_integer(PidB), Int(2), Int(12) + Int(13) + Int(14) + Int(15), Int(12) + Int(13), Start}]
             catch error:_ -> []
             end;
         _ -> []

@@ -491,7 +491,7 @@ raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root
         true -> M1#{msacc => msacc_sum(MsaccRaw)};
         false -> M1
     end;
-raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tracker}, Full, _Until) ->
+raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tracker, prev = Prev}, Full, _Until) ->
     {Reds, _} = erlang:statistics(reductions),
     {GCs, _, _} = erlang:statistics(garbage_collection),
     {{input, In}, {output, Out}} = erlang:statistics(io),
@@ -514,18 +514,28 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tr
                        undefined -> [];
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
+    {TreeUs, Tree} = tree(Root, [os:getpid()], Prev),
     Os = [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root)},
           %% beamlab's own process tree (this VM, its peers, its private
           %% broker; with BEAMLAB_TREE the VM that started this one): what
           %% `machine_overloaded' never counts as others
-          {tree_cpu_us, beamlab_runtime_probe:tree_cpu_us(Root, os:getpid(), beamlab_runtime_probe:tree_root())},
+          {tree_cpu_us, TreeUs},
           {cgroup, beamlab_runtime_probe:cgroup_cpu_stat_at(Cgroup)},
           {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
           {load, beamlab_runtime_probe:loadavg(Root)}],
-    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os])),
+    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ [{tree, Tree} || Tree =/= undefined])),
     case Msacc of
         true -> M1#{msacc => msacc_totals()};
         false -> M1
+    end.
+
+%% The CPU time of the trees of `Pids' (beamlab_runtime_probe:tree_cpu/4),
+%% with the tree's pids the previous snapshot kept (`tree'): a sample
+%% reads every process of /proc at most once a second.
+tree(Root, Pids, Prev) ->
+    case beamlab_runtime_probe:tree_cpu(Root, Pids, beamlab_runtime_probe:tree_root(), maps:get(tree, Prev, undefined)) of
+        {ok, Us, Tree} -> {{ok, Us}, Tree};
+        {error, _} = E -> {E, undefined}
     end.
 
 ets_bytes(_, undefined) -> #{};

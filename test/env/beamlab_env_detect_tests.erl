@@ -152,6 +152,20 @@ own_children_are_not_others_test() ->
     [#{evidence := E2}] = find(series(5, S#{tree_cpu_cores => lists:duplicate(5, 2.0)})),
     ?assertNotEqual(nomatch, binary:match(E2, <<"beamlab's own processes'">>)).
 
+%% A watched node's series (`amqp --watch''s broker): beamlab's own load
+%% generators beside the node's VM (`tree_cpu_cores') are not others, and
+%% the evidence names both; a series without the tree names the node's VM.
+node_series_own_test() ->
+    S = #{node => <<"rabbit@localhost">>, os_cpu_cores => lists:duplicate(5, 0.5),
+          scheduler_busy_cores => lists:duplicate(5, 0.5),
+          util_schedulers => lists:duplicate(5, [50.0, 0.0, 0.0, 0.0]), run_queue => lists:duplicate(5, 0),
+          machine_cpu_pct => lists:duplicate(5, 90.0)},
+    ?assertEqual([], find(series(5, S#{tree_cpu_cores => lists:duplicate(5, 3.5)}))),
+    [#{evidence := E}] = find(series(5, S#{tree_cpu_cores => lists:duplicate(5, 1.5)})),
+    ?assertNotEqual(nomatch, binary:match(E, <<"the node's VM's and beamlab's own processes'">>)),
+    [#{evidence := E2}] = find(series(5, S)),
+    ?assertNotEqual(nomatch, binary:match(E2, <<"minus the node's VM's, 0.50">>)).
+
 timer_test() ->
     Late = #{sleep_ms => 1, samples => 20,
              overshoot_us => #{median => 4000, p90 => 9000, max => 12000, mean => 5000.0}},

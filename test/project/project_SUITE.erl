@@ -2,8 +2,9 @@
 %%% rebar3 project in a temporary git repository with beamlab as a
 %%% project plugin fetched from a git URL (a local repository holding this
 %%% build's sources, file://), a Mix project with beamlab as a git
-%%% dependency, and the escript. Each case adds a commit to the project
-%%% and checks it against the one before.
+%%% dependency, and the escript. Each case commits the state it checks
+%%% against and then its change (`commits/4'), so no case depends on
+%%% what another left: CT may run them alone or in any order.
 %%%
 %%% No timed assertion: a benchmark made twice as slow is caught by a
 %%% gate on time and reductions, and asserted through its reductions
@@ -30,7 +31,7 @@ all() ->
     [{group, rebar3}, {group, mix}].
 
 groups() ->
-    [{rebar3, [sequence], [validate, vm_stop_fails_the_gate, mistakes_one_line_each, twice_as_slow_fails, no_change_passes,
+    [{rebar3, [], [validate, vm_stop_fails_the_gate, mistakes_one_line_each, twice_as_slow_fails, no_change_passes,
                            reductions_gate_on_loaded_machine, interrupt_removes_worktree, history,
                            ci_budget_cpu, ci_bad_values]},
      {mix, [], [mix_project]}].
@@ -41,14 +42,16 @@ init_per_suite(Config) ->
     Tmp = filename:join(Dir, "tmp"),
     ok = filelib:ensure_path(Tmp),
     Src = beamlab_source(Dir),
-    [{dir, Dir}, {tmp, Tmp}, {beamlab_src, Src} | Config].
+    %% (here, not in the group's init: a case run alone, `--case=C', runs
+    %% outside its group)
+    Sample = rebar3_project(Dir, Src),
+    [{dir, Dir}, {tmp, Tmp}, {beamlab_src, Src}, {sample, Sample} | Config].
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_group(rebar3, Config) ->
-    Sample = rebar3_project(?config(dir, Config), ?config(beamlab_src, Config)),
-    [{sample, Sample} | Config];
+    Config;
 init_per_group(mix, Config) ->
     case os:find_executable("mix") of
         false -> {skip, "mix (Elixir) is not installed: scripts/install-deps.sh --test installs it"};
@@ -139,8 +142,7 @@ mistakes_one_line_each(Config) ->
 %% the change; `other' is not named.
 twice_as_slow_fails(Config) ->
     Sample = ?config(sample, Config),
-    ok = write_sample(Sample, #{work => 2}),
-    commit(Sample, "work twice as slow"),
+    commits(Sample, #{}, #{work => 2}, "work twice as slow"),
     Json = filename:join(?config(dir, Config), "twice.json"),
     {Code, Out} = sh(Sample, ["rebar3 beamlab check --against HEAD~1 --metric time,reductions "
                               | lists:join(" ", ?TIMED)] ++ " --save " ++ Json, env(Config)),
@@ -157,9 +159,10 @@ twice_as_slow_fails(Config) ->
 %% passes the exact gates; its time figures are logged.
 no_change_passes(Config) ->
     Sample = ?config(sample, Config),
-    ok = file:write_file(filename:join(Sample, "README.md"), "A sample project.\n"),
-    ok = write_sample(Sample, #{work => 2, comment => "%% no change in what runs\n"}),
-    commit(Sample, "nothing measurable"),
+    Readme = filename:join(Sample, "README.md"),
+    ok = file:write_file(Readme, "A sample.\n"),
+    commits(Sample, #{work => 2}, #{work => 2, comment => "%% no change in what runs\n"}, "nothing measurable",
+            fun() -> file:write_file(Readme, "A sample project.\n") end),
     Json = filename:join(?config(dir, Config), "nochange.json"),
     R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions,memory",
                                "--save", Json | ?QUICK], cli_opts(Config)),
@@ -185,8 +188,7 @@ no_change_passes(Config) ->
 %% least rounds: the run ends as confident, and says so (#35).
 reductions_gate_on_loaded_machine(Config) ->
     Sample = ?config(sample, Config),
-    ok = write_sample(Sample, #{work => 2, other => 103}),
-    commit(Sample, "other does 3% more"),
+    commits(Sample, #{work => 2}, #{work => 2, other => 103}, "other does 3% more"),
     Json = filename:join(?config(dir, Config), "loaded.json"),
     Load = [busy_loop() || _ <- lists:seq(1, 2)],
     {R, Alive} =
@@ -233,8 +235,7 @@ reductions_gate_on_loaded_machine(Config) ->
 %% measured CPU time per iteration (`NAME (cpu)', ns). Not an error.
 ci_budget_cpu(Config) ->
     Sample = ?config(sample, Config),
-    ok = write_sample(Sample, #{work => 3, other => 103}),
-    commit(Sample, "work x3"),
+    commits(Sample, #{work => 2, other => 103}, #{work => 3, other => 103}, "work x3"),
     Json = filename:join(?config(dir, Config), "ci-cpu.json"),
     R = beamlab_test_util:cli(["check", "--against", "HEAD~1", "--metric", "reductions,cpu", "--ci", "0.01%",
                                "--max-time", "0.001", "--save", Json | ?QUICK], cli_opts(Config)),
@@ -276,6 +277,7 @@ ci_bad_values(Config) ->
 %% and the temporary worktree is gone.
 interrupt_removes_worktree(Config) ->
     Sample = ?config(sample, Config),
+    commits(Sample, #{}, #{work => 2}, "work twice as slow, interrupted"),
     H = beamlab_test_util:cli_start_group(["check", "--against", "HEAD~1", "--rounds", "40",
                                            "-d", "30", "-s", "1", "-w", "0"], cli_opts(Config)),
     _ = beamlab_test_util:wait_for_file(maps:get(err_file, H), "round 2/40", 120000),
@@ -474,12 +476,26 @@ write_sample(Sample, Opts) ->
                      "other(N) -> sum(N * ", O, " div 100, 0).\n"
                      "sum(0, Acc) -> Acc;\nsum(I, Acc) -> sum(I - 1, Acc + I * I).\n"]).
 
+%% Two commits of the sample: `Base' (what the case's check is against,
+%% HEAD~1), then `Head' (and what `Also' writes besides), whatever the
+%% project held before.
+commits(Sample, Base, Head, Message) ->
+    commits(Sample, Base, Head, Message, fun() -> ok end).
+
+commits(Sample, Base, Head, Message, Also) ->
+    ok = write_sample(Sample, Base),
+    commit(Sample, "before: " ++ Message),
+    ok = write_sample(Sample, Head),
+    ok = Also(),
+    commit(Sample, Message).
+
+%% (empty when the project already held that state)
 commit(Dir, Message) ->
     {0, _} = sh(Dir, "git add -A && " ++ git_commit(Message), []),
     ok.
 
 git_commit(Message) ->
-    "git -c user.name=beamlab -c user.email=beamlab@localhost commit -q -m '" ++ Message ++ "'".
+    "git -c user.name=beamlab -c user.email=beamlab@localhost commit -q --allow-empty -m '" ++ Message ++ "'".
 
 %%--------------------------------------------------------------------
 %% Helpers

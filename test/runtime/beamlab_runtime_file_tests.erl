@@ -42,6 +42,32 @@ kinds_test() ->
         _ = file:del_dir_r(D)
     end.
 
+%% /proc, /sys and /dev are the kernel's: a file or a directory there is
+%% refused, wherever the path leads from (/proc/self is a link); what is
+%% written in place there still is (devices, standard output), and
+%% /dev/shm is a directory for files.
+system_dirs_test() ->
+    [?assertMatch({error, {system_dir, P, Top}}, beamlab_runtime_file:check_target(P), P)
+     || {P, Top} <- [{"/proc/self/x", "/proc"}, {"/proc/self/x.json", "/proc"}, {"/proc", "/proc"},
+                     {"/proc/self/environ", "/proc"}, {"/dev/x.json", "/dev"}, {"/dev", "/dev"},
+                     {"/sys/x.json", "/sys"}]],
+    ?assertEqual({ok, {in_place, character_device}}, beamlab_runtime_file:check_target("/dev/null")),
+    ?assertEqual({ok, {in_place, standard_output}}, beamlab_runtime_file:check_target("/proc/self/fd/1")),
+    [?assertEqual({ok, new}, beamlab_runtime_file:check_target("/dev/shm/beamlab-no-such-file.json"))
+     || filelib:is_dir("/dev/shm")],
+    %% a link to /proc on the way leads there
+    D = tmp(),
+    ok = file:make_symlink("/proc/self", filename:join(D, "p")),
+    try
+        ?assertMatch({error, {system_dir, _, "/proc"}},
+                     beamlab_runtime_file:check_target(filename:join(D, "p/x.json")))
+    after
+        _ = file:del_dir_r(D)
+    end,
+    ?assertEqual("/proc/self/x is under /proc, the kernel's: beamlab writes there only to a device or its "
+                 "standard output or error (/dev/null, /dev/stdout, /proc/self/fd/1); name a file elsewhere",
+                 beamlab_runtime_file:format_error(element(2, beamlab_runtime_file:check_target("/proc/self/x")))).
+
 write_test() ->
     D = tmp(),
     P = filename:join(D, "w.txt"),

@@ -89,6 +89,55 @@ detached_vms_are_the_trees_test() ->
     %% a fresh VM (102) of root 100: its own, its ancestors', the detached VM's
     ?assertEqual({ok, 4510000 + 4200000}, beamlab_runtime_probe:tree_cpu_us(Root, "102", "100")).
 
+%% A stat line with a start time (field 22).
+stat_line(Pid, Comm, PPid, U, Start) ->
+    io_lib:format("~b (~s) S ~b 0 0 0 0 0 0 0 0 0 ~b 0 0 0 20 0 1 0 ~b 0\n", [Pid, Comm, PPid, U, Start]).
+
+write_stat(Root, Pid, Text) ->
+    File = filename:join([Root, "proc", integer_to_list(Pid), "stat"]),
+    ok = filelib:ensure_dir(File),
+    ok = file:write_file(File, Text).
+
+%% Sampled again within a second, the tree's pids are kept: /proc is
+%% listed, and only the tree's and new pids' stat read (a process outside
+%% the tree is not read again: 200's stat rewritten to claim 100 as its
+%% parent, impossible for a real process, is not seen until the next
+%% walk); a child started since counts at once, with its children; a
+%% child gone, or its pid reused by another process, no longer counts.
+tree_cache_test() ->
+    Root = fake_proc(),
+    %% (walked "now" for the whole test, however slow the machine)
+    Fresh = fun(T) -> T#{walked := erlang:monotonic_time(millisecond) + 3600000} end,
+    {ok, 6600000, T0} = beamlab_runtime_probe:tree_cpu(Root, ["100"], undefined, undefined),
+    write_stat(Root, 200, stat_line(200, "sh", 100, 5000, 0)),
+    write_stat(Root, 400, stat_line(400, "sh", 100, 30, 7)),
+    write_stat(Root, 401, stat_line(401, "sleep", 400, 5, 8)),
+    {ok, Us1, T1} = beamlab_runtime_probe:tree_cpu(Root, ["100"], undefined, Fresh(T0)),
+    ?assertEqual(6600000 + 350000, Us1),
+    %% 401 gone, 400's pid reused by a process that is not ours
+    ok = file:del_dir_r(filename:join([Root, "proc", "401"])),
+    write_stat(Root, 400, stat_line(400, "other", 1, 900, 99)),
+    {ok, Us2, T2} = beamlab_runtime_probe:tree_cpu(Root, ["100"], undefined, Fresh(T1)),
+    ?assertEqual(6600000, Us2),
+    %% a second later, every process is read again: 200 claims 100 now
+    Aged = T2#{walked := erlang:monotonic_time(millisecond) - 1000},
+    ?assertMatch({ok, 6600000 + 50000000, _}, beamlab_runtime_probe:tree_cpu(Root, ["100"], undefined, Aged)),
+    %% another tree asked for: walked again
+    ?assertMatch({ok, 3000000, _}, beamlab_runtime_probe:tree_cpu(Root, ["102"], undefined, T2)),
+    %% the tree's root gone: no tree
+    ok = file:del_dir_r(filename:join([Root, "proc", "100"])),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:tree_cpu(Root, ["100"], undefined, Fresh(T2))).
+
+%% Two trees together (another VM, 200, beside beamlab's own, 100),
+%% each counted once when one is in the other; the second may be
+%% missing.
+trees_together_test() ->
+    Root = fake_proc(),
+    ?assertMatch({ok, 6600000 + 50000000, _}, beamlab_runtime_probe:tree_cpu(Root, ["100", "200"], undefined, undefined)),
+    ?assertMatch({ok, 6600000, _}, beamlab_runtime_probe:tree_cpu(Root, ["100", "102"], undefined, undefined)),
+    ?assertMatch({ok, 6600000, _}, beamlab_runtime_probe:tree_cpu(Root, ["100", "4242"], undefined, undefined)),
+    ?assertEqual({error, enoent}, beamlab_runtime_probe:tree_cpu(Root, ["4242", "100"], undefined, undefined)).
+
 %% Others = the machine's busy time minus the tree's, in cores.
 competition_test() ->
     S0 = #{t_us => 0, busy_ticks => 1000, own_us => 0},
