@@ -13,6 +13,7 @@
          prop_run_noise_cautious/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
+         prop_hist_takes/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
          prop_reservoir/0, prop_usl_recovers/0]).
@@ -257,6 +258,25 @@ prop_hist_record_list() ->
                 beamlab_stats_hist:snapshot(H) =:= record_all(Opts, Vs)
             end).
 
+%% Each take/1 (which reads only the buckets marked since the previous
+%% one, #33) is exactly what was recorded since the previous take, however
+%% the batches were recorded; nothing is left for a full pass.
+prop_hist_takes() ->
+    ?FORALL({Batches, Max}, {list({latencies(), boolean()}), range(1, 1 bsl 41)},
+            begin
+                Opts = #{max => Max},
+                H = beamlab_stats_hist:new(Opts),
+                lists:all(
+                  fun({Vs, AsList}) ->
+                          _ = case AsList of
+                                  true -> beamlab_stats_hist:record_list(H, Vs);
+                                  false -> [beamlab_stats_hist:record(H, V) || V <- Vs]
+                              end,
+                          beamlab_stats_hist:take(H) =:= record_all(Opts, Vs)
+                  end, Batches)
+                    andalso beamlab_stats_hist:count(beamlab_stats_hist:take_all(H)) =:= 0
+            end).
+
 prop_hist_inexact() ->
     ?FORALL({D, Vs}, {digits(), non_empty(latencies())},
             begin
@@ -384,6 +404,7 @@ hist_props_test_() ->
      [?_test(check(prop_hist_precision(), 150)),
       ?_test(check(prop_hist_merge(), 100)),
       ?_test(check(prop_hist_record_list(), 100)),
+      ?_test(check(prop_hist_takes(), 100)),
       ?_test(check(prop_hist_inexact(), 100)),
       ?_test(check(prop_hist_merge_precisions(), 100)),
       ?_test(check(prop_hist_exact_stats(), 100)),
