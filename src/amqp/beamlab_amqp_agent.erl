@@ -387,7 +387,7 @@ counts(#st{ctx = #{counters := C}, reconnects = Rc}) ->
 
 %% What the workers recorded since the last take (consumer and confirm
 %% latencies), added to the run's totals. Each second's take reads the
-%% buckets recorded into since the one before (beamlab_stats_hist:take/1); the
+%% buckets between the extremes recorded (beamlab_stats_hist:take/1); the
 %% last one, once the workers are gone, reads them all.
 take(St) ->
     take(fun beamlab_stats_hist:take/1, St).

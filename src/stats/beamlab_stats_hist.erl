@@ -15,15 +15,8 @@
 %%% 1/2^B =< 1/(2 * 10^digits): within 0.5% for 2 digits, 0.05% for 3.
 %%% Bucket-width-1 values, the minimum and the maximum are exact.
 %%%
-%%% Marks. An exact histogram also keeps a bit per bucket, set by the
-%%% first record into the bucket since the last take, and a bit per word of
-%%% those bits, so that {@link take/1} reads only the buckets that hold
-%%% values (#33).
-%%%
 %%% Cost. By default `count', `sum', `min' and `max' are exact, which costs
-%%% a record two `counters:add' and three `atomics:get' (the third for its
-%%% mark, plus a compare-and-swap when it is the bucket's first value
-%%% since the last take). With
+%%% a record two `counters:add' and two `atomics:get'. With
 %%% `exact => false' a record is the bucket `counters:add' alone; sum, min
 %%% and max are then derived from the buckets at snapshot time (bucket
 %%% middles, so within the same relative bound as percentiles).
@@ -38,11 +31,8 @@
 -export_type([hist/0, snapshot/0, options/0]).
 
 -record(hist, {counts :: counters:counters_ref(),  % buckets, then sum, overflow
-               extremes :: atomics:atomics_ref(),  % min, max
-               %% Exact histograms: the summary words, then the bucket
-               %% words (see mark/3).
-               marks :: atomics:atomics_ref() | undefined,
-               nsummary :: non_neg_integer(),
+               %% min, max; the previous take's min and max (take/1)
+               extremes :: atomics:atomics_ref(),
                bits :: pos_integer(),
                max :: pos_integer(),
                nbuckets :: pos_integer(),
@@ -68,9 +58,6 @@
 %% Larger values would leave the small-integer range of the atomics.
 -define(LIMIT_MAX, ((1 bsl 62) - 1)).
 -define(EMPTY_MIN, ((1 bsl 63) - 1)).
-%% Mark bits per word: well inside the small-integer range.
--define(WORD_BITS, 32).
--define(WORD_SHIFT, 5).
 
 %% @equiv new(#{})
 -spec new() -> hist().
@@ -99,22 +86,13 @@ new(Opts) when is_map(Opts) ->
                       false -> []
                   end,
     Counts = counters:new(NBuckets + 2, CounterOpts),
-    Extremes = atomics:new(2, [{signed, true}]),
+    Extremes = atomics:new(4, [{signed, true}]),
     atomics:put(Extremes, 1, ?EMPTY_MIN),
     atomics:put(Extremes, 2, -1),
-    {Marks, NSummary} =
-        case Exact of
-            true ->
-                NWords = words(NBuckets),
-                NS = words(NWords),
-                {atomics:new(NS + NWords, [{signed, false}]), NS};
-            false ->
-                {undefined, 0}
-        end,
-    #hist{counts = Counts, extremes = Extremes, marks = Marks, nsummary = NSummary,
-          bits = Bits, max = Max, nbuckets = NBuckets, exact = Exact}.
-
-words(N) -> (N + ?WORD_BITS - 1) bsr ?WORD_SHIFT.
+    atomics:put(Extremes, 3, ?EMPTY_MIN),
+    atomics:put(Extremes, 4, -1),
+    #hist{counts = Counts, extremes = Extremes, bits = Bits, max = Max,
+          nbuckets = NBuckets, exact = Exact}.
 
 %% @doc Record one value.
 -spec record(hist(), non_neg_integer()) -> ok.
@@ -128,8 +106,7 @@ record_n(#hist{exact = false, counts = C, bits = Bits, max = Max}, V, N)
     counters:add(C, index(V, Bits) + 1, N);
 %% Exact histograms, and overflowing values of inexact ones (their extremes
 %% and sum are then updated needlessly, which is harmless and rare).
-record_n(#hist{counts = C, extremes = E, marks = M, nsummary = NS, bits = Bits,
-               max = Max, nbuckets = NB},
+record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
          V0, N) when is_integer(V0), V0 >= 0, is_integer(N), N > 0 ->
     V = case V0 > Max of
             true ->
@@ -137,9 +114,7 @@ record_n(#hist{counts = C, extremes = E, marks = M, nsummary = NS, bits = Bits,
                 Max;
             false -> V0
         end,
-    I = index(V, Bits),
-    counters:add(C, I + 1, N),
-    mark(M, NS, I),
+    counters:add(C, index(V, Bits) + 1, N),
     counters:add(C, NB + 1, V * N),
     %% Extremes change rarely: a plain read first keeps the common case
     %% free of compare-and-swap traffic.
@@ -161,10 +136,9 @@ inline_buckets(#hist{exact = false, counts = C, bits = Bits, max = Max}) ->
 %% once per call.
 -spec record_list(hist(), [non_neg_integer()]) -> ok.
 record_list(_H, []) -> ok;
-record_list(#hist{counts = C, extremes = E, marks = M, nsummary = NS, bits = Bits,
-                  max = Max, nbuckets = NB} = H,
+record_list(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB} = H,
             [_ | _] = Vs) ->
-    {Lo, Hi, Sum, Over} = record_each(C, M, NS, Bits, Max, Vs, Max, 0, 0, 0),
+    {Lo, Hi, Sum, Over} = record_each(C, Bits, Max, Vs, Max, 0, 0, 0),
     counters:add(C, NB + 2, Over),
     case H#hist.exact of
         true ->
@@ -176,52 +150,16 @@ record_list(#hist{counts = C, extremes = E, marks = M, nsummary = NS, bits = Bit
             ok
     end.
 
-record_each(_C, _M, _NS, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
-record_each(C, M, NS, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
+record_each(_C, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
+record_each(C, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
   when is_integer(V0), V0 >= 0 ->
     {V, Over1} = case V0 > Max of
                      true -> {Max, Over + 1};
                      false -> {V0, Over}
                  end,
-    I = index(V, Bits),
-    counters:add(C, I + 1, 1),
-    mark(M, NS, I),
-    record_each(C, M, NS, Bits, Max, Vs, erlang:min(Lo, V), erlang:max(Hi, V),
+    counters:add(C, index(V, Bits) + 1, 1),
+    record_each(C, Bits, Max, Vs, erlang:min(Lo, V), erlang:max(Hi, V),
                 Sum + V, Over1).
-
-%% After a record into bucket I: its bit, then its word's summary bit.
-%% Usually the bucket's bit is already set (one atomics:get). A set bit is
-%% cleared only by a take, which reads the bucket after clearing it; so a
-%% record that finds its bit set is read by the take that clears the bit,
-%% and the summary bit, set after the bucket bit by whoever set that,
-%% makes some take clear it (take_all/1 reads every bucket regardless).
-%% Inlined: a record's usual cost is then the one atomics:get.
--compile({inline, [mark/3]}).
-mark(undefined, _NS, _I) ->
-    ok;
-mark(M, NS, I) ->
-    Pos = NS + (I bsr ?WORD_SHIFT) + 1,
-    Bit = 1 bsl (I band (?WORD_BITS - 1)),
-    Cur = atomics:get(M, Pos),
-    case Cur band Bit of
-        0 ->
-            set_bit(M, Pos, Bit, Cur),
-            W = I bsr ?WORD_SHIFT,
-            SPos = (W bsr ?WORD_SHIFT) + 1,
-            SBit = 1 bsl (W band (?WORD_BITS - 1)),
-            %% Usually set already: one more atomics:get.
-            SCur = atomics:get(M, SPos),
-            SCur band SBit =/= 0 orelse set_bit(M, SPos, SBit, SCur);
-        _ ->
-            ok
-    end.
-
-set_bit(M, Pos, Bit, Cur) ->
-    case atomics:compare_exchange(M, Pos, Cur, Cur bor Bit) of
-        ok -> true;
-        Now when Now band Bit =/= 0 -> true;
-        Now -> set_bit(M, Pos, Bit, Now)
-    end.
 
 lower_min(E, V) ->
     Cur = atomics:get(E, 1),
@@ -236,18 +174,13 @@ raise_max(E, V) ->
 %% @doc Forget everything recorded. Not atomic with respect to concurrent
 %% recorders: a value recorded during the reset may be partly kept.
 -spec reset(hist()) -> ok.
-reset(#hist{counts = C, extremes = E, marks = M, nbuckets = NB}) ->
+reset(#hist{counts = C, extremes = E, nbuckets = NB}) ->
     lists:foreach(fun(I) -> counters:put(C, I, 0) end, lists:seq(1, NB + 2)),
     atomics:put(E, 1, ?EMPTY_MIN),
     atomics:put(E, 2, -1),
-    clear_marks(M),
+    atomics:put(E, 3, ?EMPTY_MIN),
+    atomics:put(E, 4, -1),
     ok.
-
-clear_marks(undefined) ->
-    ok;
-clear_marks(M) ->
-    #{size := N} = atomics:info(M),
-    lists:foreach(fun(I) -> atomics:put(M, I, 0) end, lists:seq(1, N)).
 
 %% @doc A plain sparse copy of the histogram (non-empty buckets only).
 %% Concurrent recording during a snapshot may make count and sum differ by
@@ -278,80 +211,57 @@ snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
 %% snapshot would drop it). One pass over the buckets, which is cheaper
 %% than {@link snapshot/1} and {@link reset/1} together.
 %%
-%% An exact histogram's take reads only the buckets marked since the
-%% previous take (see mark/3): a latency histogram has tens of thousands of
-%% buckets, a second's values fill a fraction of those between its
-%% extremes, and reading every bucket between them cost a load generator's
-%% agent more per second than its workers' recording (#33). A record's mark follows its
-%% bucket's update, so a take may leave a value whose recorder was paused
-%% in between for the next take; none is lost. {@link take_all/1} reads
-%% every bucket (the last take of a histogram).
+%% An exact histogram's take reads only the buckets between the lowest
+%% and the highest value recorded since the take before the previous one
+%% (the extremes of this take and the previous one): a latency histogram
+%% has tens of thousands of buckets and a second's values fill a few
+%% hundred, and the full pass cost a load generator's agent more per
+%% second than its workers' recording (#33). A value's recorder adds to
+%% its bucket, then checks the minimum, then the maximum; each check finds
+%% the value inside the extremes of the epoch (the time between two takes)
+%% it runs in, or moves them to it. So once both checks ran, the epochs
+%% they ran in cover the value, and unless a recorder was paused between
+%% its two checks for longer than a whole epoch they are this take's or
+%% the previous one's. {@link take_all/1} reads every bucket (the last
+%% take of a histogram).
 -spec take(hist()) -> snapshot().
-take(#hist{exact = true, counts = C, extremes = E, marks = M, nsummary = NS} = H) ->
+take(#hist{exact = true, extremes = E, bits = Bits, nbuckets = NB} = H) ->
     %% The extremes first: a record updates them after its bucket, so a
     %% value whose extremes are taken here has its bucket counted below.
     Lo = atomics:exchange(E, 1, ?EMPTY_MIN),
     Hi = atomics:exchange(E, 2, -1),
-    take(H, Lo, Hi, lists:reverse(take_summary(C, M, NS, 1, [])));
+    From = erlang:min(Lo, atomics:exchange(E, 3, Lo)),
+    To = erlang:max(Hi, atomics:exchange(E, 4, Hi)),
+    %% Counter indices (a bucket's index + 1); an open side is the end.
+    {First, Last} = case {From, To} of
+                        {?EMPTY_MIN, -1} -> {1, 0};
+                        {?EMPTY_MIN, _} -> {1, index(To, Bits) + 1};
+                        {_, -1} -> {index(From, Bits) + 1, NB};
+                        _ -> {index(From, Bits) + 1, index(To, Bits) + 1}
+                    end,
+    take(H, Lo, Hi, First, Last);
 take(H) ->
     take_all(H).
-
-%% The marked buckets, their marks cleared before they are read; the
-%% accumulator holds them highest index first.
-take_summary(_C, _M, NS, S, Acc) when S > NS ->
-    Acc;
-take_summary(C, M, NS, S, Acc) ->
-    Words = atomics:exchange(M, S, 0),
-    take_summary(C, M, NS, S + 1, take_words(C, M, NS, (S - 1) bsl ?WORD_SHIFT, Words, Acc)).
-
-take_words(_C, _M, _NS, _W, 0, Acc) ->
-    Acc;
-take_words(C, M, NS, W, Words, Acc) when Words band 255 =:= 0 ->
-    take_words(C, M, NS, W + 8, Words bsr 8, Acc);
-take_words(C, M, NS, W, Words, Acc) ->
-    Acc1 = case Words band 1 of
-               1 -> take_marked(C, W bsl ?WORD_SHIFT, atomics:exchange(M, NS + W + 1, 0), Acc);
-               0 -> Acc
-           end,
-    take_words(C, M, NS, W + 1, Words bsr 1, Acc1).
-
-%% Bucket indices from I up, one bit each.
-take_marked(_C, _I, 0, Acc) ->
-    Acc;
-take_marked(C, I, Bits, Acc) when Bits band 255 =:= 0 ->
-    take_marked(C, I + 8, Bits bsr 8, Acc);
-take_marked(C, I, Bits, Acc) ->
-    Acc1 = case Bits band 1 of
-               1 -> take_bucket(C, I, Acc);
-               0 -> Acc
-           end,
-    take_marked(C, I + 1, Bits bsr 1, Acc1).
-
-%% A marked bucket may be empty: its value went to the previous take,
-%% which read the bucket after its recorder had set the mark again.
-take_bucket(C, I, Acc) ->
-    case counters:get(C, I + 1) of
-        0 -> Acc;
-        K -> counters:sub(C, I + 1, K), [{I, K} | Acc]
-    end.
 
 %% @doc As {@link take/1}, reading every bucket: finds a value however
 %% long its recorder was paused, so the last take of a histogram, after
 %% which nothing records into it, is exact.
 -spec take_all(hist()) -> snapshot().
-take_all(#hist{counts = C, extremes = E, marks = M, nbuckets = NB, exact = Exact} = H) ->
+take_all(#hist{extremes = E, nbuckets = NB, exact = Exact} = H) ->
     {Lo, Hi} = case Exact of
                    true ->
-                       {atomics:exchange(E, 1, ?EMPTY_MIN), atomics:exchange(E, 2, -1)};
+                       L = atomics:exchange(E, 1, ?EMPTY_MIN),
+                       M = atomics:exchange(E, 2, -1),
+                       _ = atomics:exchange(E, 3, L),
+                       _ = atomics:exchange(E, 4, M),
+                       {L, M};
                    false -> {?EMPTY_MIN, -1}
                end,
-    %% Marks cleared before the buckets are read: a value recorded after
-    %% this pass read its bucket leaves a mark for the next take.
-    clear_marks(M),
-    take(H, Lo, Hi, take_buckets(C, 1, NB, [])).
+    take(H, Lo, Hi, 1, NB).
 
 take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exact = Exact},
-     Lo, Hi, Buckets) ->
+     Lo, Hi, First, Last) ->
+    Buckets = take_buckets(C, First, Last, []),
     Count = lists:sum([K || {_, K} <- Buckets]),
     Sum0 = take_counter(C, NB + 1),
     Over = take_counter(C, NB + 2),
@@ -366,6 +276,11 @@ take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exac
             {0, false} -> {undefined, undefined, 0};
             {_, true} ->
                 {Lo1, Hi1} = late_extremes(E, Lo, Hi, 1000),
+                %% Each exchange there ended an epoch whose values' buckets
+                %% this pass may have missed: the next take's range covers
+                %% them (take/1 reads from slots 3 and 4).
+                _ = Lo1 < Lo andalso atomics:put(E, 3, erlang:min(Lo1, atomics:get(E, 3))),
+                _ = Hi1 > Hi andalso atomics:put(E, 4, erlang:max(Hi1, atomics:get(E, 4))),
                 {min_or(Lo1, Buckets, Bits), max_or(Hi1, Buckets, Bits), Sum0};
             {_, false} -> bucket_stats(Buckets, Bits, Max)
         end,

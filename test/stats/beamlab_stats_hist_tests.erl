@@ -203,10 +203,10 @@ take_loses_nothing_test() ->
     ?assert(Near(lists:min(All), beamlab_stats_hist:min(M))),
     ?assert(Near(lists:max(All), beamlab_stats_hist:max(M))).
 
-%% take/1 reads only the buckets marked since the previous take (#33):
-%% values recorded while takes run, whose ranges move from take to take
-%% (each recorder walks up, then down, a wide range of values), are each
-%% in exactly one take, bucket for bucket.
+%% take/1 reads only the buckets between the extremes of its epoch and
+%% the previous one (#33): values recorded while takes run, whose ranges
+%% move from take to take (each recorder walks up, then down, a wide range
+%% of values), are each in exactly one take, bucket for bucket.
 take_ranges_lose_nothing_test() ->
     H = beamlab_stats_hist:new(#{max => 1 bsl 30}),
     Ref = beamlab_stats_hist:new(#{max => 1 bsl 30}),

@@ -258,9 +258,9 @@ prop_hist_record_list() ->
                 beamlab_stats_hist:snapshot(H) =:= record_all(Opts, Vs)
             end).
 
-%% Each take/1 (which reads only the buckets marked since the previous
-%% one, #33) is exactly what was recorded since the previous take, however
-%% the batches were recorded; nothing is left for a full pass.
+%% Each take/1 (which reads only part of the buckets, #33) is exactly what
+%% was recorded since the previous take, however the batches were
+%% recorded; nothing is left for a full pass.
 prop_hist_takes() ->
     ?FORALL({Batches, Max}, {list({latencies(), boolean()}), range(1, 1 bsl 41)},
             begin
