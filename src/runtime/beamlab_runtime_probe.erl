@@ -44,7 +44,7 @@
 
 %% How often a tree's pids are found again by reading every proc/N/stat
 %% ({@link tree_cpu/4}); between, only the tree's and new pids' are read.
--define(TREE_REFRESH_MS, 1000).
+-define(TREE_REFRESH_MS, 10000).
 
 %% USER_HZ is part of the Linux /proc ABI and 100 on every architecture
 %% Linux runs beamlab on; /proc/*/stat times are in these ticks.
@@ -187,7 +187,7 @@ tree_cpu_us(Root, Pid, Upto) ->
 %% one's ancestors up to `Upto'; the first must exist, the others may
 %% not: another VM beside beamlab's own), for a caller that
 %% samples it again and again: it keeps the tree's pids (`undefined' the
-%% first time) and reads every proc/N/stat at most once a second
+%% first time) and reads every proc/N/stat at most once every 10 s
 %% (`TREE_REFRESH_MS'). In between it lists /proc and reads only the
 %% tree's pids and the new ones (a child started since is the tree's at
 %% once; a pid gone, or reused by another process, is left out).

@@ -531,7 +531,7 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tr
 
 %% The CPU time of the trees of `Pids' (beamlab_runtime_probe:tree_cpu/4),
 %% with the tree's pids the previous snapshot kept (`tree'): a sample
-%% reads every process of /proc at most once a second.
+%% reads every process of /proc at most once every 10 s.
 tree(Root, Pids, Prev) ->
     case beamlab_runtime_probe:tree_cpu(Root, Pids, beamlab_runtime_probe:tree_root(), maps:get(tree, Prev, undefined)) of
         {ok, Us, Tree} -> {{ok, Us}, Tree};
