@@ -11,7 +11,7 @@
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
          far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0,
-         robust_history/1, configurations/1]).
+         robust_history/1, history_level/1, history_floor/1, configurations/1]).
 
 -type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
                       started_at := binary()}.
@@ -80,6 +80,8 @@
 %% sessions of `matrix -n 3' runs, 5.5-7% fresh VM to fresh VM); chosen
 %% with RUNS_CONFIDENCE by bench/aa_design.escript on the first session.
 -define(RUN_NOISE, 0.025).
+%% CPU time's history: the least run-to-run spread of the fastest samples
+-define(CPU_HISTORY_FLOOR, 0.02).
 
 %% @doc What the samples of a document's benchmarks replicate: `runs' for
 %% a suite (each sample is one repetition), a matrix (one fresh VM's
@@ -128,6 +130,31 @@ run_noise() -> ?RUN_NOISE.
 -spec robust_history(Metric :: binary()) -> boolean().
 robust_history(Metric) ->
     cpu_time(Metric).
+
+%% @doc What stands for a single run of a history: its `mean', or for CPU
+%% time per iteration its `fastest' sample. Load only adds CPU time (cache
+%% and memory contention, frequency), so the fastest sample is the least
+%% disturbed: under load a run's mean was above 1.2x the median in 1 run
+%% of 20, its fastest sample never above 1.07x (docs/statistics.md).
+-spec history_level(Metric :: binary()) -> mean | fastest.
+history_level(Metric) ->
+    case cpu_time(Metric) of
+        true -> fastest;
+        false -> mean
+    end.
+
+%% @doc The least spread (relative, the `spread_floor' of
+%% beamlab_stats:confirm_runs/4) a history of single runs judges a
+%% metric by: 0.02 for CPU time, whose fastest samples vary less from
+%% run to run (1.4826 x MAD 0.6-1.5%) than the machine shifts them (two
+%% runs at 1.04x were 4-10 false verdicts in 228 without it, none with
+%% it: docs/statistics.md); 0 otherwise.
+-spec history_floor(Metric :: binary()) -> float().
+history_floor(Metric) ->
+    case cpu_time(Metric) of
+        true -> ?CPU_HISTORY_FLOOR;
+        false -> 0.0
+    end.
 
 cpu_time(Metric) -> Metric =:= <<"cpu">>.
 

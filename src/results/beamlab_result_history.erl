@@ -10,8 +10,10 @@
 %%% repetitions (suite, matrix, check: `basis' `runs'; with the
 %%% between-run term `run_noise' on each side, as `compare', at 95% by
 %%% default); for single runs (samples within one run) the run and the
-%%% one before it against the spread of the earlier runs' means (up to the
-%%% 10 before those two, at least 3; `beamlab_stats:confirm_runs/4',
+%%% one before it against the spread of the earlier runs' means (CPU
+%%% time: each run's fastest sample, their spread at least 2%,
+%%% `beamlab_result_compare:history_level/1' and `history_floor/1';
+%%% up to the 10 runs before those two, at least 3; `beamlab_stats:confirm_runs/4',
 %%% `basis' `history', at 99% by default): `faster'/`slower' only when
 %%% both are outside it on the same side, `unconfirmed' when only the
 %%% newer one is ("run again"); with fewer earlier runs the verdict is
@@ -189,8 +191,11 @@ trend(Name, Runs, Judge) ->
     {_, Unit} = beamlab_format_units:per_second(Bench),
     Metric = maps:get(metric, Bench, <<>>),
     WallClock = beamlab_result_compare:wall_clock(Unit, Metric),
-    %% CPU time's robust spread of single runs (docs/statistics.md)
-    Judged = Judge#{robust => beamlab_result_compare:robust_history(Metric)},
+    %% CPU time's robust spread of single runs and their fastest samples
+    %% (docs/statistics.md)
+    Judged = Judge#{robust => beamlab_result_compare:robust_history(Metric),
+                    level => beamlab_result_compare:history_level(Metric),
+                    floor => beamlab_result_compare:history_floor(Metric)},
     #{name => Name, unit => Unit, better => maps:get(better, Bench),
       points => [point(I, B) || {I, B, _} <- Found],
       changes => changes(Found, [], Judged, WallClock)}.
@@ -211,7 +216,8 @@ point(I, #{stats := S} = B) ->
                                            end}.
 
 change({I0, B0, R0}, {I1, B1, R1}, Earlier,
-       #{confidence := HistConf, runs_confidence := RunsConf, run_noise := Noise, robust := Robust}, WallClock) ->
+       #{confidence := HistConf, runs_confidence := RunsConf, run_noise := Noise, robust := Robust,
+         level := Level, floor := Floor}, WallClock) ->
     {F0, U0} = beamlab_format_units:per_second(B0),
     {F1, U1} = beamlab_format_units:per_second(B1),
     Same = [E || {_, EB, _} = E <- Earlier, element(2, beamlab_format_units:per_second(EB)) =:= U1],
@@ -247,10 +253,10 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                         %% machine as a change (the heavy tail of single
                         %% runs, docs/statistics.md): a verdict needs this
                         %% run and the one before it outside the spread.
-                        Means = [run_mean(B) || {_, B, _} <- Older],
+                        Means = [run_level(B, Level) || {_, B, _} <- Older],
                         {history, Older,
-                         fun(O) -> beamlab_stats:confirm_runs(Means, run_mean(B0), run_mean(B1),
-                                                              O#{robust => Robust}) end,
+                         fun(O) -> beamlab_stats:confirm_runs(Means, run_level(B0, Level), run_level(B1, Level),
+                                                              O#{robust => Robust, spread_floor => Floor}) end,
                          Ctx#{replication := runs}};
                     _ ->
                         {within_run, [], fun(O) -> beamlab_stats:compare(S0, S1, O) end, Ctx}
@@ -293,9 +299,19 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
         false -> #{from => I0, to => I1, change => null, ci => null, p_value => null, verdict => unit_mismatch}
     end.
 
-run_mean(#{stats := #{mean := M}} = B) ->
+%% A single run's level in the history's unit: its mean, or its fastest
+%% sample (beamlab_result_compare:history_level/1).
+run_level(#{stats := #{mean := M}} = B, mean) ->
     {F, _} = beamlab_format_units:per_second(B),
-    M * F.
+    M * F;
+run_level(#{samples := [_ | _] = S} = B, fastest) ->
+    {F, _} = beamlab_format_units:per_second(B),
+    case maps:get(better, B) of
+        H when H =:= higher; H =:= <<"higher">> -> lists:max(S) * F;
+        _ -> lists:min(S) * F
+    end;
+run_level(B, fastest) ->
+    run_level(B, mean).
 
 null_if_undefined(undefined) -> null;
 null_if_undefined(V) -> V.

@@ -354,10 +354,14 @@ safe_mean(L) -> mean(L).
 %% and p-value (`robust => true' in the result). For a measure with a
 %% rare far run and a tight spread otherwise (CPU time under load:
 %% docs/statistics.md), one burst in the history no longer hides a change
-%% for as long as it stays in the window.
+%% for as long as it stays in the window. `spread_floor' (default 0): the
+%% least spread on the log scale (relative), a run-to-run term for runs
+%% whose own spread can be tighter than the machine's (the fastest
+%% samples of CPU time: docs/statistics.md).
 -spec compare_to_runs([number()], number(),
                       #{better => higher | lower | binary(), confidence => float(),
-                        min_change => number(), robust => boolean()}) -> comparison().
+                        min_change => number(), robust => boolean(),
+                        spread_floor => number()}) -> comparison().
 compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Opts) ->
     Conf = confidence(Opts),
     Better = case maps:get(better, Opts, lower) of
@@ -383,7 +387,8 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
                                          false -> {Runs, X, runs, runs}
                                      end,
             Robust = maps:get(robust, Opts, false) =:= true,
-            {YBar, S} = runs_spread(Ys, Robust),
+            {YBar, S0} = runs_spread(Ys, Robust),
+            S = spread_floor(S0, Positive, Opts),
             D = Y - YBar,
             Se = S * math:sqrt(1 + 1 / M),
             Df = M - 1,
@@ -429,7 +434,8 @@ compare_to_runs(Runs0, New, Opts) when is_list(Runs0), is_number(New), is_map(Op
 %% {@link compare_to_runs/3} (`robust' included).
 -spec confirm_runs([number()], number(), number(),
                    #{better => higher | lower | binary(), confidence => float(),
-                     min_change => number(), robust => boolean()}) -> comparison().
+                     min_change => number(), robust => boolean(),
+                     spread_floor => number()}) -> comparison().
 confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_number(Last), is_map(Opts) ->
     P = compare_to_runs(Runs, Prev, Opts),
     L = compare_to_runs(Runs, Last, Opts),
@@ -450,7 +456,7 @@ confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_num
                               false -> 1.0
                           end,
                test => confirm, verdict => Verdict,
-               detectable => runs_detectable(Runs, confidence(Opts), maps:get(robust, Opts, false) =:= true),
+               detectable => runs_detectable(Runs, confidence(Opts), Opts),
                prev => maps:with([change, ci, p_value, verdict, mean_new], P)}
     end.
 
@@ -463,11 +469,12 @@ confirm_runs(Runs, Prev, Last, Opts) when is_list(Runs), is_number(Prev), is_num
 %% with the spread the runs were judged by (`robust': the MAD's).
 %% `undefined' without a spread or on the raw scale (a value not
 %% positive).
-runs_detectable(Runs, Conf, Robust) ->
+runs_detectable(Runs, Conf, Opts) ->
     M = length(Runs),
     case M >= ?MIN_INTERVAL_N andalso lists:min(Runs) > 0 of
         true ->
-            {_, S} = runs_spread([math:log(R) || R <- to_floats(Runs)], Robust),
+            {_, S0} = runs_spread([math:log(R) || R <- to_floats(Runs)], maps:get(robust, Opts, false) =:= true),
+            S = spread_floor(S0, true, Opts),
             Se = S * math:sqrt(1 + 1 / M),
             D = (t_quantile((1 + Conf) / 2, M - 1) + t_quantile(math:sqrt(0.8), M - 1)) * Se,
             case Se > 0.0 andalso D < 700.0 of
@@ -477,6 +484,11 @@ runs_detectable(Runs, Conf, Robust) ->
         false ->
             undefined
     end.
+
+%% The spread, at least `spread_floor' on the log scale (a relative
+%% floor means nothing on the raw scale).
+spread_floor(S, true, #{spread_floor := K}) when is_number(K), K > 0 -> max(S, float(K));
+spread_floor(S, _, _) -> S.
 
 %% The earlier runs' location and spread: mean and sd, or (`robust')
 %% median and 1.4826 x MAD.

@@ -117,6 +117,47 @@ cpu_history_robust_test() ->
     ?assert(beamlab_result_compare:robust_history(<<"cpu">>)),
     ?assertNot(beamlab_result_compare:robust_history(<<"time">>)).
 
+%% #35: CPU time's history judges each single run by its fastest sample
+%% (beamlab_result_compare:history_level/1), their spread at least 2%
+%% (history_floor/1): load only adds CPU time, so
+%% two runs in one burst of load (three of five samples 1.3-1.5x: means
+%% 1.24x) are no change, while two runs doing 20% more work are slower
+%% whatever their bursts. Wall-clock time keeps the means: the burst is a
+%% verdict there (the load rules make it inconclusive on a loaded machine).
+cpu_history_fastest_test() ->
+    Run = fun(I, Level, Burst, Metric) ->
+                  Samples = [Level * (1 + 0.002 * K) * B
+                             || {K, B} <- lists:zip(lists:seq(1, 5),
+                                                    case Burst of
+                                                        true -> [1.0, 1.3, 1.5, 1.0, 1.4];
+                                                        false -> [1.0, 1.0, 1.0, 1.0, 1.0]
+                                                    end)],
+                  B = beamlab_result:benchmark(<<"b">>, Samples, #{unit => ns, better => lower, metric => Metric}),
+                  Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                  {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                           beamlab_result:new(bench, #{command => [], started_at => Started}), [B])}
+          end,
+    Earlier = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 98.8, 100.7],
+    Last = fun(Newest, Burst, Metric) ->
+                   Runs = [Run(I, L, false, Metric) || {I, L} <- lists:zip(lists:seq(1, 8), Earlier)]
+                       ++ [Run(I, L, Burst, Metric) || {I, L} <- lists:zip([9, 10], Newest)],
+                   {ok, #{trends := [#{changes := Cs}]}} = beamlab_result_history:history(Runs, #{}),
+                   lists:last(Cs)
+           end,
+    ?assertMatch(#{verdict := no_difference, basis := history}, Last([100.3, 99.6], true, cpu)),
+    ?assertMatch(#{verdict := slower, basis := history}, Last([120.0, 120.5], true, cpu)),
+    ?assertMatch(#{verdict := slower, basis := history}, Last([120.0, 120.5], false, cpu)),
+    ?assertMatch(#{verdict := slower, basis := history}, Last([100.3, 99.6], true, time)),
+    %% The fastest samples' spread is at least 2% (history_floor/1): two
+    %% runs at 1.04x a tight history are no change for CPU time; the same
+    %% runs of wall-clock time, whose history has no floor, are slower.
+    ?assertMatch(#{verdict := no_difference, basis := history}, Last([104.0, 104.5], false, cpu)),
+    ?assertMatch(#{verdict := slower, basis := history}, Last([104.0, 104.5], false, time)),
+    ?assertEqual(fastest, beamlab_result_compare:history_level(<<"cpu">>)),
+    ?assertEqual(mean, beamlab_result_compare:history_level(<<"time">>)),
+    ?assertEqual(0.02, beamlab_result_compare:history_floor(<<"cpu">>)),
+    ?assertEqual(0.0, beamlab_result_compare:history_floor(<<"time">>)).
+
 history_spread_test() ->
     Single = fun(I, Ns, Noise) ->
                      rand:seed(exsss, {I, 7, 8}),
