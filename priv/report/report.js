@@ -323,6 +323,11 @@
     if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
     if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
+    // Room for the longest y tick label beside the axis' label (25.275M
+    // ran into `bytes').
+    var yTickChars = Math.max.apply(null, ya.ticks.map(function (t) { return String(t[1]).length; }).concat([0]));
+    L = Math.max(L, Math.ceil(26 + 6.4 * yTickChars));
+    pw = W - L - R;
     // A few pixels inside the frame, so a point at the end of an axis is
     // drawn whole inside the plot, not on (or over) its edge.
     var PAD = 6;
@@ -643,7 +648,7 @@
     var rows = hm.z.length, n = hm.t.length;
     var L = 62, R = 14, W = 560, PAD = 6, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
     var pw = W - L - R, plotH = rows * cellH, H = plotH + 40;
-    var xa = timeAxis([run], hm.broker ? 'load' : 'telemetry');
+    var xa = timeAxis(data.runs, hm.broker ? 'load' : 'telemetry');
     var X = function (v) { return L + PAD + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
     var edge = function (i) {
       if (n === 1) return i === 0 ? L : L + pw;
@@ -705,8 +710,9 @@
   function clockOf(source) {
     return source === 'telemetry' ? 'telemetry' : source === 'broker' || source === 'samples' ? 'load' : null;
   }
-  // One time axis for every chart of these runs on CLOCK: their line
-  // charts and heatmaps share its origin, range and ticks.
+  // One time axis for every chart of these runs on CLOCK (the page's
+  // runs: each chart of several runs draws them on one axis anyway):
+  // their line charts and heatmaps share its origin, range and ticks.
   function timeAxis(runs, clock) {
     var ts = [];
     runs.forEach(function (r) {
@@ -1268,7 +1274,7 @@
       var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
                                                  : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds',
-                                     xAxis: clock ? timeAxis(grp.entries.map(function (e) { return e.run; }), clock) : null,
+                                     xAxis: clock ? timeAxis(data.runs, clock) : null,
                                      yLabel: measure ? axisLabel(measure, unit) : unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',
