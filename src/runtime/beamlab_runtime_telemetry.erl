@@ -6,8 +6,11 @@
 %%% rates, the OS-visible CPU time of the VM, cgroup throttling, steal time,
 %%% load average and, with `msacc => true', microstate accounting.
 %%%
-%%% The monitor measures its own cost (time spent sampling per second of
-%%% wall time, reductions it used) so a reader can judge the disturbance.
+%%% The monitor records what sampling took so a reader can judge the
+%%% disturbance: the reductions it used (`monitor_reductions', its work in
+%%% this VM) and the wall time of each sample as a share of the interval
+%%% (`monitor_wall_pct'), which counts waiting for the node, the OS and a
+%%% scheduler too: not a CPU cost (it read 250% on a loaded machine).
 %%% `scheduler_wall_time' is enabled for this process only (the flag is
 %%% reference counted per process); microstate accounting is global and is
 %%% restored to its previous state when the monitor stops.
@@ -407,7 +410,7 @@ sample1(St = #st{prev = Prev, samples = Samples, print = Print, tracker = Tracke
     CostUs = erlang:monotonic_time(microsecond) - Start,
     {reductions, MonReds} = process_info(self(), reductions),
     DtUs = max(1, (maps:get(t, Raw) - maps:get(t, Prev)) * 1000),
-    S = S1#{monitor_cost_pct => 100 * CostUs / DtUs,
+    S = S1#{monitor_wall_pct => 100 * CostUs / DtUs,
             monitor_reductions => MonReds - maps:get(mon_reds, Prev, MonReds)},
     _ = Print andalso io:put_chars(standard_error, [line(line_info(St), S), detail_lines(St, S)]),
     _ = is_pid(Notify) andalso (Notify ! {beamlab_telemetry_sample, self(), S}),
@@ -914,7 +917,7 @@ line(#{labels := Labels} = Info, S) ->
                    beamlab_format_units:count(round(maps:get(gc_per_s, S))),
                    [io_lib:format(" ~*ts", [rate_width(L), beamlab_format_units:rate(maps:get(L, maps:get(rates, S), 0))])
                     || L <- Labels],
-                   maps:get(monitor_cost_pct, S)]).
+                   maps:get(monitor_wall_pct, S)]).
 
 %% Under a watched node's line: its memory by kind, then its top
 %% processes in one table (R: among the top by reductions, Q: by message
