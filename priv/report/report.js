@@ -1239,7 +1239,7 @@
 
   // The series people look at first; the rest of the telemetry is drawn
   // on demand under a closed <details>, which keeps long reports fast.
-  var PRIMARY = /^rates[.]|^util$|^util_dirty|^run_queue$|^processes$|^memory[.]total$|reductions_per_s|scheduler_busy_cores|steal_pct|machine_cpu_pct|throttled|monitor_cost_pct/;
+  var PRIMARY = /^rates[.]|^util$|^util_dirty|^run_queue$|^processes$|^memory[.]total$|reductions_per_s|scheduler_busy_cores|steal_pct|machine_cpu_pct|throttled|monitor_wall_pct|monitor_cost_pct/;
   function series() {
     var groups = byName(function (r) { return r.series; });
     if (!groups.length) return;
