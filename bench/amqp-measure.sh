@@ -63,16 +63,23 @@ median() { tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g |
            awk '{v[NR] = $1} END {if (NR == 0) {printf "-"; exit}
                                   printf "%.2f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 
-# window SAMPLES (WARMUP, CLK_TCK set by the caller): "<msg/s> <us CPU/msg> <window s> <CPU s>" over the
+# window SAMPLES [CYCLE] (WARMUP, CLK_TCK set by the caller): "<msg/s> <us CPU/msg> <window s> <CPU s>" over the
 # steady-state window, or nothing if there are fewer than two lines in it.
+# With CYCLE (s, > 0) the window ends after the most whole cycles it holds
+# (nothing if none): rate steps then weigh the same in every tool's window.
 window() {
-    awk -v w="$WARMUP" -v hz="$CLK_TCK" '
+    awk -v w="$WARMUP" -v hz="$CLK_TCK" -v c="${2:-0}" '
         { t[NR] = $1; r[NR] = $2; k[NR] = $3 }
         END {
             for (i = 1; i <= NR && t[i] < w; i++) ;
             s = i; if (s >= NR) exit
-            for (i = s + 1; i <= NR; i++) msgs += r[i] * (t[i] - t[i-1])
-            d = t[NR] - t[s]; cpu = (k[NR] - k[s]) / hz
+            e = NR
+            if (c > 0) {
+                n = int((t[NR] - t[s] + 0.5) / c); if (n < 1) exit
+                while (e > s && t[e] - t[s] > n * c + 0.5) e--
+            }
+            for (i = s + 1; i <= e; i++) msgs += r[i] * (t[i] - t[i-1])
+            d = t[e] - t[s]; cpu = (k[e] - k[s]) / hz
             if (msgs <= 0 || d <= 0) exit
             printf "%.0f %.2f %.1f %.2f\n", msgs / d, cpu * 1e6 / msgs, d, cpu
         }' "$1"

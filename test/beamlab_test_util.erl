@@ -3,7 +3,7 @@
 %%% stdout, stderr and the exit code kept apart.
 -module(beamlab_test_util).
 
--export([free_port/0, chromium/0, dump_dom/3, dump_dom/4, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
+-export([free_port/0, free_broker_port/0, chromium/0, dump_dom/3, dump_dom/4, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
@@ -435,6 +435,26 @@ free_port() ->
     {ok, Port} = inet:port(S),
     ok = gen_tcp:close(S),
     Port.
+
+%% @doc An AMQP port for a private broker of scripts/rabbitmq.sh that was
+%% free a moment ago, with the distribution port the script derives from
+%% it (port + 20000) free too: drawn at random from 10000-34999 (below the
+%% usual ephemeral ports; the distribution port stays below 65536), so two
+%% suites on one machine, or two runs of one suite, do not pick the same.
+-spec free_broker_port() -> inet:port_number().
+free_broker_port() ->
+    free_broker_port(100).
+
+free_broker_port(0) ->
+    error(no_free_broker_port);
+free_broker_port(Tries) ->
+    Port = 9999 + rand:uniform(25000),
+    Ls = [L || P <- [Port, Port + 20000], {ok, L} <- [gen_tcp:listen(P, [{ip, {127, 0, 0, 1}}])]],
+    lists:foreach(fun gen_tcp:close/1, Ls),
+    case length(Ls) of
+        2 -> Port;
+        _ -> free_broker_port(Tries - 1)
+    end.
 
 %% The DOM of a page after its scripts ran, from headless Chromium (a
 %% profile of its own under Dir).

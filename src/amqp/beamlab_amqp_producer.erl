@@ -88,6 +88,10 @@
              head = none :: {non_neg_integer(), binary()} | none,
              %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
              woke = false :: boolean(),
+             %% The timer set for the next message due, while it runs
+             %% (publish_or_wait/1), and when (monotonic µs) it is late
+             %% beyond the timer's resolution; or none.
+             tick = none :: {reference(), integer()} | none,
              %% Publishes not yet handed to the connection (newest first),
              %% their number and body bytes.
              out = [] :: [iodata()],
@@ -240,30 +244,43 @@ publish_or_wait(#st{limiter = none} = St) ->
     receive Msg -> loop(handle(Msg, St)) end;
 publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
   when is_integer(Max), map_size(Out) >= Max ->
-    window_full(flush(St));
+    %% Held by the window, not the timer: what is due goes out as soon as
+    %% a confirm frees a slot (the tick, should it come, is ignored).
+    window_full(flush(St#st{tick = none, woke = false}));
 publish_or_wait(#st{unwritten = U} = St) when U >= ?WRITE_AHEAD ->
     %% The socket has not taken what we handed over: wait for it (or a
     %% stop, a closed channel) rather than queue more.
-    St1 = flush(St),
+    St1 = flush(St#st{tick = none, woke = false}),
     receive Msg -> loop(handle(Msg, St1)) end;
+publish_or_wait(#st{tick = {_, Late}} = St) ->
+    %% Everything due was published and the timer is set for the next:
+    %% a read (confirms) that wakes us before it publishes nothing, so
+    %% what comes due until the timer goes out together, in one write (as
+    %% the floor client's tick, bench/amqp_floor.erl: #33, a write and
+    %% the broker's deliveries and confirms per message at low rates).
+    %% A timer late beyond its resolution (a loaded machine) waits no more.
+    case ?NOW_US() >= Late of
+        true -> publish_or_wait(St#st{tick = none});
+        false -> receive Msg -> loop(handle(Msg, St)) end
+    end;
 publish_or_wait(#st{limiter = L} = St) ->
     Now = ?NOW_US(),
     case beamlab_amqp_rate:next(L, Now) of
         {go, Intended, L1} ->
+            %% Every message of a batch after the timer came due while we
+            %% slept (or is late beyond the slack stamp/3 takes off).
             Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
             late(Now - Intended, St),
             loop(publish(Stamp, L1, St));
         {wait, Us} when Us >= ?HIBERNATE_MS * 1000 ->
-            St1 = flush(St),
+            St1 = flush(St#st{woke = false}),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), wake),
             erlang:hibernate(?MODULE, sleeping, [St1, Ref]);
         {wait, Us} ->
             St1 = flush(St),
-            receive
-                Msg -> loop(handle(Msg, St1))
-            after min((Us + 999) div 1000, 4294967295) ->
-                loop(St1#st{woke = true})
-            end
+            Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), tick),
+            Late = Now + Us + beamlab_amqp_rate:timer_slack_us(),
+            publish_or_wait(St1#st{tick = {Ref, Late}, woke = false})
     end.
 
 %% @private
@@ -318,7 +335,7 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
                           undefined -> {Seq, Window};
                           _ -> {Seq + 1, maps:put(Seq, Intended, Window)}
                       end,
-    St1 = St#st{limiter = L1, full_since = undefined, woke = false, head = Head,
+    St1 = St#st{limiter = L1, full_since = undefined, head = Head,
                 n = N + 1, left = dec(Left), keys = next_key(St#st.keys),
                 seq = Seq1, outstanding = Window1,
                 out = [Frames | Out], out_n = K + 1, out_bytes = B1},
@@ -406,6 +423,8 @@ handle(Msg, St) ->
 
 handle_msg({amqp_confirm, Ch, Kind, Seq, Multiple}, #st{ch = Ch} = St) ->
     confirm(Kind, Seq, Multiple, St);
+handle_msg({timeout, Ref, tick}, #st{tick = {Ref, _}} = St) ->
+    St#st{tick = none, woke = true};
 handle_msg({amqp_written, Ch}, #st{ch = Ch, unwritten = U} = St) ->
     St#st{unwritten = max(0, U - 1)};
 handle_msg({amqp_return, Ch, _Code, _Text, _Ex, _Key, _Props, _Body},

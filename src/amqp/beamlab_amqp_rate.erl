@@ -24,7 +24,7 @@
 %%% Pure functions only; time is passed in, so the schedule is testable.
 -module(beamlab_amqp_rate).
 
--export([new/2, new_variable/2, next/2, due/2, sent/1, allowed/2, stamp/3]).
+-export([new/2, new_variable/2, next/2, due/2, sent/1, allowed/2, stamp/3, timer_slack_us/0]).
 
 -export_type([limiter/0]).
 
@@ -110,6 +110,12 @@ stamp(IntendedUs, NowUs, true) ->
     max(IntendedUs, min(NowUs, IntendedUs + ?TIMER_SLACK_US));
 stamp(IntendedUs, _NowUs, false) ->
     IntendedUs.
+
+%% @doc How late (µs) a producer's timer for its next message usually
+%% fires at most: the lateness {@link stamp/3} takes off.
+-spec timer_slack_us() -> pos_integer().
+timer_slack_us() ->
+    ?TIMER_SLACK_US.
 
 %% @doc The intended send time of message `K' (0-based).
 -spec due(limiter(), non_neg_integer()) -> integer().

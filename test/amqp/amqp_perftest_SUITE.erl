@@ -9,10 +9,12 @@
 
 -compile([export_all, nowarn_export_all]).
 
--define(PORT, "5748").
--define(TLS_PORT, "5749").
--define(URI, "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F").
--define(TLS_URI, "amqps://guest:guest@127.0.0.1:" ?TLS_PORT "/%2F").
+%% The broker's ports are chosen free when the suite starts (two runs on
+%% one machine never share a broker), kept in persistent_term for the cases.
+-define(PORT, port()).
+-define(TLS_PORT, tls_port()).
+-define(URI, "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F").
+-define(TLS_URI, "amqps://guest:guest@127.0.0.1:" ++ ?TLS_PORT ++ "/%2F").
 
 all() ->
     [{group, scenarios}, {group, messages}, {group, topology}, {group, consumers},
@@ -36,13 +38,15 @@ groups() ->
                  frozen_node_bounded]}].
 
 init_per_suite(Config) ->
+    persistent_term:put({?MODULE, port}, integer_to_list(beamlab_test_util:free_broker_port())),
+    persistent_term:put({?MODULE, tls_port}, integer_to_list(beamlab_test_util:free_port())),
     Tls = beamlab_test_util:tmp_dir("tls"),
     ok = beamlab_test_tls:make(Tls),
     Env = [{"BEAMLAB_RABBIT_TLS_PORT", ?TLS_PORT}, {"BEAMLAB_RABBIT_TLS_DIR", Tls}],
     ok = beamlab_test_util:start_rabbitmq(?PORT, Env),
     %% The user SASL EXTERNAL logs in as: the client certificate's name
-    %% (removed first: the broker's directory under _build is kept from
-    %% an earlier run of the suite, with its users).
+    %% (removed first, in case the broker's directory under _build is one
+    %% an earlier run on the same port left, with its users).
     _ = ctl(["delete_user", binary_to_list(beamlab_test_tls:client_user())]),
     {0, _} = ctl(["add_user", binary_to_list(beamlab_test_tls:client_user()), "unused-password"]),
     {0, _} = ctl(["set_permissions", "-p", "/", binary_to_list(beamlab_test_tls:client_user()),
@@ -50,7 +54,17 @@ init_per_suite(Config) ->
     [{tls, Tls} | Config].
 
 end_per_suite(_Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT).
+    beamlab_test_util:stop_rabbitmq(?PORT),
+    %% A state directory per port: leave none behind for a port that
+    %% will not come again.
+    _ = file:del_dir_r(filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT])),
+    _ = persistent_term:erase({?MODULE, port}),
+    _ = persistent_term:erase({?MODULE, tls_port}),
+    ok.
+
+port() -> persistent_term:get({?MODULE, port}).
+
+tls_port() -> persistent_term:get({?MODULE, tls_port}).
 
 %% The suite broker's rabbitmqctl.
 ctl(Args) ->
@@ -443,13 +457,13 @@ transactions(_) ->
 %% --uris with a node down: with -sst/-sul the run goes on with the one
 %% that answers.
 uris_failover(_) ->
-    R = ok_run(["-H", "amqp://guest:guest@127.0.0.1:1/%2F," ?URI, "-sst", "2", "-sul", "1",
+    R = ok_run(["-H", "amqp://guest:guest@127.0.0.1:1/%2F," ++ ?URI, "-sst", "2", "-sul", "1",
                 "-C", "50", "-D", "50", "-c", "10", "-u", uniq("uris")]),
     ?assertEqual(50, counter(R, <<"received">>)).
 
 %% Without them every node must answer: one line, exit 1.
 uris_all_required(_) ->
-    R = #{code := 1, err := Err} = run(["-H", ?URI ",amqp://guest:guest@127.0.0.1:1/%2F", "-z", "1"]),
+    R = #{code := 1, err := Err} = run(["-H", ?URI ++ ",amqp://guest:guest@127.0.0.1:1/%2F", "-z", "1"]),
     beamlab_test_util:assert_one_line_error(R),
     ?assertMatch({match, _}, re:run(Err, "broker not reachable at 127.0.0.1:1")).
 
@@ -481,7 +495,7 @@ tls_wrong_name(Config) ->
 tls_sasl_external(Config) ->
     Tls = ?config(tls, Config),
     R = #{code := 0, out := Out} =
-        beamlab_test_util:cli(["amqp", "-h", "amqps://127.0.0.1:" ?TLS_PORT "/%2F",
+        beamlab_test_util:cli(["amqp", "-h", "amqps://127.0.0.1:" ++ ?TLS_PORT ++ "/%2F",
                                "--tls-ca-file", filename:join(Tls, "server-ca.pem"),
                                "--tls-cert-file", filename:join(Tls, "client.pem"),
                                "--tls-key-file", filename:join(Tls, "client.key"), "-se",
@@ -525,7 +539,7 @@ tls_client_cert_refused(Config) ->
                                                            "it refuse the client certificate in " ++ Cert ++ " )")),
                       ?assertEqual(nomatch, re:run(Err, "POSIX"))
               end,
-    Refused("amqps://127.0.0.1:" ?TLS_PORT "/%2F", ["-se"]),
+    Refused("amqps://127.0.0.1:" ++ ?TLS_PORT ++ "/%2F", ["-se"]),
     Refused(?TLS_URI, []),
     [begin
          R = #{code := 2, err := Err} =
@@ -581,7 +595,7 @@ use_millis_compact(_) ->
                                     [multiline])).
 
 %% The suite broker's node and its cookie.
--define(BROKER_NODE, "beamlab-rabbit-" ?PORT "@localhost").
+-define(BROKER_NODE, ("beamlab-rabbit-" ++ ?PORT ++ "@localhost")).
 broker_cookie() ->
     {ok, Cookie} = file:read_file(filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT,
                                                  ".erlang.cookie"])),
@@ -635,19 +649,20 @@ watch_sampler_lost(_) ->
     H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "20", "-r", "100", "--watch", ?BROKER_NODE,
                                                     "--cookie", broker_cookie(), "--save", "a.json",
                                                     "-u", uniq("watch-lost")], #{dir => Dir}),
-    Seen = beamlab_test_util:await_output(P, "broker " ?BROKER_NODE ": schedulers", <<>>, 60000),
+    Seen = beamlab_test_util:await_output(P, "broker " ++ ?BROKER_NODE ++ ": schedulers", <<>>, 60000),
     kill_samplers(10),
     #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
     ct:log("exit ~b~n~ts~n~ts", [Code, Out, Err]),
     ?assertEqual(0, Code),
     ?assertMatch({match, _}, re:run(Out, "receiving rate avg: [1-9]")),
     ?assertMatch({match, _}, re:run(<<Out/binary, Err/binary>>,
-                                    "--watch: sampling " ?BROKER_NODE " stopped during the run \\(killed\\); "
+                                    "--watch: sampling " ++ ?BROKER_NODE ++ " stopped during the run \\(killed\\); "
                                     "its figures are lost, the load's are not")),
     ?assertEqual(nomatch, re:run(<<Out/binary, Err/binary>>, "internal error|crash")),
     {ok, Saved} = file:read_file(filename:join(Dir, "a.json")),
     {ok, #{<<"extra">> := #{<<"broker">> := Broker}}} = beamlab_json:decode(Saved),
-    ?assertMatch(#{<<"telemetry_lost">> := <<"killed">>, <<"node">> := <<?BROKER_NODE>>}, Broker),
+    Node = list_to_binary(?BROKER_NODE),
+    ?assertMatch(#{<<"telemetry_lost">> := <<"killed">>, <<"node">> := Node}, Broker),
     ?assertNot(maps:is_key(<<"telemetry">>, Broker)).
 
 %% --metrics-port (#24): a real Prometheus scrapes the run's rates and
@@ -681,9 +696,9 @@ scrape_with_prometheus() ->
         %% One node: PerfTest's series, no node label.
         ?assertNot(maps:is_key(<<"node">>, M)),
         %% The broker's, labelled with its node.
-        _ = beamlab_test_prometheus:wait_for(Prom, "rate(beamlab_vm_reductions_total{node=\"" ?BROKER_NODE "\"}[3s])",
+        _ = beamlab_test_prometheus:wait_for(Prom, "rate(beamlab_vm_reductions_total{node=\"" ++ ?BROKER_NODE ++ "\"}[3s])",
                                              Positive, 30000),
-        _ = beamlab_test_prometheus:wait_for(Prom, "beamlab_vm_memory_bytes{kind=\"total\",node=\"" ?BROKER_NODE "\"}",
+        _ = beamlab_test_prometheus:wait_for(Prom, "beamlab_vm_memory_bytes{kind=\"total\",node=\"" ++ ?BROKER_NODE ++ "\"}",
                                              Positive, 30000),
         {ok, 200, Text} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ integer_to_list(Port), "/metrics"),
         ?assertEqual({0, <<>>}, beamlab_test_prometheus:check_metrics(Text))
@@ -725,13 +740,13 @@ secrets_nowhere(_) ->
     Port = beamlab_test_util:free_port(),
     try
         H = #{port := P} = beamlab_test_util:cli_start(
-                             ["amqp", "-h", "amqp://" ++ User ++ ":" ++ Password ++ "@127.0.0.1:" ?PORT "/%2F",
+                             ["amqp", "-h", "amqp://" ++ User ++ ":" ++ Password ++ "@127.0.0.1:" ++ ?PORT ++ "/%2F",
                               "-z", "4", "-r", "100", "--watch", ?BROKER_NODE, "--cookie", Cookie,
                               "--metrics-port", integer_to_list(Port), "--save", "a.json", "-u", uniq("secrets")],
                              #{dir => Dir}),
-        Seen = beamlab_test_util:await_output(P, "broker " ?BROKER_NODE ": schedulers", <<>>, 60000),
+        Seen = beamlab_test_util:await_output(P, "broker " ++ ?BROKER_NODE ++ ": schedulers", <<>>, 60000),
         {ok, 200, Metrics} = beamlab_test_prometheus:get("http://127.0.0.1:" ++ integer_to_list(Port), "/metrics"),
-        ?assertNotEqual(nomatch, binary:match(Metrics, <<"beamlab_vm_processes{node=\"" ?BROKER_NODE "\"}">>)),
+        ?assertNotEqual(nomatch, binary:match(Metrics, list_to_binary("beamlab_vm_processes{node=\"" ++ ?BROKER_NODE ++ "\"}"))),
         #{code := 0, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
         #{code := 0} = beamlab_test_util:cli(["report", "a.json", "-o", "a.html"], #{dir => Dir}),
         {ok, Saved} = file:read_file(filename:join(Dir, "a.json")),

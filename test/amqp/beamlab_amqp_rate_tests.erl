@@ -119,4 +119,6 @@ stamp_test() ->
     ?assertEqual(3000, beamlab_amqp_rate:stamp(1000, 50000, true)),
     ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 1000, true)),
     ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 1800, false)),
-    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 50000, false)).
+    ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 50000, false)),
+    %% The producer's tick gives up waiting for its timer after the same slack.
+    ?assertEqual(2000, beamlab_amqp_rate:timer_slack_us()).
