@@ -232,7 +232,14 @@ handle_read(Msgs, #st{latency = none, spec = #{rate := infinity, stamp := Where}
                       ctx = #{counters := C, cons_hists := Hs} = Ctx} = St) ->
     %% Received now, in the coordinator's time (see the agent's clock_offset).
     Now = ?NOW_US() - maps:get(clock_offset, Ctx, 0),
-    {St1, Ls, N} = read_batch(Msgs, Where, Now, St, [], 0),
+    {St1, Ls, N} = case St of
+                       #st{spec = #{autoack := false, nack := false, multi_ack := M}, tx_left = none}
+                         when M =< 1 ->
+                           read_acks(Msgs, Where, Now, St, St#st.left, St#st.settles,
+                                     St#st.settles_n, St#st.last_tag, [], 0);
+                       _ ->
+                           read_batch(Msgs, Where, Now, St, [], 0)
+                   end,
     beamlab_amqp_worker:record_list(Hs, Ls),
     _ = N > 0 andalso counters:add(C, ?C_RECEIVED, N),
     St1;
@@ -259,6 +266,35 @@ read_batch([Msg | Rest], Where, Now, #st{left = L} = St, Ls, N) when L =/= 0 ->
     read_batch(Rest, Where, Now, handle_msg(Msg, St), Ls, N);
 read_batch(Rest, _Where, _Now, St, Ls, N) ->
     {requeue(Rest, St), Ls, N}.
+
+%% read_batch/6 when each delivery gets its own basic.ack (no autoack,
+%% nacks, multi-ack or transactions): the same frames into the same
+%% batches, with the state updated once per read (and per full batch),
+%% not three times per delivery (#33). L, Fs, K and Last stand for the
+%% state's left, settles, settles_n and last_tag meanwhile; anything
+%% but a delivery goes on in read_batch/6.
+read_acks([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
+          #st{ch = Ch} = St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
+    Ls1 = case stamp(Where, Props, Body) of
+              none -> Ls;   % a foreign message in the queue: counted, no latency
+              Intended -> [max(0, Now - Intended) | Ls]
+          end,
+    Fs1 = [beamlab_amqp:ack_frame(Ch, Tag, false) | Fs],
+    case K + 1 < ?SETTLE_BATCH of
+        true ->
+            read_acks(Rest, Where, Now, St, dec(L), Fs1, K + 1, Tag, Ls1, N + 1);
+        false ->
+            St1 = flush(St#st{left = dec(L), settles = Fs1, last_tag = Tag,
+                              last_activity = last_activity(St)}),
+            read_acks(Rest, Where, Now, St1, St1#st.left, [], 0, Tag, Ls1, N + 1)
+    end;
+read_acks(Msgs, Where, Now, St, L, Fs, K, Last, Ls, N) ->
+    Activity = case N of
+                   0 -> St#st.last_activity;
+                   _ -> last_activity(St)
+               end,
+    read_batch(Msgs, Where, Now, St#st{left = L, settles = Fs, settles_n = K, last_tag = Last,
+                                       last_activity = Activity}, Ls, N).
 
 requeue(Rest, St) ->
     _ = [self() ! Msg || Msg <- Rest],
