@@ -77,7 +77,7 @@ watch(Root, Node, Cookie, Top, Seconds) ->
     Tail = fun(K) -> tl(maps:get(K, T, [null])) end,
     Interval = maps:get(<<"interval_ms">>, T),
     #{busy_ms => [C * Interval || C <- Tail(<<"scheduler_busy_cores">>), is_number(C)],
-      mon => [M || M <- Tail(<<"monitor_cost_pct">>), is_number(M)],
+      mon => [M || M <- Tail(<<"monitor_wall_pct">>), is_number(M)],
       reads => [{binary_to_atom(K), Ms} || #{<<"kind">> := K, <<"ms">> := Ms} <- Tail(<<"scan">>)]}.
 
 median([]) -> 0.0;

@@ -35,7 +35,7 @@ served() ->
                run_queue => 1, run_queue_dirty_cpu => 0, run_queue_dirty_io => 0, processes => 40, ports => 3,
                atoms => 9000, ets_tables => 20, memory => #{total => 100, processes => 50},
                totals => #{reds => 10, gcs => 2, io_in => 1, io_out => 1, os_cpu_us => 1000000},
-               monitor_cost_pct => 1.0,
+               monitor_wall_pct => 1.0,
                top => #{by_reductions => [#{pid => <<"<0.1.0>">>, name => <<"p">>, reductions_per_s => 1.0,
                                             message_queue_len => 0, memory => 1}],
                         by_message_queue => [#{pid => <<"<0.1.0>">>, name => <<"p">>, reductions_per_s => 1.0,

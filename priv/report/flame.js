@@ -33,6 +33,30 @@
     return e;
   }
   function pc(v) { return (100 * v).toFixed(2) + '%'; }
+  // A frame's text in CHARS characters: the whole name when it fits; an
+  // Erlang function (module:function/arity) that does not is named by its
+  // function/arity (#35: `rabbit_que..' named only a module's prefix);
+  // else cut with `..'. The frame's <title> holds the whole name.
+  function frameText(name, chars) {
+    if (name.length <= chars) return name;
+    var m = /^[^:;]+:(.+\/[0-9]+)$/.exec(name);
+    var text = m ? m[1] : name;
+    return text.length <= chars ? text : text.slice(0, Math.max(0, chars - 2)) + '..';
+  }
+  // Profile labels without the words every profile of the page shares
+  // (`erl=/opt/beamlab-otp/27/bin/erl' in each matrix configuration's
+  // name): what tells them apart, in captions and table heads; the whole
+  // label is their title.
+  function shortLabels(labels) {
+    var words = labels.map(function (l) { return String(l).split(/ (?=[a-z_]+=)/); });
+    var common = words.length > 1 ? words[0].filter(function (w) {
+      return words.every(function (ws) { return ws.indexOf(w) >= 0; });
+    }) : [];
+    return words.map(function (ws, i) {
+      var left = ws.filter(function (w) { return common.indexOf(w) < 0; }).join(' ');
+      return left || labels[i];
+    });
+  }
   function pp(v) { return (v > 0 ? '+' : v < 0 ? '\u2212' : '\u00b1') + Math.abs(v).toFixed(2) + ' pp'; }
   // The call tree of folded stacks: {name, value, children: {name: node}}.
   function tree(stacks) {
@@ -90,11 +114,9 @@
     var before = bt ? shares(bt, '', bt.value || 1, {}) : null;
     // Change of a frame's share, in percentage points.
     function change(node) { return 100 * (node.value / total - (before[pathOf(node)] || 0)); }
-    var maxAbs = 0;
-    if (before) {
-      // The scale comes from the frames below the thread-type roots.
-      (function walk(n) { kids(n).forEach(function (c) { if (c.depth > 1) maxAbs = Math.max(maxAbs, Math.abs(change(c))); walk(c); }); })(root);
-    }
+    // The scale's end: the table's largest change (the model's `scale'),
+    // one number for both; a frame beyond it is drawn at the end.
+    var maxAbs = opts.scale || 0;
     function colorOf(node) {
       if (node.depth === 0) return CAT.thread;
       if (before) return diffColor(change(node), maxAbs);
@@ -142,7 +164,7 @@
       if (w > 30) {
         var t = sv('text', { x: (x + 3).toFixed(2), y: y + ROW - 5 });
         var chars = Math.floor((w - 6) / 6.6);
-        t.textContent = node.name.length > chars ? node.name.slice(0, Math.max(0, chars - 2)) + '..' : node.name;
+        t.textContent = frameText(node.name, chars);
         g.appendChild(t);
       }
       var info = node.name + ': ' + node.value + ' samples, ' + pc(node.value / total) + ' of all';
@@ -180,7 +202,6 @@
     input.addEventListener('input', search);
     draw();
     countChart();
-    return maxAbs;
   }
   function legend() {
     var items = [['Erlang', CAT.erlang], ['emulator (C)', CAT.emulator], ['kernel', CAT.kernel], ['beamlab harness', CAT.harness], ['thread type', CAT.thread]];
@@ -188,14 +209,17 @@
       return el('span', {}, [el('i', { style: 'background:' + it[1] }), it[0]]);
     }));
   }
-  // The differential's scale: from the largest cooling to the largest heating.
+  // The differential's scale: both ends at the largest change of the
+  // table below it (a frame that changed more is drawn at the end).
   function diffLegend(maxAbs) {
     var stops = [-1, -0.5, 0, 0.5, 1].map(function (f) { return diffColor(f * maxAbs, maxAbs); });
     return el('div', { 'class': 'legend diff-legend' }, [
       el('span', { 'class': 'cooler' }, ['cooler ' + pp(-maxAbs)]),
       el('span', { 'class': 'ramp' }, [el('span', { style: 'background:linear-gradient(90deg,' + stops.join(',') + ')' })]),
       el('span', { 'class': 'hotter' }, [pp(maxAbs) + ' hotter']),
-      el('span', { 'class': 'muted' }, [' change of each frame' + String.fromCharCode(8217) + 's share of its profile' + String.fromCharCode(8217) + 's samples, in percentage points'])]);
+      el('span', { 'class': 'muted' }, [' change of each frame' + String.fromCharCode(8217) + 's share of its profile' + String.fromCharCode(8217) + 's samples, in percentage points']),
+      // (a div: a legend's spans do not wrap)
+      el('div', { 'class': 'muted' }, ['Both ends: the largest change in the table below; a frame that changed more is drawn at the end.'])]);
   }
   function shareLine(counts, total) {
     return Object.keys(counts || {}).filter(function (k) { return counts[k] > 0; }).map(function (k) {
@@ -216,10 +240,10 @@
   }
   // The functions whose share changed most: on the stack (total) and as
   // the leaf (self), before and after, and the change of the first.
-  function diffTable(rows, base, now) {
-    var head = ['function', 'total ' + base, 'total ' + now, 'change', 'self ' + base, 'self ' + now];
+  function diffTable(rows, base, now, baseFull, nowFull) {
+    var head = [['function'], ['total ' + base, baseFull], ['total ' + now, nowFull], ['change'], ['self ' + base, baseFull], ['self ' + now, nowFull]];
     return el('div', { 'class': 'tablebox' }, [el('table', { 'class': 'flame-diff-table' }, [
-      el('thead', {}, [el('tr', {}, head.map(function (c) { return el('th', {}, [c]); }))]),
+      el('thead', {}, [el('tr', {}, head.map(function (c) { return el('th', c[1] ? { title: c[1] } : {}, [c[0]]); }))]),
       el('tbody', {}, rows.map(function (r) {
         return el('tr', { 'class': r.change > 0 ? 'hotter' : 'cooler', 'data-function': r['function'], 'data-change': String(r.change) }, [
           el('td', {}, [r['function']]), el('td', { 'class': 'num' }, [r.before.toFixed(2) + '%']),
@@ -241,8 +265,9 @@
     var diffsOf = {};
     (data.diffs || []).forEach(function (d) { diffsOf[d['new']] = d; });
     var n = 0;
+    var short = shortLabels(profiles.map(function (p) { return p.label; }));
     profiles.forEach(function (p, i) {
-      var card = el('figure', { 'class': 'card flamecard', 'data-kind': 'flame' }, [el('figcaption', {}, [p.label + (p.detail ? ': ' + p.detail : '')]),
+      var card = el('figure', { 'class': 'card flamecard', 'data-kind': 'flame' }, [el('figcaption', { title: p.label }, [short[i] + (p.detail ? ': ' + p.detail : '')]),
         el('div', { 'class': 'muted' }, [p.samples + ' samples; ' + shareLine(p.categories, p.samples) +
           '; threads: ' + shareLine(p.threads, p.samples)]), legend()]);
       sec.appendChild(card);
@@ -250,17 +275,17 @@
       card.appendChild(el('details', { 'class': 'more' }, [el('summary', {}, ['top functions']), topTable(p)]));
       var d = diffsOf[i];
       if (!d) return;
-      var base = profiles[d.base];
+      var base = profiles[d.base], bs = short[d.base], ps = short[i];
       n += 1;
       var dcard = el('figure', { 'class': 'card flamecard diff', id: 'flame-diff-' + n, 'data-kind': 'flame-diff' }, [
-        el('figcaption', {}, ['Differential: ' + p.label + ' against ' + base.label + (p.detail ? ' (' + p.detail + ')' : '')]),
-        el('div', { 'class': 'muted' }, ['Stacks of ' + p.label + ' (' + p.samples + ' samples) against ' + base.label + ' (' + base.samples +
-          ' samples); frames only in ' + base.label + ' are not drawn (the table lists them).'])]);
+        el('figcaption', { title: p.label + ' against ' + base.label }, ['Differential: ' + ps + ' against ' + bs + (p.detail ? ' (' + p.detail + ')' : '')]),
+        el('div', { 'class': 'muted' }, ['Stacks of ' + ps + ' (' + p.samples + ' samples) against ' + bs + ' (' + base.samples +
+          ' samples); frames only in ' + bs + ' are not drawn (the table lists them).'])]);
       sec.appendChild(dcard);
-      var maxAbs = flame(dcard, p, { before: base });
-      dcard.insertBefore(diffLegend(maxAbs), dcard.querySelector('.flamebox'));
+      flame(dcard, p, { before: base, scale: d.scale });
+      dcard.insertBefore(diffLegend(d.scale), dcard.querySelector('.flamebox'));
       dcard.appendChild(el('p', { 'class': 'muted' }, ['Functions whose share of samples changed most (total: on the stack; self: as the leaf):']));
-      dcard.appendChild(diffTable(d.table, base.label, p.label));
+      dcard.appendChild(diffTable(d.table, bs, ps, base.label, p.label));
     });
     // The cards exist only now: a link to one (#flame-diff-1) scrolls here.
     var target = location.hash ? document.getElementById(location.hash.slice(1)) : null;

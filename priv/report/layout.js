@@ -2,7 +2,7 @@
 // and records what is wrong on <body data-layout="..."> (empty: nothing),
 // for the browser tests and for anyone who opens the page's DOM:
 // - a point or band outside its chart's plot (the axis does not cover it);
-// - a label cut off at its chart's edge;
+// - a label cut off at its chart's edge, or an axis' label over its ticks;
 // - a table wider than the page that cannot scroll; in the doctor's
 //   section any table wider than its box, scrolling or not (its columns
 //   are the figures a reader compares side by side: one cut off or behind
@@ -62,6 +62,16 @@
         var lab = svg.querySelector('text.' + ax + '-label');
         if (!lab || !lab.textContent.trim()) note(name(svg) + ': its ' + ax + ' axis has no label');
         else if (/^1\/s$|\(1\/s\)/.test(lab.textContent)) note(name(svg) + ': a rate labelled 1/s');
+        // An axis' label never runs into its tick labels (#35: a long
+        // tick, 25.275M, over a y axis' `bytes').
+        if (lab) {
+          var lr = lab.getBoundingClientRect();
+          Array.prototype.forEach.call(svg.querySelectorAll('text.tick[data-axis="' + ax + '"]'), function (t) {
+            var tr = t.getBoundingClientRect();
+            if (tr.left < lr.right && lr.left < tr.right && tr.top < lr.bottom && lr.top < tr.bottom)
+              note(name(svg) + ': tick "' + t.textContent + '" over the label "' + lab.textContent + '"');
+          });
+        }
       });
       if (fig && svg.querySelector('path.ci-band, path.errorbar')) {
         var said = Array.prototype.map.call(fig.querySelectorAll('.muted'), function (m) { return m.textContent; }).join(' ');

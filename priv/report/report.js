@@ -307,7 +307,10 @@
     // under it wider, with bigger markers, and the legend says which it
     // overlaps: no series hides behind another.
     if (opts.distinct && opts.series.length > 1) distinguish(opts.series);
-    var W = opts.width || 560, H = opts.height || 250, L = 62, R = 14, T = 12, B = 42;
+    // A long measure on the y axis (`wall-clock time per encode+decode
+    // (us)') gets the height it needs, whole, never cut off at the edge.
+    var W = opts.width || 560, H = opts.height || Math.max(250, Math.ceil(String(opts.yLabel || '').length * 7) + 66),
+        L = 62, R = 14, T = 12, B = 42;
     var pw = W - L - R, ph = H - T - B;
     var card = opts.into || box(opts.title, opts.subtitle, opts.kind);
     var xs = [], ys = [];
@@ -320,6 +323,11 @@
     if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
     var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
     if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
+    // Room for the longest y tick label beside the axis' label (25.275M
+    // ran into `bytes').
+    var yTickChars = Math.max.apply(null, ya.ticks.map(function (t) { return String(t[1]).length; }).concat([0]));
+    L = Math.max(L, Math.ceil(26 + 6.4 * yTickChars));
+    pw = W - L - R;
     // A few pixels inside the frame, so a point at the end of an axis is
     // drawn whole inside the plot, not on (or over) its edge.
     var PAD = 6;
@@ -332,6 +340,8 @@
     if (xa.log) svg.setAttribute('data-x-scale', 'log');
     if (xa.ordinal) svg.setAttribute('data-x-scale', 'ordinal');
     if (ya.log) svg.setAttribute('data-y-scale', 'log');
+    svg.setAttribute('data-x-lo', xa.lo);
+    svg.setAttribute('data-x-hi', xa.hi);
     ya.ticks.forEach(function (t) {
       var py = YA(t[0]);
       svg.appendChild(s('line', { x1: L, x2: L + pw, y1: py, y2: py, 'class': 'grid' }));
@@ -629,11 +639,24 @@
   }
 
   // Per-scheduler utilisation over time on a canvas: one row per scheduler,
-  // time averaged into at most one bucket per pixel column.
+  // time averaged into at most one bucket per pixel column. Its time axis
+  // is its clock's (timeAxis): the same origin, range and ticks as the
+  // line charts of that clock, at the same pixels (#35: a broker's
+  // heatmap said 0..7 s beside line charts of 1..8 s). Each sample's cell
+  // reaches halfway to its neighbours.
   function heatmap(parent, run, hm) {
     var rows = hm.z.length, n = hm.t.length;
-    var L = 44, W = 560, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
-    var pw = W - L - 10, H = rows * cellH + 30;
+    var L = 62, R = 14, W = 560, PAD = 6, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
+    var pw = W - L - R, plotH = rows * cellH, H = plotH + 40;
+    var xa = timeAxis(data.runs, hm.broker ? 'load' : 'telemetry');
+    var X = function (v) { return L + PAD + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
+    var edge = function (i) {
+      if (n === 1) return i === 0 ? L : L + pw;
+      if (i === 0) return X(hm.t[0]) - (X(hm.t[1]) - X(hm.t[0])) / 2;
+      if (i === n) return X(hm.t[n - 1]) + (X(hm.t[n - 1]) - X(hm.t[n - 2])) / 2;
+      return (X(hm.t[i - 1]) + X(hm.t[i])) / 2;
+    };
+    var clip = function (px) { return Math.max(L, Math.min(L + pw, px)); };
     var maxV = 0;
     hm.z.forEach(function (r) { r.forEach(function (v) { if (v > maxV) maxV = v; }); });
     // Utilisation is a fraction or a percentage; other per-scheduler data
@@ -641,36 +664,62 @@
     var util = /util/.test(hm.name);
     var scale = util ? (maxV > 1.0001 ? 100 : 1) : Math.max(1, maxV);
     var cols = Math.min(n, pw);
-    var who = run.subject ? run.subject + (data.runs.length > 1 ? ' (' + run.label + ')' : '') : run.label;
+    var who = (run.subject || workloads([{ run: run }])) + (data.runs.length > 1 ? ' (' + run.label + ')' : '');
     var card = box(who + ': ' + hm.name, rows + (rows === 1 ? ' scheduler, ' : ' schedulers, ') + n + ' samples; ' +
                    (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'), 'heatmap');
-    var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap' });
+    // (the axis as drawn, for the browser test: a canvas has no DOM of its ticks)
+    var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap', 'data-x-lo': xa.lo, 'data-x-hi': xa.hi,
+                           'data-x-ticks': xa.ticks.map(function (t) { return t[1]; }).join(' ') });
     var ctx = cv.getContext('2d');
     ctx.font = '11px sans-serif';
-    ctx.fillStyle = '#444';
     for (var r = 0; r < rows; r++) {
       var row = hm.z[r];
       for (var c = 0; c < cols; c++) {
         var a = Math.floor(c * n / cols), b = Math.max(a + 1, Math.floor((c + 1) * n / cols)), sum = 0;
         for (var i = a; i < b; i++) sum += row[i];
         var u = Math.max(0, Math.min(1, sum / (b - a) / scale));
+        var x0 = clip(edge(a)), x1 = clip(edge(b));
         ctx.fillStyle = ramp(u);
-        ctx.fillRect(L + c * pw / cols, r * cellH, Math.ceil(pw / cols), cellH - (cellH > 4 ? 1 : 0));
+        ctx.fillRect(x0, r * cellH, Math.max(1, x1 - x0), cellH - (cellH > 4 ? 1 : 0));
       }
       if (cellH >= 10 || r % Math.ceil(10 / cellH) === 0) {
         ctx.fillStyle = '#444';
-        ctx.fillText(String(r + 1), 4, r * cellH + cellH - 2);
+        ctx.textAlign = 'right';
+        ctx.fillText(String(r + 1), L - 6, r * cellH + cellH - 2);
       }
     }
     ctx.fillStyle = '#444';
-    ctx.fillText('0 s', L, H - 8);
-    var lastT = hm.t[n - 1] - hm.t[0];
-    ctx.fillText(fmt(lastT) + ' s', L + pw - 40, H - 8);
+    ctx.strokeStyle = '#888';
+    ctx.textAlign = 'center';
+    xa.ticks.forEach(function (t) {
+      var px = X(t[0]);
+      if (px < L - 1 || px > L + pw + 1) return;
+      ctx.beginPath(); ctx.moveTo(px, plotH); ctx.lineTo(px, plotH + 4); ctx.stroke();
+      ctx.fillText(t[1], px, plotH + 16);
+    });
+    ctx.fillText('seconds', L + pw / 2, H - 5);
     card.appendChild(cv);
     rendered++;
     card.appendChild(h('div', { 'class': 'ramp' }, [util ? '0% ' : '0 ', h('span', { style: 'background:linear-gradient(90deg,' + [0, 0.25, 0.5, 0.75, 1].map(ramp).join(',') + ')' }),
                                                     util ? ' 100%' : ' ' + fmt(scale)]));
     parent.appendChild(card);
+  }
+  // The clock of a series: a run's telemetry, or its load (its samples'
+  // intervals and the watched broker's telemetry: seconds since the load
+  // started); null for the rest (per-second series of repetitions).
+  function clockOf(source) {
+    return source === 'telemetry' ? 'telemetry' : source === 'broker' || source === 'samples' ? 'load' : null;
+  }
+  // One time axis for every chart of these runs on CLOCK (the page's
+  // runs: each chart of several runs draws them on one axis anyway):
+  // their line charts and heatmaps share its origin, range and ticks.
+  function timeAxis(runs, clock) {
+    var ts = [];
+    runs.forEach(function (r) {
+      r.series.forEach(function (sr) { if (clockOf(sr.source) === clock) ts = ts.concat(sr.t); });
+      r.heatmaps.forEach(function (hm) { if ((hm.broker ? 'load' : 'telemetry') === clock) ts = ts.concat(hm.t); });
+    });
+    return axis(ts, false, false, 6);
   }
   function ramp(u) {
     var stops = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
@@ -1077,7 +1126,7 @@
       grp.entries.forEach(function (e) {
         e.item.series.forEach(function (sr) {
           var name = (data.runs.length > 1 ? e.run.label + (sr.name ? ': ' : '') : '') + sr.name;
-          series.push({ name: name || first.metric, color: color(k), markers: true, cls: 'sweep-line', noLine: cat, whiskers: cat,
+          series.push({ name: name || first.measure || first.metric, color: color(k), markers: true, cls: 'sweep-line', noLine: cat, whiskers: cat,
                         x: sr.points.map(function (p) { return p[0]; }), y: sr.points.map(function (p) { return p[1]; }),
                         band: { lo: sr.points.map(function (p) { return p[2]; }), hi: sr.points.map(function (p) { return p[3]; }) } });
           k++;
@@ -1190,7 +1239,7 @@
 
   // The series people look at first; the rest of the telemetry is drawn
   // on demand under a closed <details>, which keeps long reports fast.
-  var PRIMARY = /^rates[.]|^util$|^util_dirty|^run_queue$|^processes$|^memory[.]total$|reductions_per_s|scheduler_busy_cores|steal_pct|machine_cpu_pct|throttled|monitor_cost_pct/;
+  var PRIMARY = /^rates[.]|^util$|^util_dirty|^run_queue$|^processes$|^memory[.]total$|reductions_per_s|scheduler_busy_cores|steal_pct|machine_cpu_pct|throttled|monitor_wall_pct|monitor_cost_pct/;
   function series() {
     var groups = byName(function (r) { return r.series; });
     if (!groups.length) return;
@@ -1219,9 +1268,13 @@
       // A benchmark's samples over time are titled and labelled with its
       // measure (`lists:seq(1,1000).: CPU time per iteration (ns)').
       var bench = grp.entries[0].item.benchmark, measure = bench ? measureOf(bench) : null;
+      // (the charts of one clock share its time axis with its heatmaps)
+      var clock = reps ? null : clockOf(grp.entries[0].item.source);
+      if (clock && grp.entries.some(function (e) { return clockOf(e.item.source) !== clock; })) clock = null;
       var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
                                                  : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds',
+                                     xAxis: clock ? timeAxis(data.runs, clock) : null,
                                      yLabel: measure ? axisLabel(measure, unit) : unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,
                                      yFromZero: unit === '%' || unit === 'count' || unit === 'cores', yInt: unit === 'count',

@@ -533,15 +533,17 @@ judged(#{samples := S} = O, Mode, #{metric := cpu} = RunOpts) ->
 benchmark(#{label := Label} = O, Role, BaseOutcome, Mode, RunOpts) ->
     Timed = Mode =:= timed,
     Samples = judged(O, Mode, RunOpts),
-    {Metric, Unit, Better} = case {maps:get(metric, RunOpts), Timed} of
-                                 {cpu, _} -> {<<"cpu">>, <<"ns">>, lower};
-                                 {time, true} -> {<<"time">>, <<"ns">>, lower};
-                                 {time, false} -> {<<"throughput">>, <<"iterations">>, higher}
-                             end,
+    %% (a rate of iterations says its measure in its unit: no words)
+    {Metric, Unit, Better, Measure} = case {maps:get(metric, RunOpts), Timed} of
+                                          {cpu, _} -> {<<"cpu">>, <<"ns">>, lower, [{measure, <<"CPU time per iteration">>}]};
+                                          {time, true} -> {<<"time">>, <<"ns">>, lower,
+                                                           [{measure, <<"wall-clock time per iteration">>}]};
+                                          {time, false} -> {<<"throughput">>, <<"iterations">>, higher, []}
+                                      end,
     Conf = maps:get(confidence, RunOpts),
     Extra = extra(O, Mode, RunOpts),
     {Relation, Comparison} = relation(Role, O, Extra, BaseOutcome, Mode, RunOpts, Better),
-    Opts0 = #{group => <<"run">>, metric => Metric, unit => Unit, better => Better,
+    Opts0 = (maps:from_list(Measure))#{group => <<"run">>, metric => Metric, unit => Unit, better => Better,
               params => #{concurrency => maps:get(concurrency, O), mode => atom_to_binary(Mode),
                           sample => case Timed of
                                         true -> #{iterations => maps:get(loop, RunOpts)};

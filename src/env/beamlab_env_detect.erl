@@ -214,8 +214,10 @@ overloaded(T, Env, Kind) ->
     %% in cores; a series without it (saved before, another node's) has
     %% the VM's alone, and a matrix measures in child VMs, whose CPU is ours.
     Machine = nums(maps:get(<<"machine_cpu_pct">>, T, [])),
-    Own = case nums(maps:get(<<"tree_cpu_cores">>, T, [])) of
-              Tree when length(Tree) =:= length(Machine) -> {tree, Tree};
+    %% (a watched node's tree has no figure in a sample its reader was
+    %% late for: the mean of the others)
+    Own = case {nums(maps:get(<<"tree_cpu_cores">>, T, [])), maps:get(<<"tree_cpu_cores">>, T, [])} of
+              {[_ | _] = Tree, All} when length(All) =:= length(Machine) -> {tree, Tree};
               _ -> {vm, nums(maps:get(<<"os_cpu_cores">>, T, []))}
           end,
     C = case {Machine, Own} of

@@ -482,7 +482,7 @@ rep_values(Outs) ->
                                       undefined -> A;
                                       V ->
                                           Name = maps:get(name, B),
-                                          Info = maps:with([unit, better, metric, params], B),
+                                          Info = maps:with([unit, better, metric, params, measure], B),
                                           Rep = {V, fastest(B)},
                                           maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [Rep]} end,
                                                            {Info, [Rep]}, A)
@@ -542,7 +542,7 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                   false -> #{}
               end,
     beamlab_result:benchmark(<<Name/binary, " / ", Metric/binary>>, Vals,
-                             Cmp#{group => Name, metric => maps:get(metric, Info, Metric),
+                             (maps:merge(Cmp, maps:with([measure], Info)))#{group => Name, metric => maps:get(metric, Info, Metric),
                                   unit => maps:get(unit, Info, <<>>), better => Better,
                                   %% The inner benchmark's parameters (a swept
                                   %% workload parameter, the sample duration)

@@ -347,6 +347,7 @@ stop(Pid, MRef) ->
 
 failed(#{label := L, module := M} = Job, Error) ->
     beamlab_result:benchmark(L, [], #{group => L, metric => reductions, unit => reductions,
+                                      measure => <<"reductions per iteration">>,
                                       better => lower, params => maps:with([module, input], Job),
                                       extra => #{status => failed, module => M,
                                                  error => iolist_to_binary(Error)}}).
@@ -358,10 +359,12 @@ counted(#{label := L, module := M} = Job) ->
                                             #{reductions => true, memory => true}) of
         {ok, #{<<"reductions">> := R} = Per} ->
             beamlab_result:benchmark(L, [R], #{group => L, metric => reductions, unit => reductions,
+                                      measure => <<"reductions per iteration">>,
                                                better => lower, params => Params,
                                                extra => #{status => ok, module => M, per_iteration => Per}});
         {error, Reason} ->
             beamlab_result:benchmark(L, [], #{group => L, metric => reductions, unit => reductions,
+                                      measure => <<"reductions per iteration">>,
                                               better => lower, params => Params,
                                               extra => #{status => failed, module => M,
                                                          error => iolist_to_binary(

@@ -71,7 +71,9 @@ inner(_Preset, #{flags := Flags}, Seconds) ->
 %% every benchmark and configuration named after its scenario
 %% (`single queue: flavor=emu ...'), with `params.scenario' and
 %% `params.config'; `extra.preset' holds the preset with each scenario's
-%% baseline configuration; the rest is the first scenario's document's.
+%% baseline configuration; `finished_at' is the last scenario's (the end
+%% of the whole study, #35: it was the first's); the rest is the first
+%% scenario's document's.
 -spec combine(preset(), [{scenario(), beamlab_result:result()}], map()) -> beamlab_result:result().
 combine(Preset, [{_, First} | _] = Runs, Params) ->
     Prefix = fun(Label, Name) -> <<Label/binary, ": ", Name/binary>> end,
@@ -105,9 +107,11 @@ combine(Preset, [{_, First} | _] = Runs, Params) ->
                                                       lists:keymember(R, 2, Stops)] ++ [<<"converged">>]),
                          <<"unconfident">> => [Prefix(L, U) || {L, _, Us} <- Stops, U <- Us]}
               end,
-    Doc0 = First#{benchmarks := Benchmarks,
-                  params := maps:merge(maps:get(params, First), beamlab_json:canonical(Params)),
-                  partial := Partial},
+    {_, Last} = lists:last(Runs),
+    Doc0 = (maps:merge(First, maps:with([finished_at], Last)))#{
+             benchmarks := Benchmarks,
+             params := maps:merge(maps:get(params, First), beamlab_json:canonical(Params)),
+             partial := Partial},
     beamlab_result:set(extra, maps:merge(Extra, Stopped), Doc0).
 
 %% @doc One line for each error.

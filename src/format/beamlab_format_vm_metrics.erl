@@ -48,9 +48,9 @@ families(S, L) ->
      counter(<<"beamlab_vm_os_cpu_seconds">>, <<"seconds">>,
              <<"CPU time the OS charged to the VM's process (when it runs on this host)">>,
              [{L, case maps:get(os_cpu_us, Totals, null) of null -> null; Us -> Us / 1000000 end}]),
-     gauge(<<"beamlab_vm_sampler_cost_ratio">>, <<"ratio">>,
-           <<"Share of the last interval's wall time spent taking the sample (the mon column)">>,
-           [{L, Ratio(maps:get(monitor_cost_pct, S, null))}])]
+     gauge(<<"beamlab_vm_sampler_wall_ratio">>, <<"ratio">>,
+           <<"Wall time the last sample took, as a share of the interval (the mon column; waiting included, not CPU)">>,
+           [{L, Ratio(maps:get(monitor_wall_pct, S, null))}])]
         ++ case maps:get(msacc, S, #{}) of
                M when map_size(M) > 0 ->
                    [gauge(<<"beamlab_vm_microstate_ratio">>, <<"ratio">>,

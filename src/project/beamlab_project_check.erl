@@ -446,6 +446,7 @@ entry(Name, Metric, Pairs, Status, Params, Gated, Stats) ->
     {Unit, _} = unit(Metric),
     beamlab_result:benchmark(<<Name/binary, " (", (atom_to_binary(Metric))/binary, ")">>, HeadVals,
                              #{group => Name, metric => Metric, unit => Unit, better => lower,
+                               measure => measure(Metric),
                                params => maps:with([<<"module">>, <<"input">>], Params),
                                extra => Extra}).
 
@@ -464,6 +465,12 @@ load_aware(Paired, _Metric, _Stats) ->
 
 status_name(compared) -> compared;
 status_name({S, _}) -> S.
+
+%% What an entry of METRIC measures, in words, for the report's titles.
+measure(time) -> <<"wall-clock time per iteration">>;
+measure(cpu) -> <<"CPU time per iteration">>;
+measure(reductions) -> <<"reductions per iteration">>;
+measure(memory) -> <<"memory per iteration">>.
 
 unit(time) -> {<<"ns">>, "time per iteration"};
 unit(cpu) -> {<<"ns">>, "CPU time per iteration"};

@@ -26,7 +26,7 @@
                      threads := beamlab_json:object(), top := [beamlab_json:object()]}.
 -type row() :: #{function := binary(), before := float(), 'after' := float(), change := float(),
                  self_before := float(), self_after := float()}.
--type diff() :: #{base := non_neg_integer(), new := non_neg_integer(), table := [row()]}.
+-type diff() :: #{base := non_neg_integer(), new := non_neg_integer(), table := [row()], scale := float()}.
 -export_type([profile/0, diff/0, row/0]).
 
 %% Rows of the table of changed functions.
@@ -105,13 +105,18 @@ normalise(Stacks) ->
     [[S, C] || {S, C} <- lists:reverse(lists:keysort(2, maps:to_list(Merged)))].
 
 %% @doc For each profile that pairs with an earlier one, the index (from
-%% 0) of its base and of itself, and the table of changed functions.
+%% 0) of its base and of itself, the table of changed functions and the
+%% end of the colour scale (`scale'): the largest change in the table, in
+%% percentage points, so that the scale and the table beside it show one
+%% maximum (#35: the scale took its own from the frames' paths); a frame
+%% that changed more is drawn at the end of the scale.
 -spec diffs([profile()]) -> [diff()].
 diffs(Profiles) ->
     Indexed = lists:zip(lists:seq(0, length(Profiles) - 1), Profiles),
-    [#{base => I, new => J, table => diff_table(Base, New)}
+    [#{base => I, new => J, table => Table, scale => lists:max([0.0 | [abs(C) || #{change := C} <- Table]])}
      || {J, New} <- Indexed,
-        {I, Base} <- [first_pair(New, [P || {K, _} = P <- Indexed, K < J])], I =/= none].
+        {I, Base} <- [first_pair(New, [P || {K, _} = P <- Indexed, K < J])], I =/= none,
+        Table <- [diff_table(Base, New)]].
 
 first_pair(#{keys := Keys}, Earlier) ->
     case [P || {_, #{keys := Ks}} = P <- Earlier, lists:any(fun(K) -> lists:member(K, Ks) end, Keys)] of

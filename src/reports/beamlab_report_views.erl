@@ -206,25 +206,15 @@ ci_method(Bs) ->
     end.
 
 %% @doc What a benchmark measures, in words, when its unit alone does not
-%% say it (#35: a chart of `--metric cpu' said only `(ns)', as if it
-%% were wall-clock time): `CPU time per iteration' (a run's or a check's
-%% samples), `CPU time per repetition' (a suite's `NAME/cpu': one value
-%% per repetition), a check's `wall-clock time per iteration',
-%% `reductions per iteration' and `memory per iteration'; `null' for the
-%% rest, whose unit (a time, iterations/s, msg/s) or name says it.
--spec measure(#{name := binary(), metric => binary(), atom() => term()}) -> binary() | null.
-measure(#{metric := <<"cpu">>, name := Name}) ->
-    case ends_with(Name, <<"/cpu">>) of
-        true -> <<"CPU time per repetition">>;
-        false -> <<"CPU time per iteration">>
-    end;
-measure(#{metric := <<"time">>, group := G, name := Name}) when Name =:= <<G/binary, " (time)">> ->
-    %% (a check's: beside its CPU time, the time is the wall clock's)
-    <<"wall-clock time per iteration">>;
-measure(#{metric := <<"reductions">>, group := G, name := Name}) when Name =:= <<G/binary, " (reductions)">> ->
-    <<"reductions per iteration">>;
-measure(#{metric := <<"memory">>, group := G, name := Name}) when Name =:= <<G/binary, " (memory)">> ->
-    <<"memory per iteration">>;
+%% say it (#35: a chart of `--metric cpu' said only `(ns)', as if it were
+%% wall-clock time; a suite's `fib (us)' said neither): the document's
+%% own `measure' (`CPU time per iteration', `wall-clock time per
+%% repetition', `reductions per iteration', ...; documents written before
+%% it are read with it where they can tell, `beamlab_result'); `null'
+%% for the rest, whose unit (iterations/s, msg/s) or name says it.
+-spec measure(#{measure => binary(), atom() => term()}) -> binary() | null.
+measure(#{measure := M}) when is_binary(M) ->
+    M;
 measure(_) ->
     null.
 
@@ -469,7 +459,7 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) w
       configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
-                 measure => measure((hd(G))#{name := Inner}),
+                 measure => measure(hd(G)),
                  method => ci_method(G), cells => [cell(B) || B <- G]}
                || {Inner, G} <- Rows]};
 matrix(_) ->

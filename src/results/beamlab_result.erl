@@ -60,6 +60,7 @@
                        unit := binary(), better := better(), samples := [number()],
                        sample_info := sample_info(), params := object(),
                        counters := object(), extra := object(),
+                       measure => binary(),
                        stats => stats(), comparison => comparison()}.
 -type result() :: #{schema := binary(), version := pos_integer(),
                     tool := #{name := binary(), version := binary()},
@@ -75,7 +76,7 @@
                             unit => unicode:chardata() | atom(),
                             better => better(), group => unicode:chardata() | atom(),
                             params => map(), counters => map(), extra => map(),
-                            comparison => comparison()}.
+                            measure => unicode:chardata(), comparison => comparison()}.
 -type finish_opts() :: #{finished_at := timestamp(), partial := boolean()}.
 -type error_reason() :: {save, file:filename_all(), term()}
                       | {load, file:filename_all(), term()}
@@ -135,9 +136,13 @@ benchmark(Name, Samples, Opts) ->
              params => object(maps:get(params, Opts, #{})),
              counters => object(maps:get(counters, Opts, #{})),
              extra => object(maps:get(extra, Opts, #{}))},
+    Measured = case maps:find(measure, Opts) of
+                   {ok, M} -> Base#{measure => text(M)};
+                   error -> Base
+               end,
     WithStats = case Samples of
-                    [] -> Base;
-                    _ -> Base#{stats => beamlab_stats:summary(Samples)}
+                    [] -> Measured;
+                    _ -> Measured#{stats => beamlab_stats:summary(Samples)}
                 end,
     case maps:find(comparison, Opts) of
         {ok, C} -> WithStats#{comparison => C};
@@ -449,9 +454,13 @@ benchmark_json(B, P) when is_map(B) ->
              params => field(<<"params">>, B, object, P, #{}),
              counters => field(<<"counters">>, B, object, P, #{}),
              extra => field(<<"extra">>, B, object, P, #{})},
+    Measured = case opt(<<"measure">>, B, null) of
+                   null -> legacy_measure(Base);
+                   _ -> Base#{measure => field(<<"measure">>, B, string, P)}
+               end,
     S = case opt(<<"stats">>, B, null) of
-            null -> Base;
-            Stats -> Base#{stats => stats(Stats, [<<"stats">> | P])}
+            null -> Measured;
+            Stats -> Measured#{stats => stats(Stats, [<<"stats">> | P])}
         end,
     case opt(<<"comparison">>, B, null) of
         null -> S;
@@ -459,6 +468,26 @@ benchmark_json(B, P) when is_map(B) ->
     end;
 benchmark_json(_, P) ->
     throw({bad_field, P, object}).
+
+%% What a benchmark of a document written before `measure' (#35)
+%% measured when its unit alone does not say it, read once here from
+%% the only signs such a document has: `--metric cpu' (a suite's
+%% `NAME/cpu' holds one value per repetition) and a check's
+%% `G (metric)' entries; none for the rest, as before.
+legacy_measure(#{metric := <<"cpu">>, name := Name} = B) ->
+    case binary:longest_common_suffix([Name, <<"/cpu">>]) =:= 4 of
+        true -> B#{measure => <<"CPU time per repetition">>};
+        false -> B#{measure => <<"CPU time per iteration">>}
+    end;
+legacy_measure(#{metric := M, group := G, name := Name} = B) when Name =:= <<G/binary, " (", M/binary, ")">> ->
+    case M of
+        <<"time">> -> B#{measure => <<"wall-clock time per iteration">>};
+        <<"reductions">> -> B#{measure => <<"reductions per iteration">>};
+        <<"memory">> -> B#{measure => <<"memory per iteration">>};
+        _ -> B
+    end;
+legacy_measure(B) ->
+    B.
 
 sample_info(I, N, P) when is_map(I) ->
     #{count => field(<<"count">>, I, integer, P, N),

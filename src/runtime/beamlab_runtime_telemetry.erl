@@ -6,8 +6,11 @@
 %%% rates, the OS-visible CPU time of the VM, cgroup throttling, steal time,
 %%% load average and, with `msacc => true', microstate accounting.
 %%%
-%%% The monitor measures its own cost (time spent sampling per second of
-%%% wall time, reductions it used) so a reader can judge the disturbance.
+%%% The monitor records what sampling took so a reader can judge the
+%%% disturbance: the reductions it used (`monitor_reductions', its work in
+%%% this VM) and the wall time of each sample as a share of the interval
+%%% (`monitor_wall_pct'), which counts waiting for the node, the OS and a
+%%% scheduler too: not a CPU cost (it read 250% on a loaded machine).
 %%% `scheduler_wall_time' is enabled for this process only (the flag is
 %%% reference counted per process); microstate accounting is global and is
 %%% restored to its previous state when the monitor stops.
@@ -72,6 +75,9 @@
              samples = [] :: [map()],
              deadline = infinity :: integer() | infinity,
              tracker :: beamlab_runtime_procs:tracker() | undefined,
+             %% a watched node's tree CPU: who reads it, its latest reading
+             tree_reader :: pid() | undefined,
+             tree_reading = none :: none | {non_neg_integer(), integer(), term()},
              sysmon = off :: off | ours | {taken, pid()},
              limits = #{} :: map(),
              silent = false :: false | integer(),
@@ -210,7 +216,11 @@ setup_remote(#{node := Node} = Opts) ->
                   shape = #{normal => N, online => Online, dirty_cpu => DC, dirty_io => DIO},
                   limits = #{processes => ProcLimit, ports => PortLimit, atoms => AtomLimit},
                   t0 = maps:get(t0, Opts, now_ms()), prev = #{}, deadline = Deadline, tracker = Tracker},
-        St = remote(baseline(St0, Until)),
+        Reader = case Local of
+                     true -> start_tree_reader(Root, [os:getpid(), OsPid], St0);
+                     false -> undefined
+                 end,
+        St = remote(baseline(St0#st{tree_reader = Reader}, Until)),
         _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
         _ = St#st.print andalso io:put_chars(standard_error, sysmon_line(SysMon)),
         {ok, schedule(St)}
@@ -301,6 +311,8 @@ handle_info({timeout, Ref, tick}, St = #st{timer = Ref}) ->
         St1 = #st{down = false} -> {noreply, schedule(St1)};
         St1 -> {noreply, St1#st{timer = undefined}}
     end;
+handle_info({tree_cpu, Reader, Reading}, St = #st{tree_reader = Reader}) ->
+    {noreply, St#st{tree_reading = Reading}};
 handle_info({nodedown, Node}, St = #st{node = Node, down = false}) ->
     {noreply, went_down(St#st{timer = undefined}, noconnection)};
 handle_info({'EXIT', _, Reason}, St) ->
@@ -398,7 +410,7 @@ sample1(St = #st{prev = Prev, samples = Samples, print = Print, tracker = Tracke
     CostUs = erlang:monotonic_time(microsecond) - Start,
     {reductions, MonReds} = process_info(self(), reductions),
     DtUs = max(1, (maps:get(t, Raw) - maps:get(t, Prev)) * 1000),
-    S = S1#{monitor_cost_pct => 100 * CostUs / DtUs,
+    S = S1#{monitor_wall_pct => 100 * CostUs / DtUs,
             monitor_reductions => MonReds - maps:get(mon_reds, Prev, MonReds)},
     _ = Print andalso io:put_chars(standard_error, [line(line_info(St), S), detail_lines(St, S)]),
     _ = is_pid(Notify) andalso (Notify ! {beamlab_telemetry_sample, self(), S}),
@@ -463,7 +475,7 @@ reason(R) -> io_lib:format("~0tp", [R]).
 %% (with its process list when a full scan is due, its ETS tables' memory
 %% when processes are tracked, and the system monitor's events).
 raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root, os_pid = OsPid,
-        holder = Holder, tracker = Tracker}, Full, Until)
+        holder = Holder, tracker = Tracker, tree_reading = Reading}, Full, Until)
   when Node =/= undefined ->
     {value, {Reds, GCs, Swt, Rq, Procs, Ports, Ets, Mem, Io, MsaccRaw, Atoms, Pids, EtsMem, Events, Dist}, _} =
         erpc:call(Node, erl_eval, exprs, [Exprs, lists:sort([{'H', Holder}, {'Full', Full},
@@ -479,14 +491,16 @@ raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root
                        undefined -> [];
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
-    %% Machine-wide counters only when the node runs on this host.
+    %% Machine-wide counters only when the node runs on this host; the
+    %% tree's CPU (the node's VM with beamlab's own tree) is the reader's
+    %% latest reading (start_tree_reader/4), with the time it was made.
     Os = case OsPid of
              undefined -> [];
              _ -> [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root, OsPid)},
                    {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
                    {load, beamlab_runtime_probe:loadavg(Root)}]
          end,
-    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os])),
+    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ tree_reading(Reading))),
     case Msacc of
         true -> M1#{msacc => msacc_sum(MsaccRaw)};
         false -> M1
@@ -514,28 +528,61 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tr
                        undefined -> [];
                        F -> [{label(L), C} || {L, C} <- F()]
                    end},
-    {TreeUs, Tree} = tree(Root, [os:getpid()], Prev),
     Os = [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root)},
-          %% beamlab's own process tree (this VM, its peers, its private
-          %% broker; with BEAMLAB_TREE the VM that started this one): what
-          %% `machine_overloaded' never counts as others
-          {tree_cpu_us, TreeUs},
           {cgroup, beamlab_runtime_probe:cgroup_cpu_stat_at(Cgroup)},
           {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
           {load, beamlab_runtime_probe:loadavg(Root)}],
-    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ [{tree, Tree} || Tree =/= undefined])),
+    %% beamlab's own process tree (this VM, its peers, its private
+    %% broker; with BEAMLAB_TREE the VM that started this one): what
+    %% `machine_overloaded' never counts as others
+    Tree = tree(Root, [os:getpid()], maps:get(tree, Prev, undefined)),
+    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ tree_reading(Tree))),
     case Msacc of
         true -> M1#{msacc => msacc_totals()};
         false -> M1
     end.
 
-%% The CPU time of the trees of `Pids' (beamlab_runtime_probe:tree_cpu/4),
-%% with the tree's pids the previous snapshot kept (`tree'): a sample
-%% reads every process of /proc at most once every 10 s.
-tree(Root, Pids, Prev) ->
-    case beamlab_runtime_probe:tree_cpu(Root, Pids, beamlab_runtime_probe:tree_root(), maps:get(tree, Prev, undefined)) of
-        {ok, Us, Tree} -> {{ok, Us}, Tree};
-        {error, _} = E -> {E, undefined}
+%% The CPU time of the trees of `Pids' (beamlab_runtime_probe:tree_cpu/4)
+%% and when it was read (the tree has its own clock: a reading can take
+%% long on a loaded machine, or come from the reader), with the tree's
+%% pids kept from the previous reading: every process of /proc is read
+%% at most once every 10 s.
+tree(Root, Pids, Tree0) ->
+    case beamlab_runtime_probe:tree_cpu(Root, Pids, beamlab_runtime_probe:tree_root(), Tree0) of
+        {ok, Us, Tree} -> {Us, now_ms(), Tree};
+        {error, _} -> none
+    end.
+
+%% A reading's fields of a raw snapshot.
+tree_reading(none) -> [];
+tree_reading({Us, T, Tree}) -> [{tree_cpu_us, Us}, {tree_t, T}, {tree, Tree}].
+
+%% The watched node's VM with beamlab's own tree (this VM, its peers:
+%% `amqp --watch''s load generators) read by a process of its own, every
+%% interval a quarter interval before the sample: a full walk of /proc
+%% takes seconds on a loaded machine (157 processes beside 8 busy ones:
+%% 1.8 s), and a sampler waiting for it misses its ticks and does not
+%% answer last/1 (`amqp --watch''s lines). Each reading goes to the
+%% sampler (`{tree_cpu, Reader, Reading}'); the reader ends with it.
+start_tree_reader(Root, Pids, #st{t0 = T0, interval = I}) ->
+    Sampler = self(),
+    spawn(fun() ->
+                  process_flag(priority, high),
+                  Mon = erlang:monitor(process, Sampler),
+                  tree_reader(Sampler, Mon, Root, Pids, T0 - I div 4, I, undefined)
+          end).
+
+tree_reader(Sampler, Mon, Root, Pids, At, I, Tree0) ->
+    Reading = tree(Root, Pids, Tree0),
+    Sampler ! {tree_cpu, self(), Reading},
+    %% the next reading at the first of its ticks still ahead
+    Now = now_ms(),
+    Next = At + ((Now - At) div I + 1) * I,
+    receive
+        {'DOWN', Mon, process, Sampler, _} -> ok
+    after Next - Now ->
+            tree_reader(Sampler, Mon, Root, Pids, At, I,
+                        case Reading of {_, _, T} -> T; none -> undefined end)
     end.
 
 ets_bytes(_, undefined) -> #{};
@@ -596,16 +643,18 @@ growth(P, R) ->
     maps:from_list(Counts ++ Memory).
 
 %% CPU time the OS charged to the VM, and to beamlab's process tree
-%% (`tree_cpu_cores', this VM's only), in cores (1.0 = one CPU all the time).
+%% (`tree_cpu_cores': this VM's, or a watched node's VM with it), in
+%% cores (1.0 = one CPU all the time), the tree's over the time between
+%% its readings (none when no new reading came: the reader is late).
 %% A VM of the tree that ends takes its time with it (a detached peer's
 %% goes to init): the tree's figure never falls below the VM's.
 os_cpu(P, R, DtMs) ->
-    M = maps:from_list([{Key, (B - A) / (DtMs * 1000)}
-                        || {K, Key} <- [{os_cpu_us, os_cpu_cores}, {tree_cpu_us, tree_cpu_cores}],
-                           #{K := A} <- [P], #{K := B} <- [R]]),
-    case M of
-        #{os_cpu_cores := Vm, tree_cpu_cores := Tree} -> M#{tree_cpu_cores := max(Vm, Tree)};
-        _ -> M
+    Vm = [{os_cpu_cores, (B - A) / (DtMs * 1000)} || #{os_cpu_us := A} <- [P], #{os_cpu_us := B} <- [R]],
+    Tree = [{tree_cpu_cores, (B - A) / ((Tb - Ta) * 1000)}
+            || #{tree_cpu_us := A, tree_t := Ta} <- [P], #{tree_cpu_us := B, tree_t := Tb} <- [R], Tb > Ta],
+    case maps:from_list(Vm ++ Tree) of
+        #{os_cpu_cores := V, tree_cpu_cores := T} = M -> M#{tree_cpu_cores := max(V, T)};
+        M -> M
     end.
 
 cgroup(#{cgroup := A}, #{cgroup := B}, _) ->
@@ -868,7 +917,7 @@ line(#{labels := Labels} = Info, S) ->
                    beamlab_format_units:count(round(maps:get(gc_per_s, S))),
                    [io_lib:format(" ~*ts", [rate_width(L), beamlab_format_units:rate(maps:get(L, maps:get(rates, S), 0))])
                     || L <- Labels],
-                   maps:get(monitor_cost_pct, S)]).
+                   maps:get(monitor_wall_pct, S)]).
 
 %% Under a watched node's line: its memory by kind, then its top
 %% processes in one table (R: among the top by reductions, Q: by message

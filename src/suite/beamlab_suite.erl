@@ -640,9 +640,10 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Last = lists:last(Reps),
     Check = combined_check(Reps),
     Common = #{group => maps:get(name, Info), params => beamlab_workload:params_to_map(Params)},
+    Metric = maps:get(metric, Last, maps:get(metric, Info)),
     Primary = beamlab_result:benchmark(
                 Name, [V || #{value := V} <- Reps],
-                Common#{metric => maps:get(metric, Last, maps:get(metric, Info)),
+                (maps:merge(Common, measure(Info, Metric)))#{metric => Metric,
                         unit => maps:get(unit, Info),
                         better => maps:get(better, Info),
                         counters => maps:get(counters, Last, #{}),
@@ -661,11 +662,28 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Cpu = [beamlab_result:benchmark(
              [Name, "/cpu"], [C / 1.0e6 || #{cpu_ns := C} <- Reps],
              Common#{metric => <<"cpu">>, unit => <<"ms">>, better => lower,
+                     measure => <<"CPU time per repetition">>,
                      extra => #{check => Check,
                                 cpu_source => <<"scheduler threads (/proc/self/task/*/schedstat)">>,
                                 cpu_runs => [maps:get(cpu_runs, R, 1) || R <- Reps]}})
            || lists:all(fun(R) -> is_map_key(cpu_ns, R) end, Reps)],
     lists:reverse([Primary | Secondary] ++ Cpu).
+
+%% What the primary metric measures, in words, when its unit is a time
+%% (the report's titles: `fib: wall-clock time per repetition (ms)'):
+%% the workload's own words (`measure'), else per what its metric says
+%% (`time': a repetition; `round_trip': a round trip; `per_process': a
+%% process). A rate says its measure in its unit.
+measure(Info, Metric) ->
+    case {maps:find(measure, Info), lists:member(maps:get(unit, Info), [<<"ns">>, <<"us">>, <<"ms">>, <<"s">>])} of
+        {{ok, M}, _} when Metric =:= map_get(metric, Info) -> #{measure => M};
+        {_, true} -> #{measure => <<"wall-clock time per ", (per(Metric))/binary>>};
+        {_, false} -> #{}
+    end.
+
+per(<<"time">>) -> <<"repetition">>;
+per(<<"per_", What/binary>>) -> per(What);
+per(What) -> binary:replace(What, <<"_">>, <<" ">>, [global]).
 
 %% --ci: what ended the point's repetitions (the last one says).
 stopped(Reps, Extra) ->

@@ -5,7 +5,8 @@
 %%% A workload module exports:
 %%% <ul>
 %%% <li>`info()': `#{name, summary, definition, unit, better, checks}' and
-%%%     optionally `metric' (name of the primary metric), `metrics' (secondary
+%%%     optionally `metric' (name of the primary metric), `measure' (what
+%%%     it measures, in words, for the report's titles), `metrics' (secondary
 %%%     metrics reported as their own benchmarks), `repeat' (default
 %%%     repetitions per profile) and `warmup' (false to skip the harness's
 %%%     warm-up repetition, for workloads with their own warm-up period).</li>
@@ -47,7 +48,7 @@
                  metrics => #{atom() => number()}}.
 -type info() :: #{name := binary(), summary := binary(), definition := binary(),
                   unit := binary(), better := higher | lower, checks := binary(),
-                  metric => binary(),
+                  metric => binary(), measure => binary(),
                   metrics => [#{key := atom(), unit := binary(),
                                 better := higher | lower}],
                   repeat => #{profile() => pos_integer()},
@@ -143,7 +144,7 @@ info_problem(Info) ->
                 {definition, fun is_binary/1, "a binary"}, {unit, fun is_binary/1, "a binary"},
                 {better, fun(B) -> B =:= higher orelse B =:= lower end, "higher or lower"},
                 {checks, fun is_binary/1, "a binary"}],
-    Optional = [{metric, fun is_binary/1, "a binary"},
+    Optional = [{metric, fun is_binary/1, "a binary"}, {measure, fun is_binary/1, "a binary"},
                 {metrics, fun(L) -> is_list(L) andalso lists:all(fun metric_spec/1, L) end,
                  "a list of #{key := atom(), unit := binary(), better := higher | lower}"},
                 {repeat, fun(R) -> is_map(R) andalso

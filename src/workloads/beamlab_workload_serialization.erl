@@ -22,6 +22,7 @@ info() ->
             "{compressed, Level} when Level > 0, {minor_version, V}, and "
             "deterministic when set. The encoded size is a counter.">>,
       unit => <<"us">>, better => lower, metric => <<"encode_decode">>,
+      measure => <<"wall-clock time per encode+decode">>,
       repeat => #{quick => 5, full => 5},
       checks => <<"the last decoded term equals the original (=:=, untimed)">>}.
 

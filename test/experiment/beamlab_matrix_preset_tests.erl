@@ -46,6 +46,19 @@ combine_names_everything_by_scenario_test() ->
     ?assertEqual(length(Names), length(lists:usort(Names))),
     #{<<"scenarios">> := [#{<<"baseline">> := <<"flavor=emu">>, <<"command">> := [<<"amqp">> | _]}, _]} = P.
 
+%% #35: the study ends when its last scenario does: the combined
+%% document's `finished_at' is the last scenario's (it was the first's),
+%% its `started_at' the first's.
+finished_at_is_the_last_scenarios_test() ->
+    {ok, Preset} = beamlab_experiment_preset:find("jit-study"),
+    [Single, Multi] = maps:get(scenarios, Preset),
+    At = fun(D, S, F) -> D#{started_at := S, finished_at => F} end,
+    Doc = beamlab_experiment_preset:combine(
+            Preset, [{Single, At(scenario_doc(2.0), <<"2026-01-01T00:00:00Z">>, <<"2026-01-01T00:05:00Z">>)},
+                     {Multi, At(scenario_doc(1.25), <<"2026-01-01T00:05:01Z">>, <<"2026-01-01T00:11:00Z">>)}],
+            #{preset => <<"jit-study">>}),
+    ?assertMatch(#{started_at := <<"2026-01-01T00:00:00Z">>, finished_at := <<"2026-01-01T00:11:00Z">>}, Doc).
+
 %% The published layout: published figures beside ours, the ratio with
 %% its interval and the verdict; then the details and each scenario's
 %% own matrix table.

@@ -250,6 +250,15 @@ flame_graph_renders_and_zooms(Config) ->
             ?assertEqual(3, length(binary:matches(Dom, <<"<svg class=\"flame\"">>))),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"Differential: ">>)),
             ?assertNotEqual(nomatch, binary:match(Dom, <<"data-name=\"prof_hot:spin/2\"">>)),
+            %% #35: a frame too narrow for its whole name shows what tells it
+            %% apart: an Erlang function's function/arity (cut with `..' if
+            %% need be), never the first letters of its module
+            %% (`rabbit_que..'); the frame's title holds the whole name.
+            Labels = [{N, T} || [N, T] <- re_all(Dom, <<"<rect class=\"frame\" [^>]*data-name=\"([^\"&]*)\"[^>]*>"
+                                                         "</rect><text [^>]*>([^<]*)</text>">>)],
+            ct:log("frame labels: ~p", [Labels]),
+            ?assert(length(Labels) >= 3),
+            [?assert(T =:= N orelse label_of(N, T)) || {N, T} <- Labels],
             CDom = beamlab_test_util:dump_dom(Chromium, Dir, ClickFile),
             CBody = beamlab_test_util:dom_body(CDom),
             ?assertEqual(<<>>, beamlab_test_util:dom_attr(CBody, <<"data-errors">>)),
@@ -318,7 +327,39 @@ differential_hot_to_cold(Config) ->
             ?assertEqual(<<"cooler">>, HotRow),
             ?assertMatch([_], re_all(Diff, <<"<tr class=\"hotter\" data-function=\"hotmod:other_loop/2\" data-change=\"[0-9.]+\"">>)),
             %% The legend is in percentage points.
-            ?assertMatch({match, _}, re:run(Diff, <<"cooler \x{2212}[0-9.]+ pp"/utf8>>, [unicode]))
+            ?assertMatch({match, _}, re:run(Diff, <<"cooler \x{2212}[0-9.]+ pp"/utf8>>, [unicode])),
+            %% #35: the scale's ends and the table beside it show one
+            %% maximum: the table's largest change (the scale took its own
+            %% from the frames' paths, a different number).
+            [[Cool]] = re_all(Diff, <<"<span class=\"cooler\">cooler \x{2212}([0-9.]+ pp)</span>"/utf8>>),
+            [[Hotter]] = re_all(Diff, <<"<span class=\"hotter\">\\+([0-9.]+ pp) hotter</span>">>),
+            Rows = [{abs(number(C)), Text} || [C, Text] <- re_all(Diff, <<"<tr class=\"(?:hotter|cooler)\" data-function=\"[^\"]*\" "
+                                                                      "data-change=\"([^\"]*)\">.*?<td class=\"num change\">"
+                                                                      "[+\x{2212}]([0-9.]+ pp)</td>"/utf8>>)],
+            {_, Largest} = lists:last(lists:keysort(1, Rows)),
+            ct:log("scale ~ts / ~ts, table's largest ~ts", [Cool, Hotter, Largest]),
+            ?assertEqual({Largest, Largest}, {Cool, Hotter})
+    end.
+
+number(B) ->
+    case string:to_float(B) of
+        {F, <<>>} -> F;
+        _ -> binary_to_integer(B)
+    end.
+
+%% A shortened frame text T of the frame named N: a function/arity of
+%% N's, whole or cut with `..' (never a module's prefix), else N cut.
+label_of(N, T) ->
+    Cut = fun(Whole) ->
+                  case binary:longest_common_suffix([T, <<"..">>]) of
+                      2 -> Kept = binary:part(T, 0, byte_size(T) - 2),
+                           binary:longest_common_prefix([Whole, Kept]) =:= byte_size(Kept);
+                      _ -> false
+                  end
+          end,
+    case re:run(N, <<"^[^:;]+:(.+/[0-9]+)$">>, [{capture, all_but_first, binary}]) of
+        {match, [FA]} -> T =:= FA orelse Cut(FA);
+        nomatch -> Cut(N)
     end.
 
 hotmod(Hot, Other) ->

@@ -13,7 +13,7 @@
 -export([every_kind_renders/1, single_run_renders/1, long_series_are_downsampled/1,
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
--export([sweep_chart/1, sweep_units/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
+-export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
          amqp_run_charts/1, cpu_metric_charts/1]).
 
@@ -24,7 +24,7 @@ groups() ->
     [{fixtures, [], [every_kind_renders, single_run_renders, long_series_are_downsampled,
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
-     {chart_kinds, [], [sweep_chart, sweep_units, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
+     {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart,
                         amqp_run_charts, cpu_metric_charts]}].
 
@@ -198,7 +198,7 @@ sweep_chart(Config) ->
     Lines = attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>),
     ?assertEqual([5, 5], [length(binary:split(D, <<"L">>, [global])) || D <- Lines]),
     ?assertEqual([<<"size">>], texts(Fig, <<"label x-label">>)),
-    ?assertMatch([<<"round_trip (", _/binary>>], texts(Fig, <<"label y-label">>)),
+    ?assertMatch([<<"wall-clock time per round trip (", _/binary>>], texts(Fig, <<"label y-label">>)),
     ?assertEqual([<<"0">>, <<"10">>, <<"100">>, <<"1000">>, <<"10k">>], xticks(Fig)),
     %% #35: 0, 10 and 100 are not piled up at the origin: the five sizes
     %% sit at five places at least 20 pixels apart, in order.
@@ -210,27 +210,45 @@ sweep_chart(Config) ->
     ?assertMatch({match, _}, re:run(Dom, <<"a 0 sits one decade below, past a marked break">>)),
     %% The title names the workload and the measure, the subtitle the band's method.
     [Title] = captions(Fig),
-    ?assertMatch({match, _}, re:run(Title, <<"^ping_pong: round_trip \\((ns|us|ms)\\) against size$">>)),
+    ?assertMatch({match, _}, re:run(Title, <<"^ping_pong: wall-clock time per round trip \\((ns|us|ms)\\) against size$">>)),
     ?assertMatch({match, _}, re:run(Fig, <<"band: [A-Za-z]">>)),
     ?assertEqual([], figures(Dom, <<"results">>)).
 
 %% #35: one unit per chart. fib's document is in ms; fib(18..22) takes
 %% microseconds, drawn in us (or ns): the title, the subtitle, the axis and
-%% every point's tooltip all name the unit the axis shows.
+%% every point's tooltip all name the unit the axis shows. The title names
+%% the workload and its measure, as the document says it (`measure'): a
+%% repetition's wall-clock time (it was `fib: time (us)').
 sweep_units(Config) ->
     F = run(Config, "fib-sweep", ["suite", "fib", "--param", "fib.n=18,20,22", "-n", "3"]),
-    {ok, #{benchmarks := [#{unit := <<"ms">>} | _]}} = beamlab_result:load(F),
+    {ok, #{benchmarks := [#{unit := <<"ms">>, measure := <<"wall-clock time per repetition">>} | _]}} = beamlab_result:load(F),
     Dom = report(Config, "fib-sweep", [F]),
     [Fig] = figures(Dom, <<"sweep">>),
     [Title] = captions(Fig),
-    {match, [Unit]} = re:run(Title, <<"^fib: time \\((ns|us)\\) against n$">>, [{capture, all_but_first, binary}]),
-    ?assertEqual([<<"time (", Unit/binary, ")">>], texts(Fig, <<"label y-label">>)),
+    {match, [Unit]} = re:run(Title, <<"^fib: wall-clock time per repetition \\((ns|us)\\) against n$">>,
+                             [{capture, all_but_first, binary}]),
+    ?assertEqual([<<"wall-clock time per repetition (", Unit/binary, ")">>], texts(Fig, <<"label y-label">>)),
     [Sub] = [S || [S] <- re_all(Fig, <<"<div class=\"muted\">([^<]*)</div>">>)],
     ?assertMatch({match, _}, re:run(Sub, <<"^", Unit/binary, ", lower is better">>)),
     ?assertEqual(nomatch, binary:match(Sub, <<"ms">>)),
-    Tips = [T || [T] <- re_all(Fig, <<"<title>time: (n [^<]*)</title>">>)],
+    Tips = [T || [T] <- re_all(Fig, <<"<title>wall-clock time per repetition: (n [^<]*)</title>">>)],
     ?assertEqual(3, length(Tips)),
     [?assertMatch({match, _}, re:run(T, <<"^n [0-9]+, [0-9.]+ ", Unit/binary, "$">>)) || T <- Tips].
+
+%% #35: a suite's own charts (no sweep) name the workload and its measure:
+%% `fib: wall-clock time per repetition (us)', not `fib (us)'; the axis
+%% names the measure too.
+suite_titles(Config) ->
+    F = run(Config, "fib", ["suite", "fib", "-n", "3"]),
+    Dom = report(Config, "fib", [F]),
+    Cards = figures(Dom, <<"results">>) ++ figures(Dom, <<"points">>),
+    ?assertEqual(2, length(Cards)),
+    [begin
+         [Title] = captions(C),
+         {match, [U]} = re:run(Title, <<"^fib: wall-clock time per repetition \\((ns|us|ms)\\)$">>,
+                               [{capture, all_but_first, binary}]),
+         ?assertEqual([<<"wall-clock time per repetition (", U/binary, ")">>], texts(C, <<"label x-label">>))
+     end || C <- Cards].
 
 %% #35: a report of the same run twice (two names, identical numbers):
 %% the second run's lines lie exactly on the first's, yet both show.
@@ -308,7 +326,7 @@ categorical_sweep_chart(Config) ->
     [Fig] = figures(Dom, <<"sweep">>),
     %% (the time in the unit its axis shows, which depends on the machine)
     [Title] = captions(Fig),
-    ?assertMatch({match, _}, re:run(Title, <<"^serialization: encode_decode \\((ns|us|ms)\\) against compressed$">>)),
+    ?assertMatch({match, _}, re:run(Title, <<"^serialization: wall-clock time per encode\\+decode \\((ns|us|ms)\\) against compressed$">>)),
     ?assertEqual([], attrs(Fig, <<"path">>, <<"sweep-line">>, <<"d">>)),
     ?assertEqual([<<"0">>, <<"6">>], xticks(Fig)),
     %% (each series its marker shape: the first's circles, the second's squares)

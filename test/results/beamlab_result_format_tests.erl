@@ -66,3 +66,27 @@ numbers_bounded_test() ->
     {error, R} = beamlab_result:from_json(With([1.79e308])),
     Msg = lists:flatten(beamlab_result:format_error(R)),
     ?assertNotEqual(nomatch, string:find(Msg, "benchmarks[0].samples[0] is out of range")).
+
+%% #35: a benchmark says what it measures (`measure'); a document written
+%% before the field is read with it where its benchmarks can tell
+%% (`--metric cpu', a check's `G (metric)' entries), and without it for
+%% the rest, as before; a measure given is kept as written, not guessed.
+measure_of_older_documents_test() ->
+    {ok, Json = #{<<"benchmarks">> := [B | _]}} = beamlab_json:decode(beamlab_result:to_json(doc())),
+    Old = fun(Fields) -> maps:remove(<<"measure">>, maps:merge(B, Fields)) end,
+    Read = fun(Bench) ->
+                   {ok, #{benchmarks := [R]}} = beamlab_result:from_json(Json#{<<"benchmarks">> := [Bench]}),
+                   maps:get(measure, R, none)
+           end,
+    ?assertEqual(<<"CPU time per iteration">>, Read(Old(#{<<"name">> => <<"ok.">>, <<"metric">> => <<"cpu">>}))),
+    ?assertEqual(<<"CPU time per repetition">>,
+                 Read(Old(#{<<"name">> => <<"fib/cpu">>, <<"group">> => <<"fib">>, <<"metric">> => <<"cpu">>}))),
+    ?assertEqual(<<"wall-clock time per iteration">>,
+                 Read(Old(#{<<"name">> => <<"work (time)">>, <<"group">> => <<"work">>, <<"metric">> => <<"time">>}))),
+    ?assertEqual(<<"reductions per iteration">>,
+                 Read(Old(#{<<"name">> => <<"work (reductions)">>, <<"group">> => <<"work">>,
+                            <<"metric">> => <<"reductions">>}))),
+    ?assertEqual(none, Read(Old(#{<<"name">> => <<"fib">>, <<"group">> => <<"fib">>, <<"metric">> => <<"time">>}))),
+    ?assertEqual(<<"words">>, Read(B#{<<"metric">> => <<"cpu">>, <<"measure">> => <<"words">>})),
+    ?assertMatch({error, {bad_field, [<<"benchmarks">>, 0, <<"measure">>], string}},
+                 beamlab_result:from_json(Json#{<<"benchmarks">> := [B#{<<"measure">> => 1}]})).

@@ -45,12 +45,18 @@ document() ->
          end).
 
 benchmark() ->
-    ?LET({Name, Samples, Unit, Better, Params, Base},
+    ?LET({Name, Samples, Unit, Better, Params, Base, Measure},
          {name(), non_empty(list(oneof([integer(), float()]))),
           oneof([<<"ns">>, <<"ops/s">>, <<"msg/s">>, <<"us">>]),
-          oneof([higher, lower]), user_map(), oneof([none, list(oneof([integer(), float()]))])},
+          oneof([higher, lower]), user_map(), oneof([none, list(oneof([integer(), float()]))]),
+          oneof([none, name()])},
          begin
-             B = beamlab_result:benchmark(Name, Samples, #{unit => Unit, better => Better, params => Params}),
+             %% (the measure in words, when a producer says it)
+             Opts = #{unit => Unit, better => Better, params => Params},
+             B = beamlab_result:benchmark(Name, Samples, case Measure of
+                                                              none -> Opts;
+                                                              _ -> Opts#{measure => Measure}
+                                                          end),
              %% against a baseline, as `run' with several snippets saves it
              %% (every key of beamlab_stats:compare/3, `detectable' too)
              case Base of

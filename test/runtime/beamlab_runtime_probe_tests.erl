@@ -128,8 +128,8 @@ tree_cache_test() ->
     ok = file:del_dir_r(filename:join([Root, "proc", "100"])),
     ?assertEqual({error, enoent}, beamlab_runtime_probe:tree_cpu(Root, ["100"], undefined, Fresh(T2))).
 
-%% Two trees together (another VM, 200, beside beamlab's own, 100),
-%% each counted once when one is in the other; the second may be
+%% Two trees together (a watched node's VM, 200, beside beamlab's own,
+%% 100), each counted once when one is in the other; the second may be
 %% missing.
 trees_together_test() ->
     Root = fake_proc(),

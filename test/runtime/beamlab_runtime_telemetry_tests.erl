@@ -5,7 +5,7 @@
 sample(Rate) ->
     #{t_ms => 1500, util => 50.0, util_schedulers => [50.0, 50.0], util_dirty_cpu => 0.0, util_dirty_io => 0.0,
       run_queue => 0, processes => 40, memory => #{total => 1000000}, reductions_per_s => 1.0e6,
-      gc_per_s => 10.0, rates => #{<<"lists:seq(1, 100).">> => Rate}, monitor_cost_pct => 0.1}.
+      gc_per_s => 10.0, rates => #{<<"lists:seq(1, 100).">> => Rate}, monitor_wall_pct => 0.1}.
 
 %% A rate named by a benchmark's code longer than the column shows its
 %% whole name (it was cut to `lists:seq(1,'), and the value stays under it.
@@ -17,6 +17,14 @@ rate_header_test() ->
     Value = unicode:characters_to_list(beamlab_format_units:rate(4.0e6)),
     %% Right-aligned under its name.
     ?assertEqual(column_end(Header, "lists:seq(1, 100)."), column_end(Line, Value)).
+
+%% The sampler's share of the interval is its wall time, waiting
+%% included (#35: it was `monitor_cost_pct', shown as a cost): it is
+%% served under a name that says so, as a ratio, and no longer as a cost.
+sampler_wall_ratio_test() ->
+    Fams = beamlab_format_vm_metrics:families((sample(1.0))#{monitor_wall_pct => 250.0, totals => #{}}, []),
+    ?assertEqual([[{[], 2.5}]], [Ss || #{name := <<"beamlab_vm_sampler_wall_ratio">>, samples := Ss} <- Fams]),
+    ?assertEqual([], [N || #{name := N} <- Fams, binary:match(N, <<"cost">>) =/= nomatch]).
 
 %% Where the last occurrence of Sub in S ends.
 column_end(S, Sub) ->

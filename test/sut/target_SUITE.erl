@@ -263,7 +263,25 @@ browser_check(Html) ->
                                         [dotall, {capture, first, binary}]),
             ?assertNotEqual(nomatch, binary:match(Latency, <<"data-y-scale=\"log\"">>)),
             [_, Timeline] = binary:split(Dom, <<"<section id=\"timeline\"">>),
-            ?assertNotEqual(nomatch, binary:match(Timeline, <<"class=\"chart heatmap\"">>))
+            ?assertNotEqual(nomatch, binary:match(Timeline, <<"class=\"chart heatmap\"">>)),
+            %% #35: the broker's heatmap and the line charts beside it (the
+            %% load's rates, the broker's series) share one time axis: the
+            %% same origin, range and ticks (the heatmap said 0..7 s beside
+            %% lines over 1..8 s).
+            Capture = [global, dotall, {capture, all_but_first, binary}],
+            {match, [[Lo, Hi, Ticks]]} =
+                re:run(Timeline, <<"class=\"chart heatmap\" data-x-lo=\"([^\"]*)\" data-x-hi=\"([^\"]*)\" "
+                                   "data-x-ticks=\"([^\"]*)\"">>, Capture),
+            {match, Charts} = re:run(Timeline, <<"<figure class=\"card\" data-kind=\"timeseries\">.*?"
+                                                 "<svg class=\"chart\"[^>]*data-x-lo=\"([^\"]*)\" data-x-hi=\"([^\"]*)\""
+                                                 "(.*?)</svg>">>, Capture),
+            ct:log("heatmap ~ts..~ts (~ts); charts ~p", [Lo, Hi, Ticks, [{L, H} || [L, H, _] <- Charts]]),
+            ?assert(length(Charts) >= 3),
+            [begin
+                 ?assertEqual({Lo, Hi}, {L, H}),
+                 {match, Xs} = re:run(Svg, <<"<text [^>]*data-axis=\"x\"[^>]*>([^<]*)</text>">>, Capture),
+                 ?assertEqual(Ticks, iolist_to_binary(lists:join(" ", [X || [X] <- Xs])))
+             end || [L, H, Svg] <- Charts]
     end.
 
 collect_dom(Port, Acc) ->
