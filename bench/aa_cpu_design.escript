@@ -38,6 +38,9 @@
 %%%          2 planted; a fixed seed).
 %%%
 %%% Environment (bench/aa.sh's knobs, emulated on the kept documents):
+%%%   LEVEL=fastest  compare: each fresh VM's fastest sample instead of its
+%%%              mean (LEVEL=mean, the default, reads the means whichever
+%%%              rule formed the document's samples)
 %%%   VMS=K      compare: judge each run by its first K fresh VMs only (a
 %%%              run of REPEAT=9 judged as one of K: both in one run, under
 %%%              the same load)
@@ -314,15 +317,26 @@ benchmarks(File) ->
     {ok, Doc} = beamlab_result:load(File),
     maps:get(benchmarks, Doc).
 
-%% A compare run's fresh VMs' values (the first VMS of them).
+%% A compare run's fresh VMs' values (the first VMS of them): their means
+%% (the samples), or with LEVEL=fastest each VM's fastest sample
+%% (`extra.vm_fastest', kept by matrices since #35's fastest-sample rule;
+%% a document of that rule holds its means in `extra.vm_means').
 values(File) ->
-    S = maps:get(samples, hd(benchmarks(File))),
+    B = hd(benchmarks(File)),
+    X = maps:get(extra, B, #{}),
+    S = case os:getenv("LEVEL", "mean") of
+            "fastest" -> extra(X, vm_fastest, maps:get(samples, B));
+            "mean" -> extra(X, vm_means, maps:get(samples, B))
+        end,
     case os:getenv("VMS") of
         false -> S;
         K -> lists:sublist(S, list_to_integer(K))
     end.
 
 mean(L) -> lists:sum(L) / length(L).
+
+extra(X, K, Default) ->
+    maps:get(K, X, maps:get(atom_to_binary(K), X, Default)).
 
 dedup(L) -> dedup(L, #{}).
 dedup([], _) -> [];

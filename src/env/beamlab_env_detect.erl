@@ -322,7 +322,8 @@ noisy_advice(<<"suite">>) ->
     "repetition longer (a larger --profile or --param), stop other load, and compare VM "
     "settings with repetitions in fresh VMs (`beamlab matrix -n`).";
 noisy_advice(<<"matrix">>) ->
-    "Each sample is one fresh VM's mean: run more repetitions per configuration (-n), make "
+    "Each sample is one fresh VM's mean (CPU time: its fastest sample): run more repetitions "
+    "per configuration (-n), make "
     "the inner command's own measurement steadier (its -s/-d, or -n for a suite), and stop "
     "other load; repetitions are interleaved, so drift spreads over every configuration.";
 noisy_advice(<<"amqp">>) ->

@@ -322,9 +322,9 @@ more(Configs, Done, Ci, Budget, Start, Argv, Runner, Progress, {Runs, Dead} = Ac
 %% whose VM cannot start is left out: it is not retried.
 items(Configs, Runs) ->
     maps:from_list(lists:append(
-                     [case maps:to_list(primary_values([Out || {N, _, Out} <- Runs, N =:= Name])) of
+                     [case maps:to_list(vm_values([Out || {N, _, Out} <- Runs, N =:= Name])) of
                           [] -> [{Name, []}];
-                          Vs -> [{<<Name/binary, " / ", Metric/binary>>, Vals} || {Metric, {_, Vals}} <- Vs]
+                          Vs -> [{<<Name/binary, " / ", Metric/binary>>, Vals} || {Metric, {_, Vals, _}} <- Vs]
                       end || #{name := Name} <- Configs])).
 
 %% Rounds `From'..`To' of every configuration (`R' the count shown).
@@ -387,16 +387,16 @@ interrupted() ->
 result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = Spec, Runs, Profiled) ->
     Sweep = maps:get(sweep, Spec, false),
     PerConfig = [{C, [Out || {N, _, Out} <- Runs, N =:= maps:get(name, C)]} || C <- Configs],
-    Values = maps:from_list([{maps:get(name, C), primary_values(Outs)} || {C, Outs} <- PerConfig]),
+    Values = maps:from_list([{maps:get(name, C), vm_values(Outs)} || {C, Outs} <- PerConfig]),
     BaseVals = maps:get(Base, Values),
     BaseEnv = last_env(proplists:get_value(Base, [{maps:get(name, C), O} || {C, O} <- PerConfig])),
     LoadFindings = load_findings(Runs),
     Loaded = beamlab_result_compare:overloaded(#{findings => LoadFindings}),
     Benchmarks =
         [bench(C, Metric, Info, Vals, base_values(Metric, BaseVals), Base, Sweep,
-               online(last_env(Outs)), online(BaseEnv), Loaded)
+               online(last_env(Outs)), online(BaseEnv), Loaded, Kept)
          || {C, Outs} <- PerConfig,
-            {Metric, {Info, Vals}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
+            {Metric, {Info, Vals, Kept}} <- lists:sort(maps:to_list(maps:get(maps:get(name, C), Values)))],
     Doc = beamlab_result:new(matrix, #{command => maps:get(argv, Spec),
                                        started_at => maps:get(started_at, Spec),
                                        params => maps:merge(
@@ -453,12 +453,28 @@ rank(_) -> 0.
 
 base_values(Metric, BaseVals) ->
     case BaseVals of
-        #{Metric := {_, Vs}} -> Vs;
+        #{Metric := {_, Vs, _}} -> Vs;
         _ -> undefined
     end.
 
-%% Per inner metric: {Info, [primary value per successful repetition]}.
-primary_values(Outs) ->
+%% Per inner metric: {Info, Values, Kept}: one value per successful
+%% repetition (fresh VM), the rule's (beamlab_result_compare:run_level/1:
+%% the VM's mean, or for CPU time its fastest sample), and the other one
+%% kept beside them for the record (`vm_fastest' or `vm_means').
+vm_values(Outs) ->
+    maps:map(fun(_, {Info, Reps}) ->
+                     {Means, Fastest} = lists:unzip(Reps),
+                     Whole = not lists:member(undefined, Fastest),
+                     case beamlab_result_compare:run_level(
+                            beamlab_format_units:to_binary(maps:get(metric, Info, <<>>))) of
+                         fastest when Whole -> {Info, Fastest, #{vm_means => Means}};
+                         _ when Whole -> {Info, Means, #{vm_fastest => Fastest}};
+                         _ -> {Info, Means, #{}}
+                     end
+             end, rep_values(Outs)).
+
+%% Per inner metric: {Info, [{Mean, Fastest} per successful repetition]}.
+rep_values(Outs) ->
     lists:foldl(
       fun({ok, #{exit := 0, result := #{benchmarks := Bs}}}, Acc) ->
               lists:foldl(fun(B, A) ->
@@ -467,8 +483,9 @@ primary_values(Outs) ->
                                       V ->
                                           Name = maps:get(name, B),
                                           Info = maps:with([unit, better, metric, params, measure], B),
-                                          maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [V]} end,
-                                                           {Info, [V]}, A)
+                                          Rep = {V, fastest(B)},
+                                          maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [Rep]} end,
+                                                           {Info, [Rep]}, A)
                                   end
                           end, Acc, Bs);
          (_, Acc) -> Acc
@@ -479,7 +496,16 @@ primary(#{stats := #{mean := M}}) when is_number(M) -> M;
 primary(#{samples := [_ | _] = S}) -> lists:sum(S) / length(S);
 primary(_) -> undefined.
 
-bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSched, Loaded) ->
+%% A repetition's fastest sample: its least for a cost, its largest for a
+%% rate (kept beside the means: docs/statistics.md).
+fastest(#{samples := [_ | _] = S} = B) ->
+    case maps:get(better, B, higher) of
+        Lower when Lower =:= lower; Lower =:= <<"lower">> -> lists:min(S);
+        _ -> lists:max(S)
+    end;
+fastest(_) -> undefined.
+
+bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSched, Loaded, Kept) ->
     %% An inner document in memory says `lower'; one that crossed JSON
     %% would say <<"lower">>.
     Better = case maps:get(better, Info, higher) of
@@ -522,8 +548,9 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                                   %% workload parameter, the sample duration)
                                   %% stay, for the report's charts and units.
                                   params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
-                                  extra => Scaling#{schedulers_online => Sched,
-                                                    inner_benchmark => Metric}}).
+                                  extra => maps:merge(Scaling#{schedulers_online => Sched,
+                                                               inner_benchmark => Metric},
+                                                      Kept)}).
 
 %% A repetition measured on a loaded machine (its `load_high' or
 %% `machine_overloaded': the matrix's load findings) makes a wall-clock

@@ -23,6 +23,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
     Rows = [row(B, Base, Sweep, Pm) || B <- Bs],
     Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
               || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
+    Value = value_kind(Bs),
     [case maps:get(partial, Doc, false) of
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
          false -> []
@@ -30,12 +31,12 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
      case {maps:get(<<"ci">>, P, null), maps:get(<<"repeat">>, P, null)} of
          {null, Reps} when is_integer(Reps) ->
              io_lib:format("~b repetitions per configuration, interleaved; baseline ~ts; each value is one "
-                           "fresh VM's mean~n", [Reps, Base]);
+                           "~ts~n", [Reps, Base, Value]);
          {_, Reps} when is_integer(Reps) ->
              io_lib:format("at least ~b repetitions per configuration (--ci), interleaved; baseline ~ts; each "
-                           "value is one fresh VM's mean~n", [Reps, Base]);
+                           "value is one ~ts~n", [Reps, Base, Value]);
          _ ->
-             io_lib:format("baseline ~ts; each value is one fresh VM's mean~n", [Base])
+             io_lib:format("baseline ~ts; each value is one ~ts~n", [Base, Value])
      end,
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),
@@ -88,3 +89,12 @@ row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
 
 pct(X) -> beamlab_format_units:signed_percent(X).
 
+%% What a value of the matrix is: a fresh VM's mean, or for CPU time its
+%% fastest sample (the document keeps the means in `vm_means';
+%% beamlab_result_compare:run_level/1).
+value_kind(Bs) ->
+    case [B || #{extra := #{<<"vm_means">> := _}} = B <- Bs] of
+        [] -> "fresh VM's mean";
+        Bs -> "fresh VM's fastest sample";
+        _ -> "fresh VM's mean (CPU time: its fastest sample)"
+    end.

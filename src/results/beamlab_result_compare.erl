@@ -11,7 +11,7 @@
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
          far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0,
-         robust_history/1, history_level/1, history_floor/1, configurations/1]).
+         robust_history/1, run_level/1, history_floor/1, configurations/1]).
 
 -type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
                       started_at := binary()}.
@@ -131,13 +131,15 @@ run_noise() -> ?RUN_NOISE.
 robust_history(Metric) ->
     cpu_time(Metric).
 
-%% @doc What stands for a single run of a history: its `mean', or for CPU
-%% time per iteration its `fastest' sample. Load only adds CPU time (cache
-%% and memory contention, frequency), so the fastest sample is the least
-%% disturbed: under load a run's mean was above 1.2x the median in 1 run
-%% of 20, its fastest sample never above 1.07x (docs/statistics.md).
--spec history_level(Metric :: binary()) -> mean | fastest.
-history_level(Metric) ->
+%% @doc What stands for one measured run: a single run of a history, and
+%% a matrix's fresh VM (so `compare' of two matrices, and a matrix's own
+%% verdict): its `mean', or for CPU time per iteration its `fastest'
+%% sample. Load only adds CPU time (cache and memory contention,
+%% frequency), so the fastest sample is the least disturbed: under load a
+%% run's mean was above 1.2x the median in 1 run of 20, its fastest sample
+%% never above 1.07x (docs/statistics.md).
+-spec run_level(Metric :: binary()) -> mean | fastest.
+run_level(Metric) ->
     case cpu_time(Metric) of
         true -> fastest;
         false -> mean

@@ -12,7 +12,7 @@
 %%% default); for single runs (samples within one run) the run and the
 %%% one before it against the spread of the earlier runs' means (CPU
 %%% time: each run's fastest sample, their spread at least 2%,
-%%% `beamlab_result_compare:history_level/1' and `history_floor/1';
+%%% `beamlab_result_compare:run_level/1' and `history_floor/1';
 %%% up to the 10 runs before those two, at least 3; `beamlab_stats:confirm_runs/4',
 %%% `basis' `history', at 99% by default): `faster'/`slower' only when
 %%% both are outside it on the same side, `unconfirmed' when only the
@@ -194,7 +194,7 @@ trend(Name, Runs, Judge) ->
     %% CPU time's robust spread of single runs and their fastest samples
     %% (docs/statistics.md)
     Judged = Judge#{robust => beamlab_result_compare:robust_history(Metric),
-                    level => beamlab_result_compare:history_level(Metric),
+                    level => beamlab_result_compare:run_level(Metric),
                     floor => beamlab_result_compare:history_floor(Metric)},
     #{name => Name, unit => Unit, better => maps:get(better, Bench),
       points => [point(I, B) || {I, B, _} <- Found],
@@ -300,7 +300,7 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
     end.
 
 %% A single run's level in the history's unit: its mean, or its fastest
-%% sample (beamlab_result_compare:history_level/1).
+%% sample (beamlab_result_compare:run_level/1).
 run_level(#{stats := #{mean := M}} = B, mean) ->
     {F, _} = beamlab_format_units:per_second(B),
     M * F;

@@ -210,6 +210,37 @@ values_runner(Values) ->
                                                 stats => #{mean => V}}]}}}
     end.
 
+%% #35: a fresh VM of CPU time per iteration stands for its fastest sample
+%% (beamlab_result_compare:run_level/1), its mean kept in `vm_means'; a
+%% VM of wall-clock time for its mean, its fastest sample kept in
+%% `vm_fastest'; the text says which.
+fastest_sample_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
+    Samples = [[100.0, 130.0, 104.0], [98.0, 99.0, 160.0]],
+    Runner = fun(Metric) ->
+                     Count = counters:new(1, []),
+                     fun(_, _Argv) ->
+                             ok = counters:add(Count, 1, 1),
+                             S = lists:nth(counters:get(Count, 1), Samples),
+                             {ok, #{exit => 0, env => #{},
+                                    result => #{benchmarks => [#{name => <<"x">>, unit => <<"ns">>, better => <<"lower">>,
+                                                                 metric => Metric, samples => S}]}}}
+                     end
+             end,
+    Spec = #{configs => Cs, command => ["run", "x"], repeat => 2, argv => ["matrix"],
+             started_at => <<"2026-01-01T00:00:00Z">>, inner => {erlang, error, [not_called]}},
+    {ok, Cpu} = beamlab_env_matrix:run(Spec, #{runner => Runner(<<"cpu">>)}),
+    #{benchmarks := [#{samples := [100.0, 98.0], extra := #{<<"vm_means">> := CpuMeans} = CX}]} = Cpu,
+    ?assertEqual([334.0 / 3, 357.0 / 3], CpuMeans),
+    ?assertNot(maps:is_key(<<"vm_fastest">>, CX)),
+    {ok, Time} = beamlab_env_matrix:run(Spec, #{runner => Runner(<<"time">>)}),
+    #{benchmarks := [#{samples := TimeMeans, extra := #{<<"vm_fastest">> := [100.0, 98.0]} = TX}]} = Time,
+    ?assertEqual([334.0 / 3, 357.0 / 3], TimeMeans),
+    ?assertNot(maps:is_key(<<"vm_means">>, TX)),
+    Text = fun(R) -> unicode:characters_to_binary(beamlab_render_matrix:render(R, #{unicode => false})) end,
+    ?assertNotEqual(nomatch, binary:match(Text(Cpu), <<"each value is one fresh VM's fastest sample">>)),
+    ?assertNotEqual(nomatch, binary:match(Text(Time), <<"each value is one fresh VM's mean">>)).
+
 ci_spec(Extra) ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
     maps:merge(#{configs => Cs, command => ["run", "x"], repeat => 1, argv => ["matrix"],

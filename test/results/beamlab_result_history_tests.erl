@@ -118,7 +118,7 @@ cpu_history_robust_test() ->
     ?assertNot(beamlab_result_compare:robust_history(<<"time">>)).
 
 %% #35: CPU time's history judges each single run by its fastest sample
-%% (beamlab_result_compare:history_level/1), their spread at least 2%
+%% (beamlab_result_compare:run_level/1), their spread at least 2%
 %% (history_floor/1): load only adds CPU time, so
 %% two runs in one burst of load (three of five samples 1.3-1.5x: means
 %% 1.24x) are no change, while two runs doing 20% more work are slower
@@ -153,8 +153,8 @@ cpu_history_fastest_test() ->
     %% runs of wall-clock time, whose history has no floor, are slower.
     ?assertMatch(#{verdict := no_difference, basis := history}, Last([104.0, 104.5], false, cpu)),
     ?assertMatch(#{verdict := slower, basis := history}, Last([104.0, 104.5], false, time)),
-    ?assertEqual(fastest, beamlab_result_compare:history_level(<<"cpu">>)),
-    ?assertEqual(mean, beamlab_result_compare:history_level(<<"time">>)),
+    ?assertEqual(fastest, beamlab_result_compare:run_level(<<"cpu">>)),
+    ?assertEqual(mean, beamlab_result_compare:run_level(<<"time">>)),
     ?assertEqual(0.02, beamlab_result_compare:history_floor(<<"cpu">>)),
     ?assertEqual(0.0, beamlab_result_compare:history_floor(<<"time">>)).
 

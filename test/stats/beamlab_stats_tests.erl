@@ -466,6 +466,54 @@ cpu_between_runs() ->
     ?assert(Rate(math:log(1.5), 0.025, [slower]) > 0.95),
     ?assert(Rate(0.0, 0.02, [faster, slower]) > False).
 
+%% #35, CPU time per iteration under load, each fresh VM as its fastest
+%% sample (beamlab_result_compare:run_level/1, what a matrix of CPU time
+%% keeps): a VM's samples have one-sided excursions (contention only adds
+%% CPU time; here 3 samples in 10 up to +40%), now and then a whole VM is
+%% slow (3 in 100, 1.2-2.0x: the fastest sample cannot help there), runs
+%% differ by 1.5% and VMs by 2% (what the A/A documents of `METRIC=cpu
+%% REPEAT=5 LOAD=1 bench/aa.sh' showed for the fastest samples: run to
+%% run 1.5%, VM to VM 1.1-2.8%; the means 6.1% and 1.2-10%). With the
+%% rule of `compare' (95%, a 2.5% term) the fastest samples keep false
+%% verdicts near zero and catch +20% more often than the means.
+cpu_fastest_vm_test_() ->
+    {timeout, 60, fun cpu_fastest_vm/0}.
+
+cpu_fastest_vm() ->
+    rand:seed(exsss, 35035),
+    Vm = fun(Level) ->
+                 Whole = case rand:uniform() < 0.03 of
+                             true -> math:log(1.2 + 0.8 * rand:uniform());
+                             false -> 0.0
+                         end,
+                 V = Level + 0.02 * rand:normal() + Whole,
+                 S = [3500 * math:exp(V + 0.005 * rand:normal()
+                                      + case rand:uniform() < 0.3 of
+                                            true -> math:log(1 + 0.4 * rand:uniform());
+                                            false -> 0.0
+                                        end) || _ <- lists:seq(1, 5)],
+                 {lists:sum(S) / 5, lists:min(S)}
+         end,
+    Run = fun(Shift) ->
+                  Level = Shift + 0.015 * rand:normal(),
+                  lists:unzip([Vm(Level) || _ <- lists:seq(1, 5)])
+          end,
+    Opts = #{confidence => 0.95, run_noise => 0.025, better => lower},
+    Trials = 1000,
+    %% both levels judged on the same simulated runs
+    Rates = fun(Shift, V) ->
+                    Vs = [{Hit(M0, M1), Hit(F0, F1)}
+                          || _ <- lists:seq(1, Trials),
+                             {{M0, F0}, {M1, F1}} <- [{Run(0.0), Run(Shift)}],
+                             Hit <- [fun(A, B) -> lists:member(maps:get(verdict, beamlab_stats:compare(A, B, Opts)), V) end]],
+                    {length([x || {true, _} <- Vs]) / Trials, length([x || {_, true} <- Vs]) / Trials}
+            end,
+    {_, False} = Rates(0.0, [faster, slower]),
+    ?assert(False =< 0.01),
+    {ByMeans, Caught} = Rates(math:log(1.2), [slower]),
+    ?assert(Caught > 0.75),
+    ?assert(Caught > ByMeans).
+
 run_noise_widens_test() ->
     Base = [100.0, 101.0, 99.0],
     New = [110.0, 111.1, 108.9],
