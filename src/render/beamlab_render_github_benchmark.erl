@@ -70,12 +70,37 @@ num(V) -> beamlab_format_units:sig(V, 4).
 %% log-scale interval of a time or a rate is wider above than below, and a
 %% `± h' wider than the value would read as reaching below zero.
 range(V, Lo, Hi) ->
-    Below = num(V - Lo),
+    Below = below(V, V - Lo),
     Above = num(Hi - V),
     unicode:characters_to_binary(case Below =:= Above of
                                      true -> ["\x{b1} ", Above];
                                      false -> ["-", Below, " +", Above]
                                  end).
+
+%% The distance to a lower bound at (or near) zero: rounded to 4 digits it
+%% can exceed the value (18.8598 - 0 -> 18.86) and read as reaching below
+%% zero, so there it is rounded down.
+below(V, D) ->
+    case num(D) of
+        S when D > 0 ->
+            case parse(S) > V of
+                true -> sig_down(D, 4);
+                false -> S
+            end;
+        S -> S
+    end.
+
+parse(S) ->
+    case string:to_float(S) of
+        {F, []} -> F;
+        _ -> list_to_integer(S)
+    end.
+
+sig_down(D, Digits) ->
+    %% (within a float's decimals: below 1e-250 the rounded text stays)
+    Decimals = min(250, max(0, Digits - (floor(math:log10(D)) + 1))),
+    Scale = math:pow(10, Decimals),
+    float_to_list(floor(D * Scale) / Scale, [{decimals, Decimals}]).
 
 %% 0.95 -> "95", 0.995 -> "99.5".
 level(C) ->

@@ -62,3 +62,14 @@ per_repetition_test() ->
     ?assertMatch(#{<<"fib">> := #{<<"latency">> := _, <<"reductions">> := #{<<"value">> := 420},
                                   <<"memory">> := #{<<"value">> := 64}}},
                  decode(beamlab_render_bencher:render(Doc))).
+
+%% An interval whose lower bound is zero: the distance to it, rounded to 4
+%% digits, must not exceed the value (18.8598 read `± 18.86', below zero).
+range_never_below_zero_test() ->
+    Mean = 18.859832334948646,
+    B0 = beamlab_result:benchmark(<<"p">>, [1.0, 2.0, 60.0], #{unit => us, better => lower, metric => time}),
+    B = B0#{stats := (maps:get(stats, B0))#{mean := Mean, ci_mean => {0.0, 2 * Mean}}},
+    Doc = (fixture(<<"suite">>))#{benchmarks := [B]},
+    [#{<<"value">> := Mean, <<"range">> := Range}] =
+        decode(beamlab_render_github_benchmark:render(Doc, smaller)),
+    ?assertEqual(<<"-18.85 +18.86">>, Range).
