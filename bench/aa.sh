@@ -231,8 +231,8 @@ iteration_matrix() {
         -- "$(code 0)" $RUN_OPTS > "$D/m.csv" 2>/dev/null
     [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$D/m.json" "$V/runs/matrix$TAG-0-$i.json"; }
     # the second configuration's row: the first is the baseline
-    # (names hold commas; the verdict is third from the end: partial, started_at follow)
-    tail -n +3 "$D/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$V/matrix$TAG-0"
+    # (names hold commas; the verdict is fourth from the end: partial, started_at, vm_value follow)
+    tail -n +3 "$D/m.csv" | tr -d '\r' | awk -F, '{print $(NF-3)}' >> "$V/matrix$TAG-0"
 }
 
 # A sample rebar3 project (bench/check_false_alarms.sh's); its second

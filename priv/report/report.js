@@ -1028,7 +1028,10 @@
                    [own, h('br'), h('span', { 'class': 'muted' }, [v])].concat(could));
         }));
       });
-      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
+      // what a value is (a fresh VM's mean, for CPU time its fastest sample)
+      var values = m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline +
+        '; each value the mean of fresh VMs' + String.fromCharCode(8217) + ' ' + values.join(' or ') + 's; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
         table(head, rows, 'matrix-table')]));
       // A preset's scenarios (their loads differ) each get their own chart.
@@ -1039,7 +1042,8 @@
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
           intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + (row.measure ? ': ' + row.measure : '') + ' ({unit}) per configuration',
-                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
+                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM' + String.fromCharCode(8217) + 's ' +
+                        (row.value || 'mean') + ' each), bar: their mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
                           var i = configs.indexOf(c.config);
