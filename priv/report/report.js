@@ -850,6 +850,13 @@
     return run.label + (run.commit ? ' (' + run.commit.slice(0, 7) + (run.dirty ? '+' : '') + ')' : '');
   }
 
+  // The Runs table's benchmarks: a matrix's in its configurations
+  // ("1 in 2 configurations"), not one per benchmark and configuration.
+  function countText(r) {
+    var c = r.counted || { benchmarks: r.benchmarks.length };
+    return isNum(c.configurations) ? c.benchmarks + ' in ' + c.configurations + (c.configurations === 1 ? ' configuration' : ' configurations')
+                                   : c.benchmarks;
+  }
   function overview() {
     var g = section('runs', 'Runs');
     if (data.history && data.history.runs.length > data.runs.length)
@@ -859,7 +866,7 @@
       return [h('td', {}, [h('i', { 'class': 'swatch', style: 'background:' + color(i) })]),
               h('td', {}, [r.label, r.partial ? h('span', { 'class': 'badge warning' }, ['partial']) : null]),
               r.kind, r.started_at, r.commit ? r.commit.slice(0, 10) + (r.dirty ? ' (dirty)' : '') : '-',
-              r.benchmarks.length, (r.command || []).join(' ')];
+              countText(r), (r.command || []).join(' ')];
     })));
     // --ci: what ended each run (confident, or the budget spent first).
     data.runs.forEach(function (r) {

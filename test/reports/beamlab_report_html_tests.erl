@@ -123,3 +123,25 @@ amqp_interval_ends_test() ->
     %% The ends are the samples' time axis, not a series of their own.
     #{runs := [#{series := All}]} = beamlab_report_html:model([{<<"a">>, Doc([1.02, 2.01, 3.0, 3.5])}]),
     ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]).
+
+%% #35: the Runs table counts a matrix's benchmarks, not its benchmark x
+%% configuration entries: one benchmark in two configurations is "1 in 2
+%% configurations" (it said "benchmarks 2"); any other run counts its own.
+counted_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Runner = fun(_, _Argv) ->
+                     {ok, #{exit => 0, env => #{},
+                            result => #{benchmarks => [#{name => <<"x">>, unit => <<"ns">>, better => <<"lower">>,
+                                                         samples => [10.0, 11.0]}]}}}
+             end,
+    {ok, Matrix} = beamlab_env_matrix:run(#{configs => Cs, command => ["run", "x"], repeat => 2, argv => ["matrix"],
+                                            started_at => <<"2026-01-01T00:00:00Z">>,
+                                            inner => {erlang, error, [not_called]}},
+                                          #{runner => Runner}),
+    ?assertEqual(2, length(maps:get(benchmarks, Matrix))),
+    Counted = fun(Doc) -> #{runs := [#{counted := C}]} = beamlab_report_html:model([{<<"a">>, Doc}]), C end,
+    ?assertEqual(#{benchmarks => 1, configurations => 2}, Counted(Matrix)),
+    Bench = beamlab_result:add_benchmarks(telemetry_doc(#{}),
+                                          [beamlab_result:benchmark(N, [1.0, 2.0], #{unit => <<"ns">>, better => lower})
+                                           || N <- [<<"a">>, <<"b">>]]),
+    ?assertEqual(#{benchmarks => 2}, Counted(Bench)).

@@ -484,6 +484,9 @@ matrix_chart(Config) ->
     ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label x-label">>)),
     [Table] = [T || [T] <- re_all(Dom, <<"(<table class=\"matrix-table\">.*?</table>)">>)],
     ?assertEqual(2, count(Table, <<"iterations/s">>)),
+    %% #35: the Runs table counts one benchmark, in two configurations
+    [Runs] = [R || [R] <- re_all(Dom, <<"(<section id=\"runs\".*?</table>)">>)],
+    ?assertNotEqual(nomatch, binary:match(Runs, <<"<td>1 in 2 configurations</td>">>)),
     %% Fresh-VM repetitions are not time: no chart over seconds of them.
     ?assertEqual([], figures(Dom, <<"timeseries">>)),
     %% Three fresh VMs per configuration (an interval needs three values).
