@@ -37,7 +37,8 @@
 #   LOAD=1     CPU-bound competitors at twice the cores for the whole harness
 #   SHORT=1    the CI version: one iteration, A/A and +20% only, no check
 #              cell (about a minute on a quiet 2-core machine)
-#   UNTIL      HH:MM (UTC): start no iteration after this time
+#   UNTIL      HH:MM (UTC): start no iteration after this time (the next
+#              such time: one already past today is tomorrow's)
 #   SCENARIOS  default "compare history matrix check"
 #   SIZES      the planted cells (default "5 20"; the A/A cell always runs)
 #   CHECK_SIZES the planted cells of check (default: SIZES)
@@ -84,6 +85,8 @@ DEADLINE=""
 if [ -n "${UNTIL:-}" ]; then
     DEADLINE=$(date -u -d "$UNTIL" +%s 2>/dev/null) ||
         { echo "aa: UNTIL must be a time such as 19:20" >&2; exit 2; }
+    # A time already past today means tomorrow's (a run across midnight).
+    [ "$DEADLINE" -gt "$(date -u +%s)" ] || DEADLINE=$((DEADLINE + 86400))
 fi
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/beamlab-aa.XXXXXX")
 V=${KEEP:-$DIR/v}
