@@ -294,7 +294,7 @@ handle_call(stop, _From, St) ->
     St1 = case St#st.down =:= false andalso St#st.silent =:= false andalso
               now_ms() - maps:get(t, St#st.prev) >= St#st.interval div 4 andalso
               left(St#st.deadline) > 0 of
-              true -> guarded_sample(St);
+              true -> guarded_sample(fresh_tree(St));
               false -> St
           end,
     {stop, normal, series(St1), St1};
@@ -589,13 +589,28 @@ start_tree_reader(Root, Pids, #st{t0 = T0, interval = I}) ->
 tree_reader(Sampler, Mon, Root, Pids, At, I, Tree0) ->
     {Reading, Tree} = tree(Root, Pids, Tree0),
     Sampler ! {tree_cpu, self(), Reading},
-    %% the next reading at the first of its ticks still ahead
+    %% the next reading at the first of its ticks still ahead, or at once
+    %% for the last sample (fresh_tree/1)
     Now = now_ms(),
     Next = At + ((Now - At) div I + 1) * I,
     receive
-        {'DOWN', Mon, process, Sampler, _} -> ok
+        {'DOWN', Mon, process, Sampler, _} -> ok;
+        {read_now, Sampler} -> tree_reader(Sampler, Mon, Root, Pids, At, I, Tree)
     after Next - Now ->
             tree_reader(Sampler, Mon, Root, Pids, At, I, Tree)
+    end.
+
+%% The last sample (the run stopped between two ticks) with a reading of
+%% its own, as every other one: asked of the reader and awaited for at
+%% most half an interval (never past the deadline); without it the sample
+%% has no tree figure.
+fresh_tree(St = #st{tree_reader = undefined}) ->
+    St;
+fresh_tree(St = #st{tree_reader = Reader, interval = I, deadline = Deadline}) ->
+    Reader ! {read_now, self()},
+    receive
+        {tree_cpu, Reader, Reading} -> St#st{tree_reading = Reading}
+    after min(I div 2, left(Deadline)) -> St
     end.
 
 ets_bytes(_, undefined) -> #{};
