@@ -123,3 +123,42 @@ amqp_interval_ends_test() ->
     %% The ends are the samples' time axis, not a series of their own.
     #{runs := [#{series := All}]} = beamlab_report_html:model([{<<"a">>, Doc([1.02, 2.01, 3.0, 3.5])}]),
     ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]).
+
+%% #35: a run's samples and its telemetry on one clock: each sample at
+%% its end (`sample_end_ms', ms since the run started: rounds rotate two
+%% jobs, so the second job's first sample ended after the first job's)
+%% and the telemetry at its `t_ms', both marked `run', so the page draws
+%% them on one axis of seconds since the run started. An older document
+%% (no `sample_end_ms') keeps the k-th sample at k durations and no
+%% shared clock.
+run_clock_test() ->
+    Doc = fun(Ends) ->
+                  Bench = fun(Name, E) ->
+                                  Extra = case E of none -> #{}; _ -> #{sample_end_ms => E} end,
+                                  beamlab_result:benchmark(Name, [300, 330, 310],
+                                                           #{params => #{<<"sample">> => #{<<"duration_ms">> => 300}}, unit => iterations,
+                                                             extra => Extra})
+                          end,
+                  {E1, E2} = case Ends of none -> {none, none}; {A, B} -> {A, B} end,
+                  beamlab_result:add_benchmarks(
+                    telemetry_doc(#{t_ms => [1000, 2000], run_queue => [1, 2],
+                                    run_queues => [[1], [2]]}),
+                    [Bench(<<"a">>, E1), Bench(<<"b">>, E2)])
+          end,
+    Model = fun(D) ->
+                    #{runs := [#{series := Series, heatmaps := Hms}]} = beamlab_report_html:model([{<<"r">>, D}]),
+                    {maps:from_list([{N, {T, maps:get(clock, S, null)}} || #{name := N, t := T} = S <- Series]),
+                     [maps:get(clock, H, null) || H <- Hms]}
+            end,
+    {New, NewHm} = Model(Doc({[310, 1250, 1560], [620, 940, 1870]})),
+    ?assertEqual({[0.31, 1.25, 1.56], <<"run">>}, maps:get(<<"a (iterations/s)">>, New)),
+    ?assertEqual({[0.62, 0.94, 1.87], <<"run">>}, maps:get(<<"b (iterations/s)">>, New)),
+    ?assertEqual({[1.0, 2.0], <<"run">>}, maps:get(<<"run_queue">>, New)),
+    ?assertEqual([<<"run">>], NewHm),
+    %% the ends are the samples' time axis, not a series of their own
+    ?assertEqual([<<"a (iterations/s)">>, <<"b (iterations/s)">>, <<"run_queue">>], lists:sort(maps:keys(New))),
+    {Old, OldHm} = Model(Doc(none)),
+    ?assertEqual({[0.3, 0.6, 0.9], null}, maps:get(<<"a (iterations/s)">>, Old)),
+    ?assertEqual({[0.3, 0.6, 0.9], null}, maps:get(<<"b (iterations/s)">>, Old)),
+    ?assertEqual({[1.0, 2.0], null}, maps:get(<<"run_queue">>, Old)),
+    ?assertEqual([null], OldHm).
