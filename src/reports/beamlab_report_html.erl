@@ -185,7 +185,7 @@ run_model(Label, R) ->
               G -> G
           end,
     Tele = maps:get(telemetry, R, #{}),
-    Clock = clock(Benchmarks),
+    Clock = clock(R, Benchmarks),
     #{label => Label,
       kind => maps:get(kind, R, null),
       subject => subject(R),
@@ -197,9 +197,9 @@ run_model(Label, R) ->
       dirty => maps:get(dirty, Git, null),
       benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
       series => [on_clock(S, Clock) || S <- telemetry_series(Tele)] ++ per_second_series(R, Benchmarks)
-                ++ broker_series(R),
+                ++ [on_clock(S, Clock) || S <- broker_series(R)],
       marks => beamlab_report_views:marks(R),
-      heatmaps => [on_clock(H, Clock) || H <- heatmaps(Tele)] ++ broker_heatmaps(R),
+      heatmaps => [on_clock(H, Clock) || H <- heatmaps(Tele) ++ broker_heatmaps(R)],
       sweeps => beamlab_report_views:sweeps(R),
       scaling => beamlab_report_views:scaling(R),
       latency => beamlab_report_views:latency(R),
@@ -268,14 +268,24 @@ finding_model(F) ->
     M#{benchmark => maps:get(<<"benchmark">>, maps:get(data, F, #{}), null)}.
 
 %% The clock a run's samples and telemetry share (#35): a run whose
-%% samples say when each ended (`sample_end_ms') recorded them and its
-%% telemetry's `t_ms' from one origin, the run's start, so both are drawn
-%% on one axis of seconds since the run started (`run'). An older document
-%% (`null') keeps two clocks: samples at k durations, telemetry on its own.
-clock(Benchmarks) ->
-    case lists:any(fun(B) -> sample_ends(B, length(maps:get(samples, B, []))) =/= none end, Benchmarks) of
+%% samples say when each ended (`sample_end_ms'), or an amqp run that says
+%% when its load started (`load_start_ms'), recorded them, its telemetry's
+%% `t_ms' and a watched broker's from one origin, the run's start, so all
+%% are drawn on one axis of seconds since the run started (`run'). An
+%% older document (`null') keeps its clocks: samples at k durations or
+%% intervals from the load's start, telemetry on its own.
+clock(R, Benchmarks) ->
+    case load_start_s(R) =/= none
+        orelse lists:any(fun(B) -> sample_ends(B, length(maps:get(samples, B, []))) =/= none end, Benchmarks) of
         true -> <<"run">>;
         false -> null
+    end.
+
+%% When an amqp run's load started, in seconds since the run started.
+load_start_s(R) ->
+    case maps:get(<<"load_start_ms">>, key_bins(maps:get(extra, R, #{})), null) of
+        Ms when is_number(Ms) -> Ms / 1000;
+        _ -> none
     end.
 
 on_clock(S, null) -> S;
@@ -431,13 +441,19 @@ sample_series(R, Benchmarks) ->
                      #{<<"sample">> := #{<<"duration_ms">> := D}} when is_number(D) -> D / 1000;
                      _ -> Interval
                  end], Step =/= null,
-        {Ts, Partial, Clock} <- [sample_times(B, length(Ys), Step)],
+        {Ts, Partial, Clock} <- [sample_times(B, length(Ys), Step, load_start_s(R))],
         {Scale, Unit} <- [beamlab_report_views:per_second(B)]].
 
-%% A run's sample at its end on the run's clock (`sample_end_ms'); in an
-%% older document, the k-th sample at k durations on a clock of its own.
-sample_times(B, N, Step) ->
+%% A run's sample at its end on the run's clock (`sample_end_ms'), an
+%% amqp interval at its end after the load's start (`Load', s since the
+%% run started); in an older document, the k-th sample at k durations, or
+%% an interval from the load's start, on a clock of its own.
+sample_times(B, N, Step, Load) ->
     Older = {[num(K * Step) || K <- lists:seq(1, N)], 0, null},
+    {Shift, Clock} = case Load of
+                         none -> {0, null};
+                         _ -> {Load, <<"run">>}
+                     end,
     case {sample_ends(B, N), maps:get(<<"interval_end_s">>, key_bins(maps:get(extra, B, #{})), null)} of
         {Ms = [_ | _], _} ->
             {[num(T / 1000) || T <- Ms], 0, <<"run">>};
@@ -446,8 +462,8 @@ sample_times(B, N, Step) ->
                 false -> Older;
                 true ->
                     case beamlab_report_views:partial_tail([0 | Ends]) of
-                        true -> {[num(T) || T <- lists:droplast(Ends)], 1, null};
-                        false -> {[num(T) || T <- Ends], 0, null}
+                        true -> {[num(T + Shift) || T <- lists:droplast(Ends)], 1, Clock};
+                        false -> {[num(T + Shift) || T <- Ends], 0, Clock}
                     end
             end;
         _ ->

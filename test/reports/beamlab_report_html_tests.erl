@@ -122,7 +122,27 @@ amqp_interval_ends_test() ->
     ?assertEqual({[1, 2, 3, 4], [500.0, 1000.0, 1500.0, 4000.0], 0}, Sent(Doc(none))),
     %% The ends are the samples' time axis, not a series of their own.
     #{runs := [#{series := All}]} = beamlab_report_html:model([{<<"a">>, Doc([1.02, 2.01, 3.0, 3.5])}]),
-    ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]).
+    ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]),
+    %% A run that says when its load started (0.4 s after the run, the
+    %% origin of its telemetry and the watched broker's): its intervals on
+    %% the run's clock, with the broker's series and heatmap (#35).
+    Broker = #{t_ms => [1000, 2000, 3000], util => [10, 20, 30], run_queue => [0, 1, 0],
+               reductions_per_s => [1, 2, 3], util_schedulers => [[10], [20], [30]]},
+    Watched = fun(D) ->
+                      beamlab_result:set(extra, (maps:get(extra, D, #{}))#{load_start_ms => 400,
+                                                                           broker => #{telemetry => Broker}}, D)
+              end,
+    #{runs := [#{series := WS, heatmaps := WH}]} =
+        beamlab_report_html:model([{<<"a">>, Watched(Doc([1.02, 2.01, 3.0, 3.5]))}]),
+    [{SentT, SentClock}] = [{T, C} || #{name := <<"sent (msg/s)">>, t := T, clock := C} <- WS],
+    ?assertEqual({[1.42, 2.41, 3.4], <<"run">>}, {SentT, SentClock}),
+    ?assertEqual([{[1.0, 2.0, 3.0], <<"run">>}], [{T, C} || #{name := <<"broker util">>, t := T, clock := C} <- WS]),
+    ?assertEqual([<<"run">>], [C || #{clock := C} <- WH]),
+    %% (an older document: the load's clock, the broker's series on it unshifted)
+    #{runs := [#{series := OS}]} =
+        beamlab_report_html:model([{<<"a">>, beamlab_result:set(extra, #{broker => #{telemetry => Broker}},
+                                                                Doc([1.02, 2.01, 3.0, 3.5]))}]),
+    ?assertEqual([[1.02, 2.01, 3.0]], [T || #{name := <<"sent (msg/s)">>, t := T} = S <- OS, not is_map_key(clock, S)]).
 
 %% #35: a run's samples and its telemetry on one clock: each sample at
 %% its end (`sample_end_ms', ms since the run started: rounds rotate two
