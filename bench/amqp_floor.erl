@@ -1,5 +1,5 @@
 %%% @doc The least CPU a BEAM client can spend on PerfTest's rate-limited
-%%% scenarios (bench/amqp_floor.sh, issue #26): the same traffic as
+%%% scenarios (FLOOR=1 bench/amqp_vs_perftest.sh, issue #26): the same traffic as
 %%% `-x P -y C -u Q -r RATE -f mandatory -q 300 -c 100' (or
 %%% `--variable-rate'), sent and received by one process per socket over
 %%% gen_tcp, with nothing a load tool needs beyond counting: no latency
@@ -9,9 +9,18 @@
 %%%
 %%% Same wire traffic as PerfTest: a 12-byte body per message, one
 %%% basic.publish (mandatory) per message with at most 100 unconfirmed per
-%%% producer, every message due on the schedule sent at the next
-%%% millisecond tick in one write, prefetch 300 per consumer, one
-%%% basic.ack per delivery (the acks of one socket read in one write).
+%%% producer, prefetch 300 per consumer, one basic.ack per delivery (the
+%%% acks of one socket read in one write).
+%%%
+%%% The producer publishes by beamlab's rule (beamlab_amqp_producer, #33),
+%%% so that both make the same writes: on beamlab's schedule
+%%% (beamlab_amqp_rate), everything due goes out in one write (at most 64
+%%% messages a write) when a timer set to the next message's due time
+%%% fires; confirms read while it runs only free slots in the window (no
+%%% write per confirm read); a full window publishes what is due as soon
+%%% as a confirm frees a slot; a timer more than 2 ms late is not waited
+%%% for once a read wakes the producer. A floor that wrote on every
+%%% confirm read would do more work than beamlab and be no floor.
 %%%
 %%%   erl -noshell -pa BEAMLAB_EBIN -pa DIR -run amqp_floor main \
 %%%       PORT PRODUCERS CONSUMERS QUEUE STEPS SECONDS
@@ -19,8 +28,7 @@
 %%% (cycled, as --variable-rate). Prints PerfTest's interval line once a
 %%% second ("time T s, sent: S msg/s, received: R msg/s"), then halts.
 %%% For bench/amqp_tcp_opts.sh (#33): FLOOR_ACTIVE_N sets the sockets'
-%%% {active, N} (default 64), FLOOR_TICK_MS the producer's tick (default
-%%% 1 ms: what is due is written at most every tick).
+%%% {active, N} (default 64).
 -module(amqp_floor).
 
 -include("beamlab_amqp.hrl").   % erlc -I include
@@ -30,6 +38,8 @@
 -define(FRAME_MAX, 131072).
 -define(CONFIRM_WINDOW, 100).
 -define(PREFETCH, 300).
+%% Publishes per write at most (beamlab_amqp_producer's BATCH_MSGS).
+-define(BATCH_MSGS, 64).
 
 -spec main([string()]) -> no_return().
 main([PortS, ProducersS, ConsumersS, Queue, StepsS, SecsS]) ->
@@ -45,24 +55,12 @@ main([PortS, ProducersS, ConsumersS, Queue, StepsS, SecsS]) ->
     report(1, list_to_integer(SecsS), Start, Counts, {0, 0}),
     halt(0).
 
-%% "R" or "R:S,R:S": [{MsgPerSecond, Seconds}] (one step of a year for "R").
+%% "R" or "R:S,R:S": [{MsgPerSecond, Seconds}] (one step of a second for "R").
 steps(S) ->
     [step(string:split(X, ":")) || X <- string:split(S, ",", all)].
 
-step([R]) -> {list_to_integer(R), 31536000};
+step([R]) -> {list_to_integer(R), 1};
 step([R, D]) -> {list_to_integer(R), list_to_integer(D)}.
-
-%% Messages due by `Us' microseconds after the start: the integral of the
-%% step rates, cycled.
-due(Steps, Us) ->
-    Cycle = lists:sum([D * 1000000 || {_, D} <- Steps]),
-    PerCycle = lists:sum([R * D || {R, D} <- Steps]),
-    (Us div Cycle) * PerCycle + due_in_cycle(Steps, Us rem Cycle).
-
-due_in_cycle([{R, D} | Rest], Us) when Us >= D * 1000000 ->
-    R * D + due_in_cycle(Rest, Us - D * 1000000);
-due_in_cycle([{R, _} | _], Us) ->
-    R * Us div 1000000.
 
 report(T, Secs, _Start, _Counts, _Prev) when T > Secs ->
     ok;
@@ -163,7 +161,7 @@ deliveries(Bin, Acks, N) ->
     end.
 
 %%--------------------------------------------------------------------
-%% Producer: every message due, at most 100 unconfirmed, one write per tick
+%% Producer: beamlab's publishing rule (beamlab_amqp_producer:publish_or_wait/1)
 %%--------------------------------------------------------------------
 
 producer(Port, Q, Steps, Start, Counts) ->
@@ -171,27 +169,67 @@ producer(Port, Q, Steps, Start, Counts) ->
     declare(S, Q),
     call(S, #'confirm.select'{}),
     Publish = #'basic.publish'{routing_key = Q, mandatory = true},
-    own(S, fun() -> produce(#{sock => S, steps => Steps, start => Start, counts => Counts,
-                              tick => env_int("FLOOR_TICK_MS", 1),
+    own(S, fun() -> produce(#{sock => S, limiter => limiter(Steps, Start), counts => Counts,
                               publish => Publish, sent => 0, unconfirmed => 0,
                               confirmed => 0, buf => <<>>}) end).
 
-produce(#{sock := S, steps := Steps, start := Start, sent := K, unconfirmed := Out, tick := Tick} = St) ->
+%% beamlab's schedule (beamlab_amqp_rate), so both send the same messages
+%% at the same moments.
+limiter([{R, _}], Start) when R > 0 -> beamlab_amqp_rate:new(R, Start);
+limiter(Steps, Start) -> beamlab_amqp_rate:new_variable(Steps, Start).
+
+%% Publishes what is due, as far as the window allows, then waits: for a
+%% confirm while the window is full (what is due then goes out as soon as
+%% one frees a slot), else for a timer set to the next message's due time.
+produce(#{limiter := L, sent := K, unconfirmed := Out} = St) ->
     Now = erlang:monotonic_time(microsecond),
-    N = max(0, min(due(Steps, Now - Start) - K, ?CONFIRM_WINDOW - Out)),
+    N = max(0, min(beamlab_amqp_rate:allowed(L, Now) - K, ?CONFIRM_WINDOW - Out)),
     N > 0 andalso publish(St, K, N, Now),
     St1 = St#{sent := K + N, unconfirmed := Out + N},
-    %% Waits for confirms when the window is full, else for the next tick.
-    Wait = case Out + N >= ?CONFIRM_WINDOW of
-               true -> infinity;
-               false -> Tick
-           end,
-    receive
-        {tcp, S, Data} -> produce(confirms(Data, St1));
-        {tcp_passive, S} -> active(S), produce(St1)
-    after Wait -> produce(St1)
+    case Out + N >= ?CONFIRM_WINDOW of
+        true ->
+            window_full(St1);
+        false ->
+            Us = beamlab_amqp_rate:due(L, K + N) - Now,
+            Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), tick),
+            tick(St1, Ref, Now + Us + beamlab_amqp_rate:timer_slack_us())
     end.
 
+window_full(#{sock := S} = St) ->
+    receive
+        {tcp, S, Data} -> produce(confirms(Data, St));
+        {tcp_passive, S} -> active(S), window_full(St);
+        {timeout, _Stale, tick} -> window_full(St)
+    end.
+
+%% Everything due went out and the timer runs: confirms read meanwhile
+%% only free slots, so what comes due until the timer goes out in one
+%% write (#33: not a write per confirm read). A timer late beyond its
+%% usual slack (a loaded machine) is waited for no longer.
+tick(#{sock := S} = St, Ref, Late) ->
+    receive
+        {timeout, Ref, tick} ->
+            produce(St);
+        {tcp, S, Data} ->
+            tick_or_late(confirms(Data, St), Ref, Late);
+        {tcp_passive, S} ->
+            active(S),
+            tick_or_late(St, Ref, Late);
+        {timeout, _Stale, tick} ->
+            tick(St, Ref, Late)
+    end.
+
+tick_or_late(St, Ref, Late) ->
+    case erlang:monotonic_time(microsecond) >= Late of
+        true -> produce(St);
+        false -> tick(St, Ref, Late)
+    end.
+
+%% Messages K..K+N-1 in writes of at most ?BATCH_MSGS, as beamlab's
+%% batches.
+publish(St, K, N, Now) when N > ?BATCH_MSGS ->
+    publish(St, K, ?BATCH_MSGS, Now),
+    publish(St, K + ?BATCH_MSGS, N - ?BATCH_MSGS, Now);
 publish(#{sock := S, publish := Publish, counts := Counts}, K, N, Now) ->
     Frames = [beamlab_amqp_frame:encode_content(1, Publish, #{}, <<I:32, Now:64>>, ?FRAME_MAX)
               || I <- lists:seq(K, K + N - 1)],

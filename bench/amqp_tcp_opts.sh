@@ -13,9 +13,6 @@
 #   active1      the floor reads with {active, 1} instead of 64 (beamlab
 #                is not run: its {active, N} is fixed)
 #   active512    the floor reads with {active, 512}
-#   tick2        the floor writes what is due every 2 ms instead of every
-#                1 ms (coarser batching at the timer tick: same frames,
-#                bigger bursts; beamlab is not run)
 # VARIANTS="base delay_send" selects (default: all); TOOLS="floor" runs the
 # floor only (default: "floor beamlab"). Prints per variant and tool the
 # median µs of CPU per received message and msg/s, and the ratio to base.
@@ -33,7 +30,7 @@ PORT=${BEAMLAB_RABBIT_PORT:-5682}
 export BEAMLAB_RABBIT_PORT=$PORT
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
 RATE_N=${RATE:-10000}
-VARIANTS=${VARIANTS:-base delay_send buf16k buf1m active1 active512 tick2}
+VARIANTS=${VARIANTS:-base delay_send buf16k buf1m active1 active512}
 TOOLS=${TOOLS:-floor beamlab}
 BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 CLK_TCK=$(getconf CLK_TCK)
@@ -57,8 +54,7 @@ flags() {
     esac
 }
 active_n() { case $1 in active1) echo 1 ;; active512) echo 512 ;; *) echo 64 ;; esac; }
-tick_ms() { case $1 in tick2) echo 2 ;; *) echo 1 ;; esac; }
-floor_only() { case $1 in active*|tick*) return 0 ;; *) return 1 ;; esac; }
+floor_only() { case $1 in active*) return 0 ;; *) return 1 ;; esac; }
 
 declare -A RATES CPUS
 run() {   # tool variant
@@ -66,7 +62,7 @@ run() {   # tool variant
     la=$(cut -d' ' -f1 /proc/loadavg)
     if [ "$tool" = floor ]; then
         # shellcheck disable=SC2046  # flags are words
-        FLOOR_ACTIVE_N=$(active_n "$v") FLOOR_TICK_MS=$(tick_ms "$v") measure "$out" erl $(flags "$v") -noshell \
+        FLOOR_ACTIVE_N=$(active_n "$v") measure "$out" erl $(flags "$v") -noshell \
             -pa "$ROOT/_build/default/lib/beamlab/ebin" -pa "$WORK" \
             -run amqp_floor main "$PORT" 1 1 qf "$RATE_N" "$SECS"
     else

@@ -20,7 +20,10 @@
          findings_with_telemetry/1, watch_peer/1, amqp_broker/1, profile_with_perf/1,
          unknown_options_refused/1, format_and_report/1, plain_vm_left_as_found/1, readme_examples/1]).
 
--define(PORT, "5741").
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(PORT, beamlab_test_util:suite_broker_port(?MODULE)).
 -define(COOKIE, "apisecret").
 
 suite() -> [{timetrap, {minutes, 6}}].
@@ -34,13 +37,13 @@ groups() ->
      {broker, [], [amqp_broker, readme_examples]}].
 
 init_per_group(broker, Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?PORT),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
     Config;
 init_per_group(_, Config) ->
     Config.
 
 end_per_group(broker, _Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT);
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE);
 end_per_group(_, _Config) ->
     ok.
 
@@ -180,7 +183,7 @@ watch_peer(_Config) ->
 
 %% amqp/2 loads the private broker; PerfTest's lines go to the sink.
 amqp_broker(_Config) ->
-    Uri = "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F",
+    Uri = "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F",
     Self = self(),
     Check = fun(Doc) ->
                     #{kind := amqp, benchmarks := Bs, extra := #{<<"amqp">> := #{<<"counters">> := C}}} = Doc,
@@ -373,7 +376,7 @@ quick(matrix, [{benchmark, C, O}, Opts], _) -> {matrix, [{benchmark, C, maps:mer
 quick(profile, [{benchmark, C, O}, Opts], _) -> {profile, [{benchmark, C, maps:merge(O, ?QUICK)}, Opts]};
 quick(watch, [_Node, Opts], #{node := Node}) -> {watch, [Node, Opts#{duration => 1000, interval => 500}]};
 quick(amqp, [Uri, Opts], _) ->
-    {amqp, [lists:flatten(string:replace(Uri, ":5672/", ":" ?PORT "/")), Opts#{duration => 2, closed_loop => 2}]};
+    {amqp, [lists:flatten(string:replace(Uri, ":5672/", ":" ++ ?PORT ++ "/")), Opts#{duration => 2, closed_loop => 2}]};
 quick(report, [Docs, #{output := Out} = Opts], #{dir := Dir}) -> {report, [Docs, Opts#{output => filename:join(Dir, Out)}]};
 quick(doctor, [Opts], _) ->
     {doctor, [Opts#{reps => 1, curve_reps => 1, probe_ms => 100, max_remedies => 1, schedulers => "1,2"}]};

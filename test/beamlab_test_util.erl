@@ -4,7 +4,8 @@
 -module(beamlab_test_util).
 
 -export([free_port/0, free_broker_port/0, chromium/0, dump_dom/3, dump_dom/4, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
-         rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1]).
+         rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1,
+         start_suite_rabbitmq/1, suite_broker_port/1, stop_suite_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
          cli_group_finish/1, group_exit/3, launcher_children/1]).
@@ -385,6 +386,33 @@ start_rabbitmq(Port, Env) ->
 -spec stop_rabbitmq(string() | integer()) -> ok.
 stop_rabbitmq(Port) ->
     _ = rabbitmq("stop", Port),
+    ok.
+
+%% @doc Starts the private broker of suite `Suite' on a port free a moment
+%% ago ({@link free_broker_port/0}): a fresh machine or a parallel run may
+%% hold any fixed port. The suite's cases find it with
+%% {@link suite_broker_port/1}.
+-spec start_suite_rabbitmq(module()) -> ok.
+start_suite_rabbitmq(Suite) ->
+    Port = integer_to_list(free_broker_port()),
+    persistent_term:put({?MODULE, broker_port, Suite}, Port),
+    start_rabbitmq(Port).
+
+%% @doc The AMQP port (text) of the broker {@link start_suite_rabbitmq/1}
+%% started for `Suite'.
+-spec suite_broker_port(module()) -> string().
+suite_broker_port(Suite) ->
+    persistent_term:get({?MODULE, broker_port, Suite}).
+
+%% @doc Stops `Suite''s broker and removes its state directory under
+%% `_build/rabbitmq' (its port will not come again).
+-spec stop_suite_rabbitmq(module()) -> ok.
+stop_suite_rabbitmq(Suite) ->
+    Port = suite_broker_port(Suite),
+    ok = stop_rabbitmq(Port),
+    Dir = filename:join([root(), "_build", "rabbitmq"]),
+    _ = [file:del_dir_r(filename:join(Dir, D)) || D <- [Port | filelib:wildcard(Port ++ "-*", Dir)]],
+    _ = persistent_term:erase({?MODULE, broker_port, Suite}),
     ok.
 
 %% @doc The headless browser the report tests drive, or `false'.

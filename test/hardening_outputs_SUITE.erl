@@ -3,7 +3,7 @@
 %%% through links), whatever the command; a save is kept when standard
 %%% output closes early (`| head -1'); `amqp -o' says when it replaced a
 %%% file, as `--save' and `report -o' do. The broker cases use a private
-%%% RabbitMQ on port 5767 (scripts/rabbitmq.sh).
+%%% RabbitMQ on a port chosen free (scripts/rabbitmq.sh).
 -module(hardening_outputs_SUITE).
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
@@ -12,7 +12,10 @@
 -export([outputs_never_eat_inputs/1, outputs_by_identity/1, distinct_outputs_still_written/1,
          stdout_closed_keeps_save/1, amqp_stdout_closed_keeps_save/1, amqp_output_file_replaced_said/1]).
 
--define(AMQP_PORT, "5767").
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(AMQP_PORT, beamlab_test_util:suite_broker_port(?MODULE)).
 
 all() ->
     [{group, files}, {group, broker}].
@@ -33,13 +36,13 @@ end_per_suite(_Config) ->
     ok.
 
 init_per_group(broker, Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?AMQP_PORT),
-    [{uri, "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT} | Config];
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
+    [{uri, "amqp://guest:guest@127.0.0.1:" ++ ?AMQP_PORT} | Config];
 init_per_group(_, Config) ->
     Config.
 
 end_per_group(broker, _Config) ->
-    beamlab_test_util:stop_rabbitmq(?AMQP_PORT);
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE);
 end_per_group(_, _Config) ->
     ok.
 

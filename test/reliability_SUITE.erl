@@ -17,8 +17,11 @@
          amqp_nothing_measured_fails/1, amqp_frozen_broker/1, amqp_frozen_broker_interrupt/1,
          amqp_reconnect_after_restart/1]).
 
--define(PORT, "5731").
--define(URI, "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F").
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(PORT, beamlab_test_util:suite_broker_port(?MODULE)).
+-define(URI, "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F").
 
 all() ->
     [{group, files}, {group, broker}].
@@ -33,13 +36,13 @@ groups() ->
                    amqp_frozen_broker_interrupt, amqp_reconnect_after_restart]}].
 
 init_per_group(broker, Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?PORT),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
     Config;
 init_per_group(_, Config) ->
     Config.
 
 end_per_group(broker, _Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT);
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE);
 end_per_group(_, _Config) ->
     ok.
 
@@ -292,8 +295,10 @@ env_malformed_proc(_Config) ->
 rabbitmq_script_no_crash_dump(_Config) ->
     Dir = tmp(),
     Script = filename:join([beamlab_test_util:root(), "scripts", "rabbitmq.sh"]),
+    %% A port no broker uses now (a fixed one could be another run's).
+    Port = integer_to_list(beamlab_test_util:free_broker_port()),
     [begin
-         Out = os:cmd("cd " ++ Dir ++ " && BEAMLAB_RABBIT_PORT=5799 BEAMLAB_RABBIT_DIR=" ++ Dir
+         Out = os:cmd("cd " ++ Dir ++ " && BEAMLAB_RABBIT_PORT=" ++ Port ++ " BEAMLAB_RABBIT_DIR=" ++ Dir
                       ++ "/nostate " ++ Script ++ " " ++ Cmd ++ " 2>&1"),
          ?assertNotEqual(nomatch, string:find(Out, "not running"), Out)
      end || Cmd <- ["status", "stop"]],
@@ -324,7 +329,7 @@ amqp_usage_errors(_Config) ->
 %% result (command, emulator args, params), every format, the report.
 amqp_password_masked(_Config) ->
     Dir = tmp(),
-    Uri = "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F",
+    Uri = "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F",
     #{code := 0, out := Text} = cli(["amqp", "-h", Uri, "-z", "1", "--save", "a.json"], #{dir => Dir}),
     #{code := 0, out := Json} = cli(["amqp", "-h", Uri, "-z", "1", "--format", "json"], #{dir => Dir}),
     #{code := 0} = cli(["report", "a.json", "-o", "a.html"], #{dir => Dir}),

@@ -23,7 +23,10 @@
 -export([bad_vm_args_fail_fast/1, matrix_shows_inner_error/1, clear_messages/1,
          cv_is_a_fraction/1]).
 
--define(AMQP_PORT, "5693").
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(AMQP_PORT, beamlab_test_util:suite_broker_port(?MODULE)).
 
 all() ->
     [{group, signals}, {group, runners}, {group, messages}, {group, amqp}].
@@ -52,13 +55,13 @@ end_per_suite(_Config) ->
     ok.
 
 init_per_group(amqp, Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?AMQP_PORT),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
     Config;
 init_per_group(_, Config) ->
     Config.
 
 end_per_group(amqp, _Config) ->
-    beamlab_test_util:stop_rabbitmq(?AMQP_PORT);
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE);
 end_per_group(_, _Config) ->
     ok.
 
@@ -245,7 +248,7 @@ real_timeout(_) ->
     ok.
 
 group_term_amqp(_) ->
-    Uri = "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT "/%2F",
+    Uri = "amqp://guest:guest@127.0.0.1:" ++ ?AMQP_PORT ++ "/%2F",
     %% in json mode the PerfTest lines go to stderr
     H = start(["amqp", "-h", Uri, "-z", "120", "-u", "reliability-term", "--format", "json",
                "--save", "a.json"]),
@@ -261,7 +264,7 @@ group_term_amqp(_) ->
 %% group, QUIT and TERM to the VM alone; each time the run's queue is
 %% deleted on the way out (a predeclared-queue run, -p, then finds none).
 stop_signals_amqp(_) ->
-    Uri = "amqp://guest:guest@127.0.0.1:" ?AMQP_PORT "/%2F",
+    Uri = "amqp://guest:guest@127.0.0.1:" ++ ?AMQP_PORT ++ "/%2F",
     [begin
          Queue = "reliability-" ++ string:lowercase(Sig),
          H = beamlab_test_util:cli_start_group(["amqp", "-h", Uri, "-z", "120", "-u", Queue,

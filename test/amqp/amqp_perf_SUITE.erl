@@ -13,8 +13,11 @@
          quorum_queue/1, nodes_peer/1, named_node_without_code/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
          unreachable/1, broker_stops_mid_run/1, connections_closed/1, reconnect/1]).
 
--define(PORT, "5684").
--define(URI, <<"amqp://guest:guest@127.0.0.1:" ?PORT "/%2F">>).
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(PORT, beamlab_test_util:suite_broker_port(?MODULE)).
+-define(URI, list_to_binary("amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F")).
 
 all() ->
     [{group, library}, {group, cli}, connections_closed, reconnect, broker_stops_mid_run].
@@ -29,11 +32,11 @@ groups() ->
                 unreachable]}].
 
 init_per_suite(Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?PORT),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
     Config.
 
 end_per_suite(_Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT).
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE).
 
 rabbit(Cmd) ->
     beamlab_test_util:rabbitmq(Cmd, ?PORT).
@@ -366,11 +369,11 @@ bad_uri(_) ->
 
 wrong_credentials(_) ->
     R = #{code := 1, err := Err} =
-        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:nope@127.0.0.1:" ?PORT "/%2F", "-z", "1"]),
+        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:nope@127.0.0.1:" ++ ?PORT ++ "/%2F", "-z", "1"]),
     beamlab_test_util:assert_one_line_error(R),
     ?assertMatch({match, _}, re:run(Err, "wrong credentials")),
     R2 = #{code := 1, err := Err2} =
-        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:guest@127.0.0.1:" ?PORT "/novhost", "-z", "1"]),
+        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/novhost", "-z", "1"]),
     beamlab_test_util:assert_one_line_error(R2),
     ?assertMatch({match, _}, re:run(Err2, "virtual host")).
 

@@ -9,23 +9,26 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1]).
 -export([verbose_records_telemetry_and_findings/1]).
 
--define(PORT, "5697").
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(PORT, beamlab_test_util:suite_broker_port(?MODULE)).
 
 suite() -> [{timetrap, {minutes, 5}}].
 
 all() -> [verbose_records_telemetry_and_findings].
 
 init_per_suite(Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?PORT),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
     Config.
 
 end_per_suite(_Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT).
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE).
 
 verbose_records_telemetry_and_findings(_Config) ->
     Queue = "verbose-" ++ integer_to_list(erlang:unique_integer([positive])),
     #{code := 0, out := Out, err := Err} =
-        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F",
+        beamlab_test_util:cli(["amqp", "-h", "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F",
                                "-z", "3", "-r", "300", "-u", Queue, "-v", "--format", "json"]),
     ct:log("~ts~n--- stderr ---~n~ts", [Out, Err]),
     %% Telemetry lines and PerfTest lines share stderr in json mode.

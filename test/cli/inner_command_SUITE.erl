@@ -15,8 +15,11 @@
 -export([refused_before_anything_starts/1, inner_mistakes_are_usage_errors/1,
          allowed_commands_still_run/1, matrix_runs_amqp_with_h/1, profile_runs_amqp_with_h/1]).
 
--define(PORT, "5743").
--define(URI, "amqp://guest:guest@127.0.0.1:" ?PORT "/%2F").
+%% The broker's port, chosen free when it starts (beamlab_test_util:
+%% start_suite_rabbitmq/1): a fresh machine or a parallel run may hold any
+%% fixed one.
+-define(PORT, beamlab_test_util:suite_broker_port(?MODULE)).
+-define(URI, "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F").
 
 suite() -> [{timetrap, {minutes, 5}}].
 
@@ -26,11 +29,11 @@ all() -> [refused_before_anything_starts, inner_mistakes_are_usage_errors, allow
 groups() -> [{broker, [], [matrix_runs_amqp_with_h, profile_runs_amqp_with_h]}].
 
 init_per_group(broker, Config) ->
-    ok = beamlab_test_util:start_rabbitmq(?PORT),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE),
     Config.
 
 end_per_group(broker, _Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT).
+    beamlab_test_util:stop_suite_rabbitmq(?MODULE).
 
 %% Commands that produce no experiment (env, compare, report, node), or
 %% one the outer command cannot run inside it (watch in a matrix, a
