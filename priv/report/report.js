@@ -310,7 +310,7 @@
     // A long measure on the y axis (`wall-clock time per encode+decode
     // (us)') gets the height it needs, whole, never cut off at the edge.
     var W = opts.width || 560, H = opts.height || Math.max(250, Math.ceil(String(opts.yLabel || '').length * 7) + 66),
-        L = 62, R = 14, T = 12, B = 42;
+        L = opts.xAxis ? TIME_L : 62, R = 14, T = 12, B = 42;
     var pw = W - L - R, ph = H - T - B;
     var card = opts.into || box(opts.title, opts.subtitle, opts.kind);
     var xs = [], ys = [];
@@ -342,6 +342,8 @@
     if (ya.log) svg.setAttribute('data-y-scale', 'log');
     svg.setAttribute('data-x-lo', xa.lo);
     svg.setAttribute('data-x-hi', xa.hi);
+    // (the pixels of the axis' ends, for the browser test: an instant's x)
+    svg.setAttribute('data-x-px', (L + PAD) + ' ' + (L + pw - PAD));
     ya.ticks.forEach(function (t) {
       var py = YA(t[0]);
       svg.appendChild(s('line', { x1: L, x2: L + pw, y1: py, y2: py, 'class': 'grid' }));
@@ -646,9 +648,9 @@
   // reaches halfway to its neighbours.
   function heatmap(parent, run, hm) {
     var rows = hm.z.length, n = hm.t.length;
-    var L = 62, R = 14, W = 560, PAD = 6, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
+    var L = TIME_L, R = 14, W = 560, PAD = 6, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
     var pw = W - L - R, plotH = rows * cellH, H = plotH + 40;
-    var xa = timeAxis(data.runs, hm.broker ? 'load' : 'telemetry');
+    var clock = hmClock(hm), xa = timeAxis(data.runs, clock);
     var X = function (v) { return L + PAD + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
     var edge = function (i) {
       if (n === 1) return i === 0 ? L : L + pw;
@@ -669,7 +671,8 @@
                    (util ? 'dark = busy. A row going pale while others stay dark is a collapse.' : 'dark = longer (max ' + fmt(maxV) + ').'), 'heatmap');
     // (the axis as drawn, for the browser test: a canvas has no DOM of its ticks)
     var cv = h('canvas', { width: W, height: H, 'class': 'chart heatmap', 'data-x-lo': xa.lo, 'data-x-hi': xa.hi,
-                           'data-x-ticks': xa.ticks.map(function (t) { return t[1]; }).join(' ') });
+                           'data-x-ticks': xa.ticks.map(function (t) { return t[1]; }).join(' '),
+                           'data-x-px': (L + PAD) + ' ' + (L + pw - PAD) });
     var ctx = cv.getContext('2d');
     ctx.font = '11px sans-serif';
     for (var r = 0; r < rows; r++) {
@@ -697,27 +700,37 @@
       ctx.beginPath(); ctx.moveTo(px, plotH); ctx.lineTo(px, plotH + 4); ctx.stroke();
       ctx.fillText(t[1], px, plotH + 16);
     });
-    ctx.fillText('seconds', L + pw / 2, H - 5);
+    ctx.fillText(clockLabel(clock), L + pw / 2, H - 5);
     card.appendChild(cv);
     rendered++;
     card.appendChild(h('div', { 'class': 'ramp' }, [util ? '0% ' : '0 ', h('span', { style: 'background:linear-gradient(90deg,' + [0, 0.25, 0.5, 0.75, 1].map(ramp).join(',') + ')' }),
                                                     util ? ' 100%' : ' ' + fmt(scale)]));
     parent.appendChild(card);
   }
-  // The clock of a series: a run's telemetry, or its load (its samples'
-  // intervals and the watched broker's telemetry: seconds since the load
-  // started); null for the rest (per-second series of repetitions).
-  function clockOf(source) {
+  // The clock of a series: the run's (`clock': its samples and telemetry
+  // from one origin, the run's start, #35); in an older document a run's
+  // telemetry, or its load (its samples' intervals and the watched
+  // broker's telemetry: seconds since the load started); null for the
+  // rest (per-second series of repetitions).
+  function clockOf(sr) {
+    if (sr.clock) return sr.clock;
+    var source = sr.source;
     return source === 'telemetry' ? 'telemetry' : source === 'broker' || source === 'samples' ? 'load' : null;
   }
+  function hmClock(hm) { return hm.clock || (hm.broker ? 'load' : 'telemetry'); }
+  // The time axis' title: what its zero is, where one origin is known.
+  function clockLabel(clock) { return clock === 'run' ? 's since the run started' : 'seconds'; }
+  // The left edge of every chart on a shared time axis (line charts and
+  // heatmaps): stacked, an instant sits at the same x in each.
+  var TIME_L = 78;
   // One time axis for every chart of these runs on CLOCK (the page's
   // runs: each chart of several runs draws them on one axis anyway):
   // their line charts and heatmaps share its origin, range and ticks.
   function timeAxis(runs, clock) {
     var ts = [];
     runs.forEach(function (r) {
-      r.series.forEach(function (sr) { if (clockOf(sr.source) === clock) ts = ts.concat(sr.t); });
-      r.heatmaps.forEach(function (hm) { if ((hm.broker ? 'load' : 'telemetry') === clock) ts = ts.concat(hm.t); });
+      r.series.forEach(function (sr) { if (clockOf(sr) === clock) ts = ts.concat(sr.t); });
+      r.heatmaps.forEach(function (hm) { if (hmClock(hm) === clock) ts = ts.concat(hm.t); });
     });
     return axis(ts, false, false, 6);
   }
@@ -850,6 +863,13 @@
     return run.label + (run.commit ? ' (' + run.commit.slice(0, 7) + (run.dirty ? '+' : '') + ')' : '');
   }
 
+  // The Runs table's benchmarks: a matrix's in its configurations
+  // ("1 in 2 configurations"), not one per benchmark and configuration.
+  function countText(r) {
+    var c = r.counted || { benchmarks: r.benchmarks.length };
+    return isNum(c.configurations) ? c.benchmarks + ' in ' + c.configurations + (c.configurations === 1 ? ' configuration' : ' configurations')
+                                   : c.benchmarks;
+  }
   function overview() {
     var g = section('runs', 'Runs');
     if (data.history && data.history.runs.length > data.runs.length)
@@ -859,7 +879,7 @@
       return [h('td', {}, [h('i', { 'class': 'swatch', style: 'background:' + color(i) })]),
               h('td', {}, [r.label, r.partial ? h('span', { 'class': 'badge warning' }, ['partial']) : null]),
               r.kind, r.started_at, r.commit ? r.commit.slice(0, 10) + (r.dirty ? ' (dirty)' : '') : '-',
-              r.benchmarks.length, (r.command || []).join(' ')];
+              countText(r), (r.command || []).join(' ')];
     })));
     // --ci: what ended each run (confident, or the budget spent first).
     data.runs.forEach(function (r) {
@@ -1028,7 +1048,10 @@
                    [own, h('br'), h('span', { 'class': 'muted' }, [v])].concat(could));
         }));
       });
-      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
+      // what a value is (a fresh VM's mean, for CPU time its fastest sample)
+      var values = m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline +
+        '; each value the mean of fresh VMs' + String.fromCharCode(8217) + ' ' + values.join(' or ') + 's; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
         table(head, rows, 'matrix-table')]));
       // A preset's scenarios (their loads differ) each get their own chart.
@@ -1039,7 +1062,8 @@
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
           intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + (row.measure ? ': ' + row.measure : '') + ' ({unit}) per configuration',
-                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
+                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM' + String.fromCharCode(8217) + 's ' +
+                        (row.value || 'mean') + ' each), bar: their mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
                           var i = configs.indexOf(c.config);
@@ -1269,11 +1293,11 @@
       // measure (`lists:seq(1,1000).: CPU time per iteration (ns)').
       var bench = grp.entries[0].item.benchmark, measure = bench ? measureOf(bench) : null;
       // (the charts of one clock share its time axis with its heatmaps)
-      var clock = reps ? null : clockOf(grp.entries[0].item.source);
-      if (clock && grp.entries.some(function (e) { return clockOf(e.item.source) !== clock; })) clock = null;
+      var clock = reps ? null : clockOf(grp.entries[0].item);
+      if (clock && grp.entries.some(function (e) { return clockOf(e.item) !== clock; })) clock = null;
       var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
                                                  : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
-                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : 'seconds',
+                                     subtitle: sub, xLabel: reps ? 'second of the repetition' : clockLabel(clock),
                                      xAxis: clock ? timeAxis(data.runs, clock) : null,
                                      yLabel: measure ? axisLabel(measure, unit) : unit || grp.name, yUnit: unit,
                                      kind: 'timeseries', marks: marks, xInt: reps, distinct: true,

@@ -55,6 +55,9 @@
 %% What a run measured (beamlab_amqp_result turns it into the document).
 -type report() :: #{id := binary(),
                     stop := stop(),
+                    %% when the load started (monotonic ms): its
+                    %% intervals' ends count from there
+                    started_ms := integer() | undefined,
                     elapsed_us := non_neg_integer(),
                     counters := beamlab_amqp_agent:counts(),
                     %% The counters when the run stopped (the averages).
@@ -1026,6 +1029,7 @@ report(Why, ElapsedUs, AtStop, Totals, Queued, Clock, CutShort, Memory, R0) ->
             Lines -> beamlab_amqp_live:write(L, Lines)
         end,
     {ok, #{id => maps:get(id, Cfg), stop => Why, elapsed_us => ElapsedUs, counters => C,
+           started_ms => case R#run.t0 of undefined -> undefined; T0 -> T0 div 1000 end,
            at_stop => AtStop, accounting => Acc, failure => Failure,
            partial => Failure =/= undefined orelse Why =:= interrupted,
            rates => maps:get(rates, Series),

@@ -115,6 +115,7 @@
                      samples := [number()],
                      times := [non_neg_integer()],
                      cpu => [non_neg_integer()],
+                     ends => [integer()],
                      status := ok | {error, beamlab_engine_job:failure() | {isolated, term()}
                                                | error_reason() | stop_failure()},
                      concurrency := non_neg_integer(),
@@ -566,7 +567,7 @@ benchmark(#{label := Label} = O, Role, BaseOutcome, Mode, RunOpts) ->
 extra(#{samples := Samples, times := Times, status := Status, concurrency := C} = O,
       Mode, RunOpts) ->
     Rates = maps:merge(rates(Mode, Samples, Times, C, RunOpts), cpu_rate(O, RunOpts)),
-    Extra0 = Rates#{status => status_name(Status), mode => atom_to_binary(Mode)},
+    Extra0 = maps:merge(Rates#{status => status_name(Status), mode => atom_to_binary(Mode)}, sample_ends(O)),
     Extra1 = case Status of
                  ok -> Extra0;
                  {error, not_run} -> Extra0#{error => iolist_to_binary(format_error(not_run)),
@@ -577,6 +578,14 @@ extra(#{samples := Samples, times := Times, status := Status, concurrency := C} 
         {ok, Curve} -> Extra1#{squeeze_curve => [curve_point(P, RunOpts) || P <- Curve]};
         error -> Extra1
     end.
+
+%% When each sample ended, in ms since the run's clock origin (that of
+%% its telemetry's `t_ms'): the report's samples over time go there (#35;
+%% rounds rotate the jobs, so the k-th sample did not end at k durations).
+sample_ends(#{samples := S, ends := E}) when length(S) =:= length(E), E =/= [] ->
+    #{sample_end_ms => E};
+sample_ends(_) ->
+    #{}.
 
 %% `baseline'/`rel' (throughput relative to the baseline's) in extra, and
 %% the statistical comparison when both sides have samples.

@@ -38,8 +38,12 @@ measure_compiled(Execs, RunOpts, ModeOpts) ->
         Started = start_jobs(Execs, RunOpts, Save),
         %% Memory held outside heaps (binaries, ETS) has a watermark.
         Watchdog = beamlab_engine_watchdog:start([J || {ok, J} <- Started], Headroom),
-        Monitor = start_telemetry(Started, RunOpts),
-        Result = try sample(Started, RunOpts, ModeOpts, Save)
+        %% One clock origin for the telemetry's `t_ms' and the samples'
+        %% end times (`sample_end_ms'), so the report draws an instant at
+        %% the same x in both charts (#35).
+        Origin = erlang:monotonic_time(millisecond),
+        Monitor = start_telemetry(Started, RunOpts, Origin),
+        Result = try sample(Started, RunOpts#{origin => Origin}, ModeOpts, Save)
                  after beamlab_engine_watchdog:stop(Watchdog)
                  end,
         Telemetry = stop_telemetry(Monitor),
@@ -65,7 +69,7 @@ limit_heaps(Bytes) ->
 %% The telemetry's rate columns are the jobs' iteration counters. With
 %% live metrics, the counters and the telemetry are served there (the
 %% telemetry recorded only when asked for).
-start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) ->
+start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts, Origin) ->
     Metrics = maps:get(metrics, RunOpts, undefined),
     case T orelse V orelse Metrics =/= undefined of
         false -> undefined;
@@ -73,7 +77,7 @@ start_telemetry(Started, #{telemetry := T, verbose := V} = RunOpts) ->
             Labels = maps:get(labels, RunOpts, [integer_to_binary(I) || I <- lists:seq(1, length(Started))]),
             Counters = [{L, beamlab_engine_job:counter(J)} || {L, {ok, J}} <- lists:zip(Labels, Started)],
             Rates = fun() -> [{L, counters:get(C, 1)} || {L, C} <- Counters] end,
-            {ok, Pid} = beamlab_runtime_telemetry:start_link(#{print => V =:= true, rates => Rates}),
+            {ok, Pid} = beamlab_runtime_telemetry:start_link(#{print => V =:= true, rates => Rates, t0 => Origin}),
             _ = Metrics =:= undefined orelse serve(Metrics, Pid, Counters),
             {Pid, T orelse V}
     end.
@@ -244,7 +248,7 @@ finish({PerJob, Int}, Stopped) ->
                              end,
                     Base0 = #{samples => maps:get(samples, O), times => maps:get(times, O),
                               status => Status, concurrency => C, label => <<>>},
-                    Base = maps:merge(Base0, maps:with([cpu], O)),
+                    Base = maps:merge(Base0, maps:with([cpu, ends], O)),
                     case Curve of
                         undefined -> Base;
                         _ -> Base#{curve => [#{concurrency => PC, mean => PM, samples => PS}
@@ -267,6 +271,7 @@ sampler_opts(RunOpts) ->
       deadline => maps:get(deadline, RunOpts),
       busy_wait => maps:get(busy_wait, RunOpts) =:= true,
       progress => maps:get(progress, RunOpts),
+      origin => maps:get(origin, RunOpts, erlang:monotonic_time(millisecond)),
       cpu => cpu_threads(maps:get(metric, RunOpts, time))}.
 
 %% beamlab_engine:run/3 has checked that the threads can be read here

@@ -51,13 +51,15 @@
                   busy_wait := boolean(),
                   progress := undefined | fun((progress()) -> any()),
                   checkpoint => undefined | fun((pos_integer(), [outcome()]) -> ok),
-                  cpu => undefined | beamlab_runtime_cpu:threads()}.
+                  cpu => undefined | beamlab_runtime_cpu:threads(),
+                  origin => integer()}.                % monotonic ms `ends' count from
 %% Reported after every round: samples kept so far per job (by position).
 -type progress() :: #{round := pos_integer(), warmup := boolean(),
                       samples := [{pos_integer(), non_neg_integer()}]}.
 -type outcome() :: #{samples := [number()],
                      times := [non_neg_integer()],    % actual ns per sample
                      cpu => [non_neg_integer()],      % scheduler CPU ns per sample (`cpu')
+                     ends => [integer()],             % when each sample ended, ms since `origin'
                      status := ok | {error, beamlab_engine_job:failure()}}.
 
 %% @doc Default sampling options (erlperf's defaults: 3 samples of 1 s).
@@ -76,7 +78,7 @@ run(Jobs, Opts0) ->
     Opts = maps:merge(default_opts(), Opts0),
     Ids = lists:seq(1, length(Jobs)),
     JobMap = maps:from_list(lists:zip(Ids, Jobs)),
-    Init = maps:from_list([{I, #{samples => [], times => [], cpu => [], status => ok, idle => 0}}
+    Init = maps:from_list([{I, #{samples => [], times => [], cpu => [], ends => [], status => ok, idle => 0}}
                            || I <- Ids]),
     %% (Measuring CPU time, a lone job is paused between samples too: its
     %% counter and CPU time are read while it is suspended, see sample/2.)
@@ -89,15 +91,16 @@ run(Jobs, Opts0) ->
            end,
     _ = Solo andalso resume(JobMap, 1, Init),
     Start = erlang:monotonic_time(millisecond),
-    {Final, Interrupted, Rounds} = rounds(0, Ids, JobMap, Init, Opts#{solo => Solo}, Start, Pace),
+    Opts1 = Opts#{solo => Solo, origin => maps:get(origin, Opts, Start)},
+    {Final, Interrupted, Rounds} = rounds(0, Ids, JobMap, Init, Opts1, Start, Pace),
     _ = Solo andalso maps:get(status, maps:get(1, Final)) =:= ok
         andalso beamlab_engine_job:pause(maps:get(1, JobMap)),
     {outcomes(Final), #{interrupted => Interrupted, rounds => Rounds}}.
 
 outcomes(Acc) ->
     [begin
-         #{samples := S, times := T, cpu := Cpu, status := St} = maps:get(I, Acc),
-         O = #{samples => lists:reverse(S), times => lists:reverse(T), status => St},
+         #{samples := S, times := T, cpu := Cpu, ends := E, status := St} = maps:get(I, Acc),
+         O = #{samples => lists:reverse(S), times => lists:reverse(T), ends => lists:reverse(E), status => St},
          case Cpu of
              [] -> O;
              _ -> O#{cpu => lists:reverse(Cpu)}
@@ -196,18 +199,21 @@ round([I | Rest], JobMap, Acc, Warm, Opts, Pace) ->
         interrupted ->
             {interrupted, Acc, Pace1};
         {ok, Value, Ns, Cpu} ->
+            %% (rounds rotate the jobs: a sample's place in its job's list
+            %% does not say when it was taken)
+            End = erlang:monotonic_time(millisecond) - maps:get(origin, Opts),
             Acc1 = case Warm of
                        true -> Acc;
-                       false -> record(I, Value, Ns, Cpu, Acc)
+                       false -> record(I, {Value, Ns, Cpu, End}, Acc)
                    end,
             round(Rest, JobMap, check_idle(I, Job, Value, Ns, Acc1, Opts), Warm, Opts, Pace1);
         {error, Failure} ->
             round(Rest, JobMap, set_status(I, {error, Failure}, Acc), Warm, Opts, Pace1)
     end.
 
-record(I, Value, Ns, Cpu, Acc) ->
-    maps:update_with(I, fun(#{samples := S, times := T, cpu := C} = M) ->
-                                M#{samples := [Value | S], times := [Ns | T],
+record(I, {Value, Ns, Cpu, End}, Acc) ->
+    maps:update_with(I, fun(#{samples := S, times := T, cpu := C, ends := E} = M) ->
+                                M#{samples := [Value | S], times := [Ns | T], ends := [End | E],
                                    cpu := case Cpu of none -> C; _ -> [Cpu | C] end}
                         end, Acc).
 

@@ -1158,13 +1158,24 @@ run(#{config := Cfg0} = A, Exp, _Inner) ->
         {error, R} -> {error, {amqp, {dist, R}}}
     end.
 
+%% When the load started, in ms since the run's start (`Origin', the
+%% origin of the telemetry's `t_ms'): the load's intervals (`interval_end_s')
+%% count from there, so the report draws them on the telemetry's axis.
+load_start(#{started_ms := Ms}, Origin, Doc) when is_integer(Ms) ->
+    beamlab_result:set(extra, maps:put(load_start_ms, Ms - Origin, maps:get(extra, Doc, #{})), Doc);
+load_start(_Report, _Origin, Doc) ->
+    Doc.
+
 load(A, Cfg0, Exp) ->
     Sink = maps:get(sink, Exp, fun(_) -> ok end),
-    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp),
+    %% One clock origin, the run's start, for this VM's telemetry, the
+    %% broker's and the load's intervals (`load_start_ms', #35).
+    Origin = erlang:monotonic_time(millisecond),
+    Sampler = beamlab_experiment_telemetry:start(maps:get(telemetry, Exp, none), Exp, #{t0 => Origin}),
     Started = beamlab_runtime_clock:rfc3339(),
     %% The broker's telemetry, one sample per reporting interval.
     Interval = max(1, round(maps:get(interval, Cfg0, 1) * 1000)),
-    case beamlab_experiment_watch:start_beside(maps:get(watch, A, undefined), Interval, Exp) of
+    case beamlab_experiment_watch:start_beside(maps:get(watch, A, undefined), Interval, Exp, Origin) of
         {ok, Beside} ->
             %% (Watching may have made this VM a node: `this' is read now.)
             Nodes = case maps:get(nodes, A, this) of
@@ -1185,9 +1196,10 @@ load(A, Cfg0, Exp) ->
             case beamlab_amqp_perf:run(Cfg#{out => fun(Bin) -> Sink({amqp, Bin}) end,
                                             annotate => Annotate, metrics => Metrics}) of
                 {ok, Report} ->
-                    Doc0 = beamlab_amqp_perf:result(Report, #{command => maps:get(command, Exp, []),
-                                                              started_at => Started,
-                                                              params => params(Cfg)}),
+                    Doc0 = load_start(Report, Origin,
+                                      beamlab_amqp_perf:result(Report, #{command => maps:get(command, Exp, []),
+                                                                        started_at => Started,
+                                                                        params => params(Cfg)})),
                     Doc1 = beamlab_experiment_telemetry:stop(Sampler, Doc0, Exp),
                     Doc2 = beamlab_experiment_watch:stop_beside(Beside, Doc1, Exp),
                     case beamlab_experiment_watch:summary(Beside, Doc2) of

@@ -8,27 +8,37 @@
 %%% (its series is then not kept).
 -module(beamlab_experiment_telemetry).
 
--export([start/1, start/2, stop/3, cancel/1]).
+-export([start/1, start/2, start/3, stop/3, cancel/1]).
 
 -type sampler() :: none | pid() | {metrics_only, pid()}.
 -export_type([sampler/0]).
 
 %% @doc Starts the sampler the experiment asks for (`none' without one).
 -spec start(beamlab_experiment:telemetry()) -> sampler().
-start(none) ->
-    none;
 start(Mode) ->
-    {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 1000, print => Mode =:= live}),
+    start_mode(Mode, #{}).
+
+start_mode(none, _Opts) ->
+    none;
+start_mode(Mode, Opts) ->
+    {ok, Pid} = beamlab_runtime_telemetry:start_link(Opts#{interval => 1000, print => Mode =:= live}),
     Pid.
 
 %% @doc As {@link start/1} for the experiment's `telemetry', and with its
 %% live metrics, serving this VM's telemetry there.
 -spec start(beamlab_experiment:telemetry(), beamlab_experiment:experiment()) -> sampler().
 start(Mode, Exp) ->
-    case {start(Mode), beamlab_experiment_metrics:server(Exp)} of
+    start(Mode, Exp, #{}).
+
+%% @doc As {@link start/2}, its time axis from `t0' (a monotonic
+%% millisecond: the run's start, which the run's other series count from).
+-spec start(beamlab_experiment:telemetry(), beamlab_experiment:experiment(), #{t0 => integer()}) -> sampler().
+start(Mode, Exp, Opts0) ->
+    Opts = maps:with([t0], Opts0),
+    case {start_mode(Mode, Opts), beamlab_experiment_metrics:server(Exp)} of
         {Sampler, undefined} -> Sampler;
         {none, _} ->
-            {ok, Pid} = beamlab_runtime_telemetry:start_link(#{interval => 1000, print => false}),
+            {ok, Pid} = beamlab_runtime_telemetry:start_link(Opts#{interval => 1000, print => false}),
             ok = beamlab_experiment_metrics:vm(Exp, Pid),
             {metrics_only, Pid};
         {Pid, _} ->

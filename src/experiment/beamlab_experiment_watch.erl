@@ -8,7 +8,7 @@
 
 -behaviour(beamlab_experiment_kind).
 
--export([name/0, options/0, new/1, check/2, run/3, verdict/1, start_beside/3, stop_beside/3, cancel_beside/2, line/1, summary/2,
+-export([name/0, options/0, new/1, check/2, run/3, verdict/1, start_beside/4, stop_beside/3, cancel_beside/2, line/1, summary/2,
          error_class/1, format_error/1]).
 
 %% `duration' in ms (infinity: until interrupted or the node goes down),
@@ -290,19 +290,20 @@ verdict(#{telemetry := T, params := #{<<"node">> := Node}} = Doc) ->
 %% Beside a load
 
 %% @doc Connects to the node and starts sampling it every `IntervalMs'
-%% (`none' for no node); with the experiment's live metrics, serves its
+%% (`none' for no node), its series' time from `T0' (a monotonic ms: the
+%% run's start); with the experiment's live metrics, serves its
 %% telemetry there (collector `broker', labelled with its node) beside
 %% the load's.
 -spec start_beside(undefined | #{node := string(), cookie => string() | undefined}, pos_integer(),
-                   beamlab_experiment:experiment()) ->
+                   beamlab_experiment:experiment(), integer()) ->
           {ok, beside()} | {error, error_reason()}.
-start_beside(undefined, _IntervalMs, _Exp) ->
+start_beside(undefined, _IntervalMs, _Exp, _T0) ->
     {ok, none};
-start_beside(#{node := Name} = W, IntervalMs, Exp) ->
+start_beside(#{node := Name} = W, IntervalMs, Exp, T0) ->
     case connect(Name, maps:get(cookie, W, undefined)) of
         {ok, Node, Env} ->
             case beamlab_runtime_telemetry:start(#{node => Node, interval => IntervalMs, top => 5,
-                                                   print => false}) of
+                                                   print => false, t0 => T0}) of
                 {ok, Pid} ->
                     ok = beamlab_experiment_metrics:node_telemetry(Exp, broker, Node, Pid),
                     %% Monitored: a sampler that dies mid-run is told with its reason.

@@ -185,6 +185,8 @@ run_model(Label, R) ->
               G -> G
           end,
     Tele = maps:get(telemetry, R, #{}),
+    Matrix = beamlab_report_views:matrix(R),
+    Clock = clock(R, Benchmarks),
     #{label => Label,
       kind => maps:get(kind, R, null),
       subject => subject(R),
@@ -195,13 +197,17 @@ run_model(Label, R) ->
       commit => maps:get(commit, Git, null),
       dirty => maps:get(dirty, Git, null),
       benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
-      series => telemetry_series(Tele) ++ per_second_series(R, Benchmarks) ++ broker_series(R),
+      %% what the Runs table counts: a matrix's benchmarks are one per
+      %% benchmark and configuration, so it says "1 in 2 configurations"
+      counted => counted(Benchmarks, Matrix),
+      series => [on_clock(S, Clock) || S <- telemetry_series(Tele)] ++ per_second_series(R, Benchmarks)
+                ++ [on_clock(S, Clock) || S <- broker_series(R)],
       marks => beamlab_report_views:marks(R),
-      heatmaps => heatmaps(Tele) ++ broker_heatmaps(R),
+      heatmaps => [on_clock(H, Clock) || H <- heatmaps(Tele) ++ broker_heatmaps(R)],
       sweeps => beamlab_report_views:sweeps(R),
       scaling => beamlab_report_views:scaling(R),
       latency => beamlab_report_views:latency(R),
-      matrix => beamlab_report_views:matrix(R),
+      matrix => Matrix,
       %% a check's paired verdicts, as its text table gives them
       check => #{entries => [maps:map(fun(_, V) -> num(V) end, E) || E <- beamlab_render_check:entries(R)],
                  lines => beamlab_render_check:lines(R)},
@@ -209,6 +215,14 @@ run_model(Label, R) ->
       doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
       stopped => stopped(R)}.
+
+%% The benchmarks a run measured, and for a matrix the configurations
+%% each ran in (its document has a benchmark per benchmark and
+%% configuration: counting those said "benchmarks 2" for one benchmark).
+counted(_Benchmarks, #{rows := Rows, configs := Configs}) ->
+    #{benchmarks => length(Rows), configurations => length(Configs)};
+counted(Benchmarks, _) ->
+    #{benchmarks => length(Benchmarks)}.
 
 %% What a watch observed: the watched node, which every chart of the run
 %% names in its title (its benchmarks are the node's measures, not a
@@ -264,6 +278,41 @@ bench_model(B, Claimed) ->
 finding_model(F) ->
     M = maps:with([id, severity, title, evidence, advice], F),
     M#{benchmark => maps:get(<<"benchmark">>, maps:get(data, F, #{}), null)}.
+
+%% The clock a run's samples and telemetry share (#35): a run whose
+%% samples say when each ended (`sample_end_ms'), or an amqp run that says
+%% when its load started (`load_start_ms'), recorded them, its telemetry's
+%% `t_ms' and a watched broker's from one origin, the run's start, so all
+%% are drawn on one axis of seconds since the run started (`run'). An
+%% older document (`null') keeps its clocks: samples at k durations or
+%% intervals from the load's start, telemetry on its own.
+clock(R, Benchmarks) ->
+    case load_start_s(R) =/= none
+        orelse lists:any(fun(B) -> sample_ends(B, length(maps:get(samples, B, []))) =/= none end, Benchmarks) of
+        true -> <<"run">>;
+        false -> null
+    end.
+
+%% When an amqp run's load started, in seconds since the run started.
+load_start_s(R) ->
+    case maps:get(<<"load_start_ms">>, key_bins(maps:get(extra, R, #{})), null) of
+        Ms when is_number(Ms) -> Ms / 1000;
+        _ -> none
+    end.
+
+on_clock(S, null) -> S;
+on_clock(S, Clock) -> S#{clock => Clock}.
+
+%% A sample's end (ms since the run started), one per sample, or `none'.
+sample_ends(B, N) ->
+    case maps:get(<<"sample_end_ms">>, key_bins(maps:get(extra, B, #{})), null) of
+        Ends when is_list(Ends), length(Ends) =:= N, N > 0 ->
+            case lists:all(fun is_number/1, Ends) of
+                true -> Ends;
+                false -> none
+            end;
+        _ -> none
+    end.
 
 %% Telemetry: numeric series on a common time axis; nested maps are flattened
 %% into dotted names; lists of per-scheduler lists are heatmaps instead.
@@ -395,30 +444,42 @@ sample_series(R, Benchmarks) ->
                    I when is_number(I), I > 0 -> I;
                    _ -> null
                end,
-    [#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>, unit => Unit, benchmark => Name,
-       t => Ts, y => [num(Y * Scale) || Y <- lists:sublist(Ys, length(Ts))], partial => Partial}
+    [on_clock(#{name => <<Name/binary, " (", Unit/binary, ")">>, source => <<"samples">>, unit => Unit,
+                benchmark => Name, t => Ts, y => [num(Y * Scale) || Y <- lists:sublist(Ys, length(Ts))],
+                partial => Partial}, Clock)
      || B = #{name := Name, samples := Ys, sample_info := #{method := all}} <- Benchmarks,
         length(Ys) >= 3, not is_repetitions(B),
         Step <- [case maps:get(params, B) of
                      #{<<"sample">> := #{<<"duration_ms">> := D}} when is_number(D) -> D / 1000;
                      _ -> Interval
                  end], Step =/= null,
-        {Ts, Partial} <- [sample_times(B, length(Ys), Step)],
+        {Ts, Partial, Clock} <- [sample_times(B, length(Ys), Step, load_start_s(R))],
         {Scale, Unit} <- [beamlab_report_views:per_second(B)]].
 
-sample_times(B, N, Step) ->
-    case maps:get(<<"interval_end_s">>, key_bins(maps:get(extra, B, #{})), null) of
-        Ends when is_list(Ends), length(Ends) =:= N ->
+%% A run's sample at its end on the run's clock (`sample_end_ms'), an
+%% amqp interval at its end after the load's start (`Load', s since the
+%% run started); in an older document, the k-th sample at k durations, or
+%% an interval from the load's start, on a clock of its own.
+sample_times(B, N, Step, Load) ->
+    Older = {[num(K * Step) || K <- lists:seq(1, N)], 0, null},
+    {Shift, Clock} = case Load of
+                         none -> {0, null};
+                         _ -> {Load, <<"run">>}
+                     end,
+    case {sample_ends(B, N), maps:get(<<"interval_end_s">>, key_bins(maps:get(extra, B, #{})), null)} of
+        {Ms = [_ | _], _} ->
+            {[num(T / 1000) || T <- Ms], 0, <<"run">>};
+        {none, Ends} when is_list(Ends), length(Ends) =:= N ->
             case lists:all(fun is_number/1, Ends) of
-                false -> {[num(K * Step) || K <- lists:seq(1, N)], 0};
+                false -> Older;
                 true ->
                     case beamlab_report_views:partial_tail([0 | Ends]) of
-                        true -> {[num(T) || T <- lists:droplast(Ends)], 1};
-                        false -> {[num(T) || T <- Ends], 0}
+                        true -> {[num(T + Shift) || T <- lists:droplast(Ends)], 1, Clock};
+                        false -> {[num(T + Shift) || T <- Ends], 0, Clock}
                     end
             end;
         _ ->
-            {[num(K * Step) || K <- lists:seq(1, N)], 0}
+            Older
     end.
 
 %% A doctor's benchmarks hold one value per fresh VM or broker in their
@@ -442,9 +503,10 @@ bench_series(R, Benchmarks) ->
     lists:append(
       [begin
            Name = maps:get(name, B, <<"?">>),
-           %% (an amqp benchmark's `interval_end_s' is its samples' time axis, sample_series/2)
-           Src = maps:remove(<<"interval_end_s">>,
-                             maps:merge(key_bins(maps:get(counters, B, #{})), key_bins(maps:get(extra, B, #{})))),
+           %% (an amqp benchmark's `interval_end_s' and a run's
+           %% `sample_end_ms' are its samples' time axis, sample_series/2)
+           Src = maps:without([<<"interval_end_s">>, <<"sample_end_ms">>],
+                              maps:merge(key_bins(maps:get(counters, B, #{})), key_bins(maps:get(extra, B, #{})))),
            case time_axis(Src) of
                {ok, TK, Ts} ->
                    [#{name => <<Name/binary, " ", K/binary>>, source => Name, unit => Unit(K), t => Ts, y => Ys}

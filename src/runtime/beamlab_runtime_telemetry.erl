@@ -75,9 +75,10 @@
              samples = [] :: [map()],
              deadline = infinity :: integer() | infinity,
              tracker :: beamlab_runtime_procs:tracker() | undefined,
-             %% a watched node's tree CPU: who reads it, its latest reading
+             %% beamlab's tree CPU: who reads it, its latest reading (the
+             %% CPU time and when it was read; the walk's pids stay there)
              tree_reader :: pid() | undefined,
-             tree_reading = none :: none | {non_neg_integer(), integer(), term()},
+             tree_reading = none :: none | {non_neg_integer(), integer()},
              sysmon = off :: off | ours | {taken, pid()},
              limits = #{} :: map(),
              silent = false :: false | integer(),
@@ -274,8 +275,13 @@ init(Opts) ->
               root = Root, cgroup = beamlab_runtime_probe:cgroup_locate(Root), old_swt = OldSwt, old_msacc = OldMsacc, shape = Shape,
               top = Top, notify = maps:get(notify, Opts, undefined), tracker = Tracker,
               t0 = maps:get(t0, Opts, now_ms()), prev = #{}},
+    %% beamlab's own process tree (this VM, its peers, its private broker;
+    %% with BEAMLAB_TREE the VM that started this one): what
+    %% `machine_overloaded' never counts as others, read beside the
+    %% sampler as a watched node's (#35)
+    Reader = start_tree_reader(Root, [os:getpid()], St0),
     %% (this VM's own processes: read here, they always answer)
-    {ok, St} = baseline(St0, infinity),
+    {ok, St} = baseline(St0#st{tree_reader = Reader}, infinity),
     _ = St#st.print andalso io:put_chars(standard_error, header(line_info(St))),
     {ok, schedule(St)}.
 
@@ -288,7 +294,7 @@ handle_call(stop, _From, St) ->
     St1 = case St#st.down =:= false andalso St#st.silent =:= false andalso
               now_ms() - maps:get(t, St#st.prev) >= St#st.interval div 4 andalso
               left(St#st.deadline) > 0 of
-              true -> guarded_sample(St);
+              true -> guarded_sample(fresh_tree(St));
               false -> St
           end,
     {stop, normal, series(St1), St1};
@@ -311,8 +317,16 @@ handle_info({timeout, Ref, tick}, St = #st{timer = Ref}) ->
         St1 = #st{down = false} -> {noreply, schedule(St1)};
         St1 -> {noreply, St1#st{timer = undefined}}
     end;
-handle_info({tree_cpu, Reader, Reading}, St = #st{tree_reader = Reader}) ->
-    {noreply, St#st{tree_reading = Reading}};
+handle_info({tree_cpu, Reader, Reading}, St = #st{tree_reader = Reader, prev = Prev}) ->
+    %% The first reading is also the previous snapshot's when it had none
+    %% (the baseline is taken before the reader's first walk ends): the
+    %% tree's cores are over the time between readings (tree_t), so the
+    %% first sample has them too.
+    Prev1 = case is_map_key(tree_cpu_us, Prev) orelse not is_map_key(t, Prev) of
+                true -> Prev;
+                false -> maps:merge(Prev, maps:from_list(tree_reading(Reading)))
+            end,
+    {noreply, St#st{tree_reading = Reading, prev = Prev1}};
 handle_info({nodedown, Node}, St = #st{node = Node, down = false}) ->
     {noreply, went_down(St#st{timer = undefined}, noconnection)};
 handle_info({'EXIT', _, Reason}, St) ->
@@ -493,7 +507,7 @@ raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root
                    end},
     %% Machine-wide counters only when the node runs on this host; the
     %% tree's CPU (the node's VM with beamlab's own tree) is the reader's
-    %% latest reading (start_tree_reader/4), with the time it was made.
+    %% latest reading (start_tree_reader/3), with the time it was made.
     Os = case OsPid of
              undefined -> [];
              _ -> [{os_cpu_us, beamlab_runtime_probe:process_cpu_us(Root, OsPid)},
@@ -505,7 +519,8 @@ raw(#st{node = Node, snapshot = Exprs, rates = Rates, msacc = Msacc, root = Root
         true -> M1#{msacc => msacc_sum(MsaccRaw)};
         false -> M1
     end;
-raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tracker, prev = Prev}, Full, _Until) ->
+raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tracker, tree_reading = Reading},
+    Full, _Until) ->
     {Reds, _} = erlang:statistics(reductions),
     {GCs, _, _} = erlang:statistics(garbage_collection),
     {{input, In}, {output, Out}} = erlang:statistics(io),
@@ -532,11 +547,8 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tr
           {cgroup, beamlab_runtime_probe:cgroup_cpu_stat_at(Cgroup)},
           {cpu_times, beamlab_runtime_probe:cpu_times(Root)},
           {load, beamlab_runtime_probe:loadavg(Root)}],
-    %% beamlab's own process tree (this VM, its peers, its private
-    %% broker; with BEAMLAB_TREE the VM that started this one): what
-    %% `machine_overloaded' never counts as others
-    Tree = tree(Root, [os:getpid()], maps:get(tree, Prev, undefined)),
-    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ tree_reading(Tree))),
+    %% (the tree's CPU: the reader's latest reading, start_tree_reader/3)
+    M1 = maps:merge(M, maps:from_list([{K, V} || {K, {ok, V}} <- Os] ++ tree_reading(Reading))),
     case Msacc of
         true -> M1#{msacc => msacc_totals()};
         false -> M1
@@ -544,26 +556,28 @@ raw(#st{rates = Rates, msacc = Msacc, root = Root, cgroup = Cgroup, tracker = Tr
 
 %% The CPU time of the trees of `Pids' (beamlab_runtime_probe:tree_cpu/4)
 %% and when it was read (the tree has its own clock: a reading can take
-%% long on a loaded machine, or come from the reader), with the tree's
-%% pids kept from the previous reading: every process of /proc is read
-%% at most once every 10 s.
+%% long on a loaded machine), with the tree's pids (the reader keeps them
+%% for its next reading: every process of /proc is read at most once
+%% every 10 s).
 tree(Root, Pids, Tree0) ->
     case beamlab_runtime_probe:tree_cpu(Root, Pids, beamlab_runtime_probe:tree_root(), Tree0) of
-        {ok, Us, Tree} -> {Us, now_ms(), Tree};
-        {error, _} -> none
+        {ok, Us, Tree} -> {{Us, now_ms()}, Tree};
+        {error, _} -> {none, Tree0}
     end.
 
 %% A reading's fields of a raw snapshot.
 tree_reading(none) -> [];
-tree_reading({Us, T, Tree}) -> [{tree_cpu_us, Us}, {tree_t, T}, {tree, Tree}].
+tree_reading({Us, T}) -> [{tree_cpu_us, Us}, {tree_t, T}].
 
-%% The watched node's VM with beamlab's own tree (this VM, its peers:
-%% `amqp --watch''s load generators) read by a process of its own, every
-%% interval a quarter interval before the sample: a full walk of /proc
-%% takes seconds on a loaded machine (157 processes beside 8 busy ones:
-%% 1.8 s), and a sampler waiting for it misses its ticks and does not
-%% answer last/1 (`amqp --watch''s lines). Each reading goes to the
-%% sampler (`{tree_cpu, Reader, Reading}'); the reader ends with it.
+%% beamlab's own tree (this VM, its peers, its private broker; a watched
+%% node's VM with it: `amqp --watch''s load generators) read by a process
+%% of its own, every interval a quarter interval before the sample, for
+%% this VM's sampler as for a watched node's: a full walk of /proc takes
+%% seconds on a loaded machine (157 processes beside 8 busy ones: 1.8 s),
+%% and a sampler waiting for it misses its ticks (and does not answer
+%% last/1: `amqp --watch''s lines). Each reading goes to the sampler
+%% (`{tree_cpu, Reader, {CpuUs, At}}': only what it uses, not the walk's
+%% pid maps, ~900 bytes at 77 processes); the reader ends with it.
 start_tree_reader(Root, Pids, #st{t0 = T0, interval = I}) ->
     Sampler = self(),
     spawn(fun() ->
@@ -573,16 +587,30 @@ start_tree_reader(Root, Pids, #st{t0 = T0, interval = I}) ->
           end).
 
 tree_reader(Sampler, Mon, Root, Pids, At, I, Tree0) ->
-    Reading = tree(Root, Pids, Tree0),
+    {Reading, Tree} = tree(Root, Pids, Tree0),
     Sampler ! {tree_cpu, self(), Reading},
-    %% the next reading at the first of its ticks still ahead
+    %% the next reading at the first of its ticks still ahead, or at once
+    %% for the last sample (fresh_tree/1)
     Now = now_ms(),
     Next = At + ((Now - At) div I + 1) * I,
     receive
-        {'DOWN', Mon, process, Sampler, _} -> ok
+        {'DOWN', Mon, process, Sampler, _} -> ok;
+        {read_now, Sampler} -> tree_reader(Sampler, Mon, Root, Pids, At, I, Tree)
     after Next - Now ->
-            tree_reader(Sampler, Mon, Root, Pids, At, I,
-                        case Reading of {_, _, T} -> T; none -> undefined end)
+            tree_reader(Sampler, Mon, Root, Pids, At, I, Tree)
+    end.
+
+%% The last sample (the run stopped between two ticks) with a reading of
+%% its own, as every other one: asked of the reader and awaited for at
+%% most half an interval (never past the deadline); without it the sample
+%% has no tree figure.
+fresh_tree(St = #st{tree_reader = undefined}) ->
+    St;
+fresh_tree(St = #st{tree_reader = Reader, interval = I, deadline = Deadline}) ->
+    Reader ! {read_now, self()},
+    receive
+        {tree_cpu, Reader, Reading} -> St#st{tree_reading = Reading}
+    after min(I div 2, left(Deadline)) -> St
     end.
 
 ets_bytes(_, undefined) -> #{};

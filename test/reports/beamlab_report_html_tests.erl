@@ -122,4 +122,85 @@ amqp_interval_ends_test() ->
     ?assertEqual({[1, 2, 3, 4], [500.0, 1000.0, 1500.0, 4000.0], 0}, Sent(Doc(none))),
     %% The ends are the samples' time axis, not a series of their own.
     #{runs := [#{series := All}]} = beamlab_report_html:model([{<<"a">>, Doc([1.02, 2.01, 3.0, 3.5])}]),
-    ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]).
+    ?assertEqual([<<"sent (msg/s)">>], [N || #{name := N} <- All]),
+    %% A run that says when its load started (0.4 s after the run, the
+    %% origin of its telemetry and the watched broker's): its intervals on
+    %% the run's clock, with the broker's series and heatmap (#35).
+    Broker = #{t_ms => [1000, 2000, 3000], util => [10, 20, 30], run_queue => [0, 1, 0],
+               reductions_per_s => [1, 2, 3], util_schedulers => [[10], [20], [30]]},
+    Watched = fun(D) ->
+                      beamlab_result:set(extra, (maps:get(extra, D, #{}))#{load_start_ms => 400,
+                                                                           broker => #{telemetry => Broker}}, D)
+              end,
+    #{runs := [#{series := WS, heatmaps := WH}]} =
+        beamlab_report_html:model([{<<"a">>, Watched(Doc([1.02, 2.01, 3.0, 3.5]))}]),
+    [{SentT, SentClock}] = [{T, C} || #{name := <<"sent (msg/s)">>, t := T, clock := C} <- WS],
+    ?assertEqual({[1.42, 2.41, 3.4], <<"run">>}, {SentT, SentClock}),
+    ?assertEqual([{[1.0, 2.0, 3.0], <<"run">>}], [{T, C} || #{name := <<"broker util">>, t := T, clock := C} <- WS]),
+    ?assertEqual([<<"run">>], [C || #{clock := C} <- WH]),
+    %% (an older document: the load's clock, the broker's series on it unshifted)
+    #{runs := [#{series := OS}]} =
+        beamlab_report_html:model([{<<"a">>, beamlab_result:set(extra, #{broker => #{telemetry => Broker}},
+                                                                Doc([1.02, 2.01, 3.0, 3.5]))}]),
+    ?assertEqual([[1.02, 2.01, 3.0]], [T || #{name := <<"sent (msg/s)">>, t := T} = S <- OS, not is_map_key(clock, S)]).
+
+%% #35: a run's samples and its telemetry on one clock: each sample at
+%% its end (`sample_end_ms', ms since the run started: rounds rotate two
+%% jobs, so the second job's first sample ended after the first job's)
+%% and the telemetry at its `t_ms', both marked `run', so the page draws
+%% them on one axis of seconds since the run started. An older document
+%% (no `sample_end_ms') keeps the k-th sample at k durations and no
+%% shared clock.
+run_clock_test() ->
+    Doc = fun(Ends) ->
+                  Bench = fun(Name, E) ->
+                                  Extra = case E of none -> #{}; _ -> #{sample_end_ms => E} end,
+                                  beamlab_result:benchmark(Name, [300, 330, 310],
+                                                           #{params => #{<<"sample">> => #{<<"duration_ms">> => 300}}, unit => iterations,
+                                                             extra => Extra})
+                          end,
+                  {E1, E2} = case Ends of none -> {none, none}; {A, B} -> {A, B} end,
+                  beamlab_result:add_benchmarks(
+                    telemetry_doc(#{t_ms => [1000, 2000], run_queue => [1, 2],
+                                    run_queues => [[1], [2]]}),
+                    [Bench(<<"a">>, E1), Bench(<<"b">>, E2)])
+          end,
+    Model = fun(D) ->
+                    #{runs := [#{series := Series, heatmaps := Hms}]} = beamlab_report_html:model([{<<"r">>, D}]),
+                    {maps:from_list([{N, {T, maps:get(clock, S, null)}} || #{name := N, t := T} = S <- Series]),
+                     [maps:get(clock, H, null) || H <- Hms]}
+            end,
+    {New, NewHm} = Model(Doc({[310, 1250, 1560], [620, 940, 1870]})),
+    ?assertEqual({[0.31, 1.25, 1.56], <<"run">>}, maps:get(<<"a (iterations/s)">>, New)),
+    ?assertEqual({[0.62, 0.94, 1.87], <<"run">>}, maps:get(<<"b (iterations/s)">>, New)),
+    ?assertEqual({[1.0, 2.0], <<"run">>}, maps:get(<<"run_queue">>, New)),
+    ?assertEqual([<<"run">>], NewHm),
+    %% the ends are the samples' time axis, not a series of their own
+    ?assertEqual([<<"a (iterations/s)">>, <<"b (iterations/s)">>, <<"run_queue">>], lists:sort(maps:keys(New))),
+    {Old, OldHm} = Model(Doc(none)),
+    ?assertEqual({[0.3, 0.6, 0.9], null}, maps:get(<<"a (iterations/s)">>, Old)),
+    ?assertEqual({[0.3, 0.6, 0.9], null}, maps:get(<<"b (iterations/s)">>, Old)),
+    ?assertEqual({[1.0, 2.0], null}, maps:get(<<"run_queue">>, Old)),
+    ?assertEqual([null], OldHm).
+
+%% #35: the Runs table counts a matrix's benchmarks, not its benchmark x
+%% configuration entries: one benchmark in two configurations is "1 in 2
+%% configurations" (it said "benchmarks 2"); any other run counts its own.
+counted_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Runner = fun(_, _Argv) ->
+                     {ok, #{exit => 0, env => #{},
+                            result => #{benchmarks => [#{name => <<"x">>, unit => <<"ns">>, better => <<"lower">>,
+                                                         samples => [10.0, 11.0]}]}}}
+             end,
+    {ok, Matrix} = beamlab_env_matrix:run(#{configs => Cs, command => ["run", "x"], repeat => 2, argv => ["matrix"],
+                                            started_at => <<"2026-01-01T00:00:00Z">>,
+                                            inner => {erlang, error, [not_called]}},
+                                          #{runner => Runner}),
+    ?assertEqual(2, length(maps:get(benchmarks, Matrix))),
+    Counted = fun(Doc) -> #{runs := [#{counted := C}]} = beamlab_report_html:model([{<<"a">>, Doc}]), C end,
+    ?assertEqual(#{benchmarks => 1, configurations => 2}, Counted(Matrix)),
+    Bench = beamlab_result:add_benchmarks(telemetry_doc(#{}),
+                                          [beamlab_result:benchmark(N, [1.0, 2.0], #{unit => <<"ns">>, better => lower})
+                                           || N <- [<<"a">>, <<"b">>]]),
+    ?assertEqual(#{benchmarks => 2}, Counted(Bench)).

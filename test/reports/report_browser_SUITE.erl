@@ -15,7 +15,7 @@
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
-         amqp_run_charts/1, cpu_metric_charts/1]).
+         amqp_run_charts/1, cpu_metric_charts/1, run_clock_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -26,7 +26,7 @@ groups() ->
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart,
-                        amqp_run_charts, cpu_metric_charts]}].
+                        amqp_run_charts, cpu_metric_charts, run_clock_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -419,7 +419,8 @@ timeseries_chart(Config) ->
     [Util] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"VM telemetry util</figcaption>">>) =/= nomatch],
     %% The title names what ran and the measure.
     ?assertEqual([<<"lists:seq(1, 100).: VM telemetry util">>], captions(Util)),
-    ?assertEqual([<<"seconds">>], texts(Util, <<"label x-label">>)),
+    %% (the run's samples and telemetry share its clock: #35)
+    ?assertEqual([<<"s since the run started">>], texts(Util, <<"label x-label">>)),
     ?assertEqual([<<"%">>], texts(Util, <<"label y-label">>)),
     ?assertEqual(1, count(Util, <<"class=\"finding-mark\"">>)),
     %% Shaded over the interval the finding states: 0.5 s to its last
@@ -466,6 +467,67 @@ timeseries_chart(Config) ->
     ?assertEqual(nomatch, binary:match(WholeFig, <<"left out">>)),
     ?assertNotEqual(nomatch, binary:match(CutFig, <<"the last interval, shorter than the others">>)).
 
+%% #35: a run's samples over time and its telemetry on one clock, the
+%% run's start: stacked, the same instant at the same x. Two benchmarks
+%% (their rounds rotate, so the second's samples did not end at k
+%% durations): each sample chart, the telemetry charts and the scheduler
+%% heatmap share the axis (range and pixels) titled `s since the run
+%% started'; the first sample of each benchmark and the first telemetry
+%% point are drawn at the x of their time in the document.
+run_clock_chart(Config) ->
+    F = run(Config, "run-clock", ["lists:seq(1, 100).", "lists:seq(1, 1000).", "-d", "300", "-s", "6", "-v"]),
+    {ok, #{benchmarks := Bs, telemetry := #{<<"t_ms">> := [T1 | _] = Ts}}} = beamlab_result:load(F),
+    Ends = [maps:get(<<"sample_end_ms">>, maps:get(extra, B)) || B <- Bs],
+    ct:log("sample ends ~p~ntelemetry ~p", [Ends, Ts]),
+    %% The samples' ends and the telemetry count from one origin: every
+    %% sample ended before the telemetry's last point (taken when sampling
+    %% had stopped), and the rounds alternate the jobs.
+    [[A1 | _] = EA, [B1 | _]] = Ends,
+    ?assert(lists:max(lists:append(Ends)) =< lists:last(Ts)),
+    ?assert(A1 < B1 andalso B1 < lists:nth(2, EA)),
+    Dom = report(Config, "run-clock", [F]),
+    [_, Timeline] = binary:split(Dom, <<"<section id=\"timeline\"">>),
+    Axis = fun(Fig) ->
+                   [Lo] = attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-lo">>),
+                   [Hi] = attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-hi">>),
+                   [Px] = attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-px">>),
+                   {Lo, Hi, Px}
+           end,
+    %% The x of an instant (s) on that axis, and where a chart's line starts.
+    At = fun({Lo, Hi, Px}, Sec) ->
+                 [P0, P1] = [num(X) || X <- binary:split(Px, <<" ">>)],
+                 P0 + (Sec - num(Lo)) / (num(Hi) - num(Lo)) * (P1 - P0)
+         end,
+    Start = fun(Fig) ->
+                    [D | _] = attrs(Fig, <<"path">>, <<"series">>, <<"d">>),
+                    {match, [X]} = re:run(D, <<"^M([0-9.]+),">>, [{capture, all_but_first, binary}]),
+                    num(X)
+            end,
+    Fig = fun(Caption) ->
+                  [G] = [S || S <- figures(Timeline, <<"timeseries">>), binary:match(S, Caption) =/= nomatch],
+                  G
+          end,
+    Util = Fig(<<"VM telemetry util</figcaption>">>),
+    Samples = [Fig(<<"<figcaption>", Code/binary, " (iterations/s)</figcaption>">>)
+               || Code <- [<<"lists:seq(1, 100).">>, <<"lists:seq(1, 1000).">>]],
+    Shared = Axis(Util),
+    [?assertEqual(Shared, Axis(S)) || S <- Samples],
+    [?assertEqual([<<"s since the run started">>], texts(S, <<"label x-label">>)) || S <- [Util | Samples]],
+    %% the heatmaps below them (utilisation, run queues): the same range and pixels
+    {match, Heatmaps} = re:run(Timeline, <<"class=\"chart heatmap\" data-x-lo=\"([^\"]*)\" data-x-hi=\"([^\"]*)\" "
+                                                    "data-x-ticks=\"[^\"]*\" data-x-px=\"([^\"]*)\"">>,
+                                        [global, {capture, all_but_first, binary}]),
+    ?assertNotEqual([], Heatmaps),
+    [?assertEqual(Shared, {HLo, HHi, HPx}) || [HLo, HHi, HPx] <- Heatmaps],
+    ?assert(abs(Start(Util) - At(Shared, T1 / 1000)) < 0.6),
+    [?assert(abs(Start(S) - At(Shared, E / 1000)) < 0.6) || {S, E} <- lists:zip(Samples, [A1, B1])].
+
+num(B) ->
+    case string:to_float(B) of
+        {F, _} when is_float(F) -> F;
+        _ -> float(binary_to_integer(B))
+    end.
+
 %% A matrix over schedulers: the verdict table first, one chart of every
 %% configuration's repetitions per benchmark, and the scaling chart.
 matrix_chart(Config) ->
@@ -477,11 +539,16 @@ matrix_chart(Config) ->
     ?assert(TablePos < ChartPos),
     [Fig] = figures(Dom, <<"matrix">>),
     ?assertEqual([<<"lists:seq(1, 300). (iterations/s) per configuration">>], captions(Fig)),
+    [Sub] = subtitles(Fig),
+    ?assertNotEqual(nomatch, binary:match(Sub, <<"; dots: repetitions (one fresh VM\x{2019}s mean each), bar: their mean, "/utf8>>), Sub),
     ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>], attrs(Fig, <<"g">>, <<"interval-row">>, <<"data-row">>)),
     %% Iterations per 100 ms sample as a rate, as the command line prints it.
     ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label x-label">>)),
     [Table] = [T || [T] <- re_all(Dom, <<"(<table class=\"matrix-table\">.*?</table>)">>)],
     ?assertEqual(2, count(Table, <<"iterations/s">>)),
+    %% #35: the Runs table counts one benchmark, in two configurations
+    [Runs] = [R || [R] <- re_all(Dom, <<"(<section id=\"runs\".*?</table>)">>)],
+    ?assertNotEqual(nomatch, binary:match(Runs, <<"<td>1 in 2 configurations</td>">>)),
     %% Fresh-VM repetitions are not time: no chart over seconds of them.
     ?assertEqual([], figures(Dom, <<"timeseries">>)),
     %% Three fresh VMs per configuration (an interval needs three values).
@@ -732,7 +799,8 @@ amqp_charts(Config, F) ->
                  lists:sort(Results)),
     [SentFig] = [S || S <- figures(Dom, <<"timeseries">>), captions(S) =:= [<<"amqp: sent (msg/s)">>]],
     ?assertEqual([<<"msg/s">>], texts(SentFig, <<"label y-label">>)),
-    ?assertEqual([<<"seconds">>], texts(SentFig, <<"label x-label">>)),
+    %% (its intervals on the run's clock: they say when the load started, #35)
+    ?assertEqual([<<"s since the run started">>], texts(SentFig, <<"label x-label">>)),
     [Line] = attrs(SentFig, <<"path">>, <<"series">>, <<"d">>),
     ?assertEqual(3, count(Line, <<"M">>) + count(Line, <<"L">>)),
     ?assertNotEqual(nomatch, binary:match(SentFig, <<"the last interval, shorter than the others">>)),
@@ -757,7 +825,7 @@ cpu_metric_charts(Config) ->
          {match, [U]} = re:run(Title, <<"^lists:seq\\(1, 1000\\)\\.: CPU time per iteration \\(", Unit/binary, "\\)$">>,
                                [{capture, all_but_first, binary}]),
          ?assertEqual([<<"CPU time per iteration (", U/binary, ")">>],
-                      (texts(C, <<"label x-label">>) -- [<<"seconds">>]) ++ texts(C, <<"label y-label">>))
+                      (texts(C, <<"label x-label">>) -- [<<"seconds">>, <<"s since the run started">>]) ++ texts(C, <<"label y-label">>))
      end || C <- Cards],
     %% (the comparison's row names the measure its values are in)
     ?assertNotEqual(nomatch, binary:match(Dom, <<"<td>lists:seq(1, 1000). (CPU time per iteration)</td>">>)),
@@ -777,6 +845,10 @@ cpu_metric_charts(Config) ->
     {match, [MU]} = re:run(MTitle, <<"^lists:seq\\(1, 300\\)\\.: CPU time per iteration \\(", Unit/binary, "\\) per configuration$">>,
                            [{capture, all_but_first, binary}]),
     ?assertEqual([<<"CPU time per iteration (", MU/binary, ")">>], texts(MFig, <<"label x-label">>)),
+    %% each dot is a fresh VM's fastest sample (beamlab_result_compare:vm_level/1)
+    [MSub] = subtitles(MFig),
+    ?assertNotEqual(nomatch, binary:match(MSub, <<"; dots: repetitions (one fresh VM\x{2019}s fastest sample each), bar: their mean, "/utf8>>), MSub),
+    ?assertNotEqual(nomatch, binary:match(MDom, <<"each value the mean of fresh VMs\x{2019} fastest samples"/utf8>>)),
     ?assertEqual([], figures(MDom, <<"scaling">>)).
 
 flame_cards(Dom) ->
@@ -943,6 +1015,10 @@ figures(Dom, Kind) ->
 %% The text of every figure caption.
 captions(Bin) ->
     [T || [T] <- re_all(Bin, <<"<figcaption>([^<]*)</figcaption>">>)].
+
+%% The text of every card's subtitle (the line under its caption).
+subtitles(Bin) ->
+    [T || [T] <- re_all(Bin, <<"</figcaption><div class=\"muted\">([^<]*)</div>">>)].
 
 %% The x axis' tick labels.
 xticks(Bin) ->

@@ -662,8 +662,11 @@ cli_verbose_peers_are_own(Config) ->
     #{<<"tree_cpu_cores">> := Tree, <<"os_cpu_cores">> := Vm} = T,
     ct:log("tree ~p~nVM ~p~nfindings ~p", [Tree, Vm, maps:get(findings, Doc)]),
     ?assertEqual(length(Vm), length(Tree)),
-    ?assert(lists:all(fun({A, B}) -> A >= B end, lists:zip(Tree, Vm))),
-    ?assert(lists:sum(Tree) > lists:sum(Vm)),
+    %% (a sample the tree's reader was late for has no tree figure)
+    Both = [{A, B} || {A, B} <- lists:zip(Tree, Vm), is_number(A), is_number(B)],
+    ?assertNotEqual([], Both),
+    ?assert(lists:all(fun({A, B}) -> A >= B end, Both)),
+    ?assert(lists:sum([A || {A, _} <- Both]) > lists:sum([B || {_, B} <- Both])),
     [?assertNotEqual(nomatch, string:find(E, "beamlab's own processes'"))
      || #{id := <<"machine_overloaded">>, evidence := E} <- maps:get(findings, Doc),
         string:find(E, "other processes") =/= nomatch].

@@ -164,6 +164,10 @@ amqp_watch_records_broker(_Config) ->
         ?assert(lists:sum(maps:get(<<"reductions_per_s">>, T)) > 0),
         ?assertMatch(#{<<"schedulers">> := #{<<"online">> := _}}, maps:get(<<"env">>, Broker)),
         ?assert(length(Bs) >= 2),
+        %% The load started after the run (the origin of the broker's
+        %% `t_ms'), before the broker's last sample (#35).
+        #{<<"load_start_ms">> := LoadStart} = maps:get(<<"extra">>, json(R)),
+        ?assert(LoadStart >= 0 andalso LoadStart < lists:last(maps:get(<<"t_ms">>, T))),
         %% The report draws the broker's heatmap.
         {ok, Doc} = beamlab_result:from_json(json(R)),
         {ok, Html} = beamlab_report_html:render([{<<"amqp">>, Doc}]),
@@ -275,6 +279,9 @@ browser_check(Html) ->
             {match, Charts} = re:run(Timeline, <<"<figure class=\"card\" data-kind=\"timeseries\">.*?"
                                                  "<svg class=\"chart\"[^>]*data-x-lo=\"([^\"]*)\" data-x-hi=\"([^\"]*)\""
                                                  "(.*?)</svg>">>, Capture),
+            %% and the same pixels: stacked, an instant at the same x in each
+            {match, Pixels} = re:run(Timeline, <<"data-x-px=\"([^\"]*)\"">>, Capture),
+            ?assertMatch([_], lists:usort(Pixels)),
             ct:log("heatmap ~ts..~ts (~ts); charts ~p", [Lo, Hi, Ticks, [{L, H} || [L, H, _] <- Charts]]),
             ?assert(length(Charts) >= 3),
             [begin
