@@ -58,11 +58,18 @@
 #   BEAMLAB    the escript (default ./beamlab)
 # Prints after every iteration its time and, per cell, the counts so far
 # (false faster/slower of the A/A cells, catches of the planted ones),
-# and a summary at the end (also when interrupted); exits 0 whatever the counts (numbers are
+# and a summary at the end; a stop signal (INT, TERM) stops the running
+# command at once (beamlab stops its fresh VMs) and prints the summary of
+# the completed iterations (the interrupted one's verdicts are left out, so
+# every cell keeps the same N; with KEEP they go to DIR/interrupted), then
+# exits 130. Otherwise exits 0 whatever the counts (numbers are
 # recorded, not asserted: docs/statistics.md says under which conditions
 # they were measured), non-zero only when the harness itself fails. Run
 # from the repository root after `make'.
 set -eu
+# the summary's stdout, whatever a measuring command's redirection is when
+# a stop signal's trap runs inside it
+exec 8>&1
 ROOT=$(pwd)
 BEAMLAB=$(realpath "${BEAMLAB:-./beamlab}" 2>/dev/null || echo ./beamlab)
 [ -x "$BEAMLAB" ] || { echo "aa: $BEAMLAB is not built: run make first (from the repository root)" >&2; exit 2; }
@@ -93,6 +100,7 @@ V=${KEEP:-$DIR/v}
 mkdir -p "$V"
 COMPETITORS=""
 DONE=0
+CHILD=""
 cleanup() {
     for p in $COMPETITORS; do kill "$p" 2>/dev/null || true; done
     rm -rf "$DIR"
@@ -141,6 +149,45 @@ use_metric() {
     case $M in time) MOPT=""; TAG="";; *) MOPT="--metric $M"; TAG="-$M";; esac
 }
 
+# measure [-C DIR] COMMAND...: every command that measures runs in the
+# background and is waited for: sh runs a trap only once the foreground
+# command has ended (a whole matrix), but interrupts `wait' at once.
+measure() {
+    if [ "$1" = -C ]; then (cd "$2" && shift 2 && exec "$@" 8>&-) & else "$@" 8>&- & fi
+    CHILD=$!
+    st=0
+    wait "$CHILD" || st=$?
+    CHILD=""
+    return "$st"
+}
+
+# The stop: beamlab ends on SIGTERM (its launcher forwards it, the VM
+# stops its fresh VMs and saves what it measured); SIGINT would not reach
+# it, as sh starts background commands with SIGINT ignored.
+stop_child() {
+    [ -n "$CHILD" ] || return 0
+    kill -TERM "$CHILD" 2>/dev/null || true
+    wait "$CHILD" 2>/dev/null || true
+}
+
+# Each cell's verdict count when the running iteration began (mark), and
+# the cells cut back to it (unmark) when a stop interrupts that iteration.
+mark() {
+    for f in "$V"/*; do
+        [ -f "$f" ] && [ "${f##*/}" != load ] && [ "${f##*/}" != interrupted ] && echo "${f##*/} $(grep -c '' "$f")"
+    done > "$DIR/marks" || true
+}
+unmark() {
+    [ -f "$DIR/marks" ] || return 0
+    for f in "$V"/*; do
+        c=${f##*/}
+        [ -f "$f" ] && [ "$c" != load ] && [ "$c" != interrupted ] || continue
+        n=$(awk -v c="$c" '$1 == c {print $2}' "$DIR/marks")
+        [ -z "${KEEP:-}" ] || tail -n +$((${n:-0} + 1)) "$f" | sed "s/^/$c /" >> "$V/interrupted"
+        if [ -n "$n" ]; then head -n "$n" "$f" > "$DIR/cut" && cat "$DIR/cut" > "$f"; else rm -f "$f"; fi
+    done
+}
+
 # verdicts, report, cells (the counting, shared with bench/aa_recompute.sh)
 . "$ROOT/bench/aa_lib.sh"
 
@@ -151,8 +198,8 @@ verify_work() {
     for z in 0 $SIZES $CHECK_SIZES; do
         case " $seen " in *" $z "*) continue;; esac
         seen="$seen $z"
-        r=$("$BEAMLAB" "$(code "$z")" -s 1 -d 10 -w 0 --reductions 2>/dev/null |
-            sed -n 's/^ *reductions: \([0-9.]*\) per iteration.*/\1/p')
+        measure "$BEAMLAB" "$(code "$z")" -s 1 -d 10 -w 0 --reductions > "$DIR/work" 2>/dev/null || true
+        r=$(sed -n 's/^ *reductions: \([0-9.]*\) per iteration.*/\1/p' "$DIR/work")
         [ -n "$r" ] || { echo "aa: could not measure the reductions of the +$z% code" >&2; exit 1; }
         [ -n "$base" ] || base=$r
         ratio=$(awk -v a="$r" -v b="$base" 'BEGIN {printf "%.4f", a / b}')
@@ -169,7 +216,7 @@ summary() {
         END {printf "== load average after each iteration: mean %.2f (%.2f..%.2f, %d iterations)\n", s / NR, lo, hi, NR}' "$V/load"
     cells "$SCENARIOS" "$METRIC"
 }
-trap 'summary; cleanup; exit 130' INT TERM
+trap 'stop_child; unmark; summary >&8; cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
 echo "beamlab A/A and power: N=$N per cell, $condition, $REPEAT fresh VMs per run (compare, matrix), metric(s): $METRIC"
@@ -177,7 +224,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 verify_work
 
 matrix_run() { # OUT.json SIZE
-    "$BEAMLAB" matrix --vm '+S 2' -n "$REPEAT" $MOPT --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
+    measure "$BEAMLAB" matrix --vm '+S 2' -n "$REPEAT" $MOPT --save "$1" -- "$(code "$2")" $RUN_OPTS >/dev/null 2>&1
 }
 
 iteration_compare() {
@@ -185,7 +232,7 @@ iteration_compare() {
     [ -f "$D/a.json" ] || matrix_run "$D/a.json" 0
     for z in $SIZES 0; do
         matrix_run "$D/b-$z.json" "$z"
-        "$BEAMLAB" compare "$D/a.json" "$D/b-$z.json" --format csv > "$D/c.csv"
+        measure "$BEAMLAB" compare "$D/a.json" "$D/b-$z.json" --format csv > "$D/c.csv"
         verdicts "$D/c.csv" >> "$V/compare$TAG-$z"
         # with KEEP, the pair stays (the verdicts can be recomputed later)
         [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/compare$TAG-$z-$i" && cp "$D/a.json" "$D/b-$z.json" "$V/runs/compare$TAG-$z-$i/"; }
@@ -196,7 +243,7 @@ iteration_compare() {
 # The history's window: runs w1..w(HISTORY-1), oldest first (names sort
 # by time: compare DIR orders runs by their start).
 hist_run() { # OUT SIZE
-    "$BEAMLAB" "$(code "$2")" $RUN_OPTS $MOPT --save "$1" >/dev/null 2>&1
+    measure "$BEAMLAB" "$(code "$2")" $RUN_OPTS $MOPT --save "$1" >/dev/null 2>&1
 }
 iteration_history() {
     mkdir -p "$D/w"
@@ -219,7 +266,7 @@ iteration_history() {
         last=$D/h/$(date +%s%N).json
         hist_run "$last" "$z"
         [ "$z" = 0 ] || cp "$last" "$D/p-$z.json"
-        "$BEAMLAB" compare "$D/h" --format csv > "$D/c.csv"
+        measure "$BEAMLAB" compare "$D/h" --format csv > "$D/c.csv"
         verdicts "$D/c.csv" | tail -n 1 >> "$V/history$TAG-$z"
         # with KEEP, the runs stay (the verdicts can be recomputed later)
         [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs/history$TAG-$z-$i" && cp "$D"/h/*.json "$V/runs/history$TAG-$z-$i/"; }
@@ -234,8 +281,8 @@ iteration_matrix() {
         -- "$(code 0)" $RUN_OPTS > "$D/m.csv" 2>/dev/null
     [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$D/m.json" "$V/runs/matrix$TAG-0-$i.json"; }
     # the second configuration's row: the first is the baseline
-    # (names hold commas; the verdict is third from the end: partial, started_at follow)
-    tail -n +3 "$D/m.csv" | tr -d '\r' | awk -F, '{print $(NF-2)}' >> "$V/matrix$TAG-0"
+    # (names hold commas; the verdict is fourth from the end: partial, started_at, vm_value follow)
+    tail -n +3 "$D/m.csv" | tr -d '\r' | awk -F, '{print $(NF-3)}' >> "$V/matrix$TAG-0"
 }
 
 # A sample rebar3 project (bench/check_false_alarms.sh's); its second
@@ -265,7 +312,7 @@ iteration_check() {
         build=""
         if [ -f "$P/.built" ]; then build=--no-build; else check_project "$P" "$z"; fi
         rm -f "$D/run.json"
-        (cd "$P" && "$BEAMLAB" check --against HEAD~1 $CHECK_OPTS $MOPT $build --save "$D/run.json" >/dev/null 2>&1) || true
+        measure -C "$P" "$BEAMLAB" check --against HEAD~1 $CHECK_OPTS $MOPT $build --save "$D/run.json" >/dev/null 2>&1 || true
         if [ -s "$D/run.json" ]; then
             touch "$P/.built"
             [ -z "${KEEP:-}" ] || { mkdir -p "$V/runs" && cp "$D/run.json" "$V/runs/check$TAG-$z-$i.json"; }
@@ -293,6 +340,7 @@ while [ "$i" -le "$N" ]; do
         echo "aa: UNTIL $UNTIL reached after $DONE iteration(s)"; break
     fi
     t0=$(date +%s)
+    mark
     took=""
     for s in $SCENARIOS; do
         for m in $METRIC; do

@@ -863,6 +863,13 @@
     return run.label + (run.commit ? ' (' + run.commit.slice(0, 7) + (run.dirty ? '+' : '') + ')' : '');
   }
 
+  // The Runs table's benchmarks: a matrix's in its configurations
+  // ("1 in 2 configurations"), not one per benchmark and configuration.
+  function countText(r) {
+    var c = r.counted || { benchmarks: r.benchmarks.length };
+    return isNum(c.configurations) ? c.benchmarks + ' in ' + c.configurations + (c.configurations === 1 ? ' configuration' : ' configurations')
+                                   : c.benchmarks;
+  }
   function overview() {
     var g = section('runs', 'Runs');
     if (data.history && data.history.runs.length > data.runs.length)
@@ -872,7 +879,7 @@
       return [h('td', {}, [h('i', { 'class': 'swatch', style: 'background:' + color(i) })]),
               h('td', {}, [r.label, r.partial ? h('span', { 'class': 'badge warning' }, ['partial']) : null]),
               r.kind, r.started_at, r.commit ? r.commit.slice(0, 10) + (r.dirty ? ' (dirty)' : '') : '-',
-              r.benchmarks.length, (r.command || []).join(' ')];
+              countText(r), (r.command || []).join(' ')];
     })));
     // --ci: what ended each run (confident, or the budget spent first).
     data.runs.forEach(function (r) {
@@ -1041,7 +1048,10 @@
                    [own, h('br'), h('span', { 'class': 'muted' }, [v])].concat(could));
         }));
       });
-      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline + '; ' +
+      // what a value is (a fresh VM's mean, for CPU time its fastest sample)
+      var values = m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+      g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline +
+        '; each value the mean of fresh VMs' + String.fromCharCode(8217) + ' ' + values.join(' or ') + 's; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
         table(head, rows, 'matrix-table')]));
       // A preset's scenarios (their loads differ) each get their own chart.
@@ -1052,7 +1062,8 @@
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
           intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + (row.measure ? ': ' + row.measure : '') + ' ({unit}) per configuration',
-                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM each), bar: mean, whiskers: ' +
+                        run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM' + String.fromCharCode(8217) + 's ' +
+                        (row.value || 'mean') + ' each), bar: their mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,
                         cells.map(function (c) {
                           var i = configs.indexOf(c.config);

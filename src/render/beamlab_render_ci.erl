@@ -28,13 +28,20 @@
                      n => non_neg_integer(), median => number(),
                      %% the benchmark's verdict against its baseline (a
                      %% matrix's configurations, a run's jobs), in words
-                     verdict => binary()}.
+                     verdict => binary(),
+                     %% a matrix's: what each of its n values is, one per
+                     %% fresh VM (beamlab_result_compare:vm_level/1)
+                     vm_level => mean | fastest}.
 -export_type([measure/0]).
 
 %% @doc Every measure of the document, in benchmark order.
 -spec measures(beamlab_result:result()) -> [measure()].
 measures(#{benchmarks := Bs} = Doc) ->
-    lists:append([bench_measures(B, benchmark(B, Doc)) || B <- Bs]).
+    Matrix = is_map_key(<<"configs">>, maps:get(extra, Doc, #{})),
+    lists:append([case bench_measures(B, benchmark(B, Doc)) of
+                      [Main | Counted] when Matrix -> [Main#{vm_level => beamlab_result_compare:vm_level(B)} | Counted];
+                      Ms -> Ms
+                  end || B <- Bs]).
 
 %% A check (`beamlab check') has an entry per benchmark and metric; the
 %% benchmark is its group, the metric its measure.

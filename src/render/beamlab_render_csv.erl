@@ -12,11 +12,12 @@ header() ->
      <<"median">>, <<"min">>, <<"p5">>, <<"p25">>, <<"p75">>, <<"p95">>, <<"p99">>, <<"max">>,
      <<"samples_kept">>, <<"sample_method">>,
      <<"change">>, <<"change_ci_low">>, <<"change_ci_high">>, <<"p_value">>, <<"detectable">>, <<"verdict">>,
-     <<"partial">>, <<"started_at">>].
+     <<"partial">>, <<"started_at">>, <<"vm_value">>].
 
 %% @doc One CSV row per benchmark, header first.
 -spec render(beamlab_result:result()) -> binary().
-render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := Benchmarks}) ->
+render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := Benchmarks} = Doc) ->
+    Matrix = is_map_key(<<"configs">>, maps:get(extra, Doc, #{})),
     Rows = [begin
                 S = maps:get(stats, B, #{}),
                 C = comparison(B),
@@ -31,10 +32,16 @@ render(#{kind := Kind, partial := Partial, started_at := Started, benchmarks := 
                  maps:get(max, S, null), Kept, Method,
                  maps:get(change, C, null), ChLo, ChHi,
                  maps:get(p_value, C, null), detectable(C), maps:get(verdict, C, null),
-                 Partial, Started]
+                 Partial, Started, vm_value(Matrix, B)]
             end || B = #{name := Name, group := Group, metric := Metric, unit := Unit,
                          better := Better, sample_info := Info} <- Benchmarks],
     beamlab_format_csv:encode([header() | [[null_undefined(F) || F <- R] || R <- Rows]]).
+
+%% What each of a matrix's values is, one per fresh VM (its `n'): "mean"
+%% or "fastest sample" (beamlab_result_compare:vm_level/1); empty for a
+%% benchmark whose values are samples of one run.
+vm_value(true, B) -> list_to_binary(beamlab_result_compare:level_words(beamlab_result_compare:vm_level(B)));
+vm_value(false, _) -> null.
 
 %% One value has no spread (a sample sd needs two): empty, never `0.0'
 %% (one repetition has no interval either).

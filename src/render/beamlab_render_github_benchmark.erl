@@ -52,17 +52,22 @@ plain_entry(#{value := V} = E, M) ->
         #{interval := {Lo, Hi}, confidence := C, n := N} ->
             E#{range => range(V, Lo, Hi),
                extra => unicode:characters_to_binary(
-                          io_lib:format("n=~b, ~ts% CI of the mean ~ts .. ~ts~ts",
-                                        [N, level(C), num(Lo), num(Hi),
+                          io_lib:format("n=~b~ts, ~ts% CI of the mean ~ts .. ~ts~ts",
+                                        [N, vm_values(M), level(C), num(Lo), num(Hi),
                                          case M of
                                              #{median := Md} -> [", median ", num(Md)];
                                              _ -> []
                                          end]))};
         #{n := N} ->
-            E#{extra => iolist_to_binary(io_lib:format("n=~b", [N]))};
+            E#{extra => unicode:characters_to_binary(io_lib:format("n=~b~ts", [N, vm_values(M)]))};
         _ ->
             E
     end.
+
+%% A matrix's n values are one per fresh VM: its mean, or for CPU time
+%% its fastest sample.
+vm_values(#{vm_level := L}) -> [" (one ", beamlab_result_compare:level_words(L), " per fresh VM)"];
+vm_values(_) -> "".
 
 num(V) -> beamlab_format_units:sig(V, 4).
 

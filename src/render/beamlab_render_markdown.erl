@@ -13,9 +13,19 @@ render(#{kind := check} = Result) ->
 render(#{kind := doctor} = Result) ->
     beamlab_render_doctor:markdown(Result);
 render(Result = #{kind := Kind, command := Command, partial := Partial, findings := Findings}) ->
-    Header = [<<"Benchmark">>, <<"n">>, <<"Mean">>, <<"95% CI">>, <<"Median">>, <<"P99">>,
+    Bs = maps:get(benchmarks, Result),
+    %% A matrix's values are one per fresh VM: its mean, or for CPU time
+    %% its fastest sample (beamlab_result_compare:vm_level/1), said as the
+    %% text says it.
+    {Values, Mean} = case maps:get(extra, Result, #{}) of
+                         #{<<"configs">> := _} ->
+                             {["Each value is one ", beamlab_render_matrix:value_kind(Bs), ".\n\n"],
+                              capital(beamlab_render_matrix:mean_header(Bs))};
+                         _ -> {[], <<"Mean">>}
+                     end,
+    Header = [<<"Benchmark">>, <<"n">>, Mean, <<"95% CI">>, <<"Median">>, <<"P99">>,
               <<"Change">>, <<"Verdict">>],
-    Rows = [row(B) || B <- maps:get(benchmarks, Result)],
+    Rows = [row(B) || B <- Bs],
     unicode:characters_to_binary(
       [io_lib:format("**beamlab ~ts** `~ts`", [Kind, lists:join(" ", Command)]),
        [case maps:get(extra, Result, #{}) of
@@ -23,7 +33,7 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
                 io_lib:format(" — **partial run** (the VM stopped, exit status ~w)", [St]);
             _ -> " — **partial run** (interrupted)"
         end || Partial],
-       "\n\n", beamlab_result_env:summary(Result), "\n\n",
+       "\n\n", beamlab_result_env:summary(Result), "\n\n", Values,
        beamlab_format_markdown:table(Header, Rows,
                                      [left, right, right, right, right, right, right, left]),
        [["\n", [io_lib:format("- **~ts** ~ts: ~ts~n",
@@ -31,6 +41,8 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
                                beamlab_format_markdown:cell(Evidence)])
                 || #{severity := Severity, title := Title, evidence := Evidence} <- Findings]]
         || Findings =/= []]]).
+
+capital([C | Rest]) -> unicode:characters_to_binary([string:to_upper(C) | Rest]).
 
 row(B = #{name := Name}) ->
     V = fun(X) -> unicode:characters_to_binary(beamlab_format_units:bench_value(X, B)) end,

@@ -5,7 +5,7 @@
 %%% sweeps, then the failed runs. Pure.
 -module(beamlab_render_matrix).
 
--export([render/2, stop_line/2]).
+-export([render/2, stop_line/2, value_kind/1, mean_header/1]).
 
 
 %% @doc The matrix as text: configuration x metric with the mean of the
@@ -17,7 +17,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
               extra := #{<<"configs">> := Cs}} = Doc, Opts) ->
     Pm = case maps:get(unicode, Opts) of true -> "±"; false -> "+/-" end,
     Sweep = maps:get(<<"sweep">>, P, false),
-    Header = ["configuration", "benchmark", "mean", "95% CI", ["vs ", Base],
+    Header = ["configuration", "benchmark", mean_header(Bs), "95% CI", ["vs ", Base],
               "change CI", "verdict", "schedulers"]
         ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
     Rows = [row(B, Base, Sweep, Pm) || B <- Bs],
@@ -89,12 +89,25 @@ row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
 
 pct(X) -> beamlab_format_units:signed_percent(X).
 
-%% What a value of the matrix is: a fresh VM's mean, or for CPU time its
-%% fastest sample (the document keeps the means in `vm_means';
-%% beamlab_result_compare:run_level/1).
+%% @doc What a value of the matrix is, for the line above its table: "fresh
+%% VM's mean", or for CPU time "fresh VM's fastest sample"
+%% (beamlab_result_compare:vm_level/1).
+-spec value_kind([beamlab_result:benchmark()]) -> string().
 value_kind(Bs) ->
-    case [B || #{extra := #{<<"vm_means">> := _}} = B <- Bs] of
-        [] -> "fresh VM's mean";
-        Bs -> "fresh VM's fastest sample";
+    case levels(Bs) of
+        [L] -> "fresh VM's " ++ beamlab_result_compare:level_words(L);
         _ -> "fresh VM's mean (CPU time: its fastest sample)"
     end.
+
+%% @doc The heading of the column of each configuration's mean of its VMs'
+%% values: "mean", or "mean of fastest" where they are fastest samples.
+-spec mean_header([beamlab_result:benchmark()]) -> string().
+mean_header(Bs) ->
+    case levels(Bs) of
+        [fastest] -> "mean of fastest";
+        [mean] -> "mean";
+        _ -> "mean of values"
+    end.
+
+levels([]) -> [mean];
+levels(Bs) -> lists:usort([beamlab_result_compare:vm_level(B) || B <- Bs]).

@@ -185,6 +185,7 @@ run_model(Label, R) ->
               G -> G
           end,
     Tele = maps:get(telemetry, R, #{}),
+    Matrix = beamlab_report_views:matrix(R),
     Clock = clock(R, Benchmarks),
     #{label => Label,
       kind => maps:get(kind, R, null),
@@ -196,6 +197,9 @@ run_model(Label, R) ->
       commit => maps:get(commit, Git, null),
       dirty => maps:get(dirty, Git, null),
       benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
+      %% what the Runs table counts: a matrix's benchmarks are one per
+      %% benchmark and configuration, so it says "1 in 2 configurations"
+      counted => counted(Benchmarks, Matrix),
       series => [on_clock(S, Clock) || S <- telemetry_series(Tele)] ++ per_second_series(R, Benchmarks)
                 ++ [on_clock(S, Clock) || S <- broker_series(R)],
       marks => beamlab_report_views:marks(R),
@@ -203,7 +207,7 @@ run_model(Label, R) ->
       sweeps => beamlab_report_views:sweeps(R),
       scaling => beamlab_report_views:scaling(R),
       latency => beamlab_report_views:latency(R),
-      matrix => beamlab_report_views:matrix(R),
+      matrix => Matrix,
       %% a check's paired verdicts, as its text table gives them
       check => #{entries => [maps:map(fun(_, V) -> num(V) end, E) || E <- beamlab_render_check:entries(R)],
                  lines => beamlab_render_check:lines(R)},
@@ -211,6 +215,14 @@ run_model(Label, R) ->
       doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
       stopped => stopped(R)}.
+
+%% The benchmarks a run measured, and for a matrix the configurations
+%% each ran in (its document has a benchmark per benchmark and
+%% configuration: counting those said "benchmarks 2" for one benchmark).
+counted(_Benchmarks, #{rows := Rows, configs := Configs}) ->
+    #{benchmarks => length(Rows), configurations => length(Configs)};
+counted(Benchmarks, _) ->
+    #{benchmarks => length(Benchmarks)}.
 
 %% What a watch observed: the watched node, which every chart of the run
 %% names in its title (its benchmarks are the node's measures, not a

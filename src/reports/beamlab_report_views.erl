@@ -47,7 +47,9 @@
                   detectable => number()}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
                     rows := [#{benchmark := binary(), unit := binary(), measure := binary() | null,
-                               better := beamlab_result:better(), method := binary(), cells := [cell()]}]}.
+                               better := beamlab_result:better(), method := binary(),
+                               %% what each dot (one fresh VM) is: "mean", "fastest sample"
+                               value := binary(), cells := [cell()]}]}.
 -type mark() :: #{title := binary(), severity := beamlab_result:severity(), from := number(),
                   to := number()}.
 -export_type([sweep/0, scaling/0, spectrum/0, matrix/0, mark/0]).
@@ -460,7 +462,9 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) w
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
                  measure => measure(hd(G)),
-                 method => ci_method(G), cells => [cell(B) || B <- G]}
+                 method => ci_method(G),
+                 value => list_to_binary(beamlab_result_compare:level_words(beamlab_result_compare:vm_level(hd(G)))),
+                 cells => [cell(B) || B <- G]}
                || {Inner, G} <- Rows]};
 matrix(_) ->
     null.

@@ -11,7 +11,8 @@
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
          far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0,
-         robust_history/1, run_level/1, history_floor/1, configurations/1]).
+         robust_history/1, run_level/1, vm_level/1, level_words/1, history_floor/1,
+         configurations/1]).
 
 -type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
                       started_at := binary()}.
@@ -157,6 +158,21 @@ history_floor(Metric) ->
         true -> ?CPU_HISTORY_FLOOR;
         false -> 0.0
     end.
+
+%% @doc What each value of a matrix benchmark is (one per fresh VM): the
+%% level {@link run_level/1} took when the matrix ran, as its document
+%% records it: `fastest' where the VMs' means are kept beside the values
+%% (`extra.vm_means'), else `mean' (wall-clock time; CPU time measured
+%% before it took the fastest sample, or where a VM gave no samples).
+%% What every output says of a matrix's values follows this.
+-spec vm_level(beamlab_result:benchmark()) -> mean | fastest.
+vm_level(#{extra := #{<<"vm_means">> := _}}) -> fastest;
+vm_level(_) -> mean.
+
+%% @doc A level of {@link run_level/1} in words: "mean", "fastest sample".
+-spec level_words(mean | fastest) -> string().
+level_words(mean) -> "mean";
+level_words(fastest) -> "fastest sample".
 
 cpu_time(Metric) -> Metric =:= <<"cpu">>.
 

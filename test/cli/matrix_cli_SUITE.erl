@@ -10,7 +10,8 @@
 
 -export([all/0, suite/0]).
 -export([vm_configs_text/1, sweep_json/1, sweep_text_verbose/1, failing_config/1, suite_verbose/1]).
--export([ci_budget_spent/1, ci_confident/1, ci_bad_values/1, metric_cpu/1]).
+-export([ci_budget_spent/1, ci_confident/1, ci_bad_values/1, metric_cpu/1,
+         matrix_value_words/1]).
 
 %% big: many-to-many messaging, which uses every scheduler; small enough
 %% that one repetition takes well under a second.
@@ -20,7 +21,7 @@ suite() -> [{timetrap, {minutes, 5}}].
 
 all() ->
     [vm_configs_text, sweep_json, sweep_text_verbose, failing_config, suite_verbose,
-     ci_budget_spent, ci_confident, ci_bad_values, metric_cpu].
+     ci_budget_spent, ci_confident, ci_bad_values, metric_cpu, matrix_value_words].
 
 %%--------------------------------------------------------------------
 
@@ -159,6 +160,31 @@ metric_cpu(_Config) ->
     [?assertMatch(#{<<"metric">> := <<"cpu">>, <<"unit">> := <<"ns">>, <<"better">> := <<"lower">>}, B)
      || B <- [B1, B2]],
     ?assertMatch(#{<<"comparison">> := #{<<"verdict">> := _}}, B2).
+
+%% #35: what a matrix's value is follows the metric
+%% (beamlab_result_compare:run_level/1): with --metric cpu each fresh VM
+%% gives its fastest sample, and the text's first line and column, the
+%% help and the report's data say so; a wall-clock matrix says "mean" as
+%% before.
+matrix_value_words(_Config) ->
+    Inner = ["--", "run", "lists:seq(1, 1000).", "-d", "100", "-s", "3"],
+    #{code := 0, out := Cpu, dir := Dir} =
+        cli(["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2", "--metric", "cpu", "--save", "cpu.json" | Inner]),
+    ?assertMatch({match, _}, re:run(Cpu, "^2 repetitions per configuration, interleaved; baseline \\+S 1; "
+                                         "each value is one fresh VM's fastest sample$", [multiline])),
+    ?assertEqual(["configuration", "benchmark", "mean of fastest"], lists:sublist(row(Cpu, "configuration"), 3)),
+    #{code := 0, out := Wall} = cli(["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2" | Inner]),
+    ?assertMatch({match, _}, re:run(Wall, "each value is one fresh VM's mean$", [multiline])),
+    ?assertEqual(["configuration", "benchmark", "mean"], lists:sublist(row(Wall, "configuration"), 3)),
+    ?assertEqual(nomatch, re:run(Wall, "fastest")),
+    #{code := 0, out := Help} = cli(["help", "matrix"]),
+    ?assertMatch({match, _}, re:run(Help, "contributes one value: wall-clock, its mean;\n--metric cpu, its fastest sample")),
+    %% The report's matrix rows carry the word its captions use
+    %% (report_browser_SUITE checks them as drawn).
+    Html = filename:join(Dir, "cpu.html"),
+    #{code := 0} = cli(["report", filename:join(Dir, "cpu.json"), "-o", Html]),
+    {ok, Page} = file:read_file(Html),
+    ?assertNotEqual(nomatch, binary:match(Page, <<"\"value\":\"fastest sample\"">>)).
 
 %%--------------------------------------------------------------------
 

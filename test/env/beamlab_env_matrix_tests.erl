@@ -215,6 +215,48 @@ values_runner(Values) ->
 %% VM of wall-clock time for its mean, its fastest sample kept in
 %% `vm_fastest'; the text says which.
 fastest_sample_test() ->
+    {Cpu, Time} = cpu_and_time(),
+    #{benchmarks := [#{samples := [100.0, 98.0], extra := #{<<"vm_means">> := CpuMeans} = CX}]} = Cpu,
+    ?assertEqual([334.0 / 3, 357.0 / 3], CpuMeans),
+    ?assertNot(maps:is_key(<<"vm_fastest">>, CX)),
+    #{benchmarks := [#{samples := TimeMeans, extra := #{<<"vm_fastest">> := [100.0, 98.0]} = TX}]} = Time,
+    ?assertEqual([334.0 / 3, 357.0 / 3], TimeMeans),
+    ?assertNot(maps:is_key(<<"vm_means">>, TX)),
+    Text = fun(R) -> unicode:characters_to_binary(beamlab_render_matrix:render(R, #{unicode => false})) end,
+    ?assertNotEqual(nomatch, binary:match(Text(Cpu), <<"each value is one fresh VM's fastest sample">>)),
+    ?assertNotEqual(nomatch, binary:match(Text(Time), <<"each value is one fresh VM's mean">>)).
+
+%% #35: every output names what a matrix's values are as the document
+%% records it (beamlab_result_compare:vm_level/1): the text's column, the
+%% Markdown's line and column, the CSV's `vm_value', github-*'s `extra' and
+%% the report's chart data; a wall-clock matrix says "mean" as before.
+vm_value_words_test() ->
+    {Cpu, Time} = cpu_and_time(),
+    Has = fun(Doc, Fmt, Word) ->
+                  {ok, Out} = beamlab_render_view:render(Doc, Fmt, #{unicode => false, color => false}),
+                  binary:match(unicode:characters_to_binary(Out), Word) =/= nomatch
+          end,
+    ?assert(Has(Cpu, text, <<"mean of fastest">>)),
+    ?assertNot(Has(Time, text, <<"fastest">>)),
+    ?assert(Has(Time, text, <<"  mean  ">>)),
+    ?assert(Has(Cpu, markdown, <<"Each value is one fresh VM's fastest sample.">>)),
+    ?assert(Has(Cpu, markdown, <<"| Mean of fastest |">>)),
+    ?assert(Has(Time, markdown, <<"| Mean |">>)),
+    ?assertNot(Has(Time, markdown, <<"fastest">>)),
+    ?assert(Has(Cpu, csv, <<",vm_value\r\n">>)),
+    ?assert(Has(Cpu, csv, <<",fastest sample\r\n">>)),
+    ?assert(Has(Time, csv, <<",mean\r\n">>)),
+    ?assert(Has(Cpu, 'github-smaller', <<"n=2 (one fastest sample per fresh VM)">>)),
+    ?assert(Has(Time, 'github-smaller', <<"n=2 (one mean per fresh VM)">>)),
+    Value = fun(Doc) -> #{rows := [#{value := V}]} = beamlab_report_views:matrix(Doc), V end,
+    ?assertEqual(<<"fastest sample">>, Value(Cpu)),
+    ?assertEqual(<<"mean">>, Value(Time)),
+    %% a document without configurations (not a matrix's) names no VM
+    ?assertNot(Has(Cpu#{extra := #{}}, csv, <<",fastest sample\r\n">>)),
+    ?assertNot(Has(Cpu#{extra := #{}}, 'github-smaller', <<"per fresh VM">>)).
+
+%% One configuration, two fresh VMs, run on CPU time and on wall-clock time.
+cpu_and_time() ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
     Samples = [[100.0, 130.0, 104.0], [98.0, 99.0, 160.0]],
     Runner = fun(Metric) ->
@@ -230,16 +272,8 @@ fastest_sample_test() ->
     Spec = #{configs => Cs, command => ["run", "x"], repeat => 2, argv => ["matrix"],
              started_at => <<"2026-01-01T00:00:00Z">>, inner => {erlang, error, [not_called]}},
     {ok, Cpu} = beamlab_env_matrix:run(Spec, #{runner => Runner(<<"cpu">>)}),
-    #{benchmarks := [#{samples := [100.0, 98.0], extra := #{<<"vm_means">> := CpuMeans} = CX}]} = Cpu,
-    ?assertEqual([334.0 / 3, 357.0 / 3], CpuMeans),
-    ?assertNot(maps:is_key(<<"vm_fastest">>, CX)),
     {ok, Time} = beamlab_env_matrix:run(Spec, #{runner => Runner(<<"time">>)}),
-    #{benchmarks := [#{samples := TimeMeans, extra := #{<<"vm_fastest">> := [100.0, 98.0]} = TX}]} = Time,
-    ?assertEqual([334.0 / 3, 357.0 / 3], TimeMeans),
-    ?assertNot(maps:is_key(<<"vm_means">>, TX)),
-    Text = fun(R) -> unicode:characters_to_binary(beamlab_render_matrix:render(R, #{unicode => false})) end,
-    ?assertNotEqual(nomatch, binary:match(Text(Cpu), <<"each value is one fresh VM's fastest sample">>)),
-    ?assertNotEqual(nomatch, binary:match(Text(Time), <<"each value is one fresh VM's mean">>)).
+    {Cpu, Time}.
 
 ci_spec(Extra) ->
     {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),

@@ -182,3 +182,25 @@ run_clock_test() ->
     ?assertEqual({[0.3, 0.6, 0.9], null}, maps:get(<<"b (iterations/s)">>, Old)),
     ?assertEqual({[1.0, 2.0], null}, maps:get(<<"run_queue">>, Old)),
     ?assertEqual([null], OldHm).
+
+%% #35: the Runs table counts a matrix's benchmarks, not its benchmark x
+%% configuration entries: one benchmark in two configurations is "1 in 2
+%% configurations" (it said "benchmarks 2"); any other run counts its own.
+counted_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Runner = fun(_, _Argv) ->
+                     {ok, #{exit => 0, env => #{},
+                            result => #{benchmarks => [#{name => <<"x">>, unit => <<"ns">>, better => <<"lower">>,
+                                                         samples => [10.0, 11.0]}]}}}
+             end,
+    {ok, Matrix} = beamlab_env_matrix:run(#{configs => Cs, command => ["run", "x"], repeat => 2, argv => ["matrix"],
+                                            started_at => <<"2026-01-01T00:00:00Z">>,
+                                            inner => {erlang, error, [not_called]}},
+                                          #{runner => Runner}),
+    ?assertEqual(2, length(maps:get(benchmarks, Matrix))),
+    Counted = fun(Doc) -> #{runs := [#{counted := C}]} = beamlab_report_html:model([{<<"a">>, Doc}]), C end,
+    ?assertEqual(#{benchmarks => 1, configurations => 2}, Counted(Matrix)),
+    Bench = beamlab_result:add_benchmarks(telemetry_doc(#{}),
+                                          [beamlab_result:benchmark(N, [1.0, 2.0], #{unit => <<"ns">>, better => lower})
+                                           || N <- [<<"a">>, <<"b">>]]),
+    ?assertEqual(#{benchmarks => 2}, Counted(Bench)).

@@ -539,11 +539,16 @@ matrix_chart(Config) ->
     ?assert(TablePos < ChartPos),
     [Fig] = figures(Dom, <<"matrix">>),
     ?assertEqual([<<"lists:seq(1, 300). (iterations/s) per configuration">>], captions(Fig)),
+    [Sub] = subtitles(Fig),
+    ?assertNotEqual(nomatch, binary:match(Sub, <<"; dots: repetitions (one fresh VM\x{2019}s mean each), bar: their mean, "/utf8>>), Sub),
     ?assertEqual([<<"+S 1:1">>, <<"+S 2:2">>], attrs(Fig, <<"g">>, <<"interval-row">>, <<"data-row">>)),
     %% Iterations per 100 ms sample as a rate, as the command line prints it.
     ?assertEqual([<<"iterations/s">>], texts(Fig, <<"label x-label">>)),
     [Table] = [T || [T] <- re_all(Dom, <<"(<table class=\"matrix-table\">.*?</table>)">>)],
     ?assertEqual(2, count(Table, <<"iterations/s">>)),
+    %% #35: the Runs table counts one benchmark, in two configurations
+    [Runs] = [R || [R] <- re_all(Dom, <<"(<section id=\"runs\".*?</table>)">>)],
+    ?assertNotEqual(nomatch, binary:match(Runs, <<"<td>1 in 2 configurations</td>">>)),
     %% Fresh-VM repetitions are not time: no chart over seconds of them.
     ?assertEqual([], figures(Dom, <<"timeseries">>)),
     %% Three fresh VMs per configuration (an interval needs three values).
@@ -840,6 +845,10 @@ cpu_metric_charts(Config) ->
     {match, [MU]} = re:run(MTitle, <<"^lists:seq\\(1, 300\\)\\.: CPU time per iteration \\(", Unit/binary, "\\) per configuration$">>,
                            [{capture, all_but_first, binary}]),
     ?assertEqual([<<"CPU time per iteration (", MU/binary, ")">>], texts(MFig, <<"label x-label">>)),
+    %% each dot is a fresh VM's fastest sample (beamlab_result_compare:vm_level/1)
+    [MSub] = subtitles(MFig),
+    ?assertNotEqual(nomatch, binary:match(MSub, <<"; dots: repetitions (one fresh VM\x{2019}s fastest sample each), bar: their mean, "/utf8>>), MSub),
+    ?assertNotEqual(nomatch, binary:match(MDom, <<"each value the mean of fresh VMs\x{2019} fastest samples"/utf8>>)),
     ?assertEqual([], figures(MDom, <<"scaling">>)).
 
 flame_cards(Dom) ->
@@ -1006,6 +1015,10 @@ figures(Dom, Kind) ->
 %% The text of every figure caption.
 captions(Bin) ->
     [T || [T] <- re_all(Bin, <<"<figcaption>([^<]*)</figcaption>">>)].
+
+%% The text of every card's subtitle (the line under its caption).
+subtitles(Bin) ->
+    [T || [T] <- re_all(Bin, <<"</figcaption><div class=\"muted\">([^<]*)</div>">>)].
 
 %% The x axis' tick labels.
 xticks(Bin) ->

@@ -67,12 +67,13 @@ cli_options() ->
 %% @doc Examples for `beamlab help matrix'.
 -spec usage() -> iodata().
 usage() ->
-    "Usage: beamlab matrix [DIMENSIONS] [-n R] [--baseline CONFIG] -- COMMAND [ARGS]\n\n"
+    ["Usage: beamlab matrix [DIMENSIONS] [-n R] [--baseline CONFIG] -- COMMAND [ARGS]\n\n"
     "COMMAND is any beamlab command that produces a result (run, suite, ...). Every\n"
     "configuration is the cross product of --vm/--sweep-schedulers, --erl and --wrap.\n"
     "Repetitions are interleaved (A1 B1 A2 B2 ...) so machine drift hits all alike;\n"
-    "each repetition is a fresh VM and contributes its mean. Each VM's own env\n"
-    "report is kept, so the table shows the schedulers the VM really had.\n\n"
+    "each repetition is a fresh VM and contributes one value: wall-clock, its ", level(<<"time">>), ";\n"
+    "--metric cpu, its ", level(<<"cpu">>), ". Each VM's own env report is kept, so the\n"
+    "table shows the schedulers the VM really had.\n\n"
     "Examples:\n"
     "  beamlab matrix --vm '+S 1' --vm '+S 2' -- suite ping_pong\n"
     "  beamlab matrix --sweep-schedulers 1..max -n 5 -- run 'lists:seq(1, 1000).' -d 1000\n"
@@ -98,7 +99,12 @@ usage() ->
     "PATH), waits until it is up, proves the flags from the node's own report read\n"
     "over distribution, runs the inner command against it (amqp gets -h URI and\n"
     "--watch NODE), stops it and removes its data. A configuration whose target\n"
-    "fails (flag refused, wrapper missing, died under load) is reported as failed.\n".
+    "fails (flag refused, wrapper missing, died under load) is reported as failed.\n"].
+
+%% What a fresh VM contributes for a metric, as the comparison takes it
+%% (beamlab_result_compare:run_level/1).
+level(Metric) ->
+    beamlab_result_compare:level_words(beamlab_result_compare:run_level(Metric)).
 
 %% @doc The configuration file read (`--file'; `--save' is the output).
 -spec files(beamlab_cli_args:parsed()) -> #{inputs := [beamlab_runtime_file:named()]}.
