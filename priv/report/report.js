@@ -808,15 +808,13 @@
       });
     });
     // A measure the unit does not say (CPU time, a check's counts) is
-    // named: `lists:seq(1,1000).: CPU time per iteration', `fib/cpu' as
-    // `fib: CPU time per repetition', `work (cpu)' as `work: CPU time
-    // per iteration' (#35: they were titled `(ns)' as wall-clock time).
-    if (b && b.measure && name === b.name) {
-      var what = b.group && name === b.group + ' (' + b.metric + ')' ? b.group : /\/cpu$/.test(name) ? name.slice(0, -4) : name;
-      return what + ': ' + b.measure;
-    }
+    // named after what ran (`workload', from the document's fields):
+    // `lists:seq(1,1000).: CPU time per iteration', `fib/cpu' as `fib:
+    // CPU time per repetition', `work (cpu)' as `work: CPU time per
+    // iteration' (#35: they were titled `(ns)' as wall-clock time).
+    if (b && b.measure && name === b.name) return (b.workload || name) + ': ' + b.measure;
     if (!b || !b.group) return name;
-    if (b.metric && name === b.group + ' (' + b.metric + ')') return b.group + ': ' + b.metric;
+    if (kind === 'check' && b.metric) return (b.workload || b.group) + ': ' + b.metric;
     if ((kind === 'amqp' || kind === 'suite') && name.indexOf(b.group) < 0) return b.group + ': ' + name;
     return name;
   }
@@ -1061,7 +1059,7 @@
         row.cells.forEach(function (c) { if (scenarios.indexOf(c.scenario) < 0) scenarios.push(c.scenario); });
         scenarios.forEach(function (sc) {
           var cells = row.cells.filter(function (c) { return c.scenario === sc; });
-          intervalChart(g, (sc ? sc + ': ' : '') + row.benchmark + (row.measure ? ': ' + row.measure : '') + ' ({unit}) per configuration',
+          intervalChart(g, (sc ? sc + ': ' : '') + (row.measure ? (row.workload || row.benchmark) + ': ' + row.measure : row.benchmark) + ' ({unit}) per configuration',
                         run.label + ': ' + betterText(row.better) + '; dots: repetitions (one fresh VM' + String.fromCharCode(8217) + 's ' +
                         (row.value || 'mean') + ' each), bar: their mean, whiskers: ' +
                         (row.method || 'interval of the mean'), row.unit,

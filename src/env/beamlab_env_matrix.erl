@@ -482,7 +482,9 @@ rep_values(Outs) ->
                                       undefined -> A;
                                       V ->
                                           Name = maps:get(name, B),
-                                          Info = maps:with([unit, better, metric, params, measure], B),
+                                          Info = (maps:with([unit, better, metric, params, measure], B))#{
+                                                   %% a suite's point (`fib[n=16]' of `fib[n=16]/cpu')
+                                                   point => maps:get(<<"point">>, maps:get(extra, B, #{}), null)},
                                           Rep = {V, fastest(B)},
                                           maps:update_with(Name, fun({I, Vs}) -> {I, Vs ++ [Rep]} end,
                                                            {Info, [Rep]}, A)
@@ -550,7 +552,7 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
                                   params => maps:merge(maps:get(params, Info, #{}), #{<<"config">> => Name}),
                                   extra => maps:merge(Scaling#{schedulers_online => Sched,
                                                                inner_benchmark => Metric},
-                                                      Kept)}).
+                                                      maps:merge(Kept, maps:with([point], maps:filter(fun(_, V) -> V =/= null end, Info))))}).
 
 %% A repetition measured on a loaded machine (its `load_high' or
 %% `machine_overloaded': the matrix's load findings) makes a wall-clock

@@ -196,7 +196,8 @@ run_model(Label, R) ->
       command => maps:get(command, R, []),
       commit => maps:get(commit, Git, null),
       dirty => maps:get(dirty, Git, null),
-      benchmarks => [bench_model(B, lists:member(maps:get(name, B), Claimed)) || B <- Benchmarks],
+      benchmarks => [(bench_model(B, lists:member(maps:get(name, B), Claimed)))#{workload => workload(R, B)}
+                     || B <- Benchmarks],
       %% what the Runs table counts: a matrix's benchmarks are one per
       %% benchmark and configuration, so it says "1 in 2 configurations"
       counted => counted(Benchmarks, Matrix),
@@ -215,6 +216,25 @@ run_model(Label, R) ->
       doctor => beamlab_report_doctor:model(R),
       findings => [finding_model(F) || F <- maps:get(findings, R, []), is_map(F)],
       stopped => stopped(R)}.
+
+%% What ran, as a chart's title names it before the measure (`fib[n=16]:
+%% CPU time per repetition', `work: CPU time per iteration'), from the
+%% document's fields: a suite's point (`extra.point'), a check's bench
+%% (`group'), any other benchmark itself. Suite documents written before
+%% `extra.point' are read by the suite's naming: `POINT/METRIC' beside the
+%% benchmark POINT of the same workload.
+workload(#{kind := check}, #{group := G}) when G =/= <<>> ->
+    G;
+workload(_R, #{extra := #{<<"point">> := P}}) when is_binary(P) ->
+    P;
+workload(#{kind := suite, benchmarks := Bs}, #{name := Name, group := G}) ->
+    case [N || #{name := N, group := G1} <- Bs, G1 =:= G, N =/= Name,
+               binary:longest_common_prefix([<<N/binary, "/">>, Name]) =:= byte_size(N) + 1] of
+        [Point | _] -> Point;
+        [] -> Name
+    end;
+workload(_R, #{name := Name}) ->
+    Name.
 
 %% The benchmarks a run measured, and for a matrix the configurations
 %% each ran in (its document has a benchmark per benchmark and

@@ -48,6 +48,7 @@
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
                     rows := [#{benchmark := binary(), unit := binary(), measure := binary() | null,
                                better := beamlab_result:better(), method := binary(),
+                               workload := binary(),
                                %% what each dot (one fresh VM) is: "mean", "fastest sample"
                                value := binary(), cells := [cell()]}]}.
 -type mark() :: #{title := binary(), severity := beamlab_result:severity(), from := number(),
@@ -462,6 +463,12 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) w
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
                  measure => measure(hd(G)),
+                 %% what ran, as the title names it: the inner suite's point
+                 %% (`extra.point'), else the inner benchmark
+                 workload => case maps:get(extra, hd(G), #{}) of
+                                 #{<<"point">> := Point} when is_binary(Point) -> Point;
+                                 _ -> Inner
+                             end,
                  method => ci_method(G),
                  value => list_to_binary(beamlab_result_compare:level_words(beamlab_result_compare:vm_level(hd(G)))),
                  cells => [cell(B) || B <- G]}

@@ -640,6 +640,9 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Last = lists:last(Reps),
     Check = combined_check(Reps),
     Common = #{group => maps:get(name, Info), params => beamlab_workload:params_to_map(Params)},
+    %% `extra.point': the point every benchmark of it measures (`fib[n=16]',
+    %% beside `fib[n=16]/cpu'), what the report's titles name before the
+    %% measure instead of reading it out of the benchmark's name.
     Metric = maps:get(metric, Last, maps:get(metric, Info)),
     Primary = beamlab_result:benchmark(
                 Name, [V || #{value := V} <- Reps],
@@ -647,12 +650,13 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
                         unit => maps:get(unit, Info),
                         better => maps:get(better, Info),
                         counters => maps:get(counters, Last, #{}),
-                        extra => stopped(Reps, with_alloc(Last, (maps:get(extra, Last, #{}))#{check => Check}))}),
+                        extra => stopped(Reps, with_alloc(Last, (maps:get(extra, Last, #{}))#{check => Check,
+                                                                                             point => Name}))}),
     Secondary = [beamlab_result:benchmark(
                    [Name, $/, atom_to_binary(K)],
                    [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
                    Common#{metric => atom_to_binary(K), unit => U, better => B,
-                           extra => #{check => Check}})
+                           extra => #{check => Check, point => Name}})
                  || #{key := K, unit := U, better := B} <- maps:get(metrics, Info),
                     %% A metric only some variants report is left out of the others.
                     lists:all(fun(R) -> maps:is_key(K, maps:get(metrics, R, #{})) end, Reps)],
@@ -663,7 +667,7 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
              [Name, "/cpu"], [C / 1.0e6 || #{cpu_ns := C} <- Reps],
              Common#{metric => <<"cpu">>, unit => <<"ms">>, better => lower,
                      measure => <<"CPU time per repetition">>,
-                     extra => #{check => Check,
+                     extra => #{check => Check, point => Name,
                                 cpu_source => <<"scheduler threads (/proc/self/task/*/schedstat)">>,
                                 cpu_runs => [maps:get(cpu_runs, R, 1) || R <- Reps]}})
            || lists:all(fun(R) -> is_map_key(cpu_ns, R) end, Reps)],

@@ -204,3 +204,49 @@ counted_test() ->
                                           [beamlab_result:benchmark(N, [1.0, 2.0], #{unit => <<"ns">>, better => lower})
                                            || N <- [<<"a">>, <<"b">>]]),
     ?assertEqual(#{benchmarks => 2}, Counted(Bench)).
+
+%% #35: what a chart's title names before the measure comes from the
+%% document's fields (`workload' of the page's benchmarks): a suite's
+%% point (`extra.point', which wins over the name), a check's bench
+%% (`group'), any other benchmark itself; a suite document written before
+%% `extra.point' is read by the suite's naming (`POINT/cpu' beside POINT).
+workload_test() ->
+    B = fun(Name, Opts) -> beamlab_result:benchmark(Name, [1.0, 2.0], maps:merge(#{unit => <<"ms">>, better => lower}, Opts)) end,
+    Workloads = fun(Kind, Bs) ->
+                        Doc = beamlab_result:add_benchmarks(
+                                beamlab_result:new(Kind, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}), Bs),
+                        #{runs := [#{benchmarks := Ms}]} = beamlab_report_html:model([{<<"a">>, Doc}]),
+                        [W || #{workload := W} <- Ms]
+                end,
+    ?assertEqual([<<"fib[n=16]">>, <<"fib[n=16]">>, <<"other">>],
+                 Workloads(suite, [B(<<"fib[n=16]">>, #{group => fib, extra => #{point => <<"fib[n=16]">>}}),
+                                   B(<<"fib[n=16]/cpu">>, #{group => fib, metric => cpu, extra => #{point => <<"fib[n=16]">>}}),
+                                   B(<<"fib[n=18]/cpu">>, #{group => fib, metric => cpu, extra => #{point => <<"other">>}})])),
+    %% (older: no extra.point)
+    ?assertEqual([<<"fib[n=16]">>, <<"fib[n=16]">>, <<"fib[n=18]/cpu">>],
+                 Workloads(suite, [B(<<"fib[n=16]">>, #{group => fib}), B(<<"fib[n=16]/cpu">>, #{group => fib, metric => cpu}),
+                                   B(<<"fib[n=18]/cpu">>, #{group => fib, metric => cpu})])),
+    ?assertEqual([<<"work">>], Workloads(check, [B(<<"work (cpu)">>, #{group => work, metric => cpu})])),
+    ?assertEqual([<<"lists:seq(1, 10).">>], Workloads(bench, [B(<<"lists:seq(1, 10).">>, #{group => run})])).
+
+%% #35: a matrix of a suite titles each chart by the inner suite's point
+%% (`fib[n=16]: CPU time per repetition', not `fib[n=16]/cpu: ...'): the
+%% matrix keeps the inner benchmark's `extra.point'.
+matrix_workload_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Runner = fun(_, _Argv) ->
+                     {ok, #{exit => 0, env => #{},
+                            result => #{benchmarks => [#{name => <<"fib[n=16]/cpu">>, unit => <<"ms">>, better => <<"lower">>,
+                                                         metric => <<"cpu">>, measure => <<"CPU time per repetition">>,
+                                                         extra => #{<<"point">> => <<"fib[n=16]">>},
+                                                         samples => [10.0, 11.0]},
+                                                       #{name => <<"ok.">>, unit => <<"ns">>, better => <<"lower">>,
+                                                         samples => [10.0, 11.0]}]}}}
+             end,
+    {ok, Matrix} = beamlab_env_matrix:run(#{configs => Cs, command => ["suite", "fib"], repeat => 2, argv => ["matrix"],
+                                            started_at => <<"2026-01-01T00:00:00Z">>,
+                                            inner => {erlang, error, [not_called]}},
+                                          #{runner => Runner}),
+    #{rows := Rows} = beamlab_report_views:matrix(Matrix),
+    ?assertEqual([{<<"fib[n=16]/cpu">>, <<"fib[n=16]">>}, {<<"ok.">>, <<"ok.">>}],
+                 lists:sort([{I, W} || #{benchmark := I, workload := W} <- Rows])).

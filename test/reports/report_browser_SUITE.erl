@@ -837,6 +837,14 @@ cpu_metric_charts(Config) ->
                        re:run(hd(captions(F)), <<"^fib: CPU time per repetition \\(", Unit/binary, "\\) against n$">>) =/= nomatch],
     ?assertMatch([<<"CPU time per repetition (", _/binary>>], texts(CpuSweep, <<"label y-label">>)),
     ?assertEqual([], figures(SDom, <<"timeseries">>)),
+    %% a suite's CPU time (`fib/cpu') is titled by the point it measures
+    %% (its `extra.point'), as its wall-clock twin `fib' is
+    Fib = run(Config, "cpu-fib", ["suite", "fib", "--metric", "cpu", "-n", "3"]),
+    FDom = report(Config, "cpu-fib", [Fib]),
+    FCaps = lists:append([captions(F) || F <- figures(FDom, <<"results">>) ++ figures(FDom, <<"points">>)]),
+    ct:log("~p", [FCaps]),
+    ?assertMatch([_ | _], [C || C <- FCaps, re:run(C, <<"^fib: CPU time per repetition \\(", Unit/binary, "\\)$">>) =/= nomatch]),
+    ?assertEqual([], [C || C <- FCaps, binary:match(C, <<"/cpu">>) =/= nomatch]),
     Matrix = run(Config, "cpu-matrix", ["matrix", "--vm", "+S 1", "--vm", "+S 2", "--metric", "cpu", "-n", "3", "--",
                                         "run", "lists:seq(1, 300).", "-d", "50", "-s", "2"]),
     MDom = report(Config, "cpu-matrix", [Matrix]),

@@ -215,7 +215,8 @@ message_load_unrecorded(_) ->
                                                record => ["false"]}),
     ok_check(Good),
     ?assertEqual([<<"latency_mean">>, <<"flushput">>, <<"total">>], [M || #{metric := M} <- Secondary]),
-    ?assertEqual(#{<<"check">> => <<"ok">>}, maps:get(extra, Good)).
+    %% (and the point it measures, which the report's titles name)
+    ?assertEqual(#{<<"check">> => <<"ok">>, <<"point">> => maps:get(name, Good)}, maps:get(extra, Good)).
 
 %% The mesh: a self-pick re-picks, every received message is goodput.
 message_load_mesh(_) ->
