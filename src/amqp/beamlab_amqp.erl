@@ -5,6 +5,9 @@
 %%% connection process, with no call and no reply. See docs/amqp-client.md.
 -module(beamlab_amqp).
 
+%% In every ack frame: inlined (#33).
+-compile({inline, [bool/1]}).
+
 -include("beamlab_amqp.hrl").
 
 -export([connect/2, close/1, close_all/2, info/1, pending/1,

@@ -13,6 +13,9 @@
 %%% acknowledges what it has counted before closing the channel, so a
 %%% message is either counted as received or left in the queue, never both.
 -module(beamlab_amqp_consumer).
+
+%% Per-delivery helpers inlined: each call is a reduction (#33).
+-compile({inline, [dec/1, stamp/3, latency/2]}).
 -behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp_perf.hrl").
@@ -258,7 +261,7 @@ read_batch([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where,
            #st{ch = Ch, left = L} = St, Ls, N) when L =/= 0 ->
     Ls1 = case stamp(Where, Props, Body) of
               none -> Ls;   % a foreign message in the queue: counted, no latency
-              Intended -> [max(0, Now - Intended) | Ls]
+              Intended -> [latency(Now, Intended) | Ls]
           end,
     St1 = ack(Tag, St#st{left = dec(L), last_activity = last_activity(St)}),
     read_batch(Rest, Where, Now, St1, Ls1, N + 1);
@@ -277,7 +280,7 @@ read_acks([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, 
           #st{ch = Ch} = St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
     Ls1 = case stamp(Where, Props, Body) of
               none -> Ls;   % a foreign message in the queue: counted, no latency
-              Intended -> [max(0, Now - Intended) | Ls]
+              Intended -> [latency(Now, Intended) | Ls]
           end,
     Fs1 = [beamlab_amqp:ack_frame(Ch, Tag, false) | Fs],
     case K + 1 < ?SETTLE_BATCH of
@@ -299,6 +302,10 @@ read_acks(Msgs, Where, Now, St, L, Fs, K, Last, Ls, N) ->
 requeue(Rest, St) ->
     _ = [self() ! Msg || Msg <- Rest],
     St.
+
+%% max(0, Now - Intended) without a call of erlang:max/2 (OTP 25).
+latency(Now, Intended) when Intended < Now -> Now - Intended;
+latency(_Now, _Intended) -> 0.
 
 dec(infinity) -> infinity;
 dec(L) -> L - 1.

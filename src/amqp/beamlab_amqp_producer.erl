@@ -27,6 +27,10 @@
 %%% the connection as one batch of frames, so that they take one socket
 %%% write: the frames on the wire are the same, one basic.publish each.
 -module(beamlab_amqp_producer).
+
+%% The per-message helpers of publish/3, inlined: each call is a
+%% reduction, a dozen per message before (#33).
+-compile({inline, [dec/1, next_key/1, late/2, head/3, message/3, body/3, commit/1]}).
 -behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp.hrl").
@@ -323,9 +327,9 @@ window_full(#st{full_since = Since, spec = #{confirm_timeout := Secs}} = St) ->
 %% (#33: each update copies the record).
 publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
                           outstanding = Window, out = Out, out_n = K, out_bytes = B,
-                          ctx = Ctx} = St) ->
+                          ctx = #{clock_offset := Off}} = St) ->
     %% The body carries the coordinator's time (see the agent's clock_offset).
-    Stamp = Intended - maps:get(clock_offset, Ctx, 0),
+    Stamp = Intended - Off,
     {Body, Opts} = message(Stamp, N, St),
     Size = iolist_size(Body),
     Head = head(Size, Opts, St),
@@ -333,7 +337,7 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
     B1 = B + Size,
     {Seq1, Window1} = case maps:get(confirm, St#st.spec) of
                           undefined -> {Seq, Window};
-                          _ -> {Seq + 1, maps:put(Seq, Intended, Window)}
+                          _ -> {Seq + 1, Window#{Seq => Intended}}
                       end,
     St1 = St#st{limiter = L1, full_since = undefined, head = Head,
                 n = N + 1, left = dec(Left), keys = next_key(St#st.keys),
@@ -482,7 +486,7 @@ settle(_Kind, [], _Now, St) ->
     St;
 settle(Kind, Ts, Now, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ts)),
-    beamlab_amqp_worker:record_list(Hs, [max(0, Now - T) || T <- Ts]),
+    beamlab_amqp_worker:record_list(Hs, [if T < Now -> Now - T; true -> 0 end || T <- Ts]),
     St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
