@@ -79,9 +79,11 @@ start(Opts) ->
         case Started of
             {ok, Pid, Node} when Dist ->
                 ok = share_cookie(Pid),
-                proven(#{peer => Pid, node => Node, connection => dist}, Opts);
-            {ok, Pid, _NoNode} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
-            {ok, Pid} -> proven(#{peer => Pid, node => undefined, connection => standard_io}, Opts);
+                set_up(#{peer => Pid, node => Node, connection => dist}, Opts, PeerOpts);
+            {ok, Pid, _NoNode} ->
+                set_up(#{peer => Pid, node => undefined, connection => standard_io}, Opts, PeerOpts);
+            {ok, Pid} ->
+                set_up(#{peer => Pid, node => undefined, connection => standard_io}, Opts, PeerOpts);
             {error, interrupted} -> {error, interrupted};
             {error, Reason} -> {error, {start_failed, describe(Opts), first_line(Stderr, Reason)}}
         end
@@ -127,6 +129,28 @@ await_boot(Pid, MRef, Ref) ->
             %% (the caller's own loop sees it too)
             self() ! Msg,
             {error, interrupted}
+    end.
+
+%% The booted VM proven and given its code, in a process of its own as
+%% the boot: under load this takes tens of seconds (the flavour check, a
+%% few MB of code sent and loaded), and an interrupt must end it at once
+%% too, the VM with it, not after it (#35: a matrix stopped by SIGTERM
+%% at a load average of 20 exited 45-52 s later).
+set_up(Vm, Opts, PeerOpts) ->
+    Self = self(),
+    Ref = make_ref(),
+    {Pid, MRef} = spawn_monitor(fun() -> Self ! {Ref, {proven, proven(Vm, Opts)}} end),
+    case await_boot(Pid, MRef, Ref) of
+        {proven, Result} ->
+            Result;
+        {error, Why} ->
+            %% Interrupted, or the set-up process died: the VM goes too.
+            kill_session(pid_file(PeerOpts)),
+            stop(Vm),
+            case Why of
+                interrupted -> {error, interrupted};
+                _ -> {error, {start_failed, describe(Opts), Why}}
+            end
     end.
 
 pid_file(#{exec := {_, [_, _, File | _]}}) ->
