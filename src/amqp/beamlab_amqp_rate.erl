@@ -97,9 +97,9 @@ next(#var{k = K} = L, NowUs) ->
     end.
 
 %% A sleeping producer's timer fires this late at most (the usual case):
-%% `receive after' waits whole milliseconds, rounded up, and fires on a
-%% millisecond tick; measured on this VM, 1.4 ms late at the median and
-%% 1.9 ms at the 90th percentile.
+%% erlang:start_timer/3 waits whole milliseconds, rounded up, and fires
+%% on a millisecond tick; measured on this VM, 1.4 ms late at the median
+%% and 1.9 ms at the 90th percentile.
 -define(TIMER_SLACK_US, 2000).
 
 %% @doc The stamp of a message due at `IntendedUs' and sent at `NowUs'.
