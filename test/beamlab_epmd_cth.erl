@@ -5,12 +5,30 @@
 %%% running. After each suite: the epmd beamlab's code started in this
 %%% node goes (beamlab_runtime_peer:release_epmd/0), and an epmd that did
 %%% not run when the suite began is stopped once no node is registered
-%%% with it (epmd refuses to stop before: another worktree's suite may be
-%%% using it, and then it stays). A suite whose nodes were still
-%%% registered after 10 s leaves epmd to the next suites, which find it
-%%% running at their start: so at the end of the whole run an epmd that
-%%% did not run when it began is stopped too (a full run on a fresh
-%%% machine left one that way).
+%%% with it. A suite whose nodes were still registered after 10 s leaves
+%%% epmd to the next suites, which find it running at their start: so at
+%%% the end of the whole run an epmd that did not run when it began is
+%%% stopped too (a full run on a fresh machine left one that way).
+%%%
+%%% Only an epmd this run started is ever stopped, and only by epmd
+%%% itself. epmd is one per machine (per port): another engineer's or
+%%% job's suite may start nodes on it, and a check of its names followed
+%%% by a kill races with them (it did: `epmd -kill' ran while another
+%%% worktree's nodes were being started). So:
+%%%   - the hook marks this run's environment (BEAMLAB_EPMD_CTH_RUN, set
+%%%     in init/2 and inherited by every process the run starts, epmd
+%%%     included); an epmd whose environment does not carry the mark (by
+%%%     its OS pid, in /proc) was started by someone else and is left;
+%%%   - the stop is `epmd -kill', never a signal: epmd answers it in its
+%%%     one thread and refuses while any node is registered ("Killing not
+%%%     allowed - living nodes in database"), so a node that registered
+%%%     after the hook's look at the names keeps its epmd whatever the
+%%%     interleaving. An epmd started with `-relaxed_command_check' kills
+%%%     regardless: such an epmd is never asked.
+%%% What no check can see is a node still booting (erl found an epmd,
+%%% the node has not registered yet): it loses its epmd to any kill. With
+%%% the mark that can only happen to a node of another run that found
+%%% this run's epmd, never to one whose run started its own.
 %%%
 %%% The CT node itself counts: a suite that makes it a node while an
 %%% epmd it did not start runs (a broker's, a named peer's) leaves it
@@ -29,10 +47,15 @@
 
 -export([id/1, init/2, pre_init_per_suite/3, post_end_per_suite/4, terminate/1]).
 
+-define(MARK, "BEAMLAB_EPMD_CTH_RUN").
+
 id(_Opts) -> ?MODULE.
 
 init(_Id, _Opts) ->
-    State = #{'$run' => running(), '$alive' => is_alive(), '$log' => undefined},
+    %% This run's mark, inherited by every epmd the run starts.
+    Mark = os:getpid() ++ "-" ++ integer_to_list(erlang:system_time(microsecond)),
+    true = os:putenv(?MARK, Mark),
+    State = #{'$run' => running(), '$alive' => is_alive(), '$log' => undefined, '$mark' => Mark},
     {ok, State}.
 
 terminate(#{'$run' := Before, '$alive' := Alive} = State) ->
@@ -80,11 +103,49 @@ stop_epmd(State, Who, N) ->
     case names() of
         {error, _} -> ok;
         {ok, []} ->
-            Out = os:cmd("epmd -kill"),
-            log(State, "~p: epmd -kill: ~ts", [Who, string:trim(Out)]),
-            stop_epmd(State, Who, N - 1);
+            case epmds(State) of
+                {[_ | _] = Ours, []} ->
+                    %% (epmd refuses if a node registered since names())
+                    Out = os:cmd("epmd -kill"),
+                    log(State, "~p: epmd ~0p is this run's: epmd -kill: ~ts", [Who, Ours, string:trim(Out)]),
+                    stop_epmd(State, Who, N - 1);
+                {Ours, Others} ->
+                    log(State, "~p: epmd left: this run's ~0p, others' (or relaxed) ~0p", [Who, Ours, Others])
+            end;
         {ok, _} ->
             receive after 100 -> stop_epmd(State, Who, N - 1) end
+    end.
+
+%% The OS pids of the epmd processes serving epmd's port (this VM's
+%% ERL_EPMD_PORT, else 4369), split into the ones this run started (its
+%% mark in their environment, no relaxed command check) and the others.
+epmds(#{'$mark' := Mark}) ->
+    Port = case os:getenv("ERL_EPMD_PORT") of
+               false -> "4369";
+               P -> P
+           end,
+    Epmds = [{Pid, Args, Env} || Pid <- filelib:wildcard("[0-9]*", "/proc"),
+                                 {ok, <<"epmd\n">>} <- [file:read_file(filename:join(["/proc", Pid, "comm"]))],
+                                 %% (a zombie has an empty command line)
+                                 {ok, <<_, _/binary>> = Cmd} <- [file:read_file(filename:join(["/proc", Pid, "cmdline"]))],
+                                 {ok, Environ} <- [file:read_file(filename:join(["/proc", Pid, "environ"]))],
+                                 Args <- [binary:split(Cmd, <<0>>, [global, trim])],
+                                 Env <- [binary:split(Environ, <<0>>, [global, trim])],
+                                 epmd_port(Args, Env) =:= list_to_binary(Port)],
+    Ours = fun(Args, Env) ->
+                   lists:member(iolist_to_binary([?MARK, $=, Mark]), Env)
+                       andalso not lists:member(<<"-relaxed_command_check">>, Args)
+           end,
+    {[list_to_integer(Pid) || {Pid, Args, Env} <- Epmds, Ours(Args, Env)],
+     [list_to_integer(Pid) || {Pid, Args, Env} <- Epmds, not Ours(Args, Env)]}.
+
+%% The port an epmd listens on: its `-port', else its ERL_EPMD_PORT.
+epmd_port([<<"-port">>, Port | _], _Env) -> Port;
+epmd_port([_ | Args], Env) -> epmd_port(Args, Env);
+epmd_port([], Env) ->
+    case [P || <<"ERL_EPMD_PORT=", P/binary>> <- Env] of
+        [P | _] -> P;
+        [] -> <<"4369">>
     end.
 
 %% What the hook sees: this node, the names epmd knows (asked on loopback
