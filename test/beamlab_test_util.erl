@@ -5,7 +5,7 @@
 
 -export([free_port/0, free_broker_port/0, chromium/0, dump_dom/3, dump_dom/4, dom_body/1, dom_attr/2, root/0, escript/0, cli/1, cli/2, tmp_dir/1, assert_one_line_error/1, rabbitmq/2,
          rabbitmq/3, rabbitmqctl/2, start_rabbitmq/1, start_rabbitmq/2, stop_rabbitmq/1,
-         start_suite_rabbitmq/1, suite_broker_port/1, stop_suite_rabbitmq/1]).
+         start_suite_rabbitmq/1, start_suite_rabbitmq/2, suite_broker_port/1, stop_suite_rabbitmq/1]).
 -export([wait_until/2, wait_until/3, wait_for/3, wait_for_file/3, await_output/4,
          cli_start/2, cli_finish/2, cli_start_group/2, signal_group/2, signal_pid/2,
          cli_group_finish/1, group_exit/3, launcher_children/1]).
@@ -394,9 +394,15 @@ stop_rabbitmq(Port) ->
 %% {@link suite_broker_port/1}.
 -spec start_suite_rabbitmq(module()) -> ok.
 start_suite_rabbitmq(Suite) ->
+    start_suite_rabbitmq(Suite, []).
+
+%% @doc {@link start_suite_rabbitmq/1} with more environment for
+%% scripts/rabbitmq.sh (`BEAMLAB_RABBIT_TLS_PORT', ...).
+-spec start_suite_rabbitmq(module(), [{string(), string()}]) -> ok.
+start_suite_rabbitmq(Suite, Env) ->
     Port = integer_to_list(free_broker_port()),
     persistent_term:put({?MODULE, broker_port, Suite}, Port),
-    start_rabbitmq(Port).
+    start_rabbitmq(Port, Env).
 
 %% @doc The AMQP port (text) of the broker {@link start_suite_rabbitmq/1}
 %% started for `Suite'.

@@ -10,8 +10,10 @@
 -compile([export_all, nowarn_export_all]).
 
 %% The broker's ports are chosen free when the suite starts (two runs on
-%% one machine never share a broker), kept in persistent_term for the cases.
--define(PORT, port()).
+%% one machine never share a broker): the AMQP port by
+%% beamlab_test_util:start_suite_rabbitmq/2, the TLS port here, kept in
+%% persistent_term for the cases.
+-define(PORT, beamlab_test_util:suite_broker_port(?MODULE)).
 -define(TLS_PORT, tls_port()).
 -define(URI, "amqp://guest:guest@127.0.0.1:" ++ ?PORT ++ "/%2F").
 -define(TLS_URI, "amqps://guest:guest@127.0.0.1:" ++ ?TLS_PORT ++ "/%2F").
@@ -38,12 +40,11 @@ groups() ->
                  frozen_node_bounded]}].
 
 init_per_suite(Config) ->
-    persistent_term:put({?MODULE, port}, integer_to_list(beamlab_test_util:free_broker_port())),
     persistent_term:put({?MODULE, tls_port}, integer_to_list(beamlab_test_util:free_port())),
     Tls = beamlab_test_util:tmp_dir("tls"),
     ok = beamlab_test_tls:make(Tls),
     Env = [{"BEAMLAB_RABBIT_TLS_PORT", ?TLS_PORT}, {"BEAMLAB_RABBIT_TLS_DIR", Tls}],
-    ok = beamlab_test_util:start_rabbitmq(?PORT, Env),
+    ok = beamlab_test_util:start_suite_rabbitmq(?MODULE, Env),
     %% The user SASL EXTERNAL logs in as: the client certificate's name
     %% (removed first, in case the broker's directory under _build is one
     %% an earlier run on the same port left, with its users).
@@ -54,15 +55,9 @@ init_per_suite(Config) ->
     [{tls, Tls} | Config].
 
 end_per_suite(_Config) ->
-    beamlab_test_util:stop_rabbitmq(?PORT),
-    %% A state directory per port: leave none behind for a port that
-    %% will not come again.
-    _ = file:del_dir_r(filename:join([beamlab_test_util:root(), "_build", "rabbitmq", ?PORT])),
-    _ = persistent_term:erase({?MODULE, port}),
+    ok = beamlab_test_util:stop_suite_rabbitmq(?MODULE),
     _ = persistent_term:erase({?MODULE, tls_port}),
     ok.
-
-port() -> persistent_term:get({?MODULE, port}).
 
 tls_port() -> persistent_term:get({?MODULE, tls_port}).
 
