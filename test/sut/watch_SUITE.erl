@@ -88,12 +88,20 @@ peer(Name, Fault) ->
     peer(Name, Fault, []).
 
 peer(Name, Fault, Args) ->
-    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
+    {ok, Peer, Node} = peer:start(#{name => unique(Name), longnames => true, host => "127.0.0.1",
                                     connection => standard_io,
                                     args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
                                              "{127,0,0,1}" | Args]}),
     ok = eval(Peer, fault(Fault)),
     {Peer, atom_to_list(Node)}.
+
+%% A node name no other run on this machine uses (`Name-N-OSPID'): the
+%% machine has one epmd, and a second run of the suite at the same time
+%% (another worktree, another CI job) could not register its peer under a
+%% fixed name: it exited at boot (`boot_failed', "the name ... seems to
+%% be in use by another Erlang node").
+unique(Name) ->
+    peer:random_name(atom_to_list(Name)).
 
 eval(Peer, Text) ->
     beamlab_test_util:peer_eval(Peer, Text).
@@ -533,7 +541,7 @@ node_as_argument(_Config) ->
 %% the passwords in its arguments and ERL_ZFLAGS appear nowhere: not in
 %% stdout, stderr, the saved document, the page or the live metrics.
 no_secrets(_Config) ->
-    {ok, Peer, NodeAtom} = peer:start(#{name => watch_secret, longnames => true, host => "127.0.0.1",
+    {ok, Peer, NodeAtom} = peer:start(#{name => unique(watch_secret), longnames => true, host => "127.0.0.1",
                                         connection => standard_io,
                                         env => [{"ERL_ZFLAGS", "-myapp api_secret zflags_secret_2718"}],
                                         args => ["-setcookie", ?COOKIE, "-myapp", "db_password", "arg_secret_1618"]}),
