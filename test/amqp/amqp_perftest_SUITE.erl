@@ -649,16 +649,27 @@ kill_samplers(Tries) ->
         _ -> ok
     end.
 
-%% The run lasts 20 s: each kill try is a `rabbitmqctl eval' (a VM
-%% start), and under load an 8 s run could end before a try reached the
-%% sampler (1 failure in 4 under load).
+%% The run cannot end before its sampler is killed: it has no producer
+%% and no duration, and ends when its consumer has the messages the test
+%% publishes once the kill is done. (It lasted a fixed 8, then 20 s; each
+%% kill try is a `rabbitmqctl eval', a VM start, measured at 11-47 s
+%% under load, and a try that came after the run's end found no sampler
+%% or a node going down: `{erpc, noconnection}'.)
 watch_sampler_lost(_) ->
     Dir = beamlab_test_util:tmp_dir("watch-lost"),
-    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-z", "20", "-r", "100", "--watch", ?BROKER_NODE,
-                                                    "--cookie", broker_cookie(), "--save", "a.json",
-                                                    "-u", uniq("watch-lost")], #{dir => Dir}),
+    Q = uniq("watch-lost"),
+    N = 1000,
+    H = #{port := P} = beamlab_test_util:cli_start(["amqp", "-h", ?URI, "-x", "0", "-y", "1", "-D", integer_to_list(N),
+                                                    "--watch", ?BROKER_NODE, "--cookie", broker_cookie(),
+                                                    "--save", "a.json", "-u", Q], #{dir => Dir}),
     Seen = beamlab_test_util:await_output(P, "broker " ++ ?BROKER_NODE ++ ": schedulers", <<>>, 60000),
     kill_samplers(10),
+    %% (the queue is the run's: its consumer declared it before the first
+    %% interval line)
+    ok = with_channel(fun(Ch) ->
+                              lists:foreach(fun(_) -> ok = beamlab_amqp:publish(Ch, <<>>, list_to_binary(Q), <<"m">>) end,
+                                            lists:seq(1, N))
+                      end),
     #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
     ct:log("exit ~b~n~ts~n~ts", [Code, Out, Err]),
     ?assertEqual(0, Code),
