@@ -1293,7 +1293,7 @@
       // (the charts of one clock share its time axis with its heatmaps)
       var clock = reps ? null : clockOf(grp.entries[0].item);
       if (clock && grp.entries.some(function (e) { return clockOf(e.item) !== clock; })) clock = null;
-      var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
+      var card = lineChart(parent, { title: tele ? teleTitle(grp)
                                                  : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : clockLabel(clock),
                                      xAxis: clock ? timeAxis(data.runs, clock) : null,
@@ -1343,6 +1343,15 @@
       });
       g.appendChild(more);
     }
+  }
+  // One rule for every telemetry chart: `WHAT RAN: VM telemetry SERIES'.
+  // A benchmark's own rate (`rates.NAME') is about that benchmark: `NAME:
+  // VM telemetry rates' (it read `NAME: VM telemetry rates.NAME').
+  function teleTitle(grp) {
+    var source = grp.entries[0].item.source, m = /^rates[.](.+)$/.exec(grp.name);
+    if (source !== 'telemetry') return workloads(grp.entries) + ': ' + grp.name;
+    var own = m && grp.entries.every(function (e) { return e.run.benchmarks.some(function (b) { return b.name === m[1]; }); });
+    return own ? m[1] + ': VM telemetry rates' : workloads(grp.entries) + ': VM telemetry ' + grp.name;
   }
   function heatmaps() {
     var any = data.runs.some(function (r) { return r.heatmaps.some(function (hm) { return !hm.broker; }); });
