@@ -462,19 +462,32 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) w
       configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
-                 measure => measure(hd(G)),
-                 %% what ran, as the title names it: the inner suite's point
-                 %% (`extra.point'), else the inner benchmark
-                 workload => case maps:get(extra, hd(G), #{}) of
-                                 #{<<"point">> := Point} when is_binary(Point) -> Point;
-                                 _ -> Inner
-                             end,
+                 measure => row_measure(hd(G), Workload, Inner),
+                 workload => Workload,
                  method => ci_method(G),
                  value => list_to_binary(beamlab_result_compare:level_words(beamlab_result_compare:vm_level(hd(G)))),
                  cells => [cell(B) || B <- G]}
-               || {Inner, G} <- Rows]};
+               || {Inner, G} <- Rows,
+                  %% what ran, as the title names it: the inner suite's point
+                  %% (`extra.point'), else the inner benchmark
+                  Workload <- [case maps:get(extra, hd(G), #{}) of
+                                   #{<<"point">> := Point} when is_binary(Point) -> Point;
+                                   _ -> Inner
+                               end]]};
 matrix(_) ->
     null.
+
+%% What a row measures, for its title after its workload: the document's
+%% `measure'; else, for a point's other metric (`ring[k=0]/total' of a
+%% suite written before its metrics said their measure), that metric
+%% (`ring[k=0]: total (ms)', as the suite's own charts name it), never
+%% the point's name glued to it; `null' where the benchmark is what ran
+%% and its unit says the measure (iterations/s).
+row_measure(B, Workload, Inner) ->
+    case measure(B) of
+        null when Workload =/= Inner -> maps:get(metric, B, null);
+        M -> M
+    end.
 
 inner(#{extra := #{<<"inner_benchmark">> := I}}) -> I;
 inner(#{name := N}) -> N.

@@ -14,7 +14,7 @@
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
+         matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
          amqp_run_charts/1, cpu_metric_charts/1, run_clock_chart/1]).
 
 all() ->
@@ -25,7 +25,7 @@ groups() ->
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart,
+                        matrix_chart, matrix_long_labels, matrix_suite_titles, distribution_chart, trend_chart, check_trend_chart, profile_chart,
                         amqp_run_charts, cpu_metric_charts, run_clock_chart]}].
 
 init_per_suite(Config) ->
@@ -581,6 +581,29 @@ matrix_long_labels(Config) ->
     ?assertMatch({match, _}, re:run(Shown, <<"^\\+S 1:1 .*\\x{2026}$">>, [unicode])),
     ?assert(string:length(Shown) < length(Vm)),
     ?assertEqual(list_to_binary(Vm), Full).
+
+%% #35: a matrix of a suite titles every chart with the point that ran
+%% and its measure, as the suite's own report does: ring's whole time was
+%% `ring[k=0]/total (ms) per configuration' (no measure, the metric glued
+%% to the point); the suite now says what it measures (`measure').
+matrix_suite_titles(Config) ->
+    F = run(Config, "matrix-ring", ["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2", "--",
+                                    "suite", "ring", "--param", "ring.k=0", "--param", "ring.n=2000"]),
+    Dom = report(Config, "matrix-ring", [F]),
+    Caps = lists:append([captions(Fig) || Fig <- figures(Dom, <<"matrix">>)]),
+    ct:log("~p", [Caps]),
+    ?assertEqual(2, length(Caps)),
+    %% (one point: its name is the workload's; the time in the unit its axis shows)
+    Unit = <<"\\((ns|us|ms)\\)">>,
+    ?assertMatch([_], [C || C <- Caps, re:run(C, <<"^ring: wall-clock time of the whole ring ", Unit/binary, " per configuration$">>) =/= nomatch]),
+    ?assertMatch([_], [C || C <- Caps, re:run(C, <<"^ring: wall-clock time per process ", Unit/binary, " per configuration$">>) =/= nomatch]),
+    %% the suite's report of the same benchmark says the same
+    S = run(Config, "suite-ring", ["suite", "ring", "--param", "ring.k=0", "--param", "ring.n=2000", "-n", "3"]),
+    SDom = report(Config, "suite-ring", [S]),
+    SCaps = lists:append([captions(Fig) || Fig <- figures(SDom, <<"results">>) ++ figures(SDom, <<"points">>)]),
+    ct:log("~p", [SCaps]),
+    ?assertMatch([_ | _], [C || C <- SCaps, re:run(C, <<"^ring: wall-clock time of the whole ring ", Unit/binary, "$">>) =/= nomatch]),
+    ?assertEqual([], [C || C <- Caps ++ SCaps, binary:match(C, <<"/total">>) =/= nomatch]).
 
 %% A histogram from 20 samples on; fewer are drawn as points.
 distribution_chart(Config) ->
