@@ -189,15 +189,22 @@ x_scale(Vs) ->
     end.
 
 %% What the benchmarks of a view ran: their common group (a suite's
-%% workload), else the common name before its parameters.
+%% workload), else the common name before its parameters; in a matrix,
+%% whose groups are its configurations, the inner point (`extra.point',
+%% else the inner benchmark) before its parameters.
 workload(Bs) ->
-    case lists:usort([maps:get(group, B, <<>>) || B <- Bs]) of
-        [G] when G =/= <<>>, G =/= <<"run">> -> G;
-        _ -> case lists:usort([hd(binary:split(maps:get(name, B), <<"[">>)) || B <- Bs]) of
-                 [N] -> N;
-                 _ -> <<>>
-             end
+    case lists:usort([what_ran(B) || B <- Bs]) of
+        [W] -> W;
+        _ -> <<>>
     end.
+
+what_ran(#{extra := #{<<"inner_benchmark">> := _}} = B) -> hd(binary:split(ran(B), <<"[">>));
+what_ran(#{group := G}) when G =/= <<>>, G =/= <<"run">> -> G;
+what_ran(B) -> hd(binary:split(ran(B), <<"[">>)).
+
+ran(#{extra := #{<<"point">> := P}}) when is_binary(P) -> P;
+ran(#{extra := #{<<"inner_benchmark">> := I}}) when is_binary(I) -> I;
+ran(#{name := N}) -> N.
 
 %% How the intervals of these benchmarks were made, as the document says
 %% (`stats.ci_method'), else the mean's Student t interval it has always

@@ -229,3 +229,15 @@ matrix_suite_rows_test() ->
     ?assertEqual([{<<"ring[k=0]">>, <<"wall-clock time per process">>}, {<<"ring[k=0]">>, <<"total">>},
                   {<<"ring[k=0]">>, <<"wall-clock time to create the ring">>}],
                  [{W, M} || #{workload := W, measure := M} <- Rows]).
+
+%% A matrix of a suite's sweep: its benchmarks' groups are the
+%% configurations; the sweep names the workload the points ran (#35: it
+%% was titled without one).
+matrix_sweep_workload_test() ->
+    Bs = [beamlab_result:benchmark(<<C/binary, " / ", P/binary>>, [S + 1.0, S + 1.1, S + 0.9],
+                                   #{group => C, unit => ns, better => lower, metric => round_trip,
+                                     params => #{config => C, size => S},
+                                     extra => #{inner_benchmark => P, point => P}})
+          || C <- [<<"+S 1">>], S <- [10, 100, 1000],
+             P <- [iolist_to_binary(io_lib:format("ping_pong[size=~b]", [S]))]],
+    [#{workload := <<"ping_pong">>, param := <<"size">>}] = beamlab_report_views:sweeps(doc(matrix, Bs)).

@@ -14,7 +14,7 @@
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
+         matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, matrix_sweep_title/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
          amqp_run_charts/1, cpu_metric_charts/1, run_clock_chart/1]).
 
 all() ->
@@ -25,7 +25,7 @@ groups() ->
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, matrix_long_labels, matrix_suite_titles, distribution_chart, trend_chart, check_trend_chart, profile_chart,
+                        matrix_chart, matrix_long_labels, matrix_suite_titles, matrix_sweep_title, distribution_chart, trend_chart, check_trend_chart, profile_chart,
                         amqp_run_charts, cpu_metric_charts, run_clock_chart]}].
 
 init_per_suite(Config) ->
@@ -604,6 +604,17 @@ matrix_suite_titles(Config) ->
     ct:log("~p", [SCaps]),
     ?assertMatch([_ | _], [C || C <- SCaps, re:run(C, <<"^ring: wall-clock time of the whole ring ", Unit/binary, "$">>) =/= nomatch]),
     ?assertEqual([], [C || C <- Caps ++ SCaps, binary:match(C, <<"/total">>) =/= nomatch]).
+
+%% #35: a matrix of a suite's sweep titles its sweep chart with the
+%% workload (it was `wall-clock time per round trip (ns) against size':
+%% the configurations are the groups of a matrix's benchmarks).
+matrix_sweep_title(Config) ->
+    F = run(Config, "matrix-sweep", ["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2", "--",
+                                     "suite", "ping_pong", "--param", "ping_pong.size=10,100",
+                                     "--param", "ping_pong.payload=binary", "--param", "ping_pong.n=1000"]),
+    Dom = report(Config, "matrix-sweep", [F]),
+    [Fig] = figures(Dom, <<"sweep">>),
+    ?assertMatch({match, _}, re:run(hd(captions(Fig)), <<"^ping_pong: wall-clock time per round trip \\((ns|us|ms)\\) against size$">>)).
 
 %% A histogram from 20 samples on; fewer are drawn as points.
 distribution_chart(Config) ->
