@@ -1047,7 +1047,9 @@
         }));
       });
       // what a value is (a fresh VM's mean, for CPU time its fastest sample)
-      var values = m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+      // (the document's, also when nothing was measured: a CPU matrix
+      // interrupted before a repetition ended still says fastest samples)
+      var values = m.values || m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
       g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline +
         '; each value the mean of fresh VMs' + String.fromCharCode(8217) + ' ' + values.join(' or ') + 's; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),

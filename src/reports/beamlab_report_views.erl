@@ -46,6 +46,8 @@
                   %% a `~': the smallest slowdown the comparison catches 80% of the time
                   detectable => number()}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
+                    %% what its values are, each once ("mean", "fastest sample")
+                    values := [binary()],
                     rows := [#{benchmark := binary(), unit := binary(), measure := binary() | null,
                                better := beamlab_result:better(), method := binary(),
                                workload := binary(),
@@ -463,9 +465,10 @@ suffix_unit(Key, Default) ->
 %% configuration's mean, interval, repetitions and verdict against the
 %% baseline; `null' for any other document.
 -spec matrix(beamlab_result:result()) -> matrix() | null.
-matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) when is_list(Configs) ->
+matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P} = Doc) when is_list(Configs) ->
     Rows = group(fun(B) -> inner(B) end, Bs),
     #{baseline => maps:get(<<"baseline">>, P, null),
+      values => [list_to_binary(beamlab_result_compare:level_words(L)) || L <- beamlab_result_compare:vm_levels(Doc)],
       configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),

@@ -15,7 +15,7 @@
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, matrix_sweep_title/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
-         amqp_run_charts/1, cpu_metric_charts/1, run_clock_chart/1]).
+         amqp_run_charts/1, cpu_metric_charts/1, cpu_matrix_interrupted/1, run_clock_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -26,7 +26,7 @@ groups() ->
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, matrix_suite_titles, matrix_sweep_title, distribution_chart, trend_chart, check_trend_chart, profile_chart,
-                        amqp_run_charts, cpu_metric_charts, run_clock_chart]}].
+                        amqp_run_charts, cpu_metric_charts, cpu_matrix_interrupted, run_clock_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -900,6 +900,30 @@ cpu_metric_charts(Config) ->
     ?assertNotEqual(nomatch, binary:match(MSub, <<"; dots: repetitions (one fresh VM\x{2019}s fastest sample each), bar: their mean, "/utf8>>), MSub),
     ?assertNotEqual(nomatch, binary:match(MDom, <<"each value the mean of fresh VMs\x{2019} fastest samples"/utf8>>)),
     ?assertEqual([], figures(MDom, <<"scaling">>)).
+
+%% #35: a CPU matrix interrupted (SIGINT to its group, as Ctrl-C) before
+%% any repetition finished: what its values would have been follows the
+%% metric as a complete one's does (beamlab_result_compare:vm_levels/1):
+%% the text and the report say fastest samples (they said "one fresh
+%% VM's mean", the rule for no benchmarks at all). The inner run's code
+%% marks its start, then waits.
+cpu_matrix_interrupted(Config) ->
+    Dir = ?config(priv_dir, Config),
+    Marker = filename:join(Dir, "cpu-interrupted.marker"),
+    F = filename:join(Dir, "cpu-interrupted.json"),
+    Code = "ok = file:write_file(\"" ++ Marker ++ "\", <<>>), timer:sleep(60000).",
+    H = beamlab_test_util:cli_start_group(["matrix", "--vm", "+S 1", "--vm", "+S 2", "--metric", "cpu", "-n", "2",
+                                           "--save=" ++ F, "--", "run", Code, "-d", "100", "-s", "3"], #{}),
+    _ = beamlab_test_util:wait_for_file(Marker, "", 120000),
+    ok = beamlab_test_util:signal_group(H, "INT"),
+    #{out := Out} = R = beamlab_test_util:cli_group_finish(H),
+    ct:log("~p", [R]),
+    ?assertMatch({match, _}, re:run(Out, "^\\(partial: interrupted", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "each value is one fresh VM's fastest sample$", [multiline])),
+    ?assertEqual(nomatch, binary:match(Out, <<"VM's mean">>)),
+    {ok, #{benchmarks := [], partial := true}} = beamlab_result:load(F),
+    Dom = report(Config, "cpu-interrupted", [F]),
+    ?assertNotEqual(nomatch, binary:match(Dom, <<"each value the mean of fresh VMs\x{2019} fastest samples"/utf8>>)).
 
 flame_cards(Dom) ->
     [F || [F] <- re_all(Dom, <<"(<figure class=\"card flamecard\" data-kind=\"flame\">.*?</figure>)">>)].
