@@ -53,7 +53,8 @@
                   inner := beamlab_runtime_peer:call_spec(),
                   baseline => binary() | undefined, sweep => boolean(),
                   paths => [file:filename()], profiled => boolean(),
-                  ci => float() | undefined, max_time => pos_integer()}.
+                  ci => float() | undefined, max_time => pos_integer(),
+                  metric => time | cpu}.
 -export_type([config/0, dims/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -403,7 +404,7 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    #{repeat => R, baseline => Base, sweep => Sweep,
                                                      inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                      order => <<"interleaved">>},
-                                                   rule(Spec))}),
+                                                   maps:merge(rule(Spec), metric(Spec)))}),
     Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks), LoadFindings),
     Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
                                                               profiled_info(maps:get(name, C), Profiled))
@@ -417,6 +418,11 @@ rule(#{ci := Ci} = Spec) when is_number(Ci) ->
     #{ci => Ci, max_time => maps:get(max_time, Spec, ?MAX_TIME)};
 rule(_) ->
     #{}.
+
+%% `--metric cpu': what every value is follows from it even when nothing
+%% was measured (beamlab_render_matrix:value_kind/1).
+metric(#{metric := cpu}) -> #{metric => <<"cpu">>};
+metric(_) -> #{}.
 
 %% The machine's load while the matrix ran, as a run document records it:
 %% every fresh VM's pre-flight check (`load_high') and detectors
@@ -524,11 +530,19 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
               %% verdict between runs (99%). The configurations ran in the
               %% same rounds, so no between-run term: `compare M.json'
               %% gives the same verdict (beamlab_result_compare, interleaved).
-              _ -> #{comparison => load_aware(beamlab_stats:compare(
-                                                BaseVals, Vals,
-                                                #{better => Better,
-                                                  confidence => beamlab_result_compare:between_runs_confidence()}),
-                                              BaseVals, Vals, Better, Loaded,
+              %% CPU time's fastest samples: VMs far from their
+              %% configuration's others left out first (robust_vms/1).
+              _ ->
+                  Opts = #{better => Better,
+                           robust => beamlab_result_compare:robust_vms(
+                                       case Kept of
+                                           #{vm_means := _} -> fastest;
+                                           _ -> mean
+                                       end)},
+                  #{comparison => load_aware(beamlab_stats:compare(
+                                               BaseVals, Vals,
+                                               Opts#{confidence => beamlab_result_compare:between_runs_confidence()}),
+                                             BaseVals, Vals, Opts, Loaded,
                                               beamlab_result_compare:wall_clock(
                                                 beamlab_format_units:to_binary(maps:get(unit, Info, <<>>)),
                                                 beamlab_format_units:to_binary(maps:get(metric, Info, Metric))))}
@@ -559,15 +573,14 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
 %% verdict `inconclusive_load' unless it holds at far_confidence too, as
 %% a compare of two matrices says (beamlab_result_compare:qualify/3);
 %% reductions, words and CPU time keep theirs.
-load_aware(C, BaseVals, Vals, Better, true, true) ->
+load_aware(C, BaseVals, Vals, Opts, true, true) ->
     Far = maps:get(verdict, beamlab_stats:compare(BaseVals, Vals,
-                                                  #{better => Better,
-                                                    confidence => beamlab_result_compare:far_confidence()})),
+                                                  Opts#{confidence => beamlab_result_compare:far_confidence()})),
     case beamlab_result_compare:qualify(C, Far, #{replication => runs, overloaded => true, wall_clock => true}) of
         inconclusive_load -> C#{verdict := inconclusive_load};
         _ -> C
     end;
-load_aware(C, _BaseVals, _Vals, _Better, _Loaded, _WallClock) ->
+load_aware(C, _BaseVals, _Vals, _Opts, _Loaded, _WallClock) ->
     C.
 
 config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) ->

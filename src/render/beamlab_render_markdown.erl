@@ -19,8 +19,8 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
     %% text says it.
     {Values, Mean} = case maps:get(extra, Result, #{}) of
                          #{<<"configs">> := _} ->
-                             {["Each value is one ", beamlab_render_matrix:value_kind(Bs), ".\n\n"],
-                              capital(beamlab_render_matrix:mean_header(Bs))};
+                             {["Each value is one ", beamlab_render_matrix:value_kind(Result), ".\n\n"],
+                              capital(beamlab_render_matrix:mean_header(Result))};
                          _ -> {[], <<"Mean">>}
                      end,
     Header = [<<"Benchmark">>, <<"n">>, Mean, <<"95% CI">>, <<"Median">>, <<"P99">>,
@@ -36,6 +36,8 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
        "\n\n", beamlab_result_env:summary(Result), "\n\n", Values,
        beamlab_format_markdown:table(Header, Rows,
                                      [left, right, right, right, right, right, right, left]),
+       %% (a matrix's verdicts: the fresh VMs they left out)
+       [["\n", beamlab_render_matrix:rejected_line(Bs)] || Values =/= [], beamlab_render_matrix:rejected_line(Bs) =/= []],
        [["\n", [io_lib:format("- **~ts** ~ts: ~ts~n",
                               [Severity, beamlab_format_markdown:cell(Title),
                                beamlab_format_markdown:cell(Evidence)])

@@ -5,7 +5,7 @@
 %%% sweeps, then the failed runs. Pure.
 -module(beamlab_render_matrix).
 
--export([render/2, stop_line/2, value_kind/1, mean_header/1]).
+-export([render/2, stop_line/2, value_kind/1, mean_header/1, rejected_line/1]).
 
 
 %% @doc The matrix as text: configuration x metric with the mean of the
@@ -17,13 +17,13 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
               extra := #{<<"configs">> := Cs}} = Doc, Opts) ->
     Pm = case maps:get(unicode, Opts) of true -> "±"; false -> "+/-" end,
     Sweep = maps:get(<<"sweep">>, P, false),
-    Header = ["configuration", "benchmark", mean_header(Bs), "95% CI", ["vs ", Base],
+    Header = ["configuration", "benchmark", mean_header(Doc), "95% CI", ["vs ", Base],
               "change CI", "verdict", "schedulers"]
         ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
     Rows = [row(B, Base, Sweep, Pm) || B <- Bs],
     Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
               || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
-    Value = value_kind(Bs),
+    Value = value_kind(Doc),
     [case maps:get(partial, Doc, false) of
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
          false -> []
@@ -41,6 +41,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),
      stop_line(Doc, Pm),
+     rejected_line(Bs),
      case Failed of
          [] -> [];
          _ -> ["\nfailed runs:\n" | Failed]
@@ -50,6 +51,20 @@ render(Doc, Opts) ->
     %% cut by hand; its benchmarks as the generic table shows them, the
     %% findings after the view as ever)
     beamlab_render_text:render(Doc#{findings => []}, Opts).
+
+%% @doc The fresh VMs the verdicts left out, as one line ending in a
+%% newline (CPU time's fastest samples far from their configuration's
+%% other VMs: beamlab_result_compare:robust_vms/1); "" when none was.
+-spec rejected_line([beamlab_result:benchmark()]) -> iolist().
+rejected_line(Bs) ->
+    case [io_lib:format("~ts / ~ts: ~b of the baseline, ~b of this configuration",
+                        [G, maps:get(<<"inner_benchmark">>, X, M), RB, RN])
+          || #{group := G, metric := M, extra := X,
+               comparison := #{rejected_base := RB, rejected_new := RN}} <- Bs, RB + RN > 0] of
+        [] -> [];
+        Lines -> ["fresh VMs left out of the verdict as far from their configuration's other VMs "
+                  "(more than 3.5 robust sd of the logs; docs/statistics.md): ", lists:join("; ", Lines), "\n"]
+    end.
 
 %% @doc With `--ci', what ended the repetitions (and for which
 %% benchmarks), `Pm' the plus-minus sign; "" without.
@@ -89,25 +104,22 @@ row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
 
 pct(X) -> beamlab_format_units:signed_percent(X).
 
-%% @doc What a value of the matrix is, for the line above its table: "fresh
-%% VM's mean", or for CPU time "fresh VM's fastest sample"
+%% @doc What a value of the matrix document is, for the line above its
+%% table: "fresh VM's mean", or for CPU time "fresh VM's fastest sample"
 %% (beamlab_result_compare:vm_level/1).
--spec value_kind([beamlab_result:benchmark()]) -> string().
-value_kind(Bs) ->
-    case levels(Bs) of
+-spec value_kind(beamlab_result:result()) -> string().
+value_kind(Doc) ->
+    case beamlab_result_compare:vm_levels(Doc) of
         [L] -> "fresh VM's " ++ beamlab_result_compare:level_words(L);
         _ -> "fresh VM's mean (CPU time: its fastest sample)"
     end.
 
 %% @doc The heading of the column of each configuration's mean of its VMs'
 %% values: "mean", or "mean of fastest" where they are fastest samples.
--spec mean_header([beamlab_result:benchmark()]) -> string().
-mean_header(Bs) ->
-    case levels(Bs) of
+-spec mean_header(beamlab_result:result()) -> string().
+mean_header(Doc) ->
+    case beamlab_result_compare:vm_levels(Doc) of
         [fastest] -> "mean of fastest";
         [mean] -> "mean";
         _ -> "mean of values"
     end.
-
-levels([]) -> [mean];
-levels(Bs) -> lists:usort([beamlab_result_compare:vm_level(B) || B <- Bs]).
