@@ -663,13 +663,17 @@ watch_sampler_lost(_) ->
                                                     "--watch", ?BROKER_NODE, "--cookie", broker_cookie(),
                                                     "--save", "a.json", "-u", Q], #{dir => Dir}),
     Seen = beamlab_test_util:await_output(P, "broker " ++ ?BROKER_NODE ++ ": schedulers", <<>>, 60000),
-    kill_samplers(10),
     %% (the queue is the run's: its consumer declared it before the first
-    %% interval line)
-    ok = with_channel(fun(Ch) ->
-                              lists:foreach(fun(_) -> ok = beamlab_amqp:publish(Ch, <<>>, list_to_binary(Q), <<"m">>) end,
-                                            lists:seq(1, N))
-                      end),
+    %% interval line; the messages go also when the kill failed, so that
+    %% the run, which has no duration, ends with the case)
+    try
+        kill_samplers(10)
+    after
+        ok = with_channel(fun(Ch) ->
+                                  lists:foreach(fun(_) -> ok = beamlab_amqp:publish(Ch, <<>>, list_to_binary(Q), <<"m">>) end,
+                                                lists:seq(1, N))
+                          end)
+    end,
     #{code := Code, out := Out, err := Err} = beamlab_test_util:cli_finish(H, Seen),
     ct:log("exit ~b~n~ts~n~ts", [Code, Out, Err]),
     ?assertEqual(0, Code),
