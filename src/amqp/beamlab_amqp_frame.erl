@@ -75,11 +75,13 @@ encode_header(Ch, ClassId, BodySize, Props) ->
 %% gives no frame, as the spec allows.
 -spec encode_body(char(), iodata(), non_neg_integer()) -> iodata().
 encode_body(Ch, Body, FrameMax) when is_binary(Body) ->
+    %% At least 1 byte a frame; a comparison, not max/2 (a call on OTP 25,
+    %% once per publish: #33).
     Chunk = case FrameMax of
                 0 -> byte_size(Body);
                 _ -> FrameMax - ?AMQP_FRAME_OVERHEAD
             end,
-    split_body(Ch, Body, max(Chunk, 1));
+    split_body(Ch, Body, if Chunk > 1 -> Chunk; true -> 1 end);
 encode_body(Ch, Body, FrameMax) ->
     case iolist_size(Body) of
         Small when Small =< ?AMQP_SHARED_BODY -> encode_body(Ch, iolist_to_binary(Body), FrameMax);

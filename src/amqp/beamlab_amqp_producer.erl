@@ -30,7 +30,7 @@
 
 %% The per-message helpers of publish/3, inlined: each call is a
 %% reduction, a dozen per message before (#33).
--compile({inline, [dec/1, next_key/1, late/2, head/3, message/3, body/3, commit/1]}).
+-compile({inline, [dec/1, next_key/1, late/2, head/3, message/3, body/3, commit/1, latency/2]}).
 -behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp.hrl").
@@ -262,9 +262,12 @@ publish_or_wait(#st{tick = {_, Late}} = St) ->
     %% what comes due until the timer goes out together, in one write (as
     %% the floor client's tick, bench/amqp_floor.erl: #33, a write and
     %% the broker's deliveries and confirms per message at low rates).
-    %% A timer late beyond its resolution (a loaded machine) waits no more.
-    case ?NOW_US() >= Late of
-        true -> publish_or_wait(St#st{tick = none});
+    %% A timer late beyond its resolution (a loaded machine) waits no more:
+    %% what came due meanwhile is published as woken by the timer, as it
+    %% would be had the timer's message come first (stamp/3 takes off the
+    %% same resolution either way; before, this path counted it all).
+    case beamlab_amqp_rate:woken(?NOW_US(), Late) of
+        true -> publish_or_wait(St#st{tick = none, woke = true});
         false -> receive Msg -> loop(handle(Msg, St)) end
     end;
 publish_or_wait(#st{limiter = L} = St) ->
@@ -331,7 +334,7 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
     %% The body carries the coordinator's time (see the agent's clock_offset).
     Stamp = Intended - Off,
     {Body, Opts} = message(Stamp, N, St),
-    Size = iolist_size(Body),
+    Size = if is_binary(Body) -> byte_size(Body); true -> iolist_size(Body) end,
     Head = head(Size, Opts, St),
     Frames = [element(2, Head) | beamlab_amqp:publish_body(Ch, Body)],
     B1 = B + Size,
@@ -419,7 +422,7 @@ dec(N) -> N - 1.
 
 handle(Msg, #st{reader = R} = St) when R =/= none ->
     case beamlab_amqp:reads(Msg, R) of
-        {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1}, [], []);
+        {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1});
         ignore -> handle_msg(Msg, St)
     end;
 handle(Msg, St) ->
@@ -447,46 +450,56 @@ handle_msg(_Other, St) ->
 %% acks and nacks apart, with one receive time (they arrived together):
 %% one update of the counters and of the histogram's sum and extremes
 %% per read instead of per confirm.
-handle_read([{amqp_confirm, Ch, Kind, Seq, Multiple} | Rest], #st{ch = Ch} = St, Acks, Nacks) ->
-    {Ts, St1} = confirmed(Seq, Multiple, St),
+handle_read(Msgs, St) ->
+    handle_read(Msgs, St, ?NOW_US(), [], []).
+
+handle_read([{amqp_confirm, Ch, Kind, Seq, Multiple} | Rest], #st{ch = Ch} = St, Now, Acks, Nacks) ->
     case Kind of
-        ack -> handle_read(Rest, St1, Ts ++ Acks, Nacks);
-        nack -> handle_read(Rest, St1, Acks, Ts ++ Nacks)
+        ack ->
+            {Acks1, St1} = confirmed(Seq, Multiple, Now, St, Acks),
+            handle_read(Rest, St1, Now, Acks1, Nacks);
+        nack ->
+            {Nacks1, St1} = confirmed(Seq, Multiple, Now, St, Nacks),
+            handle_read(Rest, St1, Now, Acks, Nacks1)
     end;
-handle_read([Msg | Rest], St, Acks, Nacks) ->
-    handle_read(Rest, handle_msg(Msg, St), Acks, Nacks);
-handle_read([], St, Acks, Nacks) ->
-    Now = ?NOW_US(),
-    settle(nack, Nacks, Now, settle(ack, Acks, Now, St)).
+handle_read([Msg | Rest], St, Now, Acks, Nacks) ->
+    handle_read(Rest, handle_msg(Msg, St), Now, Acks, Nacks);
+handle_read([], St, _Now, Acks, Nacks) ->
+    settle(nack, Nacks, settle(ack, Acks, St)).
 
 confirm(Kind, Seq, Multiple, St) ->
-    {Ts, St1} = confirmed(Seq, Multiple, St),
-    settle(Kind, Ts, ?NOW_US(), St1).
+    {Ls, St1} = confirmed(Seq, Multiple, ?NOW_US(), St, []),
+    settle(Kind, Ls, St1).
 
-%% The intended send times of the publishes a confirm settles, taken out
-%% of the window.
-confirmed(Seq, false, #st{outstanding = Out} = St) ->
+%% The latencies at `Now' of the publishes a confirm settles (taken out
+%% of the window), added to `Acc': computed as they are taken, no pass
+%% of their own (#33).
+confirmed(Seq, false, Now, #st{outstanding = Out} = St, Acc) ->
     case maps:take(Seq, Out) of
-        {Intended, Out1} -> {[Intended], St#st{outstanding = Out1}};
-        error -> {[], St}
+        {Intended, Out1} -> {[latency(Now, Intended) | Acc], St#st{outstanding = Out1}};
+        error -> {Acc, St}
     end;
-confirmed(Seq, true, #st{outstanding = Out, low = Low} = St) ->
-    {Ts, Out1} = take_upto(Low, Seq, Out, []),
-    {Ts, St#st{outstanding = Out1, low = Seq + 1}}.
+confirmed(Seq, true, Now, #st{outstanding = Out, low = Low} = St, Acc) ->
+    {Ls, Out1} = take_upto(Low, Seq, Out, Now, Acc),
+    {Ls, St#st{outstanding = Out1, low = Seq + 1}}.
 
-take_upto(I, Seq, Out, Acc) when I > Seq ->
+take_upto(I, Seq, Out, _Now, Acc) when I > Seq ->
     {Acc, Out};
-take_upto(I, Seq, Out, Acc) ->
+take_upto(I, Seq, Out, Now, Acc) ->
     case maps:take(I, Out) of
-        {T, Out1} -> take_upto(I + 1, Seq, Out1, [T | Acc]);
-        error -> take_upto(I + 1, Seq, Out, Acc)
+        {T, Out1} -> take_upto(I + 1, Seq, Out1, Now, [latency(Now, T) | Acc]);
+        error -> take_upto(I + 1, Seq, Out, Now, Acc)
     end.
 
-settle(_Kind, [], _Now, St) ->
+%% max(0, Now - Intended) without a call of erlang:max/2 (OTP 25).
+latency(Now, Intended) when Intended < Now -> Now - Intended;
+latency(_Now, _Intended) -> 0.
+
+settle(_Kind, [], St) ->
     St;
-settle(Kind, Ts, Now, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
-    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ts)),
-    beamlab_amqp_worker:record_list(Hs, [if T < Now -> Now - T; true -> 0 end || T <- Ts]),
+settle(Kind, Ls, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
+    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ls)),
+    beamlab_amqp_worker:record_list(Hs, Ls),
     St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
