@@ -7,7 +7,7 @@
 -include("beamlab_amqp.hrl").
 
 -export([protocol_header/0, parse/1, parse/2,
-         encode_method/2, encode_header/4, encode_body/3, encode_heartbeat/0,
+         encode_method/2, encode_header/4, encode_body/3, body_head/3, encode_heartbeat/0,
          encode_content/5, encode_frame/3, format_error/1]).
 
 -export_type([frame/0, error/0]).
@@ -96,6 +96,18 @@ encode_body(Ch, Body, FrameMax) ->
                     end,
             split_iovec(Ch, erlang:iolist_to_iovec(Body), Size, max(Chunk, 1))
     end.
+
+%% @doc The header of the one body frame that carries a body of `Size'
+%% bytes on channel `Ch' under `FrameMax': `[Head, Body, 16#CE]' is then
+%% the iodata {@link encode_body/3} gives. `none' when such a body takes
+%% no frame (it is empty) or several.
+-spec body_head(char(), non_neg_integer(), non_neg_integer()) -> binary() | none.
+body_head(_Ch, 0, _FrameMax) ->
+    none;
+body_head(Ch, Size, FrameMax) when FrameMax =:= 0; Size + ?AMQP_FRAME_OVERHEAD =< FrameMax ->
+    <<?AMQP_FRAME_BODY:8, Ch:16, Size:32>>;
+body_head(_Ch, _Size, _FrameMax) ->
+    none.
 
 split_iovec(_Ch, _Bins, 0, _Chunk) ->
     [];

@@ -86,10 +86,11 @@
              sizes :: beamlab_amqp_cycle:cycle() | fixed,
              pads = #{} :: #{non_neg_integer() => binary()},
              tx_left :: non_neg_integer() | none,
-             %% The method and header frames of the last publish and its
-             %% body size, kept while they cannot change (a fixed routing
+             %% The body size of the last publish, its method and header
+             %% frames and the header of its one body frame (none: several
+             %% or none), kept while they cannot change (a fixed routing
              %% key, the stamp body: head/3), else `none'.
-             head = none :: {non_neg_integer(), binary()} | none,
+             head = none :: {non_neg_integer(), binary(), binary() | none} | none,
              %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
              woke = false :: boolean(),
              %% The timer set for the next message due, while it runs
@@ -236,27 +237,39 @@ take(St) ->
 %% The main loop: handle what arrived, then publish if the window, the
 %% schedule and the message count allow.
 loop(St) ->
+    loop(St, none).
+
+%% After a publish at a rate, `Now' is the time read before it: the
+%% messages due by then go out stamped by it, one clock read per batch
+%% rather than per message (#33); each stamp is still between its intended
+%% time and its write. Once they are out the clock is read again, so what
+%% came due meanwhile and the timer for the next are as with a read per
+%% message.
+loop(St, Now) ->
     receive
         Msg -> loop(handle(Msg, St))
     after 0 ->
-        publish_or_wait(St)
+        publish_or_wait(St, Now)
     end.
 
-publish_or_wait(#st{left = 0} = St) ->
+publish_or_wait(St) ->
+    publish_or_wait(St, none).
+
+publish_or_wait(#st{left = 0} = St, _) ->
     finish(St);
-publish_or_wait(#st{limiter = none} = St) ->
+publish_or_wait(#st{limiter = none} = St, _) ->
     receive Msg -> loop(handle(Msg, St)) end;
-publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
+publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St, _)
   when is_integer(Max), map_size(Out) >= Max ->
     %% Held by the window, not the timer: what is due goes out as soon as
     %% a confirm frees a slot (the tick, should it come, is ignored).
     window_full(flush(St#st{tick = none, woke = false}));
-publish_or_wait(#st{unwritten = U} = St) when U >= ?WRITE_AHEAD ->
+publish_or_wait(#st{unwritten = U} = St, _) when U >= ?WRITE_AHEAD ->
     %% The socket has not taken what we handed over: wait for it (or a
     %% stop, a closed channel) rather than queue more.
     St1 = flush(St#st{tick = none, woke = false}),
     receive Msg -> loop(handle(Msg, St1)) end;
-publish_or_wait(#st{tick = {_, Late}} = St) ->
+publish_or_wait(#st{tick = {_, Late}} = St, _) ->
     %% Everything due was published and the timer is set for the next:
     %% a read (confirms) that wakes us before it publishes nothing, so
     %% what comes due until the timer goes out together, in one write (as
@@ -270,15 +283,25 @@ publish_or_wait(#st{tick = {_, Late}} = St) ->
         true -> publish_or_wait(St#st{tick = none, woke = true});
         false -> receive Msg -> loop(handle(Msg, St)) end
     end;
-publish_or_wait(#st{limiter = L} = St) ->
-    Now = ?NOW_US(),
+publish_or_wait(#st{limiter = L} = St, Now0) ->
+    Now = case Now0 of
+              none -> ?NOW_US();
+              _ -> Now0
+          end,
     case beamlab_amqp_rate:next(L, Now) of
         {go, Intended, L1} ->
             %% Every message of a batch after the timer came due while we
             %% slept (or is late beyond the slack stamp/3 takes off).
             Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
             late(Now - Intended, St),
-            loop(publish(Stamp, L1, St));
+            case St#st.spec of
+                %% Unlimited: each publish's intended time is its own now.
+                #{schedule := {rate, infinity}} -> loop(publish(Stamp, L1, St));
+                _ -> loop(publish(Stamp, L1, St), Now)
+            end;
+        {wait, _} when Now0 =/= none ->
+            %% Caught up with the time the batch began: the time now.
+            publish_or_wait(St, none);
         {wait, Us} when Us >= ?HIBERNATE_MS * 1000 ->
             St1 = flush(St#st{woke = false}),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), wake),
@@ -336,7 +359,11 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
     {Body, Opts} = message(Stamp, N, St),
     Size = if is_binary(Body) -> byte_size(Body); true -> iolist_size(Body) end,
     Head = head(Size, Opts, St),
-    Frames = [element(2, Head) | beamlab_amqp:publish_body(Ch, Body)],
+    Frames = case Head of
+                 {_, H, none} -> [H | beamlab_amqp:publish_body(Ch, Body)];
+                 %% What publish_body/2 gives, without its three calls (#33).
+                 {_, H, BodyHead} -> [H, BodyHead, Body, ?AMQP_FRAME_END]
+             end,
     B1 = B + Size,
     {Seq1, Window1} = case maps:get(confirm, St#st.spec) of
                           undefined -> {Seq, Window};
@@ -371,10 +398,10 @@ flush(#st{out = Out, out_n = K, out_bytes = B, ch = Ch, ctx = #{counters := C},
 %% The method and header frames of a publish of `Size' body bytes, built
 %% once while the exchange, key, properties and size stay the same (#33:
 %% the encoding of the properties was most of a publish's own work).
-head(Size, _Opts, #st{head = {Size, _} = Head, keys = fixed, body = stamp}) ->
+head(Size, _Opts, #st{head = {Size, _, _} = Head, keys = fixed, body = stamp}) ->
     Head;
 head(Size, Opts, #st{ch = Ch, exchange = Ex} = St) ->
-    {Size, beamlab_amqp:publish_head(Ch, Ex, key(St), Size, Opts)}.
+    {Size, beamlab_amqp:publish_head(Ch, Ex, key(St), Size, Opts), beamlab_amqp:publish_body_head(Ch, Size)}.
 
 %% PerfTest's bodies: the stamp and sequence number padded to the size,
 %% or (files, JSON) a prepared body with the stamp in a header.
