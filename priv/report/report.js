@@ -1047,7 +1047,9 @@
         }));
       });
       // what a value is (a fresh VM's mean, for CPU time its fastest sample)
-      var values = m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+      // (the document's, also when nothing was measured: a CPU matrix
+      // interrupted before a repetition ended still says fastest samples)
+      var values = m.values || m.rows.map(function (r) { return r.value || 'mean'; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
       g.appendChild(h('div', { 'class': 'tablebox' }, [h('p', { 'class': 'muted' }, [run.label + ': baseline ' + m.baseline +
         '; each value the mean of fresh VMs' + String.fromCharCode(8217) + ' ' + values.join(' or ') + 's; ' +
         m.configs.map(function (c) { return c.name + ' ' + (c.status || '') + (isNum(c.schedulers_online) ? ' (' + c.schedulers_online + (c.schedulers_online === 1 ? ' scheduler)' : ' schedulers)') : ''); }).join(', ')]),
@@ -1293,7 +1295,7 @@
       // (the charts of one clock share its time axis with its heatmaps)
       var clock = reps ? null : clockOf(grp.entries[0].item);
       if (clock && grp.entries.some(function (e) { return clockOf(e.item) !== clock; })) clock = null;
-      var card = lineChart(parent, { title: tele ? workloads(grp.entries) + ': ' + (grp.entries[0].item.source === 'telemetry' ? 'VM telemetry ' : '') + grp.name
+      var card = lineChart(parent, { title: tele ? teleTitle(grp)
                                                  : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : clockLabel(clock),
                                      xAxis: clock ? timeAxis(data.runs, clock) : null,
@@ -1343,6 +1345,15 @@
       });
       g.appendChild(more);
     }
+  }
+  // One rule for every telemetry chart: `WHAT RAN: VM telemetry SERIES'.
+  // A benchmark's own rate (`rates.NAME') is about that benchmark: `NAME:
+  // VM telemetry rates' (it read `NAME: VM telemetry rates.NAME').
+  function teleTitle(grp) {
+    var source = grp.entries[0].item.source, m = /^rates[.](.+)$/.exec(grp.name);
+    if (source !== 'telemetry') return workloads(grp.entries) + ': ' + grp.name;
+    var own = m && grp.entries.every(function (e) { return e.run.benchmarks.some(function (b) { return b.name === m[1]; }); });
+    return own ? m[1] + ': VM telemetry rates' : workloads(grp.entries) + ': VM telemetry ' + grp.name;
   }
   function heatmaps() {
     var any = data.runs.some(function (r) { return r.heatmaps.some(function (hm) { return !hm.broker; }); });

@@ -53,7 +53,8 @@
                   inner := beamlab_runtime_peer:call_spec(),
                   baseline => binary() | undefined, sweep => boolean(),
                   paths => [file:filename()], profiled => boolean(),
-                  ci => float() | undefined, max_time => pos_integer()}.
+                  ci => float() | undefined, max_time => pos_integer(),
+                  metric => time | cpu}.
 -export_type([config/0, dims/0, spec/0, runner/0]).
 
 %%--------------------------------------------------------------------
@@ -403,7 +404,7 @@ result(#{configs := Configs, command := Argv, repeat := R, baseline := Base} = S
                                                    #{repeat => R, baseline => Base, sweep => Sweep,
                                                      inner_command => [beamlab_format_units:to_binary(A) || A <- Argv],
                                                      order => <<"interleaved">>},
-                                                   rule(Spec))}),
+                                                   maps:merge(rule(Spec), metric(Spec)))}),
     Doc1 = beamlab_result:add_findings(beamlab_result:add_benchmarks(Doc, Benchmarks), LoadFindings),
     Doc2 = beamlab_result:set(extra, #{configs => [maps:merge(config_info(C, Outs),
                                                               profiled_info(maps:get(name, C), Profiled))
@@ -417,6 +418,11 @@ rule(#{ci := Ci} = Spec) when is_number(Ci) ->
     #{ci => Ci, max_time => maps:get(max_time, Spec, ?MAX_TIME)};
 rule(_) ->
     #{}.
+
+%% `--metric cpu': what every value is follows from it even when nothing
+%% was measured (beamlab_render_matrix:value_kind/1).
+metric(#{metric := cpu}) -> #{metric => <<"cpu">>};
+metric(_) -> #{}.
 
 %% The machine's load while the matrix ran, as a run document records it:
 %% every fresh VM's pre-flight check (`load_high') and detectors

@@ -35,6 +35,7 @@
                     max_time => pos_integer(),      % ... or this budget (ms) is spent
                     baseline => binary() | undefined,
                     sweep => boolean(),
+                    metric => time | cpu,           % --metric: what the inner command measures
                     profiled => boolean(),
                     preset => beamlab_experiment_preset:preset(),
                     scenarios => [{beamlab_experiment_preset:scenario(), beamlab_experiment:experiment()}]}.
@@ -186,7 +187,8 @@ new(#{inner := Inner} = Opts) ->
 %% schema's keys).
 -spec with_rule(#{atom() => term()}, matrix()) -> matrix().
 with_rule(Opts, #{inner := Inner} = M) ->
-    maps:merge(M#{inner := with_metric(maps:get(metric, Opts, time), Inner)}, rule(Opts)).
+    Metric = maps:get(metric, Opts, time),
+    maps:merge(M#{inner := with_metric(Metric, Inner), metric => Metric}, rule(Opts)).
 
 %% `--ci' and its budget (whole ms: the command line's seconds may have a
 %% fraction).
@@ -309,6 +311,7 @@ run_one(#{configs := Configs, inner := Inner0} = M, Exp, Inner) ->
              repeat => maps:get(repeat, M, 3),
              ci => maps:get(ci, M, undefined), max_time => maps:get(max_time, M, ?MAX_TIME),
              sweep => maps:get(sweep, M, false),
+             metric => maps:get(metric, M, time),
              profiled => maps:get(profiled, M, false) andalso maps:is_key(target, Exp),
              argv => maps:get(command, Exp, []),
              started_at => beamlab_runtime_clock:rfc3339(),

@@ -19,8 +19,8 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
     %% text says it.
     {Values, Mean} = case maps:get(extra, Result, #{}) of
                          #{<<"configs">> := _} ->
-                             {["Each value is one ", beamlab_render_matrix:value_kind(Bs), ".\n\n"],
-                              capital(beamlab_render_matrix:mean_header(Bs))};
+                             {["Each value is one ", beamlab_render_matrix:value_kind(Result), ".\n\n"],
+                              capital(beamlab_render_matrix:mean_header(Result))};
                          _ -> {[], <<"Mean">>}
                      end,
     Header = [<<"Benchmark">>, <<"n">>, Mean, <<"95% CI">>, <<"Median">>, <<"P99">>,

@@ -17,13 +17,13 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
               extra := #{<<"configs">> := Cs}} = Doc, Opts) ->
     Pm = case maps:get(unicode, Opts) of true -> "±"; false -> "+/-" end,
     Sweep = maps:get(<<"sweep">>, P, false),
-    Header = ["configuration", "benchmark", mean_header(Bs), "95% CI", ["vs ", Base],
+    Header = ["configuration", "benchmark", mean_header(Doc), "95% CI", ["vs ", Base],
               "change CI", "verdict", "schedulers"]
         ++ case Sweep of true -> ["speedup", "efficiency"]; false -> [] end,
     Rows = [row(B, Base, Sweep, Pm) || B <- Bs],
     Failed = [io_lib:format("~ts: ~ts~n", [N, lists:join("; ", Es)])
               || #{<<"name">> := N, <<"errors">> := Es} <- Cs, Es =/= []],
-    Value = value_kind(Bs),
+    Value = value_kind(Doc),
     [case maps:get(partial, Doc, false) of
          true -> "(partial: interrupted before the end; what was measured is shown)\n";
          false -> []
@@ -89,25 +89,22 @@ row(#{group := G, metric := M, stats := #{mean := Mean} = Stats,
 
 pct(X) -> beamlab_format_units:signed_percent(X).
 
-%% @doc What a value of the matrix is, for the line above its table: "fresh
-%% VM's mean", or for CPU time "fresh VM's fastest sample"
+%% @doc What a value of the matrix document is, for the line above its
+%% table: "fresh VM's mean", or for CPU time "fresh VM's fastest sample"
 %% (beamlab_result_compare:vm_level/1).
--spec value_kind([beamlab_result:benchmark()]) -> string().
-value_kind(Bs) ->
-    case levels(Bs) of
+-spec value_kind(beamlab_result:result()) -> string().
+value_kind(Doc) ->
+    case beamlab_result_compare:vm_levels(Doc) of
         [L] -> "fresh VM's " ++ beamlab_result_compare:level_words(L);
         _ -> "fresh VM's mean (CPU time: its fastest sample)"
     end.
 
 %% @doc The heading of the column of each configuration's mean of its VMs'
 %% values: "mean", or "mean of fastest" where they are fastest samples.
--spec mean_header([beamlab_result:benchmark()]) -> string().
-mean_header(Bs) ->
-    case levels(Bs) of
+-spec mean_header(beamlab_result:result()) -> string().
+mean_header(Doc) ->
+    case beamlab_result_compare:vm_levels(Doc) of
         [fastest] -> "mean of fastest";
         [mean] -> "mean";
         _ -> "mean of values"
     end.
-
-levels([]) -> [mean];
-levels(Bs) -> lists:usort([beamlab_result_compare:vm_level(B) || B <- Bs]).

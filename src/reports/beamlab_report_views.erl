@@ -46,6 +46,8 @@
                   %% a `~': the smallest slowdown the comparison catches 80% of the time
                   detectable => number()}.
 -type matrix() :: #{baseline := binary(), configs := [beamlab_json:object()],
+                    %% what its values are, each once ("mean", "fastest sample")
+                    values := [binary()],
                     rows := [#{benchmark := binary(), unit := binary(), measure := binary() | null,
                                better := beamlab_result:better(), method := binary(),
                                workload := binary(),
@@ -189,15 +191,22 @@ x_scale(Vs) ->
     end.
 
 %% What the benchmarks of a view ran: their common group (a suite's
-%% workload), else the common name before its parameters.
+%% workload), else the common name before its parameters; in a matrix,
+%% whose groups are its configurations, the inner point (`extra.point',
+%% else the inner benchmark) before its parameters.
 workload(Bs) ->
-    case lists:usort([maps:get(group, B, <<>>) || B <- Bs]) of
-        [G] when G =/= <<>>, G =/= <<"run">> -> G;
-        _ -> case lists:usort([hd(binary:split(maps:get(name, B), <<"[">>)) || B <- Bs]) of
-                 [N] -> N;
-                 _ -> <<>>
-             end
+    case lists:usort([what_ran(B) || B <- Bs]) of
+        [W] -> W;
+        _ -> <<>>
     end.
+
+what_ran(#{extra := #{<<"inner_benchmark">> := _}} = B) -> hd(binary:split(ran(B), <<"[">>));
+what_ran(#{group := G}) when G =/= <<>>, G =/= <<"run">> -> G;
+what_ran(B) -> hd(binary:split(ran(B), <<"[">>)).
+
+ran(#{extra := #{<<"point">> := P}}) when is_binary(P) -> P;
+ran(#{extra := #{<<"inner_benchmark">> := I}}) when is_binary(I) -> I;
+ran(#{name := N}) -> N.
 
 %% How the intervals of these benchmarks were made, as the document says
 %% (`stats.ci_method'), else the mean's Student t interval it has always
@@ -456,25 +465,39 @@ suffix_unit(Key, Default) ->
 %% configuration's mean, interval, repetitions and verdict against the
 %% baseline; `null' for any other document.
 -spec matrix(beamlab_result:result()) -> matrix() | null.
-matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P}) when is_list(Configs) ->
+matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P} = Doc) when is_list(Configs) ->
     Rows = group(fun(B) -> inner(B) end, Bs),
     #{baseline => maps:get(<<"baseline">>, P, null),
+      values => [list_to_binary(beamlab_result_compare:level_words(L)) || L <- beamlab_result_compare:vm_levels(Doc)],
       configs => [maps:with([<<"name">>, <<"status">>, <<"schedulers_online">>, <<"runs">>, <<"ok_runs">>,
                              <<"errors">>], C) || C <- Configs, is_map(C)],
       rows => [#{benchmark => Inner, unit => element(2, per_second(hd(G))), better => maps:get(better, hd(G)),
-                 measure => measure(hd(G)),
-                 %% what ran, as the title names it: the inner suite's point
-                 %% (`extra.point'), else the inner benchmark
-                 workload => case maps:get(extra, hd(G), #{}) of
-                                 #{<<"point">> := Point} when is_binary(Point) -> Point;
-                                 _ -> Inner
-                             end,
+                 measure => row_measure(hd(G), Workload, Inner),
+                 workload => Workload,
                  method => ci_method(G),
                  value => list_to_binary(beamlab_result_compare:level_words(beamlab_result_compare:vm_level(hd(G)))),
                  cells => [cell(B) || B <- G]}
-               || {Inner, G} <- Rows]};
+               || {Inner, G} <- Rows,
+                  %% what ran, as the title names it: the inner suite's point
+                  %% (`extra.point'), else the inner benchmark
+                  Workload <- [case maps:get(extra, hd(G), #{}) of
+                                   #{<<"point">> := Point} when is_binary(Point) -> Point;
+                                   _ -> Inner
+                               end]]};
 matrix(_) ->
     null.
+
+%% What a row measures, for its title after its workload: the document's
+%% `measure'; else, for a point's other metric (`ring[k=0]/total' of a
+%% suite written before its metrics said their measure), that metric
+%% (`ring[k=0]: total (ms)', as the suite's own charts name it), never
+%% the point's name glued to it; `null' where the benchmark is what ran
+%% and its unit says the measure (iterations/s).
+row_measure(B, Workload, Inner) ->
+    case measure(B) of
+        null when Workload =/= Inner -> maps:get(metric, B, null);
+        M -> M
+    end.
 
 inner(#{extra := #{<<"inner_benchmark">> := I}}) -> I;
 inner(#{name := N}) -> N.

@@ -11,7 +11,7 @@
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
          far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0,
-         robust_history/1, run_level/1, vm_level/1, level_words/1, history_floor/1,
+         robust_history/1, run_level/1, vm_level/1, vm_levels/1, level_words/1, history_floor/1,
          configurations/1]).
 
 -type run_info() :: #{label := binary(), kind := beamlab_result:kind(), partial := boolean(),
@@ -168,6 +168,17 @@ history_floor(Metric) ->
 -spec vm_level(beamlab_result:benchmark()) -> mean | fastest.
 vm_level(#{extra := #{<<"vm_means">> := _}}) -> fastest;
 vm_level(_) -> mean.
+
+%% @doc The levels ({@link vm_level/1}) of a matrix document's values,
+%% each once; with no benchmark (interrupted before a repetition ended),
+%% the level its metric takes ({@link run_level/1}; `params.metric'
+%% `cpu': fastest), so that what every output says of the values does
+%% not turn to `mean' when nothing was measured.
+-spec vm_levels(beamlab_result:result()) -> [mean | fastest].
+vm_levels(#{benchmarks := [_ | _] = Bs}) ->
+    lists:usort([vm_level(B) || B <- Bs]);
+vm_levels(Doc) ->
+    [run_level(maps:get(<<"metric">>, maps:get(params, Doc, #{}), <<"time">>))].
 
 %% @doc A level of {@link run_level/1} in words: "mean", "fastest sample".
 -spec level_words(mean | fastest) -> string().

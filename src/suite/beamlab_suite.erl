@@ -655,9 +655,9 @@ benchmarks(Info, Name, {_, Params}, Reps) ->
     Secondary = [beamlab_result:benchmark(
                    [Name, $/, atom_to_binary(K)],
                    [maps:get(K, maps:get(metrics, R, #{}), 0) || R <- Reps],
-                   Common#{metric => atom_to_binary(K), unit => U, better => B,
+                   (maps:merge(Common, maps:with([measure], Spec)))#{metric => atom_to_binary(K), unit => U, better => B,
                            extra => #{check => Check, point => Name}})
-                 || #{key := K, unit := U, better := B} <- maps:get(metrics, Info),
+                 || #{key := K, unit := U, better := B} = Spec <- maps:get(metrics, Info),
                     %% A metric only some variants report is left out of the others.
                     lists:all(fun(R) -> maps:is_key(K, maps:get(metrics, R, #{})) end, Reps)],
     %% --metric cpu: the scheduler threads' CPU time of each repetition

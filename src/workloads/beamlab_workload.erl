@@ -49,8 +49,10 @@
 -type info() :: #{name := binary(), summary := binary(), definition := binary(),
                   unit := binary(), better := higher | lower, checks := binary(),
                   metric => binary(), measure => binary(),
+                  %% `measure': what a metric measures, in words, where its
+                  %% unit does not say it (the report's titles)
                   metrics => [#{key := atom(), unit := binary(),
-                                better := higher | lower}],
+                                better := higher | lower, measure => binary()}],
                   repeat => #{profile() => pos_integer()},
                   warmup => boolean()}.
 %% Overrides: per parameter key, the list of values the user asked for.
@@ -146,7 +148,7 @@ info_problem(Info) ->
                 {checks, fun is_binary/1, "a binary"}],
     Optional = [{metric, fun is_binary/1, "a binary"}, {measure, fun is_binary/1, "a binary"},
                 {metrics, fun(L) -> is_list(L) andalso lists:all(fun metric_spec/1, L) end,
-                 "a list of #{key := atom(), unit := binary(), better := higher | lower}"},
+                 "a list of #{key := atom(), unit := binary(), better := higher | lower, measure => binary()}"},
                 {repeat, fun(R) -> is_map(R) andalso
                                        lists:all(fun({P, N}) -> (P =:= quick orelse P =:= full)
                                                                     andalso is_integer(N) andalso N > 0
@@ -160,8 +162,9 @@ info_problem(Info) ->
                   [check_field(K, V, Check, What)
                    || {K, Check, What} <- Optional, {ok, V} <- [maps:find(K, Info)]]).
 
-metric_spec(#{key := K, unit := U, better := B}) ->
-    is_atom(K) andalso is_binary(U) andalso (B =:= higher orelse B =:= lower);
+metric_spec(#{key := K, unit := U, better := B} = M) ->
+    is_atom(K) andalso is_binary(U) andalso (B =:= higher orelse B =:= lower)
+        andalso is_binary(maps:get(measure, M, <<>>));
 metric_spec(_) ->
     false.
 

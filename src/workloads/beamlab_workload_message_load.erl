@@ -57,10 +57,10 @@ info() ->
             "series read from the shared counters by a sampler process; "
             "record=false measures exactly the original's work.">>,
       unit => <<"msg/s">>, better => higher, metric => <<"goodput">>,
-      metrics => [#{key => latency_mean, unit => <<"us">>, better => lower},
+      metrics => [#{key => latency_mean, unit => <<"us">>, better => lower, measure => <<"mean latency">>},
                   #{key => flushput, unit => <<"msg/s">>, better => lower},
                   #{key => total, unit => <<"msg/s">>, better => higher},
-                  #{key => latency_p99, unit => <<"us">>, better => lower}],
+                  #{key => latency_p99, unit => <<"us">>, better => lower, measure => <<"99th percentile latency">>}],
       repeat => #{quick => 3, full => 1},
       warmup => false,
       checks => <<"conservation over the whole run (warm-up included): "

@@ -350,3 +350,26 @@ own_verdict_is_compare_test() ->
     ?assert(ALo < Lo andalso AHi > Hi),
     ?assertEqual({error, not_a_matrix},
                  beamlab_result_compare:configurations(beamlab_result:new(bench, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}))).
+
+%% #35: a CPU matrix interrupted before any repetition finished has no
+%% benchmark to say what its values are: its document records the metric
+%% (`params.metric'), and the text and Markdown say fastest samples as a
+%% complete one's do (beamlab_result_compare:vm_levels/1); a wall-clock
+%% one says mean.
+nothing_measured_words_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1"]}),
+    Failing = fun(_, _Argv) -> {error, boom} end,
+    Spec = #{configs => Cs, command => ["run", "x"], repeat => 1, argv => ["matrix"],
+             started_at => <<"2026-01-01T00:00:00Z">>, inner => {erlang, error, [not_called]}},
+    Doc = fun(Metric) ->
+                  {_, D} = beamlab_env_matrix:run(Spec#{metric => Metric}, #{runner => Failing}),
+                  #{benchmarks := []} = D
+          end,
+    Cpu = Doc(cpu),
+    ?assertMatch(#{params := #{<<"metric">> := <<"cpu">>}}, Cpu),
+    ?assertEqual([fastest], beamlab_result_compare:vm_levels(Cpu)),
+    ?assertEqual([mean], beamlab_result_compare:vm_levels(Doc(time))),
+    Text = unicode:characters_to_binary(beamlab_render_matrix:render(Cpu, #{unicode => false})),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"each value is one fresh VM's fastest sample">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"mean of fastest">>)),
+    ?assertNotEqual(nomatch, binary:match(beamlab_render_markdown:render(Cpu), <<"Each value is one fresh VM's fastest sample.">>)).

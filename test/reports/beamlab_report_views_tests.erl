@@ -207,3 +207,37 @@ matrix_detectable_test() ->
     ?assertNot(is_map_key(detectable, A)),
     ?assertMatch(#{verdict := <<"slower">>}, Slow),
     ?assertNot(is_map_key(detectable, Slow)).
+
+%% A matrix of a suite: `NAME/METRIC' is the point's other metric; a row
+%% says its measure (#35: `ring[k=0]/total (ms)' had none): the
+%% document's, else (a suite written before its metrics said it) the
+%% metric, after the point that ran.
+matrix_suite_rows_test() ->
+    Bs = [beamlab_result:benchmark(<<C/binary, " / ", Name/binary>>, [2.0, 2.1, 1.9],
+                                   maps:merge(#{group => C, unit => ms, better => lower, metric => Metric,
+                                                params => #{config => C, k => 0},
+                                                extra => #{inner_benchmark => Name, point => <<"ring[k=0]">>}},
+                                              Measure))
+          || C <- [<<"a">>, <<"b">>],
+             {Name, Metric, Measure} <- [{<<"ring[k=0]">>, per_process, #{measure => <<"wall-clock time per process">>}},
+                                         {<<"ring[k=0]/total">>, total, #{}},
+                                         {<<"ring[k=0]/create">>, create, #{measure => <<"wall-clock time to create the ring">>}}]],
+    D0 = doc(matrix, Bs),
+    D = D0#{params := #{<<"baseline">> => <<"a">>},
+            extra := #{<<"configs">> => [#{<<"name">> => <<"a">>}, #{<<"name">> => <<"b">>}]}},
+    #{rows := Rows} = beamlab_report_views:matrix(D),
+    ?assertEqual([{<<"ring[k=0]">>, <<"wall-clock time per process">>}, {<<"ring[k=0]">>, <<"total">>},
+                  {<<"ring[k=0]">>, <<"wall-clock time to create the ring">>}],
+                 [{W, M} || #{workload := W, measure := M} <- Rows]).
+
+%% A matrix of a suite's sweep: its benchmarks' groups are the
+%% configurations; the sweep names the workload the points ran (#35: it
+%% was titled without one).
+matrix_sweep_workload_test() ->
+    Bs = [beamlab_result:benchmark(<<C/binary, " / ", P/binary>>, [S + 1.0, S + 1.1, S + 0.9],
+                                   #{group => C, unit => ns, better => lower, metric => round_trip,
+                                     params => #{config => C, size => S},
+                                     extra => #{inner_benchmark => P, point => P}})
+          || C <- [<<"+S 1">>], S <- [10, 100, 1000],
+             P <- [iolist_to_binary(io_lib:format("ping_pong[size=~b]", [S]))]],
+    [#{workload := <<"ping_pong">>, param := <<"size">>}] = beamlab_report_views:sweeps(doc(matrix, Bs)).

@@ -14,8 +14,8 @@
          script_errors_are_caught/1, screenshot_is_taken/1, cli_report_renders/1,
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
-         matrix_chart/1, matrix_long_labels/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
-         amqp_run_charts/1, cpu_metric_charts/1, run_clock_chart/1]).
+         matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, matrix_sweep_title/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
+         amqp_run_charts/1, cpu_metric_charts/1, cpu_matrix_interrupted/1, run_clock_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -25,8 +25,8 @@ groups() ->
                      script_errors_are_caught, screenshot_is_taken, cli_report_renders,
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
-                        matrix_chart, matrix_long_labels, distribution_chart, trend_chart, check_trend_chart, profile_chart,
-                        amqp_run_charts, cpu_metric_charts, run_clock_chart]}].
+                        matrix_chart, matrix_long_labels, matrix_suite_titles, matrix_sweep_title, distribution_chart, trend_chart, check_trend_chart, profile_chart,
+                        amqp_run_charts, cpu_metric_charts, cpu_matrix_interrupted, run_clock_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -419,6 +419,14 @@ timeseries_chart(Config) ->
     [Util] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"VM telemetry util</figcaption>">>) =/= nomatch],
     %% The title names what ran and the measure.
     ?assertEqual([<<"lists:seq(1, 100).: VM telemetry util">>], captions(Util)),
+    %% #35: one naming rule for every telemetry chart: the benchmark's own
+    %% rate names it once (it read `lists:seq(1, 100).: VM telemetry
+    %% rates.lists:seq(1, 100).').
+    Tele = [C || S <- figures(Dom, <<"timeseries">>), C <- captions(S), binary:match(C, <<"VM telemetry">>) =/= nomatch],
+    ct:log("~p", [Tele]),
+    ?assert(lists:member(<<"lists:seq(1, 100).: VM telemetry rates">>, Tele)),
+    [?assertMatch({match, _}, re:run(C, <<"^lists:seq\\(1, 100\\)\\.: VM telemetry [a-z_.]+$">>)) || C <- Tele],
+    ?assertEqual([], [C || C <- Tele, length(binary:matches(C, <<"lists:seq">>)) > 1]),
     %% (the run's samples and telemetry share its clock: #35)
     ?assertEqual([<<"s since the run started">>], texts(Util, <<"label x-label">>)),
     ?assertEqual([<<"%">>], texts(Util, <<"label y-label">>)),
@@ -573,6 +581,40 @@ matrix_long_labels(Config) ->
     ?assertMatch({match, _}, re:run(Shown, <<"^\\+S 1:1 .*\\x{2026}$">>, [unicode])),
     ?assert(string:length(Shown) < length(Vm)),
     ?assertEqual(list_to_binary(Vm), Full).
+
+%% #35: a matrix of a suite titles every chart with the point that ran
+%% and its measure, as the suite's own report does: ring's whole time was
+%% `ring[k=0]/total (ms) per configuration' (no measure, the metric glued
+%% to the point); the suite now says what it measures (`measure').
+matrix_suite_titles(Config) ->
+    F = run(Config, "matrix-ring", ["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2", "--",
+                                    "suite", "ring", "--param", "ring.k=0", "--param", "ring.n=2000"]),
+    Dom = report(Config, "matrix-ring", [F]),
+    Caps = lists:append([captions(Fig) || Fig <- figures(Dom, <<"matrix">>)]),
+    ct:log("~p", [Caps]),
+    ?assertEqual(2, length(Caps)),
+    %% (one point: its name is the workload's; the time in the unit its axis shows)
+    Unit = <<"\\((ns|us|ms)\\)">>,
+    ?assertMatch([_], [C || C <- Caps, re:run(C, <<"^ring: wall-clock time of the whole ring ", Unit/binary, " per configuration$">>) =/= nomatch]),
+    ?assertMatch([_], [C || C <- Caps, re:run(C, <<"^ring: wall-clock time per process ", Unit/binary, " per configuration$">>) =/= nomatch]),
+    %% the suite's report of the same benchmark says the same
+    S = run(Config, "suite-ring", ["suite", "ring", "--param", "ring.k=0", "--param", "ring.n=2000", "-n", "3"]),
+    SDom = report(Config, "suite-ring", [S]),
+    SCaps = lists:append([captions(Fig) || Fig <- figures(SDom, <<"results">>) ++ figures(SDom, <<"points">>)]),
+    ct:log("~p", [SCaps]),
+    ?assertMatch([_ | _], [C || C <- SCaps, re:run(C, <<"^ring: wall-clock time of the whole ring ", Unit/binary, "$">>) =/= nomatch]),
+    ?assertEqual([], [C || C <- Caps ++ SCaps, binary:match(C, <<"/total">>) =/= nomatch]).
+
+%% #35: a matrix of a suite's sweep titles its sweep chart with the
+%% workload (it was `wall-clock time per round trip (ns) against size':
+%% the configurations are the groups of a matrix's benchmarks).
+matrix_sweep_title(Config) ->
+    F = run(Config, "matrix-sweep", ["matrix", "--vm", "+S 1", "--vm", "+S 2", "-n", "2", "--",
+                                     "suite", "ping_pong", "--param", "ping_pong.size=10,100",
+                                     "--param", "ping_pong.payload=binary", "--param", "ping_pong.n=1000"]),
+    Dom = report(Config, "matrix-sweep", [F]),
+    [Fig] = figures(Dom, <<"sweep">>),
+    ?assertMatch({match, _}, re:run(hd(captions(Fig)), <<"^ping_pong: wall-clock time per round trip \\((ns|us|ms)\\) against size$">>)).
 
 %% A histogram from 20 samples on; fewer are drawn as points.
 distribution_chart(Config) ->
@@ -858,6 +900,30 @@ cpu_metric_charts(Config) ->
     ?assertNotEqual(nomatch, binary:match(MSub, <<"; dots: repetitions (one fresh VM\x{2019}s fastest sample each), bar: their mean, "/utf8>>), MSub),
     ?assertNotEqual(nomatch, binary:match(MDom, <<"each value the mean of fresh VMs\x{2019} fastest samples"/utf8>>)),
     ?assertEqual([], figures(MDom, <<"scaling">>)).
+
+%% #35: a CPU matrix interrupted (SIGINT to its group, as Ctrl-C) before
+%% any repetition finished: what its values would have been follows the
+%% metric as a complete one's does (beamlab_result_compare:vm_levels/1):
+%% the text and the report say fastest samples (they said "one fresh
+%% VM's mean", the rule for no benchmarks at all). The inner run's code
+%% marks its start, then waits.
+cpu_matrix_interrupted(Config) ->
+    Dir = ?config(priv_dir, Config),
+    Marker = filename:join(Dir, "cpu-interrupted.marker"),
+    F = filename:join(Dir, "cpu-interrupted.json"),
+    Code = "ok = file:write_file(\"" ++ Marker ++ "\", <<>>), timer:sleep(60000).",
+    H = beamlab_test_util:cli_start_group(["matrix", "--vm", "+S 1", "--vm", "+S 2", "--metric", "cpu", "-n", "2",
+                                           "--save=" ++ F, "--", "run", Code, "-d", "100", "-s", "3"], #{}),
+    _ = beamlab_test_util:wait_for_file(Marker, "", 120000),
+    ok = beamlab_test_util:signal_group(H, "INT"),
+    #{out := Out} = R = beamlab_test_util:cli_group_finish(H),
+    ct:log("~p", [R]),
+    ?assertMatch({match, _}, re:run(Out, "^\\(partial: interrupted", [multiline])),
+    ?assertMatch({match, _}, re:run(Out, "each value is one fresh VM's fastest sample$", [multiline])),
+    ?assertEqual(nomatch, binary:match(Out, <<"VM's mean">>)),
+    {ok, #{benchmarks := [], partial := true}} = beamlab_result:load(F),
+    Dom = report(Config, "cpu-interrupted", [F]),
+    ?assertNotEqual(nomatch, binary:match(Dom, <<"each value the mean of fresh VMs\x{2019} fastest samples"/utf8>>)).
 
 flame_cards(Dom) ->
     [F || [F] <- re_all(Dom, <<"(<figure class=\"card flamecard\" data-kind=\"flame\">.*?</figure>)">>)].
