@@ -149,12 +149,19 @@ body(Payload, Rest, Bin, {M, Props, Left, Kept0} = C, #reader{keep = Keep} = R, 
     case Left - byte_size(Payload) of
         0 when Kept0 =:= [], Keep =:= all -> frames(Rest, none, R, [done(M, Props, Payload, R) | Acc]);
         0 when Kept0 =:= [] ->
-            %% The usual body, in one frame: what is kept of it, copied.
-            %% binary_part/3 and a comparison, not binary:part/3 and
-            %% min/2: no calls per delivery (#33).
-            Kept = binary:copy(binary_part(Payload, 0, if Keep < byte_size(Payload) -> Keep;
-                                                          true -> byte_size(Payload)
-                                                       end)),
+            %% The usual body, in one frame: what is kept of it, copied
+            %% (a part would hold the whole read). No calls per delivery
+            %% (#33): a comparison, not min/2, and up to 8 bytes (the
+            %% consumer's stamp) copied through an integer, not by
+            %% binary:copy/1.
+            Len = if Keep < byte_size(Payload) -> Keep;
+                     true -> byte_size(Payload)
+                  end,
+            Kept = if Len =< 8 ->
+                           <<I:Len/unit:8, _/binary>> = Payload,
+                           <<I:Len/unit:8>>;
+                      true -> binary:copy(binary_part(Payload, 0, Len))
+                   end,
             frames(Rest, none, R, [done(M, Props, Kept, R) | Acc]);
         0 ->
             Body = iolist_to_binary(lists:reverse(kept(Keep, Payload, Kept0))),
