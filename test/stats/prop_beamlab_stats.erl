@@ -254,14 +254,18 @@ prop_hist_precision() ->
 %% holds it. The bit length is computed here another way (its binary
 %% digits) than the histogram's binary search (#33 made that one body).
 prop_hist_bucket_of_value() ->
-    ?FORALL({D, V}, {oneof([1, 2, 3, 4]),
+    ?FORALL({D, V}, {oneof([1, 2, 3]),
                      oneof([latency(), range(0, (1 bsl 62) - 1),
                             ?LET(B, range(1, 62), oneof([(1 bsl B) - 1, 1 bsl B, (1 bsl B) + 1]))])},
             begin
-                Snap = record_all(#{significant_digits => D, max => (1 bsl 62) - 1},
-                                  [min(V, (1 bsl 62) - 1)]),
-                Bits = maps:get(bits, Snap),
+                %% take/1 reads the buckets between the extremes only: the
+                %% histogram up to 2^62 has too many to read them all.
                 V1 = min(V, (1 bsl 62) - 1),
+                H = beamlab_stats_hist:new(#{significant_digits => D, max => (1 bsl 62) - 1,
+                                             write_concurrency => false}),
+                ok = beamlab_stats_hist:record(H, V1),
+                Snap = beamlab_stats_hist:take(H),
+                Bits = maps:get(bits, Snap),
                 Len = case V1 of 0 -> 0; _ -> length(integer_to_list(V1, 2)) end,
                 Width = 1 bsl max(0, Len - Bits),
                 [{Lo, Hi, 1}] = beamlab_stats_hist:buckets(Snap),
@@ -424,7 +428,7 @@ stats_props_test_() ->
 hist_props_test_() ->
     [{timeout, 60, T} || T <-
      [?_test(check(prop_hist_precision(), 150)),
-      ?_test(check(prop_hist_bucket_of_value(), 500)),
+      ?_test(check(prop_hist_bucket_of_value(), 300)),
       ?_test(check(prop_hist_merge(), 100)),
       ?_test(check(prop_hist_record_list(), 100)),
       ?_test(check(prop_hist_takes(), 100)),
