@@ -15,7 +15,7 @@
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, matrix_sweep_title/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
-         amqp_run_charts/1, cpu_metric_charts/1, cpu_matrix_interrupted/1, run_clock_chart/1]).
+         amqp_run_charts/1, cpu_metric_charts/1, cpu_matrix_interrupted/1, run_clock_chart/1, shared_margin_chart/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -26,7 +26,7 @@ groups() ->
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, matrix_suite_titles, matrix_sweep_title, distribution_chart, trend_chart, check_trend_chart, profile_chart,
-                        amqp_run_charts, cpu_metric_charts, cpu_matrix_interrupted, run_clock_chart]}].
+                        amqp_run_charts, cpu_metric_charts, cpu_matrix_interrupted, run_clock_chart, shared_margin_chart]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -529,6 +529,40 @@ run_clock_chart(Config) ->
     [?assertEqual(Shared, {HLo, HHi, HPx}) || [HLo, HHi, HPx] <- Heatmaps],
     ?assert(abs(Start(Util) - At(Shared, T1 / 1000)) < 0.6),
     [?assert(abs(Start(S) - At(Shared, E / 1000)) < 0.6) || {S, E} <- lists:zip(Samples, [A1, B1])].
+
+%% #35: the charts of one time axis share its left margin, so their plot
+%% areas line up; a y tick label longer than 8 characters (a run at
+%% 12,345,600-12,345,800 iterations/s: `12.34565M') widened its own
+%% chart's margin alone and broke that. The shared margin is the room the
+%% widest label of all the axis' charts needs: no label clipped (the
+%% page's layout check), every chart and heatmap on `s since the run
+%% started' with its plot at the same pixels. A real run, its samples set
+%% to such rates.
+shared_margin_chart(Config) ->
+    F = run(Config, "margin", ["ok.", "-d", "300", "-s", "6", "-v"]),
+    {ok, #{benchmarks := [#{samples := S, params := #{<<"sample">> := #{<<"duration_ms">> := D}}} = B]} = Doc} =
+        beamlab_result:load(F),
+    %% (iterations per sample of D ms)
+    Big = [(12345600 + 100 * (I rem 3)) * D / 1000 || I <- lists:seq(1, length(S))],
+    F2 = filename:join(?config(priv_dir, Config), "margin-big.json"),
+    {ok, _} = beamlab_result:save(Doc#{benchmarks := [B#{samples := Big, stats := beamlab_stats:summary(Big)}]}, F2),
+    Dom = report(Config, "margin", [F2]),
+    [_, Timeline] = binary:split(Dom, <<"<section id=\"timeline\"">>),
+    OnClock = [Fig || Fig <- figures(Timeline, <<"timeseries">>), texts(Fig, <<"label x-label">>) =:= [<<"s since the run started">>]],
+    ?assert(length(OnClock) >= 3),
+    [Rate] = [Fig || Fig <- OnClock, captions(Fig) =:= [<<"ok. (iterations/s)">>]],
+    YTicks = [T || [T] <- re_all(Rate, <<"<text [^>]*data-axis=\"y\"[^>]*>([^<]*)</text>">>)],
+    ct:log("y ticks ~p", [YTicks]),
+    ?assert(lists:max([string:length(T) || T <- YTicks]) > 8),
+    Px = lists:usort([P || Fig <- OnClock, P <- attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-px">>)]),
+    {match, Heatmaps} = re:run(Timeline, <<"class=\"chart heatmap\" [^>]*data-x-px=\"([^\"]*)\"">>,
+                               [global, {capture, all_but_first, binary}]),
+    ct:log("plot pixels ~p, heatmaps ~p", [Px, Heatmaps]),
+    ?assertMatch([_], Px),
+    ?assertEqual(Px, lists:usort([H || [H] <- Heatmaps])),
+    %% (wider than the 78 pixels the shared margin had)
+    [Left, _] = binary:split(hd(Px), <<" ">>),
+    ?assert(num(Left) - 6 > 78).
 
 num(B) ->
     case string:to_float(B) of
