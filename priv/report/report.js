@@ -742,7 +742,9 @@
   }
   function hmClock(hm) { return hm.clock || (hm.broker ? 'load' : 'telemetry'); }
   // The time axis' title: what its zero is, where one origin is known.
-  function clockLabel(clock) { return clock === 'run' ? 's since the run started' : 'seconds'; }
+  function clockLabel(clock) {
+    return clock === 'run' ? 's since the run started' : clock === 'load' ? 's since the load started' : 'seconds';
+  }
   // The left edge of every chart on a shared time axis (line charts and
   // heatmaps): stacked, an instant sits at the same x in each.
   var TIME_L = 78;
@@ -817,8 +819,9 @@
     entries.forEach(function (e) {
       var bs = e.run.benchmarks, groups = [];
       bs.forEach(function (b) { if (b.group && b.group !== 'run' && groups.indexOf(b.group) < 0) groups.push(b.group); });
-      // (a watch's charts name the node it watched)
-      var w = e.run.subject || (groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label);
+      // (a watch's charts name the node it watched; a matrix's, whose
+      // groups are its configurations, the run: `mb: +S 2: broker util')
+      var w = e.run.subject || (e.run.matrix ? e.run.label : groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label);
       if (names.indexOf(w) < 0) names.push(w);
     });
     return names.join(' vs ');
