@@ -16,12 +16,13 @@
 %%% least one VM (either run) was slowed as a whole.
 %%%
 %%% Rules (95%, a run-to-run term of 2.5% on each side where named):
-%%%   welch        beamlab's rule: beamlab_stats:compare/3 (Welch on the
+%%%   welch        beamlab's rule before this study: beamlab_stats:compare/3 (Welch on the
 %%%                logs, the term, the df of the sample)
 %%%   yuen         Yuen's trimmed Welch on the logs: trim g = floor(0.2 n)
 %%%                VMs at each end of each run (n = 3: none, i.e. welch),
 %%%                winsorised variances, df of the h - 1 kept, the term
-%%%   reject       per run, without looking at the other: drop the VMs
+%%%   reject       beamlab_stats:compare/3 with `robust' (beamlab's rule since
+%%%                this study): per run, without looking at the other, drop the VMs
 %%%                whose log is more than 3.5 x max(1.4826 MAD, 1%) from
 %%%                the run's median, only while 3 or more stay; then welch
 %%%   hl           Hodges-Lehmann shift of the logs, the exact
@@ -120,17 +121,10 @@ logs(L) -> [math:log(X) || X <- L].
 from_diff(D) when D > 0 -> slower;
 from_diff(D) when D < 0 -> faster.
 
-%% Median/MAD rejection within one run (both sides: a rule that does not
-%% know which way the load pushes).
+%% Median/MAD rejection within one run, beamlab_stats:robust_values/2 (both
+%% sides: a rule that does not know which way the load pushes).
 reject(Xs) ->
-    Ys = logs(Xs),
-    Med = beamlab_stats:median(Ys),
-    S = max(1.4826 * beamlab_stats:median([abs(Y - Med) || Y <- Ys]), 0.01),
-    Kept = [X || {X, Y} <- lists:zip(Xs, Ys), abs(Y - Med) =< reject_k() * S],
-    case length(Kept) >= 3 of
-        true -> Kept;
-        false -> Xs
-    end.
+    beamlab_stats:robust_values(Xs, reject_k()).
 
 %% REJECT_K (default 3.5): the sensitivity of the rule to its cut.
 reject_k() ->

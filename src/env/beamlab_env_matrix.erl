@@ -530,11 +530,19 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
               %% verdict between runs (99%). The configurations ran in the
               %% same rounds, so no between-run term: `compare M.json'
               %% gives the same verdict (beamlab_result_compare, interleaved).
-              _ -> #{comparison => load_aware(beamlab_stats:compare(
-                                                BaseVals, Vals,
-                                                #{better => Better,
-                                                  confidence => beamlab_result_compare:between_runs_confidence()}),
-                                              BaseVals, Vals, Better, Loaded,
+              %% CPU time's fastest samples: VMs far from their
+              %% configuration's others left out first (robust_vms/1).
+              _ ->
+                  Opts = #{better => Better,
+                           robust => beamlab_result_compare:robust_vms(
+                                       case Kept of
+                                           #{vm_means := _} -> fastest;
+                                           _ -> mean
+                                       end)},
+                  #{comparison => load_aware(beamlab_stats:compare(
+                                               BaseVals, Vals,
+                                               Opts#{confidence => beamlab_result_compare:between_runs_confidence()}),
+                                             BaseVals, Vals, Opts, Loaded,
                                               beamlab_result_compare:wall_clock(
                                                 beamlab_format_units:to_binary(maps:get(unit, Info, <<>>)),
                                                 beamlab_format_units:to_binary(maps:get(metric, Info, Metric))))}
@@ -565,15 +573,14 @@ bench(#{name := Name}, Metric, Info, Vals, BaseVals, Base, Sweep, Sched, BaseSch
 %% verdict `inconclusive_load' unless it holds at far_confidence too, as
 %% a compare of two matrices says (beamlab_result_compare:qualify/3);
 %% reductions, words and CPU time keep theirs.
-load_aware(C, BaseVals, Vals, Better, true, true) ->
+load_aware(C, BaseVals, Vals, Opts, true, true) ->
     Far = maps:get(verdict, beamlab_stats:compare(BaseVals, Vals,
-                                                  #{better => Better,
-                                                    confidence => beamlab_result_compare:far_confidence()})),
+                                                  Opts#{confidence => beamlab_result_compare:far_confidence()})),
     case beamlab_result_compare:qualify(C, Far, #{replication => runs, overloaded => true, wall_clock => true}) of
         inconclusive_load -> C#{verdict := inconclusive_load};
         _ -> C
     end;
-load_aware(C, _BaseVals, _Vals, _Better, _Loaded, _WallClock) ->
+load_aware(C, _BaseVals, _Vals, _Opts, _Loaded, _WallClock) ->
     C.
 
 config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) ->

@@ -36,6 +36,8 @@ render(Result = #{kind := Kind, command := Command, partial := Partial, findings
        "\n\n", beamlab_result_env:summary(Result), "\n\n", Values,
        beamlab_format_markdown:table(Header, Rows,
                                      [left, right, right, right, right, right, right, left]),
+       %% (a matrix's verdicts: the fresh VMs they left out)
+       [["\n", beamlab_render_matrix:rejected_line(Bs)] || Values =/= [], beamlab_render_matrix:rejected_line(Bs) =/= []],
        [["\n", [io_lib:format("- **~ts** ~ts: ~ts~n",
                               [Severity, beamlab_format_markdown:cell(Title),
                                beamlab_format_markdown:cell(Evidence)])

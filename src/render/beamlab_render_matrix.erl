@@ -5,7 +5,7 @@
 %%% sweeps, then the failed runs. Pure.
 -module(beamlab_render_matrix).
 
--export([render/2, stop_line/2, value_kind/1, mean_header/1]).
+-export([render/2, stop_line/2, value_kind/1, mean_header/1, rejected_line/1]).
 
 
 %% @doc The matrix as text: configuration x metric with the mean of the
@@ -41,6 +41,7 @@ render(#{benchmarks := Bs, params := #{<<"baseline">> := Base} = P,
      beamlab_format_table:render(Header, Rows,
                                  #{align => [left, left, right, right, right, left, left, right, right, right]}),
      stop_line(Doc, Pm),
+     rejected_line(Bs),
      case Failed of
          [] -> [];
          _ -> ["\nfailed runs:\n" | Failed]
@@ -50,6 +51,20 @@ render(Doc, Opts) ->
     %% cut by hand; its benchmarks as the generic table shows them, the
     %% findings after the view as ever)
     beamlab_render_text:render(Doc#{findings => []}, Opts).
+
+%% @doc The fresh VMs the verdicts left out, as one line ending in a
+%% newline (CPU time's fastest samples far from their configuration's
+%% other VMs: beamlab_result_compare:robust_vms/1); "" when none was.
+-spec rejected_line([beamlab_result:benchmark()]) -> iolist().
+rejected_line(Bs) ->
+    case [io_lib:format("~ts / ~ts: ~b of the baseline, ~b of this configuration",
+                        [G, maps:get(<<"inner_benchmark">>, X, M), RB, RN])
+          || #{group := G, metric := M, extra := X,
+               comparison := #{rejected_base := RB, rejected_new := RN}} <- Bs, RB + RN > 0] of
+        [] -> [];
+        Lines -> ["fresh VMs left out of the verdict as far from their configuration's other VMs "
+                  "(more than 3.5 robust sd of the logs; docs/statistics.md): ", lists:join("; ", Lines), "\n"]
+    end.
 
 %% @doc With `--ci', what ended the repetitions (and for which
 %% benchmarks), `Pm' the plus-minus sign; "" without.

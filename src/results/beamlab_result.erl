@@ -387,7 +387,7 @@ expected(better) -> "higher or lower";
 expected(severity) -> "one of info, warning, critical";
 expected(method) -> "all or reservoir";
 expected(verdict) -> "one of faster, slower, no_difference, too_few_samples, inconclusive_load";
-expected(test) -> "one of welch_log, welch, mann_whitney, none";
+expected(test) -> "one of welch_log, welch_log_robust, welch, mann_whitney, none";
 expected(ci_method) -> "one of log_welch, welch, fieller, none";
 expected(mw_method) -> "one of exact, normal, none";
 expected(version) -> "a format version (1, 2, ...)";
@@ -404,7 +404,7 @@ expected(present) -> "present".
           method => [all, reservoir],
           verdict => [faster, slower, no_difference, too_few_samples, inconclusive_load],
           %% mann_whitney and fieller: written by beamlab before 0.2, still read.
-          test => [welch_log, welch, mann_whitney, none],
+          test => [welch_log, welch_log_robust, welch, mann_whitney, none],
           ci_method => [log_welch, welch, fieller, none],
           mw_method => [exact, normal, none]}).
 
@@ -544,11 +544,16 @@ comparison(C, P) when is_map(C) ->
              n_base => field(<<"n_base">>, C, integer, P, 0),
              n_new => field(<<"n_new">>, C, integer, P, 0),
              confidence => field(<<"confidence">>, C, number, P, 0.95)},
-    %% (documents before #35's `detectable' have no such key)
-    case maps:is_key(<<"detectable">>, C) of
-        true -> Base#{detectable => Maybe(<<"detectable">>, number)};
-        false -> Base
-    end;
+    %% (documents before #35's `detectable' and `rejected_*' have no such keys)
+    Optional = [{detectable, <<"detectable">>, fun(K) -> Maybe(K, number) end},
+                {rejected_base, <<"rejected_base">>, fun(K) -> field(K, C, integer, P) end},
+                {rejected_new, <<"rejected_new">>, fun(K) -> field(K, C, integer, P) end}],
+    lists:foldl(fun({Key, K, Read}, Acc) ->
+                        case maps:is_key(K, C) of
+                            true -> Acc#{Key => Read(K)};
+                            false -> Acc
+                        end
+                end, Base, Optional);
 comparison(_, P) ->
     throw({bad_field, P, object}).
 

@@ -9,7 +9,8 @@
 %%% with `beamlab_stats:compare/3' when both runs' samples are
 %%% repetitions (suite, matrix, check: `basis' `runs'; with the
 %%% between-run term `run_noise' on each side, as `compare', at 95% by
-%%% default); for single runs (samples within one run) the run and the
+%%% default; matrices of CPU time leave out the fresh VMs far from their
+%%% run's others first, `beamlab_result_compare:robust_vms/1'); for single runs (samples within one run) the run and the
 %%% one before it against the spread of the earlier runs' means (CPU
 %%% time: each run's fastest sample, their spread at least 2%,
 %%% `beamlab_result_compare:run_level/1' and `history_floor/1';
@@ -246,8 +247,12 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
             {Basis, Window, Cmp, Far} =
                 case Ctx of
                     #{replication := runs} ->
-                        %% two runs measured apart: the between-run term
-                        {runs, [], fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise}) end, Ctx};
+                        %% two runs measured apart: the between-run term;
+                        %% matrices of CPU time: far VMs left out first
+                        Robust = beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B0))
+                            andalso beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B1)),
+                        {runs, [], fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise, robust => Robust}) end,
+                         Ctx};
                     _ when length(Older) >= 3 ->
                         %% A single run far off is as often a burst of the
                         %% machine as a change (the heavy tail of single

@@ -16,7 +16,7 @@
 -export([summary/1, summary/2, safe_summary/1,
          mean/1, variance/1, sd/1, median/1,
          percentile/2, histogram/2,
-         compare/3, converged/2,
+         compare/3, robust_values/2, converged/2,
          compare_to_runs/3, confirm_runs/4,
          mann_whitney/2, welch/2,
          normal_cdf/1, normal_quantile/1, t_cdf/2, t_quantile/2]).
@@ -48,7 +48,9 @@
           p_value_welch := float() | undefined,
           p_value_mann_whitney := float() | undefined,
           mann_whitney_method := exact | normal | none,
-          test := welch_log | welch | runs_log | runs | confirm | none,
+          test := welch_log | welch_log_robust | welch | runs_log | runs | confirm | none,
+          %% compare/3 with `robust': the values left out of each side
+          rejected_base => non_neg_integer(), rejected_new => non_neg_integer(),
           %% (inconclusive_load: set by a caller, a matrix on a loaded machine)
           verdict := faster | slower | no_difference | too_few_samples | inconclusive_load
                    | unconfirmed,
@@ -79,6 +81,15 @@
 -define(MAX_FLOAT, 1.7976931348623157e308).
 %% The median absolute deviation times this estimates a normal sample's sd.
 -define(MAD_SD, 1.4826).
+%% compare/3's `robust': a value is left out when its log lies more than
+%% this many robust sds (MAD_SD x MAD of the logs, at least ROBUST_FLOOR)
+%% from its side's median log; bench/vm_rule_study.escript chose it (a cut
+%% of 3 or 5 gave as few false verdicts and nearly the same power:
+%% docs/statistics.md).
+-define(ROBUST_CUT, 3.5).
+%% The least robust sd: values (fresh VMs' fastest samples) that agree
+%% to a fraction of a percent leave out no VM only 2-3% off.
+-define(ROBUST_FLOOR, 0.01).
 
 %%====================================================================
 %% Descriptive statistics
@@ -231,9 +242,21 @@ histogram([_ | _] = Samples, Bins) when is_integer(Bins), Bins >= 1 ->
 %% interval and raise the p-value (never turn "no difference" into a
 %% verdict), and the interval and the test still come from one standard
 %% error.
+%%
+%% `robust' (default false; #35): each side, on its own, first leaves out
+%% its values far from the rest -- those whose log lies more than 3.5
+%% robust sds (1.4826 x the median absolute deviation of the side's logs,
+%% at least 1%) from the side's median log, and only while 3 or more
+%% values stay ({@link robust_values/2}) -- then the test above runs on
+%% the rest (`test' `welch_log_robust', `rejected_base' and
+%% `rejected_new' count what was left out; `mean_base' and `mean_new'
+%% are of the rest). For values that are fresh VMs, one VM slowed as a
+%% whole no longer hides a change behind its variance (docs/statistics.md,
+%% "Rules against a VM slowed as a whole"). Positive samples only; on the
+%% raw scale nothing is left out.
 -spec compare([number()], [number()],
               #{better => higher | lower | binary(), confidence => float(),
-                min_change => number(), run_noise => number()}) ->
+                min_change => number(), run_noise => number(), robust => boolean()}) ->
           comparison().
 compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
     Conf = confidence(Opts),
@@ -250,6 +273,10 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                    RN when is_number(RN), RN >= 0 -> float(RN);
                    RN -> error({badarg, {run_noise, RN}})
                end,
+    Robust = case maps:get(robust, Opts, false) of
+                 R when is_boolean(R) -> R;
+                 R -> error({badarg, {robust, R}})
+             end,
     NB = length(Base0),
     NN = length(New0),
     Common = #{n_base => NB, n_new => NN, confidence => Conf},
@@ -263,24 +290,33 @@ compare(Base0, New0, Opts) when is_list(Base0), is_list(New0), is_map(Opts) ->
                     verdict => too_few_samples,
                     mean_base => MB, mean_new => MN};
         false ->
-            compare2(to_floats(Base0), to_floats(New0), Conf, Better, MinChange, RunNoise, Common)
+            compare2(to_floats(Base0), to_floats(New0), Conf, Better, MinChange, RunNoise, Robust, Common)
     end.
 
-compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Common) ->
+compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Robust0, Common) ->
     %% t and rank statistics are scale-invariant: rescale by a power of two
     %% (exact) so that squares never overflow or underflow.
     Scale = scale(lists:max([abs(X) || X <- Base0 ++ New0])),
-    Base = [X / Scale || X <- Base0],
-    New = [X / Scale || X <- New0],
+    Base1 = [X / Scale || X <- Base0],
+    New1 = [X / Scale || X <- New0],
+    %% (after scaling: a value far below the largest can underflow to 0)
+    Positive = lists:min(Base1 ++ New1) > 0,
+    Robust = Robust0 andalso Positive,
+    {Base, New} = case Robust of
+                      true -> {robust_values(Base1, ?ROBUST_CUT), robust_values(New1, ?ROBUST_CUT)};
+                      false -> {Base1, New1}
+                  end,
     MW = mann_whitney(Base, New),
-    Positive = lists:min(Base ++ New) > 0,
     {Test, W, Change, Ci, CiMethod} =
         case Positive of
             true ->
                 WL = welch([math:log(X) || X <- Base], [math:log(X) || X <- New],
                            2 * RunNoise * RunNoise),
                 {C, I} = log_change_ci(WL, Conf),
-                {welch_log, WL, C, I, log_welch};
+                {case Robust of
+                     true -> welch_log_robust;
+                     false -> welch_log
+                 end, WL, C, I, log_welch};
             false ->
                 RawNoise = RunNoise * abs(mean(Base)),
                 WR = welch(Base, New, 2 * RawNoise * RawNoise),
@@ -295,18 +331,45 @@ compare2(Base0, New0, Conf, Better, MinChange, RunNoise, Common) ->
                   true -> verdict(Direction, Better);
                   false -> no_difference
               end,
-    Common#{change => Change, ci => Ci, ci_method => CiMethod,
+    Rejected = case Robust of
+                   true -> #{rejected_base => length(Base0) - length(Base),
+                             rejected_new => length(New0) - length(New)};
+                   false -> #{}
+               end,
+    (maps:merge(Common, Rejected))#{change => Change, ci => Ci, ci_method => CiMethod,
             p_value => P, p_value_welch => P,
             p_value_mann_whitney => maps:get(p_value, MW),
             mann_whitney_method => maps:get(method, MW), test => Test,
             verdict => Verdict, detectable => detectable(Test, W, Conf),
             mean_base => mean(Base) * Scale, mean_new => mean(New) * Scale}.
 
+%% @doc The values of one side that a `robust' comparison keeps
+%% ({@link compare/3}): all but those whose log lies more than `Cut'
+%% robust sds (1.4826 x the median absolute deviation of the logs, at
+%% least 1%) from the median log, in their order; all of them when fewer
+%% than 3 would stay (at 3 values one far out cannot be told from a
+%% spread, and 2 give no interval) or when a value is not positive.
+%% Decided on the side alone, never looking at the other.
+-spec robust_values([number()], number()) -> [number()].
+robust_values(Values, Cut) when is_list(Values), is_number(Cut), Cut > 0 ->
+    case length(Values) > ?MIN_INTERVAL_N andalso lists:min(Values) > 0 of
+        false -> Values;
+        true ->
+            Ys = [math:log(X) || X <- Values],
+            Med = median(Ys),
+            S = max(?MAD_SD * median([abs(Y - Med) || Y <- Ys]), ?ROBUST_FLOOR),
+            case [X || {X, Y} <- lists:zip(Values, Ys), abs(Y - Med) =< Cut * S] of
+                Kept when length(Kept) >= ?MIN_INTERVAL_N -> Kept;
+                _ -> Values
+            end
+    end.
+
 %% The smallest slowdown this comparison calls 80% of the time at its
 %% level: (t(1 - alpha/2) + t(0.8)) * se on the log scale (positive
 %% samples), as a relative change; `undefined' on the raw scale or without
 %% a spread.
-detectable(welch_log, #{se2 := Se2, df := Df}, Conf) when Se2 > 0.0 ->
+detectable(Log, #{se2 := Se2, df := Df}, Conf)
+  when (Log =:= welch_log orelse Log =:= welch_log_robust), Se2 > 0.0 ->
     D = (t_quantile((1 + Conf) / 2, Df) + t_quantile(0.8, Df)) * math:sqrt(Se2),
     case D < 700.0 of
         true -> math:exp(D) - 1;

@@ -351,6 +351,45 @@ own_verdict_is_compare_test() ->
     ?assertEqual({error, not_a_matrix},
                  beamlab_result_compare:configurations(beamlab_result:new(bench, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>}))).
 
+%% #35 (robust37): the matrix's own verdict of CPU time leaves out, in
+%% each configuration on its own, the fresh VMs far from the others (one
+%% VM of the baseline slowed 2.2x as a whole, every sample): +20% is
+%% `slower' by `welch_log_robust', the document and the text say which
+%% VM was left out; the same values in wall-clock time keep the plain test.
+own_verdict_robust_test() ->
+    {ok, Cs} = beamlab_env_matrix:configs(#{vm => ["+S 1", "+S 2"]}),
+    Fastest = #{<<"+S 1">> => [3500.0, 3560.0, 7700.0, 3480.0, 3530.0],
+                <<"+S 2">> => [4200.0, 4272.0, 4176.0, 4236.0, 4188.0]},
+    Runner = fun(Metric) ->
+                     Counts = ets:new(counts, [public]),
+                     fun(#{name := Name}, _Argv) ->
+                             Rep = ets:update_counter(Counts, Name, 1, {Name, 0}),
+                             V = lists:nth(Rep, maps:get(Name, Fastest)),
+                             {ok, #{exit => 0, env => #{schedulers => #{online => 1}},
+                                    result => #{benchmarks => [#{name => <<"x">>, unit => <<"ns">>, better => lower,
+                                                                 metric => Metric,
+                                                                 samples => [V * 1.3, V, V * 1.05]}]}}}
+                     end
+             end,
+    Spec = #{configs => Cs, command => ["run", "x"], repeat => 5, baseline => <<"+S 1">>,
+             argv => ["matrix"], started_at => <<"2026-01-01T00:00:00Z">>, inner => {erlang, error, [not_called]}},
+    {ok, #{benchmarks := Bs} = Doc} = beamlab_env_matrix:run(Spec, #{runner => Runner(<<"cpu">>)}),
+    [C] = [C || #{group := <<"+S 2">>, comparison := C} <- Bs],
+    ?assertMatch(#{test := welch_log_robust, rejected_base := 1, rejected_new := 0, verdict := slower}, C),
+    Text = unicode:characters_to_binary(beamlab_render_matrix:render(Doc, #{unicode => false})),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"fresh VMs left out of the verdict">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"+S 2 / x: 1 of the baseline, 0 of this configuration">>)),
+    ?assertNotEqual(nomatch, binary:match(beamlab_render_markdown:render(Doc), <<"fresh VMs left out of the verdict">>)),
+    %% the document's comparison survives JSON
+    {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
+    {ok, #{benchmarks := Bs2}} = beamlab_result:from_json(Json),
+    ?assertMatch([#{test := welch_log_robust, rejected_base := 1}],
+                 [C2 || #{group := <<"+S 2">>, comparison := C2} <- Bs2]),
+    {ok, #{benchmarks := TBs}} = beamlab_env_matrix:run(Spec, #{runner => Runner(<<"time">>)}),
+    [TC] = [TC || #{group := <<"+S 2">>, comparison := TC} <- TBs],
+    ?assertMatch(#{test := welch_log}, TC),
+    ?assertNot(maps:is_key(rejected_base, TC)).
+
 %% #35: a CPU matrix interrupted before any repetition finished has no
 %% benchmark to say what its values are: its document records the metric
 %% (`params.metric'), and the text and Markdown say fastest samples as a

@@ -260,3 +260,33 @@ detectable_in_every_format_test() ->
     {ok, #{<<"rows">> := [#{<<"cells">> := [_, #{<<"detectable">> := J}]}]}} =
         beamlab_json:decode(beamlab_render_compare:render(Cmp, json)),
     ?assert(abs(J - D) < 1.0e-9).
+
+%% #35 (robust37): two matrices of CPU time (each value one fresh VM's
+%% fastest sample, the means kept in `vm_means'), the baseline with one
+%% VM slowed 2.2x as a whole: that VM is left out of its run before the
+%% test (`welch_log_robust'), so +20% is `slower'; the JSON counts it and
+%% a note says so. Wall-clock values (means) keep the plain test.
+robust_vms_test() ->
+    Matrix = fun(Vals, Metric, Extra) ->
+                     B = beamlab_result:benchmark(<<"x">>, Vals, #{group => <<"+S 1">>, metric => Metric,
+                                                                   unit => <<"ns">>, better => lower,
+                                                                   extra => Extra}),
+                     result([B], #{}, matrix)
+             end,
+    BaseVals = [3500.0, 3560.0, 7700.0, 3480.0, 3530.0],
+    NewVals = [4200.0, 4272.0, 4176.0, 4236.0, 4188.0],
+    Cpu = fun(Vals) -> Matrix(Vals, <<"cpu">>, #{<<"vm_means">> => [V * 1.1 || V <- Vals]}) end,
+    {ok, Cmp} = beamlab_result_compare:compare([{<<"A">>, Cpu(BaseVals)}, {<<"B">>, Cpu(NewVals)}]),
+    [#{cells := [_, Cell]}] = maps:get(rows, Cmp),
+    ?assertMatch(#{test := welch_log_robust, rejected_base := 1, rejected_new := 0, verdict := slower,
+                   basis := runs}, Cell),
+    ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
+                                          <<"fresh VMs left out of the test">>)),
+    Json = iolist_to_binary(beamlab_render_compare:render(Cmp, json)),
+    ?assertNotEqual(nomatch, binary:match(Json, <<"\"rejected_base\":1">>)),
+    ?assertNotEqual(nomatch, binary:match(Json, <<"welch_log_robust">>)),
+    Time = fun(Vals) -> Matrix(Vals, <<"time">>, #{<<"vm_fastest">> => Vals}) end,
+    {ok, TCmp} = beamlab_result_compare:compare([{<<"A">>, Time(BaseVals)}, {<<"B">>, Time(NewVals)}]),
+    [#{cells := [_, TCell]}] = maps:get(rows, TCmp),
+    ?assertMatch(#{test := welch_log, verdict := no_difference}, TCell),
+    ?assertNot(maps:is_key(rejected_base, TCell)).

@@ -216,3 +216,20 @@ history_spread_test() ->
                                                                         <<"e">>, <<"a">>, #{})]),
     {ok, #{trends := [#{changes := Cs5}]}} = beamlab_result_history:history(Same ++ [{L4, Loaded5}], #{}),
     ?assertMatch(#{verdict := inconclusive_load, basis := history}, lists:last(Cs5)).
+
+%% #35 (robust37): a history of matrices of CPU time (each value one fresh
+%% VM's fastest sample): the change between two of them leaves out the
+%% VMs far from their run's others, as `compare' does (one VM of the
+%% earlier run slowed 2.2x as a whole: +20% is still `slower').
+matrix_history_robust_test() ->
+    Run = fun(I, Vals) ->
+                  B = beamlab_result:benchmark(<<"x">>, Vals, #{group => <<"+S 1">>, unit => <<"ns">>,
+                                                                better => lower, metric => <<"cpu">>,
+                                                                extra => #{<<"vm_means">> => Vals}}),
+                  Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                  {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                           beamlab_result:new(matrix, #{command => [], started_at => Started}), [B])}
+          end,
+    Runs = [Run(1, [3500.0, 3560.0, 7700.0, 3480.0, 3530.0]), Run(2, [4200.0, 4272.0, 4176.0, 4236.0, 4188.0])],
+    {ok, #{trends := [#{changes := [C]}]}} = beamlab_result_history:history(Runs, #{}),
+    ?assertMatch(#{verdict := slower, basis := runs}, C).

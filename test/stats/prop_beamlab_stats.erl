@@ -9,7 +9,7 @@
 -export([prop_percentile_monotone_bounded/0, prop_mean_bounded/0,
          prop_ci_contains_estimate/0, prop_compare_self/0,
          prop_histogram_counts/0, prop_outliers_counted/0,
-         prop_compare_shifted/0, prop_compare_between_runs/0,
+         prop_compare_shifted/0, prop_compare_between_runs/0, prop_compare_robust/0,
          prop_run_noise_cautious/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
@@ -151,6 +151,34 @@ prop_compare_between_runs() ->
                           andalso Excludes =:= (V =/= no_difference)
                           andalso (P < 1 - Conf) =:= (V =/= no_difference))
             end).
+
+%% #35 (robust37): with far values left out of each side (`robust'),
+%% still one method: the interval excludes 0 exactly when there is a
+%% verdict (and p < 1 - confidence likewise), holds the change, never
+%% goes below -100%; at least 3 values stay on each side, and nothing is
+%% left out of a side of 3.
+prop_compare_robust() ->
+    ?FORALL({A, B, Noise, Conf, Better},
+            {far_vms(), far_vms(), oneof([0.0, 0.025, float(0.0, 0.2)]),
+             oneof([0.95, 0.99, 0.999]), oneof([higher, lower])},
+            begin
+                Opts = #{run_noise => Noise, confidence => Conf, better => Better, robust => true},
+                #{verdict := V, change := Ch, ci := {Lo, Hi}, p_value := P, test := welch_log_robust,
+                  rejected_base := RB, rejected_new := RN} = beamlab_stats:compare(A, B, Opts),
+                Excludes = Lo > 0 orelse Hi < 0,
+                ?WHENFAIL(io:format("~p ~p ~p ~p ~p~n", [V, Ch, {Lo, Hi}, P, {RB, RN}]),
+                          Lo >= -1.0 andalso Ch >= -1.0 andalso Lo =< Ch andalso Ch =< Hi
+                          andalso Excludes =:= (V =/= no_difference)
+                          andalso (P < 1 - Conf) =:= (V =/= no_difference)
+                          andalso length(A) - RB >= 3 andalso length(B) - RN >= 3
+                          andalso (length(A) > 3 orelse RB =:= 0)
+                          andalso (length(B) > 3 orelse RN =:= 0))
+            end).
+
+%% 3 to 10 fresh VMs, a few of them slowed (or sped) as a whole up to 3x.
+far_vms() ->
+    ?LET(L, vector_between(3, 10, {float(1.0, 100.0), frequency([{4, 1.0}, {1, float(0.33, 3.0)}])}),
+         [X * F || {X, F} <- L]).
 
 %% #35: the between-run term is noise added to the comparison, so it may
 %% only make a verdict less likely: for any samples (positive ones on the
@@ -396,6 +424,7 @@ stats_props_test_() ->
       ?_test(check(prop_compare_self(), 200)),
       ?_test(check(prop_compare_shifted(), 150)),
       ?_test(check(prop_compare_between_runs(), 300)),
+      ?_test(check(prop_compare_robust(), 300)),
       ?_test(check(prop_t_quantile_inverse(), 300)),
       ?_test(check(prop_normal_quantile_inverse(), 300))]].
 
