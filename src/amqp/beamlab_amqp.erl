@@ -18,7 +18,7 @@
          tx_select/1, tx_commit/1, commit/1, tx_rollback/1,
          get/3, recover/2,
          publish/4, publish/5, ack/3, nack/3, nack/4, reject/3,
-         publish_frames/5, publish_head/5, publish_body/2, ack_frame/3, nack_frame/4, send/2, send/3,
+         publish_frames/5, publish_head/5, publish_body/2, publish_body_head/2, ack_frame/3, nack_frame/4, send/2, send/3,
          take_reads/1, reads/2, give_back_reads/1,
          format_error/1]).
 
@@ -484,6 +484,15 @@ publish_head(Ch, Exchange, Key, Size, Opts)
 -spec publish_body(channel(), iodata()) -> iodata().
 publish_body(Ch, Body) ->
     beamlab_amqp_frame:encode_body(element(3, Ch), Body, element(4, Ch)).
+
+%% @doc The header of the one body frame of a publish of `Size' body
+%% bytes on `Ch', or `none' when such a body takes no frame or several: a
+%% publisher that caches its {@link publish_head/5} caches this too and
+%% frames each body as `[BodyHead, Body, 16#CE]', the iodata
+%% {@link publish_body/2} gives, without its calls per message (#33).
+-spec publish_body_head(channel(), non_neg_integer()) -> binary() | none.
+publish_body_head(Ch, Size) ->
+    beamlab_amqp_frame:body_head(element(3, Ch), Size, element(4, Ch)).
 
 %% @doc Hands frames built for channel `Ch' (by {@link publish_frames/5},
 %% {@link ack_frame/3}, {@link nack_frame/4}, in order) to its connection,

@@ -7,7 +7,7 @@
 -include("beamlab_amqp.hrl").
 
 -export([protocol_header/0, parse/1, parse/2,
-         encode_method/2, encode_header/4, encode_body/3, encode_heartbeat/0,
+         encode_method/2, encode_header/4, encode_body/3, body_head/3, encode_heartbeat/0,
          encode_content/5, encode_frame/3, format_error/1]).
 
 -export_type([frame/0, error/0]).
@@ -75,11 +75,13 @@ encode_header(Ch, ClassId, BodySize, Props) ->
 %% gives no frame, as the spec allows.
 -spec encode_body(char(), iodata(), non_neg_integer()) -> iodata().
 encode_body(Ch, Body, FrameMax) when is_binary(Body) ->
+    %% At least 1 byte a frame; a comparison, not max/2 (a call on OTP 25,
+    %% once per publish: #33).
     Chunk = case FrameMax of
                 0 -> byte_size(Body);
                 _ -> FrameMax - ?AMQP_FRAME_OVERHEAD
             end,
-    split_body(Ch, Body, max(Chunk, 1));
+    split_body(Ch, Body, if Chunk > 1 -> Chunk; true -> 1 end);
 encode_body(Ch, Body, FrameMax) ->
     case iolist_size(Body) of
         Small when Small =< ?AMQP_SHARED_BODY -> encode_body(Ch, iolist_to_binary(Body), FrameMax);
@@ -94,6 +96,18 @@ encode_body(Ch, Body, FrameMax) ->
                     end,
             split_iovec(Ch, erlang:iolist_to_iovec(Body), Size, max(Chunk, 1))
     end.
+
+%% @doc The header of the one body frame that carries a body of `Size'
+%% bytes on channel `Ch' under `FrameMax': `[Head, Body, 16#CE]' is then
+%% the iodata {@link encode_body/3} gives. `none' when such a body takes
+%% no frame (it is empty) or several.
+-spec body_head(char(), non_neg_integer(), non_neg_integer()) -> binary() | none.
+body_head(_Ch, 0, _FrameMax) ->
+    none;
+body_head(Ch, Size, FrameMax) when FrameMax =:= 0; Size + ?AMQP_FRAME_OVERHEAD =< FrameMax ->
+    <<?AMQP_FRAME_BODY:8, Ch:16, Size:32>>;
+body_head(_Ch, _Size, _FrameMax) ->
+    none.
 
 split_iovec(_Ch, _Bins, 0, _Chunk) ->
     [];

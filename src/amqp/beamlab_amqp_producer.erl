@@ -30,7 +30,7 @@
 
 %% The per-message helpers of publish/3, inlined: each call is a
 %% reduction, a dozen per message before (#33).
--compile({inline, [dec/1, next_key/1, late/2, head/3, message/3, body/3, commit/1]}).
+-compile({inline, [dec/1, next_key/1, late/2, head/3, message/3, body/3, commit/1, latency/2]}).
 -behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp.hrl").
@@ -86,10 +86,11 @@
              sizes :: beamlab_amqp_cycle:cycle() | fixed,
              pads = #{} :: #{non_neg_integer() => binary()},
              tx_left :: non_neg_integer() | none,
-             %% The method and header frames of the last publish and its
-             %% body size, kept while they cannot change (a fixed routing
+             %% The body size of the last publish, its method and header
+             %% frames and the header of its one body frame (none: several
+             %% or none), kept while they cannot change (a fixed routing
              %% key, the stamp body: head/3), else `none'.
-             head = none :: {non_neg_integer(), binary()} | none,
+             head = none :: {non_neg_integer(), binary(), binary() | none} | none,
              %% Woken by our own timer for the next message (beamlab_amqp_rate:stamp/3).
              woke = false :: boolean(),
              %% The timer set for the next message due, while it runs
@@ -236,46 +237,71 @@ take(St) ->
 %% The main loop: handle what arrived, then publish if the window, the
 %% schedule and the message count allow.
 loop(St) ->
+    loop(St, none).
+
+%% After a publish at a rate, `Now' is the time read before it: the
+%% messages due by then go out stamped by it, one clock read per batch
+%% rather than per message (#33); each stamp is still between its intended
+%% time and its write. Once they are out the clock is read again, so what
+%% came due meanwhile and the timer for the next are as with a read per
+%% message.
+loop(St, Now) ->
     receive
         Msg -> loop(handle(Msg, St))
     after 0 ->
-        publish_or_wait(St)
+        publish_or_wait(St, Now)
     end.
 
-publish_or_wait(#st{left = 0} = St) ->
+publish_or_wait(St) ->
+    publish_or_wait(St, none).
+
+publish_or_wait(#st{left = 0} = St, _) ->
     finish(St);
-publish_or_wait(#st{limiter = none} = St) ->
+publish_or_wait(#st{limiter = none} = St, _) ->
     receive Msg -> loop(handle(Msg, St)) end;
-publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St)
+publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St, _)
   when is_integer(Max), map_size(Out) >= Max ->
     %% Held by the window, not the timer: what is due goes out as soon as
     %% a confirm frees a slot (the tick, should it come, is ignored).
     window_full(flush(St#st{tick = none, woke = false}));
-publish_or_wait(#st{unwritten = U} = St) when U >= ?WRITE_AHEAD ->
+publish_or_wait(#st{unwritten = U} = St, _) when U >= ?WRITE_AHEAD ->
     %% The socket has not taken what we handed over: wait for it (or a
     %% stop, a closed channel) rather than queue more.
     St1 = flush(St#st{tick = none, woke = false}),
     receive Msg -> loop(handle(Msg, St1)) end;
-publish_or_wait(#st{tick = {_, Late}} = St) ->
+publish_or_wait(#st{tick = {_, Late}} = St, _) ->
     %% Everything due was published and the timer is set for the next:
     %% a read (confirms) that wakes us before it publishes nothing, so
     %% what comes due until the timer goes out together, in one write (as
     %% the floor client's tick, bench/amqp_floor.erl: #33, a write and
     %% the broker's deliveries and confirms per message at low rates).
-    %% A timer late beyond its resolution (a loaded machine) waits no more.
-    case ?NOW_US() >= Late of
-        true -> publish_or_wait(St#st{tick = none});
+    %% A timer late beyond its resolution (a loaded machine) waits no more:
+    %% what came due meanwhile is published as woken by the timer, as it
+    %% would be had the timer's message come first (stamp/3 takes off the
+    %% same resolution either way; before, this path counted it all).
+    case beamlab_amqp_rate:woken(?NOW_US(), Late) of
+        true -> publish_or_wait(St#st{tick = none, woke = true});
         false -> receive Msg -> loop(handle(Msg, St)) end
     end;
-publish_or_wait(#st{limiter = L} = St) ->
-    Now = ?NOW_US(),
+publish_or_wait(#st{limiter = L} = St, Now0) ->
+    Now = case Now0 of
+              none -> ?NOW_US();
+              _ -> Now0
+          end,
     case beamlab_amqp_rate:next(L, Now) of
         {go, Intended, L1} ->
             %% Every message of a batch after the timer came due while we
             %% slept (or is late beyond the slack stamp/3 takes off).
             Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
             late(Now - Intended, St),
-            loop(publish(Stamp, L1, St));
+            case St#st.spec of
+                %% Unlimited: each publish's intended time is its own now.
+                #{schedule := {rate, infinity}} -> loop(publish(Stamp, L1, St));
+                _ -> loop(publish(Stamp, L1, St), Now)
+            end;
+        {wait, _} when Now0 =/= none ->
+            %% Caught up with the time the batch began: the time now.
+            publish_or_wait(St, none);
         {wait, Us} when Us >= ?HIBERNATE_MS * 1000 ->
             St1 = flush(St#st{woke = false}),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), wake),
@@ -331,9 +357,13 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
     %% The body carries the coordinator's time (see the agent's clock_offset).
     Stamp = Intended - Off,
     {Body, Opts} = message(Stamp, N, St),
-    Size = iolist_size(Body),
+    Size = if is_binary(Body) -> byte_size(Body); true -> iolist_size(Body) end,
     Head = head(Size, Opts, St),
-    Frames = [element(2, Head) | beamlab_amqp:publish_body(Ch, Body)],
+    Frames = case Head of
+                 {_, H, none} -> [H | beamlab_amqp:publish_body(Ch, Body)];
+                 %% What publish_body/2 gives, without its three calls (#33).
+                 {_, H, BodyHead} -> [H, BodyHead, Body, ?AMQP_FRAME_END]
+             end,
     B1 = B + Size,
     {Seq1, Window1} = case maps:get(confirm, St#st.spec) of
                           undefined -> {Seq, Window};
@@ -368,10 +398,10 @@ flush(#st{out = Out, out_n = K, out_bytes = B, ch = Ch, ctx = #{counters := C},
 %% The method and header frames of a publish of `Size' body bytes, built
 %% once while the exchange, key, properties and size stay the same (#33:
 %% the encoding of the properties was most of a publish's own work).
-head(Size, _Opts, #st{head = {Size, _} = Head, keys = fixed, body = stamp}) ->
+head(Size, _Opts, #st{head = {Size, _, _} = Head, keys = fixed, body = stamp}) ->
     Head;
 head(Size, Opts, #st{ch = Ch, exchange = Ex} = St) ->
-    {Size, beamlab_amqp:publish_head(Ch, Ex, key(St), Size, Opts)}.
+    {Size, beamlab_amqp:publish_head(Ch, Ex, key(St), Size, Opts), beamlab_amqp:publish_body_head(Ch, Size)}.
 
 %% PerfTest's bodies: the stamp and sequence number padded to the size,
 %% or (files, JSON) a prepared body with the stamp in a header.
@@ -419,7 +449,7 @@ dec(N) -> N - 1.
 
 handle(Msg, #st{reader = R} = St) when R =/= none ->
     case beamlab_amqp:reads(Msg, R) of
-        {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1}, [], []);
+        {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1});
         ignore -> handle_msg(Msg, St)
     end;
 handle(Msg, St) ->
@@ -447,46 +477,56 @@ handle_msg(_Other, St) ->
 %% acks and nacks apart, with one receive time (they arrived together):
 %% one update of the counters and of the histogram's sum and extremes
 %% per read instead of per confirm.
-handle_read([{amqp_confirm, Ch, Kind, Seq, Multiple} | Rest], #st{ch = Ch} = St, Acks, Nacks) ->
-    {Ts, St1} = confirmed(Seq, Multiple, St),
+handle_read(Msgs, St) ->
+    handle_read(Msgs, St, ?NOW_US(), [], []).
+
+handle_read([{amqp_confirm, Ch, Kind, Seq, Multiple} | Rest], #st{ch = Ch} = St, Now, Acks, Nacks) ->
     case Kind of
-        ack -> handle_read(Rest, St1, Ts ++ Acks, Nacks);
-        nack -> handle_read(Rest, St1, Acks, Ts ++ Nacks)
+        ack ->
+            {Acks1, St1} = confirmed(Seq, Multiple, Now, St, Acks),
+            handle_read(Rest, St1, Now, Acks1, Nacks);
+        nack ->
+            {Nacks1, St1} = confirmed(Seq, Multiple, Now, St, Nacks),
+            handle_read(Rest, St1, Now, Acks, Nacks1)
     end;
-handle_read([Msg | Rest], St, Acks, Nacks) ->
-    handle_read(Rest, handle_msg(Msg, St), Acks, Nacks);
-handle_read([], St, Acks, Nacks) ->
-    Now = ?NOW_US(),
-    settle(nack, Nacks, Now, settle(ack, Acks, Now, St)).
+handle_read([Msg | Rest], St, Now, Acks, Nacks) ->
+    handle_read(Rest, handle_msg(Msg, St), Now, Acks, Nacks);
+handle_read([], St, _Now, Acks, Nacks) ->
+    settle(nack, Nacks, settle(ack, Acks, St)).
 
 confirm(Kind, Seq, Multiple, St) ->
-    {Ts, St1} = confirmed(Seq, Multiple, St),
-    settle(Kind, Ts, ?NOW_US(), St1).
+    {Ls, St1} = confirmed(Seq, Multiple, ?NOW_US(), St, []),
+    settle(Kind, Ls, St1).
 
-%% The intended send times of the publishes a confirm settles, taken out
-%% of the window.
-confirmed(Seq, false, #st{outstanding = Out} = St) ->
+%% The latencies at `Now' of the publishes a confirm settles (taken out
+%% of the window), added to `Acc': computed as they are taken, no pass
+%% of their own (#33).
+confirmed(Seq, false, Now, #st{outstanding = Out} = St, Acc) ->
     case maps:take(Seq, Out) of
-        {Intended, Out1} -> {[Intended], St#st{outstanding = Out1}};
-        error -> {[], St}
+        {Intended, Out1} -> {[latency(Now, Intended) | Acc], St#st{outstanding = Out1}};
+        error -> {Acc, St}
     end;
-confirmed(Seq, true, #st{outstanding = Out, low = Low} = St) ->
-    {Ts, Out1} = take_upto(Low, Seq, Out, []),
-    {Ts, St#st{outstanding = Out1, low = Seq + 1}}.
+confirmed(Seq, true, Now, #st{outstanding = Out, low = Low} = St, Acc) ->
+    {Ls, Out1} = take_upto(Low, Seq, Out, Now, Acc),
+    {Ls, St#st{outstanding = Out1, low = Seq + 1}}.
 
-take_upto(I, Seq, Out, Acc) when I > Seq ->
+take_upto(I, Seq, Out, _Now, Acc) when I > Seq ->
     {Acc, Out};
-take_upto(I, Seq, Out, Acc) ->
+take_upto(I, Seq, Out, Now, Acc) ->
     case maps:take(I, Out) of
-        {T, Out1} -> take_upto(I + 1, Seq, Out1, [T | Acc]);
-        error -> take_upto(I + 1, Seq, Out, Acc)
+        {T, Out1} -> take_upto(I + 1, Seq, Out1, Now, [latency(Now, T) | Acc]);
+        error -> take_upto(I + 1, Seq, Out, Now, Acc)
     end.
 
-settle(_Kind, [], _Now, St) ->
+%% max(0, Now - Intended) without a call of erlang:max/2 (OTP 25).
+latency(Now, Intended) when Intended < Now -> Now - Intended;
+latency(_Now, _Intended) -> 0.
+
+settle(_Kind, [], St) ->
     St;
-settle(Kind, Ts, Now, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
-    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ts)),
-    beamlab_amqp_worker:record_list(Hs, [if T < Now -> Now - T; true -> 0 end || T <- Ts]),
+settle(Kind, Ls, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
+    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ls)),
+    beamlab_amqp_worker:record_list(Hs, Ls),
     St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->

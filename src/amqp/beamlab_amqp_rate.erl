@@ -27,7 +27,8 @@
 %% next/2 runs per message: its helpers inlined, no calls of their own (#33).
 -compile({inline, [due/2, ceil_div/2]}).
 
--export([new/2, new_variable/2, next/2, due/2, sent/1, allowed/2, stamp/3, timer_slack_us/0]).
+-export([new/2, new_variable/2, next/2, due/2, sent/1, allowed/2, stamp/3, timer_slack_us/0,
+         woken/2]).
 
 -export_type([limiter/0]).
 
@@ -119,6 +120,16 @@ stamp(IntendedUs, NowUs, true) ->
     end;
 stamp(IntendedUs, _NowUs, false) ->
     IntendedUs.
+
+%% @doc Whether a producer waiting for its timer, which should have
+%% fired by `LateUs' (its due time plus {@link timer_slack_us/0}), is to
+%% publish at `NowUs' as woken by it (`stamp/3' with `Woke' true) though
+%% its message has not come: a timer late beyond its resolution (a loaded
+%% machine) is waited for no more, and what came due meanwhile is stamped
+%% as it would be had the timer's message come first.
+-spec woken(integer(), integer()) -> boolean().
+woken(NowUs, LateUs) ->
+    NowUs >= LateUs.
 
 %% @doc How late (µs) a producer's timer for its next message usually
 %% fires at most: the lateness {@link stamp/3} takes off.

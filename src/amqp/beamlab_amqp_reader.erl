@@ -17,7 +17,7 @@
 -module(beamlab_amqp_reader).
 
 %% Called per frame (three per delivery): inlined, no call each (#33).
--compile({inline, [frame/3, done/4]}).
+-compile({inline, [method/5, header/6, body/6, done/4, stop/4, keep/3]}).
 
 -include("beamlab_amqp.hrl").
 
@@ -66,9 +66,9 @@ new(Sock, Conn, Num, Handle, Keep, FrameMax, {Buf, Content}) ->
 %% the channel's messages read (in order), and `none' for `Reader1' once
 %% the reads went back to the connection; `ignore' for any other message.
 -spec handle(term(), reader()) -> {ok, [msg()], reader() | none} | ignore.
-handle({tcp, Sock, Data}, #reader{sock = Sock, buf = Buf} = R) ->
+handle({tcp, Sock, Data}, #reader{sock = Sock, buf = Buf, content = C} = R) ->
     Bin = case Buf of <<>> -> Data; _ -> <<Buf/binary, Data/binary>> end,
-    frames(Bin, R, []);
+    frames(Bin, C, R, []);
 handle({tcp_passive, Sock}, #reader{sock = Sock} = R) ->
     %% If the socket closed meanwhile, tcp_closed follows.
     _ = inet:setopts(Sock, [{active, ?ACTIVE_N}]),
@@ -97,60 +97,89 @@ kept(Keep, Payload, Acc) ->
         _ -> Acc
     end.
 
-%% The frames of `Bin', up to the first one this process does not read.
-frames(Bin, #reader{frame_max = Max} = R, Acc) ->
+%% The frames of `Bin', up to the first one this process does not read,
+%% with the content being received (`C') and the messages read (`Acc',
+%% newest first) in arguments: the reader's record is updated once per
+%% read, not once per frame, and a complete frame of this channel is
+%% matched here, not by a call of beamlab_amqp_frame:parse/2 per frame
+%% (#33: three frames a delivery). The match is parse/2's for a valid
+%% frame; anything else (a heartbeat, bytes still to come, another
+%% channel's frame, an invalid one) goes through parse/2.
+frames(<<Type:8, Ch:16, Size:32, Payload:Size/binary, ?AMQP_FRAME_END, Rest/binary>> = Bin, C,
+       #reader{num = N, frame_max = Max} = R, Acc)
+  when Ch =:= N, (Max =:= 0 orelse Size + ?AMQP_FRAME_OVERHEAD =< Max) ->
+    case Type of
+        ?AMQP_FRAME_METHOD when C =:= none -> method(Payload, Rest, Bin, R, Acc);
+        ?AMQP_FRAME_HEADER -> header(Payload, Rest, Bin, C, R, Acc);
+        ?AMQP_FRAME_BODY -> body(Payload, Rest, Bin, C, R, Acc);
+        _ -> stop(Bin, C, R, Acc)
+    end;
+frames(Bin, C, #reader{frame_max = Max} = R, Acc) ->
     case beamlab_amqp_frame:parse(Bin, Max) of
-        {ok, heartbeat, Rest} ->
-            frames(Rest, R, Acc);
-        {ok, {Type, N, Payload}, Rest} when N =:= R#reader.num ->
-            case frame(Type, Payload, R) of
-                {ok, R1} -> frames(Rest, R1, Acc);
-                {ok, Msg, R1} -> frames(Rest, R1, [Msg | Acc]);
-                other -> {ok, lists:reverse(Acc), back(R#reader{buf = Bin}, [])}
-            end;
-        more ->
-            {ok, lists:reverse(Acc), R#reader{buf = Bin}};
+        {ok, heartbeat, Rest} -> frames(Rest, C, R, Acc);
+        more -> {ok, lists:reverse(Acc), keep(Bin, C, R)};
         _ ->
             %% Another channel's or the connection's frame, or not a valid
             %% frame: the connection handles it (and reports the error).
-            {ok, lists:reverse(Acc), back(R#reader{buf = Bin}, [])}
+            stop(Bin, C, R, Acc)
     end.
 
-frame(method, Payload, #reader{content = none} = R) ->
+method(Payload, Rest, Bin, R, Acc) ->
     case beamlab_amqp_method:decode(Payload) of
-        {ok, #'basic.deliver'{} = M} -> {ok, R#reader{content = {M, undefined, 0, []}}};
-        {ok, #'basic.return'{} = M} -> {ok, R#reader{content = {M, undefined, 0, []}}};
+        {ok, #'basic.deliver'{} = M} -> frames(Rest, {M, undefined, 0, []}, R, Acc);
+        {ok, #'basic.return'{} = M} -> frames(Rest, {M, undefined, 0, []}, R, Acc);
         {ok, #'basic.ack'{delivery_tag = Tag, multiple = Mu}} ->
-            {ok, {amqp_confirm, R#reader.handle, ack, Tag, Mu}, R};
+            frames(Rest, none, R, [{amqp_confirm, R#reader.handle, ack, Tag, Mu} | Acc]);
         {ok, #'basic.nack'{delivery_tag = Tag, multiple = Mu}} ->
-            {ok, {amqp_confirm, R#reader.handle, nack, Tag, Mu}, R};
-        _ -> other
-    end;
-frame(header, Payload, #reader{content = {M, undefined, _, []}} = R) ->
+            frames(Rest, none, R, [{amqp_confirm, R#reader.handle, nack, Tag, Mu} | Acc]);
+        _ -> stop(Bin, none, R, Acc)
+    end.
+
+header(Payload, Rest, Bin, {M, undefined, _, []} = C, R, Acc) ->
     case beamlab_amqp_method:decode_header(Payload) of
-        {ok, _Class, 0, Props} -> {ok, done(M, Props, <<>>, R), R#reader{content = none}};
-        {ok, _Class, Size, Props} -> {ok, R#reader{content = {M, Props, Size, []}}};
-        {error, _} -> other
+        {ok, _Class, 0, Props} -> frames(Rest, none, R, [done(M, Props, <<>>, R) | Acc]);
+        {ok, _Class, Size, Props} -> frames(Rest, {M, Props, Size, []}, R, Acc);
+        {error, _} -> stop(Bin, C, R, Acc)
     end;
-frame(body, Payload, #reader{content = {M, Props, Left, Acc}, keep = Keep} = R)
+header(_Payload, _Rest, Bin, C, R, Acc) ->
+    stop(Bin, C, R, Acc).
+
+body(Payload, Rest, Bin, {M, Props, Left, Kept0} = C, #reader{keep = Keep} = R, Acc)
   when Props =/= undefined ->
     case Left - byte_size(Payload) of
-        0 when Acc =:= [], Keep =:= all -> {ok, done(M, Props, Payload, R), R#reader{content = none}};
-        0 when Acc =:= [] ->
-            %% The usual body, in one frame: what is kept of it, copied.
-            %% binary_part/3 and a comparison, not binary:part/3 and
-            %% min/2: no calls per delivery (#33).
-            Kept = binary:copy(binary_part(Payload, 0, if Keep < byte_size(Payload) -> Keep;
-                                                          true -> byte_size(Payload)
-                                                       end)),
-            {ok, done(M, Props, Kept, R), R#reader{content = none}};
-        0 -> {ok, done(M, Props, iolist_to_binary(lists:reverse(kept(Keep, Payload, Acc))), R),
-              R#reader{content = none}};
-        L when L > 0 -> {ok, R#reader{content = {M, Props, L, kept(Keep, Payload, Acc)}}};
-        _ -> other
+        0 when Kept0 =:= [], Keep =:= all -> frames(Rest, none, R, [done(M, Props, Payload, R) | Acc]);
+        0 when Kept0 =:= [] ->
+            %% The usual body, in one frame: what is kept of it, copied
+            %% (a part would hold the whole read). No calls per delivery
+            %% (#33): a comparison, not min/2, and up to 8 bytes (the
+            %% consumer's stamp) copied through an integer, not by
+            %% binary:copy/1.
+            Len = if Keep < byte_size(Payload) -> Keep;
+                     true -> byte_size(Payload)
+                  end,
+            Kept = if Len =< 8 ->
+                           <<I:Len/unit:8, _/binary>> = Payload,
+                           <<I:Len/unit:8>>;
+                      true -> binary:copy(binary_part(Payload, 0, Len))
+                   end,
+            frames(Rest, none, R, [done(M, Props, Kept, R) | Acc]);
+        0 ->
+            Body = iolist_to_binary(lists:reverse(kept(Keep, Payload, Kept0))),
+            frames(Rest, none, R, [done(M, Props, Body, R) | Acc]);
+        L when L > 0 -> frames(Rest, {M, Props, L, kept(Keep, Payload, Kept0)}, R, Acc);
+        _ -> stop(Bin, C, R, Acc)
     end;
-frame(_, _, _) ->
-    other.
+body(_Payload, _Rest, Bin, C, R, Acc) ->
+    stop(Bin, C, R, Acc).
+
+%% The read ends with `Bin' not handled yet, `C' being received: the
+%% record is updated only if they changed.
+keep(<<>>, none, #reader{buf = <<>>, content = none} = R) -> R;
+keep(Bin, C, R) -> R#reader{buf = Bin, content = C}.
+
+%% The reads go back to the connection from the frame at the start of `Bin'.
+stop(Bin, C, R, Acc) ->
+    {ok, lists:reverse(Acc), back(R#reader{buf = Bin, content = C}, [])}.
 
 done(#'basic.deliver'{delivery_tag = Tag, redelivered = Re, exchange = X, routing_key = K},
      Props, Body, #reader{handle = H}) ->

@@ -591,9 +591,29 @@ pow10(D) -> 10 * pow10(D - 1).
 
 digits(Bits) -> hd([D || D <- [1, 2, 3, 4], bits(D) =:= Bits]).
 
+%% Number of significant bits of V > 0, by binary search on shifts, in
+%% one body without calls: it runs per recorded value above 2^bits, and
+%% a call per step was 2-7 reductions per message of a load generator
+%% (#33). A macro, as the compiler does not inline a function this size
+%% into index/2's inlined copies.
+-define(BIT_LENGTH(V0),
+        begin
+            {V1, A1} = if V0 >= (1 bsl 32) -> {V0 bsr 32, 32}; true -> {V0, 0} end,
+            {V2, A2} = if V1 >= (1 bsl 16) -> {V1 bsr 16, A1 + 16}; true -> {V1, A1} end,
+            {V3, A3} = if V2 >= (1 bsl 8) -> {V2 bsr 8, A2 + 8}; true -> {V2, A2} end,
+            {V4, A4} = if V3 >= (1 bsl 4) -> {V3 bsr 4, A3 + 4}; true -> {V3, A3} end,
+            {V5, A5} = if V4 >= 4 -> {V4 bsr 2, A4 + 2}; true -> {V4, A4} end,
+            if V5 >= 2 -> A5 + 2;
+               true -> A5 + V5
+            end
+        end).
+
 index(V, Bits) when V < (1 bsl Bits) -> V;
+index(V, Bits) when V >= (1 bsl 64) ->
+    S = big_bit_length(V, 0) - Bits,
+    (S bsl (Bits - 1)) + (V bsr S);
 index(V, Bits) ->
-    S = bit_length(V) - Bits,
+    S = ?BIT_LENGTH(V) - Bits,
     (S bsl (Bits - 1)) + (V bsr S).
 
 %% Shift of bucket I (0 for the exact region).
@@ -609,13 +629,7 @@ lowest(I, Bits) ->
 
 middle(I, Bits) -> lowest(I, Bits) + (width(I, Bits) bsr 1).
 
-%% Number of significant bits of V > 0, by binary search on shifts.
-bit_length(V) -> bit_length(V, 0).
-
-bit_length(V, Acc) when V >= (1 bsl 32) -> bit_length(V bsr 32, Acc + 32);
-bit_length(V, Acc) when V >= (1 bsl 16) -> bit_length(V bsr 16, Acc + 16);
-bit_length(V, Acc) when V >= (1 bsl 8) -> bit_length(V bsr 8, Acc + 8);
-bit_length(V, Acc) when V >= (1 bsl 4) -> bit_length(V bsr 4, Acc + 4);
-bit_length(V, Acc) when V >= 4 -> bit_length(V bsr 2, Acc + 2);
-bit_length(V, Acc) when V >= 2 -> Acc + 2;
-bit_length(V, Acc) -> Acc + V.
+%% The bit length beyond 64 bits (a merged snapshot's bucket read from a
+%% file), bit by bit.
+big_bit_length(0, Acc) -> Acc;
+big_bit_length(V, Acc) -> big_bit_length(V bsr 1, Acc + 1).

@@ -122,3 +122,16 @@ stamp_test() ->
     ?assertEqual(1000, beamlab_amqp_rate:stamp(1000, 50000, false)),
     %% The producer's tick gives up waiting for its timer after the same slack.
     ?assertEqual(2000, beamlab_amqp_rate:timer_slack_us()).
+
+%% A producer woken by another message (a read of confirms) while its
+%% timer, due at 1000, is late beyond its resolution publishes as woken
+%% by the timer: the same stamp as when the timer's message comes first
+%% (2 ms taken off, the rest counted). Before its late point it waits on.
+woken_test() ->
+    Late = 1000 + beamlab_amqp_rate:timer_slack_us(),
+    ?assertNot(beamlab_amqp_rate:woken(Late - 1, Late)),
+    ?assert(beamlab_amqp_rate:woken(Late, Late)),
+    [?assertEqual(beamlab_amqp_rate:stamp(1000, Now, true),
+                  beamlab_amqp_rate:stamp(1000, Now, beamlab_amqp_rate:woken(Now, Late)))
+     || Now <- [Late, Late + 1, Late + 5000]],
+    ?assertEqual(Late, beamlab_amqp_rate:stamp(1000, Late + 5000, beamlab_amqp_rate:woken(Late + 5000, Late))).

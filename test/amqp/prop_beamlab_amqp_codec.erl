@@ -9,7 +9,8 @@
 -include_lib("eunit/include/eunit.hrl").
 
 -export([prop_frame/0, prop_frame_stream/0, prop_method/0, prop_table/0,
-         prop_header/0, prop_content_split/0, prop_publish_frames/0, prop_publish_head/0, prop_publish_iodata/0, prop_ack_frames/0]).
+         prop_header/0, prop_content_split/0, prop_publish_frames/0, prop_publish_head/0, prop_publish_iodata/0, prop_ack_frames/0,
+         prop_body_head/0]).
 
 %%====================================================================
 %% Generators
@@ -235,6 +236,25 @@ prop_ack_frames() ->
 check(Prop, N) ->
     ?assert(proper:quickcheck(Prop, [{numtests, N}, {to_file, user}])).
 
+%% A body that takes one frame is framed as `[body_head/3, Body, 16#CE]',
+%% the same bytes as encode_body/3 (the producer's cached framing, #33);
+%% body_head/3 is `none' exactly when the body takes no frame or several.
+prop_body_head() ->
+    ?FORALL({Ch, Body, FM}, {range(0, 65535), ?LET(L, oneof([range(0, 40), range(0, 9000)]), binary(L)),
+                             oneof([frame_max(), range(1, 64)])},
+            begin
+                Enc = iolist_to_binary(beamlab_amqp_frame:encode_body(Ch, Body, FM)),
+                Ch1 = {amqp_channel, self(), Ch, FM},
+                case beamlab_amqp_frame:body_head(Ch, byte_size(Body), FM) of
+                    none ->
+                        beamlab_amqp:publish_body_head(Ch1, byte_size(Body)) =:= none
+                            andalso (Body =:= <<>> orelse byte_size(Enc) > byte_size(Body) + 8);
+                    Head ->
+                        beamlab_amqp:publish_body_head(Ch1, byte_size(Body)) =:= Head
+                            andalso iolist_to_binary([Head, Body, 16#CE]) =:= Enc
+                end
+            end).
+
 %% (A timeout on each: EUnit's {timeout, N, List} bounds the list and
 %% leaves each test in it the 5 s default.)
 properties_test_() ->
@@ -248,7 +268,8 @@ properties_test_() ->
       ?_test(check(prop_publish_frames(), 150)),
       ?_test(check(prop_publish_head(), 100)),
       ?_test(check(prop_publish_iodata(), 60)),
-      ?_test(check(prop_ack_frames(), 300))]].
+      ?_test(check(prop_ack_frames(), 300)),
+      ?_test(check(prop_body_head(), 500))]].
 
 %% RabbitMQ decodes both 'l' and 'L' as signed 64-bit integers; so do we.
 rabbitmq_long_test() ->

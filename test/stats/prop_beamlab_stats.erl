@@ -12,7 +12,7 @@
          prop_compare_shifted/0, prop_compare_between_runs/0, prop_compare_robust/0,
          prop_run_noise_cautious/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
-         prop_hist_precision/0, prop_hist_merge/0, prop_hist_record_list/0,
+         prop_hist_precision/0, prop_hist_bucket_of_value/0, prop_hist_merge/0, prop_hist_record_list/0,
          prop_hist_takes/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
@@ -277,6 +277,32 @@ prop_hist_precision() ->
                   end, lists:zip(AllPs, Reported))
             end).
 
+%% Every value lands in the bucket the layout gives it (the module doc):
+%% exact below 2^bits, else the bucket of width 2^(bit length - bits) that
+%% holds it. The bit length is computed here another way (its binary
+%% digits) than the histogram's binary search (#33 made that one body).
+prop_hist_bucket_of_value() ->
+    ?FORALL({D, V}, {oneof([1, 2, 3]),
+                     oneof([latency(), range(0, (1 bsl 62) - 1),
+                            ?LET(B, range(1, 62), oneof([(1 bsl B) - 1, 1 bsl B, (1 bsl B) + 1]))])},
+            begin
+                %% take/1 reads the buckets between the extremes only: the
+                %% histogram up to 2^62 has too many to read them all.
+                V1 = min(V, (1 bsl 62) - 1),
+                H = beamlab_stats_hist:new(#{significant_digits => D, max => (1 bsl 62) - 1,
+                                             write_concurrency => false}),
+                ok = beamlab_stats_hist:record(H, V1),
+                Snap = beamlab_stats_hist:take(H),
+                Bits = maps:get(bits, Snap),
+                Len = case V1 of 0 -> 0; _ -> length(integer_to_list(V1, 2)) end,
+                Width = 1 bsl max(0, Len - Bits),
+                [{Lo, Hi, 1}] = beamlab_stats_hist:buckets(Snap),
+                ?WHENFAIL(io:format("~b (~b bits): bucket ~b..~b, width ~b expected~n",
+                                    [V1, Len, Lo, Hi, Width]),
+                          Lo =< V1 andalso V1 =< Hi andalso Hi - Lo + 1 =:= Width
+                          andalso Lo rem Width =:= 0)
+            end).
+
 prop_hist_record_list() ->
     ?FORALL({Vs, Max, Exact}, {latencies(), range(1, 1 bsl 41), boolean()},
             begin
@@ -431,6 +457,7 @@ stats_props_test_() ->
 hist_props_test_() ->
     [{timeout, 60, T} || T <-
      [?_test(check(prop_hist_precision(), 150)),
+      ?_test(check(prop_hist_bucket_of_value(), 300)),
       ?_test(check(prop_hist_merge(), 100)),
       ?_test(check(prop_hist_record_list(), 100)),
       ?_test(check(prop_hist_takes(), 100)),
