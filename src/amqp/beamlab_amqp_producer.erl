@@ -395,9 +395,10 @@ flush(#st{out = Out, out_n = K, out_bytes = B, ch = Ch, ctx = #{counters := C},
             St1#st{unnoticed = UN + K, unnoticed_bytes = UB + B}
     end.
 
-%% The method and header frames of a publish of `Size' body bytes, built
-%% once while the exchange, key, properties and size stay the same (#33:
-%% the encoding of the properties was most of a publish's own work).
+%% The method and header frames of a publish of `Size' body bytes and
+%% the header of its one body frame, built once while the exchange, key,
+%% properties and size stay the same (#33: the encoding of the properties
+%% was most of a publish's own work).
 head(Size, _Opts, #st{head = {Size, _, _} = Head, keys = fixed, body = stamp}) ->
     Head;
 head(Size, Opts, #st{ch = Ch, exchange = Ex} = St) ->

@@ -543,8 +543,9 @@ notes(Runs, Rows, Unpaired) ->
             "an interleaved design (check --against REF, or a matrix of both versions with -n 9)",
             [lists:join(", ", [[N, " (", L, ") ", beamlab_format_units:detectable(D)] || {N, L, D} <- Detectable])])
         || Detectable =/= []],
-       [fmt("fresh VMs left out of the test as far from the other VMs of their run (more than 3.5 "
-            "robust sd of the logs; CPU time's fastest samples, docs/statistics.md): ~ts",
+       [fmt("fresh VMs left out of the change and its test as far from the other VMs of their run "
+            "(more than 3.5 robust sd of the logs; CPU time's fastest samples, docs/statistics.md; "
+            "each run's mean and interval still hold every VM): ~ts",
             [lists:join(", ", [io_lib:format("~ts (~ts) ~b of the baseline, ~b of this run", [N, L, RB, RN])
                                || {N, L, RB, RN} <- Rejected])]) || Rejected =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],

@@ -281,7 +281,7 @@ robust_vms_test() ->
     ?assertMatch(#{test := welch_log_robust, rejected_base := 1, rejected_new := 0, verdict := slower,
                    basis := runs}, Cell),
     ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
-                                          <<"fresh VMs left out of the test">>)),
+                                          <<"fresh VMs left out of the change and its test">>)),
     Json = iolist_to_binary(beamlab_render_compare:render(Cmp, json)),
     ?assertNotEqual(nomatch, binary:match(Json, <<"\"rejected_base\":1">>)),
     ?assertNotEqual(nomatch, binary:match(Json, <<"welch_log_robust">>)),
