@@ -259,11 +259,10 @@
     return sw;
   }
 
-  // Line chart. opts: title, subtitle, kind, series [{name, color, x, y,
-  // dash, markers, scatter, band: {lo, hi}, cls}], xLabel, yLabel, xLog,
-  // yLog, xAxis (a ready axis: xTicks with xMap), yFromZero, marks [{from,
-  // to, title, color}], width, height, parent card (into).
-  function lineChart(parent, opts) {
+  // A line chart's series ready to draw (opts changed in place): gaps
+  // skipped, times in the unit that keeps them short, peers told apart;
+  // false when nothing is left to draw.
+  function prepareLine(opts) {
     // Gaps (null) in a series are skipped: the line joins its neighbours,
     // unless the series breaks at them (breakAtNull: a watched node that
     // did not answer): then the line starts again after the gap.
@@ -279,7 +278,7 @@
       }
       return Object.assign({}, sr, { x: x, y: y, starts: starts, band: sr.band ? { lo: lo, hi: hi } : null });
     }).filter(function (sr) { return sr.x.length > 0; });
-    if (!opts.series.length) return null;
+    if (!opts.series.length) return false;
     if (opts.yUnit) {
       var all = [];
       opts.series.forEach(function (sr) { all = all.concat(sr.y); if (sr.band) all = all.concat(sr.band.hi); });
@@ -300,33 +299,53 @@
     // One unit per chart: a subtitle that names the unit is written for
     // the one the axis shows (subtitle(unit)), as are the points' tooltips.
     if (typeof opts.subtitle === 'function') opts.subtitle = opts.subtitle(opts.yShown || opts.yUnit || '');
-    var yTip = opts.yShown || opts.yUnit || '';
     // Peer series (runs, repetitions, a sweep's series) each get their own
     // dash pattern and marker shape, so they can be told apart in grey;
     // one another's exact copy (two runs of identical code) is drawn
     // under it wider, with bigger markers, and the legend says which it
     // overlaps: no series hides behind another.
     if (opts.distinct && opts.series.length > 1) distinguish(opts.series);
-    // A long measure on the y axis (`wall-clock time per encode+decode
-    // (us)') gets the height it needs, whole, never cut off at the edge.
-    var W = opts.width || 560, H = opts.height || Math.max(250, Math.ceil(String(opts.yLabel || '').length * 7) + 66),
-        L = opts.xAxis ? TIME_L : 62, R = 14, T = 12, B = 42;
-    var pw = W - L - R, ph = H - T - B;
-    var card = opts.into || box(opts.title, opts.subtitle, opts.kind);
-    var xs = [], ys = [];
+    return true;
+  }
+  // A prepared line chart's y axis.
+  function lineYAxis(opts) {
+    var ys = [];
     opts.series.forEach(function (sr) {
-      xs = xs.concat(sr.x); ys = ys.concat(sr.y);
+      ys = ys.concat(sr.y);
       if (sr.band) ys = ys.concat(sr.band.lo, sr.band.hi);
     });
+    var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
+    if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
+    return ya;
+  }
+  // The left margin a y axis needs: room for its longest tick label
+  // beside the axis' label (25.275M ran into `bytes').
+  function yMargin(ya) {
+    var chars = Math.max.apply(null, ya.ticks.map(function (t) { return String(t[1]).length; }).concat([0]));
+    return Math.ceil(26 + 6.4 * chars);
+  }
+
+  // Line chart. opts: title, subtitle, kind, series [{name, color, x, y,
+  // dash, markers, scatter, band: {lo, hi}, cls}], xLabel, yLabel, xLog,
+  // yLog, xAxis (a ready axis: xTicks with xMap), yFromZero, marks [{from,
+  // to, title, color}], width, height, parent card (into).
+  function lineChart(parent, opts) {
+    if (!prepareLine(opts)) return null;
+    // A long measure on the y axis (`wall-clock time per encode+decode
+    // (us)') gets the height it needs, whole, never cut off at the edge.
+    // Charts on one time axis share its left margin (timeAxis' `left').
+    var W = opts.width || 560, H = opts.height || Math.max(250, Math.ceil(String(opts.yLabel || '').length * 7) + 66),
+        L = opts.xAxis ? opts.xAxis.left || TIME_L : 62, R = 14, T = 12, B = 42;
+    var pw = W - L - R, ph = H - T - B;
+    var yTip = opts.yShown || opts.yUnit || '';
+    var card = opts.into || box(opts.title, opts.subtitle, opts.kind);
+    var xs = [];
+    opts.series.forEach(function (sr) { xs = xs.concat(sr.x); });
     var xa = opts.xAxis || axis(xs, opts.xLog, false, 6);
     // Counts of workers or schedulers: whole ticks only.
     if (opts.xInt) xa.ticks = xa.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
-    var ya = axis(ys, opts.yLog, opts.yFromZero, 5);
-    if (opts.yInt) ya.ticks = ya.ticks.filter(function (t) { return Math.abs(t[0] - Math.round(t[0])) < 1e-9; });
-    // Room for the longest y tick label beside the axis' label (25.275M
-    // ran into `bytes').
-    var yTickChars = Math.max.apply(null, ya.ticks.map(function (t) { return String(t[1]).length; }).concat([0]));
-    L = Math.max(L, Math.ceil(26 + 6.4 * yTickChars));
+    var ya = lineYAxis(opts);
+    L = Math.max(L, yMargin(ya));
     pw = W - L - R;
     // A few pixels inside the frame, so a point at the end of an axis is
     // drawn whole inside the plot, not on (or over) its edge.
@@ -545,14 +564,18 @@
     // The row labels get the room they need (a matrix's configurations can
     // be long); the plot keeps its width.
     var longest = Math.max.apply(null, rows.map(function (r) { return String(r.label).length; }).concat([0]));
-    var L = Math.min(LABEL_MAX, Math.max(150, 14 + CHAR_PX * longest)), R = 16, rowH = 30, T = 8, W = L + 394;
+    var vals = [];
+    rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
+    var xa = axis(vals, false, false, 5);
+    // The last tick is centred near the plot's right end: room for half
+    // of it beyond (12.3458M ran off the chart's edge).
+    var tickChars = Math.max.apply(null, xa.ticks.map(function (t) { return String(t[1]).length; }).concat([0]));
+    var L = Math.min(LABEL_MAX, Math.max(150, 14 + CHAR_PX * longest)), R = Math.max(16, Math.ceil(CHAR_PX * tickChars / 2) - 6),
+        rowH = 30, T = 8, W = L + 378 + R;
     var H = T + rows.length * rowH + 40;
     // The title names the measure: the unit the axis shows.
     title = title.replace(' ({unit})', withUnit('', measure, unit));
     var card = box(title, subtitle, kind);
-    var vals = [];
-    rows.forEach(function (r) { vals = vals.concat(r.samples); if (r.ci) vals.push(r.ci[0], r.ci[1]); if (isNum(r.mean)) vals.push(r.mean); });
-    var xa = axis(vals, false, false, 5);
     var pw = W - L - R, PAD = 8;
     // Inside a frame, a few pixels from its edges: a sample at the end of
     // the axis is drawn whole inside it.
@@ -648,9 +671,9 @@
   // reaches halfway to its neighbours.
   function heatmap(parent, run, hm) {
     var rows = hm.z.length, n = hm.t.length;
-    var L = TIME_L, R = 14, W = 560, PAD = 6, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
-    var pw = W - L - R, plotH = rows * cellH, H = plotH + 40;
     var clock = hmClock(hm), xa = timeAxis(data.runs, clock);
+    var L = xa.left, R = 14, W = 560, PAD = 6, cellH = Math.max(3, Math.min(18, Math.floor(240 / rows)));
+    var pw = W - L - R, plotH = rows * cellH, H = plotH + 40;
     var X = function (v) { return L + PAD + (v - xa.lo) / ((xa.hi - xa.lo) || 1) * (pw - 2 * PAD); };
     var edge = function (i) {
       if (n === 1) return i === 0 ? L : L + pw;
@@ -719,20 +742,29 @@
   }
   function hmClock(hm) { return hm.clock || (hm.broker ? 'load' : 'telemetry'); }
   // The time axis' title: what its zero is, where one origin is known.
-  function clockLabel(clock) { return clock === 'run' ? 's since the run started' : 'seconds'; }
+  function clockLabel(clock) {
+    return clock === 'run' ? 's since the run started' : clock === 'load' ? 's since the load started' : 'seconds';
+  }
   // The left edge of every chart on a shared time axis (line charts and
   // heatmaps): stacked, an instant sits at the same x in each.
   var TIME_L = 78;
   // One time axis for every chart of these runs on CLOCK (the page's
   // runs: each chart of several runs draws them on one axis anyway):
   // their line charts and heatmaps share its origin, range and ticks.
+  // The axis is made once per clock, with `left': the plot's left edge
+  // in every chart on it (TIME_L, or the room the widest y tick label of
+  // those charts needs, as series() finds it before drawing them), so that
+  // no label is clipped and the plot areas still line up.
+  var timeAxes = {};
   function timeAxis(runs, clock) {
+    if (timeAxes[clock]) return timeAxes[clock];
     var ts = [];
     runs.forEach(function (r) {
       r.series.forEach(function (sr) { if (clockOf(sr) === clock) ts = ts.concat(sr.t); });
       r.heatmaps.forEach(function (hm) { if (hmClock(hm) === clock) ts = ts.concat(hm.t); });
     });
-    return axis(ts, false, false, 6);
+    timeAxes[clock] = Object.assign(axis(ts, false, false, 6), { left: TIME_L });
+    return timeAxes[clock];
   }
   function ramp(u) {
     var stops = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
@@ -787,8 +819,9 @@
     entries.forEach(function (e) {
       var bs = e.run.benchmarks, groups = [];
       bs.forEach(function (b) { if (b.group && b.group !== 'run' && groups.indexOf(b.group) < 0) groups.push(b.group); });
-      // (a watch's charts name the node it watched)
-      var w = e.run.subject || (groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label);
+      // (a watch's charts name the node it watched; a matrix's, whose
+      // groups are its configurations, the run: `mb: +S 2: broker util')
+      var w = e.run.subject || (e.run.matrix ? e.run.label : groups.length ? groups.join(', ') : bs.length === 1 ? bs[0].name : e.run.label);
       if (names.indexOf(w) < 0) names.push(w);
     });
     return names.join(' vs ');
@@ -1269,7 +1302,8 @@
     if (!groups.length) return;
     var g = section('timeline', 'Over time', 'Telemetry and per-second series; shaded: when a finding fired. ' +
                     'Long series are reduced to first/min/max/last per pixel column.');
-    var draw = function (parent, grp) {
+    // The chart of a group: its options for lineChart.
+    var optsOf = function (grp) {
       var tele = grp.entries[0].item.source === 'telemetry' || grp.entries[0].item.source === 'broker';
       var marks = [];
       if (tele) grp.entries.forEach(function (e) {
@@ -1295,7 +1329,7 @@
       // (the charts of one clock share its time axis with its heatmaps)
       var clock = reps ? null : clockOf(grp.entries[0].item);
       if (clock && grp.entries.some(function (e) { return clockOf(e.item) !== clock; })) clock = null;
-      var card = lineChart(parent, { title: tele ? teleTitle(grp)
+      return { title: tele ? teleTitle(grp)
                                                  : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : clockLabel(clock),
                                      xAxis: clock ? timeAxis(data.runs, clock) : null,
@@ -1308,7 +1342,11 @@
                         : e.run.label + ' (' + n + ' points)';
         return { name: name, color: color(reps ? i : e.ri), x: e.item.t, y: e.item.y, breakAtNull: tele, cls: reps ? 'series rep-line' : null,
                  rep: e.item.rep };
-      }) });
+      }) };
+    };
+    var draw = function (parent, grp) {
+      var tele = grp.entries[0].item.source === 'telemetry' || grp.entries[0].item.source === 'broker';
+      var card = lineChart(parent, optsOf(grp));
       // Findings about this benchmark as a whole, under its series.
       if (card && !tele) {
         grp.entries.forEach(function (e) {
@@ -1330,6 +1368,13 @@
       return grp.entries[0].item.source === 'telemetry' && PRIMARY.test(grp.name) && !flat(grp);
     }));
     var rest = groups.filter(function (grp) { return primary.indexOf(grp) < 0; });
+    // Before any is drawn: the left margin of each time axis, the room the
+    // widest y tick label of all its charts needs (those drawn on demand
+    // too), so every chart and heatmap on it has its plot at the same x.
+    groups.forEach(function (grp) {
+      var o = optsOf(grp);
+      if (o.xAxis && prepareLine(o)) o.xAxis.left = Math.max(o.xAxis.left, yMargin(lineYAxis(o)));
+    });
     primary.forEach(function (grp) { draw(g, grp); });
     // A watched broker's schedulers under the load's charts (amqp --watch).
     data.runs.forEach(function (r) { r.heatmaps.forEach(function (hm) { if (hm.broker) heatmap(g, r, hm); }); });

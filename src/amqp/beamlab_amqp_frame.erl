@@ -104,7 +104,10 @@ encode_body(Ch, Body, FrameMax) ->
 -spec body_head(char(), non_neg_integer(), non_neg_integer()) -> binary() | none.
 body_head(_Ch, 0, _FrameMax) ->
     none;
-body_head(Ch, Size, FrameMax) when FrameMax =:= 0; Size + ?AMQP_FRAME_OVERHEAD =< FrameMax ->
+body_head(Ch, Size, FrameMax) when FrameMax =:= 0; Size + ?AMQP_FRAME_OVERHEAD =< FrameMax;
+                                   Size =:= 1 ->
+    %% (A frame_max of at most 8 bytes still gives a byte a frame:
+    %% encode_body/3's chunks are at least 1 byte.)
     <<?AMQP_FRAME_BODY:8, Ch:16, Size:32>>;
 body_head(_Ch, _Size, _FrameMax) ->
     none.

@@ -17,7 +17,7 @@
 -module(beamlab_amqp_reader).
 
 %% Called per frame (three per delivery): inlined, no call each (#33).
--compile({inline, [method/5, header/6, body/6, done/4, stop/4, keep/3]}).
+-compile({inline, [frame/4, method/5, header/6, body/6, whole/7, kept_one/2, done/4, stop/4, keep/3]}).
 
 -include("beamlab_amqp.hrl").
 
@@ -105,8 +105,36 @@ kept(Keep, Payload, Acc) ->
 %% (#33: three frames a delivery). The match is parse/2's for a valid
 %% frame; anything else (a heartbeat, bytes still to come, another
 %% channel's frame, an invalid one) goes through parse/2.
-frames(<<Type:8, Ch:16, Size:32, Payload:Size/binary, ?AMQP_FRAME_END, Rest/binary>> = Bin, C,
+frames(<<?AMQP_FRAME_METHOD, Ch1:16, S1:32, P1:S1/binary, ?AMQP_FRAME_END,
+         ?AMQP_FRAME_HEADER, Ch2:16, S2:32, P2:S2/binary, ?AMQP_FRAME_END,
+         ?AMQP_FRAME_BODY, Ch3:16, S3:32, P3:S3/binary, ?AMQP_FRAME_END, Rest/binary>> = Bin, none,
        #reader{num = N, frame_max = Max} = R, Acc)
+  when Ch1 =:= N, Ch2 =:= N, Ch3 =:= N,
+       (Max =:= 0 orelse (S1 + ?AMQP_FRAME_OVERHEAD =< Max andalso S2 + ?AMQP_FRAME_OVERHEAD =< Max
+                          andalso S3 + ?AMQP_FRAME_OVERHEAD =< Max)) ->
+    %% The usual delivery, whole in the read: its three frames (method,
+    %% header, a body in one frame) in one step of the loop, one call
+    %% where there were three (#33). Anything else: frame by frame.
+    whole(P1, P2, P3, Rest, Bin, R, Acc);
+frames(Bin, C, R, Acc) ->
+    frame(Bin, C, R, Acc).
+
+%% A delivery or return whole in three frames (see frames/4), else the
+%% first frame alone.
+whole(P1, P2, P3, Rest, Bin, R, Acc) ->
+    case beamlab_amqp_method:decode(P1) of
+        {ok, M} when is_record(M, 'basic.deliver'); is_record(M, 'basic.return') ->
+            case beamlab_amqp_method:decode_header(P2) of
+                {ok, _Class, Size, Props} when Size =:= byte_size(P3), Size > 0 ->
+                    frames(Rest, none, R, [done(M, Props, kept_one(R#reader.keep, P3), R) | Acc]);
+                _ -> frame(Bin, none, R, Acc)
+            end;
+        _ -> frame(Bin, none, R, Acc)
+    end.
+
+%% One frame off the front of `Bin'.
+frame(<<Type:8, Ch:16, Size:32, Payload:Size/binary, ?AMQP_FRAME_END, Rest/binary>> = Bin, C,
+      #reader{num = N, frame_max = Max} = R, Acc)
   when Ch =:= N, (Max =:= 0 orelse Size + ?AMQP_FRAME_OVERHEAD =< Max) ->
     case Type of
         ?AMQP_FRAME_METHOD when C =:= none -> method(Payload, Rest, Bin, R, Acc);
@@ -114,7 +142,7 @@ frames(<<Type:8, Ch:16, Size:32, Payload:Size/binary, ?AMQP_FRAME_END, Rest/bina
         ?AMQP_FRAME_BODY -> body(Payload, Rest, Bin, C, R, Acc);
         _ -> stop(Bin, C, R, Acc)
     end;
-frames(Bin, C, #reader{frame_max = Max} = R, Acc) ->
+frame(Bin, C, #reader{frame_max = Max} = R, Acc) ->
     case beamlab_amqp_frame:parse(Bin, Max) of
         {ok, heartbeat, Rest} -> frames(Rest, C, R, Acc);
         more -> {ok, lists:reverse(Acc), keep(Bin, C, R)};
@@ -147,22 +175,7 @@ header(_Payload, _Rest, Bin, C, R, Acc) ->
 body(Payload, Rest, Bin, {M, Props, Left, Kept0} = C, #reader{keep = Keep} = R, Acc)
   when Props =/= undefined ->
     case Left - byte_size(Payload) of
-        0 when Kept0 =:= [], Keep =:= all -> frames(Rest, none, R, [done(M, Props, Payload, R) | Acc]);
-        0 when Kept0 =:= [] ->
-            %% The usual body, in one frame: what is kept of it, copied
-            %% (a part would hold the whole read). No calls per delivery
-            %% (#33): a comparison, not min/2, and up to 8 bytes (the
-            %% consumer's stamp) copied through an integer, not by
-            %% binary:copy/1.
-            Len = if Keep < byte_size(Payload) -> Keep;
-                     true -> byte_size(Payload)
-                  end,
-            Kept = if Len =< 8 ->
-                           <<I:Len/unit:8, _/binary>> = Payload,
-                           <<I:Len/unit:8>>;
-                      true -> binary:copy(binary_part(Payload, 0, Len))
-                   end,
-            frames(Rest, none, R, [done(M, Props, Kept, R) | Acc]);
+        0 when Kept0 =:= [] -> frames(Rest, none, R, [done(M, Props, kept_one(Keep, Payload), R) | Acc]);
         0 ->
             Body = iolist_to_binary(lists:reverse(kept(Keep, Payload, Kept0))),
             frames(Rest, none, R, [done(M, Props, Body, R) | Acc]);
@@ -171,6 +184,22 @@ body(Payload, Rest, Bin, {M, Props, Left, Kept0} = C, #reader{keep = Keep} = R, 
     end;
 body(_Payload, _Rest, Bin, C, R, Acc) ->
     stop(Bin, C, R, Acc).
+
+%% What is kept of a body that came in one frame: all of it, or its first
+%% `Keep' bytes copied (a part would hold the whole read). No calls per
+%% delivery (#33): a comparison, not min/2, and up to 8 bytes (the
+%% consumer's stamp) copied through an integer, not by binary:copy/1.
+kept_one(all, Payload) ->
+    Payload;
+kept_one(Keep, Payload) ->
+    Len = if Keep < byte_size(Payload) -> Keep;
+             true -> byte_size(Payload)
+          end,
+    if Len =< 8 ->
+            <<I:Len/unit:8, _/binary>> = Payload,
+            <<I:Len/unit:8>>;
+       true -> binary:copy(binary_part(Payload, 0, Len))
+    end.
 
 %% The read ends with `Bin' not handled yet, `C' being received: the
 %% record is updated only if they changed.

@@ -604,11 +604,19 @@ config_info(#{name := Name, args := Args, erl := Erl, wrap := Wrap} = C, Outs) -
       flavor_reported => case Env of undefined -> null; _ -> flavor(Env) end,
       env => case Env of undefined -> null; _ -> Env end,
       %% A watched target's telemetry (matrix --target: the inner amqp
-      %% --watch), of the last repetition that ran.
-      broker => case [B || {ok, #{exit := 0, result := #{extra := #{<<"broker">> := B}}}} <- Outs] of
+      %% --watch), of the last repetition that ran, with when that
+      %% repetition's load started (`load_start_ms', ms since its run
+      %% started, the origin of the broker's `t_ms'), so the report can
+      %% say what its time axis counts from.
+      broker => case [with_load_start(B, X) || {ok, #{exit := 0, result := #{extra := #{<<"broker">> := B} = X}}} <- Outs] of
                     [] -> null;
                     Bs -> lists:last(Bs)
                 end}.
+
+with_load_start(Broker, #{<<"load_start_ms">> := Ms}) when is_map(Broker), is_number(Ms) ->
+    Broker#{<<"load_start_ms">> => Ms};
+with_load_start(Broker, _) ->
+    Broker.
 
 %% The profiled repetition's document (its benchmarks) or its error, and
 %% the profile the runner put in that document's `extra.profile', which

@@ -62,8 +62,9 @@ rejected_line(Bs) ->
           || #{group := G, metric := M, extra := X,
                comparison := #{rejected_base := RB, rejected_new := RN}} <- Bs, RB + RN > 0] of
         [] -> [];
-        Lines -> ["fresh VMs left out of the verdict as far from their configuration's other VMs "
-                  "(more than 3.5 robust sd of the logs; docs/statistics.md): ", lists:join("; ", Lines), "\n"]
+        Lines -> ["fresh VMs left out of the change and verdict as far from their configuration's other VMs "
+                  "(more than 3.5 robust sd of the logs; the mean and its interval hold every VM; "
+                  "docs/statistics.md): ", lists:join("; ", Lines), "\n"]
     end.
 
 %% @doc With `--ci', what ended the repetitions (and for which

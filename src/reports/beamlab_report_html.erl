@@ -413,18 +413,30 @@ heatmaps(_) ->
 
 %% The watched broker's telemetry (`amqp --watch': extra.broker; a matrix
 %% of brokers: each configuration's), on the load's time axis (seconds
-%% since the load started, not rebased), drawn under the throughput chart.
+%% since the load started), drawn under the throughput chart. A
+%% configuration's broker counts from its repetition's run start; where
+%% the document says when that repetition's load started (its
+%% `load_start_ms') it is moved onto the load's clock like the others (a
+%% document without it counted from the load's start already).
 broker_telemetry(R) ->
     Extra = key_bins(maps:get(extra, R, #{})),
     Own = case key_bins(maps:get(<<"broker">>, Extra, #{})) of
               #{<<"telemetry">> := T} when is_map(T) -> [{<<"broker">>, T}];
               _ -> []
           end,
-    Configs = [{<<(maps:get(<<"name">>, C, <<"?">>))/binary, ": broker">>, T}
+    Configs = [{<<(maps:get(<<"name">>, C, <<"?">>))/binary, ": broker">>, since_load(Br, key_bins(T))}
                || C0 <- case maps:get(<<"configs">>, Extra, []) of L when is_list(L) -> L; _ -> [] end,
                   is_map(C0), C <- [key_bins(C0)],
-                  #{<<"telemetry">> := T} <- [key_bins(maps:get(<<"broker">>, C, #{}))], is_map(T)],
+                  #{<<"telemetry">> := T} = Br <- [key_bins(maps:get(<<"broker">>, C, #{}))], is_map(T)],
     [{Label, key_bins(T)} || {Label, T} <- Own ++ Configs].
+
+since_load(#{<<"load_start_ms">> := Ms}, #{<<"t_ms">> := Ts} = T) when is_number(Ms), is_list(Ts) ->
+    case is_num_list(Ts) of
+        true -> T#{<<"t_ms">> := [X - Ms || X <- Ts]};
+        false -> T
+    end;
+since_load(_, T) ->
+    T.
 
 broker_time(T) ->
     case maps:get(<<"t_ms">>, T, x) of

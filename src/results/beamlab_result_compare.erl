@@ -343,7 +343,7 @@ compare(Runs, Opts) ->
            rows => Rows,
            unpaired => Unpaired,
            env_diff => env_diff(Runs),
-           notes => notes(Runs, Rows, Unpaired),
+           notes => notes(Runs, Rows, Unpaired, Interleaved),
            confidence => Conf, run_noise => Noise}}.
 
 %% @doc One line for each error `compare/2' returns.
@@ -502,7 +502,7 @@ run_info(Label, Res) ->
       command => maps:get(command, Res, []),
       benchmarks => length(maps:get(benchmarks, Res, []))}.
 
-notes(Runs, Rows, Unpaired) ->
+notes(Runs, Rows, Unpaired, Interleaved) ->
     Kinds = lists:usort([maps:get(kind, R, null) || {_, R} <- Runs]),
     Partial = [L || {L, R} <- Runs, maps:get(partial, R, false) =:= true],
     TooFew = [maps:get(name, R) || R <- Rows,
@@ -538,13 +538,21 @@ notes(Runs, Rows, Unpaired) ->
             "pushes (the loaded run slower): ~ts; CPU time keeps its verdict under load: "
             "measure with --metric cpu (run, suite, matrix, check; docs/statistics.md)",
             [lists:join(", ", Loaded)]) || Loaded =/= []],
-       [fmt("no significant difference between separately measured runs; from their own spread, "
-            "this comparison catches a change 80% of the time only beyond: ~ts; smaller changes need "
-            "an interleaved design (check --against REF, or a matrix of both versions with -n 9)",
-            [lists:join(", ", [[N, " (", L, ") ", beamlab_format_units:detectable(D)] || {N, L, D} <- Detectable])])
+       [fmt("no significant difference between ~ts; from their own spread, "
+            "this comparison catches a change 80% of the time only beyond: ~ts; smaller changes need ~ts",
+            [case Interleaved of
+                 true -> "configurations measured interleaved";
+                 false -> "separately measured runs"
+             end,
+             lists:join(", ", [[N, " (", L, ") ", beamlab_format_units:detectable(D)] || {N, L, D} <- Detectable]),
+             case Interleaved of
+                 true -> "more fresh VMs (matrix -n 9 or more)";
+                 false -> "an interleaved design (check --against REF, or a matrix of both versions with -n 9)"
+             end])
         || Detectable =/= []],
-       [fmt("fresh VMs left out of the test as far from the other VMs of their run (more than 3.5 "
-            "robust sd of the logs; CPU time's fastest samples, docs/statistics.md): ~ts",
+       [fmt("fresh VMs left out of the change and its test as far from the other VMs of their run "
+            "(more than 3.5 robust sd of the logs; CPU time's fastest samples, docs/statistics.md; "
+            "each run's mean and interval still hold every VM): ~ts",
             [lists:join(", ", [io_lib:format("~ts (~ts) ~b of the baseline, ~b of this run", [N, L, RB, RN])
                                || {N, L, RB, RN} <- Rejected])]) || Rejected =/= []],
        [fmt("units differ, not compared: ~ts", [lists:join(", ", Mismatch)]) || Mismatch =/= []],

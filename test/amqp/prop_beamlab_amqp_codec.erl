@@ -240,8 +240,8 @@ check(Prop, N) ->
 %% the same bytes as encode_body/3 (the producer's cached framing, #33);
 %% body_head/3 is `none' exactly when the body takes no frame or several.
 prop_body_head() ->
-    ?FORALL({Ch, Body, FM}, {range(0, 65535), ?LET(L, oneof([range(0, 40), range(0, 9000)]), binary(L)),
-                             oneof([frame_max(), range(1, 64)])},
+    ?FORALL({Ch, Body, FM}, {range(0, 65535), ?LET(L, oneof([range(0, 2), range(0, 40), range(0, 9000)]), binary(L)),
+                             oneof([frame_max(), range(1, 64), range(1, 10)])},
             begin
                 Enc = iolist_to_binary(beamlab_amqp_frame:encode_body(Ch, Body, FM)),
                 Ch1 = {amqp_channel, self(), Ch, FM},

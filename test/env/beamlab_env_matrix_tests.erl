@@ -377,9 +377,9 @@ own_verdict_robust_test() ->
     [C] = [C || #{group := <<"+S 2">>, comparison := C} <- Bs],
     ?assertMatch(#{test := welch_log_robust, rejected_base := 1, rejected_new := 0, verdict := slower}, C),
     Text = unicode:characters_to_binary(beamlab_render_matrix:render(Doc, #{unicode => false})),
-    ?assertNotEqual(nomatch, binary:match(Text, <<"fresh VMs left out of the verdict">>)),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"fresh VMs left out of the change and verdict">>)),
     ?assertNotEqual(nomatch, binary:match(Text, <<"+S 2 / x: 1 of the baseline, 0 of this configuration">>)),
-    ?assertNotEqual(nomatch, binary:match(beamlab_render_markdown:render(Doc), <<"fresh VMs left out of the verdict">>)),
+    ?assertNotEqual(nomatch, binary:match(beamlab_render_markdown:render(Doc), <<"fresh VMs left out of the change and verdict">>)),
     %% the document's comparison survives JSON
     {ok, Json} = beamlab_json:decode(iolist_to_binary(beamlab_result:to_json(Doc))),
     {ok, #{benchmarks := Bs2}} = beamlab_result:from_json(Json),

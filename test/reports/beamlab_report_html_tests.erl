@@ -250,3 +250,23 @@ matrix_workload_test() ->
     #{rows := Rows} = beamlab_report_views:matrix(Matrix),
     ?assertEqual([{<<"fib[n=16]/cpu">>, <<"fib[n=16]">>}, {<<"ok.">>, <<"ok.">>}],
                  lists:sort([{I, W} || #{benchmark := I, workload := W} <- Rows])).
+
+%% #35: a matrix of brokers: each configuration's broker telemetry counts
+%% from its repetition's run start; where the configuration says when that
+%% load started (`broker.load_start_ms') it is drawn on the load's clock
+%% (seconds since the load started), as a document without it already
+%% counted.
+matrix_broker_clock_test() ->
+    Broker = #{t_ms => [1000, 2000, 3000], util => [10, 20, 30], run_queue => [0, 1, 0],
+               reductions_per_s => [1, 2, 3]},
+    Doc = fun(Conf) ->
+                  D = beamlab_result:new(matrix, #{command => [], started_at => <<"2026-01-01T00:00:00Z">>,
+                                                   params => #{baseline => <<"+S 1">>}}),
+                  beamlab_result:set(extra, #{configs => [Conf#{name => <<"+S 1">>, status => <<"ok">>}]}, D)
+          end,
+    Util = fun(D) ->
+                   #{runs := [#{series := S}]} = beamlab_report_html:model([{<<"m">>, D}]),
+                   [{T, maps:get(clock, X, none)} || #{name := <<"+S 1: broker util">>, t := T} = X <- S]
+           end,
+    ?assertEqual([{[0.6, 1.6, 2.6], none}], Util(Doc(#{broker => #{telemetry => Broker, load_start_ms => 400}}))),
+    ?assertEqual([{[1.0, 2.0, 3.0], none}], Util(Doc(#{broker => #{telemetry => Broker}}))).

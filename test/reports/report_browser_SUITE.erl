@@ -15,7 +15,8 @@
          hostile_labels_render/1]).
 -export([sweep_chart/1, sweep_units/1, suite_titles/1, identical_runs_visible/1, identical_series_visible/1, ordinal_sweep_chart/1, categorical_sweep_chart/1, scaling_chart/1, latency_chart/1, timeseries_chart/1,
          matrix_chart/1, matrix_long_labels/1, matrix_suite_titles/1, matrix_sweep_title/1, distribution_chart/1, trend_chart/1, check_trend_chart/1, profile_chart/1,
-         amqp_run_charts/1, cpu_metric_charts/1, cpu_matrix_interrupted/1, run_clock_chart/1]).
+         amqp_run_charts/1, cpu_metric_charts/1, cpu_matrix_interrupted/1, run_clock_chart/1, shared_margin_chart/1,
+         matrix_broker_clock/1]).
 
 all() ->
     [{group, fixtures}, {group, chart_kinds}].
@@ -26,7 +27,8 @@ groups() ->
                      hostile_labels_render]},
      {chart_kinds, [], [sweep_chart, sweep_units, suite_titles, identical_runs_visible, identical_series_visible, ordinal_sweep_chart, categorical_sweep_chart, scaling_chart, latency_chart, timeseries_chart,
                         matrix_chart, matrix_long_labels, matrix_suite_titles, matrix_sweep_title, distribution_chart, trend_chart, check_trend_chart, profile_chart,
-                        amqp_run_charts, cpu_metric_charts, cpu_matrix_interrupted, run_clock_chart]}].
+                        amqp_run_charts, cpu_metric_charts, cpu_matrix_interrupted, run_clock_chart, shared_margin_chart,
+                        matrix_broker_clock]}].
 
 init_per_suite(Config) ->
     case beamlab_test_util:chromium() of
@@ -399,6 +401,13 @@ latency_chart(Config) ->
     ?assertEqual([<<"rep 1">>, <<"rep 2">>], [R || [R] <- re_all(Goodput, <<"</svg>(rep [0-9]+) \\(1 s\\)</span>">>)]),
     ?assertEqual([<<"1">>], xticks(Goodput)),
     ?assertEqual([<<"second of the repetition">>], texts(Goodput, <<"label x-label">>)),
+    %% (#35: so is every per-second chart of the suite: each repetition
+    %% its own line, the legend naming it, none over the suite's seconds)
+    [begin
+         ?assertEqual([<<"second of the repetition">>], texts(S, <<"label x-label">>)),
+         Legend = [R || [R] <- re_all(S, <<"</svg>(rep [0-9]+) \\([0-9]+ s\\)[^<]*</span>">>)],
+         ?assertEqual([<<"rep 1">>, <<"rep 2">>], lists:usort(Legend))
+     end || S <- figures(Dom, <<"timeseries">>)],
     [Mean] = [S || S <- figures(Dom, <<"timeseries">>), binary:match(S, <<"series.latency_mean_us">>) =/= nomatch],
     %% (a time in the unit that keeps it short: 9 us is drawn as 9000 ns)
     [MeanUnit] = texts(Mean, <<"label y-label">>),
@@ -529,6 +538,79 @@ run_clock_chart(Config) ->
     [?assertEqual(Shared, {HLo, HHi, HPx}) || [HLo, HHi, HPx] <- Heatmaps],
     ?assert(abs(Start(Util) - At(Shared, T1 / 1000)) < 0.6),
     [?assert(abs(Start(S) - At(Shared, E / 1000)) < 0.6) || {S, E} <- lists:zip(Samples, [A1, B1])].
+
+%% #35: the charts of one time axis share its left margin, so their plot
+%% areas line up; a y tick label longer than 8 characters (a run at
+%% 12,345,600-12,345,800 iterations/s: `12.34565M') widened its own
+%% chart's margin alone and broke that. The shared margin is the room the
+%% widest label of all the axis' charts needs: no label clipped (the
+%% page's layout check), every chart and heatmap on `s since the run
+%% started' with its plot at the same pixels. A real run, its samples set
+%% to such rates.
+shared_margin_chart(Config) ->
+    F = run(Config, "margin", ["ok.", "-d", "300", "-s", "6", "-v"]),
+    {ok, #{benchmarks := [#{samples := S, params := #{<<"sample">> := #{<<"duration_ms">> := D}}} = B]} = Doc} =
+        beamlab_result:load(F),
+    %% (iterations per sample of D ms)
+    Big = [(12345600 + 100 * (I rem 3)) * D / 1000 || I <- lists:seq(1, length(S))],
+    F2 = filename:join(?config(priv_dir, Config), "margin-big.json"),
+    {ok, _} = beamlab_result:save(Doc#{benchmarks := [B#{samples := Big, stats := beamlab_stats:summary(Big)}]}, F2),
+    Dom = report(Config, "margin", [F2]),
+    [_, Timeline] = binary:split(Dom, <<"<section id=\"timeline\"">>),
+    OnClock = [Fig || Fig <- figures(Timeline, <<"timeseries">>), texts(Fig, <<"label x-label">>) =:= [<<"s since the run started">>]],
+    ?assert(length(OnClock) >= 3),
+    [Rate] = [Fig || Fig <- OnClock, captions(Fig) =:= [<<"ok. (iterations/s)">>]],
+    YTicks = [T || [T] <- re_all(Rate, <<"<text [^>]*data-axis=\"y\"[^>]*>([^<]*)</text>">>)],
+    ct:log("y ticks ~p", [YTicks]),
+    ?assert(lists:max([string:length(T) || T <- YTicks]) > 8),
+    Px = lists:usort([P || Fig <- OnClock, P <- attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-px">>)]),
+    {match, Heatmaps} = re:run(Timeline, <<"class=\"chart heatmap\" [^>]*data-x-px=\"([^\"]*)\"">>,
+                               [global, {capture, all_but_first, binary}]),
+    ct:log("plot pixels ~p, heatmaps ~p", [Px, Heatmaps]),
+    ?assertMatch([_], Px),
+    ?assertEqual(Px, lists:usort([H || [H] <- Heatmaps])),
+    %% (wider than the 78 pixels the shared margin had)
+    [Left, _] = binary:split(hd(Px), <<" ">>),
+    ?assert(num(Left) - 6 > 78).
+
+%% #35: a matrix of brokers (`--target rabbitmq', each configuration's
+%% broker watched by its inner amqp run): each configuration's telemetry
+%% charts say what their time counts from. The broker's samples count
+%% from its repetition's run start; the document keeps when that
+%% repetition's load started (`configs[].broker.load_start_ms'), and the
+%% charts draw them on the load's clock, `s since the load started' (the
+%% axis said `seconds'): the first sample at its `t_ms' less that.
+matrix_broker_clock(Config) ->
+    case filelib:is_regular("/usr/lib/rabbitmq/bin/rabbitmq-server") of
+        false -> {skip, "Debian's rabbitmq-server is not installed"};
+        true ->
+            _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
+            F = run(Config, "matrix-brokers", ["matrix", "--target", "rabbitmq", "--vm", "+S 1", "--vm", "+S 2", "-n", "1",
+                                               "--", "amqp", "--closed-loop", "2", "-z", "2"]),
+            {ok, #{extra := #{<<"configs">> := Configs}}} = beamlab_result:load(F),
+            Starts = [{N, LoadStart, hd(maps:get(<<"t_ms">>, T))}
+                      || #{<<"name">> := N, <<"broker">> := #{<<"load_start_ms">> := LoadStart, <<"telemetry">> := T}} <- Configs],
+            ct:log("~p", [Starts]),
+            ?assert(length(Starts) >= 1),
+            Dom = report(Config, "matrix-brokers", [F]),
+            Broker = [Fig || Fig <- figures(Dom, <<"timeseries">>), binary:match(hd(captions(Fig)), <<": broker">>) =/= nomatch],
+            ct:log("~p", [[captions(Fig) || Fig <- Broker]]),
+            ?assert(length(Broker) >= length(Starts)),
+            [?assertEqual([<<"s since the load started">>], texts(Fig, <<"label x-label">>)) || Fig <- Broker],
+            %% each configuration's first broker sample at its time since its load started
+            [begin
+                 [Fig | _] = [G || G <- Broker, binary:match(hd(captions(G)), <<N/binary, ": broker util">>) =/= nomatch],
+                 [Lo] = attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-lo">>),
+                 [Hi] = attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-hi">>),
+                 [Px] = attrs(Fig, <<"svg">>, <<"chart">>, <<"data-x-px">>),
+                 [P0, P1] = [num(X) || X <- binary:split(Px, <<" ">>)],
+                 Sec = (T0 - LS) / 1000,
+                 Want = P0 + (Sec - num(Lo)) / (num(Hi) - num(Lo)) * (P1 - P0),
+                 [D | _] = attrs(Fig, <<"path">>, <<"series">>, <<"d">>),
+                 {match, [X0]} = re:run(D, <<"^M([0-9.]+),">>, [{capture, all_but_first, binary}]),
+                 ?assert(abs(num(X0) - Want) < 0.6)
+             end || {N, LS, T0} <- Starts]
+    end.
 
 num(B) ->
     case string:to_float(B) of

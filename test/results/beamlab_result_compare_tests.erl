@@ -234,6 +234,15 @@ detectable_test() ->
     Both = iolist_to_binary(io_lib:format("same (b) -~b%/+~b%", [round(100 * D / (1 + D)), round(100 * D)])),
     ?assertNotEqual(nomatch, binary:match(Note, Both)),
     ?assertNotEqual(nomatch, binary:match(Note, <<"check --against REF">>)),
+    ?assertNotEqual(nomatch, binary:match(Note, <<"separately measured runs">>)),
+    %% A matrix's configurations were measured interleaved: the note says
+    %% so, and asks for more fresh VMs, not for an interleaved design.
+    {ok, #{notes := INotes}} = beamlab_result_compare:compare([{<<"a">>, A}, {<<"b">>, B}],
+                                                              #{interleaved => true}),
+    [INote] = [N || N <- INotes, binary:match(N, <<"catches a change 80% of the time">>) =/= nomatch],
+    ?assertNotEqual(nomatch, binary:match(INote, <<"configurations measured interleaved">>)),
+    ?assertEqual(nomatch, binary:match(INote, <<"separately measured">>)),
+    ?assertEqual(nomatch, binary:match(INote, <<"check --against REF">>)),
     %% Two single runs: within-run only, nothing about what they could see.
     {ok, #{rows := SRows}} = beamlab_result_compare:compare([{<<"a">>, result([bench(<<"same">>, Noisy)], #{}, bench)},
                                                              {<<"b">>, result([bench(<<"same">>, Noisy)], #{}, bench)}]),
@@ -281,7 +290,7 @@ robust_vms_test() ->
     ?assertMatch(#{test := welch_log_robust, rejected_base := 1, rejected_new := 0, verdict := slower,
                    basis := runs}, Cell),
     ?assertNotEqual(nomatch, binary:match(iolist_to_binary(maps:get(notes, Cmp)),
-                                          <<"fresh VMs left out of the test">>)),
+                                          <<"fresh VMs left out of the change and its test">>)),
     Json = iolist_to_binary(beamlab_render_compare:render(Cmp, json)),
     ?assertNotEqual(nomatch, binary:match(Json, <<"\"rejected_base\":1">>)),
     ?assertNotEqual(nomatch, binary:match(Json, <<"welch_log_robust">>)),
