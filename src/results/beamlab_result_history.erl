@@ -249,9 +249,10 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                     #{replication := runs} ->
                         %% two runs measured apart: the between-run term;
                         %% matrices of CPU time: far VMs left out first
-                        Robust = beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B0))
+                        %% (`Robust' is the history's own rule, for single runs)
+                        RobustVms = beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B0))
                             andalso beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B1)),
-                        {runs, [], fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise, robust => Robust}) end,
+                        {runs, [], fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise, robust => RobustVms}) end,
                          Ctx};
                     _ when length(Older) >= 3 ->
                         %% A single run far off is as often a burst of the

@@ -233,3 +233,19 @@ matrix_history_robust_test() ->
     Runs = [Run(1, [3500.0, 3560.0, 7700.0, 3480.0, 3530.0]), Run(2, [4200.0, 4272.0, 4176.0, 4236.0, 4188.0])],
     {ok, #{trends := [#{changes := [C]}]}} = beamlab_result_history:history(Runs, #{}),
     ?assertMatch(#{verdict := slower, basis := runs}, C).
+
+%% A history of checks (or suites) of CPU time: repetitions valued by
+%% their means, so no VM is left out, while the history's own rule for
+%% single runs of CPU time is robust: the two must not be confused (a
+%% report of two `check --metric cpu' runs crashed with a badmatch).
+cpu_runs_by_mean_history_test() ->
+    Run = fun(I, Vals) ->
+                  B = beamlab_result:benchmark(<<"work">>, Vals, #{unit => <<"ns">>, better => lower,
+                                                                   metric => <<"cpu">>}),
+                  Started = iolist_to_binary(io_lib:format("2026-01-~2..0bT00:00:00Z", [I])),
+                  {integer_to_binary(I), beamlab_result:add_benchmarks(
+                                           beamlab_result:new(suite, #{command => [], started_at => Started}), [B])}
+          end,
+    Runs = [Run(1, [3500.0, 3560.0, 3480.0, 3530.0]), Run(2, [7000.0, 7120.0, 6960.0, 7060.0])],
+    {ok, #{trends := [#{changes := [C]}]}} = beamlab_result_history:history(Runs, #{}),
+    ?assertMatch(#{verdict := slower, basis := runs}, C).
