@@ -1330,7 +1330,8 @@
       var clock = reps ? null : clockOf(grp.entries[0].item);
       if (clock && grp.entries.some(function (e) { return clockOf(e.item) !== clock; })) clock = null;
       return { title: tele ? teleTitle(grp)
-                                                 : measure ? withUnit(shown(bench), measure, unit) : shown(grp.name),
+                                                 : measure ? withUnit(shown(bench), measure, unit)
+                                                 : reps ? repTitle(grp) : shown(grp.name),
                                      subtitle: sub, xLabel: reps ? 'second of the repetition' : clockLabel(clock),
                                      xAxis: clock ? timeAxis(data.runs, clock) : null,
                                      yLabel: measure ? axisLabel(measure, unit) : unit || grp.name, yUnit: unit,
@@ -1394,6 +1395,16 @@
   // One rule for every telemetry chart: `WHAT RAN: VM telemetry SERIES'.
   // A benchmark's own rate (`rates.NAME') is about that benchmark: `NAME:
   // VM telemetry rates' (it read `NAME: VM telemetry rates.NAME').
+  // A benchmark's per-second series of its repetitions (message_load's
+  // `series.goodput', `series.latency_mean_us') is titled with what ran
+  // and what the series counts, `message_load: goodput', `message_load:
+  // latency mean', not with the key's path (#35); the y axis has the unit.
+  function repTitle(grp) {
+    var source = grp.entries[0].item.source;
+    if (!source || grp.name.indexOf(source + ' ') !== 0) return shown(grp.name);
+    var key = grp.name.slice(source.length + 1).split('.');
+    return source + ': ' + key[key.length - 1].replace(/_(us|ns|ms|pct|bytes)$/, '').replace(/_/g, ' ');
+  }
   function teleTitle(grp) {
     var source = grp.entries[0].item.source, m = /^rates[.](.+)$/.exec(grp.name);
     if (source !== 'telemetry') return workloads(grp.entries) + ': ' + grp.name;
