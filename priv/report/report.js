@@ -1392,9 +1392,6 @@
       g.appendChild(more);
     }
   }
-  // One rule for every telemetry chart: `WHAT RAN: VM telemetry SERIES'.
-  // A benchmark's own rate (`rates.NAME') is about that benchmark: `NAME:
-  // VM telemetry rates' (it read `NAME: VM telemetry rates.NAME').
   // A benchmark's per-second series of its repetitions (message_load's
   // `series.goodput', `series.latency_mean_us') is titled with what ran
   // and what the series counts, `message_load: goodput', `message_load:
@@ -1405,6 +1402,9 @@
     var key = grp.name.slice(source.length + 1).split('.');
     return source + ': ' + key[key.length - 1].replace(/_(us|ns|ms|pct|bytes)$/, '').replace(/_/g, ' ');
   }
+  // One rule for every telemetry chart: `WHAT RAN: VM telemetry SERIES'.
+  // A benchmark's own rate (`rates.NAME') is about that benchmark: `NAME:
+  // VM telemetry rates' (it read `NAME: VM telemetry rates.NAME').
   function teleTitle(grp) {
     var source = grp.entries[0].item.source, m = /^rates[.](.+)$/.exec(grp.name);
     if (source !== 'telemetry') return workloads(grp.entries) + ': ' + grp.name;

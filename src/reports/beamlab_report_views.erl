@@ -480,10 +480,7 @@ matrix(#{extra := #{<<"configs">> := Configs}, benchmarks := Bs, params := P} = 
                || {Inner, G} <- Rows,
                   %% what ran, as the title names it: the inner suite's point
                   %% (`extra.point'), else the inner benchmark
-                  Workload <- [case maps:get(extra, hd(G), #{}) of
-                                   #{<<"point">> := Point} when is_binary(Point) -> Point;
-                                   _ -> Inner
-                               end]]};
+                  Workload <- [ran(hd(G))]]};
 matrix(_) ->
     null.
 

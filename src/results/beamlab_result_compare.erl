@@ -11,7 +11,7 @@
 -export([compare/1, compare/2, format_error/1]).
 -export([slower_than/2, worse_by/2, replication/1, overloaded/1, wall_clock/2, qualify/3,
          far_confidence/0, between_runs_confidence/0, runs_confidence/0, run_noise/0,
-         robust_history/1, run_level/1, vm_level/1, vm_levels/1, robust_vms/1, level_words/1,
+         robust_history/1, run_level/1, vm_level/1, vm_levels/1, robust_vms/1, robust_vms/2, level_words/1,
          history_floor/1,
          configurations/1]).
 
@@ -184,6 +184,13 @@ vm_level(_) -> mean.
 -spec robust_vms(mean | fastest) -> boolean().
 robust_vms(fastest) -> true;
 robust_vms(mean) -> false.
+
+%% @doc Whether a comparison of the fresh VMs of benchmarks `B0' and `B1'
+%% leaves out far VMs first: {@link robust_vms/1} of both their levels
+%% ({@link vm_level/1}).
+-spec robust_vms(beamlab_result:benchmark(), beamlab_result:benchmark()) -> boolean().
+robust_vms(B0, B1) ->
+    robust_vms(vm_level(B0)) andalso robust_vms(vm_level(B1)).
 
 %% @doc The levels ({@link vm_level/1}) of a matrix document's values,
 %% each once; with no benchmark (interrupted before a repetition ended),
@@ -451,7 +458,7 @@ change(BaseB, B, Better, #{confidence := Conf, run_noise := Noise}, Ctx) ->
                                                #{replication := runs} -> Noise;
                                                _ -> 0.0
                                            end,
-             robust => robust_vms(vm_level(BaseB)) andalso robust_vms(vm_level(B))},
+             robust => robust_vms(BaseB, B)},
     C = beamlab_stats:compare(Xs, Ys, Opts#{confidence => Conf}),
     Far = case Ctx of
               #{overloaded := true, wall_clock := true, replication := runs} ->

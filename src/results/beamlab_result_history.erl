@@ -250,8 +250,7 @@ change({I0, B0, R0}, {I1, B1, R1}, Earlier,
                         %% two runs measured apart: the between-run term;
                         %% matrices of CPU time: far VMs left out first
                         %% (`Robust' is the history's own rule, for single runs)
-                        RobustVms = beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B0))
-                            andalso beamlab_result_compare:robust_vms(beamlab_result_compare:vm_level(B1)),
+                        RobustVms = beamlab_result_compare:robust_vms(B0, B1),
                         {runs, [], fun(O) -> beamlab_stats:compare(S0, S1, O#{run_noise => Noise, robust => RobustVms}) end,
                          Ctx};
                     _ when length(Older) >= 3 ->
