@@ -81,10 +81,13 @@ one() {
     perf stat -x, -e 'task-clock,context-switches,cpu-migrations,syscalls:sys_enter_*' -p "$pid" -- sleep "$WINDOW" \
         2>"$base.perf" >/dev/null || true
     wait "$pid" || true
-    # Messages received in the window: the per-second lines after DELAY s.
+    # Messages received in the window: the per-second lines after DELAY s,
+    # each at its nearest whole second (a line printed at 10.002 s is the
+    # window's last one: counted at face value it was left out, and one
+    # second of six went missing from the count, 5/6 of the rate).
     recv=$(awk -v d="$DELAY" -v w="$WINDOW" '
         match($0, /time:? ?[0-9.]+ ?s,/) {
-            t = substr($0, RSTART, RLENGTH); gsub(/[^0-9.]/, "", t); t += 0
+            t = substr($0, RSTART, RLENGTH); gsub(/[^0-9.]/, "", t); t = int(t + 0.5)
             if (t > d && t <= d + w && match($0, /received: [0-9.]+/)) s += substr($0, RSTART + 10, RLENGTH - 10)
         }
         END {print s + 0}' "$base.log")
