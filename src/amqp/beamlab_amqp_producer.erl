@@ -288,16 +288,15 @@ publish_or_wait(#st{limiter = L} = St, Now0) ->
               none -> ?NOW_US();
               _ -> Now0
           end,
-    case beamlab_amqp_rate:next(L, Now) of
-        {go, Intended, L1} ->
+    case beamlab_amqp_rate:next(L, Now, St#st.woke) of
+        {go, Intended, Stamp, L1} ->
             %% Every message of a batch after the timer came due while we
             %% slept (or is late beyond the slack stamp/3 takes off).
-            Stamp = beamlab_amqp_rate:stamp(Intended, Now, St#st.woke),
             late(Now - Intended, St),
             case St#st.spec of
                 %% Unlimited: each publish's intended time is its own now.
                 #{schedule := {rate, infinity}} -> loop(publish(Stamp, L1, St));
-                _ -> loop(publish(Stamp, L1, St), Now)
+                _ -> loop(burst(publish(Stamp, L1, St), Now), Now)
             end;
         {wait, _} when Now0 =/= none ->
             %% Caught up with the time the batch began: the time now.
@@ -377,6 +376,58 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
         true -> commit(St1);
         false -> commit(flush(St1))
     end.
+
+%% The rest of a burst at a rate: after publish/3 sent its first message,
+%% the messages due by `Now' go out in one loop with the state in its
+%% arguments, the record updated once (#33: the main loop's turn, its
+%% mailbox check and a record update per message were most of the
+%% producer's own work). The same messages, stamps, frames, window and
+%% batches as publish/3 one by one; what arrives meanwhile (confirms, a
+%% stop) is handled when the burst ends: when nothing more is due, the
+%% window or the message count is full, or the batch is (it then goes to
+%% the connection, as publish/3 would send it). Only for stamp bodies of
+%% one size with one routing key and no transactions, whose frames head/3
+%% keeps; anything else goes on message by message.
+burst(#st{out_n = K, head = {Size, H, BH}, keys = fixed, body = stamp, sizes = fixed,
+          tx_left = none, limiter = L, left = Left, seq = Seq, outstanding = W, out = Out,
+          out_bytes = B, n = N, pad = Pad, woke = Woke, spec = #{confirm := Max},
+          ctx = #{clock_offset := Off}} = St, Now)
+  when K > 0, BH =/= none ->
+    Room = case Max of
+               undefined -> ?BATCH_MSGS;   % no window: the batch bounds the burst
+               _ -> Max - map_size(W)
+           end,
+    burst({Now, Woke, Off, Pad, H, BH, Size, Max}, St, L, Left, Seq, W, Out, K, B, N, Room);
+burst(St, _Now) ->
+    St.
+
+burst(C, St, L, Left, Seq, W, Out, K, B, N, Room) when Left =/= 0, Room > 0 ->
+    {Now, Woke, Off, Pad, H, BH, Size, Max} = C,
+    case beamlab_amqp_rate:next(L, Now, Woke) of
+        {go, Intended, Stamp, L1} ->
+            late(Now - Intended, St),
+            Frames = [H, BH, body(Stamp - Off, N band 16#FFFFFFFF, Pad), ?AMQP_FRAME_END],
+            {Seq1, W1} = case Max of
+                             undefined -> {Seq, W};
+                             _ -> {Seq + 1, W#{Seq => Stamp}}
+                         end,
+            K1 = K + 1,
+            B1 = B + Size,
+            case K1 < ?BATCH_MSGS andalso B1 < ?BATCH_BYTES of
+                true ->
+                    burst(C, St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1, Room - 1);
+                false ->
+                    flush(burst_end(St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1))
+            end;
+        {wait, _} ->
+            burst_end(St, L, Left, Seq, W, Out, K, B, N)
+    end;
+burst(_C, St, L, Left, Seq, W, Out, K, B, N, _Room) ->
+    burst_end(St, L, Left, Seq, W, Out, K, B, N).
+
+burst_end(St, L, Left, Seq, W, Out, K, B, N) ->
+    St#st{limiter = L, left = Left, seq = Seq, outstanding = W, out = Out, out_n = K,
+          out_bytes = B, n = N}.
 
 %% Hands the batch to the connection: before anything that waits, so that
 %% a batch never waits with the producer. The connection counts it as

@@ -8,7 +8,8 @@
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
 -export([cli_short_run/1, cli_json/1, cli_direct_reads/1, cli_interrupt/1, counts_exact/1, consumer_count_below_producer_count/1,
          mandatory_unroutable_returned/1, confirms_and_nacks/1, prefetch_honoured/1,
-         multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1, unpaced_paced_by_socket/1,
+         multi_ack/1, queue_pattern/1, closed_loop/1, rate_never_overshoots/1, rate_bursts_exact/1,
+         unpaced_paced_by_socket/1,
          iot_500_connections/1,
          quorum_queue/1, nodes_peer/1, named_node_without_code/1, inequivalent_queue/1, bad_uri/1, wrong_credentials/1,
          unreachable/1, broker_stops_mid_run/1, connections_closed/1, reconnect/1]).
@@ -25,7 +26,8 @@ all() ->
 groups() ->
     [{library, [], [counts_exact, consumer_count_below_producer_count,
                     mandatory_unroutable_returned, confirms_and_nacks, prefetch_honoured,
-                    multi_ack, queue_pattern, closed_loop, rate_never_overshoots, unpaced_paced_by_socket,
+                    multi_ack, queue_pattern, closed_loop, rate_never_overshoots, rate_bursts_exact,
+                    unpaced_paced_by_socket,
                     iot_500_connections,
                     quorum_queue, nodes_peer, named_node_without_code]},
      {cli, [], [cli_short_run, cli_json, cli_direct_reads, cli_interrupt, inequivalent_queue, bad_uri, wrong_credentials,
@@ -190,6 +192,34 @@ rate_never_overshoots(_) ->
     ?assert(S =< 2 * (40 * Elapsed + 1)),
     ?assert(S > 0),
     ?assertMatch(#{balanced := true}, acc(R)).
+
+%% At a rate, the messages due at one moment go out as one burst
+%% (beamlab_amqp_producer:burst/2): every message once, in order, its
+%% sequence number in its body and its confirm settled, whether the burst
+%% ends with the schedule, the window (confirm 30) or the batch (64
+%% publishes). 3000 msg/s on a 1 ms timer are bursts of several messages;
+%% the queue keeps them for inspection.
+rate_bursts_exact(_) ->
+    Q = uniq(<<"bursts">>),
+    N = 1500,
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:declare_queue(Ch, Q, #{}) end),
+    {R, _} = ok_run(#{queue => Q, predeclared => true, exchange => <<>>, consumers => 0,
+                      rate => 3000, pmessages => N, confirm => 30}),
+    ?assertMatch(#{sent := N, confirmed := N, nacked := 0}, counters(R)),
+    ?assertEqual(N, beamlab_stats_hist:count(maps:get(confirm_hist, R))),
+    ?assertMatch(#{balanced := true, queued := N}, acc(R)),
+    Bodies = with_channel(fun(Ch) -> get_all(Ch, Q, []) end),
+    with_channel(fun(Ch) -> {ok, _} = beamlab_amqp:delete_queue(Ch, Q, #{}) end),
+    Stamps = [S || <<S:64/signed, _:32, _/binary>> <- Bodies],
+    ?assertEqual(lists:seq(0, N - 1), [K || <<_:64, K:32, _/binary>> <- Bodies]),
+    %% Stamps follow the schedule: never backwards.
+    ?assertEqual(Stamps, lists:sort(Stamps)).
+
+get_all(Ch, Q, Acc) ->
+    case beamlab_amqp:get(Ch, Q, true) of
+        {ok, {_T, _R, _X, _K, _C, _Props, Body}} -> get_all(Ch, Q, [iolist_to_binary(Body) | Acc]);
+        empty -> lists:reverse(Acc)
+    end.
 
 %% #33-5: `-x 1 -y 1' with no rate and no confirms. A publish counts as
 %% sent when the socket took it (not when it was queued in the client), and

@@ -8,7 +8,7 @@
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_schedule/0, prop_variable_schedule/0]).
+-export([prop_schedule/0, prop_variable_schedule/0, prop_next_stamped/0]).
 
 rate() ->
     oneof([range(1, 1000000), ?LET(F, float(0.01, 100000.0), F)]).
@@ -61,6 +61,42 @@ check_clock(L, Now, [{Us, Jitter} | Rest], K) ->
     Ok andalso beamlab_amqp_rate:sent(L1) =:= K1
         andalso K1 =< beamlab_amqp_rate:allowed(L1, Now1)
         andalso check_clock(L1, Now1, Rest, K1).
+
+%% next/3 (one call per message of a burst) is next/2 with stamp/3, for
+%% any limiter, clock and wake-up: fixed, variable (some steps 0) and
+%% unlimited rates, released greedily along a clock.
+prop_next_stamped() ->
+    ?FORALL({Kind, Start, Clock, Woke},
+            {oneof([{rate, rate()}, {rate, infinity},
+                    {variable, non_empty(list({range(0, 2000), range(1, 5)}))}]),
+             range(-1000000, 1000000), list(range(0, 20000)), boolean()},
+            begin
+                L = case Kind of
+                        {rate, R} -> beamlab_amqp_rate:new(R, Start);
+                        {variable, Steps} -> beamlab_amqp_rate:new_variable(Steps, Start)
+                    end,
+                same_stamped(L, Start, Clock, Woke, 50)
+            end).
+
+same_stamped(_L, _Now, [], _Woke, _Left) ->
+    true;
+same_stamped(L, Now, [_ | Rest], Woke, 0) ->
+    same_stamped(L, Now, Rest, Woke, 50);
+same_stamped(L, Now, [Us | Rest] = Clock, Woke, Left) ->
+    Now1 = Now + Us,
+    case {beamlab_amqp_rate:next(L, Now1, Woke), beamlab_amqp_rate:next(L, Now1)} of
+        {{go, I, S, L1}, {go, I, L1}} ->
+            S =:= beamlab_amqp_rate:stamp(I, Now1, Woke)
+                andalso same_stamped(L1, Now, Clock, Woke, Left - 1);
+        {{wait, W}, {wait, W}} ->
+            same_stamped(L, Now1, Rest, Woke, 50);
+        _ ->
+            false
+    end.
+
+next_stamped_test_() ->
+    {timeout, 60,
+     fun() -> ?assert(proper:quickcheck(prop_next_stamped(), [{numtests, 300}, {to_file, user}])) end}.
 
 variable_schedule_test_() ->
     {timeout, 60,
