@@ -15,7 +15,7 @@
 -module(beamlab_amqp_consumer).
 
 %% Per-delivery helpers inlined: each call is a reduction (#33).
--compile({inline, [dec/1, stamp/3, latency/2]}).
+-compile({inline, [dec/1, stamp/3, latency/2, last_activity/1]}).
 -behaviour(beamlab_amqp_worker).
 
 -include("beamlab_amqp_perf.hrl").
@@ -243,7 +243,7 @@ handle_read(Msgs, #st{latency = none, spec = #{rate := infinity, stamp := Where}
                        _ ->
                            read_batch(Msgs, Where, Now, St, [], 0)
                    end,
-    beamlab_amqp_worker:record_list(Hs, Ls),
+    beamlab_stats_hist:record_list(Hs, Ls),
     _ = N > 0 andalso counters:add(C, ?C_RECEIVED, N),
     St1;
 handle_read(Msgs, St) ->
@@ -299,6 +299,9 @@ read_acks(Msgs, Where, Now, St, L, Fs, K, Last, Ls, N) ->
     read_batch(Msgs, Where, Now, St#st{left = L, settles = Fs, settles_n = K, last_tag = Last,
                                        last_activity = Activity}, Ls, N).
 
+%% Most reads end with their last delivery: nothing to put back, no call.
+requeue([], St) ->
+    St;
 requeue(Rest, St) ->
     _ = [self() ! Msg || Msg <- Rest],
     St.

@@ -578,7 +578,7 @@ settle(_Kind, [], St) ->
     St;
 settle(Kind, Ls, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ls)),
-    beamlab_amqp_worker:record_list(Hs, Ls),
+    beamlab_stats_hist:record_list(Hs, Ls),
     St#st{full_since = undefined}.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->

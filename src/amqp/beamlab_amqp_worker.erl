@@ -9,7 +9,7 @@
 
 -include("beamlab_amqp_perf.hrl").
 
--export([start/3, connection/2, take_reads/2, record/2, record_list/2, reopen/2, connection_lost/2]).
+-export([start/3, connection/2, take_reads/2, record/2, reopen/2, connection_lost/2]).
 
 -export_type([ctx/0, hists/0, group/0, spec/0, producer_spec/0, consumer_spec/0,
               loop_spec/0, opened/0, common/0, schedule/0]).
@@ -186,9 +186,3 @@ connection_lost(Code, Text) ->
 -spec record(hists(), non_neg_integer()) -> ok.
 record(H, V) ->
     beamlab_stats_hist:record(H, V).
-
-%% @doc Records several latencies (microseconds) at once: a multiple
-%% confirm's (the histogram's sum and extremes updated once).
--spec record_list(hists(), [non_neg_integer()]) -> ok.
-record_list(H, Vs) ->
-    beamlab_stats_hist:record_list(H, Vs).
