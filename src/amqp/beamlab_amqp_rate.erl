@@ -25,8 +25,11 @@
 -module(beamlab_amqp_rate).
 
 %% next/2 and next/3 run per message: their helpers inlined, no calls of
-%% their own (#33); next/3 is one call for next/2 and stamp/3.
--compile({inline, [due/2, ceil_div/2, stamp/3, next/2]}).
+%% their own (#33).
+-compile({inline, [due/2]}).
+%% A macro, not a function: one was past the compiler's inlining size
+%% in next/3 and stayed a call.
+-define(CEIL_DIV(A, B), (((A) + (B) - 1) div (B))).
 
 -export([new/2, new_variable/2, next/2, next/3, due/2, sent/1, allowed/2, stamp/3, timer_slack_us/0,
          woken/2]).
@@ -109,9 +112,22 @@ next(#var{k = K} = L, NowUs) ->
 %% per message where a producer publishes a burst (#33).
 -spec next(limiter(), integer(), boolean()) ->
           {go, integer(), integer(), limiter()} | {wait, pos_integer()}.
+next(#rate{rate = Rate, start = S, k = K} = L, NowUs, Woke) when is_integer(Rate) ->
+    %% A fixed rate, written out (the compiler would not inline next/2
+    %% and stamp/3 here): the stamp of a message due by now is its due
+    %% time, or on waking the time now up to the slack.
+    Due = S + ?CEIL_DIV(K * 1000000, Rate),
+    if Due > NowUs -> {wait, Due - NowUs};
+       not Woke -> {go, Due, Due, L#rate{k = K + 1}};
+       NowUs < Due + ?TIMER_SLACK_US -> {go, Due, NowUs, L#rate{k = K + 1}};
+       true -> {go, Due, Due + ?TIMER_SLACK_US, L#rate{k = K + 1}}
+    end;
 next(L, NowUs, Woke) ->
+    %% stamp/3 written out likewise (Intended =< NowUs).
     case next(L, NowUs) of
-        {go, Intended, L1} -> {go, Intended, stamp(Intended, NowUs, Woke), L1};
+        {go, Intended, L1} when not Woke -> {go, Intended, Intended, L1};
+        {go, Intended, L1} when NowUs < Intended + ?TIMER_SLACK_US -> {go, Intended, NowUs, L1};
+        {go, Intended, L1} -> {go, Intended, Intended + ?TIMER_SLACK_US, L1};
         Wait -> Wait
     end.
 
@@ -154,14 +170,14 @@ timer_slack_us() ->
 due(#rate{rate = infinity, start = S}, _K) ->
     S;
 due(#rate{rate = Rate, start = S}, K) when is_integer(Rate) ->
-    S + ceil_div(K * 1000000, Rate);
+    S + ?CEIL_DIV(K * 1000000, Rate);
 due(#rate{rate = Rate, start = S}, K) ->
     S + ceil(K * 1000000 / Rate);
 due(#var{per_cycle = 0, start = S}, _K) ->
     S + ?NEVER_US;
 due(#var{steps = Steps, cycle_us = CycleUs, per_cycle = N, start = S}, K) ->
     {Off, First, _, Rate} = step(Steps, K rem N),
-    S + (K div N) * CycleUs + Off + ceil_div((K rem N - First) * 1000000, Rate).
+    S + (K div N) * CycleUs + Off + ?CEIL_DIV((K rem N - First) * 1000000, Rate).
 
 step([{_, First, N, _} = St | _], R) when R < First + N -> St;
 step([_ | Rest], R) -> step(Rest, R).
@@ -197,4 +213,3 @@ allowed(#var{steps = Steps, cycle_us = CycleUs, per_cycle = N, start = S}, NowUs
                          D -> min(M, (D * Rate) div 1000000 + 1)
                      end || {Off, _First, M, Rate} <- Steps]).
 
-ceil_div(A, B) -> (A + B - 1) div B.
