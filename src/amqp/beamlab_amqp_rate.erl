@@ -107,27 +107,38 @@ next(#var{k = K} = L, NowUs) ->
 %% and 1.9 ms at the 90th percentile.
 -define(TIMER_SLACK_US, 2000).
 
+%% Due at `Due' (a variable: used more than once): wait, or go with the
+%% stamp of stamp/3 and the limiter `L1' that has counted the message. A
+%% macro: as a function the compiler kept it a call in next/3.
+-define(GO(Due, NowUs, Woke, L1),
+        if Due > NowUs -> {wait, Due - NowUs};
+           not Woke -> {go, Due, Due, L1};
+           NowUs < Due + ?TIMER_SLACK_US -> {go, Due, NowUs, L1};
+           true -> {go, Due, Due + ?TIMER_SLACK_US, L1}
+        end).
+
 %% @doc {@link next/2} and, for a message to send, its {@link stamp/3}
 %% with `Woke': `{go, IntendedUs, StampUs, L}' or `{wait, Us}'. One call
 %% per message where a producer publishes a burst (#33).
 -spec next(limiter(), integer(), boolean()) ->
           {go, integer(), integer(), limiter()} | {wait, pos_integer()}.
 next(#rate{rate = Rate, start = S, k = K} = L, NowUs, Woke) when is_integer(Rate) ->
-    %% A fixed rate, written out (the compiler would not inline next/2
-    %% and stamp/3 here): the stamp of a message due by now is its due
-    %% time, or on waking the time now up to the slack.
+    %% A fixed rate and rate steps written out (the compiler would not
+    %% inline next/2 and stamp/3 here).
     Due = S + ?CEIL_DIV(K * 1000000, Rate),
-    if Due > NowUs -> {wait, Due - NowUs};
-       not Woke -> {go, Due, Due, L#rate{k = K + 1}};
-       NowUs < Due + ?TIMER_SLACK_US -> {go, Due, NowUs, L#rate{k = K + 1}};
-       true -> {go, Due, Due + ?TIMER_SLACK_US, L#rate{k = K + 1}}
-    end;
+    ?GO(Due, NowUs, Woke, L#rate{k = K + 1});
+next(#var{steps = [{_, F1, N1, _} = Step1 | Later], cycle_us = CycleUs, per_cycle = N,
+          start = S, k = K} = L, NowUs, Woke) when N > 0 ->
+    %% due/2's: the message's step, the first one without a call.
+    R = K rem N,
+    {Off, First, _, Rate} = if R < F1 + N1 -> Step1;
+                               true -> step(Later, R)
+                            end,
+    Due = S + (K div N) * CycleUs + Off + ?CEIL_DIV((R - First) * 1000000, Rate),
+    ?GO(Due, NowUs, Woke, L#var{k = K + 1});
 next(L, NowUs, Woke) ->
-    %% stamp/3 written out likewise (Intended =< NowUs).
     case next(L, NowUs) of
-        {go, Intended, L1} when not Woke -> {go, Intended, Intended, L1};
-        {go, Intended, L1} when NowUs < Intended + ?TIMER_SLACK_US -> {go, Intended, NowUs, L1};
-        {go, Intended, L1} -> {go, Intended, Intended + ?TIMER_SLACK_US, L1};
+        {go, Intended, L1} -> ?GO(Intended, NowUs, Woke, L1);
         Wait -> Wait
     end.
 
