@@ -163,7 +163,7 @@ findings_with_telemetry(_Config) ->
 
 %% watch/2 records a peer node's series from outside.
 watch_peer(_Config) ->
-    {ok, Peer, Node} = peer:start(#{name => api_watched, longnames => true, host => "127.0.0.1",
+    {ok, Peer, Node} = peer:start(#{name => peer:random_name("api_watched"), longnames => true, host => "127.0.0.1",
                                     connection => standard_io,
                                     args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
                                              "{127,0,0,1}"]}),
@@ -290,7 +290,7 @@ one_line({error, R}, Expect) ->
 plain_vm_left_as_found(_Config) ->
     Ebin = filename:dirname(code:which(beamlab)),
     {ok, Plain, _} = peer:start(#{connection => standard_io, args => ["-pa", Ebin]}),
-    {ok, Watched, Node} = peer:start(#{name => api_found, longnames => true, host => "127.0.0.1",
+    {ok, Watched, Node} = peer:start(#{name => peer:random_name("api_found"), longnames => true, host => "127.0.0.1",
                                        connection => standard_io,
                                        args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
                                                 "{127,0,0,1}"]}),
@@ -324,7 +324,7 @@ readme_examples(Config) ->
     end.
 
 readme_examples_run(Dir) ->
-    {ok, Peer, Node} = peer:start(#{name => api_readme, longnames => true, host => "127.0.0.1",
+    {ok, Peer, Node} = peer:start(#{name => peer:random_name("api_readme"), longnames => true, host => "127.0.0.1",
                                     connection => standard_io,
                                     args => ["-setcookie", "secret", "-kernel", "inet_dist_use_interface",
                                              "{127,0,0,1}"]}),

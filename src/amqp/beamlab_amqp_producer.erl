@@ -296,7 +296,7 @@ publish_or_wait(#st{limiter = L} = St, Now0) ->
             case St#st.spec of
                 %% Unlimited: each publish's intended time is its own now.
                 #{schedule := {rate, infinity}} -> loop(publish(Stamp, L1, St));
-                _ -> loop(burst(publish(Stamp, L1, St), Now), Now)
+                _ -> burst(publish(Stamp, L1, St), Now)
             end;
         {wait, _} when Now0 =/= none ->
             %% Caught up with the time the batch began: the time now.
@@ -309,7 +309,13 @@ publish_or_wait(#st{limiter = L} = St, Now0) ->
             St1 = flush(St),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), tick),
             Late = Now + Us + beamlab_amqp_rate:timer_slack_us(),
-            publish_or_wait(St1#st{tick = {Ref, Late}, woke = false})
+            St2 = St1#st{tick = {Ref, Late}, woke = false},
+            case St2#st.unwritten < ?WRITE_AHEAD of
+                %% The timer just set is not late (the clause for a tick
+                %% would read the clock to find so): wait for it (#33).
+                true -> receive Msg -> loop(handle(Msg, St2)) end;
+                false -> publish_or_wait(St2)
+            end
     end.
 
 %% @private
@@ -398,8 +404,8 @@ burst(#st{out_n = K, head = {Size, H, BH}, keys = fixed, body = stamp, sizes = f
                _ -> Max - map_size(W)
            end,
     burst({Now, Woke, Off, Pad, H, BH, Size, Max}, St, L, Left, Seq, W, Out, K, B, N, Room);
-burst(St, _Now) ->
-    St.
+burst(St, Now) ->
+    loop(St, Now).
 
 burst(C, St, L, Left, Seq, W, Out, K, B, N, Room) when Left =/= 0, Room > 0 ->
     {Now, Woke, Off, Pad, H, BH, Size, Max} = C,
@@ -417,13 +423,15 @@ burst(C, St, L, Left, Seq, W, Out, K, B, N, Room) when Left =/= 0, Room > 0 ->
                 true ->
                     burst(C, St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1, Room - 1);
                 false ->
-                    flush(burst_end(St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1))
+                    loop(flush(burst_end(St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1)), Now)
             end;
         {wait, _} ->
-            burst_end(St, L, Left, Seq, W, Out, K, B, N)
+            %% Nothing more due by `Now': after the mailbox, the clock is
+            %% read again (not the same answer asked for at `Now' first).
+            loop(burst_end(St, L, Left, Seq, W, Out, K, B, N), none)
     end;
-burst(_C, St, L, Left, Seq, W, Out, K, B, N, _Room) ->
-    burst_end(St, L, Left, Seq, W, Out, K, B, N).
+burst({Now, _, _, _, _, _, _, _}, St, L, Left, Seq, W, Out, K, B, N, _Room) ->
+    loop(burst_end(St, L, Left, Seq, W, Out, K, B, N), Now).
 
 burst_end(St, L, Left, Seq, W, Out, K, B, N) ->
     St#st{limiter = L, left = Left, seq = Seq, outstanding = W, out = Out, out_n = K,

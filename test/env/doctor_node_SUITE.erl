@@ -39,7 +39,7 @@ end_per_suite(_Config) ->
 %% A peer controlled over stdio (so the test VM is not in its cluster):
 %% `Args' are its emulator flags, `Load' OTP code it runs.
 peer(Name, Args, Load) ->
-    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
+    {ok, Peer, Node} = peer:start(#{name => peer:random_name(atom_to_list(Name)), longnames => true, host => "127.0.0.1",
                                     connection => standard_io,
                                     args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
                                              "{127,0,0,1}" | Args]}),

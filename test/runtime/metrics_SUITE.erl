@@ -163,7 +163,7 @@ prometheus_scrapes_watch(_Config) ->
         {skip, _} = Skip -> Skip;
         ok ->
             _ = os:cmd("epmd -address 127.0.0.1 -daemon"),
-            {ok, Peer, NodeAtom} = peer:start(#{name => metrics_watched, longnames => true, host => "127.0.0.1",
+            {ok, Peer, NodeAtom} = peer:start(#{name => peer:random_name("metrics_watched"), longnames => true, host => "127.0.0.1",
                                                 connection => standard_io,
                                                 args => ["-setcookie", "metrics_suite"]}),
             Node = atom_to_list(NodeAtom),

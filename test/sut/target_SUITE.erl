@@ -45,7 +45,7 @@ json(#{out := Out}) ->
 
 %% A distributed peer (name@127.0.0.1, our cookie), controlled over stdio.
 peer(Name) ->
-    {ok, Peer, Node} = peer:start(#{name => Name, longnames => true, host => "127.0.0.1",
+    {ok, Peer, Node} = peer:start(#{name => peer:random_name(atom_to_list(Name)), longnames => true, host => "127.0.0.1",
                                     connection => standard_io,
                                     args => ["-setcookie", ?COOKIE, "-kernel", "inet_dist_use_interface",
                                              "{127,0,0,1}"]}),
