@@ -16,14 +16,22 @@
 %%% Bucket-width-1 values, the minimum and the maximum are exact.
 %%%
 %%% Cost. By default `count', `sum', `min' and `max' are exact, which costs
-%%% a record two `counters:add' and two `atomics:get'. With
-%%% `exact => false' a record is the bucket `counters:add' alone; sum, min
-%%% and max are then derived from the buckets at snapshot time (bucket
-%%% middles, so within the same relative bound as percentiles).
+%%% a record an `atomics:add_get' on its bucket, an `atomics:add' to the
+%%% sum and two `atomics:get' ({@link record_list/2}: the bucket's for
+%%% each value, the rest once per list). These are `atomics', one BIF call
+%%% each (a `counters' update is two calls on OTP 25, which was most of a
+%%% load generator's recording, #33), so recorders on different schedulers
+%%% share the cache lines of a bucket and of the sum
+%%% (bench/hist_contention.escript measures what that costs). With
+%%% `exact => false' a
+%%% record is a bucket `counters:add' alone (per-scheduler cells with
+%%% `write_concurrency': no shared line, for hot loops of many processes);
+%%% sum, min and max are then derived from the buckets at snapshot time
+%%% (bucket middles, so within the same relative bound as percentiles).
 -module(beamlab_stats_hist).
 
 %% Called per recorded value: inlined, one call (reduction) less each (#33).
--compile({inline, [index/2]}).
+-compile({inline, [index/2, add/4, keep/3]}).
 
 -export([new/0, new/1, record/2, record_n/3, record_list/2, inline_buckets/1, reset/1,
          snapshot/1, take/1, take_all/1, merge/2, merge_all/1, empty/1,
@@ -33,9 +41,17 @@
 
 -export_type([hist/0, snapshot/0, options/0]).
 
--record(hist, {counts :: counters:counters_ref(),  % buckets, then sum, overflow
-               %% min, max; the previous take's min and max (take/1)
-               extremes :: atomics:atomics_ref(),
+-record(hist, {%% Exact histograms: atomics, one per bucket, and one mark
+               %% per block of 16 buckets, set after the first value
+               %% put in an empty bucket of the block (take/1). Inexact:
+               %% counters (inline_buckets/1), no marks.
+               buckets :: atomics:atomics_ref() | counters:counters_ref(),
+               marks :: atomics:atomics_ref() | none,
+               %% min, max; the previous take's min and max (take/1);
+               %% overflow; sum (?SUM). Atomics: a take exchanges them, one
+               %% call each.
+               cells :: atomics:atomics_ref(),
+               digits :: 1..4,
                bits :: pos_integer(),
                max :: pos_integer(),
                nbuckets :: pos_integer(),
@@ -61,6 +77,15 @@
 %% Larger values would leave the small-integer range of the atomics.
 -define(LIMIT_MAX, ((1 bsl 62) - 1)).
 -define(EMPTY_MIN, ((1 bsl 63) - 1)).
+-define(OVERFLOW, 5).
+%% 64 bytes past the extremes, so on another cache line: every record
+%% writes the sum and reads the extremes, which then stay in each
+%% recorder's cache (extremes change rarely).
+-define(SUM, 9).
+%% Buckets per mark: 2^4 (take_block/3 is written for 16). A take reads a
+%% mark per block between the extremes and the buckets of the marked
+%% blocks only.
+-define(BLOCK_BITS, 4).
 
 %% @equiv new(#{})
 -spec new() -> hist().
@@ -69,7 +94,8 @@ new() -> new(#{}).
 %% @doc A new empty histogram. `significant_digits' (1..4, default 3) sets
 %% the precision, `max' (default 2^40) the largest trackable value: larger
 %% values are recorded as `max' and counted in `overflow'. Memory is about
-%% 8 bytes per bucket (per scheduler with `write_concurrency', the default):
+%% 8 bytes per bucket (an inexact histogram's per scheduler with
+%% `write_concurrency', the default; it does not apply to exact ones):
 %% 3 digits and max 2^40 need 31744 buckets. `exact' (default true): see
 %% the module documentation.
 -spec new(options()) -> hist().
@@ -88,14 +114,23 @@ new(Opts) when is_map(Opts) ->
                       true -> [write_concurrency];
                       false -> []
                   end,
-    Counts = counters:new(NBuckets + 2, CounterOpts),
-    Extremes = atomics:new(4, [{signed, true}]),
-    atomics:put(Extremes, 1, ?EMPTY_MIN),
-    atomics:put(Extremes, 2, -1),
-    atomics:put(Extremes, 3, ?EMPTY_MIN),
-    atomics:put(Extremes, 4, -1),
-    #hist{counts = Counts, extremes = Extremes, bits = Bits, max = Max,
-          nbuckets = NBuckets, exact = Exact}.
+    {Buckets, Marks} =
+        case Exact of
+            true ->
+                %% Whole blocks, so that a take reads a block without bounds.
+                NBlocks = nblocks(NBuckets),
+                {atomics:new(NBlocks bsl ?BLOCK_BITS, [{signed, false}]),
+                 atomics:new(NBlocks, [{signed, false}])};
+            false ->
+                {counters:new(NBuckets, CounterOpts), none}
+        end,
+    Cells = atomics:new(?SUM, [{signed, true}]),
+    atomics:put(Cells, 1, ?EMPTY_MIN),
+    atomics:put(Cells, 2, -1),
+    atomics:put(Cells, 3, ?EMPTY_MIN),
+    atomics:put(Cells, 4, -1),
+    #hist{buckets = Buckets, marks = Marks, cells = Cells, digits = Digits, bits = Bits,
+          max = Max, nbuckets = NBuckets, exact = Exact}.
 
 %% @doc Record one value.
 -spec record(hist(), non_neg_integer()) -> ok.
@@ -104,21 +139,25 @@ record(H, V) -> record_n(H, V, 1).
 %% @doc Record value `V' `N' times.
 -spec record_n(hist(), non_neg_integer(), non_neg_integer()) -> ok.
 record_n(_H, V, 0) when is_integer(V), V >= 0 -> ok;
-record_n(#hist{exact = false, counts = C, bits = Bits, max = Max}, V, N)
-  when is_integer(V), V >= 0, V =< Max, is_integer(N), N > 0 ->
-    counters:add(C, index(V, Bits) + 1, N);
-%% Exact histograms, and overflowing values of inexact ones (their extremes
-%% and sum are then updated needlessly, which is harmless and rare).
-record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
+record_n(#hist{exact = false, buckets = C, cells = E, bits = Bits, max = Max}, V, N)
+  when is_integer(V), V >= 0, is_integer(N), N > 0 ->
+    case V > Max of
+        true ->
+            atomics:add(E, ?OVERFLOW, N),
+            counters:add(C, index(Max, Bits) + 1, N);
+        false ->
+            counters:add(C, index(V, Bits) + 1, N)
+    end;
+record_n(#hist{buckets = A, marks = M, cells = E, bits = Bits, max = Max},
          V0, N) when is_integer(V0), V0 >= 0, is_integer(N), N > 0 ->
     V = case V0 > Max of
             true ->
-                counters:add(C, NB + 2, N),
+                atomics:add(E, ?OVERFLOW, N),
                 Max;
             false -> V0
         end,
-    counters:add(C, index(V, Bits) + 1, N),
-    counters:add(C, NB + 1, V * N),
+    add(A, M, index(V, Bits), N),
+    atomics:add(E, ?SUM, V * N),
     %% Extremes change rarely: a plain read first keeps the common case
     %% free of compare-and-swap traffic.
     atomics:get(E, 1) > V andalso lower_min(E, V),
@@ -131,7 +170,7 @@ record_n(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB},
 %% inline - exactly what {@link record/2} does for it, without the call.
 %% Other values go through {@link record/2}.
 -spec inline_buckets(hist()) -> {counters:counters_ref(), pos_integer()}.
-inline_buckets(#hist{exact = false, counts = C, bits = Bits, max = Max}) ->
+inline_buckets(#hist{exact = false, buckets = C, bits = Bits, max = Max}) ->
     {C, erlang:min(1 bsl Bits, Max + 1)}.
 
 %% @doc Record every value of a list. Cheaper per value than
@@ -139,32 +178,51 @@ inline_buckets(#hist{exact = false, counts = C, bits = Bits, max = Max}) ->
 %% once per call.
 -spec record_list(hist(), [non_neg_integer()]) -> ok.
 record_list(_H, []) -> ok;
-record_list(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB} = H,
+record_list(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max},
             [_ | _] = Vs) ->
-    {Lo, Hi, Sum, Over} = record_each(C, Bits, Max, Vs, Max, 0, 0, 0),
-    counters:add(C, NB + 2, Over),
-    case H#hist.exact of
-        true ->
-            counters:add(C, NB + 1, Sum),
-            atomics:get(E, 1) > Lo andalso lower_min(E, Lo),
-            atomics:get(E, 2) < Hi andalso raise_max(E, Hi),
-            ok;
-        false ->
-            ok
-    end.
+    {Lo, Hi, Sum, Over} = record_each(A, M, Bits, Max, Vs, Max, 0, 0, 0),
+    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
+    atomics:add(E, ?SUM, Sum),
+    atomics:get(E, 1) > Lo andalso lower_min(E, Lo),
+    atomics:get(E, 2) < Hi andalso raise_max(E, Hi),
+    ok;
+record_list(#hist{buckets = C, cells = E, bits = Bits, max = Max}, [_ | _] = Vs) ->
+    Over = record_each(C, Bits, Max, Vs, 0),
+    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
+    ok.
 
-record_each(_C, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
-record_each(C, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
+record_each(_A, _M, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
+record_each(A, M, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
   when is_integer(V0), V0 >= 0 ->
     {V, Over1} = case V0 > Max of
                      true -> {Max, Over + 1};
                      false -> {V0, Over}
                  end,
-    counters:add(C, index(V, Bits) + 1, 1),
+    add(A, M, index(V, Bits), 1),
     %% Comparisons, not erlang:min/max: on OTP 25 those are calls (#33).
     Lo1 = if V < Lo -> V; true -> Lo end,
     Hi1 = if V > Hi -> V; true -> Hi end,
-    record_each(C, Bits, Max, Vs, Lo1, Hi1, Sum + V, Over1).
+    record_each(A, M, Bits, Max, Vs, Lo1, Hi1, Sum + V, Over1).
+
+%% An inexact histogram's: the buckets only; the overflow count.
+record_each(_C, _Bits, _Max, [], Over) -> Over;
+record_each(C, Bits, Max, [V | Vs], Over) when is_integer(V), V >= 0, V =< Max ->
+    counters:add(C, index(V, Bits) + 1, 1),
+    record_each(C, Bits, Max, Vs, Over);
+record_each(C, Bits, Max, [V | Vs], Over) when is_integer(V), V > Max ->
+    counters:add(C, index(Max, Bits) + 1, 1),
+    record_each(C, Bits, Max, Vs, Over + 1).
+
+%% N values into bucket I of an exact histogram. The first value in an
+%% empty bucket (one never filled or emptied by a take) marks the block
+%% after the bucket: a take that finds the mark finds the value, and a
+%% take that empties the bucket before the add leaves it empty, so the
+%% add marks it again (take/1). Other values cost the add alone.
+add(A, M, I, N) ->
+    case atomics:add_get(A, I + 1, N) of
+        N -> atomics:put(M, (I bsr ?BLOCK_BITS) + 1, 1);
+        _ -> ok
+    end.
 
 lower_min(E, V) ->
     Cur = atomics:get(E, 1),
@@ -179,8 +237,18 @@ raise_max(E, V) ->
 %% @doc Forget everything recorded. Not atomic with respect to concurrent
 %% recorders: a value recorded during the reset may be partly kept.
 -spec reset(hist()) -> ok.
-reset(#hist{counts = C, extremes = E, nbuckets = NB}) ->
-    lists:foreach(fun(I) -> counters:put(C, I, 0) end, lists:seq(1, NB + 2)),
+reset(#hist{exact = true, buckets = A, marks = M, cells = E, nbuckets = NB}) ->
+    %% The marks first: a bucket filled again after its reset marks itself.
+    lists:foreach(fun(I) -> atomics:put(M, I, 0) end, lists:seq(1, nblocks(NB))),
+    lists:foreach(fun(I) -> atomics:put(A, I, 0) end, lists:seq(1, NB)),
+    reset_cells(E);
+reset(#hist{buckets = C, cells = E, nbuckets = NB}) ->
+    lists:foreach(fun(I) -> counters:put(C, I, 0) end, lists:seq(1, NB)),
+    reset_cells(E).
+
+reset_cells(E) ->
+    atomics:put(E, ?SUM, 0),
+    atomics:put(E, ?OVERFLOW, 0),
     atomics:put(E, 1, ?EMPTY_MIN),
     atomics:put(E, 2, -1),
     atomics:put(E, 3, ?EMPTY_MIN),
@@ -191,21 +259,23 @@ reset(#hist{counts = C, extremes = E, nbuckets = NB}) ->
 %% Concurrent recording during a snapshot may make count and sum differ by
 %% the values in flight; each bucket is read once.
 -spec snapshot(hist()) -> snapshot().
-snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
+snapshot(#hist{buckets = B, cells = E, digits = Digits, bits = Bits, max = Max,
                nbuckets = NB, exact = Exact}) ->
-    Buckets = [{I - 1, K} || I <- lists:seq(1, NB),
-                             K <- [counters:get(C, I)], K > 0],
+    Get = case Exact of
+              true -> fun(I) -> atomics:get(B, I) end;
+              false -> fun(I) -> counters:get(B, I) end
+          end,
+    Buckets = [{I - 1, K} || I <- lists:seq(1, NB), K <- [Get(I)], K > 0],
     Count = lists:sum([K || {_, K} <- Buckets]),
     {Min, MaxV, Sum} =
         case {Count, Exact} of
             {0, _} -> {undefined, undefined, 0};
-            {_, true} -> {atomics:get(E, 1), atomics:get(E, 2),
-                          counters:get(C, NB + 1)};
+            {_, true} -> {atomics:get(E, 1), atomics:get(E, 2), atomics:get(E, ?SUM)};
             {_, false} -> bucket_stats(Buckets, Bits, Max)
         end,
-    #{significant_digits => digits(Bits), bits => Bits, max_trackable => Max,
+    #{significant_digits => Digits, bits => Bits, max_trackable => Max,
       count => Count, sum => Sum, min => Min, max => MaxV,
-      overflow => counters:get(C, NB + 2), exact => Exact,
+      overflow => atomics:get(E, ?OVERFLOW), exact => Exact,
       buckets => Buckets}.
 
 %% @doc A snapshot that also takes what it read out of the histogram:
@@ -218,33 +288,37 @@ snapshot(#hist{counts = C, extremes = E, bits = Bits, max = Max,
 %%
 %% An exact histogram's take reads only the buckets between the lowest
 %% and the highest value recorded since the take before the previous one
-%% (the extremes of this take and the previous one): a latency histogram
-%% has tens of thousands of buckets and a second's values fill a few
-%% hundred, and the full pass cost a load generator's agent more per
+%% (the extremes of this take and the previous one), and of those only
+%% the blocks of 16 buckets marked since their last read: a latency
+%% histogram has tens of thousands of buckets and a second's values fill
+%% a few hundred, and the full pass cost a load generator's agent more per
 %% second than its workers' recording (#33). A value's recorder adds to
-%% its bucket, then checks the minimum, then the maximum; each check finds
-%% the value inside the extremes of the epoch (the time between two takes)
-%% it runs in, or moves them to it. So once both checks ran, the epochs
-%% they ran in cover the value, and unless a recorder was paused between
-%% its two checks for longer than a whole epoch they are this take's or
-%% the previous one's. {@link take_all/1} reads every bucket (the last
-%% take of a histogram).
+%% its bucket, marks the bucket's block if it found the bucket empty, then
+%% checks the minimum, then the maximum; each check finds the value inside
+%% the extremes of the epoch (the time between two takes) it runs in, or
+%% moves them to it. So once both checks ran, the epochs they ran in cover
+%% the value, and unless a recorder was paused within its record for
+%% longer than a whole epoch they are this take's or the previous one's,
+%% and the block is marked (by this recorder, or by the one that found the
+%% bucket empty, which the same pause bounds). {@link take_all/1} reads
+%% every bucket (the last take of a histogram).
 -spec take(hist()) -> snapshot().
-take(#hist{exact = true, extremes = E, bits = Bits, nbuckets = NB} = H) ->
+take(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits,
+           nbuckets = NB} = H) ->
     %% The extremes first: a record updates them after its bucket, so a
     %% value whose extremes are taken here has its bucket counted below.
     Lo = atomics:exchange(E, 1, ?EMPTY_MIN),
     Hi = atomics:exchange(E, 2, -1),
     From = erlang:min(Lo, atomics:exchange(E, 3, Lo)),
     To = erlang:max(Hi, atomics:exchange(E, 4, Hi)),
-    %% Counter indices (a bucket's index + 1); an open side is the end.
+    %% Bucket indices; an open side is the end.
     {First, Last} = case {From, To} of
-                        {?EMPTY_MIN, -1} -> {1, 0};
-                        {?EMPTY_MIN, _} -> {1, index(To, Bits) + 1};
-                        {_, -1} -> {index(From, Bits) + 1, NB};
-                        _ -> {index(From, Bits) + 1, index(To, Bits) + 1}
+                        {?EMPTY_MIN, -1} -> {0, -1};
+                        {?EMPTY_MIN, _} -> {0, index(To, Bits)};
+                        {_, -1} -> {index(From, Bits), NB - 1};
+                        _ -> {index(From, Bits), index(To, Bits)}
                     end,
-    take(H, Lo, Hi, First, Last);
+    take(H, Lo, Hi, take_marked(A, M, First bsr ?BLOCK_BITS, Last bsr ?BLOCK_BITS, {[], 0}));
 take(H) ->
     take_all(H).
 
@@ -252,24 +326,22 @@ take(H) ->
 %% long its recorder was paused, so the last take of a histogram, after
 %% which nothing records into it, is exact.
 -spec take_all(hist()) -> snapshot().
-take_all(#hist{extremes = E, nbuckets = NB, exact = Exact} = H) ->
-    {Lo, Hi} = case Exact of
-                   true ->
-                       L = atomics:exchange(E, 1, ?EMPTY_MIN),
-                       M = atomics:exchange(E, 2, -1),
-                       _ = atomics:exchange(E, 3, L),
-                       _ = atomics:exchange(E, 4, M),
-                       {L, M};
-                   false -> {?EMPTY_MIN, -1}
-               end,
-    take(H, Lo, Hi, 1, NB).
+take_all(#hist{exact = true, buckets = A, marks = M, cells = E, nbuckets = NB} = H) ->
+    Lo = atomics:exchange(E, 1, ?EMPTY_MIN),
+    Hi = atomics:exchange(E, 2, -1),
+    _ = atomics:exchange(E, 3, Lo),
+    _ = atomics:exchange(E, 4, Hi),
+    %% The marks first, as in take/1: a bucket filled after its read marks
+    %% its block again.
+    lists:foreach(fun(I) -> atomics:put(M, I, 0) end, lists:seq(1, nblocks(NB))),
+    take(H, Lo, Hi, take_range(A, 0, NB - 1, {[], 0}));
+take_all(#hist{buckets = C, nbuckets = NB} = H) ->
+    take(H, ?EMPTY_MIN, -1, take_buckets(C, 1, NB, {[], 0})).
 
-take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exact = Exact},
-     Lo, Hi, First, Last) ->
-    Buckets = take_buckets(C, First, Last, []),
-    Count = lists:sum([K || {_, K} <- Buckets]),
-    Sum0 = take_counter(C, NB + 1),
-    Over = take_counter(C, NB + 2),
+take(#hist{cells = E, digits = Digits, bits = Bits, max = Max, exact = Exact},
+     Lo, Hi, {Buckets, Count}) ->
+    Sum0 = atomics:exchange(E, ?SUM, 0),
+    Over = atomics:exchange(E, ?OVERFLOW, 0),
     {Min, MaxV, Sum} =
         case {Count, Exact} of
             {0, true} ->
@@ -289,23 +361,64 @@ take(#hist{counts = C, extremes = E, bits = Bits, max = Max, nbuckets = NB, exac
                 {min_or(Lo1, Buckets, Bits), max_or(Hi1, Buckets, Bits), Sum0};
             {_, false} -> bucket_stats(Buckets, Bits, Max)
         end,
-    #{significant_digits => digits(Bits), bits => Bits, max_trackable => Max,
+    #{significant_digits => Digits, bits => Bits, max_trackable => Max,
       count => Count, sum => Sum, min => Min, max => MaxV,
       overflow => Over, exact => Exact, buckets => Buckets}.
 
-%% Counter indices Last down to First.
+%% The buckets of the marked blocks Blk down to First of an exact
+%% histogram, in order. A block's mark is cleared before its buckets are
+%% read (each emptied by an exchange, which loses no concurrent add): a
+%% value added after its bucket's read finds it empty and marks the block
+%% again, so a non-empty bucket's block is marked, or about to be by the
+%% recorder that filled it.
+take_marked(_A, _M, First, Blk, Acc) when Blk < First ->
+    Acc;
+take_marked(A, M, First, Blk, Acc) ->
+    case atomics:exchange(M, Blk + 1, 0) of
+        0 -> take_marked(A, M, First, Blk - 1, Acc);
+        _ ->
+            take_marked(A, M, First, Blk - 1, take_block(A, Blk bsl ?BLOCK_BITS, Acc))
+    end.
+
+%% The 16 (2^?BLOCK_BITS) buckets from Lo, emptied, in one body: most of
+%% a take's reads, at one call each rather than two (#33).
+take_block(A, Lo, Acc0) ->
+    Acc1 = keep(Lo + 15, atomics:exchange(A, Lo + 16, 0), Acc0),
+    Acc2 = keep(Lo + 14, atomics:exchange(A, Lo + 15, 0), Acc1),
+    Acc3 = keep(Lo + 13, atomics:exchange(A, Lo + 14, 0), Acc2),
+    Acc4 = keep(Lo + 12, atomics:exchange(A, Lo + 13, 0), Acc3),
+    Acc5 = keep(Lo + 11, atomics:exchange(A, Lo + 12, 0), Acc4),
+    Acc6 = keep(Lo + 10, atomics:exchange(A, Lo + 11, 0), Acc5),
+    Acc7 = keep(Lo + 9, atomics:exchange(A, Lo + 10, 0), Acc6),
+    Acc8 = keep(Lo + 8, atomics:exchange(A, Lo + 9, 0), Acc7),
+    Acc9 = keep(Lo + 7, atomics:exchange(A, Lo + 8, 0), Acc8),
+    Acc10 = keep(Lo + 6, atomics:exchange(A, Lo + 7, 0), Acc9),
+    Acc11 = keep(Lo + 5, atomics:exchange(A, Lo + 6, 0), Acc10),
+    Acc12 = keep(Lo + 4, atomics:exchange(A, Lo + 5, 0), Acc11),
+    Acc13 = keep(Lo + 3, atomics:exchange(A, Lo + 4, 0), Acc12),
+    Acc14 = keep(Lo + 2, atomics:exchange(A, Lo + 3, 0), Acc13),
+    Acc15 = keep(Lo + 1, atomics:exchange(A, Lo + 2, 0), Acc14),
+    keep(Lo, atomics:exchange(A, Lo + 1, 0), Acc15).
+
+%% Bucket I with K values in front of the (ascending) buckets so far and
+%% their count.
+keep(_I, 0, Acc) -> Acc;
+keep(I, K, {Bs, N}) -> {[{I, K} | Bs], N + K}.
+
+%% Bucket indices I down to First of an exact histogram, emptied.
+take_range(_A, First, I, Acc) when I < First ->
+    Acc;
+take_range(A, First, I, Acc) ->
+    take_range(A, First, I - 1, keep(I, atomics:exchange(A, I + 1, 0), Acc)).
+
+%% Counter indices Last down to First of an inexact histogram.
 take_buckets(_C, First, I, Acc) when I < First ->
     Acc;
 take_buckets(C, First, I, Acc) ->
     case counters:get(C, I) of
         0 -> take_buckets(C, First, I - 1, Acc);
-        K -> counters:sub(C, I, K), take_buckets(C, First, I - 1, [{I - 1, K} | Acc])
+        K -> counters:sub(C, I, K), take_buckets(C, First, I - 1, keep(I - 1, K, Acc))
     end.
-
-take_counter(C, I) ->
-    K = counters:get(C, I),
-    counters:sub(C, I, K),
-    K.
 
 %% Buckets were taken but no extremes: their recorders are between the
 %% bucket and the extremes (a few instructions); wait for them a little.
@@ -589,8 +702,6 @@ bits(Digits, B) ->
 pow10(0) -> 1;
 pow10(D) -> 10 * pow10(D - 1).
 
-digits(Bits) -> hd([D || D <- [1, 2, 3, 4], bits(D) =:= Bits]).
-
 %% Number of significant bits of V > 0, by binary search on shifts, in
 %% one body without calls: it runs per recorded value above 2^bits, and
 %% a call per step was 2-7 reductions per message of a load generator
@@ -628,6 +739,9 @@ lowest(I, Bits) ->
     (I - (S bsl (Bits - 1))) bsl S.
 
 middle(I, Bits) -> lowest(I, Bits) + (width(I, Bits) bsr 1).
+
+%% Blocks of ?BLOCK_BITS buckets (marks) for NB buckets.
+nblocks(NB) -> ((NB - 1) bsr ?BLOCK_BITS) + 1.
 
 %% The bit length beyond 64 bits (a merged snapshot's bucket read from a
 %% file), bit by bit.

@@ -13,7 +13,7 @@
          prop_run_noise_cautious/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
          prop_hist_precision/0, prop_hist_bucket_of_value/0, prop_hist_merge/0, prop_hist_record_list/0,
-         prop_hist_takes/0,
+         prop_hist_takes/0, prop_hist_concurrent_takes/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
          prop_reservoir/0, prop_usl_recovers/0]).
@@ -331,6 +331,48 @@ prop_hist_takes() ->
                     andalso beamlab_stats_hist:count(beamlab_stats_hist:take_all(H)) =:= 0
             end).
 
+%% Recorders on every scheduler while takes run back to back (the marked
+%% blocks of #33: a take reads a block only if marked since its last
+%% read): each value is in exactly one take, bucket for bucket, with the
+%% count, sum and overflow; the last take, after the recorders, reads
+%% every bucket (take_all/1), so nothing waits past it.
+prop_hist_concurrent_takes() ->
+    ?FORALL({Work0, Max, Rounds}, {non_empty(list({latencies(), boolean()})), range(1, 1 bsl 41),
+                                   range(1, 100)},
+            begin
+                %% Each list recorded several times: recorders and takes overlap.
+                Work = [{lists:append(lists:duplicate(Rounds, Vs)), AsList} || {Vs, AsList} <- Work0],
+                Opts = #{max => Max},
+                H = beamlab_stats_hist:new(Opts),
+                Self = self(),
+                Ws = [spawn_link(fun() -> record_in_lists(H, AsList, Vs), Self ! {done, self()} end)
+                      || {Vs, AsList} <- Work],
+                Takes = takes_until_done(H, Ws, []),
+                M = beamlab_stats_hist:merge_all([beamlab_stats_hist:take_all(H) | Takes]),
+                R = record_all(Opts, lists:append([Vs || {Vs, _} <- Work])),
+                Keys = [count, sum, overflow, buckets],
+                ?WHENFAIL(io:format("takes ~p~nexpected ~p~n", [maps:with(Keys, M), maps:with(Keys, R)]),
+                          maps:with(Keys, M) =:= maps:with(Keys, R))
+            end).
+
+%% Values one by one, or as lists of up to 3 (record_list/2).
+record_in_lists(H, false, Vs) ->
+    [beamlab_stats_hist:record(H, V) || V <- Vs];
+record_in_lists(H, true, Vs) when length(Vs) > 3 ->
+    {L, Rest} = lists:split(3, Vs),
+    ok = beamlab_stats_hist:record_list(H, L),
+    record_in_lists(H, true, Rest);
+record_in_lists(H, true, Vs) ->
+    beamlab_stats_hist:record_list(H, Vs).
+
+takes_until_done(_H, [], Acc) ->
+    Acc;
+takes_until_done(H, Ws, Acc) ->
+    T = beamlab_stats_hist:take(H),
+    receive {done, W} -> takes_until_done(H, lists:delete(W, Ws), [T | Acc])
+    after 0 -> takes_until_done(H, Ws, [T | Acc])
+    end.
+
 prop_hist_inexact() ->
     ?FORALL({D, Vs}, {digits(), non_empty(latencies())},
             begin
@@ -461,6 +503,7 @@ hist_props_test_() ->
       ?_test(check(prop_hist_merge(), 100)),
       ?_test(check(prop_hist_record_list(), 100)),
       ?_test(check(prop_hist_takes(), 100)),
+      ?_test(check(prop_hist_concurrent_takes(), 100)),
       ?_test(check(prop_hist_inexact(), 100)),
       ?_test(check(prop_hist_merge_precisions(), 100)),
       ?_test(check(prop_hist_exact_stats(), 100)),
