@@ -137,7 +137,7 @@ for rate in $RATES; do
         done
         for t in $TOOLS; do
             [ "$t" = floor ] && continue
-            printf " %s |" "$(awk -v a="${M[$t]}" -v b="${M[floor]}" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')"
+            printf " %s |" "$(awk -v a="${M[$t]}" -v b="${M[floor]:-0}" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')"
         done
         echo
     done
