@@ -257,8 +257,11 @@ read_each(Rest, St) ->
 %% The deliveries of a read counted and acked as deliver/5 does, their
 %% latencies and number returned to be recorded at once; any other
 %% message of the read is handled as it comes.
-read_batch([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
-           #st{ch = Ch, left = L} = St, Ls, N) when L =/= 0 ->
+%% A read's messages are all its channel's (the reader's handle, a copy
+%% of the state's `ch'): the handle is not compared, a deep compare per
+%% delivery (#33: `eq' in the VM's profile).
+read_batch([{amqp_deliver, _Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
+           #st{left = L} = St, Ls, N) when L =/= 0 ->
     Ls1 = case stamp(Where, Props, Body) of
               none -> Ls;   % a foreign message in the queue: counted, no latency
               Intended -> [latency(Now, Intended) | Ls]
@@ -277,7 +280,7 @@ read_batch(Rest, _Where, _Now, St, Ls, N) ->
 %% state's left, settles, settles_n and last_tag meanwhile; anything
 %% but a delivery goes on in read_batch/6.
 read_acks([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
-          #st{ch = Ch} = St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
+          St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
     Ls1 = case stamp(Where, Props, Body) of
               none -> Ls;   % a foreign message in the queue: counted, no latency
               Intended -> [latency(Now, Intended) | Ls]

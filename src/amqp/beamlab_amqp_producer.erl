@@ -540,7 +540,9 @@ handle_msg(_Other, St) ->
 handle_read(Msgs, St) ->
     handle_read(Msgs, St, ?NOW_US(), [], []).
 
-handle_read([{amqp_confirm, Ch, Kind, Seq, Multiple} | Rest], #st{ch = Ch} = St, Now, Acks, Nacks) ->
+%% A read's messages are all the channel's: its handle is not compared
+%% (a deep compare per confirm, #33).
+handle_read([{amqp_confirm, _Ch, Kind, Seq, Multiple} | Rest], St, Now, Acks, Nacks) ->
     case Kind of
         ack ->
             {Acks1, St1} = confirmed(Seq, Multiple, Now, St, Acks),
