@@ -8,7 +8,9 @@
 # that a loaded machine can still see:
 #   - from `perf stat -p' on the VM over the window (software events and
 #     syscall tracepoints): context switches, CPU migrations, task-clock
-#     (the one time, for reference) and system calls by kind;
+#     (the one time, for reference) and system calls by kind, each summed
+#     over the VM's threads; CPU and context switches also per kind of
+#     thread (thr_1_scheduler_cpu_us, thr_0_poller_context-switches, ...);
 #   - from inside the VM (bench/amqp_counts_probe.erl, started first by
 #     ERL_AFLAGS): the VM's own context switches (process schedulings) and
 #     reductions, the TCP ports' reads and writes (inet:getstat/2 recv_cnt,
@@ -78,7 +80,9 @@ one() {
     esac
     pid=$!   # escript and erl exec the VM: $! is beam.smp
     sleep "$DELAY"
-    perf stat -x, -e 'task-clock,context-switches,cpu-migrations,syscalls:sys_enter_*' -p "$pid" -- sleep "$WINDOW" \
+    # Per thread: where the VM's CPU goes (its scheduler threads, the poll
+    # thread, ...); the process's figure is the threads' sum.
+    perf stat -x, --per-thread -e 'task-clock,context-switches,cpu-migrations,syscalls:sys_enter_*' -p "$pid" -- sleep "$WINDOW" \
         2>"$base.perf" >/dev/null || true
     wait "$pid" || true
     # Messages received in the window: the per-second lines after DELAY s,
@@ -97,9 +101,15 @@ one() {
     fi
     {
         echo "received_msg_s $(awk -v r="$recv" -v w="$WINDOW" 'BEGIN {printf "%.0f", r / w}')"
-        awk -F, -v r="$recv" '$1 ~ /^[0-9.]+$/ && $1 > 0 {
-                e = $3; sub(/^syscalls:sys_enter_/, "sys_", e)
-                printf "%s %.4f\n", (e == "task-clock" ? "cpu_us" : e), (e == "task-clock" ? $1 * 1000 : $1) / r }' "$base.perf"
+        # "thread-tid,value,unit,event,...": per event the sum over the
+        # threads, and CPU and switches per kind of thread (its name
+        # without the tid: 1_scheduler, 0_poller, ...).
+        awk -F, -v r="$recv" '$2 ~ /^[0-9.]+$/ && $2 > 0 {
+                e = $4; sub(/^syscalls:sys_enter_/, "sys_", e)
+                k = (e == "task-clock" ? "cpu_us" : e); v = (e == "task-clock" ? $2 * 1000 : $2)
+                sum[k] += v
+                if (k == "cpu_us" || k == "context-switches") { t = $1; sub(/-[0-9]+$/, "", t); sum["thr_" t "_" k] += v } }
+            END { for (k in sum) printf "%s %.4f\n", k, sum[k] / r }' "$base.perf"
         awk -v r="$recv" '{gsub(/\047/, "", $1)} $1 ~ /^(context_switches|reductions|reds_|tcp_|sched_us_[^s])/ {
                 printf "vm_%s %.4f\n", $1, $2 / r }' "$base.probe"
         grep -E '^(owner|direct_reads_env)' "$base.probe" | sort | uniq -c | awk '{printf "%s:%s %d\n", $2, $3, $1}'
