@@ -706,16 +706,17 @@ pow10(D) -> 10 * pow10(D - 1).
 %% one body without calls: it runs per recorded value above 2^bits, and
 %% a call per step was 2-7 reductions per message of a load generator
 %% (#33). A macro, as the compiler does not inline a function this size
-%% into index/2's inlined copies.
+%% into index/2's inlined copies. Its variables are Bl* (a macro binds them in
+%% the caller's clause, which must use no such names).
 -define(BIT_LENGTH(V0),
         begin
-            {V1, A1} = if V0 >= (1 bsl 32) -> {V0 bsr 32, 32}; true -> {V0, 0} end,
-            {V2, A2} = if V1 >= (1 bsl 16) -> {V1 bsr 16, A1 + 16}; true -> {V1, A1} end,
-            {V3, A3} = if V2 >= (1 bsl 8) -> {V2 bsr 8, A2 + 8}; true -> {V2, A2} end,
-            {V4, A4} = if V3 >= (1 bsl 4) -> {V3 bsr 4, A3 + 4}; true -> {V3, A3} end,
-            {V5, A5} = if V4 >= 4 -> {V4 bsr 2, A4 + 2}; true -> {V4, A4} end,
-            if V5 >= 2 -> A5 + 2;
-               true -> A5 + V5
+            {BlV1, BlA1} = if V0 >= (1 bsl 32) -> {V0 bsr 32, 32}; true -> {V0, 0} end,
+            {BlV2, BlA2} = if BlV1 >= (1 bsl 16) -> {BlV1 bsr 16, BlA1 + 16}; true -> {BlV1, BlA1} end,
+            {BlV3, BlA3} = if BlV2 >= (1 bsl 8) -> {BlV2 bsr 8, BlA2 + 8}; true -> {BlV2, BlA2} end,
+            {BlV4, BlA4} = if BlV3 >= (1 bsl 4) -> {BlV3 bsr 4, BlA3 + 4}; true -> {BlV3, BlA3} end,
+            {BlV5, BlA5} = if BlV4 >= 4 -> {BlV4 bsr 2, BlA4 + 2}; true -> {BlV4, BlA4} end,
+            if BlV5 >= 2 -> BlA5 + 2;
+               true -> BlA5 + BlV5
             end
         end).
 
