@@ -79,7 +79,7 @@ init_per_testcase(Case, Config) ->
                  modules_followed -> late;
                  _ -> deep
              end,
-    Name = list_to_atom("capture_" ++ atom_to_list(Case) ++ "_" ++ integer_to_list(erlang:unique_integer([positive]))),
+    Name = peer:random_name("capture_" ++ atom_to_list(Case)),
     %% (watch_capture's node has the default cookie, ~/.erlang.cookie, so
     %% the command a finding prints works as printed)
     Cookie = case Case of
