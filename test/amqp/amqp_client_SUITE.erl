@@ -172,8 +172,11 @@ negotiate(Config) ->
     {<<"product">>, longstr, <<"RabbitMQ">>} = lists:keyfind(<<"product">>, 1, Props),
     {<<"capabilities">>, table, Caps} = lists:keyfind(<<"capabilities">>, 1, Props),
     {_, bool, true} = lists:keyfind(<<"publisher_confirms">>, 1, Caps),
+    %% close/1 returns once the broker answered; the process exits right
+    %% after, so wait for it rather than look at once.
+    Ref = monitor(process, C),
     ok = beamlab_amqp:close(C),
-    false = is_process_alive(C),
+    receive {'DOWN', Ref, process, C, _} -> ok after 5000 -> ct:fail(connection_alive) end,
     no_message(100).
 
 tune_limits(Config) ->
