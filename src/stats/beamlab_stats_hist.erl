@@ -178,6 +178,10 @@ inline_buckets(#hist{exact = false, buckets = C, bits = Bits, max = Max}) ->
 %% once per call.
 -spec record_list(hist(), [non_neg_integer()]) -> ok.
 record_list(_H, []) -> ok;
+%% One value (a read of one confirm or delivery: a connection that
+%% publishes every few seconds, #33's IoT scenario): record_n/3 takes 2
+%% reductions fewer than a pass over the list (8 against 10).
+record_list(H, [V]) -> record_n(H, V, 1);
 record_list(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max},
             [_ | _] = Vs) ->
     {Lo, Hi, Sum, Over} = record_each(A, M, Bits, Max, Vs, Max, 0, 0, 0),

@@ -66,6 +66,24 @@ record_n_test() ->
     S = beamlab_stats_hist:snapshot(H),
     ?assertMatch(#{count := 5, sum := 35, min := 7, max := 7}, S).
 
+%% A one-value list (its own clause, #33) records what a pass over a
+%% longer list does, in and beyond the exact region, past the maximum,
+%% exact or not; and a bad value is refused as in a longer list.
+record_list_one_value_test_() ->
+    [?_assertEqual(as_list(Exact, Vs), as_singletons(Exact, Vs))
+     || Exact <- [true, false], Vs <- [[0, 0], [3, 3], [1500, 7, 1 bsl 20], [5000, 12]]]
+    ++ [?_assertError(function_clause, beamlab_stats_hist:record_list(beamlab_stats_hist:new(), [-1]))].
+
+as_list(Exact, Vs) ->
+    H = beamlab_stats_hist:new(#{max => 4096, exact => Exact}),
+    ok = beamlab_stats_hist:record_list(H, Vs),
+    beamlab_stats_hist:snapshot(H).
+
+as_singletons(Exact, Vs) ->
+    H = beamlab_stats_hist:new(#{max => 4096, exact => Exact}),
+    [ok = beamlab_stats_hist:record_list(H, [V]) || V <- Vs],
+    beamlab_stats_hist:snapshot(H).
+
 concurrent_record_test() ->
     H = beamlab_stats_hist:new(#{significant_digits => 2}),
     Self = self(),
