@@ -10,7 +10,8 @@
 #     syscall tracepoints): context switches, CPU migrations, task-clock
 #     (the one time, for reference) and system calls by kind, each summed
 #     over the VM's threads; CPU and context switches also per kind of
-#     thread (thr_1_scheduler_cpu_us, thr_0_poller_context-switches, ...);
+#     thread (thr_1_scheduler_cpu_us, thr_0_poller_context-switches, a
+#     dirty pool's threads summed: thr_dirty_io_cpu_us, ...);
 #   - from inside the VM (bench/amqp_counts_probe.erl, started first by
 #     ERL_AFLAGS): the VM's own context switches (process schedulings) and
 #     reductions, the TCP ports' reads and writes (inet:getstat/2 recv_cnt,
@@ -103,12 +104,18 @@ one() {
         echo "received_msg_s $(awk -v r="$recv" -v w="$WINDOW" 'BEGIN {printf "%.0f", r / w}')"
         # "thread-tid,value,unit,event,...": per event the sum over the
         # threads, and CPU and switches per kind of thread (its name
-        # without the tid: 1_scheduler, 0_poller, ...).
+        # without the tid: 1_scheduler, 0_poller, ...). A dirty pool's
+        # threads are one row (dirty_io, dirty_cpu): any of them takes the
+        # next job, so a numbered row would be a different thread's work
+        # from round to round.
         awk -F, -v r="$recv" '$2 ~ /^[0-9.]+$/ && $2 > 0 {
                 e = $4; sub(/^syscalls:sys_enter_/, "sys_", e)
                 k = (e == "task-clock" ? "cpu_us" : e); v = (e == "task-clock" ? $2 * 1000 : $2)
                 sum[k] += v
-                if (k == "cpu_us" || k == "context-switches") { t = $1; sub(/-[0-9]+$/, "", t); sum["thr_" t "_" k] += v } }
+                if (k == "cpu_us" || k == "context-switches") {
+                    t = $1; sub(/-[0-9]+$/, "", t)
+                    if (t ~ /_dirty_io/) t = "dirty_io"; else if (t ~ /_dirty_cp/) t = "dirty_cpu"
+                    sum["thr_" t "_" k] += v } }
             END { for (k in sum) printf "%s %.4f\n", k, sum[k] / r }' "$base.perf"
         awk -v r="$recv" '{gsub(/\047/, "", $1)} $1 ~ /^(context_switches|reductions|reds_|tcp_|sched_us_[^s])/ {
                 printf "vm_%s %.4f\n", $1, $2 / r }' "$base.probe"
