@@ -589,7 +589,12 @@ settle(_Kind, [], St) ->
 settle(Kind, Ls, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
     counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ls)),
     beamlab_stats_hist:record_list(Hs, Ls),
-    St#st{full_since = undefined}.
+    %% A settled confirm ends a full window's wait; the state is copied
+    %% only when one was waiting (a record update copies every field: #33).
+    case St#st.full_since of
+        undefined -> St;
+        _ -> St#st{full_since = undefined}
+    end.
 
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
