@@ -13,8 +13,9 @@
 #     thread (thr_1_scheduler_cpu_us, thr_0_poller_context-switches, a
 #     dirty pool's threads summed: thr_dirty_io_cpu_us, ...);
 #   - from inside the VM (bench/amqp_counts_probe.erl, started first by
-#     ERL_AFLAGS): the VM's own context switches (process schedulings) and
-#     reductions, the TCP ports' reads and writes (inet:getstat/2 recv_cnt,
+#     ERL_AFLAGS): the VM's own context switches (process schedulings),
+#     reductions and garbage collections (their number and the words they
+#     reclaimed), the TCP ports' reads and writes (inet:getstat/2 recv_cnt,
 #     send_cnt), scheduler time by state (msacc, µs per message), and who
 #     controls each socket (a worker that took its socket's reads shows).
 # Each round runs every tool once, alternating the order; the table holds
@@ -117,7 +118,7 @@ one() {
                     if (t ~ /_dirty_io/) t = "dirty_io"; else if (t ~ /_dirty_cp/) t = "dirty_cpu"
                     sum["thr_" t "_" k] += v } }
             END { for (k in sum) printf "%s %.4f\n", k, sum[k] / r }' "$base.perf"
-        awk -v r="$recv" '{gsub(/\047/, "", $1)} $1 ~ /^(context_switches|reductions|reds_|tcp_|sched_us_[^s])/ {
+        awk -v r="$recv" '{gsub(/\047/, "", $1)} $1 ~ /^(context_switches|reductions|gcs|gc_words|reds_|tcp_|sched_us_[^s])/ {
                 printf "vm_%s %.4f\n", $1, $2 / r }' "$base.probe"
         grep -E '^(owner|direct_reads_env)' "$base.probe" | sort | uniq -c | awk '{printf "%s:%s %d\n", $2, $3, $1}'
     } >"$base.counts"

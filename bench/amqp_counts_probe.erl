@@ -6,7 +6,8 @@
 %%% (ERL_AFLAGS: at the front of the command line, so it runs before the
 %%% escript's or the floor's `-run', which never returns). After DELAY_MS
 %%% it counts for WINDOW_MS and writes `key value' lines to OUT: the VM's
-%%% context switches and reductions, the bytes and operations of every TCP
+%%% context switches, reductions and garbage collections (their number
+%%% and the words they reclaimed), the bytes and operations of every TCP
 %%% port (inet:getstat/2's recv_cnt and send_cnt: the reads and writes the
 %%% VM made), the scheduler time by state (msacc), the number of processes, and which process kind
 %%% controls each TCP socket (so whether a worker took its socket's reads
@@ -36,11 +37,13 @@ run(Delay, Window, Out) ->
     Reds0 = reds(),
     {Cs0, _} = erlang:statistics(context_switches),
     {Red0, _} = erlang:statistics(exact_reductions),
+    {Gc0, Words0, _} = erlang:statistics(garbage_collection),
     _ = msgs(),
     %% msacc:start/1 counts for Window ms and returns when done.
     true = msacc:start(Window),
     {Cs1, _} = erlang:statistics(context_switches),
     {Red1, _} = erlang:statistics(exact_reductions),
+    {Gc1, Words1, _} = erlang:statistics(garbage_collection),
     Msgs1 = msgs(),
     Ports1 = ports(),
     Reds1 = reds(),
@@ -63,6 +66,7 @@ run(Delay, Window, Out) ->
            end,
     Lines =
         [{context_switches, Cs1 - Cs0}, {reductions, Red1 - Red0},
+         {gcs, Gc1 - Gc0}, {gc_words_reclaimed, Words1 - Words0},
          {tcp_recv_cnt, Sum(recv_cnt)}, {tcp_send_cnt, Sum(send_cnt)},
          {tcp_recv_oct, Sum(recv_oct)}, {tcp_send_oct, Sum(send_oct)},
          {processes, Msgs1}]

@@ -22,6 +22,12 @@
 
 -define(AMQP_CLASS_BASIC, 60).
 
+%% The frame of a basic.ack of delivery `Tag' on channel `Num' (`Multiple'
+%% 0 or 1), written out where it is built per delivery (#33: a call each).
+-define(AMQP_ACK_FRAME(Num, Tag, Multiple),
+        <<?AMQP_FRAME_METHOD, (Num):16, 13:32, ?AMQP_CLASS_BASIC:16, 80:16, (Tag):64, (Multiple):8,
+          ?AMQP_FRAME_END>>).
+
 %% connection (class 10)
 -record('connection.start', {version_major = 0 :: byte(), version_minor = 9 :: byte(),
                              server_properties = [] :: list(),

@@ -576,8 +576,7 @@ ack(Ch, Tag, Multiple) ->
 %% @doc The frame of a basic.ack, for {@link send/2}.
 -spec ack_frame(channel(), non_neg_integer(), boolean()) -> binary().
 ack_frame(Ch, Tag, Multiple) ->
-    N = element(3, Ch),
-    <<?AMQP_FRAME_METHOD, N:16, 13:32, 60:16, 80:16, Tag:64, (bool(Multiple)):8, ?AMQP_FRAME_END>>.
+    ?AMQP_ACK_FRAME(element(3, Ch), Tag, bool(Multiple)).
 
 %% @doc basic.nack with requeue (asynchronous).
 -spec nack(channel(), non_neg_integer(), boolean()) -> ok.

@@ -18,6 +18,7 @@
 -compile({inline, [dec/1, stamp/3, latency/2, last_activity/1]}).
 -behaviour(beamlab_amqp_worker).
 
+-include("beamlab_amqp.hrl").
 -include("beamlab_amqp_perf.hrl").
 
 -export([start_link/2]).
@@ -218,6 +219,9 @@ loop(St) ->
 
 handle(Msg, #st{reader = R} = St) when R =/= none ->
     case beamlab_amqp:reads(Msg, R) of
+        %% Most reads end on a frame's end: the reader is the same term,
+        %% no copy of the record for it (#33).
+        {ok, Msgs, R} -> handle_read(Msgs, St);
         {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1});
         ignore -> handle_msg(Msg, St)
     end;
@@ -278,14 +282,15 @@ read_batch(Rest, _Where, _Now, St, Ls, N) ->
 %% batches, with the state updated once per read (and per full batch),
 %% not three times per delivery (#33). L, Fs, K and Last stand for the
 %% state's left, settles, settles_n and last_tag meanwhile; anything
-%% but a delivery goes on in read_batch/6.
-read_acks([{amqp_deliver, Ch, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
+%% but a delivery goes on in read_batch/6. The ack is written out here
+%% (beamlab_amqp:ack_frame/3's frame, without its calls).
+read_acks([{amqp_deliver, {amqp_channel, _, Num, _, _}, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
           St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
     Ls1 = case stamp(Where, Props, Body) of
               none -> Ls;   % a foreign message in the queue: counted, no latency
               Intended -> [latency(Now, Intended) | Ls]
           end,
-    Fs1 = [beamlab_amqp:ack_frame(Ch, Tag, false) | Fs],
+    Fs1 = [?AMQP_ACK_FRAME(Num, Tag, 0) | Fs],
     case K + 1 < ?SETTLE_BATCH of
         true ->
             read_acks(Rest, Where, Now, St, dec(L), Fs1, K + 1, Tag, Ls1, N + 1);

@@ -67,8 +67,8 @@
              %% `none': a rate of 0, nothing is published.
              limiter :: beamlab_amqp_rate:limiter() | none,
              seq = 1 :: pos_integer(),         % next confirm sequence number
-             low = 1 :: pos_integer(),         % lowest possibly unconfirmed
-             outstanding = #{} :: #{pos_integer() => integer()},
+             %% The stamps of the publishes not confirmed yet.
+             outstanding = beamlab_amqp_window:new() :: beamlab_amqp_window:window(),
              %% When the confirm window filled (monotonic ms), for -ct.
              full_since :: integer() | undefined,
              left :: non_neg_integer() | infinity,
@@ -259,17 +259,27 @@ publish_or_wait(#st{left = 0} = St, _) ->
     finish(St);
 publish_or_wait(#st{limiter = none} = St, _) ->
     receive Msg -> loop(handle(Msg, St)) end;
-publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St, _)
-  when is_integer(Max), map_size(Out) >= Max ->
-    %% Held by the window, not the timer: what is due goes out as soon as
-    %% a confirm frees a slot (the tick, should it come, is ignored).
-    window_full(flush(St#st{tick = none, woke = false}));
-publish_or_wait(#st{unwritten = U} = St, _) when U >= ?WRITE_AHEAD ->
+publish_or_wait(#st{spec = #{confirm := Max}, outstanding = Out} = St, Now)
+  when is_integer(Max) ->
+    case beamlab_amqp_window:size(Out) >= Max of
+        true ->
+            %% Held by the window, not the timer: what is due goes out as
+            %% soon as a confirm frees a slot (the tick, should it come, is
+            %% ignored).
+            window_full(flush(St, none, false));
+        false ->
+            room(St, Now)
+    end;
+publish_or_wait(St, Now) ->
+    room(St, Now).
+
+%% The window has room (or there is none).
+room(#st{unwritten = U} = St, _) when U >= ?WRITE_AHEAD ->
     %% The socket has not taken what we handed over: wait for it (or a
     %% stop, a closed channel) rather than queue more.
-    St1 = flush(St#st{tick = none, woke = false}),
+    St1 = flush(St, none, false),
     receive Msg -> loop(handle(Msg, St1)) end;
-publish_or_wait(#st{tick = {_, Late}} = St, _) ->
+room(#st{tick = {_, Late}} = St, _) ->
     %% Everything due was published and the timer is set for the next:
     %% a read (confirms) that wakes us before it publishes nothing, so
     %% what comes due until the timer goes out together, in one write (as
@@ -283,7 +293,7 @@ publish_or_wait(#st{tick = {_, Late}} = St, _) ->
         true -> publish_or_wait(St#st{tick = none, woke = true});
         false -> receive Msg -> loop(handle(Msg, St)) end
     end;
-publish_or_wait(#st{limiter = L} = St, Now0) ->
+room(#st{limiter = L} = St, Now0) ->
     Now = case Now0 of
               none -> ?NOW_US();
               _ -> Now0
@@ -302,14 +312,13 @@ publish_or_wait(#st{limiter = L} = St, Now0) ->
             %% Caught up with the time the batch began: the time now.
             publish_or_wait(St, none);
         {wait, Us} when Us >= ?HIBERNATE_MS * 1000 ->
-            St1 = flush(St#st{woke = false}),
+            St1 = flush(St, St#st.tick, false),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), wake),
             erlang:hibernate(?MODULE, sleeping, [St1, Ref]);
         {wait, Us} ->
-            St1 = flush(St),
             Ref = erlang:start_timer(min((Us + 999) div 1000, 4294967295), self(), tick),
             Late = Now + Us + beamlab_amqp_rate:timer_slack_us(),
-            St2 = St1#st{tick = {Ref, Late}, woke = false},
+            St2 = flush(St, {Ref, Late}, false),
             case St2#st.unwritten < ?WRITE_AHEAD of
                 %% The timer just set is not late (the clause for a tick
                 %% would read the clock to find so): wait for it (#33).
@@ -372,7 +381,7 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
     B1 = B + Size,
     {Seq1, Window1} = case maps:get(confirm, St#st.spec) of
                           undefined -> {Seq, Window};
-                          _ -> {Seq + 1, Window#{Seq => Intended}}
+                          _ -> {Seq + 1, beamlab_amqp_window:add(Window, Seq, Intended)}
                       end,
     St1 = St#st{limiter = L1, full_since = undefined, head = Head,
                 n = N + 1, left = dec(Left), keys = next_key(St#st.keys),
@@ -401,7 +410,7 @@ burst(#st{out_n = K, head = {Size, H, BH}, keys = fixed, body = stamp, sizes = f
   when K > 0, BH =/= none ->
     Room = case Max of
                undefined -> ?BATCH_MSGS;   % no window: the batch bounds the burst
-               _ -> Max - map_size(W)
+               _ -> Max - beamlab_amqp_window:size(W)
            end,
     burst({Now, Woke, Off, Pad, H, BH, Size, Max}, St, L, Left, Seq, W, Out, K, B, N, Room);
 burst(St, Now) ->
@@ -415,7 +424,7 @@ burst(C, St, L, Left, Seq, W, Out, K, B, N, Room) when Left =/= 0, Room > 0 ->
             Frames = [H, BH, body(Stamp - Off, N band 16#FFFFFFFF, Pad), ?AMQP_FRAME_END],
             {Seq1, W1} = case Max of
                              undefined -> {Seq, W};
-                             _ -> {Seq + 1, W#{Seq => Stamp}}
+                             _ -> {Seq + 1, beamlab_amqp_window:add(W, Seq, Stamp)}
                          end,
             K1 = K + 1,
             B1 = B + Size,
@@ -433,6 +442,10 @@ burst(C, St, L, Left, Seq, W, Out, K, B, N, Room) when Left =/= 0, Room > 0 ->
 burst({Now, _, _, _, _, _, _, _}, St, L, Left, Seq, W, Out, K, B, N, _Room) ->
     loop(burst_end(St, L, Left, Seq, W, Out, K, B, N), Now).
 
+%% Nothing more was due after publish/3's message (the burst counted no
+%% message): the record as it is, not a copy.
+burst_end(#st{n = N} = St, _L, _Left, _Seq, _W, _Out, _K, _B, N) ->
+    St;
 burst_end(St, L, Left, Seq, W, Out, K, B, N) ->
     St#st{limiter = L, left = Left, seq = Seq, outstanding = W, out = Out, out_n = K,
           out_bytes = B, n = N}.
@@ -442,16 +455,25 @@ burst_end(St, L, Left, Seq, W, Out, K, B, N) ->
 %% sent once written, and tells us so when a notice is due.
 flush(#st{out = []} = St) ->
     St;
+flush(St) ->
+    flush(St, St#st.tick, St#st.woke).
+
+%% flush/1, and the timer's fields set to `Tick' and `Woke' in the same
+%% update: each update copies the whole record (#33: several per timer
+%% tick were most of the producer's garbage).
+flush(#st{out = []} = St, Tick, Woke) ->
+    St#st{tick = Tick, woke = Woke};
 flush(#st{out = Out, out_n = K, out_bytes = B, ch = Ch, ctx = #{counters := C},
-          unnoticed = UN, unnoticed_bytes = UB, unwritten = UW} = St) ->
-    St1 = St#st{out = [], out_n = 0, out_bytes = 0},
+          unnoticed = UN, unnoticed_bytes = UB, unwritten = UW} = St, Tick, Woke) ->
     case UN + K >= ?NOTIFY_MSGS orelse UB + B >= ?NOTIFY_BYTES of
         true ->
             ok = beamlab_amqp:send(Ch, lists:reverse(Out), {C, ?C_SENT, K, notify}),
-            St1#st{unnoticed = 0, unnoticed_bytes = 0, unwritten = UW + 1};
+            St#st{out = [], out_n = 0, out_bytes = 0, unnoticed = 0, unnoticed_bytes = 0,
+                  unwritten = UW + 1, tick = Tick, woke = Woke};
         false ->
             ok = beamlab_amqp:send(Ch, lists:reverse(Out), {C, ?C_SENT, K, silent}),
-            St1#st{unnoticed = UN + K, unnoticed_bytes = UB + B}
+            St#st{out = [], out_n = 0, out_bytes = 0, unnoticed = UN + K, unnoticed_bytes = UB + B,
+                  tick = Tick, woke = Woke}
     end.
 
 %% The method and header frames of a publish of `Size' body bytes and
@@ -509,6 +531,9 @@ dec(N) -> N - 1.
 
 handle(Msg, #st{reader = R} = St) when R =/= none ->
     case beamlab_amqp:reads(Msg, R) of
+        %% Most reads end on a frame's end: the reader is the same term,
+        %% no copy of the record for it.
+        {ok, Msgs, R} -> handle_read(Msgs, St);
         {ok, Msgs, R1} -> handle_read(Msgs, St#st{reader = R1});
         ignore -> handle_msg(Msg, St)
     end;
@@ -561,24 +586,21 @@ confirm(Kind, Seq, Multiple, St) ->
     settle(Kind, Ls, St1).
 
 %% The latencies at `Now' of the publishes a confirm settles (taken out
-%% of the window), added to `Acc': computed as they are taken, no pass
-%% of their own (#33).
+%% of the window), each with the number of publishes that had it (a run
+%% of the window), added to `Acc'.
 confirmed(Seq, false, Now, #st{outstanding = Out} = St, Acc) ->
-    case maps:take(Seq, Out) of
-        {Intended, Out1} -> {[latency(Now, Intended) | Acc], St#st{outstanding = Out1}};
+    case beamlab_amqp_window:take(Out, Seq) of
+        {Stamp, Out1} -> {[{latency(Now, Stamp), 1} | Acc], St#st{outstanding = Out1}};
         error -> {Acc, St}
     end;
-confirmed(Seq, true, Now, #st{outstanding = Out, low = Low} = St, Acc) ->
-    {Ls, Out1} = take_upto(Low, Seq, Out, Now, Acc),
-    {Ls, St#st{outstanding = Out1, low = Seq + 1}}.
+confirmed(Seq, true, Now, #st{outstanding = Out} = St, Acc) ->
+    {Runs, Out1} = beamlab_amqp_window:take_upto(Out, Seq),
+    {latencies(Runs, Now, Acc), St#st{outstanding = Out1}}.
 
-take_upto(I, Seq, Out, _Now, Acc) when I > Seq ->
-    {Acc, Out};
-take_upto(I, Seq, Out, Now, Acc) ->
-    case maps:take(I, Out) of
-        {T, Out1} -> take_upto(I + 1, Seq, Out1, Now, [latency(Now, T) | Acc]);
-        error -> take_upto(I + 1, Seq, Out, Now, Acc)
-    end.
+latencies([{Stamp, K} | Runs], Now, Acc) ->
+    latencies(Runs, Now, [{latency(Now, Stamp), K} | Acc]);
+latencies([], _Now, Acc) ->
+    Acc.
 
 %% max(0, Now - Intended) without a call of erlang:max/2 (OTP 25).
 latency(Now, Intended) when Intended < Now -> Now - Intended;
@@ -587,8 +609,8 @@ latency(_Now, _Intended) -> 0.
 settle(_Kind, [], St) ->
     St;
 settle(Kind, Ls, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
-    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, length(Ls)),
-    beamlab_stats_hist:record_list(Hs, Ls),
+    counters:add(C, case Kind of ack -> ?C_CONFIRMED; nack -> ?C_NACKED end, settled(Ls, 0)),
+    beamlab_stats_hist:record_counts(Hs, Ls),
     %% A settled confirm ends a full window's wait; the state is copied
     %% only when one was waiting (a record update copies every field: #33).
     case St#st.full_since of
@@ -596,12 +618,15 @@ settle(Kind, Ls, #st{ctx = #{counters := C, conf_hists := Hs}} = St) ->
         _ -> St#st{full_since = undefined}
     end.
 
+settled([{_, K} | Ls], N) -> settled(Ls, N + K);
+settled([], N) -> N.
+
 connection_lost(_Code, _Text, #st{spec = #{reconnect := true} = Spec, ctx = Ctx} = St) ->
     %% Fate of unconfirmed publishes is unknown after a reconnect: drop them
     %% from the window; the accounting shows them as unaccounted.
     %% The batch was for the lost channel: its fate is that of the window.
     {ok, Conn, Ch} = beamlab_amqp_worker:reopen(fun() -> open(Ctx, Spec) end, Spec),
-    take(St#st{conn = Conn, ch = Ch, seq = 1, low = 1, outstanding = #{}, full_since = undefined,
+    take(St#st{conn = Conn, ch = Ch, seq = 1, outstanding = beamlab_amqp_window:new(), full_since = undefined,
                out = [], out_n = 0, out_bytes = 0, unnoticed = 0, unnoticed_bytes = 0, unwritten = 0,
                head = none,
                tx_left = case maps:get(tx, Spec) of 0 -> none; T -> T end, reader = none});
@@ -623,10 +648,11 @@ finish(St) ->
     Deadline = erlang:monotonic_time(millisecond) + ?SETTLE_MS,
     close(settle_all(St, Deadline)).
 
-settle_all(#st{outstanding = Out} = St, _Deadline) when map_size(Out) =:= 0 ->
-    St;
-settle_all(St, Deadline) ->
-    next_until(St, Deadline, fun settle_all/2).
+settle_all(#st{outstanding = Out} = St, Deadline) ->
+    case beamlab_amqp_window:size(Out) of
+        0 -> St;
+        _ -> next_until(St, Deadline, fun settle_all/2)
+    end.
 
 drain(St, Deadline) ->
     next_until(St, Deadline, fun drain/2).

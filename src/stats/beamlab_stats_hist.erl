@@ -31,9 +31,9 @@
 -module(beamlab_stats_hist).
 
 %% Called per recorded value: inlined, one call (reduction) less each (#33).
--compile({inline, [index/2, add/4, keep/3]}).
+-compile({inline, [index/2, add/4, keep/3, totals/5]}).
 
--export([new/0, new/1, record/2, record_n/3, record_list/2, inline_buckets/1, reset/1,
+-export([new/0, new/1, record/2, record_n/3, record_list/2, record_counts/2, inline_buckets/1, reset/1,
          snapshot/1, take/1, take_all/1, merge/2, merge_all/1, empty/1,
          count/1, sum/1, mean/1, min/1, max/1, overflow/1,
          percentile/2, percentiles/2, summary/1, buckets/1,
@@ -185,43 +185,94 @@ record_list(H, [V]) -> record_n(H, V, 1);
 record_list(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max},
             [_ | _] = Vs) ->
     {Lo, Hi, Sum, Over} = record_each(A, M, Bits, Max, Vs, Max, 0, 0, 0),
-    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
-    atomics:add(E, ?SUM, Sum),
-    atomics:get(E, 1) > Lo andalso lower_min(E, Lo),
-    atomics:get(E, 2) < Hi andalso raise_max(E, Hi),
-    ok;
+    totals(E, Lo, Hi, Sum, Over);
 record_list(#hist{buckets = C, cells = E, bits = Bits, max = Max}, [_ | _] = Vs) ->
     Over = record_each(C, Bits, Max, Vs, 0),
     Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
     ok.
 
+%% @doc Record value `V' `N' times for each `{V, N}' of a list: what
+%% {@link record_list/2} does for the values written out, one bucket add
+%% per pair (a producer's confirm window keeps runs of publishes stamped
+%% alike, #33).
+-spec record_counts(hist(), [{non_neg_integer(), pos_integer()}]) -> ok.
+record_counts(_H, []) -> ok;
+record_counts(H, [{V, N}]) when is_integer(N), N > 0 -> record_n(H, V, N);
+record_counts(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max},
+              [_ | _] = Runs) ->
+    {Lo, Hi, Sum, Over} = counts_each(A, M, Bits, Max, Runs, Max, 0, 0, 0),
+    totals(E, Lo, Hi, Sum, Over);
+record_counts(#hist{buckets = C, cells = E, bits = Bits, max = Max}, [_ | _] = Runs) ->
+    Over = counts_each(C, Bits, Max, Runs, 0),
+    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
+    ok.
+
+%% An exact histogram's count beyond the maximum, sum and extremes, once
+%% per list.
+totals(E, Lo, Hi, Sum, Over) ->
+    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
+    atomics:add(E, ?SUM, Sum),
+    atomics:get(E, 1) > Lo andalso lower_min(E, Lo),
+    atomics:get(E, 2) < Hi andalso raise_max(E, Hi),
+    ok.
+
+%% A run of equal values costs one bucket add (#33): a producer stamps
+%% the messages of one timer tick alike and a read's deliveries and
+%% confirms share one receive time, so most of a read's latencies repeat
+%% the one before. V is the run's value (clamped to Max), K its length.
 record_each(_A, _M, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
 record_each(A, M, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
   when is_integer(V0), V0 >= 0 ->
-    {V, Over1} = case V0 > Max of
-                     true -> {Max, Over + 1};
-                     false -> {V0, Over}
-                 end,
-    add(A, M, index(V, Bits), 1),
+    case V0 > Max of
+        true -> run(A, M, Bits, Max, Vs, Max, 1, Lo, Hi, Sum, Over + 1);
+        false -> run(A, M, Bits, Max, Vs, V0, 1, Lo, Hi, Sum, Over)
+    end.
+
+%% The next value repeats the run's (a value equal to V is at most Max:
+%% no overflow), or the run ends: its bucket, extremes and sum at once.
+run(A, M, Bits, Max, [V | Vs], V, K, Lo, Hi, Sum, Over) ->
+    run(A, M, Bits, Max, Vs, V, K + 1, Lo, Hi, Sum, Over);
+run(A, M, Bits, Max, Vs, V, K, Lo, Hi, Sum, Over) ->
+    add(A, M, index(V, Bits), K),
     %% Comparisons, not erlang:min/max: on OTP 25 those are calls (#33).
     Lo1 = if V < Lo -> V; true -> Lo end,
     Hi1 = if V > Hi -> V; true -> Hi end,
-    record_each(A, M, Bits, Max, Vs, Lo1, Hi1, Sum + V, Over1).
+    record_each(A, M, Bits, Max, Vs, Lo1, Hi1, Sum + V * K, Over).
 
-%% An inexact histogram's: the buckets only; the overflow count.
+%% An inexact histogram's: the buckets only, a run of equal values in
+%% one add; the overflow count.
 record_each(_C, _Bits, _Max, [], Over) -> Over;
 record_each(C, Bits, Max, [V | Vs], Over) when is_integer(V), V >= 0, V =< Max ->
-    counters:add(C, index(V, Bits) + 1, 1),
-    record_each(C, Bits, Max, Vs, Over);
+    run(C, Bits, Max, Vs, V, 1, Over);
 record_each(C, Bits, Max, [V | Vs], Over) when is_integer(V), V > Max ->
-    counters:add(C, index(Max, Bits) + 1, 1),
-    record_each(C, Bits, Max, Vs, Over + 1).
+    run(C, Bits, Max, Vs, Max, 1, Over + 1).
 
-%% N values into bucket I of an exact histogram. The first value in an
-%% empty bucket (one never filled or emptied by a take) marks the block
-%% after the bucket: a take that finds the mark finds the value, and a
-%% take that empties the bucket before the add leaves it empty, so the
-%% add marks it again (take/1). Other values cost the add alone.
+run(C, Bits, Max, [V | Vs], V, K, Over) ->
+    run(C, Bits, Max, Vs, V, K + 1, Over);
+run(C, Bits, Max, Vs, V, K, Over) ->
+    counters:add(C, index(V, Bits) + 1, K),
+    record_each(C, Bits, Max, Vs, Over).
+
+%% record_each/9 and record_each/5 for pairs of a value and a count.
+counts_each(_A, _M, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
+counts_each(A, M, Bits, Max, [{V0, K} | Runs], Lo, Hi, Sum, Over)
+  when is_integer(V0), V0 >= 0, is_integer(K), K > 0 ->
+    {V, Over1} = if V0 > Max -> {Max, Over + K};
+                    true -> {V0, Over}
+                 end,
+    add(A, M, index(V, Bits), K),
+    Lo1 = if V < Lo -> V; true -> Lo end,
+    Hi1 = if V > Hi -> V; true -> Hi end,
+    counts_each(A, M, Bits, Max, Runs, Lo1, Hi1, Sum + V * K, Over1).
+
+counts_each(_C, _Bits, _Max, [], Over) -> Over;
+counts_each(C, Bits, Max, [{V, K} | Runs], Over) when is_integer(V), V >= 0, V =< Max, is_integer(K), K > 0 ->
+    counters:add(C, index(V, Bits) + 1, K),
+    counts_each(C, Bits, Max, Runs, Over);
+counts_each(C, Bits, Max, [{V, K} | Runs], Over) when is_integer(V), V > Max, is_integer(K), K > 0 ->
+    counters:add(C, index(Max, Bits) + 1, K),
+    counts_each(C, Bits, Max, Runs, Over + K).
+
 add(A, M, I, N) ->
     case atomics:add_get(A, I + 1, N) of
         N -> atomics:put(M, (I bsr ?BLOCK_BITS) + 1, 1);

@@ -68,10 +68,14 @@ record_n_test() ->
 
 %% A one-value list (its own clause, #33) records what a pass over a
 %% longer list does, in and beyond the exact region, past the maximum,
-%% exact or not; and a bad value is refused as in a longer list.
+%% exact or not, and so does a list with runs of equal values; a bad
+%% value is refused as in a longer list.
 record_list_one_value_test_() ->
     [?_assertEqual(as_list(Exact, Vs), as_singletons(Exact, Vs))
-     || Exact <- [true, false], Vs <- [[0, 0], [3, 3], [1500, 7, 1 bsl 20], [5000, 12]]]
+     || Exact <- [true, false],
+        Vs <- [[0, 0], [3, 3], [1500, 7, 1 bsl 20], [5000, 12],
+               %% runs of equal values, one add each (#33), past the maximum too
+               [9, 9, 9, 4, 4, 9, 5000, 5000, 6000, 4096, 4096, 0]]]
     ++ [?_assertError(function_clause, beamlab_stats_hist:record_list(beamlab_stats_hist:new(), [-1]))].
 
 as_list(Exact, Vs) ->

@@ -12,7 +12,7 @@
          prop_compare_shifted/0, prop_compare_between_runs/0, prop_compare_robust/0,
          prop_run_noise_cautious/0, prop_t_quantile_inverse/0,
          prop_normal_quantile_inverse/0,
-         prop_hist_precision/0, prop_hist_bucket_of_value/0, prop_hist_merge/0, prop_hist_record_list/0,
+         prop_hist_precision/0, prop_hist_bucket_of_value/0, prop_hist_merge/0, prop_hist_record_list/0, prop_hist_record_counts/0,
          prop_hist_takes/0, prop_hist_concurrent_takes/0,
          prop_hist_inexact/0, prop_hist_exact_stats/0,
          prop_hist_map_roundtrip/0, prop_hist_merge_precisions/0,
@@ -39,6 +39,10 @@ latency() ->
     oneof([range(0, 5000), range(0, 1 bsl 20), range(0, 1 bsl 40)]).
 
 latencies() -> list(latency()).
+
+%% Latencies, each repeated 1-4 times in a row.
+runs() ->
+    ?LET(Rs, list({latency(), range(1, 4)}), lists:append([lists:duplicate(K, V) || {V, K} <- Rs])).
 
 digits() -> oneof([2, 3]).
 
@@ -303,13 +307,26 @@ prop_hist_bucket_of_value() ->
                           andalso Lo rem Width =:= 0)
             end).
 
+%% Runs of equal values (a read's latencies, recorded one add per run:
+%% #33) among them, past the maximum too.
 prop_hist_record_list() ->
-    ?FORALL({Vs, Max, Exact}, {latencies(), range(1, 1 bsl 41), boolean()},
+    ?FORALL({Vs, Max, Exact}, {runs(), range(1, 1 bsl 41), boolean()},
             begin
                 Opts = #{max => Max, write_concurrency => false, exact => Exact},
                 H = beamlab_stats_hist:new(Opts),
                 ok = beamlab_stats_hist:record_list(H, Vs),
                 beamlab_stats_hist:snapshot(H) =:= record_all(Opts, Vs)
+            end).
+
+%% Pairs of a value and a count record what the values written out do.
+prop_hist_record_counts() ->
+    ?FORALL({Rs, Max, Exact}, {list({latency(), range(1, 5)}), range(1, 1 bsl 41), boolean()},
+            begin
+                Opts = #{max => Max, write_concurrency => false, exact => Exact},
+                H = beamlab_stats_hist:new(Opts),
+                ok = beamlab_stats_hist:record_counts(H, Rs),
+                beamlab_stats_hist:snapshot(H)
+                    =:= record_all(Opts, lists:append([lists:duplicate(K, V) || {V, K} <- Rs]))
             end).
 
 %% Each take/1 (which reads only part of the buckets, #33) is exactly what
@@ -502,6 +519,7 @@ hist_props_test_() ->
       ?_test(check(prop_hist_bucket_of_value(), 300)),
       ?_test(check(prop_hist_merge(), 100)),
       ?_test(check(prop_hist_record_list(), 100)),
+      ?_test(check(prop_hist_record_counts(), 100)),
       ?_test(check(prop_hist_takes(), 100)),
       ?_test(check(prop_hist_concurrent_takes(), 100)),
       ?_test(check(prop_hist_inexact(), 100)),
