@@ -284,8 +284,8 @@ read_batch(Rest, _Where, _Now, St, Ls, N) ->
 %% state's left, settles, settles_n and last_tag meanwhile; anything
 %% but a delivery goes on in read_batch/6. The ack is written out here
 %% (beamlab_amqp:ack_frame/3's frame, without its calls).
-read_acks([{amqp_deliver, {amqp_channel, _, Num, _, _}, Tag, _Re, _Ex, _Key, Props, Body} | Rest], Where, Now,
-          St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
+read_acks([{amqp_deliver, {amqp_channel, _, Num, _, _}, Tag, _Re, _Ex, _Key, Props, Body} | Rest],
+          Where, Now, St, L, Fs, K, _Last, Ls, N) when L =/= 0 ->
     Ls1 = case stamp(Where, Props, Body) of
               none -> Ls;   % a foreign message in the queue: counted, no latency
               Intended -> [latency(Now, Intended) | Ls]

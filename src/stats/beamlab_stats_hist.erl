@@ -219,39 +219,51 @@ totals(E, Lo, Hi, Sum, Over) ->
 %% A run of equal values costs one bucket add (#33): a producer stamps
 %% the messages of one timer tick alike and a read's deliveries and
 %% confirms share one receive time, so most of a read's latencies repeat
-%% the one before. V is the run's value (clamped to Max), K its length.
-record_each(_A, _M, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
-record_each(A, M, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over)
-  when is_integer(V0), V0 >= 0 ->
+%% the one before. One call per value still (a value that starts a new
+%% run closes the one before in the same call); P is the open run's
+%% value (clamped to Max), K its length.
+record_each(A, M, Bits, Max, [V0 | Vs], Lo, Hi, Sum, Over) when is_integer(V0), V0 >= 0 ->
     case V0 > Max of
-        true -> run(A, M, Bits, Max, Vs, Max, 1, Lo, Hi, Sum, Over + 1);
-        false -> run(A, M, Bits, Max, Vs, V0, 1, Lo, Hi, Sum, Over)
+        true -> record_each(A, M, Bits, Max, Vs, Max, 1, Lo, Hi, Sum, Over + 1);
+        false -> record_each(A, M, Bits, Max, Vs, V0, 1, Lo, Hi, Sum, Over)
     end.
 
-%% The next value repeats the run's (a value equal to V is at most Max:
-%% no overflow), or the run ends: its bucket, extremes and sum at once.
-run(A, M, Bits, Max, [V | Vs], V, K, Lo, Hi, Sum, Over) ->
-    run(A, M, Bits, Max, Vs, V, K + 1, Lo, Hi, Sum, Over);
-run(A, M, Bits, Max, Vs, V, K, Lo, Hi, Sum, Over) ->
-    add(A, M, index(V, Bits), K),
+record_each(A, M, Bits, Max, [P | Vs], P, K, Lo, Hi, Sum, Over) ->
+    %% A value equal to the run's is at most Max: no overflow.
+    record_each(A, M, Bits, Max, Vs, P, K + 1, Lo, Hi, Sum, Over);
+record_each(A, M, Bits, Max, Vs, P, K, Lo, Hi, Sum, Over) ->
+    add(A, M, index(P, Bits), K),
     %% Comparisons, not erlang:min/max: on OTP 25 those are calls (#33).
-    Lo1 = if V < Lo -> V; true -> Lo end,
-    Hi1 = if V > Hi -> V; true -> Hi end,
-    record_each(A, M, Bits, Max, Vs, Lo1, Hi1, Sum + V * K, Over).
+    Lo1 = if P < Lo -> P; true -> Lo end,
+    Hi1 = if P > Hi -> P; true -> Hi end,
+    case Vs of
+        [] -> {Lo1, Hi1, Sum + P * K, Over};
+        [V0 | Rest] when is_integer(V0), V0 > Max ->
+            record_each(A, M, Bits, Max, Rest, Max, 1, Lo1, Hi1, Sum + P * K, Over + 1);
+        [V0 | Rest] when is_integer(V0), V0 >= 0 ->
+            record_each(A, M, Bits, Max, Rest, V0, 1, Lo1, Hi1, Sum + P * K, Over);
+        _ ->
+            %% Not a value: refused there (function_clause).
+            record_each(A, M, Bits, Max, Vs, Lo1, Hi1, Sum + P * K, Over)
+    end.
 
 %% An inexact histogram's: the buckets only, a run of equal values in
 %% one add; the overflow count.
-record_each(_C, _Bits, _Max, [], Over) -> Over;
 record_each(C, Bits, Max, [V | Vs], Over) when is_integer(V), V >= 0, V =< Max ->
-    run(C, Bits, Max, Vs, V, 1, Over);
+    record_each(C, Bits, Max, Vs, V, 1, Over);
 record_each(C, Bits, Max, [V | Vs], Over) when is_integer(V), V > Max ->
-    run(C, Bits, Max, Vs, Max, 1, Over + 1).
+    record_each(C, Bits, Max, Vs, Max, 1, Over + 1).
 
-run(C, Bits, Max, [V | Vs], V, K, Over) ->
-    run(C, Bits, Max, Vs, V, K + 1, Over);
-run(C, Bits, Max, Vs, V, K, Over) ->
-    counters:add(C, index(V, Bits) + 1, K),
-    record_each(C, Bits, Max, Vs, Over).
+record_each(C, Bits, Max, [P | Vs], P, K, Over) ->
+    record_each(C, Bits, Max, Vs, P, K + 1, Over);
+record_each(C, Bits, Max, Vs, P, K, Over) ->
+    counters:add(C, index(P, Bits) + 1, K),
+    case Vs of
+        [] -> Over;
+        [V | Rest] when is_integer(V), V >= 0, V =< Max -> record_each(C, Bits, Max, Rest, V, 1, Over);
+        [V | Rest] when is_integer(V), V > Max -> record_each(C, Bits, Max, Rest, Max, 1, Over + 1);
+        _ -> record_each(C, Bits, Max, Vs, Over)   % not a value: function_clause there
+    end.
 
 %% record_each/9 and record_each/5 for pairs of a value and a count.
 counts_each(_A, _M, _Bits, _Max, [], Lo, Hi, Sum, Over) -> {Lo, Hi, Sum, Over};
@@ -266,13 +278,20 @@ counts_each(A, M, Bits, Max, [{V0, K} | Runs], Lo, Hi, Sum, Over)
     counts_each(A, M, Bits, Max, Runs, Lo1, Hi1, Sum + V * K, Over1).
 
 counts_each(_C, _Bits, _Max, [], Over) -> Over;
-counts_each(C, Bits, Max, [{V, K} | Runs], Over) when is_integer(V), V >= 0, V =< Max, is_integer(K), K > 0 ->
+counts_each(C, Bits, Max, [{V, K} | Runs], Over)
+  when is_integer(V), V >= 0, V =< Max, is_integer(K), K > 0 ->
     counters:add(C, index(V, Bits) + 1, K),
     counts_each(C, Bits, Max, Runs, Over);
-counts_each(C, Bits, Max, [{V, K} | Runs], Over) when is_integer(V), V > Max, is_integer(K), K > 0 ->
+counts_each(C, Bits, Max, [{V, K} | Runs], Over)
+  when is_integer(V), V > Max, is_integer(K), K > 0 ->
     counters:add(C, index(Max, Bits) + 1, K),
     counts_each(C, Bits, Max, Runs, Over + K).
 
+%% N values into bucket I of an exact histogram. The first value in an
+%% empty bucket (one never filled or emptied by a take) marks the block
+%% after the bucket: a take that finds the mark finds the value, and a
+%% take that empties the bucket before the add leaves it empty, so the
+%% add marks it again (take/1). Other values cost the add alone.
 add(A, M, I, N) ->
     case atomics:add_get(A, I + 1, N) of
         N -> atomics:put(M, (I bsr ?BLOCK_BITS) + 1, 1);

@@ -76,7 +76,8 @@ record_list_one_value_test_() ->
         Vs <- [[0, 0], [3, 3], [1500, 7, 1 bsl 20], [5000, 12],
                %% runs of equal values, one add each (#33), past the maximum too
                [9, 9, 9, 4, 4, 9, 5000, 5000, 6000, 4096, 4096, 0]]]
-    ++ [?_assertError(function_clause, beamlab_stats_hist:record_list(beamlab_stats_hist:new(), [-1]))].
+    ++ [?_assertError(function_clause, beamlab_stats_hist:record_list(beamlab_stats_hist:new(#{exact => Exact}), Vs))
+        || Exact <- [true, false], Vs <- [[-1], [3, -1], [3, 3, x], [5, 5.0]]].
 
 as_list(Exact, Vs) ->
     H = beamlab_stats_hist:new(#{max => 4096, exact => Exact}),
