@@ -31,7 +31,7 @@
 -module(beamlab_stats_hist).
 
 %% Called per recorded value: inlined, one call (reduction) less each (#33).
--compile({inline, [index/2, add/4, keep/3, totals/5]}).
+-compile({inline, [index/2, add/4, keep/3, record_items/3]}).
 
 -export([new/0, new/1, record/2, record_n/3, record_list/2, record_counts/2, inline_buckets/1, reset/1,
          snapshot/1, take/1, take_all/1, merge/2, merge_all/1, empty/1,
@@ -182,14 +182,7 @@ record_list(_H, []) -> ok;
 %% publishes every few seconds, #33's IoT scenario): record_n/3 takes 2
 %% reductions fewer than a pass over the list (8 against 10).
 record_list(H, [V]) -> record_n(H, V, 1);
-record_list(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max},
-            [_ | _] = Vs) ->
-    {Lo, Hi, Sum, Over} = record_each(A, M, Bits, Max, Vs, Max, 0, 0, 0),
-    totals(E, Lo, Hi, Sum, Over);
-record_list(#hist{buckets = C, cells = E, bits = Bits, max = Max}, [_ | _] = Vs) ->
-    Over = record_each(C, Bits, Max, Vs, 0),
-    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
-    ok.
+record_list(H, [_ | _] = Vs) -> record_items(H, values, Vs).
 
 %% @doc Record value `V' `N' times for each `{V, N}' of a list: what
 %% {@link record_list/2} does for the values written out, one bucket add
@@ -198,22 +191,26 @@ record_list(#hist{buckets = C, cells = E, bits = Bits, max = Max}, [_ | _] = Vs)
 -spec record_counts(hist(), [{non_neg_integer(), pos_integer()}]) -> ok.
 record_counts(_H, []) -> ok;
 record_counts(H, [{V, N}]) when is_integer(N), N > 0 -> record_n(H, V, N);
-record_counts(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max},
-              [_ | _] = Runs) ->
-    {Lo, Hi, Sum, Over} = counts_each(A, M, Bits, Max, Runs, Max, 0, 0, 0),
-    totals(E, Lo, Hi, Sum, Over);
-record_counts(#hist{buckets = C, cells = E, bits = Bits, max = Max}, [_ | _] = Runs) ->
-    Over = counts_each(C, Bits, Max, Runs, 0),
-    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
-    ok.
+record_counts(H, [_ | _] = Runs) -> record_items(H, counts, Runs).
 
-%% An exact histogram's count beyond the maximum, sum and extremes, once
-%% per list.
-totals(E, Lo, Hi, Sum, Over) ->
+%% A list of values or of value-count pairs into the buckets; an exact
+%% histogram's count beyond the maximum, sum and extremes once per list.
+record_items(#hist{exact = true, buckets = A, marks = M, cells = E, bits = Bits, max = Max}, Kind, Xs) ->
+    {Lo, Hi, Sum, Over} = case Kind of
+                              values -> record_each(A, M, Bits, Max, Xs, Max, 0, 0, 0);
+                              counts -> counts_each(A, M, Bits, Max, Xs, Max, 0, 0, 0)
+                          end,
     Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
     atomics:add(E, ?SUM, Sum),
     atomics:get(E, 1) > Lo andalso lower_min(E, Lo),
     atomics:get(E, 2) < Hi andalso raise_max(E, Hi),
+    ok;
+record_items(#hist{buckets = C, cells = E, bits = Bits, max = Max}, Kind, Xs) ->
+    Over = case Kind of
+               values -> record_each(C, Bits, Max, Xs, 0);
+               counts -> counts_each(C, Bits, Max, Xs, 0)
+           end,
+    Over > 0 andalso atomics:add(E, ?OVERFLOW, Over),
     ok.
 
 %% A run of equal values costs one bucket add (#33): a producer stamps
