@@ -21,7 +21,8 @@ install_perftest() {
 # the java launcher exec in place, so $! is the VM itself.
 measure() {
     local out=$1; shift
-    local fifo="$WORK/fifo.$$"
+    # (BASHPID: two runs measured at once from one script need two fifos)
+    local fifo="$WORK/fifo.$BASHPID"
     rm -f "$fifo"; mkfifo "$fifo"
     "$@" >"$fifo" 2>&1 &
     local pid=$! line stat statm bstat t r

@@ -16,6 +16,12 @@
 # floor client bench/amqp_floor.erl: the same traffic from one process per
 # socket doing nothing but send, count and ack, i.e. the least CPU per
 # message any client on this VM spends on it (the platform's share).
+# TOGETHER=1 (with FLOOR=1, #33) runs beamlab and the floor at the same
+# time in each scenario, on queues of their own, instead of one after the
+# other, and leaves PerfTest out: a round's ratio then pairs two clients
+# that shared the same seconds of the machine and the broker (each also
+# carries the other's load). Rates add up on the broker: two clients at
+# 30000 msg/s ask it for 60000.
 # RATES="2000 10000 30000 60000" runs `fixed' once per rate (scenarios
 # fixed-2000 ...; default: FIXED_RATE alone). BEFORE=path/to/beamlab also
 # runs another build of the escript (tool `before', e.g. the one before a
@@ -83,6 +89,16 @@ CLK_TCK=$(getconf CLK_TCK)
 BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 mkdir -p "$WORK"
 BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
+# TOGETHER=1: beamlab and the floor run at the same time (see run_together),
+# the floor on queues of its own; no PerfTest, no BEFORE.
+FLOOR_Q=""
+if [ -n "${TOGETHER:-}" ]; then
+    if [ -z "${FLOOR:-}" ] || [ -n "$BEFORE" ]; then
+        echo "usage: TOGETHER=1 needs FLOOR=1 and no BEFORE" >&2
+        exit 2
+    fi
+    FLOOR_Q=-floor
+fi
 
 if [ "$WARMUP" -ge $((SECS - 2)) ]; then
     echo "usage: $0 [SECONDS] [ROUNDS] [WARMUP]: WARMUP must be at least 3 s shorter than SECONDS" >&2
@@ -92,13 +108,14 @@ fi
 . "$ROOT/bench/amqp-measure.sh"
 
 declare -A RATE CPU
-run() {   # tool scenario args...
+# launch TOOL SCENARIO ARGS...: one measured run of TOOL (its log and
+# samples in WORK); returns when the run ends.
+launch() {
     local tool=$1 name=$2; shift 2
-    local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu la
+    local out="$WORK/$tool-$name-$round.log"
     local uri=$URI
     [ "$name" = tls ] && uri=$TLS_URI
     [ "$name" = tls ] && [ "$tool" = beamlab ] && set -- "$@" --tls-insecure
-    la=$(cut -d' ' -f1 /proc/loadavg)
     if [ "$tool" = before ]; then
         URI=$uri load beamlab "$out" "$BEFORE" "$@"
     elif [ "$tool" = floor ]; then
@@ -108,13 +125,14 @@ run() {   # tool scenario args...
     else
         URI=$uri load "$tool" "$out" "$BEAMLAB" "$@"
     fi
-    # Quorum queues and streams outlive a PerfTest run (not auto-delete):
-    # every run starts from an empty queue. (Only there: the CLI is a VM
-    # of its own, a second of CPU beside the next run.)
-    case $name in
-        quorum) "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue qq1 >/dev/null 2>&1 || true ;;
-        stream) "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue sq1 >/dev/null 2>&1 || true ;;
-    esac
+}
+
+# collect TOOL SCENARIO LOAD: the run's steady-state rate and CPU per
+# message, printed and kept for the tables (LOAD: the load average when
+# it started).
+collect() {
+    local tool=$1 name=$2 la=$3
+    local out="$WORK/$tool-$name-$round.log" res rate cpu_us secs cpu
     res=$(window "$out.samples" "${CYCLE[$name]:-0}")
     if [ -z "$res" ]; then
         echo "$tool $name: fewer than two interval lines after ${WARMUP} s (or no whole rate cycle); log follows" >&2
@@ -127,7 +145,45 @@ run() {   # tool scenario args...
     CPU[$tool-$name]="${CPU[$tool-$name]:-} $cpu_us"
 }
 
-install_perftest "$ROOT"
+# Queues outlive a run here (not auto-delete): every run starts from an
+# empty one. (Only there: the CLI is a VM of its own, a second of CPU
+# beside the next run.)
+clean_queues() {
+    case $1 in
+        quorum) "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue qq1 >/dev/null 2>&1 || true ;;
+        stream) "$ROOT/scripts/rabbitmq.sh" ctl -q delete_queue sq1 >/dev/null 2>&1 || true ;;
+    esac
+}
+
+run() {   # tool scenario args...: one run alone
+    local tool=$1 name=$2 la
+    la=$(cut -d' ' -f1 /proc/loadavg)
+    launch "$@"
+    clean_queues "$name"
+    collect "$tool" "$name" "$la"
+}
+
+# run_together SCENARIO ARGS... (TOGETHER=1): beamlab and the floor at the
+# same time, each on a queue of its own, so that whatever the machine and
+# the broker do during the minute weighs on both alike.
+run_together() {
+    local name=$1 la b f; shift
+    la=$(cut -d' ' -f1 /proc/loadavg)
+    # Which one starts first alternates from round to round.
+    if [ $((round % 2)) = 1 ]; then
+        launch beamlab "$name" "$@" & b=$!
+        launch floor "$name" & f=$!
+    else
+        launch floor "$name" & f=$!
+        launch beamlab "$name" "$@" & b=$!
+    fi
+    wait "$b" "$f"
+    clean_queues "$name"
+    collect beamlab "$name" "$la"
+    collect floor "$name" "$la"
+}
+
+[ -n "${TOGETHER:-}" ] || install_perftest "$ROOT"
 [ -x "$BEAMLAB" ] || make -C "$ROOT" escript >/dev/null
 # Certificates for the TLS listener, made with OTP's public_key.
 TLS_DIR="$WORK/tls"
@@ -147,7 +203,7 @@ for name in $CASES; do
             ARGS[fixed-$r]="-x 1 -y 1 -u qf -r $r -f mandatory -q 300 -c 100"
             # The floor client's arguments for the same traffic: producers,
             # consumers, queue, rate steps (msg/s per producer[:seconds,...]).
-            FLOOR_ARGS[fixed-$r]="1 1 qf $r"
+            FLOOR_ARGS[fixed-$r]="1 1 qf$FLOOR_Q $r"
             EXPANDED="$EXPANDED fixed-$r"
         done
     else
@@ -160,7 +216,7 @@ ARGS[varrate]="-x 2 -y 2 -u qv -q 300 -c 100 --variable-rate 2000:3 --variable-r
 ARGS[quorum]="-x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100"
 ARGS[stream]="-x 1 -y 1 -sq -u sq1 -c 100"
 ARGS[tls]="${ARGS[single]}"
-FLOOR_ARGS[varrate]="2 2 qv 2000:3,12000:3"
+FLOOR_ARGS[varrate]="2 2 qv$FLOOR_Q 2000:3,12000:3"
 # The rate each floor scenario asks for (msg/s, all producers) and, for
 # rate steps, their cycle (s): producers times the steps' mean rate.
 for name in $CASES; do
@@ -195,6 +251,11 @@ for round in $(seq 1 "$ROUNDS"); do
     # round and per scenario.
     i=0
     for name in $CASES; do
+        if [ -n "${TOGETHER:-}" ]; then
+            # shellcheck disable=SC2086  # ARGS are words
+            run_together "$name" ${ARGS[$name]}
+            continue
+        fi
         tools=(beamlab perftest)
         [ -n "$BEFORE" ] && tools+=(before)
         [ -n "${FLOOR:-}" ] && [ -n "${FLOOR_ARGS[$name]:-}" ] && tools+=(floor)
@@ -207,6 +268,7 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
+if [ -z "${TOGETHER:-}" ]; then
 echo
 echo "medians over $ROUNDS rounds:"
 echo "scenario  beamlab msg/s  PerfTest msg/s  throughput ratio  beamlab us/msg  PerfTest us/msg  CPU/msg ratio"
@@ -219,7 +281,8 @@ for name in $CASES; do
 done
 echo "throughput ratio = beamlab/PerfTest steady-state received msg/s (>= 1: beamlab at least matches);"
 echo "CPU/msg ratio = beamlab/PerfTest steady-state generator CPU per received message (< 1: beamlab lighter)."
-if [ -n "${FLOOR:-}" ]; then
+fi
+if [ -n "${FLOOR:-}" ] && [ -z "${TOGETHER:-}" ]; then
     echo
     echo "the floor (bench/amqp_floor.erl: the same traffic, one process per socket, nothing but send, count, ack):"
     echo "scenario  floor msg/s  floor us/msg  floor/PerfTest CPU/msg  beamlab/floor CPU/msg"
@@ -307,6 +370,7 @@ if [ -n "${FLOOR:-}" ]; then
     for name in $CASES; do
         [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
         echo "$name beamlab/floor: $(paired beamlab floor "$name" 1.10 le detail)"
+        [ -n "${TOGETHER:-}" ] && continue
         echo "$name beamlab/PerfTest: $(paired beamlab perftest "$name" 1.00 lt detail)"
         [ -n "$BEFORE" ] && echo "$name beamlab/before: $(paired beamlab before "$name" 1 aa detail)"
     done
@@ -316,7 +380,10 @@ if [ -n "${FLOOR:-}" ]; then
     echo "for docs/amqp.md ($ROUNDS rounds of $SECS s, window from $WARMUP s; us of CPU per received message, medians;"
     echo "ratios: geometric mean of the rounds' ratios [95% interval]; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end):"
     echo
-    if [ -n "$BEFORE" ]; then
+    if [ -n "${TOGETHER:-}" ]; then
+        echo "| scenario | beamlab | floor | beamlab/floor (together) |"
+        echo "|---|---|---|---|"
+    elif [ -n "$BEFORE" ]; then
         echo "| scenario | beamlab | before | PerfTest | floor | beamlab/floor | beamlab/PerfTest | beamlab/before | floor/PerfTest |"
         echo "|---|---|---|---|---|---|---|---|---|"
     else
@@ -325,9 +392,14 @@ if [ -n "${FLOOR:-}" ]; then
     fi
     for name in $CASES; do
         [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
-        bc=$(median "${CPU[beamlab-$name]}"); pc=$(median "${CPU[perftest-$name]}")
-        fc=$(median "${CPU[floor-$name]}")
-        bf=$(paired beamlab floor "$name" 1.10 le cell); bp=$(paired beamlab perftest "$name" 1.00 lt cell)
+        bc=$(median "${CPU[beamlab-$name]}"); fc=$(median "${CPU[floor-$name]}")
+        bf=$(paired beamlab floor "$name" 1.10 le cell)
+        if [ -n "${TOGETHER:-}" ]; then
+            printf "| %s | %.1f | %.1f | %s |\n" "$name" "$bc" "$fc" "$bf"
+            continue
+        fi
+        pc=$(median "${CPU[perftest-$name]}")
+        bp=$(paired beamlab perftest "$name" 1.00 lt cell)
         fp=$(paired floor perftest "$name" 1 aa ratio)
         if [ -n "$BEFORE" ]; then
             printf "| %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n" "$name" "$bc" "$(median "${CPU[before-$name]}")" \
