@@ -27,6 +27,10 @@
 # these emulator flags after the launcher's (tool `flags'), e.g.
 # B_FLAGS="-beamlab amqp_direct_reads true" or B_FLAGS="+S 1". ONLY="flags"
 # runs only the tools named (the ratios need `floor' among them).
+# PERF_EVENTS="task-clock,context-switches,cpu-migrations" leaves out the
+# syscall tracepoints: they make every system call dearer (the VMs' CPU per
+# message about doubles), which weighs most on the tool that makes most
+# calls; without them the CPU per thread is close to a run's own.
 # The broker, and the epmd it needs, are this script's own (a private epmd
 # on its own port, stopped at the end: other jobs' epmd is left alone).
 set -euo pipefail
@@ -39,6 +43,7 @@ SECS=$((DELAY + WINDOW + 3))
 BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 BEFORE=${BEFORE:-}
 B_FLAGS=${B_FLAGS:-}
+PERF_EVENTS=${PERF_EVENTS:-task-clock,context-switches,cpu-migrations,syscalls:sys_enter_*}
 PORT=${BEAMLAB_RABBIT_PORT:-5871}
 export BEAMLAB_RABBIT_PORT=$PORT
 URI="amqp://guest:guest@127.0.0.1:$PORT/%2F"
@@ -84,7 +89,7 @@ one() {
     sleep "$DELAY"
     # Per thread: where the VM's CPU goes (its scheduler threads, the poll
     # thread, ...); the process's figure is the threads' sum.
-    perf stat -x, --per-thread -e 'task-clock,context-switches,cpu-migrations,syscalls:sys_enter_*' -p "$pid" -- sleep "$WINDOW" \
+    perf stat -x, --per-thread -e "$PERF_EVENTS" -p "$pid" -- sleep "$WINDOW" \
         2>"$base.perf" >/dev/null || true
     wait "$pid" || true
     # Messages received in the window: the per-second lines after DELAY s,

@@ -21,7 +21,9 @@
 # other, and leaves PerfTest out: a round's ratio then pairs two clients
 # that shared the same seconds of the machine and the broker (each also
 # carries the other's load). Rates add up on the broker: two clients at
-# 30000 msg/s ask it for 60000.
+# 30000 msg/s ask it for 60000. TOGETHER=aa is the mode's A/A check: the
+# floor against a second copy of itself (floor2), judged floor2/floor,
+# which must come out "no change".
 # RATES="2000 10000 30000 60000" runs `fixed' once per rate (scenarios
 # fixed-2000 ...; default: FIXED_RATE alone). BEFORE=path/to/beamlab also
 # runs another build of the escript (tool `before', e.g. the one before a
@@ -90,14 +92,15 @@ BEAMLAB=${BEAMLAB:-$ROOT/beamlab}
 mkdir -p "$WORK"
 BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 # TOGETHER=1: beamlab and the floor run at the same time (see run_together),
-# the floor on queues of its own; no PerfTest, no BEFORE.
-FLOOR_Q=""
+# the floor on queues of its own; no PerfTest, no BEFORE. TOGETHER=aa: two
+# floors (floor, floor2).
+PAIR=(beamlab floor)
 if [ -n "${TOGETHER:-}" ]; then
     if [ -z "${FLOOR:-}" ] || [ -n "$BEFORE" ]; then
         echo "usage: TOGETHER=1 needs FLOOR=1 and no BEFORE" >&2
         exit 2
     fi
-    FLOOR_Q=-floor
+    [ "$TOGETHER" = aa ] && PAIR=(floor floor2)
 fi
 
 if [ "$WARMUP" -ge $((SECS - 2)) ]; then
@@ -118,10 +121,14 @@ launch() {
     [ "$name" = tls ] && [ "$tool" = beamlab ] && set -- "$@" --tls-insecure
     if [ "$tool" = before ]; then
         URI=$uri load beamlab "$out" "$BEFORE" "$@"
-    elif [ "$tool" = floor ]; then
-        # shellcheck disable=SC2086  # flags and FLOOR_ARGS are words
+    elif [ "$tool" = floor ] || [ "$tool" = floor2 ]; then
+        # Run together, each client has a queue of its own (qf-floor, ...).
+        local p c q steps
+        read -r p c q steps <<<"${FLOOR_ARGS[$name]}"
+        [ -n "${TOGETHER:-}" ] && q=$q-$tool
+        # shellcheck disable=SC2086  # the flags are words
         measure "$out" erl $BEAMLAB_AMQP_FLAGS -noshell -pa "$ROOT/_build/default/lib/beamlab/ebin" \
-            -pa "$WORK" -run amqp_floor main "$PORT" ${FLOOR_ARGS[$name]} "$SECS"
+            -pa "$WORK" -run amqp_floor main "$PORT" "$p" "$c" "$q" "$steps" "$SECS"
     else
         URI=$uri load "$tool" "$out" "$BEAMLAB" "$@"
     fi
@@ -163,24 +170,25 @@ run() {   # tool scenario args...: one run alone
     collect "$tool" "$name" "$la"
 }
 
-# run_together SCENARIO ARGS... (TOGETHER=1): beamlab and the floor at the
-# same time, each on a queue of its own, so that whatever the machine and
-# the broker do during the minute weighs on both alike.
+# run_together SCENARIO ARGS... (TOGETHER): the pair's two clients (beamlab
+# and the floor, or two floors) at the same time, each on a queue of its
+# own, so that whatever the machine and the broker do during the minute
+# weighs on both alike.
 run_together() {
-    local name=$1 la b f; shift
+    local name=$1 la a b; shift
     la=$(cut -d' ' -f1 /proc/loadavg)
     # Which one starts first alternates from round to round.
     if [ $((round % 2)) = 1 ]; then
-        launch beamlab "$name" "$@" & b=$!
-        launch floor "$name" & f=$!
+        launch "${PAIR[0]}" "$name" "$@" & a=$!
+        launch "${PAIR[1]}" "$name" "$@" & b=$!
     else
-        launch floor "$name" & f=$!
-        launch beamlab "$name" "$@" & b=$!
+        launch "${PAIR[1]}" "$name" "$@" & b=$!
+        launch "${PAIR[0]}" "$name" "$@" & a=$!
     fi
-    wait "$b" "$f"
+    wait "$a" "$b"
     clean_queues "$name"
-    collect beamlab "$name" "$la"
-    collect floor "$name" "$la"
+    collect "${PAIR[0]}" "$name" "$la"
+    collect "${PAIR[1]}" "$name" "$la"
 }
 
 [ -n "${TOGETHER:-}" ] || install_perftest "$ROOT"
@@ -203,7 +211,7 @@ for name in $CASES; do
             ARGS[fixed-$r]="-x 1 -y 1 -u qf -r $r -f mandatory -q 300 -c 100"
             # The floor client's arguments for the same traffic: producers,
             # consumers, queue, rate steps (msg/s per producer[:seconds,...]).
-            FLOOR_ARGS[fixed-$r]="1 1 qf$FLOOR_Q $r"
+            FLOOR_ARGS[fixed-$r]="1 1 qf $r"
             EXPANDED="$EXPANDED fixed-$r"
         done
     else
@@ -216,7 +224,7 @@ ARGS[varrate]="-x 2 -y 2 -u qv -q 300 -c 100 --variable-rate 2000:3 --variable-r
 ARGS[quorum]="-x 1 -y 1 -qq -u qq1 -f mandatory -q 300 -c 100"
 ARGS[stream]="-x 1 -y 1 -sq -u sq1 -c 100"
 ARGS[tls]="${ARGS[single]}"
-FLOOR_ARGS[varrate]="2 2 qv$FLOOR_Q 2000:3,12000:3"
+FLOOR_ARGS[varrate]="2 2 qv 2000:3,12000:3"
 # The rate each floor scenario asks for (msg/s, all producers) and, for
 # rate steps, their cycle (s): producers times the steps' mean rate.
 for name in $CASES; do
@@ -369,6 +377,10 @@ if [ -n "${FLOOR:-}" ]; then
     echo "verdicts over $ROUNDS rounds (#33: beamlab/floor at most 1.10, beamlab/PerfTest below 1.00):"
     for name in $CASES; do
         [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
+        if [ "${TOGETHER:-}" = aa ]; then
+            echo "$name floor2/floor (A/A): $(paired floor2 floor "$name" 1 aa detail)"
+            continue
+        fi
         echo "$name beamlab/floor: $(paired beamlab floor "$name" 1.10 le detail)"
         [ -n "${TOGETHER:-}" ] && continue
         echo "$name beamlab/PerfTest: $(paired beamlab perftest "$name" 1.00 lt detail)"
@@ -380,7 +392,10 @@ if [ -n "${FLOOR:-}" ]; then
     echo "for docs/amqp.md ($ROUNDS rounds of $SECS s, window from $WARMUP s; us of CPU per received message, medians;"
     echo "ratios: geometric mean of the rounds' ratios [95% interval]; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end):"
     echo
-    if [ -n "${TOGETHER:-}" ]; then
+    if [ "${TOGETHER:-}" = aa ]; then
+        echo "| scenario | floor | floor2 | floor2/floor (together, A/A) |"
+        echo "|---|---|---|---|"
+    elif [ -n "${TOGETHER:-}" ]; then
         echo "| scenario | beamlab | floor | beamlab/floor (together) |"
         echo "|---|---|---|---|"
     elif [ -n "$BEFORE" ]; then
@@ -392,6 +407,11 @@ if [ -n "${FLOOR:-}" ]; then
     fi
     for name in $CASES; do
         [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
+        if [ "${TOGETHER:-}" = aa ]; then
+            printf "| %s | %.1f | %.1f | %s |\n" "$name" "$(median "${CPU[floor-$name]}")" \
+                "$(median "${CPU[floor2-$name]}")" "$(paired floor2 floor "$name" 1 aa cell)"
+            continue
+        fi
         bc=$(median "${CPU[beamlab-$name]}"); fc=$(median "${CPU[floor-$name]}")
         bf=$(paired beamlab floor "$name" 1.10 le cell)
         if [ -n "${TOGETHER:-}" ]; then

@@ -1,5 +1,6 @@
 %%% @doc beamlab's latency histogram: recording values (done once per
-%%% message by `amqp' and the suite's message_load). Bench module of
+%%% message by `amqp' and the suite's message_load), one at a time and as
+%%% `amqp' records them, a read's latencies at once. Bench module of
 %%% `beamlab check' (docs/ci.md).
 -module(hist_bench).
 
@@ -9,9 +10,35 @@ benchmarks() ->
     [#{name => "hist record 1000 values",
        init => fun() -> {beamlab_stats_hist:new(#{}), [I * 7919 rem 1000000 || I <- lists:seq(1, 1000)]} end,
        init_runner => fun(P) -> P end,
-       runner => fun({H, Values}) -> record(H, Values) end}].
+       runner => fun({H, Values}) -> record(H, Values) end},
+     %% The consumer's call: one read's deliveries, whose latencies come
+     %% in runs (a burst's messages share their stamp), 1 to 8 long here.
+     #{name => "hist record_list 1000 values in runs",
+       init => fun() -> {beamlab_stats_hist:new(#{}), runs(1000)} end,
+       init_runner => fun(P) -> P end,
+       runner => fun({H, Values}) -> beamlab_stats_hist:record_list(H, Values) end},
+     %% The producer's call: a multiple confirm settles runs of the
+     %% window, each recorded as a value and its count.
+     #{name => "hist record_counts 1000 values in runs",
+       init => fun() -> {beamlab_stats_hist:new(#{}), counts(runs(1000))} end,
+       init_runner => fun(P) -> P end,
+       runner => fun({H, Runs}) -> beamlab_stats_hist:record_counts(H, Runs) end}].
 
 record(_H, []) -> ok;
 record(H, [V | Vs]) ->
     ok = beamlab_stats_hist:record(H, V),
     record(H, Vs).
+
+%% N values in runs of 1 to 8 equal values (lengths cycling), each run's
+%% value a different one.
+runs(N) ->
+    lists:sublist(lists:append([lists:duplicate(I rem 8 + 1, I * 7919 rem 1000000)
+                                || I <- lists:seq(1, N)]), N).
+
+%% The values as {Value, Count} runs.
+counts([V | Vs]) -> counts(Vs, V, 1, []);
+counts([]) -> [].
+
+counts([V | Vs], V, K, Acc) -> counts(Vs, V, K + 1, Acc);
+counts([W | Vs], V, K, Acc) -> counts(Vs, W, 1, [{V, K} | Acc]);
+counts([], V, K, Acc) -> lists:reverse([{V, K} | Acc]).

@@ -8,7 +8,7 @@
 # there); time and memory are reported, not gated. A hot path doing more
 # than 2% more work fails (exit 1). .ci/run runs it after the tests; run
 # it from a clone after `make', e.g. `scripts/bench-check.sh main'
-# before a merge. 14 rounds: its 8 benchmarks x 3 metrics are judged
+# before a merge. 14 rounds: its 10 benchmarks x 3 metrics are judged
 # together at 1% (Bonferroni), which 8 rounds could not reach.
 #
 # A base that is not in the clone (a shallow clone, the first commit) is
