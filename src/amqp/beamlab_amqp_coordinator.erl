@@ -567,8 +567,11 @@ measure(#run{cfg = Cfg, t0 = T0} = R, Metrics) ->
                     timer = schedule_tick(T0, Interval, 1)}).
 
 %% Ticks at absolute times T0 + K * Interval, so that lines do not drift.
+%% The timer's millisecond is T0's rounded up (convert_time_unit/3 rounds
+%% down): a tick never comes before its time, so the first line reads
+%% `time 1.000 s', as PerfTest's, not 0.999.
 schedule_tick(T0, Interval, K) ->
-    At = erlang:convert_time_unit(T0, microsecond, millisecond) + K * Interval,
+    At = erlang:convert_time_unit(T0 + 999, microsecond, millisecond) + K * Interval,
     erlang:send_after(At, self(), {amqp_perf_tick, Interval, K}, [{abs, true}]).
 
 tick_loop(R) ->
