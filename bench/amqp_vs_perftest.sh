@@ -96,8 +96,8 @@ BEAMLAB_AMQP_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none ${ERL_FLAGS:-}"
 # floors (floor, floor2).
 PAIR=(beamlab floor)
 if [ -n "${TOGETHER:-}" ]; then
-    if [ -z "${FLOOR:-}" ] || [ -n "$BEFORE" ]; then
-        echo "usage: TOGETHER=1 needs FLOOR=1 and no BEFORE" >&2
+    if [ -z "${FLOOR:-}" ] || [ -n "$BEFORE" ] || { [ "$TOGETHER" != 1 ] && [ "$TOGETHER" != aa ]; }; then
+        echo "usage: TOGETHER=1 (or TOGETHER=aa) needs FLOOR=1 and no BEFORE" >&2
         exit 2
     fi
     [ "$TOGETHER" = aa ] && PAIR=(floor floor2)
@@ -374,7 +374,11 @@ fi
 if [ -n "${FLOOR:-}" ]; then
     # #33 item 1's bars, judged over the rounds.
     echo
-    echo "verdicts over $ROUNDS rounds (#33: beamlab/floor at most 1.10, beamlab/PerfTest below 1.00):"
+    if [ "${TOGETHER:-}" = aa ]; then
+        echo "verdicts over $ROUNDS rounds (A/A: floor2/floor, which must come out \"no change\"):"
+    else
+        echo "verdicts over $ROUNDS rounds (#33: beamlab/floor at most 1.10, beamlab/PerfTest below 1.00):"
+    fi
     for name in $CASES; do
         [ -n "${FLOOR_ARGS[$name]:-}" ] || continue
         if [ "${TOGETHER:-}" = aa ]; then
