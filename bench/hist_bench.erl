@@ -14,13 +14,13 @@ benchmarks() ->
      %% The consumer's call: one read's deliveries, whose latencies come
      %% in runs (a burst's messages share their stamp), 1 to 8 long here.
      #{name => "hist record_list 1000 values in runs",
-       init => fun() -> {beamlab_stats_hist:new(#{}), runs(1000)} end,
+       init => fun() -> {beamlab_stats_hist:new(#{}), values(runs(1000))} end,
        init_runner => fun(P) -> P end,
        runner => fun({H, Values}) -> beamlab_stats_hist:record_list(H, Values) end},
      %% The producer's call: a multiple confirm settles runs of the
      %% window, each recorded as a value and its count.
      #{name => "hist record_counts 1000 values in runs",
-       init => fun() -> {beamlab_stats_hist:new(#{}), counts(runs(1000))} end,
+       init => fun() -> {beamlab_stats_hist:new(#{}), runs(1000)} end,
        init_runner => fun(P) -> P end,
        runner => fun({H, Runs}) -> beamlab_stats_hist:record_counts(H, Runs) end}].
 
@@ -30,15 +30,15 @@ record(H, [V | Vs]) ->
     record(H, Vs).
 
 %% N values in runs of 1 to 8 equal values (lengths cycling), each run's
-%% value a different one.
+%% value a different one, as {Value, Count} pairs ...
 runs(N) ->
-    lists:sublist(lists:append([lists:duplicate(I rem 8 + 1, I * 7919 rem 1000000)
-                                || I <- lists:seq(1, N)]), N).
+    runs(1, N).
 
-%% The values as {Value, Count} runs.
-counts([V | Vs]) -> counts(Vs, V, 1, []);
-counts([]) -> [].
+runs(_I, 0) -> [];
+runs(I, N) ->
+    K = min(I rem 8 + 1, N),
+    [{I * 7919 rem 1000000, K} | runs(I + 1, N - K)].
 
-counts([V | Vs], V, K, Acc) -> counts(Vs, V, K + 1, Acc);
-counts([W | Vs], V, K, Acc) -> counts(Vs, W, 1, [{V, K} | Acc]);
-counts([], V, K, Acc) -> lists:reverse([{V, K} | Acc]).
+%% ... and written out.
+values(Runs) ->
+    lists:append([lists:duplicate(K, V) || {V, K} <- Runs]).
