@@ -346,6 +346,15 @@ late(By, #st{spec = #{late_us := Max}, ctx = #{counters := C}}) when is_integer(
 late(_, _) ->
     ok.
 
+%% late/2 for a burst's publishes (the limiter `L' then `L1') at `Now'.
+late(L, L1, Now, #st{spec = #{late_us := Max}, ctx = #{counters := C}}) when is_integer(Max) ->
+    case beamlab_amqp_rate:late(L, L1, Now, Max) of
+        0 -> ok;
+        Late -> counters:add(C, ?C_LATE, Late)
+    end;
+late(_L, _L1, _Now, _St) ->
+    ok.
+
 %% The window is full: wait for a confirm, at most -ct seconds in all
 %% (PerfTest's confirm timeout: a broker that stopped confirming fails
 %% the run instead of holding it).
@@ -393,16 +402,18 @@ publish(Intended, L1, #st{ch = Ch, n = N, left = Left, seq = Seq,
     end.
 
 %% The rest of a burst at a rate: after publish/3 sent its first message,
-%% the messages due by `Now' go out in one loop with the state in its
-%% arguments, the record updated once (#33: the main loop's turn, its
-%% mailbox check and a record update per message were most of the
-%% producer's own work). The same messages, stamps, frames, window and
-%% batches as publish/3 one by one; what arrives meanwhile (confirms, a
-%% stop) is handled when the burst ends: when nothing more is due, the
-%% window or the message count is full, or the batch is (it then goes to
-%% the connection, as publish/3 would send it). Only for stamp bodies of
-%% one size with one routing key and no transactions, whose frames head/3
-%% keeps; anything else goes on message by message.
+%% the messages due by `Now' that fit go out together, taken from the
+%% schedule in one call (their stamps as runs: beamlab_amqp_rate:take/4),
+%% entered in the window a run at a time and the record updated once
+%% (#33: the main loop's turn, a limiter, a window and a record per
+%% message were most of the producer's own work). The same messages,
+%% stamps, frames, window and batches as publish/3 one by one: the burst
+%% ends when nothing more is due, the window or the message count is
+%% full, or the batch is (it then goes to the connection, as publish/3
+%% would send it); what arrives meanwhile (confirms, a stop) is handled
+%% after it. Only for stamp bodies of one size with one routing key and
+%% no transactions, whose frames head/3 keeps; anything else goes on
+%% message by message.
 burst(#st{out_n = K, head = {Size, H, BH}, keys = fixed, body = stamp, sizes = fixed,
           tx_left = none, limiter = L, left = Left, seq = Seq, outstanding = W, out = Out,
           out_bytes = B, n = N, pad = Pad, woke = Woke, spec = #{confirm := Max},
@@ -412,43 +423,46 @@ burst(#st{out_n = K, head = {Size, H, BH}, keys = fixed, body = stamp, sizes = f
                undefined -> ?BATCH_MSGS;   % no window: the batch bounds the burst
                _ -> Max - beamlab_amqp_window:size(W)
            end,
-    burst({Now, Woke, Off, Pad, H, BH, Size, Max}, St, L, Left, Seq, W, Out, K, B, N, Room);
+    %% Messages until the batch is full: the one that fills it is the last.
+    Batch = min(?BATCH_MSGS - K, (?BATCH_BYTES - B + Size - 1) div Size),
+    Fit = min(min(Room, Batch), Left),   % an integer: below `infinity'
+    case Fit > 0 andalso beamlab_amqp_rate:take(L, Now, Woke, Fit) of
+        false ->
+            loop(St, Now);
+        {[], _} ->
+            %% Nothing more due by `Now': after the mailbox, the clock is
+            %% read again (not the same answer asked for at `Now' first).
+            loop(St, none);
+        {Runs, L1} ->
+            late(L, L1, Now, St),
+            {Seq1, W1} = case Max of
+                             undefined -> {Seq, W};
+                             _ -> beamlab_amqp_window:add_runs(W, Seq, Runs)
+                         end,
+            {N1, Out1} = frames(Runs, Off, Pad, H, BH, N, Out),
+            M = N1 - N,
+            St1 = St#st{limiter = L1, left = sub(Left, M), seq = Seq1, outstanding = W1,
+                        out = Out1, out_n = K + M, out_bytes = B + M * Size, n = N1},
+            case M < Fit of
+                true -> loop(St1, none);
+                false when M =:= Batch -> loop(flush(St1), Now);
+                false -> loop(St1, Now)
+            end
+    end;
 burst(St, Now) ->
     loop(St, Now).
 
-burst(C, St, L, Left, Seq, W, Out, K, B, N, Room) when Left =/= 0, Room > 0 ->
-    {Now, Woke, Off, Pad, H, BH, Size, Max} = C,
-    case beamlab_amqp_rate:next(L, Now, Woke) of
-        {go, Intended, Stamp, L1} ->
-            late(Now - Intended, St),
-            Frames = [H, BH, body(Stamp - Off, N band 16#FFFFFFFF, Pad), ?AMQP_FRAME_END],
-            {Seq1, W1} = case Max of
-                             undefined -> {Seq, W};
-                             _ -> {Seq + 1, beamlab_amqp_window:add(W, Seq, Stamp)}
-                         end,
-            K1 = K + 1,
-            B1 = B + Size,
-            case K1 < ?BATCH_MSGS andalso B1 < ?BATCH_BYTES of
-                true ->
-                    burst(C, St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1, Room - 1);
-                false ->
-                    loop(flush(burst_end(St, L1, dec(Left), Seq1, W1, [Frames | Out], K1, B1, N + 1)), Now)
-            end;
-        {wait, _} ->
-            %% Nothing more due by `Now': after the mailbox, the clock is
-            %% read again (not the same answer asked for at `Now' first).
-            loop(burst_end(St, L, Left, Seq, W, Out, K, B, N), none)
-    end;
-burst({Now, _, _, _, _, _, _, _}, St, L, Left, Seq, W, Out, K, B, N, _Room) ->
-    loop(burst_end(St, L, Left, Seq, W, Out, K, B, N), Now).
+%% A burst's frames, newest first on `Out', and the next message number.
+frames([{Stamp, C} | Runs], Off, Pad, H, BH, N, Out) ->
+    frames(Runs, Off, Pad, H, BH, N + C, run_frames(C, Stamp - Off, Pad, H, BH, N, Out));
+frames([], _Off, _Pad, _H, _BH, N, Out) ->
+    {N, Out}.
 
-%% Nothing more was due after publish/3's message (the burst counted no
-%% message): the record as it is, not a copy.
-burst_end(#st{n = N} = St, _L, _Left, _Seq, _W, _Out, _K, _B, N) ->
-    St;
-burst_end(St, L, Left, Seq, W, Out, K, B, N) ->
-    St#st{limiter = L, left = Left, seq = Seq, outstanding = W, out = Out, out_n = K,
-          out_bytes = B, n = N}.
+run_frames(0, _Stamp, _Pad, _H, _BH, _N, Out) ->
+    Out;
+run_frames(C, Stamp, Pad, H, BH, N, Out) ->
+    run_frames(C - 1, Stamp, Pad, H, BH, N + 1,
+               [[H, BH, body(Stamp, N band 16#FFFFFFFF, Pad), ?AMQP_FRAME_END] | Out]).
 
 %% Hands the batch to the connection: before anything that waits, so that
 %% a batch never waits with the producer. The connection counts it as
@@ -528,6 +542,9 @@ commit(#st{tx_left = L} = St) ->
 
 dec(infinity) -> infinity;
 dec(N) -> N - 1.
+
+sub(infinity, _M) -> infinity;
+sub(N, M) -> N - M.
 
 handle(Msg, #st{reader = R} = St) when R =/= none ->
     case beamlab_amqp:reads(Msg, R) of

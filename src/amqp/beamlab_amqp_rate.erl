@@ -24,15 +24,15 @@
 %%% Pure functions only; time is passed in, so the schedule is testable.
 -module(beamlab_amqp_rate).
 
-%% next/2 and next/3 run per message: their helpers inlined, no calls of
-%% their own (#33).
--compile({inline, [due/2]}).
+%% next/2, next/3 and take/4's loops run per message: their helpers
+%% inlined, no calls of their own (#33).
+-compile({inline, [due/2, stamp/3, run/2]}).
 %% A macro, not a function: one was past the compiler's inlining size
 %% in next/3 and stayed a call.
 -define(CEIL_DIV(A, B), (((A) + (B) - 1) div (B))).
 
--export([new/2, new_variable/2, next/2, next/3, due/2, sent/1, allowed/2, stamp/3, timer_slack_us/0,
-         woken/2]).
+-export([new/2, new_variable/2, next/2, next/3, take/4, late/4, due/2, sent/1, allowed/2, stamp/3,
+         timer_slack_us/0, woken/2]).
 
 -export_type([limiter/0]).
 
@@ -141,6 +141,77 @@ next(L, NowUs, Woke) ->
         {go, Intended, L1} -> ?GO(Intended, NowUs, Woke, L1);
         Wait -> Wait
     end.
+
+%% @doc The messages due by `NowUs', at most `Max' of them, as
+%% {@link next/3} would release them one by one: `{Runs, L}', with `Runs'
+%% their stamps oldest first, consecutive messages of one stamp as one
+%% `{Stamp, Count}' (a burst after the producer's timer is mostly one),
+%% and `L' the limiter that has counted them. One call per burst, not
+%% per message: no tuple and no limiter per message (#33).
+-spec take(limiter(), integer(), boolean(), non_neg_integer()) ->
+          {[{integer(), pos_integer()}], limiter()}.
+take(#rate{rate = Rate, start = S, k = K} = L, NowUs, Woke, Max) when is_integer(Rate) ->
+    {Runs, K1} = take_rate(Rate, S, K, K + Max, NowUs, Woke, []),
+    {Runs, L#rate{k = K1}};
+take(#var{per_cycle = N, k = K} = L, NowUs, Woke, Max) when N > 0 ->
+    {Runs, K1} = take_var(L, K, K + Max, NowUs, Woke, []),
+    {Runs, L#var{k = K1}};
+take(L, NowUs, Woke, Max) ->
+    take_next(L, NowUs, Woke, Max, []).
+
+take_rate(Rate, S, K, End, NowUs, Woke, Acc) when K < End ->
+    Due = S + ?CEIL_DIV(K * 1000000, Rate),
+    if Due > NowUs -> {lists:reverse(Acc), K};
+       true -> take_rate(Rate, S, K + 1, End, NowUs, Woke, run(stamp(Due, NowUs, Woke), Acc))
+    end;
+take_rate(_Rate, _S, K, _End, _NowUs, _Woke, Acc) ->
+    {lists:reverse(Acc), K}.
+
+%% next/3's due time of message K of rate steps, per message.
+take_var(#var{steps = [{_, F1, N1, _} = Step1 | Later], cycle_us = CycleUs, per_cycle = N,
+              start = S} = L, K, End, NowUs, Woke, Acc) when K < End ->
+    R = K rem N,
+    {Off, First, _, Rate} = if R < F1 + N1 -> Step1;
+                               true -> step(Later, R)
+                            end,
+    Due = S + (K div N) * CycleUs + Off + ?CEIL_DIV((R - First) * 1000000, Rate),
+    if Due > NowUs -> {lists:reverse(Acc), K};
+       true -> take_var(L, K + 1, End, NowUs, Woke, run(stamp(Due, NowUs, Woke), Acc))
+    end;
+take_var(_L, K, _End, _NowUs, _Woke, Acc) ->
+    {lists:reverse(Acc), K}.
+
+%% An unlimited or a float rate, or steps of zeros: next/3 per message.
+
+take_next(L, _NowUs, _Woke, 0, Acc) ->
+    {lists:reverse(Acc), L};
+take_next(L, NowUs, Woke, Max, Acc) ->
+    case next(L, NowUs, Woke) of
+        {go, _, Stamp, L1} -> take_next(L1, NowUs, Woke, Max - 1, run(Stamp, Acc));
+        {wait, _} -> {lists:reverse(Acc), L}
+    end.
+
+run(Stamp, [{Stamp, C} | Acc]) -> [{Stamp, C + 1} | Acc];
+run(Stamp, Acc) -> [{Stamp, 1} | Acc].
+
+%% @doc Of the messages `L1' has counted beyond `L' (the same limiter
+%% earlier: {@link take/4}'s), how many were due more than `ByUs' before
+%% `NowUs': those a producer publishing them at `NowUs' sends late.
+-spec late(limiter(), limiter(), integer(), non_neg_integer()) -> non_neg_integer().
+late(#rate{rate = infinity}, _L1, _NowUs, _ByUs) ->
+    0;   % unlimited: each message is due when it is sent
+late(L, L1, NowUs, ByUs) ->
+    %% Due times increase: the late ones come first, and the count costs
+    %% a due/2 per late message (and one more), the same times as next/2.
+    late(L, sent(L), sent(L1), NowUs - ByUs, 0).
+
+late(L, K, End, Before, N) when K < End ->
+    case due(L, K) < Before of
+        true -> late(L, K + 1, End, Before, N + 1);
+        false -> N
+    end;
+late(_L, _K, _End, _Before, N) ->
+    N.
 
 %% @doc The stamp of a message due at `IntendedUs' and sent at `NowUs'.
 %% Sent on waking from the producer's own timer (`Woke'): the timer's

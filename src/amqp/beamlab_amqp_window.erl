@@ -13,7 +13,7 @@
 %%% (confirmed already) is ignored.
 -module(beamlab_amqp_window).
 
--export([new/0, size/1, add/3, take/2, take_upto/2]).
+-export([new/0, size/1, add/3, add_runs/3, take/2, take_upto/2]).
 
 -export_type([window/0]).
 
@@ -44,6 +44,24 @@ add(#window{n = N, rear = [{First, Last, Stamp} | Rest]} = W, Seq, Stamp) when S
     W#window{n = N + 1, rear = [{First, Seq, Stamp} | Rest]};
 add(#window{n = N, rear = Rear} = W, Seq, Stamp) when is_integer(Seq), Seq > 0 ->
     W#window{n = N + 1, rear = [{Seq, Seq, Stamp} | Rear]}.
+
+%% @doc Adds publishes `Seq', `Seq + 1', ... above every number in the
+%% window, stamped as `Runs' says (`{Stamp, Count}', oldest first: a
+%% burst's, beamlab_amqp_rate:take/4): `{Next, Window1}', `Next' the
+%% number after the last. The window is updated once per burst, a run
+%% added per stamp, where add/3 per message copied it each time (#33).
+-spec add_runs(window(), pos_integer(), [{integer(), pos_integer()}]) -> {pos_integer(), window()}.
+add_runs(W, Seq, []) ->
+    {Seq, W};
+add_runs(#window{n = N, rear = Rear} = W, Seq, Runs) when is_integer(Seq), Seq > 0 ->
+    add_runs(Runs, Seq, N, Rear, W).
+
+add_runs([{Stamp, C} | Runs], Seq, N, [{First, Last, Stamp} | Rest], W) when Seq =:= Last + 1 ->
+    add_runs(Runs, Seq + C, N + C, [{First, Seq + C - 1, Stamp} | Rest], W);
+add_runs([{Stamp, C} | Runs], Seq, N, Rear, W) when is_integer(C), C > 0 ->
+    add_runs(Runs, Seq + C, N + C, [{Seq, Seq + C - 1, Stamp} | Rear], W);
+add_runs([], Seq, N, Rear, W) ->
+    {Seq, W#window{n = N, rear = Rear}}.
 
 %% @doc Takes publish `Seq' out of the window: `{Stamp, Window1}', or
 %% `error' if it is not there.

@@ -8,7 +8,7 @@
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
--export([prop_schedule/0, prop_variable_schedule/0, prop_next_stamped/0]).
+-export([prop_schedule/0, prop_variable_schedule/0, prop_next_stamped/0, prop_take_is_next/0]).
 
 rate() ->
     oneof([range(1, 1000000), ?LET(F, float(0.01, 100000.0), F)]).
@@ -94,6 +94,60 @@ same_stamped(L, Now, [Us | Rest] = Clock, Woke, Left) ->
         _ ->
             false
     end.
+
+%% take/4 (one call per burst) releases what next/3 would one by one, at
+%% most Max, their stamps as runs; late/4 counts those of them next/2
+%% would have given an intended time more than ByUs before the clock.
+prop_take_is_next() ->
+    ?FORALL({Kind, Start, Clock, Woke, Max, ByUs},
+            {oneof([{rate, rate()}, {rate, infinity},
+                    {variable, non_empty(list({oneof([range(0, 5), range(0, 2000)]), range(1, 5)}))}]),
+             range(-1000000, 1000000), list(oneof([range(0, 20000), range(0, 3000000)])), boolean(),
+             range(0, 70), oneof([range(0, 3000), range(0, 3000000)])},
+            begin
+                L = case Kind of
+                        {rate, R} -> beamlab_amqp_rate:new(R, Start);
+                        {variable, Steps} -> beamlab_amqp_rate:new_variable(Steps, Start)
+                    end,
+                same_taken(L, Start, Clock, Woke, Max, ByUs)
+            end).
+
+same_taken(_L, _Now, [], _Woke, _Max, _ByUs) ->
+    true;
+same_taken(L, Now, [Us | Clock], Woke, Max, ByUs) ->
+    Now1 = Now + Us,
+    {Runs, L1} = beamlab_amqp_rate:take(L, Now1, Woke, Max),
+    {Stamps, Intended, L2} = one_by_one(L, Now1, Woke, Max, [], []),
+    Late = length([I || I <- Intended, Now1 - I > ByUs]),
+    Got = lists:append([lists:duplicate(K, S) || {S, K} <- Runs]),
+    Ok = Got =:= Stamps
+        andalso beamlab_amqp_rate:sent(L1) =:= beamlab_amqp_rate:sent(L2)
+        andalso beamlab_amqp_rate:due(L1, beamlab_amqp_rate:sent(L1))
+                =:= beamlab_amqp_rate:due(L2, beamlab_amqp_rate:sent(L2))
+        %% runs: a count of at least 1, no two neighbours of one stamp
+        andalso lists:all(fun({_, K}) -> K >= 1 end, Runs)
+        andalso no_repeat([S || {S, _} <- Runs])
+        andalso beamlab_amqp_rate:late(L, L1, Now1, ByUs) =:= Late,
+    case Ok of
+        true -> same_taken(L1, Now1, Clock, Woke, Max, ByUs);
+        false -> io:format("take ~p at ~p: ~p, one by one ~p~n", [Max, Now1, Runs, Stamps]), false
+    end.
+
+one_by_one(L, _Now, _Woke, 0, Ss, Is) ->
+    {lists:reverse(Ss), Is, L};
+one_by_one(L, Now, Woke, Max, Ss, Is) ->
+    case beamlab_amqp_rate:next(L, Now, Woke) of
+        {go, I, S, L1} -> one_by_one(L1, Now, Woke, Max - 1, [S | Ss], [I | Is]);
+        {wait, _} -> {lists:reverse(Ss), Is, L}
+    end.
+
+no_repeat([A, A | _]) -> false;
+no_repeat([_ | Rest]) -> no_repeat(Rest);
+no_repeat([]) -> true.
+
+take_is_next_test_() ->
+    {timeout, 60,
+     fun() -> ?assert(proper:quickcheck(prop_take_is_next(), [{numtests, 300}, {to_file, user}])) end}.
 
 next_stamped_test_() ->
     {timeout, 60,

@@ -1,6 +1,6 @@
 %%% @doc PropEr properties of a producer's confirm window kept as runs
-%%% (beamlab_amqp_window, #33): under any mix of publishes (stamps repeated
-%%% or not) and confirms (one number or all up to one, in order or not, of
+%%% (beamlab_amqp_window, #33): under any mix of publishes (one by one or
+%%% a burst's runs, stamps repeated or not) and confirms (one number or all up to one, in order or not, of
 %%% numbers in the window or long settled), it answers what a map from
 %%% sequence number to stamp answers. The `_test_' functions let
 %%% `rebar3 eunit' run them.
@@ -16,6 +16,7 @@
 %% next number to publish: in the window, settled, or far behind).
 op() ->
     frequency([{5, {publish, range(1, 3)}},
+               {2, {publish_runs, list({range(1, 3), range(1, 4)})}},
                {2, {take, range(1, 12)}},
                {1, {take_upto, range(1, 12)}}]).
 
@@ -27,6 +28,15 @@ run([], _Next, W, M) ->
     beamlab_amqp_window:size(W) =:= map_size(M);
 run([{publish, Stamp} | Ops], Next, W, M) ->
     run(Ops, Next + 1, beamlab_amqp_window:add(W, Next, Stamp), M#{Next => Stamp});
+run([{publish_runs, Runs} | Ops], Next, W, M) ->
+    %% A burst (beamlab_amqp_rate:take/4's runs): as its publishes one by one.
+    Stamps = lists:append([lists:duplicate(K, T) || {T, K} <- Runs]),
+    Next1 = Next + length(Stamps),
+    M1 = maps:merge(M, maps:from_list(lists:zip(lists:seq(Next, Next1 - 1), Stamps))),
+    case beamlab_amqp_window:add_runs(W, Next, Runs) of
+        {Next1, W1} -> run(Ops, Next1, W1, M1);
+        Other -> report({publish_runs, Next, Runs}, Other)
+    end;
 run([{take, Back} | Ops], Next, W, M) ->
     Seq = max(1, Next - Back),
     case {beamlab_amqp_window:take(W, Seq), maps:take(Seq, M)} of
