@@ -150,46 +150,25 @@ next(L, NowUs, Woke) ->
 %% per message: no tuple and no limiter per message (#33).
 -spec take(limiter(), integer(), boolean(), non_neg_integer()) ->
           {[{integer(), pos_integer()}], limiter()}.
-take(#rate{rate = Rate, start = S, k = K} = L, NowUs, Woke, Max) when is_integer(Rate) ->
-    {Runs, K1} = take_rate(Rate, S, K, K + Max, NowUs, Woke, []),
-    {Runs, L#rate{k = K1}};
-take(#var{per_cycle = N, k = K} = L, NowUs, Woke, Max) when N > 0 ->
-    {Runs, K1} = take_var(L, K, K + Max, NowUs, Woke, []),
-    {Runs, L#var{k = K1}};
+take(#rate{rate = infinity, k = K} = L, NowUs, _Woke, Max) ->
+    %% Each message due at its own now (next/2): all of them, one stamp.
+    {[{NowUs, Max} || Max > 0], L#rate{k = K + Max}};
 take(L, NowUs, Woke, Max) ->
-    take_next(L, NowUs, Woke, Max, []).
+    K = sent(L),
+    {Runs, K1} = take(L, K, K + Max, NowUs, Woke, []),
+    {Runs, case L of
+               #rate{} -> L#rate{k = K1};
+               #var{} -> L#var{k = K1}
+           end}.
 
-take_rate(Rate, S, K, End, NowUs, Woke, Acc) when K < End ->
-    Due = S + ?CEIL_DIV(K * 1000000, Rate),
+%% next/2's due times (due/2, inlined), next/3's stamps, message K on.
+take(L, K, End, NowUs, Woke, Acc) when K < End ->
+    Due = due(L, K),
     if Due > NowUs -> {lists:reverse(Acc), K};
-       true -> take_rate(Rate, S, K + 1, End, NowUs, Woke, run(stamp(Due, NowUs, Woke), Acc))
+       true -> take(L, K + 1, End, NowUs, Woke, run(stamp(Due, NowUs, Woke), Acc))
     end;
-take_rate(_Rate, _S, K, _End, _NowUs, _Woke, Acc) ->
+take(_L, K, _End, _NowUs, _Woke, Acc) ->
     {lists:reverse(Acc), K}.
-
-%% next/3's due time of message K of rate steps, per message.
-take_var(#var{steps = [{_, F1, N1, _} = Step1 | Later], cycle_us = CycleUs, per_cycle = N,
-              start = S} = L, K, End, NowUs, Woke, Acc) when K < End ->
-    R = K rem N,
-    {Off, First, _, Rate} = if R < F1 + N1 -> Step1;
-                               true -> step(Later, R)
-                            end,
-    Due = S + (K div N) * CycleUs + Off + ?CEIL_DIV((R - First) * 1000000, Rate),
-    if Due > NowUs -> {lists:reverse(Acc), K};
-       true -> take_var(L, K + 1, End, NowUs, Woke, run(stamp(Due, NowUs, Woke), Acc))
-    end;
-take_var(_L, K, _End, _NowUs, _Woke, Acc) ->
-    {lists:reverse(Acc), K}.
-
-%% An unlimited or a float rate, or steps of zeros: next/3 per message.
-
-take_next(L, _NowUs, _Woke, 0, Acc) ->
-    {lists:reverse(Acc), L};
-take_next(L, NowUs, Woke, Max, Acc) ->
-    case next(L, NowUs, Woke) of
-        {go, _, Stamp, L1} -> take_next(L1, NowUs, Woke, Max - 1, run(Stamp, Acc));
-        {wait, _} -> {lists:reverse(Acc), L}
-    end.
 
 run(Stamp, [{Stamp, C} | Acc]) -> [{Stamp, C + 1} | Acc];
 run(Stamp, Acc) -> [{Stamp, 1} | Acc].
