@@ -1,9 +1,9 @@
 %%% @doc PropEr properties of a producer's confirm window kept as runs
 %%% (beamlab_amqp_window, #33): under any mix of publishes (one by one or
-%%% a burst's runs, stamps repeated or not) and confirms (one number or all up to one, in order or not, of
-%%% numbers in the window or long settled), it answers what a map from
-%%% sequence number to stamp answers. The `_test_' functions let
-%%% `rebar3 eunit' run them.
+%%% a burst's runs, stamps repeated or not) and confirms (one number or
+%%% all up to one, in order or not, of numbers in the window or long
+%%% settled), it answers what a map from sequence number to stamp
+%%% answers. The `_test_' functions let `rebar3 eunit' run them.
 -module(prop_beamlab_amqp_window).
 
 -include_lib("proper/include/proper.hrl").
